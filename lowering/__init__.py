@@ -1,0 +1,20 @@
+"""onnx-lower: rewrite ONNX operators a runtime lacks into primitive ONNX operators."""
+
+from .api import LoweringResult, lower, lower_model, rules_table
+from .errors import LoweringError
+from .report import LoweringReport, RemainingOp
+from .targets import DEFAULT_TARGET, ONNXRUNTIME_CPU, Target
+
+__all__ = [
+    "DEFAULT_TARGET",
+    "ONNXRUNTIME_CPU",
+    "LoweringError",
+    "LoweringReport",
+    "LoweringResult",
+    "RemainingOp",
+    "Target",
+    "lower",
+    "lower_model",
+    "rules_table",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,179 @@
+"""The Python API: ``lower`` and ``lower_model``, and the table of rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import onnx
+
+from . import schemas
+from .engine import LoweringPass, default_opset
+from .errors import LoweringError
+from .registry import all_rules
+from .report import LoweringReport
+from .targets import DEFAULT_TARGET, Target
+
+
+@dataclass
+class LoweringResult:
+    """The lowered model, what the pass did, and whether it changed anything."""
+
+    model: Any
+    report: LoweringReport
+
+    @property
+    def modified(self) -> bool:
+        return bool(self.report.rewritten)
+
+
+def lower(model, *, ops=None, target_opset: int | None = None):
+    """Lower ``model`` (``onnx.ModelProto`` or ``onnx_ir.Model``) and return the lowered model.
+
+    ``ops`` names the op types to lower (default: every op a rule covers). A ModelProto
+    argument is left untouched; an ``onnx_ir.Model`` comes back as a new ``onnx_ir.Model``.
+    """
+    return lower_model(model, ops=ops, target_opset=target_opset).model
+
+
+def lower_model(model, *, ops=None, target_opset: int | None = None, target: Target = DEFAULT_TARGET) -> LoweringResult:
+    """Like :func:`lower`, but also return the report of what was rewritten and what was left."""
+    if target_opset is not None:
+        raise LoweringError(
+            f"target_opset={target_opset}: converting between opset versions is not available yet; "
+            "lower at the model's own opset (target_opset=None)"
+        )
+    ir_model = None
+    if not isinstance(model, onnx.ModelProto):
+        ir_model = model
+        model = _ir_to_proto(model)
+    requested = _requested_ops(ops)
+    _check_input(model)
+    lowered = onnx.ModelProto()
+    lowered.CopyFrom(model)
+    report = LoweringPass(lowered, model, requested_ops=requested, target=target).run()
+    _check_postcondition(lowered, requested, report)
+    if ir_model is not None:
+        import onnx_ir
+
+        return LoweringResult(onnx_ir.serde.deserialize_model(lowered), report)
+    return LoweringResult(lowered, report)
+
+
+def rules_table() -> list[dict[str, object]]:
+    """One row per rule and op version: op, version, accepted input types, primitives emitted.
+
+    The primitives are found by expanding the rule for every accepted type, attribute
+    combination and opset at which that op version is in force.
+    """
+    rows = []
+    for rule in all_rules():
+        for version in rule.since_versions:
+            types = sorted(rule.input_types(version), key=schemas.type_name)
+            emitted = {
+                node.op_type
+                for opset in _opsets_with_version(rule.op_type, version)
+                for element_type in types
+                for attributes in _attribute_samples(rule)
+                for node in _expansion(rule, opset, element_type, attributes)
+            }
+            rows.append(
+                {
+                    "op_type": rule.op_type,
+                    "version": version,
+                    "types": [schemas.type_name(t) for t in types],
+                    "emits": sorted(emitted),
+                    "rule": rule.name,
+                    "formula": rule.formula.splitlines()[0] if rule.formula else "",
+                }
+            )
+    return rows
+
+
+def _opsets_with_version(op_type: str, version: int) -> list[int]:
+    return [
+        opset
+        for opset in range(version, schemas.newest_opset() + 1)
+        if schemas.version_in_force(op_type, opset) == version
+    ]
+
+
+def _expansion(rule, opset: int, element_type: int, attributes: dict[str, object]) -> list[onnx.NodeProto]:
+    """The nodes (constants included) a rule emits for one input type and attribute set."""
+    from .builder import Builder, ConstantPool, Value
+    from .naming import NameAllocator
+
+    names = NameAllocator()
+    pool = ConstantPool(names)
+    builder = Builder(opset=opset, target=DEFAULT_TARGET, names=names, constants=pool, name_hint="x")
+    rule.body(builder, Value("x", element_type), **attributes)
+    return pool.nodes + builder.nodes
+
+
+def _attribute_samples(rule) -> list[dict[str, object]]:
+    """Every combination of 0/1 for the rule's int attributes (IsInf's two flags)."""
+    samples: list[dict[str, object]] = [{}]
+    for name, default in rule.attribute_defaults.items():
+        if isinstance(default, int):
+            samples = [{**s, name: flag} for s in samples for flag in (0, 1)]
+    return samples
+
+
+def _requested_ops(ops) -> frozenset[str]:
+    covered = {rule.op_type for rule in all_rules()}
+    if ops is None:
+        return frozenset(covered)
+    if isinstance(ops, str):
+        ops = [ops]
+    requested = frozenset(ops)
+    unknown = sorted(requested - covered)
+    if unknown:
+        raise LoweringError(f"no rule lowers {', '.join(unknown)}; rules exist for {', '.join(sorted(covered))}")
+    return requested
+
+
+def _ir_to_proto(model) -> onnx.ModelProto:
+    try:
+        import onnx_ir
+    except ImportError as error:  # pragma: no cover - onnx_ir comes with onnxscript
+        raise LoweringError(f"expected an onnx.ModelProto, got {type(model).__name__}") from error
+    if not isinstance(model, onnx_ir.Model):
+        raise LoweringError(f"expected an onnx.ModelProto or onnx_ir.Model, got {type(model).__name__}")
+    return onnx_ir.serde.serialize_model(model)
+
+
+def _check_input(model: onnx.ModelProto) -> None:
+    opset = default_opset(model.opset_import)
+    if opset is not None and opset > schemas.newest_opset():
+        raise LoweringError(
+            f"the model imports opset {opset} of the default domain, newer than the {schemas.newest_opset()} "
+            "this onnx knows; upgrade onnx"
+        )
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid model"
+        raise LoweringError(f"the model is not valid ONNX: {first_line}") from None
+
+
+def _check_postcondition(model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport) -> None:
+    """Every node of a requested op that is left must be accounted for in the report."""
+    left = _count_default_domain_ops(model, requested)
+    if left != len(report.remaining):
+        raise AssertionError(f"{left} requested ops left in the model, {len(report.remaining)} reported")
+
+
+def _count_default_domain_ops(model: onnx.ModelProto, op_types: frozenset[str]) -> int:
+    def count(nodes) -> int:
+        total = 0
+        for node in nodes:
+            if node.op_type in op_types and schemas.canonical_domain(node.domain) == "":
+                total += 1
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    total += count(attribute.g.node)
+                elif attribute.type == onnx.AttributeProto.GRAPHS:
+                    total += sum(count(g.node) for g in attribute.graphs)
+        return total
+
+    return count(model.graph.node) + sum(count(f.node) for f in model.functions)

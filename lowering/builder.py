@@ -1,0 +1,152 @@
+"""The vocabulary rules are written in: typed values and ONNX ops that emit nodes."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from . import floats, schemas
+from .naming import NameAllocator
+from .targets import Target
+
+
+@dataclass(frozen=True)
+class Value:
+    """A tensor value in the graph being lowered: its name and element type."""
+
+    name: str
+    element_type: int
+
+
+@dataclass(frozen=True)
+class NotLowered:
+    """A rule's answer when it cannot apply; ``reason`` reaches the user's report."""
+
+    reason: str
+
+
+@functools.cache
+def _output_type_rule(op_type: str, opset: int) -> tuple[str, int]:
+    """How op_type's first output type follows from its inputs, read from its schema.
+
+    ("same", i): the type of input i; ("fixed", t): always t; ("attribute", 0): Cast's ``to``.
+    """
+    if op_type == "Cast":
+        return ("attribute", 0)
+    schema = schemas.schema_in_force(op_type, opset)
+    if schema is None:
+        raise ValueError(f"{op_type} does not exist at opset {opset}")
+    output_param = schema.outputs[0].type_str
+    for index, formal in enumerate(schema.inputs):
+        if formal.type_str == output_param:
+            return ("same", index)
+    allowed = schemas._tensor_element_types(
+        next(
+            (c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == output_param),
+            [output_param],
+        )
+    )
+    if len(allowed) == 1:
+        return ("fixed", next(iter(allowed)))
+    raise ValueError(f"cannot tell the output type of {op_type}-{schema.since_version}")
+
+
+class ConstantPool:
+    """Constants shared by every rewrite in one graph, emitted as Constant nodes up front."""
+
+    def __init__(self, names: NameAllocator) -> None:
+        self._names = names
+        self._by_key: dict[tuple[int, bytes], Value] = {}
+        self.nodes: list[onnx.NodeProto] = []
+
+    def scalar(self, value: float, element_type: int, hint: str) -> Value:
+        """A shared scalar constant of ``element_type`` holding exactly ``value``."""
+        array = np.array(value, dtype=floats.numpy_dtype(element_type))
+        key = (element_type, array.tobytes())
+        found = self._by_key.get(key)
+        if found is not None:
+            return found
+        name = self._names.fresh(hint)
+        tensor = onnx.numpy_helper.from_array(array, name=name)
+        if tensor.data_type != element_type:
+            raise AssertionError(f"constant {name} has the wrong element type")
+        self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
+        found = self._by_key[key] = Value(name, element_type)
+        return found
+
+    def rollback(self, count: int) -> None:
+        """Forget the constants made after the first ``count`` (a rule that gave up)."""
+        for node in self.nodes[count:]:
+            self._by_key = {k: v for k, v in self._by_key.items() if v.name != node.output[0]}
+        del self.nodes[count:]
+
+
+class Builder:
+    """Emits the nodes that replace one node. Rules call ops on it: ``b.Abs(x)``.
+
+    Each op returns a typed :class:`Value`; output types come from the op's schema.
+    """
+
+    def __init__(
+        self,
+        *,
+        opset: int,
+        target: Target,
+        names: NameAllocator,
+        constants: ConstantPool,
+        name_hint: str,
+    ) -> None:
+        self.opset = opset
+        self.target = target
+        self._names = names
+        self._constants = constants
+        self._hint = name_hint
+        self.nodes: list[onnx.NodeProto] = []
+
+    # -- facts a rule may ask -------------------------------------------------------
+    def accepts(self, op_type: str, value: Value) -> bool:
+        """Whether ``op_type`` at this opset takes values of ``value``'s type."""
+        return schemas.accepts(op_type, self.opset, value.element_type)
+
+    # -- values ----------------------------------------------------------------------
+    def constant(self, value: float, like: Value, hint: str) -> Value:
+        """A scalar of ``like``'s element type, shared across the graph."""
+        type_name = schemas.type_name(like.element_type)
+        return self._constants.scalar(value, like.element_type, f"{type_name}_{hint}")
+
+    def computable(self, x: Value) -> Value:
+        """``x`` in a type the target computes with: itself, or cast exactly to a wider type."""
+        compute_type = self.target.compute_type(x.element_type)
+        if compute_type == x.element_type:
+            return x
+        return self.Cast(x, to=compute_type)
+
+    # -- ops -------------------------------------------------------------------------
+    def op(self, op_type: str, *inputs: Value, **attributes) -> Value:
+        """Emit ``op_type(*inputs, **attributes)`` and return its (single) output."""
+        kind, detail = _output_type_rule(op_type, self.opset)
+        if kind == "same":
+            element_type = inputs[detail].element_type
+        elif kind == "fixed":
+            element_type = detail
+        else:
+            element_type = attributes["to"]
+        output = self._names.fresh(f"{self._hint}_{op_type.lower()}")
+        node = helper.make_node(
+            op_type,
+            [value.name for value in inputs],
+            [output],
+            name=self._names.fresh(f"{self._hint}_{op_type}"),
+            **attributes,
+        )
+        self.nodes.append(node)
+        return Value(output, element_type)
+
+    def __getattr__(self, op_type: str):
+        if not op_type[:1].isupper():
+            raise AttributeError(op_type)
+        return functools.partial(self.op, op_type)

@@ -1,0 +1,327 @@
+"""The lowering pass: walks every graph, subgraph and local function once, rewriting the
+nodes a rule covers in place of the original node, so the pass is linear in model size."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import onnx
+from onnx import helper
+
+from . import schemas
+from .builder import Builder, NotLowered, Value
+from .errors import LoweringError
+from .naming import NameAllocator, names_in_model
+from .registry import Rule, rule_for
+from .report import LoweringReport, RemainingOp
+from .scopes import Scope, element_type_of, subgraph_twin
+from .targets import Target
+
+FunctionKey = tuple[str, str, str]
+
+
+def describe_node(node: onnx.NodeProto, index: int) -> str:
+    """``node 'name' (Op)``, or ``node #3 (Op)`` for an unnamed node."""
+    label = f"'{node.name}'" if node.name else f"#{index}"
+    return f"node {label} ({node.op_type})"
+
+
+def default_opset(opset_imports: Iterable[onnx.OperatorSetIdProto]) -> int | None:
+    for entry in opset_imports:
+        if schemas.canonical_domain(entry.domain) == "":
+            return entry.version
+    return None
+
+
+def function_key(function: onnx.FunctionProto) -> FunctionKey:
+    return (function.domain, function.name, getattr(function, "overload", ""))
+
+
+def call_key(node: onnx.NodeProto) -> FunctionKey:
+    return (node.domain, node.op_type, getattr(node, "overload", ""))
+
+
+class _NotLowered(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LoweringPass:
+    """Lowers ``model`` in place; ``original`` (unmodified) serves type inference."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        original: onnx.ModelProto,
+        *,
+        requested_ops: frozenset[str],
+        target: Target,
+    ) -> None:
+        self.model = model
+        self.original = original
+        self.requested_ops = requested_ops
+        self.target = target
+        self.report = LoweringReport()
+        self.names = NameAllocator(names_in_model(model))
+        self.functions = {function_key(f): f for f in model.functions}
+        self._original_functions = {function_key(f): f for f in original.functions}
+        self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}
+        self._inferred_model: onnx.ModelProto | None = None
+
+    # -- driver ------------------------------------------------------------------------
+    def run(self) -> LoweringReport:
+        opset = default_opset(self.model.opset_import)
+        main = Scope(
+            self.model.graph,
+            opset=opset or 0,
+            location=f"graph '{self.model.graph.name}'",
+            names=self.names,
+            twin=self._inferred_main_graph,
+        )
+        self._lower_graph(main)
+        for key in self._functions_callers_first():
+            self._lower_function(self.functions[key])
+        return self.report
+
+    def _inferred_main_graph(self) -> onnx.GraphProto | None:
+        if self._inferred_model is None:
+            self._inferred_model = _infer(self.original)
+        return self._inferred_model.graph if self._inferred_model is not None else None
+
+    # -- graphs --------------------------------------------------------------------------
+    def _lower_graph(self, scope: Scope) -> None:
+        lowered_nodes: list[onnx.NodeProto] = []
+        changed = False
+        for index, node in enumerate(scope.graph.node):
+            self._lower_subgraphs(scope, node, index)
+            if call_key(node) in self.functions:
+                self._record_call(scope, node, index)
+            replacement = self._rewrite(scope, node, index)
+            if replacement is None:
+                lowered_nodes.append(node)
+            else:
+                lowered_nodes.extend(replacement)
+                changed = True
+        if changed:
+            del scope.graph.node[:]
+            scope.graph.node.extend(scope.constants.nodes + lowered_nodes)
+
+    def _lower_subgraphs(self, scope: Scope, node: onnx.NodeProto, index: int) -> None:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                graphs = [(attribute.g, None)]
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                graphs = [(g, k) for k, g in enumerate(attribute.graphs)]
+            else:
+                continue
+            for graph, graph_index in graphs:
+                suffix = "" if graph_index is None else f"[{graph_index}]"
+                child = Scope(
+                    graph,
+                    opset=scope.opset,
+                    location=f"{scope.location} > {describe_node(node, index)} {attribute.name}{suffix}",
+                    names=self.names,
+                    parent=scope,
+                    twin=subgraph_twin(scope, index, attribute.name, graph_index),
+                    unknown_types_reason=scope.unknown_types_reason,
+                )
+                self._lower_graph(child)
+
+    # -- one node ------------------------------------------------------------------------
+    def _rewrite(self, scope: Scope, node: onnx.NodeProto, index: int) -> list[onnx.NodeProto] | None:
+        if node.op_type not in self.requested_ops:
+            return None
+        rule = rule_for(node.domain, node.op_type)
+        if rule is None or schemas.canonical_domain(node.domain) != rule.domain:
+            return None
+        version = schemas.version_in_force(node.op_type, scope.opset, node.domain)
+        location = f"{scope.location}, {describe_node(node, index)}"
+        try:
+            nodes = self._expand(rule, version, scope, node, location)
+        except _NotLowered as not_lowered:
+            self.report.remaining.append(RemainingOp(node.op_type, version, location, not_lowered.reason))
+            return None
+        self.report.rewritten[f"{node.op_type}-{version}"] += 1
+        return nodes
+
+    def _expand(
+        self, rule: Rule, version: int | None, scope: Scope, node: onnx.NodeProto, location: str
+    ) -> list[onnx.NodeProto]:
+        if version is None:
+            raise _NotLowered(f"{node.op_type} does not exist at opset {scope.opset}")
+        if not rule.serves(version):
+            served = ", ".join(map(str, rule.since_versions))
+            raise _NotLowered(f"no rule for {node.op_type}-{version} (rules cover versions {served})")
+        inputs = [self._input_value(scope, name) for name in node.input]
+        if inputs and inputs[0] is not None and inputs[0].element_type not in rule.input_types(version):
+            type_name = schemas.type_name(inputs[0].element_type)
+            raise _NotLowered(f"{node.op_type}-{version} does not accept {type_name} inputs; the model is invalid")
+        attributes = self._attributes(rule, node, location)
+        hint = node.name or (node.output[0] if node.output else node.op_type.lower())
+        builder = Builder(
+            opset=scope.opset, target=self.target, names=self.names, constants=scope.constants, name_hint=hint
+        )
+        constants_before = len(scope.constants.nodes)
+        result = rule.body(builder, *inputs, **attributes)
+        if isinstance(result, NotLowered):
+            scope.constants.rollback(constants_before)
+            raise _NotLowered(result.reason)
+        outputs = result if isinstance(result, tuple) else (result,)
+        nodes = builder.nodes
+        for value, output_name in zip(outputs, node.output, strict=False):
+            if output_name:
+                nodes = _bind(nodes, value, output_name, self.names)
+        return nodes
+
+    def _input_value(self, scope: Scope, name: str) -> Value | None:
+        if name == "":
+            return None
+        element_type = scope.element_type(name)
+        if element_type is None:
+            reason = f"the type of input '{name}' is unknown"
+            if scope.unknown_types_reason:
+                reason += f" ({scope.unknown_types_reason})"
+            raise _NotLowered(reason)
+        return Value(name, element_type)
+
+    @staticmethod
+    def _attributes(rule: Rule, node: onnx.NodeProto, location: str) -> dict[str, object]:
+        known = rule.attribute_defaults
+        attributes: dict[str, object] = {}
+        for attribute in node.attribute:
+            if attribute.ref_attr_name:
+                raise _NotLowered(
+                    f"attribute {attribute.name} refers to the function attribute {attribute.ref_attr_name}"
+                )
+            if attribute.name not in known:
+                raise LoweringError(
+                    f"{location}: {node.op_type} has no attribute '{attribute.name}'; remove it and retry"
+                )
+            attributes[attribute.name] = helper.get_attribute_value(attribute)
+        return attributes
+
+    # -- local functions -----------------------------------------------------------------
+    def _record_call(self, scope: Scope, node: onnx.NodeProto, index: int) -> None:
+        types = [scope.type_of(name) if name else None for name in node.input]
+        signature = b"|".join(t.SerializeToString() if t is not None else b"?" for t in types)
+        calls = self._call_signatures.setdefault(call_key(node), {})
+        calls.setdefault(signature, (types, f"{scope.location}, {describe_node(node, index)}"))
+
+    def _functions_callers_first(self) -> list[FunctionKey]:
+        callees = {key: set(_calls_in(f.node, self.functions)) for key, f in self.functions.items()}
+        ordered: list[FunctionKey] = []
+        visiting: set[FunctionKey] = set()
+        done: set[FunctionKey] = set()
+
+        def visit(key: FunctionKey) -> None:
+            if key in done or key in visiting:
+                return
+            visiting.add(key)
+            for callee in sorted(callees[key]):
+                visit(callee)
+            visiting.discard(key)
+            done.add(key)
+            ordered.append(key)
+
+        for key in self.functions:
+            visit(key)
+        return list(reversed(ordered))
+
+    def _lower_function(self, function: onnx.FunctionProto) -> None:
+        key = function_key(function)
+        calls = self._call_signatures.get(key, {})
+        opset = default_opset(function.opset_import) or default_opset(self.model.opset_import) or 0
+        location = f"function '{function.domain}.{function.name}'"
+        input_types: dict[str, onnx.TypeProto] = {}
+        reason = ""
+        if len(calls) == 1:
+            ((types, _),) = calls.values()
+            input_types = {name: t for name, t in zip(function.input, types, strict=False) if t is not None}
+        elif not calls:
+            reason = "the function is never called, so its input types are unknown"
+        else:
+            where = "; ".join(f"{_signature_text(types)} at {call_location}" for types, call_location in calls.values())
+            reason = f"the function is called with different input types ({where}); give each its own function"
+        original = self._original_functions[key]
+        scope = Scope(
+            function,
+            opset=opset,
+            location=location,
+            names=self.names,
+            twin=lambda: _infer_function(original, input_types, self.original) if input_types else None,
+            input_types=input_types,
+            unknown_types_reason=reason,
+        )
+        self._lower_graph(scope)
+
+
+def _signature_text(types: list[onnx.TypeProto | None]) -> str:
+    names = []
+    for type_proto in types:
+        element_type = element_type_of(type_proto)
+        names.append(schemas.type_name(element_type) if element_type else "?")
+    return "(" + ", ".join(names) + ")"
+
+
+def _calls_in(nodes: Iterable[onnx.NodeProto], functions: dict) -> Iterable[FunctionKey]:
+    for node in nodes:
+        if call_key(node) in functions:
+            yield call_key(node)
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                yield from _calls_in(attribute.g.node, functions)
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                for graph in attribute.graphs:
+                    yield from _calls_in(graph.node, functions)
+
+
+def _bind(nodes: list[onnx.NodeProto], value: Value, output_name: str, names: NameAllocator) -> list[onnx.NodeProto]:
+    """Make the emitted nodes write ``value`` to the original node's ``output_name``."""
+    produced = any(value.name in node.output for node in nodes)
+    if not produced:
+        identity = helper.make_node(
+            "Identity", [value.name], [output_name], name=names.fresh(f"{output_name}_identity")
+        )
+        return [*nodes, identity]
+    for node in nodes:
+        for k, name in enumerate(node.output):
+            if name == value.name:
+                node.output[k] = output_name
+        for k, name in enumerate(node.input):
+            if name == value.name:
+                node.input[k] = output_name
+    return nodes
+
+
+def _infer(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """onnx type inference on a model, or None when inference itself fails."""
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:  # inference is best effort: an unknown type is reported, not fatal
+        return None
+
+
+def _infer_function(
+    function: onnx.FunctionProto, input_types: dict[str, onnx.TypeProto], model: onnx.ModelProto
+) -> onnx.GraphProto | None:
+    """Infer the types inside a function body called with ``input_types``."""
+    inputs = []
+    for name in function.input:
+        info = onnx.ValueInfoProto(name=name)
+        if name in input_types:
+            info.type.CopyFrom(input_types[name])
+        inputs.append(info)
+    graph = helper.make_graph(
+        list(function.node), f"{function.name}_body", inputs, [onnx.ValueInfoProto(name=o) for o in function.output]
+    )
+    imports = {entry.domain: entry.version for entry in model.opset_import}
+    imports.update({entry.domain: entry.version for entry in function.opset_import})
+    body_model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid(domain, version) for domain, version in imports.items()],
+        functions=list(model.functions),
+        ir_version=model.ir_version,
+    )
+    inferred = _infer(body_model)
+    return inferred.graph if inferred is not None else None

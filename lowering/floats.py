@@ -1,0 +1,46 @@
+"""Facts about floating-point element types, derived from the numpy dtypes onnx maps them to."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import onnx
+from onnx import helper
+
+
+def numpy_dtype(element_type: int) -> np.dtype:
+    """The numpy dtype (ml_dtypes for bfloat16 and float8) onnx uses for ``element_type``."""
+    return np.dtype(helper.tensor_dtype_to_np_dtype(element_type))
+
+
+@functools.cache
+def is_float(element_type: int) -> bool:
+    """Whether ``element_type`` is a real floating-point type (float8 to double)."""
+    if element_type in (onnx.TensorProto.UNDEFINED, onnx.TensorProto.STRING):
+        return False
+    try:
+        dtype = numpy_dtype(element_type)
+    except (KeyError, TypeError, ValueError):
+        return False
+    if dtype.kind == "f":
+        return True
+    # ml_dtypes' float types report kind 'V'; they round-trip a fraction.
+    try:
+        return bool(np.array(0.5, dtype=np.float32).astype(dtype).astype(np.float32) == 0.5)
+    except (TypeError, ValueError):
+        return False
+
+
+@functools.cache
+def has_infinity(element_type: int) -> bool:
+    """Whether ``element_type`` can hold ±inf (float8e4m3fn, e4m3fnuz and e5m2fnuz cannot)."""
+    with np.errstate(all="ignore"):
+        converted = np.array(np.inf, dtype=np.float32).astype(numpy_dtype(element_type))
+        return bool(np.isinf(converted.astype(np.float64)))
+
+
+@functools.cache
+def largest_finite(element_type: int) -> float:
+    """The largest finite value of ``element_type``, as a Python float (exact)."""
+    return float(np.finfo(numpy_dtype(element_type)).max)

@@ -1,0 +1,90 @@
+"""The rule registry: rules register themselves by decorator, the engine looks them up by op."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import schemas
+from .builder import Builder, NotLowered, Value
+
+RuleBody = Callable[..., "Value | tuple[Value, ...] | NotLowered"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Lowers one op, at the versions listed, into primitive ops.
+
+    ``body(b, *inputs, **attributes)`` emits the replacement through the builder ``b`` and
+    returns the value(s) standing for the op's outputs, or :class:`NotLowered` with a reason.
+    Its docstring states the formula. Accepted input types come from the op's schema.
+    """
+
+    op_type: str
+    domain: str
+    since_versions: tuple[int, ...]
+    body: RuleBody
+
+    @property
+    def name(self) -> str:
+        return self.body.__name__
+
+    @property
+    def formula(self) -> str:
+        return inspect.getdoc(self.body) or ""
+
+    @property
+    def attribute_defaults(self) -> dict[str, object]:
+        """The attributes the rule reads and their defaults (from the body's signature)."""
+        return {
+            parameter.name: parameter.default
+            for parameter in inspect.signature(self.body).parameters.values()
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        }
+
+    def serves(self, version: int) -> bool:
+        return version in self.since_versions
+
+    def input_types(self, version: int) -> frozenset[int]:
+        """Element types of the first input the op accepts at ``version`` (onnx.defs)."""
+        return schemas.input_element_types(self.op_type, version, 0, self.domain)
+
+
+_RULES: dict[tuple[str, str], Rule] = {}
+
+
+def rule(op_type: str, *, versions: tuple[int, ...], domain: str = "") -> Callable[[RuleBody], RuleBody]:
+    """Register the decorated function as the rule lowering ``op_type`` at ``versions``."""
+
+    def register(body: RuleBody) -> RuleBody:
+        key = (schemas.canonical_domain(domain), op_type)
+        if key in _RULES:
+            raise ValueError(f"a rule for {op_type} is registered already")
+        known = schemas.op_versions(op_type, domain)
+        unknown = [v for v in versions if v not in known]
+        if unknown:
+            raise ValueError(f"{op_type} has no versions {unknown}; onnx defines {known}")
+        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body)
+        return body
+
+    return register
+
+
+def rule_for(domain: str, op_type: str) -> Rule | None:
+    """The rule for an op, by (domain, op type): one dictionary lookup."""
+    _load_rules()
+    return _RULES.get((schemas.canonical_domain(domain), op_type))
+
+
+def all_rules() -> list[Rule]:
+    """Every registered rule, ordered by op type."""
+    _load_rules()
+    return sorted(_RULES.values(), key=lambda r: (r.domain, r.op_type))
+
+
+def _load_rules() -> None:
+    from . import rules  # noqa: F401  (importing the package registers its rules)
+
+
+__all__ = ["Builder", "NotLowered", "Rule", "Value", "all_rules", "rule", "rule_for"]

@@ -1,0 +1,48 @@
+"""Running models: onnxruntime's CPU provider for any tensor type, and onnx's reference
+evaluator for ops onnxruntime has no kernel for."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from . import floats
+
+_NUMPY_NATIVE_KINDS = set("biuf")
+
+
+def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
+    """An OrtValue of ``element_type``; bfloat16 and float8 arrays are passed as their bits."""
+    array = np.ascontiguousarray(array)
+    if array.dtype.kind in _NUMPY_NATIVE_KINDS and array.dtype == floats.numpy_dtype(element_type):
+        return ort.OrtValue.ortvalue_from_numpy(array)
+    bits = array.view(f"u{array.dtype.itemsize}")
+    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, element_type)
+
+
+def onnxruntime_session(model: onnx.ModelProto) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Run ``model`` in onnxruntime's CPU provider on tensor inputs of any element type."""
+    session = onnxruntime_session(model)
+    input_types = {
+        info.name: info.type.tensor_type.elem_type
+        for info in model.graph.input
+        if info.type.WhichOneof("value") == "tensor_type"
+    }
+    ort_feeds = {name: _to_ort_value(array, input_types[name]) for name, array in feeds.items()}
+    outputs = session.run_with_ort_values(None, ort_feeds)
+    return [value.numpy() for value in outputs]
+
+
+def run_reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """Run ``model`` with ``onnx.reference`` (an independent implementation of every op)."""
+    from onnx.reference import ReferenceEvaluator
+
+    with np.errstate(all="ignore"):
+        return list(ReferenceEvaluator(model).run(None, feeds))

@@ -1,0 +1,82 @@
+"""Facts about operators, read from ``onnx.defs``: versions in force and accepted types."""
+
+from __future__ import annotations
+
+import functools
+
+import onnx
+from onnx import defs
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def canonical_domain(domain: str) -> str:
+    """The default domain has two spellings; both mean ``""``."""
+    return "" if domain in DEFAULT_DOMAINS else domain
+
+
+def newest_opset() -> int:
+    """The newest default-domain opset this onnx installation knows."""
+    return defs.onnx_opset_version()
+
+
+@functools.cache
+def schema_in_force(op_type: str, opset: int, domain: str = "") -> defs.OpSchema | None:
+    """The schema of ``op_type`` that a model importing ``opset`` uses, or None."""
+    try:
+        return defs.get_schema(op_type, opset, canonical_domain(domain))
+    except defs.SchemaError:
+        return None
+
+
+def version_in_force(op_type: str, opset: int, domain: str = "") -> int | None:
+    """The since-version of ``op_type`` at ``opset`` (e.g. IsNaN at 15 is 13)."""
+    schema = schema_in_force(op_type, opset, domain)
+    return None if schema is None else schema.since_version
+
+
+@functools.cache
+def op_versions(op_type: str, domain: str = "") -> tuple[int, ...]:
+    """Every since-version of ``op_type`` that onnx defines, oldest first."""
+    versions = []
+    opset = newest_opset()
+    while opset >= 1:
+        schema = schema_in_force(op_type, opset, domain)
+        if schema is None:
+            break
+        versions.append(schema.since_version)
+        opset = schema.since_version - 1
+    return tuple(sorted(versions))
+
+
+def _tensor_element_types(type_strings) -> frozenset[int]:
+    types = set()
+    for text in type_strings:
+        if text.startswith("tensor(") and text.endswith(")"):
+            name = text[len("tensor(") : -1].upper()
+            if hasattr(onnx.TensorProto, name):
+                types.add(getattr(onnx.TensorProto, name))
+    return frozenset(types)
+
+
+@functools.cache
+def input_element_types(op_type: str, opset: int, input_index: int = 0, domain: str = "") -> frozenset[int]:
+    """Tensor element types input ``input_index`` of ``op_type`` accepts at ``opset``."""
+    schema = schema_in_force(op_type, opset, domain)
+    if schema is None or input_index >= len(schema.inputs):
+        return frozenset()
+    type_str = schema.inputs[input_index].type_str
+    for constraint in schema.type_constraints:
+        if constraint.type_param_str == type_str:
+            return _tensor_element_types(constraint.allowed_type_strs)
+    return _tensor_element_types([type_str])
+
+
+def accepts(op_type: str, opset: int, element_type: int, input_index: int = 0) -> bool:
+    """Whether ``op_type`` exists at ``opset`` and takes ``element_type`` at that input."""
+    return element_type in input_element_types(op_type, opset, input_index)
+
+
+def type_name(element_type: int) -> str:
+    """``TensorProto.FLOAT16`` → ``"float16"``."""
+    return onnx.TensorProto.DataType.Name(element_type).lower()

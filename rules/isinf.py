@@ -1,0 +1,30 @@
+"""IsInf (versions 10, 20) lowered to comparisons with the largest finite value."""
+
+from __future__ import annotations
+
+from lowering import floats
+from lowering.registry import Builder, Value, rule
+
+
+@rule("IsInf", versions=(10, 20))
+def isinf_by_comparison(b: Builder, x: Value, *, detect_positive: int = 1, detect_negative: int = 1) -> Value:
+    """IsInf(x) = Greater(Abs(x), M), with M the largest finite value x is compared in.
+
+    both signs:     IsInf(x) = Greater(Abs(x), M)
+    +inf only:      IsInf(x) = Greater(x, M)
+    -inf only:      IsInf(x) = Less(x, -M)
+    neither, or a type without infinity (float8e4m3fn, e4m3fnuz, e5m2fnuz):
+                    IsInf(x) = Less(x, x), false everywhere (NaN compares false).
+    Only ±inf lie beyond ±M, and NaN fails every comparison, so NaN maps to false.
+    Types the target cannot compare in are first cast, exactly, to float32.
+    """
+    can_be_infinite = floats.has_infinity(x.element_type)
+    x = b.computable(x)
+    if not can_be_infinite or not (detect_positive or detect_negative):
+        return b.Less(x, x)
+    largest = floats.largest_finite(x.element_type)
+    if detect_positive and detect_negative:
+        return b.Greater(b.Abs(x), b.constant(largest, like=x, hint="max"))
+    if detect_positive:
+        return b.Greater(x, b.constant(largest, like=x, hint="max"))
+    return b.Less(x, b.constant(-largest, like=x, hint="lowest"))
