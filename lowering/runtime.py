@@ -9,13 +9,17 @@ import onnxruntime as ort
 
 from . import floats
 
-_NUMPY_NATIVE_KINDS = set("biuf")
+
+
+def _is_numpy_native(dtype: np.dtype) -> bool:
+    """numpy's own dtypes; ml_dtypes' bfloat16 and float8 types live in another module."""
+    return dtype.type.__module__ == "numpy"
 
 
 def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
     """An OrtValue of ``element_type``; bfloat16 and float8 arrays are passed as their bits."""
     array = np.ascontiguousarray(array)
-    if array.dtype.kind in _NUMPY_NATIVE_KINDS and array.dtype == floats.numpy_dtype(element_type):
+    if _is_numpy_native(array.dtype) and array.dtype == floats.numpy_dtype(element_type):
         return ort.OrtValue.ortvalue_from_numpy(array)
     bits = array.view(f"u{array.dtype.itemsize}")
     return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, element_type)
