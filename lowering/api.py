@@ -152,8 +152,18 @@ def _check_input(model: onnx.ModelProto) -> None:
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid model"
-        raise LoweringError(f"the model is not valid ONNX: {first_line}") from None
+        raise LoweringError(f"the model is not valid ONNX: {_checker_message(error)}") from None
+
+
+def _checker_message(error: Exception) -> str:
+    """The checker's first line, with the node it names (its "Context" line), on one line."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return "invalid model"
+    context = next((line for line in lines[1:] if line.startswith("==> Context:")), "")
+    if context:
+        return f"{lines[0]} ({context.removeprefix('==> Context:').strip()})"
+    return lines[0]
 
 
 def _check_postcondition(model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport) -> None:

@@ -10,7 +10,6 @@ import onnxruntime as ort
 from . import floats
 
 
-
 def _is_numpy_native(dtype: np.dtype) -> bool:
     """numpy's own dtypes; ml_dtypes' bfloat16 and float8 types live in another module."""
     return dtype.type.__module__ == "numpy"

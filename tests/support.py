@@ -24,7 +24,7 @@ def make_model(
     imports = [helper.make_opsetid("", opset)]
     imports += [helper.make_opsetid(domain, version) for domain, version in (extra_opsets or {}).items()]
     graph = helper.make_graph(nodes, "main", inputs, outputs, **graph_fields)
-    ir_version = max(helper.find_min_ir_version_for(imports), 7 if not functions else 8)
+    ir_version = max(helper.find_min_ir_version_for(imports[:1]), 7 if not functions else 8)
     return helper.make_model(graph, opset_imports=imports, functions=list(functions), ir_version=ir_version)
 
 

@@ -1,0 +1,48 @@
+"""The ONNX project's own backend node tests for the ops we lower, run on the lowered models."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+
+import lowering
+from lowering.registry import all_rules
+from lowering.runtime import run_onnxruntime
+
+
+@functools.lru_cache(maxsize=1)
+def _cases():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from onnx.backend.test.case.node import collect_testcases
+
+        all_cases = collect_testcases(None)
+    covered = {rule.op_type for rule in all_rules()}
+    return [case for case in all_cases if any(node.op_type in covered for node in case.model.graph.node)]
+
+
+CASE_NAMES = [case.name for case in _cases()]
+
+
+def test_backend_cases_are_found():
+    assert {"test_isnan", "test_isinf", "test_isinf_positive", "test_isinf_negative"} <= set(CASE_NAMES)
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_backend_case_lowered(name):
+    (case,) = [case for case in _cases() if case.name == name]
+    result = lowering.lower_model(case.model)
+    assert result.report.complete, result.report.lines()
+    onnx.checker.check_model(result.model, full_check=True)
+    lowered_ops = {node.op_type for node in result.model.graph.node}
+    assert not lowered_ops & {rule.op_type for rule in all_rules()}
+    assert case.data_sets
+    for inputs, expected_outputs in case.data_sets:
+        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+        outputs = run_onnxruntime(result.model, feeds)
+        for got, expected in zip(outputs, expected_outputs, strict=True):
+            np.testing.assert_array_equal(got, expected)

@@ -1,0 +1,374 @@
+"""The pass over whole models: subgraphs, functions, names, foreign domains, nothing lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import onnx
+import onnx.parser
+import pytest
+from onnx import helper
+from support import make_model, oracle
+
+import lowering
+from lowering.runtime import run_onnxruntime
+from lowering.samples import sample_values
+
+F32 = onnx.TensorProto.FLOAT
+
+
+def parse(text: str) -> onnx.ModelProto:
+    model = onnx.parser.parse_model(textwrap.dedent(text))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def all_op_types(model: onnx.ModelProto) -> list[str]:
+    found = []
+
+    def walk(nodes):
+        for node in nodes:
+            found.append(node.op_type)
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    walk(attribute.g.node)
+                elif attribute.type == onnx.AttributeProto.GRAPHS:
+                    for graph in attribute.graphs:
+                        walk(graph.node)
+
+    walk(model.graph.node)
+    for function in model.functions:
+        walk(function.node)
+    return found
+
+
+def lower_and_check(model: onnx.ModelProto) -> lowering.LoweringResult:
+    result = lowering.lower_model(model)
+    onnx.checker.check_model(result.model, full_check=True)
+    return result
+
+
+def test_if_branches_read_outer_scope_values():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 16]>
+        main (float[N] x, bool c) => (bool[N] y) {
+            y = If (c) <
+                then_branch = then_graph () => (bool[N] t) { t = IsNaN (x) },
+                else_branch = else_graph () => (bool[N] e) { e = IsInf <detect_positive = 0> (x) }
+            >
+        }
+    """)
+    result = lower_and_check(model)
+    assert "IsNaN" not in all_op_types(result.model) and "IsInf" not in all_op_types(result.model)
+    values = sample_values(F32)
+    for condition, op_type, flags in ((True, "IsNaN", {}), (False, "IsInf", {"detect_positive": 0})):
+        (got,) = run_onnxruntime(result.model, {"x": values, "c": np.array(condition)})
+        np.testing.assert_array_equal(got, oracle(op_type, values, **flags))
+
+
+def test_loop_and_scan_bodies_and_nested_subgraphs():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 16]>
+        main (float[N] x, int64 trips, bool c) => (bool[T, N] y, bool[N] s) {
+            y = Loop (trips, c) <body = body (int64 i, bool cond) => (bool cond_out, bool[N] flags) {
+                cond_out = Identity (cond)
+                flags = If (cond) <
+                    then_branch = inner_then () => (bool[N] a) { a = IsNaN (x) },
+                    else_branch = inner_else () => (bool[N] b) { b = IsInf (x) }
+                >
+            }>
+            s = Scan (x) <num_scan_inputs = 1, body = scan_body (float e) => (bool o) {
+                nan = IsNaN (e)
+                negative_inf = IsInf <detect_positive = 0> (e)
+                o = Or (nan, negative_inf)
+            }>
+        }
+    """)
+    result = lower_and_check(model)
+    assert result.report.rewritten == {"IsNaN-13": 2, "IsInf-10": 2}
+    assert not {"IsNaN", "IsInf"} & set(all_op_types(result.model))
+    values = sample_values(F32, random_count=1000)
+    feeds = {"x": values, "trips": np.array(1, dtype=np.int64), "c": np.array(True)}
+    got = run_onnxruntime(result.model, feeds)
+    want = run_onnxruntime(model, feeds)
+    assert all(np.array_equal(a.view(np.uint8), b.view(np.uint8)) for a, b in zip(got, want, strict=True))
+
+
+def test_local_function_is_lowered_for_the_type_it_is_called_with():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 20, "local" : 1]>
+        main (bfloat16[N] x) => (bool[N] y) {
+            y = local.AnyBad (x)
+        }
+        <domain: "local", opset_import: ["" : 20]>
+        AnyBad (v) => (flag) {
+            nan = IsNaN (v)
+            inf = IsInf (v)
+            flag = Or (nan, inf)
+        }
+    """)
+    result = lower_and_check(model)
+    assert result.report.complete
+    assert not {"IsNaN", "IsInf"} & set(all_op_types(result.model))
+    values = sample_values(onnx.TensorProto.BFLOAT16)
+    (got,) = run_onnxruntime(result.model, {"x": values})
+    np.testing.assert_array_equal(got, oracle("IsNaN", values) | oracle("IsInf", values))
+
+
+def test_function_called_with_two_types_is_reported_not_guessed():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 20, "local" : 1]>
+        main (float[N] x, float16[N] h) => (bool[N] y, bool[N] z) {
+            y = local.Nan (x)
+            z = local.Nan (h)
+        }
+        <domain: "local", opset_import: ["" : 20]>
+        Nan (v) => (flag) {
+            flag = IsNaN (v)
+        }
+    """)
+    result = lower_and_check(model)
+    (remaining,) = result.report.remaining
+    assert remaining.op_type == "IsNaN" and remaining.location.startswith("function 'local.Nan'")
+    assert "different input types" in remaining.reason and "float16" in remaining.reason
+
+
+def test_uncalled_function_is_reported():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 20, "local" : 1]>
+        main (float[N] x) => (float[N] y) { y = Identity (x) }
+        <domain: "local", opset_import: ["" : 20]>
+        Nan (v) => (flag) { flag = IsNaN (v) }
+    """)
+    result = lower_and_check(model)
+    assert "never called" in result.report.remaining[0].reason
+
+
+def test_types_are_inferred_when_not_declared():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 13]>
+        main (float16[N] x) => (bool[N] y) {
+            doubled = Add (x, x)
+            y = IsNaN (doubled)
+        }
+    """)
+    assert not model.graph.value_info
+    result = lower_and_check(model)
+    assert result.report.complete
+    assert not result.model.graph.value_info, "inferred types must not be added to the model"
+    cast = next(n for n in result.model.graph.node if n.op_type == "Cast")
+    assert cast.input[0] == "doubled"
+
+
+def test_new_names_avoid_names_already_in_use():
+    taken = ["y_cast", "y_equal", "y_Cast", "y_Not", "y_Equal", "float_max", "float_max_1", "y_greater"]
+    nodes = [helper.make_node("IsNaN", ["h"], ["y"])]
+    nodes += [helper.make_node("Identity", ["h"], [name], name=name) for name in taken]
+    nodes.append(helper.make_node("IsInf", ["x"], ["z"]))
+    model = make_model(
+        nodes,
+        [
+            helper.make_tensor_value_info("h", onnx.TensorProto.FLOAT16, ["N"]),
+            helper.make_tensor_value_info("x", F32, ["N"]),
+        ],
+        [
+            helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, ["N"]),
+            helper.make_tensor_value_info("z", onnx.TensorProto.BOOL, ["N"]),
+        ]
+        + [helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT16, ["N"]) for name in taken],
+        opset=13,
+    )
+    result = lower_and_check(model)
+    new_nodes = [n for n in result.model.graph.node if n.op_type not in ("Identity",)]
+    new_values = [o for n in new_nodes for o in n.output if o not in ("y", "z")]
+    assert not set(new_values) & set(taken)
+    assert not {n.name for n in new_nodes} & set(taken)
+    all_values = [o for n in result.model.graph.node for o in n.output]
+    assert len(all_values) == len(set(all_values))
+
+
+def test_constants_are_shared_within_a_graph():
+    nodes = [helper.make_node("IsInf", ["x"], [f"y{k}"]) for k in range(5)]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", F32, ["N"])],
+        [helper.make_tensor_value_info(f"y{k}", onnx.TensorProto.BOOL, ["N"]) for k in range(5)],
+        opset=20,
+    )
+    result = lower_and_check(model)
+    constants = [n for n in result.model.graph.node if n.op_type == "Constant"]
+    assert len(constants) == 1
+    assert result.report.rewritten == {"IsInf-20": 5}
+
+
+def test_foreign_domains_and_unrelated_ops_are_kept():
+    custom = helper.make_node("IsNaN", ["x"], ["custom_out"], domain="com.example", name="custom_isnan")
+    model = make_model(
+        [custom, helper.make_node("IsNaN", ["x"], ["y"]), helper.make_node("Relu", ["x"], ["r"], name="relu")],
+        [helper.make_tensor_value_info("x", F32, ["N"])],
+        [
+            helper.make_tensor_value_info("custom_out", onnx.TensorProto.BOOL, ["N"]),
+            helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, ["N"]),
+            helper.make_tensor_value_info("r", F32, ["N"]),
+        ],
+        opset=13,
+        extra_opsets={"com.example": 1},
+    )
+    result = lowering.lower_model(model)
+    kept = [n for n in result.model.graph.node if n.name in ("custom_isnan", "relu")]
+    assert kept == [custom, model.graph.node[2]]
+    assert result.report.rewritten == {"IsNaN-13": 1}
+
+
+def _rich_model() -> onnx.ModelProto:
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 18, "local" : 1, "com.example" : 2],
+         producer_name: "exporter", producer_version: "1.2", model_version: 7, doc_string: "model doc">
+        main (float[N] x, float[3] w) => (bool[N] y, float[N] r, bool[N] f) <float[3] w = {1.0, 2.0, 3.0}> {
+            r = Relu (x)
+            y = IsNaN (r)
+            f = local.Helper (x)
+            c = com.example.Custom (x)
+        }
+        <domain: "local", opset_import: ["" : 18]>
+        Helper (v) => (flag) { flag = IsInf (v) }
+    """)
+    model.graph.doc_string = "graph doc"
+    model.graph.node[0].doc_string = "relu doc"
+    model.graph.value_info.append(helper.make_tensor_value_info("c", F32, ["N"]))
+    model.graph.value_info.append(helper.make_tensor_value_info("r", F32, ["N"]))
+    helper.set_model_props(model, {"author": "someone", "license": "MIT"})
+    model.graph.metadata_props.add(key="graph_key", value="graph_value")
+    return model
+
+
+def test_nothing_else_is_lost():
+    model = _rich_model()
+    lowered = lowering.lower(model)
+    for field in ("ir_version", "producer_name", "producer_version", "model_version", "doc_string", "domain"):
+        assert getattr(lowered, field) == getattr(model, field)
+    assert lowered.opset_import == model.opset_import
+    assert lowered.metadata_props == model.metadata_props
+    assert lowered.graph.metadata_props == model.graph.metadata_props
+    assert lowered.graph.doc_string == model.graph.doc_string
+    assert lowered.graph.name == model.graph.name
+    assert lowered.graph.input == model.graph.input
+    assert lowered.graph.output == model.graph.output
+    assert lowered.graph.initializer == model.graph.initializer
+    assert lowered.graph.value_info == model.graph.value_info
+    assert len(lowered.functions) == 1 and lowered.functions[0].name == "Helper"
+    assert lowered.functions[0].opset_import == model.functions[0].opset_import
+    untouched = [n for n in model.graph.node if n.op_type != "IsNaN"]
+    assert untouched == [n for n in lowered.graph.node if n.output[0] in ("r", "f", "c")]
+    assert not {"IsNaN", "IsInf"} & set(all_op_types(lowered))
+
+
+def test_argument_is_left_untouched():
+    model = _rich_model()
+    before = model.SerializeToString()
+    lowering.lower(model)
+    assert model.SerializeToString() == before
+
+
+def test_model_with_nothing_to_lower_comes_back_identical():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 18]>
+        main (float[N] x) => (float[N] y) { y = Relu (x) }
+    """)
+    result = lowering.lower_model(model)
+    assert result.model.SerializeToString() == model.SerializeToString()
+    assert not result.modified and result.report.lines() == ["nothing to lower"]
+
+
+def test_lowering_is_idempotent_and_deterministic():
+    model = _rich_model()
+    once = lowering.lower(model)
+    twice = lowering.lower(once)
+    assert once.SerializeToString() == twice.SerializeToString()
+    assert lowering.lower(model).SerializeToString() == once.SerializeToString()
+
+
+def test_output_is_identical_across_hash_seeds(tmp_path):
+    model_path = tmp_path / "rich.onnx"
+    onnx.save(_rich_model(), model_path)
+    script = (
+        "import sys, onnx, lowering, hashlib;"
+        "print(hashlib.sha256(lowering.lower(onnx.load(sys.argv[1])).SerializeToString()).hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(model_path)],
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("0", "1", "12345")
+    }
+    assert len(digests) == 1
+
+
+def test_ops_selects_what_to_lower():
+    model = _rich_model()
+    result = lowering.lower_model(model, ops=["IsInf"])
+    ops = all_op_types(result.model)
+    assert "IsNaN" in ops and "IsInf" not in ops
+    assert result.report.rewritten == {"IsInf-13": 1} or result.report.rewritten == {"IsInf-10": 1}
+
+
+def test_unknown_op_and_target_opset_are_clear_errors():
+    model = _rich_model()
+    with pytest.raises(lowering.LoweringError, match="no rule lowers Softmax"):
+        lowering.lower(model, ops=["Softmax"])
+    with pytest.raises(lowering.LoweringError, match="target_opset"):
+        lowering.lower(model, target_opset=13)
+
+
+def test_invalid_model_is_a_lowering_error():
+    model = make_model(
+        [helper.make_node("IsNaN", ["missing"], ["y"])],
+        [helper.make_tensor_value_info("x", F32, ["N"])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, ["N"])],
+        opset=13,
+    )
+    with pytest.raises(lowering.LoweringError, match="not valid ONNX"):
+        lowering.lower(model)
+
+
+def test_attribute_the_op_does_not_have_names_the_node():
+    model = make_model(
+        [helper.make_node("IsInf", ["x"], ["y"], name="bad_isinf", detect_nan=1)],
+        [helper.make_tensor_value_info("x", F32, ["N"])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, ["N"])],
+        opset=20,
+    )
+    with pytest.raises(lowering.LoweringError, match="bad_isinf"):
+        lowering.lower(model)
+
+
+def test_onnx_ir_model_in_onnx_ir_model_out():
+    import onnx_ir
+
+    model = onnx_ir.serde.deserialize_model(_rich_model())
+    lowered = lowering.lower(model)
+    assert isinstance(lowered, onnx_ir.Model)
+    op_types = {node.op_type for node in lowered.graph}
+    assert "IsNaN" not in op_types and "Not" in op_types
+    assert "IsNaN" in {node.op_type for node in model.graph}, "the argument is left untouched"
+
+
+def test_report_names_what_is_left_and_why():
+    model = make_model(
+        [helper.make_node("IsNaN", ["x"], ["y"], name="mystery")],
+        [helper.make_tensor_value_info("x", onnx.TensorProto.INT32, ["N"])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, ["N"])],
+        opset=13,
+    )
+    result = lowering.lower_model(model)
+    (remaining,) = result.report.remaining
+    assert remaining.location == "graph 'main', node 'mystery' (IsNaN)"
+    assert remaining.version == 13 and "does not accept int32" in remaining.reason
+    assert any("not lowered: IsNaN-13 at graph 'main', node 'mystery'" in line for line in result.report.lines())
