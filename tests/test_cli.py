@@ -1,0 +1,163 @@
+"""The command line: the happy path, external data, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+from support import make_model
+
+from lowering.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lowering", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def test_lowers_the_bundled_example(tmp_path):
+    before = digest(EXAMPLE)
+    output = tmp_path / "lowered.onnx"
+    completed = run_cli(str(EXAMPLE), "-o", str(output))
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""
+    lowered = onnx.load(output)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert not {"IsNaN", "IsInf"} & {node.op_type for node in lowered.graph.node}
+    assert "IsNaN" in completed.stdout and "Original" in completed.stdout and "Lowered" in completed.stdout
+    assert "lowered " in completed.stdout
+    assert digest(EXAMPLE) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lowered.onnx"], "no temporary files left"
+
+
+def test_quiet_prints_nothing_and_ops_limits_the_rules(tmp_path, capsys):
+    output = tmp_path / "out.onnx"
+    assert main([str(EXAMPLE), "-o", str(output), "--ops", "IsInf", "--quiet"]) == 0
+    assert capsys.readouterr() == ("", "")
+    op_types = {node.op_type for node in onnx.load(output).graph.node}
+    assert "IsInf" not in op_types and "IsNaN" in op_types
+
+
+def test_help_lists_every_option():
+    completed = run_cli("--help")
+    assert completed.returncode == 0
+    for option in ("--output", "--ops", "--quiet", "--list-rules", "--version"):
+        assert option in completed.stdout
+
+
+def test_list_rules_shows_versions_and_types():
+    completed = run_cli("--list-rules")
+    assert completed.returncode == 0
+    assert "IsNaN-13" in completed.stdout and "bfloat16" in completed.stdout and "IsInf-20" in completed.stdout
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+BAD_INPUTS = {
+    "missing file": lambda d: d / "absent.onnx",
+    "empty file": lambda d: _write(d / "empty.onnx", b""),
+    "random bytes": lambda d: _write(d / "random.onnx", np.random.default_rng(1).bytes(4096)),
+    "truncated model": lambda d: _write(d / "truncated.onnx", EXAMPLE.read_bytes()[: len(EXAMPLE.read_bytes()) // 2]),
+    "text file": lambda d: _write(d / "notes.onnx", b"this is not a model\n"),
+    "directory": lambda d: d,
+    "invalid model": lambda d: _write(
+        d / "invalid.onnx",
+        make_model(
+            [helper.make_node("IsNaN", ["undefined_value"], ["y"])],
+            [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N"])],
+            [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, ["N"])],
+            opset=13,
+        ).SerializeToString(),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
+def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
+    source_dir = tmp_path / "in"
+    source_dir.mkdir()
+    model_path = BAD_INPUTS[kind](source_dir)
+    before = digest(model_path) if model_path.is_file() else None
+    output = tmp_path / "out" / "lowered.onnx"
+    output.parent.mkdir()
+    completed = run_cli(str(model_path), "-o", str(output))
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("onnx-lower: error: "), completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert not any(output.parent.iterdir()), "nothing may be written on failure"
+    if before is not None:
+        assert digest(model_path) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--bogus"], [str(EXAMPLE)], [str(EXAMPLE), "-o", str(EXAMPLE)], [str(EXAMPLE), "-o", "x.onnx", "--ops", "Relu"]],
+    ids=["nothing", "unknown option", "no output", "output is input", "no rule for op"],
+)
+def test_usage_errors_are_one_line_and_exit_2(args, tmp_path):
+    before = digest(EXAMPLE)
+    completed = run_cli(*args, cwd=tmp_path)
+    assert completed.returncode == 2
+    assert len(completed.stderr.strip().splitlines()) == 1
+    assert digest(EXAMPLE) == before
+    assert not (tmp_path / "x.onnx").exists()
+
+
+def test_missing_output_folder_is_a_clear_error(tmp_path):
+    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "no" / "such" / "dir" / "out.onnx"))
+    assert completed.returncode == 2
+    assert "does not exist" in completed.stderr
+
+
+def test_external_data_is_kept_external_and_loads(tmp_path):
+    weights = np.arange(4096, dtype=np.float32)
+    model = make_model(
+        [helper.make_node("Add", ["x", "w"], ["s"]), helper.make_node("IsNaN", ["s"], ["y"])],
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4096])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, [4096]),
+         helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, [4096])],
+        opset=13,
+        initializer=[numpy_helper.from_array(weights, "w"), numpy_helper.from_array(np.float32([2.0]), "small")],
+    )
+    source = tmp_path / "src"
+    source.mkdir()
+    onnx.save(model, source / "model.onnx", save_as_external_data=True, location="weights.bin", size_threshold=1024)
+    before = {p.name: digest(p) for p in source.iterdir()}
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    completed = run_cli(str(source / "model.onnx"), "-o", str(target / "lowered.onnx"))
+    assert completed.returncode == 0, completed.stderr
+    assert {p.name: digest(p) for p in source.iterdir()} == before
+    assert sorted(p.name for p in target.iterdir()) == ["lowered.onnx", "lowered.onnx.data"]
+    header = onnx.load(target / "lowered.onnx", load_external_data=False)
+    big, small = header.graph.initializer
+    assert big.data_location == onnx.TensorProto.EXTERNAL and small.data_location == onnx.TensorProto.DEFAULT
+    lowered = onnx.load(target / "lowered.onnx")
+    np.testing.assert_array_equal(numpy_helper.to_array(lowered.graph.initializer[0]), weights)
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(target / "lowered.onnx"), providers=["CPUExecutionProvider"])
+    x = np.full(4096, np.nan, dtype=np.float32)
+    x[::2] = 1.0
+    y, s = session.run(None, {"x": x})
+    np.testing.assert_array_equal(s, x + weights)
+    np.testing.assert_array_equal(y, np.isnan(x))

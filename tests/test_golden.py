@@ -1,0 +1,75 @@
+"""The golden cases: each original under golden/ is lowered and compared, as text, with its
+expected ``.lowered.onnxtxt`` beside it; both models then run on shared edge-value inputs and
+must agree bit for bit. ``pytest tests/test_golden.py --update-golden`` rewrites the expected
+files (read the diff before committing)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx.parser
+import onnx.printer
+import pytest
+from support import original_outputs
+
+import lowering
+from lowering import floats
+from lowering.runtime import run_onnxruntime
+from lowering.samples import same_bits, sample_values
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+LOWERED_SUFFIX = ".lowered.onnxtxt"
+ORIGINALS = sorted(p for p in GOLDEN.rglob("*.onnxtxt") if not p.name.endswith(LOWERED_SUFFIX))
+
+
+def expected_path(original: Path) -> Path:
+    return original.with_name(original.name.removesuffix(".onnxtxt") + LOWERED_SUFFIX)
+
+
+def input_sets(model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
+    """Edge-value feeds: every float input gets its type's samples; bools take both values."""
+    fixed: dict[str, np.ndarray] = {}
+    choices: dict[str, list[np.ndarray]] = {}
+    for info in model.graph.input:
+        element_type = info.type.tensor_type.elem_type
+        if element_type == onnx.TensorProto.BOOL:
+            choices[info.name] = [np.array(True), np.array(False)]
+        elif floats.is_float(element_type):
+            fixed[info.name] = sample_values(element_type)
+        else:
+            raise AssertionError(f"golden input {info.name} needs a sample generator")
+    names = sorted(choices)
+    return [
+        {**fixed, **dict(zip(names, combination, strict=True))}
+        for combination in itertools.product(*(choices[n] for n in names))
+    ]
+
+
+def test_golden_cases_exist():
+    assert len(ORIGINALS) >= 40
+    assert {p.parent.name for p in ORIGINALS} >= {"isnan", "isinf", "subgraphs", "functions"}
+
+
+@pytest.mark.parametrize("original_path", ORIGINALS, ids=[str(p.relative_to(GOLDEN)) for p in ORIGINALS])
+def test_golden_case(original_path, request):
+    original = onnx.parser.parse_model(original_path.read_text())
+    result = lowering.lower_model(original)
+    lowered_text = onnx.printer.to_text(result.model) + "\n"
+    expected = expected_path(original_path)
+    if request.config.getoption("--update-golden"):
+        expected.write_text(lowered_text)
+    assert expected.exists(), f"no expected file; run pytest {__file__} --update-golden"
+    assert lowered_text == expected.read_text()
+
+    assert result.report.complete, result.report.lines()
+    lowered = onnx.parser.parse_model(expected.read_text())
+    onnx.checker.check_model(lowered, full_check=True)
+    for feeds in input_sets(original):
+        want = original_outputs(original, feeds)
+        got = run_onnxruntime(lowered, feeds)
+        assert len(got) == len(want)
+        for name, a, b in zip([o.name for o in original.graph.output], got, want, strict=True):
+            assert same_bits(a, np.asarray(b)), f"output {name} differs for {sorted(feeds)}"
