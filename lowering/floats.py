@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import ml_dtypes  # a dependency of onnx itself: the bfloat16, float8 and float4 dtypes
 import numpy as np
 import onnx
 from onnx import helper
@@ -16,20 +17,20 @@ def numpy_dtype(element_type: int) -> np.dtype:
 
 @functools.cache
 def is_float(element_type: int) -> bool:
-    """Whether ``element_type`` is a real floating-point type (float8 to double)."""
+    """Whether ``element_type`` is a real floating-point type (float4 and float8 to double)."""
     if element_type in (onnx.TensorProto.UNDEFINED, onnx.TensorProto.STRING):
         return False
     try:
         dtype = numpy_dtype(element_type)
     except (KeyError, TypeError, ValueError):
         return False
-    if dtype.kind == "f":
-        return True
-    # ml_dtypes' float types report kind 'V'; they round-trip a fraction.
+    if dtype.kind in "biucSUO":
+        return False
     try:
-        return bool(np.array(0.5, dtype=np.float32).astype(dtype).astype(np.float32) == 0.5)
+        ml_dtypes.finfo(dtype)
     except (TypeError, ValueError):
         return False
+    return True
 
 
 @functools.cache
@@ -43,4 +44,4 @@ def has_infinity(element_type: int) -> bool:
 @functools.cache
 def largest_finite(element_type: int) -> float:
     """The largest finite value of ``element_type``, as a Python float (exact)."""
-    return float(np.finfo(numpy_dtype(element_type)).max)
+    return float(ml_dtypes.finfo(numpy_dtype(element_type)).max)

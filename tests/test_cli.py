@@ -110,7 +110,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["--bogus"], [str(EXAMPLE)], [str(EXAMPLE), "-o", str(EXAMPLE)], [str(EXAMPLE), "-o", "x.onnx", "--ops", "Relu"]],
+    [
+        [],
+        ["--bogus"],
+        [str(EXAMPLE)],
+        [str(EXAMPLE), "-o", str(EXAMPLE)],
+        [str(EXAMPLE), "-o", "x.onnx", "--ops", "Relu"],
+    ],
     ids=["nothing", "unknown option", "no output", "output is input", "no rule for op"],
 )
 def test_usage_errors_are_one_line_and_exit_2(args, tmp_path):
@@ -133,8 +139,10 @@ def test_external_data_is_kept_external_and_loads(tmp_path):
     model = make_model(
         [helper.make_node("Add", ["x", "w"], ["s"]), helper.make_node("IsNaN", ["s"], ["y"])],
         [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4096])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, [4096]),
-         helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, [4096])],
+        [
+            helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, [4096]),
+            helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, [4096]),
+        ],
         opset=13,
         initializer=[numpy_helper.from_array(weights, "w"), numpy_helper.from_array(np.float32([2.0]), "small")],
     )
