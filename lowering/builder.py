@@ -136,13 +136,14 @@ class Builder:
         else:
             element_type = attributes["to"]
         output = self._names.fresh(f"{self._hint}_{op_type.lower()}")
-        node = helper.make_node(
-            op_type,
-            [value.name for value in inputs],
-            [output],
+        node = onnx.NodeProto(
+            op_type=op_type,
+            input=[value.name for value in inputs],
+            output=[output],
             name=self._names.fresh(f"{self._hint}_{op_type}"),
-            **attributes,
         )
+        if attributes:
+            node.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attributes.items()))
         self.nodes.append(node)
         return Value(output, element_type)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,11 +38,7 @@ class Rule:
     @property
     def attribute_defaults(self) -> dict[str, object]:
         """The attributes the rule reads and their defaults (from the body's signature)."""
-        return {
-            parameter.name: parameter.default
-            for parameter in inspect.signature(self.body).parameters.values()
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-        }
+        return _keyword_defaults(self.body)
 
     def serves(self, version: int) -> bool:
         return version in self.since_versions
@@ -49,6 +46,15 @@ class Rule:
     def input_types(self, version: int) -> frozenset[int]:
         """Element types of the first input the op accepts at ``version`` (onnx.defs)."""
         return schemas.input_element_types(self.op_type, version, 0, self.domain)
+
+
+@functools.lru_cache(maxsize=None)
+def _keyword_defaults(body: RuleBody) -> dict[str, object]:
+    return {
+        parameter.name: parameter.default
+        for parameter in inspect.signature(body).parameters.values()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
 
 
 _RULES: dict[tuple[str, str], Rule] = {}
