@@ -48,7 +48,7 @@ class Rule:
         return schemas.input_element_types(self.op_type, version, 0, self.domain)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _keyword_defaults(body: RuleBody) -> dict[str, object]:
     return {
         parameter.name: parameter.default
