@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -16,10 +16,21 @@ from .targets import Target
 
 @dataclass(frozen=True)
 class Value:
-    """A tensor value in the graph being lowered: its name and element type."""
+    """A value in the graph being lowered: its name, its element type if it is a tensor,
+    and its full type where known (sequences and optionals carry only that)."""
 
     name: str
-    element_type: int
+    element_type: int | None
+    type: onnx.TypeProto | None = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """``tensor``, ``sequence``, ``optional`` or ``unknown``."""
+        if self.type is None:
+            return "tensor" if self.element_type else "unknown"
+        return {"tensor_type": "tensor", "sequence_type": "sequence", "optional_type": "optional"}.get(
+            self.type.WhichOneof("value") or "", "unknown"
+        )
 
 
 @dataclass(frozen=True)

@@ -154,9 +154,11 @@ class LoweringPass:
             served = ", ".join(map(str, rule.since_versions))
             raise _NotLowered(f"no rule for {node.op_type}-{version} (rules cover versions {served})")
         inputs = [self._input_value(scope, name) for name in node.input]
-        if inputs and inputs[0] is not None and inputs[0].element_type not in rule.input_types(version):
-            type_name = schemas.type_name(inputs[0].element_type)
-            raise _NotLowered(f"{node.op_type}-{version} does not accept {type_name} inputs; the model is invalid")
+        if inputs and inputs[0] is not None:
+            accepted = schemas.input_type_strings(node.op_type, version, 0, rule.domain)
+            given = schemas.type_string(inputs[0].type)
+            if given not in accepted:
+                raise _NotLowered(f"{node.op_type}-{version} does not accept {given} inputs; the model is invalid")
         attributes = self._attributes(rule, node, location)
         hint = node.name or (node.output[0] if node.output else node.op_type.lower())
         builder = Builder(
@@ -177,13 +179,13 @@ class LoweringPass:
     def _input_value(self, scope: Scope, name: str) -> Value | None:
         if name == "":
             return None
-        element_type = scope.element_type(name)
-        if element_type is None:
+        type_proto = scope.type_of(name)
+        if type_proto is None or schemas.type_string(type_proto) == "unknown":
             reason = f"the type of input '{name}' is unknown"
             if scope.unknown_types_reason:
                 reason += f" ({scope.unknown_types_reason})"
             raise _NotLowered(reason)
-        return Value(name, element_type)
+        return Value(name, element_type_of(type_proto), type_proto)
 
     @staticmethod
     def _attributes(rule: Rule, node: onnx.NodeProto, location: str) -> dict[str, object]:

@@ -72,6 +72,36 @@ def input_element_types(op_type: str, opset: int, input_index: int = 0, domain: 
     return _tensor_element_types([type_str])
 
 
+@functools.lru_cache(maxsize=None)
+def input_type_strings(op_type: str, opset: int, input_index: int = 0, domain: str = "") -> frozenset[str]:
+    """Type strings (``tensor(float)``, ``optional(seq(tensor(int64)))``) an input accepts."""
+    schema = schema_in_force(op_type, opset, domain)
+    if schema is None or input_index >= len(schema.inputs):
+        return frozenset()
+    type_str = schema.inputs[input_index].type_str
+    for constraint in schema.type_constraints:
+        if constraint.type_param_str == type_str:
+            return frozenset(constraint.allowed_type_strs)
+    return frozenset([type_str])
+
+
+def type_string(type_proto: onnx.TypeProto) -> str:
+    """The schema spelling of a type: ``tensor(float16)``, ``optional(seq(tensor(float)))``."""
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        return f"tensor({type_name(type_proto.tensor_type.elem_type)})"
+    if kind == "sequence_type":
+        return f"seq({type_string(type_proto.sequence_type.elem_type)})"
+    if kind == "optional_type":
+        return f"optional({type_string(type_proto.optional_type.elem_type)})"
+    if kind == "map_type":
+        key = type_name(type_proto.map_type.key_type)
+        return f"map({key}, {type_string(type_proto.map_type.value_type)})"
+    if kind == "sparse_tensor_type":
+        return f"sparse_tensor({type_name(type_proto.sparse_tensor_type.elem_type)})"
+    return "unknown"
+
+
 def accepts(op_type: str, opset: int, element_type: int, input_index: int = 0) -> bool:
     """Whether ``op_type`` exists at ``opset`` and takes ``element_type`` at that input."""
     return element_type in input_element_types(op_type, opset, input_index)

@@ -370,5 +370,5 @@ def test_report_names_what_is_left_and_why():
     result = lowering.lower_model(model)
     (remaining,) = result.report.remaining
     assert remaining.location == "graph 'main', node 'mystery' (IsNaN)"
-    assert remaining.version == 13 and "does not accept int32" in remaining.reason
+    assert remaining.version == 13 and "does not accept tensor(int32)" in remaining.reason
     assert any("not lowered: IsNaN-13 at graph 'main', node 'mystery'" in line for line in result.report.lines())
