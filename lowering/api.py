@@ -69,25 +69,36 @@ def rules_table() -> list[dict[str, object]]:
     rows = []
     for rule in all_rules():
         for version in rule.since_versions:
-            types = sorted(rule.input_types(version), key=schemas.type_name)
-            emitted = {
-                node.op_type
-                for opset in _opsets_with_version(rule.op_type, version)
-                for element_type in types
-                for attributes in _attribute_samples(rule)
-                for node in _expansion(rule, opset, element_type, attributes)
-            }
+            type_strings = sorted(schemas.input_type_strings(rule.op_type, version, 0, rule.domain))
+            if rule.emits is not None:
+                emitted = set(rule.emits)
+            else:
+                types = sorted(rule.input_types(version), key=schemas.type_name)
+                emitted = {
+                    node.op_type
+                    for opset in _opsets_with_version(rule.op_type, version)
+                    for element_type in types
+                    for attributes in _attribute_samples(rule)
+                    for node in _expansion(rule, opset, element_type, attributes)
+                }
             rows.append(
                 {
                     "op_type": rule.op_type,
                     "version": version,
-                    "types": [schemas.type_name(t) for t in types],
+                    "types": _short_type_names(type_strings),
                     "emits": sorted(emitted),
                     "rule": rule.name,
                     "formula": rule.formula.splitlines()[0] if rule.formula else "",
                 }
             )
     return rows
+
+
+def _short_type_names(type_strings: list[str]) -> list[str]:
+    """``tensor(float)`` → ``float``; other kinds keep their schema spelling."""
+    if all(t.startswith("tensor(") for t in type_strings):
+        return [t[len("tensor(") : -1] for t in type_strings]
+    return type_strings
 
 
 def _opsets_with_version(op_type: str, version: int) -> list[int]:

@@ -34,6 +34,15 @@ class Value:
 
 
 @dataclass(frozen=True)
+class DecidedOptional:
+    """An optional as the graph decides it: whether it holds an element (a constant, or a
+    bool value computed at run time), and the element (None when it is always empty)."""
+
+    has_element: bool | Value
+    element: Value | None
+
+
+@dataclass(frozen=True)
 class NotLowered:
     """A rule's answer when it cannot apply; ``reason`` reaches the user's report."""
 
@@ -110,8 +119,12 @@ class Builder:
         names: NameAllocator,
         constants: ConstantPool,
         name_hint: str,
+        scope=None,
+        optionals=None,
     ) -> None:
         self.opset = opset
+        self._scope = scope
+        self._optionals = optionals
         self.target = target
         self._names = names
         self._constants = constants
@@ -128,6 +141,30 @@ class Builder:
         """A scalar of ``like``'s element type, shared across the graph."""
         type_name = schemas.type_name(like.element_type)
         return self._constants.scalar(value, like.element_type, f"{type_name}_{hint}")
+
+    def constant_bool(self, value: bool | Value) -> Value:
+        """A shared scalar bool constant (a Value is returned as it is)."""
+        if isinstance(value, Value):
+            return value
+        return self._constants.scalar(value, onnx.TensorProto.BOOL, f"bool_{str(value).lower()}")
+
+    def decide_optional(self, optional: Value) -> DecidedOptional | NotLowered:
+        """Whether ``optional`` holds an element and which, as the graph decides it (see
+        :mod:`lowering.optionals`), or why the graph leaves it to run time."""
+        if self._optionals is None or self._scope is None:
+            return NotLowered("optionals can only be decided inside a model")
+        decided = self._optionals.decide(optional.name, self._scope)
+        if isinstance(decided, str):
+            return NotLowered(decided)
+        has_element = decided.has_element
+        if not isinstance(has_element, bool):
+            has_element = Value(has_element, onnx.TensorProto.BOOL)
+        element = None
+        if decided.element is not None:
+            element_type = decided.element_type
+            tensor_type = element_type.tensor_type.elem_type if element_type is not None else None
+            element = Value(decided.element, tensor_type or None, element_type)
+        return DecidedOptional(has_element, element)
 
     def computable(self, x: Value) -> Value:
         """``x`` in a type the target computes with: itself, or cast exactly to a wider type."""

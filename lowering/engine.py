@@ -10,8 +10,10 @@ from onnx import helper
 
 from . import schemas
 from .builder import Builder, NotLowered, Value
+from .cleanup import remove_unused
 from .errors import LoweringError
 from .naming import NameAllocator, names_in_model
+from .optionals import OptionalResolver
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
 from .scopes import Scope, element_type_of, subgraph_twin
@@ -68,6 +70,7 @@ class LoweringPass:
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}
         self._inferred_model: onnx.ModelProto | None = None
+        self.optionals = OptionalResolver(self.names)
 
     # -- driver ------------------------------------------------------------------------
     def run(self) -> LoweringReport:
@@ -82,6 +85,8 @@ class LoweringPass:
         self._lower_graph(main)
         for key in self._functions_callers_first():
             self._lower_function(self.functions[key])
+        if self.optionals.split_optionals or any(key.startswith("Optional") for key in self.report.rewritten):
+            remove_unused(self.model, self.optionals.split_optionals)
         return self.report
 
     def _inferred_main_graph(self) -> onnx.GraphProto | None:
@@ -162,7 +167,13 @@ class LoweringPass:
         attributes = self._attributes(rule, node, location)
         hint = node.name or (node.output[0] if node.output else node.op_type.lower())
         builder = Builder(
-            opset=scope.opset, target=self.target, names=self.names, constants=scope.constants, name_hint=hint
+            opset=scope.opset,
+            target=self.target,
+            names=self.names,
+            constants=scope.constants,
+            name_hint=hint,
+            scope=scope,
+            optionals=self.optionals,
         )
         constants_before = len(scope.constants.nodes)
         result = rule.body(builder, *inputs, **attributes)

@@ -26,6 +26,7 @@ class Rule:
     domain: str
     since_versions: tuple[int, ...]
     body: RuleBody
+    emits: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -60,8 +61,13 @@ def _keyword_defaults(body: RuleBody) -> dict[str, object]:
 _RULES: dict[tuple[str, str], Rule] = {}
 
 
-def rule(op_type: str, *, versions: tuple[int, ...], domain: str = "") -> Callable[[RuleBody], RuleBody]:
-    """Register the decorated function as the rule lowering ``op_type`` at ``versions``."""
+def rule(
+    op_type: str, *, versions: tuple[int, ...], domain: str = "", emits: tuple[str, ...] | None = None
+) -> Callable[[RuleBody], RuleBody]:
+    """Register the decorated function as the rule lowering ``op_type`` at ``versions``.
+
+    ``emits`` names what a rule whose output depends on the surrounding graph produces;
+    for the others it is found by expanding the rule (see ``rules_table``)."""
 
     def register(body: RuleBody) -> RuleBody:
         key = (schemas.canonical_domain(domain), op_type)
@@ -71,7 +77,7 @@ def rule(op_type: str, *, versions: tuple[int, ...], domain: str = "") -> Callab
         unknown = [v for v in versions if v not in known]
         if unknown:
             raise ValueError(f"{op_type} has no versions {unknown}; onnx defines {known}")
-        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body)
+        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body, emits)
         return body
 
     return register

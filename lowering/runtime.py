@@ -33,6 +33,8 @@ def onnxruntime_session(model: onnx.ModelProto) -> ort.InferenceSession:
 def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """Run ``model`` in onnxruntime's CPU provider on tensor inputs of any element type."""
     session = onnxruntime_session(model)
+    if all(isinstance(v, list) or (v is None) or _is_numpy_native(np.asarray(v).dtype) for v in feeds.values()):
+        return session.run(None, feeds)  # sequences and optionals go in as lists and None
     input_types = {
         info.name: info.type.tensor_type.elem_type
         for info in model.graph.input

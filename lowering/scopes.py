@@ -84,11 +84,47 @@ class Scope:
         if input_types:
             for name, type_proto in input_types.items():
                 self._declared.setdefault(name, type_proto)
+        self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
         self._local = set(graph.input) if isinstance(graph, onnx.FunctionProto) else {i.name for i in graph.input}
+        self._declared_inputs = frozenset(self._local)
         if isinstance(graph, onnx.GraphProto):
             self._local.update(t.name for t in graph.initializer)
         for node in graph.node:
             self._local.update(node.output)
+
+    def producer(self, name: str) -> tuple[onnx.NodeProto, int, int, Scope] | None:
+        """The node that produces ``name`` here or in an enclosing scope:
+        (node, its index in its graph, the output's index, the scope holding it)."""
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope._producers().get(name)
+            if found is not None:
+                return (*found, scope)
+            if name in scope._declared_inputs:
+                return None
+            scope = scope.parent
+        return None
+
+    def is_graph_input(self, name: str) -> bool:
+        """Whether ``name`` is an input of this graph or of an enclosing one."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope._declared_inputs:
+                return True
+            if name in scope._producers():
+                return False
+            scope = scope.parent
+        return False
+
+    def _producers(self) -> dict[str, tuple[onnx.NodeProto, int, int]]:
+        if self._producer_map is None:
+            self._producer_map = {
+                output: (node, node_index, output_index)
+                for node_index, node in enumerate(self.graph.node)
+                for output_index, output in enumerate(node.output)
+                if output
+            }
+        return self._producer_map
 
     def twin(self) -> onnx.GraphProto | None:
         """The type-inferred copy of this graph (same node order), computed on first need."""

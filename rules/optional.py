@@ -1,0 +1,32 @@
+"""OptionalHasElement and OptionalGetElement resolved where the graph decides the optional."""
+
+from __future__ import annotations
+
+from lowering.registry import Builder, NotLowered, Value, rule
+from lowering.schemas import op_versions
+
+
+@rule("OptionalHasElement", versions=(15, 18, 28), emits=("Constant", "Identity", "If outputs"))
+def has_element_where_decided(b: Builder, optional: Value | None = None) -> Value | NotLowered:
+    """OptionalHasElement(Optional(x)) = true; OptionalHasElement(Optional()) = false;
+    a plain tensor or sequence (from 18) = true; no input (from 18) = false;
+    an optional out of an If = the bool flag the If now yields beside it."""
+    if optional is None:
+        return b.constant_bool(False)
+    decided = b.decide_optional(optional)
+    if isinstance(decided, NotLowered):
+        return decided
+    return b.constant_bool(decided.has_element)
+
+
+@rule("OptionalGetElement", versions=op_versions("OptionalGetElement"), emits=("Identity", "If outputs"))
+def element_where_decided(b: Builder, optional: Value) -> Value | NotLowered:
+    """OptionalGetElement(Optional(x)) = x; a plain tensor or sequence (from 18) = itself;
+    an optional out of an If = the plain value the If now yields beside its flag
+    (a placeholder where the optional is empty, never read: that read fails in the original)."""
+    decided = b.decide_optional(optional)
+    if isinstance(decided, NotLowered):
+        return decided
+    if decided.element is None:
+        return NotLowered("the optional is always empty here, so reading it fails in the original model too")
+    return decided.element
