@@ -87,6 +87,129 @@ main (float[N] x, double[M] d) => (bool[N] any_inf, bool[N] pos_inf, bool[M] nan
 }
 
 
+def optional_cases() -> dict[str, str]:
+    """OptionalHasElement / OptionalGetElement cases, at opsets 15 (16 where If yields an
+    optional), 18, 21 and 28."""
+    cases = {}
+    for opset in (15, 18, 21, 28):
+        cases[f"optional/from_value_opset{opset}"] = f"""{header(opset)}
+main (float[N] x) => (bool has, float[N] y) {{
+    o = Optional (x)
+    has = OptionalHasElement (o)
+    v = OptionalGetElement (o)
+    y = Add (v, x)
+}}"""
+        cases[f"optional/empty_opset{opset}"] = f"""{header(opset)}
+main (float[N] x) => (bool has, float[N] y) {{
+    e = Optional <type = float[N]> ()
+    has = OptionalHasElement (e)
+    y = Identity (x)
+}}"""
+        cases[f"optional/outer_scope_in_subgraphs_opset{opset}"] = f"""{header(opset)}
+main (float[N] x, bool c) => (float[N] y, float[N] z, float[N] s) {{
+    o = Optional (x)
+    y = If (c) <
+        then_branch = then_graph () => (float[N] t) {{
+            present = OptionalHasElement (o)
+            value = OptionalGetElement (o)
+            zero = Constant <value = float {{0.0}}> ()
+            t = Where (present, value, zero)
+        }},
+        else_branch = else_graph () => (float[N] e) {{ e = Neg (x) }}
+    >
+    trips = Constant <value = int64 {{2}}> ()
+    z = Loop (trips, c, x) <body = body (int64 i, bool cond, float[N] acc) => (bool cond_out, float[N] acc_out) {{
+        cond_out = Identity (cond)
+        inner = Optional (acc)
+        got = OptionalGetElement (inner)
+        outer = OptionalGetElement (o)
+        acc_out = Add (got, outer)
+    }}>
+    s = Scan (x) <num_scan_inputs = 1, body = scan_body (float element) => (float doubled) {{
+        wrapped = Optional (element)
+        unwrapped = OptionalGetElement (wrapped)
+        doubled = Add (unwrapped, unwrapped)
+    }}>
+}}"""
+        cases[f"optional/local_function_opset{opset}"] = f"""{header(opset, ', "local" : 1')}
+main (float[N] x) => (float[N] y, bool has) {{
+    y, has = local.Wrap (x)
+}}
+<domain: "local", opset_import: ["" : {opset}]>
+Wrap (v) => (out, present) {{
+    o = Optional (v)
+    present = OptionalHasElement (o)
+    out = OptionalGetElement (o)
+}}"""
+    for opset in (18, 21, 28):
+        cases[f"optional/plain_and_absent_opset{opset}"] = f"""{header(opset)}
+main (float[N] x) => (bool tensor_has, bool sequence_has, bool absent, bool empty_name, float[N] y, int64 n) {{
+    tensor_has = OptionalHasElement (x)
+    s = SequenceConstruct (x, x)
+    sequence_has = OptionalHasElement (s)
+    absent = OptionalHasElement ()
+    empty_name = OptionalHasElement ("")
+    y = OptionalGetElement (x)
+    items = OptionalGetElement (s)
+    n = SequenceLength (items)
+}}"""
+    for opset in (16, 18, 21, 28):
+        cases[f"optional/if_split_opset{opset}"] = f"""{header(opset)}
+main (float[N] x, float[N] y, bool keep) => (float[N] out, bool kept) {{
+    maybe = If (keep) <
+        then_branch = then_graph () => (optional(float[N]) some) {{
+            two = Constant <value = float {{2.0}}> ()
+            doubled = Mul (x, two)
+            some = Optional (doubled)
+        }},
+        else_branch = else_graph () => (optional(float[N]) none) {{
+            none = Optional <type = float[N]> ()
+        }}
+    >
+    kept = OptionalHasElement (maybe)
+    out = If (kept) <
+        then_branch = add_graph () => (float[N] sum) {{
+            value = OptionalGetElement (maybe)
+            sum = Add (y, value)
+        }},
+        else_branch = sub_graph () => (float[N] difference) {{
+            one = Constant <value = float {{1.0}}> ()
+            difference = Sub (y, one)
+        }}
+    >
+}}"""
+        cases[f"optional/if_split_nested_sequence_opset{opset}"] = f"""{header(opset)}
+main (float[N] x, bool outer, bool inner) => (bool has, int64 count) {{
+    maybe = If (outer) <
+        then_branch = outer_then () => (optional(seq(float[N])) from_inner) {{
+            from_inner = If (inner) <
+                then_branch = inner_then () => (optional(seq(float[N])) some) {{
+                    items = SequenceConstruct (x, x, x)
+                    some = Optional (items)
+                }},
+                else_branch = inner_else () => (optional(seq(float[N])) none) {{
+                    none = Optional <type = seq(float[N])> ()
+                }}
+            >
+        }},
+        else_branch = outer_else () => (optional(seq(float[N])) none_outer) {{
+            none_outer = Optional <type = seq(float[N])> ()
+        }}
+    >
+    has = OptionalHasElement (maybe)
+    count = If (has) <
+        then_branch = count_graph () => (int64 n) {{
+            got = OptionalGetElement (maybe)
+            n = SequenceLength (got)
+        }},
+        else_branch = zero_graph () => (int64 zero) {{
+            zero = Constant <value = int64 {{0}}> ()
+        }}
+    >
+}}"""
+    return cases
+
+
 def all_cases() -> dict[str, str]:
     cases = {}
     for opset, element_type in ISNAN_CASES:
@@ -96,6 +219,7 @@ def all_cases() -> dict[str, str]:
             "IsInf", opset, element_type, ISINF_FLAGS[flags]
         )
     cases.update(SPECIAL_CASES)
+    cases.update(optional_cases())
     return cases
 
 

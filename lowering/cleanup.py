@@ -44,10 +44,10 @@ def _uses(tree: list[Container]) -> Counter:
     return uses
 
 
-def remove_unused(model: onnx.ModelProto, split_optionals: set[str]) -> set[str]:
-    """Drop the optional outputs of split Ifs that nobody reads any more (with the branch
-    outputs behind them), then Optional nodes nobody reads, until nothing changes.
-    Returns the names of the values removed."""
+def remove_unused(model: onnx.ModelProto, split_outputs: set[str], created_nodes: set[str]) -> set[str]:
+    """Drop the outputs of split Ifs (the optional and the flag and value beside it) that
+    nobody reads (with the branch outputs behind them), then Optional nodes and nodes the
+    split made that nobody reads, until nothing changes. Returns the names of the values removed."""
     removed: set[str] = set()
     changed = True
     while changed:
@@ -58,14 +58,14 @@ def remove_unused(model: onnx.ModelProto, split_optionals: set[str]) -> set[str]
             for container in reversed(tree):
                 for node in container.node:
                     if node.op_type == "If" and canonical_domain(node.domain) == "":
-                        for output in [o for o in node.output if o in split_optionals and uses[o] == 0]:
+                        for output in [o for o in node.output if o in split_outputs and uses[o] == 0]:
                             _drop_if_output(node, output)
                             removed.add(output)
                             changed = True
-                dead = [n for n in container.node if _removable(n, uses)]
+                dead = [n for n in container.node if _removable(n, uses, created_nodes)]
                 if dead:
                     removed.update(name for n in dead for name in n.output)
-                    kept = [n for n in container.node if not _removable(n, uses)]
+                    kept = [n for n in container.node if not _removable(n, uses, created_nodes)]
                     del container.node[:]
                     container.node.extend(kept)
                     changed = True
@@ -76,12 +76,9 @@ def remove_unused(model: onnx.ModelProto, split_optionals: set[str]) -> set[str]
     return removed
 
 
-def _removable(node: onnx.NodeProto, uses: Counter) -> bool:
-    return (
-        node.op_type in REMOVABLE_WHEN_UNUSED
-        and canonical_domain(node.domain) == ""
-        and all(uses[name] == 0 for name in node.output if name)
-    )
+def _removable(node: onnx.NodeProto, uses: Counter, created_nodes: set[str]) -> bool:
+    ours = node.name in created_nodes or (node.op_type in REMOVABLE_WHEN_UNUSED and canonical_domain(node.domain) == "")
+    return ours and all(uses[name] == 0 for name in node.output if name)
 
 
 def _drop_if_output(if_node: onnx.NodeProto, output: str) -> None:

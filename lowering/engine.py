@@ -86,7 +86,7 @@ class LoweringPass:
         for key in self._functions_callers_first():
             self._lower_function(self.functions[key])
         if self.optionals.split_optionals or any(key.startswith("Optional") for key in self.report.rewritten):
-            remove_unused(self.model, self.optionals.split_optionals)
+            remove_unused(self.model, self.optionals.split_optionals, self.optionals.created_nodes)
         return self.report
 
     def _inferred_main_graph(self) -> onnx.GraphProto | None:

@@ -43,6 +43,7 @@ class OptionalResolver:
         self._names = names
         self._splits: dict[tuple[int, str], Decided | str] = {}
         self.split_optionals: set[str] = set()
+        self.created_nodes: set[str] = set()
 
     def decide(self, name: str, scope: Scope) -> Decided | str:
         """How ``name`` (an optional, tensor or sequence visible in ``scope``) is decided, or why not."""
@@ -111,7 +112,7 @@ class OptionalResolver:
             if_node.output.append(flag_name)
         if element_name:
             if_node.output.append(element_name)
-        self.split_optionals.add(output)
+        self.split_optionals.update(name for name in (output, flag_name, element_name) if name)
         has_element = constant_flag if constant_flag is not None else flag_name
         return Decided(has_element, element_name, element_type)
 
@@ -125,6 +126,7 @@ class OptionalResolver:
     ) -> None:
         """Make a branch yield its flag and its plain value beside the optional."""
         base = graph.name or "branch"
+        node_count = len(graph.node)
         if with_flag:
             flag = self._names.fresh(f"{base}_has_element")
             if isinstance(decided.has_element, bool):
@@ -140,8 +142,9 @@ class OptionalResolver:
             else:
                 graph.node.append(_placeholder(element, element_type))
             info = onnx.ValueInfoProto(name=element)
-            info.type.CopyFrom(element_type)
+            info.type.CopyFrom(_without_dimensions(element_type))
             graph.output.append(info)
+        self.created_nodes.update(node.name for node in graph.node[node_count:])
 
 
 def _decide_optional_node(node: onnx.NodeProto, owner: Scope) -> Decided:
@@ -159,6 +162,18 @@ def _element_type(optional_type: onnx.TypeProto | None, branch_types: list[onnx.
     return None
 
 
+def _without_dimensions(type_proto: onnx.TypeProto) -> onnx.TypeProto:
+    """The same type with every dimension unknown (the rank kept): a branch's real value and
+    its empty placeholder differ in size."""
+    result = onnx.TypeProto()
+    result.CopyFrom(type_proto)
+    tensor_type = result.tensor_type if result.WhichOneof("value") == "tensor_type" else None
+    if tensor_type is not None and tensor_type.HasField("shape"):
+        for dim in tensor_type.shape.dim:
+            dim.Clear()
+    return result
+
+
 def _placeholder(name: str, element_type: onnx.TypeProto) -> onnx.NodeProto:
     """An empty value of ``element_type``: a zero-size tensor of the same rank, or an empty sequence."""
     kind = element_type.WhichOneof("value")
@@ -168,8 +183,12 @@ def _placeholder(name: str, element_type: onnx.TypeProto) -> onnx.NodeProto:
     tensor_type = element_type.tensor_type
     rank = len(tensor_type.shape.dim) if tensor_type.HasField("shape") else 1
     if rank == 0:  # a scalar cannot be empty: any one value does
-        dtype = object if tensor_type.elem_type == onnx.TensorProto.STRING else floats.numpy_dtype(tensor_type.elem_type)
-        empty = numpy_helper.from_array(np.zeros((), dtype=dtype) if dtype is not object else np.array("", dtype=object))
+        dtype = (
+            object if tensor_type.elem_type == onnx.TensorProto.STRING else floats.numpy_dtype(tensor_type.elem_type)
+        )
+        empty = numpy_helper.from_array(
+            np.zeros((), dtype=dtype) if dtype is not object else np.array("", dtype=object)
+        )
         empty.name = name
     else:
         empty = onnx.TensorProto(name=name, data_type=tensor_type.elem_type, dims=[0] * rank)

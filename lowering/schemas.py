@@ -72,7 +72,7 @@ def input_element_types(op_type: str, opset: int, input_index: int = 0, domain: 
     return _tensor_element_types([type_str])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def input_type_strings(op_type: str, opset: int, input_index: int = 0, domain: str = "") -> frozenset[str]:
     """Type strings (``tensor(float)``, ``optional(seq(tensor(int64)))``) an input accepts."""
     schema = schema_in_force(op_type, opset, domain)

@@ -9,7 +9,6 @@ Writes ``optional_local_opset{15,16,18}.onnx`` beside this file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import torch
 
@@ -20,7 +19,7 @@ class OptionalLocal(torch.nn.Module):
     """Keeps ``x * 2`` when its sum is positive, then adds it to ``y`` if it was kept."""
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        kept: Optional[torch.Tensor] = None
+        kept: torch.Tensor | None = None
         if bool(x.sum() > 0):
             kept = x * 2
         if kept is not None:

@@ -1,0 +1,157 @@
+"""Optional lowering beyond the golden cases: exporter output, and what must stay."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx.parser
+import pytest
+from support import original_outputs
+
+import lowering
+from lowering.opcount import count_ops
+from lowering.runtime import run_onnxruntime
+
+TORCH_MODELS = Path(__file__).resolve().parents[1] / "golden" / "torch"
+OPTIONAL_OPS = {"Optional", "OptionalHasElement", "OptionalGetElement"}
+
+
+def parse(text: str) -> onnx.ModelProto:
+    model = onnx.parser.parse_model(textwrap.dedent(text))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def optional_types_in(model: onnx.ModelProto) -> list[str]:
+    """Names of every value the model declares with an optional type, at any depth."""
+    found = []
+
+    def visit_graph(graph: onnx.GraphProto) -> None:
+        for info in [*graph.input, *graph.output, *graph.value_info]:
+            if "optional_type" in str(info.type).split(" ")[0] or info.type.WhichOneof("value") == "optional_type":
+                found.append(info.name)
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    visit_graph(attribute.g)
+                elif attribute.type == onnx.AttributeProto.GRAPHS:
+                    for subgraph in attribute.graphs:
+                        visit_graph(subgraph)
+
+    visit_graph(model.graph)
+    return found
+
+
+@pytest.mark.parametrize("opset", [15, 16, 18])
+def test_torchscript_optional_local_loses_every_optional(opset):
+    original = onnx.load(TORCH_MODELS / f"optional_local_opset{opset}.onnx")
+    assert set(count_ops(original)) >= {"Optional", "OptionalHasElement", "OptionalGetElement"}
+    result = lowering.lower_model(original)
+    lowered = result.model
+    assert result.report.complete, result.report.lines()
+    onnx.checker.check_model(lowered, full_check=True)
+    assert not set(count_ops(lowered)) & OPTIONAL_OPS
+    assert optional_types_in(lowered) == []
+    assert lowered.graph.input == original.graph.input and lowered.graph.output == original.graph.output
+
+    rng = np.random.default_rng(opset)
+    for sign in (1.0, -1.0):  # a positive sum keeps x * 2, a negative one drops it
+        x = (np.abs(rng.standard_normal((2, 3))) * sign).astype(np.float32)
+        y = rng.standard_normal((2, 3)).astype(np.float32)
+        expected = y + x * 2 if x.sum() > 0 else y - 1
+        (got,) = run_onnxruntime(lowered, {"x": x, "y": y})
+        np.testing.assert_array_equal(got, expected)
+        if opset >= 16:  # If-13 has no optional outputs: onnxruntime refuses the opset-15 export
+            (want,) = original_outputs(original, {"x": x, "y": y})
+            np.testing.assert_array_equal(got, want)
+
+
+def test_optional_graph_input_stays_and_is_reported():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (optional(float[N]) maybe, float[N] x) => (bool has, float[N] y) {
+            has = OptionalHasElement (maybe)
+            wrapped = Optional (x)
+            y = OptionalGetElement (wrapped)
+        }
+    """)
+    result = lowering.lower_model(model)
+    (remaining,) = result.report.remaining
+    assert remaining.op_type == "OptionalHasElement" and "node #0" in remaining.location
+    assert "'maybe' is an optional input of the graph" in remaining.reason
+    assert result.report.rewritten == {"OptionalGetElement-18": 1}
+    assert result.model.graph.input == model.graph.input and result.model.graph.output == model.graph.output
+    assert "Optional" not in count_ops(result.model), "the now unused Optional(x) is removed"
+    onnx.checker.check_model(result.model, full_check=True)
+
+
+def test_optional_graph_output_keeps_its_optional():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x, bool c) => (optional(float[N]) maybe, bool has) {
+            maybe = If (c) <
+                then_branch = then_graph () => (optional(float[N]) some) { some = Optional (x) },
+                else_branch = else_graph () => (optional(float[N]) none) { none = Optional <type = float[N]> () }
+            >
+            has = OptionalHasElement (maybe)
+        }
+    """)
+    result = lowering.lower_model(model)
+    assert result.report.complete
+    assert result.model.graph.output == model.graph.output
+    if_node = result.model.graph.node[0]
+    assert list(if_node.output) == ["maybe", "maybe_has_element"], "the optional stays; only the flag is added"
+    onnx.checker.check_model(result.model, full_check=True)
+    for condition in (True, False):
+        feeds = {"x": np.arange(3, dtype=np.float32), "c": np.array(condition)}
+        maybe, has = run_onnxruntime(result.model, feeds)
+        assert bool(has) == condition and (maybe is not None) == condition
+
+
+def test_loop_carried_optional_is_reported_with_the_reason():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x, int64 trips) => (bool has) {
+            start = Optional <type = float[N]> ()
+            cond = Constant <value = bool {1}> ()
+            carried = Loop (trips, cond, start) <body = body (int64 i, bool c, optional(float[N]) previous)
+                    => (bool c_out, optional(float[N]) next) {
+                c_out = Identity (c)
+                next = Optional (x)
+            }>
+            has = OptionalHasElement (carried)
+        }
+    """)
+    result = lowering.lower_model(model)
+    (remaining,) = result.report.remaining
+    assert remaining.op_type == "OptionalHasElement" and "carried by a Loop" in remaining.reason
+    assert result.model.SerializeToString() == model.SerializeToString()
+
+
+def test_reading_an_always_empty_optional_is_left_and_said():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (float[N] y) {
+            empty = Optional <type = float[N]> ()
+            y = OptionalGetElement (empty)
+        }
+    """)
+    result = lowering.lower_model(model)
+    (remaining,) = result.report.remaining
+    assert "always empty" in remaining.reason
+
+
+def test_ops_selects_optional_rules_only():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (bool has, bool[N] nan) {
+            o = Optional (x)
+            has = OptionalHasElement (o)
+            nan = IsNaN (x)
+        }
+    """)
+    lowered = lowering.lower(model, ops=["OptionalHasElement"])
+    assert set(count_ops(lowered)) == {"Constant", "Identity", "IsNaN"}
