@@ -155,3 +155,36 @@ def test_ops_selects_optional_rules_only():
     """)
     lowered = lowering.lower(model, ops=["OptionalHasElement"])
     assert set(count_ops(lowered)) == {"Constant", "Identity", "IsNaN"}
+
+
+@pytest.mark.parametrize("element", ["float", "string", "int64[2,3]", "float16[N]", "seq(int32[N])"])
+def test_split_placeholders_for_every_kind_of_element(element):
+    """The empty branch yields a placeholder of the same type: a scalar, a zero-size tensor of
+    the same rank, or an empty sequence; the model stays valid and runs."""
+    model = parse(f"""
+        <ir_version: 9, opset_import: ["" : 21]>
+        main ({element} v, bool c) => (bool has) {{
+            maybe = If (c) <
+                then_branch = then_graph () => (optional({element}) some) {{ some = Optional (v) }},
+                else_branch = else_graph () => (optional({element}) none) {{ none = Optional <type = {element}> () }}
+            >
+            has = OptionalHasElement (maybe)
+            used = If (has) <
+                then_branch = read () => ({element} got) {{ got = OptionalGetElement (maybe) }},
+                else_branch = skip () => ({element} same) {{ same = Identity (v) }}
+            >
+        }}
+    """)
+    result = lowering.lower_model(model)
+    assert result.report.complete, result.report.lines()
+    onnx.checker.check_model(result.model, full_check=True)
+    assert not set(count_ops(result.model)) & OPTIONAL_OPS and optional_types_in(result.model) == []
+    values = {
+        "float": np.array(1.5, np.float32),
+        "string": np.array("text", dtype=object),
+        "int64[2,3]": np.ones((2, 3), np.int64),
+    }
+    if element in values:
+        for condition in (True, False):
+            (has,) = run_onnxruntime(result.model, {"v": values[element], "c": np.array(condition)})
+            assert bool(has) == condition
