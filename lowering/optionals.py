@@ -41,7 +41,7 @@ class OptionalResolver:
 
     def __init__(self, names: NameAllocator) -> None:
         self._names = names
-        self._splits: dict[tuple[int, str], Decided | str] = {}
+        self._splits: dict[tuple[int, str], Decided | str] = {}  # (name space, If output)
         self.split_optionals: set[str] = set()
         self.created_nodes: set[str] = set()
 
@@ -53,8 +53,9 @@ class OptionalResolver:
             return Decided(True, name, type_proto)
         found = scope.producer(name)
         if found is None:
-            if scope.is_graph_input(name):
-                return f"'{name}' is an optional input of the graph: only its caller decides it, at run time"
+            owner_of_input = scope.input_owner(name)
+            if owner_of_input is not None:
+                return f"'{name}' is an optional input of {owner_of_input}: only its caller decides it, at run time"
             return f"'{name}' has no producer in scope"
         node, node_index, output_index, owner = found
         if node.domain not in ("", "ai.onnx"):
@@ -74,7 +75,10 @@ class OptionalResolver:
         return f"'{name}' comes from {node.op_type}, which does not decide it"
 
     def _split_if(self, if_node: onnx.NodeProto, node_index: int, output: str, owner: Scope) -> Decided | str:
-        key = (id(if_node), output)
+        root = owner
+        while root.parent is not None:
+            root = root.parent
+        key = (id(root), output)  # value names are unique within a name space
         if key not in self._splits:
             self._splits[key] = self._make_split(if_node, node_index, output, owner)
         return self._splits[key]

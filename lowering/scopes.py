@@ -105,16 +105,16 @@ class Scope:
             scope = scope.parent
         return None
 
-    def is_graph_input(self, name: str) -> bool:
-        """Whether ``name`` is an input of this graph or of an enclosing one."""
+    def input_owner(self, name: str) -> str | None:
+        """Where ``name`` is an input (this graph or an enclosing one), or None."""
         scope: Scope | None = self
         while scope is not None:
             if name in scope._declared_inputs:
-                return True
+                return scope.location
             if name in scope._producers():
-                return False
+                return None
             scope = scope.parent
-        return False
+        return None
 
     def _producers(self) -> dict[str, tuple[onnx.NodeProto, int, int]]:
         if self._producer_map is None:

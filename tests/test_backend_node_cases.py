@@ -13,7 +13,7 @@ import lowering
 from lowering.registry import all_rules
 from lowering.runtime import run_onnxruntime
 
-OPTIONAL_GRAPH_INPUT = "optional input of the graph"
+OPTIONAL_GRAPH_INPUT = "is an optional input of graph"
 
 
 @functools.lru_cache(maxsize=1)

@@ -81,7 +81,7 @@ def test_optional_graph_input_stays_and_is_reported():
     result = lowering.lower_model(model)
     (remaining,) = result.report.remaining
     assert remaining.op_type == "OptionalHasElement" and "node #0" in remaining.location
-    assert "'maybe' is an optional input of the graph" in remaining.reason
+    assert "'maybe' is an optional input of graph 'main'" in remaining.reason
     assert result.report.rewritten == {"OptionalGetElement-18": 1}
     assert result.model.graph.input == model.graph.input and result.model.graph.output == model.graph.output
     assert "Optional" not in count_ops(result.model), "the now unused Optional(x) is removed"
@@ -188,3 +188,19 @@ def test_split_placeholders_for_every_kind_of_element(element):
         for condition in (True, False):
             (has,) = run_onnxruntime(result.model, {"v": values[element], "c": np.array(condition)})
             assert bool(has) == condition
+
+
+def test_optional_function_input_is_reported_as_such():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18, "local" : 1]>
+        main (float[N] x) => (bool has) {
+            o = Optional (x)
+            has = local.Has (o)
+        }
+        <domain: "local", opset_import: ["" : 18]>
+        Has (maybe) => (flag) { flag = OptionalHasElement (maybe) }
+    """)
+    result = lowering.lower_model(model)
+    (remaining,) = result.report.remaining
+    assert "'maybe' is an optional input of function 'local.Has'" in remaining.reason
+    assert result.model.SerializeToString() == model.SerializeToString()
