@@ -7,7 +7,7 @@ from typing import Any
 
 import onnx
 
-from . import schemas
+from . import schemas, versioning
 from .engine import LoweringPass, default_opset
 from .errors import LoweringError
 from .registry import all_rules
@@ -37,22 +37,29 @@ def lower(model, *, ops=None, target_opset: int | None = None):
 
 
 def lower_model(model, *, ops=None, target_opset: int | None = None, target: Target = DEFAULT_TARGET) -> LoweringResult:
-    """Like :func:`lower`, but also return the report of what was rewritten and what was left."""
-    if target_opset is not None:
-        raise LoweringError(
-            f"target_opset={target_opset}: converting between opset versions is not available yet; "
-            "lower at the model's own opset (target_opset=None)"
-        )
+    """Like :func:`lower`, but also return the report of what was rewritten and what was left.
+
+    With ``target_opset`` the result declares that default-domain opset: ops this project
+    owns are kept (re-versioned, or behind an exact Cast) where they exist there and are not
+    asked to be lowered, and lowered where they do not; every other op is converted by
+    ``onnx.version_converter``. Anything that cannot be expressed raises LoweringError.
+    """
     ir_model = None
     if not isinstance(model, onnx.ModelProto):
         ir_model = model
         model = _ir_to_proto(model)
     requested = _requested_ops(ops)
     _check_input(model)
+    source_opset = default_opset(model.opset_import)
+    if target_opset is not None:
+        _check_target_opset(model, target_opset, source_opset)
     lowered = onnx.ModelProto()
     lowered.CopyFrom(model)
-    report = LoweringPass(lowered, model, requested_ops=requested, target=target).run()
+    report = LoweringPass(lowered, model, requested_ops=requested, target=target, target_opset=target_opset).run()
     _check_postcondition(lowered, requested, report)
+    if target_opset is not None:
+        _declare_opset(lowered, target_opset)
+        _check_output(lowered, target_opset)
     if ir_model is not None:
         import onnx_ir
 
@@ -175,6 +182,35 @@ def _checker_message(error: Exception) -> str:
     if context:
         return f"{lines[0]} ({context.removeprefix('==> Context:').strip()})"
     return lines[0]
+
+
+def _check_target_opset(model: onnx.ModelProto, target_opset: int, source_opset: int | None) -> None:
+    newest = schemas.newest_opset()
+    if not isinstance(target_opset, int) or isinstance(target_opset, bool) or not 1 <= target_opset <= newest:
+        raise LoweringError(f"target opset {target_opset!r} does not exist: this onnx knows opsets 1 to {newest}")
+    if source_opset is None:
+        raise LoweringError("the model imports no default-domain opset, so there is nothing to convert")
+    versioning.check_types_exist_at(model, target_opset)
+
+
+def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:
+    """Declare ``target_opset`` for the default domain, in the model and its functions, and
+    an IR version that allows it."""
+    for imports in [model.opset_import, *(f.opset_import for f in model.functions)]:
+        for entry in imports:
+            if schemas.canonical_domain(entry.domain) == "":
+                entry.version = target_opset
+    default_only = [onnx.helper.make_opsetid("", target_opset)]
+    model.ir_version = max(model.ir_version, onnx.helper.find_min_ir_version_for(default_only))
+
+
+def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        raise LoweringError(
+            f"the model cannot be expressed at opset {target_opset}: {_checker_message(error)}"
+        ) from None
 
 
 def _check_postcondition(model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport) -> None:

@@ -34,7 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", help="where to write the lowered model (written atomically)")
     parser.add_argument(
         "--ops",
-        help="comma-separated op types to lower (default: every op a rule covers); see --list-rules",
+        help="comma-separated op types to lower (default: every op a rule covers), or 'none' to lower "
+        "nothing (with --target-opset: a pure version conversion); see --list-rules",
+    )
+    parser.add_argument(
+        "--target-opset",
+        type=int,
+        metavar="N",
+        help="declare default-domain opset N: owned ops are kept, cast or lowered as N requires; "
+        "other ops go through onnx's version converter",
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     parser.add_argument("--list-rules", action="store_true", help="list the rewrite rules and exit")
@@ -73,8 +81,10 @@ def _run(args: argparse.Namespace) -> int:
     ops = None
     if args.ops is not None:
         ops = [op.strip() for op in args.ops.split(",") if op.strip()]
+        if ops == ["none"]:
+            ops = []
     model_file = load_model(args.model)
-    result = lower_model(model_file.model, ops=ops)
+    result = lower_model(model_file.model, ops=ops, target_opset=args.target_opset)
     save_model(result.model, args.output, model_file.external_tensor_names)
     if not args.quiet:
         for line in op_count_table(count_ops(model_file.model), count_ops(result.model)):

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import onnx
 from onnx import helper
 
-from . import schemas
+from . import schemas, versioning
 from .builder import Builder, NotLowered, Value
 from .cleanup import remove_unused
 from .errors import LoweringError
@@ -20,6 +20,9 @@ from .scopes import Scope, element_type_of, subgraph_twin
 from .targets import Target
 
 FunctionKey = tuple[str, str, str]
+# Optional nodes vanish with their last reader (see cleanup); one still read at an opset
+# without optionals makes the model inexpressible there, which the final check reports.
+OPTIONAL_CONSTRUCTORS = frozenset({"Optional"})
 
 
 def describe_node(node: onnx.NodeProto, index: int) -> str:
@@ -59,8 +62,10 @@ class LoweringPass:
         *,
         requested_ops: frozenset[str],
         target: Target,
+        target_opset: int | None = None,
     ) -> None:
         self.model = model
+        self.target_opset = target_opset
         self.original = original
         self.requested_ops = requested_ops
         self.target = target
@@ -74,10 +79,11 @@ class LoweringPass:
 
     # -- driver ------------------------------------------------------------------------
     def run(self) -> LoweringReport:
-        opset = default_opset(self.model.opset_import)
+        opset = default_opset(self.model.opset_import) or 0
         main = Scope(
             self.model.graph,
-            opset=opset or 0,
+            opset=self.target_opset or opset,
+            source_opset=opset,
             location=f"graph '{self.model.graph.name}'",
             names=self.names,
             twin=self._inferred_main_graph,
@@ -103,6 +109,8 @@ class LoweringPass:
             if call_key(node) in self.functions:
                 self._record_call(scope, node, index)
             replacement = self._rewrite(scope, node, index)
+            if replacement is None and self.target_opset is not None:
+                replacement = self._convert(scope, node, index)
             if replacement is None:
                 lowered_nodes.append(node)
             else:
@@ -125,6 +133,7 @@ class LoweringPass:
                 child = Scope(
                     graph,
                     opset=scope.opset,
+                    source_opset=scope.source_opset,
                     location=f"{scope.location} > {describe_node(node, index)} {attribute.name}{suffix}",
                     names=self.names,
                     parent=scope,
@@ -135,20 +144,109 @@ class LoweringPass:
 
     # -- one node ------------------------------------------------------------------------
     def _rewrite(self, scope: Scope, node: onnx.NodeProto, index: int) -> list[onnx.NodeProto] | None:
-        if node.op_type not in self.requested_ops:
-            return None
         rule = rule_for(node.domain, node.op_type)
         if rule is None or schemas.canonical_domain(node.domain) != rule.domain:
             return None
-        version = schemas.version_in_force(node.op_type, scope.opset, node.domain)
+        requested = node.op_type in self.requested_ops
+        converting = self.target_opset is not None
+        if not requested and not converting:
+            return None
+        version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
         location = f"{scope.location}, {describe_node(node, index)}"
+        if converting and not requested:
+            adapted = self._adapt(rule, version, scope, node)
+            if adapted is not None:
+                return adapted
         try:
             nodes = self._expand(rule, version, scope, node, location)
         except _NotLowered as not_lowered:
+            if converting:
+                adapted = self._adapt(rule, version, scope, node) if requested else None
+                if adapted is None:
+                    raise LoweringError(
+                        f"{location}: {node.op_type}-{version} cannot be expressed at opset {scope.opset}: "
+                        f"the op does not exist there for this input, and it cannot be lowered "
+                        f"({not_lowered.reason})"
+                    ) from None
+                self.report.remaining.append(RemainingOp(node.op_type, version, location, not_lowered.reason))
+                return adapted
             self.report.remaining.append(RemainingOp(node.op_type, version, location, not_lowered.reason))
             return None
         self.report.rewritten[f"{node.op_type}-{version}"] += 1
         return nodes
+
+    def _adapt(
+        self, rule: Rule, version: int | None, scope: Scope, node: onnx.NodeProto
+    ) -> list[onnx.NodeProto] | None:
+        """An owned op kept at the target opset: as it is where the op takes the input's type
+        there, or behind an exact Cast to a type it takes. None when it must be lowered."""
+        target_version = schemas.version_in_force(node.op_type, scope.opset, node.domain)
+        if target_version is None:
+            return None
+        schema = schemas.schema_in_force(node.op_type, scope.opset, node.domain)
+        first = node.input[0] if node.input else ""
+        if not first:
+            required = schema.inputs and schema.inputs[0].option == onnx.defs.OpSchema.FormalParameterOption.Single
+            return None if required else [node]
+        type_proto = scope.type_of(first)
+        if type_proto is None:
+            return None
+        accepted = schemas.input_type_strings(node.op_type, scope.opset, 0, node.domain)
+        element_type = element_type_of(type_proto)
+        moved = f"{node.op_type}-{version}→{target_version}"
+        if schemas.type_string(type_proto) in accepted:
+            if element_type is not None and self.target.lacks_kernel(node.op_type, target_version, element_type):
+                return None
+            self.report.adapted[moved] += 1
+            return [node]
+        if element_type is None:
+            return None
+        carrier = versioning.exact_carrier(
+            element_type, schemas.input_element_types(node.op_type, scope.opset, 0, node.domain)
+        )
+        if carrier is None or self.target.lacks_kernel(node.op_type, target_version, carrier):
+            return None
+        hint = node.name or node.output[0]
+        widened = self.names.fresh(f"{hint}_as_{schemas.type_name(carrier)}")
+        cast = helper.make_node("Cast", [first], [widened], name=self.names.fresh(f"{hint}_Cast"), to=carrier)
+        del node.input[0]
+        node.input.insert(0, widened)
+        self.report.adapted[f"{moved} via Cast to {schemas.type_name(carrier)}"] += 1
+        return [cast, node]
+
+    def _convert(self, scope: Scope, node: onnx.NodeProto, index: int) -> list[onnx.NodeProto] | None:
+        """A node of an op this project does not own, moved to the target opset."""
+        if schemas.canonical_domain(node.domain) != "" or node.op_type in OPTIONAL_CONSTRUCTORS:
+            return None
+        source_version = schemas.version_in_force(node.op_type, scope.source_opset)
+        target_version = schemas.version_in_force(node.op_type, scope.opset)
+        if source_version is not None and source_version == target_version:
+            return None
+        location = f"{scope.location}, {describe_node(node, index)}"
+        moved = f"{node.op_type}-{source_version}→{target_version}"
+        same_meaning = target_version is not None and (
+            node.op_type in versioning.SAME_MEANING_ACROSS_VERSIONS
+            or versioning.only_types_changed(node.op_type, source_version, target_version)
+        )
+        if same_meaning and versioning.fits_target_schema(
+            node, scope.opset, [scope.type_of(name) if name else None for name in node.input]
+        ):
+            self.report.adapted[moved] += 1
+            return [node]
+        types = {name: scope.type_of(name) for name in node.input if name}
+        constants = {name: scope.constant_value(name) for name in node.input if name}
+        converted = versioning.convert_node(
+            node,
+            types={name: t for name, t in types.items() if t is not None},
+            constants={name: c for name, c in constants.items() if c is not None},
+            source_opset=scope.source_opset,
+            target_opset=scope.opset,
+            ir_version=max(self.model.ir_version, 3),
+            names=self.names,
+            location=location,
+        )
+        self.report.adapted[moved] += 1
+        return converted
 
     def _expand(
         self, rule: Rule, version: int | None, scope: Scope, node: onnx.NodeProto, location: str
@@ -245,6 +343,7 @@ class LoweringPass:
         key = function_key(function)
         calls = self._call_signatures.get(key, {})
         opset = default_opset(function.opset_import) or default_opset(self.model.opset_import) or 0
+        target_opset = self.target_opset or opset
         location = f"function '{function.domain}.{function.name}'"
         input_types: dict[str, onnx.TypeProto] = {}
         reason = ""
@@ -259,7 +358,8 @@ class LoweringPass:
         original = self._original_functions[key]
         scope = Scope(
             function,
-            opset=opset,
+            opset=target_opset,
+            source_opset=opset,
             location=location,
             names=self.names,
             twin=lambda: _infer_function(original, input_types, self.original) if input_types else None,

@@ -26,6 +26,7 @@ class LoweringReport:
 
     rewritten: Counter = field(default_factory=Counter)
     remaining: list[RemainingOp] = field(default_factory=list)
+    adapted: Counter = field(default_factory=Counter)  # nodes moved to a target opset, not lowered
 
     @property
     def complete(self) -> bool:
@@ -35,7 +36,8 @@ class LoweringReport:
     def lines(self) -> list[str]:
         """The report as text lines, for the command line and logs."""
         lines = [f"lowered {count} x {key}" for key, count in sorted(self.rewritten.items())]
-        if not self.rewritten:
+        lines += [f"converted {count} x {key}" for key, count in sorted(self.adapted.items())]
+        if not self.rewritten and not self.adapted:
             lines.append("nothing to lower")
         lines.extend(f"not lowered: {entry}" for entry in self.remaining)
         return lines
@@ -43,6 +45,7 @@ class LoweringReport:
     def as_dict(self) -> dict:
         return {
             "rewritten": dict(sorted(self.rewritten.items())),
+            "adapted": dict(sorted(self.adapted.items())),
             "remaining": [
                 {"op_type": r.op_type, "version": r.version, "location": r.location, "reason": r.reason}
                 for r in self.remaining

@@ -70,9 +70,11 @@ class Scope:
         twin: TwinProvider = lambda: None,
         input_types: dict[str, onnx.TypeProto] | None = None,
         unknown_types_reason: str = "",
+        source_opset: int | None = None,
     ) -> None:
         self.graph = graph
-        self.opset = opset
+        self.opset = opset  # the opset new nodes are written for (the target)
+        self.source_opset = opset if source_opset is None else source_opset  # the nodes' own opset
         self.location = location
         self.parent = parent
         self.constants = ConstantPool(names)
@@ -125,6 +127,30 @@ class Scope:
                 if output
             }
         return self._producer_map
+
+    def constant_value(self, name: str) -> onnx.TensorProto | None:
+        """The tensor behind ``name`` when it is an initializer or a Constant's value."""
+        scope: Scope | None = self
+        while scope is not None:
+            if isinstance(scope.graph, onnx.GraphProto):
+                for tensor in scope.graph.initializer:
+                    if tensor.name == name:
+                        return tensor
+            found = scope._producers().get(name)
+            if found is not None:
+                node = found[0]
+                if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                    for attribute in node.attribute:
+                        if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
+                            tensor = onnx.TensorProto()
+                            tensor.CopyFrom(attribute.t)
+                            tensor.name = name
+                            return tensor
+                return None
+            if name in scope._declared_inputs:
+                return None
+            scope = scope.parent
+        return None
 
     def twin(self) -> onnx.GraphProto | None:
         """The type-inferred copy of this graph (same node order), computed on first need."""

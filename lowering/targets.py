@@ -1,12 +1,17 @@
-"""Targets: what the lowered model may contain and which types its arithmetic runs on."""
+"""Targets: the runtime a lowered model must run on, which types its arithmetic runs in,
+and which kernels it has."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx
 
-from . import floats
+from . import floats, schemas
+
+KernelTable = dict[str, list[tuple[int, int, frozenset[int]]]]
 
 
 @dataclass(frozen=True)
@@ -15,11 +20,14 @@ class Target:
 
     ``compute_types`` are the float element types the runtime compares and does arithmetic
     in; a rule casts any other float type, exactly, to ``widening_type`` first.
+    ``kernels`` returns, per default-domain op, the (first version, last version, element
+    types) its kernels cover, or None when the runtime's kernels are not known.
     """
 
     name: str
     compute_types: frozenset[int]
     widening_type: int
+    kernels: Callable[[], KernelTable | None] = lambda: None
 
     def compute_type(self, element_type: int) -> int:
         """The type to compute ``element_type`` values in: itself, or the exact widening."""
@@ -28,6 +36,32 @@ class Target:
         if floats.is_float(element_type) and floats.numpy_dtype(element_type).itemsize < 4:
             return self.widening_type
         return element_type
+
+    def lacks_kernel(self, op_type: str, since_version: int, element_type: int) -> bool:
+        """True only when the runtime's kernels are known and none runs this op version on this type."""
+        table = self.kernels()
+        if table is None:
+            return False
+        return not any(
+            first <= since_version <= last and element_type in types for first, last, types in table.get(op_type, [])
+        )
+
+
+@functools.cache
+def _onnxruntime_cpu_kernels() -> KernelTable | None:
+    """onnxruntime's CPU kernels for the default domain, from its own registry."""
+    try:
+        from onnxruntime.capi.onnxruntime_pybind11_state import get_all_opkernel_def
+    except ImportError:  # pragma: no cover - onnxruntime is a dependency
+        return None
+    table: KernelTable = {}
+    for kernel in get_all_opkernel_def():
+        if kernel.provider != "CPUExecutionProvider" or kernel.domain not in ("", "ai.onnx"):
+            continue
+        types = frozenset().union(*(schemas._tensor_element_types(v) for v in kernel.type_constraints.values()))
+        first, last = kernel.version_range
+        table.setdefault(kernel.op_name, []).append((first, last, types))
+    return table
 
 
 # onnxruntime's CPU provider implements Abs, Equal, Greater and Less for float and double
@@ -38,6 +72,7 @@ ONNXRUNTIME_CPU = Target(
     name="onnxruntime-cpu",
     compute_types=frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}),
     widening_type=onnx.TensorProto.FLOAT,
+    kernels=_onnxruntime_cpu_kernels,
 )
 
 DEFAULT_TARGET = ONNXRUNTIME_CPU

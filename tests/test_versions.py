@@ -1,0 +1,248 @@
+"""Lowering to a target opset, down and up: every owned op, source opset, target opset and
+type, checked at the target and compared bit for bit in onnxruntime."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import onnx
+import onnx.parser
+import pytest
+from support import oracle, type_name, unary_model
+
+import lowering
+from lowering import schemas
+from lowering.opcount import count_ops
+from lowering.runtime import run_onnxruntime
+from lowering.samples import sample_values
+from lowering.versioning import lowest_opset_for_type
+
+NEWEST = schemas.newest_opset()
+TARGETS = range(9, NEWEST + 1)
+
+
+def _sources(op_type: str) -> list[int]:
+    """The first opset of every version of the op, and the newest."""
+    return sorted({*schemas.op_versions(op_type), NEWEST})
+
+
+def _matrix():
+    cases = []
+    for op_type, flag_sets in (("IsNaN", [{}]), ("IsInf", [{}, {"detect_negative": 0}])):
+        for source in _sources(op_type):
+            for element_type in sorted(schemas.input_element_types(op_type, source)):
+                for flags in flag_sets:
+                    cases.append((op_type, source, element_type, flags))
+    return cases
+
+
+MATRIX = _matrix()
+
+
+def _id(case) -> str:
+    op_type, source, element_type, flags = case
+    return f"{op_type}-from{source}-{type_name(element_type)}{'-pos' if flags else ''}"
+
+
+def declared_opset(model: onnx.ModelProto) -> int:
+    return next(entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx"))
+
+
+@pytest.mark.parametrize("case", MATRIX, ids=[_id(c) for c in MATRIX])
+@pytest.mark.parametrize("ops", [None, []], ids=["lower", "keep"])
+def test_every_target_opset(case, ops):
+    op_type, source, element_type, flags = case
+    original = unary_model(op_type, source, element_type, **flags)
+    values = sample_values(element_type)
+    expected = oracle(op_type, values, **flags)
+    for target in TARGETS:
+        lowest = lowest_opset_for_type(element_type)
+        if target < lowest:
+            with pytest.raises(lowering.LoweringError, match=f"value 'x' has type {type_name(element_type)}.*{lowest}"):
+                lowering.lower(original, target_opset=target, ops=ops)
+            continue
+        result = lowering.lower_model(original, target_opset=target, ops=ops)
+        lowered = result.model
+        assert declared_opset(lowered) == target
+        assert lowered.ir_version >= onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", target)])
+        onnx.checker.check_model(lowered, full_check=True)
+        kept = count_ops(lowered)[op_type]
+        exists = schemas.version_in_force(op_type, target) is not None
+        if ops is None or not exists:
+            assert kept == 0, f"{op_type} must be lowered at opset {target}"
+        (got,) = run_onnxruntime(lowered, {"x": values})
+        mismatches = np.flatnonzero(got != expected)
+        assert mismatches.size == 0, f"target {target}: {mismatches.size} mismatches"
+
+
+def parse(text: str) -> onnx.ModelProto:
+    model = onnx.parser.parse_model(textwrap.dedent(text))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+# -- what onnx.version_converter gets wrong, as regression cases -----------------------------
+
+
+@pytest.mark.parametrize("target", [11, 10, 9])
+def test_isnan_20_down_to_11_10_9(target):
+    model = unary_model("IsNaN", 20, onnx.TensorProto.FLOAT)
+    with pytest.raises(RuntimeError, match="No Adapter"):
+        onnx.version_converter.convert_version(model, target)
+    for ops in (None, []):
+        lowered = lowering.lower(model, target_opset=target, ops=ops)
+        onnx.checker.check_model(lowered, full_check=True)
+        values = sample_values(onnx.TensorProto.FLOAT)
+        np.testing.assert_array_equal(run_onnxruntime(lowered, {"x": values})[0], np.isnan(values))
+
+
+def test_isinf_20_down_to_9_has_no_previous_version_in_onnx():
+    model = unary_model("IsInf", 20, onnx.TensorProto.DOUBLE)
+    with pytest.raises(RuntimeError):
+        onnx.version_converter.convert_version(model, 9)
+    result = lowering.lower_model(model, target_opset=9, ops=[])
+    assert "IsInf" not in count_ops(result.model) and result.report.rewritten == {"IsInf-20": 1}
+    values = sample_values(onnx.TensorProto.DOUBLE)
+    np.testing.assert_array_equal(run_onnxruntime(result.model, {"x": values})[0], np.isinf(values))
+
+
+@pytest.mark.parametrize("element_type", [onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16])
+def test_isinf_on_16_bit_types_goes_below_20_behind_an_exact_cast(element_type):
+    model = unary_model("IsInf", 20, element_type)
+    result = lowering.lower_model(model, target_opset=13, ops=[])
+    assert count_ops(result.model)["IsInf"] == 1 and count_ops(result.model)["Cast"] == 1
+    assert result.report.adapted == {"IsInf-20→10 via Cast to float": 1}
+    values = sample_values(element_type)
+    np.testing.assert_array_equal(run_onnxruntime(result.model, {"x": values})[0], oracle("IsInf", values))
+
+
+def test_optional_has_element_on_a_tensor_goes_below_18():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (bool has) { has = OptionalHasElement (x) }
+    """)
+    with pytest.raises((RuntimeError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError)):
+        converted = onnx.version_converter.convert_version(model, 15)
+        onnx.checker.check_model(converted, full_check=True)
+    for target in (9, 15, 17):
+        lowered = lowering.lower(model, target_opset=target, ops=[])
+        onnx.checker.check_model(lowered, full_check=True)
+        assert bool(run_onnxruntime(lowered, {"x": np.zeros(2, np.float32)})[0])
+
+
+def test_isnan_13_bfloat16_becomes_runnable():
+    model = unary_model("IsNaN", 13, onnx.TensorProto.BFLOAT16)
+    values = sample_values(onnx.TensorProto.BFLOAT16)
+    for target, ops in ((13, []), (13, None), (20, []), (NEWEST, [])):
+        result = lowering.lower_model(model, target_opset=target, ops=ops)
+        np.testing.assert_array_equal(run_onnxruntime(result.model, {"x": values})[0], oracle("IsNaN", values))
+    kept_at_13 = lowering.lower_model(model, target_opset=13, ops=[])
+    assert "IsNaN" not in count_ops(kept_at_13.model), "onnxruntime has no IsNaN-13 bfloat16 kernel: lowered"
+    assert count_ops(lowering.lower(model, target_opset=20, ops=[]))["IsNaN"] == 1, "IsNaN-20 runs bfloat16"
+
+
+# -- mixed graphs ----------------------------------------------------------------------------------
+
+MIXED = """
+    <ir_version: 8, opset_import: ["" : 13]>
+    main (float[N, 1] x, bool c) => (float[N] clean, bool[N] bad, float total) {
+        axes = Constant <value = int64[1] {1}> ()
+        flat = Squeeze (x, axes)
+        nan = IsNaN (flat)
+        inf = IsInf <detect_negative = 0> (flat)
+        bad = Or (nan, inf)
+        zero = Constant <value = float {0.0}> ()
+        clean = Where (bad, zero, flat)
+        total = If (c) <
+            then_branch = sum_graph () => (float s) { s = ReduceSum <keepdims = 0> (clean) },
+            else_branch = negated_graph () => (float m) {
+                negated = Neg (clean)
+                m = ReduceSum <keepdims = 0> (negated)
+            }
+        >
+    }
+"""
+
+
+@pytest.mark.parametrize("target", [11, 12, 14, 16, 18, 20, NEWEST])
+@pytest.mark.parametrize("ops", [None, []], ids=["lower", "keep"])
+def test_mixed_graph_whose_other_ops_change_version(target, ops):
+    model = parse(MIXED)
+    result = lowering.lower_model(model, target_opset=target, ops=ops)
+    lowered = result.model
+    onnx.checker.check_model(lowered, full_check=True)
+    assert declared_opset(lowered) == target
+    x = sample_values(onnx.TensorProto.FLOAT, random_count=500).reshape(-1, 1)
+    for condition in (True, False):
+        feeds = {"x": x, "c": np.array(condition)}
+        want = run_onnxruntime(model, feeds)
+        got = run_onnxruntime(lowered, feeds)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("target", [9, 10])
+def test_mixed_graph_below_squeeze_11_fails_naming_the_node(target):
+    """onnx has no Squeeze adapter below 11: the whole call fails, nothing half-converted."""
+    with pytest.raises(
+        lowering.LoweringError, match=r"node #1 \(Squeeze\).*Squeeze-13 from opset 13 to " + str(target)
+    ):
+        lowering.lower(parse(MIXED), target_opset=target)
+
+
+def test_a_node_the_converter_cannot_move_is_named():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 18]>
+        main (float[N] x) => (float[N] y) { y = Mish (x) }
+    """)
+    with pytest.raises(lowering.LoweringError, match=r"node #0 \(Mish\).*Mish-18 from opset 18 to 17"):
+        lowering.lower(model, target_opset=17)
+
+
+@pytest.mark.parametrize(
+    "element_type, lowest",
+    [(onnx.TensorProto.BFLOAT16, 13), (onnx.TensorProto.FLOAT8E4M3FN, 19), (onnx.TensorProto.FLOAT8E5M2, 19)],
+)
+def test_impossible_targets_name_the_value_type_and_lowest_opset(element_type, lowest):
+    model = unary_model("IsNaN", 20, element_type)
+    with pytest.raises(lowering.LoweringError) as raised:
+        lowering.lower(model, target_opset=lowest - 1)
+    message = str(raised.value)
+    assert (
+        "'x'" in message
+        and type_name(element_type) in message
+        and f"lowest opset that can hold it is {lowest}" in message
+    )
+
+
+def test_target_newer_than_onnx_knows():
+    with pytest.raises(lowering.LoweringError, match=f"onnx knows opsets 1 to {NEWEST}"):
+        lowering.lower(unary_model("IsNaN", 13, onnx.TensorProto.FLOAT), target_opset=NEWEST + 1)
+
+
+def test_pure_version_conversion_keeps_what_it_can():
+    model = unary_model("IsNaN", 9, onnx.TensorProto.FLOAT)
+    result = lowering.lower_model(model, target_opset=20, ops=[])
+    assert count_ops(result.model) == {"IsNaN": 1}
+    assert result.report.adapted == {"IsNaN-9→20": 1} and not result.report.rewritten
+
+
+def test_optional_ops_below_15_are_lowered_or_refused():
+    decidable = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (bool has, float[N] y) {
+            o = Optional (x)
+            has = OptionalHasElement (o)
+            y = OptionalGetElement (o)
+        }
+    """)
+    lowered = lowering.lower(decidable, target_opset=11, ops=[])
+    assert not set(count_ops(lowered)) & {"Optional", "OptionalHasElement", "OptionalGetElement"}
+    onnx.checker.check_model(lowered, full_check=True)
+    undecidable = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (optional(float[N]) o) => (bool has) { has = OptionalHasElement (o) }
+    """)
+    with pytest.raises(lowering.LoweringError, match="cannot be expressed at opset 14"):
+        lowering.lower(undecidable, target_opset=14)
