@@ -210,6 +210,43 @@ main (float[N] x, bool outer, bool inner) => (bool has, int64 count) {{
     return cases
 
 
+def version_cases() -> dict[str, str]:
+    """Target-opset cases: ``NAME_to{N}`` lowers to opset N, ``NAME_to{N}_keep`` converts
+    with ``ops=[]`` (keep what exists at N)."""
+    cases = {
+        "versions/isnan_opset20_float_to9": unary_case("IsNaN", 20, "float"),
+        "versions/isnan_opset20_float_to11_keep": unary_case("IsNaN", 20, "float"),
+        "versions/isnan_opset13_bfloat16_to13_keep": unary_case("IsNaN", 13, "bfloat16"),
+        "versions/isnan_opset13_bfloat16_to20_keep": unary_case("IsNaN", 13, "bfloat16"),
+        "versions/isnan_opset20_float8e4m3fn_to19_keep": unary_case("IsNaN", 20, "float8e4m3fn"),
+        "versions/isinf_opset20_float16_to13_keep": unary_case("IsInf", 20, "float16", ISINF_FLAGS["positive"]),
+        "versions/isinf_opset20_double_to9_keep": unary_case("IsInf", 20, "double"),
+        "versions/isinf_opset10_float_to20_keep": unary_case("IsInf", 10, "float", ISINF_FLAGS["negative"]),
+    }
+    cases["versions/optional_has_element_tensor_opset18_to15_keep"] = f"""{header(18)}
+main (float[N] x) => (bool has) {{
+    has = OptionalHasElement (x)
+}}"""
+    mixed = f"""{header(13)}
+main (float[N, 1] x, bool c) => (float[N] clean, float total) {{
+    axes = Constant <value = int64[1] {{1}}> ()
+    flat = Squeeze (x, axes)
+    nan = IsNaN (flat)
+    zero = Constant <value = float {{0.0}}> ()
+    clean = Where (nan, zero, flat)
+    total = If (c) <
+        then_branch = sum_graph () => (float s) {{ s = ReduceSum <keepdims = 0> (clean) }},
+        else_branch = neg_graph () => (float n) {{
+            negated = Neg (clean)
+            n = ReduceSum <keepdims = 0> (negated)
+        }}
+    >
+}}"""
+    cases["versions/mixed_opset13_to11"] = mixed
+    cases["versions/mixed_opset13_to18_keep"] = mixed
+    return cases
+
+
 def all_cases() -> dict[str, str]:
     cases = {}
     for opset, element_type in ISNAN_CASES:
@@ -220,6 +257,7 @@ def all_cases() -> dict[str, str]:
         )
     cases.update(SPECIAL_CASES)
     cases.update(optional_cases())
+    cases.update(version_cases())
     return cases
 
 

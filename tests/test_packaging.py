@@ -62,4 +62,4 @@ def test_wheel_holds_rules_and_works_outside_the_source_tree(tmp_path):
     assert ran.returncode == 0, ran.stderr
     module_path, op_types = ran.stdout.strip().splitlines()
     assert module_path.startswith(str(target))
-    assert op_types == "['Equal', 'Not']"
+    assert op_types == "['Constant', 'Equal', 'Equal']"
