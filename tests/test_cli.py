@@ -169,3 +169,22 @@ def test_external_data_is_kept_external_and_loads(tmp_path):
     y, s = session.run(None, {"x": x})
     np.testing.assert_array_equal(s, x + weights)
     np.testing.assert_array_equal(y, np.isnan(x))
+
+
+def test_target_opset_and_ops_none(tmp_path):
+    output = tmp_path / "at9.onnx"
+    completed = run_cli(str(EXAMPLE), "-o", str(output), "--target-opset", "9", "--ops", "none")
+    assert completed.returncode == 0, completed.stderr
+    lowered = onnx.load(output)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert [entry.version for entry in lowered.opset_import if entry.domain == ""] == [9]
+    op_types = {node.op_type for node in lowered.graph.node}
+    assert "IsNaN" in op_types and "IsInf" not in op_types, "IsNaN exists at 9 and is kept; IsInf does not"
+    assert "converted" in completed.stdout
+
+
+@pytest.mark.parametrize("value", ["x", "0", "999"])
+def test_bad_target_opset_is_one_line(tmp_path, value):
+    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "out.onnx"), "--target-opset", value)
+    assert completed.returncode == 2 and len(completed.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out.onnx").exists()

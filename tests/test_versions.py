@@ -246,3 +246,24 @@ def test_optional_ops_below_15_are_lowered_or_refused():
     """)
     with pytest.raises(lowering.LoweringError, match="cannot be expressed at opset 14"):
         lowering.lower(undecidable, target_opset=14)
+
+
+def test_local_function_bodies_move_to_the_target_too():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 20, "local" : 1]>
+        main (float[N] x) => (bool[N] y) { y = local.Bad (x) }
+        <domain: "local", opset_import: ["" : 20]>
+        Bad (v) => (flag) {
+            nan = IsNaN (v)
+            inf = IsInf (v)
+            flag = Or (nan, inf)
+        }
+    """)
+    for ops in (None, []):
+        lowered = lowering.lower(model, target_opset=11, ops=ops)
+        onnx.checker.check_model(lowered, full_check=True)
+        assert [e.version for e in lowered.functions[0].opset_import if e.domain == ""] == [11]
+        assert "IsInf" in count_ops(lowered) if ops == [] else "IsInf" not in count_ops(lowered)
+        values = sample_values(onnx.TensorProto.FLOAT)
+        (got,) = run_onnxruntime(lowered, {"x": values})
+        np.testing.assert_array_equal(got, np.isnan(values) | np.isinf(values))
