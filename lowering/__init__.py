@@ -4,6 +4,7 @@ from .api import LoweringResult, lower, lower_model, rules_table
 from .errors import LoweringError
 from .report import LoweringReport, RemainingOp
 from .targets import DEFAULT_TARGET, ONNXRUNTIME_CPU, Target
+from .verification import OutputComparison, VerifyReport, verify
 
 __all__ = [
     "DEFAULT_TARGET",
@@ -11,10 +12,13 @@ __all__ = [
     "LoweringError",
     "LoweringReport",
     "LoweringResult",
+    "OutputComparison",
     "RemainingOp",
     "Target",
     "lower",
     "lower_model",
     "rules_table",
+    "verify",
+    "VerifyReport",
 ]
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,8 +13,10 @@ from .api import lower_model, rules_table
 from .errors import LoweringError
 from .modelio import load_model, save_model
 from .opcount import count_ops, op_count_table
+from .verification import load_feeds, verify
 
 EXIT_OK = 0
+EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 
@@ -28,7 +31,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="onnx-lower",
-        description="Rewrite ONNX operators a runtime lacks (IsInf, IsNaN, ...) into primitive ONNX operators.",
+        description="Rewrite ONNX operators a runtime lacks (IsInf, IsNaN, ...) into primitive ONNX operators. "
+        "'onnx-lower verify ORIGINAL LOWERED' compares two models (see onnx-lower verify --help).",
     )
     parser.add_argument("model", nargs="?", help="the ONNX model file to lower (never modified)")
     parser.add_argument("-o", "--output", help="where to write the lowered model (written atomically)")
@@ -45,13 +49,60 @@ def build_parser() -> argparse.ArgumentParser:
         "other ops go through onnx's version converter",
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="run original and lowered on edge-value inputs before writing; on a mismatch write nothing, exit 1",
+    )
     parser.add_argument("--list-rules", action="store_true", help="list the rewrite rules and exit")
     parser.add_argument("--version", action="version", version=f"onnx-lower {__version__}")
     return parser
 
 
+def build_verify_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="onnx-lower verify",
+        description="Run ORIGINAL and LOWERED in onnxruntime on inputs that carry NaN, ±inf, ±0, subnormals "
+        "and extreme values, and compare every output bit for bit. Exit 0: match, 1: mismatch, 2: bad input.",
+    )
+    parser.add_argument("original", help="the original model")
+    parser.add_argument("lowered", help="the lowered model")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random part of the inputs (default 0)")
+    parser.add_argument(
+        "--samples", type=int, help="at least this many runs (default 8; more until every edge value is used)"
+    )
+    parser.add_argument(
+        "--shape", action="append", default=[], metavar="NAME:D1,D2", help="the shape of input NAME (repeatable)"
+    )
+    parser.add_argument(
+        "--atol",
+        action="append",
+        default=[],
+        metavar="[OUTPUT=]VALUE",
+        help="absolute tolerance, for all outputs or one",
+    )
+    parser.add_argument(
+        "--rtol",
+        action="append",
+        default=[],
+        metavar="[OUTPUT=]VALUE",
+        help="relative tolerance, for all outputs or one",
+    )
+    parser.add_argument("--inputs", metavar="FILE.npz", help="replay the inputs saved by an earlier mismatch")
+    parser.add_argument(
+        "--save-inputs",
+        metavar="FILE.npz",
+        help="where to save the inputs on a mismatch (default: ./LOWERED.inputs.npz)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        if argv[:1] == ["verify"]:
+            return _run_verify(build_verify_parser().parse_args(argv[1:]))
         return _run(build_parser().parse_args(argv))
     except LoweringError as error:
         print(f"onnx-lower: error: {error}", file=sys.stderr)
@@ -85,6 +136,20 @@ def _run(args: argparse.Namespace) -> int:
             ops = []
     model_file = load_model(args.model)
     result = lower_model(model_file.model, ops=ops, target_opset=args.target_opset)
+    if args.verify:
+        saved = Path(f"{Path(args.output).name}.inputs.npz")
+        report = verify(model_file.model, result.model, save_inputs=saved)
+        if not args.quiet or not report.match:
+            for line in report.lines():
+                print(line)
+        if not report.match:
+            print(
+                f"onnx-lower: the lowered model differs from the original; {args.output} was not written. "
+                f"Inputs saved to {saved}: write the lowered model without --verify and replay them with "
+                f"onnx-lower verify {args.model} {args.output} --inputs {saved}",
+                file=sys.stderr,
+            )
+            return EXIT_MISMATCH
     save_model(result.model, args.output, model_file.external_tensor_names)
     if not args.quiet:
         for line in op_count_table(count_ops(model_file.model), count_ops(result.model)):
@@ -93,6 +158,76 @@ def _run(args: argparse.Namespace) -> int:
             print(line)
         print(f"wrote {args.output}")
     return EXIT_OK
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    shapes = dict(_parse_shape(text) for text in args.shape)
+    inputs = load_feeds(args.inputs) if args.inputs else None
+    saved = Path(args.save_inputs) if args.save_inputs else Path(f"{Path(args.lowered).name}.inputs.npz")
+    report = verify(
+        load_model(args.original).model,
+        load_model(args.lowered).model,
+        seed=args.seed,
+        samples=args.samples,
+        shapes=shapes,
+        atol=_parse_tolerance(args.atol, "--atol"),
+        rtol=_parse_tolerance(args.rtol, "--rtol"),
+        inputs=inputs,
+        save_inputs=None if args.inputs else saved,
+    )
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        for line in report.lines():
+            print(line)
+        if report.inputs_file:
+            print(f"inputs saved to {report.inputs_file}; replay: onnx-lower verify {args.original} {args.lowered} "
+                  f"--inputs {report.inputs_file}")  # fmt: skip
+    return EXIT_OK if report.match else EXIT_MISMATCH
+
+
+def _parse_shape(text: str) -> tuple[str, list[int]]:
+    name, separator, dims = text.rpartition(":")
+    try:
+        shape = [int(d) for d in dims.split(",")] if dims.strip() else []
+    except ValueError:
+        shape = None
+    if not separator or not name or shape is None or any(d < 0 for d in shape):
+        raise LoweringError(f"--shape {text!r}: expected NAME:D1,D2,... with whole numbers, e.g. x:2,3")
+    return name, shape
+
+
+def _parse_tolerance(values: list[str], option: str) -> float | dict[str, float] | None:
+    if not values:
+        return None
+    per_output: dict[str, float] = {}
+    overall = None
+    for text in values:
+        name, separator, number = text.rpartition("=")
+        try:
+            value = float(number)
+        except ValueError:
+            raise LoweringError(f"{option} {text!r}: expected VALUE or OUTPUT=VALUE, e.g. 1e-6") from None
+        if value < 0:
+            raise LoweringError(f"{option} {text!r}: a tolerance cannot be negative")
+        if separator:
+            per_output[name] = value
+        else:
+            overall = value
+    if per_output:
+        return per_output if overall is None else _Default(per_output, overall)
+    return overall
+
+
+class _Default(dict):
+    """Per-output tolerances with a value for every other output."""
+
+    def __init__(self, values: dict[str, float], default: float) -> None:
+        super().__init__(values)
+        self.default = default
+
+    def get(self, key, default=None):  # type: ignore[override]
+        return super().get(key, self.default)
 
 
 def _same_file(model: str, output: str) -> bool:

@@ -1,18 +1,28 @@
-"""Running models: onnxruntime's CPU provider for any tensor type, and onnx's reference
-evaluator for ops onnxruntime has no kernel for."""
+"""Running models: onnxruntime's CPU provider for any tensor type (bfloat16 and float8 fed as
+their bits and read back through IOBinding), and onnx's reference evaluator."""
 
 from __future__ import annotations
+
+import ctypes
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import floats
+from . import floats, schemas
+from .errors import LoweringError
 
 
 def _is_numpy_native(dtype: np.dtype) -> bool:
     """numpy's own dtypes; ml_dtypes' bfloat16 and float8 types live in another module."""
     return dtype.type.__module__ == "numpy"
+
+
+def _element_type_of_string(type_string: str) -> int | None:
+    if type_string.startswith("tensor(") and type_string.endswith(")"):
+        name = type_string[len("tensor(") : -1].upper()
+        return getattr(onnx.TensorProto, name, None)
+    return None
 
 
 def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
@@ -24,30 +34,62 @@ def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
     return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, element_type)
 
 
+def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
+    """A numpy array (ml_dtypes for bfloat16 and float8) holding an output tensor's bytes."""
+    element_type = _element_type_of_string(value.data_type())
+    dtype = floats.numpy_dtype(element_type) if element_type else None
+    if dtype is None or _is_numpy_native(dtype):
+        return value.numpy()
+    shape = value.shape()
+    size = value.tensor_size_in_bytes()
+    raw = (ctypes.c_uint8 * size).from_address(value.data_ptr()) if size else b""
+    return np.frombuffer(bytes(raw), dtype=np.uint8).view(dtype).reshape(shape).copy()
+
+
 def onnxruntime_session(model: onnx.ModelProto) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.log_severity_level = 3
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Run ``model`` in onnxruntime's CPU provider on tensor inputs of any element type."""
+def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, object]) -> list:
+    """Run ``model`` in onnxruntime's CPU provider. Tensors of any element type; sequences
+    go in as lists and empty optionals as None (for numpy's own element types)."""
     session = onnxruntime_session(model)
-    if all(isinstance(v, list) or (v is None) or _is_numpy_native(np.asarray(v).dtype) for v in feeds.values()):
-        return session.run(None, feeds)  # sequences and optionals go in as lists and None
-    input_types = {
-        info.name: info.type.tensor_type.elem_type
-        for info in model.graph.input
-        if info.type.WhichOneof("value") == "tensor_type"
-    }
-    ort_feeds = {name: _to_ort_value(array, input_types[name]) for name, array in feeds.items()}
-    outputs = session.run_with_ort_values(None, ort_feeds)
-    return [value.numpy() for value in outputs]
+    exotic_inputs = any(isinstance(v, np.ndarray) and not _is_numpy_native(v.dtype) for v in feeds.values())
+    output_types = [o.type for o in session.get_outputs()]
+    exotic_outputs = any(
+        (t := _element_type_of_string(s)) is not None and not _is_numpy_native(floats.numpy_dtype(t))
+        for s in output_types
+    )
+    if not exotic_inputs and not exotic_outputs:
+        return session.run(None, feeds)
+    declared = {i.name: i.type for i in session.get_inputs()}
+    binding = session.io_binding()
+    for name, value in feeds.items():
+        element_type = _element_type_of_string(declared.get(name, ""))
+        if element_type is None or not isinstance(value, np.ndarray):
+            raise LoweringError(
+                f"input '{name}' ({declared.get(name)}): sequences and optionals cannot be fed beside bfloat16 "
+                "or float8 tensors from Python"
+            )
+        binding.bind_ortvalue_input(name, _to_ort_value(value, element_type))
+    for output in session.get_outputs():
+        if _element_type_of_string(output.type) is None:
+            raise LoweringError(
+                f"output '{output.name}' ({output.type}) cannot be read beside bfloat16 or float8 tensors"
+            )
+        binding.bind_output(output.name, "cpu")
+    session.run_with_iobinding(binding)
+    return [_from_ort_value(value) for value in binding.get_outputs()]
 
 
-def run_reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+def run_reference(model: onnx.ModelProto, feeds: dict[str, object]) -> list:
     """Run ``model`` with ``onnx.reference`` (an independent implementation of every op)."""
     from onnx.reference import ReferenceEvaluator
 
     with np.errstate(all="ignore"):
         return list(ReferenceEvaluator(model).run(None, feeds))
+
+
+__all__ = ["onnxruntime_session", "run_onnxruntime", "run_reference", "schemas"]

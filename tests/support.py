@@ -6,8 +6,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from lowering import floats, schemas
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering import schemas
+from lowering.runtime import run_onnxruntime
 
 
 def make_model(
@@ -70,58 +70,12 @@ def runs_in_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) ->
         return None
 
 
-OPTIONAL_OPS = {"Optional", "OptionalHasElement", "OptionalGetElement"}
-# The three Optional ops mean the same at every version since 18 (later versions only admit
-# more element types); onnxruntime 1.32 runs them up to opset 21, not at 28.
-OPTIONAL_SEMANTICS_SINCE = 18
-
-
-def _uses_ops(model: onnx.ModelProto, op_types: set[str]) -> bool:
-    from lowering.opcount import count_ops
-
-    return bool(set(count_ops(model)) & op_types)
-
-
 def original_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:
-    """The original model's outputs: onnxruntime where it has the kernels. Else, for Optional
-    ops, onnxruntime on the same model declared at the newest opset it runs them at (their
-    meaning is unchanged since 18; onnx.reference wraps optionals in lists and gets them
-    wrong); for anything else, onnx.reference."""
-    outputs = runs_in_onnxruntime(model, feeds)
-    if outputs is not None:
-        return outputs
-    if _uses_ops(model, OPTIONAL_OPS):
-        opset = next(e.version for e in model.opset_import if e.domain in ("", "ai.onnx"))
-        for older in range(opset - 1, OPTIONAL_SEMANTICS_SINCE - 1, -1):
-            redeclared = onnx.ModelProto()
-            redeclared.CopyFrom(model)
-            for entry in list(redeclared.opset_import) + [i for f in redeclared.functions for i in f.opset_import]:
-                if entry.domain in ("", "ai.onnx"):
-                    entry.version = older
-            outputs = runs_in_onnxruntime(redeclared, feeds)
-            if outputs is not None:
-                return outputs
-        raise AssertionError("no onnxruntime opset runs this model's Optional ops")
-    return run_reference(model, feeds)
+    """The original model's outputs, computed as ``onnx-lower verify`` computes them."""
+    from lowering.verification import run_original
 
-
-def same_values(a, b) -> bool:
-    """Bit-identical tensors, or sequences of them, item by item."""
-    from lowering.samples import same_bits
-
-    if isinstance(a, list) or isinstance(b, list):
-        return (
-            isinstance(a, list)
-            and isinstance(b, list)
-            and len(a) == len(b)
-            and all(same_values(x, y) for x, y in zip(a, b, strict=True))
-        )
-    return same_bits(np.asarray(a), np.asarray(b))
+    return run_original(model, feeds)[0]
 
 
 def type_name(element_type: int) -> str:
     return schemas.type_name(element_type)
-
-
-def has_infinity(element_type: int) -> bool:
-    return floats.has_infinity(element_type)

@@ -1,7 +1,8 @@
 """The golden cases: each original under golden/ is lowered and compared, as text, with its
 expected ``.lowered.onnxtxt`` beside it; both models then run on shared edge-value inputs and
-must agree bit for bit. ``pytest tests/test_golden.py --update-golden`` rewrites the expected
-files (read the diff before committing)."""
+must agree bit for bit, compared by ``lowering.verify`` as ``onnx-lower verify`` compares.
+``pytest tests/test_golden.py --update-golden`` rewrites the expected files (read the diff
+before committing)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ import onnx
 import onnx.parser
 import onnx.printer
 import pytest
-from support import original_outputs, same_values
 
 import lowering
 from lowering import floats
-from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
+from lowering.verification import verify
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 LOWERED_SUFFIX = ".lowered.onnxtxt"
@@ -93,9 +93,5 @@ def test_golden_case(original_path, request):
     assert result.report.complete, result.report.lines()
     lowered = onnx.parser.parse_model(expected.read_text())
     onnx.checker.check_model(lowered, full_check=True)
-    for feeds in input_sets(original):
-        want = original_outputs(original, feeds)
-        got = run_onnxruntime(lowered, feeds)
-        assert len(got) == len(want)
-        for name, a, b in zip([o.name for o in original.graph.output], got, want, strict=True):
-            assert same_values(a, b), f"output {name} differs for {sorted(feeds)}"
+    report = verify(original, lowered, inputs=input_sets(original))
+    assert report.match, "\n".join(report.lines())

@@ -1,0 +1,349 @@
+"""Proving a lowered model equals its original: both run on inputs built to find wrong
+rewrites (lowering.feeds), outputs compared bit for bit (NaN equals NaN)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from . import floats, schemas, versioning
+from .errors import LoweringError
+from .feeds import Feed, FeedPlan, build_feeds
+from .runtime import run_onnxruntime, run_reference
+
+
+@dataclass
+class OutputComparison:
+    """One output over every run: how many values differ, and the first that does."""
+
+    name: str
+    compared: int = 0
+    mismatches: int = 0
+    first_run: int | None = None
+    first_index: list[int] | None = None
+    original_value: str | None = None
+    lowered_value: str | None = None
+    inputs_at_first: dict[str, str] = field(default_factory=dict)
+    max_difference: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+
+    @property
+    def match(self) -> bool:
+        return self.mismatches == 0
+
+    def line(self) -> str:
+        if self.match:
+            return f"{self.name}: match ({self.compared} values)"
+        where = f"run {self.first_run}, index {tuple(self.first_index or ())}"
+        inputs = ", ".join(f"{k}={v}" for k, v in self.inputs_at_first.items())
+        difference = "" if self.max_difference is None else f"; max difference {self.max_difference:g}"
+        return (
+            f"{self.name}: {self.mismatches} of {self.compared} values differ{difference}; first at {where}: "
+            f"original {self.original_value}, lowered {self.lowered_value}" + (f" (inputs {inputs})" if inputs else "")
+        )
+
+
+@dataclass
+class VerifyReport:
+    """Per output, match or where it differs; how the original was run; where inputs were saved."""
+
+    outputs: list[OutputComparison]
+    runs: int
+    original_runner: str
+    inputs_file: str | None = None
+
+    @property
+    def match(self) -> bool:
+        return all(output.match for output in self.outputs)
+
+    def lines(self) -> list[str]:
+        lines = [f"original run by {self.original_runner}; {self.runs} runs"]
+        lines += [output.line() for output in self.outputs]
+        lines.append("MATCH" if self.match else "MISMATCH")
+        return lines
+
+    def as_dict(self) -> dict:
+        return {
+            "match": self.match,
+            "runs": self.runs,
+            "original_runner": self.original_runner,
+            "inputs_file": self.inputs_file,
+            "outputs": [{**asdict(o), "match": o.match} for o in self.outputs],
+        }
+
+
+def verify(
+    original: onnx.ModelProto | str | os.PathLike,
+    lowered: onnx.ModelProto | str | os.PathLike,
+    *,
+    seed: int = 0,
+    samples: int | None = None,
+    shapes: dict[str, list[int]] | None = None,
+    atol: float | dict[str, float] | None = None,
+    rtol: float | dict[str, float] | None = None,
+    inputs: list[Feed] | None = None,
+    save_inputs: str | os.PathLike | None = None,
+) -> VerifyReport:
+    """Run ``original`` and ``lowered`` on the same inputs and compare every output.
+
+    Inputs come from :mod:`lowering.feeds` (edge values in every float input) unless given.
+    Comparison is bit for bit (NaN equals NaN) unless ``atol``/``rtol`` (one value, or one per
+    output name) say otherwise. On a mismatch the inputs are saved to ``save_inputs``.
+    """
+    original = _as_model(original)
+    lowered = _as_model(lowered)
+    original_names = [o.name for o in original.graph.output]
+    if original_names != [o.name for o in lowered.graph.output]:
+        raise LoweringError(
+            f"the models' outputs differ: original {original_names}, lowered {[o.name for o in lowered.graph.output]}"
+        )
+    if inputs is None:
+        plan = FeedPlan(seed=seed, shapes=dict(shapes or {}))
+        if samples is not None:
+            plan.runs = samples
+        inputs = build_feeds(original, plan)
+    comparisons = [
+        OutputComparison(name, atol=_per_output(atol, name), rtol=_per_output(rtol, name)) for name in original_names
+    ]
+    runner = None
+    for run, feed in enumerate(inputs):
+        want, runner = run_original(original, feed)
+        try:
+            got = run_onnxruntime(lowered, feed)
+        except LoweringError:
+            raise
+        except Exception as error:
+            raise LoweringError(f"the lowered model does not run in onnxruntime: {_first_line(error)}") from None
+        for comparison, a, b in zip(comparisons, want, got, strict=True):
+            _compare(comparison, a, b, run, feed)
+    report = VerifyReport(comparisons, len(inputs), runner or "nothing (no runs)")
+    if not report.match and save_inputs is not None:
+        save_feeds(save_inputs, inputs)
+        report.inputs_file = os.fspath(save_inputs)
+    return report
+
+
+def run_original(model: onnx.ModelProto, feed: Feed) -> tuple[list, str]:
+    """The original's outputs and what computed them: onnxruntime; where it has no kernel,
+    onnxruntime on the model declared at an older opset at which every op means the same
+    (onnx.defs: only type lists changed), else onnx.reference."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+    try:
+        return run_onnxruntime(model, feed), "onnxruntime"
+    except OrtNotImplemented as error:
+        missing = _first_line(error)
+    except LoweringError:
+        raise
+    except Exception as error:
+        raise LoweringError(f"the original model does not run in onnxruntime: {_first_line(error)}") from None
+    for other, redeclared in _same_meaning_redeclarations(model):
+        try:
+            return run_onnxruntime(redeclared, feed), (
+                f"onnxruntime with the model declared at opset {other}, where every op means the same "
+                f"(onnxruntime has no kernel at the model's opset: {missing})"
+            )
+        except Exception:  # no kernel there either, or a type that opset does not take
+            continue
+    return run_reference(model, feed), f"onnx.reference (onnxruntime has no kernel: {missing})"
+
+
+def _same_meaning_redeclarations(model: onnx.ModelProto):
+    opset = next((e.version for e in model.opset_import if schemas.canonical_domain(e.domain) == ""), None)
+    if opset is None:
+        return
+    from .opcount import count_ops
+
+    op_types = [op for op in count_ops(model) if "." not in op]
+    others = sorted(set(range(1, schemas.newest_opset() + 1)) - {opset}, key=lambda o: (abs(o - opset), -o))
+    for other in others:
+        same = True
+        for op_type in op_types:
+            now, then = schemas.version_in_force(op_type, opset), schemas.version_in_force(op_type, other)
+            if now is None or then is None or not versioning.only_types_changed(op_type, then, now):
+                same = False
+                break
+        if not same:
+            continue
+        redeclared = onnx.ModelProto()
+        redeclared.CopyFrom(model)
+        for imports in [redeclared.opset_import, *(f.opset_import for f in redeclared.functions)]:
+            for entry in imports:
+                if schemas.canonical_domain(entry.domain) == "":
+                    entry.version = other
+        yield other, redeclared
+
+
+def _per_output(value: float | dict[str, float] | None, name: str) -> float | None:
+    if isinstance(value, dict):
+        return value.get(name)
+    return value
+
+
+def _compare(comparison: OutputComparison, want, got, run: int, feed: Feed) -> None:
+    if isinstance(want, list) or isinstance(got, list):
+        if not (isinstance(want, list) and isinstance(got, list)) or len(want) != len(got):
+            _record(comparison, run, [], _describe(want), _describe(got), 1, 1, None, feed, None)
+            return
+        for item_want, item_got in zip(want, got, strict=True):
+            _compare(comparison, item_want, item_got, run, feed)
+        return
+    if want is None or got is None:
+        comparison.compared += 1
+        if (want is None) != (got is None):
+            _record(comparison, run, [], _describe(want), _describe(got), 1, 0, None, feed, None)
+        return
+    want, got = np.asarray(want), np.asarray(got)
+    if want.shape != got.shape or want.dtype != got.dtype:
+        size = max(want.size, got.size, 1)
+        _record(comparison, run, [], f"{want.dtype}{list(want.shape)}", f"{got.dtype}{list(got.shape)}", size, size,
+                None, feed, None)  # fmt: skip
+        return
+    differ, difference = _differences(want, got, comparison.atol, comparison.rtol)
+    count = int(differ.sum())
+    comparison.compared += want.size
+    if difference is not None:
+        comparison.max_difference = max(comparison.max_difference or 0.0, difference)
+    if count:
+        first = int(np.flatnonzero(differ.ravel())[0])
+        index = [int(i) for i in np.unravel_index(first, want.shape)] if want.shape else []
+        _record(comparison, run, index, _describe(want.ravel()[first]), _describe(got.ravel()[first]), count, 0,
+                None, feed, want.shape)  # fmt: skip
+
+
+def _differences(want: np.ndarray, got: np.ndarray, atol, rtol) -> tuple[np.ndarray, float | None]:
+    """Where two same-shaped arrays differ, and the largest absolute difference there."""
+    if floats.is_float(_element_type(want.dtype)):
+        with np.errstate(all="ignore"):
+            a, b = want.astype(np.float64), got.astype(np.float64)
+            both_nan = np.isnan(a) & np.isnan(b)
+            if atol is None and rtol is None:
+                bits = want.view(f"u{want.dtype.itemsize}") != got.view(f"u{got.dtype.itemsize}")
+                differ = bits & ~both_nan
+            else:
+                close = np.abs(a - b) <= (atol or 0.0) + (rtol or 0.0) * np.abs(b)
+                differ = ~(close | both_nan | (a == b))
+            gaps = np.where(np.isnan(a) != np.isnan(b), np.inf, np.abs(a - b))
+            gaps = np.where(both_nan | (a == b), 0.0, gaps)
+            difference = float(np.nanmax(gaps)) if gaps.size else 0.0
+        return differ, difference
+    if want.dtype.kind in "biu":
+        differ = want != got
+        gaps = np.abs(want.astype(np.float64) - got.astype(np.float64))
+        return differ, float(gaps.max()) if gaps.size else 0.0
+    return want != got, None
+
+
+def _element_type(dtype: np.dtype) -> int:
+    try:
+        return onnx.helper.np_dtype_to_tensor_dtype(dtype)
+    except (KeyError, TypeError, ValueError):
+        return onnx.TensorProto.UNDEFINED
+
+
+def _record(comparison, run, index, want, got, count, extra_compared, difference, feed, shape) -> None:
+    comparison.mismatches += count
+    comparison.compared += extra_compared
+    if difference is not None:
+        comparison.max_difference = max(comparison.max_difference or 0.0, difference)
+    if comparison.first_run is not None:
+        return
+    comparison.first_run, comparison.first_index = run, index
+    comparison.original_value, comparison.lowered_value = want, got
+    for name, value in feed.items():
+        if isinstance(value, np.ndarray) and shape is not None and value.shape == tuple(shape):
+            comparison.inputs_at_first[name] = _describe(value[tuple(index)])
+        elif isinstance(value, np.ndarray) and value.shape == ():
+            comparison.inputs_at_first[name] = _describe(value[()])
+
+
+def _describe(value) -> str:
+    if value is None:
+        return "empty optional"
+    if isinstance(value, list):
+        return f"sequence of {len(value)}"
+    array = np.asarray(value)
+    if array.dtype.kind == "b" or array.dtype.kind in "iuSUO":
+        return repr(array.item()) if array.shape == () else f"{array.dtype}{list(array.shape)}"
+    if array.shape == ():
+        bits = array.reshape(1).view(f"u{array.dtype.itemsize}")[0]
+        return f"{array.item()!r} ({array.dtype}, bits 0x{int(bits):0{2 * array.dtype.itemsize}x})"
+    return f"{array.dtype}{list(array.shape)}"
+
+
+def _as_model(model) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    from .modelio import load_model
+
+    return load_model(model).model
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+# -- saving and replaying inputs -----------------------------------------------------------------
+
+_MANIFEST = "__manifest__"
+
+
+def save_feeds(path: str | os.PathLike, feeds: list[Feed]) -> None:
+    """Save the inputs of every run to an ``.npz``; bfloat16 and float8 are kept as their bits."""
+    arrays: dict[str, np.ndarray] = {}
+    manifest: list[dict[str, object]] = []
+
+    def store(key: str, value) -> object:
+        if value is None:
+            return {"kind": "none"}
+        if isinstance(value, list):
+            return {"kind": "sequence", "items": [store(f"{key}/{k}", item) for k, item in enumerate(value)]}
+        array = np.asarray(value)
+        dtype = array.dtype
+        if array.dtype.kind == "O":
+            arrays[key] = array.astype(str)
+            return {"kind": "tensor", "dtype": "string", "key": key}
+        if dtype.type.__module__ != "numpy":
+            arrays[key] = array.view(f"u{dtype.itemsize}")
+            return {"kind": "tensor", "dtype": dtype.name, "key": key, "bits": True}
+        arrays[key] = array
+        return {"kind": "tensor", "dtype": dtype.name, "key": key}
+
+    for run, feed in enumerate(feeds):
+        manifest.append({name: store(f"run{run}/{name}", value) for name, value in feed.items()})
+    arrays[_MANIFEST] = np.array(json.dumps(manifest))
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def load_feeds(path: str | os.PathLike) -> list[Feed]:
+    """The inputs saved by :func:`save_feeds`."""
+    import ml_dtypes
+
+    try:
+        with np.load(Path(path), allow_pickle=False) as data:
+            manifest = json.loads(str(data[_MANIFEST]))
+            arrays = {key: data[key] for key in data.files}
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
+        raise LoweringError(f"{path}: not an inputs file written by onnx-lower verify ({_first_line(error)})") from None
+
+    def restore(entry):
+        if entry["kind"] == "none":
+            return None
+        if entry["kind"] == "sequence":
+            return [restore(item) for item in entry["items"]]
+        array = arrays[entry["key"]]
+        if entry["dtype"] == "string":
+            return array.astype(object)
+        if entry.get("bits"):
+            return array.view(np.dtype(getattr(ml_dtypes, entry["dtype"])))
+        return array
+
+    return [{name: restore(entry) for name, entry in run.items()} for run in manifest]

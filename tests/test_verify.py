@@ -1,0 +1,290 @@
+"""lowering.verify and ``onnx-lower verify``: right lowerings match, wrong ones are caught on
+the first run with default settings, and the report says where."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx.parser
+import pytest
+
+import lowering
+from lowering.feeds import FeedPlan, build_feeds
+from lowering.verification import load_feeds, save_feeds
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def parse(text: str) -> onnx.ModelProto:
+    model = onnx.parser.parse_model(textwrap.dedent(text))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def unary(op_body: str, in_type: str = "float", opset: int = 20) -> onnx.ModelProto:
+    return parse(f"""
+        <ir_version: 9, opset_import: ["" : {opset}]>
+        main ({in_type}[N] x) => (bool[N] y) {{
+            {op_body}
+        }}
+    """)
+
+
+# -- right lowerings verify ----------------------------------------------------------------------
+
+RIGHT = {
+    "dynamic dims, several inputs and outputs": """
+        <ir_version: 9, opset_import: ["" : 20]>
+        main (float[batch, 4] x, double[batch, seq] d, float16[K] h)
+            => (bool[batch, 4] a, bool[batch, seq] b, bool[K] c) {
+            a = IsNaN (x)
+            b = IsInf <detect_positive = 0> (d)
+            c = IsInf (h)
+        }
+    """,
+    "bfloat16 and float8 inputs and outputs": """
+        <ir_version: 9, opset_import: ["" : 20]>
+        main (bfloat16[N] b, float8e4m3fn[N] f, float8e5m2[N] e)
+            => (bool[N] nb, bool[N] nf, bool[N] ie, bfloat16[N] same) {
+            nb = IsNaN (b)
+            nf = IsNaN (f)
+            ie = IsInf (e)
+            same = Identity (b)
+        }
+    """,
+    "optional and sequence inputs": """
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (optional(float[N]) maybe, seq(float[N]) items, float[N] x) => (bool has, int64 count, bool[N] nan) {
+            has = OptionalHasElement (maybe)
+            count = SequenceLength (items)
+            nan = IsNaN (x)
+        }
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT))
+def test_right_lowering_verifies(name):
+    model = parse(RIGHT[name])
+    report = lowering.verify(model, lowering.lower(model))
+    assert report.match, report.lines()
+    assert report.runs >= 8 and all(output.compared > 0 for output in report.outputs)
+
+
+def test_opset_28_optionals_are_run_where_onnxruntime_can_and_say_so():
+    model = parse("""
+        <ir_version: 10, opset_import: ["" : 28]>
+        main (float[N] x) => (bool has, float[N] y) {
+            o = Optional (x)
+            has = OptionalHasElement (o)
+            y = OptionalGetElement (o)
+        }
+    """)
+    report = lowering.verify(model, lowering.lower(model))
+    assert report.match and "declared at opset" in report.original_runner
+
+
+def test_reference_evaluator_when_no_opset_runs_the_original():
+    model = unary("y = IsNaN (x)", "bfloat16", 13)
+    lowered = lowering.lower(model)
+    # Only opset 13's IsNaN exists here; remove every other way to run it in onnxruntime.
+    import lowering.verification as verify_module
+
+    original = verify_module._same_meaning_redeclarations
+    verify_module._same_meaning_redeclarations = lambda model: iter(())
+    try:
+        report = lowering.verify(model, lowered)
+    finally:
+        verify_module._same_meaning_redeclarations = original
+    assert report.match and report.original_runner.startswith("onnx.reference")
+
+
+# -- wrong lowerings are caught on the first run with defaults ------------------------------------
+
+WRONG = {
+    "IsNaN swapped for IsInf": (
+        "y = IsNaN (x)",
+        "float",
+        """
+        m = Constant <value = float {3.4028235e38}> ()
+        a = Abs (x)
+        y = Greater (a, m)""",
+    ),
+    "sign mask dropped": (
+        "y = IsInf <detect_negative = 0> (x)",
+        "float",
+        """
+        m = Constant <value = float {3.4028235e38}> ()
+        a = Abs (x)
+        y = Greater (a, m)""",
+    ),
+    "Cast narrows float64": (
+        "y = IsInf (x)",
+        "double",
+        """
+        narrow = Cast <to = 1> (x)
+        a = Abs (narrow)
+        m = Constant <value = float {3.4028235e38}> ()
+        y = Greater (a, m)""",
+    ),
+    "NaN mapped to true by IsInf": (
+        "y = IsInf (x)",
+        "float",
+        """
+        m = Constant <value = float {3.4028235e38}> ()
+        a = Abs (x)
+        finite = LessOrEqual (a, m)
+        y = Not (finite)""",
+    ),
+    "subnormals flushed": (
+        "y = IsNaN (x)",
+        "float",
+        """
+        tiny = Constant <value = float {1e-38}> ()
+        a = Abs (x)
+        small = Less (a, tiny)
+        e = Equal (x, x)
+        ne = Not (e)
+        y = Or (ne, small)""",
+    ),
+    "bfloat16 IsInf misses -inf": (
+        "y = IsInf (x)",
+        "bfloat16",
+        """
+        w = Cast <to = 1> (x)
+        m = Constant <value = float {3.4028235e38}> ()
+        y = Greater (w, m)""",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_wrong_lowering_is_caught_with_defaults(name, tmp_path):
+    original_body, in_type, wrong_body = WRONG[name]
+    original = unary(original_body, in_type)
+    wrong = unary(wrong_body, in_type)
+    report = lowering.verify(original, wrong, save_inputs=tmp_path / "inputs.npz")
+    assert not report.match
+    (output,) = report.outputs
+    assert output.mismatches > 0 and output.first_index is not None and output.first_run is not None
+    assert output.original_value != output.lowered_value and "x" in output.inputs_at_first
+    assert report.inputs_file and Path(report.inputs_file).exists()
+    replayed = lowering.verify(original, wrong, inputs=load_feeds(report.inputs_file))
+    assert replayed.outputs[0].mismatches == output.mismatches
+
+
+def test_tolerances_apply_per_output():
+    original = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (float[N] a, float[N] b) { a = Identity (x)  b = Identity (x) }
+    """)
+    nudged = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (float[N] a, float[N] b) {
+            one = Constant <value = float {1.0000001}> ()
+            a = Mul (x, one)
+            b = Identity (x)
+        }
+    """)
+    feeds = [{"x": np.array([1.0, 2.0, np.nan, np.inf, -0.0], np.float32)}]
+    assert not lowering.verify(original, nudged, inputs=feeds).match
+    relaxed = lowering.verify(original, nudged, inputs=feeds, rtol={"a": 1e-6})
+    assert relaxed.match and 0 < relaxed.outputs[0].max_difference < 1e-5
+
+
+def test_zero_signs_and_nan_payloads():
+    original = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (float[N] y) { y = Identity (x) }
+    """)
+    absolute = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (float[N] y) { y = Abs (x) }
+    """)
+    zeros = [{"x": np.array([0.0, -0.0], np.float32)}]
+    assert not lowering.verify(original, absolute, inputs=zeros).match, "-0 differs from +0"
+    nans = [{"x": np.array([np.nan, -np.nan], np.float32)}]
+    assert lowering.verify(original, absolute, inputs=nans).match, "NaN equals NaN, whatever its sign"
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+
+def test_inputs_carry_every_edge_value_and_respect_shapes():
+    model = parse(RIGHT["dynamic dims, several inputs and outputs"])
+    feeds = build_feeds(model, FeedPlan(seed=1, shapes={"h": [5]}))
+    assert all(feed["h"].shape == (5,) for feed in feeds)
+    assert all(feed["x"].shape[0] == feed["d"].shape[0] for feed in feeds), "one size per named dimension"
+    x = np.concatenate([feed["x"].ravel() for feed in feeds])
+    with np.errstate(all="ignore"):
+        assert np.isnan(x).any() and np.isposinf(x).any() and np.isneginf(x).any()
+        assert (np.signbit(x) & (x == 0)).any() and ((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny)).any()
+    optional = parse(RIGHT["optional and sequence inputs"])
+    feeds = build_feeds(optional, FeedPlan())
+    assert any(f["maybe"] is None for f in feeds) and any(f["maybe"] is not None for f in feeds)
+    assert {len(f["items"]) for f in feeds} >= {0, 1, 2}
+
+
+def test_saved_inputs_round_trip(tmp_path):
+    model = parse(RIGHT["bfloat16 and float8 inputs and outputs"])
+    feeds = build_feeds(model, FeedPlan())
+    save_feeds(tmp_path / "saved.npz", feeds)
+    loaded = load_feeds(tmp_path / "saved.npz")
+    for a, b in zip(feeds, loaded, strict=True):
+        for name in a:
+            assert a[name].dtype == b[name].dtype and a[name].tobytes() == b[name].tobytes()
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lowering", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def test_cli_verify_exit_codes_json_and_replay(tmp_path):
+    original_path, right_path, wrong_path = tmp_path / "o.onnx", tmp_path / "r.onnx", tmp_path / "w.onnx"
+    original = unary("y = IsNaN (x)")
+    onnx.save(original, original_path)
+    onnx.save(lowering.lower(original), right_path)
+    onnx.save(
+        unary("""
+        m = Constant <value = float {3.4028235e38}> ()
+        a = Abs (x)
+        y = Greater (a, m)"""),
+        wrong_path,
+    )
+
+    matched = run_cli("verify", str(original_path), str(right_path), cwd=tmp_path)
+    assert matched.returncode == 0 and "MATCH" in matched.stdout
+
+    as_json = run_cli("verify", str(original_path), str(right_path), "--json", "--seed", "3", cwd=tmp_path)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["match"] is True
+
+    mismatched = run_cli("verify", str(original_path), str(wrong_path), cwd=tmp_path)
+    assert mismatched.returncode == 1 and "MISMATCH" in mismatched.stdout
+    saved = tmp_path / "w.onnx.inputs.npz"
+    assert saved.exists() and f"--inputs {saved.name}" in mismatched.stdout
+    replay = run_cli("verify", str(original_path), str(wrong_path), "--inputs", saved.name, cwd=tmp_path)
+    assert replay.returncode == 1
+
+    for bad in (["verify", str(original_path)], ["verify", str(original_path), str(tmp_path / "none.onnx")],
+                ["verify", str(original_path), str(right_path), "--shape", "x2"],
+                ["verify", str(original_path), str(right_path), "--shape", "nosuch:2"],
+                ["verify", str(original_path), str(right_path), "--atol", "abc"]):  # fmt: skip
+        completed = run_cli(*bad, cwd=tmp_path)
+        assert completed.returncode == 2 and len(completed.stderr.strip().splitlines()) == 1, bad
+
+
+def test_lower_with_verify_writes_only_on_match(tmp_path):
+    example = REPO / "examples" / "isnan_isinf.onnx"
+    completed = run_cli(str(example), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    assert completed.returncode == 0 and (tmp_path / "out.onnx").exists() and "MATCH" in completed.stdout
