@@ -58,7 +58,7 @@ def _output_type_rule(op_type: str, opset: int) -> tuple[str, int]:
     if op_type == "Cast":
         return ("attribute", 0)
     schema = schemas.schema_in_force(op_type, opset)
-    if schema is None:
+    if schema is None or not schema.outputs:
         raise ValueError(f"{op_type} does not exist at opset {opset}")
     output_param = schema.outputs[0].type_str
     for index, formal in enumerate(schema.inputs):
@@ -73,6 +73,25 @@ def _output_type_rule(op_type: str, opset: int) -> tuple[str, int]:
     if len(allowed) == 1:
         return ("fixed", next(iter(allowed)))
     raise ValueError(f"cannot tell the output type of {op_type}-{schema.since_version}")
+
+
+def output_element_type(node: onnx.NodeProto, opset: int, input_types: list[int | None]) -> int | None:
+    """The element type of a node's first output, when its schema fixes it from the inputs
+    (None for multi-output ops, control flow, or anything the schema leaves open)."""
+    if len(node.output) != 1 or node.op_type in ("If", "Loop", "Scan", "Constant"):
+        return None
+    try:
+        kind, detail = _output_type_rule(node.op_type, opset)
+    except ValueError:
+        return None
+    if kind == "same":
+        return input_types[detail] if detail < len(input_types) else None
+    if kind == "fixed":
+        return detail
+    for attribute in node.attribute:
+        if attribute.name == "to":
+            return attribute.i
+    return None
 
 
 class ConstantPool:
@@ -125,6 +144,7 @@ class Builder:
         self.opset = opset
         self._scope = scope
         self._optionals = optionals
+        self.read_context = False  # set when the expansion depends on the surrounding graph
         self.target = target
         self._names = names
         self._constants = constants
@@ -151,6 +171,7 @@ class Builder:
     def decide_optional(self, optional: Value) -> DecidedOptional | NotLowered:
         """Whether ``optional`` holds an element and which, as the graph decides it (see
         :mod:`lowering.optionals`), or why the graph leaves it to run time."""
+        self.read_context = True
         if self._optionals is None or self._scope is None:
             return NotLowered("optionals can only be decided inside a model")
         decided = self._optionals.decide(optional.name, self._scope)

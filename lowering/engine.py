@@ -17,6 +17,7 @@ from .optionals import OptionalResolver
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
 from .scopes import Scope, element_type_of, subgraph_twin
+from .templates import RecordingConstants, RecordingNames, Template, placeholder
 from .targets import Target
 
 FunctionKey = tuple[str, str, str]
@@ -44,6 +45,9 @@ def function_key(function: onnx.FunctionProto) -> FunctionKey:
 
 def call_key(node: onnx.NodeProto) -> FunctionKey:
     return (node.domain, node.op_type, getattr(node, "overload", ""))
+
+
+_NOT_CACHEABLE = object()
 
 
 class _NotLowered(Exception):
@@ -76,6 +80,8 @@ class LoweringPass:
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}
         self._inferred_model: onnx.ModelProto | None = None
         self.optionals = OptionalResolver(self.names)
+        self._templates: dict[tuple, object] = {}
+        self._watched_ops = frozenset(requested_ops)
 
     # -- driver ------------------------------------------------------------------------
     def run(self) -> LoweringReport:
@@ -104,13 +110,19 @@ class LoweringPass:
     def _lower_graph(self, scope: Scope) -> None:
         lowered_nodes: list[onnx.NodeProto] = []
         changed = False
+        converting = self.target_opset is not None
+        watched = self._watched_ops  # op types that may be rewritten: a set lookup per node
+        functions = self.functions
         for index, node in enumerate(scope.graph.node):
-            self._lower_subgraphs(scope, node, index)
-            if call_key(node) in self.functions:
+            if node.attribute:
+                self._lower_subgraphs(scope, node, index)
+            if functions and call_key(node) in functions:
                 self._record_call(scope, node, index)
-            replacement = self._rewrite(scope, node, index)
-            if replacement is None and self.target_opset is not None:
-                replacement = self._convert(scope, node, index)
+            replacement = None
+            if converting or node.op_type in watched:
+                replacement = self._rewrite(scope, node, index)
+                if replacement is None and converting:
+                    replacement = self._convert(scope, node, index)
             if replacement is None:
                 lowered_nodes.append(node)
             else:
@@ -264,6 +276,20 @@ class LoweringPass:
                 raise _NotLowered(f"{node.op_type}-{version} does not accept {given} inputs; the model is invalid")
         attributes = self._attributes(rule, node, location)
         hint = node.name or (node.output[0] if node.output else node.op_type.lower())
+        key = (
+            rule.op_type,
+            version,
+            scope.opset,
+            tuple(None if v is None else schemas.type_string(v.type) for v in inputs),
+            tuple(sorted((name, repr(value)) for name, value in attributes.items())),
+            len(node.output),
+        )
+        template = self._templates.get(key)
+        if template is None:
+            template = self._record(rule, inputs, attributes, node, scope)
+            self._templates[key] = template
+        if template is not _NOT_CACHEABLE:
+            return template.instantiate(node, hint, self.names, scope.constants)
         builder = Builder(
             opset=scope.opset,
             target=self.target,
@@ -278,12 +304,32 @@ class LoweringPass:
         if isinstance(result, NotLowered):
             scope.constants.rollback(constants_before)
             raise _NotLowered(result.reason)
-        outputs = result if isinstance(result, tuple) else (result,)
-        nodes = builder.nodes
-        for value, output_name in zip(outputs, node.output, strict=False):
-            if output_name:
-                nodes = _bind(nodes, value, output_name, self.names)
-        return nodes
+        return _bound(builder.nodes, result, list(node.output), self.names)
+
+    def _record(self, rule: Rule, inputs, attributes, node: onnx.NodeProto, scope: Scope):
+        """Run the rule on placeholders; _NOT_CACHEABLE when it reads the surrounding graph."""
+        names = RecordingNames()
+        placeholders = [placeholder("i", k) for k in range(len(inputs))]
+        recorded_inputs = [
+            None if value is None else Value(name, value.element_type, value.type)
+            for value, name in zip(inputs, placeholders, strict=True)
+        ]
+        hint = placeholder("h", 0)
+        outputs = [placeholder("o", k) if name else "" for k, name in enumerate(node.output)]
+        builder = Builder(
+            opset=scope.opset,
+            target=self.target,
+            names=names,
+            constants=RecordingConstants(names),
+            name_hint=hint,
+            scope=None,
+            optionals=None,
+        )
+        result = rule.body(builder, *recorded_inputs, **attributes)
+        if builder.read_context or isinstance(result, NotLowered):
+            return _NOT_CACHEABLE
+        nodes = _bound(builder.nodes, result, outputs, names)
+        return Template(nodes, names.events, placeholders, hint, outputs)
 
     def _input_value(self, scope: Scope, name: str) -> Value | None:
         if name == "":
@@ -389,7 +435,16 @@ def _calls_in(nodes: Iterable[onnx.NodeProto], functions: dict) -> Iterable[Func
                     yield from _calls_in(graph.node, functions)
 
 
-def _bind(nodes: list[onnx.NodeProto], value: Value, output_name: str, names: NameAllocator) -> list[onnx.NodeProto]:
+def _bound(nodes: list[onnx.NodeProto], result, output_names: list[str], names) -> list[onnx.NodeProto]:
+    """The emitted nodes, writing the rule's result value(s) to the node's own outputs."""
+    outputs = result if isinstance(result, tuple) else (result,)
+    for value, output_name in zip(outputs, output_names, strict=False):
+        if output_name:
+            nodes = _bind(nodes, value, output_name, names)
+    return nodes
+
+
+def _bind(nodes: list[onnx.NodeProto], value: Value, output_name: str, names) -> list[onnx.NodeProto]:
     """Make the emitted nodes write ``value`` to the original node's ``output_name``."""
     produced = any(value.name in node.output for node in nodes)
     if not produced:

@@ -85,8 +85,9 @@ def rule(
 
 def rule_for(domain: str, op_type: str) -> Rule | None:
     """The rule for an op, by (domain, op type): one dictionary lookup."""
-    _load_rules()
-    return _RULES.get((schemas.canonical_domain(domain), op_type))
+    if not _LOADED:
+        _load_rules()
+    return _RULES.get(("" if domain in schemas.DEFAULT_DOMAINS else domain, op_type))
 
 
 def all_rules() -> list[Rule]:
@@ -95,8 +96,14 @@ def all_rules() -> list[Rule]:
     return sorted(_RULES.values(), key=lambda r: (r.domain, r.op_type))
 
 
+_LOADED = False
+
+
 def _load_rules() -> None:
+    global _LOADED
     from . import rules  # noqa: F401  (importing the package registers its rules)
+
+    _LOADED = True
 
 
 __all__ = ["Builder", "NotLowered", "Rule", "Value", "all_rules", "rule", "rule_for"]

@@ -85,11 +85,16 @@ def input_type_strings(op_type: str, opset: int, input_index: int = 0, domain: s
     return frozenset([type_str])
 
 
+@functools.lru_cache(maxsize=None)
+def _tensor_type_string(element_type: int) -> str:
+    return f"tensor({type_name(element_type)})"
+
+
 def type_string(type_proto: onnx.TypeProto) -> str:
     """The schema spelling of a type: ``tensor(float16)``, ``optional(seq(tensor(float)))``."""
     kind = type_proto.WhichOneof("value")
     if kind == "tensor_type":
-        return f"tensor({type_name(type_proto.tensor_type.elem_type)})"
+        return _tensor_type_string(type_proto.tensor_type.elem_type)
     if kind == "sequence_type":
         return f"seq({type_string(type_proto.sequence_type.elem_type)})"
     if kind == "optional_type":

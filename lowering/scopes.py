@@ -7,6 +7,7 @@ taken from the unmodified model.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import onnx
@@ -42,7 +43,9 @@ def declared_types(graph: GraphLike) -> dict[str, onnx.TypeProto]:
     return types
 
 
+@functools.lru_cache(maxsize=None)
 def _tensor_type(element_type: int) -> onnx.TypeProto:
+    """A tensor type of unknown shape (shared: never modify the result)."""
     type_proto = onnx.TypeProto()
     type_proto.tensor_type.elem_type = element_type
     return type_proto
@@ -87,6 +90,7 @@ class Scope:
             for name, type_proto in input_types.items():
                 self._declared.setdefault(name, type_proto)
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
+        self._propagated: dict[str, onnx.TypeProto] | None = None
         self._local = set(graph.input) if isinstance(graph, onnx.FunctionProto) else {i.name for i in graph.input}
         self._declared_inputs = frozenset(self._local)
         if isinstance(graph, onnx.GraphProto):
@@ -165,9 +169,34 @@ class Scope:
             if name in scope._declared:
                 return scope._declared[name]
             if name in scope._local:
-                return scope._inferred_types().get(name)
+                element_type = scope._propagated_types().get(name)
+                return _tensor_type(element_type) if element_type else scope._inferred_types().get(name)
             scope = scope.parent
         return None
+
+    def _propagated_types(self) -> dict[str, int]:
+        """Element types that follow from the op schemas alone, in one pass over the nodes:
+        an output typed like one of its inputs, a fixed type (bool for comparisons), Cast's ``to``.
+        Cheaper than onnx type inference, which runs only for what this leaves unknown."""
+        if self._propagated is not None:
+            return self._propagated
+        from .builder import output_element_type
+
+        self._propagated = propagated = {}
+        declared = {name: element_type_of(t) for name, t in self._declared.items()}
+        for node in self.graph.node:
+            if node.domain not in ("", "ai.onnx"):
+                continue
+            input_types = []
+            for name in node.input:
+                found = declared.get(name) or propagated.get(name)
+                if found is None and name and name not in self._local and self.parent is not None:
+                    found = element_type_of(self.parent.type_of(name))
+                input_types.append(found)
+            element_type = output_element_type(node, self.source_opset, input_types)
+            if element_type:
+                propagated[node.output[0]] = element_type
+        return propagated
 
     def element_type(self, name: str) -> int | None:
         return element_type_of(self.type_of(name))

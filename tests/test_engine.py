@@ -400,3 +400,29 @@ def test_nan_sanitizer_keeps_negative_zero_under_onnxruntime_optimizations():
     (want,) = run_onnxruntime(model, {"x": values})
     (got,) = run_onnxruntime(lowered, {"x": values})
     assert got.tobytes() == want.tobytes()
+
+
+def test_replayed_templates_equal_running_every_rule(monkeypatch):
+    """Nodes of one kind share a recorded expansion; replaying it must give the very bytes
+    running the rule on each node gives."""
+    import lowering.engine as engine
+
+    nodes, outputs = [], []
+    for k, (op_type, attrs) in enumerate(
+        [("IsNaN", {}), ("IsInf", {}), ("IsNaN", {}), ("IsInf", {"detect_negative": 0}), ("IsInf", {})] * 3
+    ):
+        source = "h" if k % 2 else "x"
+        nodes.append(helper.make_node(op_type, [source], [f"out{k}"], name=f"n{k}" if k % 3 else "", **attrs))
+        outputs.append(helper.make_tensor_value_info(f"out{k}", onnx.TensorProto.BOOL, ["N"]))
+    model = make_model(
+        nodes,
+        [
+            helper.make_tensor_value_info("x", F32, ["N"]),
+            helper.make_tensor_value_info("h", onnx.TensorProto.FLOAT16, ["N"]),
+        ],
+        outputs,
+        opset=20,
+    )
+    replayed = lowering.lower(model).SerializeToString()
+    monkeypatch.setattr(engine.LoweringPass, "_record", lambda self, *args: engine._NOT_CACHEABLE)
+    assert lowering.lower(model).SerializeToString() == replayed
