@@ -17,8 +17,8 @@ from .optionals import OptionalResolver
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
 from .scopes import Scope, element_type_of, subgraph_twin
-from .templates import RecordingConstants, RecordingNames, Template, placeholder
 from .targets import Target
+from .templates import RecordingConstants, RecordingNames, Template, placeholder
 
 FunctionKey = tuple[str, str, str]
 # Optional nodes vanish with their last reader (see cleanup); one still read at an opset

@@ -85,7 +85,7 @@ def input_type_strings(op_type: str, opset: int, input_index: int = 0, domain: s
     return frozenset([type_str])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tensor_type_string(element_type: int) -> str:
     return f"tensor({type_name(element_type)})"
 

@@ -43,7 +43,7 @@ def declared_types(graph: GraphLike) -> dict[str, onnx.TypeProto]:
     return types
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tensor_type(element_type: int) -> onnx.TypeProto:
     """A tensor type of unknown shape (shared: never modify the result)."""
     type_proto = onnx.TypeProto()

@@ -70,8 +70,16 @@ class Template:
             else:
                 _, name, value, element_type, hint = event
                 self._plan.append(("constant", name, _PLACEHOLDER.split(hint), value, element_type))
+        # Only the fields the recorded node has set (proto2: an empty string set is still serialized).
         self._shapes = [
-            (n.op_type, n.domain, list(n.input), list(n.output), n.name, list(n.attribute)) for n in self.nodes
+            (
+                {"op_type": n.op_type, **({"domain": n.domain} if n.HasField("domain") else {})},
+                list(n.input),
+                list(n.output),
+                n.name,
+                list(n.attribute),
+            )
+            for n in self.nodes
         ]
 
     def instantiate(self, node: onnx.NodeProto, hint: str, names, constants) -> list[onnx.NodeProto]:
@@ -88,12 +96,11 @@ class Template:
                 real[step[1]] = constants.scalar(step[3], step[4], text).name
         return [
             onnx.NodeProto(
-                op_type=op_type,
-                domain=domain,
+                **fields,
                 input=[get(name, name) for name in inputs],
                 output=[get(name, name) for name in outputs],
                 name=get(name, name),
                 attribute=attributes,
             )
-            for op_type, domain, inputs, outputs, name, attributes in self._shapes
+            for fields, inputs, outputs, name, attributes in self._shapes
         ]
