@@ -10,6 +10,7 @@ import onnx
 from . import schemas, versioning
 from .engine import LoweringPass, default_opset
 from .errors import LoweringError
+from .modelio import checkable
 from .registry import all_rules
 from .report import LoweringReport
 from .targets import DEFAULT_TARGET, Target
@@ -36,8 +37,12 @@ def lower(model, *, ops=None, target_opset: int | None = None):
     return lower_model(model, ops=ops, target_opset=target_opset).model
 
 
-def lower_model(model, *, ops=None, target_opset: int | None = None, target: Target = DEFAULT_TARGET) -> LoweringResult:
+def lower_model(
+    model, *, ops=None, target_opset: int | None = None, target: Target = DEFAULT_TARGET, progress=None
+) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
+
+    ``progress`` (a :class:`lowering.progress.Progress`) is told how many nodes and graphs are done.
 
     With ``target_opset`` the result declares that default-domain opset: ops this project
     owns are kept (re-versioned, or behind an exact Cast) where they exist there and are not
@@ -55,7 +60,9 @@ def lower_model(model, *, ops=None, target_opset: int | None = None, target: Tar
         _check_target_opset(model, target_opset, source_opset)
     lowered = onnx.ModelProto()
     lowered.CopyFrom(model)
-    report = LoweringPass(lowered, model, requested_ops=requested, target=target, target_opset=target_opset).run()
+    report = LoweringPass(
+        lowered, model, requested_ops=requested, target=target, target_opset=target_opset, progress=progress
+    ).run()
     _check_postcondition(lowered, requested, report)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
@@ -168,7 +175,7 @@ def _check_input(model: onnx.ModelProto) -> None:
             "this onnx knows; upgrade onnx"
         )
     try:
-        onnx.checker.check_model(model)
+        onnx.checker.check_model(checkable(model))
     except onnx.checker.ValidationError as error:
         raise LoweringError(f"the model is not valid ONNX: {_checker_message(error)}") from None
 
@@ -206,7 +213,7 @@ def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:
 
 def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
     try:
-        onnx.checker.check_model(model, full_check=True)
+        onnx.checker.check_model(checkable(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
         raise LoweringError(
             f"the model cannot be expressed at opset {target_opset}: {_checker_message(error)}"

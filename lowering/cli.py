@@ -11,8 +11,9 @@ from pathlib import Path
 from . import __version__
 from .api import lower_model, rules_table
 from .errors import LoweringError
-from .modelio import load_model, save_model
+from .modelio import load_model, save_model, with_external_data
 from .opcount import count_ops, op_count_table
+from .progress import Progress
 from .verification import load_feeds, verify
 
 EXIT_OK = 0
@@ -48,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="declare default-domain opset N: owned ops are kept, cast or lowered as N requires; "
         "other ops go through onnx's version converter",
     )
-    parser.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="print nothing but errors (no table, no progress line)"
+    )
     parser.add_argument(
         "--verify",
         action="store_true",
@@ -135,10 +138,21 @@ def _run(args: argparse.Namespace) -> int:
         if ops == ["none"]:
             ops = []
     model_file = load_model(args.model)
-    result = lower_model(model_file.model, ops=ops, target_opset=args.target_opset)
+    counts_before = count_ops(model_file.model)
+    progress = None
+    if not args.quiet and sys.stderr.isatty():
+        progress = Progress(sum(counts_before.values()))
+    try:
+        result = lower_model(model_file.model, ops=ops, target_opset=args.target_opset, progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if args.verify:
         saved = Path(f"{Path(args.output).name}.inputs.npz")
-        report = verify(model_file.model, result.model, save_inputs=saved)
+        original, lowered = model_file.model, result.model
+        if model_file.has_external_data:  # onnxruntime needs the weights to run either model
+            original, lowered = with_external_data(model_file), with_external_data(model_file, lowered)
+        report = verify(original, lowered, save_inputs=saved)
         if not args.quiet or not report.match:
             for line in report.lines():
                 print(line)
@@ -150,9 +164,9 @@ def _run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_MISMATCH
-    save_model(result.model, args.output, model_file.external_tensor_names)
+    save_model(result.model, args.output, model_file.folder)
     if not args.quiet:
-        for line in op_count_table(count_ops(model_file.model), count_ops(result.model)):
+        for line in op_count_table(counts_before, count_ops(result.model)):
             print(line)
         for line in result.report.lines():
             print(line)
@@ -164,9 +178,10 @@ def _run_verify(args: argparse.Namespace) -> int:
     shapes = dict(_parse_shape(text) for text in args.shape)
     inputs = load_feeds(args.inputs) if args.inputs else None
     saved = Path(args.save_inputs) if args.save_inputs else Path(f"{Path(args.lowered).name}.inputs.npz")
+    original_file, lowered_file = load_model(args.original), load_model(args.lowered)
     report = verify(
-        load_model(args.original).model,
-        load_model(args.lowered).model,
+        with_external_data(original_file) if original_file.has_external_data else original_file.model,
+        with_external_data(lowered_file) if lowered_file.has_external_data else lowered_file.model,
         seed=args.seed,
         samples=args.samples,
         shapes=shapes,

@@ -21,6 +21,7 @@ from .targets import Target
 from .templates import RecordingConstants, RecordingNames, Template, placeholder
 
 FunctionKey = tuple[str, str, str]
+PROGRESS_STEP = 4096  # nodes between progress updates
 # Optional nodes vanish with their last reader (see cleanup); one still read at an opset
 # without optionals makes the model inexpressible there, which the final check reports.
 OPTIONAL_CONSTRUCTORS = frozenset({"Optional"})
@@ -67,8 +68,10 @@ class LoweringPass:
         requested_ops: frozenset[str],
         target: Target,
         target_opset: int | None = None,
+        progress=None,
     ) -> None:
         self.model = model
+        self.progress = progress
         self.target_opset = target_opset
         self.original = original
         self.requested_ops = requested_ops
@@ -128,6 +131,10 @@ class LoweringPass:
             else:
                 lowered_nodes.extend(replacement)
                 changed = True
+            if self.progress is not None and (index + 1) % PROGRESS_STEP == 0:
+                self.progress.advance(nodes=PROGRESS_STEP)
+        if self.progress is not None:
+            self.progress.advance(nodes=len(scope.graph.node) % PROGRESS_STEP, graphs=1)
         if changed:
             del scope.graph.node[:]
             scope.graph.node.extend(scope.constants.nodes + lowered_nodes)

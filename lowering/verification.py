@@ -280,9 +280,10 @@ def _describe(value) -> str:
 def _as_model(model) -> onnx.ModelProto:
     if isinstance(model, onnx.ModelProto):
         return model
-    from .modelio import load_model
+    from .modelio import load_model, with_external_data
 
-    return load_model(model).model
+    model_file = load_model(model)
+    return with_external_data(model_file) if model_file.has_external_data else model_file.model
 
 
 def _first_line(error: BaseException) -> str:

@@ -128,10 +128,17 @@ def test_usage_errors_are_one_line_and_exit_2(args, tmp_path):
     assert not (tmp_path / "x.onnx").exists()
 
 
-def test_missing_output_folder_is_a_clear_error(tmp_path):
-    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "no" / "such" / "dir" / "out.onnx"))
-    assert completed.returncode == 2
-    assert "does not exist" in completed.stderr
+def test_missing_output_folder_is_created(tmp_path):
+    output = tmp_path / "no" / "such" / "dir" / "out.onnx"
+    completed = run_cli(str(EXAMPLE), "-o", str(output))
+    assert completed.returncode == 0, completed.stderr
+    assert sorted(p.name for p in output.parent.iterdir()) == ["out.onnx"]
+
+
+def test_output_under_a_file_is_a_clear_error(tmp_path):
+    (tmp_path / "plain").write_text("not a folder")
+    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "plain" / "out.onnx"))
+    assert completed.returncode == 2 and "is not a folder" in completed.stderr
 
 
 def test_external_data_is_kept_external_and_loads(tmp_path):

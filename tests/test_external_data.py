@@ -1,0 +1,173 @@
+"""External data: never pulled into memory, written beside the output, refused when it
+points outside the model's folder; a model over 2 GiB."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import lowering
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lowering", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+def external_model(folder: Path, element_count: int, *, location: str = "weights.bin", sparse: bool = False) -> Path:
+    """``y = IsNaN(x + w)`` with ``w`` (float32[element_count]) stored in ``location``.
+    ``sparse``: the data file is made by truncate (holes, no memory, fast), with a marker at the end."""
+    weight = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[element_count])
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", str(4 * element_count))):
+        weight.external_data.add(key=key, value=value)
+    data = folder / location
+    data.parent.mkdir(parents=True, exist_ok=True)
+    if sparse:
+        with open(data, "wb") as handle:
+            handle.truncate(4 * element_count)
+            handle.seek(4 * element_count - 4)
+            handle.write(np.float32(7.5).tobytes())
+    else:
+        np.arange(element_count, dtype=np.float32).tofile(data)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["s"]), helper.make_node("IsNaN", ["s"], ["y"])],
+        "main",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [element_count])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, [element_count])],
+        initializer=[weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    path = folder / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def peak_rss_mib(*args: str) -> tuple[subprocess.CompletedProcess, float]:
+    """Run the command line in a child and return its peak resident memory."""
+    wrapper = (
+        "import resource, subprocess, sys; "
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "print(done.returncode); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+        "sys.stderr.write(done.stderr)"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", wrapper, sys.executable, "-m", "lowering", *args], capture_output=True, text=True
+    )
+    code, peak_kib = completed.stdout.split()
+    completed.returncode = int(code)
+    return completed, int(peak_kib) / 1024
+
+
+def test_lowered_into_another_folder_runs_with_the_right_weights(tmp_path):
+    source = external_model(tmp_path / "src", 1024)
+    before = {p.name: digest(p) for p in source.parent.iterdir()}
+    output = tmp_path / "elsewhere" / "lowered.onnx"
+    output.parent.mkdir()
+    completed = run_cli(str(source), "-o", str(output))
+    assert completed.returncode == 0, completed.stderr
+    assert {p.name: digest(p) for p in source.parent.iterdir()} == before
+    assert sorted(p.name for p in output.parent.iterdir()) == ["lowered.onnx", "lowered.onnx.data"]
+    header = onnx.load(output, load_external_data=False)
+    assert header.graph.initializer[0].data_location == onnx.TensorProto.EXTERNAL
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(output), providers=["CPUExecutionProvider"])
+    x = np.full(1024, -np.arange(1024, dtype=np.float32))
+    x[::3] = np.nan
+    (y,) = session.run(None, {"x": x})
+    np.testing.assert_array_equal(y, np.isnan(x + np.arange(1024, dtype=np.float32)))
+    loaded = onnx.load(output)
+    np.testing.assert_array_equal(numpy_helper.to_array(loaded.graph.initializer[0]), np.arange(1024, dtype=np.float32))
+
+
+def test_lower_verify_with_external_data(tmp_path):
+    source = external_model(tmp_path, 256)
+    completed = run_cli(str(source), "-o", str(tmp_path / "out.onnx"), "--verify")
+    assert completed.returncode == 0, completed.stderr
+    assert "MATCH" in completed.stdout
+    verified = run_cli("verify", str(source), str(tmp_path / "out.onnx"))
+    assert verified.returncode == 0, verified.stderr + verified.stdout
+
+
+def test_256_mib_of_weights_lower_in_under_200_mib(tmp_path):
+    source = external_model(tmp_path / "src", 64 << 20)  # 256 MiB of float32
+    completed, peak = peak_rss_mib(str(source), "-o", str(tmp_path / "out" / "lowered.onnx"))
+    assert not completed.returncode, completed.stderr
+    assert (tmp_path / "out" / "lowered.onnx.data").stat().st_size == 256 << 20
+    assert peak < 200, f"peak resident memory {peak:.0f} MiB"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs sparse files")
+def test_a_model_over_2_gib(tmp_path):
+    count = (2 << 30) // 4 + 1024  # just over 2 GiB of float32
+    source = external_model(tmp_path / "src", count, sparse=True)
+    output = tmp_path / "out" / "lowered.onnx"
+    output.parent.mkdir()
+    try:
+        result = lowering.lower_model(onnx.load(source, load_external_data=False))
+        assert result.report.rewritten == {"IsNaN-13": 1}
+        completed = run_cli(str(source), "-o", str(output))
+        assert completed.returncode == 0, completed.stderr
+        data = output.with_name("lowered.onnx.data")
+        assert data.stat().st_size == 4 * count
+        with open(data, "rb") as handle:
+            handle.seek(4 * count - 4)
+            assert np.frombuffer(handle.read(4), np.float32)[0] == 7.5
+        header = onnx.load(output, load_external_data=False)
+        assert {e.key: e.value for e in header.graph.initializer[0].external_data}["length"] == str(4 * count)
+        assert "IsNaN" not in {n.op_type for n in header.graph.node}
+    finally:
+        for path in (output.with_name("lowered.onnx.data"), tmp_path / "src" / "weights.bin"):
+            if path.exists():
+                path.unlink()
+
+
+@pytest.mark.parametrize("kind", ["parent folder", "absolute path", "symbolic link out"])
+def test_external_data_leaving_the_folder_is_refused(tmp_path, kind):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    np.arange(16, dtype=np.float32).tofile(outside / "secret.bin")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if kind == "parent folder":
+        location = "../outside/secret.bin"
+    elif kind == "absolute path":
+        location = str(outside / "secret.bin")
+    else:
+        os.symlink(outside / "secret.bin", folder / "link.bin")
+        location = "link.bin"
+    weight = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[16])
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    weight.external_data.add(key="location", value=location)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "main",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [16])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [16])],
+        initializer=[weight],
+    )
+    (folder / "model.onnx").write_bytes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    )
+    completed = run_cli(str(folder / "model.onnx"), "-o", str(tmp_path / "out.onnx"))
+    assert completed.returncode == 2
+    assert (
+        len(completed.stderr.strip().splitlines()) == 1
+        and "refused" in completed.stderr
+        or "outside" in completed.stderr
+    )
+    assert not (tmp_path / "out.onnx").exists()
