@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +61,15 @@ def lower_model(
         _check_target_opset(model, target_opset, source_opset)
     lowered = onnx.ModelProto()
     lowered.CopyFrom(model)
-    report = LoweringPass(
-        lowered, model, requested_ops=requested, target=target, target_opset=target_opset, progress=progress
-    ).run()
+    collecting = gc.isenabled()
+    gc.disable()  # the pass makes many short-lived objects and no garbage cycles worth chasing
+    try:
+        report = LoweringPass(
+            lowered, model, requested_ops=requested, target=target, target_opset=target_opset, progress=progress
+        ).run()
+    finally:
+        if collecting:
+            gc.enable()
     _check_postcondition(lowered, requested, report)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)

@@ -57,6 +57,8 @@ def _output_type_rule(op_type: str, opset: int) -> tuple[str, int]:
     """
     if op_type == "Cast":
         return ("attribute", 0)
+    if op_type == "ConstantOfShape":
+        return ("value", onnx.TensorProto.FLOAT)
     schema = schemas.schema_in_force(op_type, opset)
     if schema is None or not schema.outputs:
         raise ValueError(f"{op_type} does not exist at opset {opset}")
@@ -89,9 +91,11 @@ def output_element_type(node: onnx.NodeProto, opset: int, input_types: list[int 
     if kind == "fixed":
         return detail
     for attribute in node.attribute:
-        if attribute.name == "to":
+        if kind == "attribute" and attribute.name == "to":
             return attribute.i
-    return None
+        if kind == "value" and attribute.name == "value":
+            return attribute.t.data_type
+    return detail if kind == "value" else None
 
 
 class ConstantPool:
@@ -156,6 +160,20 @@ class Builder:
         """Whether ``op_type`` at this opset takes values of ``value``'s type."""
         return schemas.accepts(op_type, self.opset, value.element_type)
 
+    def runs(self, op_type: str, value: Value) -> bool:
+        """Whether ``op_type`` exists at this opset for ``value``'s type and the target has its kernel."""
+        version = schemas.version_in_force(op_type, self.opset)
+        return (
+            version is not None
+            and self.accepts(op_type, value)
+            and not self.target.lacks_kernel(op_type, version, value.element_type)
+        )
+
+    @staticmethod
+    def scalar_tensor(value) -> onnx.TensorProto:
+        """A one-element tensor for attributes such as ConstantOfShape's ``value``."""
+        return onnx.numpy_helper.from_array(np.array([value]))
+
     # -- values ----------------------------------------------------------------------
     def constant(self, value: float, like: Value, hint: str) -> Value:
         """A scalar of ``like``'s element type, shared across the graph."""
@@ -187,11 +205,14 @@ class Builder:
             element = Value(decided.element, tensor_type or None, element_type)
         return DecidedOptional(has_element, element)
 
-    def computable(self, x: Value) -> Value:
-        """``x`` in a type the target computes with: itself, or cast exactly to a wider type."""
+    def computable(self, x: Value, emit: bool = True) -> Value:
+        """``x`` in a type the target computes with: itself, or cast exactly to a wider type.
+        With ``emit=False`` nothing is emitted: the result only tells whether a cast is needed."""
         compute_type = self.target.compute_type(x.element_type)
         if compute_type == x.element_type:
             return x
+        if not emit:
+            return Value(x.name, compute_type)
         return self.Cast(x, to=compute_type)
 
     # -- ops -------------------------------------------------------------------------
@@ -202,6 +223,8 @@ class Builder:
             element_type = inputs[detail].element_type
         elif kind == "fixed":
             element_type = detail
+        elif kind == "value":
+            element_type = attributes["value"].data_type if "value" in attributes else detail
         else:
             element_type = attributes["to"]
         output = self._names.fresh(f"{self._hint}_{op_type.lower()}")

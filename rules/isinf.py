@@ -13,15 +13,19 @@ def isinf_by_comparison(b: Builder, x: Value, *, detect_positive: int = 1, detec
     both signs:     IsInf(x) = Greater(Abs(x), M)
     +inf only:      IsInf(x) = Greater(x, M)
     -inf only:      IsInf(x) = Less(x, -M)
-    neither, or a type without infinity (float8e4m3fn, e4m3fnuz, e5m2fnuz):
-                    IsInf(x) = Less(x, x), false everywhere (NaN compares false).
+    neither, or a type without infinity (float8e4m3fn, e4m3fnuz, e5m2fnuz): all false,
+                    Less(x, x) where x needs no cast (no value is below itself; NaN compares
+                    false), else ConstantOfShape(Shape(x), false) where the target runs Shape on
+                    x's type (no value read, no cast), else Less on x cast.
     Only ±inf lie beyond ±M, and NaN fails every comparison, so NaN maps to false.
     Types the target cannot compare in are first cast, exactly, to float32.
     """
-    can_be_infinite = floats.has_infinity(x.element_type)
-    x = b.computable(x)
-    if not can_be_infinite or not (detect_positive or detect_negative):
+    if not floats.has_infinity(x.element_type) or not (detect_positive or detect_negative):
+        if b.computable(x, emit=False) != x and b.runs("Shape", x):
+            return b.ConstantOfShape(b.Shape(x), value=b.scalar_tensor(False))
+        x = b.computable(x)
         return b.Less(x, x)
+    x = b.computable(x)
     largest = floats.largest_finite(x.element_type)
     if detect_positive and detect_negative:
         return b.Greater(b.Abs(x), b.constant(largest, like=x, hint="max"))

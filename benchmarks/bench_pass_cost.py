@@ -1,0 +1,66 @@
+"""Pass cost: (load + lower + save) / (load + save) on IsNaN chains and a fan-in, all measured
+in this one run; and time per node at 25k, 50k and 100k links to show the growth is linear.
+
+    python benchmarks/bench_pass_cost.py
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import onnx
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from models import isnan_chain, isnan_fan_in  # noqa: E402
+
+import lowering  # noqa: E402
+
+
+def best_of(runs: int, work) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def measure(name: str, model: onnx.ModelProto, folder: Path, runs: int = 2) -> dict:
+    source, plain, lowered_path = folder / f"{name}.onnx", folder / f"{name}.copy.onnx", folder / f"{name}.lowered.onnx"
+    onnx.save(model, source)
+
+    def load_save():
+        onnx.save(onnx.load(source), plain)
+
+    def load_lower_save():
+        onnx.save(lowering.lower(onnx.load(source)), lowered_path)
+
+    baseline = best_of(runs, load_save)
+    with_lowering = best_of(runs, load_lower_save)
+    nodes = len(model.graph.node)
+    return {"name": name, "nodes": nodes, "load_save_s": baseline, "load_lower_save_s": with_lowering,
+            "ratio": with_lowering / baseline, "us_per_node": 1e6 * (with_lowering - baseline) / nodes}  # fmt: skip
+
+
+def main() -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for links in (25_000, 50_000, 100_000):
+            rows.append(measure(f"chain_{links // 1000}k", isnan_chain(links), folder))
+        rows.append(measure("fan_in_20k", isnan_fan_in(20_000), folder))
+    print(f"{'model':<12} {'nodes':>7} {'load+save s':>12} {'+lower s':>9} {'ratio':>6} {'lowering us/node':>17}")
+    for row in rows:
+        print(f"{row['name']:<12} {row['nodes']:>7} {row['load_save_s']:>12.2f} {row['load_lower_save_s']:>9.2f} "
+              f"{row['ratio']:>6.2f} {row['us_per_node']:>17.1f}")  # fmt: skip
+    chains = [r for r in rows if r["name"].startswith("chain")]
+    growth = chains[-1]["us_per_node"] / chains[0]["us_per_node"]
+    print(f"growth: lowering cost per node at 100k / at 25k = {growth:.2f} (1.00 is linear)")
+
+
+if __name__ == "__main__":
+    main()

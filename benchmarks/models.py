@@ -1,0 +1,36 @@
+"""The models the benchmarks lower, built in code."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+
+def isnan_chain(links: int) -> onnx.ModelProto:
+    """``links`` IsNaN nodes in a chain, three nodes a link: IsNaN, Cast to float, Add."""
+    nodes, previous = [], "x"
+    for k in range(links):
+        nodes.append(helper.make_node("IsNaN", [previous], [f"nan{k}"], name=f"isnan{k}"))
+        nodes.append(helper.make_node("Cast", [f"nan{k}"], [f"flag{k}"], name=f"cast{k}", to=onnx.TensorProto.FLOAT))
+        nodes.append(helper.make_node("Add", [f"flag{k}", previous], [f"sum{k}"], name=f"add{k}"))
+        previous = f"sum{k}"
+    graph = helper.make_graph(
+        nodes,
+        "isnan_chain",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N"])],
+        [helper.make_tensor_value_info(previous, onnx.TensorProto.FLOAT, ["N"])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def isnan_fan_in(width: int) -> onnx.ModelProto:
+    """``width`` IsNaN nodes on one input, all feeding one Concat."""
+    nodes = [helper.make_node("IsNaN", ["x"], [f"nan{k}"], name=f"isnan{k}") for k in range(width)]
+    nodes.append(helper.make_node("Concat", [f"nan{k}" for k in range(width)], ["all"], name="concat", axis=0))
+    graph = helper.make_graph(
+        nodes,
+        "isnan_fan_in",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N"])],
+        [helper.make_tensor_value_info("all", onnx.TensorProto.BOOL, ["M"])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
