@@ -61,23 +61,22 @@ def main() -> None:
         for element_type in sorted(schemas.input_element_types(op_type, opset), key=schemas.type_name)
     ]
     for opset, op_type, attributes, element_type in cases:
-        if True:
-            native = model_for(op_type, element_type, opset, **attributes)
-            lowered = lowering.lower(native)
-            values = random_bit_patterns(element_type, ELEMENTS, seed=1)
-            bits = values.view(f"u{values.dtype.itemsize}")
-            feed = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(bits), element_type)
-            if values.dtype.type.__module__ == "numpy":
-                feed = ort.OrtValue.ortvalue_from_numpy(values)
-            try:
-                native_s = seconds(native, feed)
-            except Exception:  # no native kernel: nothing to compare against
-                continue
-            lowered_s = seconds(lowered, feed)
-            label = op_type + ("(+inf)" if attributes else "")
-            ops = "+".join(n.op_type for n in lowered.graph.node if n.op_type != "Constant")
-            print(f"{opset:<6} {label:<12} {schemas.type_name(element_type):<15} {1e3 * native_s:>10.1f} "
-                  f"{1e3 * lowered_s:>11.1f} {lowered_s / native_s:>6.2f} {ops}")  # fmt: skip
+        native = model_for(op_type, element_type, opset, **attributes)
+        lowered = lowering.lower(native)
+        values = random_bit_patterns(element_type, ELEMENTS, seed=1)
+        bits = values.view(f"u{values.dtype.itemsize}")
+        feed = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(bits), element_type)
+        if values.dtype.type.__module__ == "numpy":
+            feed = ort.OrtValue.ortvalue_from_numpy(values)
+        try:
+            native_s = seconds(native, feed)
+        except Exception:  # no native kernel: nothing to compare against
+            continue
+        lowered_s = seconds(lowered, feed)
+        label = op_type + ("(+inf)" if attributes else "")
+        ops = "+".join(n.op_type for n in lowered.graph.node if n.op_type != "Constant")
+        print(f"{opset:<6} {label:<12} {schemas.type_name(element_type):<15} {1e3 * native_s:>10.1f} "
+              f"{1e3 * lowered_s:>11.1f} {lowered_s / native_s:>6.2f} {ops}")  # fmt: skip
 
 
 if __name__ == "__main__":
