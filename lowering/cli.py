@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("model", nargs="?", help="the ONNX model file to lower (never modified)")
     parser.add_argument("-o", "--output", help="where to write the lowered model (written atomically)")
     parser.add_argument(
+        "--in-place", action="store_true", help="replace MODEL itself with the lowered model (atomically)"
+    )
+    parser.add_argument(
         "--ops",
         help="comma-separated op types to lower (default: every op a rule covers), or 'none' to lower "
         "nothing (with --target-opset: a pure version conversion); see --list-rules",
@@ -128,10 +131,16 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.model:
         raise LoweringError("no model given (usage: onnx-lower MODEL -o OUTPUT)")
+    if args.in_place:
+        if args.output and not _same_file(args.model, args.output):
+            raise LoweringError("--in-place writes MODEL itself: give no -o, or -o MODEL")
+        args.output = args.model
     if not args.output:
-        raise LoweringError("no output given: add -o OUTPUT")
-    if _same_file(args.model, args.output):
-        raise LoweringError(f"{args.output}: the output would overwrite the input model; choose another path")
+        raise LoweringError("no output given: add -o OUTPUT (or --in-place to replace MODEL)")
+    if not args.in_place and _same_file(args.model, args.output):
+        raise LoweringError(
+            f"{args.output}: the output would overwrite the input model; choose another path or add --in-place"
+        )
     ops = None
     if args.ops is not None:
         ops = [op.strip() for op in args.ops.split(",") if op.strip()]
@@ -164,7 +173,7 @@ def _run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_MISMATCH
-    save_model(result.model, args.output, model_file.folder)
+    save_model(result.model, args.output, model_file.folder, replacing_input=args.in_place)
     if not args.quiet:
         for line in op_count_table(counts_before, count_ops(result.model)):
             print(line)

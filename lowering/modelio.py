@@ -99,13 +99,16 @@ def with_external_data(model_file: ModelFile, model: onnx.ModelProto | None = No
     return loaded
 
 
-def save_model(model: onnx.ModelProto, path: str | os.PathLike, source_folder: Path | None = None) -> None:
+def save_model(
+    model: onnx.ModelProto, path: str | os.PathLike, source_folder: Path | None = None, replacing_input: bool = False
+) -> None:
     """Write ``model`` to ``path`` atomically: a temporary folder beside it, then renames.
 
     A missing output folder is created. Tensors stored as external data are copied, in chunks,
     from their files under
     ``source_folder`` into one file named after the output (``OUTPUT.data``); inline tensors
-    stay inline. The source files are only read.
+    stay inline. The source files are only read; with ``replacing_input`` (``--in-place``) the
+    data file may be one of them: it is read whole into the staged copy before being replaced.
     """
     path = Path(path)
     folder = path.parent
@@ -121,7 +124,8 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike, source_folder: P
     data_name = f"{path.name}.data"
     data_path = folder / data_name
     sources = [external_file(t, source_folder or folder) for t in external]
-    if external and any(data_path.exists() and os.path.samefile(data_path, s) for s, _, _ in sources):
+    overwrites_source = external and any(data_path.exists() and os.path.samefile(data_path, s) for s, _, _ in sources)
+    if overwrites_source and not replacing_input:
         raise LoweringError(f"{data_path}: writing it would overwrite the input's external data; choose another output")
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=folder))

@@ -1,0 +1,166 @@
+"""Invalid and hostile models: a LoweringError from Python; from the command line one clear
+line, exit status 2, no traceback, no output file, the input untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import lowering
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
+F32, BOOL = onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL
+
+
+def model_of(nodes, *, opset: int = 13, inputs=None, outputs=None) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        "main",
+        inputs or [helper.make_tensor_value_info("x", F32, ["N"])],
+        outputs or [helper.make_tensor_value_info("y", BOOL, ["N"])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+HOSTILE_MODELS = {
+    "value defined twice": lambda: model_of(
+        [helper.make_node("IsNaN", ["x"], ["y"]), helper.make_node("IsInf", ["x"], ["y"])]
+    ),
+    "input never defined": lambda: model_of([helper.make_node("IsNaN", ["ghost"], ["y"])]),
+    "cycle": lambda: model_of(
+        [
+            helper.make_node("Or", ["b", "y"], ["a"]),
+            helper.make_node("Not", ["a"], ["b"]),
+            helper.make_node("IsNaN", ["x"], ["y"]),
+        ]
+    ),
+    "opset newer than onnx knows": lambda: model_of([helper.make_node("IsNaN", ["x"], ["y"])], opset=99),
+    "attribute the op does not have": lambda: model_of([helper.make_node("IsInf", ["x"], ["y"], detect_nan=1)]),
+    "wrong attribute type": lambda: model_of([helper.make_node("IsInf", ["x"], ["y"], detect_negative=0.5)]),
+    "no graph outputs produced": lambda: model_of([helper.make_node("IsNaN", ["x"], ["z"])]),
+    "node with no op type": lambda: model_of([helper.make_node("", ["x"], ["y"])]),
+    "subgraph reading an undefined value": lambda: model_of(
+        [
+            helper.make_node(
+                "If",
+                ["c"],
+                ["y"],
+                then_branch=helper.make_graph(
+                    [helper.make_node("IsNaN", ["nowhere"], ["t"])],
+                    "t",
+                    [],
+                    [helper.make_tensor_value_info("t", BOOL, ["N"])],
+                ),
+                else_branch=helper.make_graph(
+                    [helper.make_node("IsNaN", ["x"], ["e"])],
+                    "e",
+                    [],
+                    [helper.make_tensor_value_info("e", BOOL, ["N"])],
+                ),
+            )
+        ],
+        inputs=[helper.make_tensor_value_info("x", F32, ["N"]), helper.make_tensor_value_info("c", BOOL, [])],
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_MODELS))
+def test_hostile_model_is_a_lowering_error(kind):
+    model = HOSTILE_MODELS[kind]()
+    before = model.SerializeToString()
+    with pytest.raises(lowering.LoweringError) as raised:
+        lowering.lower(model)
+    assert str(raised.value).strip() and "\n" not in str(raised.value)
+    assert model.SerializeToString() == before
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lowering", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def _bytes_of(kind: str, folder: Path) -> Path:
+    example = EXAMPLE.read_bytes()
+    path = folder / "model.onnx"
+    if kind in HOSTILE_MODELS:
+        path.write_bytes(HOSTILE_MODELS[kind]().SerializeToString())
+    elif kind == "random bytes":
+        path.write_bytes(np.random.default_rng(7).bytes(10_000))
+    elif kind == "truncated file":
+        path.write_bytes(example[: len(example) * 2 // 3])
+    elif kind == "empty file":
+        path.write_bytes(b"")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "protobuf of another kind":
+        path.write_bytes(helper.make_tensor("t", F32, [2], [1.0, 2.0]).SerializeToString())
+    return path
+
+
+FILE_KINDS = sorted(HOSTILE_MODELS) + [
+    "random bytes",
+    "truncated file",
+    "empty file",
+    "directory",
+    "protobuf of another kind",
+]
+
+
+@pytest.mark.parametrize("kind", FILE_KINDS)
+def test_hostile_file_on_the_command_line(tmp_path, kind):
+    source = tmp_path / "in"
+    source.mkdir()
+    path = _bytes_of(kind, source)
+    before = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    output = tmp_path / "out" / "lowered.onnx"
+    completed = run_cli(str(path), "-o", str(output))
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("onnx-lower: error: ") and "Traceback" not in completed.stderr
+    assert not output.exists() and not (output.parent.exists() and any(output.parent.iterdir()))
+    if before is not None:
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_read_only_destination_is_a_clear_error(tmp_path):
+    completed = run_cli(str(EXAMPLE), "-o", "/proc/lowered.onnx")
+    assert completed.returncode == 2
+    assert "cannot" in completed.stderr and len(completed.stderr.strip().splitlines()) == 1
+
+
+def test_in_place_replaces_the_model_atomically(tmp_path):
+    model = tmp_path / "model.onnx"
+    model.write_bytes(EXAMPLE.read_bytes())
+    completed = run_cli(str(model), "--in-place", "-q")
+    assert completed.returncode == 0, completed.stderr
+    assert "IsNaN" not in {n.op_type for n in onnx.load(model).graph.node}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
+    refused = run_cli(str(model), "-o", str(model))
+    assert refused.returncode == 2 and "--in-place" in refused.stderr
+
+
+def test_command_line_output_is_byte_identical_across_runs_and_hash_seeds(tmp_path):
+    digests = set()
+    for seed in ("0", "1", "4242"):
+        output = tmp_path / f"out{seed}.onnx"
+        completed = subprocess.run(
+            [sys.executable, "-m", "lowering", str(EXAMPLE), "-o", str(output), "-q"],
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert completed.returncode == 0, completed.stderr
+        digests.add(hashlib.sha256(output.read_bytes()).hexdigest())
+    assert len(digests) == 1
