@@ -9,6 +9,7 @@ is the same at both versions and the target takes their types.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -27,9 +28,18 @@ from .naming import NameAllocator
 SAME_MEANING_ACROSS_VERSIONS = frozenset({"Constant", "Identity", "If", "Loop", "Scan"})
 
 
+_TYPES_ONLY_NOTE = re.compile(r"^\(Opset \d+ change\): Extend supported types\b.*$")
+
+
+def _doc_without_type_notes(doc: str) -> tuple[str, ...]:
+    """The doc's lines, blank lines and "(Opset N change): Extend supported types ..." notes left out."""
+    return tuple(line.strip() for line in doc.splitlines() if line.strip() and not _TYPES_ONLY_NOTE.match(line.strip()))
+
+
 def _meaning(schema: onnx.defs.OpSchema) -> tuple:
-    """Everything a schema says except its type lists: doc, formal parameters with their
-    descriptions, attributes with types, defaults and descriptions, function, deprecation."""
+    """Everything a schema says except its type lists: doc (less its notes that only types were
+    added), formal parameters with their descriptions, attributes with types, defaults and
+    descriptions, function, deprecation."""
 
     def formals(parameters) -> tuple:
         return tuple((p.name, p.option, p.description, p.type_str) for p in parameters)
@@ -40,8 +50,8 @@ def _meaning(schema: onnx.defs.OpSchema) -> tuple:
             for name, a in schema.attributes.items()
         )
     )
-    return (schema.doc, formals(schema.inputs), formals(schema.outputs), attributes, schema.has_function,
-            schema.deprecated)  # fmt: skip
+    return (_doc_without_type_notes(schema.doc), formals(schema.inputs), formals(schema.outputs), attributes,
+            schema.has_function, schema.deprecated)  # fmt: skip
 
 
 @functools.cache
