@@ -62,14 +62,7 @@ def _tensor_element_types(type_strings) -> frozenset[int]:
 @functools.cache
 def input_element_types(op_type: str, opset: int, input_index: int = 0, domain: str = "") -> frozenset[int]:
     """Tensor element types input ``input_index`` of ``op_type`` accepts at ``opset``."""
-    schema = schema_in_force(op_type, opset, domain)
-    if schema is None or input_index >= len(schema.inputs):
-        return frozenset()
-    type_str = schema.inputs[input_index].type_str
-    for constraint in schema.type_constraints:
-        if constraint.type_param_str == type_str:
-            return _tensor_element_types(constraint.allowed_type_strs)
-    return _tensor_element_types([type_str])
+    return _tensor_element_types(input_type_strings(op_type, opset, input_index, domain))
 
 
 @functools.cache

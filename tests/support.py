@@ -28,6 +28,17 @@ def make_model(
     return helper.make_model(graph, opset_imports=imports, functions=list(functions), ir_version=ir_version)
 
 
+def parse(text: str) -> onnx.ModelProto:
+    """A model from ONNX text (indented freely), checked in full."""
+    import textwrap
+
+    import onnx.parser
+
+    model = onnx.parser.parse_model(textwrap.dedent(text))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
 def unary_model(op_type: str, opset: int, element_type: int, **attributes) -> onnx.ModelProto:
     """``y = op_type(x)`` on a 1-D float input of any length, with a bool output."""
     node = helper.make_node(op_type, ["x"], ["y"], name=f"{op_type.lower()}_node", **attributes)

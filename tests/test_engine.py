@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import onnx
 import onnx.parser
 import pytest
 from onnx import helper
-from support import make_model, oracle
+from support import make_model, oracle, parse
 
 import lowering
 from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
 
 F32 = onnx.TensorProto.FLOAT
-
-
-def parse(text: str) -> onnx.ModelProto:
-    model = onnx.parser.parse_model(textwrap.dedent(text))
-    onnx.checker.check_model(model, full_check=True)
-    return model
 
 
 def all_op_types(model: onnx.ModelProto) -> list[str]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnx.parser
 import pytest
-from support import original_outputs
+from support import original_outputs, parse
 
 import lowering
 from lowering.opcount import count_ops
@@ -17,12 +16,6 @@ from lowering.runtime import run_onnxruntime
 
 TORCH_MODELS = Path(__file__).resolve().parents[1] / "golden" / "torch"
 OPTIONAL_OPS = {"Optional", "OptionalHasElement", "OptionalGetElement"}
-
-
-def parse(text: str) -> onnx.ModelProto:
-    model = onnx.parser.parse_model(textwrap.dedent(text))
-    onnx.checker.check_model(model, full_check=True)
-    return model
 
 
 def optional_types_in(model: onnx.ModelProto) -> list[str]:

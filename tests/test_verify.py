@@ -6,25 +6,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnx.parser
 import pytest
+from support import parse
 
 import lowering
 from lowering.feeds import FeedPlan, build_feeds
 from lowering.verification import load_feeds, save_feeds
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def parse(text: str) -> onnx.ModelProto:
-    model = onnx.parser.parse_model(textwrap.dedent(text))
-    onnx.checker.check_model(model, full_check=True)
-    return model
 
 
 def unary(op_body: str, in_type: str = "float", opset: int = 20) -> onnx.ModelProto:

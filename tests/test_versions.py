@@ -3,13 +3,11 @@ type, checked at the target and compared bit for bit in onnxruntime."""
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import onnx
 import onnx.parser
 import pytest
-from support import oracle, type_name, unary_model
+from support import oracle, parse, type_name, unary_model
 
 import lowering
 from lowering import schemas
@@ -74,12 +72,6 @@ def test_every_target_opset(case, ops):
         (got,) = run_onnxruntime(lowered, {"x": values})
         mismatches = np.flatnonzero(got != expected)
         assert mismatches.size == 0, f"target {target}: {mismatches.size} mismatches"
-
-
-def parse(text: str) -> onnx.ModelProto:
-    model = onnx.parser.parse_model(textwrap.dedent(text))
-    onnx.checker.check_model(model, full_check=True)
-    return model
 
 
 # -- what onnx.version_converter gets wrong, as regression cases -----------------------------
