@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import floats, schemas
+from . import floats
 from .errors import LoweringError
 
 
@@ -90,6 +90,3 @@ def run_reference(model: onnx.ModelProto, feeds: dict[str, object]) -> list:
 
     with np.errstate(all="ignore"):
         return list(ReferenceEvaluator(model).run(None, feeds))
-
-
-__all__ = ["onnxruntime_session", "run_onnxruntime", "run_reference", "schemas"]
