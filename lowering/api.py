@@ -188,14 +188,15 @@ def _check_input(model: onnx.ModelProto) -> None:
 
 
 def _checker_message(error: Exception) -> str:
-    """The checker's first line, with the node it names (its "Context" line), on one line."""
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    if not lines:
+    """The checker's message on one line: its first paragraph, then the node its Context names."""
+    text = str(error).strip()
+    if not text:
         return "invalid model"
-    context = next((line for line in lines[1:] if line.startswith("==> Context:")), "")
-    if context:
-        return f"{lines[0]} ({context.removeprefix('==> Context:').strip()})"
-    return lines[0]
+    message, _, rest = text.partition("==> Context:")
+    first_paragraph = message.strip().split("\n\n")[0]
+    line = " ".join(part.strip() for part in first_paragraph.splitlines() if part.strip())
+    context = " ".join(rest.split())
+    return f"{line} ({context})" if context else line
 
 
 def _check_target_opset(model: onnx.ModelProto, target_opset: int, source_opset: int | None) -> None:

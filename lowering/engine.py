@@ -280,7 +280,9 @@ class LoweringPass:
             accepted = schemas.input_type_strings(node.op_type, version, 0, rule.domain)
             given = schemas.type_string(inputs[0].type)
             if given not in accepted:
-                raise _NotLowered(f"{node.op_type}-{version} does not accept {given} inputs; the model is invalid")
+                raise LoweringError(
+                    f"{location}: {node.op_type}-{version} does not accept {given} inputs; the model is invalid"
+                )
         attributes = self._attributes(rule, node, location)
         hint = node.name or (node.output[0] if node.output else node.op_type.lower())
         key = (

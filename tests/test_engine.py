@@ -363,18 +363,31 @@ def test_onnx_ir_model_in_onnx_ir_model_out():
     assert "IsNaN" in {node.op_type for node in model.graph}, "the argument is left untouched"
 
 
-def test_report_names_what_is_left_and_why():
+def test_an_input_type_the_op_does_not_take_is_an_error_naming_the_node():
     model = make_model(
         [helper.make_node("IsNaN", ["x"], ["y"], name="mystery")],
         [helper.make_tensor_value_info("x", onnx.TensorProto.INT32, ["N"])],
         [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, ["N"])],
         opset=13,
     )
+    with pytest.raises(
+        lowering.LoweringError, match=r"node 'mystery' \(IsNaN\): IsNaN-13 does not accept tensor\(int32\)"
+    ):
+        lowering.lower(model)
+
+
+def test_report_names_what_is_left_and_why():
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 20, "local" : 1]>
+        main (float[N] x) => (float[N] y) { y = Identity (x) }
+        <domain: "local", opset_import: ["" : 20]>
+        Nan (v) => (flag) { flag = IsNaN (v) }
+    """)
     result = lowering.lower_model(model)
     (remaining,) = result.report.remaining
-    assert remaining.location == "graph 'main', node 'mystery' (IsNaN)"
-    assert remaining.version == 13 and "does not accept tensor(int32)" in remaining.reason
-    assert any("not lowered: IsNaN-13 at graph 'main', node 'mystery'" in line for line in result.report.lines())
+    assert remaining.location == "function 'local.Nan', node #0 (IsNaN)" and remaining.version == 20
+    assert any(line.startswith("not lowered: IsNaN-20 at function 'local.Nan'") for line in result.report.lines())
+    assert result.report.as_dict()["remaining"][0]["reason"] == remaining.reason
 
 
 def test_nan_sanitizer_keeps_negative_zero_under_onnxruntime_optimizations():

@@ -164,3 +164,40 @@ def test_command_line_output_is_byte_identical_across_runs_and_hash_seeds(tmp_pa
         assert completed.returncode == 0, completed.stderr
         digests.add(hashlib.sha256(output.read_bytes()).hexdigest())
     assert len(digests) == 1
+
+
+FUNCTION_HOSTILE = {
+    "function reads an undefined value": [helper.make_node("IsNaN", ["ghost"], ["r"])],
+    "function defines a value twice": [
+        helper.make_node("IsNaN", ["v"], ["r"]),
+        helper.make_node("IsInf", ["v"], ["r"]),
+    ],
+    "function node with an unknown attribute": [helper.make_node("IsInf", ["v"], ["r"], detect_nan=1)],
+    "function node with a wrong attribute type": [helper.make_node("IsInf", ["v"], ["r"], detect_negative="yes")],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FUNCTION_HOSTILE))
+def test_hostile_local_function_is_a_lowering_error(kind):
+    function = helper.make_function("local", "F", ["v"], ["r"], FUNCTION_HOSTILE[kind], [helper.make_opsetid("", 18)])
+    graph = helper.make_graph(
+        [helper.make_node("F", ["x"], ["y"], domain="local")],
+        "main",
+        [helper.make_tensor_value_info("x", F32, ["N"])],
+        [helper.make_tensor_value_info("y", BOOL, ["N"])],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("local", 1)], functions=[function]
+    )
+    model.ir_version = 9
+    with pytest.raises(lowering.LoweringError, match="not valid ONNX"):
+        lowering.lower(model)
+
+
+def test_input_type_the_op_does_not_take_exits_2(tmp_path):
+    model = model_of([helper.make_node("IsNaN", ["x"], ["y"], name="bad")],
+                     inputs=[helper.make_tensor_value_info("x", onnx.TensorProto.INT32, ["N"])])  # fmt: skip
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    completed = run_cli(str(path), "-o", str(tmp_path / "out.onnx"))
+    assert completed.returncode == 2 and "node 'bad'" in completed.stderr and not (tmp_path / "out.onnx").exists()
