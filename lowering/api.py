@@ -241,7 +241,10 @@ def _count_default_domain_ops(model: onnx.ModelProto, op_types: frozenset[str]) 
         for node in nodes:
             if node.op_type in op_types and schemas.canonical_domain(node.domain) == "":
                 total += 1
-            for attribute in node.attribute:
+            attributes = node.attribute
+            if not attributes:
+                continue
+            for attribute in attributes:
                 if attribute.type == onnx.AttributeProto.GRAPH:
                     total += count(attribute.g.node)
                 elif attribute.type == onnx.AttributeProto.GRAPHS:

@@ -43,11 +43,15 @@ def _graph_names(graph: onnx.GraphProto, names: set[str]) -> None:
 
 
 def _node_names(nodes: Iterable[onnx.NodeProto], names: set[str]) -> None:
+    add, update = names.add, names.update
     for node in nodes:
-        names.add(node.name)
-        names.update(node.input)
-        names.update(node.output)
-        for attribute in node.attribute:
+        add(node.name)
+        update(node.input)
+        update(node.output)
+        attributes = node.attribute
+        if not attributes:
+            continue
+        for attribute in attributes:
             if attribute.type == onnx.AttributeProto.GRAPH:
                 _graph_names(attribute.g, names)
             elif attribute.type == onnx.AttributeProto.GRAPHS:
