@@ -12,6 +12,7 @@ from . import schemas, versioning
 from .engine import LoweringPass, default_opset
 from .errors import LoweringError
 from .modelio import checkable
+from .opcount import count_ops
 from .registry import all_rules
 from .report import LoweringReport
 from .targets import DEFAULT_TARGET, Target
@@ -211,10 +212,7 @@ def _check_target_opset(model: onnx.ModelProto, target_opset: int, source_opset:
 def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:
     """Declare ``target_opset`` for the default domain, in the model and its functions, and
     an IR version that allows it."""
-    for imports in [model.opset_import, *(f.opset_import for f in model.functions)]:
-        for entry in imports:
-            if schemas.canonical_domain(entry.domain) == "":
-                entry.version = target_opset
+    versioning.redeclare_default_opset(model, target_opset)
     default_only = [onnx.helper.make_opsetid("", target_opset)]
     model.ir_version = max(model.ir_version, onnx.helper.find_min_ir_version_for(default_only))
 
@@ -230,25 +228,7 @@ def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
 
 def _check_postcondition(model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport) -> None:
     """Every node of a requested op that is left must be accounted for in the report."""
-    left = _count_default_domain_ops(model, requested)
+    counts = count_ops(model)
+    left = sum(counts[op_type] for op_type in requested)
     if left != len(report.remaining):
         raise AssertionError(f"{left} requested ops left in the model, {len(report.remaining)} reported")
-
-
-def _count_default_domain_ops(model: onnx.ModelProto, op_types: frozenset[str]) -> int:
-    def count(nodes) -> int:
-        total = 0
-        for node in nodes:
-            if node.op_type in op_types and schemas.canonical_domain(node.domain) == "":
-                total += 1
-            attributes = node.attribute
-            if not attributes:
-                continue
-            for attribute in attributes:
-                if attribute.type == onnx.AttributeProto.GRAPH:
-                    total += count(attribute.g.node)
-                elif attribute.type == onnx.AttributeProto.GRAPHS:
-                    total += sum(count(g.node) for g in attribute.graphs)
-        return total
-
-    return count(model.graph.node) + sum(count(f.node) for f in model.functions)

@@ -23,15 +23,6 @@ class Value:
     element_type: int | None
     type: onnx.TypeProto | None = field(default=None, compare=False, hash=False, repr=False)
 
-    @property
-    def kind(self) -> str:
-        """``tensor``, ``sequence``, ``optional`` or ``unknown``."""
-        if self.type is None:
-            return "tensor" if self.element_type else "unknown"
-        return {"tensor_type": "tensor", "sequence_type": "sequence", "optional_type": "optional"}.get(
-            self.type.WhichOneof("value") or "", "unknown"
-        )
-
 
 @dataclass(frozen=True)
 class DecidedOptional:

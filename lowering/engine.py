@@ -243,11 +243,7 @@ class LoweringPass:
             return None
         location = f"{scope.location}, {describe_node(node, index)}"
         moved = f"{node.op_type}-{source_version}→{target_version}"
-        same_meaning = target_version is not None and (
-            node.op_type in versioning.SAME_MEANING_ACROSS_VERSIONS
-            or versioning.only_types_changed(node.op_type, source_version, target_version)
-        )
-        if same_meaning and versioning.fits_target_schema(
+        if versioning.same_meaning(node.op_type, source_version, target_version) and versioning.fits_target_schema(
             node, scope.opset, [scope.type_of(name) if name else None for name in node.input]
         ):
             self.report.adapted[moved] += 1

@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 import onnx
 
 from . import floats, schemas
 from .errors import LoweringError
-from .samples import edge_values
+from .samples import edge_values, every_bit_pattern
 
 DEFAULT_DIMENSION = 8
 DEFAULT_RUNS = 8
@@ -84,12 +85,12 @@ def _narrow_edges(element_type: int) -> np.ndarray:
     """For 8- and 16-bit floats: every NaN and infinity pattern is too many to carry each run,
     so the edges are the distinct classes (NaN both signs, ±inf, ±0, subnormals, extremes)."""
     dtype = floats.numpy_dtype(element_type)
-    every = np.arange(2 ** (8 * dtype.itemsize), dtype=f"u{dtype.itemsize}").view(dtype)
+    every = every_bit_pattern(element_type)
     with np.errstate(all="ignore"):
         wide = every.astype(np.float64)
     finite = np.isfinite(wide)
     magnitude = np.abs(np.where(finite, wide, 0.0))
-    tiny = float(floats.ml_dtypes.finfo(dtype).smallest_normal)
+    tiny = float(ml_dtypes.finfo(dtype).smallest_normal)
     picks = []
     for sign in (False, True):
         side = np.signbit(wide) == sign

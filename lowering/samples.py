@@ -65,11 +65,3 @@ def sample_values(element_type: int, random_count: int = 20_000, seed: int = 0) 
     if dtype.itemsize <= 2:
         return every_bit_pattern(element_type)
     return np.concatenate([edge_values(element_type), random_bit_patterns(element_type, random_count, seed)])
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two arrays hold the same shape, dtype and bits (NaN equals NaN, -0 differs from +0)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return a.tobytes() == b.tobytes()

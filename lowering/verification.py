@@ -161,32 +161,23 @@ def run_original(model: onnx.ModelProto, feed: Feed) -> tuple[list, str]:
 
 
 def _same_meaning_redeclarations(model: onnx.ModelProto):
-    opset = next((e.version for e in model.opset_import if schemas.canonical_domain(e.domain) == ""), None)
-    if opset is None:
-        return
+    from .engine import default_opset
     from .opcount import count_ops
 
+    opset = default_opset(model.opset_import)
+    if opset is None:
+        return
     op_types = [op for op in count_ops(model) if "." not in op]
     others = sorted(set(range(1, schemas.newest_opset() + 1)) - {opset}, key=lambda o: (abs(o - opset), -o))
     for other in others:
-        same = True
-        for op_type in op_types:
-            now, then = schemas.version_in_force(op_type, opset), schemas.version_in_force(op_type, other)
-            same_meaning = op_type in versioning.SAME_MEANING_ACROSS_VERSIONS or (
-                now is not None and then is not None and versioning.only_types_changed(op_type, then, now)
-            )
-            if now is None or then is None or not same_meaning:
-                same = False
-                break
-        if not same:
-            continue
-        redeclared = onnx.ModelProto()
-        redeclared.CopyFrom(model)
-        for imports in [redeclared.opset_import, *(f.opset_import for f in redeclared.functions)]:
-            for entry in imports:
-                if schemas.canonical_domain(entry.domain) == "":
-                    entry.version = other
-        yield other, redeclared
+        if all(
+            versioning.same_meaning(op, schemas.version_in_force(op, other), schemas.version_in_force(op, opset))
+            for op in op_types
+        ):
+            redeclared = onnx.ModelProto()
+            redeclared.CopyFrom(model)
+            versioning.redeclare_default_opset(redeclared, other)
+            yield other, redeclared
 
 
 def _per_output(value: float | dict[str, float] | None, name: str) -> float | None:

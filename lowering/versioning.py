@@ -19,6 +19,7 @@ from onnx import helper, version_converter
 from . import floats, schemas
 from .errors import LoweringError
 from .naming import NameAllocator
+from .samples import every_bit_pattern
 
 # Ops whose versions differ only in the types and attributes they admit, with the same
 # meaning for every node the older version can hold (the ONNX changelog says so; onnx.defs
@@ -129,7 +130,7 @@ def exact_carrier(element_type: int, accepted: frozenset[int]) -> int | None:
         return None
     source = floats.numpy_dtype(element_type)
     if source.itemsize <= 2:
-        values = np.arange(2 ** (8 * source.itemsize), dtype=f"u{source.itemsize}").view(source)
+        values = every_bit_pattern(element_type)
     else:
         values = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=source)
         info = np.finfo(source)
@@ -146,6 +147,21 @@ def exact_carrier(element_type: int, accepted: frozenset[int]) -> int | None:
             if same.all():
                 return candidate
     return None
+
+
+def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> bool:
+    """Whether a node valid at both versions of ``op_type`` means the same at both."""
+    if version_a is None or version_b is None:
+        return False
+    return op_type in SAME_MEANING_ACROSS_VERSIONS or only_types_changed(op_type, version_a, version_b)
+
+
+def redeclare_default_opset(model: onnx.ModelProto, opset: int) -> None:
+    """Make ``model`` and its local functions import default-domain ``opset``, in place."""
+    for imports in [model.opset_import, *(f.opset_import for f in model.functions)]:
+        for entry in imports:
+            if schemas.canonical_domain(entry.domain) == "":
+                entry.version = opset
 
 
 def fits_target_schema(node: onnx.NodeProto, target_opset: int, input_types: list[onnx.TypeProto | None]) -> bool:

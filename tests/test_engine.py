@@ -13,29 +13,16 @@ from onnx import helper
 from support import make_model, oracle, parse
 
 import lowering
+from lowering.opcount import count_ops
 from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
 
 F32 = onnx.TensorProto.FLOAT
 
 
-def all_op_types(model: onnx.ModelProto) -> list[str]:
-    found = []
-
-    def walk(nodes):
-        for node in nodes:
-            found.append(node.op_type)
-            for attribute in node.attribute:
-                if attribute.type == onnx.AttributeProto.GRAPH:
-                    walk(attribute.g.node)
-                elif attribute.type == onnx.AttributeProto.GRAPHS:
-                    for graph in attribute.graphs:
-                        walk(graph.node)
-
-    walk(model.graph.node)
-    for function in model.functions:
-        walk(function.node)
-    return found
+def all_op_types(model: onnx.ModelProto) -> set[str]:
+    """Every op type in the model, its subgraphs and its local functions."""
+    return set(count_ops(model))
 
 
 def lower_and_check(model: onnx.ModelProto) -> lowering.LoweringResult:

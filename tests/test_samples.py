@@ -7,7 +7,7 @@ import onnx
 import pytest
 
 from lowering import floats
-from lowering.samples import edge_values, every_bit_pattern, same_bits, sample_values
+from lowering.samples import edge_values, every_bit_pattern, sample_values
 
 
 @pytest.mark.parametrize("element_type", [onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE])
@@ -41,12 +41,9 @@ def test_narrow_types_are_exhaustive(element_type):
 def test_random_patterns_are_appended_and_reproducible():
     a = sample_values(onnx.TensorProto.FLOAT, random_count=100, seed=3)
     b = sample_values(onnx.TensorProto.FLOAT, random_count=100, seed=3)
-    assert a.size == edge_values(onnx.TensorProto.FLOAT).size + 100 and same_bits(a, b)
+    assert a.size == edge_values(onnx.TensorProto.FLOAT).size + 100 and a.tobytes() == b.tobytes()
 
 
-def test_same_bits_tells_zero_signs_and_nan_payloads_apart():
-    assert same_bits(np.float32([np.nan]), np.float32([np.nan]))
-    assert not same_bits(np.float32([0.0]), np.float32([-0.0]))
-    assert not same_bits(np.float32([1.0]), np.float64([1.0]))
+def test_only_narrow_types_are_enumerated():
     with pytest.raises(ValueError):
         every_bit_pattern(onnx.TensorProto.FLOAT)

@@ -11,6 +11,7 @@ from support import oracle, parse, type_name, unary_model
 
 import lowering
 from lowering import schemas
+from lowering.engine import default_opset
 from lowering.opcount import count_ops
 from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
@@ -44,7 +45,7 @@ def _id(case) -> str:
 
 
 def declared_opset(model: onnx.ModelProto) -> int:
-    return next(entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx"))
+    return default_opset(model.opset_import)
 
 
 @pytest.mark.parametrize("case", MATRIX, ids=[_id(c) for c in MATRIX])
