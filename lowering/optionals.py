@@ -92,6 +92,7 @@ class OptionalResolver:
             branch_scope = Scope(
                 graph,
                 opset=owner.opset,
+                source_opset=owner.source_opset,
                 location=f"{owner.location} > If {branch_name}",
                 names=self._names,
                 parent=owner,
