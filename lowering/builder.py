@@ -68,25 +68,33 @@ def _output_type_rule(op_type: str, opset: int) -> tuple[str, int]:
     raise ValueError(f"cannot tell the output type of {op_type}-{schema.since_version}")
 
 
-def output_element_type(node: onnx.NodeProto, opset: int, input_types: list[int | None]) -> int | None:
-    """The element type of a node's first output, when its schema fixes it from the inputs
-    (None for multi-output ops, control flow, or anything the schema leaves open)."""
+def output_type_rule(node: onnx.NodeProto, opset: int) -> tuple[str, int] | None:
+    """How a node's first output's element type follows from its schema: ("same", i) typed
+    like input i, ("type", t) always t (0: unknown); None for multi-output ops, control flow,
+    other domains, or anything the schema leaves open."""
     if len(node.output) != 1 or node.op_type in ("If", "Loop", "Scan", "Constant"):
+        return None
+    if node.domain not in ("", "ai.onnx"):
         return None
     try:
         kind, detail = _output_type_rule(node.op_type, opset)
     except ValueError:
         return None
     if kind == "same":
-        return input_types[detail] if detail < len(input_types) else None
+        return ("same", detail)
     if kind == "fixed":
-        return detail
+        return ("type", detail)
     for attribute in node.attribute:
         if kind == "attribute" and attribute.name == "to":
-            return attribute.i
+            return ("type", attribute.i)
         if kind == "value" and attribute.name == "value":
-            return attribute.t.data_type
-    return detail if kind == "value" else None
+            return ("type", attribute.t.data_type)
+    return ("type", detail if kind == "value" else 0)
+
+
+def constant_key(value: float, element_type: int) -> tuple[int, bytes]:
+    """What makes two scalar constants the same: their element type and bits."""
+    return (element_type, np.array(value, dtype=floats.numpy_dtype(element_type)).tobytes())
 
 
 class ConstantPool:
@@ -99,12 +107,19 @@ class ConstantPool:
 
     def scalar(self, value: float, element_type: int, hint: str) -> Value:
         """A shared scalar constant of ``element_type`` holding exactly ``value``."""
-        array = np.array(value, dtype=floats.numpy_dtype(element_type))
-        key = (element_type, array.tobytes())
+        return self.scalar_for_key(constant_key(value, element_type), value, element_type, hint)
+
+    def existing(self, key: tuple[int, bytes]) -> Value | None:
+        """The constant already made for ``key`` (see :func:`constant_key`), if any."""
+        return self._by_key.get(key)
+
+    def scalar_for_key(self, key: tuple[int, bytes], value: float, element_type: int, hint: str) -> Value:
+        """:meth:`scalar` with its :func:`constant_key` computed already."""
         found = self._by_key.get(key)
         if found is not None:
             return found
-        name = self._names.fresh(hint)
+        array = np.array(value, dtype=floats.numpy_dtype(element_type))
+        name = self._names.fresh(hint, tail=hint)
         tensor = onnx.numpy_helper.from_array(array, name=name)
         if tensor.data_type != element_type:
             raise AssertionError(f"constant {name} has the wrong element type")
@@ -218,12 +233,12 @@ class Builder:
             element_type = attributes["value"].data_type if "value" in attributes else detail
         else:
             element_type = attributes["to"]
-        output = self._names.fresh(f"{self._hint}_{op_type.lower()}")
+        output = self._names.fresh(f"{self._hint}_{op_type.lower()}", tail=f"_{op_type.lower()}")
         node = onnx.NodeProto(
             op_type=op_type,
             input=[value.name for value in inputs],
             output=[output],
-            name=self._names.fresh(f"{self._hint}_{op_type}"),
+            name=self._names.fresh(f"{self._hint}_{op_type}", tail=f"_{op_type}"),
         )
         if attributes:
             node.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attributes.items()))

@@ -8,11 +8,11 @@ from collections.abc import Iterable
 import onnx
 from onnx import helper
 
-from . import schemas, versioning
+from . import protowire, schemas, versioning
 from .builder import Builder, NotLowered, Value
 from .cleanup import remove_unused
 from .errors import LoweringError
-from .naming import NameAllocator, names_in_model
+from .naming import NameAllocator
 from .optionals import OptionalResolver
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
@@ -25,6 +25,10 @@ PROGRESS_STEP = 4096  # nodes between progress updates
 # Optional nodes vanish with their last reader (see cleanup); one still read at an opset
 # without optionals makes the model inexpressible there, which the final check reports.
 OPTIONAL_CONSTRUCTORS = frozenset({"Optional"})
+
+
+def _location(scope: Scope, node: onnx.NodeProto, index: int) -> str:
+    return f"{scope.location}, {describe_node(node, index)}"
 
 
 def describe_node(node: onnx.NodeProto, index: int) -> str:
@@ -77,7 +81,7 @@ class LoweringPass:
         self.requested_ops = requested_ops
         self.target = target
         self.report = LoweringReport()
-        self.names = NameAllocator(names_in_model(model))
+        self.names = NameAllocator(model=model)
         self.functions = {function_key(f): f for f in model.functions}
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}
@@ -111,33 +115,49 @@ class LoweringPass:
 
     # -- graphs --------------------------------------------------------------------------
     def _lower_graph(self, scope: Scope) -> None:
-        lowered_nodes: list[onnx.NodeProto] = []
-        changed = False
+        """Rewrite the nodes of one graph. Only nodes that may matter are looked at: ops to
+        lower, ops holding subgraphs, and calls of local functions (every node when converting).
+        The rewritten node list is spliced as bytes (see :mod:`lowering.protowire`)."""
+        graph_nodes = scope.graph.node
         converting = self.target_opset is not None
-        watched = self._watched_ops  # op types that may be rewritten: a set lookup per node
+        replaced: dict[int, list] = {}
         functions = self.functions
-        for index, node in enumerate(scope.graph.node):
+        progress = self.progress
+        reported = 0  # nodes already told to progress
+        for index in range(len(graph_nodes)) if converting else self._nodes_to_visit(scope):
+            node = graph_nodes[index]
             if node.attribute:
                 self._lower_subgraphs(scope, node, index)
             if functions and call_key(node) in functions:
                 self._record_call(scope, node, index)
             replacement = None
-            if converting or node.op_type in watched:
+            if converting or node.op_type in self._watched_ops:
                 replacement = self._rewrite(scope, node, index)
                 if replacement is None and converting:
                     replacement = self._convert(scope, node, index)
-            if replacement is None:
-                lowered_nodes.append(node)
-            else:
-                lowered_nodes.extend(replacement)
-                changed = True
-            if self.progress is not None and (index + 1) % PROGRESS_STEP == 0:
-                self.progress.advance(nodes=PROGRESS_STEP)
-        if self.progress is not None:
-            self.progress.advance(nodes=len(scope.graph.node) % PROGRESS_STEP, graphs=1)
-        if changed:
-            del scope.graph.node[:]
-            scope.graph.node.extend(scope.constants.nodes + lowered_nodes)
+            if replacement is not None and not (len(replacement) == 1 and replacement[0] is node):
+                replaced[index] = replacement
+            if progress is not None and index - reported >= PROGRESS_STEP:
+                progress.advance(nodes=index - reported)
+                reported = index
+        if progress is not None:
+            progress.advance(nodes=len(graph_nodes) - reported, graphs=1)
+        if replaced:
+            protowire.splice_nodes(scope.graph, scope.constants.nodes, replaced)
+
+    def _nodes_to_visit(self, scope: Scope) -> list[int]:
+        """Indices of the nodes that may be rewritten, hold subgraphs or call a local function.
+        Found from op types alone where every node is in the default domain."""
+        interesting = self._watched_ops | schemas.ops_with_subgraphs()
+        op_types = scope.op_types
+        if self.functions or _imports_other_domains(scope, self.model):
+            nodes = scope.graph.node
+            return [
+                index
+                for index, op_type in enumerate(op_types)
+                if op_type in interesting or nodes[index].domain not in schemas.DEFAULT_DOMAINS
+            ]
+        return [index for index, op_type in enumerate(op_types) if op_type in interesting]
 
     def _lower_subgraphs(self, scope: Scope, node: onnx.NodeProto, index: int) -> None:
         for attribute in node.attribute:
@@ -162,7 +182,8 @@ class LoweringPass:
                 self._lower_graph(child)
 
     # -- one node ------------------------------------------------------------------------
-    def _rewrite(self, scope: Scope, node: onnx.NodeProto, index: int) -> list[onnx.NodeProto] | None:
+    def _rewrite(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
+        """The node's replacement (NodeProtos or their payloads), or None to keep it."""
         rule = rule_for(node.domain, node.op_type)
         if rule is None or schemas.canonical_domain(node.domain) != rule.domain:
             return None
@@ -171,14 +192,14 @@ class LoweringPass:
         if not requested and not converting:
             return None
         version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
-        location = f"{scope.location}, {describe_node(node, index)}"
         if converting and not requested:
             adapted = self._adapt(rule, version, scope, node)
             if adapted is not None:
                 return adapted
         try:
-            nodes = self._expand(rule, version, scope, node, location)
+            nodes = self._expand(rule, version, scope, node, index)
         except _NotLowered as not_lowered:
+            location = _location(scope, node, index)
             if converting:
                 adapted = self._adapt(rule, version, scope, node) if requested else None
                 if adapted is None:
@@ -263,38 +284,33 @@ class LoweringPass:
         self.report.adapted[moved] += 1
         return converted
 
-    def _expand(
-        self, rule: Rule, version: int | None, scope: Scope, node: onnx.NodeProto, location: str
-    ) -> list[onnx.NodeProto]:
+    def _expand(self, rule: Rule, version: int | None, scope: Scope, node: onnx.NodeProto, index: int) -> list:
+        """The rule's nodes for ``node``: a recorded template replayed (as payloads) where the
+        kind of node was seen before, else the rule run on it."""
         if version is None:
             raise _NotLowered(f"{node.op_type} does not exist at opset {scope.opset}")
         if not rule.serves(version):
             served = ", ".join(map(str, rule.since_versions))
             raise _NotLowered(f"no rule for {node.op_type}-{version} (rules cover versions {served})")
-        inputs = [self._input_value(scope, name) for name in node.input]
-        if inputs and inputs[0] is not None:
-            accepted = schemas.input_type_strings(node.op_type, version, 0, rule.domain)
-            given = schemas.type_string(inputs[0].type)
-            if given not in accepted:
-                raise LoweringError(
-                    f"{location}: {node.op_type}-{version} does not accept {given} inputs; the model is invalid"
-                )
-        attributes = self._attributes(rule, node, location)
-        hint = node.name or (node.output[0] if node.output else node.op_type.lower())
+        input_names = node.input
+        # The kind of node: everything the expansion depends on; its types as schema strings.
         key = (
+            rule.domain,
             rule.op_type,
             version,
             scope.opset,
-            tuple(None if v is None else schemas.type_string(v.type) for v in inputs),
-            tuple(sorted((name, repr(value)) for name, value in attributes.items())),
+            tuple([self._type_key(scope, name, index) for name in input_names]),
+            tuple([attribute.SerializeToString() for attribute in node.attribute]) if node.attribute else (),
             len(node.output),
         )
         template = self._templates.get(key)
         if template is None:
-            template = self._record(rule, inputs, attributes, node, scope)
-            self._templates[key] = template
+            template = self._templates[key] = self._first_of_kind(rule, version, scope, node, index)
+        hint = node.name or (node.output[0] if node.output else node.op_type.lower())
         if template is not _NOT_CACHEABLE:
-            return template.instantiate(node, hint, self.names, scope.constants)
+            return template.instantiate(input_names, node.output, hint, self.names, scope.constants, scope.node_tag)
+        inputs = [self._input_value(scope, name, index) for name in input_names]
+        attributes = self._attributes(rule, node, _location(scope, node, index))
         builder = Builder(
             opset=scope.opset,
             target=self.target,
@@ -310,6 +326,34 @@ class LoweringPass:
             scope.constants.rollback(constants_before)
             raise _NotLowered(result.reason)
         return _bound(builder.nodes, result, list(node.output), self.names)
+
+    def _type_key(self, scope: Scope, name: str, index: int) -> str | None:
+        """The schema spelling of an input's type (None for a missing input); _NotLowered
+        when it is unknown."""
+        if name == "":
+            return None
+        found = scope.type_strings.get(name)
+        if found is None:
+            type_proto = scope.type_of(name, index)
+            found = schemas.type_string(type_proto) if type_proto is not None else "unknown"
+            if found == "unknown":
+                self._input_value(scope, name, index)  # raises, saying why
+            scope.type_strings[name] = found
+        return found
+
+    def _first_of_kind(self, rule: Rule, version: int, scope: Scope, node: onnx.NodeProto, index: int):
+        """Check the first node of a kind, and record its expansion for the rest."""
+        location = _location(scope, node, index)
+        inputs = [self._input_value(scope, name, index) for name in node.input]
+        if inputs and inputs[0] is not None:
+            accepted = schemas.input_type_strings(node.op_type, version, 0, rule.domain)
+            given = schemas.type_string(inputs[0].type)
+            if given not in accepted:
+                raise LoweringError(
+                    f"{location}: {node.op_type}-{version} does not accept {given} inputs; the model is invalid"
+                )
+        attributes = self._attributes(rule, node, location)
+        return self._record(rule, inputs, attributes, node, scope)
 
     def _record(self, rule: Rule, inputs, attributes, node: onnx.NodeProto, scope: Scope):
         """Run the rule on placeholders; _NOT_CACHEABLE when it reads the surrounding graph."""
@@ -336,10 +380,10 @@ class LoweringPass:
         nodes = _bound(builder.nodes, result, outputs, names)
         return Template(nodes, names.events, placeholders, hint, outputs)
 
-    def _input_value(self, scope: Scope, name: str) -> Value | None:
+    def _input_value(self, scope: Scope, name: str, reader: int | None = None) -> Value | None:
         if name == "":
             return None
-        type_proto = scope.type_of(name)
+        type_proto = scope.type_of(name, reader)
         if type_proto is None or schemas.type_string(type_proto) == "unknown":
             reason = f"the type of input '{name}' is unknown"
             if scope.unknown_types_reason:
@@ -418,6 +462,15 @@ class LoweringPass:
             unknown_types_reason=reason,
         )
         self._lower_graph(scope)
+
+
+def _imports_other_domains(scope: Scope, model: onnx.ModelProto) -> bool:
+    """Whether nodes of this graph may be in a domain other than the default one (the
+    checker refuses a node whose domain is not imported)."""
+    imports = list(model.opset_import)
+    if isinstance(scope.graph, onnx.FunctionProto):
+        imports += list(scope.graph.opset_import)
+    return any(entry.domain not in schemas.DEFAULT_DOMAINS for entry in imports)
 
 
 def _signature_text(types: list[onnx.TypeProto | None]) -> str:

@@ -8,29 +8,86 @@ from collections.abc import Iterable
 import onnx
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+# Above this size the model is not copied to bytes to test names against (memory first):
+# its names are listed up front instead.
+SNAPSHOT_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+def safe_characters(text: str) -> str:
+    """``text`` with every character outside ``[A-Za-z0-9_]`` made ``_``."""
+    return _UNSAFE.sub("_", text)
+
+
+def identifier(hint: str) -> str:
+    """:func:`safe_characters` of ``hint``, never empty, never starting with a digit."""
+    base = safe_characters(hint) or "v"
+    return "_" + base if base[0].isdigit() else base
 
 
 class NameAllocator:
-    """Hands out names unique across the whole model: graphs, subgraphs and functions."""
+    """Hands out names unique across the whole model: graphs, subgraphs and functions.
 
-    def __init__(self, taken: Iterable[str] = ()) -> None:
-        self._taken = set(taken)
+    Listing every name of a large model is a pass over all of it. Instead the model's
+    serialized bytes are kept, and a name is checked by its ``tail`` (the text a rule adds to
+    a node's name, such as ``_equal``): a name holding a tail that never occurs in those bytes
+    is no name the model has, since every name is stored verbatim in them. Only when a tail
+    does occur, or none is given, is the full list made, once.
+    """
 
-    def fresh(self, hint: str) -> str:
-        """``hint`` itself if free, else ``hint_1``, ``hint_2``, … (identifier-safe)."""
-        base = _UNSAFE.sub("_", hint) or "v"
-        if base[0].isdigit():
-            base = "_" + base
+    def __init__(self, taken: Iterable[str] = (), model: onnx.ModelProto | None = None) -> None:
+        self._given = set(taken)
+        self._existing: set[str] | None = set()
+        self._snapshot: bytes | None = None
+        self._tail_absent: dict[str, bool] = {}
+        if model is not None:
+            if model.ByteSize() <= SNAPSHOT_LIMIT_BYTES:
+                self._snapshot = model.SerializeToString()
+                self._existing = None
+            else:
+                self._existing = names_in_model(model)
+
+    def fresh(self, hint: str, tail: str = "") -> str:
+        """``hint`` itself if free, else ``hint_1``, ``hint_2``, … (identifier-safe).
+
+        ``tail``: text ``hint`` ends with that makes a collision with the model unlikely."""
+        return self.fresh_identifier(identifier(hint), tail)
+
+    def fresh_identifier(self, base: str, tail: str = "") -> str:
+        """:meth:`fresh` for a ``base`` that is already an :func:`identifier`."""
+        given = self._given
+        if base not in given and self._existing is None and tail and self._tail_absent.get(tail) and tail in base:
+            given.add(base)  # the common case, decided without listing the model's names
+            return base
         name = base
         counter = 0
-        while name in self._taken:
+        while self._taken(name, tail):
             counter += 1
             name = f"{base}_{counter}"
-        self._taken.add(name)
+        given.add(name)
         return name
 
+    def _taken(self, name: str, tail: str) -> bool:
+        if name in self._given:
+            return True
+        if self._existing is None:
+            if tail and tail in name and self._absent(tail):
+                return False
+            self._existing = _names_in_snapshot(self._snapshot)
+            self._snapshot = None
+        return name in self._existing
+
+    def _absent(self, tail: str) -> bool:
+        absent = self._tail_absent.get(tail)
+        if absent is None:
+            absent = self._tail_absent[tail] = tail.encode() not in self._snapshot
+        return absent
+
     def __contains__(self, name: str) -> bool:
-        return name in self._taken
+        return self._taken(name, "")
+
+
+def _names_in_snapshot(snapshot: bytes | None) -> set[str]:
+    return names_in_model(onnx.ModelProto.FromString(snapshot)) if snapshot is not None else set()
 
 
 def _graph_names(graph: onnx.GraphProto, names: set[str]) -> None:

@@ -108,3 +108,15 @@ def accepts(op_type: str, opset: int, element_type: int, input_index: int = 0) -
 def type_name(element_type: int) -> str:
     """``TensorProto.FLOAT16`` → ``"float16"``."""
     return onnx.TensorProto.DataType.Name(element_type).lower()
+
+
+@functools.cache
+def ops_with_subgraphs() -> frozenset[str]:
+    """Default-domain op types with a graph attribute in some version (If, Loop, Scan, …)."""
+    graph_kinds = (defs.OpSchema.AttrType.GRAPH, defs.OpSchema.AttrType.GRAPHS)
+    return frozenset(
+        schema.name
+        for schema in defs.get_all_schemas_with_history()
+        if canonical_domain(schema.domain) == ""
+        and any(attribute.type in graph_kinds for attribute in schema.attributes.values())
+    )

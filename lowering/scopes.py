@@ -12,19 +12,22 @@ from collections.abc import Callable
 
 import onnx
 
+from . import protowire
 from .builder import ConstantPool
 from .naming import NameAllocator
 
 GraphLike = onnx.GraphProto | onnx.FunctionProto
 TwinProvider = Callable[[], "onnx.GraphProto | None"]
+NEARBY_NODES = 64  # nodes looked at before a reader for its producer, before indexing them all
 
 
 def _types_of_value_infos(infos) -> dict[str, onnx.TypeProto]:
     return {info.name: info.type for info in infos if info.HasField("type")}
 
 
-def declared_types(graph: GraphLike) -> dict[str, onnx.TypeProto]:
-    """Types a graph states for its own values (no inference)."""
+def declared_types(graph: GraphLike, op_types: list[str] | None = None) -> dict[str, onnx.TypeProto]:
+    """Types a graph states for its own values (no inference). ``op_types``: the op type of
+    each node, where the caller has them already."""
     types: dict[str, onnx.TypeProto] = {}
     if isinstance(graph, onnx.GraphProto):
         for group in (graph.input, graph.output, graph.value_info):
@@ -35,8 +38,12 @@ def declared_types(graph: GraphLike) -> dict[str, onnx.TypeProto]:
             types.setdefault(sparse.values.name, _tensor_type(sparse.values.data_type))
     else:
         types.update(_types_of_value_infos(getattr(graph, "value_info", ())))
-    for node in graph.node:
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+    if op_types is None:
+        op_types = [node.op_type for node in graph.node]
+    nodes = graph.node
+    for index in [k for k, op_type in enumerate(op_types) if op_type == "Constant"]:
+        node = nodes[index]
+        if node.domain in ("", "ai.onnx") and node.output:
             for attribute in node.attribute:
                 if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
                     types.setdefault(node.output[0], _tensor_type(attribute.t.data_type))
@@ -60,7 +67,12 @@ def element_type_of(type_proto: onnx.TypeProto | None) -> int | None:
 
 
 class Scope:
-    """One graph being lowered, with its enclosing scope, opset and shared constants."""
+    """One graph being lowered, with its enclosing scope, opset and shared constants.
+
+    Nothing here walks the whole graph unless it must: a value's producer is first looked for
+    among the few nodes before the node that reads it, and element types follow from the op
+    schemas only back along the values a rewrite needs.
+    """
 
     def __init__(
         self,
@@ -82,21 +94,25 @@ class Scope:
         self.parent = parent
         self.constants = ConstantPool(names)
         self.unknown_types_reason = unknown_types_reason
+        self.op_types: list[str] = [node.op_type for node in graph.node]
+        self.node_tag = protowire.node_tag(graph)
+        self.type_strings: dict[str, str] = {}  # schema spellings of types looked up (lowering's memo)
         self._twin_provider = twin
         self._twin: onnx.GraphProto | None = None
         self._twin_types: dict[str, onnx.TypeProto] | None = None
-        self._declared = declared_types(graph)
+        self._declared = declared_types(graph, self.op_types)
         if input_types:
             for name, type_proto in input_types.items():
                 self._declared.setdefault(name, type_proto)
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
-        self._propagated: dict[str, onnx.TypeProto] | None = None
-        self._local = set(graph.input) if isinstance(graph, onnx.FunctionProto) else {i.name for i in graph.input}
-        self._declared_inputs = frozenset(self._local)
+        self._nearby_producers: dict[str, tuple[onnx.NodeProto, int, int]] = {}
+        self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
+        self._outer_element_types: dict[str, int] = {}
+        inputs = graph.input if isinstance(graph, onnx.FunctionProto) else [i.name for i in graph.input]
+        self._declared_inputs = frozenset(inputs)
+        self._own_values = set(self._declared_inputs)  # inputs and initializers
         if isinstance(graph, onnx.GraphProto):
-            self._local.update(t.name for t in graph.initializer)
-        for node in graph.node:
-            self._local.update(node.output)
+            self._own_values.update(t.name for t in graph.initializer)
 
     def producer(self, name: str) -> tuple[onnx.NodeProto, int, int, Scope] | None:
         """The node that produces ``name`` here or in an enclosing scope:
@@ -132,6 +148,21 @@ class Scope:
             }
         return self._producer_map
 
+    def _local_producer(self, name: str, reader: int | None) -> tuple[onnx.NodeProto, int, int] | None:
+        """The node of this graph producing ``name``. ``reader``: the index of a node reading
+        it; the producer, which comes before, is first looked for among the nodes just before."""
+        if self._producer_map is None and reader is not None:
+            found = self._nearby_producers.get(name)
+            if found is not None:
+                return found
+            nodes = self.graph.node
+            for index in range(reader - 1, max(reader - NEARBY_NODES, 0) - 1, -1):
+                outputs = nodes[index].output
+                if name in outputs:
+                    found = self._nearby_producers[name] = (nodes[index], index, list(outputs).index(name))
+                    return found
+        return self._producers().get(name)
+
     def constant_value(self, name: str) -> onnx.TensorProto | None:
         """The tensor behind ``name`` when it is an initializer or a Constant's value."""
         scope: Scope | None = self
@@ -162,41 +193,63 @@ class Scope:
             self._twin = self._twin_provider()
         return self._twin
 
-    def type_of(self, name: str) -> onnx.TypeProto | None:
-        """The type of a value visible here: local first, then enclosing scopes."""
+    def type_of(self, name: str, reader: int | None = None) -> onnx.TypeProto | None:
+        """The type of a value visible here: local first, then enclosing scopes.
+        ``reader``: the index of a node of this graph that reads the value, where known."""
         scope: Scope | None = self
         while scope is not None:
-            if name in scope._declared:
-                return scope._declared[name]
-            if name in scope._local:
-                element_type = scope._propagated_types().get(name)
+            declared = scope._declared.get(name)
+            if declared is not None:
+                return declared
+            element_type = scope._element_types.get(name)
+            if element_type is None and (name in scope._own_values or scope._local_producer(name, reader)):
+                element_type = scope._propagated_element_type(name, reader)
+            if element_type is not None:
                 return _tensor_type(element_type) if element_type else scope._inferred_types().get(name)
             scope = scope.parent
+            reader = None
         return None
 
-    def _propagated_types(self) -> dict[str, int]:
-        """Element types that follow from the op schemas alone, in one pass over the nodes:
-        an output typed like one of its inputs, a fixed type (bool for comparisons), Cast's ``to``.
-        Cheaper than onnx type inference, which runs only for what this leaves unknown."""
-        if self._propagated is not None:
-            return self._propagated
-        from .builder import output_element_type
+    def _propagated_element_type(self, name: str, reader: int | None) -> int:
+        """The element type of a value of this graph that follows from the op schemas alone,
+        following its producers back as far as needed: an output typed like one of its inputs,
+        a fixed type (bool for comparisons), Cast's ``to``. 0 when they leave it open, and onnx
+        type inference is asked instead."""
+        from .builder import output_type_rule
 
-        self._propagated = propagated = {}
-        declared = {name: element_type_of(t) for name, t in self._declared.items()}
-        for node in self.graph.node:
-            if node.domain not in ("", "ai.onnx"):
-                continue
-            input_types = []
-            for name in node.input:
-                found = declared.get(name) or propagated.get(name)
-                if found is None and name and name not in self._local and self.parent is not None:
-                    found = element_type_of(self.parent.type_of(name))
-                input_types.append(found)
-            element_type = output_element_type(node, self.source_opset, input_types)
-            if element_type:
-                propagated[node.output[0]] = element_type
-        return propagated
+        known = self._element_types  # this graph's values
+        outer = self._outer_element_types  # values of enclosing graphs
+        followed: list[str] = []  # values typed like the next one, back to one whose type is known
+        seen: set[str] = set()  # guards against a cycle in an invalid graph
+        value = name
+        while True:
+            if value in known:
+                result = known[value]
+                break
+            found = None if value in self._own_values else self._local_producer(value, reader)
+            if found is None:
+                if value in self._own_values or self.parent is None:
+                    followed.append(value)
+                    result = 0
+                else:
+                    result = outer[value] = element_type_of(self.parent.type_of(value)) or 0
+                break
+            followed.append(value)
+            seen.add(value)
+            node, reader, output_index = found
+            rule = output_type_rule(node, self.source_opset) if output_index == 0 else None
+            if rule is None or rule[0] != "same":
+                result = rule[1] if rule is not None else 0
+                break
+            source = node.input[rule[1]] if rule[1] < len(node.input) else ""
+            declared = element_type_of(self._declared.get(source))
+            if declared is not None or not source or source in outer or source in seen:
+                result = declared or outer.get(source, 0)
+                break
+            value = source
+        for value in followed:
+            known[value] = result
+        return known[name]
 
     def element_type(self, name: str) -> int | None:
         return element_type_of(self.type_of(name))

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 import onnx
 
-from .builder import Value
+from . import protowire
+from .builder import Value, constant_key
+from .naming import safe_characters
 
 _MARK = "\x00"
 _PLACEHOLDER = re.compile("(\x00[a-z]\\d+\x00)")
@@ -29,7 +31,8 @@ class RecordingNames:
     def __init__(self) -> None:
         self.events: list[tuple] = []
 
-    def fresh(self, hint: str) -> str:
+    def fresh(self, hint: str, tail: str = "") -> str:
+        del tail  # the replay finds the tail in the hint itself
         name = placeholder("n", len(self.events))
         self.events.append(("name", name, hint))
         return name
@@ -63,44 +66,80 @@ class Template:
     _plan: list[tuple] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        # Hints split around their placeholders once, so replaying is a join per name.
+        # Hints split around their placeholders once, the text between made identifier-safe,
+        # so a replayed name is a join; its last text is the tail the allocator checks.
         for event in self.events:
             if event[0] == "name":
-                self._plan.append(("name", event[1], _PLACEHOLDER.split(event[2])))
+                _, name, hint = event
+                self._plan.append(("name", name, *_hint_parts(hint)))
             else:
                 _, name, value, element_type, hint = event
-                self._plan.append(("constant", name, _PLACEHOLDER.split(hint), value, element_type))
-        # Only the fields the recorded node has set (proto2: an empty string set is still serialized).
-        self._shapes = [
-            (
-                {"op_type": n.op_type, **({"domain": n.domain} if n.HasField("domain") else {})},
-                list(n.input),
-                list(n.output),
-                n.name,
-                list(n.attribute),
-            )
-            for n in self.nodes
-        ]
+                self._plan.append(("constant", name, _PLACEHOLDER.split(hint), value, element_type,
+                                   constant_key(value, element_type)))  # fmt: skip
+        # Each node as wire bytes: its names to fill in (inputs, outputs, name), then the rest,
+        # fixed: op type, attributes and domain (only the fields the recorded node has set).
+        self._node_plans = []
+        for node in self.nodes:
+            names = [(protowire.INPUT_TAG, n) for n in node.input] + [(protowire.OUTPUT_TAG, n) for n in node.output]
+            names.append((protowire.NAME_TAG, node.name))
+            fixed = protowire.field(protowire.OP_TYPE_TAG, node.op_type.encode())
+            fixed += b"".join(protowire.field(protowire.ATTRIBUTE_TAG, a.SerializeToString()) for a in node.attribute)
+            if node.HasField("domain"):
+                fixed += protowire.field(protowire.DOMAIN_TAG, node.domain.encode())
+            self._node_plans.append((names, fixed))
 
-    def instantiate(self, node: onnx.NodeProto, hint: str, names, constants) -> list[onnx.NodeProto]:
-        """The recorded nodes for ``node``, with fresh names asked for in the recorded order."""
+    def instantiate(self, inputs, outputs, hint: str, names, constants, tag: bytes) -> list[bytes]:
+        """The recorded nodes, as node fields under ``tag`` (see :mod:`lowering.protowire`),
+        for a node with these ``inputs``, ``outputs`` and name ``hint``, fresh names asked for
+        in the recorded order."""
         real: dict[str, str] = {self.hint: hint}
-        real.update(zip(self.inputs, node.input, strict=False))
-        real.update(zip(self.outputs, node.output, strict=False))
+        real.update(zip(self.inputs, inputs, strict=False))
+        real.update(zip(self.outputs, outputs, strict=False))
         get = real.get
+        safe: dict[str, str] = {}
         for step in self._plan:
-            text = "".join([get(part, part) for part in step[2]])
             if step[0] == "name":
-                real[step[1]] = names.fresh(text)
+                _, name, parts, tail = step
+                text = "".join([part if part[:1] != _MARK else _safe_part(part, get, safe) for part in parts])
+                real[name] = names.fresh_identifier(_identifier_start(text), tail)
             else:
-                real[step[1]] = constants.scalar(step[3], step[4], text).name
-        return [
-            onnx.NodeProto(
-                **fields,
-                input=[get(name, name) for name in inputs],
-                output=[get(name, name) for name in outputs],
-                name=get(name, name),
-                attribute=attributes,
-            )
-            for fields, inputs, outputs, name, attributes in self._shapes
-        ]
+                _, name, hint_parts, value, element_type, key = step
+                found = constants.existing(key)
+                if found is None:
+                    text = "".join([get(part, part) for part in hint_parts])
+                    found = constants.scalar_for_key(key, value, element_type, text)
+                real[name] = found.name
+        varint = protowire.varint
+        records = []
+        for names_to_fill, fixed in self._node_plans:
+            parts = []
+            for field_tag, name in names_to_fill:
+                text = get(name, name).encode()
+                parts.append(field_tag + varint(len(text)) + text)
+            parts.append(fixed)
+            payload = b"".join(parts)
+            records.append(tag + varint(len(payload)) + payload)
+        return records
+
+
+def _hint_parts(hint: str) -> tuple[list[str], str]:
+    """A name hint split around its placeholders, the text between made identifier-safe,
+    and its tail: the text after the last placeholder."""
+    parts = [part if part.startswith(_MARK) else safe_characters(part) for part in _PLACEHOLDER.split(hint) if part]
+    tail = parts[-1] if parts and not parts[-1].startswith(_MARK) else ""
+    return parts, tail
+
+
+def _safe_part(placeholder_name: str, get, safe: dict[str, str]) -> str:
+    found = safe.get(placeholder_name)
+    if found is None:
+        found = safe[placeholder_name] = safe_characters(get(placeholder_name, placeholder_name))
+    return found
+
+
+def _identifier_start(text: str) -> str:
+    """What :func:`lowering.naming.identifier` does to an already safe text: never empty,
+    never starting with a digit."""
+    if not text:
+        return "v"
+    return "_" + text if text[0].isdigit() else text
