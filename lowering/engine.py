@@ -18,7 +18,7 @@ from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
 from .scopes import Scope, element_type_of, subgraph_twin
 from .targets import Target
-from .templates import RecordingConstants, RecordingNames, Template, placeholder
+from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
 
 FunctionKey = tuple[str, str, str]
 PROGRESS_STEP = 4096  # nodes between progress updates
@@ -124,8 +124,19 @@ class LoweringPass:
         functions = self.functions
         progress = self.progress
         reported = 0  # nodes already told to progress
+        waiting: list[tuple[int, Replay]] = []  # replays made together (see templates.replay_together)
         for index in range(len(graph_nodes)) if converting else self._nodes_to_visit(scope):
+            if progress is not None and index - reported >= PROGRESS_STEP:
+                progress.advance(nodes=index - reported)
+                reported = index
             node = graph_nodes[index]
+            if not converting:
+                replay = self._direct_replay(scope, node, index)
+                if replay is not None:
+                    waiting.append((index, replay))
+                    continue
+                if waiting:
+                    self._replay_waiting(scope, waiting, replaced)
             if node.attribute:
                 self._lower_subgraphs(scope, node, index)
             if functions and call_key(node) in functions:
@@ -137,13 +148,72 @@ class LoweringPass:
                     replacement = self._convert(scope, node, index)
             if replacement is not None and not (len(replacement) == 1 and replacement[0] is node):
                 replaced[index] = replacement
-            if progress is not None and index - reported >= PROGRESS_STEP:
-                progress.advance(nodes=index - reported)
-                reported = index
+        if waiting:
+            self._replay_waiting(scope, waiting, replaced)
         if progress is not None:
             progress.advance(nodes=len(graph_nodes) - reported, graphs=1)
         if replaced:
             protowire.splice_nodes(scope.graph, scope.constants.nodes, replaced)
+
+    def _direct_replay(self, scope: Scope, node: onnx.NodeProto, index: int) -> Replay | None:
+        """The replay of a node to lower whose kind was seen, when it needs nothing but
+        names and existing constants; None where :meth:`_rewrite` must look at it."""
+        kind = scope.rules.get((node.domain, node.op_type))
+        if kind is None:
+            kind = scope.rules[(node.domain, node.op_type)] = self._kind_of_op(scope, node)
+        if not kind:
+            return None
+        rule, version, label = kind
+        if node.attribute:
+            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+                return None
+            attributes = tuple([attribute.SerializeToString() for attribute in node.attribute])
+        else:
+            attributes = ()
+        inputs = node.input
+        try:
+            types = tuple([self._type_key(scope, name, index) for name in inputs])
+        except _NotLowered:
+            return None
+        outputs = node.output
+        template = self._templates.get(
+            (rule.domain, rule.op_type, version, scope.opset, types, attributes, len(outputs))
+        )
+        if template is None or template is _NOT_CACHEABLE or template._direct is None:
+            return None
+        self.report.rewritten[label] += 1
+        hint = node.name or (outputs[0] if outputs else node.op_type.lower())
+        return Replay(template, list(inputs), list(outputs), hint)
+
+    def _kind_of_op(self, scope: Scope, node: onnx.NodeProto) -> tuple[Rule, int, str] | tuple[()]:
+        """For an op type in a graph: its rule, version and report label when its nodes may be
+        replayed directly; () when they must go through :meth:`_rewrite`."""
+        rule = rule_for(node.domain, node.op_type)
+        if (
+            self.target_opset is not None
+            or rule is None
+            or schemas.canonical_domain(node.domain) != rule.domain
+            or node.op_type not in self.requested_ops
+            or (self.functions and call_key(node) in self.functions)
+        ):
+            return ()
+        version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
+        if version is None or not rule.serves(version):
+            return ()
+        return (rule, version, f"{node.op_type}-{version}")
+
+    def _replay_waiting(self, scope: Scope, waiting: list[tuple[int, Replay]], replaced: dict[int, list]) -> None:
+        """Replay the waiting nodes, together where their names are all free, else in order."""
+        replays = [replay for _, replay in waiting]
+        together = replay_together(replays, self.names, scope.constants, scope.node_tag)
+        for position, (index, replay) in enumerate(waiting):
+            if together is not None:
+                replaced[index] = together[position]
+            else:
+                replaced[index] = replay.template.instantiate(
+                    replay.inputs, replay.outputs, replay.hint, self.names, scope.constants, scope.node_tag
+                )
+        waiting.clear()
 
     def _nodes_to_visit(self, scope: Scope) -> list[int]:
         """Indices of the nodes that may be rewritten, hold subgraphs or call a local function.

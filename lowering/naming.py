@@ -66,6 +66,22 @@ class NameAllocator:
         given.add(name)
         return name
 
+    def claim(self, candidates: list[str], tails) -> bool:
+        """Take every one of ``candidates`` (distinct, each holding one of ``tails``) if all
+        are free, as :meth:`fresh_identifier` would have given them; else take none."""
+        given = self._given
+        if self._existing is None:
+            absent = self._tail_absent
+            for tail in tails:
+                if not (absent.get(tail) or (tail and self._absent(tail))):
+                    return False
+        elif not self._existing.isdisjoint(candidates):
+            return False
+        if not given.isdisjoint(candidates):
+            return False
+        given.update(candidates)
+        return True
+
     def _taken(self, name: str, tail: str) -> bool:
         if name in self._given:
             return True

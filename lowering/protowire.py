@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import onnx
 
-_SMALL_VARINTS = [bytes([n]) for n in range(128)]
+SMALL_VARINTS = [bytes([n]) for n in range(128)]
 # Wire tags of NodeProto's fields (field number << 3 | 2: length-delimited).
 INPUT_TAG, OUTPUT_TAG, NAME_TAG = b"\x0a", b"\x12", b"\x1a"
 OP_TYPE_TAG, ATTRIBUTE_TAG, DOMAIN_TAG = b"\x22", b"\x2a", b"\x3a"
@@ -22,13 +22,20 @@ WHOLE_CONTAINER_LIMIT_BYTES = 64 * 1024 * 1024
 def varint(number: int) -> bytes:
     """Protobuf's base-128 varint of a non-negative ``number``."""
     if number < 128:
-        return _SMALL_VARINTS[number]
+        return SMALL_VARINTS[number]
     out = bytearray()
     while number >= 128:
         out.append((number & 0x7F) | 0x80)
         number >>= 7
     out.append(number)
     return bytes(out)
+
+
+def length_prefixed(text: str) -> bytes:
+    """A string as a length-delimited payload: its UTF-8 length as a varint, then the bytes."""
+    encoded = text.encode()
+    size = len(encoded)
+    return (SMALL_VARINTS[size] if size < 128 else varint(size)) + encoded
 
 
 def field(tag: bytes, payload: bytes) -> bytes:

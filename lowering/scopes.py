@@ -13,7 +13,7 @@ from collections.abc import Callable
 import onnx
 
 from . import protowire
-from .builder import ConstantPool
+from .builder import ConstantPool, output_type_rule
 from .naming import NameAllocator
 
 GraphLike = onnx.GraphProto | onnx.FunctionProto
@@ -97,6 +97,7 @@ class Scope:
         self.op_types: list[str] = [node.op_type for node in graph.node]
         self.node_tag = protowire.node_tag(graph)
         self.type_strings: dict[str, str] = {}  # schema spellings of types looked up (lowering's memo)
+        self.rules: dict[tuple[str, str], tuple] = {}  # (domain, op type) → how lowering treats it (its memo)
         self._twin_provider = twin
         self._twin: onnx.GraphProto | None = None
         self._twin_types: dict[str, onnx.TypeProto] | None = None
@@ -149,18 +150,25 @@ class Scope:
         return self._producer_map
 
     def _local_producer(self, name: str, reader: int | None) -> tuple[onnx.NodeProto, int, int] | None:
-        """The node of this graph producing ``name``. ``reader``: the index of a node reading
-        it; the producer, which comes before, is first looked for among the nodes just before."""
-        if self._producer_map is None and reader is not None:
-            found = self._nearby_producers.get(name)
-            if found is not None:
+        """The node of this graph producing ``name``: (node, its index, the output's index).
+        ``reader``: the index of a node reading it; the producer, which comes before, is first
+        looked for among the nodes just before."""
+        if self._producer_map is not None or reader is None:
+            return self._producers().get(name)
+        found = self._nearby_producers.get(name)
+        if found is not None:
+            return found
+        nodes = self.graph.node
+        index = reader - 1
+        stop = reader - NEARBY_NODES if reader > NEARBY_NODES else 0
+        while index >= stop:
+            node = nodes[index]
+            outputs = node.output
+            if name in outputs:
+                output_index = 0 if outputs[0] == name else list(outputs).index(name)
+                found = self._nearby_producers[name] = (node, index, output_index)
                 return found
-            nodes = self.graph.node
-            for index in range(reader - 1, max(reader - NEARBY_NODES, 0) - 1, -1):
-                outputs = nodes[index].output
-                if name in outputs:
-                    found = self._nearby_producers[name] = (nodes[index], index, list(outputs).index(name))
-                    return found
+            index -= 1
         return self._producers().get(name)
 
     def constant_value(self, name: str) -> onnx.TensorProto | None:
@@ -202,7 +210,7 @@ class Scope:
             if declared is not None:
                 return declared
             element_type = scope._element_types.get(name)
-            if element_type is None and (name in scope._own_values or scope._local_producer(name, reader)):
+            if element_type is None:
                 element_type = scope._propagated_element_type(name, reader)
             if element_type is not None:
                 return _tensor_type(element_type) if element_type else scope._inferred_types().get(name)
@@ -210,30 +218,24 @@ class Scope:
             reader = None
         return None
 
-    def _propagated_element_type(self, name: str, reader: int | None) -> int:
+    def _propagated_element_type(self, name: str, reader: int | None) -> int | None:
         """The element type of a value of this graph that follows from the op schemas alone,
         following its producers back as far as needed: an output typed like one of its inputs,
         a fixed type (bool for comparisons), Cast's ``to``. 0 when they leave it open, and onnx
-        type inference is asked instead."""
-        from .builder import output_type_rule
-
+        type inference is asked instead; None when the value is not this graph's."""
+        own_values = self._own_values
+        if name in own_values:
+            self._element_types[name] = 0  # an input whose type is not declared
+            return 0
+        found = self._local_producer(name, reader)
+        if found is None:
+            return None
         known = self._element_types  # this graph's values
         outer = self._outer_element_types  # values of enclosing graphs
         followed: list[str] = []  # values typed like the next one, back to one whose type is known
         seen: set[str] = set()  # guards against a cycle in an invalid graph
         value = name
         while True:
-            if value in known:
-                result = known[value]
-                break
-            found = None if value in self._own_values else self._local_producer(value, reader)
-            if found is None:
-                if value in self._own_values or self.parent is None:
-                    followed.append(value)
-                    result = 0
-                else:
-                    result = outer[value] = element_type_of(self.parent.type_of(value)) or 0
-                break
             followed.append(value)
             seen.add(value)
             node, reader, output_index = found
@@ -243,8 +245,21 @@ class Scope:
                 break
             source = node.input[rule[1]] if rule[1] < len(node.input) else ""
             declared = element_type_of(self._declared.get(source))
-            if declared is not None or not source or source in outer or source in seen:
-                result = declared or outer.get(source, 0)
+            if declared is not None or not source or source in seen:
+                result = declared or 0
+                break
+            if source in known:
+                result = known[source]
+                break
+            if source in own_values:
+                result = known[source] = 0
+                break
+            found = self._local_producer(source, reader)
+            if found is None:  # a value of an enclosing graph
+                result = outer.get(source)
+                if result is None:
+                    result = outer[source] = element_type_of(self.parent.type_of(source)) if self.parent else 0
+                    result = outer[source] = result or 0
                 break
             value = source
         for value in followed:

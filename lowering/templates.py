@@ -8,6 +8,7 @@ replayed expansion is exactly what running the rule would have produced.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 
@@ -71,7 +72,11 @@ class Template:
         for event in self.events:
             if event[0] == "name":
                 _, name, hint = event
-                self._plan.append(("name", name, *_hint_parts(hint)))
+                parts, tail = _hint_parts(hint)
+                if len(parts) == 2 and parts[0] == self.hint and not parts[1].startswith(_MARK):
+                    self._plan.append(("hinted", name, parts[1], tail))  # the node's hint, then text
+                else:
+                    self._plan.append(("name", name, parts, tail))
             else:
                 _, name, value, element_type, hint = event
                 self._plan.append(("constant", name, _PLACEHOLDER.split(hint), value, element_type,
@@ -87,21 +92,68 @@ class Template:
             if node.HasField("domain"):
                 fixed += protowire.field(protowire.DOMAIN_TAG, node.domain.encode())
             self._node_plans.append((names, fixed))
+        self._prepare_direct_replay()
+
+    def _prepare_direct_replay(self) -> None:
+        """When every fresh name is the node's hint and a text, the names a replay gets are
+        known up to the hint: the texts with the counters they collide into among themselves
+        (``_equal``, ``_equal_1``). A replay then claims them all at once, and fills each node's
+        bytes with one formatting. None where a name is made otherwise."""
+        self._direct = None
+        hinted = [step for step in self._plan if step[0] == "hinted"]
+        constants = [step for step in self._plan if step[0] == "constant"]
+        if len(hinted) + len(constants) != len(self._plan):
+            return
+        finals: list[str] = []
+        for _, _, text, _ in hinted:
+            final, counter = text, 0
+            while final in finals:
+                counter += 1
+                final = f"{text}_{counter}"
+            finals.append(final)
+        slots = [*self.inputs, *self.outputs, self.hint, *(s[1] for s in hinted), *(s[1] for s in constants)]
+        position = {name: k for k, name in enumerate(slots)}
+        used: list[int] = []  # slots the nodes read, in first-use order
+        node_formats = []
+        for names_to_fill, fixed in self._node_plans:
+            pattern, indices = b"", []
+            for tag, name in names_to_fill:
+                if name in position:
+                    if position[name] not in used:
+                        used.append(position[name])
+                    indices.append(used.index(position[name]))
+                    pattern += tag + b"%b"
+                else:  # a literal name (an unused output is "")
+                    pattern += protowire.field(tag, name.encode()).replace(b"%", b"%%")
+            node_formats.append((pattern + fixed.replace(b"%", b"%%"), _tuple_getter(indices)))
+        self._direct = (finals, tuple(s[3] for s in hinted), [s[5] for s in constants], used, node_formats)
 
     def instantiate(self, inputs, outputs, hint: str, names, constants, tag: bytes) -> list[bytes]:
         """The recorded nodes, as node fields under ``tag`` (see :mod:`lowering.protowire`),
         for a node with these ``inputs``, ``outputs`` and name ``hint``, fresh names asked for
         in the recorded order."""
+        if self._direct is not None and hint:
+            records = self._instantiate_directly(inputs, outputs, hint, names, constants, tag)
+            if records is not None:
+                return records
         real: dict[str, str] = {self.hint: hint}
         real.update(zip(self.inputs, inputs, strict=False))
         real.update(zip(self.outputs, outputs, strict=False))
         get = real.get
         safe: dict[str, str] = {}
+        fresh = names.fresh_identifier
+        hint_start = None  # the hint made identifier-safe, as a name starts
         for step in self._plan:
-            if step[0] == "name":
+            kind = step[0]
+            if kind == "hinted":
+                if hint_start is None:
+                    hint_start = _identifier_start(safe_characters(hint)) if hint else ""
+                text = hint_start + step[2] if hint_start else _identifier_start(step[2])
+                real[step[1]] = fresh(text, step[3])
+            elif kind == "name":
                 _, name, parts, tail = step
                 text = "".join([part if part[:1] != _MARK else _safe_part(part, get, safe) for part in parts])
-                real[name] = names.fresh_identifier(_identifier_start(text), tail)
+                real[name] = fresh(_identifier_start(text), tail)
             else:
                 _, name, hint_parts, value, element_type, key = step
                 found = constants.existing(key)
@@ -120,6 +172,36 @@ class Template:
             payload = b"".join(parts)
             records.append(tag + varint(len(payload)) + payload)
         return records
+
+    def _instantiate_directly(self, inputs, outputs, hint: str, names, constants, tag: bytes) -> list[bytes] | None:
+        """The replay when its constants exist already and its names are all free; None otherwise."""
+        finals, tails, constant_keys, used, node_formats = self._direct
+        constant_names = []
+        for key in constant_keys:
+            found = constants.existing(key)
+            if found is None:
+                return None
+            constant_names.append(found.name)
+        hint_start = _identifier_start(safe_characters(hint))
+        fresh_names = [hint_start + final for final in finals]
+        if not names.claim(fresh_names, tails):
+            return None
+        values = [*inputs, *outputs, hint, *fresh_names, *constant_names]
+        prefixed = [protowire.length_prefixed(values[slot]) for slot in used]
+        varint = protowire.varint
+        records = []
+        for pattern, pick in node_formats:
+            payload = pattern % pick(prefixed)
+            records.append(tag + varint(len(payload)) + payload)
+        return records
+
+
+def _tuple_getter(indices: list[int]):
+    """A function taking a sequence to the tuple of its items at ``indices``."""
+    if len(indices) == 1:
+        (only,) = indices
+        return lambda sequence: (sequence[only],)
+    return operator.itemgetter(*indices)
 
 
 def _hint_parts(hint: str) -> tuple[list[str], str]:
@@ -143,3 +225,75 @@ def _identifier_start(text: str) -> str:
     if not text:
         return "v"
     return "_" + text if text[0].isdigit() else text
+
+
+@dataclass
+class Replay:
+    """A node waiting for its template's replay: its inputs, outputs and name hint."""
+
+    template: Template
+    inputs: list[str]
+    outputs: list[str]
+    hint: str
+
+
+def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list[list[bytes]] | None:
+    """The node fields of many direct replays (see :meth:`Template.instantiate`), made column
+    by column rather than node by node. The names are claimed all at once, so the result is
+    what replaying one after the other gives; None (nothing taken) when any name is not free,
+    a constant is missing, or a hint is empty: then replay them one by one."""
+    hints = [replay.hint for replay in replays]
+    if not all(hints) or any(replay.template._direct is None for replay in replays):
+        return None
+    starts = hints if safe_characters("".join(hints)) == "".join(hints) else [safe_characters(h) for h in hints]
+    starts = [_identifier_start(start) for start in starts] if any(s[0].isdigit() for s in starts) else starts
+    groups: dict[int, list[int]] = {}  # template → positions of its replays
+    for position, replay in enumerate(replays):
+        groups.setdefault(id(replay.template), []).append(position)
+    planned = []
+    candidates: list[str] = []
+    tails: set[str] = set()
+    for positions in groups.values():
+        template = replays[positions[0]].template
+        finals, template_tails, constant_keys, used, node_formats = template._direct
+        constant_names = []
+        for key in constant_keys:
+            found = constants.existing(key)
+            if found is None:
+                return None
+            constant_names.append(found.name)
+        group_starts = [starts[p] for p in positions]
+        fresh_columns = [[start + final for start in group_starts] for final in finals]
+        for column in fresh_columns:
+            candidates.extend(column)
+        tails.update(template_tails)
+        planned.append((template, positions, fresh_columns, constant_names))
+    if len(set(candidates)) != len(candidates) or not names.claim(candidates, tails):
+        return None
+    records: list[list[bytes]] = [[] for _ in replays]
+    small, varint = protowire.SMALL_VARINTS, protowire.varint
+    for template, positions, fresh_columns, constant_names in planned:
+        _, _, _, used, node_formats = template._direct
+        group = [replays[p] for p in positions]
+        columns = (
+            [[r.inputs[k] for r in group] for k in range(len(template.inputs))]
+            + [[r.outputs[k] for r in group] for k in range(len(template.outputs))]
+            + [[r.hint for r in group]]
+            + fresh_columns
+            + [[name] * len(group) for name in constant_names]
+        )
+        prefixed = [_length_prefixed_column(columns[slot]) for slot in used]
+        for pattern, pick in node_formats:
+            payloads = [pattern % values for values in zip(*pick(prefixed))]
+            fields = [tag + small[len(p)] + p if len(p) < 128 else tag + varint(len(p)) + p for p in payloads]
+            for position, field_bytes in zip(positions, fields, strict=True):
+                records[position].append(field_bytes)
+    return records
+
+
+def _length_prefixed_column(texts: list[str]) -> list[bytes]:
+    encoded = [text.encode() for text in texts]
+    if max(map(len, encoded)) < 128:
+        small = protowire.SMALL_VARINTS
+        return [small[len(e)] + e for e in encoded]
+    return [protowire.varint(len(e)) + e for e in encoded]
