@@ -62,16 +62,23 @@ def lower_model(
         _check_target_opset(model, target_opset, source_opset)
     lowered = onnx.ModelProto()
     lowered.CopyFrom(model)
+    whole = model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES  # may it be copied to bytes
     collecting = gc.isenabled()
     gc.disable()  # the pass makes many short-lived objects and no garbage cycles worth chasing
     try:
         report = LoweringPass(
-            lowered, model, requested_ops=requested, target=target, target_opset=target_opset, progress=progress
+            lowered,
+            model,
+            requested_ops=requested,
+            target=target,
+            target_opset=target_opset,
+            progress=progress,
+            serialize_whole=whole,
         ).run()
     finally:
         if collecting:
             gc.enable()
-    _check_postcondition(lowered, requested, report)
+    _check_postcondition(lowered, requested, report, whole)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
         _check_output(lowered, target_opset)
@@ -226,12 +233,14 @@ def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
         ) from None
 
 
-def _check_postcondition(model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport) -> None:
+def _check_postcondition(
+    model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport, whole: bool
+) -> None:
     """Every node of a requested op that is left must be accounted for in the report.
 
-    Where the model's bytes hold no op type field naming a requested op, none is left; only
-    otherwise are the ops counted node by node."""
-    if not report.remaining and not _may_hold_op_types(model, requested):
+    Where the model's bytes (when it may be copied whole) hold no op type field naming a
+    requested op, none is left; otherwise the ops are counted node by node."""
+    if whole and not report.remaining and not _may_hold_op_types(model, requested):
         return
     counts = count_ops(model)
     left = sum(counts[op_type] for op_type in requested)
@@ -240,7 +249,5 @@ def _check_postcondition(model: onnx.ModelProto, requested: frozenset[str], repo
 
 
 def _may_hold_op_types(model: onnx.ModelProto, op_types: frozenset[str]) -> bool:
-    if model.ByteSize() > protowire.WHOLE_CONTAINER_LIMIT_BYTES:
-        return True
     data = model.SerializeToString()
     return any(protowire.field(protowire.OP_TYPE_TAG, op_type.encode()) in data for op_type in op_types)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import defs, helper
 
 from . import floats, schemas
 from .naming import NameAllocator
@@ -66,6 +66,34 @@ def _output_type_rule(op_type: str, opset: int) -> tuple[str, int]:
     if len(allowed) == 1:
         return ("fixed", next(iter(allowed)))
     raise ValueError(f"cannot tell the output type of {op_type}-{schema.since_version}")
+
+
+@functools.cache
+def same_typed_inputs(op_type: str, opset: int) -> tuple[tuple[int, ...], int | None]:
+    """The inputs typed like op_type's first output by its schema: the formal positions, and
+    the position from which every further input is (a variadic last parameter), or None."""
+    schema = schemas.schema_in_force(op_type, opset)
+    if schema is None or not schema.outputs:
+        return ((), None)
+    output_param = schema.outputs[0].type_str
+    positions = tuple(k for k, formal in enumerate(schema.inputs) if formal.type_str == output_param)
+    variadic = defs.OpSchema.FormalParameterOption.Variadic
+    last = len(schema.inputs) - 1
+    from_position = last if positions and positions[-1] == last and schema.inputs[last].option == variadic else None
+    return (positions, from_position)
+
+
+def schema_output_rule(op_type: str, opset: int) -> tuple[str, int] | None:
+    """The part of :func:`output_type_rule` an op's schema decides alone: ("same", i),
+    ("type", t), ("attribute", 0) or ("value", default) where a node's attribute decides;
+    None for control flow, Constant, and ops whose schema leaves it open."""
+    if op_type in ("If", "Loop", "Scan", "Constant"):
+        return None
+    try:
+        kind, detail = _output_type_rule(op_type, opset)
+    except ValueError:
+        return None
+    return ("type", detail) if kind == "fixed" else (kind, detail)
 
 
 def output_type_rule(node: onnx.NodeProto, opset: int) -> tuple[str, int] | None:

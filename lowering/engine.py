@@ -16,7 +16,7 @@ from .naming import NameAllocator
 from .optionals import OptionalResolver
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
-from .scopes import Scope, element_type_of, subgraph_twin
+from .scopes import Scope, element_type_of, subgraph_twin, type_string
 from .targets import Target
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
 
@@ -73,15 +73,18 @@ class LoweringPass:
         target: Target,
         target_opset: int | None = None,
         progress=None,
+        serialize_whole: bool = True,
     ) -> None:
+        """``serialize_whole``: whether the model is small enough to be copied to bytes."""
         self.model = model
+        self.serialize_whole = serialize_whole
         self.progress = progress
         self.target_opset = target_opset
         self.original = original
         self.requested_ops = requested_ops
         self.target = target
         self.report = LoweringReport()
-        self.names = NameAllocator(model=model)
+        self.names = NameAllocator(model=model, snapshot=serialize_whole)
         self.functions = {function_key(f): f for f in model.functions}
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}
@@ -153,7 +156,7 @@ class LoweringPass:
         if progress is not None:
             progress.advance(nodes=len(graph_nodes) - reported, graphs=1)
         if replaced:
-            protowire.splice_nodes(scope.graph, scope.constants.nodes, replaced)
+            protowire.splice_nodes(scope.graph, scope.constants.nodes, replaced, whole=self.serialize_whole)
 
     def _direct_replay(self, scope: Scope, node: onnx.NodeProto, index: int) -> Replay | None:
         """The replay of a node to lower whose kind was seen, when it needs nothing but
@@ -405,7 +408,7 @@ class LoweringPass:
         found = scope.type_strings.get(name)
         if found is None:
             type_proto = scope.type_of(name, index)
-            found = schemas.type_string(type_proto) if type_proto is not None else "unknown"
+            found = type_string(type_proto) if type_proto is not None else "unknown"
             if found == "unknown":
                 self._input_value(scope, name, index)  # raises, saying why
             scope.type_strings[name] = found

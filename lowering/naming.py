@@ -8,9 +8,6 @@ from collections.abc import Iterable
 import onnx
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
-# Above this size the model is not copied to bytes to test names against (memory first):
-# its names are listed up front instead.
-SNAPSHOT_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 def safe_characters(text: str) -> str:
@@ -34,13 +31,15 @@ class NameAllocator:
     does occur, or none is given, is the full list made, once.
     """
 
-    def __init__(self, taken: Iterable[str] = (), model: onnx.ModelProto | None = None) -> None:
+    def __init__(self, taken: Iterable[str] = (), model: onnx.ModelProto | None = None, snapshot: bool = True) -> None:
+        """``model``: the model whose names to avoid; ``snapshot``: whether it may be copied to
+        bytes (else, for memory, its names are listed up front)."""
         self._given = set(taken)
         self._existing: set[str] | None = set()
         self._snapshot: bytes | None = None
         self._tail_absent: dict[str, bool] = {}
         if model is not None:
-            if model.ByteSize() <= SNAPSHOT_LIMIT_BYTES:
+            if snapshot:
                 self._snapshot = model.SerializeToString()
                 self._existing = None
             else:

@@ -15,8 +15,9 @@ SMALL_VARINTS = [bytes([n]) for n in range(128)]
 INPUT_TAG, OUTPUT_TAG, NAME_TAG = b"\x0a", b"\x12", b"\x1a"
 OP_TYPE_TAG, ATTRIBUTE_TAG, DOMAIN_TAG = b"\x22", b"\x2a", b"\x3a"
 _NODE_FIELD = {onnx.GraphProto: 1, onnx.FunctionProto: 7}  # where each container keeps its nodes
-# Above this size a container is not serialized whole to cut its nodes from (memory first).
-WHOLE_CONTAINER_LIMIT_BYTES = 64 * 1024 * 1024
+# Above this size a model is not copied whole to bytes (memory first): names are listed and
+# nodes serialized one by one instead.
+WHOLE_MODEL_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 def varint(number: int) -> bytes:
@@ -52,13 +53,15 @@ def splice_nodes(
     container: onnx.GraphProto | onnx.FunctionProto,
     leading: list[onnx.NodeProto],
     replaced: dict[int, list[onnx.NodeProto | bytes]],
+    whole: bool = True,
 ) -> None:
     """Rebuild ``container``'s nodes: ``leading`` first, then every node in order, node ``i``
-    replaced by ``replaced[i]``: NodeProtos, or node fields as bytes (tag, length, payload)."""
+    replaced by ``replaced[i]``: NodeProtos, or node fields as bytes (tag, length, payload).
+    ``whole``: whether the container may be serialized whole to cut the kept nodes from."""
     field_number = _NODE_FIELD[type(container)]
     tag = node_tag(container)
     count = len(container.node)
-    spans = _node_spans(container, field_number, count) if container.ByteSize() <= WHOLE_CONTAINER_LIMIT_BYTES else None
+    spans = _node_spans(container, field_number, count) if whole else None
     pieces = [field(tag, node.SerializeToString()) for node in leading]
     if spans is not None:
         data, starts, ends = spans

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import onnx
 
-from . import protowire
-from .builder import ConstantPool, output_type_rule
+from . import protowire, schemas
+from .builder import ConstantPool, output_type_rule, same_typed_inputs, schema_output_rule
 from .naming import NameAllocator
 
 GraphLike = onnx.GraphProto | onnx.FunctionProto
@@ -55,7 +55,17 @@ def _tensor_type(element_type: int) -> onnx.TypeProto:
     """A tensor type of unknown shape (shared: never modify the result)."""
     type_proto = onnx.TypeProto()
     type_proto.tensor_type.elem_type = element_type
+    _SHARED_TYPE_STRINGS[id(type_proto)] = schemas.type_string(type_proto)
     return type_proto
+
+
+# Schema spellings of the shared tensor types above, by identity (they live as long as the cache).
+_SHARED_TYPE_STRINGS: dict[int, str] = {}
+
+
+def type_string(type_proto: onnx.TypeProto) -> str:
+    """:func:`lowering.schemas.type_string`, at once for the shared tensor types."""
+    return _SHARED_TYPE_STRINGS.get(id(type_proto)) or schemas.type_string(type_proto)
 
 
 def element_type_of(type_proto: onnx.TypeProto | None) -> int | None:
@@ -109,6 +119,7 @@ class Scope:
         self._nearby_producers: dict[str, tuple[onnx.NodeProto, int, int]] = {}
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
         self._outer_element_types: dict[str, int] = {}
+        self._schema_rules: dict[str, tuple] = {}
         inputs = graph.input if isinstance(graph, onnx.FunctionProto) else [i.name for i in graph.input]
         self._declared_inputs = frozenset(inputs)
         self._own_values = set(self._declared_inputs)  # inputs and initializers
@@ -239,17 +250,17 @@ class Scope:
             followed.append(value)
             seen.add(value)
             node, reader, output_index = found
-            rule = output_type_rule(node, self.source_opset) if output_index == 0 else None
+            rule = self._output_rule(node, reader) if output_index == 0 else None
             if rule is None or rule[0] != "same":
                 result = rule[1] if rule is not None else 0
+                break
+            result = self._known_input_type(node, reader)
+            if result is not None:  # an input of the output's type is known already
                 break
             source = node.input[rule[1]] if rule[1] < len(node.input) else ""
             declared = element_type_of(self._declared.get(source))
             if declared is not None or not source or source in seen:
                 result = declared or 0
-                break
-            if source in known:
-                result = known[source]
                 break
             if source in own_values:
                 result = known[source] = 0
@@ -258,13 +269,44 @@ class Scope:
             if found is None:  # a value of an enclosing graph
                 result = outer.get(source)
                 if result is None:
-                    result = outer[source] = element_type_of(self.parent.type_of(source)) if self.parent else 0
+                    result = element_type_of(self.parent.type_of(source)) if self.parent else 0
                     result = outer[source] = result or 0
                 break
             value = source
         for value in followed:
             known[value] = result
         return known[name]
+
+    def _known_input_type(self, node: onnx.NodeProto, index: int) -> int | None:
+        """The element type of an input of node ``index`` that its schema types like its
+        output, where one is known already (declared, or followed before); else None."""
+        positions, from_position = same_typed_inputs(self.op_types[index], self.source_opset)
+        inputs = node.input
+        names = [inputs[k] for k in positions if k < len(inputs)]
+        if from_position is not None:
+            names.extend(inputs[from_position + 1 :])
+        for source in names:
+            found = (
+                self._element_types.get(source)
+                or element_type_of(self._declared.get(source))
+                or self._outer_element_types.get(source)
+            )
+            if found:
+                return found
+        return None
+
+    def _output_rule(self, node: onnx.NodeProto, index: int) -> tuple[str, int] | None:
+        """:func:`lowering.builder.output_type_rule` for node ``index``, its schema's part
+        looked up once per op type."""
+        op_type = self.op_types[index]
+        schema_rule = self._schema_rules.get(op_type)
+        if schema_rule is None:
+            schema_rule = self._schema_rules[op_type] = schema_output_rule(op_type, self.source_opset) or ()
+        if not schema_rule or node.domain not in schemas.DEFAULT_DOMAINS or len(node.output) != 1:
+            return None
+        if schema_rule[0] in ("same", "type"):
+            return schema_rule
+        return output_type_rule(node, self.source_opset)
 
     def element_type(self, name: str) -> int | None:
         return element_type_of(self.type_of(name))

@@ -284,7 +284,7 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
         )
         prefixed = [_length_prefixed_column(columns[slot]) for slot in used]
         for pattern, pick in node_formats:
-            payloads = [pattern % values for values in zip(*pick(prefixed))]
+            payloads = [pattern % values for values in zip(*pick(prefixed), strict=True)]
             fields = [tag + small[len(p)] + p if len(p) < 128 else tag + varint(len(p)) + p for p in payloads]
             for position, field_bytes in zip(positions, fields, strict=True):
                 records[position].append(field_bytes)
