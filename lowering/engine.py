@@ -122,6 +122,7 @@ class LoweringPass:
         lower, ops holding subgraphs, and calls of local functions (every node when converting).
         The rewritten node list is spliced as bytes (see :mod:`lowering.protowire`)."""
         graph_nodes = scope.graph.node
+        scope.other_domains = bool(self.functions) or _imports_other_domains(scope, self.model)
         converting = self.target_opset is not None
         replaced: dict[int, list] = {}
         functions = self.functions
@@ -161,36 +162,38 @@ class LoweringPass:
     def _direct_replay(self, scope: Scope, node: onnx.NodeProto, index: int) -> Replay | None:
         """The replay of a node to lower whose kind was seen, when it needs nothing but
         names and existing constants; None where :meth:`_rewrite` must look at it."""
-        kind = scope.rules.get((node.domain, node.op_type))
+        op = (node.domain if scope.other_domains else "", scope.op_types[index])
+        kind = scope.rules.get(op)
         if kind is None:
-            kind = scope.rules[(node.domain, node.op_type)] = self._kind_of_op(scope, node)
+            kind = scope.rules[op] = self._kind_of_op(scope, node)
         if not kind:
             return None
-        rule, version, label = kind
-        if node.attribute:
-            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        label, key_start = kind
+        attributes = node.attribute
+        if attributes:
+            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in attributes):
                 return None
-            attributes = tuple([attribute.SerializeToString() for attribute in node.attribute])
+            attribute_key = tuple([attribute.SerializeToString() for attribute in attributes])
         else:
-            attributes = ()
-        inputs = node.input
-        try:
-            types = tuple([self._type_key(scope, name, index) for name in inputs])
-        except _NotLowered:
-            return None
-        outputs = node.output
-        template = self._templates.get(
-            (rule.domain, rule.op_type, version, scope.opset, types, attributes, len(outputs))
-        )
+            attribute_key = ()
+        inputs = list(node.input)
+        known = scope.type_strings
+        types = [known.get(name) if name else None for name in inputs]
+        if None in types:
+            try:
+                types = [self._type_key(scope, name, index) for name in inputs]
+            except _NotLowered:
+                return None
+        outputs = list(node.output)
+        template = self._templates.get((*key_start, tuple(types), attribute_key, len(outputs)))
         if template is None or template is _NOT_CACHEABLE or template._direct is None:
             return None
         self.report.rewritten[label] += 1
-        hint = node.name or (outputs[0] if outputs else node.op_type.lower())
-        return Replay(template, list(inputs), list(outputs), hint)
+        return (template, inputs, outputs, node.name or (outputs[0] if outputs else node.op_type.lower()))
 
-    def _kind_of_op(self, scope: Scope, node: onnx.NodeProto) -> tuple[Rule, int, str] | tuple[()]:
-        """For an op type in a graph: its rule, version and report label when its nodes may be
-        replayed directly; () when they must go through :meth:`_rewrite`."""
+    def _kind_of_op(self, scope: Scope, node: onnx.NodeProto) -> tuple[str, tuple] | tuple[()]:
+        """For an op type in a graph whose nodes may be replayed directly: its report label and
+        how its template keys start; () when they must go through :meth:`_rewrite`."""
         rule = rule_for(node.domain, node.op_type)
         if (
             self.target_opset is not None
@@ -203,7 +206,7 @@ class LoweringPass:
         version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
         if version is None or not rule.serves(version):
             return ()
-        return (rule, version, f"{node.op_type}-{version}")
+        return (f"{node.op_type}-{version}", (rule.domain, rule.op_type, version, scope.opset))
 
     def _replay_waiting(self, scope: Scope, waiting: list[tuple[int, Replay]], replaced: dict[int, list]) -> None:
         """Replay the waiting nodes, together where their names are all free, else in order."""
@@ -213,8 +216,9 @@ class LoweringPass:
             if together is not None:
                 replaced[index] = together[position]
             else:
-                replaced[index] = replay.template.instantiate(
-                    replay.inputs, replay.outputs, replay.hint, self.names, scope.constants, scope.node_tag
+                template, inputs, outputs, hint = replay
+                replaced[index] = template.instantiate(
+                    inputs, outputs, hint, self.names, scope.constants, scope.node_tag
                 )
         waiting.clear()
 
@@ -223,7 +227,7 @@ class LoweringPass:
         Found from op types alone where every node is in the default domain."""
         interesting = self._watched_ops | schemas.ops_with_subgraphs()
         op_types = scope.op_types
-        if self.functions or _imports_other_domains(scope, self.model):
+        if scope.other_domains:
             nodes = scope.graph.node
             return [
                 index

@@ -108,6 +108,7 @@ class Scope:
         self.node_tag = protowire.node_tag(graph)
         self.type_strings: dict[str, str] = {}  # schema spellings of types looked up (lowering's memo)
         self.rules: dict[tuple[str, str], tuple] = {}  # (domain, op type) → how lowering treats it (its memo)
+        self.other_domains = True  # whether nodes may be outside the default domain (lowering says)
         self._twin_provider = twin
         self._twin: onnx.GraphProto | None = None
         self._twin_types: dict[str, onnx.TypeProto] | None = None

@@ -227,14 +227,8 @@ def _identifier_start(text: str) -> str:
     return "_" + text if text[0].isdigit() else text
 
 
-@dataclass
-class Replay:
-    """A node waiting for its template's replay: its inputs, outputs and name hint."""
-
-    template: Template
-    inputs: list[str]
-    outputs: list[str]
-    hint: str
+# A node waiting for its template's replay: (template, its inputs, its outputs, its name hint).
+Replay = tuple[Template, list[str], list[str], str]
 
 
 def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list[list[bytes]] | None:
@@ -242,19 +236,19 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
     by column rather than node by node. The names are claimed all at once, so the result is
     what replaying one after the other gives; None (nothing taken) when any name is not free,
     a constant is missing, or a hint is empty: then replay them one by one."""
-    hints = [replay.hint for replay in replays]
-    if not all(hints) or any(replay.template._direct is None for replay in replays):
+    hints = [hint for _, _, _, hint in replays]
+    if not all(hints) or any(template._direct is None for template, _, _, _ in replays):
         return None
     starts = hints if safe_characters("".join(hints)) == "".join(hints) else [safe_characters(h) for h in hints]
     starts = [_identifier_start(start) for start in starts] if any(s[0].isdigit() for s in starts) else starts
     groups: dict[int, list[int]] = {}  # template → positions of its replays
-    for position, replay in enumerate(replays):
-        groups.setdefault(id(replay.template), []).append(position)
+    for position, (template, _, _, _) in enumerate(replays):
+        groups.setdefault(id(template), []).append(position)
     planned = []
     candidates: list[str] = []
     tails: set[str] = set()
     for positions in groups.values():
-        template = replays[positions[0]].template
+        template = replays[positions[0]][0]
         finals, template_tails, constant_keys, used, node_formats = template._direct
         constant_names = []
         for key in constant_keys:
@@ -276,13 +270,18 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
         _, _, _, used, node_formats = template._direct
         group = [replays[p] for p in positions]
         columns = (
-            [[r.inputs[k] for r in group] for k in range(len(template.inputs))]
-            + [[r.outputs[k] for r in group] for k in range(len(template.outputs))]
-            + [[r.hint for r in group]]
+            [[inputs[k] for _, inputs, _, _ in group] for k in range(len(template.inputs))]
+            + [[outputs[k] for _, _, outputs, _ in group] for k in range(len(template.outputs))]
+            + [[hint for _, _, _, hint in group]]
             + fresh_columns
-            + [[name] * len(group) for name in constant_names]
+            + [name for name in constant_names]  # the same in every replay
         )
-        prefixed = [_length_prefixed_column(columns[slot]) for slot in used]
+        prefixed = [
+            _length_prefixed_column(columns[slot])
+            if isinstance(columns[slot], list)
+            else [protowire.length_prefixed(columns[slot])] * len(group)
+            for slot in used
+        ]
         for pattern, pick in node_formats:
             payloads = [pattern % values for values in zip(*pick(prefixed), strict=True)]
             fields = [tag + small[len(p)] + p if len(p) < 128 else tag + varint(len(p)) + p for p in payloads]
