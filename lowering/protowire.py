@@ -61,7 +61,7 @@ def splice_nodes(
     field_number = _NODE_FIELD[type(container)]
     tag = node_tag(container)
     count = len(container.node)
-    spans = _node_spans(container, field_number, count) if whole else None
+    spans = node_spans(container.SerializeToString(), field_number, count) if whole else None
     pieces = [field(tag, node.SerializeToString()) for node in leading]
     if spans is not None:
         data, starts, ends = spans
@@ -83,10 +83,9 @@ def splice_nodes(
     container.MergeFromString(b"".join(pieces))
 
 
-def _node_spans(container, field_number: int, count: int) -> tuple[bytes, list[int], list[int]] | None:
-    """The serialized container and where each node's field starts and ends in it; None when
-    the nodes are not where expected (then they are serialized one by one)."""
-    data = container.SerializeToString()
+def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[int], list[int]] | None:
+    """A serialized container and where each of its ``count`` node fields starts and ends in
+    it; None when they are not side by side (then they are serialized one by one)."""
     starts: list[int] = []
     ends: list[int] = []
     node_key = field_number << 3 | 2  # one byte for both containers

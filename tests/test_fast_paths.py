@@ -1,0 +1,205 @@
+"""The shortcuts the pass takes for speed give exactly what the plain way gives: node lists
+spliced as bytes, names checked against the model's bytes, replays made together, types
+followed back from the node that reads them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from support import make_model, oracle
+
+import lowering
+import lowering.engine as engine
+import lowering.protowire as protowire
+import lowering.templates as templates
+from lowering.naming import NameAllocator, names_in_model
+from lowering.opcount import count_ops
+from lowering.runtime import run_onnxruntime
+from lowering.samples import sample_values
+
+F16, F32 = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT
+GOLDEN = Path(__file__).parent.parent / "golden"
+ORIGINALS = sorted(p for p in GOLDEN.rglob("*.onnxtxt") if not p.name.endswith(".lowered.onnxtxt"))
+
+
+def load_text(path: Path) -> onnx.ModelProto:
+    return onnx.parser.parse_model(path.read_text())
+
+
+# -- wire bytes ----------------------------------------------------------------------------
+@pytest.mark.parametrize("number", [0, 1, 127, 128, 300, 16_383, 16_384, 2**21, 2**35])
+def test_varint_is_what_protobuf_writes(number):
+    tensor = onnx.TensorProto(dims=[number])  # dims: field 1, one varint (proto2, not packed)
+    assert tensor.SerializeToString() == b"\x08" + protowire.varint(number)
+
+
+@pytest.mark.parametrize("text", ["", "x", "é" * 70, "n" * 127, "n" * 128, "v" * 20_000])
+def test_length_prefixed_string_parses_back(text):
+    node = onnx.NodeProto.FromString(protowire.NAME_TAG + protowire.length_prefixed(text))
+    assert node.name == text
+
+
+@pytest.mark.parametrize("container_kind", ["graph", "function"])
+@pytest.mark.parametrize("whole", [True, False])
+def test_splicing_replaces_and_keeps_nodes_in_order(container_kind, whole):
+    nodes = [helper.make_node("Relu", [f"v{k}"], [f"v{k + 1}"], name=f"n{k}") for k in range(6)]
+    if container_kind == "graph":
+        container = helper.make_graph(nodes, "g", [], [], initializer=[helper.make_tensor("w", F32, [1], [1.0])])
+    else:
+        container = helper.make_function("d", "f", ["v0"], ["v6"], nodes, [helper.make_opsetid("", 17)])
+    before_other_fields = _without_nodes(container)
+    tag = protowire.node_tag(container)
+    new = helper.make_node("Neg", ["v1"], ["v2"], name="neg")
+    replaced = {
+        0: [nodes[0]],  # a NodeProto
+        2: [protowire.field(tag, new.SerializeToString()), helper.make_node("Abs", ["v2"], ["v2b"], name="abs")],
+        5: [],  # removed
+    }
+    leading = [helper.make_node("Constant", [], ["c"], name="c", value_float=1.0)]
+    protowire.splice_nodes(container, leading, replaced, whole=whole)
+    assert [n.name for n in container.node] == ["c", "n0", "n1", "neg", "abs", "n3", "n4"]
+    assert container.node[3] == new
+    assert _without_nodes(container) == before_other_fields
+
+
+def _without_nodes(container) -> bytes:
+    copy = type(container)()
+    copy.CopyFrom(container)
+    copy.ClearField("node")
+    return copy.SerializeToString()
+
+
+def test_node_spans_refuse_nodes_that_are_not_side_by_side():
+    node = protowire.field(b"\x0a", helper.make_node("Relu", ["a"], ["b"]).SerializeToString())
+    name = protowire.field(b"\x12", b"g")
+    assert protowire.node_spans(node + node + name, 1, 2) is not None
+    assert protowire.node_spans(node + name + node, 1, 2) is None  # kept runs would carry the name twice
+    assert protowire.node_spans(node + node, 1, 3) is None
+
+
+# -- names ---------------------------------------------------------------------------------
+HINTS = [("y_equal", "_equal"), ("y_Equal", "_Equal"), ("y_equal", "_equal"), ("bool_false", "bool_false"),
+         ("9lives_equal", "_equal"), ("x y_equal", "_equal"), ("", ""), ("taken_Abs", "_Abs"),
+         ("taken_Abs", "_Abs"), ("w", "")]  # fmt: skip
+
+
+def naming_model() -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Relu", ["x"], ["taken_Abs"], name="y"),
+        helper.make_node("Relu", ["taken_Abs"], ["taken_Abs_1"], name="taken_Abs_2"),
+    ]
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", F32, ["N"])],
+        [helper.make_tensor_value_info("taken_Abs_1", F32, ["N"])],
+        opset=17,
+        initializer=[helper.make_tensor("w", F32, [1], [1.0])],
+    )
+
+
+@pytest.mark.parametrize("snapshot", [True, False])
+def test_names_checked_by_tail_are_the_names_a_full_listing_gives(snapshot):
+    model = naming_model()
+    listing = NameAllocator(names_in_model(model))
+    by_tail = NameAllocator(model=model, snapshot=snapshot)
+    for hint, tail in HINTS:
+        assert by_tail.fresh(hint, tail=tail) == listing.fresh(hint)
+    assert "taken_Abs_3" in by_tail and "nowhere" not in by_tail
+
+
+def test_claiming_names_takes_all_or_none():
+    names = NameAllocator(model=naming_model())
+    assert names.claim(["a_equal", "b_equal"], {"_equal"})
+    assert not names.claim(["c_equal", "a_equal"], {"_equal"})  # a_equal is given already
+    assert names.fresh("c_equal", tail="_equal") == "c_equal"  # nothing was taken by the refusal
+    assert not names.claim(["y_Relu"], {"y"})  # the tail occurs in the model: not decided this way
+
+
+# -- whole passes: every shortcut off gives the same bytes ---------------------------------
+def lowered_bytes(model: onnx.ModelProto) -> bytes:
+    return lowering.lower(model).SerializeToString()
+
+
+@pytest.mark.parametrize("path", ORIGINALS, ids=lambda p: str(p.relative_to(GOLDEN)))
+def test_golden_models_lower_the_same_with_every_shortcut_off(path, monkeypatch):
+    model = load_text(path)
+    fast = lowered_bytes(model)
+    with monkeypatch.context() as patch:
+        patch.setattr(protowire, "WHOLE_MODEL_LIMIT_BYTES", 0)  # names listed, nodes one by one
+        assert lowered_bytes(model) == fast
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "replay_together", lambda *args: None)  # replays one by one
+        assert lowered_bytes(model) == fast
+    with monkeypatch.context() as patch:
+        patch.setattr(templates.Template, "_prepare_direct_replay", _no_direct_replay)  # names one by one
+        assert lowered_bytes(model) == fast
+
+
+def _no_direct_replay(template) -> None:
+    template._direct = None
+
+
+def many_kinds_model() -> onnx.ModelProto:
+    """Replays of several kinds interleaved, names that collide, unnamed nodes, an unused output."""
+    nodes = []
+    for k, (op_type, attrs, source) in enumerate(
+        [("IsNaN", {}, "x"), ("IsInf", {}, "h"), ("IsNaN", {}, "h"), ("IsInf", {"detect_negative": 0}, "x")] * 5
+    ):
+        name = ["", "same", f"n{k}", "9digit"][k % 4]
+        nodes.append(helper.make_node(op_type, [source], [f"out{k}"], name=name, **attrs))
+    outputs = [helper.make_tensor_value_info(f"out{k}", onnx.TensorProto.BOOL, ["N"]) for k in range(len(nodes))]
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", F32, ["N"]), helper.make_tensor_value_info("h", F16, ["N"])],
+        outputs,
+        opset=20,
+    )
+
+
+def test_interleaved_kinds_and_colliding_names_lower_the_same_one_by_one(monkeypatch):
+    model = many_kinds_model()
+    fast = lowered_bytes(model)
+    monkeypatch.setattr(engine, "replay_together", lambda *args: None)
+    assert lowered_bytes(model) == fast
+    monkeypatch.setattr(templates.Template, "_prepare_direct_replay", _no_direct_replay)
+    assert lowered_bytes(model) == fast
+    lowered = onnx.load_from_string(fast)
+    onnx.checker.check_model(lowered, full_check=True)
+    names = [n.name for n in lowered.graph.node]
+    assert len(names) == len(set(names))
+
+
+# -- types followed back -------------------------------------------------------------------
+def far_chain_model(gap: int) -> onnx.ModelProto:
+    """IsNaN on a float16 value produced ``gap`` unrelated nodes earlier, and on a Max whose
+    first input's type is not known: only its variadic second input's is."""
+    nodes = [helper.make_node("Relu", ["x"], ["far"])]
+    nodes += [helper.make_node("Neg", ["x" if k == 0 else f"pad{k - 1}"], [f"pad{k}"]) for k in range(gap)]
+    nodes.append(helper.make_node("IsNaN", ["far"], ["far_nan"]))
+    nodes.append(helper.make_node("Max", ["far", "x"], ["top"]))
+    nodes.append(helper.make_node("IsNaN", ["top"], ["top_nan"]))
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", F16, ["N"])],
+        [
+            helper.make_tensor_value_info("far_nan", onnx.TensorProto.BOOL, ["N"]),
+            helper.make_tensor_value_info("top_nan", onnx.TensorProto.BOOL, ["N"]),
+            helper.make_tensor_value_info(f"pad{gap - 1}", F16, ["N"]),
+        ],
+        opset=17,
+    )
+
+
+@pytest.mark.parametrize("gap", [1, 63, 64, 65, 300])
+def test_types_are_found_however_far_back_their_producer_is(gap):
+    result = lowering.lower_model(far_chain_model(gap))
+    assert not result.report.remaining and count_ops(result.model)["IsNaN"] == 0
+    assert count_ops(result.model)["Cast"] == 2  # float16 compared in float32 on the target
+    values = sample_values(F16)
+    far_nan, top_nan, _ = run_onnxruntime(result.model, {"x": values})
+    np.testing.assert_array_equal(far_nan, oracle("IsNaN", np.maximum(values, 0)))
+    np.testing.assert_array_equal(top_nan, oracle("IsNaN", values))
