@@ -66,8 +66,8 @@ class NameAllocator:
         return name
 
     def claim(self, candidates: list[str], tails) -> bool:
-        """Take every one of ``candidates`` (distinct, each holding one of ``tails``) if all
-        are free, as :meth:`fresh_identifier` would have given them; else take none."""
+        """Take every one of ``candidates`` (each holding one of ``tails``) if all are free and
+        no two are alike, as :meth:`fresh_identifier` would have given them; else take none."""
         given = self._given
         if self._existing is None:
             absent = self._tail_absent
@@ -78,7 +78,11 @@ class NameAllocator:
             return False
         if not given.isdisjoint(candidates):
             return False
+        size = len(given)
         given.update(candidates)
+        if len(given) != size + len(candidates):  # two candidates alike: none was given before
+            given.difference_update(candidates)
+            return False
         return True
 
     def _taken(self, name: str, tail: str) -> bool:

@@ -87,17 +87,23 @@ def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[
     """A serialized container and where each of its ``count`` node fields starts and ends in
     it; None when they are not side by side (then they are serialized one by one)."""
     starts: list[int] = []
-    ends: list[int] = []
     node_key = field_number << 3 | 2  # one byte for both containers
+    nodes_end = -1  # where the last node seen ends
+    side_by_side = True
     position, size = 0, len(data)
     while position < size:
-        start = position
         key = data[position]
         if key == node_key:
-            length, position = _read_varint(data, position + 1)
-            position += length
-            starts.append(start)
-            ends.append(position)
+            if starts and position != nodes_end:
+                side_by_side = False
+            starts.append(position)
+            length = data[position + 1]
+            if length < 128:
+                position += 2 + length
+            else:
+                length, position = _read_varint(data, position + 1)
+                position += length
+            nodes_end = position
             continue
         key, position = _read_varint(data, position)
         wire_type = key & 7
@@ -113,10 +119,9 @@ def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[
         else:
             return None
     # The kept runs are cut whole, so the nodes must lie side by side with nothing between.
-    contiguous = not starts or sum(ends) - sum(starts) == ends[-1] - starts[0]
-    if len(starts) != count or position != size or not contiguous:
+    if len(starts) != count or position != size or not side_by_side:
         return None
-    return data, starts, ends
+    return data, starts, starts[1:] + [nodes_end] if starts else []
 
 
 def _read_varint(data: bytes, position: int) -> tuple[int, int]:

@@ -117,10 +117,10 @@ class Scope:
             for name, type_proto in input_types.items():
                 self._declared.setdefault(name, type_proto)
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
-        self._nearby_producers: dict[str, tuple[onnx.NodeProto, int, int]] = {}
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
         self._outer_element_types: dict[str, int] = {}
         self._schema_rules: dict[str, tuple] = {}
+        self._same_typed_inputs: dict[str, tuple] = {}
         inputs = graph.input if isinstance(graph, onnx.FunctionProto) else [i.name for i in graph.input]
         self._declared_inputs = frozenset(inputs)
         self._own_values = set(self._declared_inputs)  # inputs and initializers
@@ -167,9 +167,6 @@ class Scope:
         looked for among the nodes just before."""
         if self._producer_map is not None or reader is None:
             return self._producers().get(name)
-        found = self._nearby_producers.get(name)
-        if found is not None:
-            return found
         nodes = self.graph.node
         index = reader - 1
         stop = reader - NEARBY_NODES if reader > NEARBY_NODES else 0
@@ -177,9 +174,7 @@ class Scope:
             node = nodes[index]
             outputs = node.output
             if name in outputs:
-                output_index = 0 if outputs[0] == name else list(outputs).index(name)
-                found = self._nearby_producers[name] = (node, index, output_index)
-                return found
+                return (node, index, 0 if outputs[0] == name else list(outputs).index(name))
             index -= 1
         return self._producers().get(name)
 
@@ -263,6 +258,9 @@ class Scope:
             if declared is not None or not source or source in seen:
                 result = declared or 0
                 break
+            if source in known:
+                result = known[source]
+                break
             if source in own_values:
                 result = known[source] = 0
                 break
@@ -280,18 +278,22 @@ class Scope:
 
     def _known_input_type(self, node: onnx.NodeProto, index: int) -> int | None:
         """The element type of an input of node ``index`` that its schema types like its
-        output, where one is known already (declared, or followed before); else None."""
-        positions, from_position = same_typed_inputs(self.op_types[index], self.source_opset)
-        inputs = node.input
+        output, where one is known already (followed before, or declared); else None."""
+        op_type = self.op_types[index]
+        same = self._same_typed_inputs.get(op_type)
+        if same is None:
+            same = self._same_typed_inputs[op_type] = same_typed_inputs(op_type, self.source_opset)
+        positions, from_position = same
+        inputs = list(node.input)
         names = [inputs[k] for k in positions if k < len(inputs)]
         if from_position is not None:
-            names.extend(inputs[from_position + 1 :])
+            names += inputs[from_position + 1 :]
+        known = self._element_types
         for source in names:
-            found = (
-                self._element_types.get(source)
-                or element_type_of(self._declared.get(source))
-                or self._outer_element_types.get(source)
-            )
+            if known.get(source):
+                return known[source]
+        for source in names:
+            found = element_type_of(self._declared.get(source)) or self._outer_element_types.get(source)
             if found:
                 return found
         return None

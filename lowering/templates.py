@@ -262,7 +262,7 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
             candidates.extend(column)
         tails.update(template_tails)
         planned.append((template, positions, fresh_columns, constant_names))
-    if len(set(candidates)) != len(candidates) or not names.claim(candidates, tails):
+    if not names.claim(candidates, tails):
         return None
     records: list[list[bytes]] = [[] for _ in replays]
     small, varint = protowire.SMALL_VARINTS, protowire.varint
