@@ -274,7 +274,7 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
             + [[outputs[k] for _, _, outputs, _ in group] for k in range(len(template.outputs))]
             + [[hint for _, _, _, hint in group]]
             + fresh_columns
-            + [name for name in constant_names]  # the same in every replay
+            + list(constant_names)  # strings, not columns: the same in every replay
         )
         prefixed = [
             _length_prefixed_column(columns[slot])
