@@ -91,6 +91,7 @@ class LoweringPass:
         self._inferred_model: onnx.ModelProto | None = None
         self.optionals = OptionalResolver(self.names)
         self._templates: dict[tuple, object] = {}
+        self._replayed_labels: list[str] = []  # report labels of the replays waiting
         self._watched_ops = frozenset(requested_ops)
 
     # -- driver ------------------------------------------------------------------------
@@ -168,7 +169,7 @@ class LoweringPass:
             kind = scope.rules[op] = self._kind_of_op(scope, node)
         if not kind:
             return None
-        label, key_start = kind
+        label, key_start, templates = kind
         attributes = node.attribute
         if attributes:
             if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in attributes):
@@ -176,24 +177,28 @@ class LoweringPass:
             attribute_key = tuple([attribute.SerializeToString() for attribute in attributes])
         else:
             attribute_key = ()
-        inputs = list(node.input)
+        inputs, outputs = node.input, node.output  # read, not kept past this graph's splice
         known = scope.type_strings
-        types = [known.get(name) if name else None for name in inputs]
+        types = tuple([known.get(name) if name else None for name in inputs])
         if None in types:
             try:
-                types = [self._type_key(scope, name, index) for name in inputs]
+                types = tuple([self._type_key(scope, name, index) for name in inputs])
             except _NotLowered:
                 return None
-        outputs = list(node.output)
-        template = self._templates.get((*key_start, tuple(types), attribute_key, len(outputs)))
-        if template is None or template is _NOT_CACHEABLE or template._direct is None:
-            return None
-        self.report.rewritten[label] += 1
+        rest_of_key = (types, attribute_key, len(outputs))
+        template = templates.get(rest_of_key)
+        if template is None:  # recorded by _expand under the whole key, or not yet
+            template = self._templates.get((*key_start, *rest_of_key))
+            if template is None or template is _NOT_CACHEABLE or template._direct is None:
+                return None
+            templates[rest_of_key] = template
+        self._replayed_labels.append(label)
         return (template, inputs, outputs, node.name or (outputs[0] if outputs else node.op_type.lower()))
 
     def _kind_of_op(self, scope: Scope, node: onnx.NodeProto) -> tuple[str, tuple] | tuple[()]:
-        """For an op type in a graph whose nodes may be replayed directly: its report label and
-        how its template keys start; () when they must go through :meth:`_rewrite`."""
+        """For an op type in a graph whose nodes may be replayed directly: its report label,
+        how its template keys start, and its templates by the rest of their keys (filled as
+        found); () when they must go through :meth:`_rewrite`."""
         rule = rule_for(node.domain, node.op_type)
         if (
             self.target_opset is not None
@@ -206,11 +211,13 @@ class LoweringPass:
         version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
         if version is None or not rule.serves(version):
             return ()
-        return (f"{node.op_type}-{version}", (rule.domain, rule.op_type, version, scope.opset))
+        return (f"{node.op_type}-{version}", (rule.domain, rule.op_type, version, scope.opset), {})
 
     def _replay_waiting(self, scope: Scope, waiting: list[tuple[int, Replay]], replaced: dict[int, list]) -> None:
         """Replay the waiting nodes, together where their names are all free, else in order."""
         replays = [replay for _, replay in waiting]
+        self.report.rewritten.update(self._replayed_labels)
+        self._replayed_labels.clear()
         together = replay_together(replays, self.names, scope.constants, scope.node_tag)
         for position, (index, replay) in enumerate(waiting):
             if together is not None:
