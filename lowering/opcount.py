@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 import onnx
+
+from .schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 
 
 def count_ops(model: onnx.ModelProto) -> Counter:
@@ -17,16 +19,18 @@ def count_ops(model: onnx.ModelProto) -> Counter:
     return counts
 
 
-def _count(nodes: Iterable[onnx.NodeProto], counts: Counter) -> None:
-    for node in nodes:
-        key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-        counts[key] += 1
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                _count(attribute.g.node, counts)
-            elif attribute.type == onnx.AttributeProto.GRAPHS:
-                for graph in attribute.graphs:
-                    _count(graph.node, counts)
+def _count(nodes: Sequence[onnx.NodeProto], counts: Counter) -> None:
+    keys = [node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}" for node in nodes]
+    counts.update(keys)
+    holding_subgraphs = ops_with_subgraphs()
+    for index, key in enumerate(keys):
+        if key in holding_subgraphs or "." in key:  # default-domain ops with graphs, or any other domain
+            for attribute in nodes[index].attribute:
+                if attribute.type == onnx.AttributeProto.GRAPH:
+                    _count(attribute.g.node, counts)
+                elif attribute.type == onnx.AttributeProto.GRAPHS:
+                    for graph in attribute.graphs:
+                        _count(graph.node, counts)
 
 
 def op_count_table(before: Counter, after: Counter) -> list[str]:
