@@ -140,14 +140,17 @@ class LoweringPass:
                 if replay is not None:
                     waiting.append((index, replay))
                     continue
+            # Replays wait until something else asks for names, so they stay in order.
+            if node.attribute and _holds_graphs(node):
                 if waiting:
                     self._replay_waiting(scope, waiting, replaced)
-            if node.attribute:
                 self._lower_subgraphs(scope, node, index)
             if functions and call_key(node) in functions:
                 self._record_call(scope, node, index)
             replacement = None
             if converting or node.op_type in self._watched_ops:
+                if waiting:
+                    self._replay_waiting(scope, waiting, replaced)
                 replacement = self._rewrite(scope, node, index)
                 if replacement is None and converting:
                     replacement = self._convert(scope, node, index)
@@ -172,7 +175,7 @@ class LoweringPass:
         label, key_start, templates = kind
         attributes = node.attribute
         if attributes:
-            if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in attributes):
+            if _holds_graphs(node):
                 return None
             attribute_key = tuple([attribute.SerializeToString() for attribute in attributes])
         else:
@@ -546,6 +549,10 @@ class LoweringPass:
             unknown_types_reason=reason,
         )
         self._lower_graph(scope)
+
+
+def _holds_graphs(node: onnx.NodeProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
 
 
 def _imports_other_domains(scope: Scope, model: onnx.ModelProto) -> bool:

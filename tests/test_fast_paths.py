@@ -160,8 +160,44 @@ def many_kinds_model() -> onnx.ModelProto:
     )
 
 
-def test_interleaved_kinds_and_colliding_names_lower_the_same_one_by_one(monkeypatch):
-    model = many_kinds_model()
+def layered_model() -> onnx.ModelProto:
+    """Layers of IsNaN, IsInf, a local function call and, now and then, an If whose branches
+    lower too: replays wait across the calls and are made before each If."""
+    guard = helper.make_function(
+        "local", "Guard", ["a"], ["b"],
+        [helper.make_node("IsNaN", ["a"], ["n"]), helper.make_node("Where", ["n", "a", "a"], ["b"])],
+        [helper.make_opsetid("", 17)],
+    )  # fmt: skip
+    nodes, previous = [], "x"
+    for k in range(12):
+        nodes += [
+            helper.make_node("IsNaN", [previous], [f"nan{k}"], name=f"layer{k}"),
+            helper.make_node("Guard", [previous], [f"g{k}"], domain="local", name=f"layer{k}_guard"),
+            helper.make_node("IsInf", [f"g{k}"], [f"inf{k}"], name=f"layer{k}"),  # a node name used twice
+            helper.make_node("Where", [f"inf{k}", previous, f"g{k}"], [f"w{k}"]),
+        ]
+        if k % 4 == 3:
+            branch = [helper.make_node("IsNaN", [f"w{k}"], [f"t{k}"], name=f"layer{k}_nan")]
+            nodes.append(helper.make_node(
+                "If", ["c"], [f"if{k}"],
+                then_branch=helper.make_graph(
+                    branch, f"then{k}", [], [helper.make_tensor_value_info(f"t{k}", 9, None)]
+                ),
+                else_branch=helper.make_graph(
+                    [helper.make_node("IsInf", [f"w{k}"], [f"e{k}"])], f"else{k}", [],
+                    [helper.make_tensor_value_info(f"e{k}", 9, None)],
+                ),
+            ))  # fmt: skip
+        previous = f"w{k}"
+    outputs = [helper.make_tensor_value_info(previous, F32, ["N"])]
+    outputs += [helper.make_tensor_value_info(f"if{k}", onnx.TensorProto.BOOL, ["N"]) for k in (3, 7, 11)]
+    inputs = [helper.make_tensor_value_info("x", F32, ["N"]), helper.make_tensor_value_info("c", 9, [])]
+    return make_model(nodes, inputs, outputs, opset=17, functions=[guard], extra_opsets={"local": 1})
+
+
+@pytest.mark.parametrize("build", [many_kinds_model, layered_model])
+def test_interleaved_kinds_and_colliding_names_lower_the_same_one_by_one(build, monkeypatch):
+    model = build()
     fast = lowered_bytes(model)
     monkeypatch.setattr(engine, "replay_together", lambda *args: None)
     assert lowered_bytes(model) == fast
@@ -169,8 +205,9 @@ def test_interleaved_kinds_and_colliding_names_lower_the_same_one_by_one(monkeyp
     assert lowered_bytes(model) == fast
     lowered = onnx.load_from_string(fast)
     onnx.checker.check_model(lowered, full_check=True)
-    names = [n.name for n in lowered.graph.node]
-    assert len(names) == len(set(names))
+    taken = names_in_model(model)  # the model's own node names may repeat; new ones may not
+    new_names = [n.name for n in lowered.graph.node if n.name and n.name not in taken]
+    assert new_names and len(new_names) == len(set(new_names))
 
 
 # -- types followed back -------------------------------------------------------------------
