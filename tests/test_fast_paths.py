@@ -177,7 +177,7 @@ def layered_model() -> onnx.ModelProto:
             helper.make_node("Where", [f"inf{k}", previous, f"g{k}"], [f"w{k}"]),
         ]
         if k % 4 == 3:
-            branch = [helper.make_node("IsNaN", [f"w{k}"], [f"t{k}"], name=f"layer{k}_nan")]
+            branch = [helper.make_node("IsNaN", [f"w{k}"], [f"t{k}"], name=f"layer{k}")]  # names as outside
             nodes.append(helper.make_node(
                 "If", ["c"], [f"if{k}"],
                 then_branch=helper.make_graph(
