@@ -56,13 +56,15 @@ def lower_model(
         ir_model = model
         model = _ir_to_proto(model)
     requested = _requested_ops(ops)
-    _check_input(model)
+    # The model's bytes, where it is small enough to copy (no large inline weights): the
+    # checker reads them, and the pass checks new names against them.
+    model_bytes = model.SerializeToString() if model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES else None
+    _check_input(model, model_bytes)
     source_opset = default_opset(model.opset_import)
     if target_opset is not None:
         _check_target_opset(model, target_opset, source_opset)
     lowered = onnx.ModelProto()
     lowered.CopyFrom(model)
-    whole = model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES  # may it be copied to bytes
     collecting = gc.isenabled()
     gc.disable()  # the pass makes many short-lived objects and no garbage cycles worth chasing
     try:
@@ -73,12 +75,12 @@ def lower_model(
             target=target,
             target_opset=target_opset,
             progress=progress,
-            serialize_whole=whole,
+            model_bytes=model_bytes,
         ).run()
     finally:
         if collecting:
             gc.enable()
-    _check_postcondition(lowered, requested, report, whole)
+    _check_postcondition(lowered, requested, report, whole=model_bytes is not None)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
         _check_output(lowered, target_opset)
@@ -182,15 +184,18 @@ def _ir_to_proto(model) -> onnx.ModelProto:
     return onnx_ir.serde.serialize_model(model)
 
 
-def _check_input(model: onnx.ModelProto) -> None:
+def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None) -> None:
+    """Refuse what onnx's checker refuses (read from ``model_bytes`` where given and the model
+    holds no external data, which the checker would look for)."""
     opset = default_opset(model.opset_import)
     if opset is not None and opset > schemas.newest_opset():
         raise LoweringError(
             f"the model imports opset {opset} of the default domain, newer than the {schemas.newest_opset()} "
             "this onnx knows; upgrade onnx"
         )
+    view = checkable(model)
     try:
-        onnx.checker.check_model(checkable(model))
+        onnx.checker.check_model(model_bytes if view is model and model_bytes is not None else view)
     except onnx.checker.ValidationError as error:
         raise LoweringError(f"the model is not valid ONNX: {_checker_message(error)}") from None
 
@@ -234,7 +239,7 @@ def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
 
 
 def _check_postcondition(
-    model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport, whole: bool
+    model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport, *, whole: bool
 ) -> None:
     """Every node of a requested op that is left must be accounted for in the report.
 

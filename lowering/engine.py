@@ -73,18 +73,19 @@ class LoweringPass:
         target: Target,
         target_opset: int | None = None,
         progress=None,
-        serialize_whole: bool = True,
+        model_bytes: bytes | None = None,
     ) -> None:
-        """``serialize_whole``: whether the model is small enough to be copied to bytes."""
+        """``model_bytes``: ``model`` serialized, where it is small enough to be copied to
+        bytes (then names are checked against them and node lists spliced as bytes)."""
         self.model = model
-        self.serialize_whole = serialize_whole
+        self.serialize_whole = model_bytes is not None
         self.progress = progress
         self.target_opset = target_opset
         self.original = original
         self.requested_ops = requested_ops
         self.target = target
         self.report = LoweringReport()
-        self.names = NameAllocator(model=model, snapshot=serialize_whole)
+        self.names = NameAllocator(model=model, snapshot=model_bytes)
         self.functions = {function_key(f): f for f in model.functions}
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}
@@ -182,12 +183,12 @@ class LoweringPass:
             attribute_key = ()
         inputs, outputs = node.input, node.output  # read, not kept past this graph's splice
         known = scope.type_strings
-        types = tuple([known.get(name) if name else None for name in inputs])
-        if None in types:
-            try:
-                types = tuple([self._type_key(scope, name, index) for name in inputs])
-            except _NotLowered:
-                return None
+        try:
+            types = tuple(
+                [(known.get(name) or self._type_key(scope, name, index)) if name else None for name in inputs]
+            )
+        except _NotLowered:
+            return None
         rest_of_key = (types, attribute_key, len(outputs))
         template = templates.get(rest_of_key)
         if template is None:  # recorded by _expand under the whole key, or not yet

@@ -31,16 +31,18 @@ class NameAllocator:
     does occur, or none is given, is the full list made, once.
     """
 
-    def __init__(self, taken: Iterable[str] = (), model: onnx.ModelProto | None = None, snapshot: bool = True) -> None:
-        """``model``: the model whose names to avoid; ``snapshot``: whether it may be copied to
-        bytes (else, for memory, its names are listed up front)."""
+    def __init__(
+        self, taken: Iterable[str] = (), model: onnx.ModelProto | None = None, snapshot: bytes | None = None
+    ) -> None:
+        """``model``: the model whose names to avoid; ``snapshot``: its serialized bytes, where
+        it is small enough to copy (else, for memory, its names are listed up front)."""
         self._given = set(taken)
         self._existing: set[str] | None = set()
         self._snapshot: bytes | None = None
         self._tail_absent: dict[str, bool] = {}
         if model is not None:
-            if snapshot:
-                self._snapshot = model.SerializeToString()
+            if snapshot is not None:
+                self._snapshot = snapshot
                 self._existing = None
             else:
                 self._existing = names_in_model(model)

@@ -237,6 +237,13 @@ class Scope:
         found = self._local_producer(name, reader)
         if found is None:
             return None
+        node, index, output_index = found
+        rule = self._output_rule(node, index) if output_index == 0 else None
+        if rule is not None and rule[0] == "same":  # most often an input's type is known already
+            result = self._known_input_type(node, index)
+            if result is not None:
+                self._element_types[name] = result
+                return result
         known = self._element_types  # this graph's values
         outer = self._outer_element_types  # values of enclosing graphs
         followed: list[str] = []  # values typed like the next one, back to one whose type is known

@@ -105,14 +105,15 @@ def naming_model() -> onnx.ModelProto:
 def test_names_checked_by_tail_are_the_names_a_full_listing_gives(snapshot):
     model = naming_model()
     listing = NameAllocator(names_in_model(model))
-    by_tail = NameAllocator(model=model, snapshot=snapshot)
+    by_tail = NameAllocator(model=model, snapshot=model.SerializeToString() if snapshot else None)
     for hint, tail in HINTS:
         assert by_tail.fresh(hint, tail=tail) == listing.fresh(hint)
     assert "taken_Abs_3" in by_tail and "nowhere" not in by_tail
 
 
 def test_claiming_names_takes_all_or_none():
-    names = NameAllocator(model=naming_model())
+    model = naming_model()
+    names = NameAllocator(model=model, snapshot=model.SerializeToString())
     assert names.claim(["a_equal", "b_equal"], {"_equal"})
     assert not names.claim(["c_equal", "a_equal"], {"_equal"})  # a_equal is given already
     assert names.fresh("c_equal", tail="_equal") == "c_equal"  # nothing was taken by the refusal
