@@ -231,7 +231,7 @@ def _identifier_start(text: str) -> str:
 Replay = tuple[Template, list[str], list[str], str]
 
 
-def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list[list[bytes]] | None:
+def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list[tuple[bytes, ...]] | None:
     """The node fields of many direct replays (see :meth:`Template.instantiate`), made column
     by column rather than node by node. The names are claimed all at once, so the result is
     what replaying one after the other gives; None (nothing taken) when any name is not free,
@@ -264,7 +264,7 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
         planned.append((template, positions, fresh_columns, constant_names))
     if not names.claim(candidates, tails):
         return None
-    records: list[list[bytes]] = [[] for _ in replays]
+    records: list[tuple[bytes, ...]] = [()] * len(replays)
     small, varint = protowire.SMALL_VARINTS, protowire.varint
     for template, positions, fresh_columns, constant_names in planned:
         _, _, _, used, node_formats = template._direct
@@ -282,17 +282,17 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
             else [protowire.length_prefixed(columns[slot])] * len(group)
             for slot in used
         ]
+        field_columns = []  # per recorded node, its field in every replay
         for pattern, pick in node_formats:
             payloads = [pattern % values for values in zip(*pick(prefixed), strict=True)]
-            fields = [tag + small[len(p)] + p if len(p) < 128 else tag + varint(len(p)) + p for p in payloads]
-            for position, field_bytes in zip(positions, fields, strict=True):
-                records[position].append(field_bytes)
+            field_columns.append(
+                [tag + small[len(p)] + p if len(p) < 128 else tag + varint(len(p)) + p for p in payloads]
+            )
+        for position, fields in zip(positions, zip(*field_columns, strict=True), strict=True):
+            records[position] = fields
     return records
 
 
 def _length_prefixed_column(texts: list[str]) -> list[bytes]:
-    encoded = [text.encode() for text in texts]
-    if max(map(len, encoded)) < 128:
-        small = protowire.SMALL_VARINTS
-        return [small[len(e)] + e for e in encoded]
-    return [protowire.varint(len(e)) + e for e in encoded]
+    small, varint = protowire.SMALL_VARINTS, protowire.varint
+    return [small[len(e)] + e if len(e) < 128 else varint(len(e)) + e for e in map(str.encode, texts)]
