@@ -55,7 +55,7 @@ class RecordingConstants:
         del count
 
 
-@dataclass
+@dataclass(eq=False)  # one template is one kind of node: compared by identity
 class Template:
     """Recorded nodes (names are placeholders) and the naming events to replay."""
 
@@ -241,14 +241,17 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
         return None
     starts = hints if safe_characters("".join(hints)) == "".join(hints) else [safe_characters(h) for h in hints]
     starts = [_identifier_start(start) for start in starts] if any(s[0].isdigit() for s in starts) else starts
-    groups: dict[int, list[int]] = {}  # template → positions of its replays
-    for position, (template, _, _, _) in enumerate(replays):
-        groups.setdefault(id(template), []).append(position)
+    templates = [template for template, _, _, _ in replays]
+    groups: dict[Template, list[int]] = {}  # template → positions of its replays
+    if templates.count(templates[0]) == len(templates):  # all of one kind, the usual case
+        groups[templates[0]] = list(range(len(templates)))
+    else:
+        for position, template in enumerate(templates):
+            groups.setdefault(template, []).append(position)
     planned = []
     candidates: list[str] = []
     tails: set[str] = set()
-    for positions in groups.values():
-        template = replays[positions[0]][0]
+    for template, positions in groups.items():
         finals, template_tails, constant_keys, used, node_formats = template._direct
         constant_names = []
         for key in constant_keys:
@@ -269,19 +272,15 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
     for template, positions, fresh_columns, constant_names in planned:
         _, _, _, used, node_formats = template._direct
         group = [replays[p] for p in positions]
+        hint_slot = len(template.inputs) + len(template.outputs)
         columns = (
             [[inputs[k] for _, inputs, _, _ in group] for k in range(len(template.inputs))]
             + [[outputs[k] for _, _, outputs, _ in group] for k in range(len(template.outputs))]
-            + [[hint for _, _, _, hint in group]]
+            + [[hint for _, _, _, hint in group] if hint_slot in used else None]  # rarely read by a node
             + fresh_columns
             + list(constant_names)  # strings, not columns: the same in every replay
         )
-        prefixed = [
-            _length_prefixed_column(columns[slot])
-            if isinstance(columns[slot], list)
-            else [protowire.length_prefixed(columns[slot])] * len(group)
-            for slot in used
-        ]
+        prefixed = [_length_prefixed_column(columns[slot], len(group)) for slot in used]
         field_columns = []  # per recorded node, its field in every replay
         for pattern, pick in node_formats:
             payloads = [pattern % values for values in zip(*pick(prefixed), strict=True)]
@@ -293,6 +292,9 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
     return records
 
 
-def _length_prefixed_column(texts: list[str]) -> list[bytes]:
+def _length_prefixed_column(column: list[str] | str, size: int) -> list[bytes]:
+    """Each text of a column (a single text: the same ``size`` times) length-prefixed."""
+    if isinstance(column, str) or column.count(column[0]) == size:  # one value, such as a shared input
+        return [protowire.length_prefixed(column if isinstance(column, str) else column[0])] * size
     small, varint = protowire.SMALL_VARINTS, protowire.varint
-    return [small[len(e)] + e if len(e) < 128 else varint(len(e)) + e for e in map(str.encode, texts)]
+    return [small[len(e)] + e if len(e) < 128 else varint(len(e)) + e for e in map(str.encode, column)]
