@@ -133,9 +133,9 @@ class Template:
         for a node with these ``inputs``, ``outputs`` and name ``hint``, fresh names asked for
         in the recorded order."""
         if self._direct is not None and hint:
-            records = self._instantiate_directly(inputs, outputs, hint, names, constants, tag)
-            if records is not None:
-                return records
+            together = replay_together([(self, inputs, outputs, hint)], names, constants, tag)
+            if together is not None:
+                return list(together[0])
         real: dict[str, str] = {self.hint: hint}
         real.update(zip(self.inputs, inputs, strict=False))
         real.update(zip(self.outputs, outputs, strict=False))
@@ -170,28 +170,6 @@ class Template:
                 parts.append(field_tag + varint(len(text)) + text)
             parts.append(fixed)
             payload = b"".join(parts)
-            records.append(tag + varint(len(payload)) + payload)
-        return records
-
-    def _instantiate_directly(self, inputs, outputs, hint: str, names, constants, tag: bytes) -> list[bytes] | None:
-        """The replay when its constants exist already and its names are all free; None otherwise."""
-        finals, tails, constant_keys, used, node_formats = self._direct
-        constant_names = []
-        for key in constant_keys:
-            found = constants.existing(key)
-            if found is None:
-                return None
-            constant_names.append(found.name)
-        hint_start = _identifier_start(safe_characters(hint))
-        fresh_names = [hint_start + final for final in finals]
-        if not names.claim(fresh_names, tails):
-            return None
-        values = [*inputs, *outputs, hint, *fresh_names, *constant_names]
-        prefixed = [protowire.length_prefixed(values[slot]) for slot in used]
-        varint = protowire.varint
-        records = []
-        for pattern, pick in node_formats:
-            payload = pattern % pick(prefixed)
             records.append(tag + varint(len(payload)) + payload)
         return records
 
