@@ -237,32 +237,23 @@ class Scope:
         found = self._local_producer(name, reader)
         if found is None:
             return None
-        node, index, output_index = found
-        rule = self._output_rule(node, index) if output_index == 0 else None
-        if rule is not None and rule[0] == "same":  # most often an input's type is known already
-            result = self._known_input_type(node, index)
-            if result is not None:
-                self._element_types[name] = result
-                return result
         known = self._element_types  # this graph's values
         outer = self._outer_element_types  # values of enclosing graphs
         followed: list[str] = []  # values typed like the next one, back to one whose type is known
-        seen: set[str] = set()  # guards against a cycle in an invalid graph
         value = name
         while True:
             followed.append(value)
-            seen.add(value)
             node, reader, output_index = found
             rule = self._output_rule(node, reader) if output_index == 0 else None
             if rule is None or rule[0] != "same":
                 result = rule[1] if rule is not None else 0
                 break
             result = self._known_input_type(node, reader)
-            if result is not None:  # an input of the output's type is known already
+            if result is not None:  # an input of the output's type is known already (most often)
                 break
             source = node.input[rule[1]] if rule[1] < len(node.input) else ""
             declared = element_type_of(self._declared.get(source))
-            if declared is not None or not source or source in seen:
+            if declared is not None or not source or len(followed) > len(self.op_types):  # (a cycle)
                 result = declared or 0
                 break
             if source in known:
