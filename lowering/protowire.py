@@ -8,6 +8,8 @@ runs, the new ones written in between, and the whole is parsed back in one call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import onnx
 
 SMALL_VARINTS = [bytes([n]) for n in range(128)]
@@ -52,7 +54,7 @@ def node_tag(container: onnx.GraphProto | onnx.FunctionProto) -> bytes:
 def splice_nodes(
     container: onnx.GraphProto | onnx.FunctionProto,
     leading: list[onnx.NodeProto],
-    replaced: dict[int, list[onnx.NodeProto | bytes]],
+    replaced: dict[int, Sequence[onnx.NodeProto | bytes]],
     whole: bool = True,
 ) -> None:
     """Rebuild ``container``'s nodes: ``leading`` first, then every node in order, node ``i``
@@ -65,6 +67,7 @@ def splice_nodes(
     pieces = [field(tag, node.SerializeToString()) for node in leading]
     if spans is not None:
         data, starts, ends = spans
+        data = memoryview(data)  # runs are cut without copying
         run_start = 0  # first node of the current run of kept nodes
         for index in sorted(replaced):
             if index > run_start:
