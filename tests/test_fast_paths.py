@@ -150,9 +150,9 @@ def many_kinds_model() -> onnx.ModelProto:
     for k, (op_type, attrs, source) in enumerate(
         [("IsNaN", {}, "x"), ("IsInf", {}, "h"), ("IsNaN", {}, "h"), ("IsInf", {"detect_negative": 0}, "x")] * 5
     ):
-        name = ["", "same", f"n{k}", "9digit"][k % 4]
-        nodes.append(helper.make_node(op_type, [source], [f"out{k}"], name=name, **attrs))
-    outputs = [helper.make_tensor_value_info(f"out{k}", onnx.TensorProto.BOOL, ["N"]) for k in range(len(nodes))]
+        name = ["", "same", f"n{k}", "9digit", "é" * 70 + str(k), "long" * 40][k % 6]  # over 127 bytes too
+        nodes.append(helper.make_node(op_type, [source], [f"out{k}" + "ø" * (k % 3) * 50], name=name, **attrs))
+    outputs = [helper.make_tensor_value_info(n.output[0], onnx.TensorProto.BOOL, ["N"]) for n in nodes]
     return make_model(
         nodes,
         [helper.make_tensor_value_info("x", F32, ["N"]), helper.make_tensor_value_info("h", F16, ["N"])],
