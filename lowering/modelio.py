@@ -13,6 +13,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper
 
+from . import protowire
 from .errors import LoweringError
 
 COPY_CHUNK = 16 << 20
@@ -27,7 +28,7 @@ class ModelFile:
 
     @property
     def has_external_data(self) -> bool:
-        return any(external_data_helper.uses_external_data(t) for t in _all_tensors(self.model))
+        return bool(external_tensors(self.model))
 
 
 def load_model(path: str | os.PathLike) -> ModelFile:
@@ -48,9 +49,8 @@ def load_model(path: str | os.PathLike) -> ModelFile:
     if not model.HasField("graph") or model.ir_version == 0:
         raise LoweringError(f"{path}: not an ONNX model (no graph or no IR version)")
     folder = path.resolve().parent
-    for tensor in _all_tensors(model):
-        if external_data_helper.uses_external_data(tensor):
-            external_file(tensor, folder, model_path=path)
+    for tensor in external_tensors(model):
+        external_file(tensor, folder, model_path=path)
     return ModelFile(model, folder)
 
 
@@ -88,7 +88,7 @@ def with_external_data(model_file: ModelFile, model: onnx.ModelProto | None = No
     """A copy of ``model`` (default: the file's) with its external data read into memory."""
     loaded = onnx.ModelProto()
     loaded.CopyFrom(model if model is not None else model_file.model)
-    for tensor in _all_tensors(loaded):
+    for tensor in external_tensors(loaded):
         if external_data_helper.uses_external_data(tensor):
             source, offset, length = external_file(tensor, model_file.folder)
             with open(source, "rb") as handle:
@@ -120,7 +120,7 @@ def save_model(
         raise LoweringError(f"{path}: cannot create the folder {folder} ({error.strerror or error})") from None
     if path.is_dir():
         raise LoweringError(f"{path}: is a directory; give a file name for the output")
-    external = [t for t in _all_tensors(model) if external_data_helper.uses_external_data(t)]
+    external = external_tensors(model)
     data_name = f"{path.name}.data"
     data_path = folder / data_name
     sources = [external_file(t, source_folder or folder) for t in external]
@@ -134,7 +134,7 @@ def save_model(
     try:
         if external:
             model = _copy(model)
-            external = [t for t in _all_tensors(model) if external_data_helper.uses_external_data(t)]
+            external = external_tensors(model)
             with open(staging / data_name, "wb") as target:
                 for tensor, (source, offset, length) in zip(external, sources, strict=True):
                     start = target.tell()
@@ -203,8 +203,17 @@ def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
-def _all_tensors(model: onnx.ModelProto):
-    return external_data_helper._get_all_tensors(model)
+def external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
+    """Every tensor of the model held in external data: initializers and attribute tensors, in
+    the main graph, its subgraphs and functions. A model whose bytes hold no
+    ``data_location: EXTERNAL`` field has none, and is not walked tensor by tensor."""
+    if model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES and _EXTERNAL_LOCATION not in model.SerializeToString():
+        return []
+    return [t for t in external_data_helper._get_all_tensors(model) if external_data_helper.uses_external_data(t)]
+
+
+# TensorProto's data_location (field 14, a varint) set to EXTERNAL (1), as it is serialized.
+_EXTERNAL_LOCATION = bytes([14 << 3, onnx.TensorProto.EXTERNAL])
 
 
 def _first_line(error: BaseException) -> str:

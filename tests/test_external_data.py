@@ -168,3 +168,34 @@ def test_external_data_leaving_the_folder_is_refused(tmp_path, kind):
     assert len(completed.stderr.strip().splitlines()) == 1
     assert "refused" in completed.stderr or "outside" in completed.stderr
     assert not (tmp_path / "out.onnx").exists()
+
+
+def test_external_tensors_are_found_wherever_they_are_and_only_those(tmp_path):
+    """The model's bytes rule out external data quickly; where they might hold some, every
+    tensor is looked at: initializers, and tensors of Constant nodes inside subgraphs."""
+    from lowering.modelio import external_tensors
+
+    model = onnx.load(external_model(tmp_path, 4), load_external_data=False)
+    assert [t.name for t in external_tensors(model)] == ["w"]
+
+    inner = onnx.TensorProto(
+        name="k", data_type=onnx.TensorProto.FLOAT, dims=[1], data_location=onnx.TensorProto.EXTERNAL
+    )
+    inner.external_data.add(key="location", value="k.bin")
+    branch = helper.make_graph([helper.make_node("Constant", [], ["k"], value=inner)], "b", [], [
+        helper.make_tensor_value_info("k", onnx.TensorProto.FLOAT, [1])])  # fmt: skip
+    nested = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("If", ["c"], ["k_out"], then_branch=branch, else_branch=branch)],
+            "g",
+            [helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
+            [helper.make_tensor_value_info("k_out", onnx.TensorProto.FLOAT, [1])],
+        )
+    )
+    assert [t.name for t in external_tensors(nested)] == ["k", "k"]
+
+    inline = helper.make_model(
+        helper.make_graph([], "g", [], [], initializer=[numpy_helper.from_array(np.zeros(1, np.float32), "z")]),
+        doc_string="p\x01 holds the bytes of data_location: EXTERNAL",
+    )
+    assert external_tensors(inline) == []  # the bytes alone do not decide it
