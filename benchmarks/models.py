@@ -6,13 +6,15 @@ import onnx
 from onnx import helper
 
 
-def isnan_chain(links: int) -> onnx.ModelProto:
-    """``links`` IsNaN nodes in a chain, three nodes a link: IsNaN, Cast to float, Add."""
+def isnan_chain(links: int, one_name: bool = False) -> onnx.ModelProto:
+    """``links`` IsNaN nodes in a chain, three nodes a link: IsNaN, Cast to float, Add.
+    ``one_name``: every node is named ``node``, as some exporters leave them."""
     nodes, previous = [], "x"
     for k in range(links):
-        nodes.append(helper.make_node("IsNaN", [previous], [f"nan{k}"], name=f"isnan{k}"))
-        nodes.append(helper.make_node("Cast", [f"nan{k}"], [f"flag{k}"], name=f"cast{k}", to=onnx.TensorProto.FLOAT))
-        nodes.append(helper.make_node("Add", [f"flag{k}", previous], [f"sum{k}"], name=f"add{k}"))
+        names = ["node"] * 3 if one_name else [f"isnan{k}", f"cast{k}", f"add{k}"]
+        nodes.append(helper.make_node("IsNaN", [previous], [f"nan{k}"], name=names[0]))
+        nodes.append(helper.make_node("Cast", [f"nan{k}"], [f"flag{k}"], name=names[1], to=onnx.TensorProto.FLOAT))
+        nodes.append(helper.make_node("Add", [f"flag{k}", previous], [f"sum{k}"], name=names[2]))
         previous = f"sum{k}"
     graph = helper.make_graph(
         nodes,

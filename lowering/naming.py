@@ -40,6 +40,7 @@ class NameAllocator:
         self._existing: set[str] | None = set()
         self._snapshot: bytes | None = None
         self._tail_absent: dict[str, bool] = {}
+        self._counters: dict[str, int] = {}  # base → the last counter given to it
         if model is not None:
             if snapshot is not None:
                 self._snapshot = snapshot
@@ -59,11 +60,15 @@ class NameAllocator:
         if base not in given and self._existing is None and tail and self._tail_absent.get(tail) and tail in base:
             given.add(base)  # the common case, decided without listing the model's names
             return base
-        name = base
-        counter = 0
+        # Counters are never freed, so one taken before for this base is taken still: start
+        # from it (many nodes sharing a name would otherwise cost quadratic time).
+        counter = self._counters.get(base, 0)
+        name = f"{base}_{counter}" if counter else base
         while self._taken(name, tail):
             counter += 1
             name = f"{base}_{counter}"
+        if counter:
+            self._counters[base] = counter
         given.add(name)
         return name
 

@@ -241,3 +241,38 @@ def test_types_are_found_however_far_back_their_producer_is(gap):
     far_nan, top_nan, _ = run_onnxruntime(result.model, {"x": values})
     np.testing.assert_array_equal(far_nan, oracle("IsNaN", np.maximum(values, 0)))
     np.testing.assert_array_equal(top_nan, oracle("IsNaN", values))
+
+
+def test_names_continue_from_the_last_counter_as_a_scan_from_one_would():
+    """Counters are remembered per base (many nodes named alike would cost quadratic time);
+    the names are those a scan from _1 gives, whatever mix of bases and numbered names."""
+    import random
+
+    class Scanning:  # the plain rule: the smallest free counter, from 1
+        def __init__(self) -> None:
+            self.taken: set[str] = set()
+
+        def fresh(self, base: str) -> str:
+            name, counter = base, 0
+            while name in self.taken:
+                counter += 1
+                name = f"{base}_{counter}"
+            self.taken.add(name)
+            return name
+
+    chooser = random.Random(7)
+    plain, remembering = Scanning(), NameAllocator()
+    for _ in range(3000):
+        base = chooser.choice(["a", "a_1", "a_2", "a_1_1", "b", "b_3", "same_Equal", "same_Equal_1"])
+        assert remembering.fresh(base) == plain.fresh(base)
+
+
+def test_many_nodes_named_alike_lower_as_one_by_one(monkeypatch):
+    nodes = [helper.make_node("IsNaN", ["x"], [f"out{k}"], name="same") for k in range(300)]
+    outputs = [helper.make_tensor_value_info(f"out{k}", onnx.TensorProto.BOOL, ["N"]) for k in range(300)]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", F32, ["N"])], outputs, opset=17)
+    fast = lowering.lower(model)
+    names = [n.name for n in fast.graph.node]
+    assert names[-2:] == ["same_Equal_598", "same_Equal_599"] and len(set(names)) == len(names)
+    monkeypatch.setattr(templates.Template, "_prepare_direct_replay", _no_direct_replay)
+    assert lowered_bytes(model) == fast.SerializeToString()
