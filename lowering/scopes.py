@@ -117,6 +117,7 @@ class Scope:
             for name, type_proto in input_types.items():
                 self._declared.setdefault(name, type_proto)
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
+        self._initializer_map: dict[str, onnx.TensorProto] | None = None
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
         self._outer_element_types: dict[str, int] = {}
         self._schema_rules: dict[str, tuple] = {}
@@ -182,10 +183,9 @@ class Scope:
         """The tensor behind ``name`` when it is an initializer or a Constant's value."""
         scope: Scope | None = self
         while scope is not None:
-            if isinstance(scope.graph, onnx.GraphProto):
-                for tensor in scope.graph.initializer:
-                    if tensor.name == name:
-                        return tensor
+            tensor = scope._initializers().get(name)
+            if tensor is not None:
+                return tensor
             found = scope._producers().get(name)
             if found is not None:
                 node = found[0]
@@ -201,6 +201,12 @@ class Scope:
                 return None
             scope = scope.parent
         return None
+
+    def _initializers(self) -> dict[str, onnx.TensorProto]:
+        if self._initializer_map is None:
+            graph = self.graph
+            self._initializer_map = {t.name: t for t in graph.initializer} if isinstance(graph, onnx.GraphProto) else {}
+        return self._initializer_map
 
     def twin(self) -> onnx.GraphProto | None:
         """The type-inferred copy of this graph (same node order), computed on first need."""
