@@ -16,7 +16,7 @@ from .naming import NameAllocator
 from .optionals import OptionalResolver
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
-from .scopes import Scope, element_type_of, subgraph_twin, type_string
+from .scopes import Scope, element_type_of, type_string
 from .targets import Target
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
 
@@ -203,11 +203,10 @@ class LoweringPass:
         """For an op type in a graph whose nodes may be replayed directly: its report label,
         how its template keys start, and its templates by the rest of their keys (filled as
         found); () when they must go through :meth:`_rewrite`."""
-        rule = rule_for(node.domain, node.op_type)
+        rule = _owning_rule(node)
         if (
             self.target_opset is not None
             or rule is None
-            or schemas.canonical_domain(node.domain) != rule.domain
             or node.op_type not in self.requested_ops
             or (self.functions and call_key(node) in self.functions)
         ):
@@ -257,23 +256,14 @@ class LoweringPass:
                 continue
             for graph, graph_index in graphs:
                 suffix = "" if graph_index is None else f"[{graph_index}]"
-                child = Scope(
-                    graph,
-                    opset=scope.opset,
-                    source_opset=scope.source_opset,
-                    location=f"{scope.location} > {describe_node(node, index)} {attribute.name}{suffix}",
-                    names=self.names,
-                    parent=scope,
-                    twin=subgraph_twin(scope, index, attribute.name, graph_index),
-                    unknown_types_reason=scope.unknown_types_reason,
-                )
-                self._lower_graph(child)
+                location = f"{scope.location} > {describe_node(node, index)} {attribute.name}{suffix}"
+                self._lower_graph(scope.subgraph(graph, index, attribute.name, graph_index, location))
 
     # -- one node ------------------------------------------------------------------------
     def _rewrite(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
         """The node's replacement (NodeProtos or their payloads), or None to keep it."""
-        rule = rule_for(node.domain, node.op_type)
-        if rule is None or schemas.canonical_domain(node.domain) != rule.domain:
+        rule = _owning_rule(node)
+        if rule is None:
             return None
         requested = node.op_type in self.requested_ops
         converting = self.target_opset is not None
@@ -550,6 +540,12 @@ class LoweringPass:
             unknown_types_reason=reason,
         )
         self._lower_graph(scope)
+
+
+def _owning_rule(node: onnx.NodeProto) -> Rule | None:
+    """The rule for the node's op, where the node is in the rule's domain."""
+    rule = rule_for(node.domain, node.op_type)
+    return rule if rule is not None and schemas.canonical_domain(node.domain) == rule.domain else None
 
 
 def _holds_graphs(node: onnx.NodeProto) -> bool:

@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper
 
 from . import floats
 from .naming import NameAllocator
-from .scopes import Scope, subgraph_twin
+from .scopes import Scope
 
 BRANCHES = ("then_branch", "else_branch")
 
@@ -89,15 +89,7 @@ class OptionalResolver:
         decided_branches = []
         for branch_name in BRANCHES:
             graph = branches[branch_name]
-            branch_scope = Scope(
-                graph,
-                opset=owner.opset,
-                source_opset=owner.source_opset,
-                location=f"{owner.location} > If {branch_name}",
-                names=self._names,
-                parent=owner,
-                twin=subgraph_twin(owner, node_index, branch_name, None),
-            )
+            branch_scope = owner.subgraph(graph, node_index, branch_name, None, f"{owner.location} > If {branch_name}")
             decided = self.decide(graph.output[output_index].name, branch_scope)
             if isinstance(decided, str):
                 return f"the If producing '{output}' does not decide it in its {branch_name}: {decided}"

@@ -102,6 +102,7 @@ class Scope:
         self.source_opset = opset if source_opset is None else source_opset  # the nodes' own opset
         self.location = location
         self.parent = parent
+        self._names = names
         self.constants = ConstantPool(names)
         self.unknown_types_reason = unknown_types_reason
         self.op_types: list[str] = [node.op_type for node in graph.node]
@@ -127,6 +128,22 @@ class Scope:
         self._own_values = set(self._declared_inputs)  # inputs and initializers
         if isinstance(graph, onnx.GraphProto):
             self._own_values.update(t.name for t in graph.initializer)
+
+    def subgraph(
+        self, graph: onnx.GraphProto, node_index: int, attribute_name: str, graph_index: int | None, location: str
+    ) -> Scope:
+        """The scope of a graph held by node ``node_index`` of this one, in its attribute
+        ``attribute_name`` (at ``graph_index`` for a list of graphs)."""
+        return Scope(
+            graph,
+            opset=self.opset,
+            source_opset=self.source_opset,
+            location=location,
+            names=self._names,
+            parent=self,
+            twin=subgraph_twin(self, node_index, attribute_name, graph_index),
+            unknown_types_reason=self.unknown_types_reason,
+        )
 
     def producer(self, name: str) -> tuple[onnx.NodeProto, int, int, Scope] | None:
         """The node that produces ``name`` here or in an enclosing scope:
@@ -314,9 +331,6 @@ class Scope:
         if schema_rule[0] in ("same", "type"):
             return schema_rule
         return output_type_rule(node, self.source_opset)
-
-    def element_type(self, name: str) -> int | None:
-        return element_type_of(self.type_of(name))
 
     def _inferred_types(self) -> dict[str, onnx.TypeProto]:
         if self._twin_types is None:
