@@ -297,7 +297,9 @@ class LoweringPass:
         self, rule: Rule, version: int | None, scope: Scope, node: onnx.NodeProto
     ) -> list[onnx.NodeProto] | None:
         """An owned op kept at the target opset: as it is where the op takes the input's type
-        there, or behind an exact Cast to a type it takes. None when it must be lowered."""
+        there, or behind an exact Cast to a type it takes where the op's answer does not depend
+        on the rounding that Cast may skip (:attr:`Rule.rounding_invariant`). None when it must
+        be lowered."""
         target_version = schemas.version_in_force(node.op_type, scope.opset, node.domain)
         if target_version is None:
             return None
@@ -317,7 +319,7 @@ class LoweringPass:
                 return None
             self.report.adapted[moved] += 1
             return [node]
-        if element_type is None:
+        if element_type is None or not rule.rounding_invariant:
             return None
         carrier = versioning.exact_carrier(
             element_type, schemas.input_element_types(node.op_type, scope.opset, 0, node.domain)

@@ -45,3 +45,31 @@ def has_infinity(element_type: int) -> bool:
 def largest_finite(element_type: int) -> float:
     """The largest finite value of ``element_type``, as a Python float (exact)."""
     return float(ml_dtypes.finfo(numpy_dtype(element_type)).max)
+
+
+@functools.cache
+def largest_rounding_to_finite(element_type: int, compute_type: int) -> float:
+    """The largest ``compute_type`` value that rounds (to nearest, ties to even) to a finite
+    ``element_type`` value: ``element_type``'s largest finite where the two types are one,
+    else the ``compute_type`` value just below the midpoint past that largest finite
+    (float16 in float32: 65519.996, since 65520 rounds to inf).
+
+    Every exact ``element_type`` value lies at or below it, or is ±inf; so does every wider
+    value that would round to a finite one. Found by bisecting ``compute_type``'s bit patterns."""
+    largest = largest_finite(element_type)
+    if element_type == compute_type:
+        return largest
+    wide = numpy_dtype(compute_type)
+    bits = np.dtype(f"u{wide.itemsize}")
+    low = int(np.array(largest, dtype=wide).view(bits))  # rounds to finite
+    high = int(np.array(np.inf, dtype=wide).view(bits))  # rounds to inf
+    narrow = numpy_dtype(element_type)
+    with np.errstate(all="ignore"):
+        while high - low > 1:
+            middle = (low + high) // 2
+            value = np.array(middle, dtype=bits).view(wide)
+            if np.isfinite(value.astype(narrow).astype(np.float64)):
+                low = middle
+            else:
+                high = middle
+    return float(np.array(low, dtype=bits).view(wide))

@@ -20,6 +20,13 @@ class Rule:
     ``body(b, *inputs, **attributes)`` emits the replacement through the builder ``b`` and
     returns the value(s) standing for the op's outputs, or :class:`NotLowered` with a reason.
     Its docstring states the formula. Accepted input types come from the op's schema.
+
+    ``rounding_invariant``: whether the op answers a wider, unrounded value as it answers
+    that value rounded to the input's type (IsNaN does; IsInf does not: 65519 and 65520 both
+    round into float16's range, one to 65504 and one to inf). Where it does not, a node kept at
+    a target opset whose op lacks the input's type is lowered, not fed through a widening
+    Cast: onnxruntime runs float16 arithmetic in float32 and drops such a Cast, so the op
+    would see the unrounded value.
     """
 
     op_type: str
@@ -27,6 +34,7 @@ class Rule:
     since_versions: tuple[int, ...]
     body: RuleBody
     emits: tuple[str, ...] | None = None
+    rounding_invariant: bool = True
 
     @property
     def name(self) -> str:
@@ -62,12 +70,18 @@ _RULES: dict[tuple[str, str], Rule] = {}
 
 
 def rule(
-    op_type: str, *, versions: tuple[int, ...], domain: str = "", emits: tuple[str, ...] | None = None
+    op_type: str,
+    *,
+    versions: tuple[int, ...],
+    domain: str = "",
+    emits: tuple[str, ...] | None = None,
+    rounding_invariant: bool = True,
 ) -> Callable[[RuleBody], RuleBody]:
     """Register the decorated function as the rule lowering ``op_type`` at ``versions``.
 
     ``emits`` names what a rule whose output depends on the surrounding graph produces;
-    for the others it is found by expanding the rule (see ``rules_table``)."""
+    for the others it is found by expanding the rule (see ``rules_table``).
+    ``rounding_invariant``: see :class:`Rule`."""
 
     def register(body: RuleBody) -> RuleBody:
         key = (schemas.canonical_domain(domain), op_type)
@@ -77,7 +91,7 @@ def rule(
         unknown = [v for v in versions if v not in known]
         if unknown:
             raise ValueError(f"{op_type} has no versions {unknown}; onnx defines {known}")
-        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body, emits)
+        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body, emits, rounding_invariant)
         return body
 
     return register
