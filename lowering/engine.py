@@ -10,7 +10,7 @@ from onnx import helper
 
 from . import protowire, schemas, versioning
 from .builder import Builder, NotLowered, Value
-from .cleanup import remove_unused
+from .cleanup import function_namespace, remove_unused
 from .errors import LoweringError
 from .naming import NameAllocator
 from .optionals import OptionalResolver
@@ -110,7 +110,7 @@ class LoweringPass:
         for key in self._functions_callers_first():
             self._lower_function(self.functions[key])
         if self.optionals.split_optionals or any(key.startswith("Optional") for key in self.report.rewritten):
-            remove_unused(self.model, self.optionals.split_optionals, self.optionals.created_nodes)
+            remove_unused(self.model, self.original, self.optionals.split_optionals, self.optionals.created_nodes)
         return self.report
 
     def _inferred_main_graph(self) -> onnx.GraphProto | None:
@@ -540,6 +540,7 @@ class LoweringPass:
             twin=lambda: _infer_function(original, input_types, self.original) if input_types else None,
             input_types=input_types,
             unknown_types_reason=reason,
+            namespace=function_namespace(function),
         )
         self._lower_graph(scope)
 

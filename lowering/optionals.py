@@ -9,6 +9,7 @@ contents never matter: reading an empty optional is an error in the original mod
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,9 +42,9 @@ class OptionalResolver:
 
     def __init__(self, names: NameAllocator) -> None:
         self._names = names
-        self._splits: dict[tuple[int, str], Decided | str] = {}  # (name space, If output)
-        self.split_optionals: set[str] = set()
-        self.created_nodes: set[str] = set()
+        self._splits: dict[tuple[Hashable, str], Decided | str] = {}  # (name space, If output)
+        self.split_optionals: set[tuple[Hashable, str]] = set()  # (name space, If output) split or added
+        self.created_nodes: set[tuple[Hashable, str]] = set()  # (name space, node name) made by a split
 
     def decide(self, name: str, scope: Scope) -> Decided | str:
         """How ``name`` (an optional, tensor or sequence visible in ``scope``) is decided, or why not."""
@@ -75,10 +76,7 @@ class OptionalResolver:
         return f"'{name}' comes from {node.op_type}, which does not decide it"
 
     def _split_if(self, if_node: onnx.NodeProto, node_index: int, output: str, owner: Scope) -> Decided | str:
-        root = owner
-        while root.parent is not None:
-            root = root.parent
-        key = (id(root), output)  # value names are unique within a name space
+        key = (owner.namespace, output)  # value names are unique within a name space
         if key not in self._splits:
             self._splits[key] = self._make_split(if_node, node_index, output, owner)
         return self._splits[key]
@@ -104,12 +102,13 @@ class OptionalResolver:
         flag_name = None if constant_flag is not None else self._names.fresh(f"{output}_has_element")
         element_name = self._names.fresh(f"{output}_element") if any_element else None
         for graph, decided in decided_branches:
-            self._add_branch_outputs(graph, decided, flag_name is not None, element_name is not None, element_type)
+            made = self._add_branch_outputs(graph, decided, bool(flag_name), bool(element_name), element_type)
+            self.created_nodes.update((owner.namespace, name) for name in made)
         if flag_name:
             if_node.output.append(flag_name)
         if element_name:
             if_node.output.append(element_name)
-        self.split_optionals.update(name for name in (output, flag_name, element_name) if name)
+        self.split_optionals.update((owner.namespace, name) for name in (output, flag_name, element_name) if name)
         has_element = constant_flag if constant_flag is not None else flag_name
         return Decided(has_element, element_name, element_type)
 
@@ -120,8 +119,9 @@ class OptionalResolver:
         with_flag: bool,
         with_element: bool,
         element_type: onnx.TypeProto,
-    ) -> None:
-        """Make a branch yield its flag and its plain value beside the optional."""
+    ) -> list[str]:
+        """Make a branch yield its flag and its plain value beside the optional; the names of
+        the nodes made."""
         base = graph.name or "branch"
         node_count = len(graph.node)
         if with_flag:
@@ -141,7 +141,7 @@ class OptionalResolver:
             info = onnx.ValueInfoProto(name=element)
             info.type.CopyFrom(_without_dimensions(element_type))
             graph.output.append(info)
-        self.created_nodes.update(node.name for node in graph.node[node_count:])
+        return [node.name for node in graph.node[node_count:]]
 
 
 def _decide_optional_node(node: onnx.NodeProto, owner: Scope) -> Decided:

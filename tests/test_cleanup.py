@@ -1,0 +1,133 @@
+"""What the pass removes after resolving optionals: only what it made unread, matched by name
+space (the main graph and each local function keep their own names)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from support import parse
+
+import lowering
+from lowering.opcount import count_ops
+from lowering.runtime import run_onnxruntime
+
+FLOAT = onnx.TensorProto.FLOAT
+
+
+def _optional_info(name: str) -> onnx.ValueInfoProto:
+    return helper.make_value_info(name, helper.make_optional_type_proto(helper.make_tensor_type_proto(FLOAT, None)))
+
+
+def _deciding_function(k: int) -> onnx.FunctionProto:
+    """``Decide{k}(v, cond)``: If(cond) yields Optional(v) or Optional(); returns OptionalHasElement."""
+    then = helper.make_graph([helper.make_node("Optional", ["v"], ["t"])], f"g{k}t", [], [_optional_info("t")])
+    empty = helper.make_node("Optional", [], ["e"], type=helper.make_tensor_type_proto(FLOAT, None))
+    other = helper.make_graph([empty], f"g{k}e", [], [_optional_info("e")])
+    nodes = [
+        helper.make_node("If", ["cond"], ["opt"], then_branch=then, else_branch=other),
+        helper.make_node("OptionalHasElement", ["opt"], ["has"]),
+    ]
+    return helper.make_function("local", f"Decide{k}", ["v", "cond"], ["has"], nodes, [helper.make_opsetid("", 18)])
+
+
+def _many_functions_model(count: int) -> onnx.ModelProto:
+    calls = [helper.make_node(f"Decide{k}", ["x", "c"], [f"h{k}"], domain="local") for k in range(count)]
+    graph = helper.make_graph(
+        calls,
+        "main",
+        [
+            helper.make_tensor_value_info("x", FLOAT, ["N"]),
+            helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, []),
+        ],
+        [helper.make_tensor_value_info(f"h{k}", onnx.TensorProto.BOOL, []) for k in range(count)],
+    )
+    return helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("local", 1)],
+        functions=[_deciding_function(k) for k in range(count)],
+        ir_version=8,
+    )
+
+
+@pytest.mark.parametrize("count", range(1, 15))
+def test_each_of_many_functions_splits_its_own_if(count):
+    """The If-split memo was keyed by id() of scopes that were freed and reused: with 5, 7, 8,
+    11, 12 functions a later function got an earlier one's split (If with no outputs,
+    Identity of an undefined flag)."""
+    model = _many_functions_model(count)
+    onnx.checker.check_model(model, full_check=True)
+    result = lowering.lower_model(model)
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.rewritten == {"OptionalHasElement-18": count}
+    assert not {"Optional", "OptionalHasElement"} & set(count_ops(result.model))
+    for function in result.model.functions:
+        (if_node,) = [node for node in function.node if node.op_type == "If"]
+        (flag,) = if_node.output
+        assert flag.startswith("opt_has_element")
+    for condition in (True, False):
+        outputs = run_onnxruntime(result.model, {"x": np.ones(2, np.float32), "c": np.array(condition)})
+        assert [bool(o) for o in outputs] == [condition] * count
+
+
+def test_a_function_value_named_like_a_split_optional_of_main_is_kept():
+    """Main splits an optional named 'opt'; a local function's If has an unread output also
+    named 'opt'. Names are matched with their name space, so the function is untouched."""
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18, "local" : 1]>
+        main (float[N] x, bool c) => (bool has, float[N] y) {
+            opt = If (c) <
+                then_branch = then_graph () => (optional(float[N]) some) { some = Optional (x) },
+                else_branch = else_graph () => (optional(float[N]) none) { none = Optional <type = float[N]> () }
+            >
+            has = OptionalHasElement (opt)
+            y = local.Pick (x, c)
+        }
+        <domain: "local", opset_import: ["" : 18]>
+        Pick (v, cond) => (out) {
+            opt, out = If (cond) <
+                then_branch = a () => (float[N] a1, float[N] a2) { a1 = Identity (v)  a2 = Neg (v) },
+                else_branch = b () => (float[N] b1, float[N] b2) { b1 = Identity (v)  b2 = Abs (v) }
+            >
+        }
+    """)
+    lowered = lowering.lower(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert lowered.functions[0].SerializeToString() == model.functions[0].SerializeToString()
+    assert list(lowered.graph.node[0].output) == ["opt_has_element"]
+
+
+def test_an_optional_node_the_user_left_unread_stays():
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x) => (bool has, float[N] y) {
+            unread = Optional (x)
+            read = Optional (x)
+            has = OptionalHasElement (read)
+            y = Identity (x)
+        }
+    """)
+    lowered = lowering.lower(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert [n.output[0] for n in lowered.graph.node if n.op_type == "Optional"] == ["unread"]
+
+
+def test_an_if_whose_every_output_was_an_optional_now_unread_goes_whole():
+    """Both branches empty: the flag is the constant false, no value is needed, and the If
+    that yielded only the optional is read by nobody: it goes, never left with no outputs."""
+    model = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x, bool c) => (bool has) {
+            maybe = If (c) <
+                then_branch = then_graph () => (optional(float[N]) a) { a = Optional <type = float[N]> () },
+                else_branch = else_graph () => (optional(float[N]) b) { b = Optional <type = float[N]> () }
+            >
+            has = OptionalHasElement (maybe)
+        }
+    """)
+    lowered = lowering.lower(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert "If" not in count_ops(lowered)
+    (has,) = run_onnxruntime(lowered, {"x": np.ones(2, np.float32), "c": np.array(True)})
+    assert not bool(has)
