@@ -36,3 +36,20 @@ def isnan_fan_in(width: int) -> onnx.ModelProto:
         [helper.make_tensor_value_info("all", onnx.TensorProto.BOOL, ["M"])],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def isnan_chain_in_function(links: int) -> onnx.ModelProto:
+    """:func:`isnan_chain` as the body of a local function the main graph calls once: a
+    rewrite there makes the pass check the lowered model with onnx's checker."""
+    chain = isnan_chain(links)
+    body = helper.make_function(
+        "local", "Chain", ["x"], [chain.graph.output[0].name], list(chain.graph.node), [helper.make_opsetid("", 17)]
+    )
+    graph = helper.make_graph(
+        [helper.make_node("Chain", ["x"], ["y"], domain="local", name="call")],
+        "isnan_chain_in_function",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N"])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N"])],
+    )
+    imports = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    return helper.make_model(graph, opset_imports=imports, functions=[body], ir_version=8)

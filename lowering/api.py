@@ -8,9 +8,9 @@ from typing import Any
 
 import onnx
 
-from . import protowire, schemas, versioning
+from . import postcheck, protowire, schemas, versioning
 from .engine import LoweringPass, default_opset
-from .errors import LoweringError
+from .errors import InternalError, LoweringError
 from .modelio import checkable
 from .opcount import count_ops
 from .registry import all_rules
@@ -68,7 +68,7 @@ def lower_model(
     collecting = gc.isenabled()
     gc.disable()  # the pass makes many short-lived objects and no garbage cycles worth chasing
     try:
-        report = LoweringPass(
+        lowering_pass = LoweringPass(
             lowered,
             model,
             requested_ops=requested,
@@ -76,7 +76,8 @@ def lower_model(
             target_opset=target_opset,
             progress=progress,
             model_bytes=model_bytes,
-        ).run()
+        )
+        report = lowering_pass.run()
     finally:
         if collecting:
             gc.enable()
@@ -84,6 +85,8 @@ def lower_model(
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
         _check_output(lowered, target_opset)
+    elif lowering_pass.edited_structure:
+        _check_structure(lowered)
     if ir_model is not None:
         import onnx_ir
 
@@ -236,6 +239,17 @@ def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
         raise LoweringError(
             f"the model cannot be expressed at opset {target_opset}: {_checker_message(error)}"
         ) from None
+
+
+def _check_structure(model: onnx.ModelProto) -> None:
+    """onnx's plain checker on a model whose subgraphs, functions or If outputs the pass edited:
+    every value defined before it is read, every node with the inputs, outputs and attributes
+    its schema allows. A failure is onnx-lower's fault, never returned as a result."""
+    try:
+        onnx.checker.check_model(checkable(model))
+    except onnx.checker.ValidationError as error:
+        where = postcheck.invalid_node(model) or _checker_message(error)
+        raise InternalError(f"the lowered model is invalid, so nothing is returned or written: {where}") from None
 
 
 def _check_postcondition(

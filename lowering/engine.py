@@ -10,7 +10,7 @@ from onnx import helper
 
 from . import protowire, schemas, versioning
 from .builder import Builder, NotLowered, Value
-from .cleanup import function_namespace, remove_unused
+from .cleanup import MAIN_NAMESPACE, function_namespace, remove_unused
 from .errors import LoweringError
 from .naming import NameAllocator
 from .optionals import OptionalResolver
@@ -94,6 +94,9 @@ class LoweringPass:
         self._templates: dict[tuple, object] = {}
         self._replayed_labels: list[str] = []  # report labels of the replays waiting
         self._watched_ops = frozenset(requested_ops)
+        # Set where the pass did more than replace main-graph nodes in place: rewrote a node in
+        # a subgraph or local function, or resolved optionals (If outputs split, nodes removed).
+        self.edited_structure = False
 
     # -- driver ------------------------------------------------------------------------
     def run(self) -> LoweringReport:
@@ -110,6 +113,7 @@ class LoweringPass:
         for key in self._functions_callers_first():
             self._lower_function(self.functions[key])
         if self.optionals.split_optionals or any(key.startswith("Optional") for key in self.report.rewritten):
+            self.edited_structure = True
             remove_unused(self.model, self.original, self.optionals.split_optionals, self.optionals.created_nodes)
         return self.report
 
@@ -162,6 +166,8 @@ class LoweringPass:
         if progress is not None:
             progress.advance(nodes=len(graph_nodes) - reported, graphs=1)
         if replaced:
+            if scope.parent is not None or scope.namespace != MAIN_NAMESPACE:
+                self.edited_structure = True
             protowire.splice_nodes(scope.graph, scope.constants.nodes, replaced, whole=self.serialize_whole)
 
     def _direct_replay(self, scope: Scope, node: onnx.NodeProto, index: int) -> Replay | None:
@@ -439,8 +445,10 @@ class LoweringPass:
         """Run the rule on placeholders; _NOT_CACHEABLE when it reads the surrounding graph."""
         names = RecordingNames()
         placeholders = [placeholder("i", k) for k in range(len(inputs))]
+        # A rule sees what the memo's key holds (the types as schema strings), no shapes: a
+        # rule that could read a rank would hand its expansion to nodes of another rank.
         recorded_inputs = [
-            None if value is None else Value(name, value.element_type, value.type)
+            None if value is None else Value(name, value.element_type, without_shapes(value.type))
             for value, name in zip(inputs, placeholders, strict=True)
         ]
         hint = placeholder("h", 0)
@@ -543,6 +551,28 @@ class LoweringPass:
             namespace=function_namespace(function),
         )
         self._lower_graph(scope)
+
+
+def without_shapes(type_proto: onnx.TypeProto | None) -> onnx.TypeProto | None:
+    """The same type with every tensor shape (rank included) left out, at any depth."""
+    if type_proto is None:
+        return None
+    result = onnx.TypeProto()
+    result.CopyFrom(type_proto)
+    inner = result
+    while True:
+        kind = inner.WhichOneof("value")
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            getattr(inner, kind).ClearField("shape")
+            return result
+        if kind == "sequence_type":
+            inner = inner.sequence_type.elem_type
+        elif kind == "optional_type":
+            inner = inner.optional_type.elem_type
+        elif kind == "map_type":
+            inner = inner.map_type.value_type
+        else:
+            return result
 
 
 def _owning_rule(node: onnx.NodeProto) -> Rule | None:

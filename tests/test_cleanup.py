@@ -131,3 +131,30 @@ def test_an_if_whose_every_output_was_an_optional_now_unread_goes_whole():
     assert "If" not in count_ops(lowered)
     (has,) = run_onnxruntime(lowered, {"x": np.ones(2, np.float32), "c": np.array(True)})
     assert not bool(has)
+
+
+def _drop_every_if_output(model, original, split_outputs, created_nodes):
+    """A broken cleanup, standing in for any defect that leaves an invalid model."""
+    for function in model.functions:
+        for node in function.node:
+            if node.op_type == "If":
+                del node.output[:]
+    return set()
+
+
+def test_an_invalid_result_is_an_internal_error_naming_the_node(monkeypatch):
+    monkeypatch.setattr(lowering.engine, "remove_unused", _drop_every_if_output)
+    with pytest.raises(lowering.InternalError, match=r"function 'local.Decide0', node #0 \(If\): .*output size 0"):
+        lowering.lower(_many_functions_model(2))
+
+
+def test_the_command_line_writes_nothing_and_exits_3_on_an_internal_error(monkeypatch, tmp_path, capsys):
+    from lowering.cli import main
+
+    source = tmp_path / "model.onnx"
+    onnx.save(_many_functions_model(2), source)
+    monkeypatch.setattr(lowering.engine, "remove_unused", _drop_every_if_output)
+    assert main([str(source), "-o", str(tmp_path / "out.onnx")]) == 3
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "internal error" in error and "If" in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
