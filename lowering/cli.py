@@ -256,9 +256,12 @@ class _Default(dict):
 
 def _same_file(model: str, output: str) -> bool:
     model_path, output_path = Path(model), Path(output)
-    if output_path.exists() and model_path.exists():
-        return os.path.samefile(model_path, output_path)
-    return model_path.resolve() == output_path.resolve()
+    try:
+        if output_path.exists() and model_path.exists():
+            return os.path.samefile(model_path, output_path)
+        return model_path.resolve() == output_path.resolve()
+    except (RuntimeError, OSError):  # a loop of symbolic links: refused where it is written
+        return False
 
 
 def _print_rules() -> None:

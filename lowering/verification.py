@@ -320,8 +320,9 @@ def save_feeds(path: str | os.PathLike, feeds: list[Feed]) -> None:
     for run, feed in enumerate(feeds):
         manifest.append({name: store(f"run{run}/{name}", value) for name, value in feed.items()})
     arrays[_MANIFEST] = np.array(json.dumps(manifest))
-    with open(path, "wb") as handle:
-        np.savez(handle, **arrays)
+    from .modelio import write_file
+
+    write_file(path, lambda handle: np.savez(handle, **arrays))
 
 
 def load_feeds(path: str | os.PathLike) -> list[Feed]:
