@@ -14,7 +14,7 @@ import onnx
 from . import floats, schemas, versioning
 from .errors import LoweringError
 from .feeds import Feed, FeedPlan, build_feeds
-from .runtime import run_onnxruntime, run_reference
+from .runtime import OnnxruntimeRunner, ReferenceRunner
 
 
 @dataclass
@@ -51,11 +51,12 @@ class OutputComparison:
 
 @dataclass
 class VerifyReport:
-    """Per output, match or where it differs; how the original was run; where inputs were saved."""
+    """Per output, match or where it differs; how each model was run; where inputs were saved."""
 
     outputs: list[OutputComparison]
     runs: int
     original_runner: str
+    lowered_runner: str = "onnxruntime"
     inputs_file: str | None = None
 
     @property
@@ -63,7 +64,11 @@ class VerifyReport:
         return all(output.match for output in self.outputs)
 
     def lines(self) -> list[str]:
-        lines = [f"original run by {self.original_runner}; {self.runs} runs"]
+        lines = [
+            f"original run by {self.original_runner}",
+            f"lowered run by {self.lowered_runner}",
+            f"{self.runs} runs",
+        ]
         lines += [output.line() for output in self.outputs]
         lines.append("MATCH" if self.match else "MISMATCH")
         return lines
@@ -73,6 +78,7 @@ class VerifyReport:
             "match": self.match,
             "runs": self.runs,
             "original_runner": self.original_runner,
+            "lowered_runner": self.lowered_runner,
             "inputs_file": self.inputs_file,
             "outputs": [{**asdict(o), "match": o.match} for o in self.outputs],
         }
@@ -111,53 +117,111 @@ def verify(
     comparisons = [
         OutputComparison(name, atol=_per_output(atol, name), rtol=_per_output(rtol, name)) for name in original_names
     ]
-    runner = None
+    run_original_side = ModelRunner(original, "original")
+    run_lowered_side = ModelRunner(lowered, "lowered")
     for run, feed in enumerate(inputs):
-        want, runner = run_original(original, feed)
-        try:
-            got = run_onnxruntime(lowered, feed)
-        except LoweringError:
-            raise
-        except Exception as error:
-            raise LoweringError(f"the lowered model does not run in onnxruntime: {_first_line(error)}") from None
+        want = run_original_side(feed, run)
+        got = run_lowered_side(feed, run)
         for comparison, a, b in zip(comparisons, want, got, strict=True):
             _compare(comparison, a, b, run, feed)
-    report = VerifyReport(comparisons, len(inputs), runner or "nothing (no runs)")
+    report = VerifyReport(comparisons, len(inputs), run_original_side.how, run_lowered_side.how)
     if not report.match and save_inputs is not None:
         save_feeds(save_inputs, inputs)
         report.inputs_file = os.fspath(save_inputs)
     return report
 
 
-def run_original(model: onnx.ModelProto, feed: Feed) -> tuple[list, str]:
-    """The original's outputs and what computed them: onnxruntime; where it has no kernel,
-    onnxruntime on the model declared at an older opset at which every op means the same
-    (onnx.defs: only type lists changed), else onnx.reference."""
-    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+class ModelRunner:
+    """Runs one side of a comparison, the same way for the original and the lowered model:
+    onnxruntime; where it has no kernel, onnxruntime on the model declared at the nearest
+    opset at which every op of the model means the same (onnx.defs: only type lists changed);
+    failing that, onnx.reference. ``how`` says which, and why."""
 
-    try:
-        return run_onnxruntime(model, feed), "onnxruntime"
-    except OrtNotImplemented as error:
-        missing = _first_line(error)
-    except LoweringError:
-        raise
-    except Exception as error:
-        raise LoweringError(f"the original model does not run in onnxruntime: {_first_line(error)}") from None
-    for other, redeclared in _same_meaning_redeclarations(model):
-        try:
-            return run_onnxruntime(redeclared, feed), (
+    def __init__(self, model: onnx.ModelProto, side: str) -> None:
+        self.model, self.side = model, side
+        self.missing: str | None = None  # onnxruntime's complaint about the model as it is
+        self._ways = self._candidates()
+        self.how = ""
+        self._run = None
+        self._next_way()
+
+    def _candidates(self):
+        yield "onnxruntime", lambda: OnnxruntimeRunner(self.model)
+        for other, redeclared in _same_meaning_redeclarations(self.model):
+            yield (
                 f"onnxruntime with the model declared at opset {other}, where every op means the same "
-                f"(onnxruntime has no kernel at the model's opset: {missing})"
+                f"(onnxruntime has no kernel at the model's opset: {self.missing})",
+                lambda redeclared=redeclared: OnnxruntimeRunner(redeclared),
             )
-        except Exception:  # no kernel there either, or a type that opset does not take
-            continue
-    try:
-        return run_reference(model, feed), f"onnx.reference (onnxruntime has no kernel: {missing})"
-    except Exception as error:  # onnx.reference has gaps of its own (a Loop that never runs, ...)
-        raise LoweringError(
-            f"the original model cannot be run: onnxruntime has no kernel ({missing}) and onnx.reference "
+        yield f"onnx.reference (onnxruntime has no kernel: {self.missing})", lambda: ReferenceRunner(self.model)
+
+    def _next_way(self) -> None:
+        from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+        for how, make in self._ways:
+            try:
+                self._run, self.how = make(), how
+                return
+            except LoweringError:
+                raise
+            except OrtNotImplemented as error:
+                if self.missing is None:
+                    self.missing = _first_line(error)
+            except Exception as error:
+                if self.missing is None:  # the model as it is: not a missing kernel but a bad model
+                    raise LoweringError(
+                        f"the {self.side} model does not run in onnxruntime: {_first_line(error)}"
+                    ) from None
+                if how.startswith("onnx.reference"):
+                    raise self._reference_failed(error) from None
+                # no kernel at that opset either, or a type it does not take: try the next
+        raise LoweringError(f"the {self.side} model cannot be run: onnxruntime has no kernel ({self.missing})")
+
+    def _reference_failed(self, error: BaseException) -> LoweringError:
+        return LoweringError(
+            f"the {self.side} model cannot be run: onnxruntime has no kernel ({self.missing}) and onnx.reference "
             f"fails ({type(error).__name__}: {_first_line(error)})"
-        ) from None
+        )
+
+    def __call__(self, feed: Feed, run: int = 0) -> list:
+        from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+        while True:
+            try:
+                return self._run(feed)
+            except LoweringError:
+                raise
+            except OrtNotImplemented as error:  # a kernel found missing only when it runs
+                if self.missing is None:
+                    self.missing = _first_line(error)
+                self._next_way()
+            except Exception as error:
+                if self.how.startswith("onnx.reference"):  # onnx.reference has gaps of its own
+                    raise self._reference_failed(error) from None
+                raise LoweringError(
+                    f"the {self.side} model fails in {self.how.split(' (')[0]} on run {run} "
+                    f"(inputs {describe_feed(feed)}): {_first_line(error)}"
+                ) from None
+
+
+def run_original(model: onnx.ModelProto, feed: Feed) -> tuple[list, str]:
+    """The original's outputs and what computed them (see ModelRunner)."""
+    runner = ModelRunner(model, "original")
+    return runner(feed), runner.how
+
+
+def describe_feed(feed: Feed) -> str:
+    """``x: float32[3, 4], maybe: empty optional`` for an error message."""
+    return ", ".join(f"{name}: {_describe_shape(value)}" for name, value in feed.items()) or "none"
+
+
+def _describe_shape(value) -> str:
+    if value is None:
+        return "empty optional"
+    if isinstance(value, list):
+        return f"sequence of {len(value)}"
+    array = np.asarray(value)
+    return f"{array.dtype}{list(array.shape)}"
 
 
 def _same_meaning_redeclarations(model: onnx.ModelProto):

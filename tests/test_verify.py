@@ -305,3 +305,84 @@ def test_lower_with_verify_writes_nothing_on_a_mismatch(tmp_path, monkeypatch, c
     captured = capsys.readouterr()
     assert "MISMATCH" in captured.out and "was not written" in captured.err
     assert (tmp_path / "out.onnx.inputs.npz").exists()
+
+
+# -- both sides get the same fallbacks ----------------------------------------------------------
+
+OPSET_28_OPTIONALS = """
+    <ir_version: 10, opset_import: ["" : 28]>
+    main (float[N] x) => (bool has, float[N] y) {
+        o = Optional (x)
+        has = OptionalHasElement (o)
+        y = OptionalGetElement (o)
+    }
+"""
+
+
+def add_6_model() -> onnx.ModelProto:
+    """Opset 6, Add-6 with no broadcast attribute (same shapes): onnxruntime has no Add-6 kernel."""
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Add", ["a", "b"], ["c"])],
+        "main",
+        [onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [2, 3]) for n in ("a", "b")],
+        [onnx.helper.make_tensor_value_info("c", onnx.TensorProto.FLOAT, [2, 3])],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 6)], ir_version=3)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def pytorch_softsign() -> Path | None:
+    """onnx's own backend data: an opset-6 PyTorch export with Add-6 (broadcast=1), if shipped."""
+    path = Path(onnx.__file__).parent / "backend/test/data/pytorch-converted/test_Softsign/model.onnx"
+    return path if path.exists() else None
+
+
+def test_a_model_onnxruntime_cannot_run_verifies_against_itself(tmp_path):
+    """verify P P: the lowered side falls back exactly as the original does, and the report says how."""
+    optionals = tmp_path / "optionals28.onnx"
+    onnx.save(parse(OPSET_28_OPTIONALS), optionals)
+    add6 = tmp_path / "add6.onnx"
+    onnx.save(add_6_model(), add6)
+    expected = {optionals: "declared at opset 27", add6: "onnx.reference"}
+    if pytorch_softsign() is not None:
+        expected[pytorch_softsign()] = "onnx.reference"
+    for path, how in expected.items():
+        completed = run_cli("verify", str(path), str(path), "--json", cwd=tmp_path)
+        assert completed.returncode == 0, (path, completed.stderr)
+        report = json.loads(completed.stdout)
+        assert report["match"] and how in report["original_runner"] and how in report["lowered_runner"], report
+
+
+def test_lower_with_verify_on_an_opset_6_model(tmp_path):
+    model = tmp_path / "add6.onnx"
+    onnx.save(add_6_model(), model)
+    completed = run_cli(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert "lowered run by onnx.reference" in completed.stdout and (tmp_path / "out.onnx").exists()
+    assert completed.stderr == "", "onnxruntime's own log lines (opset 6 warnings) stay off the terminal"
+
+
+def test_report_names_how_each_side_ran():
+    model = parse(OPSET_28_OPTIONALS)
+    report = lowering.verify(model, lowering.lower(model))
+    assert "declared at opset" in report.original_runner and report.lowered_runner == "onnxruntime"
+    lines = report.lines()
+    assert lines[0].startswith("original run by onnxruntime with") and lines[1] == "lowered run by onnxruntime"
+
+
+def test_onnxruntime_log_lines_never_reach_the_terminal(tmp_path):
+    """A model that fails while running (Add of 3 and 4 values): one line of ours, no coloured log."""
+    model = tmp_path / "add.onnx"
+    onnx.save(
+        parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] a, float[M] b) => (float[K] c) { c = Add (a, b) }
+    """),
+        model,
+    )
+    completed = run_cli("verify", str(model), str(model), "--shape", "a:3", "--shape", "b:4", cwd=tmp_path)
+    assert completed.returncode == 2
+    assert "\x1b[" not in completed.stderr and ":onnxruntime:" not in completed.stderr, completed.stderr
+    (line,) = completed.stderr.strip().splitlines()
+    assert "run 0" in line and "a: float32[3]" in line and "b: float32[4]" in line
