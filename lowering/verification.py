@@ -4,7 +4,10 @@ rewrites (lowering.feeds), outputs compared bit for bit (NaN equals NaN)."""
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -13,7 +16,7 @@ import onnx
 
 from . import floats, schemas, versioning
 from .errors import LoweringError
-from .feeds import Feed, FeedPlan, build_feeds
+from .feeds import Feed, FeedPlan, build_feeds, check_feeds, graph_inputs
 from .runtime import OnnxruntimeRunner, ReferenceRunner
 
 
@@ -38,6 +41,8 @@ class OutputComparison:
         return self.mismatches == 0
 
     def line(self) -> str:
+        if self.match and not self.compared:
+            return f"{self.name}: nothing compared (no values in any run)"
         if self.match:
             return f"{self.name}: match ({self.compared} values)"
         where = f"run {self.first_run}, index {tuple(self.first_index or ())}"
@@ -58,10 +63,16 @@ class VerifyReport:
     original_runner: str
     lowered_runner: str = "onnxruntime"
     inputs_file: str | None = None
+    inputs_error: str | None = None  # why the inputs of a mismatch could not be saved
 
     @property
     def match(self) -> bool:
         return all(output.match for output in self.outputs)
+
+    @property
+    def nothing_compared(self) -> list[str]:
+        """The outputs that held no value in any run: a match there proves nothing."""
+        return [output.name for output in self.outputs if output.compared == 0]
 
     def lines(self) -> list[str]:
         lines = [
@@ -70,7 +81,10 @@ class VerifyReport:
             f"{self.runs} runs",
         ]
         lines += [output.line() for output in self.outputs]
-        lines.append("MATCH" if self.match else "MISMATCH")
+        verdict = "MATCH" if self.match else "MISMATCH"
+        if self.nothing_compared:
+            verdict += f" (nothing compared for {', '.join(self.nothing_compared)}: no values in any run)"
+        lines.append(verdict)
         return lines
 
     def as_dict(self) -> dict:
@@ -79,7 +93,9 @@ class VerifyReport:
             "runs": self.runs,
             "original_runner": self.original_runner,
             "lowered_runner": self.lowered_runner,
+            "nothing_compared": self.nothing_compared,
             "inputs_file": self.inputs_file,
+            "inputs_error": self.inputs_error,
             "outputs": [{**asdict(o), "match": o.match} for o in self.outputs],
         }
 
@@ -109,11 +125,21 @@ def verify(
         raise LoweringError(
             f"the models' outputs differ: original {original_names}, lowered {[o.name for o in lowered.graph.output]}"
         )
+    input_names = sorted(info.name for info in graph_inputs(original))
+    if input_names != sorted(info.name for info in graph_inputs(lowered)):
+        raise LoweringError(
+            f"the models' inputs differ: original {input_names}, "
+            f"lowered {sorted(info.name for info in graph_inputs(lowered))}"
+        )
+    for label, value in (("atol", atol), ("rtol", rtol)):
+        check_tolerances(value, original_names, label)
     if inputs is None:
         plan = FeedPlan(seed=seed, shapes=dict(shapes or {}))
         if samples is not None:
             plan.runs = samples
         inputs = build_feeds(original, plan)
+    else:
+        check_feeds(original, inputs, "the given inputs")
     comparisons = [
         OutputComparison(name, atol=_per_output(atol, name), rtol=_per_output(rtol, name)) for name in original_names
     ]
@@ -125,9 +151,17 @@ def verify(
         for comparison, a, b in zip(comparisons, want, got, strict=True):
             _compare(comparison, a, b, run, feed)
     report = VerifyReport(comparisons, len(inputs), run_original_side.how, run_lowered_side.how)
+    if comparisons and len(report.nothing_compared) == len(comparisons):
+        raise LoweringError(
+            f"nothing was compared: no output held a value in any of {len(inputs)} runs "
+            f"(inputs {describe_feed(inputs[0]) if inputs else 'none'}); a match would prove nothing"
+        )
     if not report.match and save_inputs is not None:
-        save_feeds(save_inputs, inputs)
-        report.inputs_file = os.fspath(save_inputs)
+        try:
+            save_feeds(save_inputs, inputs)
+            report.inputs_file = os.fspath(save_inputs)
+        except LoweringError as error:
+            report.inputs_error = str(error)
     return report
 
 
@@ -242,6 +276,21 @@ def _same_meaning_redeclarations(model: onnx.ModelProto):
             redeclared.CopyFrom(model)
             versioning.redeclare_default_opset(redeclared, other)
             yield other, redeclared
+
+
+def check_tolerances(value: float | dict[str, float] | None, outputs: list[str], label: str) -> None:
+    """Refuse a tolerance that is negative, not a finite number, or names no output."""
+    values = dict(value) if isinstance(value, dict) else {}
+    if isinstance(value, dict) and hasattr(value, "default"):
+        values[""] = value.default
+    elif value is not None and not isinstance(value, dict):
+        values[""] = value
+    for name, number in values.items():
+        shown = f"{label} {name + '=' if name else ''}{number}"
+        if name and name not in outputs:
+            raise LoweringError(f"{shown}: the models have no output '{name}' (their outputs: {', '.join(outputs)})")
+        if isinstance(number, bool) or not isinstance(number, numbers.Real) or not math.isfinite(number) or number < 0:
+            raise LoweringError(f"{shown}: a tolerance is a finite number of 0 or more")
 
 
 def _per_output(value: float | dict[str, float] | None, name: str) -> float | None:
@@ -393,11 +442,19 @@ def load_feeds(path: str | os.PathLike) -> list[Feed]:
     """The inputs saved by :func:`save_feeds`."""
     import ml_dtypes
 
+    path = Path(path)
+    if path.is_dir():
+        raise LoweringError(f"{path}: is a directory, not an inputs file written by onnx-lower verify")
+    if path.is_file() and not zipfile.is_zipfile(path):
+        raise LoweringError(f"{path}: not an inputs file written by onnx-lower verify (not an .npz archive)")
     try:
-        with np.load(Path(path), allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("not an .npz archive")
+        with data:
             manifest = json.loads(str(data[_MANIFEST]))
             arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
+    except Exception as error:  # OSError, a zip or npy format error, no manifest: all the file's fault
         raise LoweringError(f"{path}: not an inputs file written by onnx-lower verify ({_first_line(error)})") from None
 
     def restore(entry):
@@ -412,4 +469,10 @@ def load_feeds(path: str | os.PathLike) -> list[Feed]:
             return array.view(np.dtype(getattr(ml_dtypes, entry["dtype"])))
         return array
 
-    return [{name: restore(entry) for name, entry in run.items()} for run in manifest]
+    try:
+        return [{name: restore(entry) for name, entry in run.items()} for run in manifest]
+    except Exception as error:  # a manifest not written by save_feeds
+        raise LoweringError(
+            f"{path}: not an inputs file written by onnx-lower verify (its manifest: {type(error).__name__}: "
+            f"{_first_line(error)})"
+        ) from None
