@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -11,10 +12,11 @@ from pathlib import Path
 from . import __version__
 from .api import lower_model, rules_table
 from .errors import LoweringError
+from .feeds import MAX_INPUT_VALUES, MAX_RUNS, check_feeds
 from .modelio import load_model, save_model, with_external_data
 from .opcount import count_ops, op_count_table
 from .progress import Progress
-from .verification import load_feeds, verify
+from .verification import check_tolerances, load_feeds, verify
 
 EXIT_OK = 0
 EXIT_MISMATCH = 1
@@ -73,12 +75,21 @@ def build_verify_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("original", help="the original model")
     parser.add_argument("lowered", help="the lowered model")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random part of the inputs (default 0)")
     parser.add_argument(
-        "--samples", type=int, help="at least this many runs (default 8; more until every edge value is used)"
+        "--seed", type=_whole_number(0, None), help="seed of the random part of the inputs: 0 or more (default 0)"
     )
     parser.add_argument(
-        "--shape", action="append", default=[], metavar="NAME:D1,D2", help="the shape of input NAME (repeatable)"
+        "--samples",
+        type=_whole_number(1, MAX_RUNS),
+        help=f"at least this many runs, 1 to {MAX_RUNS:,} (default 8; more until every edge value is used)",
+    )
+    parser.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        metavar="NAME:D1,D2",
+        help=f"the shape of input NAME, dimensions of 1 or more (repeatable; at most {MAX_INPUT_VALUES:,} values "
+        "per input)",
     )
     parser.add_argument(
         "--atol",
@@ -161,15 +172,23 @@ def _run(args: argparse.Namespace) -> int:
         original, lowered = model_file.model, result.model
         if model_file.has_external_data:  # onnxruntime needs the weights to run either model
             original, lowered = with_external_data(model_file), with_external_data(model_file, lowered)
-        report = verify(original, lowered, save_inputs=saved)
+        try:
+            report = verify(original, lowered, save_inputs=saved)
+        except LoweringError as error:
+            hint = " (onnx-lower verify takes --shape and --samples)" if "--shape" in str(error) else ""
+            raise LoweringError(f"--verify: {error}{hint}; {args.output} was not written") from None
         if not args.quiet or not report.match:
             for line in report.lines():
                 print(line)
         if not report.match:
-            print(
-                f"onnx-lower: the lowered model differs from the original; {args.output} was not written. "
+            kept = (
                 f"Inputs saved to {saved}: write the lowered model without --verify and replay them with "
-                f"onnx-lower verify {args.model} {args.output} --inputs {saved}",
+                f"onnx-lower verify {args.model} {args.output} --inputs {saved}"
+                if report.inputs_file
+                else f"The inputs were not saved: {report.inputs_error}"
+            )
+            print(
+                f"onnx-lower: the lowered model differs from the original; {args.output} was not written. {kept}",
                 file=sys.stderr,
             )
             return EXIT_MISMATCH
@@ -184,18 +203,35 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    shapes = dict(_parse_shape(text) for text in args.shape)
+    if args.inputs:
+        given = [option for option, value in (("--seed", args.seed), ("--samples", args.samples),
+                 ("--shape", args.shape), ("--save-inputs", args.save_inputs)) if value not in (None, [])]  # fmt: skip
+        if given:
+            raise LoweringError(
+                f"{', '.join(given)} cannot go with --inputs: the saved inputs are replayed as they are"
+            )
+    shapes: dict[str, list[int]] = {}
+    for name, shape in (_parse_shape(text) for text in args.shape):
+        if name in shapes:
+            raise LoweringError(f"--shape {name}: given twice; give each input's shape once")
+        shapes[name] = shape
+    atol, rtol = _parse_tolerance(args.atol, "--atol"), _parse_tolerance(args.rtol, "--rtol")
     inputs = load_feeds(args.inputs) if args.inputs else None
     saved = Path(args.save_inputs) if args.save_inputs else Path(f"{Path(args.lowered).name}.inputs.npz")
     original_file, lowered_file = load_model(args.original), load_model(args.lowered)
+    outputs = [o.name for o in original_file.model.graph.output]
+    check_tolerances(atol, outputs, "--atol")
+    check_tolerances(rtol, outputs, "--rtol")
+    if inputs is not None:
+        check_feeds(original_file.model, inputs, f"--inputs {args.inputs}")
     report = verify(
         with_external_data(original_file) if original_file.has_external_data else original_file.model,
         with_external_data(lowered_file) if lowered_file.has_external_data else lowered_file.model,
-        seed=args.seed,
+        seed=args.seed or 0,
         samples=args.samples,
         shapes=shapes,
-        atol=_parse_tolerance(args.atol, "--atol"),
-        rtol=_parse_tolerance(args.rtol, "--rtol"),
+        atol=atol,
+        rtol=rtol,
         inputs=inputs,
         save_inputs=None if args.inputs else saved,
     )
@@ -207,7 +243,25 @@ def _run_verify(args: argparse.Namespace) -> int:
         if report.inputs_file:
             print(f"inputs saved to {report.inputs_file}; replay: onnx-lower verify {args.original} {args.lowered} "
                   f"--inputs {report.inputs_file}")  # fmt: skip
+    if report.inputs_error:
+        print(f"onnx-lower: the inputs were not saved: {report.inputs_error}", file=sys.stderr)
     return EXIT_OK if report.match else EXIT_MISMATCH
+
+
+def _whole_number(low: int, high: int | None):
+    """An argparse type: a whole number from ``low`` to ``high``, refused in one line otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            upper = f" to {high:,}" if high is not None else " or more"
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number{' from' if high else ' of'} {low}{upper}")
+        return value
+
+    return parse
 
 
 def _parse_shape(text: str) -> tuple[str, list[int]]:
@@ -232,8 +286,8 @@ def _parse_tolerance(values: list[str], option: str) -> float | dict[str, float]
             value = float(number)
         except ValueError:
             raise LoweringError(f"{option} {text!r}: expected VALUE or OUTPUT=VALUE, e.g. 1e-6") from None
-        if value < 0:
-            raise LoweringError(f"{option} {text!r}: a tolerance cannot be negative")
+        if not math.isfinite(value) or value < 0:
+            raise LoweringError(f"{option} {text!r}: a tolerance is a finite number of 0 or more")
         if separator:
             per_output[name] = value
         else:
@@ -256,9 +310,12 @@ class _Default(dict):
 
 def _same_file(model: str, output: str) -> bool:
     model_path, output_path = Path(model), Path(output)
-    if output_path.exists() and model_path.exists():
-        return os.path.samefile(model_path, output_path)
-    return model_path.resolve() == output_path.resolve()
+    try:
+        if output_path.exists() and model_path.exists():
+            return os.path.samefile(model_path, output_path)
+        return model_path.resolve() == output_path.resolve()
+    except (RuntimeError, OSError):  # a loop of symbolic links: refused where it is written
+        return False
 
 
 def _print_rules() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,55 +103,151 @@ def with_external_data(model_file: ModelFile, model: onnx.ModelProto | None = No
 def save_model(
     model: onnx.ModelProto, path: str | os.PathLike, source_folder: Path | None = None, replacing_input: bool = False
 ) -> None:
-    """Write ``model`` to ``path`` atomically: a temporary folder beside it, then renames.
+    """Write ``model`` to what ``path`` names.
 
-    A missing output folder is created. Tensors stored as external data are copied, in chunks,
-    from their files under
-    ``source_folder`` into one file named after the output (``OUTPUT.data``); inline tensors
-    stay inline. The source files are only read; with ``replacing_input`` (``--in-place``) the
-    data file may be one of them: it is read whole into the staged copy before being replaced.
+    A regular file (or a missing one) is written atomically: a temporary folder beside it,
+    then renames; a file that is replaced keeps its permission bits. A symbolic link is
+    followed: its target is written (atomically, beside the target) and the link stays. A FIFO
+    or a device is opened and the bytes are streamed into it, with no temporary file. A missing
+    output folder is created.
+
+    Tensors stored as external data are copied, in chunks, from their files under
+    ``source_folder`` into one file named after the file written (``OUTPUT.data``, beside it;
+    for a link, beside the link's target and named after it); inline tensors stay inline.
+    External data cannot go with a FIFO or device output, nor where ``OUTPUT.data`` is a
+    symbolic link (onnx refuses data read through one): refused. The source files are only
+    read; with ``replacing_input`` (``--in-place``) the data file may be one of them: it is
+    read whole into the staged copy before being replaced.
     """
-    path = Path(path)
-    folder = path.parent
-    if folder.exists() and not folder.is_dir():
-        raise LoweringError(f"{path}: {folder} is not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise LoweringError(f"{path}: cannot create the folder {folder} ({error.strerror or error})") from None
-    if path.is_dir():
-        raise LoweringError(f"{path}: is a directory; give a file name for the output")
+    shown = Path(path)
+    target = _resolve_output(shown)
+    kind = _node_kind(target)
+    if kind == "directory":
+        raise LoweringError(f"{shown}: is a directory; give a file name for the output")
+    if kind == "other":
+        raise LoweringError(f"{shown}: is a socket or another node that cannot be written; give a file name")
     external = external_tensors(model)
-    data_name = f"{path.name}.data"
+    if kind == "stream":
+        if external:
+            raise LoweringError(
+                f"{shown}: is a FIFO or a device, but the model keeps weights as external data, which must go to "
+                "a regular file beside the model (OUTPUT.data); give a regular file as the output"
+            )
+        data = model.SerializeToString()
+        write_file(shown, lambda handle: handle.write(data))
+        return
+    folder = target.parent
+    if folder.exists() and not folder.is_dir():
+        raise LoweringError(f"{shown}: {folder} is not a folder")
+    data_name = f"{target.name}.data"
     data_path = folder / data_name
+    if external and data_path.is_symlink():  # onnx and onnxruntime refuse external data read through a link
+        raise LoweringError(
+            f"{data_path}: the external data file would go where a symbolic link is, and onnx refuses data read "
+            "through a link; remove the link or choose another output"
+        )
+    if external and _node_kind(data_path) not in ("missing", "file"):
+        raise LoweringError(
+            f"{data_path}: the external data file would replace a {_node_kind(data_path)}; move it away or choose "
+            "another output"
+        )
     sources = [external_file(t, source_folder or folder) for t in external]
     overwrites_source = external and any(data_path.exists() and os.path.samefile(data_path, s) for s, _, _ in sources)
     if overwrites_source and not replacing_input:
         raise LoweringError(f"{data_path}: writing it would overwrite the input's external data; choose another output")
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=folder))
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise LoweringError(f"{path}: cannot write in {folder} ({error.strerror or error})") from None
+        raise LoweringError(f"{shown}: cannot create the folder {folder} ({error.strerror or error})") from None
     try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=folder))
+    except OSError as error:
+        raise LoweringError(f"{shown}: cannot write in {folder} ({error.strerror or error})") from None
+    try:
+        staged_model = staging / target.name
         if external:
             model = _copy(model)
             external = external_tensors(model)
-            with open(staging / data_name, "wb") as target:
+            staged_data = staging / data_name
+            with open(staged_data, "wb") as handle:
                 for tensor, (source, offset, length) in zip(external, sources, strict=True):
-                    start = target.tell()
-                    _copy_range(source, offset, length, target)
+                    start = handle.tell()
+                    _copy_range(source, offset, length, handle)
                     _point_at(tensor, data_name, start, length)
-        with open(staging / path.name, "wb") as handle:
+            _keep_mode(data_path, staged_data)
+        with open(staged_model, "wb") as handle:
             handle.write(model.SerializeToString())
+        _keep_mode(target, staged_model)
         if external:
-            os.replace(staging / data_name, data_path)
-        os.replace(staging / path.name, path)
+            os.replace(staged_data, data_path)
+        os.replace(staged_model, target)
     except OSError as error:
-        raise LoweringError(f"{path}: cannot write ({error.strerror or error})") from None
+        raise LoweringError(f"{shown}: cannot write ({error.strerror or error})") from None
     except ValueError as error:
-        raise LoweringError(f"{path}: cannot write ({_first_line(error)})") from None
+        raise LoweringError(f"{shown}: cannot write ({_first_line(error)})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_file(path: str | os.PathLike, write) -> None:
+    """Write a file as save_model writes a model without external data: ``write(handle)``
+    fills it; atomic for a regular file, through a symbolic link, streamed into a FIFO or device."""
+    shown = Path(path)
+    target = _resolve_output(shown)
+    kind = _node_kind(target)
+    if kind == "directory":
+        raise LoweringError(f"{shown}: is a directory; give a file name")
+    if kind == "other":
+        raise LoweringError(f"{shown}: is a socket or another node that cannot be written; give a file name")
+    try:
+        if kind == "stream":
+            with open(os.open(target, os.O_WRONLY), "wb") as handle:
+                write(handle)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            with open(staging / target.name, "wb") as handle:
+                write(handle)
+            _keep_mode(target, staging / target.name)
+            os.replace(staging / target.name, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    except OSError as error:
+        raise LoweringError(f"{shown}: cannot write ({error.strerror or error})") from None
+
+
+def _resolve_output(path: Path) -> Path:
+    """What a write to ``path`` reaches: symbolic links followed (a dangling one to the file it names)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as error:  # a loop of links
+        raise LoweringError(f"{path}: cannot follow its symbolic links ({_first_line(error)})") from None
+
+
+def _node_kind(path: Path) -> str:
+    """'missing', 'file', 'directory', 'stream' (FIFO, character or block device) or 'other'."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "missing"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "stream"
+    return "other"
+
+
+def _keep_mode(replaced: Path, staged: Path) -> None:
+    """Give the staged file the permission bits of the regular file it is about to replace."""
+    try:
+        mode = os.stat(replaced).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode):
+        os.chmod(staged, stat.S_IMODE(mode))
 
 
 def _copy_range(source: Path, offset: int, length: int, target) -> None:

@@ -46,47 +46,80 @@ def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
     return np.frombuffer(bytes(raw), dtype=np.uint8).view(dtype).reshape(shape).copy()
 
 
+# onnxruntime's own log lines (coloured, on stderr) would repeat what its exceptions say, and
+# its warnings (old opsets, optimizers skipped) are noise to a user of the command line: only
+# FATAL (4) ever reaches the log; every failure still arrives as an exception.
+LOG_SEVERITY_SILENT = 4
+
+
 def onnxruntime_session(model: onnx.ModelProto) -> ort.InferenceSession:
+    """A CPU session for ``model`` that writes nothing to the terminal."""
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = LOG_SEVERITY_SILENT
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _quiet_run_options() -> ort.RunOptions:
+    options = ort.RunOptions()
+    options.log_severity_level = LOG_SEVERITY_SILENT
+    return options
+
+
+class OnnxruntimeRunner:
+    """One onnxruntime session for ``model``, run on any number of feeds (see run_onnxruntime)."""
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        self.session = onnxruntime_session(model)
+
+    def __call__(self, feeds: dict[str, object]) -> list:
+        session = self.session
+        exotic_inputs = any(isinstance(v, np.ndarray) and not _is_numpy_native(v.dtype) for v in feeds.values())
+        output_types = [o.type for o in session.get_outputs()]
+        exotic_outputs = any(
+            (t := _element_type_of_string(s)) is not None and not _is_numpy_native(floats.numpy_dtype(t))
+            for s in output_types
+        )
+        if not exotic_inputs and not exotic_outputs:
+            return session.run(None, feeds, _quiet_run_options())
+        declared = {i.name: i.type for i in session.get_inputs()}
+        binding = session.io_binding()
+        for name, value in feeds.items():
+            element_type = _element_type_of_string(declared.get(name, ""))
+            if element_type is None or not isinstance(value, np.ndarray):
+                raise LoweringError(
+                    f"input '{name}' ({declared.get(name)}): sequences and optionals cannot be fed beside bfloat16 "
+                    "or float8 tensors from Python"
+                )
+            binding.bind_ortvalue_input(name, _to_ort_value(value, element_type))
+        for output in session.get_outputs():
+            if _element_type_of_string(output.type) is None:
+                raise LoweringError(
+                    f"output '{output.name}' ({output.type}) cannot be read beside bfloat16 or float8 tensors"
+                )
+            binding.bind_output(output.name, "cpu")
+        session.run_with_iobinding(binding, _quiet_run_options())
+        return [_from_ort_value(value) for value in binding.get_outputs()]
 
 
 def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, object]) -> list:
     """Run ``model`` in onnxruntime's CPU provider. Tensors of any element type; sequences
     go in as lists and empty optionals as None (for numpy's own element types)."""
-    session = onnxruntime_session(model)
-    exotic_inputs = any(isinstance(v, np.ndarray) and not _is_numpy_native(v.dtype) for v in feeds.values())
-    output_types = [o.type for o in session.get_outputs()]
-    exotic_outputs = any(
-        (t := _element_type_of_string(s)) is not None and not _is_numpy_native(floats.numpy_dtype(t))
-        for s in output_types
-    )
-    if not exotic_inputs and not exotic_outputs:
-        return session.run(None, feeds)
-    declared = {i.name: i.type for i in session.get_inputs()}
-    binding = session.io_binding()
-    for name, value in feeds.items():
-        element_type = _element_type_of_string(declared.get(name, ""))
-        if element_type is None or not isinstance(value, np.ndarray):
-            raise LoweringError(
-                f"input '{name}' ({declared.get(name)}): sequences and optionals cannot be fed beside bfloat16 "
-                "or float8 tensors from Python"
-            )
-        binding.bind_ortvalue_input(name, _to_ort_value(value, element_type))
-    for output in session.get_outputs():
-        if _element_type_of_string(output.type) is None:
-            raise LoweringError(
-                f"output '{output.name}' ({output.type}) cannot be read beside bfloat16 or float8 tensors"
-            )
-        binding.bind_output(output.name, "cpu")
-    session.run_with_iobinding(binding)
-    return [_from_ort_value(value) for value in binding.get_outputs()]
+    return OnnxruntimeRunner(model)(feeds)
+
+
+class ReferenceRunner:
+    """``onnx.reference`` for ``model``, run on any number of feeds."""
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        from onnx.reference import ReferenceEvaluator
+
+        self.evaluator = ReferenceEvaluator(model)
+
+    def __call__(self, feeds: dict[str, object]) -> list:
+        with np.errstate(all="ignore"):
+            return list(self.evaluator.run(None, feeds))
 
 
 def run_reference(model: onnx.ModelProto, feeds: dict[str, object]) -> list:
     """Run ``model`` with ``onnx.reference`` (an independent implementation of every op)."""
-    from onnx.reference import ReferenceEvaluator
-
-    with np.errstate(all="ignore"):
-        return list(ReferenceEvaluator(model).run(None, feeds))
+    return ReferenceRunner(model)(feeds)

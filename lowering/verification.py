@@ -4,7 +4,10 @@ rewrites (lowering.feeds), outputs compared bit for bit (NaN equals NaN)."""
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -13,8 +16,8 @@ import onnx
 
 from . import floats, schemas, versioning
 from .errors import LoweringError
-from .feeds import Feed, FeedPlan, build_feeds
-from .runtime import run_onnxruntime, run_reference
+from .feeds import Feed, FeedPlan, build_feeds, check_feeds, graph_inputs
+from .runtime import OnnxruntimeRunner, ReferenceRunner
 
 
 @dataclass
@@ -38,6 +41,8 @@ class OutputComparison:
         return self.mismatches == 0
 
     def line(self) -> str:
+        if self.match and not self.compared:
+            return f"{self.name}: nothing compared (no values in any run)"
         if self.match:
             return f"{self.name}: match ({self.compared} values)"
         where = f"run {self.first_run}, index {tuple(self.first_index or ())}"
@@ -51,21 +56,35 @@ class OutputComparison:
 
 @dataclass
 class VerifyReport:
-    """Per output, match or where it differs; how the original was run; where inputs were saved."""
+    """Per output, match or where it differs; how each model was run; where inputs were saved."""
 
     outputs: list[OutputComparison]
     runs: int
     original_runner: str
+    lowered_runner: str = "onnxruntime"
     inputs_file: str | None = None
+    inputs_error: str | None = None  # why the inputs of a mismatch could not be saved
 
     @property
     def match(self) -> bool:
         return all(output.match for output in self.outputs)
 
+    @property
+    def nothing_compared(self) -> list[str]:
+        """The outputs that held no value in any run: a match there proves nothing."""
+        return [output.name for output in self.outputs if output.compared == 0]
+
     def lines(self) -> list[str]:
-        lines = [f"original run by {self.original_runner}; {self.runs} runs"]
+        lines = [
+            f"original run by {self.original_runner}",
+            f"lowered run by {self.lowered_runner}",
+            f"{self.runs} runs",
+        ]
         lines += [output.line() for output in self.outputs]
-        lines.append("MATCH" if self.match else "MISMATCH")
+        verdict = "MATCH" if self.match else "MISMATCH"
+        if self.nothing_compared:
+            verdict += f" (nothing compared for {', '.join(self.nothing_compared)}: no values in any run)"
+        lines.append(verdict)
         return lines
 
     def as_dict(self) -> dict:
@@ -73,7 +92,10 @@ class VerifyReport:
             "match": self.match,
             "runs": self.runs,
             "original_runner": self.original_runner,
+            "lowered_runner": self.lowered_runner,
+            "nothing_compared": self.nothing_compared,
             "inputs_file": self.inputs_file,
+            "inputs_error": self.inputs_error,
             "outputs": [{**asdict(o), "match": o.match} for o in self.outputs],
         }
 
@@ -103,61 +125,137 @@ def verify(
         raise LoweringError(
             f"the models' outputs differ: original {original_names}, lowered {[o.name for o in lowered.graph.output]}"
         )
+    input_names = sorted(info.name for info in graph_inputs(original))
+    if input_names != sorted(info.name for info in graph_inputs(lowered)):
+        raise LoweringError(
+            f"the models' inputs differ: original {input_names}, "
+            f"lowered {sorted(info.name for info in graph_inputs(lowered))}"
+        )
+    for label, value in (("atol", atol), ("rtol", rtol)):
+        check_tolerances(value, original_names, label)
     if inputs is None:
         plan = FeedPlan(seed=seed, shapes=dict(shapes or {}))
         if samples is not None:
             plan.runs = samples
         inputs = build_feeds(original, plan)
+    else:
+        check_feeds(original, inputs, "the given inputs")
     comparisons = [
         OutputComparison(name, atol=_per_output(atol, name), rtol=_per_output(rtol, name)) for name in original_names
     ]
-    runner = None
+    run_original_side = ModelRunner(original, "original")
+    run_lowered_side = ModelRunner(lowered, "lowered")
     for run, feed in enumerate(inputs):
-        want, runner = run_original(original, feed)
-        try:
-            got = run_onnxruntime(lowered, feed)
-        except LoweringError:
-            raise
-        except Exception as error:
-            raise LoweringError(f"the lowered model does not run in onnxruntime: {_first_line(error)}") from None
+        want = run_original_side(feed, run)
+        got = run_lowered_side(feed, run)
         for comparison, a, b in zip(comparisons, want, got, strict=True):
             _compare(comparison, a, b, run, feed)
-    report = VerifyReport(comparisons, len(inputs), runner or "nothing (no runs)")
+    report = VerifyReport(comparisons, len(inputs), run_original_side.how, run_lowered_side.how)
+    if comparisons and len(report.nothing_compared) == len(comparisons):
+        raise LoweringError(
+            f"nothing was compared: no output held a value in any of {len(inputs)} runs "
+            f"(inputs {describe_feed(inputs[0]) if inputs else 'none'}); a match would prove nothing"
+        )
     if not report.match and save_inputs is not None:
-        save_feeds(save_inputs, inputs)
-        report.inputs_file = os.fspath(save_inputs)
+        try:
+            save_feeds(save_inputs, inputs)
+            report.inputs_file = os.fspath(save_inputs)
+        except LoweringError as error:
+            report.inputs_error = str(error)
     return report
 
 
-def run_original(model: onnx.ModelProto, feed: Feed) -> tuple[list, str]:
-    """The original's outputs and what computed them: onnxruntime; where it has no kernel,
-    onnxruntime on the model declared at an older opset at which every op means the same
-    (onnx.defs: only type lists changed), else onnx.reference."""
-    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+class ModelRunner:
+    """Runs one side of a comparison, the same way for the original and the lowered model:
+    onnxruntime; where it has no kernel, onnxruntime on the model declared at the nearest
+    opset at which every op of the model means the same (onnx.defs: only type lists changed);
+    failing that, onnx.reference. ``how`` says which, and why."""
 
-    try:
-        return run_onnxruntime(model, feed), "onnxruntime"
-    except OrtNotImplemented as error:
-        missing = _first_line(error)
-    except LoweringError:
-        raise
-    except Exception as error:
-        raise LoweringError(f"the original model does not run in onnxruntime: {_first_line(error)}") from None
-    for other, redeclared in _same_meaning_redeclarations(model):
-        try:
-            return run_onnxruntime(redeclared, feed), (
+    def __init__(self, model: onnx.ModelProto, side: str) -> None:
+        self.model, self.side = model, side
+        self.missing: str | None = None  # onnxruntime's complaint about the model as it is
+        self._ways = self._candidates()
+        self.how = ""
+        self._run = None
+        self._next_way()
+
+    def _candidates(self):
+        yield "onnxruntime", lambda: OnnxruntimeRunner(self.model)
+        for other, redeclared in _same_meaning_redeclarations(self.model):
+            yield (
                 f"onnxruntime with the model declared at opset {other}, where every op means the same "
-                f"(onnxruntime has no kernel at the model's opset: {missing})"
+                f"(onnxruntime has no kernel at the model's opset: {self.missing})",
+                lambda redeclared=redeclared: OnnxruntimeRunner(redeclared),
             )
-        except Exception:  # no kernel there either, or a type that opset does not take
-            continue
-    try:
-        return run_reference(model, feed), f"onnx.reference (onnxruntime has no kernel: {missing})"
-    except Exception as error:  # onnx.reference has gaps of its own (a Loop that never runs, ...)
-        raise LoweringError(
-            f"the original model cannot be run: onnxruntime has no kernel ({missing}) and onnx.reference "
+        yield f"onnx.reference (onnxruntime has no kernel: {self.missing})", lambda: ReferenceRunner(self.model)
+
+    def _next_way(self) -> None:
+        from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+        for how, make in self._ways:
+            try:
+                self._run, self.how = make(), how
+                return
+            except LoweringError:
+                raise
+            except OrtNotImplemented as error:
+                if self.missing is None:
+                    self.missing = _first_line(error)
+            except Exception as error:
+                if self.missing is None:  # the model as it is: not a missing kernel but a bad model
+                    raise LoweringError(
+                        f"the {self.side} model does not run in onnxruntime: {_first_line(error)}"
+                    ) from None
+                if how.startswith("onnx.reference"):
+                    raise self._reference_failed(error) from None
+                # no kernel at that opset either, or a type it does not take: try the next
+        raise LoweringError(f"the {self.side} model cannot be run: onnxruntime has no kernel ({self.missing})")
+
+    def _reference_failed(self, error: BaseException) -> LoweringError:
+        return LoweringError(
+            f"the {self.side} model cannot be run: onnxruntime has no kernel ({self.missing}) and onnx.reference "
             f"fails ({type(error).__name__}: {_first_line(error)})"
-        ) from None
+        )
+
+    def __call__(self, feed: Feed, run: int = 0) -> list:
+        from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+        while True:
+            try:
+                return self._run(feed)
+            except LoweringError:
+                raise
+            except OrtNotImplemented as error:  # a kernel found missing only when it runs
+                if self.missing is None:
+                    self.missing = _first_line(error)
+                self._next_way()
+            except Exception as error:
+                if self.how.startswith("onnx.reference"):  # onnx.reference has gaps of its own
+                    raise self._reference_failed(error) from None
+                raise LoweringError(
+                    f"the {self.side} model fails in {self.how.split(' (')[0]} on run {run} "
+                    f"(inputs {describe_feed(feed)}): {_first_line(error)}"
+                ) from None
+
+
+def run_original(model: onnx.ModelProto, feed: Feed) -> tuple[list, str]:
+    """The original's outputs and what computed them (see ModelRunner)."""
+    runner = ModelRunner(model, "original")
+    return runner(feed), runner.how
+
+
+def describe_feed(feed: Feed) -> str:
+    """``x: float32[3, 4], maybe: empty optional`` for an error message."""
+    return ", ".join(f"{name}: {_describe_shape(value)}" for name, value in feed.items()) or "none"
+
+
+def _describe_shape(value) -> str:
+    if value is None:
+        return "empty optional"
+    if isinstance(value, list):
+        return f"sequence of {len(value)}"
+    array = np.asarray(value)
+    return f"{array.dtype}{list(array.shape)}"
 
 
 def _same_meaning_redeclarations(model: onnx.ModelProto):
@@ -178,6 +276,21 @@ def _same_meaning_redeclarations(model: onnx.ModelProto):
             redeclared.CopyFrom(model)
             versioning.redeclare_default_opset(redeclared, other)
             yield other, redeclared
+
+
+def check_tolerances(value: float | dict[str, float] | None, outputs: list[str], label: str) -> None:
+    """Refuse a tolerance that is negative, not a finite number, or names no output."""
+    values = dict(value) if isinstance(value, dict) else {}
+    if isinstance(value, dict) and hasattr(value, "default"):
+        values[""] = value.default
+    elif value is not None and not isinstance(value, dict):
+        values[""] = value
+    for name, number in values.items():
+        shown = f"{label} {name + '=' if name else ''}{number}"
+        if name and name not in outputs:
+            raise LoweringError(f"{shown}: the models have no output '{name}' (their outputs: {', '.join(outputs)})")
+        if isinstance(number, bool) or not isinstance(number, numbers.Real) or not math.isfinite(number) or number < 0:
+            raise LoweringError(f"{shown}: a tolerance is a finite number of 0 or more")
 
 
 def _per_output(value: float | dict[str, float] | None, name: str) -> float | None:
@@ -320,19 +433,28 @@ def save_feeds(path: str | os.PathLike, feeds: list[Feed]) -> None:
     for run, feed in enumerate(feeds):
         manifest.append({name: store(f"run{run}/{name}", value) for name, value in feed.items()})
     arrays[_MANIFEST] = np.array(json.dumps(manifest))
-    with open(path, "wb") as handle:
-        np.savez(handle, **arrays)
+    from .modelio import write_file
+
+    write_file(path, lambda handle: np.savez(handle, **arrays))
 
 
 def load_feeds(path: str | os.PathLike) -> list[Feed]:
     """The inputs saved by :func:`save_feeds`."""
     import ml_dtypes
 
+    path = Path(path)
+    if path.is_dir():
+        raise LoweringError(f"{path}: is a directory, not an inputs file written by onnx-lower verify")
+    if path.is_file() and not zipfile.is_zipfile(path):
+        raise LoweringError(f"{path}: not an inputs file written by onnx-lower verify (not an .npz archive)")
     try:
-        with np.load(Path(path), allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("not an .npz archive")
+        with data:
             manifest = json.loads(str(data[_MANIFEST]))
             arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
+    except Exception as error:  # OSError, a zip or npy format error, no manifest: all the file's fault
         raise LoweringError(f"{path}: not an inputs file written by onnx-lower verify ({_first_line(error)})") from None
 
     def restore(entry):
@@ -347,4 +469,10 @@ def load_feeds(path: str | os.PathLike) -> list[Feed]:
             return array.view(np.dtype(getattr(ml_dtypes, entry["dtype"])))
         return array
 
-    return [{name: restore(entry) for name, entry in run.items()} for run in manifest]
+    try:
+        return [{name: restore(entry) for name, entry in run.items()} for run in manifest]
+    except Exception as error:  # a manifest not written by save_feeds
+        raise LoweringError(
+            f"{path}: not an inputs file written by onnx-lower verify (its manifest: {type(error).__name__}: "
+            f"{_first_line(error)})"
+        ) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,47 @@ def test_external_tensors_are_found_wherever_they_are_and_only_those(tmp_path):
         doc_string="p\x01 holds the bytes of data_location: EXTERNAL",
     )
     assert external_tensors(inline) == []  # the bytes alone do not decide it
+
+
+def test_symbolic_link_output_puts_the_data_beside_the_target(tmp_path):
+    """-o LINK writes what -o TARGET would: the model into the target, its data beside the target
+    and named after it, so that the target loads with its weights; the link stays a link."""
+    source = external_model(tmp_path / "src", 1024)
+    (tmp_path / "store").mkdir()
+    (tmp_path / "links").mkdir()
+    target = tmp_path / "store" / "v3.onnx"
+    link = tmp_path / "links" / "latest.onnx"
+    link.symlink_to(target)
+    completed = run_cli(str(source), "-o", str(link), "-q")
+    assert completed.returncode == 0, completed.stderr
+    assert link.is_symlink() and sorted(p.name for p in (tmp_path / "links").iterdir()) == ["latest.onnx"]
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["v3.onnx", "v3.onnx.data"]
+    loaded = onnx.load(target)
+    np.testing.assert_array_equal(numpy_helper.to_array(loaded.graph.initializer[0]), np.arange(1024, dtype=np.float32))
+
+
+def test_data_file_that_is_a_link_is_refused_and_kept(tmp_path):
+    """onnx refuses external data read through a link, so OUTPUT.data is not written through
+    one; nor is the link replaced by a file."""
+    source = external_model(tmp_path / "src", 64)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "big").mkdir()
+    data_target = tmp_path / "big" / "weights.data"
+    data_target.write_bytes(b"old")
+    (tmp_path / "out" / "m.onnx.data").symlink_to(data_target)
+    completed = run_cli(str(source), "-o", str(tmp_path / "out" / "m.onnx"))
+    assert completed.returncode == 2
+    assert len(completed.stderr.strip().splitlines()) == 1 and "symbolic link" in completed.stderr
+    assert (tmp_path / "out" / "m.onnx.data").is_symlink() and data_target.read_bytes() == b"old"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["m.onnx.data"]
+
+
+def test_external_data_into_a_fifo_is_refused_before_anything_is_written(tmp_path):
+    source = external_model(tmp_path / "src", 64)
+    fifo = tmp_path / "out" / "pipe"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    completed = run_cli(str(source), "-o", str(fifo))
+    assert completed.returncode == 2
+    assert len(completed.stderr.strip().splitlines()) == 1 and "external data" in completed.stderr
+    assert sorted(p.name for p in fifo.parent.iterdir()) == ["pipe"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)

@@ -4,6 +4,8 @@ line, exit status 2, no traceback, no output file, the input untouched."""
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -201,3 +203,96 @@ def test_input_type_the_op_does_not_take_exits_2(tmp_path):
     path.write_bytes(model.SerializeToString())
     completed = run_cli(str(path), "-o", str(tmp_path / "out.onnx"))
     assert completed.returncode == 2 and "node 'bad'" in completed.stderr and not (tmp_path / "out.onnx").exists()
+
+
+# -- what -o names: links, FIFOs, devices -------------------------------------------------------
+
+
+def lowered_bytes(tmp_path: Path) -> bytes:
+    """What -o writes to a plain new file: the reference for every other kind of destination."""
+    reference = tmp_path / "reference" / "plain.onnx"
+    assert run_cli(str(EXAMPLE), "-o", str(reference), "-q").returncode == 0
+    return reference.read_bytes()
+
+
+def test_output_through_a_symbolic_link_writes_its_target_and_keeps_the_link(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "links").mkdir()
+    target = tmp_path / "real" / "model.onnx"
+    target.write_bytes(b"old contents")
+    target.chmod(0o640)
+    link = tmp_path / "links" / "latest.onnx"
+    link.symlink_to(Path("..") / "real" / "model.onnx")
+    completed = run_cli(str(EXAMPLE), "-o", str(link), "-q")
+    assert completed.returncode == 0, completed.stderr
+    assert link.is_symlink() and os.readlink(link) == os.path.join("..", "real", "model.onnx")
+    assert target.read_bytes() == lowered_bytes(tmp_path)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640, "the replaced file keeps its permission bits"
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["model.onnx"]
+    assert sorted(p.name for p in (tmp_path / "links").iterdir()) == ["latest.onnx"]
+
+
+def test_in_place_on_a_symbolic_link_writes_the_target(tmp_path):
+    target = tmp_path / "model.onnx"
+    target.write_bytes(EXAMPLE.read_bytes())
+    link = tmp_path / "link.onnx"
+    link.symlink_to("model.onnx")
+    completed = run_cli(str(link), "--in-place", "-q")
+    assert completed.returncode == 0, completed.stderr
+    assert link.is_symlink()
+    assert "IsNaN" not in {n.op_type for n in onnx.load(target).graph.node}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.onnx", "model.onnx"]
+
+
+def test_output_to_a_fifo_streams_the_model_into_it(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open first, so the writer never waits
+    try:
+        completed = run_cli(str(EXAMPLE), "-o", str(fifo), "-q")
+        received = b""
+        while chunk := _read_some(reader):
+            received += chunk
+    finally:
+        os.close(reader)
+    assert completed.returncode == 0, completed.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO stays a FIFO"
+    assert received == lowered_bytes(tmp_path), "the model fits the pipe's buffer, all of it read back"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "reference") == ["pipe"], "no temporary file"
+
+
+def _read_some(descriptor: int) -> bytes:
+    try:
+        return os.read(descriptor, 1 << 16)
+    except BlockingIOError:
+        return b""
+
+
+def test_output_to_a_device_writes_into_it(tmp_path):
+    """A private copy of /dev/null (needs root to make); the real one as any user when writable."""
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, OSError):
+        pytest.skip("cannot make a device node here")
+    completed = run_cli(str(EXAMPLE), "-o", str(device), "-q")
+    assert completed.returncode == 0, completed.stderr
+    assert stat.S_ISCHR(os.lstat(device).st_mode), "the device stays a device"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
+
+def test_output_through_a_loop_of_links_is_one_line(tmp_path):
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "a"))
+    assert completed.returncode == 2, completed.stderr
+    assert len(completed.stderr.strip().splitlines()) == 1 and "symbolic link" in completed.stderr
+    assert all(p.is_symlink() for p in tmp_path.iterdir())
+
+
+def test_replacing_a_regular_output_keeps_its_permission_bits(tmp_path):
+    output = tmp_path / "out.onnx"
+    output.write_bytes(b"old")
+    output.chmod(0o604)
+    assert run_cli(str(EXAMPLE), "-o", str(output), "-q").returncode == 0
+    assert stat.S_IMODE(output.stat().st_mode) == 0o604 and output.read_bytes() != b"old"

@@ -305,3 +305,223 @@ def test_lower_with_verify_writes_nothing_on_a_mismatch(tmp_path, monkeypatch, c
     captured = capsys.readouterr()
     assert "MISMATCH" in captured.out and "was not written" in captured.err
     assert (tmp_path / "out.onnx.inputs.npz").exists()
+
+
+# -- both sides get the same fallbacks ----------------------------------------------------------
+
+OPSET_28_OPTIONALS = """
+    <ir_version: 10, opset_import: ["" : 28]>
+    main (float[N] x) => (bool has, float[N] y) {
+        o = Optional (x)
+        has = OptionalHasElement (o)
+        y = OptionalGetElement (o)
+    }
+"""
+
+
+def add_6_model() -> onnx.ModelProto:
+    """Opset 6, Add-6 with no broadcast attribute (same shapes): onnxruntime has no Add-6 kernel."""
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Add", ["a", "b"], ["c"])],
+        "main",
+        [onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [2, 3]) for n in ("a", "b")],
+        [onnx.helper.make_tensor_value_info("c", onnx.TensorProto.FLOAT, [2, 3])],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 6)], ir_version=3)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def pytorch_softsign() -> Path | None:
+    """onnx's own backend data: an opset-6 PyTorch export with Add-6 (broadcast=1), if shipped."""
+    path = Path(onnx.__file__).parent / "backend/test/data/pytorch-converted/test_Softsign/model.onnx"
+    return path if path.exists() else None
+
+
+def test_a_model_onnxruntime_cannot_run_verifies_against_itself(tmp_path):
+    """verify P P: the lowered side falls back exactly as the original does, and the report says how."""
+    optionals = tmp_path / "optionals28.onnx"
+    onnx.save(parse(OPSET_28_OPTIONALS), optionals)
+    add6 = tmp_path / "add6.onnx"
+    onnx.save(add_6_model(), add6)
+    expected = {optionals: "declared at opset 27", add6: "onnx.reference"}
+    if pytorch_softsign() is not None:
+        expected[pytorch_softsign()] = "onnx.reference"
+    for path, how in expected.items():
+        completed = run_cli("verify", str(path), str(path), "--json", cwd=tmp_path)
+        assert completed.returncode == 0, (path, completed.stderr)
+        report = json.loads(completed.stdout)
+        assert report["match"] and how in report["original_runner"] and how in report["lowered_runner"], report
+
+
+def test_lower_with_verify_on_an_opset_6_model(tmp_path):
+    model = tmp_path / "add6.onnx"
+    onnx.save(add_6_model(), model)
+    completed = run_cli(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert "lowered run by onnx.reference" in completed.stdout and (tmp_path / "out.onnx").exists()
+    assert completed.stderr == "", "onnxruntime's own log lines (opset 6 warnings) stay off the terminal"
+
+
+def test_report_names_how_each_side_ran():
+    model = parse(OPSET_28_OPTIONALS)
+    report = lowering.verify(model, lowering.lower(model))
+    assert "declared at opset" in report.original_runner and report.lowered_runner == "onnxruntime"
+    lines = report.lines()
+    assert lines[0].startswith("original run by onnxruntime with") and lines[1] == "lowered run by onnxruntime"
+
+
+def test_onnxruntime_log_lines_never_reach_the_terminal(tmp_path):
+    """A model that fails while running (Add of 3 and 4 values): one line of ours, no coloured log."""
+    model = tmp_path / "add.onnx"
+    onnx.save(
+        parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] a, float[M] b) => (float[K] c) { c = Add (a, b) }
+    """),
+        model,
+    )
+    completed = run_cli("verify", str(model), str(model), "--shape", "a:3", "--shape", "b:4", cwd=tmp_path)
+    assert completed.returncode == 2
+    assert "\x1b[" not in completed.stderr and ":onnxruntime:" not in completed.stderr, completed.stderr
+    (line,) = completed.stderr.strip().splitlines()
+    assert "run 0" in line and "a: float32[3]" in line and "b: float32[4]" in line
+
+
+# -- numbers and names in the options: one line, exit 2, blaming the option ---------------------
+
+DYNAMIC = """
+    <ir_version: 9, opset_import: ["" : 18]>
+    main (float[N, M] x, float[N, M] z) => (bool[N, M] y, float[N, M] s) {
+        y = IsNaN (x)
+        s = Add (x, z)
+    }
+"""
+
+
+@pytest.fixture
+def dynamic_model(tmp_path) -> Path:
+    path = tmp_path / "dynamic.onnx"
+    onnx.save(parse(DYNAMIC), path)
+    return path
+
+
+BAD_OPTIONS = {
+    "negative seed": (["--seed", "-5"], "--seed"),
+    "negative samples": (["--samples", "-1"], "--samples"),
+    "zero samples": (["--samples", "0"], "--samples"),
+    "too many samples": (["--samples", "10001"], "10,000"),
+    "zero dimension": (["--shape", "x:0,4"], "nothing would be compared"),
+    "huge shape": (["--shape", "x:1000000000,1000000"], "16,777,216"),
+    "too much over all runs": (["--shape", "x:4000,4000"], "512 MiB"),
+    "wrong rank": (["--shape", "x:3"], "rank 2"),
+    "dimension names disagree": (["--shape", "x:3,4", "--shape", "z:3,5"], "'M' is 4"),
+    "unknown input": (["--shape", "N:3"], "its inputs: x, z"),
+    "shape given twice": (["--shape", "x:3,4", "--shape", "x:3,4"], "twice"),
+    "NaN tolerance": (["--atol", "nan"], "finite"),
+    "infinite tolerance": (["--rtol", "inf"], "finite"),
+    "tolerance for no output": (["--atol", "nosuch=1e-6"], "their outputs: y, s"),
+    "replay with a shape": (["--inputs", "saved.npz", "--shape", "x:2,2"], "cannot go with --inputs"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_OPTIONS))
+def test_bad_verify_options_are_one_line_and_exit_2(name, dynamic_model, tmp_path, capsys):
+    from lowering.cli import main
+
+    options, expected = BAD_OPTIONS[name]
+    code = main(["verify", str(dynamic_model), str(dynamic_model), *options])
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("onnx-lower: error: ") and expected in line, line
+    assert "internal error" not in line and captured.out == ""
+    assert not list(tmp_path.glob("*.npz"))
+
+
+def test_replay_file_from_another_model_blames_the_file(tmp_path, dynamic_model, capsys):
+    from lowering.cli import main
+
+    other = unary("y = IsNaN (x)")
+    feeds = build_feeds(other, FeedPlan())
+    save_feeds(tmp_path / "other.npz", feeds)
+    (tmp_path / "same_names.npz").write_bytes(b"")
+    save_feeds(tmp_path / "same_names.npz", [{"x": np.zeros((2, 2, 2), np.float32), "z": np.zeros((2, 2), np.float32)}])
+    np.save(tmp_path / "plain.npy", np.zeros(3))
+    cases = {
+        "other.npz": "takes x, z",
+        "same_names.npz": "input 'x': float32[2, 2, 2], but the model declares float[N, M]",
+        "plain.npy": "not an inputs file",
+    }
+    for file, expected in cases.items():
+        code = main(["verify", str(dynamic_model), str(dynamic_model), "--inputs", str(tmp_path / file)])
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and expected in line and file in line, line
+
+
+def test_a_shape_binds_its_dimension_names_for_every_input(dynamic_model):
+    """--shape x:3,4 fixes N and M, so z (also [N, M]) is fed at 3x4 and the models run."""
+    report = lowering.verify(dynamic_model, dynamic_model, shapes={"x": [3, 4]})
+    assert report.match and report.outputs[1].compared == report.runs * 12
+
+
+def test_python_api_refuses_bad_numbers():
+    model = unary("y = IsNaN (x)")
+    for kwargs in ({"seed": -1}, {"samples": 0}, {"samples": -3}, {"atol": float("nan")}, {"rtol": {"y": -1.0}}):
+        with pytest.raises(lowering.LoweringError):
+            lowering.verify(model, model, **kwargs)
+
+
+def test_nothing_compared_is_never_a_plain_match():
+    empty_input = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[0] x) => (bool[0] y) { y = IsNaN (x) }
+    """)
+    with pytest.raises(lowering.LoweringError, match="nothing was compared"):
+        lowering.verify(empty_input, empty_input)
+    partly = parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x, float[0] e) => (bool[N] y, bool[0] f) { y = IsNaN (x)  f = IsNaN (e) }
+    """)
+    report = lowering.verify(partly, partly)
+    assert report.match and report.nothing_compared == ["f"]
+    assert report.lines()[-1].startswith("MATCH (nothing compared for f")
+    assert "f: nothing compared (no values in any run)" in report.lines()
+
+
+def test_inputs_that_cannot_be_saved_still_report_the_mismatch(tmp_path):
+    original_body, in_type, wrong_body = WRONG["IsNaN swapped for IsInf"]
+    original, wrong = unary(original_body, in_type), unary(wrong_body, in_type)
+    report = lowering.verify(original, wrong, save_inputs=tmp_path)  # a folder: cannot be written
+    assert not report.match and report.inputs_file is None and "is a directory" in report.inputs_error
+
+
+def test_saved_inputs_go_through_a_symbolic_link(tmp_path):
+    original_body, in_type, wrong_body = WRONG["IsNaN swapped for IsInf"]
+    target = tmp_path / "kept.npz"
+    link = tmp_path / "link.npz"
+    link.symlink_to(target)
+    report = lowering.verify(unary(original_body, in_type), unary(wrong_body, in_type), save_inputs=link)
+    assert link.is_symlink() and len(load_feeds(target)) == report.runs
+
+
+def test_lower_with_verify_refuses_an_input_too_large_to_generate(tmp_path):
+    model = tmp_path / "big.onnx"
+    onnx.save(
+        parse("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[5000, 5000] x) => (bool[5000, 5000] y) { y = IsNaN (x) }
+    """),
+        model,
+    )
+    completed = run_cli(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    assert completed.returncode == 2
+    (line,) = completed.stderr.strip().splitlines()
+    assert line.startswith("onnx-lower: error: --verify: input 'x'") and "the model fixes that shape" in line
+    assert "25,000,000 values" in line and not (tmp_path / "out.onnx").exists()
+
+
+def test_numpy_integers_are_whole_numbers():
+    model = unary("y = IsNaN (x)")
+    report = lowering.verify(model, model, seed=np.int64(3), samples=np.int32(9), shapes={"x": [np.int64(5)]})
+    assert report.match and report.runs >= 9 and report.outputs[0].compared == report.runs * 5
