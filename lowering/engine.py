@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import onnx
 from onnx import helper
 
-from . import protowire, schemas, versioning
+from . import adapters, protowire, schemas, versioning
 from .builder import Builder, NotLowered, Value
 from .cleanup import MAIN_NAMESPACE, function_namespace, remove_unused
 from .errors import LoweringError
@@ -350,12 +350,21 @@ class LoweringPass:
             return None
         location = f"{scope.location}, {describe_node(node, index)}"
         moved = f"{node.op_type}-{source_version}→{target_version}"
-        if versioning.same_meaning(node.op_type, source_version, target_version) and versioning.fits_target_schema(
-            node, scope.opset, [scope.type_of(name) if name else None for name in node.input]
-        ):
-            self.report.adapted[moved] += 1
-            return [node]
-        types = {name: scope.type_of(name) for name in node.input if name}
+        if source_version is not None and target_version is not None:
+            found = adapters.adapter_for(node.op_type, source_version, target_version)
+            if found is not None:
+                context = adapters.AdapterContext(
+                    scope.source_opset, scope.opset, self.names, location, scope.shaped_type_of, scope.constant_value
+                )
+                adapted = found.function(node, context)
+                if adapted is not None:
+                    self.report.adapted[f"{moved} via {found.label}"] += 1
+                    return adapted
+            input_types = [scope.type_of(name) if name else None for name in node.input]
+            if found is None and versioning.meaning_change(node, source_version, target_version, input_types) is None:
+                self.report.adapted[moved] += 1
+                return [node]
+        types = {name: scope.shaped_type_of(name) for name in node.input if name}
         constants = {name: scope.constant_value(name) for name in node.input if name}
         converted = versioning.convert_node(
             node,

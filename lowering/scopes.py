@@ -68,6 +68,11 @@ def type_string(type_proto: onnx.TypeProto) -> str:
     return _SHARED_TYPE_STRINGS.get(id(type_proto)) or schemas.type_string(type_proto)
 
 
+def _has_shape(type_proto: onnx.TypeProto) -> bool:
+    kind = type_proto.WhichOneof("value")
+    return kind != "tensor_type" or type_proto.tensor_type.HasField("shape")
+
+
 def element_type_of(type_proto: onnx.TypeProto | None) -> int | None:
     """The element type of a tensor type, None for anything else or unknown."""
     if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
@@ -253,6 +258,22 @@ class Scope:
             scope = scope.parent
             reader = None
         return None
+
+    def shaped_type_of(self, name: str) -> onnx.TypeProto | None:
+        """The type of a value visible here with as much shape as is known: declared with a
+        shape, else as onnx inference gives it in the original model, else as :meth:`type_of`."""
+        scope: Scope | None = self
+        while scope is not None:
+            declared = scope._declared.get(name)
+            if declared is not None and _has_shape(declared):
+                return declared
+            inferred = scope._inferred_types().get(name)
+            if inferred is not None:
+                return inferred
+            if declared is not None or name in scope._own_values or name in scope._producers():
+                return self.type_of(name)
+            scope = scope.parent
+        return self.type_of(name)
 
     def _propagated_element_type(self, name: str, reader: int | None) -> int | None:
         """The element type of a value of this graph that follows from the op schemas alone,

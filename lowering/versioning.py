@@ -1,70 +1,146 @@
 """Opset-version conversion: what exists at a target opset, and moving one node there.
 
-Ops this project owns are adapted by the engine (kept, fed through an exact Cast, or lowered);
-every other default-domain node whose version differs at the target is converted on its own
-by ``onnx.version_converter``, and control-flow nodes are re-versioned where their signature
-is the same at both versions and the target takes their types.
+Ops this project owns are adapted by the engine (kept, fed through an exact Cast, or lowered).
+Every other default-domain node whose version differs at the target is re-versioned where it
+means the same there (:func:`meaning_change`: judged from onnx.defs, then the known changes of
+:mod:`lowering.adapters`), moved by the adapter registered there for a step it crosses, or else
+converted on its own by ``onnx.version_converter``, its inputs typed with the shapes onnx
+inference gives them in the whole model.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable
 
 import numpy as np
 import onnx
 from onnx import helper, version_converter
 
-from . import floats, schemas
+from . import adapters, floats, schemas
 from .errors import LoweringError
 from .naming import NameAllocator
 from .samples import every_bit_pattern
 
-# Ops whose versions differ only in the types and attributes they admit, with the same
-# meaning for every node the older version can hold (the ONNX changelog says so; onnx.defs
-# has no field for it, and their docs changed wording). A node of one of these is
-# re-versioned where the target schema has every attribute it sets and takes its input
-# types; onnx's converter lacks adapters for them (Constant below 13, If from 16, Loop).
-SAME_MEANING_ACROSS_VERSIONS = frozenset({"Constant", "Identity", "If", "Loop", "Scan"})
+Single = onnx.defs.OpSchema.FormalParameterOption.Single
+Variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
 
 
-_TYPES_ONLY_NOTE = re.compile(r"^\(Opset \d+ change\): Extend supported types\b.*$")
+def _formal_at(formals, index: int):
+    """The formal parameter that argument ``index`` binds to (the last one when variadic)."""
+    if index < len(formals):
+        return formals[index]
+    if formals and formals[-1].option == Variadic:
+        return formals[-1]
+    return None
 
 
-def _doc_without_type_notes(doc: str) -> tuple[str, ...]:
-    """The doc's lines, blank lines and "(Opset N change): Extend supported types ..." notes left out."""
-    return tuple(line.strip() for line in doc.splitlines() if line.strip() and not _TYPES_ONLY_NOTE.match(line.strip()))
-
-
-def _meaning(schema: onnx.defs.OpSchema) -> tuple:
-    """Everything a schema says except its type lists: doc (less its notes that only types were
-    added), formal parameters with their descriptions, attributes with types, defaults and
-    descriptions, function, deprecation."""
+def _signature(schema: onnx.defs.OpSchema) -> tuple:
+    """What of a schema can change a node's meaning that onnx.defs states: inputs and outputs
+    (name, option, homogeneity), attributes (name, type, required, default), deprecation. Type
+    lists, function bodies and doc text are left out."""
 
     def formals(parameters) -> tuple:
-        return tuple((p.name, p.option, p.description, p.type_str) for p in parameters)
+        return tuple((p.name, p.option, p.is_homogeneous) for p in parameters)
 
     attributes = tuple(
-        sorted(
-            (name, a.type, a.required, a.description, a.default_value.SerializeToString())
-            for name, a in schema.attributes.items()
-        )
+        sorted((name, a.type, a.required, a.default_value.SerializeToString()) for name, a in schema.attributes.items())
     )
-    return (_doc_without_type_notes(schema.doc), formals(schema.inputs), formals(schema.outputs), attributes,
-            schema.has_function, schema.deprecated)  # fmt: skip
+    return formals(schema.inputs), formals(schema.outputs), attributes, schema.deprecated
+
+
+def _argument_changes(kind: str, used: list[bool], source_formals, target_formals) -> str | None:
+    """Why the node's inputs (or outputs) do not bind the same at the target, or None."""
+    for index, present in enumerate(used):
+        target = _formal_at(target_formals, index)
+        if target is None:
+            return f"{kind} {index} does not exist there" if present else None
+        source = _formal_at(source_formals, index)
+        if not present:
+            if target.option == Single:
+                return f"{kind} {index} ({target.name}) is required there"
+            continue
+        if source is not None and (source.name, source.is_homogeneous) != (target.name, target.is_homogeneous):
+            return f"{kind} {index} is {source.name} here and {target.name} there"
+    for index in range(len(used), len(target_formals)):
+        if target_formals[index].option == Single:
+            return f"{kind} {index} ({target_formals[index].name}) is required there"
+    return None
+
+
+def meaning_change(
+    node: onnx.NodeProto,
+    source_version: int,
+    target_version: int,
+    input_types: list[onnx.TypeProto | None],
+) -> str | None:
+    """Why ``node`` (of ``op_type``'s ``source_version``) may not mean the same as it is under
+    ``target_version``, or None where it does. From onnx.defs: the target schema has every
+    attribute the node sets, with its type; the attributes it leaves unset default alike in
+    both; its inputs and outputs bind to formals of the same names there, every required one
+    given; the target takes its input types. Before those, no known change between the versions
+    (:mod:`lowering.adapters`) may affect it. Function bodies and doc text do not count."""
+    source = schemas.schema_in_force(node.op_type, source_version)
+    target = schemas.schema_in_force(node.op_type, target_version)
+    if source is None or target is None:
+        return f"{node.op_type} has no version {source_version if source is None else target_version}"
+    change = adapters.change_for(node, source_version, target_version)
+    if change is not None:
+        return change.reason
+    if target.deprecated:
+        return f"{node.op_type}-{target_version} is deprecated"
+    set_here = {attribute.name: attribute for attribute in node.attribute}
+    for name, attribute in set_here.items():
+        declared = target.attributes.get(name)
+        if declared is None:
+            return f"{node.op_type}-{target_version} has no attribute {name}"
+        if int(declared.type.value) != attribute.type:
+            return f"attribute {name} has another type in {node.op_type}-{target_version}"
+    for name, declared in target.attributes.items():
+        if name in set_here:
+            continue
+        if declared.required:
+            return f"attribute {name} is required by {node.op_type}-{target_version}"
+        before = source.attributes.get(name)
+        default = declared.default_value.SerializeToString()
+        if before is not None and before.default_value.SerializeToString() != default:
+            return f"attribute {name} defaults differently in {node.op_type}-{target_version}"
+    used_inputs = [bool(name) for name in node.input]
+    used_outputs = [bool(name) for name in node.output]
+    why = _argument_changes("input", used_inputs, source.inputs, target.inputs) or _argument_changes(
+        "output", used_outputs, source.outputs, target.outputs
+    )
+    if why:
+        return why
+    for index, name in enumerate(node.input):
+        if not name:
+            continue
+        accepted = schemas.input_type_strings(node.op_type, target_version, min(index, len(target.inputs) - 1))
+        before = schemas.input_type_strings(node.op_type, source_version, min(index, len(source.inputs) - 1))
+        type_proto = input_types[index] if index < len(input_types) else None
+        if type_proto is None:
+            if accepted != before:
+                return f"the type of input '{name}' is unknown and the types taken changed"
+            continue
+        if accepted and schemas.type_string(type_proto) not in accepted:
+            return f"{node.op_type}-{target_version} does not take {schemas.type_string(type_proto)}"
+    return None
 
 
 @functools.cache
-def only_types_changed(op_type: str, version_a: int, version_b: int) -> bool:
-    """Whether every version of ``op_type`` from ``version_a`` to ``version_b`` states the
-    same thing but its type lists: then a node valid at both means the same at both."""
+def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> bool:
+    """Whether every node valid at both versions of ``op_type`` means the same at both, whatever
+    its attributes: every version between has the same signature (:func:`_signature`) and no
+    known change (:mod:`lowering.adapters`) lies between."""
+    if version_a is None or version_b is None:
+        return False
     low, high = sorted((version_a, version_b))
     versions = [v for v in schemas.op_versions(op_type) if low <= v <= high]
     if not versions or versions[0] != low or versions[-1] != high:
         return False
-    meanings = {_meaning(schemas.schema_in_force(op_type, v)) for v in versions}
-    return len(meanings) == 1
+    if any((op_type, v) in adapters.KNOWN_CHANGES for v in versions[1:]):
+        return False
+    return len({_signature(schemas.schema_in_force(op_type, v)) for v in versions}) == 1
 
 
 @functools.cache
@@ -149,39 +225,12 @@ def exact_carrier(element_type: int, accepted: frozenset[int]) -> int | None:
     return None
 
 
-def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> bool:
-    """Whether a node valid at both versions of ``op_type`` means the same at both."""
-    if version_a is None or version_b is None:
-        return False
-    return op_type in SAME_MEANING_ACROSS_VERSIONS or only_types_changed(op_type, version_a, version_b)
-
-
 def redeclare_default_opset(model: onnx.ModelProto, opset: int) -> None:
     """Make ``model`` and its local functions import default-domain ``opset``, in place."""
     for imports in [model.opset_import, *(f.opset_import for f in model.functions)]:
         for entry in imports:
             if schemas.canonical_domain(entry.domain) == "":
                 entry.version = opset
-
-
-def fits_target_schema(node: onnx.NodeProto, target_opset: int, input_types: list[onnx.TypeProto | None]) -> bool:
-    """Whether ``node`` is valid as it is under the op's schema at ``target_opset``: same
-    inputs and outputs, only attributes that schema has, input types it takes."""
-    schema = schemas.schema_in_force(node.op_type, target_opset)
-    if schema is None:
-        return False
-    if any(attribute.name not in schema.attributes for attribute in node.attribute):
-        return False
-    variadic = schema.inputs and schema.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
-    if len(node.input) > len(schema.inputs) and not variadic:
-        return False
-    for index, type_proto in enumerate(input_types):
-        if type_proto is None:
-            continue
-        accepted = schemas.input_type_strings(node.op_type, target_opset, min(index, len(schema.inputs) - 1))
-        if accepted and schemas.type_string(type_proto) not in accepted:
-            return False
-    return True
 
 
 def convert_node(

@@ -1,0 +1,344 @@
+"""Version steps: which ones keep a node's meaning (judged from onnx.defs, then the known
+changes of lowering.adapters), the Softmax-family adapters, and never doing worse than
+onnx.version_converter on whole models (real models, backend node models)."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from support import make_model
+from version_cases import node_cases, sweep_case
+
+import lowering
+from lowering import adapters, schemas, versioning
+from lowering.opcount import count_ops
+from lowering.runtime import run_onnxruntime
+
+BACKEND_DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+
+# float32 values with NaN, ±inf, ±0, denormals and ordinary numbers, rank 3: shape (3, 4, 5)
+EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0, -1.0, 2.5], np.float32)
+
+
+def edge_input(shape=(3, 4, 5)) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal(int(np.prod(shape))).astype(np.float32) * 4
+    values[:: len(EDGES) + 3][: len(EDGES)] = EDGES[: len(values[:: len(EDGES) + 3])]
+    values[7 : 7 + len(EDGES)] = EDGES
+    return values.reshape(shape)
+
+
+def one_node(op_type: str, opset: int, shape=(3, 4, 5), **attributes) -> onnx.ModelProto:
+    node = helper.make_node(op_type, ["x"], ["y"], name=f"{op_type.lower()}_node", **attributes)
+    return make_model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        opset=opset,
+    )
+
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype
+    mismatches = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
+    assert mismatches.size == 0, f"{mismatches.size} of {got.size} values differ, first at {mismatches[:5]}"
+
+
+# -- item 2: Softmax, LogSoftmax, Hardmax across version 13 --------------------------------------
+
+FAMILY = ("Softmax", "LogSoftmax", "Hardmax")
+AXES = [0, 1, 2, -1, -2, -3, None]  # None: the version's default (-1 from 13, 1 before)
+
+
+@pytest.mark.parametrize("op_type", FAMILY)
+@pytest.mark.parametrize("source, target", [(13, 12), (13, 11), (13, 10), (13, 9), (12, 13), (11, 13), (10, 13)])
+def test_softmax_family_across_13_gives_identical_bits(op_type, source, target):
+    x = edge_input()
+    for axis in AXES:
+        if axis is not None and axis < 0 and source < 11:
+            continue  # negative axes do not exist below 11
+        model = one_node(op_type, source, **({} if axis is None else {"axis": axis}))
+        result = lowering.lower_model(model, target_opset=target, ops=[])
+        onnx.checker.check_model(result.model, full_check=True)
+        (want,) = run_onnxruntime(model, {"x": x})
+        (got,) = run_onnxruntime(result.model, {"x": x})
+        assert_same_bits(got, want)
+        (label,) = result.report.adapted
+        assert label.startswith(f"{op_type}-{schemas.version_in_force(op_type, source)}→")
+
+
+def test_softmax_13_down_on_an_inner_axis_moves_that_axis_last():
+    result = lowering.lower_model(one_node("Softmax", 13, axis=1), target_opset=11, ops=[])
+    assert [n.op_type for n in result.model.graph.node] == ["Transpose", "Softmax", "Transpose"]
+    assert result.report.adapted == {"Softmax-13→11 via Transpose": 1}
+    last = one_node("Softmax", 13, axis=2)
+    assert [n.op_type for n in lowering.lower(last, target_opset=11, ops=[]).graph.node] == ["Softmax"]
+
+
+def test_hardmax_11_up_on_an_inner_axis_flattens_at_it():
+    result = lowering.lower_model(one_node("Hardmax", 11, axis=1), target_opset=13, ops=[])
+    assert count_ops(result.model) == {"Flatten": 1, "Hardmax": 1, "Shape": 1, "Reshape": 1}
+    assert result.report.adapted == {"Hardmax-11→13 via Flatten and Reshape": 1}
+
+
+def unknown_rank(op_type: str, **attributes) -> onnx.ModelProto:
+    """``op_type(Reshape(x, s))`` with ``s`` of unknown length: no one knows the rank."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "s"], ["r"]),
+        helper.make_node(op_type, ["r"], ["y"], name=f"{op_type.lower()}_node", **attributes),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"]),
+        helper.make_tensor_value_info("s", TensorProto.INT64, ["K"]),
+    ]
+    return make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["A", "B"])], opset=13)
+
+
+def test_softmax_13_down_without_the_rank_is_refused_naming_the_node():
+    with pytest.raises(lowering.LoweringError, match=r"node 'logsoftmax_node' \(LogSoftmax\).*rank of its input 'r'"):
+        lowering.lower(unknown_rank("LogSoftmax", axis=0), target_opset=12, ops=[])
+    # the last axis needs no rank where -1 exists (11, 12); the converter's result would keep axis=0
+    kept = lowering.lower(unknown_rank("LogSoftmax", axis=-1), target_opset=12, ops=[])
+    assert [(n.op_type, n.attribute[0].i) for n in kept.graph.node if n.attribute] == [("LogSoftmax", -1)]
+    with pytest.raises(lowering.LoweringError, match="rank of its input"):
+        lowering.lower(unknown_rank("LogSoftmax", axis=-1), target_opset=10, ops=[])
+
+
+def test_softmax_family_on_ties_and_nan_rows_in_hardmax():
+    """Hardmax picks the first maximum: a transposed row must keep the order of its values."""
+    x = np.array([[[1, 3, 3], [3, 3, 1]], [[np.nan, 1, 1], [2, 2, 2]]], np.float32)
+    for axis in (0, 1):
+        model = one_node("Hardmax", 13, shape=x.shape, axis=axis)
+        lowered = lowering.lower(model, target_opset=11, ops=[])
+        assert_same_bits(run_onnxruntime(lowered, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+# -- item 3: the judge of a version step ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "op_type, source, targets",
+    [("Relu", 14, (13, 11, 6)), ("Abs", 13, (11, 9)), ("Sigmoid", 13, (11,)), ("LeakyRelu", 16, (11, 6))],
+)
+def test_steps_that_only_gained_a_function_body_or_doc_words_are_re_versioned(op_type, source, targets):
+    model = one_node(op_type, source)
+    x = edge_input()
+    for target in targets:
+        result = lowering.lower_model(model, target_opset=target, ops=[])
+        assert count_ops(result.model) == {op_type: 1}
+        assert list(result.report.adapted) == [f"{op_type}-{source}→{schemas.version_in_force(op_type, target)}"]
+        assert_same_bits(run_onnxruntime(result.model, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+RESNET_BLOCK = """
+    <ir_version: 7, opset_import: ["" : {opset}]>
+    block (float[1, 3, 8, 8] x) => (float[1, 5] probabilities)
+    <float[4, 3, 3, 3] w1, float[4] scale, float[4] bias, float[4] mean, float[4] var, float[4, 4, 3, 3] w2,
+     float[5, 4] fc, float[5] fc_bias> {
+        c1 = Conv <pads = [1, 1, 1, 1]> (x, w1)
+        b1 = BatchNormalization <epsilon = 0.001> (c1, scale, bias, mean, var)
+        r1 = Relu (b1)
+        c2 = Conv <pads = [1, 1, 1, 1]> (r1, w2)
+        b2 = BatchNormalization (c2, scale, bias, mean, var)
+        sum = Add (b2, r1)
+        r2 = Relu (sum)
+        pooled = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r2)
+        global = GlobalAveragePool (pooled)
+        flat = Flatten (global)
+        logits = Gemm <transB = 1> (flat, fc, fc_bias)
+        probabilities = Softmax <axis = 1> (logits)
+    }
+"""
+
+
+def resnet_block(opset: int) -> onnx.ModelProto:
+    model = onnx.parser.parse_model(RESNET_BLOCK.replace("{opset}", str(opset)))
+    rng = np.random.default_rng(1)
+    shapes = {"w1": (4, 3, 3, 3), "scale": (4,), "bias": (4,), "mean": (4,), "var": (4,), "w2": (4, 4, 3, 3)}
+    shapes |= {"fc": (5, 4), "fc_bias": (5,)}
+    model.graph.ClearField("initializer")
+    for name, shape in shapes.items():
+        values = rng.random(shape).astype(np.float32) + (0.5 if name == "var" else 0.0)
+        model.graph.initializer.append(numpy_helper.from_array(values, name))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_a_resnet_block_goes_up_to_17_and_back_to_13_and_11():
+    original = resnet_block(13)
+    x = np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    (want,) = run_onnxruntime(original, {"x": x})
+    up = lowering.lower(original, target_opset=17, ops=[])
+    for target in (13, 11):
+        result = lowering.lower_model(up, target_opset=target, ops=[])
+        onnx.checker.check_model(result.model, full_check=True)
+        assert result.report.adapted["BatchNormalization-15→9 via inference form"] == 2
+        assert_same_bits(run_onnxruntime(result.model, {"x": x})[0], want)
+
+
+def test_every_known_change_names_a_real_version_step():
+    for (op_type, version), change in adapters.KNOWN_CHANGES.items():
+        assert version in schemas.op_versions(op_type)[1:], f"{op_type}-{version}: no such step in onnx.defs"
+        assert change.reason
+    for op_type, version, _direction in adapters.ADAPTERS:
+        assert (op_type, version) in adapters.KNOWN_CHANGES
+
+
+def _node(op_type: str, inputs=("x",), outputs=("y",), **attributes) -> onnx.NodeProto:
+    return helper.make_node(op_type, list(inputs), list(outputs), **attributes)
+
+
+FLOAT = helper.make_tensor_type_proto(TensorProto.FLOAT, None)
+INT64 = helper.make_tensor_type_proto(TensorProto.INT64, None)
+
+
+NAMED_CHANGES = [
+    # known changes onnx.defs cannot show
+    (_node("GridSample", ("x", "g"), mode="bilinear"), 16, 20, "renames the modes"),
+    (_node("RoiAlign", ("x", "r", "i")), 10, 16, "half_pixel", [FLOAT, FLOAT, INT64]),
+    (_node("Pad", ("x", "p"), mode="wrap"), 19, 18, "wrap", [FLOAT, INT64]),
+    (_node("Concat", ("x", "x"), axis=-1), 11, 4, "negative axes"),
+    (_node("AveragePool", kernel_shape=[2], ceil_mode=1), 22, 19, "ceil_mode"),
+    (_node("Resize", ("x", "", "s"), coordinate_transformation_mode="half_pixel_symmetric"), 19, 18, "symmetric"),
+    (_node("Range", ("a", "b", "c")), 11, 27, "stash_type"),
+    (_node("Softmax"), 13, 12, "normalizes along"),
+    (_node("BatchNormalization", ("x", "s", "b", "m", "v"), ("y", "m2", "v2"), training_mode=1), 15, 9, "training"),
+    # what onnx.defs says
+    (_node("Softmax"), 11, 13, "normalizes along"),
+    (_node("Reshape", ("x", "s"), allowzero=1), 14, 13, "no attribute allowzero"),
+    (_node("ReduceMean", ("x", "axes")), 18, 13, "input 1 does not exist"),
+    (_node("Selu"), 1, 6, "defaults differently"),
+    (_node("Upsample", ("x", "s")), 9, 10, "deprecated"),
+    (_node("Gemm", ("a", "b")), 11, 9, "required there"),
+    (_node("Cast", to=TensorProto.FLOAT), 13, 9, "unknown and the types taken changed", [None]),
+    (_node("Tile", ("x", "r")), 1, 6, "input 1 is tiles here and repeats there"),
+]
+
+
+@pytest.mark.parametrize("node, source, target, reason, types", [(*c, None)[:5] for c in NAMED_CHANGES])
+def test_meaning_changes_are_named(node, source, target, reason, types):
+    types = [FLOAT] * len(node.input) if types is None else types
+    why = versioning.meaning_change(node, source, target, types)
+    assert why is not None and reason in why, why
+
+
+KEPT_MEANINGS = [
+    (_node("Pad", ("x", "p"), mode="reflect"), 19, 18, [FLOAT, INT64]),
+    (_node("Concat", ("x", "x"), axis=1), 11, 4),
+    (_node("AveragePool", kernel_shape=[2]), 22, 11),
+    (_node("Reshape", ("x", "s")), 14, 5, [FLOAT, INT64]),
+    (_node("ReduceMean", ("x",), axes=[1]), 13, 11),
+    (_node("BatchNormalization", ("x", "s", "b", "m", "v")), 15, 14),
+    (_node("Gemm", ("a", "b", "c")), 13, 9),
+    (_node("Clip", ("x", "lo", "hi")), 13, 11),
+]
+
+
+@pytest.mark.parametrize("node, source, target, types", [(*c, None)[:4] for c in KEPT_MEANINGS])
+def test_nodes_that_keep_their_meaning(node, source, target, types):
+    types = [FLOAT] * len(node.input) if types is None else types
+    assert versioning.meaning_change(node, source, target, types) is None
+
+
+# -- item 4: never worse than onnx's converter on a whole model -------------------------------------
+
+
+def test_an_opset_6_model_goes_to_7_with_the_shapes_inference_gives():
+    path = os.path.join(BACKEND_DATA, "pytorch-converted", "test_Softsign", "model.onnx")
+    model = onnx.load(path)
+    converted = lowering.lower(model, target_opset=7)
+    onnx.checker.check_model(converted, full_check=True)
+    (x,) = _data_set(os.path.dirname(path), "input")
+    (want,) = _data_set(os.path.dirname(path), "output")
+    np.testing.assert_allclose(run_onnxruntime(converted, {model.graph.input[0].name: x})[0], want, rtol=1e-6)
+
+
+def _data_set(folder: str, kind: str) -> list[np.ndarray]:
+    files = sorted(glob.glob(os.path.join(folder, "test_data_set_0", f"{kind}_*.pb")))
+    tensors = []
+    for file in files:
+        tensor = onnx.TensorProto()
+        with open(file, "rb") as stream:
+            tensor.ParseFromString(stream.read())
+        tensors.append(numpy_helper.to_array(tensor))
+    return tensors
+
+
+REAL_MODELS = sorted(glob.glob(os.path.join(BACKEND_DATA, "pytorch-*", "*", "model.onnx")))
+
+
+def _expected_outputs(model: onnx.ModelProto, folder: str) -> tuple[dict, list] | None:
+    """The data set's feeds and expected outputs, unless onnxruntime runs the model itself and
+    gets other numbers or fails for a reason but a missing kernel (PRelu-6 with a slope per
+    channel, which it refuses to broadcast the version-7 way)."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+    feeds = dict(zip((i.name for i in model.graph.input), _data_set(folder, "input"), strict=False))
+    want = _data_set(folder, "output")
+    try:
+        got = run_onnxruntime(model, feeds)
+    except OrtNotImplemented:  # no kernel at so old an opset (Add-6, ...): the data set decides
+        return feeds, want
+    except Exception:
+        return None
+    return (feeds, want) if _close(got, want) else None
+
+
+def _close(got: list, want: list) -> bool:
+    return all(np.allclose(a, b, rtol=1e-3, atol=1e-5, equal_nan=True) for a, b in zip(got, want, strict=True))
+
+
+@pytest.mark.skipif(not REAL_MODELS, reason="this onnx wheel ships no backend model data")
+@pytest.mark.parametrize("target", [7, 9, 11, 13, 17])
+def test_backend_pytorch_models_at_other_opsets_give_their_expected_outputs(target):
+    """onnx's real-model test data (opset 6 to 9 exports): every model goes to the target and
+    gives the expected outputs, or onnx's converter cannot take it there either."""
+    refused, wrong = [], []
+    for path in REAL_MODELS:
+        model = onnx.load(path)
+        folder = os.path.dirname(path)
+        expected = _expected_outputs(model, folder)
+        if expected is None:
+            continue
+        try:
+            converted = lowering.lower(model, target_opset=target)
+        except lowering.LoweringError as error:
+            refused.append((path, str(error)))
+            continue
+        if not _close(run_onnxruntime(converted, expected[0]), expected[1]):
+            wrong.append(path)
+    assert not wrong
+    converter_works = []
+    for path, message in refused:  # a refusal is fine only where onnx's converter cannot either
+        try:
+            converted = onnx.version_converter.convert_version(onnx.load(path), target)
+            onnx.checker.check_model(converted, full_check=True)
+        except Exception:
+            continue
+        converter_works.append(f"{path}: {message}")
+    assert not converter_works
+
+
+SAMPLE_EVERY = 9  # a deterministic ninth of the node cases; benchmarks/version_sweep.py runs them all
+
+
+@pytest.mark.parametrize("target", [11, 13, 17])
+def test_backend_node_models_convert_wherever_onnx_converter_does(target):
+    """Where onnx's converter gives a checked model that runs, so do we (or we refuse for a
+    change of meaning the converter misses), and our models give the expected outputs."""
+    worse, wrong = [], []
+    for case in node_cases()[::SAMPLE_EVERY]:
+        outcome = sweep_case(case, target)
+        if outcome.ours_wrong:
+            wrong.append(case.name)
+        if outcome.converter == "runs" and outcome.ours != "converts":
+            known = any(change.reason in outcome.detail for change in adapters.KNOWN_CHANGES.values())
+            if not known:
+                worse.append(f"{case.name}: {outcome.ours} {outcome.detail}")
+    assert not wrong
+    assert not worse
