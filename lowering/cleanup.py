@@ -13,7 +13,9 @@ from .schemas import canonical_domain
 
 Container = onnx.GraphProto | onnx.FunctionProto
 Namespace = Hashable
-REMOVABLE_WHEN_UNUSED = frozenset({"Optional"})
+# Nodes that only pass an optional on or make one: once the pass has rewritten every reader
+# (OptionalHasElement, OptionalGetElement), nothing is left for them to do.
+REMOVABLE_WHEN_UNUSED = frozenset({"Optional", "Identity"})
 
 
 def _subgraphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
@@ -71,8 +73,9 @@ def remove_unused(
     - outputs a split added to an If (the optional it split, the flag and value beside it)
       that nobody reads, with the branch outputs behind them;
     - nodes a split made that nobody reads, and a split If none of whose outputs is read;
-    - Optional nodes nobody reads that something read in ``original`` (the pass took their
-      readers away); an Optional node the user left unread stays.
+    - Optional and Identity nodes nobody reads that something read in ``original`` (the pass
+      took their readers away: an Identity of an optional read by OptionalHasElement); a node
+      the user left unread stays.
 
     Everything is matched by (name space, name): a function's values are not the main graph's.
     Returns the values removed."""
@@ -135,8 +138,8 @@ def _removable(
         return True
     if node.op_type == "If" and all((namespace, name) in split_outputs for name in node.output):
         return True  # an If split for optionals, none of whose outputs is read now
-    optional = node.op_type in REMOVABLE_WHEN_UNUSED and canonical_domain(node.domain) == ""
-    return optional and any((namespace, name) in read_before for name in node.output if name)
+    passes_on = node.op_type in REMOVABLE_WHEN_UNUSED and canonical_domain(node.domain) == ""
+    return passes_on and any((namespace, name) in read_before for name in node.output if name)
 
 
 def _drop_if_output(if_node: onnx.NodeProto, output: str) -> None:

@@ -17,6 +17,7 @@ import onnx
 from . import floats, schemas, versioning
 from .errors import LoweringError
 from .feeds import Feed, FeedPlan, build_feeds, check_feeds, graph_inputs
+from .modelio import checkable
 from .runtime import OnnxruntimeRunner, ReferenceRunner
 
 
@@ -190,18 +191,17 @@ class ModelRunner:
         yield f"onnx.reference (onnxruntime has no kernel: {self.missing})", lambda: ReferenceRunner(self.model)
 
     def _next_way(self) -> None:
-        from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
-
         for how, make in self._ways:
             try:
                 self._run, self.how = make(), how
                 return
             except LoweringError:
                 raise
-            except OrtNotImplemented as error:
-                if self.missing is None:
-                    self.missing = _first_line(error)
             except Exception as error:
+                if self._lacks_support(error):
+                    if self.missing is None:
+                        self.missing = _first_line(error)
+                    continue
                 if self.missing is None:  # the model as it is: not a missing kernel but a bad model
                     raise LoweringError(
                         f"the {self.side} model does not run in onnxruntime: {_first_line(error)}"
@@ -210,6 +210,22 @@ class ModelRunner:
                     raise self._reference_failed(error) from None
                 # no kernel at that opset either, or a type it does not take: try the next
         raise LoweringError(f"the {self.side} model cannot be run: onnxruntime has no kernel ({self.missing})")
+
+    def _lacks_support(self, error: BaseException) -> bool:
+        """Whether onnxruntime refused the model for lack of support, not because it is bad: no
+        kernel (NotImplemented), or its own type inference refusing a type that onnx's schemas
+        allow in a model onnx's full check passes (If-28 yielding optional(float16))."""
+        from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+        if isinstance(error, OrtNotImplemented):
+            return True
+        if "[TypeInferenceError]" not in str(error):
+            return False
+        try:
+            onnx.checker.check_model(checkable(self.model), full_check=True)
+        except Exception:
+            return False
+        return True
 
     def _reference_failed(self, error: BaseException) -> LoweringError:
         return LoweringError(
