@@ -34,7 +34,7 @@ import onnx
 import onnx.parser
 import onnx.printer
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from support import runs_in_onnxruntime
@@ -212,12 +212,12 @@ def arithmetic_block(draw, space: Namespace, inputs: list[str], work: int, class
 # -- optionals -------------------------------------------------------------------------------------
 
 
-def decide_block(draw, space: Namespace, x: str, c: str, element_type: int, opset: int, both: bool = True) -> list[str]:
+def decide_block(draw, space: Namespace, x: str, c: str, element_type: int, opset: int, avoid=frozenset()) -> list[str]:
     """``opt = If(c)`` yielding Optional(x) / Optional() (or both present), OptionalHasElement,
     OptionalGetElement under an If on the flag (or directly where it always holds a value);
     returns the outputs to expose (a bool flag, maybe a value of ``element_type``)."""
     opt, has = _fresh(draw, space), _fresh(draw, space)
-    always = both and draw(st.integers(0, 3)) == 0  # both branches hold a value: reading it directly is fine
+    always = "both" not in avoid and draw(st.integers(0, 3)) == 0  # both branches hold a value
 
     def branch(present: bool, label: str) -> onnx.GraphProto:
         out = _fresh(draw, space)
@@ -239,7 +239,7 @@ def decide_block(draw, space: Namespace, x: str, c: str, element_type: int, opse
     then_graph, else_graph = branch(then_present, "then"), branch(else_present, "else")
     space.nodes.append(helper.make_node("If", [c], [opt], then_branch=then_graph, else_branch=else_graph))
     holder = opt
-    if draw(st.integers(0, 3)) == 0:  # an Identity of a decided optional is decided too
+    if "identity" not in avoid and draw(st.integers(0, 3)) == 0:  # an Identity of a decided optional is decided
         holder = _fresh(draw, space)
         space.nodes.append(helper.make_node("Identity", [opt], [holder]))
     space.nodes.append(helper.make_node("OptionalHasElement", [holder], [has]))
@@ -344,18 +344,21 @@ def arithmetic_cases(draw, element_types=(FLOAT16, BFLOAT16, FLOAT, DOUBLE)) -> 
 
 
 @st.composite
-def optional_cases(
-    draw, max_functions=12, unused_optionals=True, untouched=True, both=True, element_types=(FLOAT, FLOAT16, DOUBLE)
-) -> FuzzCase:
+def optional_cases(draw, max_functions=12, avoid=frozenset(), element_types=(FLOAT, FLOAT16, DOUBLE)) -> FuzzCase:
     """Optionals decided by an If, in the main graph and in up to ``max_functions`` local
     functions that reuse the same names, beside untouched Ifs (an output nobody reads), unused
-    Optional nodes the user wrote, and arithmetic; ``both``: Ifs whose branches both hold a value."""
+    Optional nodes the user wrote, and arithmetic. ``avoid`` leaves out patterns: "unused"
+    Optional nodes, "untouched" Ifs, Ifs whose "both" branches hold a value, "identity" reads."""
+    unused_optionals, untouched = "unused" not in avoid, "untouched" not in avoid
     element_type = draw(st.sampled_from(element_types))
-    opset = draw(st.integers(*_opset_range([element_type], 16)))  # If-13 yields no optionals
+    low, high = _opset_range([element_type], 16)  # If-13 yields no optionals
+    if element_type == FLOAT16:  # onnxruntime cannot run If-28 on optional(float16): its own test below
+        high = min(high, 27)
+    opset = draw(st.integers(low, high))
     main = Namespace("main")
     outputs: list[str] = []
     if draw(st.booleans()):
-        outputs += decide_block(draw, main, "x", "c", element_type, opset, both)
+        outputs += decide_block(draw, main, "x", "c", element_type, opset, avoid)
     if unused_optionals and draw(st.integers(0, 2)) == 0:
         unused_optional_block(draw, main, "x", element_type)
     if untouched and draw(st.integers(0, 2)) == 0:
@@ -365,7 +368,7 @@ def optional_cases(
         kinds = ["decide", "decide", "arithmetic"] + ["untouched"] * untouched + ["unused"] * unused_optionals
         kind = draw(st.sampled_from(kinds))
         if kind == "decide":
-            result = decide_block(draw, space, "x", "c", element_type, opset, both)
+            result = decide_block(draw, space, "x", "c", element_type, opset, avoid)
         elif kind == "untouched":
             result = untouched_if_block(draw, space, "x", "c", element_type)
         elif kind == "arithmetic":
@@ -481,12 +484,6 @@ def check_case(case: FuzzCase) -> None:
         assert result.report.complete, result.report.lines()
     assert lowered.graph.input == original.graph.input
     assert [o.name for o in lowered.graph.output] == [o.name for o in original.graph.output]
-    feeds = build_feeds(original, FeedPlan(runs=4)) + case.extra_feeds
-    if case.ops is not None and runs_in_onnxruntime(original, feeds[0]) is None:
-        return  # an op left as asked (IsNaN-13 on bfloat16) has no kernel: nothing can run it
-    run_onnxruntime(lowered, feeds[0])  # runs at all (verify says so too, less directly)
-    report = lowering.verify(original, lowered, inputs=feeds)
-    assert report.match, "\n".join(report.lines())
     produced = {"main": _outputs(lowered.graph.node)}
     produced.update({f.name: _outputs(f.node) for f in lowered.functions})
     for name, space in case.namespaces.items():
@@ -495,14 +492,52 @@ def check_case(case: FuzzCase) -> None:
         nodes = lowered.graph.node if name == "main" else next(f.node for f in lowered.functions if f.name == name)
         optionals = {n.output[0] for n in nodes if n.op_type == "Optional"}
         assert space.unused_optionals <= optionals, f"{name}: the user's Optional nodes were removed"
+    if case.ops is None:  # every optional the generator makes is decided: none may flow out of an If
+        left = [n.op_type for n in _all_nodes(_every_node(lowered)) if n.op_type in OPTIONAL_OPS[1:]]
+        assert not left, f"left: {left}"
+        assert not _optional_if_outputs(lowered), f"Ifs still yield optionals: {_optional_if_outputs(lowered)}"
+    feeds = build_feeds(original, FeedPlan(runs=4)) + case.extra_feeds
+    if case.ops is not None and runs_in_onnxruntime(original, feeds[0]) is None:
+        return  # an op left as asked (IsNaN-13 on bfloat16) has no kernel: nothing can run it
+    if declared >= 28 and any(n.op_type == "Optional" for n in _every_node(lowered)):
+        return  # the user's Optional stays, and onnxruntime has no Optional-28 kernel
+    run_onnxruntime(lowered, feeds[0])  # runs at all (verify says so too, less directly)
+    report = lowering.verify(original, lowered, inputs=feeds)
+    assert report.match, "\n".join(report.lines())
+
+
+def _every_node(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    return [*model.graph.node, *(n for f in model.functions for n in f.node)]
+
+
+def _optional_if_outputs(model: onnx.ModelProto) -> list[str]:
+    """Outputs of Ifs (at any depth) whose then-branch output has an optional type."""
+    found = []
+    for node in _all_nodes(_every_node(model)):
+        if node.op_type == "If":
+            branch = next(a.g for a in node.attribute if a.name == "then_branch")
+            for name, info in zip(node.output, branch.output, strict=False):
+                if info.type.WhichOneof("value") == "optional_type":
+                    found.append(name)
+    return found
 
 
 def _outputs(nodes) -> set[str]:
     return {name for node in nodes for name in node.output}
 
 
+def _float16_overflow_case() -> FuzzCase:
+    """IsInf(Mul(a, b)) on float16 at opset 21: every run of the fuzz meets item 1 at least here."""
+    model = onnx.parser.parse_model("""
+        <ir_version: 10, opset_import: ["" : 21]>
+        main (float16[N] a, float16[N] b) => (bool[N] y) { p = Mul (a, b) y = IsInf (p) }
+    """)  # fmt: skip
+    return FuzzCase(model, [])
+
+
 @pytest.mark.xfail(strict=True, reason="issue 11 item 1 (float16 IsInf after an overflow)")
 @FUZZ_SETTINGS
+@example(_float16_overflow_case())
 @given(arithmetic_cases())
 def test_fuzz_random_arithmetic_models(case):
     check_case(case)
@@ -514,7 +549,9 @@ def test_fuzz_arithmetic_models_without_float16(case):
     check_case(case)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 items 5, 6, 7 (optionals in local functions, names, unused Optional)")
+@pytest.mark.xfail(
+    strict=True, reason="issue 11 items 5, 6, 7, and the fuzzer's findings below (both branches hold a value, Identity)"
+)
 @FUZZ_SETTINGS
 @given(optional_cases())
 def test_fuzz_random_optional_models(case):
@@ -522,10 +559,11 @@ def test_fuzz_random_optional_models(case):
 
 
 @FUZZ_SETTINGS
-@given(optional_cases(8, unused_optionals=False, untouched=False, both=False, element_types=(FLOAT, DOUBLE)))
+@given(optional_cases(8, avoid=frozenset({"unused", "untouched", "both", "identity"}), element_types=(FLOAT, DOUBLE)))
 def test_fuzz_optional_models_in_up_to_8_functions(case):
     """Until the defects below are fixed: what the fuzzer can check without meeting them (no
-    float16 arithmetic, no unused Optional, no untouched If, no If whose branches both hold a value)."""
+    float16 arithmetic, no unused Optional, no untouched If, no If whose branches both hold a
+    value, no read through an Identity)."""
     check_case(case)
 
 
@@ -635,6 +673,39 @@ def test_an_if_whose_branches_both_hold_a_value_keeps_an_output():
             has = OptionalHasElement (opt)
         }
     """))  # fmt: skip
+
+
+@pytest.mark.xfail(strict=True, reason="found by the fuzzer (not in issue 11's list)")
+def test_an_optional_read_through_identity_leaves_no_optional_behind():
+    """README: an Identity of a decided optional is decided, and the pattern comes out with no
+    optional type. The Identity and the If's optional output stay (and at opset 28 with float16
+    the lowered model cannot run in onnxruntime)."""
+    model = _text_model("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (float[N] x, bool c) => (bool has) {
+            opt = If (c) <then_branch = t () => (optional(float[N]) s) { s = Optional (x) },
+                          else_branch = e () => (optional(float[N]) n) { n = Optional <type = float[N]> () }>
+            held = Identity (opt)
+            has = OptionalHasElement (held)
+        }
+    """)  # fmt: skip
+    check_case(FuzzCase(model, []))
+
+
+@pytest.mark.xfail(strict=True, reason="found by the fuzzer (not in issue 11's list): lowering/verification.py")
+def test_verify_runs_an_opset_28_original_with_float16_optionals():
+    """onnxruntime refuses If-28 yielding optional(float16) with a type error (Fail), not
+    NotImplemented (as for float and double), so run_original never tries the model declared
+    at 27, where it runs."""
+    model = _text_model("""
+        <ir_version: 11, opset_import: ["" : 28]>
+        main (float16[N] x, bool c) => (bool has) {
+            opt = If (c) <then_branch = t () => (optional(float16[N]) s) { s = Optional (x) },
+                          else_branch = e () => (optional(float16[N]) n) { n = Optional <type = float16[N]> () }>
+            has = OptionalHasElement (opt)
+        }
+    """)  # fmt: skip
+    assert lowering.verify(model, lowering.lower(model)).match
 
 
 @pytest.mark.xfail(strict=True, reason="issue 11 item 6")
