@@ -721,6 +721,21 @@ def test_a_name_split_in_main_is_not_removed_from_an_untouched_function():
     """), kept={"G": {"y", "opt"}})  # fmt: skip
 
 
+@pytest.mark.xfail(strict=True, reason="issue 11 item 6")
+def test_a_name_split_in_a_function_is_not_removed_from_main():
+    """Item 6 the other way round: the function splits `opt`, main's untouched If loses it."""
+    _check_minimal(_text_model(f"""
+        <ir_version: 9, opset_import: ["" : 18, "local" : 1]>
+        main (float[N] x, bool c) => (float[N] y, bool has) {{
+            y, opt = If (c) <then_branch = g_then () => (float[N] a, float[N] b) {{ a = Neg (x) b = Identity (x) }},
+                             else_branch = g_else () => (float[N] a2, float[N] b2) {{ a2 = Abs (x) b2 = Identity (x) }}>
+            has = local.F (x, c)
+        }}
+        <domain: "local", opset_import: ["" : 18]>
+        F (x, c) => (has) {{ {DECIDE_OPT} }}
+    """), kept={"main": {"y", "opt"}})  # fmt: skip
+
+
 @pytest.mark.xfail(strict=True, reason="issue 11 item 7")
 @pytest.mark.parametrize("optional", ["Optional (x)", "Optional <type = float[N]> ()"])
 def test_the_users_unused_optional_stays_beside_a_split(optional):
