@@ -760,11 +760,10 @@ def _signature(case: FuzzCase, error: BaseException) -> str:
         line = next(line for line in str(error).splitlines() if "values differ" in line)
         text = "mismatch: " + re.sub(r"\(inputs.*", "", line.split("original ", 1)[1])
         text = re.sub(r"bits 0x[0-9a-f]+", "bits", re.sub(r"-?[0-9.]+e?[-+0-9]*", "#", text))
-        types = sorted({schemas.type_name(i.type.tensor_type.elem_type) for i in case.model.graph.input})
-        text += f" [inputs {', '.join(types)}]"
     text = re.sub(r"'[^']*'", "'…'", text)
     text = re.sub(r"\d+", "#", text)
-    return f"{type(error).__name__}: {text}"
+    types = sorted({schemas.type_name(i.type.tensor_type.elem_type) for i in case.model.graph.input})
+    return f"{type(error).__name__}: {text} [inputs {', '.join(types)}]"
 
 
 def hunt(count: int, strategy) -> dict[str, tuple[int, FuzzCase, str]]:
