@@ -19,8 +19,8 @@ has no reason to touch.
 Fast by default (CI, derandomized); ``ONNX_LOWER_FUZZ_EXAMPLES=2500 python -m pytest
 tests/test_fuzz_models.py -k fuzz_random`` runs 5000 models (two tests of 2500).
 
-Tests marked ``xfail(strict=True, reason="issue 11 item N")`` fail today because of a known
-open defect, fixed in another branch; remove the mark when the fix lands.
+The smallest model of each defect the fuzzer found (issue 11 items 1, 5, 6, 7, and four more)
+is pinned below as a test of its own.
 """
 
 from __future__ import annotations
@@ -352,8 +352,6 @@ def optional_cases(draw, max_functions=12, avoid=frozenset(), element_types=(FLO
     unused_optionals, untouched = "unused" not in avoid, "untouched" not in avoid
     element_type = draw(st.sampled_from(element_types))
     low, high = _opset_range([element_type], 16)  # If-13 yields no optionals
-    if element_type == FLOAT16:  # onnxruntime cannot run If-28 on optional(float16): its own test below
-        high = min(high, 27)
     opset = draw(st.integers(low, high))
     main = Namespace("main")
     outputs: list[str] = []
@@ -535,7 +533,6 @@ def _float16_overflow_case() -> FuzzCase:
     return FuzzCase(model, [])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 1 (float16 IsInf after an overflow)")
 @FUZZ_SETTINGS
 @example(_float16_overflow_case())
 @given(arithmetic_cases())
@@ -544,26 +541,8 @@ def test_fuzz_random_arithmetic_models(case):
 
 
 @FUZZ_SETTINGS
-@given(arithmetic_cases(element_types=(BFLOAT16, FLOAT, DOUBLE)))
-def test_fuzz_arithmetic_models_without_float16(case):
-    check_case(case)
-
-
-@pytest.mark.xfail(
-    strict=True, reason="issue 11 items 5, 6, 7, and the fuzzer's findings below (both branches hold a value, Identity)"
-)
-@FUZZ_SETTINGS
 @given(optional_cases())
 def test_fuzz_random_optional_models(case):
-    check_case(case)
-
-
-@FUZZ_SETTINGS
-@given(optional_cases(8, avoid=frozenset({"unused", "untouched", "both", "identity"}), element_types=(FLOAT, DOUBLE)))
-def test_fuzz_optional_models_in_up_to_8_functions(case):
-    """Until the defects below are fixed: what the fuzzer can check without meeting them (no
-    float16 arithmetic, no unused Optional, no untouched If, no If whose branches both hold a
-    value, no read through an Identity)."""
     check_case(case)
 
 
@@ -586,7 +565,6 @@ def _check_minimal(model: onnx.ModelProto, kept: dict[str, set[str]] | None = No
     check_case(FuzzCase(model, [], namespaces=space))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 1")
 @pytest.mark.parametrize(
     "body",
     [
@@ -626,7 +604,6 @@ def _nine_functions_deciding_optionals() -> onnx.ModelProto:
     """)  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 5")
 def test_optionals_decided_in_nine_local_functions():
     """Up to 8 such functions lower fine; 9 give an If with no outputs (invalid model). Which
     counts fail depends on the names (with these: 9 and 13, not 10 to 12), on PYTHONHASHSEED
@@ -639,7 +616,6 @@ def test_optionals_decided_in_nine_local_functions():
         assert lowering.verify(model, lowered).match
 
 
-@pytest.mark.xfail(strict=True, reason="found by the fuzzer (not in issue 11's list; seen with item 5's model)")
 def test_optionals_in_many_functions_lower_to_the_same_bytes_for_every_hash_seed():
     """README: output is byte-identical across runs and PYTHONHASHSEED values."""
     model = _nine_functions_deciding_optionals()
@@ -661,7 +637,6 @@ def _lowered_in_a_fresh_process(model: onnx.ModelProto, hash_seed: int) -> bytes
     return done.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="found by the fuzzer (not in issue 11's list; maybe item 5's cause)")
 def test_an_if_whose_branches_both_hold_a_value_keeps_an_output():
     """OptionalHasElement becomes `true`, the If loses every output but stays: an If with no
     outputs, which the checker refuses. Main graph, no local function needed."""
@@ -675,7 +650,6 @@ def test_an_if_whose_branches_both_hold_a_value_keeps_an_output():
     """))  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="found by the fuzzer (not in issue 11's list)")
 def test_an_optional_read_through_identity_leaves_no_optional_behind():
     """README: an Identity of a decided optional is decided, and the pattern comes out with no
     optional type. The Identity and the If's optional output stay (and at opset 28 with float16
@@ -692,7 +666,6 @@ def test_an_optional_read_through_identity_leaves_no_optional_behind():
     check_case(FuzzCase(model, []))
 
 
-@pytest.mark.xfail(strict=True, reason="found by the fuzzer (not in issue 11's list): lowering/verification.py")
 def test_verify_runs_an_opset_28_original_with_float16_optionals():
     """onnxruntime refuses If-28 yielding optional(float16) with a type error (Fail), not
     NotImplemented (as for float and double), so run_original never tries the model declared
@@ -708,7 +681,6 @@ def test_verify_runs_an_opset_28_original_with_float16_optionals():
     assert lowering.verify(model, lowering.lower(model)).match
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 6")
 def test_a_name_split_in_main_is_not_removed_from_an_untouched_function():
     _check_minimal(_text_model(f"""
         <ir_version: 9, opset_import: ["" : 18, "local" : 1]>
@@ -721,7 +693,6 @@ def test_a_name_split_in_main_is_not_removed_from_an_untouched_function():
     """), kept={"G": {"y", "opt"}})  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 6")
 def test_a_name_split_in_a_function_is_not_removed_from_main():
     """Item 6 the other way round: the function splits `opt`, main's untouched If loses it."""
     _check_minimal(_text_model(f"""
@@ -736,7 +707,6 @@ def test_a_name_split_in_a_function_is_not_removed_from_main():
     """), kept={"main": {"y", "opt"}})  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11 item 7")
 @pytest.mark.parametrize("optional", ["Optional (x)", "Optional <type = float[N]> ()"])
 def test_the_users_unused_optional_stays_beside_a_split(optional):
     """Alone it stays; beside an optional the pass splits, cleanup takes it too."""
