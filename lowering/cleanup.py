@@ -1,21 +1,45 @@
-"""Removing what lowering left without users: split If outputs, the nodes a split made, and
-Optional nodes whose last reader the pass rewrote."""
+"""Removing what lowering left without readers, and nothing else.
+
+While resolving optionals the pass marks what it may leave unread: an If it split (with the
+outputs the split concerns: the optional and the flag and value beside it), the nodes a split
+added to the branches, and every Optional or Identity node an optional was decided through
+(the pass rewrites its reader). The mark is an attribute on the node itself, so it stays with
+that node whatever happens to its graph, and two values that share a name (in sibling branches,
+or in the main graph and a function) are never confused. :func:`remove_unused` drops marked
+outputs and nodes nobody reads, then takes every mark away.
+"""
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import onnx
 
 from .schemas import canonical_domain
 
 Container = onnx.GraphProto | onnx.FunctionProto
-Namespace = Hashable
-# Nodes that only pass an optional on or make one: once the pass has rewritten every reader
-# (OptionalHasElement, OptionalGetElement), nothing is left for them to do.
-REMOVABLE_WHEN_UNUSED = frozenset({"Optional", "Identity"})
+MARK = "onnx_lower_unread_may_go"  # no ONNX op has such an attribute; never left in a result
+WHOLE_NODE: tuple[str, ...] = ()  # a mark that concerns every output of the node
+
+
+def mark(node: onnx.NodeProto, outputs: tuple[str, ...] = WHOLE_NODE) -> None:
+    """Mark ``node`` (or, for an If, its ``outputs``) as removable once nobody reads it."""
+    for attribute in node.attribute:
+        if attribute.name == MARK:
+            attribute.strings.extend(name.encode() for name in outputs if name.encode() not in attribute.strings)
+            return
+    node.attribute.append(
+        onnx.AttributeProto(name=MARK, type=onnx.AttributeProto.STRINGS, strings=[o.encode() for o in outputs])
+    )
+
+
+def _marked_outputs(node: onnx.NodeProto) -> tuple[str, ...] | None:
+    """The outputs a mark concerns (every output for WHOLE_NODE), or None for an unmarked node."""
+    for attribute in node.attribute:
+        if attribute.name == MARK:
+            return tuple(s.decode() for s in attribute.strings) or tuple(node.output)
+    return None
 
 
 def _subgraphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
@@ -30,22 +54,16 @@ def _subgraphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
                     yield from _subgraphs(graph.node)
 
 
-def function_namespace(function: onnx.FunctionProto) -> Namespace:
-    """The name space of a local function's values (see :class:`lowering.scopes.Scope`)."""
-    return ("function", function.domain, function.name, getattr(function, "overload", ""))
-
-
-MAIN_NAMESPACE: Namespace = ("graph",)
-
-
-def _trees(model: onnx.ModelProto) -> Iterator[tuple[Namespace, list[Container]]]:
+def _trees(model: onnx.ModelProto) -> Iterator[list[Container]]:
     """Each name space: the main graph with its subgraphs, and each function with its subgraphs."""
-    yield MAIN_NAMESPACE, [model.graph, *_subgraphs(model.graph.node)]
+    yield [model.graph, *_subgraphs(model.graph.node)]
     for function in model.functions:
-        yield function_namespace(function), [function, *_subgraphs(function.node)]
+        yield [function, *_subgraphs(function.node)]
 
 
 def _uses(tree: list[Container]) -> Counter:
+    """How often each name is read or yielded in a name space (a name read in a sibling branch
+    counts too: at worst a dead node stays)."""
     uses: Counter = Counter()
     for container in tree:
         if isinstance(container, onnx.GraphProto):
@@ -57,89 +75,57 @@ def _uses(tree: list[Container]) -> Counter:
     return uses
 
 
-def _read_values(model: onnx.ModelProto) -> set[tuple[Namespace, str]]:
-    """(name space, value) for every value something reads or a graph yields."""
-    return {(namespace, name) for namespace, tree in _trees(model) for name in _uses(tree)}
-
-
-def remove_unused(
-    model: onnx.ModelProto,
-    original: onnx.ModelProto,
-    split_outputs: set[tuple[Namespace, str]],
-    created_nodes: set[tuple[Namespace, str]],
-) -> set[tuple[Namespace, str]]:
-    """Drop what the pass left unread, and nothing else, until nothing changes:
-
-    - outputs a split added to an If (the optional it split, the flag and value beside it)
-      that nobody reads, with the branch outputs behind them;
-    - nodes a split made that nobody reads, and a split If none of whose outputs is read;
-    - Optional and Identity nodes nobody reads that something read in ``original`` (the pass
-      took their readers away: an Identity of an optional read by OptionalHasElement); a node
-      the user left unread stays.
-
-    Everything is matched by (name space, name): a function's values are not the main graph's.
-    Returns the values removed."""
-    read_before = _read_values(original)
-    removed: set[tuple[Namespace, str]] = set()
+def remove_unused(model: onnx.ModelProto) -> set[str]:
+    """Drop, until nothing changes, the marked If outputs nobody reads (with the branch outputs
+    behind them), and marked nodes none of whose outputs anybody reads (an If none of whose
+    outputs is read goes whole, never left with no outputs); then take every mark away.
+    Returns the names of the values removed."""
+    removed: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for namespace, tree in _trees(model):
+        for tree in _trees(model):
             uses = _uses(tree)
-
-            removable = functools.partial(
-                _removable,
-                namespace=namespace,
-                uses=uses,
-                split_outputs=split_outputs,
-                created_nodes=created_nodes,
-                read_before=read_before,
-            )
             # Innermost graphs first: rebuilding a node list detaches the subgraphs it held.
             for container in reversed(tree):
                 for node in container.node:
-                    if node.op_type == "If" and canonical_domain(node.domain) == "":
-                        unread = [o for o in node.output if (namespace, o) in split_outputs and uses[o] == 0]
-                        if len(unread) == len(node.output):
-                            continue  # nothing read: the whole If goes below
-                        for output in unread:
-                            _drop_if_output(node, output)
-                            removed.add((namespace, output))
-                            changed = True
-                dead = [n for n in container.node if removable(n)]
+                    marked = _marked_outputs(node)
+                    if marked is None or node.op_type != "If" or canonical_domain(node.domain) != "":
+                        continue
+                    unread = [o for o in node.output if o in marked and uses[o] == 0]
+                    if len(unread) == len(node.output):
+                        continue  # nothing read: the whole If goes below
+                    for output in unread:
+                        _drop_if_output(node, output)
+                        removed.add(output)
+                        changed = True
+                dead = [n for n in container.node if _removable(n, uses)]
                 if dead:
-                    removed.update((namespace, name) for n in dead for name in n.output)
-                    kept = [n for n in container.node if not removable(n)]
+                    removed.update(name for n in dead for name in n.output)
+                    kept = [n for n in container.node if not _removable(n, uses)]
                     del container.node[:]
                     container.node.extend(kept)
                     changed = True
-    if removed:
-        for namespace, tree in _trees(model):
-            names = {name for space, name in removed if space == namespace}
-            if names:
-                for container in tree:
-                    _drop_value_info(container, names)
+    for tree in _trees(model):
+        for container in tree:
+            if removed:
+                _drop_value_info(container, removed)
+            for node in container.node:
+                _unmark(node)
     return removed
 
 
-def _removable(
-    node: onnx.NodeProto,
-    *,
-    namespace: Namespace,
-    uses: Counter,
-    split_outputs: set[tuple[Namespace, str]],
-    created_nodes: set[tuple[Namespace, str]],
-    read_before: set[tuple[Namespace, str]],
-) -> bool:
-    """Whether nobody reads ``node`` and the pass made it or took its readers away."""
-    if not all(uses[name] == 0 for name in node.output if name):
-        return False
-    if (namespace, node.name) in created_nodes:
-        return True
-    if node.op_type == "If" and all((namespace, name) in split_outputs for name in node.output):
-        return True  # an If split for optionals, none of whose outputs is read now
-    passes_on = node.op_type in REMOVABLE_WHEN_UNUSED and canonical_domain(node.domain) == ""
-    return passes_on and any((namespace, name) in read_before for name in node.output if name)
+def _removable(node: onnx.NodeProto, uses: Counter) -> bool:
+    """Marked, every output marked, and none read."""
+    marked = _marked_outputs(node)
+    return marked is not None and all(name in marked and uses[name] == 0 for name in node.output if name)
+
+
+def _unmark(node: onnx.NodeProto) -> None:
+    for index, attribute in enumerate(node.attribute):
+        if attribute.name == MARK:
+            del node.attribute[index]
+            return
 
 
 def _drop_if_output(if_node: onnx.NodeProto, output: str) -> None:

@@ -10,7 +10,7 @@ from onnx import helper
 
 from . import adapters, protowire, schemas, versioning
 from .builder import Builder, NotLowered, Value
-from .cleanup import MAIN_NAMESPACE, function_namespace, remove_unused
+from .cleanup import remove_unused
 from .errors import LoweringError
 from .naming import NameAllocator
 from .optionals import OptionalResolver
@@ -112,9 +112,9 @@ class LoweringPass:
         self._lower_graph(main)
         for key in self._functions_callers_first():
             self._lower_function(self.functions[key])
-        if self.optionals.split_optionals or any(key.startswith("Optional") for key in self.report.rewritten):
+        if self.optionals.marked:
             self.edited_structure = True
-            remove_unused(self.model, self.original, self.optionals.split_optionals, self.optionals.created_nodes)
+            remove_unused(self.model)
         return self.report
 
     def _inferred_main_graph(self) -> onnx.GraphProto | None:
@@ -166,7 +166,7 @@ class LoweringPass:
         if progress is not None:
             progress.advance(nodes=len(graph_nodes) - reported, graphs=1)
         if replaced:
-            if scope.parent is not None or scope.namespace != MAIN_NAMESPACE:
+            if scope.parent is not None or isinstance(scope.graph, onnx.FunctionProto):
                 self.edited_structure = True
             protowire.splice_nodes(scope.graph, scope.constants.nodes, replaced, whole=self.serialize_whole)
 
@@ -557,7 +557,6 @@ class LoweringPass:
             twin=lambda: _infer_function(original, input_types, self.original) if input_types else None,
             input_types=input_types,
             unknown_types_reason=reason,
-            namespace=function_namespace(function),
         )
         self._lower_graph(scope)
 

@@ -9,14 +9,13 @@ contents never matter: reading an empty optional is an error in the original mod
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import floats
+from . import cleanup, floats
 from .naming import NameAllocator
 from .scopes import Scope
 
@@ -42,9 +41,10 @@ class OptionalResolver:
 
     def __init__(self, names: NameAllocator) -> None:
         self._names = names
-        self._splits: dict[tuple[Hashable, str], Decided | str] = {}  # (name space, If output)
-        self.split_optionals: set[tuple[Hashable, str]] = set()  # (name space, If output) split or added
-        self.created_nodes: set[tuple[Hashable, str]] = set()  # (name space, node name) made by a split
+        # By the If node itself (kept, so its id is never reused): sibling branches may hold
+        # Ifs whose outputs share a name.
+        self._splits: dict[tuple[int, str], tuple[onnx.NodeProto, Decided | str]] = {}
+        self.marked = False  # whether a node carries a cleanup mark (see lowering.cleanup)
 
     def decide(self, name: str, scope: Scope) -> Decided | str:
         """How ``name`` (an optional, tensor or sequence visible in ``scope``) is decided, or why not."""
@@ -62,8 +62,10 @@ class OptionalResolver:
         if node.domain not in ("", "ai.onnx"):
             return f"'{name}' comes from {node.domain}.{node.op_type}, which does not decide it"
         if node.op_type == "Optional":
+            self._mark(node)
             return _decide_optional_node(node, owner)
         if node.op_type == "Identity":
+            self._mark(node)
             return self.decide(node.input[0], owner)
         if node.op_type == "If":
             return self._split_if(node, node_index, name, owner)
@@ -75,11 +77,17 @@ class OptionalResolver:
             )
         return f"'{name}' comes from {node.op_type}, which does not decide it"
 
+    def _mark(self, node: onnx.NodeProto, outputs: tuple[str, ...] = cleanup.WHOLE_NODE) -> None:
+        """Let cleanup remove ``node`` (or those of its ``outputs``) once nobody reads it: the
+        pass is rewriting a reader of what it yields."""
+        cleanup.mark(node, outputs)
+        self.marked = True
+
     def _split_if(self, if_node: onnx.NodeProto, node_index: int, output: str, owner: Scope) -> Decided | str:
-        key = (owner.namespace, output)  # value names are unique within a name space
+        key = (id(if_node), output)
         if key not in self._splits:
-            self._splits[key] = self._make_split(if_node, node_index, output, owner)
-        return self._splits[key]
+            self._splits[key] = (if_node, self._make_split(if_node, node_index, output, owner))
+        return self._splits[key][1]
 
     def _make_split(self, if_node: onnx.NodeProto, node_index: int, output: str, owner: Scope) -> Decided | str:
         output_index = list(if_node.output).index(output)
@@ -102,13 +110,12 @@ class OptionalResolver:
         flag_name = None if constant_flag is not None else self._names.fresh(f"{output}_has_element")
         element_name = self._names.fresh(f"{output}_element") if any_element else None
         for graph, decided in decided_branches:
-            made = self._add_branch_outputs(graph, decided, bool(flag_name), bool(element_name), element_type)
-            self.created_nodes.update((owner.namespace, name) for name in made)
+            self._add_branch_outputs(graph, decided, bool(flag_name), bool(element_name), element_type)
         if flag_name:
             if_node.output.append(flag_name)
         if element_name:
             if_node.output.append(element_name)
-        self.split_optionals.update((owner.namespace, name) for name in (output, flag_name, element_name) if name)
+        self._mark(if_node, tuple(name for name in (output, flag_name, element_name) if name))
         has_element = constant_flag if constant_flag is not None else flag_name
         return Decided(has_element, element_name, element_type)
 
@@ -119,9 +126,9 @@ class OptionalResolver:
         with_flag: bool,
         with_element: bool,
         element_type: onnx.TypeProto,
-    ) -> list[str]:
-        """Make a branch yield its flag and its plain value beside the optional; the names of
-        the nodes made."""
+    ) -> None:
+        """Make a branch yield its flag and its plain value beside the optional (the nodes made
+        marked for cleanup)."""
         base = graph.name or "branch"
         node_count = len(graph.node)
         if with_flag:
@@ -141,7 +148,8 @@ class OptionalResolver:
             info = onnx.ValueInfoProto(name=element)
             info.type.CopyFrom(_without_dimensions(element_type))
             graph.output.append(info)
-        return [node.name for node in graph.node[node_count:]]
+        for node in graph.node[node_count:]:
+            self._mark(node)
 
 
 def _decide_optional_node(node: onnx.NodeProto, owner: Scope) -> Decided:

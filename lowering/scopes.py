@@ -8,7 +8,7 @@ taken from the unmodified model.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 
 import onnx
 
@@ -101,13 +101,8 @@ class Scope:
         input_types: dict[str, onnx.TypeProto] | None = None,
         unknown_types_reason: str = "",
         source_opset: int | None = None,
-        namespace: Hashable = ("graph",),
     ) -> None:
-        """``namespace``: what names this scope's values are unique within, the same for a graph
-        and its subgraphs: ``("graph",)`` for the main graph, ``("function", domain, name,
-        overload)`` for a local function."""
         self.graph = graph
-        self.namespace = namespace
         self.opset = opset  # the opset new nodes are written for (the target)
         self.source_opset = opset if source_opset is None else source_opset  # the nodes' own opset
         self.location = location
@@ -153,7 +148,6 @@ class Scope:
             parent=self,
             twin=subgraph_twin(self, node_index, attribute_name, graph_index),
             unknown_types_reason=self.unknown_types_reason,
-            namespace=self.namespace,
         )
 
     def producer(self, name: str) -> tuple[onnx.NodeProto, int, int, Scope] | None:
