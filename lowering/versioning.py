@@ -271,6 +271,9 @@ def convert_node(
         ) from None
     kept = {*node.input, *node.output}
     renamed: dict[str, str] = {}
+    made_constants = [tensor for tensor in converted.graph.initializer if tensor.name not in constants]
+    for tensor in made_constants:  # the converter's own names (Pad-2 → 11: '_v_4') repeat per node
+        renamed[tensor.name] = names.fresh(tensor.name.lstrip("_") or "converted")
     result = []
     for new_node in converted.graph.node:
         for k, name in enumerate(new_node.output):
@@ -282,10 +285,8 @@ def convert_node(
         if new_node.name and new_node.name != node.name:
             new_node.name = names.fresh(new_node.name)
         result.append(new_node)
-    for tensor in converted.graph.initializer:
-        if tensor.name not in constants:  # a constant the converter made: keep it as a node
-            name = renamed.get(tensor.name, tensor.name)
-            result.insert(
-                0, helper.make_node("Constant", [], [name], name=names.fresh(f"{name}_constant"), value=tensor)
-            )
+    for tensor in made_constants:  # a constant the converter made: kept as a node
+        name = renamed[tensor.name]
+        tensor.name = name
+        result.insert(0, helper.make_node("Constant", [], [name], name=names.fresh(f"{name}_constant"), value=tensor))
     return result
