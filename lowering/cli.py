@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from . import __version__
 from .api import lower_model, rules_table
 from .errors import LoweringError
 from .feeds import MAX_INPUT_VALUES, MAX_RUNS, check_feeds
-from .modelio import load_model, save_model, with_external_data
+from .modelio import load_model, same_file, save_model, with_external_data
 from .opcount import count_ops, op_count_table
 from .progress import Progress
 from .verification import check_tolerances, load_feeds, verify
@@ -143,12 +142,12 @@ def _run(args: argparse.Namespace) -> int:
     if not args.model:
         raise LoweringError("no model given (usage: onnx-lower MODEL -o OUTPUT)")
     if args.in_place:
-        if args.output and not _same_file(args.model, args.output):
+        if args.output and not same_file(args.model, args.output):
             raise LoweringError("--in-place writes MODEL itself: give no -o, or -o MODEL")
         args.output = args.model
     if not args.output:
         raise LoweringError("no output given: add -o OUTPUT (or --in-place to replace MODEL)")
-    if not args.in_place and _same_file(args.model, args.output):
+    if not args.in_place and same_file(args.model, args.output):
         raise LoweringError(
             f"{args.output}: the output would overwrite the input model; choose another path or add --in-place"
         )
@@ -169,6 +168,7 @@ def _run(args: argparse.Namespace) -> int:
             progress.close()
     if args.verify:
         saved = Path(f"{Path(args.output).name}.inputs.npz")
+        _refuse_to_replace(saved, "the inputs saved on a mismatch", args.model)
         original, lowered = model_file.model, result.model
         if model_file.has_external_data:  # onnxruntime needs the weights to run either model
             original, lowered = with_external_data(model_file), with_external_data(model_file, lowered)
@@ -192,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_MISMATCH
-    save_model(result.model, args.output, model_file.folder, replacing_input=args.in_place)
+    save_model(result.model, args.output, model_file.folder, replacing_input=args.in_place, input_model=args.model)
     if not args.quiet:
         for line in op_count_table(counts_before, count_ops(result.model)):
             print(line)
@@ -218,6 +218,9 @@ def _run_verify(args: argparse.Namespace) -> int:
     atol, rtol = _parse_tolerance(args.atol, "--atol"), _parse_tolerance(args.rtol, "--rtol")
     inputs = load_feeds(args.inputs) if args.inputs else None
     saved = Path(args.save_inputs) if args.save_inputs else Path(f"{Path(args.lowered).name}.inputs.npz")
+    if not args.inputs:
+        _refuse_to_replace(saved, "--save-inputs" if args.save_inputs else "the inputs saved on a mismatch",
+                           args.original, args.lowered)  # fmt: skip
     original_file, lowered_file = load_model(args.original), load_model(args.lowered)
     outputs = [o.name for o in original_file.model.graph.output]
     check_tolerances(atol, outputs, "--atol")
@@ -308,14 +311,11 @@ class _Default(dict):
         return super().get(key, self.default)
 
 
-def _same_file(model: str, output: str) -> bool:
-    model_path, output_path = Path(model), Path(output)
-    try:
-        if output_path.exists() and model_path.exists():
-            return os.path.samefile(model_path, output_path)
-        return model_path.resolve() == output_path.resolve()
-    except (RuntimeError, OSError):  # a loop of symbolic links: refused where it is written
-        return False
+def _refuse_to_replace(path: Path, what: str, *models: str) -> None:
+    """Refuse to write ``path`` where it names one of the ``models`` being read."""
+    for model in models:
+        if same_file(path, model):
+            raise LoweringError(f"{path}: {what} would overwrite the model {model}; choose another path")
 
 
 def _print_rules() -> None:

@@ -101,7 +101,11 @@ def with_external_data(model_file: ModelFile, model: onnx.ModelProto | None = No
 
 
 def save_model(
-    model: onnx.ModelProto, path: str | os.PathLike, source_folder: Path | None = None, replacing_input: bool = False
+    model: onnx.ModelProto,
+    path: str | os.PathLike,
+    source_folder: Path | None = None,
+    replacing_input: bool = False,
+    input_model: str | os.PathLike | None = None,
 ) -> None:
     """Write ``model`` to what ``path`` names.
 
@@ -117,7 +121,8 @@ def save_model(
     External data cannot go with a FIFO or device output, nor where ``OUTPUT.data`` is a
     symbolic link (onnx refuses data read through one): refused. The source files are only
     read; with ``replacing_input`` (``--in-place``) the data file may be one of them: it is
-    read whole into the staged copy before being replaced.
+    read whole into the staged copy before being replaced. ``input_model``: the file the model
+    was read from, which the data file must not replace.
     """
     shown = Path(path)
     target = _resolve_output(shown)
@@ -155,6 +160,10 @@ def save_model(
     overwrites_source = external and any(data_path.exists() and os.path.samefile(data_path, s) for s, _, _ in sources)
     if overwrites_source and not replacing_input:
         raise LoweringError(f"{data_path}: writing it would overwrite the input's external data; choose another output")
+    if external and input_model is not None and same_file(data_path, input_model):
+        raise LoweringError(
+            f"{data_path}: the external data file would overwrite the input model {input_model}; choose another output"
+        )
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -187,6 +196,17 @@ def save_model(
         raise LoweringError(f"{shown}: cannot write ({_first_line(error)})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file (through links), or would once written."""
+    first, second = Path(a), Path(b)
+    try:
+        if first.exists() and second.exists():
+            return os.path.samefile(first, second)
+        return first.resolve() == second.resolve()
+    except (RuntimeError, OSError):  # a loop of symbolic links: refused where it is written
+        return False
 
 
 def write_file(path: str | os.PathLike, write) -> None:

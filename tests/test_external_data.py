@@ -244,3 +244,14 @@ def test_external_data_into_a_fifo_is_refused_before_anything_is_written(tmp_pat
     assert completed.returncode == 2
     assert len(completed.stderr.strip().splitlines()) == 1 and "external data" in completed.stderr
     assert sorted(p.name for p in fifo.parent.iterdir()) == ["pipe"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_the_output_data_file_never_replaces_the_input_model(tmp_path):
+    """A model read from OUT.data, written to OUT: its weights would go over the model read."""
+    model = external_model(tmp_path, 16)
+    source = model.rename(tmp_path / "out.onnx.data")
+    before = digest(source)
+    completed = run_cli(str(source), "-o", str(tmp_path / "out.onnx"))
+    assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
+    assert "would overwrite the input model" in completed.stderr
+    assert digest(source) == before and not (tmp_path / "out.onnx").exists()

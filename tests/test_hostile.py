@@ -296,3 +296,20 @@ def test_replacing_a_regular_output_keeps_its_permission_bits(tmp_path):
     output.chmod(0o604)
     assert run_cli(str(EXAMPLE), "-o", str(output), "-q").returncode == 0
     assert stat.S_IMODE(output.stat().st_mode) == 0o604 and output.read_bytes() != b"old"
+
+
+@pytest.mark.parametrize("which", ["original", "lowered"])
+def test_saved_inputs_never_replace_a_model_being_compared(tmp_path, capsys, which):
+    from support import unary_model
+
+    from lowering.cli import main
+
+    original, lowered = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    onnx.save(unary_model("IsNaN", 13, onnx.TensorProto.FLOAT), original)
+    onnx.save(unary_model("IsInf", 13, onnx.TensorProto.FLOAT), lowered)
+    before = {path: path.read_bytes() for path in (original, lowered)}
+    target = original if which == "original" else lowered
+    assert main(["verify", str(original), str(lowered), "--save-inputs", str(target)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "would overwrite the model" in error
+    assert {path: path.read_bytes() for path in (original, lowered)} == before
