@@ -377,3 +377,28 @@ def test_split_without_split_input_gains_num_outputs_going_to_18(target):
     a, b = run_onnxruntime(result.model, {"x": x})
     np.testing.assert_array_equal(a.view(np.uint32), x[:2].view(np.uint32))
     np.testing.assert_array_equal(b.view(np.uint32), x[2:].view(np.uint32))
+
+
+@pytest.mark.parametrize("op_type", ["QuantizeLinear", "DequantizeLinear"])
+def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only(op_type):
+    quantize = op_type == "QuantizeLinear"
+    x_type, y_type = (TensorProto.FLOAT, TensorProto.UINT8) if quantize else (TensorProto.UINT8, TensorProto.FLOAT)
+
+    def model(scale: np.ndarray) -> onnx.ModelProto:
+        zero = np.zeros(scale.shape, np.uint8)
+        return make_model(
+            [helper.make_node(op_type, ["x", "s", "z"], ["y"], axis=1)],
+            [helper.make_tensor_value_info("x", x_type, [2, 3])],
+            [helper.make_tensor_value_info("y", y_type, [2, 3])],
+            opset=13,
+            initializer=[numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zero, "z")],
+        )
+
+    scalar = model(np.array(0.5, np.float32))
+    converted = lowering.lower(scalar, target_opset=10, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    x = np.array([[0, 1, 2], [100, 200, 255]], np.uint8) if not quantize else EDGES[6:12].reshape(2, 3)
+    (want,), (got,) = run_onnxruntime(scalar, {"x": x}), run_onnxruntime(converted, {"x": x})
+    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+    with pytest.raises(lowering.LoweringError, match="scale of shape \\[3\\]"):
+        lowering.lower(model(np.array([0.5, 0.25, 2.0], np.float32)), target_opset=10, ops=[])
