@@ -219,7 +219,7 @@ class ModelRunner:
 
         if isinstance(error, OrtNotImplemented):
             return True
-        if "[TypeInferenceError]" not in str(error):
+        if "Type Error: Type (" not in str(error):  # with or without "[TypeInferenceError]" before it
             return False
         try:
             onnx.checker.check_model(checkable(self.model), full_check=True)
