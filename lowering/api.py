@@ -30,21 +30,34 @@ class LoweringResult:
         return bool(self.report.rewritten)
 
 
-def lower(model, *, ops=None, target_opset: int | None = None):
+def lower(model, *, ops=None, target_opset: int | None = None, fast: bool = True):
     """Lower ``model`` (``onnx.ModelProto`` or ``onnx_ir.Model``) and return the lowered model.
 
     ``ops`` names the op types to lower (default: every op a rule covers). A ModelProto
     argument is left untouched; an ``onnx_ir.Model`` comes back as a new ``onnx_ir.Model``.
+    ``fast=False`` runs the plain algorithm (see :func:`lower_model`): the same bytes, slower.
     """
-    return lower_model(model, ops=ops, target_opset=target_opset).model
+    return lower_model(model, ops=ops, target_opset=target_opset, fast=fast).model
 
 
 def lower_model(
-    model, *, ops=None, target_opset: int | None = None, target: Target = DEFAULT_TARGET, progress=None
+    model,
+    *,
+    ops=None,
+    target_opset: int | None = None,
+    target: Target = DEFAULT_TARGET,
+    progress=None,
+    fast: bool = True,
 ) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
 
     ``progress`` (a :class:`lowering.progress.Progress`) is told how many nodes and graphs are done.
+
+    ``fast=False`` runs the plain algorithm, which is the specification of the default one:
+    every node through its rule, names listed from the model, node lists rebuilt as NodeProtos.
+    The speed work (expansions memoized per kind of node and replayed as wire bytes, names
+    checked against the model's bytes, node lists spliced as bytes) is switched off; the
+    result is the same, byte for byte (tests compare the two).
 
     With ``target_opset`` the result declares that default-domain opset: ops this project
     owns are kept (re-versioned, or behind an exact Cast) where they exist there and are not
@@ -58,7 +71,8 @@ def lower_model(
     requested = _requested_ops(ops)
     # The model's bytes, where it is small enough to copy (no large inline weights): the
     # checker reads them, and the pass checks new names against them.
-    model_bytes = model.SerializeToString() if model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES else None
+    small = fast and model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES
+    model_bytes = model.SerializeToString() if small else None
     _check_input(model, model_bytes)
     source_opset = default_opset(model.opset_import)
     if target_opset is not None:
@@ -76,6 +90,7 @@ def lower_model(
             target_opset=target_opset,
             progress=progress,
             model_bytes=model_bytes,
+            fast=fast,
         )
         report = lowering_pass.run()
     finally:

@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run original and lowered on edge-value inputs before writing; on a mismatch write nothing, exit 1",
     )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="run the plain algorithm (every node through its rule, no memoized or byte-level shortcuts): "
+        "the same output, slower; for checking the fast path",
+    )
     parser.add_argument("--list-rules", action="store_true", help="list the rewrite rules and exit")
     parser.add_argument("--version", action="version", version=f"onnx-lower {__version__}")
     return parser
@@ -162,7 +168,9 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet and sys.stderr.isatty():
         progress = Progress(sum(counts_before.values()))
     try:
-        result = lower_model(model_file.model, ops=ops, target_opset=args.target_opset, progress=progress)
+        result = lower_model(
+            model_file.model, ops=ops, target_opset=args.target_opset, progress=progress, fast=not args.plain
+        )
     finally:
         if progress is not None:
             progress.close()

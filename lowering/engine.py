@@ -74,9 +74,16 @@ class LoweringPass:
         target_opset: int | None = None,
         progress=None,
         model_bytes: bytes | None = None,
+        fast: bool = True,
     ) -> None:
         """``model_bytes``: ``model`` serialized, where it is small enough to be copied to
-        bytes (then names are checked against them and node lists spliced as bytes)."""
+        bytes (then names are checked against them and node lists spliced as bytes).
+        ``fast=False``: the plain algorithm, the specification of the fast one: every node run
+        through its rule, names listed, node lists rebuilt as NodeProtos; no memoized
+        expansion, no replay, no wire bytes. Same output, slower."""
+        self.fast = fast
+        if not fast:
+            model_bytes = None
         self.model = model
         self.serialize_whole = model_bytes is not None
         self.progress = progress
@@ -140,7 +147,7 @@ class LoweringPass:
                 progress.advance(nodes=index - reported)
                 reported = index
             node = graph_nodes[index]
-            if not converting:
+            if not converting and self.fast:
                 replay = self._direct_replay(scope, node, index)
                 if replay is not None:
                     waiting.append((index, replay))
@@ -168,7 +175,10 @@ class LoweringPass:
         if replaced:
             if scope.parent is not None or isinstance(scope.graph, onnx.FunctionProto):
                 self.edited_structure = True
-            protowire.splice_nodes(scope.graph, scope.constants.nodes, replaced, whole=self.serialize_whole)
+            if self.fast:
+                protowire.splice_nodes(scope.graph, scope.constants.nodes, replaced, whole=self.serialize_whole)
+            else:
+                _rebuild_nodes(scope.graph, scope.constants.nodes, replaced)
 
     def _direct_replay(self, scope: Scope, node: onnx.NodeProto, index: int) -> Replay | None:
         """The replay of a node to lower whose kind was seen, when it needs nothing but
@@ -448,6 +458,8 @@ class LoweringPass:
                     f"{location}: {node.op_type}-{version} does not accept {given} inputs; the model is invalid"
                 )
         attributes = self._attributes(rule, node, location)
+        if not self.fast:
+            return _NOT_CACHEABLE  # the plain algorithm runs the rule on every node
         return self._record(rule, inputs, attributes, node, scope)
 
     def _record(self, rule: Rule, inputs, attributes, node: onnx.NodeProto, scope: Scope):
@@ -559,6 +571,17 @@ class LoweringPass:
             unknown_types_reason=reason,
         )
         self._lower_graph(scope)
+
+
+def _rebuild_nodes(container, leading: list[onnx.NodeProto], replaced: dict[int, list]) -> None:
+    """The plain form of :func:`lowering.protowire.splice_nodes`: ``leading`` first, then every
+    node in order, node ``i`` replaced by the NodeProtos ``replaced[i]``."""
+    nodes = [*leading]
+    for index, node in enumerate(container.node):
+        nodes.extend(replaced.get(index, (node,)))
+    copies = [onnx.NodeProto.FromString(node.SerializeToString()) for node in nodes]  # detached from the old list
+    del container.node[:]
+    container.node.extend(copies)
 
 
 def without_shapes(type_proto: onnx.TypeProto | None) -> onnx.TypeProto | None:

@@ -195,3 +195,10 @@ def test_bad_target_opset_is_one_line(tmp_path, value):
     completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "out.onnx"), "--target-opset", value)
     assert completed.returncode == 2 and len(completed.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out.onnx").exists()
+
+
+def test_plain_writes_the_same_bytes(tmp_path):
+    fast, plain = tmp_path / "fast.onnx", tmp_path / "plain.onnx"
+    assert main([str(EXAMPLE), "-o", str(fast), "--quiet"]) == 0
+    assert main([str(EXAMPLE), "-o", str(plain), "--quiet", "--plain"]) == 0
+    assert fast.read_bytes() == plain.read_bytes()

@@ -126,7 +126,9 @@ def lowered_bytes(model: onnx.ModelProto) -> bytes:
 
 
 @pytest.mark.parametrize("path", ORIGINALS, ids=lambda p: str(p.relative_to(GOLDEN)))
-def test_golden_models_lower_the_same_with_every_shortcut_off(path, monkeypatch):
+def test_golden_models_lower_the_same_with_one_shortcut_off_at_a_time(path, monkeypatch):
+    """Each shortcut alone off, the others on: they do not lean on one another. (All of them off
+    at once is the plain algorithm, ``fast=False``, which tests/test_golden.py compares.)"""
     model = load_text(path)
     fast = lowered_bytes(model)
     with monkeypatch.context() as patch:

@@ -89,6 +89,8 @@ def test_golden_case(original_path, request):
         expected.write_text(lowered_text)
     assert expected.exists(), f"no expected file; run pytest {__file__} --update-golden"
     assert lowered_text == expected.read_text()
+    plain = lowering.lower(original, fast=False, **lowering_options(original_path))
+    assert plain.SerializeToString() == result.model.SerializeToString(), "the plain algorithm gives the same bytes"
 
     assert result.report.complete, result.report.lines()
     lowered = onnx.parser.parse_model(expected.read_text())

@@ -12,15 +12,11 @@ from __future__ import annotations
 import os
 
 import onnx
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper
 
 import lowering
-import lowering.engine as engine
-import lowering.protowire as protowire
-import lowering.templates as templates
 from lowering import schemas
 from lowering.versioning import lowest_opset_for_type
 
@@ -177,19 +173,10 @@ def test_lowered_random_models_are_valid_and_equal(model):
 @PROPERTY_SETTINGS
 @given(models())
 def test_random_models_lower_the_same_with_the_speed_shortcuts_off(model):
-    """Names checked by tail, replays made together, node lists spliced as bytes: with all of
-    them off (names listed, every node through the rule's recorded replay one at a time,
-    nodes copied one by one) the lowered model is the same, byte for byte."""
+    """The plain algorithm (``fast=False``: every node through its rule, names listed, node
+    lists rebuilt as NodeProtos) gives the fast one's model, byte for byte."""
     fast = lowering.lower(model).SerializeToString()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(protowire, "WHOLE_MODEL_LIMIT_BYTES", 0)
-        patch.setattr(engine, "replay_together", lambda *args: None)
-        patch.setattr(templates.Template, "_prepare_direct_replay", _without_direct_replay)
-        assert lowering.lower(model).SerializeToString() == fast
-
-
-def _without_direct_replay(template) -> None:
-    template._direct = None
+    assert lowering.lower(model, fast=False).SerializeToString() == fast
 
 
 @st.composite
@@ -221,5 +208,7 @@ def test_random_conversions_between_opsets(conversion, data):
     lowered = lowering.lower(model, target_opset=target, ops=ops)
     onnx.checker.check_model(lowered, full_check=True)
     assert [e.version for e in lowered.opset_import if e.domain == ""] == [target]
+    plain = lowering.lower(model, target_opset=target, ops=ops, fast=False)
+    assert plain.SerializeToString() == lowered.SerializeToString()
     report = lowering.verify(model, lowered, samples=4)
     assert report.match, report.lines()
