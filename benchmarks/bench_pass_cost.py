@@ -3,6 +3,7 @@ in this one run; and time per node at 25k, 50k and 100k links to show the growth
 ``chain_25k_1n`` is the 25k chain with every node named alike (fresh names must not cost
 quadratic time there). ``fn_chain_100k`` is the 100k chain inside a local function: a rewrite
 there makes the pass run onnx's plain checker on its result, whose share is printed.
+``chain_25k_pl`` is the 25k chain lowered by the plain algorithm (``fast=False``).
 
     python benchmarks/bench_pass_cost.py
 """
@@ -32,7 +33,7 @@ def best_of(runs: int, work) -> float:
     return min(times)
 
 
-def measure(name: str, model: onnx.ModelProto, folder: Path) -> dict:
+def measure(name: str, model: onnx.ModelProto, folder: Path, fast: bool = True) -> dict:
     source, plain, lowered_path = folder / f"{name}.onnx", folder / f"{name}.copy.onnx", folder / f"{name}.lowered.onnx"
     onnx.save(model, source)
 
@@ -40,7 +41,7 @@ def measure(name: str, model: onnx.ModelProto, folder: Path) -> dict:
         onnx.save(onnx.load(source), plain)
 
     def load_lower_save():
-        onnx.save(lowering.lower(onnx.load(source)), lowered_path)
+        onnx.save(lowering.lower(onnx.load(source), fast=fast), lowered_path)
 
     runs = 2 if len(model.graph.node) >= 50_000 else 7  # small models: more runs, the best steadier
     baseline = best_of(runs, load_save)
@@ -63,6 +64,7 @@ def main() -> None:
         rows.append(measure("fan_in_20k", isnan_fan_in(20_000), folder))
         rows.append(measure("chain_25k_1n", isnan_chain(25_000, one_name=True), folder))  # all nodes named alike
         rows.append(measure("fn_chain_100k", isnan_chain_in_function(100_000), folder))  # checked after lowering
+        rows.append(measure("chain_25k_pl", isnan_chain(25_000), folder, fast=False))  # the plain algorithm
     print(f"{'model':<13} {'nodes':>7} {'load+save s':>12} {'+lower s':>9} {'ratio':>6} {'lowering us/node':>17} "
           f"{'save lowered s':>15}")  # fmt: skip
     for row in rows:
