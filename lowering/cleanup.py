@@ -12,10 +12,11 @@ outputs and nodes nobody reads, then takes every mark away.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import onnx
 
+from .graphs import held_graphs, nested_graphs
 from .schemas import canonical_domain
 
 Container = onnx.GraphProto | onnx.FunctionProto
@@ -42,23 +43,11 @@ def _marked_outputs(node: onnx.NodeProto) -> tuple[str, ...] | None:
     return None
 
 
-def _subgraphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
-    for node in nodes:
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                yield attribute.g
-                yield from _subgraphs(attribute.g.node)
-            elif attribute.type == onnx.AttributeProto.GRAPHS:
-                for graph in attribute.graphs:
-                    yield graph
-                    yield from _subgraphs(graph.node)
-
-
 def _trees(model: onnx.ModelProto) -> Iterator[list[Container]]:
     """Each name space: the main graph with its subgraphs, and each function with its subgraphs."""
-    yield [model.graph, *_subgraphs(model.graph.node)]
+    yield [model.graph, *nested_graphs(model.graph.node)]
     for function in model.functions:
-        yield [function, *_subgraphs(function.node)]
+        yield [function, *nested_graphs(function.node)]
 
 
 def _uses(tree: list[Container]) -> Counter:
@@ -131,9 +120,8 @@ def _unmark(node: onnx.NodeProto) -> None:
 def _drop_if_output(if_node: onnx.NodeProto, output: str) -> None:
     index = list(if_node.output).index(output)
     del if_node.output[index]
-    for attribute in if_node.attribute:
-        if attribute.type == onnx.AttributeProto.GRAPH:
-            del attribute.g.output[index]
+    for _, _, branch in held_graphs(if_node):
+        del branch.output[index]
 
 
 def _drop_value_info(container: Container, removed: set[str]) -> None:

@@ -12,6 +12,7 @@ from . import adapters, protowire, schemas, versioning
 from .builder import Builder, NotLowered, Value
 from .cleanup import remove_unused
 from .errors import LoweringError
+from .graphs import held_graphs, holds_graphs
 from .naming import NameAllocator
 from .optionals import OptionalResolver
 from .registry import Rule, rule_for
@@ -153,7 +154,7 @@ class LoweringPass:
                     waiting.append((index, replay))
                     continue
             # Replays wait until something else asks for names, so they stay in order.
-            if node.attribute and _holds_graphs(node):
+            if node.attribute and holds_graphs(node):
                 if waiting:
                     self._replay_waiting(scope, waiting, replaced)
                 self._lower_subgraphs(scope, node, index)
@@ -192,7 +193,7 @@ class LoweringPass:
         label, key_start, templates = kind
         attributes = node.attribute
         if attributes:
-            if _holds_graphs(node):
+            if holds_graphs(node):
                 return None
             attribute_key = tuple([attribute.SerializeToString() for attribute in attributes])
         else:
@@ -263,17 +264,10 @@ class LoweringPass:
         return [index for index, op_type in enumerate(op_types) if op_type in interesting]
 
     def _lower_subgraphs(self, scope: Scope, node: onnx.NodeProto, index: int) -> None:
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                graphs = [(attribute.g, None)]
-            elif attribute.type == onnx.AttributeProto.GRAPHS:
-                graphs = [(g, k) for k, g in enumerate(attribute.graphs)]
-            else:
-                continue
-            for graph, graph_index in graphs:
-                suffix = "" if graph_index is None else f"[{graph_index}]"
-                location = f"{scope.location} > {describe_node(node, index)} {attribute.name}{suffix}"
-                self._lower_graph(scope.subgraph(graph, index, attribute.name, graph_index, location))
+        for attribute, graph_index, graph in held_graphs(node):
+            suffix = "" if graph_index is None else f"[{graph_index}]"
+            location = f"{scope.location} > {describe_node(node, index)} {attribute.name}{suffix}"
+            self._lower_graph(scope.subgraph(graph, index, attribute.name, graph_index, location))
 
     # -- one node ------------------------------------------------------------------------
     def _rewrite(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
@@ -612,10 +606,6 @@ def _owning_rule(node: onnx.NodeProto) -> Rule | None:
     return rule if rule is not None and schemas.canonical_domain(node.domain) == rule.domain else None
 
 
-def _holds_graphs(node: onnx.NodeProto) -> bool:
-    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
-
-
 def _imports_other_domains(scope: Scope, model: onnx.ModelProto) -> bool:
     """Whether nodes of this graph may be in a domain other than the default one (the
     checker refuses a node whose domain is not imported)."""
@@ -637,12 +627,8 @@ def _calls_in(nodes: Iterable[onnx.NodeProto], functions: dict) -> Iterable[Func
     for node in nodes:
         if call_key(node) in functions:
             yield call_key(node)
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                yield from _calls_in(attribute.g.node, functions)
-            elif attribute.type == onnx.AttributeProto.GRAPHS:
-                for graph in attribute.graphs:
-                    yield from _calls_in(graph.node, functions)
+        for _, _, graph in held_graphs(node):
+            yield from _calls_in(graph.node, functions)
 
 
 def _bound(nodes: list[onnx.NodeProto], result, output_names: list[str], names) -> list[onnx.NodeProto]:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 
 import onnx
 
+from .graphs import held_graphs
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -134,12 +136,8 @@ def _node_names(nodes: Iterable[onnx.NodeProto], names: set[str]) -> None:
         attributes = node.attribute
         if not attributes:
             continue
-        for attribute in attributes:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                _graph_names(attribute.g, names)
-            elif attribute.type == onnx.AttributeProto.GRAPHS:
-                for graph in attribute.graphs:
-                    _graph_names(graph, names)
+        for _, _, graph in held_graphs(node):
+            _graph_names(graph, names)
 
 
 def names_in_model(model: onnx.ModelProto) -> set[str]:

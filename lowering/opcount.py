@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import onnx
 
+from .graphs import held_graphs
 from .schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 
 
@@ -25,12 +26,8 @@ def _count(nodes: Sequence[onnx.NodeProto], counts: Counter) -> None:
     holding_subgraphs = ops_with_subgraphs()
     for index, key in enumerate(keys):
         if key in holding_subgraphs or "." in key:  # default-domain ops with graphs, or any other domain
-            for attribute in nodes[index].attribute:
-                if attribute.type == onnx.AttributeProto.GRAPH:
-                    _count(attribute.g.node, counts)
-                elif attribute.type == onnx.AttributeProto.GRAPHS:
-                    for graph in attribute.graphs:
-                        _count(graph.node, counts)
+            for _, _, graph in held_graphs(nodes[index]):
+                _count(graph.node, counts)
 
 
 def op_count_table(before: Counter, after: Counter) -> list[str]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import onnx
 from onnx import checker
 
+from .graphs import held_graphs, holds_graphs
 from .schemas import canonical_domain
 
 
@@ -17,11 +18,9 @@ def _containers(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.GraphProto |
     def with_subgraphs(location: str, container, imports: dict):
         yield location, container, imports
         for index, node in enumerate(container.node):
-            for attribute in node.attribute:
-                graphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)
-                for graph in graphs:
-                    where = f"{location} > node {_label(node, index)} {attribute.name}"
-                    yield from with_subgraphs(where, graph, imports)
+            for attribute, _, graph in held_graphs(node):
+                where = f"{location} > node {_label(node, index)} {attribute.name}"
+                yield from with_subgraphs(where, graph, imports)
 
     yield from with_subgraphs(f"graph '{model.graph.name}'", model.graph, model_imports)
     for function in model.functions:
@@ -51,14 +50,10 @@ def invalid_node(model: onnx.ModelProto) -> str | None:
 def _without_subgraphs(node: onnx.NodeProto) -> onnx.NodeProto:
     """The node with each graph attribute emptied: its subgraphs are checked as containers of
     their own, where the values of enclosing graphs are not in the checker's lexical scope."""
-    if not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+    if not holds_graphs(node):
         return node
     copy = onnx.NodeProto()
     copy.CopyFrom(node)
-    for attribute in copy.attribute:
-        if attribute.type == onnx.AttributeProto.GRAPH:
-            attribute.g.CopyFrom(onnx.GraphProto(name=attribute.g.name))
-        elif attribute.type == onnx.AttributeProto.GRAPHS:
-            for graph in attribute.graphs:
-                graph.CopyFrom(onnx.GraphProto(name=graph.name))
+    for _, _, graph in held_graphs(copy):
+        graph.CopyFrom(onnx.GraphProto(name=graph.name))
     return copy

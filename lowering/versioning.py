@@ -19,6 +19,7 @@ from onnx import helper, version_converter
 
 from . import adapters, floats, schemas
 from .errors import LoweringError
+from .graphs import held_graphs
 from .naming import NameAllocator
 from .samples import every_bit_pattern
 
@@ -189,11 +190,8 @@ def check_types_exist_at(model: onnx.ModelProto, opset: int) -> None:
             for attribute in node.attribute:
                 if attribute.type == onnx.AttributeProto.TENSOR:
                     check(node.output[0] if node.output else node.name, attribute.t.data_type, where)
-                elif attribute.type == onnx.AttributeProto.GRAPH:
-                    visit(attribute.g, f"{where} > {node.op_type} {attribute.name}")
-                elif attribute.type == onnx.AttributeProto.GRAPHS:
-                    for subgraph in attribute.graphs:
-                        visit(subgraph, f"{where} > {node.op_type} {attribute.name}")
+            for attribute, _, subgraph in held_graphs(node):
+                visit(subgraph, f"{where} > {node.op_type} {attribute.name}")
 
     visit(model.graph, f"graph '{model.graph.name}'")
 
