@@ -1,13 +1,14 @@
 """onnx-lower: rewrite ONNX operators a runtime lacks into primitive ONNX operators."""
 
 from .api import LoweringResult, lower, lower_model, rules_table
-from .errors import InternalError, LoweringError
+from .errors import IncompleteLowering, InternalError, LoweringError
 from .report import LoweringReport, RemainingOp
 from .targets import DEFAULT_TARGET, ONNXRUNTIME_CPU, Target
 from .verification import OutputComparison, VerifyReport, verify
 
 __all__ = [
     "DEFAULT_TARGET",
+    "IncompleteLowering",
     "InternalError",
     "ONNXRUNTIME_CPU",
     "LoweringError",

@@ -10,7 +10,7 @@ import onnx
 
 from . import postcheck, protowire, schemas, versioning
 from .engine import LoweringPass, default_opset
-from .errors import InternalError, LoweringError
+from .errors import IncompleteLowering, InternalError, LoweringError
 from .modelio import checkable
 from .opcount import count_ops
 from .registry import all_rules
@@ -30,14 +30,15 @@ class LoweringResult:
         return bool(self.report.rewritten)
 
 
-def lower(model, *, ops=None, target_opset: int | None = None, fast: bool = True):
+def lower(model, *, ops=None, target_opset: int | None = None, fast: bool = True, strict: bool = False):
     """Lower ``model`` (``onnx.ModelProto`` or ``onnx_ir.Model``) and return the lowered model.
 
     ``ops`` names the op types to lower (default: every op a rule covers). A ModelProto
     argument is left untouched; an ``onnx_ir.Model`` comes back as a new ``onnx_ir.Model``.
     ``fast=False`` runs the plain algorithm (see :func:`lower_model`): the same bytes, slower.
+    ``strict=True``: a requested op left is an error (:class:`lowering.IncompleteLowering`).
     """
-    return lower_model(model, ops=ops, target_opset=target_opset, fast=fast).model
+    return lower_model(model, ops=ops, target_opset=target_opset, fast=fast, strict=strict).model
 
 
 def lower_model(
@@ -48,6 +49,7 @@ def lower_model(
     target: Target = DEFAULT_TARGET,
     progress=None,
     fast: bool = True,
+    strict: bool = False,
 ) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
 
@@ -58,6 +60,10 @@ def lower_model(
     The speed work (expansions memoized per kind of node and replayed as wire bytes, names
     checked against the model's bytes, node lists spliced as bytes) is switched off; the
     result is the same, byte for byte (tests compare the two).
+
+    ``strict=True`` is a full conversion: where a node of a requested op is left (the report's
+    ``remaining``, each with its reason), raise :class:`lowering.IncompleteLowering` instead of
+    returning a partial result.
 
     With ``target_opset`` the result declares that default-domain opset: ops this project
     owns are kept (re-versioned, or behind an exact Cast) where they exist there and are not
@@ -97,6 +103,8 @@ def lower_model(
         if collecting:
             gc.enable()
     _check_postcondition(lowered, requested, report, whole=model_bytes is not None)
+    if strict and report.remaining:
+        raise IncompleteLowering(report.remaining)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
         _check_output(lowered, target_opset)

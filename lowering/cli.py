@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import __version__
 from .api import lower_model, rules_table
-from .errors import LoweringError
+from .errors import IncompleteLowering, LoweringError
 from .feeds import MAX_INPUT_VALUES, MAX_RUNS, check_feeds
 from .modelio import load_model, same_file, save_model, with_external_data
 from .opcount import count_ops, op_count_table
@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="onnx-lower",
         description="Rewrite ONNX operators a runtime lacks (IsInf, IsNaN, ...) into primitive ONNX operators. "
         "'onnx-lower verify ORIGINAL LOWERED' compares two models (see onnx-lower verify --help).",
+        epilog="exit status: 0 written; 1 the lowered model differs from the original (--verify) or a "
+        "requested op is left (--strict), nothing written; 2 bad input or options, nothing written; "
+        "3 internal error, nothing written",
     )
     parser.add_argument("model", nargs="?", help="the ONNX model file to lower (never modified)")
     parser.add_argument("-o", "--output", help="where to write the lowered model (written atomically)")
@@ -60,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify",
         action="store_true",
         help="run original and lowered on edge-value inputs before writing; on a mismatch write nothing, exit 1",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a requested op left is an error: exit 1, nothing written (default: it is reported and kept)",
     )
     parser.add_argument(
         "--plain",
@@ -126,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["verify"]:
             return _run_verify(build_verify_parser().parse_args(argv[1:]))
         return _run(build_parser().parse_args(argv))
+    except IncompleteLowering as error:
+        print(f"onnx-lower: {error}; nothing was written", file=sys.stderr)
+        return EXIT_MISMATCH
     except LoweringError as error:
         print(f"onnx-lower: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -169,7 +180,12 @@ def _run(args: argparse.Namespace) -> int:
         progress = Progress(sum(counts_before.values()))
     try:
         result = lower_model(
-            model_file.model, ops=ops, target_opset=args.target_opset, progress=progress, fast=not args.plain
+            model_file.model,
+            ops=ops,
+            target_opset=args.target_opset,
+            progress=progress,
+            fast=not args.plain,
+            strict=args.strict,
         )
     finally:
         if progress is not None:

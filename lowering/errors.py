@@ -10,6 +10,17 @@ class LoweringError(Exception):
     """
 
 
+class IncompleteLowering(LoweringError):
+    """A strict lowering left ops it was asked to lower; ``remaining`` says which, where and why."""
+
+    def __init__(self, remaining: list) -> None:
+        self.remaining = list(remaining)
+        shown = "; ".join(map(str, self.remaining[:3]))
+        more = f"; and {len(self.remaining) - 3} more" if len(self.remaining) > 3 else ""
+        count = len(self.remaining)
+        super().__init__(f"strict: {count} requested op{'s' * (count != 1)} left: {shown}{more}")
+
+
 class InternalError(Exception):
     """onnx-lower made something it must not (a lowered model that onnx's checker refuses).
 

@@ -13,6 +13,7 @@ import pytest
 from onnx import helper, numpy_helper
 from support import make_model
 
+import lowering
 from lowering.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -202,3 +203,37 @@ def test_plain_writes_the_same_bytes(tmp_path):
     assert main([str(EXAMPLE), "-o", str(fast), "--quiet"]) == 0
     assert main([str(EXAMPLE), "-o", str(plain), "--quiet", "--plain"]) == 0
     assert fast.read_bytes() == plain.read_bytes()
+
+
+def _model_with_an_optional_input(path: Path) -> None:
+    model = onnx.parser.parse_model("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (optional(float[N]) maybe, float[N] x) => (bool has, bool[N] nan) {
+            has = OptionalHasElement (maybe)
+            nan = IsNaN (x)
+        }
+    """)
+    onnx.save(model, path)
+
+
+def test_strict_refuses_a_partial_lowering_with_exit_1_and_writes_nothing(tmp_path, capsys):
+    source, output = tmp_path / "model.onnx", tmp_path / "out.onnx"
+    _model_with_an_optional_input(source)
+    assert main([str(source), "-o", str(output), "--strict"]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "strict: 1 requested op left: OptionalHasElement-18" in error
+    assert "optional input of graph" in error and not output.exists()
+    assert main([str(source), "-o", str(output), "--quiet"]) == 0, "without --strict it is reported and kept"
+    assert main([str(source), "-o", str(tmp_path / "only.onnx"), "--strict", "--ops", "IsNaN"]) == 0
+
+
+def test_strict_in_the_api_raises_with_what_is_left():
+    model = onnx.parser.parse_model("""
+        <ir_version: 9, opset_import: ["" : 18]>
+        main (optional(float[N]) maybe) => (bool has) { has = OptionalHasElement (maybe) }
+    """)
+    with pytest.raises(lowering.IncompleteLowering) as raised:
+        lowering.lower(model, strict=True)
+    (left,) = raised.value.remaining
+    assert left.op_type == "OptionalHasElement" and "only its caller decides it" in left.reason
+    assert lowering.lower_model(model).report.remaining == raised.value.remaining
