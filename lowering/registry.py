@@ -7,6 +7,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import schemas
 from .builder import Builder, NotLowered, Value
 
@@ -27,6 +29,12 @@ class Rule:
     a target opset whose op lacks the input's type is lowered, not fed through a widening
     Cast: onnxruntime runs float16 arithmetic in float32 and drops such a Cast, so the op
     would see the unrounded value.
+
+    ``reference(*inputs, **attributes)``: how the rule's meaning is checked, numpy on the op's
+    inputs answering as the op does; the lowered graph must match it bit for bit on every
+    sample of every type the rule serves (tests/test_rules_exhaustive.py runs every rule that
+    has one). None for rules whose answer depends on the surrounding graph (the Optional ops),
+    which the golden and optional tests check.
     """
 
     op_type: str
@@ -35,6 +43,7 @@ class Rule:
     body: RuleBody
     emits: tuple[str, ...] | None = None
     rounding_invariant: bool = True
+    reference: Callable[..., np.ndarray] | None = None
 
     @property
     def name(self) -> str:
@@ -76,12 +85,13 @@ def rule(
     domain: str = "",
     emits: tuple[str, ...] | None = None,
     rounding_invariant: bool = True,
+    reference: Callable[..., np.ndarray] | None = None,
 ) -> Callable[[RuleBody], RuleBody]:
     """Register the decorated function as the rule lowering ``op_type`` at ``versions``.
 
     ``emits`` names what a rule whose output depends on the surrounding graph produces;
     for the others it is found by expanding the rule (see ``rules_table``).
-    ``rounding_invariant``: see :class:`Rule`."""
+    ``rounding_invariant``, ``reference``: see :class:`Rule`."""
 
     def register(body: RuleBody) -> RuleBody:
         key = (schemas.canonical_domain(domain), op_type)
@@ -91,7 +101,7 @@ def rule(
         unknown = [v for v in versions if v not in known]
         if unknown:
             raise ValueError(f"{op_type} has no versions {unknown}; onnx defines {known}")
-        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body, emits, rounding_invariant)
+        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body, emits, rounding_invariant, reference)
         return body
 
     return register

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from lowering import floats
 from lowering.registry import Builder, Value, rule
 
 
-@rule("IsInf", versions=(10, 20), rounding_invariant=False)
+def isinf_reference(x: np.ndarray, *, detect_positive: int = 1, detect_negative: int = 1) -> np.ndarray:
+    """+inf where detect_positive, -inf where detect_negative, on x widened exactly to float64."""
+    with np.errstate(all="ignore"):
+        wide = x.astype(np.float64)
+    return (np.isposinf(wide) & bool(detect_positive)) | (np.isneginf(wide) & bool(detect_negative))
+
+
+@rule("IsInf", versions=(10, 20), rounding_invariant=False, reference=isinf_reference)
 def isinf_by_comparison(b: Builder, x: Value, *, detect_positive: int = 1, detect_negative: int = 1) -> Value:
     """IsInf(x) = Greater(Abs(x), M), with M the largest value that rounds to a finite value of x's type.
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from lowering.registry import Builder, Value, rule
 
 
-@rule("IsNaN", versions=(9, 13, 20))
+def isnan_reference(x: np.ndarray) -> np.ndarray:
+    """numpy's isnan on x widened, exactly, to float64 (bfloat16 and float8 included)."""
+    with np.errstate(all="ignore"):
+        return np.isnan(x.astype(np.float64))
+
+
+@rule("IsNaN", versions=(9, 13, 20), reference=isnan_reference)
 def isnan_by_self_comparison(b: Builder, x: Value) -> Value:
     """IsNaN(x) = Equal(Equal(x, x), false): NaN is the one value unequal to itself.
 

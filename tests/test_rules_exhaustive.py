@@ -10,16 +10,34 @@ import pytest
 from support import every_op_case, oracle, runs_in_onnxruntime, type_name, unary_model
 
 import lowering
+from lowering.registry import all_rules
 from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import sample_values
 
-ISINF_FLAGS = [(1, 1), (1, 0), (0, 1), (0, 0)]
 
-CASES = [("IsNaN", opset, t, {}) for opset, t in every_op_case("IsNaN")] + [
-    ("IsInf", opset, t, {"detect_positive": pos, "detect_negative": neg})
-    for opset, t in every_op_case("IsInf")
-    for pos, neg in ISINF_FLAGS
+def attribute_combinations(rule) -> list[dict[str, int]]:
+    """Every combination of 0/1 for the int attributes a rule reads (IsInf's two flags)."""
+    combinations: list[dict[str, int]] = [{}]
+    for name, default in rule.attribute_defaults.items():
+        if isinstance(default, int):
+            combinations = [{**c, name: flag} for c in combinations for flag in (1, 0)]
+    return combinations
+
+
+# Every rule that states its reference, from the registry: a new one is tested without a line here.
+CASES = [
+    (rule.op_type, opset, element_type, attributes)
+    for rule in all_rules()
+    if rule.reference is not None
+    for opset, element_type in every_op_case(rule.op_type)
+    for attributes in attribute_combinations(rule)
 ]
+
+
+def test_every_rule_states_its_reference_or_depends_on_the_graph():
+    for rule in all_rules():
+        assert rule.reference is not None or rule.emits is not None, f"{rule.op_type}: no reference to check it by"
+    assert {case[0] for case in CASES} >= {"IsNaN", "IsInf"}
 
 
 def _case_id(case) -> str:
