@@ -135,7 +135,7 @@ def rules_table() -> list[dict[str, object]]:
                     node.op_type
                     for opset in _opsets_with_version(rule.op_type, version)
                     for element_type in types
-                    for attributes in _attribute_samples(rule)
+                    for attributes in rule.attribute_combinations()
                     for node in _expansion(rule, opset, element_type, attributes)
                 }
             rows.append(
@@ -176,15 +176,6 @@ def _expansion(rule, opset: int, element_type: int, attributes: dict[str, object
     builder = Builder(opset=opset, target=DEFAULT_TARGET, names=names, constants=pool, name_hint="x")
     rule.body(builder, Value("x", element_type), **attributes)
     return pool.nodes + builder.nodes
-
-
-def _attribute_samples(rule) -> list[dict[str, object]]:
-    """Every combination of 0/1 for the rule's int attributes (IsInf's two flags)."""
-    samples: list[dict[str, object]] = [{}]
-    for name, default in rule.attribute_defaults.items():
-        if isinstance(default, int):
-            samples = [{**s, name: flag} for s in samples for flag in (0, 1)]
-    return samples
 
 
 def _requested_ops(ops) -> frozenset[str]:

@@ -125,12 +125,7 @@ def save_model(
     was read from, which the data file must not replace.
     """
     shown = Path(path)
-    target = _resolve_output(shown)
-    kind = _node_kind(target)
-    if kind == "directory":
-        raise LoweringError(f"{shown}: is a directory; give a file name for the output")
-    if kind == "other":
-        raise LoweringError(f"{shown}: is a socket or another node that cannot be written; give a file name")
+    target, kind = _writable(shown)
     external = external_tensors(model)
     if kind == "stream":
         if external:
@@ -213,12 +208,7 @@ def write_file(path: str | os.PathLike, write) -> None:
     """Write a file as save_model writes a model without external data: ``write(handle)``
     fills it; atomic for a regular file, through a symbolic link, streamed into a FIFO or device."""
     shown = Path(path)
-    target = _resolve_output(shown)
-    kind = _node_kind(target)
-    if kind == "directory":
-        raise LoweringError(f"{shown}: is a directory; give a file name")
-    if kind == "other":
-        raise LoweringError(f"{shown}: is a socket or another node that cannot be written; give a file name")
+    target, kind = _writable(shown)
     try:
         if kind == "stream":
             with open(os.open(target, os.O_WRONLY), "wb") as handle:
@@ -235,6 +225,18 @@ def write_file(path: str | os.PathLike, write) -> None:
             shutil.rmtree(staging, ignore_errors=True)
     except OSError as error:
         raise LoweringError(f"{shown}: cannot write ({error.strerror or error})") from None
+
+
+def _writable(shown: Path) -> tuple[Path, str]:
+    """What a write to ``shown`` reaches and its kind ('missing', 'file' or 'stream'); a
+    directory, socket or other node is refused."""
+    target = _resolve_output(shown)
+    kind = _node_kind(target)
+    if kind == "directory":
+        raise LoweringError(f"{shown}: is a directory; give a file name for the output")
+    if kind == "other":
+        raise LoweringError(f"{shown}: is a socket or another node that cannot be written; give a file name")
+    return target, kind
 
 
 def _resolve_output(path: Path) -> Path:

@@ -58,6 +58,14 @@ class Rule:
         """The attributes the rule reads and their defaults (from the body's signature)."""
         return _keyword_defaults(self.body)
 
+    def attribute_combinations(self) -> list[dict[str, int]]:
+        """Every combination of 1/0 for the int attributes the rule reads (IsInf's two flags)."""
+        combinations: list[dict[str, int]] = [{}]
+        for name, default in self.attribute_defaults.items():
+            if isinstance(default, int):
+                combinations = [{**c, name: flag} for c in combinations for flag in (1, 0)]
+        return combinations
+
     def serves(self, version: int) -> bool:
         return version in self.since_versions
 

@@ -14,23 +14,13 @@ from lowering.registry import all_rules
 from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import sample_values
 
-
-def attribute_combinations(rule) -> list[dict[str, int]]:
-    """Every combination of 0/1 for the int attributes a rule reads (IsInf's two flags)."""
-    combinations: list[dict[str, int]] = [{}]
-    for name, default in rule.attribute_defaults.items():
-        if isinstance(default, int):
-            combinations = [{**c, name: flag} for c in combinations for flag in (1, 0)]
-    return combinations
-
-
 # Every rule that states its reference, from the registry: a new one is tested without a line here.
 CASES = [
     (rule.op_type, opset, element_type, attributes)
     for rule in all_rules()
     if rule.reference is not None
     for opset, element_type in every_op_case(rule.op_type)
-    for attributes in attribute_combinations(rule)
+    for attributes in rule.attribute_combinations()
 ]
 
 
