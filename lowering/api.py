@@ -33,7 +33,8 @@ class LoweringResult:
 def lower(model, *, ops=None, target_opset: int | None = None, fast: bool = True, strict: bool = False):
     """Lower ``model`` (``onnx.ModelProto`` or ``onnx_ir.Model``) and return the lowered model.
 
-    ``ops`` names the op types to lower (default: every op a rule covers). A ModelProto
+    ``ops`` names the op types to lower (default: the target's ``lowered_ops``, the seed ops
+    IsInf, IsNaN, OptionalHasElement and OptionalGetElement). A ModelProto
     argument is left untouched; an ``onnx_ir.Model`` comes back as a new ``onnx_ir.Model``.
     ``fast=False`` runs the plain algorithm (see :func:`lower_model`): the same bytes, slower.
     ``strict=True``: a requested op left is an error (:class:`lowering.IncompleteLowering`).
@@ -74,7 +75,7 @@ def lower_model(
     if not isinstance(model, onnx.ModelProto):
         ir_model = model
         model = _ir_to_proto(model)
-    requested = _requested_ops(ops)
+    requested = _requested_ops(ops, target)
     # The model's bytes, where it is small enough to copy (no large inline weights): the
     # checker reads them, and the pass checks new names against them.
     small = fast and model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES
@@ -178,10 +179,11 @@ def _expansion(rule, opset: int, element_type: int, attributes: dict[str, object
     return pool.nodes + builder.nodes
 
 
-def _requested_ops(ops) -> frozenset[str]:
+def _requested_ops(ops, target: Target) -> frozenset[str]:
+    """The op types to lower: ``ops``, or the target's ``lowered_ops`` where none are named."""
     covered = {rule.op_type for rule in all_rules()}
     if ops is None:
-        return frozenset(covered)
+        ops = target.lowered_ops
     if isinstance(ops, str):
         ops = [ops]
     requested = frozenset(ops)

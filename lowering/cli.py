@@ -46,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--ops",
-        help="comma-separated op types to lower (default: every op a rule covers), or 'none' to lower "
-        "nothing (with --target-opset: a pure version conversion); see --list-rules",
+        help="comma-separated op types to lower (default: IsInf, IsNaN, OptionalHasElement, OptionalGetElement), "
+        "or 'none' to lower nothing (with --target-opset: a pure version conversion); see --list-rules",
     )
     parser.add_argument(
         "--target-opset",

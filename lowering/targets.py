@@ -22,12 +22,15 @@ class Target:
     in; a rule casts any other float type, exactly, to ``widening_type`` first.
     ``kernels`` returns, per default-domain op, the (first version, last version, element
     types) its kernels cover, or None when the runtime's kernels are not known.
+    ``lowered_ops`` are the ops that must not remain when the caller names none: a product
+    choice, not "every op a rule covers", so a new rule changes no one's output unasked.
     """
 
     name: str
     compute_types: frozenset[int]
     widening_type: int
     kernels: Callable[[], KernelTable | None] = lambda: None
+    lowered_ops: frozenset[str] = frozenset()
 
     def compute_type(self, element_type: int) -> int:
         """The type to compute ``element_type`` values in: itself, or the exact widening."""
@@ -64,6 +67,10 @@ def _onnxruntime_cpu_kernels() -> KernelTable | None:
     return table
 
 
+# The ops onnx-lower was made for: TensorRT's parser rejects every Optional op (older releases
+# IsInf too), onnxruntime has no IsNaN-13 kernel for bfloat16 and no Optional-28 kernels.
+SEED_OPS = frozenset({"IsInf", "IsNaN", "OptionalHasElement", "OptionalGetElement"})
+
 # onnxruntime's CPU provider implements Abs, Equal, Greater and Less for float and double
 # only (no float16, bfloat16 or float8 kernels); tests/test_targets.py checks this against
 # the kernel registry of the installed onnxruntime. float16, bfloat16 and every float8
@@ -73,6 +80,7 @@ ONNXRUNTIME_CPU = Target(
     compute_types=frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}),
     widening_type=onnx.TensorProto.FLOAT,
     kernels=_onnxruntime_cpu_kernels,
+    lowered_ops=SEED_OPS,
 )
 
 DEFAULT_TARGET = ONNXRUNTIME_CPU

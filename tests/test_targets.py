@@ -46,3 +46,24 @@ def test_float_facts_come_from_the_dtypes():
         assert floats.has_infinity(element_type) == (element_type not in no_infinity)
     assert floats.largest_finite(onnx.TensorProto.FLOAT16) == 65504.0
     assert floats.largest_finite(onnx.TensorProto.FLOAT8E4M3FN) == 448.0
+
+
+def test_the_default_lowered_ops_are_the_seed_ops_each_with_a_rule():
+    """Lowered when the caller names none: the target's list, not every op a rule covers."""
+    from lowering.registry import all_rules
+
+    assert ONNXRUNTIME_CPU.lowered_ops == {"IsInf", "IsNaN", "OptionalHasElement", "OptionalGetElement"}
+    assert ONNXRUNTIME_CPU.lowered_ops <= {rule.op_type for rule in all_rules()}
+
+
+def test_a_target_names_what_is_lowered_by_default():
+    import dataclasses
+
+    from support import unary_model
+
+    import lowering
+
+    only_isinf = dataclasses.replace(ONNXRUNTIME_CPU, name="isinf-only", lowered_ops=frozenset({"IsInf"}))
+    model = unary_model("IsNaN", 13, onnx.TensorProto.FLOAT)
+    assert lowering.lower_model(model, target=only_isinf).report.rewritten == {}
+    assert lowering.lower_model(model).report.rewritten == {"IsNaN-13": 1}
