@@ -495,3 +495,87 @@ def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
     del moved.attribute[:]
     moved.attribute.extend(kept)
     return [moved]
+
+
+# -- the Reduce family at 18: axes from an attribute to an input ----------------------------------
+
+REDUCE_18 = "version 18 takes axes as an input, and noop_with_empty_axes says what no axes mean"
+# Those whose version 18 takes an axes input, from onnx.defs (ReduceSum moved at 13).
+REDUCE_AXES_AT_18 = tuple(
+    sorted(
+        {
+            s.name
+            for s in onnx.defs.get_all_schemas_with_history()
+            if s.name.startswith("Reduce") and s.domain == "" and s.since_version == 18
+            and any(formal.name == "axes" for formal in s.inputs)
+        }
+    )
+)  # fmt: skip
+# Reductions whose no-op (empty axes, noop_with_empty_axes=1) is the input itself beyond doubt;
+# for the others (L1, L2, LogSum, LogSumExp, SumSquare) runtimes differ on whether the
+# element-wise step still applies, so such a node is refused rather than guessed.
+NOOP_IS_IDENTITY = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd"})
+
+
+def _axes(node: onnx.NodeProto, context: AdapterContext) -> list[int] | None:
+    """The node's constant axes input ([] when absent or empty); None when it is not a constant."""
+    if len(node.input) < 2 or not node.input[1]:
+        return []
+    tensor = context.constant_of(node.input[1])
+    if tensor is None:
+        return None
+    try:
+        return [int(v) for v in onnx.numpy_helper.to_array(tensor).reshape(-1)]
+    except Exception:  # external data, a wrong type: not a constant this adapter can read
+        return None
+
+
+# From 11 to 13 only the type lists changed (the full check at the target refuses a type it lacks).
+@adapter(REDUCE_AXES_AT_18, 18, "down", "axes attribute", versions=(11, 18), reason=REDUCE_18)
+def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
+    """``ReduceX-18(x, axes=a, keepdims=k)`` with ``a`` constant = ``ReduceX-11/13(x, keepdims=k, axes=a)``;
+    no or empty axes with ``noop_with_empty_axes=0`` = ``ReduceX-13(x, keepdims=k)`` (every axis);
+    with ``noop_with_empty_axes=1`` = ``Identity(x)`` (Max, Min, Mean, Prod). Axes computed at run
+    time cannot become an attribute: refused."""
+    axes = _axes(node, context)
+    if axes is None:
+        raise LoweringError(
+            f"{context.location}: {node.op_type}-18 takes its axes from '{node.input[1]}', which is computed at "
+            f"run time, so it cannot go to opset {context.target_opset} where axes is an attribute"
+        )
+    noop = bool(_attribute(node, "noop_with_empty_axes"))
+    if not axes and noop:
+        if node.op_type not in NOOP_IS_IDENTITY:
+            raise LoweringError(
+                f"{context.location}: {node.op_type}-18 with no axes and noop_with_empty_axes=1 has no agreed "
+                f"meaning to carry to opset {context.target_opset} (runtimes differ on its element-wise step)"
+            )
+        return [helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name)]
+    moved = _moved(node)
+    del moved.input[1:]
+    kept = [a for a in moved.attribute if a.name != "noop_with_empty_axes"]
+    del moved.attribute[:]
+    moved.attribute.extend(kept)
+    if axes:
+        moved.attribute.append(helper.make_attribute("axes", axes))
+    return [moved]
+
+
+@adapter(REDUCE_AXES_AT_18, 18, "up", "axes input", versions=(11, 18))
+def axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
+    """``ReduceX-13(x, axes=a, keepdims=k)`` = ``ReduceX-18(x, Constant(a), keepdims=k)``; without
+    ``axes`` = ``ReduceX-18(x, keepdims=k)`` (``noop_with_empty_axes=0``: every axis)."""
+    axes = _attribute(node, "axes")
+    moved = _moved(node)
+    kept = [a for a in moved.attribute if a.name != "axes"]
+    del moved.attribute[:]
+    moved.attribute.extend(kept)
+    if axes is None:
+        return [moved]
+    hint = node.name or node.output[0]
+    name = context.fresh(f"{hint}_axes")
+    value = helper.make_tensor(name, onnx.TensorProto.INT64, [len(axes)], list(axes))
+    constant = helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value)
+    del moved.input[1:]
+    moved.input.append(name)
+    return [constant, moved]

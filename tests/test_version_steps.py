@@ -211,7 +211,7 @@ NAMED_CHANGES = [
     # what onnx.defs says
     (_node("Softmax"), 11, 13, "normalizes along"),
     (_node("Reshape", ("x", "s"), allowzero=1), 14, 13, "no attribute allowzero"),
-    (_node("ReduceMean", ("x", "axes")), 18, 13, "input 1 does not exist"),
+    (_node("ReduceMean", ("x", "axes")), 18, 13, "takes axes as an input"),  # its adapter declares the step
     (_node("Selu"), 1, 6, "defaults differently"),
     (_node("Upsample", ("x", "s")), 9, 10, "deprecated"),
     (_node("Gemm", ("a", "b")), 11, 9, "required there"),
@@ -402,3 +402,54 @@ def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only(op_type):
     np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
     with pytest.raises(lowering.LoweringError, match="scale of shape \\[3\\]"):
         lowering.lower(model(np.array([0.5, 0.25, 2.0], np.float32)), target_opset=10, ops=[])
+
+
+REDUCE_INPUT = np.array([[1.5, -0.0, np.inf], [np.nan, 2.0, -3.0]], np.float32)
+
+
+def _reduce_18(op_type: str, axes: list[int] | None, noop: int) -> onnx.ModelProto:
+    inputs, initializer = ["x"], []
+    if axes is not None:
+        inputs.append("axes")
+        initializer.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+    return make_model(
+        [helper.make_node(op_type, inputs, ["y"], name="reduce", keepdims=1, noop_with_empty_axes=noop)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+        opset=18,
+        initializer=initializer,
+    )
+
+
+@pytest.mark.parametrize("target", [17, 13, 11])
+@pytest.mark.parametrize("axes", [[1], [-1, 0], [], None])
+@pytest.mark.parametrize("noop", [0, 1])
+@pytest.mark.parametrize("op_type", adapters.REDUCE_AXES_AT_18)
+def test_reduce_18_axes_input_goes_down_to_the_attribute_and_back_bit_for_bit(op_type, noop, axes, target):
+    """ReduceX-18 → 17/13/11 moves constant axes into the attribute (onnx's converter keeps
+    noop_with_empty_axes, which 17 does not have), and back up to 18 as a Constant input."""
+    model = _reduce_18(op_type, axes, noop)
+    if noop and not axes and op_type not in adapters.NOOP_IS_IDENTITY:
+        with pytest.raises(lowering.LoweringError, match="no agreed meaning"):
+            lowering.lower(model, target_opset=target, ops=[])
+        return
+    down = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(down, full_check=True)
+    up = lowering.lower(down, target_opset=18, ops=[])
+    onnx.checker.check_model(up, full_check=True)
+    (want,) = run_onnxruntime(model, {"x": REDUCE_INPUT})
+    for converted in (down, up):
+        (got,) = run_onnxruntime(converted, {"x": REDUCE_INPUT})
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_reduce_18_with_axes_computed_at_run_time_is_refused_naming_it():
+    model = make_model(
+        [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ReduceMean", ["x", "s"], ["y"], name="mean")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+        opset=18,
+    )
+    with pytest.raises(lowering.LoweringError, match="node 'mean'.*computed at run time"):
+        lowering.lower(model, target_opset=17, ops=[])
