@@ -511,9 +511,10 @@ REDUCE_AXES_AT_18 = tuple(
         }
     )
 )  # fmt: skip
-# Reductions whose no-op (empty axes, noop_with_empty_axes=1) is the input itself beyond doubt;
-# for the others (L1, L2, LogSum, LogSumExp, SumSquare) runtimes differ on whether the
-# element-wise step still applies, so such a node is refused rather than guessed.
+# Reductions whose no-op (empty axes, noop_with_empty_axes=1) is the input itself beyond doubt.
+# For the others (L1, L2, LogSum, LogSumExp, SumSquare) the spec says the output is the input,
+# while onnx.reference and onnxruntime apply the element-wise step (SumSquare squares, LogSum
+# takes the log): such a node is refused rather than given one of the two meanings.
 NOOP_IS_IDENTITY = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd"})
 
 
@@ -548,7 +549,8 @@ def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
         if node.op_type not in NOOP_IS_IDENTITY:
             raise LoweringError(
                 f"{context.location}: {node.op_type}-18 with no axes and noop_with_empty_axes=1 has no agreed "
-                f"meaning to carry to opset {context.target_opset} (runtimes differ on its element-wise step)"
+                f"meaning to carry to opset {context.target_opset} (the spec says the input itself; onnx.reference "
+                "and onnxruntime apply the element-wise step)"
             )
         return [helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name)]
     moved = _moved(node)
