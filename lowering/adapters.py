@@ -581,3 +581,30 @@ def axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     del moved.input[1:]
     moved.input.append(name)
     return [constant, moved]
+
+
+# -- Reshape at 14: allowzero ------------------------------------------------------------------------
+
+RESHAPE_14 = "version 14 adds allowzero: with allowzero=1 a 0 in the shape means size 0, not 'copy this dimension'"
+known_change(
+    ("Reshape",), 14, RESHAPE_14, down_only=True, affects=lambda node: _attribute(node, "allowzero") is not None
+)
+
+
+@adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 14))
+def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """``Reshape-14(x, s, allowzero=0)`` = ``Reshape-5/13(x, s)``: a 0 in ``s`` copies that dimension
+    in both. ``allowzero=1`` means the same where ``s`` is a constant holding no 0; otherwise the
+    older versions cannot say it: refused."""
+    if _attribute(node, "allowzero"):
+        shape = _axes(node, context)  # the constant second input, read as integers
+        if shape is None or 0 in shape:
+            raise LoweringError(
+                f"{context.location}: Reshape-14 with allowzero=1 and a shape that is computed at run time or "
+                f"holds a 0 cannot go to opset {context.target_opset} ({RESHAPE_14})"
+            )
+    moved = _moved(node)
+    kept = [a for a in moved.attribute if a.name != "allowzero"]
+    del moved.attribute[:]
+    moved.attribute.extend(kept)
+    return [moved]

@@ -210,7 +210,7 @@ NAMED_CHANGES = [
     (_node("BatchNormalization", ("x", "s", "b", "m", "v"), ("y", "m2", "v2"), training_mode=1), 15, 9, "training"),
     # what onnx.defs says
     (_node("Softmax"), 11, 13, "normalizes along"),
-    (_node("Reshape", ("x", "s"), allowzero=1), 14, 13, "no attribute allowzero"),
+    (_node("Reshape", ("x", "s"), allowzero=1), 14, 13, "adds allowzero"),  # its adapter declares the step
     (_node("ReduceMean", ("x", "axes")), 18, 13, "takes axes as an input"),  # its adapter declares the step
     (_node("Selu"), 1, 6, "defaults differently"),
     (_node("Upsample", ("x", "s")), 9, 10, "deprecated"),
@@ -453,3 +453,38 @@ def test_reduce_18_with_axes_computed_at_run_time_is_refused_naming_it():
     )
     with pytest.raises(lowering.LoweringError, match="node 'mean'.*computed at run time"):
         lowering.lower(model, target_opset=17, ops=[])
+
+
+@pytest.mark.parametrize("target", [13, 11])
+@pytest.mark.parametrize(
+    ("allowzero", "shape"), [(None, [0, -1]), (0, [3, 2]), (0, [0, -1]), (1, [3, 2]), (1, [-1, 2])]
+)
+def test_reshape_14_goes_down_where_allowzero_means_nothing_new(allowzero, shape, target):
+    attributes = {} if allowzero is None else {"allowzero": allowzero}
+    model = make_model(
+        [helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape", **attributes)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+        opset=14,
+        initializer=[numpy_helper.from_array(np.array(shape, np.int64), "s")],
+    )
+    converted = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    x = EDGES[:6].reshape(2, 3)
+    (want,), (got,) = run_onnxruntime(model, {"x": x}), run_onnxruntime(converted, {"x": x})
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_reshape_14_with_allowzero_and_a_shape_known_only_at_run_time_is_refused():
+    model = make_model(
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Reshape", ["x", "s"], ["y"], name="r", allowzero=1),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        opset=14,
+    )
+    with pytest.raises(lowering.LoweringError, match="node 'r'.*allowzero=1"):
+        lowering.lower(model, target_opset=13, ops=[])
