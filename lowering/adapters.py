@@ -294,11 +294,12 @@ def adapter_for(op_type: str, source_version: int, target_version: int) -> Regis
     return None
 
 
-def _moved(node: onnx.NodeProto, **attributes) -> onnx.NodeProto:
-    """A copy of ``node`` with ``attributes`` set (replacing any of the same name)."""
+def _moved(node: onnx.NodeProto, *, dropped: tuple[str, ...] = (), **attributes) -> onnx.NodeProto:
+    """A copy of ``node`` without the attributes named in ``dropped``, with ``attributes`` set
+    (replacing any of the same name)."""
     moved = onnx.NodeProto()
     moved.CopyFrom(node)
-    kept = [a for a in moved.attribute if a.name not in attributes]
+    kept = [a for a in moved.attribute if a.name not in attributes and a.name not in dropped]
     del moved.attribute[:]
     moved.attribute.extend(kept)
     moved.attribute.extend(helper.make_attribute(name, value) for name, value in attributes.items())
@@ -389,11 +390,7 @@ def batch_normalization_without_training_mode(node: onnx.NodeProto, context: Ada
     Training mode is left to onnx's converter."""
     if not _inference_only(node):
         return None
-    moved = onnx.NodeProto()
-    moved.CopyFrom(node)
-    kept = [a for a in moved.attribute if a.name != "training_mode"]
-    del moved.attribute[:]
-    moved.attribute.extend(kept)
+    moved = _moved(node, dropped=("training_mode",))
     del moved.output[1:]
     return [moved]
 
@@ -490,10 +487,7 @@ def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
             f"{context.location}: {node.op_type} with a scale of shape {scale} cannot go to opset "
             f"{context.target_opset} ({QUANTIZE_13}); only a scalar scale can"
         )
-    moved = _moved(node)
-    kept = [a for a in moved.attribute if a.name != "axis"]
-    del moved.attribute[:]
-    moved.attribute.extend(kept)
+    moved = _moved(node, dropped=("axis",))
     return [moved]
 
 
@@ -518,8 +512,9 @@ REDUCE_AXES_AT_18 = tuple(
 NOOP_IS_IDENTITY = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd"})
 
 
-def _axes(node: onnx.NodeProto, context: AdapterContext) -> list[int] | None:
-    """The node's constant axes input ([] when absent or empty); None when it is not a constant."""
+def _constant_ints(node: onnx.NodeProto, context: AdapterContext) -> list[int] | None:
+    """The node's second input (Reduce axes, a Reshape shape) as integers, [] when absent or
+    empty; None when it is not a constant."""
     if len(node.input) < 2 or not node.input[1]:
         return []
     tensor = context.constant_of(node.input[1])
@@ -538,7 +533,7 @@ def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     no or empty axes with ``noop_with_empty_axes=0`` = ``ReduceX-13(x, keepdims=k)`` (every axis);
     with ``noop_with_empty_axes=1`` = ``Identity(x)`` (Max, Min, Mean, Prod). Axes computed at run
     time cannot become an attribute: refused."""
-    axes = _axes(node, context)
+    axes = _constant_ints(node, context)
     if axes is None:
         raise LoweringError(
             f"{context.location}: {node.op_type}-18 takes its axes from '{node.input[1]}', which is computed at "
@@ -553,11 +548,8 @@ def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
                 "and onnxruntime apply the element-wise step)"
             )
         return [helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name)]
-    moved = _moved(node)
+    moved = _moved(node, dropped=("noop_with_empty_axes",))
     del moved.input[1:]
-    kept = [a for a in moved.attribute if a.name != "noop_with_empty_axes"]
-    del moved.attribute[:]
-    moved.attribute.extend(kept)
     if axes:
         moved.attribute.append(helper.make_attribute("axes", axes))
     return [moved]
@@ -568,10 +560,7 @@ def axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     """``ReduceX-13(x, axes=a, keepdims=k)`` = ``ReduceX-18(x, Constant(a), keepdims=k)``; without
     ``axes`` = ``ReduceX-18(x, keepdims=k)`` (``noop_with_empty_axes=0``: every axis)."""
     axes = _attribute(node, "axes")
-    moved = _moved(node)
-    kept = [a for a in moved.attribute if a.name != "axes"]
-    del moved.attribute[:]
-    moved.attribute.extend(kept)
+    moved = _moved(node, dropped=("axes",))
     if axes is None:
         return [moved]
     hint = node.name or node.output[0]
@@ -597,14 +586,11 @@ def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
     in both. ``allowzero=1`` means the same where ``s`` is a constant holding no 0; otherwise the
     older versions cannot say it: refused."""
     if _attribute(node, "allowzero"):
-        shape = _axes(node, context)  # the constant second input, read as integers
+        shape = _constant_ints(node, context)
         if shape is None or 0 in shape:
             raise LoweringError(
                 f"{context.location}: Reshape-14 with allowzero=1 and a shape that is computed at run time or "
                 f"holds a 0 cannot go to opset {context.target_opset} ({RESHAPE_14})"
             )
-    moved = _moved(node)
-    kept = [a for a in moved.attribute if a.name != "allowzero"]
-    del moved.attribute[:]
-    moved.attribute.extend(kept)
+    moved = _moved(node, dropped=("allowzero",))
     return [moved]

@@ -211,12 +211,12 @@ def arithmetic_block(draw, space: Namespace, inputs: list[str], work: int, class
 # -- optionals -------------------------------------------------------------------------------------
 
 
-def decide_block(draw, space: Namespace, x: str, c: str, element_type: int, opset: int, avoid=frozenset()) -> list[str]:
+def decide_block(draw, space: Namespace, x: str, c: str, element_type: int, opset: int) -> list[str]:
     """``opt = If(c)`` yielding Optional(x) / Optional() (or both present), OptionalHasElement,
     OptionalGetElement under an If on the flag (or directly where it always holds a value);
     returns the outputs to expose (a bool flag, maybe a value of ``element_type``)."""
     opt, has = _fresh(draw, space), _fresh(draw, space)
-    always = "both" not in avoid and draw(st.integers(0, 3)) == 0  # both branches hold a value
+    always = draw(st.integers(0, 3)) == 0  # both branches hold a value
 
     def branch(present: bool, label: str) -> onnx.GraphProto:
         out = _fresh(draw, space)
@@ -238,7 +238,7 @@ def decide_block(draw, space: Namespace, x: str, c: str, element_type: int, opse
     then_graph, else_graph = branch(then_present, "then"), branch(else_present, "else")
     space.nodes.append(helper.make_node("If", [c], [opt], then_branch=then_graph, else_branch=else_graph))
     holder = opt
-    if "identity" not in avoid and draw(st.integers(0, 3)) == 0:  # an Identity of a decided optional is decided
+    if draw(st.integers(0, 3)) == 0:  # an Identity of a decided optional is decided
         holder = _fresh(draw, space)
         space.nodes.append(helper.make_node("Identity", [opt], [holder]))
     space.nodes.append(helper.make_node("OptionalHasElement", [holder], [has]))
@@ -343,29 +343,27 @@ def arithmetic_cases(draw, element_types=(FLOAT16, BFLOAT16, FLOAT, DOUBLE)) -> 
 
 
 @st.composite
-def optional_cases(draw, max_functions=12, avoid=frozenset(), element_types=(FLOAT, FLOAT16, DOUBLE)) -> FuzzCase:
+def optional_cases(draw, max_functions=12, element_types=(FLOAT, FLOAT16, DOUBLE)) -> FuzzCase:
     """Optionals decided by an If, in the main graph and in up to ``max_functions`` local
     functions that reuse the same names, beside untouched Ifs (an output nobody reads), unused
-    Optional nodes the user wrote, and arithmetic. ``avoid`` leaves out patterns: "unused"
-    Optional nodes, "untouched" Ifs, Ifs whose "both" branches hold a value, "identity" reads."""
-    unused_optionals, untouched = "unused" not in avoid, "untouched" not in avoid
+    Optional nodes the user wrote, and arithmetic."""
     element_type = draw(st.sampled_from(element_types))
     low, high = _opset_range([element_type], 16)  # If-13 yields no optionals
     opset = draw(st.integers(low, high))
     main = Namespace("main")
     outputs: list[str] = []
     if draw(st.booleans()):
-        outputs += decide_block(draw, main, "x", "c", element_type, opset, avoid)
-    if unused_optionals and draw(st.integers(0, 2)) == 0:
+        outputs += decide_block(draw, main, "x", "c", element_type, opset)
+    if draw(st.integers(0, 2)) == 0:
         unused_optional_block(draw, main, "x", element_type)
-    if untouched and draw(st.integers(0, 2)) == 0:
+    if draw(st.integers(0, 2)) == 0:
         outputs += untouched_if_block(draw, main, "x", "c", element_type)
 
     def body(space: Namespace) -> list[str]:
-        kinds = ["decide", "decide", "arithmetic"] + ["untouched"] * untouched + ["unused"] * unused_optionals
+        kinds = ["decide", "decide", "arithmetic", "untouched", "unused"]
         kind = draw(st.sampled_from(kinds))
         if kind == "decide":
-            result = decide_block(draw, space, "x", "c", element_type, opset, avoid)
+            result = decide_block(draw, space, "x", "c", element_type, opset)
         elif kind == "untouched":
             result = untouched_if_block(draw, space, "x", "c", element_type)
         elif kind == "arithmetic":
@@ -375,7 +373,7 @@ def optional_cases(draw, max_functions=12, avoid=frozenset(), element_types=(FLO
             result = [_fresh(draw, space)]
             space.nodes.append(helper.make_node("Neg", ["x"], result))
             space.kept.add(result[0])
-        if unused_optionals and draw(st.integers(0, 3)) == 0:
+        if draw(st.integers(0, 3)) == 0:
             unused_optional_block(draw, space, "x", element_type)
         return result
 
