@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import onnx
 
-from . import postcheck, protowire, schemas, versioning
-from .engine import LoweringPass, default_opset
+from . import postcheck, schemas, versioning
+from .engine import Legalizer, default_opset
 from .errors import IncompleteLowering, InternalError, LoweringError
-from .modelio import checkable
+from .modelio import WHOLE_MODEL_LIMIT_BYTES, checkable
 from .opcount import count_ops
 from .registry import all_rules
 from .report import LoweringReport
@@ -20,23 +22,25 @@ from .targets import DEFAULT_TARGET, Target
 
 @dataclass
 class LoweringResult:
-    """The lowered model, what the pass did, and whether it changed anything."""
+    """The lowered model, what the pass did, and whether it changed anything; ``path`` names
+    the path that made it ("fast" or "plain", see :mod:`lowering.paths`)."""
 
     model: Any
     report: LoweringReport
+    path: str = "fast"
 
     @property
     def modified(self) -> bool:
         return bool(self.report.rewritten)
 
 
-def lower(model, *, ops=None, target_opset: int | None = None, fast: bool = True, strict: bool = False):
+def lower(model, *, ops=None, target_opset: int | None = None, fast=None, strict: bool = False):
     """Lower ``model`` (``onnx.ModelProto`` or ``onnx_ir.Model``) and return the lowered model.
 
     ``ops`` names the op types to lower (default: the target's ``lowered_ops``, the seed ops
     IsInf, IsNaN, OptionalHasElement and OptionalGetElement). A ModelProto
     argument is left untouched; an ``onnx_ir.Model`` comes back as a new ``onnx_ir.Model``.
-    ``fast=False`` runs the plain algorithm (see :func:`lower_model`): the same bytes, slower.
+    ``fast=False`` runs the plain path (see :func:`lower_model`): the same bytes, slower.
     ``strict=True``: a requested op left is an error (:class:`lowering.IncompleteLowering`).
     """
     return lower_model(model, ops=ops, target_opset=target_opset, fast=fast, strict=strict).model
@@ -49,18 +53,21 @@ def lower_model(
     target_opset: int | None = None,
     target: Target = DEFAULT_TARGET,
     progress=None,
-    fast: bool = True,
+    fast=None,
     strict: bool = False,
 ) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
 
     ``progress`` (a :class:`lowering.progress.Progress`) is told how many nodes and graphs are done.
 
-    ``fast=False`` runs the plain algorithm, which is the specification of the default one:
-    every node through its rule, names listed from the model, node lists rebuilt as NodeProtos.
-    The speed work (expansions memoized per kind of node and replayed as wire bytes, names
-    checked against the model's bytes, node lists spliced as bytes) is switched off; the
-    result is the same, byte for byte (tests compare the two).
+    ``fast=False`` runs the plain path (:mod:`lowering.paths`), which is the specification of
+    the fast one: every node through its pattern, names listed from the model, node lists
+    rebuilt as NodeProtos. The speed work (:mod:`lowering.fast`: expansions memoized per kind
+    of node and replayed as wire bytes, names checked against the model's bytes, node lists
+    spliced as bytes) is switched off; the result is the same, byte for byte (tests compare
+    the two). ``fast=lowering.fast.Shortcuts(...)`` switches single shortcuts off. The default
+    (None) is the fast path, or the plain one where the environment sets ``ONNX_LOWER_PLAIN=1``
+    (so a whole test suite can run on the plain path).
 
     ``strict=True`` is a full conversion: where a node of a requested op is left (the report's
     ``remaining``, each with its reason), raise :class:`lowering.IncompleteLowering` instead of
@@ -76,9 +83,13 @@ def lower_model(
         ir_model = model
         model = _ir_to_proto(model)
     requested = _requested_ops(ops, target)
+    if target_opset is None:
+        target_opset = target.opset
+    if fast is None:
+        fast = os.environ.get("ONNX_LOWER_PLAIN", "") != "1"
     # The model's bytes, where it is small enough to copy (no large inline weights): the
     # checker reads them, and the pass checks new names against them.
-    small = fast and model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES
+    small = bool(fast) and getattr(fast, "whole_bytes", True) and model.ByteSize() <= WHOLE_MODEL_LIMIT_BYTES
     model_bytes = model.SerializeToString() if small else None
     _check_input(model, model_bytes)
     source_opset = default_opset(model.opset_import)
@@ -89,12 +100,10 @@ def lower_model(
     collecting = gc.isenabled()
     gc.disable()  # the pass makes many short-lived objects and no garbage cycles worth chasing
     try:
-        lowering_pass = LoweringPass(
+        lowering_pass = Legalizer(
             lowered,
             model,
-            requested_ops=requested,
-            target=target,
-            target_opset=target_opset,
+            target=dataclasses.replace(target, lowered_ops=requested, opset=target_opset),
             progress=progress,
             model_bytes=model_bytes,
             fast=fast,
@@ -103,7 +112,7 @@ def lower_model(
     finally:
         if collecting:
             gc.enable()
-    _check_postcondition(lowered, requested, report, whole=model_bytes is not None)
+    _check_postcondition(lowered, requested, report, whole=lowering_pass.path.name == "fast" and small)
     if strict and report.remaining:
         raise IncompleteLowering(report.remaining)
     if target_opset is not None:
@@ -114,8 +123,8 @@ def lower_model(
     if ir_model is not None:
         import onnx_ir
 
-        return LoweringResult(onnx_ir.serde.deserialize_model(lowered), report)
-    return LoweringResult(lowered, report)
+        return LoweringResult(onnx_ir.serde.deserialize_model(lowered), report, lowering_pass.path.name)
+    return LoweringResult(lowered, report, lowering_pass.path.name)
 
 
 def rules_table() -> list[dict[str, object]]:
@@ -284,5 +293,6 @@ def _check_postcondition(
 
 
 def _may_hold_op_types(model: onnx.ModelProto, op_types: frozenset[str]) -> bool:
-    data = model.SerializeToString()
-    return any(protowire.field(protowire.OP_TYPE_TAG, op_type.encode()) in data for op_type in op_types)
+    from .fast import may_hold_op_types
+
+    return may_hold_op_types(model, op_types)

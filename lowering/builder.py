@@ -33,11 +33,13 @@ class DecidedOptional:
     element: Value | None
 
 
-@dataclass(frozen=True)
-class NotLowered:
-    """A rule's answer when it cannot apply; ``reason`` reaches the user's report."""
+class NotLowered(Exception):
+    """Why a pattern does not apply to a node: a rule returns it, the driver raises it; the
+    ``reason`` reaches the user's report."""
 
-    reason: str
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @functools.cache

@@ -184,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
             ops=ops,
             target_opset=args.target_opset,
             progress=progress,
-            fast=not args.plain,
+            fast=False if args.plain else None,
             strict=args.strict,
         )
     finally:

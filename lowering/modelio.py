@@ -14,10 +14,12 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper
 
-from . import protowire
 from .errors import LoweringError
 
 COPY_CHUNK = 16 << 20
+# Above this size a model is not copied whole to bytes (memory first): names are listed and
+# nodes serialized one by one instead.
+WHOLE_MODEL_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -326,7 +328,7 @@ def external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
     """Every tensor of the model held in external data: initializers and attribute tensors, in
     the main graph, its subgraphs and functions. A model whose bytes hold no
     ``data_location: EXTERNAL`` field has none, and is not walked tensor by tensor."""
-    if model.ByteSize() <= protowire.WHOLE_MODEL_LIMIT_BYTES and _EXTERNAL_LOCATION not in model.SerializeToString():
+    if model.ByteSize() <= WHOLE_MODEL_LIMIT_BYTES and _EXTERNAL_LOCATION not in model.SerializeToString():
         return []
     return [t for t in external_data_helper._get_all_tensors(model) if external_data_helper.uses_external_data(t)]
 

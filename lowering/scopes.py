@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import onnx
 
-from . import protowire, schemas
+from . import schemas
 from .builder import ConstantPool, output_type_rule, same_typed_inputs, schema_output_rule
 from .naming import NameAllocator
 
@@ -111,9 +111,7 @@ class Scope:
         self.constants = ConstantPool(names)
         self.unknown_types_reason = unknown_types_reason
         self.op_types: list[str] = [node.op_type for node in graph.node]
-        self.node_tag = protowire.node_tag(graph)
         self.type_strings: dict[str, str] = {}  # schema spellings of types looked up (lowering's memo)
-        self.rules: dict[tuple[str, str], tuple] = {}  # (domain, op type) → how lowering treats it (its memo)
         self.other_domains = True  # whether nodes may be outside the default domain (lowering says)
         self._twin_provider = twin
         self._twin: onnx.GraphProto | None = None

@@ -16,14 +16,17 @@ KernelTable = dict[str, list[tuple[int, int, frozenset[int]]]]
 
 @dataclass(frozen=True)
 class Target:
-    """A runtime that lowered models must run on.
+    """What a legal node is: the default-domain ``opset`` to write (None: the model's own),
+    the ``lowered_ops`` that must not remain, and the runtime the result must run on.
 
     ``compute_types`` are the float element types the runtime compares and does arithmetic
     in; a rule casts any other float type, exactly, to ``widening_type`` first.
     ``kernels`` returns, per default-domain op, the (first version, last version, element
     types) its kernels cover, or None when the runtime's kernels are not known.
-    ``lowered_ops`` are the ops that must not remain when the caller names none: a product
-    choice, not "every op a rule covers", so a new rule changes no one's output unasked.
+    ``lowered_ops`` are the ops that must not remain (the default when the caller names none
+    is a product choice, not "every op a pattern covers", so a new pattern changes no one's
+    output unasked). A node is legal when its op is not among them and, where ``opset`` is set,
+    it means there what it meant at the model's opset.
     """
 
     name: str
@@ -31,6 +34,7 @@ class Target:
     widening_type: int
     kernels: Callable[[], KernelTable | None] = lambda: None
     lowered_ops: frozenset[str] = frozenset()
+    opset: int | None = None
 
     def compute_type(self, element_type: int) -> int:
         """The type to compute ``element_type`` values in: itself, or the exact widening."""

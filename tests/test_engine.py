@@ -395,11 +395,9 @@ def test_nan_sanitizer_keeps_negative_zero_under_onnxruntime_optimizations():
     assert got.tobytes() == want.tobytes()
 
 
-def test_replayed_templates_equal_running_every_rule(monkeypatch):
+def test_replayed_templates_equal_running_every_rule():
     """Nodes of one kind share a recorded expansion; replaying it must give the very bytes
-    running the rule on each node gives."""
-    import lowering.engine as engine
-
+    running the rule on each node gives (the plain path)."""
     nodes, outputs = [], []
     for k, (op_type, attrs) in enumerate(
         [("IsNaN", {}), ("IsInf", {}), ("IsNaN", {}), ("IsInf", {"detect_negative": 0}), ("IsInf", {})] * 3
@@ -417,5 +415,4 @@ def test_replayed_templates_equal_running_every_rule(monkeypatch):
         opset=20,
     )
     replayed = lowering.lower(model).SerializeToString()
-    monkeypatch.setattr(engine.LoweringPass, "_record", lambda self, *args: engine._NOT_CACHEABLE)
-    assert lowering.lower(model).SerializeToString() == replayed
+    assert lowering.lower(model, fast=False).SerializeToString() == replayed

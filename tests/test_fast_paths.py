@@ -13,9 +13,8 @@ from onnx import helper
 from support import make_model, oracle
 
 import lowering
-import lowering.engine as engine
-import lowering.protowire as protowire
-import lowering.templates as templates
+import lowering.fast.protowire as protowire
+from lowering.fast import Shortcuts
 from lowering.naming import NameAllocator, names_in_model
 from lowering.opcount import count_ops
 from lowering.runtime import run_onnxruntime
@@ -121,29 +120,17 @@ def test_claiming_names_takes_all_or_none():
 
 
 # -- whole passes: every shortcut off gives the same bytes ---------------------------------
-def lowered_bytes(model: onnx.ModelProto) -> bytes:
-    return lowering.lower(model).SerializeToString()
+def lowered_bytes(model: onnx.ModelProto, **shortcuts: bool) -> bytes:
+    return lowering.lower(model, fast=Shortcuts(**shortcuts)).SerializeToString()
 
 
 @pytest.mark.parametrize("path", ORIGINALS, ids=lambda p: str(p.relative_to(GOLDEN)))
-def test_golden_models_lower_the_same_with_one_shortcut_off_at_a_time(path, monkeypatch):
+@pytest.mark.parametrize("shortcut", ["whole_bytes", "direct_replay", "replay_together"])
+def test_golden_models_lower_the_same_with_one_shortcut_off_at_a_time(path, shortcut):
     """Each shortcut alone off, the others on: they do not lean on one another. (All of them off
-    at once is the plain algorithm, ``fast=False``, which tests/test_golden.py compares.)"""
+    at once is the plain path, ``fast=False``, which tests/test_golden.py compares.)"""
     model = load_text(path)
-    fast = lowered_bytes(model)
-    with monkeypatch.context() as patch:
-        patch.setattr(protowire, "WHOLE_MODEL_LIMIT_BYTES", 0)  # names listed, nodes one by one
-        assert lowered_bytes(model) == fast
-    with monkeypatch.context() as patch:
-        patch.setattr(engine, "replay_together", lambda *args: None)  # replays one by one
-        assert lowered_bytes(model) == fast
-    with monkeypatch.context() as patch:
-        patch.setattr(templates.Template, "_prepare_direct_replay", _no_direct_replay)  # names one by one
-        assert lowered_bytes(model) == fast
-
-
-def _no_direct_replay(template) -> None:
-    template._direct = None
+    assert lowered_bytes(model, **{shortcut: False}) == lowered_bytes(model)
 
 
 def many_kinds_model() -> onnx.ModelProto:
@@ -199,13 +186,12 @@ def layered_model() -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("build", [many_kinds_model, layered_model])
-def test_interleaved_kinds_and_colliding_names_lower_the_same_one_by_one(build, monkeypatch):
+def test_interleaved_kinds_and_colliding_names_lower_the_same_one_by_one(build):
     model = build()
     fast = lowered_bytes(model)
-    monkeypatch.setattr(engine, "replay_together", lambda *args: None)
-    assert lowered_bytes(model) == fast
-    monkeypatch.setattr(templates.Template, "_prepare_direct_replay", _no_direct_replay)
-    assert lowered_bytes(model) == fast
+    assert lowered_bytes(model, replay_together=False) == fast
+    assert lowered_bytes(model, replay_together=False, direct_replay=False) == fast
+    assert lowering.lower(model, fast=False).SerializeToString() == fast
     lowered = onnx.load_from_string(fast)
     onnx.checker.check_model(lowered, full_check=True)
     taken = names_in_model(model)  # the model's own node names may repeat; new ones may not
@@ -269,12 +255,11 @@ def test_names_continue_from_the_last_counter_as_a_scan_from_one_would():
         assert remembering.fresh(base) == plain.fresh(base)
 
 
-def test_many_nodes_named_alike_lower_as_one_by_one(monkeypatch):
+def test_many_nodes_named_alike_lower_as_one_by_one():
     nodes = [helper.make_node("IsNaN", ["x"], [f"out{k}"], name="same") for k in range(300)]
     outputs = [helper.make_tensor_value_info(f"out{k}", onnx.TensorProto.BOOL, ["N"]) for k in range(300)]
     model = make_model(nodes, [helper.make_tensor_value_info("x", F32, ["N"])], outputs, opset=17)
     fast = lowering.lower(model)
     names = [n.name for n in fast.graph.node]
     assert names[-2:] == ["same_Equal_598", "same_Equal_599"] and len(set(names)) == len(names)
-    monkeypatch.setattr(templates.Template, "_prepare_direct_replay", _no_direct_replay)
-    assert lowered_bytes(model) == fast.SerializeToString()
+    assert lowered_bytes(model, direct_replay=False) == fast.SerializeToString()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import onnx
 
+from ..builder import Value, constant_key
+from ..naming import safe_characters
 from . import protowire
-from .builder import Value, constant_key
-from .naming import safe_characters
 
 _MARK = "\x00"
 _PLACEHOLDER = re.compile("(\x00[a-z]\\d+\x00)")
@@ -55,6 +56,16 @@ class RecordingConstants:
         del count
 
 
+class DirectPlan(NamedTuple):
+    """How a template is replayed without looking at its naming events one by one."""
+
+    finals: list[str]  # the texts of its fresh names, after the node's hint
+    tails: tuple[str, ...]  # the tail of each fresh name (what the allocator checks)
+    constant_keys: list[tuple]  # the shared constants it reads
+    used: list[int]  # the slots its nodes read, in first-use order
+    node_formats: list[tuple]  # per node: its wire bytes with %b for names, and the slots to fill them
+
+
 @dataclass(eq=False)  # one template is one kind of node: compared by identity
 class Template:
     """Recorded nodes (names are placeholders) and the naming events to replay."""
@@ -64,6 +75,7 @@ class Template:
     inputs: list[str]  # placeholders standing for the node's inputs
     hint: str  # placeholder standing for the node's name hint
     outputs: list[str]  # placeholders standing for the node's outputs
+    prepare_direct: bool = True  # whether to prepare a DirectPlan where one is possible
     _plan: list[tuple] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -92,14 +104,15 @@ class Template:
             if node.HasField("domain"):
                 fixed += protowire.field(protowire.DOMAIN_TAG, node.domain.encode())
             self._node_plans.append((names, fixed))
-        self._prepare_direct_replay()
+        self.direct_plan: DirectPlan | None = None
+        if self.prepare_direct:
+            self._prepare_direct_replay()
 
     def _prepare_direct_replay(self) -> None:
         """When every fresh name is the node's hint and a text, the names a replay gets are
         known up to the hint: the texts with the counters they collide into among themselves
         (``_equal``, ``_equal_1``). A replay then claims them all at once, and fills each node's
         bytes with one formatting. None where a name is made otherwise."""
-        self._direct = None
         hinted = [step for step in self._plan if step[0] == "hinted"]
         constants = [step for step in self._plan if step[0] == "constant"]
         if len(hinted) + len(constants) != len(self._plan):
@@ -126,14 +139,16 @@ class Template:
                 else:  # a literal name (an unused output is "")
                     pattern += protowire.field(tag, name.encode()).replace(b"%", b"%%")
             node_formats.append((pattern + fixed.replace(b"%", b"%%"), _tuple_getter(indices)))
-        self._direct = (finals, tuple(s[3] for s in hinted), [s[5] for s in constants], used, node_formats)
+        self.direct_plan = DirectPlan(
+            finals, tuple(s[3] for s in hinted), [s[5] for s in constants], used, node_formats
+        )
 
     def instantiate(self, inputs, outputs, hint: str, names, constants, tag: bytes) -> list[bytes]:
         """The recorded nodes, as node fields under ``tag`` (see :mod:`lowering.protowire`),
         for a node with these ``inputs``, ``outputs`` and name ``hint``, fresh names asked for
         in the recorded order."""
-        if self._direct is not None and hint:
-            together = replay_together([(self, inputs, outputs, hint)], names, constants, tag)
+        if self.direct_plan is not None and hint:
+            together = replay_together([Replay(self, inputs, outputs, hint)], names, constants, tag)
             if together is not None:
                 return list(together[0])
         real: dict[str, str] = {self.hint: hint}
@@ -205,8 +220,13 @@ def _identifier_start(text: str) -> str:
     return "_" + text if text[0].isdigit() else text
 
 
-# A node waiting for its template's replay: (template, its inputs, its outputs, its name hint).
-Replay = tuple[Template, list[str], list[str], str]
+class Replay(NamedTuple):
+    """A node waiting for its template's replay."""
+
+    template: Template
+    inputs: list[str]
+    outputs: list[str]
+    hint: str
 
 
 def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list[tuple[bytes, ...]] | None:
@@ -215,7 +235,7 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
     what replaying one after the other gives; None (nothing taken) when any name is not free,
     a constant is missing, or a hint is empty: then replay them one by one."""
     hints = [hint for _, _, _, hint in replays]
-    if not all(hints) or any(template._direct is None for template, _, _, _ in replays):
+    if not all(hints) or any(template.direct_plan is None for template, _, _, _ in replays):
         return None
     starts = hints if safe_characters("".join(hints)) == "".join(hints) else [safe_characters(h) for h in hints]
     starts = [_identifier_start(start) for start in starts] if any(s[0].isdigit() for s in starts) else starts
@@ -230,7 +250,7 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
     candidates: list[str] = []
     tails: set[str] = set()
     for template, positions in groups.items():
-        finals, template_tails, constant_keys, used, node_formats = template._direct
+        finals, template_tails, constant_keys, used, node_formats = template.direct_plan
         constant_names = []
         for key in constant_keys:
             found = constants.existing(key)
@@ -248,7 +268,7 @@ def replay_together(replays: list[Replay], names, constants, tag: bytes) -> list
     records: list[tuple[bytes, ...]] = [()] * len(replays)
     small, varint = protowire.SMALL_VARINTS, protowire.varint
     for template, positions, fresh_columns, constant_names in planned:
-        _, _, _, used, node_formats = template._direct
+        _, _, _, used, node_formats = template.direct_plan
         group = [replays[p] for p in positions]
         hint_slot = len(template.inputs) + len(template.outputs)
         columns = (

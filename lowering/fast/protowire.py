@@ -17,9 +17,6 @@ SMALL_VARINTS = [bytes([n]) for n in range(128)]
 INPUT_TAG, OUTPUT_TAG, NAME_TAG = b"\x0a", b"\x12", b"\x1a"
 OP_TYPE_TAG, ATTRIBUTE_TAG, DOMAIN_TAG = b"\x22", b"\x2a", b"\x3a"
 _NODE_FIELD = {onnx.GraphProto: 1, onnx.FunctionProto: 7}  # where each container keeps its nodes
-# Above this size a model is not copied whole to bytes (memory first): names are listed and
-# nodes serialized one by one instead.
-WHOLE_MODEL_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 def varint(number: int) -> bytes:

@@ -1,0 +1,218 @@
+"""The fast path: the plain path's results, byte for byte, at a fraction of its cost.
+
+- A rule is run once per kind of node (op version, opset, input types, attributes); later
+  nodes of that kind replay the recorded expansion with their own names (:mod:`.templates`).
+- A node whose kind was seen is replayed without being looked at further, and waiting
+  replays are made together, column by column, once their names are known to be free.
+- Node lists are spliced as protobuf wire bytes (:mod:`.protowire`), and new names are
+  checked against the model's serialized bytes instead of a listing of its names.
+
+Deleting this package leaves a correct product: :func:`lowering.engine.path_for` then
+falls back to the plain path (:mod:`lowering.paths`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx
+
+from ..builder import Builder, NotLowered, Value
+from ..decomposition import bound, check_input_accepted, input_value, rule_attributes, type_key, without_shapes
+from ..graphs import holds_graphs
+from ..paths import GraphEdits, PlainPath, node_hint
+from ..registry import Rule
+from ..scopes import Scope
+from . import protowire
+from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
+
+_NOT_RECORDED = object()  # a kind of node whose expansion reads the surrounding graph
+
+
+@dataclass(frozen=True)
+class Shortcuts:
+    """The fast path's shortcuts, each of which may be switched off alone (all off is the
+    plain path, ``fast=False``); every combination gives the same bytes.
+
+    ``whole_bytes``: the model is serialized once where small enough, new names are checked
+    against those bytes and kept nodes are cut from them in runs (else names are listed and
+    nodes serialized one by one). ``direct_replay``: a template's fresh names are known up to
+    the node's hint, so a replay claims them at once (else they are asked for one by one, and
+    no node is replayed without the driver looking at it). ``replay_together``: waiting
+    replays are made column by column (else one by one)."""
+
+    whole_bytes: bool = True
+    direct_replay: bool = True
+    replay_together: bool = True
+
+
+class FastPath(PlainPath):
+    name = "fast"
+
+    def __init__(self, driver, model_bytes: bytes | None, shortcuts: Shortcuts = Shortcuts()) -> None:
+        super().__init__(driver)
+        self.model_bytes = model_bytes  # the model serialized, where small enough to copy whole
+        self.shortcuts = shortcuts
+        self.templates: dict[tuple, object] = {}
+
+    def edits(self, scope: Scope) -> GraphEdits:
+        return SplicedEdits(scope, self)
+
+    def decompose(self, rule: Rule, version: int, scope: Scope, node: onnx.NodeProto, index: int, location: str):
+        """A recorded template replayed (as node fields) where the kind of node was seen
+        before, else the rule run on it and recorded."""
+        input_names = node.input
+        key = (
+            rule.domain,
+            rule.op_type,
+            version,
+            scope.opset,
+            tuple([type_key(scope, name, index) for name in input_names]),
+            tuple([attribute.SerializeToString() for attribute in node.attribute]) if node.attribute else (),
+            len(node.output),
+        )
+        template = self.templates.get(key)
+        if template is None:
+            template = self.templates[key] = self._first_of_kind(rule, version, scope, node, index, location)
+        if template is not _NOT_RECORDED:
+            names = self.driver.names
+            return template.instantiate(input_names, node.output, node_hint(node), names, scope.constants, _tag(scope))
+        inputs = [input_value(scope, name, index) for name in input_names]
+        return self.run_rule(rule, scope, node, inputs, rule_attributes(rule, node, location))
+
+    def _first_of_kind(self, rule: Rule, version: int, scope: Scope, node: onnx.NodeProto, index: int, location: str):
+        """Check the first node of a kind, and record its expansion for the rest."""
+        inputs = [input_value(scope, name, index) for name in node.input]
+        check_input_accepted(rule, version, node, inputs[0] if inputs else None, location)
+        attributes = rule_attributes(rule, node, location)
+        return self._record(rule, inputs, attributes, node, scope)
+
+    def _record(self, rule: Rule, inputs, attributes, node: onnx.NodeProto, scope: Scope):
+        """Run the rule on placeholders; _NOT_RECORDED when it reads the surrounding graph."""
+        names = RecordingNames()
+        placeholders = [placeholder("i", k) for k in range(len(inputs))]
+        # A rule sees what the memo's key holds (the types as schema strings), no shapes: a
+        # rule that could read a rank would hand its expansion to nodes of another rank.
+        recorded_inputs = [
+            None if value is None else Value(name, value.element_type, without_shapes(value.type))
+            for value, name in zip(inputs, placeholders, strict=True)
+        ]
+        hint = placeholder("h", 0)
+        outputs = [placeholder("o", k) if name else "" for k, name in enumerate(node.output)]
+        builder = Builder(
+            opset=scope.opset,
+            target=self.driver.target,
+            names=names,
+            constants=RecordingConstants(names),
+            name_hint=hint,
+            scope=None,
+            optionals=None,
+        )
+        result = rule.body(builder, *recorded_inputs, **attributes)
+        if builder.read_context or isinstance(result, NotLowered):
+            return _NOT_RECORDED
+        nodes = bound(builder.nodes, result, outputs, names)
+        return Template(nodes, names.events, placeholders, hint, outputs, self.shortcuts.direct_replay)
+
+
+def _tag(scope: Scope) -> bytes:
+    return protowire.node_tag(scope.graph)
+
+
+class SplicedEdits(GraphEdits):
+    """One graph's edits on the fast path: nodes of a kind already seen are taken and replayed
+    together; the node list is spliced as bytes."""
+
+    def __init__(self, scope: Scope, path: FastPath) -> None:
+        super().__init__(scope)
+        self.path = path
+        self.kinds: dict[tuple[str, str], tuple] = {}  # (domain, op type) → how it is replayed
+        self.waiting: list[tuple[int, Replay]] = []
+        self.labels: list[str] = []  # report labels of the replays waiting
+        self.together = path.shortcuts.replay_together
+
+    def take(self, node: onnx.NodeProto, index: int) -> bool:
+        replay = self._direct_replay(node, index)
+        if replay is None:
+            return False
+        self.waiting.append((index, replay))
+        return True
+
+    def settle(self) -> None:
+        """Replay the waiting nodes, together where their names are all free, else in order."""
+        if not self.waiting:
+            return
+        driver, scope = self.path.driver, self.scope
+        replays = [replay for _, replay in self.waiting]
+        driver.report.rewritten.update(self.labels)
+        self.labels.clear()
+        tag = _tag(scope)
+        together = replay_together(replays, driver.names, scope.constants, tag) if self.together else None
+        for position, (index, replay) in enumerate(self.waiting):
+            if together is not None:
+                self.replaced[index] = together[position]
+            else:
+                template, inputs, outputs, hint = replay
+                self.replaced[index] = template.instantiate(inputs, outputs, hint, driver.names, scope.constants, tag)
+        self.waiting.clear()
+
+    def apply(self) -> bool:
+        if not self.replaced:
+            return False
+        scope = self.scope
+        whole = self.path.model_bytes is not None
+        protowire.splice_nodes(scope.graph, scope.constants.nodes, self.replaced, whole=whole)
+        return True
+
+    def _direct_replay(self, node: onnx.NodeProto, index: int) -> Replay | None:
+        """The replay of a node to lower whose kind was seen, when it needs nothing but
+        names and existing constants; None where the driver must look at it."""
+        scope = self.scope
+        op = (node.domain if scope.other_domains else "", scope.op_types[index])
+        kind = self.kinds.get(op)
+        if kind is None:
+            kind = self.kinds[op] = self._kind_of_op(node)
+        if not kind:
+            return None
+        label, key_start, templates = kind
+        attributes = node.attribute
+        if attributes:
+            if holds_graphs(node):
+                return None
+            attribute_key = tuple([attribute.SerializeToString() for attribute in attributes])
+        else:
+            attribute_key = ()
+        inputs, outputs = node.input, node.output  # read, not kept past this graph's splice
+        known = scope.type_strings
+        try:
+            types = tuple([(known.get(name) or type_key(scope, name, index)) if name else None for name in inputs])
+        except NotLowered:
+            return None
+        rest_of_key = (types, attribute_key, len(outputs))
+        template = templates.get(rest_of_key)
+        if template is None:  # recorded by FastPath.decompose under the whole key, or not yet
+            template = self.path.templates.get((*key_start, *rest_of_key))
+            if template is None or template is _NOT_RECORDED or template.direct_plan is None:
+                return None
+            templates[rest_of_key] = template
+        self.labels.append(label)
+        return Replay(template, inputs, outputs, node.name or (outputs[0] if outputs else node.op_type.lower()))
+
+    def _kind_of_op(self, node: onnx.NodeProto) -> tuple[str, tuple, dict] | tuple[()]:
+        """For an op type whose nodes may be replayed directly: its report label, how its
+        template keys start, and its templates by the rest of their keys (filled as found);
+        () when they must go through the driver."""
+        driver, scope = self.path.driver, self.scope
+        pattern = driver.decomposition_for(node, scope)
+        if pattern is None or driver.converting or not driver.is_requested(node) or driver.calls_local_function(node):
+            return ()
+        rule, version = pattern
+        if version is None or not rule.serves(version):
+            return ()
+        return (f"{node.op_type}-{version}", (rule.domain, rule.op_type, version, scope.opset), {})
+
+
+def may_hold_op_types(model: onnx.ModelProto, op_types: frozenset[str]) -> bool:
+    """Whether the model's bytes hold an op type field naming one of ``op_types``."""
+    data = model.SerializeToString()
+    return any(protowire.field(protowire.OP_TYPE_TAG, op_type.encode()) in data for op_type in op_types)

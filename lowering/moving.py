@@ -1,0 +1,107 @@
+"""Moving one node from the opset it was written at to the target opset: re-versioned as it
+is where it means the same there, behind an exact Cast, through a version adapter, or by onnx's
+version converter; None where none of these can."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+from . import adapters, schemas, versioning
+from .naming import NameAllocator
+from .registry import Rule
+from .report import LoweringReport
+from .scopes import Scope, element_type_of
+from .targets import Target
+
+# Optional nodes vanish with their last reader (see cleanup); one still read at an opset
+# without optionals makes the model inexpressible there, which the final check reports.
+OPTIONAL_CONSTRUCTORS = frozenset({"Optional"})
+
+
+def keep_owned(
+    rule: Rule, version: int | None, scope: Scope, node: onnx.NodeProto, target: Target, names: NameAllocator,
+    report: LoweringReport,
+) -> list[onnx.NodeProto] | None:  # fmt: skip
+    """An op a decomposition rule owns, kept at the target opset: as it is where the op takes
+    the input's type there, or behind an exact Cast to a type it takes where the op's answer
+    does not depend on the rounding that Cast may skip (:attr:`Rule.rounding_invariant`). None
+    when it must be decomposed."""
+    target_version = schemas.version_in_force(node.op_type, scope.opset, node.domain)
+    if target_version is None:
+        return None
+    schema = schemas.schema_in_force(node.op_type, scope.opset, node.domain)
+    first = node.input[0] if node.input else ""
+    if not first:
+        required = schema.inputs and schema.inputs[0].option == onnx.defs.OpSchema.FormalParameterOption.Single
+        return None if required else [node]
+    type_proto = scope.type_of(first)
+    if type_proto is None:
+        return None
+    accepted = schemas.input_type_strings(node.op_type, scope.opset, 0, node.domain)
+    element_type = element_type_of(type_proto)
+    moved = f"{node.op_type}-{version}→{target_version}"
+    if schemas.type_string(type_proto) in accepted:
+        if element_type is not None and target.lacks_kernel(node.op_type, target_version, element_type):
+            return None
+        report.adapted[moved] += 1
+        return [node]
+    if element_type is None or not rule.rounding_invariant:
+        return None
+    carrier = versioning.exact_carrier(
+        element_type, schemas.input_element_types(node.op_type, scope.opset, 0, node.domain)
+    )
+    if carrier is None or target.lacks_kernel(node.op_type, target_version, carrier):
+        return None
+    hint = node.name or node.output[0]
+    widened = names.fresh(f"{hint}_as_{schemas.type_name(carrier)}")
+    cast = helper.make_node("Cast", [first], [widened], name=names.fresh(f"{hint}_Cast"), to=carrier)
+    del node.input[0]
+    node.input.insert(0, widened)
+    report.adapted[f"{moved} via Cast to {schemas.type_name(carrier)}"] += 1
+    return [cast, node]
+
+
+def move(
+    scope: Scope, node: onnx.NodeProto, source_opset: int, location: str, names: NameAllocator,
+    report: LoweringReport, ir_version: int,
+) -> list[onnx.NodeProto] | None:  # fmt: skip
+    """A default-domain node written at ``source_opset``, moved to ``scope.opset``: None where
+    its version is the same there (nothing to do), else the nodes that mean what it means:
+    an adapter's, the node itself where no step between changes its meaning, or onnx's
+    converter's; LoweringError where none can."""
+    if schemas.canonical_domain(node.domain) != "" or node.op_type in OPTIONAL_CONSTRUCTORS:
+        return None
+    source_version = schemas.version_in_force(node.op_type, source_opset)
+    target_version = schemas.version_in_force(node.op_type, scope.opset)
+    if source_version is not None and source_version == target_version:
+        return None
+    moved = f"{node.op_type}-{source_version}→{target_version}"
+    if source_version is not None and target_version is not None:
+        found = adapters.adapter_for(node.op_type, source_version, target_version)
+        if found is not None:
+            context = adapters.AdapterContext(
+                source_opset, scope.opset, names, location, scope.shaped_type_of, scope.constant_value
+            )
+            adapted = found.function(node, context)
+            if adapted is not None:
+                report.adapted[f"{moved} via {found.label}"] += 1
+                return adapted
+        input_types = [scope.type_of(name) if name else None for name in node.input]
+        if found is None and versioning.meaning_change(node, source_version, target_version, input_types) is None:
+            report.adapted[moved] += 1
+            return [node]
+    types = {name: scope.shaped_type_of(name) for name in node.input if name}
+    constants = {name: scope.constant_value(name) for name in node.input if name}
+    converted = versioning.convert_node(
+        node,
+        types={name: t for name, t in types.items() if t is not None},
+        constants={name: c for name, c in constants.items() if c is not None},
+        source_opset=source_opset,
+        target_opset=scope.opset,
+        ir_version=ir_version,
+        names=names,
+        location=location,
+    )
+    report.adapted[moved] += 1
+    return converted

@@ -1,0 +1,96 @@
+"""How the driver applies patterns to a graph: the plain path, which is the specification.
+
+The driver asks a path for one :class:`GraphEdits` per graph and for each decomposition it
+needs. The plain path runs the rule on every node, keeps the replacements by node index and
+rebuilds the node list as NodeProtos at the end. The fast path (:mod:`lowering.fast`) keeps this
+interface and gives the same bytes; without it the product is the same, only slower.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from .builder import Builder, NotLowered
+from .decomposition import check_input_accepted, decompose, input_value, rule_attributes
+from .registry import Rule
+from .scopes import Scope
+
+
+class GraphEdits:
+    """The replacements of one graph's nodes, applied at the end of its walk.
+
+    ``take(node, index)``: whether the path took the node itself (the driver then skips it);
+    ``settle()``: finish what was taken; the driver calls it before anything else asks for a
+    name, so names are handed out in node order whatever the path; ``replace``; ``apply()``
+    rebuilds the node list and says whether anything changed."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.replaced: dict[int, list] = {}
+
+    def take(self, node: onnx.NodeProto, index: int) -> bool:
+        return False
+
+    def settle(self) -> None:
+        return None
+
+    def replace(self, index: int, nodes: list) -> None:
+        self.replaced[index] = nodes
+
+    def apply(self) -> bool:
+        if not self.replaced:
+            return False
+        rebuild_nodes(self.scope.graph, self.scope.constants.nodes, self.replaced)
+        return True
+
+
+class PlainPath:
+    """Every node through its rule, names listed from the model, node lists rebuilt."""
+
+    name = "plain"
+
+    def __init__(self, driver) -> None:
+        self.driver = driver
+
+    def edits(self, scope: Scope) -> GraphEdits:
+        return GraphEdits(scope)
+
+    def decompose(self, rule: Rule, version: int, scope: Scope, node: onnx.NodeProto, index: int, location: str):
+        """The rule's nodes for ``node`` (NodeProtos); NotLowered (raised) where it does not apply."""
+        inputs = [input_value(scope, name, index) for name in node.input]
+        check_input_accepted(rule, version, node, inputs[0] if inputs else None, location)
+        attributes = rule_attributes(rule, node, location)
+        return self.run_rule(rule, scope, node, inputs, attributes)
+
+    def run_rule(self, rule: Rule, scope: Scope, node: onnx.NodeProto, inputs, attributes) -> list:
+        driver = self.driver
+        builder = Builder(
+            opset=scope.opset,
+            target=driver.target,
+            names=driver.names,
+            constants=scope.constants,
+            name_hint=node_hint(node),
+            scope=scope,
+            optionals=driver.optionals,
+        )
+        constants_before = len(scope.constants.nodes)
+        try:
+            return decompose(rule, builder, inputs, attributes, list(node.output), driver.names)
+        except NotLowered:
+            scope.constants.rollback(constants_before)
+            raise
+
+
+def node_hint(node: onnx.NodeProto) -> str:
+    """What the names made for a node start with: its name, else its first output, else its op."""
+    return node.name or (node.output[0] if node.output else node.op_type.lower())
+
+
+def rebuild_nodes(container, leading: list[onnx.NodeProto], replaced: dict[int, list]) -> None:
+    """``leading`` first, then every node in order, node ``i`` replaced by the NodeProtos ``replaced[i]``."""
+    nodes = [*leading]
+    for index, node in enumerate(container.node):
+        nodes.extend(replaced.get(index, (node,)))
+    copies = [onnx.NodeProto.FromString(node.SerializeToString()) for node in nodes]  # detached from the old list
+    del container.node[:]
+    container.node.extend(copies)
