@@ -1,0 +1,411 @@
+"""Expansion by the op's own ONNX function body (lowering/functions.py, rules/functions.py)."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from lowering import schemas
+from lowering.functions import Expanded, FunctionExpansion, NotExpanded, Tolerance, expansion_for
+from lowering.naming import NameAllocator, names_in_model
+from lowering.runtime import run_onnxruntime, run_reference
+
+NUMPY_TYPES = {
+    TensorProto.FLOAT: np.float32,
+    TensorProto.DOUBLE: np.float64,
+    TensorProto.FLOAT16: np.float16,
+    TensorProto.BFLOAT16: ml_dtypes.bfloat16,
+}
+
+
+def layer_normalization() -> FunctionExpansion:
+    expansion = expansion_for("", "LayerNormalization")
+    assert expansion is not None
+    return expansion
+
+
+@functools.cache
+def layer_normalization_backend_cases() -> tuple:
+    """The ONNX backend node cases whose model runs LayerNormalization (collected once)."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases()
+    return tuple(c for c in cases if any(n.op_type == "LayerNormalization" for n in c.model.graph.node))
+
+
+def inline(model: onnx.ModelProto, expansion: FunctionExpansion, fresh=None) -> onnx.ModelProto | NotExpanded:
+    """``model`` with its node(s) of the expansion's op replaced by the body, checked in full."""
+    graph = model.graph
+    opset = next(o.version for o in model.opset_import if schemas.canonical_domain(o.domain) == "")
+    types = {info.name: info.type for info in [*graph.input, *graph.value_info, *graph.output]}
+    fresh = fresh or NameAllocator(model=model).fresh
+    nodes, written_at = [], opset
+    for node in graph.node:
+        if node.op_type != expansion.op_type:
+            nodes.append(node)
+            continue
+        result = expansion.expand(node, opset=opset, input_types=[types.get(n) for n in node.input], fresh=fresh)
+        if isinstance(result, NotExpanded):
+            return result
+        nodes += result.nodes
+        written_at = result.opset
+    inlined_graph = helper.make_graph(nodes, graph.name, graph.input, graph.output, graph.initializer)
+    inlined = helper.make_model(
+        inlined_graph, opset_imports=[helper.make_opsetid("", written_at)], ir_version=model.ir_version
+    )
+    onnx.checker.check_model(inlined, full_check=True)
+    return inlined
+
+
+def layer_normalization_model(
+    element_type: int, shape: list[int], *, axis: int = -1, opset: int = 17, outputs=("Y",), **attributes
+) -> onnx.ModelProto:
+    rank = len(shape)
+    first = axis % rank
+    node = helper.make_node(
+        "LayerNormalization", ["X", "Scale", "B"], list(outputs), name="ln", axis=axis, **attributes
+    )
+    statistics_shape = shape[:first] + [1] * (rank - first)
+    return helper.make_model(
+        helper.make_graph(
+            [node],
+            "g",
+            [
+                helper.make_tensor_value_info("X", element_type, shape),
+                helper.make_tensor_value_info("Scale", element_type, shape[first:]),
+                helper.make_tensor_value_info("B", element_type, shape[first:]),
+            ],
+            [helper.make_tensor_value_info("Y", element_type, shape)]
+            + [helper.make_tensor_value_info(name, TensorProto.FLOAT, statistics_shape) for name in outputs[1:]],
+        ),
+        opset_imports=[helper.make_opsetid("", opset)],
+    )
+
+
+def worst_error(got: np.ndarray, want: np.ndarray) -> float:
+    """max |got − want| / (1 + |want|) over the finite elements: what atol = rtol must cover."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    finite = np.isfinite(want) & np.isfinite(got)
+    return float((np.abs(got - want) / (1 + np.abs(want)))[finite].max(initial=0.0))
+
+
+# (a) every ONNX backend case of LayerNormalization
+
+
+def test_every_backend_case_expands_and_meets_its_tolerance():
+    cases = layer_normalization_backend_cases()
+    # 19 cases (2-D, 3-D with epsilon, 4-D, every axis, the default axis), all at opset 17, all
+    # naming Mean and InvStdDev, which ONNX's body computes where the node names them.
+    assert len(cases) == 19
+    expansion = layer_normalization()
+    tolerance = expansion.tolerance_for(TensorProto.FLOAT)
+    refused, worst, compared = [], 0.0, 0
+    for case in cases:
+        node = next(n for n in case.model.graph.node if n.op_type == "LayerNormalization")
+        assert list(node.output) == ["Y", "Mean", "InvStdDev"]
+        inlined = inline(case.model, expansion)
+        if isinstance(inlined, NotExpanded):
+            refused.append((case.name, inlined.reason))
+            continue
+        assert [o.version for o in inlined.opset_import] == [17]
+        for inputs, expected in case.data_sets:
+            feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+            outputs = run_onnxruntime(inlined, feeds)
+            assert len(outputs) == len(expected) == 3
+            for got, want in zip(outputs, expected, strict=True):
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert not tolerance.mismatches(got, want).any(), case.name
+                worst = max(worst, worst_error(got, want))
+                compared += 1
+    assert refused == []
+    assert compared == 57
+    assert 0 < worst <= tolerance.atol
+
+
+def test_a_node_naming_an_output_the_body_lacks_is_refused():
+    # No default-domain body in onnx 1.23 leaves an output it declares uncomputed when the node
+    # names it (LayerNormalization's builds Mean and InvStdDev on demand), so the refusal is
+    # shown on an output past the body's list: Relu's body has one output.
+    relu = FunctionExpansion("Relu", "", (14,), {}, _applies)
+    node = helper.make_node("Relu", ["x"], ["y", "extra"], name="r")
+    result = relu.expand(node, opset=18, input_types=[_tensor(TensorProto.FLOAT)], fresh=NameAllocator().fresh)
+    assert isinstance(result, NotExpanded)
+    assert "output 1" in result.reason and "'extra'" in result.reason and "does not compute it" in result.reason
+
+
+def test_unnamed_statistics_outputs_are_left_out():
+    model = layer_normalization_model(TensorProto.FLOAT, [2, 5], outputs=("Y",))
+    node = model.graph.node[0]
+    node.output.extend(["", "InvStdDev"])
+    model.graph.output.append(helper.make_tensor_value_info("InvStdDev", TensorProto.FLOAT, [2, 1]))
+    inlined = inline(model, layer_normalization())
+    produced = {name for n in inlined.graph.node for name in n.output}
+    assert {"Y", "InvStdDev"} <= produced
+    assert "Mean" not in produced
+    assert not any(n.op_type == "Reshape" and "Mean2D" in n.input[0] for n in inlined.graph.node)
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    y, inverse_std = run_onnxruntime(inlined, {"X": x, "Scale": np.ones(5, np.float32), "B": np.zeros(5, np.float32)})
+    want = 1 / np.sqrt(x.astype(np.float64).var(axis=1, keepdims=True) + 1e-5)
+    assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(inverse_std, want).any()
+
+
+# (b) float16 and bfloat16 (and float, double), random rows and edge values
+
+
+def edge_rows(element_type: int, width: int) -> np.ndarray:
+    """Rows of edge values: ±0, large values centred on 0, subnormals, a NaN, an infinity.
+    (A constant row far from 0 is outside the stated range: see the test after next.)"""
+    dtype = NUMPY_TYPES[element_type]
+    large = 60000.0 if element_type == TensorProto.FLOAT16 else 1.0e18
+    smallest = float(ml_dtypes.finfo(dtype).smallest_subnormal)
+    rows = [
+        [0.0] * width,
+        [-0.0] * width,
+        [0.0, -0.0] * (width // 2),
+        [-large, large] * (width // 2),
+        [smallest, -smallest, 0.0, 3 * smallest] * (width // 4),
+        [np.nan] + [1.0] * (width - 1),
+        [np.inf] + [1.0] * (width - 1),
+        [-np.inf, np.inf] + [0.0] * (width - 2),
+    ]
+    return np.array(rows, dtype=np.float64).astype(dtype)
+
+
+@pytest.mark.parametrize(
+    "element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE]
+)
+def test_each_float_type_meets_its_tolerance_on_random_and_edge_rows(element_type):
+    expansion = layer_normalization()
+    tolerance = expansion.tolerance_for(element_type)
+    dtype = NUMPY_TYPES[element_type]
+    rng = np.random.default_rng(17)
+    width = 64
+    # Rows centred anywhere within 3 standard deviations of 0 (the tolerance's stated range).
+    random_rows = rng.standard_normal((12, width)) + rng.uniform(-3, 3, (12, 1))
+    x = np.concatenate([random_rows.astype(dtype), edge_rows(element_type, width)])
+    feeds = {
+        "X": x,
+        "Scale": rng.standard_normal(width).astype(dtype),
+        "B": rng.standard_normal(width).astype(dtype),
+    }
+    original = layer_normalization_model(element_type, list(x.shape))
+    inlined = inline(original, expansion)
+    want = run_onnxruntime(original, feeds)[0]  # onnxruntime has a kernel for all four types
+    # onnxruntime's CPU provider has no bfloat16 Mul, which the body's second stage uses.
+    got = (run_reference if element_type == TensorProto.BFLOAT16 else run_onnxruntime)(inlined, feeds)[0]
+    assert got.dtype == dtype
+    mismatched = tolerance.mismatches(got, want)
+    assert not mismatched.any(), np.argwhere(mismatched)[:5]
+    edges = got[len(random_rows) :].astype(np.float64)
+    assert np.isnan(edges[-3:]).all()  # a NaN or an infinity in a row: the whole row NaN
+    assert np.isfinite(edges[:-3]).all()
+    assert worst_error(got, want) > 0  # the arithmetic does differ from the kernel's
+
+
+def test_the_tolerance_is_stated_tightly_for_float32():
+    """Rows off-centre by 3 standard deviations use most of float32's stated tolerance; rows off
+    by 30 exceed it (the cancellation in Mean(X²) − Mean(X)²): the stated range is real."""
+    expansion = layer_normalization()
+    tolerance = expansion.tolerance_for(TensorProto.FLOAT)
+    rng = np.random.default_rng(3)
+    scale, bias = np.ones(768, np.float32), np.zeros(768, np.float32)
+    original = layer_normalization_model(TensorProto.FLOAT, [16, 768])
+    inlined = inline(original, expansion)
+
+    def error(offset: float) -> float:
+        x = (rng.standard_normal((16, 768)) + offset).astype(np.float32)
+        feeds = {"X": x, "Scale": scale, "B": bias}
+        return worst_error(run_onnxruntime(inlined, feeds)[0], run_onnxruntime(original, feeds)[0])
+
+    assert tolerance.atol / 8 < error(3.0) <= tolerance.atol
+    assert error(30.0) > tolerance.atol
+
+
+def test_overflow_in_float32_is_where_the_body_departs_from_the_kernel():
+    """X² or a row's sum past float32's range: the body's NaN where the kernel (summing in
+    double) stays finite. The formula states this limit; this pins it."""
+    original = layer_normalization_model(TensorProto.FLOAT, [1, 8])
+    feeds = {"X": np.array([[3e38, 1.0] * 4], np.float32), "Scale": np.ones(8, np.float32)}
+    feeds["B"] = np.zeros(8, np.float32)
+    assert np.isnan(run_onnxruntime(inline(original, layer_normalization()), feeds)[0]).all()
+    assert np.isfinite(run_onnxruntime(original, feeds)[0]).all()
+
+
+def test_a_constant_row_far_from_zero_is_outside_the_stated_range():
+    """Var = 0 exactly, but Mean(X²) − Mean(X)² cancels to a rounding error: float16 rows of
+    60000 (64 wide) give Var below −epsilon, so NaN, where the kernel gives B. The formula
+    states the range (mean within 3 standard deviations of 0); this pins what lies beyond."""
+    original = layer_normalization_model(TensorProto.FLOAT16, [1, 64], outputs=("Y", "Mean", "InvStdDev"))
+    feeds = {"X": np.full((1, 64), 60000, np.float16), "Scale": np.full(64, 2, np.float16)}
+    feeds["B"] = np.full(64, 0.5, np.float16)
+    got = run_onnxruntime(inline(original, layer_normalization()), feeds)
+    want = run_onnxruntime(original, feeds)
+    assert (want[0] == 0.5).all() and np.isnan(got[0]).all() and np.isnan(got[2]).all()
+    assert layer_normalization().formula.count("within 3 standard deviations") == 1
+
+
+# (c) refusals, each with its reason
+
+
+def _tensor(element_type: int) -> onnx.TypeProto:
+    return helper.make_tensor_type_proto(element_type, None)
+
+
+def _applies(node: onnx.NodeProto) -> str | None:
+    """The test expansions' formula: the body as ONNX writes it."""
+    return None
+
+
+def _expand(node, *, opset=17, types=(TensorProto.FLOAT,) * 3, expansion=None):
+    expansion = expansion or layer_normalization()
+    input_types = [None if t is None else _tensor(t) for t in types]
+    return expansion.expand(node, opset=opset, input_types=input_types, fresh=NameAllocator().fresh)
+
+
+def _ln_node(**attributes):
+    return helper.make_node("LayerNormalization", ["X", "Scale", "B"], ["Y"], name="ln", **attributes)
+
+
+def test_refusals_say_why():
+    refusals = {
+        "unknown type": (_expand(_ln_node(), types=(TensorProto.FLOAT, None, TensorProto.FLOAT)), "input 1"),
+        "opset before the op": (_expand(_ln_node(), opset=16), "does not exist at opset 16"),
+        "stash_type": (_expand(_ln_node(stash_type=TensorProto.BFLOAT16)), "stash_type 16 (bfloat16)"),
+    }
+    referring = _ln_node()
+    referring.attribute.append(helper.make_attribute_ref("axis", onnx.AttributeProto.INT))
+    referring.attribute[-1].ref_attr_name = "outer_axis"
+    refusals["ref_attr"] = (_expand(referring), "refers to the enclosing function's attribute 'outer_axis'")
+    hard_sigmoid = FunctionExpansion("HardSigmoid", "", (22,), {}, _applies)
+    node = helper.make_node("HardSigmoid", ["x"], ["y"], name="hs")
+    refusals["unserved version"] = (
+        _expand(node, opset=18, types=(TensorProto.FLOAT,), expansion=hard_sigmoid),
+        "HardSigmoid-6 (opset 18) is not served; the expansion serves 22",
+    )
+    both = FunctionExpansion("HardSigmoid", "", (6, 22), {}, _applies)
+    refusals["no body yet"] = (
+        _expand(node, opset=17, types=(TensorProto.FLOAT,), expansion=both),
+        "no function body at opset 17 or below (bodies at opsets: 18)",
+    )
+    for what, (result, reason) in refusals.items():
+        assert isinstance(result, NotExpanded), what
+        assert reason in result.reason, (what, result.reason)
+        assert result.reason.startswith(
+            f"{node.op_type if what in ('unserved version', 'no body yet') else 'LayerNormalization'} node"
+        ), what
+
+
+def test_registration_checks_versions_and_bodies():
+    from lowering.functions import function_expansion
+
+    with pytest.raises(ValueError, match="no versions \\[16\\]"):
+        function_expansion("Softsign", versions=(16,), tolerance={})(_applies)
+    with pytest.raises(ValueError, match="no function body"):
+        function_expansion("Abs", versions=(13,), tolerance={})(_applies)
+    expansion = layer_normalization()
+    assert expansion.name == "layer_normalization_body"
+    assert expansion.formula.startswith("LayerNormalization(X, Scale, B) = (X − Mean(X))")
+    assert expansion.versions == (17,)
+
+
+# (d) the body's opset follows the node's
+
+
+@pytest.mark.parametrize("opset", range(17, schemas.newest_opset() + 1))
+def test_the_body_is_written_at_the_newest_body_opset_not_above_the_nodes(opset):
+    result = _expand(_ln_node(), opset=opset)
+    assert isinstance(result, Expanded)
+    reduce_means = [n for n in result.nodes if n.op_type == "ReduceMean"]
+    assert len(reduce_means) == 2
+    if opset == 17:
+        assert result.opset == 17
+        assert all(len(n.input) == 1 and n.attribute[0].name == "axes" for n in reduce_means)
+    else:
+        assert result.opset == 18
+        assert all(len(n.input) == 2 and not n.attribute for n in reduce_means)
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_both_body_opsets_run(opset):
+    original = layer_normalization_model(TensorProto.FLOAT, [3, 4, 5], axis=1, opset=opset)
+    inlined = inline(original, layer_normalization())
+    assert [o.version for o in inlined.opset_import] == [opset]
+    rng = np.random.default_rng(opset)
+    feeds = {"X": rng.standard_normal((3, 4, 5)).astype(np.float32)}
+    feeds |= {"Scale": rng.standard_normal((4, 5)).astype(np.float32), "B": np.ones((4, 5), np.float32)}
+    got, want = run_onnxruntime(inlined, feeds)[0], run_onnxruntime(original, feeds)[0]
+    assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(got, want).any()
+
+
+def test_a_plain_body_takes_the_nodes_attributes_and_the_schemas_defaults():
+    hard_sigmoid = FunctionExpansion("HardSigmoid", "", (6,), {}, _applies)
+    node = helper.make_node("HardSigmoid", ["x"], ["y"], name="hs", alpha=0.25)
+    result = _expand(node, opset=18, types=(TensorProto.FLOAT,), expansion=hard_sigmoid)
+    assert isinstance(result, Expanded) and result.opset == 18
+    constants = [a.f for n in result.nodes if n.op_type == "Constant" for a in n.attribute if a.name == "value_float"]
+    assert not any(a.ref_attr_name for n in result.nodes for a in n.attribute)
+    assert sorted(constants) == [0.25, 0.5]  # alpha from the node, beta the schema's default
+    model = helper.make_model(
+        helper.make_graph(
+            result.nodes,
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [7])],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+    )
+    onnx.checker.check_model(model, full_check=True)
+    x = np.array([-9, -2, -1, 0, 1, 2, 9], np.float32)
+    np.testing.assert_array_equal(run_onnxruntime(model, {"x": x})[0], np.clip(0.25 * x + 0.5, 0, 1))
+
+
+def test_a_missing_bias_is_left_out_of_the_body():
+    node = helper.make_node("LayerNormalization", ["X", "Scale", ""], ["Y"], name="ln")
+    result = _expand(node, types=(TensorProto.FLOAT, TensorProto.FLOAT, None))
+    assert isinstance(result, Expanded)
+    assert not any("" in n.input or "B" in n.input for n in result.nodes)
+
+
+# (e) names
+
+
+def test_fresh_names_avoid_the_models_names_and_expansion_is_deterministic():
+    original = layer_normalization_model(TensorProto.FLOAT, [2, 6])
+    # Names the expansion would otherwise choose, already taken by the model.
+    taken = ["ln_XShape", "ln_Mul", "ln_Normalized", "ln_Constant"]
+    original.graph.node.extend(helper.make_node("Identity", ["X"], [name], name=name) for name in taken)
+    model_names = names_in_model(original)
+
+    def expanded_nodes() -> list[onnx.NodeProto]:
+        result = layer_normalization().expand(
+            original.graph.node[0],
+            opset=17,
+            input_types=[_tensor(TensorProto.FLOAT)] * 3,
+            fresh=NameAllocator(model=original).fresh,
+        )
+        assert isinstance(result, Expanded)
+        return result.nodes
+
+    nodes = expanded_nodes()
+    new_names = [n.name for n in nodes] + [o for n in nodes for o in n.output if o != "Y"]
+    assert len(set(new_names)) == len(new_names)
+    assert model_names.isdisjoint(new_names)
+    assert all(name.startswith("ln_") for name in new_names)
+    assert "ln_XShape_1" in new_names and "ln_Mul_1" in new_names
+    again = expanded_nodes()
+    assert [n.SerializeToString() for n in nodes] == [n.SerializeToString() for n in again]
+
+
+def test_tolerance_treats_nan_and_infinities_exactly():
+    tolerance = Tolerance(rtol=0.1, atol=0.0)
+    want = np.array([1.0, np.nan, np.inf, -np.inf, 0.0])
+    assert not tolerance.mismatches(np.array([1.05, np.nan, np.inf, -np.inf, 0.0]), want).any()
+    assert tolerance.mismatches(np.array([1.2, 0.0, -np.inf, np.nan, np.nan]), want).tolist() == [True] * 5
