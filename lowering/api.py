@@ -13,6 +13,7 @@ import onnx
 from . import postcheck, schemas, versioning
 from .engine import Legalizer, default_opset
 from .errors import IncompleteLowering, InternalError, LoweringError
+from .functions import all_expansions
 from .modelio import WHOLE_MODEL_LIMIT_BYTES, checkable
 from .opcount import count_ops
 from .registry import all_rules
@@ -190,7 +191,7 @@ def _expansion(rule, opset: int, element_type: int, attributes: dict[str, object
 
 def _requested_ops(ops, target: Target) -> frozenset[str]:
     """The op types to lower: ``ops``, or the target's ``lowered_ops`` where none are named."""
-    covered = {rule.op_type for rule in all_rules()}
+    covered = {rule.op_type for rule in all_rules()} | {expansion.op_type for expansion in all_expansions()}
     if ops is None:
         ops = target.lowered_ops
     if isinstance(ops, str):
@@ -198,7 +199,7 @@ def _requested_ops(ops, target: Target) -> frozenset[str]:
     requested = frozenset(ops)
     unknown = sorted(requested - covered)
     if unknown:
-        raise LoweringError(f"no rule lowers {', '.join(unknown)}; rules exist for {', '.join(sorted(covered))}")
+        raise LoweringError(f"no pattern lowers {', '.join(unknown)}; rules exist for {', '.join(sorted(covered))}")
     return requested
 
 

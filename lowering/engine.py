@@ -269,11 +269,13 @@ class Legalizer:
         if isinstance(expanded, functions.NotExpanded):
             raise NotLowered(expanded.reason)
         legal: list[onnx.NodeProto] = []
+        constants = _constants_made_by(expanded.nodes)
+        types = _types_in_body(expanded, node, input_types, self.model) if expanded.opset != scope.opset else {}
         for body_node in expanded.nodes:
             if body_node.op_type in self.requested_ops:
                 raise NotLowered(f"its function body holds {body_node.op_type}, which is to be lowered too")
             try:
-                moved = self._move(scope, body_node, expanded.opset, location)
+                moved = self._move(scope, body_node, expanded.opset, location, constants, types)
             except LoweringError as error:
                 raise NotLowered(f"its function body cannot be written at opset {scope.opset} ({error})") from None
             legal.extend(moved if moved is not None else [body_node])
@@ -281,9 +283,9 @@ class Legalizer:
         self.report.rewritten[f"{node.op_type}-{version} by its function body"] += 1
         return legal
 
-    def _move(self, scope: Scope, node, source_opset: int, location: str) -> list[onnx.NodeProto] | None:
+    def _move(self, scope: Scope, node, source_opset: int, location: str, constants=None, types=None) -> list | None:
         ir_version = max(self.model.ir_version, 3)
-        return moving.move(scope, node, source_opset, location, self.names, self.report, ir_version)
+        return moving.move(scope, node, source_opset, location, self.names, self.report, ir_version, constants, types)
 
     # -- local functions -----------------------------------------------------------------------
     def _record_call(self, scope: Scope, node: onnx.NodeProto, index: int) -> None:
@@ -327,6 +329,35 @@ def _typed(scope: Scope, name: str, index: int) -> onnx.TypeProto | None:
     if not name:
         return None
     return scope.shaped_type_of(name) or scope.type_of(name, index)
+
+
+def _types_in_body(expanded, node: onnx.NodeProto, input_types: list, model: onnx.ModelProto) -> dict:
+    """The types onnx inference gives the values of an inlined body, from the node's input types."""
+    inputs = []
+    for name, type_proto in zip(node.input, input_types, strict=False):
+        if name and type_proto is not None:
+            info = onnx.ValueInfoProto(name=name)
+            info.type.CopyFrom(type_proto)
+            inputs.append(info)
+    graph = onnx.helper.make_graph(expanded.nodes, "body", inputs, [])
+    body = onnx.helper.make_model(
+        graph, opset_imports=[onnx.helper.make_opsetid("", expanded.opset)], ir_version=max(model.ir_version, 8)
+    )
+    inferred = infer(body)
+    if inferred is None:
+        return {}
+    types = {info.name: info.type for info in inferred.graph.value_info}
+    types.update({info.name: info.type for info in inputs})
+    return types
+
+
+def _constants_made_by(nodes: list[onnx.NodeProto]) -> dict[str, onnx.TensorProto]:
+    """The values of the Constant nodes among ``nodes`` that hold a tensor, by output name."""
+    found = {}
+    for node in nodes:
+        if node.op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].name == "value":
+            found[node.output[0]] = node.attribute[0].t
+    return found
 
 
 def _owning_rule(node: onnx.NodeProto) -> Rule | None:

@@ -64,12 +64,28 @@ def keep_owned(
 
 def move(
     scope: Scope, node: onnx.NodeProto, source_opset: int, location: str, names: NameAllocator,
-    report: LoweringReport, ir_version: int,
+    report: LoweringReport, ir_version: int, local_constants: dict[str, onnx.TensorProto] | None = None,
+    local_types: dict[str, onnx.TypeProto] | None = None,
 ) -> list[onnx.NodeProto] | None:  # fmt: skip
     """A default-domain node written at ``source_opset``, moved to ``scope.opset``: None where
     its version is the same there (nothing to do), else the nodes that mean what it means:
     an adapter's, the node itself where no step between changes its meaning, or onnx's
-    converter's; LoweringError where none can."""
+    converter's; LoweringError where none can. ``local_constants``, ``local_types``: values
+    and types of what was made beside the node and is not yet in the graph (a function body's)."""
+    constant_value, type_of, shaped_type_of = scope.constant_value, scope.type_of, scope.shaped_type_of
+    if local_types:
+
+        def type_of(name: str) -> onnx.TypeProto | None:
+            found = local_types.get(name)
+            return found if found is not None else scope.type_of(name)
+
+        shaped_type_of = type_of
+    if local_constants:
+
+        def constant_value(name: str) -> onnx.TensorProto | None:
+            found = local_constants.get(name)
+            return found if found is not None else scope.constant_value(name)
+
     if schemas.canonical_domain(node.domain) != "" or node.op_type in OPTIONAL_CONSTRUCTORS:
         return None
     source_version = schemas.version_in_force(node.op_type, source_opset)
@@ -81,18 +97,18 @@ def move(
         found = adapters.adapter_for(node.op_type, source_version, target_version)
         if found is not None:
             context = adapters.AdapterContext(
-                source_opset, scope.opset, names, location, scope.shaped_type_of, scope.constant_value
+                source_opset, scope.opset, names, location, shaped_type_of, constant_value
             )
             adapted = found.function(node, context)
             if adapted is not None:
                 report.adapted[f"{moved} via {found.label}"] += 1
                 return adapted
-        input_types = [scope.type_of(name) if name else None for name in node.input]
+        input_types = [type_of(name) if name else None for name in node.input]
         if found is None and versioning.meaning_change(node, source_version, target_version, input_types) is None:
             report.adapted[moved] += 1
             return [node]
-    types = {name: scope.shaped_type_of(name) for name in node.input if name}
-    constants = {name: scope.constant_value(name) for name in node.input if name}
+    types = {name: shaped_type_of(name) for name in node.input if name}
+    constants = {name: constant_value(name) for name in node.input if name}
     converted = versioning.convert_node(
         node,
         types={name: t for name, t in types.items() if t is not None},

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,6 +124,21 @@ def rule_for(domain: str, op_type: str) -> Rule | None:
     return _RULES.get(("" if domain in schemas.DEFAULT_DOMAINS else domain, op_type))
 
 
+@contextlib.contextmanager
+def body_replaced(op_type: str, body: RuleBody, domain: str = "") -> Iterator[Rule]:
+    """Within the block, the rule for ``op_type`` runs ``body`` instead of its own (a probe or
+    an injected fault, for tests); the rule is restored on leaving. Yields the original rule."""
+    if not _LOADED:
+        _load_rules()
+    key = (schemas.canonical_domain(domain), op_type)
+    original = _RULES[key]
+    _RULES[key] = dataclasses.replace(original, body=body)
+    try:
+        yield original
+    finally:
+        _RULES[key] = original
+
+
 def all_rules() -> list[Rule]:
     """Every registered rule, ordered by op type."""
     _load_rules()
@@ -138,4 +155,4 @@ def _load_rules() -> None:
     _LOADED = True
 
 
-__all__ = ["Builder", "NotLowered", "Rule", "Value", "all_rules", "rule", "rule_for"]
+__all__ = ["Builder", "NotLowered", "Rule", "Value", "all_rules", "body_replaced", "rule", "rule_for"]
