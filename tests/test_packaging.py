@@ -31,7 +31,12 @@ def test_wheel_holds_rules_and_works_outside_the_source_tree(tmp_path):
     assert built.returncode == 0, built.stderr
     (wheel,) = tmp_path.glob("onnx_lower-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"lowering/__init__.py", "lowering/rules/__init__.py", "lowering/rules/isnan.py"} <= names
+    assert {
+        "lowering/__init__.py",
+        "lowering/rules/__init__.py",
+        "lowering/rules/isnan.py",
+        "lowering/rules/versions/softmax.py",
+    } <= names
     assert not any(name.startswith("rules/") for name in names), "no top-level 'rules' package"
     assert any(name.endswith("entry_points.txt") for name in names)
 

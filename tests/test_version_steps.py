@@ -10,6 +10,7 @@ import os
 import numpy as np
 import onnx
 import pytest
+from lowering.rules.versions import reduce
 from onnx import TensorProto, helper, numpy_helper
 from support import make_model
 from version_cases import node_cases, sweep_case
@@ -17,7 +18,7 @@ from version_cases import node_cases, sweep_case
 import lowering
 from lowering import adapters, schemas, versioning
 from lowering.opcount import count_ops
-from lowering.runtime import run_onnxruntime
+from lowering.runtime import run_onnxruntime, run_reference
 
 BACKEND_DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
 
@@ -182,11 +183,12 @@ def test_a_resnet_block_goes_up_to_17_and_back_to_13_and_11():
 
 
 def test_every_known_change_names_a_real_version_step():
-    for (op_type, version), change in adapters.KNOWN_CHANGES.items():
+    known = adapters.known_changes()
+    for (op_type, version), change in known.items():
         assert version in schemas.op_versions(op_type)[1:], f"{op_type}-{version}: no such step in onnx.defs"
         assert change.reason
-    for op_type, version, _direction in adapters.ADAPTERS:
-        assert (op_type, version) in adapters.KNOWN_CHANGES
+    for found in adapters.all_adapters():
+        assert all((op_type, found.version) in known for op_type in found.op_types)
 
 
 def _node(op_type: str, inputs=("x",), outputs=("y",), **attributes) -> onnx.NodeProto:
@@ -337,7 +339,7 @@ def test_backend_node_models_convert_wherever_onnx_converter_does(target):
         if outcome.ours_wrong:
             wrong.append(case.name)
         if outcome.converter == "runs" and outcome.ours != "converts":
-            known = any(change.reason in outcome.detail for change in adapters.KNOWN_CHANGES.values())
+            known = any(change.reason in outcome.detail for change in adapters.known_changes().values())
             if not known:
                 worse.append(f"{case.name}: {outcome.ours} {outcome.detail}")
     assert not wrong
@@ -424,12 +426,12 @@ def _reduce_18(op_type: str, axes: list[int] | None, noop: int) -> onnx.ModelPro
 @pytest.mark.parametrize("target", [17, 13, 11])
 @pytest.mark.parametrize("axes", [[1], [-1, 0], [], None])
 @pytest.mark.parametrize("noop", [0, 1])
-@pytest.mark.parametrize("op_type", adapters.REDUCE_AXES_AT_18)
+@pytest.mark.parametrize("op_type", reduce.REDUCE_AXES_AT_18)
 def test_reduce_18_axes_input_goes_down_to_the_attribute_and_back_bit_for_bit(op_type, noop, axes, target):
     """ReduceX-18 → 17/13/11 moves constant axes into the attribute (onnx's converter keeps
     noop_with_empty_axes, which 17 does not have), and back up to 18 as a Constant input."""
     model = _reduce_18(op_type, axes, noop)
-    if noop and not axes and op_type not in adapters.NOOP_IS_IDENTITY:
+    if noop and not axes and op_type not in reduce.NOOP_IS_IDENTITY:
         with pytest.raises(lowering.LoweringError, match="no agreed meaning"):
             lowering.lower(model, target_opset=target, ops=[])
         return
@@ -488,3 +490,54 @@ def test_reshape_14_with_allowzero_and_a_shape_known_only_at_run_time_is_refused
     )
     with pytest.raises(lowering.LoweringError, match="node 'r'.*allowzero=1"):
         lowering.lower(model, target_opset=13, ops=[])
+
+
+def test_split_13_given_its_sizes_goes_to_18_as_it_is():
+    """The Split-18 up adapter once set num_outputs on a Split given a split input too, which
+    Split-18 refuses (the model failed the checker at the target)."""
+    model = make_model(
+        [helper.make_node("Split", ["x", "sizes"], ["a", "b"], name="split", axis=0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [k]) for n, k in (("a", 2), ("b", 3))],
+        opset=13,
+        initializer=[numpy_helper.from_array(np.array([2, 3], np.int64), "sizes")],
+    )
+    result = lowering.lower_model(model, target_opset=18, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.adapted["Split-13→18 via num_outputs"] == 1
+    (split,) = result.model.graph.node
+    assert not split.attribute[1:] and list(split.input) == ["x", "sizes"]
+    x = EDGES[:5]
+    for got, want in zip(run_onnxruntime(result.model, {"x": x}), run_onnxruntime(model, {"x": x}), strict=True):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def _prelu(shape, slope_shape, opset):
+    return make_model(
+        [helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu")],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+            helper.make_tensor_value_info("slope", TensorProto.FLOAT, slope_shape),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        opset=opset,
+    )
+
+
+def test_prelu_7_with_a_slope_along_the_last_axis_is_refused_below_7():
+    """Below version 7 a slope of C values applies per channel (axis 1): onnx's converter kept a
+    slope of shape [W] on [N, C, W] as it was, giving it that meaning; now refused, naming why."""
+    with pytest.raises(lowering.LoweringError, match="node 'prelu'.*slope of shape \\[5\\].*one per channel"):
+        lowering.lower(_prelu((3, 4, 5), (5,), 16), target_opset=6, ops=[])
+
+
+def test_prelu_7_with_a_slope_lined_up_with_the_channels_goes_below_7_squeezed():
+    model = _prelu((2, 3, 4), (3, 1), 16)
+    result = lowering.lower_model(model, target_opset=6, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.adapted["PRelu-16→6 via per-channel slope"] == 1
+    assert [n.op_type for n in result.model.graph.node] == ["Squeeze", "PRelu"]
+    feeds = {"x": edge_input((2, 3, 4)), "slope": np.array([[0.5], [-2.0], [3.0]], np.float32)}
+    (want,) = run_onnxruntime(model, feeds)
+    (got,) = run_reference(result.model, feeds)  # onnxruntime has no PRelu-6 kernel
+    assert_same_bits(got, want)

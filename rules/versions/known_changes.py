@@ -1,0 +1,86 @@
+"""The known meaning changes of version steps that no adapter crosses, oldest first.
+
+A node one of them affects goes through onnx's version converter, or is refused with the reason.
+"""
+
+from __future__ import annotations
+
+from lowering.adapters import attribute_in, auto_pad_or_ceil_mode, auto_pad_set, known_change, negative_axis
+
+BINARY_LIMITED_BROADCAST = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less")
+known_change(
+    (*BINARY_LIMITED_BROADCAST, "Gemm"),
+    7,
+    "version 7 broadcasts numpy-style; earlier versions broadcast only with broadcast=1, from the right",
+    down_only=True,
+)
+known_change(("BatchNormalization", "Dropout"), 7, "before version 7 the node runs in training mode unless is_test=1")
+known_change(("LSTM", "GRU", "RNN"), 7, "version 7 restates the recurrence (R transposed)")
+known_change(("Max", "Min", "Sum", "Mean"), 8, "version 8 broadcasts its inputs numpy-style", down_only=True)
+known_change(
+    ("Conv", "AveragePool", "MaxPool", "LpPool"),
+    11,
+    "version 11 restates the output shape under auto_pad",
+    affects=auto_pad_set,
+)
+known_change(("ConvTranspose",), 11, "version 11 restates auto_pad's padding split and output_padding")
+known_change(
+    (
+        "ArgMax", "ArgMin", "Compress", "Concat", "Flatten", "Hardmax", "LogSoftmax", "Softmax", "ReduceL1",
+        "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
+        "ReduceSum", "ReduceSumSquare", "Split", "Squeeze", "Unsqueeze", "TopK", "Scan",
+    ),
+    11,
+    "negative axes are accepted from version 11",
+    down_only=True,
+    affects=negative_axis,
+)  # fmt: skip
+known_change(("Gather", "OneHot"), 11, "negative indices are accepted from version 11", down_only=True)
+known_change(
+    ("MaxPool",), 12, "version 12 restates the output shape under auto_pad and ceil_mode", affects=auto_pad_or_ceil_mode
+)
+known_change(
+    ("Resize",), 13, "version 13 drops the coordinate mode tf_half_pixel_for_nn and makes roi and scales optional"
+)
+known_change(
+    ("RoiAlign",), 16, "version 16's default coordinate_transformation_mode (half_pixel) is not the old behaviour"
+)
+known_change(
+    ("LpPool",), 18, "version 18 restates the output shape under auto_pad and ceil_mode", affects=auto_pad_or_ceil_mode
+)
+known_change(
+    ("ScatterElements", "ScatterND"),
+    18,
+    "version 18 adds the reductions max and min",
+    down_only=True,
+    affects=attribute_in("reduction", frozenset({"max", "min"})),
+)
+known_change(
+    ("AveragePool",),
+    19,
+    "version 19 restates the output shape under auto_pad and ceil_mode",
+    affects=auto_pad_or_ceil_mode,
+)
+known_change(
+    ("Pad",), 19, "version 19 adds the mode wrap", down_only=True, affects=attribute_in("mode", frozenset({"wrap"}))
+)
+known_change(
+    ("Resize",),
+    19,
+    "version 19 adds the coordinate mode half_pixel_symmetric",
+    down_only=True,
+    affects=attribute_in("coordinate_transformation_mode", frozenset({"half_pixel_symmetric"})),
+)
+known_change(("GridSample",), 20, "version 20 renames the modes (bilinear → linear, bicubic → cubic) and goes N-D")
+known_change(("GroupNormalization",), 21, "version 21 takes scale and bias per channel, not per group")
+known_change(
+    ("AveragePool", "MaxPool"),
+    22,
+    "version 22 ignores windows that start in the right padding (ceil_mode)",
+    affects=auto_pad_or_ceil_mode,
+)
+known_change(("Attention",), 24, "version 24 changes causal alignment and adds nonpad_kv_seqlen")
+known_change(("Attention",), 25, "version 25 adds sliding windows and restates masking")
+known_change(("Range",), 27, "version 27 accumulates float16 and bfloat16 in float by default (stash_type)")
+known_change(("Mod",), 28, "version 28 defines fmod=0 on floats", down_only=True)
+known_change(("BitShift",), 28, "version 28 defines shifts by negative or too large amounts", down_only=True)

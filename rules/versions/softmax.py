@@ -1,0 +1,79 @@
+"""Softmax, LogSoftmax and Hardmax across version 13: one axis against the 2-D coercion."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+from lowering.adapters import AdapterContext, adapter, attribute_of, moved
+from lowering.errors import LoweringError
+
+
+def _axis(node: onnx.NodeProto, default: int) -> int:
+    value = attribute_of(node, "axis")
+    return default if value is None else value
+
+
+SOFTMAX_FAMILY = ("Softmax", "LogSoftmax", "Hardmax")
+SOFTMAX_13 = (
+    "version 13 normalizes along `axis` alone; versions 1-12 coerce the input to 2-D at `axis` and normalize each row"
+)
+
+
+@adapter(SOFTMAX_FAMILY, 13, "down", "Transpose", versions=(1, 13), reason=SOFTMAX_13)
+def one_axis_to_coerced_2d(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """op-13(x, axis=a) = Transpose(op-1..12(Transpose(x, perm), axis=r-1), perm), perm swapping a and r-1.
+
+    ``op-13(x, axis=a)`` = ``op-1..12(x, axis=r-1)`` where ``a`` is the last axis (``r = rank(x)``),
+    else ``Transpose(op-1..12(Transpose(x, perm), axis=r-1), perm)`` with ``perm`` swapping ``a``
+    and ``r-1`` (its own inverse): coerced to 2-D at the last axis, each row is one line along
+    ``a``. Needs the rank of ``x``, except for ``axis=-1`` at a target of 11 or 12."""
+    axis = _axis(node, -1)
+    rank = context.rank_of(node.input[0])
+    if rank is None:
+        if axis == -1 and context.target_opset >= 11:
+            return [moved(node, axis=-1)]
+        raise LoweringError(
+            f"{context.location}: {node.op_type}-13 with axis={axis} cannot go to opset {context.target_opset} "
+            f"without the rank of its input '{node.input[0]}', which is unknown ({SOFTMAX_13})"
+        )
+    last = rank - 1
+    axis = axis + rank if axis < 0 else axis
+    if axis == last:
+        return [moved(node, axis=last)]
+    perm = list(range(rank))
+    perm[axis], perm[last] = last, axis
+    hint = node.name or node.output[0]
+    moved_in, moved_out = context.fresh(f"{hint}_axis_last"), context.fresh(f"{hint}_axis_last_{node.op_type}")
+    before = helper.make_node(
+        "Transpose", [node.input[0]], [moved_in], name=context.fresh(f"{hint}_Transpose"), perm=perm
+    )
+    op = moved(node, axis=last)
+    op.input[0] = moved_in
+    op.output[0] = moved_out
+    after = helper.make_node(
+        "Transpose", [moved_out], [node.output[0]], name=context.fresh(f"{hint}_Transpose_back"), perm=perm
+    )
+    return [before, op, after]
+
+
+@adapter(SOFTMAX_FAMILY, 13, "up", "Flatten and Reshape", versions=(1, 13))
+def coerced_2d_to_one_axis(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """op-1..12(x, axis=a) = Reshape(op-13(Flatten(x, axis=a), axis=1), Shape(x)).
+
+    ``op-1..12(x, axis=a)`` = ``Reshape(op-13(Flatten(x, axis=a), axis=1), Shape(x))``: the 2-D
+    coercion made explicit, each row normalized along axis 1 (the last of 2); where ``a`` is the
+    last axis of ``x`` (``-1``, or ``r-1`` with ``r = rank(x)`` known), ``op-13(x, axis=a)`` alone."""
+    axis = _axis(node, 1)
+    rank = context.rank_of(node.input[0])
+    if axis == -1 or (rank is not None and axis == rank - 1):
+        return [moved(node, axis=axis)]
+    hint = node.name or node.output[0]
+    flat, flat_out, shape = (context.fresh(f"{hint}_{part}") for part in ("2d", f"2d_{node.op_type}", "shape"))
+    flatten = helper.make_node("Flatten", [node.input[0]], [flat], name=context.fresh(f"{hint}_Flatten"), axis=axis)
+    op = moved(node, axis=1)
+    op.input[0] = flat
+    op.output[0] = flat_out
+    shape_of = helper.make_node("Shape", [node.input[0]], [shape], name=context.fresh(f"{hint}_Shape"))
+    reshape = helper.make_node("Reshape", [flat_out, shape], [node.output[0]], name=context.fresh(f"{hint}_Reshape"))
+    return [flatten, op, shape_of, reshape]

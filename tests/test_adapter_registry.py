@@ -1,0 +1,319 @@
+"""Every registered version adapter, for every op type it serves and its direction, fires on
+real cases and is bit-exact there (one consistency test over the registry, as torch._decomp
+has one over its decompositions).
+
+The cases are the ONNX backend node test models holding the op, each run on its own inputs
+and on edge values (NaN of both signs and several payloads, ±inf, ±0, subnormals, the largest
+finite values) of the same shapes and float types. A case is first taken to the source opset
+(the op inside the adapter's range, on the step's side the direction leaves), then across the
+step by ``lowering.lower_model``; the result must pass the full checker, the report must name
+the adapter, and onnxruntime must give the same bits for both models (onnx.reference stands in
+where onnxruntime has no kernel for the source model).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OnnxruntimeNotImplemented
+from support import make_model
+from version_cases import feeds_of, node_cases
+
+import lowering
+from lowering import adapters, floats, schemas
+from lowering.runtime import run_onnxruntime, run_reference
+from lowering.samples import edge_values
+
+# The fewest (case, opset pair) combinations each adapter must fire on and be exact on, for each
+# op type it serves: what the corpus gives today, so a case silently lost fails the test.
+MINIMUM_CASES = {
+    "batch_normalization_without_training_mode": 4,  # the training-mode case is left to the converter
+    "batch_normalization_in_inference": 4,
+    "per_channel_slope_squeezed": 4,  # the explicit cases below
+    "per_channel_slope": 4,
+    "per_tensor_scale_kept": 2,  # the rest have per-axis scales, or types opset 10 lacks
+    "axes_input_to_attribute": 10,
+    "axes_attribute_to_input": 10,
+    "allowzero_dropped": 18,
+    "one_axis_to_coerced_2d": 14,
+    "coerced_2d_to_one_axis": 14,
+    "equal_parts_counted": 22,
+}
+REFUSALS = ("cannot go to opset", "no agreed meaning", "onnx's version converter cannot take")
+ADAPTED = re.compile(r"^(?P<op>\w+)-(?P<source>\d+)→(?P<target>\d+) via (?P<label>.+)$")
+
+
+@functools.cache
+def onnxruntime_opset() -> int:
+    """The newest default-domain opset onnxruntime loads a model of."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    for opset in range(schemas.newest_opset(), 1, -1):
+        model = make_model([helper.make_node("Identity", ["x"], ["y"])], [x], [x], opset=opset)
+        model.graph.output[0].name = "y"
+        try:
+            run_onnxruntime(model, {"x": np.zeros(1, np.float32)})
+        except Exception:
+            continue
+        return opset
+    raise AssertionError("onnxruntime loads no opset")
+
+
+def opsets_with(op_type: str, low: int, high: int) -> list[int]:
+    """The opsets (1 to the newest onnxruntime loads) at which ``op_type``'s version in force
+    lies in ``[low, high]``."""
+    return [
+        opset
+        for opset in range(1, onnxruntime_opset() + 1)
+        if (version := schemas.version_in_force(op_type, opset)) is not None and low <= version <= high
+    ]
+
+
+def opset_pairs(found: adapters.RegisteredAdapter, op_type: str) -> list[tuple[int, int]]:
+    """(source opset, target opset) pairs that cross the adapter's step in its direction: the
+    newest opset on one side to the newest and the oldest (from 7, where most of today's ops
+    begin) on the other."""
+    low, high = found.versions
+    before = opsets_with(op_type, low, found.version - 1)
+    after = opsets_with(op_type, found.version, high)
+    source_side, target_side = (after, before) if found.direction == "down" else (before, after)
+    source = source_side[-1]
+    targets = {target_side[-1], next((o for o in target_side if o >= 7), target_side[-1])}
+    if found.direction == "up":  # both ends of the source side, to the newest target
+        return sorted({(s, target_side[-1]) for s in {source, next((o for o in source_side if o >= 7), source)}})
+    return sorted((source, target) for target in targets)
+
+
+def holds(model: onnx.ModelProto, op_type: str) -> bool:
+    return any(n.op_type == op_type and schemas.canonical_domain(n.domain) == "" for n in model.graph.node)
+
+
+def opset_of(model: onnx.ModelProto) -> int:
+    return next(e.version for e in model.opset_import if schemas.canonical_domain(e.domain) == "")
+
+
+# -- inputs ------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def edge_pool(element_type: int) -> np.ndarray:
+    """Edge values of a float type, the special ones first: for 8/16-bit types (whose
+    lowering.samples edge values are every bit pattern) the NaNs of both signs, ±inf, ±0, the
+    extreme subnormals and the largest finite values are picked out, then ordinary numbers."""
+    values = edge_values(element_type)
+    if values.dtype.itemsize > 2:
+        return values
+    wide = values.astype(np.float64)
+    finite = np.isfinite(wide)
+    magnitude = np.abs(np.where(finite, wide, 0.0))
+    subnormal = finite & (wide != 0) & (magnitude < float(ml_dtypes.finfo(values.dtype).smallest_normal))
+    picks: list[int] = []
+    for negative in (False, True):
+        side = np.signbit(values) == negative
+        for mask in (np.isnan(wide), np.isinf(wide), wide == 0):
+            picks += list(np.flatnonzero(side & mask)[[0, -1]]) if (side & mask).any() else []
+        sub = np.flatnonzero(side & subnormal)
+        picks += [sub[np.argmin(magnitude[sub])], sub[np.argmax(magnitude[sub])]] if sub.size else []
+        fin = np.flatnonzero(side & finite)
+        picks.append(fin[np.argmax(magnitude[fin])])
+    ordinary = np.flatnonzero(finite & (magnitude >= 0.25) & (magnitude <= 8))
+    rng = np.random.default_rng(0)
+    picks += list(rng.choice(ordinary, size=min(24, ordinary.size), replace=False))
+    return values[list(dict.fromkeys(picks))]
+
+
+def edge_feeds(model: onnx.ModelProto, feeds: dict) -> dict:
+    """The case's feeds with every float tensor replaced by edge values of its shape and type."""
+    result = {}
+    for info in model.graph.input:
+        value = feeds.get(info.name)
+        element_type = info.type.tensor_type.elem_type if info.type.HasField("tensor_type") else 0
+        if isinstance(value, np.ndarray) and value.size and floats.is_float(element_type):
+            pool = edge_pool(element_type)
+            result[info.name] = np.resize(pool, value.shape).astype(pool.dtype)
+        else:
+            result[info.name] = value
+    return result
+
+
+# -- running and comparing ---------------------------------------------------------------------------
+
+
+def run(model: onnx.ModelProto, feeds: dict, *, oracle: bool = False) -> list:
+    if oracle:
+        return run_reference(model, feeds)
+    return run_onnxruntime(model, feeds)
+
+
+def bits(array) -> np.ndarray:
+    array = np.asarray(array)
+    return array.view(f"u{array.dtype.itemsize}") if array.dtype.kind in "fc" or array.dtype.itemsize <= 2 else array
+
+
+def assert_same_bits(got: list, want: list, where: str) -> None:
+    assert len(got) == len(want), where
+    for index, (a, b) in enumerate(zip(got, want, strict=True)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape and a.dtype == b.dtype, (
+            f"{where}: output {index} is {a.dtype}{a.shape}, not {b.dtype}{b.shape}"
+        )
+        differ = np.flatnonzero(bits(a).reshape(-1) != bits(b).reshape(-1))
+        assert differ.size == 0, (
+            f"{where}: output {index} differs at {differ.size} of {a.size} places, first {differ[:5]}: "
+            f"{a.reshape(-1)[differ[:3]]} vs {b.reshape(-1)[differ[:3]]}"
+        )
+
+
+# -- one adapter on one case -------------------------------------------------------------------------
+
+
+@dataclass
+class Coverage:
+    exact: list[str] = field(default_factory=list)  # "case source→target" where it fired, bit-exact
+    not_fired: list[str] = field(default_factory=list)  # left to the converter (returned None) or refused
+
+
+def fired(report, op_type: str, found: adapters.RegisteredAdapter) -> bool:
+    for key, count in report.adapted.items():
+        match = ADAPTED.match(key)
+        if match and count and match["op"] == op_type and match["label"] == found.label:
+            going_down = int(match["target"]) < int(match["source"])
+            if going_down == (found.direction == "down"):
+                return True
+    return False
+
+
+def exercise(found, op_type, name, model, data_sets, source, target, coverage: Coverage) -> None:
+    """Take ``model`` to ``source``, then across the step to ``target``; compare bit for bit."""
+    where = f"{found.name} on {op_type}: {name} {source}→{target}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            at_source = model
+            for opset in (max(source, target), source):  # the range's newest opset first: adapters reach it
+                if opset_of(at_source) > opset or (opset == source and opset_of(at_source) != source):
+                    at_source = lowering.lower(at_source, target_opset=opset, ops=[])
+        except lowering.LoweringError as error:
+            coverage.not_fired.append(f"{where}: not taken to the source opset: {error}")
+            return
+        try:
+            result = lowering.lower_model(at_source, target_opset=target, ops=[])
+        except lowering.LoweringError as error:
+            # only a refusal is allowed here: the adapter's (naming the node and the opset it cannot
+            # go to) or onnx's converter's where the adapter left the node to it
+            assert any(why in str(error) for why in REFUSALS), f"{where}: {error}"
+            coverage.not_fired.append(f"{where}: {error}")
+            return
+    if not fired(result.report, op_type, found):
+        coverage.not_fired.append(f"{where}: {dict(result.report.adapted)}")
+        return
+    onnx.checker.check_model(result.model, full_check=True)
+    for index, feeds in enumerate(data_sets):
+        for kind, fed in (("own inputs", feeds), ("edge values", edge_feeds(at_source, feeds))):
+            try:
+                want, got = run(at_source, fed), run(result.model, fed)
+            except OnnxruntimeNotImplemented:
+                # onnxruntime has no kernel for one of the two (PRelu-6, for one): onnx.reference
+                # runs both, so they are compared by one implementation
+                want, got = run(at_source, fed, oracle=True), run(result.model, fed, oracle=True)
+            assert_same_bits(got, want, f"{where}, data set {index}, {kind}")
+    coverage.exact.append(f"{name} {source}→{target}")
+
+
+# -- cases no backend model reaches, built here ---------------------------------------------------
+
+
+def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """PRelu across version 7: the backend corpus has PRelu only with slopes that broadcast from
+    the last axis (``[W]`` on ``[N, C, W]``) or have X's full shape, which versions 1 and 6 cannot
+    say, so no backend case reaches either PRelu adapter. Built here at opset 16: X of rank 2, 3
+    and 4 with a slope of C values lined up with axis 1, and a slope of one value."""
+    if op_type != "PRelu":
+        return []
+    rng = np.random.default_rng(7)
+    cases = []
+    for shape, slope_shape in (((2, 3), (3,)), ((2, 3, 4), (3, 1)), ((2, 3, 4, 5), (3, 1, 1)), ((2, 3, 4), (1,))):
+        model = make_model(
+            [helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu")],
+            [
+                helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+                helper.make_tensor_value_info("slope", TensorProto.FLOAT, slope_shape),
+            ],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+            opset=16,
+        )
+        feeds = {
+            "x": rng.standard_normal(shape).astype(np.float32),
+            "slope": rng.standard_normal(slope_shape).astype(np.float32),
+        }
+        name = f"explicit_prelu_{'x'.join(map(str, shape))}_slope_{'x'.join(map(str, slope_shape))}"
+        cases.append((name, model, [feeds]))
+    return cases
+
+
+def with_integer_inputs_constant(model: onnx.ModelProto, feeds: dict) -> tuple[onnx.ModelProto, dict]:
+    """The case with its integer inputs (Reduce axes, a Reshape shape, Split sizes) made
+    initializers holding the case's values: an adapter moving them into attributes needs them
+    constant, and a model exported for a fixed shape has them so."""
+    frozen = onnx.ModelProto()
+    frozen.CopyFrom(model)
+    kept = []
+    for info in frozen.graph.input:
+        value = feeds.get(info.name)
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+            frozen.graph.initializer.append(onnx.numpy_helper.from_array(value, info.name))
+        else:
+            kept.append(info)
+    del frozen.graph.input[:]
+    frozen.graph.input.extend(kept)
+    return frozen, {info.name: feeds[info.name] for info in kept if info.name in feeds}
+
+
+@functools.cache
+def backend_cases(op_type: str) -> tuple:
+    """The backend node cases holding ``op_type`` (their function-body expansions, ``_expanded``,
+    left out: they hold the op only as part of another op's body), first data set each."""
+    found = []
+    for case in node_cases():
+        if not case.data_sets or "_expanded" in case.name or not holds(case.model, op_type):
+            continue
+        model, feeds = with_integer_inputs_constant(case.model, feeds_of(case.model, case.data_sets[0][0]))
+        found.append((case.name, model, [feeds]))
+    return tuple(found)
+
+
+SERVED = [
+    pytest.param(found, op_type, id=f"{found.name}-{op_type}-{found.direction}")
+    for found in adapters.all_adapters()
+    for op_type in found.op_types
+]
+
+
+@pytest.mark.parametrize(("found", "op_type"), SERVED)
+def test_adapter_is_bit_exact_on_every_case_that_reaches_it(found, op_type):
+    coverage = Coverage()
+    for name, model, data_sets in [*backend_cases(op_type), *explicit_cases(op_type)]:
+        for source, target in opset_pairs(found, op_type):
+            exercise(found, op_type, name, model, data_sets, source, target, coverage)
+    COVERAGE[(found.name, op_type, found.direction)] = coverage
+    assert len(coverage.exact) >= MINIMUM_CASES[found.name], (
+        f"{found.name} fired on {len(coverage.exact)} cases for {op_type} going {found.direction}; "
+        "not reached: " + "; ".join(coverage.not_fired[:5])
+    )
+
+
+COVERAGE: dict[tuple[str, str, str], Coverage] = {}
+
+
+def test_every_adapter_states_its_formula_and_its_minimum():
+    for found in adapters.all_adapters():
+        assert found.formula and "=" in found.formula, found.name
+        assert found.name in MINIMUM_CASES, f"{found.name}: say how many cases it must be exact on"
+    assert set(MINIMUM_CASES) == {found.name for found in adapters.all_adapters()}
