@@ -16,6 +16,7 @@ from .errors import IncompleteLowering, InternalError, LoweringError
 from .functions import all_expansions
 from .modelio import WHOLE_MODEL_LIMIT_BYTES, checkable
 from .opcount import count_ops
+from .patterns import first_paragraph
 from .registry import all_rules
 from .report import LoweringReport
 from .targets import DEFAULT_TARGET, Target
@@ -156,7 +157,7 @@ def rules_table() -> list[dict[str, object]]:
                     "types": _short_type_names(type_strings),
                     "emits": sorted(emitted),
                     "rule": rule.name,
-                    "formula": rule.formula.splitlines()[0] if rule.formula else "",
+                    "formula": first_paragraph(rule.formula),
                 }
             )
     return rows

@@ -14,6 +14,7 @@ from .errors import IncompleteLowering, LoweringError
 from .feeds import MAX_INPUT_VALUES, MAX_RUNS, check_feeds
 from .modelio import load_model, same_file, save_model, with_external_data
 from .opcount import count_ops, op_count_table
+from .patterns import ADAPTER, FUNCTION_BODY, all_patterns
 from .progress import Progress
 from .verification import check_tolerances, load_feeds, verify
 
@@ -343,12 +344,23 @@ def _refuse_to_replace(path: Path, what: str, *models: str) -> None:
 
 
 def _print_rules() -> None:
-    rows = rules_table()
-    for row in rows:
+    print("Decompositions (rules/):")
+    for row in rules_table():
         print(f"{row['op_type']}-{row['version']}  ({row['rule']})")
         print(f"  types: {', '.join(row['types'])}")
         print(f"  emits: {', '.join(row['emits'])}")
         print(f"  {row['formula']}")
+    for kind, heading in (
+        (ADAPTER, "Version adapters (rules/versions/):"),
+        (FUNCTION_BODY, "Function bodies (rules/functions.py):"),
+    ):
+        print()
+        print(heading)
+        for entry in all_patterns():
+            if entry.kind == kind:
+                print(f"{', '.join(entry.op_types)}  {entry.versions}  ({entry.name})")
+                print(f"  {entry.formula}")
+                print(f"  checked: {entry.checked_by}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,10 +12,9 @@ import onnx
 from onnx import defs
 
 from . import schemas
+from .graphs import holds_graphs
 
 Precondition = Callable[[onnx.NodeProto], "str | None"]
-
-_GRAPH_ATTRIBUTE_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 
 
 @dataclass(frozen=True)
@@ -193,9 +192,8 @@ def _unsupported_body(body: onnx.FunctionProto, node: onnx.NodeProto) -> str | N
     for body_node in body.node:
         if schemas.canonical_domain(body_node.domain) != "":
             return f"the body uses {body_node.domain}.{body_node.op_type}, outside the default domain"
-        for attribute in body_node.attribute:
-            if attribute.type in _GRAPH_ATTRIBUTE_TYPES:
-                return f"the body's {body_node.op_type} holds a subgraph; inlining those is not supported"
+        if holds_graphs(body_node):
+            return f"the body's {body_node.op_type} holds a subgraph; inlining those is not supported"
     produced = {name for body_node in body.node for name in body_node.output}
     for index, name in enumerate(node.output):
         if not name:

@@ -1,0 +1,75 @@
+"""The three kinds of patterns that make an illegal node legal, listed the same way:
+decompositions into primitive ops (``rules/*.py``), version adapters across one op version
+step (``rules/versions/``), and expansion by the op's own ONNX function body
+(``rules/functions.py``). Each states its formula and how its meaning is checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import adapters, functions, schemas
+from .registry import all_rules
+
+DECOMPOSITION, ADAPTER, FUNCTION_BODY = "decomposition", "version adapter", "function body"
+
+
+@dataclass(frozen=True)
+class PatternEntry:
+    """One registered pattern: its kind, the ops and versions it serves, its name and formula,
+    and how its meaning is checked."""
+
+    kind: str
+    op_types: tuple[str, ...]
+    versions: str
+    name: str
+    formula: str
+    checked_by: str
+
+
+def all_patterns() -> list[PatternEntry]:
+    """Every registered pattern: decompositions, then version adapters, then function bodies."""
+    entries = [
+        PatternEntry(
+            DECOMPOSITION,
+            (rule.op_type,),
+            ", ".join(map(str, rule.since_versions)),
+            rule.name,
+            first_paragraph(rule.formula),
+            f"bit for bit against {rule.reference.__name__} (numpy), every sample of every type"
+            if rule.reference is not None
+            else "bit for bit in the golden and optional tests (the answer depends on the graph)",
+        )
+        for rule in all_rules()
+    ]
+    entries += [
+        PatternEntry(
+            ADAPTER,
+            found.op_types,
+            f"{found.direction} across {found.version} (op versions {found.versions[0]}–{found.versions[1]})",
+            found.name,
+            found.formula,
+            "bit for bit against the op before the step, on backend cases and edge values",
+        )
+        for found in adapters.all_adapters()
+    ]
+    entries += [
+        PatternEntry(
+            FUNCTION_BODY,
+            (expansion.op_type,),
+            ", ".join(map(str, expansion.versions)),
+            expansion.name,
+            first_paragraph(expansion.formula),
+            "; ".join(
+                f"{schemas.type_name(element_type)}: rtol {tolerance.rtol:.2g}, atol {tolerance.atol:.2g}"
+                for element_type, tolerance in sorted(expansion.tolerance.items())
+            )
+            + " against the fused op, on the ONNX backend cases",
+        )
+        for expansion in functions.all_expansions()
+    ]
+    return entries
+
+
+def first_paragraph(text: str) -> str:
+    """The first paragraph of a docstring, on one line."""
+    return " ".join(text.split("\n\n")[0].split())
