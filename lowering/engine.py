@@ -213,14 +213,13 @@ class Legalizer:
             return None
         try:
             return self._move(scope, node, scope.source_opset, location)
-        except LoweringError:
+        except LoweringError as cannot_move:
             if expansion is None:
                 raise
             try:
                 return self._expand(expansion, scope, node, index, location)
-            except NotLowered:
-                pass
-            raise
+            except NotLowered as not_expanded:
+                raise LoweringError(f"{cannot_move}; nor by its function body: {not_expanded.reason}") from None
 
     def _legalize_owned(self, owned, requested: bool, scope: Scope, node, index: int, location: str) -> list | None:
         rule, version = owned
@@ -271,21 +270,26 @@ class Legalizer:
         legal: list[onnx.NodeProto] = []
         constants = _constants_made_by(expanded.nodes)
         types = _types_in_body(expanded, node, input_types, self.model) if expanded.opset != scope.opset else {}
+        moves = LoweringReport()  # counted into the report only if the whole body goes
         for body_node in expanded.nodes:
             if body_node.op_type in self.requested_ops:
                 raise NotLowered(f"its function body holds {body_node.op_type}, which is to be lowered too")
             try:
-                moved = self._move(scope, body_node, expanded.opset, location, constants, types)
+                moved = self._move(scope, body_node, expanded.opset, location, constants, types, moves)
             except LoweringError as error:
                 raise NotLowered(f"its function body cannot be written at opset {scope.opset} ({error})") from None
             legal.extend(moved if moved is not None else [body_node])
+        self.report.adapted.update(moves.adapted)
         version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
         self.report.rewritten[f"{node.op_type}-{version} by its function body"] += 1
         return legal
 
-    def _move(self, scope: Scope, node, source_opset: int, location: str, constants=None, types=None) -> list | None:
+    def _move(
+        self, scope: Scope, node, source_opset: int, location: str, constants=None, types=None, report=None
+    ) -> list | None:
         ir_version = max(self.model.ir_version, 3)
-        return moving.move(scope, node, source_opset, location, self.names, self.report, ir_version, constants, types)
+        report = self.report if report is None else report
+        return moving.move(scope, node, source_opset, location, self.names, report, ir_version, constants, types)
 
     # -- local functions -----------------------------------------------------------------------
     def _record_call(self, scope: Scope, node: onnx.NodeProto, index: int) -> None:
