@@ -2,6 +2,7 @@
 
 from .api import LoweringResult, lower, lower_model, rules_table
 from .errors import IncompleteLowering, InternalError, LoweringError
+from .patterns import PatternEntry, all_patterns
 from .report import LoweringReport, RemainingOp
 from .targets import DEFAULT_TARGET, ONNXRUNTIME_CPU, Target
 from .verification import OutputComparison, VerifyReport, verify
@@ -15,8 +16,10 @@ __all__ = [
     "LoweringReport",
     "LoweringResult",
     "OutputComparison",
+    "PatternEntry",
     "RemainingOp",
     "Target",
+    "all_patterns",
     "lower",
     "lower_model",
     "rules_table",

@@ -36,7 +36,15 @@ class LoweringResult:
         return bool(self.report.rewritten)
 
 
-def lower(model, *, ops=None, target_opset: int | None = None, fast=None, strict: bool = False):
+def lower(
+    model,
+    *,
+    ops=None,
+    target_opset: int | None = None,
+    target: Target = DEFAULT_TARGET,
+    fast=None,
+    strict: bool = False,
+):
     """Lower ``model`` (``onnx.ModelProto`` or ``onnx_ir.Model``) and return the lowered model.
 
     ``ops`` names the op types to lower (default: the target's ``lowered_ops``, the seed ops
@@ -45,7 +53,7 @@ def lower(model, *, ops=None, target_opset: int | None = None, fast=None, strict
     ``fast=False`` runs the plain path (see :func:`lower_model`): the same bytes, slower.
     ``strict=True``: a requested op left is an error (:class:`lowering.IncompleteLowering`).
     """
-    return lower_model(model, ops=ops, target_opset=target_opset, fast=fast, strict=strict).model
+    return lower_model(model, ops=ops, target_opset=target_opset, target=target, fast=fast, strict=strict).model
 
 
 def lower_model(

@@ -4,6 +4,8 @@ function body, and a pattern's output that is not legal at the target is legaliz
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import onnx
 import pytest
@@ -122,3 +124,14 @@ def test_plain_and_fast_paths_expand_alike(options):
     plain = lowering.lower_model(model, fast=False, **options)
     assert (fast.path, plain.path) == ("fast", "plain")
     assert fast.model.SerializeToString() == plain.model.SerializeToString()
+
+
+def test_a_target_carries_its_opset_and_the_ops_that_must_not_remain():
+    """``Target(opset=N, lowered_ops=...)`` is what ``target_opset=N, ops=...`` ask for."""
+    model = layer_normalization_model(18)
+    target = dataclasses.replace(lowering.ONNXRUNTIME_CPU, opset=13, lowered_ops=frozenset({"LayerNormalization"}))
+    by_target = lowering.lower_model(model, target=target)
+    by_options = lowering.lower_model(model, target_opset=13, ops=["LayerNormalization"])
+    assert by_target.model.opset_import[0].version == 13
+    assert by_target.report.rewritten == {"LayerNormalization-17 by its function body": 1}
+    assert by_target.model.SerializeToString() == by_options.model.SerializeToString()
