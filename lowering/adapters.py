@@ -299,3 +299,11 @@ def constant_ints(node: onnx.NodeProto, context: AdapterContext) -> list[int] | 
         return [int(v) for v in onnx.numpy_helper.to_array(tensor).reshape(-1)]
     except Exception:  # external data, a wrong type: not a constant this adapter can read
         return None
+
+
+def int64_constant(context: AdapterContext, hint: str, values: list[int]) -> tuple[onnx.NodeProto, str]:
+    """A Constant node holding ``values`` as a 1-D int64 tensor (axes, sizes, pads, bounds), and
+    the fresh name of its output."""
+    name = context.fresh(hint)
+    value = helper.make_tensor(name, onnx.TensorProto.INT64, [len(values)], [int(v) for v in values])
+    return helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value), name

@@ -46,6 +46,14 @@ MINIMUM_CASES = {
     "one_axis_to_coerced_2d": 14,
     "coerced_2d_to_one_axis": 14,
     "equal_parts_counted": 22,
+    "counted_parts_to_sizes": 32,
+    "sizes_input_to_attribute": 32,
+    "shape_slice_to_slice": 22,
+    "squeeze_axes_input_to_attribute": 4,  # Squeeze 4, Unsqueeze 14
+    "squeeze_axes_attribute_to_input": 4,  # Squeeze 4, Unsqueeze 14
+    "pads_for_axes_spread": 22,  # backend and explicit cases; wrap refused
+    "pad_without_wrap_kept": 11,  # wrap refused
+    "pads_input_to_attributes": 12,  # the explicit cases below: backend ones feed the value or pad integers
 }
 REFUSALS = ("cannot go to opset", "no agreed meaning", "onnx's version converter cannot take")
 ADAPTED = re.compile(r"^(?P<op>\w+)-(?P<source>\d+)→(?P<target>\d+) via (?P<label>.+)$")
@@ -231,12 +239,54 @@ def exercise(found, op_type, name, model, data_sets, source, target, coverage: C
 
 
 def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Cases built here for adapters the backend corpus does not reach (or reaches too little)."""
+    return {"PRelu": prelu_cases, "Pad": pad_cases}.get(op_type, list)()
+
+
+def pad_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Pad going below 11: every backend Pad case feeds its constant value as a graph input (a
+    float, so it is not frozen into a constant) or pads integers, which Pad-2 lacks, so none
+    reaches the adapter. Built here at opset 18: float and float16 data, a constant value of
+    1.5, -0.0 or none, the modes constant, reflect and edge, pads over every axis and over
+    chosen (negative) axes, and negative pads (cropping)."""
+    rng = np.random.default_rng(11)
+    cases = []
+    variants = [
+        ("constant", [0, 1, 2, 1, 0, 3], None, 1.5, TensorProto.FLOAT),
+        ("constant", [1, 0, 0, 2], [0, -1], -0.0, TensorProto.FLOAT),
+        ("constant", [0, 2, 1, 0, 1, 0], None, None, TensorProto.FLOAT16),
+        ("constant", [1, -1, 0, 0, 1, -2], None, 2.0, TensorProto.FLOAT16),
+        ("reflect", [0, 1, 2, 0, 2, 1], None, None, TensorProto.FLOAT),
+        ("edge", [1, 2], [-2], None, TensorProto.FLOAT),
+    ]
+    for mode, pads, axes, value, element_type in variants:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(element_type)
+        initializers = [onnx.numpy_helper.from_array(np.array(pads, np.int64), "pads")]
+        inputs = ["x", "pads", "value" if value is not None else ""]
+        if value is not None:
+            initializers.append(onnx.numpy_helper.from_array(np.array(value, dtype), "value"))
+        if axes is not None:
+            initializers.append(onnx.numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+            inputs.append("axes")
+        while inputs[-1] == "":
+            inputs.pop()
+        model = make_model(
+            [helper.make_node("Pad", inputs, ["y"], name="pad", mode=mode)],
+            [helper.make_tensor_value_info("x", element_type, (3, 4, 5))],
+            [helper.make_tensor_value_info("y", element_type, ("a", "b", "c"))],
+            opset=18,
+        )
+        model.graph.initializer.extend(initializers)
+        name = f"explicit_pad_{mode}_{'_'.join(map(str, pads))}_axes_{axes}_value_{value}_{dtype.name}"
+        cases.append((name, model, [{"x": (rng.standard_normal((3, 4, 5)) * 4).astype(dtype)}]))
+    return cases
+
+
+def prelu_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     """PRelu across version 7: the backend corpus has PRelu only with slopes that broadcast from
     the last axis (``[W]`` on ``[N, C, W]``) or have X's full shape, which versions 1 and 6 cannot
     say, so no backend case reaches either PRelu adapter. Built here at opset 16: X of rank 2, 3
     and 4 with a slope of C values lined up with axis 1, and a slope of one value."""
-    if op_type != "PRelu":
-        return []
     rng = np.random.default_rng(7)
     cases = []
     for shape, slope_shape in (((2, 3), (3,)), ((2, 3, 4), (3, 1)), ((2, 3, 4, 5), (3, 1, 1)), ((2, 3, 4), (1,))):

@@ -541,3 +541,164 @@ def test_prelu_7_with_a_slope_lined_up_with_the_channels_goes_below_7_squeezed()
     (want,) = run_onnxruntime(model, feeds)
     (got,) = run_reference(result.model, feeds)  # onnxruntime has no PRelu-6 kernel
     assert_same_bits(got, want)
+
+
+# -- Shape-15, Squeeze/Unsqueeze-13, Split-13/18 and Pad-11/18 going down --------------------------
+
+
+def _unknown_rank_input(nodes: list[onnx.NodeProto], outputs, opset: int, initializers=()) -> onnx.ModelProto:
+    """``nodes`` reading ``r = Reshape(x, s)``, ``s`` of unknown length: no one knows r's rank."""
+    reshape = helper.make_node("Reshape", ["x", "s"], ["r"])
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"]),
+        helper.make_tensor_value_info("s", TensorProto.INT64, ["K"]),
+    ]
+    return make_model([reshape, *nodes], inputs, outputs, opset=opset, initializer=list(initializers))
+
+
+@pytest.mark.parametrize("target", [13, 10, 9])
+@pytest.mark.parametrize("start, end", [(1, None), (-1, None), (None, -1), (-9, 9), (3, 1), (0, None)])
+def test_shape_15_slices_the_shape_below_15_without_knowing_the_rank(start, end, target):
+    attributes = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+    model = _unknown_rank_input(
+        [helper.make_node("Shape", ["r"], ["y"], name="shape_node", **attributes)],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["n"])],
+        opset=15,
+    )
+    feeds = {"x": np.zeros(24, np.float32), "s": np.array([2, 3, 4], np.int64)}
+    lowered = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(lowered, full_check=True)
+    (want,) = run_onnxruntime(model, feeds)
+    (got,) = run_onnxruntime(lowered, feeds)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    slices = [n for n in lowered.graph.node if n.op_type == "Slice"]
+    assert len(slices) == (0 if (start or 0) == 0 and end is None else 1)
+    assert all((len(n.input) == 1) == (target < 10) for n in slices)  # Slice-1 takes attributes
+
+
+def test_squeeze_13_with_axes_computed_at_run_time_is_refused_naming_it():
+    model = make_model(
+        [helper.make_node("Squeeze", ["x", "axes"], ["y"], name="squeeze_node")],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 1]),
+            helper.make_tensor_value_info("axes", TensorProto.INT64, [1]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+        opset=13,
+    )
+    with pytest.raises(lowering.LoweringError, match=r"'squeeze_node' \(Squeeze\).*Squeeze-13.*'axes'.*run time"):
+        lowering.lower(model, target_opset=12, ops=[])
+
+
+@pytest.mark.parametrize("target", [12, 10])
+def test_unsqueeze_13_negative_axes_go_below_11_counted_in_the_output_rank(target):
+    axes = numpy_helper.from_array(np.array([-1, 0], np.int64), "axes")
+    model = make_model(
+        [helper.make_node("Unsqueeze", ["x", "axes"], ["y"], name="unsqueeze_node")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 1])],
+        opset=13,
+        initializer=[axes],
+    )
+    lowered = lowering.lower(model, target_opset=target, ops=[])
+    (node,) = lowered.graph.node
+    assert list(helper.get_attribute_value(node.attribute[0])) == ([-1, 0] if target >= 11 else [3, 0])
+    x = np.resize(EDGES, (3, 4))
+    assert_same_bits(run_onnxruntime(lowered, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+def _split_18(size, count: int, axis: int = 0, opset: int = 18) -> onnx.ModelProto:
+    outputs = [f"y{k}" for k in range(count)]
+    return make_model(
+        [helper.make_node("Split", ["x"], outputs, name="split_node", axis=axis, num_outputs=count)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size, 2])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["a", 2]) for name in outputs],
+        opset=opset,
+    )
+
+
+@pytest.mark.parametrize("size, count", [(7, 4), (6, 4), (8, 4), (2, 3)])
+@pytest.mark.parametrize("target", [17, 13, 11])
+def test_split_18_num_outputs_goes_down_as_sizes_the_last_part_smaller(size, count, target):
+    model = _split_18(size, count)
+    lowered = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(lowered, full_check=True)
+    x = np.resize(EDGES, (size, 2))
+    for got, want in zip(run_onnxruntime(lowered, {"x": x}), run_onnxruntime(model, {"x": x}), strict=True):
+        assert_same_bits(got, want)
+
+
+def test_split_18_on_a_dimension_known_only_at_run_time_computes_its_sizes_at_13_and_is_refused_below():
+    model = _split_18("N", 4, axis=-2)
+    lowered = lowering.lower(model, target_opset=13, ops=[])
+    assert "Concat" in count_ops(lowered)
+    for size in (7, 8, 6, 3):
+        x = np.resize(EDGES, (size, 2))
+        for got, want in zip(run_onnxruntime(lowered, {"x": x}), run_onnxruntime(model, {"x": x}), strict=True):
+            assert_same_bits(got, want)
+    with pytest.raises(lowering.LoweringError, match=r"'split_node' \(Split\).*not known statically.*opset 12"):
+        lowering.lower(model, target_opset=12, ops=[])
+
+
+def _pad_18(pads_input: bool, opset: int = 18, mode: str = "constant", **graph_fields) -> onnx.ModelProto:
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])]
+    if pads_input:
+        inputs.append(helper.make_tensor_value_info("pads", TensorProto.INT64, [4]))
+    return make_model(
+        [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="pad_node", mode=mode)],
+        inputs,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c"])],
+        opset=opset,
+        **graph_fields,
+    )
+
+
+@pytest.mark.parametrize("target", [17, 13, 11])
+def test_pad_18_axes_with_pads_computed_at_run_time_are_spread_by_gather(target):
+    axes = numpy_helper.from_array(np.array([-1, 0], np.int64), "axes")
+    model = _pad_18(True, initializer=[axes])
+    lowered = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(lowered, full_check=True)
+    assert "Gather" in count_ops(lowered)
+    x = edge_input()
+    for pads in ([1, 2, 0, 3], [0, 0, 2, 1], [-1, 1, 1, -2]):
+        feeds = {"x": x, "pads": np.array(pads, np.int64)}
+        assert_same_bits(run_onnxruntime(lowered, feeds)[0], run_onnxruntime(model, feeds)[0])
+    with pytest.raises(lowering.LoweringError, match=r"'pad_node' \(Pad\).*'pads'.*run time.*opset 10"):
+        lowering.lower(model, target_opset=10, ops=[])
+
+
+def test_pad_wrap_is_refused_below_19_naming_the_node():
+    pads = numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "pads")
+    axes = numpy_helper.from_array(np.array([0, 1], np.int64), "axes")
+    model = _pad_18(False, opset=19, mode="wrap", initializer=[pads, axes])
+    for target in (18, 17, 10):
+        with pytest.raises(lowering.LoweringError, match=r"'pad_node' \(Pad\).*mode wrap.*opset " + str(target)):
+            lowering.lower(model, target_opset=target, ops=[])
+
+
+def test_pad_18_axes_without_the_rank_are_refused_naming_the_node():
+    pads = numpy_helper.from_array(np.array([1, 1], np.int64), "pads")
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
+    model = _unknown_rank_input(
+        [helper.make_node("Pad", ["r", "pads", "", "axes"], ["y"], name="pad_node")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a"])],
+        opset=18,
+        initializers=[pads, axes],
+    )
+    with pytest.raises(lowering.LoweringError, match=r"'pad_node' \(Pad\).*axes 'axes'.*rank"):
+        lowering.lower(model, target_opset=17, ops=[])
+
+
+def test_pad_11_value_float32_cannot_hold_is_refused_below_11():
+    value = numpy_helper.from_array(np.array(0.1, np.float64), "value")
+    pads = numpy_helper.from_array(np.array([1, 0], np.int64), "pads")
+    model = make_model(
+        [helper.make_node("Pad", ["x", "pads", "value"], ["y"], name="pad_node")],
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [4])],
+        opset=11,
+        initializer=[value, pads],
+    )
+    with pytest.raises(lowering.LoweringError, match=r"'pad_node' \(Pad\).*not a float32"):
+        lowering.lower(model, target_opset=10, ops=[])

@@ -169,7 +169,7 @@ MIXED = """
 """
 
 
-@pytest.mark.parametrize("target", [11, 12, 14, 16, 18, 20, NEWEST])
+@pytest.mark.parametrize("target", [9, 10, 11, 12, 14, 16, 18, 20, NEWEST])
 @pytest.mark.parametrize("ops", [None, []], ids=["lower", "keep"])
 def test_mixed_graph_whose_other_ops_change_version(target, ops):
     model = parse(MIXED)
@@ -186,13 +186,17 @@ def test_mixed_graph_whose_other_ops_change_version(target, ops):
             np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("target", [9, 10])
-def test_mixed_graph_below_squeeze_11_fails_naming_the_node(target):
-    """onnx has no Squeeze adapter below 11: the whole call fails, nothing half-converted."""
+@pytest.mark.parametrize("target", [9, 10, 12])
+def test_mixed_graph_with_squeeze_axes_computed_at_run_time_fails_below_13_naming_the_node(target):
+    """Squeeze-13's axes become an attribute below 13 only where they are constant: the whole
+    call fails, nothing half-converted."""
+    model = parse(
+        MIXED.replace("bool c)", "bool c, int64[1] axes)").replace("axes = Constant <value = int64[1] {1}> ()", "")
+    )
     with pytest.raises(
-        lowering.LoweringError, match=r"node #1 \(Squeeze\).*Squeeze-13 from opset 13 to " + str(target)
+        lowering.LoweringError, match=r"node #0 \(Squeeze\).*Squeeze-13 takes its axes from 'axes'.*run time"
     ):
-        lowering.lower(parse(MIXED), target_opset=target)
+        lowering.lower(model, target_opset=target)
 
 
 def test_a_node_the_converter_cannot_move_is_named():

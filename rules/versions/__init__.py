@@ -1,4 +1,16 @@
 """The version adapters, one module per op family, and the known meaning changes of version
 steps; importing this package registers them all (lowering.adapters does on its first lookup)."""
 
-from . import known_changes, normalization, prelu, quantize, reduce, reshape, softmax, split  # noqa: F401
+from . import (  # noqa: F401
+    known_changes,
+    normalization,
+    pad,
+    prelu,
+    quantize,
+    reduce,
+    reshape,
+    shape,
+    softmax,
+    split,
+    squeeze,
+)

@@ -62,9 +62,6 @@ known_change(
     affects=auto_pad_or_ceil_mode,
 )
 known_change(
-    ("Pad",), 19, "version 19 adds the mode wrap", down_only=True, affects=attribute_in("mode", frozenset({"wrap"}))
-)
-known_change(
     ("Resize",),
     19,
     "version 19 adds the coordinate mode half_pixel_symmetric",

@@ -1,10 +1,13 @@
-"""Split across version 18: equal parts counted by num_outputs."""
+"""Split across version 18 (equal parts counted by num_outputs) and version 13 (sizes as an input)."""
 
 from __future__ import annotations
 
 import onnx
+from onnx import helper
 
-from lowering.adapters import AdapterContext, adapter, known_change, moved
+from lowering import schemas
+from lowering.adapters import AdapterContext, adapter, attribute_of, constant_ints, int64_constant, known_change, moved
+from lowering.errors import LoweringError
 
 
 def _no_split_input(node: onnx.NodeProto) -> bool:
@@ -30,3 +33,119 @@ def equal_parts_counted(node: onnx.NodeProto, context: AdapterContext):
     if not _no_split_input(node):  # sizes given: Split-18 reads them alike, and refuses num_outputs with them
         return [moved(node)]
     return [moved(node, num_outputs=len(node.output))]
+
+
+SPLIT_13 = "version 13 takes split as an input; earlier versions as an attribute"
+known_change(("Split",), 13, SPLIT_13, down_only=True, affects=lambda node: not _no_split_input(node))
+
+
+def _axis(node: onnx.NodeProto) -> int:
+    value = attribute_of(node, "axis")
+    return 0 if value is None else value
+
+
+def _counted_sizes(node: onnx.NodeProto, context: AdapterContext) -> list[int] | None:
+    """The part sizes of a Split-18 given ``num_outputs=n`` along a dimension of known size ``d``:
+    ``ceil(d/n)`` each, the last ``d - (n-1)*ceil(d/n)``; None where ``d`` is unknown. A last size
+    below 0 (``d=5, n=4``) is an error at 18 (onnxruntime refuses it): refused."""
+    count = attribute_of(node, "num_outputs")
+    shape = context.shape_of(node.input[0])
+    axis = _axis(node)
+    if shape is None or not -len(shape) <= axis < len(shape) or not isinstance(shape[axis], int):
+        return None
+    size, part = shape[axis], -(-shape[axis] // count)
+    sizes = [part] * (count - 1) + [size - part * (count - 1)]
+    if sizes[-1] < 0:
+        raise LoweringError(
+            f"{context.location}: Split-18 cuts a dimension of {size} into {count} parts of {part}, which leaves "
+            "a negative last part"
+        )
+    return sizes
+
+
+@adapter(("Split",), 18, "down", "split sizes", versions=(13, 18))
+def counted_parts_to_sizes(node: onnx.NodeProto, context: AdapterContext):
+    """Split-18(x, num_outputs=n) = Split-13(x, [c, ..., c, d-(n-1)c]), c = ceil(d/n), d = x's size along axis.
+
+    ``Split-18(x, num_outputs=n)`` = ``Split-13(x)`` where ``n`` divides ``d`` (equal parts), else
+    ``Split-13(x, split=[c, ..., c, d-(n-1)c])``: the last part smaller, as version 18 cuts. Where
+    ``d`` is not known statically the sizes are computed from ``Shape(x)``:
+    ``c = (d + n - 1) / n``, ``Concat(c, ..., c, d - (n-1)c)``. Given ``split``, as it is."""
+    if not _no_split_input(node):
+        return [moved(node, dropped=("num_outputs",))]
+    count = attribute_of(node, "num_outputs") or len(node.output)
+    sizes = _counted_sizes(node, context)
+    if sizes is not None:
+        if len(set(sizes)) == 1:
+            return [moved(node, dropped=("num_outputs",))]
+        constant, name = int64_constant(context, f"{node.name or node.output[0]}_split", sizes)
+        result = moved(node, dropped=("num_outputs",))
+        del result.input[1:]
+        result.input.append(name)
+        return [constant, result]
+    hint = node.name or node.output[0]
+    nodes = []
+
+    def constant(part: str, values: list[int]) -> str:
+        made, name = int64_constant(context, f"{hint}_{part}", values)
+        nodes.append(made)
+        return name
+
+    def op(op_type: str, inputs: list[str], part: str, **attributes) -> str:
+        name = context.fresh(f"{hint}_{part}")
+        nodes.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
+        return name
+
+    whole = op("Shape", [node.input[0]], "shape")
+    size = op("Gather", [whole, constant("axis", [_axis(node)])], "size", axis=0)
+    part = op(
+        "Div",
+        [op("Add", [size, constant("count_less_one", [count - 1])], "rounded_up"), constant("count", [count])],
+        "part",
+    )
+    last = op("Sub", [size, op("Mul", [part, constant("others", [count - 1])], "others_size")], "last")
+    sizes_name = op("Concat", [*([part] * (count - 1)), last], "split", axis=0)
+    result = moved(node, dropped=("num_outputs",))
+    del result.input[1:]
+    result.input.append(sizes_name)
+    return [*nodes, result]
+
+
+@adapter(("Split",), 13, "down", "split attribute", versions=(2, 18))
+def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
+    """Split-13/18(x, Constant(s)) = Split-2/11(x, split=s); Split-18(x, num_outputs=n) = Split-2/11(x, split=sizes).
+
+    ``Split-13(x, s)`` with ``s`` constant = ``Split-11(x, split=s)``; without ``s``, ``Split-11(x)``
+    (equal parts). ``Split-18(x, num_outputs=n)`` cuts a dimension of known size ``d`` into parts
+    of ``ceil(d/n)``, the last smaller: ``Split-11(x)`` where ``n`` divides ``d``, else
+    ``Split-11(x, split=[c, ..., c, d-(n-1)c])``. Below 11 a negative axis gets the rank added.
+    Sizes computed at run time, or a ``d`` not known statically, cannot become an attribute: refused."""
+    version = schemas.version_in_force("Split", context.source_opset)
+    if _no_split_input(node):
+        sizes = [] if attribute_of(node, "num_outputs") is None else _counted_sizes(node, context)
+        if sizes is None:
+            raise LoweringError(
+                f"{context.location}: Split-18 with num_outputs along axis {_axis(node)} of '{node.input[0]}', whose "
+                f"size is not known statically, cannot go to opset {context.target_opset} where sizes are an attribute"
+            )
+    else:
+        sizes = constant_ints(node, context)
+        if sizes is None:
+            raise LoweringError(
+                f"{context.location}: Split-{version} takes its sizes from '{node.input[1]}', which is computed at "
+                f"run time, so it cannot go to opset {context.target_opset} where split is an attribute"
+            )
+    result = moved(node, dropped=("num_outputs",))
+    del result.input[1:]
+    axis = _axis(node)
+    if axis < 0 and context.target_opset < 11:
+        rank = context.rank_of(node.input[0])
+        if rank is None:
+            raise LoweringError(
+                f"{context.location}: Split-{version} with axis {axis} cannot go to opset {context.target_opset}, "
+                f"which takes no negative axis, without the rank of its input '{node.input[0]}'"
+            )
+        result = moved(result, axis=axis + rank)
+    if sizes and len(set(sizes)) > 1:
+        result = moved(result, split=sizes)
+    return [result]

@@ -1,0 +1,57 @@
+"""Shape across version 15 (start and end slice the shape), down by Slice."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, known_change, moved
+
+SHAPE_15 = "version 15 adds start and end, which keep only the dimensions from start to end"
+INT64_MAX = 2**63 - 1  # an end past every rank: Slice clamps it to the rank, as Shape-15 does
+
+known_change(
+    ("Shape",),
+    15,
+    SHAPE_15,
+    down_only=True,
+    affects=lambda node: attribute_of(node, "start") is not None or attribute_of(node, "end") is not None,
+)
+
+
+@adapter(("Shape",), 15, "down", "Slice", versions=(1, 25))
+def shape_slice_to_slice(node: onnx.NodeProto, context: AdapterContext):
+    """Shape-15(x, start=s, end=e) = Slice(Shape-1/13(x), [s], [e]); with s=0 and no e, Shape-1/13(x).
+
+    ``Shape-15(x, start=s, end=e)`` = ``Slice(Shape-1/13(x), starts=[s], ends=[e])``: both add the
+    rank ``r`` to a negative bound and then clamp it to ``[0, r]`` (an ``s`` past ``e`` gives an
+    empty shape in both); no ``e`` is ``INT64_MAX``, which clamps to ``r``. Below opset 10, Slice-1
+    takes the bounds as attributes. Where the rank is known the bounds are clamped here, and
+    bounds covering every dimension leave ``Shape(x)`` alone."""
+    start = attribute_of(node, "start") or 0
+    end = attribute_of(node, "end")
+    rank = context.rank_of(node.input[0])
+    if rank is not None:  # the clamping both ops do, done here
+        start, end = (min(max(b + rank if b < 0 else b, 0), rank) for b in (start, rank if end is None else end))
+        end = max(end, start)
+        if (start, end) == (0, rank):
+            end = None
+    if start == 0 and end is None:
+        return [moved(node, dropped=("start", "end"))]
+    hint = node.name or node.output[0]
+    whole = context.fresh(f"{hint}_whole")
+    shape = moved(node, dropped=("start", "end"))
+    shape.output[0] = whole
+    bounds = ([start], [INT64_MAX if end is None else end])
+    if context.target_opset < 10:
+        slice_node = helper.make_node(
+            "Slice", [whole], list(node.output), name=context.fresh(f"{hint}_Slice"), starts=bounds[0], ends=bounds[1]
+        )
+        return [shape, slice_node]
+    (starts, starts_name), (ends, ends_name) = (
+        int64_constant(context, f"{hint}_{part}", values) for part, values in zip(("start", "end"), bounds, strict=True)
+    )
+    slice_node = helper.make_node(
+        "Slice", [whole, starts_name, ends_name], list(node.output), name=context.fresh(f"{hint}_Slice")
+    )
+    return [shape, starts, ends, slice_node]
