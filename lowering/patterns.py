@@ -73,3 +73,19 @@ def all_patterns() -> list[PatternEntry]:
 def first_paragraph(text: str) -> str:
     """The first paragraph of a docstring, on one line."""
     return " ".join(text.split("\n\n")[0].split())
+
+
+def markdown_table(kind: str) -> str:
+    """The patterns of one kind as a Markdown table (README's lists are this, generated)."""
+    lines = ["| ops | versions | pattern | formula |", "| --- | --- | --- | --- |"]
+    for entry in all_patterns():
+        if entry.kind == kind:
+            formula = entry.formula.replace("|", "\\|")
+            lines.append(f"| {', '.join(entry.op_types)} | {entry.versions} | `{entry.name}` | {formula} |")
+    return "\n".join(lines)
+
+
+def readme_section(kind: str) -> str:
+    """The README block listing one kind of pattern, between its generated-content markers."""
+    marker = kind.replace(" ", "-")
+    return f"<!-- generated: {marker} -->\n{markdown_table(kind)}\n<!-- end: {marker} -->"
