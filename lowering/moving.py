@@ -103,8 +103,7 @@ def move(
             if adapted is not None:
                 report.adapted[f"{moved} via {found.label}"] += 1
                 return adapted
-        input_types = [type_of(name) if name else None for name in node.input]
-        if found is None and versioning.meaning_change(node, source_version, target_version, input_types) is None:
+        if found is None and _keeps_meaning(node, source_version, target_version, type_of):
             report.adapted[moved] += 1
             return [node]
     types = {name: shaped_type_of(name) for name in node.input if name}
@@ -121,3 +120,33 @@ def move(
     )
     report.adapted[moved] += 1
     return converted
+
+
+# Kinds of node judged to keep their meaning across a version step, or not. The judgement is
+# a pure function of the kind (onnx.defs and the known changes), so it is made once per kind.
+_JUDGED: dict[tuple, bool] = {}
+_JUDGED_LIMIT = 1 << 16
+
+
+def _keeps_meaning(node: onnx.NodeProto, source_version: int, target_version: int, type_of) -> bool:
+    """Whether ``node`` means at ``target_version`` what it means at ``source_version``
+    (:func:`lowering.versioning.meaning_change`), judged once per kind of node: op, versions,
+    attributes, which inputs and outputs are given, and the input types where the step
+    changed the types taken (elsewhere they cannot change the answer for a valid node)."""
+    types_matter = versioning.types_taken_change(node.op_type, source_version, target_version)
+    input_types = [type_of(name) if name and types_matter else None for name in node.input]
+    kind = (
+        node.op_type,
+        source_version,
+        target_version,
+        tuple([attribute.SerializeToString() for attribute in node.attribute]),
+        tuple([bool(name) for name in node.input]),
+        tuple([bool(name) for name in node.output]),
+        tuple([t.SerializeToString() if t is not None else b"" for t in input_types]) if types_matter else (),
+    )
+    judged = _JUDGED.get(kind)
+    if judged is None:
+        if len(_JUDGED) >= _JUDGED_LIMIT:
+            _JUDGED.clear()
+        judged = _JUDGED[kind] = versioning.meaning_change(node, source_version, target_version, input_types) is None
+    return judged

@@ -129,6 +129,22 @@ def meaning_change(
 
 
 @functools.cache
+def types_taken_change(op_type: str, source_version: int, target_version: int) -> bool:
+    """Whether some input of ``op_type`` takes other types at ``target_version`` than at
+    ``source_version`` (then a node's meaning there depends on its input types)."""
+    source = schemas.schema_in_force(op_type, source_version)
+    target = schemas.schema_in_force(op_type, target_version)
+    if source is None or target is None:
+        return True
+    for index in range(max(len(source.inputs), len(target.inputs))):
+        before = schemas.input_type_strings(op_type, source_version, min(index, len(source.inputs) - 1))
+        after = schemas.input_type_strings(op_type, target_version, min(index, len(target.inputs) - 1))
+        if before != after:
+            return True
+    return False
+
+
+@functools.cache
 def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> bool:
     """Whether every node valid at both versions of ``op_type`` means the same at both, whatever
     its attributes: every version between has the same signature (:func:`_signature`) and no
