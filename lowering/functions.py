@@ -148,7 +148,7 @@ def _describe(node: onnx.NodeProto) -> str:
 # resolve attributes once; only the renaming is per node. Bounded, as a model may hold many
 # kinds; templates are never changed by their users (inlining copies their nodes).
 BODY_MEMO_SIZE = 4096
-_prepared_bodies: dict[tuple, tuple[_Template, int] | str] = {}
+_prepared_bodies: dict[tuple, tuple[_Template, int] | onnx.FunctionProto | str] = {}
 memoize_bodies = True  # switched off only to measure what the memo saves (benchmarks/)
 
 

@@ -305,3 +305,28 @@ def test_readme_lists_every_function_body():
     assert readme[start:end].strip() == function_body_table(), (
         "README's function-body table is stale: regenerate it with function_body_table()"
     )
+
+
+def test_bodies_made_ready_once_per_kind_give_the_same_bytes(monkeypatch):
+    """Nodes of one kind share a prepared body; each still gets its own fresh names, and the
+    result is the bytes that building the body for every node gives."""
+    from onnx import helper
+
+    from lowering import functions
+
+    nodes = [
+        helper.make_node("Gelu", [f"v{i}"], [f"v{i + 1}"], name="g", approximate="tanh" if i % 2 else "none")
+        for i in range(4)
+    ]
+    x = helper.make_tensor_value_info("v0", onnx.TensorProto.FLOAT, ["N"])
+    y = helper.make_tensor_value_info("v4", onnx.TensorProto.FLOAT, ["N"])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 20)])
+    functions.forget_bodies()
+    memoized = lowering.lower(model, ops=["Gelu"])
+    monkeypatch.setattr(functions, "memoize_bodies", False)
+    built_each_time = lowering.lower(model, ops=["Gelu"])
+    assert memoized.SerializeToString() == built_each_time.SerializeToString()
+    names = [node.name for node in memoized.graph.node]
+    assert len(names) == len(set(names))
+    tanh_nodes = [node for node in memoized.graph.node if node.op_type == "Tanh"]
+    assert len(tanh_nodes) == 2  # the approximate attribute is part of the kind
