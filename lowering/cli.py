@@ -350,17 +350,19 @@ def _print_rules() -> None:
         print(f"  types: {', '.join(row['types'])}")
         print(f"  emits: {', '.join(row['emits'])}")
         print(f"  {row['formula']}")
-    for kind, heading in (
-        (ADAPTER, "Version adapters (rules/versions/):"),
-        (FUNCTION_BODY, "Function bodies (rules/functions.py):"),
-    ):
-        print()
-        print(heading)
-        for entry in all_patterns():
-            if entry.kind == kind:
-                print(f"{', '.join(entry.op_types)}  {entry.versions}  ({entry.name})")
-                print(f"  {entry.formula}")
-                print(f"  checked: {entry.checked_by}")
+    entries = all_patterns()
+    print()
+    print("Version adapters (rules/versions/):")
+    for entry in entries:
+        if entry.kind == ADAPTER:
+            print(f"{', '.join(entry.op_types)}  {entry.versions}  ({entry.name})")
+            print(f"  {entry.formula}")
+            print(f"  checked: {entry.checked_by}")
+    print()
+    print("Function bodies (rules/functions.py), lowered when asked (--ops) or when a target opset needs it:")
+    for entry in entries:
+        if entry.kind == FUNCTION_BODY:
+            print(f"{entry.op_types[0]}-{entry.versions.replace(', ', '/')}: {entry.formula}")
 
 
 if __name__ == "__main__":  # pragma: no cover

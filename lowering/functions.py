@@ -12,7 +12,7 @@ import onnx
 from onnx import defs
 
 from . import schemas
-from .graphs import holds_graphs
+from .graphs import held_graphs, holds_graphs
 
 Precondition = Callable[[onnx.NodeProto], "str | None"]
 
@@ -131,44 +131,98 @@ class FunctionExpansion:
                 f"(bodies at opsets: {offered})"
             )
         body_opset = max(body_opsets)
-        body = _function_body(schema, body_opset, node, input_types)
-        if isinstance(body, str):
-            return NotExpanded(f"{where}: {body}")
-        refusal = _unsupported_body(body, node)
-        if refusal is not None:
-            return NotExpanded(f"{where}: {refusal}")
-        default_imports = [o.version for o in body.opset_import if schemas.canonical_domain(o.domain) == ""]
-        written_at = default_imports[0] if default_imports else body_opset
-        hint = node.name or node.output[0]
-        nodes = _inline(body, node, schema, hint, fresh)
-        return Expanded(nodes, written_at)
+        prepared = _prepared(schema, body_opset, node, input_types)
+        if isinstance(prepared, str):
+            return NotExpanded(f"{where}: {prepared}")
+        template, written_at = prepared
+        return Expanded(_inline(template, node, node.name or node.output[0], fresh), written_at)
 
 
 def _describe(node: onnx.NodeProto) -> str:
     return f"{node.op_type} node '{node.name or node.output[0]}'"
 
 
-def _function_body(
+# Bodies made ready per kind of node (op version, body opset, the node's attributes and which
+# inputs and outputs it names, and for a context-dependent body its input types, shapes
+# included: builders may read a rank), so 10k alike nodes call onnx's body builder once and
+# resolve attributes once; only the renaming is per node. Bounded, as a model may hold many
+# kinds; templates are never changed by their users (inlining copies their nodes).
+BODY_MEMO_SIZE = 4096
+_prepared_bodies: dict[tuple, tuple[_Template, int] | onnx.FunctionProto | str] = {}
+memoize_bodies = True  # switched off only to measure what the memo saves (benchmarks/)
+
+
+def forget_bodies() -> None:
+    """Empty the memo of prepared bodies (benchmarks measure a cold start with it)."""
+    _prepared_bodies.clear()
+
+
+def _prepared(
     schema: defs.OpSchema, body_opset: int, node: onnx.NodeProto, input_types: list[onnx.TypeProto | None]
-) -> onnx.FunctionProto | str:
-    """The schema's body at ``body_opset`` for this node, or why there is none."""
-    if body_opset in schema.function_opset_versions:
-        body = onnx.FunctionProto.FromString(schema.get_function_with_opset_version(body_opset))
-    else:
-        # ONNX builds a context-dependent body from the node's attributes and input types.
-        serialized_types = []
+) -> tuple[_Template, int] | str:
+    """The body's template for this node and the opset it is written at, or why there is none.
+
+    Everything is computed from :func:`_canonical` (the node with its value names replaced by
+    their positions), so it depends on nothing the memo's key leaves out; a refusal is worded
+    with the node's own names, out of the memo."""
+    canonical = _canonical(node)
+    static = body_opset in schema.function_opset_versions
+    types = []
+    if not static:
         for index, name in enumerate(node.input):
             type_proto = input_types[index] if index < len(input_types) else None
             if name and not _known_type(type_proto):
                 return f"the type of input {index} ('{name}') is unknown; ONNX builds this body from the input types"
-            serialized_types.append((type_proto if name else onnx.TypeProto()).SerializeToString())
-        try:
-            built = schema.get_context_dependent_function_with_opset_version(
-                body_opset, node.SerializeToString(), serialized_types
-            )
-        except Exception as error:  # onnx raises its own C++ errors, not a documented type
-            return f"ONNX could not build the body at opset {body_opset}: {error}"
-        body = onnx.FunctionProto.FromString(built)
+            types.append((type_proto if name else onnx.TypeProto()).SerializeToString(deterministic=True))
+    canonical_bytes = canonical.SerializeToString(deterministic=True)
+    key = (schema.name, schema.since_version, body_opset, canonical_bytes, *types)
+    prepared = _prepared_bodies.get(key) if memoize_bodies else None
+    if prepared is None:
+        if static:
+            body = _static_body(schema, body_opset)
+        else:
+            body = _context_dependent_body(schema, body_opset, canonical_bytes, types)
+        if isinstance(body, str):
+            prepared = body
+        elif _unsupported_body(body, canonical) is not None:
+            prepared = body  # refused: worded below with the node's names
+        else:
+            default_imports = [o.version for o in body.opset_import if schemas.canonical_domain(o.domain) == ""]
+            prepared = (_template(body, canonical, schema), default_imports[0] if default_imports else body_opset)
+        if memoize_bodies:
+            if len(_prepared_bodies) >= BODY_MEMO_SIZE:
+                _prepared_bodies.clear()
+            _prepared_bodies[key] = prepared
+    if isinstance(prepared, onnx.FunctionProto):
+        return _unsupported_body(prepared, node)
+    return prepared
+
+
+def _canonical(node: onnx.NodeProto) -> onnx.NodeProto:
+    """The node with its value names replaced by their positions (``""`` kept where absent)."""
+    canonical = onnx.NodeProto(op_type=node.op_type, domain=node.domain)
+    canonical.input.extend(f"input{index}" if name else "" for index, name in enumerate(node.input))
+    canonical.output.extend(f"output{index}" if name else "" for index, name in enumerate(node.output))
+    canonical.attribute.extend(node.attribute)
+    return canonical
+
+
+def _static_body(schema: defs.OpSchema, body_opset: int) -> onnx.FunctionProto | str:
+    return _checked_body(onnx.FunctionProto.FromString(schema.get_function_with_opset_version(body_opset)), body_opset)
+
+
+def _context_dependent_body(
+    schema: defs.OpSchema, body_opset: int, node: bytes, input_types: list[bytes]
+) -> onnx.FunctionProto | str:
+    """ONNX's body built from the (canonical, serialized) node's attributes and input types."""
+    try:
+        built = schema.get_context_dependent_function_with_opset_version(body_opset, node, input_types)
+    except Exception as error:  # onnx raises its own C++ errors, not a documented type
+        return f"ONNX could not build the body at opset {body_opset}: {error}"
+    return _checked_body(onnx.FunctionProto.FromString(built), body_opset)
+
+
+def _checked_body(body: onnx.FunctionProto, body_opset: int) -> onnx.FunctionProto | str:
     if not body.node:
         return (
             f"ONNX builds no function body at opset {body_opset} for this node "
@@ -192,8 +246,10 @@ def _unsupported_body(body: onnx.FunctionProto, node: onnx.NodeProto) -> str | N
     for body_node in body.node:
         if schemas.canonical_domain(body_node.domain) != "":
             return f"the body uses {body_node.domain}.{body_node.op_type}, outside the default domain"
-        if holds_graphs(body_node):
-            return f"the body's {body_node.op_type} holds a subgraph; inlining those is not supported"
+        for attribute in body_node.attribute:
+            if attribute.ref_attr_name and attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                source = attribute.ref_attr_name
+                return f"the body's {body_node.op_type} takes a graph from the node's attribute '{source}'"
     produced = {name for body_node in body.node for name in body_node.output}
     for index, name in enumerate(node.output):
         if not name:
@@ -205,52 +261,150 @@ def _unsupported_body(body: onnx.FunctionProto, node: onnx.NodeProto) -> str | N
     return None
 
 
-def _inline(
-    body: onnx.FunctionProto, node: onnx.NodeProto, schema: defs.OpSchema, hint: str, fresh: Callable[[str], str]
-) -> list[onnx.NodeProto]:
-    """The body's nodes that the node's named outputs need, renamed into the node's graph."""
-    names: dict[str, str] = {}
-    for index, name in enumerate(body.input):
-        names[name] = node.input[index] if index < len(node.input) else ""
-    for index, name in enumerate(body.output):
-        if index < len(node.output) and node.output[index]:
-            names[name] = node.output[index]
-    needed = set(node.output) - {""}
-    needed_by_name = {body_name for body_name, outer in names.items() if outer in needed and body_name in body.output}
+@dataclass(frozen=True)
+class _Template:
+    """A body made ready for one kind of node: the nodes its named outputs need, with the
+    function attributes resolved and the body's own names (renamed per node by :func:`_inline`)."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    nodes: tuple[onnx.NodeProto, ...]
+    attribute_values: Mapping[str, onnx.AttributeProto]
+
+
+def _template(body: onnx.FunctionProto, node: onnx.NodeProto, schema: defs.OpSchema) -> _Template:
+    """The body's nodes that the node's named outputs need, attributes resolved for the node
+    (a function of what :func:`_canonical` keeps of the node: its attributes, which inputs and
+    outputs it names)."""
+    named_outputs = {name for index, name in enumerate(body.output) if index < len(node.output) and node.output[index]}
+    needed_by_name = set(named_outputs)
     kept: list[onnx.NodeProto] = []
     for body_node in reversed(body.node):
         if any(output in needed_by_name for output in body_node.output):
             kept.append(body_node)
             needed_by_name.update(name for name in body_node.input if name)
+            if holds_graphs(body_node):
+                needed_by_name.update(_outer_names(body_node))
     kept.reverse()
-
     attribute_values = _attribute_values(node, body, schema)
-    inlined = []
+    nodes = []
     for body_node in kept:
+        resolved = onnx.NodeProto()
+        resolved.CopyFrom(body_node)
+        resolved.domain = ""
+        _substitute_attributes(resolved, body_node, attribute_values)
+        nodes.append(resolved)
+    return _Template(tuple(body.input), tuple(body.output), tuple(nodes), MappingProxyType(attribute_values))
+
+
+def _inline(template: _Template, node: onnx.NodeProto, hint: str, fresh: Callable[[str], str]) -> list[onnx.NodeProto]:
+    """The template's nodes renamed into the node's graph."""
+    names: dict[str, str] = {}
+    for index, name in enumerate(template.inputs):
+        names[name] = node.input[index] if index < len(node.input) else ""
+    for index, name in enumerate(template.outputs):
+        if index < len(node.output) and node.output[index]:
+            names[name] = node.output[index]
+    inlined = []
+    for template_node in template.nodes:
         new_node = onnx.NodeProto()
-        new_node.CopyFrom(body_node)
-        new_node.name = fresh(f"{hint}_{body_node.name or body_node.op_type}")
-        new_node.domain = ""
-        for position, name in enumerate(body_node.output):
+        new_node.CopyFrom(template_node)
+        new_node.name = fresh(f"{hint}_{template_node.name or template_node.op_type}")
+        for position, name in enumerate(template_node.output):
             if name and name not in names:
                 names[name] = fresh(f"{hint}_{name}")
             new_node.output[position] = names.get(name, "")
-        for position, name in enumerate(body_node.input):
+        for position, name in enumerate(template_node.input):
             new_node.input[position] = names[name] if name else ""
-        del new_node.attribute[:]
-        for attribute in body_node.attribute:
-            if not attribute.ref_attr_name:
-                new_node.attribute.append(attribute)
-                continue
-            value = attribute_values.get(attribute.ref_attr_name)
-            if value is None:
-                continue  # neither the node nor the schema gives it: the body node's own default holds
-            substituted = onnx.AttributeProto()
-            substituted.CopyFrom(value)
-            substituted.name = attribute.name
-            new_node.attribute.append(substituted)
+        if holds_graphs(new_node):
+            for _, _, graph in held_graphs(new_node):
+                _rename_graph(graph, [names], hint, fresh, template.attribute_values)
         inlined.append(new_node)
     return inlined
+
+
+def _substitute_attributes(
+    new_node: onnx.NodeProto, body_node: onnx.NodeProto, attribute_values: dict[str, onnx.AttributeProto]
+) -> None:
+    """``new_node``'s attributes: the body node's, each reference to a function attribute
+    replaced by its value (dropped where neither the node nor the schema gives one)."""
+    del new_node.attribute[:]
+    for attribute in body_node.attribute:
+        if not attribute.ref_attr_name:
+            new_node.attribute.append(attribute)
+            continue
+        value = attribute_values.get(attribute.ref_attr_name)
+        if value is None:
+            continue  # neither the node nor the schema gives it: the body node's own default holds
+        substituted = onnx.AttributeProto()
+        substituted.CopyFrom(value)
+        substituted.name = attribute.name
+        new_node.attribute.append(substituted)
+
+
+def _rename_graph(
+    graph: onnx.GraphProto,
+    scopes: list[dict[str, str]],
+    hint: str,
+    fresh: Callable[[str], str],
+    attribute_values: dict[str, onnx.AttributeProto],
+) -> None:
+    """Give every value and node a body's subgraph defines a fresh name (names are unique
+    across a model's scopes), point its reads of the body's values at their inlined names, and
+    resolve its references to function attributes. A name defined in no enclosing scope of the
+    body is left as it is: it was written by the node's own graph (SequenceMap's body holds the
+    node's graph attribute) and reads a value of the model."""
+    local: dict[str, str] = {}
+    scopes = [*scopes, local]
+
+    def define(name: str) -> str:
+        if not name:
+            return ""
+        local[name] = fresh(f"{hint}_{name}")
+        return local[name]
+
+    def read(name: str) -> str:
+        for scope in reversed(scopes):
+            if name in scope:
+                return scope[name]
+        return name
+
+    for info in graph.input:
+        info.name = define(info.name)
+    for initializer in graph.initializer:
+        initializer.name = define(initializer.name)
+    for sparse in graph.sparse_initializer:
+        sparse.values.name = define(sparse.values.name)
+    for graph_node in graph.node:
+        for position, name in enumerate(graph_node.input):
+            graph_node.input[position] = read(name) if name else ""
+        for position, name in enumerate(graph_node.output):
+            graph_node.output[position] = define(name)
+        graph_node.name = fresh(f"{hint}_{graph_node.name or graph_node.op_type}")
+        if any(attribute.ref_attr_name for attribute in graph_node.attribute):
+            original = onnx.NodeProto()
+            original.CopyFrom(graph_node)
+            _substitute_attributes(graph_node, original, attribute_values)
+        for _, _, subgraph in held_graphs(graph_node):
+            _rename_graph(subgraph, scopes, hint, fresh, attribute_values)
+    for info in graph.output:
+        info.name = read(info.name)
+    for info in graph.value_info:
+        info.name = read(info.name)
+
+
+def _outer_names(node: onnx.NodeProto) -> set[str]:
+    """The names the graphs ``node`` holds read from outside themselves (at any depth)."""
+    found: set[str] = set()
+    for _, _, graph in held_graphs(node):
+        defined = {info.name for info in graph.input} | {init.name for init in graph.initializer}
+        for graph_node in graph.node:
+            found.update(name for name in graph_node.input if name and name not in defined)
+            if holds_graphs(graph_node):
+                found.update(name for name in _outer_names(graph_node) if name not in defined)
+            defined.update(graph_node.output)
+        found.update(info.name for info in graph.output if info.name not in defined)
+    return found
 
 
 def _attribute_values(
@@ -269,6 +423,50 @@ def _attribute_values(
     return values
 
 
+def ops_with_bodies(domain: str = "") -> dict[str, tuple[int, ...]]:
+    """Every op of ``domain`` that onnx gives a function body (static or context-dependent)
+    at some version: op type -> the since-versions that have one."""
+    found: dict[str, list[int]] = {}
+    for schema in defs.get_all_schemas_with_history():
+        if schemas.canonical_domain(schema.domain) == domain and schema.all_function_opset_versions:
+            found.setdefault(schema.name, []).append(schema.since_version)
+    return {name: tuple(sorted(versions)) for name, versions in sorted(found.items())}
+
+
+def body_op_types(op_type: str, version: int, domain: str = "") -> list[str] | None:
+    """The op types of ``op_type``-``version``'s newest body, in order of first use; for a
+    context-dependent body, as ONNX builds it for a node with every required input of its first
+    allowed type (float where allowed) and default attributes. None where that builds nothing
+    (the body needs attributes or shapes that only a real node gives)."""
+    schema = defs.get_schema(op_type, version, domain)
+    body_opset = max(schema.all_function_opset_versions)
+    if body_opset in schema.function_opset_versions:
+        body = _static_body(schema, body_opset)
+    else:
+        required = [f for f in schema.inputs if f.option != defs.OpSchema.FormalParameterOption.Optional]
+        node = onnx.helper.make_node(op_type, [f"input{k}" for k in range(len(required))], ["output0"])
+        types = [_sample_type(schema, formal).SerializeToString() for formal in required]
+        body = _context_dependent_body(schema, body_opset, node.SerializeToString(), types)
+    if isinstance(body, str):
+        return None
+    op_types: list[str] = []
+    for body_node in body.node:
+        if body_node.op_type not in op_types:
+            op_types.append(body_node.op_type)
+    return op_types
+
+
+def _sample_type(schema: defs.OpSchema, formal) -> onnx.TypeProto:
+    allowed = [formal.type_str]
+    for constraint in schema.type_constraints:
+        if constraint.type_param_str == formal.type_str:
+            allowed = sorted(constraint.allowed_type_strs)
+    tensors = [text for text in allowed if text.startswith("tensor(")]
+    chosen = "tensor(float)" if "tensor(float)" in tensors else (tensors or ["tensor(float)"])[0]
+    element_type = getattr(onnx.TensorProto, chosen[len("tensor(") : -1].upper())
+    return onnx.helper.make_tensor_type_proto(element_type, None)
+
+
 _EXPANSIONS: dict[tuple[str, str], FunctionExpansion] = {}
 
 
@@ -280,8 +478,6 @@ def function_expansion(
 
     def register(precondition: Precondition) -> Precondition:
         key = (schemas.canonical_domain(domain), op_type)
-        if key in _EXPANSIONS:
-            raise ValueError(f"a function expansion for {op_type} is registered already")
         known = schemas.op_versions(op_type, domain)
         unknown = [v for v in versions if v not in known]
         if unknown:
@@ -291,6 +487,8 @@ def function_expansion(
             raise ValueError(f"{op_type} versions {bodiless} have no function body in onnx")
         if not inspect.getdoc(precondition):
             raise ValueError(f"the precondition of {op_type}'s expansion must state its formula in a docstring")
+        if key in _EXPANSIONS:
+            raise ValueError(f"a function expansion for {op_type} is registered already")
         _EXPANSIONS[key] = FunctionExpansion(op_type, key[0], tuple(sorted(versions)), tolerance, precondition)
         return precondition
 
@@ -327,5 +525,7 @@ __all__ = [
     "Tolerance",
     "all_expansions",
     "expansion_for",
+    "body_op_types",
     "function_expansion",
+    "ops_with_bodies",
 ]

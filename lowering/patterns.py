@@ -59,11 +59,7 @@ def all_patterns() -> list[PatternEntry]:
             ", ".join(map(str, expansion.versions)),
             expansion.name,
             first_paragraph(expansion.formula),
-            "; ".join(
-                f"{schemas.type_name(element_type)}: rtol {tolerance.rtol:.2g}, atol {tolerance.atol:.2g}"
-                for element_type, tolerance in sorted(expansion.tolerance.items())
-            )
-            + " against the fused op, on the ONNX backend cases",
+            tolerance_text(expansion.tolerance) + " against the op's expected outputs, on the ONNX backend cases",
         )
         for expansion in functions.all_expansions()
     ]
@@ -89,3 +85,27 @@ def readme_section(kind: str) -> str:
     """The README block listing one kind of pattern, between its generated-content markers."""
     marker = kind.replace(" ", "-")
     return f"<!-- generated: {marker} -->\n{markdown_table(kind)}\n<!-- end: {marker} -->"
+
+
+def tolerance_text(tolerance) -> str:
+    """``float, double: rtol 0.001, atol 1e-07; bfloat16: ...``: the element types that share a
+    tolerance, together."""
+    types_by_tolerance: dict[object, list[str]] = {}
+    for element_type, stated in sorted(tolerance.items()):
+        types_by_tolerance.setdefault(stated, []).append(schemas.type_name(element_type))
+    return "; ".join(
+        f"{', '.join(names)}: rtol {stated.rtol:.2g}, atol {stated.atol:.2g}"
+        for stated, names in types_by_tolerance.items()
+    )
+
+
+def function_body_table() -> str:
+    """The README's table of function-body ops, from the registry (tests/test_function_bodies.py
+    checks that the README holds exactly this)."""
+    lines = ["| op | versions | formula | tolerance (per input type) |", "| --- | --- | --- | --- |"]
+    for entry in all_patterns():
+        if entry.kind == FUNCTION_BODY:
+            expansion = functions.expansion_for("", entry.op_types[0])
+            cell = entry.formula.replace("|", "\\|")
+            lines.append(f"| {entry.op_types[0]} | {entry.versions} | {cell} | {tolerance_text(expansion.tolerance)} |")
+    return "\n".join(lines)

@@ -1,10 +1,14 @@
-"""Ops expanded into their own ONNX function body (LayerNormalization)."""
+"""Ops expanded into their own ONNX function body: LayerNormalization with measured tolerances,
+then every other op onnx gives a body, registered from ``onnx.defs``."""
 
 from __future__ import annotations
 
+import re
+
 import onnx
 
-from lowering.functions import Tolerance, function_expansion
+from lowering import schemas
+from lowering.functions import Tolerance, body_op_types, function_expansion, ops_with_bodies
 
 TensorProto = onnx.TensorProto
 
@@ -50,3 +54,79 @@ def layer_normalization_body(node: onnx.NodeProto) -> str | None:
             )
             return f"stash_type {attribute.i} ({name}): the body's Mean(X²) − Mean(X)² is only accurate in float32"
     return None
+
+
+# The ONNX backend's own comparison (onnx.backend.test.runner: rtol 1e-3, atol 1e-7), stated
+# for every op below and met on every backend node case of each (tests/test_function_bodies.py).
+BACKEND_TOLERANCE = Tolerance(rtol=1e-3, atol=1e-7)
+# bfloat16 has 8 significant bits: the backend's rtol is below its epsilon (2^-7), and the body
+# rounds each of its ops to bfloat16 where a fused kernel rounds once. One epsilon, as for
+# LayerNormalization (worst seen: Celu's bfloat16 case, one rounding).
+BFLOAT16_TOLERANCE = Tolerance(rtol=2**-7, atol=2**-7)
+
+# Ops whose body draws random numbers: the lowered op has the op's distribution, not its draws
+# (no two kernels share a generator, and the backend cases' expected values come from numpy's).
+RANDOM_OPS_IN_BODIES = frozenset(
+    {"RandomUniformLike", "RandomNormalLike", "RandomUniform", "RandomNormal", "Multinomial"}
+)
+
+
+def _formula(op_type: str, version: int) -> str:
+    """``Op(inputs) = its ONNX function body: A, B, ...`` from the newest body of ``version``."""
+    schema = schemas.schema_in_force(op_type, version)
+    inputs = ", ".join(formal.name for formal in schema.inputs)
+    op_types = body_op_types(op_type, version)
+    if op_types is None:
+        return f"{op_type}({inputs}) = its ONNX function body, built for each node from its attributes and input types."
+    formula = f"{op_type}({inputs}) = its ONNX function body: {', '.join(op_types)}."
+    if "noop_with_empty_axes" in schema.attributes:
+        formula += " Not where noop_with_empty_axes=1 (no agreed meaning with empty axes)."
+    random = sorted(RANDOM_OPS_IN_BODIES.intersection(op_types))
+    if random:
+        formula += (
+            f" Random: the body draws with {', '.join(random)}, so the lowered op has the op's "
+            "distribution, not its draws; checked on output shape, type and value set only."
+        )
+    return formula
+
+
+def _accepted_types(op_type: str, versions: tuple[int, ...]) -> set[int]:
+    return set().union(*(schemas.input_element_types(op_type, version) for version in versions))
+
+
+NOOP_WITH_EMPTY_AXES = (
+    "noop_with_empty_axes=1: with empty axes the spec says the input itself, while the body (as "
+    "onnx.reference and onnxruntime) applies its element-wise step; no agreed meaning (the axes' "
+    "values are not looked at here)"
+)
+
+
+def _body_precondition(op_type: str, formula: str):
+    schema = schemas.schema_in_force(op_type, schemas.newest_opset())
+    reads_noop = schema is not None and "noop_with_empty_axes" in schema.attributes
+
+    def body_applies(node: onnx.NodeProto) -> str | None:
+        # Otherwise the body's own refusals (no body at the opset, none built) say why.
+        if reads_noop and any(a.name == "noop_with_empty_axes" and a.i for a in node.attribute):
+            return NOOP_WITH_EMPTY_AXES  # as rules/versions/reduce.py refuses to move such a node
+        return None
+
+    body_applies.__name__ = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op_type).lower() + "_body"
+    body_applies.__qualname__ = body_applies.__name__
+    body_applies.__doc__ = formula
+    return body_applies
+
+
+def _register_every_body() -> None:
+    """Every default-domain op onnx gives a function body, at each version that has one."""
+    for op_type, versions in ops_with_bodies("").items():
+        if op_type == "LayerNormalization":
+            continue  # registered above, with measured tolerances
+        tolerance = dict.fromkeys(sorted(_accepted_types(op_type, versions)), BACKEND_TOLERANCE)
+        if TensorProto.BFLOAT16 in tolerance:
+            tolerance[TensorProto.BFLOAT16] = BFLOAT16_TOLERANCE
+        formula = _formula(op_type, versions[-1])
+        function_expansion(op_type, versions=versions, tolerance=tolerance)(_body_precondition(op_type, formula))
+
+
+_register_every_body()

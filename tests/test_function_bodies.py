@@ -1,0 +1,332 @@
+"""Every op ONNX defines by a function body, lowered on request (rules/functions.py registers them
+from onnx.defs) and checked on the ONNX backend node cases of each: the op is gone and the outputs
+match the case's expected outputs within the backend's tolerance, in onnxruntime (onnx.reference
+where onnxruntime cannot run the lowered model, each named below with why)."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import re
+import warnings
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from lowering.rules.functions import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RANDOM_OPS_IN_BODIES
+from onnx import numpy_helper
+
+import lowering
+from lowering import schemas
+from lowering.functions import all_expansions, body_op_types, expansion_for, ops_with_bodies
+from lowering.patterns import function_body_table
+from lowering.runtime import run_onnxruntime, run_reference
+
+
+@functools.cache
+def all_backend_cases() -> tuple:
+    """onnx's backend node cases (collected once per session: onnx caches nothing itself)."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tuple(case for case in collect_testcases() if case.kind == "node")
+
+
+def served_ops(model: onnx.ModelProto) -> list[str]:
+    """The ops of the model's main graph whose version there has a registered function body."""
+    opsets = [o.version for o in model.opset_import if schemas.canonical_domain(o.domain) == ""]
+    if not opsets:
+        return []  # a case of another domain only (ai.onnx.ml, preview)
+    opset, found = opsets[0], []
+    for node in model.graph.node:
+        expansion = expansion_for(node.domain, node.op_type)
+        version = schemas.version_in_force(node.op_type, opset, node.domain)
+        if expansion is not None and version in expansion.versions and node.op_type not in found:
+            found.append(node.op_type)
+    return found
+
+
+@functools.cache
+def checks() -> tuple[tuple[str, str], ...]:
+    """(case name, op) for every backend case and every function-body op it runs."""
+    return tuple((case.name, op) for case in all_backend_cases() for op in served_ops(case.model))
+
+
+# Where a backend case's op version has no body at the model's opset: ONNX wrote these bodies at
+# opset 18 only, and the cases import an older opset (the body's CastLike-15 cannot be written
+# at 9 or 14). The op stays and the report says why; with the model at opset 18 or above, as
+# the same tests of the newer versions are, the body serves.
+REFUSED = {
+    ("test_relu", "Relu"): "ONNX gives Relu-14 no function body at opset 14 or below (bodies at opsets: 18)",
+    ("test_shrink_hard", "Shrink"): "ONNX gives Shrink-9 no function body at opset 9 or below (bodies at opsets: 18)",
+    ("test_shrink_soft", "Shrink"): "ONNX gives Shrink-9 no function body at opset 9 or below (bodies at opsets: 18)",
+}
+
+# Where onnxruntime 1.32's CPU provider has no kernel for an op of the lowered model (bfloat16
+# Mul/Add/Div in the bodies of Attention and Celu, Swish-24 in SwiGLU's, RandomUniformLike-22
+# in Bernoulli's, Cast-25 from or to float4e2m1) it says NOT_IMPLEMENTED; onnx.reference is the
+# oracle there and the outcome names the missing kernel. lowering.runtime cannot feed or read
+# the packed 4- and 2-bit integer types: onnx.reference serves those cases too.
+PACKED_TYPES = {
+    onnx.TensorProto.INT4,
+    onnx.TensorProto.UINT4,
+    onnx.TensorProto.INT2,
+    onnx.TensorProto.UINT2,
+}
+
+
+def run_lowered(lowered: onnx.ModelProto, feeds: dict) -> tuple[list, str]:
+    """The lowered model's outputs and the runner that gave them (with why, for onnx.reference)."""
+    declared = {info.type.tensor_type.elem_type for info in [*lowered.graph.input, *lowered.graph.output]}
+    if declared & PACKED_TYPES:
+        return run_reference(lowered, feeds), "onnx.reference (packed 4- or 2-bit tensors)"
+    try:
+        return run_onnxruntime(lowered, feeds), "onnxruntime"
+    except Exception as error:  # onnxruntime's own exception types
+        message = str(error)
+        if "NOT_IMPLEMENTED" not in message:
+            raise
+        missing = re.search(r"(?:implementation|kernel) for (\w+\(\d+\))", message)
+        return run_reference(lowered, feeds), f"onnx.reference (onnxruntime has no kernel for {missing.group(1)})"
+
+
+# ONNX's AffineGrid-20 body feeds Range 1-element tensors where Range's spec asks for scalars;
+# Range's body then gives Loop a trip count of shape [1], which onnx's full checker refuses. The
+# `_expanded` twins of the AffineGrid cases hold those Range nodes: lowering Range there gives a
+# model the checker refuses (the fused Range kernel tolerates the shapes; the body cannot).
+RANGE_ON_ONE_ELEMENT_TENSORS = "Inferred shape and existing shape differ in rank"
+OUTSIDE_RANGE_SPEC = {
+    (f"test_affine_grid_{case}_expanded", "Range") for case in ("2d", "2d_align_corners", "3d", "3d_align_corners")
+}
+
+
+# The `_expanded` twins of the bfloat16 Attention cases hold Range on bfloat16: onnxruntime has
+# no bfloat16 Add for the body's Loop, and onnx.reference's Loop cannot add bfloat16 arrays
+# ("Issues with types"). Neither runs them: the lowered model is checked by onnx's full checker.
+NEITHER_RUNS = {
+    (f"test_attention_{case}_bf16_expanded", "Range")
+    for case in ("4d_causal", "4d_padded_kv", "4d_causal_padded_kv", "4d_attn_mask_causal", "3d_causal")
+}
+
+# Range on bfloat16 scalars: the body's Loop stacks its scalar scan output as (n, 1) in both
+# onnxruntime and onnx.reference (ONNX's own `_expanded` twin does the same); the values match.
+SCAN_OF_BFLOAT16_SCALARS = {
+    ("test_range_bfloat16_type_positive_delta", "Range"),
+    ("test_range_bfloat16_type_positive_delta_expanded", "Relu"),
+}
+
+# Checks per op: one per backend case that runs the op at a version with a body (an
+# ``_expanded`` twin counts for the ops its inlined body still holds, e.g. CastLike).
+EXPECTED_COUNTS = {
+    "AffineGrid": {"onnxruntime": 4},
+    "Attention": {
+        "onnx.reference (onnxruntime has no kernel for Add(14))": 3,
+        "onnx.reference (onnxruntime has no kernel for Mul(14))": 2,
+        "onnxruntime": 88,
+    },
+    "Bernoulli": {
+        "onnx.reference (onnxruntime has no kernel for RandomUniformLike(22)): shape, type, values 0 or 1 (random)": 3
+    },
+    "BlackmanWindow": {"onnxruntime": 2},
+    "CastLike": {
+        "onnx.reference (onnxruntime has no kernel for Add(14))": 3,
+        "onnx.reference (onnxruntime has no kernel for Cast(25))": 4,
+        "onnx.reference (onnxruntime has no kernel for Div(14))": 1,
+        "onnx.reference (onnxruntime has no kernel for Mul(14))": 2,
+        "onnx.reference (packed 4- or 2-bit tensors)": 20,
+        "onnxruntime": 197,
+    },
+    "CausalConvWithState": {"onnxruntime": 13},
+    "Celu": {"onnx.reference (onnxruntime has no kernel for Div(14))": 1, "onnxruntime": 2},
+    "CenterCropPad": {"onnxruntime": 6},
+    "Clip": {"onnxruntime": 12},
+    "DepthToSpace": {"onnxruntime": 2},
+    "DynamicQuantizeLinear": {"onnxruntime": 3},
+    "Elu": {"onnx.reference (onnxruntime has no kernel for Div(14))": 1, "onnxruntime": 5},
+    "Gelu": {"onnxruntime": 4},
+    "GreaterOrEqual": {"onnxruntime": 9},
+    "GroupNormalization": {"onnxruntime": 2},
+    "HammingWindow": {"onnxruntime": 2},
+    "HannWindow": {"onnxruntime": 2},
+    "HardSigmoid": {"onnxruntime": 4},
+    "HardSwish": {"onnxruntime": 1},
+    "LayerNormalization": {"onnxruntime": 19},
+    "LeakyRelu": {"onnxruntime": 3},
+    "LessOrEqual": {"onnxruntime": 18},
+    "LinearAttention": {"onnxruntime": 14},
+    "LogSoftmax": {"onnxruntime": 41},
+    "MeanVarianceNormalization": {"onnxruntime": 1},
+    "Mish": {"onnxruntime": 1},
+    "NegativeLogLikelihoodLoss": {"onnxruntime": 52},
+    "PRelu": {"onnxruntime": 2},
+    "RMSNormalization": {"onnxruntime": 19},
+    "Range": {
+        "onnx's full checker only (no runner takes bfloat16 Range)": 5,
+        "onnxruntime": 61,
+        "outside Range's spec: refused by onnx's checker": 4,
+    },
+    "ReduceL1": {"onnxruntime": 9},
+    "ReduceL2": {"onnxruntime": 9},
+    "ReduceLogSum": {"onnxruntime": 5},
+    "ReduceLogSumExp": {"onnxruntime": 9},
+    "ReduceSumSquare": {"onnxruntime": 9},
+    "Relu": {"onnxruntime": 4, "refused": 1},
+    "RotaryEmbedding": {"onnxruntime": 8},
+    "Selu": {"onnxruntime": 3},
+    "SequenceMap": {"onnxruntime": 6},
+    "Shrink": {"refused": 2},
+    "Softmax": {
+        "onnx.reference (onnxruntime has no kernel for Add(14))": 3,
+        "onnx.reference (onnxruntime has no kernel for Mul(14))": 2,
+        "onnxruntime": 106,
+    },
+    "SoftmaxCrossEntropyLoss": {"onnxruntime": 34},
+    "Softplus": {"onnxruntime": 3},
+    "Softsign": {"onnxruntime": 2},
+    "SpaceToDepth": {"onnxruntime": 4},
+    "SwiGLU": {"onnx.reference (onnxruntime has no kernel for Swish(24))": 3},
+    "Swish": {"onnxruntime": 4},
+    "ThresholdedRelu": {"onnxruntime": 3},
+}
+
+
+def feed_value(value):
+    """A backend data set's input as the runners take it (numpy scalars and TensorProtos too)."""
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, list):
+        return [feed_value(item) for item in value]
+    return value
+
+
+def assert_close(got, want, name: str) -> None:
+    if isinstance(want, list):
+        assert len(got) == len(want), name
+        for got_item, want_item in zip(got, want, strict=True):
+            assert_close(got_item, want_item, name)
+        return
+    want = feed_value(want)
+    got = np.asarray(got)
+    assert got.shape == np.shape(want), (name, got.shape, np.shape(want))
+    assert got.dtype == np.asarray(want).dtype, (name, got.dtype, np.asarray(want).dtype)
+    if not np.issubdtype(got.dtype, np.number) and got.dtype != np.bool_ and got.dtype.kind not in "fV":
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        return
+    tolerance = BFLOAT16_TOLERANCE if got.dtype == ml_dtypes.bfloat16 else BACKEND_TOLERANCE
+    mismatched = tolerance.mismatches(got, np.asarray(want))
+    assert not mismatched.any(), (name, np.argwhere(mismatched)[:5])
+
+
+def check_random(got, want, name: str) -> None:
+    """A random op's output: its shape, its type and that it only holds what the op can draw."""
+    got, want = np.asarray(got), feed_value(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, name
+    assert set(np.unique(got.astype(np.float64)).tolist()) <= {0.0, 1.0}, name
+
+
+def feeds_for(model: onnx.ModelProto, inputs: list) -> dict:
+    """A data set's inputs by name, in the shapes the model declares (some backend data sets
+    hold a 1-element tensor for a declared scalar)."""
+    feeds = {}
+    for info, value in zip(model.graph.input, inputs, strict=True):
+        value = feed_value(value)
+        dims = info.type.tensor_type.shape.dim if info.type.HasField("tensor_type") else None
+        if dims is not None and all(d.HasField("dim_value") for d in dims) and isinstance(value, np.ndarray):
+            shape = tuple(d.dim_value for d in dims)
+            if value.shape != shape and value.size == int(np.prod(shape)):
+                value = value.reshape(shape)
+        feeds[info.name] = value
+    return feeds
+
+
+def check_case(name: str, op: str) -> str:
+    """Lower ``op`` in the case and check it; returns how it was checked."""
+    (case,) = [case for case in all_backend_cases() if case.name == name]
+    result = lowering.lower_model(case.model, ops=[op])
+    refused = REFUSED.get((name, op))
+    if refused is not None:
+        assert [r.reason for r in result.report.remaining] != [], name
+        assert all(refused in r.reason for r in result.report.remaining), result.report.lines()
+        return "refused"
+    assert result.report.complete, result.report.lines()
+    lowered = result.model
+    assert op not in {node.op_type for node in lowered.graph.node}
+    if (name, op) in OUTSIDE_RANGE_SPEC:
+        with pytest.raises(onnx.shape_inference.InferenceError, match=RANGE_ON_ONE_ELEMENT_TENSORS):
+            onnx.checker.check_model(lowered, full_check=True)
+        return "outside Range's spec: refused by onnx's checker"
+    onnx.checker.check_model(lowered, full_check=True)
+    if (name, op) in NEITHER_RUNS:
+        return "onnx's full checker only (no runner takes bfloat16 Range)"
+    random = bool(RANDOM_OPS_IN_BODIES.intersection(body_op_types(op, expansion_for("", op).versions[-1]) or ()))
+    assert case.data_sets
+    runners = set()
+    for inputs, expected in case.data_sets:
+        outputs, runner = run_lowered(lowered, feeds_for(case.model, inputs))
+        runners.add(runner)
+        assert len(outputs) == len(expected)
+        for got, want in zip(outputs, expected, strict=True):
+            if (name, op) in SCAN_OF_BFLOAT16_SCALARS:
+                assert np.shape(got) == (*np.shape(want), 1)
+                got = np.asarray(got).reshape(np.shape(want))
+            (check_random if random else assert_close)(got, want, name)
+    (runner,) = runners
+    return f"{runner}: shape, type, values 0 or 1 (random)" if random else runner
+
+
+def test_every_op_with_a_body_is_registered():
+    registered = {(e.op_type, e.versions) for e in all_expansions()}
+    assert registered == set(ops_with_bodies("").items())
+    assert len(registered) == 48
+
+
+def test_backend_cases_per_op():
+    """Every registered op has backend cases, and every case of each is checked or refused."""
+    outcomes: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for name, op in checks():
+        outcomes[op][check_case(name, op)] += 1
+    counts = {op: dict(sorted(c.items())) for op, c in sorted(outcomes.items())}
+    assert set(counts) == {e.op_type for e in all_expansions()}
+    assert counts == EXPECTED_COUNTS
+    assert len(checks()) == 867  # over the 685 backend cases that run one of these ops at a version with a body
+    assert len({name for name, _ in checks()}) == 685
+
+
+def test_readme_lists_every_function_body():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    begin = readme.index("<!-- function-bodies:begin")
+    start = readme.index("\n", begin) + 1
+    end = readme.index("<!-- function-bodies:end -->")
+    assert readme[start:end].strip() == function_body_table(), (
+        "README's function-body table is stale: regenerate it with function_body_table()"
+    )
+
+
+def test_bodies_made_ready_once_per_kind_give_the_same_bytes(monkeypatch):
+    """Nodes of one kind share a prepared body; each still gets its own fresh names, and the
+    result is the bytes that building the body for every node gives."""
+    from onnx import helper
+
+    from lowering import functions
+
+    nodes = [
+        helper.make_node("Gelu", [f"v{i}"], [f"v{i + 1}"], name="g", approximate="tanh" if i % 2 else "none")
+        for i in range(4)
+    ]
+    x = helper.make_tensor_value_info("v0", onnx.TensorProto.FLOAT, ["N"])
+    y = helper.make_tensor_value_info("v4", onnx.TensorProto.FLOAT, ["N"])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 20)])
+    functions.forget_bodies()
+    memoized = lowering.lower(model, ops=["Gelu"])
+    monkeypatch.setattr(functions, "memoize_bodies", False)
+    built_each_time = lowering.lower(model, ops=["Gelu"])
+    assert memoized.SerializeToString() == built_each_time.SerializeToString()
+    names = [node.name for node in memoized.graph.node]
+    assert len(names) == len(set(names))
+    tanh_nodes = [node for node in memoized.graph.node if node.op_type == "Tanh"]
+    assert len(tanh_nodes) == 2  # the approximate attribute is part of the kind
