@@ -128,6 +128,8 @@ def lower_model(
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
         _check_output(lowered, target_opset)
+    elif lowering_pass.expanded_ops:
+        _check_expanded(lowered, lowering_pass.expanded_ops)
     elif lowering_pass.edited_structure:
         _check_structure(lowered)
     if ir_model is not None:
@@ -273,6 +275,20 @@ def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
         raise LoweringError(
             f"the model cannot be expressed at opset {target_opset}: {_checker_message(error)}"
+        ) from None
+
+
+def _check_expanded(model: onnx.ModelProto, expanded_ops: set[str]) -> None:
+    """The full checker on a model where ops were replaced by their ONNX function bodies: a
+    body can hold what onnx's own checker refuses for the node's inputs (AffineGrid's body gives
+    Range 1-element tensors where Range's body needs scalars), and such a model is refused."""
+    try:
+        onnx.checker.check_model(checkable(model), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        ops = ", ".join(sorted(expanded_ops))
+        raise LoweringError(
+            f"lowering {ops} by its function body gives a model onnx's checker refuses, so nothing is "
+            f"returned: {_checker_message(error)}"
         ) from None
 
 

@@ -30,6 +30,7 @@ from .scopes import Scope
 from .targets import Target
 
 PROGRESS_STEP = 4096  # nodes between progress updates
+MAX_BODY_DEPTH = 8  # function bodies inlined inside function bodies, at most
 
 
 def describe_node(node: onnx.NodeProto, index: int | None) -> str:
@@ -93,6 +94,7 @@ class Legalizer:
         # Set where the pass did more than replace main-graph nodes in place: rewrote a node in
         # a subgraph or local function, or resolved optionals (If outputs split, nodes removed).
         self.edited_structure = False
+        self.expanded_ops: set[str] = set()  # ops replaced by their function bodies
 
     # -- what the paths ask ----------------------------------------------------------------
     def is_requested(self, node: onnx.NodeProto) -> bool:
@@ -261,27 +263,56 @@ class Legalizer:
         return self.path.decompose(rule, version, scope, node, index, location)
 
     def _expand(self, expansion, scope: Scope, node, index: int, location: str) -> list[onnx.NodeProto]:
-        """The op's function body inlined for ``node``, its nodes legalized in turn (moved from
-        the body's opset to the target); NotLowered where it does not apply."""
-        input_types = [_typed(scope, name, index) for name in node.input]
-        expanded = expansion.expand(node, opset=scope.source_opset, input_types=input_types, fresh=self.names.fresh)
+        """The op's function body inlined for ``node``, its nodes legalized in turn; NotLowered
+        where it does not apply. Counted in the report only when the whole body goes."""
+        done = LoweringReport()
+        legal = self._inline(expansion, scope, node, index, location, scope.source_opset, {}, done, depth=0)
+        self.report.adapted.update(done.adapted)
+        self.report.rewritten.update(done.rewritten)
+        return legal
+
+    def _inline(
+        self, expansion, scope: Scope, node, index: int, location: str, opset: int, known: dict, done, *, depth
+    ):
+        """``node`` (written at ``opset``) replaced by its function body, each body node made
+        legal: moved from the body's opset to the target, or, where it is to be lowered or
+        cannot be moved, replaced by its own body in turn (MLIR's "legalized in turn")."""
+        input_types = [known.get(name) or _typed(scope, name, index) if name else None for name in node.input]
+        expanded = expansion.expand(node, opset=opset, input_types=input_types, fresh=self.names.fresh)
         if isinstance(expanded, functions.NotExpanded):
             raise NotLowered(expanded.reason)
-        legal: list[onnx.NodeProto] = []
         constants = _constants_made_by(expanded.nodes)
-        types = _types_in_body(expanded, node, input_types, self.model) if expanded.opset != scope.opset else {}
-        moves = LoweringReport()  # counted into the report only if the whole body goes
+        types: dict | None = None  # the body's value types, inferred when first needed
+
+        def body_types() -> dict:
+            nonlocal types
+            if types is None:
+                types = _types_in_body(expanded, node, input_types, self.model)
+            return types
+
+        legal: list[onnx.NodeProto] = []
         for body_node in expanded.nodes:
+            inner = _function_expansion(body_node)
+            nested = inner is not None and depth < MAX_BODY_DEPTH
             if body_node.op_type in self.requested_ops:
-                raise NotLowered(f"its function body holds {body_node.op_type}, which is to be lowered too")
+                if not nested:
+                    raise NotLowered(f"its function body holds {body_node.op_type}, which is to be lowered too")
+                legal += self._inline(inner, scope, body_node, index, location, expanded.opset, body_types(), done,
+                                      depth=depth + 1)  # fmt: skip
+                continue
+            local_types = body_types() if expanded.opset != scope.opset else {}
             try:
-                moved = self._move(scope, body_node, expanded.opset, location, constants, types, moves)
+                moved = self._move(scope, body_node, expanded.opset, location, constants, local_types, done)
             except LoweringError as error:
-                raise NotLowered(f"its function body cannot be written at opset {scope.opset} ({error})") from None
+                if not nested:
+                    raise NotLowered(f"its function body cannot be written at opset {scope.opset} ({error})") from None
+                legal += self._inline(inner, scope, body_node, index, location, expanded.opset, body_types(), done,
+                                      depth=depth + 1)  # fmt: skip
+                continue
             legal.extend(moved if moved is not None else [body_node])
-        self.report.adapted.update(moves.adapted)
-        version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
-        self.report.rewritten[f"{node.op_type}-{version} by its function body"] += 1
+        self.expanded_ops.add(node.op_type)
+        version = schemas.version_in_force(node.op_type, opset, node.domain)
+        done.rewritten[f"{node.op_type}-{version} by its function body"] += 1
         return legal
 
     def _move(

@@ -123,14 +123,14 @@ class FunctionExpansion:
         reason = self.precondition(node)
         if reason is not None:
             return NotExpanded(f"{where}: {reason}")
-        body_opsets = [v for v in schema.all_function_opset_versions if v <= opset]
-        if not body_opsets:
-            offered = ", ".join(map(str, schema.all_function_opset_versions)) or "none"
-            return NotExpanded(
-                f"{where}: ONNX gives {self.op_type}-{version} no function body at opset {opset} or below "
-                f"(bodies at opsets: {offered})"
-            )
-        body_opset = max(body_opsets)
+        # The newest body written at or below the node's opset; where ONNX wrote the op's body
+        # only at later opsets (Relu-14's at 18), the oldest of those: the driver then moves its
+        # nodes down to the node's opset, or refuses.
+        offered = sorted(schema.all_function_opset_versions)
+        if not offered:
+            return NotExpanded(f"{where}: ONNX gives {self.op_type}-{version} no function body")
+        body_opsets = [v for v in offered if v <= opset]
+        body_opset = max(body_opsets) if body_opsets else offered[0]
         prepared = _prepared(schema, body_opset, node, input_types)
         if isinstance(prepared, str):
             return NotExpanded(f"{where}: {prepared}")

@@ -103,7 +103,8 @@ def move(
             if adapted is not None:
                 report.adapted[f"{moved} via {found.label}"] += 1
                 return adapted
-        if found is None and _keeps_meaning(node, source_version, target_version, type_of):
+        # An adapter that leaves the node (None) says its step does not concern it: judged as any.
+        if _keeps_meaning(node, source_version, target_version, type_of):
             report.adapted[moved] += 1
             return [node]
     types = {name: shaped_type_of(name) for name in node.input if name}

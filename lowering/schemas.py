@@ -66,6 +66,19 @@ def input_element_types(op_type: str, opset: int, input_index: int = 0, domain: 
 
 
 @functools.cache
+def output_element_types(op_type: str, opset: int, output_index: int = 0, domain: str = "") -> frozenset[int]:
+    """Tensor element types output ``output_index`` of ``op_type`` may have at ``opset``."""
+    schema = schema_in_force(op_type, opset, domain)
+    if schema is None or output_index >= len(schema.outputs):
+        return frozenset()
+    type_str = schema.outputs[output_index].type_str
+    for constraint in schema.type_constraints:
+        if constraint.type_param_str == type_str:
+            return _tensor_element_types(constraint.allowed_type_strs)
+    return _tensor_element_types([type_str])
+
+
+@functools.cache
 def input_type_strings(op_type: str, opset: int, input_index: int = 0, domain: str = "") -> frozenset[str]:
     """Type strings (``tensor(float)``, ``optional(seq(tensor(int64)))``) an input accepts."""
     schema = schema_in_force(op_type, opset, domain)

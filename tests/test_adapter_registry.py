@@ -35,6 +35,7 @@ from lowering.samples import edge_values
 # The fewest (case, opset pair) combinations each adapter must fire on and be exact on, for each
 # op type it serves: what the corpus gives today, so a case silently lost fails the test.
 MINIMUM_CASES = {
+    "value_attribute_as_tensor": 4,  # the explicit cases below
     "batch_normalization_without_training_mode": 4,  # the training-mode case is left to the converter
     "batch_normalization_in_inference": 4,
     "per_channel_slope_squeezed": 4,  # the explicit cases below
@@ -240,7 +241,41 @@ def exercise(found, op_type, name, model, data_sets, source, target, coverage: C
 
 def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     """Cases built here for adapters the backend corpus does not reach (or reaches too little)."""
-    return {"PRelu": prelu_cases, "Pad": pad_cases}.get(op_type, list)()
+    return {"PRelu": prelu_cases, "Pad": pad_cases, "Constant": constant_cases}.get(op_type, list)()
+
+
+def constant_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Constant with value_float(s) and value_int(s) (from 12): the backend's Constant cases set
+    ``value`` only, so none reaches the adapter. Built here at opset 18: each attribute's
+    constant added to (or, for ints, compared with) an input, so the output depends on it; the
+    floats include -0.0, the largest float32 and a subnormal."""
+    rng = np.random.default_rng(13)
+    cases = []
+    float_values = {"value_float": -0.0, "value_floats": [3.4028234663852886e38, 1.4e-45, -2.5]}
+    for attribute, value in float_values.items():
+        shape = [3] if isinstance(value, list) else [3]
+        model = make_model(
+            [
+                helper.make_node("Constant", [], ["c"], name="constant", **{attribute: value}),
+                helper.make_node("Add", ["x", "c"], ["y"], name="add"),
+            ],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+            opset=18,
+        )
+        cases.append((f"explicit_constant_{attribute}", model, [{"x": rng.standard_normal(shape).astype(np.float32)}]))
+    for attribute, value in {"value_int": 2, "value_ints": [1, -3, 7]}.items():
+        model = make_model(
+            [
+                helper.make_node("Constant", [], ["c"], name="constant", **{attribute: value}),
+                helper.make_node("Greater", ["x", "c"], ["y"], name="greater"),
+            ],
+            [helper.make_tensor_value_info("x", TensorProto.INT64, [3])],
+            [helper.make_tensor_value_info("y", TensorProto.BOOL, [3])],
+            opset=18,
+        )
+        cases.append((f"explicit_constant_{attribute}", model, [{"x": np.array([1, 2, 8], np.int64)}]))
+    return cases
 
 
 def pad_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:

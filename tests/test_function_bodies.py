@@ -59,11 +59,7 @@ def checks() -> tuple[tuple[str, str], ...]:
 # opset 18 only, and the cases import an older opset (the body's CastLike-15 cannot be written
 # at 9 or 14). The op stays and the report says why; with the model at opset 18 or above, as
 # the same tests of the newer versions are, the body serves.
-REFUSED = {
-    ("test_relu", "Relu"): "ONNX gives Relu-14 no function body at opset 14 or below (bodies at opsets: 18)",
-    ("test_shrink_hard", "Shrink"): "ONNX gives Shrink-9 no function body at opset 9 or below (bodies at opsets: 18)",
-    ("test_shrink_soft", "Shrink"): "ONNX gives Shrink-9 no function body at opset 9 or below (bodies at opsets: 18)",
-}
+REFUSED: dict[tuple[str, str], str] = {}  # (case, op) → the reason the node stays; none today
 
 # Where onnxruntime 1.32's CPU provider has no kernel for an op of the lowered model (bfloat16
 # Mul/Add/Div in the bodies of Attention and Celu, Swish-24 in SwiGLU's, RandomUniformLike-22
@@ -96,7 +92,8 @@ def run_lowered(lowered: onnx.ModelProto, feeds: dict) -> tuple[list, str]:
 # ONNX's AffineGrid-20 body feeds Range 1-element tensors where Range's spec asks for scalars;
 # Range's body then gives Loop a trip count of shape [1], which onnx's full checker refuses. The
 # `_expanded` twins of the AffineGrid cases hold those Range nodes: lowering Range there gives a
-# model the checker refuses (the fused Range kernel tolerates the shapes; the body cannot).
+# model the checker refuses (the fused Range kernel tolerates the shapes; the body cannot), so
+# lowering refuses it whole, with that reason.
 RANGE_ON_ONE_ELEMENT_TENSORS = "Inferred shape and existing shape differ in rank"
 OUTSIDE_RANGE_SPEC = {
     (f"test_affine_grid_{case}_expanded", "Range") for case in ("2d", "2d_align_corners", "3d", "3d_align_corners")
@@ -173,11 +170,11 @@ EXPECTED_COUNTS = {
     "ReduceLogSum": {"onnxruntime": 5},
     "ReduceLogSumExp": {"onnxruntime": 9},
     "ReduceSumSquare": {"onnxruntime": 9},
-    "Relu": {"onnxruntime": 4, "refused": 1},
+    "Relu": {"onnxruntime": 5},
     "RotaryEmbedding": {"onnxruntime": 8},
     "Selu": {"onnxruntime": 3},
     "SequenceMap": {"onnxruntime": 6},
-    "Shrink": {"refused": 2},
+    "Shrink": {"onnxruntime": 2},
     "Softmax": {
         "onnx.reference (onnxruntime has no kernel for Add(14))": 3,
         "onnx.reference (onnxruntime has no kernel for Mul(14))": 2,
@@ -247,6 +244,10 @@ def feeds_for(model: onnx.ModelProto, inputs: list) -> dict:
 def check_case(name: str, op: str) -> str:
     """Lower ``op`` in the case and check it; returns how it was checked."""
     (case,) = [case for case in all_backend_cases() if case.name == name]
+    if (name, op) in OUTSIDE_RANGE_SPEC:  # the full checker on the result refuses it: nothing returned
+        with pytest.raises(lowering.LoweringError, match=f"by its function body .*{RANGE_ON_ONE_ELEMENT_TENSORS}"):
+            lowering.lower_model(case.model, ops=[op])
+        return "outside Range's spec: refused by onnx's checker"
     result = lowering.lower_model(case.model, ops=[op])
     refused = REFUSED.get((name, op))
     if refused is not None:
@@ -256,10 +257,6 @@ def check_case(name: str, op: str) -> str:
     assert result.report.complete, result.report.lines()
     lowered = result.model
     assert op not in {node.op_type for node in lowered.graph.node}
-    if (name, op) in OUTSIDE_RANGE_SPEC:
-        with pytest.raises(onnx.shape_inference.InferenceError, match=RANGE_ON_ONE_ELEMENT_TENSORS):
-            onnx.checker.check_model(lowered, full_check=True)
-        return "outside Range's spec: refused by onnx's checker"
     onnx.checker.check_model(lowered, full_check=True)
     if (name, op) in NEITHER_RUNS:
         return "onnx's full checker only (no runner takes bfloat16 Range)"

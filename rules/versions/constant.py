@@ -1,0 +1,63 @@
+"""Constant across version 12 (value_float, value_ints, ... attributes), down as a `value` tensor."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from lowering import schemas
+from lowering.adapters import AdapterContext, adapter, known_change
+from lowering.errors import LoweringError
+
+# The scalar and list attributes of Constant-12 and the tensor each stands for.
+VALUE_ATTRIBUTES = {
+    "value_float": (onnx.TensorProto.FLOAT, False),
+    "value_floats": (onnx.TensorProto.FLOAT, True),
+    "value_int": (onnx.TensorProto.INT64, False),
+    "value_ints": (onnx.TensorProto.INT64, True),
+    "value_string": (onnx.TensorProto.STRING, False),
+    "value_strings": (onnx.TensorProto.STRING, True),
+}
+CONSTANT_12 = "version 12 adds value_float(s), value_int(s) and value_string(s), which older versions lack"
+known_change(
+    ("Constant",),
+    12,
+    CONSTANT_12,
+    down_only=True,
+    affects=lambda node: any(attribute.name in VALUE_ATTRIBUTES for attribute in node.attribute),
+)
+
+
+@adapter(("Constant",), 12, "down", "value as a tensor", versions=(1, 25))
+def value_attribute_as_tensor(node: onnx.NodeProto, context: AdapterContext):
+    """Constant-12+(value_float=f) = Constant-1/11(value=tensor(f)); value_int(s), value_float(s)
+    and value_string(s) likewise: a scalar for the singular ones, a 1-D tensor for the lists.
+
+    The tensor's type must be one the target's Constant takes (int64 from 9, strings from 9):
+    else refused. ``sparse_value`` (from 11) has no form before 11 and is left to the converter,
+    which refuses it."""
+    found = [attribute for attribute in node.attribute if attribute.name in VALUE_ATTRIBUTES]
+    if not found:
+        return None
+    (attribute,) = found
+    element_type, is_list = VALUE_ATTRIBUTES[attribute.name]
+    value = helper.get_attribute_value(attribute)
+    if element_type == onnx.TensorProto.STRING:
+        array = np.array(value if is_list else value, dtype=object)
+    else:
+        array = np.array(value, dtype=np.float32 if element_type == onnx.TensorProto.FLOAT else np.int64)
+    accepted = schemas.output_element_types("Constant", context.target_opset)
+    if element_type not in accepted:
+        raise LoweringError(
+            f"{context.location}: Constant with {attribute.name} holds {schemas.type_name(element_type)}, which "
+            f"Constant at opset {context.target_opset} cannot hold, so it cannot go to opset {context.target_opset}"
+        )
+    tensor = numpy_helper.from_array(array, name="")
+    if element_type == onnx.TensorProto.STRING:
+        tensor = helper.make_tensor("", onnx.TensorProto.STRING, list(array.shape), list(value if is_list else [value]))
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    del copy.attribute[:]
+    copy.attribute.extend([helper.make_attribute("value", tensor)])
+    return [copy]
