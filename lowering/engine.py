@@ -19,6 +19,7 @@ from . import functions, moving, schemas
 from .builder import NotLowered
 from .cleanup import remove_unused
 from .errors import LoweringError
+from .folding import fold_integer_values
 from .graphs import held_graphs, holds_graphs
 from .localfunctions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
 from .naming import NameAllocator
@@ -95,6 +96,7 @@ class Legalizer:
         # a subgraph or local function, or resolved optionals (If outputs split, nodes removed).
         self.edited_structure = False
         self.expanded_ops: set[str] = set()  # ops replaced by their function bodies
+        self._cannot_move_reason = ""
 
     # -- what the paths ask ----------------------------------------------------------------
     def is_requested(self, node: onnx.NodeProto) -> bool:
@@ -290,29 +292,52 @@ class Legalizer:
                 types = _types_in_body(expanded, node, input_types, self.model)
             return types
 
+        try:
+            legal = self._legalize_body(expanded.nodes, expanded.opset, constants, body_types, scope, index, location,
+                                        done, depth)  # fmt: skip
+        except _CannotMove:
+            # The body derives axes or sizes from its input's static shape that an older opset
+            # needs as attributes: fold those integer values to constants and try once more.
+            folded = fold_integer_values(expanded.nodes, constants, body_types(), expanded.opset, self.names.fresh)
+            if folded is None:
+                raise NotLowered(self._cannot_move_reason) from None
+            try:
+                legal = self._legalize_body(folded, expanded.opset, constants, body_types, scope, index, location,
+                                            done, depth)  # fmt: skip
+            except _CannotMove:
+                raise NotLowered(self._cannot_move_reason) from None
+        self.expanded_ops.add(node.op_type)
+        version = schemas.version_in_force(node.op_type, opset, node.domain)
+        done.rewritten[f"{node.op_type}-{version} by its function body"] += 1
+        return legal
+
+    def _legalize_body(self, nodes, opset: int, constants, body_types, scope: Scope, index, location, done, depth):
+        """Each body node (written at ``opset``) made legal at the target; _CannotMove where one
+        can be neither moved nor replaced by its own body."""
         legal: list[onnx.NodeProto] = []
-        for body_node in expanded.nodes:
+        attempt = LoweringReport()  # counted into ``done`` only if the whole body goes
+        for body_node in nodes:
             inner = _function_expansion(body_node)
             nested = inner is not None and depth < MAX_BODY_DEPTH
             if body_node.op_type in self.requested_ops:
                 if not nested:
                     raise NotLowered(f"its function body holds {body_node.op_type}, which is to be lowered too")
-                legal += self._inline(inner, scope, body_node, index, location, expanded.opset, body_types(), done,
+                legal += self._inline(inner, scope, body_node, index, location, opset, body_types(), attempt,
                                       depth=depth + 1)  # fmt: skip
                 continue
-            local_types = body_types() if expanded.opset != scope.opset else {}
+            local_types = body_types() if opset != scope.opset else {}
             try:
-                moved = self._move(scope, body_node, expanded.opset, location, constants, local_types, done)
+                moved = self._move(scope, body_node, opset, location, constants, local_types, attempt)
             except LoweringError as error:
                 if not nested:
-                    raise NotLowered(f"its function body cannot be written at opset {scope.opset} ({error})") from None
-                legal += self._inline(inner, scope, body_node, index, location, expanded.opset, body_types(), done,
+                    self._cannot_move_reason = f"its function body cannot be written at opset {scope.opset} ({error})"
+                    raise _CannotMove from None
+                legal += self._inline(inner, scope, body_node, index, location, opset, body_types(), attempt,
                                       depth=depth + 1)  # fmt: skip
                 continue
             legal.extend(moved if moved is not None else [body_node])
-        self.expanded_ops.add(node.op_type)
-        version = schemas.version_in_force(node.op_type, opset, node.domain)
-        done.rewritten[f"{node.op_type}-{version} by its function body"] += 1
+        done.adapted.update(attempt.adapted)
+        done.rewritten.update(attempt.rewritten)
         return legal
 
     def _move(
@@ -357,6 +382,10 @@ class Legalizer:
             unknown_types_reason=reason,
         )
         self._legalize_graph(scope)
+
+
+class _CannotMove(Exception):
+    """A function body's node can be neither moved to the target nor replaced by its own body."""
 
 
 def _typed(scope: Scope, name: str, index: int) -> onnx.TypeProto | None:

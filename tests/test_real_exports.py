@@ -50,25 +50,10 @@ NOT_EXPORTED = {
 NO_PREVIOUS = "adapt", "No Previous Version of {op} exists"
 NO_ADAPTER = "adapter_lookup", "No Adapter From Version ${since} for {op}"
 REFUSED_ROWS = (
-    # also Gelu-20 at each target
-    ("conv1d_audio_dynamo23", (11, 13, 15, 17), "node_group_norm", "GroupNormalization-21", NO_ADAPTER, 21),
-    # 4 Reshape-23 at 11 and 13; also Attention-23 and Gelu-20 at each target
-    ("gpt_block_dynamo23", (11, 13), "node_view", "Reshape-23", NO_ADAPTER, 14),
-    ("gpt_block_dynamo23", (15, 17), "node_scaled_dot_product_attention", "Attention-23", NO_PREVIOUS, None),
     ("gpt_block_torchscript17", (11, 13), "/Trilu", "Trilu-14", NO_PREVIOUS, None),
-    ("gru_dynamo23", (11, 13), "node_Reshape_93", "Reshape-23", NO_ADAPTER, 14),
-    ("lstm_dynamo23", (11, 13), "node_Reshape_67", "Reshape-23", NO_ADAPTER, 14),  # 2 Reshape-23
-    ("mobilenet_block_dynamo18", (11, 13), "n0", "HardSwish-14", NO_PREVIOUS, None),  # 2 HardSwish
-    ("mobilenet_block_dynamo23", (11, 13), "n0", "HardSwish-22", NO_PREVIOUS, None),
-    ("mobilenet_block_torchscript17", (11, 13), "/expand/expand.2/HardSwish", "HardSwish-14", NO_PREVIOUS, None),
-    ("resnet_block_dynamo23", (11, 13), "node_view", "Reshape-23", NO_ADAPTER, 14),
-    ("rmsnorm_mlp_dynamo23", (11, 13, 15, 17), "node_rms_norm", "RMSNormalization-23", NO_PREVIOUS, None),
     ("unet_block_dynamo18", (11,), "node_upsample_nearest2d", "Resize-18", NO_ADAPTER, 13),  # 2 Resize
     ("unet_block_dynamo23", (11,), "node_upsample_nearest2d", "Resize-19", NO_ADAPTER, 13),
     ("unet_block_torchscript17", (11,), "/Resize", "Resize-13", NO_ADAPTER, 13),
-    # 10 Reshape-23 at 11 and 13; also Attention-23 and Gelu-20 at each target
-    ("vit_block_dynamo23", (11, 13), "node_view", "Reshape-23", NO_ADAPTER, 14),
-    ("vit_block_dynamo23", (15, 17), "node_scaled_dot_product_attention", "Attention-23", NO_PREVIOUS, None),
 )
 
 

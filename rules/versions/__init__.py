@@ -2,6 +2,7 @@
 steps; importing this package registers them all (lowering.adapters does on its first lookup)."""
 
 from . import (  # noqa: F401
+    cast,
     constant,
     known_changes,
     normalization,

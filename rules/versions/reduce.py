@@ -28,7 +28,7 @@ NOOP_IS_IDENTITY = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReducePro
 
 
 # From 11 to 13 only the type lists changed (the full check at the target refuses a type it lacks).
-@adapter(REDUCE_AXES_AT_18, 18, "down", "axes attribute", versions=(11, 18), reason=REDUCE_18)
+@adapter(REDUCE_AXES_AT_18, 18, "down", "axes attribute", versions=(11, 25), reason=REDUCE_18)
 def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     """ReduceX-18(x, Constant(a)) = ReduceX-11/13(x, axes=a); no axes with noop_with_empty_axes=1 = Identity(x).
 
@@ -58,7 +58,7 @@ def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     return [result]
 
 
-@adapter(REDUCE_AXES_AT_18, 18, "up", "axes input", versions=(11, 18))
+@adapter(REDUCE_AXES_AT_18, 18, "up", "axes input", versions=(11, 25))
 def axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     """ReduceX-11/13(x, axes=a) = ReduceX-18(x, Constant(a)).
 

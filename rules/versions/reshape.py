@@ -13,7 +13,7 @@ known_change(
 )
 
 
-@adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 14))
+@adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25))
 def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
     """Reshape-14(x, s, allowzero=0, or 1 with s constant and free of 0) = Reshape-5/13(x, s).
 

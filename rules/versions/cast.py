@@ -1,0 +1,40 @@
+"""Cast across versions 19 (saturate) and 24 (round_mode), down where they do not apply."""
+
+from __future__ import annotations
+
+import onnx
+
+from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved
+from lowering.errors import LoweringError
+
+FLOAT8 = frozenset(
+    {
+        onnx.TensorProto.FLOAT8E4M3FN,
+        onnx.TensorProto.FLOAT8E4M3FNUZ,
+        onnx.TensorProto.FLOAT8E5M2,
+        onnx.TensorProto.FLOAT8E5M2FNUZ,
+    }
+)
+FLOAT8E8M0 = getattr(onnx.TensorProto, "FLOAT8E8M0", None)
+
+CAST_19 = "version 19 adds saturate, which applies only to conversions to float8 types"
+CAST_24 = "version 24 adds round_mode, which applies only to conversions to float8e8m0"
+known_change(("Cast",), 19, CAST_19, down_only=True, affects=lambda node: attribute_of(node, "saturate") is not None)
+known_change(("Cast",), 24, CAST_24, down_only=True, affects=lambda node: attribute_of(node, "round_mode") is not None)
+
+
+@adapter(("Cast",), 19, "down", "saturate dropped", versions=(6, 25))
+def saturate_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """Cast-19+(x, to=t, saturate=s) = Cast-6/13(x, to=t) where t is no float8 type.
+
+    ``saturate`` (from 19) only says how values out of a float8 type's range convert, and
+    ``round_mode`` (from 24) only how values round to float8e8m0: for any other ``to`` neither
+    changes the result, so both are dropped. Casts to float8 types have no older version
+    (those types appear at 19): refused."""
+    to = attribute_of(node, "to")
+    if to in FLOAT8 or (FLOAT8E8M0 is not None and to == FLOAT8E8M0):
+        raise LoweringError(
+            f"{context.location}: Cast to a float8 type cannot go to opset {context.target_opset} (float8 types "
+            "appear at 19)"
+        )
+    return [moved(node, dropped=("saturate", "round_mode"))]
