@@ -15,12 +15,12 @@ from collections.abc import Iterable
 
 import onnx
 
-from . import functions, moving, schemas
+from . import functions, moving, schemas, versioning
 from .builder import NotLowered
 from .cleanup import remove_unused
 from .errors import LoweringError
 from .folding import fold_integer_values
-from .graphs import held_graphs, holds_graphs
+from .graphs import held_graphs, holds_graphs, nested_graphs
 from .localfunctions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
 from .naming import NameAllocator
 from .optionals import OptionalResolver
@@ -271,6 +271,7 @@ class Legalizer:
         legal = self._inline(expansion, scope, node, index, location, scope.source_opset, {}, done, depth=0)
         self.report.adapted.update(done.adapted)
         self.report.rewritten.update(done.rewritten)
+        self.expanded_ops.update(label.split("-", 1)[0] for label in done.rewritten)
         return legal
 
     def _inline(
@@ -306,7 +307,8 @@ class Legalizer:
                                             done, depth)  # fmt: skip
             except _CannotMove:
                 raise NotLowered(self._cannot_move_reason) from None
-        self.expanded_ops.add(node.op_type)
+        if expanded.opset != scope.opset:  # adapters and folding may leave constants nothing reads
+            legal = _without_unread_constants(legal, node.output)
         version = schemas.version_in_force(node.op_type, opset, node.domain)
         done.rewritten[f"{node.op_type}-{version} by its function body"] += 1
         return legal
@@ -325,6 +327,13 @@ class Legalizer:
                 legal += self._inline(inner, scope, body_node, index, location, opset, body_types(), attempt,
                                       depth=depth + 1)  # fmt: skip
                 continue
+            if opset != scope.opset and holds_graphs(body_node):
+                changed = _changing_in_subgraphs(body_node, opset, scope.opset)
+                if changed:
+                    raise NotLowered(
+                        f"its function body's {body_node.op_type} holds {changed}, which may mean something else at "
+                        f"opset {scope.opset} than at {opset} (nodes in subgraphs are not moved)"
+                    )
             local_types = body_types() if opset != scope.opset else {}
             try:
                 moved = self._move(scope, body_node, opset, location, constants, local_types, attempt)
@@ -413,6 +422,33 @@ def _types_in_body(expanded, node: onnx.NodeProto, input_types: list, model: onn
     types = {info.name: info.type for info in inferred.graph.value_info}
     types.update({info.name: info.type for info in inputs})
     return types
+
+
+def _changing_in_subgraphs(node: onnx.NodeProto, opset: int, target_opset: int) -> str | None:
+    """The first op in the graphs ``node`` holds whose version differs between the two opsets
+    and whose meaning may differ (``versioning.same_meaning``: signatures and known changes,
+    whatever the node); None where every one means the same, so the subgraphs may stay as they
+    are (types the target's ops do not take are left to the full check of the result)."""
+    for graph in nested_graphs([node]):
+        for inner in graph.node:
+            if schemas.canonical_domain(inner.domain) != "":
+                return f"{inner.domain}.{inner.op_type}"
+            before = schemas.version_in_force(inner.op_type, opset)
+            after = schemas.version_in_force(inner.op_type, target_opset)
+            if before != after and not versioning.same_meaning(inner.op_type, before, after):
+                return f"{inner.op_type}-{before}"
+    return None
+
+
+def _without_unread_constants(nodes: list[onnx.NodeProto], outputs) -> list[onnx.NodeProto]:
+    """``nodes`` less the Constant nodes whose values nothing reads any more (left by folding and
+    by adapters that moved a constant into an attribute)."""
+    read = set(outputs)
+    for node in nodes:
+        read.update(node.input)
+        for graph in nested_graphs([node]):
+            read.update(name for inner in graph.node for name in inner.input)
+    return [node for node in nodes if node.op_type != "Constant" or any(name in read for name in node.output)]
 
 
 def _constants_made_by(nodes: list[onnx.NodeProto]) -> dict[str, onnx.TensorProto]:

@@ -14,7 +14,6 @@ from onnx import helper, numpy_helper
 from .graphs import holds_graphs
 
 MAX_FOLDED_ELEMENTS = 4096  # a folded value is a small integer tensor: axes, a shape, sizes
-MAX_SHAPE_ELEMENTS = 1 << 20  # Shape and Size of a static shape are evaluated on zeros of it
 
 
 def fold_integer_values(
@@ -24,8 +23,8 @@ def fold_integer_values(
     opset: int,
     fresh: Callable[[str], str],
 ) -> list[onnx.NodeProto] | None:
-    """``nodes`` with each node whose inputs are all known (constants, or for Shape and Size an
-    input of fully static shape) and whose outputs are small integer or bool tensors replaced by
+    """``nodes`` with each node whose inputs are all known constants (Shape and Size: an input of
+    fully static shape, read from its dimensions) and whose outputs are small integer or bool tensors replaced by
     Constant nodes writing the same names; ``constants`` gains their values. Integer arithmetic,
     evaluated by ``onnx.reference``, is exact. None where nothing folds."""
     from onnx.reference import ReferenceEvaluator
@@ -33,6 +32,13 @@ def fold_integer_values(
     folded_any = False
     result: list[onnx.NodeProto] = []
     for node in nodes:
+        direct = _shape_or_size(node, types)
+        if direct is not None:
+            name = node.output[0]
+            constants[name] = numpy_helper.from_array(direct, name="")
+            result.append(helper.make_node("Constant", [], [name], name=fresh(f"{name}_folded"), value=constants[name]))
+            folded_any = True
+            continue
         feeds = _known_inputs(node, constants, types)
         if feeds is None or node.op_type == "Constant" or holds_graphs(node) or not node.output:
             result.append(node)
@@ -56,6 +62,22 @@ def fold_integer_values(
     return result if folded_any else None
 
 
+def _shape_or_size(node: onnx.NodeProto, types) -> np.ndarray | None:
+    """Shape (with start/end, clamped as Shape-15 says) or Size of an input of static shape."""
+    if node.op_type not in ("Shape", "Size") or not node.input or len(node.output) != 1:
+        return None
+    dims = _static_shape(types.get(node.input[0]))
+    if dims is None:
+        return None
+    if node.op_type == "Size":
+        return np.array(int(np.prod(dims, dtype=np.int64)), dtype=np.int64)
+    rank = len(dims)
+    bounds = {attribute.name: attribute.i for attribute in node.attribute}
+    start, end = bounds.get("start", 0), bounds.get("end", rank)
+    start, end = (min(max(b + rank if b < 0 else b, 0), rank) for b in (start, end))
+    return np.array(dims[start:end], dtype=np.int64)
+
+
 def _known_inputs(node: onnx.NodeProto, constants, types) -> dict[str, np.ndarray] | None:
     """The node's inputs as arrays where all are known, else None."""
     feeds: dict[str, np.ndarray] = {}
@@ -65,17 +87,7 @@ def _known_inputs(node: onnx.NodeProto, constants, types) -> dict[str, np.ndarra
         if name in constants:
             feeds[name] = numpy_helper.to_array(constants[name])
             continue
-        if node.op_type not in ("Shape", "Size") or name != node.input[0]:
-            return None
-        shape = _static_shape(types.get(name))
-        if shape is None or int(np.prod(shape)) > MAX_SHAPE_ELEMENTS:
-            return None
-        element_type = types[name].tensor_type.elem_type
-        try:
-            dtype = helper.tensor_dtype_to_np_dtype(element_type)
-        except Exception:
-            return None
-        feeds[name] = np.zeros(shape, dtype=dtype)
+        return None
     return feeds if node.input else None
 
 

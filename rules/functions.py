@@ -101,12 +101,23 @@ NOOP_WITH_EMPTY_AXES = (
 )
 
 
+# Bodies whose result a runtime refuses, whatever the node: refused with the reason.
+BODY_DEFECTS = {
+    "AffineGrid": (
+        "ONNX's AffineGrid body feeds Range 1-element tensors where Range takes scalars; onnxruntime "
+        "refuses the result ('Input to 'Range' op should be scalars') wherever it can see their shapes"
+    ),
+}
+
+
 def _body_precondition(op_type: str, formula: str):
     schema = schemas.schema_in_force(op_type, schemas.newest_opset())
     reads_noop = schema is not None and "noop_with_empty_axes" in schema.attributes
 
     def body_applies(node: onnx.NodeProto) -> str | None:
         # Otherwise the body's own refusals (no body at the opset, none built) say why.
+        if op_type in BODY_DEFECTS:
+            return BODY_DEFECTS[op_type]
         if reads_noop and any(a.name == "noop_with_empty_axes" and a.i for a in node.attribute):
             return NOOP_WITH_EMPTY_AXES  # as rules/versions/reduce.py refuses to move such a node
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import onnx
 
+from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved
 from lowering.errors import LoweringError
 
@@ -36,5 +37,10 @@ def saturate_dropped(node: onnx.NodeProto, context: AdapterContext):
         raise LoweringError(
             f"{context.location}: Cast to a float8 type cannot go to opset {context.target_opset} (float8 types "
             "appear at 19)"
+        )
+    if to not in schemas.output_element_types("Cast", context.target_opset):
+        raise LoweringError(
+            f"{context.location}: Cast to {schemas.type_name(to)} cannot go to opset {context.target_opset}, whose "
+            f"Cast has no such type"
         )
     return [moved(node, dropped=("saturate", "round_mode"))]
