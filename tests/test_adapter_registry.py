@@ -56,6 +56,10 @@ MINIMUM_CASES = {
     "pads_for_axes_spread": 22,  # backend and explicit cases; wrap refused
     "pad_without_wrap_kept": 11,  # wrap refused
     "pads_input_to_attributes": 12,  # the explicit cases below: backend ones feed the value or pad integers
+    # backend and explicit cases; antialias, axes not covering every axis in order, not_larger/
+    # not_smaller with sizes and half_pixel_symmetric refused
+    "optional_inputs_given": 52,
+    "new_attributes_at_defaults_dropped": 52,
 }
 REFUSALS = (
     "cannot go to opset",
@@ -248,7 +252,36 @@ def exercise(found, op_type, name, model, data_sets, source, target, coverage: C
 
 def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     """Cases built here for adapters the backend corpus does not reach (or reaches too little)."""
-    return {"PRelu": prelu_cases, "Pad": pad_cases, "Constant": constant_cases}.get(op_type, list)()
+    return {"PRelu": prelu_cases, "Pad": pad_cases, "Constant": constant_cases, "Resize": resize_cases}.get(
+        op_type, list
+    )()
+
+
+def resize_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Resize-19 with what the backend corpus does not set: axes covering every axis (negative,
+    in order), and the
+    attribute sets PyTorch's exporters write for F.interpolate (nearest asymmetric floor and
+    bilinear half_pixel, every attribute spelled out, scales [1, 1, 2, 2]). Built at opset 19."""
+    rng = np.random.default_rng(19)
+    exporter = {"antialias": 0, "exclude_outside": 0, "extrapolation_value": 0.0, "cubic_coeff_a": -0.75}
+    exporter |= {"keep_aspect_ratio_policy": "stretch", "nearest_mode": "floor"}
+    variants = [
+        ("axes_all_negative", {"mode": "linear", "axes": [-4, -3, -2, -1]}, [1.0, 1.0, 0.6, 1.7]),
+        ("pytorch_nearest", {**exporter, "mode": "nearest", "coordinate_transformation_mode": "asymmetric"}, None),
+        ("pytorch_bilinear", {**exporter, "mode": "linear", "coordinate_transformation_mode": "half_pixel"}, None),
+    ]
+    cases = []
+    for name, attributes, scales in variants:
+        model = make_model(
+            [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", **attributes)],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 2, 3, 4))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+            opset=19,
+        )
+        values = np.array(scales or [1.0, 1.0, 2.0, 2.0], np.float32)
+        model.graph.initializer.append(onnx.numpy_helper.from_array(values, "scales"))
+        cases.append((f"explicit_resize_{name}", model, [{"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32)}]))
+    return cases
 
 
 def constant_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
@@ -350,16 +383,27 @@ def prelu_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     return cases
 
 
+# Float inputs that are parameters, not data: Resize's roi and scales. Edge values there (NaN
+# scales) make the original fail in onnxruntime too, so they are frozen like integer inputs.
+PARAMETER_INPUTS = {"Resize": (1, 2)}
+
+
 def with_integer_inputs_constant(model: onnx.ModelProto, feeds: dict) -> tuple[onnx.ModelProto, dict]:
-    """The case with its integer inputs (Reduce axes, a Reshape shape, Split sizes) made
-    initializers holding the case's values: an adapter moving them into attributes needs them
-    constant, and a model exported for a fixed shape has them so."""
+    """The case with its integer inputs (Reduce axes, a Reshape shape, Split sizes) and the
+    PARAMETER_INPUTS made initializers holding the case's values: an adapter moving them into
+    attributes needs them constant, and a model exported for a fixed shape has them so."""
     frozen = onnx.ModelProto()
     frozen.CopyFrom(model)
+    parameters = {
+        node.input[index]
+        for node in frozen.graph.node
+        for index in PARAMETER_INPUTS.get(node.op_type, ())
+        if index < len(node.input) and node.input[index]
+    }
     kept = []
     for info in frozen.graph.input:
         value = feeds.get(info.name)
-        if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        if isinstance(value, np.ndarray) and (value.dtype.kind in "iu" or info.name in parameters):
             frozen.graph.initializer.append(onnx.numpy_helper.from_array(value, info.name))
         else:
             kept.append(info)

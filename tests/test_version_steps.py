@@ -702,3 +702,55 @@ def test_pad_11_value_float32_cannot_hold_is_refused_below_11():
     )
     with pytest.raises(lowering.LoweringError, match=r"'pad_node' \(Pad\).*not a float32"):
         lowering.lower(model, target_opset=10, ops=[])
+
+
+# -- Resize going down: what its adapters refuse, and why ------------------------------------------
+
+RESIZE_REFUSALS = [
+    # (source opset, target opset, attributes, inputs, words of the refusal)
+    (19, 13, {"antialias": 1, "mode": "linear"}, ("x", "", "scales"), "Resize-19 filters with antialias=1"),
+    (18, 11, {"axes": [2, 3]}, ("x", "", "scales2"), "Resize-18 resizes along axes [2, 3] of an input of rank 4"),
+    (19, 13, {"axes": [0, 1, 3, 2]}, ("x", "", "scales"), "not every axis in order"),
+    (18, 13, {"keep_aspect_ratio_policy": "not_larger"}, ("x", "", "", "sizes"), "keeps the aspect ratio"),
+    (19, 13, {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "linear"}, ("x", "", "scales"),
+     "half_pixel_symmetric (from version 19)"),
+    (13, 11, {"coordinate_transformation_mode": "tf_crop_and_resize"}, ("x", "", "", "sizes"), "and no roi"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("source, target, attributes, inputs, words", RESIZE_REFUSALS)
+def test_resize_refusals_name_the_node_the_versions_and_what_cannot_be_said(source, target, attributes, inputs, words):
+    initializers = [
+        onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+        onnx.numpy_helper.from_array(np.array([2, 2], np.float32), "scales2"),
+        onnx.numpy_helper.from_array(np.array([1, 2, 6, 8], np.int64), "sizes"),
+    ]
+    model = make_model(
+        [helper.make_node("Resize", list(inputs), ["y"], name="up", **attributes)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+        opset=source,
+        initializer=initializers,
+    )
+    with pytest.raises(lowering.LoweringError) as refused:
+        lowering.lower(model, target_opset=target, ops=[])
+    message = str(refused.value)
+    assert "node 'up' (Resize)" in message and words in message, message
+    assert f"cannot go to opset {target}" in message, message
+
+
+def test_resize_with_sizes_goes_to_11_with_empty_roi_and_scales():
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="up", mode="linear", axes=[0, 1, 2, 3])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+        opset=18,
+        initializer=[onnx.numpy_helper.from_array(np.array([1, 2, 7, 5], np.int64), "sizes")],
+    )
+    result = lowering.lower_model(model, target_opset=11, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.adapted["Resize-18→11 via roi and scales given"] == 1
+    (resize,) = [node for node in result.model.graph.node if node.op_type == "Resize"]
+    assert len(resize.input) == 4 and all(resize.input) and not any(a.name == "axes" for a in resize.attribute)
+    x = np.random.default_rng(3).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    assert_same_bits(run_onnxruntime(result.model, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])

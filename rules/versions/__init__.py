@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     quantize,
     reduce,
     reshape,
+    resize,
     shape,
     softmax,
     split,

@@ -40,9 +40,6 @@ known_change(
     ("MaxPool",), 12, "version 12 restates the output shape under auto_pad and ceil_mode", affects=auto_pad_or_ceil_mode
 )
 known_change(
-    ("Resize",), 13, "version 13 drops the coordinate mode tf_half_pixel_for_nn and makes roi and scales optional"
-)
-known_change(
     ("RoiAlign",), 16, "version 16's default coordinate_transformation_mode (half_pixel) is not the old behaviour"
 )
 known_change(
@@ -60,13 +57,6 @@ known_change(
     19,
     "version 19 restates the output shape under auto_pad and ceil_mode",
     affects=auto_pad_or_ceil_mode,
-)
-known_change(
-    ("Resize",),
-    19,
-    "version 19 adds the coordinate mode half_pixel_symmetric",
-    down_only=True,
-    affects=attribute_in("coordinate_transformation_mode", frozenset({"half_pixel_symmetric"})),
 )
 known_change(("GridSample",), 20, "version 20 renames the modes (bilinear → linear, bicubic → cubic) and goes N-D")
 known_change(("GroupNormalization",), 21, "version 21 takes scale and bias per channel, not per group")
