@@ -69,22 +69,22 @@ def input_element_types(op_type: str, opset: int, input_index: int = 0, domain: 
 def output_element_types(op_type: str, opset: int, output_index: int = 0, domain: str = "") -> frozenset[int]:
     """Tensor element types output ``output_index`` of ``op_type`` may have at ``opset``."""
     schema = schema_in_force(op_type, opset, domain)
-    if schema is None or output_index >= len(schema.outputs):
-        return frozenset()
-    type_str = schema.outputs[output_index].type_str
-    for constraint in schema.type_constraints:
-        if constraint.type_param_str == type_str:
-            return _tensor_element_types(constraint.allowed_type_strs)
-    return _tensor_element_types([type_str])
+    return _tensor_element_types(_formal_type_strings(schema, schema.outputs if schema else [], output_index))
 
 
 @functools.cache
 def input_type_strings(op_type: str, opset: int, input_index: int = 0, domain: str = "") -> frozenset[str]:
     """Type strings (``tensor(float)``, ``optional(seq(tensor(int64)))``) an input accepts."""
     schema = schema_in_force(op_type, opset, domain)
-    if schema is None or input_index >= len(schema.inputs):
+    return _formal_type_strings(schema, schema.inputs if schema else [], input_index)
+
+
+def _formal_type_strings(schema: defs.OpSchema | None, formals, index: int) -> frozenset[str]:
+    """The type strings formal parameter ``index`` (of ``formals``, the schema's inputs or
+    outputs) allows: its type constraint's list, or its own type."""
+    if schema is None or index >= len(formals):
         return frozenset()
-    type_str = schema.inputs[input_index].type_str
+    type_str = formals[index].type_str
     for constraint in schema.type_constraints:
         if constraint.type_param_str == type_str:
             return frozenset(constraint.allowed_type_strs)
