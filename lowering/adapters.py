@@ -32,6 +32,7 @@ from onnx import helper
 
 from . import schemas
 from .naming import NameAllocator
+from .rules_package import load_rules_package
 
 Predicate = Callable[[onnx.NodeProto], bool]
 
@@ -73,7 +74,7 @@ def known_change(
 
 def known_changes() -> Mapping[tuple[str, int], MeaningChange]:
     """Every known change, by (op type, step version), read-only."""
-    _load_adapters()
+    load_rules_package()
     return types.MappingProxyType(KNOWN_CHANGES)
 
 
@@ -85,7 +86,7 @@ def steps_between(op_type: str, version_a: int, version_b: int) -> list[int]:
 
 def change_for(node: onnx.NodeProto, source_version: int, target_version: int) -> MeaningChange | None:
     """The first known change between the two versions that can change ``node``'s meaning."""
-    _load_adapters()
+    load_rules_package()
     going_down = target_version < source_version
     for step in steps_between(node.op_type, source_version, target_version):
         change = KNOWN_CHANGES.get((node.op_type, step))
@@ -242,7 +243,7 @@ def adapter(
 def adapter_for(op_type: str, source_version: int, target_version: int) -> RegisteredAdapter | None:
     """The adapter for a step crossed in this direction whose range holds both versions: it
     moves the node all the way to the target opset."""
-    _load_adapters()
+    load_rules_package()
     direction = "down" if target_version < source_version else "up"
     for step in steps_between(op_type, source_version, target_version):
         found = ADAPTERS.get((op_type, step, direction))
@@ -255,21 +256,11 @@ def adapter_for(op_type: str, source_version: int, target_version: int) -> Regis
 
 def all_adapters() -> list[RegisteredAdapter]:
     """Every registered adapter once, ordered by its first op type, step and direction."""
-    _load_adapters()
+    load_rules_package()
     distinct = {id(found): found for found in ADAPTERS.values()}
     return sorted(distinct.values(), key=lambda found: (found.op_types, found.version, found.direction))
 
 
-_LOADED = False
-
-
-def _load_adapters() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    from .rules import versions  # noqa: F401  (importing the package registers its adapters)
-
-    _LOADED = True
 
 
 # -- helpers for adapter bodies --------------------------------------------------------------------

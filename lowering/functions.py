@@ -13,6 +13,7 @@ from onnx import defs
 
 from . import schemas
 from .graphs import held_graphs, holds_graphs
+from .rules_package import load_rules_package
 
 Precondition = Callable[[onnx.NodeProto], "str | None"]
 
@@ -497,25 +498,15 @@ def function_expansion(
 
 def expansion_for(domain: str, op_type: str) -> FunctionExpansion | None:
     """The function expansion for an op, by (domain, op type)."""
-    if not _LOADED:
-        _load_expansions()
+    load_rules_package()
     return _EXPANSIONS.get((schemas.canonical_domain(domain), op_type))
 
 
 def all_expansions() -> list[FunctionExpansion]:
     """Every registered function expansion, ordered by domain and op type."""
-    _load_expansions()
+    load_rules_package()
     return sorted(_EXPANSIONS.values(), key=lambda e: (e.domain, e.op_type))
 
-
-_LOADED = False
-
-
-def _load_expansions() -> None:
-    global _LOADED
-    from . import rules  # noqa: F401  (importing the package registers rules.functions' expansions)
-
-    _LOADED = True
 
 
 __all__ = [

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import schemas
 from .builder import Builder, NotLowered, Value
+from .rules_package import load_rules_package
 
 RuleBody = Callable[..., "Value | tuple[Value, ...] | NotLowered"]
 
@@ -119,8 +120,7 @@ def rule(
 
 def rule_for(domain: str, op_type: str) -> Rule | None:
     """The rule for an op, by (domain, op type): one dictionary lookup."""
-    if not _LOADED:
-        _load_rules()
+    load_rules_package()
     return _RULES.get(("" if domain in schemas.DEFAULT_DOMAINS else domain, op_type))
 
 
@@ -128,8 +128,7 @@ def rule_for(domain: str, op_type: str) -> Rule | None:
 def body_replaced(op_type: str, body: RuleBody, domain: str = "") -> Iterator[Rule]:
     """Within the block, the rule for ``op_type`` runs ``body`` instead of its own (a probe or
     an injected fault, for tests); the rule is restored on leaving. Yields the original rule."""
-    if not _LOADED:
-        _load_rules()
+    load_rules_package()
     key = (schemas.canonical_domain(domain), op_type)
     original = _RULES[key]
     _RULES[key] = dataclasses.replace(original, body=body)
@@ -141,18 +140,8 @@ def body_replaced(op_type: str, body: RuleBody, domain: str = "") -> Iterator[Ru
 
 def all_rules() -> list[Rule]:
     """Every registered rule, ordered by op type."""
-    _load_rules()
+    load_rules_package()
     return sorted(_RULES.values(), key=lambda r: (r.domain, r.op_type))
-
-
-_LOADED = False
-
-
-def _load_rules() -> None:
-    global _LOADED
-    from . import rules  # noqa: F401  (importing the package registers its rules)
-
-    _LOADED = True
 
 
 __all__ = ["Builder", "NotLowered", "Rule", "Value", "all_rules", "body_replaced", "rule", "rule_for"]

@@ -393,17 +393,14 @@ def _record(comparison, run, index, want, got, count, extra_compared, difference
 
 
 def _describe(value) -> str:
-    if value is None:
-        return "empty optional"
-    if isinstance(value, list):
-        return f"sequence of {len(value)}"
+    """A scalar by its value (a float with its bits too); anything else as :func:`_describe_shape`."""
+    if value is None or isinstance(value, list) or np.asarray(value).shape != ():
+        return _describe_shape(value)
     array = np.asarray(value)
-    if array.dtype.kind == "b" or array.dtype.kind in "iuSUO":
-        return repr(array.item()) if array.shape == () else f"{array.dtype}{list(array.shape)}"
-    if array.shape == ():
-        bits = array.reshape(1).view(f"u{array.dtype.itemsize}")[0]
-        return f"{array.item()!r} ({array.dtype}, bits 0x{int(bits):0{2 * array.dtype.itemsize}x})"
-    return f"{array.dtype}{list(array.shape)}"
+    if array.dtype.kind in "biuSUO":
+        return repr(array.item())
+    bits = array.reshape(1).view(f"u{array.dtype.itemsize}")[0]
+    return f"{array.item()!r} ({array.dtype}, bits 0x{int(bits):0{2 * array.dtype.itemsize}x})"
 
 
 def _as_model(model) -> onnx.ModelProto:

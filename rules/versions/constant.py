@@ -10,14 +10,21 @@ from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, known_change
 from lowering.errors import LoweringError
 
-# The scalar and list attributes of Constant-12 and the tensor each stands for.
+# What a scalar or list attribute of Constant holds, as a tensor: floats are float32 and ints
+# int64 (AttributeProto's own types), strings strings; a list is 1-D, a scalar 0-D.
+ATTRIBUTE_TENSORS = {
+    onnx.AttributeProto.FLOAT: (onnx.TensorProto.FLOAT, False),
+    onnx.AttributeProto.FLOATS: (onnx.TensorProto.FLOAT, True),
+    onnx.AttributeProto.INT: (onnx.TensorProto.INT64, False),
+    onnx.AttributeProto.INTS: (onnx.TensorProto.INT64, True),
+    onnx.AttributeProto.STRING: (onnx.TensorProto.STRING, False),
+    onnx.AttributeProto.STRINGS: (onnx.TensorProto.STRING, True),
+}
+# The attributes Constant-12 added (onnx.defs: those Constant-11 lacks), and the tensor of each.
 VALUE_ATTRIBUTES = {
-    "value_float": (onnx.TensorProto.FLOAT, False),
-    "value_floats": (onnx.TensorProto.FLOAT, True),
-    "value_int": (onnx.TensorProto.INT64, False),
-    "value_ints": (onnx.TensorProto.INT64, True),
-    "value_string": (onnx.TensorProto.STRING, False),
-    "value_strings": (onnx.TensorProto.STRING, True),
+    name: ATTRIBUTE_TENSORS[int(attribute.type.value)]
+    for name, attribute in schemas.schema_in_force("Constant", 12).attributes.items()
+    if name not in schemas.schema_in_force("Constant", 11).attributes
 }
 CONSTANT_12 = "version 12 adds value_float(s), value_int(s) and value_string(s), which older versions lack"
 known_change(
