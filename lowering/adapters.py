@@ -261,8 +261,6 @@ def all_adapters() -> list[RegisteredAdapter]:
     return sorted(distinct.values(), key=lambda found: (found.op_types, found.version, found.direction))
 
 
-
-
 # -- helpers for adapter bodies --------------------------------------------------------------------
 
 

@@ -281,7 +281,9 @@ class Legalizer:
         legal: moved from the body's opset to the target, or, where it is to be lowered or
         cannot be moved, replaced by its own body in turn (MLIR's "legalized in turn")."""
         input_types = [known.get(name) or _typed(scope, name, index) if name else None for name in node.input]
-        expanded = expansion.expand(node, opset=opset, input_types=input_types, fresh=self.names.fresh)
+        expanded = expansion.expand(
+            node, opset=opset, input_types=input_types, fresh=self.names.fresh, memoize=self.path.memoize_bodies
+        )
         if isinstance(expanded, functions.NotExpanded):
             raise NotLowered(expanded.reason)
         constants = _constants_made_by(expanded.nodes)

@@ -94,6 +94,7 @@ class FunctionExpansion:
         opset: int,
         input_types: list[onnx.TypeProto | None],
         fresh: Callable[[str], str],
+        memoize: bool = True,
     ) -> Expanded | NotExpanded:
         """The node's body inlined: body inputs become the node's inputs ("" where an optional
         one is missing), body outputs the node's outputs, every other value and node name
@@ -132,7 +133,7 @@ class FunctionExpansion:
             return NotExpanded(f"{where}: ONNX gives {self.op_type}-{version} no function body")
         body_opsets = [v for v in offered if v <= opset]
         body_opset = max(body_opsets) if body_opsets else offered[0]
-        prepared = _prepared(schema, body_opset, node, input_types)
+        prepared = _prepared(schema, body_opset, node, input_types, memoize)
         if isinstance(prepared, str):
             return NotExpanded(f"{where}: {prepared}")
         template, written_at = prepared
@@ -150,7 +151,6 @@ def _describe(node: onnx.NodeProto) -> str:
 # kinds; templates are never changed by their users (inlining copies their nodes).
 BODY_MEMO_SIZE = 4096
 _prepared_bodies: dict[tuple, tuple[_Template, int] | onnx.FunctionProto | str] = {}
-memoize_bodies = True  # switched off only to measure what the memo saves (benchmarks/)
 
 
 def forget_bodies() -> None:
@@ -159,7 +159,11 @@ def forget_bodies() -> None:
 
 
 def _prepared(
-    schema: defs.OpSchema, body_opset: int, node: onnx.NodeProto, input_types: list[onnx.TypeProto | None]
+    schema: defs.OpSchema,
+    body_opset: int,
+    node: onnx.NodeProto,
+    input_types: list[onnx.TypeProto | None],
+    memoize: bool,
 ) -> tuple[_Template, int] | str:
     """The body's template for this node and the opset it is written at, or why there is none.
 
@@ -177,7 +181,7 @@ def _prepared(
             types.append((type_proto if name else onnx.TypeProto()).SerializeToString(deterministic=True))
     canonical_bytes = canonical.SerializeToString(deterministic=True)
     key = (schema.name, schema.since_version, body_opset, canonical_bytes, *types)
-    prepared = _prepared_bodies.get(key) if memoize_bodies else None
+    prepared = _prepared_bodies.get(key) if memoize else None
     if prepared is None:
         if static:
             body = _static_body(schema, body_opset)
@@ -190,7 +194,7 @@ def _prepared(
         else:
             default_imports = [o.version for o in body.opset_import if schemas.canonical_domain(o.domain) == ""]
             prepared = (_template(body, canonical, schema), default_imports[0] if default_imports else body_opset)
-        if memoize_bodies:
+        if memoize:
             if len(_prepared_bodies) >= BODY_MEMO_SIZE:
                 _prepared_bodies.clear()
             _prepared_bodies[key] = prepared
@@ -506,7 +510,6 @@ def all_expansions() -> list[FunctionExpansion]:
     """Every registered function expansion, ordered by domain and op type."""
     load_rules_package()
     return sorted(_EXPANSIONS.values(), key=lambda e: (e.domain, e.op_type))
-
 
 
 __all__ = [

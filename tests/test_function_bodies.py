@@ -20,6 +20,7 @@ from onnx import numpy_helper
 
 import lowering
 from lowering import schemas
+from lowering.fast import Shortcuts
 from lowering.functions import all_expansions, body_op_types, expansion_for, ops_with_bodies
 from lowering.patterns import function_body_table
 from lowering.runtime import run_onnxruntime, run_reference
@@ -308,7 +309,7 @@ def test_readme_lists_every_function_body():
     )
 
 
-def test_bodies_made_ready_once_per_kind_give_the_same_bytes(monkeypatch):
+def test_bodies_made_ready_once_per_kind_give_the_same_bytes():
     """Nodes of one kind share a prepared body; each still gets its own fresh names, and the
     result is the bytes that building the body for every node gives."""
     from onnx import helper
@@ -323,10 +324,10 @@ def test_bodies_made_ready_once_per_kind_give_the_same_bytes(monkeypatch):
     y = helper.make_tensor_value_info("v4", onnx.TensorProto.FLOAT, ["N"])
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 20)])
     functions.forget_bodies()
-    memoized = lowering.lower(model, ops=["Gelu"])
-    monkeypatch.setattr(functions, "memoize_bodies", False)
-    built_each_time = lowering.lower(model, ops=["Gelu"])
+    memoized = lowering.lower(model, ops=["Gelu"], fast=True)
+    built_each_time = lowering.lower(model, ops=["Gelu"], fast=Shortcuts(body_memo=False))
     assert memoized.SerializeToString() == built_each_time.SerializeToString()
+    assert lowering.lower(model, ops=["Gelu"], fast=False).SerializeToString() == memoized.SerializeToString()
     names = [node.name for node in memoized.graph.node]
     assert len(names) == len(set(names))
     tanh_nodes = [node for node in memoized.graph.node if node.op_type == "Tanh"]
