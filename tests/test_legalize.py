@@ -135,3 +135,62 @@ def test_a_target_carries_its_opset_and_the_ops_that_must_not_remain():
     assert by_target.model.opset_import[0].version == 13
     assert by_target.report.rewritten == {"LayerNormalization-17 by its function body": 1}
     assert by_target.model.SerializeToString() == by_options.model.SerializeToString()
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_function_bodies_inside_if_branches_and_local_functions(element_type):
+    """LayerNormalization in an If branch (reading the outer x) and in a local function, on
+    float and float16: expanded there with the types the branch and the call give, the result
+    passes the full checker and stays within the body's stated tolerance of the original."""
+    value = helper.make_tensor_value_info
+    shape = [2, 3, 8]
+    layer_norm = helper.make_node("LayerNormalization", ["X", "S", "B"], ["Y"], axis=-1, name="ln_in_function")
+    function = helper.make_function(
+        "local", "Normalize", ["X", "S", "B"], ["Y"], [layer_norm], [helper.make_opsetid("", 17)]
+    )
+    then_branch = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "s", "b"], ["t"], axis=-1, name="ln_in_branch")],
+        "then",
+        [],
+        [value("t", element_type, shape)],
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["e"])], "else", [], [value("e", element_type, shape)]
+    )
+    nodes = [
+        helper.make_node("If", ["c"], ["branch"], then_branch=then_branch, else_branch=else_branch, name="if"),
+        helper.make_node("Normalize", ["x", "s", "b"], ["called"], domain="local", name="call"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            value("c", TensorProto.BOOL, []),
+            value("x", element_type, shape),
+            value("s", element_type, [8]),
+            value("b", element_type, [8]),
+        ],  # fmt: skip
+        [value("branch", element_type, shape), value("called", element_type, shape)],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+        functions=[function],
+    )
+    result = lowering.lower_model(model, ops=["LayerNormalization"])
+    assert result.report.rewritten == {"LayerNormalization-17 by its function body": 2}
+    lowered = result.model
+    onnx.checker.check_model(lowered, full_check=True)
+    (then_lowered,) = [a.g for a in lowered.graph.node[0].attribute if a.name == "then_branch"]
+    branch_ops = [n.op_type for n in then_lowered.node]
+    function_ops = [n.op_type for n in lowered.functions[0].node]
+    assert "LayerNormalization" not in branch_ops + function_ops
+    assert "ReduceMean" in branch_ops and "ReduceMean" in function_ops
+    dtype = np.float32 if element_type == TensorProto.FLOAT else np.float16
+    inputs = {key: value.astype(dtype) for key, value in feeds().items()}
+    tolerance = LAYER_NORMALIZATION.tolerance[element_type]
+    for condition in (True, False):
+        run = {"c": np.array(condition), "x": inputs["X"], "s": inputs["S"], "b": inputs["B"]}
+        for got, wanted in zip(run_onnxruntime(lowered, run), run_onnxruntime(model, run), strict=True):
+            assert got.dtype == wanted.dtype
+            assert not tolerance.mismatches(got, wanted).any()
