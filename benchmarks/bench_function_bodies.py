@@ -42,7 +42,7 @@ def per_node_ms(model: onnx.ModelProto, op_type: str, count: int, memoize: bool,
     for _ in range(runs):
         functions.forget_bodies()
         start = time.perf_counter()
-        lowered = lowering.lower(model, ops=[op_type], fast=Shortcuts(body_memo=memoize))
+        lowered = lowering.lower(model, ops=[op_type], fast=Shortcuts(kind_memo=memoize))
         best = min(best, time.perf_counter() - start)
     assert not any(node.op_type == op_type for node in lowered.graph.node)
     return best * 1000 / count

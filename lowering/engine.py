@@ -282,7 +282,7 @@ class Legalizer:
         cannot be moved, replaced by its own body in turn (MLIR's "legalized in turn")."""
         input_types = [known.get(name) or _typed(scope, name, index) if name else None for name in node.input]
         expanded = expansion.expand(
-            node, opset=opset, input_types=input_types, fresh=self.names.fresh, memoize=self.path.memoize_bodies
+            node, opset=opset, input_types=input_types, fresh=self.names.fresh, memoize=self.path.memoize_kinds
         )
         if isinstance(expanded, functions.NotExpanded):
             raise NotLowered(expanded.reason)
@@ -356,7 +356,10 @@ class Legalizer:
     ) -> list | None:
         ir_version = max(self.model.ir_version, 3)
         report = self.report if report is None else report
-        return moving.move(scope, node, source_opset, location, self.names, report, ir_version, constants, types)
+        return moving.move(
+            scope, node, source_opset, location, self.names, report, ir_version, constants, types,
+            memoize=self.path.memoize_kinds,
+        )  # fmt: skip
 
     # -- local functions -----------------------------------------------------------------------
     def _record_call(self, scope: Scope, node: onnx.NodeProto, index: int) -> None:

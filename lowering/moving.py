@@ -65,7 +65,7 @@ def keep_owned(
 def move(
     scope: Scope, node: onnx.NodeProto, source_opset: int, location: str, names: NameAllocator,
     report: LoweringReport, ir_version: int, local_constants: dict[str, onnx.TensorProto] | None = None,
-    local_types: dict[str, onnx.TypeProto] | None = None,
+    local_types: dict[str, onnx.TypeProto] | None = None, memoize: bool = True,
 ) -> list[onnx.NodeProto] | None:  # fmt: skip
     """A default-domain node written at ``source_opset``, moved to ``scope.opset``: None where
     its version is the same there (nothing to do), else the nodes that mean what it means:
@@ -104,7 +104,7 @@ def move(
                 report.adapted[f"{moved} via {found.label}"] += 1
                 return adapted
         # An adapter that leaves the node (None) says its step does not concern it: judged as any.
-        if _keeps_meaning(node, source_version, target_version, type_of):
+        if _keeps_meaning(node, source_version, target_version, type_of, memoize):
             report.adapted[moved] += 1
             return [node]
     types = {name: shaped_type_of(name) for name in node.input if name}
@@ -129,13 +129,16 @@ _JUDGED: dict[tuple, bool] = {}
 _JUDGED_LIMIT = 1 << 16
 
 
-def _keeps_meaning(node: onnx.NodeProto, source_version: int, target_version: int, type_of) -> bool:
+def _keeps_meaning(node: onnx.NodeProto, source_version: int, target_version: int, type_of, memoize: bool) -> bool:
     """Whether ``node`` means at ``target_version`` what it means at ``source_version``
-    (:func:`lowering.versioning.meaning_change`), judged once per kind of node: op, versions,
-    attributes, which inputs and outputs are given, and the input types where the step
-    changed the types taken (elsewhere they cannot change the answer for a valid node)."""
+    (:func:`lowering.versioning.meaning_change`), its input types read only where the step
+    changed the types taken (elsewhere they cannot change the answer for a valid node).
+    ``memoize`` (the fast path): judged once per kind of node: op, versions, attributes, which
+    inputs and outputs are given, and those input types."""
     types_matter = versioning.types_taken_change(node.op_type, source_version, target_version)
     input_types = [type_of(name) if name and types_matter else None for name in node.input]
+    if not memoize:
+        return versioning.meaning_change(node, source_version, target_version, input_types) is None
     kind = (
         node.op_type,
         source_version,

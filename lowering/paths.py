@@ -48,7 +48,7 @@ class PlainPath:
     """Every node through its rule, names listed from the model, node lists rebuilt."""
 
     name = "plain"
-    memoize_bodies = False  # function bodies are built for every node
+    memoize_kinds = False  # function bodies built and version steps judged for every node
 
     def __init__(self, driver) -> None:
         self.driver = driver

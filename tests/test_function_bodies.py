@@ -325,7 +325,7 @@ def test_bodies_made_ready_once_per_kind_give_the_same_bytes():
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 20)])
     functions.forget_bodies()
     memoized = lowering.lower(model, ops=["Gelu"], fast=True)
-    built_each_time = lowering.lower(model, ops=["Gelu"], fast=Shortcuts(body_memo=False))
+    built_each_time = lowering.lower(model, ops=["Gelu"], fast=Shortcuts(kind_memo=False))
     assert memoized.SerializeToString() == built_each_time.SerializeToString()
     assert lowering.lower(model, ops=["Gelu"], fast=False).SerializeToString() == memoized.SerializeToString()
     names = [node.name for node in memoized.graph.node]

@@ -39,14 +39,14 @@ class Shortcuts:
     nodes serialized one by one). ``direct_replay``: a template's fresh names are known up to
     the node's hint, so a replay claims them at once (else they are asked for one by one, and
     no node is replayed without the driver looking at it). ``replay_together``: waiting
-    replays are made column by column (else one by one). ``body_memo``: a function body is
-    made ready once per kind of node and shared (:mod:`lowering.functions`; else it is built
-    for every node)."""
+    replays are made column by column (else one by one). ``kind_memo``: a function body is
+    made ready, and a version step judged (:mod:`lowering.moving`), once per kind of node and
+    shared (else for every node)."""
 
     whole_bytes: bool = True
     direct_replay: bool = True
     replay_together: bool = True
-    body_memo: bool = True
+    kind_memo: bool = True
 
 
 class FastPath(PlainPath):
@@ -56,7 +56,7 @@ class FastPath(PlainPath):
         super().__init__(driver)
         self.model_bytes = model_bytes  # the model serialized, where small enough to copy whole
         self.shortcuts = shortcuts
-        self.memoize_bodies = shortcuts.body_memo
+        self.memoize_kinds = shortcuts.kind_memo
         self.templates: dict[tuple, object] = {}
 
     def edits(self, scope: Scope) -> GraphEdits:
