@@ -144,7 +144,7 @@ class Legalizer:
         edits = self.path.edits(scope)
         progress = self.progress
         reported = 0  # nodes already told to progress
-        for index in range(len(graph_nodes)) if self.converting else self._nodes_to_visit(scope):
+        for index in self._nodes_to_visit(scope):
             if progress is not None and index - reported >= PROGRESS_STEP:
                 progress.advance(nodes=index - reported)
                 reported = index
@@ -169,10 +169,19 @@ class Legalizer:
             self.edited_structure = True
 
     def _nodes_to_visit(self, scope: Scope) -> list[int]:
-        """Indices of the nodes that may be rewritten, hold subgraphs or call a local function.
-        Found from op types alone where every node is in the default domain."""
+        """Indices of the nodes that may be rewritten, hold subgraphs or call a local function;
+        converting, also those whose op's version differs at the target and those a
+        decomposition rule owns (kept only where the target takes their type). Found from op
+        types alone where every node is in the default domain."""
         interesting = self.requested_ops | schemas.ops_with_subgraphs()
         op_types = scope.op_types
+        if self.converting:
+            interesting = interesting | {
+                op_type
+                for op_type in set(op_types)
+                if rule_for("", op_type) is not None
+                or schemas.version_in_force(op_type, scope.source_opset) != schemas.version_in_force(op_type, scope.opset)
+            }
         if scope.other_domains:
             nodes = scope.graph.node
             return [
