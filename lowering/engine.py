@@ -176,11 +176,12 @@ class Legalizer:
         interesting = self.requested_ops | schemas.ops_with_subgraphs()
         op_types = scope.op_types
         if self.converting:
+            source, target = scope.source_opset, scope.opset
             interesting = interesting | {
                 op_type
                 for op_type in set(op_types)
                 if rule_for("", op_type) is not None
-                or schemas.version_in_force(op_type, scope.source_opset) != schemas.version_in_force(op_type, scope.opset)
+                or schemas.version_in_force(op_type, source) != schemas.version_in_force(op_type, target)
             }
         if scope.other_domains:
             nodes = scope.graph.node
