@@ -159,7 +159,7 @@ class Legalizer:
                 self._record_call(scope, node, index)
             if self.converting or node.op_type in self.requested_ops:
                 edits.settle()
-                replacement = self.legalize(scope, node, index)
+                replacement = self.path.legalize(scope, node, index)
                 if replacement is not None and not (len(replacement) == 1 and replacement[0] is node):
                     edits.replace(index, replacement)
         edits.settle()

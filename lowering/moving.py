@@ -8,6 +8,7 @@ import onnx
 from onnx import helper
 
 from . import adapters, schemas, versioning
+from .errors import LoweringError
 from .naming import NameAllocator
 from .registry import Rule
 from .report import LoweringReport
@@ -73,13 +74,16 @@ def move(
     converter's; LoweringError where none can. ``local_constants``, ``local_types``: values
     and types of what was made beside the node and is not yet in the graph (a function body's)."""
     constant_value, type_of, shaped_type_of = scope.constant_value, scope.type_of, scope.shaped_type_of
+    # The version step's judgement reads only a type's schema string; a scope that records its
+    # reads (lowering.fast.moves) says so by offering judged_type_of.
+    judged_type_of = getattr(scope, "judged_type_of", type_of)
     if local_types:
 
         def type_of(name: str) -> onnx.TypeProto | None:
             found = local_types.get(name)
             return found if found is not None else scope.type_of(name)
 
-        shaped_type_of = type_of
+        shaped_type_of = judged_type_of = type_of
     if local_constants:
 
         def constant_value(name: str) -> onnx.TensorProto | None:
@@ -93,6 +97,12 @@ def move(
     if source_version is not None and source_version == target_version:
         return None
     moved = f"{node.op_type}-{source_version}→{target_version}"
+    if target_version is None and source_version is not None and scope.opset < source_opset:
+        first = schemas.op_versions(node.op_type)[0]
+        raise LoweringError(
+            f"{location}: {node.op_type}-{source_version} cannot be moved to opset {scope.opset}, which lacks the "
+            f"op (ONNX first defines it at {first})"
+        )
     if source_version is not None and target_version is not None:
         found = adapters.adapter_for(node.op_type, source_version, target_version)
         if found is not None:
@@ -104,7 +114,7 @@ def move(
                 report.adapted[f"{moved} via {found.label}"] += 1
                 return adapted
         # An adapter that leaves the node (None) says its step does not concern it: judged as any.
-        if _keeps_meaning(node, source_version, target_version, type_of, memoize):
+        if _keeps_meaning(node, source_version, target_version, judged_type_of, memoize):
             report.adapted[moved] += 1
             return [node]
     types = {name: shaped_type_of(name) for name in node.input if name}
@@ -146,7 +156,7 @@ def _keeps_meaning(node: onnx.NodeProto, source_version: int, target_version: in
         tuple([attribute.SerializeToString() for attribute in node.attribute]),
         tuple([bool(name) for name in node.input]),
         tuple([bool(name) for name in node.output]),
-        tuple([t.SerializeToString() if t is not None else b"" for t in input_types]) if types_matter else (),
+        tuple([schemas.type_string(t) if t is not None else "" for t in input_types]) if types_matter else (),
     )
     judged = _JUDGED.get(kind)
     if judged is None:

@@ -56,6 +56,10 @@ class PlainPath:
     def edits(self, scope: Scope) -> GraphEdits:
         return GraphEdits(scope)
 
+    def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
+        """The nodes that make ``node`` legal (:meth:`lowering.engine.Legalizer.legalize`)."""
+        return self.driver.legalize(scope, node, index)
+
     def decompose(self, rule: Rule, version: int, scope: Scope, node: onnx.NodeProto, index: int, location: str):
         """The rule's nodes for ``node`` (NodeProtos); NotLowered (raised) where it does not apply."""
         inputs = [input_value(scope, name, index) for name in node.input]

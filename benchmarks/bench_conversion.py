@@ -1,0 +1,117 @@
+"""Conversion cost: (load + convert + save) / (load + save) on a model of about 100k nodes made
+from a real export, and onnx's converter beside ours on smaller copies, all measured in this
+one run.
+
+The model is ``golden/exports/<export>.onnx`` copied side by side ``copies`` times (each copy's
+values renamed, the weights shared, every copy reading the one input): the node kinds and
+value_info of a real PyTorch export, at scale. ``untyped`` rows drop the value_info, as
+TorchScript exports come (types are then derived, and shapes inferred where an adapter reads
+them).
+
+    python benchmarks/bench_conversion.py [--export gpt_block_dynamo18] [--nodes 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import onnx
+
+import lowering
+
+EXPORTS = Path(__file__).resolve().parents[1] / "golden" / "exports"
+
+
+def side_by_side(model: onnx.ModelProto, copies: int, typed: bool = True) -> onnx.ModelProto:
+    """``copies`` copies of the model's graph reading its inputs, weights shared."""
+    graph = model.graph
+    shared = {info.name for info in graph.input} | {tensor.name for tensor in graph.initializer}
+    nodes, outputs, infos = [], [], []
+    for copy in range(copies):
+
+        def renamed(name: str, copy: int = copy) -> str:
+            return name if not name or name in shared else f"c{copy}/{name}"
+
+        for node in graph.node:
+            new = onnx.NodeProto()
+            new.CopyFrom(node)
+            new.input[:] = [renamed(n) for n in node.input]
+            new.output[:] = [renamed(n) for n in node.output]
+            new.name = renamed(node.name) if node.name else ""
+            nodes.append(new)
+        for group, target in ((graph.output, outputs), (graph.value_info if typed else [], infos)):
+            for info in group:
+                new_info = onnx.ValueInfoProto()
+                new_info.CopyFrom(info)
+                new_info.name = renamed(info.name)
+                target.append(new_info)
+    big = onnx.helper.make_graph(
+        nodes, graph.name, list(graph.input), outputs, list(graph.initializer), value_info=infos
+    )
+    return onnx.helper.make_model(big, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+
+
+def best_of(runs: int, work) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def measure(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[float, dict[int, float]]:
+    """load+save of the model, and load+convert+save to each target, in seconds (best of runs)."""
+    source, copy, out = folder / "model.onnx", folder / "copy.onnx", folder / "out.onnx"
+    onnx.save(model, source)
+    baseline = best_of(3, lambda: onnx.save(onnx.load(source), copy))
+
+    def convert(target: int) -> None:
+        onnx.save(lowering.lower(onnx.load(source), target_opset=target, ops=[]), out)
+
+    return baseline, {target: best_of(2, lambda t=target: convert(t)) for target in targets}
+
+
+def converter_beside_ours(model: onnx.ModelProto, target: int) -> str:
+    ours = best_of(2, lambda: lowering.lower(model, target_opset=target, ops=[]))
+    try:
+        theirs = best_of(2, lambda: onnx.version_converter.convert_version(model, target))
+    except Exception as error:
+        return f"  to {target}: ours {ours:.3f} s, onnx's converter fails ({str(error).strip().splitlines()[-1][-60:]})"
+    return f"  to {target}: ours {ours:.3f} s, onnx's converter {theirs:.3f} s, ours/theirs {ours / theirs:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--export", default="gpt_block_dynamo18")
+    parser.add_argument("--nodes", type=int, default=100_000)
+    parser.add_argument("--targets", type=int, nargs="+", default=[17, 13, 11])
+    parser.add_argument("--converter-nodes", type=int, default=4_000, help="size of the model both convert")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    export = onnx.load(EXPORTS / f"{args.export}.onnx")
+    per_copy = len(export.graph.node)
+    print(f"{args.export}: {per_copy} nodes a copy, opset {export.opset_import[0].version}")
+    print(f"{'model':<28} {'target':>6} {'nodes':>7} {'load+save s':>12} {'+convert s':>11} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for typed in (True, False):
+            model = side_by_side(export, max(1, args.nodes // per_copy), typed)
+            baseline, converted = measure(model, Path(tmp), args.targets)
+            label = f"{args.export}{'' if typed else ' untyped'}"
+            for target, seconds in converted.items():
+                print(f"{label:<28} {target:>6} {len(model.graph.node):>7} {baseline:>12.3f} {seconds:>11.3f} "
+                      f"{seconds / baseline:>6.2f}")  # fmt: skip
+    small = side_by_side(export, max(1, args.converter_nodes // per_copy))
+    print(f"\nonnx's converter beside ours, {len(small.graph.node)} nodes (convert only, in memory):")
+    for target in args.targets:
+        print(converter_beside_ours(small, target))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

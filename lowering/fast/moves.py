@@ -1,0 +1,418 @@
+"""Converting nodes once per kind of node: the first node of a kind is legalized as the plain
+path does it (:meth:`lowering.engine.Legalizer.legalize`: moved by the judge, an adapter or
+onnx's converter, else expanded by its function body) while what it reads is recorded; a later
+node of that kind whose reads give the same answers gets a copy of the recorded result with
+its own names.
+
+What legalizing a node reads: the node (op, attributes, which inputs and outputs are given)
+and, through the scope, the types and constant values of its inputs. The kind's key holds the
+node part; the reads are recorded as (what was asked, of which input or output, the answer) and
+asked again for the next node before its result is reused. Fresh names are asked for again in
+the recorded order, from hints rebuilt for the node, so a replay is exactly what legalizing
+the node gives. The fields a node carries along (``doc_string``, ``metadata_props``) are
+recorded as markers, so a result node that carried them carries the next node's. Where a
+result cannot be told apart from the node's own names (a hint or an attribute holding one), or
+the pattern read anything else of the graph, the kind is legalized node by node.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from .. import schemas
+from ..report import LoweringReport
+from . import protowire
+
+_SLOT = "\x00"
+_DOC_MARK = "\x00carried doc_string\x00"
+_METADATA_MARK = "\x00carried metadata_props\x00"
+_MAX_CONSTANT_BYTES = 1 << 16  # larger constant reads are not compared: legalized node by node
+_MAX_RECORDINGS_PER_KIND = 8
+_UNRECORDABLE = object()
+_TOO_LARGE = b"\x00too large"
+_SCOPE_FACTS = frozenset({"opset", "source_opset", "location"})  # what a replay may read freely
+
+
+def _slot(kind: str, index: int) -> str:
+    return f"{_SLOT}{kind}{index}{_SLOT}"
+
+
+def _answer_key(answer, read: str) -> bytes | None:
+    """What a read answered, as bytes to compare: a constant without its name; for the version
+    step's judgement (``judged_type_of``) the type's schema string, all that it reads."""
+    if answer is None:
+        return None
+    if read == "judged_type_of":
+        return schemas.type_string(answer).encode()
+    if isinstance(answer, onnx.TensorProto):
+        if answer.ByteSize() > _MAX_CONSTANT_BYTES:
+            return _TOO_LARGE
+        if answer.name:
+            answer = onnx.TensorProto.FromString(answer.SerializeToString())
+            answer.name = ""
+    return answer.SerializeToString()
+
+
+class _RecordingScope:
+    """The node's scope, its reads of the node's values recorded as (read, is input, index,
+    answer); ``replayable`` turns false at any other use a replay could not repeat."""
+
+    def __init__(self, scope, slots: dict[str, tuple[bool, int]]) -> None:
+        self._scope = scope
+        self._slots = slots  # the node's value names → (is input, index)
+        self.reads: list[tuple[str, bool, int, bytes | None]] = []
+        self.replayable = True
+
+    def __getattr__(self, attribute: str):
+        if attribute not in _SCOPE_FACTS:
+            self.replayable = False
+        return getattr(self._scope, attribute)
+
+    def _read(self, read: str, name: str):
+        answer = getattr(self._scope, "type_of" if read == "judged_type_of" else read)(name)
+        slot = self._slots.get(name)
+        key = _answer_key(answer, read)
+        if slot is None or key is _TOO_LARGE:
+            self.replayable = False
+        else:
+            self.reads.append((read, *slot, key))
+        return answer
+
+    def type_of(self, name: str, reader: int | None = None):
+        return self._read("type_of", name)
+
+    def judged_type_of(self, name: str):
+        return self._read("judged_type_of", name)
+
+    def shaped_type_of(self, name: str):
+        return self._read("shaped_type_of", name)
+
+    def constant_value(self, name: str):
+        return self._read("constant_value", name)
+
+
+class _RecordingNames:
+    """The driver's name allocator, each fresh name recorded with its hint and tail."""
+
+    def __init__(self, names) -> None:
+        self._names = names
+        self.made: list[tuple[str, str, str]] = []  # (hint, tail, name) in the order asked
+        self.replayable = True
+
+    def fresh(self, hint: str, tail: str = "") -> str:
+        name = self._names.fresh(hint, tail)
+        self.made.append((hint, tail, name))
+        return name
+
+    def __getattr__(self, attribute: str):
+        self.replayable = False  # any other use of the allocator is not replayed
+        return getattr(self._names, attribute)
+
+
+class _Recorded:
+    """One recorded legalization: the reads with their answers; each fresh name's hint as
+    (what it starts with: None, "hint" or an earlier fresh name's slot; the text after; the
+    tail); what it added to the report and to the ops expanded; and the result: NodeProtos
+    whose names are slots, None where the node stays as it is, or ``kept`` where the node
+    itself is the result."""
+
+    def __init__(self, reads, labels, rewritten, expanded) -> None:
+        self.reads = reads
+        self.labels = labels
+        self.rewritten = rewritten
+        self.expanded = expanded
+        self.hints: list[tuple[str | None, str, str]] = []
+        self.nodes: list[onnx.NodeProto] | None = None
+        self.kept = False
+
+
+class ConversionMemo:
+    """Recorded legalizations by kind of node (see the module docstring)."""
+
+    def __init__(self, driver) -> None:
+        self.driver = driver
+        self.kinds: dict[tuple, list | object] = {}
+
+    def legalize(self, scope, node: onnx.NodeProto, index: int):
+        """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen."""
+        key = (
+            node.op_type,
+            node.domain,
+            scope.source_opset,
+            scope.opset,
+            tuple([attribute.SerializeToString() for attribute in node.attribute]) if node.attribute else (),
+            tuple([bool(name) for name in node.input]),
+            tuple([bool(name) for name in node.output]),
+            bool(node.name),
+            node.HasField("name"),  # a field set to "" is written out: presence is part of the bytes
+            node.HasField("domain"),
+        )
+        recordings = self.kinds.get(key)
+        if recordings is _UNRECORDABLE:
+            return self.driver.legalize(scope, node, index)
+        if recordings:
+            found = _matching(recordings, scope, node)
+            if found is not None:
+                return self._replay(found, scope, node)
+            if len(recordings) >= _MAX_RECORDINGS_PER_KIND:
+                return self.driver.legalize(scope, node, index)
+        if node.overload or (node.HasField("doc_string") and node.doc_string == _DOC_MARK):
+            self.kinds[key] = _UNRECORDABLE
+            return self.driver.legalize(scope, node, index)
+        recorded, result = self._record(scope, node, index)
+        if recorded is None:
+            self.kinds[key] = _UNRECORDABLE
+        else:
+            self.kinds.setdefault(key, []).append(recorded)
+        return result
+
+    def _record(self, scope, node: onnx.NodeProto, index: int):
+        """The node legalized as the plain path does it, and its recording (None where a
+        replay could not reproduce it)."""
+        driver = self.driver
+        slots = _slots_of(node)
+        marked = _marked(node)
+        reading = _RecordingScope(scope, slots)
+        naming = _RecordingNames(driver.names)
+        report, expanded_before = LoweringReport(), set(driver.expanded_ops)
+        names, real_report = driver.names, driver.report
+        driver.names, driver.report = naming, report
+        try:
+            result = driver.legalize(reading, marked, index)
+        finally:
+            driver.names, driver.report = names, real_report
+            real_report.adapted.update(report.adapted)
+            real_report.rewritten.update(report.rewritten)
+            real_report.remaining.extend(report.remaining)
+        recorded = _Recorded(
+            reading.reads,
+            list(report.adapted.elements()),
+            list(report.rewritten.elements()),
+            driver.expanded_ops - expanded_before,
+        )
+        replayable = reading.replayable and naming.replayable and not report.remaining
+        if result is None:
+            return (recorded if replayable else None), None
+        if len(result) == 1 and result[0] is marked:
+            recorded.kept = True
+            return (recorded if replayable else None), [node]
+        hint = node.name or (node.output[0] if node.output else "")
+        templated = _templated(result, node, slots, naming.made, hint) if replayable else None
+        if templated is None:
+            return None, [_carrying(produced, node) for produced in result]
+        recorded.hints, recorded.nodes = templated
+        return recorded, [_carrying(produced, node) for produced in result]
+
+    def _replay(self, recorded: _Recorded, scope, node: onnx.NodeProto) -> list | None:
+        """The recorded result for ``node``: its names in the slots, fresh names asked for again;
+        nodes as wire bytes (:mod:`.protowire`) or, where a tensor is named by a slot, NodeProtos."""
+        driver = self.driver
+        driver.report.adapted.update(recorded.labels)
+        driver.report.rewritten.update(recorded.rewritten)
+        driver.expanded_ops.update(recorded.expanded)
+        if recorded.kept:
+            return [node]
+        if recorded.nodes is None:
+            return None
+        real = {_slot("h", 0): node.name}
+        for k, name in enumerate(node.input):
+            real[_slot("i", k)] = name
+        for k, name in enumerate(node.output):
+            real[_slot("o", k)] = name
+        hint = node.name or (node.output[0] if node.output else "")
+        fresh = driver.names.fresh
+        for k, (start, text, tail) in enumerate(recorded.hints):
+            prefix = "" if start is None else hint if start == "hint" else real[start]
+            real[_slot("n", k)] = fresh(prefix + text, tail)
+        result: list = []
+        carried: tuple[bytes, bytes] | None = None
+        tag, varint, get = protowire.node_tag(scope.graph), protowire.varint, real.get
+        for template, plan in recorded.nodes:
+            if plan is None:
+                result.append(_carrying(_named_copy(template, real), node))
+                continue
+            names, fixed, carries_doc, carries_metadata = plan
+            parts = []
+            for field_tag, name in names:
+                text = get(name, name).encode()
+                parts.append(field_tag + varint(len(text)) + text)
+            parts.append(fixed)
+            if carries_doc or carries_metadata:  # (field order does not matter: the list is parsed back)
+                if carried is None:
+                    carried = _carried_fields(node)
+                parts += [carried[0]] if not carries_metadata else [carried[1]] if not carries_doc else carried
+            payload = b"".join(parts)
+            result.append(tag + varint(len(payload)) + payload)
+        return result
+
+
+def _named_copy(template: onnx.NodeProto, real: dict[str, str]) -> onnx.NodeProto:
+    """A copy of a template node with the slots in its names (and tensor names) filled."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(template)
+    copy.input[:] = [real.get(n, n) for n in copy.input]
+    copy.output[:] = [real.get(n, n) for n in copy.output]
+    if copy.name:
+        copy.name = real.get(copy.name, copy.name)
+    for attribute in copy.attribute:
+        if attribute.type == onnx.AttributeProto.TENSOR and attribute.t.name:
+            attribute.t.name = real.get(attribute.t.name, attribute.t.name)
+    return copy
+
+
+def _carried_fields(node: onnx.NodeProto) -> tuple[bytes, bytes]:
+    """The node's doc_string and its metadata_props, each as wire bytes."""
+    doc, metadata = onnx.NodeProto(), onnx.NodeProto()
+    if node.HasField("doc_string"):
+        doc.doc_string = node.doc_string
+    metadata.metadata_props.extend(node.metadata_props)
+    return doc.SerializeToString(), metadata.SerializeToString()
+
+
+def _slots_of(node: onnx.NodeProto) -> dict[str, tuple[bool, int]]:
+    slots: dict[str, tuple[bool, int]] = {}
+    for k, name in enumerate(node.output):
+        if name:
+            slots.setdefault(name, (False, k))
+    for k, name in enumerate(node.input):
+        if name:
+            slots.setdefault(name, (True, k))
+    return slots
+
+
+def _marked(node: onnx.NodeProto) -> onnx.NodeProto:
+    """A copy of ``node`` whose carried fields are markers."""
+    marked = onnx.NodeProto()
+    marked.CopyFrom(node)
+    marked.doc_string = _DOC_MARK
+    del marked.metadata_props[:]
+    marked.metadata_props.add(key=_METADATA_MARK)
+    return marked
+
+
+def _carrying(produced: onnx.NodeProto, node: onnx.NodeProto) -> onnx.NodeProto:
+    """``produced`` with ``node``'s carried fields where it holds their markers."""
+    if produced.doc_string == _DOC_MARK:
+        if node.HasField("doc_string"):
+            produced.doc_string = node.doc_string
+        else:
+            produced.ClearField("doc_string")
+    if len(produced.metadata_props) == 1 and produced.metadata_props[0].key == _METADATA_MARK:
+        del produced.metadata_props[:]
+        produced.metadata_props.extend(node.metadata_props)
+    return produced
+
+
+def _templated(result, node, slots, made: list[tuple[str, str, str]], hint: str):
+    """The result with every name of the node and every fresh name as a slot, and each fresh
+    name's hint as (what it starts with, the text after, the tail); None where a name of the
+    node shows up anywhere else (an attribute, a literal hint)."""
+    names = {name: _slot("i" if is_input else "o", k) for name, (is_input, k) in slots.items()}
+    for k, (_, _, name) in enumerate(made):
+        names.setdefault(name, _slot("n", k))
+    hints = []
+    for k, (text, tail, _) in enumerate(made):
+        start = None
+        earlier = sorted(((made[j][2], _slot("n", j)) for j in range(k)), key=lambda item: -len(item[0]))
+        for name, slot in earlier:
+            if _starts_with_name(text, name):
+                start, text = slot, text[len(name) :]
+                break
+        if start is None and hint and _starts_with_name(text, hint):
+            start, text = "hint", text[len(hint) :]
+        if _mentions(text, node):
+            return None
+        hints.append((start, text, tail))
+    nodes = []
+    for produced in result:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(produced)
+        copy.input[:] = [names.get(n, n) for n in copy.input]
+        copy.output[:] = [names.get(n, n) for n in copy.output]
+        if copy.name:
+            if copy.name in names:
+                copy.name = names[copy.name]
+            elif copy.name == node.name:
+                copy.name = _slot("h", 0)
+            elif _mentions(copy.name, node):
+                return None
+        for attribute in copy.attribute:
+            if attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                return None
+            if attribute.type == onnx.AttributeProto.TENSOR and attribute.t.name:
+                attribute.t.name = names.get(attribute.t.name, attribute.t.name)
+            if _names_held(attribute, node):
+                return None
+        if any(name and _SLOT not in name and _mentions(name, node) for name in [*copy.input, *copy.output]):
+            return None
+        if copy.doc_string != _DOC_MARK and _mentions(copy.doc_string, node):
+            return None
+        nodes.append((copy, _wire_plan(copy)))
+    return hints, nodes
+
+
+def _wire_plan(template: onnx.NodeProto):
+    """How to write the template node as wire bytes for a replay: its name fields as (tag,
+    slot or literal name), the fixed bytes between them and the carried fields, and whether
+    it carries the node's doc_string and metadata_props; None where an attribute holds a slot
+    (a Constant's tensor named like a fresh value): then it is copied as a NodeProto."""
+    if any(_SLOT in attribute.t.name for attribute in template.attribute if attribute.t.name):
+        return None
+    names = [(protowire.INPUT_TAG, n) for n in template.input] + [(protowire.OUTPUT_TAG, n) for n in template.output]
+    if template.HasField("name"):
+        names.append((protowire.NAME_TAG, template.name))
+    rest = onnx.NodeProto()
+    rest.CopyFrom(template)
+    for field_name in ("input", "output", "name"):
+        rest.ClearField(field_name)
+    carries_doc = rest.doc_string == _DOC_MARK
+    carries_metadata = len(rest.metadata_props) == 1 and rest.metadata_props[0].key == _METADATA_MARK
+    if carries_doc:
+        rest.ClearField("doc_string")
+    if carries_metadata:
+        del rest.metadata_props[:]
+    return names, rest.SerializeToString(), carries_doc, carries_metadata
+
+
+_TENSOR_TYPES = (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS)
+
+
+def _names_held(attribute: onnx.AttributeProto, node: onnx.NodeProto) -> bool:
+    """Whether an attribute holds a name of the node where names can be held: strings and
+    tensor names."""
+    texts = [attribute.s, *attribute.strings]
+    tensors = [attribute.t, *attribute.tensors] if attribute.type in _TENSOR_TYPES else []
+    texts += [tensor.name.encode() for tensor in tensors]
+    texts += [t.values.name.encode() for t in [attribute.sparse_tensor, *attribute.sparse_tensors]]
+    return any(text and _mentions(text, node, raw=True) for text in texts)
+
+
+def _starts_with_name(text: str, name: str) -> bool:
+    """``text`` is ``name`` and a suffix such as ``_axes`` (how patterns derive names)."""
+    return text.startswith(name) and (len(text) == len(name) or text[len(name)] == "_")
+
+
+def _mentions(text, node: onnx.NodeProto, raw: bool = False) -> bool:
+    """Whether ``text`` holds a name of the node (its own, an input's, an output's)."""
+    for name in [node.name, *node.input, *node.output]:
+        if name and (name.encode() in text if raw else name in text):
+            return True
+    return False
+
+
+def _matching(recordings: list, scope, node: onnx.NodeProto):
+    """The recording whose reads give the same answers for ``node``, or None."""
+    answers: dict[tuple, bytes | None] = {}
+    for recorded in recordings:
+        for read, is_input, index, expected in recorded.reads:
+            key = (read, is_input, index)
+            answer = answers.get(key, _UNRECORDABLE)
+            if answer is _UNRECORDABLE:
+                name = (node.input if is_input else node.output)[index]
+                method = "type_of" if read == "judged_type_of" else read
+                answer = answers[key] = _answer_key(getattr(scope, method)(name), read)
+            if answer != expected:
+                break
+        else:
+            return recorded
+    return None

@@ -1,0 +1,64 @@
+"""Converting on the fast path (moves recorded once per kind of node and replayed) gives the
+plain path's bytes: on the real exports, on copies of them side by side (where replays happen,
+names differ and kinds repeat with other shapes), and on a sample of the backend node cases."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+import lowering
+from lowering.errors import LoweringError
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORTS = ROOT / "golden" / "exports"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_conversion import side_by_side  # noqa: E402
+from version_cases import node_cases  # noqa: E402
+
+TARGETS = (11, 13, 17)
+
+
+def converted_bytes(model: onnx.ModelProto, target: int, fast) -> bytes | str:
+    """The converted model's bytes, or the refusal's words."""
+    try:
+        return lowering.lower(model, target_opset=target, ops=[], fast=fast).SerializeToString()
+    except LoweringError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
+def test_exports_and_their_copies_convert_alike_on_both_paths(path):
+    export = onnx.load(path)
+    copies = side_by_side(export, 3)  # the first copy records, the others replay
+    untyped = side_by_side(export, 2, typed=False)
+    for model in (export, copies, untyped):
+        for target in TARGETS:
+            plain = converted_bytes(model, target, fast=False)
+            assert isinstance(plain, bytes), plain  # every export converts (test_real_exports)
+            assert converted_bytes(model, target, fast=True) == plain, (path.stem, target)
+
+
+def test_the_move_memo_is_a_shortcut_that_can_be_switched_off():
+    from lowering.fast import Shortcuts
+
+    model = side_by_side(onnx.load(EXPORTS / "vit_block_dynamo18.onnx"), 2)
+    plain = converted_bytes(model, 13, fast=False)
+    assert converted_bytes(model, 13, fast=Shortcuts(kind_memo=False)) == plain
+    assert converted_bytes(model, 13, fast=True) == plain
+
+
+def test_backend_cases_convert_alike_on_both_paths():
+    """Every 7th backend node case (about 240), to each target: the same bytes or the same words."""
+    cases = node_cases()[::7]
+    compared = 0
+    for case in cases:
+        for target in TARGETS:
+            plain = converted_bytes(case.model, target, fast=False)
+            assert converted_bytes(case.model, target, fast=True) == plain, (case.name, target)
+            compared += isinstance(plain, bytes)
+    assert compared > 300
