@@ -61,7 +61,7 @@ MINIMUM_CASES = {
     # not_smaller with sizes and half_pixel_symmetric refused
     "dropout_in_inference_as_identity": 13,  # training with a ratio but 0, and the mask below opset 9, refused
     "batch_first_transposed": 2,  # the batch-first case each (others have no layout); compared in onnx.reference
-    "scatter_without_reduction": 2,  # ScatterND 2, ScatterElements 6; add, mul, max and min refused
+    "scatter_without_reduction": 6,  # ScatterND 6, ScatterElements 10 (add and mul as a Loop); max and min refused
     "scatter_reduction_kept": 6,  # ScatterND 6, ScatterElements 10; max and min refused
     "output_half_pixel_dropped": 0,  # see ORACLE_GAPS; tests/test_adapters_training.py compares it
     "optional_inputs_given": 52,

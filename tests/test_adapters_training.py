@@ -286,43 +286,72 @@ def test_bfloat16_recurrence_is_refused_at_13():
 # -- ScatterND, ScatterElements ---------------------------------------------------------------------
 
 
-def scatter_model(op_type: str, opset: int, **attributes) -> onnx.ModelProto:
+def scatter_model(op_type: str, opset: int, rows: int = 3, element_type: int = FLOAT, **attributes) -> onnx.ModelProto:
+    """op_type on data [4, 3] with ``rows`` rows of indices (ScatterND: one index each)."""
     nd = op_type == "ScatterND"
     node = helper.make_node(op_type, ["data", "indices", "updates"], ["y"], name="scatter", **attributes)
     return make_model(
         [node],
         [
-            helper.make_tensor_value_info("data", FLOAT, [4, 3]),
-            helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 1] if nd else [2, 3]),
-            helper.make_tensor_value_info("updates", FLOAT, [2, 3]),
+            helper.make_tensor_value_info("data", element_type, [4, 3]),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, [rows, 1] if nd else [rows, 3]),
+            helper.make_tensor_value_info("updates", element_type, [rows, 3]),
         ],
-        [helper.make_tensor_value_info("y", FLOAT, [4, 3])],
+        [helper.make_tensor_value_info("y", element_type, [4, 3])],
         opset=opset,
     )
 
 
-SCATTER_FEEDS = {
-    "data": edge_values(np.float32, (4, 3)),
-    "updates": np.array([[1.5, -0.0, np.inf], [np.nan, 2.0, -3.0]], np.float32),
+# Distinct indices (for no reduction), and duplicate ones, negative too (-3 is row 1), whose
+# updates give another sum in another order (1e8 + 1 - 1e8 is 0 in float32 in that order only).
+SCATTER_INDICES = {
+    ("ScatterND", False): [[3], [0], [1]],
+    ("ScatterND", True): [[1], [-3], [3]],
+    ("ScatterElements", False): [[3, 0, -1], [1, 2, 0], [0, 1, 1]],
+    ("ScatterElements", True): [[1, 2, -1], [-3, 2, 3], [1, 2, 3]],
 }
+SCATTER_UPDATES = np.array([[1e8, -0.0, np.inf], [1.0, np.nan, -3.0], [-1e8, 2.5, -np.inf]], np.float32)
 
 
 @pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
 @pytest.mark.parametrize("target", [17, 13, 11])
 @pytest.mark.parametrize("reduction", [None, "none", "add", "mul"])
-def test_scatter_keeps_what_the_target_can_say(op_type, target, reduction):
+def test_scatter_goes_down_with_the_bits_of_its_reduction(op_type, target, reduction):
+    """No reduction: the node re-versioned; add and mul below 16: a Loop over the updates in
+    index order, giving the bits of onnxruntime's own sequential reduction, NaN and ±inf too."""
     model = scatter_model(op_type, 18, **({} if reduction is None else {"reduction": reduction}))
-    if reduction in ("add", "mul") and target < 16:
-        message = refusal(model, target)
-        assert f"with reduction '{reduction}'" in message and "has no " in message
-        return
     result = lowered(model, target)
-    (node,) = result.model.graph.node
-    if target < 16:
-        assert not node.attribute or all(a.name != "reduction" for a in node.attribute)
-    indices = np.array([[3], [1]], np.int64) if op_type == "ScatterND" else np.array([[3, 0, -1], [1, 2, 0]], np.int64)
-    feeds = {**SCATTER_FEEDS, "indices": indices}
+    looped = reduction in ("add", "mul") and target < 16
+    assert ("Loop" in op_types(result.model)) == looped
+    if target < 16 and not looped:
+        (node,) = result.model.graph.node
+        assert all(a.name != "reduction" for a in node.attribute)
+    duplicates = reduction in ("add", "mul")
+    feeds = {
+        "data": edge_values(np.float32, (4, 3)),
+        "indices": np.array(SCATTER_INDICES[(op_type, duplicates)], np.int64),
+        "updates": SCATTER_UPDATES,
+    }
     assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
+
+
+@pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
+@pytest.mark.parametrize("element_type", [TensorProto.INT32, TensorProto.INT64, TensorProto.DOUBLE])
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_scatter_reductions_on_other_types_and_no_updates(op_type, element_type, reduction):
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    for rows in (3, 0):
+        model = scatter_model(op_type, 18, rows=rows, element_type=element_type, reduction=reduction)
+        result = lowered(model, 11)
+        indices = np.array(SCATTER_INDICES[(op_type, True)], np.int64)[:rows]
+        updates = (np.arange(9).reshape(3, 3)[:rows] - 4).astype(dtype)
+        feeds = {"data": (np.arange(12).reshape(4, 3) + 1).astype(dtype), "indices": indices, "updates": updates}
+        assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
+
+
+def test_scatter_add_on_a_type_add_lacks_at_the_target_is_refused():
+    model = scatter_model("ScatterND", 18, element_type=TensorProto.INT8, reduction="add")
+    assert "of type int8, which Add at opset 13 does not take" in refusal(model, 13)
 
 
 @pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
@@ -389,16 +418,17 @@ CONVERTING = {
     11: [
         "test_dropout_default", "test_dropout_default_ratio", "test_dropout_default_mask",
         "test_dropout_default_mask_ratio", "test_gru_batchwise", "test_lstm_batchwise", "test_simple_rnn_batchwise",
-        "test_roialign_aligned_false", "test_roialign_mode_max",
+        "test_roialign_aligned_false", "test_roialign_mode_max", "test_scatternd_add", "test_scatternd_multiply",
+        "test_scatter_elements_with_duplicate_indices", "test_scatter_elements_with_reduction_mul",
     ],
     13: [
         "test_gru_batchwise", "test_lstm_batchwise", "test_simple_rnn_batchwise", "test_roialign_aligned_false",
-        "test_roialign_mode_max",
+        "test_roialign_mode_max", "test_scatternd_add", "test_scatter_elements_with_reduction_mul",
     ],
 }  # fmt: skip
 REFUSED = {
     11: ["test_training_dropout", "test_batchnorm_example_training_mode", "test_roialign_aligned_true"],
-    13: ["test_scatternd_add", "test_scatter_elements_with_reduction_mul", "test_batchnorm_epsilon_training_mode"],
+    13: ["test_scatternd_max", "test_scatter_elements_with_reduction_min", "test_batchnorm_epsilon_training_mode"],
     17: ["test_scatternd_max", "test_scatter_elements_with_reduction_min"],
 }
 PAIRS = [(t, name, True) for t, names in CONVERTING.items() for name in names]
