@@ -31,6 +31,7 @@ import onnx
 from onnx import helper
 
 from . import schemas
+from .errors import LoweringError
 from .naming import NameAllocator
 from .rules_package import load_rules_package
 
@@ -296,3 +297,29 @@ def int64_constant(context: AdapterContext, hint: str, values: list[int]) -> tup
     name = context.fresh(hint)
     value = helper.make_tensor(name, onnx.TensorProto.INT64, [len(values)], [int(v) for v in values])
     return helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value), name
+
+
+def require_types_taken(node: onnx.NodeProto, context: AdapterContext) -> None:
+    """Raise LoweringError where the op's version in force at the target opset cannot take
+    ``node``'s inputs as typed: one whose known type it does not take, or two bound to one type
+    parameter there with different types. Inputs of unknown type are left to the full check of
+    the result."""
+    source = f"{node.op_type}-{schemas.version_in_force(node.op_type, context.source_opset)}"
+    schema = schemas.schema_in_force(node.op_type, context.target_opset)
+    if schema is None:
+        raise LoweringError(f"{context.location}: {source} cannot go to opset {context.target_opset}, which lacks it")
+    target = f"{node.op_type}-{schema.since_version}"
+    bound: dict[str, tuple[str, str]] = {}
+    for index, name in enumerate(node.input):
+        type_proto = context.type_of(name) if name else None
+        if type_proto is None or index >= len(schema.inputs):
+            continue
+        typed = schemas.type_string(type_proto)
+        why = None
+        if typed not in schemas.input_type_strings(node.op_type, context.target_opset, index):
+            why = f"its input '{name}' is {typed}, which {target} does not take"
+        first = bound.setdefault(schema.inputs[index].type_str, (name, typed))
+        if why is None and first[1] != typed:
+            why = f"{target} takes one type for its inputs '{first[0]}' ({first[1]}) and '{name}' ({typed})"
+        if why:
+            raise LoweringError(f"{context.location}: {source} cannot go to opset {context.target_opset}: {why}")

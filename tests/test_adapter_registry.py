@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OnnxruntimeFail
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OnnxruntimeNotImplemented
 from support import make_model
 from version_cases import feeds_of, node_cases
@@ -37,7 +38,7 @@ from lowering.samples import edge_values
 MINIMUM_CASES = {
     "value_attribute_as_tensor": 4,  # the explicit cases below
     "saturate_dropped": 14,
-    "batch_normalization_without_training_mode": 4,  # the training-mode case is left to the converter
+    "batch_normalization_without_training_mode": 4,  # the training-mode cases refused
     "batch_normalization_in_inference": 4,
     "per_channel_slope_squeezed": 4,  # the explicit cases below
     "per_channel_slope": 4,
@@ -58,6 +59,11 @@ MINIMUM_CASES = {
     "pads_input_to_attributes": 12,  # the explicit cases below: backend ones feed the value or pad integers
     # backend and explicit cases; antialias, axes not covering every axis in order, not_larger/
     # not_smaller with sizes and half_pixel_symmetric refused
+    "dropout_in_inference_as_identity": 13,  # training with a ratio but 0, and the mask below opset 9, refused
+    "batch_first_transposed": 2,  # the batch-first case each (others have no layout); compared in onnx.reference
+    "scatter_without_reduction": 6,  # ScatterND 6, ScatterElements 10 (add and mul as a Loop); max and min refused
+    "scatter_reduction_kept": 6,  # ScatterND 6, ScatterElements 10; max and min refused
+    "output_half_pixel_dropped": 0,  # see ORACLE_GAPS; tests/test_adapters_training.py compares it
     "optional_inputs_given": 52,
     "new_attributes_at_defaults_dropped": 52,
 }
@@ -191,6 +197,16 @@ def assert_same_bits(got: list, want: list, where: str) -> None:
         )
 
 
+# Ops whose onnx.reference implementation, the stand-in where onnxruntime has no kernel, does not
+# say what the spec says at some version: there the two models are not compared.
+ORACLE_GAPS = {
+    # RoiAlign-22 has no onnxruntime kernel; onnx.reference runs RoiAlign-10 with version 16's default
+    # half_pixel, not the output_half_pixel it means (tests/test_adapters_training.py compares 16 → 10
+    # in onnxruntime instead)
+    "RoiAlign": "onnx.reference runs RoiAlign-10 as half_pixel, and onnxruntime lacks RoiAlign-22",
+}
+
+
 # -- one adapter on one case -------------------------------------------------------------------------
 
 
@@ -238,10 +254,18 @@ def exercise(found, op_type, name, model, data_sets, source, target, coverage: C
     for index, feeds in enumerate(data_sets):
         for kind, fed in (("own inputs", feeds), ("edge values", edge_feeds(at_source, feeds))):
             try:
-                want, got = run(at_source, fed), run(result.model, fed)
+                want = run(at_source, fed)
+            except (OnnxruntimeNotImplemented, OnnxruntimeFail):
+                want = None  # no kernel for the source (PRelu-6), or a form it refuses (a GRU with layout=1)
+            try:
+                got = None if want is None else run(result.model, fed)
             except OnnxruntimeNotImplemented:
-                # onnxruntime has no kernel for one of the two (PRelu-6, for one): onnx.reference
-                # runs both, so they are compared by one implementation
+                got = None  # no kernel for what the adapter made
+            if (want is None or got is None) and op_type in ORACLE_GAPS:
+                coverage.not_fired.append(f"{where}: {ORACLE_GAPS[op_type]}")
+                return
+            if want is None or got is None:
+                # onnx.reference runs both, so they are compared by one implementation
                 want, got = run(at_source, fed, oracle=True), run(result.model, fed, oracle=True)
             assert_same_bits(got, want, f"{where}, data set {index}, {kind}")
     coverage.exact.append(f"{name} {source}→{target}")
@@ -383,9 +407,10 @@ def prelu_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     return cases
 
 
-# Float inputs that are parameters, not data: Resize's roi and scales. Edge values there (NaN
-# scales) make the original fail in onnxruntime too, so they are frozen like integer inputs.
-PARAMETER_INPUTS = {"Resize": (1, 2)}
+# Inputs that are parameters, not data: Resize's roi and scales, Dropout's ratio and training_mode,
+# RoiAlign's rois. Edge values there (NaN scales, a NaN ratio) make the original fail in onnxruntime
+# too, and a training_mode fed at run time cannot be told, so they are frozen like integer inputs.
+PARAMETER_INPUTS = {"Resize": (1, 2), "Dropout": (1, 2), "RoiAlign": (1,)}
 
 
 def with_integer_inputs_constant(model: onnx.ModelProto, feeds: dict) -> tuple[onnx.ModelProto, dict]:

@@ -5,7 +5,7 @@ A node one of them affects goes through onnx's version converter, or is refused 
 
 from __future__ import annotations
 
-from lowering.adapters import attribute_in, auto_pad_or_ceil_mode, auto_pad_set, known_change, negative_axis
+from lowering.adapters import auto_pad_or_ceil_mode, auto_pad_set, known_change, negative_axis
 
 BINARY_LIMITED_BROADCAST = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less")
 known_change(
@@ -40,17 +40,7 @@ known_change(
     ("MaxPool",), 12, "version 12 restates the output shape under auto_pad and ceil_mode", affects=auto_pad_or_ceil_mode
 )
 known_change(
-    ("RoiAlign",), 16, "version 16's default coordinate_transformation_mode (half_pixel) is not the old behaviour"
-)
-known_change(
     ("LpPool",), 18, "version 18 restates the output shape under auto_pad and ceil_mode", affects=auto_pad_or_ceil_mode
-)
-known_change(
-    ("ScatterElements", "ScatterND"),
-    18,
-    "version 18 adds the reductions max and min",
-    down_only=True,
-    affects=attribute_in("reduction", frozenset({"max", "min"})),
 )
 known_change(
     ("AveragePool",),

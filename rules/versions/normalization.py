@@ -1,10 +1,13 @@
-"""BatchNormalization across version 14 (training_mode), in inference form."""
+"""BatchNormalization across version 14 (training_mode): the inference form both ways; training
+going down is refused (versions 9-13 leave its statistics unstated)."""
 
 from __future__ import annotations
 
 import onnx
 
-from lowering.adapters import AdapterContext, adapter, attribute_of, moved
+from lowering import schemas
+from lowering.adapters import AdapterContext, adapter, attribute_of, moved, require_types_taken
+from lowering.errors import LoweringError
 
 BATCH_NORMALIZATION_14 = (
     "version 14 adds training_mode and outputs running statistics; versions 9-13 train when asked for "
@@ -22,10 +25,25 @@ def batch_normalization_without_training_mode(node: onnx.NodeProto, context: Ada
 
     ``BatchNormalization-14/15(X, scale, B, mean, var)`` with ``training_mode=0`` and one
     output = ``BatchNormalization-9(X, scale, B, mean, var)``: ``(X - mean) / sqrt(var + epsilon)
-    * scale + B`` in both (inputs 3 and 4 were renamed mean → input_mean, var → input_var).
-    Training mode is left to onnx's converter."""
-    if not _inference_only(node):
-        return None
+    * scale + B`` in both (inputs 3 and 4 were renamed mean → input_mean, var → input_var), where
+    version 9 takes the five inputs' types (one type for all, no bfloat16; 15 lets scale, B and
+    the statistics differ from X). Training mode is refused: versions 9-13 train when asked for
+    five outputs and state neither the variance their running variance uses (population
+    variance is stated from 14) nor how Y is normalized, so it has no agreed meaning there."""
+    version = schemas.version_in_force("BatchNormalization", context.source_opset)
+    where = f"{context.location}: BatchNormalization-{version}"
+    if attribute_of(node, "training_mode"):
+        raise LoweringError(
+            f"{where} in training mode cannot go to opset {context.target_opset}: versions 9-13 train when given "
+            "five outputs but do not state the variance of their running statistics (population variance is "
+            f"stated from version 14), so training there has no agreed meaning ({BATCH_NORMALIZATION_14})"
+        )
+    if any(node.output[1:]):
+        raise LoweringError(
+            f"{where} with training_mode=0 and running statistics outputs (invalid in inference) cannot go to "
+            f"opset {context.target_opset}, where those outputs mean training ({BATCH_NORMALIZATION_14})"
+        )
+    require_types_taken(node, context)
     result = moved(node, dropped=("training_mode",))
     del result.output[1:]
     return [result]

@@ -1,0 +1,78 @@
+"""Dropout going below version 12 in inference: a copy of its input, and a mask of all true."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from lowering import schemas
+from lowering.adapters import AdapterContext, adapter
+from lowering.errors import LoweringError
+
+DROPOUT_12 = (
+    "version 12 takes ratio and training_mode as inputs and states that in inference the mask is all true; "
+    "versions 7-10 leave training to the runtime, and their mask in inference is all false in onnxruntime "
+    "and all true in onnx.reference"
+)
+
+
+def _scalar(node: onnx.NodeProto, index: int, context: AdapterContext):
+    """Input ``index`` as a Python scalar: None where it is absent, ``...`` where it is not a
+    constant of one value."""
+    if index >= len(node.input) or not node.input[index]:
+        return None
+    tensor = context.constant_of(node.input[index])
+    if tensor is None:
+        return ...
+    try:
+        values = onnx.numpy_helper.to_array(tensor).reshape(-1)
+    except Exception:  # external data: not a constant this adapter can read
+        return ...
+    return values[0].item() if values.size == 1 else ...
+
+
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
+    version = schemas.version_in_force("Dropout", context.source_opset)
+    return LoweringError(
+        f"{context.location}: Dropout-{version} {why}, so it cannot go to opset {context.target_opset} ({DROPOUT_12})"
+    )
+
+
+@adapter(("Dropout",), 12, "down", "Identity", versions=(1, 22), reason=DROPOUT_12)
+def dropout_in_inference_as_identity(node: onnx.NodeProto, context: AdapterContext):
+    """Dropout-12+(x, ratio?, training_mode false or absent) = Identity(x), mask = ConstantOfShape(Shape(x), true).
+
+    ``Dropout-12/13/22(x, ratio?, training_mode?)`` with ``training_mode`` absent or a constant
+    false ignores ``ratio`` and copies ``x`` (the mask, where read, is all true); so does a
+    constant true ``training_mode`` with a constant ``ratio`` of 0 ("the output would be a simple
+    copy of the input"). That is ``Identity(x)``, and ``ConstantOfShape(Shape(x), value=true)``
+    for the mask (from opset 9), not Dropout-7/10, whose mask in inference is all false in
+    onnxruntime. Training with another ratio is random, and a training_mode computed at run time
+    cannot be told: refused."""
+    training = _scalar(node, 2, context)
+    if training is ...:
+        raise _refused(node, context, f"takes training_mode from '{node.input[2]}', which is computed at run time")
+    if training:
+        ratio = _scalar(node, 1, context)
+        if ratio != 0:  # absent (0.5), computed at run time (...) or another constant
+            if ratio is None:
+                said = "the default ratio 0.5"
+            elif ratio is ...:
+                said = f"a ratio computed at run time ('{node.input[1]}')"
+            else:
+                said = f"ratio {ratio}"
+            raise _refused(node, context, f"drops values at random in training mode with {said}")
+    hint = node.name or node.output[0]
+    copy = helper.make_node("Identity", [node.input[0]], [node.output[0]], name=context.fresh(f"{hint}_Identity"))
+    if len(node.output) < 2 or not node.output[1]:
+        return [copy]
+    if context.target_opset < 9:
+        raise _refused(node, context, "gives a mask of all true, which needs ConstantOfShape (from opset 9)")
+    shape = context.fresh(f"{hint}_shape")
+    value = onnx.numpy_helper.from_array(np.array([True]), "value")
+    return [
+        copy,
+        helper.make_node("Shape", [node.input[0]], [shape], name=context.fresh(f"{hint}_Shape")),
+        helper.make_node("ConstantOfShape", [shape], [node.output[1]], name=context.fresh(f"{hint}_mask"), value=value),
+    ]

@@ -1,0 +1,34 @@
+"""RoiAlign going below version 16 (coordinate_transformation_mode): output_half_pixel is the old
+behaviour; half_pixel is refused."""
+
+from __future__ import annotations
+
+import onnx
+
+from lowering import schemas
+from lowering.adapters import AdapterContext, adapter, attribute_of, moved, require_types_taken
+from lowering.errors import LoweringError
+
+ROI_ALIGN_16 = "version 16's default coordinate_transformation_mode (half_pixel) is not the old behaviour"
+
+
+@adapter(("RoiAlign",), 16, "down", "output_half_pixel", versions=(10, 22), reason=ROI_ALIGN_16)
+def output_half_pixel_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """RoiAlign-16/22(X, rois, i, coordinate_transformation_mode=output_half_pixel) = RoiAlign-10(X, rois, i).
+
+    ``output_half_pixel`` is RoiAlign-10's behaviour (no pixel shift, rois narrower than one
+    pixel stretched to one). ``half_pixel`` (the default from 16) shifts the scaled rois by -0.5
+    and keeps narrow rois as they are: shifting the rois input by ``-0.5 / spatial_scale``
+    rounds differently unless the scale is a power of two, and cannot undo RoiAlign-10's
+    stretching of narrow rois, whose widths are known only at run time: refused."""
+    version = schemas.version_in_force("RoiAlign", context.source_opset)
+    mode = attribute_of(node, "coordinate_transformation_mode")
+    mode = (mode.decode() if isinstance(mode, bytes) else mode) or "half_pixel"
+    if mode != "output_half_pixel":
+        raise LoweringError(
+            f"{context.location}: RoiAlign-{version} with coordinate_transformation_mode {mode} cannot go to opset "
+            f"{context.target_opset}: RoiAlign-10 knows only output_half_pixel, and shifting the rois by half a "
+            f"pixel does not say {mode} exactly (it stretches rois narrower than a pixel) ({ROI_ALIGN_16})"
+        )
+    require_types_taken(node, context)
+    return [moved(node, dropped=("coordinate_transformation_mode",))]
