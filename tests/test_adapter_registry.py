@@ -67,6 +67,7 @@ REFUSALS = (
     "onnx's version converter cannot take",
     "the lowest opset that can hold it",
     "cannot be expressed at opset",  # the full check of the result: a type the older op lacks (bool ReduceMax)
+    "does not exist at opset",  # an op newer than the target, with no function body
 )
 ADAPTED = re.compile(r"^(?P<op>\w+)-(?P<source>\d+)→(?P<target>\d+) via (?P<label>.+)$")
 
