@@ -60,6 +60,10 @@ MINIMUM_CASES = {
     # not_smaller with sizes and half_pixel_symmetric refused
     "optional_inputs_given": 52,
     "new_attributes_at_defaults_dropped": 52,
+    # every integer case at 11 and 8; 64-bit ones refused at 8 (no Where there, and double is not exact)
+    "integers_compared": 14,
+    "small_integers_in_32_bits": 8,  # int8, int16, uint8, uint16 at 13 and 7
+    "integer_remainder_kept": 18,  # the integer cases at 27 and 10; float fmod=0 refused
 }
 REFUSALS = (
     "cannot go to opset",

@@ -16,4 +16,5 @@ from . import (  # noqa: F401
     softmax,
     split,
     squeeze,
+    type_lists,
 )
