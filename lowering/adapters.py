@@ -12,6 +12,9 @@ else through onnx's version converter, else it is refused.
 An adapter is a function ``(node, context) -> nodes``, registered with :func:`adapter` for one
 step and one direction; it returns nodes valid at ``context.target_opset`` that mean what
 ``node`` means at ``context.source_opset``, or raises LoweringError saying why it cannot.
+A step that only adds types to the op's type lists changes no node's meaning (onnx.defs states
+it, so it has no known change): its adapter, registered ``types_only``, serves the nodes of
+the added types, which the older version cannot take as they are.
 
 The adapters and the known changes themselves live in ``rules/versions/`` (installed as
 ``lowering.rules.versions``), one module per op family, each known change in the module of the
@@ -192,6 +195,7 @@ class RegisteredAdapter:
     op_types: tuple[str, ...] = ()
     version: int = 0  # the step: the op version whose change it crosses
     direction: str = ""  # "down" or "up"
+    types_only: bool = False  # the step only adds types to the op's type lists (no known change)
 
     @property
     def name(self) -> str:
@@ -215,13 +219,18 @@ def adapter(
     *,
     versions: tuple[int, int],
     reason: str | None = None,
+    types_only: bool = False,
 ):
     """Register the decorated function as the adapter across step ``version`` of ``op_types``
     going ``direction`` ("down" or "up"), for nodes moving between op versions in ``versions``
     (inclusive): it handles every other step in that range too. ``reason`` declares the step's
-    known change. The function returns None for a node it leaves to onnx's converter."""
+    known change; ``types_only`` says the step has none, as it only adds types to the op's type
+    lists (checked against onnx.defs). The function returns None for a node it leaves to be
+    judged as any (re-versioned where it means the same, else onnx's converter)."""
     if direction not in ("down", "up"):
         raise ValueError(direction)
+    if types_only and reason is not None:
+        raise ValueError("a step that only adds types has no known change")
     op_types = tuple(op_types)
 
     def register(function: Adapter) -> Adapter:
@@ -229,9 +238,14 @@ def adapter(
             raise ValueError(f"adapter {function.__name__} needs a docstring stating its formula")
         if reason is not None:
             known_change(op_types, version, reason)
-        registered = RegisteredAdapter(function, label, versions, op_types, version, direction)
+        registered = RegisteredAdapter(function, label, versions, op_types, version, direction, types_only)
         for op_type in op_types:
-            if (op_type, version) not in KNOWN_CHANGES:
+            if types_only:
+                from .versioning import only_types_change  # imported late: versioning imports this module
+
+                if not only_types_change(op_type, version):
+                    raise ValueError(f"step {version} of {op_type} changes more than the types it takes")
+            elif (op_type, version) not in KNOWN_CHANGES:
                 raise ValueError(f"an adapter for {op_type}-{version} needs that step's known change")
             if (op_type, version, direction) in ADAPTERS:
                 raise ValueError(f"{op_type}-{version} has an adapter going {direction} already")

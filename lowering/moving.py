@@ -98,11 +98,7 @@ def move(
         return None
     moved = f"{node.op_type}-{source_version}→{target_version}"
     if target_version is None and source_version is not None and scope.opset < source_opset:
-        first = schemas.op_versions(node.op_type)[0]
-        raise LoweringError(
-            f"{location}: {node.op_type}-{source_version} cannot be moved to opset {scope.opset}, which lacks the "
-            f"op (ONNX first defines it at {first})"
-        )
+        raise LoweringError(f"{location}: {versioning.absent_at_target(node.op_type, source_version, scope.opset)}")
     if source_version is not None and target_version is not None:
         found = adapters.adapter_for(node.op_type, source_version, target_version)
         if found is not None:

@@ -79,6 +79,14 @@ def input_type_strings(op_type: str, opset: int, input_index: int = 0, domain: s
     return _formal_type_strings(schema, schema.inputs if schema else [], input_index)
 
 
+@functools.cache
+def formal_type_strings(op_type: str, opset: int, kind: str, index: int, domain: str = "") -> frozenset[str]:
+    """Type strings formal parameter ``index`` of ``kind`` ("inputs" or "outputs") of
+    ``op_type`` allows at ``opset``."""
+    schema = schema_in_force(op_type, opset, domain)
+    return _formal_type_strings(schema, getattr(schema, kind) if schema else [], index)
+
+
 def _formal_type_strings(schema: defs.OpSchema | None, formals, index: int) -> frozenset[str]:
     """The type strings formal parameter ``index`` (of ``formals``, the schema's inputs or
     outputs) allows: its type constraint's list, or its own type."""

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, version_converter
 
-from . import adapters, floats, schemas
+from . import adapters, floats, functions, schemas
 from .errors import LoweringError
 from .graphs import held_graphs
 from .naming import NameAllocator
@@ -145,6 +145,89 @@ def types_taken_change(op_type: str, source_version: int, target_version: int) -
 
 
 @functools.cache
+def only_types_change(op_type: str, version: int) -> bool:
+    """Whether step ``version`` of ``op_type`` (from the op's previous version) only adds types to
+    its type lists: same signature (:func:`_signature`), and every type taken before still taken."""
+    versions = schemas.op_versions(op_type)
+    if version not in versions[1:]:
+        return False
+    previous = versions[versions.index(version) - 1]
+    before, after = schemas.schema_in_force(op_type, previous), schemas.schema_in_force(op_type, version)
+    if _signature(before) != _signature(after):
+        return False
+    added = False
+    for kind, formals in (("inputs", after.inputs), ("outputs", after.outputs)):
+        for index in range(len(formals)):
+            old = schemas.formal_type_strings(op_type, previous, kind, index)
+            new = schemas.formal_type_strings(op_type, version, kind, index)
+            if not old <= new:
+                return False
+            added = added or old != new
+    return added
+
+
+def describe_types(type_strings: Iterable[str]) -> str:
+    """Type strings with the same wrapper together: ``tensor(double|float|float16)``,
+    ``seq(tensor(float|int64))``."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for text in sorted(type_strings):
+        start = text.rfind("(") + 1
+        end = text.find(")", start)
+        if start == 0 or end < 0:
+            groups.setdefault((text, ""), [])
+            continue
+        groups.setdefault((text[:start], text[end:]), []).append(text[start:end])
+    return ", ".join(f"{head}{'|'.join(inner)}{tail}" for (head, tail), inner in groups.items())
+
+
+def untaken_type(
+    node: onnx.NodeProto,
+    source_version: int,
+    target_version: int,
+    input_types: list[onnx.TypeProto | None],
+    output_types: list[onnx.TypeProto | None] = (),
+) -> tuple[str, str, str, frozenset[str]] | None:
+    """The first input or output of ``node`` (of ``op_type``'s ``source_version``) whose type the
+    op's ``target_version`` does not take, as (``"input"`` or ``"output"``, its name, its type
+    string, the type strings taken there); None where every known type is taken. An argument
+    that binds to a formal of another name there (an input that became an attribute) is left to the
+    step that moves it; values of unknown type are not judged."""
+    source = schemas.schema_in_force(node.op_type, source_version)
+    target = schemas.schema_in_force(node.op_type, target_version)
+    if source is None or target is None:
+        return None
+    for kind, names, types, source_formals, target_formals in (
+        ("input", node.input, input_types, source.inputs, target.inputs),
+        ("output", node.output, output_types, source.outputs, target.outputs),
+    ):
+        for index, name in enumerate(names):
+            type_proto = types[index] if index < len(types) else None
+            if not name or type_proto is None or type_proto.WhichOneof("value") is None:
+                continue
+            before, after = _formal_at(source_formals, index), _formal_at(target_formals, index)
+            if before is None or after is None or before.name != after.name:
+                continue
+            position = min(index, len(target_formals) - 1)
+            taken = schemas.formal_type_strings(node.op_type, target_version, f"{kind}s", position)
+            if taken and schemas.type_string(type_proto) not in taken:
+                return kind, name, schemas.type_string(type_proto), taken
+    return None
+
+
+def untaken_type_refusal(
+    node: onnx.NodeProto, source_version: int, target_opset: int, untaken: tuple[str, str, str, frozenset[str]]
+) -> str:
+    """The refusal for a node whose ``untaken`` type (:func:`untaken_type`) its op lacks at the
+    target opset: names the op and version, the target, the value, its type and the types taken."""
+    kind, name, type_text, taken = untaken
+    target_version = schemas.version_in_force(node.op_type, target_opset)
+    return (
+        f"{node.op_type}-{source_version} cannot go to opset {target_opset}: its {kind} '{name}' is {type_text}, "
+        f"which {node.op_type}-{target_version} does not take (it takes {describe_types(taken)})"
+    )
+
+
+@functools.cache
 def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> bool:
     """Whether every node valid at both versions of ``op_type`` means the same at both, whatever
     its attributes: every version between has the same signature (:func:`_signature`) and no
@@ -260,7 +343,9 @@ def convert_node(
     location: str,
 ) -> list[onnx.NodeProto]:
     """``node`` moved from ``source_opset`` to ``target_opset`` by onnx.version_converter,
-    alone in a model of its own; new values get fresh names."""
+    alone in a model of its own; new values get fresh names. Refused first, in words of ours,
+    where the op does not exist at the target (and has no function body to write it with), or
+    where the target's version of the op does not take the type of one of its values."""
     inputs, initializers = [], []
     for name in dict.fromkeys(n for n in node.input if n):
         if name in constants:
@@ -275,6 +360,9 @@ def convert_node(
     outputs = [onnx.ValueInfoProto(name=name) for name in node.output if name]
     graph = helper.make_graph([node], "convert", inputs, outputs, initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", source_opset)], ir_version=ir_version)
+    why = _inexpressible_at_target(node, model, source_opset, target_opset)
+    if why is not None:
+        raise LoweringError(f"{location}: {why}")
     try:
         converted = version_converter.convert_version(model, target_opset)
     except Exception as error:  # the converter reports missing adapters as RuntimeError
@@ -305,3 +393,39 @@ def convert_node(
         tensor.name = name
         result.insert(0, helper.make_node("Constant", [], [name], name=names.fresh(f"{name}_constant"), value=tensor))
     return result
+
+
+def absent_at_target(op_type: str, source_version: int, target_opset: int) -> str:
+    """The refusal for an op the target opset does not have: where ONNX first defines it, and
+    whether a function body could write it (the driver then says why that failed too)."""
+    first = schemas.op_versions(op_type)[0]
+    body = "" if functions.expansion_for("", op_type) is not None else " and has no function body to write it with"
+    return f"{op_type}-{source_version} does not exist at opset {target_opset} (ONNX first defines it at {first}){body}"
+
+
+def _inexpressible_at_target(
+    node: onnx.NodeProto, model: onnx.ModelProto, source_opset: int, target_opset: int
+) -> str | None:
+    """Why ``node`` (alone in ``model``) cannot be written at ``target_opset`` whatever onnx's
+    converter does: its op does not exist there, or the op's version there does not take the
+    type of one of its inputs or outputs. The converter would fail on an assertion of its own
+    there, or (9 → 8: Greater, Less, MatMul, Gemm, PRelu, Flatten, Constant) cast integers
+    through float, which is not exact. None where the converter may try."""
+    source_version = schemas.version_in_force(node.op_type, source_opset)
+    if source_version is None:
+        return None
+    target_version = schemas.version_in_force(node.op_type, target_opset)
+    if target_version is None:
+        return absent_at_target(node.op_type, source_version, target_opset)
+    known = {info.name: info.type for info in model.graph.input}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+        known.update({info.name: info.type for info in [*inferred.graph.output, *inferred.graph.value_info]})
+    except Exception:  # inference refuses the node: its outputs' types stay unknown
+        pass
+    input_types = [known.get(name) if name else None for name in node.input]
+    output_types = [known.get(name) if name else None for name in node.output]
+    untaken = untaken_type(node, source_version, target_version, input_types, output_types)
+    if untaken is None:
+        return None
+    return untaken_type_refusal(node, source_version, target_opset, untaken)

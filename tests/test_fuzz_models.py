@@ -461,6 +461,10 @@ def _all_nodes(nodes):
 
 # -- the checks --------------------------------------------------------------------------------------
 
+# Refusals a drawn model may meet going down: onnx's converter has no adapter, or the target's
+# version of an op does not take a type the model uses (lowering.versioning's words).
+DOCUMENTED_REFUSALS = ("version converter cannot take", "does not take (it takes")
+
 
 def check_case(case: FuzzCase) -> None:
     original = case.model
@@ -468,8 +472,8 @@ def check_case(case: FuzzCase) -> None:
     try:
         result = lowering.lower_model(original, ops=case.ops, target_opset=case.target_opset)
     except lowering.LoweringError as error:
-        if case.target_opset is not None and "version converter cannot take" in str(error):
-            return  # a documented refusal (Cast-13 and newer below 13: onnx has no adapter)
+        if case.target_opset is not None and any(words in str(error) for words in DOCUMENTED_REFUSALS):
+            return  # a documented refusal (Cast-13 and newer below 13; Where-16 on bfloat16 below 16)
         raise
     lowered = result.model
     onnx.checker.check_model(lowered, full_check=True)

@@ -20,4 +20,5 @@ from . import (  # noqa: F401
     softmax,
     split,
     squeeze,
+    type_lists,
 )
