@@ -2,8 +2,10 @@
 steps; importing this package registers them all (lowering.adapters does on its first lookup)."""
 
 from . import (  # noqa: F401
+    argmax,
     cast,
     constant,
+    gathernd,
     known_changes,
     normalization,
     pad,
