@@ -2,9 +2,11 @@
 steps; importing this package registers them all (lowering.adapters does on its first lookup)."""
 
 from . import (  # noqa: F401
+    argmax,
     cast,
     constant,
     dropout,
+    gathernd,
     known_changes,
     normalization,
     pad,

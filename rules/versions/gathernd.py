@@ -1,0 +1,82 @@
+"""GatherND across version 12 (batch_dims), down by spelling the batch indices out."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import TensorProto, helper
+
+from lowering import schemas
+from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, known_change, moved
+from lowering.errors import LoweringError
+
+GATHER_ND_12 = "version 12 adds batch_dims, the leading dimensions data and indices share"
+
+known_change(
+    ("GatherND",),
+    12,
+    GATHER_ND_12,
+    down_only=True,
+    affects=lambda node: attribute_of(node, "batch_dims") is not None,
+)
+
+
+@adapter(("GatherND",), 12, "down", "batch indices spelled out", versions=(11, 13))
+def batch_indices_spelled_out(node: onnx.NodeProto, context: AdapterContext):
+    """GatherND-12(data, indices, batch_dims=b) = GatherND-11(data, Concat(i_0, ..., i_{b-1}, indices, axis=-1)).
+
+    ``i_j`` holds, at every place of ``indices`` but the last axis, that place's index along
+    axis ``j`` (``Range(0, shape(indices)[j])`` unsqueezed to rank ``q`` and expanded to
+    ``shape(indices)[:-1] + [1]``): each index tuple gets its batch position in front, and
+    GatherND-11 then reads ``data[i_0, ..., i_{b-1}, indices[...]]``, the same elements in the
+    same output shape ``shape(indices)[:-1] + shape(data)[b + k:]``. ``batch_dims=0`` = GatherND-11
+    without the attribute. Needs the rank ``q`` of ``indices``."""
+    batch_dims = attribute_of(node, "batch_dims")
+    if batch_dims is None:
+        return None
+    if batch_dims == 0:
+        return [moved(node, dropped=("batch_dims",))]
+    version = schemas.version_in_force(node.op_type, context.source_opset)
+    indices = node.input[1]
+    rank = context.rank_of(indices)
+    if rank is None:
+        raise LoweringError(
+            f"{context.location}: {node.op_type}-{version} with batch_dims={batch_dims} cannot go to opset "
+            f"{context.target_opset} without the rank of its indices '{indices}', which is unknown"
+        )
+    if not 0 < batch_dims < rank:
+        raise LoweringError(
+            f"{context.location}: {node.op_type}-{version} has batch_dims={batch_dims}, which its indices of "
+            f"rank {rank} do not allow"
+        )
+    hint = node.name or node.output[0]
+    nodes: list[onnx.NodeProto] = []
+
+    def add(op_type: str, inputs: list[str], suffix: str, **attributes) -> str:
+        output = context.fresh(f"{hint}_{suffix}")
+        nodes.append(helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes))
+        return output
+
+    def int64s(suffix: str, values: list[int]) -> str:
+        constant, name = int64_constant(context, f"{hint}_{suffix}", values)
+        nodes.append(constant)
+        return name
+
+    def scalar(suffix: str, value: int) -> str:
+        return add("Constant", [], suffix, value=helper.make_tensor(suffix, TensorProto.INT64, [], [value]))
+
+    indices_shape = add("Shape", [indices], "indices_shape")
+    outer = add("Slice", [indices_shape, int64s("outer_start", [0]), int64s("outer_end", [rank - 1])], "outer")
+    coordinate_shape = add("Concat", [outer, int64s("one", [1])], "coordinate_shape", axis=0)
+    start, step = scalar("range_start", 0), scalar("range_step", 1)
+    coordinates = []
+    for j in range(batch_dims):
+        size = add("Gather", [indices_shape, scalar(f"batch_axis_{j}", j)], f"batch_size_{j}", axis=0)
+        positions = add("Range", [start, size, step], f"batch_positions_{j}")
+        lined_up = add(
+            "Unsqueeze", [positions], f"batch_positions_{j}_lined_up", axes=[k for k in range(rank) if k != j]
+        )
+        coordinates.append(add("Expand", [lined_up, coordinate_shape], f"batch_index_{j}"))
+    full = add("Concat", [*coordinates, indices], "full_indices", axis=-1)
+    result = moved(node, dropped=("batch_dims",))
+    result.input[1] = full
+    return [*nodes, result]
