@@ -248,6 +248,19 @@ def redeclare_default_opset(model: onnx.ModelProto, opset: int) -> None:
                 entry.version = opset
 
 
+def absent_at(op_type: str, source_opset: int, target_opset: int) -> str | None:
+    """Why a default-domain ``op_type`` of ``source_opset`` has no version at ``target_opset``
+    (it first exists later), or None where it has one."""
+    source_version = schemas.version_in_force(op_type, source_opset)
+    if source_version is None or schemas.version_in_force(op_type, target_opset) is not None:
+        return None
+    first = schemas.op_versions(op_type)[0]
+    return (
+        f"{op_type} does not exist at opset {target_opset} (its first version is {op_type}-{first}), so onnx's "
+        f"version converter cannot take {op_type}-{source_version} from opset {source_opset} to {target_opset}"
+    )
+
+
 def convert_node(
     node: onnx.NodeProto,
     *,
@@ -260,7 +273,11 @@ def convert_node(
     location: str,
 ) -> list[onnx.NodeProto]:
     """``node`` moved from ``source_opset`` to ``target_opset`` by onnx.version_converter,
-    alone in a model of its own; new values get fresh names."""
+    alone in a model of its own; new values get fresh names. An op that does not exist at the
+    target is refused saying so (the converter would fail on a missing adapter)."""
+    absent = absent_at(node.op_type, source_opset, target_opset)
+    if absent:
+        raise LoweringError(f"{location}: {absent}")
     inputs, initializers = [], []
     for name in dict.fromkeys(n for n in node.input if n):
         if name in constants:

@@ -4,6 +4,7 @@ steps; importing this package registers them all (lowering.adapters does on its 
 from . import (  # noqa: F401
     cast,
     constant,
+    grid_sample,
     known_changes,
     normalization,
     pad,
