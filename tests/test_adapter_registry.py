@@ -41,7 +41,13 @@ MINIMUM_CASES = {
     "batch_normalization_in_inference": 4,
     "per_channel_slope_squeezed": 4,  # the explicit cases below
     "per_channel_slope": 4,
-    "per_tensor_scale_kept": 2,  # the rest have per-axis scales, or types opset 10 lacks
+    # backend and explicit cases; per-axis scales, blocks, and types opset 10 lacks refused
+    "per_tensor_scale_kept": 4,  # QuantizeLinear 6, DequantizeLinear 4
+    # backend and explicit cases; blocks, float8, 16-, 4- and 2-bit types refused
+    "quantize_attributes_at_defaults_dropped": 8,  # QuantizeLinear 10, DequantizeLinear 8
+    "modes_renamed_on_4d": 34,  # backend and explicit float16 cases; 5-D (volumetric) refused
+    "version_10_modes_spelled_out": 4,  # the explicit cases: the backend's Resize cases are at 19
+    "upsample_as_resize": 10,
     "axes_input_to_attribute": 10,
     "axes_attribute_to_input": 10,
     "allowzero_dropped": 18,
@@ -56,10 +62,10 @@ MINIMUM_CASES = {
     "pads_for_axes_spread": 22,  # backend and explicit cases; wrap refused
     "pad_without_wrap_kept": 11,  # wrap refused
     "pads_input_to_attributes": 12,  # the explicit cases below: backend ones feed the value or pad integers
-    # backend and explicit cases; antialias, axes not covering every axis in order, not_larger/
-    # not_smaller with sizes and half_pixel_symmetric refused
-    "optional_inputs_given": 52,
-    "new_attributes_at_defaults_dropped": 52,
+    # backend and explicit cases; antialias, half_pixel_symmetric and not_smaller sizes whose
+    # rounded size Resize-13's floor(scale * d) misses refused
+    "optional_inputs_given": 78,
+    "new_attributes_at_defaults_dropped": 78,
 }
 REFUSALS = (
     "cannot go to opset",
@@ -86,13 +92,21 @@ def onnxruntime_opset() -> int:
     raise AssertionError("onnxruntime loads no opset")
 
 
+# Op versions onnxruntime loads models of but has no kernel for (its registry lists
+# QuantizeLinear/DequantizeLinear as (25, newest), yet refuses their version-28 nodes): cases
+# are not taken to opsets where these are in force.
+NO_ONNXRUNTIME_KERNEL = frozenset({("QuantizeLinear", 28), ("DequantizeLinear", 28)})
+
+
 def opsets_with(op_type: str, low: int, high: int) -> list[int]:
     """The opsets (1 to the newest onnxruntime loads) at which ``op_type``'s version in force
-    lies in ``[low, high]``."""
+    lies in ``[low, high]`` and onnxruntime has a kernel for it."""
     return [
         opset
         for opset in range(1, onnxruntime_opset() + 1)
-        if (version := schemas.version_in_force(op_type, opset)) is not None and low <= version <= high
+        if (version := schemas.version_in_force(op_type, opset)) is not None
+        and low <= version <= high
+        and (op_type, version) not in NO_ONNXRUNTIME_KERNEL
     ]
 
 
@@ -252,9 +266,16 @@ def exercise(found, op_type, name, model, data_sets, source, target, coverage: C
 
 def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     """Cases built here for adapters the backend corpus does not reach (or reaches too little)."""
-    return {"PRelu": prelu_cases, "Pad": pad_cases, "Constant": constant_cases, "Resize": resize_cases}.get(
-        op_type, list
-    )()
+    return {
+        "PRelu": prelu_cases,
+        "Pad": pad_cases,
+        "Constant": constant_cases,
+        "Resize": lambda: resize_cases() + resize_10_cases(),
+        "Upsample": upsample_cases,
+        "GridSample": grid_sample_cases,
+        "QuantizeLinear": lambda: quantize_cases("QuantizeLinear"),
+        "DequantizeLinear": lambda: quantize_cases("DequantizeLinear"),
+    }.get(op_type, list)()
 
 
 def resize_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
@@ -281,6 +302,118 @@ def resize_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
         values = np.array(scales or [1.0, 1.0, 2.0, 2.0], np.float32)
         model.graph.initializer.append(onnx.numpy_helper.from_array(values, "scales"))
         cases.append((f"explicit_resize_{name}", model, [{"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32)}]))
+    return cases
+
+
+def resize_10_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Resize-10 (x / scale, the pixel below upsampling and above downsampling): the backend
+    corpus has Resize at 19 only. Built at opset 10: nearest up (uneven scales), nearest down,
+    linear up and down."""
+    rng = np.random.default_rng(10)
+    cases = []
+    for mode, scales in (("nearest", [1, 1, 2.5, 1.7]), ("nearest", [1, 1, 0.6, 0.5]), ("linear", [1, 1, 2, 1.3]),
+                         ("linear", [1, 1, 0.7, 0.5])):  # fmt: skip
+        model = make_model(
+            [helper.make_node("Resize", ["x", "scales"], ["y"], name="resize", mode=mode)],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 2, 3, 4))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+            opset=10,
+            initializer=[onnx.numpy_helper.from_array(np.array(scales, np.float32), "scales")],
+        )
+        name = f"explicit_resize_10_{mode}_{'_'.join(map(str, scales))}"
+        cases.append((name, model, [{"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32)}]))
+    return cases
+
+
+def upsample_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Upsample beyond the backend's one case (nearest, scales [1, 1, 2, 3]): Upsample-9 nearest
+    with uneven scales and linear, Upsample-7 with its scales attribute. Built at opsets 9 and 7."""
+    rng = np.random.default_rng(9)
+    cases = []
+    for opset, mode, scales in ((9, "nearest", [1, 1, 2.5, 1.7]), (9, "linear", [1, 1, 2, 1.3]),
+                                (7, "nearest", [1, 1, 1.5, 3]), (7, "linear", [1, 1, 2.5, 2])):  # fmt: skip
+        inputs, initializer, attributes = ["x"], [], {}
+        if opset == 9:
+            inputs.append("scales")
+            initializer.append(onnx.numpy_helper.from_array(np.array(scales, np.float32), "scales"))
+        else:
+            attributes["scales"] = [float(v) for v in scales]
+        model = make_model(
+            [helper.make_node("Upsample", inputs, ["y"], name="upsample", mode=mode, **attributes)],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 2, 3, 4))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+            opset=opset,
+            initializer=initializer,
+        )
+        name = f"explicit_upsample_{opset}_{mode}_{'_'.join(map(str, scales))}"
+        cases.append((name, model, [{"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32)}]))
+    return cases
+
+
+def grid_sample_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """GridSample on float16 (the backend's cases are float32), each mode with border and
+    reflection padding and align_corners both ways, grids reaching past the edges. Built at 22."""
+    rng = np.random.default_rng(16)
+    cases = []
+    for mode, padding, corners in (("linear", "border", 0), ("nearest", "reflection", 1), ("cubic", "zeros", 1)):
+        attributes = {"mode": mode, "padding_mode": padding, "align_corners": corners}
+        model = make_model(
+            [helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", **attributes)],
+            [
+                helper.make_tensor_value_info("x", TensorProto.FLOAT16, (1, 2, 4, 5)),
+                helper.make_tensor_value_info("grid", TensorProto.FLOAT16, (1, 3, 6, 2)),
+            ],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT16, (1, 2, 3, 6))],
+            opset=22,
+        )
+        feeds = {
+            "x": rng.standard_normal((1, 2, 4, 5)).astype(np.float16),
+            "grid": rng.uniform(-1.3, 1.3, (1, 3, 6, 2)).astype(np.float16),
+        }
+        cases.append((f"explicit_grid_sample_{mode}_{padding}_{corners}_float16", model, [feeds]))
+    return cases
+
+
+def quantize_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """QuantizeLinear and DequantizeLinear with the attributes of versions 19 to 25 set to what
+    version 13 does (the backend's cases leave them out): saturate=1, block_size=0, precision
+    and output_dtype the scale's type, and QuantizeLinear's output_dtype int8 without a zero
+    point; per-tensor and per-axis. Built at opset 25."""
+    rng = np.random.default_rng(21)
+    float32, int8, uint8 = TensorProto.FLOAT, TensorProto.INT8, TensorProto.UINT8
+    variants = [
+        ("QuantizeLinear", {"saturate": 1, "block_size": 0, "precision": float32}, (), uint8, True),
+        ("QuantizeLinear", {"output_dtype": int8}, (), int8, False),
+        ("QuantizeLinear", {"output_dtype": int8, "axis": 1}, (4,), int8, False),
+        ("DequantizeLinear", {"output_dtype": float32, "block_size": 0}, (), uint8, True),
+        ("DequantizeLinear", {"block_size": 0, "axis": 1}, (4,), int8, True),
+    ]
+    cases = []
+    for node_op, attributes, scale_shape, quantized, zero_point in variants:
+        if node_op != op_type:
+            continue
+        scale = rng.uniform(0.05, 0.5, scale_shape).astype(np.float32)
+        initializer = [onnx.numpy_helper.from_array(scale, "scale")]
+        inputs = ["x", "scale"]
+        if zero_point:
+            dtype = helper.tensor_dtype_to_np_dtype(quantized)
+            initializer.append(onnx.numpy_helper.from_array(rng.integers(-5, 5, scale_shape).astype(dtype), "zero"))
+            inputs.append("zero")
+        quantize = op_type == "QuantizeLinear"
+        x_type, y_type = (float32, quantized) if quantize else (quantized, float32)
+        model = make_model(
+            [helper.make_node(op_type, inputs, ["y"], name="quantize", **attributes)],
+            [helper.make_tensor_value_info("x", x_type, (2, 4, 3))],
+            [helper.make_tensor_value_info("y", y_type, (2, 4, 3))],
+            opset=25,
+            initializer=initializer,
+        )
+        if quantize:
+            x = (rng.standard_normal((2, 4, 3)) * 20).astype(np.float32)
+        else:
+            x = rng.integers(0, 100, (2, 4, 3)).astype(helper.tensor_dtype_to_np_dtype(quantized))
+        name = f"explicit_{op_type}_{'_'.join(f'{k}_{v}' for k, v in attributes.items())}_scale{list(scale_shape)}"
+        cases.append((name, model, [{"x": x}]))
     return cases
 
 
@@ -383,9 +516,9 @@ def prelu_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     return cases
 
 
-# Float inputs that are parameters, not data: Resize's roi and scales. Edge values there (NaN
+# Float inputs that are parameters, not data: Resize's roi and scales, Upsample's scales. Edge values there (NaN
 # scales) make the original fail in onnxruntime too, so they are frozen like integer inputs.
-PARAMETER_INPUTS = {"Resize": (1, 2)}
+PARAMETER_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
 
 
 def with_integer_inputs_constant(model: onnx.ModelProto, feeds: dict) -> tuple[onnx.ModelProto, dict]:

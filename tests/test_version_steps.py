@@ -709,9 +709,8 @@ def test_pad_11_value_float32_cannot_hold_is_refused_below_11():
 RESIZE_REFUSALS = [
     # (source opset, target opset, attributes, inputs, words of the refusal)
     (19, 13, {"antialias": 1, "mode": "linear"}, ("x", "", "scales"), "Resize-19 filters with antialias=1"),
-    (18, 11, {"axes": [2, 3]}, ("x", "", "scales2"), "Resize-18 resizes along axes [2, 3] of an input of rank 4"),
-    (19, 13, {"axes": [0, 1, 3, 2]}, ("x", "", "scales"), "not every axis in order"),
-    (18, 13, {"keep_aspect_ratio_policy": "not_larger"}, ("x", "", "", "sizes"), "keeps the aspect ratio"),
+    # axes go down spread over every axis, a policy as one common scale where floor(s·d) is its round(s·d):
+    (18, 13, {"keep_aspect_ratio_policy": "not_smaller"}, ("x", "", "", "sizes2"), "round(1.5 * 1) = 2"),
     (19, 13, {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "linear"}, ("x", "", "scales"),
      "half_pixel_symmetric (from version 19)"),
     (13, 11, {"coordinate_transformation_mode": "tf_crop_and_resize"}, ("x", "", "", "sizes"), "and no roi"),
@@ -724,6 +723,7 @@ def test_resize_refusals_name_the_node_the_versions_and_what_cannot_be_said(sour
         onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
         onnx.numpy_helper.from_array(np.array([2, 2], np.float32), "scales2"),
         onnx.numpy_helper.from_array(np.array([1, 2, 6, 8], np.int64), "sizes"),
+        onnx.numpy_helper.from_array(np.array([1, 3, 3, 4], np.int64), "sizes2"),
     ]
     model = make_model(
         [helper.make_node("Resize", list(inputs), ["y"], name="up", **attributes)],

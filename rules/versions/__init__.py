@@ -17,4 +17,5 @@ from . import (  # noqa: F401
     softmax,
     split,
     squeeze,
+    upsample,
 )

@@ -53,5 +53,7 @@ def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
             )
     mode = _text(attribute_of(node, "mode")) or "linear"
     if mode not in MODES_AT_16:
-        raise LoweringError(f"{where} has mode {mode!r}, which has no name at opset {context.target_opset}")
+        raise LoweringError(
+            f"{where} has mode {mode!r}, which GridSample-16 lacks, so it cannot go to opset {context.target_opset}"
+        )
     return [moved(node, mode=MODES_AT_16[mode])]
