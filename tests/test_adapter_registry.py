@@ -41,10 +41,10 @@ MINIMUM_CASES = {
     "batch_normalization_in_inference": 4,
     "per_channel_slope_squeezed": 4,  # the explicit cases below
     "per_channel_slope": 4,
-    # backend and explicit cases; per-axis scales, blocks, and types opset 10 lacks refused
-    "per_tensor_scale_kept": 4,  # QuantizeLinear 6, DequantizeLinear 4
-    # backend and explicit cases; blocks, float8, 16-, 4- and 2-bit types refused
-    "quantize_attributes_at_defaults_dropped": 8,  # QuantizeLinear 10, DequantizeLinear 8
+    # backend and explicit cases; QuantizeLinear per axis or in blocks, float8, 16-, 4- and 2-bit
+    # quantized types refused (a DequantizeLinear of those but float8 and sub-byte types goes as its formula)
+    "per_tensor_scale_kept": 6,  # QuantizeLinear 6, DequantizeLinear 14
+    "quantize_attributes_at_defaults_dropped": 10,  # QuantizeLinear 10, DequantizeLinear 14
     "modes_renamed_on_4d": 34,  # backend and explicit float16 cases; 5-D (volumetric) refused
     "version_10_modes_spelled_out": 4,  # the explicit cases: the backend's Resize cases are at 19
     "upsample_as_resize": 10,

@@ -154,15 +154,40 @@ def test_quantize_25_per_tensor_with_new_attributes_at_defaults_goes_down(target
     assert not node.attribute and len(node.input) == 3  # a zero point of int8 zeros says the output type
 
 
-@pytest.mark.parametrize("target", [17, 13])
-def test_dequantize_25_per_axis_goes_to_13_and_not_below(target):
+@pytest.mark.parametrize("target", [17, 13, 11])
+def test_dequantize_25_per_axis_goes_to_13_and_below_as_its_formula(target):
     scale = np.array([0.5, 0.25, 2.0, 1e-3], np.float32)
     zero = np.array([0, -3, 7, 127], np.int8)
     model = quantize("DequantizeLinear", 25, TensorProto.INT8, FLOAT, scale, zero, (3, 4), axis=1, block_size=0)
     x = np.arange(-128, 128, 22, dtype=np.int8)[:12].reshape(3, 4)
-    assert_converts_bit_for_bit(model, target, [{"x": x}], "DequantizeLinear-25→13")
-    message = refusal(model, 11)
-    assert "DequantizeLinear with a scale of shape [4] cannot go to opset 11" in message
+    result = assert_converts_bit_for_bit(model, target, [{"x": x}], "DequantizeLinear-25→")
+    kept = any(n.op_type == "DequantizeLinear" for n in result.model.graph.node)
+    assert kept == (target >= 13)  # below 13: (x - z) * s in int32 and float32
+
+
+def test_quantize_25_per_axis_is_refused_below_13():
+    scale = np.array([0.5, 0.25, 2.0, 1e-3], np.float32)
+    model = quantize("QuantizeLinear", 25, FLOAT, TensorProto.UINT8, scale, np.zeros(4, np.uint8), (3, 4), axis=1)
+    assert "QuantizeLinear with a scale of shape [4] cannot go to opset 11" in refusal(model, 11)
+
+
+@pytest.mark.parametrize("target", [17, 11])
+@pytest.mark.parametrize(
+    "x_type, scale_shape, attributes",
+    [(TensorProto.INT16, (), {}), (TensorProto.UINT16, (4,), {"axis": -1}),
+     (TensorProto.UINT8, (3, 2), {"axis": 1, "block_size": 2}),
+     (TensorProto.INT16, (2, 4), {"axis": 0, "block_size": 2})],
+)  # fmt: skip
+def test_dequantize_on_16_bit_integers_or_in_blocks_goes_down_as_its_formula(x_type, scale_shape, attributes, target):
+    rng = np.random.default_rng(4)
+    dtype = helper.tensor_dtype_to_np_dtype(x_type)
+    info = np.iinfo(dtype)
+    scale = edge_array(scale_shape, seed=2) if scale_shape else np.array(np.float32(3e-5))
+    zero = rng.integers(info.min, info.max, scale_shape, endpoint=True).astype(dtype)
+    model = quantize("DequantizeLinear", 25, x_type, FLOAT, scale, zero, (3, 4), **attributes)
+    x = np.concatenate([[info.min, info.max, 0], rng.integers(info.min, info.max, 9)]).astype(dtype).reshape(3, 4)
+    result = assert_converts_bit_for_bit(model, target, [{"x": x}], "DequantizeLinear-25→")
+    assert not any(n.op_type == "DequantizeLinear" for n in result.model.graph.node)
 
 
 @pytest.mark.parametrize(
@@ -174,13 +199,16 @@ def test_dequantize_25_per_axis_goes_to_13_and_not_below(target):
         ("QuantizeLinear", {"output_dtype": TensorProto.UINT16}, FLOAT, TensorProto.UINT16, None, "to uint16"),
         ("DequantizeLinear", {"output_dtype": TensorProto.FLOAT16}, TensorProto.UINT8, TensorProto.FLOAT16,
          None, "gives float16"),
-        ("DequantizeLinear", {}, TensorProto.UINT16, FLOAT, np.array(3, np.uint16), "as tensor(uint16)"),
+        ("DequantizeLinear", {"block_size": 2, "axis": 1}, TensorProto.UINT8, TensorProto.FLOAT16, None,
+         "dequantizes in blocks, which DequantizeLinear-1"),
     ],
 )  # fmt: skip
 def test_quantize_attributes_and_types_version_13_lacks_are_refused_naming_them(
     op_type, attributes, x_type, y_type, zero, words
 ):
     scale = np.ones((2, 2), np.float32) if "block_size" in attributes else np.array(0.5, np.float32)
+    if y_type == TensorProto.FLOAT16 and "output_dtype" not in attributes:
+        scale = scale.astype(np.float16)
     model = quantize(op_type, 25, x_type, y_type, scale, zero, **attributes)
     for target in (17, 11):
         message = refusal(model, target)

@@ -382,7 +382,7 @@ def test_split_without_split_input_gains_num_outputs_going_to_18(target):
 
 
 @pytest.mark.parametrize("op_type", ["QuantizeLinear", "DequantizeLinear"])
-def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only(op_type):
+def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only_dequantize_per_axis_as_its_formula(op_type):
     quantize = op_type == "QuantizeLinear"
     x_type, y_type = (TensorProto.FLOAT, TensorProto.UINT8) if quantize else (TensorProto.UINT8, TensorProto.FLOAT)
 
@@ -396,14 +396,16 @@ def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only(op_type):
             initializer=[numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zero, "z")],
         )
 
-    scalar = model(np.array(0.5, np.float32))
-    converted = lowering.lower(scalar, target_opset=10, ops=[])
-    onnx.checker.check_model(converted, full_check=True)
     x = np.array([[0, 1, 2], [100, 200, 255]], np.uint8) if not quantize else EDGES[6:12].reshape(2, 3)
-    (want,), (got,) = run_onnxruntime(scalar, {"x": x}), run_onnxruntime(converted, {"x": x})
-    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
-    with pytest.raises(lowering.LoweringError, match="scale of shape \\[3\\]"):
-        lowering.lower(model(np.array([0.5, 0.25, 2.0], np.float32)), target_opset=10, ops=[])
+    per_axis = model(np.array([0.5, 0.25, 2.0], np.float32))
+    for original in [model(np.array(0.5, np.float32))] + ([] if quantize else [per_axis]):
+        converted = lowering.lower(original, target_opset=10, ops=[])
+        onnx.checker.check_model(converted, full_check=True)
+        (want,), (got,) = run_onnxruntime(original, {"x": x}), run_onnxruntime(converted, {"x": x})
+        np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+    if quantize:  # a DequantizeLinear per axis goes as its formula, (x - z) * s
+        with pytest.raises(lowering.LoweringError, match="scale of shape \\[3\\]"):
+            lowering.lower(per_axis, target_opset=10, ops=[])
 
 
 REDUCE_INPUT = np.array([[1.5, -0.0, np.inf], [np.nan, 2.0, -3.0]], np.float32)

@@ -1,5 +1,6 @@
 """QuantizeLinear and DequantizeLinear going down: across 19/21/23 with their new attributes at
-values version 13 means too, and across 13 with a per-tensor scale."""
+values version 13 means too, and across 13 with a per-tensor scale; a DequantizeLinear the older
+version cannot take (blocks, int16/uint16, per slice below 13) as its formula, (x - z) * s."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved
+from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, known_change, moved
 from lowering.errors import LoweringError
 
 QUANTIZE_13 = "version 13 takes a scale and zero point per slice along axis; version 10 only scalars"
@@ -102,6 +103,99 @@ def _at_version_13(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.N
     return [*made, result]
 
 
+def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
+    """A DequantizeLinear the target's DequantizeLinear cannot take as it is, but its formula can:
+    blocks, an x type it lacks (int16, uint16), or below 13 a scale per slice."""
+    if node.op_type != "DequantizeLinear":
+        return False
+    if attribute_of(node, "block_size"):
+        return True
+    x_type = _element_type(context, node.input[0])
+    if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
+        return x_type in WHOLE_NUMBERS
+    scale = context.shape_of(node.input[1])
+    return context.target_opset < 13 and scale is not None and scale != []
+
+
+# The x types whose (x - z) is exact in int32 and then in float32.
+WHOLE_NUMBERS = frozenset(
+    {onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT16, onnx.TensorProto.UINT16}
+)
+
+
+def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """``y = Mul(Cast(Sub(Cast(x, int32), Cast(z, int32)), float), s)``, the scale (and zero point)
+    lined up with x: as they are when scalars, reshaped to ``[D, 1, ..., 1]`` per axis, gathered
+    along the axis block by block (``indices[i] = i // block_size``, x's size there known)."""
+    what = "in blocks" if attribute_of(node, "block_size") else "as it is"
+    x_type = _element_type(context, node.input[0])
+    if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
+        what = f"on {schemas.type_name(x_type)}"
+    target_version = schemas.version_in_force(node.op_type, context.target_opset)
+    scale_type = _element_type(context, node.input[1])
+    output_dtype = attribute_of(node, "output_dtype")
+    if scale_type != onnx.TensorProto.FLOAT or output_dtype not in (None, onnx.TensorProto.FLOAT):
+        kind = "unknown" if scale_type is None else schemas.type_name(scale_type)
+        raise _refused(
+            node,
+            context,
+            f"dequantizes {what}, which DequantizeLinear-{target_version} cannot, and with a {kind} scale, so not "
+            "by float32 arithmetic either",
+        )
+    hint = node.name or node.output[0]
+    made: list[onnx.NodeProto] = []
+
+    def op(op_type: str, inputs: list[str], part: str, output: str | None = None, **attributes) -> str:
+        name = output or context.fresh(f"{hint}_{part}")
+        made.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
+        return name
+
+    scale, zero = node.input[1], node.input[2] if len(node.input) > 2 else ""
+    scale_shape = context.shape_of(scale)
+    rank = context.rank_of(node.input[0])
+    axis = attribute_of(node, "axis")
+    axis = 1 if axis is None else axis
+    if scale_shape is None or (scale_shape != [] and rank is None):
+        raise _refused(node, context, f"dequantizes {what}, and the ranks of its scale and input are not known")
+    if scale_shape != []:
+        axis = axis + rank if axis < 0 else axis
+        block_size = attribute_of(node, "block_size")
+        if block_size:
+            length = context.shape_of(node.input[0])[axis]
+            if not isinstance(length, int):
+                raise _refused(node, context, f"dequantizes in blocks along axis {axis}, whose length is not known")
+            indices = int64_constant(context, f"{hint}_block_indices", [i // block_size for i in range(length)])
+            made.append(indices[0])
+
+            def lined_up(name: str) -> str:
+                return op("Gather", [name, indices[1]], "by_block", axis=axis)
+
+        elif axis == rank - 1 or len(scale_shape) != 1:
+            lined_up = None
+        else:
+            shape = int64_constant(context, f"{hint}_per_axis_shape", [-1] + [1] * (rank - axis - 1))
+            made.append(shape[0])
+
+            def lined_up(name: str) -> str:
+                return op("Reshape", [name, shape[1]], "per_axis")
+
+        if lined_up is not None:
+            scale = lined_up(scale)
+            zero = lined_up(zero) if zero else ""
+    if zero:
+        int32 = onnx.TensorProto.INT32
+        difference = op(
+            "Sub",
+            [op("Cast", [node.input[0]], "as_int32", to=int32), op("Cast", [zero], "zero_as_int32", to=int32)],
+            "minus_zero",
+        )
+        value = op("Cast", [difference], "as_float", to=onnx.TensorProto.FLOAT)
+    else:
+        value = op("Cast", [node.input[0]], "as_float", to=onnx.TensorProto.FLOAT)
+    op("Mul", [value, scale], "scaled", output=node.output[0])
+    return made
+
+
 def _count(shape: list[int]) -> int:
     count = 1
     for dimension in shape:
@@ -109,7 +203,7 @@ def _count(shape: list[int]) -> int:
     return count
 
 
-@adapter(("QuantizeLinear", "DequantizeLinear"), 19, "down", "new attributes at defaults", versions=(13, 28))
+@adapter(("QuantizeLinear", "DequantizeLinear"), 19, "down", "attributes at defaults or arithmetic", versions=(13, 28))
 def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-19..28(x, s, z), attributes saying what 13 does = QuantizeLinear-13(x, s, z); likewise Dequantize.
 
@@ -119,18 +213,33 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
     point's type, or uint8 without one: without one and another type, a zero point of zeros of
     that type and of the scale's shape says it. Blocked quantization, another precision or
     output type, and types version 13 does not take (float16 or bfloat16 values, float8, int16,
-    uint16, 4- and 2-bit integers) cannot be said at 13: refused, naming what."""
+    uint16, 4- and 2-bit integers) cannot be said at 13: refused, naming what. A DequantizeLinear
+    in blocks or on int16/uint16 with a float32 scale is its formula instead, ``(x - z) * s`` in
+    int32 and float32 arithmetic (the scale and zero point gathered block by block)."""
+    if _needs_arithmetic(node, context):
+        return _dequantized_by_arithmetic(node, context)
     return _at_version_13(node, context)
 
 
-@adapter(("QuantizeLinear", "DequantizeLinear"), 13, "down", "per-tensor scale", versions=(10, 28), reason=QUANTIZE_13)
+@adapter(
+    ("QuantizeLinear", "DequantizeLinear"),
+    13,
+    "down",
+    "scalar scale or arithmetic",
+    versions=(10, 28),
+    reason=QUANTIZE_13,
+)
 def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-13+(x, s, z), s scalar = QuantizeLinear-10(x, s, z); likewise DequantizeLinear.
 
     ``QuantizeLinear-13(x, s, z)`` with a scalar scale = ``QuantizeLinear-10(x, s, z)`` (``axis``,
     which a scalar scale leaves unused, dropped); likewise DequantizeLinear. A scale of any other
-    shape quantizes per slice, which version 10 cannot say: refused. From version 19 the node first
-    goes as ``quantize_attributes_at_defaults_dropped`` says."""
+    shape quantizes per slice, which version 10 cannot say: refused for QuantizeLinear; a
+    DequantizeLinear per slice (or in blocks, or on int16/uint16) with a float32 scale is its
+    formula, ``(x - z) * s``, the scale reshaped to ``[D, 1, ..., 1]``. From version 19 the node
+    first goes as ``quantize_attributes_at_defaults_dropped`` says."""
+    if _needs_arithmetic(node, context):
+        return _dequantized_by_arithmetic(node, context)
     nodes = [node]
     if schemas.version_in_force(node.op_type, context.source_opset) >= 19:
         nodes = _at_version_13(node, context)
