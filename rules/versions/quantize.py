@@ -127,7 +127,7 @@ def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) ->
     """``y = Mul(Cast(Sub(Cast(x, int32), Cast(z, int32)), float), s)``, the scale (and zero point)
     lined up with x: as they are when scalars, reshaped to ``[D, 1, ..., 1]`` per axis, gathered
     along the axis block by block (``indices[i] = i // block_size``, x's size there known)."""
-    what = "in blocks" if attribute_of(node, "block_size") else "as it is"
+    what = "in blocks" if attribute_of(node, "block_size") else "per axis"
     x_type = _element_type(context, node.input[0])
     if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
         what = f"on {schemas.type_name(x_type)}"
