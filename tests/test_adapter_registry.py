@@ -42,7 +42,13 @@ MINIMUM_CASES = {
     "batch_normalization_in_inference": 4,
     "per_channel_slope_squeezed": 4,  # the explicit cases below
     "per_channel_slope": 4,
-    "per_tensor_scale_kept": 2,  # the rest have per-axis scales, or types opset 10 lacks
+    # backend and explicit cases; QuantizeLinear per axis or in blocks, float8, 16-, 4- and 2-bit
+    # quantized types refused (a DequantizeLinear of those but float8 and sub-byte types goes as its formula)
+    "per_tensor_scale_kept": 6,  # QuantizeLinear 6, DequantizeLinear 14
+    "quantize_attributes_at_defaults_dropped": 10,  # QuantizeLinear 10, DequantizeLinear 14
+    "modes_renamed_on_4d": 34,  # backend and explicit float16 cases; 5-D (volumetric) refused
+    "version_10_modes_spelled_out": 4,  # the explicit cases: the backend's Resize cases are at 19
+    "upsample_as_resize": 10,
     "axes_input_to_attribute": 10,
     "axes_attribute_to_input": 10,
     "reduce_sum_axes_input_to_attribute": 24,  # 12 cases to 12 and to 7
@@ -61,15 +67,15 @@ MINIMUM_CASES = {
     "pads_for_axes_spread": 22,  # backend and explicit cases; wrap refused
     "pad_without_wrap_kept": 11,  # wrap refused
     "pads_input_to_attributes": 12,  # the explicit cases below: backend ones feed the value or pad integers
-    # backend and explicit cases; antialias, axes not covering every axis in order, not_larger/
-    # not_smaller with sizes and half_pixel_symmetric refused
     "dropout_in_inference_as_identity": 13,  # training with a ratio but 0, and the mask below opset 9, refused
     "batch_first_transposed": 2,  # the batch-first case each (others have no layout); compared in onnx.reference
     "scatter_without_reduction": 6,  # ScatterND 6, ScatterElements 10 (add and mul as a Loop); max and min refused
     "scatter_reduction_kept": 6,  # ScatterND 6, ScatterElements 10; max and min refused
     "output_half_pixel_dropped": 0,  # see ORACLE_GAPS; tests/test_adapters_training.py compares it
-    "optional_inputs_given": 52,
-    "new_attributes_at_defaults_dropped": 52,
+    # backend and explicit cases; antialias, half_pixel_symmetric and not_smaller sizes whose
+    # rounded size Resize-13's floor(scale * d) misses refused
+    "optional_inputs_given": 78,
+    "new_attributes_at_defaults_dropped": 78,
     # every integer case at 11 and 8; 64-bit ones refused at 8 (no Where there, and double is not exact)
     "integers_compared": 14,
     "small_integers_in_32_bits": 8,  # int8, int16, uint8, uint16 at 13 and 7
@@ -109,13 +115,21 @@ def onnxruntime_opset() -> int:
     raise AssertionError("onnxruntime loads no opset")
 
 
+# Op versions onnxruntime loads models of but has no kernel for (its registry lists
+# QuantizeLinear/DequantizeLinear as (25, newest), yet refuses their version-28 nodes): cases
+# are not taken to opsets where these are in force.
+NO_ONNXRUNTIME_KERNEL = frozenset({("QuantizeLinear", 28), ("DequantizeLinear", 28)})
+
+
 def opsets_with(op_type: str, low: int, high: int) -> list[int]:
     """The opsets (1 to the newest onnxruntime loads) at which ``op_type``'s version in force
-    lies in ``[low, high]``."""
+    lies in ``[low, high]`` and onnxruntime has a kernel for it."""
     return [
         opset
         for opset in range(1, onnxruntime_opset() + 1)
-        if (version := schemas.version_in_force(op_type, opset)) is not None and low <= version <= high
+        if (version := schemas.version_in_force(op_type, opset)) is not None
+        and low <= version <= high
+        and (op_type, version) not in NO_ONNXRUNTIME_KERNEL
     ]
 
 
@@ -297,7 +311,11 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "PRelu": prelu_cases,
         "Pad": pad_cases,
         "Constant": constant_cases,
-        "Resize": resize_cases,
+        "Resize": lambda: resize_cases() + resize_10_cases(),
+        "Upsample": upsample_cases,
+        "GridSample": grid_sample_cases,
+        "QuantizeLinear": lambda: quantize_cases("QuantizeLinear"),
+        "DequantizeLinear": lambda: quantize_cases("DequantizeLinear"),
         "ArgMax": lambda: arg_cases("ArgMax"),
         "ArgMin": lambda: arg_cases("ArgMin"),
         "GatherND": gather_nd_cases,
@@ -393,6 +411,118 @@ def resize_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
         values = np.array(scales or [1.0, 1.0, 2.0, 2.0], np.float32)
         model.graph.initializer.append(onnx.numpy_helper.from_array(values, "scales"))
         cases.append((f"explicit_resize_{name}", model, [{"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32)}]))
+    return cases
+
+
+def resize_10_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Resize-10 (x / scale, the pixel below upsampling and above downsampling): the backend
+    corpus has Resize at 19 only. Built at opset 10: nearest up (uneven scales), nearest down,
+    linear up and down."""
+    rng = np.random.default_rng(10)
+    cases = []
+    for mode, scales in (("nearest", [1, 1, 2.5, 1.7]), ("nearest", [1, 1, 0.6, 0.5]), ("linear", [1, 1, 2, 1.3]),
+                         ("linear", [1, 1, 0.7, 0.5])):  # fmt: skip
+        model = make_model(
+            [helper.make_node("Resize", ["x", "scales"], ["y"], name="resize", mode=mode)],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 2, 3, 4))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+            opset=10,
+            initializer=[onnx.numpy_helper.from_array(np.array(scales, np.float32), "scales")],
+        )
+        name = f"explicit_resize_10_{mode}_{'_'.join(map(str, scales))}"
+        cases.append((name, model, [{"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32)}]))
+    return cases
+
+
+def upsample_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Upsample beyond the backend's one case (nearest, scales [1, 1, 2, 3]): Upsample-9 nearest
+    with uneven scales and linear, Upsample-7 with its scales attribute. Built at opsets 9 and 7."""
+    rng = np.random.default_rng(9)
+    cases = []
+    for opset, mode, scales in ((9, "nearest", [1, 1, 2.5, 1.7]), (9, "linear", [1, 1, 2, 1.3]),
+                                (7, "nearest", [1, 1, 1.5, 3]), (7, "linear", [1, 1, 2.5, 2])):  # fmt: skip
+        inputs, initializer, attributes = ["x"], [], {}
+        if opset == 9:
+            inputs.append("scales")
+            initializer.append(onnx.numpy_helper.from_array(np.array(scales, np.float32), "scales"))
+        else:
+            attributes["scales"] = [float(v) for v in scales]
+        model = make_model(
+            [helper.make_node("Upsample", inputs, ["y"], name="upsample", mode=mode, **attributes)],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 2, 3, 4))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+            opset=opset,
+            initializer=initializer,
+        )
+        name = f"explicit_upsample_{opset}_{mode}_{'_'.join(map(str, scales))}"
+        cases.append((name, model, [{"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32)}]))
+    return cases
+
+
+def grid_sample_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """GridSample on float16 (the backend's cases are float32), each mode with border and
+    reflection padding and align_corners both ways, grids reaching past the edges. Built at 22."""
+    rng = np.random.default_rng(16)
+    cases = []
+    for mode, padding, corners in (("linear", "border", 0), ("nearest", "reflection", 1), ("cubic", "zeros", 1)):
+        attributes = {"mode": mode, "padding_mode": padding, "align_corners": corners}
+        model = make_model(
+            [helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", **attributes)],
+            [
+                helper.make_tensor_value_info("x", TensorProto.FLOAT16, (1, 2, 4, 5)),
+                helper.make_tensor_value_info("grid", TensorProto.FLOAT16, (1, 3, 6, 2)),
+            ],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT16, (1, 2, 3, 6))],
+            opset=22,
+        )
+        feeds = {
+            "x": rng.standard_normal((1, 2, 4, 5)).astype(np.float16),
+            "grid": rng.uniform(-1.3, 1.3, (1, 3, 6, 2)).astype(np.float16),
+        }
+        cases.append((f"explicit_grid_sample_{mode}_{padding}_{corners}_float16", model, [feeds]))
+    return cases
+
+
+def quantize_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """QuantizeLinear and DequantizeLinear with the attributes of versions 19 to 25 set to what
+    version 13 does (the backend's cases leave them out): saturate=1, block_size=0, precision
+    and output_dtype the scale's type, and QuantizeLinear's output_dtype int8 without a zero
+    point; per-tensor and per-axis. Built at opset 25."""
+    rng = np.random.default_rng(21)
+    float32, int8, uint8 = TensorProto.FLOAT, TensorProto.INT8, TensorProto.UINT8
+    variants = [
+        ("QuantizeLinear", {"saturate": 1, "block_size": 0, "precision": float32}, (), uint8, True),
+        ("QuantizeLinear", {"output_dtype": int8}, (), int8, False),
+        ("QuantizeLinear", {"output_dtype": int8, "axis": 1}, (4,), int8, False),
+        ("DequantizeLinear", {"output_dtype": float32, "block_size": 0}, (), uint8, True),
+        ("DequantizeLinear", {"block_size": 0, "axis": 1}, (4,), int8, True),
+    ]
+    cases = []
+    for node_op, attributes, scale_shape, quantized, zero_point in variants:
+        if node_op != op_type:
+            continue
+        scale = rng.uniform(0.05, 0.5, scale_shape).astype(np.float32)
+        initializer = [onnx.numpy_helper.from_array(scale, "scale")]
+        inputs = ["x", "scale"]
+        if zero_point:
+            dtype = helper.tensor_dtype_to_np_dtype(quantized)
+            initializer.append(onnx.numpy_helper.from_array(rng.integers(-5, 5, scale_shape).astype(dtype), "zero"))
+            inputs.append("zero")
+        quantize = op_type == "QuantizeLinear"
+        x_type, y_type = (float32, quantized) if quantize else (quantized, float32)
+        model = make_model(
+            [helper.make_node(op_type, inputs, ["y"], name="quantize", **attributes)],
+            [helper.make_tensor_value_info("x", x_type, (2, 4, 3))],
+            [helper.make_tensor_value_info("y", y_type, (2, 4, 3))],
+            opset=25,
+            initializer=initializer,
+        )
+        if quantize:
+            x = (rng.standard_normal((2, 4, 3)) * 20).astype(np.float32)
+        else:
+            x = rng.integers(0, 100, (2, 4, 3)).astype(helper.tensor_dtype_to_np_dtype(quantized))
+        name = f"explicit_{op_type}_{'_'.join(f'{k}_{v}' for k, v in attributes.items())}_scale{list(scale_shape)}"
+        cases.append((name, model, [{"x": x}]))
     return cases
 
 
@@ -495,10 +625,11 @@ def prelu_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     return cases
 
 
-# Inputs that are parameters, not data: Resize's roi and scales, Dropout's ratio and training_mode,
-# RoiAlign's rois. Edge values there (NaN scales, a NaN ratio) make the original fail in onnxruntime
-# too, and a training_mode fed at run time cannot be told, so they are frozen like integer inputs.
-PARAMETER_INPUTS = {"Resize": (1, 2), "Dropout": (1, 2), "RoiAlign": (1,)}
+# Inputs that are parameters, not data: Resize's roi and scales, Upsample's scales, Dropout's ratio
+# and training_mode, RoiAlign's rois. Edge values there (NaN scales, a NaN ratio) make the original
+# fail in onnxruntime too, and a training_mode fed at run time cannot be told, so they are frozen
+# like integer inputs.
+PARAMETER_INPUTS = {"Resize": (1, 2), "Upsample": (1,), "Dropout": (1, 2), "RoiAlign": (1,)}
 
 
 def with_integer_inputs_constant(model: onnx.ModelProto, feeds: dict) -> tuple[onnx.ModelProto, dict]:

@@ -384,7 +384,7 @@ def test_split_without_split_input_gains_num_outputs_going_to_18(target):
 
 
 @pytest.mark.parametrize("op_type", ["QuantizeLinear", "DequantizeLinear"])
-def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only(op_type):
+def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only_dequantize_per_axis_as_its_formula(op_type):
     quantize = op_type == "QuantizeLinear"
     x_type, y_type = (TensorProto.FLOAT, TensorProto.UINT8) if quantize else (TensorProto.UINT8, TensorProto.FLOAT)
 
@@ -398,14 +398,16 @@ def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only(op_type):
             initializer=[numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zero, "z")],
         )
 
-    scalar = model(np.array(0.5, np.float32))
-    converted = lowering.lower(scalar, target_opset=10, ops=[])
-    onnx.checker.check_model(converted, full_check=True)
     x = np.array([[0, 1, 2], [100, 200, 255]], np.uint8) if not quantize else EDGES[6:12].reshape(2, 3)
-    (want,), (got,) = run_onnxruntime(scalar, {"x": x}), run_onnxruntime(converted, {"x": x})
-    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
-    with pytest.raises(lowering.LoweringError, match="scale of shape \\[3\\]"):
-        lowering.lower(model(np.array([0.5, 0.25, 2.0], np.float32)), target_opset=10, ops=[])
+    per_axis = model(np.array([0.5, 0.25, 2.0], np.float32))
+    for original in [model(np.array(0.5, np.float32))] + ([] if quantize else [per_axis]):
+        converted = lowering.lower(original, target_opset=10, ops=[])
+        onnx.checker.check_model(converted, full_check=True)
+        (want,), (got,) = run_onnxruntime(original, {"x": x}), run_onnxruntime(converted, {"x": x})
+        np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+    if quantize:  # a DequantizeLinear per axis goes as its formula, (x - z) * s
+        with pytest.raises(lowering.LoweringError, match="scale of shape \\[3\\]"):
+            lowering.lower(per_axis, target_opset=10, ops=[])
 
 
 REDUCE_INPUT = np.array([[1.5, -0.0, np.inf], [np.nan, 2.0, -3.0]], np.float32)
@@ -711,9 +713,8 @@ def test_pad_11_value_float32_cannot_hold_is_refused_below_11():
 RESIZE_REFUSALS = [
     # (source opset, target opset, attributes, inputs, words of the refusal)
     (19, 13, {"antialias": 1, "mode": "linear"}, ("x", "", "scales"), "Resize-19 filters with antialias=1"),
-    (18, 11, {"axes": [2, 3]}, ("x", "", "scales2"), "Resize-18 resizes along axes [2, 3] of an input of rank 4"),
-    (19, 13, {"axes": [0, 1, 3, 2]}, ("x", "", "scales"), "not every axis in order"),
-    (18, 13, {"keep_aspect_ratio_policy": "not_larger"}, ("x", "", "", "sizes"), "keeps the aspect ratio"),
+    # axes go down spread over every axis, a policy as one common scale where floor(s·d) is its round(s·d):
+    (18, 13, {"keep_aspect_ratio_policy": "not_smaller"}, ("x", "", "", "sizes2"), "round(1.5 * 1) = 2"),
     (19, 13, {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "linear"}, ("x", "", "scales"),
      "half_pixel_symmetric (from version 19)"),
     (13, 11, {"coordinate_transformation_mode": "tf_crop_and_resize"}, ("x", "", "", "sizes"), "and no roi"),
@@ -726,6 +727,7 @@ def test_resize_refusals_name_the_node_the_versions_and_what_cannot_be_said(sour
         onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
         onnx.numpy_helper.from_array(np.array([2, 2], np.float32), "scales2"),
         onnx.numpy_helper.from_array(np.array([1, 2, 6, 8], np.int64), "sizes"),
+        onnx.numpy_helper.from_array(np.array([1, 3, 3, 4], np.int64), "sizes2"),
     ]
     model = make_model(
         [helper.make_node("Resize", list(inputs), ["y"], name="up", **attributes)],

@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     constant,
     dropout,
     gathernd,
+    grid_sample,
     known_changes,
     normalization,
     pad,
@@ -23,4 +24,5 @@ from . import (  # noqa: F401
     split,
     squeeze,
     type_lists,
+    upsample,
 )

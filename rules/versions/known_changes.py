@@ -48,7 +48,6 @@ known_change(
     "version 19 restates the output shape under auto_pad and ceil_mode",
     affects=auto_pad_or_ceil_mode,
 )
-known_change(("GridSample",), 20, "version 20 renames the modes (bilinear → linear, bicubic → cubic) and goes N-D")
 known_change(("GroupNormalization",), 21, "version 21 takes scale and bias per channel, not per group")
 known_change(
     ("AveragePool", "MaxPool"),

@@ -1,27 +1,253 @@
-"""QuantizeLinear and DequantizeLinear across version 13, with a per-tensor scale."""
+"""QuantizeLinear and DequantizeLinear going down: across 19/21/23 with their new attributes at
+values version 13 means too, and across 13 with a per-tensor scale; a DequantizeLinear the older
+version cannot take (blocks, int16/uint16, per slice below 13) as its formula, (x - z) * s."""
 
 from __future__ import annotations
 
 import onnx
+from onnx import helper
 
-from lowering.adapters import AdapterContext, adapter, moved
+from lowering import schemas
+from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, known_change, moved
 from lowering.errors import LoweringError
 
 QUANTIZE_13 = "version 13 takes a scale and zero point per slice along axis; version 10 only scalars"
+QUANTIZE_19 = (
+    "versions 19 to 28 add saturate, block_size, output_dtype and precision, and types version 13 lacks "
+    "(float16 and bfloat16 values, float8, 16-, 4- and 2-bit integers)"
+)
+known_change(("QuantizeLinear", "DequantizeLinear"), 19, QUANTIZE_19, down_only=True)
 
 
-@adapter(("QuantizeLinear", "DequantizeLinear"), 13, "down", "per-tensor scale", versions=(10, 13), reason=QUANTIZE_13)
+def _element_type(context: AdapterContext, name: str) -> int | None:
+    type_proto = context.type_of(name) if name else None
+    if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    return type_proto.tensor_type.elem_type or None
+
+
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
+    version = schemas.version_in_force(node.op_type, context.source_opset)
+    return LoweringError(
+        f"{context.location}: {node.op_type}-{version} {why}, so it cannot go to opset {context.target_opset}"
+    )
+
+
+def _types_taken(node: onnx.NodeProto, context: AdapterContext) -> None:
+    """Refuse where an input's type is not one the target's version takes (or is unknown)."""
+    target_version = schemas.version_in_force(node.op_type, context.target_opset)
+    for index, name in enumerate(node.input):
+        if not name:
+            continue
+        accepted = schemas.input_type_strings(node.op_type, context.target_opset, index)
+        type_proto = context.type_of(name)
+        if type_proto is None:
+            raise _refused(node, context, f"takes '{name}' of unknown type (version {target_version} takes fewer)")
+        if schemas.type_string(type_proto) not in accepted:
+            raise _refused(
+                node,
+                context,
+                f"takes '{name}' as {schemas.type_string(type_proto)}, which {node.op_type}-{target_version} does not",
+            )
+
+
+def _at_version_13(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """The node without the attributes of versions 19 to 28, where their values say what version
+    13 says, and with the types version 13 takes; a refusal naming what cannot be said otherwise."""
+    _types_taken(node, context)
+    block_size = attribute_of(node, "block_size")
+    if block_size:
+        raise _refused(node, context, f"quantizes in blocks of {block_size} (block_size, from version 21)")
+    scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
+    made: list[onnx.NodeProto] = []
+    result = moved(node, dropped=("saturate", "block_size", "output_dtype", "precision"))
+    # saturate chooses how float8 outputs overflow: version 13 has no float8 output (refused above)
+    precision = attribute_of(node, "precision")
+    if precision and precision != scale_type:
+        raise _refused(
+            node,
+            context,
+            f"divides in {schemas.type_name(precision)} (precision, from version 23), not in its scale's type",
+        )
+    output_dtype = attribute_of(node, "output_dtype")
+    if output_dtype and node.op_type == "DequantizeLinear" and output_dtype != scale_type:
+        raise _refused(
+            node,
+            context,
+            f"gives {schemas.type_name(output_dtype)} (output_dtype, from version 23), not its scale's type",
+        )
+    has_zero_point = len(node.input) > 2 and bool(node.input[2])
+    if (
+        output_dtype
+        and node.op_type == "QuantizeLinear"
+        and not has_zero_point
+        and output_dtype != onnx.TensorProto.UINT8
+    ):
+        # version 13 reads the output type from the zero point: a zero point of zeros says it
+        zero_type = schemas.output_element_types(node.op_type, context.target_opset)
+        scale_shape = context.shape_of(node.input[1])
+        if output_dtype not in zero_type:
+            raise _refused(node, context, f"quantizes to {schemas.type_name(output_dtype)} (output_dtype)")
+        if scale_shape is None or not all(isinstance(d, int) for d in scale_shape):
+            raise _refused(
+                node,
+                context,
+                f"quantizes to {schemas.type_name(output_dtype)} (output_dtype) with a scale of shape {scale_shape}, "
+                "so the zero point that says that type cannot be made",
+            )
+        name = context.fresh(f"{node.name or node.output[0]}_zero_point")
+        zeros = helper.make_tensor(name, output_dtype, scale_shape, [0] * _count(scale_shape))
+        made.append(helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=zeros))
+        del result.input[2:]
+        result.input.append(name)
+    return [*made, result]
+
+
+def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
+    """A DequantizeLinear the target's DequantizeLinear cannot take as it is, but its formula can:
+    blocks, an x type it lacks (int16, uint16), or below 13 a scale per slice."""
+    if node.op_type != "DequantizeLinear":
+        return False
+    if attribute_of(node, "block_size"):
+        return True
+    x_type = _element_type(context, node.input[0])
+    if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
+        return x_type in WHOLE_NUMBERS
+    scale = context.shape_of(node.input[1])
+    return context.target_opset < 13 and scale is not None and scale != []
+
+
+# The x types whose (x - z) is exact in int32 and then in float32.
+WHOLE_NUMBERS = frozenset(
+    {onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT16, onnx.TensorProto.UINT16}
+)
+
+
+def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """``y = Mul(Cast(Sub(Cast(x, int32), Cast(z, int32)), float), s)``, the scale (and zero point)
+    lined up with x: as they are when scalars, reshaped to ``[D, 1, ..., 1]`` per axis, gathered
+    along the axis block by block (``indices[i] = i // block_size``, x's size there known)."""
+    what = "in blocks" if attribute_of(node, "block_size") else "per axis"
+    x_type = _element_type(context, node.input[0])
+    if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
+        what = f"on {schemas.type_name(x_type)}"
+    target_version = schemas.version_in_force(node.op_type, context.target_opset)
+    scale_type = _element_type(context, node.input[1])
+    output_dtype = attribute_of(node, "output_dtype")
+    if scale_type != onnx.TensorProto.FLOAT or output_dtype not in (None, onnx.TensorProto.FLOAT):
+        kind = "unknown" if scale_type is None else schemas.type_name(scale_type)
+        raise _refused(
+            node,
+            context,
+            f"dequantizes {what}, which DequantizeLinear-{target_version} cannot, and with a {kind} scale, so not "
+            "by float32 arithmetic either",
+        )
+    hint = node.name or node.output[0]
+    made: list[onnx.NodeProto] = []
+
+    def op(op_type: str, inputs: list[str], part: str, output: str | None = None, **attributes) -> str:
+        name = output or context.fresh(f"{hint}_{part}")
+        made.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
+        return name
+
+    scale, zero = node.input[1], node.input[2] if len(node.input) > 2 else ""
+    scale_shape = context.shape_of(scale)
+    rank = context.rank_of(node.input[0])
+    axis = attribute_of(node, "axis")
+    axis = 1 if axis is None else axis
+    if scale_shape is None or (scale_shape != [] and rank is None):
+        raise _refused(node, context, f"dequantizes {what}, and the ranks of its scale and input are not known")
+    if scale_shape != []:
+        axis = axis + rank if axis < 0 else axis
+        block_size = attribute_of(node, "block_size")
+        if block_size:
+            length = context.shape_of(node.input[0])[axis]
+            if not isinstance(length, int):
+                raise _refused(node, context, f"dequantizes in blocks along axis {axis}, whose length is not known")
+            indices = int64_constant(context, f"{hint}_block_indices", [i // block_size for i in range(length)])
+            made.append(indices[0])
+
+            def lined_up(name: str) -> str:
+                return op("Gather", [name, indices[1]], "by_block", axis=axis)
+
+        elif axis == rank - 1 or len(scale_shape) != 1:
+            lined_up = None
+        else:
+            shape = int64_constant(context, f"{hint}_per_axis_shape", [-1] + [1] * (rank - axis - 1))
+            made.append(shape[0])
+
+            def lined_up(name: str) -> str:
+                return op("Reshape", [name, shape[1]], "per_axis")
+
+        if lined_up is not None:
+            scale = lined_up(scale)
+            zero = lined_up(zero) if zero else ""
+    if zero:
+        int32 = onnx.TensorProto.INT32
+        difference = op(
+            "Sub",
+            [op("Cast", [node.input[0]], "as_int32", to=int32), op("Cast", [zero], "zero_as_int32", to=int32)],
+            "minus_zero",
+        )
+        value = op("Cast", [difference], "as_float", to=onnx.TensorProto.FLOAT)
+    else:
+        value = op("Cast", [node.input[0]], "as_float", to=onnx.TensorProto.FLOAT)
+    op("Mul", [value, scale], "scaled", output=node.output[0])
+    return made
+
+
+def _count(shape: list[int]) -> int:
+    count = 1
+    for dimension in shape:
+        count *= dimension
+    return count
+
+
+@adapter(("QuantizeLinear", "DequantizeLinear"), 19, "down", "attributes at defaults or arithmetic", versions=(13, 28))
+def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """QuantizeLinear-19..28(x, s, z), attributes saying what 13 does = QuantizeLinear-13(x, s, z); likewise Dequantize.
+
+    ``saturate`` is dropped (it only says how float8 outputs overflow, and version 13 has none);
+    ``block_size`` 0, ``precision`` the scale's own type and DequantizeLinear's ``output_dtype``
+    the scale's own type are what version 13 does. QuantizeLinear's ``output_dtype`` is the zero
+    point's type, or uint8 without one: without one and another type, a zero point of zeros of
+    that type and of the scale's shape says it. Blocked quantization, another precision or
+    output type, and types version 13 does not take (float16 or bfloat16 values, float8, int16,
+    uint16, 4- and 2-bit integers) cannot be said at 13: refused, naming what. A DequantizeLinear
+    in blocks or on int16/uint16 with a float32 scale is its formula instead, ``(x - z) * s`` in
+    int32 and float32 arithmetic (the scale and zero point gathered block by block)."""
+    if _needs_arithmetic(node, context):
+        return _dequantized_by_arithmetic(node, context)
+    return _at_version_13(node, context)
+
+
+@adapter(
+    ("QuantizeLinear", "DequantizeLinear"),
+    13,
+    "down",
+    "scalar scale or arithmetic",
+    versions=(10, 28),
+    reason=QUANTIZE_13,
+)
 def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
-    """QuantizeLinear-13(x, s, z), s scalar = QuantizeLinear-10(x, s, z); likewise DequantizeLinear.
+    """QuantizeLinear-13+(x, s, z), s scalar = QuantizeLinear-10(x, s, z); likewise DequantizeLinear.
 
     ``QuantizeLinear-13(x, s, z)`` with a scalar scale = ``QuantizeLinear-10(x, s, z)`` (``axis``,
     which a scalar scale leaves unused, dropped); likewise DequantizeLinear. A scale of any other
-    shape quantizes per slice, which version 10 cannot say: refused."""
+    shape quantizes per slice, which version 10 cannot say: refused for QuantizeLinear; a
+    DequantizeLinear per slice (or in blocks, or on int16/uint16) with a float32 scale is its
+    formula, ``(x - z) * s``, the scale reshaped to ``[D, 1, ..., 1]``. From version 19 the node
+    first goes as ``quantize_attributes_at_defaults_dropped`` says."""
+    if _needs_arithmetic(node, context):
+        return _dequantized_by_arithmetic(node, context)
+    nodes = [node]
+    if schemas.version_in_force(node.op_type, context.source_opset) >= 19:
+        nodes = _at_version_13(node, context)
+    *made, node = nodes
     scale = context.shape_of(node.input[1]) if len(node.input) > 1 else None
     if scale != []:
         raise LoweringError(
             f"{context.location}: {node.op_type} with a scale of shape {scale} cannot go to opset "
             f"{context.target_opset} ({QUANTIZE_13}); only a scalar scale can"
         )
-    result = moved(node, dropped=("axis",))
-    return [result]
+    return [*made, moved(node, dropped=("axis",))]

@@ -1,13 +1,23 @@
-"""Resize going down: to 13 across 18 (antialias, axes, keep_aspect_ratio_policy at their
-defaults dropped) and to 11/12 across 13 (roi and scales given as empty tensors)."""
+"""Resize going down: to 13 across 18 (antialias at its default dropped, axes spread over every
+axis, keep_aspect_ratio_policy as one common scale) and to 11/12 across 13 (roi and scales given
+as empty tensors)."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_in, attribute_of, known_change, moved
+from lowering.adapters import (
+    AdapterContext,
+    adapter,
+    attribute_in,
+    attribute_of,
+    int64_constant,
+    known_change,
+    moved,
+)
 from lowering.errors import LoweringError
 
 RESIZE_13 = "version 13 drops the coordinate mode tf_half_pixel_for_nn and makes roi and scales optional"
@@ -32,25 +42,142 @@ def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> Lowerin
     return LoweringError(f"{context.location}: Resize-{version} {why}, so it cannot go to opset {context.target_opset}")
 
 
-def _without_18_attributes(node: onnx.NodeProto, context: AdapterContext) -> onnx.NodeProto:
-    """The node without Resize-18/19's attributes, where they say what Resize-13 says; a refusal
-    naming what cannot be said before 18 otherwise (and half_pixel_symmetric before 19)."""
+def _without_18_attributes(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """The node without Resize-18/19's attributes, where they say what Resize-13 says, after the
+    nodes that spread its roi, scales and sizes over every axis; a refusal naming what cannot be
+    said before 18 otherwise (and half_pixel_symmetric before 19)."""
     if _text(attribute_of(node, "coordinate_transformation_mode")) == "half_pixel_symmetric":
         raise _refused(node, context, "uses coordinate_transformation_mode half_pixel_symmetric (from version 19)")
     if attribute_of(node, "antialias"):
         raise _refused(node, context, "filters with antialias=1 (from version 18)")
-    policy = _text(attribute_of(node, "keep_aspect_ratio_policy")) or "stretch"
-    if policy != "stretch":  # with sizes; onnx refuses it with scales
-        raise _refused(node, context, f"keeps the aspect ratio of its sizes ({policy}, from version 18)")
+    rank = context.rank_of(node.input[0])
     axes = attribute_of(node, "axes")
     if axes is not None:
-        rank = context.rank_of(node.input[0])
-        if rank is None or [a + rank if a < 0 else a for a in axes] != list(range(rank)):
-            covered = "of unknown rank" if rank is None else f"of rank {rank}"
+        if rank is None:
+            raise _refused(node, context, f"resizes along axes {list(axes)} of an input of unknown rank")
+        axes = [a + rank if a < 0 else a for a in axes]
+    made: list[onnx.NodeProto] = []
+    result = moved(node, dropped=NEW_AT_18)
+    inputs = list(result.input) + [""] * (4 - len(result.input))
+    hint = node.name or node.output[0]
+    mode = _text(attribute_of(node, "coordinate_transformation_mode"))
+    policy = _text(attribute_of(node, "keep_aspect_ratio_policy")) or "stretch"
+    if policy != "stretch" and inputs[3]:  # with scales onnx ignores the policy
+        if mode == "tf_crop_and_resize":  # Resize-13 would size the output by the roi too
+            raise _refused(node, context, f"keeps the aspect ratio of its sizes ({policy}) in tf_crop_and_resize")
+        scales = _policy_scales(node, context, list(range(rank)) if axes is None else axes, policy)
+        constant, inputs[2] = _float_constant(context, f"{hint}_scales", scales)
+        made.append(constant)
+        inputs[1] = inputs[3] = ""  # roi is read by tf_crop_and_resize only
+    elif axes is not None and axes != list(range(rank)):
+        made += _spread_over_every_axis(node, context, inputs, axes, rank)
+    del result.input[:]
+    result.input.extend(inputs)
+    while result.input and not result.input[-1]:
+        result.input.pop()
+    return [*made, result]
+
+
+def _policy_scales(node: onnx.NodeProto, context: AdapterContext, axes: list[int], policy: str) -> list[float]:
+    """The scales of every axis that Resize-18's keep_aspect_ratio_policy gives with constant
+    sizes on an input of known shape: ``s = min`` (not_larger) or ``max`` (not_smaller) of
+    ``sizes[i] / d[axes[i]]`` in float32, output size ``round(s * d)``; a refusal where those
+    sizes are not known statically, or where Resize-13's ``floor(s * d)`` would not give them."""
+    sizes = _constant_values(context, node.input[3])
+    shape = context.shape_of(node.input[0])
+    if sizes is None or shape is None or not all(isinstance(shape[a], int) for a in axes):
+        unknown = f"sizes '{node.input[3]}' computed at run time" if sizes is None else "an input shape not known"
+        raise _refused(
+            node,
+            context,
+            f"keeps the aspect ratio of its sizes ({policy}, from version 18) with {unknown}; Resize-13 can say "
+            "that only as one common scale, from constant sizes and a static input shape",
+        )
+    ratios = [np.float32(size) / np.float32(shape[axis]) for size, axis in zip(sizes, axes, strict=True)]
+    scale = np.float32(min(ratios) if policy == "not_larger" else max(ratios))
+    full = [np.float32(1.0)] * len(shape)
+    for axis in axes:
+        wanted = int(np.floor(scale * np.float32(shape[axis]) + np.float32(0.5)))
+        given = int(np.float32(scale * np.float32(shape[axis])))  # Resize-13: floor(scale * d)
+        if wanted != given:
             raise _refused(
-                node, context, f"resizes along axes {list(axes)} of an input {covered}, not every axis in order"
+                node,
+                context,
+                f"keeps the aspect ratio of its sizes ({policy}, from version 18) with the common scale {scale}, "
+                f"which sizes axis {axis} to round({scale} * {shape[axis]}) = {wanted} where Resize-13 gives "
+                f"floor(...) = {given}",
             )
-    return moved(node, dropped=NEW_AT_18)
+        full[axis] = scale
+    return [float(v) for v in full]
+
+
+def _constant_values(context: AdapterContext, name: str) -> list | None:
+    tensor = context.constant_of(name) if name else None
+    if tensor is None:
+        return None
+    try:
+        return onnx.numpy_helper.to_array(tensor).reshape(-1).tolist()
+    except Exception:  # external data: not a constant this adapter can read
+        return None
+
+
+def _spread_over_every_axis(
+    node: onnx.NodeProto, context: AdapterContext, inputs: list[str], axes: list[int], rank: int
+) -> list[onnx.NodeProto]:
+    """Nodes that spread roi, scales and sizes given along ``axes`` over every axis, in place in
+    ``inputs``: an axis not among them keeps its size (scale 1, roi [0, 1], its own length).
+    Each becomes ``Gather(Concat(defaults, given), indices)``: pure data movement."""
+    hint = node.name or node.output[0]
+    made: list[onnx.NodeProto] = []
+    where = {axis: i for i, axis in enumerate(axes)}
+    count = len(axes)
+
+    def gather(part: str, defaults: str, given: str, indices: list[int]) -> str:
+        joined = context.fresh(f"{hint}_{part}_joined")
+        made.append(
+            helper.make_node("Concat", [defaults, given], [joined], name=context.fresh(f"{hint}_Concat"), axis=0)
+        )
+        constant, index_name = int64_constant(context, f"{hint}_{part}_indices", indices)
+        made.append(constant)
+        spread = context.fresh(f"{hint}_{part}")
+        made.append(helper.make_node("Gather", [joined, index_name], [spread], name=context.fresh(f"{hint}_Gather")))
+        return spread
+
+    mode = _text(attribute_of(node, "coordinate_transformation_mode"))
+    if inputs[1] and mode != "tf_crop_and_resize":
+        inputs[1] = ""  # read by tf_crop_and_resize only
+    if inputs[1]:
+        roi_type = _element_type(context, inputs[1])
+        if roi_type is None:
+            raise _refused(node, context, f"resizes along axes {axes} with a roi of unknown type")
+        name = context.fresh(f"{hint}_roi_defaults")
+        value = helper.make_tensor(name, roi_type, [2], [0, 1])
+        made.append(helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value))
+        starts = [2 + where[a] if a in where else 0 for a in range(rank)]
+        ends = [2 + count + where[a] if a in where else 1 for a in range(rank)]
+        inputs[1] = gather("roi", name, inputs[1], starts + ends)
+    if len(inputs) > 2 and inputs[2]:
+        constant, ones = _float_constant(context, f"{hint}_scale_one", [1.0])
+        made.append(constant)
+        inputs[2] = gather("scales", ones, inputs[2], [1 + where[a] if a in where else 0 for a in range(rank)])
+    if len(inputs) > 3 and inputs[3]:
+        shape = context.fresh(f"{hint}_input_shape")
+        made.append(helper.make_node("Shape", [node.input[0]], [shape], name=context.fresh(f"{hint}_Shape")))
+        inputs[3] = gather("sizes", shape, inputs[3], [rank + where[a] if a in where else a for a in range(rank)])
+    return made
+
+
+def _element_type(context: AdapterContext, name: str) -> int | None:
+    type_proto = context.type_of(name)
+    if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    return type_proto.tensor_type.elem_type or None
+
+
+def _float_constant(context: AdapterContext, hint: str, values: list[float]) -> tuple[onnx.NodeProto, str]:
+    name = context.fresh(hint)
+    value = helper.make_tensor(name, onnx.TensorProto.FLOAT, [len(values)], values)
+    return helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value), name
 
 
 def _empty_float(context: AdapterContext, hint: str) -> tuple[onnx.NodeProto, str]:
@@ -68,10 +195,10 @@ def optional_inputs_given(node: onnx.NodeProto, context: AdapterContext):
     an empty tensor") and roi is read only by coordinate_transformation_mode tf_crop_and_resize
     (refused without one). Every coordinate and nearest mode of 13 exists at 11 (13 only drops
     tf_half_pixel_for_nn). From 18, the node first goes as ``new_attributes_at_defaults_dropped`` says."""
-    if schemas.version_in_force("Resize", context.source_opset) >= 18:
-        node = _without_18_attributes(node, context)
-    mode = _text(attribute_of(node, "coordinate_transformation_mode"))
     made: list[onnx.NodeProto] = []
+    if schemas.version_in_force("Resize", context.source_opset) >= 18:
+        *made, node = _without_18_attributes(node, context)
+    mode = _text(attribute_of(node, "coordinate_transformation_mode"))
     result = moved(node)
     inputs = list(result.input) + [""] * (3 - len(result.input))
     hint = node.name or node.output[0]
@@ -90,10 +217,16 @@ def optional_inputs_given(node: onnx.NodeProto, context: AdapterContext):
 
 @adapter(("Resize",), 18, "down", "new attributes at defaults", versions=(13, 25), reason=RESIZE_18)
 def new_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterContext):
-    """Resize-18/19(x, r, s, z), antialias=0, axes all in order, policy stretch = Resize-13(x, r, s, z).
+    """Resize-18/19(x, r, s, z, axes=a), antialias=0 = Resize-13(x, r, s, z spread over every axis); policy as scales.
 
-    antialias=1 (a filter when downscaling), axes naming some axes or out of order (the inputs'
-    lengths follow them), keep_aspect_ratio_policy not_larger/not_smaller (onnx allows them only
-    with sizes) and, from 19, coordinate_transformation_mode half_pixel_symmetric cannot be said
-    at 13: refused, naming what. Axes are compared with the input's rank, which must be known."""
-    return [_without_18_attributes(node, context)]
+    Axes naming some axes, or out of order, spread roi, scales and sizes over every axis (an
+    axis not named keeps roi [0, 1], scale 1 and its own length): ``Gather(Concat(defaults,
+    given), indices)``, pure data movement, so they may be computed at run time; the input's rank
+    must be known. ``keep_aspect_ratio_policy`` not_larger/not_smaller with constant sizes and a
+    static input shape becomes Resize-13's scales: the common scale ``s = min`` (or ``max``) of
+    ``sizes[i] / d[axes[i]]`` in float32 on the named axes, where ``floor(s * d)`` (Resize-13's
+    size) is the policy's ``round(s * d)`` on each. antialias=1 (a filter when downscaling), a
+    policy with sizes known only at run time or whose rounding floor misses, and, from 19,
+    coordinate_transformation_mode half_pixel_symmetric cannot be said at 13: refused, naming
+    what."""
+    return _without_18_attributes(node, context)

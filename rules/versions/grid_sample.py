@@ -1,0 +1,59 @@
+"""GridSample going down across version 20: the modes renamed back, on 4-D inputs only."""
+
+from __future__ import annotations
+
+import onnx
+
+from lowering import schemas
+from lowering.adapters import AdapterContext, adapter, attribute_of, moved
+from lowering.errors import LoweringError
+
+GRID_SAMPLE_20 = "version 20 renames the modes (bilinear → linear, bicubic → cubic) and goes N-D"
+
+# Version 20's mode names and what version 16 calls the same interpolation on a 4-D input.
+MODES_AT_16 = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
+
+
+def _text(value) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@adapter(("GridSample",), 20, "down", "modes renamed", versions=(16, 22), reason=GRID_SAMPLE_20)
+def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
+    """GridSample-20/22(X, g, mode=linear|nearest|cubic), X 4-D = GridSample-16(X, g, mode=bilinear|nearest|bicubic).
+
+    Version 20 generalizes GridSample to N-D inputs and renames its modes; on a 4-D input (N, C,
+    H, W) with a 4-D grid (N, H_out, W_out, 2) ``linear``, ``nearest`` and ``cubic`` are version
+    16's ``bilinear``, ``nearest`` and ``bicubic``. ``padding_mode`` (zeros, border, reflection)
+    and ``align_corners`` mean the same in both and are kept; version 22 only adds bfloat16. An
+    input of another rank (volumetric, 5-D) or of unknown rank, and bfloat16 values, cannot be
+    said at 16: refused."""
+    version = schemas.version_in_force("GridSample", context.source_opset)
+    where = f"{context.location}: GridSample-{version}"
+    ranks = {rank for rank in (context.rank_of(node.input[0]), context.rank_of(node.input[1])) if rank is not None}
+    if ranks != {4}:
+        what = "of unknown rank" if not ranks else f"of rank {max(ranks)}"
+        raise LoweringError(
+            f"{where} samples an input {what}; GridSample-16 at opset {context.target_opset} samples only 4-D "
+            f"inputs, so it cannot go to opset {context.target_opset}"
+        )
+    for index, name in enumerate(node.input[:2]):
+        type_proto = context.type_of(name)
+        accepted = schemas.input_type_strings("GridSample", context.target_opset, index)
+        if type_proto is None:
+            if accepted != schemas.input_type_strings("GridSample", context.source_opset, index):
+                raise LoweringError(
+                    f"{where} takes '{name}' of unknown type, and GridSample-16 takes fewer types, so it cannot go "
+                    f"to opset {context.target_opset}"
+                )
+        elif schemas.type_string(type_proto) not in accepted:
+            raise LoweringError(
+                f"{where} takes '{name}' of type {schemas.type_string(type_proto)}, which GridSample-16 does not "
+                f"take, so it cannot go to opset {context.target_opset}"
+            )
+    mode = _text(attribute_of(node, "mode")) or "linear"
+    if mode not in MODES_AT_16:
+        raise LoweringError(
+            f"{where} has mode {mode!r}, which GridSample-16 lacks, so it cannot go to opset {context.target_opset}"
+        )
+    return [moved(node, mode=MODES_AT_16[mode])]

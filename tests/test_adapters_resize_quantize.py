@@ -1,0 +1,394 @@
+"""The GridSample, QuantizeLinear/DequantizeLinear, Resize and Upsample version adapters (issue 13):
+each converts bit for bit in onnxruntime (edge values included) or is refused with a sentence of
+ours naming the op, its versions, the target opset and what cannot be said there."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from support import make_model
+from version_cases import node_cases, sweep_case
+
+import lowering
+from lowering.runtime import run_onnxruntime
+from lowering.samples import edge_values
+
+FLOAT = TensorProto.FLOAT
+
+
+def edge_array(shape, dtype=np.float32, seed=0) -> np.ndarray:
+    """Edge values of ``dtype`` (NaN, ±inf, ±0, subnormals, extremes) mixed with ordinary numbers."""
+    rng = np.random.default_rng(seed)
+    element_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    pool = edge_values(element_type)
+    size = int(np.prod(shape))
+    values = rng.standard_normal(size).astype(dtype) * 3
+    with np.errstate(invalid="ignore"):
+        wide = pool.astype(np.float64)
+    specials = pool[~np.isfinite(wide) | (wide == 0)]
+    picked = np.concatenate([specials[:8], pool[np.linspace(0, len(pool) - 1, 16).astype(int)]]).astype(dtype)
+    values[: min(size, len(picked))] = picked[:size]
+    return rng.permutation(values).reshape(shape)
+
+
+def of_unknown_rank(model: onnx.ModelProto, *names: str) -> onnx.ModelProto:
+    """The model with each input named reshaped by a shape of unknown length first (a graph
+    input), so inference cannot tell its rank."""
+    for name in names:
+        info = next(i for i in model.graph.input if i.name == name)
+        info.name = f"{name}_given"
+        model.graph.input.append(helper.make_tensor_value_info(f"{name}_shape", TensorProto.INT64, ["k"]))
+        model.graph.node.insert(0, helper.make_node("Reshape", [info.name, f"{name}_shape"], [name]))
+    return model
+
+
+def bits(array: np.ndarray) -> np.ndarray:
+    array = np.asarray(array)
+    return array.view(f"u{array.itemsize}") if array.dtype.kind == "f" else array
+
+
+def assert_converts_bit_for_bit(model: onnx.ModelProto, target: int, feeds_list: list[dict], adapted: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, target_opset=target, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    assert any(adapted in key for key in result.report.adapted), dict(result.report.adapted)
+    for feeds in feeds_list:
+        for want, got in zip(run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds), strict=True):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            assert np.array_equal(bits(got), bits(want)), f"differs at {np.flatnonzero(bits(got) != bits(want))[:5]}"
+    return result
+
+
+def refusal(model: onnx.ModelProto, target: int) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(lowering.LoweringError) as refused:
+            lowering.lower(model, target_opset=target, ops=[])
+    message = str(refused.value)
+    assert "Assertion" not in message, message
+    return message
+
+
+# -- GridSample-20/22 → 16 ----------------------------------------------------------------------------
+
+
+def grid_sample(opset: int, mode: str, x_shape=(2, 3, 5, 6), grid_shape=(2, 4, 7, 2), element_type=FLOAT, **attrs):
+    return make_model(
+        [helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", mode=mode, **attrs)],
+        [
+            helper.make_tensor_value_info("x", element_type, x_shape),
+            helper.make_tensor_value_info("grid", element_type, grid_shape),
+        ],
+        [helper.make_tensor_value_info("y", element_type, [f"d{i}" for i in range(len(x_shape))])],
+        opset=opset,
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode, named_at_16", [("linear", "bilinear"), ("nearest", "nearest"), ("cubic", "bicubic")])
+def test_grid_sample_22_goes_to_16_with_its_mode_renamed(mode, named_at_16, padding_mode, dtype):
+    element_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    model = grid_sample(22, mode, element_type=element_type, padding_mode=padding_mode, align_corners=1)
+    rng = np.random.default_rng(3)
+    feeds = [
+        {"x": edge_array((2, 3, 5, 6), dtype), "grid": rng.uniform(-1.3, 1.3, (2, 4, 7, 2)).astype(dtype)},
+        {"x": rng.standard_normal((2, 3, 5, 6)).astype(dtype), "grid": edge_array((2, 4, 7, 2), dtype, seed=1)},
+    ]
+    result = assert_converts_bit_for_bit(model, 17, feeds, "GridSample-22→16 via modes renamed")
+    (node,) = result.model.graph.node
+    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    assert attributes == {"mode": named_at_16.encode(), "padding_mode": padding_mode.encode(), "align_corners": 1}
+
+
+def test_grid_sample_5d_or_of_unknown_rank_is_refused_and_below_16_it_does_not_exist():
+    volumetric = grid_sample(22, "linear", (1, 1, 2, 3, 4), (1, 2, 3, 4, 3))
+    message = refusal(volumetric, 17)
+    assert "node 'sample' (GridSample): GridSample-22 samples an input of rank 5" in message
+    assert "cannot go to opset 17" in message
+    unknown = of_unknown_rank(grid_sample(20, "nearest"), "x", "grid")
+    assert "samples an input of unknown rank" in refusal(unknown, 19)
+    message = refusal(grid_sample(22, "linear"), 13)
+    assert "GridSample-22 does not exist at opset 13 (ONNX first defines it at 16)" in message
+
+
+def test_grid_sample_bfloat16_is_refused_going_to_16():
+    message = refusal(grid_sample(22, "linear", element_type=TensorProto.BFLOAT16), 17)
+    assert "takes 'x' of type tensor(bfloat16), which GridSample-16 does not take" in message
+
+
+# -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------------
+
+
+def quantize(op_type: str, opset: int, x_type: int, y_type: int, scale: np.ndarray, zero=None, shape=(2, 4), **attrs):
+    initializer = [numpy_helper.from_array(scale, "scale")]
+    inputs = ["x", "scale"]
+    if zero is not None:
+        initializer.append(numpy_helper.from_array(zero, "zero"))
+        inputs.append("zero")
+    return make_model(
+        [helper.make_node(op_type, inputs, ["y"], name="q", **attrs)],
+        [helper.make_tensor_value_info("x", x_type, shape)],
+        [helper.make_tensor_value_info("y", y_type, shape)],
+        opset=opset,
+        initializer=initializer,
+    )
+
+
+@pytest.mark.parametrize("target", [17, 13, 11, 10])
+def test_quantize_25_per_tensor_with_new_attributes_at_defaults_goes_down(target):
+    scale = np.array(0.25, np.float32)
+    model = quantize("QuantizeLinear", 25, FLOAT, TensorProto.INT8, scale, saturate=1, block_size=0,
+                     precision=FLOAT, output_dtype=TensorProto.INT8)  # fmt: skip
+    feeds = [
+        {"x": edge_array((2, 4))},
+        {"x": np.array([[0.125, 0.375, -0.125, 31.9], [-32.1, 32.0, 1e9, -0.0]], np.float32)},
+    ]
+    result = assert_converts_bit_for_bit(model, target, feeds, "QuantizeLinear-25→")
+    (node,) = [n for n in result.model.graph.node if n.op_type == "QuantizeLinear"]
+    assert not node.attribute and len(node.input) == 3  # a zero point of int8 zeros says the output type
+
+
+@pytest.mark.parametrize("target", [17, 13, 11])
+def test_dequantize_25_per_axis_goes_to_13_and_below_as_its_formula(target):
+    scale = np.array([0.5, 0.25, 2.0, 1e-3], np.float32)
+    zero = np.array([0, -3, 7, 127], np.int8)
+    model = quantize("DequantizeLinear", 25, TensorProto.INT8, FLOAT, scale, zero, (3, 4), axis=1, block_size=0)
+    x = np.arange(-128, 128, 22, dtype=np.int8)[:12].reshape(3, 4)
+    result = assert_converts_bit_for_bit(model, target, [{"x": x}], "DequantizeLinear-25→")
+    kept = any(n.op_type == "DequantizeLinear" for n in result.model.graph.node)
+    assert kept == (target >= 13)  # below 13: (x - z) * s in int32 and float32
+
+
+def test_quantize_25_per_axis_is_refused_below_13():
+    scale = np.array([0.5, 0.25, 2.0, 1e-3], np.float32)
+    model = quantize("QuantizeLinear", 25, FLOAT, TensorProto.UINT8, scale, np.zeros(4, np.uint8), (3, 4), axis=1)
+    assert "QuantizeLinear with a scale of shape [4] cannot go to opset 11" in refusal(model, 11)
+
+
+@pytest.mark.parametrize("target", [17, 11])
+@pytest.mark.parametrize(
+    "x_type, scale_shape, attributes",
+    [(TensorProto.INT16, (), {}), (TensorProto.UINT16, (4,), {"axis": -1}),
+     (TensorProto.UINT8, (3, 2), {"axis": 1, "block_size": 2}),
+     (TensorProto.INT16, (2, 4), {"axis": 0, "block_size": 2})],
+)  # fmt: skip
+def test_dequantize_on_16_bit_integers_or_in_blocks_goes_down_as_its_formula(x_type, scale_shape, attributes, target):
+    rng = np.random.default_rng(4)
+    dtype = helper.tensor_dtype_to_np_dtype(x_type)
+    info = np.iinfo(dtype)
+    scale = edge_array(scale_shape, seed=2) if scale_shape else np.array(np.float32(3e-5))
+    zero = rng.integers(info.min, info.max, scale_shape, endpoint=True).astype(dtype)
+    model = quantize("DequantizeLinear", 25, x_type, FLOAT, scale, zero, (3, 4), **attributes)
+    x = np.concatenate([[info.min, info.max, 0], rng.integers(info.min, info.max, 9)]).astype(dtype).reshape(3, 4)
+    result = assert_converts_bit_for_bit(model, target, [{"x": x}], "DequantizeLinear-25→")
+    assert not any(n.op_type == "DequantizeLinear" for n in result.model.graph.node)
+
+
+@pytest.mark.parametrize(
+    "op_type, attributes, x_type, y_type, zero, words",
+    [
+        ("QuantizeLinear", {"block_size": 2, "axis": 1}, FLOAT, TensorProto.UINT8, None, "quantizes in blocks of 2"),
+        ("QuantizeLinear", {"precision": TensorProto.FLOAT16}, FLOAT, TensorProto.UINT8, None, "divides in float16"),
+        ("QuantizeLinear", {}, FLOAT, TensorProto.INT16, np.array(0, np.int16), "as tensor(int16)"),
+        ("QuantizeLinear", {"output_dtype": TensorProto.UINT16}, FLOAT, TensorProto.UINT16, None, "to uint16"),
+        ("DequantizeLinear", {"output_dtype": TensorProto.FLOAT16}, TensorProto.UINT8, TensorProto.FLOAT16,
+         None, "gives float16"),
+        ("DequantizeLinear", {"block_size": 2, "axis": 1}, TensorProto.UINT8, TensorProto.FLOAT16, None,
+         "dequantizes in blocks, which DequantizeLinear-1"),
+    ],
+)  # fmt: skip
+def test_quantize_attributes_and_types_version_13_lacks_are_refused_naming_them(
+    op_type, attributes, x_type, y_type, zero, words
+):
+    scale = np.ones((2, 2), np.float32) if "block_size" in attributes else np.array(0.5, np.float32)
+    if y_type == TensorProto.FLOAT16 and "output_dtype" not in attributes:
+        scale = scale.astype(np.float16)
+    model = quantize(op_type, 25, x_type, y_type, scale, zero, **attributes)
+    for target in (17, 11):
+        message = refusal(model, target)
+        assert f"node 'q' ({op_type}): {op_type}-25" in message and words in message, message
+        assert f"cannot go to opset {target}" in message, message
+
+
+@pytest.mark.parametrize("name", ["test_quantizelinear", "test_dequantizelinear"])
+def test_backend_per_tensor_quantize_cases_reach_opset_11(name):
+    case = next(c for c in node_cases() if c.name == name)
+    outcome = sweep_case(case, 11)
+    assert outcome.ours == "converts" and not outcome.ours_wrong, outcome.detail
+
+
+# -- Resize-18/19 → 13 and 11: axes, keep_aspect_ratio_policy -------------------------------------------
+
+
+def resize_19(inputs, attributes, initializer=(), extra_inputs=(), x_shape=(2, 3, 4, 5)):
+    return make_model(
+        [helper.make_node("Resize", list(inputs), ["y"], name="resize", **attributes)],
+        [helper.make_tensor_value_info("x", FLOAT, x_shape), *extra_inputs],
+        [helper.make_tensor_value_info("y", FLOAT, ["n", "c", "h", "w"])],
+        opset=19,
+        initializer=list(initializer),
+    )
+
+
+@pytest.mark.parametrize("target", [17, 13, 11])
+@pytest.mark.parametrize("axes", [[3, 2], [2, 3], [-1], [1, 3]])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_19_axes_with_scales_or_sizes_computed_at_run_time_go_down_bit_for_bit(mode, axes, target):
+    count = len(axes)
+    scales_model = resize_19(
+        ["x", "", "scales"], {"mode": mode, "axes": axes},
+        extra_inputs=[helper.make_tensor_value_info("scales", FLOAT, [count])],
+    )  # fmt: skip
+    sizes_model = resize_19(
+        ["x", "", "", "sizes"], {"mode": mode, "axes": axes},
+        extra_inputs=[helper.make_tensor_value_info("sizes", TensorProto.INT64, [count])],
+    )  # fmt: skip
+    x = edge_array((2, 3, 4, 5))
+    if mode == "linear" and 1 in axes:  # onnxruntime's linear resizes only the two innermost (or 3-D) axes
+        return
+    scales = np.array([1.5, 0.6][:count], np.float32)
+    sizes = np.array([7, 3][:count], np.int64)
+    label = f"Resize-19→{11 if target < 13 else 13}"
+    assert_converts_bit_for_bit(scales_model, target, [{"x": x, "scales": scales}], label)
+    assert_converts_bit_for_bit(sizes_model, target, [{"x": x, "sizes": sizes}], label)
+
+
+def test_resize_19_tf_crop_and_resize_along_axes_spreads_its_roi():
+    roi_info = helper.make_tensor_value_info("roi", FLOAT, [4])
+    model = resize_19(
+        ["x", "roi", "", "sizes"],
+        {"mode": "linear", "axes": [3, 2], "coordinate_transformation_mode": "tf_crop_and_resize",
+         "extrapolation_value": -7.0},
+        [numpy_helper.from_array(np.array([3, 6], np.int64), "sizes")],
+        [roi_info],
+    )  # fmt: skip
+    x = edge_array((2, 3, 4, 5))
+    feeds = [{"x": x, "roi": np.array([0.2, -0.1, 0.9, 1.2], np.float32)}]
+    for target in (13, 11):
+        result = assert_converts_bit_for_bit(model, target, feeds, "Resize-19→")
+        assert any(n.op_type == "Gather" for n in result.model.graph.node)
+
+
+@pytest.mark.parametrize("target", [17, 11])
+@pytest.mark.parametrize(
+    "policy, sizes, x_shape",
+    [("not_larger", [7, 8], (1, 2, 2, 2)), ("not_smaller", [7, 8], (1, 2, 2, 2)), ("not_larger", [1, 3], (1, 1, 2, 4)),
+     ("not_larger", [5, 100], (2, 3, 4, 5)), ("not_smaller", [9, 4], (2, 3, 4, 5))],
+)  # fmt: skip
+def test_resize_19_keep_aspect_ratio_with_constant_sizes_goes_down_as_one_common_scale(policy, sizes, x_shape, target):
+    model = resize_19(
+        ["x", "", "", "sizes"],
+        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": policy},
+        [numpy_helper.from_array(np.array(sizes, np.int64), "sizes")],
+        x_shape=x_shape,
+    )
+    assert_converts_bit_for_bit(model, target, [{"x": edge_array(x_shape)}], "Resize-19→")
+
+
+def test_resize_19_keep_aspect_ratio_refusals_say_why():
+    rounded = resize_19(
+        ["x", "", "", "sizes"],
+        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller"},
+        [numpy_helper.from_array(np.array([1, 3], np.int64), "sizes")],
+        x_shape=(1, 1, 2, 4),
+    )
+    message = refusal(rounded, 13)
+    assert (
+        "common scale 0.75, which sizes axis 2 to round(0.75 * 2) = 2 where Resize-13 gives floor(...) = 1" in message
+    )
+    at_run_time = resize_19(
+        ["x", "", "", "sizes"],
+        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"},
+        extra_inputs=[helper.make_tensor_value_info("sizes", TensorProto.INT64, [2])],
+    )
+    message = refusal(at_run_time, 13)
+    assert "(not_larger, from version 18) with sizes 'sizes' computed at run time" in message
+    unknown_rank = of_unknown_rank(
+        resize_19(
+            ["x", "", "scales"], {"axes": [2, 3]}, extra_inputs=[helper.make_tensor_value_info("scales", FLOAT, [2])]
+        ),
+        "x",
+    )
+    assert "resizes along axes [2, 3] of an input of unknown rank" in refusal(unknown_rank, 13)
+
+
+def test_resize_19_half_pixel_symmetric_stays_refused_as_onnxruntime_computes_it_otherwise():
+    """Spec-equal to half_pixel where scale·d is whole, but onnxruntime computes its coordinate in
+    double and half_pixel's in float: 5 → 15 linear differs in bits, so it is refused."""
+    model = resize_19(
+        ["x", "", "scales"], {"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"},
+        [numpy_helper.from_array(np.array([1, 1, 3, 3], np.float32), "scales")],
+    )  # fmt: skip
+    assert "half_pixel_symmetric (from version 19), so it cannot go to opset 17" in refusal(model, 17)
+
+
+# -- Upsample and Resize-10 going up --------------------------------------------------------------------
+
+
+def upsample(opset: int, mode: str, scales: list[float]):
+    if opset >= 9:
+        inputs, attributes = ["x", "scales"], {}
+        initializer = [numpy_helper.from_array(np.array(scales, np.float32), "scales")]
+    else:
+        inputs, attributes, initializer = ["x"], {"scales": scales}, []
+    op_type = "Resize" if opset == 10 else "Upsample"
+    return make_model(
+        [helper.make_node(op_type, inputs, ["y"], name="up", mode=mode, **attributes)],
+        [helper.make_tensor_value_info("x", FLOAT, (1, 2, 3, 4))],
+        [helper.make_tensor_value_info("y", FLOAT, ["n", "c", "h", "w"])],
+        opset=opset,
+        initializer=initializer,
+    )
+
+
+@pytest.mark.parametrize("target", [10, 11, 13, 19])
+@pytest.mark.parametrize("scales", [[1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 2.5, 1.7], [1.0, 1.3, 1.0, 3.0]])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize("opset", [7, 9, 10])
+def test_upsample_and_resize_10_go_up_meaning_the_same_pixels(opset, mode, scales, target):
+    if target == 10 and opset == 10 or mode == "linear" and scales[1] != 1.0:
+        return  # nothing to move; onnxruntime's linear resizes only the two innermost axes
+    model = upsample(opset, mode, scales)
+    feeds = [
+        {"x": edge_array((1, 2, 3, 4))},
+        {"x": np.random.default_rng(5).standard_normal((1, 2, 3, 4)).astype(np.float32)},
+    ]
+    result = assert_converts_bit_for_bit(model, target, feeds, "Upsample" if opset < 10 else "Resize-10")
+    (resize,) = [n for n in result.model.graph.node if n.op_type == "Resize"]
+    attributes = {a.name: helper.get_attribute_value(a) for a in resize.attribute}
+    if target >= 11:
+        assert attributes["coordinate_transformation_mode"] == b"asymmetric"
+        assert attributes.get("nearest_mode") == (b"floor" if mode == "nearest" else None)
+
+
+def test_resize_10_downsampling_nearest_rounds_up_and_mixed_scales_are_refused():
+    down = upsample(10, "nearest", [1.0, 1.0, 0.6, 0.5])
+    result = assert_converts_bit_for_bit(down, 13, [{"x": edge_array((1, 2, 3, 4))}], "Resize-10→13")
+    (resize,) = [n for n in result.model.graph.node if n.op_type == "Resize"]
+    assert helper.get_attribute_value(next(a for a in resize.attribute if a.name == "nearest_mode")) == b"ceil"
+    mixed = upsample(10, "nearest", [1.0, 1.0, 0.6, 2.0])
+    assert "upsamples some axes and downsamples others" in refusal(mixed, 13)
+
+
+# -- the corpus pairs of issue 13 -------------------------------------------------------------------------
+
+ISSUE_13_CASES = ("test_gridsample", "test_quantizelinear", "test_dequantizelinear", "test_resize_")
+
+
+@pytest.mark.parametrize("target", [11, 13, 17])
+def test_issue_13_corpus_cases_convert_right_or_are_refused_in_our_words(target):
+    """Every backend GridSample, Quantize/DequantizeLinear and Resize case: converted with the
+    expected outputs, or refused by a sentence of ours (never the converter's assertion text)."""
+    for case in node_cases():
+        if not case.name.startswith(ISSUE_13_CASES) or "_expanded" in case.name:
+            continue
+        outcome = sweep_case(case, target)
+        assert outcome.ours in ("converts", "refuses"), f"{case.name}: {outcome.ours} {outcome.detail}"
+        assert not outcome.ours_wrong, case.name
+        assert "Assertion" not in outcome.detail, f"{case.name}: {outcome.detail}"
