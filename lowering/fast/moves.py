@@ -20,6 +20,7 @@ from __future__ import annotations
 import onnx
 
 from .. import schemas
+from ..naming import identifier
 from ..report import LoweringReport
 from . import protowire
 
@@ -121,9 +122,21 @@ class _Recorded:
         self.labels = labels
         self.rewritten = rewritten
         self.expanded = expanded
-        self.hints: list[tuple[str | None, str, str]] = []
+        self._hints: list[tuple[str | None, str, str]] = []
+        self.slots: list[str] = []  # the fresh names' slots, in order
+        self.tails: set[str] = set()
         self.nodes: list[onnx.NodeProto] | None = None
         self.kept = False
+
+    @property
+    def hints(self) -> list[tuple[str | None, str, str]]:
+        return self._hints
+
+    @hints.setter
+    def hints(self, hints: list[tuple[str | None, str, str]]) -> None:
+        self._hints = hints
+        self.slots = [_slot("n", k) for k in range(len(hints))]
+        self.tails = {tail for _, _, tail in hints}
 
 
 class ConversionMemo:
@@ -219,11 +232,7 @@ class ConversionMemo:
             real[_slot("i", k)] = name
         for k, name in enumerate(node.output):
             real[_slot("o", k)] = name
-        hint = node.name or (node.output[0] if node.output else "")
-        fresh = driver.names.fresh
-        for k, (start, text, tail) in enumerate(recorded.hints):
-            prefix = "" if start is None else hint if start == "hint" else real[start]
-            real[_slot("n", k)] = fresh(prefix + text, tail)
+        self._fresh_names(recorded, node, real)
         result: list = []
         carried: tuple[bytes, bytes] | None = None
         tag, varint, get = protowire.node_tag(scope.graph), protowire.varint, real.get
@@ -244,6 +253,35 @@ class ConversionMemo:
             payload = b"".join(parts)
             result.append(tag + varint(len(payload)) + payload)
         return result
+
+    def _fresh_names(self, recorded: _Recorded, node: onnx.NodeProto, real: dict[str, str]) -> None:
+        """The replay's fresh names into ``real``: where every one is free in the model, they are
+        what asking one by one gives (counted ``_1``, ``_2`` among themselves) and are claimed at
+        once; else they are asked for one by one."""
+        names = self.driver.names
+        hint = node.name or (node.output[0] if node.output else "")
+        slots = recorded.slots
+        candidates: list[str] = []
+        taken: set[str] = set()
+        counters: dict[str, int] = {}  # as NameAllocator.fresh_identifier counts, among these names
+        for k, (start, text, _) in enumerate(recorded.hints):
+            prefix = "" if start is None else hint if start == "hint" else real[start]
+            base = identifier(prefix + text)
+            counter = counters.get(base, 0)
+            name = f"{base}_{counter}" if counter else base
+            while name in taken:
+                counter += 1
+                name = f"{base}_{counter}"
+            if counter:
+                counters[base] = counter
+            taken.add(name)
+            candidates.append(name)
+            real[slots[k]] = name
+        if candidates and names.claim(candidates, recorded.tails):
+            return
+        for k, (start, text, tail) in enumerate(recorded.hints):
+            prefix = "" if start is None else hint if start == "hint" else real[start]
+            real[slots[k]] = names.fresh(prefix + text, tail)
 
 
 def _named_copy(template: onnx.NodeProto, real: dict[str, str]) -> onnx.NodeProto:
