@@ -62,3 +62,29 @@ def test_backend_cases_convert_alike_on_both_paths():
             assert converted_bytes(case.model, target, fast=True) == plain, (case.name, target)
             compared += isinstance(plain, bytes)
     assert compared > 300
+
+
+@pytest.mark.parametrize("naming", ["named alike", "unnamed", "named apart"])
+def test_function_bodies_asked_for_replay_as_the_plain_path_names_them(naming):
+    """Gelu and LayerNormalization lowered on request, nodes of one kind replayed: where nodes
+    share a name (or have none) the fresh names collide and count up exactly as node by node."""
+    from onnx import TensorProto, helper
+
+    nodes, previous = [], "x"
+    for index in range(6):
+        name = {"named alike": "n", "unnamed": "", "named apart": f"n{index}"}[naming]
+        op = ("Gelu", {"approximate": "tanh"}) if index % 3 else ("LayerNormalization", {"axis": -1})
+        inputs = [previous, "scale", "bias"] if op[0] == "LayerNormalization" else [previous]
+        nodes.append(helper.make_node(op[0], inputs, [f"v{index}"], name=name, **op[1]))
+        previous = f"v{index}"
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])]
+        + [helper.make_tensor_value_info(n, TensorProto.FLOAT, [8]) for n in ("scale", "bias")],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, ["N", 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    for options in ({"ops": ["Gelu", "LayerNormalization"]}, {"ops": ["Gelu"], "target_opset": 17}):
+        plain = lowering.lower(model, fast=False, **options).SerializeToString()
+        assert lowering.lower(model, fast=True, **options).SerializeToString() == plain, options

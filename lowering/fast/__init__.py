@@ -25,7 +25,7 @@ from ..registry import Rule
 from ..schemas import DEFAULT_DOMAINS
 from ..scopes import Scope
 from . import protowire
-from .moves import ConversionMemo
+from .moves import KindMemo
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
 
 _NOT_RECORDED = object()  # a kind of node whose expansion reads the surrounding graph
@@ -60,24 +60,24 @@ class FastPath(PlainPath):
         self.shortcuts = shortcuts
         self.memoize_kinds = shortcuts.kind_memo
         self.templates: dict[tuple, object] = {}
-        self.conversions = ConversionMemo(driver) if shortcuts.kind_memo and driver.converting else None
+        self.kinds = KindMemo(driver) if shortcuts.kind_memo else None
 
     def edits(self, scope: Scope) -> GraphEdits:
         return SplicedEdits(scope, self)
 
     def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
-        """Converting, a node no rule owns and none asked to lower is legalized once per kind
-        of node and replayed for the rest (:mod:`.moves`) where ``kind_memo`` is on."""
+        """A node no decomposition rule owns (moved to the target opset, or expanded by its
+        function body) is legalized once per kind of node and replayed for the rest
+        (:mod:`.moves`) where ``kind_memo`` is on; rules' nodes go through :meth:`decompose`."""
         driver = self.driver
         if (
-            self.conversions is None
+            self.kinds is None
             or node.domain not in DEFAULT_DOMAINS
-            or driver.is_requested(node)
             or driver.decomposition_for(node, scope) is not None
             or (node.attribute and holds_graphs(node))
         ):
             return driver.legalize(scope, node, index)
-        return self.conversions.legalize(scope, node, index)
+        return self.kinds.legalize(scope, node, index)
 
     def decompose(self, rule: Rule, version: int, scope: Scope, node: onnx.NodeProto, index: int, location: str):
         """A recorded template replayed (as node fields) where the kind of node was seen

@@ -1,6 +1,7 @@
-"""Converting nodes once per kind of node: the first node of a kind is legalized as the plain
-path does it (:meth:`lowering.engine.Legalizer.legalize`: moved by the judge, an adapter or
-onnx's converter, else expanded by its function body) while what it reads is recorded; a later
+"""Legalizing nodes once per kind of node: the first node of a kind is legalized as the plain
+path does it (:meth:`lowering.engine.Legalizer.legalize`: moved to the target opset by the
+judge, an adapter or onnx's converter, else expanded by its function body, or expanded by its
+function body where asked) while what it reads is recorded; a later
 node of that kind whose reads give the same answers gets a copy of the recorded result with
 its own names.
 
@@ -31,6 +32,7 @@ _MAX_CONSTANT_BYTES = 1 << 16  # larger constant reads are not compared: legaliz
 _MAX_RECORDINGS_PER_KIND = 8
 _UNRECORDABLE = object()
 _TOO_LARGE = b"\x00too large"
+_AFRESH = object()  # a replay that cannot name this node as legalizing it would
 _SCOPE_FACTS = frozenset({"opset", "source_opset", "location"})  # what a replay may read freely
 
 
@@ -122,24 +124,26 @@ class _Recorded:
         self.labels = labels
         self.rewritten = rewritten
         self.expanded = expanded
-        self._hints: list[tuple[str | None, str, str]] = []
+        self._hints: list[tuple[list[tuple[str | None, str]], str]] = []
         self.slots: list[str] = []  # the fresh names' slots, in order
         self.tails: set[str] = set()
+        self.ambiguous = False
         self.nodes: list[onnx.NodeProto] | None = None
         self.kept = False
 
     @property
-    def hints(self) -> list[tuple[str | None, str, str]]:
+    def hints(self) -> list[tuple[list[tuple[str | None, str]], str]]:
         return self._hints
 
     @hints.setter
-    def hints(self, hints: list[tuple[str | None, str, str]]) -> None:
+    def hints(self, hints: list[tuple[list[tuple[str | None, str]], str]]) -> None:
         self._hints = hints
         self.slots = [_slot("n", k) for k in range(len(hints))]
-        self.tails = {tail for _, _, tail in hints}
+        self.tails = {tail for _, tail in hints}
+        self.ambiguous = any(len(readings) > 1 for readings, _ in hints)
 
 
-class ConversionMemo:
+class KindMemo:
     """Recorded legalizations by kind of node (see the module docstring)."""
 
     def __init__(self, driver) -> None:
@@ -166,7 +170,10 @@ class ConversionMemo:
         if recordings:
             found = _matching(recordings, scope, node)
             if found is not None:
-                return self._replay(found, scope, node)
+                replayed = self._replay(found, scope, node)
+                if replayed is not _AFRESH:
+                    return replayed
+                return self.driver.legalize(scope, node, index)
             if len(recordings) >= _MAX_RECORDINGS_PER_KIND:
                 return self.driver.legalize(scope, node, index)
         if node.overload or (node.HasField("doc_string") and node.doc_string == _DOC_MARK):
@@ -220,6 +227,14 @@ class ConversionMemo:
         """The recorded result for ``node``: its names in the slots, fresh names asked for again;
         nodes as wire bytes (:mod:`.protowire`) or, where a tensor is named by a slot, NodeProtos."""
         driver = self.driver
+        real = {_slot("h", 0): node.name}
+        if recorded.nodes is not None:
+            for k, name in enumerate(node.input):
+                real[_slot("i", k)] = name
+            for k, name in enumerate(node.output):
+                real[_slot("o", k)] = name
+            if not self._fresh_names(recorded, node, real):
+                return _AFRESH
         driver.report.adapted.update(recorded.labels)
         driver.report.rewritten.update(recorded.rewritten)
         driver.expanded_ops.update(recorded.expanded)
@@ -227,12 +242,6 @@ class ConversionMemo:
             return [node]
         if recorded.nodes is None:
             return None
-        real = {_slot("h", 0): node.name}
-        for k, name in enumerate(node.input):
-            real[_slot("i", k)] = name
-        for k, name in enumerate(node.output):
-            real[_slot("o", k)] = name
-        self._fresh_names(recorded, node, real)
         result: list = []
         carried: tuple[bytes, bytes] | None = None
         tag, varint, get = protowire.node_tag(scope.graph), protowire.varint, real.get
@@ -254,19 +263,29 @@ class ConversionMemo:
             result.append(tag + varint(len(payload)) + payload)
         return result
 
-    def _fresh_names(self, recorded: _Recorded, node: onnx.NodeProto, real: dict[str, str]) -> None:
+    def _fresh_names(self, recorded: _Recorded, node: onnx.NodeProto, real: dict[str, str]) -> bool:
         """The replay's fresh names into ``real``: where every one is free in the model, they are
         what asking one by one gives (counted ``_1``, ``_2`` among themselves) and are claimed at
-        once; else they are asked for one by one."""
+        once; else they are asked for one by one. False (nothing taken) where a hint's readings
+        (see :func:`_templated`) disagree for this node: then it is legalized afresh."""
         names = self.driver.names
         hint = node.name or (node.output[0] if node.output else "")
         slots = recorded.slots
+
+        def text_of(readings) -> str | None:
+            texts = {
+                ("" if start is None else hint if start == "hint" else real[start]) + rest for start, rest in readings
+            }
+            return texts.pop() if len(texts) == 1 else None
+
         candidates: list[str] = []
         taken: set[str] = set()
         counters: dict[str, int] = {}  # as NameAllocator.fresh_identifier counts, among these names
-        for k, (start, text, _) in enumerate(recorded.hints):
-            prefix = "" if start is None else hint if start == "hint" else real[start]
-            base = identifier(prefix + text)
+        for k, (readings, _) in enumerate(recorded.hints):
+            text = text_of(readings)
+            if text is None:
+                return False
+            base = identifier(text)
             counter = counters.get(base, 0)
             name = f"{base}_{counter}" if counter else base
             while name in taken:
@@ -277,11 +296,13 @@ class ConversionMemo:
             taken.add(name)
             candidates.append(name)
             real[slots[k]] = name
-        if candidates and names.claim(candidates, recorded.tails):
-            return
-        for k, (start, text, tail) in enumerate(recorded.hints):
-            prefix = "" if start is None else hint if start == "hint" else real[start]
-            real[slots[k]] = names.fresh(prefix + text, tail)
+        if not candidates or names.claim(candidates, recorded.tails):
+            return True
+        if recorded.ambiguous:
+            return False  # asked one by one, a later reading could disagree after names are taken
+        for k, (readings, tail) in enumerate(recorded.hints):
+            real[slots[k]] = names.fresh(text_of(readings), tail)
+        return True
 
 
 def _named_copy(template: onnx.NodeProto, real: dict[str, str]) -> onnx.NodeProto:
@@ -350,17 +371,16 @@ def _templated(result, node, slots, made: list[tuple[str, str, str]], hint: str)
         names.setdefault(name, _slot("n", k))
     hints = []
     for k, (text, tail, _) in enumerate(made):
-        start = None
-        earlier = sorted(((made[j][2], _slot("n", j)) for j in range(k)), key=lambda item: -len(item[0]))
-        for name, slot in earlier:
-            if _starts_with_name(text, name):
-                start, text = slot, text[len(name) :]
-                break
-        if start is None and hint and _starts_with_name(text, hint):
-            start, text = "hint", text[len(hint) :]
-        if _mentions(text, node):
+        # What the hint may have been made from: an earlier fresh name, or the node's hint; where
+        # more than one fits (an earlier name that came out as its own hint), a replay must find
+        # them all giving the same text, else the node is legalized without the recording.
+        readings = [(_slot("n", j), text[len(made[j][2]) :]) for j in range(k) if _starts_with_name(text, made[j][2])]
+        if hint and _starts_with_name(text, hint):
+            readings.append(("hint", text[len(hint) :]))
+        readings = readings or [(None, text)]
+        if any(_mentions(rest, node) for _, rest in readings):
             return None
-        hints.append((start, text, tail))
+        hints.append((readings, tail))
     nodes = []
     for produced in result:
         copy = onnx.NodeProto()
