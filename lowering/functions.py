@@ -69,6 +69,7 @@ class FunctionExpansion:
     versions: tuple[int, ...]
     tolerance: Mapping[int, Tolerance]
     precondition: Precondition
+    repair: Callable[[onnx.FunctionProto], onnx.FunctionProto] | None = None  # see function_expansion
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tolerance", MappingProxyType(dict(self.tolerance)))
@@ -133,7 +134,7 @@ class FunctionExpansion:
             return NotExpanded(f"{where}: ONNX gives {self.op_type}-{version} no function body")
         body_opsets = [v for v in offered if v <= opset]
         body_opset = max(body_opsets) if body_opsets else offered[0]
-        prepared = _prepared(schema, body_opset, node, input_types, memoize)
+        prepared = _prepared(schema, body_opset, node, input_types, memoize, self.repair)
         if isinstance(prepared, str):
             return NotExpanded(f"{where}: {prepared}")
         template, written_at = prepared
@@ -164,6 +165,7 @@ def _prepared(
     node: onnx.NodeProto,
     input_types: list[onnx.TypeProto | None],
     memoize: bool,
+    repair: Callable[[onnx.FunctionProto], onnx.FunctionProto] | None = None,
 ) -> tuple[_Template, int] | str:
     """The body's template for this node and the opset it is written at, or why there is none.
 
@@ -187,6 +189,8 @@ def _prepared(
             body = _static_body(schema, body_opset)
         else:
             body = _context_dependent_body(schema, body_opset, canonical_bytes, types)
+        if not isinstance(body, str) and repair is not None:
+            body = repair(body)
         if isinstance(body, str):
             prepared = body
         elif _unsupported_body(body, canonical) is not None:
@@ -476,10 +480,17 @@ _EXPANSIONS: dict[tuple[str, str], FunctionExpansion] = {}
 
 
 def function_expansion(
-    op_type: str, *, versions: tuple[int, ...], tolerance: Mapping[int, Tolerance], domain: str = ""
+    op_type: str,
+    *,
+    versions: tuple[int, ...],
+    tolerance: Mapping[int, Tolerance],
+    domain: str = "",
+    repair: Callable[[onnx.FunctionProto], onnx.FunctionProto] | None = None,
 ) -> Callable[[Precondition], Precondition]:
     """Register the decorated ``check(node) -> str | None`` as the precondition of expanding
-    ``op_type`` at ``versions`` by its own function body; its docstring is the formula."""
+    ``op_type`` at ``versions`` by its own function body; its docstring is the formula.
+    ``repair``: a rewrite of ONNX's body that must not change what it computes (a body that
+    breaks a spec rule a runtime enforces, such as AffineGrid's), applied as it is built."""
 
     def register(precondition: Precondition) -> Precondition:
         key = (schemas.canonical_domain(domain), op_type)
@@ -494,7 +505,9 @@ def function_expansion(
             raise ValueError(f"the precondition of {op_type}'s expansion must state its formula in a docstring")
         if key in _EXPANSIONS:
             raise ValueError(f"a function expansion for {op_type} is registered already")
-        _EXPANSIONS[key] = FunctionExpansion(op_type, key[0], tuple(sorted(versions)), tolerance, precondition)
+        _EXPANSIONS[key] = FunctionExpansion(
+            op_type, key[0], tuple(sorted(versions)), tolerance, precondition, repair
+        )
         return precondition
 
     return register

@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 
 import onnx
+from onnx import TensorProto, helper
 
 from lowering import schemas
 from lowering.functions import Tolerance, body_op_types, function_expansion, ops_with_bodies
-
-TensorProto = onnx.TensorProto
 
 # Measured against onnxruntime's fused kernel and a float64 numpy computation (tests/
 # test_function_expansion.py), on the ONNX backend cases and on rows whose mean is at most 3
@@ -102,12 +101,53 @@ NOOP_WITH_EMPTY_AXES = (
 
 
 # Bodies whose result a runtime refuses, whatever the node: refused with the reason.
-BODY_DEFECTS = {
-    "AffineGrid": (
-        "ONNX's AffineGrid body feeds Range 1-element tensors where Range takes scalars; onnxruntime "
-        "refuses the result ('Input to 'Range' op should be scalars') wherever it can see their shapes"
-    ),
-}
+BODY_DEFECTS: dict[str, str] = {}
+
+
+def range_inputs_as_scalars(body: onnx.FunctionProto) -> onnx.FunctionProto:
+    """Range(start, limit, delta) with each bound first reshaped to a scalar: Reshape(v, []).
+
+    ONNX's AffineGrid body feeds Range 1-element tensors where Range's spec takes scalars (and
+    onnxruntime refuses them: 'Input to 'Range' op should be scalars'). A Reshape to shape [] of
+    a 1-element tensor is that element, unchanged, so the body computes what it did."""
+    if not any(node.op_type == "Range" for node in body.node):
+        return body
+    repaired = onnx.FunctionProto()
+    repaired.CopyFrom(body)
+    del repaired.node[:]
+    taken = {name for node in body.node for name in [*node.input, *node.output]} | set(body.input)
+    scalar_shape = _unique("range_scalar_shape", taken)
+    repaired.node.append(
+        helper.make_node(
+            "Constant", [], [scalar_shape], value=helper.make_tensor(scalar_shape, TensorProto.INT64, [0], [])
+        )
+    )
+    for node in body.node:
+        if node.op_type == "Range" and node.domain in ("", "ai.onnx"):
+            scalars = []
+            for name in node.input:
+                scalar = _unique(f"{name}_scalar", taken)
+                repaired.node.append(helper.make_node("Reshape", [name, scalar_shape], [scalar]))
+                scalars.append(scalar)
+            fixed = onnx.NodeProto()
+            fixed.CopyFrom(node)
+            fixed.input[:] = scalars
+            repaired.node.append(fixed)
+        else:
+            repaired.node.append(node)
+    return repaired
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, counter = name, 0
+    while candidate in taken:
+        counter += 1
+        candidate = f"{name}_{counter}"
+    taken.add(candidate)
+    return candidate
+
+
+BODY_REPAIRS = {"AffineGrid": range_inputs_as_scalars}
 
 
 def _body_precondition(op_type: str, formula: str):
@@ -137,7 +177,9 @@ def _register_every_body() -> None:
         if TensorProto.BFLOAT16 in tolerance:
             tolerance[TensorProto.BFLOAT16] = BFLOAT16_TOLERANCE
         formula = _formula(op_type, versions[-1])
-        function_expansion(op_type, versions=versions, tolerance=tolerance)(_body_precondition(op_type, formula))
+        function_expansion(op_type, versions=versions, tolerance=tolerance, repair=BODY_REPAIRS.get(op_type))(
+            _body_precondition(op_type, formula)
+        )
 
 
 _register_every_body()

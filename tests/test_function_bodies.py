@@ -60,11 +60,10 @@ def checks() -> tuple[tuple[str, str], ...]:
 # opset 18 only, and the cases import an older opset (the body's CastLike-15 cannot be written
 # at 9 or 14). The op stays and the report says why; with the model at opset 18 or above, as
 # the same tests of the newer versions are, the body serves.
-# (case, op) → the reason the node stays (rules/functions.py BODY_DEFECTS)
-REFUSED: dict[tuple[str, str], str] = {
-    (f"test_affine_grid_{case}", "AffineGrid"): "feeds Range 1-element tensors where Range takes scalars"
-    for case in ("2d", "2d_align_corners", "3d", "3d_align_corners")
-}
+# (case, op) → the reason the node stays (rules/functions.py BODY_DEFECTS); none today: ONNX's
+# AffineGrid body, which feeds Range 1-element tensors, is repaired (rules/functions.py
+# range_inputs_as_scalars) and lowers like the rest
+REFUSED: dict[tuple[str, str], str] = {}
 
 # Where onnxruntime 1.32's CPU provider has no kernel for an op of the lowered model (bfloat16
 # Mul/Add/Div in the bodies of Attention and Celu, Swish-24 in SwiGLU's, RandomUniformLike-22
@@ -123,7 +122,7 @@ SCAN_OF_BFLOAT16_SCALARS = {
 # Checks per op: one per backend case that runs the op at a version with a body (an
 # ``_expanded`` twin counts for the ops its inlined body still holds, e.g. CastLike).
 EXPECTED_COUNTS = {
-    "AffineGrid": {"refused": 4},
+    "AffineGrid": {"onnxruntime": 4},
     "Attention": {
         "onnx.reference (onnxruntime has no kernel for Add(14))": 3,
         "onnx.reference (onnxruntime has no kernel for Mul(14))": 2,
