@@ -91,7 +91,13 @@ def main() -> None:
     parser.add_argument("--export", default="gpt_block_dynamo18")
     parser.add_argument("--nodes", type=int, default=100_000)
     parser.add_argument("--targets", type=int, nargs="+", default=[17, 13, 11])
-    parser.add_argument("--converter-nodes", type=int, default=4_000, help="size of the model both convert")
+    parser.add_argument("--converter-nodes", type=int, default=4_000, help="size of the models both convert")
+    parser.add_argument(
+        "--converter-exports",
+        nargs="+",
+        default=["vit_block_dynamo18", "transformer_encoder_dynamo18", "resnet_block_dynamo18", "lstm_torchscript17"],
+        help="exports (copied side by side) taken by both onnx's converter and ours",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     export = onnx.load(EXPORTS / f"{args.export}.onnx")
@@ -106,10 +112,13 @@ def main() -> None:
             for target, seconds in converted.items():
                 print(f"{label:<28} {target:>6} {len(model.graph.node):>7} {baseline:>12.3f} {seconds:>11.3f} "
                       f"{seconds / baseline:>6.2f}")  # fmt: skip
-    small = side_by_side(export, max(1, args.converter_nodes // per_copy))
-    print(f"\nonnx's converter beside ours, {len(small.graph.node)} nodes (convert only, in memory):")
-    for target in args.targets:
-        print(converter_beside_ours(small, target))
+    print(f"\nonnx's converter beside ours, about {args.converter_nodes} nodes each (convert only, in memory):")
+    for name in args.converter_exports:
+        other = onnx.load(EXPORTS / f"{name}.onnx")
+        small = side_by_side(other, max(1, args.converter_nodes // len(other.graph.node)))
+        print(f"{name} x{len(small.graph.node) // len(other.graph.node)} ({len(small.graph.node)} nodes):")
+        for target in args.targets:
+            print(converter_beside_ours(small, target))
     sys.stdout.flush()
 
 

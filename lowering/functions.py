@@ -505,9 +505,7 @@ def function_expansion(
             raise ValueError(f"the precondition of {op_type}'s expansion must state its formula in a docstring")
         if key in _EXPANSIONS:
             raise ValueError(f"a function expansion for {op_type} is registered already")
-        _EXPANSIONS[key] = FunctionExpansion(
-            op_type, key[0], tuple(sorted(versions)), tolerance, precondition, repair
-        )
+        _EXPANSIONS[key] = FunctionExpansion(op_type, key[0], tuple(sorted(versions)), tolerance, precondition, repair)
         return precondition
 
     return register

@@ -271,27 +271,49 @@ def element_types_in(type_proto: onnx.TypeProto) -> Iterable[int]:
 
 def check_types_exist_at(model: onnx.ModelProto, opset: int) -> None:
     """Raise if a value of the model has a type the target opset cannot express."""
+    fine: set[int] = set()  # element types found to exist at the opset
 
     def check(name: str, element_type: int, where: str) -> None:
+        if element_type in fine:
+            return
         lowest = lowest_opset_for_type(element_type)
-        if element_type and lowest is not None and lowest > opset:
+        if not element_type or lowest is None or lowest <= opset:
+            fine.add(element_type)
+        else:
             raise LoweringError(
                 f"{where}: value '{name}' has type {schemas.type_name(element_type)}, which opset {opset} "
                 f"does not have; the lowest opset that can hold it is {lowest}"
             )
 
+    tensor_attribute, graph_attributes = (
+        onnx.AttributeProto.TENSOR,
+        (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS),
+    )
+
     def visit(graph: onnx.GraphProto, where: str) -> None:
-        for info in [*graph.input, *graph.output, *graph.value_info]:
-            for element_type in element_types_in(info.type):
-                check(info.name, element_type, where)
+        for group in (graph.input, graph.output, graph.value_info):
+            for info in group:
+                type_proto = info.type
+                if type_proto.WhichOneof("value") == "tensor_type":  # most values: no walk
+                    check(info.name, type_proto.tensor_type.elem_type, where)
+                else:
+                    for element_type in element_types_in(type_proto):
+                        check(info.name, element_type, where)
         for tensor in graph.initializer:
             check(tensor.name, tensor.data_type, where)
         for node in graph.node:
+            if not node.attribute:
+                continue
+            holds_graph = False
             for attribute in node.attribute:
-                if attribute.type == onnx.AttributeProto.TENSOR:
+                kind = attribute.type
+                if kind == tensor_attribute:
                     check(node.output[0] if node.output else node.name, attribute.t.data_type, where)
-            for attribute, _, subgraph in held_graphs(node):
-                visit(subgraph, f"{where} > {node.op_type} {attribute.name}")
+                elif kind in graph_attributes:
+                    holds_graph = True
+            if holds_graph:
+                for attribute, _, subgraph in held_graphs(node):
+                    visit(subgraph, f"{where} > {node.op_type} {attribute.name}")
 
     visit(model.graph, f"graph '{model.graph.name}'")
 
