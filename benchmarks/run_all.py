@@ -10,6 +10,13 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 
-for name in ("bench_pass_cost", "bench_vs_onnxscript", "bench_runtime", "bench_memory"):
+for name in (
+    "bench_pass_cost",
+    "bench_vs_onnxscript",
+    "bench_conversion",
+    "bench_function_bodies",
+    "bench_runtime",
+    "bench_memory",
+):
     print(f"\n== {name}")
     runpy.run_path(str(HERE / f"{name}.py"), run_name="__main__")
