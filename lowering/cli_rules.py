@@ -123,23 +123,27 @@ def full_text(record: dict, width: int = WIDTH) -> list[str]:
 
 def shorten(text: str, room: int) -> str:
     """``text`` where it fits in ``room`` characters, else cut after the last clause that fits
-    (at ``; ``, ``: `` or ``, `` outside brackets; failing that, a word), with `` …``."""
+    (at ``; ``, ``: `` or ``, `` outside brackets; failing that, a space outside brackets, then
+    any space), with `` …``."""
     if len(text) <= room:
         return text
     room = max(room - 2, 10)
-    depth, cuts = 0, {"; ": [], ": ": [], ", ": [], " ": []}
+    depth, cuts = 0, {"; ": [], ": ": [], ", ": [], " ": [], "any": []}
     for at, char in enumerate(text[:room]):
-        depth += char in "([{" and 1 or (-1 if char in ")]}" else 0)
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
         pair = text[at : at + 2]
         if depth == 0 and pair in cuts:
             cuts[pair].append(at)
-        elif pair[:1] == " ":
+        if depth == 0 and char == " ":
             cuts[" "].append(at)
-    for separator in ("; ", ": ", ", "):
+        if char == " ":
+            cuts["any"].append(at)
+    for separator in ("; ", ": ", ", ", " ", "any"):
         fitting = [at for at in cuts[separator] if at > room // 3]
         if fitting:
-            return text[: fitting[-1]] + " …"
-    return text[: cuts[" "][-1]] + " …" if cuts[" "] else text[:room] + " …"
+            kept = text[: fitting[-1]]
+            return kept.removesuffix(" =").rstrip(",;:") + " …"
+    return text[:room] + " …"
 
 
 def _ops(op_types: list[str]) -> str:
@@ -193,12 +197,23 @@ def _elements(names: set[str]) -> str:
     if names >= _EVERY:
         return "every type"
     if len(names) > 10:
-        missing = sorted(_EVERY - names)
-        families = sorted({_NARROW.match(n).group(1) + "*" if n.startswith("float") and _NARROW.match(n) else n
-                           for n in missing})  # fmt: skip
-        return f"every type but {', '.join(families)}"
+        return f"every type but {_compact(sorted(_EVERY - names))}"
     ordered = [n for n in _FIRST if n in names] + sorted(n for n in names if n not in _FIRST)
     eights = [n for n in ordered if n.startswith("float8")]
     if len(eights) > 1:
         ordered = [n for n in ordered if not n.startswith("float8")] + [f"float8 ×{len(eights)}"]
     return ", ".join(ordered)
+
+
+def _compact(names: list[str]) -> str:
+    """``float8/6/4, int4/2, uint4/2``: type names sharing a stem, their widths joined."""
+    widths: dict[str, list[str]] = {}
+    for name in names:
+        stem, width = re.match(r"([a-z]+?)(\d*)(?:e\d.*)?$", name).groups()
+        if width not in widths.setdefault(stem, []):
+            widths[stem].append(width)
+    parts = []
+    for stem, found in widths.items():
+        found.sort(key=lambda w: -int(w) if w else 0)
+        parts.append(stem + "/".join(found))
+    return ", ".join(parts)
