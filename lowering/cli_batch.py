@@ -40,8 +40,11 @@ def plan_outputs(models: list[str], folder: Path | None, options: LowerOptions) 
             raise LoweringError(
                 f"{claimed[key]} and {model} would both be written to {output}; lower them into different folders"
             )
-        if output is not None and key in inputs and key != os.path.realpath(model):
-            raise LoweringError(f"{model}: its output {output} would overwrite the input model {inputs[key]}")
+        if output is not None and key in inputs and not options.in_place:
+            raise LoweringError(
+                f"{model}: its output {output} would overwrite the input model {inputs[key]}; choose another "
+                "folder, or add --in-place"
+            )
         claimed[key] = model
     return outputs
 
