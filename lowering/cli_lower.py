@@ -157,7 +157,13 @@ def _verify(model_path, output_path, model_file, lowered, options: LowerOptions,
     try:
         report = verify(original, lowered, save_inputs=saved, custom_op_libraries=options.custom_op_libraries)
     except LoweringError as error:
-        hint = " (onnx-lower verify takes --shape and --samples)" if "--shape" in str(error) else ""
+        verify_only = [o for o in ("--shape", "--samples", "--inputs", "--value-range") if o in str(error)]
+        hint = (
+            f" ({', '.join(verify_only)}: options of onnx-lower verify; write the model without --verify, then run "
+            f"onnx-lower verify {model_path} OUTPUT with them)"
+            if verify_only
+            else ""
+        )
         raise LoweringError(f"--verify: {error}{hint}; {_nothing_written(output_path, options)}") from None
     if report.inputs_error and saved.parent != _temporary_folder():  # beside the output could not be written
         fallback = _temporary_folder() / saved.name
