@@ -164,12 +164,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.in_place and args.output:
         raise LoweringError("--in-place writes each MODEL itself: give no -o")
     folder = _output_folder(args.output, several=len(args.models) > 1)
-    if len(args.models) > 1 or folder is not None:
+    if len(args.models) > 1:
         from .cli_batch import run_batch
 
         return run_batch(args.models, folder, options, jobs=args.jobs, as_json=args.json, quiet=args.quiet)
     (model,) = args.models
     output = model if args.in_place else args.output
+    if folder is not None:  # one model into a folder: under its own name
+        output = os.path.join(folder, Path(model).name)
     if output is None and not args.dry_run:
         raise LoweringError("no output given: add -o OUTPUT (or --in-place to replace MODEL, or --dry-run)")
     outcome = lower_file(model, output, options)

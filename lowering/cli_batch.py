@@ -80,7 +80,7 @@ def run_batch(
     if as_json:
         print(json.dumps({"models": records, "summary": summary}, indent=2))
     elif not quiet:
-        print(f"{len(models)} models: {len(models) - failed} {done}, {failed} failed")
+        print(f"{len(models)} model{'s' if len(models) != 1 else ''}: {len(models) - failed} {done}, {failed} failed")
     return status
 
 

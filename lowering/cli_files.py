@@ -84,25 +84,33 @@ def _floats_as_raw_data(model: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
-def output_size(model: onnx.ModelProto, fmt: str, model_file: ModelFile) -> int:
-    """Bytes :func:`write_model` writes for ``model`` in ``fmt``, without writing it."""
+def prepared(model: onnx.ModelProto, fmt: str, model_file: ModelFile) -> tuple[int, bytes | None]:
+    """The bytes :func:`write_model` writes for ``model`` in ``fmt`` (external data included),
+    and, for a text format, the text itself (made once, for the size and the write)."""
     if fmt == PROTOBUF:
-        return model.ByteSize() + external_size(model, model_file.folder)
-    return len(serialized(model, fmt, model_file))
+        return model.ByteSize() + external_size(model, model_file.folder), None
+    data = serialized(model, fmt, model_file)
+    return len(data), data
 
 
 def write_model(
-    model: onnx.ModelProto, path: str | os.PathLike, model_file: ModelFile, *, in_place: bool, input_path: str
-) -> int:
+    model: onnx.ModelProto,
+    path: str | os.PathLike,
+    model_file: ModelFile,
+    *,
+    in_place: bool,
+    input_path: str,
+    data: bytes | None = None,
+) -> None:
     """Write ``model`` to ``path`` in the format its extension names (atomically, as
-    :func:`lowering.modelio.save_model` writes); the bytes written, external data included."""
+    :func:`lowering.modelio.save_model` writes); ``data``: its text, where :func:`prepared` made it."""
     fmt = file_format(path)
     if fmt == PROTOBUF:
         save_model(model, path, model_file.folder, replacing_input=in_place, input_model=input_path)
-        return model.ByteSize() + external_size(model, model_file.folder)
-    data = serialized(model, fmt, model_file)
+        return
+    if data is None:
+        data = serialized(model, fmt, model_file)
     write_file(path, lambda handle: handle.write(data))
-    return len(data)
 
 
 def human_size(size: int) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .api import lower_model
-from .cli_files import file_format, human_size, output_size, read_model, stored_size, write_model
+from .cli_files import file_format, human_size, prepared, read_model, stored_size, write_model
 from .engine import default_opset
 from .errors import IncompleteLowering, LoweringError
 from .modelio import same_file, with_external_data
@@ -132,7 +132,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
     record.update(lowered=report["rewritten"], converted=report["converted"], kept=report["kept"])
     record["remaining"] = report["remaining"]
     fmt = file_format(output_path) if output_path else "protobuf"
-    size_after = output_size(result.model, fmt, model_file)
+    size_after, text = prepared(result.model, fmt, model_file)
     record["size_bytes"]["after"] = size_after
     outcome.lines += summary_table(counts_before, counts_after, size_before, size_after)
     outcome.lines += result.report.lines()
@@ -141,7 +141,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
         if not outcome.ok:
             return
     if output_path is not None and not options.dry_run:
-        write_model(result.model, output_path, model_file, in_place=options.in_place, input_path=model_path)
+        write_model(result.model, output_path, model_file, in_place=options.in_place, input_path=model_path, data=text)
         record["written"] = True
 
 

@@ -126,3 +126,7 @@ def test_one_model_into_a_folder_keeps_its_name(tmp_path):
     completed = run_cli(EXAMPLE, "-o", folder, "-q")
     assert completed.returncode == 0, completed.stderr
     assert sorted(p.name for p in folder.iterdir()) == ["isnan_isinf.onnx"]
+    created = run_cli(EXAMPLE, "-o", f"{tmp_path / 'new'}/")
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.splitlines()[-1].startswith(f"wrote {tmp_path / 'new' / 'isnan_isinf.onnx'} (")
+    assert "Model size" in created.stdout, "one model: the table, as without a folder"
