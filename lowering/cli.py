@@ -85,6 +85,7 @@ def build_verify_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(
         prog="onnx-lower verify",
+        usage="onnx-lower verify ORIGINAL LOWERED [options]",
         formatter_class=_formatter,
         description="Run ORIGINAL and LOWERED in onnxruntime on inputs that carry NaN, ±inf, ±0, subnormals and\n"
         "extreme values (or on yours: --inputs), and compare every output bit for bit.",

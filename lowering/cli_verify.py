@@ -20,8 +20,8 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     from .cli import _whole_number
 
     add = parser.add_argument
-    add("original", help="the original model")
-    add("lowered", help="the lowered model")
+    add("original", metavar="ORIGINAL", help="the original model (any format onnx reads, as MODEL)")
+    add("lowered", metavar="LOWERED", help="the lowered model")
     add("--seed", type=_whole_number(0, None), help="seed of the random part of the inputs (default 0)")
     add("--samples", type=_whole_number(1, MAX_RUNS),
         help=f"at least this many runs, 1 to {MAX_RUNS:,} (default 8; more till every edge value is fed)")  # fmt: skip

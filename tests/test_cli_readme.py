@@ -99,6 +99,6 @@ def test_a_verify_usage_error_points_to_verify_help(tmp_path):
     completed = run_cli("verify", tmp_path / "only_one.onnx")
     assert completed.returncode == 2 and completed.stdout == ""
     (line,) = completed.stderr.strip().splitlines()
-    assert "required: lowered" in line and line.endswith("(see onnx-lower verify --help)")
+    assert "required: LOWERED" in line and line.endswith("(see onnx-lower verify --help)")
     lowering_error = run_cli("--no-such-option")
     assert lowering_error.stderr.strip().endswith("(see onnx-lower --help)")
