@@ -33,6 +33,7 @@ class FeedPlan:
     seed: int = 0
     runs: int = DEFAULT_RUNS
     shapes: dict[str, list[int]] = field(default_factory=dict)
+    value_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # integers from LO to HI, by input
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
@@ -241,10 +242,42 @@ def _narrow_edges(element_type: int) -> np.ndarray:
     return every[np.array(sorted(set(picks)), dtype=np.int64)]
 
 
-def _integers(element_type: int, shape: list[int], rng: np.random.Generator) -> np.ndarray:
-    """Small non-negative integers: valid as indices, counts and shapes in most models."""
+INTEGER_RANGE = (0, 3)
+
+
+def _integers(element_type: int, shape: list[int], rng: np.random.Generator, bounds=INTEGER_RANGE) -> np.ndarray:
+    """Small non-negative integers (valid as indices, counts and shapes in most models), or
+    from ``bounds`` (both included)."""
     dtype = floats.numpy_dtype(element_type)
-    return rng.integers(0, 4, size=shape).astype(dtype)
+    low, high = bounds
+    drawn = np.int64 if high < 2**63 else np.uint64
+    return rng.integers(low, high, size=shape, endpoint=True, dtype=drawn).astype(dtype)
+
+
+def _check_value_ranges(inputs: list[onnx.ValueInfoProto], plan: FeedPlan) -> None:
+    """Each ``--value-range NAME:LO,HI`` names an integer input and fits its type."""
+    by_name = {info.name: info for info in inputs}
+    for name, bounds in plan.value_ranges.items():
+        shown = f"--value-range {name}:{','.join(map(str, bounds))}"
+        if name not in by_name:
+            raise LoweringError(f"{shown}: the model has no such input (its inputs: {', '.join(by_name) or 'none'})")
+        tensor = _innermost_tensor(by_name[name].type)
+        element_type = tensor.tensor_type.elem_type if tensor is not None else None
+        try:
+            dtype = np.dtype(floats.numpy_dtype(element_type)) if element_type is not None else None
+        except (KeyError, TypeError, ValueError):
+            dtype = None
+        if dtype is None or dtype.kind not in "iu":
+            raise LoweringError(
+                f"{shown}: input '{name}' is {_declared(by_name[name].type)}; a range is for integer inputs (float "
+                "inputs carry NaN, ±inf, ±0 and the other edge values on purpose)"
+            )
+        low, high = bounds
+        info = np.iinfo(dtype)
+        if not (isinstance(low, numbers.Integral) and isinstance(high, numbers.Integral)) or low > high:
+            raise LoweringError(f"{shown}: give whole numbers LO <= HI")
+        if low < info.min or high > info.max:
+            raise LoweringError(f"{shown}: input '{name}' is {dtype}, which holds {info.min} to {info.max}")
 
 
 def build_feeds(model: onnx.ModelProto, plan: FeedPlan) -> list[Feed]:
@@ -262,6 +295,7 @@ def build_feeds(model: onnx.ModelProto, plan: FeedPlan) -> list[Feed]:
     rng = np.random.default_rng(plan.seed)
     inputs = graph_inputs(model)
     bound = _bind_given_shapes(inputs, plan)
+    _check_value_ranges(inputs, plan)
     per_run = sum(_largest_size(info, info.type, plan, bound) for info in inputs)
     if per_run * plan.runs > MAX_INPUT_BYTES:
         raise _over_budget(plan.runs, per_run)
@@ -302,7 +336,7 @@ def build_feeds(model: onnx.ModelProto, plan: FeedPlan) -> list[Feed]:
         if element_type == onnx.TensorProto.STRING:
             return np.array([f"s{v}" for v in rng.integers(0, 100, count)], dtype=object).reshape(shape)
         try:
-            return _integers(element_type, shape, rng)
+            return _integers(element_type, shape, rng, plan.value_ranges.get(info.name, INTEGER_RANGE))
         except (KeyError, TypeError, ValueError):
             raise LoweringError(
                 f"input '{info.name}' has element type {schemas.type_name(element_type)}: no inputs can be made for it"

@@ -28,7 +28,8 @@ class Progress:
         if now - self._started >= self.delay and now - self._last_draw >= 0.1:
             self._last_draw = now
             self._drawn = True
-            self.stream.write(f"\rlowering: {self.nodes}/{self.total_nodes} nodes, {self.graphs} graphs")
+            graphs = f"{self.graphs} graph{'s' if self.graphs != 1 else ''}"
+            self.stream.write(f"\rlowering: {self.nodes}/{self.total_nodes} nodes, {graphs}")
             self.stream.flush()
 
     def close(self) -> None:

@@ -1,9 +1,14 @@
-"""What a lowering did: nodes rewritten per rule, and every requested op left, with why."""
+"""What a lowering did: nodes rewritten per rule, nodes moved to a target opset, and every
+requested op left, with why."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+
+# A key of LoweringReport.adapted: "IsNaN-13→13", "Softmax-13→11 via Transpose".
+_MOVED = re.compile(r"^(?P<op>.+?)-(?P<source>\w+)→(?P<target>\w+)(?: via (?P<how>.+))?$")
 
 
 @dataclass(frozen=True)
@@ -19,6 +24,9 @@ class RemainingOp:
         version = f"-{self.version}" if self.version is not None else ""
         return f"{self.op_type}{version} at {self.location}: {self.reason}"
 
+    def as_dict(self) -> dict:
+        return {"op_type": self.op_type, "version": self.version, "location": self.location, "reason": self.reason}
+
 
 @dataclass
 class LoweringReport:
@@ -33,11 +41,25 @@ class LoweringReport:
         """True when no node of a requested op type is left."""
         return not self.remaining
 
+    def converted(self) -> Counter:
+        """The moves that changed an op's version (``adapted`` less those kept as they are)."""
+        return Counter({key: count for key, count in self.adapted.items() if not _kept_version(key)})
+
+    def kept(self) -> Counter:
+        """Nodes kept as they are at the target opset, as ``"IsNaN-13"``: only the opset declared changed."""
+        kept: Counter = Counter()
+        for key, count in self.adapted.items():
+            version = _kept_version(key)
+            if version is not None:
+                kept[version] += count
+        return kept
+
     def lines(self) -> list[str]:
         """The report as text lines, for the command line and logs."""
         lines = [f"lowered {count} x {key}" for key, count in sorted(self.rewritten.items())]
-        lines += [f"converted {count} x {key}" for key, count in sorted(self.adapted.items())]
-        if not self.rewritten and not self.adapted:
+        lines += [f"converted {count} x {_shown_move(key)}" for key, count in sorted(self.converted().items())]
+        lines += [f"kept {count} x {key} (unchanged at the target opset)" for key, count in sorted(self.kept().items())]
+        if not lines and not self.remaining:
             lines.append("nothing to lower")
         lines.extend(f"not lowered: {entry}" for entry in self.remaining)
         return lines
@@ -46,8 +68,24 @@ class LoweringReport:
         return {
             "rewritten": dict(sorted(self.rewritten.items())),
             "adapted": dict(sorted(self.adapted.items())),
-            "remaining": [
-                {"op_type": r.op_type, "version": r.version, "location": r.location, "reason": r.reason}
-                for r in self.remaining
-            ],
+            "converted": dict(sorted(self.converted().items())),
+            "kept": dict(sorted(self.kept().items())),
+            "remaining": [entry.as_dict() for entry in self.remaining],
         }
+
+
+def _kept_version(key: str) -> str | None:
+    """``"IsNaN-13"`` for ``"IsNaN-13→13"``: a node kept as it is at the target opset (only the
+    declared opset changed); None for a move that changed the node."""
+    found = _MOVED.match(key)
+    if found is None or found["source"] != found["target"] or found["how"] is not None:
+        return None
+    return f"{found['op']}-{found['source']}"
+
+
+def _shown_move(key: str) -> str:
+    """``"IsNaN-13 via Cast to float"`` for ``"IsNaN-13→13 via Cast to float"``; others as they are."""
+    found = _MOVED.match(key)
+    if found is None or found["source"] != found["target"]:
+        return key
+    return f"{found['op']}-{found['source']} via {found['how']}"

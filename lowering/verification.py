@@ -34,6 +34,9 @@ class OutputComparison:
     lowered_value: str | None = None
     inputs_at_first: dict[str, str] = field(default_factory=dict)
     max_difference: float | None = None
+    max_relative_difference: float | None = None  # |original - lowered| / |original| where they differ
+    max_difference_run: int | None = None  # where the largest difference is
+    max_difference_index: list[int] | None = None
     atol: float | None = None
     rtol: float | None = None
 
@@ -48,7 +51,17 @@ class OutputComparison:
             return f"{self.name}: match ({self.compared} values)"
         where = f"run {self.first_run}, index {tuple(self.first_index or ())}"
         inputs = ", ".join(f"{k}={v}" for k, v in self.inputs_at_first.items())
-        difference = "" if self.max_difference is None else f"; max difference {self.max_difference:g}"
+        difference = ""
+        if self.max_difference is not None:
+            relative = (
+                f" (relative {self.max_relative_difference:g})" if self.max_relative_difference is not None else ""
+            )
+            at = (
+                f" at run {self.max_difference_run}, index {tuple(self.max_difference_index or ())}"
+                if self.max_difference_run is not None
+                else ""
+            )
+            difference = f"; max difference {self.max_difference:g}{relative}{at}"
         return (
             f"{self.name}: {self.mismatches} of {self.compared} values differ{difference}; first at {where}: "
             f"original {self.original_value}, lowered {self.lowered_value}" + (f" (inputs {inputs})" if inputs else "")
@@ -65,6 +78,9 @@ class VerifyReport:
     lowered_runner: str = "onnxruntime"
     inputs_file: str | None = None
     inputs_error: str | None = None  # why the inputs of a mismatch could not be saved
+    outputs_file: str | None = None
+    hints: list[str] = field(default_factory=list)  # what may explain a mismatch, and what to do
+    feeds: list = field(default_factory=list, repr=False, compare=False)  # the inputs of every run
 
     @property
     def match(self) -> bool:
@@ -79,13 +95,14 @@ class VerifyReport:
         lines = [
             f"original run by {self.original_runner}",
             f"lowered run by {self.lowered_runner}",
-            f"{self.runs} runs",
+            f"{self.runs} run{'s' if self.runs != 1 else ''}",
         ]
         lines += [output.line() for output in self.outputs]
         verdict = "MATCH" if self.match else "MISMATCH"
         if self.nothing_compared:
             verdict += f" (nothing compared for {', '.join(self.nothing_compared)}: no values in any run)"
         lines.append(verdict)
+        lines += [f"note: {hint}" for hint in self.hints]
         return lines
 
     def as_dict(self) -> dict:
@@ -97,6 +114,8 @@ class VerifyReport:
             "nothing_compared": self.nothing_compared,
             "inputs_file": self.inputs_file,
             "inputs_error": self.inputs_error,
+            "outputs_file": self.outputs_file,
+            "hints": self.hints,
             "outputs": [{**asdict(o), "match": o.match} for o in self.outputs],
         }
 
@@ -108,16 +127,23 @@ def verify(
     seed: int = 0,
     samples: int | None = None,
     shapes: dict[str, list[int]] | None = None,
+    value_ranges: dict[str, tuple[int, int]] | None = None,
     atol: float | dict[str, float] | None = None,
     rtol: float | dict[str, float] | None = None,
     inputs: list[Feed] | None = None,
     save_inputs: str | os.PathLike | None = None,
+    save_outputs: str | os.PathLike | None = None,
+    custom_op_libraries: tuple[str, ...] | list[str] = (),
 ) -> VerifyReport:
     """Run ``original`` and ``lowered`` on the same inputs and compare every output.
 
-    Inputs come from :mod:`lowering.feeds` (edge values in every float input) unless given.
-    Comparison is bit for bit (NaN equals NaN) unless ``atol``/``rtol`` (one value, or one per
-    output name) say otherwise. On a mismatch the inputs are saved to ``save_inputs``.
+    Inputs come from :mod:`lowering.feeds` (edge values in every float input; integers in
+    ``value_ranges[name]`` where given, else in [0, 4)) unless given. Comparison is bit for bit
+    (NaN equals NaN) unless ``atol``/``rtol`` (one value, or one per output name) say otherwise.
+    On a mismatch the inputs are saved to ``save_inputs``; ``save_outputs`` receives both models'
+    outputs of every run (``run0/original/y``, ``run0/lowered/y``, ...). Ops of a domain
+    onnxruntime does not know run with ``custom_op_libraries`` (onnxruntime custom op
+    libraries); without them such a model is refused ("cannot verify").
     """
     original = _as_model(original)
     lowered = _as_model(lowered)
@@ -134,8 +160,13 @@ def verify(
         )
     for label, value in (("atol", atol), ("rtol", rtol)):
         check_tolerances(value, original_names, label)
+    libraries = tuple(custom_op_libraries or ())
+    if not libraries:
+        for side, model in (("original", original), ("lowered", lowered)):
+            _check_domains_known(model, side)
+    generated = inputs is None
     if inputs is None:
-        plan = FeedPlan(seed=seed, shapes=dict(shapes or {}))
+        plan = FeedPlan(seed=seed, shapes=dict(shapes or {}), value_ranges=dict(value_ranges or {}))
         if samples is not None:
             plan.runs = samples
         inputs = build_feeds(original, plan)
@@ -144,19 +175,36 @@ def verify(
     comparisons = [
         OutputComparison(name, atol=_per_output(atol, name), rtol=_per_output(rtol, name)) for name in original_names
     ]
-    run_original_side = ModelRunner(original, "original")
-    run_lowered_side = ModelRunner(lowered, "lowered")
+    run_original_side = ModelRunner(original, "original", libraries)
+    run_lowered_side = ModelRunner(lowered, "lowered", libraries)
+    outputs: list[Feed] = []
     for run, feed in enumerate(inputs):
-        want = run_original_side(feed, run)
+        try:
+            want = run_original_side(feed, run)
+        except LoweringError as error:
+            hint = shape_hint(original) if generated else ""
+            raise LoweringError(f"{error}{hint}") from None
         got = run_lowered_side(feed, run)
         for comparison, a, b in zip(comparisons, want, got, strict=True):
             _compare(comparison, a, b, run, feed)
-    report = VerifyReport(comparisons, len(inputs), run_original_side.how, run_lowered_side.how)
+        if save_outputs is not None:
+            outputs.append(
+                {
+                    **{f"original/{n}": v for n, v in zip(original_names, want, strict=True)},
+                    **{f"lowered/{n}": v for n, v in zip(original_names, got, strict=True)},
+                }  # fmt: skip
+            )
+    report = VerifyReport(comparisons, len(inputs), run_original_side.how, run_lowered_side.how, feeds=inputs)
     if comparisons and len(report.nothing_compared) == len(comparisons):
         raise LoweringError(
             f"nothing was compared: no output held a value in any of {len(inputs)} runs "
             f"(inputs {describe_feed(inputs[0]) if inputs else 'none'}); a match would prove nothing"
         )
+    if save_outputs is not None:
+        save_feeds(save_outputs, outputs)
+        report.outputs_file = os.fspath(save_outputs)
+    if not report.match:
+        report.hints += _mismatch_hints(report, comparisons)
     if not report.match and save_inputs is not None:
         try:
             save_feeds(save_inputs, inputs)
@@ -166,14 +214,114 @@ def verify(
     return report
 
 
+def _mismatch_hints(report: VerifyReport, comparisons: list[OutputComparison]) -> list[str]:
+    """Where one side ran in onnx.reference and the other in onnxruntime, float outputs that
+    differ by a little may be the two implementations' rounding, not the lowering."""
+    reference = [side for side, how in (("original", report.original_runner), ("lowered", report.lowered_runner))
+                 if how.startswith("onnx.reference")]  # fmt: skip
+    if len(reference) != 1:
+        return []
+    small = [c.name for c in comparisons if not c.match and math.isfinite(c.max_difference or math.inf)]
+    if not small:
+        return []
+    other = "lowered" if reference[0] == "original" else "original"
+    return [
+        f"the {reference[0]} model ran in onnx.reference and the {other} in onnxruntime, whose float math "
+        f"(Tanh, Sigmoid, Exp, Erf, ...) can differ from onnx.reference's in the last bit; where the differences "
+        f"({', '.join(small)}) are that small, compare with a tolerance: --atol 1e-6 or --rtol 1e-6 "
+        "(atol=/rtol= in Python)"
+    ]
+
+
+def _known_domains() -> set[str]:
+    """The op domains onnxruntime has kernels for (from its own registry)."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import get_all_opkernel_def
+
+    return {kernel.domain for kernel in get_all_opkernel_def()} | set(schemas.DEFAULT_DOMAINS)
+
+
+def _check_domains_known(model: onnx.ModelProto, side: str) -> None:
+    """Refuse, before anything runs, a model using ops of a domain onnxruntime has no kernels
+    for and the model defines no function for: it cannot run without a custom op library."""
+    from .opcount import count_ops
+
+    local = {(function.domain, function.name) for function in model.functions}
+    known = _known_domains()
+    unknown: dict[str, list[str]] = {}
+    for key in count_ops(model):
+        if "." not in key:
+            continue
+        domain, _, op_type = key.rpartition(".")
+        if domain not in known and (domain, op_type) not in local:
+            unknown.setdefault(domain, []).append(op_type)
+    if unknown:
+        domain, op_types = sorted(unknown.items())[0]
+        rest = sorted(unknown)[1:]
+        others = f" (and domain{'s' if len(rest) > 1 else ''} {', '.join(rest)})" if rest else ""
+        raise LoweringError(
+            f"cannot verify: the {side} model uses ops of domain '{domain}' ({', '.join(sorted(op_types))}){others}, "
+            "which onnxruntime has no kernels for; give the onnxruntime custom op library that implements them "
+            "with --custom-op-library LIB.so (custom_op_libraries= in Python)"
+        )
+
+
+def shape_hint(model: onnx.ModelProto) -> str:
+    """``; input 'shape' looks like a shape (...)``: integer inputs that a node reads as a shape,
+    sizes, axes or the like, for which the generated integers in [0, 4) may not do."""
+    found = shape_like_inputs(model)
+    if not found:
+        return ""
+    named = ", ".join(f"'{name}' (read by {where})" for name, where in found.items())
+    first = next(iter(found))
+    return (
+        f"; input {named} looks like a shape, sizes or axes, and verify generates integers in [0, 4) for it: give "
+        f"its values with --inputs FILE.npz (arrays named after the inputs) or a range with --value-range {first}:LO,HI"
+    )
+
+
+# Formal input names (onnx.defs) under which an integer input holds a shape or axis numbers.
+_SHAPE_LIKE_FORMALS = frozenset({"shape", "repeats", "sizes", "axes", "pads", "split", "starts", "ends", "steps", "K"})
+
+
+def shape_like_inputs(model: onnx.ModelProto) -> dict[str, str]:
+    """Integer graph inputs a main-graph node reads as a shape, sizes, axes, pads or the like:
+    name → ``Expand input 'shape'``."""
+    from .engine import default_opset
+
+    integer_inputs = {
+        info.name
+        for info in graph_inputs(model)
+        if info.type.WhichOneof("value") == "tensor_type"
+        and np.dtype(floats.numpy_dtype(info.type.tensor_type.elem_type)).kind in "iu"
+    } if graph_inputs(model) else set()  # fmt: skip
+    found: dict[str, str] = {}
+    opset = default_opset(model.opset_import)
+    if not integer_inputs or opset is None:
+        return found
+    for node in model.graph.node:
+        if node.domain not in schemas.DEFAULT_DOMAINS:
+            continue
+        try:
+            formals = schemas.schema_in_force(node.op_type, opset, node.domain).inputs
+        except Exception:
+            continue
+        for index, name in enumerate(node.input):
+            if name not in integer_inputs or name in found or not formals:
+                continue
+            formal = formals[min(index, len(formals) - 1)].name
+            if formal in _SHAPE_LIKE_FORMALS or node.op_type == "ConstantOfShape":
+                found[name] = f"{node.op_type} input '{formal}'"
+    return found
+
+
 class ModelRunner:
     """Runs one side of a comparison, the same way for the original and the lowered model:
     onnxruntime; where it has no kernel, onnxruntime on the model declared at the nearest
     opset at which every op of the model means the same (onnx.defs: only type lists changed);
     failing that, onnx.reference. ``how`` says which, and why."""
 
-    def __init__(self, model: onnx.ModelProto, side: str) -> None:
-        self.model, self.side = model, side
+    def __init__(self, model: onnx.ModelProto, side: str, libraries: tuple[str, ...] = ()) -> None:
+        self.model, self.side, self.libraries = model, side, tuple(libraries)
         self.missing: str | None = None  # onnxruntime's complaint about the model as it is
         self._ways = self._candidates()
         self.how = ""
@@ -181,12 +329,12 @@ class ModelRunner:
         self._next_way()
 
     def _candidates(self):
-        yield "onnxruntime", lambda: OnnxruntimeRunner(self.model)
+        yield "onnxruntime", lambda: _onnxruntime_runner(self.model, self.libraries)
         for other, redeclared in _same_meaning_redeclarations(self.model):
             yield (
                 f"onnxruntime with the model declared at opset {other}, where every op means the same "
                 f"(onnxruntime has no kernel at the model's opset: {self.missing})",
-                lambda redeclared=redeclared: OnnxruntimeRunner(redeclared),
+                lambda redeclared=redeclared: _onnxruntime_runner(redeclared, self.libraries),
             )
         yield f"onnx.reference (onnxruntime has no kernel: {self.missing})", lambda: ReferenceRunner(self.model)
 
@@ -252,6 +400,28 @@ class ModelRunner:
                     f"the {self.side} model fails in {self.how.split(' (')[0]} on run {run} "
                     f"(inputs {describe_feed(feed)}): {_first_line(error)}"
                 ) from None
+
+
+def _onnxruntime_runner(model: onnx.ModelProto, libraries: tuple[str, ...]) -> OnnxruntimeRunner:
+    """onnxruntime for ``model``, with the custom op ``libraries`` registered (none: the plain runner)."""
+    if not libraries:
+        return OnnxruntimeRunner(model)
+    import onnxruntime as ort
+
+    from .runtime import LOG_SEVERITY_SILENT
+
+    options = ort.SessionOptions()
+    options.log_severity_level = LOG_SEVERITY_SILENT
+    for library in libraries:
+        try:
+            options.register_custom_ops_library(os.path.abspath(library))
+        except Exception as error:
+            raise LoweringError(
+                f"--custom-op-library {library}: onnxruntime cannot load it ({_first_line(error)})"
+            ) from None
+    runner = OnnxruntimeRunner.__new__(OnnxruntimeRunner)
+    runner.session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return runner
 
 
 def run_original(model: onnx.ModelProto, feed: Feed) -> tuple[list, str]:
@@ -334,11 +504,20 @@ def _compare(comparison: OutputComparison, want, got, run: int, feed: Feed) -> N
         _record(comparison, run, [], f"{want.dtype}{list(want.shape)}", f"{got.dtype}{list(got.shape)}", size, size,
                 None, feed, None)  # fmt: skip
         return
-    differ, difference = _differences(want, got, comparison.atol, comparison.rtol)
+    differ, gaps = _differences(want, got, comparison.atol, comparison.rtol)
     count = int(differ.sum())
     comparison.compared += want.size
-    if difference is not None:
+    if gaps is not None:
+        difference = float(np.nanmax(gaps)) if gaps.size else 0.0
+        if difference > 0 and difference > (comparison.max_difference or 0.0):
+            where = int(np.nanargmax(gaps.ravel()))
+            comparison.max_difference_run = run
+            index = np.unravel_index(where, want.shape) if want.shape else ()
+            comparison.max_difference_index = [int(i) for i in index]
         comparison.max_difference = max(comparison.max_difference or 0.0, difference)
+        if count:
+            relative = _relative(want, gaps, differ)
+            comparison.max_relative_difference = max(comparison.max_relative_difference or 0.0, relative)
     if count:
         first = int(np.flatnonzero(differ.ravel())[0])
         index = [int(i) for i in np.unravel_index(first, want.shape)] if want.shape else []
@@ -346,8 +525,19 @@ def _compare(comparison: OutputComparison, want, got, run: int, feed: Feed) -> N
                 None, feed, want.shape)  # fmt: skip
 
 
-def _differences(want: np.ndarray, got: np.ndarray, atol, rtol) -> tuple[np.ndarray, float | None]:
-    """Where two same-shaped arrays differ, and the largest absolute difference there."""
+def _relative(want: np.ndarray, gaps: np.ndarray, differ: np.ndarray) -> float:
+    """The largest |original - lowered| / |original| over the values that differ (inf where the
+    original is 0 or one side is NaN)."""
+    with np.errstate(all="ignore"):
+        scale = np.abs(want.astype(np.float64))
+        relative = np.where(scale > 0, gaps / scale, np.where(gaps > 0, np.inf, 0.0))
+        chosen = relative[differ]
+        return float(np.nanmax(chosen)) if chosen.size else 0.0
+
+
+def _differences(want: np.ndarray, got: np.ndarray, atol, rtol) -> tuple[np.ndarray, np.ndarray | None]:
+    """Where two same-shaped arrays differ, and the absolute difference of every pair (inf where
+    only one is NaN, 0 where both are; None for strings and other non-numbers)."""
     if floats.is_float(_element_type(want.dtype)):
         with np.errstate(all="ignore"):
             a, b = want.astype(np.float64), got.astype(np.float64)
@@ -360,12 +550,10 @@ def _differences(want: np.ndarray, got: np.ndarray, atol, rtol) -> tuple[np.ndar
                 differ = ~(close | both_nan | (a == b))
             gaps = np.where(np.isnan(a) != np.isnan(b), np.inf, np.abs(a - b))
             gaps = np.where(both_nan | (a == b), 0.0, gaps)
-            difference = float(np.nanmax(gaps)) if gaps.size else 0.0
-        return differ, difference
+        return differ, gaps
     if want.dtype.kind in "biu":
         differ = want != got
-        gaps = np.abs(want.astype(np.float64) - got.astype(np.float64))
-        return differ, float(gaps.max()) if gaps.size else 0.0
+        return differ, np.abs(want.astype(np.float64) - got.astype(np.float64))
     return want != got, None
 
 
@@ -489,3 +677,51 @@ def load_feeds(path: str | os.PathLike) -> list[Feed]:
             f"{path}: not an inputs file written by onnx-lower verify (its manifest: {type(error).__name__}: "
             f"{_first_line(error)})"
         ) from None
+
+
+def load_inputs(paths: list[str | os.PathLike], model: onnx.ModelProto | None = None) -> list[Feed]:
+    """The runs held by ``paths``, in order: each file written by :func:`save_feeds` (onnx-lower
+    verify's own, any number of runs), or a plain ``.npz`` of arrays named after the model's
+    inputs (``np.savez("x.npz", x=..., mask=...)``, as Polygraphy's ``--load-inputs``): one run.
+    bfloat16 and float8 arrays that numpy stored as raw bytes are read back as ``model`` declares them."""
+    feeds: list[Feed] = []
+    for path in paths:
+        if _holds_manifest(Path(path)):
+            feeds += load_feeds(path)
+        else:
+            feeds.append(_load_plain(Path(path), model))
+    return feeds
+
+
+def _holds_manifest(path: Path) -> bool:
+    if not path.is_file() or not zipfile.is_zipfile(path):
+        return True  # load_feeds says what is wrong with it
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return f"{_MANIFEST}.npy" in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return True
+
+
+def _load_plain(path: Path, model: onnx.ModelProto | None) -> Feed:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            feed = {key: data[key] for key in data.files}
+    except Exception as error:  # object arrays (pickles), a broken member
+        raise LoweringError(
+            f"{path}: not an inputs file: an .npz of arrays named after the model's inputs, without pickled "
+            f"objects ({_first_line(error)})"
+        ) from None
+    if model is not None:
+        declared = {info.name: info.type for info in graph_inputs(model)}
+        for name, value in feed.items():
+            type_proto = declared.get(name)
+            if type_proto is None or type_proto.WhichOneof("value") != "tensor_type" or value.dtype.kind != "V":
+                continue
+            try:
+                dtype = floats.numpy_dtype(type_proto.tensor_type.elem_type)
+            except (KeyError, TypeError, ValueError):
+                continue
+            if dtype.itemsize == value.dtype.itemsize:
+                feed[name] = value.view(dtype)
+    return feed

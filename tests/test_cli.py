@@ -63,7 +63,7 @@ def test_help_lists_every_option():
 def test_list_rules_shows_versions_and_types():
     completed = run_cli("--list-rules")
     assert completed.returncode == 0
-    assert "IsNaN-13" in completed.stdout and "bfloat16" in completed.stdout and "IsInf-20" in completed.stdout
+    assert "IsNaN-9/13/20" in completed.stdout and "bfloat16" in completed.stdout and "IsInf-10/20" in completed.stdout
 
 
 def _write(path: Path, data: bytes) -> Path:

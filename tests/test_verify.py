@@ -266,7 +266,7 @@ def test_cli_verify_exit_codes_json_and_replay(tmp_path):
     mismatched = run_cli("verify", str(original_path), str(wrong_path), cwd=tmp_path)
     assert mismatched.returncode == 1 and "MISMATCH" in mismatched.stdout
     saved = tmp_path / "w.onnx.inputs.npz"
-    assert saved.exists() and f"--inputs {saved.name}" in mismatched.stdout
+    assert saved.exists() and f"--inputs {saved}" in mismatched.stdout, "saved beside LOWERED, the path said"
     replay = run_cli("verify", str(original_path), str(wrong_path), "--inputs", saved.name, cwd=tmp_path)
     assert replay.returncode == 1
 

@@ -1,0 +1,104 @@
+"""README and --help agree with the command line: every option shown with an example, the
+Rules table whole, the API example's printed Counter what the shipped example gives, the
+usage line naming verify, and a usage error pointing to the right help."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+import lowering
+from lowering.cli import build_parser, build_verify_parser
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lowering", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=180
+    )
+
+
+def example_lines() -> list[str]:
+    """Every ``onnx-lower ...`` command README shows (in code blocks and table cells)."""
+    found = [line.strip() for line in README.splitlines() if line.strip().startswith("onnx-lower ")]
+    found += re.findall(r"`(onnx-lower [^`]+)`", README)
+    return found
+
+
+def options(parser) -> list[list[str]]:
+    """Each option's spellings (``["-o", "--output"]``), --help aside."""
+    return [action.option_strings for action in parser._actions if action.option_strings and "--help" not in
+            action.option_strings]  # fmt: skip
+
+
+@pytest.mark.parametrize("which", ["lower", "verify"])
+def test_readme_shows_every_option_with_an_example(which):
+    parser = build_parser() if which == "lower" else build_verify_parser()
+    examples = [line for line in example_lines() if (line.startswith("onnx-lower verify")) == (which == "verify")]
+    for spellings in options(parser):
+        longest = max(spellings, key=len)
+        assert f"`{longest}" in README or f", {longest}" in README, f"README does not name {longest}"
+        assert any(re.search(rf"(^|\s){re.escape(o)}(\s|$)", line) for line in examples for o in spellings), (
+            f"README has no example of {which} {longest}"
+        )
+
+
+def test_rules_table_is_one_table():
+    section = README[README.index("\n## Rules\n") :]
+    section = section[: section.index("\n### ")]
+    lines = section.strip().splitlines()
+    rows = [k for k, line in enumerate(lines) if line.startswith("|")]
+    assert rows == list(range(rows[0], rows[-1] + 1)), "no blank line splits the Rules table"
+    assert any("OptionalHasElement" in lines[k] for k in rows) and any("Trilu" in lines[k] for k in rows)
+
+
+def test_api_example_prints_what_the_shipped_example_gives():
+    block = README[README.index("## Python API") :]
+    block = block[block.index("```python") : block.index("```\n", block.index("```python") + 3)]
+    load = re.search(r'onnx\.load\("([^"]+)"\)', block).group(1)
+    printed = re.search(r"print\(result\.report\.rewritten\)\s+# (.+)", block).group(1)
+    model = onnx.load(REPO / load)
+    assert repr(lowering.lower_model(model).report.rewritten) == printed
+
+
+def test_readme_first_command_lowers_the_example(tmp_path):
+    first = README[README.index("```bash") + len("```bash") :].strip().splitlines()[0]
+    command = first[first.index("onnx-lower ") :]
+    args = shlex.split(command)[1:]
+    output = args.index("-o") + 1
+    args[output] = str(tmp_path / Path(args[output]).name)
+    completed = run_cli(*args, cwd=REPO)
+    assert completed.returncode == 0, completed.stderr
+    assert (tmp_path / Path(args[output]).name).exists()
+
+
+def test_usage_line_names_verify_and_list_rules():
+    completed = run_cli("--help")
+    usage = completed.stdout[: completed.stdout.index("\n\n")]
+    assert "onnx-lower MODEL..." in usage and "onnx-lower verify ORIGINAL LOWERED" in usage
+    assert "onnx-lower --list-rules" in usage
+
+
+def test_verify_help_fits_a_terminal():
+    completed = run_cli("verify", "--help")
+    assert completed.returncode == 0
+    lines = completed.stdout.splitlines()
+    assert len(lines) < 50 and max(map(len, lines)) <= 100
+    assert "exit status: 0 match; 1 mismatch; 2 bad input" in completed.stdout
+
+
+def test_a_verify_usage_error_points_to_verify_help(tmp_path):
+    completed = run_cli("verify", tmp_path / "only_one.onnx")
+    assert completed.returncode == 2 and completed.stdout == ""
+    (line,) = completed.stderr.strip().splitlines()
+    assert "required: LOWERED" in line and line.endswith("(see onnx-lower verify --help)")
+    lowering_error = run_cli("--no-such-option")
+    assert lowering_error.stderr.strip().endswith("(see onnx-lower --help)")

@@ -1,0 +1,294 @@
+"""``onnx-lower verify`` (and ``onnx-lower MODEL --verify``) as a subprocess: the user's own
+inputs as plain .npz, --save-outputs, mismatch statistics, the onnx.reference note, custom
+domains, where the inputs of a mismatch go, and integer inputs that hold shapes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import onnx
+import onnx.parser
+import pytest
+from onnx import TensorProto, helper
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
+
+
+def run_cli(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lowering", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+def save_text(path: Path, text: str) -> Path:
+    model = onnx.parser.parse_model(text)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return path
+
+
+def one_error_line(completed: subprocess.CompletedProcess) -> str:
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
+    return lines[0]
+
+
+NUDGED = """
+    <ir_version: 9, opset_import: ["" : 18]>
+    main (float[N] x, int64[N] k) => (float[N] y, int64[N] j) {
+        one = Constant <value = float {1.0000001}> ()
+        y = Mul (x, one)
+        j = Identity (k)
+    }
+"""
+PLAIN = """
+    <ir_version: 9, opset_import: ["" : 18]>
+    main (float[N] x, int64[N] k) => (float[N] y, int64[N] j) {
+        y = Identity (x)
+        j = Identity (k)
+    }
+"""
+
+
+@pytest.fixture
+def pair(tmp_path) -> tuple[Path, Path]:
+    """y = x against y = x * 1.0000001: they differ wherever x is a normal number."""
+    return save_text(tmp_path / "plain.onnx", PLAIN), save_text(tmp_path / "nudged.onnx", NUDGED)
+
+
+# -- 8: the user's own inputs, saved outputs, mismatch statistics ---------------------------------
+
+
+def test_plain_npz_inputs_one_run_per_file_and_saved_outputs(pair, tmp_path):
+    original, _ = pair
+    np.savez(tmp_path / "one.npz", x=np.array([1.0, np.nan, -0.0], np.float32), k=np.array([1, 2, 3]))
+    np.savez(tmp_path / "two.npz", x=np.array([np.inf, 2.0], np.float32), k=np.array([7, 8]))
+    completed = run_cli("verify", original, original, "--inputs", tmp_path / "one.npz", tmp_path / "two.npz",
+                        "--save-outputs", tmp_path / "outputs.npz")  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert "2 runs" in completed.stdout and "y: match (5 values)" in completed.stdout
+    assert f"outputs saved to {tmp_path / 'outputs.npz'}" in completed.stdout
+    with np.load(tmp_path / "outputs.npz") as saved:
+        np.testing.assert_array_equal(saved["run1/lowered/y"], [np.inf, 2.0])
+        np.testing.assert_array_equal(saved["run0/original/j"], [1, 2, 3])
+
+
+def test_plain_npz_inputs_that_do_not_fit_blame_the_file(pair, tmp_path):
+    original, _ = pair
+    np.savez(tmp_path / "wrong_type.npz", x=np.array([1.0]), k=np.array([1]))  # float64, not float32
+    np.savez(tmp_path / "missing.npz", x=np.array([1.0], np.float32))
+    np.savez(tmp_path / "pickled.npz", x=np.array([{"a": 1}], dtype=object), k=np.array([1]))
+    for name, words in (("wrong_type.npz", "float64[1], but the model declares float[N]"),
+                        ("missing.npz", "holds inputs x but the model takes x, k"),
+                        ("pickled.npz", "without pickled objects")):  # fmt: skip
+        completed = run_cli("verify", original, original, "--inputs", tmp_path / name)
+        assert completed.returncode == 2
+        line = one_error_line(completed)
+        assert name in line and words in line, line
+
+
+def test_plain_npz_holds_bfloat16_as_numpy_stores_it(tmp_path):
+    model = save_text(
+        tmp_path / "b.onnx",
+        """
+        <ir_version: 9, opset_import: ["" : 20]>
+        main (bfloat16[N] b) => (bool[N] n) { n = IsNaN (b) }
+    """,
+    )
+    lowered = tmp_path / "lowered.onnx"
+    assert run_cli(model, "-o", lowered, "-q").returncode == 0
+    np.savez(tmp_path / "b.npz", b=np.array([1.0, np.nan, -np.inf], ml_dtypes.bfloat16))
+    completed = run_cli("verify", model, lowered, "--inputs", tmp_path / "b.npz")
+    assert completed.returncode == 0, completed.stderr
+    assert "n: match (3 values)" in completed.stdout
+
+
+def test_mismatch_statistics_count_relative_error_and_where(pair, tmp_path):
+    original, nudged = pair
+    np.savez(tmp_path / "in.npz", x=np.array([0.0, 1.0, 3.0, np.nan], np.float32), k=np.arange(4))
+    completed = run_cli("verify", original, nudged, "--inputs", tmp_path / "in.npz", "--json")
+    assert completed.returncode == 1
+    report = json.loads(completed.stdout)
+    y = report["outputs"][0]
+    assert y["mismatches"] == 2 and y["compared"] == 4
+    assert y["max_difference_run"] == 0 and y["max_difference_index"] == [2]
+    assert 1e-7 < y["max_relative_difference"] < 2e-7
+    text = run_cli("verify", original, nudged, "--inputs", tmp_path / "in.npz")
+    line = next(line for line in text.stdout.splitlines() if line.startswith("y: "))
+    assert re.match(
+        r"y: 2 of 4 values differ; max difference 4\.76837e-07 \(relative 1\.5\d+e-07\) at run 0, index \(2,\); "
+        r"first at run 0, index \(1,\): original 1\.0 ",
+        line,
+    ), line
+
+
+# -- 9: the onnx.reference note ------------------------------------------------------------------
+
+
+def sigmoid_at_opset_6(path: Path) -> Path:
+    """Add-6 has no onnxruntime kernel: the model runs in onnx.reference; at 13 in onnxruntime."""
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["c"]), helper.make_node("Sigmoid", ["c"], ["y"])],
+        "main",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [64]) for name in "ab"],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)], ir_version=3), path)
+    return path
+
+
+def test_reference_against_onnxruntime_mismatch_gets_a_note(tmp_path):
+    original = sigmoid_at_opset_6(tmp_path / "sigmoid6.onnx")
+    converted = tmp_path / "sigmoid13.onnx"
+    assert run_cli(original, "-o", converted, "--target-opset", "13", "--ops", "none", "-q").returncode == 0
+    completed = run_cli("verify", original, converted, "--samples", "16")
+    assert completed.returncode == 1
+    assert "original run by onnx.reference" in completed.stdout and "lowered run by onnxruntime\n" in completed.stdout
+    note = next(line for line in completed.stdout.splitlines() if line.startswith("note: "))
+    assert "onnx.reference" in note and "--atol" in note and "--rtol" in note
+    relaxed = run_cli("verify", original, converted, "--samples", "16", "--atol", "1e-6")
+    assert relaxed.returncode == 0 and "note:" not in relaxed.stdout
+
+
+# -- 11: where the inputs of a mismatch go -------------------------------------------------------
+
+
+def test_lower_verify_saves_the_inputs_beside_the_output(tmp_path):
+    original = sigmoid_at_opset_6(tmp_path / "sigmoid6.onnx")
+    work = tmp_path / "work"
+    work.mkdir()
+    output = tmp_path / "out" / "s13.onnx"
+    args = ("--target-opset", "13", "--ops", "none", "--verify")
+    completed = run_cli(original, "-o", output, *args, cwd=work)
+    assert completed.returncode == 1 and "MISMATCH" in completed.stdout
+    saved = tmp_path / "out" / "s13.onnx.inputs.npz"
+    line = one_error_line(completed)
+    assert f"{output} was not written" in line and f"inputs saved to {saved}" in line
+    assert sorted(p.name for p in saved.parent.iterdir()) == [saved.name], "the model itself is not written"
+    assert not list(work.iterdir()), "nothing in the working folder"
+    dry = run_cli(original, "--dry-run", *args, cwd=work)
+    assert dry.returncode == 1 and not list(work.iterdir())
+    temporary = Path(one_error_line(dry).split("inputs saved to ")[1].split(";")[0])
+    assert temporary.name == "sigmoid6.onnx.inputs.npz" and temporary.exists()
+    assert temporary.parent.name.startswith("onnx-lower-")
+
+
+def test_verify_saves_beside_lowered_or_in_a_temporary_folder(pair, tmp_path):
+    original, nudged = pair
+    work = tmp_path / "work"
+    work.mkdir()
+    completed = run_cli("verify", original, nudged, cwd=work)
+    assert completed.returncode == 1
+    beside = tmp_path / "nudged.onnx.inputs.npz"
+    assert beside.exists() and f"inputs saved to {beside}; replay: " in completed.stdout
+    assert not list(work.iterdir())
+    beside.unlink()
+    beside.mkdir()  # cannot be written there: a temporary folder instead, and the path said
+    again = run_cli("verify", original, nudged, cwd=work)
+    assert again.returncode == 1 and again.stderr == ""
+    path = Path(again.stdout.split("inputs saved to ")[1].split(";")[0])
+    assert path.parent.name.startswith("onnx-lower-") and path.exists()
+    replay = run_cli("verify", original, nudged, "--inputs", path)
+    assert replay.returncode == 1
+
+
+# -- 10: custom domains ---------------------------------------------------------------------------
+
+CUSTOM = """
+    <ir_version: 9, opset_import: ["" : 18, "my.ops" : 1]>
+    main (float[N] x) => (float[N] y, bool[N] n) {
+        y = my.ops.Foo (x)
+        n = IsNaN (x)
+    }
+"""
+
+
+def test_custom_domain_cannot_be_verified_without_its_library(tmp_path):
+    model = tmp_path / "custom.onnx"
+    onnx.save(onnx.parser.parse_model(CUSTOM), model)
+    lowered = tmp_path / "lowered.onnx"
+    refused = run_cli(model, "-o", lowered, "--verify")
+    assert refused.returncode == 2 and not lowered.exists()
+    line = one_error_line(refused)
+    assert "cannot verify: the original model uses ops of domain 'my.ops' (Foo)" in line
+    assert "--custom-op-library" in line and line.endswith("nothing was written")
+    assert run_cli(model, "-o", lowered, "-q").returncode == 0, "lowering alone is fine"
+    verify = run_cli("verify", model, lowered, "--json")
+    assert verify.returncode == 2 and "cannot verify" in json.loads(verify.stdout)["error"]["message"]
+    missing = run_cli("verify", model, lowered, "--custom-op-library", tmp_path / "nope.so")
+    assert missing.returncode == 2 and "nope.so: no such file" in one_error_line(missing)
+    not_a_library = run_cli("verify", model, lowered, "--custom-op-library", "lowered.onnx", cwd=tmp_path)
+    assert not_a_library.returncode == 2 and "onnxruntime cannot load it" in one_error_line(not_a_library)
+    alone = run_cli(model, "-o", lowered, "--custom-op-library", "x.so")
+    assert alone.returncode == 2 and "--custom-op-library is for --verify" in one_error_line(alone)
+
+
+def test_custom_op_library_runs_both_models():
+    extensions = pytest.importorskip("onnxruntime_extensions")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        model = Path(folder) / "upper.onnx"
+        onnx.save(onnx.parser.parse_model("""
+            <ir_version: 9, opset_import: ["" : 18, "ai.onnx.contrib" : 1]>
+            main (string[N] s, float[N] x) => (string[N] y, bool[N] n) {
+                y = ai.onnx.contrib.StringUpper (s)
+                n = IsNaN (x)
+            }
+        """), model)  # fmt: skip
+        output = Path(folder) / "lowered.onnx"
+        completed = run_cli(model, "-o", output, "--verify", "--custom-op-library", extensions.get_library_path())
+        assert completed.returncode == 0, completed.stderr
+        assert "MATCH" in completed.stdout and output.exists()
+
+
+# -- 12: integer inputs that hold shapes ----------------------------------------------------------
+
+EXPAND = """
+    <ir_version: 9, opset_import: ["" : 18]>
+    main (float[3, 1] x, int64[2] shape) => (float[?, ?] y, bool[3, 1] n) {
+        y = Expand (x, shape)
+        n = IsNaN (x)
+    }
+"""
+
+
+def test_an_integer_input_read_as_a_shape_is_named_with_the_way_out(tmp_path):
+    model = save_text(tmp_path / "expand.onnx", EXPAND)
+    completed = run_cli("verify", model, model)
+    assert completed.returncode == 2
+    line = one_error_line(completed)
+    assert "the original model fails in onnxruntime" in line
+    assert "input 'shape' (read by Expand input 'shape') looks like a shape" in line
+    assert "--inputs FILE.npz" in line and "--value-range shape:LO,HI" in line
+    ranged = run_cli("verify", model, model, "--value-range", "shape:1,1")
+    assert ranged.returncode == 0 and ranged.stdout.splitlines()[-1] == "MATCH", ranged.stderr
+    np.savez(tmp_path / "mine.npz", x=np.zeros((3, 1), np.float32), shape=np.array([3, 4]))
+    given = run_cli("verify", model, model, "--inputs", tmp_path / "mine.npz")
+    assert given.returncode == 0, given.stderr
+    lowered = run_cli(model, "-o", tmp_path / "out.onnx", "--verify")
+    assert lowered.returncode == 2 and "options of onnx-lower verify" in one_error_line(lowered)
+
+
+@pytest.mark.parametrize(
+    "value_range, words",
+    [
+        ("x:1,2", "a range is for integer inputs"),
+        ("nosuch:1,2", "the model has no such input (its inputs: x, shape)"),
+        ("shape:3,1", "expected NAME:LO,HI with whole numbers LO <= HI"),
+        ("shape:1", "expected NAME:LO,HI"),
+        ("shape:-1,99999999999999999999", "which holds"),
+    ],
+)
+def test_bad_value_ranges_are_one_line(tmp_path, value_range, words):
+    model = save_text(tmp_path / "expand.onnx", EXPAND)
+    completed = run_cli("verify", model, model, "--value-range", value_range)
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert words in one_error_line(completed)
