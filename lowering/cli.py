@@ -161,6 +161,7 @@ def _run(args: argparse.Namespace) -> int:
         in_place=args.in_place,
         custom_op_libraries=tuple(args.custom_op_library),
         progress=not args.quiet and not args.json,
+        locations=args.json,
     )
     if args.in_place and args.output:
         raise LoweringError("--in-place writes each MODEL itself: give no -o")

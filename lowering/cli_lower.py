@@ -37,6 +37,7 @@ class LowerOptions:
     in_place: bool = False
     custom_op_libraries: tuple[str, ...] = ()
     progress: bool = False  # draw a progress line on stderr (one model, on a terminal)
+    locations: bool = False  # list where each replaced node was in the JSON record (--json)
 
 
 @dataclass
@@ -112,6 +113,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
     size_before = stored_size(model_file, model_path)
     record.update(opset={"before": default_opset(model.opset_import)}, size_bytes={"before": size_before})
     record["ops"] = {"before": dict(sorted(counts_before.items()))}
+    before = _main_graph_nodes(model) if options.locations else None
     progress = Progress(sum(counts_before.values())) if options.progress and sys.stderr.isatty() else None
     try:
         result = lower_model(
@@ -131,6 +133,8 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
     report = result.report.as_dict()
     record.update(lowered=report["rewritten"], converted=report["converted"], kept=report["kept"])
     record["remaining"] = report["remaining"]
+    if before is not None:
+        record["replaced"] = replaced_nodes(before, result.model)
     fmt = file_format(output_path) if output_path else "protobuf"
     size_after, text = prepared(result.model, fmt, model_file)
     record["size_bytes"]["after"] = size_after
@@ -143,6 +147,24 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
     if output_path is not None and not options.dry_run:
         write_model(result.model, output_path, model_file, in_place=options.in_place, input_path=model_path, data=text)
         record["written"] = True
+
+
+def _main_graph_nodes(model) -> list[tuple[str, tuple[str, ...], str]]:
+    return [(node.op_type, tuple(node.output), node.name) for node in model.graph.node]
+
+
+def replaced_nodes(before: list[tuple[str, tuple[str, ...], str]], lowered) -> list[dict]:
+    """Where the main graph's nodes were replaced (lowered, converted by an adapter, expanded):
+    each node of the original whose op and outputs no node of the result has, as its op, its
+    name (``#index`` where it has none) and the graph. Nodes kept as they are (re-versioned
+    included) are not listed; nodes inside subgraphs and local functions are counted only."""
+    kept = {(node.op_type, tuple(node.output)) for node in lowered.graph.node}
+    graph = lowered.graph.name
+    return [
+        {"op_type": op_type, "node": name or f"#{index}", "graph": graph}
+        for index, (op_type, outputs, name) in enumerate(before)
+        if (op_type, outputs) not in kept
+    ]
 
 
 def _verify(model_path, output_path, model_file, lowered, options: LowerOptions, outcome: Outcome) -> None:

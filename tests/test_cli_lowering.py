@@ -155,6 +155,19 @@ def test_json_with_a_target_opset_counts_conversions_and_kept_ops(tmp_path):
     assert report["opset"] == {"before": 17, "after": 13} and report["lowered"] == {}
 
 
+def test_json_lists_where_each_replaced_node_was():
+    completed = run_cli(EXAMPLE, "--dry-run", "--json")
+    report = json.loads(completed.stdout)
+    replaced = report["replaced"]
+    assert sum(report["lowered"].values()) == len(replaced) > 0
+    original = onnx.load(EXAMPLE)
+    names = {node.name or f"#{index}": node.op_type for index, node in enumerate(original.graph.node)}
+    for entry in replaced:
+        assert names[entry["node"]] == entry["op_type"] and entry["graph"] == original.graph.name
+    converted = json.loads(run_cli(EXAMPLE, "--dry-run", "--json", "--target-opset", "13", "--ops", "none").stdout)
+    assert converted["converted"] == {"Where-16→9": 2} and converted["replaced"] == []  # re-versioned: same nodes
+
+
 # -- 5: the table, sizes, time and wording --------------------------------------------------------
 
 
