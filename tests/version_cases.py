@@ -8,6 +8,7 @@ import functools
 import warnings
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 import onnx
 
@@ -29,12 +30,14 @@ def node_cases() -> tuple:
 
 @dataclass
 class CaseOutcome:
-    converter: str  # "runs", "fails", "invalid" (checker refuses), "does not run"
+    converter: str  # "runs", "fails", "invalid" (checker refuses its model), "does not run"
     ours: str  # "converts", "refuses", "crashes", "does not run"
     original_runs: bool = False  # onnxruntime runs the case's own model
+    comparable: bool = False  # ... and gives the expected outputs, so converted models are checked
     converter_wrong: bool = False  # it runs but gives other outputs than the case expects
     ours_wrong: bool = False
-    detail: str = ""
+    detail: str = ""  # ours: the refusal, the crash, onnxruntime's error, or where the outputs differ
+    converter_detail: str = ""  # the converter's error, the checker's, onnxruntime's, or the difference
 
 
 def _feed(value):
@@ -51,10 +54,25 @@ def feeds_of(model: onnx.ModelProto, inputs: list) -> dict:
     return {info.name: _feed(value) for info, value in zip(model.graph.input, inputs, strict=False)}
 
 
+def _numeric(value):
+    """An output or expected value as numpy sees it: a TensorProto (how the cases store bfloat16,
+    float8 and 4-bit values) read into an array, and ml_dtypes' types widened to float64 or int64
+    so that numpy compares them as numbers."""
+    value = _feed(value)
+    if isinstance(value, np.ndarray) and value.dtype.type.__module__ == "ml_dtypes":
+        try:
+            ml_dtypes.finfo(value.dtype)
+        except ValueError:
+            return value.astype(np.int64)
+        return value.astype(np.float64)
+    return value
+
+
 def same_outputs(got: list, want: list) -> bool:
     if len(got) != len(want):
         return False
     for a, b in zip(got, want, strict=True):
+        a, b = _numeric(a), _numeric(b)
         if isinstance(b, list) or isinstance(a, list):
             if not (isinstance(a, list) and isinstance(b, list)) or not same_outputs(a, b):
                 return False
@@ -74,12 +92,57 @@ def same_outputs(got: list, want: list) -> bool:
     return True
 
 
+def _first_line(error: Exception, limit: int = 300) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:limit]}{'...' * (len(text) > limit)}"
+
+
+def _run(model: onnx.ModelProto, case) -> tuple[list[list] | None, str]:
+    """The model's outputs on every data set of the case, or None and onnxruntime's error."""
+    try:
+        return [run_onnxruntime(model, feeds_of(model, inputs)) for inputs, _ in case.data_sets], ""
+    except Exception as error:
+        return None, _first_line(error)
+
+
 def _outputs(model: onnx.ModelProto, case) -> list[list] | None:
     """The model's outputs on every data set of the case, or None where onnxruntime fails."""
-    try:
-        return [run_onnxruntime(model, feeds_of(model, inputs)) for inputs, _ in case.data_sets]
-    except Exception:
+    return _run(model, case)[0]
+
+
+def _value_difference(got, want) -> str | None:
+    """How one output differs from the expected one, or None where they agree."""
+    if same_outputs([got], [want]):
         return None
+    got, want = _numeric(got), _numeric(want)
+    if isinstance(got, list) or isinstance(want, list) or got is None or want is None:
+        return f"got {type(got).__name__}, expected {type(want).__name__}"
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return f"shape {got.shape} ({got.dtype}), expected {want.shape} ({want.dtype})"
+    if got.dtype.kind in "fc" or want.dtype.kind in "fc":
+        wide_got, wide_want = got.astype(np.float64), want.astype(np.float64)
+        close = np.isclose(wide_got, wide_want, rtol=RTOL, atol=ATOL, equal_nan=True)
+    else:
+        close = np.asarray(got == want)
+    if close.ndim == 0:
+        return f"{got} ({got.dtype}), expected {want} ({want.dtype})"
+    where = tuple(int(i) for i in np.argwhere(~close)[0])
+    return (
+        f"{int((~close).sum())} of {close.size} values differ ({got.dtype}, expected {want.dtype}); "
+        f"first at {where}: {got[where]}, expected {want[where]}"
+    )
+
+
+def difference(outputs: list[list], case) -> str:
+    """Where a model's outputs first differ from the case's expected outputs."""
+    for number, (got, (_, want)) in enumerate(zip(outputs, case.data_sets, strict=True)):
+        if len(got) != len(want):
+            return f"data set {number}: {len(got)} outputs, expected {len(want)}"
+        for index, (value, expected) in enumerate(zip(got, want, strict=True)):
+            if (text := _value_difference(value, expected)) is not None:
+                return f"data set {number}, output {index}: {text}"
+    return ""
 
 
 def _matches(outputs: list[list] | None, case) -> bool:
@@ -99,20 +162,24 @@ def _original(name: str) -> tuple[bool, bool]:
 
 def sweep_case(case, target: int) -> CaseOutcome:
     runs, comparable = _original(case.name)
-    outcome = CaseOutcome(converter="fails", ours="crashes", original_runs=runs)
+    outcome = CaseOutcome(converter="fails", ours="crashes", original_runs=runs, comparable=comparable)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             converted = onnx.version_converter.convert_version(case.model, target)
-            onnx.checker.check_model(converted, full_check=True)
-        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
-            outcome.converter = "invalid"
-        except Exception:
-            outcome.converter = "fails"
+        except Exception as error:
+            outcome.converter, outcome.converter_detail = "fails", _first_line(error)
         else:
-            outputs = _outputs(converted, case)
-            outcome.converter = "runs" if outputs is not None else "does not run"
-            outcome.converter_wrong = outputs is not None and comparable and not _matches(outputs, case)
+            try:
+                onnx.checker.check_model(converted, full_check=True)
+            except Exception as error:
+                outcome.converter, outcome.converter_detail = "invalid", _first_line(error)
+            else:
+                outputs, outcome.converter_detail = _run(converted, case)
+                outcome.converter = "runs" if outputs is not None else "does not run"
+                outcome.converter_wrong = outputs is not None and comparable and not _matches(outputs, case)
+                if outcome.converter_wrong:
+                    outcome.converter_detail = difference(outputs, case)
         try:
             ours = lowering.lower(case.model, target_opset=target, ops=[])
         except lowering.LoweringError as error:
@@ -121,7 +188,9 @@ def sweep_case(case, target: int) -> CaseOutcome:
         except Exception as error:  # a bug: every failure must be a LoweringError
             outcome.ours, outcome.detail = "crashes", f"{type(error).__name__}: {error}"
             return outcome
-    outputs = _outputs(ours, case)
+    outputs, outcome.detail = _run(ours, case)
     outcome.ours = "converts" if outputs is not None else "does not run"
     outcome.ours_wrong = outputs is not None and comparable and not _matches(outputs, case)
+    if outcome.ours_wrong:
+        outcome.detail = difference(outputs, case)
     return outcome
