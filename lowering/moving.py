@@ -125,8 +125,34 @@ def move(
         names=names,
         location=location,
     )
+    if source_version is not None and target_version is not None:
+        _refuse_a_plain_re_versioning(node, converted, source_version, target_version, location, scope.opset)
     report.adapted[moved] += 1
     return converted
+
+
+def _refuse_a_plain_re_versioning(
+    node: onnx.NodeProto, converted: list, source_version: int, target_version: int, location: str, opset: int
+) -> None:
+    """onnx's converter knows a step's meaning only where it has an adapter of its own for it;
+    where it gives the node back as it is (op, inputs, outputs, attributes) although a known
+    change of a step between affects the node, it re-versioned it blindly: refused, with why."""
+    change = adapters.change_for(node, source_version, target_version)
+    if change is None or len(converted) != 1:
+        return
+    (result,) = converted
+    same = (
+        result.op_type == node.op_type
+        and list(result.input) == list(node.input)
+        and list(result.output) == list(node.output)
+        and sorted(a.SerializeToString() for a in result.attribute)
+        == sorted(a.SerializeToString() for a in node.attribute)
+    )
+    if same:
+        raise LoweringError(
+            f"{location}: {node.op_type}-{source_version} cannot go to opset {opset} as it is, and no adapter "
+            f"takes it there: {change.reason}"
+        )
 
 
 # Kinds of node judged to keep their meaning across a version step, or not. The judgement is

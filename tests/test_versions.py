@@ -3,6 +3,8 @@ type, checked at the target and compared bit for bit in onnxruntime."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import onnx.parser
@@ -290,3 +292,37 @@ def test_local_function_bodies_move_to_the_target_too():
         values = sample_values(onnx.TensorProto.FLOAT)
         (got,) = run_onnxruntime(lowered, {"x": values})
         np.testing.assert_array_equal(got, np.isnan(values) | np.isinf(values))
+
+
+@pytest.mark.parametrize(
+    "text, target, words",
+    [
+        (
+            """<ir_version: 10, opset_import: ["" : 22]>
+            main (float[1,1,N,M] x) => (float[1,1,?,?] y) {
+                y = MaxPool <kernel_shape = [3,3], strides = [2,2], ceil_mode = 1> (x) }""",
+            21,
+            "MaxPool-22 cannot go to opset 21 as it is, and no adapter takes it there: version 22 ignores windows",
+        ),
+        (
+            """<ir_version: 10, opset_import: ["" : 28]>
+            main (uint8[N] x, uint8[N] s) => (uint8[N] y) { y = BitShift <direction = "RIGHT"> (x, s) }""",
+            21,
+            "BitShift-28 cannot go to opset 21 as it is, and no adapter takes it there: version 28 defines shifts",
+        ),
+    ],
+    ids=["maxpool-22-ceil-mode", "bitshift-28"],
+)
+def test_a_node_onnx_converter_would_re_version_blindly_across_a_known_change_is_refused(text, target, words):
+    """onnx's converter gives these nodes back as they are, though the step changed what they
+    mean (found by the corpus sweep: onnxruntime applies the new rule at every opset, so the
+    backend cases cannot tell)."""
+    with pytest.raises(lowering.LoweringError, match=re.escape(words)):
+        lowering.lower(onnx.parser.parse_model(text), target_opset=target, ops=[])
+
+
+def test_a_node_the_known_change_does_not_affect_still_converts():
+    model = onnx.parser.parse_model("""<ir_version: 10, opset_import: ["" : 22]>
+        main (float[1,1,N,M] x) => (float[1,1,?,?] y) { y = MaxPool <kernel_shape = [3,3], strides = [2,2]> (x) }""")
+    result = lowering.lower_model(model, target_opset=21, ops=[])
+    assert [node.op_type for node in result.model.graph.node] == ["MaxPool"]

@@ -23,7 +23,12 @@ known_change(
     "version 11 restates the output shape under auto_pad",
     affects=auto_pad_set,
 )
-known_change(("ConvTranspose",), 11, "version 11 restates auto_pad's padding split and output_padding")
+known_change(
+    ("ConvTranspose",),
+    11,
+    "version 11 restates how auto_pad (and an output_shape, which pads by it) splits the padding",
+    affects=lambda node: auto_pad_set(node) or any(a.name == "output_shape" for a in node.attribute),
+)
 known_change(
     (
         "ArgMax", "ArgMin", "Compress", "Concat", "Flatten", "Hardmax", "LogSoftmax", "Softmax", "ReduceL1",
