@@ -220,6 +220,9 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
         return _dequantized_by_arithmetic(node, context)
     return _at_version_13(node, context)
 
+# Going up, a version-10 node (scalar scale and zero point) means the same at 13: down only.
+known_change(("QuantizeLinear", "DequantizeLinear"), 13, QUANTIZE_13, down_only=True)
+
 
 @adapter(
     ("QuantizeLinear", "DequantizeLinear"),
@@ -227,7 +230,6 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
     "down",
     "scalar scale or arithmetic",
     versions=(10, 28),
-    reason=QUANTIZE_13,
 )
 def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-13+(x, s, z), s scalar = QuantizeLinear-10(x, s, z); likewise DequantizeLinear.
