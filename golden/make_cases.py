@@ -247,6 +247,32 @@ main (float[N, 1] x, bool c) => (float[N] clean, float total) {{
     return cases
 
 
+def rule_cases() -> dict[str, str]:
+    """Ops without a function body that their own rules lower (``_lower-Op``) or that a target
+    opset lacks (``_to{N}``): CumProd (an axis of 8, every float16 bit pattern along it) and
+    Einsum (attention scores; a contraction that sums indices of each operand first)."""
+    return {
+        "rules/cumprod_opset26_float16_exclusive_lower-CumProd": f"""{header(26)}
+main (float16[N, 8] x) => (float16[N, 8] y) {{
+    axis = Constant <value = int64 {{1}}> ()
+    y = CumProd <exclusive = 1> (x, axis)
+}}""",
+        "rules/cumprod_opset26_float_reverse_to17": f"""{header(26)}
+main (float[N, 5] x) => (float[N, 5] y) {{
+    axis = Constant <value = int64 {{-1}}> ()
+    y = CumProd <reverse = 1> (x, axis)
+}}""",
+        "rules/einsum_opset12_float_attention_to11": f"""{header(12)}
+main (float[2, 4, 7, 16] q, float[2, 4, 9, 16] k) => (float[2, 4, 7, 9] scores) {{
+    scores = Einsum <equation = "bhqd,bhkd->bhqk"> (q, k)
+}}""",
+        "rules/einsum_opset12_float_sums_lower-Einsum": f"""{header(12)}
+main (float[3, 4, 5] a, float[6, 5, 7] b) => (float[4, 6] y) {{
+    y = Einsum <equation = "ijk,lkm->jl"> (a, b)
+}}""",
+    }
+
+
 def all_cases() -> dict[str, str]:
     cases = {}
     for opset, element_type in ISNAN_CASES:
@@ -258,6 +284,7 @@ def all_cases() -> dict[str, str]:
     cases.update(SPECIAL_CASES)
     cases.update(optional_cases())
     cases.update(version_cases())
+    cases.update(rule_cases())
     return cases
 
 

@@ -205,6 +205,36 @@ class Builder:
             and not self.target.lacks_kernel(op_type, version, value.element_type)
         )
 
+    def constant_value(self, value: Value) -> np.ndarray | None:
+        """``value``'s tensor where it is an initializer or a Constant's value, else None. A rule
+        that asks depends on the graph around the node, so its expansion is made per node."""
+        self.read_context = True
+        tensor = self._scope.constant_value(value.name) if self._scope is not None else None
+        if tensor is None:
+            return None
+        try:
+            return onnx.numpy_helper.to_array(tensor)
+        except Exception:  # external data, or a tensor onnx cannot read: not a constant here
+            return None
+
+    def shape_of(self, value: Value) -> list[int | None] | None:
+        """``value``'s dimensions as far as they are known (an int, None where unknown), None
+        where its rank is unknown: declared, or as onnx's inference gives it in the original
+        model. As :meth:`constant_value`, the expansion is then made per node."""
+        self.read_context = True
+        if self._scope is None:
+            return None
+        constant = self._scope.constant_value(value.name)
+        if constant is not None:
+            return list(constant.dims)
+        type_proto = self._scope.shaped_type_of(value.name)
+        if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
+            return None
+        tensor = type_proto.tensor_type
+        if not tensor.HasField("shape"):
+            return None
+        return [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+
     @staticmethod
     def scalar_tensor(value) -> onnx.TensorProto:
         """A one-element tensor for attributes such as ConstantOfShape's ``value``."""
@@ -215,6 +245,13 @@ class Builder:
         """A scalar of ``like``'s element type, shared across the graph."""
         type_name = schemas.type_name(like.element_type)
         return self._constants.scalar(value, like.element_type, f"{type_name}_{hint}")
+
+    def ints(self, values, hint: str) -> Value:
+        """A 1-D int64 constant holding ``values`` (axes, starts, a shape), made for this node."""
+        name = self._names.fresh(f"{self._hint}_{hint}", tail=f"_{hint}")
+        tensor = helper.make_tensor(name, onnx.TensorProto.INT64, [len(values)], [int(v) for v in values])
+        self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
+        return Value(name, onnx.TensorProto.INT64)
 
     def constant_bool(self, value: bool | Value) -> Value:
         """A shared scalar bool constant (a Value is returned as it is)."""
@@ -274,6 +311,14 @@ class Builder:
             node.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attributes.items()))
         self.nodes.append(node)
         return Value(output, element_type)
+
+    def over_axes(self, op_type: str, x: Value, axes, **attributes) -> Value:
+        """``op_type(x)`` over ``axes`` (Unsqueeze, Squeeze, a Reduce op): an attribute where the
+        op's version in force takes it so, else a 1-D int64 input."""
+        schema = schemas.schema_in_force(op_type, self.opset)
+        if schema is not None and "axes" in schema.attributes:
+            return self.op(op_type, x, axes=[int(a) for a in axes], **attributes)
+        return self.op(op_type, x, self.ints(axes, "axes"), **attributes)
 
     def __getattr__(self, op_type: str):
         if not op_type[:1].isupper():

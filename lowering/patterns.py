@@ -35,7 +35,10 @@ def all_patterns() -> list[PatternEntry]:
             ", ".join(map(str, rule.since_versions)),
             rule.name,
             first_paragraph(rule.formula),
-            f"bit for bit against {rule.reference.__name__} (numpy), every sample of every type"
+            f"{tolerance_text(rule.tolerance)}, other types bit for bit, against the op (onnxruntime's kernel, "
+            f"{rule.reference.__name__} in numpy), on the ONNX backend cases and random inputs"
+            if rule.reference is not None and rule.tolerance is not None
+            else f"bit for bit against {rule.reference.__name__} (numpy), every sample of every type"
             if rule.reference is not None
             else "bit for bit in the golden and optional tests (the answer depends on the graph)",
         )

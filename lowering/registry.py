@@ -6,13 +6,15 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from . import schemas
 from .builder import Builder, NotLowered, Value
+from .functions import Tolerance
 from .rules_package import load_rules_package
 
 RuleBody = Callable[..., "Value | tuple[Value, ...] | NotLowered"]
@@ -38,6 +40,10 @@ class Rule:
     sample of every type the rule serves (tests/test_rules_exhaustive.py runs every rule that
     has one). None for rules whose answer depends on the surrounding graph (the Optional ops),
     which the golden and optional tests check.
+
+    ``tolerance``: per input type, how far the lowered graph may stray from the op (and from
+    ``reference``) where it is not bit for bit: a sum whose terms the rule adds in another
+    order than the op's kernel (Einsum). None: bit for bit.
     """
 
     op_type: str
@@ -47,6 +53,7 @@ class Rule:
     emits: tuple[str, ...] | None = None
     rounding_invariant: bool = True
     reference: Callable[..., np.ndarray] | None = None
+    tolerance: Mapping[int, Tolerance] | None = None
 
     @property
     def name(self) -> str:
@@ -97,12 +104,13 @@ def rule(
     emits: tuple[str, ...] | None = None,
     rounding_invariant: bool = True,
     reference: Callable[..., np.ndarray] | None = None,
+    tolerance: Mapping[int, Tolerance] | None = None,
 ) -> Callable[[RuleBody], RuleBody]:
     """Register the decorated function as the rule lowering ``op_type`` at ``versions``.
 
     ``emits`` names what a rule whose output depends on the surrounding graph produces;
     for the others it is found by expanding the rule (see ``rules_table``).
-    ``rounding_invariant``, ``reference``: see :class:`Rule`."""
+    ``rounding_invariant``, ``reference``, ``tolerance``: see :class:`Rule`."""
 
     def register(body: RuleBody) -> RuleBody:
         key = (schemas.canonical_domain(domain), op_type)
@@ -112,7 +120,8 @@ def rule(
         unknown = [v for v in versions if v not in known]
         if unknown:
             raise ValueError(f"{op_type} has no versions {unknown}; onnx defines {known}")
-        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body, emits, rounding_invariant, reference)
+        stated = MappingProxyType(dict(tolerance)) if tolerance is not None else None
+        _RULES[key] = Rule(op_type, key[0], tuple(sorted(versions)), body, emits, rounding_invariant, reference, stated)
         return body
 
     return register

@@ -27,6 +27,9 @@ class Target:
     is a product choice, not "every op a pattern covers", so a new pattern changes no one's
     output unasked). A node is legal when its op is not among them and, where ``opset`` is set,
     it means there what it meant at the model's opset.
+    ``widens_float16``: the runtime runs an op it has no float16 kernel for on float16 by its
+    float32 kernel between Casts (onnxruntime does), so the op's float16 answer is its float32
+    answer rounded once (:meth:`runs_widened`).
     """
 
     name: str
@@ -35,6 +38,7 @@ class Target:
     kernels: Callable[[], KernelTable | None] = lambda: None
     lowered_ops: frozenset[str] = frozenset()
     opset: int | None = None
+    widens_float16: bool = False
 
     def compute_type(self, element_type: int) -> int:
         """The type to compute ``element_type`` values in: itself, or the exact widening."""
@@ -43,6 +47,18 @@ class Target:
         if floats.is_float(element_type) and floats.numpy_dtype(element_type).itemsize < 4:
             return self.widening_type
         return element_type
+
+    def runs_widened(self, op_type: str, since_version: int, element_type: int) -> bool:
+        """True where the runtime computes this op version on ``element_type`` in float32 between
+        Casts: float16 where it has the op's float32 kernel and not its float16 one."""
+        float16, float32 = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT
+        return (
+            self.widens_float16
+            and element_type == float16
+            and self.kernels() is not None
+            and self.lacks_kernel(op_type, since_version, float16)
+            and not self.lacks_kernel(op_type, since_version, float32)
+        )
 
     def lacks_kernel(self, op_type: str, since_version: int, element_type: int) -> bool:
         """True only when the runtime's kernels are known and none runs this op version on this type."""
@@ -85,6 +101,7 @@ ONNXRUNTIME_CPU = Target(
     widening_type=onnx.TensorProto.FLOAT,
     kernels=_onnxruntime_cpu_kernels,
     lowered_ops=SEED_OPS,
+    widens_float16=True,  # its graph transformer casts float16 around float32 kernels (FACTS.md)
 )
 
 DEFAULT_TARGET = ONNXRUNTIME_CPU

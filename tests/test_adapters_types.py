@@ -287,6 +287,12 @@ def test_an_op_newer_than_the_target_without_a_body_is_refused_by_name(op_type, 
         axis = helper.make_tensor_value_info("axis", TensorProto.INT64, [])
         model = single("CumProd", [tensor("x", element_type), axis], [tensor("y", element_type)], version)
     message = refusal(model, 21)
+    if op_type == "CumProd":  # it has a rule (rules/cumprod.py), which says why it cannot serve this node
+        assert message.endswith(
+            "CumProd-26 cannot be expressed at opset 21: the op does not exist there for this input, and it cannot "
+            "be lowered (the length of axis 0 (the axis is no constant) of x is unknown)"
+        )
+        return
     assert message.endswith(
         f"{op_type}-{version} does not exist at opset 21 (ONNX first defines it at {first}) and has no function "
         "body to write it with"

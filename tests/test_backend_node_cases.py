@@ -14,6 +14,8 @@ from lowering.registry import all_rules
 from lowering.runtime import run_onnxruntime
 
 OPTIONAL_GRAPH_INPUT = "is an optional input of graph"
+# Cases a rule leaves, and the reason the report gives (tests/test_cumprod_einsum.py checks more).
+REFUSED = {"test_einsum_batch_diagonal": "repeats the index i (a diagonal)"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,6 +52,9 @@ def test_backend_case_lowered(name):
         assert result.report.remaining and all(OPTIONAL_GRAPH_INPUT in r.reason for r in result.report.remaining)
         assert result.model.SerializeToString() == case.model.SerializeToString()
         return
+    if name in REFUSED:
+        assert any(REFUSED[name] in r.reason for r in result.report.remaining), result.report.lines()
+        return
     assert result.report.complete, result.report.lines()
     onnx.checker.check_model(result.model, full_check=True)
     lowered_ops = {node.op_type for node in result.model.graph.node}
@@ -64,4 +69,19 @@ def test_backend_case_lowered(name):
                 for got_item, expected_item in zip(got, expected, strict=True):
                     np.testing.assert_array_equal(got_item, expected_item)
             else:
-                np.testing.assert_array_equal(got, expected)
+                _assert_as_stated(case.model, got, expected)
+
+
+def _assert_as_stated(model: onnx.ModelProto, got: np.ndarray, expected: np.ndarray) -> None:
+    """Bit for bit, or within the tolerance a rule states for the type (Einsum's sums)."""
+    tolerances = [
+        rule.tolerance.get(onnx.helper.np_dtype_to_tensor_dtype(expected.dtype))
+        for rule in all_rules()
+        if rule.tolerance and any(node.op_type == rule.op_type for node in model.graph.node)
+    ]
+    stated = next((t for t in tolerances if t is not None), None)
+    if stated is None:
+        np.testing.assert_array_equal(got, expected)
+    else:
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert not stated.mismatches(got, expected).any()

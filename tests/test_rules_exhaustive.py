@@ -15,8 +15,9 @@ from lowering.registry import all_rules
 from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import sample_values
 
-# Ops whose rule is checked on more than one input, or on matrices, by a test of its own below.
-SHAPED = {"Trilu"}
+# Ops whose rule is checked on more than one input, or on matrices, by a test of its own: below
+# (Trilu), in tests/test_cumprod_einsum.py (CumProd, Einsum).
+SHAPED = {"Trilu", "CumProd", "Einsum"}
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
 # the registry: a new one is tested without a line here.
