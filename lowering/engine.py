@@ -20,7 +20,7 @@ from .builder import NotLowered
 from .cleanup import remove_unused
 from .errors import LoweringError
 from .folding import fold_integer_values
-from .graphs import held_graphs, holds_graphs, nested_graphs
+from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
 from .localfunctions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
 from .naming import NameAllocator
 from .optionals import OptionalResolver
@@ -467,11 +467,13 @@ def _without_unread_constants(nodes: list[onnx.NodeProto], outputs) -> list[onnx
 
 
 def _constants_made_by(nodes: list[onnx.NodeProto]) -> dict[str, onnx.TensorProto]:
-    """The values of the Constant nodes among ``nodes`` that hold a tensor, by output name."""
+    """The values of the Constant nodes among ``nodes`` (:func:`lowering.graphs.constant_tensor`),
+    by output name."""
     found = {}
     for node in nodes:
-        if node.op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].name == "value":
-            found[node.output[0]] = node.attribute[0].t
+        tensor = constant_tensor(node)
+        if tensor is not None:
+            found[node.output[0]] = tensor
     return found
 
 

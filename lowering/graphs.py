@@ -29,3 +29,32 @@ def nested_graphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
         for _, _, graph in held_graphs(node):
             yield graph
             yield from nested_graphs(graph.node)
+
+
+# A Constant's value attribute other than ``value``, as (element type, whether a list).
+_CONSTANT_VALUE_ATTRIBUTES = {
+    "value_float": (onnx.TensorProto.FLOAT, False),
+    "value_floats": (onnx.TensorProto.FLOAT, True),
+    "value_int": (onnx.TensorProto.INT64, False),
+    "value_ints": (onnx.TensorProto.INT64, True),
+}
+
+
+def constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
+    """The tensor a default-domain Constant node holds: its ``value``, or a ``value_float(s)`` /
+    ``value_int(s)`` as the 0-D or 1-D tensor the op's spec makes of it; None for other nodes,
+    sparse and string values, and attribute references."""
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or len(node.attribute) != 1:
+        return None
+    (attribute,) = node.attribute
+    if attribute.ref_attr_name:
+        return None
+    if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
+        return attribute.t
+    found = _CONSTANT_VALUE_ATTRIBUTES.get(attribute.name)
+    if found is None:
+        return None
+    element_type, is_list = found
+    value = onnx.helper.get_attribute_value(attribute)
+    values = list(value) if is_list else [value]
+    return onnx.helper.make_tensor("", element_type, [len(values)] if is_list else [], values)

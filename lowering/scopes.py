@@ -14,6 +14,7 @@ import onnx
 
 from . import schemas
 from .builder import ConstantPool, output_type_rule, same_typed_inputs, schema_output_rule
+from .graphs import constant_tensor
 from .naming import NameAllocator
 
 GraphLike = onnx.GraphProto | onnx.FunctionProto
@@ -200,7 +201,8 @@ class Scope:
         return self._producers().get(name)
 
     def constant_value(self, name: str) -> onnx.TensorProto | None:
-        """The tensor behind ``name`` when it is an initializer or a Constant's value."""
+        """The tensor behind ``name`` when it is an initializer or a Constant's value (any of its
+        value attributes but sparse and strings: :func:`lowering.graphs.constant_tensor`)."""
         scope: Scope | None = self
         while scope is not None:
             tensor = scope._initializers().get(name)
@@ -208,15 +210,13 @@ class Scope:
                 return tensor
             found = scope._producers().get(name)
             if found is not None:
-                node = found[0]
-                if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                    for attribute in node.attribute:
-                        if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
-                            tensor = onnx.TensorProto()
-                            tensor.CopyFrom(attribute.t)
-                            tensor.name = name
-                            return tensor
-                return None
+                held = constant_tensor(found[0])
+                if held is None:
+                    return None
+                tensor = onnx.TensorProto()
+                tensor.CopyFrom(held)
+                tensor.name = name
+                return tensor
             if name in scope._declared_inputs:
                 return None
             scope = scope.parent

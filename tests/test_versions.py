@@ -326,3 +326,21 @@ def test_a_node_the_known_change_does_not_affect_still_converts():
         main (float[1,1,N,M] x) => (float[1,1,?,?] y) { y = MaxPool <kernel_shape = [3,3], strides = [2,2]> (x) }""")
     result = lowering.lower_model(model, target_opset=21, ops=[])
     assert [node.op_type for node in result.model.graph.node] == ["MaxPool"]
+
+
+def test_a_constant_given_as_value_ints_is_read_as_a_constant():
+    """Constant(value_ints=...) is as constant as Constant(value=...): ReduceMean-18's axes from
+    one go into the attribute at 13 (the backend's CenterCropPad and MVN bodies write them so)."""
+    model = onnx.parser.parse_model("""<ir_version: 10, opset_import: ["" : 18]>
+        main (float[2, 3, 4] x) => (float[2, 1, 4] y) {
+            axes = Constant <value_ints = [1]> ()
+            y = ReduceMean <keepdims = 1> (x, axes) }""")
+    converted = lowering.lower(model, target_opset=13, ops=[])
+    (reduce,) = [node for node in converted.graph.node if node.op_type == "ReduceMean"]
+    assert [onnx.helper.get_attribute_value(a) for a in reduce.attribute if a.name == "axes"] == [[1]]
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    from lowering.runtime import run_onnxruntime
+
+    (want,) = run_onnxruntime(model, {"x": x})
+    (got,) = run_onnxruntime(converted, {"x": x})
+    assert want.tobytes() == got.tobytes()
