@@ -344,3 +344,19 @@ def test_a_constant_given_as_value_ints_is_read_as_a_constant():
     (want,) = run_onnxruntime(model, {"x": x})
     (got,) = run_onnxruntime(converted, {"x": x})
     assert want.tobytes() == got.tobytes()
+
+
+@pytest.mark.parametrize("noop, expected_ops", [(0, ["ReduceMax"]), (1, ["Identity"])])
+def test_axes_of_shape_zero_are_empty_whatever_they_hold(noop, expected_ops):
+    """ReduceMax-18 whose axes input is a graph input of shape [0]: empty axes at run time too."""
+    model = onnx.parser.parse_model(f"""<ir_version: 10, opset_import: ["" : 18]>
+        main (float[2, 3] x, int64[0] axes) => (float[?, ?] y) {{
+            y = ReduceMax <keepdims = 1, noop_with_empty_axes = {noop}> (x, axes) }}""")
+    converted = lowering.lower(model, target_opset=13, ops=[])
+    assert [node.op_type for node in converted.graph.node] == expected_ops
+    from lowering.runtime import run_onnxruntime
+
+    feeds = {"x": np.array([[1, -2, 3], [4, np.nan, -6]], np.float32), "axes": np.zeros(0, np.int64)}
+    (want,) = run_onnxruntime(model, feeds)
+    (got,) = run_onnxruntime(converted, feeds)
+    assert want.tobytes() == got.tobytes()

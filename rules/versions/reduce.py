@@ -49,6 +49,8 @@ def _axes_to_attribute(node: onnx.NodeProto, context: AdapterContext, step: int)
     input added."""
     version = schemas.version_in_force(node.op_type, context.source_opset)
     axes = constant_ints(node, context)
+    if axes is None and context.shape_of(node.input[1]) == [0]:
+        axes = []  # computed at run time, but of shape [0]: empty whatever it holds
     if axes is None:
         raise LoweringError(
             f"{context.location}: {node.op_type}-{version} takes its axes from '{node.input[1]}', which is computed "
@@ -112,8 +114,9 @@ def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     ``ReduceX-18(x, axes=a, keepdims=k)`` with ``a`` constant = ``ReduceX-11/13(x, keepdims=k, axes=a)``;
     no or empty axes with ``noop_with_empty_axes=0`` = ``ReduceX-13(x, keepdims=k)`` (every axis);
     with ``noop_with_empty_axes=1`` = ``Identity(x)`` (Max, Min, Mean, Prod). Axes computed at run
-    time cannot become an attribute: refused. Versions after 18 with a function body
-    (ReduceLogSum-28, ReduceLogSumExp-28) are left to that body."""
+    time cannot become an attribute: refused, unless their shape is [0] (empty, whatever they
+    hold). Versions after 18 with a function body (ReduceLogSum-28, ReduceLogSumExp-28) are left
+    to that body."""
     return _axes_to_attribute(node, context, 18)
 
 
