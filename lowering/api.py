@@ -253,11 +253,12 @@ def _checker_message(error: Exception) -> str:
 
 
 def _check_target_opset(model: onnx.ModelProto, target_opset: int, source_opset: int | None) -> None:
+    del source_opset  # any: a model importing no default-domain opset is converted as it is
     newest = schemas.newest_opset()
     if not isinstance(target_opset, int) or isinstance(target_opset, bool) or not 1 <= target_opset <= newest:
         raise LoweringError(f"target opset {target_opset!r} does not exist: this onnx knows opsets 1 to {newest}")
-    if source_opset is None:
-        raise LoweringError("the model imports no default-domain opset, so there is nothing to convert")
+    # A model without default-domain ops (ai.onnx.ml, preview.training only) has nothing to move:
+    # it comes back as it is, declaring the target opset for the default domain.
     versioning.check_types_exist_at(model, target_opset)
 
 
@@ -265,6 +266,8 @@ def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:
     """Declare ``target_opset`` for the default domain, in the model and its functions, and
     an IR version that allows it."""
     versioning.redeclare_default_opset(model, target_opset)
+    if default_opset(model.opset_import) is None:
+        model.opset_import.append(onnx.helper.make_opsetid("", target_opset))
     default_only = [onnx.helper.make_opsetid("", target_opset)]
     model.ir_version = max(model.ir_version, onnx.helper.find_min_ir_version_for(default_only))
 

@@ -360,3 +360,17 @@ def test_axes_of_shape_zero_are_empty_whatever_they_hold(noop, expected_ops):
     (want,) = run_onnxruntime(model, feeds)
     (got,) = run_onnxruntime(converted, feeds)
     assert want.tobytes() == got.tobytes()
+
+
+def test_a_model_without_default_domain_ops_comes_back_as_it_is_at_the_target():
+    """An ai.onnx.ml model has nothing to move: its nodes stay, and it declares the target."""
+    model = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["ai.onnx.ml" : 3]>
+        main (float[2, 3] x) => (float[2, 3] y) { y = ai.onnx.ml.Binarizer <threshold = 0.5> (x) }""")
+    converted = lowering.lower(model, target_opset=13, ops=[])
+    assert converted.graph.node == model.graph.node
+    assert {(o.domain, o.version) for o in converted.opset_import} == {("ai.onnx.ml", 3), ("", 13)}
+    onnx.checker.check_model(converted, full_check=True)
+    from lowering.runtime import run_onnxruntime
+
+    x = np.array([[0.1, 0.5, 0.9], [-0.0, -1, 2]], np.float32)
+    assert run_onnxruntime(converted, {"x": x})[0].tobytes() == run_onnxruntime(model, {"x": x})[0].tobytes()
