@@ -51,6 +51,8 @@ def _windows(
     # MaxPool-11 and LpPool-11/18 state one formula for auto_pad whatever ceil_mode is; AveragePool-11
     # states floor(size / stride) and floor((size - extent + 1) / stride) without ceil_mode; the
     # versions that restate it floor((size - 1) / stride) + 1 and floor((size - extent) / stride) + 1.
+    # (AveragePool-11's auto_pad description says ceil(size / stride) for SAME too: where its two
+    # statements disagree, the floor one differs from the later versions' count, so it is refused.)
     restated = (op_type == "MaxPool" and version >= 12) or (op_type == "AveragePool" and version >= 19)
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         if ceil_mode or not (restated or op_type == "AveragePool"):
