@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     known_changes,
     normalization,
     pad,
+    pool,
     prelu,
     quantize,
     recurrent,

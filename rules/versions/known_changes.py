@@ -5,7 +5,7 @@ A node one of them affects goes through onnx's version converter, or is refused 
 
 from __future__ import annotations
 
-from lowering.adapters import auto_pad_or_ceil_mode, auto_pad_set, known_change, negative_axis
+from lowering.adapters import auto_pad_set, known_change, negative_axis
 
 BINARY_LIMITED_BROADCAST = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less")
 known_change(
@@ -41,25 +41,7 @@ known_change(
     affects=negative_axis,
 )  # fmt: skip
 known_change(("Gather", "OneHot"), 11, "negative indices are accepted from version 11", down_only=True)
-known_change(
-    ("MaxPool",), 12, "version 12 restates the output shape under auto_pad and ceil_mode", affects=auto_pad_or_ceil_mode
-)
-known_change(
-    ("LpPool",), 18, "version 18 restates the output shape under auto_pad and ceil_mode", affects=auto_pad_or_ceil_mode
-)
-known_change(
-    ("AveragePool",),
-    19,
-    "version 19 restates the output shape under auto_pad and ceil_mode",
-    affects=auto_pad_or_ceil_mode,
-)
 known_change(("GroupNormalization",), 21, "version 21 takes scale and bias per channel, not per group")
-known_change(
-    ("AveragePool", "MaxPool"),
-    22,
-    "version 22 ignores windows that start in the right padding (ceil_mode)",
-    affects=auto_pad_or_ceil_mode,
-)
 known_change(("Attention",), 24, "version 24 changes causal alignment and adds nonpad_kv_seqlen")
 known_change(("Attention",), 25, "version 25 adds sliding windows and restates masking")
 known_change(("Range",), 27, "version 27 accumulates float16 and bfloat16 in float by default (stash_type)")

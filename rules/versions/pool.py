@@ -1,0 +1,158 @@
+"""MaxPool, AveragePool and LpPool going down across the steps that restate their windows.
+
+MaxPool-12, AveragePool-19 and LpPool-18 restate the output shape under ``auto_pad`` and
+``ceil_mode``; AveragePool-22 and MaxPool-22 ignore ceil-mode windows that start in the right
+padding. Each version's formulas are those its schema states (``onnx.defs``): a node keeps its
+meaning at the older version exactly where, on every spatial axis, both give the same number
+of windows and the same padding before and after them (so every window lies in the same
+place). That needs the input's spatial dimensions, known statically.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from lowering import schemas
+from lowering.adapters import (
+    AdapterContext,
+    adapter,
+    attribute_of,
+    auto_pad_or_ceil_mode,
+    known_change,
+    moved,
+    require_types_taken,
+)
+from lowering.errors import LoweringError
+
+SHAPE_RESTATED = "version {} restates the output shape under auto_pad and ceil_mode"
+RIGHT_PADDING_22 = "version 22 ignores windows that start in the right padding (ceil_mode)"
+known_change(("MaxPool",), 12, SHAPE_RESTATED.format(12), affects=auto_pad_or_ceil_mode)
+known_change(("LpPool",), 18, SHAPE_RESTATED.format(18), affects=auto_pad_or_ceil_mode)
+known_change(("AveragePool",), 19, SHAPE_RESTATED.format(19), affects=auto_pad_or_ceil_mode)
+known_change(("AveragePool", "MaxPool"), 22, RIGHT_PADDING_22, affects=auto_pad_or_ceil_mode)
+LABEL = "windows proved the same"
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -((-a) // b)
+
+
+def _text(value) -> str:
+    return (value.decode() if isinstance(value, bytes) else value) or "NOTSET"
+
+
+def _windows(
+    op_type: str, version: int, size: int, kernel: int, stride: int, dilation: int, pads: tuple[int, int],
+    auto_pad: str, ceil_mode: bool,
+) -> tuple[int, int, int]:  # fmt: skip
+    """(number of windows, padding before, padding after) along one axis of ``size`` under the
+    formulas of ``op_type``-``version``'s schema."""
+    extent = (kernel - 1) * dilation + 1
+    # MaxPool-11 and LpPool-11/18 state one formula for auto_pad whatever ceil_mode is; AveragePool-11
+    # states floor(size / stride) and floor((size - extent + 1) / stride) without ceil_mode; the
+    # versions that restate it floor((size - 1) / stride) + 1 and floor((size - extent) / stride) + 1.
+    # (AveragePool-11's auto_pad description says ceil(size / stride) for SAME too: where its two
+    # statements disagree, the floor one differs from the later versions' count, so it is refused.)
+    restated = (op_type == "MaxPool" and version >= 12) or (op_type == "AveragePool" and version >= 19)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        if ceil_mode or not (restated or op_type == "AveragePool"):
+            count = _ceil_div(size, stride)
+        elif restated:
+            count = (size - 1) // stride + 1
+        else:
+            count = size // stride
+        total = (count - 1) * stride + extent - size
+        before = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        return count, before, total - before
+    if auto_pad == "VALID":
+        if ceil_mode or not (restated or op_type == "AveragePool"):
+            count = _ceil_div(size - extent + 1, stride)
+        elif restated:
+            count = (size - extent) // stride + 1
+        else:
+            count = (size - extent + 1) // stride
+        return count, 0, 0
+    before, after = pads
+    span = size + before + after - extent
+    count = (_ceil_div(span, stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and version >= 22 and op_type in ("MaxPool", "AveragePool") and (count - 1) * stride >= size + before:
+        count -= 1  # version 22: a window that would start in the right padding is ignored
+    return count, before, after
+
+
+@adapter(("MaxPool",), 12, "down", LABEL, versions=(11, 22))
+@adapter(("LpPool",), 18, "down", LABEL, versions=(11, 22))
+@adapter(("AveragePool",), 19, "down", LABEL, versions=(11, 22))
+@adapter(("AveragePool", "MaxPool"), 22, "down", LABEL, versions=(11, 22))
+def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """Pool-new(x, attrs) = Pool-old(x, attrs the old version takes) where every window is the same under both.
+
+    The node is re-versioned as it is (``dilations`` of 1 and ``ceil_mode=0`` dropped where the
+    older version lacks them) exactly where, on every spatial axis of ``x`` (known statically),
+    the newer version's formulas and the older one's give the same number of windows and the
+    same padding before and after: the windows then cover the same elements. Elsewhere (unknown
+    dimensions, a window more or less, padding split otherwise, dilations or ceil_mode the
+    older version cannot state) refused."""
+    source = schemas.version_in_force(node.op_type, context.source_opset)
+    target = schemas.version_in_force(node.op_type, context.target_opset)
+    op = node.op_type
+    cannot = f"{context.location}: {op}-{source} cannot go to opset {context.target_opset} ({op}-{target})"
+    require_types_taken(node, context)
+    target_attributes = schemas.schema_in_force(node.op_type, context.target_opset).attributes
+    kernel = list(attribute_of(node, "kernel_shape") or [])
+    dilations = list(attribute_of(node, "dilations") or [1] * len(kernel))
+    ceil_mode = bool(attribute_of(node, "ceil_mode"))
+    dropped = []
+    if "dilations" not in target_attributes and attribute_of(node, "dilations") is not None:
+        if any(d != 1 for d in dilations):
+            raise LoweringError(f"{cannot}: its dilations {dilations} cannot be stated there")
+        dropped.append("dilations")
+    if "ceil_mode" not in target_attributes and attribute_of(node, "ceil_mode") is not None:
+        dropped.append("ceil_mode")
+    if not auto_pad_or_ceil_mode(node):
+        # the same formulas in both versions: judged as any, unless an attribute must go
+        return [moved(node, dropped=tuple(dropped))] if dropped else None
+
+    shape = context.shape_of(node.input[0])
+    spatial = None if shape is None else shape[2:]
+    if spatial is None or len(spatial) != len(kernel) or not all(isinstance(d, int) for d in spatial):
+        raise LoweringError(
+            f"{cannot}: the spatial dimensions of its input '{node.input[0]}' are not known statically, so its "
+            f"windows under both versions' rules cannot be compared ({_reason(node, source, target)})"
+        )
+    strides = list(attribute_of(node, "strides") or [1] * len(kernel))
+    pads = list(attribute_of(node, "pads") or [0] * (2 * len(kernel)))
+    auto_pad = _text(attribute_of(node, "auto_pad"))
+    target_ceil = ceil_mode and "ceil_mode" in target_attributes
+    for axis, size in enumerate(spatial):
+        arguments = (
+            size,
+            kernel[axis],
+            strides[axis],
+            dilations[axis],
+            (pads[axis], pads[axis + len(kernel)]),
+            auto_pad,
+        )
+        newer = _windows(node.op_type, source, *arguments, ceil_mode)
+        older = _windows(node.op_type, target, *arguments, target_ceil)
+        if newer != older:
+            raise LoweringError(
+                f"{cannot}: along spatial axis {axis} (size {size}) its windows differ: {_described(newer)} under "
+                f"{node.op_type}-{source}'s rules, {_described(older)} under {node.op_type}-{target}'s "
+                f"({_reason(node, source, target)})"
+            )
+    return [moved(node, dropped=tuple(dropped))]
+
+
+def _described(windows: tuple[int, int, int]) -> str:
+    count, before, after = windows
+    return f"{count} window{'' if count == 1 else 's'} with padding {before} before and {after} after"
+
+
+def _reason(node: onnx.NodeProto, source: int, target: int) -> str:
+    """The known changes between the two versions, as the changelog states them."""
+    from lowering.adapters import KNOWN_CHANGES, steps_between
+
+    steps = steps_between(node.op_type, source, target)
+    reasons = [KNOWN_CHANGES[(node.op_type, s)].reason for s in steps if (node.op_type, s) in KNOWN_CHANGES]
+    return "; ".join(reasons) or "the versions state the windows differently"

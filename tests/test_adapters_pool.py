@@ -1,0 +1,239 @@
+"""MaxPool, AveragePool and LpPool taken down across the steps that restate their windows
+(rules/versions/pool.py): bit for bit against the original in onnxruntime, on the backend
+cases and on edge values, wherever every window is proved the same under both versions' rules;
+refused in our words where it is not (a window more or less, dimensions unknown, dilations the
+older version cannot state).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from support import make_model
+from test_adapter_registry import KERNEL_GAPS
+from version_cases import feeds_of, node_cases
+
+import lowering
+from lowering import floats, schemas
+from lowering.runtime import run_onnxruntime, run_reference
+from lowering.samples import edge_values
+
+POOL_CASES = ("test_maxpool_", "test_averagepool_", "test_lppool_")
+LABEL = "windows proved the same"
+# How many backend cases convert, bit for bit, at each target today (the rest are refused:
+# dilations or uint8 the older version lacks, a window more or less under its rules).
+CONVERTED_AT_LEAST = {11: 36, 13: 37, 17: 37, 21: 45}
+
+
+def bits(array) -> np.ndarray:
+    array = np.asarray(array)
+    return array.view(f"u{array.dtype.itemsize}") if array.dtype.kind == "f" else array
+
+
+def assert_same_bits(got: list, want: list, where: str) -> None:
+    assert len(got) == len(want), where
+    for a, b in zip(got, want, strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{where}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
+        differ = np.flatnonzero(bits(a).reshape(-1) != bits(b).reshape(-1))
+        assert differ.size == 0, f"{where}: {differ.size} of {a.size} differ, first at {differ[:5]}"
+
+
+def with_edge_values(model: onnx.ModelProto, feeds: dict) -> dict:
+    """The feeds with every float tensor filled with its type's edge values (NaN, ±inf, ±0,
+    subnormals, the extremes), cycled to its shape."""
+    result = dict(feeds)
+    for info in model.graph.input:
+        element_type = info.type.tensor_type.elem_type
+        value = feeds.get(info.name)
+        if isinstance(value, np.ndarray) and value.size and floats.is_float(element_type):
+            pool = edge_values(element_type)
+            result[info.name] = np.resize(pool, value.shape).astype(pool.dtype)
+    return result
+
+
+def assert_converts_bit_for_bit(model: onnx.ModelProto, target: int, feeds: dict, where: str) -> None:
+    """``model`` taken to ``target`` gives the same bits in onnxruntime; in onnx.reference where
+    onnxruntime's kernel for the older version rounds otherwise (KERNEL_GAPS), with onnxruntime
+    still running it to outputs of the same shapes."""
+    result = lowering.lower_model(model, target_opset=target, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    assert all(" via " not in key or key.endswith(f" via {LABEL}") for key in result.report.adapted), dict(
+        result.report.adapted
+    )
+    op_type = model.graph.node[0].op_type
+    in_reference = (op_type, schemas.version_in_force(op_type, target)) in KERNEL_GAPS
+    for kind, fed in (("own inputs", feeds), ("edge values", with_edge_values(model, feeds))):
+        got, want = run_onnxruntime(result.model, fed), run_onnxruntime(model, fed)
+        if in_reference:
+            assert [np.shape(a) for a in got] == [np.shape(b) for b in want], where
+            got, want = run_reference(result.model, fed), run_reference(model, fed)
+        assert_same_bits(got, want, f"{where}, {kind}")
+
+
+def pool_cases() -> list:
+    return [
+        case
+        for case in node_cases()
+        if case.name.startswith(POOL_CASES) and "_expanded" not in case.name and case.data_sets
+    ]
+
+
+@pytest.mark.parametrize("target", sorted(CONVERTED_AT_LEAST))
+def test_backend_cases_convert_bit_for_bit_or_are_refused_in_our_words(target):
+    converted = []
+    for case in pool_cases():
+        where = f"{case.name} to {target}"
+        feeds = feeds_of(case.model, case.data_sets[0][0])
+        try:
+            assert_converts_bit_for_bit(case.model, target, feeds, where)
+        except lowering.LoweringError as error:
+            op_type = case.model.graph.node[0].op_type
+            assert f"({op_type}): {op_type}-22 cannot go to opset {target}" in str(error), f"{where}: {error}"
+            continue
+        converted.append(case.name)
+    assert len(converted) >= CONVERTED_AT_LEAST[target], converted
+
+
+@pytest.mark.parametrize(
+    "name", ["test_maxpool_2d_ceil_output_size_reduce_by_one", "test_averagepool_2d_ceil_last_window_starts_on_pad"]
+)
+def test_a_window_starting_in_the_right_padding_is_refused(name):
+    case = next(c for c in node_cases() if c.name == name)
+    with pytest.raises(lowering.LoweringError, match=r"along spatial axis 0 \(size 2\) its windows differ"):
+        lowering.lower_model(case.model, target_opset=21, ops=[])
+
+
+# -- cases built here ----------------------------------------------------------------------------
+
+
+def pool_model(op_type: str, opset: int, shape: list, **attributes) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(shape))
+    node = helper.make_node(op_type, ["x"], ["y"], **attributes)
+    return make_model([node], [x], [y], opset=opset)
+
+
+def random_feeds(shape: list) -> dict:
+    return {"x": np.random.default_rng(3).standard_normal(shape).astype(np.float32)}
+
+
+# (name, op type, source opset, input shape, attributes, targets it converts to, targets refused)
+EXPLICIT = [
+    # ceil_mode adds a window that starts inside the input: the same under every version
+    (
+        "maxpool ceil, last window inside",
+        "MaxPool",
+        22,
+        [1, 2, 6, 6],
+        {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
+        (11, 17, 21),
+        (),
+    ),
+    (
+        "averagepool ceil, last window inside",
+        "AveragePool",
+        22,
+        [1, 2, 6, 7],
+        {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1, "count_include_pad": 1},
+        (11, 17, 21),
+        (),
+    ),
+    # ceil_mode adds a window that starts in the right padding: version 22 ignores it
+    (
+        "maxpool ceil, last window in the padding",
+        "MaxPool",
+        22,
+        [1, 1, 5, 5],
+        {"kernel_shape": [1, 1], "strides": [2, 2], "pads": [0, 0, 1, 1], "ceil_mode": 1},
+        (),
+        (11, 17, 21),
+    ),
+    # SAME: AveragePool-11 states floor(size / stride) windows, the later versions ceil(size / stride)
+    (
+        "averagepool same_upper, size a multiple of the stride",
+        "AveragePool",
+        22,
+        [1, 1, 6, 4],
+        {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
+        (11, 17, 21),
+        (),
+    ),
+    (
+        "averagepool same_lower, size not a multiple",
+        "AveragePool",
+        22,
+        [1, 1, 5, 5],
+        {"kernel_shape": [2, 2], "strides": [2, 2], "auto_pad": "SAME_LOWER"},
+        (21,),
+        (11, 17),
+    ),
+    (
+        "maxpool same_lower with dilations",
+        "MaxPool",
+        22,
+        [1, 1, 7, 5],
+        {"kernel_shape": [2, 2], "strides": [2, 1], "dilations": [2, 1], "auto_pad": "SAME_LOWER"},
+        (11, 17, 21),
+        (),
+    ),
+    # dilations of 1 dropped where the older version lacks the attribute
+    (
+        "averagepool dilations of 1",
+        "AveragePool",
+        22,
+        [1, 1, 5, 5],
+        {"kernel_shape": [2, 2], "dilations": [1, 1]},
+        (11, 17, 21),
+        (),
+    ),
+    # LpPool-11 has no ceil_mode: dropped where floor and ceil agree
+    (
+        "lppool ceil where floor agrees",
+        "LpPool",
+        18,
+        [1, 1, 7, 5],
+        {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "p": 2},
+        (11, 17),
+        (),
+    ),
+    (
+        "lppool ceil adding a window",
+        "LpPool",
+        18,
+        [1, 1, 6, 5],
+        {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "p": 2},
+        (),
+        (11, 17),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "op_type", "opset", "shape", "attributes", "converts", "refused"), EXPLICIT)
+def test_explicit_cases(name, op_type, opset, shape, attributes, converts, refused):
+    model = pool_model(op_type, opset, shape, **attributes)
+    for target in converts:
+        assert_converts_bit_for_bit(model, target, random_feeds(shape), f"{name} to {target}")
+    for target in refused:
+        with pytest.raises(lowering.LoweringError, match=rf"{op_type}-\d+ cannot go to opset {target}.*differ"):
+            lowering.lower_model(model, target_opset=target, ops=[])
+
+
+def test_unknown_spatial_dimensions_are_refused():
+    model = pool_model("MaxPool", 22, [1, 1, "h", "w"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    with pytest.raises(lowering.LoweringError, match="not known statically"):
+        lowering.lower_model(model, target_opset=17, ops=[])
+
+
+def test_dilations_the_older_version_lacks_are_refused():
+    model = pool_model("AveragePool", 22, [1, 1, 6, 6], kernel_shape=[2, 2], dilations=[2, 1])
+    with pytest.raises(lowering.LoweringError, match=r"AveragePool-22 cannot go to opset 17.*dilations \[2, 1\]"):
+        lowering.lower_model(model, target_opset=17, ops=[])
+
+
+def test_a_plain_pool_with_unknown_dimensions_still_goes():
+    model = pool_model("MaxPool", 22, [1, 1, "h", "w"], kernel_shape=[2, 2], strides=[2, 2])
+    result = lowering.lower_model(model, target_opset=11, ops=[])
+    assert result.model.graph.node[0].op_type == "MaxPool"
