@@ -79,7 +79,7 @@ MINIMUM_CASES = {
     # every integer case at 11 and 8; 64-bit ones refused at 8 (no Where there, and double is not exact)
     "integers_compared": 14,
     "small_integers_in_32_bits": 8,  # int8, int16, uint8, uint16 at 13 and 7
-    "integer_remainder_kept": 18,  # the integer cases at 27 and 10; float fmod=0 refused
+    "floored_remainder": 30,  # the fmod=0 integer and float cases at 27 and 10
 }
 # Where an op type's cases never reach an adapter from the source opset the test picks: the
 # newest, ReduceLogSum-28 and ReduceLogSumExp-28, go down by their function bodies (the form
