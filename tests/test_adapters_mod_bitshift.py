@@ -74,3 +74,64 @@ def test_bfloat16_refused_where_an_op_lacks_it(target):
 def test_fmod_one_is_re_versioned_as_it_is():
     lowered = lowering.lower(mod_model(TensorProto.FLOAT, fmod=1), target_opset=13, ops=[])
     assert [node.op_type for node in lowered.graph.node] == ["Mod"]
+
+
+# -- BitShift-28 going down -------------------------------------------------------------------------
+
+INTEGERS = [(TensorProto.INT8, np.int8), (TensorProto.INT16, np.int16), (TensorProto.INT32, np.int32),
+            (TensorProto.INT64, np.int64), (TensorProto.UINT8, np.uint8), (TensorProto.UINT16, np.uint16),
+            (TensorProto.UINT32, np.uint32), (TensorProto.UINT64, np.uint64)]  # fmt: skip
+
+
+def shift_model(element_type: int, direction: str, amounts: np.ndarray | None, size: int) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", element_type, [size])
+    y = helper.make_tensor_value_info("y", element_type, [size])
+    z = helper.make_tensor_value_info("z", element_type, [size])
+    initializer = [] if amounts is None else [onnx.numpy_helper.from_array(amounts, "y")]
+    graph = helper.make_graph(
+        [helper.make_node("BitShift", ["x", "y"], ["z"], direction=direction)], "shift",
+        [x] if amounts is not None else [x, y], [z], initializer=initializer,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+
+
+def integer_values(dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    if info.bits <= 16:
+        return np.arange(info.min, info.max + 1, dtype=np.int64).astype(dtype)
+    rng = np.random.default_rng(0)
+    edges = np.array([info.min, info.min + 1, -1 if info.min else 1, 0, 1, info.max - 1, info.max], dtype)
+    return np.concatenate([edges, rng.integers(info.min, info.max, 20000, dtype=dtype, endpoint=True)])
+
+
+@pytest.mark.parametrize("target", [11, 27])
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize(("element_type", "dtype"), INTEGERS)
+def test_bitshift_by_constant_amounts_in_range_is_exact(element_type, dtype, direction, target):
+    """Every value of 8- and 16-bit types (edges and random ones wider) shifted by every amount in range."""
+    values = integer_values(dtype)
+    bits = np.iinfo(dtype).bits
+    x = np.tile(values, bits)
+    amounts = np.repeat(np.arange(bits), values.size).astype(dtype)
+    original = shift_model(element_type, direction, amounts, x.size)
+    if direction == "RIGHT" and element_type == TensorProto.INT64:
+        with pytest.raises(lowering.LoweringError, match="shifts int64 right arithmetically"):
+            lowering.lower(original, target_opset=target, ops=[])
+        return
+    lowered = lowering.lower(original, target_opset=target, ops=[])
+    want = run_onnxruntime(original, {"x": x})[0]
+    got = run_onnxruntime(lowered, {"x": x})[0]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("amount", [-1, 8])
+def test_bitshift_amounts_out_of_range_refused(amount):
+    original = shift_model(TensorProto.INT8, "LEFT", np.array([1, amount], np.int8), 2)
+    with pytest.raises(lowering.LoweringError, match=r"BitShift-28 cannot go to opset 13: its shift amounts 'y' hold"):
+        lowering.lower(original, target_opset=13, ops=[])
+
+
+def test_bitshift_amounts_not_constant_refused():
+    with pytest.raises(lowering.LoweringError, match="its shift amounts 'y' are not a constant"):
+        lowering.lower(shift_model(TensorProto.UINT32, "RIGHT", None, 3), target_opset=13, ops=[])
