@@ -173,7 +173,8 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     (+0 or -0 as b); a NaN r (b ±0 or NaN, a ±inf or NaN) is passed on with its bits. Checked bit for bit
     against onnxruntime's Mod-28 on every float16 against a set of b, and on edge values and
     random pairs of float, double and float16. Needs Where and Sign (opset 9) and a type
-    they all take at the target (bfloat16 from opset 16)."""
+    they all take at the target: bfloat16 from opset 20 (IsNaN), where onnxruntime has no
+    bfloat16 Mod kernel at all; there the values match in onnx.reference (every pattern)."""
     if not _fmod_zero(node):
         return None
     type_proto = context.type_of(node.input[0])
