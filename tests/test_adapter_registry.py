@@ -79,10 +79,11 @@ MINIMUM_CASES = {
     # every integer case at 11 and 8; 64-bit ones refused at 8 (no Where there, and double is not exact)
     "integers_compared": 14,
     "small_integers_in_32_bits": 8,  # int8, int16, uint8, uint16 at 13 and 7
-    "integer_remainder_kept": 18,  # the integer cases at 27 and 10; float fmod=0 refused
     # backend cases to 11 and the newest opset before the step; dilations, uint8 at 11 and a window
     # more or less under the older version's rules refused
     "pool_windows_proved_same": 4,  # LpPool 4, MaxPool 5 (10 across 22), AveragePool 6 (11 across 22)
+    "shift_in_unsigned_carrier": 68,  # backend cases (int64 right refused) and the explicit ones, at 27 and 11
+    "floored_remainder": 30,  # the fmod=0 integer and float cases at 27 and 10
 }
 # Where an op type's cases never reach an adapter from the source opset the test picks: the
 # newest, ReduceLogSum-28 and ReduceLogSumExp-28, go down by their function bodies (the form
@@ -335,7 +336,38 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "ArgMax": lambda: arg_cases("ArgMax"),
         "ArgMin": lambda: arg_cases("ArgMin"),
         "GatherND": gather_nd_cases,
+        "BitShift": bit_shift_cases,
     }.get(op_type, list)()
+
+
+def bit_shift_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """BitShift-28 with its shift amounts an initializer, every amount in [0, bits): the backend
+    cases feed them as inputs. Built at opset 28 for a signed and an unsigned type each way
+    (int64 left only: its right shift is refused), on each type's extremes and random values."""
+    rng = np.random.default_rng(28)
+    cases = []
+    for element_type in (TensorProto.INT8, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT16):
+        dtype = helper.tensor_dtype_to_np_dtype(element_type)
+        info = np.iinfo(dtype)
+        bits = info.bits
+        values = np.concatenate(
+            [np.array([info.min, info.max, 0, 1], dtype), rng.integers(info.min, info.max, 4, dtype)]
+        )
+        x = np.tile(values, bits)
+        amounts = np.repeat(np.arange(bits), values.size).astype(dtype)
+        for direction in ("LEFT", "RIGHT"):
+            if direction == "RIGHT" and element_type == TensorProto.INT64:
+                continue
+            model = make_model(
+                [helper.make_node("BitShift", ["x", "y"], ["z"], name="shift", direction=direction)],
+                [helper.make_tensor_value_info("x", element_type, [x.size])],
+                [helper.make_tensor_value_info("z", element_type, [x.size])],
+                opset=28,
+                initializer=[onnx.numpy_helper.from_array(amounts, "y")],
+            )
+            name = f"explicit_bit_shift_{direction.lower()}_{schemas.type_name(element_type)}"
+            cases.append((name, model, [{"x": x}]))
+    return cases
 
 
 def arg_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:

@@ -20,7 +20,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as Onnxru
 from support import make_model
 
 import lowering
-from lowering import schemas, versioning
+from lowering import versioning
 from lowering.naming import NameAllocator
 from lowering.runtime import run_onnxruntime, run_reference
 
@@ -193,7 +193,7 @@ def test_integer_mod_means_the_same_before_28(fmod, element_type, target):
     a, b = operand_pairs(element_type)
     a, b = a[b != 0], b[b != 0]
     version = 13 if target >= 13 else 10
-    adapted = f"Mod-28→{version} via integer fmod=0 kept" if fmod == 0 else f"Mod-28→{version}"
+    adapted = f"Mod-28→{version} via fmod=0 kept or built from fmod=1" if fmod == 0 else f"Mod-28→{version}"
     lowered = converted(model, target, adapted)
     (want,) = run_onnxruntime(model, {"a": a, "b": b})
     (got,) = run_onnxruntime(lowered, {"a": a, "b": b})
@@ -202,12 +202,13 @@ def test_integer_mod_means_the_same_before_28(fmod, element_type, target):
 
 @pytest.mark.parametrize("target", [27, 13])
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE])
-def test_float_mod_with_fmod_0_is_refused_below_28(element_type, target):
-    with pytest.raises(lowering.LoweringError) as refused:
-        lowering.lower(binary_model("Mod", element_type, 28), target_opset=target, ops=[])
-    type_text = f"tensor({schemas.type_name(element_type)})"
-    assert f"Mod-28 with fmod=0 on {type_text} cannot go to opset {target}" in str(refused.value)
-    assert "version 28 defines fmod=0 on floats" in str(refused.value)
+def test_float_mod_with_fmod_0_is_built_from_fmod_1_below_28(element_type, target):
+    """Version 28 defines fmod=0 on floats; below it the floored remainder is built from the
+    truncated one (rules/versions/type_lists.py floored_remainder; every bit pattern is checked
+    in tests/test_adapters_mod_bitshift.py). Here: the op is no longer the fmod=0 Mod."""
+    lowered = lowering.lower(binary_model("Mod", element_type, 28), target_opset=target, ops=[])
+    mods = [node for node in lowered.graph.node if node.op_type == "Mod"]
+    assert len(mods) == 1 and [a.i for a in mods[0].attribute if a.name == "fmod"] == [1]
 
 
 def test_float_mod_with_fmod_1_is_re_versioned():
@@ -329,13 +330,6 @@ def test_a_type_the_target_lacks_with_a_body_says_why_the_body_cannot_go_either(
     ("model", "target", "words"),
     [
         (
-            single("BitShift", [tensor("x", TensorProto.INT8), tensor("s", TensorProto.INT8)],
-                   [tensor("y", TensorProto.INT8)], 28, direction="LEFT"),
-            21,
-            "BitShift-28 cannot go to opset 21: its input 'x' is tensor(int8), which BitShift-11 does not take "
-            "(it takes tensor(uint16|uint32|uint64|uint8))",
-        ),
-        (
             single("Equal", [tensor("x", TensorProto.STRING), tensor("z", TensorProto.STRING)],
                    [tensor("y", TensorProto.BOOL)], 19),
             17,
@@ -369,7 +363,7 @@ def test_a_type_the_target_lacks_with_a_body_says_why_the_body_cannot_go_either(
             "QuantizeLinear-21 quantizes to int16 (output_dtype), so it cannot go to opset 17",
         ),
     ],
-    ids=["bitshift-signed", "equal-string", "pow-integer-exponent", "where-bfloat16", "zero-point", "output-dtype"],
+    ids=["equal-string", "pow-integer-exponent", "where-bfloat16", "zero-point", "output-dtype"],
 )  # fmt: skip
 def test_a_type_the_target_version_does_not_take_is_named(model, target, words):
     assert words in refusal(model, target)

@@ -45,4 +45,3 @@ known_change(("GroupNormalization",), 21, "version 21 takes scale and bias per c
 known_change(("Attention",), 24, "version 24 changes causal alignment and adds nonpad_kv_seqlen")
 known_change(("Attention",), 25, "version 25 adds sliding windows and restates masking")
 known_change(("Range",), 27, "version 27 accumulates float16 and bfloat16 in float by default (stash_type)")
-known_change(("BitShift",), 28, "version 28 defines shifts by negative or too large amounts", down_only=True)

@@ -220,6 +220,7 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
         return _dequantized_by_arithmetic(node, context)
     return _at_version_13(node, context)
 
+
 # Going up, a version-10 node (scalar scale and zero point) means the same at 13: down only.
 known_change(("QuantizeLinear", "DequantizeLinear"), 13, QUANTIZE_13, down_only=True)
 
