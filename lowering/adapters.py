@@ -337,3 +337,36 @@ def require_types_taken(node: onnx.NodeProto, context: AdapterContext) -> None:
             why = f"{target} takes one type for its inputs '{first[0]}' ({first[1]}) and '{name}' ({typed})"
         if why:
             raise LoweringError(f"{context.location}: {source} cannot go to opset {context.target_opset}: {why}")
+
+
+class NodeWriter:
+    """The nodes an adapter writes in place of ``node``, in order: each new value named
+    ``{hint}_{suffix}`` and each node ``{hint}_{op}`` (fresh), the hint being the node's name,
+    else its first output."""
+
+    def __init__(self, node: onnx.NodeProto, context: AdapterContext) -> None:
+        self.context = context
+        self.hint = node.name or node.output[0]
+        self.nodes: list[onnx.NodeProto] = []
+
+    def add(self, op_type: str, inputs: list[str], suffix: str, **attributes) -> str:
+        """Write ``op_type(inputs)``; its one output's fresh name."""
+        output = self.context.fresh(f"{self.hint}_{suffix}")
+        self.last(op_type, inputs, [output], **attributes)
+        return output
+
+    def last(self, op_type: str, inputs: list[str], outputs, **attributes) -> list[onnx.NodeProto]:
+        """Write ``op_type(inputs)`` into ``outputs`` (the node's own); every node written."""
+        name = self.context.fresh(f"{self.hint}_{op_type}")
+        self.nodes.append(helper.make_node(op_type, inputs, list(outputs), name=name, **attributes))
+        return self.nodes
+
+    def scalar(self, suffix: str, value, element_type: int) -> str:
+        """A Constant holding ``value`` as a 0-D tensor of ``element_type``."""
+        return self.add("Constant", [], suffix, value=helper.make_tensor(suffix, element_type, [], [value]))
+
+    def int64s(self, suffix: str, values: list[int]) -> str:
+        """A Constant holding ``values`` as a 1-D int64 tensor (:func:`int64_constant`)."""
+        constant, name = int64_constant(self.context, f"{self.hint}_{suffix}", values)
+        self.nodes.append(constant)
+        return name

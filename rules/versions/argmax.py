@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, known_change, moved
+from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, known_change, moved
 from lowering.errors import LoweringError
 
 ARG_12 = "version 12 adds select_last_index, which picks the last of equal extremes"
@@ -75,70 +75,48 @@ def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
             f"{context.target_opset} without the element type of its input '{data}', which is unknown "
             "(NaN is handled apart on floats)"
         )
-    hint = node.name or node.output[0]
-    nodes: list[onnx.NodeProto] = []
-
-    def add(op_type: str, inputs: list[str], suffix: str, **attributes) -> str:
-        output = context.fresh(f"{hint}_{suffix}")
-        nodes.append(helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes))
-        return output
-
-    def scalar(suffix: str, value, element: int) -> str:
-        tensor = helper.make_tensor(f"{hint}_{suffix}", element, [], [value])
-        return add("Constant", [], suffix, value=tensor)
-
-    def int64s(suffix: str, values: list[int]) -> str:
-        constant, name = int64_constant(context, f"{hint}_{suffix}", values)
-        nodes.append(constant)
-        return name
+    w = NodeWriter(node, context)
 
     is_float = floats.is_float(element_type)
     if is_float:
-        is_nan = add("IsNaN", [data], "is_nan")
-        fill = scalar("nan_fill", float("-inf") if node.op_type == "ArgMax" else float("inf"), element_type)
-        without_nan = add("Where", [is_nan, fill, data], "without_nan")
+        is_nan = w.add("IsNaN", [data], "is_nan")
+        fill = w.scalar("nan_fill", float("-inf") if node.op_type == "ArgMax" else float("inf"), element_type)
+        without_nan = w.add("Where", [is_nan, fill, data], "without_nan")
         reduce_op = "ReduceMax" if node.op_type == "ArgMax" else "ReduceMin"
-        extreme = add(reduce_op, [without_nan], "extreme", axes=[axis], keepdims=1)
-        hit = add("Equal", [data, extreme], "hit")
-        searched = add("Cast", [hit], "hit_int32", to=TensorProto.INT32)
+        extreme = w.add(reduce_op, [without_nan], "extreme", axes=[axis], keepdims=1)
+        hit = w.add("Equal", [data, extreme], "hit")
+        searched = w.add("Cast", [hit], "hit_int32", to=TensorProto.INT32)
         search_op = "ArgMax"
     else:
         searched, search_op = data, node.op_type
 
-    reversed_ = add(
-        "Slice", [searched, int64s("start", [-1]), int64s("end", [INT64_MIN]), int64s("axis", [axis]),
-                  int64s("step", [-1])], "reversed"
+    reversed_ = w.add(
+        "Slice", [searched, w.int64s("start", [-1]), w.int64s("end", [INT64_MIN]), w.int64s("axis", [axis]),
+                  w.int64s("step", [-1])], "reversed"
     )  # fmt: skip
     index_keep = 1 if is_float else keepdims
-    from_end = add(search_op, [reversed_], "index_from_end", axis=axis, keepdims=index_keep)
+    from_end = w.add(search_op, [reversed_], "index_from_end", axis=axis, keepdims=index_keep)
     shape = context.shape_of(data)
     size = None
     if shape is not None and -len(shape) <= axis < len(shape):
         size = shape[axis]
     if isinstance(size, int):
-        last = scalar("last_index", size - 1, TensorProto.INT64)
+        last = w.scalar("last_index", size - 1, TensorProto.INT64)
     else:
-        size_name = add(
-            "Gather", [add("Shape", [data], "shape"), scalar("axis_index", axis, TensorProto.INT64)], "size"
+        size_name = w.add(
+            "Gather", [w.add("Shape", [data], "shape"), w.scalar("axis_index", axis, TensorProto.INT64)], "size"
         )
-        last = add("Sub", [size_name, scalar("one", 1, TensorProto.INT64)], "last_index")
+        last = w.add("Sub", [size_name, w.scalar("one", 1, TensorProto.INT64)], "last_index")
     if not is_float:
-        nodes.append(helper.make_node("Sub", [last, from_end], list(node.output), name=context.fresh(f"{hint}_Sub")))
-        return nodes
-    index = add("Sub", [last, from_end], "index")
-    first = add(
+        return w.last("Sub", [last, from_end], node.output)
+    index = w.add("Sub", [last, from_end], "index")
+    first = w.add(
         "Slice",
-        [is_nan, int64s("first_start", [0]), int64s("first_end", [1]), int64s("first_axis", [axis])],
+        [is_nan, w.int64s("first_start", [0]), w.int64s("first_end", [1]), w.int64s("first_axis", [axis])],
         "first_is_nan",
     )
-    zero = scalar("zero", 0, TensorProto.INT64)
+    zero = w.scalar("zero", 0, TensorProto.INT64)
     if keepdims:
-        nodes.append(
-            helper.make_node("Where", [first, zero, index], list(node.output), name=context.fresh(f"{hint}_Where"))
-        )
-        return nodes
-    kept = add("Where", [first, zero, index], "index_kept")
-    nodes.append(
-        helper.make_node("Squeeze", [kept], list(node.output), name=context.fresh(f"{hint}_Squeeze"), axes=[axis])
-    )
-    return nodes
+        return w.last("Where", [first, zero, index], node.output)
+    kept = w.add("Where", [first, zero, index], "index_kept")
+    return w.last("Squeeze", [kept], node.output, axes=[axis])

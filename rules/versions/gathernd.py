@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, known_change, moved
+from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, known_change, moved
 from lowering.errors import LoweringError
 
 GATHER_ND_12 = "version 12 adds batch_dims, the leading dimensions data and indices share"
@@ -48,35 +48,22 @@ def batch_indices_spelled_out(node: onnx.NodeProto, context: AdapterContext):
             f"{context.location}: {node.op_type}-{version} has batch_dims={batch_dims}, which its indices of "
             f"rank {rank} do not allow"
         )
-    hint = node.name or node.output[0]
-    nodes: list[onnx.NodeProto] = []
-
-    def add(op_type: str, inputs: list[str], suffix: str, **attributes) -> str:
-        output = context.fresh(f"{hint}_{suffix}")
-        nodes.append(helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes))
-        return output
-
-    def int64s(suffix: str, values: list[int]) -> str:
-        constant, name = int64_constant(context, f"{hint}_{suffix}", values)
-        nodes.append(constant)
-        return name
-
-    def scalar(suffix: str, value: int) -> str:
-        return add("Constant", [], suffix, value=helper.make_tensor(suffix, TensorProto.INT64, [], [value]))
-
-    indices_shape = add("Shape", [indices], "indices_shape")
-    outer = add("Slice", [indices_shape, int64s("outer_start", [0]), int64s("outer_end", [rank - 1])], "outer")
-    coordinate_shape = add("Concat", [outer, int64s("one", [1])], "coordinate_shape", axis=0)
-    start, step = scalar("range_start", 0), scalar("range_step", 1)
+    w = NodeWriter(node, context)
+    indices_shape = w.add("Shape", [indices], "indices_shape")
+    outer = w.add("Slice", [indices_shape, w.int64s("outer_start", [0]), w.int64s("outer_end", [rank - 1])], "outer")
+    coordinate_shape = w.add("Concat", [outer, w.int64s("one", [1])], "coordinate_shape", axis=0)
+    start, step = w.scalar("range_start", 0, TensorProto.INT64), w.scalar("range_step", 1, TensorProto.INT64)
     coordinates = []
     for j in range(batch_dims):
-        size = add("Gather", [indices_shape, scalar(f"batch_axis_{j}", j)], f"batch_size_{j}", axis=0)
-        positions = add("Range", [start, size, step], f"batch_positions_{j}")
-        lined_up = add(
+        size = w.add(
+            "Gather", [indices_shape, w.scalar(f"batch_axis_{j}", j, TensorProto.INT64)], f"batch_size_{j}", axis=0
+        )
+        positions = w.add("Range", [start, size, step], f"batch_positions_{j}")
+        lined_up = w.add(
             "Unsqueeze", [positions], f"batch_positions_{j}_lined_up", axes=[k for k in range(rank) if k != j]
         )
-        coordinates.append(add("Expand", [lined_up, coordinate_shape], f"batch_index_{j}"))
-    full = add("Concat", [*coordinates, indices], "full_indices", axis=-1)
+        coordinates.append(w.add("Expand", [lined_up, coordinate_shape], f"batch_index_{j}"))
+    full = w.add("Concat", [*coordinates, indices], "full_indices", axis=-1)
     result = moved(node, dropped=("batch_dims",))
     result.input[1] = full
-    return [*nodes, result]
+    return [*w.nodes, result]
