@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 from onnx import helper
@@ -92,3 +96,16 @@ def original_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> li
 
 def type_name(element_type: int) -> str:
     return schemas.type_name(element_type)
+
+
+def run_cli(*args, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``onnx-lower ARGS`` (as ``python -m lowering``) in a subprocess, its output as text."""
+    command = [sys.executable, "-m", "lowering", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=timeout, check=False)
+
+
+def one_error_line(completed: subprocess.CompletedProcess) -> str:
+    """The one line a failed run writes on stderr (and no traceback)."""
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
+    return lines[0]

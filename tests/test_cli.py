@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
-from support import make_model
+from support import (
+    make_model,
+    run_cli,  # noqa: E402
+)
 
 import lowering
 from lowering.cli import main
@@ -22,12 +23,6 @@ EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lowering", *args], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
 
 
 def test_lowers_the_bundled_example(tmp_path):

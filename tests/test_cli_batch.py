@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import onnx.parser
 import pytest
+from support import run_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
-
-
-def run_cli(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lowering", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300
-    )
 
 
 def digests(folder: Path) -> dict[str, str]:

@@ -5,32 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import onnx.parser
 import pytest
+from support import one_error_line, run_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lowering", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=180
-    )
-
-
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def one_error_line(completed: subprocess.CompletedProcess) -> str:
-    lines = completed.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
-    return lines[0]
 
 
 OPTIONAL_INPUT = """

@@ -6,24 +6,17 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
+from support import run_cli  # noqa: E402
 
 import lowering
 from lowering.cli import build_parser, build_verify_parser
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lowering", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=180
-    )
 
 
 def example_lines() -> list[str]:

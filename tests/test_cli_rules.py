@@ -8,14 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support import run_cli  # noqa: E402
+
 from lowering.cli_rules import WIDTH, shorten, summarize_types
 from lowering.patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lowering", *args], capture_output=True, text=True, timeout=180)
 
 
 def test_one_readable_line_per_pattern_grouped_by_kind():

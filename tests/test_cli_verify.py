@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -16,15 +14,10 @@ import onnx
 import onnx.parser
 import pytest
 from onnx import TensorProto, helper
+from support import one_error_line, run_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
-
-
-def run_cli(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lowering", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300
-    )
 
 
 def save_text(path: Path, text: str) -> Path:
@@ -32,12 +25,6 @@ def save_text(path: Path, text: str) -> Path:
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, path)
     return path
-
-
-def one_error_line(completed: subprocess.CompletedProcess) -> str:
-    lines = completed.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
-    return lines[0]
 
 
 NUDGED = """

@@ -14,18 +14,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
+from support import run_cli  # noqa: E402
 
 import lowering
 
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lowering", *args], capture_output=True, text=True, cwd=cwd, timeout=300
-    )
 
 
 def external_model(folder: Path, element_count: int, *, location: str = "weights.bin", sparse: bool = False) -> Path:

@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
+from support import run_cli  # noqa: E402
 
 import lowering
 
@@ -84,12 +85,6 @@ def test_hostile_model_is_a_lowering_error(kind):
         lowering.lower(model)
     assert str(raised.value).strip() and "\n" not in str(raised.value)
     assert model.SerializeToString() == before
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lowering", *args], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
 
 
 def _bytes_of(kind: str, folder: Path) -> Path:

@@ -4,15 +4,16 @@ the first run with default settings, and the report says where."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnx.parser
 import pytest
-from support import parse
+from support import (
+    parse,
+    run_cli,  # noqa: E402
+)
 
 import lowering
 from lowering.feeds import FeedPlan, build_feeds
@@ -236,12 +237,6 @@ def test_saved_inputs_round_trip(tmp_path):
 
 
 # -- the command line -----------------------------------------------------------------------------
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lowering", *args], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
 
 
 def test_cli_verify_exit_codes_json_and_replay(tmp_path):
