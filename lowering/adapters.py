@@ -114,6 +114,19 @@ def _text(value) -> str | None:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def text_attribute(node: onnx.NodeProto, name: str, opset: int) -> str | None:
+    """The node's string attribute ``name``; where it is not set, its default at the op's
+    version in force at ``opset`` (``onnx.defs``); None where the op declares none."""
+    value = attribute_of(node, name)
+    if value is not None:
+        return _text(value)
+    schema = schemas.schema_in_force(node.op_type, opset, node.domain)
+    declared = schema.attributes.get(name) if schema is not None else None
+    if declared is None or declared.default_value.type != onnx.AttributeProto.STRING:
+        return None
+    return declared.default_value.s.decode()
+
+
 def negative_axis(node: onnx.NodeProto) -> bool:
     """An ``axis``/``axes``/``*_axes`` attribute holds a negative value."""
     for attribute in node.attribute:

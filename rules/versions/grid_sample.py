@@ -5,17 +5,13 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, moved
+from lowering.adapters import AdapterContext, adapter, moved, text_attribute
 from lowering.errors import LoweringError
 
 GRID_SAMPLE_20 = "version 20 renames the modes (bilinear → linear, bicubic → cubic) and goes N-D"
 
 # Version 20's mode names and what version 16 calls the same interpolation on a 4-D input.
 MODES_AT_16 = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
-
-
-def _text(value) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 @adapter(("GridSample",), 20, "down", "modes renamed", versions=(16, 22), reason=GRID_SAMPLE_20)
@@ -51,7 +47,7 @@ def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
                 f"{where} takes '{name}' of type {schemas.type_string(type_proto)}, which GridSample-16 does not "
                 f"take, so it cannot go to opset {context.target_opset}"
             )
-    mode = _text(attribute_of(node, "mode")) or "linear"
+    mode = text_attribute(node, "mode", context.source_opset)
     if mode not in MODES_AT_16:
         raise LoweringError(
             f"{where} has mode {mode!r}, which GridSample-16 lacks, so it cannot go to opset {context.target_opset}"

@@ -11,11 +11,11 @@ from lowering.adapters import (
     AdapterContext,
     adapter,
     attribute_in,
-    attribute_of,
     constant_ints,
     int64_constant,
     known_change,
     moved,
+    text_attribute,
 )
 from lowering.errors import LoweringError
 
@@ -31,13 +31,12 @@ def _input(node: onnx.NodeProto, index: int) -> str:
     return node.input[index] if len(node.input) > index else ""
 
 
-def _mode(node: onnx.NodeProto) -> str:
-    value = attribute_of(node, "mode")
-    return "constant" if value is None else value.decode() if isinstance(value, bytes) else value
+def _mode(node: onnx.NodeProto, context: AdapterContext) -> str:
+    return text_attribute(node, "mode", context.source_opset)
 
 
 def _refuse_wrap(node: onnx.NodeProto, context: AdapterContext) -> None:
-    if _mode(node) == "wrap":
+    if _mode(node, context) == "wrap":
         version = schemas.version_in_force("Pad", context.source_opset)
         raise LoweringError(
             f"{context.location}: Pad-{version} with mode wrap cannot go to opset {context.target_opset}, "
@@ -132,7 +131,7 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
         axes, rank = _axes_and_rank(node, context)
         pads = _spread(pads, axes, rank)
     attributes = {"pads": pads}
-    if _input(node, 2) and _mode(node) == "constant":
+    if _input(node, 2) and _mode(node, context) == "constant":
         tensor = context.constant_of(node.input[2])
         value = None if tensor is None else onnx.numpy_helper.to_array(tensor).reshape(-1)
         if value is None or value.size != 1 or value.dtype.kind not in "fiub":

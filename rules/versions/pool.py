@@ -21,6 +21,7 @@ from lowering.adapters import (
     known_change,
     moved,
     require_types_taken,
+    text_attribute,
 )
 from lowering.errors import LoweringError
 
@@ -35,10 +36,6 @@ LABEL = "windows proved the same"
 
 def _ceil_div(a: int, b: int) -> int:
     return -((-a) // b)
-
-
-def _text(value) -> str:
-    return (value.decode() if isinstance(value, bytes) else value) or "NOTSET"
 
 
 def _windows(
@@ -122,7 +119,7 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
         )
     strides = list(attribute_of(node, "strides") or [1] * len(kernel))
     pads = list(attribute_of(node, "pads") or [0] * (2 * len(kernel)))
-    auto_pad = _text(attribute_of(node, "auto_pad"))
+    auto_pad = text_attribute(node, "auto_pad", context.source_opset)
     target_ceil = ceil_mode and "ceil_mode" in target_attributes
     for axis, size in enumerate(spatial):
         arguments = (

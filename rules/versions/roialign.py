@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, moved, require_types_taken
+from lowering.adapters import AdapterContext, adapter, moved, require_types_taken, text_attribute
 from lowering.errors import LoweringError
 
 ROI_ALIGN_16 = "version 16's default coordinate_transformation_mode (half_pixel) is not the old behaviour"
@@ -22,8 +22,7 @@ def output_half_pixel_dropped(node: onnx.NodeProto, context: AdapterContext):
     rounds differently unless the scale is a power of two, and cannot undo RoiAlign-10's
     stretching of narrow rois, whose widths are known only at run time: refused."""
     version = schemas.version_in_force("RoiAlign", context.source_opset)
-    mode = attribute_of(node, "coordinate_transformation_mode")
-    mode = (mode.decode() if isinstance(mode, bytes) else mode) or "half_pixel"
+    mode = text_attribute(node, "coordinate_transformation_mode", context.source_opset)
     if mode != "output_half_pixel":
         raise LoweringError(
             f"{context.location}: RoiAlign-{version} with coordinate_transformation_mode {mode} cannot go to opset "

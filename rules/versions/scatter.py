@@ -16,6 +16,7 @@ from lowering.adapters import (
     known_change,
     moved,
     require_types_taken,
+    text_attribute,
 )
 from lowering.errors import LoweringError
 
@@ -26,21 +27,20 @@ known_change(SCATTER, 16, SCATTER_16, down_only=True, affects=attribute_in("redu
 known_change(SCATTER, 18, SCATTER_18, down_only=True, affects=attribute_in("reduction", frozenset({"max", "min"})))
 
 
-def _reduction(node: onnx.NodeProto) -> str:
-    value = attribute_of(node, "reduction")
-    return (value.decode() if isinstance(value, bytes) else value) or "none"
+def _reduction(node: onnx.NodeProto, context: AdapterContext) -> str:
+    return text_attribute(node, "reduction", context.source_opset)
 
 
 def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
     version = schemas.version_in_force(node.op_type, context.source_opset)
     return LoweringError(
-        f"{context.location}: {node.op_type}-{version} with reduction '{_reduction(node)}' cannot go to opset "
+        f"{context.location}: {node.op_type}-{version} with reduction '{_reduction(node, context)}' cannot go to opset "
         f"{context.target_opset}: {why}"
     )
 
 
 def _max_min_refused(node: onnx.NodeProto, context: AdapterContext) -> LoweringError:
-    reduction, target = _reduction(node), schemas.version_in_force(node.op_type, context.target_opset)
+    reduction, target = _reduction(node, context), schemas.version_in_force(node.op_type, context.target_opset)
     return _refused(
         node,
         context,
@@ -77,7 +77,7 @@ def _within_bounds(emit: _Emitter, index: str, dims: str) -> str:
 def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """``node`` (reduction add or mul) as a Loop over its updates in index order, each one
     combined with what is at its index and written there by ScatterND (no reduction)."""
-    reduction = _reduction(node)
+    reduction = _reduction(node, context)
     combine = {"add": "Add", "mul": "Mul"}[reduction]
     data, indices, updates = node.input[:3]
     data_type = context.type_of(data)
@@ -157,7 +157,7 @@ def scatter_without_reduction(node: onnx.NodeProto, context: AdapterContext):
     back by ScatterND, so it is exact (one iteration per update: slow for many). ScatterElements'
     updates get their full index first (their own position, indices along ``axis``), negative
     indices counted from the end. ``max``/``min`` (from 18) are refused."""
-    reduction = _reduction(node)
+    reduction = _reduction(node, context)
     if reduction in ("max", "min"):
         raise _max_min_refused(node, context)
     if reduction != "none":
@@ -173,7 +173,7 @@ def scatter_reduction_kept(node: onnx.NodeProto, context: AdapterContext):
     Version 16 has the reductions none, add and mul, meaning what they mean at 18. ``max`` and
     ``min`` have no exact expression at 16 (a max over the updates of duplicate indices whose
     NaN and signed-zero outcomes the spec leaves to the runtime): refused."""
-    reduction = _reduction(node)
+    reduction = _reduction(node, context)
     if reduction in ("max", "min"):
         raise _max_min_refused(node, context)
     require_types_taken(node, context)

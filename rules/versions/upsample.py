@@ -7,7 +7,7 @@ import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved
+from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved, text_attribute
 from lowering.errors import LoweringError
 
 RESIZE_11 = (
@@ -16,10 +16,6 @@ RESIZE_11 = (
 )
 UPSAMPLE_10 = "Upsample is deprecated from version 10, where Resize replaces it"
 known_change(("Upsample",), 10, UPSAMPLE_10)
-
-
-def _text(value) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _scales(node: onnx.NodeProto, context: AdapterContext) -> list[float] | None:
@@ -54,7 +50,7 @@ def _as_resize(node: onnx.NodeProto, context: AdapterContext, what: str, upsampl
         scales = context.fresh(f"{hint}_scales")
         value = helper.make_tensor(scales, onnx.TensorProto.FLOAT, [len(values)], values)
         made.append(helper.make_node("Constant", [], [scales], name=context.fresh(f"{scales}_constant"), value=value))
-    mode = _text(attribute_of(node, "mode")) or "nearest"
+    mode = text_attribute(node, "mode", context.source_opset)
     if mode not in ("nearest", "linear"):
         raise LoweringError(
             f"{context.location}: {what} has mode {mode!r}, which Resize does not have, so it cannot go to opset "
