@@ -93,7 +93,7 @@ def cumprod_by_running_products(
     wide = b.computable(x)
     # A runtime that runs CumProd on x's type by its float32 kernel between Casts (onnxruntime
     # on float16) rounds once, at the end; else each product is rounded to x's type.
-    widened = wide is not x and b.target.runs_widened("CumProd", 26, x.element_type)
+    widened = wide is not x and b.target.runs_widened("CumProd", schemas.op_versions("CumProd")[-1], x.element_type)
     narrow = x if not widened else wide
     products = [
         _running_products(b, narrow, wide, candidate, shape[candidate], exclusive=exclusive, reverse=reverse)

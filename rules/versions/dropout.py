@@ -67,8 +67,9 @@ def dropout_in_inference_as_identity(node: onnx.NodeProto, context: AdapterConte
     copy = helper.make_node("Identity", [node.input[0]], [node.output[0]], name=context.fresh(f"{hint}_Identity"))
     if len(node.output) < 2 or not node.output[1]:
         return [copy]
-    if context.target_opset < 9:
-        raise _refused(node, context, "gives a mask of all true, which needs ConstantOfShape (from opset 9)")
+    if schemas.version_in_force("ConstantOfShape", context.target_opset) is None:
+        first = schemas.op_versions("ConstantOfShape")[0]
+        raise _refused(node, context, f"gives a mask of all true, which needs ConstantOfShape (from opset {first})")
     shape = context.fresh(f"{hint}_shape")
     value = onnx.numpy_helper.from_array(np.array([True]), "value")
     return [

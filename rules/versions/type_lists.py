@@ -92,8 +92,11 @@ def integers_compared(node: onnx.NodeProto, context: AdapterContext):
     hint = node.name or node.output[0]
     if floats.numpy_dtype(element_type).itemsize <= 4:
         return _carried(node, context, list(range(len(node.input))), TensorProto.DOUBLE, element_type)
-    if context.target_opset < 9:
-        raise _refuse(node, context, untaken, "; double does not hold every 64-bit integer, and Where comes at opset 9")
+    if schemas.version_in_force("Where", context.target_opset) is None:
+        first = schemas.op_versions("Where")[0]
+        raise _refuse(
+            node, context, untaken, f"; double does not hold every 64-bit integer, and Where comes at opset {first}"
+        )
     compare = "Greater" if node.op_type == "Max" else "Less"
     values = [name for name in node.input if name]
     if len(values) == 1:
