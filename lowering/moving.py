@@ -126,12 +126,12 @@ def move(
         location=location,
     )
     if source_version is not None and target_version is not None:
-        _refuse_a_plain_re_versioning(node, converted, source_version, target_version, location, scope.opset)
+        refuse_blind_re_versioning(node, converted, source_version, target_version, location, scope.opset)
     report.adapted[moved] += 1
     return converted
 
 
-def _refuse_a_plain_re_versioning(
+def refuse_blind_re_versioning(
     node: onnx.NodeProto, converted: list, source_version: int, target_version: int, location: str, opset: int
 ) -> None:
     """onnx's converter knows a step's meaning only where it has an adapter of its own for it;

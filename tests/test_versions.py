@@ -307,7 +307,7 @@ def test_a_node_onnx_converter_would_re_version_blindly_across_a_known_change_is
 
     node = model.graph.node[0]
     with pytest.raises(lowering.LoweringError, match="takes scale and bias per channel"):
-        moving._refuse_a_plain_re_versioning(node, [node], 21, 18, "here", 20)
+        moving.refuse_blind_re_versioning(node, [node], 21, 18, "here", 20)
 
 
 def test_a_node_the_known_change_does_not_affect_still_converts():
