@@ -16,13 +16,16 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 import onnx
 
 import lowering
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_pass_cost import best_of  # noqa: E402
 
 EXPORTS = Path(__file__).resolve().parents[1] / "golden" / "exports"
 
@@ -54,15 +57,6 @@ def side_by_side(model: onnx.ModelProto, copies: int, typed: bool = True) -> onn
         nodes, graph.name, list(graph.input), outputs, list(graph.initializer), value_info=infos
     )
     return onnx.helper.make_model(big, opset_imports=list(model.opset_import), ir_version=model.ir_version)
-
-
-def best_of(runs: int, work) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def measure(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[float, dict[int, float]]:
