@@ -88,3 +88,52 @@ def test_function_bodies_asked_for_replay_as_the_plain_path_names_them(naming):
     for options in ({"ops": ["Gelu", "LayerNormalization"]}, {"ops": ["Gelu"], "target_opset": 17}):
         plain = lowering.lower(model, fast=False, **options).SerializeToString()
         assert lowering.lower(model, fast=True, **options).SerializeToString() == plain, options
+
+
+def test_kinds_repeated_in_if_branches_and_local_functions_convert_alike_on_both_paths():
+    """The kind memo inside subgraphs and a local function: Reshape-14, ReduceMean-18 and
+    Split-18 repeated in both If branches and in a function called twice, float16 and float,
+    taken to 13 and 11."""
+    model = onnx.parser.parse_model("""
+        <ir_version: 10, opset_import: ["" : 18, "local" : 1]>
+        main (bool c, float16[2, 4] h, float[2, 4] x)
+            => (float16[2, 2] a, float[2, 2] b, float[2, 2] f, float[2, 2] g) {
+            shape = Constant <value = int64[2] {2, 4}> ()
+            axes = Constant <value = int64[1] {1}> ()
+            a = If (c) <
+                then_branch = g1 () => (float16[2, 2] o1) {
+                    r1 = Reshape (h, shape)
+                    m1 = ReduceMean <keepdims = 1> (r1, axes)
+                    s1 = Sub (r1, m1)
+                    o1, p1 = Split <num_outputs = 2, axis = 1> (s1)
+                },
+                else_branch = g2 () => (float16[2, 2] o2) {
+                    r2 = Reshape (h, shape)
+                    m2 = ReduceMean <keepdims = 1> (r2, axes)
+                    s2 = Sub (r2, m2)
+                    p2, o2 = Split <num_outputs = 2, axis = 1> (s2)
+                }
+            >
+            b = local.Block (x)
+            f = local.Block (x)
+            g, unused = Split <num_outputs = 2, axis = 1> (x)
+        }
+        <domain: "local", opset_import: ["" : 18]>
+        Block (x) => (y) {
+            shape = Constant <value = int64[2] {2, 4}> ()
+            axes = Constant <value = int64[1] {1}> ()
+            r = Reshape (x, shape)
+            m = ReduceMean <keepdims = 1> (r, axes)
+            s = Sub (r, m)
+            y, z = Split <num_outputs = 2, axis = 1> (s)
+        }
+    """)
+    onnx.checker.check_model(model, full_check=True)
+    plain = converted_bytes(model, 13, fast=False)
+    assert isinstance(plain, bytes), plain
+    assert converted_bytes(model, 13, fast=True) == plain
+    # at 11 Split's sizes must be an attribute, and the branch's dimension is not known statically:
+    # both paths refuse it in the same words
+    refused = converted_bytes(model, 11, fast=False)
+    assert isinstance(refused, str) and "then_branch" in refused and "Split-18" in refused
+    assert converted_bytes(model, 11, fast=True) == refused
