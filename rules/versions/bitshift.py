@@ -7,7 +7,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, adapter, known_change, moved
+from lowering.adapters import AdapterContext, adapter, known_change, moved, text_attribute
 from lowering.errors import LoweringError
 from lowering.scopes import element_type_of
 
@@ -35,8 +35,8 @@ def shift_in_unsigned_carrier(node: onnx.NodeProto, context: AdapterContext):
     if element_type is None:
         raise LoweringError(f"{where} without the type of its input '{node.input[0]}', which is unknown")
     bits = floats.numpy_dtype(element_type).itemsize * 8
-    right = any(a.name == "direction" and a.s == b"RIGHT" for a in node.attribute)
-    signed = element_type in SIGNED
+    right = text_attribute(node, "direction", context.source_opset) == "RIGHT"
+    signed = floats.numpy_dtype(element_type).kind == "i"
     if right and element_type == TensorProto.INT64:
         raise LoweringError(
             f"{where}: version 28 shifts int64 right arithmetically, and earlier versions shift only unsigned "
@@ -48,9 +48,6 @@ def shift_in_unsigned_carrier(node: onnx.NodeProto, context: AdapterContext):
         if values.size == 0 or (values.min() >= 0 and values.max() < bits):
             return [moved(node)]
     return _any_amounts(node, context, element_type, bits, right and signed)
-
-
-SIGNED = frozenset({TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64})
 
 
 def _any_amounts(

@@ -30,8 +30,8 @@ NOOP_IS_IDENTITY = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReducePro
 
 
 def _has_function_body(op_type: str, version: int) -> bool:
-    schema = onnx.defs.get_schema(op_type, version)
-    return schema.has_function or schema.has_context_dependent_function
+    schema = schemas.schema_in_force(op_type, version)
+    return schema is not None and (schema.has_function or schema.has_context_dependent_function)
 
 
 def _given_axes_or_noop(node: onnx.NodeProto) -> bool:
