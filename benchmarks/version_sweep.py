@@ -20,6 +20,7 @@ Columns (pairs are case x target):
     unchecked     it runs, but the case's own model does not give its expected outputs in
                   onnxruntime (random ops, kernel gaps), so there is nothing to compare with
   refuses         a LoweringError;  crashes: any other exception (a bug)
+  invalid         lower() returned a model onnx's full checker refuses where it takes the case's own (a bug)
   conv runs       onnx's converter gives a model that passes the checker and runs; of those
     right / wrong as above (its unchecked ones are in neither)
   conv invalid    the converter's model fails onnx's full check
@@ -53,6 +54,7 @@ COLUMNS = [  # (heading, tally key)
     ("unchecked", "ours unchecked"),
     ("refuses", "ours refuses"),
     ("crashes", "ours crashes"),
+    ("invalid", "ours invalid"),
     ("conv runs", "converter runs"),
     ("right", "converter right"),
     ("wrong", "converter wrong"),
@@ -102,7 +104,7 @@ def failure_lines(target: int, name: str, outcome: CaseOutcome) -> list[str]:
     lines = []
     if outcome.ours_wrong:
         lines.append(f"ours differs\t{target}\t{name}\t{one_line(outcome.detail)}")
-    elif outcome.ours in ("does not run", "crashes"):
+    elif outcome.ours in ("does not run", "crashes", "invalid"):
         original = "" if outcome.original_runs else " (the case's own model does not run either)"
         lines.append(f"ours {outcome.ours}\t{target}\t{name}\t{one_line(outcome.detail)}{original}")
     if outcome.converter_wrong or outcome.converter == "invalid":

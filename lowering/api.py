@@ -14,7 +14,8 @@ from . import postcheck, schemas, versioning
 from .engine import Legalizer, default_opset
 from .errors import IncompleteLowering, InternalError, LoweringError
 from .functions import all_expansions
-from .modelio import WHOLE_MODEL_LIMIT_BYTES, checkable
+from .modelio import checkable, weights_fit_in_a_copy
+from .nodecheck import checker_message
 from .opcount import count_ops
 from .patterns import first_paragraph
 from .registry import all_rules
@@ -99,7 +100,7 @@ def lower_model(
         fast = os.environ.get("ONNX_LOWER_PLAIN", "") != "1"
     # The model's bytes, where it is small enough to copy (no large inline weights): the
     # checker reads them, and the pass checks new names against them.
-    small = bool(fast) and getattr(fast, "whole_bytes", True) and model.ByteSize() <= WHOLE_MODEL_LIMIT_BYTES
+    small = bool(fast) and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model)
     model_bytes = model.SerializeToString() if small else None
     _check_input(model, model_bytes)
     source_opset = default_opset(model.opset_import)
@@ -127,7 +128,8 @@ def lower_model(
         raise IncompleteLowering(report.remaining)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
-        _check_output(lowered, target_opset)
+        if lowering_pass.whole_check_needed or lowering_pass.edited_structure:
+            _check_output(lowered, target_opset)  # where a node's own check did not pass
     elif lowering_pass.expanded_ops:
         _check_expanded(lowered, lowering_pass.expanded_ops)
     elif lowering_pass.edited_structure:
@@ -237,19 +239,7 @@ def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None) -> No
     try:
         onnx.checker.check_model(model_bytes if view is model and model_bytes is not None else view)
     except onnx.checker.ValidationError as error:
-        raise LoweringError(f"the model is not valid ONNX: {_checker_message(error)}") from None
-
-
-def _checker_message(error: Exception) -> str:
-    """The checker's message on one line: its first paragraph, then the node its Context names."""
-    text = str(error).strip()
-    if not text:
-        return "invalid model"
-    message, _, rest = text.partition("==> Context:")
-    first_paragraph = message.strip().split("\n\n")[0]
-    line = " ".join(part.strip() for part in first_paragraph.splitlines() if part.strip())
-    context = " ".join(rest.split())
-    return f"{line} ({context})" if context else line
+        raise LoweringError(f"the model is not valid ONNX: {checker_message(error)}") from None
 
 
 def _check_target_opset(model: onnx.ModelProto, target_opset: int, source_opset: int | None) -> None:
@@ -277,7 +267,7 @@ def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
         onnx.checker.check_model(checkable(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
         raise LoweringError(
-            f"the model cannot be expressed at opset {target_opset}: {_checker_message(error)}"
+            f"the model cannot be expressed at opset {target_opset}: {checker_message(error)}"
         ) from None
 
 
@@ -291,7 +281,7 @@ def _check_expanded(model: onnx.ModelProto, expanded_ops: set[str]) -> None:
         ops = ", ".join(sorted(expanded_ops))
         raise LoweringError(
             f"lowering {ops} by its function body gives a model onnx's checker refuses, so nothing is "
-            f"returned: {_checker_message(error)}"
+            f"returned: {checker_message(error)}"
         ) from None
 
 
@@ -302,7 +292,7 @@ def _check_structure(model: onnx.ModelProto) -> None:
     try:
         onnx.checker.check_model(checkable(model))
     except onnx.checker.ValidationError as error:
-        where = postcheck.invalid_node(model) or _checker_message(error)
+        where = postcheck.invalid_node(model) or checker_message(error)
         raise InternalError(f"the lowered model is invalid, so nothing is returned or written: {where}") from None
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import onnx
 
-from . import functions, moving, schemas, versioning
+from . import functions, moving, nodecheck, schemas, versioning
 from .builder import NotLowered
 from .cleanup import remove_unused
 from .errors import LoweringError
@@ -31,7 +31,10 @@ from .scopes import Scope
 from .targets import Target
 
 PROGRESS_STEP = 4096  # nodes between progress updates
-MAX_BODY_DEPTH = 8  # function bodies inlined inside function bodies, at most
+MAX_BODY_DEPTH = 8
+OPTIONAL_OPS = frozenset(
+    {"Optional", "OptionalHasElement", "OptionalGetElement"}
+)  # function bodies inlined inside function bodies, at most
 
 
 def describe_node(node: onnx.NodeProto, index: int | None) -> str:
@@ -96,6 +99,10 @@ class Legalizer:
         # a subgraph or local function, or resolved optionals (If outputs split, nodes removed).
         self.edited_structure = False
         self.expanded_ops: set[str] = set()  # ops replaced by their function bodies
+        # Converting, each node legalized is checked at the target (lowering.nodecheck); set
+        # where such a check does not pass, and the whole result is then checked instead.
+        self.whole_check_needed = False
+        self._check_imports: dict[int, tuple[int, list[onnx.OperatorSetIdProto]]] = {}
         self._cannot_move_reason = ""
 
     # -- what the paths ask ----------------------------------------------------------------
@@ -200,6 +207,32 @@ class Legalizer:
 
     # -- one node ------------------------------------------------------------------------------
     def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
+        """The nodes that make ``node`` legal, or None to keep it as it is (see
+        :meth:`_legalize`); converting, what it becomes is checked at the target
+        (:mod:`lowering.nodecheck`), and where that check does not pass, the whole result is."""
+        result = self._legalize(scope, node, index)
+        if self.converting and node.op_type in OPTIONAL_OPS:
+            self.whole_check_needed = True  # kept for now, the optionals' resolution may remove it
+        elif self.converting and not self.whole_check_needed:
+            ir_version, opset_imports = self._checked_at(scope.opset)
+            if not nodecheck.check_at_target(scope, node, result, ir_version, opset_imports):
+                self.whole_check_needed = True
+        return result
+
+    def _checked_at(self, opset: int) -> tuple[int, list[onnx.OperatorSetIdProto]]:
+        """The IR version and opset imports a node's check at ``opset`` declares: the model's
+        and its functions' imports, the default domain at ``opset``."""
+        found = self._check_imports.get(opset)
+        if found is None:
+            versions = {"": opset}
+            for entry in [*self.model.opset_import, *(e for f in self.model.functions for e in f.opset_import)]:
+                versions.setdefault(schemas.canonical_domain(entry.domain), entry.version)
+            imports = [onnx.helper.make_opsetid(domain, version) for domain, version in versions.items()]
+            ir_version = max(self.model.ir_version, onnx.helper.find_min_ir_version_for(imports[:1]))
+            found = self._check_imports[opset] = (ir_version, imports)
+        return found
+
+    def _legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
         """The nodes that make ``node`` legal, or None to keep it as it is. Cheapest first:
 
         - a requested op: its decomposition rule, else its function body; where neither

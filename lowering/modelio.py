@@ -17,9 +17,21 @@ from onnx import external_data_helper
 from .errors import LoweringError
 
 COPY_CHUNK = 16 << 20
-# Above this size a model is not copied whole to bytes (memory first): names are listed and
-# nodes serialized one by one instead.
+# Above this size of weights a model is not copied whole to bytes (memory first): names are
+# listed and nodes serialized one by one instead.
 WHOLE_MODEL_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+def weights_fit_in_a_copy(model: onnx.ModelProto) -> bool:
+    """Whether the main graph's initializers take at most ``WHOLE_MODEL_LIMIT_BYTES``: then the
+    model may be copied whole to bytes (its nodes and names are not what takes memory; sizing
+    the whole model would cost about as much as serializing it)."""
+    size = 0
+    for tensor in model.graph.initializer:
+        size += tensor.ByteSize()
+        if size > WHOLE_MODEL_LIMIT_BYTES:
+            return False
+    return size + sum(sparse.ByteSize() for sparse in model.graph.sparse_initializer) <= WHOLE_MODEL_LIMIT_BYTES
 
 
 @dataclass

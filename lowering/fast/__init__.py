@@ -43,7 +43,8 @@ class Shortcuts:
     no node is replayed without the driver looking at it). ``replay_together``: waiting
     replays are made column by column (else one by one). ``kind_memo``: a function body is
     made ready, and a version step judged (:mod:`lowering.moving`), once per kind of node and
-    shared (else for every node)."""
+    shared (else for every node; with it, a kind's check at the target, :mod:`lowering.nodecheck`,
+    is made once)."""
 
     whole_bytes: bool = True
     direct_replay: bool = True

@@ -43,6 +43,13 @@ def field(tag: bytes, payload: bytes) -> bytes:
     return tag + varint(len(payload)) + payload
 
 
+def parsed_node(field_bytes: bytes) -> onnx.NodeProto:
+    """The NodeProto in one node field of a graph or function (its tag, length and payload)."""
+    container = onnx.FunctionProto() if field_bytes[0] >> 3 == _NODE_FIELD[onnx.FunctionProto] else onnx.GraphProto()
+    container.ParseFromString(field_bytes)
+    return container.node[0]
+
+
 def node_tag(container: onnx.GraphProto | onnx.FunctionProto) -> bytes:
     """The wire tag a container's nodes are stored under."""
     return varint(_NODE_FIELD[type(container)] << 3 | 2)

@@ -1,0 +1,128 @@
+"""Converting, each node the pass touched is checked at the target in a model of its own
+(lowering.nodecheck); the whole result goes through onnx's full checker only where such a
+check does not pass. Both paths decide alike, refusals included."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import lowering
+from lowering import nodecheck
+from lowering.naming import NameAllocator
+from lowering.scopes import Scope
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from support import make_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def whole_checks(monkeypatch) -> list[str]:
+    """The graph names of every model onnx's full checker is asked about, but node checks."""
+    seen: list[str] = []
+    check_model = onnx.checker.check_model
+
+    def counting(model, full_check=False, *args, **kwargs):
+        if full_check and isinstance(model, onnx.ModelProto) and model.graph.name != "checked":
+            seen.append(model.graph.name)
+        return check_model(model, full_check, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.checker, "check_model", counting)
+    return seen
+
+
+def _chain(opset: int, count: int) -> onnx.ModelProto:
+    """``count`` blocks of ReduceMean (axes as an input) and Relu, each a value of [N, 8]."""
+    nodes, previous = [], "x"
+    for k in range(count):
+        nodes += [
+            helper.make_node("ReduceMean", [previous, "axes"], [f"m{k}"], name=f"mean{k}", keepdims=1),
+            helper.make_node("Sub", [previous, f"m{k}"], [f"d{k}"], name=f"sub{k}"),
+            helper.make_node("Relu", [f"d{k}"], [f"r{k}"], name=f"relu{k}"),
+        ]
+        previous = f"r{k}"
+    axes = onnx.numpy_helper.from_array(__import__("numpy").array([1], "int64"), "axes")
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, ["N", 8])],
+        opset=opset,
+        initializer=[axes],
+    )
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_conversion_whose_nodes_pass_their_own_checks_is_not_checked_whole(whole_checks, fast):
+    model = _chain(18, 20)
+    lowered = lowering.lower(model, target_opset=13, ops=[], fast=fast)
+    assert whole_checks == []
+    onnx.checker.check_model(lowered, full_check=True)  # and yet it passes the whole check
+    assert [n.op_type for n in lowered.graph.node][:3] == ["ReduceMean", "Sub", "Relu"]
+    assert lowered.graph.node[0].attribute[1].ints == [1]  # axes moved to the attribute at 13
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_node_holding_a_subgraph_has_the_whole_result_checked(whole_checks, fast):
+    branch = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "branch",
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = make_model(
+        [helper.make_node("If", ["c"], ["out"], then_branch=branch, else_branch=branch)],
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+        ],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [3])],
+        opset=18,
+    )
+    lowering.lower(model, target_opset=13, ops=[], fast=fast)
+    assert whole_checks == ["main"]
+
+
+def test_the_check_stands_in_unknown_ranks_and_judges_types():
+    """Identity on a sequence is valid at 14 and not at 13; Relu of a tensor of any rank is."""
+    sequence = make_model(
+        [helper.make_node("Identity", ["s"], ["t"])],
+        [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)],
+        [helper.make_tensor_sequence_value_info("t", TensorProto.FLOAT, None)],
+        opset=14,
+    )
+    imports = [helper.make_opsetid("", 13)]
+    scope = Scope(sequence.graph, opset=13, source_opset=14, location="graph 'main'", names=NameAllocator())
+    assert not nodecheck.check_at_target(scope, sequence.graph.node[0], None, 8, imports)
+    scope = Scope(sequence.graph, opset=14, source_opset=14, location="graph 'main'", names=NameAllocator())
+    assert nodecheck.check_at_target(scope, sequence.graph.node[0], None, 8, [helper.make_opsetid("", 14)])
+    relu = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2, 3, 4])],
+        opset=14,
+    )
+    scope = Scope(relu.graph, opset=13, source_opset=14, location="graph 'main'", names=NameAllocator())
+    assert nodecheck.check_at_target(scope, relu.graph.node[0], None, 8, imports)
+    scope = Scope(
+        relu.graph, opset=12, source_opset=14, location="graph 'main'", names=NameAllocator()
+    )  # no bfloat16 Relu at 12
+    assert not nodecheck.check_at_target(scope, relu.graph.node[0], None, 8, [helper.make_opsetid("", 12)])
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_refusal_comes_from_the_whole_check_on_both_paths(fast):
+    """If with sequence outputs at 11 (If-11 takes tensors only): the node's own check cannot
+    be made (it holds graphs), the whole check refuses, with the same words on both paths."""
+    from version_cases import node_cases
+
+    case = next(c for c in node_cases() if c.name == "test_if_seq")
+    with pytest.raises(lowering.LoweringError, match="the model cannot be expressed at opset 11") as raised:
+        lowering.lower(case.model, target_opset=11, ops=[], fast=fast)
+    assert "seq(tensor(float))" in str(raised.value)
