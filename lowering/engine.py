@@ -326,8 +326,9 @@ class Legalizer:
         return legal
 
     def _legalize_body(self, nodes, opset: int, constants, body_types, scope: Scope, index, location, done, depth):
-        """Each body node (written at ``opset``) made legal at the target; _CannotMove where one
-        can be neither moved nor replaced by its own body."""
+        """Each body node (written at ``opset``) made legal at the target, the nodes of the graphs
+        it holds too (as a model's subgraphs: :meth:`_legalize_held_graphs`); _CannotMove where
+        one can be neither moved nor replaced by its own body."""
         legal: list[onnx.NodeProto] = []
         attempt = LoweringReport()  # counted into ``done`` only if the whole body goes
         body_scope: Scope | None = None  # the body as a graph, made for the first subgraph to legalize
