@@ -145,3 +145,29 @@ def test_both_paths_give_the_same_bytes(name, target):
         plain = converted_bytes(subject, target, fast=False)
         assert converted_bytes(subject, target, fast=True) == plain
     assert isinstance(converted_bytes(model, target, fast=False), bytes) == (name != "test_affine_grid_2d")
+
+
+def test_a_negative_last_part_fails_when_it_runs_at_13_as_at_18():
+    """Split-18 cutting a size of 5 into 4 parts is an error in onnxruntime; taken to 13 its
+    sizes come from Shape at run time, and Split-13 refuses the negative size alike (a model
+    that loads, so such a node may sit in a branch never taken)."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    outputs = [f"y{k}" for k in range(4)]
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Split", ["x"], outputs, num_outputs=4)],
+            "split",
+            [helper.make_tensor_value_info("x", TensorProto.INT64, [5])],
+            [helper.make_tensor_value_info(name, TensorProto.INT64, [None]) for name in outputs],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+    )
+    lowered = lowering.lower(model, target_opset=13, ops=[])
+    assert [node.op_type for node in lowered.graph.node][-1] == "Split"
+    for subject, words in ((model, "negative final split"), (lowered, "must be >= 0")):
+        with pytest.raises(Exception, match=words):
+            run_onnxruntime(subject, {"x": np.arange(5, dtype=np.int64)})
+    with pytest.raises(LoweringError, match="negative last part, so it cannot go to opset 11"):
+        lowering.lower(model, target_opset=11, ops=[])
