@@ -359,11 +359,13 @@ class Legalizer:
         return legal
 
     def _legalize_body(self, nodes, opset: int, constants, body_types, scope: Scope, index, location, done, depth):
-        """Each body node (written at ``opset``) made legal at the target; _CannotMove where one
-        can be neither moved nor replaced by its own body."""
+        """Each body node (written at ``opset``) made legal at the target, the nodes of the graphs
+        it holds too (as a model's subgraphs: :meth:`_legalize_held_graphs`); _CannotMove where
+        one can be neither moved nor replaced by its own body."""
         legal: list[onnx.NodeProto] = []
         attempt = LoweringReport()  # counted into ``done`` only if the whole body goes
-        for body_node in nodes:
+        body_scope: Scope | None = None  # the body as a graph, made for the first subgraph to legalize
+        for position, body_node in enumerate(nodes):
             inner = _function_expansion(body_node)
             nested = inner is not None and depth < MAX_BODY_DEPTH
             if body_node.op_type in self.requested_ops:
@@ -372,13 +374,14 @@ class Legalizer:
                 legal += self._inline(inner, scope, body_node, index, location, opset, body_types(), attempt,
                                       depth=depth + 1)  # fmt: skip
                 continue
-            if opset != scope.opset and holds_graphs(body_node):
-                changed = _changing_in_subgraphs(body_node, opset, scope.opset)
-                if changed:
-                    raise NotLowered(
-                        f"its function body's {body_node.op_type} holds {changed}, which may mean something else at "
-                        f"opset {scope.opset} than at {opset} (nodes in subgraphs are not moved)"
-                    )
+            if holds_graphs(body_node) and self._subgraphs_to_legalize(body_node, opset, scope.opset):
+                if body_scope is None:
+                    body_scope = self._body_scope(nodes, opset, body_types, scope, location)
+                try:
+                    body_node = self._legalize_held_graphs(body_scope, body_node, position, attempt)
+                except LoweringError as error:
+                    self._cannot_move_reason = f"its function body cannot be written at opset {scope.opset} ({error})"
+                    raise _CannotMove from None
             local_types = body_types() if opset != scope.opset else {}
             try:
                 moved = self._move(scope, body_node, opset, location, constants, local_types, attempt)
@@ -393,6 +396,67 @@ class Legalizer:
         done.adapted.update(attempt.adapted)
         done.rewritten.update(attempt.rewritten)
         return legal
+
+    def _subgraphs_to_legalize(self, node: onnx.NodeProto, opset: int, target_opset: int) -> bool:
+        """Whether a body node's graphs hold a node that is to be lowered, or (going from the
+        body's ``opset`` to another) one that may mean something else at the target."""
+        if opset != target_opset and _changing_in_subgraphs(node, opset, target_opset):
+            return True
+        requested = self.requested_ops
+        return bool(requested) and any(
+            inner.op_type in requested for graph in nested_graphs([node]) for inner in graph.node
+        )
+
+    def _body_scope(self, nodes, opset: int, body_types, scope: Scope, location: str) -> Scope:
+        """A function body's nodes (not yet in any graph) as a scope inside ``scope``, for the
+        graphs they hold: values typed as inference gives them from the node's input types."""
+        types = body_types()
+        graph = onnx.helper.make_graph(list(nodes), "function_body", [], [])
+        inferred: list[onnx.GraphProto | None] = []
+
+        def twin() -> onnx.GraphProto | None:
+            if not inferred:
+                inferred.append(_inferred_body(graph, types, opset, self.model))
+            return inferred[0]
+
+        return Scope(
+            graph,
+            opset=scope.opset,
+            source_opset=opset,
+            location=f"{location} > its function body",
+            names=self.names,
+            parent=scope,
+            twin=twin,
+            input_types=types,
+            unknown_types_reason=scope.unknown_types_reason,
+        )
+
+    def _legalize_held_graphs(
+        self, body_scope: Scope, node: onnx.NodeProto, position: int, attempt: LoweringReport
+    ) -> onnx.NodeProto:
+        """A copy of body node ``position`` whose graphs are legalized as a model's subgraphs
+        are (:meth:`_legalize_graph`); what it did counted into ``attempt``. NotLowered where an
+        op to be lowered is left in them."""
+        legalized = onnx.NodeProto()
+        legalized.CopyFrom(node)  # the body's own node stays as it was, for another attempt
+        report, progress = self.report, self.progress
+        inner = LoweringReport()
+        self.report, self.progress = inner, None  # (the body's nodes are not the model's to count)
+        try:
+            for attribute, graph_index, graph in held_graphs(legalized):
+                suffix = "" if graph_index is None else f"[{graph_index}]"
+                where = f"{body_scope.location}'s {describe_node(node, position)} {attribute.name}{suffix}"
+                self._legalize_graph(body_scope.subgraph(graph, position, attribute.name, graph_index, where))
+        finally:
+            self.report, self.progress = report, progress
+        if inner.remaining:
+            left = inner.remaining[0]
+            raise NotLowered(
+                f"its function body's {node.op_type} holds {left.op_type}, which cannot be lowered ({left.reason})"
+            )
+        attempt.adapted.update(inner.adapted)
+        attempt.rewritten.update(inner.rewritten)
+        return legalized
 
     def _move(
         self, scope: Scope, node, source_opset: int, location: str, constants=None, types=None, report=None
@@ -450,6 +514,21 @@ def _typed(scope: Scope, name: str, index: int) -> onnx.TypeProto | None:
     if not name:
         return None
     return scope.shaped_type_of(name) or scope.type_of(name, index)
+
+
+def _inferred_body(graph: onnx.GraphProto, types: dict, opset: int, model: onnx.ModelProto) -> onnx.GraphProto | None:
+    """``graph`` (a function body's nodes) as onnx inference types it, its subgraphs'
+    values included, the values of ``types`` given their types."""
+    typed = onnx.GraphProto()
+    typed.CopyFrom(graph)
+    produced = {name for node in graph.node for name in node.output}
+    for name in sorted(set(types) - produced):
+        typed.input.add(name=name).type.CopyFrom(types[name])
+    body = onnx.helper.make_model(
+        typed, opset_imports=[onnx.helper.make_opsetid("", opset)], ir_version=max(model.ir_version, 8)
+    )
+    inferred = infer(body)
+    return inferred.graph if inferred is not None else None
 
 
 def _types_in_body(expanded, node: onnx.NodeProto, input_types: list, model: onnx.ModelProto) -> dict:

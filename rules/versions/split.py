@@ -47,20 +47,25 @@ def _axis(node: onnx.NodeProto) -> int:
 def _counted_sizes(node: onnx.NodeProto, context: AdapterContext) -> list[int] | None:
     """The part sizes of a Split-18 given ``num_outputs=n`` along a dimension of known size ``d``:
     ``ceil(d/n)`` each, the last ``d - (n-1)*ceil(d/n)``; None where ``d`` is unknown. A last size
-    below 0 (``d=5, n=4``) is an error at 18 (onnxruntime refuses it): refused."""
+    below 0 (``d=5, n=4``) makes the node an error at 18 (onnxruntime refuses to run it)."""
     count = attribute_of(node, "num_outputs")
     shape = context.shape_of(node.input[0])
     axis = _axis(node)
     if shape is None or not -len(shape) <= axis < len(shape) or not isinstance(shape[axis], int):
         return None
     size, part = shape[axis], -(-shape[axis] // count)
-    sizes = [part] * (count - 1) + [size - part * (count - 1)]
+    return [part] * (count - 1) + [size - part * (count - 1)]
+
+
+def _refuse_negative_last_part(sizes: list[int], context: AdapterContext) -> None:
+    """A Split-18 whose last part would be negative is an error whenever it runs; an attribute
+    cannot say that (a model holding it is invalid even where the node never runs): refused."""
     if sizes[-1] < 0:
+        count, part = len(sizes), sizes[0]
         raise LoweringError(
-            f"{context.location}: Split-18 cuts a dimension of {size} into {count} parts of {part}, which leaves "
-            "a negative last part"
+            f"{context.location}: Split-18 cuts a dimension of {sum(sizes)} into {count} parts of {part}, which "
+            f"leaves a negative last part, so it cannot go to opset {context.target_opset} where sizes are an attribute"
         )
-    return sizes
 
 
 @adapter(("Split",), 18, "down", "split sizes", versions=(13, 18))
@@ -70,12 +75,15 @@ def counted_parts_to_sizes(node: onnx.NodeProto, context: AdapterContext):
     ``Split-18(x, num_outputs=n)`` = ``Split-13(x)`` where ``n`` divides ``d`` (equal parts), else
     ``Split-13(x, split=[c, ..., c, d-(n-1)c])``: the last part smaller, as version 18 cuts. Where
     ``d`` is not known statically the sizes are computed from ``Shape(x)``:
-    ``c = (d + n - 1) / n``, ``Concat(c, ..., c, d - (n-1)c)``. Given ``split``, as it is."""
+    ``c = (d + n - 1) / n``, ``Concat(c, ..., c, d - (n-1)c)``; so too where the last part would be
+    negative (``d=5, n=4``): Split-18 fails when it runs, and Split-13 fails alike on a negative size
+    (a constant one would make the model invalid even where the node never runs, as in an If
+    branch not taken). Given ``split``, as it is."""
     if not _no_split_input(node):
         return [moved(node, dropped=("num_outputs",))]
     count = attribute_of(node, "num_outputs") or len(node.output)
     sizes = _counted_sizes(node, context)
-    if sizes is not None:
+    if sizes is not None and sizes[-1] >= 0:
         if len(set(sizes)) == 1:
             return [moved(node, dropped=("num_outputs",))]
         constant, name = int64_constant(context, f"{node.name or node.output[0]}_split", sizes)
@@ -128,6 +136,8 @@ def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
                 f"{context.location}: Split-18 with num_outputs along axis {_axis(node)} of '{node.input[0]}', whose "
                 f"size is not known statically, cannot go to opset {context.target_opset} where sizes are an attribute"
             )
+        if sizes:
+            _refuse_negative_last_part(sizes, context)
     else:
         sizes = constant_ints(node, context)
         if sizes is None:
