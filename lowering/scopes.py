@@ -123,6 +123,7 @@ class Scope:
                 self._declared.setdefault(name, type_proto)
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
         self._initializer_map: dict[str, onnx.TensorProto] | None = None
+        self._constant_map: dict[str, onnx.NodeProto] | None = None
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
         self._outer_element_types: dict[str, int] = {}
         self._schema_rules: dict[str, tuple] = {}
@@ -208,19 +209,32 @@ class Scope:
             tensor = scope._initializers().get(name)
             if tensor is not None:
                 return tensor
-            found = scope._producers().get(name)
-            if found is not None:
-                held = constant_tensor(found[0])
+            constant = scope._constant_nodes().get(name)
+            if constant is not None:
+                held = constant_tensor(constant)
                 if held is None:
                     return None
                 tensor = onnx.TensorProto()
                 tensor.CopyFrom(held)
                 tensor.name = name
                 return tensor
-            if name in scope._declared_inputs:
+            if name in scope._declared_inputs or (scope._producer_map is not None and name in scope._producer_map):
                 return None
+            # Made by another node of this graph: no enclosing graph has a value of that name
+            # (names are unique across a model and its subgraphs), so none is found there either.
             scope = scope.parent
         return None
+
+    def _constant_nodes(self) -> dict[str, onnx.NodeProto]:
+        """The Constant nodes of this graph by their output (found from the op types alone)."""
+        if self._constant_map is None:
+            nodes = self.graph.node
+            self._constant_map = {
+                node.output[0]: node
+                for node in (nodes[k] for k, op_type in enumerate(self.op_types) if op_type == "Constant")
+                if node.output and node.domain in schemas.DEFAULT_DOMAINS
+            }
+        return self._constant_map
 
     def _initializers(self) -> dict[str, onnx.TensorProto]:
         if self._initializer_map is None:

@@ -31,6 +31,9 @@ from .templates import RecordingConstants, RecordingNames, Replay, Template, pla
 _NOT_RECORDED = object()  # a kind of node whose expansion reads the surrounding graph
 
 
+_MODEL_GRAPH_FIELD = onnx.ModelProto.DESCRIPTOR.fields_by_name["graph"].number
+
+
 @dataclass(frozen=True)
 class Shortcuts:
     """The fast path's shortcuts, each of which may be switched off alone (all off is the
@@ -183,8 +186,17 @@ class SplicedEdits(GraphEdits):
             return False
         scope = self.scope
         whole = self.path.model_bytes is not None
-        protowire.splice_nodes(scope.graph, scope.constants.nodes, self.replaced, whole=whole)
+        serialized = self._main_graph_as_read() if whole else None
+        protowire.splice_nodes(scope.graph, scope.constants.nodes, self.replaced, whole=whole, serialized=serialized)
         return True
+
+    def _main_graph_as_read(self) -> memoryview | None:
+        """The main graph's bytes within the model's, where its kept nodes are still as read:
+        no node of it had a subgraph edited or an If output split (else None: it is serialized)."""
+        driver = self.path.driver
+        if self.scope.graph is not driver.model.graph or driver.edited_structure or driver.optionals.marked:
+            return None
+        return protowire.field_payload(self.path.model_bytes, _MODEL_GRAPH_FIELD)
 
     def _direct_replay(self, node: onnx.NodeProto, index: int) -> Replay | None:
         """The replay of a node to lower whose kind was seen, when it needs nothing but

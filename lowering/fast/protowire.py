@@ -60,14 +60,18 @@ def splice_nodes(
     leading: list[onnx.NodeProto],
     replaced: dict[int, Sequence[onnx.NodeProto | bytes]],
     whole: bool = True,
+    serialized: bytes | memoryview | None = None,
 ) -> None:
     """Rebuild ``container``'s nodes: ``leading`` first, then every node in order, node ``i``
     replaced by ``replaced[i]``: NodeProtos, or node fields as bytes (tag, length, payload).
-    ``whole``: whether the container may be serialized whole to cut the kept nodes from."""
+    ``whole``: whether the container may be serialized whole to cut the kept nodes from;
+    ``serialized``: the container's bytes as they are, where the caller has them."""
     field_number = _NODE_FIELD[type(container)]
     tag = node_tag(container)
     count = len(container.node)
-    spans = node_spans(container.SerializeToString(), field_number, count) if whole else None
+    if serialized is None and whole:
+        serialized = container.SerializeToString()
+    spans = node_spans(serialized, field_number, count) if serialized is not None else None
     pieces = [field(tag, node.SerializeToString()) for node in leading]
     if spans is not None:
         data, starts, ends = spans
@@ -111,6 +115,9 @@ def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[
                 length, position = _read_varint(data, position + 1)
                 position += length
             nodes_end = position
+            if len(starts) == count:  # the container holds no more nodes: the rest is not read
+                position = size
+                break
             continue
         key, position = _read_varint(data, position)
         wire_type = key & 7
@@ -129,6 +136,32 @@ def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[
     if len(starts) != count or position != size or not side_by_side:
         return None
     return data, starts, starts[1:] + [nodes_end] if starts else []
+
+
+def field_payload(data: bytes, field_number: int) -> memoryview | None:
+    """The payload of the one length-delimited field ``field_number`` of a serialized message
+    (the graph in a model's bytes), or None where it is absent or there twice."""
+    found = None
+    position, size = 0, len(data)
+    while position < size:
+        key, position = _read_varint(data, position)
+        wire_type = key & 7
+        if wire_type == 2:
+            length, position = _read_varint(data, position)
+            if key >> 3 == field_number:
+                if found is not None:
+                    return None
+                found = (position, position + length)
+            position += length
+        elif wire_type == 0:
+            _, position = _read_varint(data, position)
+        elif wire_type == 5:
+            position += 4
+        elif wire_type == 1:
+            position += 8
+        else:
+            return None
+    return memoryview(data)[found[0] : found[1]] if found is not None else None
 
 
 def _read_varint(data: bytes, position: int) -> tuple[int, int]:
