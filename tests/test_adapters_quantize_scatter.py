@@ -61,7 +61,8 @@ def quantize_inputs(shape, dtype, seed: int) -> list[dict]:
                        65535.5, 65534.5, 3e38, -3e38, 1e-30, -1e-45], np.float64)  # fmt: skip
     with np.errstate(over="ignore"):
         picked = np.resize(bounds, size).astype(dtype)
-    return [{"x": edge_array(shape, dtype, seed)}, {"x": ties.reshape(shape)}, {"x": rng.permutation(picked).reshape(shape)}]
+    shuffled = rng.permutation(picked).reshape(shape)
+    return [{"x": edge_array(shape, dtype, seed)}, {"x": ties.reshape(shape)}, {"x": shuffled}]
 
 
 def per_axis_scales(length: int, dtype, seed: int) -> np.ndarray:
