@@ -159,3 +159,95 @@ def test_backend_quantize_cases_onnxruntime_has_no_kernel_for_give_the_expected_
             for value, want in zip(got, expected, strict=True):
                 want = numpy_helper.to_array(want) if isinstance(want, onnx.TensorProto) else np.asarray(want)
                 assert value.dtype == want.dtype and np.array_equal(value, want), case.name
+
+
+# -- TensorScatter-24 as ScatterElements ------------------------------------------------------------
+
+
+def tensorscatter(cache_shape, update_shape, element_type: int, with_indices: bool = True, **attrs):
+    inputs = [helper.make_tensor_value_info("past_cache", element_type, cache_shape),
+              helper.make_tensor_value_info("update", element_type, update_shape)]  # fmt: skip
+    if with_indices:
+        inputs.append(helper.make_tensor_value_info("write_indices", TensorProto.INT64, [cache_shape[0]]))
+    node = helper.make_node("TensorScatter", [i.name for i in inputs], ["present_cache"], name="ts", **attrs)
+    output = helper.make_tensor_value_info("present_cache", element_type, cache_shape)
+    return make_model([node], inputs, [output], opset=24)
+
+
+def cache_values(shape, dtype, seed: int) -> np.ndarray:
+    """Every bit pattern of an 8- or 16-bit type (NaN payloads, -0), edge values of the others."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    if dtype == np.bool_:
+        return np.random.default_rng(seed).integers(0, 2, count).astype(bool).reshape(shape)
+    if dtype.itemsize <= 2:
+        patterns = np.arange(1 << (8 * dtype.itemsize), dtype=f"u{dtype.itemsize}").view(dtype)
+        return np.random.default_rng(seed).permutation(np.resize(patterns, count)).reshape(shape)
+    if dtype.kind == "f":
+        return edge_array(shape, dtype, seed)
+    info = np.iinfo(dtype)
+    return np.random.default_rng(seed).integers(info.min, info.max, count, dtype=dtype, endpoint=True).reshape(shape)
+
+
+TYPES = [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.INT8, TensorProto.UINT16,
+         TensorProto.INT64, TensorProto.BOOL]  # fmt: skip
+
+
+@pytest.mark.parametrize("element_type", TYPES)
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+@pytest.mark.parametrize(
+    "cache_shape, update_shape, axis",
+    [((2, 3, 64, 8), (2, 3, 5, 8), -2), ((3, 40, 16), (3, 40, 1), 2), ((4, 17, 6), (4, 17, 6), 1),
+     ((2, 9, 3, 5), (2, 4, 3, 5), 1)],
+)  # fmt: skip
+def test_tensorscatter_goes_down_as_scatter_elements_bit_for_bit(element_type, mode, cache_shape, update_shape, axis):
+    from lowering.rules.tensorscatter import tensorscatter_reference
+
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    length, written = cache_shape[axis], update_shape[axis]
+    rng = np.random.default_rng(len(cache_shape) + written)
+    for with_indices in (True, False):
+        model = tensorscatter(cache_shape, update_shape, element_type, with_indices, mode=mode, axis=axis)
+        feeds = {"past_cache": cache_values(cache_shape, dtype, 1), "update": cache_values(update_shape, dtype, 2)}
+        if with_indices:  # circular: any start, past the end included; linear: within the cache
+            high = length - written if mode == "linear" else 3 * length
+            feeds["write_indices"] = rng.integers(0, high, cache_shape[0], endpoint=True)
+            feeds["write_indices"][0] = high if mode == "linear" else length - 1
+        expected = tensorscatter_reference(**feeds, mode=mode, axis=axis)
+        native = run_onnxruntime(model, feeds)[0]
+        assert np.array_equal(native.view(np.uint8), expected.view(np.uint8))
+        for target in (21, 17, 13, 11):
+            converted = lowered(model, target)
+            onnx.checker.check_model(converted, full_check=True)
+            assert not any(n.op_type == "TensorScatter" for n in converted.graph.node)
+            (got,) = run_onnxruntime(converted, feeds)
+            assert got.dtype == native.dtype and np.array_equal(got.view(np.uint8), native.view(np.uint8)), target
+
+
+def test_tensorscatter_on_the_batch_axis_or_of_unknown_rank_is_refused_in_our_words():
+    model = tensorscatter((3, 4), (3, 4), FLOAT, axis=0)
+    message = refusal(model, 17)
+    assert "TensorScatter-24 cannot be expressed at opset 17" in message and "axis 0 is not a sequence axis" in message
+    model = of_unknown_rank(tensorscatter((3, 4, 5), (3, 2, 5), FLOAT), "past_cache")
+    message = refusal(model, 17)
+    assert "TensorScatter" in message and "rank of past_cache is unknown" in message, message
+    message = refusal(tensorscatter((3, 4, 5), (3, 2, 5), FLOAT), 10)
+    assert "do not exist at opset 10" in message, message
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensorscatter_negative_write_indices_go_as_the_schema_pseudocode_says(mode):
+    """onnxruntime's kernel refuses negative write indices; the lowered graph indexes as the
+    schema's pseudocode does (Python's negative indexing, and ``%`` when circular)."""
+    from lowering.rules.tensorscatter import tensorscatter_reference
+
+    model = tensorscatter((3, 7, 2), (3, 3, 2), FLOAT, mode=mode, axis=1)
+    starts = np.array([-3, -7, -5], np.int64) if mode == "linear" else np.array([-1, -20, -7], np.int64)
+    feeds = {
+        "past_cache": edge_array((3, 7, 2), seed=4),
+        "update": edge_array((3, 3, 2), seed=5),
+        "write_indices": starts,
+    }
+    expected = tensorscatter_reference(**feeds, mode=mode, axis=1)
+    (got,) = run_onnxruntime(lowered(model, 17), feeds)
+    assert np.array_equal(got.view(np.uint32), expected.view(np.uint32))
