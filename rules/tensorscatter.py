@@ -38,16 +38,15 @@ def tensorscatter_as_scatter_elements(
 ) -> Value:  # fmt: skip
     """TensorScatter(c, u, w, axis=a) = ScatterElements(c, Expand(w[:, None, ...] + s, Shape(u)), u, axis=a).
 
-    ``s`` = ``Reshape(Range(0, S, 1), [S, 1, ..., 1])``, ``w`` reshaped to ``[B, 1, ..., 1]``
-    (``Mod(w + s, L)`` when circular, L the cache's length along ``a``). The position each element of ``u`` goes to along axis ``a`` is its batch's write index
-    plus its own position ``s`` in ``u``'s sequence (``Range(0, S, 1)``, S = ``u``'s length
-    along ``a`` at run time), taken modulo the cache's length along ``a`` when ``mode`` is
-    circular (``Mod``, the divisor's sign: as the schema's Python ``%``); every other index is
-    the element's own, which ScatterElements keeps. w is zeros where absent. Elements are
-    only moved, so every value (NaN payloads, -0) is written as it is. Needs x's rank known
-    and ``a`` not the batch axis; the schema bounds S by the cache's length, so no two
-    elements meet (linear positions past the end are the op's error, and ScatterElements'
-    too). Not lowered below opset 11 (no Range, no ScatterElements).
+    ``s`` = ``Reshape(Range(0, S, 1), [S, 1, ..., 1])``, S = ``u``'s length along ``a`` at run
+    time, and ``w`` reshaped to ``[B, 1, ..., 1]`` (zeros where absent): each element of ``u``
+    goes to its batch's write index plus its own position in ``u``'s sequence, taken modulo
+    the cache's length L along ``a`` when ``mode`` is circular (``Mod(w + s, L)``, the divisor's
+    sign, as the schema's Python ``%``); every other index is the element's own, which
+    ScatterElements keeps. Elements are only moved, so every value (NaN payloads, -0) is
+    written as it is. Needs the cache's rank known and ``a`` not the batch axis; the schema
+    bounds S by L, so no two elements meet (linear positions past the end are the op's error,
+    and ScatterElements' too). Not lowered below opset 11 (no Range, no ScatterElements).
     """
     if b.opset < FIRST_OPSET:
         return NotLowered(f"ScatterElements and Range, which the rule writes, do not exist at opset {b.opset}")
