@@ -14,8 +14,12 @@ import onnx
 
 from . import schemas
 from .builder import ConstantPool, output_type_rule, same_typed_inputs, schema_output_rule
+from .folding import INTEGER_TYPES, integer_value_of
 from .graphs import constant_tensor
 from .naming import NameAllocator
+
+# How many producers back constant_value follows an integer value computed from static shapes.
+MAX_FOLDING_DEPTH = 32
 
 GraphLike = onnx.GraphProto | onnx.FunctionProto
 TwinProvider = Callable[[], "onnx.GraphProto | None"]
@@ -123,6 +127,8 @@ class Scope:
                 self._declared.setdefault(name, type_proto)
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
         self._initializer_map: dict[str, onnx.TensorProto] | None = None
+        self._integer_values: dict[str, onnx.TensorProto | None] = {}  # folded by constant_value
+        self._folding_depth = 0
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
         self._outer_element_types: dict[str, int] = {}
         self._schema_rules: dict[str, tuple] = {}
@@ -202,7 +208,10 @@ class Scope:
 
     def constant_value(self, name: str) -> onnx.TensorProto | None:
         """The tensor behind ``name`` when it is an initializer or a Constant's value (any of its
-        value attributes but sparse and strings: :func:`lowering.graphs.constant_tensor`)."""
+        value attributes but sparse and strings: :func:`lowering.graphs.constant_tensor`), or a
+        small integer tensor computed from those and static shapes alone (the sizes, axes and
+        shapes a graph derives from its inputs' declared shapes: ``Shape(x)`` of an x of static
+        shape, and integer arithmetic on it; :func:`lowering.folding.integer_value_of`)."""
         scope: Scope | None = self
         while scope is not None:
             tensor = scope._initializers().get(name)
@@ -212,7 +221,7 @@ class Scope:
             if found is not None:
                 held = constant_tensor(found[0])
                 if held is None:
-                    return None
+                    return scope._integer_value(name, found[0], found[2])
                 tensor = onnx.TensorProto()
                 tensor.CopyFrom(held)
                 tensor.name = name
@@ -221,6 +230,23 @@ class Scope:
                 return None
             scope = scope.parent
         return None
+
+    def _integer_value(self, name: str, node: onnx.NodeProto, output_index: int) -> onnx.TensorProto | None:
+        """:meth:`constant_value` of a value a node other than Constant computes, remembered."""
+        if name in self._integer_values:
+            return self._integer_values[name]
+        if self._folding_depth >= MAX_FOLDING_DEPTH or element_type_of(self.type_of(name)) not in INTEGER_TYPES:
+            return None  # not remembered where only the depth stopped it: asked alone, it may fold
+        self._integer_values[name] = None  # (a cycle folds nothing)
+        self._folding_depth += 1
+        try:
+            found = integer_value_of(node, output_index, self.constant_value, self.shaped_type_of, self.source_opset)
+        finally:
+            self._folding_depth -= 1
+        if found is not None:
+            found.name = name
+        self._integer_values[name] = found
+        return found
 
     def _initializers(self) -> dict[str, onnx.TensorProto]:
         if self._initializer_map is None:
