@@ -1,6 +1,7 @@
 """QuantizeLinear and DequantizeLinear going down: across 19/21/23 with their new attributes at
-values version 13 means too, and across 13 with a per-tensor scale; a DequantizeLinear the older
-version cannot take (blocks, int16/uint16, per slice below 13) as its formula, (x - z) * s."""
+values version 13 means too, and across 13 with a per-tensor scale; a node the older version
+cannot take (blocks, 16-bit integers, float16 values, per slice below 13) as its formula:
+(x - z) * s, and saturate(Round(x / s) + z)."""
 
 from __future__ import annotations
 
@@ -325,7 +326,9 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
     output type, and types version 13 does not take (float16 or bfloat16 values, float8, int16,
     uint16, 4- and 2-bit integers) cannot be said at 13: refused, naming what. A DequantizeLinear
     in blocks or on int16/uint16 with a float32 scale is its formula instead, ``(x - z) * s`` in
-    int32 and float32 arithmetic (the scale and zero point gathered block by block)."""
+    int32 and float32 arithmetic (the scale and zero point gathered block by block); so is a
+    QuantizeLinear in blocks, of float16 values or to int16/uint16 (a float or float16 scale of
+    x's type, precision unset or float): ``saturate(Round(x / s) + z)`` in float32."""
     if _needs_arithmetic(node, context):
         return _by_arithmetic(node, context)
     return _at_version_13(node, context)
@@ -347,10 +350,12 @@ def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
 
     ``QuantizeLinear-13(x, s, z)`` with a scalar scale = ``QuantizeLinear-10(x, s, z)`` (``axis``,
     which a scalar scale leaves unused, dropped); likewise DequantizeLinear. A scale of any other
-    shape quantizes per slice, which version 10 cannot say: refused for QuantizeLinear; a
-    DequantizeLinear per slice (or in blocks, or on int16/uint16) with a float32 scale is its
-    formula, ``(x - z) * s``, the scale reshaped to ``[D, 1, ..., 1]``. From version 19 the node
-    first goes as ``quantize_attributes_at_defaults_dropped`` says."""
+    shape quantizes per slice, which version 10 cannot say: a DequantizeLinear per slice (or in
+    blocks, or on int16/uint16) with a float32 scale is its formula, ``(x - z) * s``, the scale
+    reshaped to ``[D, 1, ..., 1]``; a QuantizeLinear (from opset 11, which has Round) is its
+    formula as onnxruntime computes it, ``saturate(Round(x / s) + z)`` in float32 (NaN to y's
+    least value), see ``_quantized_by_arithmetic``. From version 19 the node first goes as
+    ``quantize_attributes_at_defaults_dropped`` says."""
     if _needs_arithmetic(node, context):
         return _by_arithmetic(node, context)
     nodes = [node]
