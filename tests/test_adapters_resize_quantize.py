@@ -197,7 +197,8 @@ def test_dequantize_on_16_bit_integers_or_in_blocks_goes_down_as_its_formula(x_t
         ("QuantizeLinear", {"precision": TensorProto.FLOAT16}, FLOAT, TensorProto.UINT8, None, "divides in float16"),
         ("QuantizeLinear", {"block_size": 2, "axis": 1, "precision": TensorProto.FLOAT16}, FLOAT, TensorProto.INT8,
          np.zeros((2, 2), np.int8), "quantizes in blocks, which QuantizeLinear-1"),
-        ("QuantizeLinear", {}, FLOAT, TensorProto.INT32, np.array(0, np.int32), "as tensor(int32)"),
+        ("QuantizeLinear", {"precision": TensorProto.FLOAT16}, TensorProto.FLOAT16, TensorProto.INT8,
+         np.array(0, np.int8), "quantizes float16 values, which QuantizeLinear-1"),
         ("DequantizeLinear", {"output_dtype": TensorProto.FLOAT16}, TensorProto.UINT8, TensorProto.FLOAT16,
          None, "gives float16"),
         ("DequantizeLinear", {"block_size": 2, "axis": 1}, TensorProto.UINT8, TensorProto.FLOAT16, None,
@@ -209,6 +210,8 @@ def test_quantize_attributes_and_types_version_13_lacks_are_refused_naming_them(
 ):
     scale = np.ones((2, 2), np.float32) if "block_size" in attributes else np.array(0.5, np.float32)
     if y_type == TensorProto.FLOAT16 and "output_dtype" not in attributes:
+        scale = scale.astype(np.float16)
+    if x_type == TensorProto.FLOAT16:
         scale = scale.astype(np.float16)
     model = quantize(op_type, 25, x_type, y_type, scale, zero, **attributes)
     for target in (17, 11):
