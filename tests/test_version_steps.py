@@ -811,3 +811,30 @@ def test_resize_with_sizes_goes_to_11_with_empty_roi_and_scales():
     assert len(resize.input) == 4 and all(resize.input) and not any(a.name == "axes" for a in resize.attribute)
     x = np.random.default_rng(3).standard_normal((1, 2, 3, 4)).astype(np.float32)
     assert_same_bits(run_onnxruntime(result.model, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+@pytest.mark.parametrize("target", [17, 11])
+def test_reduce_18_with_axes_computed_from_a_static_shape_goes_down_with_them_folded(target):
+    """axes = Range(rank - 1, rank, 1), rank = Size(Shape(x)) of an x of static shape: the value is
+    folded (Scope.constant_value) and moved into the attribute, as RMSNormalization's body does."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["dims"]),
+        helper.make_node("Size", ["dims"], ["rank"]),
+        helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1, np.int64))),
+        helper.make_node("Sub", ["rank", "one"], ["last"]),
+        helper.make_node("Range", ["last", "rank", "one"], ["axes"]),
+        helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean"),
+    ]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])],
+        opset=18,
+    )
+    converted = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    (mean,) = [n for n in converted.graph.node if n.op_type == "ReduceMean"]
+    assert [list(a.ints) for a in mean.attribute if a.name == "axes"] == [[1]]
+    x = np.resize(EDGES, 6).reshape(2, 3)
+    (want,), (got,) = run_onnxruntime(model, {"x": x}), run_onnxruntime(converted, {"x": x})
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
