@@ -99,3 +99,52 @@ def _static_shape(type_proto: onnx.TypeProto | None) -> list[int] | None:
         return None
     dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
     return None if any(d is None for d in dims) else dims
+
+
+def integer_value_of(
+    node: onnx.NodeProto,
+    output_index: int,
+    value_of: Callable[[str], onnx.TensorProto | None],
+    type_of: Callable[[str], onnx.TypeProto | None],
+    opset: int,
+) -> onnx.TensorProto | None:
+    """Output ``output_index`` of ``node`` where it is a small integer or bool tensor computed
+    from constants and static shapes alone (``value_of`` answers each input: a constant, or
+    None), evaluated as :func:`fold_integer_values` evaluates; None where it is not."""
+    if node.domain not in ("", "ai.onnx") or holds_graphs(node) or node.op_type == "Constant" or not node.input:
+        return None
+    direct = _shape_or_size(node, {name: type_of(name) for name in node.input[:1]})
+    if direct is not None:
+        return numpy_helper.from_array(direct, name="")
+    if node.op_type in ("Shape", "Size"):
+        return None
+    constants = {}
+    for name in node.input:
+        if not name:
+            continue
+        tensor = value_of(name)
+        if tensor is None or tensor.data_type not in INTEGER_TYPES:
+            return None
+        constants[name] = tensor
+    feeds = _known_inputs(node, constants, {})
+    if feeds is None or any(a.size > MAX_FOLDED_ELEMENTS for a in feeds.values()):
+        return None
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        outputs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+    except Exception:  # an op onnx.reference cannot run here (or an error the model would raise): not folded
+        return None
+    array = np.asarray(outputs[output_index])
+    if array.dtype.kind not in "iub" or array.size > MAX_FOLDED_ELEMENTS:
+        return None
+    return numpy_helper.from_array(array, name="")
+
+
+INTEGER_TYPES = frozenset(
+    {
+        onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
+        onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64,
+        onnx.TensorProto.BOOL,
+    }
+)  # fmt: skip

@@ -14,8 +14,12 @@ import onnx
 
 from . import schemas
 from .builder import ConstantPool, output_type_rule, same_typed_inputs, schema_output_rule
+from .folding import INTEGER_TYPES, integer_value_of
 from .graphs import constant_tensor
 from .naming import NameAllocator
+
+# How many producers back constant_value follows an integer value computed from static shapes.
+MAX_FOLDING_DEPTH = 32
 
 GraphLike = onnx.GraphProto | onnx.FunctionProto
 TwinProvider = Callable[[], "onnx.GraphProto | None"]
@@ -124,6 +128,8 @@ class Scope:
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
         self._initializer_map: dict[str, onnx.TensorProto] | None = None
         self._constant_map: dict[str, onnx.NodeProto] | None = None
+        self._integer_values: dict[str, onnx.TensorProto | None] = {}  # folded by constant_value
+        self._folding_depth = 0
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
         self._outer_element_types: dict[str, int] = {}
         self._schema_rules: dict[str, tuple] = {}
@@ -203,7 +209,10 @@ class Scope:
 
     def constant_value(self, name: str) -> onnx.TensorProto | None:
         """The tensor behind ``name`` when it is an initializer or a Constant's value (any of its
-        value attributes but sparse and strings: :func:`lowering.graphs.constant_tensor`)."""
+        value attributes but sparse and strings: :func:`lowering.graphs.constant_tensor`), or a
+        small integer tensor computed from those and static shapes alone (the sizes, axes and
+        shapes a graph derives from its inputs' declared shapes: ``Shape(x)`` of an x of static
+        shape, and integer arithmetic on it; :func:`lowering.folding.integer_value_of`)."""
         scope: Scope | None = self
         while scope is not None:
             tensor = scope._initializers().get(name)
@@ -218,10 +227,17 @@ class Scope:
                 tensor.CopyFrom(held)
                 tensor.name = name
                 return tensor
-            if name in scope._declared_inputs or (scope._producer_map is not None and name in scope._producer_map):
+            if name in scope._declared_inputs:
                 return None
-            # Made by another node of this graph: no enclosing graph has a value of that name
-            # (names are unique across a model and its subgraphs), so none is found there either.
+            # Only an integer value made by another node may fold; the producers are indexed
+            # for it alone. A value of another type made here is in no enclosing graph either
+            # (names are unique across a model and its subgraphs), so none is found there.
+            if element_type_of(scope.type_of(name)) in INTEGER_TYPES:
+                found = scope._producers().get(name)
+                if found is not None:
+                    return scope._integer_value(name, found[0], found[2])
+            elif scope._producer_map is not None and name in scope._producer_map:
+                return None
             scope = scope.parent
         return None
 
@@ -235,6 +251,23 @@ class Scope:
                 if node.output and node.domain in schemas.DEFAULT_DOMAINS
             }
         return self._constant_map
+
+    def _integer_value(self, name: str, node: onnx.NodeProto, output_index: int) -> onnx.TensorProto | None:
+        """:meth:`constant_value` of a value a node other than Constant computes, remembered."""
+        if name in self._integer_values:
+            return self._integer_values[name]
+        if self._folding_depth >= MAX_FOLDING_DEPTH or element_type_of(self.type_of(name)) not in INTEGER_TYPES:
+            return None  # not remembered where only the depth stopped it: asked alone, it may fold
+        self._integer_values[name] = None  # (a cycle folds nothing)
+        self._folding_depth += 1
+        try:
+            found = integer_value_of(node, output_index, self.constant_value, self.shaped_type_of, self.source_opset)
+        finally:
+            self._folding_depth -= 1
+        if found is not None:
+            found.name = name
+        self._integer_values[name] = found
+        return found
 
     def _initializers(self) -> dict[str, onnx.TensorProto]:
         if self._initializer_map is None:

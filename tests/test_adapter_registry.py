@@ -42,10 +42,10 @@ MINIMUM_CASES = {
     "batch_normalization_in_inference": 4,
     "per_channel_slope_squeezed": 4,  # the explicit cases below
     "per_channel_slope": 4,
-    # backend and explicit cases; QuantizeLinear per axis or in blocks, float8, 16-, 4- and 2-bit
-    # quantized types refused (a DequantizeLinear of those but float8 and sub-byte types goes as its formula)
-    "per_tensor_scale_kept": 6,  # QuantizeLinear 6, DequantizeLinear 14
-    "quantize_attributes_at_defaults_dropped": 10,  # QuantizeLinear 10, DequantizeLinear 14
+    # backend and explicit cases; float8, 4- and 2-bit quantized types refused (per axis, in blocks
+    # and 16-bit integers go as the formulas, (x - z) * s and saturate(Round(x / s) + z))
+    "per_tensor_scale_kept": 12,  # QuantizeLinear 12, DequantizeLinear 14
+    "quantize_attributes_at_defaults_dropped": 14,  # QuantizeLinear 18, DequantizeLinear 14
     "modes_renamed_on_4d": 34,  # backend and explicit float16 cases; 5-D (volumetric) refused
     "version_10_modes_spelled_out": 4,  # the explicit cases: the backend's Resize cases are at 19
     "upsample_as_resize": 10,
@@ -55,7 +55,7 @@ MINIMUM_CASES = {
     "reduce_sum_axes_attribute_to_input": 20,  # the noop cases are Identity below 13
     "last_index_by_reversed_axis": 14,  # backend and explicit cases; select_last_index=1 below 11 refused
     "batch_indices_spelled_out": 5,  # the explicit cases below: the backend has one with batch_dims
-    "allowzero_dropped": 18,
+    "allowzero_dropped": 19,
     "one_axis_to_coerced_2d": 14,
     "coerced_2d_to_one_axis": 14,
     "equal_parts_counted": 22,
@@ -79,9 +79,9 @@ MINIMUM_CASES = {
     # every integer case at 11 and 8; 64-bit ones refused at 8 (no Where there, and double is not exact)
     "integers_compared": 14,
     "small_integers_in_32_bits": 8,  # int8, int16, uint8, uint16 at 13 and 7
-    # backend cases to 11 and the newest opset before the step; dilations, uint8 at 11 and a window
-    # more or less under the older version's rules refused
-    "pool_windows_proved_same": 4,  # LpPool 4, MaxPool 5 (10 across 22), AveragePool 6 (11 across 22)
+    # backend cases to 11 and the newest opset before the step (uint8 at 11 in float); dilations and a
+    # window more or less under the older version's rules refused
+    "pool_windows_proved_same": 4,  # LpPool 4, MaxPool 6 (11 across 22), AveragePool 6 (11 across 22)
     "shift_in_unsigned_carrier": 68,  # backend cases (int64 right refused) and the explicit ones, at 27 and 11
     "floored_remainder": 30,  # the fmod=0 integer and float cases at 27 and 10
 }
@@ -91,7 +91,7 @@ MINIMUM_CASES = {
 MINIMUM_CASES_FOR_OP = {
     ("axes_input_to_attribute", "ReduceLogSum"): 0,
     ("axes_input_to_attribute", "ReduceLogSumExp"): 0,
-    ("pool_windows_proved_same", "MaxPool"): 5,
+    ("pool_windows_proved_same", "MaxPool"): 6,
     ("pool_windows_proved_same", "AveragePool"): 6,
 }
 REFUSALS = (

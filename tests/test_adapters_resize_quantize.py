@@ -165,10 +165,11 @@ def test_dequantize_25_per_axis_goes_to_13_and_below_as_its_formula(target):
     assert kept == (target >= 13)  # below 13: (x - z) * s in int32 and float32
 
 
-def test_quantize_25_per_axis_is_refused_below_13():
+def test_quantize_25_per_axis_goes_below_13_as_its_formula():
     scale = np.array([0.5, 0.25, 2.0, 1e-3], np.float32)
     model = quantize("QuantizeLinear", 25, FLOAT, TensorProto.UINT8, scale, np.zeros(4, np.uint8), (3, 4), axis=1)
-    assert "QuantizeLinear with a scale of shape [4] cannot go to opset 11" in refusal(model, 11)
+    result = lowering.lower(model, target_opset=11, ops=[])
+    assert not any(n.op_type == "QuantizeLinear" for n in result.graph.node)  # (see test_adapters_quantize_scatter)
 
 
 @pytest.mark.parametrize("target", [17, 11])
@@ -193,10 +194,11 @@ def test_dequantize_on_16_bit_integers_or_in_blocks_goes_down_as_its_formula(x_t
 @pytest.mark.parametrize(
     "op_type, attributes, x_type, y_type, zero, words",
     [
-        ("QuantizeLinear", {"block_size": 2, "axis": 1}, FLOAT, TensorProto.UINT8, None, "quantizes in blocks of 2"),
         ("QuantizeLinear", {"precision": TensorProto.FLOAT16}, FLOAT, TensorProto.UINT8, None, "divides in float16"),
-        ("QuantizeLinear", {}, FLOAT, TensorProto.INT16, np.array(0, np.int16), "as tensor(int16)"),
-        ("QuantizeLinear", {"output_dtype": TensorProto.UINT16}, FLOAT, TensorProto.UINT16, None, "to uint16"),
+        ("QuantizeLinear", {"block_size": 2, "axis": 1, "precision": TensorProto.FLOAT16}, FLOAT, TensorProto.INT8,
+         np.zeros((2, 2), np.int8), "quantizes in blocks, which QuantizeLinear-1"),
+        ("QuantizeLinear", {"precision": TensorProto.FLOAT16}, TensorProto.FLOAT16, TensorProto.INT8,
+         np.array(0, np.int8), "quantizes float16 values, which QuantizeLinear-1"),
         ("DequantizeLinear", {"output_dtype": TensorProto.FLOAT16}, TensorProto.UINT8, TensorProto.FLOAT16,
          None, "gives float16"),
         ("DequantizeLinear", {"block_size": 2, "axis": 1}, TensorProto.UINT8, TensorProto.FLOAT16, None,
@@ -208,6 +210,8 @@ def test_quantize_attributes_and_types_version_13_lacks_are_refused_naming_them(
 ):
     scale = np.ones((2, 2), np.float32) if "block_size" in attributes else np.array(0.5, np.float32)
     if y_type == TensorProto.FLOAT16 and "output_dtype" not in attributes:
+        scale = scale.astype(np.float16)
+    if x_type == TensorProto.FLOAT16:
         scale = scale.astype(np.float16)
     model = quantize(op_type, 25, x_type, y_type, scale, zero, **attributes)
     for target in (17, 11):

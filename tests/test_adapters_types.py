@@ -350,20 +350,21 @@ def test_a_type_the_target_lacks_with_a_body_says_why_the_body_cannot_go_either(
             "Where-16 cannot go to opset 15: its input 'x' is tensor(bfloat16), which Where-9 does not take",
         ),
         (
-            single("QuantizeLinear", [tensor("x", TensorProto.FLOAT), tensor("s", TensorProto.FLOAT, ()),
-                                      tensor("z", TensorProto.INT16, ())], [tensor("y", TensorProto.INT16)], 21),
+            single("QuantizeLinear", [tensor("x", TensorProto.BFLOAT16), tensor("s", TensorProto.BFLOAT16, ()),
+                                      tensor("z", TensorProto.INT8, ())], [tensor("y", TensorProto.INT8)], 21),
             17,
-            "QuantizeLinear-21 takes 'z' as tensor(int16), which QuantizeLinear-13 does not, so it cannot go to "
+            "QuantizeLinear-21 takes 'x' as tensor(bfloat16), which QuantizeLinear-13 does not, so it cannot go to "
             "opset 17",  # the quantize adapter's words (rules/versions/quantize.py), before the converter's check
         ),
         (
-            single("QuantizeLinear", [tensor("x", TensorProto.FLOAT), tensor("s", TensorProto.FLOAT, ())],
+            single("QuantizeLinear", [tensor("x", TensorProto.BFLOAT16), tensor("s", TensorProto.BFLOAT16, ())],
                    [tensor("y", TensorProto.INT16)], 21, output_dtype=TensorProto.INT16),
             17,
-            "QuantizeLinear-21 quantizes to int16 (output_dtype), so it cannot go to opset 17",
+            "QuantizeLinear-21 quantizes to int16, which QuantizeLinear-13 cannot, and not to an 8- or 16-bit "
+            "integer from a float or float16 x",  # (a float x goes as the formula, saturate(Round(x / s) + z))
         ),
     ],
-    ids=["equal-string", "pow-integer-exponent", "where-bfloat16", "zero-point", "output-dtype"],
+    ids=["equal-string", "pow-integer-exponent", "where-bfloat16", "bfloat16-x", "output-dtype"],
 )  # fmt: skip
 def test_a_type_the_target_version_does_not_take_is_named(model, target, words):
     assert words in refusal(model, target)

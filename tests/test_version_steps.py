@@ -405,8 +405,8 @@ def test_quantize_linear_13_goes_to_10_with_a_scalar_scale_only_dequantize_per_a
         onnx.checker.check_model(converted, full_check=True)
         (want,), (got,) = run_onnxruntime(original, {"x": x}), run_onnxruntime(converted, {"x": x})
         np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
-    if quantize:  # a DequantizeLinear per axis goes as its formula, (x - z) * s
-        with pytest.raises(lowering.LoweringError, match="scale of shape \\[3\\]"):
+    if quantize:  # a DequantizeLinear per axis goes as its formula, (x - z) * s; a QuantizeLinear needs Round (11)
+        with pytest.raises(lowering.LoweringError, match="QuantizeLinear-13 quantizes per axis, and Round"):
             lowering.lower(per_axis, target_opset=10, ops=[])
 
 
@@ -453,7 +453,7 @@ def test_reduce_18_axes_input_goes_down_to_the_attribute_and_back_bit_for_bit(op
 def test_reduce_18_with_axes_computed_at_run_time_is_refused_naming_it():
     model = make_model(
         [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ReduceMean", ["x", "s"], ["y"], name="mean")],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", "b"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
         opset=18,
     )
@@ -488,12 +488,65 @@ def test_reshape_14_with_allowzero_and_a_shape_known_only_at_run_time_is_refused
             helper.make_node("Shape", ["x"], ["s"]),
             helper.make_node("Reshape", ["x", "s"], ["y"], name="r", allowzero=1),
         ],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", 3])],
         opset=14,
     )
-    with pytest.raises(lowering.LoweringError, match="node 'r'.*allowzero=1"):
+    with pytest.raises(lowering.LoweringError, match="node 'r'.*allowzero=1.*unless its input's shape is static"):
         lowering.lower(model, target_opset=13, ops=[])
+
+
+def reshape_allowzero(x_shape: list, nodes: list, shape_input: bool) -> onnx.ModelProto:
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)]
+    if shape_input:
+        inputs.append(helper.make_tensor_value_info("s", TensorProto.INT64, [None]))
+    nodes = [*nodes, helper.make_node("Reshape", ["x", "s"], ["y"], name="r", allowzero=1)]
+    return make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])], opset=14)
+
+
+@pytest.mark.parametrize("target", [13, 11])
+def test_reshape_14_allowzero_with_a_shape_computed_from_static_shapes_or_of_a_non_empty_x_goes_down(target):
+    """A shape computed from x's static shape is folded (no 0 in it: it goes as it is); a shape
+    given at run time to an x of static shape without 0 cannot hold a valid 0 (x holds
+    elements): Reshape-13 means the same for every valid shape."""
+    x = np.resize(EDGES, 24).reshape(2, 3, 4)
+    computed = [
+        helper.make_node("Shape", ["x"], ["dims"]),
+        helper.make_node("Constant", [], ["first"], value_ints=[0]),
+        helper.make_node("Constant", [], ["two"], value_ints=[2]),
+        helper.make_node("Slice", ["dims", "first", "two"], ["front"]),
+        helper.make_node("ReduceProd", ["front"], ["rows"], keepdims=1),
+        helper.make_node("Constant", [], ["rest"], value_ints=[-1]),
+        helper.make_node("Concat", ["rows", "rest"], ["s"], axis=0),
+    ]
+    for model, feeds in (
+        (reshape_allowzero([2, 3, 4], computed, False), [{"x": x}]),
+        (reshape_allowzero([2, 3, 4], [], True),
+         [{"x": x, "s": np.array(s, np.int64)} for s in ([4, 6], [-1, 2, 2], [24], [2, 3, 2, 2])]),
+    ):  # fmt: skip
+        converted = lowering.lower(model, target_opset=target, ops=[])
+        onnx.checker.check_model(converted, full_check=True)
+        assert not any(a.name == "allowzero" for n in converted.graph.node for a in n.attribute)
+        for fed in feeds:
+            (want,), (got,) = run_onnxruntime(model, fed), run_onnxruntime(converted, fed)
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("target", [13, 11])
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING])
+def test_reshape_14_allowzero_of_an_empty_x_goes_down_as_an_expanded_zero(target, element_type):
+    """x of a static 0 holds no element: the result is Expand(0, s), -1 taken as 0."""
+    model = reshape_allowzero([0, 3, 4], [], True)
+    model.graph.input[0].type.tensor_type.elem_type = element_type
+    model.graph.output[0].type.tensor_type.elem_type = element_type
+    converted = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    x = np.zeros((0, 3, 4), helper.tensor_dtype_to_np_dtype(element_type))
+    for s in ([3, 4, 0], [0, 12], [-1, 6], [0], [2, 0, 5, 1], [-1]):
+        fed = {"x": x, "s": np.array(s, np.int64)}
+        (want,), (got,) = run_onnxruntime(model, fed), run_onnxruntime(converted, fed)
+        assert got.shape == want.shape and got.dtype == want.dtype, s
 
 
 def test_split_13_given_its_sizes_goes_to_18_as_it_is():
@@ -758,3 +811,30 @@ def test_resize_with_sizes_goes_to_11_with_empty_roi_and_scales():
     assert len(resize.input) == 4 and all(resize.input) and not any(a.name == "axes" for a in resize.attribute)
     x = np.random.default_rng(3).standard_normal((1, 2, 3, 4)).astype(np.float32)
     assert_same_bits(run_onnxruntime(result.model, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+@pytest.mark.parametrize("target", [17, 11])
+def test_reduce_18_with_axes_computed_from_a_static_shape_goes_down_with_them_folded(target):
+    """axes = Range(rank - 1, rank, 1), rank = Size(Shape(x)) of an x of static shape: the value is
+    folded (Scope.constant_value) and moved into the attribute, as RMSNormalization's body does."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["dims"]),
+        helper.make_node("Size", ["dims"], ["rank"]),
+        helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1, np.int64))),
+        helper.make_node("Sub", ["rank", "one"], ["last"]),
+        helper.make_node("Range", ["last", "rank", "one"], ["axes"]),
+        helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean"),
+    ]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])],
+        opset=18,
+    )
+    converted = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    (mean,) = [n for n in converted.graph.node if n.op_type == "ReduceMean"]
+    assert [list(a.ints) for a in mean.attribute if a.name == "axes"] == [[1]]
+    x = np.resize(EDGES, 6).reshape(2, 3)
+    (want,), (got,) = run_onnxruntime(model, {"x": x}), run_onnxruntime(converted, {"x": x})
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

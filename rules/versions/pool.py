@@ -11,6 +11,7 @@ place). That needs the input's spatial dimensions, known statically.
 from __future__ import annotations
 
 import onnx
+from onnx import helper
 
 from lowering import schemas
 from lowering.adapters import (
@@ -89,12 +90,16 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     the newer version's formulas and the older one's give the same number of windows and the
     same padding before and after: the windows then cover the same elements. Elsewhere (unknown
     dimensions, a window more or less, padding split otherwise, dilations or ceil_mode the
-    older version cannot state) refused."""
+    older version cannot state) refused. A MaxPool on int8 or uint8, which MaxPool takes from
+    version 12, goes below as ``Cast(MaxPool(Cast(x, float)), T)``: exact both ways, the same
+    maximum and the same index (its second output) of the same values."""
     source = schemas.version_in_force(node.op_type, context.source_opset)
     target = schemas.version_in_force(node.op_type, context.target_opset)
     op = node.op_type
     cannot = f"{context.location}: {op}-{source} cannot go to opset {context.target_opset} ({op}-{target})"
-    require_types_taken(node, context)
+    widened = _eight_bit_widened(node, context)
+    if widened is None:
+        require_types_taken(node, context)
     target_attributes = schemas.schema_in_force(node.op_type, context.target_opset).attributes
     kernel = list(attribute_of(node, "kernel_shape") or [])
     dilations = list(attribute_of(node, "dilations") or [1] * len(kernel))
@@ -107,8 +112,10 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     if "ceil_mode" not in target_attributes and attribute_of(node, "ceil_mode") is not None:
         dropped.append("ceil_mode")
     if not auto_pad_or_ceil_mode(node):
-        # the same formulas in both versions: judged as any, unless an attribute must go
-        return [moved(node, dropped=tuple(dropped))] if dropped else None
+        # the same formulas in both versions: judged as any, unless an attribute must go or a type
+        if widened is None and not dropped:
+            return None
+        return _in_float(moved(node, dropped=tuple(dropped)), widened, context)
 
     shape = context.shape_of(node.input[0])
     spatial = None if shape is None else shape[2:]
@@ -138,7 +145,40 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
                 f"{node.op_type}-{source}'s rules, {_described(older)} under {node.op_type}-{target}'s "
                 f"({_reason(node, source, target)})"
             )
-    return [moved(node, dropped=tuple(dropped))]
+    return _in_float(moved(node, dropped=tuple(dropped)), widened, context)
+
+
+def _eight_bit_widened(node: onnx.NodeProto, context: AdapterContext) -> int | None:
+    """The 8-bit integer type of a MaxPool's input that the target's MaxPool does not take (it
+    then pools the values as float, which holds every 8-bit integer exactly), else None."""
+    if node.op_type != "MaxPool":
+        return None
+    type_proto = context.type_of(node.input[0])
+    if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    element_type = type_proto.tensor_type.elem_type
+    taken = schemas.input_element_types(node.op_type, context.target_opset, 0)
+    if element_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8) and element_type not in taken:
+        return element_type
+    return None
+
+
+def _in_float(node: onnx.NodeProto, widened: int | None, context: AdapterContext) -> list[onnx.NodeProto]:
+    """``node``, or where its input is an 8-bit integer type the target's MaxPool lacks,
+    ``Cast(MaxPool(Cast(x, float)), T)``: the cast is exact both ways, and the maximum and its
+    index (the second output, kept) are those of the same values in the same order."""
+    if widened is None:
+        return [node]
+    hint = node.name or node.output[0]
+    as_float, pooled = context.fresh(f"{hint}_as_float"), context.fresh(f"{hint}_pooled")
+    x, y = node.input[0], node.output[0]
+    node.input[0], node.output[0] = as_float, pooled
+    float32 = onnx.TensorProto.FLOAT
+    return [
+        helper.make_node("Cast", [x], [as_float], name=context.fresh(f"{hint}_Cast"), to=float32),
+        node,
+        helper.make_node("Cast", [pooled], [y], name=context.fresh(f"{hint}_Cast"), to=widened),
+    ]
 
 
 def _described(windows: tuple[int, int, int]) -> str:

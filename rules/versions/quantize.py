@@ -1,9 +1,11 @@
 """QuantizeLinear and DequantizeLinear going down: across 19/21/23 with their new attributes at
-values version 13 means too, and across 13 with a per-tensor scale; a DequantizeLinear the older
-version cannot take (blocks, int16/uint16, per slice below 13) as its formula, (x - z) * s."""
+values version 13 means too, and across 13 with a per-tensor scale; a node the older version
+cannot take (blocks, 16-bit integers, float16 values, per slice below 13) as its formula:
+(x - z) * s, and saturate(Round(x / s) + z)."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 from onnx import helper
 
@@ -104,12 +106,20 @@ def _at_version_13(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.N
 
 
 def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
-    """A DequantizeLinear the target's DequantizeLinear cannot take as it is, but its formula can:
-    blocks, an x type it lacks (int16, uint16), or below 13 a scale per slice."""
-    if node.op_type != "DequantizeLinear":
-        return False
+    """A node the target's version cannot take as it is, but its formula can: blocks, below 13 a
+    scale per slice; a DequantizeLinear on an x type it lacks (int16, uint16); a QuantizeLinear
+    of a float16 x or to an int16 or uint16 y, which it lacks."""
     if attribute_of(node, "block_size"):
         return True
+    if node.op_type == "QuantizeLinear":
+        scale = context.shape_of(node.input[1])
+        x_type = _element_type(context, node.input[0])
+        y_type = _quantized_type(node, context)
+        return (
+            (context.target_opset < 13 and scale is not None and scale != [])
+            or (x_type == onnx.TensorProto.FLOAT16 and x_type not in _x_types(node, context))
+            or (y_type in WHOLE_NUMBERS and y_type not in _y_types(node, context))
+        )
     x_type = _element_type(context, node.input[0])
     if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
         return x_type in WHOLE_NUMBERS
@@ -150,38 +160,12 @@ def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) ->
         made.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
         return name
 
+    lining, _ = _lined_up(node, context, f"dequantizes {what}", op)
     scale, zero = node.input[1], node.input[2] if len(node.input) > 2 else ""
-    scale_shape = context.shape_of(scale)
-    rank = context.rank_of(node.input[0])
-    axis = attribute_of(node, "axis")
-    axis = 1 if axis is None else axis
-    if scale_shape is None or (scale_shape != [] and rank is None):
-        raise _refused(node, context, f"dequantizes {what}, and the ranks of its scale and input are not known")
-    if scale_shape != []:
-        axis = axis + rank if axis < 0 else axis
-        block_size = attribute_of(node, "block_size")
-        if block_size:
-            length = context.shape_of(node.input[0])[axis]
-            if not isinstance(length, int):
-                raise _refused(node, context, f"dequantizes in blocks along axis {axis}, whose length is not known")
-            indices = int64_constant(context, f"{hint}_block_indices", [i // block_size for i in range(length)])
-            made.append(indices[0])
-
-            def lined_up(name: str) -> str:
-                return op("Gather", [name, indices[1]], "by_block", axis=axis)
-
-        elif axis == rank - 1 or len(scale_shape) != 1:
-            lined_up = None
-        else:
-            shape = int64_constant(context, f"{hint}_per_axis_shape", [-1] + [1] * (rank - axis - 1))
-            made.append(shape[0])
-
-            def lined_up(name: str) -> str:
-                return op("Reshape", [name, shape[1]], "per_axis")
-
-        if lined_up is not None:
-            scale = lined_up(scale)
-            zero = lined_up(zero) if zero else ""
+    if lining is not None:
+        made.append(lining[0])
+        scale = lining[1](scale)
+        zero = lining[1](zero) if zero else ""
     if zero:
         int32 = onnx.TensorProto.INT32
         difference = op(
@@ -193,6 +177,133 @@ def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) ->
     else:
         value = op("Cast", [node.input[0]], "as_float", to=onnx.TensorProto.FLOAT)
     op("Mul", [value, scale], "scaled", output=node.output[0])
+    return made
+
+
+def _x_types(node: onnx.NodeProto, context: AdapterContext) -> frozenset[int]:
+    return schemas.input_element_types(node.op_type, context.target_opset, 0)
+
+
+def _y_types(node: onnx.NodeProto, context: AdapterContext) -> frozenset[int]:
+    return schemas.output_element_types(node.op_type, context.target_opset)
+
+
+def _by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    if node.op_type == "QuantizeLinear":
+        return _quantized_by_arithmetic(node, context)
+    return _dequantized_by_arithmetic(node, context)
+
+
+def _quantized_type(node: onnx.NodeProto, context: AdapterContext) -> int | None:
+    """QuantizeLinear's y type: ``output_dtype``, else its zero point's type, else uint8; None
+    where the zero point's type is unknown."""
+    output_dtype = attribute_of(node, "output_dtype")
+    if output_dtype:
+        return output_dtype
+    if len(node.input) > 2 and node.input[2]:
+        return _element_type(context, node.input[2])
+    return onnx.TensorProto.UINT8
+
+
+def _lined_up(node: onnx.NodeProto, context: AdapterContext, what: str, op) -> tuple[object, int]:
+    """A function lining a scale (or zero point) up with x, None where it already is: reshaped
+    to ``[D, 1, ..., 1]`` per axis, gathered along the axis block by block; and the axis."""
+    hint = node.name or node.output[0]
+    scale_shape = context.shape_of(node.input[1])
+    rank = context.rank_of(node.input[0])
+    axis = attribute_of(node, "axis")
+    axis = 1 if axis is None else axis
+    if scale_shape is None or (scale_shape != [] and rank is None):
+        raise _refused(node, context, f"{what}, and the ranks of its scale and input are not known")
+    if scale_shape == []:
+        return None, axis
+    axis = axis + rank if axis < 0 else axis
+    block_size = attribute_of(node, "block_size")
+    if block_size:
+        length = context.shape_of(node.input[0])[axis]
+        if not isinstance(length, int):
+            raise _refused(node, context, f"{what} along axis {axis}, whose length is not known")
+        indices = int64_constant(context, f"{hint}_block_indices", [i // block_size for i in range(length)])
+
+        def by_block(name: str) -> str:
+            return op("Gather", [name, indices[1]], "by_block", axis=axis)
+
+        return (indices[0], by_block), axis
+    if axis == rank - 1 or len(scale_shape) != 1:
+        return None, axis
+    shape = int64_constant(context, f"{hint}_per_axis_shape", [-1] + [1] * (rank - axis - 1))
+
+    def per_axis(name: str) -> str:
+        return op("Reshape", [name, shape[1]], "per_axis")
+
+    return (shape[0], per_axis), axis
+
+
+def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """``y = Cast(Where(IsNaN(q), lo, Clip(Add(Round(q), Cast(z, float)), lo, hi)), T)``,
+    ``q = Div(Cast(x, float), Cast(s, float))``, ``[lo, hi]`` y's type's range: what
+    onnxruntime's QuantizeLinear computes (the quotient in float32, rounded half to even, the
+    zero point added, saturated; NaN to y's type's least value). The scale and zero point lined
+    up with x as :func:`_dequantized_by_arithmetic` does."""
+    what = "quantizes in blocks" if attribute_of(node, "block_size") else "quantizes per axis"
+    y_type = _quantized_type(node, context)
+    x_type = _element_type(context, node.input[0])
+    scale_type = _element_type(context, node.input[1])
+    if y_type in WHOLE_NUMBERS and y_type not in _y_types(node, context):
+        what = f"quantizes to {schemas.type_name(y_type)}"
+    elif x_type not in _x_types(node, context):
+        what = f"quantizes {schemas.type_name(x_type) if x_type else 'unknown'} values"
+    target_version = schemas.version_in_force(node.op_type, context.target_opset)
+    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
+    precision = attribute_of(node, "precision")
+    if (
+        y_type not in WHOLE_NUMBERS
+        or x_type not in floats
+        or scale_type != x_type
+        or precision not in (None, 0, onnx.TensorProto.FLOAT)
+    ):
+        raise _refused(
+            node,
+            context,
+            f"{what}, which QuantizeLinear-{target_version} cannot, and not to an 8- or 16-bit integer from a float "
+            "or float16 x and scale of one type divided in float32, so not by float32 arithmetic either",
+        )
+    if context.target_opset < 11:
+        raise _refused(node, context, f"{what}, and Round, which its formula needs, does not exist before opset 11")
+    hint = node.name or node.output[0]
+    made: list[onnx.NodeProto] = []
+
+    def op(op_type: str, inputs: list[str], part: str, output: str | None = None, **attributes) -> str:
+        name = output or context.fresh(f"{hint}_{part}")
+        made.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
+        return name
+
+    def scalar(part: str, value: float) -> str:
+        name = context.fresh(f"{hint}_{part}")
+        tensor = helper.make_tensor(name, onnx.TensorProto.FLOAT, [], [value])
+        made.append(helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=tensor))
+        return name
+
+    float32 = onnx.TensorProto.FLOAT
+    lining, _ = _lined_up(node, context, what, op)
+    scale, zero = node.input[1], node.input[2] if len(node.input) > 2 else ""
+    if lining is not None:
+        made.append(lining[0])
+        scale = lining[1](scale)
+        zero = lining[1](zero) if zero else ""
+    x = node.input[0]
+    if x_type != float32:
+        x, scale = op("Cast", [x], "as_float", to=float32), op("Cast", [scale], "scale_as_float", to=float32)
+    quotient = op("Div", [x, scale], "quotient")
+    value = op("Round", [quotient], "rounded")
+    if zero:
+        value = op("Add", [value, op("Cast", [zero], "zero_as_float", to=float32)], "plus_zero")
+    info = np.iinfo(helper.tensor_dtype_to_np_dtype(y_type))
+    low, high = scalar("least", float(info.min)), scalar("greatest", float(info.max))
+    clipped = op("Clip", [value, low, high], "saturated")
+    # onnxruntime's kernel sends NaN to the least value; Clip and Cast leave NaN to the kernel
+    clipped = op("Where", [op("IsNaN", [quotient], "is_nan"), low, clipped], "nan_to_least")
+    op("Cast", [clipped], "as_integer", output=node.output[0], to=y_type)
     return made
 
 
@@ -215,9 +326,11 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
     output type, and types version 13 does not take (float16 or bfloat16 values, float8, int16,
     uint16, 4- and 2-bit integers) cannot be said at 13: refused, naming what. A DequantizeLinear
     in blocks or on int16/uint16 with a float32 scale is its formula instead, ``(x - z) * s`` in
-    int32 and float32 arithmetic (the scale and zero point gathered block by block)."""
+    int32 and float32 arithmetic (the scale and zero point gathered block by block); so is a
+    QuantizeLinear in blocks, of float16 values or to int16/uint16 (a float or float16 scale of
+    x's type, precision unset or float): ``saturate(Round(x / s) + z)`` in float32."""
     if _needs_arithmetic(node, context):
-        return _dequantized_by_arithmetic(node, context)
+        return _by_arithmetic(node, context)
     return _at_version_13(node, context)
 
 
@@ -237,12 +350,14 @@ def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
 
     ``QuantizeLinear-13(x, s, z)`` with a scalar scale = ``QuantizeLinear-10(x, s, z)`` (``axis``,
     which a scalar scale leaves unused, dropped); likewise DequantizeLinear. A scale of any other
-    shape quantizes per slice, which version 10 cannot say: refused for QuantizeLinear; a
-    DequantizeLinear per slice (or in blocks, or on int16/uint16) with a float32 scale is its
-    formula, ``(x - z) * s``, the scale reshaped to ``[D, 1, ..., 1]``. From version 19 the node
-    first goes as ``quantize_attributes_at_defaults_dropped`` says."""
+    shape quantizes per slice, which version 10 cannot say: a DequantizeLinear per slice (or in
+    blocks, or on int16/uint16) with a float32 scale is its formula, ``(x - z) * s``, the scale
+    reshaped to ``[D, 1, ..., 1]``; a QuantizeLinear (from opset 11, which has Round) is its
+    formula as onnxruntime computes it, ``saturate(Round(x / s) + z)`` in float32 (NaN to y's
+    least value), see ``_quantized_by_arithmetic``. From version 19 the node first goes as
+    ``quantize_attributes_at_defaults_dropped`` says."""
     if _needs_arithmetic(node, context):
-        return _dequantized_by_arithmetic(node, context)
+        return _by_arithmetic(node, context)
     nodes = [node]
     if schemas.version_in_force(node.op_type, context.source_opset) >= 19:
         nodes = _at_version_13(node, context)

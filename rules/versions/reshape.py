@@ -1,10 +1,13 @@
-"""Reshape across version 14 (allowzero), down where allowzero adds nothing."""
+"""Reshape across version 14 (allowzero), down where allowzero adds nothing, or where what it
+adds follows from x's static shape."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
+from onnx import helper, numpy_helper
 
-from lowering.adapters import AdapterContext, adapter, attribute_of, constant_ints, known_change, moved
+from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, constant_ints, known_change, moved
 from lowering.errors import LoweringError
 
 RESHAPE_14 = "version 14 adds allowzero: with allowzero=1 a 0 in the shape means size 0, not 'copy this dimension'"
@@ -15,17 +18,47 @@ known_change(
 
 @adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25))
 def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
-    """Reshape-14(x, s, allowzero=0, or 1 with s constant and free of 0) = Reshape-5/13(x, s).
+    """Reshape-14(x, s, allowzero=0, or 1 with s free of 0 or x non-empty) = Reshape-5/13(x, s); x empty: Expand(0, s).
 
     ``Reshape-14(x, s, allowzero=0)`` = ``Reshape-5/13(x, s)``: a 0 in ``s`` copies that dimension
-    in both. ``allowzero=1`` means the same where ``s`` is a constant holding no 0; otherwise the
-    older versions cannot say it: refused."""
-    if attribute_of(node, "allowzero"):
-        shape = constant_ints(node, context)
-        if shape is None or 0 in shape:
-            raise LoweringError(
-                f"{context.location}: Reshape-14 with allowzero=1 and a shape that is computed at run time or "
-                f"holds a 0 cannot go to opset {context.target_opset} ({RESHAPE_14})"
-            )
-    result = moved(node, dropped=("allowzero",))
-    return [result]
+    in both. ``allowzero=1`` means the same where ``s`` is a constant holding no 0, and where x's
+    shape is static without a 0: x then holds elements, so a 0 in ``s`` (size 0, no elements)
+    would be an error, and a valid ``s`` holds none. Where x's shape has a static 0, the result
+    holds no element: ``Expand(0 of x's type, Where(Less(s, 0), 0, s))`` has shape ``s``, its
+    -1 (the one dimension inferred) being 0. Otherwise the older versions cannot say it: refused."""
+    if not attribute_of(node, "allowzero"):
+        return [moved(node, dropped=("allowzero",))]
+    shape = constant_ints(node, context)
+    if shape is not None and 0 not in shape:
+        return [moved(node, dropped=("allowzero",))]
+    x_shape = context.shape_of(node.input[0])
+    if x_shape is not None and 0 in x_shape:
+        return _empty_of_shape(node, context)
+    if x_shape is not None and all(isinstance(d, int) and d > 0 for d in x_shape) and shape is None:
+        return [moved(node, dropped=("allowzero",))]
+    why = "a shape that holds a 0" if shape is not None else "a shape computed at run time"
+    raise LoweringError(
+        f"{context.location}: Reshape-14 with allowzero=1 and {why} cannot go to opset {context.target_opset} "
+        f"unless its input's shape is static ({RESHAPE_14})"
+    )
+
+
+def _empty_of_shape(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """x holds no element: the result is a zero of x's type expanded to ``s`` (-1 taken as 0)."""
+    type_proto = context.type_of(node.input[0])
+    element_type = type_proto.tensor_type.elem_type if type_proto is not None else 0
+    if not element_type:
+        raise LoweringError(
+            f"{context.location}: Reshape-14 with allowzero=1 of an empty input of unknown type cannot go to opset "
+            f"{context.target_opset} ({RESHAPE_14})"
+        )
+    writer = NodeWriter(node, context)
+    if element_type == onnx.TensorProto.STRING:
+        zero = helper.make_tensor("zero", element_type, [], [b""])
+    else:
+        zero = numpy_helper.from_array(np.zeros((), helper.tensor_dtype_to_np_dtype(element_type)), "zero")
+    value = writer.add("Constant", [], "zero", value=zero)
+    dims = node.input[1]
+    none = writer.scalar("none", 0, onnx.TensorProto.INT64)
+    sizes = writer.add("Where", [writer.add("Less", [dims, none], "inferred"), none, dims], "sizes")
+    return writer.last("Expand", [value, sizes], [node.output[0]])
