@@ -21,7 +21,7 @@ from __future__ import annotations
 import onnx
 
 from .. import schemas
-from ..naming import identifier
+from ..naming import identifier, safe_characters
 from ..report import LoweringReport
 from . import protowire
 
@@ -125,6 +125,7 @@ class _Recorded:
         self.rewritten = rewritten
         self.expanded = expanded
         self._hints: list[tuple[list[tuple[str | None, str]], str]] = []
+        self.safe_readings: list[list[tuple[str | None, str, str]]] = []
         self.slots: list[str] = []  # the fresh names' slots, in order
         self.tails: set[str] = set()
         self.ambiguous = False
@@ -141,6 +142,12 @@ class _Recorded:
         self.slots = [_slot("n", k) for k in range(len(hints))]
         self.tails = {tail for _, tail in hints}
         self.ambiguous = any(len(readings) > 1 for readings, _ in hints)
+        # Each reading as (start, the rest made identifier-safe, the rest's own identifier):
+        # identifier(start + rest) is start's identifier + the safe rest, where start is not
+        # empty (an earlier fresh name is an identifier already).
+        self.safe_readings = [
+            [(start, safe_characters(rest), identifier(rest)) for start, rest in readings] for readings, _ in hints
+        ]
 
 
 class KindMemo:
@@ -281,11 +288,20 @@ class KindMemo:
         candidates: list[str] = []
         taken: set[str] = set()
         counters: dict[str, int] = {}  # as NameAllocator.fresh_identifier counts, among these names
-        for k, (readings, _) in enumerate(recorded.hints):
-            text = text_of(readings)
-            if text is None:
-                return False
-            base = identifier(text)
+        hint_base = identifier(hint) if hint else ""
+        for k, readings in enumerate(recorded.safe_readings):
+            base = None
+            for start, safe_rest, own in readings:
+                if start is None or (start == "hint" and not hint):
+                    found = own
+                elif start == "hint":
+                    found = hint_base + safe_rest
+                else:
+                    found = real[start] + safe_rest
+                if base is None:
+                    base = found
+                elif found != base:
+                    return False
             counter = counters.get(base, 0)
             name = f"{base}_{counter}" if counter else base
             while name in taken:
