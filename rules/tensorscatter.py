@@ -31,7 +31,12 @@ def tensorscatter_reference(
     return present
 
 
-@rule("TensorScatter", versions=(24,), reference=tensorscatter_reference)
+@rule(
+    "TensorScatter",
+    versions=(24,),
+    reference=tensorscatter_reference,
+    emits=("Shape", "Gather", "Range", "Reshape", "Add", "Mod", "Expand", "ScatterElements", "Constant"),
+)
 def tensorscatter_as_scatter_elements(
     b: Builder, past_cache: Value, update: Value, write_indices: Value | None = None, *, mode: str = "linear",
     axis: int = -2,
