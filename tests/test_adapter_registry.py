@@ -62,6 +62,8 @@ MINIMUM_CASES = {
     "counted_parts_to_sizes": 32,
     "sizes_input_to_attribute": 32,
     "shape_slice_to_slice": 22,
+    "dft_axis_input_to_attribute": 5,  # the explicit cases (the backend ones feed the axis as an input)
+    "dft_axis_attribute_to_input": 5,  # the DFT-17 backend cases (opset 19), to 20 and up
     "squeeze_axes_input_to_attribute": 4,  # Squeeze 4, Unsqueeze 14
     "squeeze_axes_attribute_to_input": 4,  # Squeeze 4, Unsqueeze 14
     "pads_for_axes_spread": 22,  # backend and explicit cases; wrap refused
@@ -337,7 +339,39 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "ArgMin": lambda: arg_cases("ArgMin"),
         "GatherND": gather_nd_cases,
         "BitShift": bit_shift_cases,
+        "DFT": dft_cases,
     }.get(op_type, list)()
+
+
+def dft_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """DFT-20 with its axis a constant (the backend cases feed it as an input) or absent, built
+    at opset 20: real and complex signals, forward, inverse and one-sided, axes counted from
+    either end, float and double."""
+    rng = np.random.default_rng(20)
+    variants = [
+        ((2, 6, 1), TensorProto.FLOAT, 1, {}),
+        ((2, 6, 1), TensorProto.FLOAT, -2, {"onesided": 1}),
+        ((2, 3, 4, 2), TensorProto.FLOAT, None, {"inverse": 1}),
+        ((2, 3, 4, 2), TensorProto.DOUBLE, 1, {}),
+        ((3, 5, 2), TensorProto.FLOAT, -2, {"inverse": 1}),
+    ]
+    cases = []
+    for shape, element_type, axis, attributes in variants:
+        inputs, initializers = ["x", ""], []
+        if axis is not None:
+            inputs.append("axis")
+            initializers.append(onnx.numpy_helper.from_array(np.array(axis, np.int64), "axis"))
+        model = make_model(
+            [helper.make_node("DFT", inputs, ["y"], name="dft", **attributes)],
+            [helper.make_tensor_value_info("x", element_type, shape)],
+            [helper.make_tensor_value_info("y", element_type, None)],
+            opset=20,
+            initializer=initializers,
+        )
+        values = rng.standard_normal(shape).astype(helper.tensor_dtype_to_np_dtype(element_type))
+        name = f"explicit_dft_{'x'.join(map(str, shape))}_{schemas.type_name(element_type)}_axis{axis}_{attributes}"
+        cases.append((name, model, [{"x": values}]))
+    return cases
 
 
 def bit_shift_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:

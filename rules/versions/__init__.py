@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     bitshift,
     cast,
     constant,
+    dft,
     dropout,
     gathernd,
     grid_sample,

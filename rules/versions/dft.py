@@ -1,0 +1,59 @@
+"""DFT across version 20: the axis as an optional input (default -2) against an attribute
+(default 1)."""
+
+from __future__ import annotations
+
+import onnx
+
+from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, moved
+from lowering.errors import LoweringError
+
+DFT_20 = "version 20 takes the axis as an optional input (default -2); version 17 as an attribute (default 1)"
+_AXIS_INPUT = 2
+_DEFAULT_AXIS_17 = 1
+_DEFAULT_AXIS_20 = -2
+
+
+@adapter(("DFT",), 20, "down", "axis attribute", versions=(17, 20), reason=DFT_20)
+def dft_axis_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
+    """DFT-20(x, n, Constant(a)) = DFT-17(x, n, axis=a); no axis input = DFT-17(x, n, axis=-2).
+
+    Both versions count a negative axis from the back and take the same range of axes; only
+    where the axis comes from and its default differ. An axis computed at run time cannot become
+    an attribute: refused."""
+    axis = _DEFAULT_AXIS_20
+    if len(node.input) > _AXIS_INPUT and node.input[_AXIS_INPUT]:
+        tensor = context.constant_of(node.input[_AXIS_INPUT])
+        if tensor is None:
+            raise LoweringError(
+                f"{context.location}: DFT-20 takes its axis from '{node.input[_AXIS_INPUT]}', which is computed at "
+                f"run time, so it cannot go to opset {context.target_opset} where axis is an attribute"
+            )
+        (axis,) = onnx.numpy_helper.to_array(tensor).reshape(-1).tolist()
+    result = moved(node, axis=int(axis))
+    del result.input[_AXIS_INPUT:]
+    while result.input and not result.input[-1]:
+        del result.input[-1]
+    return [result]
+
+
+@adapter(("DFT",), 20, "up", "axis input", versions=(17, 20))
+def dft_axis_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
+    """DFT-17(x, n, axis=a) = DFT-20(x, n, Constant(a)); no attribute = DFT-20(x, n, Constant(1)).
+
+    DFT-17's default axis (1) is not DFT-20's (-2), so the axis is always written."""
+    axis = attribute_of(node, "axis")
+    axis = _DEFAULT_AXIS_17 if axis is None else axis
+    constant, name = int64_constant(context, f"{node.name or node.output[0]}_axis", [axis])
+    result = moved(node, dropped=("axis",))
+    while len(result.input) < _AXIS_INPUT:
+        result.input.append("")
+    del result.input[_AXIS_INPUT:]
+    result.input.append(name)
+    return [_scalar(constant), result]
+
+
+def _scalar(constant: onnx.NodeProto) -> onnx.NodeProto:
+    """The Constant made a 0-D tensor (DFT-20's axis is a scalar)."""
+    constant.attribute[0].t.ClearField("dims")
+    return constant
