@@ -111,6 +111,9 @@ def move(
                 return adapted
         # An adapter that leaves the node (None) says its step does not concern it: judged as any.
         if _keeps_meaning(node, source_version, target_version, judged_type_of, memoize):
+            untaken = versioning.untaken_output_refusal(node, source_version, scope.opset, judged_type_of)
+            if untaken is not None:
+                raise LoweringError(f"{location}: {untaken}")
             report.adapted[moved] += 1
             return [node]
     types = {name: shaped_type_of(name) for name in node.input if name}

@@ -228,6 +228,34 @@ def untaken_type_refusal(
 
 
 @functools.cache
+def output_types_taken_change(op_type: str, source_version: int, target_version: int) -> bool:
+    """Whether some output of ``op_type`` takes other types at ``target_version`` than at
+    ``source_version`` (If and Loop outputs took sequences and optionals from 13 and 16)."""
+    source = schemas.schema_in_force(op_type, source_version)
+    target = schemas.schema_in_force(op_type, target_version)
+    if source is None or target is None or not source.outputs or not target.outputs:
+        return False
+    for index in range(max(len(source.outputs), len(target.outputs))):
+        before = schemas.formal_type_strings(op_type, source_version, "outputs", min(index, len(source.outputs) - 1))
+        after = schemas.formal_type_strings(op_type, target_version, "outputs", min(index, len(target.outputs) - 1))
+        if before != after:
+            return True
+    return False
+
+
+def untaken_output_refusal(node: onnx.NodeProto, source_version: int, target_opset: int, type_of) -> str | None:
+    """Why ``node``, kept as it is, cannot be written at ``target_opset``: an output of a type
+    its op's version there does not give (an If yielding a sequence below 13); None where
+    every output's known type is taken there, or the step changed no output's types."""
+    target_version = schemas.version_in_force(node.op_type, target_opset)
+    if target_version is None or not output_types_taken_change(node.op_type, source_version, target_version):
+        return None
+    output_types = [type_of(name) if name else None for name in node.output]
+    untaken = untaken_type(node, source_version, target_version, [], output_types)
+    return None if untaken is None else untaken_type_refusal(node, source_version, target_opset, untaken)
+
+
+@functools.cache
 def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> bool:
     """Whether every node valid at both versions of ``op_type`` means the same at both, whatever
     its attributes: every version between has the same signature (:func:`_signature`) and no

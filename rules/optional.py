@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 from lowering.schemas import op_versions
 
@@ -29,4 +30,10 @@ def element_where_decided(b: Builder, optional: Value) -> Value | NotLowered:
         return decided
     if decided.element is None:
         return NotLowered("the optional is always empty here, so reading it fails in the original model too")
+    if decided.element.type is not None:  # the element reaches the node's output through an Identity
+        element = schemas.type_string(decided.element.type)
+        if element not in schemas.input_type_strings("Identity", b.opset, 0):
+            return NotLowered(
+                f"its element is {element}, which Identity, passing it on, does not take at opset {b.opset}"
+            )
     return decided.element

@@ -118,11 +118,39 @@ def test_the_check_stands_in_unknown_ranks_and_judges_types():
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_a_refusal_comes_from_the_whole_check_on_both_paths(fast):
-    """If with sequence outputs at 11 (If-11 takes tensors only): the node's own check cannot
-    be made (it holds graphs), the whole check refuses, with the same words on both paths."""
+    """Scan-8 (a batch axis, sequence lengths) taken to 11: the node holds a graph, so its own
+    check cannot be made; the whole check refuses, in the same words on both paths."""
+    with pytest.raises(lowering.LoweringError, match="the model cannot be expressed at opset 11") as raised:
+        lowering.lower(_backend_case("test_scan_sum").model, target_opset=11, ops=[], fast=fast)
+    assert "Scan" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("case", "target", "words"),
+    [
+        ("test_if_seq", 11, "If-13 cannot go to opset 11: its output 'res' is seq(tensor(float)), "
+         "which If-11 does not take"),
+        ("test_if_opt", 13, "If-16 cannot go to opset 13: its output 'sequence' is optional(seq(tensor(float))), "
+         "which If-13 does not take"),
+        ("test_optional_get_element_sequence", 13, "its element is seq(tensor(int32)), which Identity, passing it on, "
+         "does not take at opset 13"),
+    ],
+)  # fmt: skip
+def test_outputs_of_a_type_the_target_lacks_are_refused_in_our_words(case, target, words):
+    """An If yielding a sequence or optional, and an optional's element that is a sequence, kept
+    or passed on at an opset whose If or Identity takes no such type: refused naming the node,
+    not by the whole model's check."""
+    model = _backend_case(case).model
+    for fast in (True, False):
+        with pytest.raises(lowering.LoweringError) as raised:
+            lowering.lower(model, target_opset=target, ops=[], fast=fast)
+        assert words in str(raised.value)
+        assert str(raised.value).startswith(f"graph '{case}'")
+    converted = lowering.lower(model, target_opset=target + 4, ops=[])  # where the types exist it converts
+    onnx.checker.check_model(converted, full_check=True)
+
+
+def _backend_case(name: str):
     from version_cases import node_cases
 
-    case = next(c for c in node_cases() if c.name == "test_if_seq")
-    with pytest.raises(lowering.LoweringError, match="the model cannot be expressed at opset 11") as raised:
-        lowering.lower(case.model, target_opset=11, ops=[], fast=fast)
-    assert "seq(tensor(float))" in str(raised.value)
+    return next(c for c in node_cases() if c.name == name)
