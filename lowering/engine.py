@@ -31,10 +31,10 @@ from .scopes import Scope
 from .targets import Target
 
 PROGRESS_STEP = 4096  # nodes between progress updates
-MAX_BODY_DEPTH = 8
-OPTIONAL_OPS = frozenset(
-    {"Optional", "OptionalHasElement", "OptionalGetElement"}
-)  # function bodies inlined inside function bodies, at most
+MAX_BODY_DEPTH = 8  # function bodies inlined inside function bodies, at most
+NODE_CHECKS_AT_LEAST = 256  # node checks made before the whole model's check may be cheaper
+# Kept by a conversion for now: the optionals' resolution may remove them after the walk.
+OPTIONAL_OPS = frozenset({"Optional", "OptionalHasElement", "OptionalGetElement"})
 
 
 def describe_node(node: onnx.NodeProto, index: int | None) -> str:
@@ -103,6 +103,9 @@ class Legalizer:
         # where such a check does not pass, and the whole result is then checked instead.
         self.whole_check_needed = False
         self._check_imports: dict[int, tuple[int, list[onnx.OperatorSetIdProto]]] = {}
+        # One node's check costs about what the whole model's costs per 8 of its nodes (measured:
+        # some 0.2 ms against 25 µs a node): past that many, the whole model is checked instead.
+        self._node_checks_left = max(NODE_CHECKS_AT_LEAST, len(model.graph.node) // 8)
         self._cannot_move_reason = ""
 
     # -- what the paths ask ----------------------------------------------------------------
@@ -210,12 +213,18 @@ class Legalizer:
         """The nodes that make ``node`` legal, or None to keep it as it is (see
         :meth:`_legalize`); converting, what it becomes is checked at the target
         (:mod:`lowering.nodecheck`), and where that check does not pass, the whole result is."""
+        shape_reads = scope.shape_reads
         result = self._legalize(scope, node, index)
         if self.converting and node.op_type in OPTIONAL_OPS:
             self.whole_check_needed = True  # kept for now, the optionals' resolution may remove it
         elif self.converting and not self.whole_check_needed:
+            self._node_checks_left -= 1
+            if self._node_checks_left < 0:  # as costly as the whole model's check by now
+                self.whole_check_needed = True
+                return result
             ir_version, opset_imports = self._checked_at(scope.opset)
-            if not nodecheck.check_at_target(scope, node, result, ir_version, opset_imports):
+            shapes = scope.shape_reads != shape_reads
+            if not nodecheck.check_at_target(scope, node, result, ir_version, opset_imports, shapes):
                 self.whole_check_needed = True
         return result
 

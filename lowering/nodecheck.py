@@ -7,6 +7,10 @@ version step read (the element types) and nothing else. A conversion is as valid
 where every node it touched passes: the nodes it left keep their schema (their version is the
 same at both opsets) and read values of the same types.
 
+Where the pass made the nodes from shapes (an axis or a size folded from a static shape), the
+check gives the values their known shapes and the node's outputs their stated types, so what the
+target's inference can now work out is held against what the model states.
+
 Where such a check fails (an inference that needs ranks or shapes), or cannot be made (the
 nodes hold subgraphs, a value's type is not known, Reshape at the target cannot stand in for a
 tensor of unknown rank), :func:`check_at_target` says False and the driver has onnx's full
@@ -25,14 +29,19 @@ _SHAPE = "\x00unknown shape"
 _FIRST_RESHAPE_WITH_SHAPE_INPUT = 5
 
 
-def check_at_target(scope, node: onnx.NodeProto, result: list | None, ir_version: int, opset_imports) -> bool:
+def check_at_target(
+    scope, node: onnx.NodeProto, result: list | None, ir_version: int, opset_imports, shapes: bool = False
+) -> bool:
     """Whether onnx's full checker takes ``result`` (what ``node`` became: None or ``[node]``
     where it stays) at ``scope.opset`` in a model of its own; False also where this check cannot
-    stand for the whole model's (see the module docstring)."""
+    stand for the whole model's (see the module docstring). ``shapes``: the result was made
+    from shapes (an axis or size folded from a static shape), so the check gives the values
+    their shapes where known and the node's outputs the types the model states for them: what
+    the target's inference can now work out is held against them."""
     nodes = [node] if not result else _as_nodes(result)
     if any(n.attribute and holds_graphs(n) for n in nodes):
         return False
-    judged_type_of = getattr(scope, "judged_type_of", scope.type_of)
+    judged_type_of = scope.shaped_type_of if shapes else getattr(scope, "judged_type_of", scope.type_of)
     opset = scope.opset
     produced: set[str] = set()
     outside: list[str] = []
@@ -47,7 +56,9 @@ def check_at_target(scope, node: onnx.NodeProto, result: list | None, ir_version
         value_type = judged_type_of(name)
         if value_type is None:
             return False
-        if value_type.HasField("tensor_type"):
+        if shapes and value_type.HasField("tensor_type") and value_type.tensor_type.HasField("shape"):
+            graph_inputs.append(onnx.helper.make_value_info(name, value_type))
+        elif value_type.HasField("tensor_type"):
             element_type = value_type.tensor_type.elem_type
             if not _reshape_takes(element_type, opset):
                 return False
@@ -58,12 +69,18 @@ def check_at_target(scope, node: onnx.NodeProto, result: list | None, ir_version
             graph_inputs.append(onnx.helper.make_value_info(name, _shapeless(value_type)))
     if stand_ins:
         graph_inputs.append(onnx.helper.make_tensor_value_info(_SHAPE, onnx.TensorProto.INT64, ["rank"]))
-    graph = onnx.helper.make_graph([*stand_ins, *nodes], "checked", graph_inputs, [])
+    stated = []
+    if shapes:
+        for name in node.output:
+            value_type = scope.shaped_type_of(name) if name else None
+            if value_type is not None:
+                stated.append(onnx.helper.make_value_info(name, value_type))
+    graph = onnx.helper.make_graph([*stand_ins, *nodes], "checked", graph_inputs, [], value_info=stated)
     model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
     try:
         onnx.checker.check_model(model, full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
-        return False  # some inference needs the shapes this check leaves out: the whole model decides
+    except Exception:  # (any failure of the checker or its inference: the whole model decides)
+        return False  # e.g. an inference that needs the shapes this check leaves out
     return True
 
 

@@ -128,6 +128,7 @@ class Scope:
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
         self._initializer_map: dict[str, onnx.TensorProto] | None = None
         self._constant_map: dict[str, onnx.NodeProto] | None = None
+        self.shape_reads = 0  # calls of shaped_type_of, direct or by folding
         self._integer_values: dict[str, onnx.TensorProto | None] = {}  # folded by constant_value
         self._folding_depth = 0
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
@@ -300,7 +301,10 @@ class Scope:
 
     def shaped_type_of(self, name: str) -> onnx.TypeProto | None:
         """The type of a value visible here with as much shape as is known: declared with a
-        shape, else as onnx inference gives it in the original model, else as :meth:`type_of`."""
+        shape, else as onnx inference gives it in the original model, else as :meth:`type_of`.
+        Counted in ``shape_reads`` (what the driver asks to know whether a result was made from
+        shapes)."""
+        self.shape_reads += 1
         scope: Scope | None = self
         while scope is not None:
             declared = scope._declared.get(name)

@@ -1,5 +1,5 @@
 """QuantizeLinear per axis, in blocks, on float16 or to 16-bit integers as its formula, and
-TensorScatter as ScatterND (issue 13): each converts bit for bit against onnxruntime's kernel for
+TensorScatter as ScatterElements (issue 13): each converts bit for bit against onnxruntime's kernel for
 the original (every float16 pattern, NaN, ±inf, ±0, ties, extremes), or is refused by a sentence
 of ours naming the op, its version, the target opset and what cannot be said there."""
 
@@ -150,15 +150,47 @@ QUANTIZE_CASES = {
 def test_backend_quantize_cases_onnxruntime_has_no_kernel_for_give_the_expected_outputs(target):
     """onnxruntime has no QuantizeLinear-28 kernel (the cases' own version), so the sweep cannot
     compare them: the lowered models are compared with the cases' expected outputs, bit for bit."""
+    compared = set()
     for case in node_cases():
         if case.name not in QUANTIZE_CASES[min(target, 13)]:
             continue
+        compared.add(case.name)
         model = lowered(case.model, target)
         for inputs, expected in case.data_sets:
             got = run_onnxruntime(model, feeds_of(model, inputs))
             for value, want in zip(got, expected, strict=True):
                 want = numpy_helper.to_array(want) if isinstance(want, onnx.TensorProto) else np.asarray(want)
                 assert value.dtype == want.dtype and np.array_equal(value, want), case.name
+    assert compared == set(QUANTIZE_CASES[min(target, 13)])  # every case named was found and compared
+
+
+def test_adapters_write_no_op_the_caller_asks_to_lower():
+    """With the default ops (IsNaN and IsInf among them), the formulas that find NaN (QuantizeLinear
+    per axis, ArgMax with select_last_index, Mod-28 on floats) write it as Equal(Equal(x, x),
+    false), not IsNaN: the conversion succeeds, no requested op is left, and the outputs are
+    those of the conversion that lowers nothing, bit for bit."""
+    zero = np.array([0, 128, 255], np.uint8)
+    models = {
+        "QuantizeLinear": (quantize(13, FLOAT, per_axis_scales(3, np.float32, 1), zero, (2, 3), axis=1),
+                           {"x": edge_array((2, 3), np.float32, 5)}),
+        "ArgMax": (make_model([helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0, select_last_index=1)],
+                              [helper.make_tensor_value_info("x", FLOAT, [4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [4])], opset=13),
+                   {"x": edge_array((4, 6), np.float32, 6)}),
+        "Mod": (make_model([helper.make_node("Mod", ["a", "b"], ["y"])],
+                           [helper.make_tensor_value_info(name, FLOAT, [8]) for name in ("a", "b")],
+                           [helper.make_tensor_value_info("y", FLOAT, [8])], opset=28),
+                {"a": edge_array((8,), np.float32, 7), "b": np.array([2, -2, 0.5, -0.5, 3, -3, 1e-3, 7], np.float32)}),
+    }  # fmt: skip
+    for op_type, (model, feeds) in models.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            defaults = lowering.lower(model, target_opset=11)
+            nothing = lowering.lower(model, target_opset=11, ops=[])
+        ops = {n.op_type for n in defaults.graph.node}
+        assert not ops & {"IsNaN", "IsInf"} and "QuantizeLinear" not in ops, (op_type, ops)
+        for got, want in zip(run_onnxruntime(defaults, feeds), run_onnxruntime(nothing, feeds), strict=True):
+            assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8)), op_type
 
 
 # -- TensorScatter-24 as ScatterElements ------------------------------------------------------------

@@ -65,7 +65,8 @@ def test_a_conversion_whose_nodes_pass_their_own_checks_is_not_checked_whole(who
     assert whole_checks == []
     onnx.checker.check_model(lowered, full_check=True)  # and yet it passes the whole check
     assert [n.op_type for n in lowered.graph.node][:3] == ["ReduceMean", "Sub", "Relu"]
-    assert lowered.graph.node[0].attribute[1].ints == [1]  # axes moved to the attribute at 13
+    axes = [list(a.ints) for a in lowered.graph.node[0].attribute if a.name == "axes"]
+    assert axes == [[1]]  # axes moved to the attribute at 13
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -154,3 +155,39 @@ def _backend_case(name: str):
     from version_cases import node_cases
 
     return next(c for c in node_cases() if c.name == name)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_result_made_from_shapes_is_checked_against_the_stated_shapes(fast):
+    """ReduceMean-18 whose axes come from Shape(x): at 18 inference cannot read them, so an
+    output stated as [2, 5] passes the full check; at 17 the axes are folded into the attribute
+    from x's static shape, inference computes [2, 1], and the node's check (made with shapes, as
+    the result was made from them) fails, so the whole check decides: refused, as onnx's full
+    checker refuses the result. The same model stating [2, 1] converts."""
+    import numpy as np
+
+    def model(stated: list[int]) -> onnx.ModelProto:
+        one = onnx.numpy_helper.from_array(np.array(1, np.int64))
+        nodes = [
+            helper.make_node("Shape", ["x"], ["dims"]),
+            helper.make_node("Size", ["dims"], ["rank"]),
+            helper.make_node("Constant", [], ["one"], value=one),
+            helper.make_node("Sub", ["rank", "one"], ["last"]),
+            helper.make_node("Range", ["last", "rank", "one"], ["axes"]),
+            helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean"),
+        ]
+        return make_model(
+            nodes,
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, stated)],
+            opset=18,
+        )
+
+    wrong = model([2, 5])
+    onnx.checker.check_model(wrong, full_check=True)
+    with pytest.raises(lowering.LoweringError, match="cannot be expressed at opset 17.*differ"):
+        lowering.lower(wrong, target_opset=17, ops=[], fast=fast)
+    converted = lowering.lower(model([2, 1]), target_opset=17, ops=[], fast=fast)
+    onnx.checker.check_model(converted, full_check=True)
+    mean = next(n for n in converted.graph.node if n.op_type == "ReduceMean")
+    assert [list(a.ints) for a in mean.attribute if a.name == "axes"] == [[1]]

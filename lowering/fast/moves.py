@@ -33,7 +33,9 @@ _MAX_RECORDINGS_PER_KIND = 8
 _UNRECORDABLE = object()
 _TOO_LARGE = b"\x00too large"
 _AFRESH = object()  # a replay that cannot name this node as legalizing it would
-_SCOPE_FACTS = frozenset({"opset", "source_opset", "location"})  # what a replay may read freely
+# What a replay may read freely: the opsets, the location, and how often shapes were read (the
+# driver's check reads it after legalizing; the shapes it then reads are recorded as any).
+_SCOPE_FACTS = frozenset({"opset", "source_opset", "location", "shape_reads"})
 
 
 def _slot(kind: str, index: int) -> str:

@@ -30,10 +30,11 @@ def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
     ``n`` the size of axis ``a`` (static, else ``Gather(Shape(x), a)``): the first of equal maxima
     counted from the end is the last one. On floats NaN compares with nothing, and onnxruntime's
     kernel keeps a NaN that stands first along the axis and never picks one found later; so the
-    equal extremes are marked without asking ArgMax about NaN: ``m = ReduceMax(Where(IsNaN(x),
-    -inf, x), axes=[a])``, ``hit = Equal(x, m)`` (NaN hits nothing; -0 equals +0, as in the
-    kernel), the last hit found as above on ``Cast(hit, int32)``, then ``Where(IsNaN(x[first along
-    a]), 0, that)``. ArgMin likewise with ReduceMin and +inf. Computed with keepdims=1, then
+    equal extremes are marked without asking ArgMax about NaN: ``m = ReduceMax(Where(x == x, x,
+    -inf), axes=[a])``, ``hit = Equal(x, m)`` (NaN hits nothing; -0 equals +0, as in the
+    kernel), the last hit found as above on ``Cast(hit, int32)``, then ``Where(x == x [first along
+    a], that, 0)`` (x == x rather than IsNaN, which may be an op to lower). ArgMin likewise with
+    ReduceMin and +inf. Computed with keepdims=1, then
     ``Squeeze(axes=[a])`` for keepdims=0. Needs opset 11 (negative axes, Slice steps, Equal on
     floats) and, on floats, the input's element type; below 11, only select_last_index=0 goes."""
     select_last = attribute_of(node, "select_last_index")
@@ -79,9 +80,9 @@ def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
 
     is_float = floats.is_float(element_type)
     if is_float:
-        is_nan = w.add("IsNaN", [data], "is_nan")
+        is_number = w.add("Equal", [data, data], "is_number")  # false just for NaN (IsNaN may be an op to lower)
         fill = w.scalar("nan_fill", float("-inf") if node.op_type == "ArgMax" else float("inf"), element_type)
-        without_nan = w.add("Where", [is_nan, fill, data], "without_nan")
+        without_nan = w.add("Where", [is_number, data, fill], "without_nan")
         reduce_op = "ReduceMax" if node.op_type == "ArgMax" else "ReduceMin"
         extreme = w.add(reduce_op, [without_nan], "extreme", axes=[axis], keepdims=1)
         hit = w.add("Equal", [data, extreme], "hit")
@@ -112,11 +113,11 @@ def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
     index = w.add("Sub", [last, from_end], "index")
     first = w.add(
         "Slice",
-        [is_nan, w.int64s("first_start", [0]), w.int64s("first_end", [1]), w.int64s("first_axis", [axis])],
-        "first_is_nan",
+        [is_number, w.int64s("first_start", [0]), w.int64s("first_end", [1]), w.int64s("first_axis", [axis])],
+        "first_is_number",
     )
     zero = w.scalar("zero", 0, TensorProto.INT64)
     if keepdims:
-        return w.last("Where", [first, zero, index], node.output)
-    kept = w.add("Where", [first, zero, index], "index_kept")
+        return w.last("Where", [first, index, zero], node.output)
+    kept = w.add("Where", [first, index, zero], "index_kept")
     return w.last("Squeeze", [kept], node.output, axes=[axis])

@@ -240,7 +240,7 @@ def _lined_up(node: onnx.NodeProto, context: AdapterContext, what: str, op) -> t
 
 
 def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
-    """``y = Cast(Where(IsNaN(q), lo, Clip(Add(Round(q), Cast(z, float)), lo, hi)), T)``,
+    """``y = Cast(Where(q == q, Clip(Add(Round(q), Cast(z, float)), lo, hi), lo), T)``,
     ``q = Div(Cast(x, float), Cast(s, float))``, ``[lo, hi]`` y's type's range: what
     onnxruntime's QuantizeLinear computes (the quotient in float32, rounded half to even, the
     zero point added, saturated; NaN to y's type's least value). The scale and zero point lined
@@ -301,8 +301,9 @@ def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> l
     info = np.iinfo(helper.tensor_dtype_to_np_dtype(y_type))
     low, high = scalar("least", float(info.min)), scalar("greatest", float(info.max))
     clipped = op("Clip", [value, low, high], "saturated")
-    # onnxruntime's kernel sends NaN to the least value; Clip and Cast leave NaN to the kernel
-    clipped = op("Where", [op("IsNaN", [quotient], "is_nan"), low, clipped], "nan_to_least")
+    # onnxruntime's kernel sends NaN to the least value; Clip and Cast leave NaN to the kernel.
+    # (q == q is false just for NaN: IsNaN is not written, as it may be an op to lower.)
+    clipped = op("Where", [op("Equal", [quotient, quotient], "is_number"), clipped, low], "nan_to_least")
     op("Cast", [clipped], "as_integer", output=node.output[0], to=y_type)
     return made
 

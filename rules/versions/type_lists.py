@@ -159,12 +159,12 @@ _fmod_zero.__doc__ = "``fmod`` is 0 (the default): the version-28 meaning where 
 known_change(("Mod",), 28, MOD_28, down_only=True, affects=_fmod_zero)
 
 
-FLOAT_REMAINDER_OPS = ("Less", "Greater", "Xor", "Or", "And", "Add", "Where", "Abs", "Sign", "Mul", "IsNaN")
+FLOAT_REMAINDER_OPS = ("Less", "Greater", "Xor", "Or", "And", "Add", "Where", "Abs", "Sign", "Mul")
 
 
 @adapter(("Mod",), 28, "down", "fmod=0 kept or built from fmod=1", versions=(10, 28))
 def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
-    """Mod-28(a, b, fmod=0) on floats = Where(IsNaN(r), r, Abs(Where(fix, r+b, r))·Sign(b)), r = Mod(a, b, fmod=1).
+    """Mod-28(a, b, fmod=0) on floats = Where(r != r, r, Abs(Where(fix, r+b, r))·Sign(b)), r = Mod(a, b, fmod=1).
 
     fix = And(Xor(r < 0, b < 0), Or(r < 0, r > 0)); on integers the node is kept as it is.
 
@@ -175,9 +175,10 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     floored remainder does); Abs and Sign(b) then give the result b's sign, a zero included
     (+0 or -0 as b); a NaN r (b ±0 or NaN, a ±inf or NaN) is passed on with its bits. Checked bit for bit
     against onnxruntime's Mod-28 on every float16 against a set of b, and on edge values and
-    random pairs of float, double and float16. Needs Where and Sign (opset 9) and a type
-    they all take at the target: bfloat16 from opset 20 (IsNaN), where onnxruntime has no
-    bfloat16 Mod kernel at all; there the values match in onnx.reference (every pattern)."""
+    random pairs of float, double and float16. Needs Where and Sign (opset 9) and a type they
+    all take at the target: bfloat16 from opset 16 (Where), where onnxruntime has no bfloat16
+    Mod kernel at all; there the values match in onnx.reference (every pattern). NaN is found
+    as Not(Equal(r, r)) from opset 11, by IsNaN before (which a caller may ask to lower)."""
     if not _fmod_zero(node):
         return None
     type_proto = context.type_of(node.input[0])
@@ -194,9 +195,12 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     if _is_integer(element_type):
         return [moved(node)]
     typed = schemas.type_string(type_proto)
+    # NaN is found as Not(Equal(r, r)) where Equal takes the type (opset 11), else by IsNaN,
+    # which may be an op the caller asked to lower
+    nan_op = "Equal" if _takes("Equal", context.target_opset, typed) else "IsNaN"
     lacking = [
         op
-        for op in FLOAT_REMAINDER_OPS
+        for op in (*FLOAT_REMAINDER_OPS, nan_op)
         if not _takes(op, context.target_opset, "tensor(bool)" if op in _BOOLEAN_OPS else typed)
     ]
     if lacking:
@@ -205,7 +209,7 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
             f"{context.target_opset}: {MOD_28}, and the floored remainder needs {', '.join(lacking)} "
             f"on {typed}, which opset {context.target_opset} lacks"
         )
-    return _floored_from_truncated(node, context, element_type)
+    return _floored_from_truncated(node, context, element_type, nan_op)
 
 
 _BOOLEAN_OPS = frozenset({"Xor", "Or", "And"})
@@ -218,7 +222,9 @@ def _takes(op_type: str, opset: int, typed: str) -> bool:
     return typed in schemas.input_type_strings(op_type, opset, 1 if op_type == "Where" else 0)
 
 
-def _floored_from_truncated(node: onnx.NodeProto, context: AdapterContext, element_type: int) -> list[onnx.NodeProto]:
+def _floored_from_truncated(
+    node: onnx.NodeProto, context: AdapterContext, element_type: int, nan_op: str
+) -> list[onnx.NodeProto]:
     hint = node.name or node.output[0]
     b = node.input[1]
     names: dict[str, str] = {}
@@ -248,6 +254,22 @@ def _floored_from_truncated(node: onnx.NodeProto, context: AdapterContext, eleme
         make("Abs", [names["floored"]], fresh("magnitude")),
         make("Sign", [b], fresh("b_sign")),
         make("Mul", [names["magnitude"], names["b_sign"]], fresh("signed")),
-        make("IsNaN", [r], fresh("r_nan")),
+        *_nan_mask(nan_op, r, fresh, make),
         make("Where", [names["r_nan"], r, names["signed"]], node.output[0]),
+    ]
+
+
+def _nan_mask(nan_op: str, r: str, fresh, make) -> list[onnx.NodeProto]:
+    """r != r as ``Equal(Equal(r, r), false)``, or ``IsNaN(r)``; the mask's name is ``r_nan``.
+    Not ``Not(Equal(r, r))``: onnxruntime fuses Not into the Where after it by swapping its
+    branches, and its Where loses -0 in the other branch (README: "Why IsNaN ends in
+    Equal(…, false) and not Not")."""
+    if nan_op == "IsNaN":
+        return [make("IsNaN", [r], fresh("r_nan"))]
+    number, false = fresh("r_number"), fresh("false")
+    false_value = helper.make_tensor(false, onnx.TensorProto.BOOL, [], [False])
+    return [
+        make("Equal", [r, r], number),
+        make("Constant", [], false, value=false_value),
+        make("Equal", [number, false], fresh("r_nan")),
     ]
