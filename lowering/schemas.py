@@ -49,6 +49,27 @@ def op_versions(op_type: str, domain: str = "") -> tuple[int, ...]:
     return tuple(sorted(versions))
 
 
+@functools.cache
+def first_opset(op_type: str, output_element_type: int | None = None, domain: str = "") -> int | None:
+    """The lowest opset at which ``op_type`` exists and, where ``output_element_type`` is given,
+    its first output may have that type (Constant holds int64 from 9); None where none does."""
+    for opset in range(1, newest_opset() + 1):
+        if schema_in_force(op_type, opset, domain) is not None and (
+            output_element_type is None or output_element_type in output_element_types(op_type, opset, 0, domain)
+        ):
+            return opset
+    return None
+
+
+def first_opset_writing(op_types, *, int64_constants: bool = False) -> int:
+    """The lowest opset at which every op of ``op_types`` exists, and Constant holds int64
+    where ``int64_constants`` (the indices, axes and shapes a rule writes)."""
+    firsts = [first_opset(op_type) or newest_opset() + 1 for op_type in op_types]
+    if int64_constants:
+        firsts.append(first_opset("Constant", onnx.TensorProto.INT64))
+    return max(firsts)
+
+
 def _tensor_element_types(type_strings) -> frozenset[int]:
     types = set()
     for text in type_strings:
