@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 import onnx
 from onnx import defs
@@ -118,6 +119,20 @@ def _formal_type_strings(schema: defs.OpSchema | None, formals, index: int) -> f
         if constraint.type_param_str == type_str:
             return frozenset(constraint.allowed_type_strs)
     return frozenset([type_str])
+
+
+def describe_types(type_strings: Iterable[str]) -> str:
+    """Type strings with the same wrapper together: ``tensor(double|float|float16)``,
+    ``seq(tensor(float|int64))``."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for text in sorted(type_strings):
+        start = text.rfind("(") + 1
+        end = text.find(")", start)
+        if start == 0 or end < 0:
+            groups.setdefault((text, ""), [])
+            continue
+        groups.setdefault((text[:start], text[end:]), []).append(text[start:end])
+    return ", ".join(f"{head}{'|'.join(inner)}{tail}" for (head, tail), inner in groups.items())
 
 
 @functools.cache
