@@ -30,6 +30,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 from onnx import helper
 
@@ -304,17 +305,29 @@ def moved(node: onnx.NodeProto, *, dropped: tuple[str, ...] = (), **attributes) 
     return copy
 
 
-def constant_ints(node: onnx.NodeProto, context: AdapterContext) -> list[int] | None:
-    """The node's second input (Reduce axes, a Reshape shape) as integers, [] when absent or
-    empty; None when it is not a constant."""
-    if len(node.input) < 2 or not node.input[1]:
-        return []
-    tensor = context.constant_of(node.input[1])
+def constant_array(context: AdapterContext, name: str) -> np.ndarray | None:
+    """The constant ``name`` (an initializer or a Constant's value) as a flat array; None where it
+    is not a constant, or not one this adapter can read (external data)."""
+    tensor = context.constant_of(name) if name else None
     if tensor is None:
         return None
     try:
-        return [int(v) for v in onnx.numpy_helper.to_array(tensor).reshape(-1)]
-    except Exception:  # external data, a wrong type: not a constant this adapter can read
+        return onnx.numpy_helper.to_array(tensor).reshape(-1)
+    except Exception:  # external data, a tensor onnx cannot read: not a constant here
+        return None
+
+
+def constant_ints(node: onnx.NodeProto, context: AdapterContext, index: int = 1) -> list[int] | None:
+    """The node's input ``index`` (by default the second: Reduce axes, a Reshape shape) as
+    integers, [] when absent or empty; None when it is not a constant of numbers."""
+    if len(node.input) <= index or not node.input[index]:
+        return []
+    values = constant_array(context, node.input[index])
+    if values is None:
+        return None
+    try:
+        return [int(v) for v in values]
+    except Exception:  # NaN, infinities, text: not integers
         return None
 
 
@@ -326,11 +339,12 @@ def int64_constant(context: AdapterContext, hint: str, values: list[int]) -> tup
     return helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value), name
 
 
-def require_types_taken(node: onnx.NodeProto, context: AdapterContext) -> None:
+def require_types_taken(node: onnx.NodeProto, context: AdapterContext, *, unknown_refused: bool = False) -> None:
     """Raise LoweringError where the op's version in force at the target opset cannot take
     ``node``'s inputs as typed: one whose known type it does not take, or two bound to one type
     parameter there with different types. Inputs of unknown type are left to the full check of
-    the result."""
+    the result, unless ``unknown_refused``: then one is refused where the target's version takes
+    fewer types there than the source's."""
     source = f"{node.op_type}-{schemas.version_in_force(node.op_type, context.source_opset)}"
     schema = schemas.schema_in_force(node.op_type, context.target_opset)
     if schema is None:
@@ -339,12 +353,19 @@ def require_types_taken(node: onnx.NodeProto, context: AdapterContext) -> None:
     bound: dict[str, tuple[str, str]] = {}
     for index, name in enumerate(node.input):
         type_proto = context.type_of(name) if name else None
-        if type_proto is None or index >= len(schema.inputs):
+        if index >= len(schema.inputs):
+            continue
+        if type_proto is None:
+            if name and unknown_refused and _takes_fewer(node.op_type, context, index):
+                why = f"its input '{name}' is of unknown type, and {target} takes fewer types there than {source}"
+                raise LoweringError(f"{context.location}: {source} cannot go to opset {context.target_opset}: {why}")
             continue
         typed = schemas.type_string(type_proto)
         why = None
-        if typed not in schemas.input_type_strings(node.op_type, context.target_opset, index):
+        taken = schemas.input_type_strings(node.op_type, context.target_opset, index)
+        if typed not in taken:
             why = f"its input '{name}' is {typed}, which {target} does not take"
+            why += f" (it takes {schemas.describe_types(taken)})"
         first = bound.setdefault(schema.inputs[index].type_str, (name, typed))
         if why is None and first[1] != typed:
             why = f"{target} takes one type for its inputs '{first[0]}' ({first[1]}) and '{name}' ({typed})"
@@ -352,14 +373,20 @@ def require_types_taken(node: onnx.NodeProto, context: AdapterContext) -> None:
             raise LoweringError(f"{context.location}: {source} cannot go to opset {context.target_opset}: {why}")
 
 
+def _takes_fewer(op_type: str, context: AdapterContext, index: int) -> bool:
+    """Input ``index`` of the op's version at the target lacks a type its version at the source takes."""
+    taken = schemas.input_type_strings(op_type, context.target_opset, index)
+    return not schemas.input_type_strings(op_type, context.source_opset, index) <= taken
+
+
 class NodeWriter:
     """The nodes an adapter writes in place of ``node``, in order: each new value named
-    ``{hint}_{suffix}`` and each node ``{hint}_{op}`` (fresh), the hint being the node's name,
-    else its first output."""
+    ``{hint}_{suffix}`` and each node ``{hint}_{op}`` (fresh), the hint being ``hint`` where
+    given (the nodes of a subgraph), else the node's name, else its first output."""
 
-    def __init__(self, node: onnx.NodeProto, context: AdapterContext) -> None:
+    def __init__(self, node: onnx.NodeProto, context: AdapterContext, hint: str | None = None) -> None:
         self.context = context
-        self.hint = node.name or node.output[0]
+        self.hint = hint or node.name or node.output[0]
         self.nodes: list[onnx.NodeProto] = []
 
     def add(self, op_type: str, inputs: list[str], suffix: str, **attributes) -> str:

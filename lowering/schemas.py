@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 import onnx
 from onnx import defs
@@ -47,6 +48,27 @@ def op_versions(op_type: str, domain: str = "") -> tuple[int, ...]:
         versions.append(schema.since_version)
         opset = schema.since_version - 1
     return tuple(sorted(versions))
+
+
+@functools.cache
+def first_opset(op_type: str, output_element_type: int | None = None, domain: str = "") -> int | None:
+    """The lowest opset at which ``op_type`` exists and, where ``output_element_type`` is given,
+    its first output may have that type (Constant holds int64 from 9); None where none does."""
+    for opset in range(1, newest_opset() + 1):
+        if schema_in_force(op_type, opset, domain) is not None and (
+            output_element_type is None or output_element_type in output_element_types(op_type, opset, 0, domain)
+        ):
+            return opset
+    return None
+
+
+def first_opset_writing(op_types, *, int64_constants: bool = False) -> int:
+    """The lowest opset at which every op of ``op_types`` exists, and Constant holds int64
+    where ``int64_constants`` (the indices, axes and shapes a rule writes)."""
+    firsts = [first_opset(op_type) or newest_opset() + 1 for op_type in op_types]
+    if int64_constants:
+        firsts.append(first_opset("Constant", onnx.TensorProto.INT64))
+    return max(firsts)
 
 
 def _tensor_element_types(type_strings) -> frozenset[int]:
@@ -97,6 +119,20 @@ def _formal_type_strings(schema: defs.OpSchema | None, formals, index: int) -> f
         if constraint.type_param_str == type_str:
             return frozenset(constraint.allowed_type_strs)
     return frozenset([type_str])
+
+
+def describe_types(type_strings: Iterable[str]) -> str:
+    """Type strings with the same wrapper together: ``tensor(double|float|float16)``,
+    ``seq(tensor(float|int64))``."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for text in sorted(type_strings):
+        start = text.rfind("(") + 1
+        end = text.find(")", start)
+        if start == 0 or end < 0:
+            groups.setdefault((text, ""), [])
+            continue
+        groups.setdefault((text[:start], text[end:]), []).append(text[start:end])
+    return ", ".join(f"{head}{'|'.join(inner)}{tail}" for (head, tail), inner in groups.items())
 
 
 @functools.cache

@@ -166,20 +166,6 @@ def only_types_change(op_type: str, version: int) -> bool:
     return added
 
 
-def describe_types(type_strings: Iterable[str]) -> str:
-    """Type strings with the same wrapper together: ``tensor(double|float|float16)``,
-    ``seq(tensor(float|int64))``."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for text in sorted(type_strings):
-        start = text.rfind("(") + 1
-        end = text.find(")", start)
-        if start == 0 or end < 0:
-            groups.setdefault((text, ""), [])
-            continue
-        groups.setdefault((text[:start], text[end:]), []).append(text[start:end])
-    return ", ".join(f"{head}{'|'.join(inner)}{tail}" for (head, tail), inner in groups.items())
-
-
 def untaken_type(
     node: onnx.NodeProto,
     source_version: int,
@@ -223,7 +209,7 @@ def untaken_type_refusal(
     target_version = schemas.version_in_force(node.op_type, target_opset)
     return (
         f"{node.op_type}-{source_version} cannot go to opset {target_opset}: its {kind} '{name}' is {type_text}, "
-        f"which {node.op_type}-{target_version} does not take (it takes {describe_types(taken)})"
+        f"which {node.op_type}-{target_version} does not take (it takes {schemas.describe_types(taken)})"
     )
 
 

@@ -10,8 +10,10 @@ from lowering.registry import Builder, NotLowered, Value, rule
 # The longest axis the rule unrolls: one Slice and one Mul per element.
 LONGEST_AXIS = 64
 
-# The rule writes ops as they are from this opset on (Expand from 8, Cast's ``to`` an int from 6).
-FIRST_OPSET = 9
+EMITS = ("Slice", "Mul", "Concat", "Expand", "Shape", "Cast", "Unsqueeze", "Gather", "Reshape", "Constant")
+# The rule writes ops as they are from this opset on: each of them exists (Expand from 8) and
+# Constant holds its int64 indices and shapes (from 9), onnx.defs says.
+FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 
 def cumprod_reference(x: np.ndarray, axis: np.ndarray | int, *, exclusive: int = 0, reverse: int = 0) -> np.ndarray:
@@ -35,7 +37,7 @@ def cumprod_reference(x: np.ndarray, axis: np.ndarray | int, *, exclusive: int =
 @rule(
     "CumProd",
     versions=(26,),
-    emits=("Slice", "Mul", "Concat", "Expand", "Shape", "Cast", "Unsqueeze", "Gather", "Reshape", "Constant"),
+    emits=EMITS,
     rounding_invariant=False,
     reference=cumprod_reference,
 )

@@ -12,9 +12,11 @@ from lowering import schemas
 from lowering.functions import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
-# The rule writes ops as they are from this opset on (MatMul on integers from 9, Cast's ``to``
-# an int from 6).
-FIRST_OPSET = 9
+EMITS = ("Transpose", "Reshape", "MatMul", "ReduceSum", "Unsqueeze", "Squeeze", "Cast", "Constant")
+# The rule writes ops as they are from this opset on: each of them exists and Constant holds
+# its int64 shapes and axes (from 9), onnx.defs says (the types MatMul and ReduceSum take are
+# asked per node).
+FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 # How far the lowered Einsum may stray from the op, per float type: onnx's backend tolerance,
 # and 2^-7 for bfloat16 (its 8 bits). Measured: bit for bit against onnxruntime's kernel, which
@@ -109,7 +111,7 @@ def parse_equation(equation: str, ranks: list[int | None]) -> Equation | str:
 @rule(
     "Einsum",
     versions=(12, 28),
-    emits=("Transpose", "Reshape", "MatMul", "ReduceSum", "Unsqueeze", "Squeeze", "Cast", "Constant"),
+    emits=EMITS,
     rounding_invariant=False,
     reference=einsum_reference,
     tolerance=EINSUM_TOLERANCE,

@@ -353,8 +353,8 @@ def test_a_type_the_target_lacks_with_a_body_says_why_the_body_cannot_go_either(
             single("QuantizeLinear", [tensor("x", TensorProto.BFLOAT16), tensor("s", TensorProto.BFLOAT16, ()),
                                       tensor("z", TensorProto.INT8, ())], [tensor("y", TensorProto.INT8)], 21),
             17,
-            "QuantizeLinear-21 takes 'x' as tensor(bfloat16), which QuantizeLinear-13 does not, so it cannot go to "
-            "opset 17",  # the quantize adapter's words (rules/versions/quantize.py), before the converter's check
+            "QuantizeLinear-21 cannot go to opset 17: its input 'x' is tensor(bfloat16), which QuantizeLinear-13 "
+            "does not take",  # the quantize adapter's check (require_types_taken), before the converter's
         ),
         (
             single("QuantizeLinear", [tensor("x", TensorProto.BFLOAT16), tensor("s", TensorProto.BFLOAT16, ())],

@@ -7,7 +7,7 @@ import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter
+from lowering.adapters import AdapterContext, adapter, constant_array
 from lowering.errors import LoweringError
 
 DROPOUT_12 = (
@@ -22,14 +22,8 @@ def _scalar(node: onnx.NodeProto, index: int, context: AdapterContext):
     constant of one value."""
     if index >= len(node.input) or not node.input[index]:
         return None
-    tensor = context.constant_of(node.input[index])
-    if tensor is None:
-        return ...
-    try:
-        values = onnx.numpy_helper.to_array(tensor).reshape(-1)
-    except Exception:  # external data: not a constant this adapter can read
-        return ...
-    return values[0].item() if values.size == 1 else ...
+    values = constant_array(context, node.input[index])
+    return values[0].item() if values is not None and values.size == 1 else ...
 
 
 def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, moved, text_attribute
+from lowering.adapters import AdapterContext, adapter, moved, require_types_taken, text_attribute
 from lowering.errors import LoweringError
 
 GRID_SAMPLE_20 = "version 20 renames the modes (bilinear → linear, bicubic → cubic) and goes N-D"
@@ -25,31 +25,19 @@ def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
     input of another rank (volumetric, 5-D) or of unknown rank, and bfloat16 values, cannot be
     said at 16: refused."""
     version = schemas.version_in_force("GridSample", context.source_opset)
+    older = f"GridSample-{schemas.version_in_force('GridSample', context.target_opset)}"
     where = f"{context.location}: GridSample-{version}"
     ranks = {rank for rank in (context.rank_of(node.input[0]), context.rank_of(node.input[1])) if rank is not None}
     if ranks != {4}:
         what = "of unknown rank" if not ranks else f"of rank {max(ranks)}"
         raise LoweringError(
-            f"{where} samples an input {what}; GridSample-16 at opset {context.target_opset} samples only 4-D "
+            f"{where} samples an input {what}; {older} at opset {context.target_opset} samples only 4-D "
             f"inputs, so it cannot go to opset {context.target_opset}"
         )
-    for index, name in enumerate(node.input[:2]):
-        type_proto = context.type_of(name)
-        accepted = schemas.input_type_strings("GridSample", context.target_opset, index)
-        if type_proto is None:
-            if accepted != schemas.input_type_strings("GridSample", context.source_opset, index):
-                raise LoweringError(
-                    f"{where} takes '{name}' of unknown type, and GridSample-16 takes fewer types, so it cannot go "
-                    f"to opset {context.target_opset}"
-                )
-        elif schemas.type_string(type_proto) not in accepted:
-            raise LoweringError(
-                f"{where} takes '{name}' of type {schemas.type_string(type_proto)}, which GridSample-16 does not "
-                f"take, so it cannot go to opset {context.target_opset}"
-            )
+    require_types_taken(node, context, unknown_refused=True)
     mode = text_attribute(node, "mode", context.source_opset)
     if mode not in MODES_AT_16:
         raise LoweringError(
-            f"{where} has mode {mode!r}, which GridSample-16 lacks, so it cannot go to opset {context.target_opset}"
+            f"{where} has mode {mode!r}, which {older} lacks, so it cannot go to opset {context.target_opset}"
         )
     return [moved(node, mode=MODES_AT_16[mode])]

@@ -11,10 +11,12 @@ from lowering.adapters import (
     AdapterContext,
     adapter,
     attribute_in,
+    constant_array,
     constant_ints,
     int64_constant,
     known_change,
     moved,
+    require_types_taken,
     text_attribute,
 )
 from lowering.errors import LoweringError
@@ -48,15 +50,14 @@ def _axes_and_rank(node: onnx.NodeProto, context: AdapterContext) -> tuple[list[
     """The Pad-18 node's axes (constant, made non-negative) and its input's rank; refused where
     either is not known statically."""
     version = schemas.version_in_force("Pad", context.source_opset)
-    tensor = context.constant_of(node.input[3])
+    axes = constant_ints(node, context, 3)
     rank = context.rank_of(node.input[0])
-    if tensor is None or rank is None:
+    if axes is None or rank is None:
         raise LoweringError(
             f"{context.location}: Pad-{version} with axes '{node.input[3]}' cannot go to opset {context.target_opset}, "
             "where pads cover every axis, without the axes as a constant and the rank of its input "
-            f"'{node.input[0]}' (known: axes {'yes' if tensor is not None else 'no'}, rank {rank})"
+            f"'{node.input[0]}' (known: axes {'yes' if axes is not None else 'no'}, rank {rank})"
         )
-    axes = [int(a) for a in onnx.numpy_helper.to_array(tensor).reshape(-1)]
     return [a + rank if a < 0 else a for a in axes], rank
 
 
@@ -110,17 +111,10 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
     (no ``v``: 0, the default of both; ``v`` is read only in mode ``constant``). ``value`` is a
     float attribute: a ``v`` that float32 does not hold exactly is refused, as are ``p`` or ``v``
     computed at run time. Pad-18's ``axes`` spread ``p`` over every axis first (constant axes,
-    known rank). Mode ``wrap`` (19) has no counterpart, Pad-2 no integer types: refused."""
+    known rank). Mode ``wrap`` (19) has no counterpart, and a type Pad-2 does not take (integers): refused."""
     _refuse_wrap(node, context)
     version = schemas.version_in_force("Pad", context.source_opset)
-    data_type = context.type_of(node.input[0])
-    if data_type is not None and schemas.type_string(data_type) not in schemas.input_type_strings(
-        "Pad", context.target_opset, 0
-    ):
-        raise LoweringError(
-            f"{context.location}: Pad-{version} on {schemas.type_string(data_type)} cannot go to opset "
-            f"{context.target_opset}, whose Pad takes only float types"
-        )
+    require_types_taken(node, context)
     pads = constant_ints(node, context)
     if pads is None:
         raise LoweringError(
@@ -132,8 +126,7 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
         pads = _spread(pads, axes, rank)
     attributes = {"pads": pads}
     if _input(node, 2) and _mode(node, context) == "constant":
-        tensor = context.constant_of(node.input[2])
-        value = None if tensor is None else onnx.numpy_helper.to_array(tensor).reshape(-1)
+        value = constant_array(context, node.input[2])
         if value is None or value.size != 1 or value.dtype.kind not in "fiub":
             raise LoweringError(
                 f"{context.location}: Pad-{version} takes its constant value from '{node.input[2]}', which is not "

@@ -28,9 +28,10 @@ from lowering.errors import LoweringError
 
 SHAPE_RESTATED = "version {} restates the output shape under auto_pad and ceil_mode"
 RIGHT_PADDING_22 = "version 22 ignores windows that start in the right padding (ceil_mode)"
-known_change(("MaxPool",), 12, SHAPE_RESTATED.format(12), affects=auto_pad_or_ceil_mode)
-known_change(("LpPool",), 18, SHAPE_RESTATED.format(18), affects=auto_pad_or_ceil_mode)
-known_change(("AveragePool",), 19, SHAPE_RESTATED.format(19), affects=auto_pad_or_ceil_mode)
+# The version of each op that restates its output shape, from the changelog: declared once here.
+SHAPE_RESTATED_AT = {"MaxPool": 12, "LpPool": 18, "AveragePool": 19}
+for _op_type, _version in SHAPE_RESTATED_AT.items():
+    known_change((_op_type,), _version, SHAPE_RESTATED.format(_version), affects=auto_pad_or_ceil_mode)
 known_change(("AveragePool", "MaxPool"), 22, RIGHT_PADDING_22, affects=auto_pad_or_ceil_mode)
 LABEL = "windows proved the same"
 
@@ -48,10 +49,12 @@ def _windows(
     extent = (kernel - 1) * dilation + 1
     # MaxPool-11 and LpPool-11/18 state one formula for auto_pad whatever ceil_mode is; AveragePool-11
     # states floor(size / stride) and floor((size - extent + 1) / stride) without ceil_mode; the
-    # versions that restate it floor((size - 1) / stride) + 1 and floor((size - extent) / stride) + 1.
+    # versions that restate it floor((size - 1) / stride) + 1 and floor((size - extent) / stride) + 1,
+    # the same counts as the ceil formulas (ceil(n / s) = floor((n - 1) / s) + 1 for every integer n),
+    # so LpPool-18, which states only the ceil ones, counts alike either way.
     # (AveragePool-11's auto_pad description says ceil(size / stride) for SAME too: where its two
     # statements disagree, the floor one differs from the later versions' count, so it is refused.)
-    restated = (op_type == "MaxPool" and version >= 12) or (op_type == "AveragePool" and version >= 19)
+    restated = version >= SHAPE_RESTATED_AT[op_type]
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         if ceil_mode or not (restated or op_type == "AveragePool"):
             count = _ceil_div(size, stride)

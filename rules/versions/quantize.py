@@ -10,7 +10,15 @@ import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, known_change, moved
+from lowering.adapters import (
+    AdapterContext,
+    adapter,
+    attribute_of,
+    int64_constant,
+    known_change,
+    moved,
+    require_types_taken,
+)
 from lowering.errors import LoweringError
 
 QUANTIZE_13 = "version 13 takes a scale and zero point per slice along axis; version 10 only scalars"
@@ -35,28 +43,10 @@ def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> Lowerin
     )
 
 
-def _types_taken(node: onnx.NodeProto, context: AdapterContext) -> None:
-    """Refuse where an input's type is not one the target's version takes (or is unknown)."""
-    target_version = schemas.version_in_force(node.op_type, context.target_opset)
-    for index, name in enumerate(node.input):
-        if not name:
-            continue
-        accepted = schemas.input_type_strings(node.op_type, context.target_opset, index)
-        type_proto = context.type_of(name)
-        if type_proto is None:
-            raise _refused(node, context, f"takes '{name}' of unknown type (version {target_version} takes fewer)")
-        if schemas.type_string(type_proto) not in accepted:
-            raise _refused(
-                node,
-                context,
-                f"takes '{name}' as {schemas.type_string(type_proto)}, which {node.op_type}-{target_version} does not",
-            )
-
-
 def _at_version_13(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """The node without the attributes of versions 19 to 28, where their values say what version
     13 says, and with the types version 13 takes; a refusal naming what cannot be said otherwise."""
-    _types_taken(node, context)
+    require_types_taken(node, context, unknown_refused=True)
     block_size = attribute_of(node, "block_size")
     if block_size:
         raise _refused(node, context, f"quantizes in blocks of {block_size} (block_size, from version 21)")
@@ -116,7 +106,7 @@ def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
         x_type = _element_type(context, node.input[0])
         y_type = _quantized_type(node, context)
         return (
-            (context.target_opset < 13 and scale is not None and scale != [])
+            (not _takes_axis(node, context) and scale is not None and scale != [])
             or (x_type == onnx.TensorProto.FLOAT16 and x_type not in _x_types(node, context))
             or (y_type in WHOLE_NUMBERS and y_type not in _y_types(node, context))
         )
@@ -124,7 +114,13 @@ def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
     if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
         return x_type in WHOLE_NUMBERS
     scale = context.shape_of(node.input[1])
-    return context.target_opset < 13 and scale is not None and scale != []
+    return not _takes_axis(node, context) and scale is not None and scale != []
+
+
+def _takes_axis(node: onnx.NodeProto, context: AdapterContext) -> bool:
+    """The target's version takes a scale per slice along ``axis`` (from version 13, onnx.defs)."""
+    schema = schemas.schema_in_force(node.op_type, context.target_opset)
+    return schema is not None and "axis" in schema.attributes
 
 
 # The x types whose (x - z) is exact in int32 and then in float32.
@@ -268,8 +264,11 @@ def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> l
             f"{what}, which QuantizeLinear-{target_version} cannot, and not to an 8- or 16-bit integer from a float "
             "or float16 x and scale of one type divided in float32, so not by float32 arithmetic either",
         )
-    if context.target_opset < 11:
-        raise _refused(node, context, f"{what}, and Round, which its formula needs, does not exist before opset 11")
+    if schemas.version_in_force("Round", context.target_opset) is None:
+        first = schemas.op_versions("Round")[0]
+        raise _refused(
+            node, context, f"{what}, and Round, which its formula needs, does not exist before opset {first}"
+        )
     hint = node.name or node.output[0]
     made: list[onnx.NodeProto] = []
 

@@ -6,7 +6,15 @@ import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, constant_ints, known_change, moved
+from lowering.adapters import (
+    AdapterContext,
+    adapter,
+    attribute_of,
+    constant_ints,
+    int64_constant,
+    known_change,
+    moved,
+)
 from lowering.errors import LoweringError
 
 REDUCE_18 = "version 18 takes axes as an input, and noop_with_empty_axes says what no axes mean"
@@ -94,10 +102,7 @@ def _axes_to_input(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.N
     result = moved(node, dropped=("axes",))
     if axes is None:
         return [result]
-    hint = node.name or node.output[0]
-    name = context.fresh(f"{hint}_axes")
-    value = helper.make_tensor(name, onnx.TensorProto.INT64, [len(axes)], list(axes))
-    constant = helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value)
+    constant, name = int64_constant(context, f"{node.name or node.output[0]}_axes", list(axes))
     del result.input[1:]
     result.input.append(name)
     return [constant, result]

@@ -17,6 +17,7 @@ from lowering.adapters import (
     int64_constant,
     known_change,
     moved,
+    text_attribute,
 )
 from lowering.errors import LoweringError
 
@@ -33,8 +34,9 @@ known_change(
 )
 
 
-def _text(value) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
+def _mode(node: onnx.NodeProto, context: AdapterContext) -> str:
+    """The node's coordinate_transformation_mode, its default where not set."""
+    return text_attribute(node, "coordinate_transformation_mode", context.source_opset)
 
 
 def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
@@ -46,7 +48,7 @@ def _without_18_attributes(node: onnx.NodeProto, context: AdapterContext) -> lis
     """The node without Resize-18/19's attributes, where they say what Resize-13 says, after the
     nodes that spread its roi, scales and sizes over every axis; a refusal naming what cannot be
     said before 18 otherwise (and half_pixel_symmetric before 19)."""
-    if _text(attribute_of(node, "coordinate_transformation_mode")) == "half_pixel_symmetric":
+    if _mode(node, context) == "half_pixel_symmetric":
         raise _refused(node, context, "uses coordinate_transformation_mode half_pixel_symmetric (from version 19)")
     if attribute_of(node, "antialias"):
         raise _refused(node, context, "filters with antialias=1 (from version 18)")
@@ -60,8 +62,8 @@ def _without_18_attributes(node: onnx.NodeProto, context: AdapterContext) -> lis
     result = moved(node, dropped=NEW_AT_18)
     inputs = list(result.input) + [""] * (4 - len(result.input))
     hint = node.name or node.output[0]
-    mode = _text(attribute_of(node, "coordinate_transformation_mode"))
-    policy = _text(attribute_of(node, "keep_aspect_ratio_policy")) or "stretch"
+    mode = _mode(node, context)
+    policy = text_attribute(node, "keep_aspect_ratio_policy", context.source_opset)
     if policy != "stretch" and inputs[3]:  # with scales onnx ignores the policy
         if mode == "tf_crop_and_resize":  # Resize-13 would size the output by the roi too
             raise _refused(node, context, f"keeps the aspect ratio of its sizes ({policy}) in tf_crop_and_resize")
@@ -143,7 +145,7 @@ def _spread_over_every_axis(
         made.append(helper.make_node("Gather", [joined, index_name], [spread], name=context.fresh(f"{hint}_Gather")))
         return spread
 
-    mode = _text(attribute_of(node, "coordinate_transformation_mode"))
+    mode = _mode(node, context)
     if inputs[1] and mode != "tf_crop_and_resize":
         inputs[1] = ""  # read by tf_crop_and_resize only
     if inputs[1]:
@@ -198,7 +200,7 @@ def optional_inputs_given(node: onnx.NodeProto, context: AdapterContext):
     made: list[onnx.NodeProto] = []
     if schemas.version_in_force("Resize", context.source_opset) >= 18:
         *made, node = _without_18_attributes(node, context)
-    mode = _text(attribute_of(node, "coordinate_transformation_mode"))
+    mode = _mode(node, context)
     result = moved(node)
     inputs = list(result.input) + [""] * (3 - len(result.input))
     hint = node.name or node.output[0]

@@ -10,6 +10,7 @@ from onnx import TensorProto, helper
 from lowering import schemas
 from lowering.adapters import (
     AdapterContext,
+    NodeWriter,
     adapter,
     attribute_in,
     attribute_of,
@@ -49,29 +50,11 @@ def _max_min_refused(node: onnx.NodeProto, context: AdapterContext) -> LoweringE
     )
 
 
-class _Emitter:
-    """Nodes made one at a time, each output a fresh name."""
-
-    def __init__(self, context: AdapterContext, hint: str) -> None:
-        self.context, self.hint, self.nodes = context, hint, []
-
-    def __call__(self, op_type: str, *inputs: str, **attributes) -> str:
-        output = self.context.fresh(f"{self.hint}_{op_type}")
-        name = self.context.fresh(f"{output}_node")
-        self.nodes.append(helper.make_node(op_type, list(inputs), [output], name=name, **attributes))
-        return output
-
-    def ints(self, values: list[int], scalar: bool = False) -> str:
-        output = self.context.fresh(f"{self.hint}_ints")
-        value = helper.make_tensor(output, TensorProto.INT64, [] if scalar else [len(values)], values)
-        self.nodes.append(helper.make_node("Constant", [], [output], name=f"{output}_constant", value=value))
-        return output
-
-
-def _within_bounds(emit: _Emitter, index: str, dims: str) -> str:
+def _within_bounds(w: NodeWriter, index: str, dims: str) -> str:
     """``index`` with ``dims`` added where it is negative (counted from the end)."""
-    zero = emit.ints([0], scalar=True)
-    return emit("Where", emit("Less", index, zero), emit("Add", index, dims), index)
+    zero = w.scalar("zero", 0, TensorProto.INT64)
+    negative = w.add("Less", [index, zero], "negative")
+    return w.add("Where", [negative, w.add("Add", [index, dims], "from_end"), index], "within_bounds")
 
 
 def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
@@ -87,47 +70,57 @@ def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list
         raise _refused(
             node, context, f"its data is {what}, which {combine} at opset {context.target_opset} does not take"
         )
-    emit = _Emitter(context, node.name or node.output[0])
-    data_shape = emit("Shape", data)
-    last = emit.ints([-1])
-    end = emit.ints([2**63 - 1])
+    w = NodeWriter(node, context)
+    data_shape = w.add("Shape", [data], "data_shape")
+    last = w.int64s("last", [-1])
+    end = w.int64s("end", [2**63 - 1])
     if node.op_type == "ScatterND":
-        index_shape = emit("Shape", indices)
-        depth = emit("Slice", index_shape, last, end)  # [k]
-        rows = emit("Reshape", indices, emit("Concat", last, depth, axis=0))  # [n, k]
-        rows = _within_bounds(emit, rows, emit("Slice", data_shape, emit.ints([0]), depth))
-        row_updates = emit("Reshape", updates, emit("Concat", last, emit("Slice", data_shape, depth, end), axis=0))
+        index_shape = w.add("Shape", [indices], "index_shape")
+        depth = w.add("Slice", [index_shape, last, end], "depth")  # [k]
+        rows = w.add("Reshape", [indices, w.add("Concat", [last, depth], "rows_shape", axis=0)], "rows")  # [n, k]
+        indexed = w.add("Slice", [data_shape, w.int64s("first", [0]), depth], "indexed_dims")
+        rows = _within_bounds(w, rows, indexed)
+        update_shape = w.add(
+            "Concat", [last, w.add("Slice", [data_shape, depth, end], "slice_dims")], "update_shape", axis=0
+        )
+        row_updates = w.add("Reshape", [updates, update_shape], "row_updates")
     else:  # ScatterElements: the full index of each update, its own position with indices along axis
         rank = context.rank_of(updates) or context.rank_of(indices)
         if rank is None:
             raise _refused(node, context, "the rank of its updates is unknown")
         axis = attribute_of(node, "axis") or 0
         axis = axis + rank if axis < 0 else axis
-        update_shape = emit("Shape", updates)
+        update_shape = w.add("Shape", [updates], "update_shape")
         positions = []
         for d in range(rank):
             if d == axis:
-                along = emit("Cast", indices, to=TensorProto.INT64)
-                along = _within_bounds(emit, along, emit("Gather", data_shape, emit.ints([d], scalar=True)))
+                along = w.add("Cast", [indices], "indices_int64", to=TensorProto.INT64)
+                dims = w.add("Gather", [data_shape, w.scalar(f"axis_{d}", d, TensorProto.INT64)], f"dims_{d}")
+                along = _within_bounds(w, along, dims)
             else:
-                count = emit("Gather", update_shape, emit.ints([d], scalar=True))
-                steps = emit("Range", emit.ints([0], scalar=True), count, emit.ints([1], scalar=True))
-                line = emit("Reshape", steps, emit.ints([-1 if k == d else 1 for k in range(rank)]))
-                along = emit("Expand", line, update_shape)
-            positions.append(emit("Reshape", along, emit.ints([-1, 1])))
-        rows = emit("Concat", *positions, axis=1)  # [n, rank]
-        row_updates = emit("Reshape", updates, last)  # [n]
-    count = emit("Gather", emit("Shape", rows), emit.ints([0], scalar=True))
-    one = emit.ints([1])
+                count = w.add("Gather", [update_shape, w.scalar(f"axis_{d}", d, TensorProto.INT64)], f"count_{d}")
+                start, step = w.scalar("start", 0, TensorProto.INT64), w.scalar("step", 1, TensorProto.INT64)
+                steps = w.add("Range", [start, count, step], f"range_{d}")
+                line_shape = w.int64s(f"line_shape_{d}", [-1 if k == d else 1 for k in range(rank)])
+                line = w.add("Reshape", [steps, line_shape], f"line_{d}")
+                along = w.add("Expand", [line, update_shape], f"along_{d}")
+            column = w.int64s(f"column_shape_{d}", [-1, 1])
+            positions.append(w.add("Reshape", [along, column], f"position_{d}"))
+        rows = w.add("Concat", positions, "rows", axis=1)  # [n, rank]
+        row_updates = w.add("Reshape", [updates, last], "row_updates")  # [n]
+    rows_shape = w.add("Shape", [rows], "rows_shape")
+    count = w.add("Gather", [rows_shape, w.scalar("row_axis", 0, TensorProto.INT64)], "count")
+    one = w.int64s("one", [1])
     # the body: output = ScatterND(output, rows[i:i+1], combine(GatherND(output, rows[i:i+1]), updates[i:i+1]))
-    hint = node.name or node.output[0]
+    hint = w.hint
     step, keep, before = (context.fresh(f"{hint}_{part}") for part in ("step", "cond", "so_far"))
-    body = _Emitter(context, f"{hint}_step")
-    position = body("Reshape", step, one)
-    at = body("Gather", rows, position, axis=0)
-    update = body("Gather", row_updates, position, axis=0)
-    after = body("ScatterND", before, at, body(combine, body("GatherND", before, at), update))
-    kept = body("Identity", keep)
+    body = NodeWriter(node, context, hint=f"{hint}_step")
+    position = body.add("Reshape", [step, one], "position")
+    at = body.add("Gather", [rows, position], "at", axis=0)
+    update = body.add("Gather", [row_updates, position], "update", axis=0)
+    combined = body.add(combine, [body.add("GatherND", [before, at], "there"), update], "combined")
+    after = body.add("ScatterND", [before, at, combined], "after")
+    kept = body.add("Identity", [keep], "kept")
     graph = helper.make_graph(
         body.nodes,
         context.fresh(f"{hint}_one_update"),
@@ -141,8 +134,7 @@ def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list
             helper.make_tensor_value_info(after, element_type, None),
         ],
     )
-    loop = helper.make_node("Loop", [count, "", data], [node.output[0]], name=context.fresh(f"{hint}_Loop"), body=graph)
-    return [*emit.nodes, loop]
+    return w.last("Loop", [count, "", data], [node.output[0]], body=graph)
 
 
 @adapter(SCATTER, 16, "down", "no reduction, or one update at a time", versions=(11, 18))

@@ -58,18 +58,24 @@ def _as_resize(node: onnx.NodeProto, context: AdapterContext, what: str, upsampl
         )
     attributes: dict = {"mode": mode}
     inputs = [node.input[0], scales]
-    if context.target_opset >= 11:
+    resize = schemas.schema_in_force("Resize", context.target_opset)
+    if "coordinate_transformation_mode" in resize.attributes:  # from Resize-11 (onnx.defs)
         attributes["coordinate_transformation_mode"] = "asymmetric"
         if mode == "nearest":
             attributes["nearest_mode"] = _nearest_mode(node, context, what, values, upsampling)
         roi = ""
-        if context.target_opset < 13:  # roi is required at 11 and 12 (read by tf_crop_and_resize only)
+        if _roi_required(resize):  # Resize-11 requires roi, read by tf_crop_and_resize only
             roi = context.fresh(f"{hint}_roi")
             value = helper.make_tensor(roi, onnx.TensorProto.FLOAT, [0], [])
             made.append(helper.make_node("Constant", [], [roi], name=context.fresh(f"{roi}_constant"), value=value))
         inputs = [node.input[0], roi, scales]
-    resize = helper.make_node("Resize", inputs, list(node.output), name=node.name, **attributes)
-    return [*made, resize]
+    return [*made, helper.make_node("Resize", inputs, list(node.output), name=node.name, **attributes)]
+
+
+def _roi_required(resize: onnx.defs.OpSchema) -> bool:
+    """The Resize version requires its roi input (11 and 12; optional from 13, onnx.defs)."""
+    (roi,) = [formal for formal in resize.inputs if formal.name == "roi"]
+    return roi.option == onnx.defs.OpSchema.FormalParameterOption.Single
 
 
 def _nearest_mode(node, context: AdapterContext, what: str, values: list[float] | None, upsampling: bool) -> str:
