@@ -62,6 +62,7 @@ MINIMUM_CASES = {
     "counted_parts_to_sizes": 32,
     "sizes_input_to_attribute": 32,
     "shape_slice_to_slice": 22,
+    "scan_batch_of_one_dropped": 1,  # test_scan_sum (batch 1, the only Scan-8 case)
     "dft_axis_input_to_attribute": 5,  # the explicit cases (the backend ones feed the axis as an input)
     "dft_axis_attribute_to_input": 5,  # the DFT-17 backend cases (opset 19), to 20 and up
     "squeeze_axes_input_to_attribute": 4,  # Squeeze 4, Unsqueeze 14

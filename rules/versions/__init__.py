@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     reshape,
     resize,
     roialign,
+    scan,
     scatter,
     shape,
     softmax,

@@ -1,0 +1,83 @@
+"""Scan-8 (a batch axis, sequence lengths) going up to version 9 and later: a batch of one
+without sequence lengths is Scan-9 on the unbatched inputs; anything else is refused in our
+words (issue 13)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from support import make_model
+
+import lowering
+from lowering.runtime import run_onnxruntime
+
+
+def _body() -> onnx.GraphProto:
+    """state + x: the new state, and the state scanned out."""
+    return helper.make_graph(
+        [helper.make_node("Add", ["state", "x"], ["next"]), helper.make_node("Identity", ["next"], ["out"])],
+        "body",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("state", "x")],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("next", "out")],
+    )
+
+
+def scan_8(batch: int, lengths: bool = False, directions: list[int] | None = None) -> onnx.ModelProto:
+    attributes = {"body": _body(), "num_scan_inputs": 1}
+    if directions is not None:
+        attributes["directions"] = directions
+    inputs = [helper.make_tensor_value_info("initial", TensorProto.FLOAT, [batch, 2]),
+              helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 2])]  # fmt: skip
+    if lengths:
+        inputs.append(helper.make_tensor_value_info("lengths", TensorProto.INT32, [batch]))
+    return make_model(
+        [
+            helper.make_node(
+                "Scan", ["lengths" if lengths else "", "initial", "x"], ["y", "z"], name="scan", **attributes
+            )
+        ],
+        inputs,
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 2]),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, [batch, 3, 2]),
+        ],  # fmt: skip
+        opset=8,
+    )
+
+
+@pytest.mark.parametrize("directions", [None, [0], [1]])
+@pytest.mark.parametrize("target", [9, 11, 13, 17, 21])
+def test_a_batch_of_one_goes_up_as_scan_9_on_unbatched_inputs(target, directions):
+    model = scan_8(1, directions=directions)
+    converted = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    scan = next(n for n in converted.graph.node if n.op_type == "Scan")
+    assert [a.name for a in scan.attribute if "directions" in a.name] == (
+        [] if directions is None else ["scan_input_directions"]
+    )
+    rng = np.random.default_rng(target)
+    feeds = {"initial": rng.standard_normal((1, 2)).astype(np.float32),
+             "x": rng.standard_normal((1, 3, 2)).astype(np.float32)}  # fmt: skip
+    x = feeds["x"][0][::-1] if directions == [1] else feeds["x"][0]
+    states, state = [], feeds["initial"][0]
+    for row in x:  # the body's additions in order, in float32
+        state = state + row
+        states.append(state)
+    states = np.array(states)
+    y, z = run_onnxruntime(converted, feeds)
+    np.testing.assert_array_equal(y, states[-1:])
+    np.testing.assert_array_equal(z, states[None])
+
+
+@pytest.mark.parametrize(
+    ("model", "words"),
+    [(scan_8(2), "the batch of its input 'initial' is 2, not statically 1"),
+     (scan_8(1, lengths=True), "it is given sequence lengths ('lengths')")],
+)  # fmt: skip
+def test_a_batch_or_sequence_lengths_are_refused_in_our_words(model, words):
+    with pytest.raises(lowering.LoweringError) as raised:
+        lowering.lower(model, target_opset=11, ops=[])
+    message = str(raised.value)
+    assert "Scan-8 cannot go to opset 11: version 9 drops the batch axis" in message and words in message
