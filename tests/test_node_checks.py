@@ -119,11 +119,29 @@ def test_the_check_stands_in_unknown_ranks_and_judges_types():
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_a_refusal_comes_from_the_whole_check_on_both_paths(fast):
-    """Scan-8 (a batch axis, sequence lengths) taken to 11: the node holds a graph, so its own
-    check cannot be made; the whole check refuses, in the same words on both paths."""
-    with pytest.raises(lowering.LoweringError, match="the model cannot be expressed at opset 11") as raised:
-        lowering.lower(_backend_case("test_scan_sum").model, target_opset=11, ops=[], fast=fast)
-    assert "Scan" in str(raised.value)
+    """An If (its own check cannot be made: it holds graphs) beside a MeanVarianceNormalization
+    with its default axes, whose function body onnx's full checker cannot infer (the node is
+    the same at 18 and 13, so the pass leaves it): the whole check refuses, in the same words on
+    both paths."""
+    branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["b"])],
+        "branch",
+        [],
+        [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)],
+    )
+    model = make_model(
+        [
+            helper.make_node("If", ["c"], ["chosen"], then_branch=branch, else_branch=branch),
+            helper.make_node("MeanVarianceNormalization", ["chosen"], ["y"]),
+        ],
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4, 5])],
+        opset=18,
+    )  # fmt: skip
+    with pytest.raises(lowering.LoweringError, match="the model cannot be expressed at opset 13") as raised:
+        lowering.lower(model, target_opset=13, ops=[], fast=fast)
+    assert "MeanVarianceNormalization" in str(raised.value)
 
 
 @pytest.mark.parametrize(
