@@ -1,5 +1,5 @@
 """BitwiseAnd, BitwiseOr, BitwiseXor and BitwiseNot (version 18, no function body) lowered to
-integer arithmetic, comparisons and logic on bool that exist at opset 10."""
+integer arithmetic, comparisons and logic on bool that exist from opset 10 (BitwiseNot's from 9)."""
 
 from __future__ import annotations
 
