@@ -43,6 +43,10 @@ def fold_integer_values(
         if feeds is None or node.op_type == "Constant" or holds_graphs(node) or not node.output:
             result.append(node)
             continue
+        bound = output_size_bound(node, feeds)
+        if bound is None or bound > MAX_FOLDED_ELEMENTS:  # evaluated only where it stays small
+            result.append(node)
+            continue
         try:
             outputs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
         except Exception:  # an op onnx.reference cannot run here: left as it is
@@ -60,6 +64,51 @@ def fold_integer_values(
             result.append(helper.make_node("Constant", [], [name], name=fresh(f"{name}_folded"), value=tensor))
         folded_any = True
     return result if folded_any else None
+
+
+# Ops whose output is an input's values, broadcast together (each output element is one of
+# the inputs' broadcast elements, so the output is as large as the broadcast shape).
+_BROADCASTING = frozenset(
+    "Add Sub Mul Div Mod Neg Abs Sign Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor Not Where Cast "
+    "CastLike Max Min Clip Identity BitShift".split()
+)
+# Ops whose output holds at most as many elements as their inputs together.
+_NOT_GROWING = frozenset(
+    "Concat Slice Squeeze Unsqueeze Reshape Flatten Transpose CumSum ArgMax ArgMin Unique NonZero "
+    "ReduceSum ReduceProd ReduceMax ReduceMin ReduceMean Shape Size Split Trilu".split()
+)
+
+
+def output_size_bound(node: onnx.NodeProto, feeds: dict[str, np.ndarray]) -> int | None:
+    """How many elements ``node``'s largest output holds at most, from its inputs' values
+    alone, before anything is evaluated; None for an op not known here (not folded: a node such
+    as Range or Expand can make a huge tensor from a few small numbers)."""
+    values = [feeds.get(name) for name in node.input if name]
+    if any(v is None for v in values):
+        return None
+    try:
+        if node.op_type in _BROADCASTING:
+            return int(np.prod(np.broadcast_shapes(*[v.shape for v in values]), dtype=np.int64))
+        if node.op_type in _NOT_GROWING:
+            return int(sum(v.size for v in values))
+        if node.op_type == "Range":
+            start, limit, delta = (v.item() for v in values)
+            return 0 if delta == 0 else max(int(np.ceil((limit - start) / delta)), 0)
+        if node.op_type == "ConstantOfShape":
+            return int(np.prod(values[0], dtype=np.float64))
+        if node.op_type == "Expand":
+            return int(
+                np.prod(np.broadcast_shapes(values[0].shape, tuple(int(d) for d in values[1])), dtype=np.float64)
+            )
+        if node.op_type == "Tile":
+            return int(values[0].size * np.prod(values[1], dtype=np.float64))
+        if node.op_type == "Gather" and values[0].ndim:
+            data, indices = values
+            axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % data.ndim
+            return int(indices.size * data.size // max(data.shape[axis], 1))
+    except (ValueError, TypeError, OverflowError):
+        return None  # inputs the op refuses (shapes that do not broadcast): not folded
+    return None
 
 
 def _shape_or_size(node: onnx.NodeProto, types) -> np.ndarray | None:
@@ -128,6 +177,9 @@ def integer_value_of(
         constants[name] = tensor
     feeds = _known_inputs(node, constants, {})
     if feeds is None or any(a.size > MAX_FOLDED_ELEMENTS for a in feeds.values()):
+        return None
+    bound = output_size_bound(node, feeds)
+    if bound is None or bound > MAX_FOLDED_ELEMENTS:  # evaluated only where it stays small
         return None
     from onnx.reference import ReferenceEvaluator
 
