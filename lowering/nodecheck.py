@@ -26,7 +26,6 @@ from .graphs import holds_graphs
 
 _STAND_IN = "\x00stand-in of "
 _SHAPE = "\x00unknown shape"
-_FIRST_RESHAPE_WITH_SHAPE_INPUT = 5
 
 
 def check_at_target(
@@ -108,7 +107,8 @@ def _as_nodes(result: list) -> list[onnx.NodeProto]:
 
 def _reshape_takes(element_type: int, opset: int) -> bool:
     """Whether Reshape at ``opset`` takes a shape input and tensors of ``element_type``."""
-    if opset < _FIRST_RESHAPE_WITH_SHAPE_INPUT:
+    schema = schemas.schema_in_force("Reshape", opset)
+    if schema is None or len(schema.inputs) < 2:  # (Reshape-1 takes the shape as an attribute)
         return False
     type_string = schemas.type_string(onnx.helper.make_tensor_type_proto(element_type, None))
     return type_string in schemas.input_type_strings("Reshape", opset, 0)

@@ -136,10 +136,17 @@ def types_taken_change(op_type: str, source_version: int, target_version: int) -
     target = schemas.schema_in_force(op_type, target_version)
     if source is None or target is None:
         return True
-    for index in range(max(len(source.inputs), len(target.inputs))):
-        before = schemas.input_type_strings(op_type, source_version, min(index, len(source.inputs) - 1))
-        after = schemas.input_type_strings(op_type, target_version, min(index, len(target.inputs) - 1))
-        if before != after:
+    return _formals_differ(op_type, source_version, target_version, "inputs", len(source.inputs), len(target.inputs))
+
+
+def _formals_differ(op_type: str, source_version: int, target_version: int, kind: str, before: int, after: int) -> bool:
+    """Whether a formal parameter of ``kind`` ("inputs" or "outputs") takes other type strings
+    at one version than at the other; ``before``, ``after``: how many the versions have (the
+    last one stands for any further, as a variadic does)."""
+    for index in range(max(before, after)):
+        taken_before = schemas.formal_type_strings(op_type, source_version, kind, min(index, before - 1))
+        taken_after = schemas.formal_type_strings(op_type, target_version, kind, min(index, after - 1))
+        if taken_before != taken_after:
             return True
     return False
 
@@ -221,12 +228,7 @@ def output_types_taken_change(op_type: str, source_version: int, target_version:
     target = schemas.schema_in_force(op_type, target_version)
     if source is None or target is None or not source.outputs or not target.outputs:
         return False
-    for index in range(max(len(source.outputs), len(target.outputs))):
-        before = schemas.formal_type_strings(op_type, source_version, "outputs", min(index, len(source.outputs) - 1))
-        after = schemas.formal_type_strings(op_type, target_version, "outputs", min(index, len(target.outputs) - 1))
-        if before != after:
-            return True
-    return False
+    return _formals_differ(op_type, source_version, target_version, "outputs", len(source.outputs), len(target.outputs))
 
 
 def untaken_output_refusal(node: onnx.NodeProto, source_version: int, target_opset: int, type_of) -> str | None:

@@ -63,8 +63,8 @@ MINIMUM_CASES = {
     "sizes_input_to_attribute": 32,
     "shape_slice_to_slice": 22,
     "scan_batch_of_one_dropped": 1,  # test_scan_sum (batch 1, the only Scan-8 case)
-    "dft_axis_input_to_attribute": 5,  # the explicit cases (the backend ones feed the axis as an input)
-    "dft_axis_attribute_to_input": 5,  # the DFT-17 backend cases (opset 19), to 20 and up
+    "dft_axis_input_to_attribute": 14,  # the 7 explicit cases x 2 pairs (the backend's feed the axis as an input)
+    "dft_axis_attribute_to_input": 14,  # the explicit ones and the DFT-17 backend cases (opset 19), to 20 and up
     "squeeze_axes_input_to_attribute": 4,  # Squeeze 4, Unsqueeze 14
     "squeeze_axes_attribute_to_input": 4,  # Squeeze 4, Unsqueeze 14
     "pads_for_axes_spread": 22,  # backend and explicit cases; wrap refused
@@ -347,7 +347,7 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
 def dft_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     """DFT-20 with its axis a constant (the backend cases feed it as an input) or absent, built
     at opset 20: real and complex signals, forward, inverse and one-sided, axes counted from
-    either end, float and double."""
+    either end, float, double, float16 and bfloat16."""
     rng = np.random.default_rng(20)
     variants = [
         ((2, 6, 1), TensorProto.FLOAT, 1, {}),
@@ -355,6 +355,8 @@ def dft_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
         ((2, 3, 4, 2), TensorProto.FLOAT, None, {"inverse": 1}),
         ((2, 3, 4, 2), TensorProto.DOUBLE, 1, {}),
         ((3, 5, 2), TensorProto.FLOAT, -2, {"inverse": 1}),
+        ((2, 4, 2), TensorProto.FLOAT16, 1, {}),
+        ((2, 4, 2), TensorProto.BFLOAT16, -2, {"inverse": 1}),
     ]
     cases = []
     for shape, element_type, axis, attributes in variants:
@@ -365,7 +367,7 @@ def dft_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
         model = make_model(
             [helper.make_node("DFT", inputs, ["y"], name="dft", **attributes)],
             [helper.make_tensor_value_info("x", element_type, shape)],
-            [helper.make_tensor_value_info("y", element_type, None)],
+            [helper.make_tensor_value_info("y", element_type, [f"d{k}" for k in range(len(shape) - 1)] + [2])],
             opset=20,
             initializer=initializers,
         )

@@ -119,19 +119,10 @@ def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[
                 position = size
                 break
             continue
-        key, position = _read_varint(data, position)
-        wire_type = key & 7
-        if wire_type == 2:
-            length, position = _read_varint(data, position)
-            position += length
-        elif wire_type == 0:
-            _, position = _read_varint(data, position)
-        elif wire_type == 5:
-            position += 4
-        elif wire_type == 1:
-            position += 8
-        else:
+        found = _field_at(data, position)
+        if found is None:
             return None
+        position = found[2]
     # The kept runs are cut whole, so the nodes must lie side by side with nothing between.
     if len(starts) != count or position != size or not side_by_side:
         return None
@@ -144,24 +135,32 @@ def field_payload(data: bytes, field_number: int) -> memoryview | None:
     found = None
     position, size = 0, len(data)
     while position < size:
-        key, position = _read_varint(data, position)
-        wire_type = key & 7
-        if wire_type == 2:
-            length, position = _read_varint(data, position)
-            if key >> 3 == field_number:
-                if found is not None:
-                    return None
-                found = (position, position + length)
-            position += length
-        elif wire_type == 0:
-            _, position = _read_varint(data, position)
-        elif wire_type == 5:
-            position += 4
-        elif wire_type == 1:
-            position += 8
-        else:
+        field = _field_at(data, position)
+        if field is None:
             return None
+        key, start, position = field
+        if key == field_number << 3 | 2:
+            if found is not None:
+                return None
+            found = (start, position)
     return memoryview(data)[found[0] : found[1]] if found is not None else None
+
+
+def _field_at(data: bytes, position: int) -> tuple[int, int, int] | None:
+    """The field starting at ``position``: its key, where its value starts and where it ends;
+    None for a wire type protobuf no longer writes (groups)."""
+    key, position = _read_varint(data, position)
+    wire_type = key & 7
+    if wire_type == 2:
+        length, start = _read_varint(data, position)
+        return key, start, start + length
+    if wire_type == 0:
+        return key, position, _read_varint(data, position)[1]
+    if wire_type == 5:
+        return key, position, position + 4
+    if wire_type == 1:
+        return key, position, position + 8
+    return None
 
 
 def _read_varint(data: bytes, position: int) -> tuple[int, int]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import onnx
 
+from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, moved
 from lowering.errors import LoweringError
 
 DFT_20 = "version 20 takes the axis as an optional input (default -2); version 17 as an attribute (default 1)"
-_AXIS_INPUT = 2
-_DEFAULT_AXIS_17 = 1
-_DEFAULT_AXIS_20 = -2
+_AXIS_INPUT = [formal.name for formal in schemas.schema_in_force("DFT", 20).inputs].index("axis")
+_DEFAULT_AXIS_17 = schemas.schema_in_force("DFT", 17).attributes["axis"].default_value.i
+_DEFAULT_AXIS_20 = -2  # an input's default: stated in DFT-20's text alone, not in onnx.defs
 
 
 @adapter(("DFT",), 20, "down", "axis attribute", versions=(17, 20), reason=DFT_20)

@@ -148,13 +148,8 @@ def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) ->
             f"dequantizes {what}, which DequantizeLinear-{target_version} cannot, and with a {kind} scale, so not "
             "by float32 arithmetic either",
         )
-    hint = node.name or node.output[0]
     made: list[onnx.NodeProto] = []
-
-    def op(op_type: str, inputs: list[str], part: str, output: str | None = None, **attributes) -> str:
-        name = output or context.fresh(f"{hint}_{part}")
-        made.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
-        return name
+    op = _writer(node, context, made)
 
     lining, _ = _lined_up(node, context, f"dequantizes {what}", op)
     scale, zero = node.input[1], node.input[2] if len(node.input) > 2 else ""
@@ -199,6 +194,19 @@ def _quantized_type(node: onnx.NodeProto, context: AdapterContext) -> int | None
     if len(node.input) > 2 and node.input[2]:
         return _element_type(context, node.input[2])
     return onnx.TensorProto.UINT8
+
+
+def _writer(node: onnx.NodeProto, context: AdapterContext, made: list[onnx.NodeProto]):
+    """``op(op_type, inputs, part, output=None, **attributes)``: appends the node to ``made``,
+    writing to ``output`` or to a fresh ``{hint}_{part}``, and names it ``{hint}_{op_type}``."""
+    hint = node.name or node.output[0]
+
+    def op(op_type: str, inputs: list[str], part: str, output: str | None = None, **attributes) -> str:
+        name = output or context.fresh(f"{hint}_{part}")
+        made.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
+        return name
+
+    return op
 
 
 def _lined_up(node: onnx.NodeProto, context: AdapterContext, what: str, op) -> tuple[object, int]:
@@ -269,13 +277,9 @@ def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> l
         raise _refused(
             node, context, f"{what}, and Round, which its formula needs, does not exist before opset {first}"
         )
-    hint = node.name or node.output[0]
     made: list[onnx.NodeProto] = []
-
-    def op(op_type: str, inputs: list[str], part: str, output: str | None = None, **attributes) -> str:
-        name = output or context.fresh(f"{hint}_{part}")
-        made.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
-        return name
+    op = _writer(node, context, made)
+    hint = node.name or node.output[0]
 
     def scalar(part: str, value: float) -> str:
         name = context.fresh(f"{hint}_{part}")
