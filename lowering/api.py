@@ -102,7 +102,22 @@ def lower_model(
     # checker reads them, and the pass checks new names against them.
     small = bool(fast) and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model)
     model_bytes = model.SerializeToString() if small else None
-    _check_input(model, model_bytes)
+    input_check = _check_input(model, model_bytes, beside=bool(fast) and getattr(fast, "check_beside", True))
+    try:
+        result = _lowered(model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes)
+    except Exception:
+        input_check.settle()  # the input's own fault first, as the plain path finds it
+        raise
+    except BaseException:
+        input_check.stop()
+        raise
+    input_check.settle()
+    return result
+
+
+def _lowered(model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes) -> LoweringResult:
+    """:func:`lower_model` past the start of the input's check."""
+    small = model_bytes is not None
     source_opset = default_opset(model.opset_import)
     if target_opset is not None:
         _check_target_opset(model, target_opset, source_opset)
@@ -226,9 +241,31 @@ def _ir_to_proto(model) -> onnx.ModelProto:
     return onnx_ir.serde.serialize_model(model)
 
 
-def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None) -> None:
+class _InputCheck:
+    """onnx's checker on the input: done (``message`` None where valid), or running beside
+    the pass (:mod:`lowering.fast.beside`); :meth:`settle` raises where it refused the model."""
+
+    def __init__(self, message: str | None = None, beside=None) -> None:
+        self.message = message
+        self.beside = beside
+
+    def settle(self) -> None:
+        if self.beside is not None:
+            self.message, self.beside = self.beside.verdict(), None
+        if self.message is not None:
+            raise LoweringError(f"the model is not valid ONNX: {self.message}") from None
+
+    def stop(self) -> None:
+        if self.beside is not None:
+            self.beside.stop()
+            self.beside = None
+
+
+def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None, *, beside: bool = False) -> _InputCheck:
     """Refuse what onnx's checker refuses (read from ``model_bytes`` where given and the model
-    holds no external data, which the checker would look for)."""
+    holds no external data, which the checker would look for). ``beside``: where the bytes are
+    given, the check runs in a child process while the pass goes on and ``settle`` waits for
+    its verdict; else it runs here, and a refusal is raised at once."""
     opset = default_opset(model.opset_import)
     if opset is not None and opset > schemas.newest_opset():
         raise LoweringError(
@@ -236,10 +273,20 @@ def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None) -> No
             "this onnx knows; upgrade onnx"
         )
     view = checkable(model)
+    data = model_bytes if view is model else None
+    if beside and data is not None:
+        try:
+            from .fast import beside as checking_beside
+        except ImportError:  # the speed work is optional: without it the check runs here
+            checking_beside = None
+        running = checking_beside.start(data) if checking_beside is not None else None
+        if running is not None:
+            return _InputCheck(beside=running)
     try:
-        onnx.checker.check_model(model_bytes if view is model and model_bytes is not None else view)
+        onnx.checker.check_model(data if data is not None else view)
     except onnx.checker.ValidationError as error:
-        raise LoweringError(f"the model is not valid ONNX: {checker_message(error)}") from None
+        _InputCheck(checker_message(error)).settle()
+    return _InputCheck()
 
 
 def _check_target_opset(model: onnx.ModelProto, target_opset: int, source_opset: int | None) -> None:

@@ -47,12 +47,15 @@ class Shortcuts:
     replays are made column by column (else one by one). ``kind_memo``: a function body is
     made ready, and a version step judged (:mod:`lowering.moving`), once per kind of node and
     shared (else for every node; with it, a kind's check at the target, :mod:`lowering.nodecheck`,
-    is made once)."""
+    is made once). ``check_beside``: onnx's checker reads the input in a child process while
+    the pass runs, and its verdict is awaited before anything is returned or raised
+    (:mod:`.beside`; else it runs first, in this process)."""
 
     whole_bytes: bool = True
     direct_replay: bool = True
     replay_together: bool = True
     kind_memo: bool = True
+    check_beside: bool = True
 
 
 class FastPath(PlainPath):

@@ -1,0 +1,140 @@
+"""onnx's checker on the input, run in a child process beside the pass (lowering.fast.beside),
+decides as the plain path's check run first does: the same refusals with the same message,
+the input's fault before the pass's own, and no child left behind."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import onnx
+import pytest
+from onnx import helper
+
+import lowering
+import lowering.fast.beside as beside
+from lowering import LoweringError
+from lowering.engine import Legalizer
+from lowering.fast import Shortcuts
+
+F32 = onnx.TensorProto.FLOAT
+BESIDE, FIRST = Shortcuts(), Shortcuts(check_beside=False)
+
+
+def chain(*nodes: onnx.NodeProto, opset: int = 18, outputs=("y",)) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        list(nodes),
+        "g",
+        [helper.make_tensor_value_info("x", F32, [2])],
+        [helper.make_tensor_value_info(name, F32, [2]) for name in outputs],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def valid() -> onnx.ModelProto:
+    return chain(helper.make_node("IsNaN", ["x"], ["m"]), helper.make_node("Cast", ["m"], ["y"], to=F32))
+
+
+def not_sorted() -> onnx.ModelProto:
+    return chain(helper.make_node("Relu", ["t"], ["y"]), helper.make_node("IsNaN", ["x"], ["t"]))
+
+
+def not_ssa() -> onnx.ModelProto:
+    return chain(helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Abs", ["x"], ["y"]))
+
+
+def unknown_op() -> onnx.ModelProto:
+    return chain(helper.make_node("NoSuchOp", ["x"], ["y"]))
+
+
+def bad_attribute() -> onnx.ModelProto:
+    return chain(helper.make_node("Softmax", ["x"], ["y"], axis=1, no_such_attribute=2))
+
+
+def undefined_input_of_a_lowered_op() -> onnx.ModelProto:
+    """The pass itself cannot lower this IsNaN (its input has no type anywhere)."""
+    return chain(helper.make_node("IsNaN", ["nowhere"], ["m"]), helper.make_node("Cast", ["m"], ["y"], to=F32))
+
+
+def refusal(model: onnx.ModelProto, shortcuts: Shortcuts, **options) -> str:
+    with pytest.raises(LoweringError) as raised:
+        lowering.lower(model, fast=shortcuts, **options)
+    return str(raised.value)
+
+
+@pytest.mark.parametrize("make", [not_sorted, not_ssa, unknown_op, bad_attribute, undefined_input_of_a_lowered_op])
+@pytest.mark.parametrize("options", [{}, {"target_opset": 11}, {"target_opset": 999}])
+def test_an_invalid_input_is_refused_alike_beside_and_first(make, options):
+    """The same refusal, word for word, whether the checker ran first or beside the pass,
+    and also where the pass (or the target's own check) would have stopped first."""
+    beside_message = refusal(make(), BESIDE, **options)
+    assert beside_message.startswith("the model is not valid ONNX: ")
+    assert beside_message == refusal(make(), FIRST, **options)
+    assert beside_message == refusal(make(), False, **options)
+
+
+def test_a_valid_input_gives_the_same_bytes_beside_and_first():
+    for options in ({}, {"target_opset": 11}):
+        assert (
+            lowering.lower(valid(), fast=BESIDE, **options).SerializeToString()
+            == lowering.lower(valid(), fast=FIRST, **options).SerializeToString()
+        )
+
+
+def test_the_check_runs_in_a_child_and_its_verdict_is_awaited(monkeypatch):
+    started: list[beside.CheckBeside | None] = []
+    original_start = beside.start
+
+    def recording_start(data: bytes):
+        started.append(original_start(data))
+        return started[-1]
+
+    monkeypatch.setattr(beside, "start", recording_start)
+    lowering.lower(valid(), fast=BESIDE, target_opset=13)
+    assert len(started) == 1 and started[0] is not None
+    assert started[0]._verdict == (0, "")  # the child said "valid", and was waited for
+    with pytest.raises(ChildProcessError):
+        os.waitpid(started[0]._pid, 0)  # reaped already
+
+
+def test_no_child_is_forked_while_another_thread_runs():
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        assert beside.start(valid().SerializeToString()) is None
+        assert refusal(not_sorted(), BESIDE) == refusal(not_sorted(), FIRST)  # checked here instead
+    finally:
+        release.set()
+        worker.join()
+
+
+def test_an_interrupted_pass_stops_the_child(monkeypatch):
+    started: list[beside.CheckBeside] = []
+    original_start = beside.start
+
+    def recording_start(data: bytes):
+        started.append(original_start(data))
+        return started[-1]
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(beside, "start", recording_start)
+    monkeypatch.setattr(Legalizer, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lowering.lower(valid(), fast=BESIDE)
+    assert started and started[0]._verdict is not None  # stopped and reaped
+
+
+def test_a_checker_that_fails_otherwise_fails_alike(monkeypatch):
+    """Where the checker raises something else than a refusal, the child says nothing and the
+    parent runs the check itself: the same exception as the plain path's."""
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the checker broke")
+
+    monkeypatch.setattr(onnx.checker, "check_model", broken)
+    for shortcuts in (BESIDE, FIRST, False):
+        with pytest.raises(RuntimeError, match="the checker broke"):
+            lowering.lower(valid(), fast=shortcuts)
