@@ -173,6 +173,13 @@ class AdapterContext:
     location: str
     type_of: Callable[[str], onnx.TypeProto | None]
     constant_of: Callable[[str], onnx.TensorProto | None] = lambda name: None
+    # The type of a value where only its schema string is read (what a version step's type
+    # lists judge): the fast path then matches later nodes by that string, not by their shapes.
+    judged_type_of: Callable[[str], onnx.TypeProto | None] | None = None
+
+    def type_for_judging(self, name: str) -> onnx.TypeProto | None:
+        """The type of ``name``, of which only the schema string (:func:`schemas.type_string`) is read."""
+        return (self.judged_type_of or self.type_of)(name)
 
     def shape_of(self, name: str) -> list[int | str | None] | None:
         """The dimensions of a tensor (an int, a symbol or None each), None where the rank is unknown."""
@@ -352,7 +359,7 @@ def require_types_taken(node: onnx.NodeProto, context: AdapterContext, *, unknow
     target = f"{node.op_type}-{schema.since_version}"
     bound: dict[str, tuple[str, str]] = {}
     for index, name in enumerate(node.input):
-        type_proto = context.type_of(name) if name else None
+        type_proto = context.type_for_judging(name) if name else None
         if index >= len(schema.inputs):
             continue
         if type_proto is None:

@@ -32,7 +32,7 @@ def _untaken(node: onnx.NodeProto, context: AdapterContext):
     """The first input whose type the target's version of the op does not take (see
     :func:`lowering.versioning.untaken_type`), None where every known type is taken."""
     source_version, target_version = _versions(node, context)
-    input_types = [context.type_of(name) if name else None for name in node.input]
+    input_types = [context.type_for_judging(name) if name else None for name in node.input]
     return versioning.untaken_type(node, source_version, target_version, input_types)
 
 
