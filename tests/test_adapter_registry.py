@@ -25,6 +25,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OnnxruntimeFail
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OnnxruntimeNotImplemented
+from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException as OnnxruntimeRuntimeException
 from support import make_model
 from version_cases import feeds_of, node_cases
 
@@ -306,8 +307,10 @@ def exercise(found, op_type, name, model, data_sets, source, target, coverage: C
         for kind, fed in (("own inputs", feeds), ("edge values", edge_feeds(at_source, feeds))):
             try:
                 want = run(at_source, fed, oracle=in_reference)
-            except (OnnxruntimeNotImplemented, OnnxruntimeFail):
-                want = None  # no kernel for the source (PRelu-6), or a form it refuses (a GRU with layout=1)
+            except (OnnxruntimeNotImplemented, OnnxruntimeFail, OnnxruntimeRuntimeException):
+                # no kernel for the source (PRelu-6), or a form it refuses (a GRU with layout=1,
+                # ReduceMax-20 over an empty set of bool, which the spec defines as false)
+                want = None
             try:
                 got = None if want is None else run(result.model, fed, oracle=in_reference)
             except OnnxruntimeNotImplemented:

@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 import onnx
 import pytest
+from lowering.rules.versions.reduce import REDUCE_AXES_AT_18
 from onnx import TensorProto, helper, numpy_helper
 from support import make_model
 from version_cases import node_cases, sweep_case
@@ -373,16 +374,120 @@ def test_reduce_sum_13_with_an_empty_axes_name_reduces_every_axis():
     assert list(node.input) == ["x"]
 
 
-def test_reduce_sum_13_with_axes_computed_at_run_time_is_refused_in_our_words():
-    model = reduce_model("ReduceSum", 13, None, keepdims=1)
-    model.graph.node[0].input.append("axes")
-    model.graph.input.append(helper.make_tensor_value_info("axes", TensorProto.INT64, [1]))
+def run_time_axes_model(op_type: str, opset: int, element_type=TensorProto.FLOAT, shape=REDUCE_SHAPE, **attrs):
+    """``op_type`` over x with its axes a graph input (known only at run time); the result's
+    rank depends on them, so the graph gives it flattened and its shape beside it."""
+    return make_model(
+        [
+            helper.make_node(op_type, ["x", "axes"], ["y"], name="reduce", **attrs),
+            helper.make_node("Reshape", ["y", "flat"], ["y_flat"], name="flatten"),
+            helper.make_node("Shape", ["y"], ["y_shape"], name="shape"),
+        ],
+        [
+            helper.make_tensor_value_info("x", element_type, list(shape)),
+            helper.make_tensor_value_info("axes", TensorProto.INT64, ["n"]),
+        ],
+        [
+            helper.make_tensor_value_info("y_flat", element_type, ["m"]),
+            helper.make_tensor_value_info("y_shape", TensorProto.INT64, ["r"]),
+        ],
+        opset=opset,
+        initializer=[numpy_helper.from_array(np.array([-1], np.int64), "flat")],
+    )
+
+
+# Every choice of axes of a rank-3 input, some spelled from the end, and none at all.
+RUN_TIME_AXES = [[], [0], [1], [2], [-1], [0, 1], [2, 0], [-3, -1], [1, 2], [0, 1, 2], [-1, 0, 1]]
+
+
+@pytest.mark.parametrize("target", [11, 12])
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("noop", [0, 1])
+def test_reduce_sum_13_with_axes_computed_at_run_time_goes_down_bit_for_bit(noop, keepdims, target):
+    """Axes given at run time choose, by one If per axis, among the reductions over every
+    subset of axes, each the older op with its axes as an attribute: the same bits for every
+    choice, none included (every axis, or the input itself with noop_with_empty_axes=1)."""
+    model = run_time_axes_model("ReduceSum", 13, keepdims=keepdims, noop_with_empty_axes=noop)
+    result = lowered(model, target)
+    assert any(key.endswith(" via axes attribute") for key in result.report.adapted), result.report.adapted
+    ifs = [n for n in result.model.graph.node if n.op_type == "If"]
+    assert len(ifs) == 1  # the choice of axis 0; axes 1 and 2 are chosen inside its branches
+    for axes in RUN_TIME_AXES:
+        feeds = {"x": reduce_input(), "axes": np.array(axes, np.int64)}
+        for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds), strict=True):
+            assert_same_bits(got, want, f"ReduceSum-13 over {axes} to {target}")
+
+
+@pytest.mark.parametrize("target", [11, 13, 17])
+@pytest.mark.parametrize("op_type", REDUCE_AXES_AT_18)
+def test_reduce_18_with_axes_computed_at_run_time_goes_down_bit_for_bit(op_type, target):
+    data = np.abs(reduce_input()) if op_type in ("ReduceLogSum",) else reduce_input()
+    for keepdims in (0, 1):
+        model = run_time_axes_model(op_type, 18, keepdims=keepdims)
+        result = lowered(model, target)
+        for axes in RUN_TIME_AXES:
+            feeds = {"x": data, "axes": np.array(axes, np.int64)}
+            for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds), strict=True):
+                assert_same_bits(got, want, f"{op_type}-18 over {axes}, keepdims {keepdims}, to {target}")
+
+
+@pytest.mark.parametrize("target", [11, 13, 17])
+@pytest.mark.parametrize("op_type", ["ReduceMax", "ReduceMin"])
+def test_reduce_max_min_20_on_bool_is_carried_in_integers(op_type, target):
+    """Any and all over booleans as the maximum and minimum of 0 and 1 in an integer type the
+    older op takes, ``> 0`` giving them back; over no elements false (max) and true (min)."""
+    rng = np.random.default_rng(2)
+    for shape in (REDUCE_SHAPE, (3, 0, 5)):
+        data = rng.random(shape) < 0.3
+        for run_time in (True, False):
+            if run_time:
+                model = run_time_axes_model(op_type, 20, TensorProto.BOOL, shape, keepdims=0)
+            else:
+                model = reduce_model(op_type, 20, [1], element_type=TensorProto.BOOL, keepdims=1)
+                model.graph.input[0].CopyFrom(helper.make_tensor_value_info("x", TensorProto.BOOL, list(shape)))
+                model.graph.output[0].CopyFrom(output_of_rank("y", TensorProto.BOOL, len(shape)))
+            result = lowered(model, target)
+            assert "Cast" in {n.op_type for n in result.model.graph.node}
+            for axes in ([1], [], [0, 2]) if run_time else ([1],):
+                feeds = {"x": data} | ({"axes": np.array(axes, np.int64)} if run_time else {})
+                want = getattr(np, "any" if op_type == "ReduceMax" else "all")(
+                    data, axis=tuple(axes) or None, keepdims=not run_time
+                )
+                got = run_onnxruntime(result.model, feeds)
+                assert got[0].dtype == np.bool_ and np.array_equal(got[0], want.reshape(got[0].shape)), (shape, axes)
+                assert list(got[-1]) == list(want.shape) if run_time else got[0].shape == want.shape
+
+
+def test_reduce_with_axes_computed_at_run_time_and_no_known_rank_is_refused_in_our_words():
+    """x is reshaped to a shape given at run time: its rank is unknown."""
+    model = run_time_axes_model("ReduceSum", 13, keepdims=1)
+    model.graph.input[0].CopyFrom(helper.make_tensor_value_info("data", TensorProto.FLOAT, [60]))
+    model.graph.input.append(helper.make_tensor_value_info("shape", TensorProto.INT64, ["k"]))
+    model.graph.node.insert(0, helper.make_node("Reshape", ["data", "shape"], ["x"], name="reshape"))
     with pytest.raises(lowering.LoweringError) as refused:
         lowering.lower(model, target_opset=11, ops=[])
     assert str(refused.value) == (
         "graph 'main', node 'reduce' (ReduceSum): ReduceSum-13 takes its axes from 'axes', which is computed at run "
-        "time, so it cannot go to opset 11 where axes is an attribute"
+        "time, so it cannot go to opset 11 where axes is an attribute: the rank or type of its input 'x' is not "
+        "known, so no reduction can be written per choice"
     )
+
+
+def test_reduce_with_axes_computed_at_run_time_below_11_is_refused_in_our_words():
+    """Below 11 If's branches must give results of one rank (If-1's shape inference)."""
+    model = run_time_axes_model("ReduceSum", 13, keepdims=0)
+    with pytest.raises(lowering.LoweringError) as refused:
+        lowering.lower(model, target_opset=10, ops=[])
+    assert "which is computed at run time, so it cannot go to opset 10 where axes is an attribute" in str(refused.value)
+    assert "choosing among its reductions at run time needs opset 11" in str(refused.value)
+
+
+def test_reduce_with_axes_computed_at_run_time_on_a_rank_6_input_is_refused_in_our_words():
+    model = run_time_axes_model("ReduceMax", 18, shape=(1, 2, 1, 2, 1, 2), keepdims=1)
+    with pytest.raises(lowering.LoweringError) as refused:
+        lowering.lower(model, target_opset=13, ops=[])
+    assert "which is computed at run time" in str(refused.value)
+    assert "its input is of rank 6, which would need 2^6 reductions" in str(refused.value)
 
 
 def test_reduce_sum_13_negative_axes_below_11_without_the_rank_are_refused():
@@ -442,17 +547,27 @@ def test_reduce_log_sum_18_goes_to_11_by_the_adapter_and_28_by_its_function_body
         assert_same_bits(got, want, f"{op_type}-28 to 11")
 
 
-@pytest.mark.parametrize("op_type", ["ReduceLogSum", "ReduceLogSumExp", "ReduceL1", "ReduceSumSquare"])
-def test_reduce_with_axes_computed_at_run_time_is_refused_in_our_words_and_so_is_its_body(op_type):
-    """At 11 the op and its function body (whose ReduceSum-13 reads the same axes) are both
-    refused, and neither refusal is onnx's converter's assertion."""
-    opset = 28 if op_type in ("ReduceLogSum", "ReduceLogSumExp") else 18
-    model = reduce_model(op_type, opset, None, keepdims=1)
-    model.graph.node[0].input.append("axes")
-    model.graph.input.append(helper.make_tensor_value_info("axes", TensorProto.INT64, [1]))
+@pytest.mark.parametrize("op_type", ["ReduceL1", "ReduceSumSquare", "ReduceLogSum"])
+def test_reduce_with_run_time_axes_and_noop_1_is_refused_where_no_axes_have_no_agreed_meaning(op_type):
+    """The axes may turn out empty at run time, where noop_with_empty_axes=1 means the input
+    itself by the spec and the element-wise step by onnx.reference and onnxruntime."""
+    model = run_time_axes_model(op_type, 18, keepdims=1, noop_with_empty_axes=1)
     with pytest.raises(lowering.LoweringError) as refused:
         lowering.lower(model, target_opset=11, ops=[])
     message = str(refused.value)
-    assert f"{op_type}-{opset} takes its axes from 'axes', which is computed at run time" in message
-    assert "nor by its function body" in message and "ReduceSum-13 takes its axes from 'axes'" in message
+    assert f"{op_type}-18 takes its axes from 'axes', which is computed at run time" in message
+    assert "with noop_with_empty_axes=1 no axes have no agreed meaning" in message
     assert "onnx's version converter" not in message and "Assertion" not in message
+
+
+@pytest.mark.parametrize("op_type", ["ReduceLogSum", "ReduceLogSumExp"])
+def test_reduce_28_with_axes_computed_at_run_time_goes_down_by_its_function_body(op_type):
+    """Version 28 goes down by its body only; the body's ReduceSum-13 reads the same run-time
+    axes and chooses among its reductions: bit for bit against the op (run by that body)."""
+    model = run_time_axes_model(op_type, 28, keepdims=0)
+    result = lowered(model, 11)
+    assert f"{op_type}-28 by its function body" in result.report.rewritten
+    for axes in RUN_TIME_AXES:
+        feeds = {"x": np.abs(reduce_input()), "axes": np.array(axes, np.int64)}
+        for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds), strict=True):
+            assert_same_bits(got, want, f"{op_type}-28 over {axes} to 11")

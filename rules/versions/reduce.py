@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import onnx
 from onnx import helper
 
 from lowering import schemas
 from lowering.adapters import (
     AdapterContext,
+    NodeWriter,
     adapter,
     attribute_of,
     constant_ints,
     int64_constant,
     known_change,
     moved,
+    require_types_taken,
 )
 from lowering.errors import LoweringError
+from lowering.scopes import element_type_of
 
 REDUCE_18 = "version 18 takes axes as an input, and noop_with_empty_axes says what no axes mean"
 REDUCE_SUM_13 = "version 13 takes axes as an input, and noop_with_empty_axes says what no axes mean"
@@ -35,6 +40,15 @@ REDUCE_AXES_AT_18 = tuple(
 # while onnx.reference and onnxruntime apply the element-wise step (SumSquare squares, LogSum
 # takes the log): such a node is refused rather than given one of the two meanings.
 NOOP_IS_IDENTITY = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceSum"})
+# Axes known only at run time choose among one reduction per subset of the input's axes: at
+# most 2^5 = 32 of them (an input of rank 5).
+MOST_AXES_CHOSEN_AT_RUN_TIME = 5
+# What the choice writes besides the reductions, and the lowest opset where all of it exists.
+CHOICE_EMITS = ("Constant", "Gather", "Equal", "Cast", "ReduceSum", "Greater", "If", "Identity")
+# If's branches may give results of different ranks (keepdims=0) from If-11 on, whose shape
+# inference takes their union; If-1's requires them alike (onnx.defs states no such fact).
+IF_BRANCHES_OF_ANY_RANK = 11
+CHOICE_FIRST_OPSET = max(schemas.first_opset_writing(CHOICE_EMITS, int64_constants=True), IF_BRANCHES_OF_ANY_RANK)
 
 
 def _has_function_body(op_type: str, version: int) -> bool:
@@ -54,17 +68,18 @@ known_change(("ReduceSum",), 13, REDUCE_SUM_13, down_only=True, affects=_given_a
 def _axes_to_attribute(node: onnx.NodeProto, context: AdapterContext, step: int) -> list[onnx.NodeProto]:
     """``node`` (axes as an input since version ``step``) as the older version that takes axes as
     an attribute; below opset 11, where no axis may be negative, negative axes get the rank of the
-    input added."""
+    input added. A boolean input the older version does not take is carried (:func:`_bool_carried`)."""
+    carrier = _bool_carrier(node, context)
+    if carrier is not None:
+        return _bool_carried(node, context, step, carrier)
     version = schemas.version_in_force(node.op_type, context.source_opset)
+    require_types_taken(node, context)
     axes = constant_ints(node, context)
     if axes is None and context.shape_of(node.input[1]) == [0]:
         axes = []  # computed at run time, but of shape [0]: empty whatever it holds
-    if axes is None:
-        raise LoweringError(
-            f"{context.location}: {node.op_type}-{version} takes its axes from '{node.input[1]}', which is computed "
-            f"at run time, so it cannot go to opset {context.target_opset} where axes is an attribute"
-        )
     noop = bool(attribute_of(node, "noop_with_empty_axes"))
+    if axes is None:
+        return _axes_chosen_at_run_time(node, context, version, step, noop)
     if not axes and noop:
         if node.op_type not in NOOP_IS_IDENTITY:
             raise LoweringError(
@@ -73,14 +88,7 @@ def _axes_to_attribute(node: onnx.NodeProto, context: AdapterContext, step: int)
                 "and onnxruntime apply the element-wise step)"
             )
         return [helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name)]
-    if version > step and _has_function_body(node.op_type, version):
-        # ReduceLogSum-28 and ReduceLogSumExp-28 only dropped their integer types; onnxruntime
-        # runs them by their function bodies (ReduceSum, then Log), whose sums round apart from
-        # the older ops' own kernels in the last bit: the body, moved in turn, is exact.
-        raise LoweringError(
-            f"{context.location}: {node.op_type}-{version} goes to opset {context.target_opset} by its function "
-            f"body only (the older {node.op_type}'s own kernel may round the sum differently)"
-        )
+    _require_own_kernel(node, context, version, step)
     if context.target_opset < 11 and any(a < 0 for a in axes):
         rank = context.rank_of(node.input[0])
         if rank is None:
@@ -94,6 +102,139 @@ def _axes_to_attribute(node: onnx.NodeProto, context: AdapterContext, step: int)
     if axes:
         result.attribute.append(helper.make_attribute("axes", axes))
     return [result]
+
+
+def _bool_carrier(node: onnx.NodeProto, context: AdapterContext) -> int | None:
+    """The integer type a boolean input of ReduceMax or ReduceMin (from version 20) is carried in
+    where the target's version takes no bool: uint8 where taken, else int32; None otherwise."""
+    if node.op_type not in ("ReduceMax", "ReduceMin"):
+        return None
+    if element_type_of(context.type_for_judging(node.input[0])) != onnx.TensorProto.BOOL:
+        return None
+    taken = schemas.input_element_types(node.op_type, context.target_opset)
+    if onnx.TensorProto.BOOL in taken:
+        return None
+    return next((t for t in (onnx.TensorProto.UINT8, onnx.TensorProto.INT32) if t in taken), None)
+
+
+def _bool_carried(node: onnx.NodeProto, context: AdapterContext, step: int, carrier: int) -> list[onnx.NodeProto]:
+    """ReduceMax/Min-20(x: bool, a) = Greater(ReduceMax/Min-11/13/18(Cast(x, c), a), 0), c = uint8 or int32.
+
+    On 0 and 1 the maximum is any and the minimum all, and ``> 0`` gives them back as bool. Over
+    no elements the integer reduction gives the type's least value (max) or greatest (min), and
+    ``> 0`` turns them into false and true: the boolean reduction's own identities."""
+    w = NodeWriter(node, context)
+    carried = moved(node)
+    carried.input[0] = w.add("Cast", [node.input[0]], f"as_{schemas.type_name(carrier)}", to=carrier)
+    carried.output[0] = context.fresh(f"{w.hint}_reduced")
+    context_carried = dataclasses.replace(
+        context,
+        type_of=_retyped(context.type_of, carried.input[0], node.input[0], carrier),
+        judged_type_of=None,
+    )
+    reduced = _axes_to_attribute(carried, context_carried, step)
+    zero = w.scalar("zero", 0, carrier)
+    greater = helper.make_node(
+        "Greater", [carried.output[0], zero], [node.output[0]], name=context.fresh(f"{w.hint}_Greater")
+    )
+    return [*w.nodes[:1], *reduced, *w.nodes[1:], greater]
+
+
+def _retyped(type_of, name: str, like: str, element_type: int):
+    """``type_of`` that gives ``name`` the shape of ``like`` and ``element_type``."""
+
+    def retyped(asked: str):
+        if asked != name:
+            return type_of(asked)
+        found = type_of(like)
+        if found is None:
+            return None
+        copy = onnx.TypeProto()
+        copy.CopyFrom(found)
+        copy.tensor_type.elem_type = element_type
+        return copy
+
+    return retyped
+
+
+def _require_own_kernel(node: onnx.NodeProto, context: AdapterContext, version: int, step: int) -> None:
+    if version > step and _has_function_body(node.op_type, version):
+        # ReduceLogSum-28 and ReduceLogSumExp-28 only dropped their integer types; onnxruntime
+        # runs them by their function bodies (ReduceSum, then Log), whose sums round apart from
+        # the older ops' own kernels in the last bit: the body, moved in turn, is exact.
+        raise LoweringError(
+            f"{context.location}: {node.op_type}-{version} goes to opset {context.target_opset} by its function "
+            f"body only (the older {node.op_type}'s own kernel may round the sum differently)"
+        )
+
+
+def _axes_chosen_at_run_time(
+    node: onnx.NodeProto, context: AdapterContext, version: int, step: int, noop: bool
+) -> list[onnx.NodeProto]:
+    """ReduceX-18(x, a), a known at run time, x of rank r = If(0 ∈ a', If(1 ∈ a', …)), a' = Gather([0, …, r-1], a):
+    each of the 2^r leaves ReduceX-11/13(x, axes=S) for the subset S of axes its path names.
+
+    Each leaf is the older op with the axes as an attribute, so whichever the run-time axes
+    name, the same reduction runs on the same values as in the original: exact. The Gather
+    counts negative axes from the end and fails on an axis out of range, as the op does.
+    Whether the axes name axis k is ``ReduceSum(Cast(Equal(a', k), int32)) > 0`` (an empty a'
+    names none). The leaf of no axes reduces every axis, or is the input itself where
+    noop_with_empty_axes is 1. A repeated axis reduces once."""
+    given = node.input[1]
+    first = f"{context.location}: {node.op_type}-{version} takes its axes from '{given}', which is computed at run time"
+    rank = context.rank_of(node.input[0])
+    element_type = element_type_of(context.type_of(node.input[0]))
+    why = None
+    if rank is None or not element_type:
+        why = f"the rank or type of its input '{node.input[0]}' is not known, so no reduction can be written per choice"
+    elif rank > MOST_AXES_CHOSEN_AT_RUN_TIME:
+        why = f"its input is of rank {rank}, which would need 2^{rank} reductions, one for each choice of axes"
+    elif context.target_opset < CHOICE_FIRST_OPSET:
+        why = f"choosing among its reductions at run time needs opset {CHOICE_FIRST_OPSET}"
+    elif noop and node.op_type not in NOOP_IS_IDENTITY:
+        why = (
+            "and may be empty, and with noop_with_empty_axes=1 no axes have no agreed meaning (the spec says the "
+            "input itself; onnx.reference and onnxruntime apply the element-wise step)"
+        )
+    if why is not None:
+        where = f"so it cannot go to opset {context.target_opset} where axes is an attribute"
+        raise LoweringError(f"{first}, {where}: {why}")
+    _require_own_kernel(node, context, version, step)
+    w = NodeWriter(node, context)
+    within = w.add("Gather", [w.int64s("every_axis", list(range(rank))), node.input[1]], "axes_within", axis=0)
+    names_axis = []
+    for k in range(rank):
+        is_k = w.add("Equal", [within, w.scalar(f"axis_{k}", k, onnx.TensorProto.INT64)], f"is_axis_{k}")
+        counted = w.add("Cast", [is_k], f"is_axis_{k}_as_int32", to=onnx.TensorProto.INT32)
+        count = w.add("ReduceSum", [counted], f"axis_{k}_named", keepdims=0)
+        names_axis.append(w.add("Greater", [count, w.scalar("none", 0, onnx.TensorProto.INT32)], f"reduces_axis_{k}"))
+
+    def choice(k: int, chosen: tuple[int, ...], output: str) -> onnx.NodeProto:
+        """The node giving ``output``: the reduction over ``chosen`` once every axis is decided."""
+        if k == rank:
+            name = context.fresh(f"{w.hint}_{node.op_type}")
+            if not chosen and noop:
+                return helper.make_node("Identity", [node.input[0]], [output], name=name)
+            leaf = moved(node, dropped=("noop_with_empty_axes",))
+            del leaf.input[1:]
+            leaf.output[:] = [output]
+            leaf.name = name
+            if chosen:
+                leaf.attribute.append(helper.make_attribute("axes", list(chosen)))
+            return leaf
+        branches = {}
+        for branch, taken in (("then_branch", (*chosen, k)), ("else_branch", chosen)):
+            inner = context.fresh(f"{w.hint}_{'with' if branch == 'then_branch' else 'without'}_axis_{k}")
+            branches[branch] = helper.make_graph(
+                [choice(k + 1, taken, inner)],
+                context.fresh(f"{w.hint}_{branch}_{k}"),
+                [],
+                [helper.make_tensor_value_info(inner, element_type, None)],
+            )
+        return helper.make_node("If", [names_axis[k]], [output], name=context.fresh(f"{w.hint}_If"), **branches)
+
+    w.nodes.append(choice(0, (), node.output[0]))
+    return w.nodes
 
 
 def _axes_to_input(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
@@ -119,9 +260,10 @@ def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     ``ReduceX-18(x, axes=a, keepdims=k)`` with ``a`` constant = ``ReduceX-11/13(x, keepdims=k, axes=a)``;
     no or empty axes with ``noop_with_empty_axes=0`` = ``ReduceX-13(x, keepdims=k)`` (every axis);
     with ``noop_with_empty_axes=1`` = ``Identity(x)`` (Max, Min, Mean, Prod). Axes computed at run
-    time cannot become an attribute: refused, unless their shape is [0] (empty, whatever they
-    hold). Versions after 18 with a function body (ReduceLogSum-28, ReduceLogSumExp-28) are left
-    to that body."""
+    time choose, by one If per axis of x (rank 5 at most), among the reductions over every subset
+    of axes, each with its axes as an attribute (exact whichever they name). A bool x of
+    ReduceMax/Min-20 is carried in uint8 or int32 and given back by ``> 0``. Versions after 18
+    with a function body (ReduceLogSum-28, ReduceLogSumExp-28) are left to that body."""
     return _axes_to_attribute(node, context, 18)
 
 
@@ -141,8 +283,9 @@ def reduce_sum_axes_input_to_attribute(node: onnx.NodeProto, context: AdapterCon
     ``ReduceSum-13(x, a, keepdims=k)`` with ``a`` constant = ``ReduceSum-11(x, keepdims=k, axes=a)``
     (below 11, negative axes get the rank added, which must be known); no or empty ``a`` with
     ``noop_with_empty_axes=0`` = ``ReduceSum-11(x, keepdims=k)`` (every axis); with
-    ``noop_with_empty_axes=1`` = ``Identity(x)``. Axes computed at run time cannot become an
-    attribute: refused. A node with neither axes nor noop_with_empty_axes is left as it is."""
+    ``noop_with_empty_axes=1`` = ``Identity(x)``. Axes computed at run time choose, by one If per
+    axis of x, among the reductions over every subset of axes (from opset 11). A node with neither
+    axes nor noop_with_empty_axes is left as it is."""
     if len(node.input) < 2 and attribute_of(node, "noop_with_empty_axes") is None:
         return None  # ReduceSum-13(x) = ReduceSum-11(x): every axis in both
     return _axes_to_attribute(node, context, 13)
