@@ -16,7 +16,10 @@ from lowering.registry import Builder, NotLowered, Value, rule
 # Add each.
 LARGEST_BLOCK = 64
 
-EMITS = ("Reshape", "Gather", "Pad", "Add", "Slice", "Cast", "Constant")
+EMITS = ("Reshape", "Gather", "Pad", "Sum", "Add", "Slice", "Cast", "Constant")
+# ... and, where image_shape and block_shape are given at run time, from opset 11:
+LOOP_EMITS = ("Shape", "Concat", "Sub", "Mul", "Div", "Mod", "ReduceProd", "Greater", "Where", "ConstantOfShape",
+              "Loop", "Identity")  # fmt: skip
 # The rule writes ops as they are from this opset on: each of them exists and Constant holds
 # its int64 indices and shapes (from 9), onnx.defs says; Pad and Slice take their pads, starts
 # and ends as attributes where their version in force does (below 11 and 10).
@@ -92,28 +95,29 @@ def col2im_by_shifted_adds(
 ) -> Value:
     """Col2Im(x) = Slice(0 + P_0 + ... + P_{B-1}), P_k = Pad(Gather(Reshape(x), k)): kernel offset k's blocks in place.
 
-    x, of shape [N, C·B, L], is read as [N, C, B, c_1, ..., c_D] (c_d blocks along spatial
-    axis d, B = prod(block_shape)); the k-th kernel offset o (row-major over block_shape) is
-    taken by Gather, and one Pad spreads its blocks by the stride and moves them to o·dilation
-    in the padded image: a spatial axis with a stride s > 1 is laid out as [c_d, 1] (by the
-    Reshape of x) and padded to [M_d, s] (q zeros before the blocks and r before each, where
-    o·dilation = q·s + r), which a Reshape at the end reads as M_d·s positions. The slabs are
-    added to +0 in kernel order, the operands and order of onnxruntime's kernel (the image from
-    +0, plus each offset's column in turn; a slab's zeros add nothing, x + 0 being x but for
-    -0, which +0 + -0 makes +0 in both), so the answer is its own bit for bit on float, -0,
-    infinities, subnormals and NaN payloads included; one Slice at the end cuts the padding
+    x, of shape [N, C·B, L], is read as [N, C, B, c_1, ..., c_D] (c_d blocks along spatial axis
+    d, B = prod(block_shape)); the k-th kernel offset o (row-major over block_shape) is taken by
+    Gather, and one Pad spreads its blocks by the stride and moves them to o·dilation in the
+    padded image: a spatial axis with a stride s > 1 is laid out as [c_d, 1] (by the Reshape of
+    x) and padded to [M_d, s] (q zeros before the blocks and r before each, where o·dilation =
+    q·s + r), which a Reshape at the end reads as M_d·s positions. The slabs are added to +0
+    (Sum) in kernel order, the operands and order of onnxruntime's kernel (the image from +0,
+    plus each offset's column in turn; a slab's zeros add nothing, x + 0 being x but for -0,
+    which +0 + -0 makes +0 in both), so the answer is its own bit for bit on float, -0,
+    infinities and subnormals included, except which payload survives where two NaNs meet, which
+    onnxruntime's Add and its Col2Im kernel choose apart; one Slice at the end cuts the padding
     off. onnxruntime's kernel runs only float, and on images of other than 2 axes with a
-    dilation above 1 it is wrong (it takes the dilated block for the block): the rule follows
-    the op's definition there, as onnx.reference does. double and integers are added in their
-    own type (integers wrap around; those Add or Pad does not run on at the opset in int32 or
-    int64, cast back exactly); float16 and bfloat16 in float32: float16 rounded once at the
-    end, as onnxruntime runs Col2Im on it (its float32 kernel between Casts); bfloat16, which
-    no onnxruntime kernel runs, each sum rounded, as onnx.reference adds. With image_shape and
-    block_shape constants the offsets are unrolled (B at most 64); given at run time (from
-    opset 11), a Loop over the B offsets does the same Gather, Pad and Add per iteration, the
-    block counts, canvas and pads computed from them. x's rank must be known (and its second
-    dimension, where the offsets are unrolled). Not lowered on bool, string or complex values,
-    or below opset 9.
+    dilation above 1 and more than one channel it is wrong (it takes the dilated block for the
+    block): the rule follows the op's definition there, as onnx.reference does. double and
+    integers are added in their own type (integers wrap around; those Add or Pad does not run on
+    at the opset in int32 or int64, cast back exactly); float16 and bfloat16 in float32: float16
+    rounded once at the end, as onnxruntime runs Col2Im on it (its float32 kernel between
+    Casts); bfloat16, which no onnxruntime kernel runs, each sum rounded, as onnx.reference
+    adds. With image_shape and block_shape constants the offsets are unrolled (B at most 64);
+    given at run time (from opset 11), a Loop over the B offsets does the same Gather, Pad and
+    Add per iteration, the block counts, canvas and pads computed from them. x's rank must be
+    known (and its second dimension, where the offsets are unrolled). Not lowered on bool,
+    string or complex values, or below opset 9.
     """
     if b.opset < FIRST_OPSET:
         return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
@@ -177,7 +181,9 @@ def col2im_by_shifted_adds(
                 after.append(strides[d] - 1 - part)
         placed = _padded(b, slab, before + after) if any(before + after) else slab
         if image_sum is None:
-            image_sum = b.Add(zero, placed) if zero is not None else placed
+            # Sum, not Add: onnxruntime drops an Add of a one-element 0 (NoopElimination), which
+            # would keep -0 and signalling NaNs the kernel's +0 + x turns into +0 and quiet NaNs.
+            image_sum = b.Sum(zero, placed) if zero is not None else placed
         else:
             image_sum = _rounded(b, b.Add(image_sum, placed), x.element_type, rounds_each_sum)
     image_sum = b.Reshape(image_sum, b.ints([0, 0, *[canvas[d] * strides[d] for d in range(rank)]], "image_shape"))
