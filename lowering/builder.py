@@ -288,6 +288,25 @@ class Builder:
             return Value(x.name, compute_type)
         return self.Cast(x, to=compute_type)
 
+    def nested(self, hint: str) -> Builder:
+        """A builder for the nodes of a subgraph the rule makes (a Loop's body): names from the
+        same allocator, the same shared scalar constants (values of the outer graph, which the
+        body reads from its scope)."""
+        return Builder(
+            opset=self.opset,
+            target=self.target,
+            names=self._names,
+            constants=self._constants,
+            name_hint=f"{self._hint}_{hint}",
+            scope=self._scope,
+            optionals=self._optionals,
+        )
+
+    def fresh_value(self, hint: str, element_type: int) -> Value:
+        """A value of a fresh name that no node writes yet (a subgraph's input, which the rule
+        declares itself)."""
+        return Value(self._names.fresh(f"{self._hint}_{hint}"), element_type)
+
     # -- ops -------------------------------------------------------------------------
     def op(self, op_type: str, *inputs: Value, **attributes) -> Value:
         """Emit ``op_type(*inputs, **attributes)`` and return its (single) output."""
