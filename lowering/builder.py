@@ -235,6 +235,16 @@ class Builder:
             return None
         return [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
 
+    def source_version(self, op_type: str) -> int | None:
+        """The version of ``op_type`` in force where the node being lowered was written (the
+        graph's own opset, not the target's); None outside a graph. A rule whose versions
+        differ in their defaults asks; as :meth:`constant_value`, its expansion is then made
+        per node."""
+        self.read_context = True
+        if self._scope is None:
+            return None
+        return schemas.version_in_force(op_type, self._scope.source_opset)
+
     @staticmethod
     def scalar_tensor(value) -> onnx.TensorProto:
         """A one-element tensor for attributes such as ConstantOfShape's ``value``."""
@@ -252,6 +262,13 @@ class Builder:
         tensor = helper.make_tensor(name, onnx.TensorProto.INT64, [len(values)], [int(v) for v in values])
         self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
         return Value(name, onnx.TensorProto.INT64)
+
+    def tensor(self, array: np.ndarray, hint: str) -> Value:
+        """A constant holding ``array`` (its numpy type: a matrix of coefficients), made for this node."""
+        name = self._names.fresh(f"{self._hint}_{hint}", tail=f"_{hint}")
+        tensor = onnx.numpy_helper.from_array(np.asarray(array), name)
+        self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
+        return Value(name, tensor.data_type)
 
     def constant_bool(self, value: bool | Value) -> Value:
         """A shared scalar bool constant (a Value is returned as it is)."""
