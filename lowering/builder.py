@@ -329,6 +329,30 @@ class Builder:
         self.nodes.append(node)
         return Value(output, element_type)
 
+    def If(self, condition: Value, then_branch, else_branch) -> Value | NotLowered:  # noqa: N802 (the op's name)
+        """``If(condition)`` of two branches, each a function that emits its nodes through a
+        Builder of its own (sharing this one's names and constants, which sit outside the
+        branch) and returns its one output Value, or NotLowered, which is returned."""
+        graphs = {}
+        for label, body in (("then_branch", then_branch), ("else_branch", else_branch)):
+            branch = Builder(
+                opset=self.opset, target=self.target, names=self._names, constants=self._constants,
+                name_hint=f"{self._hint}_{label[:4]}", scope=self._scope, optionals=self._optionals,
+            )  # fmt: skip
+            result = body(branch)
+            self.read_context |= branch.read_context
+            if isinstance(result, NotLowered):
+                return result
+            if not any(result.name in node.output for node in branch.nodes):
+                result = branch.Identity(result)
+            output = helper.make_tensor_value_info(result.name, result.element_type, None)
+            graphs[label] = helper.make_graph(branch.nodes, self._names.fresh(f"{self._hint}_{label}"), [], [output])
+        element_type = graphs["then_branch"].output[0].type.tensor_type.elem_type
+        output = self._names.fresh(f"{self._hint}_if", tail="_if")
+        name = self._names.fresh(f"{self._hint}_If", tail="_If")
+        self.nodes.append(helper.make_node("If", [condition.name], [output], name=name, **graphs))
+        return Value(output, element_type)
+
     def over_axes(self, op_type: str, x: Value, axes, **attributes) -> Value:
         """``op_type(x)`` over ``axes`` (Unsqueeze, Squeeze, a Reduce op): an attribute where the
         op's version in force takes it so, else a 1-D int64 input."""
