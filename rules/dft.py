@@ -12,7 +12,27 @@ from lowering.registry import Builder, NotLowered, Value, rule
 from .versions.dft import DEFAULT_AXIS_17, DEFAULT_AXIS_20
 
 DFT_EMITS = ("Transpose", "Reshape", "MatMul", "Div", "Cast", "Gather", "Equal", "If", "Sub", "Range", "Constant")
-STFT_EMITS = ("Gather", "Mul", "Reshape", "MatMul", "Cast", "Range", "Abs", "Add", "Div", "Unsqueeze", "Constant")
+STFT_EMITS = (
+    "Gather",
+    "Mul",
+    "Reshape",
+    "MatMul",
+    "Cast",
+    "Range",
+    "Abs",
+    "Add",
+    "Sub",
+    "Div",
+    "Unsqueeze",
+    "Shape",
+    "Concat",
+    "Mod",
+    "Cos",
+    "Sin",
+    "Neg",
+    "Flatten",
+    "Constant",
+)
 # The rules write ops as they are from this opset on: each exists (Range from 11) and Constant
 # holds int64 shapes and indices (from 9), onnx.defs says; the types MatMul runs on are asked
 # per node.
@@ -326,10 +346,13 @@ def stft_by_matmul(
     The frames gathered along the signal's axis at indices f·s + t (f < F = (L - l) // s + 1,
     t < l, l the frame length), times the window (Reshape to [l, 1]; none: ones), then the
     DFT's MatMul by W = ``dft_matrix`` (n = l; bins k ≤ l // 2 where onesided). A frame_step
-    computed at run time: the indices from Range(0, F, 1)·s + t, F from Div (a step below 1 is
-    an error, as the op's: Gather of an empty Range). float16 and bfloat16 computed in float32.
-    Within DFT_TOLERANCE of the exact transform. Not lowered where the signal's length or the
-    frame length (frame_length's constant, else the window's length, else the signal's) is not
+    computed at run time: the indices from Range(0, F, 1)·s + t, F from Div. A frame length
+    computed at run time (frame_length's value, or the window's length from its Shape): W
+    built at run time as ``dft_matrix`` builds it, cos and sin of 2π·Mod(jk, l)/l in double
+    (Range, Mul, Mod, Cast, Div, Cos, Sin, Concat, Flatten), then cast to the MatMul's type.
+    A step or frame length below 1, or a frame longer than the signal, fails as the op does
+    (Gather of an empty Range, or Range of delta 0). float16 and bfloat16 computed in float32.
+    Within DFT_TOLERANCE of the exact transform. Not lowered where the signal's length is not
     known when converting, the frame is longer than the signal, the signal is complex with
     onesided (the op defines no one-sided complex answer), or below opset 11.
     """
@@ -345,24 +368,52 @@ def stft_by_matmul(
         return NotLowered("the length of the STFT's signal is unknown")
     if frame_step is None:
         return NotLowered("the STFT has no frame_step")
-    size = _frame_length(b, length, window, frame_length)
-    if isinstance(size, NotLowered):
-        return size
     if onesided and channels == 2:
         return NotLowered("a one-sided STFT takes a real signal only, and this signal is complex")
     wide = b.computable(signal, emit=False)
     if not b.runs("MatMul", wide) or not b.runs("Mul", wide):
         return NotLowered(f"MatMul does not run on {schemas.type_name(wide.element_type)} at opset {b.opset}")
-    frames = b.Gather(b.computable(signal), _frame_indices(b, frame_step, length, size), axis=1)  # [B, F, l, c]
-    if window is not None:
-        frames = b.Mul(frames, b.Reshape(b.computable(window), b.ints([size, 1], "window_shape")))
-    matrix = dft_matrix(size, channels, size, inverse=0, onesided=onesided)
-    y = _through_matrix(b, frames, 4, size * channels, matrix, 2, None)
+    size = _frame_length(b, length, window, frame_length)
+    if isinstance(size, NotLowered):
+        return size
+    known_step = b.constant_value(frame_step)
+    step = _int64_scalar(b, frame_step)
+    if isinstance(size, int):
+        indices, window_shape = _frame_indices(b, step, known_step, length, size), b.ints([size, 1], "window_shape")
+        matrix = b.tensor(dft_matrix(size, channels, size, inverse=0, onesided=onesided).astype(_dtype(wide)), "dft")
+    else:
+        indices = _run_time_frame_indices(b, step, length, size)
+        window_shape = b.Concat(b.over_axes("Unsqueeze", size, [0]), b.ints([1], "one"), axis=0)
+        matrix = _run_time_dft_matrix(b, size, channels, onesided, wide.element_type)
+    frames = b.Gather(b.computable(signal), indices, axis=1)  # [B, F, l, c]
+    if window is not None:  # Reshape fails, as the op, where the window's length is not l
+        frames = b.Mul(frames, b.Reshape(b.computable(window), window_shape))
+    y = b.MatMul(b.Reshape(frames, b.ints([0, 0, -1], "rows_shape")), matrix)
+    y = b.Reshape(y, b.ints([0, 0, -1, 2], "bins_shape"))
     return y if y.element_type == signal.element_type else b.Cast(y, to=signal.element_type)
 
 
-def _frame_length(b: Builder, length: int, window: Value | None, frame_length: Value | None) -> int | NotLowered:
-    """The frame length: frame_length's constant, else the window's length, else the signal's."""
+def _dtype(value: Value):
+    return np.float64 if value.element_type == TensorProto.DOUBLE else np.float32
+
+
+def _int64_scalar(b: Builder, value: Value) -> Value:
+    """A scalar int32 or int64 input as an int64 scalar."""
+    scalar = b.Reshape(value, b.ints([], "scalar_shape"))
+    return scalar if scalar.element_type == TensorProto.INT64 else b.Cast(scalar, to=TensorProto.INT64)
+
+
+def _at_least_one(b: Builder, value: Value) -> Value:
+    """The int64 scalar ``value``, failing at run time where it is below 1: Range(0, v, |v|)
+    holds one element (0) where v ≥ 1 and none where v < 0 (Gather of its first element then
+    fails), and Range refuses v = 0 (a delta of 0)."""
+    zero = b.constant(0, like=value, hint="zero")
+    return b.Add(value, b.Gather(b.Range(zero, value, b.Abs(value)), zero, axis=0))
+
+
+def _frame_length(b: Builder, length: int, window: Value | None, frame_length: Value | None):
+    """The frame length: frame_length's constant, else the window's length, else the signal's;
+    an int64 scalar Value where it is known only at run time; NotLowered where it is invalid."""
     window_shape = b.shape_of(window) if window is not None else None
     window_length = window_shape[0] if window_shape is not None and len(window_shape) == 1 else None
     given = b.constant_value(frame_length) if frame_length is not None else None
@@ -374,8 +425,11 @@ def _frame_length(b: Builder, length: int, window: Value | None, frame_length: V
             return NotLowered(f"the window's length {window_length} is not the frame_length {size}")
     elif window_length is not None:
         size = window_length  # the op requires a given frame_length to equal it
-    elif frame_length is not None or window is not None:
-        return NotLowered("the frame length is computed at run time, and the rule needs it known")
+    elif frame_length is not None:
+        return _at_least_one(b, _int64_scalar(b, frame_length))
+    elif window is not None:
+        zero = b.ints([0], "first")
+        return _at_least_one(b, b.Reshape(b.Gather(b.Shape(window), zero, axis=0), b.ints([], "scalar_shape")))
     else:
         size = length
     if not 1 <= size <= length:
@@ -383,22 +437,51 @@ def _frame_length(b: Builder, length: int, window: Value | None, frame_length: V
     return size
 
 
-def _frame_indices(b: Builder, frame_step: Value, length: int, size: int) -> Value:
-    """The [F, l] int64 indices f·s + t of every frame's samples: constant where the step is."""
+def _frame_indices(b: Builder, step: Value, given: np.ndarray | None, length: int, size: int) -> Value:
+    """The [F, l] int64 indices f·s + t of every frame's samples: constant where the step is
+    (``given``)."""
     offsets = np.arange(size, dtype=np.int64)[None, :]
-    given = b.constant_value(frame_step)
     if given is not None and given.size == 1 and int(given.reshape(-1)[0]) >= 1:
-        step = int(given.reshape(-1)[0])
-        frames = (length - size) // step + 1
-        return b.tensor(np.arange(frames, dtype=np.int64)[:, None] * step + offsets, "frame_indices")
-    step = b.Reshape(frame_step, b.ints([], "scalar_shape"))
-    if step.element_type != TensorProto.INT64:
-        step = b.Cast(step, to=TensorProto.INT64)
-    zero = b.constant(0, like=step, hint="zero")
-    one = b.constant(1, like=step, hint="one")
-    # Range(0, s, |s|) holds one element where s ≥ 1 and none where s < 0; Range refuses s = 0:
-    # its first element, 0, added to s makes a step below 1 fail as the op does.
-    step = b.Add(step, b.Gather(b.Range(zero, step, b.Abs(step)), zero, axis=0))
+        known = int(given.reshape(-1)[0])
+        frames = (length - size) // known + 1
+        return b.tensor(np.arange(frames, dtype=np.int64)[:, None] * known + offsets, "frame_indices")
+    step = _at_least_one(b, step)
+    zero, one = b.constant(0, like=step, hint="zero"), b.constant(1, like=step, hint="one")
     frames = b.Add(b.Div(b.constant(length - size, like=step, hint=f"span_{length - size}"), step), one)
     starts = b.Mul(b.Range(zero, frames, one), step)
     return b.Add(b.over_axes("Unsqueeze", starts, [1]), b.tensor(offsets, "frame_offsets"))
+
+
+def _run_time_frame_indices(b: Builder, step: Value, length: int, size: Value) -> Value:
+    """:func:`_frame_indices` for a frame length known at run time; F below 1 (a frame longer
+    than the signal) fails."""
+    step = _at_least_one(b, step)
+    zero, one = b.constant(0, like=step, hint="zero"), b.constant(1, like=step, hint="one")
+    span = b.Sub(b.constant(length, like=step, hint=f"length_{length}"), size)
+    frames = _at_least_one(b, b.Add(b.Div(span, step), one))
+    starts = b.over_axes("Unsqueeze", b.Mul(b.Range(zero, frames, one), step), [1])
+    return b.Add(starts, b.over_axes("Unsqueeze", b.Range(zero, size, one), [0]))
+
+
+def _run_time_dft_matrix(b: Builder, size: Value, channels: int, onesided: int, element_type: int) -> Value:
+    """``dft_matrix(l, channels, l, inverse=0, onesided)`` for l known at run time: cos and sin
+    of 2π·Mod(jk, l)/l computed in double, cast to ``element_type``."""
+    zero, one = b.constant(0, like=size, hint="zero"), b.constant(1, like=size, hint="one")
+    bins = b.Add(b.Div(size, b.constant(2, like=size, hint="two")), one) if onesided else size
+    rows = b.over_axes("Unsqueeze", b.Range(zero, size, one), [1])
+    columns = b.over_axes("Unsqueeze", b.Range(zero, bins, one), [0])
+    turns = b.Cast(b.Mod(b.Mul(rows, columns), size), to=TensorProto.DOUBLE)
+    angle = b.Div(b.Mul(turns, b.constant(2 * np.pi, like=turns, hint="two_pi")), b.Cast(size, to=TensorProto.DOUBLE))
+    cos, sin = b.Cos(angle), b.Sin(angle)
+
+    def pair(first: Value, second: Value) -> Value:  # [l, bins, 2]
+        return b.Concat(b.over_axes("Unsqueeze", first, [2]), b.over_axes("Unsqueeze", second, [2]), axis=2)
+
+    real_row = pair(cos, b.Neg(sin))  # a real sample's part of (Y_re, Y_im)
+    if channels == 1:
+        matrix = b.Flatten(real_row, axis=1)
+    else:
+        imaginary_row = pair(sin, cos)
+        rows_of = [b.over_axes("Unsqueeze", row, [1]) for row in (real_row, imaginary_row)]
+        matrix = b.Flatten(b.Concat(*rows_of, axis=1), axis=2)
+    return b.Cast(matrix, to=element_type)
