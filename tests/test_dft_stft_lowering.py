@@ -10,13 +10,13 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
+from lowering.rules.dft import DFT_TOLERANCE, dft_matrix, dft_reference, stft_reference, unit_circle
 from onnx import TensorProto, helper
 from support import make_model
 from version_cases import node_cases, sweep_case
 
 import lowering
 from lowering.registry import rule_for
-from lowering.rules.dft import DFT_TOLERANCE, dft_matrix, dft_reference, stft_reference, unit_circle
 from lowering.runtime import run_onnxruntime
 
 OPS = ("DFT", "STFT")
@@ -338,6 +338,8 @@ def test_dft_forms_the_op_does_not_take_are_refused(attributes, channels, reason
 def test_rules_state_reference_and_tolerance():
     for op_type in OPS:
         found = rule_for("", op_type)
-        assert found.reference is not None and found.tolerance is DFT_TOLERANCE or dict(found.tolerance) == dict(
-            DFT_TOLERANCE
+        assert (
+            found.reference is not None
+            and found.tolerance is DFT_TOLERANCE
+            or dict(found.tolerance) == dict(DFT_TOLERANCE)
         )
