@@ -57,6 +57,11 @@ DFT_TOLERANCE = {
     TensorProto.BFLOAT16: Tolerance(rtol=2**-7, atol=1e-5),
 }
 
+# The most values a constant the rules write may hold (a coefficient matrix: 16 MiB of float32,
+# 32 MiB of double; STFT's frame indices): past it DFT is not lowered, and STFT builds its matrix
+# and indices at run time.
+LARGEST_CONSTANT = 1 << 22
+
 # STFT's default (onesided=1), from onnx.defs.
 _STFT_ONESIDED = schemas.schema_in_force("STFT", 17).attributes["onesided"].default_value.i
 
@@ -207,7 +212,8 @@ def dft_by_matmul(
     of delta 0). A length of 0 gives an empty transform, as onnxruntime's kernel does. Not
     lowered where dft_length or an axis' length is not known when converting, x's last
     dimension is not 1 or 2, the input is complex for RFFT or real for IRFFT (the op takes
-    neither), or below opset 11.
+    neither), a coefficient matrix would hold more than LARGEST_CONSTANT (2^22) values (the
+    MatMul's work grows as n², an FFT's as n log n), or below opset 11.
     """
     if b.opset < FIRST_OPSET:
         return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
@@ -254,6 +260,14 @@ def dft_by_matmul(
         lengths[candidate] = given_length if given_length is not None else default
     if run_time_axis is None and lengths[candidates[0]] < 0:
         return NotLowered(f"the DFT's length would be {lengths[candidates[0]]}, and a length cannot be negative")
+    for candidate in candidates:
+        bins = lengths[candidate] // 2 + 1 if onesided and not inverse else max(lengths[candidate], 0)
+        values = shape[candidate] * channels * bins * 2
+        if values > LARGEST_CONSTANT:
+            return NotLowered(
+                f"the coefficient matrix for axis {candidate} would hold {values} values, more than the "
+                f"{LARGEST_CONSTANT} this rule writes into a model"
+            )
     wide = b.computable(x, emit=False)
     if not b.runs("MatMul", wide):
         return NotLowered(f"MatMul does not run on {schemas.type_name(wide.element_type)} at opset {b.opset}")
@@ -350,7 +364,8 @@ def stft_by_matmul(
     computed at run time (frame_length's value, or the window's length from its Shape): W
     built at run time as ``dft_matrix`` builds it, cos and sin of 2π·Mod(jk, l)/l in double
     (Range, Mul, Mod, Cast, Div, Cos, Sin, Concat, Flatten), then cast to the MatMul's type.
-    A step or frame length below 1, or a frame longer than the signal, fails as the op does
+    So are W and the indices where as constants they would hold more than LARGEST_CONSTANT
+    values. A step or frame length below 1, or a frame longer than the signal, fails as the op does
     (Gather of an empty Range, or Range of delta 0). float16 and bfloat16 computed in float32.
     Within DFT_TOLERANCE of the exact transform. Not lowered where the signal's length is not
     known when converting, the frame is longer than the signal, the signal is complex with
@@ -380,7 +395,13 @@ def stft_by_matmul(
     step = _int64_scalar(b, frame_step)
     if isinstance(size, int):
         indices, window_shape = _frame_indices(b, step, known_step, length, size), b.ints([size, 1], "window_shape")
-        matrix = b.tensor(dft_matrix(size, channels, size, inverse=0, onesided=onesided).astype(_dtype(wide)), "dft")
+        bins = size // 2 + 1 if onesided else size
+        if size * channels * bins * 2 <= LARGEST_CONSTANT:
+            matrix = dft_matrix(size, channels, size, inverse=0, onesided=onesided)
+            matrix = b.tensor(matrix.astype(_dtype(wide)), "dft_matrix")
+        else:
+            known_size = b.Reshape(b.ints([size], "frame_length"), b.ints([], "scalar_shape"))
+            matrix = _run_time_dft_matrix(b, known_size, channels, onesided, wide.element_type)
     else:
         indices = _run_time_frame_indices(b, step, length, size)
         window_shape = b.Concat(b.over_axes("Unsqueeze", size, [0]), b.ints([1], "one"), axis=0)
@@ -441,9 +462,9 @@ def _frame_indices(b: Builder, step: Value, given: np.ndarray | None, length: in
     """The [F, l] int64 indices f·s + t of every frame's samples: constant where the step is
     (``given``)."""
     offsets = np.arange(size, dtype=np.int64)[None, :]
-    if given is not None and given.size == 1 and int(given.reshape(-1)[0]) >= 1:
-        known = int(given.reshape(-1)[0])
-        frames = (length - size) // known + 1
+    known = int(given.reshape(-1)[0]) if given is not None and given.size == 1 else 0
+    frames = (length - size) // known + 1 if known >= 1 else 0
+    if known >= 1 and frames * size <= LARGEST_CONSTANT:
         return b.tensor(np.arange(frames, dtype=np.int64)[:, None] * known + offsets, "frame_indices")
     step = _at_least_one(b, step)
     zero, one = b.constant(0, like=step, hint="zero"), b.constant(1, like=step, hint="one")

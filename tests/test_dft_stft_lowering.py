@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
-from lowering.rules.dft import DFT_TOLERANCE, dft_matrix, dft_reference, stft_reference, unit_circle
+from lowering.rules.dft import DFT_TOLERANCE, LARGEST_CONSTANT, dft_matrix, dft_reference, stft_reference, unit_circle
 from onnx import TensorProto, helper
 from support import make_model
 from version_cases import node_cases, sweep_case
@@ -343,3 +343,22 @@ def test_rules_state_reference_and_tolerance():
             and found.tolerance is DFT_TOLERANCE
             or dict(found.tolerance) == dict(DFT_TOLERANCE)
         )
+
+
+def test_dft_matrix_past_the_largest_constant_is_refused():
+    model = dft_model(TensorProto.FLOAT, [1, 2048, 1], axis=1)
+    with pytest.raises(lowering.LoweringError, match="more than the 4194304 this rule writes into a model"):
+        lowering.lower(model, target_opset=11, ops=[])
+
+
+def test_stft_matrix_and_indices_past_the_largest_constant_are_built_at_run_time():
+    length, size = 1600, 1500  # W would hold 1500 · 2 · 1500 · 2 values
+    model = stft_model(TensorProto.FLOAT, length, 2, step=1, size=size, onesided=0)
+    lowered = lowering.lower(model, target_opset=11, ops=[])
+    assert {"Cos", "Sin", "Range"} <= lowered_ops(lowered)
+    constants = [n.attribute[0].t for n in lowered.graph.node if n.op_type == "Constant"]
+    assert max(int(np.prod(t.dims)) for t in constants) <= LARGEST_CONSTANT
+    x = signal(TensorProto.FLOAT, [2, length, 2]) / 8
+    (got,) = run_onnxruntime(lowered, {"signal": x})
+    exact = stft_reference(x.astype(np.float64), 1, None, size, onesided=0)
+    assert_within(got, exact.astype(np.float32), TensorProto.FLOAT, "frame of 1500")
