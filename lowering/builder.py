@@ -235,6 +235,16 @@ class Builder:
             return None
         return [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
 
+    def source_version(self, op_type: str) -> int | None:
+        """The version of ``op_type`` in force where the node being lowered was written (the
+        graph's own opset, not the target's); None outside a graph. A rule whose versions
+        differ in their defaults asks; as :meth:`constant_value`, its expansion is then made
+        per node."""
+        self.read_context = True
+        if self._scope is None:
+            return None
+        return schemas.version_in_force(op_type, self._scope.source_opset)
+
     @staticmethod
     def scalar_tensor(value) -> onnx.TensorProto:
         """A one-element tensor for attributes such as ConstantOfShape's ``value``."""
@@ -252,6 +262,13 @@ class Builder:
         tensor = helper.make_tensor(name, onnx.TensorProto.INT64, [len(values)], [int(v) for v in values])
         self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
         return Value(name, onnx.TensorProto.INT64)
+
+    def tensor(self, array: np.ndarray, hint: str) -> Value:
+        """A constant holding ``array`` (its numpy type: a matrix of coefficients), made for this node."""
+        name = self._names.fresh(f"{self._hint}_{hint}", tail=f"_{hint}")
+        tensor = onnx.numpy_helper.from_array(np.asarray(array), name)
+        self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
+        return Value(name, tensor.data_type)
 
     def constant_bool(self, value: bool | Value) -> Value:
         """A shared scalar bool constant (a Value is returned as it is)."""
@@ -289,7 +306,7 @@ class Builder:
         return self.Cast(x, to=compute_type)
 
     def nested(self, hint: str) -> Builder:
-        """A builder for the nodes of a subgraph the rule makes (a Loop's body): names from the
+        """A builder for the nodes of a subgraph the rule makes (a Loop's body, an If's branch): names from the
         same allocator, the same shared scalar constants (values of the outer graph, which the
         body reads from its scope)."""
         return Builder(
@@ -329,6 +346,27 @@ class Builder:
         if attributes:
             node.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attributes.items()))
         self.nodes.append(node)
+        return Value(output, element_type)
+
+    def If(self, condition: Value, then_branch, else_branch) -> Value | NotLowered:  # noqa: N802 (the op's name)
+        """``If(condition)`` of two branches, each a function that emits its nodes through a
+        Builder of its own (sharing this one's names and constants, which sit outside the
+        branch) and returns its one output Value, or NotLowered, which is returned."""
+        graphs = {}
+        for label, body in (("then_branch", then_branch), ("else_branch", else_branch)):
+            branch = self.nested(label[:4])
+            result = body(branch)
+            self.read_context |= branch.read_context
+            if isinstance(result, NotLowered):
+                return result
+            if not any(result.name in node.output for node in branch.nodes):
+                result = branch.Identity(result)
+            output = helper.make_tensor_value_info(result.name, result.element_type, None)
+            graphs[label] = helper.make_graph(branch.nodes, self._names.fresh(f"{self._hint}_{label}"), [], [output])
+        element_type = graphs["then_branch"].output[0].type.tensor_type.elem_type
+        output = self._names.fresh(f"{self._hint}_if", tail="_if")
+        name = self._names.fresh(f"{self._hint}_If", tail="_If")
+        self.nodes.append(helper.make_node("If", [condition.name], [output], name=name, **graphs))
         return Value(output, element_type)
 
     def over_axes(self, op_type: str, x: Value, axes, **attributes) -> Value:

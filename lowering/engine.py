@@ -281,13 +281,22 @@ class Legalizer:
         rule, version = owned
         if not requested and not self.converting:
             return None
+        cannot_move = None
         if self.converting and not requested:
-            kept = moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report)
-            if kept is not None:
-                return kept
+            if moving.adapted_across(node, version, scope.opset):
+                try:  # the target's version means something else: its adapter moves the node
+                    return self._move(scope, node, scope.source_opset, location)
+                except LoweringError as refused:
+                    cannot_move = refused
+            else:
+                kept = moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report)
+                if kept is not None:
+                    return kept
         try:
             nodes = self._decompose(rule, version, scope, node, index, location)
         except NotLowered as not_lowered:
+            if cannot_move is not None:
+                raise LoweringError(f"{cannot_move}; nor by its rule: {not_lowered.reason}") from None
             if self.converting:
                 kept = (
                     moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report)

@@ -63,6 +63,19 @@ def keep_owned(
     return [cast, node]
 
 
+def adapted_across(node: onnx.NodeProto, version: int | None, opset: int) -> bool:
+    """Whether an adapter moves ``node`` (of ``version``) to its version at ``opset``: the
+    versions differ in more than the types they take (DFT-20's axis input, DFT-17's attribute),
+    so an op a rule owns is moved by it, not kept as it is."""
+    target_version = schemas.version_in_force(node.op_type, opset, node.domain)
+    if version is None or target_version is None or target_version == version:
+        return False
+    return (
+        schemas.canonical_domain(node.domain) == ""
+        and adapters.adapter_for(node.op_type, version, target_version) is not None
+    )
+
+
 def move(
     scope: Scope, node: onnx.NodeProto, source_opset: int, location: str, names: NameAllocator,
     report: LoweringReport, ir_version: int, local_constants: dict[str, onnx.TensorProto] | None = None,

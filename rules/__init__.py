@@ -1,3 +1,16 @@
 """The rewrite rules, one module per op family; importing this package registers them all."""
 
-from . import bitwise, col2im, cumprod, einsum, functions, isinf, isnan, optional, tensorscatter, trilu, versions  # noqa: F401
+from . import (  # noqa: F401
+    bitwise,
+    col2im,
+    cumprod,
+    dft,
+    einsum,
+    functions,
+    isinf,
+    isnan,
+    optional,
+    tensorscatter,
+    trilu,
+    versions,
+)

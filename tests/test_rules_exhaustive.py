@@ -18,7 +18,7 @@ from lowering.samples import sample_values
 # Ops whose rule is checked on more than one input, or on matrices, by a test of its own: below
 # (Trilu), in tests/test_cumprod_einsum.py (CumProd, Einsum), in tests/test_adapters_quantize_scatter.py
 # (TensorScatter), in tests/test_bitwise.py (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), in
-# tests/test_col2im_lowering.py (Col2Im).
+# tests/test_col2im_lowering.py (Col2Im), in tests/test_dft_stft_lowering.py (DFT, STFT).
 SHAPED = {
     "Trilu",
     "CumProd",
@@ -29,6 +29,8 @@ SHAPED = {
     "BitwiseXor",
     "BitwiseNot",
     "Col2Im",
+    "DFT",
+    "STFT",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from

@@ -11,8 +11,8 @@ from lowering.errors import LoweringError
 
 DFT_20 = "version 20 takes the axis as an optional input (default -2); version 17 as an attribute (default 1)"
 _AXIS_INPUT = [formal.name for formal in schemas.schema_in_force("DFT", 20).inputs].index("axis")
-_DEFAULT_AXIS_17 = schemas.schema_in_force("DFT", 17).attributes["axis"].default_value.i
-_DEFAULT_AXIS_20 = -2  # an input's default: stated in DFT-20's text alone, not in onnx.defs
+DEFAULT_AXIS_17 = schemas.schema_in_force("DFT", 17).attributes["axis"].default_value.i
+DEFAULT_AXIS_20 = -2  # an input's default: stated in DFT-20's text alone, not in onnx.defs
 
 
 @adapter(("DFT",), 20, "down", "axis attribute", versions=(17, 20), reason=DFT_20)
@@ -22,7 +22,7 @@ def dft_axis_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     Both versions count a negative axis from the back and take the same range of axes; only
     where the axis comes from and its default differ. An axis computed at run time cannot become
     an attribute: refused."""
-    axis = _DEFAULT_AXIS_20
+    axis = DEFAULT_AXIS_20
     if len(node.input) > _AXIS_INPUT and node.input[_AXIS_INPUT]:
         tensor = context.constant_of(node.input[_AXIS_INPUT])
         if tensor is None:
@@ -44,7 +44,7 @@ def dft_axis_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
 
     DFT-17's default axis (1) is not DFT-20's (-2), so the axis is always written."""
     axis = attribute_of(node, "axis")
-    axis = _DEFAULT_AXIS_17 if axis is None else axis
+    axis = DEFAULT_AXIS_17 if axis is None else axis
     constant, name = int64_constant(context, f"{node.name or node.output[0]}_axis", [axis])
     result = moved(node, dropped=("axis",))
     while len(result.input) < _AXIS_INPUT:
