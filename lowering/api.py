@@ -279,7 +279,7 @@ def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None, *, be
             from .fast import beside as checking_beside
         except ImportError:  # the speed work is optional: without it the check runs here
             checking_beside = None
-        running = checking_beside.start(data) if checking_beside is not None else None
+        running = checking_beside.start(data, len(model.graph.node)) if checking_beside is not None else None
         if running is not None:
             return _InputCheck(beside=running)
     try:

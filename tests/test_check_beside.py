@@ -21,6 +21,12 @@ F32 = onnx.TensorProto.FLOAT
 BESIDE, FIRST = Shortcuts(), Shortcuts(check_beside=False)
 
 
+@pytest.fixture(autouse=True)
+def fork_for_every_model(monkeypatch):
+    """The models here are small: a child is forked for them all the same."""
+    monkeypatch.setattr(beside, "FROM_NODES", 0)
+
+
 def chain(*nodes: onnx.NodeProto, opset: int = 18, outputs=("y",)) -> onnx.ModelProto:
     graph = helper.make_graph(
         list(nodes),
@@ -85,8 +91,8 @@ def test_the_check_runs_in_a_child_and_its_verdict_is_awaited(monkeypatch):
     started: list[beside.CheckBeside | None] = []
     original_start = beside.start
 
-    def recording_start(data: bytes):
-        started.append(original_start(data))
+    def recording_start(data: bytes, nodes: int):
+        started.append(original_start(data, nodes))
         return started[-1]
 
     monkeypatch.setattr(beside, "start", recording_start)
@@ -95,6 +101,13 @@ def test_the_check_runs_in_a_child_and_its_verdict_is_awaited(monkeypatch):
     assert started[0]._verdict == (0, "")  # the child said "valid", and was waited for
     with pytest.raises(ChildProcessError):
         os.waitpid(started[0]._pid, 0)  # reaped already
+
+
+def test_no_child_is_forked_for_a_small_model(monkeypatch):
+    monkeypatch.setattr(beside, "FROM_NODES", 10_000)
+    assert beside.start(valid().SerializeToString(), len(valid().graph.node)) is None
+    running = beside.start(valid().SerializeToString(), 10_000)
+    assert running is not None and running.verdict() is None
 
 
 def test_no_child_is_forked_while_another_thread_runs():
@@ -113,8 +126,8 @@ def test_an_interrupted_pass_stops_the_child(monkeypatch):
     started: list[beside.CheckBeside] = []
     original_start = beside.start
 
-    def recording_start(data: bytes):
-        started.append(original_start(data))
+    def recording_start(data: bytes, nodes: int):
+        started.append(original_start(data, nodes))
         return started[-1]
 
     def interrupted(self):
