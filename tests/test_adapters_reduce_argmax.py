@@ -571,3 +571,28 @@ def test_reduce_28_with_axes_computed_at_run_time_goes_down_by_its_function_body
         feeds = {"x": np.abs(reduce_input()), "axes": np.array(axes, np.int64)}
         for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds), strict=True):
             assert_same_bits(got, want, f"{op_type}-28 over {axes} to 11")
+
+
+def test_run_time_axes_carry_the_node_doc_and_metadata_once_on_both_paths():
+    """The outermost If carries the node's doc_string and metadata_props; the leaves carry
+    nothing; the fast path's markers never reach a subgraph (fast and plain give one model)."""
+    models = []
+    for fast in (True, False):
+        model = run_time_axes_model("ReduceMean", 18, keepdims=0)
+        for index in range(3):  # three of a kind: the fast path records the first and replays the rest
+            if index:
+                copy = onnx.NodeProto()
+                copy.CopyFrom(model.graph.node[0])
+                copy.output[0] = f"y{index}"
+                model.graph.node.insert(index, copy)  # y1, y2 unread: every node still lowers
+        for node in model.graph.node[:3]:
+            node.doc_string = "mean of the chosen axes"
+            node.metadata_props.add(key="source", value="export")
+        models.append(lowering.lower(model, target_opset=13, ops=[], fast=fast).SerializeToString())
+    assert models[0] == models[1]
+    assert b"carried" not in models[0]
+    lowered_model = onnx.ModelProto.FromString(models[0])
+    ifs = [n for n in lowered_model.graph.node if n.op_type == "If"]
+    assert len(ifs) == 3 and all(n.doc_string == "mean of the chosen axes" for n in ifs)
+    assert all([(p.key, p.value) for p in n.metadata_props] == [("source", "export")] for n in ifs)
+    assert models[0].count(b"mean of the chosen axes") == 3

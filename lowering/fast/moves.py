@@ -368,7 +368,12 @@ def _marked(node: onnx.NodeProto) -> onnx.NodeProto:
 
 
 def _carrying(produced: onnx.NodeProto, node: onnx.NodeProto) -> onnx.NodeProto:
-    """``produced`` with ``node``'s carried fields where it holds their markers."""
+    """``produced`` with ``node``'s carried fields where it, or a node of a subgraph it holds,
+    holds their markers."""
+    for attribute in produced.attribute:
+        for graph in [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else attribute.graphs:
+            for inner in graph.node:
+                _carrying(inner, node)
     if produced.doc_string == _DOC_MARK:
         if node.HasField("doc_string"):
             produced.doc_string = node.doc_string

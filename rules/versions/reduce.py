@@ -219,6 +219,8 @@ def _axes_chosen_at_run_time(
             del leaf.input[1:]
             leaf.output[:] = [output]
             leaf.name = name
+            leaf.ClearField("doc_string")  # what the node carries goes once, on the outermost If
+            del leaf.metadata_props[:]
             if chosen:
                 leaf.attribute.append(helper.make_attribute("axes", list(chosen)))
             return leaf
@@ -233,7 +235,11 @@ def _axes_chosen_at_run_time(
             )
         return helper.make_node("If", [names_axis[k]], [output], name=context.fresh(f"{w.hint}_If"), **branches)
 
-    w.nodes.append(choice(0, (), node.output[0]))
+    chosen = choice(0, (), node.output[0])
+    if node.HasField("doc_string"):
+        chosen.doc_string = node.doc_string
+    chosen.metadata_props.extend(node.metadata_props)
+    w.nodes.append(chosen)
     return w.nodes
 
 
