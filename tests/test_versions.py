@@ -200,17 +200,18 @@ def test_mixed_graph_with_squeeze_axes_computed_at_run_time_fails_below_13_namin
 
 
 def test_a_node_the_converter_cannot_move_is_named():
-    # Col2Im-18 has no function body and no rule (BitwiseNot, once the example, has a rule now).
+    # RegexFullMatch-20 has no function body and no rule (Col2Im and BitwiseNot, once the
+    # example, have rules now).
     model = parse("""
-        <ir_version: 8, opset_import: ["" : 18]>
-        main (float[1, 4, 5] x, int64[2] image_shape, int64[2] block_shape) => (float[1, 1, H, W] y) {
-            y = Col2Im (x, image_shape, block_shape)
+        <ir_version: 10, opset_import: ["" : 20]>
+        main (string[3] x) => (bool[3] y) {
+            y = RegexFullMatch <pattern = "a+"> (x)
         }
     """)
     with pytest.raises(
         lowering.LoweringError,
-        match=r"node #0 \(Col2Im\): Col2Im-18 does not exist at opset 17 \(ONNX first defines it at 18\) and "
-        r"has no function body to write it with$",
+        match=r"node #0 \(RegexFullMatch\): RegexFullMatch-20 does not exist at opset 17 "
+        r"\(ONNX first defines it at 20\) and has no function body to write it with$",
     ):
         lowering.lower(model, target_opset=17)
 
