@@ -68,9 +68,11 @@ MINIMUM_CASES = {
     "dft_axis_attribute_to_input": 14,  # the explicit ones and the DFT-17 backend cases (opset 19), to 20 and up
     "squeeze_axes_input_to_attribute": 4,  # Squeeze 4, Unsqueeze 14
     "squeeze_axes_attribute_to_input": 4,  # Squeeze 4, Unsqueeze 14
-    "pads_for_axes_spread": 22,  # backend and explicit cases; wrap refused
-    "pad_without_wrap_kept": 11,  # wrap refused
-    "pads_input_to_attributes": 12,  # the explicit cases below: backend ones feed the value or pad integers
+    "pads_for_axes_spread": 32,  # backend and explicit cases, wrap as Gathers among them
+    "pad_without_wrap_kept": 16,  # backend and explicit cases, wrap as Gathers among them
+    # the explicit cases below (backend ones feed the value or pad integers); wrap below 9 (no int64
+    # Constant) and of a dimension known only at run time below 11 (no Range) refused
+    "pads_input_to_attributes": 16,
     "dropout_in_inference_as_identity": 13,  # training with a ratio but 0, and the mask below opset 9, refused
     "batch_first_transposed": 2,  # the batch-first case each (others have no layout); compared in onnx.reference
     "scatter_without_reduction": 6,  # ScatterND 6, ScatterElements 10 (add and mul as a Loop); max and min refused
@@ -330,7 +332,7 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
     """Cases built here for adapters the backend corpus does not reach (or reaches too little)."""
     return {
         "PRelu": prelu_cases,
-        "Pad": pad_cases,
+        "Pad": lambda: pad_cases() + wrap_pad_cases(),
         "Constant": constant_cases,
         "Resize": lambda: resize_cases() + resize_10_cases(),
         "Upsample": upsample_cases,
@@ -711,6 +713,40 @@ def pad_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
         model.graph.initializer.extend(initializers)
         name = f"explicit_pad_{mode}_{'_'.join(map(str, pads))}_axes_{axes}_value_{value}_{dtype.name}"
         cases.append((name, model, [{"x": (rng.standard_normal((3, 4, 5)) * 4).astype(dtype)}]))
+    return cases
+
+
+def wrap_pad_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Pad-19 mode wrap beyond the backend's one case (float, pads within the dimensions): pads
+    larger than a dimension, negative ones cropping (one meeting a positive pad on the same
+    axis), chosen axes, double and int32 data, a dimension known only at run time. Built at 19.
+    (float16 is left to tests/test_adapters_split_pad_dilations.py: onnxruntime runs Pad-19 on
+    float16 in float32, which rewrites NaN payloads that the Gathers keep.)"""
+    rng = np.random.default_rng(19)
+    variants = [
+        ([3, 4, 5], [0, 5, 7, 0, 9, 3], None, TensorProto.FLOAT),
+        ([3, 4, 5], [-1, 2, 0, 2, -2, 4], None, TensorProto.DOUBLE),
+        ([3, 4, 5], [3, -2], [-1], TensorProto.INT32),
+        (["n", 4, 5], [0, 1, 2, 0, 1, 2], None, TensorProto.FLOAT),
+    ]
+    cases = []
+    for declared, pads, axes, element_type in variants:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(element_type)
+        initializers = [onnx.numpy_helper.from_array(np.array(pads, np.int64), "pads")]
+        inputs = ["x", "pads"]
+        if axes is not None:
+            initializers.append(onnx.numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+            inputs += ["", "axes"]
+        model = make_model(
+            [helper.make_node("Pad", inputs, ["y"], name="pad", mode="wrap")],
+            [helper.make_tensor_value_info("x", element_type, declared)],
+            [helper.make_tensor_value_info("y", element_type, ("a", "b", "c"))],
+            opset=19,
+            initializer=initializers,
+        )
+        x = (rng.standard_normal((3, 4, 5)) * 4).astype(dtype)
+        name = f"explicit_pad_wrap_{'x'.join(map(str, declared))}_{'_'.join(map(str, pads))}_axes_{axes}_{dtype.name}"
+        cases.append((name, model, [{"x": x}]))
     return cases
 
 

@@ -135,3 +135,140 @@ def test_split_negative_axis_of_unknown_rank_is_refused_below_11():
     )
     with pytest.raises(lowering.LoweringError, match=r"axis -2 cannot go to opset 10, which takes no negative axis"):
         lowering.lower(model, target_opset=10, ops=[])
+
+
+# -- Pad-19 mode wrap ------------------------------------------------------------------------------
+
+
+def wrap_model(declared: list, pads: list[int] | None, axes: list[int] | None = None, element_type=TensorProto.FLOAT):
+    """Pad-19 wrap on x; pads an initializer where given, else a graph input; axes an initializer."""
+    inputs = [helper.make_tensor_value_info("x", element_type, declared)]
+    initializer = []
+    if pads is None:
+        inputs.append(helper.make_tensor_value_info("pads", TensorProto.INT64, [2 * len(axes or declared)]))
+    else:
+        initializer.append(onnx.numpy_helper.from_array(np.array(pads, np.int64), "pads"))
+    names = ["x", "pads"]
+    if axes is not None:
+        names += ["", "axes"]
+        initializer.append(onnx.numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+    return make_model(
+        [helper.make_node("Pad", names, ["y"], name="pad_node", mode="wrap")],
+        inputs,
+        [helper.make_tensor_value_info("y", element_type, [f"d{k}" for k in range(len(declared))])],
+        opset=19,
+        initializer=initializer,
+    )
+
+
+# pads over a 3x4 input (begins, then ends): inside the dimension, larger than it (wrapping round
+# again), negative (cropping), a negative pad meeting a positive one on the same axis
+WRAP_PADS = [
+    [1, 2, 1, 2],
+    [0, 0, 0, 0],
+    [3, 4, 3, 4],
+    [7, 9, 5, 11],
+    [-1, 0, 2, -2],
+    [2, -1, -1, 5],
+    [-2, -3, 4, 1],
+    [0, 3, 0, 0],
+]
+
+
+@pytest.mark.parametrize("target", [18, 13, 11, 9])
+@pytest.mark.parametrize("pads", WRAP_PADS)
+def test_wrap_with_constant_pads_is_gathered_bit_for_bit(pads, target):
+    model = wrap_model([3, 4], pads)
+    result = lowered(model, target)
+    assert "Pad" not in op_types(result) and set(op_types(result)) <= {"Constant", "Gather", "Identity"}
+    x = np.resize(edge_values(TensorProto.FLOAT), (3, 4)).astype(np.float32)
+    assert_same_bits(run_onnxruntime(result, {"x": x}), run_onnxruntime(model, {"x": x}), f"pads {pads}")
+    if min(pads) >= 0:  # numpy.pad's wrap (onnx.reference) takes no negative pads
+        assert_same_bits(run_onnxruntime(result, {"x": x}), run_reference(model, {"x": x}), f"pads {pads}")
+
+
+@pytest.mark.parametrize("target", [18, 13, 11])
+def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
+    model = wrap_model([3, 4], None)
+    result = lowered(model, target)
+    assert {"Range", "Mod", "Gather"} <= set(op_types(result)) and "Pad" not in op_types(result)
+    x = np.resize(edge_values(TensorProto.FLOAT), (3, 4)).astype(np.float32)
+    for pads in WRAP_PADS:
+        feeds = {"x": x, "pads": np.array(pads, np.int64)}
+        assert_same_bits(run_onnxruntime(result, feeds), run_onnxruntime(model, feeds), f"pads {pads}")
+
+
+@pytest.mark.parametrize("pads", [None, [2, 1, 0, 3, -1, 2]])
+def test_wrap_of_a_dimension_not_known_statically_is_gathered_at_run_time(pads):
+    model = wrap_model(["a", 4, "b"], pads, element_type=TensorProto.INT32)
+    result = lowered(model, 11)
+    for shape in ((3, 4, 5), (1, 4, 2), (4, 4, 7)):
+        x = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
+        for given in [pads] if pads else [[2, 1, 0, 3, -1, 2], [5, 0, 1, 0, 0, 8], [0, 1, -1, 2, 0, 3]]:
+            feeds = {"x": x} | ({} if pads else {"pads": np.array(given, np.int64)})
+            assert_same_bits(run_onnxruntime(result, feeds), run_onnxruntime(model, feeds), f"{shape} {given}")
+
+
+@pytest.mark.parametrize(
+    ("element_type", "axes"), [(TensorProto.DOUBLE, [-1]), (TensorProto.BOOL, [0, -1]), (TensorProto.INT64, [1])]
+)
+def test_wrap_on_chosen_axes_of_any_type(element_type, axes):
+    pads = {1: [2, 3], 2: [1, -1, 3, 2]}[len(axes)]
+    model = wrap_model([2, 3, 4], pads, axes, element_type)
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    x = np.resize(edge_values(element_type), (2, 3, 4)) if element_type == TensorProto.DOUBLE else None
+    x = x if x is not None else (np.arange(24).reshape(2, 3, 4) % 5).astype(dtype)
+    for target in (18, 11):
+        result = lowered(model, target)
+        assert_same_bits(run_onnxruntime(result, {"x": x}), run_onnxruntime(model, {"x": x}), f"{target}")
+
+
+def test_wrap_on_float16_keeps_every_bit_where_onnxruntimes_pad_rewrites_nan_payloads():
+    """onnxruntime has no float16 Pad kernel: it runs Pad-19 in float32 (Casts inserted), which
+    rewrites the payload of a NaN (0x7fff comes back 0x7e00). The Gathers move the bits as Pad's
+    spec says: every output is the input's value at numpy.pad(mode="wrap")'s position, bit for
+    bit; onnxruntime's Pad agrees on every value but the NaN payloads (NaN and its sign kept)."""
+    model = wrap_model([3, 4], [2, 3, 1, 5])
+    model.graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT16
+    x = np.resize(edge_values(TensorProto.FLOAT16), (3, 4))
+    x.view(np.uint16)[0, :4] = [0x7FFF, 0xFC01, 0x7C01, 0xFE00]
+    positions = np.pad(np.arange(12).reshape(3, 4), ((2, 1), (3, 5)), mode="wrap")
+    for target in (18, 11):
+        (got,) = run_onnxruntime(lowered(model, target), {"x": x})
+        assert_same_bits([got], [x.reshape(-1)[positions]], f"{target}")
+        (theirs,) = run_onnxruntime(model, {"x": x})
+        same = bits(got) == bits(theirs)
+        assert (same | (np.isnan(got) & np.isnan(theirs) & (np.signbit(got) == np.signbit(theirs)))).all()
+        assert not same.all()  # the payloads onnxruntime's float32 detour rewrote
+
+
+def test_wrap_leaving_nothing_to_wrap_around_fails_when_it_runs_as_the_original_does():
+    """A pad of -4 crops all 4 values and 1 more is asked for: onnxruntime's Pad-19 fails
+    ("zero effective input extent"); known statically that is refused, at run time the Gather of
+    an index on an empty axis fails alike."""
+    with pytest.raises(lowering.LoweringError, match=r"along axis 1 \(size 4\) its pads -4 and 1 leave nothing"):
+        lowering.lower(wrap_model([3, 4], [0, -4, 0, 1]), target_opset=11, ops=[])
+    model = wrap_model([3, 4], None)
+    result = lowered(model, 11)
+    feeds = {"x": np.zeros((3, 4), np.float32), "pads": np.array([0, -4, 0, 1], np.int64)}
+    for subject in (model, result):
+        with pytest.raises(Exception):  # noqa: B017 (onnxruntime's Fail or InvalidArgument)
+            run_onnxruntime(subject, feeds)
+
+
+def test_wrap_refusals_name_what_is_missing():
+    words = r"'pad_node' \(Pad\): Pad-19 with mode wrap cannot go to opset 10: its pads are computed at run time, "
+    with pytest.raises(lowering.LoweringError, match=words + r"so the positions it reads need Range \(from opset 11\)"):
+        lowering.lower(wrap_model([3, 4], None), target_opset=10, ops=[])
+    with pytest.raises(lowering.LoweringError, match=r"Pad-19 with mode wrap cannot go to opset 8, whose Constant "
+                       r"holds no int64 indices \(from opset 9\)"):  # fmt: skip
+        lowering.lower(wrap_model([3, 4], [1, 1, 1, 1]), target_opset=8, ops=[])
+    with pytest.raises(lowering.LoweringError, match=r"the size of its axis 0 is unknown, so the positions it reads"):
+        lowering.lower(wrap_model(["a", 4], [1, 0, 1, 0]), target_opset=10, ops=[])
+    model = wrap_model([3, 4], [1, 1], [0])
+    axes_input = helper.make_tensor_value_info("axes", TensorProto.INT64, [1])
+    model.graph.input.append(axes_input)
+    del model.graph.initializer[1]
+    with pytest.raises(lowering.LoweringError, match=r"its axes 'axes' are computed at run time"):
+        lowering.lower(model, target_opset=11, ops=[])

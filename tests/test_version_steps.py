@@ -726,13 +726,18 @@ def test_pad_18_axes_with_pads_computed_at_run_time_are_spread_by_gather(target)
         lowering.lower(model, target_opset=10, ops=[])
 
 
-def test_pad_wrap_is_refused_below_19_naming_the_node():
+def test_pad_wrap_goes_below_19_as_gathers_and_is_refused_below_9_naming_the_node():
     pads = numpy_helper.from_array(np.array([1, 1, 1, 1], np.int64), "pads")
     axes = numpy_helper.from_array(np.array([0, 1], np.int64), "axes")
     model = _pad_18(False, opset=19, mode="wrap", initializer=[pads, axes])
+    x = edge_input()
     for target in (18, 17, 10):
-        with pytest.raises(lowering.LoweringError, match=r"'pad_node' \(Pad\).*mode wrap.*opset " + str(target)):
-            lowering.lower(model, target_opset=target, ops=[])
+        lowered = lowering.lower(model, target_opset=target, ops=[])
+        onnx.checker.check_model(lowered, full_check=True)
+        assert "Pad" not in count_ops(lowered) and "Gather" in count_ops(lowered)
+        assert_same_bits(run_onnxruntime(lowered, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+    with pytest.raises(lowering.LoweringError, match=r"'pad_node' \(Pad\).*mode wrap.*opset 8"):
+        lowering.lower(model, target_opset=8, ops=[])
 
 
 def test_pad_18_axes_without_the_rank_are_refused_naming_the_node():
