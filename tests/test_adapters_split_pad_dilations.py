@@ -272,3 +272,122 @@ def test_wrap_refusals_name_what_is_missing():
     del model.graph.initializer[1]
     with pytest.raises(lowering.LoweringError, match=r"its axes 'axes' are computed at run time"):
         lowering.lower(model, target_opset=11, ops=[])
+
+
+# -- AveragePool/LpPool with dilations -------------------------------------------------------------
+
+
+def pool_model(op_type: str, opset: int, shape: list, element_type=TensorProto.FLOAT, **attributes):
+    x = helper.make_tensor_value_info("x", element_type, shape)
+    y = helper.make_tensor_value_info("y", element_type, [None] * len(shape))
+    return make_model([helper.make_node(op_type, ["x"], ["y"], name="pool_node", **attributes)], [x], [y], opset=opset)
+
+
+def at_opset(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    moved = onnx.ModelProto()
+    moved.CopyFrom(model)
+    moved.opset_import[0].version = opset
+    return moved
+
+
+# (shape, kernel, strides, dilations, pads): windows reaching into the padding at both ends and
+# past the padded end under ceil_mode, 1-, 2- and 3-D
+DILATED = [
+    ([1, 1, 11], [3], [2], [3], [0, 0]),
+    ([1, 1, 11], [3], [2], [3], [1, 2]),
+    ([2, 3, 9, 8], [2, 3], [1, 2], [2, 2], [0, 0, 0, 0]),
+    ([2, 3, 9, 8], [2, 3], [1, 2], [2, 2], [1, 1, 1, 1]),
+    ([1, 2, 7, 9], [3, 2], [2, 1], [2, 3], [0, 1, 1, 0]),
+    ([1, 1, 5, 5, 6], [2, 2, 2], [2, 1, 2], [2, 2, 1], [1, 0, 1, 1, 1, 0]),
+]
+POOLS = [
+    ("AveragePool", 22, {"count_include_pad": 0}),
+    ("AveragePool", 22, {"count_include_pad": 1}),
+    ("AveragePool", 19, {"count_include_pad": 1}),
+    ("LpPool", 22, {"p": 2}),
+    ("LpPool", 18, {"p": 3}),
+    ("LpPool", 22, {"p": 1}),
+]
+
+
+def pool_inputs(shape: list, element_type: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(5)
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    pool = edge_values(element_type)
+    return [
+        rng.standard_normal(shape).astype(dtype),
+        np.resize(pool, shape).astype(dtype),
+        np.resize(pool[::-1], shape).astype(dtype),
+        np.resize(pool[rng.permutation(pool.size)], shape).astype(dtype),
+    ]
+
+
+@pytest.mark.parametrize("ceil_mode", [0, 1])
+@pytest.mark.parametrize(("op_type", "opset", "extra"), POOLS)
+@pytest.mark.parametrize(("shape", "kernel", "strides", "dilations", "pads"), DILATED)
+def test_dilated_windows_are_gathered_bit_for_bit(
+    shape, kernel, strides, dilations, pads, op_type, opset, extra, ceil_mode
+):
+    """Bit for bit in onnxruntime's kernel of the source version (the result run at the source
+    opset: Pad, Gather and a pool without dilations mean the same there), on random values and
+    on edge values (NaN of both signs and several payloads, ±inf, ±0, subnormals, the extremes);
+    at the target opset the result runs to outputs of the same shape. Refused where a window
+    other than the first or last leaves positions out of its count."""
+    attributes = {"kernel_shape": kernel, "strides": strides, "dilations": dilations, "pads": pads, **extra}
+    if ceil_mode:
+        attributes["ceil_mode"] = 1
+    model = pool_model(op_type, opset, shape, **attributes)
+    try:
+        result = lowered(model, 17)
+    except lowering.LoweringError as error:
+        assert f"{op_type}-{opset} cannot go to opset 17" in str(error) and "counts" in str(error), error
+        assert op_type == "AveragePool" and (extra["count_include_pad"] == 0 or ceil_mode), error
+        return
+    assert set(op_types(result)) <= {"Constant", "Pad", "Gather", op_type}
+    for x in pool_inputs(shape, TensorProto.FLOAT):
+        want = run_onnxruntime(model, {"x": x})
+        assert [a.shape for a in run_onnxruntime(result, {"x": x})] == [b.shape for b in want]
+        assert_same_bits(run_onnxruntime(at_opset(result, opset), {"x": x}), want, f"{op_type} {attributes}")
+
+
+@pytest.mark.parametrize("op_type", ["AveragePool", "LpPool"])
+def test_dilated_windows_of_float16(op_type):  # (onnxruntime's CPU pools take no double)
+    element_type = TensorProto.FLOAT16
+    attributes = {"kernel_shape": [2, 3], "strides": [1, 2], "dilations": [2, 2], "pads": [1, 1, 1, 1]}
+    attributes |= {"count_include_pad": 1} if op_type == "AveragePool" else {"p": 2}
+    model = pool_model(op_type, 22, [1, 2, 9, 8], element_type, **attributes)
+    result = lowered(model, 13)
+    for x in pool_inputs([1, 2, 9, 8], element_type):
+        want = run_onnxruntime(model, {"x": x})
+        assert_same_bits(run_onnxruntime(at_opset(result, 22), {"x": x}), want, f"{op_type} {element_type}")
+
+
+def test_dilated_windows_at_the_target_agree_with_the_original_on_ordinary_values():
+    """The target's own kernels (AveragePool-11, LpPool-11) sum in their own way (KERNEL_GAPS in
+    tests/test_adapter_registry.py): on ordinary values the outputs agree to rounding."""
+    shape = [2, 3, 9, 8]
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    for op_type, extra in (("AveragePool", {"count_include_pad": 1}), ("LpPool", {"p": 2})):
+        model = pool_model(op_type, 22, shape, kernel_shape=[2, 3], dilations=[2, 2], pads=[1, 1, 1, 1], **extra)
+        for target in (11, 13, 17):
+            (got,), (want,) = run_onnxruntime(lowered(model, target), {"x": x}), run_onnxruntime(model, {"x": x})
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_dilated_pool_refusals_say_why():
+    same = pool_model("AveragePool", 22, [1, 1, 7, 7], kernel_shape=[2, 2], dilations=[2, 2], auto_pad="SAME_LOWER")
+    with pytest.raises(lowering.LoweringError, match=r"'pool_node' \(AveragePool\): AveragePool-22 cannot go to "
+                       r"opset 17 \(AveragePool-11\): its dilations cannot be stated there, and under auto_pad "
+                       r"SAME_LOWER its windows are not agreed on"):  # fmt: skip
+        lowering.lower(same, target_opset=17, ops=[])
+    middle = pool_model("AveragePool", 22, [1, 1, 8], kernel_shape=[2], dilations=[2], pads=[2, 0])
+    with pytest.raises(lowering.LoweringError, match=r"along spatial axis 0 \(size 8\) window 1 of 8 counts 1 of its 2 "
+                       r"positions, which a pool of the gathered elements cannot say"):  # fmt: skip
+        lowering.lower(middle, target_opset=17, ops=[])
+    empty = pool_model("AveragePool", 22, [1, 1, 8], kernel_shape=[2], dilations=[2], pads=[3, 0])
+    with pytest.raises(lowering.LoweringError, match=r"window 0 of 9 counts 0 of its 2 positions"):
+        lowering.lower(empty, target_opset=17, ops=[])
+    unknown = pool_model("LpPool", 18, [1, 1, "h", 8], kernel_shape=[2, 2], dilations=[2, 2])
+    words = r"LpPool-18 cannot go to opset 17 \(LpPool-11\): its dilations cannot be stated there, and the spatial "
+    with pytest.raises(lowering.LoweringError, match=words + "dimensions of its input 'x' are not known"):
+        lowering.lower(unknown, target_opset=17, ops=[])
