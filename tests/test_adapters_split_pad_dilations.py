@@ -1,6 +1,6 @@
 """Three version adapters that only move values, bit for bit against the original op in
 onnxruntime: Split-18 with num_outputs along a dimension not known statically as Slices below
-13 (rules/versions/split.py), Pad-19 mode wrap as Slices and a Concat below 19
+13 (rules/versions/split.py), Pad-19 mode wrap as Gathers of the positions it reads below 19
 (rules/versions/pad.py), and AveragePool/LpPool with dilations as a Gather of the dilated
 windows and a pool without them (rules/versions/pool.py); and their refusals, in our words.
 """

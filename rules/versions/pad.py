@@ -91,6 +91,8 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
     else:
         axes = list(range(rank))
     pads = constant_ints(node, context)
+    if pads is not None and len(pads) != 2 * len(axes):
+        raise LoweringError(f"{cannot}: its {len(pads)} pads are not a begin and an end for each of {len(axes)} axes")
     if context.target_opset < WRAP_CONSTANT_FROM:
         raise LoweringError(f"{cannot}, whose Constant holds no int64 indices (from opset {WRAP_CONSTANT_FROM})")
     w = NodeWriter(node, context)
