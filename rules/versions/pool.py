@@ -175,7 +175,8 @@ def dilated_windows_gathered(
     which the pool's own padding (``count_include_pad=0``) leaves out alike: those are not
     gathered. Refused: a window other than the first or last leaving positions out, a window
     counting none, ``auto_pad`` SAME_UPPER/SAME_LOWER (onnxruntime pads as if the kernel were not
-    dilated, against the spec's output size), and spatial sizes not known statically."""
+    dilated, against the spec's output size), and spatial sizes not known statically. (A pad not
+    smaller than the kernel, which onnxruntime refuses to load, is gathered as zeros alike.)"""
     op = node.op_type
     shape = context.shape_of(node.input[0])
     kernel = list(attribute_of(node, "kernel_shape") or [])
