@@ -9,6 +9,7 @@ from onnx import helper
 from lowering import schemas
 from lowering.adapters import (
     AdapterContext,
+    NodeWriter,
     adapter,
     attribute_in,
     constant_array,
@@ -37,13 +38,119 @@ def _mode(node: onnx.NodeProto, context: AdapterContext) -> str:
     return text_attribute(node, "mode", context.source_opset)
 
 
-def _refuse_wrap(node: onnx.NodeProto, context: AdapterContext) -> None:
-    if _mode(node, context) == "wrap":
-        version = schemas.version_in_force("Pad", context.source_opset)
-        raise LoweringError(
-            f"{context.location}: Pad-{version} with mode wrap cannot go to opset {context.target_opset}, "
-            "whose Pad has no wrap mode (added at version 19)"
-        )
+def _wrapping(node: onnx.NodeProto, context: AdapterContext) -> bool:
+    return _mode(node, context) == "wrap"
+
+
+# What the wrap formulas need: Gather with int64 indices (a Constant holds int64 from opset 9);
+# where a pad or a size is known only at run time, Range, Mod and Where on int64 as well.
+WRAP_CONSTANT_FROM = schemas.first_opset_writing(("Gather",), int64_constants=True)
+WRAP_AT_RUN_TIME_FROM = schemas.first_opset_writing(
+    ("Gather", "Range", "Mod", "Where", "Less", "Slice", "Shape", "Neg", "Add", "Reshape"), int64_constants=True
+)
+
+
+def _wrap_indices(size: int, before: int, after: int) -> list[int] | None:
+    """The positions along an axis of ``size`` that Pad's wrap reads for pads ``before`` and
+    ``after``: the negative pads crop first, then the rest wraps around what is left (as
+    onnxruntime's Pad-19 does). None where nothing is left to wrap around though a pad is positive."""
+    start, left = max(-before, 0), size - max(-before, 0) - max(-after, 0)
+    added_before, added_after = max(before, 0), max(after, 0)
+    if left <= 0:
+        return None if added_before or added_after else []
+    return [start + (j - added_before) % left for j in range(left + added_before + added_after)]
+
+
+def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """Pad-19(x, p, mode=wrap) = Gather(x, i, axis) per padded axis, i = start + (j - b) mod n' (crop, then wrap).
+
+    Along each padded axis of size ``n`` with pads ``b`` (before) and ``a`` (after): negative
+    pads first crop (``start = max(-b, 0)``, ``n' = n - max(-b, 0) - max(-a, 0)`` left), then the
+    ``n' + max(b, 0) + max(a, 0)`` outputs read ``x[start + (j - max(b, 0)) mod n']``: the input
+    seen as a torus, pads larger than the dimension wrapping round again, as the spec's example
+    and ``numpy.pad(mode="wrap")`` do. (The spec does not say how a negative pad on one side meets
+    a positive one on the other; onnxruntime crops first, measured, and so does this.) Gather
+    only moves values, so the output is the original's bit for bit. With the pads constant and
+    ``n`` known the indices are a constant (from opset 9); else they are computed at run time,
+    ``Mod(Range(-max(b, 0), n' + max(a, 0)), n')`` on ``Slice(x, max(-b, 0), a < 0 ? a : INT_MAX)``
+    (from opset 11: Range). Where nothing is left to wrap around (``n' <= 0``) Pad-19 fails in
+    onnxruntime: with a positive pad Gather fails alike (an index 0 on an empty axis); with none
+    the result is empty. Needed and missing: the input's rank, constant axes: refused."""
+    version = schemas.version_in_force("Pad", context.source_opset)
+    cannot = f"{context.location}: Pad-{version} with mode wrap cannot go to opset {context.target_opset}"
+    x = node.input[0]
+    shape = context.shape_of(x)
+    if shape is None:
+        raise LoweringError(f"{cannot} without the rank of its input '{x}' (to know which axes its pads cover)")
+    rank = len(shape)
+    if _input(node, 3):
+        axes = constant_ints(node, context, 3)
+        if axes is None:
+            raise LoweringError(f"{cannot}: its axes '{node.input[3]}' are computed at run time")
+        axes = [a + rank if a < 0 else a for a in axes]
+    else:
+        axes = list(range(rank))
+    pads = constant_ints(node, context)
+    if pads is not None and len(pads) != 2 * len(axes):
+        raise LoweringError(f"{cannot}: its {len(pads)} pads are not a begin and an end for each of {len(axes)} axes")
+    if context.target_opset < WRAP_CONSTANT_FROM:
+        raise LoweringError(f"{cannot}, whose Constant holds no int64 indices (from opset {WRAP_CONSTANT_FROM})")
+    w = NodeWriter(node, context)
+    current = x
+    for k, axis in enumerate(axes):
+        size = shape[axis]
+        if pads is not None and isinstance(size, int):
+            before, after = pads[k], pads[len(axes) + k]
+            indices = _wrap_indices(size, before, after)
+            if indices is None:
+                raise LoweringError(
+                    f"{cannot}: along axis {axis} (size {size}) its pads {before} and {after} leave nothing to wrap "
+                    "around, an error whenever it runs"
+                )
+            if indices != list(range(size)):
+                current = w.add("Gather", [current, w.int64s(f"wrap{axis}", indices)], f"wrapped{axis}", axis=axis)
+            continue
+        if context.target_opset < WRAP_AT_RUN_TIME_FROM:
+            what = "its pads are computed at run time" if pads is None else f"the size of its axis {axis} is unknown"
+            raise LoweringError(
+                f"{cannot}: {what}, so the positions it reads need Range (from opset {WRAP_AT_RUN_TIME_FROM})"
+            )
+        current = _wrapped_at_run_time(w, current, axis, _pad_pair(w, node, pads, k, len(axes)))
+    if current == x:  # no axis padded nor cropped
+        return w.last("Identity", [x], [node.output[0]])
+    w.nodes[-1].output[0] = node.output[0]  # the last Gather writes the node's output
+    return w.nodes
+
+
+def _pad_pair(w: NodeWriter, node: onnx.NodeProto, pads: list[int] | None, k: int, count: int) -> tuple[str, str]:
+    """The pads before and after the ``k``-th padded axis, each a 1-D int64 of one value."""
+    if pads is not None:
+        return w.int64s(f"before{k}", [pads[k]]), w.int64s(f"after{k}", [pads[count + k]])
+    pair = []
+    for position, part in ((k, "before"), (count + k, "after")):
+        bounds = [w.int64s(f"{part}{k}_from", [position]), w.int64s(f"{part}{k}_to", [position + 1])]
+        pair.append(w.add("Slice", [node.input[1], *bounds], f"{part}{k}"))
+    return pair[0], pair[1]
+
+
+def _wrapped_at_run_time(w: NodeWriter, x: str, axis: int, pair: tuple[str, str]) -> str:
+    """Gather(Slice(x, max(-b, 0), a < 0 ? a : INT_MAX), Mod(Range(-max(b, 0), n' + max(a, 0)), max(n', 1)))."""
+    before, after = pair
+    zero, one = w.int64s("zero", [0]), w.int64s("one", [1])
+    axes = w.int64s(f"axis{axis}", [axis])
+    cut_before = w.add("Where", [w.add("Less", [before, zero], "crops"), w.add("Neg", [before], "cut"), zero], "start")
+    end = w.add("Where", [w.add("Less", [after, zero], "crops"), after, w.int64s("end", [2**63 - 1])], "end")
+    cropped = w.add("Slice", [x, cut_before, end, axes], f"cropped{axis}")
+    left = w.add("Gather", [w.add("Shape", [cropped], "shape"), axes], "left", axis=0)
+    added_before = w.add("Where", [w.add("Less", [zero, before], "adds"), before, zero], "added_before")
+    added_after = w.add("Where", [w.add("Less", [zero, after], "adds"), after, zero], "added_after")
+    scalar = w.int64s("scalar_shape", [])
+    first = w.add("Reshape", [w.add("Neg", [added_before], "first"), scalar], "first")
+    limit = w.add("Reshape", [w.add("Add", [left, added_after], "limit"), scalar], "limit")
+    step = w.add("Reshape", [one, scalar], "step")
+    divisor = w.add("Where", [w.add("Less", [zero, left], "nonempty"), left, one], "divisor")
+    positions = w.add("Mod", [w.add("Range", [first, limit, step], "positions"), divisor], "wrapped_positions")
+    return w.add("Gather", [cropped, positions], f"wrapped{axis}", axis=axis)
 
 
 def _axes_and_rank(node: onnx.NodeProto, context: AdapterContext) -> tuple[list[int], int]:
@@ -76,9 +183,10 @@ def pads_for_axes_spread(node: onnx.NodeProto, context: AdapterContext):
     ``Pad-18(x, p, v, a)`` with ``a`` constant and the rank ``r`` of ``x`` known =
     ``Pad-13(x, q, v)``, ``q[a[k]] = p[k]``, ``q[r + a[k]] = p[len(a) + k]``, 0 elsewhere; a
     constant ``p`` is spread here, one computed at run time by ``Gather(Concat([0], p), i)``
-    (``i`` pointing at 0 for the axes not padded). Without ``a``, as it is. Mode ``wrap`` (19)
-    has no counterpart below 19: refused."""
-    _refuse_wrap(node, context)
+    (``i`` pointing at 0 for the axes not padded). Without ``a``, as it is. Mode ``wrap`` (19),
+    which Pad-11/13 lacks, goes as :func:`wrap_as_gathers`."""
+    if _wrapping(node, context):
+        return wrap_as_gathers(node, context)
     if not _input(node, 3):
         return [moved(node)]
     axes, rank = _axes_and_rank(node, context)
@@ -111,8 +219,10 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
     (no ``v``: 0, the default of both; ``v`` is read only in mode ``constant``). ``value`` is a
     float attribute: a ``v`` that float32 does not hold exactly is refused, as are ``p`` or ``v``
     computed at run time. Pad-18's ``axes`` spread ``p`` over every axis first (constant axes,
-    known rank). Mode ``wrap`` (19) has no counterpart, and a type Pad-2 does not take (integers): refused."""
-    _refuse_wrap(node, context)
+    known rank). Mode ``wrap`` (19) goes as :func:`wrap_as_gathers`; a type Pad-2 does not take
+    (integers) is refused."""
+    if _wrapping(node, context):
+        return wrap_as_gathers(node, context)
     version = schemas.version_in_force("Pad", context.source_opset)
     require_types_taken(node, context)
     pads = constant_ints(node, context)
@@ -146,12 +256,14 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
     return [result]
 
 
-@adapter(("Pad",), 19, "down", "wrap refused", versions=(18, 25))
+@adapter(("Pad",), 19, "down", "wrap as gathers", versions=(18, 25))
 def pad_without_wrap_kept(node: onnx.NodeProto, context: AdapterContext):
-    """Pad-19+(x, p, v, a, mode=m), m not wrap = Pad-18(x, p, v, a, mode=m); mode wrap is refused.
+    """Pad-19+(x, p, v, a, mode=m), m not wrap = Pad-18(x, p, v, a, mode=m); mode wrap = Gather(x, i, axis) per axis.
 
     Version 19 only adds the mode ``wrap``, which version 18 cannot say (onnx's converter keeps
-    it, giving a model invalid at 18 that onnxruntime still runs as wrap): refused. Any other
+    it, giving a model invalid at 18 that onnxruntime still runs as wrap): it goes as
+    :func:`wrap_as_gathers`, the positions it reads gathered along each padded axis. Any other
     node means the same at 18."""
-    _refuse_wrap(node, context)
+    if _wrapping(node, context):
+        return wrap_as_gathers(node, context)
     return [moved(node)]

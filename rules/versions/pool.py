@@ -16,6 +16,7 @@ from onnx import helper
 from lowering import schemas
 from lowering.adapters import (
     AdapterContext,
+    NodeWriter,
     adapter,
     attribute_of,
     auto_pad_or_ceil_mode,
@@ -86,14 +87,16 @@ def _windows(
 @adapter(("AveragePool",), 19, "down", LABEL, versions=(11, 22))
 @adapter(("AveragePool", "MaxPool"), 22, "down", LABEL, versions=(11, 22))
 def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
-    """Pool-new(x, attrs) = Pool-old(x, attrs the old version takes) where every window is the same under both.
+    """Pool-new(x, attrs) = Pool-old(x, attrs it takes) where every window is the same; dilations as Gathers.
 
     The node is re-versioned as it is (``dilations`` of 1 and ``ceil_mode=0`` dropped where the
     older version lacks them) exactly where, on every spatial axis of ``x`` (known statically),
     the newer version's formulas and the older one's give the same number of windows and the
-    same padding before and after: the windows then cover the same elements. Elsewhere (unknown
-    dimensions, a window more or less, padding split otherwise, dilations or ceil_mode the
-    older version cannot state) refused. A MaxPool on int8 or uint8, which MaxPool takes from
+    same padding before and after: the windows then cover the same elements. An AveragePool or
+    LpPool whose dilations the older version cannot state goes as a pool of its windows
+    gathered side by side (:func:`dilated_windows_gathered`). Elsewhere (unknown dimensions, a
+    window more or less, padding split otherwise, MaxPool's dilations or a ceil_mode the older
+    version cannot state) refused. A MaxPool on int8 or uint8, which MaxPool takes from
     version 12, goes below as ``Cast(MaxPool(Cast(x, float)), T)``: exact both ways, the same
     maximum and the same index (its second output) of the same values."""
     source = schemas.version_in_force(node.op_type, context.source_opset)
@@ -110,6 +113,8 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     dropped = []
     if "dilations" not in target_attributes and attribute_of(node, "dilations") is not None:
         if any(d != 1 for d in dilations):
+            if node.op_type in ("AveragePool", "LpPool"):
+                return dilated_windows_gathered(node, context, source, cannot)
             raise LoweringError(f"{cannot}: its dilations {dilations} cannot be stated there")
         dropped.append("dilations")
     if "ceil_mode" not in target_attributes and attribute_of(node, "ceil_mode") is not None:
@@ -149,6 +154,106 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
                 f"({_reason(node, source, target)})"
             )
     return _in_float(moved(node, dropped=tuple(dropped)), widened, context)
+
+
+def dilated_windows_gathered(
+    node: onnx.NodeProto, context: AdapterContext, source: int, cannot: str
+) -> list[onnx.NodeProto]:
+    """Pool-new(x, dilations=d) = Pool-old(Gather(Pad(x, 0), i), kernel=K, strides=K), i = o·s + k·d - b per axis.
+
+    For AveragePool (19 on) and LpPool (18 on) going where dilations cannot be stated. Along each
+    spatial axis (its size known statically) the windows are those of the source version's
+    formulas (``auto_pad``, ``ceil_mode``, version 22's windows starting in the right padding
+    left out): output ``o`` reads positions ``o·s + k·d - b`` for ``k < K``. Gather puts each
+    window's elements side by side, in order, so a pool with kernel ``K``, stride ``K`` reads the
+    same elements in the same order (row-major over the kernel, as the dilated one does);
+    positions in the padding read zeros that ``Pad`` adds first. Gather and Pad only move values.
+    LpPool: a zero adds nothing to the sum of ``|x|^p`` (a sum that starts at +0 is never -0, so
+    ``s + 0 = s``). AveragePool counts, for each window, the positions inside the input
+    (``count_include_pad=0``) or before the padded end (``=1``, past it under ``ceil_mode``); the
+    positions it leaves out are a first window's leading ones and a last window's trailing ones,
+    which the pool's own padding (``count_include_pad=0``) leaves out alike: those are not
+    gathered. Refused: a window other than the first or last leaving positions out, a window
+    counting none, ``auto_pad`` SAME_UPPER/SAME_LOWER (onnxruntime pads as if the kernel were not
+    dilated, against the spec's output size), and spatial sizes not known statically. (A pad not
+    smaller than the kernel, which onnxruntime refuses to load, is gathered as zeros alike.)"""
+    op = node.op_type
+    shape = context.shape_of(node.input[0])
+    kernel = list(attribute_of(node, "kernel_shape") or [])
+    spatial = None if shape is None else shape[2:]
+    if spatial is None or len(spatial) != len(kernel) or not all(isinstance(d, int) for d in spatial):
+        raise LoweringError(
+            f"{cannot}: its dilations cannot be stated there, and the spatial dimensions of its input "
+            f"'{node.input[0]}' are not known statically, so its dilated windows cannot be gathered"
+        )
+    rank = len(kernel)
+    strides = list(attribute_of(node, "strides") or [1] * rank)
+    dilations = list(attribute_of(node, "dilations") or [1] * rank)
+    pads = list(attribute_of(node, "pads") or [0] * (2 * rank))
+    auto_pad = text_attribute(node, "auto_pad", context.source_opset)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        raise LoweringError(
+            f"{cannot}: its dilations cannot be stated there, and under auto_pad {auto_pad} its windows are not "
+            "agreed on (onnxruntime pads as if the kernel were not dilated, giving fewer windows than the spec's "
+            "ceil(size / stride)), so no gathering of them is the original's"
+        )
+    ceil_mode = bool(attribute_of(node, "ceil_mode"))
+    include_pad = bool(attribute_of(node, "count_include_pad"))
+    zeros_before, zeros_after, gathered, left_out = [], [], [], ([0] * rank, [0] * rank)
+    for axis, size in enumerate(spatial):
+        count, before, after = _windows(
+            op, source, size, kernel[axis], strides[axis], dilations[axis], (pads[axis], pads[axis + rank]),
+            auto_pad, ceil_mode,
+        )  # fmt: skip
+        step, reach = strides[axis], dilations[axis]
+        windows = [[o * step + k * reach - before for k in range(kernel[axis])] for o in range(count)]
+        kept = [_counted(op, window, size, after, include_pad) for window in windows]
+        for o, (window, counted) in enumerate(zip(windows, kept, strict=True)):
+            leading = window.index(counted[0]) if counted else len(window)
+            trailing = len(window) - leading - len(counted)
+            if not counted or (leading and o > 0) or (trailing and o < count - 1):
+                raise LoweringError(
+                    f"{cannot}: its dilations cannot be stated there, and along spatial axis {axis} (size {size}) "
+                    f"window {o} of {count} counts {len(counted)} of its {len(window)} positions, which a pool of "
+                    "the gathered elements cannot say (only a first window's leading positions and a last "
+                    "window's trailing ones may be left out, as the pool's own padding is)"
+                )
+            if o == 0:
+                left_out[0][axis] = leading
+            if o == count - 1:
+                left_out[1][axis] = trailing
+        every = [q for counted in kept for q in counted]
+        low = max(0, -min(every))
+        zeros_before.append(low)
+        zeros_after.append(max(0, max(every) - size + 1))
+        gathered.append([q + low for q in every])
+    require_types_taken(node, context)
+    w = NodeWriter(node, context)
+    current = node.input[0]
+    if any(zeros_before) or any(zeros_after):
+        zeros = w.int64s("pads", [0, 0, *zeros_before, 0, 0, *zeros_after])
+        current = w.add("Pad", [current, zeros], "padded")  # mode constant, value 0: the defaults
+    for axis, indices in enumerate(gathered):
+        if indices != list(range(spatial[axis])):
+            current = w.add("Gather", [current, w.int64s(f"windows{axis}", indices)], f"windows{axis}", axis=axis + 2)
+    attributes = {"kernel_shape": kernel, "strides": kernel}
+    if any(left_out[0]) or any(left_out[1]):
+        attributes["pads"] = left_out[0] + left_out[1]  # left out of each count: count_include_pad=0
+    elif include_pad:
+        attributes["count_include_pad"] = 1  # no padding: the same count either way, kept as the node says
+    dropped = ("dilations", "pads", "auto_pad", "ceil_mode", "count_include_pad")
+    pool = moved(node, dropped=dropped, **attributes)
+    pool.input[0] = current
+    return [*w.nodes, pool]
+
+
+def _counted(op: str, window: list[int], size: int, after: int, include_pad: bool) -> list[int]:
+    """The positions of a window its pool counts: LpPool every one (padding adds |0|^p = 0);
+    AveragePool those inside the input, or with count_include_pad those before the padded end."""
+    if op == "LpPool":
+        return window
+    end = size + after if include_pad else size
+    return [q for q in window if (include_pad or q >= 0) and q < end]
 
 
 def _eight_bit_widened(node: onnx.NodeProto, context: AdapterContext) -> int | None:

@@ -6,7 +6,16 @@ import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, constant_ints, int64_constant, known_change, moved
+from lowering.adapters import (
+    AdapterContext,
+    NodeWriter,
+    adapter,
+    attribute_of,
+    constant_ints,
+    int64_constant,
+    known_change,
+    moved,
+)
 from lowering.errors import LoweringError
 
 
@@ -121,23 +130,37 @@ def counted_parts_to_sizes(node: onnx.NodeProto, context: AdapterContext):
 
 @adapter(("Split",), 13, "down", "split attribute", versions=(2, 18))
 def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
-    """Split-13/18(x, Constant(s)) = Split-2/11(x, split=s); Split-18(x, num_outputs=n) = Split-2/11(x, split=sizes).
+    """Split-13/18(x, s) = Split-2/11(x, split=s), s constant; Split-18(x, num_outputs=n) = its sizes, or n Slices.
 
     ``Split-13(x, s)`` with ``s`` constant = ``Split-11(x, split=s)``; without ``s``, ``Split-11(x)``
     (equal parts). ``Split-18(x, num_outputs=n)`` cuts a dimension of known size ``d`` into parts
     of ``ceil(d/n)``, the last smaller: ``Split-11(x)`` where ``n`` divides ``d``, else
-    ``Split-11(x, split=[c, ..., c, d-(n-1)c])``. Below 11 a negative axis gets the rank added.
-    Sizes computed at run time, or a ``d`` not known statically, cannot become an attribute: refused."""
+    ``Split-11(x, split=[c, ..., c, d-(n-1)c])``. Where ``d`` is not known statically, or the last
+    part would be negative, each output is a Slice (from opset 10, see :func:`_counted_slices`).
+    Below 11 a negative axis gets the rank added. Sizes computed at run time, and ``d`` unknown
+    below opset 10 (no Slice with bounds as inputs), cannot become an attribute: refused."""
     version = schemas.version_in_force("Split", context.source_opset)
+    axis = _axis(node)
+    if axis < 0 and context.target_opset < 11:
+        rank = context.rank_of(node.input[0])
+        if rank is None:
+            raise LoweringError(
+                f"{context.location}: Split-{version} with axis {axis} cannot go to opset {context.target_opset}, "
+                f"which takes no negative axis, without the rank of its input '{node.input[0]}'"
+            )
+        axis += rank
     if _no_split_input(node):
         sizes = [] if attribute_of(node, "num_outputs") is None else _counted_sizes(node, context)
-        if sizes is None:
-            raise LoweringError(
-                f"{context.location}: Split-18 with num_outputs along axis {_axis(node)} of '{node.input[0]}', whose "
-                f"size is not known statically, cannot go to opset {context.target_opset} where sizes are an attribute"
-            )
-        if sizes:
-            _refuse_negative_last_part(sizes, context)
+        if sizes is None or (sizes and sizes[-1] < 0):
+            if context.target_opset < SLICE_BOUNDS_AS_INPUTS:
+                if sizes is not None:
+                    _refuse_negative_last_part(sizes, context)
+                raise LoweringError(
+                    f"{context.location}: Split-18 with num_outputs along axis {_axis(node)} of '{node.input[0]}', "
+                    f"whose size is not known statically, cannot go to opset {context.target_opset} where sizes are "
+                    f"an attribute (and Slice takes its bounds as inputs only from opset {SLICE_BOUNDS_AS_INPUTS})"
+                )
+            return _counted_slices(node, context, axis, sizes)
     else:
         sizes = constant_ints(node, context)
         if sizes is None:
@@ -147,15 +170,47 @@ def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
             )
     result = moved(node, dropped=("num_outputs",))
     del result.input[1:]
-    axis = _axis(node)
-    if axis < 0 and context.target_opset < 11:
-        rank = context.rank_of(node.input[0])
-        if rank is None:
-            raise LoweringError(
-                f"{context.location}: Split-{version} with axis {axis} cannot go to opset {context.target_opset}, "
-                f"which takes no negative axis, without the rank of its input '{node.input[0]}'"
-            )
-        result = moved(result, axis=axis + rank)
+    if axis != _axis(node):
+        result = moved(result, axis=axis)
     if sizes and len(set(sizes)) > 1:
         result = moved(result, split=sizes)
     return [result]
+
+
+# The first opset whose Slice takes starts, ends and axes as inputs (Slice-10), read from onnx.defs.
+SLICE_BOUNDS_AS_INPUTS = min(
+    version
+    for version in schemas.op_versions("Slice")
+    if any(formal.name == "starts" for formal in schemas.schema_in_force("Slice", version).inputs)
+)
+
+
+def _counted_slices(
+    node: onnx.NodeProto, context: AdapterContext, axis: int, sizes: list[int] | None
+) -> list[onnx.NodeProto]:
+    """Split-18(x, num_outputs=n) output i = Slice-10(x, [i·c], [(i+1)·c], [axis]), c = ceil(d/n) = (d + n - 1) / n.
+
+    ``d`` is ``x``'s size along ``axis``: from ``sizes`` where known statically (constant
+    bounds), else ``Gather(Shape(x), axis)`` at run time (``c`` by integer Add and Div, each
+    bound ``Mul(c, i)``). Slice only moves elements, so every part is bit for bit the original's.
+    Where Split-18 succeeds (the last part ``d - (n-1)c >= 0``) the parts are its parts: the
+    first ``n - 1`` lie wholly inside ``x``, and the last, ending at ``n·c >= d``, is clamped to
+    ``d``. Where it fails (``d=5, n=4``: a last part of ``-1``; onnxruntime refuses to run it),
+    the Slices clamp instead and give ``[2, 2, 1, 0]``, as onnx.reference's Split does: a model
+    holding such a node (in an If branch not taken, as AffineGrid's body does) still loads and
+    runs, where an attribute could not hold a negative size."""
+    w = NodeWriter(node, context)
+    count = len(node.output)
+    axes = w.int64s("axes", [axis])
+    if sizes is not None:
+        part = sizes[0]
+        bounds = [w.int64s(f"bound{i}", [i * part]) for i in range(count + 1)]
+    else:
+        size = w.add("Gather", [w.add("Shape", [node.input[0]], "shape"), axes], "size", axis=0)
+        rounded_up = w.add("Add", [size, w.int64s("count_less_one", [count - 1])], "rounded_up")
+        part = w.add("Div", [rounded_up, w.int64s("count", [count])], "part")
+        bounds = [w.add("Mul", [part, w.int64s(f"index{i}", [i])], f"bound{i}") for i in range(count + 1)]
+    for i, output in enumerate(node.output):
+        if output:
+            w.last("Slice", [node.input[0], bounds[i], bounds[i + 1], axes], [output])
+    return w.nodes
