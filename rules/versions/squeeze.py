@@ -111,14 +111,15 @@ def _axes_chosen_at_run_time(node: onnx.NodeProto, context: AdapterContext, vers
 
 @adapter(("Squeeze", "Unsqueeze"), 13, "down", "axes attribute", versions=(1, 25))
 def squeeze_axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
-    """Squeeze-13(x, Constant(a)) = Squeeze-1/11(x, axes=a); likewise Unsqueeze; no axes = no attribute.
+    """Squeeze-13(x, a) = Squeeze-1/11(x, axes=a); a run-time a: If over Squeeze-11(x, axes=S); likewise Unsqueeze.
 
     ``Squeeze-13(x, a)`` with ``a`` constant = ``Squeeze-11(x, axes=a)`` (below 11, negative axes
     get the rank added, which must be known); no or empty ``a`` = ``Squeeze-11(x)``: every
     dimension of size 1. Likewise Unsqueeze, whose negative axes count in the output's rank.
     Axes computed at run time, n of them (n known), choose from opset 11 by one If per position
     among the C(P, n) Squeeze-11 nodes naming n of its P positions (r of x's for Squeeze, r + n
-    for Unsqueeze), at most 32 (:func:`_axes_chosen_at_run_time`)."""
+    for Unsqueeze), at most 32 (:func:`_axes_chosen_at_run_time`); repeated ones fail at run
+    time there, as Unsqueeze-13 does, where onnxruntime's Squeeze-13 squeezes such an axis once."""
     version = 13
     axes = constant_ints(node, context)
     if axes is None:
