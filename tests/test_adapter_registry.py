@@ -67,8 +67,9 @@ MINIMUM_CASES = {
     "scan_batch_of_one_dropped": 1,  # test_scan_sum (batch 1, the only Scan-8 case)
     "dft_axis_input_to_attribute": 14,  # the 7 explicit cases x 2 pairs (the backend's feed the axis as an input)
     "dft_axis_attribute_to_input": 14,  # the explicit ones and the DFT-17 backend cases (opset 19), to 20 and up
-    "squeeze_axes_input_to_attribute": 4,  # Squeeze 4, Unsqueeze 14
-    "squeeze_axes_attribute_to_input": 4,  # Squeeze 4, Unsqueeze 14
+    # Squeeze 5, Unsqueeze 15: with the explicit run-time axes cases, chosen by If at 12, refused at 7
+    "squeeze_axes_input_to_attribute": 5,
+    "squeeze_axes_attribute_to_input": 5,  # the explicit cases' If leaves going up from 12
     "pads_for_axes_spread": 32,  # backend and explicit cases, wrap as Gathers among them
     "pad_without_wrap_kept": 16,  # backend and explicit cases, wrap as Gathers among them
     # the explicit cases below (backend ones feed the value or pad integers); wrap below 9 (no int64
@@ -383,6 +384,8 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "BitShift": bit_shift_cases,
         "DFT": dft_cases,
         "Split": split_cases,
+        "Squeeze": lambda: run_time_axes_cases("Squeeze"),
+        "Unsqueeze": lambda: run_time_axes_cases("Unsqueeze"),
     }.get(op_type, list)()
 
 
@@ -412,6 +415,33 @@ def split_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
         name = f"explicit_split_{'x'.join(map(str, declared))}_{schemas.type_name(element_type)}_axis{axis}_{count}"
         cases.append((name, model, [{"x": values}]))
     return cases
+
+
+def run_time_axes_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Squeeze-13 and Unsqueeze-13 with their axes a graph input (the backend cases' axes are
+    frozen into constants here), built at opset 13, each on two data sets: one with a 0-sized
+    dimension, and axes from either end."""
+    rng = np.random.default_rng(13)
+    if op_type == "Squeeze":
+        data_sets = [((1, 3, 1, 2), [0]), ((1, 0, 1, 2), [-2])]
+    else:
+        data_sets = [((3, 4), [0, 3]), ((3, 0), [-1, 1])]
+    count = len(data_sets[0][1])
+    rank = 4 - count if op_type == "Squeeze" else 2 + count
+    model = make_model(
+        [helper.make_node(op_type, ["x", "axes"], ["y"], name=op_type.lower())],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [f"d{k}" for k in range(len(data_sets[0][0]))]),
+            helper.make_tensor_value_info("axes", TensorProto.INT64, [count]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [f"e{k}" for k in range(rank)])],
+        opset=13,
+    )
+    feeds = [
+        {"x": rng.standard_normal(shape).astype(np.float32), "axes": np.array(axes, np.int64)}
+        for shape, axes in data_sets
+    ]
+    return [(f"explicit_{op_type.lower()}_run_time_axes", model, feeds)]
 
 
 def dft_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:

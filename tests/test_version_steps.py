@@ -638,7 +638,10 @@ def test_shape_15_slices_the_shape_below_15_without_knowing_the_rank(start, end,
     assert all((len(n.input) == 1) == (target < 10) for n in slices)  # Slice-1 takes attributes
 
 
-def test_squeeze_13_with_axes_computed_at_run_time_is_refused_naming_it():
+@pytest.mark.parametrize("target", [12, 10])
+def test_squeeze_13_with_axes_computed_at_run_time_chooses_by_if_and_is_refused_below_11_naming_it(target):
+    """x of shape [1, 3, 1]: axes [0] or [2] at run time choose between two Squeeze-11 nodes;
+    below 11 If's branches must give one shape."""
     model = make_model(
         [helper.make_node("Squeeze", ["x", "axes"], ["y"], name="squeeze_node")],
         [
@@ -648,8 +651,16 @@ def test_squeeze_13_with_axes_computed_at_run_time_is_refused_naming_it():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
         opset=13,
     )
-    with pytest.raises(lowering.LoweringError, match=r"'squeeze_node' \(Squeeze\).*Squeeze-13.*'axes'.*run time"):
-        lowering.lower(model, target_opset=12, ops=[])
+    if target < 11:
+        with pytest.raises(lowering.LoweringError, match=r"'squeeze_node' \(Squeeze\).*Squeeze-13.*'axes'.*run time"):
+            lowering.lower(model, target_opset=target, ops=[])
+        return
+    lowered = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(lowered, full_check=True)
+    x = np.resize(EDGES, (1, 3, 1))
+    for axes in ([0], [2], [-1], [-3]):
+        feeds = {"x": x, "axes": np.array(axes, np.int64)}
+        assert_same_bits(run_onnxruntime(lowered, feeds)[0], run_onnxruntime(model, feeds)[0])
 
 
 @pytest.mark.parametrize("target", [12, 10])

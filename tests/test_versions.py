@@ -187,12 +187,22 @@ def test_mixed_graph_whose_other_ops_change_version(target, ops):
 
 
 @pytest.mark.parametrize("target", [9, 10, 12])
-def test_mixed_graph_with_squeeze_axes_computed_at_run_time_fails_below_13_naming_the_node(target):
-    """Squeeze-13's axes become an attribute below 13 only where they are constant: the whole
-    call fails, nothing half-converted."""
+def test_mixed_graph_with_squeeze_axes_computed_at_run_time_goes_to_11_and_fails_below_naming_the_node(target):
+    """Squeeze-13's axes computed at run time choose between Squeeze-11 nodes by If from opset
+    11; below, where If's branches must give one shape, the whole call fails, nothing
+    half-converted."""
     model = parse(
         MIXED.replace("bool c)", "bool c, int64[1] axes)").replace("axes = Constant <value = int64[1] {1}> ()", "")
     )
+    if target >= 11:
+        lowered = lowering.lower(model, target_opset=target)
+        onnx.checker.check_model(lowered, full_check=True)
+        x = sample_values(onnx.TensorProto.FLOAT, random_count=500).reshape(-1, 1)
+        for axes, condition in (([1], True), ([-1], False)):
+            feeds = {"x": x, "c": np.array(condition), "axes": np.array(axes, np.int64)}
+            for a, b in zip(run_onnxruntime(lowered, feeds), run_onnxruntime(model, feeds), strict=True):
+                np.testing.assert_array_equal(a, b)
+        return
     with pytest.raises(
         lowering.LoweringError, match=r"node #0 \(Squeeze\).*Squeeze-13 takes its axes from 'axes'.*run time"
     ):

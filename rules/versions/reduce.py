@@ -7,7 +7,7 @@ import dataclasses
 import onnx
 from onnx import helper
 
-from lowering import schemas
+from lowering import axes_choice, schemas
 from lowering.adapters import (
     AdapterContext,
     NodeWriter,
@@ -42,13 +42,7 @@ REDUCE_AXES_AT_18 = tuple(
 NOOP_IS_IDENTITY = frozenset({"ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceSum"})
 # Axes known only at run time choose among one reduction per subset of the input's axes: at
 # most 2^5 = 32 of them (an input of rank 5).
-MOST_AXES_CHOSEN_AT_RUN_TIME = 5
-# What the choice writes besides the reductions, and the lowest opset where all of it exists.
-CHOICE_EMITS = ("Constant", "Gather", "Equal", "Cast", "ReduceSum", "Greater", "If", "Identity")
-# If's branches may give results of different ranks (keepdims=0) from If-11 on, whose shape
-# inference takes their union; If-1's requires them alike (onnx.defs states no such fact).
-IF_BRANCHES_OF_ANY_RANK = 11
-CHOICE_FIRST_OPSET = max(schemas.first_opset_writing(CHOICE_EMITS, int64_constants=True), IF_BRANCHES_OF_ANY_RANK)
+MOST_AXES_CHOSEN_AT_RUN_TIME = axes_choice.MOST_CHOICES.bit_length() - 1
 
 
 def _has_function_body(op_type: str, version: int) -> bool:
@@ -189,8 +183,8 @@ def _axes_chosen_at_run_time(
         why = f"the rank or type of its input '{node.input[0]}' is not known, so no reduction can be written per choice"
     elif rank > MOST_AXES_CHOSEN_AT_RUN_TIME:
         why = f"its input is of rank {rank}, which would need 2^{rank} reductions, one for each choice of axes"
-    elif context.target_opset < CHOICE_FIRST_OPSET:
-        why = f"choosing among its reductions at run time needs opset {CHOICE_FIRST_OPSET}"
+    elif context.target_opset < axes_choice.CHOICE_FIRST_OPSET:
+        why = f"choosing among its reductions at run time needs opset {axes_choice.CHOICE_FIRST_OPSET}"
     elif noop and node.op_type not in NOOP_IS_IDENTITY:
         why = (
             "and may be empty, and with noop_with_empty_axes=1 no axes have no agreed meaning (the spec says the "
@@ -201,45 +195,21 @@ def _axes_chosen_at_run_time(
         raise LoweringError(f"{first}, {where}: {why}")
     _require_own_kernel(node, context, version, step)
     w = NodeWriter(node, context)
-    within = w.add("Gather", [w.int64s("every_axis", list(range(rank))), node.input[1]], "axes_within", axis=0)
-    names_axis = []
-    for k in range(rank):
-        is_k = w.add("Equal", [within, w.scalar(f"axis_{k}", k, onnx.TensorProto.INT64)], f"is_axis_{k}")
-        counted = w.add("Cast", [is_k], f"is_axis_{k}_as_int32", to=onnx.TensorProto.INT32)
-        count = w.add("ReduceSum", [counted], f"axis_{k}_named", keepdims=0)
-        names_axis.append(w.add("Greater", [count, w.scalar("none", 0, onnx.TensorProto.INT32)], f"reduces_axis_{k}"))
 
-    def choice(k: int, chosen: tuple[int, ...], output: str) -> onnx.NodeProto:
-        """The node giving ``output``: the reduction over ``chosen`` once every axis is decided."""
-        if k == rank:
-            name = context.fresh(f"{w.hint}_{node.op_type}")
-            if not chosen and noop:
-                return helper.make_node("Identity", [node.input[0]], [output], name=name)
-            leaf = moved(node, dropped=("noop_with_empty_axes",))
-            del leaf.input[1:]
-            leaf.output[:] = [output]
-            leaf.name = name
-            leaf.ClearField("doc_string")  # what the node carries goes once, on the outermost If
-            del leaf.metadata_props[:]
-            if chosen:
-                leaf.attribute.append(helper.make_attribute("axes", list(chosen)))
-            return leaf
-        branches = {}
-        for branch, taken in (("then_branch", (*chosen, k)), ("else_branch", chosen)):
-            inner = context.fresh(f"{w.hint}_{'with' if branch == 'then_branch' else 'without'}_axis_{k}")
-            branches[branch] = helper.make_graph(
-                [choice(k + 1, taken, inner)],
-                context.fresh(f"{w.hint}_{branch}_{k}"),
-                [],
-                [helper.make_tensor_value_info(inner, element_type, None)],
-            )
-        return helper.make_node("If", [names_axis[k]], [output], name=context.fresh(f"{w.hint}_If"), **branches)
+    def leaf(chosen: tuple[int, ...], output: str) -> onnx.NodeProto:
+        """The reduction over ``chosen``: every axis where none, the input itself with noop_with_empty_axes=1."""
+        name = context.fresh(f"{w.hint}_{node.op_type}")
+        if not chosen and noop:
+            return helper.make_node("Identity", [node.input[0]], [output], name=name)
+        reduction = moved(node, dropped=("noop_with_empty_axes",))
+        del reduction.input[1:]
+        reduction.output[:] = [output]
+        reduction.name = name
+        if chosen:
+            reduction.attribute.append(helper.make_attribute("axes", list(chosen)))
+        return reduction
 
-    chosen = choice(0, (), node.output[0])
-    if node.HasField("doc_string"):
-        chosen.doc_string = node.doc_string
-    chosen.metadata_props.extend(node.metadata_props)
-    w.nodes.append(chosen)
+    axes_choice.write_choice(w, node.input[1], rank, leaf, node.output[0], element_type, carried_from=node)
     return w.nodes
 
 

@@ -1,0 +1,130 @@
+"""Axes known only at run time as a choice, by a tree of If, among nodes with constant axes.
+
+An op whose axes became an input (ReduceSum-13, ReduceX-18, Squeeze/Unsqueeze-13) goes to an
+older version, which takes them as an attribute, as one If per position of the tensor the axes
+count in: each leaf is the older op with the axes its path names as an attribute, so whichever
+axes come at run time, the very op they name runs on the very values. The axes are first
+normalized by ``Gather([0, ..., P-1], axes)``, which counts negative ones from the end and fails
+at run time on one out of range, as the ops do; position ``k`` is named where
+``ReduceSum(Cast(Equal(a', k), int32)) > 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import comb
+
+import onnx
+from onnx import helper
+
+from . import schemas
+from .adapters import NodeWriter
+
+# If's branches may give results of different shapes (or ranks) from If-11 on, whose shape
+# inference takes their union; If-1's requires them alike (onnx.defs states no such fact).
+IF_BRANCHES_OF_ANY_RANK = 11
+# The most leaves a choice may have: 2^5 reductions of a rank-5 input.
+MOST_CHOICES = 32
+# What a choice writes besides its leaves, and the lowest opset where all of it exists (Unique,
+# for a choice of exactly n distinct positions, is of opset 11, as are If's branches of any shape).
+CHOICE_EMITS = ("Constant", "Gather", "Equal", "Cast", "ReduceSum", "Greater", "If", "Unique")
+CHOICE_FIRST_OPSET = max(schemas.first_opset_writing(CHOICE_EMITS, int64_constants=True), IF_BRANCHES_OF_ANY_RANK)
+
+Leaf = Callable[[tuple[int, ...], str], onnx.NodeProto]
+
+
+def choice_count(candidates: int, chosen: int | None = None) -> int:
+    """How many leaves a choice among ``candidates`` positions has: one per subset, or per subset
+    of exactly ``chosen``."""
+    return 2**candidates if chosen is None else comb(candidates, chosen)
+
+
+def write_choice(
+    w: NodeWriter,
+    axes: str,
+    positions: int,
+    leaf: Leaf,
+    output: str,
+    element_type: int,
+    chosen: int | None = None,
+    candidates: tuple[int, ...] | None = None,
+    carried_from: onnx.NodeProto | None = None,
+) -> None:
+    """Append to ``w`` the nodes choosing, by the run-time ``axes``, among ``leaf(S, output)`` for
+    the subsets S of ``candidates`` (by default ``range(positions)``; of exactly ``chosen``
+    positions where given).
+
+    Positions not among ``candidates`` (a Squeeze's dimensions known not to be 1) fail at run
+    time where named: the normalizing Gather maps them to ``positions``, which a second
+    ``Gather([0, ..., P-1], ·)`` finds out of range. With ``chosen`` given, the axes must name
+    ``chosen`` distinct positions: their normalized values go through
+    ``Gather(Unique(a'), [0, ..., chosen-1])``, which fails at run time where one repeats (fewer
+    distinct values than ``chosen``), and the tree is pruned: once ``chosen`` are taken the rest
+    are not, and where the candidates left are as many as those still to take, all are
+    (``C(len(candidates), chosen)`` leaves). Every If's branches declare ``element_type``. The
+    ``doc_string`` and ``metadata_props`` of ``carried_from`` (the node the choice replaces) go
+    once, on the outermost If; the leaves carry none."""
+    context = w.context
+    among = tuple(range(positions)) if candidates is None else tuple(candidates)
+    every = list(range(positions))
+    table = [k if k in among else positions for k in every]
+    within = w.add("Gather", [w.int64s("every_position", table), axes], "axes_within", axis=0)
+    if table != every:
+        within = w.add("Gather", [w.int64s("candidates", every), within], "axes_candidates", axis=0)
+    if chosen is not None:
+        distinct = w.add("Unique", [within], "axes_distinct", sorted=1)
+        within = w.add("Gather", [distinct, w.int64s("first_axes", list(range(chosen)))], "axes_checked", axis=0)
+    named: dict[int, str] = {}
+
+    def names(k: int) -> str:
+        """Whether the axes name position ``k``, written where first asked for."""
+        if k not in named:
+            is_k = w.add("Equal", [within, w.scalar(f"position_{k}", k, onnx.TensorProto.INT64)], f"is_position_{k}")
+            counted = w.add("Cast", [is_k], f"is_position_{k}_as_int32", to=onnx.TensorProto.INT32)
+            count = w.add("ReduceSum", [counted], f"position_{k}_named", keepdims=0)
+            none = w.scalar(f"none_{k}", 0, onnx.TensorProto.INT32)
+            named[k] = w.add("Greater", [count, none], f"names_position_{k}")
+        return named[k]
+
+    def branches(i: int, taken: tuple[int, ...], left: tuple[int, ...]) -> dict[str, onnx.GraphProto]:
+        found = {}
+        for branch, path in (("then_branch", taken), ("else_branch", left)):
+            inner = context.fresh(f"{w.hint}_{'with' if branch == 'then_branch' else 'without'}_position_{among[i]}")
+            found[branch] = helper.make_graph(
+                [choice(i + 1, path, inner)],
+                context.fresh(f"{w.hint}_{branch}_{among[i]}"),
+                [],
+                [helper.make_tensor_value_info(inner, element_type, None)],
+            )
+        return found
+
+    def bare_leaf(positions_taken: tuple[int, ...], out: str) -> onnx.NodeProto:
+        made = leaf(positions_taken, out)
+        made.ClearField("doc_string")
+        del made.metadata_props[:]
+        return made
+
+    def choice(i: int, so_far: tuple[int, ...], out: str) -> onnx.NodeProto:
+        """The node giving ``out``: the leaf of ``so_far`` once every candidate from the i-th on is decided."""
+        if chosen is not None and len(so_far) == chosen:
+            return bare_leaf(so_far, out)
+        if chosen is not None and len(among) - i == chosen - len(so_far):
+            return bare_leaf((*so_far, *among[i:]), out)
+        if i == len(among):
+            return bare_leaf(so_far, out)
+        k = among[i]
+        return helper.make_node(
+            "If", [names(k)], [out], name=context.fresh(f"{w.hint}_If"), **branches(i, (*so_far, k), so_far)
+        )
+
+    root = choice(0, (), output)
+    if root.op_type != "If" and among:
+        # Every candidate is taken whatever the axes: the checks above must still run, so the
+        # leaf stands in both branches of an If on the first one.
+        both = branches(0, among, among)
+        root = helper.make_node("If", [names(among[0])], [output], name=context.fresh(f"{w.hint}_If"), **both)
+    if carried_from is not None:
+        if carried_from.HasField("doc_string"):
+            root.doc_string = carried_from.doc_string
+        root.metadata_props.extend(carried_from.metadata_props)
+    w.nodes.append(root)
