@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import onnx
 
-from . import functions, moving, nodecheck, schemas, versioning
+from . import adapters, functions, moving, nodecheck, schemas, versioning
 from .builder import NotLowered
 from .cleanup import remove_unused
 from .errors import LoweringError
@@ -282,6 +282,8 @@ class Legalizer:
         if not requested and not self.converting:
             return None
         if self.converting and not requested:
+            if version is not None and self._changes_at_target(node, version, scope):
+                return self._moved_or_decomposed(rule, version, scope, node, index, location)
             kept = moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report)
             if kept is not None:
                 return kept
@@ -304,6 +306,32 @@ class Legalizer:
                 return kept
             self.report.remaining.append(RemainingOp(node.op_type, version, location, not_lowered.reason))
             return None
+        self.report.rewritten[f"{node.op_type}-{version}"] += 1
+        return nodes
+
+    @staticmethod
+    def _changes_at_target(node: onnx.NodeProto, version: int, scope: Scope) -> bool:
+        """Whether the op exists at the target opset but a known change between its versions
+        concerns this node (GridSample-20 → 16: its modes renamed, 4-D only): it cannot be
+        kept as it is."""
+        target_version = schemas.version_in_force(node.op_type, scope.opset, node.domain)
+        return (
+            target_version is not None
+            and target_version != version
+            and schemas.canonical_domain(node.domain) == ""
+            and adapters.change_for(node, version, target_version) is not None
+        )
+
+    def _moved_or_decomposed(self, rule: Rule, version: int, scope: Scope, node, index: int, location: str) -> list:
+        """An owned op whose version at the target means something else: moved (its adapter,
+        onnx's converter), else decomposed by its rule; refused with both reasons."""
+        try:
+            return self._move(scope, node, scope.source_opset, location)
+        except LoweringError as cannot_move:
+            try:
+                nodes = self._decompose(rule, version, scope, node, index, location)
+            except NotLowered as not_lowered:
+                raise LoweringError(f"{cannot_move}; nor can its rule lower it ({not_lowered.reason})") from None
         self.report.rewritten[f"{node.op_type}-{version}"] += 1
         return nodes
 
