@@ -17,8 +17,10 @@ from lowering.samples import sample_values
 
 # Ops whose rule is checked on more than one input, or on matrices, by a test of its own: below
 # (Trilu), in tests/test_cumprod_einsum.py (CumProd, Einsum), in tests/test_adapters_quantize_scatter.py
-# (TensorScatter), in tests/test_bitwise.py (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot).
-SHAPED = {"Trilu", "CumProd", "Einsum", "TensorScatter", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"}
+# (TensorScatter), in tests/test_bitwise.py (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), in
+# tests/test_gridsample_lowering.py (GridSample).
+SHAPED = {"Trilu", "CumProd", "Einsum", "TensorScatter", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
+          "GridSample"}  # fmt: skip
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
 # the registry: a new one is tested without a line here.
