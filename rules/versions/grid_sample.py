@@ -23,7 +23,8 @@ def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
     16's ``bilinear``, ``nearest`` and ``bicubic``. ``padding_mode`` (zeros, border, reflection)
     and ``align_corners`` mean the same in both and are kept; version 22 only adds bfloat16. An
     input of another rank (volumetric, 5-D) or of unknown rank, and bfloat16 values, cannot be
-    said at 16: refused."""
+    said at 16: refused here, and the driver then lowers the node by the GridSample rule
+    (rules/gridsample.py), which needs the rank known."""
     version = schemas.version_in_force("GridSample", context.source_opset)
     older = f"GridSample-{schemas.version_in_force('GridSample', context.target_opset)}"
     where = f"{context.location}: GridSample-{version}"
