@@ -1,4 +1,4 @@
-"""GridSample (versions 16, 20, 22, no function body) lowered to coordinates, neighbour indices and GatherElements."""
+"""GridSample (versions 16, 20, 22, no function body) lowered to coordinates, neighbour indices and a Gather of rows."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 EMITS = (
     "Shape", "Gather", "Cast", "Add", "Sub", "Mul", "Div", "Round", "Floor", "Less", "Greater", "Or", "And", "Xor",
-    "Where", "Max", "Min", "Unsqueeze", "Concat", "Reshape", "Expand", "GatherElements", "ReduceSum", "Constant",
+    "Where", "Max", "Min", "Unsqueeze", "Squeeze", "Concat", "Transpose", "Flatten", "Range", "ReduceSum", "Constant",
 )  # fmt: skip
-# The rule writes ops as they are from this opset on: each of them exists (GatherElements from
-# 11) and Constant holds its int64 shapes and indices, onnx.defs says.
+# The rule writes ops as they are from this opset on: each of them exists (Range from 11) and
+# Constant holds its int64 indices and axes, onnx.defs says.
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 # The interpolation each mode name means: version 16's names and version 20's (rules/versions/grid_sample.py).
@@ -34,7 +34,7 @@ SAMPLED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, Ten
 # [-2.5, 2.5], out to ±750 and on the borders, every mode, padding and align_corners. The rule
 # takes the kernel's coordinates and neighbours (its formulas, in the grid's type, float32 for
 # 16-bit grids) and only adds the weighted neighbours in another order (ReduceSum): float at most
-# 4.8e-7 apart (cubic, whose weights reach 1.3 and cancel), double 1.3e-15; float16 and bfloat16
+# 7.2e-7 apart (cubic, whose weights reach 1.3 and cancel), double 1.3e-15; float16 and bfloat16
 # are computed in float32 and rounded once, within one unit in the last place of a reference
 # rounded from float64 (2^-10 and 2^-7 of the value). float's atol is the backend's own
 # test_gridsample_bicubic, whose expected outputs are written to 4 decimals (-0.1406 for
@@ -145,7 +145,7 @@ def _cubic_coefficients(t):
 def grid_sample_by_gathering(
     b: Builder, x: Value, grid: Value, *, align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros"
 ) -> Value:
-    """GridSample(X, grid) = Reshape(ReduceSum(GatherElements(Reshape(X, [N, C, -1]), Σ_k i_k·s_k) · Π_k w_k)).
+    """GridSample(X, grid) = Transpose(ReduceSum(Gather(X as rows [N·P, C], n·P + Σ_k i_k·s_k) · Π_k w_k)).
 
     Per spatial axis k (grid's coordinate r-1-k), as the op's kernels compute it in the grid's
     type (float32 for 16-bit grids): the coordinate unnormalized, ``(g + 1) / 2 · (d - 1)``
@@ -155,11 +155,12 @@ def grid_sample_by_gathering(
     The neighbours i_k: the point itself (nearest), Floor and Floor + 1 weighted 1 - t and t
     (linear), Floor - 1 to Floor + 2 weighted by cubic convolution with A = -0.75 (cubic);
     each one clamped (border) or reflected (reflection) into the axis. Every combination of
-    neighbours is read at once from X flattened to [N, C, d_1·…·d_r] by its flat index Σ i_k·s_k
-    (s_k the axis' stride), with zeros padding a neighbour outside X read as 0 (Where), and the
-    weighted values summed (ReduceSum) in X's type, float32 for 16-bit X, rounded once.
-    Not lowered: X or grid of unknown rank, X not a float type, more than 64 neighbours per
-    point (cubic beyond 3 spatial axes), opsets below 11 (GatherElements).
+    neighbours is read at once, as a row of C channels, from X laid out as rows [N·P, C]
+    (Transpose, Flatten; P = d_1·…·d_r) at n·P + Σ i_k·s_k (s_k the axis' stride), with zeros
+    padding a neighbour outside X read as 0 (Where), and the weighted rows summed (ReduceSum) in
+    X's type, float32 for 16-bit X, rounded once; no Reshape, so empty grids and batches pass.
+    Not lowered: X or grid of unknown rank, X or grid not of a float type, more than 64
+    neighbours per point (cubic beyond 3 spatial axes), opsets below 11 (Range).
     """
     if b.opset < FIRST_OPSET:
         return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
@@ -281,29 +282,30 @@ def _sampled(b: Builder, x: Value, grid: Value, spatial: int, interpolation: str
         if weights:
             axis_weight = placed(stacked(weights), axis)
             weight = axis_weight if weight is None else b.Mul(weight, axis_weight)
-    # X flattened to [N, C, P] in reverse axis order of the grid: stride 1 is the last axis (the grid's first)
-    flat = b.Reshape(data, b.ints([0, 0, -1], "flat_shape"))
-    points = b.ints([0, 1, -1], "points_shape")
-    index = b.Reshape(flat_index, points)
-    channel_count = b.Gather(shape, b.ints([1], "channel_axis"))
-    channels = b.Concat(b.ints([1], "one"), channel_count, b.ints([1], "one_more"), axis=0)
-    gathered = b.GatherElements(flat, b.Expand(index, channels), axis=2)
+    # X's elements as rows of C channels, [N·P, C] (P = d_1·…·d_r, the last axis' stride 1), and
+    # each point's neighbours read as whole rows by Gather at n·P + Σ i_k·s_k: [N, o..., K..., C].
+    # No Reshape: its 0 copies an input length, which an empty grid would meet.
+    rows = b.Flatten(b.Transpose(data, perm=[0, *range(2, spatial + 2), 1]), axis=spatial + 1)
+    first = b.Range(
+        b.constant(0, like=shape, hint="zero"),
+        b.Gather(shape, b.constant(0, like=shape, hint="zero")),
+        b.constant(1, like=shape, hint="one"),
+    )
+    first = b.over_axes("Unsqueeze", b.Mul(first, stride), list(range(1, 2 * spatial + 1)))
+    channel_axis = 2 * spatial + 1
+    gathered = b.Gather(rows, b.Add(flat_index, first), axis=0)
     if valid is not None:
-        gathered = b.Where(b.Reshape(valid, points), gathered, b.constant(0, like=data, hint="zero"))
+        zero_value = b.constant(0, like=data, hint="zero")
+        gathered = b.Where(b.over_axes("Unsqueeze", valid, [channel_axis]), gathered, zero_value)
+    neighbour_axes = list(range(spatial + 1, 2 * spatial + 1))
     if weight is not None:
-        count = NEIGHBOURS_PER_AXIS[interpolation] ** spatial
         if weight.element_type != data.element_type:
             weight = b.Cast(weight, to=data.element_type)
-        weight = b.Reshape(weight, b.ints([0, 1, -1, count], "weights_shape"))
-        products = b.Mul(b.Reshape(gathered, b.ints([0, 0, -1, count], "neighbours_shape")), weight)
-        gathered = b.over_axes("ReduceSum", products, [3], keepdims=0)
-    grid_shape = b.Shape(grid)
-    output_shape = b.Concat(
-        b.Gather(shape, b.ints([0, 1], "batch_channels")),
-        b.Gather(grid_shape, b.ints(list(range(1, spatial + 1)), "output_axes")),
-        axis=0,
-    )
-    y = b.Reshape(gathered, output_shape)
+        products = b.Mul(gathered, b.over_axes("Unsqueeze", weight, [channel_axis]))
+        gathered = b.over_axes("ReduceSum", products, neighbour_axes, keepdims=0)
+    else:
+        gathered = b.over_axes("Squeeze", gathered, neighbour_axes)
+    y = b.Transpose(gathered, perm=[0, spatial + 1, *range(1, spatial + 1)])
     return y if y.element_type == x.element_type else b.Cast(y, to=x.element_type)
 
 

@@ -237,6 +237,23 @@ def test_nodes_of_either_rank_in_one_model_on_both_paths():
         assert_within(got, gridsample_reference(x, grid, **attributes), name)
 
 
+def test_empty_grids_batches_and_channels_give_empty_outputs():
+    """No Reshape in the rule: a grid, batch or channel axis of length 0 gives onnxruntime's empty
+    output, symbolic or declared lengths alike."""
+    for x_shape, grid_shape in [
+        ((1, 2, 4, 4), (1, 0, 3, 2)),
+        ((0, 2, 4, 4), (0, 2, 3, 2)),
+        ((1, 0, 4, 4), (1, 2, 3, 2)),
+    ]:
+        feeds = {"x": np.ones(x_shape, np.float32), "grid": np.zeros(grid_shape, np.float32)}
+        for declared in ((x_shape, grid_shape), (["n", "c", "h", "w"], ["n", "p", "q", 2])):
+            for mode in MODES:
+                original = grid_sample_model(*declared, mode=mode, padding_mode="reflection")
+                (got,) = run_onnxruntime(lowering.lower(original, target_opset=11, ops=[]), feeds)
+                (native,) = run_onnxruntime(original, feeds)
+                assert got.shape == native.shape and got.size == 0, (declared, mode)
+
+
 def _short(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"x": feeds["x"], "g": feeds["grid"]}
 
