@@ -258,6 +258,20 @@ def _short(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"x": feeds["x"], "g": feeds["grid"]}
 
 
+def test_going_up_from_16_keeps_the_op_with_its_modes_renamed():
+    """GridSample-16 is not lowered going up: the up adapter renames its modes (nearest too, which
+    onnx's converter gives back unrenamed), and the answers are onnxruntime's own, bit for bit."""
+    feeds = random_feeds(4, np.float32, seed=11)[0]
+    for mode, named_at_20 in (("bilinear", b"linear"), ("nearest", b"nearest"), ("bicubic", b"cubic")):
+        original = grid_sample_model(*SPATIAL[4], opset=16, mode=mode, padding_mode="reflection")
+        result = lowering.lower_model(original, target_opset=21, ops=[])
+        (node,) = result.model.graph.node
+        assert helper.get_attribute_value(next(a for a in node.attribute if a.name == "mode")) == named_at_20
+        assert dict(result.report.adapted) == {"GridSample-16→20 via modes renamed": 1}
+        (got,), (want,) = run_onnxruntime(result.model, feeds), run_onnxruntime(original, feeds)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), mode
+
+
 # -- refusals --------------------------------------------------------------------------------------
 
 
