@@ -12,8 +12,9 @@ from lowering.functions import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
 EMITS = (
-    "Shape", "Gather", "Cast", "Add", "Sub", "Mul", "Div", "Round", "Floor", "Less", "Greater", "Or", "And", "Xor",
-    "Where", "Max", "Min", "Unsqueeze", "Squeeze", "Concat", "Transpose", "Flatten", "Range", "ReduceSum", "Constant",
+    "Shape", "Gather", "Cast", "Add", "Sub", "Mul", "Div", "Round", "Floor", "Less", "Greater", "Equal", "Or", "And",
+    "Xor", "Where", "Max", "Min", "Unsqueeze", "Squeeze", "Concat", "Transpose", "Flatten", "Range", "ReduceSum",
+    "Constant",
 )  # fmt: skip
 # The rule writes ops as they are from this opset on: each of them exists (Range from 11) and
 # Constant holds its int64 indices and axes, onnx.defs says.
@@ -295,8 +296,10 @@ def _sampled(b: Builder, x: Value, grid: Value, spatial: int, interpolation: str
     channel_axis = 2 * spatial + 1
     gathered = b.Gather(rows, b.Add(flat_index, first), axis=0)
     if valid is not None:
-        zero_value = b.constant(0, like=data, hint="zero")
-        gathered = b.Where(b.over_axes("Unsqueeze", valid, [channel_axis]), gathered, zero_value)
+        # X's value third, where onnxruntime's Where keeps its bits (-0); negated by Equal, not Not,
+        # which its NotWhere fusion would turn back
+        outside = b.Equal(b.over_axes("Unsqueeze", valid, [channel_axis]), b.constant_bool(False))
+        gathered = b.Where(outside, b.constant(0, like=data, hint="zero"), gathered)
     neighbour_axes = list(range(spatial + 1, 2 * spatial + 1))
     if weight is not None:
         if weight.element_type != data.element_type:

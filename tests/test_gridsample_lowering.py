@@ -209,6 +209,24 @@ def test_infinities_and_nan_in_x_travel_as_the_op_says():
                 assert_within(got, native, f"{attributes} against onnxruntime")
 
 
+def test_nearest_is_onnxruntimes_bit_for_bit():
+    """Nearest reads one element per point and adds nothing: -0 and NaN payloads as onnxruntime
+    reads them, every padding (a neighbour outside X under zeros padding is +0, as there)."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    x[:, :, ::2] = -0.0
+    x[0, 0, 1, 1] = np.array(0x7FC12345, np.uint32).view(np.float32)
+    for feeds in random_feeds(4, np.float32, seed=12):
+        feeds["x"] = x
+        for padding in PADDINGS:
+            for corners in (0, 1):
+                attributes = {"mode": "nearest", "padding_mode": padding, "align_corners": corners}
+                original = grid_sample_model(x.shape, feeds["grid"].shape, **attributes)
+                (got,) = run_onnxruntime(lowering.lower(original, target_opset=11, ops=[]), feeds)
+                (want,) = run_onnxruntime(original, feeds)
+                assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), attributes
+
+
 def test_nodes_of_either_rank_in_one_model_on_both_paths():
     """The rule reads the input's rank, so its expansion is made per node (never replayed for a
     node of another rank): a 4-D and a 5-D node lowered together, plain and fast paths alike."""
