@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     dft,
     einsum,
     functions,
+    gridsample,
     isinf,
     isnan,
     optional,

@@ -48,6 +48,7 @@ MINIMUM_CASES = {
     "per_tensor_scale_kept": 12,  # QuantizeLinear 12, DequantizeLinear 14
     "quantize_attributes_at_defaults_dropped": 14,  # QuantizeLinear 18, DequantizeLinear 14
     "modes_renamed_on_4d": 34,  # backend and explicit float16 cases; 5-D (volumetric) refused
+    "modes_renamed_forward": 34,  # the same 4-D cases going back up (5-D ones were lowered by the rule going down)
     "version_10_modes_spelled_out": 4,  # the explicit cases: the backend's Resize cases are at 19
     "upsample_as_resize": 10,
     "axes_input_to_attribute": 10,

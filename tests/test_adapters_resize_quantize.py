@@ -106,23 +106,25 @@ def test_grid_sample_22_goes_to_16_with_its_mode_renamed(mode, named_at_16, padd
     assert attributes == {"mode": named_at_16.encode(), "padding_mode": padding_mode.encode(), "align_corners": 1}
 
 
-def test_grid_sample_5d_or_of_unknown_rank_is_refused_and_below_16_it_does_not_exist():
-    volumetric = grid_sample(22, "linear", (1, 1, 2, 3, 4), (1, 2, 3, 4, 3))
-    message = refusal(volumetric, 17)
-    assert "node 'sample' (GridSample): GridSample-22 samples an input of rank 5" in message
-    assert "cannot go to opset 17" in message
+def test_grid_sample_the_adapter_cannot_take_is_decomposed_by_its_rule_or_refused_with_both_reasons():
+    """5-D and bfloat16 inputs at 16-19, and every input below 16, go to rules/gridsample.py
+    (tests/test_gridsample_lowering.py checks its answers); unknown ranks are refused, saying
+    why the adapter and the rule each cannot take the node."""
+    for model, target in [
+        (grid_sample(22, "linear", (1, 1, 2, 3, 4), (1, 2, 3, 4, 3)), 17),
+        (grid_sample(22, "linear", element_type=TensorProto.BFLOAT16), 17),
+        (grid_sample(22, "linear"), 13),
+    ]:
+        result = lowering.lower_model(model, target_opset=target, ops=[])
+        assert "GridSample" not in {node.op_type for node in result.model.graph.node}
+        assert dict(result.report.rewritten) == {"GridSample-22": 1}
     unknown = of_unknown_rank(grid_sample(20, "nearest"), "x", "grid")
-    assert "samples an input of unknown rank" in refusal(unknown, 19)
-    message = refusal(grid_sample(22, "linear"), 13)
-    assert "GridSample-22 does not exist at opset 13 (ONNX first defines it at 16)" in message
-
-
-def test_grid_sample_bfloat16_is_refused_going_to_16():
-    message = refusal(grid_sample(22, "linear", element_type=TensorProto.BFLOAT16), 17)
-    assert (
-        "GridSample-22 cannot go to opset 17: its input 'x' is tensor(bfloat16), which GridSample-16 does not take"
-        in message
-    )
+    message = refusal(unknown, 19)
+    assert "samples an input of unknown rank" in message
+    assert "nor can its rule lower it (the ranks of X and grid are unknown" in message
+    message = refusal(of_unknown_rank(grid_sample(22, "linear"), "x", "grid"), 13)
+    assert "GridSample-22 cannot be expressed at opset 13" in message
+    assert "the ranks of X and grid are unknown" in message
 
 
 # -- QuantizeLinear / DequantizeLinear ---------------------------------------------------------------

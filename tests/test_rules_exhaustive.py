@@ -18,7 +18,8 @@ from lowering.samples import sample_values
 # Ops whose rule is checked on more than one input, or on matrices, by a test of its own: below
 # (Trilu), in tests/test_cumprod_einsum.py (CumProd, Einsum), in tests/test_adapters_quantize_scatter.py
 # (TensorScatter), in tests/test_bitwise.py (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), in
-# tests/test_col2im_lowering.py (Col2Im), in tests/test_dft_stft_lowering.py (DFT, STFT).
+# tests/test_col2im_lowering.py (Col2Im), in tests/test_dft_stft_lowering.py (DFT, STFT), in
+# tests/test_gridsample_lowering.py (GridSample).
 SHAPED = {
     "Trilu",
     "CumProd",
@@ -31,6 +32,7 @@ SHAPED = {
     "Col2Im",
     "DFT",
     "STFT",
+    "GridSample",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from

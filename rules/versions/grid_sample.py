@@ -23,7 +23,8 @@ def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
     16's ``bilinear``, ``nearest`` and ``bicubic``. ``padding_mode`` (zeros, border, reflection)
     and ``align_corners`` mean the same in both and are kept; version 22 only adds bfloat16. An
     input of another rank (volumetric, 5-D) or of unknown rank, and bfloat16 values, cannot be
-    said at 16: refused."""
+    said at 16: refused here, and the driver then lowers the node by the GridSample rule
+    (rules/gridsample.py), which needs the rank known."""
     version = schemas.version_in_force("GridSample", context.source_opset)
     older = f"GridSample-{schemas.version_in_force('GridSample', context.target_opset)}"
     where = f"{context.location}: GridSample-{version}"
@@ -41,3 +42,23 @@ def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
             f"{where} has mode {mode!r}, which {older} lacks, so it cannot go to opset {context.target_opset}"
         )
     return [moved(node, mode=MODES_AT_16[mode])]
+
+
+# Version 16's mode names and what version 20 calls the same interpolation.
+MODES_AT_20 = {named_at_16: mode for mode, named_at_16 in MODES_AT_16.items()}
+
+
+@adapter(("GridSample",), 20, "up", "modes renamed", versions=(16, 22))
+def modes_renamed_forward(node: onnx.NodeProto, context: AdapterContext):
+    """GridSample-16(X, g, mode=bilinear|nearest|bicubic) = GridSample-20/22(X, g, mode=linear|nearest|cubic).
+
+    Every node version 16 takes (4-D X and grid) is one of version 20's, under the new mode
+    names; ``padding_mode`` and ``align_corners`` mean the same and are kept. (onnx's converter
+    renames bilinear and bicubic, but gives a nearest node back as it is, which a known change
+    of the step then refuses.)"""
+    mode = text_attribute(node, "mode", context.source_opset)
+    if mode not in MODES_AT_20:
+        raise LoweringError(
+            f"{context.location}: GridSample-16 has mode {mode!r}, which it does not define; the model is invalid"
+        )
+    return [moved(node, mode=MODES_AT_20[mode])]
