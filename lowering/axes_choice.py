@@ -19,6 +19,7 @@ from onnx import helper
 
 from . import schemas
 from .adapters import NodeWriter
+from .graphs import branch_graph
 
 # If's branches may give results of different shapes (or ranks) from If-11 on, whose shape
 # inference takes their union; If-1's requires them alike (onnx.defs states no such fact).
@@ -90,11 +91,8 @@ def write_choice(
         found = {}
         for branch, path in (("then_branch", taken), ("else_branch", left)):
             inner = context.fresh(f"{w.hint}_{'with' if branch == 'then_branch' else 'without'}_position_{among[i]}")
-            found[branch] = helper.make_graph(
-                [choice(i + 1, path, inner)],
-                context.fresh(f"{w.hint}_{branch}_{among[i]}"),
-                [],
-                [helper.make_tensor_value_info(inner, element_type, None)],
+            found[branch] = branch_graph(
+                [choice(i + 1, path, inner)], context.fresh(f"{w.hint}_{branch}_{among[i]}"), inner, element_type
             )
         return found
 

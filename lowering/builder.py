@@ -10,6 +10,7 @@ import onnx
 from onnx import defs, helper
 
 from . import floats, schemas
+from .graphs import branch_graph
 from .naming import NameAllocator
 from .targets import Target
 
@@ -361,8 +362,8 @@ class Builder:
                 return result
             if not any(result.name in node.output for node in branch.nodes):
                 result = branch.Identity(result)
-            output = helper.make_tensor_value_info(result.name, result.element_type, None)
-            graphs[label] = helper.make_graph(branch.nodes, self._names.fresh(f"{self._hint}_{label}"), [], [output])
+            name = self._names.fresh(f"{self._hint}_{label}")
+            graphs[label] = branch_graph(branch.nodes, name, result.name, result.element_type)
         element_type = graphs["then_branch"].output[0].type.tensor_type.elem_type
         output = self._names.fresh(f"{self._hint}_if", tail="_if")
         name = self._names.fresh(f"{self._hint}_If", tail="_If")

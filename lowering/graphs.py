@@ -31,6 +31,12 @@ def nested_graphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
             yield from nested_graphs(graph.node)
 
 
+def branch_graph(nodes: list[onnx.NodeProto], name: str, output: str, element_type: int) -> onnx.GraphProto:
+    """An If branch: ``nodes`` giving the one tensor ``output`` of ``element_type`` (its shape
+    undeclared: branches may differ in it), reading what they need from the outer scope."""
+    return onnx.helper.make_graph(nodes, name, [], [onnx.helper.make_tensor_value_info(output, element_type, None)])
+
+
 # A Constant's value attribute other than ``value``, as (element type, whether a list).
 _CONSTANT_VALUE_ATTRIBUTES = {
     "value_float": (onnx.TensorProto.FLOAT, False),

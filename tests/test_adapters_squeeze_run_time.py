@@ -211,3 +211,15 @@ def test_backend_cases_with_axes_given_at_run_time_go_down(target):
     for case in cases:
         outcome = sweep_case(case, target)
         assert outcome.ours == "converts" and not outcome.ours_wrong, (case.name, outcome.detail)
+
+
+def test_a_result_stated_of_another_rank_than_the_axes_give_is_refused_in_our_words():
+    """Squeeze-13 stated to give rank 2 from a rank-3 input and two axes: the axes repeat one
+    (onnxruntime squeezes it once), which no choice of two positions answers."""
+    model = run_time_axes_model("Squeeze", [1, "d", 1], 2, 2)
+    with pytest.raises(lowering.LoweringError) as refused:
+        lowering.lower(model, target_opset=11, ops=[])
+    assert str(refused.value).endswith(
+        "Squeeze-13 takes its axes from 'axes', which is computed at run time, so it cannot go to opset 11 where "
+        "axes is an attribute: its result is stated to be of rank 2, not the 3 - 2 its axes give: they repeat one"
+    )

@@ -151,3 +151,48 @@ def test_a_checker_that_fails_otherwise_fails_alike(monkeypatch):
     for shortcuts in (BESIDE, FIRST, False):
         with pytest.raises(RuntimeError, match="the checker broke"):
             lowering.lower(valid(), fast=shortcuts)
+
+
+def test_with_sigchld_ignored_the_verdict_still_comes():
+    """A host that ignores SIGCHLD reaps the child itself: waitpid finds none, the pipe told all."""
+    import signal
+
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert lowering.lower(valid(), fast=BESIDE, target_opset=13).SerializeToString() == (
+            lowering.lower(valid(), fast=FIRST, target_opset=13).SerializeToString()
+        )
+        assert refusal(not_sorted(), BESIDE) == refusal(not_sorted(), FIRST)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+
+
+@pytest.mark.parametrize("failing", ["fork", "pipe"])
+def test_where_no_child_can_be_made_the_check_runs_here(monkeypatch, failing):
+    def no_resources(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(os, failing, no_resources)
+    assert beside.start(valid().SerializeToString(), 10**6) is None
+    assert refusal(not_sorted(), BESIDE) == refusal(not_sorted(), FIRST)
+    lowering.lower(valid(), fast=BESIDE, target_opset=13)
+
+
+def test_a_child_that_never_answers_is_killed_and_the_check_runs_here(monkeypatch):
+    """A child stuck (a lock a native thread held at the fork) is given up on after the patience."""
+    import time
+
+    parent, checking = os.getpid(), onnx.checker.check_model
+
+    def stuck_in_the_child(*args, **kwargs):
+        if os.getpid() != parent:
+            time.sleep(60)
+        return checking(*args, **kwargs)
+
+    monkeypatch.setattr(onnx.checker, "check_model", stuck_in_the_child)
+    monkeypatch.setattr(beside, "PATIENCE_S", 0.5)
+    monkeypatch.setattr(beside, "PATIENCE_PER_NODE_S", 0.0)
+    started = time.monotonic()
+    assert refusal(not_sorted(), BESIDE) == refusal(not_sorted(), FIRST)
+    lowering.lower(valid(), fast=BESIDE)
+    assert time.monotonic() - started < 30

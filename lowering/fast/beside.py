@@ -9,6 +9,11 @@ writes its verdict to a pipe: ``0`` (valid), ``1`` and the message (refused), or
 checker raised something else: the parent then runs it itself, to raise what the plain path
 raises).
 
+The pass thus runs on a model the checker may refuse (its progress reported, its time spent)
+before the refusal comes; it never returns or writes anything from it. Where no child can be
+made (no descriptors, no memory for a fork) or its verdict does not come in time (the child
+killed), the check runs in this process, as on the plain path.
+
 A child is started only where it is safe and worth it: ``os.fork`` exists, no other Python
 thread runs (a fork copies only the calling thread), the model's bytes are at hand (a model too
 large to copy is checked in place, as the plain path does), and its main graph holds at least
@@ -19,7 +24,10 @@ from a process of 800 MB here), while the checker takes about 12 µs a node.
 from __future__ import annotations
 
 import os
+import select
+import signal
 import threading
+import time
 import warnings
 
 import onnx
@@ -28,15 +36,20 @@ from ..nodecheck import checker_message
 
 _VALID, _REFUSED, _OTHER = 0, 1, 2
 FROM_NODES = 10_000  # the checker's ~0.1 s from here on outweighs a fork's cost
+PATIENCE_S, PATIENCE_PER_NODE_S = 60.0, 1e-3  # then the child is killed and the check run here
 
 
 class CheckBeside:
     """A running check of ``data`` in a child process; :meth:`verdict` waits for it."""
 
-    def __init__(self, pid: int, reader: int, data: bytes) -> None:
+    def __init__(self, pid: int, reader: int, data: bytes, nodes: int = FROM_NODES) -> None:
         self._pid = pid
         self._reader = reader
         self._data = data
+        # The longest wait for the verdict before the child is given up on (a lock a native
+        # thread held at the fork, which the child then waits on forever): generous, as the
+        # check itself takes about 12 µs a node.
+        self._deadline = time.monotonic() + PATIENCE_S + nodes * PATIENCE_PER_NODE_S
         self._verdict: tuple[int, str] | None = None
 
     def verdict(self) -> str | None:
@@ -53,20 +66,35 @@ class CheckBeside:
     def stop(self) -> None:
         """End the child without waiting for its verdict (the pass was interrupted)."""
         if self._verdict is None:
-            try:
-                os.kill(self._pid, 9)
-            except ProcessLookupError:
-                pass
+            self._kill()
             self._verdict = self._wait()
+
+    def _kill(self) -> None:
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def _wait(self) -> tuple[int, str]:
         chunks = []
         try:
-            while chunk := os.read(self._reader, 1 << 16):
+            while True:
+                left = self._deadline - time.monotonic()
+                ready, _, _ = select.select([self._reader], [], [], max(left, 0))
+                if not ready:  # no verdict in time: given up on, checked here instead
+                    self._kill()
+                    chunks = []
+                    break
+                chunk = os.read(self._reader, 1 << 16)
+                if not chunk:
+                    break
                 chunks.append(chunk)
         finally:
             os.close(self._reader)
-            os.waitpid(self._pid, 0)
+            try:
+                os.waitpid(self._pid, 0)
+            except ChildProcessError:  # reaped already (SIGCHLD ignored): the pipe told all
+                pass
         answer = b"".join(chunks)
         if not answer or answer[0] not in (_VALID, _REFUSED):
             return _OTHER, ""
@@ -87,10 +115,18 @@ def start(data: bytes, nodes: int = FROM_NODES) -> CheckBeside | None:
     or None where no child can be forked safely or the model is too small to be worth one."""
     if nodes < FROM_NODES or not hasattr(os, "fork") or threading.active_count() > 1:
         return None
-    reader, writer = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # a fork beside native threads
-        pid = os.fork()
+    try:
+        reader, writer = os.pipe()
+    except OSError:  # no descriptors left: checked here
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # a fork beside native threads
+            pid = os.fork()
+    except OSError:  # no memory or processes for a child: checked here
+        os.close(reader)
+        os.close(writer)
+        return None
     if pid == 0:  # the child: check, say the verdict, leave without running the parent's exits
         try:
             os.close(reader)
@@ -104,7 +140,7 @@ def start(data: bytes, nodes: int = FROM_NODES) -> CheckBeside | None:
         finally:
             os._exit(0)
     os.close(writer)
-    return CheckBeside(pid, reader, data)
+    return CheckBeside(pid, reader, data, nodes)
 
 
 __all__ = ["CheckBeside", "check_here", "start"]

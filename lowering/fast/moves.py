@@ -189,10 +189,10 @@ class KindMemo:
             self.kinds[key] = _UNRECORDABLE
             return self.driver.legalize(scope, node, index)
         recorded, result = self._record(scope, node, index)
-        if recorded is None:
-            self.kinds[key] = _UNRECORDABLE
-        else:
+        if recorded is not None:
             self.kinds.setdefault(key, []).append(recorded)
+        elif not recordings:  # recordings made stay: this node's reads (run-time axes) differed
+            self.kinds[key] = _UNRECORDABLE
         return result
 
     def _record(self, scope, node: onnx.NodeProto, index: int):

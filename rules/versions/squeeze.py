@@ -91,6 +91,15 @@ def _axes_chosen_at_run_time(node: onnx.NodeProto, context: AdapterContext, vers
         )
     elif context.target_opset < axes_choice.CHOICE_FIRST_OPSET:
         why = f"choosing among {node.op_type} nodes at run time needs opset {axes_choice.CHOICE_FIRST_OPSET}"
+    elif (stated := context.rank_of(node.output[0])) is not None and stated != rank + (
+        count if node.op_type == "Unsqueeze" else -count
+    ):
+        # onnxruntime's Squeeze-13 squeezes a repeated axis once: a result of another rank than
+        # the n axes give says they repeat, which no choice of n positions can answer
+        sign = "+" if node.op_type == "Unsqueeze" else "-"
+        why = (
+            f"its result is stated to be of rank {stated}, not the {rank} {sign} {count} its axes give: they repeat one"
+        )
     if why is not None:
         where = f"so it cannot go to opset {context.target_opset} where axes is an attribute"
         raise LoweringError(f"{first}, {where}: {why}")
