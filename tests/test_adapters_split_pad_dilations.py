@@ -140,6 +140,48 @@ def test_split_negative_axis_of_unknown_rank_is_refused_below_11():
 # -- Pad-19 mode wrap ------------------------------------------------------------------------------
 
 
+# -- Split-13/18 with sizes given at run time -------------------------------------------------------
+
+
+def sized_split_model(opset: int, shape: list, count: int, axis: int, element_type=TensorProto.FLOAT):
+    outputs = [f"y{k}" for k in range(count)]
+    return make_model(
+        [helper.make_node("Split", ["x", "sizes"], outputs, name="split_node", axis=axis)],
+        [
+            helper.make_tensor_value_info("x", element_type, shape),
+            helper.make_tensor_value_info("sizes", TensorProto.INT64, [count]),
+        ],
+        [helper.make_tensor_value_info(name, element_type, [f"d{k}" for k in range(len(shape))]) for name in outputs],
+        opset=opset,
+    )
+
+
+@pytest.mark.parametrize("target", [11, 12])
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize(
+    ("shape", "axis", "sizes"),
+    [([6], 0, [2, 4]), ([3, 7], 1, [0, 3, 4]), ([3, 7], -1, [7, 0]), ([5, 2, 2], 0, [1, 1, 1, 2]), ([0, 4], 1, [1, 3])],
+)
+def test_split_sizes_given_at_run_time_are_sliced_between_their_running_sums(shape, axis, sizes, opset, target):
+    """Each part a Slice from the sizes before it to its own end (CumSum): bit for bit with the
+    op on edge values, empty parts and an empty input included."""
+    model = sized_split_model(opset, shape, len(sizes), axis)
+    converted = lowered(model, target)
+    assert "CumSum" in op_types(converted) and "Split" not in op_types(converted)
+    values = np.resize(edge_values(TensorProto.FLOAT), int(np.prod(shape))).reshape(shape)
+    feeds = {"x": values, "sizes": np.array(sizes, np.int64)}
+    assert_same_bits(run_onnxruntime(converted, feeds), run_onnxruntime(model, feeds), f"{shape} {sizes}")
+
+
+def test_split_sizes_given_at_run_time_are_refused_below_11():
+    with pytest.raises(lowering.LoweringError) as refused:
+        lowering.lower(sized_split_model(13, [6], 2, 0), target_opset=10, ops=[])
+    assert str(refused.value).endswith(
+        "Split-13 takes its sizes from 'sizes', which is computed at run time, so it cannot go to opset 10 where "
+        "split is an attribute (and their running sums need CumSum, from opset 11)"
+    )
+
+
 def wrap_model(declared: list, pads: list[int] | None, axes: list[int] | None = None, element_type=TensorProto.FLOAT):
     """Pad-19 wrap on x; pads an initializer where given, else a graph input; axes an initializer."""
     inputs = [helper.make_tensor_value_info("x", element_type, declared)]

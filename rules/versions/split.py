@@ -137,8 +137,9 @@ def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     of ``ceil(d/n)``, the last smaller: ``Split-11(x)`` where ``n`` divides ``d``, else
     ``Split-11(x, split=[c, ..., c, d-(n-1)c])``. Where ``d`` is not known statically, or the last
     part would be negative, each output is a Slice (from opset 10, see :func:`_counted_slices`).
-    Below 11 a negative axis gets the rank added. Sizes computed at run time, and ``d`` unknown
-    below opset 10 (no Slice with bounds as inputs), cannot become an attribute: refused."""
+    Sizes computed at run time: each output a Slice between their running sums (from opset 11,
+    see :func:`_sized_slices`). Below 11 a negative axis gets the rank added. Sizes computed at
+    run time below 11, and ``d`` unknown below opset 10 (no Slice with bounds as inputs): refused."""
     version = schemas.version_in_force("Split", context.source_opset)
     axis = _axis(node)
     if axis < 0 and context.target_opset < 11:
@@ -164,9 +165,12 @@ def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     else:
         sizes = constant_ints(node, context)
         if sizes is None:
+            if context.target_opset >= SIZED_SLICES_FIRST_OPSET:
+                return _sized_slices(node, context, axis)
             raise LoweringError(
                 f"{context.location}: Split-{version} takes its sizes from '{node.input[1]}', which is computed at "
-                f"run time, so it cannot go to opset {context.target_opset} where split is an attribute"
+                f"run time, so it cannot go to opset {context.target_opset} where split is an attribute (and "
+                f"their running sums need CumSum, from opset {SIZED_SLICES_FIRST_OPSET})"
             )
     result = moved(node, dropped=("num_outputs",))
     del result.input[1:]
@@ -183,6 +187,32 @@ SLICE_BOUNDS_AS_INPUTS = min(
     for version in schemas.op_versions("Slice")
     if any(formal.name == "starts" for formal in schemas.schema_in_force("Slice", version).inputs)
 )
+
+
+# What the Slices of sizes given at run time write, and the first opset where all of it exists.
+SIZED_SLICES_FIRST_OPSET = schemas.first_opset_writing(("CumSum", "Sub", "Gather", "Slice"), int64_constants=True)
+
+
+def _sized_slices(node: onnx.NodeProto, context: AdapterContext, axis: int) -> list[onnx.NodeProto]:
+    """Split-13/18(x, s) output i = Slice-10(x, [e_i - s_i], [e_i], [axis]), e = CumSum(s), s given at run time.
+
+    Each part starts where the sizes before it end and is ``s_i`` long: the parts of Split,
+    moved element for element (bit for bit). Sizes the op refuses (not summing to the axis'
+    length, negative) fail there but are clamped by the Slices here."""
+    w = NodeWriter(node, context)
+    axes = w.int64s("axes", [axis])
+    sizes = w.add("Cast", [node.input[1]], "sizes", to=onnx.TensorProto.INT64)
+    ends = w.add("CumSum", [sizes, w.scalar("along", 0, onnx.TensorProto.INT64)], "ends")
+    starts = w.add("Sub", [ends, sizes], "starts")
+    for i, output in enumerate(node.output):
+        if output:
+            at = w.int64s(f"part{i}", [i])
+            bounds = [
+                w.add("Gather", [bound, at], f"{label}{i}", axis=0)
+                for bound, label in ((starts, "start"), (ends, "end"))
+            ]
+            w.last("Slice", [node.input[0], *bounds, axes], [output])
+    return w.nodes
 
 
 def _counted_slices(
