@@ -88,6 +88,7 @@ class Legalizer:
         self.progress = progress
         self.path = path_for(self, fast, model_bytes)
         snapshot = model_bytes if self.path.name == "fast" else None
+        self._original_bytes = snapshot  # ``original`` as read, for onnx's inference to read
         self.report = LoweringReport()
         self.names = NameAllocator(model=model, snapshot=snapshot)
         self.functions = {function_key(f): f for f in model.functions}
@@ -143,7 +144,7 @@ class Legalizer:
 
     def _inferred_main_graph(self) -> onnx.GraphProto | None:
         if self._inferred_model is None:
-            self._inferred_model = infer(self.original)
+            self._inferred_model = infer(self._original_bytes if self._original_bytes is not None else self.original)
         return self._inferred_model.graph if self._inferred_model is not None else None
 
     def _legalize_graph(self, scope: Scope) -> None:

@@ -62,8 +62,9 @@ def signature_text(types: list[onnx.TypeProto | None]) -> str:
     return "(" + ", ".join(names) + ")"
 
 
-def infer(model: onnx.ModelProto) -> onnx.ModelProto | None:
-    """onnx type inference on a model, or None when inference itself fails."""
+def infer(model: onnx.ModelProto | bytes) -> onnx.ModelProto | None:
+    """onnx type inference on a model (or its bytes, not serialized again), or None when
+    inference itself fails."""
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
     except Exception:  # inference is best effort: an unknown type is reported, not fatal
