@@ -72,9 +72,9 @@ def measure(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[f
 
 
 def converter_beside_ours(model: onnx.ModelProto, target: int) -> str:
-    ours = best_of(2, lambda: lowering.lower(model, target_opset=target, ops=[]))
+    ours = best_of(5, lambda: lowering.lower(model, target_opset=target, ops=[]))
     try:
-        theirs = best_of(2, lambda: onnx.version_converter.convert_version(model, target))
+        theirs = best_of(5, lambda: onnx.version_converter.convert_version(model, target))
     except Exception as error:
         return f"  to {target}: ours {ours:.3f} s, onnx's converter fails ({str(error).strip().splitlines()[-1][-60:]})"
     return f"  to {target}: ours {ours:.3f} s, onnx's converter {theirs:.3f} s, ours/theirs {ours / theirs:.2f}"
