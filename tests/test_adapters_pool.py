@@ -107,13 +107,37 @@ def test_backend_cases_convert_bit_for_bit_or_are_refused_in_our_words(target):
     assert len(converted) >= CONVERTED_AT_LEAST[target], converted
 
 
+@pytest.mark.parametrize("target", [11, 13, 17, 21])
 @pytest.mark.parametrize(
     "name", ["test_maxpool_2d_ceil_output_size_reduce_by_one", "test_averagepool_2d_ceil_last_window_starts_on_pad"]
 )
-def test_a_window_starting_in_the_right_padding_is_refused(name):
+def test_a_window_starting_in_the_right_padding_is_cut_from_the_older_pool(name, target):
+    """Version 22 ignores a ceil_mode window that starts in the right padding; the older pool
+    makes it, last along its axis, and a Slice cuts it: the windows kept are the same."""
     case = next(c for c in node_cases() if c.name == name)
-    with pytest.raises(lowering.LoweringError, match=r"along spatial axis 0 \(size 2\) its windows differ"):
-        lowering.lower_model(case.model, target_opset=21, ops=[])
+    assert_converts_bit_for_bit(case.model, target, feeds_of(case.model, case.data_sets[0][0]), f"{name} to {target}")
+    converted = lowering.lower(case.model, target_opset=target, ops=[])
+    assert [n.op_type for n in converted.graph.node if n.op_type != "Constant"][-1] == "Slice"
+
+
+def test_maxpool_22_indices_are_cut_alike():
+    """Both outputs of a MaxPool-22 whose last ceil_mode window starts in the right padding."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 5])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [None] * 4),
+        ],
+        opset=22,
+    )
+    model.graph.node[0].attribute.append(helper.make_attribute("pads", [0, 0, 1, 0]))
+    for target in (11, 13, 21):
+        assert_converts_bit_for_bit(model, target, random_feeds([1, 2, 4, 5]), f"MaxPool-22 to {target}")
+        converted = lowering.lower(model, target_opset=target, ops=[])
+        slices = [n for n in converted.graph.node if n.op_type == "Slice"]
+        assert sorted(n.output[0] for n in slices) == ["i", "y"]  # axis 2 (size 4) cut from 3 windows to 2
 
 
 # -- cases built here ----------------------------------------------------------------------------
@@ -151,15 +175,16 @@ EXPLICIT = [
         (11, 17, 21),
         (),
     ),
-    # ceil_mode adds a window that starts in the right padding: version 22 ignores it
+    # ceil_mode adds a window that starts in the right padding: version 22 ignores it, the older
+    # pool's is cut by a Slice
     (
         "maxpool ceil, last window in the padding",
         "MaxPool",
         22,
-        [1, 1, 5, 5],
-        {"kernel_shape": [1, 1], "strides": [2, 2], "pads": [0, 0, 1, 1], "ceil_mode": 1},
-        (),
+        [1, 1, 4, 4],
+        {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 1, 1], "ceil_mode": 1},
         (11, 17, 21),
+        (),
     ),
     # SAME: AveragePool-11 states floor(size / stride) windows, the later versions ceil(size / stride)
     (

@@ -20,6 +20,7 @@ from lowering.adapters import (
     adapter,
     attribute_of,
     auto_pad_or_ceil_mode,
+    int64_constant,
     known_change,
     moved,
     require_types_taken,
@@ -95,8 +96,11 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     same padding before and after: the windows then cover the same elements. An AveragePool or
     LpPool whose dilations the older version cannot state goes as a pool of its windows
     gathered side by side (:func:`dilated_windows_gathered`). Elsewhere (unknown dimensions, a
-    window more or less, padding split otherwise, MaxPool's dilations or a ceil_mode the older
-    version cannot state) refused. A MaxPool on int8 or uint8, which MaxPool takes from
+    window more, padding split otherwise, MaxPool's dilations or a ceil_mode the older
+    version cannot state) refused. Where the newer version keeps fewer windows along an axis with
+    the same padding (version 22 ignores a ceil_mode window starting in the right padding), the
+    older pool's extra windows, last along that axis, are cut by a Slice of every output (the
+    windows kept are the same windows). A MaxPool on int8 or uint8, which MaxPool takes from
     version 12, goes below as ``Cast(MaxPool(Cast(x, float)), T)``: exact both ways, the same
     maximum and the same index (its second output) of the same values."""
     source = schemas.version_in_force(node.op_type, context.source_opset)
@@ -136,6 +140,7 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     pads = list(attribute_of(node, "pads") or [0] * (2 * len(kernel)))
     auto_pad = text_attribute(node, "auto_pad", context.source_opset)
     target_ceil = ceil_mode and "ceil_mode" in target_attributes
+    kept: dict[int, int] = {}  # spatial axis → the windows the newer version keeps, where fewer
     for axis, size in enumerate(spatial):
         arguments = (
             size,
@@ -147,13 +152,32 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
         )
         newer = _windows(node.op_type, source, *arguments, ceil_mode)
         older = _windows(node.op_type, target, *arguments, target_ceil)
-        if newer != older:
+        if newer[0] < older[0] and newer[1:] == older[1:]:
+            kept[axis] = newer[0]  # the older version's extra windows, last along the axis, are cut
+        elif newer != older:
             raise LoweringError(
                 f"{cannot}: along spatial axis {axis} (size {size}) its windows differ: {_described(newer)} under "
                 f"{node.op_type}-{source}'s rules, {_described(older)} under {node.op_type}-{target}'s "
                 f"({_reason(node, source, target)})"
             )
-    return _in_float(moved(node, dropped=tuple(dropped)), widened, context)
+    if not kept:
+        return _in_float(moved(node, dropped=tuple(dropped)), widened, context)
+    pooled = moved(node, dropped=tuple(dropped))
+    hint = node.name or node.output[0]
+    pooled.output[:] = [context.fresh(f"{hint}_all_windows") if name else "" for name in node.output]
+    result = _in_float(pooled, widened, context)
+    axes = sorted(kept)
+    bounds = [
+        int64_constant(context, f"{hint}_first_window", [0] * len(axes)),
+        int64_constant(context, f"{hint}_windows_kept", [kept[a] for a in axes]),
+        int64_constant(context, f"{hint}_window_axes", [2 + a for a in axes]),
+    ]
+    result[:0] = [constant for constant, _ in bounds]
+    for every, output in zip(pooled.output, node.output, strict=True):
+        if output:
+            inputs = [every, *(name for _, name in bounds)]
+            result.append(helper.make_node("Slice", inputs, [output], name=context.fresh(f"{hint}_Slice")))
+    return result
 
 
 def dilated_windows_gathered(
