@@ -433,3 +433,53 @@ def test_dilated_pool_refusals_say_why():
     words = r"LpPool-18 cannot go to opset 17 \(LpPool-11\): its dilations cannot be stated there, and the spatial "
     with pytest.raises(lowering.LoweringError, match=words + "dimensions of its input 'x' are not known"):
         lowering.lower(unknown, target_opset=17, ops=[])
+
+
+# -- Pad-18 with axes given at run time ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", [11, 13, 17])
+@pytest.mark.parametrize(
+    ("axes", "pads"), [([1], [2, 0]), ([-1, 0], [1, 2, 0, 3]), ([2, 0, 1], [0, 1, 1, 2, 0, 1]), ([], [])]
+)
+def test_pad_axes_given_at_run_time_spread_the_pads_there(axes, pads, target):
+    """Each pad scattered to its axis' begin and end in zeros over every axis: the same padding,
+    bit for bit, for axes from either end and none."""
+    model = make_model(
+        [helper.make_node("Pad", ["x", "pads", "value", "axes"], ["y"], name="pad", mode="constant")],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]),
+            helper.make_tensor_value_info("pads", TensorProto.INT64, [2 * len(axes)]),
+            helper.make_tensor_value_info("value", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("axes", TensorProto.INT64, [len(axes)]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c"])],
+        opset=18,
+    )
+    converted = lowered(model, target)
+    assert "ScatterElements" in op_types(converted)
+    feeds = {
+        "x": np.resize(edge_values(TensorProto.FLOAT), 24).reshape(2, 3, 4),
+        "pads": np.array(pads, np.int64),
+        "value": np.array(-0.0, np.float32),
+        "axes": np.array(axes, np.int64),
+    }
+    assert_same_bits(run_onnxruntime(converted, feeds), run_onnxruntime(model, feeds), f"axes {axes}")
+
+
+def test_pad_axes_out_of_range_at_run_time_fail_there_as_the_original_does():
+    model = make_model(
+        [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="pad")],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("pads", TensorProto.INT64, [2]),
+            helper.make_tensor_value_info("axes", TensorProto.INT64, [1]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+        opset=18,
+    )
+    converted = lowered(model, 13)
+    feeds = {"x": np.ones((2, 3), np.float32), "pads": np.array([1, 1], np.int64), "axes": np.array([2], np.int64)}
+    for runs in (model, converted):
+        with pytest.raises(Exception, match="(?i)out of range|invalid|not in"):
+            run_onnxruntime(runs, feeds)

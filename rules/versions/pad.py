@@ -168,6 +168,28 @@ def _axes_and_rank(node: onnx.NodeProto, context: AdapterContext) -> tuple[list[
     return [a + rank if a < 0 else a for a in axes], rank
 
 
+def _spread_at_run_time(node: onnx.NodeProto, context: AdapterContext, rank: int) -> list[onnx.NodeProto]:
+    """Pad-18(x, p, v, a), a given at run time = Pad-11/13(x, ScatterElements(0[2r], Concat(a', a' + r), p), v),
+    a' = Gather([0, …, r-1], a).
+
+    The Gather counts negative axes from the end and fails on one out of range, as the op does;
+    each pad goes to its axis' begin and end in a zero vector over every axis. Integers only
+    move: the same pads, so the same padding. Repeated axes, which the op refuses, write one of
+    their pads here."""
+    w = NodeWriter(node, context)
+    every_axis = w.int64s("every_axis", list(range(rank)))
+    within = w.add("Gather", [every_axis, node.input[3]], "axes_within", axis=0)
+    ends = w.add("Add", [within, w.int64s("rank", [rank])], "axes_ends")
+    positions = w.add("Concat", [within, ends], "pads_positions", axis=0)
+    zeros = w.int64s("no_pads", [0] * (2 * rank))
+    full = w.add("ScatterElements", [zeros, positions, node.input[1]], "pads", axis=0)
+    result = moved(node)
+    del result.input[3:]
+    result.input[1] = full
+    w.nodes.append(result)
+    return w.nodes
+
+
 def _spread(pads: list[int], axes: list[int], rank: int) -> list[int]:
     """Pads for ``axes`` (begins, then ends) spread over every axis, 0 on the others."""
     full = [0] * (2 * rank)
@@ -183,12 +205,15 @@ def pads_for_axes_spread(node: onnx.NodeProto, context: AdapterContext):
     ``Pad-18(x, p, v, a)`` with ``a`` constant and the rank ``r`` of ``x`` known =
     ``Pad-13(x, q, v)``, ``q[a[k]] = p[k]``, ``q[r + a[k]] = p[len(a) + k]``, 0 elsewhere; a
     constant ``p`` is spread here, one computed at run time by ``Gather(Concat([0], p), i)``
-    (``i`` pointing at 0 for the axes not padded). Without ``a``, as it is. Mode ``wrap`` (19),
-    which Pad-11/13 lacks, goes as :func:`wrap_as_gathers`."""
+    (``i`` pointing at 0 for the axes not padded). Axes computed at run time are spread there
+    (:func:`_spread_at_run_time`). Without ``a``, as it is. Mode ``wrap`` (19), which Pad-11/13
+    lacks, goes as :func:`wrap_as_gathers`."""
     if _wrapping(node, context):
         return wrap_as_gathers(node, context)
     if not _input(node, 3):
         return [moved(node)]
+    if constant_ints(node, context, 3) is None and context.rank_of(node.input[0]) is not None:
+        return _spread_at_run_time(node, context, context.rank_of(node.input[0]))
     axes, rank = _axes_and_rank(node, context)
     result = moved(node)
     del result.input[3:]
