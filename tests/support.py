@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import helper
 
+import lowering
 from lowering import schemas
 from lowering.runtime import run_onnxruntime
 
@@ -109,3 +112,42 @@ def one_error_line(completed: subprocess.CompletedProcess) -> str:
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
     return lines[0]
+
+
+def bits(array: np.ndarray) -> np.ndarray:
+    """An array's bit patterns (bool as it is), for comparing floats bit for bit."""
+    array = np.asarray(array)
+    return array if array.dtype == np.bool_ else array.view(f"u{array.itemsize}")
+
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape, (
+        f"{where}: {got.dtype}{got.shape} {want.dtype}{want.shape}"
+    )
+    mismatches = np.flatnonzero(bits(got).reshape(-1) != bits(want).reshape(-1))
+    assert mismatches.size == 0, f"{where}: {mismatches.size} of {got.size} differ, first at {mismatches[:5]}"
+
+
+def assert_same_values(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
+    """Bit for bit, but any NaN for a NaN: where two NaNs meet in a sum or a product, which
+    payload survives is the arithmetic's choice, and onnxruntime's own kernels choose by vector
+    length (its Mul on two NaN vectors keeps the second's payload at length 1, the first's at 2
+    and 3; its Add and Col2Im kernel, and numpy, choose apart likewise)."""
+    if np.issubdtype(want.dtype, np.integer):
+        return assert_same_bits(got, want, where)
+    with np.errstate(invalid="ignore"):
+        nan, got_nan = np.isnan(want.astype(np.float64)), np.isnan(got.astype(np.float64))
+    assert np.array_equal(nan, got_nan), f"{where}: NaN in other places"
+    assert_same_bits(np.where(nan, 0, got).astype(got.dtype), np.where(nan, 0, want).astype(want.dtype), where)
+
+
+def refusal(model: onnx.ModelProto, target: int) -> str:
+    """The LoweringError converting ``model`` to ``target`` raises, which is ours (no assertion
+    of onnx's converter)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(lowering.LoweringError) as refused:
+            lowering.lower(model, target_opset=target, ops=[])
+    message = str(refused.value)
+    assert "Assertion" not in message, message
+    return message

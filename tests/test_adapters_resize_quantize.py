@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from support import make_model
+from support import make_model, refusal
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -62,16 +62,6 @@ def assert_converts_bit_for_bit(model: onnx.ModelProto, target: int, feeds_list:
             assert got.shape == want.shape and got.dtype == want.dtype
             assert np.array_equal(bits(got), bits(want)), f"differs at {np.flatnonzero(bits(got) != bits(want))[:5]}"
     return result
-
-
-def refusal(model: onnx.ModelProto, target: int) -> str:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(lowering.LoweringError) as refused:
-            lowering.lower(model, target_opset=target, ops=[])
-    message = str(refused.value)
-    assert "Assertion" not in message, message
-    return message
 
 
 # -- GridSample-20/22 → 16 ----------------------------------------------------------------------------

@@ -98,9 +98,9 @@ def test_the_check_runs_in_a_child_and_its_verdict_is_awaited(monkeypatch):
     monkeypatch.setattr(beside, "start", recording_start)
     lowering.lower(valid(), fast=BESIDE, target_opset=13)
     assert len(started) == 1 and started[0] is not None
-    assert started[0]._verdict == (0, "")  # the child said "valid", and was waited for
+    assert started[0].reaped and started[0].verdict() is None  # the child said "valid", and was waited for
     with pytest.raises(ChildProcessError):
-        os.waitpid(started[0]._pid, 0)  # reaped already
+        os.waitpid(started[0].pid, 0)  # reaped already
 
 
 def test_no_child_is_forked_for_a_small_model(monkeypatch):
@@ -137,7 +137,7 @@ def test_an_interrupted_pass_stops_the_child(monkeypatch):
     monkeypatch.setattr(Legalizer, "run", interrupted)
     with pytest.raises(KeyboardInterrupt):
         lowering.lower(valid(), fast=BESIDE)
-    assert started and started[0]._verdict is not None  # stopped and reaped
+    assert started and started[0].reaped  # stopped and reaped
 
 
 def test_a_checker_that_fails_otherwise_fails_alike(monkeypatch):

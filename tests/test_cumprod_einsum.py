@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model, runs_in_onnxruntime
+from support import assert_same_bits, assert_same_values, make_model, runs_in_onnxruntime
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -23,32 +23,6 @@ OPS = ("CumProd", "Einsum")
 BACKEND_CASES = {case.name: case for case in node_cases() if any(node.op_type in OPS for node in case.model.graph.node)}
 # Backend cases the rules leave, and the reason the report gives.
 REFUSED = {"test_einsum_batch_diagonal": "repeats the index i (a diagonal)"}
-
-
-def bits(array: np.ndarray) -> np.ndarray:
-    array = np.asarray(array)
-    return array if array.dtype == np.bool_ else array.view(f"u{array.itemsize}")
-
-
-def assert_same_bits(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape, (
-        f"{where}: {got.dtype}{got.shape} {want.dtype}{want.shape}"
-    )
-    mismatches = np.flatnonzero(bits(got).reshape(-1) != bits(want).reshape(-1))
-    assert mismatches.size == 0, f"{where}: {mismatches.size} of {got.size} differ, first at {mismatches[:5]}"
-
-
-def assert_same_values(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
-    """Bit for bit, but any NaN for a NaN: where two NaNs meet in a product, which payload
-    survives is the multiplier's choice, and onnxruntime's own kernels choose by vector length
-    (its Mul on two NaN vectors keeps the second's payload at length 1, the first's at 2 and 3,
-    both within one vector of 7; its CumProd likewise with the length of the slices)."""
-    if np.issubdtype(want.dtype, np.integer):
-        return assert_same_bits(got, want, where)
-    with np.errstate(invalid="ignore"):
-        nan, got_nan = np.isnan(want.astype(np.float64)), np.isnan(got.astype(np.float64))
-    assert np.array_equal(nan, got_nan), f"{where}: NaN in other places"
-    assert_same_bits(np.where(nan, 0, got).astype(got.dtype), np.where(nan, 0, want).astype(want.dtype), where)
 
 
 def assert_within(op_type: str, got: np.ndarray, want: np.ndarray, where: str = "") -> None:

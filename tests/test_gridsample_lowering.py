@@ -6,13 +6,11 @@ rule's numpy reference, within the tolerance the rule states; the two paths; the
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model
+from support import make_model, refusal
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -291,16 +289,6 @@ def test_going_up_from_16_keeps_the_op_with_its_modes_renamed():
 
 
 # -- refusals --------------------------------------------------------------------------------------
-
-
-def refusal(model: onnx.ModelProto, target: int) -> str:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(lowering.LoweringError) as refused:
-            lowering.lower(model, target_opset=target, ops=[])
-    message = str(refused.value)
-    assert "Assertion" not in message, message
-    return message
 
 
 def test_refusals_name_what_the_rule_cannot_take():

@@ -52,6 +52,16 @@ class CheckBeside:
         self._deadline = time.monotonic() + PATIENCE_S + nodes * PATIENCE_PER_NODE_S
         self._verdict: tuple[int, str] | None = None
 
+    @property
+    def pid(self) -> int:
+        """The child's process id."""
+        return self._pid
+
+    @property
+    def reaped(self) -> bool:
+        """Whether the child's answer was read and the child waited for (or killed)."""
+        return self._verdict is not None
+
     def verdict(self) -> str | None:
         """None where the model is valid, else the checker's message on one line."""
         if self._verdict is None:
