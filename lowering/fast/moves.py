@@ -253,17 +253,24 @@ class KindMemo:
             return None
         result: list = []
         carried: tuple[bytes, bytes] | None = None
-        tag, varint, get = protowire.node_tag(scope.graph), protowire.varint, real.get
+        tag, varint, prefixed = protowire.node_tag(scope.graph), protowire.varint, protowire.length_prefixed
+        written: dict[str, bytes] = {}  # each slot's name, length-prefixed once for every node naming it
         for template, plan in recorded.nodes:
             if plan is None:
                 result.append(_carrying(_named_copy(template, real), node))
                 continue
-            names, fixed, carries_doc, carries_metadata = plan
+            pieces, carries_doc, carries_metadata = plan
             parts = []
-            for field_tag, name in names:
-                text = get(name, name).encode()
-                parts.append(field_tag + varint(len(text)) + text)
-            parts.append(fixed)
+            for piece in pieces:
+                if piece.__class__ is bytes:
+                    parts.append(piece)
+                else:
+                    field_tag, slot = piece
+                    text = written.get(slot)
+                    if text is None:
+                        text = written[slot] = prefixed(real[slot])
+                    parts.append(field_tag)
+                    parts.append(text)
             if carries_doc or carries_metadata:  # (field order does not matter: the list is parsed back)
                 if carried is None:
                     carried = _carried_fields(node)
@@ -433,10 +440,10 @@ def _templated(result, node, slots, made: list[tuple[str, str, str]], hint: str)
 
 
 def _wire_plan(template: onnx.NodeProto):
-    """How to write the template node as wire bytes for a replay: its name fields as (tag,
-    slot or literal name), the fixed bytes between them and the carried fields, and whether
-    it carries the node's doc_string and metadata_props; None where an attribute holds a slot
-    (a Constant's tensor named like a fresh value): then it is copied as a NodeProto."""
+    """How to write the template node as wire bytes for a replay: its fields as pieces (wire
+    bytes written once, or (tag, slot) where a slot's name goes), and whether it carries the
+    node's doc_string and metadata_props; None where an attribute holds a slot (a Constant's
+    tensor named like a fresh value): then it is copied as a NodeProto."""
     if any(_SLOT in attribute.t.name for attribute in template.attribute if attribute.t.name):
         return None
     names = [(protowire.INPUT_TAG, n) for n in template.input] + [(protowire.OUTPUT_TAG, n) for n in template.output]
@@ -452,7 +459,16 @@ def _wire_plan(template: onnx.NodeProto):
         rest.ClearField("doc_string")
     if carries_metadata:
         del rest.metadata_props[:]
-    return names, rest.SerializeToString(), carries_doc, carries_metadata
+    pieces: list[bytes | tuple[bytes, str]] = []
+    for field_tag, name in names:
+        if _SLOT in name:
+            pieces.append((field_tag, name))
+        elif pieces and pieces[-1].__class__ is bytes:
+            pieces[-1] += field_tag + protowire.length_prefixed(name)
+        else:
+            pieces.append(field_tag + protowire.length_prefixed(name))
+    pieces.append(rest.SerializeToString())
+    return pieces, carries_doc, carries_metadata
 
 
 _TENSOR_TYPES = (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS)
