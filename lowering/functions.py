@@ -197,7 +197,9 @@ def _prepared(
             prepared = body  # refused: worded below with the node's names
         else:
             default_imports = [o.version for o in body.opset_import if schemas.canonical_domain(o.domain) == ""]
-            prepared = (_template(body, canonical, schema), default_imports[0] if default_imports else body_opset)
+            written_at = default_imports[0] if default_imports else body_opset
+            element_types = None if static else [_element_type(onnx.TypeProto.FromString(t)) for t in types]
+            prepared = (_template(body, canonical, schema, element_types, written_at), written_at)
         if memoize:
             if len(_prepared_bodies) >= BODY_MEMO_SIZE:
                 _prepared_bodies.clear()
@@ -281,10 +283,17 @@ class _Template:
     attribute_values: Mapping[str, onnx.AttributeProto]
 
 
-def _template(body: onnx.FunctionProto, node: onnx.NodeProto, schema: defs.OpSchema) -> _Template:
+def _template(
+    body: onnx.FunctionProto,
+    node: onnx.NodeProto,
+    schema: defs.OpSchema,
+    element_types: list[int] | None = None,
+    written_at: int | None = None,
+) -> _Template:
     """The body's nodes that the node's named outputs need, attributes resolved for the node
     (a function of what :func:`_canonical` keeps of the node: its attributes, which inputs and
-    outputs it names)."""
+    outputs it names, and ``element_types``, the input element types a context-dependent body
+    was built from: with them, its Casts to the type their input already has are dropped)."""
     named_outputs = {name for index, name in enumerate(body.output) if index < len(node.output) and node.output[index]}
     needed_by_name = set(named_outputs)
     kept: list[onnx.NodeProto] = []
@@ -303,7 +312,62 @@ def _template(body: onnx.FunctionProto, node: onnx.NodeProto, schema: defs.OpSch
         resolved.domain = ""
         _substitute_attributes(resolved, body_node, attribute_values)
         nodes.append(resolved)
+    if element_types is not None and written_at is not None:
+        known = {name: t for name, t in zip(body.input, element_types, strict=False) if t}
+        nodes = _identity_casts_dropped(nodes, known, set(body.output), written_at)
     return _Template(tuple(body.input), tuple(body.output), tuple(nodes), MappingProxyType(attribute_values))
+
+
+def _element_type(type_proto: onnx.TypeProto) -> int:
+    return type_proto.tensor_type.elem_type if type_proto.WhichOneof("value") == "tensor_type" else 0
+
+
+def _identity_casts_dropped(
+    nodes: list[onnx.NodeProto], known: dict[str, int], body_outputs: set[str], opset: int
+) -> list[onnx.NodeProto]:
+    """The nodes without their identities Cast(x, to = type of x) = x, each reader of such a
+    Cast's output reading x instead (a Cast to the type it is given copies every bit, NaN
+    payloads too). Element types are followed from ``known`` (the body's inputs) through
+    Constants, Casts and ops whose schema gives an output the type of an input; a Cast making
+    a body output, and bodies holding subgraphs, are kept as they are."""
+    if any(holds_graphs(body_node) for body_node in nodes):
+        return nodes
+    alias: dict[str, str] = {}
+    kept = []
+    for body_node in nodes:
+        if alias:
+            body_node.input[:] = [alias.get(name, name) for name in body_node.input]
+        if body_node.op_type == "Cast":
+            to = next((a.i for a in body_node.attribute if a.name == "to"), None)
+            output = body_node.output[0]
+            if to is not None and known.get(body_node.input[0]) == to and output not in body_outputs:
+                alias[output] = body_node.input[0]
+                continue
+        known.update(_output_element_types(body_node, known, opset))
+        kept.append(body_node)
+    return kept
+
+
+def _output_element_types(node: onnx.NodeProto, known: dict[str, int], opset: int) -> dict[str, int]:
+    """The element types of the node's outputs that follow from its schema and its inputs'."""
+    if node.op_type == "Cast":
+        targets = [a.i for a in node.attribute if a.name == "to"]
+        return {node.output[0]: targets[0]} if targets else {}
+    if node.op_type == "Constant":
+        tensors = [a.t for a in node.attribute if a.name == "value"]
+        return {node.output[0]: tensors[0].data_type} if tensors else {}
+    schema = schemas.schema_in_force(node.op_type, opset)
+    if schema is None:
+        return {}
+    by_parameter = {}
+    for index, formal in enumerate(schema.inputs):
+        if index < len(node.input) and node.input[index] in known:
+            by_parameter.setdefault(formal.type_str, known[node.input[index]])
+    found = {}
+    for index, formal in enumerate(schema.outputs):
+        if index < len(node.output) and node.output[index] and formal.type_str in by_parameter:
+            found[node.output[index]] = by_parameter[formal.type_str]
+    return found
 
 
 def _inline(template: _Template, node: onnx.NodeProto, hint: str, fresh: Callable[[str], str]) -> list[onnx.NodeProto]:

@@ -409,3 +409,36 @@ def test_tolerance_treats_nan_and_infinities_exactly():
     want = np.array([1.0, np.nan, np.inf, -np.inf, 0.0])
     assert not tolerance.mismatches(np.array([1.05, np.nan, np.inf, -np.inf, 0.0]), want).any()
     assert tolerance.mismatches(np.array([1.2, 0.0, -np.inf, np.nan, np.nan]), want).tolist() == [True] * 5
+
+
+# (f) identities left out
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_casts_to_the_type_a_value_has_are_left_out_and_change_no_bit(element_type, monkeypatch):
+    """Cast(x, to = type of x) = x: the body without those Casts gives the bits of the body
+    with them, NaN payloads, infinities and signed zeros included; Casts that change the
+    type (float16 carried in float) stay."""
+    from lowering import functions
+
+    original = layer_normalization_model(element_type, [4, 6])
+    pruned = inline(original, layer_normalization())
+    casts = [n.attribute[0].i for n in pruned.graph.node if n.op_type == "Cast"]
+    assert casts == ([] if element_type == TensorProto.FLOAT else [TensorProto.FLOAT, element_type])
+
+    functions.forget_bodies()
+    monkeypatch.setattr(functions, "_identity_casts_dropped", lambda nodes, *_: nodes)
+    whole = inline(original, layer_normalization())
+    functions.forget_bodies()
+    assert sum(n.op_type == "Cast" for n in whole.graph.node) > len(casts)
+
+    dtype = NUMPY_TYPES[element_type]
+    bits = np.uint32 if element_type == TensorProto.FLOAT else np.uint16
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 6)).astype(dtype)
+    x.view(bits)[0, :3] = [0x7FC00123, 0xFFC00001, 0x7F800000] if bits is np.uint32 else [0x7E01, 0xFD23, 0x7C00]
+    x[1, :2] = [-0.0, np.finfo(dtype).max]
+    x[2, :2] = [np.finfo(dtype).smallest_subnormal, -np.inf]
+    feeds = {"X": x, "Scale": rng.standard_normal(6).astype(dtype), "B": rng.standard_normal(6).astype(dtype)}
+    got, want = run_onnxruntime(pruned, feeds)[0], run_onnxruntime(whole, feeds)[0]
+    assert got.dtype == want.dtype and np.array_equal(got.view(bits), want.view(bits))
