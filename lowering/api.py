@@ -102,9 +102,13 @@ def lower_model(
     # checker reads them, and the pass checks new names against them.
     small = bool(fast) and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model)
     model_bytes = model.SerializeToString() if small else None
-    input_check = _check_input(model, model_bytes, beside=bool(fast) and getattr(fast, "check_beside", True))
+    then = None if target_opset is None else _target_opset_refusal(model, target_opset)
+    beside = bool(fast) and getattr(fast, "check_beside", True)
+    input_check = _check_input(model, model_bytes, beside=beside, then=then)
     try:
-        result = _lowered(model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes)
+        result = _lowered(
+            model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check
+        )
     except Exception:
         input_check.settle()  # the input's own fault first, as the plain path finds it
         raise
@@ -115,12 +119,13 @@ def lower_model(
     return result
 
 
-def _lowered(model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes) -> LoweringResult:
+def _lowered(
+    model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check
+) -> LoweringResult:
     """:func:`lower_model` past the start of the input's check."""
     small = model_bytes is not None
-    source_opset = default_opset(model.opset_import)
     if target_opset is not None:
-        _check_target_opset(model, target_opset, source_opset)
+        _check_target_opset(model, target_opset, types=not input_check.follows_up)
     lowered = onnx.ModelProto()
     lowered.CopyFrom(model)
     collecting = gc.isenabled()
@@ -243,17 +248,24 @@ def _ir_to_proto(model) -> onnx.ModelProto:
 
 class _InputCheck:
     """onnx's checker on the input: done (``message`` None where valid), or running beside
-    the pass (:mod:`lowering.fast.beside`); :meth:`settle` raises where it refused the model."""
+    the pass (:mod:`lowering.fast.beside`), with the check that follows it on the plain path
+    (the target opset's types) where ``follows_up``; :meth:`settle` raises where either refused
+    the model, the checker's refusal first."""
 
-    def __init__(self, message: str | None = None, beside=None) -> None:
+    def __init__(self, message: str | None = None, beside=None, follows_up: bool = False) -> None:
         self.message = message
         self.beside = beside
+        self.follows_up = follows_up
+        self.then_message: str | None = None
 
     def settle(self) -> None:
         if self.beside is not None:
-            self.message, self.beside = self.beside.verdict(), None
+            self.message, self.then_message = self.beside.verdict(), self.beside.then_refusal()
+            self.beside = None
         if self.message is not None:
             raise LoweringError(f"the model is not valid ONNX: {self.message}") from None
+        if self.then_message is not None:
+            raise LoweringError(self.then_message) from None
 
     def stop(self) -> None:
         if self.beside is not None:
@@ -261,11 +273,14 @@ class _InputCheck:
             self.beside = None
 
 
-def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None, *, beside: bool = False) -> _InputCheck:
+def _check_input(
+    model: onnx.ModelProto, model_bytes: bytes | None = None, *, beside: bool = False, then=None
+) -> _InputCheck:
     """Refuse what onnx's checker refuses (read from ``model_bytes`` where given and the model
     holds no external data, which the checker would look for). ``beside``: where the bytes are
-    given, the check runs in a child process while the pass goes on and ``settle`` waits for
-    its verdict; else it runs here, and a refusal is raised at once."""
+    given, the check runs in a child process while the pass goes on, followed there by ``then``
+    (a check giving None or its refusal), and ``settle`` waits for its verdict; else it runs
+    here, and a refusal is raised at once (``then`` is left to the caller)."""
     opset = default_opset(model.opset_import)
     if opset is not None and opset > schemas.newest_opset():
         raise LoweringError(
@@ -279,9 +294,9 @@ def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None, *, be
             from .fast import beside as checking_beside
         except ImportError:  # the speed work is optional: without it the check runs here
             checking_beside = None
-        running = checking_beside.start(data, len(model.graph.node)) if checking_beside is not None else None
+        running = checking_beside.start(data, len(model.graph.node), then) if checking_beside is not None else None
         if running is not None:
-            return _InputCheck(beside=running)
+            return _InputCheck(beside=running, follows_up=then is not None)
     try:
         onnx.checker.check_model(data if data is not None else view)
     except onnx.checker.ValidationError as error:
@@ -289,14 +304,30 @@ def _check_input(model: onnx.ModelProto, model_bytes: bytes | None = None, *, be
     return _InputCheck()
 
 
-def _check_target_opset(model: onnx.ModelProto, target_opset: int, source_opset: int | None) -> None:
-    del source_opset  # any: a model importing no default-domain opset is converted as it is
+def _target_opset_refusal(model: onnx.ModelProto, target_opset: int):
+    """:func:`_check_target_opset` as a check giving its refusal (None where it passes)."""
+
+    def refusal() -> str | None:
+        try:
+            _check_target_opset(model, target_opset)
+        except LoweringError as error:
+            return str(error)
+        return None
+
+    return refusal
+
+
+def _check_target_opset(model: onnx.ModelProto, target_opset: int, *, types: bool = True) -> None:
+    """Refuse a target opset that does not exist, and (``types``) a model holding a type the
+    target lacks. Any source opset is taken: a model importing no default-domain opset is
+    converted as it is."""
     newest = schemas.newest_opset()
     if not isinstance(target_opset, int) or isinstance(target_opset, bool) or not 1 <= target_opset <= newest:
         raise LoweringError(f"target opset {target_opset!r} does not exist: this onnx knows opsets 1 to {newest}")
     # A model without default-domain ops (ai.onnx.ml, preview.training only) has nothing to move:
     # it comes back as it is, declaring the target opset for the default domain.
-    versioning.check_types_exist_at(model, target_opset)
+    if types:
+        versioning.check_types_exist_at(model, target_opset)
 
 
 def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:

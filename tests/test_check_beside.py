@@ -91,8 +91,8 @@ def test_the_check_runs_in_a_child_and_its_verdict_is_awaited(monkeypatch):
     started: list[beside.CheckBeside | None] = []
     original_start = beside.start
 
-    def recording_start(data: bytes, nodes: int):
-        started.append(original_start(data, nodes))
+    def recording_start(data: bytes, nodes: int, then=None):
+        started.append(original_start(data, nodes, then))
         return started[-1]
 
     monkeypatch.setattr(beside, "start", recording_start)
@@ -101,6 +101,62 @@ def test_the_check_runs_in_a_child_and_its_verdict_is_awaited(monkeypatch):
     assert started[0].reaped and started[0].verdict() is None  # the child said "valid", and was waited for
     with pytest.raises(ChildProcessError):
         os.waitpid(started[0].pid, 0)  # reaped already
+
+
+def bfloat16_value() -> onnx.ModelProto:
+    """Valid ONNX holding a bfloat16 value: opsets below 13 lack the type."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Cast", ["x"], ["b"], to=onnx.TensorProto.BFLOAT16),
+            helper.make_node("Cast", ["b"], ["y"], to=F32),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", F32, [2])],
+        [helper.make_tensor_value_info("y", F32, [2])],
+        value_info=[helper.make_tensor_value_info("b", onnx.TensorProto.BFLOAT16, [2])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("make", [bfloat16_value, not_sorted])
+@pytest.mark.parametrize("target_opset", [11, 999])
+def test_the_target_opsets_own_check_follows_the_checker_in_the_child(make, target_opset, monkeypatch):
+    """A type the target lacks (and a target that does not exist) is refused as the plain path
+    refuses it, after the checker's own refusal, whether the child or this process said it."""
+    started: list[beside.CheckBeside | None] = []
+    original_start = beside.start
+
+    def recording_start(data: bytes, nodes: int, then=None):
+        started.append(original_start(data, nodes, then))
+        return started[-1]
+
+    monkeypatch.setattr(beside, "start", recording_start)
+    message = refusal(make(), BESIDE, target_opset=target_opset)
+    assert started and started[0] is not None and started[0].reaped
+    assert (
+        message
+        == refusal(make(), FIRST, target_opset=target_opset)
+        == refusal(make(), False, target_opset=target_opset)
+    )
+    if make is bfloat16_value and target_opset == 11:
+        assert "value 'b' has type bfloat16, which opset 11 does not have" in message
+        assert started[0].verdict() is None and started[0].then_refusal() == message
+
+
+def test_the_target_opsets_check_runs_here_where_the_child_cannot_tell(monkeypatch):
+    """A child that dies without a verdict: both checks run in this process."""
+    monkeypatch.setattr(onnx.checker, "check_model", _raising_other(onnx.checker.check_model))
+    running = beside.start(bfloat16_value().SerializeToString(), 1, lambda: "refused by the follow-up")
+    assert running is not None
+    monkeypatch.undo()
+    assert running.verdict() is None and running.then_refusal() == "refused by the follow-up"
+
+
+def _raising_other(check):
+    def check_model(data, *args, **kwargs):
+        raise RuntimeError("not a ValidationError")
+
+    return check_model
 
 
 def test_no_child_is_forked_for_a_small_model(monkeypatch):
@@ -126,8 +182,8 @@ def test_an_interrupted_pass_stops_the_child(monkeypatch):
     started: list[beside.CheckBeside] = []
     original_start = beside.start
 
-    def recording_start(data: bytes, nodes: int):
-        started.append(original_start(data, nodes))
+    def recording_start(data: bytes, nodes: int, then=None):
+        started.append(original_start(data, nodes, then))
         return started[-1]
 
     def interrupted(self):

@@ -5,9 +5,10 @@ check (``onnx.checker.check_model`` on the model's bytes) while the parent legal
 parent waits for the child's verdict before it returns or raises anything: a model the checker
 refuses is refused with the checker's own message, even where the pass itself stopped first
 on it, so both paths decide alike. The child shares the parent's memory copy-on-write and
-writes its verdict to a pipe: ``0`` (valid), ``1`` and the message (refused), or ``2`` (the
+writes its verdict to a pipe: ``0`` (valid), ``1`` and the message (refused), ``2`` (the
 checker raised something else: the parent then runs it itself, to raise what the plain path
-raises).
+raises), or ``3`` and a message: the checker passed the model and the check asked to follow
+it (``then``: on the plain path the next check of the input, before the pass) refused it.
 
 The pass thus runs on a model the checker may refuse (its progress reported, its time spent)
 before the refusal comes; it never returns or writes anything from it. Where no child can be
@@ -29,12 +30,14 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Callable
 
 import onnx
 
 from ..nodecheck import checker_message
 
-_VALID, _REFUSED, _OTHER = 0, 1, 2
+_VALID, _REFUSED, _OTHER, _THEN_REFUSED = 0, 1, 2, 3
+FollowUp = Callable[[], "str | None"]  # a check after the checker's: None, or its refusal
 FROM_NODES = 10_000  # the checker's ~0.1 s from here on outweighs a fork's cost
 PATIENCE_S, PATIENCE_PER_NODE_S = 60.0, 1e-3  # then the child is killed and the check run here
 
@@ -42,10 +45,13 @@ PATIENCE_S, PATIENCE_PER_NODE_S = 60.0, 1e-3  # then the child is killed and the
 class CheckBeside:
     """A running check of ``data`` in a child process; :meth:`verdict` waits for it."""
 
-    def __init__(self, pid: int, reader: int, data: bytes, nodes: int = FROM_NODES) -> None:
+    def __init__(
+        self, pid: int, reader: int, data: bytes, nodes: int = FROM_NODES, then: FollowUp | None = None
+    ) -> None:
         self._pid = pid
         self._reader = reader
         self._data = data
+        self._then = then
         # The longest wait for the verdict before the child is given up on (a lock a native
         # thread held at the fork, which the child then waits on forever): generous, as the
         # check itself takes about 12 µs a node.
@@ -67,11 +73,23 @@ class CheckBeside:
         if self._verdict is None:
             self._verdict = self._wait()
         outcome, message = self._verdict
-        if outcome == _VALID:
+        if outcome in (_VALID, _THEN_REFUSED):
             return None
         if outcome == _REFUSED:
             return message
         return check_here(self._data)  # the child could not tell: the plain path's own check
+
+    def then_refusal(self) -> str | None:
+        """Where the checker passed the model: the refusal of the check that follows it (None
+        where it passed too, or none was asked for); run here where the child could not tell."""
+        if self.verdict() is not None:
+            return None
+        outcome, message = self._verdict
+        if outcome == _THEN_REFUSED:
+            return message
+        if outcome == _OTHER and self._then is not None:
+            return self._then()
+        return None
 
     def stop(self) -> None:
         """End the child without waiting for its verdict (the pass was interrupted)."""
@@ -106,7 +124,7 @@ class CheckBeside:
             except ChildProcessError:  # reaped already (SIGCHLD ignored): the pipe told all
                 pass
         answer = b"".join(chunks)
-        if not answer or answer[0] not in (_VALID, _REFUSED):
+        if not answer or answer[0] not in (_VALID, _REFUSED, _THEN_REFUSED):
             return _OTHER, ""
         return answer[0], answer[1:].decode("utf-8", "replace")
 
@@ -120,9 +138,11 @@ def check_here(data: bytes) -> str | None:
     return None
 
 
-def start(data: bytes, nodes: int = FROM_NODES) -> CheckBeside | None:
+def start(data: bytes, nodes: int = FROM_NODES, then: FollowUp | None = None) -> CheckBeside | None:
     """The check of ``data`` (a model whose main graph holds ``nodes`` nodes) started in a child,
-    or None where no child can be forked safely or the model is too small to be worth one."""
+    or None where no child can be forked safely or the model is too small to be worth one.
+    ``then``: a check run in the child after the checker passes the model (it sees the
+    parent's memory as it was at the fork), its refusal told by :meth:`CheckBeside.then_refusal`."""
     if nodes < FROM_NODES or not hasattr(os, "fork") or threading.active_count() > 1:
         return None
     try:
@@ -142,7 +162,10 @@ def start(data: bytes, nodes: int = FROM_NODES) -> CheckBeside | None:
             os.close(reader)
             try:
                 onnx.checker.check_model(data)
-                answer = bytes([_VALID])
+                refusal = then() if then is not None else None
+                answer = (
+                    bytes([_VALID]) if refusal is None else bytes([_THEN_REFUSED]) + refusal.encode("utf-8", "replace")
+                )
             except onnx.checker.ValidationError as error:
                 answer = bytes([_REFUSED]) + checker_message(error).encode("utf-8", "replace")
             while answer:
@@ -150,7 +173,7 @@ def start(data: bytes, nodes: int = FROM_NODES) -> CheckBeside | None:
         finally:
             os._exit(0)
     os.close(writer)
-    return CheckBeside(pid, reader, data, nodes)
+    return CheckBeside(pid, reader, data, nodes, then)
 
 
 __all__ = ["CheckBeside", "check_here", "start"]
