@@ -24,7 +24,7 @@ POOL_CASES = ("test_maxpool_", "test_averagepool_", "test_lppool_")
 LABEL = "windows proved the same"
 # How many backend cases convert, bit for bit, at each target today (the rest are refused: a
 # window more or less under the older version's rules).
-CONVERTED_AT_LEAST = {11: 44, 13: 44, 17: 44, 21: 45}
+CONVERTED_AT_LEAST = {11: 45, 13: 45, 17: 45, 21: 45}
 
 
 def bits(array) -> np.ndarray:
@@ -120,6 +120,26 @@ def test_a_window_starting_in_the_right_padding_is_cut_from_the_older_pool(name,
     assert [n.op_type for n in converted.graph.node if n.op_type != "Constant"][-1] == "Slice"
 
 
+@pytest.mark.parametrize("target", [11, 13, 17])
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+@pytest.mark.parametrize("size", [5, 6, 7])
+def test_same_padding_the_older_version_counts_otherwise_goes_as_the_pads_it_works_out(
+    size, count_include_pad, auto_pad, target
+):
+    """AveragePool-11 states two output sizes for auto_pad SAME (floor in its formula, ceil in
+    its text); the newer version's windows are stated as explicit pads instead: the same
+    windows, padding counted alike, bit for bit."""
+    shape = [1, 2, size, size + 1]
+    attributes = {"kernel_shape": [3, 2], "strides": [2, 2], "auto_pad": auto_pad}
+    model = pool_model("AveragePool", 22, shape, count_include_pad=count_include_pad, **attributes)
+    assert_converts_bit_for_bit(model, target, random_feeds(shape), f"{attributes} to {target}")
+    converted = lowering.lower(model, target_opset=target, ops=[]).graph.node
+    pooled = [n for n in converted if n.op_type == "AveragePool"]
+    assert len(pooled) == 1 and {a.name for a in pooled[0].attribute} >= {"pads"}
+    assert "auto_pad" not in {a.name for a in pooled[0].attribute}
+
+
 def test_maxpool_22_indices_are_cut_alike():
     """Both outputs of a MaxPool-22 whose last ceil_mode window starts in the right padding."""
     node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
@@ -197,13 +217,13 @@ EXPLICIT = [
         (),
     ),
     (
-        "averagepool same_lower, size not a multiple",
+        "averagepool same_lower, size not a multiple (as the pads it works out)",
         "AveragePool",
         22,
         [1, 1, 5, 5],
         {"kernel_shape": [2, 2], "strides": [2, 2], "auto_pad": "SAME_LOWER"},
-        (21,),
-        (11, 17),
+        (11, 17, 21),
+        (),
     ),
     (
         "maxpool same_lower with dilations",

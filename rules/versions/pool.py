@@ -100,7 +100,9 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     version cannot state) refused. Where the newer version keeps fewer windows along an axis with
     the same padding (version 22 ignores a ceil_mode window starting in the right padding), the
     older pool's extra windows, last along that axis, are cut by a Slice of every output (the
-    windows kept are the same windows). A MaxPool on int8 or uint8, which MaxPool takes from
+    windows kept are the same windows). Where the two versions count auto_pad SAME otherwise
+    (AveragePool-11 states floor(size / stride) windows), the older pool is given the padding the
+    newer version works out as explicit pads. A MaxPool on int8 or uint8, which MaxPool takes from
     version 12, goes below as ``Cast(MaxPool(Cast(x, float)), T)``: exact both ways, the same
     maximum and the same index (its second output) of the same values."""
     source = schemas.version_in_force(node.op_type, context.source_opset)
@@ -140,29 +142,45 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     pads = list(attribute_of(node, "pads") or [0] * (2 * len(kernel)))
     auto_pad = text_attribute(node, "auto_pad", context.source_opset)
     target_ceil = ceil_mode and "ceil_mode" in target_attributes
-    kept: dict[int, int] = {}  # spatial axis → the windows the newer version keeps, where fewer
-    for axis, size in enumerate(spatial):
-        arguments = (
-            size,
-            kernel[axis],
-            strides[axis],
-            dilations[axis],
-            (pads[axis], pads[axis + len(kernel)]),
-            auto_pad,
-        )
-        newer = _windows(node.op_type, source, *arguments, ceil_mode)
-        older = _windows(node.op_type, target, *arguments, target_ceil)
-        if newer[0] < older[0] and newer[1:] == older[1:]:
-            kept[axis] = newer[0]  # the older version's extra windows, last along the axis, are cut
-        elif newer != older:
-            raise LoweringError(
-                f"{cannot}: along spatial axis {axis} (size {size}) its windows differ: {_described(newer)} under "
-                f"{node.op_type}-{source}'s rules, {_described(older)} under {node.op_type}-{target}'s "
-                f"({_reason(node, source, target)})"
-            )
+
+    def compared(auto_pad: str, pads: list[int]) -> tuple[dict[int, int], str | None]:
+        """The axes whose extra last windows are cut (axis → windows kept), and why the
+        windows differ otherwise (None where they are the same)."""
+        kept: dict[int, int] = {}
+        for axis, size in enumerate(spatial):
+            arguments = (size, kernel[axis], strides[axis], dilations[axis], (pads[axis], pads[axis + len(kernel)]))
+            newer = newer_windows[axis]
+            older = _windows(node.op_type, target, *arguments, auto_pad, target_ceil)
+            if newer[0] < older[0] and newer[1:] == older[1:]:
+                kept[axis] = newer[0]  # the older version's extra windows, last along the axis, are cut
+            elif newer != older:
+                return kept, (
+                    f"{cannot}: along spatial axis {axis} (size {size}) its windows differ: {_described(newer)} under "
+                    f"{node.op_type}-{source}'s rules, {_described(older)} under {node.op_type}-{target}'s "
+                    f"({_reason(node, source, target)})"
+                )
+        return kept, None
+
+    newer_windows = [
+        _windows(node.op_type, source, size, kernel[a], strides[a], dilations[a], (pads[a], pads[a + len(kernel)]),
+                 auto_pad, ceil_mode)
+        for a, size in enumerate(spatial)
+    ]  # fmt: skip
+    kept, differ = compared(auto_pad, pads)
+    explicit = {}
+    if differ is not None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        # The padding the newer version's auto_pad works out, stated as pads (counted alike by
+        # count_include_pad: onnxruntime pads SAME as it pads the pads given)
+        same_pads = [w[1] for w in newer_windows] + [w[2] for w in newer_windows]
+        kept, differ_stated = compared("NOTSET", same_pads)
+        if differ_stated is None:
+            differ, explicit = None, {"pads": same_pads}
+            dropped.append("auto_pad")
+    if differ is not None:
+        raise LoweringError(differ)
     if not kept:
-        return _in_float(moved(node, dropped=tuple(dropped)), widened, context)
-    pooled = moved(node, dropped=tuple(dropped))
+        return _in_float(moved(node, dropped=tuple(dropped), **explicit), widened, context)
+    pooled = moved(node, dropped=tuple(dropped), **explicit)
     hint = node.name or node.output[0]
     pooled.output[:] = [context.fresh(f"{hint}_all_windows") if name else "" for name in node.output]
     result = _in_float(pooled, widened, context)
