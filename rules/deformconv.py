@@ -22,14 +22,16 @@ FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 # How far the lowered DeformConv may stray from the op, per float type. Measured
 # (tests/test_deformconv_lowering.py) against onnxruntime's DeformConv kernel (float, double;
-# float16 by its float32 kernel between Casts) and the numpy reference below, on standard normal
-# inputs and weights, offsets of ±3 pixels and beyond the image, masks in [0, 1], with groups,
-# offset groups, strides, dilations and pads: the sampling points and bilinear weights are the
-# kernel's (integer grid plus offset, one rounding), the products and sums come in another
-# order (the mask multiplied into the weights, the kernel positions and channels summed by one
-# MatMul): float at most 2.4e-6 apart relative to the output's scale, double 4e-15; float16 and
-# bfloat16 are computed in float32 and rounded once (one unit in the last place, 2^-10 and
-# 2^-7). float's atol: sums of about 20 products of unit scale cancel to values near 0.
+# float16 by its float32 kernel between Casts) and the numpy reference below (float64, rounded
+# once), on standard normal inputs, weights and biases, masks in [0, 1], offsets within ±0.5, ±3
+# and ±20 pixels (most points outside the image) and whole pixels, with groups, offset groups,
+# strides, dilations and pads, 1-D to 3-D: the sampling points and bilinear weights are the
+# kernel's (the integer grid point plus the offset, one rounding); the products and sums come
+# in another order (the mask multiplied into the weights, the channels and kernel positions
+# summed by one MatMul). Outputs reach about 10: float at most 9.5e-7 from onnxruntime's kernel
+# and 2.7e-6 from the reference, double 1.8e-15; float16 at most one unit in the last place
+# (9.8e-4), bfloat16 likewise computed in float32 and rounded once (2^-7 of the value). atol
+# covers sums of about 20 unit-scale products that cancel to near 0.
 DEFORM_CONV_TOLERANCE = {
     TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=1e-5),
     TensorProto.DOUBLE: Tolerance(rtol=1e-12, atol=1e-12),
@@ -139,7 +141,9 @@ def deform_conv_by_gathering(
     value: an infinity elsewhere in X is not multiplied by 0); the products of the weights
     times the mask (1 where absent) weigh the rows, summed by ReduceSum. The weighted sum over
     the group's channels and kernel positions is one MatMul (W's groups as a batch), the bias
-    added after. float16 and bfloat16 computed in float32, rounded once.
+    added after. float16 and bfloat16 computed in float32, rounded once. Follows the spec (and
+    onnx.reference) where onnxruntime's kernel departs from it: its points partly outside X read
+    an element of X times weight 0 for the outside neighbours (an infinity there makes NaN).
 
     Tolerance (floats added in another order than a fused kernel): float rtol 1e-5, atol 1e-5;
     double 1e-12; float16 rtol 2^-10, atol 1e-3; bfloat16 rtol 2^-7, atol 1e-2. W's shape must
