@@ -12,6 +12,8 @@ from lowering import floats, schemas
 from lowering.functions import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .gridsample import index_within, stacked_neighbours, weighted_rows
+
 EMITS = (
     "Shape", "Gather", "Concat", "Reshape", "Range", "Cast", "Add", "Sub", "Mul", "Floor", "Greater", "Less", "And",
     "Equal", "Where", "Unsqueeze", "Transpose", "Flatten", "ReduceSum", "ReduceProd", "MatMul", "Constant",
@@ -234,16 +236,12 @@ def _sampled(b: Builder, x, w, offset, bias, mask, kernel, out_channels, channel
     # offset as [N, G, K, r, o_1, ..., o_r]; mask as [N, G, K, o_1, ..., o_r]
     offsets = b.Reshape(b.computable(offset), b.Concat(batch, ints([offset_group, positions, spatial], "offset_layout"),
                                                        outputs, axis=0))  # fmt: skip
-    one, zero = b.constant(1, like=data, hint="one"), b.constant(0, like=data, hint="zero")
-    minus_one = b.constant(-1, like=data, hint="minus_one")
+    one = b.constant(1, like=data, hint="one")
     point_rank = 3 + spatial  # [N, G, K, o_1, ..., o_r]
     stack_axis = point_rank  # the first neighbours' axis after them
 
     def placed(pair: list[Value], axis: int) -> Value:
-        """The two neighbours' values [N, G, K, o...] stacked on axis a's own neighbour axis."""
-        stacked = b.Concat(*[b.over_axes("Unsqueeze", v, [stack_axis]) for v in pair], axis=stack_axis)
-        others = [stack_axis + other for other in range(spatial) if other != axis]
-        return b.over_axes("Unsqueeze", stacked, others) if others else stacked
+        return stacked_neighbours(b, pair, axis, stack_axis, spatial)
 
     kernel_taps = list(itertools.product(*[range(length) for length in kernel]))
     flat_index = weight = valid = None
@@ -270,18 +268,13 @@ def _sampled(b: Builder, x, w, offset, bias, mask, kernel, out_channels, channel
         floor = b.Floor(point)
         after = b.Add(floor, one)
         indices, weights = [floor, after], [b.Sub(after, point), b.Sub(point, floor)]
-        checked, inside = [], []
-        for index in indices:
-            # in X: above -1 and below d (NaN is neither); what is not reads element 0
-            within = b.And(b.Greater(index, minus_one), b.Less(index, length))
-            checked.append(b.Where(within, index, zero))
-            inside.append(within)
-        axis_index = b.Cast(placed(checked, axis), to=TensorProto.INT64)
+        checked, inside = zip(*[index_within(b, index, length) for index in indices], strict=True)
+        axis_index = b.Cast(placed(list(checked), axis), to=TensorProto.INT64)
         if stride is not None:
             axis_index = b.Mul(axis_index, stride)
         flat_index = axis_index if flat_index is None else b.Add(flat_index, axis_index)
         stride = size if stride is None else b.Mul(stride, size)
-        axis_valid = placed(inside, axis)
+        axis_valid = placed(list(inside), axis)
         valid = axis_valid if valid is None else b.And(valid, axis_valid)
         axis_weight = placed(weights, axis)
         weight = axis_weight if weight is None else b.Mul(weight, axis_weight)
@@ -301,14 +294,7 @@ def _sampled(b: Builder, x, w, offset, bias, mask, kernel, out_channels, channel
         groups = np.arange(offset_group, dtype=np.int64).reshape((1, -1) + (1,) * (1 + 2 * spatial))
         flat_index = b.Add(b.Mul(flat_index, b.constant(offset_group, like=x_shape, hint="offset_groups")),
                            b.tensor(groups, "offset_group_rows"))  # fmt: skip
-    channel_axis = point_rank + spatial
-    gathered = b.Gather(rows, flat_index, axis=0)  # [N, G, K, o..., neighbours..., C/G]
-    # X's value third, where onnxruntime's Where keeps its bits (-0); negated by Equal, not Not,
-    # which its NotWhere fusion would turn back
-    outside = b.Equal(b.over_axes("Unsqueeze", valid, [channel_axis]), b.constant_bool(False))
-    gathered = b.Where(outside, zero, gathered)
-    products = b.Mul(gathered, b.over_axes("Unsqueeze", weight, [channel_axis]))
-    sampled = b.over_axes("ReduceSum", products, neighbour_axes, keepdims=0)  # [N, G, K, o..., C/G]
+    sampled = weighted_rows(b, rows, flat_index, valid, weight, neighbour_axes)  # [N, G, K, o..., C/G]
     # the columns [N, g, C/g·K, O], channel-major as W's [oC, C/g, k_1, ..., k_r]
     columns = b.Transpose(sampled, perm=[0, 1, point_rank, 2, *range(3, point_rank)])
     points = b.over_axes("ReduceProd", outputs, [0], keepdims=1)
