@@ -163,8 +163,8 @@ def deform_conv_by_gathering(
         return NotLowered(f"X of rank {len(x_shape)} has no spatial axis to sample")
     if w_shape is None or len(w_shape) != spatial + 2 or any(length is None for length in w_shape):
         return NotLowered(
-            f"W's shape is {_shape_text(w_shape)}; the rule needs all {spatial + 2} of its lengths known "
-            f"(output channels, channels per group, kernel)"
+            f"W's shape is {_shape_text(w_shape)}; the rule needs all {spatial + 2} of its lengths known: "
+            f"output channels, channels per group, kernel"
         )
     out_channels, group_channels, kernel = w_shape[0], w_shape[1], [int(length) for length in w_shape[2:]]
     checked = _checked_attributes(spatial, kernel, kernel_shape, dilations, pads, strides, group, offset_group)

@@ -222,6 +222,27 @@ def test_bfloat16_goes_below_22_by_the_rule():
             assert_within(got, reference(feeds, **attributes), f"to {target}")
 
 
+def test_version_19_goes_down_too():
+    x_shape, w_shape, attributes, bias, mask = FORMS[2]
+    original = deform_conv_model(x_shape, w_shape, opset=19, bias=bias, mask=mask, **attributes)
+    for target in (11, 17):
+        result = lowering.lower_model(original, target_opset=target, ops=[])
+        assert dict(result.report.rewritten) == {"DeformConv-19": 1}
+        for feeds in random_feeds(x_shape, w_shape, attributes, np.float32, 19, bias=bias, mask=mask)[1:3]:
+            (got,) = run_onnxruntime(result.model, feeds)
+            assert_within(got, run_onnxruntime(original, feeds)[0], f"to {target}")
+
+
+def test_empty_batch_gives_an_empty_output():
+    """The batch's length is read by Shape and never inferred by a Reshape's -1."""
+    x_shape, w_shape, attributes, bias, mask = FORMS[1]
+    declared = {"x": ["n", 4, "h", "w"], "offset": ["n", 36, "p", "q"], "mask": ["n", 18, "p", "q"]}
+    original = deform_conv_model(x_shape, w_shape, bias=bias, mask=mask, declared=declared, **attributes)
+    feeds = random_feeds((0, 4, 7, 6), w_shape, attributes, np.float32, 1, bias=bias, mask=mask)[0]
+    (got,) = run_onnxruntime(lowering.lower(original, target_opset=11, ops=[]), feeds)
+    assert got.shape == run_onnxruntime(original, feeds)[0].shape == (0, 6, 7, 6)
+
+
 def test_reference_meets_onnx_reference():
     """The rule's numpy reference states the op as onnx.reference does (which samples through
     GridSample's normalized coordinates, hence not bit for bit)."""
@@ -293,7 +314,7 @@ def test_w_of_unknown_shape_is_refused():
     original = deform_conv_model((1, 2, 5, 5), (3, 2, 3, 3), declared={"w": [3, 2, "kh", "kw"]})
     message = refusal(original, 17)
     assert "DeformConv-22 cannot be expressed at opset 17" in message
-    assert "W's shape is [3, 2, ?, ?]; the rule needs all 4 of its lengths known" in message
+    assert "W's shape is [3, 2, ?, ?]; the rule needs all 4 of its lengths known: output channels" in message
 
 
 def test_below_opset_11_is_refused():
