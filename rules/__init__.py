@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     bitwise,
     col2im,
     cumprod,
+    deformconv,
     dft,
     einsum,
     functions,

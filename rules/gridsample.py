@@ -222,15 +222,8 @@ def _sampled(b: Builder, x: Value, grid: Value, spatial: int, interpolation: str
     zero = b.constant(0, like=real, hint="zero")
     stack_axis = spatial + 1  # the neighbours' axis after [N, o_1, ..., o_r]
 
-    def placed(stacked: Value, axis: int) -> Value:
-        """[N, o..., K] with K moved to its own axis among the r neighbour axes."""
-        others = [stack_axis + other for other in range(spatial) if other != axis]
-        return b.over_axes("Unsqueeze", stacked, others) if others else stacked
-
-    def stacked(values: list[Value]) -> Value:
-        if len(values) == 1:
-            return b.over_axes("Unsqueeze", values[0], [stack_axis])
-        return b.Concat(*[b.over_axes("Unsqueeze", v, [stack_axis]) for v in values], axis=stack_axis)
+    def placed(values: list[Value], axis: int) -> Value:
+        return stacked_neighbours(b, values, axis, stack_axis, spatial)
 
     flat_index = weight = valid = None
     stride = None
@@ -267,21 +260,19 @@ def _sampled(b: Builder, x: Value, grid: Value, spatial: int, interpolation: str
                 index = b.Min(b.Max(index, zero), geometry.last)
             elif padding_mode == "reflection":
                 index = _reflected(b, index, geometry, real)
-            # in X: above -1 and below d (NaN is neither); what is not reads element 0
-            minus_one = b.constant(-1, like=real, hint="minus_one")
-            within = b.And(b.Greater(index, minus_one), b.Less(index, geometry.length))
-            checked.append(b.Where(within, index, zero))
+            index, within = index_within(b, index, geometry.length)
+            checked.append(index)
             inside.append(within)
-        axis_index = placed(b.Cast(stacked(checked), to=TensorProto.INT64), axis)
+        axis_index = b.Cast(placed(checked, axis), to=TensorProto.INT64)
         if stride is not None:
             axis_index = b.Mul(axis_index, stride)
         flat_index = axis_index if flat_index is None else b.Add(flat_index, axis_index)
         stride = geometry.size if stride is None else b.Mul(stride, geometry.size)
         if padding_mode == "zeros":
-            axis_valid = placed(stacked(inside), axis)
+            axis_valid = placed(inside, axis)
             valid = axis_valid if valid is None else b.And(valid, axis_valid)
         if weights:
-            axis_weight = placed(stacked(weights), axis)
+            axis_weight = placed(weights, axis)
             weight = axis_weight if weight is None else b.Mul(weight, axis_weight)
     # X's elements as rows of C channels, [N·P, C] (P = d_1·…·d_r, the last axis' stride 1), and
     # each point's neighbours read as whole rows by Gather at n·P + Σ i_k·s_k: [N, o..., K..., C].
@@ -293,23 +284,51 @@ def _sampled(b: Builder, x: Value, grid: Value, spatial: int, interpolation: str
         b.constant(1, like=shape, hint="one"),
     )
     first = b.over_axes("Unsqueeze", b.Mul(first, stride), list(range(1, 2 * spatial + 1)))
-    channel_axis = 2 * spatial + 1
-    gathered = b.Gather(rows, b.Add(flat_index, first), axis=0)
-    if valid is not None:
-        # X's value third, where onnxruntime's Where keeps its bits (-0); negated by Equal, not Not,
-        # which its NotWhere fusion would turn back
-        outside = b.Equal(b.over_axes("Unsqueeze", valid, [channel_axis]), b.constant_bool(False))
-        gathered = b.Where(outside, b.constant(0, like=data, hint="zero"), gathered)
     neighbour_axes = list(range(spatial + 1, 2 * spatial + 1))
-    if weight is not None:
-        if weight.element_type != data.element_type:
-            weight = b.Cast(weight, to=data.element_type)
-        products = b.Mul(gathered, b.over_axes("Unsqueeze", weight, [channel_axis]))
-        gathered = b.over_axes("ReduceSum", products, neighbour_axes, keepdims=0)
-    else:
-        gathered = b.over_axes("Squeeze", gathered, neighbour_axes)
+    gathered = weighted_rows(b, rows, b.Add(flat_index, first), valid, weight, neighbour_axes)
     y = b.Transpose(gathered, perm=[0, spatial + 1, *range(1, spatial + 1)])
     return y if y.element_type == x.element_type else b.Cast(y, to=x.element_type)
+
+
+def stacked_neighbours(b: Builder, values: list[Value], axis: int, stack_axis: int, spatial: int) -> Value:
+    """Spatial axis ``axis``'s neighbours (one value each, [..., points...]) stacked on their own
+    axis among the ``spatial`` neighbour axes from ``stack_axis`` on: [..., points..., 1, K, 1...]."""
+    if len(values) == 1:
+        stacked = b.over_axes("Unsqueeze", values[0], [stack_axis])
+    else:
+        stacked = b.Concat(*[b.over_axes("Unsqueeze", v, [stack_axis]) for v in values], axis=stack_axis)
+    others = [stack_axis + other for other in range(spatial) if other != axis]
+    return b.over_axes("Unsqueeze", stacked, others) if others else stacked
+
+
+def index_within(b: Builder, index: Value, length: Value) -> tuple[Value, Value]:
+    """A neighbour's index where it lies in its axis (above -1 and below its length; NaN is
+    neither), else 0 (it then reads element 0, and its validity says to read 0 instead); and
+    that validity."""
+    within = b.And(b.Greater(index, b.constant(-1, like=index, hint="minus_one")), b.Less(index, length))
+    return b.Where(within, index, b.constant(0, like=index, hint="zero")), within
+
+
+def weighted_rows(
+    b: Builder, rows: Value, index: Value, valid: Value | None, weight: Value | None, neighbour_axes: list[int]
+) -> Value:
+    """The rows [R, C] gathered at ``index`` [..., neighbours...], those not ``valid`` read as 0
+    (on the value, so an infinity in another row is never multiplied by 0), weighted by
+    ``weight`` (in the rows' type) and summed over the neighbour axes (ReduceSum); without a
+    weight the one neighbour per axis squeezed out: [..., C]."""
+    channel_axis = neighbour_axes[-1] + 1
+    gathered = b.Gather(rows, index, axis=0)
+    if valid is not None:
+        # the row's value third, where onnxruntime's Where keeps its bits (-0); negated by Equal,
+        # not Not, which its NotWhere fusion would turn back
+        outside = b.Equal(b.over_axes("Unsqueeze", valid, [channel_axis]), b.constant_bool(False))
+        gathered = b.Where(outside, b.constant(0, like=rows, hint="zero"), gathered)
+    if weight is None:
+        return b.over_axes("Squeeze", gathered, neighbour_axes)
+    if weight.element_type != rows.element_type:
+        weight = b.Cast(weight, to=rows.element_type)
+    products = b.Mul(gathered, b.over_axes("Unsqueeze", weight, [channel_axis]))
+    return b.over_axes("ReduceSum", products, neighbour_axes, keepdims=0)
 
 
 def _reflected(b: Builder, v: Value, geometry: _Axis, real: Value) -> Value:
