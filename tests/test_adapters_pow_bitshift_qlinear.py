@@ -1,0 +1,230 @@
+"""Version steps that add types, taken down exactly or refused: Pow-12+ with integer or mixed
+types below 12 (the power in double, as onnxruntime's kernel takes it), BitShift-28 on signed
+types below 28, QLinearMatMul-21 with float16 scales below 21.
+
+Each converted model is run beside the original on grids of edge values (every bit pattern where
+small enough) and compared bit for bit, in onnxruntime where it has a kernel for the original,
+else in onnx.reference."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from support import assert_same_bits, make_model, refusal
+
+import lowering
+from lowering.runtime import run_onnxruntime, run_reference
+
+NUMPY = {
+    TensorProto.FLOAT: np.float32,
+    TensorProto.DOUBLE: np.float64,
+    TensorProto.INT32: np.int32,
+    TensorProto.INT64: np.int64,
+    TensorProto.UINT32: np.uint32,
+    TensorProto.UINT64: np.uint64,
+    TensorProto.INT8: np.int8,
+    TensorProto.UINT8: np.uint8,
+    TensorProto.INT16: np.int16,
+    TensorProto.UINT16: np.uint16,
+}
+
+
+def lowered(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(result, full_check=True)
+    return result
+
+
+# -- Pow ---------------------------------------------------------------------------------------------
+
+
+def output_shape(base_shape, exponent_shape, exponent):
+    if exponent is not None:
+        exponent_shape = list(np.shape(exponent))
+    if exponent_shape is None or not all(isinstance(d, int) for d in (*base_shape, *exponent_shape)):
+        return [f"z{index}" for index in range(max(len(base_shape), len(exponent_shape or [])))]
+    return list(np.broadcast_shapes(tuple(base_shape), tuple(exponent_shape)))
+
+
+def pow_model(base_type: int, exponent_type: int, base_shape, exponent_shape, opset: int = 15, exponent=None):
+    inputs = [helper.make_tensor_value_info("x", base_type, base_shape)]
+    initializers = []
+    if exponent is None:
+        inputs.append(helper.make_tensor_value_info("y", exponent_type, exponent_shape))
+    else:
+        initializers.append(onnx.numpy_helper.from_array(np.asarray(exponent, NUMPY[exponent_type]), "y"))
+    return make_model(
+        [helper.make_node("Pow", ["x", "y"], ["z"], name="pow")],
+        inputs,
+        [helper.make_tensor_value_info("z", base_type, output_shape(base_shape, exponent_shape, exponent))],
+        opset=opset,
+        initializer=initializers,
+    )
+
+
+def grid(element_type: int) -> np.ndarray:
+    """Edge values and ordinary ones of a type: ±0, ±1, ±inf, NaNs, extremes, subnormals, values
+    whose squares and cubes overflow 32 and 64 bits or leave double's 53 bits, exponents past 2²⁴
+    and 2⁵³ of both parities."""
+    dtype = NUMPY[element_type]
+    rng = np.random.default_rng(element_type)
+    if np.issubdtype(dtype, np.floating):
+        info = np.finfo(dtype)
+        special = [0.0, -0.0, 1, -1, 2, -2, 3, -3, 0.5, -0.5, 1.5, -1.5, 10, -10, 0.1, 1e-3, 7, 1e10]
+        special += [np.inf, -np.inf, np.nan, -np.nan, info.max, -info.max, info.tiny, info.smallest_subnormal]
+        special += [-info.smallest_subnormal, 1 + info.eps, 1 - info.epsneg, -(1 + info.eps)]
+        special += [2.0**24, 2.0**24 + 2, 2.0**31, 2.0**32, 2.0**53, 2.0**53 + 2, 2.0**63, 2.0**64]
+        ordinary = rng.standard_normal(200) * rng.choice([1, 3, 10, 100], 200)
+        values = np.array(special + list(ordinary), dtype=np.float64)
+        with np.errstate(over="ignore"):
+            return values.astype(dtype)
+    info = np.iinfo(dtype)
+    special = [0, 1, -1, 2, -2, 3, -3, 4, 5, 7, 10, -10, 31, 32, 63, 64, 1000, 1291, 1292, 46340, 46341]
+    special += [2097151, 2097152, 2**24 + 1, 2**31 - 1, -(2**31), 2**31, 2**32, 3037000499, 3037000500]
+    special += [2**53 + 1, -(2**53) - 1, 2**62, int(info.max), int(info.min), int(info.max) - 1]
+    ordinary = rng.integers(max(-40, int(info.min)), 40, 150)
+    return np.array([v for v in special + list(ordinary) if info.min <= v <= info.max], dtype=dtype)
+
+
+KERNEL_PAIRS = [
+    (TensorProto.FLOAT, TensorProto.INT32),
+    (TensorProto.FLOAT, TensorProto.INT64),
+    (TensorProto.FLOAT, TensorProto.DOUBLE),
+    (TensorProto.DOUBLE, TensorProto.INT32),
+    (TensorProto.DOUBLE, TensorProto.INT64),
+    (TensorProto.DOUBLE, TensorProto.FLOAT),
+    (TensorProto.INT32, TensorProto.INT32),
+    (TensorProto.INT32, TensorProto.INT64),
+    (TensorProto.INT32, TensorProto.FLOAT),
+    (TensorProto.INT32, TensorProto.DOUBLE),
+    (TensorProto.INT64, TensorProto.INT64),
+    (TensorProto.INT64, TensorProto.INT32),
+    (TensorProto.INT64, TensorProto.FLOAT),
+    (TensorProto.INT64, TensorProto.DOUBLE),
+]
+
+
+def name(element_type: int) -> str:
+    return TensorProto.DataType.Name(element_type).lower()
+
+
+@pytest.mark.parametrize("pair", KERNEL_PAIRS, ids=lambda p: f"{name(p[0])}^{name(p[1])}")
+@pytest.mark.parametrize("target", [11, 9])
+def test_pow_every_pair_of_grid_values_in_onnxruntime(pair, target):
+    """Every base of the grid to every exponent of the grid (element by element: the kernel's
+    power in double), bit for bit against onnxruntime's Pow-15."""
+    base_type, exponent_type = pair
+    bases, exponents = np.meshgrid(grid(base_type), grid(exponent_type), indexing="ij")
+    feeds = {"x": bases.reshape(-1), "y": exponents.reshape(-1)}
+    model = pow_model(base_type, exponent_type, [feeds["x"].size], [feeds["y"].size])
+    want = run_onnxruntime(model, feeds)[0]
+    got = run_onnxruntime(lowered(model, target), feeds)[0]
+    assert_same_bits(got, want, f"{name(base_type)}^{name(exponent_type)} to {target}")
+
+
+# (base shape, exponent shape): the exponent one value per innermost span or not
+SHAPES = [
+    ([40, 4], [40, 1]),  # per span
+    ([4, 40], [4, 1]),  # per span
+    ([2, 30, 3], [2, 1, 1]),  # per span (the last two axes merged)
+    ([2, 30, 1], [2, 1, 1]),  # per span (the trailing 1 is no axis)
+    ([40, 4], [1, 1]),  # per span, a scalar exponent
+    ([40], []),  # per span, a 0-D exponent
+    ([40, 4], [1, 4]),  # element by element
+    ([40, 1], [40, 4]),  # the base per span: the power in double
+    ([1], [40]),
+    ([1, 1], [1]),  # one element: the power in double
+]
+
+
+@pytest.mark.parametrize("pair", KERNEL_PAIRS, ids=lambda p: f"{name(p[0])}^{name(p[1])}")
+@pytest.mark.parametrize("shapes", SHAPES, ids=str)
+def test_pow_exponent_two_and_three_per_span(pair, shapes):
+    """onnxruntime multiplies in T for an exponent of 2 or 3 taken once per span (x·x·x rounds
+    twice in float, integer products wrap): the lowered model picks those products there."""
+    base_type, exponent_type = pair
+    base_shape, exponent_shape = shapes
+    model = pow_model(base_type, exponent_type, base_shape, exponent_shape)
+    result = lowered(model, 11)
+    values = grid(base_type)
+    bases = np.resize(values, base_shape).astype(values.dtype)
+    for exponent in (2, 3, -1, 0, 5):
+        feeds = {"x": bases, "y": np.full(exponent_shape, exponent, NUMPY[exponent_type])}
+        want = run_onnxruntime(model, feeds)[0]
+        assert_same_bits(run_onnxruntime(result, feeds)[0], want, f"y = {exponent}, {shapes}")
+    mixed = {"x": bases, "y": np.resize(np.array([2, 3, -2, 1], NUMPY[exponent_type]), exponent_shape)}
+    assert_same_bits(run_onnxruntime(result, mixed)[0], run_onnxruntime(model, mixed)[0], f"mixed, {shapes}")
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        (TensorProto.FLOAT, TensorProto.UINT32),
+        (TensorProto.FLOAT, TensorProto.UINT64),
+        (TensorProto.DOUBLE, TensorProto.UINT8),
+        (TensorProto.DOUBLE, TensorProto.INT16),
+        (TensorProto.DOUBLE, TensorProto.UINT64),
+    ],
+    ids=lambda p: f"{name(p[0])}^{name(p[1])}",
+)
+def test_pow_exponents_onnxruntime_lacks_in_onnx_reference(pair):
+    """Exponent types onnxruntime's kernel does not run: numpy's power promotes the pair to
+    double, as the lowered model does (compared in onnx.reference, and the result runs in
+    onnxruntime with the same bits)."""
+    base_type, exponent_type = pair
+    exponents = np.array([0, 1, 2, 3, 5, 7, 64, 127, 255], NUMPY[exponent_type])
+    if np.iinfo(exponents.dtype).max > 2**40:
+        exponents = np.concatenate([exponents, np.array([2**53 + 1, 2**63 + 1, 2**64 - 1], exponents.dtype)])
+    bases, exponents = np.meshgrid(grid(base_type), exponents, indexing="ij")
+    feeds = {"x": bases.reshape(-1), "y": exponents.reshape(-1)}
+    model = pow_model(base_type, exponent_type, [feeds["x"].size], [feeds["y"].size])
+    result = lowered(model, 11)
+    want = run_reference(model, feeds)[0]
+    assert_same_bits(run_reference(result, feeds)[0], want, "onnx.reference")
+    assert_same_bits(run_onnxruntime(result, feeds)[0], want, "onnxruntime")
+
+
+def test_pow_constant_exponent_without_two_or_three_needs_no_shapes():
+    model = pow_model(TensorProto.INT32, TensorProto.INT64, ["n", "m"], None, exponent=[5])
+    result = lowered(model, 11)
+    assert [n.op_type for n in result.graph.node if n.op_type != "Constant"] == ["Cast", "Cast", "Pow", "Cast"]
+    feeds = {"x": grid(TensorProto.INT32).reshape(-1, 1)}
+    assert_same_bits(run_onnxruntime(result, feeds)[0], run_onnxruntime(model, feeds)[0])
+
+
+@pytest.mark.parametrize("base_type", [TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64], ids=name)
+@pytest.mark.parametrize(
+    ("base_shape", "exponent"),
+    [([40, 4], [[3]]), ([40, 4], 2), ([1, 4], np.full([40, 1], 3)), ([40, 4], [[3], [2], [5], [-1]] * 10)],
+    ids=["3", "2", "3 broadcast", "mixed"],
+)
+def test_pow_constant_exponent_per_span(base_type, base_shape, exponent):
+    model = pow_model(base_type, TensorProto.INT64, base_shape, None, exponent=exponent)
+    result = lowered(model, 11)
+    values = grid(base_type)
+    feeds = {"x": np.resize(values, base_shape).astype(values.dtype)}
+    assert_same_bits(run_onnxruntime(result, feeds)[0], run_onnxruntime(model, feeds)[0])
+
+
+@pytest.mark.parametrize(
+    ("model", "phrase"),
+    [
+        (pow_model(TensorProto.FLOAT, TensorProto.INT32, ["n"], ["n"]), "not known statically"),
+        (pow_model(TensorProto.INT64, TensorProto.INT32, ["n", 3], [1]), "not known statically"),
+        (pow_model(TensorProto.INT32, TensorProto.UINT32, [3], [3]), "is not the power in double"),
+        (pow_model(TensorProto.FLOAT, TensorProto.INT8, [3], [3]), "is not the power in double"),
+        (pow_model(TensorProto.FLOAT16, TensorProto.INT32, [3], [3]), "is not the power in double"),
+        (pow_model(TensorProto.FLOAT, TensorProto.FLOAT16, [3], [3]), "is not the power in double"),
+        (pow_model(TensorProto.INT32, TensorProto.FLOAT, [4, 3], [4, 1]), "lacks Equal"),
+    ],
+)
+def test_pow_refusals(model, phrase):
+    target = 9 if phrase == "lacks Equal" else 11
+    message = refusal(model, target)
+    assert phrase in message and f"cannot go to opset {target}" in message, message
