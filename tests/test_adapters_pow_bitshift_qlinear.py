@@ -228,3 +228,36 @@ def test_pow_refusals(model, phrase):
     target = 9 if phrase == "lacks Equal" else 11
     message = refusal(model, target)
     assert phrase in message and f"cannot go to opset {target}" in message, message
+
+
+# -- BitShift-28 on int64, right ----------------------------------------------------------------------
+
+
+def shift_model(direction: str, shape, opset: int = 28) -> onnx.ModelProto:
+    return make_model(
+        [helper.make_node("BitShift", ["x", "y"], ["z"], name="shift", direction=direction)],
+        [helper.make_tensor_value_info(v, TensorProto.INT64, shape) for v in ("x", "y")],
+        [helper.make_tensor_value_info("z", TensorProto.INT64, shape)],
+        opset=opset,
+    )
+
+
+@pytest.mark.parametrize("target", [11, 13, 17, 21, 27])
+def test_int64_right_shift_is_arithmetic_for_every_amount(target):
+    """Edge values and random ones, every amount in [-70, 130] and the extremes: against
+    onnxruntime's BitShift-28 and onnx.reference's (floor(x / 2^s); -1 or 0 out of range)."""
+    info = np.iinfo(np.int64)
+    edges = [info.min, info.min + 1, -(2**62), -(2**32) - 1, -256, -3, -2, -1, 0, 1, 2, 3, 255, 2**62, info.max]
+    rng = np.random.default_rng(64)
+    values = np.concatenate([np.array(edges, np.int64), rng.integers(info.min, info.max, 300, np.int64)])
+    amounts = np.array([*range(-70, 131), info.min, info.max, info.min + 1], np.int64)
+    x, y = np.tile(values, amounts.size), np.repeat(amounts, values.size)
+    model = shift_model("RIGHT", [x.size])
+    result = lowered(model, target)
+    assert not any(n.op_type == "BitShift" and n.input[0] == "x" for n in result.graph.node)
+    feeds = {"x": x, "y": y}
+    inside = (y >= 0) & (y < 64)
+    expected = np.where(inside, x >> np.where(inside, y, 0), np.where(x < 0, -1, 0))
+    assert_same_bits(run_onnxruntime(model, feeds)[0], expected, "onnxruntime's BitShift-28")
+    assert_same_bits(run_reference(model, feeds)[0], expected, "onnx.reference's BitShift-28")
+    assert_same_bits(run_onnxruntime(result, feeds)[0], expected, f"lowered to {target}")
