@@ -261,3 +261,81 @@ def test_int64_right_shift_is_arithmetic_for_every_amount(target):
     assert_same_bits(run_onnxruntime(model, feeds)[0], expected, "onnxruntime's BitShift-28")
     assert_same_bits(run_reference(model, feeds)[0], expected, "onnx.reference's BitShift-28")
     assert_same_bits(run_onnxruntime(result, feeds)[0], expected, f"lowered to {target}")
+
+
+# -- QLinearMatMul-21 with float16 scales --------------------------------------------------------------
+
+QUANTIZED = {TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8}
+
+
+def qlinear_matmul_model(scale_type, a_type, b_type, a_shape, b_shape, b_scale_shape=()) -> onnx.ModelProto:
+    names = ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"]
+    types = [a_type, scale_type, a_type, b_type, scale_type, b_type, scale_type, a_type]
+    shapes = [a_shape, [], [], b_shape, list(b_scale_shape), list(b_scale_shape), [], []]
+    output = list(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2]))) + [a_shape[-2], b_shape[-1]]
+    return make_model(
+        [helper.make_node("QLinearMatMul", names, ["y"], name="qmm")],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in zip(names, types, shapes, strict=True)],
+        [helper.make_tensor_value_info("y", a_type, output)],
+        opset=21,
+    )
+
+
+@pytest.mark.parametrize("target", [11, 20])
+@pytest.mark.parametrize(
+    ("a_type", "b_type"),
+    [
+        (TensorProto.UINT8, TensorProto.UINT8),
+        (TensorProto.UINT8, TensorProto.INT8),
+        (TensorProto.INT8, TensorProto.INT8),
+    ],
+    ids=["u8u8", "u8i8", "i8i8"],
+)
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape", "b_scale_shape"),
+    [([5, 7], [7, 6], ()), ([2, 5, 7], [2, 7, 6], ()), ([5, 7], [7, 6], (6,))],
+    ids=["2D", "3D", "per column"],
+)
+@pytest.mark.filterwarnings("ignore:overflow encountered")  # scales past float16's range: inf, on purpose
+def test_float16_scales_cast_to_float_as_onnxruntime_runs_them(target, a_type, b_type, a_shape, b_shape, b_scale_shape):
+    """Random products and scales over the float16 range (subnormal to large, and 0, inf, NaN
+    scales), bit for bit against onnxruntime's QLinearMatMul-21."""
+    model = qlinear_matmul_model(TensorProto.FLOAT16, a_type, b_type, a_shape, b_shape, b_scale_shape)
+    result = lowered(model, target)
+    rng = np.random.default_rng(21)
+    a_dtype, b_dtype = QUANTIZED[a_type], QUANTIZED[b_type]
+
+    def integers(dtype, shape):
+        info = np.iinfo(dtype)
+        return np.asarray(rng.integers(info.min, info.max, shape, endpoint=True), dtype)
+
+    specials = np.array([0.0, np.inf, np.nan, 6.0e-8, 6.1e-5, 65504.0, 1.0], np.float16)
+    for trial in range(120):
+        scales = np.exp(rng.uniform(-12, 4, 3)).astype(np.float16)
+        if trial < specials.size * 3:
+            scales[trial % 3] = specials[trial // 3]
+        feeds = {
+            "a": integers(a_dtype, a_shape),
+            "b": integers(b_dtype, b_shape),
+            "a_zero_point": integers(a_dtype, []),
+            "b_zero_point": integers(b_dtype, b_scale_shape),
+            "y_zero_point": integers(a_dtype, []),
+            "a_scale": np.array(scales[0]),
+            "b_scale": np.asarray(scales[1] * np.exp(rng.uniform(-1, 1, b_scale_shape)), np.float16),
+            "y_scale": np.array(scales[2] * np.float16(40)),
+        }
+        want = run_onnxruntime(model, feeds)[0]
+        assert_same_bits(run_onnxruntime(result, feeds)[0], want, f"trial {trial}")
+
+
+@pytest.mark.parametrize(
+    ("scale_type", "a_type", "phrase"),
+    [
+        (TensorProto.BFLOAT16, TensorProto.UINT8, "'a_scale' is tensor(bfloat16)"),
+        (TensorProto.FLOAT16, TensorProto.FLOAT8E4M3FN, "'a' is tensor(float8e4m3fn)"),
+    ],
+)
+def test_qlinear_matmul_refusals(scale_type, a_type, phrase):
+    model = qlinear_matmul_model(scale_type, a_type, a_type, [2, 3], [3, 2])
+    message = refusal(model, 20)
+    assert phrase in message and "cannot go to opset 20" in message, message
