@@ -358,9 +358,13 @@ def power_in_double(node: onnx.NodeProto, context: AdapterContext):
         raise LoweringError(f"{where} without the types of its inputs, which are not both known")
     pair = f"{schemas.type_name(base_type)} to the power of {schemas.type_name(exponent_type)}"
     if exponent_type not in POW_IN_DOUBLE.get(base_type, ()):
+        why = "onnxruntime has no kernel for it, or it is float16 or bfloat16"
+        untaken = _untaken(node, context)
+        if untaken is not None:
+            raise _refuse(node, context, untaken, f"; {pair} is not the power in double ({why})")
         raise LoweringError(
             f"{where}: Pow-{target_version} takes one float type for base and exponent, and {pair} "
-            "is not the power in double (onnxruntime has no kernel for it, or it is float16 or bfloat16)"
+            f"is not the power in double ({why})"
         )
     carried = [0, 1] if base_type != TensorProto.DOUBLE else [1]
     in_double = _carried(node, context, carried, TensorProto.DOUBLE, base_type)
