@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     gridsample,
     isinf,
     isnan,
+    melweightmatrix,
     optional,
     tensorscatter,
     trilu,

@@ -339,3 +339,67 @@ def test_qlinear_matmul_refusals(scale_type, a_type, phrase):
     model = qlinear_matmul_model(scale_type, a_type, a_type, [2, 3], [3, 2])
     message = refusal(model, 20)
     assert phrase in message and "cannot go to opset 20" in message, message
+
+
+# -- MelWeightMatrix-17 of constant inputs ------------------------------------------------------------
+
+MEL_INPUTS = ["num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"]
+MEL_TYPES = [TensorProto.INT64, TensorProto.INT64, TensorProto.INT64, TensorProto.FLOAT, TensorProto.FLOAT]
+
+
+def mel_model(values: list | None, output_datatype: int = TensorProto.FLOAT) -> onnx.ModelProto:
+    """MelWeightMatrix-17 with its inputs as initializers (``values``), or fed (None)."""
+    node = helper.make_node("MelWeightMatrix", MEL_INPUTS, ["matrix"], name="mel", output_datatype=output_datatype)
+    inputs = [helper.make_tensor_value_info(n, t, []) for n, t in zip(MEL_INPUTS, MEL_TYPES, strict=True)]
+    initializers = []
+    if values is not None:
+        dtypes = [np.int64, np.int64, np.int64, np.float32, np.float32]
+        initializers = [
+            onnx.numpy_helper.from_array(np.array(v, d), n) for n, v, d in zip(MEL_INPUTS, values, dtypes, strict=True)
+        ]
+        inputs = []
+    return make_model(
+        [node],
+        inputs,
+        [helper.make_tensor_value_info("matrix", output_datatype, ["bins", "mels"])],
+        opset=17,
+        initializer=initializers,
+    )
+
+
+def mel_configurations() -> list[list]:
+    rng = np.random.default_rng(17)
+    chosen = [[8, 16, 8192, 0.0, 4096.0], [1, 2, 100, 0.0, 50.0], [40, 512, 16000, 20.0, 8000.0], [3, 8, 8, 1.0, 4.0]]
+    for _ in range(60):
+        rate = int(rng.choice([8000, 16000, 22050, 44100, 48000]))
+        low = float(rng.uniform(0, 500))
+        chosen.append(
+            [
+                int(rng.integers(1, 80)),
+                int(rng.choice([16, 64, 256, 400, 512, 1024])),
+                rate,
+                low,
+                float(rng.uniform(1000, rate / 2)),
+            ]
+        )
+    return chosen
+
+
+@pytest.mark.parametrize("target", [11, 13])
+def test_constant_mel_weight_matrix_computed_once(target):
+    """Bit for bit with onnx.reference's MelWeightMatrix-17 on 64 configurations, in float,
+    float16 and double, and with onnxruntime's in float (its only kernel)."""
+    for index, values in enumerate(mel_configurations()):
+        output_type = [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE][index % 3]
+        model = mel_model(values, output_type)
+        result = lowered(model, target)
+        assert [n.op_type for n in result.graph.node] == ["Constant"]
+        got = run_onnxruntime(result, {})[0]
+        if output_type == TensorProto.FLOAT:  # onnxruntime's kernel gives float only
+            assert_same_bits(got, run_onnxruntime(model, {})[0], f"{values} in onnxruntime")
+        assert_same_bits(got, run_reference(model, {})[0], f"{values} in onnx.reference")
+
+
+def test_mel_weight_matrix_of_run_time_inputs_refused():
+    message = refusal(mel_model(None), 13)
+    assert "given at run time" in message and "log1p and expm1" in message, message
