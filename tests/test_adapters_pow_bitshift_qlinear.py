@@ -403,3 +403,27 @@ def test_constant_mel_weight_matrix_computed_once(target):
 def test_mel_weight_matrix_of_run_time_inputs_refused():
     message = refusal(mel_model(None), 13)
     assert "given at run time" in message and "log1p and expm1" in message, message
+
+
+def test_pow_of_unknown_types_is_left_as_any_node():
+    """A Pow in a branch whose values carry no types is re-versioned as before (float^float)."""
+    x, c = (
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+        helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+    )
+    then_branch = helper.make_graph(
+        [helper.make_node("Pow", ["x", "x"], ["p"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [3])],
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["q"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("q", TensorProto.FLOAT, [3])],
+    )
+    node = helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch)
+    model = make_model([node], [c, x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], opset=15)
+    feeds = {"c": np.array(True), "x": np.array([2.0, -0.5, 3.0], np.float32)}
+    assert_same_bits(run_onnxruntime(lowered(model, 11), feeds)[0], run_onnxruntime(model, feeds)[0])

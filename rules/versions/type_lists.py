@@ -348,14 +348,14 @@ def power_in_double(node: onnx.NodeProto, context: AdapterContext):
     (numpy powers those in float32), and a possible 2 or 3 per span where shapes are not known."""
     base_type = element_type_of(context.type_of(node.input[0]))
     exponent_type = element_type_of(context.type_of(node.input[1]))
+    if base_type is None or exponent_type is None:
+        return None  # judged as any node: an input of a known type Pow-7 lacks is refused there
     source_version, target_version = _versions(node, context)
     taken = schemas.input_type_strings("Pow", context.target_opset, 0)
-    typed = [schemas.type_string(context.type_of(name)) if name else None for name in node.input[:2]]
-    if base_type is not None and base_type == exponent_type and typed[0] in taken:
+    typed = [schemas.type_string(context.type_of(name)) for name in node.input[:2]]
+    if base_type == exponent_type and typed[0] in taken:
         return None
     where = f"{context.location}: Pow-{source_version} cannot go to opset {context.target_opset}"
-    if base_type is None or exponent_type is None:
-        raise LoweringError(f"{where} without the types of its inputs, which are not both known")
     pair = f"{schemas.type_name(base_type)} to the power of {schemas.type_name(exponent_type)}"
     if exponent_type not in POW_IN_DOUBLE.get(base_type, ()):
         why = "onnxruntime has no kernel for it, or it is float16 or bfloat16"
