@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     gridsample,
     isinf,
     isnan,
+    melweightmatrix,
     optional,
     tensorscatter,
     trilu,

@@ -337,11 +337,11 @@ def test_a_type_the_target_lacks_with_a_body_says_why_the_body_cannot_go_either(
             "tensor(bfloat16|bool|double|float|float16|int16|int32|int64|int8|uint16|uint32|uint64|uint8))",
         ),
         (
-            single("Pow", [tensor("x", TensorProto.FLOAT), tensor("e", TensorProto.INT32)],
-                   [tensor("y", TensorProto.FLOAT)], 15),
+            single("Pow", [tensor("x", TensorProto.INT32), tensor("e", TensorProto.UINT32)],
+                   [tensor("y", TensorProto.INT32)], 15),
             11,
-            "Pow-15 cannot go to opset 11: its input 'e' is tensor(int32), which Pow-7 does not take (it takes "
-            "tensor(double|float|float16))",
+            "Pow-15 cannot go to opset 11: its input 'x' is tensor(int32), which Pow-7 does not take (it takes "
+            "tensor(double|float|float16)); int32 to the power of uint32 is not the power in double",
         ),
         (
             single("Where", [tensor("c", TensorProto.BOOL), tensor("x", TensorProto.BFLOAT16),

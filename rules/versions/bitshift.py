@@ -27,8 +27,8 @@ def shift_in_unsigned_carrier(node: onnx.NodeProto, context: AdapterContext):
     which are the shift of the narrow type. The amount is taken modulo bits (so the shift is
     defined) and the result multiplied by (y < bits), 0 out of range. A signed right shift,
     arithmetic in version 28, runs on x sign-extended to uint64, by Mod(y, bits) in range and
-    by bits - 1 (all sign bits) out of range. int64 right shifts are refused: no wider
-    carrier holds the sign."""
+    by bits - 1 (all sign bits) out of range. int64, with no wider carrier, shifts right as
+    ~(~x >> s) for a negative x (:func:`_int64_right`)."""
     source = f"BitShift-{schemas.version_in_force('BitShift', context.source_opset)}"
     where = f"{context.location}: {source} cannot go to opset {context.target_opset}"
     element_type = element_type_of(context.type_of(node.input[0]))
@@ -38,10 +38,7 @@ def shift_in_unsigned_carrier(node: onnx.NodeProto, context: AdapterContext):
     right = text_attribute(node, "direction", context.source_opset) == "RIGHT"
     signed = floats.numpy_dtype(element_type).kind == "i"
     if right and element_type == TensorProto.INT64:
-        raise LoweringError(
-            f"{where}: version 28 shifts int64 right arithmetically, and earlier versions shift only unsigned "
-            "types, with no wider one to carry the sign"
-        )
+        return _int64_right(node, context)
     amounts = context.constant_of(node.input[1])
     if amounts is not None and not signed:
         values = onnx.numpy_helper.to_array(amounts).astype(np.int64, copy=False)
@@ -97,4 +94,49 @@ def _any_amounts(
     result.append(
         helper.make_node("Cast", [wide], [node.output[0]], name=context.fresh(f"{hint}_Cast_back"), to=element_type)
     )
+    return result
+
+
+def _int64_right(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """BitShift-28(x, y, RIGHT) on int64 = Where(x < 0, -1 - r, r), r = BitShift-11(t, s) in uint64.
+
+    t = Where(x < 0, -1 - x, x) is ~x for a negative x (no overflow: -1 - INT64_MIN = INT64_MAX)
+    and x otherwise, so t ≥ 0 and its logical shift is its arithmetic one; ~(~x >> s) is x's
+    arithmetic shift. s = Where(y < 0 or y > 63, 63, y): shifting t ≥ 0 by 63 gives 0, so an
+    amount out of range gives -1 for a negative x and 0 otherwise, as version 28 says. The Casts
+    between int64 and uint64 carry values in [0, 2⁶³) only."""
+    hint = node.name or node.output[0]
+    result: list[onnx.NodeProto] = []
+
+    def make(op_type: str, inputs: list[str], key: str, output: str | None = None, **attributes) -> str:
+        output = output or context.fresh(f"{hint}_{key}")
+        result.append(
+            helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes)
+        )
+        return output
+
+    def constant(value: int, key: str) -> str:
+        tensor = helper.make_tensor(context.fresh(f"{hint}_{key}"), TensorProto.INT64, [], [value])
+        return make("Constant", [], key, value=tensor)
+
+    x, y = node.input[0], node.input[1]
+    zero, minus_one, last = constant(0, "zero"), constant(-1, "minus_one"), constant(63, "last_bit")
+    negative = make("Less", [x, zero], "negative")
+    complement = make("Sub", [minus_one, x], "complement")
+    nonnegative = make("Where", [negative, complement, x], "nonnegative")
+    outside = make("Or", [make("Less", [y, zero], "below"), make("Greater", [y, last], "above")], "outside")
+    amount = make("Where", [outside, last, y], "amount")
+    shifted = moved(node)
+    del shifted.input[:]
+    shifted.input.extend(
+        [
+            make("Cast", [nonnegative], "nonnegative_as_uint64", to=TensorProto.UINT64),
+            make("Cast", [amount], "amount_as_uint64", to=TensorProto.UINT64),
+        ]
+    )
+    shifted.output[0] = context.fresh(f"{hint}_shifted")
+    result.append(shifted)
+    logical = make("Cast", [shifted.output[0]], "shifted_as_int64", to=TensorProto.INT64)
+    restored = make("Sub", [minus_one, logical], "restored")
+    make("Where", [negative, restored, logical], "arithmetic", node.output[0])
     return result

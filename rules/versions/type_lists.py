@@ -8,11 +8,12 @@ its type and the types the older version takes.
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
 from lowering import floats, schemas, versioning
-from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved
+from lowering.adapters import AdapterContext, adapter, attribute_of, constant_array, known_change, moved
 from lowering.errors import LoweringError
 from lowering.scopes import element_type_of
 
@@ -273,3 +274,222 @@ def _nan_mask(nan_op: str, r: str, fresh, make) -> list[onnx.NodeProto]:
         make("Constant", [], false, value=false_value),
         make("Equal", [number, false], fresh("r_nan")),
     ]
+
+
+# -- Pow: integer bases and exponents, and mixed types, from version 12 ------------------------------
+
+# The base and exponent types onnxruntime's Pow kernel runs (versions 7 to 15): it computes
+# static_cast<T>(std::pow(x, y)), which C++ takes in double for every pair but float^float,
+# except where the exponent is one value per innermost span (broadcast along the output's last
+# axis of more than one element while the base is not): there y == 2 gives x·x and y == 3 gives
+# x·x·x, multiplied in T.
+POW_KERNEL_TYPES = frozenset({TensorProto.INT32, TensorProto.INT64, TensorProto.FLOAT, TensorProto.DOUBLE})
+_INTEGER_EXPONENTS = frozenset(
+    {
+        TensorProto.INT8,
+        TensorProto.INT16,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.UINT8,
+        TensorProto.UINT16,
+        TensorProto.UINT32,
+        TensorProto.UINT64,
+    }
+)
+# The exponents a base takes through double: those onnxruntime's kernel runs, and those it has no
+# kernel for where onnx.reference's numpy power promotes the pair to double as well (float32 with
+# 8- and 16-bit integers stays float32 in numpy; integer bases there are powered exactly, wrapping).
+POW_IN_DOUBLE = {
+    TensorProto.FLOAT: frozenset(
+        {TensorProto.INT32, TensorProto.INT64, TensorProto.UINT32, TensorProto.UINT64, TensorProto.DOUBLE}
+    ),
+    TensorProto.DOUBLE: _INTEGER_EXPONENTS | {TensorProto.FLOAT},
+    TensorProto.INT32: frozenset(POW_KERNEL_TYPES),
+    TensorProto.INT64: frozenset(POW_KERNEL_TYPES),
+}
+# The exponents whose per-span product differs from the power in double cast to T: x·x·x in
+# float rounds twice; integer products wrap where the double's Cast does not (and int64 ones
+# are exact where double rounds). In double both sides multiply the same.
+POW_MULTIPLIED = {TensorProto.FLOAT: (3,), TensorProto.DOUBLE: (), TensorProto.INT32: (2, 3), TensorProto.INT64: (2, 3)}
+
+
+def exponent_per_span(base_shape, exponent_shape) -> bool | None:
+    """Whether onnxruntime's Pow kernel takes the exponent as one value per span: the output's
+    innermost axis of more than one element is broadcast in the exponent and not in the base.
+    None where a dimension is not known statically."""
+    if base_shape is None or exponent_shape is None:
+        return None
+    if not all(isinstance(d, int) for d in (*base_shape, *exponent_shape)):
+        return None
+    rank = max(len(base_shape), len(exponent_shape))
+    base = [1] * (rank - len(base_shape)) + list(base_shape)
+    exponent = [1] * (rank - len(exponent_shape)) + list(exponent_shape)
+    axes = [axis for axis in range(rank) if max(base[axis], exponent[axis]) != 1]
+    if not axes:
+        return False  # one element: the base is the scalar, the power is taken in double
+    return exponent[axes[-1]] == 1 and base[axes[-1]] != 1
+
+
+@adapter(("Pow",), 12, "down", "in double", versions=(7, 15), types_only=True)
+def power_in_double(node: onnx.NodeProto, context: AdapterContext):
+    """Pow-12/15(x, y) of integer or mixed types = Cast(Pow-7(Cast(x, double), Cast(y, double)), T).
+
+    Versions 7–11 take one float type for both. onnxruntime's kernel (versions 7 to 15 alike)
+    computes static_cast<T>(std::pow(x, y)), which C++ evaluates as pow on the pair promoted to
+    double: the Casts make that promotion (int64 rounds to nearest in both), Pow-7 on double
+    calls the same pow, and the Cast back is the same conversion (round to nearest; truncation
+    to integers, INT_MIN of the type for NaN and out of range, as the kernel's cast gives).
+    Where the exponent is one value per innermost span, the kernel multiplies in T for y = 2 and
+    y = 3 (x·x·x in float rounds twice; integer products wrap): there those elements are
+    Where(y = 3, x·x·x, Where(y = 2, x·x, …)) in T. Exponent types onnxruntime lacks (uint32 and
+    uint64 on a float base, any integer on a double one) mean numpy's power in double
+    (onnx.reference). Refused: float16 and bfloat16, integer bases with exponents onnxruntime has
+    no kernel for (onnx.reference powers those exactly), float32 with 8- and 16-bit exponents
+    (numpy powers those in float32), and a possible 2 or 3 per span where shapes are not known."""
+    base_type = element_type_of(context.type_of(node.input[0]))
+    exponent_type = element_type_of(context.type_of(node.input[1]))
+    if base_type is None or exponent_type is None:
+        return None  # judged as any node: an input of a known type Pow-7 lacks is refused there
+    source_version, target_version = _versions(node, context)
+    taken = schemas.input_type_strings("Pow", context.target_opset, 0)
+    typed = [schemas.type_string(context.type_of(name)) for name in node.input[:2]]
+    if base_type == exponent_type and typed[0] in taken:
+        return None
+    where = f"{context.location}: Pow-{source_version} cannot go to opset {context.target_opset}"
+    pair = f"{schemas.type_name(base_type)} to the power of {schemas.type_name(exponent_type)}"
+    if exponent_type not in POW_IN_DOUBLE.get(base_type, ()):
+        why = "onnxruntime has no kernel for it, or it is float16 or bfloat16"
+        untaken = _untaken(node, context)
+        if untaken is not None:
+            raise _refuse(node, context, untaken, f"; {pair} is not the power in double ({why})")
+        raise LoweringError(
+            f"{where}: Pow-{target_version} takes one float type for base and exponent, and {pair} "
+            f"is not the power in double ({why})"
+        )
+    carried = [0, 1] if base_type != TensorProto.DOUBLE else [1]
+    in_double = _carried(node, context, carried, TensorProto.DOUBLE, base_type)
+    multiplied = POW_MULTIPLIED[base_type] if exponent_type in POW_KERNEL_TYPES else ()
+    exponents = constant_array(context, node.input[1])
+    if exponents is not None:
+        multiplied = tuple(v for v in multiplied if (exponents == v).any())
+    if not multiplied:
+        return in_double
+    per_span = exponent_per_span(context.shape_of(node.input[0]), context.shape_of(node.input[1]))
+    if per_span is False:
+        return in_double
+    exponent_typed = typed[1]
+    lacking = [
+        op
+        for op, typed_here in (
+            ("Where", "tensor(bool)"),
+            ("Equal", exponent_typed),
+            ("Mul", typed[0]),
+            ("Less", "tensor(double)"),
+        )
+        if schemas.version_in_force(op, context.target_opset) is None
+        or (op != "Where" and typed_here not in schemas.input_type_strings(op, context.target_opset, 0))
+    ]
+    if per_span is None or lacking:
+        why = (
+            "the shapes of its inputs are not known statically"
+            if per_span is None
+            else f"opset {context.target_opset} lacks {', '.join(lacking)} for it"
+        )
+        raise LoweringError(
+            f"{where}: onnxruntime's kernel takes {pair} as pow in double, except that an exponent of "
+            f"{' or '.join(map(str, multiplied))} broadcast along the innermost axis multiplies in "
+            f"{schemas.type_name(base_type)}, and {why}"
+        )
+    return _multiplied_per_span(node, context, in_double, base_type, exponent_type, multiplied, exponents)
+
+
+def _multiplied_per_span(
+    node: onnx.NodeProto,
+    context: AdapterContext,
+    in_double: list[onnx.NodeProto],
+    base_type: int,
+    exponent_type: int,
+    multiplied: tuple[int, ...],
+    exponents,
+) -> list[onnx.NodeProto]:
+    """Where(y = 3, x·x·x, Where(y = 2, x·x, power)) in T, for the values of ``multiplied``; a
+    constant exponent of one value is its product alone. onnxruntime's Where gives +0 for a -0
+    it picks from its first branch: a float x·x·x of -0 picked there is made -0 again by a Mul
+    by -1, found as 1 / Cast(x·x·x, double) = -inf (finite for every other float)."""
+    hint = node.name or node.output[0]
+    x, y = node.input[0], node.input[1]
+    result: list[onnx.NodeProto] = []
+
+    def make(op_type: str, inputs: list[str], key: str, output: str | None = None, **attributes) -> str:
+        output = output or context.fresh(f"{hint}_{key}")
+        result.append(
+            helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes)
+        )
+        return output
+
+    def scalar(value, element_type: int, key: str) -> str:
+        tensor = helper.make_tensor(context.fresh(f"{hint}_{key}"), element_type, [], [value])
+        return make("Constant", [], key, value=tensor)
+
+    base_shape = context.shape_of(x)
+    if (
+        exponents is not None
+        and exponents.size
+        and (exponents == exponents[0]).all()
+        and list(np.broadcast_shapes(tuple(base_shape), tuple(context.shape_of(y)))) == list(base_shape)
+    ):
+        last = {2: [x, x], 3: [make("Mul", [x, x], "squared"), x]}[int(exponents[0])]
+        return [*result, helper.make_node("Mul", last, [node.output[0]], name=context.fresh(f"{hint}_Mul"))]
+    power = context.fresh(f"{hint}_power")
+    in_double[-1].output[0] = power
+    result.extend(in_double)
+    squared = make("Mul", [x, x], "squared")
+    products = {2: squared, 3: make("Mul", [squared, x], "cubed")}
+    chosen = power
+    sign_fixed = base_type != TensorProto.INT32 and base_type != TensorProto.INT64
+    for position, value in enumerate(multiplied):
+        is_value = make("Equal", [y, scalar(value, exponent_type, f"exponent_{value}")], f"exponent_is_{value}")
+        last = position == len(multiplied) - 1 and not sign_fixed
+        chosen = make("Where", [is_value, products[value], chosen], f"power_{value}", node.output[0] if last else None)
+    if sign_fixed:  # float: 3 alone
+        cubed_in_double = make("Cast", [products[3]], "cubed_as_double", to=TensorProto.DOUBLE)
+        inverse = make("Div", [scalar(1.0, TensorProto.DOUBLE, "one"), cubed_in_double], "cubed_inverse")
+        negative_zero = make("Less", [inverse, scalar(-1e300, TensorProto.DOUBLE, "below")], "cubed_negative_zero")
+        lost = make("And", [is_value, negative_zero], "negative_zero_lost")
+        signs = make("Where", [lost, scalar(-1.0, base_type, "minus_one"), scalar(1.0, base_type, "plus_one")], "sign")
+        make("Mul", [chosen, signs], "signed", node.output[0])
+    return result
+
+
+# -- QLinearMatMul: float16 scales from version 21 -----------------------------------------------------
+
+QLINEAR_MATMUL_SCALES = (1, 4, 6)  # a_scale, b_scale, y_scale
+
+
+@adapter(("QLinearMatMul",), 21, "down", "float16 scales as float", versions=(10, 21), types_only=True)
+def float16_scales_as_float(node: onnx.NodeProto, context: AdapterContext):
+    """QLinearMatMul-21(a, sa, za, b, sb, zb, sy, zy), s float16 = QLinearMatMul-10(a, Cast(sa, float), za, …).
+
+    Version 10 takes float scales only. Every float16 is a float exactly, and onnxruntime runs
+    version 21 with float16 scales as its float kernel on the scales cast to float (measured:
+    the same bits on thousands of random int8 and uint8 products and scales; onnx.reference
+    instead multiplies the scales in float16, which the spec does not ask for). bfloat16
+    scales (no onnxruntime kernel) and float8 inputs are refused."""
+    untaken = _untaken(node, context)
+    if untaken is None:
+        return None
+    scale_type = element_type_of(context.type_of(node.input[1]))
+    if scale_type != TensorProto.FLOAT16:
+        raise _refuse(node, context, untaken)
+    quantized = [index for index in range(len(node.input)) if index not in QLINEAR_MATMUL_SCALES]
+    taken = [schemas.input_type_strings(node.op_type, context.target_opset, index) for index in quantized]
+    typed = [context.type_for_judging(node.input[index]) for index in quantized]
+    if any(t is not None and schemas.type_string(t) not in ok for t, ok in zip(typed, taken, strict=True)):
+        raise _refuse(node, context, untaken, "; its quantized values are of a type version 10 lacks too")
+    hint = node.name or node.output[0]
+    result, carried = [], moved(node)
+    for index in QLINEAR_MATMUL_SCALES:
+        cast, name = _cast(context, node.input[index], TensorProto.FLOAT, f"{hint}_{index}")
+        result.append(cast)
+        carried.input[index] = name
+    return [*result, carried]
