@@ -96,6 +96,13 @@ MINIMUM_CASES = {
     "floored_remainder": 30,  # the fmod=0 integer and float cases at 27 and 10
     "float16_scales_as_float": 8,  # the float16-scale backend cases at 20 and 10 (compared in onnxruntime)
     "power_in_double": 16,  # the 8 mixed-type backend cases at 11 and 7 (uint32/uint64 exponents in onnx.reference)
+    # bfloat16 (strings for Equal) moved by index where the older op lacks the type; below 13 no
+    # bfloat16 at all (Equal on strings from 11, where Unique comes)
+    "where_as_gathered_index": 3,  # the explicit cases to 15: the backend's bfloat16 Where sit in function bodies
+    "compress_as_gather": 1,  # test_compress_bfloat16 to 27
+    "one_hot_values_gathered": 1,  # the explicit int64-depth case to 27 (see ORACLE_GAPS)
+    "reverse_sequence_of_positions": 1,  # test_reversesequence_bfloat16 to 27
+    "equal_strings_by_unique": 4,  # test_equal_string and _broadcast to 18 and 11
 }
 # Where an op type's cases never reach an adapter from the source opset the test picks: the
 # newest, ReduceLogSum-28 and ReduceLogSumExp-28, go down by their function bodies (the form
@@ -253,6 +260,10 @@ ORACLE_GAPS = {
     # half_pixel, not the output_half_pixel it means (tests/test_adapters_training.py compares 16 → 10
     # in onnxruntime instead)
     "RoiAlign": "onnx.reference runs RoiAlign-10 as half_pixel, and onnxruntime lacks RoiAlign-22",
+    # OneHot-28 with bfloat16 values and a float depth has no onnxruntime kernel; onnx.reference
+    # computes hot * (on - off) + off, which loses NaN payloads and -0 (tests/test_adapters_type_moves.py
+    # compares it with the spec's formula instead)
+    "OneHot": "onnx.reference computes OneHot by arithmetic, and onnxruntime lacks this OneHot-28",
 }
 
 
@@ -389,7 +400,54 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "Split": split_cases,
         "Squeeze": lambda: run_time_axes_cases("Squeeze"),
         "Unsqueeze": lambda: run_time_axes_cases("Unsqueeze"),
+        "Where": where_cases,
+        "OneHot": one_hot_cases,
     }.get(op_type, list)()
+
+
+def where_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Where-16 on bfloat16: the backend's Where cases are of types Where-9 takes, its bfloat16
+    ones sit in function bodies (Attention, Elu). Built at opset 16: broadcast three ways, a
+    condition of one value, an empty condition."""
+    rng = np.random.default_rng(16)
+    cases = []
+    for c_shape, a_shape, b_shape in (((2, 1, 3), (4, 1), (1,)), ((1,), (3, 2), (3, 2)), ((0, 3), (1, 3), (3,))):
+        rank = max(map(len, (c_shape, a_shape, b_shape)))
+        model = make_model(
+            [helper.make_node("Where", ["c", "a", "b"], ["y"], name="where")],
+            [
+                helper.make_tensor_value_info("c", TensorProto.BOOL, c_shape),
+                helper.make_tensor_value_info("a", TensorProto.BFLOAT16, a_shape),
+                helper.make_tensor_value_info("b", TensorProto.BFLOAT16, b_shape),
+            ],
+            [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [f"y{k}" for k in range(rank)])],
+            opset=16,
+        )
+        feeds = {
+            "c": np.asarray(rng.random(c_shape) < 0.5),
+            "a": rng.standard_normal(a_shape).astype(ml_dtypes.bfloat16),
+            "b": rng.standard_normal(b_shape).astype(ml_dtypes.bfloat16),
+        }
+        name = f"explicit_where_bfloat16_{'x'.join(map(str, c_shape))}_{'x'.join(map(str, a_shape))}"
+        cases.append((name, model, [feeds]))
+    return cases
+
+
+def one_hot_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """OneHot-28 with bfloat16 values and an int64 depth, whose onnxruntime kernel is the oracle
+    (the backend's bfloat16 case has a float depth: ORACLE_GAPS). Built at opset 28."""
+    model = make_model(
+        [helper.make_node("OneHot", ["i", "d", "v"], ["y"], name="one_hot", axis=0)],
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, (2, 3)),
+            helper.make_tensor_value_info("v", TensorProto.BFLOAT16, (2,)),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, (4, 2, 3))],
+        opset=28,
+        initializer=[onnx.numpy_helper.from_array(np.array(4, np.int64), "d")],
+    )
+    feeds = {"i": np.array([[0, 3, -1], [-4, 7, 2]], np.int64), "v": np.array([-2.5, 0.75], ml_dtypes.bfloat16)}
+    return [("explicit_one_hot_bfloat16_int64_depth", model, [feeds])]
 
 
 def split_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:

@@ -28,5 +28,6 @@ from . import (  # noqa: F401
     split,
     squeeze,
     type_lists,
+    type_moves,
     upsample,
 )

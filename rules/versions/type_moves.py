@@ -1,0 +1,235 @@
+"""Steps that add a type to an op that only moves data, going down: the node is rewritten into
+ops that take the type and move its values by index (Gather, GatherElements), bit for bit.
+
+Where-16, Compress-28, OneHot-28 and ReverseSequence-28 added bfloat16; the older versions
+lack it, yet Gather, GatherElements, Concat and Reshape take it from opset 13 (and onnxruntime
+runs them on it: they copy bytes). Each rewrite computes the indices of the values the op
+picks with the older op itself on int64 positions, then gathers the values: no value passes
+through arithmetic, so every NaN payload, sign and subnormal comes out as it went in (a Cast
+through float would not keep them: tests/test_adapters_types.py). Equal-19 added strings,
+which Equal-13 lacks: two strings are equal where Unique-11 gives them one index.
+A node of types the older version takes is left to be re-versioned as any (None).
+"""
+
+from __future__ import annotations
+
+import onnx
+from onnx import TensorProto, helper
+
+from lowering import schemas, versioning
+from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of
+from lowering.errors import LoweringError
+from lowering.scopes import element_type_of
+
+INT64_MAX = 2**63 - 1  # a Slice end past every length: Slice clamps it
+
+
+def _versions(node: onnx.NodeProto, context: AdapterContext) -> tuple[int, int]:
+    return (
+        schemas.version_in_force(node.op_type, context.source_opset),
+        schemas.version_in_force(node.op_type, context.target_opset),
+    )
+
+
+def _untaken(node: onnx.NodeProto, context: AdapterContext):
+    """The first input whose type the target's version of the op does not take, None where every
+    known type is taken (:func:`lowering.versioning.untaken_type`)."""
+    source_version, target_version = _versions(node, context)
+    input_types = [context.type_for_judging(name) if name else None for name in node.input]
+    return versioning.untaken_type(node, source_version, target_version, input_types)
+
+
+def _refuse(node: onnx.NodeProto, context: AdapterContext, untaken, why: str) -> LoweringError:
+    source_version, _ = _versions(node, context)
+    message = versioning.untaken_type_refusal(node, source_version, context.target_opset, untaken)
+    return LoweringError(f"{context.location}: {message}{why}")
+
+
+def _moved_type(node: onnx.NodeProto, context: AdapterContext, index: int, movers: tuple[str, ...]):
+    """The element type of input ``index`` where the target's version of the op lacks a type of
+    the node's and every op in ``movers`` takes that element type at the target (None where the
+    older op takes the node's types); else LoweringError."""
+    untaken = _untaken(node, context)
+    if untaken is None:
+        return None
+    element_type = element_type_of(context.type_of(node.input[index]))
+    lacking = [
+        op for op in movers if element_type is None or not schemas.accepts(op, context.target_opset, element_type)
+    ]
+    if lacking:
+        raise _refuse(
+            node,
+            context,
+            untaken,
+            f"; nor moved by index, as opset {context.target_opset} lacks {', '.join(lacking)} on it",
+        )
+    return element_type
+
+
+def _scalar_of_shape(w: NodeWriter, flat: str, suffix: str) -> str:
+    """The length of the 1-D tensor ``flat`` as an int64 scalar (Shape, then Reshape to [])."""
+    return w.add("Reshape", [w.add("Shape", [flat], f"{suffix}_shape"), w.int64s(f"{suffix}_scalar", [])], suffix)
+
+
+def _positions(w: NodeWriter, value: str, suffix: str, start: str | None = None) -> str:
+    """The row-major position of each element of ``value`` (plus ``start``), as int64 shaped as
+    ``value``: Range reshaped to Max(Shape(value), 1), then broadcast against zeros of
+    Shape(value) (the Max as Where(Shape < 1, 1, Shape): Max-8 takes no int64). The Max keeps
+    Reshape off its 0 (copy a dimension) where ``value`` is empty: then the zeros make the
+    positions empty too, of ``value``'s shape."""
+    shape = w.add("Shape", [value], f"{suffix}_shape")
+    one = w.int64s(f"{suffix}_one", [1])
+    empty = w.add("Less", [shape, one], f"{suffix}_empty")
+    at_least_one = w.add("Where", [empty, one, shape], f"{suffix}_nonzero_shape")
+    count = w.add("ReduceProd", [at_least_one], f"{suffix}_count", keepdims=0)
+    zero = w.scalar(f"{suffix}_zero", 0, TensorProto.INT64)
+    first = start or zero
+    end = w.add("Add", [first, count], f"{suffix}_end") if start else count
+    numbered = w.add("Range", [first, end, w.scalar(f"{suffix}_step", 1, TensorProto.INT64)], f"{suffix}_range")
+    grid = w.add("Reshape", [numbered, at_least_one], f"{suffix}_grid")
+    zeros = w.add(
+        "ConstantOfShape", [shape], f"{suffix}_zeros", value=helper.make_tensor("zero", TensorProto.INT64, [1], [0])
+    )
+    return w.add("Add", [grid, zeros], suffix)
+
+
+WHERE_MOVERS = ("Reshape", "Concat", "Gather")
+
+
+@adapter(("Where",), 16, "down", "gathered by index", versions=(9, 16), types_only=True)
+def where_as_gathered_index(node: onnx.NodeProto, context: AdapterContext):
+    """Where-16(c, a, b) = Gather(Concat(a₁, b₁), Where-9(c, pₐ, n + p_b)), a₁ = Reshape(a, [-1]), n = a's size.
+
+    On a type Where-9 lacks (bfloat16). b₁ = Reshape(b, [-1]); pₐ and p_b are the row-major
+    positions of a's and b's elements, int64 shaped as a and b (:func:`_positions`): Where-9
+    on int64 broadcasts c, pₐ and p_b as Where-16 broadcasts c, a and b (failing where they do
+    not broadcast, as it does), and picks the position of the value Where-16 picks, which
+    Gather then copies (bfloat16: Gather, Concat and Reshape take it from opset 13;
+    onnxruntime has no bfloat16 Expand, so a and b are not broadcast themselves)."""
+    if _moved_type(node, context, 1, WHERE_MOVERS) is None:
+        return None
+    condition, a, b = node.input
+    w = NodeWriter(node, context)
+    flat = w.int64s("flat", [-1])
+    a_flat, b_flat = w.add("Reshape", [a, flat], "a_flat"), w.add("Reshape", [b, flat], "b_flat")
+    a_positions = _positions(w, a, "a_positions")
+    b_positions = _positions(w, b, "b_positions", start=_scalar_of_shape(w, a_flat, "a_count"))
+    picked = w.add("Where", [condition, a_positions, b_positions], "picked")
+    both = w.add("Concat", [a_flat, b_flat], "both", axis=0)
+    return w.last("Gather", [both, picked], node.output, axis=0)
+
+
+@adapter(("Compress",), 28, "down", "gathered by index", versions=(11, 28), types_only=True)
+def compress_as_gather(node: onnx.NodeProto, context: AdapterContext):
+    """Compress-28(x, c, axis) = Gather(x, Reshape(NonZero(Slice(c, [0], [d])), [-1]), axis), d = x's length there.
+
+    On a type Compress-11 lacks (bfloat16). Without axis, x is flattened first (Reshape to
+    [-1]) and d is its size. The Slice keeps the entries of c that have a slice of x (the
+    spec: a shorter c selects among the first slices; onnxruntime ignores the entries of a
+    longer one, as here, where onnx.reference fails on a true one); NonZero lists the true
+    ones in order, and Gather copies those slices (bfloat16: Gather and Reshape take it from
+    opset 13)."""
+    if _moved_type(node, context, 0, ("Gather", "Reshape")) is None:
+        return None
+    x, condition = node.input[:2]
+    axis = attribute_of(node, "axis")
+    w = NodeWriter(node, context)
+    if axis is None:
+        x, axis = w.add("Reshape", [x, w.int64s("flat", [-1])], "flat_x"), 0
+    length = w.add("Gather", [w.add("Shape", [x], "x_shape"), w.int64s("axis", [axis])], "length", axis=0)
+    kept = w.add("Slice", [condition, w.int64s("start", [0]), length, w.int64s("slice_axis", [0])], "kept")
+    chosen = w.add("Reshape", [w.add("NonZero", [kept], "true_entries"), w.int64s("list", [-1])], "chosen")
+    return w.last("Gather", [x, chosen], node.output, axis=axis)
+
+
+@adapter(("OneHot",), 28, "down", "values gathered", versions=(11, 28), types_only=True)
+def one_hot_values_gathered(node: onnx.NodeProto, context: AdapterContext):
+    """OneHot-28(i, d, values) = Gather(values, OneHot-11(i, d, [0, 1])), on values of a type OneHot-11 lacks.
+
+    The inner OneHot (same axis) marks each place off (0) or on (1), which Gather turns into
+    values[0] or values[1], their bits copied (bfloat16: Gather takes it from opset 13). Its
+    [0, 1] is numbered along values' own shape, so a values of another shape fails there as in
+    the original; it is int64 where d is int64, else float cast to int64 (the pairs of types
+    onnxruntime's OneHot kernels take)."""
+    if _moved_type(node, context, 2, ("Gather",)) is None:
+        return None
+    indices, depth, values = node.input
+    carrier = TensorProto.INT64 if element_type_of(context.type_of(depth)) == TensorProto.INT64 else TensorProto.FLOAT
+    w = NodeWriter(node, context)
+    ones = w.add(
+        "ConstantOfShape",
+        [w.add("Shape", [values], "values_shape")],
+        "ones",
+        value=helper.make_tensor("one", carrier, [1], [1]),
+    )
+    off_on = w.add("CumSum", [ones, w.scalar("axis", 0, TensorProto.INT64)], "off_on", exclusive=1)
+    hot = w.add("OneHot", [indices, depth, off_on], "hot", **_attributes(node))
+    if carrier != TensorProto.INT64:
+        hot = w.add("Cast", [hot], "hot_index", to=TensorProto.INT64)
+    return w.last("Gather", [values, hot], node.output, axis=0)
+
+
+def _attributes(node: onnx.NodeProto) -> dict:
+    return {attribute.name: helper.get_attribute_value(attribute) for attribute in node.attribute}
+
+
+@adapter(("ReverseSequence",), 28, "down", "positions reversed", versions=(10, 28), types_only=True)
+def reverse_sequence_of_positions(node: onnx.NodeProto, context: AdapterContext):
+    """ReverseSequence-28(x, lens) = GatherElements(x, ReverseSequence-10(t, lens), time_axis), t = time positions.
+
+    On a type ReverseSequence-10 lacks (bfloat16). t is CumSum(ones shaped as x, time_axis,
+    exclusive=1): int64, x's shape, each element's index along the time axis.
+    ReverseSequence-10 (same axes) reverses those positions as it would the values, and
+    GatherElements copies the value from each (bfloat16: GatherElements takes it from opset
+    13); lens out of range fail in both."""
+    if _moved_type(node, context, 0, ("GatherElements",)) is None:
+        return None
+    x, lens = node.input
+    time_axis = attribute_of(node, "time_axis")
+    time_axis = 0 if time_axis is None else time_axis
+    w = NodeWriter(node, context)
+    ones = w.add(
+        "ConstantOfShape",
+        [w.add("Shape", [x], "x_shape")],
+        "ones",
+        value=helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+    )
+    axis = w.scalar("time_axis", time_axis, TensorProto.INT64)
+    positions = w.add("CumSum", [ones, axis], "positions", exclusive=1)
+    reversed_positions = w.add("ReverseSequence", [positions, lens], "reversed", **_attributes(node))
+    return w.last("GatherElements", [x, reversed_positions], node.output, axis=time_axis)
+
+
+EQUAL_MOVERS = ("Expand", "Reshape", "Concat", "Unique")
+
+
+@adapter(("Equal",), 19, "down", "strings numbered by Unique", versions=(11, 19), types_only=True)
+def equal_strings_by_unique(node: onnx.NodeProto, context: AdapterContext):
+    """Equal-19(x, y) on strings = Equal(u[:n], u[n:]) in X's shape, u = Unique-11(Concat(X₁, Y₁)).inverse_indices.
+
+    X = Expand(x, Shape(y)) and Y = Expand(y, Shape(X)) are x and y broadcast to their common
+    shape (Expand-8 broadcasts both ways), X₁ and Y₁ flattened, n their length. Unique gives
+    equal strings one index and unequal ones others, so X₁[k] == Y₁[k] exactly where
+    u[k] == u[n + k]; the comparisons are put back in X's shape by Gather at its row-major
+    positions (:func:`_positions`, empty where X is)."""
+    untaken = _untaken(node, context)
+    if untaken is None:
+        return None
+    if untaken[2] != "tensor(string)":
+        raise _refuse(node, context, untaken, "")
+    _moved_type(node, context, 0, EQUAL_MOVERS)
+    x, y = node.input
+    w = NodeWriter(node, context)
+    x_wide = w.add("Expand", [x, w.add("Shape", [y], "y_shape")], "x_broadcast")
+    y_wide = w.add("Expand", [y, w.add("Shape", [x_wide], "x_broadcast_shape")], "y_broadcast")
+    flat = w.int64s("flat", [-1])
+    x_flat, y_flat = w.add("Reshape", [x_wide, flat], "x_flat"), w.add("Reshape", [y_wide, flat], "y_flat")
+    both = w.add("Concat", [x_flat, y_flat], "both", axis=0)
+    numbered = context.fresh(f"{w.hint}_numbered")
+    w.last("Unique", [both], [context.fresh(f"{w.hint}_unique"), "", numbered])
+    count = w.add("Shape", [x_flat], "count")
+    start, end = w.int64s("start", [0]), w.int64s("end", [INT64_MAX])
+    x_numbers = w.add("Slice", [numbered, start, count], "x_numbers")
+    y_numbers = w.add("Slice", [numbered, count, end], "y_numbers")
+    same = w.add("Equal", [x_numbers, y_numbers], "same")
+    return w.last("Gather", [same, _positions(w, x_wide, "x_positions")], node.output, axis=0)
