@@ -90,7 +90,7 @@ class Legalizer:
         snapshot = model_bytes if self.path.name == "fast" else None
         self._original_bytes = snapshot  # ``original`` as read, for onnx's inference to read
         self.report = LoweringReport()
-        self.names = NameAllocator(model=model, snapshot=snapshot)
+        self.names = NameAllocator(model=original, snapshot=snapshot)  # ``model`` before the pass
         self.functions = {function_key(f): f for f in model.functions}
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}

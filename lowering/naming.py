@@ -36,16 +36,19 @@ class NameAllocator:
     def __init__(
         self, taken: Iterable[str] = (), model: onnx.ModelProto | None = None, snapshot: bytes | None = None
     ) -> None:
-        """``model``: the model whose names to avoid; ``snapshot``: its serialized bytes, where
-        it is small enough to copy (else, for memory, its names are listed up front)."""
+        """``model``: the model whose names to avoid (left as it is while names are handed out:
+        its names may be listed late); ``snapshot``: its serialized bytes, where it is small
+        enough to copy (else, for memory, its names are listed up front)."""
         self._given = set(taken)
         self._existing: set[str] | None = set()
         self._snapshot: bytes | None = None
+        self._model: onnx.ModelProto | None = None
         self._tail_absent: dict[str, bool] = {}
         self._counters: dict[str, int] = {}  # base → the last counter given to it
         if model is not None:
             if snapshot is not None:
                 self._snapshot = snapshot
+                self._model = model
                 self._existing = None
             else:
                 self._existing = names_in_model(model)
@@ -100,8 +103,8 @@ class NameAllocator:
         if self._existing is None:
             if tail and tail in name and self._absent(tail):
                 return False
-            self._existing = _names_in_snapshot(self._snapshot)
-            self._snapshot = None
+            self._existing = names_in_model(self._model)
+            self._snapshot = self._model = None
         return name in self._existing
 
     def _absent(self, tail: str) -> bool:
@@ -112,10 +115,6 @@ class NameAllocator:
 
     def __contains__(self, name: str) -> bool:
         return self._taken(name, "")
-
-
-def _names_in_snapshot(snapshot: bytes | None) -> set[str]:
-    return names_in_model(onnx.ModelProto.FromString(snapshot)) if snapshot is not None else set()
 
 
 def _graph_names(graph: onnx.GraphProto, names: set[str]) -> None:
