@@ -108,9 +108,11 @@ def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[
             if starts and position != nodes_end:
                 side_by_side = False
             starts.append(position)
-            length = data[position + 1]
-            if length < 128:
-                position += 2 + length
+            low = data[position + 1]
+            if low < 128:
+                position += 2 + low
+            elif data[position + 2] < 128:  # a length of two bytes: most nodes
+                position += 3 + ((low & 0x7F) | data[position + 2] << 7)
             else:
                 length, position = _read_varint(data, position + 1)
                 position += length
