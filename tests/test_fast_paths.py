@@ -263,3 +263,22 @@ def test_many_nodes_named_alike_lower_as_one_by_one():
     names = [n.name for n in fast.graph.node]
     assert names[-2:] == ["same_Equal_598", "same_Equal_599"] and len(set(names)) == len(names)
     assert lowered_bytes(model, direct_replay=False) == fast.SerializeToString()
+
+
+@pytest.mark.parametrize("doc_length", [0, 100, 200, 20_000, 3_000_000])
+def test_node_spans_cut_nodes_of_every_length_width(doc_length):
+    """Node lengths of one, two, three and four varint bytes: each span is exactly its node."""
+    nodes = [
+        helper.make_node("Relu", ["a"], ["b"], doc_string="d" * doc_length),
+        helper.make_node("Relu", ["b"], ["c"]),
+        helper.make_node("Relu", ["c"], ["d"], doc_string="e" * (doc_length // 2 + 130)),
+    ]
+    data = b"".join(protowire.field(b"\x0a", node.SerializeToString()) for node in nodes) + protowire.field(
+        b"\x12", b"g"
+    )
+    spans = protowire.node_spans(data, 1, len(nodes))
+    assert spans is not None
+    _, starts, ends = spans
+    parsed = [onnx.GraphProto.FromString(data[start:end]).node[0] for start, end in zip(starts, ends, strict=True)]
+    assert parsed == nodes
+    assert ends[-1] == len(data) - 3
