@@ -293,21 +293,23 @@ def test_resize_19_keep_aspect_ratio_with_constant_sizes_goes_down_as_one_common
 def test_resize_19_keep_aspect_ratio_refusals_say_why():
     rounded = resize_19(
         ["x", "", "", "sizes"],
-        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller"},
+        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller",
+         "coordinate_transformation_mode": "align_corners"},
         [numpy_helper.from_array(np.array([1, 3], np.int64), "sizes")],
         x_shape=(1, 1, 2, 4),
-    )
+    )  # fmt: skip
     message = refusal(rounded, 13)
     assert (
         "common scale 0.75, which sizes axis 2 to round(0.75 * 2) = 2 where Resize-13 gives floor(...) = 1" in message
     )
     at_run_time = resize_19(
         ["x", "", "", "sizes"],
-        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"},
+        {"mode": "linear", "axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"},
         extra_inputs=[helper.make_tensor_value_info("sizes", TensorProto.INT64, [2])],
     )
     message = refusal(at_run_time, 13)
     assert "(not_larger, from version 18) with sizes 'sizes' computed at run time" in message
+    assert "or, at run time, in mode nearest with coordinate mode half_pixel or asymmetric" in message
     unknown_rank = of_unknown_rank(
         resize_19(
             ["x", "", "scales"], {"axes": [2, 3]}, extra_inputs=[helper.make_tensor_value_info("scales", FLOAT, [2])]
