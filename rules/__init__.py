@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     isinf,
     isnan,
     optional,
+    resize,
     tensorscatter,
     trilu,
     versions,
