@@ -117,11 +117,16 @@ class Legalizer:
         return bool(self.functions) and call_key(node) in self.functions
 
     def decomposition_for(self, node: onnx.NodeProto, scope: Scope) -> tuple[Rule, int | None] | None:
-        """The rule owning the node's op and the op's version at the graph's opset, or None."""
+        """The rule owning the node's op and the op's version at the graph's opset, or None; a
+        version the rule does not serve (Resize-13, where the rule serves 18 and 19) is moved as
+        any op is."""
         rule = _owning_rule(node)
         if rule is None:
             return None
-        return rule, schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
+        version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
+        if version is not None and not rule.serves(version):
+            return None
+        return rule, version
 
     # -- the walk ----------------------------------------------------------------------------
     def run(self) -> LoweringReport:

@@ -67,15 +67,16 @@ def keep_owned(
 
 
 def adapted_across(node: onnx.NodeProto, version: int | None, opset: int) -> bool:
-    """Whether an adapter moves ``node`` (of ``version``) to its version at ``opset``: the
-    versions differ in more than the types they take (DFT-20's axis input, DFT-17's attribute),
-    so an op a rule owns is moved by it, not kept as it is."""
+    """Whether an adapter moves ``node`` (of ``version``) to its version at ``opset``, or a known
+    change between the versions refuses it: the versions differ in more than the types they take
+    (DFT-20's axis input, DFT-17's attribute; Resize-19's half_pixel_symmetric going to 18), so
+    an op a rule owns is moved (or refused, then decomposed), not kept as it is."""
     target_version = schemas.version_in_force(node.op_type, opset, node.domain)
     if version is None or target_version is None or target_version == version:
         return False
-    return (
-        schemas.canonical_domain(node.domain) == ""
-        and adapters.adapter_for(node.op_type, version, target_version) is not None
+    return schemas.canonical_domain(node.domain) == "" and (
+        adapters.adapter_for(node.op_type, version, target_version) is not None
+        or adapters.change_for(node, version, target_version) is not None
     )
 
 

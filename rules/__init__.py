@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     isnan,
     melweightmatrix,
     optional,
+    resize,
     tensorscatter,
     trilu,
     versions,

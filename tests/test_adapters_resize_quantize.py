@@ -293,21 +293,23 @@ def test_resize_19_keep_aspect_ratio_with_constant_sizes_goes_down_as_one_common
 def test_resize_19_keep_aspect_ratio_refusals_say_why():
     rounded = resize_19(
         ["x", "", "", "sizes"],
-        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller"},
+        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller",
+         "coordinate_transformation_mode": "align_corners"},
         [numpy_helper.from_array(np.array([1, 3], np.int64), "sizes")],
         x_shape=(1, 1, 2, 4),
-    )
+    )  # fmt: skip
     message = refusal(rounded, 13)
     assert (
         "common scale 0.75, which sizes axis 2 to round(0.75 * 2) = 2 where Resize-13 gives floor(...) = 1" in message
     )
     at_run_time = resize_19(
         ["x", "", "", "sizes"],
-        {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"},
+        {"mode": "linear", "axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"},
         extra_inputs=[helper.make_tensor_value_info("sizes", TensorProto.INT64, [2])],
     )
     message = refusal(at_run_time, 13)
     assert "(not_larger, from version 18) with sizes 'sizes' computed at run time" in message
+    assert "or, at run time, in mode nearest with coordinate mode half_pixel or asymmetric" in message
     unknown_rank = of_unknown_rank(
         resize_19(
             ["x", "", "scales"], {"axes": [2, 3]}, extra_inputs=[helper.make_tensor_value_info("scales", FLOAT, [2])]
@@ -317,14 +319,25 @@ def test_resize_19_keep_aspect_ratio_refusals_say_why():
     assert "resizes along axes [2, 3] of an input of unknown rank" in refusal(unknown_rank, 13)
 
 
-def test_resize_19_half_pixel_symmetric_stays_refused_as_onnxruntime_computes_it_otherwise():
+def test_resize_19_half_pixel_symmetric_goes_down_by_the_rule_not_the_adapter():
     """Spec-equal to half_pixel where scale·d is whole, but onnxruntime computes its coordinate in
-    double and half_pixel's in float: 5 → 15 linear differs in bits, so it is refused."""
+    double and half_pixel's in float: 5 → 15 linear differs in bits, so the adapter refuses it and
+    the Resize rule (rules/resize.py) lowers it, within its stated tolerance."""
+    from lowering.rules.resize import RESIZE_TOLERANCE
+
     model = resize_19(
         ["x", "", "scales"], {"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"},
         [numpy_helper.from_array(np.array([1, 1, 3, 3], np.float32), "scales")],
     )  # fmt: skip
-    assert "half_pixel_symmetric (from version 19), so it cannot go to opset 17" in refusal(model, 17)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, target_opset=17, ops=[])
+    assert result.report.rewritten["Resize-19"] == 1
+    assert not any(node.op_type == "Resize" for node in result.model.graph.node)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    (want,) = run_onnxruntime(model, {"x": x})
+    (got,) = run_onnxruntime(result.model, {"x": x})
+    assert not RESIZE_TOLERANCE[FLOAT].mismatches(got, want).any()
 
 
 # -- Upsample and Resize-10 going up --------------------------------------------------------------------

@@ -19,9 +19,11 @@ from lowering.samples import sample_values
 # (Trilu), in tests/test_cumprod_einsum.py (CumProd, Einsum), in tests/test_adapters_quantize_scatter.py
 # (TensorScatter), in tests/test_bitwise.py (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), in
 # tests/test_col2im_lowering.py (Col2Im), in tests/test_dft_stft_lowering.py (DFT, STFT), in
-# tests/test_gridsample_lowering.py (GridSample), in tests/test_deformconv_lowering.py (DeformConv).
+# tests/test_gridsample_lowering.py (GridSample), in tests/test_deformconv_lowering.py (DeformConv), in
+# tests/test_resize_policies.py (Resize).
 SHAPED = {
     "Trilu",
+    "Resize",
     "CumProd",
     "Einsum",
     "TensorScatter",

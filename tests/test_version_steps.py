@@ -787,10 +787,14 @@ def test_pad_11_value_float32_cannot_hold_is_refused_below_11():
 
 RESIZE_REFUSALS = [
     # (source opset, target opset, attributes, inputs, words of the refusal)
-    (19, 13, {"antialias": 1, "mode": "linear"}, ("x", "", "scales"), "Resize-19 filters with antialias=1"),
-    # axes go down spread over every axis, a policy as one common scale where floor(s·d) is its round(s·d):
-    (18, 13, {"keep_aspect_ratio_policy": "not_smaller"}, ("x", "", "", "sizes2"), "round(1.5 * 1) = 2"),
-    (19, 13, {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "linear"}, ("x", "", "scales"),
+    # antialias and half_pixel_symmetric go down by the Resize rule, where it lowers the node
+    (19, 13, {"antialias": 1, "mode": "linear", "coordinate_transformation_mode": "align_corners"}, ("x", "", "scales"),
+     "Resize-19 filters with antialias=1"),
+    # axes go down spread over every axis, a policy as one common scale where floor(s·d) is its round(s·d)
+    # (else computed at run time, in coordinate modes half_pixel and asymmetric):
+    (18, 13, {"keep_aspect_ratio_policy": "not_smaller", "coordinate_transformation_mode": "align_corners"},
+     ("x", "", "", "sizes2"), "round(1.5 * 1) = 2"),
+    (19, 13, {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "nearest"}, ("x", "", "scales"),
      "half_pixel_symmetric (from version 19)"),
     (13, 11, {"coordinate_transformation_mode": "tf_crop_and_resize"}, ("x", "", "", "sizes"), "and no roi"),
 ]  # fmt: skip

@@ -1,6 +1,6 @@
 """Resize going down: to 13 across 18 (antialias at its default dropped, axes spread over every
-axis, keep_aspect_ratio_policy as one common scale) and to 11/12 across 13 (roi and scales given
-as empty tensors)."""
+axis, keep_aspect_ratio_policy as one common scale, constant or computed at run time) and to
+11/12 across 13 (roi and scales given as empty tensors)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from onnx import helper
 from lowering import schemas
 from lowering.adapters import (
     AdapterContext,
+    NodeWriter,
     adapter,
     attribute_in,
     attribute_of,
@@ -44,10 +45,13 @@ def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> Lowerin
     return LoweringError(f"{context.location}: Resize-{version} {why}, so it cannot go to opset {context.target_opset}")
 
 
-def _without_18_attributes(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
-    """The node without Resize-18/19's attributes, where they say what Resize-13 says, after the
-    nodes that spread its roi, scales and sizes over every axis; a refusal naming what cannot be
-    said before 18 otherwise (and half_pixel_symmetric before 19)."""
+def _without_18_attributes(
+    node: onnx.NodeProto, context: AdapterContext
+) -> tuple[list[onnx.NodeProto], onnx.NodeProto, list[onnx.NodeProto]]:
+    """The node without Resize-18/19's attributes, where they say what Resize-13 says, between
+    the nodes that spread its roi, scales and sizes over every axis (or compute a policy's scale
+    and pad its input) and those that cut its output (a policy's sizes); a refusal naming what
+    cannot be said before 18 otherwise (and half_pixel_symmetric before 19)."""
     if _mode(node, context) == "half_pixel_symmetric":
         raise _refused(node, context, "uses coordinate_transformation_mode half_pixel_symmetric (from version 19)")
     if attribute_of(node, "antialias"):
@@ -64,10 +68,20 @@ def _without_18_attributes(node: onnx.NodeProto, context: AdapterContext) -> lis
     hint = node.name or node.output[0]
     mode = _mode(node, context)
     policy = text_attribute(node, "keep_aspect_ratio_policy", context.source_opset)
+    after: list[onnx.NodeProto] = []
     if policy != "stretch" and inputs[3]:  # with scales onnx ignores the policy
         if mode == "tf_crop_and_resize":  # Resize-13 would size the output by the roi too
             raise _refused(node, context, f"keeps the aspect ratio of its sizes ({policy}) in tf_crop_and_resize")
-        scales = _policy_scales(node, context, list(range(rank)) if axes is None else axes, policy)
+        if rank is None:
+            raise _refused(node, context, f"keeps the aspect ratio of its sizes ({policy}) of an input of unknown rank")
+        policy_axes = list(range(rank)) if axes is None else axes
+        try:
+            scales = _policy_scales(node, context, policy_axes, policy)
+        except LoweringError:
+            if not _policy_at_run_time_exact(node, context):
+                raise
+            made, result, after = _policy_at_run_time(node, context, result, inputs, policy_axes, rank, policy)
+            return made, result, after
         constant, inputs[2] = _float_constant(context, f"{hint}_scales", scales)
         made.append(constant)
         inputs[1] = inputs[3] = ""  # roi is read by tf_crop_and_resize only
@@ -77,7 +91,7 @@ def _without_18_attributes(node: onnx.NodeProto, context: AdapterContext) -> lis
     result.input.extend(inputs)
     while result.input and not result.input[-1]:
         result.input.pop()
-    return [*made, result]
+    return made, result, after
 
 
 def _policy_scales(node: onnx.NodeProto, context: AdapterContext, axes: list[int], policy: str) -> list[float]:
@@ -93,7 +107,8 @@ def _policy_scales(node: onnx.NodeProto, context: AdapterContext, axes: list[int
             node,
             context,
             f"keeps the aspect ratio of its sizes ({policy}, from version 18) with {unknown}; Resize-13 can say "
-            "that only as one common scale, from constant sizes and a static input shape",
+            "that only as one common scale, from constant sizes and a static input shape, or, at run time, in mode "
+            f"nearest with coordinate mode {' or '.join(LENGTH_FREE_MODES)}",
         )
     ratios = [np.float32(size) / np.float32(shape[axis]) for size, axis in zip(sizes, axes, strict=True)]
     scale = np.float32(min(ratios) if policy == "not_larger" else max(ratios))
@@ -111,6 +126,87 @@ def _policy_scales(node: onnx.NodeProto, context: AdapterContext, axes: list[int
             )
         full[axis] = scale
     return [float(v) for v in full]
+
+
+# Coordinate modes in which an output point's place in the input reads neither the input's nor the
+# output's length: ``(x + 0.5) / s - 0.5`` and ``x / s``.
+LENGTH_FREE_MODES = ("half_pixel", "asymmetric")
+
+
+def _policy_at_run_time_exact(node: onnx.NodeProto, context: AdapterContext) -> bool:
+    """Whether the policy's scale and sizes may be computed at run time (:func:`_policy_at_run_time`)."""
+    return text_attribute(node, "mode", context.source_opset) == "nearest" and _mode(node, context) in LENGTH_FREE_MODES
+
+
+def _policy_at_run_time(
+    node: onnx.NodeProto,
+    context: AdapterContext,
+    result: onnx.NodeProto,
+    inputs: list[str],
+    axes: list[int],
+    rank: int,
+    policy: str,
+) -> tuple[list[onnx.NodeProto], onnx.NodeProto, list[onnx.NodeProto]]:
+    """Resize-18 nearest with sizes z and a keep_aspect_ratio_policy, at run time: the common scale
+    ``s = Min`` (not_larger) or ``Max`` (not_smaller) of ``Cast(z_i) / Cast(d_i)`` in float32 over
+    the named axes; Resize-13 with scales s on them (1 elsewhere) of X edge-padded to 2·d on them
+    (Gather at Range(0, 2·d), past d - 1 at d - 1);
+    a Slice cutting each to ``round(s · d)`` (half away from zero: Round, or Ceil at a fraction of
+    exactly 0.5). ``floor(s · 2d) = floor(2 · (s · d)) >= round(s · d)``, so the cut output is
+    all there; nearest with coordinate mode half_pixel or asymmetric places an output point by
+    x and s alone, and a point the original would clamp to d - 1 reads the padding, which is
+    the value at d - 1."""
+    writer = NodeWriter(node, context)
+    count = len(axes)
+    shape = writer.add("Shape", [node.input[0]], "input_shape")
+    lengths = writer.add("Gather", [shape, writer.int64s("axes", axes)], "axis_lengths")
+    lengths_float = writer.add("Cast", [lengths], "axis_lengths_float", to=onnx.TensorProto.FLOAT)
+    sizes_float = writer.add("Cast", [inputs[3]], "sizes_float", to=onnx.TensorProto.FLOAT)
+    ratios = writer.add("Div", [sizes_float, lengths_float], "ratios")
+    each = [writer.add("Gather", [ratios, writer.int64s(f"ratio_{i}", [i])], f"ratio_{i}") for i in range(count)]
+    scale = writer.add("Min" if policy == "not_larger" else "Max", each, "policy_scale")
+    one, writer_one = _float_constant(context, f"{writer.hint}_scale_one", [1.0])
+    writer.nodes.append(one)
+    joined = writer.add("Concat", [writer_one, scale], "scales_joined", axis=0)
+    in_axes = set(axes)
+    spread = writer.int64s("scales_indices", [1 if a in in_axes else 0 for a in range(rank)])
+    scales = writer.add("Gather", [joined, spread], "scales")
+    # the sizes the policy gives: round half away from zero of s * d, in float32 as onnxruntime does
+    product = writer.add("Mul", [scale, lengths_float], "scaled_lengths")
+    fraction = writer.add("Sub", [product, writer.add("Floor", [product], "floor")], "fraction")
+    half = writer.add("Equal", [fraction, writer.scalar("half", 0.5, onnx.TensorProto.FLOAT)], "at_half")
+    rounded = writer.add(
+        "Where", [half, writer.add("Ceil", [product], "ceil"), writer.add("Round", [product], "round")], "rounded"
+    )
+    sizes = writer.add("Cast", [rounded], "policy_sizes", to=onnx.TensorProto.INT64)
+    # X edge-padded to 2·d on each named axis: Gather at Range(0, 2·d) with indices past d - 1 at
+    # d - 1 (Gather moves bits; Pad on float16 runs in float32 in onnxruntime, quieting a
+    # signalling NaN, which its Resize turns into the canonical NaN instead)
+    padded = node.input[0]
+    for i, axis in enumerate(axes):
+        length = writer.add("Gather", [lengths, writer.scalar(f"axis_{i}", i, onnx.TensorProto.INT64)], f"length_{i}")
+        last = writer.add("Sub", [length, writer.scalar(f"one_{i}", 1, onnx.TensorProto.INT64)], f"last_{i}")
+        doubled = writer.add("Add", [length, length], f"doubled_{i}")
+        places = writer.add(
+            "Range",
+            [
+                writer.scalar(f"start_{i}", 0, onnx.TensorProto.INT64),
+                doubled,
+                writer.scalar(f"step_{i}", 1, onnx.TensorProto.INT64),
+            ],
+            f"places_{i}",
+        )
+        inside = writer.add("Less", [places, length], f"inside_{i}")
+        indices = writer.add("Where", [inside, places, last], f"indices_{i}")
+        padded = writer.add("Gather", [padded, indices], f"padded_{i}", axis=axis)
+    resized = context.fresh(f"{writer.hint}_resized")
+    del result.input[:]
+    result.input.extend([padded, "", scales])
+    result.output[0] = resized
+    before = writer.nodes
+    cut = NodeWriter(node, context)
+    cut.last("Slice", [resized, cut.int64s("starts", [0] * count), sizes, cut.int64s("axes", axes)], [node.output[0]])
+    return before, result, cut.nodes
 
 
 def _constant_values(context: AdapterContext, name: str) -> list | None:
@@ -199,7 +295,9 @@ def optional_inputs_given(node: onnx.NodeProto, context: AdapterContext):
     tf_half_pixel_for_nn). From 18, the node first goes as ``new_attributes_at_defaults_dropped`` says."""
     made: list[onnx.NodeProto] = []
     if schemas.version_in_force("Resize", context.source_opset) >= 18:
-        *made, node = _without_18_attributes(node, context)
+        made, node, after = _without_18_attributes(node, context)
+    else:
+        after = []
     mode = _mode(node, context)
     result = moved(node)
     inputs = list(result.input) + [""] * (3 - len(result.input))
@@ -214,12 +312,12 @@ def optional_inputs_given(node: onnx.NodeProto, context: AdapterContext):
         made.append(constant)
     del result.input[:]
     result.input.extend(inputs)
-    return [*made, result]
+    return [*made, result, *after]
 
 
 @adapter(("Resize",), 18, "down", "new attributes at defaults", versions=(13, 25), reason=RESIZE_18)
 def new_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterContext):
-    """Resize-18/19(x, r, s, z, axes=a), antialias=0 = Resize-13(x, r, s, z spread over every axis); policy as scales.
+    """Resize-18/19(x, r, s, z, axes=a), antialias=0 = Resize-13(x, r, s, z, all axes); policy: s or Slice(Resize).
 
     Axes naming some axes, or out of order, spread roi, scales and sizes over every axis (an
     axis not named keeps roi [0, 1], scale 1 and its own length): ``Gather(Concat(defaults,
@@ -227,8 +325,12 @@ def new_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterCon
     must be known. ``keep_aspect_ratio_policy`` not_larger/not_smaller with constant sizes and a
     static input shape becomes Resize-13's scales: the common scale ``s = min`` (or ``max``) of
     ``sizes[i] / d[axes[i]]`` in float32 on the named axes, where ``floor(s * d)`` (Resize-13's
-    size) is the policy's ``round(s * d)`` on each. antialias=1 (a filter when downscaling), a
-    policy with sizes known only at run time or whose rounding floor misses, and, from 19,
-    coordinate_transformation_mode half_pixel_symmetric cannot be said at 13: refused, naming
-    what."""
-    return _without_18_attributes(node, context)
+    size) is the policy's ``round(s * d)`` on each. Otherwise, in mode nearest with coordinate
+    mode half_pixel or asymmetric (which place an output point by its index and s alone), s is
+    computed at run time, X edge-padded to 2·d on the named axes by a Gather, resized by s and
+    cut to ``round(s · d)`` (half away from zero, as onnxruntime rounds) by a Slice. antialias=1
+    (a filter when downscaling), any other policy with sizes known only at run time or whose
+    rounding floor misses, and, from 19, coordinate_transformation_mode half_pixel_symmetric
+    cannot be said at 13: refused, naming what."""
+    made, result, after = _without_18_attributes(node, context)
+    return [*made, result, *after]

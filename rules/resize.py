@@ -1,0 +1,243 @@
+"""Resize-18/19 in modes linear and cubic lowered per resized axis to a Gather of taps and their weighted sum (antialias
+and half_pixel_symmetric, which no older Resize says)."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from lowering import schemas
+from lowering.functions import Tolerance
+from lowering.registry import Builder, NotLowered, Value, rule
+
+EMITS = (
+    "Shape", "Gather", "Cast", "Range", "Add", "Sub", "Mul", "Div", "Ceil", "Floor", "Abs", "Max", "Min", "Where",
+    "Less", "Greater", "Equal", "Not", "And", "ReduceSum", "Unsqueeze", "Squeeze", "Constant",
+)  # fmt: skip
+# The rule writes ops as they are from this opset on (Range from 11), int64 Constants among them.
+FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
+
+FILTERED = ("linear", "cubic")
+COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "asymmetric")
+SUPPORT = {"linear": 1.0, "cubic": 2.0}  # the filter's half width at scale 1
+RESIZED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+
+# How far the lowered Resize may stray from the op, per float type, on finite values. The rule
+# takes the op's taps and weights (the ONNX reference's formulas: ceil(support / s') taps on
+# each side of the point, the filter's weights at (tap - point) · s', normalized to sum 1 under
+# antialias or where exclude_outside drops taps) but computes coordinates, weights and sums in
+# float32 (double for double X) and sums each axis' taps (ReduceSum) in its own order; the
+# reference computes in float64 from float32 scales. Measured (tests/test_resize_policies.py)
+# against onnx.reference's Resize on standard normal inputs of shapes up to 12 per axis, two
+# axes resized by scales 0.3 to 3 or sizes 1 to 24, linear and cubic, antialias, exclude_outside
+# (cubic), every coordinate mode served: float at most 4.5e-6 beyond rtol 1e-5, double 9.4e-6,
+# float16 2.9e-6 beyond one unit in the last place; on the
+# ONNX backend cases within onnx's own backend tolerance; bfloat16 goes the same float32 path, rounded once
+# (not measured: onnxruntime runs no bfloat16 Resize). Antialias with exclude_outside and
+# upsampling, where onnx.reference 1.23 strays from onnxruntime (by up to 1.2 on unit values),
+# was measured against onnxruntime's kernel instead (float: 3.5e-6).
+RESIZE_TOLERANCE = {
+    TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=2e-5),
+    TensorProto.DOUBLE: Tolerance(rtol=1e-5, atol=2e-5),
+    TensorProto.FLOAT16: Tolerance(rtol=2**-10, atol=1e-4),
+    TensorProto.BFLOAT16: Tolerance(rtol=2**-7, atol=1e-3),
+}
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def resize_reference(x: np.ndarray, roi=None, scales=None, sizes=None, **attributes) -> np.ndarray:
+    """The op as onnx.reference computes it (float64 coordinates and weights, rounded to X's type once)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    names, feeds, infos = ["x"], {"x": x}, []
+    for name, value in (("roi", roi), ("scales", scales), ("sizes", sizes)):
+        names.append(name if value is not None else "")
+        if value is not None:
+            feeds[name] = value
+    for name, value in feeds.items():
+        element_type = helper.np_dtype_to_tensor_dtype(value.dtype)
+        infos.append(helper.make_tensor_value_info(name, element_type, list(value.shape)))
+    while not names[-1]:
+        names.pop()
+    node = helper.make_node("Resize", names, ["y"], **attributes)
+    element_type = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph([node], "resize", infos, [helper.make_tensor_value_info("y", element_type, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    return ReferenceEvaluator(model).run(None, feeds)[0]
+
+
+@rule(
+    "Resize",
+    versions=(18, 19),
+    emits=EMITS,
+    rounding_invariant=False,
+    reference=resize_reference,
+    tolerance=RESIZE_TOLERANCE,
+)
+def resize_by_weighted_taps(
+    b: Builder,
+    x: Value,
+    roi: Value | None = None,
+    scales: Value | None = None,
+    sizes: Value | None = None,
+    *,
+    antialias: int = 0,
+    axes: list[int] | None = None,
+    coordinate_transformation_mode: str = "half_pixel",
+    cubic_coeff_a: float = -0.75,
+    exclude_outside: int = 0,
+    extrapolation_value: float = 0.0,
+    keep_aspect_ratio_policy: str = "stretch",
+    mode: str = "nearest",
+    nearest_mode: str = "round_prefer_floor",
+) -> Value:
+    """Resize(X, s or z) = per resized axis a: ReduceSum(Gather(X, clamp(b + t, 0, d - 1), axis=a) · w(t - r), over t).
+
+    Per axis a of length d, in float32 (double for double X): the output length o = floor(s · d)
+    (scales) or z (sizes, s = z / d); each output point i placed at x = (i + 0.5) / s - 0.5
+    (half_pixel), i / s (asymmetric), or half_pixel's shifted by d / 2 · (1 - o / (s · d))
+    (half_pixel_symmetric); b = Ceil(x) - 1 and r = x - b in (0, 1]; the taps t = 1 - m … m,
+    m = Ceil(support / s'), support 1 (linear) or 2 (cubic), s' = min(s, 1) under antialias,
+    else 1; the weights the filter at (t - r) · s' (linear 1 - |u| clipped at 0; cubic Keys'
+    convolution with A = cubic_coeff_a), those of taps outside the axis set to 0 where
+    exclude_outside, normalized to sum 1 under antialias or exclude_outside; a tap outside the
+    axis reads its nearest end (the reference's edge padding); a tap of weight 0 adds -0,
+    whatever it reads. 16-bit X is computed in float32 and rounded once. Within the stated
+    tolerance of the op (the ONNX reference), which computes in float64.
+    Not lowered: mode nearest, coordinate modes other than half_pixel, half_pixel_symmetric and
+    asymmetric, a keep_aspect_ratio_policy with sizes, exclude_outside in mode linear without
+    antialias, X of unknown rank or not a float type, opsets below 11 (Range).
+    """
+    if b.opset < FIRST_OPSET:
+        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+    mode, coordinates = _text(mode), _text(coordinate_transformation_mode)
+    if mode not in FILTERED:
+        return NotLowered(f"mode {mode} is not a filter (the rule lowers modes {' and '.join(FILTERED)})")
+    if coordinates not in COORDINATE_MODES:
+        return NotLowered(
+            f"coordinate_transformation_mode {coordinates} is none of {', '.join(COORDINATE_MODES)}, which the rule "
+            "lowers"
+        )
+    if mode == "linear" and exclude_outside and not antialias:
+        return NotLowered("exclude_outside=1 in mode linear without antialias (onnxruntime refuses it)")
+    if x.element_type not in RESIZED_TYPES:
+        return NotLowered(f"X is {schemas.type_name(x.element_type)}; the rule resizes float types only")
+    shape = b.shape_of(x)
+    if shape is None:
+        return NotLowered("the rank of X is unknown, so the axes to resize are unknown")
+    rank = len(shape)
+    if scales is not None and sizes is not None:
+        given = b.constant_value(scales)
+        if given is None or given.size:
+            return NotLowered("both scales and sizes are given")
+        scales = None
+    if scales is None and sizes is None:
+        return NotLowered("neither scales nor sizes is given")
+    if sizes is not None and _text(keep_aspect_ratio_policy) != "stretch":
+        return NotLowered(f"keep_aspect_ratio_policy {_text(keep_aspect_ratio_policy)} is not lowered by the rule")
+    resized = [a + rank if a < 0 else a for a in axes] if axes is not None else list(range(rank))
+    compute = TensorProto.DOUBLE if x.element_type == TensorProto.DOUBLE else TensorProto.FLOAT
+    value = x if x.element_type == compute else b.Cast(x, to=compute)
+    x_shape = b.Shape(x)
+    # innermost axis first, as the reference combines them
+    for i, axis in sorted(enumerate(resized), key=lambda pair: -pair[1]):
+        length = b.Gather(x_shape, b.ints([axis], f"axis_{axis}"))
+        length_float = b.Cast(length, to=compute)
+        if scales is not None:
+            scale = b.Cast(b.Gather(scales, b.ints([i], f"scale_{i}")), to=compute)
+            # onnxruntime's and the reference's output length: floor(s · d), in float32
+            product = b.Mul(b.Cast(scale, to=TensorProto.FLOAT), b.Cast(length, to=TensorProto.FLOAT))
+            out_length = b.Cast(b.Floor(product), to=TensorProto.INT64)
+        else:
+            out_length = b.Gather(sizes, b.ints([i], f"size_{i}"))
+            scale = b.Div(b.Cast(out_length, to=compute), length_float)
+        value = _resized_axis(
+            b, value, axis, rank, length, length_float, out_length, scale, compute, mode, coordinates,
+            bool(antialias), bool(exclude_outside), float(cubic_coeff_a),
+        )  # fmt: skip
+    return value if value.element_type == x.element_type else b.Cast(value, to=x.element_type)
+
+
+def _resized_axis(
+    b: Builder,
+    value: Value,
+    axis: int,
+    rank: int,
+    length: Value,
+    length_float: Value,
+    out_length: Value,
+    scale: Value,
+    compute: int,
+    mode: str,
+    coordinates: str,
+    antialias: bool,
+    exclude_outside: bool,
+    a: float,
+) -> Value:
+    """``value`` resized along ``axis`` (all shapes [1] but ``value``'s)."""
+
+    def number(v: float) -> Value:
+        return b.constant(v, Value("", compute), f"{v:g}".replace("-", "minus_").replace(".", "_"))
+
+    def int64(v: int) -> Value:
+        return b.constant(v, Value("", TensorProto.INT64), f"{v}".replace("-", "minus_"))
+
+    one = number(1.0)
+    zero_int, one_int = int64(0), int64(1)
+    if antialias:
+        filter_scale = b.Min(scale, one)
+        # at most support · d + 1 taps a side: more only where s < 1 / d, whose output is empty
+        # (a scale of 0 would ask for infinitely many)
+        widest = b.Add(b.Mul(number(SUPPORT[mode]), length_float), one)
+        reach = b.Min(b.Ceil(b.Div(number(SUPPORT[mode]), filter_scale)), widest)
+        reach = b.Cast(reach, to=TensorProto.INT64)
+        reach = b.over_axes("Squeeze", reach, [0])
+        taps = b.Range(b.Sub(one_int, reach), b.Add(reach, one_int), one_int)  # [2m]
+    else:
+        filter_scale, reach = one, int(SUPPORT[mode])
+        taps = b.ints(list(range(1 - reach, reach + 1)), "taps")
+    points = b.Cast(b.Range(zero_int, b.over_axes("Squeeze", out_length, [0]), one_int), to=compute)  # [o]
+    half = number(0.5)
+    if coordinates == "asymmetric":
+        place = b.Div(points, scale)
+    else:
+        place = b.Sub(b.Div(b.Add(points, half), scale), half)
+        if coordinates == "half_pixel_symmetric":
+            adjustment = b.Div(b.Cast(out_length, to=compute), b.Mul(scale, length_float))
+            offset = b.Mul(b.Div(length_float, number(2.0)), b.Sub(one, adjustment))
+            place = b.Add(offset, place)
+    below = b.Sub(b.Ceil(place), one)
+    ratio = b.over_axes("Unsqueeze", b.Sub(place, below), [1])  # [o, 1]
+    u = b.Mul(b.Sub(b.Cast(taps, to=compute), ratio), filter_scale)  # [o, 2m]
+    zero = number(0.0)
+    distance = b.Abs(u)
+    if mode == "linear":
+        weights = b.Max(b.Sub(one, distance), zero)
+    else:
+        square = b.Mul(distance, distance)
+        cube = b.Mul(square, distance)
+        near = b.Add(b.Sub(b.Mul(number(a + 2), cube), b.Mul(number(a + 3), square)), one)
+        far = b.Sub(
+            b.Add(b.Sub(b.Mul(number(a), cube), b.Mul(number(5 * a), square)), b.Mul(number(8 * a), distance)),
+            number(4 * a),
+        )
+        weights = b.Where(b.Greater(distance, one), b.Where(b.Less(distance, number(2.0)), far, zero), near)
+    indices = b.Add(b.over_axes("Unsqueeze", b.Cast(below, to=TensorProto.INT64), [1]), taps)  # [o, 2m]
+    last = b.Sub(length, one_int)
+    if exclude_outside:
+        inside = b.And(b.Not(b.Less(indices, zero_int)), b.Not(b.Greater(indices, last)))
+        weights = b.Where(inside, weights, zero)
+    if antialias or exclude_outside:
+        weights = b.Div(weights, b.over_axes("ReduceSum", weights, [1], keepdims=1))
+    indices = b.Where(b.Less(indices, zero_int), zero_int, indices)
+    indices = b.Where(b.Greater(indices, last), last, indices)
+    gathered = b.Gather(value, indices, axis=axis)  # [..., o, 2m, ...]
+    inner = rank - axis - 1
+    if inner:
+        weights = b.over_axes("Unsqueeze", weights, list(range(2, 2 + inner)))
+    terms = b.Where(b.Equal(weights, zero), number(-0.0), b.Mul(gathered, weights))
+    return b.over_axes("ReduceSum", terms, [axis + 1], keepdims=0)

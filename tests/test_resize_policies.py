@@ -1,0 +1,279 @@
+"""Resize-18/19 below 18. keep_aspect_ratio_policy with sizes given at run time (the version
+adapter): bit for bit against onnxruntime's Resize-19 (float and float16, edge values included,
+sizes at and beside an exact half of rounding), or refused with a sentence of ours. antialias and
+half_pixel_symmetric (the Resize rule): within the rule's stated tolerance of the op."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from lowering.rules.resize import RESIZE_TOLERANCE, resize_reference
+from onnx import TensorProto, helper
+from support import assert_same_bits, assert_same_values, make_model, refusal
+from version_cases import node_cases, sweep_case
+
+import lowering
+from lowering.runtime import run_onnxruntime
+from lowering.samples import edge_values
+
+TARGETS = (11, 13, 17)
+# float16 is compared any NaN for a NaN: onnxruntime's float16 Resize goes through float32, and
+# which payload a signalling NaN comes back with depends on where it lands in the output buffer
+# (measured: the first 8 of 15 outputs quieted, 0xFD60 → 0xFF60, the other 7 the canonical 0xFE00).
+TYPES = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16}
+
+
+def edge_array(shape, dtype, seed=0) -> np.ndarray:
+    """Ordinary numbers with edge values of ``dtype`` (NaN, ±inf, ±0, subnormals, extremes) mixed in."""
+    rng = np.random.default_rng(seed)
+    pool = edge_values(helper.np_dtype_to_tensor_dtype(np.dtype(dtype))).astype(dtype)
+    size = int(np.prod(shape))
+    values = (rng.standard_normal(size) * 3).astype(dtype)
+    picked = pool[rng.integers(0, len(pool), size)]
+    keep = rng.random(size) < 0.4
+    values[keep] = picked[keep]
+    return values.reshape(shape)
+
+
+def policy_model(element_type: int, rank: int, axes, policy: str, **attributes) -> onnx.ModelProto:
+    node = helper.make_node(
+        "Resize",
+        ["x", "", "", "sizes"],
+        ["y"],
+        name="resize",
+        keep_aspect_ratio_policy=policy,
+        **({} if axes is None else {"axes": list(axes)}),
+        **attributes,
+    )
+    count = rank if axes is None else len(axes)
+    return make_model(
+        [node],
+        [
+            helper.make_tensor_value_info("x", element_type, [f"d{i}" for i in range(rank)]),
+            helper.make_tensor_value_info("sizes", TensorProto.INT64, [count]),
+        ],
+        [helper.make_tensor_value_info("y", element_type, [f"e{i}" for i in range(rank)])],
+        opset=19,
+    )
+
+
+def with_axes_counted_from_the_front(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with negative axes counted from the front: onnxruntime 1.32's Resize-19 ignores
+    negative axes with a policy (it returns X as it is), which the op's text counts from the back."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    rank = len(model.graph.input[0].type.tensor_type.shape.dim)
+    for attribute in model.graph.node[0].attribute:
+        if attribute.name == "axes":
+            attribute.ints[:] = [a + rank if a < 0 else a for a in attribute.ints]
+    return model
+
+
+def lowered(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, target_opset=target, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    assert any("Resize-19" in key for key in result.report.adapted), dict(result.report.adapted)
+    return result.model
+
+
+# (input shape, axes, sizes): upsampling, downsampling, a scale of 1, and sizes whose product s · d
+# falls on an exact half (2 · 2.5: onnxruntime rounds it away from zero) or just beside one
+SHAPES = [
+    ((1, 1, 2, 4), (2, 3), (1, 3)),
+    ((1, 1, 2, 2), (2, 3), (7, 8)),
+    ((1, 1, 2, 5), (2, 3), (1, 100)),  # s = 0.5, 0.5 · 5 = 2.5 → 3
+    ((1, 1, 2, 5), (3, 2), (100, 1)),  # the same, axes out of order
+    ((2, 5), (-1, -2), (100, 1)),
+    ((3, 7, 4), (1, 2), (5, 3)),
+    ((3, 7, 4), None, (3, 5, 3)),
+    ((1, 2, 6, 10), (2, 3), (9, 13)),  # s = 1.3 · 10 = 13, 1.5 · 6 = 9
+    ((1, 1, 6, 10), (2, 3), (3, 9)),
+    ((4, 6), (0, 1), (4, 6)),
+    ((1, 1, 3, 7), (2, 3), (5, 11)),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("element_type", sorted(TYPES))
+@pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
+def test_policy_at_run_time_bit_for_bit(target, element_type, policy):
+    dtype = TYPES[element_type]
+    for (shape, axes, sizes), mode, nearest in itertools.product(
+        SHAPES, ("half_pixel", "asymmetric"), ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+    ):
+        model = policy_model(
+            element_type, len(shape), axes, policy, mode="nearest", coordinate_transformation_mode=mode,
+            nearest_mode=nearest,
+        )  # fmt: skip
+        converted = lowered(model, target)
+        feeds = {"x": edge_array(shape, dtype, seed=len(shape)), "sizes": np.array(sizes, np.int64)}
+        (want,) = run_onnxruntime(with_axes_counted_from_the_front(model), feeds)
+        (got,) = run_onnxruntime(converted, feeds)
+        same = assert_same_bits if element_type == TensorProto.FLOAT else assert_same_values
+        same(got, want, f"{shape} {axes} {sizes} {mode} {nearest}")
+
+
+def test_exact_half_rounds_away_from_zero():
+    """2.5 becomes 3 (onnxruntime's std::round), not 2 (Round's half to even)."""
+    model = policy_model(TensorProto.FLOAT, 4, (2, 3), "not_larger", mode="nearest")
+    feeds = {"x": np.arange(10, dtype=np.float32).reshape(1, 1, 2, 5), "sizes": np.array([1, 100], np.int64)}
+    (want,) = run_onnxruntime(model, feeds)
+    assert want.shape == (1, 1, 1, 3)
+    (got,) = run_onnxruntime(lowered(model, 13), feeds)
+    assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize(
+    ("attributes", "words"),
+    [
+        ({"mode": "linear"}, "computed at run time"),
+        ({"mode": "nearest", "coordinate_transformation_mode": "align_corners"}, "computed at run time"),
+        ({"mode": "nearest", "coordinate_transformation_mode": "pytorch_half_pixel"}, "computed at run time"),
+    ],
+)
+def test_policy_at_run_time_refused_where_lengths_are_read(attributes, words):
+    message = refusal(policy_model(TensorProto.FLOAT, 4, (2, 3), "not_smaller", **attributes), 13)
+    assert "Resize-19 keeps the aspect ratio" in message and words in message and "opset 13" in message
+
+
+# -- antialias and half_pixel_symmetric: the Resize rule, within its stated tolerance -----------------
+
+FILTER_CASES = [
+    "test_resize_downsample_scales_linear_antialias",
+    "test_resize_downsample_sizes_linear_antialias",
+    "test_resize_downsample_scales_cubic_antialias",
+    "test_resize_downsample_sizes_cubic_antialias",
+    "test_resize_downsample_scales_linear_half_pixel_symmetric",
+    "test_resize_upsample_scales_linear_half_pixel_symmetric",
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", FILTER_CASES)
+def test_backend_filter_cases_go_down_by_the_rule_within_its_tolerance(name, target):
+    (case,) = [c for c in node_cases() if c.name == name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(case.model, target_opset=target, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    assert "Resize-19" in result.report.rewritten, dict(result.report.rewritten)
+    assert not any(node.op_type == "Resize" for node in result.model.graph.node)
+    for inputs, (want,) in case.data_sets:
+        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+        (got,) = run_onnxruntime(result.model, feeds)
+        tolerance = RESIZE_TOLERANCE[helper.np_dtype_to_tensor_dtype(want.dtype)]
+        assert not tolerance.mismatches(got, want).any(), np.abs(got - want).max()
+        assert sweep_case(case, target).ours == "converts"
+
+
+def filter_model(element_type: int, kind: str, count: int, **attributes) -> onnx.ModelProto:
+    inputs = ["x", "", "scales"] if kind == "scales" else ["x", "", "", "sizes"]
+    return make_model(
+        [helper.make_node("Resize", inputs, ["y"], name="resize", **attributes)],
+        [
+            helper.make_tensor_value_info("x", element_type, ["n", "c", "h", "w"]),
+            helper.make_tensor_value_info(kind, TensorProto.FLOAT if kind == "scales" else TensorProto.INT64, [count]),
+        ],
+        [helper.make_tensor_value_info("y", element_type, ["n", "c", "p", "q"])],
+        opset=19,
+    )
+
+
+def lowered_by_the_rule(model: onnx.ModelProto) -> onnx.ModelProto:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, ops=["Resize"])
+    assert result.report.complete, result.report.lines()
+    assert not any(node.op_type == "Resize" for node in result.model.graph.node)
+    return result.model
+
+
+FILTERS = [
+    (mode, coordinates, antialias, exclude)
+    for mode, coordinates, antialias, exclude in itertools.product(
+        ("linear", "cubic"), ("half_pixel", "half_pixel_symmetric", "asymmetric"), (0, 1), (0, 1)
+    )
+    if not (mode == "linear" and exclude and not antialias)  # onnxruntime refuses it; so does the rule
+]
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16])
+@pytest.mark.parametrize(("mode", "coordinates", "antialias", "exclude"), FILTERS)
+def test_rule_within_its_tolerance_of_the_reference(mode, coordinates, antialias, exclude, element_type):
+    """Against onnx.reference; antialias with exclude_outside against onnxruntime's kernel (float
+    and float16, sizes), where onnx.reference 1.23 strays from both when upsampling."""
+    dtype = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64, TensorProto.FLOAT16: np.float16}[
+        element_type
+    ]
+    if antialias and exclude and element_type == TensorProto.DOUBLE:
+        return  # onnxruntime has no double Resize-19
+    rng = np.random.default_rng(7)
+    attributes = {
+        "mode": mode, "coordinate_transformation_mode": coordinates, "antialias": antialias,
+        "exclude_outside": exclude, "axes": [2, 3],
+    }  # fmt: skip
+    for trial in range(6):
+        # onnxruntime places points apart from the reference where s · d is not whole: sizes only
+        kind = "sizes" if antialias and exclude else ("scales", "sizes")[trial % 2]
+        shape = (1, 2, *(int(v) for v in rng.integers(2, 12, 2)))
+        given = (
+            rng.uniform(0.3, 3, 2).astype(np.float32) if kind == "scales" else rng.integers(1, 25, 2).astype(np.int64)
+        )
+        model = filter_model(element_type, kind, 2, **attributes)
+        x = rng.standard_normal(shape).astype(dtype)
+        (got,) = run_onnxruntime(lowered_by_the_rule(model), {"x": x, kind: given})
+        if antialias and exclude:
+            (want,) = run_onnxruntime(model, {"x": x, kind: given})
+        else:
+            want = resize_reference(x, **{kind: given}, **attributes)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        stray = RESIZE_TOLERANCE[element_type].mismatches(got, want)
+        assert not stray.any(), f"{kind} {given} {shape}: {np.abs(got.astype(float) - want).max()}"
+
+
+def test_a_tap_of_weight_zero_reads_nothing():
+    """Axes of scale 1 come through as they are, infinities and NaN included (the taps beside a
+    point weigh 0); -0 comes back +0 (onnxruntime's ReduceSum adds from +0), equal in value."""
+    model = filter_model(TensorProto.FLOAT, "scales", 4, mode="linear", antialias=1)
+    x = edge_array((2, 3, 4, 4), np.float32, seed=3)
+    (got,) = run_onnxruntime(lowered_by_the_rule(model), {"x": x, "scales": np.array([1, 1, 1, 1], np.float32)})
+    np.testing.assert_array_equal(got, x)  # NaN where NaN, -0 equal to +0
+
+
+@pytest.mark.parametrize(
+    ("attributes", "reason"),
+    [
+        ({"mode": "linear", "antialias": 1, "coordinate_transformation_mode": "align_corners"},
+         "align_corners is none of"),
+        ({"mode": "cubic", "coordinate_transformation_mode": "half_pixel_symmetric",
+          "keep_aspect_ratio_policy": "not_larger"}, "keep_aspect_ratio_policy not_larger"),
+    ],
+)  # fmt: skip
+def test_what_neither_adapter_nor_rule_can_say_is_refused_with_both_reasons(attributes, reason):
+    model = filter_model(TensorProto.FLOAT, "sizes", 2, axes=[2, 3], **attributes)
+    message = refusal(model, 13)
+    assert "Resize-19" in message and "cannot go to opset 13" in message
+    assert "nor by its rule" in message and reason in message, message
+
+
+@pytest.mark.parametrize("name", [n for n in FILTER_CASES if "symmetric" in n])
+def test_half_pixel_symmetric_to_18_is_decomposed_not_kept(name):
+    """Resize-18 has no half_pixel_symmetric: the known change refuses keeping it, the rule lowers it."""
+    (case,) = [c for c in node_cases() if c.name == name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(case.model, target_opset=18, ops=[])
+    assert not any(node.op_type == "Resize" for node in result.model.graph.node)
+    assert sweep_case(case, 18).ours == "converts" and not sweep_case(case, 18).ours_wrong
+
+
+def test_a_scale_of_zero_gives_an_empty_output_not_endless_taps():
+    model = filter_model(TensorProto.FLOAT, "scales", 4, mode="cubic", antialias=1)
+    feeds = {"x": np.ones((1, 1, 4, 4), np.float32), "scales": np.array([1, 1, 0, 0.5], np.float32)}
+    (got,) = run_onnxruntime(lowered_by_the_rule(model), feeds)
+    assert got.shape == (1, 1, 0, 2)
