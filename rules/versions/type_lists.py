@@ -414,8 +414,9 @@ def _multiplied_per_span(
 ) -> list[onnx.NodeProto]:
     """Where(y = 3, x·x·x, Where(y = 2, x·x, power)) in T, for the values of ``multiplied``; a
     constant exponent of one value is its product alone. onnxruntime's Where gives +0 for a -0
-    it picks from its first branch: a float x·x·x of -0 picked there is made -0 again by a Mul
-    by -1, found as 1 / Cast(x·x·x, double) = -inf (finite for every other float)."""
+    it picks from its first branch (ONNX's keeps it): a float x·x·x of -0 picked there and come
+    out as +0 is made -0 again by a Mul by -1, found as 1 / Cast(x·x·x, double) = -inf and
+    1 / Cast(picked, double) = +inf (finite for every other float), so either Where gives -0."""
     hint = node.name or node.output[0]
     x, y = node.input[0], node.input[1]
     result: list[onnx.NodeProto] = []
@@ -455,7 +456,13 @@ def _multiplied_per_span(
         cubed_in_double = make("Cast", [products[3]], "cubed_as_double", to=TensorProto.DOUBLE)
         inverse = make("Div", [scalar(1.0, TensorProto.DOUBLE, "one"), cubed_in_double], "cubed_inverse")
         negative_zero = make("Less", [inverse, scalar(-1e300, TensorProto.DOUBLE, "below")], "cubed_negative_zero")
-        lost = make("And", [is_value, negative_zero], "negative_zero_lost")
+        # the sign is lost only where the Where gave +0 (ONNX's Where keeps -0; onnxruntime's may not)
+        chosen_in_double = make("Cast", [chosen], "chosen_as_double", to=TensorProto.DOUBLE)
+        chosen_inverse = make("Div", [scalar(1.0, TensorProto.DOUBLE, "one_again"), chosen_in_double], "chosen_inverse")
+        above = scalar(1e300, TensorProto.DOUBLE, "above")
+        positive_zero = make("Greater", [chosen_inverse, above], "chosen_plus_zero")
+        picked_zero = make("And", [is_value, negative_zero], "negative_zero_picked")
+        lost = make("And", [picked_zero, positive_zero], "negative_zero_lost")
         signs = make("Where", [lost, scalar(-1.0, base_type, "minus_one"), scalar(1.0, base_type, "plus_one")], "sign")
         make("Mul", [chosen, signs], "signed", node.output[0])
     return result
