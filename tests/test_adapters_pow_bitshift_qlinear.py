@@ -421,6 +421,18 @@ def test_mel_weight_matrix_of_run_time_inputs_refused():
     assert "given at run time" in message and "log1p and expm1" in message, message
 
 
+@pytest.mark.parametrize(
+    "values",
+    [[4, 16, 0, 0.0, 50.0], [4, 16, 100, 60.0, 50.0], [4, 16, 100, 0.0, float("nan")]],
+    ids=["no sample rate", "lower edge above upper", "NaN edge"],
+)
+def test_mel_weight_matrix_of_constants_the_op_fails_on_refused_in_our_words(values):
+    """Constant inputs onnxruntime's kernel fails on (and onnx.reference's algorithm too): a
+    refusal naming the op, not the reference's IndexError."""
+    message = refusal(mel_model(values), 13)
+    assert "MelWeightMatrix" in message and "cannot be computed" in message and "opset 13" in message, message
+
+
 def test_pow_of_unknown_types_is_left_as_any_node():
     """A Pow in a branch whose values carry no types is re-versioned as before (float^float)."""
     x, c = (
