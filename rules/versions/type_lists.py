@@ -461,7 +461,12 @@ def _multiplied_per_span(
 
 # -- QLinearMatMul: float16 scales from version 21 -----------------------------------------------------
 
-QLINEAR_MATMUL_SCALES = (1, 4, 6)  # a_scale, b_scale, y_scale
+FLOAT_ONLY = frozenset({"tensor(float)"})
+
+
+def _float_only_inputs(node: onnx.NodeProto, opset: int) -> list[int]:
+    """The inputs the op's version at ``opset`` takes as float only (QLinearMatMul-10's scales), from onnx.defs."""
+    return [i for i in range(len(node.input)) if schemas.input_type_strings(node.op_type, opset, i) == FLOAT_ONLY]
 
 
 @adapter(("QLinearMatMul",), 21, "down", "float16 scales as float", versions=(10, 21), types_only=True)
@@ -479,14 +484,15 @@ def float16_scales_as_float(node: onnx.NodeProto, context: AdapterContext):
     scale_type = element_type_of(context.type_of(node.input[1]))
     if scale_type != TensorProto.FLOAT16:
         raise _refuse(node, context, untaken)
-    quantized = [index for index in range(len(node.input)) if index not in QLINEAR_MATMUL_SCALES]
+    scales = _float_only_inputs(node, context.target_opset)
+    quantized = [index for index in range(len(node.input)) if index not in scales]
     taken = [schemas.input_type_strings(node.op_type, context.target_opset, index) for index in quantized]
     typed = [context.type_for_judging(node.input[index]) for index in quantized]
     if any(t is not None and schemas.type_string(t) not in ok for t, ok in zip(typed, taken, strict=True)):
         raise _refuse(node, context, untaken, "; its quantized values are of a type version 10 lacks too")
     hint = node.name or node.output[0]
     result, carried = [], moved(node)
-    for index in QLINEAR_MATMUL_SCALES:
+    for index in scales:
         cast, name = _cast(context, node.input[index], TensorProto.FLOAT, f"{hint}_{index}")
         result.append(cast)
         carried.input[index] = name
