@@ -271,6 +271,14 @@ class Legalizer:
                 kept = self._move(scope, node, scope.source_opset, location) if self.converting else None
                 self.report.remaining.append(RemainingOp(node.op_type, version, location, not_lowered.reason))
                 return kept
+        if requested and expansion is None and (rule := _owning_rule(node)) is not None:
+            # a rule owning other versions of the op: the node is left (moved where converting), and said so
+            version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
+            kept = self._move(scope, node, scope.source_opset, location) if self.converting else None
+            served = ", ".join(map(str, rule.since_versions))
+            reason = f"no rule for {node.op_type}-{version} (rules cover versions {served})"
+            self.report.remaining.append(RemainingOp(node.op_type, version, location, reason))
+            return kept
         if not self.converting:
             return None
         try:

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model
+from support import make_model, refusal
 from test_adapter_registry import KERNEL_GAPS, at_opset, dilated_pool
 from version_cases import feeds_of, node_cases
 
@@ -138,6 +138,16 @@ def test_same_padding_the_older_version_counts_otherwise_goes_as_the_pads_it_wor
     pooled = [n for n in converted if n.op_type == "AveragePool"]
     assert len(pooled) == 1 and {a.name for a in pooled[0].attribute} >= {"pads"}
     assert "auto_pad" not in {a.name for a in pooled[0].attribute}
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_same_padding_that_works_out_negative_is_refused_in_our_words(auto_pad):
+    """A stride past the kernel can make SAME's padding negative ((o - 1)·s + k < d), which no
+    pads attribute states (onnxruntime and onnx.reference even split it apart): refused with the
+    adapter's own sentence, not onnx's shape inference error on negative pads."""
+    model = pool_model("AveragePool", 19, [1, 1, 5], kernel_shape=[1], strides=[3], auto_pad=auto_pad)
+    message = refusal(model, 11)
+    assert "its windows differ" in message and "ShapeInferenceError" not in message, message
 
 
 def test_maxpool_22_indices_are_cut_alike():

@@ -162,6 +162,22 @@ def test_pow_exponent_two_and_three_per_span(pair, shapes):
     assert_same_bits(run_onnxruntime(result, mixed)[0], run_onnxruntime(model, mixed)[0], f"mixed, {shapes}")
 
 
+@pytest.mark.parametrize("exponent_type", [TensorProto.INT32, TensorProto.INT64, TensorProto.DOUBLE], ids=name)
+def test_pow_cube_of_negative_zero_per_span_keeps_its_sign_in_every_runtime(exponent_type):
+    """x·x·x of -0 (and of a negative that underflows) is -0: the lowered graph says so by ONNX's
+    own semantics (onnx.reference), not only where onnxruntime's Where drops the sign of a -0."""
+    model = pow_model(TensorProto.FLOAT, exponent_type, [2, 3], [2, 1])
+    result = lowered(model, 11)
+    feeds = {
+        "x": np.array([[-0.0, 2.0, -1e-20], [-0.0, 0.0, 3.0]], np.float32),
+        "y": np.array([[3], [2]], NUMPY[exponent_type]),
+    }
+    want = run_onnxruntime(model, feeds)[0]
+    assert np.signbit(want[0, [0, 2]]).all()
+    assert_same_bits(run_onnxruntime(result, feeds)[0], want, "onnxruntime")
+    assert_same_bits(run_reference(result, feeds)[0], want, "onnx.reference")
+
+
 @pytest.mark.parametrize(
     "pair",
     [
@@ -403,6 +419,18 @@ def test_constant_mel_weight_matrix_computed_once(target):
 def test_mel_weight_matrix_of_run_time_inputs_refused():
     message = refusal(mel_model(None), 13)
     assert "given at run time" in message and "log1p and expm1" in message, message
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[4, 16, 0, 0.0, 50.0], [4, 16, 100, 60.0, 50.0], [4, 16, 100, 0.0, float("nan")]],
+    ids=["no sample rate", "lower edge above upper", "NaN edge"],
+)
+def test_mel_weight_matrix_of_constants_the_op_fails_on_refused_in_our_words(values):
+    """Constant inputs onnxruntime's kernel fails on (and onnx.reference's algorithm too): a
+    refusal naming the op, not the reference's IndexError."""
+    message = refusal(mel_model(values), 13)
+    assert "MelWeightMatrix" in message and "cannot be computed" in message and "opset 13" in message, message
 
 
 def test_pow_of_unknown_types_is_left_as_any_node():

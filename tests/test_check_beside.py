@@ -152,6 +152,25 @@ def test_the_target_opsets_check_runs_here_where_the_child_cannot_tell(monkeypat
     assert running.verdict() is None and running.then_refusal() == "refused by the follow-up"
 
 
+def test_where_the_child_cannot_tell_the_checker_runs_here_once(monkeypatch):
+    """The verdict and the follow-up's refusal both asked for (as settling does): onnx's checker
+    runs once in this process, not again for the follow-up."""
+    monkeypatch.setattr(onnx.checker, "check_model", _raising_other(onnx.checker.check_model))
+    running = beside.start(bfloat16_value().SerializeToString(), 1, lambda: None)
+    assert running is not None
+    monkeypatch.undo()
+    checks: list[bytes] = []
+    original_check_here = beside.check_here
+
+    def counted(data: bytes):
+        checks.append(data)
+        return original_check_here(data)
+
+    monkeypatch.setattr(beside, "check_here", counted)
+    assert running.verdict() is None and running.then_refusal() is None and running.verdict() is None
+    assert len(checks) == 1
+
+
 def _raising_other(check):
     def check_model(data, *args, **kwargs):
         raise RuntimeError("not a ValidationError")

@@ -277,3 +277,24 @@ def test_a_scale_of_zero_gives_an_empty_output_not_endless_taps():
     feeds = {"x": np.ones((1, 1, 4, 4), np.float32), "scales": np.array([1, 1, 0, 0.5], np.float32)}
     (got,) = run_onnxruntime(lowered_by_the_rule(model), feeds)
     assert got.shape == (1, 1, 0, 2)
+
+
+@pytest.mark.parametrize("opset", [10, 13])
+@pytest.mark.parametrize("target", [None, 11, 13])
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_requested_resize_of_a_version_the_rule_does_not_serve_is_left_and_reported(opset, target, fast):
+    """ops=["Resize"] on Resize-10/13, which the rule (18, 19) does not serve: the node is left
+    (moved where converting) and the report says why, on both paths alike (it failed the pass's
+    own count of requested ops left before)."""
+    model = filter_model(TensorProto.FLOAT, "scales", 4, mode="linear")
+    model.opset_import[0].version = opset
+    if opset == 10:
+        model.graph.node[0].input[:] = ["x", "scales"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, ops=["Resize"], target_opset=target, fast=fast)
+    (left,) = result.report.remaining
+    assert left.op_type == "Resize" and "rules cover versions 18, 19" in left.reason, left
+    assert [node.op_type for node in result.model.graph.node if node.op_type != "Constant"] == ["Resize"]
+    other = lowering.lower_model(model, ops=["Resize"], target_opset=target, fast=not fast)
+    assert other.model.SerializeToString() == result.model.SerializeToString()

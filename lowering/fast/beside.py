@@ -37,6 +37,7 @@ import onnx
 from ..nodecheck import checker_message
 
 _VALID, _REFUSED, _OTHER, _THEN_REFUSED = 0, 1, 2, 3
+_CHECKED_HERE = 4  # (never sent) the child could not tell, and the checker here passed the model
 FollowUp = Callable[[], "str | None"]  # a check after the checker's: None, or its refusal
 FROM_NODES = 10_000  # the checker's ~0.1 s from here on outweighs a fork's cost
 PATIENCE_S, PATIENCE_PER_NODE_S = 60.0, 1e-3  # then the child is killed and the check run here
@@ -77,7 +78,11 @@ class CheckBeside:
             return None
         if outcome == _REFUSED:
             return message
-        return check_here(self._data)  # the child could not tell: the plain path's own check
+        if outcome == _OTHER:  # the child could not tell: the plain path's own check, once
+            message = check_here(self._data)
+            self._verdict = (_REFUSED, message) if message is not None else (_CHECKED_HERE, "")
+            return message
+        return None
 
     def then_refusal(self) -> str | None:
         """Where the checker passed the model: the refusal of the check that follows it (None
@@ -87,7 +92,7 @@ class CheckBeside:
         outcome, message = self._verdict
         if outcome == _THEN_REFUSED:
             return message
-        if outcome == _OTHER and self._then is not None:
+        if outcome == _CHECKED_HERE and self._then is not None:
             return self._then()
         return None
 

@@ -7,7 +7,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, adapter, known_change, moved, text_attribute
+from lowering.adapters import AdapterContext, NodeWriter, adapter, known_change, moved, text_attribute
 from lowering.errors import LoweringError
 from lowering.scopes import element_type_of
 
@@ -105,38 +105,22 @@ def _int64_right(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.Nod
     arithmetic shift. s = Where(y < 0 or y > 63, 63, y): shifting t ≥ 0 by 63 gives 0, so an
     amount out of range gives -1 for a negative x and 0 otherwise, as version 28 says. The Casts
     between int64 and uint64 carry values in [0, 2⁶³) only."""
-    hint = node.name or node.output[0]
-    result: list[onnx.NodeProto] = []
-
-    def make(op_type: str, inputs: list[str], key: str, output: str | None = None, **attributes) -> str:
-        output = output or context.fresh(f"{hint}_{key}")
-        result.append(
-            helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes)
-        )
-        return output
-
-    def constant(value: int, key: str) -> str:
-        tensor = helper.make_tensor(context.fresh(f"{hint}_{key}"), TensorProto.INT64, [], [value])
-        return make("Constant", [], key, value=tensor)
-
+    w = NodeWriter(node, context)
     x, y = node.input[0], node.input[1]
-    zero, minus_one, last = constant(0, "zero"), constant(-1, "minus_one"), constant(63, "last_bit")
-    negative = make("Less", [x, zero], "negative")
-    complement = make("Sub", [minus_one, x], "complement")
-    nonnegative = make("Where", [negative, complement, x], "nonnegative")
-    outside = make("Or", [make("Less", [y, zero], "below"), make("Greater", [y, last], "above")], "outside")
-    amount = make("Where", [outside, last, y], "amount")
+    zero = w.scalar("zero", 0, TensorProto.INT64)
+    minus_one = w.scalar("minus_one", -1, TensorProto.INT64)
+    last = w.scalar("last_bit", 63, TensorProto.INT64)
+    negative = w.add("Less", [x, zero], "negative")
+    nonnegative = w.add("Where", [negative, w.add("Sub", [minus_one, x], "complement"), x], "nonnegative")
+    outside = w.add("Or", [w.add("Less", [y, zero], "below"), w.add("Greater", [y, last], "above")], "outside")
+    amount = w.add("Where", [outside, last, y], "amount")
     shifted = moved(node)
-    del shifted.input[:]
-    shifted.input.extend(
-        [
-            make("Cast", [nonnegative], "nonnegative_as_uint64", to=TensorProto.UINT64),
-            make("Cast", [amount], "amount_as_uint64", to=TensorProto.UINT64),
-        ]
-    )
-    shifted.output[0] = context.fresh(f"{hint}_shifted")
-    result.append(shifted)
-    logical = make("Cast", [shifted.output[0]], "shifted_as_int64", to=TensorProto.INT64)
-    restored = make("Sub", [minus_one, logical], "restored")
-    make("Where", [negative, restored, logical], "arithmetic", node.output[0])
-    return result
+    shifted.input[:] = [
+        w.add("Cast", [nonnegative], "nonnegative_as_uint64", to=TensorProto.UINT64),
+        w.add("Cast", [amount], "amount_as_uint64", to=TensorProto.UINT64),
+    ]
+    shifted.output[0] = context.fresh(f"{w.hint}_shifted")
+    w.nodes.append(shifted)
+    logical = w.add("Cast", [shifted.output[0]], "shifted_as_int64", to=TensorProto.INT64)
+    restored = w.add("Sub", [minus_one, logical], "restored")
+    return w.last("Where", [negative, restored, logical], [node.output[0]])

@@ -102,9 +102,10 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     older pool's extra windows, last along that axis, are cut by a Slice of every output (the
     windows kept are the same windows). Where the two versions count auto_pad SAME otherwise
     (AveragePool-11 states floor(size / stride) windows), the older pool is given the padding the
-    newer version works out as explicit pads. A MaxPool on int8 or uint8, which MaxPool takes from
-    version 12, goes below as ``Cast(MaxPool(Cast(x, float)), T)``: exact both ways, the same
-    maximum and the same index (its second output) of the same values."""
+    newer version works out as explicit pads (where none is negative). A MaxPool on int8 or
+    uint8, which MaxPool takes from version 12, goes below as ``Cast(MaxPool(Cast(x, float)),
+    T)``: exact both ways, the same maximum and the same index (its second output) of the same
+    values."""
     source = schemas.version_in_force(node.op_type, context.source_opset)
     target = schemas.version_in_force(node.op_type, context.target_opset)
     op = node.op_type
@@ -168,10 +169,11 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     ]  # fmt: skip
     kept, differ = compared(auto_pad, pads)
     explicit = {}
-    if differ is not None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    same_pads = [w[1] for w in newer_windows] + [w[2] for w in newer_windows]
+    if differ is not None and auto_pad in ("SAME_UPPER", "SAME_LOWER") and min(same_pads) >= 0:
         # The padding the newer version's auto_pad works out, stated as pads (counted alike by
-        # count_include_pad: onnxruntime pads SAME as it pads the pads given)
-        same_pads = [w[1] for w in newer_windows] + [w[2] for w in newer_windows]
+        # count_include_pad: onnxruntime pads SAME as it pads the pads given); a negative one
+        # (a stride past the kernel) no pads attribute states
         kept, differ_stated = compared("NOTSET", same_pads)
         if differ_stated is None:
             differ, explicit = None, {"pads": same_pads}

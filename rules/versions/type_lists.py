@@ -13,7 +13,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from lowering import floats, schemas, versioning
-from lowering.adapters import AdapterContext, adapter, attribute_of, constant_array, known_change, moved
+from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, constant_array, known_change, moved
 from lowering.errors import LoweringError
 from lowering.scopes import element_type_of
 
@@ -414,23 +414,11 @@ def _multiplied_per_span(
 ) -> list[onnx.NodeProto]:
     """Where(y = 3, x·x·x, Where(y = 2, x·x, power)) in T, for the values of ``multiplied``; a
     constant exponent of one value is its product alone. onnxruntime's Where gives +0 for a -0
-    it picks from its first branch: a float x·x·x of -0 picked there is made -0 again by a Mul
-    by -1, found as 1 / Cast(x·x·x, double) = -inf (finite for every other float)."""
-    hint = node.name or node.output[0]
+    it picks from its first branch (ONNX's keeps it): a float x·x·x of -0 picked there and come
+    out as +0 is made -0 again by a Mul by -1, found as 1 / Cast(x·x·x, double) = -inf and
+    1 / Cast(picked, double) = +inf (finite for every other float), so either Where gives -0."""
+    w = NodeWriter(node, context)
     x, y = node.input[0], node.input[1]
-    result: list[onnx.NodeProto] = []
-
-    def make(op_type: str, inputs: list[str], key: str, output: str | None = None, **attributes) -> str:
-        output = output or context.fresh(f"{hint}_{key}")
-        result.append(
-            helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes)
-        )
-        return output
-
-    def scalar(value, element_type: int, key: str) -> str:
-        tensor = helper.make_tensor(context.fresh(f"{hint}_{key}"), element_type, [], [value])
-        return make("Constant", [], key, value=tensor)
-
     base_shape = context.shape_of(x)
     if (
         exponents is not None
@@ -438,32 +426,47 @@ def _multiplied_per_span(
         and (exponents == exponents[0]).all()
         and list(np.broadcast_shapes(tuple(base_shape), tuple(context.shape_of(y)))) == list(base_shape)
     ):
-        last = {2: [x, x], 3: [make("Mul", [x, x], "squared"), x]}[int(exponents[0])]
-        return [*result, helper.make_node("Mul", last, [node.output[0]], name=context.fresh(f"{hint}_Mul"))]
-    power = context.fresh(f"{hint}_power")
+        last = {2: [x, x], 3: [w.add("Mul", [x, x], "squared"), x]}[int(exponents[0])]
+        return w.last("Mul", last, [node.output[0]])
+    power = context.fresh(f"{w.hint}_power")
     in_double[-1].output[0] = power
-    result.extend(in_double)
-    squared = make("Mul", [x, x], "squared")
-    products = {2: squared, 3: make("Mul", [squared, x], "cubed")}
+    w.nodes.extend(in_double)
+    squared = w.add("Mul", [x, x], "squared")
+    products = {2: squared, 3: w.add("Mul", [squared, x], "cubed")}
     chosen = power
     sign_fixed = base_type != TensorProto.INT32 and base_type != TensorProto.INT64
     for position, value in enumerate(multiplied):
-        is_value = make("Equal", [y, scalar(value, exponent_type, f"exponent_{value}")], f"exponent_is_{value}")
-        last = position == len(multiplied) - 1 and not sign_fixed
-        chosen = make("Where", [is_value, products[value], chosen], f"power_{value}", node.output[0] if last else None)
-    if sign_fixed:  # float: 3 alone
-        cubed_in_double = make("Cast", [products[3]], "cubed_as_double", to=TensorProto.DOUBLE)
-        inverse = make("Div", [scalar(1.0, TensorProto.DOUBLE, "one"), cubed_in_double], "cubed_inverse")
-        negative_zero = make("Less", [inverse, scalar(-1e300, TensorProto.DOUBLE, "below")], "cubed_negative_zero")
-        lost = make("And", [is_value, negative_zero], "negative_zero_lost")
-        signs = make("Where", [lost, scalar(-1.0, base_type, "minus_one"), scalar(1.0, base_type, "plus_one")], "sign")
-        make("Mul", [chosen, signs], "signed", node.output[0])
-    return result
+        is_value = w.add("Equal", [y, w.scalar(f"exponent_{value}", value, exponent_type)], f"exponent_is_{value}")
+        inputs = [is_value, products[value], chosen]
+        if position == len(multiplied) - 1 and not sign_fixed:
+            return w.last("Where", inputs, [node.output[0]])
+        chosen = w.add("Where", inputs, f"power_{value}")
+    # float: 3 alone
+    one = w.scalar("one", 1.0, TensorProto.DOUBLE)
+    cubed_inverse = w.add(
+        "Div", [one, w.add("Cast", [products[3]], "cubed_as_double", to=TensorProto.DOUBLE)], "cubed_inverse"
+    )
+    negative_zero = w.add("Less", [cubed_inverse, w.scalar("below", -1e300, TensorProto.DOUBLE)], "cubed_negative_zero")
+    # the sign is lost only where the Where gave +0 (ONNX's Where keeps -0; onnxruntime's may not)
+    chosen_inverse = w.add(
+        "Div", [one, w.add("Cast", [chosen], "chosen_as_double", to=TensorProto.DOUBLE)], "chosen_inverse"
+    )
+    positive_zero = w.add("Greater", [chosen_inverse, w.scalar("above", 1e300, TensorProto.DOUBLE)], "chosen_plus_zero")
+    lost = w.add(
+        "And", [w.add("And", [is_value, negative_zero], "negative_zero_picked"), positive_zero], "negative_zero_lost"
+    )
+    signs = w.add("Where", [lost, w.scalar("minus_one", -1.0, base_type), w.scalar("plus_one", 1.0, base_type)], "sign")
+    return w.last("Mul", [chosen, signs], [node.output[0]])
 
 
 # -- QLinearMatMul: float16 scales from version 21 -----------------------------------------------------
 
-QLINEAR_MATMUL_SCALES = (1, 4, 6)  # a_scale, b_scale, y_scale
+FLOAT_ONLY = frozenset({"tensor(float)"})
+
+
+def _float_only_inputs(node: onnx.NodeProto, opset: int) -> list[int]:
+    """The inputs the op's version at ``opset`` takes as float only (QLinearMatMul-10's scales), from onnx.defs."""
+    return [i for i in range(len(node.input)) if schemas.input_type_strings(node.op_type, opset, i) == FLOAT_ONLY]
 
 
 @adapter(("QLinearMatMul",), 21, "down", "float16 scales as float", versions=(10, 21), types_only=True)
@@ -481,14 +484,15 @@ def float16_scales_as_float(node: onnx.NodeProto, context: AdapterContext):
     scale_type = element_type_of(context.type_of(node.input[1]))
     if scale_type != TensorProto.FLOAT16:
         raise _refuse(node, context, untaken)
-    quantized = [index for index in range(len(node.input)) if index not in QLINEAR_MATMUL_SCALES]
+    scales = _float_only_inputs(node, context.target_opset)
+    quantized = [index for index in range(len(node.input)) if index not in scales]
     taken = [schemas.input_type_strings(node.op_type, context.target_opset, index) for index in quantized]
     typed = [context.type_for_judging(node.input[index]) for index in quantized]
     if any(t is not None and schemas.type_string(t) not in ok for t, ok in zip(typed, taken, strict=True)):
         raise _refuse(node, context, untaken, "; its quantized values are of a type version 10 lacks too")
     hint = node.name or node.output[0]
     result, carried = [], moved(node)
-    for index in QLINEAR_MATMUL_SCALES:
+    for index in scales:
         cast, name = _cast(context, node.input[index], TensorProto.FLOAT, f"{hint}_{index}")
         result.append(cast)
         carried.input[index] = name
