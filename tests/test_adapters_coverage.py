@@ -292,18 +292,25 @@ def col2im_case() -> Case:
     return Case("Col2Im-18", 18, (11, 13, 17), build, feeds, "values")
 
 
-def dft_case() -> Case:
+def dft_case(last: int = 1, **attributes) -> Case:
+    """DFT-20 along axis 1 of [2, 8, last] (last 1: real, 2: complex), with a dft_length of 6
+    where the signal is cut, its attributes (onesided, inverse) as given."""
+
     def build(t):
-        nodes = [const("axis", 1), helper.make_node("DFT", ["x", "", "axis"], ["y"], name="dft")]
-        return nodes, [tensor("x", t, [2, 8, 1])], [("y", t, 3)]
+        length = [const("length", 6)] if attributes.get("cut") else []
+        given = {k: v for k, v in attributes.items() if k != "cut"}
+        nodes = [*length, const("axis", 1)]
+        nodes.append(helper.make_node("DFT", ["x", "length" if length else "", "axis"], ["y"], name="dft", **given))
+        return nodes, [tensor("x", t, [2, 8, last])], [("y", t, 3)]
 
     def feeds(t):
         # onnxruntime has no bfloat16 DFT, and onnx.reference's (numpy's FFT) skips the terms of
         # an exact 0 weight (bin 0's imaginary part), where a NaN or an infinity times 0 gives NaN
         # in onnxruntime's kernel and in the MatMul alike: finite values there
-        return [{"x": edge_values(t, [2, 8, 1], k, finite=t == BF16)} for k in range(2)]
+        return [{"x": edge_values(t, [2, 8, last], k, finite=t == BF16)} for k in range(2)]
 
-    return Case("DFT-20", 20, (11, 13), build, feeds, DFT_TOLERANCE)
+    described = ", ".join(f"{k}={v}" for k, v in attributes.items())
+    return Case(f"DFT-20 of [2, 8, {last}] {described}", 20, (11, 13), build, feeds, DFT_TOLERANCE)
 
 
 def grid_sample_case(padding_mode: str) -> Case:
@@ -394,6 +401,9 @@ CASES = [
     ),
     col2im_case(),
     dft_case(),
+    dft_case(onesided=1),
+    dft_case(2, inverse=1),
+    dft_case(2, cut=1),
     grid_sample_case("zeros"),
     grid_sample_case("reflection"),
 ]
@@ -594,3 +604,48 @@ def test_converted_node_gives_the_originals_answer(case: Case, target: int, elem
                 assert g.dtype == w.dtype and g.shape == w.shape, where
                 wrong = tolerance.mismatches(g, w)
                 assert not wrong.any(), f"{where}: {int(wrong.sum())} of {w.size} beyond {tolerance}"
+
+
+@pytest.mark.parametrize("target", [11, 13, 17])
+@pytest.mark.parametrize("element_type", [F16, F64])
+def test_split_leaving_a_negative_last_part_in_a_branch_not_taken_still_loads(element_type, target):
+    """Split-18 cutting 5 into num_outputs=4 parts of 2 leaves a last part of -1: an error when it
+    runs, but a model holding it in a branch not taken loads and runs (as AffineGrid's body
+    does). Converted, the branch not taken is still harmless; the branch taken fails as the
+    original does (Split-13 given sizes at run time), or, below 13, gives the clamped parts
+    [2, 2, 1, 0] onnx.reference's Split gives (the Slices)."""
+    outputs = ["a", "b", "c", "d"]
+    then_branch = helper.make_graph(
+        [helper.make_node("Split", ["x"], [f"then_{o}" for o in outputs], name="split", axis=0, num_outputs=4)],
+        "then",
+        [],
+        [tensor(f"then_{o}", element_type, None) for o in outputs],
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], [f"else_{o}"], name=f"keep_{o}") for o in outputs],
+        "else",
+        [],
+        [tensor(f"else_{o}", element_type, None) for o in outputs],
+    )
+    node = helper.make_node("If", ["cond"], outputs, name="choice", then_branch=then_branch, else_branch=else_branch)
+    original = make_model(
+        [node],
+        [tensor("cond", TensorProto.BOOL, []), tensor("x", element_type, [5])],
+        [tensor(o, element_type, [f"{o}0"]) for o in outputs],
+        opset=18,
+    )
+    converted = converted_model(original, target)
+    x = edge_values(element_type, [5])
+    feeds = {"cond": np.array(False), "x": x}
+    for got, want in zip(runs_in_onnxruntime(converted, feeds), runs_in_onnxruntime(original, feeds), strict=True):
+        assert_same_bits(got, want, "the branch not taken")
+    feeds["cond"] = np.array(True)
+    with pytest.raises(Exception):  # noqa: B017 - onnxruntime's own error, of its own wording
+        runs_in_onnxruntime(original, feeds)
+    if target >= 13:
+        with pytest.raises(Exception):  # noqa: B017
+            runs_in_onnxruntime(converted, feeds)
+        return
+    got = runs_in_onnxruntime(converted, feeds)
+    for part, (start, end) in zip(got, [(0, 2), (2, 4), (4, 5), (5, 5)], strict=True):
+        assert_same_bits(part, x[start:end], "the clamped parts")
