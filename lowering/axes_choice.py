@@ -34,6 +34,16 @@ CHOICE_FIRST_OPSET = max(schemas.first_opset_writing(CHOICE_EMITS, int64_constan
 Leaf = Callable[[tuple[int, ...], str], onnx.NodeProto]
 
 
+def untaken_by_if(element_type: int, opset: int) -> str | None:
+    """Why a choice giving ``element_type`` cannot be written at ``opset`` (its If branches do not
+    give that type there: bfloat16 from If-16), or None where it can."""
+    if element_type in schemas.output_element_types("If", opset):
+        return None
+    first = schemas.first_opset("If", element_type)
+    name = schemas.type_name(element_type)
+    return f"the choice's If branches give {name}, which If takes only from opset {first}"
+
+
 def choice_count(candidates: int, chosen: int | None = None) -> int:
     """How many leaves a choice among ``candidates`` positions has: one per subset, or per subset
     of exactly ``chosen``."""

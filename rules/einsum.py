@@ -12,7 +12,7 @@ from lowering import schemas
 from lowering.functions import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
-EMITS = ("Transpose", "Reshape", "MatMul", "ReduceSum", "Unsqueeze", "Squeeze", "Cast", "Constant")
+EMITS = ("Transpose", "Reshape", "MatMul", "ReduceSum", "Unsqueeze", "Squeeze", "Cast", "Constant", "Gather")
 # The rule writes ops as they are from this opset on: each of them exists and Constant holds
 # its int64 shapes and axes (from 9), onnx.defs says (the types MatMul and ReduceSum take are
 # asked per node).
@@ -52,7 +52,8 @@ class Equation:
 
 
 def parse_equation(equation: str, ranks: list[int | None]) -> Equation | str:
-    """The equation's labels, or why the rule does not take it (a sentence)."""
+    """The equation's labels (an index repeated within a term, a diagonal, named as often as the
+    term names it), or why the rule does not take it (a sentence)."""
     text = equation.replace(" ", "")
     lhs, arrow, rhs = text.partition("->")
     terms = lhs.split(",")
@@ -77,11 +78,6 @@ def parse_equation(equation: str, ranks: list[int | None]) -> Equation | str:
             if rank is not None and rank != len(term):
                 return f"input {index} has rank {rank}, but its term '{term}' names {len(term)} axes"
             labels = tuple(term)
-        if len(set(labels)) != len(labels):
-            repeated = sorted({c for c in labels if labels.count(c) > 1})
-            return (
-                f"the term '{term}' repeats the index {', '.join(repeated)} (a diagonal), which the rule does not take"
-            )
         operands.append(labels)
     ellipsis = tuple(f"...{k}" for k in range(ellipsis_rank or 0))
     if arrow:
@@ -132,8 +128,9 @@ def einsum_by_matmul(b: Builder, *operands: Value, equation: str = "") -> Value:
     bfloat16, float16); the stated tolerance is onnx's backend one. float16 and bfloat16 are
     computed in float32, each partial sum rounded to the type as the op keeps it (onnxruntime's
     bfloat16 kernel), except where the runtime itself computes the op in float32 between Casts
-    (onnxruntime on float16). Not lowered: more than
-    two operands, an index repeated within one term (a diagonal), an output that drops an
+    (onnxruntime on float16). An index repeated within one term (a diagonal) is first gathered
+    to one axis (:func:`_diagonal`, exact). Not lowered: more than
+    two operands, a diagonal of lengths not known statically, an output that drops an
     ellipsis' axes, a summed index whose lengths differ (broadcast), a merged group of axes
     whose lengths Reshape cannot be told, types MatMul or ReduceSum do not run on, opsets
     below 9.
@@ -150,9 +147,69 @@ def einsum_by_matmul(b: Builder, *operands: Value, equation: str = "") -> Value:
     parsed = parse_equation(equation, [None if shape is None else len(shape) for shape in shapes])
     if isinstance(parsed, str):
         return NotLowered(parsed)
+    diagonals = [_diagonal(b, *found) for found in zip(operands, parsed.operands, shapes, strict=True)]
+    for found in diagonals:
+        if isinstance(found, NotLowered):
+            return found
+    operands, labels, shapes = zip(*diagonals, strict=True)
+    parsed = Equation(tuple(labels), parsed.output)
     if len(operands) == 1:
         return _one_operand(b, operands[0], parsed.operands[0], parsed.output)
-    return _two_operands(b, operands, shapes, parsed)
+    return _two_operands(b, operands, list(shapes), parsed)
+
+
+# The most positions a diagonal's index tensor may hold (one Gather of the flattened operand).
+MOST_DIAGONAL_POSITIONS = 1 << 20
+
+
+def _diagonal(b: Builder, x: Value, labels: tuple[str, ...], shape: list[int | None] | None):
+    """x's diagonal y[a, b, …] = x[… the positions its term names …], each index once in the order the
+    term first names it: Gather(Reshape(x, [-1]), p), p the flat positions; or, where a length other
+    than a repeated index' is unknown, Gather(Reshape(Transpose(x), [..., n^k]), i·(1 + n + … + n^(k-1))).
+
+    An index the term repeats k times (length n) is made one axis. Where every length is known the
+    positions are one constant (row-major strides of x summed over the term's indices), laid out
+    in the order the term first names its indices: the layout onnxruntime's kernel keeps, so the
+    sums that follow run in its order. Else per repeated index the repeated axes go last
+    (Transpose), are read as one axis of n^k (Reshape, the other axes copied by 0), the positions
+    where every index is i gathered, and a Transpose restores the order the term first names them.
+    Either way values are moved, not computed: each is the original's bit for bit (NaN payloads,
+    -0 and all). Returns x, its labels and its shape; NotLowered where a repeated index' lengths
+    are not known statically or differ."""
+    if len(set(labels)) == len(labels):
+        return x, labels, shape
+    shape = list(shape) if shape is not None else [None] * len(labels)
+    first_named = tuple(dict.fromkeys(labels))
+    for label in first_named:
+        lengths = {shape[k] for k, c in enumerate(labels) if c == label}
+        if labels.count(label) > 1 and (len(lengths) != 1 or None in lengths):
+            told = "differ" if len(lengths) > 1 and None not in lengths else "are not known statically"
+            return NotLowered(f"the lengths of the axes of the repeated index {label} (a diagonal) {told}")
+    size = {label: shape[labels.index(label)] for label in first_named}
+    out_shape = [size[label] for label in first_named]
+    if None not in shape and math.prod(out_shape) <= MOST_DIAGONAL_POSITIONS:
+        strides = [math.prod(shape[k + 1 :]) for k in range(len(shape))]
+        grids = dict(zip(first_named, np.indices(out_shape, dtype=np.int64), strict=True))
+        positions = sum(
+            (grids[c] * stride for c, stride in zip(labels, strides, strict=True)), np.zeros(out_shape, np.int64)
+        )
+        flat = b.Reshape(x, b.ints([-1], "flat"))
+        return b.Gather(flat, b.tensor(positions.astype(np.int64), "diagonal"), axis=0), first_named, out_shape
+    for label in [c for c in first_named if labels.count(c) > 1]:
+        where = [k for k, c in enumerate(labels) if c == label]
+        n = size[label]
+        others = [k for k in range(len(labels)) if k not in where]
+        if others + where != list(range(len(labels))):
+            x = b.Transpose(x, perm=others + where)
+        x = b.Reshape(x, b.ints([0] * len(others) + [n ** len(where)], "diagonal_shape"))
+        step = sum(n**j for j in range(len(where)))
+        x = b.Gather(x, b.ints([i * step for i in range(n)], f"diagonal_{label}"), axis=len(others))
+        labels = (*(labels[k] for k in others), label)
+        shape = [shape[k] for k in others] + [n]
+    if labels != first_named:
+        x = b.Transpose(x, perm=[labels.index(label) for label in first_named])
+        shape = [shape[labels.index(label)] for label in first_named]
+    return x, first_named, shape
 
 
 def _one_operand(b: Builder, x: Value, labels: tuple[str, ...], output: tuple[str, ...]) -> Value:

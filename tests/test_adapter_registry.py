@@ -100,6 +100,7 @@ MINIMUM_CASES = {
     # bfloat16 at all (Equal on strings from 11, where Unique comes)
     "where_as_gathered_index": 3,  # the explicit cases to 15: the backend's bfloat16 Where sit in function bodies
     "compress_as_gather": 1,  # test_compress_bfloat16 to 27
+    "one_value_carried": 4,  # the explicit cases below, each to 10 and 7: the backend's Loops carry values
     "one_hot_values_gathered": 1,  # the explicit int64-depth case to 27 (see ORACLE_GAPS)
     "reverse_sequence_of_positions": 1,  # test_reversesequence_bfloat16 to 27
     "equal_strings_by_unique": 4,  # test_equal_string and _broadcast to 18 and 11
@@ -402,7 +403,47 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "Unsqueeze": lambda: run_time_axes_cases("Unsqueeze"),
         "Where": where_cases,
         "OneHot": one_hot_cases,
+        "Loop": loop_cases,
     }.get(op_type, list)()
+
+
+def loop_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Loop-16 carrying no values (which Loop-1 cannot say), its scan output a Mul of the outer x
+    by the iteration number: a trip count with no condition, and one with a condition (fed true)."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for name, inputs in (("trips", ["m", ""]), ("trips_and_condition", ["m", "c"])):
+        body = helper.make_graph(
+            [
+                helper.make_node("Cast", ["i"], ["i_float"], name="cast", to=TensorProto.FLOAT),
+                helper.make_node("Mul", ["x", "i_float"], ["scaled"], name="mul"),
+                helper.make_node("Identity", ["c_in"], ["c_out"], name="keep"),
+            ],
+            "body",
+            [
+                helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+            ],
+            [
+                helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                helper.make_tensor_value_info("scaled", TensorProto.FLOAT, [3]),
+            ],
+        )
+        model = make_model(
+            [
+                helper.make_node("Loop", inputs, ["y"], name="loop", body=body),
+            ],
+            [
+                helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+                helper.make_tensor_value_info("m", TensorProto.INT64, []),
+                helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            ],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])],
+            opset=16,
+        )
+        feeds = {"x": rng.standard_normal(3).astype(np.float32), "m": np.array(3, np.int64), "c": np.array(True)}
+        cases.append((f"explicit_loop_{name}", model, [feeds]))
+    return cases
 
 
 def where_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:

@@ -16,7 +16,6 @@ from lowering.runtime import run_onnxruntime
 OPTIONAL_GRAPH_INPUT = "is an optional input of graph"
 # Cases a rule leaves, and the reason the report gives (tests/test_cumprod_einsum.py checks more).
 REFUSED = {
-    "test_einsum_batch_diagonal": "repeats the index i (a diagonal)",
     "test_melweightmatrix": "given at run time",  # only constant inputs are computed
 }
 # Resize-19 cases the rule leaves, by a word of their name: it lowers modes linear and cubic in

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     gathernd,
     grid_sample,
     known_changes,
+    loop,
     normalization,
     pad,
     pool,

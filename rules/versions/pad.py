@@ -267,12 +267,14 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
                 f"{context.location}: Pad-{version} takes its constant value from '{node.input[2]}', which is not "
                 f"a constant of one number, so it cannot go to opset {context.target_opset} where it is an attribute"
             )
-        wide = value.astype(np.float64)
         narrow = value.astype(np.float32)
-        if not (narrow.astype(np.float64) == wide).all() and not np.isnan(wide).all():
+        with np.errstate(invalid="ignore", over="ignore"):
+            back = narrow.astype(value.dtype)
+        # bit for bit: a NaN's payload too (a double's low bits do not fit in a float32)
+        if back.tobytes() != value.astype(value.dtype).tobytes():
             raise LoweringError(
-                f"{context.location}: Pad-{version}'s constant value {value[0]} is not a float32, so it cannot go to "
-                f"opset {context.target_opset} where the value is a float attribute"
+                f"{context.location}: Pad-{version}'s constant value {value.reshape(-1)[0]} is not a float32 bit for "
+                f"bit, so it cannot go to opset {context.target_opset} where the value is a float attribute"
             )
         if float(narrow[0]) != 0.0 or np.signbit(narrow[0]):
             attributes["value"] = float(narrow[0])

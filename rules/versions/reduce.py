@@ -173,7 +173,8 @@ def _axes_chosen_at_run_time(
     counts negative axes from the end and fails on an axis out of range, as the op does.
     Whether the axes name axis k is ``ReduceSum(Cast(Equal(a', k), int32)) > 0`` (an empty a'
     names none). The leaf of no axes reduces every axis, or is the input itself where
-    noop_with_empty_axes is 1. A repeated axis reduces once."""
+    noop_with_empty_axes is 1. A repeated axis reduces once. A type the target's If does not
+    give (bfloat16 below opset 16) is refused: no branch could give the reduction."""
     given = node.input[1]
     first = f"{context.location}: {node.op_type}-{version} takes its axes from '{given}', which is computed at run time"
     rank = context.rank_of(node.input[0])
@@ -185,6 +186,8 @@ def _axes_chosen_at_run_time(
         why = f"its input is of rank {rank}, which would need 2^{rank} reductions, one for each choice of axes"
     elif context.target_opset < axes_choice.CHOICE_FIRST_OPSET:
         why = f"choosing among its reductions at run time needs opset {axes_choice.CHOICE_FIRST_OPSET}"
+    elif (untaken := axes_choice.untaken_by_if(element_type, context.target_opset)) is not None:
+        why = untaken
     elif noop and node.op_type not in NOOP_IS_IDENTITY:
         why = (
             "and may be empty, and with noop_with_empty_axes=1 no axes have no agreed meaning (the spec says the "

@@ -1,0 +1,49 @@
+"""Loop going below version 11, which carries at least one value from one iteration to the next."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+from lowering import schemas, versioning
+from lowering.adapters import AdapterContext, NodeWriter, adapter, known_change, moved
+from lowering.errors import LoweringError
+
+LOOP_11 = "from version 11 a Loop may carry no values (v_initial may be empty; earlier versions need one)"
+
+
+def _carries_nothing(node: onnx.NodeProto) -> bool:
+    return len(node.input) <= 2
+
+
+known_change(("Loop",), 11, LOOP_11, down_only=True, affects=_carries_nothing)
+
+
+@adapter(("Loop",), 11, "down", "one value carried", versions=(1, schemas.op_versions("Loop")[-1]))
+def one_value_carried(node: onnx.NodeProto, context: AdapterContext):
+    """Loop-11+(M, c), no carried values = Loop-1(M, c, 0), the body carrying the 0 by Identity, its final value unused.
+
+    The body gets one more input after its condition and one more output after its condition
+    (``Identity`` of that input), the node one more output before its scan outputs, under a name
+    nothing reads. The iterations, the condition and the scan outputs are the same: the scan
+    outputs bit for bit. A Loop that carries values is left to be judged as any."""
+    if not _carries_nothing(node):
+        return None
+    source_version = schemas.version_in_force("Loop", context.source_opset)
+    untaken = versioning.untaken_output_refusal(node, source_version, context.target_opset, context.type_for_judging)
+    if untaken is not None:
+        raise LoweringError(f"{context.location}: {untaken}")
+    w = NodeWriter(node, context)
+    carried = w.scalar("carried", 0.0, onnx.TensorProto.FLOAT)  # float: a Constant holds it at every opset
+    result = moved(node)
+    while len(result.input) < 2:
+        result.input.append("")
+    result.input.append(carried)
+    result.output.insert(0, context.fresh(f"{w.hint}_carried_final"))
+    body = next(a.g for a in result.attribute if a.name == "body")
+    inner_in, inner_out = context.fresh(f"{w.hint}_carried_in"), context.fresh(f"{w.hint}_carried_out")
+    body.input.insert(2, helper.make_tensor_value_info(inner_in, onnx.TensorProto.FLOAT, []))
+    body.output.insert(1, helper.make_tensor_value_info(inner_out, onnx.TensorProto.FLOAT, []))
+    body.node.append(helper.make_node("Identity", [inner_in], [inner_out], name=context.fresh(f"{w.hint}_carry")))
+    w.nodes.append(result)
+    return w.nodes
