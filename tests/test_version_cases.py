@@ -51,3 +51,12 @@ def test_a_known_gap_is_cannot_not_wrong():
 def test_without_reference_nothing_is_judged():
     outcome = sweep_case(CASES["test_celu_bfloat16"], 13)
     assert (outcome.reference, outcome.reference_detail) == ("", "")
+
+
+def test_a_run_past_its_time_is_cannot(monkeypatch):
+    import version_cases
+
+    monkeypatch.setattr(version_cases, "REFERENCE_SECONDS", 1e-6)
+    case = CASES["test_relu"]
+    verdict, detail = reference_verdict(lowering.lower(case.model, target_opset=13, ops=[]), case)
+    assert verdict == "cannot" and "took over" in detail
