@@ -192,8 +192,9 @@ def _fully_valid(name: str) -> bool:
 REFERENCE_SECONDS = 5.0  # per model and case (all its data sets); past it, "cannot"
 
 _RANDOM_DRAWS = (
-    "Bernoulli draws random values: onnx.reference's Bernoulli and the RandomUniformLike of its body "
-    "(what ours holds below 15) draw differently, seed or not; only the distribution can agree"
+    "Bernoulli draws random values: unseeded, every run draws anew; seeded, onnx.reference's Bernoulli "
+    "and the RandomUniformLike of its body (what ours holds below 15) draw differently; only the "
+    "distribution can agree"
 )
 _ROIALIGN_10 = (
     "onnx.reference runs RoiAlign-10 (ours) with RoiAlign-16's default coordinate_transformation_mode "
