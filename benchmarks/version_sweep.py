@@ -5,12 +5,23 @@ give a model that passes the full check and runs in onnxruntime; does ``lowering
 target_opset=N, ops=[])`` succeed (or refuse, and why); and does each result still give the
 case's expected outputs. One pass over the cases; one table, a row per target.
 
-python benchmarks/version_sweep.py [--targets 11 13 17 21] [--limit N]
-    [--refusals FILE] [--failures [FILE]]
+python benchmarks/version_sweep.py [--targets 11 13 17 21] [--limit N] [--cases REGEX]
+    [--refusals FILE] [--failures [FILE]] [--no-reference]
 
 --refusals FILE writes every refusal of ours (target, case, message); --failures lists every
 pair where ours gives other outputs, does not run in onnxruntime or crashes (and where the
-converter gives a wrong or invalid model), with details, to FILE or after the table.
+converter gives a wrong or invalid model), and every pair onnx.reference finds wrong or cannot
+judge, with details, to FILE or after the table.
+
+Where onnxruntime leaves ours unverified ("no run" and "unchecked"), onnx.reference is a second
+oracle (tests/version_cases.py, reference_verdict): ours runs there and is compared with the
+case's expected outputs, or, where the case's own model does not give them in onnx.reference
+either, with what the case's own model gives there (the backend's tolerances, or for the cases
+in STATED_TOLERANCES the one the lowering rule states). Each model gets REFERENCE_SECONDS per
+case; KNOWN_REFERENCE_GAPS lists the cases onnx.reference cannot judge, with why (random draws,
+an op it computes other than ONNX says at an older version). --no-reference skips this oracle
+(its columns stay 0). Its runs cost about a second of CPU in all (452 pairs at 11/13/17/21,
+onnx 1.23): the sweep takes about 4 minutes of CPU, with or without it.
 
 Columns (pairs are case x target):
   ours converts   lower() returned a model; of those
@@ -27,6 +38,10 @@ Columns (pairs are case x target):
   conv no run     it passes the check but onnxruntime does not run it
   conv fails      the converter raises
   conv>ours       the converter's model runs but ours does not (refused, crashed, no run)
+  ref right       of no run + unchecked: onnx.reference finds ours right
+  ref wrong       ... finds ours wrong (a bug of ours, or a gap to add to KNOWN_REFERENCE_GAPS)
+  ref cannot      ... cannot judge: it fails on ours or on the case's own model, runs past its
+                  time, or the case is a known gap
 """
 
 from __future__ import annotations
@@ -34,6 +49,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import sys
 import time
 import warnings
@@ -62,6 +78,9 @@ COLUMNS = [  # (heading, tally key)
     ("conv no run", "converter does not run"),
     ("conv fails", "converter fails"),
     ("conv>ours", "converter runs, ours not"),
+    ("ref right", "reference right"),
+    ("ref wrong", "reference wrong"),
+    ("ref cannot", "reference cannot"),
 ]
 
 
@@ -83,6 +102,8 @@ def tally_outcome(tally: collections.Counter, outcome: CaseOutcome) -> None:
         tally["converter wrong" if outcome.converter_wrong else "converter right"] += 1
     if outcome.converter == "runs" and outcome.ours != "converts":
         tally["converter runs, ours not"] += 1
+    if outcome.reference:
+        tally[f"reference {outcome.reference}"] += 1
 
 
 def table(tallies: dict[int, collections.Counter]) -> str:
@@ -99,14 +120,17 @@ def one_line(text: str) -> str:
 
 
 def failure_lines(target: int, name: str, outcome: CaseOutcome) -> list[str]:
-    """The pair's problems worth a look: ours wrong, not running or crashing; the converter's
-    wrong or invalid models (its refusals are its usual state and are not listed)."""
+    """The pair's problems worth a look: ours wrong, not running or crashing; ours wrong by
+    onnx.reference or not judged there; the converter's wrong or invalid models (its refusals
+    are its usual state and are not listed)."""
     lines = []
     if outcome.ours_wrong:
         lines.append(f"ours differs\t{target}\t{name}\t{one_line(outcome.detail)}")
     elif outcome.ours in ("does not run", "crashes", "invalid"):
         original = "" if outcome.original_runs else " (the case's own model does not run either)"
         lines.append(f"ours {outcome.ours}\t{target}\t{name}\t{one_line(outcome.detail)}{original}")
+    if outcome.reference in ("wrong", "cannot"):
+        lines.append(f"ours ref {outcome.reference}\t{target}\t{name}\t{one_line(outcome.reference_detail)}")
     if outcome.converter_wrong or outcome.converter == "invalid":
         kind = "wrong" if outcome.converter_wrong else "invalid"
         lines.append(f"converter {kind}\t{target}\t{name}\t{one_line(outcome.converter_detail)} [ours: {outcome.ours}]")
@@ -117,6 +141,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, nargs="+", default=[11, 13, 17, 21])
     parser.add_argument("--limit", type=int, default=None, help="only the first N cases")
+    parser.add_argument("--cases", metavar="REGEX", help="only the cases whose name REGEX finds")
+    parser.add_argument("--no-reference", action="store_true", help="no onnx.reference for unverified pairs")
     parser.add_argument("--refusals", metavar="FILE", help="write every refusal of ours: target, case, message")
     parser.add_argument(
         "--failures",
@@ -129,14 +155,14 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     onnxruntime.set_default_logger_severity(3)
-    cases = node_cases()[: args.limit]
+    cases = [case for case in node_cases() if args.cases is None or re.search(args.cases, case.name)][: args.limit]
     start = time.perf_counter()
     tallies = {target: collections.Counter() for target in args.targets}
     refusals: list[str] = []
     failures: list[str] = []
     for number, case in enumerate(cases, 1):
         for target in args.targets:
-            outcome = sweep_case(case, target)
+            outcome = sweep_case(case, target, reference=not args.no_reference)
             tally_outcome(tallies[target], outcome)
             if outcome.ours == "refuses":
                 refusals.append(f"{target}\t{case.name}\t{one_line(outcome.detail)}")

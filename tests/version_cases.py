@@ -4,16 +4,23 @@ benchmarks/version_sweep.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import signal
+import threading
 import warnings
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 import onnx
+from lowering.rules.dft import DFT_TOLERANCE
+from lowering.rules.functions import BFLOAT16_TOLERANCE
+from onnx import TensorProto
 
 import lowering
-from lowering.runtime import run_onnxruntime
+from lowering.functions import Tolerance
+from lowering.runtime import ReferenceRunner, run_onnxruntime
 
 RTOL, ATOL = 1e-3, 1e-7  # the tolerances onnx's own backend tests use
 
@@ -38,6 +45,10 @@ class CaseOutcome:
     ours_wrong: bool = False
     detail: str = ""  # ours: the refusal, the crash, onnxruntime's error, or where the outputs differ
     converter_detail: str = ""  # the converter's error, the checker's, onnxruntime's, or the difference
+    # sweep_case(..., reference=True), where onnxruntime left ours unverified (it does not run ours,
+    # or the case is not comparable): "right", "wrong" or "cannot" by onnx.reference (see reference_verdict)
+    reference: str = ""
+    reference_detail: str = ""
 
 
 def _feed(value):
@@ -136,7 +147,11 @@ def _value_difference(got, want) -> str | None:
 
 def difference(outputs: list[list], case) -> str:
     """Where a model's outputs first differ from the case's expected outputs."""
-    for number, (got, (_, want)) in enumerate(zip(outputs, case.data_sets, strict=True)):
+    return _difference_from(outputs, [want for _, want in case.data_sets])
+
+
+def _difference_from(outputs: list[list], wanted: list[list]) -> str:
+    for number, (got, want) in enumerate(zip(outputs, wanted, strict=True)):
         if len(got) != len(want):
             return f"data set {number}: {len(got)} outputs, expected {len(want)}"
         for index, (value, expected) in enumerate(zip(got, want, strict=True)):
@@ -172,7 +187,149 @@ def _fully_valid(name: str) -> bool:
     return True
 
 
-def sweep_case(case, target: int) -> CaseOutcome:
+# onnx.reference, the second oracle: where onnxruntime cannot run ours or the case's own model does
+# not give its expected outputs there, ours runs in onnx.reference instead.
+REFERENCE_SECONDS = 5.0  # per model and case (all its data sets); past it, "cannot"
+
+_RANDOM_DRAWS = (
+    "Bernoulli draws random values: unseeded, every run draws anew; seeded, onnx.reference's Bernoulli "
+    "and the RandomUniformLike of its body (what ours holds below 15) draw differently; only the "
+    "distribution can agree"
+)
+_ROIALIGN_10 = (
+    "onnx.reference runs RoiAlign-10 (ours) with RoiAlign-16's default coordinate_transformation_mode "
+    "half_pixel, where version 10 has no such attribute and computes output_half_pixel (onnxruntime's "
+    "RoiAlign-10 gives the expected outputs)"
+)
+# Cases onnx.reference cannot judge (it gives other outputs than onnx's semantics for ours, or
+# the outputs are random), each with why: where ours misses there, the pair counts as "cannot",
+# not "wrong".
+KNOWN_REFERENCE_GAPS: dict[str, str] = {
+    **dict.fromkeys(
+        (f"test_bernoulli{kind}{twin}" for kind in ("", "_double", "_seed") for twin in ("", "_expanded")),
+        _RANDOM_DRAWS,
+    ),
+    "test_range_bfloat16_type_positive_delta": (
+        "ours holds Range's body, whose Loop stacks a scalar per iteration; onnx.reference's Loop stacks "
+        "them with np.vstack, shape (n, 1) where ONNX says (n,) (onnxruntime's Loop does the same)"
+    ),
+    "test_roialign_aligned_false": _ROIALIGN_10,
+    "test_roialign_mode_max": _ROIALIGN_10,
+}
+
+# Cases where ours is judged by the tolerance the rule lowering them states (its docstring and
+# the README's adapter table), not by the backend's, with the rule: its answer rounds differently.
+STATED_TOLERANCES: dict[str, tuple[dict[int, Tolerance], str]] = {
+    **dict.fromkeys(
+        ("test_dft_inverse", "test_dft_inverse_opset19"),
+        (DFT_TOLERANCE, "DFT below 17 or 20 as a MatMul by cosine and sine matrices (rules/dft.py)"),
+    ),
+    **dict.fromkeys(
+        ("test_celu_bfloat16", "test_celu_bfloat16_expanded"),
+        (
+            {TensorProto.BFLOAT16: BFLOAT16_TOLERANCE},
+            "Celu and Elu by their bodies, each op rounded to bfloat16 (rules/functions.py)",
+        ),
+    ),
+}
+
+
+class ReferenceTimeout(BaseException):
+    """onnx.reference ran past REFERENCE_SECONDS (a BaseException: no ``except Exception`` in
+    onnx.reference's own code can swallow it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Raise ReferenceTimeout in the main thread after ``seconds`` (elsewhere: no limit)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise ReferenceTimeout(f"onnx.reference took over {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _run_reference(model: onnx.ModelProto, case) -> tuple[list[list] | None, str]:
+    """The model's outputs in onnx.reference on every data set of the case, or None and its error."""
+    try:
+        with _time_limit(REFERENCE_SECONDS), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runner = ReferenceRunner(model)
+            return [runner(feeds_of(model, inputs)) for inputs, _ in case.data_sets], ""
+    except (Exception, ReferenceTimeout) as error:
+        return None, _first_line(error)
+
+
+@functools.cache
+def _reference_original(name: str) -> tuple[list[list] | None, str, bool]:
+    """The case's own model in onnx.reference: its outputs (or None and the error), and whether
+    they are the expected ones."""
+    case = next(c for c in node_cases() if c.name == name)
+    outputs, error = _run_reference(case.model, case)
+    return outputs, error, bool(case.data_sets) and _matches(outputs, case)
+
+
+def reference_verdict(model: onnx.ModelProto, case) -> tuple[str, str]:
+    """Whether ``model`` (ours, converted from the case) is right by onnx.reference: "right" where
+    it gives the expected outputs there, or (where the case's own model does not either) the
+    outputs the case's own model gives there (by the backend's tolerance, or the one its rule
+    states for a case in STATED_TOLERANCES); else "wrong"; "cannot" where onnx.reference fails on
+    either model, runs past its time, or ours misses for a case in KNOWN_REFERENCE_GAPS. The reason comes
+    second (for "right", where the stated tolerance was needed)."""
+    outputs, error = _run_reference(model, case)
+    if outputs is None:
+        return "cannot", f"onnx.reference fails on ours: {error}"
+    if _matches(outputs, case):
+        return "right", ""
+    expected = [want for _, want in case.data_sets]
+    original, original_error, original_matches = _reference_original(case.name)
+    if not original_matches and original is not None:
+        expected = original
+    elif not original_matches:
+        return "cannot", f"ours misses the expected outputs; the case's own model fails there: {original_error}"
+    if all(same_outputs(got, want) for got, want in zip(outputs, expected, strict=True)):
+        return "right", ""
+    if case.name in STATED_TOLERANCES and _within_stated(outputs, expected, STATED_TOLERANCES[case.name][0]):
+        return "right", f"within the stated tolerance of {STATED_TOLERANCES[case.name][1]}"
+    if case.name in KNOWN_REFERENCE_GAPS:
+        return "cannot", f"onnx.reference cannot judge this case: {KNOWN_REFERENCE_GAPS[case.name]}"
+    if original_matches:
+        return (
+            "wrong",
+            f"in onnx.reference, {_difference_from(outputs, expected)} (the case's own model gives them there)",
+        )
+    return "wrong", f"in onnx.reference, against the case's own model there: {_difference_from(outputs, expected)}"
+
+
+def _within_stated(outputs: list[list], wanted: list[list], tolerances: dict[int, Tolerance]) -> bool:
+    """Every float output within the tolerance stated for its element type, the rest equal."""
+    for got_set, want_set in zip(outputs, wanted, strict=True):
+        if len(got_set) != len(want_set):
+            return False
+        for got, want in zip(got_set, want_set, strict=True):
+            got, want = np.asarray(_feed(got)), np.asarray(_feed(want))
+            tolerance = tolerances.get(onnx.helper.np_dtype_to_tensor_dtype(want.dtype))
+            if tolerance is None:
+                if not same_outputs([got], [want]):
+                    return False
+            elif got.shape != want.shape or tolerance.mismatches(got, want).any():
+                return False
+    return True
+
+
+def sweep_case(case, target: int, reference: bool = False) -> CaseOutcome:
+    """Convert the case to ``target`` by onnx's converter and by us; run and compare each in
+    onnxruntime. With ``reference``, where onnxruntime leaves ours unverified (it does not run
+    ours, or the case is not comparable there), also judge ours by onnx.reference."""
     runs, comparable = _original(case.name)
     outcome = CaseOutcome(converter="fails", ours="crashes", original_runs=runs, comparable=comparable)
     with warnings.catch_warnings():
@@ -211,4 +368,6 @@ def sweep_case(case, target: int) -> CaseOutcome:
     outcome.ours_wrong = outputs is not None and comparable and not _matches(outputs, case)
     if outcome.ours_wrong:
         outcome.detail = difference(outputs, case)
+    if reference and (outputs is None or not comparable):
+        outcome.reference, outcome.reference_detail = reference_verdict(ours, case)
     return outcome
