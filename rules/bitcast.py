@@ -1,0 +1,49 @@
+"""BitCast (version 26, no function body) between types whose bits mean the same values: a Cast."""
+
+from __future__ import annotations
+
+import onnx
+
+from lowering import schemas
+from lowering.registry import Builder, NotLowered, Value, rule
+
+_INTEGERS = frozenset(
+    {
+        onnx.TensorProto.INT8,
+        onnx.TensorProto.UINT8,
+        onnx.TensorProto.INT16,
+        onnx.TensorProto.UINT16,
+        onnx.TensorProto.INT32,
+        onnx.TensorProto.UINT32,
+        onnx.TensorProto.INT64,
+        onnx.TensorProto.UINT64,
+    }
+)
+
+
+def _width(element_type: int) -> int:
+    return onnx.helper.tensor_dtype_to_np_dtype(element_type).itemsize
+
+
+@rule("BitCast", versions=(26,), emits=("Cast", "Identity"))
+def bitcast_as_cast(b: Builder, x: Value, *, to: int) -> Value:
+    """BitCast(x, to) = Cast(x, to) between integer types of one width; Identity(x) for its own type.
+
+    Two's complement: a signed and an unsigned integer of n bits holding the same bits differ by
+    a multiple of 2^n, and Cast between integers wraps modulo 2^n (onnxruntime's static_cast,
+    numpy's astype), so it gives those bits. A bool (one byte, 0 or 1) to an 8-bit integer is 0 or
+    1 both ways. Not lowered: floats (a Cast changes their bits and no op before 26 reads them:
+    NaN payloads, -0), integers to bool (a byte other than 0 or 1 is no bool), 4- and 2-bit types.
+    """
+    source = x.element_type
+    if source == to:
+        return b.Identity(x)
+    eight_bit = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
+    if source == onnx.TensorProto.BOOL and to in eight_bit:
+        return b.Cast(x, to=to)
+    if source in _INTEGERS and to in _INTEGERS and _width(source) == _width(to):
+        return b.Cast(x, to=to)
+    return NotLowered(
+        f"BitCast from {schemas.type_name(source)} to {schemas.type_name(to)} reinterprets bits no Cast keeps "
+        "(only integers of one width, and bool to an 8-bit integer, are a Cast)"
+    )
