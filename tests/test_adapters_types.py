@@ -277,25 +277,41 @@ def tensor(name: str, element_type: int, shape=("N",)) -> onnx.ValueInfoProto:
 
 
 @pytest.mark.parametrize(
-    ("op_type", "element_type", "version", "first"),
-    [("BitCast", TensorProto.INT32, 26, 26), ("CumProd", TensorProto.FLOAT, 26, 26)],
+    ("op_type", "element_type", "version", "first", "target"),
+    [
+        ("ImageDecoder", TensorProto.UINT8, 20, 20, 19),
+        ("BitCast", TensorProto.INT32, 26, 26, 21),
+        ("CumProd", TensorProto.FLOAT, 26, 26, 21),
+    ],
 )
-def test_an_op_newer_than_the_target_without_a_body_is_refused_by_name(op_type, element_type, version, first):
+def test_an_op_newer_than_the_target_without_a_body_is_refused_by_name(op_type, element_type, version, first, target):
     if op_type == "BitCast":
         source, made = [tensor("x", TensorProto.FLOAT)], [tensor("y", element_type)]
         model = single("BitCast", source, made, version, to=element_type)
+    elif op_type == "ImageDecoder":
+        model = single(
+            "ImageDecoder", [tensor("x", element_type)], [tensor("y", element_type, ("H", "W", "C"))], version
+        )
     else:
         axis = helper.make_tensor_value_info("axis", TensorProto.INT64, [])
         model = single("CumProd", [tensor("x", element_type), axis], [tensor("y", element_type)], version)
-    message = refusal(model, 21)
-    if op_type == "CumProd":  # it has a rule (rules/cumprod.py), which says why it cannot serve this node
+    message = refusal(model, target)
+    # BitCast and CumProd have rules (rules/bitcast.py, rules/cumprod.py), which say why they cannot serve the node
+    if op_type == "CumProd":
         assert message.endswith(
             "CumProd-26 cannot be expressed at opset 21: the op does not exist there for this input, and it cannot "
             "be lowered (the length of axis 0 (the axis is no constant) of x is unknown)"
         )
         return
+    if op_type == "BitCast":
+        assert message.endswith(
+            "BitCast-26 cannot be expressed at opset 21: the op does not exist there for this input, and it cannot "
+            "be lowered (BitCast from float to int32 reinterprets bits no Cast keeps (only integers of one width, "
+            "and bool to an 8-bit integer, are a Cast))"
+        )
+        return
     assert message.endswith(
-        f"{op_type}-{version} does not exist at opset 21 (ONNX first defines it at {first}) and has no function "
+        f"{op_type}-{version} does not exist at opset {target} (ONNX first defines it at {first}) and has no function "
         "body to write it with"
     )
 
