@@ -111,7 +111,8 @@ def attribute_of(node: onnx.NodeProto, name: str):
     return None
 
 
-def _text(value) -> str | None:
+def as_text(value) -> str | None:
+    """A string attribute's value as text (onnx gives bytes; a rule's default is a str)."""
     return value.decode() if isinstance(value, bytes) else value
 
 
@@ -120,7 +121,7 @@ def text_attribute(node: onnx.NodeProto, name: str, opset: int) -> str | None:
     version in force at ``opset`` (``onnx.defs``); None where the op declares none."""
     value = attribute_of(node, name)
     if value is not None:
-        return _text(value)
+        return as_text(value)
     schema = schemas.schema_in_force(node.op_type, opset, node.domain)
     declared = schema.attributes.get(name) if schema is not None else None
     if declared is None or declared.default_value.type != onnx.AttributeProto.STRING:
@@ -141,7 +142,7 @@ def negative_axis(node: onnx.NodeProto) -> bool:
 
 def auto_pad_set(node: onnx.NodeProto) -> bool:
     """``auto_pad`` is set to something but NOTSET."""
-    return _text(attribute_of(node, "auto_pad")) not in (None, "NOTSET")
+    return as_text(attribute_of(node, "auto_pad")) not in (None, "NOTSET")
 
 
 def auto_pad_or_ceil_mode(node: onnx.NodeProto) -> bool:
@@ -153,7 +154,7 @@ def attribute_in(name: str, values: frozenset[str]) -> Predicate:
     """A predicate: the node's string attribute ``name`` is one of ``values``."""
 
     def uses(node: onnx.NodeProto) -> bool:
-        return _text(attribute_of(node, name)) in values
+        return as_text(attribute_of(node, name)) in values
 
     uses.__doc__ = f"``{name}`` is one of {sorted(values)}"
     return uses

@@ -8,6 +8,7 @@ import numpy as np
 from onnx import TensorProto
 
 from lowering import schemas
+from lowering.adapters import as_text
 from lowering.functions import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
@@ -48,17 +49,13 @@ GRID_SAMPLE_TOLERANCE = {
 }
 
 
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def gridsample_reference(
     x: np.ndarray, grid: np.ndarray, *, align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros"
 ) -> np.ndarray:
     """The op as its specification states it (onnx.reference's GridSample, vectorized): the
     coordinates unnormalized and padded in the grid's type (float32 for 16-bit grids), as the
     kernels compute them; the neighbours' weighted sum in float64, rounded to x's type once."""
-    interpolation, padding_mode = INTERPOLATION[_text(mode)], _text(padding_mode)
+    interpolation, padding_mode = INTERPOLATION[as_text(mode)], as_text(padding_mode)
     coordinate_type = np.float64 if grid.dtype == np.float64 else np.float32
     spatial = x.ndim - 2
     values = np.moveaxis(x.astype(np.float64), 1, -1)  # [N, d1, ..., dr, C]
@@ -165,10 +162,10 @@ def grid_sample_by_gathering(
     """
     if b.opset < FIRST_OPSET:
         return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
-    interpolation = INTERPOLATION.get(_text(mode))
+    interpolation = INTERPOLATION.get(as_text(mode))
     if interpolation is None:
-        return NotLowered(f"mode {_text(mode)!r} is none of {', '.join(sorted(INTERPOLATION))}")
-    padding_mode = _text(padding_mode)
+        return NotLowered(f"mode {as_text(mode)!r} is none of {', '.join(sorted(INTERPOLATION))}")
+    padding_mode = as_text(padding_mode)
     if padding_mode not in PADDING_MODES:
         return NotLowered(f"padding_mode {padding_mode!r} is none of {', '.join(PADDING_MODES)}")
     for value, name in ((x, "X"), (grid, "grid")):

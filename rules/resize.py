@@ -7,6 +7,7 @@ import numpy as np
 from onnx import TensorProto
 
 from lowering import schemas
+from lowering.adapters import as_text
 from lowering.functions import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
@@ -42,10 +43,6 @@ RESIZE_TOLERANCE = {
     TensorProto.FLOAT16: Tolerance(rtol=2**-10, atol=1e-4),
     TensorProto.BFLOAT16: Tolerance(rtol=2**-7, atol=1e-3),
 }
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def resize_reference(x: np.ndarray, roi=None, scales=None, sizes=None, **attributes) -> np.ndarray:
@@ -114,7 +111,7 @@ def resize_by_weighted_taps(
     """
     if b.opset < FIRST_OPSET:
         return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
-    mode, coordinates = _text(mode), _text(coordinate_transformation_mode)
+    mode, coordinates = as_text(mode), as_text(coordinate_transformation_mode)
     if mode not in FILTERED:
         return NotLowered(f"mode {mode} is not a filter (the rule lowers modes {' and '.join(FILTERED)})")
     if coordinates not in COORDINATE_MODES:
@@ -137,8 +134,8 @@ def resize_by_weighted_taps(
         scales = None
     if scales is None and sizes is None:
         return NotLowered("neither scales nor sizes is given")
-    if sizes is not None and _text(keep_aspect_ratio_policy) != "stretch":
-        return NotLowered(f"keep_aspect_ratio_policy {_text(keep_aspect_ratio_policy)} is not lowered by the rule")
+    if sizes is not None and as_text(keep_aspect_ratio_policy) != "stretch":
+        return NotLowered(f"keep_aspect_ratio_policy {as_text(keep_aspect_ratio_policy)} is not lowered by the rule")
     resized = [a + rank if a < 0 else a for a in axes] if axes is not None else list(range(rank))
     compute = TensorProto.DOUBLE if x.element_type == TensorProto.DOUBLE else TensorProto.FLOAT
     value = x if x.element_type == compute else b.Cast(x, to=compute)
