@@ -15,6 +15,11 @@ def numpy_dtype(element_type: int) -> np.dtype:
     return np.dtype(helper.tensor_dtype_to_np_dtype(element_type))
 
 
+def is_integer(element_type: int | None) -> bool:
+    """Whether ``element_type`` is an integer type numpy holds (8 to 64 bits; not bool, not 2 or 4 bits)."""
+    return element_type is not None and numpy_dtype(element_type).kind in "iu"
+
+
 @functools.cache
 def is_float(element_type: int) -> bool:
     """Whether ``element_type`` is a real floating-point type (float4 and float8 to double)."""

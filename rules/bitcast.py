@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import onnx
 
-from lowering import schemas
+from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
-
-_INTEGERS = frozenset(
-    {
-        onnx.TensorProto.INT8,
-        onnx.TensorProto.UINT8,
-        onnx.TensorProto.INT16,
-        onnx.TensorProto.UINT16,
-        onnx.TensorProto.INT32,
-        onnx.TensorProto.UINT32,
-        onnx.TensorProto.INT64,
-        onnx.TensorProto.UINT64,
-    }
-)
 
 
 def _width(element_type: int) -> int:
-    return onnx.helper.tensor_dtype_to_np_dtype(element_type).itemsize
+    return floats.numpy_dtype(element_type).itemsize
 
 
 @rule("BitCast", versions=(26,), emits=("Cast", "Identity"))
@@ -41,7 +28,7 @@ def bitcast_as_cast(b: Builder, x: Value, *, to: int) -> Value:
     eight_bit = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
     if source == onnx.TensorProto.BOOL and to in eight_bit:
         return b.Cast(x, to=to)
-    if source in _INTEGERS and to in _INTEGERS and _width(source) == _width(to):
+    if floats.is_integer(source) and floats.is_integer(to) and _width(source) == _width(to):
         return b.Cast(x, to=to)
     return NotLowered(
         f"BitCast from {schemas.type_name(source)} to {schemas.type_name(to)} reinterprets bits no Cast keeps "

@@ -18,10 +18,6 @@ from lowering.errors import LoweringError
 from lowering.scopes import element_type_of
 
 
-def _is_integer(element_type: int | None) -> bool:
-    return element_type is not None and floats.numpy_dtype(element_type).kind in "iu"
-
-
 def _versions(node: onnx.NodeProto, context: AdapterContext) -> tuple[int, int]:
     return (
         schemas.version_in_force(node.op_type, context.source_opset),
@@ -88,7 +84,7 @@ def integers_compared(node: onnx.NodeProto, context: AdapterContext):
     if untaken is None:
         return None
     element_type = element_type_of(context.type_of(node.input[0]))
-    if not _is_integer(element_type):
+    if not floats.is_integer(element_type):
         raise _refuse(node, context, untaken)
     hint = node.name or node.output[0]
     if floats.numpy_dtype(element_type).itemsize <= 4:
@@ -193,7 +189,7 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     untaken = _untaken(node, context)
     if untaken is not None:
         raise _refuse(node, context, untaken)
-    if _is_integer(element_type):
+    if floats.is_integer(element_type):
         return [moved(node)]
     typed = schemas.type_string(type_proto)
     # NaN is found as Not(Equal(r, r)) where Equal takes the type (opset 11), else by IsNaN,
