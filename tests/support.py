@@ -35,6 +35,11 @@ def make_model(
     return helper.make_model(graph, opset_imports=imports, functions=list(functions), ir_version=ir_version)
 
 
+def op_type_set(model: onnx.ModelProto) -> set[str]:
+    """The op types of the model's main graph."""
+    return {node.op_type for node in model.graph.node}
+
+
 def parse(text: str) -> onnx.ModelProto:
     """A model from ONNX text (indented freely), checked in full."""
     import textwrap

@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, make_model, runs_in_onnxruntime
+from support import assert_same_bits, assert_same_values, make_model, op_type_set, runs_in_onnxruntime
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -25,10 +25,6 @@ TARGETS = (11, 13, 17)
 
 def reference(x: np.ndarray, image, block, **attributes) -> np.ndarray:
     return rule_for("", "Col2Im").reference(x, np.array(image), np.array(block), **attributes)
-
-
-def lowered_ops(model: onnx.ModelProto) -> set[str]:
-    return {node.op_type for node in model.graph.node}
 
 
 # -- every backend case, converted to 11, 13 and 17 ----------------------------------------------
@@ -50,7 +46,7 @@ def test_backend_case_converted(target, name):
     assert dict(result.report.rewritten) == {"Col2Im-18": 1}
     assert [entry.version for entry in result.model.opset_import if entry.domain == ""] == [target]
     onnx.checker.check_model(result.model, full_check=True)
-    assert "Col2Im" not in lowered_ops(result.model) and "Loop" in lowered_ops(result.model)
+    assert "Col2Im" not in op_type_set(result.model) and "Loop" in op_type_set(result.model)
     for inputs, expected in case.data_sets:
         feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
         (got,) = run_onnxruntime(result.model, feeds)
@@ -151,7 +147,7 @@ def test_float_bit_for_bit_against_onnxruntime_and_the_reference(form):
         for target in (11, 17):
             lowered = lowering.lower(original, target_opset=target, ops=[])
             onnx.checker.check_model(lowered, full_check=True)
-            assert "Col2Im" not in lowered_ops(lowered) and ("Loop" in lowered_ops(lowered)) != constant
+            assert "Col2Im" not in op_type_set(lowered) and ("Loop" in op_type_set(lowered)) != constant
             for _ in range(3):
                 feeds = {"x": edge_samples(TensorProto.FLOAT, x_shape, rng), **shape_feeds}
                 (got,) = run_onnxruntime(lowered, feeds)
@@ -209,7 +205,7 @@ def test_static_form_at_opset_9_takes_pads_and_slices_as_attributes():
     original, x_shape, _ = col2im_model(TensorProto.FLOAT, image, block, attributes, channels, constant=True)
     lowered = lowering.lower(original, target_opset=9, ops=[])
     onnx.checker.check_model(lowered, full_check=True)
-    assert {"Pad", "Slice", "Add", "Gather"} <= lowered_ops(lowered)
+    assert {"Pad", "Slice", "Add", "Gather"} <= op_type_set(lowered)
     x = edge_samples(TensorProto.FLOAT, x_shape, np.random.default_rng(9))
     assert_same_values(run_onnxruntime(lowered, {"x": x})[0], run_onnxruntime(original, {"x": x})[0])
 

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, make_model, runs_in_onnxruntime
+from support import assert_same_bits, assert_same_values, make_model, op_type_set, runs_in_onnxruntime
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -37,10 +37,6 @@ def assert_within(op_type: str, got: np.ndarray, want: np.ndarray, where: str = 
         )
 
 
-def lowered_ops(model: onnx.ModelProto) -> set[str]:
-    return {node.op_type for node in model.graph.node}
-
-
 # -- every backend case, lowered on request ------------------------------------------------------
 
 
@@ -61,7 +57,7 @@ def test_backend_case_lowered_on_request(name):
         return
     assert result.report.complete, result.report.lines()
     onnx.checker.check_model(result.model, full_check=True)
-    assert op_type not in lowered_ops(result.model)
+    assert op_type not in op_type_set(result.model)
     for inputs, expected in case.data_sets:
         feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
         (got,) = run_onnxruntime(result.model, feeds)
@@ -111,8 +107,8 @@ def test_einsum_diagonal_is_gathered_bit_for_bit(element_type):
     for equation, shapes in DIAGONALS:
         original = einsum_model(equation, shapes, element_type, opset)
         result = lowering.lower_model(original, ops=["Einsum"])
-        assert result.report.complete and "Einsum" not in lowered_ops(result.model), equation
-        assert "Gather" in lowered_ops(result.model)
+        assert result.report.complete and "Einsum" not in op_type_set(result.model), equation
+        assert "Gather" in op_type_set(result.model)
         onnx.checker.check_model(result.model, full_check=True)
         for edge in (False, True):
             feeds = einsum_feeds(shapes, element_type, rng, edge)
@@ -223,7 +219,7 @@ def test_cumprod_matches_onnxruntimes_kernel_bit_for_bit(element_type):
                 assert_same_values(native, cumprod_oracle(x, axis, **attributes), "numpy's against onnxruntime's")
                 for options in ({"ops": ["CumProd"]}, {"target_opset": 17, "ops": []}):
                     result = lowering.lower_model(original, **options)
-                    assert result.report.complete and "CumProd" not in lowered_ops(result.model)
+                    assert result.report.complete and "CumProd" not in op_type_set(result.model)
                     (got,) = run_onnxruntime(result.model, feeds)
                     assert_same_values(got, native, f"length {length} axis {given_axis} {attributes} {options}")
 
@@ -246,7 +242,7 @@ def test_cumprod_on_16_bit_floats_matches_the_runtime_on_every_bit_pattern(eleme
             assert_same_values(run_reference(original, {"x": x})[0], expected, "onnx.reference against numpy")
         for options in ({"ops": ["CumProd"]}, {"target_opset": 13, "ops": []}):
             result = lowering.lower_model(original, **options)
-            assert result.report.complete and "CumProd" not in lowered_ops(result.model)
+            assert result.report.complete and "CumProd" not in op_type_set(result.model)
             onnx.checker.check_model(result.model, full_check=True)
             (got,) = run_onnxruntime(result.model, {"x": x})
             if element_type == TensorProto.FLOAT16:  # float32 Muls, which choose among NaN payloads
@@ -310,7 +306,7 @@ def test_cumprod_refusals(shape, axis, reason):
         graph.node.insert(0, helper.make_node("Reshape", ["data", "target"], ["x"]))
     result = lowering.lower_model(original, ops=["CumProd"])
     assert [r.reason for r in result.report.remaining] == [reason]
-    assert "CumProd" in lowered_ops(result.model)
+    assert "CumProd" in op_type_set(result.model)
     with pytest.raises(lowering.LoweringError, match="CumProd-26 cannot be expressed at opset 21") as raised:
         lowering.lower(original, target_opset=21, ops=[])
     assert reason in str(raised.value)
@@ -380,7 +376,7 @@ def test_einsum_matches_onnxruntimes_kernel(element_type):
     for equation, shapes in EQUATIONS:
         original = einsum_model(equation, shapes, element_type)
         result = lowering.lower_model(original, target_opset=11, ops=[])
-        assert result.report.complete and "Einsum" not in lowered_ops(result.model), equation
+        assert result.report.complete and "Einsum" not in op_type_set(result.model), equation
         onnx.checker.check_model(result.model, full_check=True)
         for edge in (False, True):
             feeds = einsum_feeds(shapes, element_type, rng, edge)
@@ -401,7 +397,7 @@ def test_einsum_on_16_bit_floats_is_computed_in_float32(element_type, opset):
     for equation, shapes in EQUATIONS:
         original = einsum_model(equation, shapes, element_type, opset)
         result = lowering.lower_model(original, ops=["Einsum"])
-        assert result.report.complete and "Einsum" not in lowered_ops(result.model), equation
+        assert result.report.complete and "Einsum" not in op_type_set(result.model), equation
         feeds = einsum_feeds(shapes, element_type, rng, edge=False)
         (got,) = run_onnxruntime(result.model, feeds)
         (native,) = run_onnxruntime(original, feeds)
@@ -418,7 +414,7 @@ def test_einsum_merging_one_axis_of_unknown_length_per_reshape():
     for info in [original.graph.input[0], original.graph.input[1]]:
         info.type.tensor_type.shape.dim[0 if info.name == "x1" else 1].dim_param = "J"
     result = lowering.lower_model(original, target_opset=11, ops=[])
-    assert result.report.complete and "Reshape" in lowered_ops(result.model)
+    assert result.report.complete and "Reshape" in op_type_set(result.model)
     feeds = einsum_feeds([(3, 4, 5), (4, 5, 6)], TensorProto.FLOAT, np.random.default_rng(4), edge=False)
     assert_same_bits(run_onnxruntime(result.model, feeds)[0], run_onnxruntime(original, feeds)[0])
 
@@ -430,7 +426,7 @@ def test_einsum_without_merged_axes_needs_no_static_lengths():
         for k, dim in enumerate(info.type.tensor_type.shape.dim):
             dim.dim_param = f"d{k}_{info.name}"
     result = lowering.lower_model(original, target_opset=11, ops=[])
-    assert lowered_ops(result.model) == {"MatMul", "Transpose"}
+    assert op_type_set(result.model) == {"MatMul", "Transpose"}
     feeds = einsum_feeds([(2, 4, 7, 16), (2, 4, 9, 16)], TensorProto.FLOAT, np.random.default_rng(1), edge=False)
     assert_same_bits(run_onnxruntime(result.model, feeds)[0], run_onnxruntime(original, feeds)[0])
 
@@ -440,11 +436,11 @@ def test_einsum_at_opset_12_converted_to_11():
     result = lowering.lower_model(original, target_opset=11, ops=[])
     assert [entry.version for entry in result.model.opset_import if entry.domain == ""] == [11]
     assert dict(result.report.rewritten) == {"Einsum-12": 1}
-    assert lowered_ops(result.model) == {"MatMul"}
+    assert op_type_set(result.model) == {"MatMul"}
     feeds = einsum_feeds([(5, 2, 3), (5, 3, 4)], TensorProto.FLOAT, np.random.default_rng(2), edge=True)
     assert_same_bits(run_onnxruntime(result.model, feeds)[0], run_onnxruntime(original, feeds)[0])
     kept = lowering.lower_model(original, target_opset=13, ops=[])
-    assert lowered_ops(kept.model) == {"Einsum"}, "Einsum-12 exists at 13: kept"
+    assert op_type_set(kept.model) == {"Einsum"}, "Einsum-12 exists at 13: kept"
 
 
 def test_cumprod_converted_to_21_and_17():
@@ -484,7 +480,7 @@ def test_plain_and_fast_paths_give_the_same_bytes_and_each_node_its_own_shapes()
     fast = lowering.lower(original, ops=["Einsum", "CumProd"], fast=True)
     plain = lowering.lower(original, ops=["Einsum", "CumProd"], fast=False)
     assert fast.SerializeToString() == plain.SerializeToString()
-    assert not lowered_ops(fast) & set(OPS)
+    assert not op_type_set(fast) & set(OPS)
     rng = np.random.default_rng(3)
     feeds = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
     for got, want in zip(run_onnxruntime(fast, feeds), run_onnxruntime(original, feeds), strict=True):
@@ -518,7 +514,7 @@ def test_einsum_refusals(equation, shapes, element_type, reason, output_shape):
     result = lowering.lower_model(original, ops=["Einsum"])
     (remaining,) = result.report.remaining
     assert reason in remaining.reason
-    assert "Einsum" in lowered_ops(result.model)
+    assert "Einsum" in op_type_set(result.model)
     with pytest.raises(lowering.LoweringError, match="Einsum-12 cannot be expressed at opset 11") as raised:
         lowering.lower(original, target_opset=11, ops=[])
     assert reason.replace("opset 12", "opset 11") in str(raised.value)

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model, refusal, runs_in_onnxruntime
+from support import make_model, op_type_set, refusal, runs_in_onnxruntime
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -47,10 +47,6 @@ def reference(feeds: dict[str, np.ndarray], **attributes) -> np.ndarray:
     )
 
 
-def op_types(model: onnx.ModelProto) -> set[str]:
-    return {node.op_type for node in model.graph.node}
-
-
 # -- every backend case, converted ---------------------------------------------------------------
 
 
@@ -69,7 +65,7 @@ def test_backend_case_converted(target, name):
     assert dict(result.report.rewritten) == {"DeformConv-22": 1}
     assert [entry.version for entry in result.model.opset_import if entry.domain == ""] == [target]
     onnx.checker.check_model(result.model, full_check=True)
-    assert "DeformConv" not in op_types(result.model)
+    assert "DeformConv" not in op_type_set(result.model)
     for inputs, expected in case.data_sets:
         feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
         (got,) = run_onnxruntime(result.model, feeds)
@@ -179,7 +175,7 @@ def test_random_inputs_against_onnxruntime_and_the_reference(form, dtype):
     original = deform_conv_model(x_shape, w_shape, element_type=element_type, bias=bias, mask=mask, **attributes)
     lowered = lowering.lower(original, target_opset=11, ops=[])
     onnx.checker.check_model(lowered, full_check=True)
-    assert "DeformConv" not in op_types(lowered)
+    assert "DeformConv" not in op_type_set(lowered)
     for index, feeds in enumerate(random_feeds(x_shape, w_shape, attributes, dtype, 7, bias=bias, mask=mask)):
         (got,) = run_onnxruntime(lowered, feeds)
         (native,) = run_onnxruntime(original, feeds)
@@ -196,7 +192,7 @@ def test_float16_against_onnxruntime_and_the_reference(form):
                                  **attributes)  # fmt: skip
     for target in (11, 17):
         lowered = lowering.lower(original, target_opset=target, ops=[])
-        assert "DeformConv" not in op_types(lowered)
+        assert "DeformConv" not in op_type_set(lowered)
         for feeds in random_feeds(x_shape, w_shape, attributes, np.float16, 16, bias=bias, mask=mask):
             (got,) = run_onnxruntime(lowered, feeds)
             native = runs_in_onnxruntime(original, feeds)
@@ -215,7 +211,7 @@ def test_bfloat16_goes_below_22_by_the_rule():
     for target in (13, 17, 21):
         result = lowering.lower_model(original, target_opset=target, ops=[])
         assert result.report.complete, result.report.lines()
-        assert "DeformConv" not in op_types(result.model)
+        assert "DeformConv" not in op_type_set(result.model)
         for feeds in random_feeds(x_shape, w_shape, attributes, np.float32, 22, bias=bias, mask=mask)[:2]:
             feeds = {name: value.astype(dtype) for name, value in feeds.items()}
             (got,) = run_onnxruntime(result.model, feeds)

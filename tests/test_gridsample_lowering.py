@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model, refusal
+from support import make_model, op_type_set, refusal
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -53,10 +53,6 @@ def grid_sample_model(x_shape, grid_shape, *, element_type=TensorProto.FLOAT, op
     )
 
 
-def op_types(model: onnx.ModelProto) -> set[str]:
-    return {node.op_type for node in model.graph.node}
-
-
 # -- every backend case, converted ---------------------------------------------------------------
 
 
@@ -79,7 +75,7 @@ def test_backend_case_converted(target, name):
     onnx.checker.check_model(result.model, full_check=True)
     volumetric = len(case.model.graph.input[0].type.tensor_type.shape.dim) == 5
     kept = target >= 16 and not volumetric
-    assert ("GridSample" in op_types(result.model)) == kept
+    assert ("GridSample" in op_type_set(result.model)) == kept
     if not kept:
         assert dict(result.report.rewritten) == {f"GridSample-{schemas.version_in_force('GridSample', 22)}": 1}
     for inputs, expected in case.data_sets:
@@ -137,7 +133,7 @@ def test_random_grids_against_onnxruntime_and_the_reference(rank, mode, padding,
     attributes = {"mode": mode, "padding_mode": padding, "align_corners": corners}
     original = grid_sample_model(x_shape, grid_shape, element_type=element_type, **attributes)
     lowered = lowering.lower(original, target_opset=11, ops=[])
-    assert "GridSample" not in op_types(lowered)
+    assert "GridSample" not in op_type_set(lowered)
     for feeds in random_feeds(rank, dtype, seed=rank * 100 + corners):
         (got,) = run_onnxruntime(lowered, feeds)
         reference = gridsample_reference(feeds["x"], feeds["grid"], **attributes)
@@ -165,7 +161,7 @@ def test_16_bit_floats_against_the_reference(element_type, rank):
             original = grid_sample_model(x_shape, grid_shape, element_type=element_type, opset=22, **attributes)
             for target in targets:
                 result = lowering.lower_model(original, target_opset=target, ops=[])
-                decomposed = "GridSample" not in op_types(result.model)
+                decomposed = "GridSample" not in op_type_set(result.model)
                 assert decomposed == (target < 16 or rank == 5 or element_type == TensorProto.BFLOAT16)
                 if not decomposed and not onnxruntime_follows_the_spec(rank, mode, padding):
                     continue  # GridSample-16 kept: onnxruntime's kernel answers (see the float tests)
