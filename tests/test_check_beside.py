@@ -27,6 +27,20 @@ def fork_for_every_model(monkeypatch):
     monkeypatch.setattr(beside, "FROM_NODES", 0)
 
 
+@pytest.fixture
+def started(monkeypatch) -> list:
+    """Every check started beside the pass, as :func:`beside.start` returned it."""
+    children: list[beside.CheckBeside | None] = []
+    original_start = beside.start
+
+    def recording_start(data: bytes, nodes: int, then=None):
+        children.append(original_start(data, nodes, then))
+        return children[-1]
+
+    monkeypatch.setattr(beside, "start", recording_start)
+    return children
+
+
 def chain(*nodes: onnx.NodeProto, opset: int = 18, outputs=("y",)) -> onnx.ModelProto:
     graph = helper.make_graph(
         list(nodes),
@@ -87,15 +101,7 @@ def test_a_valid_input_gives_the_same_bytes_beside_and_first():
         )
 
 
-def test_the_check_runs_in_a_child_and_its_verdict_is_awaited(monkeypatch):
-    started: list[beside.CheckBeside | None] = []
-    original_start = beside.start
-
-    def recording_start(data: bytes, nodes: int, then=None):
-        started.append(original_start(data, nodes, then))
-        return started[-1]
-
-    monkeypatch.setattr(beside, "start", recording_start)
+def test_the_check_runs_in_a_child_and_its_verdict_is_awaited(started):
     lowering.lower(valid(), fast=BESIDE, target_opset=13)
     assert len(started) == 1 and started[0] is not None
     assert started[0].reaped and started[0].verdict() is None  # the child said "valid", and was waited for
@@ -120,17 +126,9 @@ def bfloat16_value() -> onnx.ModelProto:
 
 @pytest.mark.parametrize("make", [bfloat16_value, not_sorted])
 @pytest.mark.parametrize("target_opset", [11, 999])
-def test_the_target_opsets_own_check_follows_the_checker_in_the_child(make, target_opset, monkeypatch):
+def test_the_target_opsets_own_check_follows_the_checker_in_the_child(make, target_opset, started):
     """A type the target lacks (and a target that does not exist) is refused as the plain path
     refuses it, after the checker's own refusal, whether the child or this process said it."""
-    started: list[beside.CheckBeside | None] = []
-    original_start = beside.start
-
-    def recording_start(data: bytes, nodes: int, then=None):
-        started.append(original_start(data, nodes, then))
-        return started[-1]
-
-    monkeypatch.setattr(beside, "start", recording_start)
     message = refusal(make(), BESIDE, target_opset=target_opset)
     assert started and started[0] is not None and started[0].reaped
     assert (
