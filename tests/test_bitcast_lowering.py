@@ -80,3 +80,40 @@ def test_bitcast_between_types_whose_bits_mean_the_same_is_a_cast(source, to, ta
 def test_bitcast_that_no_cast_says_is_refused_in_our_words(source, to):
     with pytest.raises(lowering.LoweringError, match="reinterprets bits no Cast keeps"):
         lowering.lower_model(bitcast_model(source, to), target_opset=17, ops=[])
+
+
+@pytest.mark.parametrize("where", ["if_branch", "local_function"])
+def test_bitcast_inside_a_branch_or_a_local_function_goes_too(where):
+    """The rule where the node sits in an If branch or a local function: the converted model
+    passes the full check, no BitCast is left anywhere, and every int8 comes back as its bits."""
+    bitcast = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.UINT8)
+    x_info = helper.make_tensor_value_info("x", TensorProto.INT8, [None])
+    y_info = helper.make_tensor_value_info("y", TensorProto.UINT8, [None])
+    functions = []
+    if where == "if_branch":
+        branch = helper.make_graph([bitcast], "then", [], [y_info])
+        other = helper.make_graph(
+            [helper.make_node("Cast", ["x"], ["z"], to=TensorProto.UINT8)],
+            "else",
+            [],
+            [helper.make_tensor_value_info("z", TensorProto.UINT8, [None])],
+        )
+        cond = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+        nodes = [helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)]
+        inputs = [cond, x_info]
+    else:
+        functions = [helper.make_function("local", "F", ["x"], ["y"], [bitcast], [helper.make_opsetid("", 26)])]
+        nodes = [helper.make_node("F", ["x"], ["y"], domain="local")]
+        inputs = [x_info]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", inputs, [y_info]),
+        opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("local", 1)],
+        functions=functions,
+    )
+    converted = lowering.lower(model, target_opset=17, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    assert "BitCast" not in onnx.printer.to_text(converted)
+    x = every_value(TensorProto.INT8)
+    feeds = {"x": x, **({"c": np.array(True)} if where == "if_branch" else {})}
+    (got,) = run_onnxruntime(converted, feeds)
+    assert got.dtype == np.uint8 and np.array_equal(got, x.view(np.uint8))
