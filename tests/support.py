@@ -35,6 +35,16 @@ def make_model(
     return helper.make_model(graph, opset_imports=imports, functions=list(functions), ir_version=ir_version)
 
 
+def checked_conversion(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
+    """``model`` taken to opset ``target`` (``ops=[]``: nothing lowered that the target has),
+    passed through onnx's full checker."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(result, full_check=True)
+    return result
+
+
 def op_type_set(model: onnx.ModelProto) -> set[str]:
     """The op types of the model's main graph."""
     return {node.op_type for node in model.graph.node}

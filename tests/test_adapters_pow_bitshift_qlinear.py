@@ -8,38 +8,14 @@ else in onnx.reference."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, make_model, refusal
+from support import assert_same_bits, checked_conversion, make_model, refusal
 
-import lowering
+from lowering import floats
 from lowering.runtime import run_onnxruntime, run_reference
-
-NUMPY = {
-    TensorProto.FLOAT: np.float32,
-    TensorProto.DOUBLE: np.float64,
-    TensorProto.INT32: np.int32,
-    TensorProto.INT64: np.int64,
-    TensorProto.UINT32: np.uint32,
-    TensorProto.UINT64: np.uint64,
-    TensorProto.INT8: np.int8,
-    TensorProto.UINT8: np.uint8,
-    TensorProto.INT16: np.int16,
-    TensorProto.UINT16: np.uint16,
-}
-
-
-def lowered(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = lowering.lower(model, target_opset=target, ops=[])
-    onnx.checker.check_model(result, full_check=True)
-    return result
-
 
 # -- Pow ---------------------------------------------------------------------------------------------
 
@@ -58,7 +34,7 @@ def pow_model(base_type: int, exponent_type: int, base_shape, exponent_shape, op
     if exponent is None:
         inputs.append(helper.make_tensor_value_info("y", exponent_type, exponent_shape))
     else:
-        initializers.append(onnx.numpy_helper.from_array(np.asarray(exponent, NUMPY[exponent_type]), "y"))
+        initializers.append(onnx.numpy_helper.from_array(np.asarray(exponent, floats.numpy_dtype(exponent_type)), "y"))
     return make_model(
         [helper.make_node("Pow", ["x", "y"], ["z"], name="pow")],
         inputs,
@@ -72,7 +48,7 @@ def grid(element_type: int) -> np.ndarray:
     """Edge values and ordinary ones of a type: ±0, ±1, ±inf, NaNs, extremes, subnormals, values
     whose squares and cubes overflow 32 and 64 bits or leave double's 53 bits, exponents past 2²⁴
     and 2⁵³ of both parities."""
-    dtype = NUMPY[element_type]
+    dtype = floats.numpy_dtype(element_type)
     rng = np.random.default_rng(element_type)
     if np.issubdtype(dtype, np.floating):
         info = np.finfo(dtype)
@@ -124,7 +100,7 @@ def test_pow_every_pair_of_grid_values_in_onnxruntime(pair, target):
     feeds = {"x": bases.reshape(-1), "y": exponents.reshape(-1)}
     model = pow_model(base_type, exponent_type, [feeds["x"].size], [feeds["y"].size])
     want = run_onnxruntime(model, feeds)[0]
-    got = run_onnxruntime(lowered(model, target), feeds)[0]
+    got = run_onnxruntime(checked_conversion(model, target), feeds)[0]
     assert_same_bits(got, want, f"{name(base_type)}^{name(exponent_type)} to {target}")
 
 
@@ -151,14 +127,14 @@ def test_pow_exponent_two_and_three_per_span(pair, shapes):
     base_type, exponent_type = pair
     base_shape, exponent_shape = shapes
     model = pow_model(base_type, exponent_type, base_shape, exponent_shape)
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     values = grid(base_type)
     bases = np.resize(values, base_shape).astype(values.dtype)
     for exponent in (2, 3, -1, 0, 5):
-        feeds = {"x": bases, "y": np.full(exponent_shape, exponent, NUMPY[exponent_type])}
+        feeds = {"x": bases, "y": np.full(exponent_shape, exponent, floats.numpy_dtype(exponent_type))}
         want = run_onnxruntime(model, feeds)[0]
         assert_same_bits(run_onnxruntime(result, feeds)[0], want, f"y = {exponent}, {shapes}")
-    mixed = {"x": bases, "y": np.resize(np.array([2, 3, -2, 1], NUMPY[exponent_type]), exponent_shape)}
+    mixed = {"x": bases, "y": np.resize(np.array([2, 3, -2, 1], floats.numpy_dtype(exponent_type)), exponent_shape)}
     assert_same_bits(run_onnxruntime(result, mixed)[0], run_onnxruntime(model, mixed)[0], f"mixed, {shapes}")
 
 
@@ -167,10 +143,10 @@ def test_pow_cube_of_negative_zero_per_span_keeps_its_sign_in_every_runtime(expo
     """x·x·x of -0 (and of a negative that underflows) is -0: the lowered graph says so by ONNX's
     own semantics (onnx.reference), not only where onnxruntime's Where drops the sign of a -0."""
     model = pow_model(TensorProto.FLOAT, exponent_type, [2, 3], [2, 1])
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     feeds = {
         "x": np.array([[-0.0, 2.0, -1e-20], [-0.0, 0.0, 3.0]], np.float32),
-        "y": np.array([[3], [2]], NUMPY[exponent_type]),
+        "y": np.array([[3], [2]], floats.numpy_dtype(exponent_type)),
     }
     want = run_onnxruntime(model, feeds)[0]
     assert np.signbit(want[0, [0, 2]]).all()
@@ -194,13 +170,13 @@ def test_pow_exponents_onnxruntime_lacks_in_onnx_reference(pair):
     double, as the lowered model does (compared in onnx.reference, and the result runs in
     onnxruntime with the same bits)."""
     base_type, exponent_type = pair
-    exponents = np.array([0, 1, 2, 3, 5, 7, 64, 127, 255], NUMPY[exponent_type])
+    exponents = np.array([0, 1, 2, 3, 5, 7, 64, 127, 255], floats.numpy_dtype(exponent_type))
     if np.iinfo(exponents.dtype).max > 2**40:
         exponents = np.concatenate([exponents, np.array([2**53 + 1, 2**63 + 1, 2**64 - 1], exponents.dtype)])
     bases, exponents = np.meshgrid(grid(base_type), exponents, indexing="ij")
     feeds = {"x": bases.reshape(-1), "y": exponents.reshape(-1)}
     model = pow_model(base_type, exponent_type, [feeds["x"].size], [feeds["y"].size])
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     want = run_reference(model, feeds)[0]
     assert_same_bits(run_reference(result, feeds)[0], want, "onnx.reference")
     assert_same_bits(run_onnxruntime(result, feeds)[0], want, "onnxruntime")
@@ -208,7 +184,7 @@ def test_pow_exponents_onnxruntime_lacks_in_onnx_reference(pair):
 
 def test_pow_constant_exponent_without_two_or_three_needs_no_shapes():
     model = pow_model(TensorProto.INT32, TensorProto.INT64, ["n", "m"], None, exponent=[5])
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     assert [n.op_type for n in result.graph.node if n.op_type != "Constant"] == ["Cast", "Cast", "Pow", "Cast"]
     feeds = {"x": grid(TensorProto.INT32).reshape(-1, 1)}
     assert_same_bits(run_onnxruntime(result, feeds)[0], run_onnxruntime(model, feeds)[0])
@@ -222,7 +198,7 @@ def test_pow_constant_exponent_without_two_or_three_needs_no_shapes():
 )
 def test_pow_constant_exponent_per_span(base_type, base_shape, exponent):
     model = pow_model(base_type, TensorProto.INT64, base_shape, None, exponent=exponent)
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     values = grid(base_type)
     feeds = {"x": np.resize(values, base_shape).astype(values.dtype)}
     assert_same_bits(run_onnxruntime(result, feeds)[0], run_onnxruntime(model, feeds)[0])
@@ -269,7 +245,7 @@ def test_int64_right_shift_is_arithmetic_for_every_amount(target):
     amounts = np.array([*range(-70, 131), info.min, info.max, info.min + 1], np.int64)
     x, y = np.tile(values, amounts.size), np.repeat(amounts, values.size)
     model = shift_model("RIGHT", [x.size])
-    result = lowered(model, target)
+    result = checked_conversion(model, target)
     assert not any(n.op_type == "BitShift" and n.input[0] == "x" for n in result.graph.node)
     feeds = {"x": x, "y": y}
     inside = (y >= 0) & (y < 64)
@@ -317,7 +293,7 @@ def test_float16_scales_cast_to_float_as_onnxruntime_runs_them(target, a_type, b
     """Random products and scales over the float16 range (subnormal to large, and 0, inf, NaN
     scales), bit for bit against onnxruntime's QLinearMatMul-21."""
     model = qlinear_matmul_model(TensorProto.FLOAT16, a_type, b_type, a_shape, b_shape, b_scale_shape)
-    result = lowered(model, target)
+    result = checked_conversion(model, target)
     rng = np.random.default_rng(21)
     a_dtype, b_dtype = QUANTIZED[a_type], QUANTIZED[b_type]
 
@@ -408,7 +384,7 @@ def test_constant_mel_weight_matrix_computed_once(target):
     for index, values in enumerate(mel_configurations()):
         output_type = [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE][index % 3]
         model = mel_model(values, output_type)
-        result = lowered(model, target)
+        result = checked_conversion(model, target)
         assert [n.op_type for n in result.graph.node] == ["Constant"]
         got = run_onnxruntime(result, {})[0]
         if output_type == TensorProto.FLOAT:  # onnxruntime's kernel gives float only
@@ -454,4 +430,4 @@ def test_pow_of_unknown_types_is_left_as_any_node():
     node = helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch)
     model = make_model([node], [c, x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], opset=15)
     feeds = {"c": np.array(True), "x": np.array([2.0, -0.5, 3.0], np.float32)}
-    assert_same_bits(run_onnxruntime(lowered(model, 11), feeds)[0], run_onnxruntime(model, feeds)[0])
+    assert_same_bits(run_onnxruntime(checked_conversion(model, 11), feeds)[0], run_onnxruntime(model, feeds)[0])

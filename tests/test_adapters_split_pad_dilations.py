@@ -7,13 +7,11 @@ windows and a pool without them (rules/versions/pool.py); and their refusals, in
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model
+from support import checked_conversion, make_model
 
 import lowering
 from lowering.runtime import run_onnxruntime, run_reference
@@ -32,14 +30,6 @@ def assert_same_bits(got: list, want: list, where: str) -> None:
         assert a.dtype == b.dtype and a.shape == b.shape, f"{where}, output {index}: {a.shape} vs {b.shape}"
         differ = np.flatnonzero(bits(a).reshape(-1) != bits(b).reshape(-1))
         assert differ.size == 0, f"{where}, output {index}: {differ.size} of {a.size} differ, first at {differ[:5]}"
-
-
-def lowered(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = lowering.lower(model, target_opset=target, ops=[])
-    onnx.checker.check_model(result, full_check=True)
-    return result
 
 
 def op_types(model: onnx.ModelProto) -> list[str]:
@@ -67,7 +57,7 @@ def test_split_num_outputs_of_an_unknown_size_is_sliced_bit_for_bit(count, axis,
     the Slices give its parts bit for bit, edge values included; where onnxruntime refuses it
     (5 into 4), the Slices give onnx.reference's clamped parts."""
     model = split_model(["a", "b"], count, axis)
-    result = lowered(model, target)
+    result = checked_conversion(model, target)
     assert "Split" not in op_types(result) and op_types(result).count("Slice") == count
     pool = edge_values(TensorProto.FLOAT)
     for size in range(14):
@@ -86,7 +76,7 @@ def test_split_num_outputs_of_an_unknown_size_is_sliced_bit_for_bit(count, axis,
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.INT64, TensorProto.BOOL])
 def test_split_slices_move_any_type(element_type):
     model = split_model([2, "n", 2], 3, 1, element_type)
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     dtype = helper.tensor_dtype_to_np_dtype(element_type)
     x = (np.arange(2 * 8 * 2).reshape(2, 8, 2) % 3).astype(dtype)
     assert_same_bits(run_onnxruntime(result, {"x": x}), run_onnxruntime(model, {"x": x}), "8 into 3")
@@ -96,7 +86,7 @@ def test_split_of_a_known_size_with_a_negative_last_part_is_sliced_by_constants(
     """5 into 4 parts of 2: an error whenever Split-18 runs (so it may only sit in a branch not
     taken); the Slices, bounded by constants, clamp as onnx.reference does: [2, 2, 1, 0]."""
     model = split_model([5, 2], 4, 0)
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     assert "Shape" not in op_types(result) and op_types(result).count("Slice") == 4
     x = np.arange(10, dtype=np.float32).reshape(5, 2)
     assert [part.shape[0] for part in run_onnxruntime(result, {"x": x})] == [2, 2, 1, 0]
@@ -104,7 +94,7 @@ def test_split_of_a_known_size_with_a_negative_last_part_is_sliced_by_constants(
 
 
 def test_split_of_a_known_size_keeps_its_sizes_attribute():
-    result = lowered(split_model([7, 2], 3, 0), 11)
+    result = checked_conversion(split_model([7, 2], 3, 0), 11)
     assert op_types(result) == ["Split"]
 
 
@@ -166,7 +156,7 @@ def test_split_sizes_given_at_run_time_are_sliced_between_their_running_sums(sha
     """Each part a Slice from the sizes before it to its own end (CumSum): bit for bit with the
     op on edge values, empty parts and an empty input included."""
     model = sized_split_model(opset, shape, len(sizes), axis)
-    converted = lowered(model, target)
+    converted = checked_conversion(model, target)
     assert "CumSum" in op_types(converted) and "Split" not in op_types(converted)
     values = np.resize(edge_values(TensorProto.FLOAT), int(np.prod(shape))).reshape(shape)
     feeds = {"x": values, "sizes": np.array(sizes, np.int64)}
@@ -221,7 +211,7 @@ WRAP_PADS = [
 @pytest.mark.parametrize("pads", WRAP_PADS)
 def test_wrap_with_constant_pads_is_gathered_bit_for_bit(pads, target):
     model = wrap_model([3, 4], pads)
-    result = lowered(model, target)
+    result = checked_conversion(model, target)
     assert "Pad" not in op_types(result) and set(op_types(result)) <= {"Constant", "Gather", "Identity"}
     x = np.resize(edge_values(TensorProto.FLOAT), (3, 4)).astype(np.float32)
     assert_same_bits(run_onnxruntime(result, {"x": x}), run_onnxruntime(model, {"x": x}), f"pads {pads}")
@@ -232,7 +222,7 @@ def test_wrap_with_constant_pads_is_gathered_bit_for_bit(pads, target):
 @pytest.mark.parametrize("target", [18, 13, 11])
 def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
     model = wrap_model([3, 4], None)
-    result = lowered(model, target)
+    result = checked_conversion(model, target)
     assert {"Range", "Mod", "Gather"} <= set(op_types(result)) and "Pad" not in op_types(result)
     x = np.resize(edge_values(TensorProto.FLOAT), (3, 4)).astype(np.float32)
     for pads in WRAP_PADS:
@@ -243,7 +233,7 @@ def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
 @pytest.mark.parametrize("pads", [None, [2, 1, 0, 3, -1, 2]])
 def test_wrap_of_a_dimension_not_known_statically_is_gathered_at_run_time(pads):
     model = wrap_model(["a", 4, "b"], pads, element_type=TensorProto.INT32)
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     for shape in ((3, 4, 5), (1, 4, 2), (4, 4, 7)):
         x = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
         for given in [pads] if pads else [[2, 1, 0, 3, -1, 2], [5, 0, 1, 0, 0, 8], [0, 1, -1, 2, 0, 3]]:
@@ -261,7 +251,7 @@ def test_wrap_on_chosen_axes_of_any_type(element_type, axes):
     x = np.resize(edge_values(element_type), (2, 3, 4)) if element_type == TensorProto.DOUBLE else None
     x = x if x is not None else (np.arange(24).reshape(2, 3, 4) % 5).astype(dtype)
     for target in (18, 11):
-        result = lowered(model, target)
+        result = checked_conversion(model, target)
         assert_same_bits(run_onnxruntime(result, {"x": x}), run_onnxruntime(model, {"x": x}), f"{target}")
 
 
@@ -277,7 +267,7 @@ def test_wrap_on_float16_keeps_every_bit_where_onnxruntimes_pad_rewrites_nan_pay
     x.view(np.uint16)[0, :4] = [0x7FFF, 0xFC01, 0x7C01, 0xFE00]
     positions = np.pad(np.arange(12).reshape(3, 4), ((2, 1), (3, 5)), mode="wrap")
     for target in (18, 11):
-        (got,) = run_onnxruntime(lowered(model, target), {"x": x})
+        (got,) = run_onnxruntime(checked_conversion(model, target), {"x": x})
         assert_same_bits([got], [x.reshape(-1)[positions]], f"{target}")
         (theirs,) = run_onnxruntime(model, {"x": x})
         same = bits(got) == bits(theirs)
@@ -292,7 +282,7 @@ def test_wrap_leaving_nothing_to_wrap_around_fails_when_it_runs_as_the_original_
     with pytest.raises(lowering.LoweringError, match=r"along axis 1 \(size 4\) its pads -4 and 1 leave nothing"):
         lowering.lower(wrap_model([3, 4], [0, -4, 0, 1]), target_opset=11, ops=[])
     model = wrap_model([3, 4], None)
-    result = lowered(model, 11)
+    result = checked_conversion(model, 11)
     feeds = {"x": np.zeros((3, 4), np.float32), "pads": np.array([0, -4, 0, 1], np.int64)}
     for subject in (model, result):
         with pytest.raises(Exception):  # noqa: B017 (onnxruntime's Fail or InvalidArgument)
@@ -380,7 +370,7 @@ def test_dilated_windows_are_gathered_bit_for_bit(
         attributes["ceil_mode"] = 1
     model = pool_model(op_type, opset, shape, **attributes)
     try:
-        result = lowered(model, 17)
+        result = checked_conversion(model, 17)
     except lowering.LoweringError as error:
         assert f"{op_type}-{opset} cannot go to opset 17" in str(error) and "counts" in str(error), error
         assert op_type == "AveragePool" and (extra["count_include_pad"] == 0 or ceil_mode), error
@@ -398,7 +388,7 @@ def test_dilated_windows_of_float16(op_type):  # (onnxruntime's CPU pools take n
     attributes = {"kernel_shape": [2, 3], "strides": [1, 2], "dilations": [2, 2], "pads": [1, 1, 1, 1]}
     attributes |= {"count_include_pad": 1} if op_type == "AveragePool" else {"p": 2}
     model = pool_model(op_type, 22, [1, 2, 9, 8], element_type, **attributes)
-    result = lowered(model, 13)
+    result = checked_conversion(model, 13)
     for x in pool_inputs([1, 2, 9, 8], element_type):
         want = run_onnxruntime(model, {"x": x})
         assert_same_bits(run_onnxruntime(at_opset(result, 22), {"x": x}), want, f"{op_type} {element_type}")
@@ -412,7 +402,10 @@ def test_dilated_windows_at_the_target_agree_with_the_original_on_ordinary_value
     for op_type, extra in (("AveragePool", {"count_include_pad": 1}), ("LpPool", {"p": 2})):
         model = pool_model(op_type, 22, shape, kernel_shape=[2, 3], dilations=[2, 2], pads=[1, 1, 1, 1], **extra)
         for target in (11, 13, 17):
-            (got,), (want,) = run_onnxruntime(lowered(model, target), {"x": x}), run_onnxruntime(model, {"x": x})
+            (got,), (want,) = (
+                run_onnxruntime(checked_conversion(model, target), {"x": x}),
+                run_onnxruntime(model, {"x": x}),
+            )
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
@@ -456,7 +449,7 @@ def test_pad_axes_given_at_run_time_spread_the_pads_there(axes, pads, target):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b", "c"])],
         opset=18,
     )
-    converted = lowered(model, target)
+    converted = checked_conversion(model, target)
     assert "ScatterElements" in op_types(converted)
     feeds = {
         "x": np.resize(edge_values(TensorProto.FLOAT), 24).reshape(2, 3, 4),
@@ -478,7 +471,7 @@ def test_pad_axes_out_of_range_at_run_time_fail_there_as_the_original_does():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
         opset=18,
     )
-    converted = lowered(model, 13)
+    converted = checked_conversion(model, 13)
     feeds = {"x": np.ones((2, 3), np.float32), "pads": np.array([1, 1], np.int64), "axes": np.array([2], np.int64)}
     for runs in (model, converted):
         with pytest.raises(Exception, match="(?i)out of range|invalid|not in"):
