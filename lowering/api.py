@@ -66,6 +66,7 @@ def lower_model(
     progress=None,
     fast=None,
     strict: bool = False,
+    serialized: bytes | None = None,
 ) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
 
@@ -84,6 +85,9 @@ def lower_model(
     ``remaining``, each with its reason), raise :class:`lowering.IncompleteLowering` instead of
     returning a partial result.
 
+    ``serialized``: the bytes ``model`` was parsed from (a file as read), where the caller has
+    them: the fast path reads them instead of serializing the model again.
+
     With ``target_opset`` the result declares that default-domain opset: ops this project
     owns are kept (re-versioned, or behind an exact Cast) where they exist there and are not
     asked to be lowered, and lowered where they do not; every other op is converted by
@@ -101,7 +105,9 @@ def lower_model(
     # The model's bytes, where it is small enough to copy (no large inline weights): the
     # checker reads them, and the pass checks new names against them.
     small = bool(fast) and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model)
-    model_bytes = model.SerializeToString() if small else None
+    model_bytes = None
+    if small:
+        model_bytes = serialized if serialized is not None and ir_model is None else model.SerializeToString()
     then = None if target_opset is None else _target_opset_refusal(model, target_opset)
     beside = bool(fast) and getattr(fast, "check_beside", True)
     input_check = _check_input(model, model_bytes, beside=beside, then=then)

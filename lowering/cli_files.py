@@ -13,7 +13,16 @@ import onnx
 from onnx import serialization
 
 from .errors import LoweringError
-from .modelio import ModelFile, external_file, external_tensors, load_model, save_model, with_external_data, write_file
+from .modelio import (
+    ModelFile,
+    external_file,
+    external_tensors,
+    load_model,
+    save_model,
+    weights_fit_in_a_copy,
+    with_external_data,
+    write_file,
+)
 
 PROTOBUF = "protobuf"
 FORMAT_NAMES = {"protobuf": "binary protobuf", "textproto": "text protobuf", "json": "JSON", "onnxtxt": "ONNX text"}
@@ -45,7 +54,8 @@ def read_model(path: str | os.PathLike) -> ModelFile:
 
 def stored_size(model_file: ModelFile, path: str | os.PathLike) -> int:
     """Bytes the model takes on disk: its file and the external data its tensors read."""
-    return Path(path).stat().st_size + external_size(model_file.model, model_file.folder)
+    size = Path(path).stat().st_size
+    return size + external_size(model_file.model, model_file.folder) if model_file.has_external_data else size
 
 
 def external_size(model: onnx.ModelProto, folder: Path) -> int:
@@ -86,9 +96,12 @@ def _floats_as_raw_data(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def prepared(model: onnx.ModelProto, fmt: str, model_file: ModelFile) -> tuple[int, bytes | None]:
     """The bytes :func:`write_model` writes for ``model`` in ``fmt`` (external data included),
-    and, for a text format, the text itself (made once, for the size and the write)."""
+    and the model's own bytes (made once, for the size and the write; protobuf only where its
+    weights fit in a copy: else it is serialized as it is written)."""
     if fmt == PROTOBUF:
-        return model.ByteSize() + external_size(model, model_file.folder), None
+        data = model.SerializeToString() if weights_fit_in_a_copy(model) else None
+        size = len(data) if data is not None else model.ByteSize()
+        return size + sum(external_file(tensor, model_file.folder)[2] for tensor in external_tensors(model, data)), data
     data = serialized(model, fmt, model_file)
     return len(data), data
 
@@ -103,10 +116,10 @@ def write_model(
     data: bytes | None = None,
 ) -> None:
     """Write ``model`` to ``path`` in the format its extension names (atomically, as
-    :func:`lowering.modelio.save_model` writes); ``data``: its text, where :func:`prepared` made it."""
+    :func:`lowering.modelio.save_model` writes); ``data``: its bytes, where :func:`prepared` made them."""
     fmt = file_format(path)
     if fmt == PROTOBUF:
-        save_model(model, path, model_file.folder, replacing_input=in_place, input_model=input_path)
+        save_model(model, path, model_file.folder, replacing_input=in_place, input_model=input_path, serialized=data)
         return
     if data is None:
         data = serialized(model, fmt, model_file)

@@ -123,6 +123,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
             progress=progress,
             fast=False if options.plain else None,
             strict=options.strict,
+            serialized=model_file.data,
         )
     finally:
         if progress is not None:

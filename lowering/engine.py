@@ -18,6 +18,7 @@ import onnx
 from . import functions, moving, nodecheck, schemas, versioning
 from .builder import NotLowered
 from .cleanup import remove_unused
+from .decomposition import without_shapes
 from .errors import LoweringError
 from .folding import fold_integer_values
 from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
@@ -515,9 +516,9 @@ class Legalizer:
         location = f"function '{function.domain}.{function.name}'"
         input_types: dict[str, onnx.TypeProto] = {}
         reason = ""
-        if len(calls) == 1:
-            ((types, _),) = calls.values()
-            input_types = {name: t for name, t in zip(function.input, types, strict=False) if t is not None}
+        shared = _shared_call_types(list(calls.values()))
+        if shared is not None:
+            input_types = {name: t for name, t in zip(function.input, shared, strict=False) if t is not None}
         elif not calls:
             reason = "the function is never called, so its input types are unknown"
         else:
@@ -535,6 +536,19 @@ class Legalizer:
             unknown_types_reason=reason,
         )
         self._legalize_graph(scope)
+
+
+def _shared_call_types(calls: list[tuple[list[onnx.TypeProto | None], str]]) -> list | None:
+    """The input types every call of a function agrees on: the one call's types; where calls
+    differ only in shapes, their types without shapes (what holds for every call); None where
+    there are no calls or they differ in more."""
+    if not calls:
+        return None
+    if len(calls) == 1:
+        return calls[0][0]
+    shapeless = [[without_shapes(t) for t in types] for types, _ in calls]
+    signatures = {b"|".join(t.SerializeToString() if t is not None else b"?" for t in types) for types in shapeless}
+    return shapeless[0] if len(signatures) == 1 else None
 
 
 class _CannotMove(Exception):

@@ -40,10 +40,17 @@ class ModelFile:
 
     model: onnx.ModelProto
     folder: Path
+    # The file's bytes as read, where the model is protobuf holding no external data and its
+    # weights fit in a copy (:func:`weights_fit_in_a_copy`): the pass reads them instead of
+    # serializing the model again.
+    data: bytes | None = None
+    _external: bool | None = None  # whether a tensor is held in external data (found once)
 
     @property
     def has_external_data(self) -> bool:
-        return bool(external_tensors(self.model))
+        if self._external is None:
+            self._external = bool(external_tensors(self.model, self.data))
+        return self._external
 
 
 def load_model(path: str | os.PathLike) -> ModelFile:
@@ -57,16 +64,29 @@ def load_model(path: str | os.PathLike) -> ModelFile:
         raise LoweringError(f"{path}: not a regular file")
     if path.stat().st_size == 0:
         raise LoweringError(f"{path}: the file is empty")
+    data = None
     try:
-        model = onnx.load(os.fspath(path), load_external_data=False)
+        if _is_protobuf(path):
+            data = path.read_bytes()
+            model = onnx.load_model_from_string(data)
+        else:
+            model = onnx.load(os.fspath(path), load_external_data=False)
     except (DecodeError, RuntimeError, ValueError, OSError, TypeError) as error:
         raise LoweringError(f"{path}: not an ONNX model ({_first_line(error)})") from None
     if not model.HasField("graph") or model.ir_version == 0:
         raise LoweringError(f"{path}: not an ONNX model (no graph or no IR version)")
     folder = path.resolve().parent
-    for tensor in external_tensors(model):
+    external = external_tensors(model, data)
+    for tensor in external:
         external_file(tensor, folder, model_path=path)
-    return ModelFile(model, folder)
+    keep = data is not None and not external and weights_fit_in_a_copy(model)
+    return ModelFile(model, folder, data if keep else None, bool(external))
+
+
+def _is_protobuf(path: Path) -> bool:
+    """Whether onnx reads the file as protobuf (as :func:`onnx.load` decides, by its extension)."""
+    found = onnx.serialization.registry.get_format_from_file_extension(path.suffix)
+    return (found or "protobuf") == "protobuf"
 
 
 def external_file(tensor: onnx.TensorProto, folder: Path, model_path: Path | None = None) -> tuple[Path, int, int]:
@@ -120,6 +140,7 @@ def save_model(
     source_folder: Path | None = None,
     replacing_input: bool = False,
     input_model: str | os.PathLike | None = None,
+    serialized: bytes | None = None,
 ) -> None:
     """Write ``model`` to what ``path`` names.
 
@@ -136,18 +157,19 @@ def save_model(
     symbolic link (onnx refuses data read through one): refused. The source files are only
     read; with ``replacing_input`` (``--in-place``) the data file may be one of them: it is
     read whole into the staged copy before being replaced. ``input_model``: the file the model
-    was read from, which the data file must not replace.
+    was read from, which the data file must not replace. ``serialized``: the model's bytes,
+    where the caller made them already.
     """
     shown = Path(path)
     target, kind = _writable(shown)
-    external = external_tensors(model)
+    external = external_tensors(model, serialized)
     if kind == "stream":
         if external:
             raise LoweringError(
                 f"{shown}: is a FIFO or a device, but the model keeps weights as external data, which must go to "
                 "a regular file beside the model (OUTPUT.data); give a regular file as the output"
             )
-        data = model.SerializeToString()
+        data = serialized if serialized is not None else model.SerializeToString()
         write_file(shown, lambda handle: handle.write(data))
         return
     folder = target.parent
@@ -194,7 +216,7 @@ def save_model(
                     _point_at(tensor, data_name, start, length)
             _keep_mode(data_path, staged_data)
         with open(staged_model, "wb") as handle:
-            handle.write(model.SerializeToString())
+            handle.write(serialized if serialized is not None and not external else model.SerializeToString())
         _keep_mode(target, staged_model)
         if external:
             os.replace(staged_data, data_path)
@@ -336,11 +358,14 @@ def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
-def external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
+def external_tensors(model: onnx.ModelProto, serialized: bytes | None = None) -> list[onnx.TensorProto]:
     """Every tensor of the model held in external data: initializers and attribute tensors, in
     the main graph, its subgraphs and functions. A model whose bytes hold no
-    ``data_location: EXTERNAL`` field has none, and is not walked tensor by tensor."""
-    if model.ByteSize() <= WHOLE_MODEL_LIMIT_BYTES and _EXTERNAL_LOCATION not in model.SerializeToString():
+    ``data_location: EXTERNAL`` field has none, and is not walked tensor by tensor (its bytes:
+    ``serialized`` where given, else made where its weights fit in a copy)."""
+    if serialized is None and weights_fit_in_a_copy(model):
+        serialized = model.SerializeToString()
+    if serialized is not None and _EXTERNAL_LOCATION not in serialized:
         return []
     return [t for t in external_data_helper._get_all_tensors(model) if external_data_helper.uses_external_data(t)]
 

@@ -123,14 +123,17 @@ def _graph_names(graph: onnx.GraphProto, names: set[str]) -> None:
         names.update(info.name for info in group)
     names.update(tensor.name for tensor in graph.initializer)
     names.update(sparse.values.name for sparse in graph.sparse_initializer)
-    _node_names(graph.node, names)
+    # A graph's nodes read only values its scope defines (onnx's checker refuses the model
+    # otherwise, and every model is checked): their inputs are listed where defined.
+    _node_names(graph.node, names, inputs=False)
 
 
-def _node_names(nodes: Iterable[onnx.NodeProto], names: set[str]) -> None:
+def _node_names(nodes: Iterable[onnx.NodeProto], names: set[str], inputs: bool) -> None:
     add, update = names.add, names.update
     for node in nodes:
         add(node.name)
-        update(node.input)
+        if inputs:
+            update(node.input)
         update(node.output)
         attributes = node.attribute
         if not attributes:
@@ -140,13 +143,14 @@ def _node_names(nodes: Iterable[onnx.NodeProto], names: set[str]) -> None:
 
 
 def names_in_model(model: onnx.ModelProto) -> set[str]:
-    """Every value, node and graph name in ``model``, its subgraphs and local functions."""
+    """Every value, node and graph name in ``model``, its subgraphs and local functions (of a
+    model onnx's checker passes: a graph's node inputs are read only where a function's)."""
     names: set[str] = set()
     _graph_names(model.graph, names)
     for function in model.functions:
         names.update(function.input)
         names.update(function.output)
         names.update(info.name for info in function.value_info)
-        _node_names(function.node, names)
+        _node_names(function.node, names, inputs=True)
     names.discard("")
     return names

@@ -116,6 +116,29 @@ def test_function_called_with_two_types_is_reported_not_guessed():
     assert "different input types" in remaining.reason and "float16" in remaining.reason
 
 
+def test_function_called_with_one_type_in_two_shapes_is_lowered_for_both():
+    """Calls that differ only in shapes agree on what the body's rules read: the types without
+    shapes."""
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 20, "local" : 1]>
+        main (float[N] x, float[2, 3] m) => (bool[N] y, bool[2, 3] z) {
+            y = local.Nan (x)
+            z = local.Nan (m)
+        }
+        <domain: "local", opset_import: ["" : 20]>
+        Nan (v) => (flag) {
+            flag = IsNaN (v)
+        }
+    """)
+    result = lower_and_check(model)
+    assert result.report.complete and "IsNaN" not in all_op_types(result.model)
+    values = sample_values(onnx.TensorProto.FLOAT)
+    grid = np.resize(values, (2, 3))
+    y, z = run_onnxruntime(result.model, {"x": values, "m": grid})
+    np.testing.assert_array_equal(y, oracle("IsNaN", values))
+    np.testing.assert_array_equal(z, oracle("IsNaN", grid))
+
+
 def test_uncalled_function_is_reported():
     model = parse("""
         <ir_version: 8, opset_import: ["" : 20, "local" : 1]>

@@ -197,6 +197,29 @@ def test_external_tensors_are_found_wherever_they_are_and_only_those(tmp_path):
     assert external_tensors(inline) == []  # the bytes alone do not decide it
 
 
+def test_a_graph_past_the_copy_limit_is_still_ruled_out_by_its_bytes(tmp_path, monkeypatch):
+    """Only weights decide whether the model is copied to bytes to be searched: a graph whose
+    nodes alone pass the limit (a large export with small weights) is not walked tensor by
+    tensor; the file's bytes as read serve where the reader has them."""
+    from lowering import modelio
+
+    monkeypatch.setattr(modelio, "WHOLE_MODEL_LIMIT_BYTES", 256)
+    path = external_model(tmp_path, 4)
+    model = onnx.load(path, load_external_data=False)
+    model.graph.node.extend(helper.make_node("Identity", ["y"], [f"copy{k}"]) for k in range(40))
+    inline = onnx.ModelProto()
+    inline.CopyFrom(model)
+    del inline.graph.initializer[:]
+    inline.graph.initializer.append(numpy_helper.from_array(np.zeros(4, np.float32), "w"))
+    assert model.ByteSize() > modelio.WHOLE_MODEL_LIMIT_BYTES and modelio.weights_fit_in_a_copy(model)
+    assert [t.name for t in modelio.external_tensors(model)] == ["w"]
+    assert modelio.external_tensors(inline) == []
+    assert modelio.external_tensors(inline, inline.SerializeToString()) == []
+    assert [t.name for t in modelio.external_tensors(model, model.SerializeToString())] == ["w"]
+    read = modelio.load_model(path)
+    assert read.has_external_data and read.data is None  # bytes that point elsewhere are not the model's
+
+
 def test_symbolic_link_output_puts_the_data_beside_the_target(tmp_path):
     """-o LINK writes what -o TARGET would: the model into the target, its data beside the target
     and named after it, so that the target loads with its weights; the link stays a link."""

@@ -33,6 +33,8 @@ _MAX_RECORDINGS_PER_KIND = 8
 _UNRECORDABLE = object()
 _TOO_LARGE = b"\x00too large"
 _AFRESH = object()  # a replay that cannot name this node as legalizing it would
+_UNPLANNED = object()  # a recorded result not yet planned as wire pieces for a container
+_DOC_PART, _METADATA_PART = "\x00doc", "\x00metadata"  # a plan's keys of the node's carried fields
 # What a replay may read freely: the opsets, the location, and how often shapes were read (the
 # driver's check reads it after legalizing; the shapes it then reads are recorded as any).
 _SCOPE_FACTS = frozenset({"opset", "source_opset", "location", "shape_reads"})
@@ -133,6 +135,7 @@ class _Recorded:
         self.ambiguous = False
         self.nodes: list[onnx.NodeProto] | None = None
         self.kept = False
+        self.wire_plans: dict[bytes, tuple | None] = {}  # by node tag: the result as one run (_result_plan)
 
     @property
     def hints(self) -> list[tuple[list[tuple[str | None, str]], str]]:
@@ -244,16 +247,30 @@ class KindMemo:
                 real[_slot("o", k)] = name
             if not self._fresh_names(recorded, node, real):
                 return _AFRESH
-        driver.report.adapted.update(recorded.labels)
-        driver.report.rewritten.update(recorded.rewritten)
-        driver.expanded_ops.update(recorded.expanded)
+        report = driver.report
+        for label in recorded.labels:  # (a Counter's update costs microseconds a call)
+            report.adapted[label] += 1
+        for label in recorded.rewritten:
+            report.rewritten[label] += 1
+        if recorded.expanded:
+            driver.expanded_ops.update(recorded.expanded)
         if recorded.kept:
             return [node]
         if recorded.nodes is None:
             return None
+        tag = protowire.node_tag(scope.graph)
+        plan = recorded.wire_plans.get(tag, _UNPLANNED)
+        if plan is _UNPLANNED:
+            plan = recorded.wire_plans[tag] = _result_plan(recorded.nodes, tag)
+        if plan is not None:
+            return [_written(plan, real, node)]
+        return self._replayed_one_by_one(recorded, node, real, tag)
+
+    def _replayed_one_by_one(self, recorded: _Recorded, node: onnx.NodeProto, real: dict[str, str], tag: bytes):
+        """The replay's nodes, each its own wire bytes or NodeProto (where an attribute holds a slot)."""
         result: list = []
         carried: tuple[bytes, bytes] | None = None
-        tag, varint, prefixed = protowire.node_tag(scope.graph), protowire.varint, protowire.length_prefixed
+        varint, prefixed = protowire.varint, protowire.length_prefixed
         written: dict[str, bytes] = {}  # each slot's name, length-prefixed once for every node naming it
         for template, plan in recorded.nodes:
             if plan is None:
@@ -328,6 +345,58 @@ class KindMemo:
         for k, (readings, tail) in enumerate(recorded.hints):
             real[slots[k]] = names.fresh(text_of(readings), tail)
         return True
+
+
+def _result_plan(nodes: list, tag: bytes) -> tuple | None:
+    """A recorded result written as one run of node fields: its pieces (bytes written once; a
+    slot or carried field's key where that text goes; a node's number where its length goes),
+    each node's fixed byte count with the keys whose texts add to it, the slots named, and
+    whether the node's carried fields are. None where a node is copied as a NodeProto."""
+    pieces: list[bytes | str | int] = []
+    lengths: list[tuple[int, list[str]]] = []
+    carries = False
+    for number, (_, plan) in enumerate(nodes):
+        if plan is None:
+            return None
+        node_pieces, carries_doc, carries_metadata = plan
+        pieces += [tag, number]
+        fixed, keys = 0, []
+        for piece in node_pieces:
+            if piece.__class__ is bytes:
+                pieces.append(piece)
+                fixed += len(piece)
+            else:
+                field_tag, slot = piece
+                pieces += [field_tag, slot]
+                fixed += len(field_tag)
+                keys.append(slot)
+        for carried, key in ((carries_doc, _DOC_PART), (carries_metadata, _METADATA_PART)):
+            if carried:
+                pieces.append(key)
+                keys.append(key)
+                carries = True
+        lengths.append((fixed, keys))
+    merged: list[bytes | str | int] = []
+    for piece in pieces:
+        if piece.__class__ is bytes and merged and merged[-1].__class__ is bytes:
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    slots = list(dict.fromkeys(key for _, keys in lengths for key in keys if key not in (_DOC_PART, _METADATA_PART)))
+    return merged, lengths, slots, carries
+
+
+def _written(plan: tuple, real: dict[str, str], node: onnx.NodeProto) -> bytes:
+    """The run of node fields a :func:`_result_plan` gives with ``real``'s names (and ``node``'s
+    carried fields): each node is tag, varint(fixed + the texts' lengths), payload."""
+    pieces, lengths, slots, carries = plan
+    prefixed, varint = protowire.length_prefixed, protowire.varint
+    table: dict = {slot: prefixed(real[slot]) for slot in slots}
+    if carries:
+        table[_DOC_PART], table[_METADATA_PART] = _carried_fields(node)
+    for number, (fixed, keys) in enumerate(lengths):
+        table[number] = varint(fixed + sum([len(table[key]) for key in keys]))
+    return b"".join([piece if piece.__class__ is bytes else table[piece] for piece in pieces])
 
 
 def _named_copy(template: onnx.NodeProto, real: dict[str, str]) -> onnx.NodeProto:
