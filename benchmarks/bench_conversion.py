@@ -1,6 +1,6 @@
 """Conversion cost: (load + convert + save) / (load + save) on a model of about 100k nodes made
 from a real export, and onnx's converter beside ours on smaller copies, all measured in this
-one run.
+one run; and the main job as run from the command line.
 
 The model is ``golden/exports/<export>.onnx`` copied side by side ``copies`` times (each copy's
 values renamed, the weights shared, every copy reading the one input): the node kinds and
@@ -14,8 +14,10 @@ them).
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -71,6 +73,25 @@ def measure(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[f
     return baseline, {target: best_of(2, lambda t=target: convert(t)) for target in targets}
 
 
+def command_line(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[float, dict[int, float]]:
+    """The main job as a user runs it, each run a fresh process (best of 2): ``python -c`` that
+    loads and saves the model with onnx, and ``onnx-lower MODEL -o OUT --target-opset N``; both
+    pay the interpreter's start and their imports."""
+    source, copy, out = folder / "cli_model.onnx", folder / "cli_copy.onnx", folder / "cli_out.onnx"
+    onnx.save(model, source)
+
+    def run(command: list[str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        return time.perf_counter() - start
+
+    load_and_save = "import onnx, sys; onnx.save(onnx.load(sys.argv[1]), sys.argv[2])"
+    copying = [sys.executable, "-c", load_and_save, str(source), str(copy)]
+    baseline = min(run(copying) for _ in range(2))
+    lowering_cli = [sys.executable, "-m", "lowering", str(source), "-o", str(out), "--ops", "none", "-q"]
+    return baseline, {t: min(run([*lowering_cli, "--target-opset", str(t)]) for _ in range(2)) for t in targets}
+
+
 def converter_beside_ours(model: onnx.ModelProto, target: int) -> str:
     ours = best_of(5, lambda: lowering.lower(model, target_opset=target, ops=[]))
     try:
@@ -106,6 +127,11 @@ def main() -> None:
             for target, seconds in converted.items():
                 print(f"{label:<28} {target:>6} {len(model.graph.node):>7} {baseline:>12.3f} {seconds:>11.3f} "
                       f"{seconds / baseline:>6.2f}")  # fmt: skip
+        model = side_by_side(export, max(1, args.nodes // per_copy), True)
+        baseline, converted = command_line(model, Path(tmp), args.targets)
+        print(f"\nthe command line, a fresh process each (python -c load+save {baseline:.3f} s):")
+        for target, seconds in converted.items():
+            print(f"  onnx-lower --target-opset {target}: {seconds:.3f} s, ratio {seconds / baseline:.2f}")
     print(f"\nonnx's converter beside ours, about {args.converter_nodes} nodes each (convert only, in memory):")
     for name in args.converter_exports:
         other = onnx.load(EXPORTS / f"{name}.onnx")

@@ -64,30 +64,39 @@ def test_backend_cases_convert_alike_on_both_paths():
     assert compared > 300
 
 
-@pytest.mark.parametrize("naming", ["named alike", "unnamed", "named apart"])
+@pytest.mark.parametrize("naming", ["named alike", "unnamed", "named apart", "a body's name taken"])
 def test_function_bodies_asked_for_replay_as_the_plain_path_names_them(naming):
     """Gelu and LayerNormalization lowered on request, nodes of one kind replayed: where nodes
-    share a name (or have none) the fresh names collide and count up exactly as node by node."""
+    share a name (or have none), or the model holds a name a body would take, the fresh names
+    collide and count up exactly as node by node."""
     from onnx import TensorProto, helper
 
     nodes, previous = [], "x"
     for index in range(6):
-        name = {"named alike": "n", "unnamed": "", "named apart": f"n{index}"}[naming]
+        name = {"named alike": "n", "unnamed": ""}.get(naming, f"n{index}")
         op = ("Gelu", {"approximate": "tanh"}) if index % 3 else ("LayerNormalization", {"axis": -1})
         inputs = [previous, "scale", "bias"] if op[0] == "LayerNormalization" else [previous]
         nodes.append(helper.make_node(op[0], inputs, [f"v{index}"], name=name, **op[1]))
         previous = f"v{index}"
+    outputs = [helper.make_tensor_value_info(previous, TensorProto.FLOAT, ["N", 8])]
+    if naming == "a body's name taken":  # the second LayerNormalization's body would name a value so
+        nodes.append(helper.make_node("Identity", ["x"], ["n3_Mean2D"], name="n3_ReduceMean"))
+        outputs.append(helper.make_tensor_value_info("n3_Mean2D", TensorProto.FLOAT, ["N", 8]))
     graph = helper.make_graph(
         nodes,
         "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])]
         + [helper.make_tensor_value_info(n, TensorProto.FLOAT, [8]) for n in ("scale", "bias")],
-        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, ["N", 8])],
+        outputs,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
     for options in ({"ops": ["Gelu", "LayerNormalization"]}, {"ops": ["Gelu"], "target_opset": 17}):
         plain = lowering.lower(model, fast=False, **options).SerializeToString()
         assert lowering.lower(model, fast=True, **options).SerializeToString() == plain, options
+        if naming == "a body's name taken" and "LayerNormalization" in options["ops"]:
+            lowered = onnx.load_model_from_string(plain)
+            outputs_made = [name for node in lowered.graph.node for name in node.output]
+            assert outputs_made.count("n3_Mean2D") == 1 and "n3_Mean2D_1" in outputs_made
 
 
 def test_kinds_repeated_in_if_branches_and_local_functions_convert_alike_on_both_paths():

@@ -153,6 +153,11 @@ class _Recorded:
         self.safe_readings = [
             [(start, safe_characters(rest), identifier(rest)) for start, rest in readings] for readings, _ in hints
         ]
+        # Where every fresh name is read from the node's hint alone (function bodies), the
+        # texts after it: a replay's names are then the hint's identifier and each of them.
+        self.hint_rests: list[str] | None = None
+        if self.safe_readings and all(len(r) == 1 and r[0][0] == "hint" for r in self.safe_readings):
+            self.hint_rests = [readings[0][1] for readings in self.safe_readings]
 
 
 class KindMemo:
@@ -311,10 +316,18 @@ class KindMemo:
             }
             return texts.pop() if len(texts) == 1 else None
 
-        candidates: list[str] = []
+        hint_base = identifier(hint) if hint else ""
+        rests = recorded.hint_rests
+        if rests is not None and hint:
+            candidates = [hint_base + rest for rest in rests]
+            if len(set(candidates)) == len(candidates):  # none counted among themselves
+                if names.claim(candidates, recorded.tails):
+                    real.update(zip(slots, candidates, strict=True))
+                    return True
+                return self._fresh_one_by_one(recorded, real, text_of)
+        candidates = []
         taken: set[str] = set()
         counters: dict[str, int] = {}  # as NameAllocator.fresh_identifier counts, among these names
-        hint_base = identifier(hint) if hint else ""
         for k, readings in enumerate(recorded.safe_readings):
             base = None
             for start, safe_rest, own in readings:
@@ -340,8 +353,14 @@ class KindMemo:
             real[slots[k]] = name
         if not candidates or names.claim(candidates, recorded.tails):
             return True
+        return self._fresh_one_by_one(recorded, real, text_of)
+
+    def _fresh_one_by_one(self, recorded: _Recorded, real: dict[str, str], text_of) -> bool:
+        """The replay's fresh names asked for one by one, as legalizing the node asks (False
+        where a hint's readings could then disagree: the node is legalized afresh)."""
         if recorded.ambiguous:
             return False  # asked one by one, a later reading could disagree after names are taken
+        names, slots = self.driver.names, recorded.slots
         for k, (readings, tail) in enumerate(recorded.hints):
             real[slots[k]] = names.fresh(text_of(readings), tail)
         return True
