@@ -22,7 +22,7 @@ from ..decomposition import bound, check_input_accepted, input_value, rule_attri
 from ..graphs import holds_graphs
 from ..paths import GraphEdits, PlainPath, node_hint
 from ..registry import Rule
-from ..schemas import DEFAULT_DOMAINS
+from ..schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 from ..scopes import Scope
 from . import protowire
 from .moves import KindMemo
@@ -68,6 +68,7 @@ class FastPath(PlainPath):
         self.memoize_kinds = shortcuts.kind_memo
         self.templates: dict[tuple, object] = {}
         self.kinds = KindMemo(driver) if shortcuts.kind_memo else None
+        self._memoized_ops: dict[tuple[str, str, int], bool] = {}  # (domain, op, opset) → through the kind memo
 
     def edits(self, scope: Scope) -> GraphEdits:
         return SplicedEdits(scope, self)
@@ -77,12 +78,19 @@ class FastPath(PlainPath):
         function body) is legalized once per kind of node and replayed for the rest
         (:mod:`.moves`) where ``kind_memo`` is on; rules' nodes go through :meth:`decompose`."""
         driver = self.driver
-        if (
-            self.kinds is None
-            or node.domain not in DEFAULT_DOMAINS
-            or driver.decomposition_for(node, scope) is not None
-            or (node.attribute and holds_graphs(node))
-        ):
+        if self.kinds is None:
+            return driver.legalize(scope, node, index)
+        op = (node.domain, node.op_type, scope.source_opset)
+        memoized = self._memoized_ops.get(op)
+        if memoized is None:
+            # A default-domain op whose schema takes no graph holds none (onnx's checker
+            # refuses an attribute the schema lacks, and every model is checked).
+            memoized = self._memoized_ops[op] = (
+                op[0] in DEFAULT_DOMAINS
+                and driver.decomposition_for(node, scope) is None
+                and op[1] not in ops_with_subgraphs()
+            )
+        if not memoized:
             return driver.legalize(scope, node, index)
         return self.kinds.legalize(scope, node, index)
 

@@ -18,6 +18,8 @@ the pattern read anything else of the graph, the kind is legalized node by node.
 
 from __future__ import annotations
 
+import functools
+
 import onnx
 
 from .. import schemas
@@ -40,6 +42,7 @@ _DOC_PART, _METADATA_PART = "\x00doc", "\x00metadata"  # a plan's keys of the no
 _SCOPE_FACTS = frozenset({"opset", "source_opset", "location", "shape_reads"})
 
 
+@functools.cache
 def _slot(kind: str, index: int) -> str:
     return f"{_SLOT}{kind}{index}{_SLOT}"
 
@@ -222,7 +225,7 @@ class KindMemo:
             real_report.rewritten.update(report.rewritten)
             real_report.remaining.extend(report.remaining)
         recorded = _Recorded(
-            reading.reads,
+            list(dict.fromkeys(reading.reads)),  # a read asked again gave the same answer: compared once
             list(report.adapted.elements()),
             list(report.rewritten.elements()),
             driver.expanded_ops - expanded_before,
@@ -244,8 +247,8 @@ class KindMemo:
         """The recorded result for ``node``: its names in the slots, fresh names asked for again;
         nodes as wire bytes (:mod:`.protowire`) or, where a tensor is named by a slot, NodeProtos."""
         driver = self.driver
-        real = {_slot("h", 0): node.name}
         if recorded.nodes is not None:
+            real = {_slot("h", 0): node.name}
             for k, name in enumerate(node.input):
                 real[_slot("i", k)] = name
             for k, name in enumerate(node.output):
@@ -586,16 +589,18 @@ def _mentions(text, node: onnx.NodeProto, raw: bool = False) -> bool:
 
 
 def _matching(recordings: list, scope, node: onnx.NodeProto):
-    """The recording whose reads give the same answers for ``node``, or None."""
-    answers: dict[tuple, bytes | None] = {}
+    """The recording whose reads give the same answers for ``node``, or None. A value's answer
+    is asked once per scope (``scope.read_answers``): the producer's output is the reader's
+    input, and a value's type and constant value stay what they are through the pass."""
+    answers = scope.read_answers
+    inputs, outputs = node.input, node.output
     for recorded in recordings:
         for read, is_input, index, expected in recorded.reads:
-            key = (read, is_input, index)
+            key = (read, inputs[index] if is_input else outputs[index])
             answer = answers.get(key, _UNRECORDABLE)
             if answer is _UNRECORDABLE:
-                name = (node.input if is_input else node.output)[index]
                 method = "type_of" if read == "judged_type_of" else read
-                answer = answers[key] = _answer_key(getattr(scope, method)(name), read)
+                answer = answers[key] = _answer_key(getattr(scope, method)(key[1]), read)
             if answer != expected:
                 break
         else:
