@@ -99,6 +99,32 @@ def schema_output_rule(op_type: str, opset: int) -> tuple[str, int] | None:
     return ("type", detail) if kind == "fixed" else (kind, detail)
 
 
+@functools.cache
+def later_output_rule(op_type: str, opset: int, output_index: int) -> tuple[str, int] | None:
+    """How output ``output_index`` (1 or more) of op_type follows from its schema: the first
+    output's :func:`schema_output_rule` where it shares the first output's type parameter,
+    ("type", t) where its type can only be t; None otherwise (control flow, a variadic output
+    of several types, a parameter of several types)."""
+    if op_type in ("If", "Loop", "Scan", "Constant"):
+        return None
+    schema = schemas.schema_in_force(op_type, opset)
+    if schema is None or not schema.outputs:
+        return None
+    formals = schema.outputs
+    variadic = defs.OpSchema.FormalParameterOption.Variadic
+    formal = formals[min(output_index, len(formals) - 1)]
+    if output_index >= len(formals) and formal.option != variadic:
+        return None
+    if formal.option == variadic and not formal.is_homogeneous:
+        return None
+    if formal.type_str == formals[0].type_str:
+        first = schema_output_rule(op_type, opset)
+        return first if first is not None and first[0] in ("same", "type") else None
+    constraint = next((c for c in schema.type_constraints if c.type_param_str == formal.type_str), None)
+    allowed = schemas._tensor_element_types(constraint.allowed_type_strs if constraint else [formal.type_str])
+    return ("type", next(iter(allowed))) if len(allowed) == 1 else None
+
+
 def output_type_rule(node: onnx.NodeProto, opset: int) -> tuple[str, int] | None:
     """How a node's first output's element type follows from its schema: ("same", i) typed
     like input i, ("type", t) always t (0: unknown); None for multi-output ops, control flow,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import onnx
 
 from . import schemas
-from .builder import ConstantPool, output_type_rule, same_typed_inputs, schema_output_rule
+from .builder import ConstantPool, later_output_rule, output_type_rule, same_typed_inputs, schema_output_rule
 from .folding import INTEGER_TYPES, integer_value_of
 from .graphs import constant_tensor
 from .naming import NameAllocator
@@ -338,7 +338,7 @@ class Scope:
         while True:
             followed.append(value)
             node, reader, output_index = found
-            rule = self._output_rule(node, reader) if output_index == 0 else None
+            rule = self._output_rule(node, reader, output_index)
             if rule is None or rule[0] != "same":
                 result = rule[1] if rule is not None else 0
                 break
@@ -390,17 +390,24 @@ class Scope:
                 return found
         return None
 
-    def _output_rule(self, node: onnx.NodeProto, index: int) -> tuple[str, int] | None:
-        """:func:`lowering.builder.output_type_rule` for node ``index``, its schema's part
-        looked up once per op type."""
+    def _output_rule(self, node: onnx.NodeProto, index: int, output_index: int = 0) -> tuple[str, int] | None:
+        """:func:`lowering.builder.output_type_rule` for output ``output_index`` of node
+        ``index`` (a later output of a multi-output node: :func:`later_output_rule`), its
+        schema's part looked up once per op type."""
         op_type = self.op_types[index]
+        if node.domain not in schemas.DEFAULT_DOMAINS:
+            return None
+        if output_index:
+            return later_output_rule(op_type, self.source_opset, output_index)
         schema_rule = self._schema_rules.get(op_type)
         if schema_rule is None:
             schema_rule = self._schema_rules[op_type] = schema_output_rule(op_type, self.source_opset) or ()
-        if not schema_rule or node.domain not in schemas.DEFAULT_DOMAINS or len(node.output) != 1:
+        if not schema_rule:
             return None
         if schema_rule[0] in ("same", "type"):
             return schema_rule
+        if len(node.output) != 1:
+            return None
         return output_type_rule(node, self.source_opset)
 
     def _inferred_types(self) -> dict[str, onnx.TypeProto]:
