@@ -99,7 +99,12 @@ def prepared(model: onnx.ModelProto, fmt: str, model_file: ModelFile) -> tuple[i
     and the model's own bytes (made once, for the size and the write; protobuf only where its
     weights fit in a copy: else it is serialized as it is written)."""
     if fmt == PROTOBUF:
-        data = model.SerializeToString() if weights_fit_in_a_copy(model) else None
+        data = None
+        if weights_fit_in_a_copy(model):
+            try:
+                data = model.SerializeToString()
+            except ValueError:  # over protobuf's 2 GiB: refused with its reason where it is written
+                data = None
         size = len(data) if data is not None else model.ByteSize()
         return size + sum(external_file(tensor, model_file.folder)[2] for tensor in external_tensors(model, data)), data
     data = serialized(model, fmt, model_file)

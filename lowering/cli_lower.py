@@ -125,6 +125,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
             strict=options.strict,
             serialized=model_file.data,
         )
+        model_file.data = None  # read by the pass alone: not kept through the verification and the write
     finally:
         if progress is not None:
             progress.close()

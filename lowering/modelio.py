@@ -4,6 +4,7 @@ held in memory), atomic output."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -364,14 +365,20 @@ def external_tensors(model: onnx.ModelProto, serialized: bytes | None = None) ->
     ``data_location: EXTERNAL`` field has none, and is not walked tensor by tensor (its bytes:
     ``serialized`` where given, else made where its weights fit in a copy)."""
     if serialized is None and weights_fit_in_a_copy(model):
-        serialized = model.SerializeToString()
-    if serialized is not None and _EXTERNAL_LOCATION not in serialized:
+        try:
+            serialized = model.SerializeToString()
+        except ValueError:  # over protobuf's 2 GiB (weights in Constant nodes): walked instead
+            serialized = None
+    if serialized is not None and _EXTERNAL_LOCATION.search(serialized) is None:
         return []
     return [t for t in external_data_helper._get_all_tensors(model) if external_data_helper.uses_external_data(t)]
 
 
-# TensorProto's data_location (field 14, a varint) set to EXTERNAL (1), as it is serialized.
-_EXTERNAL_LOCATION = bytes([14 << 3, onnx.TensorProto.EXTERNAL])
+# TensorProto's data_location (field 14, a varint) set to EXTERNAL (1), in every encoding a
+# parser takes: protobuf writes the key 0x70 and the value 0x01, but a file's bytes as read may
+# pad either varint (0x70 0x81 0x00 parses alike).
+assert onnx.TensorProto.EXTERNAL == 1
+_EXTERNAL_LOCATION = re.compile(rb"(?:\x70|\xf0\x80{0,8}\x00)(?:\x01|\x81\x80{0,8}\x00)")
 
 
 def _first_line(error: BaseException) -> str:

@@ -18,6 +18,7 @@ EXPORTS = ROOT / "golden" / "exports"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_conversion import side_by_side  # noqa: E402
+from support import op_type_set  # noqa: E402
 from version_cases import node_cases  # noqa: E402
 
 TARGETS = (11, 13, 17)
@@ -97,6 +98,37 @@ def test_function_bodies_asked_for_replay_as_the_plain_path_names_them(naming):
             lowered = onnx.load_model_from_string(plain)
             outputs_made = [name for node in lowered.graph.node for name in node.output]
             assert outputs_made.count("n3_Mean2D") == 1 and "n3_Mean2D_1" in outputs_made
+
+
+def test_a_graph_held_under_an_attribute_named_with_two_underscores_converts_alike_on_both_paths():
+    """onnx's checker lets an attribute named "__…" through on any op: a Relu may hold a graph
+    there. Relus holding equal or different graphs are moved and replayed alike."""
+    from onnx import TensorProto, helper
+
+    def branch(name: str) -> onnx.GraphProto:
+        return helper.make_graph(
+            [helper.make_node("IsNaN", ["x"], [f"{name}_nan"])], name, [],
+            [helper.make_tensor_value_info(f"{name}_nan", TensorProto.BOOL, ["N"])],
+        )  # fmt: skip
+
+    nodes, previous = [], "x"
+    for index, held in enumerate(["a", "a", "b", "a"]):
+        node = helper.make_node("Relu", [previous], [f"r{index}"])
+        node.attribute.append(helper.make_attribute("__g", branch(f"{held}{index}" if held == "b" else held)))
+        nodes.append(node)
+        previous = f"r{index}"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, ["N"])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(model, full_check=True)
+    for options in ({}, {"target_opset": 12}, {"target_opset": 13, "ops": []}):
+        plain = lowering.lower(model, fast=False, **options).SerializeToString()
+        assert lowering.lower(model, fast=True, **options).SerializeToString() == plain, options
+    converted = lowering.lower(model, target_opset=13, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    assert "Relu" not in op_type_set(converted)  # moved by its function body, which takes no "__g"
 
 
 def test_kinds_repeated_in_if_branches_and_local_functions_convert_alike_on_both_paths():

@@ -220,6 +220,35 @@ def test_a_graph_past_the_copy_limit_is_still_ruled_out_by_its_bytes(tmp_path, m
     assert read.has_external_data and read.data is None  # bytes that point elsewhere are not the model's
 
 
+@pytest.mark.parametrize("padded", [b"\x70\x81\x00", b"\xf0\x00\x01", b"\xf0\x80\x00\x81\x80\x00"])
+def test_external_data_is_found_in_a_file_whose_varints_are_padded(tmp_path, padded):
+    """A file's bytes as read may encode data_location: EXTERNAL with padded varints (parsers
+    take them): the weights are still found outside, verified and written beside the output."""
+    from lowering.fast.protowire import field
+    from lowering.modelio import load_model
+
+    path = external_model(tmp_path, 4)
+    model = onnx.load(path, load_external_data=False)
+    (weight,) = model.graph.initializer
+    weight_bytes = weight.SerializeToString()
+    assert weight_bytes.count(b"\x70\x01") == 1
+    graph, shell = onnx.GraphProto(), onnx.ModelProto()
+    graph.CopyFrom(model.graph)
+    del graph.initializer[:]
+    shell.CopyFrom(model)
+    shell.ClearField("graph")
+    initializer_tag, graph_tag = b"\x2a", b"\x3a"  # GraphProto.initializer (5), ModelProto.graph (7)
+    graph_bytes = graph.SerializeToString() + field(initializer_tag, weight_bytes.replace(b"\x70\x01", padded))
+    path.write_bytes(shell.SerializeToString() + field(graph_tag, graph_bytes))
+    assert onnx.load(path, load_external_data=False) == model
+
+    assert load_model(path).has_external_data
+    out = tmp_path / "out" / "lowered.onnx"
+    completed = run_cli(path, "-o", out, "--verify")
+    assert completed.returncode == 0, completed.stderr
+    assert (tmp_path / "out" / "lowered.onnx.data").exists()
+
+
 def test_symbolic_link_output_puts_the_data_beside_the_target(tmp_path):
     """-o LINK writes what -o TARGET would: the model into the target, its data beside the target
     and named after it, so that the target loads with its weights; the link stays a link."""

@@ -83,8 +83,9 @@ class FastPath(PlainPath):
         op = (node.domain, node.op_type, scope.source_opset)
         memoized = self._memoized_ops.get(op)
         if memoized is None:
-            # A default-domain op whose schema takes no graph holds none (onnx's checker
-            # refuses an attribute the schema lacks, and every model is checked).
+            # (A default-domain op whose schema takes no graph may still hold one under an
+            # attribute named "__…", which onnx's checker lets through: the driver legalized
+            # that graph already, and the memo's key holds the attribute's bytes.)
             memoized = self._memoized_ops[op] = (
                 op[0] in DEFAULT_DOMAINS
                 and driver.decomposition_for(node, scope) is None
