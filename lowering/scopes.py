@@ -117,7 +117,6 @@ class Scope:
         self.unknown_types_reason = unknown_types_reason
         self.op_types: list[str] = [node.op_type for node in graph.node]
         self.type_strings: dict[str, str] = {}  # schema spellings of types looked up (lowering's memo)
-        self.read_answers: dict[tuple[str, str], bytes | None] = {}  # (read, value) → answer (the kind memo's)
         self.other_domains = True  # whether nodes may be outside the default domain (lowering says)
         self._twin_provider = twin
         self._twin: onnx.GraphProto | None = None

@@ -111,10 +111,7 @@ def test_einsum_diagonal_is_gathered_bit_for_bit(element_type):
         assert "Gather" in op_type_set(result.model)
         onnx.checker.check_model(result.model, full_check=True)
         for edge in (False, True):
-            feeds = einsum_feeds(shapes, element_type, rng, edge)
-            (got,) = run_onnxruntime(result.model, feeds)
-            (native,) = run_onnxruntime(original, feeds)
-            assert_same_bits(got, native, f"{equation} edge={edge}")
+            same_bits_as_native(result.model, original, shapes, element_type, rng, edge, equation)
     # a diagonal alone, on every edge value at once
     x = sample_values(element_type, random_count=0) if element_type != TensorProto.INT64 else None
     if x is not None:
@@ -345,6 +342,16 @@ def einsum_model(equation: str, shapes, element_type: int, opset: int = 12) -> o
     )
 
 
+def same_bits_as_native(lowered, original, shapes, element_type: int, rng, edge: bool, equation: str):
+    """Run both models on one draw of :func:`einsum_feeds`, assert the lowered gives the native
+    op's bits, and return the feeds and the lowered output."""
+    feeds = einsum_feeds(shapes, element_type, rng, edge)
+    (got,) = run_onnxruntime(lowered, feeds)
+    (native,) = run_onnxruntime(original, feeds)
+    assert_same_bits(got, native, f"{equation} edge={edge}")
+    return feeds, got
+
+
 def einsum_feeds(shapes, element_type: int, rng, edge: bool) -> dict[str, np.ndarray]:
     dtype = helper.tensor_dtype_to_np_dtype(element_type)
     feeds = {}
@@ -379,10 +386,7 @@ def test_einsum_matches_onnxruntimes_kernel(element_type):
         assert result.report.complete and "Einsum" not in op_type_set(result.model), equation
         onnx.checker.check_model(result.model, full_check=True)
         for edge in (False, True):
-            feeds = einsum_feeds(shapes, element_type, rng, edge)
-            (got,) = run_onnxruntime(result.model, feeds)
-            (native,) = run_onnxruntime(original, feeds)
-            assert_same_bits(got, native, f"{equation} edge={edge}")
+            feeds, got = same_bits_as_native(result.model, original, shapes, element_type, rng, edge, equation)
             if not edge:
                 assert_within("Einsum", got, rule_for("", "Einsum").reference(*feeds.values(), equation=equation))
 

@@ -169,6 +169,8 @@ class KindMemo:
     def __init__(self, driver) -> None:
         self.driver = driver
         self.kinds: dict[tuple, list | object] = {}
+        # Per scope (held, so no two scopes share a key), each (read, value)'s answer.
+        self.answers: dict[object, dict[tuple[str, str], bytes | None]] = {}
 
     def legalize(self, scope, node: onnx.NodeProto, index: int):
         """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen."""
@@ -188,7 +190,10 @@ class KindMemo:
         if recordings is _UNRECORDABLE:
             return self.driver.legalize(scope, node, index)
         if recordings:
-            found = _matching(recordings, scope, node)
+            answers = self.answers.get(scope)
+            if answers is None:
+                answers = self.answers[scope] = {}
+            found = _matching(recordings, scope, node, answers)
             if found is not None:
                 replayed = self._replay(found, scope, node)
                 if replayed is not _AFRESH:
@@ -588,11 +593,10 @@ def _mentions(text, node: onnx.NodeProto, raw: bool = False) -> bool:
     return False
 
 
-def _matching(recordings: list, scope, node: onnx.NodeProto):
+def _matching(recordings: list, scope, node: onnx.NodeProto, answers: dict):
     """The recording whose reads give the same answers for ``node``, or None. A value's answer
-    is asked once per scope (``scope.read_answers``): the producer's output is the reader's
-    input, and a value's type and constant value stay what they are through the pass."""
-    answers = scope.read_answers
+    is asked once per scope (kept in ``answers``): the producer's output is the reader's input,
+    and a value's type and constant value stay what they are through the pass."""
     inputs, outputs = node.input, node.output
     for recorded in recordings:
         for read, is_input, index, expected in recorded.reads:
