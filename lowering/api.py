@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import os
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from .engine import Legalizer, default_opset
 from .errors import IncompleteLowering, InternalError, LoweringError
 from .functions import all_expansions
 from .modelio import checkable, weights_fit_in_a_copy
+from .naming import names_in_model
 from .nodecheck import checker_message
 from .opcount import count_ops
 from .patterns import first_paragraph
@@ -110,11 +112,13 @@ def lower_model(
         model_bytes = serialized if serialized is not None and ir_model is None else model.SerializeToString()
     then = None if target_opset is None else _target_opset_refusal(model, target_opset)
     beside = bool(fast) and getattr(fast, "check_beside", True)
-    input_check = _check_input(model, model_bytes, beside=beside, then=then)
+    names_beside = beside and getattr(fast, "names_beside", True)
+    input_check = _check_input(model, model_bytes, beside=beside, then=then, names_beside=names_beside)
+    passes = functools.partial(
+        _lowered, model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check
+    )
     try:
-        result = _lowered(
-            model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check
-        )
+        result, assumed_free = passes(assume_free=input_check.lists_names)
     except Exception:
         input_check.settle()  # the input's own fault first, as the plain path finds it
         raise
@@ -122,13 +126,20 @@ def lower_model(
         input_check.stop()
         raise
     input_check.settle()
+    if assumed_free and not input_check.model_names().isdisjoint(assumed_free):
+        # A name taken as free is the model's: the pass is made again, its names listed first.
+        if progress is not None:
+            progress.restart()
+        result, _ = passes(assume_free=False)
     return result
 
 
 def _lowered(
-    model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check
-) -> LoweringResult:
-    """:func:`lower_model` past the start of the input's check."""
+    model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check, assume_free
+) -> tuple[LoweringResult, list[str] | None]:
+    """:func:`lower_model` past the start of the input's check, and the names the pass took as
+    free without checking them against the model's (``assume_free``: they are listed beside;
+    see :class:`lowering.naming.NameAllocator`)."""
     small = model_bytes is not None
     if target_opset is not None:
         _check_target_opset(model, target_opset, types=not input_check.follows_up)
@@ -144,6 +155,7 @@ def _lowered(
             progress=progress,
             model_bytes=model_bytes,
             fast=fast,
+            assume_free_names=assume_free,
         )
         report = lowering_pass.run()
     finally:
@@ -160,11 +172,12 @@ def _lowered(
         _check_expanded(lowered, lowering_pass.expanded_ops)
     elif lowering_pass.edited_structure:
         _check_structure(lowered)
+    assumed_free = lowering_pass.names.assumed_free
     if ir_model is not None:
         import onnx_ir
 
-        return LoweringResult(onnx_ir.serde.deserialize_model(lowered), report, lowering_pass.path.name)
-    return LoweringResult(lowered, report, lowering_pass.path.name)
+        lowered = onnx_ir.serde.deserialize_model(lowered)
+    return LoweringResult(lowered, report, lowering_pass.path.name), assumed_free
 
 
 def rules_table() -> list[dict[str, object]]:
@@ -258,11 +271,20 @@ class _InputCheck:
     (the target opset's types) where ``follows_up``; :meth:`settle` raises where either refused
     the model, the checker's refusal first."""
 
-    def __init__(self, message: str | None = None, beside=None, follows_up: bool = False) -> None:
+    def __init__(self, message: str | None = None, beside=None, follows_up: bool = False, names_of=None) -> None:
         self.message = message
         self.beside = beside
         self.follows_up = follows_up
         self.then_message: str | None = None
+        # Where the child lists the model's names too (``names_of`` lists them here otherwise).
+        self.lists_names = names_of is not None and beside is not None
+        self._names_of = names_of
+        self._child = beside
+
+    def model_names(self) -> set[str]:
+        """Every name the model holds: as the child listed them, else listed here."""
+        listed = self._child.model_names() if self._child is not None else None
+        return listed if listed is not None else self._names_of()
 
     def settle(self) -> None:
         if self.beside is not None:
@@ -280,7 +302,7 @@ class _InputCheck:
 
 
 def _check_input(
-    model: onnx.ModelProto, model_bytes: bytes | None = None, *, beside: bool = False, then=None
+    model: onnx.ModelProto, model_bytes: bytes | None = None, *, beside: bool = False, then=None, names_beside=False
 ) -> _InputCheck:
     """Refuse what onnx's checker refuses (read from ``model_bytes`` where given and the model
     holds no external data, which the checker would look for). ``beside``: where the bytes are
@@ -300,9 +322,14 @@ def _check_input(
             from .fast import beside as checking_beside
         except ImportError:  # the speed work is optional: without it the check runs here
             checking_beside = None
-        running = checking_beside.start(data, len(model.graph.node), then) if checking_beside is not None else None
+        names_of = functools.partial(names_in_model, model) if names_beside else None
+        running = (
+            checking_beside.start(data, len(model.graph.node), then, names_of=names_of)
+            if checking_beside is not None
+            else None
+        )
         if running is not None:
-            return _InputCheck(beside=running, follows_up=then is not None)
+            return _InputCheck(beside=running, follows_up=then is not None, names_of=names_of)
     try:
         onnx.checker.check_model(data if data is not None else view)
     except onnx.checker.ValidationError as error:

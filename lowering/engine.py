@@ -76,10 +76,13 @@ class Legalizer:
         progress=None,
         model_bytes: bytes | None = None,
         fast=True,
+        assume_free_names: bool = False,
     ) -> None:
         """``model_bytes``: ``model`` serialized, where it is small enough to be copied to
         bytes (the fast path checks names against them and splices node lists as bytes).
-        ``fast=False``: the plain path (see :mod:`lowering.paths`); same output, slower."""
+        ``fast=False``: the plain path (see :mod:`lowering.paths`); same output, slower.
+        ``assume_free_names`` (fast path): the model's names are listed elsewhere, and the
+        names taken as free are checked against them after the pass (``names.assumed_free``)."""
         self.model = model
         self.original = original
         self.target = target
@@ -91,7 +94,8 @@ class Legalizer:
         snapshot = model_bytes if self.path.name == "fast" else None
         self._original_bytes = snapshot  # ``original`` as read, for onnx's inference to read
         self.report = LoweringReport()
-        self.names = NameAllocator(model=original, snapshot=snapshot)  # ``model`` before the pass
+        # ``model`` before the pass
+        self.names = NameAllocator(model=original, snapshot=snapshot, assume_free=assume_free_names)
         self.functions = {function_key(f): f for f in model.functions}
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}

@@ -31,15 +31,27 @@ class NameAllocator:
     a node's name, such as ``_equal``): a name holding a tail that never occurs in those bytes
     is no name the model has, since every name is stored verbatim in them. Only when a tail
     does occur, or none is given, is the full list made, once.
+
+    Where the list is made elsewhere meanwhile (``assume_free``: in the child process that
+    checks the input, :mod:`lowering.fast.beside`), it is not made here: every name it would
+    have been asked about is taken as free and kept in :attr:`assumed_free`, and the caller
+    checks them against the list once it comes (every answer was right where none is in it).
     """
 
     def __init__(
-        self, taken: Iterable[str] = (), model: onnx.ModelProto | None = None, snapshot: bytes | None = None
+        self,
+        taken: Iterable[str] = (),
+        model: onnx.ModelProto | None = None,
+        snapshot: bytes | None = None,
+        assume_free: bool = False,
     ) -> None:
         """``model``: the model whose names to avoid (left as it is while names are handed out:
         its names may be listed late); ``snapshot``: its serialized bytes, where it is small
-        enough to copy (else, for memory, its names are listed up front)."""
+        enough to copy (else, for memory, its names are listed up front); ``assume_free``
+        (with a snapshot): the model's names are not listed here (see the class docstring)."""
         self._given = set(taken)
+        # The names taken as not the model's, where its names are listed elsewhere.
+        self.assumed_free: list[str] | None = [] if assume_free and snapshot is not None else None
         self._existing: set[str] | None = set()
         self._snapshot: bytes | None = None
         self._model: onnx.ModelProto | None = None
@@ -85,7 +97,10 @@ class NameAllocator:
             absent = self._tail_absent
             for tail in tails:
                 if not (absent.get(tail) or (tail and self._absent(tail))):
-                    return False
+                    if self.assumed_free is None:
+                        return False
+                    self.assumed_free.extend(candidates)
+                    break
         elif not self._existing.isdisjoint(candidates):
             return False
         if not given.isdisjoint(candidates):
@@ -102,6 +117,9 @@ class NameAllocator:
             return True
         if self._existing is None:
             if tail and tail in name and self._absent(tail):
+                return False
+            if self.assumed_free is not None:
+                self.assumed_free.append(name)
                 return False
             self._existing = names_in_model(self._model)
             self._snapshot = self._model = None

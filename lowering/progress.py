@@ -21,6 +21,10 @@ class Progress:
         self._last_draw = 0.0
         self._drawn = False
 
+    def restart(self) -> None:
+        """Count from nothing again (the pass is made again)."""
+        self.nodes = self.graphs = 0
+
     def advance(self, nodes: int = 0, graphs: int = 0) -> None:
         self.nodes += nodes
         self.graphs += graphs

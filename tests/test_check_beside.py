@@ -33,8 +33,8 @@ def started(monkeypatch) -> list:
     children: list[beside.CheckBeside | None] = []
     original_start = beside.start
 
-    def recording_start(data: bytes, nodes: int, then=None):
-        children.append(original_start(data, nodes, then))
+    def recording_start(data: bytes, nodes: int, then=None, **options):
+        children.append(original_start(data, nodes, then, **options))
         return children[-1]
 
     monkeypatch.setattr(beside, "start", recording_start)
@@ -199,8 +199,8 @@ def test_an_interrupted_pass_stops_the_child(monkeypatch):
     started: list[beside.CheckBeside] = []
     original_start = beside.start
 
-    def recording_start(data: bytes, nodes: int, then=None):
-        started.append(original_start(data, nodes, then))
+    def recording_start(data: bytes, nodes: int, then=None, **options):
+        started.append(original_start(data, nodes, then, **options))
         return started[-1]
 
     def interrupted(self):
@@ -269,3 +269,67 @@ def test_a_child_that_never_answers_is_killed_and_the_check_runs_here(monkeypatc
     assert refusal(not_sorted(), BESIDE) == refusal(not_sorted(), FIRST)
     lowering.lower(valid(), fast=BESIDE)
     assert time.monotonic() - started < 30
+
+
+def layer_norm_beside(taken: str) -> onnx.ModelProto:
+    """A LayerNormalization-17 named 'ln' (its body at opset 13 names values 'ln_Mean2D',
+    'ln_Var', ...), its output read by an Identity whose output is named ``taken``."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("LayerNormalization", ["x", "scale"], ["normed"], name="ln", axis=-1),
+            helper.make_node("Identity", ["normed"], [taken]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", F32, [2, 3])],
+        [helper.make_tensor_value_info(taken, F32, [2, 3])],
+        [helper.make_tensor("scale", F32, [3], [1.0, 2.0, 3.0])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.fixture
+def passes(monkeypatch) -> list:
+    """Every pass made, as the assumption of free names it was made under."""
+    made: list[bool] = []
+    original = lowering.api._lowered
+
+    def counted(*arguments, assume_free):
+        made.append(assume_free)
+        return original(*arguments, assume_free=assume_free)
+
+    monkeypatch.setattr(lowering.api, "_lowered", counted)
+    return made
+
+
+@pytest.mark.parametrize("taken", ["ln_Mean2D", "ln_Var", "y"])
+def test_names_taken_as_free_beside_the_child_give_the_plain_paths_bytes(taken, passes, started):
+    """The child lists the model's names while the pass takes the names it asks for as free; a
+    name the model holds (here the Identity's output, named as the body names a value) is
+    found after, and the pass is made again with the names listed: the plain path's bytes."""
+    plain = lowering.lower(layer_norm_beside(taken), target_opset=13, fast=False).SerializeToString()
+    passes.clear()
+    assert lowering.lower(layer_norm_beside(taken), target_opset=13, fast=BESIDE).SerializeToString() == plain
+    assert started[-1] is not None and started[-1].model_names() is not None
+    assert taken in started[-1].model_names()
+    assert passes == ([True, False] if taken != "y" else [True])
+    for shortcuts in (FIRST, Shortcuts(names_beside=False)):
+        passes.clear()
+        assert lowering.lower(layer_norm_beside(taken), target_opset=13, fast=shortcuts).SerializeToString() == plain
+        assert passes == [False]
+
+
+def test_where_the_child_sends_no_names_they_are_listed_here(monkeypatch, passes, started):
+    parent = os.getpid()
+    original = lowering.api.names_in_model
+
+    def listed_here_only(model):
+        if os.getpid() != parent:
+            raise MemoryError("no memory in the child")
+        return original(model)
+
+    monkeypatch.setattr(lowering.api, "names_in_model", listed_here_only)
+    plain = lowering.lower(layer_norm_beside("ln_Var"), target_opset=13, fast=False).SerializeToString()
+    passes.clear()
+    assert lowering.lower(layer_norm_beside("ln_Var"), target_opset=13, fast=BESIDE).SerializeToString() == plain
+    assert started[-1] is not None and started[-1].model_names() is None  # the verdict came, the names did not
+    assert passes == [True, False]

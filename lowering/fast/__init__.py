@@ -49,13 +49,18 @@ class Shortcuts:
     shared (else for every node; with it, a kind's check at the target, :mod:`lowering.nodecheck`,
     is made once). ``check_beside``: onnx's checker reads the input in a child process while
     the pass runs, and its verdict is awaited before anything is returned or raised
-    (:mod:`.beside`; else it runs first, in this process)."""
+    (:mod:`.beside`; else it runs first, in this process). ``names_beside`` (with
+    ``check_beside``): that child lists the model's names too, the pass takes the names it asks
+    for as free meanwhile and checks them against the list after; where one was the model's,
+    the pass is made again with the names listed first (else they are listed in this process
+    when first needed)."""
 
     whole_bytes: bool = True
     direct_replay: bool = True
     replay_together: bool = True
     kind_memo: bool = True
     check_beside: bool = True
+    names_beside: bool = True
 
 
 class FastPath(PlainPath):

@@ -9,6 +9,9 @@ writes its verdict to a pipe: ``0`` (valid), ``1`` and the message (refused), ``
 checker raised something else: the parent then runs it itself, to raise what the plain path
 raises), or ``3`` and a message: the checker passed the model and the check asked to follow
 it (``then``: on the plain path the next check of the input, before the pass) refused it.
+The verdict is followed by its message's length (4 bytes) and message, then, where asked
+(``names_of``) and the model passed, every name the model holds, pickled: the pass takes names
+as free meanwhile and checks them against this list (:class:`lowering.naming.NameAllocator`).
 
 The pass thus runs on a model the checker may refuse (its progress reported, its time spent)
 before the refusal comes; it never returns or writes anything from it. Where no child can be
@@ -25,6 +28,7 @@ from a process of 800 MB here), while the checker takes about 12 µs a node.
 from __future__ import annotations
 
 import os
+import pickle
 import select
 import signal
 import threading
@@ -39,6 +43,7 @@ from ..nodecheck import checker_message
 _VALID, _REFUSED, _OTHER, _THEN_REFUSED = 0, 1, 2, 3
 _CHECKED_HERE = 4  # (never sent) the child could not tell, and the checker here passed the model
 FollowUp = Callable[[], "str | None"]  # a check after the checker's: None, or its refusal
+NamesOf = Callable[[], "set[str]"]  # every name the model holds
 FROM_NODES = 10_000  # the checker's ~0.1 s from here on outweighs a fork's cost
 PATIENCE_S, PATIENCE_PER_NODE_S = 60.0, 1e-3  # then the child is killed and the check run here
 
@@ -58,6 +63,7 @@ class CheckBeside:
         # check itself takes about 12 µs a node.
         self._deadline = time.monotonic() + PATIENCE_S + nodes * PATIENCE_PER_NODE_S
         self._verdict: tuple[int, str] | None = None
+        self._names: bytes = b""  # the model's names, pickled, where the child sent them
 
     @property
     def pid(self) -> int:
@@ -96,6 +102,17 @@ class CheckBeside:
             return self._then()
         return None
 
+    def model_names(self) -> set[str] | None:
+        """Every name the model holds, as the child listed them (None where it did not)."""
+        self.verdict()
+        if not self._names:
+            return None
+        try:
+            names = pickle.loads(self._names)
+        except Exception:  # noqa: BLE001 - a garbled list is no list: the caller makes its own
+            return None
+        return names if isinstance(names, set) else None
+
     def stop(self) -> None:
         """End the child without waiting for its verdict (the pass was interrupted)."""
         if self._verdict is None:
@@ -118,7 +135,7 @@ class CheckBeside:
                     self._kill()
                     chunks = []
                     break
-                chunk = os.read(self._reader, 1 << 16)
+                chunk = os.read(self._reader, 1 << 20)
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -129,9 +146,13 @@ class CheckBeside:
             except ChildProcessError:  # reaped already (SIGCHLD ignored): the pipe told all
                 pass
         answer = b"".join(chunks)
-        if not answer or answer[0] not in (_VALID, _REFUSED, _THEN_REFUSED):
+        if len(answer) < 5 or answer[0] not in (_VALID, _REFUSED, _THEN_REFUSED):
             return _OTHER, ""
-        return answer[0], answer[1:].decode("utf-8", "replace")
+        end = 5 + int.from_bytes(answer[1:5], "little")
+        if len(answer) < end:
+            return _OTHER, ""
+        self._names = answer[end:]
+        return answer[0], answer[5:end].decode("utf-8", "replace")
 
 
 def check_here(data: bytes) -> str | None:
@@ -143,11 +164,15 @@ def check_here(data: bytes) -> str | None:
     return None
 
 
-def start(data: bytes, nodes: int = FROM_NODES, then: FollowUp | None = None) -> CheckBeside | None:
+def start(
+    data: bytes, nodes: int = FROM_NODES, then: FollowUp | None = None, names_of: NamesOf | None = None
+) -> CheckBeside | None:
     """The check of ``data`` (a model whose main graph holds ``nodes`` nodes) started in a child,
     or None where no child can be forked safely or the model is too small to be worth one.
     ``then``: a check run in the child after the checker passes the model (it sees the
-    parent's memory as it was at the fork), its refusal told by :meth:`CheckBeside.then_refusal`."""
+    parent's memory as it was at the fork), its refusal told by :meth:`CheckBeside.then_refusal`;
+    ``names_of``: the model's names, listed in the child where the model passed
+    (:meth:`CheckBeside.model_names`)."""
     if nodes < FROM_NODES or not hasattr(os, "fork") or threading.active_count() > 1:
         return None
     try:
@@ -165,20 +190,32 @@ def start(data: bytes, nodes: int = FROM_NODES, then: FollowUp | None = None) ->
     if pid == 0:  # the child: check, say the verdict, leave without running the parent's exits
         try:
             os.close(reader)
+            names = b""
             try:
                 onnx.checker.check_model(data)
                 refusal = then() if then is not None else None
-                answer = (
-                    bytes([_VALID]) if refusal is None else bytes([_THEN_REFUSED]) + refusal.encode("utf-8", "replace")
-                )
+                outcome, message = (_VALID, "") if refusal is None else (_THEN_REFUSED, refusal)
+                if outcome == _VALID and names_of is not None:
+                    names = _pickled_names(names_of)
             except onnx.checker.ValidationError as error:
-                answer = bytes([_REFUSED]) + checker_message(error).encode("utf-8", "replace")
-            while answer:
-                answer = answer[os.write(writer, answer) :]
+                outcome, message = _REFUSED, checker_message(error)
+            said = message.encode("utf-8", "replace")
+            answer = bytes([outcome]) + len(said).to_bytes(4, "little") + said + names
+            view = memoryview(answer)
+            while view:
+                view = view[os.write(writer, view) :]
         finally:
             os._exit(0)
     os.close(writer)
     return CheckBeside(pid, reader, data, nodes, then)
+
+
+def _pickled_names(names_of: NamesOf) -> bytes:
+    """The model's names pickled, or nothing where listing them failed (the parent lists them)."""
+    try:
+        return pickle.dumps(names_of(), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - the verdict still goes out
+        return b""
 
 
 __all__ = ["CheckBeside", "check_here", "start"]

@@ -157,10 +157,11 @@ class _Recorded:
             [(start, safe_characters(rest), identifier(rest)) for start, rest in readings] for readings, _ in hints
         ]
         # Where every fresh name is read from the node's hint alone (function bodies), the
-        # texts after it: a replay's names are then the hint's identifier and each of them.
+        # texts after it, counted among themselves: a replay's names are then the hint's
+        # identifier and each of them (see _counted).
         self.hint_rests: list[str] | None = None
         if self.safe_readings and all(len(r) == 1 and r[0][0] == "hint" for r in self.safe_readings):
-            self.hint_rests = [readings[0][1] for readings in self.safe_readings]
+            self.hint_rests = _counted([readings[0][1] for readings in self.safe_readings])
 
 
 class KindMemo:
@@ -328,11 +329,10 @@ class KindMemo:
         rests = recorded.hint_rests
         if rests is not None and hint:
             candidates = [hint_base + rest for rest in rests]
-            if len(set(candidates)) == len(candidates):  # none counted among themselves
-                if names.claim(candidates, recorded.tails):
-                    real.update(zip(slots, candidates, strict=True))
-                    return True
-                return self._fresh_one_by_one(recorded, real, text_of)
+            if names.claim(candidates, recorded.tails):
+                real.update(zip(slots, candidates, strict=True))
+                return True
+            return self._fresh_one_by_one(recorded, real, text_of)
         candidates = []
         taken: set[str] = set()
         counters: dict[str, int] = {}  # as NameAllocator.fresh_identifier counts, among these names
@@ -374,11 +374,79 @@ class KindMemo:
         return True
 
 
-def _result_plan(nodes: list, tag: bytes) -> tuple | None:
+def _counted(rests: list[str]) -> list[str]:
+    """The texts after one base, counted among themselves as the allocator counts names
+    (``_Mul``, ``_Mul_1``, ...): base + each is what asking for base + rest one by one gives
+    among these names, for every base, since base + (rest + "_k") is (base + rest) + "_k" and
+    two such names are alike exactly where their texts after the base are."""
+    counted: list[str] = []
+    taken: set[str] = set()
+    counters: dict[str, int] = {}
+    for rest in rests:
+        counter = counters.get(rest, 0)
+        name = f"{rest}_{counter}" if counter else rest
+        while name in taken:
+            counter += 1
+            name = f"{rest}_{counter}"
+        if counter:
+            counters[rest] = counter
+        taken.add(name)
+        counted.append(name)
+    return counted
+
+
+_MAX_FORMATS_PER_PLAN = 64  # texts' lengths remembered per plan (past that, formats are made afresh)
+
+
+class _ResultPlan:
     """A recorded result written as one run of node fields: its pieces (bytes written once; a
     slot or carried field's key where that text goes; a node's number where its length goes),
     each node's fixed byte count with the keys whose texts add to it, the slots named, and
-    whether the node's carried fields are. None where a node is copied as a NodeProto."""
+    whether the node's carried fields are. Once the lengths of a replay's texts are known, all
+    else is: the run is then fixed bytes with the texts between (:meth:`format_for`)."""
+
+    def __init__(self, pieces: list, lengths: list[tuple[int, list[str]]], slots: list[str], carries: bool) -> None:
+        self.pieces = pieces
+        self.lengths = lengths
+        self.slots = slots
+        self.carries = carries
+        self.keys = slots + [_DOC_PART, _METADATA_PART] if carries else slots  # the texts, in this order
+        position = {key: k for k, key in enumerate(self.keys)}
+        self.order = [position[piece] for piece in pieces if piece.__class__ is str]  # text per gap
+        self.formats: dict[tuple[int, ...], list[bytes]] = {}
+
+    def format_for(self, sizes: tuple[int, ...]) -> list[bytes]:
+        """The fixed bytes around the texts (in :attr:`order`) for texts of these byte sizes:
+        each slot's text preceded by its length, each node by its payload's length."""
+        found = self.formats.get(sizes)
+        if found is not None:
+            return found
+        varint = protowire.varint
+        size_of = dict(zip(self.keys, sizes, strict=True))
+        carried = (_DOC_PART, _METADATA_PART)  # whole fields already; a slot's text is prefixed by its length
+        written = {key: size if key in carried else len(varint(size)) + size for key, size in size_of.items()}
+        fixed: list[bytes] = []
+        current = b""
+        for piece in self.pieces:
+            kind = piece.__class__
+            if kind is bytes:
+                current += piece
+            elif kind is int:
+                node_fixed, keys = self.lengths[piece]
+                current += varint(node_fixed + sum([written[key] for key in keys]))
+            else:
+                if piece not in (_DOC_PART, _METADATA_PART):
+                    current += varint(size_of[piece])
+                fixed.append(current)
+                current = b""
+        fixed.append(current)
+        if len(self.formats) < _MAX_FORMATS_PER_PLAN:
+            self.formats[sizes] = fixed
+        return fixed
+
+
+def _result_plan(nodes: list, tag: bytes) -> _ResultPlan | None:
+    """The recorded result as a :class:`_ResultPlan`; None where a node is copied as a NodeProto."""
     pieces: list[bytes | str | int] = []
     lengths: list[tuple[int, list[str]]] = []
     carries = False
@@ -410,20 +478,20 @@ def _result_plan(nodes: list, tag: bytes) -> tuple | None:
         else:
             merged.append(piece)
     slots = list(dict.fromkeys(key for _, keys in lengths for key in keys if key not in (_DOC_PART, _METADATA_PART)))
-    return merged, lengths, slots, carries
+    return _ResultPlan(merged, lengths, slots, carries)
 
 
-def _written(plan: tuple, real: dict[str, str], node: onnx.NodeProto) -> bytes:
-    """The run of node fields a :func:`_result_plan` gives with ``real``'s names (and ``node``'s
-    carried fields): each node is tag, varint(fixed + the texts' lengths), payload."""
-    pieces, lengths, slots, carries = plan
-    prefixed, varint = protowire.length_prefixed, protowire.varint
-    table: dict = {slot: prefixed(real[slot]) for slot in slots}
-    if carries:
-        table[_DOC_PART], table[_METADATA_PART] = _carried_fields(node)
-    for number, (fixed, keys) in enumerate(lengths):
-        table[number] = varint(fixed + sum([len(table[key]) for key in keys]))
-    return b"".join([piece if piece.__class__ is bytes else table[piece] for piece in pieces])
+def _written(plan: _ResultPlan, real: dict[str, str], node: onnx.NodeProto) -> bytes:
+    """The run of node fields a :class:`_ResultPlan` gives with ``real``'s names (and
+    ``node``'s carried fields): each node is tag, varint(payload's length), payload."""
+    texts = [real[slot].encode() for slot in plan.slots]
+    if plan.carries:
+        texts += _carried_fields(node)
+    fixed = plan.format_for(tuple([len(text) for text in texts]))
+    parts: list = [None] * (2 * len(fixed) - 1)
+    parts[0::2] = fixed
+    parts[1::2] = [texts[k] for k in plan.order]
+    return b"".join(parts)
 
 
 def _named_copy(template: onnx.NodeProto, real: dict[str, str]) -> onnx.NodeProto:
