@@ -125,7 +125,7 @@ def lower_model(
     except BaseException:
         input_check.stop()
         raise
-    input_check.settle()
+    input_check.settle(names_wanted=bool(assumed_free))
     if assumed_free and not input_check.model_names().isdisjoint(assumed_free):
         # A name taken as free is the model's: the pass is made again, its names listed first.
         if progress is not None:
@@ -279,16 +279,20 @@ class _InputCheck:
         # Where the child lists the model's names too (``names_of`` lists them here otherwise).
         self.lists_names = names_of is not None and beside is not None
         self._names_of = names_of
-        self._child = beside
+        self._listed: set[str] | None = None
 
     def model_names(self) -> set[str]:
         """Every name the model holds: as the child listed them, else listed here."""
-        listed = self._child.model_names() if self._child is not None else None
-        return listed if listed is not None else self._names_of()
+        return self._listed if self._listed is not None else self._names_of()
 
-    def settle(self) -> None:
+    def settle(self, names_wanted: bool = False) -> None:
+        """Raise where the input is refused; the child (where one checks) is done with after,
+        its list of the model's names read first where ``names_wanted``."""
         if self.beside is not None:
             self.message, self.then_message = self.beside.verdict(), self.beside.then_refusal()
+            if names_wanted and self.message is None and self.then_message is None:
+                self._listed = self.beside.model_names()
+            self.beside.finish()
             self.beside = None
         if self.message is not None:
             raise LoweringError(f"the model is not valid ONNX: {self.message}") from None

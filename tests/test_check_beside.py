@@ -333,3 +333,11 @@ def test_where_the_child_sends_no_names_they_are_listed_here(monkeypatch, passes
     assert lowering.lower(layer_norm_beside("ln_Var"), target_opset=13, fast=BESIDE).SerializeToString() == plain
     assert started[-1] is not None and started[-1].model_names() is None  # the verdict came, the names did not
     assert passes == [True, False]
+
+
+def test_the_childs_names_are_not_waited_for_where_none_was_taken_as_free(passes, started):
+    """At opset 18 the LayerNormalization stays: no name is asked for, the child is ended after
+    its verdict without its list being read."""
+    lowering.lower(layer_norm_beside("ln_Var"), target_opset=18, fast=BESIDE)
+    assert passes == [True]
+    assert started[-1] is not None and started[-1].reaped and started[-1].model_names() is None

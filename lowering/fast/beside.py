@@ -63,7 +63,10 @@ class CheckBeside:
         # check itself takes about 12 µs a node.
         self._deadline = time.monotonic() + PATIENCE_S + nodes * PATIENCE_PER_NODE_S
         self._verdict: tuple[int, str] | None = None
-        self._names: bytes = b""  # the model's names, pickled, where the child sent them
+        self._answer = bytearray()  # what the child wrote so far
+        self._open = True  # the pipe not yet closed, the child not yet waited for
+        self._message_end = 0  # where the names start in the answer, once the verdict is read
+        self._names: set[str] | None = None
 
     @property
     def pid(self) -> int:
@@ -72,13 +75,13 @@ class CheckBeside:
 
     @property
     def reaped(self) -> bool:
-        """Whether the child's answer was read and the child waited for (or killed)."""
-        return self._verdict is not None
+        """Whether the child's verdict was read and the child waited for (or killed)."""
+        return self._verdict is not None and not self._open
 
     def verdict(self) -> str | None:
         """None where the model is valid, else the checker's message on one line."""
         if self._verdict is None:
-            self._verdict = self._wait()
+            self._verdict = self._read_verdict()
         outcome, message = self._verdict
         if outcome in (_VALID, _THEN_REFUSED):
             return None
@@ -103,21 +106,35 @@ class CheckBeside:
         return None
 
     def model_names(self) -> set[str] | None:
-        """Every name the model holds, as the child listed them (None where it did not)."""
-        self.verdict()
-        if not self._names:
-            return None
-        try:
-            names = pickle.loads(self._names)
-        except Exception:  # noqa: BLE001 - a garbled list is no list: the caller makes its own
-            return None
-        return names if isinstance(names, set) else None
+        """Every name the model holds, as the child listed them after its verdict (None where it
+        did not: the model refused, the child killed or failing); the child is then waited for."""
+        if self.verdict() is None and self._verdict[0] == _VALID and self._names is None:
+            self._read_to(None)
+            try:
+                names = pickle.loads(bytes(self._answer[self._message_end :]))
+            except Exception:  # noqa: BLE001 - a missing or garbled list is no list: the caller makes its own
+                names = None
+            self._names = names if isinstance(names, set) else None
+        self.finish()
+        return self._names
+
+    def finish(self) -> None:
+        """End the child (killed where it still runs: what it would still say is not wanted)."""
+        if self._open:
+            self._open = False
+            self._kill()
+            os.close(self._reader)
+            try:
+                os.waitpid(self._pid, 0)
+            except ChildProcessError:  # reaped already (SIGCHLD ignored): the pipe told all
+                pass
 
     def stop(self) -> None:
         """End the child without waiting for its verdict (the pass was interrupted)."""
         if self._verdict is None:
             self._kill()
-            self._verdict = self._wait()
+            self._verdict = self._read_verdict()
+        self.finish()
 
     def _kill(self) -> None:
         try:
@@ -125,34 +142,36 @@ class CheckBeside:
         except ProcessLookupError:
             pass
 
-    def _wait(self) -> tuple[int, str]:
-        chunks = []
-        try:
-            while True:
-                left = self._deadline - time.monotonic()
-                ready, _, _ = select.select([self._reader], [], [], max(left, 0))
-                if not ready:  # no verdict in time: given up on, checked here instead
-                    self._kill()
-                    chunks = []
-                    break
-                chunk = os.read(self._reader, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        finally:
-            os.close(self._reader)
-            try:
-                os.waitpid(self._pid, 0)
-            except ChildProcessError:  # reaped already (SIGCHLD ignored): the pipe told all
-                pass
-        answer = b"".join(chunks)
-        if len(answer) < 5 or answer[0] not in (_VALID, _REFUSED, _THEN_REFUSED):
+    def _read_verdict(self) -> tuple[int, str]:
+        """The verdict byte and message the child writes first; (_OTHER, "") where none came."""
+        answer = self._answer
+        if not self._read_to(5) or answer[0] not in (_VALID, _REFUSED, _THEN_REFUSED):
+            self.finish()
             return _OTHER, ""
         end = 5 + int.from_bytes(answer[1:5], "little")
-        if len(answer) < end:
+        if not self._read_to(end):
+            self.finish()
             return _OTHER, ""
-        self._names = answer[end:]
-        return answer[0], answer[5:end].decode("utf-8", "replace")
+        self._message_end = end
+        return answer[0], bytes(answer[5:end]).decode("utf-8", "replace")
+
+    def _read_to(self, size: int | None) -> bool:
+        """Read the child's answer until it holds ``size`` bytes (None: until the child closes
+        the pipe); False where it ends first, or the deadline passes (the child is then killed)."""
+        while size is None or len(self._answer) < size:
+            if not self._open:
+                return False
+            left = self._deadline - time.monotonic()
+            ready, _, _ = select.select([self._reader], [], [], max(left, 0))
+            if not ready:  # no answer in time: given up on
+                self.finish()
+                return False
+            chunk = os.read(self._reader, 1 << 20)
+            if not chunk:
+                self.finish()
+                return False
+            self._answer += chunk
+        return True
 
 
 def check_here(data: bytes) -> str | None:
@@ -190,24 +209,26 @@ def start(
     if pid == 0:  # the child: check, say the verdict, leave without running the parent's exits
         try:
             os.close(reader)
-            names = b""
             try:
                 onnx.checker.check_model(data)
                 refusal = then() if then is not None else None
                 outcome, message = (_VALID, "") if refusal is None else (_THEN_REFUSED, refusal)
-                if outcome == _VALID and names_of is not None:
-                    names = _pickled_names(names_of)
             except onnx.checker.ValidationError as error:
                 outcome, message = _REFUSED, checker_message(error)
             said = message.encode("utf-8", "replace")
-            answer = bytes([outcome]) + len(said).to_bytes(4, "little") + said + names
-            view = memoryview(answer)
-            while view:
-                view = view[os.write(writer, view) :]
+            _write_all(writer, bytes([outcome]) + len(said).to_bytes(4, "little") + said)
+            if outcome == _VALID and names_of is not None:  # after the verdict: the parent may not want them
+                _write_all(writer, _pickled_names(names_of))
         finally:
             os._exit(0)
     os.close(writer)
     return CheckBeside(pid, reader, data, nodes, then)
+
+
+def _write_all(writer: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(writer, view) :]
 
 
 def _pickled_names(names_of: NamesOf) -> bytes:
