@@ -331,3 +331,50 @@ def test_node_spans_cut_nodes_of_every_length_width(doc_length):
     parsed = [onnx.GraphProto.FromString(data[start:end]).node[0] for start, end in zip(starts, ends, strict=True)]
     assert parsed == nodes
     assert ends[-1] == len(data) - 3
+
+
+def _reshape_carrying(index: int, doc: str | None, metadata: dict[str, str], unknown: bytes = b"") -> onnx.NodeProto:
+    """A Reshape-14 with allowzero=1 (kept at 13 as a Reshape without it) carrying fields."""
+    node = helper.make_node("Reshape", [f"x{index}", "shape"], [f"y{index}"], name=f"r{index}", allowzero=1)
+    if doc is not None:
+        node.doc_string = doc
+    for key, value in metadata.items():
+        node.metadata_props.add(key=key, value=value)
+    return onnx.NodeProto.FromString(node.SerializeToString() + unknown) if unknown else node
+
+
+CARRIED_CASES = [
+    (None, {}),
+    ("", {}),  # a doc_string set to "" is written out
+    ("short doc", {"namespace": "a"}),
+    ("d" * 300, {"k" * 200: "v" * 5000, "stack": "line\n" * 40}),  # lengths of two and three bytes
+    (None, {"only": "metadata", "second": "entry"}),
+]
+
+
+@pytest.mark.parametrize("unknown", [b"", b"\x78\x05", b"\x82\x01\x03abc"])  # field 15 varint; field 16 bytes
+def test_carried_fields_cut_from_the_nodes_bytes_are_the_fields_written_alone(unknown):
+    from lowering.fast.moves import _carried_fields, _carried_fields_written
+
+    for index, (doc, metadata) in enumerate(CARRIED_CASES):
+        node = _reshape_carrying(index, doc, metadata, unknown)
+        assert _carried_fields(node) == _carried_fields_written(node)
+
+
+def test_replayed_nodes_carry_each_nodes_own_doc_string_and_metadata_as_the_plain_path_does():
+    nodes = [_reshape_carrying(index, doc, metadata) for index, (doc, metadata) in enumerate(CARRIED_CASES * 2)]
+    count = len(nodes)
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(f"x{k}", F32, [2, 3]) for k in range(count)],
+        [helper.make_tensor_value_info(f"y{k}", F32, [3, 2]) for k in range(count)],
+        [helper.make_tensor("shape", onnx.TensorProto.INT64, [2], [3, 2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    fast = lowering.lower(model, target_opset=13)
+    assert fast.SerializeToString() == lowering.lower(model, target_opset=13, fast=False).SerializeToString()
+    for before, after in zip(nodes, fast.graph.node, strict=True):
+        assert not after.attribute  # moved: allowzero dropped, every node replayed after the first
+        assert after.HasField("doc_string") == before.HasField("doc_string")
+        assert (after.doc_string, list(after.metadata_props)) == (before.doc_string, list(before.metadata_props))

@@ -47,6 +47,15 @@ def _slot(kind: str, index: int) -> str:
     return f"{_SLOT}{kind}{index}{_SLOT}"
 
 
+_HINT_SLOT = _slot("h", 0)
+
+
+@functools.cache
+def _slots(kind: str, count: int) -> tuple[str, ...]:
+    """The first ``count`` slots of a kind (a node's inputs ``i``, its outputs ``o``)."""
+    return tuple(_slot(kind, index) for index in range(count))
+
+
 def _answer_key(answer, read: str) -> bytes | None:
     """What a read answered, as bytes to compare: a constant without its name; for the version
     step's judgement (``judged_type_of``) the type's schema string, all that it reads."""
@@ -254,12 +263,11 @@ class KindMemo:
         nodes as wire bytes (:mod:`.protowire`) or, where a tensor is named by a slot, NodeProtos."""
         driver = self.driver
         if recorded.nodes is not None:
-            real = {_slot("h", 0): node.name}
-            for k, name in enumerate(node.input):
-                real[_slot("i", k)] = name
-            for k, name in enumerate(node.output):
-                real[_slot("o", k)] = name
-            if not self._fresh_names(recorded, node, real):
+            real = {_HINT_SLOT: node.name}
+            inputs, outputs = node.input, node.output
+            real.update(zip(_slots("i", len(inputs)), inputs, strict=True))
+            real.update(zip(_slots("o", len(outputs)), outputs, strict=True))
+            if recorded.slots and not self._fresh_names(recorded, node, real):
                 return _AFRESH
         report = driver.report
         for label in recorded.labels:  # (a Counter's update costs microseconds a call)
@@ -508,8 +516,37 @@ def _named_copy(template: onnx.NodeProto, real: dict[str, str]) -> onnx.NodeProt
     return copy
 
 
+_DOC_STRING_FIELD, _METADATA_PROPS_FIELD = 6, 9  # NodeProto's field numbers
+
+
 def _carried_fields(node: onnx.NodeProto) -> tuple[bytes, bytes]:
-    """The node's doc_string and its metadata_props, each as wire bytes."""
+    """The node's doc_string and its metadata_props, each as wire bytes: cut from the node's
+    own bytes (every field of a NodeProto is length-delimited), else written anew."""
+    data = node.SerializeToString()
+    doc, metadata = [], []
+    position, size = 0, len(data)
+    while position < size:
+        start = position
+        tag = data[position]
+        if tag & 0x80 or tag & 7 != 2:  # a field numbered past 15, or not length-delimited: unknown
+            return _carried_fields_written(node)
+        position += 1
+        length = data[position]
+        if length & 0x80:
+            length, position = protowire.read_varint(data, position)
+        else:
+            position += 1
+        position += length
+        field_number = tag >> 3
+        if field_number == _DOC_STRING_FIELD:
+            doc.append(data[start:position])
+        elif field_number == _METADATA_PROPS_FIELD:
+            metadata.append(data[start:position])
+    return b"".join(doc), b"".join(metadata)
+
+
+def _carried_fields_written(node: onnx.NodeProto) -> tuple[bytes, bytes]:
+    """:func:`_carried_fields` by copying the fields into NodeProtos of their own."""
     doc, metadata = onnx.NodeProto(), onnx.NodeProto()
     if node.HasField("doc_string"):
         doc.doc_string = node.doc_string

@@ -114,7 +114,7 @@ def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[
             elif data[position + 2] < 128:  # a length of two bytes: most nodes
                 position += 3 + ((low & 0x7F) | data[position + 2] << 7)
             else:
-                length, position = _read_varint(data, position + 1)
+                length, position = read_varint(data, position + 1)
                 position += length
             nodes_end = position
             if len(starts) == count:  # the container holds no more nodes: the rest is not read
@@ -151,13 +151,13 @@ def field_payload(data: bytes, field_number: int) -> memoryview | None:
 def _field_at(data: bytes, position: int) -> tuple[int, int, int] | None:
     """The field starting at ``position``: its key, where its value starts and where it ends;
     None for a wire type protobuf no longer writes (groups)."""
-    key, position = _read_varint(data, position)
+    key, position = read_varint(data, position)
     wire_type = key & 7
     if wire_type == 2:
-        length, start = _read_varint(data, position)
+        length, start = read_varint(data, position)
         return key, start, start + length
     if wire_type == 0:
-        return key, position, _read_varint(data, position)[1]
+        return key, position, read_varint(data, position)[1]
     if wire_type == 5:
         return key, position, position + 4
     if wire_type == 1:
@@ -165,7 +165,8 @@ def _field_at(data: bytes, position: int) -> tuple[int, int, int] | None:
     return None
 
 
-def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """The varint at ``position`` and the position after it."""
     byte = data[position]
     if byte < 128:
         return byte, position + 1
