@@ -15,7 +15,7 @@ from . import postcheck, schemas, versioning
 from .engine import Legalizer, default_opset
 from .errors import IncompleteLowering, InternalError, LoweringError
 from .functions import all_expansions
-from .modelio import checkable, weights_fit_in_a_copy
+from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .naming import names_in_model
 from .nodecheck import checker_message
 from .opcount import count_ops
@@ -109,7 +109,7 @@ def lower_model(
     small = bool(fast) and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model)
     model_bytes = None
     if small:
-        model_bytes = serialized if serialized is not None and ir_model is None else model.SerializeToString()
+        model_bytes = ModelBytes(model, serialized if serialized is not None and ir_model is None else None)
     then = None if target_opset is None else _target_opset_refusal(model, target_opset)
     beside = bool(fast) and getattr(fast, "check_beside", True)
     names_beside = beside and getattr(fast, "names_beside", True)
@@ -306,13 +306,20 @@ class _InputCheck:
 
 
 def _check_input(
-    model: onnx.ModelProto, model_bytes: bytes | None = None, *, beside: bool = False, then=None, names_beside=False
+    model: onnx.ModelProto,
+    model_bytes: ModelBytes | None = None,
+    *,
+    beside: bool = False,
+    then=None,
+    names_beside=False,
 ) -> _InputCheck:
     """Refuse what onnx's checker refuses (read from ``model_bytes`` where given and the model
     holds no external data, which the checker would look for). ``beside``: where the bytes are
     given, the check runs in a child process while the pass goes on, followed there by ``then``
     (a check giving None or its refusal), and ``settle`` waits for its verdict; else it runs
-    here, and a refusal is raised at once (``then`` is left to the caller)."""
+    here, and a refusal is raised at once (``then`` is left to the caller). Where the bytes are
+    not made yet, the child makes them, and the pass takes them from it where it needs them
+    after the child wrote them (:meth:`lowering.fast.beside.CheckBeside.model_bytes`)."""
     opset = default_opset(model.opset_import)
     if opset is not None and opset > schemas.newest_opset():
         raise LoweringError(
@@ -320,22 +327,26 @@ def _check_input(
             "this onnx knows; upgrade onnx"
         )
     view = checkable(model)
-    data = model_bytes if view is model else None
-    if beside and data is not None:
+    whole = model_bytes if view is model else None
+    if beside and whole is not None:
         try:
             from .fast import beside as checking_beside
         except ImportError:  # the speed work is optional: without it the check runs here
             checking_beside = None
         names_of = functools.partial(names_in_model, model) if names_beside else None
         running = (
-            checking_beside.start(data, len(model.graph.node), then, names_of=names_of)
+            checking_beside.start(
+                whole.given, len(model.graph.node), then, names_of=names_of, serialize=model.SerializeToString
+            )
             if checking_beside is not None
             else None
         )
         if running is not None:
+            if whole.given is None:
+                whole.made_elsewhere(running.model_bytes)
             return _InputCheck(beside=running, follows_up=then is not None, names_of=names_of)
     try:
-        onnx.checker.check_model(data if data is not None else view)
+        onnx.checker.check_model(whole.get() if whole is not None else view)
     except onnx.checker.ValidationError as error:
         _InputCheck(checker_message(error)).settle()
     return _InputCheck()

@@ -23,6 +23,7 @@ from .errors import LoweringError
 from .folding import fold_integer_values
 from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
 from .localfunctions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
+from .modelio import ModelBytes
 from .naming import NameAllocator
 from .optionals import OptionalResolver
 from .paths import PlainPath
@@ -51,7 +52,7 @@ def default_opset(opset_imports: Iterable[onnx.OperatorSetIdProto]) -> int | Non
     return None
 
 
-def path_for(driver: Legalizer, fast, model_bytes: bytes | None) -> PlainPath:
+def path_for(driver: Legalizer, fast, model_bytes: ModelBytes | None) -> PlainPath:
     """The fast path where asked for (``True``, or its :class:`lowering.fast.Shortcuts`) and
     present, else the plain one."""
     if not fast:
@@ -74,7 +75,7 @@ class Legalizer:
         *,
         target: Target,
         progress=None,
-        model_bytes: bytes | None = None,
+        model_bytes: ModelBytes | None = None,
         fast=True,
         assume_free_names: bool = False,
     ) -> None:
@@ -154,7 +155,8 @@ class Legalizer:
 
     def _inferred_main_graph(self) -> onnx.GraphProto | None:
         if self._inferred_model is None:
-            self._inferred_model = infer(self._original_bytes if self._original_bytes is not None else self.original)
+            read = self._original_bytes
+            self._inferred_model = infer(read.get() if read is not None else self.original)
         return self._inferred_model.graph if self._inferred_model is not None else None
 
     def _legalize_graph(self, scope: Scope) -> None:

@@ -33,21 +33,23 @@ class NameAllocator:
     does occur, or none is given, is the full list made, once.
 
     Where the list is made elsewhere meanwhile (``assume_free``: in the child process that
-    checks the input, :mod:`lowering.fast.beside`), it is not made here: every name it would
-    have been asked about is taken as free and kept in :attr:`assumed_free`, and the caller
-    checks them against the list once it comes (every answer was right where none is in it).
+    checks the input, :mod:`lowering.fast.beside`), neither the list nor the bytes are read
+    here: every name not handed out already is taken as free and kept in
+    :attr:`assumed_free`, and the caller checks them against the list once it comes (every
+    answer was right where none is in it).
     """
 
     def __init__(
         self,
         taken: Iterable[str] = (),
         model: onnx.ModelProto | None = None,
-        snapshot: bytes | None = None,
+        snapshot=None,
         assume_free: bool = False,
     ) -> None:
         """``model``: the model whose names to avoid (left as it is while names are handed out:
         its names may be listed late); ``snapshot``: its serialized bytes, where it is small
-        enough to copy (else, for memory, its names are listed up front); ``assume_free``
+        enough to copy (else, for memory, its names are listed up front), or what gives them
+        (:class:`lowering.modelio.ModelBytes`, asked where first needed); ``assume_free``
         (with a snapshot): the model's names are not listed here (see the class docstring)."""
         self._given = set(taken)
         # The names taken as not the model's, where its names are listed elsewhere.
@@ -94,10 +96,10 @@ class NameAllocator:
         no two are alike, as :meth:`fresh_identifier` would have given them; else take none."""
         given = self._given
         if self._existing is None:
-            absent = self._tail_absent
+            absent, assuming = self._tail_absent, self.assumed_free is not None
             for tail in tails:
-                if not (absent.get(tail) or (tail and self._absent(tail))):
-                    if self.assumed_free is None:
+                if not (absent.get(tail) or (tail and self._absent(tail, wait=not assuming))):
+                    if not assuming:
                         return False
                     self.assumed_free.extend(candidates)
                     break
@@ -116,19 +118,27 @@ class NameAllocator:
         if name in self._given:
             return True
         if self._existing is None:
-            if tail and tail in name and self._absent(tail):
+            assuming = self.assumed_free is not None
+            if tail and tail in name and self._absent(tail, wait=not assuming):
                 return False
-            if self.assumed_free is not None:
+            if assuming:
                 self.assumed_free.append(name)
                 return False
             self._existing = names_in_model(self._model)
             self._snapshot = self._model = None
         return name in self._existing
 
-    def _absent(self, tail: str) -> bool:
+    def _absent(self, tail: str, wait: bool = True) -> bool | None:
+        """Whether ``tail`` is nowhere in the model's bytes; None where they are not at hand
+        and not ``wait``-ed for (made elsewhere meanwhile: see ``assume_free``)."""
         absent = self._tail_absent.get(tail)
         if absent is None:
-            absent = self._tail_absent[tail] = tail.encode() not in self._snapshot
+            snapshot = self._snapshot
+            if not isinstance(snapshot, bytes):
+                snapshot = snapshot.get() if wait else snapshot.at_hand()
+                if snapshot is None:
+                    return None
+            absent = self._tail_absent[tail] = tail.encode() not in snapshot
         return absent
 
     def __contains__(self, name: str) -> bool:

@@ -335,9 +335,59 @@ def test_where_the_child_sends_no_names_they_are_listed_here(monkeypatch, passes
     assert passes == [True, False]
 
 
-def test_the_childs_names_are_not_waited_for_where_none_was_taken_as_free(passes, started):
+def test_the_childs_names_are_not_waited_for_where_none_was_taken_as_free(passes, started, monkeypatch):
     """At opset 18 the LayerNormalization stays: no name is asked for, the child is ended after
-    its verdict without its list being read."""
+    its verdict without its list being asked for."""
+    asked: list[beside.CheckBeside] = []
+    original = beside.CheckBeside.model_names
+
+    def model_names(self):
+        asked.append(self)
+        return original(self)
+
+    monkeypatch.setattr(beside.CheckBeside, "model_names", model_names)
     lowering.lower(layer_norm_beside("ln_Var"), target_opset=18, fast=BESIDE)
-    assert passes == [True]
-    assert started[-1] is not None and started[-1].reaped and started[-1].model_names() is None
+    assert passes == [True] and started[-1] is not None and started[-1].reaped
+    assert asked == []
+    lowering.lower(layer_norm_beside("ln_Var"), target_opset=13, fast=BESIDE)
+    assert asked == [started[-1]] and started[-1].reaped
+
+
+def test_the_child_serializes_the_model_for_the_parent_where_no_bytes_are_given():
+    model = valid()
+    running = beside.start(None, 1, serialize=model.SerializeToString)
+    assert running is not None
+    assert running.verdict() is None  # the child wrote the bytes before checking them
+    assert running.model_bytes() == model.SerializeToString()
+    assert running.model_bytes() is None  # handed over once
+    running.finish()
+    assert running.reaped
+
+
+def test_where_the_child_fails_to_serialize_the_parent_does_and_checks_here(monkeypatch):
+    parent = os.getpid()
+    model = not_sorted()
+
+    def serialize():
+        if os.getpid() != parent:
+            raise MemoryError("no memory in the child")
+        return model.SerializeToString()
+
+    running = beside.start(None, 1, serialize=serialize)
+    assert running is not None
+    message = running.verdict()  # no verdict came: the checker ran here, on the bytes made here
+    assert message is not None and message == refusal(not_sorted(), FIRST).removeprefix("the model is not valid ONNX: ")
+    assert running.model_bytes() is None
+    running.finish()
+
+
+def test_model_bytes_made_elsewhere_are_taken_once_at_hand_else_made_here():
+    from lowering.modelio import ModelBytes
+
+    model = valid()
+    arrivals = [None, b"made elsewhere"]
+    made = ModelBytes(model, elsewhere=lambda: arrivals.pop(0))
+    assert made.at_hand() is None  # not there yet: not waited for
+    assert made.get() == b"made elsewhere" and made.at_hand() == b"made elsewhere"
+    assert ModelBytes(model, elsewhere=lambda: None).get() == model.SerializeToString()
+    assert ModelBytes(model, b"given").get() == b"given"

@@ -20,6 +20,7 @@ import onnx
 from ..builder import Builder, NotLowered, Value
 from ..decomposition import bound, check_input_accepted, input_value, rule_attributes, type_key, without_shapes
 from ..graphs import holds_graphs
+from ..modelio import ModelBytes
 from ..paths import GraphEdits, PlainPath, node_hint
 from ..registry import Rule
 from ..schemas import DEFAULT_DOMAINS, ops_with_subgraphs
@@ -66,7 +67,7 @@ class Shortcuts:
 class FastPath(PlainPath):
     name = "fast"
 
-    def __init__(self, driver, model_bytes: bytes | None, shortcuts: Shortcuts = Shortcuts()) -> None:
+    def __init__(self, driver, model_bytes: ModelBytes | None, shortcuts: Shortcuts = Shortcuts()) -> None:
         super().__init__(driver)
         self.model_bytes = model_bytes  # the model serialized, where small enough to copy whole
         self.shortcuts = shortcuts
@@ -213,7 +214,7 @@ class SplicedEdits(GraphEdits):
         driver = self.path.driver
         if self.scope.graph is not driver.model.graph or driver.edited_structure or driver.optionals.marked:
             return None
-        return protowire.field_payload(self.path.model_bytes, _MODEL_GRAPH_FIELD)
+        return protowire.field_payload(self.path.model_bytes.get(), _MODEL_GRAPH_FIELD)
 
     def _direct_replay(self, node: onnx.NodeProto, index: int) -> Replay | None:
         """The replay of a node to lower whose kind was seen, when it needs nothing but

@@ -52,11 +52,20 @@ class CheckBeside:
     """A running check of ``data`` in a child process; :meth:`verdict` waits for it."""
 
     def __init__(
-        self, pid: int, reader: int, data: bytes, nodes: int = FROM_NODES, then: FollowUp | None = None
+        self,
+        pid: int,
+        reader: int,
+        data: bytes | Callable[[], bytes],
+        nodes: int = FROM_NODES,
+        then: FollowUp | None = None,
+        serialized: tuple[int, int] | None = None,
     ) -> None:
         self._pid = pid
         self._reader = reader
-        self._data = data
+        self._data = data  # the model's bytes, or how to get them (where the child serializes it)
+        # Where the child serializes the model: (the memory file it writes the bytes to, the
+        # pipe it then closes), until the bytes are read or no longer wanted.
+        self._serialized = serialized
         self._then = then
         # The longest wait for the verdict before the child is given up on (a lock a native
         # thread held at the fork, which the child then waits on forever): generous, as the
@@ -88,7 +97,7 @@ class CheckBeside:
         if outcome == _REFUSED:
             return message
         if outcome == _OTHER:  # the child could not tell: the plain path's own check, once
-            message = check_here(self._data)
+            message = check_here(self._data if isinstance(self._data, bytes) else self._data())
             self._verdict = (_REFUSED, message) if message is not None else (_CHECKED_HERE, "")
             return message
         return None
@@ -118,8 +127,28 @@ class CheckBeside:
         self.finish()
         return self._names
 
+    def model_bytes(self) -> bytes | None:
+        """The model's bytes where the child serialized it and has written them all by now
+        (never waited for); None otherwise."""
+        if self._serialized is None:
+            return None
+        memory, ready = self._serialized
+        if not select.select([ready], [], [], 0)[0]:
+            return None
+        done = os.read(ready, 1) == b"\x01"  # (the pipe closed without it: the child failed)
+        data = _read_file(memory) if done else None
+        self._close_serialized()
+        return data
+
+    def _close_serialized(self) -> None:
+        if self._serialized is not None:
+            for descriptor in self._serialized:
+                os.close(descriptor)
+            self._serialized = None
+
     def finish(self) -> None:
         """End the child (killed where it still runs: what it would still say is not wanted)."""
+        self._close_serialized()
         if self._open:
             self._open = False
             self._kill()
@@ -184,20 +213,43 @@ def check_here(data: bytes) -> str | None:
 
 
 def start(
-    data: bytes, nodes: int = FROM_NODES, then: FollowUp | None = None, names_of: NamesOf | None = None
+    data: bytes | None,
+    nodes: int = FROM_NODES,
+    then: FollowUp | None = None,
+    names_of: NamesOf | None = None,
+    serialize: Callable[[], bytes] | None = None,
 ) -> CheckBeside | None:
     """The check of ``data`` (a model whose main graph holds ``nodes`` nodes) started in a child,
     or None where no child can be forked safely or the model is too small to be worth one.
     ``then``: a check run in the child after the checker passes the model (it sees the
     parent's memory as it was at the fork), its refusal told by :meth:`CheckBeside.then_refusal`;
     ``names_of``: the model's names, listed in the child where the model passed
-    (:meth:`CheckBeside.model_names`)."""
+    (:meth:`CheckBeside.model_names`). ``data`` None: the child serializes the model
+    (``serialize``, which the parent calls itself where it needs the bytes before the child
+    has them: :meth:`CheckBeside.model_bytes`)."""
     if nodes < FROM_NODES or not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    if data is None and (serialize is None or not hasattr(os, "memfd_create")):
         return None
     try:
         reader, writer = os.pipe()
     except OSError:  # no descriptors left: checked here
         return None
+    serialized = None
+    if data is None:
+        try:
+            memory = os.memfd_create("onnx-lower-model", os.MFD_CLOEXEC)
+        except OSError:
+            os.close(reader)
+            os.close(writer)
+            return None
+        try:
+            ready, told = os.pipe()
+        except OSError:
+            for descriptor in (reader, writer, memory):
+                os.close(descriptor)
+            return None
+        serialized = (memory, ready)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # a fork beside native threads
@@ -205,10 +257,19 @@ def start(
     except OSError:  # no memory or processes for a child: checked here
         os.close(reader)
         os.close(writer)
+        if serialized is not None:
+            for descriptor in (*serialized, told):
+                os.close(descriptor)
         return None
     if pid == 0:  # the child: check, say the verdict, leave without running the parent's exits
         try:
             os.close(reader)
+            if serialized is not None:  # the model's bytes for the parent first, then the check
+                os.close(serialized[1])
+                data = serialize()
+                _write_file(serialized[0], data)
+                os.write(told, b"\x01")
+                os.close(told)
             try:
                 onnx.checker.check_model(data)
                 refusal = then() if then is not None else None
@@ -222,7 +283,31 @@ def start(
         finally:
             os._exit(0)
     os.close(writer)
-    return CheckBeside(pid, reader, data, nodes, then)
+    if serialized is not None:
+        os.close(told)
+    return CheckBeside(pid, reader, data if data is not None else serialize, nodes, then, serialized)
+
+
+def _write_file(descriptor: int, data: bytes) -> None:
+    view, offset = memoryview(data), 0
+    while offset < len(view):
+        offset += os.pwrite(descriptor, view[offset:], offset)
+
+
+def _read_file(descriptor: int) -> bytes | None:
+    """A memory file's whole content (None where it cannot be read)."""
+    try:
+        size = os.fstat(descriptor).st_size
+        chunks, offset = [], 0
+        while offset < size:
+            chunk = os.pread(descriptor, size - offset, offset)
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            offset += len(chunk)
+    except OSError:
+        return None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _write_all(writer: int, data: bytes) -> None:
