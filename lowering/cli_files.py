@@ -106,6 +106,8 @@ def prepared(model: onnx.ModelProto, fmt: str, model_file: ModelFile) -> tuple[i
             except ValueError:  # over protobuf's 2 GiB: refused with its reason where it is written
                 data = None
         size = len(data) if data is not None else model.ByteSize()
+        if not model_file.has_external_data:  # a pass makes no external tensor: none to find
+            return size, data
         return size + sum(external_file(tensor, model_file.folder)[2] for tensor in external_tensors(model, data)), data
     data = serialized(model, fmt, model_file)
     return len(data), data
@@ -124,7 +126,15 @@ def write_model(
     :func:`lowering.modelio.save_model` writes); ``data``: its bytes, where :func:`prepared` made them."""
     fmt = file_format(path)
     if fmt == PROTOBUF:
-        save_model(model, path, model_file.folder, replacing_input=in_place, input_model=input_path, serialized=data)
+        save_model(
+            model,
+            path,
+            model_file.folder,
+            replacing_input=in_place,
+            input_model=input_path,
+            serialized=data,
+            external=None if model_file.has_external_data else [],
+        )
         return
     if data is None:
         data = serialized(model, fmt, model_file)

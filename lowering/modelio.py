@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper
@@ -178,6 +179,7 @@ def save_model(
     replacing_input: bool = False,
     input_model: str | os.PathLike | None = None,
     serialized: bytes | None = None,
+    external: list[onnx.TensorProto] | None = None,
 ) -> None:
     """Write ``model`` to what ``path`` names.
 
@@ -195,11 +197,13 @@ def save_model(
     read; with ``replacing_input`` (``--in-place``) the data file may be one of them: it is
     read whole into the staged copy before being replaced. ``input_model``: the file the model
     was read from, which the data file must not replace. ``serialized``: the model's bytes,
-    where the caller made them already.
+    where the caller made them already; ``external``: its tensors held in external data,
+    where the caller knows them (``[]``: a model lowered from one holding none).
     """
     shown = Path(path)
     target, kind = _writable(shown)
-    external = external_tensors(model, serialized)
+    if external is None:
+        external = external_tensors(model, serialized)
     if kind == "stream":
         if external:
             raise LoweringError(
@@ -405,7 +409,7 @@ def external_tensors(model: onnx.ModelProto, serialized: bytes | None = None) ->
             serialized = model.SerializeToString()
         except ValueError:  # over protobuf's 2 GiB (weights in Constant nodes): walked instead
             serialized = None
-    if serialized is not None and _EXTERNAL_LOCATION.search(serialized) is None:
+    if serialized is not None and not holds_external_location(serialized):
         return []
     return [t for t in external_data_helper._get_all_tensors(model) if external_data_helper.uses_external_data(t)]
 
@@ -415,6 +419,23 @@ def external_tensors(model: onnx.ModelProto, serialized: bytes | None = None) ->
 # pad either varint (0x70 0x81 0x00 parses alike).
 assert onnx.TensorProto.EXTERNAL == 1
 _EXTERNAL_LOCATION = re.compile(rb"(?:\x70|\xf0\x80{0,8}\x00)(?:\x01|\x81\x80{0,8}\x00)")
+_SCAN_CHUNK = 1 << 23  # bytes looked at together (bounds the scan's temporary arrays)
+
+
+def holds_external_location(data: bytes) -> bool:
+    """Whether ``data`` holds ``_EXTERNAL_LOCATION`` anywhere, as its search says, in a
+    fraction of its time: every match starts with a byte b0 whose low 7 bits are 0x70 (the key
+    0x70, or its padded first byte 0xf0), followed by a byte b1 in {0x00, 0x01, 0x80, 0x81}
+    (padding, or the value 1 plain or padded), i.e. ``b1 & 0x7e == 0``. Those pairs are found
+    with numpy, and the pattern is matched at them alone."""
+    view = np.frombuffer(data, dtype=np.uint8)
+    for start in range(0, max(len(view) - 1, 0), _SCAN_CHUNK):
+        chunk = view[start : start + _SCAN_CHUNK + 1]  # one byte past the chunk: a pair may cross it
+        candidates = np.flatnonzero(((chunk[:-1] & 0x7F) == 0x70) & ((chunk[1:] & 0x7E) == 0))
+        for offset in candidates.tolist():
+            if _EXTERNAL_LOCATION.match(data, start + offset):
+                return True
+    return False
 
 
 def _first_line(error: BaseException) -> str:

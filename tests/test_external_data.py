@@ -249,6 +249,38 @@ def test_external_data_is_found_in_a_file_whose_varints_are_padded(tmp_path):
     assert (tmp_path / "out" / "lowered.onnx.data").exists()
 
 
+ENCODINGS = [b"\x70\x01", b"\x70\x81\x00", b"\x70\x81\x80\x80\x00", b"\xf0\x00\x01", b"\xf0\x80\x00\x81\x00"]
+NEAR_MISSES = [b"\x70\x02", b"\xf0\x01", b"\x70\x81\x01", b"\xf0" + b"\x80" * 9 + b"\x00\x01", b"\x70\x81"]
+
+
+@pytest.mark.parametrize("chunk", [3, 7, 1 << 23])
+def test_the_scan_for_data_location_finds_what_the_patterns_search_finds(chunk, monkeypatch):
+    """Every encoding of data_location: EXTERNAL (plain, either varint padded), none of the near
+    misses, wherever they sit (across the scan's chunks too), in random bytes and in bytes made
+    of the pattern's own bytes: the scan says what the regular expression's search says."""
+    import random
+
+    import lowering.modelio as modelio
+
+    monkeypatch.setattr(modelio, "_SCAN_CHUNK", chunk)
+    rng = random.Random(13)
+    found = 0
+    for trial in range(3000):
+        alphabet = bytes(range(256)) if trial % 2 else b"\x70\xf0\x00\x01\x80\x81\x02"
+        data = bytearray(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 2, 5, 40, 300])))
+        if trial % 3 == 0:
+            at = rng.randint(0, len(data))
+            data[at:at] = rng.choice(ENCODINGS + NEAR_MISSES)
+        expected = modelio._EXTERNAL_LOCATION.search(bytes(data)) is not None
+        assert modelio.holds_external_location(bytes(data)) == expected, bytes(data)
+        found += expected
+    assert 100 < found < 2900  # both answers were asked for many times
+    for encoding in ENCODINGS:
+        assert modelio.holds_external_location(b"\x02" * 50 + encoding + b"\x02" * 50)
+    for near_miss in NEAR_MISSES:
+        assert not modelio.holds_external_location(b"\x02" * 50 + near_miss + b"\x02" * 50)
+
+
 def test_symbolic_link_output_puts_the_data_beside_the_target(tmp_path):
     """-o LINK writes what -o TARGET would: the model into the target, its data beside the target
     and named after it, so that the target loads with its weights; the link stays a link."""
