@@ -173,8 +173,11 @@ class SplicedEdits(GraphEdits):
         self.waiting: list[tuple[int, Replay]] = []
         self.labels: list[str] = []  # report labels of the replays waiting
         self.together = path.shortcuts.replay_together
+        self.converting = path.driver.converting  # (then no node is replayed directly: _kind_of_op)
 
     def take(self, node: onnx.NodeProto, index: int) -> bool:
+        if self.converting:
+            return False
         replay = self._direct_replay(node, index)
         if replay is None:
             return False

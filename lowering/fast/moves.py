@@ -184,14 +184,15 @@ class KindMemo:
 
     def legalize(self, scope, node: onnx.NodeProto, index: int):
         """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen."""
+        attributes = node.attribute
         key = (
             node.op_type,
             node.domain,
             scope.source_opset,
             scope.opset,
-            tuple([attribute.SerializeToString() for attribute in node.attribute]) if node.attribute else (),
-            tuple([bool(name) for name in node.input]),
-            tuple([bool(name) for name in node.output]),
+            tuple([attribute.SerializeToString() for attribute in attributes]) if attributes else (),
+            tuple(map(bool, node.input)),
+            tuple(map(bool, node.output)),
             bool(node.name),
             node.HasField("name"),  # a field set to "" is written out: presence is part of the bytes
             node.HasField("domain"),
