@@ -391,3 +391,18 @@ def test_model_bytes_made_elsewhere_are_taken_once_at_hand_else_made_here():
     assert made.get() == b"made elsewhere" and made.at_hand() == b"made elsewhere"
     assert ModelBytes(model, elsewhere=lambda: None).get() == model.SerializeToString()
     assert ModelBytes(model, b"given").get() == b"given"
+
+
+def test_without_memory_files_the_bytes_are_made_here_once_and_the_child_checks_them(monkeypatch):
+    monkeypatch.delattr(os, "memfd_create", raising=False)
+    model, made = not_sorted(), []
+
+    def serialize():
+        made.append(os.getpid())
+        return model.SerializeToString()
+
+    running = beside.start(None, 1, serialize=serialize)
+    assert running is not None and made == [os.getpid()]
+    assert running.verdict() == refusal(not_sorted(), FIRST).removeprefix("the model is not valid ONNX: ")
+    assert running.model_bytes() == model.SerializeToString() and made == [os.getpid()]
+    running.finish()

@@ -129,9 +129,9 @@ class CheckBeside:
 
     def model_bytes(self) -> bytes | None:
         """The model's bytes where the child serialized it and has written them all by now
-        (never waited for); None otherwise."""
+        (never waited for), or where they were given (or made here) for the check; else None."""
         if self._serialized is None:
-            return None
+            return self._data if isinstance(self._data, bytes) else None
         memory, ready = self._serialized
         if not select.select([ready], [], [], 0)[0]:
             return None
@@ -229,8 +229,10 @@ def start(
     has them: :meth:`CheckBeside.model_bytes`)."""
     if nodes < FROM_NODES or not hasattr(os, "fork") or threading.active_count() > 1:
         return None
-    if data is None and (serialize is None or not hasattr(os, "memfd_create")):
+    if data is None and serialize is None:
         return None
+    if data is None and not hasattr(os, "memfd_create"):  # no memory file to hand them over: made here
+        data = serialize()
     try:
         reader, writer = os.pipe()
     except OSError:  # no descriptors left: checked here
