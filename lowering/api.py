@@ -117,29 +117,45 @@ def lower_model(
     passes = functools.partial(
         _lowered, model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check
     )
+    assumed_free: list[str] = []  # the names the pass takes as free, as it takes them
     try:
-        result, assumed_free = passes(assume_free=input_check.lists_names)
+        result = passes(assume_free=input_check.lists_names, assumed_free=assumed_free)
     except Exception:
-        input_check.settle()  # the input's own fault first, as the plain path finds it
-        raise
+        input_check.settle(names_wanted=bool(assumed_free))  # the input's own fault first, as the plain path finds it
+        if not (assumed_free and not input_check.model_names().isdisjoint(assumed_free)):
+            raise
+        result = None  # what the pass raised may come of a name it took: made again below
     except BaseException:
         input_check.stop()
         raise
-    input_check.settle(names_wanted=bool(assumed_free))
-    if assumed_free and not input_check.model_names().isdisjoint(assumed_free):
+    else:
+        input_check.settle(names_wanted=bool(assumed_free))
+    if result is None or (assumed_free and not input_check.model_names().isdisjoint(assumed_free)):
         # A name taken as free is the model's: the pass is made again, its names listed first.
         if progress is not None:
             progress.restart()
-        result, _ = passes(assume_free=False)
+        result = passes(assume_free=False, assumed_free=[])
     return result
 
 
 def _lowered(
-    model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check, assume_free
-) -> tuple[LoweringResult, list[str] | None]:
-    """:func:`lower_model` past the start of the input's check, and the names the pass took as
-    free without checking them against the model's (``assume_free``: they are listed beside;
-    see :class:`lowering.naming.NameAllocator`)."""
+    model,
+    ir_model,
+    requested,
+    target_opset,
+    target,
+    progress,
+    fast,
+    strict,
+    model_bytes,
+    input_check,
+    assume_free,
+    assumed_free: list[str],
+) -> LoweringResult:
+    """:func:`lower_model` past the start of the input's check. ``assume_free``: the model's
+    names are listed beside, and the names the pass takes as free without checking them go to
+    ``assumed_free`` as they are taken, so they are there even where the pass raises (see
+    :class:`lowering.naming.NameAllocator`)."""
     small = model_bytes is not None
     if target_opset is not None:
         _check_target_opset(model, target_opset, types=not input_check.follows_up)
@@ -156,6 +172,7 @@ def _lowered(
             model_bytes=model_bytes,
             fast=fast,
             assume_free_names=assume_free,
+            assumed_free=assumed_free,
         )
         report = lowering_pass.run()
     finally:
@@ -172,12 +189,11 @@ def _lowered(
         _check_expanded(lowered, lowering_pass.expanded_ops)
     elif lowering_pass.edited_structure:
         _check_structure(lowered)
-    assumed_free = lowering_pass.names.assumed_free
     if ir_model is not None:
         import onnx_ir
 
         lowered = onnx_ir.serde.deserialize_model(lowered)
-    return LoweringResult(lowered, report, lowering_pass.path.name), assumed_free
+    return LoweringResult(lowered, report, lowering_pass.path.name)
 
 
 def rules_table() -> list[dict[str, object]]:

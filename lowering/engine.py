@@ -78,12 +78,14 @@ class Legalizer:
         model_bytes: ModelBytes | None = None,
         fast=True,
         assume_free_names: bool = False,
+        assumed_free: list[str] | None = None,
     ) -> None:
         """``model_bytes``: ``model`` serialized, where it is small enough to be copied to
         bytes (the fast path checks names against them and splices node lists as bytes).
         ``fast=False``: the plain path (see :mod:`lowering.paths`); same output, slower.
         ``assume_free_names`` (fast path): the model's names are listed elsewhere, and the
-        names taken as free are checked against them after the pass (``names.assumed_free``)."""
+        names taken as free are checked against them after the pass: they go to
+        ``assumed_free`` (``names.assumed_free``) as they are taken."""
         self.model = model
         self.original = original
         self.target = target
@@ -96,7 +98,9 @@ class Legalizer:
         self._original_bytes = snapshot  # ``original`` as read, for onnx's inference to read
         self.report = LoweringReport()
         # ``model`` before the pass
-        self.names = NameAllocator(model=original, snapshot=snapshot, assume_free=assume_free_names)
+        self.names = NameAllocator(
+            model=original, snapshot=snapshot, assume_free=assume_free_names, assumed_free=assumed_free
+        )
         self.functions = {function_key(f): f for f in model.functions}
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}

@@ -45,15 +45,20 @@ class NameAllocator:
         model: onnx.ModelProto | None = None,
         snapshot=None,
         assume_free: bool = False,
+        assumed_free: list[str] | None = None,
     ) -> None:
         """``model``: the model whose names to avoid (left as it is while names are handed out:
         its names may be listed late); ``snapshot``: its serialized bytes, where it is small
         enough to copy (else, for memory, its names are listed up front), or what gives them
-        (:class:`lowering.modelio.ModelBytes`, asked where first needed); ``assume_free``
+        (:class:`lowering.modelio.ModelBytes`, asked where first needed); ``assumed_free``: the
+        list the names taken as free go to (else a new one); ``assume_free``
         (with a snapshot): the model's names are not listed here (see the class docstring)."""
         self._given = set(taken)
-        # The names taken as not the model's, where its names are listed elsewhere.
-        self.assumed_free: list[str] | None = [] if assume_free and snapshot is not None else None
+        # The names taken as not the model's, where its names are listed elsewhere (into the
+        # caller's ``assumed_free`` where given).
+        self.assumed_free: list[str] | None = None
+        if assume_free and snapshot is not None:
+            self.assumed_free = assumed_free if assumed_free is not None else []
         self._existing: set[str] | None = set()
         self._snapshot: bytes | None = None
         self._model: onnx.ModelProto | None = None
@@ -95,13 +100,14 @@ class NameAllocator:
         """Take every one of ``candidates`` (each holding one of ``tails``) if all are free and
         no two are alike, as :meth:`fresh_identifier` would have given them; else take none."""
         given = self._given
+        assumed = False  # whether the candidates are taken as not the model's (assume_free)
         if self._existing is None:
             absent, assuming = self._tail_absent, self.assumed_free is not None
             for tail in tails:
                 if not (absent.get(tail) or (tail and self._absent(tail, wait=not assuming))):
                     if not assuming:
                         return False
-                    self.assumed_free.extend(candidates)
+                    assumed = True
                     break
         elif not self._existing.isdisjoint(candidates):
             return False
@@ -112,6 +118,8 @@ class NameAllocator:
         if len(given) != size + len(candidates):  # two candidates alike: none was given before
             given.difference_update(candidates)
             return False
+        if assumed:
+            self.assumed_free.extend(candidates)
         return True
 
     def _taken(self, name: str, tail: str) -> bool:

@@ -33,7 +33,7 @@ class Progress:
             self._last_draw = now
             self._drawn = True
             graphs = f"{self.graphs} graph{'s' if self.graphs != 1 else ''}"
-            self.stream.write(f"\rlowering: {self.nodes}/{self.total_nodes} nodes, {graphs}")
+            self.stream.write(f"\rlowering: {self.nodes}/{self.total_nodes} nodes, {graphs}\x1b[K")
             self.stream.flush()
 
     def close(self) -> None:

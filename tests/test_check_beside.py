@@ -293,9 +293,9 @@ def passes(monkeypatch) -> list:
     made: list[bool] = []
     original = lowering.api._lowered
 
-    def counted(*arguments, assume_free):
+    def counted(*arguments, assume_free, **options):
         made.append(assume_free)
-        return original(*arguments, assume_free=assume_free)
+        return original(*arguments, assume_free=assume_free, **options)
 
     monkeypatch.setattr(lowering.api, "_lowered", counted)
     return made
@@ -406,3 +406,61 @@ def test_without_memory_files_the_bytes_are_made_here_once_and_the_child_checks_
     assert running.verdict() == refusal(not_sorted(), FIRST).removeprefix("the model is not valid ONNX: ")
     assert running.model_bytes() == model.SerializeToString() and made == [os.getpid()]
     running.finish()
+
+
+def is_nan_then_relu_beside(taken: str) -> onnx.ModelProto:
+    """IsNaN (lowered, at 13, by a rule naming a constant 'bool_false') whose cast is named
+    ``taken``."""
+    return chain(
+        helper.make_node("IsNaN", ["x"], ["m"], name="n"),
+        helper.make_node("Cast", ["m"], [taken], to=F32),
+        helper.make_node("Relu", [taken], ["y"]),
+    )
+
+
+@pytest.mark.parametrize(
+    "make, options",
+    [
+        (lambda: layer_norm_beside("ln_Var"), {"ops": ["LayerNormalization"]}),
+        (lambda: layer_norm_beside("ln_Mean2D"), {"ops": ["LayerNormalization"], "target_opset": 13}),
+        (lambda: is_nan_then_relu_beside("bool_false"), {"target_opset": 13}),
+    ],
+)
+def test_a_pass_that_fails_on_a_name_taken_as_free_is_made_again(make, options, passes, started):
+    """A name taken as free that is the model's can make the first pass's result invalid, so
+    that it raises: the names are checked before that is passed on, and the pass made again
+    gives the plain path's bytes (review of this session)."""
+    plain = lowering.lower(make(), fast=False, **options).SerializeToString()
+    passes.clear()
+    assert lowering.lower(make(), fast=BESIDE, **options).SerializeToString() == plain
+    assert passes == [True, False]
+
+
+def test_a_pass_that_fails_for_its_own_reason_says_it_once(passes):
+    """No name of the model taken: what the pass raised is raised, with no second pass."""
+    model = chain(helper.make_node("LayerNormalization", ["x", "nowhere"], ["y"], name="ln"))
+    with pytest.raises(LoweringError) as fast_error:
+        lowering.lower(model, fast=BESIDE, ops=["LayerNormalization"])
+    assert passes == [True] or passes == [False]  # (the checker may refuse it first: then no pass)
+    with pytest.raises(LoweringError) as plain_error:
+        lowering.lower(model, fast=False, ops=["LayerNormalization"])
+    assert str(fast_error.value) == str(plain_error.value)
+
+
+def test_descriptors_numbered_past_1023_are_waited_on():
+    """select() takes no descriptor past 1023: the child's pipe is polled instead."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1600:  # (raised for this test alone, within the hard limit)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 2048), hard))
+    reader, writer = os.pipe()
+    high = os.dup2(reader, 1500)
+    try:
+        assert not beside._readable(high, 0)
+        os.write(writer, b"x")
+        assert beside._readable(high, 1)
+    finally:
+        for descriptor in (reader, writer, high):
+            os.close(descriptor)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

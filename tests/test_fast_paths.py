@@ -352,13 +352,41 @@ CARRIED_CASES = [
 ]
 
 
-@pytest.mark.parametrize("unknown", [b"", b"\x78\x05", b"\x82\x01\x03abc"])  # field 15 varint; field 16 bytes
-def test_carried_fields_cut_from_the_nodes_bytes_are_the_fields_written_alone(unknown):
-    from lowering.fast.moves import _carried_fields, _carried_fields_written
+def _fields_alone(doc: str | None, metadata: dict[str, str]) -> tuple[bytes, bytes]:
+    """The doc_string and metadata_props fields as protobuf writes them in a node of their own."""
+    doc_node, metadata_node = onnx.NodeProto(), onnx.NodeProto()
+    if doc is not None:
+        doc_node.doc_string = doc
+    for key, value in metadata.items():
+        metadata_node.metadata_props.add(key=key, value=value)
+    return doc_node.SerializeToString(), metadata_node.SerializeToString()
 
+
+@pytest.mark.parametrize(
+    "unknown, cut",
+    [
+        (b"", True),
+        (b"\x5a\x02ab", True),  # an unknown length-delimited field 11: skipped by the cut
+        (b"\x7a\x81\x01" + b"x" * 129, True),  # field 15, its length a two-byte varint
+        (b"\x78\x05", False),  # field 15 as a varint: not a NodeProto's kind of field, written anew
+        (b"\x82\x01\x03abc", False),  # field 16 (a two-byte key): written anew
+    ],
+)
+def test_carried_fields_cut_from_the_nodes_bytes_are_the_fields_written_alone(unknown, cut, monkeypatch):
+    import lowering.fast.moves as moves
+
+    written_anew: list[onnx.NodeProto] = []
+    original = moves._carried_fields_written
+
+    def counted(node):
+        written_anew.append(node)
+        return original(node)
+
+    monkeypatch.setattr(moves, "_carried_fields_written", counted)
     for index, (doc, metadata) in enumerate(CARRIED_CASES):
         node = _reshape_carrying(index, doc, metadata, unknown)
-        assert _carried_fields(node) == _carried_fields_written(node)
+        assert moves._carried_fields(node) == _fields_alone(doc, metadata)
+    assert len(written_anew) == (0 if cut else len(CARRIED_CASES))
 
 
 def test_replayed_nodes_carry_each_nodes_own_doc_string_and_metadata_as_the_plain_path_does():

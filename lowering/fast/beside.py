@@ -74,6 +74,7 @@ class CheckBeside:
         self._verdict: tuple[int, str] | None = None
         self._answer = bytearray()  # what the child wrote so far
         self._open = True  # the pipe not yet closed, the child not yet waited for
+        self._ended = False  # the child closed its end of the pipe (it exited)
         self._message_end = 0  # where the names start in the answer, once the verdict is read
         self._names: set[str] | None = None
 
@@ -133,7 +134,7 @@ class CheckBeside:
         if self._serialized is None:
             return self._data if isinstance(self._data, bytes) else None
         memory, ready = self._serialized
-        if not select.select([ready], [], [], 0)[0]:
+        if not _readable(ready, 0):
             return None
         done = os.read(ready, 1) == b"\x01"  # (the pipe closed without it: the child failed)
         data = _read_file(memory) if done else None
@@ -151,7 +152,8 @@ class CheckBeside:
         self._close_serialized()
         if self._open:
             self._open = False
-            self._kill()
+            if not self._ended:  # (once it closed the pipe it is gone, maybe reaped already)
+                self._kill()
             os.close(self._reader)
             try:
                 os.waitpid(self._pid, 0)
@@ -161,7 +163,8 @@ class CheckBeside:
     def stop(self) -> None:
         """End the child without waiting for its verdict (the pass was interrupted)."""
         if self._verdict is None:
-            self._kill()
+            if not self._ended:
+                self._kill()
             self._verdict = self._read_verdict()
         self.finish()
 
@@ -191,12 +194,12 @@ class CheckBeside:
             if not self._open:
                 return False
             left = self._deadline - time.monotonic()
-            ready, _, _ = select.select([self._reader], [], [], max(left, 0))
-            if not ready:  # no answer in time: given up on
+            if not _readable(self._reader, left):  # no answer in time: given up on
                 self.finish()
                 return False
             chunk = os.read(self._reader, 1 << 20)
             if not chunk:
+                self._ended = True
                 self.finish()
                 return False
             self._answer += chunk
@@ -288,6 +291,16 @@ def start(
     if serialized is not None:
         os.close(told)
     return CheckBeside(pid, reader, data if data is not None else serialize, nodes, then, serialized)
+
+
+def _readable(descriptor: int, timeout: float) -> bool:
+    """Whether ``descriptor`` can be read (or is closed) within ``timeout`` seconds; by poll
+    where there is one (select takes no descriptor numbered past 1023)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(descriptor, select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(max(0, int(timeout * 1000))))
+    return bool(select.select([descriptor], [], [], max(timeout, 0))[0])
 
 
 def _write_file(descriptor: int, data: bytes) -> None:
