@@ -22,8 +22,11 @@ class Progress:
         self._drawn = False
 
     def restart(self) -> None:
-        """Count from nothing again (the pass is made again)."""
+        """Count from nothing again (the pass is made again), the line drawn so far cleared."""
         self.nodes = self.graphs = 0
+        if self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
 
     def advance(self, nodes: int = 0, graphs: int = 0) -> None:
         self.nodes += nodes
@@ -33,7 +36,7 @@ class Progress:
             self._last_draw = now
             self._drawn = True
             graphs = f"{self.graphs} graph{'s' if self.graphs != 1 else ''}"
-            self.stream.write(f"\rlowering: {self.nodes}/{self.total_nodes} nodes, {graphs}\x1b[K")
+            self.stream.write(f"\rlowering: {self.nodes}/{self.total_nodes} nodes, {graphs}")
             self.stream.flush()
 
     def close(self) -> None:
