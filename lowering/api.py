@@ -118,23 +118,23 @@ def lower_model(
         _lowered, model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check
     )
     assumed_free: list[str] = []  # the names the pass takes as free, as it takes them
+    failure: Exception | None = None
     try:
         result = passes(assume_free=input_check.lists_names, assumed_free=assumed_free)
-    except Exception:
-        input_check.settle(names_wanted=bool(assumed_free))  # the input's own fault first, as the plain path finds it
-        if not (assumed_free and not input_check.model_names().isdisjoint(assumed_free)):
-            raise
-        result = None  # what the pass raised may come of a name it took: made again below
+    except Exception as error:
+        failure = error
     except BaseException:
         input_check.stop()
         raise
-    else:
-        input_check.settle(names_wanted=bool(assumed_free))
-    if result is None or (assumed_free and not input_check.model_names().isdisjoint(assumed_free)):
-        # A name taken as free is the model's: the pass is made again, its names listed first.
+    input_check.settle(names_wanted=bool(assumed_free))  # the input's own fault first, as the plain path finds it
+    if assumed_free and not input_check.model_names().isdisjoint(assumed_free):
+        # A name taken as free is the model's (what the pass gave or raised may come of it):
+        # the pass is made again, its names listed first.
         if progress is not None:
             progress.restart()
-        result = passes(assume_free=False, assumed_free=[])
+        return passes(assume_free=False, assumed_free=[])
+    if failure is not None:
+        raise failure
     return result
 
 

@@ -90,7 +90,7 @@ def schema_output_rule(op_type: str, opset: int) -> tuple[str, int] | None:
     """The part of :func:`output_type_rule` an op's schema decides alone: ("same", i),
     ("type", t), ("attribute", 0) or ("value", default) where a node's attribute decides;
     None for control flow, Constant, and ops whose schema leaves it open."""
-    if op_type in ("If", "Loop", "Scan", "Constant"):
+    if op_type in schemas.ops_with_subgraphs():  # outputs typed by their bodies
         return None
     try:
         kind, detail = _output_type_rule(op_type, opset)

@@ -343,8 +343,7 @@ class KindMemo:
                 return True
             return self._fresh_one_by_one(recorded, real, text_of)
         candidates = []
-        taken: set[str] = set()
-        counters: dict[str, int] = {}  # as NameAllocator.fresh_identifier counts, among these names
+        counted = _CountedAmongThemselves()
         for k, readings in enumerate(recorded.safe_readings):
             base = None
             for start, safe_rest, own in readings:
@@ -358,14 +357,7 @@ class KindMemo:
                     base = found
                 elif found != base:
                     return False
-            counter = counters.get(base, 0)
-            name = f"{base}_{counter}" if counter else base
-            while name in taken:
-                counter += 1
-                name = f"{base}_{counter}"
-            if counter:
-                counters[base] = counter
-            taken.add(name)
+            name = counted(base)
             candidates.append(name)
             real[slots[k]] = name
         if not candidates or names.claim(candidates, recorded.tails):
@@ -383,25 +375,33 @@ class KindMemo:
         return True
 
 
-def _counted(rests: list[str]) -> list[str]:
-    """The texts after one base, counted among themselves as the allocator counts names
-    (``_Mul``, ``_Mul_1``, ...): base + each is what asking for base + rest one by one gives
-    among these names, for every base, since base + (rest + "_k") is (base + rest) + "_k" and
-    two such names are alike exactly where their texts after the base are."""
-    counted: list[str] = []
-    taken: set[str] = set()
-    counters: dict[str, int] = {}
-    for rest in rests:
-        counter = counters.get(rest, 0)
-        name = f"{rest}_{counter}" if counter else rest
-        while name in taken:
+class _CountedAmongThemselves:
+    """Names counted among themselves as :meth:`lowering.naming.NameAllocator.fresh_identifier`
+    counts them: a base, then ``base_1``, ``base_2``, ... where taken by an earlier one."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+        self._counters: dict[str, int] = {}
+
+    def __call__(self, base: str) -> str:
+        counter = self._counters.get(base, 0)
+        name = f"{base}_{counter}" if counter else base
+        while name in self._taken:
             counter += 1
-            name = f"{rest}_{counter}"
+            name = f"{base}_{counter}"
         if counter:
-            counters[rest] = counter
-        taken.add(name)
-        counted.append(name)
-    return counted
+            self._counters[base] = counter
+        self._taken.add(name)
+        return name
+
+
+def _counted(rests: list[str]) -> list[str]:
+    """The texts after one base, counted among themselves (``_Mul``, ``_Mul_1``, ...): base +
+    each is what asking for base + rest one by one gives among these names, for every base,
+    since base + (rest + "_k") is (base + rest) + "_k" and two such names are alike exactly
+    where their texts after the base are."""
+    counted = _CountedAmongThemselves()
+    return [counted(rest) for rest in rests]
 
 
 _MAX_FORMATS_PER_PLAN = 64  # texts' lengths remembered per plan (past that, formats are made afresh)
