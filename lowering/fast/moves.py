@@ -48,6 +48,7 @@ def _slot(kind: str, index: int) -> str:
 
 
 _HINT_SLOT = _slot("h", 0)
+_FIRST_OUTPUT_SLOT = _slot("o", 0)
 
 
 @functools.cache
@@ -185,16 +186,17 @@ class KindMemo:
     def legalize(self, scope, node: onnx.NodeProto, index: int):
         """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen."""
         attributes = node.attribute
+        inputs, outputs = node.input[:], node.output[:]  # (lists: a repeated field's items cost more)
         key = (
             node.op_type,
             node.domain,
             scope.source_opset,
             scope.opset,
             tuple([attribute.SerializeToString() for attribute in attributes]) if attributes else (),
-            tuple(map(bool, node.input)),
-            tuple(map(bool, node.output)),
-            bool(node.name),
-            node.HasField("name"),  # a field set to "" is written out: presence is part of the bytes
+            tuple(map(bool, inputs)),
+            tuple(map(bool, outputs)),
+            # a name, or none: a field set to "" is written out, so its presence is part of the bytes
+            2 if node.name else node.HasField("name"),
             node.HasField("domain"),
         )
         recordings = self.kinds.get(key)
@@ -204,9 +206,9 @@ class KindMemo:
             answers = self.answers.get(scope)
             if answers is None:
                 answers = self.answers[scope] = {}
-            found = _matching(recordings, scope, node, answers)
+            found = _matching(recordings, scope, inputs, outputs, answers)
             if found is not None:
-                replayed = self._replay(found, scope, node)
+                replayed = self._replay(found, scope, node, inputs, outputs)
                 if replayed is not _AFRESH:
                     return replayed
                 return self.driver.legalize(scope, node, index)
@@ -259,13 +261,13 @@ class KindMemo:
         recorded.hints, recorded.nodes = templated
         return recorded, [_carrying(produced, node) for produced in result]
 
-    def _replay(self, recorded: _Recorded, scope, node: onnx.NodeProto) -> list | None:
-        """The recorded result for ``node``: its names in the slots, fresh names asked for again;
-        nodes as wire bytes (:mod:`.protowire`) or, where a tensor is named by a slot, NodeProtos."""
+    def _replay(self, recorded: _Recorded, scope, node: onnx.NodeProto, inputs: list, outputs: list) -> list | None:
+        """The recorded result for ``node`` (``inputs``, ``outputs``: its names): its names in the
+        slots, fresh names asked for again; nodes as wire bytes (:mod:`.protowire`) or, where a
+        tensor is named by a slot, NodeProtos."""
         driver = self.driver
         if recorded.nodes is not None:
             real = {_HINT_SLOT: node.name}
-            inputs, outputs = node.input, node.output
             real.update(zip(_slots("i", len(inputs)), inputs, strict=True))
             real.update(zip(_slots("o", len(outputs)), outputs, strict=True))
             if recorded.slots and not self._fresh_names(recorded, node, real):
@@ -325,7 +327,7 @@ class KindMemo:
         once; else they are asked for one by one. False (nothing taken) where a hint's readings
         (see :func:`_templated`) disagree for this node: then it is legalized afresh."""
         names = self.driver.names
-        hint = node.name or (node.output[0] if node.output else "")
+        hint = real[_HINT_SLOT] or real.get(_FIRST_OUTPUT_SLOT, "")
         slots = recorded.slots
 
         def text_of(readings) -> str | None:
@@ -699,11 +701,11 @@ def _mentions(text, node: onnx.NodeProto, raw: bool = False) -> bool:
     return False
 
 
-def _matching(recordings: list, scope, node: onnx.NodeProto, answers: dict):
-    """The recording whose reads give the same answers for ``node``, or None. A value's answer
-    is asked once per scope (kept in ``answers``): the producer's output is the reader's input,
-    and a value's type and constant value stay what they are through the pass."""
-    inputs, outputs = node.input, node.output
+def _matching(recordings: list, scope, inputs: list, outputs: list, answers: dict):
+    """The recording whose reads give the same answers for a node of these ``inputs`` and
+    ``outputs``, or None. A value's answer is asked once per scope (kept in ``answers``): the
+    producer's output is the reader's input, and a value's type and constant value stay what
+    they are through the pass."""
     for recorded in recordings:
         for read, is_input, index, expected in recorded.reads:
             key = (read, inputs[index] if is_input else outputs[index])

@@ -1,0 +1,85 @@
+"""The types a graph states (``lowering.scopes.declared_types``, read from a value_info when first
+asked for) are what reading every value_info gives: a later group (inputs, outputs, value_info)
+with a type wins, within a group the later value_info with a type, then initializers and Constant
+nodes where no value_info types the value."""
+
+from __future__ import annotations
+
+import random
+
+import onnx
+from onnx import TensorProto, helper
+
+from lowering.scopes import declared_types
+
+
+def stated_by_reading_everything(graph: onnx.GraphProto) -> dict[str, onnx.TypeProto]:
+    """The definition: every value_info read in order, a later one with a type overriding."""
+    types: dict[str, onnx.TypeProto] = {}
+    for group in (graph.input, graph.output, graph.value_info):
+        for info in group:
+            if info.HasField("type"):
+                types[info.name] = info.type
+    for tensor in graph.initializer:
+        types.setdefault(tensor.name, helper.make_tensor_type_proto(tensor.data_type, None))
+    for node in graph.node:
+        if node.op_type == "Constant":
+            types.setdefault(node.output[0], helper.make_tensor_type_proto(node.attribute[0].t.data_type, None))
+    return types
+
+
+def random_graph(seed: int) -> onnx.GraphProto:
+    """Value_infos naming a few values many times over, some without a type, in every group."""
+    rng = random.Random(seed)
+    names = [f"v{k}" for k in range(6)]
+    element_types = [TensorProto.FLOAT, TensorProto.INT64, TensorProto.BFLOAT16, TensorProto.UINT8]
+
+    def infos(count: int) -> list[onnx.ValueInfoProto]:
+        made = []
+        for _ in range(count):
+            name = rng.choice(names)
+            if rng.random() < 0.3:
+                made.append(onnx.ValueInfoProto(name=name))  # no type
+            else:
+                made.append(helper.make_tensor_value_info(name, rng.choice(element_types), [rng.randint(1, 4)]))
+        return made
+
+    graph = helper.make_graph(
+        [], "g", infos(rng.randint(0, 5)), infos(rng.randint(0, 5)), value_info=infos(rng.randint(0, 8))
+    )
+    if rng.random() < 0.5:
+        graph.initializer.append(helper.make_tensor(rng.choice(names), TensorProto.INT32, [1], [1]))
+    if rng.random() < 0.5:
+        value = helper.make_tensor("c", TensorProto.DOUBLE, [1], [1.0])
+        graph.node.append(helper.make_node("Constant", [], [rng.choice(names)], value=value))
+    return graph
+
+
+def test_declared_types_are_what_reading_every_value_info_gives():
+    for seed in range(400):
+        graph = random_graph(seed)
+        expected = stated_by_reading_everything(graph)
+        declared = declared_types(graph)
+        for name in [f"v{k}" for k in range(6)] + ["unknown"]:
+            assert declared.get(name) == expected.get(name), (seed, name)
+
+
+def test_a_value_info_without_a_type_leaves_an_earlier_typed_one_in_its_group():
+    graph = helper.make_graph(
+        [],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT8, [2])],
+        [],
+        value_info=[
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+            onnx.ValueInfoProto(name="x"),
+            onnx.ValueInfoProto(name="y"),
+        ],
+    )
+    declared = declared_types(graph)
+    assert declared.get("x").tensor_type.elem_type == TensorProto.FLOAT
+    assert declared.get("y") is None
+    declared.setdefault("x", helper.make_tensor_type_proto(TensorProto.INT64, None))
+    declared.setdefault("y", helper.make_tensor_type_proto(TensorProto.INT64, None))
+    assert declared.get("x").tensor_type.elem_type == TensorProto.FLOAT
+    assert declared.get("y").tensor_type.elem_type == TensorProto.INT64
