@@ -171,22 +171,24 @@ class Legalizer:
         edits = self.path.edits(scope)
         progress = self.progress
         reported = 0  # nodes already told to progress
+        take, settle, legalize = edits.take, edits.settle, self.path.legalize  # (looked up once: per node)
+        functions, converting, requested, op_types = self.functions, self.converting, self.requested_ops, scope.op_types
         for index in self._nodes_to_visit(scope):
             if progress is not None and index - reported >= PROGRESS_STEP:
                 progress.advance(nodes=index - reported)
                 reported = index
             node = graph_nodes[index]
-            if edits.take(node, index):
+            if take(node, index):
                 continue
             # What the path took is settled before anything else asks for a name.
-            if node.attribute and holds_graphs(node):
-                edits.settle()
+            if holds_graphs(node):
+                settle()
                 self._legalize_subgraphs(scope, node, index)
-            if self.functions and call_key(node) in self.functions:
+            if functions and call_key(node) in functions:
                 self._record_call(scope, node, index)
-            if self.converting or node.op_type in self.requested_ops:
-                edits.settle()
-                replacement = self.path.legalize(scope, node, index)
+            if converting or op_types[index] in requested:
+                settle()
+                replacement = legalize(scope, node, index)
                 if replacement is not None and not (len(replacement) == 1 and replacement[0] is node):
                     edits.replace(index, replacement)
         edits.settle()
