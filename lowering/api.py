@@ -134,7 +134,10 @@ def lower_model(
             progress.restart()
         return passes(assume_free=False, assumed_free=[])
     if failure is not None:
-        raise failure
+        try:
+            raise failure
+        finally:
+            failure = None  # (else this frame, held by the error's traceback, holds the error: a cycle)
     return result
 
 
@@ -163,6 +166,7 @@ def _lowered(
     lowered.CopyFrom(model)
     collecting = gc.isenabled()
     gc.disable()  # the pass makes many short-lived objects and no garbage cycles worth chasing
+    lowering_pass = None
     try:
         lowering_pass = Legalizer(
             lowered,
@@ -175,25 +179,31 @@ def _lowered(
             assumed_free=assumed_free,
         )
         report = lowering_pass.run()
+        outcome = lowering_pass.outcome()
     finally:
+        # The pass's objects refer to one another (the path to the driver, scopes to both):
+        # released here, they are freed at once, before the collector is back to chase them.
+        if lowering_pass is not None:
+            lowering_pass.release()
+        del lowering_pass
         if collecting:
             gc.enable()
-    _check_postcondition(lowered, requested, report, whole=lowering_pass.path.name == "fast" and small)
+    _check_postcondition(lowered, requested, report, whole=outcome.path == "fast" and small)
     if strict and report.remaining:
         raise IncompleteLowering(report.remaining)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
-        if lowering_pass.whole_check_needed or lowering_pass.edited_structure:
+        if outcome.whole_check_needed or outcome.edited_structure:
             _check_output(lowered, target_opset)  # where a node's own check did not pass
-    elif lowering_pass.expanded_ops:
-        _check_expanded(lowered, lowering_pass.expanded_ops)
-    elif lowering_pass.edited_structure:
+    elif outcome.expanded_ops:
+        _check_expanded(lowered, outcome.expanded_ops)
+    elif outcome.edited_structure:
         _check_structure(lowered)
     if ir_model is not None:
         import onnx_ir
 
         lowered = onnx_ir.serde.deserialize_model(lowered)
-    return LoweringResult(lowered, report, lowering_pass.path.name)
+    return LoweringResult(lowered, report, outcome.path)
 
 
 def rules_table() -> list[dict[str, object]]:

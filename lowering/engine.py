@@ -12,6 +12,7 @@ the plain specification; :mod:`lowering.fast`, the same bytes faster).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import onnx
 
@@ -62,6 +63,18 @@ def path_for(driver: Legalizer, fast, model_bytes: ModelBytes | None) -> PlainPa
     except ImportError:  # the speed work is optional: without it the plain path serves
         return PlainPath(driver)
     return FastPath(driver, model_bytes, fast if isinstance(fast, Shortcuts) else Shortcuts())
+
+
+@dataclass(frozen=True)
+class PassOutcome:
+    """What a pass did that the checks after it ask: the path it took (``fast`` or ``plain``);
+    whether the whole result must be checked, whether it edited more than main-graph nodes in
+    place, and the ops it replaced by their function bodies."""
+
+    path: str
+    whole_check_needed: bool
+    edited_structure: bool
+    expanded_ops: frozenset[str]
 
 
 class Legalizer:
@@ -120,6 +133,16 @@ class Legalizer:
         self._cannot_move_reason = ""
 
     # -- what the paths ask ----------------------------------------------------------------
+    def outcome(self) -> PassOutcome:
+        """What the pass did besides its report, for the checks after it."""
+        return PassOutcome(self.path.name, self.whole_check_needed, self.edited_structure, frozenset(self.expanded_ops))
+
+    def release(self) -> None:
+        """Drop what ties the pass's objects in cycles (the path and its memo refer to the driver,
+        scopes to both), so that they are freed as soon as the caller lets the driver go."""
+        self.path = None
+        self._inferred_model = None
+
     def is_requested(self, node: onnx.NodeProto) -> bool:
         return node.op_type in self.requested_ops
 
