@@ -44,6 +44,23 @@ def test_exports_and_their_copies_convert_alike_on_both_paths(path):
             assert converted_bytes(model, target, fast=True) == plain, (path.stem, target)
 
 
+@pytest.mark.parametrize("name", ["gpt_block_dynamo18", "vit_block_dynamo18", "lstm_torchscript17"])
+def test_a_conversion_reports_alike_on_both_paths(name):
+    """What the report counts (nodes moved per version step, bodies inlined) is the same where
+    kinds are replayed, kept nodes counted without the driver looking at them, or neither."""
+    from lowering.fast import Shortcuts
+
+    model = side_by_side(onnx.load(EXPORTS / f"{name}.onnx"), 3)
+    moved = 0
+    for target in TARGETS:
+        plain = lowering.lower_model(model, target_opset=target, ops=[], fast=False).report
+        for fast in (True, Shortcuts(kind_memo=False)):
+            report = lowering.lower_model(model, target_opset=target, ops=[], fast=fast).report
+            assert report == plain, (name, target, fast)
+        moved += sum(plain.adapted.values())
+    assert moved > 0
+
+
 def test_the_move_memo_is_a_shortcut_that_can_be_switched_off():
     from lowering.fast import Shortcuts
 

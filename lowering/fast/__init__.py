@@ -174,10 +174,15 @@ class SplicedEdits(GraphEdits):
         self.labels: list[str] = []  # report labels of the replays waiting
         self.together = path.shortcuts.replay_together
         self.converting = path.driver.converting  # (then no node is replayed directly: _kind_of_op)
+        # Converting, a node of a kind that was kept as it is is counted and left here, where
+        # the driver has no local function a node could call (it would record the call).
+        memo = path.kinds
+        lane = self.converting and memo is not None and not path.driver.functions
+        self.kept_again = memo.kept_again if lane else None
 
     def take(self, node: onnx.NodeProto, index: int) -> bool:
         if self.converting:
-            return False
+            return self.kept_again is not None and self.kept_again(self.scope, node, index)
         replay = self._direct_replay(node, index)
         if replay is None:
             return False

@@ -29,6 +29,7 @@ from ..report import LoweringReport
 from . import protowire
 
 _SLOT = "\x00"
+_GRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 _DOC_MARK = "\x00carried doc_string\x00"
 _METADATA_MARK = "\x00carried metadata_props\x00"
 _MAX_CONSTANT_BYTES = 1 << 16  # larger constant reads are not compared: legalized node by node
@@ -56,6 +57,23 @@ _FIRST_OUTPUT_SLOT = _slot("o", 0)
 def _slots(kind: str, count: int) -> tuple[str, ...]:
     """The first ``count`` slots of a kind (a node's inputs ``i``, its outputs ``o``)."""
     return tuple(_slot(kind, index) for index in range(count))
+
+
+def _kind_key(node: onnx.NodeProto, scope, attribute_key: tuple, inputs: list, outputs: list) -> tuple:
+    """A kind of node: what legalizing it reads of the node itself (``attribute_key``: its
+    attributes serialized; ``inputs``, ``outputs``: its names)."""
+    return (
+        node.op_type,
+        node.domain,
+        scope.source_opset,
+        scope.opset,
+        attribute_key,
+        tuple(map(bool, inputs)),
+        tuple(map(bool, outputs)),
+        # a name, or none: a field set to "" is written out, so its presence is part of the bytes
+        2 if node.name else node.HasField("name"),
+        node.HasField("domain"),
+    )
 
 
 def _answer_key(answer, read: str) -> bytes | None:
@@ -185,23 +203,14 @@ class KindMemo:
         self.kinds: dict[tuple, list | object] = {}
         # Per scope (held, so no two scopes share a key), each (read, value)'s answer.
         self.answers: dict[object, dict[tuple[str, str], bytes | None]] = {}
+        self.kept_op_types: set[str] = set()  # op types with a kind recorded keeping the node (kept_again)
 
     def legalize(self, scope, node: onnx.NodeProto, index: int):
         """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen."""
         attributes = node.attribute
         inputs, outputs = node.input[:], node.output[:]  # (lists: a repeated field's items cost more)
-        key = (
-            node.op_type,
-            node.domain,
-            scope.source_opset,
-            scope.opset,
-            tuple([attribute.SerializeToString() for attribute in attributes]) if attributes else (),
-            tuple(map(bool, inputs)),
-            tuple(map(bool, outputs)),
-            # a name, or none: a field set to "" is written out, so its presence is part of the bytes
-            2 if node.name else node.HasField("name"),
-            node.HasField("domain"),
-        )
+        attribute_key = tuple([attribute.SerializeToString() for attribute in attributes]) if attributes else ()
+        key = _kind_key(node, scope, attribute_key, inputs, outputs)
         recordings = self.kinds.get(key)
         if recordings is _UNRECORDABLE:
             return self.driver.legalize(scope, node, index)
@@ -223,9 +232,52 @@ class KindMemo:
         recorded, result = self._record(scope, node, index)
         if recorded is not None:
             self.kinds.setdefault(key, []).append(recorded)
+            if recorded.kept and not recordings:
+                self.kept_op_types.add(node.op_type)
         elif not recordings:  # recordings made stay: this node's reads (run-time axes) differed
             self.kinds[key] = _UNRECORDABLE
         return result
+
+    def kept_again(self, scope, node: onnx.NodeProto, index: int) -> bool:
+        """Whether ``node`` is of a kind whose recordings all kept the node as it is, and one's
+        reads give the same answers for it: then the report counts it as :meth:`legalize`
+        would, and the driver need not look at it (it would get the node back). False where
+        the node holds a graph (the driver walks it) or legalizing it would give anything else."""
+        if scope.op_types[index] not in self.kept_op_types:
+            return False
+        attributes = node.attribute
+        if attributes:
+            serialized = []
+            for attribute in attributes:
+                if attribute.type in _GRAPH_TYPES:
+                    return False
+                serialized.append(attribute.SerializeToString())
+            attribute_key = tuple(serialized)
+        else:
+            attribute_key = ()
+        inputs, outputs = node.input[:], node.output[:]
+        recordings = self.kinds.get(_kind_key(node, scope, attribute_key, inputs, outputs))
+        if recordings.__class__ is not list or not all(recorded.kept for recorded in recordings):
+            return False
+        answers = self.answers.get(scope)
+        if answers is None:
+            answers = self.answers[scope] = {}
+        found = _matching(recordings, scope, inputs, outputs, answers)
+        if found is None:
+            return False
+        self._count(found)
+        return True
+
+    def _count(self, recorded: _Recorded) -> None:
+        """What a replay of ``recorded`` adds to the report and to the ops expanded."""
+        driver = self.driver
+        report = driver.report
+        for label, count in recorded.labels:
+            report.adapted[label] += count
+        for label, count in recorded.rewritten:
+            report.rewritten[label] += count
+        if recorded.expanded:
+            driver.expanded_ops.update(recorded.expanded)
 
     def _record(self, scope, node: onnx.NodeProto, index: int):
         """The node legalized as the plain path does it, and its recording (None where a
@@ -268,20 +320,13 @@ class KindMemo:
         """The recorded result for ``node`` (``inputs``, ``outputs``: its names): its names in the
         slots, fresh names asked for again; nodes as wire bytes (:mod:`.protowire`) or, where a
         tensor is named by a slot, NodeProtos."""
-        driver = self.driver
         if recorded.nodes is not None:
             real = {_HINT_SLOT: node.name}
             real.update(zip(_slots("i", len(inputs)), inputs, strict=True))
             real.update(zip(_slots("o", len(outputs)), outputs, strict=True))
             if recorded.slots and not self._fresh_names(recorded, node, real):
                 return _AFRESH
-        report = driver.report
-        for label, count in recorded.labels:
-            report.adapted[label] += count
-        for label, count in recorded.rewritten:
-            report.rewritten[label] += count
-        if recorded.expanded:
-            driver.expanded_ops.update(recorded.expanded)
+        self._count(recorded)
         if recorded.kept:
             return [node]
         if recorded.nodes is None:
