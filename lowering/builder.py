@@ -105,7 +105,7 @@ def later_output_rule(op_type: str, opset: int, output_index: int) -> tuple[str,
     output's :func:`schema_output_rule` where it shares the first output's type parameter,
     ("type", t) where its type can only be t; None otherwise (control flow, a variadic output
     of several types, a parameter of several types)."""
-    if op_type in ("If", "Loop", "Scan", "Constant"):
+    if op_type in schemas.ops_with_subgraphs():  # outputs typed by their bodies
         return None
     schema = schemas.schema_in_force(op_type, opset)
     if schema is None or not schema.outputs:
@@ -129,7 +129,7 @@ def output_type_rule(node: onnx.NodeProto, opset: int) -> tuple[str, int] | None
     """How a node's first output's element type follows from its schema: ("same", i) typed
     like input i, ("type", t) always t (0: unknown); None for multi-output ops, control flow,
     other domains, or anything the schema leaves open."""
-    if len(node.output) != 1 or node.op_type in ("If", "Loop", "Scan", "Constant"):
+    if len(node.output) != 1 or node.op_type == "Constant" or node.op_type in schemas.ops_with_subgraphs():
         return None
     if node.domain not in ("", "ai.onnx"):
         return None
