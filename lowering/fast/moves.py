@@ -205,6 +205,7 @@ class KindMemo:
         # Per scope (held, so no two scopes share a key), each (read, value)'s answer.
         self.answers: dict[object, dict[tuple[str, str], bytes | None]] = {}
         self.kept_op_types: set[str] = set()  # op types with a kind recorded keeping the node (kept_again)
+        self.kept_kinds: dict[tuple, list] = {}  # the kinds whose every recording kept the node
         self._replayed: list[_Recorded] = []  # the recordings replayed, counted into the report at the end
 
     def legalize(self, scope, node: onnx.NodeProto, index: int):
@@ -230,12 +231,17 @@ class KindMemo:
                 return self.driver.legalize(scope, node, index)
         if node.overload or (node.HasField("doc_string") and node.doc_string == _DOC_MARK):
             self.kinds[key] = _UNRECORDABLE
+            self.kept_kinds.pop(key, None)
             return self.driver.legalize(scope, node, index)
         recorded, result = self._record(scope, node, index)
         if recorded is not None:
-            self.kinds.setdefault(key, []).append(recorded)
+            kind = self.kinds.setdefault(key, [])
+            kind.append(recorded)
             if recorded.kept and not recordings:
                 self.kept_op_types.add(node.op_type)
+                self.kept_kinds[key] = kind
+            elif not recorded.kept:
+                self.kept_kinds.pop(key, None)
         elif not recordings:  # recordings made stay: this node's reads (run-time axes) differed
             self.kinds[key] = _UNRECORDABLE
         return result
@@ -258,8 +264,8 @@ class KindMemo:
         else:
             attribute_key = ()
         inputs, outputs = node.input[:], node.output[:]
-        recordings = self.kinds.get(_kind_key(node, scope, attribute_key, inputs, outputs))
-        if recordings.__class__ is not list or not all(recorded.kept for recorded in recordings):
+        recordings = self.kept_kinds.get(_kind_key(node, scope, attribute_key, inputs, outputs))
+        if recordings is None:
             return False
         answers = self.answers.get(scope)
         if answers is None:
