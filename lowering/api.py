@@ -126,19 +126,20 @@ def lower_model(
     except BaseException:
         input_check.stop()
         raise
-    input_check.settle(names_wanted=bool(assumed_free))  # the input's own fault first, as the plain path finds it
-    if assumed_free and not input_check.model_names().isdisjoint(assumed_free):
-        # A name taken as free is the model's (what the pass gave or raised may come of it):
-        # the pass is made again, its names listed first.
-        if progress is not None:
-            progress.restart()
-        return passes(assume_free=False, assumed_free=[])
-    if failure is not None:
-        try:
+    try:
+        input_check.settle(names_wanted=bool(assumed_free))  # the input's own fault first, as the plain path finds it
+        if assumed_free and not input_check.model_names().isdisjoint(assumed_free):
+            # A name taken as free is the model's (what the pass gave or raised may come of it):
+            # the pass is made again, its names listed first.
+            failure = None
+            if progress is not None:
+                progress.restart()
+            return passes(assume_free=False, assumed_free=[])
+        if failure is not None:
             raise failure
-        finally:
-            failure = None  # (else this frame, held by the error's traceback, holds the error: a cycle)
-    return result
+        return result
+    finally:
+        failure = None  # (else this frame, held by the error's traceback, holds the error: a cycle)
 
 
 def _lowered(

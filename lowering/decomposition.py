@@ -71,7 +71,10 @@ def decompose(rule: Rule, builder: Builder, inputs: list[Value | None], attribut
     written to ``outputs``; NotLowered (raised) where the rule does not apply."""
     result = rule.body(builder, *inputs, **attributes)
     if isinstance(result, NotLowered):
-        raise result
+        try:
+            raise result
+        finally:
+            del result  # (else this frame, held by the error's traceback, holds the error: a cycle)
     return bound(builder.nodes, result, outputs, names)
 
 

@@ -175,7 +175,6 @@ class Legalizer:
         self._legalize_graph(main)
         for key in callers_first(self.functions):
             self._legalize_function(self.functions[key])
-        self.path.finish()
         if self.optionals.marked:
             self.edited_structure = True
             remove_unused(self.model)

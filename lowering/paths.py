@@ -60,10 +60,6 @@ class PlainPath:
         """The nodes that make ``node`` legal (:meth:`lowering.engine.Legalizer.legalize`)."""
         return self.driver.legalize(scope, node, index)
 
-    def finish(self) -> None:
-        """Complete the driver's report at the end of the walk (what the path counted in bulk)."""
-        return None
-
     def decompose(self, rule: Rule, version: int, scope: Scope, node: onnx.NodeProto, index: int, location: str):
         """The rule's nodes for ``node`` (NodeProtos); NotLowered (raised) where it does not apply."""
         inputs = [input_value(scope, name, index) for name in node.input]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import lowering
 from lowering.errors import LoweringError
@@ -57,8 +58,51 @@ def test_a_conversion_reports_alike_on_both_paths(name):
         for fast in (True, Shortcuts(kind_memo=False)):
             report = lowering.lower_model(model, target_opset=target, ops=[], fast=fast).report
             assert report == plain, (name, target, fast)
+            assert list(report.adapted) == list(plain.adapted), (name, target, fast)  # in the same order
         moved += sum(plain.adapted.values())
     assert moved > 0
+
+
+def test_replays_in_a_function_body_that_does_not_go_are_not_counted():
+    """SequenceMap's function body holds a Loop whose body holds a Col2Im that cannot be lowered
+    (its input's rank is unknown): the body's attempt, ReduceMeans replayed in it included, is
+    dropped, and so is what it counted; both paths report only what stays."""
+    body = helper.make_graph(
+        [
+            helper.make_node("ReduceMean", ["x"], ["v0"], keepdims=1),
+            helper.make_node("ReduceMean", ["v0"], ["v1"], keepdims=1),
+            helper.make_node("Reshape", ["v1", "sh"], ["r"]),
+            helper.make_node("Col2Im", ["r", "img", "blk"], ["c"]),
+        ],
+        "body",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+    )
+    sequence = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3]))
+    graph = helper.make_graph(
+        [helper.make_node("SequenceMap", ["S"], ["o"], body=body)],
+        "m",
+        [
+            helper.make_value_info("S", sequence),
+            helper.make_tensor_value_info("sh", TensorProto.INT64, ["n"]),
+            helper.make_tensor_value_info("img", TensorProto.INT64, [2]),
+            helper.make_tensor_value_info("blk", TensorProto.INT64, [2]),
+        ],
+        [
+            helper.make_value_info(
+                "o", helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+            )
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    for target in (18, 21):
+        plain = lowering.lower_model(model, target_opset=target, ops=["SequenceMap", "Col2Im"], fast=False)
+        fast = lowering.lower_model(model, target_opset=target, ops=["SequenceMap", "Col2Im"], fast=True)
+        assert fast.model.SerializeToString() == plain.model.SerializeToString()
+        assert fast.report == plain.report, target
+        assert list(fast.report.adapted) == list(plain.report.adapted)
+        assert {op.op_type for op in plain.report.remaining} >= {"Col2Im"}
+        assert not any(label.startswith("ReduceMean") for label in plain.report.adapted)
 
 
 def test_the_move_memo_is_a_shortcut_that_can_be_switched_off():

@@ -22,6 +22,8 @@ def stated_by_reading_everything(graph: onnx.GraphProto) -> dict[str, onnx.TypeP
                 types[info.name] = info.type
     for tensor in graph.initializer:
         types.setdefault(tensor.name, helper.make_tensor_type_proto(tensor.data_type, None))
+    for sparse in graph.sparse_initializer:
+        types.setdefault(sparse.values.name, helper.make_tensor_type_proto(sparse.values.data_type, None))
     for node in graph.node:
         if node.op_type == "Constant":
             types.setdefault(node.output[0], helper.make_tensor_type_proto(node.attribute[0].t.data_type, None))
@@ -49,6 +51,10 @@ def random_graph(seed: int) -> onnx.GraphProto:
     )
     if rng.random() < 0.5:
         graph.initializer.append(helper.make_tensor(rng.choice(names), TensorProto.INT32, [1], [1]))
+    if rng.random() < 0.3:
+        values = helper.make_tensor(rng.choice(names), TensorProto.INT16, [1], [1])
+        indices = helper.make_tensor("indices", TensorProto.INT64, [1], [0])
+        graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [2]))
     if rng.random() < 0.5:
         value = helper.make_tensor("c", TensorProto.DOUBLE, [1], [1.0])
         graph.node.append(helper.make_node("Constant", [], [rng.choice(names)], value=value))
@@ -83,3 +89,20 @@ def test_a_value_info_without_a_type_leaves_an_earlier_typed_one_in_its_group():
     declared.setdefault("y", helper.make_tensor_type_proto(TensorProto.INT64, None))
     assert declared.get("x").tensor_type.elem_type == TensorProto.FLOAT
     assert declared.get("y").tensor_type.elem_type == TensorProto.INT64
+
+
+def test_a_function_declares_the_types_of_its_value_infos():
+    function = helper.make_function(
+        "local", "F", ["x"], ["y"], [helper.make_node("Identity", ["x"], ["y"])], [helper.make_opsetid("", 18)]
+    )
+    function.value_info.extend(
+        [
+            helper.make_tensor_value_info("y", TensorProto.INT8, [1]),
+            onnx.ValueInfoProto(name="y"),
+            helper.make_tensor_value_info("x", TensorProto.INT8, [1]),
+        ]
+    )
+    declared = declared_types(function)
+    assert declared.get("y").tensor_type.elem_type == TensorProto.INT8
+    assert declared.get("x").tensor_type.elem_type == TensorProto.INT8
+    assert declared.get("z") is None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import lowering
 from lowering import engine, fast, scopes
@@ -34,6 +35,30 @@ def pass_objects_left_in_cycles(work) -> list[str]:
 def test_a_conversion_leaves_nothing_of_its_pass_in_cycles(fast_path, target_opset):
     model = onnx.load(EXPORT)
     assert pass_objects_left_in_cycles(lambda: lowering.lower(model, target_opset=target_opset, fast=fast_path)) == []
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_pass_in_which_a_rule_declines_leaves_nothing_of_it_in_cycles(fast_path):
+    """Col2Im's rule declines an input of unknown rank (the node is left and reported)."""
+    nodes = [helper.make_node("Reshape", ["u", "s"], ["r"]), helper.make_node("Col2Im", ["r", "img", "blk"], ["c"])]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [
+            helper.make_tensor_value_info("u", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("s", TensorProto.INT64, ["n"]),
+            helper.make_tensor_value_info("img", TensorProto.INT64, [2]),
+            helper.make_tensor_value_info("blk", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [1, 1, 1, 1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+    def declined() -> None:
+        result = lowering.lower_model(model, ops=["Col2Im"], fast=fast_path)
+        assert [op.op_type for op in result.report.remaining] == ["Col2Im"]
+
+    assert pass_objects_left_in_cycles(declined) == []
 
 
 def test_a_refused_conversion_leaves_nothing_of_its_pass_in_cycles():

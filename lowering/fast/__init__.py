@@ -79,10 +79,6 @@ class FastPath(PlainPath):
     def edits(self, scope: Scope) -> GraphEdits:
         return SplicedEdits(scope, self)
 
-    def finish(self) -> None:
-        if self.kinds is not None:
-            self.kinds.count_replays(self.driver.report)
-
     def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
         """A node no decomposition rule owns (moved to the target opset, or expanded by its
         function body) is legalized once per kind of node and replayed for the rest

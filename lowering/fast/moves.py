@@ -170,7 +170,6 @@ class _Recorded:
         self.nodes: list[onnx.NodeProto] | None = None
         self.kept = False
         self.wire_plans: dict[bytes, tuple | None] = {}  # by node tag: the result as one run (_result_plan)
-        self.replays = 0  # replays not yet counted into the report (KindMemo.count_replays)
 
     @property
     def hints(self) -> list[tuple[list[tuple[str | None, str]], str]]:
@@ -206,7 +205,6 @@ class KindMemo:
         self.answers: dict[object, dict[tuple[str, str], bytes | None]] = {}
         self.kept_op_types: set[str] = set()  # op types with a kind recorded keeping the node (kept_again)
         self.kept_kinds: dict[tuple, list] = {}  # the kinds whose every recording kept the node
-        self._replayed: list[_Recorded] = []  # the recordings replayed, counted into the report at the end
 
     def legalize(self, scope, node: onnx.NodeProto, index: int):
         """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen."""
@@ -277,24 +275,17 @@ class KindMemo:
         return True
 
     def _count(self, recorded: _Recorded) -> None:
-        """A replay of ``recorded``: its ops expanded added now, its report labels counted
-        (:meth:`count_replays` adds them at the end: a Counter's update costs a microsecond)."""
-        if not recorded.replays:
-            self._replayed.append(recorded)
-        recorded.replays += 1
+        """What a replay of ``recorded`` adds to the driver's report as it is now (a function
+        body's attempt counts into a report of its own, dropped where the body does not go)
+        and to the ops expanded."""
+        driver = self.driver
+        report = driver.report
+        for label, count in recorded.labels:
+            report.adapted[label] += count
+        for label, count in recorded.rewritten:
+            report.rewritten[label] += count
         if recorded.expanded:
-            self.driver.expanded_ops.update(recorded.expanded)
-
-    def count_replays(self, report: LoweringReport) -> None:
-        """Add to ``report`` what the replays since the last call add: each recording's labels
-        times its replays."""
-        for recorded in self._replayed:
-            replays, recorded.replays = recorded.replays, 0
-            for label, count in recorded.labels:
-                report.adapted[label] += count * replays
-            for label, count in recorded.rewritten:
-                report.rewritten[label] += count * replays
-        self._replayed.clear()
+            driver.expanded_ops.update(recorded.expanded)
 
     def _record(self, scope, node: onnx.NodeProto, index: int):
         """The node legalized as the plain path does it, and its recording (None where a
