@@ -17,7 +17,6 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
@@ -61,35 +60,46 @@ def side_by_side(model: onnx.ModelProto, copies: int, typed: bool = True) -> onn
     return onnx.helper.make_model(big, opset_imports=list(model.opset_import), ir_version=model.ir_version)
 
 
+ROUNDS = 3  # each round times the baseline and every target once: the machine's drift hits all alike
+
+
+def interleaved(baseline_work, target_work, targets: list[int]) -> tuple[float, dict[int, float]]:
+    """The best time of ``baseline_work()`` and of ``target_work(t)`` for each target, over
+    rounds that each run all of them once, in turn."""
+    baseline, converted = float("inf"), dict.fromkeys(targets, float("inf"))
+    for _ in range(ROUNDS):
+        baseline = min(baseline, best_of(1, baseline_work))
+        for target in targets:
+            converted[target] = min(converted[target], best_of(1, lambda t=target: target_work(t)))
+    return baseline, converted
+
+
 def measure(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[float, dict[int, float]]:
-    """load+save of the model, and load+convert+save to each target, in seconds (best of runs)."""
+    """load+save of the model, and load+convert+save to each target, in seconds (best of
+    interleaved rounds)."""
     source, copy, out = folder / "model.onnx", folder / "copy.onnx", folder / "out.onnx"
     onnx.save(model, source)
-    baseline = best_of(3, lambda: onnx.save(onnx.load(source), copy))
 
     def convert(target: int) -> None:
         onnx.save(lowering.lower(onnx.load(source), target_opset=target, ops=[]), out)
 
-    return baseline, {target: best_of(2, lambda t=target: convert(t)) for target in targets}
+    return interleaved(lambda: onnx.save(onnx.load(source), copy), convert, targets)
 
 
 def command_line(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[float, dict[int, float]]:
-    """The main job as a user runs it, each run a fresh process (best of 2): ``python -c`` that
-    loads and saves the model with onnx, and ``onnx-lower MODEL -o OUT --target-opset N``; both
-    pay the interpreter's start and their imports."""
+    """The main job as a user runs it, each run a fresh process (best of interleaved rounds):
+    ``python -c`` that loads and saves the model with onnx, and ``onnx-lower MODEL -o OUT
+    --target-opset N``; both pay the interpreter's start and their imports."""
     source, copy, out = folder / "cli_model.onnx", folder / "cli_copy.onnx", folder / "cli_out.onnx"
     onnx.save(model, source)
 
-    def run(command: list[str]) -> float:
-        start = time.perf_counter()
+    def run(command: list[str]) -> None:
         subprocess.run(command, check=True, capture_output=True)
-        return time.perf_counter() - start
 
     load_and_save = "import onnx, sys; onnx.save(onnx.load(sys.argv[1]), sys.argv[2])"
     copying = [sys.executable, "-c", load_and_save, str(source), str(copy)]
-    baseline = min(run(copying) for _ in range(2))
     lowering_cli = [sys.executable, "-m", "lowering", str(source), "-o", str(out), "--ops", "none", "-q"]
-    return baseline, {t: min(run([*lowering_cli, "--target-opset", str(t)]) for _ in range(2)) for t in targets}
+    return interleaved(lambda: run(copying), lambda t: run([*lowering_cli, "--target-opset", str(t)]), targets)
 
 
 def converter_beside_ours(model: onnx.ModelProto, target: int) -> str:
