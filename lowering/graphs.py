@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 import onnx
 
 GRAPH, GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+GRAPH_TYPES = (GRAPH, GRAPHS)  # the attribute types that hold graphs
 
 
 def held_graphs(node: onnx.NodeProto) -> Iterator[tuple[onnx.AttributeProto, int | None, onnx.GraphProto]]:
@@ -21,12 +22,9 @@ def held_graphs(node: onnx.NodeProto) -> Iterator[tuple[onnx.AttributeProto, int
 
 def holds_graphs(node: onnx.NodeProto) -> bool:
     for attribute in node.attribute:  # (a loop: cheaper than any() over a generator, per node of a walk)
-        if attribute.type in _GRAPH_TYPES:
+        if attribute.type in GRAPH_TYPES:
             return True
     return False
-
-
-_GRAPH_TYPES = (GRAPH, GRAPHS)
 
 
 def nested_graphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:

@@ -75,10 +75,6 @@ class DeclaredTypes:
 _UNREAD = object()
 
 
-def _types_of_value_infos(infos) -> dict[str, onnx.TypeProto]:
-    return {info.name: info.type for info in infos if info.HasField("type")}
-
-
 def declared_types(graph: GraphLike, op_types: list[str] | None = None) -> DeclaredTypes:
     """Types a graph states for its own values (no inference). ``op_types``: the op type of
     each node, where the caller has them already."""
@@ -167,7 +163,7 @@ class Scope:
         self.other_domains = True  # whether nodes may be outside the default domain (lowering says)
         self._twin_provider = twin
         self._twin: onnx.GraphProto | None = None
-        self._twin_types: DeclaredTypes | dict[str, onnx.TypeProto] | None = None
+        self._twin_types: DeclaredTypes | None = None
         self._declared = declared_types(graph, self.op_types)
         if input_types:
             for name, type_proto in input_types.items():
@@ -456,10 +452,10 @@ class Scope:
             return None
         return output_type_rule(node, self.source_opset)
 
-    def _inferred_types(self) -> DeclaredTypes | dict[str, onnx.TypeProto]:
+    def _inferred_types(self) -> DeclaredTypes:
         if self._twin_types is None:
             twin = self.twin()
-            self._twin_types = DeclaredTypes([twin.input, twin.output, twin.value_info]) if twin is not None else {}
+            self._twin_types = DeclaredTypes([twin.input, twin.output, twin.value_info] if twin is not None else [])
         return self._twin_types
 
 

@@ -24,12 +24,12 @@ import functools
 import onnx
 
 from .. import schemas
+from ..graphs import GRAPH_TYPES
 from ..naming import identifier, safe_characters
 from ..report import LoweringReport
 from . import protowire
 
 _SLOT = "\x00"
-_GRAPH_TYPES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 _DOC_MARK = "\x00carried doc_string\x00"
 _METADATA_MARK = "\x00carried metadata_props\x00"
 _MAX_CONSTANT_BYTES = 1 << 16  # larger constant reads are not compared: legalized node by node
@@ -216,10 +216,7 @@ class KindMemo:
         if recordings is _UNRECORDABLE:
             return self.driver.legalize(scope, node, index)
         if recordings:
-            answers = self.answers.get(scope)
-            if answers is None:
-                answers = self.answers[scope] = {}
-            found = _matching(recordings, scope, inputs, outputs, answers)
+            found = self._matching(recordings, scope, inputs, outputs)
             if found is not None:
                 replayed = self._replay(found, scope, node, inputs, outputs)
                 if replayed is not _AFRESH:
@@ -255,7 +252,7 @@ class KindMemo:
         if attributes:
             serialized = []
             for attribute in attributes:
-                if attribute.type in _GRAPH_TYPES:
+                if attribute.type in GRAPH_TYPES:
                     return False
                 serialized.append(attribute.SerializeToString())
             attribute_key = tuple(serialized)
@@ -265,14 +262,18 @@ class KindMemo:
         recordings = self.kept_kinds.get(_kind_key(node, scope, attribute_key, inputs, outputs))
         if recordings is None:
             return False
-        answers = self.answers.get(scope)
-        if answers is None:
-            answers = self.answers[scope] = {}
-        found = _matching(recordings, scope, inputs, outputs, answers)
+        found = self._matching(recordings, scope, inputs, outputs)
         if found is None:
             return False
         self._count(found)
         return True
+
+    def _matching(self, recordings: list, scope, inputs: list, outputs: list) -> _Recorded | None:
+        """:func:`_matching` with this scope's answers asked so far."""
+        answers = self.answers.get(scope)
+        if answers is None:
+            answers = self.answers[scope] = {}
+        return _matching(recordings, scope, inputs, outputs, answers)
 
     def _count(self, recorded: _Recorded) -> None:
         """What a replay of ``recorded`` adds to the driver's report as it is now (a function
