@@ -23,7 +23,7 @@ import functools
 
 import onnx
 
-from .. import schemas
+from .. import scopes
 from ..graphs import GRAPH_TYPES
 from ..naming import identifier, safe_characters
 from ..report import LoweringReport
@@ -76,13 +76,13 @@ def _kind_key(node: onnx.NodeProto, scope, attribute_key: tuple, inputs: list, o
     )
 
 
-def _answer_key(answer, read: str) -> bytes | None:
-    """What a read answered, as bytes to compare: a constant without its name; for the version
+def _answer_key(answer, read: str) -> bytes | str | None:
+    """What a read answered, to compare: a constant without its name, as bytes; for the version
     step's judgement (``judged_type_of``) the type's schema string, all that it reads."""
     if answer is None:
         return None
     if read == "judged_type_of":
-        return schemas.type_string(answer).encode()
+        return scopes.type_string(answer)
     if isinstance(answer, onnx.TensorProto):
         if answer.ByteSize() > _MAX_CONSTANT_BYTES:
             return _TOO_LARGE
@@ -202,7 +202,8 @@ class KindMemo:
         self.driver = driver
         self.kinds: dict[tuple, list | object] = {}
         # Per scope (held, so no two scopes share a key), each (read, value)'s answer.
-        self.answers: dict[object, dict[tuple[str, str], bytes | None]] = {}
+        # (a value's judged type, the most asked, under the value's name alone)
+        self.answers: dict[object, dict[tuple[str, str] | str, bytes | str | None]] = {}
         self.kept_op_types: set[str] = set()  # op types with a kind recorded keeping the node (kept_again)
         self.kept_kinds: dict[tuple, list] = {}  # the kinds whose every recording kept the node
 
@@ -765,11 +766,17 @@ def _matching(recordings: list, scope, inputs: list, outputs: list, answers: dic
     they are through the pass."""
     for recorded in recordings:
         for read, is_input, index, expected in recorded.reads:
-            key = (read, inputs[index] if is_input else outputs[index])
-            answer = answers.get(key, _UNRECORDABLE)
-            if answer is _UNRECORDABLE:
-                method = "type_of" if read == "judged_type_of" else read
-                answer = answers[key] = _answer_key(getattr(scope, method)(key[1]), read)
+            name = inputs[index] if is_input else outputs[index]
+            if read == "judged_type_of":  # (the most asked: kept for its value's name alone)
+                answer = answers.get(name, _UNRECORDABLE)
+                if answer is _UNRECORDABLE:
+                    type_proto = scope.type_of(name)
+                    answer = answers[name] = None if type_proto is None else scopes.type_string(type_proto)
+            else:
+                key = (read, name)
+                answer = answers.get(key, _UNRECORDABLE)
+                if answer is _UNRECORDABLE:
+                    answer = answers[key] = _answer_key(getattr(scope, read)(name), read)
             if answer != expected:
                 break
         else:
