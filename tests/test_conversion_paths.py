@@ -305,3 +305,41 @@ def test_kinds_kept_for_one_type_and_moved_for_another_convert_alike_on_both_pat
     assert fast.model.SerializeToString() == plain.model.SerializeToString()
     assert fast.report == plain.report and list(fast.report.adapted) == list(plain.report.adapted)
     assert len(plain.report.adapted) >= 2  # a step kept and a step moved, at least
+
+
+def _with_unknown_field(node: onnx.NodeProto, value: int) -> onnx.NodeProto:
+    """``node`` holding a field its NodeProto does not know (number 19, a varint), as written
+    by a newer onnx."""
+    return onnx.NodeProto.FromString(node.SerializeToString() + b"\x98\x01" + bytes([value]))
+
+
+@pytest.mark.parametrize("field", ["device_configurations", "unknown"])
+@pytest.mark.parametrize("target", [13, 11])
+def test_fields_of_a_node_no_kind_holds_are_its_own_on_both_paths(field, target):
+    """A moved node is the node, copied: its ``device_configurations`` and fields unknown to this
+    onnx go with it. Nodes of one kind (Reshape-14, Split-18) differing there each keep their own
+    on the fast path as on the plain one, whichever comes first."""
+    nodes, previous = [], "x"
+    for index, configured in enumerate([True, False, True, True]):
+        reshape = helper.make_node("Reshape", [previous, "s"], [f"r{index}"], allowzero=0)
+        split = helper.make_node("Split", [f"r{index}"], [f"a{index}", f"b{index}"], axis=0, num_outputs=2)
+        joined = helper.make_node("Concat", [f"a{index}", f"b{index}"], [f"y{index}"], axis=1)
+        for number, node in enumerate([reshape, split]):
+            if field == "device_configurations" and configured:
+                node.device_configurations.add(configuration_id=f"cfg{index}.{number}")
+        if field == "unknown" and configured:
+            reshape, split = _with_unknown_field(reshape, index), _with_unknown_field(split, 10 + index)
+        nodes += [reshape, split, joined]
+        previous = f"y{index}"
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor("s", TensorProto.INT64, [2], [4, 2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model, full_check=True)
+    plain = converted_bytes(model, target, fast=False)
+    assert isinstance(plain, bytes), plain
+    assert converted_bytes(model, target, fast=True) == plain
+    reshapes = [node for node in onnx.load_from_string(plain).graph.node if node.op_type == "Reshape"]
+    assert [node.SerializeToString() for node in reshapes] != [reshapes[0].SerializeToString()] * 4  # each its own

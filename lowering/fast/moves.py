@@ -22,6 +22,7 @@ import collections
 import functools
 
 import onnx
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from .. import scopes
 from ..graphs import GRAPH_TYPES
@@ -208,7 +209,11 @@ class KindMemo:
         self.kept_kinds: dict[tuple, list] = {}  # the kinds whose every recording kept the node
 
     def legalize(self, scope, node: onnx.NodeProto, index: int):
-        """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen."""
+        """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen.
+        A node holding fields no kind holds (``device_configurations``, fields this onnx does
+        not know), which a moved node keeps as its own, is legalized by itself."""
+        if node.device_configurations or len(UnknownFieldSet(node)):
+            return self.driver.legalize(scope, node, index)
         attributes = node.attribute
         inputs, outputs = node.input[:], node.output[:]  # (lists: a repeated field's items cost more)
         attribute_key = tuple([attribute.SerializeToString() for attribute in attributes]) if attributes else ()
