@@ -343,3 +343,44 @@ def test_fields_of_a_node_no_kind_holds_are_its_own_on_both_paths(field, target)
     assert converted_bytes(model, target, fast=True) == plain
     reshapes = [node for node in onnx.load_from_string(plain).graph.node if node.op_type == "Reshape"]
     assert [node.SerializeToString() for node in reshapes] != [reshapes[0].SerializeToString()] * 4  # each its own
+
+
+def _attribute_field(name: str, value) -> bytes:
+    """An attribute as its NodeProto field's wire bytes (``attribute``, number 5)."""
+    data = helper.make_attribute(name, value).SerializeToString()
+    return b"\x2a" + bytes([len(data)]) + data
+
+
+@pytest.mark.parametrize("target", [13, 11])
+def test_nodes_moved_with_attributes_dropped_or_replaced_convert_alike_on_both_paths(target):
+    """Reshape-14 moved down drops allowzero; Softmax-13 moved to 11 replaces axis=-1 by the last
+    axis. A node of a kind seen is its own bytes less the dropped attribute's field and plus the
+    new one's, except where that field's bytes also lie elsewhere in the node (inside another
+    attribute here, which onnx's checker lets through under a name starting "__"): then the
+    recorded result is written out. Both as on the plain path, carried fields and all."""
+    nodes, previous = [], "x"
+    for index in range(6):
+        reshape = helper.make_node("Reshape", [previous, "s"], [f"r{index}"], allowzero=0)
+        softmax = helper.make_node("Softmax", [f"r{index}"], [f"y{index}"], axis=-1)
+        if index >= 3:  # another kind: an attribute holds the bytes of the axis attribute's field
+            softmax.attribute.append(helper.make_attribute("__note", b"holds" + _attribute_field("axis", -1)))
+        for node in (reshape, softmax):
+            node.metadata_props.add(key="at", value=str(index))
+        nodes += [reshape, softmax]
+        previous = f"y{index}"
+    shape = [1, 1, 2, 2]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, shape)],
+        [helper.make_tensor("s", TensorProto.INT64, [4], shape)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model, full_check=True)
+    plain = converted_bytes(model, target, fast=False)
+    assert isinstance(plain, bytes), plain
+    assert converted_bytes(model, target, fast=True) == plain
+    converted = onnx.load_from_string(plain).graph.node
+    assert [node.metadata_props[0].value for node in converted] == [str(index // 2) for index in range(12)]
+    assert all(not node.attribute for node in converted if node.op_type == "Reshape")
+    axes = [helper.get_attribute_value(a) for node in converted for a in node.attribute if a.name == "axis"]
+    assert axes == [-1 if target == 13 else 3] * 6

@@ -170,6 +170,7 @@ class _Recorded:
         self.ambiguous = False
         self.nodes: list[onnx.NodeProto] | None = None
         self.kept = False
+        self.moved: tuple[tuple[bytes, ...], bytes] | None = None  # see _moved_fields
         self.wire_plans: dict[bytes, tuple | None] = {}  # by node tag: the result as one run (_result_plan)
 
     @property
@@ -329,12 +330,21 @@ class KindMemo:
         if templated is None:
             return None, [_carrying(produced, node) for produced in result]
         recorded.hints, recorded.nodes = templated
+        if len(result) == 1 and not recorded.slots:
+            recorded.moved = _moved_fields(marked, result[0])
         return recorded, [_carrying(produced, node) for produced in result]
 
     def _replay(self, recorded: _Recorded, scope, node: onnx.NodeProto, inputs: list, outputs: list) -> list | None:
         """The recorded result for ``node`` (``inputs``, ``outputs``: its names): its names in the
         slots, fresh names asked for again; nodes as wire bytes (:mod:`.protowire`) or, where a
-        tensor is named by a slot, NodeProtos."""
+        tensor is named by a slot, NodeProtos; where the result is the node moved, the node's
+        own bytes less and plus attributes."""
+        tag = protowire.node_tag(scope.graph)
+        if recorded.moved is not None:
+            written = _moved_written(node, *recorded.moved, tag)
+            if written is not None:
+                self._count(recorded)
+                return [written]
         if recorded.nodes is not None:
             real = {_HINT_SLOT: node.name}
             real.update(zip(_slots("i", len(inputs)), inputs, strict=True))
@@ -346,7 +356,6 @@ class KindMemo:
             return [node]
         if recorded.nodes is None:
             return None
-        tag = protowire.node_tag(scope.graph)
         plan = recorded.wire_plans.get(tag, _UNPLANNED)
         if plan is _UNPLANNED:
             plan = recorded.wire_plans[tag] = _result_plan(recorded.nodes, tag)
@@ -566,6 +575,46 @@ def _written(plan: _ResultPlan, real: dict[str, str], node: onnx.NodeProto) -> b
     parts[0::2] = fixed
     parts[1::2] = [texts[k] for k in plan.order]
     return b"".join(parts)
+
+
+def _moved_fields(node: onnx.NodeProto, result: onnx.NodeProto) -> tuple[tuple[bytes, ...], bytes] | None:
+    """Where ``result`` is ``node`` copied with some attributes dropped and others appended
+    (:func:`lowering.adapters.moved`): the dropped attributes' fields and the appended ones', as
+    wire bytes; else None."""
+    own = [attribute.SerializeToString() for attribute in node.attribute]
+    produced = [attribute.SerializeToString() for attribute in result.attribute]
+    kept, position = [], 0
+    for attribute in produced:  # the node's attributes kept, in order, then those appended
+        while position < len(own) and own[position] != attribute:
+            position += 1
+        if position == len(own):
+            break
+        kept.append(position)
+        position += 1
+    appended = produced[len(kept) :]
+    expected = onnx.NodeProto()
+    expected.CopyFrom(node)
+    del expected.attribute[:]
+    expected.attribute.extend(node.attribute[k] for k in kept)
+    expected.attribute.extend(result.attribute[len(kept) :])
+    if expected.SerializeToString() != result.SerializeToString():
+        return None
+    dropped = tuple(protowire.field(protowire.ATTRIBUTE_TAG, own[k]) for k in range(len(own)) if k not in kept)
+    return dropped, b"".join(protowire.field(protowire.ATTRIBUTE_TAG, attribute) for attribute in appended)
+
+
+def _moved_written(node: onnx.NodeProto, dropped: tuple[bytes, ...], appended: bytes, tag: bytes) -> bytes | None:
+    """The node field of ``node`` moved as recorded (see :func:`_moved_fields`): its own bytes
+    less each dropped attribute's field, with the appended ones after (parsed back, a repeated
+    field's items come in the order written). None where a dropped field's bytes occur in the
+    node more than once (then they may lie inside another field)."""
+    data = node.SerializeToString()
+    for attribute in dropped:
+        if data.count(attribute) != 1:  # (once at least: the node holds that attribute)
+            return None
+        data = data.replace(attribute, b"")
+    data += appended
+    return tag + protowire.varint(len(data)) + data
 
 
 def _named_copy(template: onnx.NodeProto, real: dict[str, str]) -> onnx.NodeProto:
