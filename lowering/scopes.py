@@ -111,9 +111,24 @@ def _tensor_type(element_type: int) -> onnx.TypeProto:
 _SHARED_TYPE_STRINGS: dict[int, str] = {}
 
 
+# Schema spellings by a type's bytes (shape and all: a model holds few distinct types), up to a bound.
+_TYPE_STRINGS_BY_BYTES: dict[bytes, str] = {}
+_MAX_TYPE_STRINGS_BY_BYTES = 4096
+
+
 def type_string(type_proto: onnx.TypeProto) -> str:
-    """:func:`lowering.schemas.type_string`, at once for the shared tensor types."""
-    return _SHARED_TYPE_STRINGS.get(id(type_proto)) or schemas.type_string(type_proto)
+    """:func:`lowering.schemas.type_string`, at once for the shared tensor types, and for a type
+    spelled before, by its bytes (reading the proto's fields costs more than writing it out)."""
+    found = _SHARED_TYPE_STRINGS.get(id(type_proto))
+    if found is not None:
+        return found
+    data = type_proto.SerializeToString()
+    found = _TYPE_STRINGS_BY_BYTES.get(data)
+    if found is None:
+        found = schemas.type_string(type_proto)
+        if len(_TYPE_STRINGS_BY_BYTES) < _MAX_TYPE_STRINGS_BY_BYTES:
+            _TYPE_STRINGS_BY_BYTES[data] = found
+    return found
 
 
 def _has_shape(type_proto: onnx.TypeProto) -> bool:

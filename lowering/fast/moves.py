@@ -69,12 +69,23 @@ def _kind_key(node: onnx.NodeProto, scope, attribute_key: tuple, inputs: list, o
         scope.source_opset,
         scope.opset,
         attribute_key,
-        tuple(map(bool, inputs)),
-        tuple(map(bool, outputs)),
+        _given(inputs),
+        _given(outputs),
         # a name, or none: a field set to "" is written out, so its presence is part of the bytes
         2 if node.name else node.HasField("name"),
         node.HasField("domain"),
     )
+
+
+_ALL_GIVEN = [(True,) * count for count in range(32)]
+
+
+def _given(names: list[str]) -> tuple[bool, ...]:
+    """Which of a node's inputs (or outputs) are given: ``tuple(map(bool, names))``, at once
+    where all are."""
+    if "" in names or len(names) >= len(_ALL_GIVEN):
+        return tuple(map(bool, names))
+    return _ALL_GIVEN[len(names)]
 
 
 def _answer_key(answer, read: str) -> bytes | str | None:
