@@ -618,12 +618,13 @@ def _moved_written(node: onnx.NodeProto, dropped: tuple[bytes, ...], appended: b
     """The node field of ``node`` moved as recorded (see :func:`_moved_fields`): its own bytes
     less each dropped attribute's field, with the appended ones after (parsed back, a repeated
     field's items come in the order written). None where a dropped field's bytes occur in the
-    node more than once (then they may lie inside another field)."""
+    node more than once, overlapping or not (then they may lie inside another field)."""
     data = node.SerializeToString()
     for attribute in dropped:
-        if data.count(attribute) != 1:  # (once at least: the node holds that attribute)
+        start = data.find(attribute)  # (found: the node holds that attribute)
+        if data.find(attribute, start + 1) >= 0:  # there twice, or overlapping itself
             return None
-        data = data.replace(attribute, b"")
+        data = data[:start] + data[start + len(attribute) :]
     data += appended
     return tag + protowire.varint(len(data)) + data
 
