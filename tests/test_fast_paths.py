@@ -81,6 +81,23 @@ def test_node_spans_refuse_nodes_that_are_not_side_by_side():
     assert protowire.node_spans(node + node, 1, 3) is None
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 40, 300, 1 << 22])
+def test_fields_merged_in_chunks_are_the_fields_merged_at_once(chunk_bytes):
+    """Node fields (bytes, and runs cut from a graph's bytes as views) merged a chunk at a time
+    give the graph one merge of them all gives: nodes in order, and other fields between."""
+    nodes = [helper.make_node("Relu", [f"v{k}"], [f"v{k + 1}"], name="n" * k) for k in range(12)]
+    data = helper.make_graph(nodes, "g", [], []).SerializeToString()
+    run = memoryview(data)[: len(data) // 2]  # whole node fields: the graph's nodes come first
+    _, _, ends = protowire.node_spans(data, 1, len(nodes))
+    cut = max(end for end in ends if end <= len(run))
+    pieces = [run[:cut], protowire.field(b"\x12", b"name"), data[cut : ends[-1]], *(b"" for _ in range(2))]
+    at_once, in_chunks = onnx.GraphProto(), onnx.GraphProto()
+    at_once.MergeFromString(b"".join(pieces))
+    protowire.merge_in_chunks(in_chunks, pieces, chunk_bytes=chunk_bytes)
+    assert in_chunks.SerializeToString() == at_once.SerializeToString()
+    assert [node.name for node in in_chunks.node] == [node.name for node in nodes] and in_chunks.name == "name"
+
+
 # -- names ---------------------------------------------------------------------------------
 HINTS = [("y_equal", "_equal"), ("y_Equal", "_Equal"), ("y_equal", "_equal"), ("bool_false", "bool_false"),
          ("9lives_equal", "_equal"), ("x y_equal", "_equal"), ("", ""), ("taken_Abs", "_Abs"),

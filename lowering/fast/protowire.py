@@ -91,7 +91,26 @@ def splice_nodes(
             for item in replaced.get(index, (nodes[index],)):
                 pieces.append(item if isinstance(item, bytes) else field(tag, item.SerializeToString()))
     container.ClearField("node")
-    container.MergeFromString(b"".join(pieces))
+    merge_in_chunks(container, pieces)
+
+
+_CHUNK_BYTES = 1 << 22
+
+
+def merge_in_chunks(message, pieces: Sequence[bytes | memoryview], chunk_bytes: int = _CHUNK_BYTES) -> None:
+    """``message.MergeFromString(b"".join(pieces))`` for pieces that are each whole fields, a few
+    MiB at a time (merging concatenated fields is merging each in turn): joined whole, the copy
+    is fresh memory as large as the nodes, which costs its page faults."""
+    batch: list[bytes | memoryview] = []
+    size = 0
+    for piece in pieces:
+        batch.append(piece)
+        size += len(piece)
+        if size >= chunk_bytes:
+            message.MergeFromString(batch[0] if len(batch) == 1 else b"".join(batch))
+            batch, size = [], 0
+    if batch:
+        message.MergeFromString(b"".join(batch))
 
 
 def node_spans(data: bytes, field_number: int, count: int) -> tuple[bytes, list[int], list[int]] | None:
