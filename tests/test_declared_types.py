@@ -106,3 +106,34 @@ def test_a_function_declares_the_types_of_its_value_infos():
     assert declared.get("y").tensor_type.elem_type == TensorProto.INT8
     assert declared.get("x").tensor_type.elem_type == TensorProto.INT8
     assert declared.get("z") is None
+
+
+def _random_type(rng: random.Random, depth: int = 0) -> onnx.TypeProto:
+    """A tensor, sparse tensor, sequence, optional or map type, with or without a shape."""
+    element = rng.choice([TensorProto.FLOAT, TensorProto.INT64, TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN])
+    shape = rng.choice([None, [], [2, "N"], [rng.randint(0, 9)] * rng.randint(1, 3)])
+    kind = rng.choice(["tensor", "sparse", "seq", "optional", "map"] if depth < 2 else ["tensor"])
+    if kind == "tensor":
+        return helper.make_tensor_type_proto(element, shape)
+    if kind == "sparse":
+        return helper.make_sparse_tensor_type_proto(element, shape)
+    if kind == "seq":
+        return helper.make_sequence_type_proto(_random_type(rng, depth + 1))
+    if kind == "optional":
+        return helper.make_optional_type_proto(_random_type(rng, depth + 1))
+    return helper.make_map_type_proto(TensorProto.INT64, _random_type(rng, depth + 1))
+
+
+def test_type_strings_found_by_a_types_bytes_are_its_schema_spelling():
+    """``scopes.type_string`` (remembered by a type's bytes, up to a bound, and at once for the
+    shared tensor types) spells every type as ``schemas.type_string`` does, past the bound too."""
+    from lowering import schemas, scopes
+
+    rng = random.Random(13)
+    types = [_random_type(rng) for _ in range(3000)]
+    types += [helper.make_tensor_type_proto(TensorProto.INT8, [size]) for size in range(5000)]  # past the bound
+    weights = [helper.make_tensor(f"w{k}", element, [0], []) for k, element in enumerate([1, 21, 16])]
+    shared = declared_types(helper.make_graph([], "g", [], [], weights))  # initializers' types are shared
+    types += [shared.get(tensor.name) for tensor in weights]
+    for type_proto in types + types[::-1]:
+        assert scopes.type_string(type_proto) == schemas.type_string(type_proto)
