@@ -746,10 +746,12 @@ def _templated(result, node, slots, made: list[tuple[str, str, str]], hint: str)
         copy.input[:] = [names.get(n, n) for n in copy.input]
         copy.output[:] = [names.get(n, n) for n in copy.output]
         if copy.name:
-            if copy.name in names:
-                copy.name = names[copy.name]
-            elif copy.name == node.name:
+            if copy.name == node.name:
+                if node.name in slots:  # also a value's name: which one a replay means cannot be told
+                    return None
                 copy.name = _slot("h", 0)
+            elif copy.name in names:
+                copy.name = names[copy.name]
             elif _mentions(copy.name, node):
                 return None
         for attribute in copy.attribute:
