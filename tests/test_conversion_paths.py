@@ -426,3 +426,30 @@ def test_a_node_named_like_one_of_its_values_leaves_later_nodes_their_own_names(
     assert converted_bytes(model, target, fast=True) == plain
     names = [node.name for node in onnx.load_from_string(plain).graph.node]
     assert first_name in names and "second" in names
+
+
+def test_a_held_graph_holding_the_memos_marker_texts_keeps_them():
+    """The kind memo marks the fields a node carries along with texts of its own; a node of a
+    graph held under a "__" attribute whose doc_string or metadata key is that text keeps it (the
+    moved Softmax's own fields are not carried into it), as on the plain path."""
+    inner = helper.make_node("Relu", ["x"], ["z"], doc_string="\x00carried doc_string\x00")
+    inner.metadata_props.add(key="\x00carried metadata_props\x00", value="v")
+    held = helper.make_graph([inner], "held", [], [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])])
+    nodes = []
+    for index in range(3):
+        node = helper.make_node("Softmax", ["x"], [f"y{index}"], axis=-1, doc_string=f"outer {index}")
+        node.attribute.append(helper.make_attribute("__g", held))
+        node.metadata_props.add(key="outer", value=str(index))
+        nodes.append(node)
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(f"y{index}", TensorProto.FLOAT, [2, 3]) for index in range(3)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model, full_check=True)
+    plain = converted_bytes(model, 11, fast=False)
+    assert isinstance(plain, bytes), plain
+    assert converted_bytes(model, 11, fast=True) == plain
+    for node in onnx.load_from_string(plain).graph.node:
+        kept = next(a.g for a in node.attribute if a.name == "__g").node[0]
+        assert kept.doc_string == inner.doc_string and kept.metadata_props[0].key == inner.metadata_props[0].key

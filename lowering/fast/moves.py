@@ -242,7 +242,7 @@ class KindMemo:
                 return self.driver.legalize(scope, node, index)
             if len(recordings) >= _MAX_RECORDINGS_PER_KIND:
                 return self.driver.legalize(scope, node, index)
-        if node.overload or (node.HasField("doc_string") and node.doc_string == _DOC_MARK):
+        if node.overload or _holds_markers(node):
             self.kinds[key] = _UNRECORDABLE
             self.kept_kinds.pop(key, None)
             return self.driver.legalize(scope, node, index)
@@ -690,6 +690,17 @@ def _slots_of(node: onnx.NodeProto) -> dict[str, tuple[bool, int]]:
         if name:
             slots.setdefault(name, (True, k))
     return slots
+
+
+def _holds_markers(node: onnx.NodeProto) -> bool:
+    """Whether ``node`` holds a marker's text (see :func:`_marked`): as its doc_string, or
+    anywhere in a graph it holds (where a result's node carrying it could not be told apart)."""
+    if node.HasField("doc_string") and node.doc_string == _DOC_MARK:
+        return True
+    if any(attribute.type in GRAPH_TYPES for attribute in node.attribute):
+        data = node.SerializeToString()
+        return _DOC_MARK.encode() in data or _METADATA_MARK.encode() in data
+    return False
 
 
 def _marked(node: onnx.NodeProto) -> onnx.NodeProto:
