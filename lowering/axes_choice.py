@@ -132,7 +132,20 @@ def write_choice(
         both = branches(0, among, among)
         root = helper.make_node("If", [names(among[0])], [output], name=context.fresh(f"{w.hint}_If"), **both)
     if carried_from is not None:
-        if carried_from.HasField("doc_string"):
-            root.doc_string = carried_from.doc_string
+        _carry_doc_string(carried_from, root)
         root.metadata_props.extend(carried_from.metadata_props)
     w.nodes.append(root)
+
+
+def _carry_doc_string(source: onnx.NodeProto, target: onnx.NodeProto) -> None:
+    """``target.doc_string = source.doc_string`` where ``source`` has one, copied as protobuf
+    holds it: a doc_string that is not UTF-8 reads as bytes, which the field does not take."""
+    if not source.HasField("doc_string"):
+        return
+    holder = onnx.NodeProto()
+    holder.CopyFrom(source)
+    for field in onnx.NodeProto.DESCRIPTOR.fields:
+        if field.name != "doc_string":
+            holder.ClearField(field.name)
+    holder.DiscardUnknownFields()
+    target.MergeFrom(holder)

@@ -256,7 +256,13 @@ class Legalizer:
         :meth:`_legalize`); converting, what it becomes is checked at the target
         (:mod:`lowering.nodecheck`), and where that check does not pass, the whole result is."""
         shape_reads = scope.shape_reads
-        result = self._legalize(scope, node, index)
+        try:
+            result = self._legalize(scope, node, index)
+        except UnicodeDecodeError:  # protobuf reads such text as bytes, and will not take it back
+            raise LoweringError(
+                f"{scope.location}, {describe_node(node, index)}: the node's name or doc_string is not UTF-8 text, "
+                "which the nodes made for it would have to hold; make it UTF-8 and retry"
+            ) from None
         if self.converting and node.op_type in OPTIONAL_OPS:
             self.whole_check_needed = True  # kept for now, the optionals' resolution may remove it
         elif self.converting and not self.whole_check_needed:

@@ -453,3 +453,73 @@ def test_a_held_graph_holding_the_memos_marker_texts_keeps_them():
     for node in onnx.load_from_string(plain).graph.node:
         kept = next(a.g for a in node.attribute if a.name == "__g").node[0]
         assert kept.doc_string == inner.doc_string and kept.metadata_props[0].key == inner.metadata_props[0].key
+
+
+def _holding_bytes(node: onnx.NodeProto, field_tag: int, data: bytes) -> onnx.NodeProto:
+    """``node`` with a string field (3 name, 6 doc_string) holding ``data``, as protobuf and onnx's
+    checker take it though it is not UTF-8 (protobuf then reads the field as bytes)."""
+    return onnx.NodeProto.FromString(node.SerializeToString() + bytes([field_tag << 3 | 2, len(data)]) + data)
+
+
+@pytest.mark.parametrize("field_tag", [3, 6], ids=["name", "doc_string"])
+def test_names_and_doc_strings_that_are_not_utf8_convert_alike_or_are_refused_alike(field_tag):
+    """Softmax-13 to 11 (a kind repeated, the odd node first), Squeeze-13 with run-time axes to 11
+    (its doc_string carried onto the If choosing the axes) convert alike on both paths and keep
+    the bytes; ReduceMean-18 with empty axes and noop_with_empty_axes, made an Identity named like
+    it, is refused alike, in one clear line, where its name is not UTF-8."""
+    odd = b"odd\xa0bytes"
+    nodes = [_holding_bytes(helper.make_node("Softmax", ["x"], ["s0"], axis=0), field_tag, odd)]
+    nodes += [helper.make_node("Softmax", ["x"], [f"s{k}"], axis=0, name=f"n{k}") for k in (1, 2)]
+    nodes.append(_holding_bytes(helper.make_node("Squeeze", ["t", "axes"], ["q"]), field_tag, odd + b"2"))
+    shape = [2, 3]
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+         helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 3, 1]),
+         helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+        [*(helper.make_tensor_value_info(f"s{k}", TensorProto.FLOAT, shape) for k in range(3)),
+         helper.make_tensor_value_info("q", TensorProto.FLOAT, ["a", "b"])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model, full_check=True)
+    plain = converted_bytes(model, 11, fast=False)
+    assert isinstance(plain, bytes), plain
+    assert converted_bytes(model, 11, fast=True) == plain
+    # the Softmax's (its fresh names are made from the name's bytes as Python writes them), and the
+    # Squeeze's doc_string on the If standing for it
+    assert plain.count(odd) >= (1 if field_tag == 3 else 2)
+
+    reduce = _holding_bytes(helper.make_node("ReduceMean", ["x", "none"], ["r"], keepdims=1), field_tag, odd)
+    graph = helper.make_graph(
+        [reduce], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("r", TensorProto.FLOAT, shape)],
+        [helper.make_tensor("none", TensorProto.INT64, [0], [])],
+    )  # fmt: skip
+    refused = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    reduce.attribute.append(helper.make_attribute("noop_with_empty_axes", 1))
+    refused.graph.node[0].CopyFrom(reduce)
+    onnx.checker.check_model(refused, full_check=True)
+    words = converted_bytes(refused, 11, fast=False)
+    assert converted_bytes(refused, 11, fast=True) == words
+    if field_tag == 3:  # (a doc_string the Identity does not carry: converted)
+        assert isinstance(words, str) and "not UTF-8" in words and "\n" not in words, words
+
+
+@pytest.mark.parametrize("field_tag", [3, 6], ids=["name", "doc_string"])
+@pytest.mark.parametrize("options", [{}, {"target_opset": 13}], ids=["lowered", "converted"])
+def test_seed_ops_named_not_in_utf8_lower_alike_on_both_paths(field_tag, options):
+    """IsNaN nodes, one kind, the first and last with a name (or doc_string) that is not UTF-8:
+    lowered, and converted, alike on both paths (their fresh names made from the bytes as Python
+    writes them, on both)."""
+    nodes = [_holding_bytes(helper.make_node("IsNaN", ["x"], ["y0"]), field_tag, b"o\xa0")]
+    nodes += [helper.make_node("IsNaN", ["x"], [f"y{k}"], name=f"n{k}") for k in (1, 2)]
+    nodes.append(_holding_bytes(helper.make_node("IsNaN", ["x"], ["y3"]), field_tag, b"p\xa0"))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(f"y{k}", TensorProto.BOOL, [2]) for k in range(4)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model, full_check=True)
+    plain = lowering.lower(model, fast=False, **options)
+    assert "IsNaN" not in op_type_set(plain)
+    assert lowering.lower(model, fast=True, **options).SerializeToString() == plain.SerializeToString()

@@ -117,9 +117,10 @@ class FastPath(PlainPath):
         template = self.templates.get(key)
         if template is None:
             template = self.templates[key] = self._first_of_kind(rule, version, scope, node, index, location)
-        if template is not _NOT_RECORDED:
+        hint = node_hint(node)
+        if template is not _NOT_RECORDED and hint.__class__ is str:  # (a name not UTF-8 reads as bytes)
             names = self.driver.names
-            return template.instantiate(input_names, node.output, node_hint(node), names, scope.constants, _tag(scope))
+            return template.instantiate(input_names, node.output, hint, names, scope.constants, _tag(scope))
         inputs = [input_value(scope, name, index) for name in input_names]
         return self.run_rule(rule, scope, node, inputs, rule_attributes(rule, node, location))
 
@@ -255,8 +256,11 @@ class SplicedEdits(GraphEdits):
             if template is None or template is _NOT_RECORDED or template.direct_plan is None:
                 return None
             templates[rest_of_key] = template
+        hint = node.name or (outputs[0] if outputs else node.op_type.lower())
+        if hint.__class__ is not str:  # a name not UTF-8, read as bytes: the driver names as the plain path does
+            return None
         self.labels.append(label)
-        return Replay(template, inputs, outputs, node.name or (outputs[0] if outputs else node.op_type.lower()))
+        return Replay(template, inputs, outputs, hint)
 
     def _kind_of_op(self, node: onnx.NodeProto) -> tuple[str, tuple, dict] | tuple[()]:
         """For an op type whose nodes may be replayed directly: its report label, how its

@@ -223,8 +223,14 @@ class KindMemo:
     def legalize(self, scope, node: onnx.NodeProto, index: int):
         """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen.
         A node holding fields no kind holds (``device_configurations``, fields this onnx does
-        not know), which a moved node keeps as its own, is legalized by itself."""
-        if node.device_configurations or len(UnknownFieldSet(node)):
+        not know), which a moved node keeps as its own, or a name or doc_string that is not
+        UTF-8 (protobuf reads it as bytes), is legalized by itself."""
+        if (
+            node.device_configurations
+            or len(UnknownFieldSet(node))
+            or node.name.__class__ is bytes
+            or (node.HasField("doc_string") and node.doc_string.__class__ is bytes)
+        ):
             return self.driver.legalize(scope, node, index)
         attributes = node.attribute
         inputs, outputs = node.input[:], node.output[:]  # (lists: a repeated field's items cost more)
