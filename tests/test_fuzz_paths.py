@@ -1,13 +1,14 @@
 """A fixed set of seeds of the paths' differential fuzz (``benchmarks/fuzz_paths.py``): random
 small models converted to 11, 12, 13, 16 and 17 give the same bytes, or the same refusal, on
-the fast path as on the plain one, and neither raises anything but a LoweringError."""
+the fast path as on the plain one, and neither raises anything but a LoweringError. (A few of
+the models fail onnx's full check, its shape inference, which the pass does not run: they are
+compared all the same.)"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import onnx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -20,10 +21,6 @@ SEEDS = range(40001, 40121)  # (among them, each kind of mismatch the fuzz found
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_models_convert_alike_on_both_paths(seed):
     model, _ = gen_model(seed)
-    try:
-        onnx.checker.check_model(model, full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
-        pytest.skip("the generator made a model onnx's checker refuses")  # (rare: about 1 in 300)
     for target in TARGETS:
         fast, plain = outcome(model, target, True), outcome(model, target, False)
         assert not plain[0].startswith("OTHER"), plain[1]
