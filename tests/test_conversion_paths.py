@@ -33,6 +33,14 @@ def converted_bytes(model: onnx.ModelProto, target: int, fast) -> bytes | str:
         return str(error)
 
 
+def converted_alike(model: onnx.ModelProto, target: int) -> bytes:
+    """The model converted on the plain path, which converts it, and the fast path alike."""
+    plain = converted_bytes(model, target, fast=False)
+    assert isinstance(plain, bytes), plain
+    assert converted_bytes(model, target, fast=True) == plain
+    return plain
+
+
 @pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
 def test_exports_and_their_copies_convert_alike_on_both_paths(path):
     export = onnx.load(path)
@@ -231,14 +239,10 @@ def test_kinds_repeated_in_if_branches_and_local_functions_convert_alike_on_both
         }
     """)
     onnx.checker.check_model(model, full_check=True)
-    plain = converted_bytes(model, 13, fast=False)
-    assert isinstance(plain, bytes), plain
-    assert converted_bytes(model, 13, fast=True) == plain
+    converted_alike(model, 13)
     # at 11 Split's sizes must be an attribute, and the branch's dimension is not known statically:
     # both paths cut it with Slices bounded by Shape at run time, alike
-    sliced = converted_bytes(model, 11, fast=False)
-    assert isinstance(sliced, bytes), sliced
-    assert converted_bytes(model, 11, fast=True) == sliced
+    converted_alike(model, 11)
 
 
 def _input_name(element_type: int) -> str:
@@ -338,9 +342,7 @@ def test_fields_of_a_node_no_kind_holds_are_its_own_on_both_paths(field, target)
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     onnx.checker.check_model(model, full_check=True)
-    plain = converted_bytes(model, target, fast=False)
-    assert isinstance(plain, bytes), plain
-    assert converted_bytes(model, target, fast=True) == plain
+    plain = converted_alike(model, target)
     reshapes = [node for node in onnx.load_from_string(plain).graph.node if node.op_type == "Reshape"]
     assert [node.SerializeToString() for node in reshapes] != [reshapes[0].SerializeToString()] * 4  # each its own
 
@@ -376,9 +378,7 @@ def test_nodes_moved_with_attributes_dropped_or_replaced_convert_alike_on_both_p
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     onnx.checker.check_model(model, full_check=True)
-    plain = converted_bytes(model, target, fast=False)
-    assert isinstance(plain, bytes), plain
-    assert converted_bytes(model, target, fast=True) == plain
+    plain = converted_alike(model, target)
     converted = onnx.load_from_string(plain).graph.node
     assert [node.metadata_props[0].value for node in converted] == [str(index // 2) for index in range(12)]
     assert all(not node.attribute for node in converted if node.op_type == "Reshape")
@@ -421,9 +421,7 @@ def test_a_node_named_like_one_of_its_values_leaves_later_nodes_their_own_names(
     its value's: such a recording is not replayed, and a later node keeps its own name."""
     model, target = _named_like_a_value(op, first_name)
     onnx.checker.check_model(model, full_check=True)
-    plain = converted_bytes(model, target, fast=False)
-    assert isinstance(plain, bytes), plain
-    assert converted_bytes(model, target, fast=True) == plain
+    plain = converted_alike(model, target)
     names = [node.name for node in onnx.load_from_string(plain).graph.node]
     assert first_name in names and "second" in names
 
@@ -447,9 +445,7 @@ def test_a_held_graph_holding_the_memos_marker_texts_keeps_them():
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     onnx.checker.check_model(model, full_check=True)
-    plain = converted_bytes(model, 11, fast=False)
-    assert isinstance(plain, bytes), plain
-    assert converted_bytes(model, 11, fast=True) == plain
+    plain = converted_alike(model, 11)
     for node in onnx.load_from_string(plain).graph.node:
         kept = next(a.g for a in node.attribute if a.name == "__g").node[0]
         assert kept.doc_string == inner.doc_string and kept.metadata_props[0].key == inner.metadata_props[0].key
@@ -482,9 +478,7 @@ def test_names_and_doc_strings_that_are_not_utf8_convert_alike_or_are_refused_al
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     onnx.checker.check_model(model, full_check=True)
-    plain = converted_bytes(model, 11, fast=False)
-    assert isinstance(plain, bytes), plain
-    assert converted_bytes(model, 11, fast=True) == plain
+    plain = converted_alike(model, 11)
     # the Softmax's (its fresh names are made from the name's bytes as Python writes them), and the
     # Squeeze's doc_string on the If standing for it
     assert plain.count(odd) >= (1 if field_tag == 3 else 2)
