@@ -143,6 +143,11 @@ class Builder:
 # -- op templates -------------------------------------------------------------------------------------
 
 
+def given_attributes(**values) -> list[onnx.AttributeProto]:
+    """An attribute for each of ``values`` that is not None (absent, the op's default), in order."""
+    return [helper.make_attribute(name, value) for name, value in values.items() if value is not None]
+
+
 def shape_variant(rng, rank, allow_unknown=True, allow_zero=False):
     base = [2, 3, 4, 5][:rank]
     style = rng.choice(["static", "static", "symbolic"] + (["unknown"] if allow_unknown else []))
@@ -220,7 +225,7 @@ def t_reshape(rng, b: Builder):
         }[az]
     target = rng.choice(cands)
     how = rng.choice(["init", "const", "dyn"])
-    attrs = [] if az is None else [helper.make_attribute("allowzero", az)]
+    attrs = given_attributes(allowzero=az)
 
     def inputs(b, ns):
         return [b.tensor(ns, elem, xshape), b.int64_const(ns, target, how)]
@@ -234,7 +239,7 @@ def t_softmax(rng, b: Builder):
     rank = rng.choice([1, 2, 3, 4])
     style, shape = shape_variant(rng, rank)
     axis = rng.choice([None, -1, rank - 1, 0, -rank] + ([1, -2] if rank > 1 else []))
-    attrs = [] if axis is None else [helper.make_attribute("axis", axis)]
+    attrs = given_attributes(axis=axis)
 
     def inputs(b, ns):
         return [value_for(b, ns, elem, style, shape)]
@@ -250,13 +255,7 @@ def t_argmax(rng, b: Builder):
     axis = rng.choice([None, 0, -1, rank - 1] + ([1, -2] if rank > 1 else []))
     keep = rng.choice([None, 0, 1])
     sli = rng.choice([None, 0, 0, 1])
-    attrs = []
-    if axis is not None:
-        attrs.append(helper.make_attribute("axis", axis))
-    if keep is not None:
-        attrs.append(helper.make_attribute("keepdims", keep))
-    if sli is not None:
-        attrs.append(helper.make_attribute("select_last_index", sli))
+    attrs = given_attributes(axis=axis, keepdims=keep, select_last_index=sli)
     out_rank = rank if keep in (None, 1) else rank - 1
 
     def inputs(b, ns):
@@ -273,13 +272,7 @@ def t_gridsample(rng, b: Builder):
     ac = rng.choice([None, 0, 1])
     five = v20 and rng.random() < 0.15
     elem = rng.choice([F32, F32, F64])
-    attrs = []
-    if mode is not None:
-        attrs.append(helper.make_attribute("mode", mode))
-    if pad is not None:
-        attrs.append(helper.make_attribute("padding_mode", pad))
-    if ac is not None:
-        attrs.append(helper.make_attribute("align_corners", ac))
+    attrs = given_attributes(mode=mode, padding_mode=pad, align_corners=ac)
     sym = rng.random() < 0.3
     xs = [1, 2, 2, 3, 4] if five else [1, 2, 4, 5]
     gs = [1, 2, 2, 2, 3] if five else [1, 3, 3, 2]
@@ -318,11 +311,7 @@ def t_shape(rng, b: Builder):
     style, shape = shape_variant(rng, rank)
     start = rng.choice([None, 0, 1, -1])
     end = rng.choice([None, None, 2, -1, 5])
-    attrs = []
-    if start is not None:
-        attrs.append(helper.make_attribute("start", start))
-    if end is not None:
-        attrs.append(helper.make_attribute("end", end))
+    attrs = given_attributes(start=start, end=end)
     elem = rng.choice([F32, I64])
 
     def inputs(b, ns):
@@ -370,11 +359,7 @@ def t_reduce(rng, b: Builder):
     keep = rng.choice([None, 0, 1])
     noop = rng.choice([None, 0, 1])
     how = rng.choice(["init", "const", "dyn"])
-    attrs = []
-    if keep is not None:
-        attrs.append(helper.make_attribute("keepdims", keep))
-    if noop is not None:
-        attrs.append(helper.make_attribute("noop_with_empty_axes", noop))
+    attrs = given_attributes(keepdims=keep, noop_with_empty_axes=noop)
     elem = rng.choice([F32, F32, F64, F16, I32])
     if op in ("ReduceL2", "ReduceLogSumExp", "ReduceMean") and elem == I32:
         elem = F32
@@ -434,7 +419,7 @@ def t_scatter(rng, b: Builder):
 
 def t_gathernd(rng, b: Builder):
     bd = rng.choice([None, 0, 1])
-    attrs = [] if bd is None else [helper.make_attribute("batch_dims", bd)]
+    attrs = given_attributes(batch_dims=bd)
     elem = rng.choice([F32, I64])
     if bd == 1:
         idx = np.array([[1], [0]], np.int64)  # data [2,3,4], indices [2,1] -> [2,4]
@@ -453,7 +438,7 @@ def t_layernorm(rng, b: Builder):
     rank = rng.choice([2, 3])
     style, shape = shape_variant(rng, rank, allow_unknown=False)
     axis = rng.choice([None, -1, rank - 1, 1])
-    attrs = [] if axis is None else [helper.make_attribute("axis", axis)]
+    attrs = given_attributes(axis=axis)
     if rng.random() < 0.4:
         attrs.append(helper.make_attribute("epsilon", rng.choice([1e-5, 1e-3])))
     a = axis if axis is not None else -1
