@@ -108,7 +108,6 @@ class Legalizer:
         self.progress = progress
         self.path = path_for(self, fast, model_bytes)
         snapshot = model_bytes if self.path.name == "fast" else None
-        self._original_bytes = snapshot  # ``original`` as read, for onnx's inference to read
         self.report = LoweringReport()
         # ``model`` before the pass
         self.names = NameAllocator(
@@ -182,8 +181,7 @@ class Legalizer:
 
     def _inferred_main_graph(self) -> onnx.GraphProto | None:
         if self._inferred_model is None:
-            read = self._original_bytes
-            self._inferred_model = infer(read.get() if read is not None else self.original)
+            self._inferred_model = infer(self.path.inference_input())
         return self._inferred_model.graph if self._inferred_model is not None else None
 
     def _legalize_graph(self, scope: Scope) -> None:

@@ -56,6 +56,10 @@ class PlainPath:
     def edits(self, scope: Scope) -> GraphEdits:
         return GraphEdits(scope)
 
+    def inference_input(self) -> onnx.ModelProto | bytes:
+        """What onnx type inference reads for the main graph's twin: the model before the pass."""
+        return self.driver.original
+
     def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
         """The nodes that make ``node`` legal (:meth:`lowering.engine.Legalizer.legalize`)."""
         return self.driver.legalize(scope, node, index)

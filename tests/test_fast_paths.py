@@ -21,7 +21,7 @@ from lowering.opcount import count_ops
 from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
 
-F16, F32 = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT
+F16, F32, BOOL = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL
 GOLDEN = Path(__file__).parent.parent / "golden"
 ORIGINALS = sorted(p for p in GOLDEN.rglob("*.onnxtxt") if not p.name.endswith(".lowered.onnxtxt"))
 
@@ -423,3 +423,107 @@ def test_replayed_nodes_carry_each_nodes_own_doc_string_and_metadata_as_the_plai
         assert not after.attribute  # moved: allowzero dropped, every node replayed after the first
         assert after.HasField("doc_string") == before.HasField("doc_string")
         assert (after.doc_string, list(after.metadata_props)) == (before.doc_string, list(before.metadata_props))
+
+
+# -- inference reads the lean bytes --------------------------------------------------------
+def noted_model() -> onnx.ModelProto:
+    """Nodes carrying exporter notes (metadata_props, doc_string) in the main graph, in a
+    subgraph and in a local function; notes elsewhere (graph, value_info, model) too."""
+
+    def noted(node: onnx.NodeProto, tag: str) -> onnx.NodeProto:
+        node.doc_string = f"stack trace of {tag}"
+        node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value=f"File x.py, {tag}")
+        return node
+
+    branch = helper.make_graph(
+        [noted(helper.make_node("Neg", ["r"], ["b"], name="inside"), "inside")],
+        "branch",
+        [],
+        [helper.make_tensor_value_info("b", F32, None)],
+    )
+    function = helper.make_function(
+        "local",
+        "Twice",
+        ["a"],
+        ["t"],
+        [noted(helper.make_node("Add", ["a", "a"], ["t"]), "body")],
+        [helper.make_opsetid("", 18)],
+    )
+    nodes = [
+        noted(helper.make_node("Relu", ["x"], ["r"], name="relu"), "relu"),
+        noted(helper.make_node("Reshape", ["r", "shape"], ["s"]), "reshape"),
+        helper.make_node("ReduceSum", ["r"], ["c"], keepdims=0),
+        noted(helper.make_node("If", ["cond"], ["y"], then_branch=branch, else_branch=branch), "if"),
+        helper.make_node("Twice", ["s"], ["z"], domain="local"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "noted",
+        [helper.make_tensor_value_info("x", F32, [2, 3]), helper.make_tensor_value_info("cond", BOOL, [])],
+        [helper.make_tensor_value_info(n, F32, None) for n in ("c", "y", "z")],
+        [helper.make_tensor("shape", onnx.TensorProto.INT64, [2], [3, 2])],
+        doc_string="the graph's notes stay",
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("local", 1)], functions=[function]
+    )
+    model.metadata_props.add(key="kept", value="yes")
+    return model
+
+
+def test_lean_bytes_leave_out_every_nodes_notes_and_nothing_else():
+    from lowering.fast.lean import lean_bytes
+
+    model = noted_model()
+    lean = onnx.ModelProto.FromString(lean_bytes(model.SerializeToString()))
+    expected = onnx.ModelProto()
+    expected.CopyFrom(model)
+    stripped = 0
+    for nodes in (expected.graph.node, expected.graph.node[3].attribute[0].g.node,
+                  expected.graph.node[3].attribute[1].g.node, expected.functions[0].node):  # fmt: skip
+        for node in nodes:
+            stripped += bool(node.doc_string) + len(node.metadata_props)
+            node.ClearField("doc_string")
+            node.ClearField("metadata_props")
+    assert stripped == 12  # six noted nodes (the branch twice: both attributes hold it), two notes each
+    assert lean == expected
+    assert lean.graph.doc_string and lean.metadata_props[0].value == "yes"
+
+
+def test_inference_types_the_lean_bytes_as_the_model():
+    from lowering.fast.lean import lean_bytes
+
+    model = noted_model()
+    whole = onnx.shape_inference.infer_shapes(model)
+    lean = onnx.shape_inference.infer_shapes(lean_bytes(model.SerializeToString()))
+    assert len(whole.graph.value_info) == 2  # r, s (the static Reshape gives s a shape)
+    assert list(lean.graph.value_info) == list(whole.graph.value_info)
+    assert lean.graph.value_info[1].type.tensor_type.shape.dim[0].dim_value == 3
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_a_conversion_reading_inferred_shapes_is_alike_with_lean_inference_on_or_off(lean, monkeypatch):
+    """Split-18 to 13 needs the split axis' size, which an untyped graph leaves to inference."""
+    import lowering.fast
+
+    read = []
+    monkeypatch.setattr(
+        lowering.fast, "lean_bytes", lambda data: read.append(data) or lowering.fast.lean.lean_bytes(data)
+    )
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Split", ["r"], ["a", "b"], axis=1, num_outputs=2),
+    ]
+    for node in nodes:
+        node.metadata_props.add(key="namespace", value="block")
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 6])],
+        [helper.make_tensor_value_info(n, F32, [2, 3]) for n in "ab"],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    converted = lowering.lower(model, target_opset=13, ops=[], fast=Shortcuts(lean_inference=lean))
+    split = converted.graph.node[-1]
+    assert split.op_type == "Split" and split.metadata_props[0].value == "block"
+    plain = lowering.lower(model, target_opset=13, ops=[], fast=False)
+    assert converted.SerializeToString() == plain.SerializeToString()
+    assert len(read) == lean  # inference was asked, of the lean bytes where on

@@ -26,6 +26,7 @@ from ..registry import Rule
 from ..schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 from ..scopes import Scope
 from . import protowire
+from .lean import lean_bytes
 from .moves import KindMemo
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
 
@@ -54,7 +55,9 @@ class Shortcuts:
     ``check_beside``): that child lists the model's names too, the pass takes the names it asks
     for as free meanwhile and checks them against the list after; where one was the model's,
     the pass is made again with the names listed first (else they are listed in this process
-    when first needed)."""
+    when first needed). ``lean_inference`` (with ``whole_bytes``): onnx's type inference, where
+    the pass needs it, reads the model's bytes without the nodes' ``metadata_props`` and
+    ``doc_string`` (:mod:`.lean`; else the model as it is)."""
 
     whole_bytes: bool = True
     direct_replay: bool = True
@@ -62,6 +65,7 @@ class Shortcuts:
     kind_memo: bool = True
     check_beside: bool = True
     names_beside: bool = True
+    lean_inference: bool = True
 
 
 class FastPath(PlainPath):
@@ -78,6 +82,14 @@ class FastPath(PlainPath):
 
     def edits(self, scope: Scope) -> GraphEdits:
         return SplicedEdits(scope, self)
+
+    def inference_input(self) -> onnx.ModelProto | bytes:
+        """The model's bytes, not serialized again, where at hand; without what inference never
+        reads where ``lean_inference`` is on."""
+        if self.model_bytes is None:
+            return self.driver.original
+        data = self.model_bytes.get()
+        return lean_bytes(data) if self.shortcuts.lean_inference else data
 
     def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
         """A node no decomposition rule owns (moved to the target opset, or expanded by its
