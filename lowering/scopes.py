@@ -24,6 +24,9 @@ MAX_FOLDING_DEPTH = 32
 GraphLike = onnx.GraphProto | onnx.FunctionProto
 TwinProvider = Callable[[], "onnx.GraphProto | None"]
 NEARBY_NODES = 64  # nodes looked at before a reader for its producer, before indexing them all
+# Element types followed back one value at a time, before all of a graph's are found in one
+# pass: a lowering of a few ops asks for few, a conversion for most.
+PROPAGATIONS_BEFORE_WHOLE = 1024
 
 
 class DeclaredTypes:
@@ -65,6 +68,14 @@ class DeclaredTypes:
                     if names[earlier] == name and group[earlier].HasField("type"):
                         return group[earlier].type
         return None
+
+    def names(self) -> set[str]:
+        """Every name a value_info or default here names, with a type or not (a superset of
+        the names :meth:`get` types)."""
+        named = set(self._defaults)
+        for _, last, _, _ in self._groups:
+            named.update(last)
+        return named
 
     def setdefault(self, name: str, type_proto: onnx.TypeProto) -> None:
         """``type_proto`` for ``name`` where nothing states its type yet."""
@@ -191,6 +202,8 @@ class Scope:
         self._folding_depth = 0
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
         self._outer_element_types: dict[str, int] = {}
+        # values left to type one by one, before the whole graph is typed in one pass
+        self._whole_propagation_left = PROPAGATIONS_BEFORE_WHOLE
         self._schema_rules: dict[str, tuple] = {}
         self._same_typed_inputs: dict[str, tuple] = {}
         inputs = graph.input if isinstance(graph, onnx.FunctionProto) else [i.name for i in graph.input]
@@ -380,8 +393,21 @@ class Scope:
         """The element type of a value of this graph that follows from the op schemas alone,
         following its producers back as far as needed: an output typed like one of its inputs,
         a fixed type (bool for comparisons), Cast's ``to``. 0 when they leave it open, and onnx
-        type inference is asked instead; None when the value is not this graph's."""
+        type inference is asked instead; None when the value is not this graph's.
+
+        Past :data:`PROPAGATIONS_BEFORE_WHOLE` values asked (a conversion asks for most), every
+        node's outputs are typed at once, in one pass in the graph's order
+        (:meth:`_propagate_whole`): the same types, without looking back for each producer."""
         own_values = self._own_values
+        if self._whole_propagation_left <= 0:
+            if self._whole_propagation_left == 0:
+                self._whole_propagation_left = -1
+                self._propagate_whole()
+            found = self._element_types.get(name)
+            if found is None and name in own_values:
+                found = self._element_types[name] = 0  # an input whose type is not declared
+            return found
+        self._whole_propagation_left -= 1
         if name in own_values:
             self._element_types[name] = 0  # an input whose type is not declared
             return 0
@@ -424,6 +450,78 @@ class Scope:
         for value in followed:
             known[value] = result
         return known[name]
+
+    def _propagate_whole(self) -> None:
+        """Each undeclared output of this graph's nodes typed as :meth:`_propagated_element_type`
+        types it, in one pass: a node's inputs, made before it, are typed by the time it is
+        reached."""
+        known = self._element_types
+        declared = self._declared
+        stated = declared.names()  # (a name outside it is not declared: no lookup)
+        op_types = self.op_types
+        rules = self._schema_rules
+        for index, node in enumerate(self.graph.node):
+            outputs = node.output
+            same = None  # the type of the outputs typed like an input, found once a node
+            for output_index, output in enumerate(outputs):
+                if not output or output in known or (output in stated and declared.get(output) is not None):
+                    continue
+                schema_rule = rules.get(op_types[index]) if not output_index else None
+                if schema_rule is not None and schema_rule and schema_rule[0] == "type" and not node.domain:
+                    known[output] = schema_rule[1]  # (most often: the rule is the schema's alone)
+                    continue
+                rule = self._output_rule(node, index, output_index)
+                if rule is None or rule[0] != "same":
+                    known[output] = rule[1] if rule is not None else 0
+                    continue
+                if same is None:
+                    same = self._typed_input_known(node, index, known)
+                    if same is None:
+                        same = self._known_input_type(node, index)  # (declared, or an enclosing graph's)
+                    if same is None:
+                        same = self._followed_input_type(node, rule[1])
+                known[output] = same
+
+    def _typed_input_known(self, node: onnx.NodeProto, index: int, known: dict[str, int]) -> int | None:
+        """The first nonzero type in ``known`` of the node's inputs typed like its output (the
+        first search of :meth:`_known_input_type`), else None."""
+        op_type = self.op_types[index]
+        same = self._same_typed_inputs.get(op_type)
+        if same is None:
+            same = self._same_typed_inputs[op_type] = same_typed_inputs(op_type, self.source_opset)
+        positions, from_position = same
+        inputs = node.input
+        count = len(inputs)
+        for position in positions:
+            if position < count:
+                found = known.get(inputs[position])
+                if found:
+                    return found
+        if from_position is not None:
+            for source in inputs[from_position + 1 :]:
+                found = known.get(source)
+                if found:
+                    return found
+        return None
+
+    def _followed_input_type(self, node: onnx.NodeProto, position: int) -> int:
+        """The element type of the node's input ``position`` where none of its inputs typed like
+        its output is known: declared, typed before, or an enclosing graph's; 0 where unknown."""
+        source = node.input[position] if position < len(node.input) else ""
+        declared = element_type_of(self._declared.get(source))
+        if declared is not None or not source:
+            return declared or 0
+        known = self._element_types.get(source)
+        if known is not None:
+            return known
+        if source in self._own_values:
+            self._element_types[source] = 0
+            return 0
+        outer = self._outer_element_types.get(source)
+        if outer is None:  # a value of an enclosing graph (or, in a graph out of order, made later)
+            outer = element_type_of(self.parent.type_of(source)) if self.parent else 0
+            outer = self._outer_element_types[source] = outer or 0
+        return outer
 
     def _known_input_type(self, node: onnx.NodeProto, index: int) -> int | None:
         """The element type of an input of node ``index`` that its schema types like its

@@ -517,3 +517,20 @@ def test_seed_ops_named_not_in_utf8_lower_alike_on_both_paths(field_tag, options
     plain = lowering.lower(model, fast=False, **options)
     assert "IsNaN" not in op_type_set(plain)
     assert lowering.lower(model, fast=True, **options).SerializeToString() == plain.SerializeToString()
+
+
+@pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
+def test_untyped_exports_convert_alike_with_the_graph_typed_at_once_or_value_by_value(path, monkeypatch):
+    """Without value_info, a conversion follows most element types from the op schemas: all of
+    a graph's in one pass once many are asked (:data:`lowering.scopes.PROPAGATIONS_BEFORE_WHOLE`),
+    else one value at a time. Either gives the same bytes."""
+    import lowering.scopes
+
+    untyped = side_by_side(onnx.load(path), 2, typed=False)
+    for target in (11, 13):
+        converted = {}
+        for before_whole in (0, 10**9):
+            monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", before_whole)
+            converted[before_whole] = converted_bytes(untyped, target, fast=True)
+        assert isinstance(converted[0], bytes), converted[0]
+        assert converted[0] == converted[10**9], (path.stem, target)

@@ -3,11 +3,17 @@ inference) is the type the ONNX backend node cases declare for it, on every case
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import onnx
+import pytest
 from version_cases import node_cases
 
+import lowering.scopes
 from lowering.naming import NameAllocator
 from lowering.scopes import Scope
+
+EXPORTS = Path(__file__).resolve().parents[1] / "golden" / "exports"
 
 
 def followed_and_declared(model: onnx.ModelProto) -> list[tuple[str, int | None, int]]:
@@ -29,7 +35,10 @@ def followed_and_declared(model: onnx.ModelProto) -> list[tuple[str, int | None,
     return found
 
 
-def test_types_followed_from_the_schemas_are_the_types_the_cases_declare():
+@pytest.mark.parametrize("whole", [False, True], ids=["value by value", "whole graph at once"])
+def test_types_followed_from_the_schemas_are_the_types_the_cases_declare(whole, monkeypatch):
+    if whole:
+        monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", 0)
     followed, wrong = 0, []
     for case in node_cases():
         for name, element, declared in followed_and_declared(case.model):
@@ -41,3 +50,37 @@ def test_types_followed_from_the_schemas_are_the_types_the_cases_declare():
     assert not wrong, "\n".join(wrong[:20])
     assert followed > 2000  # most outputs are followed without inference, later outputs of
     # multi-output ops (LSTM, TopK, Split, Dropout, ...) too
+
+
+def element_types_followed(graph: onnx.GraphProto, opset: int) -> dict[str, int | None]:
+    """Each node output's element type as a scope follows it (0: left to inference)."""
+    scope = Scope(graph, opset=opset, location="export", names=NameAllocator(), twin=lambda: None)
+    types = {}
+    for node in graph.node:
+        for name in node.output:
+            found = scope.type_of(name)
+            types[name] = found.tensor_type.elem_type if found is not None else 0
+    return types
+
+
+@pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
+def test_the_whole_graph_at_once_types_every_value_as_value_by_value(path, monkeypatch):
+    """On a real export without value_info: every value of the graph typed in one pass gets the
+    type it gets followed back alone, and that is the type onnx inference gives it."""
+    export = onnx.load(path)
+    inferred = onnx.shape_inference.infer_shapes(export).graph.value_info
+    declared = {info.name: info.type.tensor_type.elem_type for info in inferred}
+    graph = onnx.GraphProto()
+    graph.CopyFrom(export.graph)
+    graph.ClearField("value_info")
+    for info in graph.output:
+        info.ClearField("type")
+    opset = next(entry.version for entry in export.opset_import if entry.domain in ("", "ai.onnx"))
+    monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", 10**9)
+    one_by_one = element_types_followed(graph, opset)
+    monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", 0)
+    at_once = element_types_followed(graph, opset)
+    assert at_once == one_by_one
+    typed = [name for name in at_once if at_once[name] and name in declared]
+    assert len(typed) > len(at_once) // 2  # most values of an export follow from the schemas
+    assert all(at_once[name] == declared[name] for name in typed)
