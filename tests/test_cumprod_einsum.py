@@ -344,11 +344,13 @@ def einsum_model(equation: str, shapes, element_type: int, opset: int = 12) -> o
 
 def same_bits_as_native(lowered, original, shapes, element_type: int, rng, edge: bool, equation: str):
     """Run both models on one draw of :func:`einsum_feeds`, assert the lowered gives the native
-    op's bits, and return the feeds and the lowered output."""
+    op's bits (any NaN for a NaN: where NaNs meet in the sums, which payload survives is the
+    kernel's choice, and onnxruntime's Einsum and MatMul choose apart on this AVX-512 machine),
+    and return the feeds and the lowered output."""
     feeds = einsum_feeds(shapes, element_type, rng, edge)
     (got,) = run_onnxruntime(lowered, feeds)
     (native,) = run_onnxruntime(original, feeds)
-    assert_same_bits(got, native, f"{equation} edge={edge}")
+    assert_same_values(got, native, f"{equation} edge={edge}")
     return feeds, got
 
 
