@@ -47,10 +47,13 @@ class DeclaredTypes:
             self._groups.append((names, last, len(last) != len(names), group))
         self._found: dict[str, onnx.TypeProto | None] = {}
         self._defaults: dict[str, onnx.TypeProto] = {}  # what the value_infos do not type
+        self._named: set[str] = set().union(*(last for _, last, _, _ in self._groups))  # (and defaults)
 
     def get(self, name: str) -> onnx.TypeProto | None:
         found = self._found.get(name, _UNREAD)
         if found is _UNREAD:
+            if name not in self._named:  # (most values of a graph without value_info: no search)
+                return None
             found = self._found[name] = self._stated(name)
         return found if found is not None else self._defaults.get(name)
 
@@ -71,16 +74,14 @@ class DeclaredTypes:
 
     def names(self) -> set[str]:
         """Every name a value_info or default here names, with a type or not (a superset of
-        the names :meth:`get` types)."""
-        named = set(self._defaults)
-        for _, last, _, _ in self._groups:
-            named.update(last)
-        return named
+        the names :meth:`get` types; not to be modified)."""
+        return self._named
 
     def setdefault(self, name: str, type_proto: onnx.TypeProto) -> None:
         """``type_proto`` for ``name`` where nothing states its type yet."""
         if self.get(name) is None:
             self._defaults[name] = type_proto
+            self._named.add(name)
 
 
 _UNREAD = object()
