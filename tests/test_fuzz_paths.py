@@ -1,8 +1,8 @@
 """A fixed set of seeds of the paths' differential fuzz (``benchmarks/fuzz_paths.py``): random
-small models converted to 11, 12, 13, 16 and 17 give the same bytes, or the same refusal, on
-the fast path as on the plain one, and neither raises anything but a LoweringError. (A few of
-the models fail onnx's full check, its shape inference, which the pass does not run: they are
-compared all the same.)"""
+small models converted to 11, 12, 13, 16 and 17, and the ops they hold lowered at their own
+opset, give the same bytes, or the same refusal, on the fast path as on the plain one, and
+neither raises anything but a LoweringError. (A few of the models fail onnx's full check, its
+shape inference, which the pass does not run: they are compared all the same.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from fuzz_paths import TARGETS, gen_model, outcome  # noqa: E402
+from fuzz_paths import TARGETS, gen_model, ops_to_lower, outcome  # noqa: E402
 
 SEEDS = range(40001, 40121)  # (among them, each kind of mismatch the fuzz found, before its fix)
 
@@ -21,7 +21,8 @@ SEEDS = range(40001, 40121)  # (among them, each kind of mismatch the fuzz found
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_models_convert_alike_on_both_paths(seed):
     model, _ = gen_model(seed)
-    for target in TARGETS:
-        fast, plain = outcome(model, target, True), outcome(model, target, False)
+    ops = ops_to_lower(model, seed)
+    for target in [*TARGETS, None]:  # (None: lowering ``ops`` at the model's own opset)
+        fast, plain = outcome(model, target, True, ops), outcome(model, target, False, ops)
         assert not plain[0].startswith("OTHER"), plain[1]
         assert fast == plain, (seed, target, fast[0], plain[0])
