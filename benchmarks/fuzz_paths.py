@@ -636,14 +636,19 @@ def gen_model(seed: int):
 
 
 def ops_to_lower(model: onnx.ModelProto, seed: int) -> list[str]:
-    """Default-domain op types the model holds (in branches and functions too), all of them or
-    a subset picked by ``seed``: what a lowering run of the fuzz asks for. Ops no rule or
-    function body serves are left, and reported, alike on both paths."""
+    """Default-domain op types the model holds (in branches and functions too) that a rule or a
+    function body lowers, all of them or a subset picked by ``seed``: what a lowering run of
+    the fuzz asks for. (A node a pattern does not serve where it stands is left, and reported,
+    alike on both paths.)"""
+    from lowering.functions import all_expansions
+    from lowering.registry import all_rules
+
+    lowerable = {rule.op_type for rule in all_rules()} | {expansion.op_type for expansion in all_expansions()}
     found: set[str] = set()
 
     def visit(nodes) -> None:
         for node in nodes:
-            if node.domain in ("", "ai.onnx") and node.op_type not in ("If", "Constant"):
+            if node.domain in ("", "ai.onnx") and node.op_type in lowerable:
                 found.add(node.op_type)
             for attribute in node.attribute:
                 if attribute.type == onnx.AttributeProto.GRAPH:
@@ -654,7 +659,8 @@ def ops_to_lower(model: onnx.ModelProto, seed: int) -> list[str]:
         visit(function.node)
     ops = sorted(found)
     rng = random.Random(seed)
-    return ops if rng.random() < 0.5 else [op for op in ops if rng.random() < 0.5]
+    subset = [op for op in ops if rng.random() < 0.5]
+    return ops if rng.random() < 0.5 or not subset else subset
 
 
 # -- running --------------------------------------------------------------------------------------------
