@@ -137,11 +137,15 @@ def main() -> None:
             for target, seconds in converted.items():
                 print(f"{label:<28} {target:>6} {len(model.graph.node):>7} {baseline:>12.3f} {seconds:>11.3f} "
                       f"{seconds / baseline:>6.2f}")  # fmt: skip
-        model = side_by_side(export, max(1, args.nodes // per_copy), True)
-        baseline, converted = command_line(model, Path(tmp), args.targets)
-        print(f"\nthe command line, a fresh process each (python -c load+save {baseline:.3f} s):")
-        for target, seconds in converted.items():
-            print(f"  onnx-lower --target-opset {target}: {seconds:.3f} s, ratio {seconds / baseline:.2f}")
+        for typed in (True, False):
+            model = side_by_side(export, max(1, args.nodes // per_copy), typed)
+            baseline, converted = command_line(model, Path(tmp), args.targets)
+            print(
+                f"\nthe command line, {'with' if typed else 'without'} value_info, a fresh process each "
+                f"(python -c load+save {baseline:.3f} s):"
+            )
+            for target, seconds in converted.items():
+                print(f"  onnx-lower --target-opset {target}: {seconds:.3f} s, ratio {seconds / baseline:.2f}")
     print(f"\nonnx's converter beside ours, about {args.converter_nodes} nodes each (convert only, in memory):")
     for name in args.converter_exports:
         other = onnx.load(EXPORTS / f"{name}.onnx")
