@@ -391,14 +391,16 @@ class Scope:
         return self.type_of(name)
 
     def _propagated_element_type(self, name: str, reader: int | None) -> int | None:
-        """The element type of a value of this graph that follows from the op schemas alone,
-        following its producers back as far as needed: an output typed like one of its inputs,
-        a fixed type (bool for comparisons), Cast's ``to``. 0 when they leave it open, and onnx
-        type inference is asked instead; None when the value is not this graph's.
+        """The element type of a value of this graph that follows from the op schemas alone
+        (:meth:`_output_type`): an output typed like one of its inputs, a fixed type (bool for
+        comparisons), Cast's ``to``. 0 when they leave it open, and onnx type inference is asked
+        instead; None when the value is not this graph's.
 
-        Past :data:`PROPAGATIONS_BEFORE_WHOLE` values asked (a conversion asks for most), every
-        node's outputs are typed at once, in one pass in the graph's order
-        (:meth:`_propagate_whole`): the same types, without looking back for each producer."""
+        The value's producers are followed back as far as its type needs (:meth:`_follow_back`)
+        for the first :data:`PROPAGATIONS_BEFORE_WHOLE` values asked; past them (a conversion
+        asks for most), every node's outputs are typed at once, in one pass in the graph's order
+        (:meth:`_propagate_whole`). Both give each value the same type, whatever was asked
+        before."""
         own_values = self._own_values
         if self._whole_propagation_left <= 0:
             if self._whole_propagation_left == 0:
@@ -415,47 +417,54 @@ class Scope:
         found = self._local_producer(name, reader)
         if found is None:
             return None
-        known = self._element_types  # this graph's values
-        outer = self._outer_element_types  # values of enclosing graphs
-        followed: list[str] = []  # values typed like the next one, back to one whose type is known
-        value = name
-        while True:
-            followed.append(value)
-            node, reader, output_index = found
-            rule = self._output_rule(node, reader, output_index)
+        self._follow_back(name, found)
+        return self._element_types[name]
+
+    def _follow_back(self, name: str, found: tuple[onnx.NodeProto, int, int]) -> None:
+        """Type ``name`` (made by ``found``: node, index, output index) as the whole pass would:
+        first the undeclared inputs its type may come from, back to values whose types are
+        known (an explicit stack: a chain may be as long as the graph)."""
+        known = self._element_types
+        pending = [(name, *found)]
+        waiting = {name}  # (a value met again while it waits is in a cycle: not followed)
+        while pending:
+            value, node, index, output_index = pending[-1]
+            rule = self._output_rule(node, index, output_index)
             if rule is None or rule[0] != "same":
-                result = rule[1] if rule is not None else 0
-                break
-            result = self._known_input_type(node, reader)
-            if result is not None:  # an input of the output's type is known already (most often)
-                break
-            source = node.input[rule[1]] if rule[1] < len(node.input) else ""
-            declared = element_type_of(self._declared.get(source))
-            if declared is not None or not source or len(followed) > len(self.op_types):  # (a cycle)
-                result = declared or 0
-                break
-            if source in known:
-                result = known[source]
-                break
-            if source in own_values:
-                result = known[source] = 0
-                break
-            found = self._local_producer(source, reader)
-            if found is None:  # a value of an enclosing graph
-                result = outer.get(source)
-                if result is None:
-                    result = element_type_of(self.parent.type_of(source)) if self.parent else 0
-                    result = outer[source] = result or 0
-                break
-            value = source
-        for value in followed:
-            known[value] = result
-        return known[name]
+                known[value] = rule[1] if rule is not None else 0
+            else:
+                source = self._input_to_follow(node, index, waiting)
+                if source is not None:
+                    pending.append(source)
+                    waiting.add(source[0])
+                    continue
+                known[value] = self._same_type(node, index, rule[1])
+            waiting.discard(value)
+            pending.pop()
+
+    def _input_to_follow(
+        self, node: onnx.NodeProto, index: int, waiting: set[str]
+    ) -> tuple[str, onnx.NodeProto, int, int] | None:
+        """The first of the node's inputs typed like its output that is made in this graph, not
+        declared and not typed yet, before any whose type is known: (name, its producer, the
+        producer's index, the output's index); None where there is none."""
+        known = self._element_types
+        for source in self._same_typed_names(node, index):
+            if known.get(source):
+                return None  # (it decides, whatever follows it)
+            if not source or source in known or source in waiting or source in self._own_values:
+                continue
+            if element_type_of(self._declared.get(source)) is not None:
+                continue
+            found = self._local_producer(source, index)
+            if found is not None:
+                return (source, *found)
+        return None
 
     def _propagate_whole(self) -> None:
-        """Each undeclared output of this graph's nodes typed as :meth:`_propagated_element_type`
-        types it, in one pass: a node's inputs, made before it, are typed by the time it is
-        reached."""
+        """Each output of this graph's nodes without a declared element type typed by
+        :meth:`_output_type`, in one pass: a node's inputs, made before it, are typed by the
+        time it is reached."""
         known = self._element_types
         declared = self._declared
         stated = declared.names()  # (a name outside it is not declared: no lookup)
@@ -465,7 +474,9 @@ class Scope:
             outputs = node.output
             same = None  # the type of the outputs typed like an input, found once a node
             for output_index, output in enumerate(outputs):
-                if not output or output in known or (output in stated and declared.get(output) is not None):
+                if not output or output in known:
+                    continue
+                if output in stated and element_type_of(declared.get(output)) is not None:
                     continue
                 schema_rule = rules.get(op_types[index]) if not output_index else None
                 if schema_rule is not None and schema_rule and schema_rule[0] == "type" and not node.domain:
@@ -476,16 +487,51 @@ class Scope:
                     known[output] = rule[1] if rule is not None else 0
                     continue
                 if same is None:
-                    same = self._typed_input_known(node, index, known)
-                    if same is None:
-                        same = self._known_input_type(node, index)  # (declared, or an enclosing graph's)
-                    if same is None:
-                        same = self._followed_input_type(node, rule[1])
+                    same = self._same_type(node, index, rule[1])
                 known[output] = same
 
-    def _typed_input_known(self, node: onnx.NodeProto, index: int, known: dict[str, int]) -> int | None:
-        """The first nonzero type in ``known`` of the node's inputs typed like its output (the
-        first search of :meth:`_known_input_type`), else None."""
+    def _same_type(self, node: onnx.NodeProto, index: int, position: int) -> int:
+        """The element type of the node's outputs typed like its inputs, once those inputs made
+        in this graph are typed: the first nonzero type among the inputs typed like the output,
+        in input order, that this graph's values were given; else the first declared, or an
+        enclosing graph's; else input ``position``'s (declared, given, or an enclosing graph's;
+        0 where unknown)."""
+        known = self._element_types
+        names = self._same_typed_names(node, index)
+        for source in names:
+            found = known.get(source)
+            if found:
+                return found
+        for source in names:
+            if not source or source in known or source in self._own_values:
+                continue
+            found = element_type_of(self._declared.get(source))
+            if found is None:
+                found = self._outer_type(source)
+            if found:
+                return found
+        source = node.input[position] if position < len(node.input) else ""
+        declared = element_type_of(self._declared.get(source))
+        if declared is not None or not source:
+            return declared or 0
+        if source in known:
+            return known[source]
+        if source in self._own_values:
+            known[source] = 0
+            return 0
+        return self._outer_type(source)
+
+    def _outer_type(self, name: str) -> int:
+        """The element type of a value this graph reads and does not make (an enclosing graph's,
+        or, in a graph out of order or in a cycle, one made later), remembered; 0 where unknown."""
+        found = self._outer_element_types.get(name)
+        if found is None:
+            found = element_type_of(self.parent.type_of(name)) if self.parent else 0
+            found = self._outer_element_types[name] = found or 0
+        return found
+
+    def _same_typed_names(self, node: onnx.NodeProto, index: int) -> list[str]:
+        """The node's inputs its schema types like its output, in input order."""
         op_type = self.op_types[index]
         same = self._same_typed_inputs.get(op_type)
         if same is None:
@@ -493,58 +539,10 @@ class Scope:
         positions, from_position = same
         inputs = node.input
         count = len(inputs)
-        for position in positions:
-            if position < count:
-                found = known.get(inputs[position])
-                if found:
-                    return found
-        if from_position is not None:
-            for source in inputs[from_position + 1 :]:
-                found = known.get(source)
-                if found:
-                    return found
-        return None
-
-    def _followed_input_type(self, node: onnx.NodeProto, position: int) -> int:
-        """The element type of the node's input ``position`` where none of its inputs typed like
-        its output is known: declared, typed before, or an enclosing graph's; 0 where unknown."""
-        source = node.input[position] if position < len(node.input) else ""
-        declared = element_type_of(self._declared.get(source))
-        if declared is not None or not source:
-            return declared or 0
-        known = self._element_types.get(source)
-        if known is not None:
-            return known
-        if source in self._own_values:
-            self._element_types[source] = 0
-            return 0
-        outer = self._outer_element_types.get(source)
-        if outer is None:  # a value of an enclosing graph (or, in a graph out of order, made later)
-            outer = element_type_of(self.parent.type_of(source)) if self.parent else 0
-            outer = self._outer_element_types[source] = outer or 0
-        return outer
-
-    def _known_input_type(self, node: onnx.NodeProto, index: int) -> int | None:
-        """The element type of an input of node ``index`` that its schema types like its
-        output, where one is known already (followed before, or declared); else None."""
-        op_type = self.op_types[index]
-        same = self._same_typed_inputs.get(op_type)
-        if same is None:
-            same = self._same_typed_inputs[op_type] = same_typed_inputs(op_type, self.source_opset)
-        positions, from_position = same
-        inputs = list(node.input)
-        names = [inputs[k] for k in positions if k < len(inputs)]
+        names = [inputs[k] for k in positions if k < count]
         if from_position is not None:
             names += inputs[from_position + 1 :]
-        known = self._element_types
-        for source in names:
-            if known.get(source):
-                return known[source]
-        for source in names:
-            found = element_type_of(self._declared.get(source)) or self._outer_element_types.get(source)
-            if found:
-                return found
-        return None
+        return names
 
     def _output_rule(self, node: onnx.NodeProto, index: int, output_index: int = 0) -> tuple[str, int] | None:
         """:func:`lowering.builder.output_type_rule` for output ``output_index`` of node

@@ -84,3 +84,45 @@ def test_the_whole_graph_at_once_types_every_value_as_value_by_value(path, monke
     typed = [name for name in at_once if at_once[name] and name in declared]
     assert len(typed) > len(at_once) // 2  # most values of an export follow from the schemas
     assert all(at_once[name] == declared[name] for name in typed)
+
+
+def answers(graph: onnx.GraphProto, asked: list[str]) -> dict[str, int | None]:
+    """The element types a scope of ``graph`` gives, asked in this order (None: no type)."""
+    scope = Scope(graph, opset=18, location="g", names=NameAllocator(), twin=lambda: None)
+    types = {}
+    for name in asked:
+        found = scope.type_of(name)
+        types[name] = found.tensor_type.elem_type if found is not None else None
+    return types
+
+
+F16 = onnx.TensorProto.FLOAT16
+
+
+@pytest.mark.parametrize("before_whole", [0, 10**9], ids=["whole graph at once", "value by value"])
+def test_a_value_declared_without_an_element_type_is_followed_through(before_whole, monkeypatch):
+    """r's value_info gives a shape and no element type: n = Neg(r) is typed from Relu's input."""
+    monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", before_whole)
+    x = onnx.helper.make_tensor_value_info("x", F16, [2])
+    nodes = [onnx.helper.make_node("Relu", ["x"], ["r"]), onnx.helper.make_node("Neg", ["r"], ["n"])]
+    graph = onnx.helper.make_graph(
+        nodes, "g", [x], [], value_info=[onnx.helper.make_tensor_value_info("r", onnx.TensorProto.UNDEFINED, [2])]
+    )
+    assert answers(graph, ["n"]) == {"n": F16}
+    assert answers(graph, ["r", "n"]) == {"r": 0, "n": F16}  # (r's own type is the declared one)
+
+
+@pytest.mark.parametrize("before_whole", [0, 10**9], ids=["whole graph at once", "value by value"])
+def test_a_type_does_not_depend_on_what_was_asked_before(before_whole, monkeypatch):
+    """out = Add(c, r): c comes from another domain (no type), r from Relu (float16). Asked
+    alone or after its inputs, out is float16: the first input typed like it whose type is
+    known, in input order, once the inputs made in the graph are followed."""
+    monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", before_whole)
+    nodes = [
+        onnx.helper.make_node("Custom", ["x"], ["c"], domain="com.example"),
+        onnx.helper.make_node("Relu", ["x"], ["r"]),
+        onnx.helper.make_node("Add", ["c", "r"], ["out"]),
+    ]
+    graph = onnx.helper.make_graph(nodes, "g", [onnx.helper.make_tensor_value_info("x", F16, [2])], [])
+    assert answers(graph, ["out"]) == {"out": F16}
+    assert answers(graph, ["c", "r", "out"]) == {"c": None, "r": F16, "out": F16}
