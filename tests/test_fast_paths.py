@@ -471,34 +471,44 @@ def noted_model() -> onnx.ModelProto:
     return model
 
 
+def without_notes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """A copy of ``noted_model()`` (or of its inferred model) without the nodes' notes, and how
+    many notes were left out."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    removed = 0
+    for nodes in (copy.graph.node, copy.graph.node[3].attribute[0].g.node,
+                  copy.graph.node[3].attribute[1].g.node, copy.functions[0].node):  # fmt: skip
+        for node in nodes:
+            removed += bool(node.doc_string) + len(node.metadata_props)
+            node.ClearField("doc_string")
+            node.ClearField("metadata_props")
+    return copy, removed
+
+
 def test_lean_bytes_leave_out_every_nodes_notes_and_nothing_else():
     from lowering.fast.lean import lean_bytes
 
     model = noted_model()
     lean = onnx.ModelProto.FromString(lean_bytes(model.SerializeToString()))
-    expected = onnx.ModelProto()
-    expected.CopyFrom(model)
-    stripped = 0
-    for nodes in (expected.graph.node, expected.graph.node[3].attribute[0].g.node,
-                  expected.graph.node[3].attribute[1].g.node, expected.functions[0].node):  # fmt: skip
-        for node in nodes:
-            stripped += bool(node.doc_string) + len(node.metadata_props)
-            node.ClearField("doc_string")
-            node.ClearField("metadata_props")
-    assert stripped == 12  # six noted nodes (the branch twice: both attributes hold it), two notes each
+    expected, removed = without_notes(model)
+    assert removed == 12  # six noted nodes (the branch twice: both attributes hold it), two notes each
     assert lean == expected
     assert lean.graph.doc_string and lean.metadata_props[0].value == "yes"
 
 
 def test_inference_types_the_lean_bytes_as_the_model():
+    """The inferred models are alike but for the notes: value_info of the main graph and of the
+    branches, and the function."""
     from lowering.fast.lean import lean_bytes
 
     model = noted_model()
-    whole = onnx.shape_inference.infer_shapes(model)
+    whole, _ = without_notes(onnx.shape_inference.infer_shapes(model))
     lean = onnx.shape_inference.infer_shapes(lean_bytes(model.SerializeToString()))
     assert len(whole.graph.value_info) == 2  # r, s (the static Reshape gives s a shape)
-    assert list(lean.graph.value_info) == list(whole.graph.value_info)
-    assert lean.graph.value_info[1].type.tensor_type.shape.dim[0].dim_value == 3
+    assert whole.graph.value_info[1].type.tensor_type.shape.dim[0].dim_value == 3
+    assert len(whole.graph.node[3].attribute[0].g.output[0].type.tensor_type.shape.dim) == 2  # the branch's b
+    assert lean == whole
 
 
 @pytest.mark.parametrize("lean", [True, False])
@@ -527,3 +537,26 @@ def test_a_conversion_reading_inferred_shapes_is_alike_with_lean_inference_on_or
     plain = lowering.lower(model, target_opset=13, ops=[], fast=False)
     assert converted.SerializeToString() == plain.SerializeToString()
     assert len(read) == lean  # inference was asked, of the lean bytes where on
+
+
+def test_where_lean_bytes_cannot_be_made_inference_reads_the_model_as_it_is(monkeypatch):
+    """A failure making the lean bytes is not the user's: inference reads the model's bytes as
+    the plain path does, and the conversion gives the same bytes."""
+    import lowering.fast
+
+    def failing(data: bytes) -> bytes:
+        raise RuntimeError("no lean schema")
+
+    monkeypatch.setattr(lowering.fast, "lean_bytes", failing)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Split", ["r"], ["a", "b"], axis=1, num_outputs=2),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 6])],
+        [helper.make_tensor_value_info(n, F32, [2, 3]) for n in "ab"],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    plain = lowering.lower(model, target_opset=13, ops=[], fast=False)
+    assert lowering.lower(model, target_opset=13, ops=[]).SerializeToString() == plain.SerializeToString()
+    assert plain.graph.node[-1].op_type == "Split"

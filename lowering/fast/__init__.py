@@ -89,7 +89,12 @@ class FastPath(PlainPath):
         if self.model_bytes is None:
             return self.driver.original
         data = self.model_bytes.get()
-        return lean_bytes(data) if self.shortcuts.lean_inference else data
+        if not self.shortcuts.lean_inference:
+            return data
+        try:
+            return lean_bytes(data)
+        except Exception:  # (the lean schema cannot be made, or the bytes not read: as the plain path)
+            return data
 
     def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
         """A node no decomposition rule owns (moved to the target opset, or expanded by its

@@ -41,7 +41,9 @@ def _lean_model_class():
     prefix = f".{schema.package}."
     schema.package = _PACKAGE
     schema.name = f"{_PACKAGE}.proto"
-    del schema.dependency[:]
+    del schema.dependency[:]  # (onnx-ml.proto imports nothing; a type from an import would fail here)
+    del schema.public_dependency[:]
+    del schema.weak_dependency[:]
     for message in schema.message_type:
         _renamed(message, prefix)
         if message.name == "NodeProto":
