@@ -31,7 +31,9 @@ from onnx import TensorProto as T
 from onnx import helper
 
 import lowering
+from lowering.api import lowerable_ops
 from lowering.errors import LoweringError
+from lowering.fast import protowire
 
 F32, F16, BF16, F64 = T.FLOAT, T.FLOAT16, T.BFLOAT16, T.DOUBLE
 I32, I64, U8, BOOL = T.INT32, T.INT64, T.UINT8, T.BOOL
@@ -41,23 +43,13 @@ NO_RAW = bool(os.environ.get("NO_RAW"))
 
 
 def attr_field(a: onnx.AttributeProto) -> bytes:
-    b = a.SerializeToString()
-    return b"\x2a" + _varint(len(b)) + b
-
-
-def _varint(n: int) -> bytes:
-    out = b""
-    while True:
-        c = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([c | 0x80])
-        else:
-            return out + bytes([c])
+    """The attribute as a NodeProto's ``attribute`` field (number 5), wire bytes."""
+    return protowire.field(b"\x2a", a.SerializeToString())
 
 
 def str_field(tag: int, data: bytes) -> bytes:
-    return bytes([tag]) + _varint(len(data)) + data
+    """One length-delimited field of tag byte ``tag`` holding ``data``."""
+    return protowire.field(bytes([tag]), data)
 
 
 TEXTS = ["", "doc", "ünïcödé ☃", "日本語のテキスト", "x" * 40, "a\nb\tc", "\x00carried doc_string\x00", "y_0", "n"]
@@ -640,10 +632,7 @@ def ops_to_lower(model: onnx.ModelProto, seed: int) -> list[str]:
     function body lowers, all of them or a subset picked by ``seed``: what a lowering run of
     the fuzz asks for. (A node a pattern does not serve where it stands is left, and reported,
     alike on both paths.)"""
-    from lowering.functions import all_expansions
-    from lowering.registry import all_rules
-
-    lowerable = {rule.op_type for rule in all_rules()} | {expansion.op_type for expansion in all_expansions()}
+    lowerable = lowerable_ops()
     found: set[str] = set()
 
     def visit(nodes) -> None:

@@ -268,9 +268,14 @@ def _expansion(rule, opset: int, element_type: int, attributes: dict[str, object
     return pool.nodes + builder.nodes
 
 
+def lowerable_ops() -> frozenset[str]:
+    """The op types ``ops=`` may name: those a decomposition rule or a function body lowers."""
+    return frozenset(rule.op_type for rule in all_rules()) | {expansion.op_type for expansion in all_expansions()}
+
+
 def _requested_ops(ops, target: Target) -> frozenset[str]:
     """The op types to lower: ``ops``, or the target's ``lowered_ops`` where none are named."""
-    covered = {rule.op_type for rule in all_rules()} | {expansion.op_type for expansion in all_expansions()}
+    covered = lowerable_ops()
     if ops is None:
         ops = target.lowered_ops
     if isinstance(ops, str):

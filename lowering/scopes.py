@@ -72,11 +72,6 @@ class DeclaredTypes:
                         return group[earlier].type
         return None
 
-    def names(self) -> set[str]:
-        """Every name a value_info or default here names, with a type or not (a superset of
-        the names :meth:`get` types; not to be modified)."""
-        return self._named
-
     def setdefault(self, name: str, type_proto: onnx.TypeProto) -> None:
         """``type_proto`` for ``name`` where nothing states its type yet."""
         if self.get(name) is None:
@@ -391,8 +386,8 @@ class Scope:
         return self.type_of(name)
 
     def _propagated_element_type(self, name: str, reader: int | None) -> int | None:
-        """The element type of a value of this graph that follows from the op schemas alone
-        (:meth:`_output_type`): an output typed like one of its inputs, a fixed type (bool for
+        """The element type of a value of this graph that follows from the op schemas alone: an
+        output typed like one of its inputs (:meth:`_same_type`), a fixed type (bool for
         comparisons), Cast's ``to``. 0 when they leave it open, and onnx type inference is asked
         instead; None when the value is not this graph's.
 
@@ -462,25 +457,15 @@ class Scope:
         return None
 
     def _propagate_whole(self) -> None:
-        """Each output of this graph's nodes without a declared element type typed by
-        :meth:`_output_type`, in one pass: a node's inputs, made before it, are typed by the
-        time it is reached."""
+        """Each output of this graph's nodes without a declared element type typed as
+        :meth:`_follow_back` types it, in one pass: a node's inputs, made before it, are typed by
+        the time it is reached."""
         known = self._element_types
         declared = self._declared
-        stated = declared.names()  # (a name outside it is not declared: no lookup)
-        op_types = self.op_types
-        rules = self._schema_rules
         for index, node in enumerate(self.graph.node):
-            outputs = node.output
             same = None  # the type of the outputs typed like an input, found once a node
-            for output_index, output in enumerate(outputs):
-                if not output or output in known:
-                    continue
-                if output in stated and element_type_of(declared.get(output)) is not None:
-                    continue
-                schema_rule = rules.get(op_types[index]) if not output_index else None
-                if schema_rule is not None and schema_rule and schema_rule[0] == "type" and not node.domain:
-                    known[output] = schema_rule[1]  # (most often: the rule is the schema's alone)
+            for output_index, output in enumerate(node.output):
+                if not output or output in known or element_type_of(declared.get(output)) is not None:
                     continue
                 rule = self._output_rule(node, index, output_index)
                 if rule is None or rule[0] != "same":

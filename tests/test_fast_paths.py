@@ -511,15 +511,9 @@ def test_inference_types_the_lean_bytes_as_the_model():
     assert lean == whole
 
 
-@pytest.mark.parametrize("lean", [True, False])
-def test_a_conversion_reading_inferred_shapes_is_alike_with_lean_inference_on_or_off(lean, monkeypatch):
-    """Split-18 to 13 needs the split axis' size, which an untyped graph leaves to inference."""
-    import lowering.fast
-
-    read = []
-    monkeypatch.setattr(
-        lowering.fast, "lean_bytes", lambda data: read.append(data) or lowering.fast.lean.lean_bytes(data)
-    )
+def split_of_an_untyped_value() -> onnx.ModelProto:
+    """Split-18 (num_outputs) of a Relu's output, which no value_info types: to 13 its sizes
+    need the axis' size, which only inference gives. The nodes carry a note."""
     nodes = [
         helper.make_node("Relu", ["x"], ["r"]),
         helper.make_node("Split", ["r"], ["a", "b"], axis=1, num_outputs=2),
@@ -530,7 +524,19 @@ def test_a_conversion_reading_inferred_shapes_is_alike_with_lean_inference_on_or
         nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 6])],
         [helper.make_tensor_value_info(n, F32, [2, 3]) for n in "ab"],
     )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_a_conversion_reading_inferred_shapes_is_alike_with_lean_inference_on_or_off(lean, monkeypatch):
+    """Split-18 to 13 needs the split axis' size, which an untyped graph leaves to inference."""
+    import lowering.fast
+
+    read = []
+    monkeypatch.setattr(
+        lowering.fast, "lean_bytes", lambda data: read.append(data) or lowering.fast.lean.lean_bytes(data)
+    )
+    model = split_of_an_untyped_value()
     converted = lowering.lower(model, target_opset=13, ops=[], fast=Shortcuts(lean_inference=lean))
     split = converted.graph.node[-1]
     assert split.op_type == "Split" and split.metadata_props[0].value == "block"
@@ -548,15 +554,7 @@ def test_where_lean_bytes_cannot_be_made_inference_reads_the_model_as_it_is(monk
         raise RuntimeError("no lean schema")
 
     monkeypatch.setattr(lowering.fast, "lean_bytes", failing)
-    nodes = [
-        helper.make_node("Relu", ["x"], ["r"]),
-        helper.make_node("Split", ["r"], ["a", "b"], axis=1, num_outputs=2),
-    ]
-    graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", F32, [2, 6])],
-        [helper.make_tensor_value_info(n, F32, [2, 3]) for n in "ab"],
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model = split_of_an_untyped_value()
     plain = lowering.lower(model, target_opset=13, ops=[], fast=False)
     assert lowering.lower(model, target_opset=13, ops=[]).SerializeToString() == plain.SerializeToString()
     assert plain.graph.node[-1].op_type == "Split"

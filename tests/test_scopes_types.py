@@ -52,14 +52,14 @@ def test_types_followed_from_the_schemas_are_the_types_the_cases_declare(whole, 
     # multi-output ops (LSTM, TopK, Split, Dropout, ...) too
 
 
-def element_types_followed(graph: onnx.GraphProto, opset: int) -> dict[str, int | None]:
-    """Each node output's element type as a scope follows it (0: left to inference)."""
-    scope = Scope(graph, opset=opset, location="export", names=NameAllocator(), twin=lambda: None)
+def answers(graph: onnx.GraphProto, asked: list[str], opset: int = 18) -> dict[str, int | None]:
+    """The element types a scope of ``graph`` (no inference twin) gives, asked in this order
+    (None: no type; 0: left to inference)."""
+    scope = Scope(graph, opset=opset, location="g", names=NameAllocator(), twin=lambda: None)
     types = {}
-    for node in graph.node:
-        for name in node.output:
-            found = scope.type_of(name)
-            types[name] = found.tensor_type.elem_type if found is not None else 0
+    for name in asked:
+        found = scope.type_of(name)
+        types[name] = found.tensor_type.elem_type if found is not None else None
     return types
 
 
@@ -76,24 +76,15 @@ def test_the_whole_graph_at_once_types_every_value_as_value_by_value(path, monke
     for info in graph.output:
         info.ClearField("type")
     opset = next(entry.version for entry in export.opset_import if entry.domain in ("", "ai.onnx"))
+    outputs = [name for node in graph.node for name in node.output]
     monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", 10**9)
-    one_by_one = element_types_followed(graph, opset)
+    one_by_one = answers(graph, outputs, opset)
     monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", 0)
-    at_once = element_types_followed(graph, opset)
+    at_once = answers(graph, outputs, opset)
     assert at_once == one_by_one
     typed = [name for name in at_once if at_once[name] and name in declared]
     assert len(typed) > len(at_once) // 2  # most values of an export follow from the schemas
     assert all(at_once[name] == declared[name] for name in typed)
-
-
-def answers(graph: onnx.GraphProto, asked: list[str]) -> dict[str, int | None]:
-    """The element types a scope of ``graph`` gives, asked in this order (None: no type)."""
-    scope = Scope(graph, opset=18, location="g", names=NameAllocator(), twin=lambda: None)
-    types = {}
-    for name in asked:
-        found = scope.type_of(name)
-        types[name] = found.tensor_type.elem_type if found is not None else None
-    return types
 
 
 F16 = onnx.TensorProto.FLOAT16

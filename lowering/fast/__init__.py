@@ -87,7 +87,7 @@ class FastPath(PlainPath):
         """The model's bytes, not serialized again, where at hand; without what inference never
         reads where ``lean_inference`` is on."""
         if self.model_bytes is None:
-            return self.driver.original
+            return super().inference_input()
         data = self.model_bytes.get()
         if not self.shortcuts.lean_inference:
             return data
@@ -273,7 +273,7 @@ class SplicedEdits(GraphEdits):
             if template is None or template is _NOT_RECORDED or template.direct_plan is None:
                 return None
             templates[rest_of_key] = template
-        hint = node.name or (outputs[0] if outputs else node.op_type.lower())
+        hint = node_hint(node)
         if hint.__class__ is not str:  # a name not UTF-8, read as bytes: the driver names as the plain path does
             return None
         self.labels.append(label)
