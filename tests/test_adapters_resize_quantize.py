@@ -388,6 +388,96 @@ def test_resize_10_downsampling_nearest_rounds_up_and_mixed_scales_are_refused()
     assert "upsamples some axes and downsamples others" in refusal(mixed, 13)
 
 
+# -- Resize-11 going up ------------------------------------------------------------------------------------
+
+
+def resize_11(attributes: dict, scales=None, sizes=None, x_shape=(1, 2, 5, 7)) -> onnx.ModelProto:
+    """Resize-11 as exporters at opset 11 write it: roi and scales always given (an empty tensor
+    each where not read), sizes where scales are empty. Built at opset 11."""
+    inputs = ["x", "roi", "scales"] + (["sizes"] if sizes is not None else [])
+    initializer = [
+        numpy_helper.from_array(np.zeros(0, np.float32), "roi"),
+        numpy_helper.from_array(np.array(scales if scales is not None else [], np.float32), "scales"),
+    ]
+    if sizes is not None:
+        initializer.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
+    return make_model(
+        [helper.make_node("Resize", inputs, ["y"], name="resize", **attributes)],
+        [helper.make_tensor_value_info("x", FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", FLOAT, ["n", "c", "h", "w"])],
+        opset=11,
+        initializer=initializer,
+    )
+
+
+# Scales up and down, even and uneven (points landing on and beside half pixels), and sizes.
+RESIZE_11_SCALES = ([1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 2.5, 1.7], [1.0, 1.0, 0.6, 0.5], [1.0, 1.0, 3.0, 0.3])
+RESIZE_11_SIZES = ([1, 2, 10, 21], [1, 2, 3, 4], [1, 2, 9, 5], [1, 2, 4, 26])
+
+
+def resize_11_feeds(x_shape=(1, 2, 5, 7)) -> list[dict]:
+    """Each pixel its own index (which input a point picks shows), then edge values."""
+    return [{"x": np.arange(np.prod(x_shape), dtype=np.float32).reshape(x_shape)}, {"x": edge_array(x_shape)}]
+
+
+@pytest.mark.parametrize("target", [13, 19])
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+        {"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "nearest_mode": "round_prefer_ceil"},
+        {"mode": "nearest", "coordinate_transformation_mode": "align_corners", "nearest_mode": "ceil"},
+        {"mode": "linear", "coordinate_transformation_mode": "half_pixel"},
+        {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+        {"mode": "cubic", "coordinate_transformation_mode": "asymmetric", "cubic_coeff_a": -0.5, "exclude_outside": 1},
+    ],
+)
+def test_resize_11_goes_up_as_it_is_its_empty_scales_beside_sizes_as_none(attributes, target):
+    """Resize-11 as PyTorch's and other exporters write it at opset 11 (roi and scales always
+    given) is Resize-13 and Resize-19 with the same attributes; empty scales beside sizes go as
+    13's empty name ("it is an error if both are specified")."""
+    models = [resize_11(attributes, scales=scales) for scales in RESIZE_11_SCALES]
+    models += [resize_11(attributes, sizes=sizes) for sizes in RESIZE_11_SIZES]
+    for model in models:
+        result = assert_converts_bit_for_bit(model, target, resize_11_feeds(), "Resize-11")
+        (resize,) = [n for n in result.model.graph.node if n.op_type == "Resize"]
+        assert {a.name: helper.get_attribute_value(a) for a in resize.attribute} == {
+            a.name: helper.get_attribute_value(a) for a in model.graph.node[0].attribute
+        }
+        given_sizes = len(model.graph.node[0].input) == 4
+        assert list(resize.input) == (["x", "roi", "", "sizes"] if given_sizes else ["x", "roi", "scales"])
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"mode": "nearest", "nearest_mode": "round_prefer_floor"},
+        {"mode": "nearest", "nearest_mode": "floor"},
+        {"mode": "linear"},
+    ],  # fmt: skip
+)
+def test_resize_11_tf_half_pixel_for_nn_is_refused_going_up(attributes):
+    """No mode of 13 picks the same inputs in onnxruntime: half_pixel with nearest_mode ceil is
+    round_prefer_floor of tf_half_pixel_for_nn in real numbers, yet 26 points from 10 differ at
+    the 20th in onnxruntime (pinned here, so a runtime that agrees shows)."""
+    model = resize_11({**attributes, "coordinate_transformation_mode": "tf_half_pixel_for_nn"}, scales=[1, 1, 2, 2])
+    message = refusal(model, 13)
+    assert "Resize-11 uses coordinate_transformation_mode tf_half_pixel_for_nn, which version 13 drops" in message
+    assert message.endswith("so it cannot go to opset 13"), message
+    tf = resize_11(
+        {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn"}, sizes=[1, 1, 1, 26],
+        x_shape=(1, 1, 1, 10),
+    )  # fmt: skip
+    half_pixel = resize_11(
+        {"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "nearest_mode": "ceil"},
+        sizes=[1, 1, 1, 26], x_shape=(1, 1, 1, 10),
+    )  # fmt: skip
+    x = {"x": np.arange(10, dtype=np.float32).reshape(1, 1, 1, 10)}
+    picked, picked_half_pixel = run_onnxruntime(tf, x)[0].reshape(-1), run_onnxruntime(half_pixel, x)[0].reshape(-1)
+    assert (picked[19], picked_half_pixel[19]) == (7.0, 8.0)  # (19 + 0.5) / 2.6 = 7.5
+    assert np.array_equal(np.delete(picked, 19), np.delete(picked_half_pixel, 19))
+
+
 # -- the corpus pairs of issue 13 -------------------------------------------------------------------------
 
 ISSUE_13_CASES = ("test_gridsample", "test_quantizelinear", "test_dequantizelinear", "test_resize_")

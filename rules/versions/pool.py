@@ -1,4 +1,4 @@
-"""MaxPool, AveragePool and LpPool going down across the steps that restate their windows.
+"""MaxPool, AveragePool and LpPool across the steps that restate their windows, both ways.
 
 MaxPool-12, AveragePool-19 and LpPool-18 restate the output shape under ``auto_pad`` and
 ``ceil_mode``; AveragePool-22 and MaxPool-22 ignore ceil-mode windows that start in the right
@@ -150,28 +150,28 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
         kept: dict[int, int] = {}
         for axis, size in enumerate(spatial):
             arguments = (size, kernel[axis], strides[axis], dilations[axis], (pads[axis], pads[axis + len(kernel)]))
-            newer = newer_windows[axis]
-            older = _windows(node.op_type, target, *arguments, auto_pad, target_ceil)
-            if newer[0] < older[0] and newer[1:] == older[1:]:
-                kept[axis] = newer[0]  # the older version's extra windows, last along the axis, are cut
-            elif newer != older:
+            at_source = source_windows[axis]
+            at_target = _windows(node.op_type, target, *arguments, auto_pad, target_ceil)
+            if at_source[0] < at_target[0] and at_source[1:] == at_target[1:]:
+                kept[axis] = at_source[0]  # the target version's extra windows, last along the axis, are cut
+            elif at_source != at_target:
                 return kept, (
-                    f"{cannot}: along spatial axis {axis} (size {size}) its windows differ: {_described(newer)} under "
-                    f"{node.op_type}-{source}'s rules, {_described(older)} under {node.op_type}-{target}'s "
+                    f"{cannot}: along spatial axis {axis} (size {size}) its windows differ: {_described(at_source)} "
+                    f"under {node.op_type}-{source}'s rules, {_described(at_target)} under {node.op_type}-{target}'s "
                     f"({_reason(node, source, target)})"
                 )
         return kept, None
 
-    newer_windows = [
+    source_windows = [
         _windows(node.op_type, source, size, kernel[a], strides[a], dilations[a], (pads[a], pads[a + len(kernel)]),
                  auto_pad, ceil_mode)
         for a, size in enumerate(spatial)
     ]  # fmt: skip
     kept, differ = compared(auto_pad, pads)
     explicit = {}
-    same_pads = [w[1] for w in newer_windows] + [w[2] for w in newer_windows]
+    same_pads = [w[1] for w in source_windows] + [w[2] for w in source_windows]
     if differ is not None and auto_pad in ("SAME_UPPER", "SAME_LOWER") and min(same_pads) >= 0:
-        # The padding the newer version's auto_pad works out, stated as pads (counted alike by
+        # The padding the source version's auto_pad works out, stated as pads (counted alike by
         # count_include_pad: onnxruntime pads SAME as it pads the pads given); a negative one
         # (a stride past the kernel) no pads attribute states
         kept, differ_stated = compared("NOTSET", same_pads)
@@ -198,6 +198,23 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
             inputs = [every, *(name for _, name in bounds)]
             result.append(helper.make_node("Slice", inputs, [output], name=context.fresh(f"{hint}_Slice")))
     return result
+
+
+@adapter(("MaxPool",), 12, "up", LABEL, versions=(11, 22))
+@adapter(("LpPool",), 18, "up", LABEL, versions=(11, 22))
+@adapter(("AveragePool",), 19, "up", LABEL, versions=(11, 22))
+@adapter(("AveragePool", "MaxPool"), 22, "up", LABEL, versions=(11, 22))
+def pool_windows_proved_same_going_up(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """Pool-old(x, attrs) = Pool-new(x, attrs) where every window is the same; the newer pool's extra windows cut.
+
+    The same proof as :func:`pool_windows_proved_same`, the older version's formulas now the
+    source's: on every spatial axis of ``x`` (known statically) both versions give the same
+    padding and the newer one as many windows, or more, last along the axis, which a Slice of
+    every output cuts. SAME padding the versions count otherwise goes as the explicit pads the older one
+    works out. Elsewhere refused: unknown dimensions, the older version counting a window the
+    newer one leaves out (a ceil_mode window starting in the right padding, from 22), padding
+    split otherwise."""
+    return pool_windows_proved_same(node, context)
 
 
 def dilated_windows_gathered(

@@ -1,6 +1,7 @@
 """Resize going down: to 13 across 18 (antialias at its default dropped, axes spread over every
 axis, keep_aspect_ratio_policy as one common scale, constant or computed at run time) and to
-11/12 across 13 (roi and scales given as empty tensors)."""
+11/12 across 13 (roi and scales given as empty tensors); and up across 13 and 18 as it is
+(tf_half_pixel_for_nn refused)."""
 
 from __future__ import annotations
 
@@ -334,3 +335,48 @@ def new_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterCon
     cannot be said at 13: refused, naming what."""
     made, result, after = _without_18_attributes(node, context)
     return [*made, result, *after]
+
+
+def _empty_scales_dropped(node: onnx.NodeProto, context: AdapterContext) -> onnx.NodeProto:
+    """``node`` moved, where it gives sizes and its scales are a constant empty tensor (Resize-11's
+    way to say none) with an empty name instead: from 13, "it is an error if both are specified"."""
+    result = moved(node)
+    inputs = list(result.input)
+    if len(inputs) > 3 and inputs[3] and inputs[2]:
+        scales = context.constant_of(inputs[2])
+        if scales is not None and 0 in scales.dims:
+            result.input[2] = ""
+    return result
+
+
+@adapter(("Resize",), 13, "up", "as it is", versions=(11, 25))
+def resize_11_as_it_is(node: onnx.NodeProto, context: AdapterContext):
+    """Resize-11(x, r, s, z) = Resize-13+(x, r, s, z) in every coordinate mode but tf_half_pixel_for_nn.
+
+    Version 13 drops tf_half_pixel_for_nn and makes roi and scales optional; every other
+    coordinate mode reads the same points, and 18's attributes at their defaults (antialias 0,
+    every axis, stretch) are 13's behaviour. Empty constant scales beside sizes go as no scales
+    (13's empty name). tf_half_pixel_for_nn is refused: half_pixel reads each point
+    ``(x + 0.5) / s`` half a pixel lower, and a nearest rounding of that picks the same input
+    in real numbers (``ceil`` for round_prefer_floor), but not in onnxruntime, whose float
+    evaluation of the two modes rounds points landing on a half pixel otherwise (measured:
+    26 points from 10, the 20th)."""
+    if _mode(node, context) == "tf_half_pixel_for_nn":
+        raise _refused(
+            node,
+            context,
+            "uses coordinate_transformation_mode tf_half_pixel_for_nn, which version 13 drops, and no mode there "
+            "picks the same input for every point (half_pixel with a nearest rounding one lower does in real "
+            "numbers, not in onnxruntime's float evaluation at points on a half pixel)",
+        )
+    return [_empty_scales_dropped(node, context)]
+
+
+@adapter(("Resize",), 18, "up", "new attributes at defaults", versions=(13, 25))
+def new_attributes_left_at_defaults(node: onnx.NodeProto, context: AdapterContext):
+    """Resize-13(x, r, s, z) = Resize-18+(x, r, s, z) with antialias=0, every axis and keep_aspect_ratio_policy=stretch.
+
+    Version 18's new attributes are left at their defaults, which are version 13's behaviour:
+    no antialiasing, roi, scales and sizes over every axis, the sizes taken as they are. Empty
+    constant scales beside sizes go as no scales (13's empty name)."""
+    return [_empty_scales_dropped(node, context)]
