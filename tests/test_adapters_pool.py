@@ -1,5 +1,5 @@
-"""MaxPool, AveragePool and LpPool taken down across the steps that restate their windows
-(rules/versions/pool.py): bit for bit against the original in onnxruntime, on the backend
+"""MaxPool, AveragePool and LpPool taken across the steps that restate their windows, down and
+up (rules/versions/pool.py): bit for bit against the original in onnxruntime, on the backend
 cases and on edge values, wherever every window is proved the same under both versions' rules;
 refused in our words where it is not (a window more or less, dimensions unknown, dilations the
 older version cannot state).
@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException as OnnxruntimeRuntimeException
 from support import make_model, refusal
 from test_adapter_registry import KERNEL_GAPS, at_opset, dilated_pool
 from version_cases import feeds_of, node_cases
@@ -64,7 +65,9 @@ def assert_converts_bit_for_bit(model: onnx.ModelProto, target: int, feeds: dict
         result.report.adapted
     )
     op_type = model.graph.node[0].op_type
-    in_reference = (op_type, schemas.version_in_force(op_type, target)) in KERNEL_GAPS
+    in_reference = any(
+        (op_type, schemas.version_in_force(op_type, opset)) in KERNEL_GAPS for opset in (opset_of(model), target)
+    )
     # dilations as Gathers: run at the source opset, the original's own kernel (see DILATED_POOLS)
     relabeled = in_reference and dilated_pool(model, op_type)
     compared = at_opset(result.model, opset_of(model)) if relabeled else result.model
@@ -337,3 +340,73 @@ def test_maxpool_on_8_bit_integers_goes_to_11_in_float(element_type, attributes)
         assert [n.op_type for n in result.model.graph.node] == ["Cast", "MaxPool", "Cast"]
         for fed in feeds:
             assert_same_bits(run_onnxruntime(result.model, fed), run_onnxruntime(model, fed), f"to {target}")
+
+
+# Pools at opset 11 under every auto_pad, ceil_mode and count_include_pad, along one axis of every
+# size from 1 to 8 with kernels and strides 1 to 4 (a stride that does not divide the span
+# among them), taken up to 19 and 22.
+UP_SWEEP = [
+    (op_type, size, kernel, stride, auto_pad, ceil_mode, include_pad)
+    for op_type in ("AveragePool", "MaxPool", "LpPool")
+    for size in range(1, 9)
+    for kernel in range(1, 5)
+    for stride in range(1, 5)
+    for auto_pad in ("SAME_UPPER", "SAME_LOWER", "VALID")
+    for ceil_mode in ((0, 1) if op_type != "LpPool" else (0,))
+    for include_pad in ((0, 1) if op_type == "AveragePool" else (0,))
+    if not (auto_pad == "VALID" and kernel > size)
+]
+
+
+@pytest.mark.parametrize("target", [19, 22])
+def test_pools_at_11_under_auto_pad_go_up_with_the_windows_onnxruntime_takes(target):
+    """Every pool of UP_SWEEP goes up with the windows and values onnxruntime gives the original
+    (AveragePool-11's output-shape formula floors where its auto_pad description and every runtime
+    take the ceil: 2 windows of 2 by 2 over 4, VALID, counted by the ceil), or is refused in our
+    words where version 22 drops a ceil_mode window starting in the right padding."""
+    converted = 0
+    for op_type, size, kernel, stride, auto_pad, ceil_mode, include_pad in UP_SWEEP:
+        attributes = {"kernel_shape": [kernel], "strides": [stride], "auto_pad": auto_pad}
+        attributes |= {"ceil_mode": ceil_mode} if op_type != "LpPool" else {}
+        attributes |= {"count_include_pad": include_pad} if op_type == "AveragePool" else {}
+        model = pool_model(op_type, 11, [1, 2, size], **attributes)
+        where = f"{op_type} {attributes} over {size} to {target}"
+        try:
+            result = lowering.lower_model(model, target_opset=target, ops=[])
+        except lowering.LoweringError as error:
+            assert ceil_mode and target == 22 and f"{op_type}-11 cannot go to opset 22" in str(error), where
+            assert "its windows differ" in str(error), str(error)
+            continue
+        onnx.checker.check_model(result.model, full_check=True)
+        feeds = random_feeds([1, 2, size])
+        try:
+            want = run_onnxruntime(model, feeds)
+        except OnnxruntimeRuntimeException:  # SAME with a stride past the kernel: negative padding
+            assert auto_pad != "VALID" and stride > kernel, where
+            continue
+        got = run_onnxruntime(result.model, feeds)
+        if op_type == "MaxPool":
+            assert_same_bits(got, want, where)
+            edges = with_edge_values(model, feeds)
+            assert_same_bits(run_onnxruntime(result.model, edges), run_onnxruntime(model, edges), where)
+        else:  # onnxruntime's AveragePool-11 and LpPool-11 kernels sum otherwise (KERNEL_GAPS), and
+            # onnx.reference takes no ceil_mode beside auto_pad: the same windows, ulps apart
+            assert got[0].shape == want[0].shape, where
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7, err_msg=where)
+        converted += 1
+    assert converted >= len(UP_SWEEP) * 9 // 10, converted
+
+
+def test_average_pool_11_valid_and_same_are_counted_as_onnxruntime_counts():
+    """2 by 2 over 4, VALID: 2 windows (its output-shape formula says floor(3 / 2) = 1); kernel 3,
+    stride 2 over 3, SAME_UPPER: 2 windows (floor(3 / 2) = 1), the first padded by 1 after."""
+    valid = pool_model("AveragePool", 11, [1, 1, 4, 4], kernel_shape=[2, 2], strides=[2, 2], auto_pad="VALID")
+    same = pool_model("AveragePool", 11, [1, 1, 3], kernel_shape=[3], strides=[2], auto_pad="SAME_UPPER")
+    for model, x, want in (
+        (valid, np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), [[[[2.5, 4.5], [10.5, 12.5]]]]),
+        (same, np.array([[[1, 2, 4]]], np.float32), [[[1.5, 3.0]]]),
+    ):
+        assert np.array_equal(run_onnxruntime(model, {"x": x})[0], np.array(want, np.float32))
+        for target in (19, 22):
+            converted = lowering.lower(model, target_opset=target, ops=[])
+            assert np.array_equal(run_onnxruntime(converted, {"x": x})[0], np.array(want, np.float32)), target

@@ -448,6 +448,43 @@ def test_resize_11_goes_up_as_it_is_its_empty_scales_beside_sizes_as_none(attrib
         assert list(resize.input) == (["x", "roi", "", "sizes"] if given_sizes else ["x", "roi", "scales"])
 
 
+@pytest.mark.parametrize("target", [13, 19])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_11_tf_crop_and_resize_goes_up_with_its_roi_and_extrapolation_value(mode, target):
+    attributes = {"mode": mode, "coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": -7.5}
+    for roi, sizes in (
+        ([0, 0, 0.2, -0.3, 1, 1, 0.9, 1.4], [1, 2, 6, 9]),
+        ([0, 0, 0.5, 0.5, 1, 1, 0.5, 0.75], [1, 2, 3, 1]),
+    ):
+        model = resize_11(attributes, sizes=sizes)
+        model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array(roi, np.float32), "roi"))
+        result = assert_converts_bit_for_bit(model, target, resize_11_feeds(), "Resize-11")
+        (resize,) = [n for n in result.model.graph.node if n.op_type == "Resize"]
+        assert list(resize.input) == ["x", "roi", "", "sizes"]
+
+
+@pytest.mark.parametrize("target", [13, 19])
+def test_resize_11_scales_beside_sizes_go_as_none_where_they_are_empty_statically(target):
+    """Scales of shape [0] though not a constant (a copy of an empty tensor, a graph input of
+    shape [0]) go as no scales; scales whose emptiness only a run tells are refused (from 13
+    scales beside sizes make the model invalid)."""
+    copied = resize_11({"mode": "nearest"}, sizes=[1, 2, 9, 5])
+    copied.graph.node.insert(0, helper.make_node("Identity", ["scales"], ["scales_copy"], name="copy"))
+    copied.graph.node[1].input[2] = "scales_copy"
+    assert_converts_bit_for_bit(copied, target, resize_11_feeds(), "Resize-11")
+    for length, refused in ((0, False), ("k", True)):
+        given = resize_11({"mode": "nearest"}, sizes=[1, 2, 9, 5])
+        del given.graph.initializer[1]
+        given.graph.input.append(helper.make_tensor_value_info("scales", FLOAT, [length]))
+        if refused:
+            message = refusal(given, target)
+            assert "Resize-11 gives sizes 'sizes' beside scales 'scales' of shape ['k'], which must be empty" in message
+            continue
+        feeds = [{**feeds, "scales": np.zeros(0, np.float32)} for feeds in resize_11_feeds()]
+        result = assert_converts_bit_for_bit(given, target, feeds, "Resize-11")
+        assert list(result.model.graph.node[-1].input) == ["x", "roi", "", "sizes"]
+
+
 @pytest.mark.parametrize(
     "attributes",
     [

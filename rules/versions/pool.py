@@ -55,7 +55,9 @@ def _windows(
     # the same counts as the ceil formulas (ceil(n / s) = floor((n - 1) / s) + 1 for every integer n),
     # so LpPool-18, which states only the ceil ones, counts alike either way.
     # (AveragePool-11's auto_pad description says ceil(size / stride) for SAME too: where its two
-    # statements disagree, the floor one differs from the later versions' count, so it is refused.)
+    # statements disagree, the floor one differs from the later versions' count, so going down to
+    # it is refused or said by explicit pads; going up, a source AveragePool-11 is counted by the
+    # ceil one, as onnxruntime counts it.)
     restated = version >= SHAPE_RESTATED_AT[op_type]
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         if ceil_mode or not (restated or op_type == "AveragePool"):
@@ -162,9 +164,14 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
                 )
         return kept, None
 
+    # A source AveragePool-11 under auto_pad is counted by its auto_pad description's ceil formulas,
+    # as onnxruntime, onnx.reference and onnx's shape inference count it (its output-shape formula's
+    # floor gives fewer where the stride does not divide the span: 1 window of 2 by 2 over 4, VALID)
+    counted_by_ceil = ceil_mode or (node.op_type == "AveragePool" and source < SHAPE_RESTATED_AT["AveragePool"]
+                                    and auto_pad in ("SAME_UPPER", "SAME_LOWER", "VALID"))  # fmt: skip
     source_windows = [
         _windows(node.op_type, source, size, kernel[a], strides[a], dilations[a], (pads[a], pads[a + len(kernel)]),
-                 auto_pad, ceil_mode)
+                 auto_pad, counted_by_ceil)
         for a, size in enumerate(spatial)
     ]  # fmt: skip
     kept, differ = compared(auto_pad, pads)
@@ -210,10 +217,12 @@ def pool_windows_proved_same_going_up(node: onnx.NodeProto, context: AdapterCont
     The same proof as :func:`pool_windows_proved_same`, the older version's formulas now the
     source's: on every spatial axis of ``x`` (known statically) both versions give the same
     padding and the newer one as many windows, or more, last along the axis, which a Slice of
-    every output cuts. SAME padding the versions count otherwise goes as the explicit pads the older one
-    works out. Elsewhere refused: unknown dimensions, the older version counting a window the
-    newer one leaves out (a ceil_mode window starting in the right padding, from 22), padding
-    split otherwise."""
+    every output cuts. A source AveragePool-11 under auto_pad is counted by the ceil of its
+    auto_pad description, as onnxruntime counts it (its output-shape formula floors). SAME
+    padding the versions count otherwise goes as the explicit pads the older one works out.
+    Elsewhere refused: unknown dimensions, the older version counting a window the newer one
+    leaves out (a ceil_mode window starting in the right padding, from 22), padding split
+    otherwise."""
     return pool_windows_proved_same(node, context)
 
 

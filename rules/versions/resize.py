@@ -338,14 +338,23 @@ def new_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterCon
 
 
 def _empty_scales_dropped(node: onnx.NodeProto, context: AdapterContext) -> onnx.NodeProto:
-    """``node`` moved, where it gives sizes and its scales are a constant empty tensor (Resize-11's
-    way to say none) with an empty name instead: from 13, "it is an error if both are specified"."""
+    """``node`` moved; where it gives sizes, its scales (empty: Resize-11's way to say none) with
+    an empty name instead, as from 13 "it is an error if both are specified". Scales beside
+    sizes that are not empty statically (a shape without a 0, or unknown) are refused: Resize-11
+    fails on them when it runs, and no newer Resize can hold them."""
     result = moved(node)
     inputs = list(result.input)
     if len(inputs) > 3 and inputs[3] and inputs[2]:
-        scales = context.constant_of(inputs[2])
-        if scales is not None and 0 in scales.dims:
-            result.input[2] = ""
+        shape = context.shape_of(inputs[2])
+        if shape is None or 0 not in shape:
+            said = "of unknown shape" if shape is None else f"of shape {shape}"
+            raise _refused(
+                node,
+                context,
+                f"gives sizes '{inputs[3]}' beside scales '{inputs[2]}' {said}, which must be empty there and "
+                "cannot be given beside sizes from version 13",
+            )
+        result.input[2] = ""
     return result
 
 
