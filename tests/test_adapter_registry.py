@@ -98,6 +98,8 @@ MINIMUM_CASES = {
     # the same cases taken down to 11 (or the newest opset before the step) and back up: LpPool 4,
     # MaxPool 5 (across 12), AveragePool 6 (across 19); a window the older version counts and 22 drops refused
     "pool_windows_proved_same_going_up": 4,
+    # backend pool cases to 7/8 and 10 and back (SAME with strides 2 refused), the explicit Conv cases
+    "auto_pad_stated_alike": 4,
     "shift_in_unsigned_carrier": 70,  # backend cases and the explicit ones, at 27 and 11
     "floored_remainder": 30,  # the fmod=0 integer and float cases at 27 and 10
     "float16_scales_as_float": 8,  # the float16-scale backend cases at 20 and 10 (compared in onnxruntime)
@@ -121,6 +123,9 @@ MINIMUM_CASES_FOR_OP = {
     ("pool_windows_proved_same", "AveragePool"): 17,
     ("pool_windows_proved_same_going_up", "MaxPool"): 5,
     ("pool_windows_proved_same_going_up", "AveragePool"): 6,
+    ("auto_pad_stated_alike", "AveragePool"): 5,
+    ("auto_pad_stated_alike", "MaxPool"): 6,
+    ("auto_pad_stated_alike", "Conv"): 6,
 }
 REFUSALS = (
     "cannot go to opset",
@@ -283,6 +288,10 @@ KERNEL_GAPS = {
     ("AveragePool", 11): "onnxruntime's AveragePool-11 kernel sums in another order (ulps apart, inf where "
     "version 19's kernel stays finite) and flushes subnormal means to zero",
     ("LpPool", 11): "onnxruntime's LpPool-11 kernel gives NaNs of another sign or payload than LpPool-18's",
+    # the kernels of the versions before 11, as the version-11 adapter takes them (measured alike)
+    ("AveragePool", 7): "onnxruntime's AveragePool-7 kernel sums as its AveragePool-11 kernel does",
+    ("AveragePool", 10): "onnxruntime's AveragePool-10 kernel sums as its AveragePool-11 kernel does",
+    ("LpPool", 2): "onnxruntime's LpPool-2 kernel gives NaNs as its LpPool-11 kernel does",
 }
 
 
@@ -414,7 +423,42 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "Where": where_cases,
         "OneHot": one_hot_cases,
         "Loop": loop_cases,
+        "Conv": conv_cases,
     }.get(op_type, list)()
+
+
+def conv_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Conv under auto_pad with every stride 1 (SAME_UPPER and SAME_LOWER, even kernels among
+    them; onnxruntime takes no dilations beside SAME), and VALID with strides 2: the backend's
+    auto_pad Convs stride by 2 under SAME, which the versions before 11 do not state. Built at
+    opset 10."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for auto_pad, kernel, strides, dilations in (("SAME_UPPER", [2, 3], [1, 1], [1, 1]),
+                                                 ("SAME_LOWER", [2, 2], [1, 1], [1, 1]),
+                                                 ("VALID", [3, 2], [2, 2], [1, 1])):  # fmt: skip
+        weights = onnx.numpy_helper.from_array(rng.standard_normal((3, 2, *kernel)).astype(np.float32), "w")
+        model = make_model(
+            [
+                helper.make_node(
+                    "Conv",
+                    ["x", "w"],
+                    ["y"],
+                    name="conv",
+                    auto_pad=auto_pad,
+                    kernel_shape=kernel,
+                    strides=strides,
+                    dilations=dilations,
+                )
+            ],  # fmt: skip
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 2, 5, 6))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+            opset=10,
+            initializer=[weights],
+        )
+        feeds = {"x": rng.standard_normal((1, 2, 5, 6)).astype(np.float32)}
+        cases.append((f"explicit_conv_{auto_pad.lower()}_{'x'.join(map(str, kernel))}", model, [feeds]))
+    return cases
 
 
 def loop_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:

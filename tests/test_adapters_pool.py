@@ -410,3 +410,46 @@ def test_average_pool_11_valid_and_same_are_counted_as_onnxruntime_counts():
         for target in (19, 22):
             converted = lowering.lower(model, target_opset=target, ops=[])
             assert np.array_equal(run_onnxruntime(converted, {"x": x})[0], np.array(want, np.float32)), target
+
+
+@pytest.mark.parametrize("op_type", ["Conv", "MaxPool", "AveragePool", "LpPool"])
+def test_auto_pad_before_11_goes_across_11_where_both_versions_state_it_alike(op_type):
+    """SAME before 11 pads so that the output is as long as the input, from 11 to ceil(size /
+    stride): alike where every stride is 1, and VALID pads nothing in both; SAME with a stride of
+    2 is refused both ways."""
+    rng = np.random.default_rng(10)
+    for auto_pad, strides in (("SAME_UPPER", [1, 1]), ("SAME_LOWER", [1, 1]), ("VALID", [2, 1])):
+        attributes = {"kernel_shape": [2, 3], "strides": strides, "auto_pad": auto_pad}
+        model = pool_model(op_type, 10, [1, 2, 5, 6], **attributes)
+        if op_type == "Conv":
+            model.graph.node[0].input.append("w")
+            weights = rng.standard_normal((3, 2, 2, 3)).astype(np.float32)
+            model.graph.initializer.append(onnx.numpy_helper.from_array(weights, "w"))
+        feeds = {"x": rng.standard_normal((1, 2, 5, 6)).astype(np.float32)}
+        for target in (11, 13, 22):
+            result = lowering.lower_model(model, target_opset=target, ops=[])
+            assert any("via auto_pad stated alike" in key for key in result.report.adapted), result.report.adapted
+            got, want = run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds)
+            if op_type in ("Conv", "MaxPool"):
+                assert_same_bits(got, want, f"{op_type} {auto_pad} to {target}")
+            else:  # onnxruntime's AveragePool-10 and LpPool-2 kernels sum otherwise (KERNEL_GAPS)
+                assert got[0].shape == want[0].shape
+                assert_same_bits(run_reference(result.model, feeds), run_reference(model, feeds), f"{op_type}")
+        back = lowering.lower(lowering.lower(model, target_opset=22, ops=[]), target_opset=10, ops=[])
+        assert_same_bits(run_onnxruntime(back, feeds), run_onnxruntime(model, feeds), f"{op_type} back to 10")
+    strided = pool_model(op_type, 10, [1, 2, 5, 6], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+    if op_type == "Conv":
+        strided.graph.node[0].input.append("w")
+        strided.graph.initializer.append(onnx.numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "w"))
+    message = refusal(strided, 11)
+    assert "pads by auto_pad SAME_UPPER with strides [2, 2]: before version 11 SAME pads so that the output" in message
+    assert f"cannot go to opset 11 ({op_type}-11: version 11 restates the output shape under auto_pad)" in message
+
+
+def test_valid_with_ceil_mode_is_refused_where_the_target_cannot_state_ceil_mode():
+    """LpPool-18 VALID with ceil_mode=1, kernel 2, stride 2 over 3: onnxruntime counts 2 windows by
+    ceil_mode, the schema's VALID formula 1, and LpPool-11 has no ceil_mode."""
+    model = pool_model("LpPool", 18, [1, 1, 3], kernel_shape=[2], strides=[2], auto_pad="VALID", ceil_mode=1)
+    assert run_onnxruntime(model, {"x": np.ones((1, 1, 3), np.float32)})[0].shape == (1, 1, 2)
+    message = refusal(model, 11)
+    assert "it takes auto_pad VALID with ceil_mode=1, which its schema and onnxruntime count otherwise" in message

@@ -3,6 +3,7 @@ steps; importing this package registers them all (lowering.adapters does on its 
 
 from . import (  # noqa: F401
     argmax,
+    auto_pad,
     bitshift,
     cast,
     constant,

@@ -18,12 +18,6 @@ known_change(("BatchNormalization", "Dropout"), 7, "before version 7 the node ru
 known_change(("LSTM", "GRU", "RNN"), 7, "version 7 restates the recurrence (R transposed)")
 known_change(("Max", "Min", "Sum", "Mean"), 8, "version 8 broadcasts its inputs numpy-style", down_only=True)
 known_change(
-    ("Conv", "AveragePool", "MaxPool", "LpPool"),
-    11,
-    "version 11 restates the output shape under auto_pad",
-    affects=auto_pad_set,
-)
-known_change(
     ("ConvTranspose",),
     11,
     "version 11 restates how auto_pad (and an output_shape, which pads by it) splits the padding",

@@ -127,6 +127,14 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
             raise LoweringError(f"{cannot}: its dilations {dilations} cannot be stated there")
         dropped.append("dilations")
     if "ceil_mode" not in target_attributes and attribute_of(node, "ceil_mode") is not None:
+        if ceil_mode and text_attribute(node, "auto_pad", context.source_opset) == "VALID":
+            # the schema counts VALID windows by one ceil formula whatever ceil_mode is, but
+            # onnxruntime counts them by ceil_mode (LpPool-18, kernel 2, stride 2 over 3: 2 windows,
+            # LpPool-11: 1), so which windows the node takes is not agreed
+            raise LoweringError(
+                f"{cannot}: it takes auto_pad VALID with ceil_mode=1, which its schema and onnxruntime count "
+                "otherwise, and the target's version has no ceil_mode to say it"
+            )
         dropped.append("ceil_mode")
     if not auto_pad_or_ceil_mode(node):
         # the same formulas in both versions: judged as any, unless an attribute must go or a type

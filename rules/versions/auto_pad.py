@@ -1,0 +1,97 @@
+"""Conv and the pools across version 11, which restates auto_pad SAME: before 11 it pads "so that
+the output spatial size match the input", from 11 so that the output holds ceil(size / stride)
+values. Where every stride is 1 the two say the same padding; VALID pads nothing in both."""
+
+from __future__ import annotations
+
+import onnx
+
+from lowering import schemas
+from lowering.adapters import (
+    AdapterContext,
+    adapter,
+    attribute_of,
+    auto_pad_or_ceil_mode,
+    auto_pad_set,
+    known_change,
+    moved,
+    require_types_taken,
+    text_attribute,
+)
+from lowering.errors import LoweringError
+
+from .pool import SHAPE_RESTATED_AT, pool_windows_proved_same
+
+AUTO_PAD_11 = "version 11 restates the output shape under auto_pad"
+POOLS = ("AveragePool", "MaxPool", "LpPool")
+known_change(("Conv", *POOLS), 11, AUTO_PAD_11, affects=auto_pad_set)
+LABEL = "auto_pad stated alike"
+# Attributes a version before 11 may lack, with the value that says what it says without them.
+ABSENT_MEANS = {"dilations": 1, "ceil_mode": 0, "storage_order": 0, "count_include_pad": 0}
+
+
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
+    source = schemas.version_in_force(node.op_type, context.source_opset)
+    target = schemas.version_in_force(node.op_type, context.target_opset)
+    return LoweringError(
+        f"{context.location}: {node.op_type}-{source} {why}, so it cannot go to opset {context.target_opset} "
+        f"({node.op_type}-{target}: {AUTO_PAD_11})"
+    )
+
+
+def _moved_to_target(node: onnx.NodeProto, context: AdapterContext) -> onnx.NodeProto:
+    """The node as it is at the target's version: an attribute the target lacks dropped where it
+    says what its absence says (dilations of 1, ceil_mode 0), else refused."""
+    require_types_taken(node, context)
+    taken = schemas.schema_in_force(node.op_type, context.target_opset).attributes
+    dropped = []
+    for attribute in node.attribute:
+        if attribute.name in taken:
+            continue
+        value = attribute_of(node, attribute.name)
+        absent = ABSENT_MEANS.get(attribute.name)
+        if absent is None or any(v != absent for v in (value if isinstance(value, list) else [value])):
+            raise _refused(node, context, f"sets {attribute.name}={value}, which the target's version cannot state")
+        dropped.append(attribute.name)
+    return moved(node, dropped=tuple(dropped))
+
+
+# From the versions that take every attribute the pools' windows read but ceil_mode and dilations
+# (MaxPool-8 storage_order, AveragePool-7 count_include_pad, LpPool-2 an integer p)
+@adapter(("Conv",), 11, "up", LABEL, versions=(1, 22))
+@adapter(("MaxPool",), 11, "up", LABEL, versions=(8, 22))
+@adapter(("AveragePool",), 11, "up", LABEL, versions=(7, 22))
+@adapter(("LpPool",), 11, "up", LABEL, versions=(2, 22))
+@adapter(("Conv",), 11, "down", LABEL, versions=(1, 22))
+@adapter(("MaxPool",), 11, "down", LABEL, versions=(8, 22))
+@adapter(("AveragePool",), 11, "down", LABEL, versions=(7, 22))
+@adapter(("LpPool",), 11, "down", LABEL, versions=(2, 22))
+def auto_pad_stated_alike(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto] | None:
+    """op-1..10(x, auto_pad=a) = op-11+(x, auto_pad=a) where a is VALID, or SAME with every stride 1; both ways.
+
+    SAME before 11 pads so that the output is as long as the input; from 11 so that it holds
+    ``ceil(size / stride)`` values: with every stride 1 both are ``size``, padded by
+    ``(kernel - 1) * dilation`` in all, the odd one at the end (SAME_UPPER) or the start
+    (SAME_LOWER) in both. VALID pads nothing in both. A pool that also crosses 12, 18, 19 or 22
+    (ceil_mode, auto_pad restated again) goes on as :func:`pool_windows_proved_same` proves its
+    windows. SAME with a stride above 1 is refused: the older versions' output cannot be as long
+    as the input then, so they do not say which padding they mean. A node without auto_pad is
+    left to be judged as any."""
+    auto_pad = text_attribute(node, "auto_pad", context.source_opset)
+    strides = list(attribute_of(node, "strides") or [])
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER") and any(stride != 1 for stride in strides):
+        raise _refused(
+            node,
+            context,
+            f"pads by auto_pad {auto_pad} with strides {strides}: before version 11 SAME pads so that the output is "
+            "as long as the input, which a stride above 1 cannot give",
+        )
+    source = schemas.version_in_force(node.op_type, context.source_opset)
+    target = schemas.version_in_force(node.op_type, context.target_opset)
+    low, high = sorted((source, target))
+    crosses_later = any(step and low < step <= high for step in (SHAPE_RESTATED_AT.get(node.op_type), 22))
+    if node.op_type in POOLS and crosses_later and auto_pad_or_ceil_mode(node):
+        return pool_windows_proved_same(node, context)
+    if not auto_pad_set(node):
+        return None
+    return [_moved_to_target(node, context)]
