@@ -61,9 +61,8 @@ def assert_converts_bit_for_bit(model: onnx.ModelProto, target: int, feeds: dict
     still running it to outputs of the same shapes."""
     result = lowering.lower_model(model, target_opset=target, ops=[])
     onnx.checker.check_model(result.model, full_check=True)
-    assert all(" via " not in key or key.endswith(f" via {LABEL}") for key in result.report.adapted), dict(
-        result.report.adapted
-    )
+    labels = (f" via {LABEL}", " via auto_pad stated alike")
+    assert all(" via " not in key or key.endswith(labels) for key in result.report.adapted), dict(result.report.adapted)
     op_type = model.graph.node[0].op_type
     in_reference = any(
         (op_type, schemas.version_in_force(op_type, opset)) in KERNEL_GAPS for opset in (opset_of(model), target)
@@ -441,15 +440,75 @@ def test_auto_pad_before_11_goes_across_11_where_both_versions_state_it_alike(op
     if op_type == "Conv":
         strided.graph.node[0].input.append("w")
         strided.graph.initializer.append(onnx.numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "w"))
-    message = refusal(strided, 11)
-    assert "pads by auto_pad SAME_UPPER with strides [2, 2]: before version 11 SAME pads so that the output" in message
-    assert f"cannot go to opset 11 ({op_type}-11: version 11 restates the output shape under auto_pad)" in message
+    for moved_to, target in ((strided, 11), (at_opset(strided, 11), 10)):  # up, and down from 11
+        message = refusal(moved_to, target)
+        assert (
+            "pads by auto_pad SAME_UPPER with strides [2, 2]: before version 11 SAME pads so that the output" in message
+        )
+        assert f"cannot go to opset {target} ({op_type}-" in message and "restates the output shape" in message
 
 
-def test_valid_with_ceil_mode_is_refused_where_the_target_cannot_state_ceil_mode():
-    """LpPool-18 VALID with ceil_mode=1, kernel 2, stride 2 over 3: onnxruntime counts 2 windows by
-    ceil_mode, the schema's VALID formula 1, and LpPool-11 has no ceil_mode."""
-    model = pool_model("LpPool", 18, [1, 1, 3], kernel_shape=[2], strides=[2], auto_pad="VALID", ceil_mode=1)
-    assert run_onnxruntime(model, {"x": np.ones((1, 1, 3), np.float32)})[0].shape == (1, 1, 2)
-    message = refusal(model, 11)
-    assert "it takes auto_pad VALID with ceil_mode=1, which its schema and onnxruntime count otherwise" in message
+VALID_CEIL = "it takes auto_pad VALID with ceil_mode=1 and strides"
+
+
+@pytest.mark.parametrize(
+    "op_type, opset, shape, attributes, targets",
+    [
+        # kernel 2, stride 2 over 3: onnxruntime counts 2 windows by ceil_mode, the schema's VALID formula 1
+        ("LpPool", 18, [1, 1, 3], {"kernel_shape": [2], "strides": [2]}, [11, 10]),
+        # dilated: the windows gathered where dilations cannot be stated (AveragePool-10 and -11 have ceil_mode)
+        ("AveragePool", 22, [1, 1, 6], {"kernel_shape": [3], "strides": [3], "dilations": [2]}, [17, 11, 10]),
+        ("LpPool", 22, [1, 1, 6], {"kernel_shape": [3], "strides": [3], "dilations": [2]}, [17, 10]),
+    ],
+)
+def test_valid_with_ceil_mode_counted_otherwise_by_onnxruntime_is_refused(op_type, opset, shape, attributes, targets):
+    model = pool_model(op_type, opset, shape, auto_pad="VALID", ceil_mode=1, **attributes)
+    windows = run_onnxruntime(model, {"x": np.ones(shape, np.float32)})[0].shape[-1]
+    assert windows == 2
+    for target in targets:
+        assert VALID_CEIL in refusal(model, target)
+
+
+@pytest.mark.parametrize(
+    "op_type, opset, shape, attributes, target",
+    [
+        ("MaxPool", 12, [1, 1, 5, 5], {"kernel_shape": [2, 2], "strides": [1, 1]}, 8),  # stride 1: the same count
+        ("MaxPool", 12, [1, 1, 5, 7], {"kernel_shape": [3, 3], "strides": [2, 2]}, 8),  # 2 divides 5 - 3 and 7 - 3
+        ("MaxPool", 22, [1, 1, 4, 6], {"kernel_shape": [2, 3], "strides": [2, 3]}, 8),  # 2 | 4 - 2, 3 | 6 - 3
+    ],
+)
+def test_valid_with_ceil_mode_where_both_count_alike_goes_without_it(op_type, opset, shape, attributes, target):
+    model = pool_model(op_type, opset, shape, auto_pad="VALID", ceil_mode=1, **attributes)
+    assert_converts_bit_for_bit(model, target, random_feeds(shape), f"{op_type} VALID ceil_mode to {target}")
+
+
+def test_pools_the_older_versions_take_with_attributes_at_their_defaults_go_below_11():
+    """Exporters' no-op attributes (ceil_mode=0, dilations of 1) and 8-bit MaxPools go down to 7-10;
+    AveragePool-19 VALID, kernel 2, stride 2 over 6 counts 3 windows at 10 as at 19 (AveragePool-10
+    states the ceil formulas)."""
+    noop = pool_model("AveragePool", 13, [1, 1, 5, 5], kernel_shape=[2, 2], ceil_mode=0)
+    assert_converts_bit_for_bit(noop, 7, random_feeds([1, 1, 5, 5]), "AveragePool no-op attributes to 7")
+    maxpool = pool_model("MaxPool", 12, [1, 1, 5, 5], kernel_shape=[2, 2], dilations=[1, 1], ceil_mode=0)
+    assert_converts_bit_for_bit(maxpool, 9, random_feeds([1, 1, 5, 5]), "MaxPool no-op attributes to 9")
+    valid = pool_model("AveragePool", 19, [1, 1, 6, 6], kernel_shape=[2, 2], strides=[2, 2], auto_pad="VALID")
+    assert_converts_bit_for_bit(valid, 10, random_feeds([1, 1, 6, 6]), "AveragePool-19 VALID to 10")
+    x = helper.make_tensor_value_info("x", TensorProto.INT8, [1, 1, 5, 5])
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])
+    eight_bit = make_model([node], [x], [helper.make_tensor_value_info("y", TensorProto.INT8, [None] * 4)], opset=12)
+    feeds = {"x": np.arange(-12, 13, dtype=np.int8).reshape(1, 1, 5, 5)}
+    for target in (10, 8):
+        converted = lowering.lower(eight_bit, target_opset=target, ops=[])
+        assert_same_bits(run_onnxruntime(converted, feeds), run_onnxruntime(eight_bit, feeds), f"int8 to {target}")
+
+
+def test_windows_that_cannot_be_gathered_are_refused_in_our_words():
+    """No window along an axis (kernel 3 dilated by 2 over 4, VALID), and gathering below opset 9,
+    where Constant holds no int64: LoweringErrors naming why."""
+    empty = pool_model("LpPool", 18, [1, 2, 3, 4], kernel_shape=[1, 3], dilations=[2, 2], auto_pad="VALID")
+    assert "along spatial axis 1 (size 4) it has no window to gather" in refusal(empty, 11)
+    dilated = pool_model("AveragePool", 22, [1, 1, 6, 6], kernel_shape=[2, 2], dilations=[2, 2], auto_pad="VALID")
+    for target in (7, 8):
+        assert "gathering its windows needs Pad, Gather and int64 constants, which opset 9 first" in refusal(
+            dilated, target
+        )
+    assert_converts_bit_for_bit(dilated, 9, random_feeds([1, 1, 6, 6]), "dilated AveragePool to 9")

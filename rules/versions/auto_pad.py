@@ -11,7 +11,6 @@ from lowering.adapters import (
     AdapterContext,
     adapter,
     attribute_of,
-    auto_pad_or_ceil_mode,
     auto_pad_set,
     known_change,
     moved,
@@ -72,11 +71,12 @@ def auto_pad_stated_alike(node: onnx.NodeProto, context: AdapterContext) -> list
     SAME before 11 pads so that the output is as long as the input; from 11 so that it holds
     ``ceil(size / stride)`` values: with every stride 1 both are ``size``, padded by
     ``(kernel - 1) * dilation`` in all, the odd one at the end (SAME_UPPER) or the start
-    (SAME_LOWER) in both. VALID pads nothing in both. A pool that also crosses 12, 18, 19 or 22
-    (ceil_mode, auto_pad restated again) goes on as :func:`pool_windows_proved_same` proves its
-    windows. SAME with a stride above 1 is refused: the older versions' output cannot be as long
-    as the input then, so they do not say which padding they mean. A node without auto_pad is
-    left to be judged as any."""
+    (SAME_LOWER) in both. VALID pads nothing in both. A pool that also crosses 12, 18, 19 or 22,
+    or whose ceil_mode=1 the target cannot state, goes on as :func:`pool_windows_proved_same`
+    proves its windows (attributes the older version lacks at their defaults dropped, 8-bit
+    MaxPools in float). SAME with a stride above 1 is refused: the older versions' output cannot
+    be as long as the input then, so they do not say which padding they mean. Any other node
+    goes as it is, attributes the target lacks dropped where they say what their absence says."""
     auto_pad = text_attribute(node, "auto_pad", context.source_opset)
     strides = list(attribute_of(node, "strides") or [])
     if auto_pad in ("SAME_UPPER", "SAME_LOWER") and any(stride != 1 for stride in strides):
@@ -90,8 +90,8 @@ def auto_pad_stated_alike(node: onnx.NodeProto, context: AdapterContext) -> list
     target = schemas.version_in_force(node.op_type, context.target_opset)
     low, high = sorted((source, target))
     crosses_later = any(step and low < step <= high for step in (SHAPE_RESTATED_AT.get(node.op_type), 22))
-    if node.op_type in POOLS and crosses_later and auto_pad_or_ceil_mode(node):
+    target_attributes = schemas.schema_in_force(node.op_type, context.target_opset).attributes
+    ceil_dropped = bool(attribute_of(node, "ceil_mode")) and "ceil_mode" not in target_attributes
+    if node.op_type in POOLS and (crosses_later or ceil_dropped):
         return pool_windows_proved_same(node, context)
-    if not auto_pad_set(node):
-        return None
     return [_moved_to_target(node, context)]

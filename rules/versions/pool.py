@@ -59,8 +59,9 @@ def _windows(
     # it is refused or said by explicit pads; going up, a source AveragePool-11 is counted by the
     # ceil one, as onnxruntime counts it.)
     restated = version >= SHAPE_RESTATED_AT[op_type]
+    floor_stated = op_type == "AveragePool" and version >= 11  # AveragePool-7/10 state the ceil ones
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        if ceil_mode or not (restated or op_type == "AveragePool"):
+        if ceil_mode or not (restated or floor_stated):
             count = _ceil_div(size, stride)
         elif restated:
             count = (size - 1) // stride + 1
@@ -70,7 +71,7 @@ def _windows(
         before = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
         return count, before, total - before
     if auto_pad == "VALID":
-        if ceil_mode or not (restated or op_type == "AveragePool"):
+        if ceil_mode or not (restated or floor_stated):
             count = _ceil_div(size - extent + 1, stride)
         elif restated:
             count = (size - extent) // stride + 1
@@ -120,21 +121,17 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     dilations = list(attribute_of(node, "dilations") or [1] * len(kernel))
     ceil_mode = bool(attribute_of(node, "ceil_mode"))
     dropped = []
+    if ceil_mode and "ceil_mode" not in target_attributes:
+        _refuse_valid_counted_by_ceil_mode(node, context, kernel, dilations, cannot)
     if "dilations" not in target_attributes and attribute_of(node, "dilations") is not None:
         if any(d != 1 for d in dilations):
             if node.op_type in ("AveragePool", "LpPool"):
+                if ceil_mode:  # (the windows gathered are counted as the schema counts them)
+                    _refuse_valid_counted_by_ceil_mode(node, context, kernel, dilations, cannot)
                 return dilated_windows_gathered(node, context, source, cannot)
             raise LoweringError(f"{cannot}: its dilations {dilations} cannot be stated there")
         dropped.append("dilations")
     if "ceil_mode" not in target_attributes and attribute_of(node, "ceil_mode") is not None:
-        if ceil_mode and text_attribute(node, "auto_pad", context.source_opset) == "VALID":
-            # the schema counts VALID windows by one ceil formula whatever ceil_mode is, but
-            # onnxruntime counts them by ceil_mode (LpPool-18, kernel 2, stride 2 over 3: 2 windows,
-            # LpPool-11: 1), so which windows the node takes is not agreed
-            raise LoweringError(
-                f"{cannot}: it takes auto_pad VALID with ceil_mode=1, which its schema and onnxruntime count "
-                "otherwise, and the target's version has no ceil_mode to say it"
-            )
         dropped.append("ceil_mode")
     if not auto_pad_or_ceil_mode(node):
         # the same formulas in both versions: judged as any, unless an attribute must go or a type
@@ -234,6 +231,10 @@ def pool_windows_proved_same_going_up(node: onnx.NodeProto, context: AdapterCont
     return pool_windows_proved_same(node, context)
 
 
+# What gathering a pool's windows writes, and the first opset where all of it exists.
+GATHERED_WINDOWS_FIRST_OPSET = schemas.first_opset_writing(("Pad", "Gather"), int64_constants=True)
+
+
 def dilated_windows_gathered(
     node: onnx.NodeProto, context: AdapterContext, source: int, cannot: str
 ) -> list[onnx.NodeProto]:
@@ -256,6 +257,11 @@ def dilated_windows_gathered(
     dilated, against the spec's output size), and spatial sizes not known statically. (A pad not
     smaller than the kernel, which onnxruntime refuses to load, is gathered as zeros alike.)"""
     op = node.op_type
+    if context.target_opset < GATHERED_WINDOWS_FIRST_OPSET:
+        raise LoweringError(
+            f"{cannot}: its dilations cannot be stated there, and gathering its windows needs Pad, Gather and "
+            f"int64 constants, which opset {GATHERED_WINDOWS_FIRST_OPSET} first holds"
+        )
     shape = context.shape_of(node.input[0])
     kernel = list(attribute_of(node, "kernel_shape") or [])
     spatial = None if shape is None else shape[2:]
@@ -301,6 +307,8 @@ def dilated_windows_gathered(
             if o == count - 1:
                 left_out[1][axis] = trailing
         every = [q for counted in kept for q in counted]
+        if not every:
+            raise LoweringError(f"{cannot}: along spatial axis {axis} (size {size}) it has no window to gather")
         low = max(0, -min(every))
         zeros_before.append(low)
         zeros_after.append(max(0, max(every) - size + 1))
@@ -332,6 +340,32 @@ def _counted(op: str, window: list[int], size: int, after: int, include_pad: boo
         return window
     end = size + after if include_pad else size
     return [q for q in window if (include_pad or q >= 0) and q < end]
+
+
+def _refuse_valid_counted_by_ceil_mode(
+    node: onnx.NodeProto, context: AdapterContext, kernel: list[int], dilations: list[int], cannot: str
+) -> None:
+    """Refuse auto_pad VALID with ceil_mode=1 going where ceil_mode cannot be stated, or where its
+    windows are gathered, unless on every axis the stride divides ``size - extent``: the schema counts VALID windows
+    ``ceil((size - extent + 1) / stride)`` whatever ceil_mode is, onnxruntime
+    ``ceil((size - extent) / stride) + 1`` under ceil_mode (LpPool-18, kernel 2, stride 2 over 3:
+    1 against 2), and the two agree exactly there."""
+    if text_attribute(node, "auto_pad", context.source_opset) != "VALID":
+        return
+    strides = list(attribute_of(node, "strides") or [1] * len(kernel))
+    if all(stride == 1 for stride in strides):
+        return
+    shape = context.shape_of(node.input[0])
+    spatial = None if shape is None else shape[2:]
+    if spatial is not None and len(spatial) == len(kernel) and all(isinstance(d, int) for d in spatial):
+        extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+        if all((size - extent) % stride == 0 for size, extent, stride in zip(spatial, extents, strides, strict=True)):
+            return
+    raise LoweringError(
+        f"{cannot}: it takes auto_pad VALID with ceil_mode=1 and strides {strides}, whose windows its schema and "
+        "onnxruntime count otherwise (where the stride does not divide the span), and the target's version has "
+        "no ceil_mode to say which"
+    )
 
 
 def _eight_bit_widened(node: onnx.NodeProto, context: AdapterContext) -> int | None:
