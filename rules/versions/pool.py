@@ -346,10 +346,10 @@ def _refuse_valid_counted_by_ceil_mode(
     node: onnx.NodeProto, context: AdapterContext, kernel: list[int], dilations: list[int], cannot: str
 ) -> None:
     """Refuse auto_pad VALID with ceil_mode=1 going where ceil_mode cannot be stated, or where its
-    windows are gathered, unless on every axis the stride divides ``size - extent``: the schema counts VALID windows
-    ``ceil((size - extent + 1) / stride)`` whatever ceil_mode is, onnxruntime
-    ``ceil((size - extent) / stride) + 1`` under ceil_mode (LpPool-18, kernel 2, stride 2 over 3:
-    1 against 2), and the two agree exactly there."""
+    windows are gathered, unless on every axis the stride divides ``size - extent``: the schema
+    counts VALID windows ``ceil((size - extent + 1) / stride)`` whatever ceil_mode is,
+    onnxruntime ``ceil((size - extent) / stride) + 1`` under ceil_mode (LpPool-18, kernel 2,
+    stride 2 over 3: 1 against 2), and the two agree exactly there."""
     if text_attribute(node, "auto_pad", context.source_opset) != "VALID":
         return
     strides = list(attribute_of(node, "strides") or [1] * len(kernel))
@@ -363,8 +363,8 @@ def _refuse_valid_counted_by_ceil_mode(
             return
     raise LoweringError(
         f"{cannot}: it takes auto_pad VALID with ceil_mode=1 and strides {strides}, whose windows its schema and "
-        "onnxruntime count otherwise (where the stride does not divide the span), and the target's version has "
-        "no ceil_mode to say which"
+        "onnxruntime count otherwise (where the stride does not divide the span), and ceil_mode cannot go with "
+        "them there"
     )
 
 

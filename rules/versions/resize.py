@@ -364,12 +364,12 @@ def resize_11_as_it_is(node: onnx.NodeProto, context: AdapterContext):
 
     Version 13 drops tf_half_pixel_for_nn and makes roi and scales optional; every other
     coordinate mode reads the same points, and 18's attributes at their defaults (antialias 0,
-    every axis, stretch) are 13's behaviour. Empty constant scales beside sizes go as no scales
-    (13's empty name). tf_half_pixel_for_nn is refused: half_pixel reads each point
-    ``(x + 0.5) / s`` half a pixel lower, and a nearest rounding of that picks the same input
-    in real numbers (``ceil`` for round_prefer_floor), but not in onnxruntime, whose float
-    evaluation of the two modes rounds points landing on a half pixel otherwise (measured:
-    26 points from 10, the 20th)."""
+    every axis, stretch) are 13's behaviour. Scales of static shape [0] beside sizes go as no
+    scales (13's empty name), others beside sizes are refused. tf_half_pixel_for_nn is refused:
+    half_pixel reads each point ``(x + 0.5) / s`` half a pixel lower, and a nearest rounding of
+    that picks the same input in real numbers (``ceil`` for round_prefer_floor), but not in
+    onnxruntime, whose float evaluation of the two modes rounds points landing on a half pixel
+    otherwise (measured: 26 points from 10, the 20th)."""
     if _mode(node, context) == "tf_half_pixel_for_nn":
         raise _refused(
             node,
@@ -386,6 +386,6 @@ def new_attributes_left_at_defaults(node: onnx.NodeProto, context: AdapterContex
     """Resize-13(x, r, s, z) = Resize-18+(x, r, s, z) with antialias=0, every axis and keep_aspect_ratio_policy=stretch.
 
     Version 18's new attributes are left at their defaults, which are version 13's behaviour:
-    no antialiasing, roi, scales and sizes over every axis, the sizes taken as they are. Empty
-    constant scales beside sizes go as no scales (13's empty name)."""
+    no antialiasing, roi, scales and sizes over every axis, the sizes taken as they are. Scales
+    of static shape [0] beside sizes go as no scales (13's empty name), others are refused."""
     return [_empty_scales_dropped(node, context)]
