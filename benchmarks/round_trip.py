@@ -25,7 +25,7 @@ import onnxruntime
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
-from version_cases import _fully_valid, _matches, _original, _outputs, _run, difference, node_cases  # noqa: E402
+from version_cases import judged, node_cases, original_outcome  # noqa: E402
 
 import lowering  # noqa: E402
 
@@ -44,17 +44,13 @@ def back_up(down_model: onnx.ModelProto, case, target: int) -> tuple[str, str]:
         return "refused", str(error)
     except Exception as error:  # a bug: every failure must be a LoweringError
         return "crashes", f"{type(error).__name__}: {error}"
-    try:
-        onnx.checker.check_model(back, full_check=True)
-    except Exception as error:
-        if _fully_valid(case.name):
-            return "invalid", str(error)
-    outputs = _outputs(back, case)
-    if outputs is None:
-        return ("no run", "") if not _original(case.name)[0] else ("ours no run", _run(back, case)[1])
-    if not _original(case.name)[1]:
-        return "unchecked", ""
-    return ("right", "") if _matches(outputs, case) else ("wrong", difference(outputs, case))
+    state, detail, wrong = judged(back, case)
+    runs, comparable = original_outcome(case)
+    if state == "does not run":
+        return ("ours no run", detail) if runs else ("no run", "")
+    if state == "invalid" or wrong:
+        return ("invalid" if state == "invalid" else "wrong"), detail
+    return ("right", "") if comparable else ("unchecked", "")
 
 
 def main() -> None:

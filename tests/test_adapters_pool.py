@@ -512,3 +512,73 @@ def test_windows_that_cannot_be_gathered_are_refused_in_our_words():
             dilated, target
         )
     assert_converts_bit_for_bit(dilated, 9, random_feeds([1, 1, 6, 6]), "dilated AveragePool to 9")
+
+
+def _pools_and_resizes_in_a_branch_and_a_function(element_type: int) -> onnx.ModelProto:
+    """Opset 11: MaxPool-11 under SAME and Resize-11 (empty roi, scales) in both branches of an If
+    and in a local function (its scales and roi Constants)."""
+
+    def branch(name: str) -> onnx.GraphProto:
+        return helper.make_graph(
+            [
+                helper.make_node("MaxPool", ["x"], [f"{name}_p"], kernel_shape=[2, 2], auto_pad="SAME_UPPER"),
+                helper.make_node(
+                    "Resize",
+                    [f"{name}_p", "roi", "scales"],
+                    [f"{name}_y"],
+                    mode="nearest",
+                    coordinate_transformation_mode="asymmetric",
+                    nearest_mode="floor",
+                ),
+            ],  # fmt: skip
+            name,
+            [],
+            [helper.make_tensor_value_info(f"{name}_y", element_type, ["a", "b", "c", "d"])],
+        )
+
+    def constant(name: str, values: list) -> onnx.NodeProto:
+        return helper.make_node(
+            "Constant", [], [name], value=onnx.numpy_helper.from_array(np.array(values, np.float32))
+        )
+
+    function = helper.make_function(
+        "local", "F", ["a"], ["b"],
+        [constant("r", []), constant("s", [1, 1, 2, 1.5]),
+         helper.make_node("MaxPool", ["a"], ["p"], kernel_shape=[3, 1], auto_pad="SAME_LOWER"),
+         helper.make_node("Resize", ["p", "r", "s"], ["b"], mode="nearest")],
+        [helper.make_opsetid("", 11)],
+    )  # fmt: skip
+    unknown = ["a", "b", "c", "d"]
+    graph = helper.make_graph(
+        [
+            helper.make_node("If", ["c"], ["y"], then_branch=branch("t"), else_branch=branch("e")),
+            helper.make_node("F", ["x"], ["z"], domain="local"),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", element_type, [1, 2, 4, 5]),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        ],
+        [helper.make_tensor_value_info(name, element_type, unknown) for name in ("y", "z")],
+        [onnx.numpy_helper.from_array(np.zeros(0, np.float32), "roi"),
+         onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")],
+    )  # fmt: skip
+    imports = [helper.make_opsetid("", 11), helper.make_opsetid("local", 1)]
+    return helper.make_model(graph, opset_imports=imports, functions=[function], ir_version=7)
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_pools_and_resizes_go_up_inside_branches_and_local_functions(element_type):
+    model = _pools_and_resizes_in_a_branch_and_a_function(element_type)
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    for target in (13, 19, 22):
+        result = lowering.lower_model(model, target_opset=target, ops=[])
+        onnx.checker.check_model(result.model, full_check=True)
+        adapted = dict(result.report.adapted)
+        assert sum(count for key, count in adapted.items() if key.startswith("MaxPool-11")) == 3, adapted
+        assert sum(count for key, count in adapted.items() if key.startswith("Resize-11")) == 3, adapted
+        for taken in (True, False):
+            feeds = {"x": np.random.default_rng(4).standard_normal((1, 2, 4, 5)).astype(dtype), "c": np.array(taken)}
+            for fed in (feeds, with_edge_values(model, feeds)):
+                want, got = run_onnxruntime(model, fed), run_onnxruntime(result.model, fed)
+                assert_same_bits(got, want, f"to {target}, branch {taken}")

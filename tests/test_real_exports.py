@@ -124,6 +124,18 @@ def test_every_refused_row_names_a_pair_that_is_tested():
     assert set(REFUSED) <= set(pairs())
 
 
+def assert_matches_original(model: onnx.ModelProto, got: list, want: list, within_tolerance: bool) -> None:
+    """Each output of the same type and shape as the original's, and bit-identical, or within
+    RTOL/ATOL for float32 where a function body replaced an op (``within_tolerance``)."""
+    for output, value, expected in zip(model.graph.output, got, want, strict=True):
+        assert value.dtype == expected.dtype and value.shape == expected.shape, output.name
+        if within_tolerance and value.dtype == np.float32:
+            np.testing.assert_allclose(value, expected, rtol=RTOL, atol=ATOL, err_msg=output.name)
+        else:
+            differing = np.count_nonzero(value.view(np.uint8) != expected.view(np.uint8))
+            assert differing == 0, f"{output.name} is not bit-identical: {differing} bytes differ"
+
+
 @pytest.mark.parametrize("name", export_names())
 def test_the_export_runs_in_onnxruntime_as_in_pytorch(name):
     model, inputs, want = load(name)
@@ -154,13 +166,7 @@ def test_real_export_goes_down_and_matches_the_original(name, target):
     # (Trilu-14 below 14 by its decomposition, bit-exact)
     decomposed = [key for key in result.report.rewritten if key not in by_function_body]
     assert all(schemas.version_in_force(key.rsplit("-", 1)[0], target) is None for key in decomposed), decomposed
-    for output, value, expected in zip(model.graph.output, got, want, strict=True):
-        assert value.dtype == expected.dtype and value.shape == expected.shape, output.name
-        if by_function_body and value.dtype == np.float32:
-            np.testing.assert_allclose(value, expected, rtol=RTOL, atol=ATOL, err_msg=output.name)
-        else:
-            differing = np.count_nonzero(value.view(np.uint8) != expected.view(np.uint8))
-            assert differing == 0, f"{output.name} is not bit-identical: {differing} bytes differ"
+    assert_matches_original(model, got, want, within_tolerance=bool(by_function_body))
 
 
 # The opsets a model taken down to 11 goes back up to: its export's own, and the newest onnxruntime
@@ -191,10 +197,4 @@ def test_real_export_goes_down_to_11_and_back_up_and_matches_the_original(name, 
     want = run_onnxruntime(model, inputs)
     got = run_onnxruntime(result.model, inputs)
     by_function_body = [key for key in down.report.rewritten if key.endswith("by its function body")]
-    for output, value, expected in zip(model.graph.output, got, want, strict=True):
-        assert value.dtype == expected.dtype and value.shape == expected.shape, output.name
-        if by_function_body and value.dtype == np.float32:
-            np.testing.assert_allclose(value, expected, rtol=RTOL, atol=ATOL, err_msg=output.name)
-        else:
-            differing = np.count_nonzero(value.view(np.uint8) != expected.view(np.uint8))
-            assert differing == 0, f"{output.name} is not bit-identical: {differing} bytes differ"
+    assert_matches_original(model, got, want, within_tolerance=bool(by_function_body))

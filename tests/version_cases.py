@@ -357,17 +357,30 @@ def sweep_case(case, target: int, reference: bool = False) -> CaseOutcome:
         except Exception as error:  # a bug: every failure must be a LoweringError
             outcome.ours, outcome.detail = "crashes", f"{type(error).__name__}: {error}"
             return outcome
+    outcome.ours, outcome.detail, outcome.ours_wrong = judged(ours, case)
+    unverified = outcome.ours == "does not run" or (outcome.ours == "converts" and not comparable)
+    if reference and unverified:
+        outcome.reference, outcome.reference_detail = reference_verdict(ours, case)
+    return outcome
+
+
+def original_outcome(case) -> tuple[bool, bool]:
+    """Whether onnxruntime runs the case's own model, and whether it gives the expected outputs."""
+    return _original(case.name)
+
+
+def judged(ours: onnx.ModelProto, case) -> tuple[str, str, bool]:
+    """A model made from the case (converted), checked in full and run on the case's data sets:
+    ("invalid", the checker's message, False) where the checker refuses it and not the case's own
+    model; ("does not run", onnxruntime's error, False); else ("converts", where its outputs first
+    differ or "", whether they differ from the expected ones where the case's own model gives them)."""
     try:
         onnx.checker.check_model(ours, full_check=True)
     except Exception as error:  # refused where the case's own model is not: a bug
         if _fully_valid(case.name):
-            outcome.ours, outcome.detail = "invalid", _first_line(error)
-            return outcome
-    outputs, outcome.detail = _run(ours, case)
-    outcome.ours = "converts" if outputs is not None else "does not run"
-    outcome.ours_wrong = outputs is not None and comparable and not _matches(outputs, case)
-    if outcome.ours_wrong:
-        outcome.detail = difference(outputs, case)
-    if reference and (outputs is None or not comparable):
-        outcome.reference, outcome.reference_detail = reference_verdict(ours, case)
-    return outcome
+            return "invalid", _first_line(error), False
+    outputs, detail = _run(ours, case)
+    if outputs is None:
+        return "does not run", detail, False
+    wrong = _original(case.name)[1] and not _matches(outputs, case)
+    return "converts", difference(outputs, case) if wrong else detail, wrong

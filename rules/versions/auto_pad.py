@@ -8,6 +8,7 @@ import onnx
 
 from lowering import schemas
 from lowering.adapters import (
+    KNOWN_CHANGES,
     AdapterContext,
     adapter,
     attribute_of,
@@ -15,18 +16,17 @@ from lowering.adapters import (
     known_change,
     moved,
     require_types_taken,
+    steps_between,
     text_attribute,
 )
 from lowering.errors import LoweringError
 
-from .pool import SHAPE_RESTATED_AT, pool_windows_proved_same
+from .pool import pool_windows_proved_same
 
 AUTO_PAD_11 = "version 11 restates the output shape under auto_pad"
 POOLS = ("AveragePool", "MaxPool", "LpPool")
 known_change(("Conv", *POOLS), 11, AUTO_PAD_11, affects=auto_pad_set)
 LABEL = "auto_pad stated alike"
-# Attributes a version before 11 may lack, with the value that says what it says without them.
-ABSENT_MEANS = {"dilations": 1, "ceil_mode": 0, "storage_order": 0, "count_include_pad": 0}
 
 
 def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
@@ -38,18 +38,32 @@ def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> Lowerin
     )
 
 
+def _says_its_absence(node: onnx.NodeProto, name: str, context: AdapterContext) -> bool:
+    """Whether the node's attribute ``name`` holds what leaving it out says: the source schema's
+    default (ceil_mode, storage_order, count_include_pad: 0), or dilations of 1, which the schemas
+    state in words only ("defaults is 1 along each spatial axis")."""
+    value = attribute_of(node, name)
+    if name == "dilations":
+        return all(d == 1 for d in value)
+    declared = schemas.schema_in_force(node.op_type, context.source_opset).attributes.get(name)
+    return (
+        declared is not None
+        and declared.default_value.type != 0
+        and value == (onnx.helper.get_attribute_value(declared.default_value))
+    )
+
+
 def _moved_to_target(node: onnx.NodeProto, context: AdapterContext) -> onnx.NodeProto:
     """The node as it is at the target's version: an attribute the target lacks dropped where it
-    says what its absence says (dilations of 1, ceil_mode 0), else refused."""
+    says what its absence says (:func:`_says_its_absence`), else refused."""
     require_types_taken(node, context)
     taken = schemas.schema_in_force(node.op_type, context.target_opset).attributes
     dropped = []
     for attribute in node.attribute:
         if attribute.name in taken:
             continue
-        value = attribute_of(node, attribute.name)
-        absent = ABSENT_MEANS.get(attribute.name)
-        if absent is None or any(v != absent for v in (value if isinstance(value, list) else [value])):
+        if not _says_its_absence(node, attribute.name, context):
+            value = attribute_of(node, attribute.name)
             raise _refused(node, context, f"sets {attribute.name}={value}, which the target's version cannot state")
         dropped.append(attribute.name)
     return moved(node, dropped=tuple(dropped))
@@ -88,8 +102,9 @@ def auto_pad_stated_alike(node: onnx.NodeProto, context: AdapterContext) -> list
         )
     source = schemas.version_in_force(node.op_type, context.source_opset)
     target = schemas.version_in_force(node.op_type, context.target_opset)
-    low, high = sorted((source, target))
-    crosses_later = any(step and low < step <= high for step in (SHAPE_RESTATED_AT.get(node.op_type), 22))
+    crosses_later = any(
+        step > 11 and (node.op_type, step) in KNOWN_CHANGES for step in steps_between(node.op_type, source, target)
+    )
     target_attributes = schemas.schema_in_force(node.op_type, context.target_opset).attributes
     ceil_dropped = bool(attribute_of(node, "ceil_mode")) and "ceil_mode" not in target_attributes
     if node.op_type in POOLS and (crosses_later or ceil_dropped):

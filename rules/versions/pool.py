@@ -20,6 +20,7 @@ from lowering.adapters import (
     adapter,
     attribute_of,
     auto_pad_or_ceil_mode,
+    auto_pad_set,
     int64_constant,
     known_change,
     moved,
@@ -172,8 +173,9 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     # A source AveragePool-11 under auto_pad is counted by its auto_pad description's ceil formulas,
     # as onnxruntime, onnx.reference and onnx's shape inference count it (its output-shape formula's
     # floor gives fewer where the stride does not divide the span: 1 window of 2 by 2 over 4, VALID)
-    counted_by_ceil = ceil_mode or (node.op_type == "AveragePool" and source < SHAPE_RESTATED_AT["AveragePool"]
-                                    and auto_pad in ("SAME_UPPER", "SAME_LOWER", "VALID"))  # fmt: skip
+    counted_by_ceil = ceil_mode or (
+        node.op_type == "AveragePool" and source < SHAPE_RESTATED_AT["AveragePool"] and auto_pad_set(node)
+    )
     source_windows = [
         _windows(node.op_type, source, size, kernel[a], strides[a], dilations[a], (pads[a], pads[a + len(kernel)]),
                  auto_pad, counted_by_ceil)
