@@ -177,6 +177,9 @@ class AdapterContext:
     # The type of a value where only its schema string is read (what a version step's type
     # lists judge): the fast path then matches later nodes by that string, not by their shapes.
     judged_type_of: Callable[[str], onnx.TypeProto | None] | None = None
+    # The type of a value as the model states it (or the op schemas give its element type),
+    # without asking onnx inference for the whole graph: for what only tidies a result.
+    stated_type_of: Callable[[str], onnx.TypeProto | None] | None = None
 
     def type_for_judging(self, name: str) -> onnx.TypeProto | None:
         """The type of ``name``, of which only the schema string (:func:`schemas.type_string`) is read."""
@@ -184,10 +187,20 @@ class AdapterContext:
 
     def shape_of(self, name: str) -> list[int | str | None] | None:
         """The dimensions of a tensor (an int, a symbol or None each), None where the rank is unknown."""
+        return self._shape_in(self.type_of, name)
+
+    def stated_rank_of(self, name: str) -> int | None:
+        """The rank of a tensor where the model states it (or it is a constant); None else, where
+        :meth:`rank_of` may still know it from onnx inference of the whole graph. For a form that
+        only tidies a result that holds without it."""
+        shape = self._shape_in(self.stated_type_of or self.type_of, name)
+        return None if shape is None else len(shape)
+
+    def _shape_in(self, type_of: Callable[[str], onnx.TypeProto | None], name: str) -> list | None:
         constant = self.constant_of(name)
         if constant is not None:
             return list(constant.dims)
-        type_proto = self.type_of(name)
+        type_proto = type_of(name)
         if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
             return None
         tensor = type_proto.tensor_type

@@ -161,6 +161,11 @@ class ConstantPool:
         self._names = names
         self._by_key: dict[tuple[int, bytes], Value] = {}
         self.nodes: list[onnx.NodeProto] = []
+        self._by_name: dict[str, onnx.NodeProto] = {}
+
+    def node_making(self, name: str) -> onnx.NodeProto | None:
+        """The Constant node this pool made for ``name``, if any."""
+        return self._by_name.get(name)
 
     def scalar(self, value: float, element_type: int, hint: str) -> Value:
         """A shared scalar constant of ``element_type`` holding exactly ``value``."""
@@ -180,7 +185,8 @@ class ConstantPool:
         tensor = onnx.numpy_helper.from_array(array, name=name)
         if tensor.data_type != element_type:
             raise AssertionError(f"constant {name} has the wrong element type")
-        self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
+        made = self._by_name[name] = helper.make_node("Constant", [], [name], name=name, value=tensor)
+        self.nodes.append(made)
         found = self._by_key[key] = Value(name, element_type)
         return found
 
@@ -188,6 +194,7 @@ class ConstantPool:
         """Forget the constants made after the first ``count`` (a rule that gave up)."""
         for node in self.nodes[count:]:
             self._by_key = {k: v for k, v in self._by_key.items() if v.name != node.output[0]}
+            self._by_name.pop(node.output[0], None)
         del self.nodes[count:]
 
 

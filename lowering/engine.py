@@ -129,6 +129,7 @@ class Legalizer:
         # One node's check costs about what the whole model's costs per 8 of its nodes (measured:
         # some 0.2 ms against 25 µs a node): past that many, the whole model is checked instead.
         self._node_checks_left = max(NODE_CHECKS_AT_LEAST, len(model.graph.node) // 8)
+        self._passed_kinds: set = set()  # the path's kinds of result whose check passed (checked_kind)
         self._cannot_move_reason = ""
 
     # -- what the paths ask ----------------------------------------------------------------
@@ -264,6 +265,9 @@ class Legalizer:
         if self.converting and node.op_type in OPTIONAL_OPS:
             self.whole_check_needed = True  # kept for now, the optionals' resolution may remove it
         elif self.converting and not self.whole_check_needed:
+            kind = self.path.checked_kind(result)
+            if kind is not None and kind in self._passed_kinds:
+                return result
             self._node_checks_left -= 1
             if self._node_checks_left < 0:  # as costly as the whole model's check by now
                 self.whole_check_needed = True
@@ -272,6 +276,8 @@ class Legalizer:
             shapes = scope.shape_reads != shape_reads
             if not nodecheck.check_at_target(scope, node, result, ir_version, opset_imports, shapes):
                 self.whole_check_needed = True
+            elif kind is not None:
+                self._passed_kinds.add(kind)
         return result
 
     def _checked_at(self, opset: int) -> tuple[int, list[onnx.OperatorSetIdProto]]:
@@ -394,8 +400,25 @@ class Legalizer:
     ):
         """``node`` (written at ``opset``) replaced by its function body, each body node made
         legal: moved from the body's opset to the target, or, where it is to be lowered or
-        cannot be moved, replaced by its own body in turn (MLIR's "legalized in turn")."""
-        input_types = [known.get(name) or _typed(scope, name, index) if name else None for name in node.input]
+        cannot be moved, replaced by its own body in turn (MLIR's "legalized in turn").
+
+        The body is made from its inputs' types as the model states them or the op schemas
+        give them; where that body cannot go, it is made once more from the shapes onnx
+        inference knows besides (an axis or a size an older opset needs as an attribute,
+        folded from a static shape), where those add anything."""
+        stated = [known.get(name) or _typed(scope, name, index) if name else None for name in node.input]
+        try:
+            return self._inline_typed(expansion, scope, node, index, location, opset, stated, done, depth=depth)
+        except NotLowered:
+            shaped = [known.get(name) or _shaped(scope, name, index) if name else None for name in node.input]
+            if shaped == stated:
+                raise
+        return self._inline_typed(expansion, scope, node, index, location, opset, shaped, done, depth=depth)
+
+    def _inline_typed(
+        self, expansion, scope: Scope, node, index: int, location: str, opset: int, input_types: list, done, *, depth
+    ):
+        """:meth:`_inline` with the body made from ``input_types``."""
         expanded = expansion.expand(
             node, opset=opset, input_types=input_types, fresh=self.names.fresh, memoize=self.path.memoize_kinds
         )
@@ -595,9 +618,12 @@ class _CannotMove(Exception):
 
 
 def _typed(scope: Scope, name: str, index: int) -> onnx.TypeProto | None:
-    """An input's type with its shape where inference knows it; None for a missing input."""
-    if not name:
-        return None
+    """An input's type as the model states it, or as the op schemas give its element type."""
+    return scope.type_of(name, index)
+
+
+def _shaped(scope: Scope, name: str, index: int) -> onnx.TypeProto | None:
+    """An input's type with its shape where inference knows it."""
     return scope.shaped_type_of(name) or scope.type_of(name, index)
 
 

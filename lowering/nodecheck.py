@@ -50,11 +50,15 @@ def check_at_target(
                 outside.append(name)
         produced.update(name for name in n.output if name)
     graph_inputs: list[onnx.ValueInfoProto] = []
-    stand_ins: list[onnx.NodeProto] = []
+    stand_ins: list[onnx.NodeProto] = []  # (the pool's constants the result reads among them)
     for name in outside:
         value_type = judged_type_of(name)
         if value_type is None:
-            return False
+            shared = _shared_constant(scope, name)
+            if shared is None:
+                return False
+            stand_ins.append(shared)
+            continue
         if shapes and value_type.HasField("tensor_type") and value_type.tensor_type.HasField("shape"):
             graph_inputs.append(onnx.helper.make_value_info(name, value_type))
         elif value_type.HasField("tensor_type"):
@@ -81,6 +85,13 @@ def check_at_target(
     except Exception:  # (any failure of the checker or its inference: the whole model decides)
         return False  # e.g. an inference that needs the shapes this check leaves out
     return True
+
+
+def _shared_constant(scope, name: str) -> onnx.NodeProto | None:
+    """The Constant node of the scope's pool of shared constants (made by rules for every node
+    of the graph, and put in the graph when the pass ends) that gives ``name``, if any."""
+    pool = getattr(scope, "constants", None)
+    return pool.node_making(name) if pool is not None and hasattr(pool, "node_making") else None
 
 
 def checker_message(error: Exception) -> str:

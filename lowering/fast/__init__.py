@@ -79,6 +79,7 @@ class FastPath(PlainPath):
         self.templates: dict[tuple, object] = {}
         self.kinds = KindMemo(driver) if shortcuts.kind_memo else None
         self._memoized_ops: dict[tuple[str, str, int], bool] = {}  # (domain, op, opset) → through the kind memo
+        self._replayed: tuple[list, tuple] | None = None  # the last result a rule's template gave, with its key
 
     def edits(self, scope: Scope) -> GraphEdits:
         return SplicedEdits(scope, self)
@@ -118,6 +119,12 @@ class FastPath(PlainPath):
             return driver.legalize(scope, node, index)
         return self.kinds.legalize(scope, node, index)
 
+    def checked_kind(self, result: list | None) -> object | None:
+        """The rule's template key where ``result`` is what a template gave last: every node of
+        that key gets the same nodes, names aside, from input types the key holds."""
+        replayed = self._replayed
+        return replayed[1] if replayed is not None and replayed[0] is result else None
+
     def decompose(self, rule: Rule, version: int, scope: Scope, node: onnx.NodeProto, index: int, location: str):
         """A recorded template replayed (as node fields) where the kind of node was seen
         before, else the rule run on it and recorded."""
@@ -137,7 +144,9 @@ class FastPath(PlainPath):
         hint = node_hint(node)
         if template is not _NOT_RECORDED and hint.__class__ is str:  # (a name not UTF-8 reads as bytes)
             names = self.driver.names
-            return template.instantiate(input_names, node.output, hint, names, scope.constants, _tag(scope))
+            result = template.instantiate(input_names, node.output, hint, names, scope.constants, _tag(scope))
+            self._replayed = (result, key)
+            return result
         inputs = [input_value(scope, name, index) for name in input_names]
         return self.run_rule(rule, scope, node, inputs, rule_attributes(rule, node, location))
 

@@ -26,11 +26,11 @@ def shape_slice_to_slice(node: onnx.NodeProto, context: AdapterContext):
     ``Shape-15(x, start=s, end=e)`` = ``Slice(Shape-1/13(x), starts=[s], ends=[e])``: both add the
     rank ``r`` to a negative bound and then clamp it to ``[0, r]`` (an ``s`` past ``e`` gives an
     empty shape in both); no ``e`` is ``INT64_MAX``, which clamps to ``r``. Below opset 10, Slice-1
-    takes the bounds as attributes. Where the rank is known the bounds are clamped here, and
-    bounds covering every dimension leave ``Shape(x)`` alone."""
+    takes the bounds as attributes. Where the model states the rank the bounds are clamped here,
+    and bounds covering every dimension leave ``Shape(x)`` alone."""
     start = attribute_of(node, "start") or 0
     end = attribute_of(node, "end")
-    rank = context.rank_of(node.input[0])
+    rank = context.stated_rank_of(node.input[0])
     if rank is not None:  # the clamping both ops do, done here
         start, end = (min(max(b + rank if b < 0 else b, 0), rank) for b in (start, rank if end is None else end))
         end = max(end, start)

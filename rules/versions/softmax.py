@@ -27,12 +27,13 @@ def one_axis_to_coerced_2d(node: onnx.NodeProto, context: AdapterContext) -> lis
     ``op-13(x, axis=a)`` = ``op-1..12(x, axis=r-1)`` where ``a`` is the last axis (``r = rank(x)``),
     else ``Transpose(op-1..12(Transpose(x, perm), axis=r-1), perm)`` with ``perm`` swapping ``a``
     and ``r-1`` (its own inverse): coerced to 2-D at the last axis, each row is one line along
-    ``a``. Needs the rank of ``x``, except for ``axis=-1`` at a target of 11 or 12."""
+    ``a``. Needs the rank of ``x``, except for ``axis=-1`` at a target of 11 or 12, which take a
+    negative axis: there the node moves as it is, whatever the rank."""
     axis = _axis(node, -1)
+    if axis == -1 and context.target_opset >= 11:
+        return [moved(node, axis=-1)]
     rank = context.rank_of(node.input[0])
     if rank is None:
-        if axis == -1 and context.target_opset >= 11:
-            return [moved(node, axis=-1)]
         raise LoweringError(
             f"{context.location}: {node.op_type}-13 with axis={axis} cannot go to opset {context.target_opset} "
             f"without the rank of its input '{node.input[0]}', which is unknown ({SOFTMAX_13})"

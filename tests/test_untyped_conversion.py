@@ -1,0 +1,134 @@
+"""A model that states no value_info (TorchScript's exports) converts without onnx inference of
+the whole graph where no step needs a shape that only inference knows: a function body is made
+from the types the model states or the op schemas give, Shape-15's bounds are clamped only to a
+stated rank, and Softmax-13 on the last axis goes to 11 as it is. A body that cannot go without
+a static shape (an axis an older opset needs as an attribute) is made once more from the shapes
+inference gives. Both paths give the same bytes, and the results mean what the originals do."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import lowering
+from lowering import engine
+from lowering.runtime import run_onnxruntime
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from support import assert_same_bits, make_model  # noqa: E402
+
+F32 = TensorProto.FLOAT
+
+
+@pytest.fixture
+def whole_inferences(monkeypatch) -> list[str]:
+    """Each time the pass asks onnx inference for the main graph's types (the model's path)."""
+    asked: list[str] = []
+    inferred_main_graph = engine.Legalizer._inferred_main_graph
+
+    def counting(self):
+        asked.append(self.path.name)
+        return inferred_main_graph(self)
+
+    monkeypatch.setattr(engine.Legalizer, "_inferred_main_graph", counting)
+    return asked
+
+
+def behind_relu(node: onnx.NodeProto, shape: list[int], output, *, opset: int, stated: bool, **fields):
+    """``node`` reading ``r = Relu(x)``, x of ``shape``; r's type stated in value_info or not."""
+    relu = helper.make_node("Relu", ["x"], ["r"], name="relu")
+    info = [helper.make_tensor_value_info("r", F32, shape)] if stated else []
+    return make_model(
+        [relu, node], [helper.make_tensor_value_info("x", F32, shape)], [output], opset=opset, value_info=info, **fields
+    )
+
+
+def converted_alike(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
+    """``model`` at ``target`` on the fast path, checked whole, and byte for byte the plain path's."""
+    fast = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(fast, full_check=True)
+    plain = lowering.lower(model, target_opset=target, ops=[], fast=False)
+    assert fast.SerializeToString() == plain.SerializeToString()
+    return fast
+
+
+@pytest.mark.parametrize("target", [13, 11])
+def test_an_untyped_layer_normalization_goes_down_by_its_body_without_inference(target, whole_inferences):
+    """LayerNormalization-17's body reads its input's element type alone (its shape comes from
+    Shape at run time): bit for bit the typed model's conversion, and no inference asked."""
+    shape = [2, 3, 4]
+    scale = onnx.numpy_helper.from_array(np.linspace(-2, 2, 4, dtype=np.float32), "scale")
+    norm = helper.make_node("LayerNormalization", ["r", "scale"], ["y"], name="norm", axis=-1, epsilon=1e-3)
+    output = helper.make_tensor_value_info("y", F32, shape)
+    untyped = behind_relu(norm, shape, output, opset=17, stated=False, initializer=[scale])
+    converted = converted_alike(untyped, target)
+    assert whole_inferences == []
+    assert "LayerNormalization" not in {node.op_type for node in converted.graph.node}
+    typed = converted_alike(behind_relu(norm, shape, output, opset=17, stated=True, initializer=[scale]), target)
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    (want,), (got,) = run_onnxruntime(untyped, {"x": x}), run_onnxruntime(converted, {"x": x})
+    assert_same_bits(got, run_onnxruntime(typed, {"x": x})[0])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)  # onnxruntime's fused kernel against the body
+
+
+@pytest.mark.parametrize("stated", [True, False])
+def test_a_body_needing_a_static_rank_is_made_again_from_inferred_shapes(stated, whole_inferences):
+    """RMSNormalization-23's body takes its axes from Range(rank - 1, rank) at run time; at 17,
+    ReduceMean takes axes as an attribute, which its adapter chooses at run time among the
+    input's rank's axes: the body goes only where that rank is known. Where the model does not
+    state it, the body made from the element type cannot go, and is made again from the shape
+    inference gives (asked once a path): the same ops as where the model states it (the names
+    the first attempt took are not given again), and there no inference is asked."""
+    shape = [2, 3, 4]
+    scale = onnx.numpy_helper.from_array(np.linspace(-2, 2, 4, dtype=np.float32), "scale")
+    norm = helper.make_node("RMSNormalization", ["r", "scale"], ["y"], name="norm", axis=-1)
+    output = helper.make_tensor_value_info("y", F32, shape)
+    model = behind_relu(norm, shape, output, opset=23, stated=stated, initializer=[scale])
+    converted = converted_alike(model, 17)
+    assert whole_inferences == ([] if stated else ["fast", "plain"])
+    other = behind_relu(norm, shape, output, opset=23, stated=not stated, initializer=[scale])
+    other_ops = [node.op_type for node in lowering.lower(other, target_opset=17, ops=[]).graph.node]
+    assert [node.op_type for node in converted.graph.node] == other_ops
+    assert "If" in other_ops  # (a ReduceMean in each branch)
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    r = np.maximum(x, 0)
+    want = r / np.sqrt(np.mean(r * r, axis=-1, keepdims=True) + 1e-5) * onnx.numpy_helper.to_array(scale)
+    np.testing.assert_allclose(run_onnxruntime(converted, {"x": x})[0], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("stated", [True, False])
+@pytest.mark.parametrize("start, end", [(0, 9), (-2, None), (1, 3)])
+def test_shape_15_bounds_are_clamped_to_a_stated_rank_only(start, end, stated, whole_inferences):
+    """Shape-15(r, start, end) at 13: where the model states r's rank the bounds are clamped
+    here (covering every dimension, Shape(r) alone); where only inference would know it,
+    Slice(Shape(r), [start], [end]), which clamps alike when it runs, and no inference is asked."""
+    attributes = {"start": start} if end is None else {"start": start, "end": end}
+    node = helper.make_node("Shape", ["r"], ["y"], name="shape_node", **attributes)
+    model = behind_relu(node, [2, 3, 4], helper.make_tensor_value_info("y", TensorProto.INT64, ["n"]),
+                        opset=15, stated=stated)  # fmt: skip
+    converted = converted_alike(model, 13)
+    assert whole_inferences == []
+    slices = [n for n in converted.graph.node if n.op_type == "Slice"]
+    assert len(slices) == (0 if stated and (start, end) == (0, 9) else 1)
+    x = np.ones((2, 3, 4), np.float32)
+    assert run_onnxruntime(converted, {"x": x})[0].tolist() == run_onnxruntime(model, {"x": x})[0].tolist()
+
+
+@pytest.mark.parametrize("target, axis", [(11, -1), (10, 2)])
+def test_softmax_13_on_the_last_axis_reads_no_rank_at_11(target, axis, whole_inferences):
+    """Softmax-13(r, axis=-1) at 11 and 12, which take a negative axis, is Softmax(r, axis=-1)
+    whatever r's rank; at 10 the axis must be written as rank - 1, from inference here."""
+    node = helper.make_node("Softmax", ["r"], ["y"], name="softmax", axis=-1)
+    model = behind_relu(node, [2, 3, 4], helper.make_tensor_value_info("y", F32, [2, 3, 4]), opset=13, stated=False)
+    converted = converted_alike(model, target)
+    assert whole_inferences == ([] if target >= 11 else ["fast", "plain"])
+    (softmax,) = [n for n in converted.graph.node if n.op_type == "Softmax"]
+    assert [a.i for a in softmax.attribute if a.name == "axis"] == [axis]
+    x = np.random.default_rng(7).standard_normal((2, 3, 4)).astype(np.float32)
+    assert_same_bits(run_onnxruntime(converted, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
