@@ -276,7 +276,7 @@ class Legalizer:
             shapes = scope.shape_reads != shape_reads
             if not nodecheck.check_at_target(scope, node, result, ir_version, opset_imports, shapes):
                 self.whole_check_needed = True
-            elif kind is not None:
+            elif kind is not None and not shapes:  # (a check with shapes holds more than the kind's key)
                 self._passed_kinds.add(kind)
         return result
 
@@ -407,12 +407,21 @@ class Legalizer:
         inference knows besides (an axis or a size an older opset needs as an attribute,
         folded from a static shape), where those add anything."""
         stated = [known.get(name) or _typed(scope, name, index) if name else None for name in node.input]
+        names = self.names
+        mark = names.mark()
         try:
-            return self._inline_typed(expansion, scope, node, index, location, opset, stated, done, depth=depth)
+            legal = self._inline_typed(expansion, scope, node, index, location, opset, stated, done, depth=depth)
         except NotLowered:
+            names.give_back(mark)  # (the attempt's nodes are dropped: the next is named as if it came first)
             shaped = [known.get(name) or _shaped(scope, name, index) if name else None for name in node.input]
             if shaped == stated:
                 raise
+        except BaseException:
+            names.keep(mark)
+            raise
+        else:
+            names.keep(mark)
+            return legal
         return self._inline_typed(expansion, scope, node, index, location, opset, shaped, done, depth=depth)
 
     def _inline_typed(

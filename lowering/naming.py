@@ -64,6 +64,9 @@ class NameAllocator:
         self._model: onnx.ModelProto | None = None
         self._tail_absent: dict[str, bool] = {}
         self._counters: dict[str, int] = {}  # base → the last counter given to it
+        # While a mark is open (mark): each name handed out, with its base's counter before.
+        self._journal: list[tuple[str, str, int]] | None = None
+        self._open_marks = 0
         if model is not None:
             if snapshot is not None:
                 self._snapshot = snapshot
@@ -83,10 +86,13 @@ class NameAllocator:
         given = self._given
         if base not in given and self._existing is None and tail and self._tail_absent.get(tail) and tail in base:
             given.add(base)  # the common case, decided without listing the model's names
+            if self._journal is not None:
+                self._journal.append((base, base, self._counters.get(base, 0)))
             return base
-        # Counters are never freed, so one taken before for this base is taken still: start
-        # from it (many nodes sharing a name would otherwise cost quadratic time).
-        counter = self._counters.get(base, 0)
+        # Counters are only freed with the names given back since a mark, so one taken before for
+        # this base is taken still: start from it (many nodes sharing a name would otherwise
+        # cost quadratic time).
+        counter = before = self._counters.get(base, 0)
         name = f"{base}_{counter}" if counter else base
         while self._taken(name, tail):
             counter += 1
@@ -94,7 +100,40 @@ class NameAllocator:
         if counter:
             self._counters[base] = counter
         given.add(name)
+        if self._journal is not None:
+            self._journal.append((name, base, before))
         return name
+
+    def mark(self) -> int:
+        """A point to give back the names handed out after it (:meth:`give_back`), as an attempt
+        whose nodes are dropped does; close it with :meth:`give_back` or :meth:`keep`. Marks nest."""
+        if self._journal is None:
+            self._journal = []
+        self._open_marks += 1
+        return len(self._journal)
+
+    def give_back(self, mark: int) -> None:
+        """Make the names handed out by :meth:`fresh` since ``mark`` free again, each base's
+        counter as it was then: what is asked next is named as if they were never given."""
+        journal = self._journal
+        for name, base, before in reversed(journal[mark:]):
+            self._given.discard(name)
+            if before:
+                self._counters[base] = before
+            else:
+                self._counters.pop(base, None)
+        del journal[mark:]
+        self._close_mark()
+
+    def keep(self, mark: int) -> None:
+        """Close ``mark``, keeping the names handed out since."""
+        del mark
+        self._close_mark()
+
+    def _close_mark(self) -> None:
+        self._open_marks -= 1
+        if not self._open_marks:
+            self._journal = None
 
     def claim(self, candidates: list[str], tails) -> bool:
         """Take every one of ``candidates`` (each holding one of ``tails``) if all are free and

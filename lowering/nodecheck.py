@@ -54,7 +54,7 @@ def check_at_target(
     for name in outside:
         value_type = judged_type_of(name)
         if value_type is None:
-            shared = _shared_constant(scope, name)
+            shared = None if name in node.input else _shared_constant(scope, name)
             if shared is None:
                 return False
             stand_ins.append(shared)

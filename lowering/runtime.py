@@ -4,13 +4,23 @@ their bits and read back through IOBinding), and onnx's reference evaluator."""
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 
 from . import floats
 from .errors import LoweringError
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+
+
+def _onnxruntime():
+    """onnxruntime, imported where a model is first run (a conversion alone never loads it)."""
+    import onnxruntime
+
+    return onnxruntime
 
 
 def _is_numpy_native(dtype: np.dtype) -> bool:
@@ -27,6 +37,7 @@ def _element_type_of_string(type_string: str) -> int | None:
 
 def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
     """An OrtValue of ``element_type``; bfloat16 and float8 arrays are passed as their bits."""
+    ort = _onnxruntime()
     array = np.ascontiguousarray(array)
     if _is_numpy_native(array.dtype) and array.dtype == floats.numpy_dtype(element_type):
         return ort.OrtValue.ortvalue_from_numpy(array)
@@ -54,13 +65,14 @@ LOG_SEVERITY_SILENT = 4
 
 def onnxruntime_session(model: onnx.ModelProto) -> ort.InferenceSession:
     """A CPU session for ``model`` that writes nothing to the terminal."""
+    ort = _onnxruntime()
     options = ort.SessionOptions()
     options.log_severity_level = LOG_SEVERITY_SILENT
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 def _quiet_run_options() -> ort.RunOptions:
-    options = ort.RunOptions()
+    options = _onnxruntime().RunOptions()
     options.log_severity_level = LOG_SEVERITY_SILENT
     return options
 

@@ -40,6 +40,26 @@ def test_lowers_the_bundled_example(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lowered.onnx"], "no temporary files left"
 
 
+def test_lowering_and_converting_without_verify_never_load_onnxruntime(tmp_path):
+    """onnxruntime is imported where a model is first run (--verify, verify): a plain lowering
+    or conversion does without it, and so without its start-up cost."""
+    import subprocess
+    import sys
+
+    output = tmp_path / "lowered.onnx"
+    script = (
+        "import sys; from lowering.cli import main; code = main(sys.argv[1:]); "
+        "assert 'onnxruntime' not in sys.modules, 'onnxruntime was imported'; sys.exit(code)"
+    )
+    for extra in ([], ["--target-opset", "13"]):
+        completed = subprocess.run(
+            [sys.executable, "-c", script, str(EXAMPLE), "-o", str(output), "-q", *extra],
+            capture_output=True, text=True, cwd=REPO, timeout=300,
+        )  # fmt: skip
+        assert completed.returncode == 0, completed.stderr
+        onnx.checker.check_model(onnx.load(output), full_check=True)
+
+
 def test_quiet_prints_nothing_and_ops_limits_the_rules(tmp_path, capsys):
     output = tmp_path / "out.onnx"
     assert main([str(EXAMPLE), "-o", str(output), "--ops", "IsInf", "--quiet"]) == 0

@@ -321,6 +321,32 @@ def test_names_continue_from_the_last_counter_as_a_scan_from_one_would():
         assert remembering.fresh(base) == plain.fresh(base)
 
 
+@pytest.mark.parametrize("snapshot", [True, False])
+def test_names_given_back_since_a_mark_are_given_again_as_before(snapshot):
+    """An attempt whose nodes are dropped gives back the names it took (marks nest): what is
+    asked next is named as by an allocator that never gave them, counters and all."""
+    model = naming_model()
+    names = NameAllocator(model=model, snapshot=model.SerializeToString() if snapshot else None)
+    untouched = NameAllocator(model=model, snapshot=model.SerializeToString() if snapshot else None)
+    asked = [(hint, tail) for hint, tail in HINTS] + [("n_Clip", "_Clip")] * 3
+    for hint, tail in asked[:2]:
+        assert names.fresh(hint, tail=tail) == untouched.fresh(hint, tail=tail)
+    outer = names.mark()
+    taken = [names.fresh(hint, tail=tail) for hint, tail in asked]
+    inner = names.mark()
+    names.fresh("n_Clip", tail="_Clip")
+    names.give_back(inner)
+    kept = names.mark()
+    kept_name = names.fresh("n_Clip", tail="_Clip")
+    names.keep(kept)
+    assert kept_name == "n_Clip_3" and kept_name in names
+    names.give_back(outer)
+    assert not any(name in names for name in taken[2:]) and kept_name not in names
+    assert [names.fresh(hint, tail=tail) for hint, tail in asked] == [
+        untouched.fresh(hint, tail=tail) for hint, tail in asked
+    ]
+
+
 def test_many_nodes_named_alike_lower_as_one_by_one():
     nodes = [helper.make_node("IsNaN", ["x"], [f"out{k}"], name="same") for k in range(300)]
     outputs = [helper.make_tensor_value_info(f"out{k}", onnx.TensorProto.BOOL, ["N"]) for k in range(300)]

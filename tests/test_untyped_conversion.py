@@ -83,8 +83,8 @@ def test_a_body_needing_a_static_rank_is_made_again_from_inferred_shapes(stated,
     ReduceMean takes axes as an attribute, which its adapter chooses at run time among the
     input's rank's axes: the body goes only where that rank is known. Where the model does not
     state it, the body made from the element type cannot go, and is made again from the shape
-    inference gives (asked once a path): the same ops as where the model states it (the names
-    the first attempt took are not given again), and there no inference is asked."""
+    inference gives (asked once a path): the same nodes as where the model states it, names and
+    all (the first attempt's names are given back), and there no inference is asked."""
     shape = [2, 3, 4]
     scale = onnx.numpy_helper.from_array(np.linspace(-2, 2, 4, dtype=np.float32), "scale")
     norm = helper.make_node("RMSNormalization", ["r", "scale"], ["y"], name="norm", axis=-1)
@@ -93,9 +93,8 @@ def test_a_body_needing_a_static_rank_is_made_again_from_inferred_shapes(stated,
     converted = converted_alike(model, 17)
     assert whole_inferences == ([] if stated else ["fast", "plain"])
     other = behind_relu(norm, shape, output, opset=23, stated=not stated, initializer=[scale])
-    other_ops = [node.op_type for node in lowering.lower(other, target_opset=17, ops=[]).graph.node]
-    assert [node.op_type for node in converted.graph.node] == other_ops
-    assert "If" in other_ops  # (a ReduceMean in each branch)
+    assert converted.graph.node == lowering.lower(other, target_opset=17, ops=[]).graph.node
+    assert "If" in {node.op_type for node in converted.graph.node}  # (a ReduceMean in each branch)
     x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
     r = np.maximum(x, 0)
     want = r / np.sqrt(np.mean(r * r, axis=-1, keepdims=True) + 1e-5) * onnx.numpy_helper.to_array(scale)
@@ -132,3 +131,25 @@ def test_softmax_13_on_the_last_axis_reads_no_rank_at_11(target, axis, whole_inf
     assert [a.i for a in softmax.attribute if a.name == "axis"] == [axis]
     x = np.random.default_rng(7).standard_normal((2, 3, 4)).astype(np.float32)
     assert_same_bits(run_onnxruntime(converted, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+EXPORTS = Path(__file__).resolve().parents[1] / "golden" / "exports"
+
+
+@pytest.mark.parametrize("name", sorted(path.stem for path in EXPORTS.glob("*.onnx")))
+def test_real_exports_without_value_info_ask_inference_only_for_split_sizes(name, whole_inferences):
+    """Every export of the team's set, its value_info dropped (TorchScript's state none), taken
+    to each target below its opset: onnx inference of the whole graph is asked only where a
+    Split-18 cuts by num_outputs (its sizes read from the axis' size, which only inference
+    knows here). The 8-bit check of MaxPool and Pow's types read element types alone, and
+    Resize-18 reads its input's rank only where axes or a policy need it."""
+    model = onnx.load(EXPORTS / f"{name}.onnx")
+    del model.graph.value_info[:]
+    opset = model.opset_import[0].version
+    counted_split = any(
+        node.op_type == "Split" and any(a.name == "num_outputs" for a in node.attribute) for node in model.graph.node
+    )
+    for target in [t for t in (11, 13, 15, 17) if t < opset]:
+        whole_inferences.clear()
+        onnx.checker.check_model(lowering.lower(model, target_opset=target, ops=[]), full_check=True)
+        assert whole_inferences == (["fast"] if counted_split else []), target

@@ -57,8 +57,11 @@ def _without_18_attributes(
         raise _refused(node, context, "uses coordinate_transformation_mode half_pixel_symmetric (from version 19)")
     if attribute_of(node, "antialias"):
         raise _refused(node, context, "filters with antialias=1 (from version 18)")
-    rank = context.rank_of(node.input[0])
     axes = attribute_of(node, "axes")
+    policy = text_attribute(node, "keep_aspect_ratio_policy", context.source_opset)
+    sized_by_policy = policy != "stretch" and len(node.input) > 3 and bool(node.input[3])
+    # The rank only where axes or a policy need it (else it may cost inference of the whole graph).
+    rank = context.rank_of(node.input[0]) if axes is not None or sized_by_policy else None
     if axes is not None:
         if rank is None:
             raise _refused(node, context, f"resizes along axes {list(axes)} of an input of unknown rank")
@@ -68,9 +71,8 @@ def _without_18_attributes(
     inputs = list(result.input) + [""] * (4 - len(result.input))
     hint = node.name or node.output[0]
     mode = _mode(node, context)
-    policy = text_attribute(node, "keep_aspect_ratio_policy", context.source_opset)
     after: list[onnx.NodeProto] = []
-    if policy != "stretch" and inputs[3]:  # with scales onnx ignores the policy
+    if sized_by_policy:  # with scales onnx ignores the policy
         if mode == "tf_crop_and_resize":  # Resize-13 would size the output by the roi too
             raise _refused(node, context, f"keeps the aspect ratio of its sizes ({policy}) in tf_crop_and_resize")
         if rank is None:

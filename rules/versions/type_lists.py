@@ -342,13 +342,13 @@ def power_in_double(node: onnx.NodeProto, context: AdapterContext):
     (onnx.reference). Refused: float16 and bfloat16, integer bases with exponents onnxruntime has
     no kernel for (onnx.reference powers those exactly), float32 with 8- and 16-bit exponents
     (numpy powers those in float32), and a possible 2 or 3 per span where shapes are not known."""
-    base_type = element_type_of(context.type_of(node.input[0]))
-    exponent_type = element_type_of(context.type_of(node.input[1]))
+    base_type = element_type_of(context.type_for_judging(node.input[0]))
+    exponent_type = element_type_of(context.type_for_judging(node.input[1]))
     if base_type is None or exponent_type is None:
         return None  # judged as any node: an input of a known type Pow-7 lacks is refused there
     source_version, target_version = _versions(node, context)
     taken = schemas.input_type_strings("Pow", context.target_opset, 0)
-    typed = [schemas.type_string(context.type_of(name)) for name in node.input[:2]]
+    typed = [schemas.type_string(context.type_for_judging(name)) for name in node.input[:2]]
     if base_type == exponent_type and typed[0] in taken:
         return None
     where = f"{context.location}: Pow-{source_version} cannot go to opset {context.target_opset}"
