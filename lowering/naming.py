@@ -64,8 +64,9 @@ class NameAllocator:
         self._model: onnx.ModelProto | None = None
         self._tail_absent: dict[str, bool] = {}
         self._counters: dict[str, int] = {}  # base → the last counter given to it
-        # While a mark is open (mark): each name handed out, with its base's counter before.
-        self._journal: list[tuple[str, str, int]] | None = None
+        # While a mark is open (mark): each name handed out, with its base and that base's counter
+        # before (a claimed name: no base).
+        self._journal: list[tuple[str, str | None, int]] | None = None
         self._open_marks = 0
         if model is not None:
             if snapshot is not None:
@@ -104,28 +105,36 @@ class NameAllocator:
             self._journal.append((name, base, before))
         return name
 
-    def mark(self) -> int:
+    def mark(self) -> tuple[int, int]:
         """A point to give back the names handed out after it (:meth:`give_back`), as an attempt
         whose nodes are dropped does; close it with :meth:`give_back` or :meth:`keep`. Marks nest."""
         if self._journal is None:
             self._journal = []
         self._open_marks += 1
-        return len(self._journal)
+        return len(self._journal), len(self.assumed_free or ())
 
-    def give_back(self, mark: int) -> None:
-        """Make the names handed out by :meth:`fresh` since ``mark`` free again, each base's
-        counter as it was then: what is asked next is named as if they were never given."""
-        journal = self._journal
-        for name, base, before in reversed(journal[mark:]):
+    def give_back(self, mark: tuple[int, int]) -> None:
+        """Make the names handed out by :meth:`fresh` and :meth:`claim` since ``mark`` free
+        again, each base's counter as it was then: what is asked next is named as if they were
+        never given (and they are not among the names taken as free, ``assumed_free``)."""
+        journal, (position, assumed_position) = self._journal, mark
+        given_back = journal[position:]
+        for name, base, before in reversed(given_back):
             self._given.discard(name)
+            if base is None:
+                continue
             if before:
                 self._counters[base] = before
             else:
                 self._counters.pop(base, None)
-        del journal[mark:]
+        del journal[position:]
+        assumed = self.assumed_free
+        if assumed is not None and len(assumed) > assumed_position:
+            freed = {name for name, _, _ in given_back}
+            assumed[assumed_position:] = [name for name in assumed[assumed_position:] if name not in freed]
         self._close_mark()
 
-    def keep(self, mark: int) -> None:
+    def keep(self, mark: tuple[int, int]) -> None:
         """Close ``mark``, keeping the names handed out since."""
         del mark
         self._close_mark()
@@ -159,6 +168,8 @@ class NameAllocator:
             return False
         if assumed:
             self.assumed_free.extend(candidates)
+        if self._journal is not None:
+            self._journal.extend((name, None, 0) for name in candidates)
         return True
 
     def _taken(self, name: str, tail: str) -> bool:

@@ -333,6 +333,7 @@ def test_names_given_back_since_a_mark_are_given_again_as_before(snapshot):
         assert names.fresh(hint, tail=tail) == untouched.fresh(hint, tail=tail)
     outer = names.mark()
     taken = [names.fresh(hint, tail=tail) for hint, tail in asked]
+    assert names.claim(["c_equal", "d_equal"], {"_equal"})  # (as a replay takes its names)
     inner = names.mark()
     names.fresh("n_Clip", tail="_Clip")
     names.give_back(inner)
@@ -341,10 +342,24 @@ def test_names_given_back_since_a_mark_are_given_again_as_before(snapshot):
     names.keep(kept)
     assert kept_name == "n_Clip_3" and kept_name in names
     names.give_back(outer)
-    assert not any(name in names for name in taken[2:]) and kept_name not in names
+    assert not any(name in names for name in [*taken[2:], "c_equal", "d_equal"]) and kept_name not in names
     assert [names.fresh(hint, tail=tail) for hint, tail in asked] == [
         untouched.fresh(hint, tail=tail) for hint, tail in asked
     ]
+
+
+def test_names_given_back_are_no_longer_taken_as_free():
+    """Where the model's names are listed elsewhere (``assume_free``), the names taken as free
+    are checked against that list after the pass: a name given back is not among them."""
+    model = naming_model()
+    names = NameAllocator(model=model, snapshot=model.SerializeToString(), assume_free=True)
+    before = names.fresh("y_Relu", tail="y")  # (its tail occurs in the model: taken as free)
+    mark = names.mark()
+    dropped = [names.fresh("y_Relu", tail="y"), names.fresh("x_Relu", tail="x")]
+    names.give_back(mark)
+    assert names.assumed_free == [before]
+    assert [names.fresh("y_Relu", tail="y"), names.fresh("x_Relu", tail="x")] == dropped
+    assert names.assumed_free == [before, *dropped]
 
 
 def test_many_nodes_named_alike_lower_as_one_by_one():

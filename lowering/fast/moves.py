@@ -155,15 +155,15 @@ class _RecordingNames:
         self.made.append((hint, tail, name))
         return name
 
-    def mark(self) -> tuple[int, int]:
+    def mark(self) -> tuple:
         return len(self.made), self._names.mark()
 
-    def give_back(self, mark: tuple[int, int]) -> None:
+    def give_back(self, mark: tuple) -> None:
         """The names since ``mark`` given back, and forgotten here: a replay asks for those kept."""
         del self.made[mark[0] :]
         self._names.give_back(mark[1])
 
-    def keep(self, mark: tuple[int, int]) -> None:
+    def keep(self, mark: tuple) -> None:
         self._names.keep(mark[1])
 
     def __getattr__(self, attribute: str):
