@@ -406,7 +406,7 @@ class Legalizer:
         give them; where that body cannot go, it is made once more from the shapes onnx
         inference knows besides (an axis or a size an older opset needs as an attribute,
         folded from a static shape), where those add anything."""
-        stated = [known.get(name) or _typed(scope, name, index) if name else None for name in node.input]
+        stated = [known.get(name) or scope.type_of(name, index) if name else None for name in node.input]
         names = self.names
         mark = names.mark()
         try:
@@ -624,11 +624,6 @@ def _shared_call_types(calls: list[tuple[list[onnx.TypeProto | None], str]]) -> 
 
 class _CannotMove(Exception):
     """A function body's node can be neither moved to the target nor replaced by its own body."""
-
-
-def _typed(scope: Scope, name: str, index: int) -> onnx.TypeProto | None:
-    """An input's type as the model states it, or as the op schemas give its element type."""
-    return scope.type_of(name, index)
 
 
 def _shaped(scope: Scope, name: str, index: int) -> onnx.TypeProto | None:

@@ -120,7 +120,14 @@ def move(
         found = adapters.adapter_for(node.op_type, source_version, target_version)
         if found is not None:
             context = adapters.AdapterContext(
-                source_opset, scope.opset, names, location, shaped_type_of, constant_value, judged_type_of, type_of
+                source_opset,
+                scope.opset,
+                names,
+                location,
+                shaped_type_of,
+                constant_value,
+                judged_type_of,
+                stated_type_of=type_of,
             )
             adapted = found.function(node, context)
             if adapted is not None:

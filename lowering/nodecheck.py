@@ -54,7 +54,9 @@ def check_at_target(
     for name in outside:
         value_type = judged_type_of(name)
         if value_type is None:
-            shared = None if name in node.input else _shared_constant(scope, name)
+            # (a value of the graph's pool of shared constants, made by rules and put in the graph
+            # when the pass ends: never one of the node's own inputs)
+            shared = None if name in node.input else scope.constants.node_making(name)
             if shared is None:
                 return False
             stand_ins.append(shared)
@@ -85,13 +87,6 @@ def check_at_target(
     except Exception:  # (any failure of the checker or its inference: the whole model decides)
         return False  # e.g. an inference that needs the shapes this check leaves out
     return True
-
-
-def _shared_constant(scope, name: str) -> onnx.NodeProto | None:
-    """The Constant node of the scope's pool of shared constants (made by rules for every node
-    of the graph, and put in the graph when the pass ends) that gives ``name``, if any."""
-    pool = getattr(scope, "constants", None)
-    return pool.node_making(name) if pool is not None and hasattr(pool, "node_making") else None
 
 
 def checker_message(error: Exception) -> str:

@@ -252,3 +252,44 @@ def test_a_rules_nodes_reading_the_shared_constants_pass_their_own_check(whole_c
     feeds = {f"x{k}": np.arange(24, dtype=np.float32).reshape(2, 3, 4) - k for k in range(count)}
     for got, want in zip(run_onnxruntime(lowered, feeds), run_onnxruntime(model, feeds), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_rules_nodes_in_a_branch_and_a_local_function_read_their_own_graphs_shared_constants():
+    """Trilu-14 at 13 inside both branches of an If and inside a local function: each graph has
+    its own pool of shared constants, which the rule's nodes read there. Both paths give the same
+    bytes, the result passes the full check, and each branch and the function give onnxruntime's
+    values of the original."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])
+
+    def branch(name: str, upper: int) -> onnx.GraphProto:
+        trilu = helper.make_node("Trilu", ["x"], [f"{name}_y"], name=f"{name}_trilu", upper=upper)
+        return helper.make_graph(
+            [trilu], name, [], [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, None)]
+        )
+
+    function = helper.make_function(
+        "local", "lower_half", ["a"], ["b"], [helper.make_node("Trilu", ["a"], ["b"], upper=0)],
+        opset_imports=[helper.make_opsetid("", 14)],
+    )  # fmt: skip
+    model = make_model(
+        [
+            helper.make_node("If", ["c"], ["z"], then_branch=branch("then", 1), else_branch=branch("else", 0)),
+            helper.make_node("lower_half", ["x"], ["w"], domain="local"),
+        ],
+        [x, helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 3, 4]) for n in "zw"],
+        opset=14,
+        functions=[function],
+        extra_opsets={"local": 1},
+    )
+    onnx.checker.check_model(model, full_check=True)
+    lowered = lowering.lower(model, target_opset=13, ops=[])
+    assert lowered.SerializeToString() == lowering.lower(model, target_opset=13, ops=[], fast=False).SerializeToString()
+    onnx.checker.check_model(lowered, full_check=True)
+    inner = [n.op_type for g in (lowered.graph.node[-2].attribute[0].g, lowered.functions[0]) for n in g.node]
+    assert "Trilu" not in inner and "Constant" in inner
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7
+    for condition in (True, False):
+        feeds = {"x": values, "c": np.array(condition)}
+        for got, want in zip(run_onnxruntime(lowered, feeds), run_onnxruntime(model, feeds), strict=True):
+            np.testing.assert_array_equal(got, want)
