@@ -47,15 +47,29 @@ class DeclaredTypes:
             self._groups.append((names, last, len(last) != len(names), group))
         self._found: dict[str, onnx.TypeProto | None] = {}
         self._defaults: dict[str, onnx.TypeProto] = {}  # what the value_infos do not type
-        self._named: set[str] = set().union(*(last for _, last, _, _ in self._groups))  # (and defaults)
+        self._constants: dict[str, onnx.NodeProto] = {}  # typed by their value where nothing else types them
+        # the names any of those may type (a name outside it has no declared type)
+        self.named: set[str] = set().union(*(last for _, last, _, _ in self._groups))
 
     def get(self, name: str) -> onnx.TypeProto | None:
         found = self._found.get(name, _UNREAD)
         if found is _UNREAD:
-            if name not in self._named:  # (most values of a graph without value_info: no search)
+            if name not in self.named:  # (most values of a graph without value_info: no search)
                 return None
             found = self._found[name] = self._stated(name)
-        return found if found is not None else self._defaults.get(name)
+        if found is not None:
+            return found
+        found = self._defaults.get(name)
+        if found is None and name in self._constants:
+            found = _constant_type(self._constants[name])
+            if found is not None:
+                self._defaults[name] = found
+        return found
+
+    def add_constants(self, constants: dict[str, onnx.NodeProto]) -> None:
+        """Constant nodes by output: each types its output by its value, after what types it already."""
+        self._constants = constants
+        self.named.update(constants)
 
     def _stated(self, name: str) -> onnx.TypeProto | None:
         """The type of the last value_info naming ``name`` with a type, in the last group holding one."""
@@ -76,15 +90,22 @@ class DeclaredTypes:
         """``type_proto`` for ``name`` where nothing states its type yet."""
         if self.get(name) is None:
             self._defaults[name] = type_proto
-            self._named.add(name)
+            self.named.add(name)
 
 
 _UNREAD = object()
 
 
-def declared_types(graph: GraphLike, op_types: list[str] | None = None) -> DeclaredTypes:
+class _FarProducer(Exception):
+    """A value's producer is not among the nodes just before its reader (see ``most_types_asked``)."""
+
+
+def declared_types(
+    graph: GraphLike, op_types: list[str] | None = None, constants: dict[str, onnx.NodeProto] | None = None
+) -> DeclaredTypes:
     """Types a graph states for its own values (no inference). ``op_types``: the op type of
-    each node, where the caller has them already."""
+    each node, and ``constants``: its Constant nodes by output (:func:`constant_nodes`), where
+    the caller has them already."""
     if isinstance(graph, onnx.GraphProto):
         types = DeclaredTypes([graph.input, graph.output, graph.value_info])
         for tensor in graph.initializer:
@@ -93,16 +114,30 @@ def declared_types(graph: GraphLike, op_types: list[str] | None = None) -> Decla
             types.setdefault(sparse.values.name, _tensor_type(sparse.values.data_type))
     else:
         types = DeclaredTypes([getattr(graph, "value_info", ())])
+    if constants is None:
+        constants = constant_nodes(graph, op_types)
+    types.add_constants(constants)
+    return types
+
+
+def constant_nodes(graph: GraphLike, op_types: list[str] | None = None) -> dict[str, onnx.NodeProto]:
+    """The graph's default-domain Constant nodes by their output (found from the op types alone)."""
     if op_types is None:
         op_types = [node.op_type for node in graph.node]
     nodes = graph.node
-    for index in [k for k, op_type in enumerate(op_types) if op_type == "Constant"]:
-        node = nodes[index]
-        if node.domain in ("", "ai.onnx") and node.output:
-            for attribute in node.attribute:
-                if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
-                    types.setdefault(node.output[0], _tensor_type(attribute.t.data_type))
-    return types
+    return {
+        node.output[0]: node
+        for node in [nodes[k] for k, op_type in enumerate(op_types) if op_type == "Constant"]
+        if node.output and node.domain in schemas.DEFAULT_DOMAINS
+    }
+
+
+def _constant_type(node: onnx.NodeProto) -> onnx.TypeProto | None:
+    """The type of a Constant node's output where its ``value`` attribute holds a tensor."""
+    for attribute in node.attribute:
+        if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
+            return _tensor_type(attribute.t.data_type)
+    return None
 
 
 @functools.cache
@@ -186,13 +221,13 @@ class Scope:
         self._twin_provider = twin
         self._twin: onnx.GraphProto | None = None
         self._twin_types: DeclaredTypes | None = None
-        self._declared = declared_types(graph, self.op_types)
+        self._constant_map = constant_nodes(graph, self.op_types)
+        self._declared = declared_types(graph, self.op_types, self._constant_map)
         if input_types:
             for name, type_proto in input_types.items():
                 self._declared.setdefault(name, type_proto)
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
         self._initializer_map: dict[str, onnx.TensorProto] | None = None
-        self._constant_map: dict[str, onnx.NodeProto] | None = None
         self.shape_reads = 0  # calls of shaped_type_of, direct or by folding
         self._integer_values: dict[str, onnx.TensorProto | None] = {}  # folded by constant_value
         self._folding_depth = 0
@@ -200,6 +235,10 @@ class Scope:
         self._outer_element_types: dict[str, int] = {}
         # values left to type one by one, before the whole graph is typed in one pass
         self._whole_propagation_left = PROPAGATIONS_BEFORE_WHOLE
+        # Whether most values' types will be asked (a conversion's walk, the driver says): then
+        # a producer not found among the nodes just before its reader starts the whole pass,
+        # which is due soon anyway, instead of indexing every node's outputs for it.
+        self.most_types_asked = False
         self._schema_rules: dict[str, tuple] = {}
         self._same_typed_inputs: dict[str, tuple] = {}
         inputs = graph.input if isinstance(graph, onnx.FunctionProto) else [i.name for i in graph.input]
@@ -262,7 +301,11 @@ class Scope:
         """The node of this graph producing ``name``: (node, its index, the output's index).
         ``reader``: the index of a node reading it; the producer, which comes before, is first
         looked for among the nodes just before."""
-        if self._producer_map is not None or reader is None:
+        if self._producer_map is not None:
+            return self._producer_map.get(name)
+        if reader is None:
+            if self.most_types_asked:
+                raise _FarProducer
             return self._producers().get(name)
         nodes = self.graph.node
         index = reader - 1
@@ -273,6 +316,8 @@ class Scope:
             if name in outputs:
                 return (node, index, 0 if outputs[0] == name else list(outputs).index(name))
             index -= 1
+        if self.most_types_asked:
+            raise _FarProducer
         return self._producers().get(name)
 
     def constant_value(self, name: str) -> onnx.TensorProto | None:
@@ -286,7 +331,7 @@ class Scope:
             tensor = scope._initializers().get(name)
             if tensor is not None:
                 return tensor
-            constant = scope._constant_nodes().get(name)
+            constant = scope._constant_map.get(name)
             if constant is not None:
                 held = constant_tensor(constant)
                 if held is None:
@@ -308,17 +353,6 @@ class Scope:
                 return None
             scope = scope.parent
         return None
-
-    def _constant_nodes(self) -> dict[str, onnx.NodeProto]:
-        """The Constant nodes of this graph by their output (found from the op types alone)."""
-        if self._constant_map is None:
-            nodes = self.graph.node
-            self._constant_map = {
-                node.output[0]: node
-                for node in (nodes[k] for k, op_type in enumerate(self.op_types) if op_type == "Constant")
-                if node.output and node.domain in schemas.DEFAULT_DOMAINS
-            }
-        return self._constant_map
 
     def _integer_value(self, name: str, node: onnx.NodeProto, output_index: int) -> onnx.TensorProto | None:
         """:meth:`constant_value` of a value a node other than Constant computes, remembered."""
@@ -366,6 +400,16 @@ class Scope:
             reader = None
         return None
 
+    def type_string_of(self, name: str, reader: int | None = None) -> str | None:
+        """The schema spelling of :meth:`type_of` (None where unknown): at once for a value
+        nothing declares whose element type the schemas gave."""
+        if name not in self._declared.named:
+            element_type = self._element_types.get(name)
+            if element_type:
+                return type_string(_tensor_type(element_type))
+        type_proto = self.type_of(name, reader)
+        return None if type_proto is None else type_string(type_proto)
+
     def shaped_type_of(self, name: str) -> onnx.TypeProto | None:
         """The type of a value visible here with as much shape as is known: declared with a
         shape, else as onnx inference gives it in the original model, else as :meth:`type_of`.
@@ -409,10 +453,14 @@ class Scope:
         if name in own_values:
             self._element_types[name] = 0  # an input whose type is not declared
             return 0
-        found = self._local_producer(name, reader)
-        if found is None:
-            return None
-        self._follow_back(name, found)
+        try:
+            found = self._local_producer(name, reader)
+            if found is None:
+                return None
+            self._follow_back(name, found)
+        except _FarProducer:  # (what was typed so far is as the whole pass types it)
+            self._whole_propagation_left = 0
+            return self._propagated_element_type(name, reader)
         return self._element_types[name]
 
     def _follow_back(self, name: str, found: tuple[onnx.NodeProto, int, int]) -> None:
@@ -459,21 +507,59 @@ class Scope:
     def _propagate_whole(self) -> None:
         """Each output of this graph's nodes without a declared element type typed as
         :meth:`_follow_back` types it, in one pass: a node's inputs, made before it, are typed by
-        the time it is reached."""
+        the time it is reached. (A node of one output typed like its inputs, the most common,
+        takes the first typed of them here at once; any other as :meth:`_propagate_node`.)"""
         known = self._element_types
         declared = self._declared
+        stated = declared.named  # (a name outside it has no declared type: not looked up)
+        op_types = self.op_types
+        domains_to_read = self.other_domains
+        same_inputs: dict[str, tuple[tuple[int, ...], int] | None] = {}  # op type → (positions, position)
         for index, node in enumerate(self.graph.node):
-            same = None  # the type of the outputs typed like an input, found once a node
-            for output_index, output in enumerate(node.output):
-                if not output or output in known or element_type_of(declared.get(output)) is not None:
-                    continue
-                rule = self._output_rule(node, index, output_index)
-                if rule is None or rule[0] != "same":
-                    known[output] = rule[1] if rule is not None else 0
-                    continue
-                if same is None:
-                    same = self._same_type(node, index, rule[1])
-                known[output] = same
+            outputs = node.output
+            if len(outputs) != 1:
+                self._propagate_node(node, index)
+                continue
+            output = outputs[0]
+            if not output or output in known:
+                continue
+            if output in stated and element_type_of(declared.get(output)) is not None:
+                continue
+            op_type = op_types[index]
+            same = same_inputs.get(op_type, _UNREAD)
+            if same is _UNREAD:
+                rule = self._schema_rules.get(op_type) or self._output_rule(node, index)
+                same = same_inputs[op_type] = (
+                    (self._same_typed_positions(op_type)[0], rule[1]) if rule and rule[0] == "same" else None
+                )
+            if same is None or (domains_to_read and node.domain not in schemas.DEFAULT_DOMAINS):
+                self._propagate_node(node, index)
+                continue
+            inputs = node.input
+            for position in same[0]:
+                if position < len(inputs):
+                    found = known.get(inputs[position])
+                    if found:
+                        known[output] = found
+                        break
+            else:
+                known[output] = self._same_type(node, index, same[1])
+
+    def _propagate_node(self, node: onnx.NodeProto, index: int) -> None:
+        """The node's outputs without a declared element type typed (see :meth:`_propagate_whole`)."""
+        known = self._element_types
+        declared = self._declared
+        same = None  # the type of the outputs typed like an input, found once a node
+        for output_index, output in enumerate(node.output):
+            if not output or output in known or element_type_of(declared.get(output)) is not None:
+                continue
+            rule = self._output_rule(node, index, output_index)
+            if rule is None or rule[0] != "same":
+                known[output] = rule[1] if rule is not None else 0
+                continue
+            if same is None:
+                same = self._same_type(node, index, rule[1])
+            known[output] = same
 
     def _same_type(self, node: onnx.NodeProto, index: int, position: int) -> int:
         """The element type of the node's outputs typed like its inputs, once those inputs made
@@ -517,17 +603,20 @@ class Scope:
 
     def _same_typed_names(self, node: onnx.NodeProto, index: int) -> list[str]:
         """The node's inputs its schema types like its output, in input order."""
-        op_type = self.op_types[index]
-        same = self._same_typed_inputs.get(op_type)
-        if same is None:
-            same = self._same_typed_inputs[op_type] = same_typed_inputs(op_type, self.source_opset)
-        positions, from_position = same
+        positions, from_position = self._same_typed_positions(self.op_types[index])
         inputs = node.input
         count = len(inputs)
         names = [inputs[k] for k in positions if k < count]
         if from_position is not None:
             names += inputs[from_position + 1 :]
         return names
+
+    def _same_typed_positions(self, op_type: str) -> tuple[tuple[int, ...], int | None]:
+        """:func:`lowering.builder.same_typed_inputs` for ``op_type``, looked up once."""
+        same = self._same_typed_inputs.get(op_type)
+        if same is None:
+            same = self._same_typed_inputs[op_type] = same_typed_inputs(op_type, self.source_opset)
+        return same
 
     def _output_rule(self, node: onnx.NodeProto, index: int, output_index: int = 0) -> tuple[str, int] | None:
         """:func:`lowering.builder.output_type_rule` for output ``output_index`` of node

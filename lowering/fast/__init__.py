@@ -235,6 +235,8 @@ class SplicedEdits(GraphEdits):
         self.waiting.clear()
 
     def apply(self) -> bool:
+        if self.kept_again is not None:
+            self.path.kinds.count_kept()  # (the walk is done: the nodes it took are counted)
         if not self.replaced:
             return False
         scope = self.scope

@@ -108,9 +108,10 @@ class _RecordingScope:
     """The node's scope, its reads of the node's values recorded as (read, is input, index,
     answer); ``replayable`` turns false at any other use a replay could not repeat."""
 
-    def __init__(self, scope, slots: dict[str, tuple[bool, int]]) -> None:
+    def __init__(self, scope, slots: dict[str, tuple[bool, int]], index: int) -> None:
         self._scope = scope
         self._slots = slots  # the node's value names → (is input, index)
+        self._index = index  # the node's index in its graph
         self.reads: list[tuple[str, bool, int, bytes | None]] = []
         self.replayable = True
 
@@ -120,8 +121,11 @@ class _RecordingScope:
         return getattr(self._scope, attribute)
 
     def _read(self, read: str, name: str):
-        answer = getattr(self._scope, "type_of" if read == "judged_type_of" else read)(name)
         slot = self._slots.get(name)
+        if read == "judged_type_of" or read == "type_of":
+            answer = self._scope.type_of(name, _reader(slot, self._index))
+        else:
+            answer = getattr(self._scope, read)(name)
         key = _answer_key(answer, read)
         if slot is None or key is _TOO_LARGE:
             self.replayable = False
@@ -180,6 +184,14 @@ class _Recorded:
 
     def __init__(self, reads, labels, rewritten, expanded) -> None:
         self.reads = reads
+        # The reads as (is input, index, answer) where all are judged types (the most common:
+        # a version step that only extended a type list), else None.
+        self.judged_reads: tuple[tuple[bool, int, str | None], ...] | None = (
+            tuple([(is_input, index, answer) for _, is_input, index, answer in reads])
+            if all(read == "judged_type_of" for read, _, _, _ in reads)
+            else None
+        )
+        self.pending = 0  # kept again this many times, not counted in the report yet (KindMemo.count_kept)
         # What a replay adds to the report: each label once, with its count (a body's 17 nodes
         # give 8 labels); a Counter's update costs microseconds a call.
         self.labels = list(collections.Counter(labels).items())
@@ -230,6 +242,7 @@ class KindMemo:
         self.answers: dict[object, dict[tuple[str, str] | str, bytes | str | None]] = {}
         self.kept_op_types: set[str] = set()  # op types with a kind recorded keeping the node (kept_again)
         self.kept_kinds: dict[tuple, list] = {}  # the kinds whose every recording kept the node
+        self._pending: list[_Recorded] = []  # the recordings kept_again took, to count (count_kept)
 
     def legalize(self, scope, node: onnx.NodeProto, index: int):
         """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen.
@@ -251,7 +264,7 @@ class KindMemo:
         if recordings is _UNRECORDABLE:
             return self.driver.legalize(scope, node, index)
         if recordings:
-            found = self._matching(recordings, scope, inputs, outputs)
+            found = self._matching(recordings, scope, index, inputs, outputs)
             if found is not None:
                 replayed = self._replay(found, scope, node, inputs, outputs)
                 if replayed is not _AFRESH:
@@ -297,18 +310,36 @@ class KindMemo:
         recordings = self.kept_kinds.get(_kind_key(node, scope, attribute_key, inputs, outputs))
         if recordings is None:
             return False
-        found = self._matching(recordings, scope, inputs, outputs)
+        found = self._matching(recordings, scope, index, inputs, outputs)
         if found is None:
             return False
-        self._count(found)
+        if not found.pending:
+            self._pending.append(found)
+        found.pending += 1
         return True
 
-    def _matching(self, recordings: list, scope, inputs: list, outputs: list) -> _Recorded | None:
+    def count_kept(self) -> None:
+        """Count the nodes :meth:`kept_again` took into the driver's report, as :meth:`_count`
+        would have one by one (the report's counts are what they would be; once a graph's walk
+        is done, before anything reads them)."""
+        report = self.driver.report
+        for recorded in self._pending:
+            times = recorded.pending
+            for label, count in recorded.labels:
+                report.adapted[label] += count * times
+            for label, count in recorded.rewritten:
+                report.rewritten[label] += count * times
+            if recorded.expanded:
+                self.driver.expanded_ops.update(recorded.expanded)
+            recorded.pending = 0
+        self._pending.clear()
+
+    def _matching(self, recordings: list, scope, index: int, inputs: list, outputs: list) -> _Recorded | None:
         """:func:`_matching` with this scope's answers asked so far."""
         answers = self.answers.get(scope)
         if answers is None:
             answers = self.answers[scope] = {}
-        return _matching(recordings, scope, inputs, outputs, answers)
+        return _matching(recordings, scope, index, inputs, outputs, answers)
 
     def _count(self, recorded: _Recorded) -> None:
         """What a replay of ``recorded`` adds to the driver's report as it is now (a function
@@ -329,7 +360,7 @@ class KindMemo:
         driver = self.driver
         slots = _slots_of(node)
         marked = _marked(node)
-        reading = _RecordingScope(scope, slots)
+        reading = _RecordingScope(scope, slots, index)
         naming = _RecordingNames(driver.names)
         report, expanded_before = LoweringReport(), set(driver.expanded_ops)
         names, real_report = driver.names, driver.report
@@ -698,6 +729,14 @@ def _carried_fields_written(node: onnx.NodeProto) -> tuple[bytes, bytes]:
     return doc.SerializeToString(), metadata.SerializeToString()
 
 
+def _reader(slot: tuple[bool, int] | None, index: int) -> int | None:
+    """Where a value of node ``index``'s ``slot`` is read (:meth:`lowering.scopes.Scope.type_of`):
+    an input by the node, an output as if by the next node (its producer is the node itself)."""
+    if slot is None:
+        return None
+    return index if slot[0] else index + 1
+
+
 def _slots_of(node: onnx.NodeProto) -> dict[str, tuple[bool, int]]:
     slots: dict[str, tuple[bool, int]] = {}
     for k, name in enumerate(node.output):
@@ -855,18 +894,31 @@ def _mentions(text, node: onnx.NodeProto, raw: bool = False) -> bool:
     return False
 
 
-def _matching(recordings: list, scope, inputs: list, outputs: list, answers: dict):
-    """The recording whose reads give the same answers for a node of these ``inputs`` and
-    ``outputs``, or None. A value's answer is asked once per scope (kept in ``answers``): the
-    producer's output is the reader's input, and a value's type and constant value stay what
-    they are through the pass."""
+def _matching(recordings: list, scope, index: int, inputs: list, outputs: list, answers: dict):
+    """The recording whose reads give the same answers for node ``index`` of these ``inputs``
+    and ``outputs``, or None. A value's answer is asked once per scope (kept in ``answers``):
+    the producer's output is the reader's input, and a value's type and constant value stay
+    what they are through the pass."""
+    judged_type_string = scope.type_string_of if scope.__class__ is scopes.Scope else None
     for recorded in recordings:
-        for read, is_input, index, expected in recorded.reads:
-            name = inputs[index] if is_input else outputs[index]
+        judged_reads = recorded.judged_reads
+        if judged_reads is not None and judged_type_string is not None:
+            for is_input, slot, expected in judged_reads:
+                name = inputs[slot] if is_input else outputs[slot]
+                answer = answers.get(name, _UNRECORDABLE)
+                if answer is _UNRECORDABLE:
+                    answer = answers[name] = judged_type_string(name, index if is_input else index + 1)
+                if answer != expected:
+                    break
+            else:
+                return recorded
+            continue
+        for read, is_input, slot, expected in recorded.reads:
+            name = inputs[slot] if is_input else outputs[slot]
             if read == "judged_type_of":  # (the most asked: kept for its value's name alone)
                 answer = answers.get(name, _UNRECORDABLE)
                 if answer is _UNRECORDABLE:
-                    type_proto = scope.type_of(name)
+                    type_proto = scope.type_of(name, index if is_input else index + 1)
                     answer = answers[name] = None if type_proto is None else scopes.type_string(type_proto)
             else:
                 key = (read, name)
