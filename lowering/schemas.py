@@ -72,13 +72,18 @@ def first_opset_writing(op_types, *, int64_constants: bool = False) -> int:
 
 
 def _tensor_element_types(type_strings) -> frozenset[int]:
-    types = set()
-    for text in type_strings:
-        if text.startswith("tensor(") and text.endswith(")"):
-            name = text[len("tensor(") : -1].upper()
-            if hasattr(onnx.TensorProto, name):
-                types.add(getattr(onnx.TensorProto, name))
-    return frozenset(types)
+    """The element types of the ``tensor(...)`` type strings among ``type_strings``."""
+    return frozenset(map(_tensor_element_type, type_strings)) - {None}
+
+
+@functools.cache
+def _tensor_element_type(text: str) -> int | None:
+    """The element type ``tensor(float)`` names (None for any other type string)."""
+    if text.startswith("tensor(") and text.endswith(")"):
+        name = text[len("tensor(") : -1].upper()
+        if hasattr(onnx.TensorProto, name):
+            return getattr(onnx.TensorProto, name)
+    return None
 
 
 @functools.cache
