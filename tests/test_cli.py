@@ -40,6 +40,26 @@ def test_lowers_the_bundled_example(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lowered.onnx"], "no temporary files left"
 
 
+def test_the_command_ends_at_once_with_all_its_output_and_its_exit_code(tmp_path):
+    """``onnx-lower`` and ``python -m lowering`` run :func:`lowering.cli.run`: main, then the
+    process ends without Python's teardown. What it printed still arrives whole through a pipe
+    (block-buffered there), the file it wrote is complete, and the exit code is main's."""
+    import tomllib
+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"onnx-lower": "lowering.cli:run"}
+    output = tmp_path / "lowered.onnx"
+    completed = run_cli(str(EXAMPLE), "-o", str(output), "--json")
+    assert completed.returncode == 0, completed.stderr
+    import json
+
+    record = json.loads(completed.stdout)  # (the whole document: a cut one does not parse)
+    assert record["written"] is True
+    onnx.checker.check_model(onnx.load(output), full_check=True)
+    missing = run_cli(str(tmp_path / "missing.onnx"), "-o", str(tmp_path / "out.onnx"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
 def test_lowering_and_converting_without_verify_never_load_onnxruntime(tmp_path):
     """onnxruntime is imported where a model is first run (--verify, verify): a plain lowering
     or conversion does without it, and so without its start-up cost."""
