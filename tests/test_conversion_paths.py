@@ -53,20 +53,31 @@ def test_exports_and_their_copies_convert_alike_on_both_paths(path):
             assert converted_bytes(model, target, fast=True) == plain, (path.stem, target)
 
 
-@pytest.mark.parametrize("name", ["gpt_block_dynamo18", "vit_block_dynamo18", "lstm_torchscript17"])
-def test_a_conversion_reports_alike_on_both_paths(name):
+@pytest.mark.parametrize(
+    "name", ["gpt_block_dynamo18", "vit_block_dynamo18", "lstm_torchscript17", "gpt_block_torchscript17"]
+)
+@pytest.mark.parametrize("before_whole", [None, 8], ids=["as set", "whole pass soon"])
+def test_a_conversion_reports_alike_on_both_paths(name, before_whole, monkeypatch):
     """What the report counts (nodes moved per version step, bodies inlined) is the same where
-    kinds are replayed, kept nodes counted without the driver looking at them, or neither."""
+    kinds are replayed, kept nodes counted without the driver looking at them, or neither; also
+    where a walk this short asks for most types (lowering.scopes.PROPAGATIONS_BEFORE_WHOLE
+    lowered: the whole graph is typed at once, from the first producer not found nearby)."""
     from lowering.fast import Shortcuts
+
+    if before_whole is not None:
+        monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", before_whole)
 
     model = side_by_side(onnx.load(EXPORTS / f"{name}.onnx"), 3)
     moved = 0
     for target in TARGETS:
-        plain = lowering.lower_model(model, target_opset=target, ops=[], fast=False).report
+        plain_result = lowering.lower_model(model, target_opset=target, ops=[], fast=False)
+        plain, plain_bytes = plain_result.report, plain_result.model.SerializeToString()
         for fast in (True, Shortcuts(kind_memo=False)):
-            report = lowering.lower_model(model, target_opset=target, ops=[], fast=fast).report
+            result = lowering.lower_model(model, target_opset=target, ops=[], fast=fast)
+            report = result.report
             assert report == plain, (name, target, fast)
             assert list(report.adapted) == list(plain.adapted), (name, target, fast)  # in the same order
+            assert result.model.SerializeToString() == plain_bytes, (name, target, fast)
         moved += sum(plain.adapted.values())
     assert moved > 0
 

@@ -117,3 +117,50 @@ def test_a_type_does_not_depend_on_what_was_asked_before(before_whole, monkeypat
     graph = onnx.helper.make_graph(nodes, "g", [onnx.helper.make_tensor_value_info("x", F16, [2])], [])
     assert answers(graph, ["out"]) == {"out": F16}
     assert answers(graph, ["c", "r", "out"]) == {"c": None, "r": F16, "out": F16}
+
+
+def read_as_a_conversion_reads(graph: onnx.GraphProto, opset: int, most_types_asked: bool) -> tuple[dict, Scope]:
+    """Each node's inputs' element types, asked in node order with the reader's index (as the
+    kind memo asks), from a scope that does or does not expect most types to be asked."""
+    scope = Scope(graph, opset=opset, location="g", names=NameAllocator(), twin=lambda: None)
+    scope.most_types_asked = most_types_asked
+    types = {}
+    for index, node in enumerate(graph.node):
+        for name in node.input:
+            if name:
+                found = scope.type_of(name, index)
+                types[name] = found.tensor_type.elem_type if found is not None else None
+    return types, scope
+
+
+def test_a_far_producer_starts_the_whole_pass_where_most_types_will_be_asked():
+    """n is made 101 nodes before Add, its only reader, reads it: past the nodes looked at before
+    a reader (lowering.scopes.NEARBY_NODES). Where most types will be asked (a conversion's
+    walk), the whole graph is typed in one pass there and no producer index is made; each value
+    gets the type it gets otherwise."""
+    assert lowering.scopes.NEARBY_NODES < 100
+    nodes = [onnx.helper.make_node("Neg", ["x"], ["n"]), onnx.helper.make_node("Relu", ["x"], ["r0"])]
+    nodes += [onnx.helper.make_node("Relu", [f"r{k}"], [f"r{k + 1}"]) for k in range(100)]
+    nodes += [onnx.helper.make_node("Add", ["n", "r100"], ["out"])]
+    x = onnx.helper.make_tensor_value_info("x", F16, [2])
+    graph = onnx.helper.make_graph(nodes, "g", [x], [])
+    usual, usual_scope = read_as_a_conversion_reads(graph, 18, most_types_asked=False)
+    converting, converting_scope = read_as_a_conversion_reads(graph, 18, most_types_asked=True)
+    assert converting == usual and set(usual.values()) == {F16}
+    assert usual_scope._producer_map is not None  # (n found through the index of every output)
+    assert converting_scope._producer_map is None
+
+
+@pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
+def test_a_conversions_type_reads_give_every_value_the_same_type(path):
+    """On a real export without value_info, read as a conversion reads (most types asked) and
+    as a lowering of a few ops does: the same type for every value."""
+    export = onnx.load(path)
+    graph = onnx.GraphProto()
+    graph.CopyFrom(export.graph)
+    graph.ClearField("value_info")
+    opset = next(entry.version for entry in export.opset_import if entry.domain in ("", "ai.onnx"))
+    usual, _ = read_as_a_conversion_reads(graph, opset, most_types_asked=False)
+    converting, _ = read_as_a_conversion_reads(graph, opset, most_types_asked=True)
+    assert converting == usual
+    assert sum(1 for element in usual.values() if element) > len(usual) // 2
