@@ -82,6 +82,52 @@ def test_a_conversion_reports_alike_on_both_paths(name, before_whole, monkeypatc
     assert moved > 0
 
 
+def test_kept_nodes_count_into_the_report_they_were_kept_under():
+    """Identity-16 nodes before a SequenceMap whose function body does not go (its Loop's Col2Im
+    cannot be lowered): the nodes kept again in the pass count into the pass's report, those
+    kept in the attempt's Loop body into the attempt's own (dropped), though walks of graphs end
+    in between (each walk's end counts what was kept); both paths report alike."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["x"], ["i0"]),
+            helper.make_node("Identity", ["i0"], ["i1"]),
+            helper.make_node("Reshape", ["i1", "sh"], ["r"]),
+            helper.make_node("Col2Im", ["r", "img", "blk"], ["c"]),
+        ],
+        "body",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+    )
+    sequence = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3]))
+    kept = [helper.make_node("Identity", [f"k{k}"], [f"k{k + 1}"]) for k in range(4)]
+    graph = helper.make_graph(
+        [*kept, helper.make_node("SequenceMap", ["S"], ["o"], body=body)],
+        "m",
+        [
+            helper.make_tensor_value_info("k0", TensorProto.FLOAT, [2]),
+            helper.make_value_info("S", sequence),
+            helper.make_tensor_value_info("sh", TensorProto.INT64, ["n"]),
+            helper.make_tensor_value_info("img", TensorProto.INT64, [2]),
+            helper.make_tensor_value_info("blk", TensorProto.INT64, [2]),
+        ],
+        [
+            helper.make_tensor_value_info("k4", TensorProto.FLOAT, [2]),
+            helper.make_value_info(
+                "o", helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+            ),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    for target in (18, 21):
+        plain = lowering.lower_model(model, target_opset=target, ops=["SequenceMap", "Col2Im"], fast=False)
+        fast = lowering.lower_model(model, target_opset=target, ops=["SequenceMap", "Col2Im"], fast=True)
+        assert fast.model.SerializeToString() == plain.model.SerializeToString()
+        assert fast.report == plain.report, target
+        assert {op.op_type for op in plain.report.remaining} >= {"Col2Im"}
+        if target == 21:  # the four before, and the two of SequenceMap's own body (kept with it)
+            assert plain.report.adapted["Identity-16→21"] == 6, plain.report.adapted
+
+
 def test_replays_in_a_function_body_that_does_not_go_are_not_counted():
     """SequenceMap's function body holds a Loop whose body holds a Col2Im that cannot be lowered
     (its input's rank is unknown): the body's attempt, ReduceMeans replayed in it included, is

@@ -599,3 +599,37 @@ def test_where_lean_bytes_cannot_be_made_inference_reads_the_model_as_it_is(monk
     plain = lowering.lower(model, target_opset=13, ops=[], fast=False)
     assert lowering.lower(model, target_opset=13, ops=[]).SerializeToString() == plain.SerializeToString()
     assert plain.graph.node[-1].op_type == "Split"
+
+
+def test_nodes_kept_again_count_into_the_report_they_were_taken_under(monkeypatch):
+    """The kind memo counts nodes it keeps again in batches (KindMemo.count_kept, at each walk's
+    end); each batch goes to the report that was the driver's when its nodes were taken, even
+    where another report is the driver's by then (a function body's attempt, dropped where the
+    body does not go), and nothing is counted twice."""
+    from lowering.fast import moves
+    from lowering.report import LoweringReport
+
+    captured = {}
+    kept_again = moves.KindMemo.kept_again
+
+    def capturing(memo, scope, node, index):
+        captured["memo"], captured["scope"] = memo, scope
+        return kept_again(memo, scope, node, index)
+
+    monkeypatch.setattr(moves.KindMemo, "kept_again", capturing)
+    nodes = [helper.make_node("Identity", [f"k{k}"], [f"k{k + 1}"]) for k in range(3)]
+    x = helper.make_tensor_value_info("k0", onnx.TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("k3", onnx.TensorProto.FLOAT, [2])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 18)])
+    result = lowering.lower_model(model, target_opset=21, ops=[])
+    assert result.report.adapted == {"Identity-16→21": 3}  # one recorded, two kept again
+    memo, scope, graph = captured["memo"], captured["scope"], result.model.graph
+    the_pass, attempt = LoweringReport(), LoweringReport()
+    memo.driver.report = the_pass
+    assert memo.kept_again(scope, graph.node[1], 1) and memo.kept_again(scope, graph.node[2], 2)
+    memo.driver.report = attempt  # (as a body's attempt walks a graph of its own)
+    assert memo.kept_again(scope, graph.node[1], 1)
+    memo.count_kept()  # (that walk's end)
+    assert the_pass.adapted == {"Identity-16→21": 2} and attempt.adapted == {"Identity-16→21": 1}
+    memo.count_kept()
+    assert the_pass.adapted == {"Identity-16→21": 2} and attempt.adapted == {"Identity-16→21": 1}

@@ -243,6 +243,7 @@ class KindMemo:
         self.kept_op_types: set[str] = set()  # op types with a kind recorded keeping the node (kept_again)
         self.kept_kinds: dict[tuple, list] = {}  # the kinds whose every recording kept the node
         self._pending: list[_Recorded] = []  # the recordings kept_again took, to count (count_kept)
+        self._pending_report: LoweringReport | None = None  # the report they count into
 
     def legalize(self, scope, node: onnx.NodeProto, index: int):
         """What :meth:`Legalizer.legalize` gives for ``node``, replayed where its kind was seen.
@@ -313,16 +314,20 @@ class KindMemo:
         found = self._matching(recordings, scope, index, inputs, outputs)
         if found is None:
             return False
+        if self.driver.report is not self._pending_report:  # (a function body's attempt began or ended)
+            self.count_kept()
+            self._pending_report = self.driver.report
         if not found.pending:
             self._pending.append(found)
         found.pending += 1
         return True
 
     def count_kept(self) -> None:
-        """Count the nodes :meth:`kept_again` took into the driver's report, as :meth:`_count`
-        would have one by one (the report's counts are what they would be; once a graph's walk
-        is done, before anything reads them)."""
-        report = self.driver.report
+        """Count the nodes :meth:`kept_again` took into the report that was the driver's when it
+        took them, as :meth:`_count` would have one by one: called once a graph's walk is done,
+        before anything reads the counts, and wherever the driver's report is another (a body's
+        attempt counts into a report of its own, dropped where the body does not go)."""
+        report = self._pending_report
         for recorded in self._pending:
             times = recorded.pending
             for label, count in recorded.labels:
