@@ -126,9 +126,11 @@ def run() -> None:
     written is closed by then)."""
     code = main()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # (closed when the process started: Python set it to None)
+            continue
         try:
             stream.flush()
-        except OSError:  # closed early (`onnx-lower --list-rules | head`): nothing more to say there
+        except (OSError, ValueError):  # closed early (`onnx-lower --list-rules | head`): nothing more to say there
             pass
     os._exit(code)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +59,16 @@ def test_the_command_ends_at_once_with_all_its_output_and_its_exit_code(tmp_path
     onnx.checker.check_model(onnx.load(output), full_check=True)
     missing = run_cli(str(tmp_path / "missing.onnx"), "-o", str(tmp_path / "out.onnx"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+    import subprocess
+    import sys
+
+    for args, code in (([str(EXAMPLE), "-o", str(tmp_path / "closed.onnx")], 0), ([str(tmp_path / "no.onnx")], 2)):
+        closed = subprocess.run(  # stdout closed from the start: Python has no sys.stdout to flush
+            [sys.executable, "-m", "lowering", *args], stdout=None, stderr=subprocess.PIPE, text=True, cwd=REPO,
+            timeout=300, preexec_fn=lambda: os.close(1),
+        )  # fmt: skip
+        assert closed.returncode == code and "Traceback" not in closed.stderr, closed.stderr
+    onnx.checker.check_model(onnx.load(tmp_path / "closed.onnx"), full_check=True)
 
 
 def test_lowering_and_converting_without_verify_never_load_onnxruntime(tmp_path):
