@@ -151,6 +151,8 @@ def _tensor_type(element_type: int) -> onnx.TypeProto:
 
 # Schema spellings of the shared tensor types above, by identity (they live as long as the cache).
 _SHARED_TYPE_STRINGS: dict[int, str] = {}
+# ... and by element type.
+_TENSOR_TYPE_STRINGS: dict[int, str] = {}
 
 
 # Schema spellings by a type's bytes (shape and all: a model holds few distinct types), up to a bound.
@@ -406,7 +408,10 @@ class Scope:
         if name not in self._declared.named:
             element_type = self._element_types.get(name)
             if element_type:
-                return type_string(_tensor_type(element_type))
+                found = _TENSOR_TYPE_STRINGS.get(element_type)
+                if found is None:
+                    found = _TENSOR_TYPE_STRINGS[element_type] = type_string(_tensor_type(element_type))
+                return found
         type_proto = self.type_of(name, reader)
         return None if type_proto is None else type_string(type_proto)
 
