@@ -513,13 +513,16 @@ class Scope:
         """Each output of this graph's nodes without a declared element type typed as
         :meth:`_follow_back` types it, in one pass: a node's inputs, made before it, are typed by
         the time it is reached. (A node of one output typed like its inputs, the most common,
-        takes the first typed of them here at once; any other as :meth:`_propagate_node`.)"""
+        takes the first typed of them here at once, as does one of a fixed type; any other as
+        :meth:`_propagate_node`.)"""
         known = self._element_types
         declared = self._declared
         stated = declared.named  # (a name outside it has no declared type: not looked up)
         op_types = self.op_types
         domains_to_read = self.other_domains
-        same_inputs: dict[str, tuple[tuple[int, ...], int] | None] = {}  # op type → (positions, position)
+        # op type → how a node of one output is typed at once: ("same", its inputs typed like
+        # it, the input typed like it where none is typed) or ("type", t); None: _propagate_node
+        lanes: dict[str, tuple | None] = {}
         for index, node in enumerate(self.graph.node):
             outputs = node.output
             if len(outputs) != 1:
@@ -531,24 +534,29 @@ class Scope:
             if output in stated and element_type_of(declared.get(output)) is not None:
                 continue
             op_type = op_types[index]
-            same = same_inputs.get(op_type, _UNREAD)
-            if same is _UNREAD:
+            lane = lanes.get(op_type, _UNREAD)
+            if lane is _UNREAD:
                 rule = self._schema_rules.get(op_type) or self._output_rule(node, index)
-                same = same_inputs[op_type] = (
-                    (self._same_typed_positions(op_type)[0], rule[1]) if rule and rule[0] == "same" else None
-                )
-            if same is None or (domains_to_read and node.domain not in schemas.DEFAULT_DOMAINS):
+                if rule and rule[0] == "same":
+                    lane = ("same", self._same_typed_positions(op_type)[0], rule[1])
+                else:
+                    lane = rule if rule and rule[0] == "type" and self._schema_rules.get(op_type) == rule else None
+                lanes[op_type] = lane
+            if lane is None or (domains_to_read and node.domain not in schemas.DEFAULT_DOMAINS):
                 self._propagate_node(node, index)
                 continue
+            if lane[0] == "type":
+                known[output] = lane[1]
+                continue
             inputs = node.input
-            for position in same[0]:
+            for position in lane[1]:
                 if position < len(inputs):
                     found = known.get(inputs[position])
                     if found:
                         known[output] = found
                         break
             else:
-                known[output] = self._same_type(node, index, same[1])
+                known[output] = self._same_type(node, index, lane[2])
 
     def _propagate_node(self, node: onnx.NodeProto, index: int) -> None:
         """The node's outputs without a declared element type typed (see :meth:`_propagate_whole`)."""

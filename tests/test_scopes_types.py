@@ -16,15 +16,18 @@ from lowering.scopes import Scope
 EXPORTS = Path(__file__).resolve().parents[1] / "golden" / "exports"
 
 
-def followed_and_declared(model: onnx.ModelProto) -> list[tuple[str, int | None, int]]:
+def followed_and_declared(model: onnx.ModelProto, other_domains: bool = True) -> list[tuple[str, int | None, int]]:
     """(output, the element type followed without the output's declared type (None: not
-    followed), the declared one) for each tensor output of the case's graph."""
+    followed), the declared one) for each tensor output of the case's graph. ``other_domains``
+    False: the scope is told no node is outside the default domain, as the driver tells it
+    where the model imports no other domain (then only for such a case)."""
     graph = onnx.GraphProto()
     graph.CopyFrom(model.graph)
     for info in graph.output:
         info.ClearField("type")
     opset = next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), 1)
     scope = Scope(graph, opset=opset, location="case", names=NameAllocator(), twin=lambda: None)
+    scope.other_domains = other_domains or any(node.domain not in ("", "ai.onnx") for node in graph.node)
     found = []
     for info in model.graph.output:
         if info.type.WhichOneof("value") != "tensor_type" or not info.type.tensor_type.elem_type:
@@ -35,13 +38,17 @@ def followed_and_declared(model: onnx.ModelProto) -> list[tuple[str, int | None,
     return found
 
 
-@pytest.mark.parametrize("whole", [False, True], ids=["value by value", "whole graph at once"])
-def test_types_followed_from_the_schemas_are_the_types_the_cases_declare(whole, monkeypatch):
+@pytest.mark.parametrize(
+    ("whole", "other_domains"),
+    [(False, True), (True, True), (True, False)],
+    ids=["value by value", "whole graph at once", "whole graph at once, default domain said"],
+)
+def test_types_followed_from_the_schemas_are_the_types_the_cases_declare(whole, other_domains, monkeypatch):
     if whole:
         monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", 0)
     followed, wrong = 0, []
     for case in node_cases():
-        for name, element, declared in followed_and_declared(case.model):
+        for name, element, declared in followed_and_declared(case.model, other_domains):
             if element is None:
                 continue
             followed += 1
@@ -56,6 +63,7 @@ def answers(graph: onnx.GraphProto, asked: list[str], opset: int = 18) -> dict[s
     """The element types a scope of ``graph`` (no inference twin) gives, asked in this order
     (None: no type; 0: left to inference)."""
     scope = Scope(graph, opset=opset, location="g", names=NameAllocator(), twin=lambda: None)
+    scope.other_domains = any(node.domain not in ("", "ai.onnx") for node in graph.node)  # (as the driver says)
     types = {}
     for name in asked:
         found = scope.type_of(name)
