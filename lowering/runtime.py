@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 
-from . import floats
+from . import floats, schemas
 from .errors import LoweringError
 
 if TYPE_CHECKING:
@@ -28,13 +28,6 @@ def _is_numpy_native(dtype: np.dtype) -> bool:
     return dtype.type.__module__ == "numpy"
 
 
-def _element_type_of_string(type_string: str) -> int | None:
-    if type_string.startswith("tensor(") and type_string.endswith(")"):
-        name = type_string[len("tensor(") : -1].upper()
-        return getattr(onnx.TensorProto, name, None)
-    return None
-
-
 def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
     """An OrtValue of ``element_type``; bfloat16 and float8 arrays are passed as their bits."""
     ort = _onnxruntime()
@@ -47,7 +40,7 @@ def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
 
 def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
     """A numpy array (ml_dtypes for bfloat16 and float8) holding an output tensor's bytes."""
-    element_type = _element_type_of_string(value.data_type())
+    element_type = schemas.tensor_element_type(value.data_type())
     dtype = floats.numpy_dtype(element_type) if element_type else None
     if dtype is None or _is_numpy_native(dtype):
         return value.numpy()
@@ -88,7 +81,7 @@ class OnnxruntimeRunner:
         exotic_inputs = any(isinstance(v, np.ndarray) and not _is_numpy_native(v.dtype) for v in feeds.values())
         output_types = [o.type for o in session.get_outputs()]
         exotic_outputs = any(
-            (t := _element_type_of_string(s)) is not None and not _is_numpy_native(floats.numpy_dtype(t))
+            (t := schemas.tensor_element_type(s)) is not None and not _is_numpy_native(floats.numpy_dtype(t))
             for s in output_types
         )
         if not exotic_inputs and not exotic_outputs:
@@ -96,7 +89,7 @@ class OnnxruntimeRunner:
         declared = {i.name: i.type for i in session.get_inputs()}
         binding = session.io_binding()
         for name, value in feeds.items():
-            element_type = _element_type_of_string(declared.get(name, ""))
+            element_type = schemas.tensor_element_type(declared.get(name, ""))
             if element_type is None or not isinstance(value, np.ndarray):
                 raise LoweringError(
                     f"input '{name}' ({declared.get(name)}): sequences and optionals cannot be fed beside bfloat16 "
@@ -104,7 +97,7 @@ class OnnxruntimeRunner:
                 )
             binding.bind_ortvalue_input(name, _to_ort_value(value, element_type))
         for output in session.get_outputs():
-            if _element_type_of_string(output.type) is None:
+            if schemas.tensor_element_type(output.type) is None:
                 raise LoweringError(
                     f"output '{output.name}' ({output.type}) cannot be read beside bfloat16 or float8 tensors"
                 )

@@ -73,11 +73,11 @@ def first_opset_writing(op_types, *, int64_constants: bool = False) -> int:
 
 def _tensor_element_types(type_strings) -> frozenset[int]:
     """The element types of the ``tensor(...)`` type strings among ``type_strings``."""
-    return frozenset(map(_tensor_element_type, type_strings)) - {None}
+    return frozenset(map(tensor_element_type, type_strings)) - {None}
 
 
 @functools.cache
-def _tensor_element_type(text: str) -> int | None:
+def tensor_element_type(text: str) -> int | None:
     """The element type ``tensor(float)`` names (None for any other type string)."""
     if text.startswith("tensor(") and text.endswith(")"):
         name = text[len("tensor(") : -1].upper()
