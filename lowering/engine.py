@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from . import functions, moving, nodecheck, schemas, scopes, versioning
+from . import functions, moving, nodecheck, schemas, versioning
 from .builder import NotLowered
 from .cleanup import remove_unused
 from .decomposition import without_shapes
@@ -196,7 +196,7 @@ class Legalizer:
         take, settle, legalize = edits.take, edits.settle, self.path.legalize  # (looked up once: per node)
         functions, converting, requested, op_types = self.functions, self.converting, self.requested_ops, scope.op_types
         visited = self._nodes_to_visit(scope)
-        scope.most_types_asked = converting and len(visited) > scopes.PROPAGATIONS_BEFORE_WHOLE
+        scope.most_types_asked = self.path.types_most_asked(len(visited))
         for index in visited:
             if progress is not None and index - reported >= PROGRESS_STEP:
                 progress.advance(nodes=index - reported)

@@ -64,6 +64,13 @@ class PlainPath:
         """The nodes that make ``node`` legal (:meth:`lowering.engine.Legalizer.legalize`)."""
         return self.driver.legalize(scope, node, index)
 
+    def types_most_asked(self, visited: int) -> bool:
+        """Whether a walk of ``visited`` nodes is told it will ask for most types
+        (:attr:`lowering.scopes.Scope.most_types_asked`); not here: a value is followed back
+        through the index of every output, where it is not among the nodes just before."""
+        del visited
+        return False
+
     def checked_kind(self, result: list | None) -> object | None:
         """A key under which a check at the target that ``result`` passed stands for every
         result given the same key (one made from the same recording, names aside); None where

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import onnx
 
+from .. import scopes
 from ..builder import Builder, NotLowered, Value
 from ..decomposition import bound, check_input_accepted, input_value, rule_attributes, type_key, without_shapes
 from ..graphs import holds_graphs
@@ -57,7 +58,10 @@ class Shortcuts:
     the pass is made again with the names listed first (else they are listed in this process
     when first needed). ``lean_inference`` (with ``whole_bytes``): onnx's type inference, where
     the pass needs it, reads the model's bytes without the nodes' ``metadata_props`` and
-    ``doc_string`` (:mod:`.lean`; else the model as it is)."""
+    ``doc_string`` (:mod:`.lean`; else the model as it is). ``whole_typing``: a conversion's walk
+    that will ask for most types types the whole graph at once from the first value whose
+    producer is not among the nodes just before its reader (else it indexes every output to
+    follow that value back, as the plain path does; the types are the same)."""
 
     whole_bytes: bool = True
     direct_replay: bool = True
@@ -66,6 +70,7 @@ class Shortcuts:
     check_beside: bool = True
     names_beside: bool = True
     lean_inference: bool = True
+    whole_typing: bool = True
 
 
 class FastPath(PlainPath):
@@ -118,6 +123,11 @@ class FastPath(PlainPath):
         if not memoized:
             return driver.legalize(scope, node, index)
         return self.kinds.legalize(scope, node, index)
+
+    def types_most_asked(self, visited: int) -> bool:
+        """A conversion's walk of ``visited`` nodes asks for most types: past the values typed
+        one by one (:data:`lowering.scopes.PROPAGATIONS_BEFORE_WHOLE`), where ``whole_typing``."""
+        return self.shortcuts.whole_typing and self.driver.converting and visited > scopes.PROPAGATIONS_BEFORE_WHOLE
 
     def checked_kind(self, result: list | None) -> object | None:
         """The rule's template key where ``result`` is what a template gave last: every node of
