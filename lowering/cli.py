@@ -65,10 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("--target-opset", type=_whole_number(1, None), metavar="N",
         help="declare default-domain opset N: each op kept, moved or lowered as N requires")  # fmt: skip
     add("--strict", action="store_true", help="a requested op left is an error: exit 1, nothing written")
-    add("--verify", action="store_true", help="compare original and lowered bit for bit on edge values before "
-        "writing; on a mismatch exit 1, write nothing")  # fmt: skip
+    add("--verify", action="store_true", help="compare original and lowered on edge values before writing, bit "
+        "for bit or within --atol/--rtol; on a mismatch exit 1, write nothing")  # fmt: skip
     add("--custom-op-library", action="append", default=[], metavar="LIB",
         help="onnxruntime custom op library for --verify (repeatable)")  # fmt: skip
+    add("--atol", action="append", default=[], metavar="[OUTPUT=]V",
+        help="absolute tolerance of --verify, for all outputs or one (default: bit for bit)")  # fmt: skip
+    add("--rtol", action="append", default=[], metavar="[OUTPUT=]V",
+        help="relative tolerance of --verify, for all outputs or one (default: bit for bit)")  # fmt: skip
     add("--json", action="store_true", help="print the report as JSON (errors too) instead of text")
     add("-j", "--jobs", type=_whole_number(0, None), default=1, metavar="N",
         help="lower several MODELs in N processes (0: one per CPU; default 1)")  # fmt: skip
@@ -165,8 +169,12 @@ def _run(args: argparse.Namespace) -> int:
         raise LoweringError("-v/--verbose goes with --list-rules")
     if not args.models:
         raise LoweringError("no model given (usage: onnx-lower MODEL -o OUTPUT)")
-    if args.custom_op_library and not args.verify:
-        raise LoweringError("--custom-op-library is for --verify: add --verify, or leave it out")
+    verify_options = {"--custom-op-library": args.custom_op_library, "--atol": args.atol, "--rtol": args.rtol}
+    for option, given in verify_options.items():
+        if given and not args.verify:
+            raise LoweringError(f"{option} is for --verify: add --verify, or leave it out")
+    from .cli_verify import parse_tolerance
+
     options = LowerOptions(
         ops=_parse_ops(args.ops),
         target_opset=args.target_opset,
@@ -176,6 +184,8 @@ def _run(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         in_place=args.in_place,
         custom_op_libraries=tuple(args.custom_op_library),
+        atol=parse_tolerance(args.atol, "--atol"),
+        rtol=parse_tolerance(args.rtol, "--rtol"),
         progress=not args.quiet and not args.json,
         locations=args.json,
     )

@@ -13,7 +13,7 @@ from .api import lower_model
 from .cli_files import file_format, human_size, prepared, read_model, stored_size, write_model
 from .engine import default_opset
 from .errors import IncompleteLowering, LoweringError
-from .modelio import same_file, with_external_data
+from .modelio import ModelFile, external_file, external_tensors, same_file, with_external_data
 from .opcount import count_ops
 from .progress import Progress
 
@@ -36,6 +36,8 @@ class LowerOptions:
     dry_run: bool = False
     in_place: bool = False
     custom_op_libraries: tuple[str, ...] = ()
+    atol: float | dict[str, float] | None = None  # --verify's tolerances (None: bit for bit)
+    rtol: float | dict[str, float] | None = None
     progress: bool = False  # draw a progress line on stderr (one model, on a terminal)
     locations: bool = False  # list where each replaced node was in the JSON record (--json)
 
@@ -101,6 +103,20 @@ def _final_line(outcome: Outcome, options: LowerOptions, elapsed: float) -> str:
     return f"wrote {outcome.output} ({elapsed:.2f} s)"
 
 
+def _refuse_writing_over_input_data(model_file: ModelFile, model_path: str, output_path: str) -> None:
+    """Refuse an output that is a file the input keeps its weights in (external data): writing
+    the model there would destroy the input's weights."""
+    if not model_file.has_external_data:
+        return
+    for tensor in external_tensors(model_file.model, model_file.data):
+        data_file, _, _ = external_file(tensor, model_file.folder, Path(model_path))
+        if same_file(data_file, output_path):
+            raise LoweringError(
+                f"{output_path}: the output would overwrite the file the input keeps its weights in "
+                f"(tensor '{tensor.name}'); choose another output"
+            )
+
+
 def _lower(model_path: str, output_path: str | None, options: LowerOptions, outcome: Outcome) -> None:
     record = outcome.record
     if output_path is not None and not options.in_place and same_file(model_path, output_path):
@@ -109,6 +125,8 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
         )
     model_file = read_model(model_path)
     model = model_file.model
+    if output_path is not None:
+        _refuse_writing_over_input_data(model_file, model_path, output_path)
     counts_before = count_ops(model)
     size_before = stored_size(model_file, model_path)
     record.update(opset={"before": default_opset(model.opset_import)}, size_bytes={"before": size_before})
@@ -172,14 +190,24 @@ def replaced_nodes(before: list[tuple[str, tuple[str, ...], str]], lowered) -> l
 def _verify(model_path, output_path, model_file, lowered, options: LowerOptions, outcome: Outcome) -> None:
     """Run original and lowered on edge-value inputs; on a mismatch the outcome fails (exit 1)
     and the inputs are saved beside the output (or in a temporary folder), the path said."""
-    from .verification import verify
+    from .verification import check_tolerances, verify
 
     saved = inputs_path(output_path if not options.dry_run else None, model_path)
     original = model_file.model
+    outputs = [output.name for output in original.graph.output]
+    check_tolerances(options.atol, outputs, "--atol")
+    check_tolerances(options.rtol, outputs, "--rtol")
     if model_file.has_external_data:  # onnxruntime needs the weights to run either model
         original, lowered = with_external_data(model_file), with_external_data(model_file, lowered)
     try:
-        report = verify(original, lowered, save_inputs=saved, custom_op_libraries=options.custom_op_libraries)
+        report = verify(
+            original,
+            lowered,
+            atol=options.atol,
+            rtol=options.rtol,
+            save_inputs=saved,
+            custom_op_libraries=options.custom_op_libraries,
+        )
     except LoweringError as error:
         verify_only = [o for o in ("--shape", "--samples", "--inputs", "--value-range") if o in str(error)]
         hint = (
@@ -206,9 +234,9 @@ def _verify(model_path, output_path, model_file, lowered, options: LowerOptions,
         return
     if report.inputs_file:
         shown = output_path if output_path and not options.dry_run else "LOWERED.onnx"
-        kept = (
-            f"inputs saved to {report.inputs_file}; replay them with: onnx-lower verify {model_path} {shown} "
-            f"--inputs {report.inputs_file}"
+        kept = (  # (the lowered model is not written: it is to be written without --verify first)
+            f"inputs saved to {report.inputs_file}; to replay them, write the lowered model without --verify, "
+            f"then run: onnx-lower verify {model_path} {shown} --inputs {report.inputs_file}"
         )
     else:
         kept = f"the inputs were not saved: {report.inputs_error}"

@@ -59,7 +59,7 @@ def run_verify(args: argparse.Namespace) -> int:
         if name in value_ranges:
             raise LoweringError(f"--value-range {name}: given twice; give each input's range once")
         value_ranges[name] = bounds
-    atol, rtol = _parse_tolerance(args.atol, "--atol"), _parse_tolerance(args.rtol, "--rtol")
+    atol, rtol = parse_tolerance(args.atol, "--atol"), parse_tolerance(args.rtol, "--rtol")
     for library in args.custom_op_library:
         if not Path(library).is_file():
             raise LoweringError(f"--custom-op-library {library}: no such file")
@@ -140,7 +140,7 @@ def _parse_value_range(text: str) -> tuple[str, tuple[int, int]]:
     return name, (low, high)
 
 
-def _parse_tolerance(values: list[str], option: str) -> float | dict[str, float] | None:
+def parse_tolerance(values: list[str], option: str) -> float | dict[str, float] | None:
     if not values:
         return None
     per_output: dict[str, float] = {}

@@ -532,7 +532,8 @@ def _relative(want: np.ndarray, gaps: np.ndarray, differ: np.ndarray) -> float:
         scale = np.abs(want.astype(np.float64))
         relative = np.where(scale > 0, gaps / scale, np.where(gaps > 0, np.inf, 0.0))
         chosen = relative[differ]
-        return float(np.nanmax(chosen)) if chosen.size else 0.0
+        # (inf / inf, where the original is infinite and the lowered not: as far apart as can be)
+        return float(np.where(np.isnan(chosen), np.inf, chosen).max()) if chosen.size else 0.0
 
 
 def _differences(want: np.ndarray, got: np.ndarray, atol, rtol) -> tuple[np.ndarray, np.ndarray | None]:

@@ -116,6 +116,28 @@ def test_mismatch_statistics_count_relative_error_and_where(pair, tmp_path):
     ), line
 
 
+FLOORED = """
+    <ir_version: 9, opset_import: ["" : 18]>
+    main (float[N] x, int64[N] k) => (float[N] y, int64[N] j) {
+        floor = Constant <value = float {-3.0e38}> ()
+        y = Max (x, floor)
+        j = Identity (k)
+    }
+"""
+
+
+def test_an_infinite_original_against_a_finite_lowered_is_infinitely_far(pair, tmp_path):
+    """-inf against -3e38: the difference is inf, and so is the relative one (inf / inf in numpy,
+    which once came out as NaN with a RuntimeWarning on stderr and the other values' ratio)."""
+    original, _ = pair
+    floored = save_text(tmp_path / "floored.onnx", FLOORED)
+    np.savez(tmp_path / "in.npz", x=np.array([-np.inf, -3.1e38, 1.0], np.float32), k=np.arange(3))
+    completed = run_cli("verify", original, floored, "--inputs", tmp_path / "in.npz")
+    assert completed.returncode == 1 and completed.stderr == ""
+    line = next(line for line in completed.stdout.splitlines() if line.startswith("y: "))
+    assert line.startswith("y: 2 of 3 values differ; max difference inf (relative inf) at run 0, index (0,)"), line
+
+
 # -- 9: the onnx.reference note ------------------------------------------------------------------
 
 
@@ -165,6 +187,30 @@ def test_lower_verify_saves_the_inputs_beside_the_output(tmp_path):
     temporary = Path(one_error_line(dry).split("inputs saved to ")[1].split(";")[0])
     assert temporary.name == "sigmoid6.onnx.inputs.npz" and temporary.exists()
     assert temporary.parent.name.startswith("onnx-lower-")
+
+
+def test_lower_verify_takes_tolerances_and_its_replay_hint_works(tmp_path):
+    """The main command's --verify compares within --atol/--rtol as verify does (a mismatch of
+    the last bits then writes the model); a mismatch's hint says to write the model first, and
+    the command it gives, run once the model is written, replays the mismatch."""
+    original = sigmoid_at_opset_6(tmp_path / "sigmoid6.onnx")
+    output = tmp_path / "s13.onnx"
+    args = ("--target-opset", "13", "--ops", "none", "--verify")
+    exact = run_cli(original, "-o", output, *args)
+    assert exact.returncode == 1 and not output.exists()
+    line = one_error_line(exact)
+    assert "write the lowered model without --verify, then run: onnx-lower verify " in line
+    replay = line.split("then run: onnx-lower ")[1].split()
+    relaxed = run_cli(original, "-o", output, *args, "--atol", "1e-6", "-q")
+    assert relaxed.returncode == 0 and relaxed.stderr == "" and output.exists()
+    assert run_cli(*replay).returncode == 1, "the saved inputs give the mismatch again"
+    assert run_cli(*replay, "--atol", "1e-6").returncode == 0
+    for option in ("--atol", "--rtol"):
+        alone = run_cli(original, "-o", tmp_path / "x.onnx", option, "1e-6")
+        assert alone.returncode == 2 and f"{option} is for --verify" in one_error_line(alone)
+    unknown = run_cli(original, "-o", tmp_path / "x.onnx", *args, "--rtol", "nope=1e-6")
+    assert unknown.returncode == 2 and "no output 'nope'" in one_error_line(unknown)
+    assert not (tmp_path / "x.onnx").exists()
 
 
 def test_verify_saves_beside_lowered_or_in_a_temporary_folder(pair, tmp_path):

@@ -334,3 +334,17 @@ def test_the_output_data_file_never_replaces_the_input_model(tmp_path):
     assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
     assert "would overwrite the input model" in completed.stderr
     assert digest(source) == before and not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.parametrize("output_name", ["weights.bin", "./weights.bin"])
+def test_the_output_never_replaces_a_file_the_input_keeps_its_weights_in(tmp_path, output_name):
+    """-o naming the input's own external data file: the model written there would destroy the
+    input's weights; refused in one line before anything is written, every input file as it was."""
+    source = external_model(tmp_path, 64)
+    before = {p.name: digest(p) for p in tmp_path.iterdir()}
+    completed = run_cli(str(source), "-o", str(tmp_path / output_name), "-q")
+    assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
+    assert "keeps its weights in" in completed.stderr and "Traceback" not in completed.stderr
+    assert {p.name: digest(p) for p in tmp_path.iterdir()} == before
+    loaded = onnx.load(source)
+    np.testing.assert_array_equal(numpy_helper.to_array(loaded.graph.initializer[0]), np.arange(64, dtype=np.float32))
