@@ -103,6 +103,17 @@ def _final_line(outcome: Outcome, options: LowerOptions, elapsed: float) -> str:
     return f"wrote {outcome.output} ({elapsed:.2f} s)"
 
 
+def _refuse_a_file_as_folder(output_path: str) -> None:
+    """Refuse, before any work, an output whose folder is a file (``-o model.onnx/out.onnx``):
+    the nearest existing folder above it must be a folder (missing ones are made on writing)."""
+    folder = Path(output_path).absolute().parent
+    for above in [folder, *folder.parents]:
+        if above.exists() or above.is_symlink():
+            if not above.is_dir():
+                raise LoweringError(f"{output_path}: {above} is not a folder")
+            return
+
+
 def _refuse_writing_over_input_data(model_file: ModelFile, model_path: str, output_path: str) -> None:
     """Refuse an output that is a file the input keeps its weights in (external data): writing
     the model there would destroy the input's weights."""
@@ -123,6 +134,8 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
         raise LoweringError(
             f"{output_path}: the output would overwrite the input model; choose another path or add --in-place"
         )
+    if output_path is not None and not options.dry_run:
+        _refuse_a_file_as_folder(output_path)
     model_file = read_model(model_path)
     model = model_file.model
     if output_path is not None:

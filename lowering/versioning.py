@@ -11,6 +11,7 @@ inference gives them in the whole model.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -410,7 +411,7 @@ def convert_node(
         source_version = schemas.version_in_force(node.op_type, source_opset)
         raise LoweringError(
             f"{location}: onnx's version converter cannot take {node.op_type}-{source_version} from opset "
-            f"{source_opset} to {target_opset} ({message.split(': ', 1)[-1]})"
+            f"{source_opset} to {target_opset} ({_converter_reason(message)})"
         ) from None
     kept = {*node.input, *node.output}
     renamed: dict[str, str] = {}
@@ -469,3 +470,15 @@ def _inexpressible_at_target(
     if untaken is None:
         return None
     return untaken_type_refusal(node, source_version, target_opset, untaken)
+
+
+def _converter_reason(message: str) -> str:
+    """onnx's converter's failure in words: ``it has no adapter for Or`` (from version 14) for its
+    ``adapter_lookup: Assertion `false` failed: No Adapter For Or``; else its message past the
+    function's name and the assertion."""
+    missing = re.search(r"No Adapter (?:From Version \$?(\d+) )?[Ff]or (\w+)", message)
+    if missing is not None:
+        since, op_type = missing.groups()
+        return f"it has no adapter for {op_type}" + (f" from version {since}" if since else "")
+    reason = message.split(": ", 1)[-1]
+    return re.sub(r"^Assertion `[^`]*` failed: ", "", reason)

@@ -102,7 +102,7 @@ def test_quiet_prints_nothing_and_ops_limits_the_rules(tmp_path, capsys):
 def test_help_lists_every_option():
     completed = run_cli("--help")
     assert completed.returncode == 0
-    for option in ("--output", "--ops", "--quiet", "--list-rules", "--version"):
+    for option in ("--output", "--ops", "--quiet", "--list-rules", "--version", "--verify", "--atol", "--rtol"):
         assert option in completed.stdout
 
 
@@ -182,10 +182,15 @@ def test_missing_output_folder_is_created(tmp_path):
     assert sorted(p.name for p in output.parent.iterdir()) == ["out.onnx"]
 
 
-def test_output_under_a_file_is_a_clear_error(tmp_path):
+@pytest.mark.parametrize("under", ["out.onnx", "deeper/out.onnx"])
+def test_output_under_a_file_is_a_clear_error_before_any_work(tmp_path, under):
+    """-o FILE/out.onnx: refused in one line before the model is read (no report printed as if
+    it would be written), the file left as it was."""
     (tmp_path / "plain").write_text("not a folder")
-    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "plain" / "out.onnx"))
-    assert completed.returncode == 2 and "is not a folder" in completed.stderr
+    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "plain" / under))
+    assert completed.returncode == 2 and completed.stderr.count("\n") == 1
+    assert f"{tmp_path / 'plain'} is not a folder" in completed.stderr and completed.stdout == ""
+    assert (tmp_path / "plain").read_text() == "not a folder"
 
 
 def test_external_data_is_kept_external_and_loads(tmp_path):

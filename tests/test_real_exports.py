@@ -46,9 +46,9 @@ NOT_EXPORTED = {
 }
 
 # The conversions refused today: model, targets, the node that stops it (the first the pass
-# meets), its op and version, and onnx's converter's own words after "Assertion `false` failed:".
+# meets), its op and version, and why onnx's converter fails (in our words, from its own).
 # Further blockers in the same model are in the comments (each would stop it in turn).
-NO_ADAPTER = "adapter_lookup", "No Adapter From Version ${since} for {op}"
+NO_ADAPTER = "it has no adapter for {op} from version {since}"
 REFUSED_ROWS: tuple = ()  # none today: every pair converts (Trilu and Resize were the last, issue 13)
 
 
@@ -61,15 +61,13 @@ def own_opset(model: onnx.ModelProto) -> int:
     return next(entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx"))
 
 
-def refusal(model_name: str, target: int, node: str, op_version: str, words, since) -> str:
+def refusal(model_name: str, target: int, node: str, op_version: str, reason: str, since) -> str:
     """The LoweringError's message for one row of REFUSED_ROWS."""
     op = op_version.rsplit("-", 1)[0]
-    function, reason = words
     source = export_opset(model_name)
     return (
         f"graph 'main_graph', node '{node}' ({op}): onnx's version converter cannot take {op_version} "
-        f"from opset {source} to {target} ({function}: Assertion `false` failed: "
-        f"{reason.format(op=op, since=since)})"
+        f"from opset {source} to {target} ({reason.format(op=op, since=since)})"
     )
 
 

@@ -90,6 +90,21 @@ def test_isnan_20_down_to_11_10_9(target):
         np.testing.assert_array_equal(run_onnxruntime(lowered, {"x": values})[0], np.isnan(values))
 
 
+def test_an_op_onnx_converter_has_no_adapter_for_is_refused_in_words():
+    """Or-7 at opset 5 (Or-1 broadcasts only as its ``broadcast`` attribute says): onnx's converter
+    fails with ``adapter_lookup: Assertion `false` failed: No Adapter For Or``; the refusal names
+    the node, the op's version and both opsets, and says why in words."""
+    model = onnx.parser.parse_model("""
+        <ir_version: 8, opset_import: ["" : 17]>
+        main (bool[N] a, bool[N] b) => (bool[N] y) { y = Or (a, b) }
+    """)
+    with pytest.raises(lowering.LoweringError) as refused:
+        lowering.lower(model, target_opset=5, ops=[])
+    message = str(refused.value)
+    assert message.endswith("onnx's version converter cannot take Or-7 from opset 17 to 5 (it has no adapter for Or)")
+    assert "Assertion" not in message and "adapter_lookup" not in message
+
+
 def test_isinf_20_down_to_9_has_no_previous_version_in_onnx():
     model = unary_model("IsInf", 20, onnx.TensorProto.DOUBLE)
     with pytest.raises(RuntimeError):
