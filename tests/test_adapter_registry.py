@@ -41,6 +41,7 @@ MINIMUM_CASES = {
     "saturate_dropped": 14,
     "batch_normalization_without_training_mode": 4,  # the training-mode cases refused
     "batch_normalization_in_inference": 4,
+    "dropout_in_inference_as_identity_going_up": 6,  # the explicit cases below, from 10 and from 7
     "per_channel_slope_squeezed": 4,  # the explicit cases below
     "per_channel_slope": 4,
     # backend and explicit cases; float8, 4- and 2-bit quantized types refused (per axis, in blocks
@@ -76,7 +77,9 @@ MINIMUM_CASES = {
     # the explicit cases below (backend ones feed the value or pad integers); wrap below 9 (no int64
     # Constant) and of a dimension known only at run time below 11 (no Range) refused
     "pads_input_to_attributes": 16,
-    "dropout_in_inference_as_identity": 13,  # training with a ratio but 0, and the mask below opset 9, refused
+    # training with a ratio but 0, and the mask below opset 9, refused; the backend's Dropout-7/10 cases
+    # reach 12+ as Identity (dropout_in_inference_as_identity_going_up), not as Dropouts to take down
+    "dropout_in_inference_as_identity": 9,
     "batch_first_transposed": 2,  # the batch-first case each (others have no layout); compared in onnx.reference
     "scatter_without_reduction": 6,  # ScatterND 6, ScatterElements 10 (add and mul as a Loop); max and min refused
     "scatter_reduction_kept": 6,  # ScatterND 6, ScatterElements 10; max and min refused
@@ -432,7 +435,27 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "OneHot": one_hot_cases,
         "Loop": loop_cases,
         "Conv": conv_cases,
+        "Dropout": dropout_cases,
     }.get(op_type, list)()
+
+
+def dropout_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Dropout-10 in inference without its mask (the backend's Dropouts are at 12 and later, and
+    go below 12 as Identity), of each float type, with and without a ratio. Built at opset 10."""
+    rng = np.random.default_rng(12)
+    cases = []
+    for element_type, ratio in ((TensorProto.FLOAT, None), (TensorProto.FLOAT16, 0.3), (TensorProto.DOUBLE, 0.9)):
+        attributes = {} if ratio is None else {"ratio": ratio}
+        model = make_model(
+            [helper.make_node("Dropout", ["x"], ["y"], name="dropout", **attributes)],
+            [helper.make_tensor_value_info("x", element_type, (2, 3))],
+            [helper.make_tensor_value_info("y", element_type, (2, 3))],
+            opset=10,
+        )
+        values = rng.standard_normal((2, 3)).astype(helper.tensor_dtype_to_np_dtype(element_type))
+        name = f"explicit_dropout_{helper.tensor_dtype_to_string(element_type)}_{ratio}"
+        cases.append((name, model, [{"x": values}]))
+    return cases
 
 
 def conv_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:

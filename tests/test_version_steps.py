@@ -864,3 +864,29 @@ def test_reduce_18_with_axes_computed_from_a_static_shape_goes_down_with_them_fo
     x = np.resize(EDGES, 6).reshape(2, 3)
     (want,), (got,) = run_onnxruntime(model, {"x": x}), run_onnxruntime(converted, {"x": x})
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_dropout_10_going_up_is_a_copy_and_its_mask_is_refused():
+    """Dropout-10 in inference copies x (Identity at 13), but its mask has no agreed value there
+    (all false in onnxruntime, all true in onnx.reference; version 12 states all true): refused,
+    naming the node, the mask and the target, where it is given."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    info = helper.make_tensor_value_info
+    plain = make_model(
+        [helper.make_node("Dropout", ["x"], ["y"], ratio=0.25)],
+        [info("x", TensorProto.FLOAT, (2, 3))],
+        [info("y", TensorProto.FLOAT, (2, 3))],
+        opset=10,
+    )
+    result = lowering.lower_model(plain, target_opset=13, ops=[])
+    assert count_ops(result.model) == {"Identity": 1}
+    assert result.report.adapted == {"Dropout-10→13 via Identity": 1}
+    assert_same_bits(run_onnxruntime(result.model, {"x": x})[0], run_onnxruntime(plain, {"x": x})[0])
+    masked = make_model(
+        [helper.make_node("Dropout", ["x"], ["y", "mask"])],
+        [info("x", TensorProto.FLOAT, (2, 3))],
+        [info("y", TensorProto.FLOAT, (2, 3)), info("mask", TensorProto.BOOL, (2, 3))],
+        opset=10,
+    )
+    with pytest.raises(lowering.LoweringError, match=r"Dropout-10 gives its mask 'mask'.*cannot go to opset 13"):
+        lowering.lower(masked, target_opset=13, ops=[])

@@ -71,3 +71,18 @@ def dropout_in_inference_as_identity(node: onnx.NodeProto, context: AdapterConte
         helper.make_node("Shape", [node.input[0]], [shape], name=context.fresh(f"{hint}_Shape")),
         helper.make_node("ConstantOfShape", [shape], [node.output[1]], name=context.fresh(f"{hint}_mask"), value=value),
     ]
+
+
+@adapter(("Dropout",), 12, "up", "Identity", versions=(7, 22))
+def dropout_in_inference_as_identity_going_up(node: onnx.NodeProto, context: AdapterContext):
+    """Dropout-7/10(x, ratio=r) = Identity(x), where its mask is not given; a given mask is refused.
+
+    Versions 7–10 run as the runtime runs them, in inference a copy of ``x`` (onnxruntime,
+    onnx.reference), which is ``Identity(x)`` at every opset, as the step down makes Dropout-12+
+    in inference. Their mask in inference is left to the runtime (all false in onnxruntime, all
+    true in onnx.reference), while version 12 states it is all true: a node whose mask is given
+    has no agreed meaning there, and is refused."""
+    if len(node.output) >= 2 and node.output[1]:
+        raise _refused(node, context, f"gives its mask '{node.output[1]}', which versions 7-10 leave to the runtime")
+    hint = node.name or node.output[0]
+    return [helper.make_node("Identity", [node.input[0]], [node.output[0]], name=context.fresh(f"{hint}_Identity"))]
