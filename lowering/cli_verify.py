@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -60,6 +61,9 @@ def run_verify(args: argparse.Namespace) -> int:
             raise LoweringError(f"--value-range {name}: given twice; give each input's range once")
         value_ranges[name] = bounds
     atol, rtol = parse_tolerance(args.atol, "--atol"), parse_tolerance(args.rtol, "--rtol")
+    for option, value in (("--save-inputs", args.save_inputs), ("--save-outputs", args.save_outputs)):
+        if value is not None and (not value or value.endswith(("/", os.sep)) or Path(value).is_dir()):
+            raise LoweringError(f"{option} {value!r}: give a file name (FILE.npz), not a folder")
     for library in args.custom_op_library:
         if not Path(library).is_file():
             raise LoweringError(f"--custom-op-library {library}: no such file")

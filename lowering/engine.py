@@ -360,11 +360,7 @@ class Legalizer:
             if cannot_move is not None:
                 raise LoweringError(f"{cannot_move}; nor by its rule: {not_lowered.reason}") from None
             if self.converting:
-                kept = (
-                    moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report)
-                    if requested
-                    else None
-                )
+                kept = self._kept_unlowered(rule, version, scope, node, location) if requested else None
                 if kept is None:
                     raise LoweringError(
                         f"{location}: {node.op_type}-{version} cannot be expressed at opset {scope.opset}: "
@@ -377,6 +373,18 @@ class Legalizer:
             return None
         self.report.rewritten[f"{node.op_type}-{version}"] += 1
         return nodes
+
+    def _kept_unlowered(self, rule: Rule, version: int | None, scope: Scope, node, location: str) -> list | None:
+        """Converting, an op asked to be lowered whose rule does not apply: the node kept at the
+        target as an op the rule does not own is (moved by its version's adapter where the
+        versions differ in more than types: Resize-18's antialias dropped at 13), or as
+        :func:`lowering.moving.keep_owned` keeps it; None where neither can."""
+        if moving.adapted_across(node, version, scope.opset):
+            try:
+                return self._move(scope, node, scope.source_opset, location)
+            except LoweringError:
+                return None
+        return moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report)
 
     def _decompose(self, rule: Rule, version: int | None, scope: Scope, node, index: int, location: str) -> list:
         """The rule's nodes for ``node`` (made by the path); NotLowered where it does not apply."""

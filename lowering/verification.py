@@ -182,7 +182,7 @@ def verify(
         try:
             want = run_original_side(feed, run)
         except LoweringError as error:
-            hint = shape_hint(original) if generated else ""
+            hint = shape_hint(original, value_ranges) if generated else ""
             raise LoweringError(f"{error}{hint}") from None
         got = run_lowered_side(feed, run)
         for comparison, a, b in zip(comparisons, want, got, strict=True):
@@ -265,16 +265,25 @@ def _check_domains_known(model: onnx.ModelProto, side: str) -> None:
         )
 
 
-def shape_hint(model: onnx.ModelProto) -> str:
+def shape_hint(model: onnx.ModelProto, value_ranges: dict[str, tuple[int, int]] | None = None) -> str:
     """``; input 'shape' looks like a shape (...)``: integer inputs that a node reads as a shape,
-    sizes, axes or the like, for which the generated integers in [0, 4) may not do."""
+    sizes, axes or the like, for which the generated integers (in [0, 4), or the range
+    ``value_ranges`` gives the input) may not do."""
     found = shape_like_inputs(model)
     if not found:
         return ""
-    named = ", ".join(f"'{name}' (read by {where})" for name, where in found.items())
+    ranges = value_ranges or {}
+
+    def generated(name: str) -> str:
+        if name in ranges:
+            low, high = ranges[name]
+            return f"integers from {low} to {high} (--value-range)"
+        return "integers in [0, 4)"
+
+    named = ", ".join(f"'{name}' (read by {where}; {generated(name)})" for name, where in found.items())
     first = next(iter(found))
     return (
-        f"; input {named} looks like a shape, sizes or axes, and verify generates integers in [0, 4) for it: give "
+        f"; input {named} looks like a shape, sizes or axes, for which verify generated those values: give "
         f"its values with --inputs FILE.npz (arrays named after the inputs) or a range with --value-range {first}:LO,HI"
     )
 

@@ -300,8 +300,11 @@ def test_an_integer_input_read_as_a_shape_is_named_with_the_way_out(tmp_path):
     assert completed.returncode == 2
     line = one_error_line(completed)
     assert "the original model fails in onnxruntime" in line
-    assert "input 'shape' (read by Expand input 'shape') looks like a shape" in line
+    assert "input 'shape' (read by Expand input 'shape'; integers in [0, 4)) looks like a shape" in line
     assert "--inputs FILE.npz" in line and "--value-range shape:LO,HI" in line
+    too_wide = run_cli("verify", model, model, "--value-range", "shape:-1,-1")
+    assert too_wide.returncode == 2, "the hint says the range given, not the default one"
+    assert "(read by Expand input 'shape'; integers from -1 to -1 (--value-range))" in one_error_line(too_wide)
     ranged = run_cli("verify", model, model, "--value-range", "shape:1,1")
     assert ranged.returncode == 0 and ranged.stdout.splitlines()[-1] == "MATCH", ranged.stderr
     np.savez(tmp_path / "mine.npz", x=np.zeros((3, 1), np.float32), shape=np.array([3, 4]))
@@ -326,3 +329,14 @@ def test_bad_value_ranges_are_one_line(tmp_path, value_range, words):
     completed = run_cli("verify", model, model, "--value-range", value_range)
     assert completed.returncode == 2 and completed.stdout == ""
     assert words in one_error_line(completed)
+
+
+@pytest.mark.parametrize("option", ["--save-inputs", "--save-outputs"])
+@pytest.mark.parametrize("value", ["", "folder", "folder/"])
+def test_a_save_option_naming_no_file_blames_the_option_before_any_run(pair, tmp_path, option, value):
+    original, nudged = pair
+    (tmp_path / "folder").mkdir()
+    completed = run_cli("verify", original, nudged, option, value, cwd=tmp_path)
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert one_error_line(completed).startswith(f"onnx-lower: error: {option} {value!r}: give a file name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "nudged.onnx", "plain.onnx"]

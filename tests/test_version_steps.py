@@ -890,3 +890,28 @@ def test_dropout_10_going_up_is_a_copy_and_its_mask_is_refused():
     )
     with pytest.raises(lowering.LoweringError, match=r"Dropout-10 gives its mask 'mask'.*cannot go to opset 13"):
         lowering.lower(masked, target_opset=13, ops=[])
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.DOUBLE])
+def test_an_op_asked_for_whose_rule_does_not_apply_is_moved_by_its_adapter(element_type):
+    """Resize-18 (linear, exclude_outside=1, antialias=0) asked to be lowered at 13: its rule
+    does not apply (onnxruntime refuses that form), so the node stays, reported, and goes to 13 as
+    any Resize-18 does: by its adapter, which drops antialias=0 (kept as it was, it held an
+    attribute Resize-13 lacks, and the model's check refused it in onnx's words)."""
+    info = helper.make_tensor_value_info
+    scales = numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "scales")
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear", antialias=0, exclude_outside=1)],
+        [info("x", element_type, (1, 1, 4, 4))],
+        [info("y", element_type, (1, 1, 2, 2))],
+        opset=18,
+        initializer=[scales],
+    )
+    result = lowering.lower_model(model, ops=["Resize"], target_opset=13)
+    onnx.checker.check_model(result.model, full_check=True)
+    (resize,) = result.model.graph.node
+    assert sorted(a.name for a in resize.attribute) == ["exclude_outside", "mode"]
+    assert result.report.adapted == {"Resize-18→13 via new attributes at defaults": 1}
+    assert [(left.op_type, left.reason) for left in result.report.remaining] == [
+        ("Resize", "exclude_outside=1 in mode linear without antialias (onnxruntime refuses it)")
+    ]
