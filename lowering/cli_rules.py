@@ -111,7 +111,7 @@ def full_text(record: dict, width: int = WIDTH) -> list[str]:
     lines = [f"{title(record)}  ({record['name']})"]
     wrap = textwrap.TextWrapper(width=width, initial_indent="  ", subsequent_indent="      ")
     for version, types in record.get("types", {}).items():
-        lines += wrap.wrap(f"types at {version}: {', '.join(types)}")
+        lines += wrap.wrap(f"the op takes at {version}: {', '.join(types)}")
     for version, emits in record.get("emits", {}).items():
         lines += wrap.wrap(f"emits at {version}: {', '.join(emits)}")
     if record["kind"] == ADAPTER:

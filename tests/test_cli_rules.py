@@ -50,7 +50,8 @@ def test_verbose_shows_each_pattern_in_full():
     assert completed.returncode == 0
     text = completed.stdout
     assert "IsNaN-9/13/20  (isnan_by_self_comparison)" in text
-    assert "  types at 13: bfloat16, double, float, float16" in text and "  emits at 13: Cast, Constant, Equal" in text
+    assert "  the op takes at 13: bfloat16, double, float, float16" in text
+    assert "  emits at 13: Cast, Constant, Equal" in text
     assert "Where Equal takes no floats (opsets below 11)" in text, "the whole docstring, not its first line"
     assert "value_string(s) likewise: a scalar for the singular ones" in text, "an adapter's formula, whole"
 
