@@ -487,16 +487,23 @@ def test_reshape_14_goes_down_where_allowzero_means_nothing_new(allowzero, shape
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-def test_reshape_14_with_allowzero_and_a_shape_known_only_at_run_time_is_refused():
+@pytest.mark.parametrize("stated", [["b", 3], ["a", 3]])
+def test_reshape_14_with_allowzero_and_a_shape_known_only_at_run_time_is_refused(stated):
+    """Refused where the result's first size is stated under another symbol than x's (it could
+    be 0 where x's is not); kept, allowzero dropped, where it is x's own (``Shape(x)``)."""
     model = make_model(
         [
             helper.make_node("Shape", ["x"], ["s"]),
             helper.make_node("Reshape", ["x", "s"], ["y"], name="r", allowzero=1),
         ],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, stated)],
         opset=14,
     )
+    if stated[0] == "a":
+        (reshape,) = [n for n in lowering.lower(model, target_opset=13, ops=[]).graph.node if n.op_type == "Reshape"]
+        assert not reshape.attribute
+        return
     with pytest.raises(lowering.LoweringError, match="node 'r'.*allowzero=1.*unless its input's shape is static"):
         lowering.lower(model, target_opset=13, ops=[])
 
@@ -915,3 +922,61 @@ def test_an_op_asked_for_whose_rule_does_not_apply_is_moved_by_its_adapter(eleme
     assert [(left.op_type, left.reason) for left in result.report.remaining] == [
         ("Resize", "exclude_outside=1 in mode linear without antialias (onnxruntime refuses it)")
     ]
+
+
+def dynamic_view(result_dims: list | None) -> onnx.ModelProto:
+    """A dynamo export's view: ``Reshape(linear, Concat(Shape(x)[0:1], Shape(bias)[1:2], 3, 2, 8),
+    allowzero=1)``, its sizes from other tensors' shapes at run time; ``linear`` stated
+    [N, L, 48] and the result ``result_dims`` (None: not stated)."""
+    info = helper.make_tensor_value_info
+    weight = numpy_helper.from_array(np.linspace(-1, 1, 16 * 48, dtype=np.float32).reshape(16, 48), "w")
+    tail = numpy_helper.from_array(np.array([3, 2, 8], np.int64), "tail")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["linear"]),
+        helper.make_node("Shape", ["x"], ["batch"], start=0, end=1),
+        helper.make_node("Shape", ["bias"], ["length"], start=1, end=2),
+        helper.make_node("Concat", ["batch", "length", "tail"], ["sizes"], axis=0),
+        helper.make_node("Reshape", ["linear", "sizes"], ["view"], name="view", allowzero=1),
+    ]
+    stated = [info("linear", TensorProto.FLOAT, ["N", "L", 48])]
+    if result_dims is not None:
+        stated.append(info("view", TensorProto.FLOAT, result_dims))
+    graph = helper.make_graph(
+        nodes,
+        "main",
+        [info("x", TensorProto.FLOAT, ["N", "L", 16]), info("bias", TensorProto.FLOAT, ["L", "L"])],
+        [info("view", TensorProto.FLOAT, [None] * 5)],
+        initializer=[weight, tail],
+        value_info=stated,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+
+@pytest.mark.parametrize("target", [13, 11])
+def test_reshape_14_whose_zeros_can_only_be_its_inputs_own_drops_allowzero(target):
+    """allowzero=1 with sizes computed at run time: where the result is stated [N, L, 3, 2, 8]
+    and the input [N, L, 48], a 0 in the sizes can only stand where the input's own size is 0,
+    which the older Reshape copies: the same result, empty batches and empty lengths too."""
+    model = dynamic_view(["N", "L", 3, 2, 8])
+    result = lowering.lower_model(model, target_opset=target, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    reshape = schemas.version_in_force("Reshape", target)
+    assert result.report.adapted[f"Reshape-14→{reshape} via allowzero dropped"] == 1
+    rng = np.random.default_rng(14)
+    for batch, length in ((2, 6), (0, 5), (3, 0), (1, 1)):
+        feeds = {
+            "x": rng.standard_normal((batch, length, 16)).astype(np.float32),
+            "bias": np.zeros((length, length), np.float32),
+        }
+        (want,) = run_onnxruntime(model, feeds)
+        (got,) = run_onnxruntime(result.model, feeds)
+        assert want.shape == got.shape == (batch, length, 3, 2, 8)
+        assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize("result_dims", [None, ["N", "M", 3, 2, 8], ["N", None, 3, 2, 8], ["N", "L", 3, 2, "K"]])
+def test_reshape_14_whose_zeros_may_be_its_own_is_refused(result_dims):
+    """The result not stated, a size under another symbol or none, or a symbol past the input's
+    rank: a 0 there could be the sizes' own, which allowzero=1 keeps and Reshape-5 copies."""
+    with pytest.raises(lowering.LoweringError, match=r"Reshape-14 with allowzero=1 and a shape computed at run time"):
+        lowering.lower(dynamic_view(result_dims), target_opset=13, ops=[])

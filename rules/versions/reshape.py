@@ -18,14 +18,19 @@ known_change(
 
 @adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25))
 def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
-    """Reshape-14(x, s, allowzero=0, or 1 with s free of 0 or x non-empty) = Reshape-5/13(x, s); x empty: Expand(0, s).
+    """Reshape-14(x, s, allowzero=0, or 1 where s holds no 0 but x's own) = Reshape-5/13(x, s); x empty: Expand(0, s).
 
     ``Reshape-14(x, s, allowzero=0)`` = ``Reshape-5/13(x, s)``: a 0 in ``s`` copies that dimension
     in both. ``allowzero=1`` means the same where ``s`` is a constant holding no 0, and where x's
     shape is static without a 0: x then holds elements, so a 0 in ``s`` (size 0, no elements)
-    would be an error, and a valid ``s`` holds none. Where x's shape has a static 0, the result
-    holds no element: ``Expand(0 of x's type, Where(Less(s, 0), 0, s))`` has shape ``s``, its
-    -1 (the one dimension inferred) being 0. Otherwise the older versions cannot say it: refused."""
+    would be an error, and a valid ``s`` holds none. It means the same too where the result's
+    shape is known and each of its dimensions ``k`` is a positive size or the one x has at ``k``
+    (the same size, or the same symbol: a ``dim_param`` names one size wherever it stands, as
+    dynamic exports state their shapes): a 0 at ``s[k]``, which allowzero=1 keeps as size 0,
+    is then x's own size there, which the older versions copy. Where x's shape has a static 0,
+    the result holds no element: ``Expand(0 of x's type, Where(Less(s, 0), 0, s))`` has shape
+    ``s``, its -1 (the one dimension inferred) being 0. Otherwise the older versions cannot say
+    it: refused."""
     if not attribute_of(node, "allowzero"):
         return [moved(node, dropped=("allowzero",))]
     shape = constant_ints(node, context)
@@ -36,11 +41,27 @@ def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
         return _empty_of_shape(node, context)
     if x_shape is not None and all(isinstance(d, int) and d > 0 for d in x_shape) and shape is None:
         return [moved(node, dropped=("allowzero",))]
+    if x_shape is not None and _zeros_are_x_own(x_shape, context.shape_of(node.output[0])):
+        return [moved(node, dropped=("allowzero",))]
     why = "a shape that holds a 0" if shape is not None else "a shape computed at run time"
     raise LoweringError(
         f"{context.location}: Reshape-14 with allowzero=1 and {why} cannot go to opset {context.target_opset} "
-        f"unless its input's shape is static ({RESHAPE_14})"
+        "unless its input's shape is static, or the result's shape is known with each dimension a positive size "
+        f"or the input's own at that position ({RESHAPE_14})"
     )
+
+
+def _zeros_are_x_own(x_shape: list, result_shape: list | None) -> bool:
+    """Whether each dimension ``k`` of the result is a positive size, or x's own dimension ``k``
+    (an equal size or the same symbol): then only where x's size at ``k`` is 0 can ``s[k]`` be 0."""
+    if result_shape is None:
+        return False
+    for k, size in enumerate(result_shape):
+        if isinstance(size, int) and size > 0:
+            continue
+        if size is None or k >= len(x_shape) or x_shape[k] != size:
+            return False
+    return True
 
 
 def _empty_of_shape(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
