@@ -37,6 +37,7 @@ MODELS = (
     "unet_block",
     "rmsnorm_mlp",
     "conv1d_audio",
+    "attention_dynamic",  # batch and length dynamic: its views' sizes computed at run time
 )
 EXPORTERS = ("torchscript17", "dynamo18", "dynamo23")
 # What export_models.py could not write (its export_failures.txt has the full messages)

@@ -3,7 +3,9 @@
 
     python3 -m venv /work/torchenv
     /work/torchenv/bin/pip install torch==2.13.0 onnx==1.23.2 onnxscript numpy onnxruntime==1.32.0
-    /work/torchenv/bin/python golden/exports/export_models.py
+    /work/torchenv/bin/python golden/exports/export_models.py [MODEL ...]
+
+Named MODELs (``attention_dynamic``) are exported alone, every other file left as it is.
 
 Each model has random weights from a fixed seed and tiny sizes. It is exported by the
 TorchScript exporter at opset 17 and by the dynamo exporter at opsets 18 and 23, and written
@@ -136,6 +138,24 @@ class GPTBlock(nn.Module):
         return self.lm_head(self.final_norm(x))
 
 
+class DynamicAttention(nn.Module):
+    """Causal multi-head self-attention on float input whose batch and length are dynamic in the
+    export: the dynamo exporter then computes each view's sizes at run time from the input's shape
+    (Reshape-14 with allowzero=1), which going below 14 must prove free of a 0 of its own."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, dim = x.shape
+        q, k, v = self.qkv(x).view(batch, length, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(attended.transpose(1, 2).reshape(batch, length, dim))
+
+
 class LSTMModel(nn.Module):
     """A two-layer LSTM from a given initial state; returns the sequence and the final states."""
 
@@ -225,6 +245,10 @@ def _randomize_batchnorm(module: nn.Module) -> None:
             child.bias.data.uniform_(-0.2, 0.2)
 
 
+# Inputs' dynamic axes, by model (the others are exported with static shapes): axis → name.
+DYNAMIC_AXES = {"attention_dynamic": {"x": {0: "batch", 1: "length"}}}
+
+
 def model_cases() -> list[tuple[str, nn.Module, dict[str, torch.Tensor], list[str]]]:
     """(name, module in eval mode, named example inputs, output names), from fixed seeds."""
     cases = []
@@ -260,11 +284,16 @@ def model_cases() -> list[tuple[str, nn.Module, dict[str, torch.Tensor], list[st
     add("unet_block", UNetBlock, lambda: {"x": torch.randn(1, 3, 16, 16, generator=gen())}, ["y"])
     add("rmsnorm_mlp", RMSNormMLP, lambda: {"x": torch.randn(2, 6, 32, generator=gen())}, ["y"])
     add("conv1d_audio", Conv1dAudio, lambda: {"wave": torch.randn(2, 1, 400, generator=gen())}, ["logits"])
+    add("attention_dynamic", DynamicAttention, lambda: {"x": torch.randn(2, 6, 32, generator=gen())}, ["y"])
     return cases
 
 
-def export(module, inputs: dict, output_names: list[str], exporter: str, opset: int) -> onnx.ModelProto:
+def export(
+    module, inputs: dict, output_names: list[str], exporter: str, opset: int, dynamic: dict | None = None
+) -> onnx.ModelProto:
+    """``dynamic``: input name → {axis: name} of the axes exported as dynamic."""
     args = tuple(inputs.values())
+    dynamic = dynamic or {}
     if exporter == "torchscript":
         buffer = io.BytesIO()
         torch.onnx.export(
@@ -275,10 +304,18 @@ def export(module, inputs: dict, output_names: list[str], exporter: str, opset: 
             output_names=output_names,
             opset_version=opset,
             dynamo=False,
+            dynamic_axes=dynamic or None,
         )
         return onnx.load_from_string(buffer.getvalue())
+    shapes = tuple({axis: torch.export.Dim.DYNAMIC for axis in dynamic.get(name, {})} for name in inputs)
     program = torch.onnx.export(
-        module, args, input_names=list(inputs), output_names=output_names, opset_version=opset, dynamo=True
+        module,
+        args,
+        input_names=list(inputs),
+        output_names=output_names,
+        opset_version=opset,
+        dynamo=True,
+        dynamic_shapes=shapes if dynamic else None,
     )
     return program.model_proto
 
@@ -299,10 +336,13 @@ def _onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray
     return session.run(None, feeds)
 
 
-def main() -> int:
+def main(only: list[str]) -> int:
+    """Export every model, or only those named in ``only`` (the others' files stay as they are)."""
     failures = []
     total_bytes = 0
     for name, module, inputs, output_names in model_cases():
+        if only and name not in only:
+            continue
         with torch.no_grad():
             want = _flat_outputs(module(*inputs.values()))
         for exporter, opset in EXPORTS:
@@ -310,7 +350,7 @@ def main() -> int:
             try:
                 # Not under no_grad: there nn.MultiheadAttention and nn.TransformerEncoderLayer
                 # take their fused fast paths, which the TorchScript exporter cannot export.
-                model = export(module, inputs, output_names, exporter, opset)
+                model = export(module, inputs, output_names, exporter, opset, DYNAMIC_AXES.get(name))
                 onnx.checker.check_model(model, full_check=True)
             except Exception as error:  # noqa: BLE001 - every failure is written down
                 lines = traceback.format_exception_only(type(error), error)
@@ -346,6 +386,9 @@ def main() -> int:
                 f"max |onnxruntime - torch| = {difference:.3g}",
                 flush=True,
             )
+    if only:  # (the failures file lists every model's: written by a whole run alone)
+        print(f"{total_bytes / 1024:.0f} KB of models; {len(failures)} exports failed", flush=True)
+        return 0
     (HERE / "export_failures.txt").write_text(
         f"# failed exports of export_models.py (torch {torch.__version__}, onnx {onnx.__version__})\n"
         + "".join(f"{line}\n" for line in failures)
@@ -355,4 +398,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
