@@ -64,9 +64,11 @@ def signature_text(types: list[onnx.TypeProto | None]) -> str:
 
 def infer(model: onnx.ModelProto | bytes) -> onnx.ModelProto | None:
     """onnx type inference on a model (or its bytes, not serialized again), or None when
-    inference itself fails."""
+    inference itself fails. With data propagation: a shape computed from other tensors' shapes
+    (``Concat(Shape(x)[0:1], ...)``, as dynamic exports compute their views' sizes) gives the
+    result its sizes, symbols included."""
     try:
-        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     except Exception:  # inference is best effort: an unknown type is reported, not fatal
         return None
 
