@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -137,6 +138,10 @@ class FunctionExpansion:
         prepared = _prepared(schema, body_opset, node, input_types, memoize, self.repair)
         if isinstance(prepared, str):
             return NotExpanded(f"{where}: {prepared}")
+        if body_opset in schema.function_opset_versions:
+            untaken = _types_untaken(schema, body_opset, node, input_types)
+            if untaken is not None:
+                return NotExpanded(f"{where}: {untaken}")
         template, written_at = prepared
         return Expanded(_inline(template, node, node.name or node.output[0], fresh), written_at)
 
@@ -209,6 +214,48 @@ def _prepared(
     return prepared
 
 
+# By (op, version, body opset, the node's attributes, its inputs' element types): why the static
+# body does not take those types, or None.
+_types_untaken_found: dict[tuple, str | None] = {}
+
+
+def _types_untaken(
+    schema: defs.OpSchema, body_opset: int, node: onnx.NodeProto, input_types: list[onnx.TypeProto | None]
+) -> str | None:
+    """Why a body that does not depend on the input types cannot take the node's: an op of it
+    refuses a type they give it (ReduceLogSum-18's body is Log(ReduceSum(x)), and Log takes no
+    int32, which ReduceLogSum does), from onnx's type inference of the body with the node's
+    inputs' element types and attributes; None where it takes them, or they are not all known
+    tensor types of the node's inputs, given in order (then the whole result is checked, as before)."""
+    if len(node.input) > len(schema.inputs) or not all(node.input):
+        return None
+    element_types = []
+    for type_proto in input_types:
+        element_type = type_proto.tensor_type.elem_type if _known_tensor(type_proto) else 0
+        if not element_type:
+            return None
+        element_types.append(element_type)
+    attributes = tuple(attribute.SerializeToString() for attribute in node.attribute)
+    key = (schema.domain, schema.name, schema.since_version, body_opset, attributes, tuple(element_types))
+    if key in _types_untaken_found:
+        return _types_untaken_found[key]
+    body = _static_body(schema, body_opset)
+    found = None
+    if not isinstance(body, str):
+        types = [onnx.helper.make_tensor_type_proto(element_type, None) for element_type in element_types]
+        try:
+            onnx.shape_inference.infer_function_output_types(body, types, list(node.attribute))
+        except Exception as error:  # (onnx's InferenceError; only a type refused is told, the rest as before)
+            text = " ".join(str(error).split())
+            if "has unsupported type" in text:
+                said = re.sub(r"^\(op_type:(\w+)[^)]*\): ", r"\1: ", text.split("] ", 1)[-1])
+                found = f"its ONNX function body does not take these input types ({said})"
+    if len(_types_untaken_found) >= BODY_MEMO_SIZE:
+        _types_untaken_found.clear()
+    _types_untaken_found[key] = found
+    return found
+
+
 def _canonical(node: onnx.NodeProto) -> onnx.NodeProto:
     """The node with its value names replaced by their positions (``""`` kept where absent)."""
     canonical = onnx.NodeProto(op_type=node.op_type, domain=node.domain)
@@ -240,6 +287,10 @@ def _checked_body(body: onnx.FunctionProto, body_opset: int) -> onnx.FunctionPro
             "(its attributes or input types are outside what the body covers)"
         )
     return body
+
+
+def _known_tensor(type_proto: onnx.TypeProto | None) -> bool:
+    return type_proto is not None and type_proto.WhichOneof("value") == "tensor_type"
 
 
 def _known_type(type_proto: onnx.TypeProto | None) -> bool:

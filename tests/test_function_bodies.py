@@ -331,3 +331,32 @@ def test_bodies_made_ready_once_per_kind_give_the_same_bytes():
     assert len(names) == len(set(names))
     tanh_nodes = [node for node in memoized.graph.node if node.op_type == "Tanh"]
     assert len(tanh_nodes) == 2  # the approximate attribute is part of the kind
+
+
+@pytest.mark.parametrize("target", [None, 13])
+@pytest.mark.parametrize("element_type", [onnx.TensorProto.INT32, onnx.TensorProto.INT64])
+def test_a_type_the_op_takes_and_its_body_does_not_leaves_the_node_with_why(element_type, target):
+    """ReduceLogSum-18 takes int32 and int64; its body is Log(ReduceSum(x)), and Log takes no
+    integers. onnx's type inference of the body with the node's types says so before it is
+    inlined, so the node stays, reported with why, and the model is valid (the inlined body
+    failed the whole model's check, and the pass raised); float goes by the body as before."""
+    info = onnx.helper.make_tensor_value_info
+    model = onnx.helper.make_model(
+        onnx.helper.make_graph(
+            [onnx.helper.make_node("ReduceLogSum", ["x"], ["y"], keepdims=1)],
+            "g",
+            [info("x", element_type, [2, 3])],
+            [info("y", element_type, [1, 1])],
+        ),
+        opset_imports=[onnx.helper.make_opsetid("", 18)],
+    )
+    result = lowering.lower_model(model, ops=["ReduceLogSum"], target_opset=target)
+    onnx.checker.check_model(result.model, full_check=True)
+    (left,) = result.report.remaining
+    assert left.op_type == "ReduceLogSum" and left.version == 18
+    assert "its ONNX function body does not take these input types (Log:" in left.reason
+    assert [node.op_type for node in result.model.graph.node] == ["ReduceLogSum"]
+    model.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    model.graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    floats = lowering.lower_model(model, ops=["ReduceLogSum"], target_opset=target)
+    assert not floats.report.remaining and "ReduceLogSum" not in {n.op_type for n in floats.model.graph.node}
