@@ -60,8 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         "MODELs (or ending in /) a folder that gets each under its own name")  # fmt: skip
     add("--in-place", action="store_true", help="replace each MODEL itself (atomically)")
     add("--dry-run", action="store_true", help="lower and report, but write nothing")
-    add("--ops", metavar="A,B", help="op types to lower (default: IsInf, IsNaN, OptionalHasElement, "
-        "OptionalGetElement), or 'none' to lower nothing; see --list-rules")  # fmt: skip
+    add("--ops", metavar="A,B", action="append", help="op types to lower, repeatable (default: IsInf, IsNaN, "
+        "OptionalHasElement, OptionalGetElement), or 'none' to lower nothing; see --list-rules")  # fmt: skip
     add("--target-opset", type=_whole_number(1, None), metavar="N",
         help="declare default-domain opset N: each op kept, moved or lowered as N requires")  # fmt: skip
     add("--strict", action="store_true", help="a requested op left is an error: exit 1, nothing written")
@@ -213,12 +213,16 @@ def _run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def _parse_ops(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
+def _parse_ops(texts: list[str] | None) -> tuple[str, ...] | None:
+    """The op types ``--ops`` names, each given once or more (``--ops IsNaN --ops Gelu`` is
+    ``--ops IsNaN,Gelu``); ``none`` (alone) lowers nothing."""
+    if texts is None:
         return None
-    ops = tuple(op.strip() for op in text.split(",") if op.strip())
+    ops = tuple(dict.fromkeys(op.strip() for text in texts for op in text.split(",") if op.strip()))
     if not ops:
         raise LoweringError("--ops: give op types (--ops IsNaN,IsInf), or --ops none to lower nothing")
+    if "none" in ops and len(ops) > 1:
+        raise LoweringError(f"--ops: 'none' lowers nothing, so it goes alone (given: {', '.join(ops)})")
     return () if ops == ("none",) else ops
 
 

@@ -99,6 +99,21 @@ def test_quiet_prints_nothing_and_ops_limits_the_rules(tmp_path, capsys):
     assert "IsInf" not in op_types and "IsNaN" in op_types
 
 
+def test_ops_may_be_given_more_than_once(tmp_path):
+    """``--ops IsNaN --ops IsInf`` lowers both, as ``--ops IsNaN,IsInf`` does (the last one alone
+    was kept); ``none`` goes alone."""
+    both = tmp_path / "both.onnx"
+    completed = run_cli(str(EXAMPLE), "-o", str(both), "--ops", "IsNaN", "--ops", "IsInf", "-q")
+    assert completed.returncode == 0, completed.stderr
+    assert not {"IsNaN", "IsInf"} & {node.op_type for node in onnx.load(both).graph.node}
+    together = tmp_path / "together.onnx"
+    assert run_cli(str(EXAMPLE), "-o", str(together), "--ops", "IsNaN,IsInf", "-q").returncode == 0
+    assert together.read_bytes() == both.read_bytes()
+    mixed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "x.onnx"), "--ops", "IsNaN", "--ops", "none")
+    assert mixed.returncode == 2 and mixed.stderr.count("\n") == 1 and "'none' lowers nothing" in mixed.stderr
+    assert not (tmp_path / "x.onnx").exists()
+
+
 def test_help_lists_every_option():
     completed = run_cli("--help")
     assert completed.returncode == 0
