@@ -15,6 +15,7 @@ from onnx import defs
 from . import schemas
 from .graphs import held_graphs, holds_graphs
 from .rules_package import load_rules_package
+from .scopes import element_type_of
 
 Precondition = Callable[[onnx.NodeProto], "str | None"]
 
@@ -160,8 +161,10 @@ _prepared_bodies: dict[tuple, tuple[_Template, int] | onnx.FunctionProto | str] 
 
 
 def forget_bodies() -> None:
-    """Empty the memo of prepared bodies (benchmarks measure a cold start with it)."""
+    """Empty the memos of prepared bodies and of their type checks (benchmarks measure a cold
+    start with them)."""
     _prepared_bodies.clear()
+    _types_untaken_found.clear()
 
 
 def _prepared(
@@ -229,12 +232,9 @@ def _types_untaken(
     tensor types of the node's inputs, given in order (then the whole result is checked, as before)."""
     if len(node.input) > len(schema.inputs) or not all(node.input):
         return None
-    element_types = []
-    for type_proto in input_types:
-        element_type = type_proto.tensor_type.elem_type if _known_tensor(type_proto) else 0
-        if not element_type:
-            return None
-        element_types.append(element_type)
+    element_types = [element_type_of(type_proto) for type_proto in input_types]
+    if None in element_types:
+        return None
     attributes = tuple(attribute.SerializeToString() for attribute in node.attribute)
     key = (schema.domain, schema.name, schema.since_version, body_opset, attributes, tuple(element_types))
     if key in _types_untaken_found:
@@ -287,10 +287,6 @@ def _checked_body(body: onnx.FunctionProto, body_opset: int) -> onnx.FunctionPro
             "(its attributes or input types are outside what the body covers)"
         )
     return body
-
-
-def _known_tensor(type_proto: onnx.TypeProto | None) -> bool:
-    return type_proto is not None and type_proto.WhichOneof("value") == "tensor_type"
 
 
 def _known_type(type_proto: onnx.TypeProto | None) -> bool:

@@ -980,3 +980,57 @@ def test_reshape_14_whose_zeros_may_be_its_own_is_refused(result_dims):
     rank: a 0 there could be the sizes' own, which allowzero=1 keeps and Reshape-5 copies."""
     with pytest.raises(lowering.LoweringError, match=r"Reshape-14 with allowzero=1 and a shape computed at run time"):
         lowering.lower(dynamic_view(result_dims), target_opset=13, ops=[])
+
+
+def test_reshape_14_proof_and_dropout_10_going_up_hold_inside_if_branches():
+    """Inside If branches, reading the outer graph's values: a dynamic export's view (its zeros
+    proved x's own from the branch's stated shapes) goes to 13 with allowzero dropped, and a
+    Dropout-10 without its mask goes up to 13 as Identity; each gives what the original gives,
+    an empty batch too."""
+    info = helper.make_tensor_value_info
+    outputs = [info("view", TensorProto.FLOAT, [None] * 5)]
+
+    def if_of(branch: onnx.GraphProto, inputs: list, opset: int, ir_version: int) -> onnx.ModelProto:
+        node = helper.make_node("If", ["c"], ["view"], then_branch=branch, else_branch=branch)
+        graph = helper.make_graph([node], "main", [info("c", TensorProto.BOOL, []), *inputs], outputs)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
+
+    view = dynamic_view(["N", "L", 3, 2, 8])
+    viewing = helper.make_graph(
+        list(view.graph.node),
+        "viewing",
+        [],
+        outputs,
+        initializer=list(view.graph.initializer),
+        value_info=list(view.graph.value_info),
+    )
+    dynamic = [info("x", TensorProto.FLOAT, ["N", "L", 16]), info("bias", TensorProto.FLOAT, ["L", "L"])]
+    written_at_18 = if_of(viewing, dynamic, 18, 8)
+    viewed = lowering.lower_model(written_at_18, target_opset=13, ops=[])
+    onnx.checker.check_model(viewed.model, full_check=True)
+    assert viewed.report.adapted["Reshape-14→13 via allowzero dropped"] == 2
+    rng = np.random.default_rng(15)
+    for batch, length in ((2, 6), (0, 5)):
+        feeds = {
+            "c": np.array(True),
+            "x": rng.standard_normal((batch, length, 16)).astype(np.float32),
+            "bias": np.zeros((length, length), np.float32),
+        }
+        assert_same_bits(run_onnxruntime(viewed.model, feeds)[0], run_onnxruntime(written_at_18, feeds)[0])
+
+    dropping = helper.make_graph(
+        [
+            helper.make_node("Dropout", ["x"], ["dropped"], ratio=0.25),
+            helper.make_node("Reshape", ["dropped", "five"], ["view"]),
+        ],
+        "dropping",
+        [],
+        outputs,
+        initializer=[numpy_helper.from_array(np.array([2, 6, 16, 1, 1], np.int64), "five")],
+    )
+    written_at_10 = if_of(dropping, [info("x", TensorProto.FLOAT, [2, 6, 16])], 10, 5)
+    copied = lowering.lower_model(written_at_10, target_opset=13, ops=[])
+    onnx.checker.check_model(copied.model, full_check=True)
+    assert copied.report.adapted["Dropout-10→13 via Identity"] == 2
+    feeds = {"c": np.array(False), "x": rng.standard_normal((2, 6, 16)).astype(np.float32)}
+    assert_same_bits(run_onnxruntime(copied.model, feeds)[0], run_onnxruntime(written_at_10, feeds)[0])
