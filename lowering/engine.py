@@ -172,6 +172,7 @@ class Legalizer:
             names=self.names,
             twin=self._inferred_main_graph,
         )
+        main.infers_locally = self.path.infers_locally()
         self._legalize_graph(main)
         for key in callers_first(self.functions):
             self._legalize_function(self.functions[key])
@@ -197,6 +198,8 @@ class Legalizer:
         functions, converting, requested, op_types = self.functions, self.converting, self.requested_ops, scope.op_types
         visited = self._nodes_to_visit(scope)
         scope.most_types_asked = self.path.types_most_asked(len(visited))
+        if converting:
+            visited, kept_by_op = self.path.kept_by_op(scope, visited)
         for index in visited:
             if progress is not None and index - reported >= PROGRESS_STEP:
                 progress.advance(nodes=index - reported)
@@ -216,6 +219,8 @@ class Legalizer:
                 if replacement is not None and not (len(replacement) == 1 and replacement[0] is node):
                     edits.replace(index, replacement)
         edits.settle()
+        if converting:
+            self.report.adapted.update(kept_by_op)
         if progress is not None:
             progress.advance(nodes=len(graph_nodes) - reported, graphs=1)
         if edits.apply() and (scope.parent is not None or isinstance(scope.graph, onnx.FunctionProto)):

@@ -71,6 +71,17 @@ class PlainPath:
         del visited
         return False
 
+    def infers_locally(self) -> bool:
+        """Whether the main graph's scope asks onnx's inference of the nodes back from a value
+        for its shape before the whole graph's (:meth:`lowering.scopes.Scope.shaped_type_of`):
+        not here."""
+        return False
+
+    def kept_by_op(self, scope: Scope, visited: list[int]) -> tuple[list[int], dict[str, int]]:
+        """The nodes of ``visited`` a conversion's walk looks at, and how many it left out, kept
+        as they are, under each report label: here none is left out."""
+        return visited, {}
+
     def checked_kind(self, result: list | None) -> object | None:
         """A key under which a check at the target that ``result`` passed stands for every
         result given the same key (one made from the same recording, names aside); None where

@@ -15,7 +15,7 @@ import onnx
 from . import schemas
 from .builder import ConstantPool, later_output_rule, output_type_rule, same_typed_inputs, schema_output_rule
 from .folding import INTEGER_TYPES, integer_value_of
-from .graphs import constant_tensor
+from .graphs import constant_tensor, holds_graphs
 from .naming import NameAllocator
 
 # How many producers back constant_value follows an integer value computed from static shapes.
@@ -24,6 +24,12 @@ MAX_FOLDING_DEPTH = 32
 GraphLike = onnx.GraphProto | onnx.FunctionProto
 TwinProvider = Callable[[], "onnx.GraphProto | None"]
 NEARBY_NODES = 64  # nodes looked at before a reader for its producer, before indexing them all
+# Nodes inferred one at a time back from one value whose shape is asked, before onnx's
+# inference of the whole graph is asked instead; a graph's values together may have a quarter
+# of its nodes so inferred (at least this many), where the whole graph's inference is cheaper.
+LOCAL_INFERENCE_NODES = 256
+# The largest integer constant handed to a node's inference as data (a shape, axes, sizes).
+MAX_LOCAL_DATA_ELEMENTS = 1024
 # Element types followed back one value at a time, before all of a graph's are found in one
 # pass: a lowering of a few ops asks for few, a conversion for most.
 PROPAGATIONS_BEFORE_WHOLE = 1024
@@ -180,6 +186,18 @@ def _has_shape(type_proto: onnx.TypeProto) -> bool:
     return kind != "tensor_type" or type_proto.tensor_type.HasField("shape")
 
 
+def _initializer_type(tensor: onnx.TensorProto) -> onnx.TypeProto:
+    """The tensor type of an initializer, its shape included."""
+    return onnx.helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
+
+
+def _static_shape(type_proto: onnx.TypeProto) -> bool:
+    """Whether a tensor type states every size as a number."""
+    if type_proto.WhichOneof("value") != "tensor_type" or not type_proto.tensor_type.HasField("shape"):
+        return False
+    return all(dim.HasField("dim_value") for dim in type_proto.tensor_type.shape.dim)
+
+
 def element_type_of(type_proto: onnx.TypeProto | None) -> int | None:
     """The element type of a tensor type, None for anything else or unknown."""
     if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
@@ -242,6 +260,12 @@ class Scope:
         # which is due soon anyway, instead of indexing every node's outputs for it.
         self.most_types_asked = False
         self._schema_rules: dict[str, tuple] = {}
+        # Whether a value's shape is first asked of onnx's inference of the nodes back from it
+        # alone (:meth:`_locally_inferred`) before the whole graph's (the path says); the nodes
+        # left to infer so, and what they gave.
+        self.infers_locally = False
+        self._local_nodes_left = max(LOCAL_INFERENCE_NODES, len(self.op_types) // 4)
+        self._local_types: dict[str, onnx.TypeProto | None] = {}
         self._same_typed_inputs: dict[str, tuple] = {}
         inputs = graph.input if isinstance(graph, onnx.FunctionProto) else [i.name for i in graph.input]
         self._declared_inputs = frozenset(inputs)
@@ -415,7 +439,7 @@ class Scope:
         type_proto = self.type_of(name, reader)
         return None if type_proto is None else type_string(type_proto)
 
-    def shaped_type_of(self, name: str) -> onnx.TypeProto | None:
+    def shaped_type_of(self, name: str, reader: int | None = None) -> onnx.TypeProto | None:
         """The type of a value visible here with as much shape as is known: declared with a
         shape, else as onnx inference gives it in the original model, else as :meth:`type_of`.
         Counted in ``shape_reads`` (what the driver asks to know whether a result was made from
@@ -426,6 +450,10 @@ class Scope:
             declared = scope._declared.get(name)
             if declared is not None and _has_shape(declared):
                 return declared
+            if scope._twin_types is None and scope.infers_locally:
+                local = scope._locally_inferred(name, reader if scope is self else None)
+                if local is not None:
+                    return local
             inferred = scope._inferred_types().get(name)
             if inferred is not None:
                 return inferred
@@ -433,6 +461,124 @@ class Scope:
                 return self.type_of(name)
             scope = scope.parent
         return self.type_of(name)
+
+    def element_types_of_all_values(self) -> frozenset[int] | None:
+        """The element types of every value this graph holds: its inputs and initializers, and
+        every node's outputs, as :meth:`type_of` gives them (the nodes typed in one pass, as a
+        conversion's walk would type them, where not done yet); None where one of them is not a
+        tensor of a type the declarations and schemas give (onnx inference would be asked), or
+        the graph is not a model's main graph."""
+        if self.parent is not None or not isinstance(self.graph, onnx.GraphProto):
+            return None
+        if self._whole_propagation_left >= 0:
+            self._whole_propagation_left = -1
+            self._propagate_whole()
+        found = set(self._element_types.values())
+        declared = self._declared
+        if any(declared.get(name) is None for name in self._own_values):
+            return None
+        for name in declared.named:
+            type_proto = declared.get(name)
+            if type_proto is None:
+                continue  # (a value_info without a type: the pass typed the value, if it is made)
+            if type_proto.WhichOneof("value") != "tensor_type":
+                return None
+            found.add(type_proto.tensor_type.elem_type)  # (0 where it states none: refused below)
+        if 0 in found:
+            return None
+        return frozenset(found)
+
+    def _locally_inferred(self, name: str, reader: int | None) -> onnx.TypeProto | None:
+        """The type of ``name`` with a static shape (every size a number) as onnx's inference
+        of each node back from it gives it, one node at a time, from the shapes the graph
+        states and its small integer constants; None where that gives less, or asks more than
+        the nodes left to infer so (then onnx's inference of the whole graph is asked, which
+        knows at least as much: it also propagates shapes computed from shapes). A main graph's
+        values alone, made by default-domain nodes holding no graph. ``reader``: the index of
+        a node reading ``name``, where known."""
+        if self.parent is not None or not isinstance(self.graph, onnx.GraphProto) or name in self._own_values:
+            return None
+        known = self._local_types
+        pending: list[tuple[str, int | None]] = [(name, reader)]  # (value, the index of a node reading it)
+        waiting = {name}  # (a value met again while it waits is in a cycle: not inferred)
+        met = 0  # nodes met whose inputs are not all typed yet
+        while pending:
+            value, reader = pending[-1]
+            if value in known:
+                pending.pop()
+                continue
+            declared = self._declared.get(value)
+            if declared is not None and _has_shape(declared):
+                known[value] = declared
+                pending.pop()
+                continue
+            if value in self._own_values:
+                tensor = self._initializers().get(value)
+                known[value] = declared if tensor is None else _initializer_type(tensor)
+                pending.pop()
+                continue
+            try:
+                found = self._local_producer(value, reader)
+            except _FarProducer:
+                found = None
+            node = found[0] if found is not None else None
+            if node is None or node.domain not in schemas.DEFAULT_DOMAINS or holds_graphs(node):
+                known[value] = None
+                pending.pop()
+                continue
+            index = found[1]
+            missing = [(source, index) for source in node.input if source and source not in known]
+            if missing:
+                met += 1
+                if met > LOCAL_INFERENCE_NODES or met > self._local_nodes_left:
+                    return None
+                for source, _ in missing:
+                    if source in waiting:
+                        known[source] = None
+                    waiting.add(source)
+                pending.extend(missing)
+                continue
+            pending.pop()
+            self._local_nodes_left -= 1
+            self._infer_node_locally(node)
+            known.setdefault(value, None)
+        found = known.get(name)
+        return found if found is not None and _static_shape(found) else None
+
+    def _infer_node_locally(self, node: onnx.NodeProto) -> None:
+        """Each output of ``node`` typed by onnx's inference of the node alone (None for each
+        where the inference fails or an input's type is unknown)."""
+        known = self._local_types
+        types = {source: known[source] for source in node.input if source}
+        outputs: dict[str, onnx.TypeProto] = {}
+        schema = schemas.schema_in_force(node.op_type, self.source_opset)
+        if schema is not None and all(t is not None for t in types.values()):
+            data = {}
+            for source in types:
+                tensor = self._small_integer_constant(source)
+                if tensor is not None:
+                    data[source] = tensor
+            try:
+                outputs = onnx.shape_inference.infer_node_outputs(
+                    schema, node, types, data, opset_imports=[onnx.helper.make_opsetid("", self.source_opset)]
+                )
+            except Exception:  # (inference is best effort: the whole graph's is asked instead)
+                outputs = {}
+        for output in node.output:
+            if output:
+                known[output] = outputs.get(output)
+
+    def _small_integer_constant(self, name: str) -> onnx.TensorProto | None:
+        """The initializer or Constant value ``name``, where it holds a few integers."""
+        tensor = self._initializers().get(name)
+        if tensor is None and name in self._constant_map:
+            tensor = constant_tensor(self._constant_map[name])
+        if tensor is None or tensor.data_type not in INTEGER_TYPES:
+            return None
+        count = 1
+        for size in tensor.dims:
+            count *= size
+        return tensor if count <= MAX_LOCAL_DATA_ELEMENTS else None
 
     def _propagated_element_type(self, name: str, reader: int | None) -> int | None:
         """The element type of a value of this graph that follows from the op schemas alone: an

@@ -70,6 +70,38 @@ def _argument_changes(kind: str, used: list[bool], source_formals, target_formal
     return None
 
 
+def signature_change(node: onnx.NodeProto, source: onnx.defs.OpSchema, target: onnx.defs.OpSchema) -> str | None:
+    """Why ``node`` (of schema ``source``) does not bind alike to schema ``target``, or None:
+    the target is deprecated, lacks an attribute the node sets or gives it another type,
+    requires one it leaves unset or defaults one it leaves unset otherwise, or binds its given
+    inputs and outputs to other formals. Reads the attributes' names and types, not their
+    values, and which inputs and outputs are given."""
+    op_type, target_version = node.op_type, target.since_version
+    if target.deprecated:
+        return f"{op_type}-{target_version} is deprecated"
+    set_here = {attribute.name: attribute for attribute in node.attribute}
+    for name, attribute in set_here.items():
+        declared = target.attributes.get(name)
+        if declared is None:
+            return f"{op_type}-{target_version} has no attribute {name}"
+        if int(declared.type.value) != attribute.type:
+            return f"attribute {name} has another type in {op_type}-{target_version}"
+    for name, declared in target.attributes.items():
+        if name in set_here:
+            continue
+        if declared.required:
+            return f"attribute {name} is required by {op_type}-{target_version}"
+        before = source.attributes.get(name)
+        default = declared.default_value.SerializeToString()
+        if before is not None and before.default_value.SerializeToString() != default:
+            return f"attribute {name} defaults differently in {op_type}-{target_version}"
+    used_inputs = [bool(name) for name in node.input]
+    used_outputs = [bool(name) for name in node.output]
+    return _argument_changes("input", used_inputs, source.inputs, target.inputs) or _argument_changes(
+        "output", used_outputs, source.outputs, target.outputs
+    )
+
+
 def meaning_change(
     node: onnx.NodeProto,
     source_version: int,
@@ -89,29 +121,7 @@ def meaning_change(
     change = adapters.change_for(node, source_version, target_version)
     if change is not None:
         return change.reason
-    if target.deprecated:
-        return f"{node.op_type}-{target_version} is deprecated"
-    set_here = {attribute.name: attribute for attribute in node.attribute}
-    for name, attribute in set_here.items():
-        declared = target.attributes.get(name)
-        if declared is None:
-            return f"{node.op_type}-{target_version} has no attribute {name}"
-        if int(declared.type.value) != attribute.type:
-            return f"attribute {name} has another type in {node.op_type}-{target_version}"
-    for name, declared in target.attributes.items():
-        if name in set_here:
-            continue
-        if declared.required:
-            return f"attribute {name} is required by {node.op_type}-{target_version}"
-        before = source.attributes.get(name)
-        default = declared.default_value.SerializeToString()
-        if before is not None and before.default_value.SerializeToString() != default:
-            return f"attribute {name} defaults differently in {node.op_type}-{target_version}"
-    used_inputs = [bool(name) for name in node.input]
-    used_outputs = [bool(name) for name in node.output]
-    why = _argument_changes("input", used_inputs, source.inputs, target.inputs) or _argument_changes(
-        "output", used_outputs, source.outputs, target.outputs
-    )
+    why = signature_change(node, source, target)
     if why:
         return why
     for index, name in enumerate(node.input):

@@ -16,7 +16,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import lowering
+from lowering.fast import Shortcuts
 from lowering.runtime import run_onnxruntime
+from lowering.scopes import LOCAL_INFERENCE_NODES
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -128,11 +130,12 @@ def test_shape_15_bounds_are_clamped_to_a_stated_rank_only(start, end, stated, w
 @pytest.mark.parametrize("target, axis", [(11, -1), (10, 2)])
 def test_softmax_13_on_the_last_axis_reads_no_rank_at_11(target, axis, whole_inferences):
     """Softmax-13(r, axis=-1) at 11 and 12, which take a negative axis, is Softmax(r, axis=-1)
-    whatever r's rank; at 10 the axis must be written as rank - 1, from inference here."""
+    whatever r's rank; at 10 the axis must be written as rank - 1, from inference here: of the
+    Relu alone on the fast path, of the whole graph on the plain path."""
     node = helper.make_node("Softmax", ["r"], ["y"], name="softmax", axis=-1)
     model = behind_relu(node, [2, 3, 4], helper.make_tensor_value_info("y", F32, [2, 3, 4]), opset=13, stated=False)
     converted = converted_alike(model, target)
-    assert of_main(whole_inferences, model) == ([] if target >= 11 else ["main", "main"])
+    assert of_main(whole_inferences, model) == ([] if target >= 11 else ["main"])
     (softmax,) = [n for n in converted.graph.node if n.op_type == "Softmax"]
     assert [a.i for a in softmax.attribute if a.name == "axis"] == [axis]
     x = np.random.default_rng(7).standard_normal((2, 3, 4)).astype(np.float32)
@@ -146,11 +149,13 @@ EXPORTS = Path(__file__).resolve().parents[1] / "golden" / "exports"
 def test_real_exports_without_value_info_ask_inference_only_for_split_sizes(name, whole_inferences):
     """Every export of the team's set, its value_info dropped (TorchScript's state none), taken
     to each target below its opset: onnx inference of the whole graph is asked only where a
-    Split-18 cuts by num_outputs (its sizes read from the axis' size, which only inference
-    knows here), or, below 14, a Reshape-14 with allowzero=1 has sizes computed at run time
-    (its result's sizes, from inference's data propagation, show whether a 0 in them can only
-    be its input's own). The 8-bit check of MaxPool and Pow's types read element types alone,
-    and Resize-18 reads its input's rank only where axes or a policy need it."""
+    Split-18 cuts by num_outputs along an axis whose size inference of the nodes back from it,
+    one at a time, leaves open (the model's inputs have symbolic sizes), or, below 14, a
+    Reshape-14 with allowzero=1 has sizes computed at run time (its result's sizes, from
+    inference's data propagation, show whether a 0 in them can only be its input's own). The
+    8-bit check of MaxPool and Pow's types read element types alone, and Resize-18 reads its
+    input's rank only where axes or a policy need it. The plain path, which asks the whole
+    graph's inference for every shape, gives the same bytes."""
     model = onnx.load(EXPORTS / f"{name}.onnx")
     del model.graph.value_info[:]
     opset = model.opset_import[0].version
@@ -166,8 +171,49 @@ def test_real_exports_without_value_info_ask_inference_only_for_split_sizes(name
         and node.input[1] not in constants
         for node in nodes
     )
+    static_inputs = all(
+        dim.HasField("dim_value") for info in model.graph.input for dim in info.type.tensor_type.shape.dim
+    )
     for target in [t for t in (11, 13, 15, 17) if t < opset]:
         whole_inferences.clear()
-        onnx.checker.check_model(lowering.lower(model, target_opset=target, ops=[]), full_check=True)
-        inferred = counted_split or (run_time_view and target < 14)
+        converted = lowering.lower(model, target_opset=target, ops=[])
+        onnx.checker.check_model(converted, full_check=True)
+        inferred = (counted_split and not static_inputs) or (run_time_view and target < 14)
         assert of_main(whole_inferences, model) == ([model.graph.name] if inferred else []), target
+        plain = lowering.lower(model, target_opset=target, ops=[], fast=False)
+        assert converted.SerializeToString() == plain.SerializeToString(), target
+
+
+def split_after_relus(links: int, shape: list) -> onnx.ModelProto:
+    """Split-18(num_outputs=2) on axis 1 of x passed through ``links`` Relus, no value_info."""
+    names = ["x", *(f"r{k}" for k in range(links))]
+    nodes = [helper.make_node("Relu", [names[k]], [names[k + 1]], name=f"relu{k}") for k in range(links)]
+    nodes.append(helper.make_node("Split", [f"r{links - 1}"], ["a", "b"], name="split", axis=1, num_outputs=2))
+    outputs = [helper.make_tensor_value_info(n, F32, [None, None]) for n in "ab"]
+    return make_model(nodes, [helper.make_tensor_value_info("x", F32, shape)], outputs, opset=18)
+
+
+@pytest.mark.parametrize(
+    "links, shape, whole",
+    [
+        (3, [2, 6], False),  # the Relus inferred one at a time give the axis' size
+        (3, [2, 5], False),  # (an uneven cut: sizes [3, 2])
+        (3, ["n", 6], True),  # a symbolic size left open: the whole graph's inference is asked
+        (LOCAL_INFERENCE_NODES + 8, [2, 6], True),  # more nodes back than are inferred one by one
+    ],
+)
+def test_a_shape_is_asked_of_the_nodes_back_from_it_before_the_whole_graph(links, shape, whole, whole_inferences):
+    """Split-18 to 13 reads the size of its axis: the fast path first infers the nodes back from
+    its input one at a time, and takes a static shape so found; else (a symbolic size, or more
+    nodes back than it infers so) it asks onnx's inference of the whole graph, as the plain path
+    does for every shape. Every way gives the same bytes."""
+    model = split_after_relus(links, shape)
+    fast = lowering.lower(model, target_opset=13, ops=[])
+    assert of_main(whole_inferences, model) == (["main"] if whole else [])
+    without = lowering.lower(model, target_opset=13, ops=[], fast=Shortcuts(local_shapes=False))
+    assert fast.SerializeToString() == without.SerializeToString()
+    assert fast.SerializeToString() == lowering.lower(model, target_opset=13, ops=[], fast=False).SerializeToString()
+    onnx.checker.check_model(fast, full_check=True)
+    x = np.random.default_rng(8).standard_normal([2, shape[1]]).astype(np.float32)
+    for got, want in zip(run_onnxruntime(fast, {"x": x}), run_onnxruntime(model, {"x": x}), strict=True):
+        assert_same_bits(got, want)

@@ -27,6 +27,7 @@ from ..registry import Rule
 from ..schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 from ..scopes import Scope
 from . import protowire
+from .keptops import kept_by_op
 from .lean import lean_bytes
 from .moves import KindMemo
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
@@ -61,7 +62,14 @@ class Shortcuts:
     ``doc_string`` (:mod:`.lean`; else the model as it is). ``whole_typing``: a conversion's walk
     that will ask for most types types the whole graph at once from the first value whose
     producer is not among the nodes just before its reader (else it indexes every output to
-    follow that value back, as the plain path does; the types are the same)."""
+    follow that value back, as the plain path does; the types are the same). ``kept_ops``
+    (with ``whole_typing``): a conversion's walk leaves out the nodes of an op that every
+    node of stays as it is at the target, given the types the graph's values have
+    (:mod:`.keptops`), and counts them (else it looks at each). ``local_shapes``: a shape
+    the pass asks for in the main graph is first asked of onnx's inference of the nodes back
+    from the value, one at a time, and taken where static (else of onnx's inference of the
+    whole graph, as where it is off; a static shape is the same from either, except where the
+    whole graph's inference fails and the plain path knows no shape)."""
 
     whole_bytes: bool = True
     direct_replay: bool = True
@@ -71,6 +79,8 @@ class Shortcuts:
     names_beside: bool = True
     lean_inference: bool = True
     whole_typing: bool = True
+    kept_ops: bool = True
+    local_shapes: bool = True
 
 
 class FastPath(PlainPath):
@@ -128,6 +138,17 @@ class FastPath(PlainPath):
         """A conversion's walk of ``visited`` nodes asks for most types: past the values typed
         one by one (:data:`lowering.scopes.PROPAGATIONS_BEFORE_WHOLE`), where ``whole_typing``."""
         return self.shortcuts.whole_typing and self.driver.converting and visited > scopes.PROPAGATIONS_BEFORE_WHOLE
+
+    def infers_locally(self) -> bool:
+        return self.shortcuts.local_shapes
+
+    def kept_by_op(self, scope: Scope, visited: list[int]) -> tuple[list[int], dict[str, int]]:
+        """:func:`.keptops.kept_by_op` where ``kept_ops`` is on and the walk asks for most
+        types anyway (:meth:`types_most_asked`), in a model without local functions (a node
+        left out could call one)."""
+        if not (self.shortcuts.kept_ops and scope.most_types_asked and not self.driver.functions):
+            return visited, {}
+        return kept_by_op(scope, visited, self.driver.requested_ops)
 
     def checked_kind(self, result: list | None) -> object | None:
         """The rule's template key where ``result`` is what a template gave last: every node of

@@ -124,6 +124,8 @@ class _RecordingScope:
         slot = self._slots.get(name)
         if read == "judged_type_of" or read == "type_of":
             answer = self._scope.type_of(name, _reader(slot, self._index))
+        elif read == "shaped_type_of":
+            answer = self._scope.shaped_type_of(name, _reader(slot, self._index))
         else:
             answer = getattr(self._scope, read)(name)
         key = _answer_key(answer, read)
@@ -139,7 +141,7 @@ class _RecordingScope:
     def judged_type_of(self, name: str):
         return self._read("judged_type_of", name)
 
-    def shaped_type_of(self, name: str):
+    def shaped_type_of(self, name: str, reader: int | None = None):
         return self._read("shaped_type_of", name)
 
     def constant_value(self, name: str):
@@ -929,7 +931,11 @@ def _matching(recordings: list, scope, index: int, inputs: list, outputs: list, 
                 key = (read, name)
                 answer = answers.get(key, _UNRECORDABLE)
                 if answer is _UNRECORDABLE:
-                    answer = answers[key] = _answer_key(getattr(scope, read)(name), read)
+                    if read == "shaped_type_of":
+                        found = scope.shaped_type_of(name, index if is_input else index + 1)
+                    else:
+                        found = getattr(scope, read)(name)
+                    answer = answers[key] = _answer_key(found, read)
             if answer != expected:
                 break
         else:

@@ -1,0 +1,130 @@
+"""A conversion's walk leaves out the nodes of an op every node of which stays as it is at the
+target (``Shortcuts.kept_ops``, :mod:`lowering.fast.keptops`): the model written and the report
+are those of the walk that looks at each node, and of the plain path, byte for byte and label
+for label; an op whose nodes may hold a type the target's version does not take, a node
+holding a graph, and a graph with a value of unknown type are walked."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import lowering
+import lowering.fast
+from lowering.fast import Shortcuts
+from lowering.runtime import run_onnxruntime
+
+F32 = TensorProto.FLOAT
+LINKS = 700  # two nodes a link: past the values typed one by one, the walk types the whole graph
+
+
+def chain(links: int = LINKS, *, extra=(), inputs=(), outputs=()) -> onnx.ModelProto:
+    """y = x, then ``links`` times y = Transpose(Add(y, 1)): Add-14 and Transpose-13 go to 11
+    as they are on float."""
+    one = onnx.numpy_helper.from_array(np.ones((1,), np.float32), "one")
+    nodes, previous = [], "x"
+    for k in range(links):
+        nodes.append(helper.make_node("Add", [previous, "one"], [f"a{k}"], name=f"add{k}"))
+        nodes.append(helper.make_node("Transpose", [f"a{k}"], [f"t{k}"], name=f"transpose{k}", perm=[1, 0]))
+        previous = f"t{k}"
+    nodes.append(helper.make_node("Identity", [previous], ["y"], name="last"))
+    nodes += extra
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", F32, [2, 2]), *inputs],
+        [helper.make_tensor_value_info("y", F32, [2, 2]), *outputs], [one],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.fixture
+def left_out(monkeypatch) -> list[tuple[int, dict[str, int]]]:
+    """Each main-graph walk's (nodes walked, nodes left out by label), as kept_by_op gave them."""
+    found = []
+    kept_by_op = lowering.fast.kept_by_op
+
+    def recording(scope, visited, requested):
+        walked, counted = kept_by_op(scope, visited, requested)
+        found.append((len(walked), counted))
+        return walked, counted
+
+    monkeypatch.setattr(lowering.fast, "kept_by_op", recording)
+    return found
+
+
+def converted_every_way(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
+    """``model`` at ``target`` with kept_ops on, off, and on the plain path: the same bytes and
+    the same report, its labels in the same order."""
+    results = [
+        lowering.lower_model(model, target_opset=target, ops=[], fast=fast)
+        for fast in (Shortcuts(), Shortcuts(kept_ops=False), False)
+    ]
+    written = {result.model.SerializeToString() for result in results}
+    assert len(written) == 1
+    reports = [list(result.report.adapted.items()) for result in results]
+    assert reports[0] == reports[1] == reports[2]
+    onnx.checker.check_model(results[0].model, full_check=True)
+    return results[0].model
+
+
+def test_nodes_of_ops_kept_whole_are_counted_not_walked(left_out):
+    model = chain()
+    converted = converted_every_way(model, 11)
+    (walked, counted), *_ = left_out
+    assert counted == {"Add-14→7": LINKS - 1, "Transpose-13→1": LINKS - 1}
+    assert walked == 3  # the first Add, the first Transpose, and Identity-16's first (and only) node
+    result = lowering.lower_model(model, target_opset=11, ops=[])
+    assert result.report.adapted["Add-14→7"] == LINKS and result.report.adapted["Transpose-13→1"] == LINKS
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    np.testing.assert_array_equal(run_onnxruntime(converted, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
+
+
+def test_an_op_one_of_whose_nodes_holds_a_type_the_target_does_not_take_is_walked(left_out):
+    """One Add on int8 (Add-7 takes no int8: its adapter computes in int32): every Add walked."""
+    extra = [helper.make_node("Add", ["i", "i"], ["doubled"], name="int8_add")]
+    int8 = [helper.make_tensor_value_info(name, TensorProto.INT8, [3]) for name in ("i", "doubled")]
+    model = chain(extra=extra, inputs=int8[:1], outputs=int8[1:])
+    converted = converted_every_way(model, 11)
+    (walked, counted), *_ = left_out
+    assert counted == {"Transpose-13→1": LINKS - 1}
+    assert walked == LINKS + 3
+    assert "Cast" in {node.op_type for node in converted.graph.node}  # (the int8 Add carried in int32)
+    i = np.array([100, -7, 64], np.int8)
+    got = run_onnxruntime(converted, {"x": np.ones((2, 2), np.float32), "i": i})[1]
+    np.testing.assert_array_equal(got, (i.astype(np.int32) * 2).astype(np.int8))  # wraps as int8 does
+
+
+def test_a_node_holding_a_graph_is_walked(left_out):
+    """An Add holding a graph under an attribute onnx leaves to its users (``__``-named), which
+    Add-7 does not have: the walk looks at it and refuses it, as where each node is looked at."""
+    inner = helper.make_graph(
+        [helper.make_node("Relu", ["v"], ["m"])], "inner",
+        [helper.make_tensor_value_info("v", F32, [2, 2])], [helper.make_tensor_value_info("m", F32, [2, 2])],
+    )  # fmt: skip
+    model = chain()
+    holder = model.graph.node[LINKS]
+    assert holder.op_type == "Add"
+    holder.attribute.append(helper.make_attribute("__inner", inner))
+    refusals = set()
+    for fast in (Shortcuts(), Shortcuts(kept_ops=False), False):
+        with pytest.raises(lowering.LoweringError) as refused:
+            lowering.lower(model, target_opset=11, ops=[], fast=fast)
+        refusals.add(str(refused.value))
+    (refusal,) = refusals
+    assert f"node '{holder.name}' (Add)" in refusal
+    (walked, counted), *_ = left_out
+    assert counted["Add-14→7"] == LINKS - 2
+
+
+def test_a_value_of_unknown_type_leaves_every_node_walked(left_out):
+    """A node of another domain makes a value the schemas cannot type: no op is decided whole."""
+    extra = [
+        helper.make_node("Opaque", ["x"], ["z"], name="opaque", domain="custom.domain"),
+        helper.make_node("Sin", ["z"], ["w"], name="after_opaque"),  # (Sin-7: the same at 11)
+    ]
+    model = chain(extra=extra, outputs=[helper.make_tensor_value_info("w", F32, [2, 2])])
+    model.opset_import.append(helper.make_opsetid("custom.domain", 1))
+    converted_every_way(model, 11)
+    (walked, counted), *_ = left_out
+    assert counted == {} and walked == 2 * LINKS + 2  # (and Identity-16, Opaque)
