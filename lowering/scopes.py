@@ -252,6 +252,10 @@ class Scope:
         self._integer_values: dict[str, onnx.TensorProto | None] = {}  # folded by constant_value
         self._folding_depth = 0
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
+        # The element types the whole pass found stated for nodes' outputs, and whether it found
+        # one stated as another type than a tensor of a known element type.
+        self._stated_element_types: set[int] = set()
+        self._stated_open = False
         self._outer_element_types: dict[str, int] = {}
         # values left to type one by one, before the whole graph is typed in one pass
         self._whole_propagation_left = PROPAGATIONS_BEFORE_WHOLE
@@ -266,6 +270,8 @@ class Scope:
         self.infers_locally = False
         self._local_nodes_left = max(LOCAL_INFERENCE_NODES, len(self.op_types) // 4)
         self._local_types: dict[str, onnx.TypeProto | None] = {}
+        self._local_input_keys: dict[str, tuple[bytes, bytes] | None] = {}
+        self._local_kinds: dict[tuple, list[onnx.TypeProto | None]] = {}  # (see _infer_node_locally)
         self._same_typed_inputs: dict[str, tuple] = {}
         inputs = graph.input if isinstance(graph, onnx.FunctionProto) else [i.name for i in graph.input]
         self._declared_inputs = frozenset(inputs)
@@ -473,17 +479,11 @@ class Scope:
         if self._whole_propagation_left >= 0:
             self._whole_propagation_left = -1
             self._propagate_whole()
-        found = set(self._element_types.values())
-        declared = self._declared
-        if any(declared.get(name) is None for name in self._own_values):
+        if self._stated_open:
             return None
-        for name in declared.named:
-            type_proto = declared.get(name)
-            if type_proto is None:
-                continue  # (a value_info without a type: the pass typed the value, if it is made)
-            if type_proto.WhichOneof("value") != "tensor_type":
-                return None
-            found.add(type_proto.tensor_type.elem_type)  # (0 where it states none: refused below)
+        found = set(self._element_types.values()) | self._stated_element_types
+        for name in self._own_values:
+            found.add(element_type_of(self._declared.get(name)) or 0)
         if 0 in found:
             return None
         return frozenset(found)
@@ -547,11 +547,44 @@ class Scope:
 
     def _infer_node_locally(self, node: onnx.NodeProto) -> None:
         """Each output of ``node`` typed by onnx's inference of the node alone (None for each
-        where the inference fails or an input's type is unknown)."""
+        where the inference fails or an input's type is unknown), asked once per kind of node:
+        its op, attributes, and its inputs' types and data."""
         known = self._local_types
-        types = {source: known[source] for source in node.input if source}
-        outputs: dict[str, onnx.TypeProto] = {}
+        inputs = node.input
+        read = [self._local_input_key(source) if source else None for source in inputs]
+        key = (
+            node.op_type,
+            tuple([attribute.SerializeToString() for attribute in node.attribute]),
+            tuple(read),
+            len(node.output),
+        )
+        found = self._local_kinds.get(key)
+        if found is None:
+            found = self._local_kinds[key] = self._inferred_outputs(node)
+        for output, type_proto in zip(node.output, found, strict=True):
+            if output:
+                known[output] = type_proto
+
+    def _local_input_key(self, name: str) -> tuple[bytes, bytes] | None:
+        """What a node's inference reads of its input ``name``: its type, and its data where a
+        small integer constant, serialized (None where its type is unknown)."""
+        found = self._local_input_keys.get(name, _UNREAD)
+        if found is _UNREAD:
+            type_proto = self._local_types[name]
+            tensor = self._small_integer_constant(name)
+            found = self._local_input_keys[name] = (
+                None
+                if type_proto is None
+                else (type_proto.SerializeToString(), b"" if tensor is None else tensor.SerializeToString())
+            )
+        return found
+
+    def _inferred_outputs(self, node: onnx.NodeProto) -> list[onnx.TypeProto | None]:
+        """onnx's inference of ``node`` alone, from its inputs' local types and small integer
+        data: each output's type by position (None where not inferred)."""
+        types = {source: self._local_types[source] for source in node.input if source}
         schema = schemas.schema_in_force(node.op_type, self.source_opset)
+        outputs: dict[str, onnx.TypeProto] = {}
         if schema is not None and all(t is not None for t in types.values()):
             data = {}
             for source in types:
@@ -564,9 +597,7 @@ class Scope:
                 )
             except Exception:  # (inference is best effort: the whole graph's is asked instead)
                 outputs = {}
-        for output in node.output:
-            if output:
-                known[output] = outputs.get(output)
+        return [outputs.get(output) if output else None for output in node.output]
 
     def _small_integer_constant(self, name: str) -> onnx.TensorProto | None:
         """The initializer or Constant value ``name``, where it holds a few integers."""
@@ -664,6 +695,7 @@ class Scope:
         known = self._element_types
         declared = self._declared
         stated = declared.named  # (a name outside it has no declared type: not looked up)
+        stated_types = self._stated_element_types
         op_types = self.op_types
         domains_to_read = self.other_domains
         # op type → how a node of one output is typed at once: ("same", its inputs typed like
@@ -677,8 +709,14 @@ class Scope:
             output = outputs[0]
             if not output or output in known:
                 continue
-            if output in stated and element_type_of(declared.get(output)) is not None:
-                continue
+            if output in stated:
+                stated_type = declared.get(output)
+                if stated_type is not None:
+                    element_type = element_type_of(stated_type)
+                    if element_type is not None:
+                        stated_types.add(element_type)
+                        continue
+                    self._stated_open = True
             op_type = op_types[index]
             lane = lanes.get(op_type, _UNREAD)
             if lane is _UNREAD:
@@ -710,8 +748,15 @@ class Scope:
         declared = self._declared
         same = None  # the type of the outputs typed like an input, found once a node
         for output_index, output in enumerate(node.output):
-            if not output or output in known or element_type_of(declared.get(output)) is not None:
+            if not output or output in known:
                 continue
+            stated_type = declared.get(output)
+            if stated_type is not None:
+                element_type = element_type_of(stated_type)
+                if element_type is not None:
+                    self._stated_element_types.add(element_type)
+                    continue
+                self._stated_open = True
             rule = self._output_rule(node, index, output_index)
             if rule is None or rule[0] != "same":
                 known[output] = rule[1] if rule is not None else 0
