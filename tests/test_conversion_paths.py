@@ -54,16 +54,16 @@ def test_exports_and_their_copies_convert_alike_on_both_paths(path):
             assert converted_bytes(model, target, fast=True) == plain, (path.stem, target)
 
 
-@pytest.mark.parametrize(
-    "name", ["gpt_block_dynamo18", "vit_block_dynamo18", "lstm_torchscript17", "gpt_block_torchscript17"]
-)
+@pytest.mark.parametrize("name", sorted(path.stem for path in EXPORTS.glob("*.onnx")))
 @pytest.mark.parametrize("before_whole", [None, 8], ids=["as set", "whole pass soon"])
 def test_a_conversion_reports_alike_on_both_paths(name, before_whole, monkeypatch):
     """What the report counts (nodes moved per version step, bodies inlined) is the same where
     kinds are replayed, kept nodes counted without the driver looking at them, or neither; also
     where a walk this short asks for most types (lowering.scopes.PROPAGATIONS_BEFORE_WHOLE
     lowered: on the fast path the whole graph is typed at once from the first producer not found
-    nearby, Shortcuts.whole_typing; the plain path follows each value back)."""
+    nearby, Shortcuts.whole_typing, and the nodes of ops kept whole are counted without being
+    walked, Shortcuts.kept_ops; the plain path follows each value back and walks every node);
+    and where shapes are inferred back from a value one node at a time, Shortcuts.local_shapes."""
     from lowering.fast import Shortcuts
 
     if before_whole is not None:
@@ -74,7 +74,13 @@ def test_a_conversion_reports_alike_on_both_paths(name, before_whole, monkeypatc
     for target in TARGETS:
         plain_result = lowering.lower_model(model, target_opset=target, ops=[], fast=False)
         plain, plain_bytes = plain_result.report, plain_result.model.SerializeToString()
-        for fast in (True, Shortcuts(kind_memo=False), Shortcuts(whole_typing=False)):
+        for fast in (
+            True,
+            Shortcuts(kind_memo=False),
+            Shortcuts(whole_typing=False),
+            Shortcuts(kept_ops=False),
+            Shortcuts(local_shapes=False),
+        ):
             result = lowering.lower_model(model, target_opset=target, ops=[], fast=fast)
             report = result.report
             assert report == plain, (name, target, fast)
