@@ -95,9 +95,11 @@ def test_an_op_one_of_whose_nodes_holds_a_type_the_target_does_not_take_is_walke
     np.testing.assert_array_equal(got, (i.astype(np.int32) * 2).astype(np.int8))  # wraps as int8 does
 
 
-def test_a_node_holding_a_graph_is_walked(left_out):
-    """An Add holding a graph under an attribute onnx leaves to its users (``__``-named), which
-    Add-7 does not have: the walk looks at it and refuses it, as where each node is looked at."""
+@pytest.mark.parametrize("held", ["graph", "int"])
+def test_a_node_holding_an_attribute_its_op_lacks_is_walked(held, left_out):
+    """An Add holding an attribute onnx's checker leaves to its users (``__``-named: a graph, an
+    int), which Add-7 does not have: the walk looks at it and refuses it (onnx's converter has no
+    Add adapter), as where each node is looked at."""
     inner = helper.make_graph(
         [helper.make_node("Relu", ["v"], ["m"])], "inner",
         [helper.make_tensor_value_info("v", F32, [2, 2])], [helper.make_tensor_value_info("m", F32, [2, 2])],
@@ -105,7 +107,7 @@ def test_a_node_holding_a_graph_is_walked(left_out):
     model = chain()
     holder = model.graph.node[LINKS]
     assert holder.op_type == "Add"
-    holder.attribute.append(helper.make_attribute("__inner", inner))
+    holder.attribute.append(helper.make_attribute("__held", inner if held == "graph" else -3))
     refusals = set()
     for fast in (Shortcuts(), Shortcuts(kept_ops=False), False):
         with pytest.raises(lowering.LoweringError) as refused:
@@ -115,6 +117,22 @@ def test_a_node_holding_a_graph_is_walked(left_out):
     assert f"node '{holder.name}' (Add)" in refusal
     (walked, counted), *_ = left_out
     assert counted["Add-14→7"] == LINKS - 2
+
+
+def test_a_node_with_an_attribute_its_op_lacks_converts_as_the_walk_converts_it():
+    """A Relu-14 holding an int under a ``__`` name goes to 13 through onnx's converter (Relu-6
+    lacks the attribute, so it is not judged to mean the same), its other nodes as they are; a
+    differential fuzz case where the op's nodes after the first were counted whatever they held."""
+    relus = [helper.make_node("Relu", ["x"], [f"r{k}"], name=f"relu{k}") for k in range(1200)]
+    relus[600].attribute.append(helper.make_attribute("__i0", -3))
+    graph = helper.make_graph(
+        relus, "relus", [helper.make_tensor_value_info("x", F32, [2, 2])],
+        [helper.make_tensor_value_info(f"r{k}", F32, [2, 2]) for k in range(1200)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    converted = converted_every_way(model, 13)
+    ops = [node.op_type for node in converted.graph.node]
+    assert ops.count("Relu") == 1199 and "Max" in ops
 
 
 def test_a_value_of_unknown_type_leaves_every_node_walked(left_out):

@@ -21,7 +21,6 @@ import collections
 import functools
 
 from .. import adapters, schemas, versioning
-from ..graphs import holds_graphs
 from ..moving import OPTIONAL_CONSTRUCTORS
 from ..registry import rule_for
 from ..scopes import Scope
@@ -35,12 +34,13 @@ def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> tuple[l
     if universe is None:
         return visited, {}
     op_types = scope.op_types
-    labels = {}
+    labels, attributes = {}, {}
     for op_type in {op_types[index] for index in visited}:
         if op_type not in requested:
             label = _kept_label(op_type, scope.source_opset, scope.opset, universe)
             if label is not None:
                 labels[op_type] = label
+                attributes[op_type] = _attribute_types(op_type, scope.opset)
     if not labels:
         return visited, {}
     nodes = scope.graph.node
@@ -48,12 +48,15 @@ def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> tuple[l
     walked: list[int] = []
     counted: collections.Counter[str] = collections.Counter()
     for index in visited:
-        label = labels.get(op_types[index])
+        op_type = op_types[index]
+        label = labels.get(op_type)
         if label is None:
             walked.append(index)
             continue
         node = nodes[index]
-        if (other_domains and node.domain not in schemas.DEFAULT_DOMAINS) or (node.attribute and holds_graphs(node)):
+        if (other_domains and node.domain not in schemas.DEFAULT_DOMAINS) or (
+            node.attribute and not _attributes_taken(node.attribute, attributes[op_type])
+        ):
             walked.append(index)
         elif label in counted:
             counted[label] += 1
@@ -90,6 +93,23 @@ def _kept_whole(op_type: str, source: int, target: int) -> bool:
         return False
     found = adapters.adapter_for(op_type, source, target)
     return found is None or found.types_only
+
+
+def _attributes_taken(node_attributes, taken: dict[str, int]) -> bool:
+    """Whether the op's schema has each of the node's attributes, of its type (an attribute it
+    lacks, a graph under a ``__`` name among them, is judged by the walk:
+    :func:`lowering.versioning.meaning_change`)."""
+    for attribute in node_attributes:
+        if taken.get(attribute.name) != attribute.type:
+            return False
+    return True
+
+
+@functools.cache
+def _attribute_types(op_type: str, opset: int) -> dict[str, int]:
+    """The attributes of ``op_type``'s schema at ``opset``, each with its type."""
+    schema = schemas.schema_in_force(op_type, opset)
+    return {name: int(attribute.type.value) for name, attribute in schema.attributes.items()}
 
 
 @functools.cache
