@@ -100,6 +100,7 @@ class DeclaredTypes:
 
 
 _UNREAD = object()
+_NO_INPUT = ("", b"")  # (an input not given, in a node's kind for local inference)
 
 
 class _FarProducer(Exception):
@@ -484,6 +485,8 @@ class Scope:
         found = set(self._element_types.values()) | self._stated_element_types
         for name in self._own_values:
             found.add(element_type_of(self._declared.get(name)) or 0)
+        for sparse in self.graph.sparse_initializer:
+            found.add(element_type_of(self._declared.get(sparse.values.name)) or 0)
         if 0 in found:
             return None
         return frozenset(found)
@@ -494,13 +497,16 @@ class Scope:
         states and its small integer constants; None where that gives less, or asks more than
         the nodes left to infer so (then onnx's inference of the whole graph is asked, which
         knows at least as much: it also propagates shapes computed from shapes). A main graph's
-        values alone, made by default-domain nodes holding no graph. ``reader``: the index of
-        a node reading ``name``, where known."""
+        values alone, made by default-domain nodes holding no graph; a value the graph states
+        with a shape, or as other than a tensor of a known element type, is taken as stated,
+        and one it states of another element type than its node's inference gives is not
+        inferred past (the whole graph's inference fails on it). ``reader``: the index of a
+        node reading ``name``, where known."""
         if self.parent is not None or not isinstance(self.graph, onnx.GraphProto) or name in self._own_values:
             return None
         known = self._local_types
         pending: list[tuple[str, int | None]] = [(name, reader)]  # (value, the index of a node reading it)
-        waiting = {name}  # (a value met again while it waits is in a cycle: not inferred)
+        expanding: set[str] = set()  # values waiting for their producer's inputs (one met again: a cycle)
         met = 0  # nodes met whose inputs are not all typed yet
         while pending:
             value, reader = pending[-1]
@@ -508,8 +514,8 @@ class Scope:
                 pending.pop()
                 continue
             declared = self._declared.get(value)
-            if declared is not None and _has_shape(declared):
-                known[value] = declared
+            if declared is not None and (_has_shape(declared) or element_type_of(declared) is None):
+                known[value] = declared  # (stated as other than a tensor: inference would keep that)
                 pending.pop()
                 continue
             if value in self._own_values:
@@ -527,18 +533,19 @@ class Scope:
                 pending.pop()
                 continue
             index = found[1]
-            missing = [(source, index) for source in node.input if source and source not in known]
-            if missing:
+            missing = [(source, index) for source in dict.fromkeys(node.input) if source and source not in known]
+            if missing and value not in expanding:
                 met += 1
                 if met > LOCAL_INFERENCE_NODES or met > self._local_nodes_left:
                     return None
+                expanding.add(value)
                 for source, _ in missing:
-                    if source in waiting:
+                    if source in expanding:  # (a cycle: not inferred)
                         known[source] = None
-                    waiting.add(source)
                 pending.extend(missing)
                 continue
             pending.pop()
+            expanding.discard(value)
             self._local_nodes_left -= 1
             self._infer_node_locally(node)
             known.setdefault(value, None)
@@ -550,8 +557,12 @@ class Scope:
         where the inference fails or an input's type is unknown), asked once per kind of node:
         its op, attributes, and its inputs' types and data."""
         known = self._local_types
-        inputs = node.input
-        read = [self._local_input_key(source) if source else None for source in inputs]
+        read = [self._local_input_key(source) if source else _NO_INPUT for source in node.input]
+        if None in read:  # (an input of unknown type: its outputs are not inferred)
+            for output in node.output:
+                if output:
+                    known[output] = None
+            return
         key = (
             node.op_type,
             tuple([attribute.SerializeToString() for attribute in node.attribute]),
@@ -563,6 +574,10 @@ class Scope:
             found = self._local_kinds[key] = self._inferred_outputs(node)
         for output, type_proto in zip(node.output, found, strict=True):
             if output:
+                stated = self._declared.get(output)
+                if type_proto is not None and stated is not None:
+                    if element_type_of(stated) != element_type_of(type_proto):
+                        type_proto = None  # (the graph states another element type: inference fails on it)
                 known[output] = type_proto
 
     def _local_input_key(self, name: str) -> tuple[bytes, bytes] | None:
@@ -570,7 +585,7 @@ class Scope:
         small integer constant, serialized (None where its type is unknown)."""
         found = self._local_input_keys.get(name, _UNREAD)
         if found is _UNREAD:
-            type_proto = self._local_types[name]
+            type_proto = self._local_types.get(name)
             tensor = self._small_integer_constant(name)
             found = self._local_input_keys[name] = (
                 None

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 
 import lowering
 import lowering.fast
+import lowering.scopes
 from lowering.fast import Shortcuts
 from lowering.runtime import run_onnxruntime
 
@@ -146,3 +147,77 @@ def test_a_value_of_unknown_type_leaves_every_node_walked(left_out):
     converted_every_way(model, 11)
     (walked, counted), *_ = left_out
     assert counted == {} and walked == 2 * LINKS + 2  # (and Identity-16, Opaque)
+
+
+def alike_on_every_path(model: onnx.ModelProto, target: int) -> str:
+    """``model`` converted to ``target`` with kept_ops on, off and on the plain path: the same
+    bytes and report, or the same refusal; the refusal, or "converted"."""
+    outcomes = set()
+    for fast in (Shortcuts(), Shortcuts(kept_ops=False), False):
+        try:
+            result = lowering.lower_model(model, target_opset=target, ops=[], fast=fast)
+            outcomes.add((result.model.SerializeToString(), tuple(result.report.adapted.items())))
+        except lowering.LoweringError as refused:
+            outcomes.add(str(refused))
+    (outcome,) = outcomes
+    return outcome if isinstance(outcome, str) else "converted"
+
+
+@pytest.fixture
+def whole_pass_soon(monkeypatch) -> None:
+    """A walk of a few nodes asks for most types, so the op lane runs on models this small."""
+    monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", 4)
+
+
+def test_an_op_whose_older_version_ties_two_inputs_to_one_type_is_walked(whole_pass_soon, left_out):
+    """Pow-12 takes a float base with a double exponent; Pow-7 ties both to one type: each of
+    the 8 float Pows keeps, the mixed one goes through its adapter (in double), on every path."""
+    nodes = [helper.make_node("Pow", [f"r{k - 1}" if k else "x", "y"], [f"r{k}"]) for k in range(8)]
+    nodes.append(helper.make_node("Pow", ["r7", "d"], ["p"]))
+    inputs = [helper.make_tensor_value_info(n, t, [2]) for n, t in (("x", F32), ("y", F32), ("d", TensorProto.DOUBLE))]
+    graph = helper.make_graph(nodes, "pows", inputs, [helper.make_tensor_value_info("p", F32, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+    assert alike_on_every_path(model, 11) == "converted"
+    assert all(counted == {} for _, counted in left_out)
+    result = lowering.lower_model(model, target_opset=11, ops=[])
+    assert list(result.report.adapted.items()) == [("Pow-12→7", 8), ("Pow-12→7 via in double", 1)]
+    onnx.checker.check_model(result.model, full_check=True)
+
+
+def test_batch_normalization_whose_older_version_ties_scale_to_x_is_walked(whole_pass_soon, left_out):
+    """BatchNormalization-15 takes float16 X with float scale; version 14 ties them: refused on
+    every path, not counted as kept."""
+    weights = [onnx.numpy_helper.from_array(np.ones(2, np.float32), n) for n in ("s", "b", "mu", "var")]
+    stats = ["s", "b", "mu", "var"]
+    nodes = [helper.make_node("BatchNormalization", [f"r{k - 1}" if k else "x", *stats], [f"r{k}"]) for k in range(8)]
+    nodes.append(helper.make_node("BatchNormalization", ["hx", *stats], ["hy"]))
+    half = TensorProto.FLOAT16
+    graph = helper.make_graph(
+        nodes, "norms",
+        [helper.make_tensor_value_info("x", F32, [1, 2]), helper.make_tensor_value_info("hx", half, [1, 2])],
+        [helper.make_tensor_value_info("r7", F32, [1, 2]), helper.make_tensor_value_info("hy", half, [1, 2])],
+        initializer=weights,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    assert "cannot be expressed at opset 14" in alike_on_every_path(model, 14)
+
+
+def test_a_sparse_initializers_type_is_among_the_graphs_types(whole_pass_soon):
+    """Equal-11 on a float sparse initializer cannot go to 10 (Equal-7 takes no float): refused
+    on every path, as the value's type is in the graph's types the op lane reads."""
+    nodes = []
+    for k in range(8):
+        nodes.append(helper.make_node("Equal", [f"r{k - 1}" if k else "x", "x"], [f"e{k}"]))
+        nodes.append(helper.make_node("Cast", [f"e{k}"], [f"r{k}"], to=TensorProto.INT64))
+    nodes.append(helper.make_node("Equal", ["sv", "sv"], ["eq"]))
+    int64 = TensorProto.INT64
+    graph = helper.make_graph(
+        nodes, "equals", [helper.make_tensor_value_info("x", int64, [3])],
+        [helper.make_tensor_value_info("r7", int64, [3]), helper.make_tensor_value_info("eq", TensorProto.BOOL, [3])],
+    )  # fmt: skip
+    values = onnx.numpy_helper.from_array(np.array([1.5], np.float32), "sv")
+    graph.sparse_initializer.append(
+        helper.make_sparse_tensor(values, onnx.numpy_helper.from_array(np.array([0], np.int64), "si"), [3])
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    assert "which Equal-7 does not take" in alike_on_every_path(model, 10)

@@ -217,3 +217,77 @@ def test_a_shape_is_asked_of_the_nodes_back_from_it_before_the_whole_graph(links
     x = np.random.default_rng(8).standard_normal([2, shape[1]]).astype(np.float32)
     for got, want in zip(run_onnxruntime(fast, {"x": x}), run_onnxruntime(model, {"x": x}), strict=True):
         assert_same_bits(got, want)
+
+
+def alike_with_and_without_local_shapes(model: onnx.ModelProto, target: int) -> str:
+    """``model`` at ``target`` on the fast path, with local shapes off, and on the plain path:
+    the same bytes, or the same refusal; the refusal, or "converted"."""
+    outcomes = set()
+    for fast in (True, Shortcuts(local_shapes=False), False):
+        try:
+            outcomes.add(lowering.lower(model, target_opset=target, ops=[], fast=fast).SerializeToString())
+        except lowering.LoweringError as refused:
+            outcomes.add(str(refused))
+    (outcome,) = outcomes
+    return outcome if isinstance(outcome, str) else "converted"
+
+
+def test_an_input_not_given_and_an_input_of_unknown_shape_are_other_kinds(monkeypatch):
+    """Squeeze(x, "") removes every 1 of x [1, 4, 1, 6]; Squeeze(x, axes) with axes from a far
+    Constant (not inferred one node at a time) is another kind of node, whose result's shape
+    the first's must not stand for: Split-18 of it goes down alike on every path."""
+    monkeypatch.setattr(lowering.scopes, "PROPAGATIONS_BEFORE_WHOLE", 4)
+    monkeypatch.setattr(lowering.scopes, "NEARBY_NODES", 2)
+    axes = onnx.numpy_helper.from_array(np.array([0], np.int64))
+    nodes = [helper.make_node("Constant", [], ["ax"], value=axes)]
+    nodes += [
+        helper.make_node("Split", [f"z{k - 1}" if k else "z"], [f"z{k}", f"w{k}"], axis=0, num_outputs=2)
+        for k in range(8)
+    ]
+    nodes += [
+        helper.make_node("Squeeze", ["x", ""], ["a"]),
+        helper.make_node("Split", ["a"], ["a0", "a1"], axis=1, num_outputs=2),
+        helper.make_node("Squeeze", ["x", "ax"], ["b"]),
+        helper.make_node("Split", ["b"], ["b0", "b1"], axis=1, num_outputs=2),
+    ]
+    outputs = [helper.make_tensor_value_info(n, F32, [None] * 2) for n in ("a0", "a1")]
+    outputs += [helper.make_tensor_value_info(n, F32, [None] * 3) for n in ("b0", "b1")]
+    outputs.append(helper.make_tensor_value_info("z7", F32, [None]))
+    inputs = [helper.make_tensor_value_info("x", F32, [1, 4, 1, 6]), helper.make_tensor_value_info("z", F32, [1024])]
+    model = make_model(nodes, inputs, outputs, opset=18)
+    assert alike_with_and_without_local_shapes(model, 17) == "converted"
+
+
+def test_a_value_read_twice_by_one_node_is_inferred_once(whole_inferences):
+    """Mul(r, r) reads r twice, which is no cycle: its shape is inferred back one node at a time
+    (no inference of the whole graph on the fast path), and Split-18 of it is two equal parts,
+    alike on every path."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Mul", ["r", "r"], ["b"]),
+        helper.make_node("Split", ["b"], ["b0", "b1"], axis=1, num_outputs=2),
+    ]
+    outputs = [helper.make_tensor_value_info(n, F32, [None] * 2) for n in ("b0", "b1")]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", F32, [4, 6])], outputs, opset=18)
+    converted = lowering.lower(model, target_opset=17, ops=[])
+    assert of_main(whole_inferences, model) == []
+    assert alike_with_and_without_local_shapes(model, 17) == "converted"
+    (split,) = [node for node in converted.graph.node if node.op_type == "Split"]
+    assert len(split.input) == 1  # 6 cut in 2 equal parts: no sizes needed
+    x = np.random.default_rng(9).standard_normal([4, 6]).astype(np.float32)
+    for got, want in zip(run_onnxruntime(converted, {"x": x}), run_onnxruntime(model, {"x": x}), strict=True):
+        assert_same_bits(got, want)
+
+
+def test_a_value_stated_of_another_element_type_is_not_inferred_past():
+    """v = Relu(x) is float, but the graph states v as double (no shape): onnx's inference of
+    the whole graph fails on that, so no shape is known on any path, and Split-18 cannot go."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["v"]),
+        helper.make_node("Relu", ["v"], ["a"]),
+        helper.make_node("Split", ["a"], ["a0", "a1"], axis=1, num_outputs=2),
+    ]
+    outputs = [helper.make_tensor_value_info(n, F32, [None, None]) for n in ("a0", "a1")]
+    stated = [helper.make_tensor_value_info("v", TensorProto.DOUBLE, None)]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", F32, [4, 6])], outputs, opset=18, value_info=stated)
+    assert alike_with_and_without_local_shapes(model, 17) != "converted"

@@ -4,7 +4,8 @@ A node of op ``X`` written at version ``s`` is kept as it is at version ``t`` of
 (:func:`lowering.moving.move`: re-versioned, label ``X-s→t``) where no step between changes a
 node's meaning (:func:`lowering.versioning.same_meaning`: same signature, no known change), no
 adapter but one that serves only types the target does not take crosses the steps, and the
-target takes the node's types. The last holds for every node of ``X`` at once where
+target takes the node's types. The last holds for every node of ``X`` at once where the
+versions tie the same inputs and outputs to one type (one type parameter) and
 
     for each formal f of X:  (types f takes at s) ∩ U ⊆ (types f takes at t),
 
@@ -12,7 +13,8 @@ target takes the node's types. The last holds for every node of ``X`` at once wh
 a valid node's value at f has a type f takes at s, and every value's type is in U. Those nodes
 are then counted, not walked. The first node of each such op is still walked (it writes the
 op's label into the report where the walk would, and its check at the target is made); so are
-nodes holding a graph, which the walk legalizes inside, and nodes of another domain.
+nodes of another domain, and nodes holding an attribute the op's schema does not have, or not
+of that type (a graph under a ``__`` name among them), which the walk judges alone.
 """
 
 from __future__ import annotations
@@ -91,8 +93,18 @@ def _kept_whole(op_type: str, source: int, target: int) -> bool:
         return False
     if not versioning.same_meaning(op_type, source, target):
         return False
+    if _type_groups(op_type, source) != _type_groups(op_type, target):
+        return False  # (Pow-7 ties its exponent's type to its base's; Pow-12 does not)
     found = adapters.adapter_for(op_type, source, target)
     return found is None or found.types_only
+
+
+def _type_groups(op_type: str, version: int) -> tuple[int, ...]:
+    """Which of the op's inputs and outputs must hold one type (one type parameter): each
+    formal's number as the first formal of its parameter, inputs then outputs."""
+    schema = schemas.schema_in_force(op_type, version)
+    parameters = [formal.type_str for formal in (*schema.inputs, *schema.outputs)]
+    return tuple(parameters.index(parameter) for parameter in parameters)
 
 
 def _attributes_taken(node_attributes, taken: dict[str, int]) -> bool:
