@@ -600,8 +600,9 @@ def function_expansion(
 ) -> Callable[[Precondition], Precondition]:
     """Register the decorated ``check(node) -> str | None`` as the precondition of expanding
     ``op_type`` at ``versions`` by its own function body; its docstring is the formula.
-    ``repair``: a rewrite of ONNX's body that must not change what it computes (a body that
-    breaks a spec rule a runtime enforces, such as AffineGrid's), applied as it is built."""
+    ``repair``: a rewrite of ONNX's body that computes what the body defines (a body that
+    breaks a spec rule a runtime enforces, such as AffineGrid's; one whose arithmetic loses the
+    result, such as LayerNormalization's one-pass variance), applied as it is built."""
 
     def register(precondition: Precondition) -> Precondition:
         key = (schemas.canonical_domain(domain), op_type)
