@@ -231,6 +231,7 @@ class RegisteredAdapter:
     version: int = 0  # the step: the op version whose change it crosses
     direction: str = ""  # "down" or "up"
     types_only: bool = False  # the step only adds types to the op's type lists (no known change)
+    changed_only: bool = False  # it leaves (None) every node no known change across its steps affects
 
     @property
     def name(self) -> str:
@@ -255,13 +256,15 @@ def adapter(
     versions: tuple[int, int],
     reason: str | None = None,
     types_only: bool = False,
+    changed_only: bool = False,
 ):
     """Register the decorated function as the adapter across step ``version`` of ``op_types``
     going ``direction`` ("down" or "up"), for nodes moving between op versions in ``versions``
     (inclusive): it handles every other step in that range too. ``reason`` declares the step's
     known change; ``types_only`` says the step has none, as it only adds types to the op's type
     lists (checked against onnx.defs). The function returns None for a node it leaves to be
-    judged as any (re-versioned where it means the same, else onnx's converter)."""
+    judged as any (re-versioned where it means the same, else onnx's converter); ``changed_only``
+    says it leaves so every node no known change across its steps affects (:func:`change_for`)."""
     if direction not in ("down", "up"):
         raise ValueError(direction)
     if types_only and reason is not None:
@@ -273,7 +276,9 @@ def adapter(
             raise ValueError(f"adapter {function.__name__} needs a docstring stating its formula")
         if reason is not None:
             known_change(op_types, version, reason)
-        registered = RegisteredAdapter(function, label, versions, op_types, version, direction, types_only)
+        registered = RegisteredAdapter(
+            function, label, versions, op_types, version, direction, types_only, changed_only
+        )
         for op_type in op_types:
             if types_only:
                 from .versioning import only_types_change  # imported late: versioning imports this module

@@ -139,11 +139,29 @@ def constant_nodes(graph: GraphLike, op_types: list[str] | None = None) -> dict[
     }
 
 
+# The element type of a Constant's output by its value attribute other than ``value`` (the spec).
+_CONSTANT_ATTRIBUTE_TYPES = {
+    "value_float": onnx.TensorProto.FLOAT,
+    "value_floats": onnx.TensorProto.FLOAT,
+    "value_int": onnx.TensorProto.INT64,
+    "value_ints": onnx.TensorProto.INT64,
+    "value_string": onnx.TensorProto.STRING,
+    "value_strings": onnx.TensorProto.STRING,
+}
+
+
 def _constant_type(node: onnx.NodeProto) -> onnx.TypeProto | None:
-    """The type of a Constant node's output where its ``value`` attribute holds a tensor."""
+    """The type of a Constant node's output where its ``value`` attribute holds a tensor, or it
+    holds a ``value_float(s)``, ``value_int(s)`` or ``value_string(s)`` (a tensor of float,
+    int64 or string); None for ``sparse_value`` and a reference to a function's attribute."""
     for attribute in node.attribute:
+        if attribute.ref_attr_name:
+            return None
         if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
             return _tensor_type(attribute.t.data_type)
+        found = _CONSTANT_ATTRIBUTE_TYPES.get(attribute.name)
+        if found is not None:
+            return _tensor_type(found)
     return None
 
 

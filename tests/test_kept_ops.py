@@ -221,3 +221,30 @@ def test_a_sparse_initializers_type_is_among_the_graphs_types(whole_pass_soon):
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
     assert "which Equal-7 does not take" in alike_on_every_path(model, 10)
+
+
+def test_constants_are_counted_by_node_and_those_a_known_change_affects_are_walked(whole_pass_soon, left_out):
+    """Constant-13 to 11 (step 12 added value_float and others, whose adapter writes them as a
+    tensor): a Constant holding a tensor is kept as it is, counted without a walk; one holding
+    value_float goes through the adapter, as on the plain path; and below 11 one holding a
+    sparse_value, which Constant-9 lacks, is walked and refused alike."""
+    values = [onnx.numpy_helper.from_array(np.float32([k])) for k in range(8)]
+    tensors = [helper.make_node("Constant", [], [f"c{k}"], value=value) for k, value in enumerate(values)]
+    nodes = [*tensors, helper.make_node("Constant", [], ["f"], value_float=2.5)]
+    nodes += [helper.make_node("Sum", [f"c{k}" for k in range(8)] + ["f"], ["y"])]
+    graph = helper.make_graph(nodes, "constants", [], [helper.make_tensor_value_info("y", F32, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    assert alike_on_every_path(model, 11) == "converted"
+    (walked, counted), *_ = left_out
+    assert counted == {"Constant-13→11": 7}
+    result = lowering.lower_model(model, target_opset=11, ops=[])
+    adapted = list(result.report.adapted.items())
+    assert adapted[:2] == [("Constant-13→11", 8), ("Constant-13→11 via value as a tensor", 1)]
+    assert run_onnxruntime(result.model, {})[0].tolist() == [30.5]
+
+    sparse = onnx.numpy_helper.from_array(np.float32([1.0]), "v")
+    held = helper.make_sparse_tensor(sparse, onnx.numpy_helper.from_array(np.int64([0]), "i"), [1])
+    nodes[-2] = helper.make_node("Constant", [], ["f"], sparse_value=held)
+    graph = helper.make_graph(nodes, "constants", [], [helper.make_tensor_value_info("y", F32, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    assert "Sparse tensors not supported" in alike_on_every_path(model, 9)

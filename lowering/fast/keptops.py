@@ -1,4 +1,4 @@
-"""Ops whose every node stays as it is at the target, decided once per op instead of per node.
+"""Ops whose nodes stay as they are at the target, decided once per op instead of per node.
 
 A node of op ``X`` written at version ``s`` is kept as it is at version ``t`` of the target
 (:func:`lowering.moving.move`: re-versioned, label ``X-s→t``) where no step between changes a
@@ -15,6 +15,11 @@ are then counted, not walked. The first node of each such op is still walked (it
 op's label into the report where the walk would, and its check at the target is made); so are
 nodes of another domain, and nodes holding an attribute the op's schema does not have, or not
 of that type (a graph under a ``__`` name among them), which the walk judges alone.
+
+Where the versions' signatures differ only in attributes (Constant-13 and 11: step 12 added
+value_float and others, under a known change whose adapter leaves every node it does not
+affect), a node is kept as it is where, besides, it sets every attribute the target requires,
+the attributes both versions have default alike, and no known change between affects it.
 """
 
 from __future__ import annotations
@@ -36,44 +41,74 @@ def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> tuple[l
     if universe is None:
         return visited, {}
     op_types = scope.op_types
-    labels, attributes = {}, {}
+    source_opset, target_opset = scope.source_opset, scope.opset
+    lanes: dict[str, _Lane] = {}
     for op_type in {op_types[index] for index in visited}:
         if op_type not in requested:
-            label = _kept_label(op_type, scope.source_opset, scope.opset, universe)
-            if label is not None:
-                labels[op_type] = label
-                attributes[op_type] = _attribute_types(op_type, scope.opset)
-    if not labels:
+            lane = _lane(op_type, source_opset, target_opset, universe)
+            if lane is not None:
+                lanes[op_type] = lane
+    if not lanes:
         return visited, {}
     nodes = scope.graph.node
     other_domains = scope.other_domains
     walked: list[int] = []
     counted: collections.Counter[str] = collections.Counter()
     for index in visited:
-        op_type = op_types[index]
-        label = labels.get(op_type)
-        if label is None:
+        lane = lanes.get(op_types[index])
+        if lane is None:
             walked.append(index)
             continue
         node = nodes[index]
-        if (other_domains and node.domain not in schemas.DEFAULT_DOMAINS) or (
-            node.attribute and not _attributes_taken(node.attribute, attributes[op_type])
-        ):
+        if (other_domains and node.domain not in schemas.DEFAULT_DOMAINS) or not lane.keeps(node):
             walked.append(index)
-        elif label in counted:
-            counted[label] += 1
+        elif lane.label in counted:
+            counted[lane.label] += 1
         else:
-            counted[label] = 0  # (the first is walked: it writes the label where the walk would)
+            counted[lane.label] = 0  # (the first is walked: it writes the label where the walk would)
             walked.append(index)
     return walked, {label: count for label, count in counted.items() if count}
 
 
-def _kept_label(op_type: str, source_opset: int, target_opset: int, universe: frozenset[int]) -> str | None:
-    """The report's label of a default-domain ``op_type`` node kept as it is, where every node
-    of it whose types are in ``universe`` is; else None."""
+class _Lane:
+    """How the nodes of one op are kept as they are (see :func:`_lane`)."""
+
+    def __init__(self, op_type: str, source: int, target: int, by_node: bool) -> None:
+        self.label = f"{op_type}-{source}→{target}"
+        self.source, self.target = source, target
+        schema = schemas.schema_in_force(op_type, target)
+        self.taken = {name: int(attribute.type.value) for name, attribute in schema.attributes.items()}
+        self.required = frozenset(name for name, attribute in schema.attributes.items() if attribute.required)
+        self.by_node = by_node
+
+    def keeps(self, node) -> bool:
+        """Whether ``node`` stays as it is: its attributes are the target schema's, of their
+        types (an attribute it lacks, a graph under a ``__`` name among them, is judged by the
+        walk: :func:`lowering.versioning.meaning_change`); where judged node by node, it sets
+        every attribute the target requires and no known change between affects it."""
+        attributes = node.attribute
+        if attributes:
+            taken = self.taken
+            for attribute in attributes:
+                if taken.get(attribute.name) != attribute.type:
+                    return False
+        if not self.by_node:
+            return True
+        if self.required and not self.required <= {attribute.name for attribute in attributes}:
+            return False
+        return adapters.change_for(node, self.source, self.target) is None
+
+
+def _lane(op_type: str, source_opset: int, target_opset: int, universe: frozenset[int]) -> _Lane | None:
+    """How a default-domain ``op_type`` node is kept as it is, where every node of it whose types
+    are in ``universe`` is, or each node whose attributes bind alike and which no known change
+    affects; else None."""
     source = schemas.version_in_force(op_type, source_opset)
     target = schemas.version_in_force(op_type, target_opset)
-    if source is None or target is None or source == target or not _kept_whole(op_type, source, target):
+    if source is None or target is None or source == target:
+        return None
+    judged = _judged(op_type, source, target)
+    if judged is None:
         return None
     for kind, count in _formal_counts(op_type, source):
         for index in range(count):
@@ -81,22 +116,42 @@ def _kept_label(op_type: str, source_opset: int, target_opset: int, universe: fr
             taken_after = schemas.element_types_of_formal(op_type, target, kind, index)
             if (taken_before & universe) - taken_after:
                 return None
-    return f"{op_type}-{source}→{target}"
+    return _Lane(op_type, source, target, by_node=judged == "by node")
 
 
 @functools.cache
-def _kept_whole(op_type: str, source: int, target: int) -> bool:
-    """Whether a node of ``op_type`` moving from version ``source`` to ``target`` is kept as it
-    is wherever the target takes its types: no rule owns the op, it holds no graph, the steps
-    between change no node's meaning, and an adapter across them serves only untaken types."""
+def _judged(op_type: str, source: int, target: int) -> str | None:
+    """How a node of ``op_type`` moving from version ``source`` to ``target`` is judged kept as
+    it is wherever the target takes its types: "whole" where every step between keeps every
+    node's meaning (:func:`lowering.versioning.same_meaning`); "by node" where the versions bind
+    inputs and outputs alike, default alike the attributes both have, and an adapter between
+    leaves every node no known change affects (Constant-13 to 11: step 12 added value_float and
+    others); None else, or where a rule owns the op, it holds graphs, or the versions tie other
+    inputs and outputs to one type (Pow-7 ties its exponent's to its base's; Pow-12 does not)."""
     if rule_for("", op_type) is not None or op_type in schemas.ops_with_subgraphs() or op_type in OPTIONAL_CONSTRUCTORS:
-        return False
-    if not versioning.same_meaning(op_type, source, target):
-        return False
+        return None
     if _type_groups(op_type, source) != _type_groups(op_type, target):
-        return False  # (Pow-7 ties its exponent's type to its base's; Pow-12 does not)
+        return None
     found = adapters.adapter_for(op_type, source, target)
-    return found is None or found.types_only
+    if versioning.same_meaning(op_type, source, target):
+        return "whole" if found is None or found.types_only else None
+    if found is not None and not (found.types_only or found.changed_only):
+        return None
+    before, after = schemas.schema_in_force(op_type, source), schemas.schema_in_force(op_type, target)
+    if after.deprecated or _formals(before) != _formals(after):
+        return None
+    for name, attribute in after.attributes.items():
+        earlier = before.attributes.get(name)
+        default = attribute.default_value.SerializeToString()
+        if earlier is not None and earlier.default_value.SerializeToString() != default:
+            return None
+    return "by node"
+
+
+def _formals(schema) -> tuple:
+    """A schema's inputs and outputs: name, option, homogeneity."""
+    inputs = tuple((p.name, p.option, p.is_homogeneous) for p in schema.inputs)
+    return inputs, tuple((p.name, p.option, p.is_homogeneous) for p in schema.outputs)
 
 
 def _type_groups(op_type: str, version: int) -> tuple[int, ...]:
@@ -105,23 +160,6 @@ def _type_groups(op_type: str, version: int) -> tuple[int, ...]:
     schema = schemas.schema_in_force(op_type, version)
     parameters = [formal.type_str for formal in (*schema.inputs, *schema.outputs)]
     return tuple(parameters.index(parameter) for parameter in parameters)
-
-
-def _attributes_taken(node_attributes, taken: dict[str, int]) -> bool:
-    """Whether the op's schema has each of the node's attributes, of its type (an attribute it
-    lacks, a graph under a ``__`` name among them, is judged by the walk:
-    :func:`lowering.versioning.meaning_change`)."""
-    for attribute in node_attributes:
-        if taken.get(attribute.name) != attribute.type:
-            return False
-    return True
-
-
-@functools.cache
-def _attribute_types(op_type: str, opset: int) -> dict[str, int]:
-    """The attributes of ``op_type``'s schema at ``opset``, each with its type."""
-    schema = schemas.schema_in_force(op_type, opset)
-    return {name: int(attribute.type.value) for name, attribute in schema.attributes.items()}
 
 
 @functools.cache
