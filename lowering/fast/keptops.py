@@ -80,6 +80,11 @@ class _Lane:
         self.taken = {name: int(attribute.type.value) for name, attribute in schema.attributes.items()}
         self.required = frozenset(name for name, attribute in schema.attributes.items() if attribute.required)
         self.by_node = by_node
+        # The known changes between, as adapters.change_for reads them, each asked of a node.
+        known = adapters.known_changes()
+        steps = adapters.steps_between(op_type, source, target)
+        self.changes = [known[(op_type, step)] for step in steps if (op_type, step) in known]
+        self.going_down = target < source
 
     def keeps(self, node) -> bool:
         """Whether ``node`` stays as it is: its attributes are the target schema's, of their
@@ -96,7 +101,10 @@ class _Lane:
             return True
         if self.required and not self.required <= {attribute.name for attribute in attributes}:
             return False
-        return adapters.change_for(node, self.source, self.target) is None
+        for change in self.changes:  # (adapters.change_for, its steps looked up once)
+            if change.changes(node, self.going_down):
+                return False
+        return True
 
 
 def _lane(op_type: str, source_opset: int, target_opset: int, universe: frozenset[int]) -> _Lane | None:
