@@ -91,13 +91,18 @@ def steps_between(op_type: str, version_a: int, version_b: int) -> list[int]:
 
 def change_for(node: onnx.NodeProto, source_version: int, target_version: int) -> MeaningChange | None:
     """The first known change between the two versions that can change ``node``'s meaning."""
-    load_rules_package()
     going_down = target_version < source_version
-    for step in steps_between(node.op_type, source_version, target_version):
-        change = KNOWN_CHANGES.get((node.op_type, step))
-        if change is not None and change.changes(node, going_down):
+    for change in changes_between(node.op_type, source_version, target_version):
+        if change.changes(node, going_down):
             return change
     return None
+
+
+def changes_between(op_type: str, source_version: int, target_version: int) -> list[MeaningChange]:
+    """The known changes of the steps between the two versions of ``op_type``, in step order."""
+    load_rules_package()
+    steps = steps_between(op_type, source_version, target_version)
+    return [KNOWN_CHANGES[(op_type, step)] for step in steps if (op_type, step) in KNOWN_CHANGES]
 
 
 # -- reading a node, and predicates used by several steps ------------------------------------------

@@ -350,22 +350,16 @@ class Legalizer:
             return None
         cannot_move = None
         if self.converting and not requested:
-            if moving.adapted_across(node, version, scope.opset):
-                try:  # the target's version means something else: its adapter moves the node
-                    return self._move(scope, node, scope.source_opset, location)
-                except LoweringError as refused:
-                    cannot_move = refused
-            else:
-                kept = moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report)
-                if kept is not None:
-                    return kept
+            kept, cannot_move = self._kept_at_target(rule, version, scope, node, location)
+            if kept is not None:
+                return kept
         try:
             nodes = self._decompose(rule, version, scope, node, index, location)
         except NotLowered as not_lowered:
             if cannot_move is not None:
                 raise LoweringError(f"{cannot_move}; nor by its rule: {not_lowered.reason}") from None
             if self.converting:
-                kept = self._kept_unlowered(rule, version, scope, node, location) if requested else None
+                kept = self._kept_at_target(rule, version, scope, node, location)[0] if requested else None
                 if kept is None:
                     raise LoweringError(
                         f"{location}: {node.op_type}-{version} cannot be expressed at opset {scope.opset}: "
@@ -379,17 +373,20 @@ class Legalizer:
         self.report.rewritten[f"{node.op_type}-{version}"] += 1
         return nodes
 
-    def _kept_unlowered(self, rule: Rule, version: int | None, scope: Scope, node, location: str) -> list | None:
-        """Converting, an op asked to be lowered whose rule does not apply: the node kept at the
-        target as an op the rule does not own is (moved by its version's adapter where the
-        versions differ in more than types: Resize-18's antialias dropped at 13), or as
-        :func:`lowering.moving.keep_owned` keeps it; None where neither can."""
+    def _kept_at_target(
+        self, rule: Rule, version: int | None, scope: Scope, node, location: str
+    ) -> tuple[list | None, LoweringError | None]:
+        """Converting, an op a rule owns kept at the target as an op the rule does not own is:
+        moved by its version's adapter where the versions differ in more than types (Resize-18's
+        antialias dropped at 13), else as :func:`lowering.moving.keep_owned` keeps it. The nodes
+        (None where neither can), and the adapter's refusal where it refused (for the message
+        where the rule does not apply either)."""
         if moving.adapted_across(node, version, scope.opset):
-            try:
-                return self._move(scope, node, scope.source_opset, location)
-            except LoweringError:
-                return None
-        return moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report)
+            try:  # the target's version means something else: its adapter moves the node
+                return self._move(scope, node, scope.source_opset, location), None
+            except LoweringError as refused:
+                return None, refused
+        return moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report), None
 
     def _decompose(self, rule: Rule, version: int | None, scope: Scope, node, index: int, location: str) -> list:
         """The rule's nodes for ``node`` (made by the path); NotLowered where it does not apply."""

@@ -115,7 +115,7 @@ def _shape_or_size(node: onnx.NodeProto, types) -> np.ndarray | None:
     """Shape (with start/end, clamped as Shape-15 says) or Size of an input of static shape."""
     if node.op_type not in ("Shape", "Size") or not node.input or len(node.output) != 1:
         return None
-    dims = _static_shape(types.get(node.input[0]))
+    dims = static_shape(types.get(node.input[0]))
     if dims is None:
         return None
     if node.op_type == "Size":
@@ -140,7 +140,8 @@ def _known_inputs(node: onnx.NodeProto, constants, types) -> dict[str, np.ndarra
     return feeds if node.input else None
 
 
-def _static_shape(type_proto: onnx.TypeProto | None) -> list[int] | None:
+def static_shape(type_proto: onnx.TypeProto | None) -> list[int] | None:
+    """The sizes of a tensor type that states every size as a number, else None."""
     if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
         return None
     tensor_type = type_proto.tensor_type

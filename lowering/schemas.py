@@ -114,13 +114,6 @@ def formal_type_strings(op_type: str, opset: int, kind: str, index: int, domain:
     return _formal_type_strings(schema, getattr(schema, kind) if schema else [], index)
 
 
-@functools.cache
-def element_types_of_formal(op_type: str, opset: int, kind: str, index: int, domain: str = "") -> frozenset[int]:
-    """Tensor element types formal parameter ``index`` of ``kind`` ("inputs" or "outputs") of
-    ``op_type`` allows at ``opset``."""
-    return _tensor_element_types(formal_type_strings(op_type, opset, kind, index, domain))
-
-
 def _formal_type_strings(schema: defs.OpSchema | None, formals, index: int) -> frozenset[str]:
     """The type strings formal parameter ``index`` (of ``formals``, the schema's inputs or
     outputs) allows: its type constraint's list, or its own type."""

@@ -8,13 +8,14 @@ taken from the unmodified model.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import onnx
 
 from . import schemas
 from .builder import ConstantPool, later_output_rule, output_type_rule, same_typed_inputs, schema_output_rule
-from .folding import INTEGER_TYPES, integer_value_of
+from .folding import INTEGER_TYPES, integer_value_of, static_shape
 from .graphs import constant_tensor, holds_graphs
 from .naming import NameAllocator
 
@@ -208,13 +209,6 @@ def _has_shape(type_proto: onnx.TypeProto) -> bool:
 def _initializer_type(tensor: onnx.TensorProto) -> onnx.TypeProto:
     """The tensor type of an initializer, its shape included."""
     return onnx.helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
-
-
-def _static_shape(type_proto: onnx.TypeProto) -> bool:
-    """Whether a tensor type states every size as a number."""
-    if type_proto.WhichOneof("value") != "tensor_type" or not type_proto.tensor_type.HasField("shape"):
-        return False
-    return all(dim.HasField("dim_value") for dim in type_proto.tensor_type.shape.dim)
 
 
 def element_type_of(type_proto: onnx.TypeProto | None) -> int | None:
@@ -568,7 +562,7 @@ class Scope:
             self._infer_node_locally(node)
             known.setdefault(value, None)
         found = known.get(name)
-        return found if found is not None and _static_shape(found) else None
+        return found if static_shape(found) is not None else None
 
     def _infer_node_locally(self, node: onnx.NodeProto) -> None:
         """Each output of ``node`` typed by onnx's inference of the node alone (None for each
@@ -639,10 +633,7 @@ class Scope:
             tensor = constant_tensor(self._constant_map[name])
         if tensor is None or tensor.data_type not in INTEGER_TYPES:
             return None
-        count = 1
-        for size in tensor.dims:
-            count *= size
-        return tensor if count <= MAX_LOCAL_DATA_ELEMENTS else None
+        return tensor if math.prod(tensor.dims) <= MAX_LOCAL_DATA_ELEMENTS else None
 
     def _propagated_element_type(self, name: str, reader: int | None) -> int | None:
         """The element type of a value of this graph that follows from the op schemas alone: an

@@ -42,13 +42,17 @@ def _signature(schema: onnx.defs.OpSchema) -> tuple:
     (name, option, homogeneity), attributes (name, type, required, default), deprecation. Type
     lists, function bodies and doc text are left out."""
 
-    def formals(parameters) -> tuple:
-        return tuple((p.name, p.option, p.is_homogeneous) for p in parameters)
-
     attributes = tuple(
         sorted((name, a.type, a.required, a.default_value.SerializeToString()) for name, a in schema.attributes.items())
     )
-    return formals(schema.inputs), formals(schema.outputs), attributes, schema.deprecated
+    return *formal_signature(schema), attributes, schema.deprecated
+
+
+def formal_signature(schema: onnx.defs.OpSchema) -> tuple[tuple, tuple]:
+    """A schema's inputs and outputs as :func:`_signature` compares them: name, option, homogeneity."""
+    return tuple((p.name, p.option, p.is_homogeneous) for p in schema.inputs), tuple(
+        (p.name, p.option, p.is_homogeneous) for p in schema.outputs
+    )
 
 
 def _argument_changes(kind: str, used: list[bool], source_formals, target_formals) -> str | None:

@@ -1104,3 +1104,52 @@ def test_every_adapter_states_its_formula_and_its_minimum():
         assert found.formula and "=" in found.formula, found.name
         assert found.name in MINIMUM_CASES, f"{found.name}: say how many cases it must be exact on"
     assert set(MINIMUM_CASES) == {found.name for found in adapters.all_adapters()}
+
+
+def _sample_attribute(name: str, attribute_type: int):
+    """An attribute ``name`` of ``attribute_type`` holding a small sample value."""
+    kind = onnx.AttributeProto
+    samples = {
+        kind.FLOAT: 1.5, kind.FLOATS: [1.5, -2.0], kind.INT: 3, kind.INTS: [3, -4], kind.STRING: b"a",
+        kind.STRINGS: [b"a", b"b"], kind.TENSOR: onnx.numpy_helper.from_array(np.float32([1.5, -2.0])),
+        kind.SPARSE_TENSOR: helper.make_sparse_tensor(
+            onnx.numpy_helper.from_array(np.float32([1.5])), onnx.numpy_helper.from_array(np.int64([0])), [2]
+        ),
+    }  # fmt: skip
+    return helper.make_attribute(name, samples[attribute_type]) if attribute_type in samples else None
+
+
+CHANGED_ONLY = [param for param in SERVED if param.values[0].changed_only]
+
+
+@pytest.mark.parametrize(("found", "op_type"), CHANGED_ONLY)
+def test_a_changed_only_adapter_leaves_every_node_no_known_change_affects(found, op_type):
+    """An adapter registered changed_only leaves (None) every node no known change across its
+    steps affects, as the conversion's op lane takes it to (lowering/fast/keptops.py keeps such
+    nodes without asking it), and acts on, or refuses, every node one affects: on the op's
+    backend cases and on a node for each attribute of its newest schema alone, at each opset
+    pair it serves."""
+    from lowering.naming import NameAllocator
+
+    newest = schemas.schema_in_force(op_type, schemas.newest_opset())
+    nodes = [node for _, model, _ in backend_cases(op_type) for node in model.graph.node if node.op_type == op_type]
+    for name, attribute in newest.attributes.items():
+        sample = _sample_attribute(name, int(attribute.type.value))
+        if sample is not None:
+            nodes.append(helper.make_node(op_type, [], ["y"], name=f"only_{name}"))
+            nodes[-1].attribute.append(sample)
+    affected = left = 0
+    for node in nodes:
+        for source, target in opset_pairs(found, op_type):
+            versions = schemas.version_in_force(op_type, source), schemas.version_in_force(op_type, target)
+            context = adapters.AdapterContext(source, target, NameAllocator(), node.name, lambda _: None)
+            if adapters.change_for(node, *versions) is None:
+                assert found.function(node, context) is None, (node.name, source, target)
+                left += 1
+            else:
+                try:
+                    assert found.function(node, context) is not None, (node.name, source, target)
+                except lowering.LoweringError:
+                    pass
+                affected += 1
+    assert left and affected

@@ -80,10 +80,7 @@ class _Lane:
         self.taken = {name: int(attribute.type.value) for name, attribute in schema.attributes.items()}
         self.required = frozenset(name for name, attribute in schema.attributes.items() if attribute.required)
         self.by_node = by_node
-        # The known changes between, as adapters.change_for reads them, each asked of a node.
-        known = adapters.known_changes()
-        steps = adapters.steps_between(op_type, source, target)
-        self.changes = [known[(op_type, step)] for step in steps if (op_type, step) in known]
+        self.changes = adapters.changes_between(op_type, source, target)  # (as change_for asks them)
         self.going_down = target < source
 
     def keeps(self, node) -> bool:
@@ -101,10 +98,7 @@ class _Lane:
             return True
         if self.required and not self.required <= {attribute.name for attribute in attributes}:
             return False
-        for change in self.changes:  # (adapters.change_for, its steps looked up once)
-            if change.changes(node, self.going_down):
-                return False
-        return True
+        return not any(change.changes(node, self.going_down) for change in self.changes)
 
 
 def _lane(op_type: str, source_opset: int, target_opset: int, universe: frozenset[int]) -> _Lane | None:
@@ -118,11 +112,10 @@ def _lane(op_type: str, source_opset: int, target_opset: int, universe: frozense
     judged = _judged(op_type, source, target)
     if judged is None:
         return None
-    for kind, count in _formal_counts(op_type, source):
+    inputs, outputs = _formal_counts(op_type, source)
+    for element_types_of, count in ((schemas.input_element_types, inputs), (schemas.output_element_types, outputs)):
         for index in range(count):
-            taken_before = schemas.element_types_of_formal(op_type, source, kind, index)
-            taken_after = schemas.element_types_of_formal(op_type, target, kind, index)
-            if (taken_before & universe) - taken_after:
+            if (element_types_of(op_type, source, index) & universe) - element_types_of(op_type, target, index):
                 return None
     return _Lane(op_type, source, target, by_node=judged == "by node")
 
@@ -146,7 +139,7 @@ def _judged(op_type: str, source: int, target: int) -> str | None:
     if found is not None and not (found.types_only or found.changed_only):
         return None
     before, after = schemas.schema_in_force(op_type, source), schemas.schema_in_force(op_type, target)
-    if after.deprecated or _formals(before) != _formals(after):
+    if after.deprecated or versioning.formal_signature(before) != versioning.formal_signature(after):
         return None
     for name, attribute in after.attributes.items():
         earlier = before.attributes.get(name)
@@ -154,12 +147,6 @@ def _judged(op_type: str, source: int, target: int) -> str | None:
         if earlier is not None and earlier.default_value.SerializeToString() != default:
             return None
     return "by node"
-
-
-def _formals(schema) -> tuple:
-    """A schema's inputs and outputs: name, option, homogeneity."""
-    inputs = tuple((p.name, p.option, p.is_homogeneous) for p in schema.inputs)
-    return inputs, tuple((p.name, p.option, p.is_homogeneous) for p in schema.outputs)
 
 
 def _type_groups(op_type: str, version: int) -> tuple[int, ...]:
@@ -171,6 +158,7 @@ def _type_groups(op_type: str, version: int) -> tuple[int, ...]:
 
 
 @functools.cache
-def _formal_counts(op_type: str, version: int) -> tuple[tuple[str, int], ...]:
+def _formal_counts(op_type: str, version: int) -> tuple[int, int]:
+    """How many inputs and outputs the op's schema declares."""
     schema = schemas.schema_in_force(op_type, version)
-    return (("inputs", len(schema.inputs)), ("outputs", len(schema.outputs)))
+    return len(schema.inputs), len(schema.outputs)
