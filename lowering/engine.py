@@ -419,6 +419,10 @@ class Legalizer:
         inference knows besides (an axis or a size an older opset needs as an attribute,
         folded from a static shape), where those add anything."""
         stated = [known.get(name) or scope.type_of(name, index) if name else None for name in node.input]
+        for position in expansion.shaped_inputs:  # (the shapes its repair reads, where held)
+            name = node.input[position] if position < len(node.input) else ""
+            if name and name not in known:
+                stated[position] = scope.type_with_held_shape(name, index)
         names = self.names
         mark = names.mark()
         try:

@@ -18,6 +18,8 @@ from .rules_package import load_rules_package
 from .scopes import element_type_of
 
 Precondition = Callable[[onnx.NodeProto], "str | None"]
+# A rewrite of ONNX's body (see function_expansion): (body, the node's input types) → body.
+Repair = Callable[[onnx.FunctionProto, "list[onnx.TypeProto | None]"], onnx.FunctionProto]
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ class FunctionExpansion:
     versions: tuple[int, ...]
     tolerance: Mapping[int, Tolerance]
     precondition: Precondition
-    repair: Callable[[onnx.FunctionProto], onnx.FunctionProto] | None = None  # see function_expansion
+    repair: Repair | None = None  # see function_expansion
+    shaped_inputs: tuple[int, ...] = ()  # see function_expansion
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tolerance", MappingProxyType(dict(self.tolerance)))
@@ -173,7 +176,7 @@ def _prepared(
     node: onnx.NodeProto,
     input_types: list[onnx.TypeProto | None],
     memoize: bool,
-    repair: Callable[[onnx.FunctionProto], onnx.FunctionProto] | None = None,
+    repair: Repair | None = None,
 ) -> tuple[_Template, int] | str:
     """The body's template for this node and the opset it is written at, or why there is none.
 
@@ -198,7 +201,7 @@ def _prepared(
         else:
             body = _context_dependent_body(schema, body_opset, canonical_bytes, types)
         if not isinstance(body, str) and repair is not None:
-            body = repair(body)
+            body = repair(body, [onnx.TypeProto.FromString(t) if t else None for t in types])
         if isinstance(body, str):
             prepared = body
         elif _unsupported_body(body, canonical) is not None:
@@ -596,13 +599,18 @@ def function_expansion(
     versions: tuple[int, ...],
     tolerance: Mapping[int, Tolerance],
     domain: str = "",
-    repair: Callable[[onnx.FunctionProto], onnx.FunctionProto] | None = None,
+    repair: Repair | None = None,
+    shaped_inputs: tuple[int, ...] = (),
 ) -> Callable[[Precondition], Precondition]:
     """Register the decorated ``check(node) -> str | None`` as the precondition of expanding
     ``op_type`` at ``versions`` by its own function body; its docstring is the formula.
     ``repair``: a rewrite of ONNX's body that computes what the body defines (a body that
     breaks a spec rule a runtime enforces, such as AffineGrid's; one whose arithmetic loses the
-    result, such as LayerNormalization's one-pass variance), applied as it is built."""
+    result, such as LayerNormalization's one-pass variance), applied as it is built, with the
+    node's input types where the body is built from them (none for a body that is not).
+    ``shaped_inputs``: the inputs whose shapes the repair reads where the model states them or
+    an initializer or Constant holds them (:meth:`lowering.scopes.Scope.type_with_held_shape`),
+    never inferred for it."""
 
     def register(precondition: Precondition) -> Precondition:
         key = (schemas.canonical_domain(domain), op_type)
@@ -617,7 +625,9 @@ def function_expansion(
             raise ValueError(f"the precondition of {op_type}'s expansion must state its formula in a docstring")
         if key in _EXPANSIONS:
             raise ValueError(f"a function expansion for {op_type} is registered already")
-        _EXPANSIONS[key] = FunctionExpansion(op_type, key[0], tuple(sorted(versions)), tolerance, precondition, repair)
+        _EXPANSIONS[key] = FunctionExpansion(
+            op_type, key[0], tuple(sorted(versions)), tolerance, precondition, repair, tuple(shaped_inputs)
+        )
         return precondition
 
     return register

@@ -31,6 +31,8 @@ NEARBY_NODES = 64  # nodes looked at before a reader for its producer, before in
 LOCAL_INFERENCE_NODES = 256
 # The largest integer constant handed to a node's inference as data (a shape, axes, sizes).
 MAX_LOCAL_DATA_ELEMENTS = 1024
+# Identity nodes followed back to the initializer or Constant holding a value's shape.
+MAX_IDENTITIES_FOLLOWED = 8
 # Element types followed back one value at a time, before all of a graph's are found in one
 # pass: a lowering of a few ops asks for few, a conversion for most.
 PROPAGATIONS_BEFORE_WHOLE = 1024
@@ -261,6 +263,7 @@ class Scope:
                 self._declared.setdefault(name, type_proto)
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
         self._initializer_map: dict[str, onnx.TensorProto] | None = None
+        self._identity_map: dict[str, str] | None = None
         self.shape_reads = 0  # calls of shaped_type_of, direct or by folding
         self._integer_values: dict[str, onnx.TensorProto | None] = {}  # folded by constant_value
         self._folding_depth = 0
@@ -480,6 +483,57 @@ class Scope:
                 return self.type_of(name)
             scope = scope.parent
         return self.type_of(name)
+
+    def type_with_held_shape(self, name: str, reader: int | None = None) -> onnx.TypeProto | None:
+        """:meth:`type_of`, with the shape the graph states for the value, or the dimensions of
+        the initializer or Constant holding it (never inferred)."""
+        found = self.type_of(name, reader)
+        if found is None or _has_shape(found) or found.WhichOneof("value") != "tensor_type":
+            return found
+        dims = self._held_dims(name)
+        if dims is None:
+            return found
+        shaped = onnx.TypeProto()
+        shaped.CopyFrom(found)
+        shape = shaped.tensor_type.shape
+        shape.SetInParent()  # (a scalar's shape: no dimension)
+        for size in dims:
+            shape.dim.add().dim_value = size
+        return shaped
+
+    def _held_dims(self, name: str) -> list[int] | None:
+        """The dimensions of the initializer or Constant holding ``name`` here or in an
+        enclosing scope, directly or through Identity nodes (TorchScript reads a shared weight
+        through one), or None."""
+        scope: Scope | None = self
+        followed = 0
+        while scope is not None:
+            source = scope._identity_sources().get(name)
+            if source is not None and followed < MAX_IDENTITIES_FOLLOWED:
+                name, followed = source, followed + 1
+                continue
+            tensor = scope._initializers().get(name)
+            if tensor is not None:
+                return list(tensor.dims)
+            constant = scope._constant_map.get(name)
+            if constant is not None:
+                held = constant_tensor(constant)
+                return None if held is None else list(held.dims)
+            if name in scope._declared_inputs or (scope._producer_map is not None and name in scope._producer_map):
+                return None
+            scope = scope.parent
+        return None
+
+    def _identity_sources(self) -> dict[str, str]:
+        """Each default-domain Identity node's output → its input (found from the op types)."""
+        if self._identity_map is None:
+            nodes = self.graph.node
+            self._identity_map = {
+                node.output[0]: node.input[0]
+                for node in [nodes[k] for k, op_type in enumerate(self.op_types) if op_type == "Identity"]
+                if node.output and node.input and node.domain in schemas.DEFAULT_DOMAINS
+            }
+        return self._identity_map
 
     def element_types_of_all_values(self) -> frozenset[int] | None:
         """The element types of every value this graph holds: its inputs and initializers, and

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import onnx
+import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 from lowering import schemas
@@ -88,15 +89,137 @@ def _two_pass_body(body, deviation, square, mean_of_square, square_of_mean, vari
     return repaired
 
 
+def last_axis_unflattened(body: onnx.FunctionProto, input_types: list[onnx.TypeProto | None]) -> onnx.FunctionProto:
+    """Over the last axis, X itself where ONNX's body normalizes X2D = Flatten(X, axis):
+    Mean(X) = ReduceMean(X, axes=[-1]), and so on; Scale and B as they are where ONNX's body
+    takes Flatten(Scale, 0) and Flatten(B, 0), when each has at most one dimension; then the
+    result has X's shape, and ``Y = Reshape(Biased, Shape(X))`` is ``Y = Biased``.
+
+    With ``axis`` the last axis (-1, or r-1 where X's rank r is known), the rows Flatten makes
+    are X's lines along that axis: ReduceMean over it keeps X's other dimensions and takes the
+    same elements, so every value is the body's, in X's shape instead of 2-D. A Scale of shape
+    [N] (or [1], or a scalar) broadcasts along the last axis as Flatten's [1, N] does along the
+    rows; Scale of another shape keeps Flatten, and the Reshape (X of rank 1 gives [1, N]).
+    ``input_types``: the node's inputs' types, with Scale's and B's shapes where the model
+    states them or an initializer or Constant holds them (``shaped_inputs``), and X's where
+    the model states it. A body of another form is left as it is."""
+    producers = {output: node for node in body.node for output in node.output}
+    x = body.input[0]
+    rows = _flatten_of(body, x)
+    if rows is None or not _is_last_axis(_int_attribute(rows, "axis", 1), input_types[0] if input_types else None):
+        return body
+    stating_axes = _row_axes(body, producers)
+    if stating_axes is None:
+        return body
+    dropped, renamed = {id(rows)}, {rows.output[0]: x}
+    reshape = next((n for n in body.node if n.op_type == "Reshape" and list(n.output) == [body.output[0]]), None)
+    shape_of_x = producers.get(reshape.input[1]) if reshape is not None else None
+    flattened = [(k, _flatten_of(body, body.input[k])) for k in (1, 2) if k < len(body.input)]  # Scale, B
+    if (
+        shape_of_x is not None
+        and shape_of_x.op_type == "Shape"
+        and list(shape_of_x.input) == [x]
+        and all(flatten is None or _of_rank_at_most_one(flatten, k, input_types) for k, flatten in flattened)
+    ):
+        dropped.add(id(reshape))
+        renamed[reshape.input[0]] = body.output[0]
+        for position, flatten in flattened:
+            if flatten is not None:
+                dropped.add(id(flatten))
+                renamed[flatten.output[0]] = body.input[position]
+    row_axes = {id(node) for node in stating_axes}
+    repaired = onnx.FunctionProto()
+    repaired.CopyFrom(body)
+    del repaired.node[:]
+    for node in body.node:
+        if id(node) in dropped:
+            continue
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        copy.input[:] = [renamed.get(name, name) for name in node.input]
+        copy.output[:] = [renamed.get(name, name) for name in node.output]
+        if id(node) in row_axes:
+            (attribute,) = [a for a in copy.attribute if a.name in ("axes", "value")]
+            if attribute.name == "axes":
+                attribute.ints[:] = [-1]
+            else:
+                attribute.t.CopyFrom(helper.make_tensor(attribute.t.name, TensorProto.INT64, [1], [-1]))
+        repaired.node.append(copy)
+    return repaired
+
+
+def _flatten_of(body: onnx.FunctionProto, name: str) -> onnx.NodeProto | None:
+    """The body's Flatten of ``name``, or None."""
+    return next((n for n in body.node if n.op_type == "Flatten" and list(n.input) == [name]), None)
+
+
+def _of_rank_at_most_one(flatten: onnx.NodeProto, position: int, input_types: list) -> bool:
+    """Whether ``flatten`` is Flatten(v, 0) of an input ``v`` whose type states at most one dimension."""
+    rank = _rank(input_types[position] if position < len(input_types) else None)
+    return rank is not None and rank <= 1 and _int_attribute(flatten, "axis", 1) == 0
+
+
+def _row_axes(body: onnx.FunctionProto, producers: dict[str, onnx.NodeProto]) -> list[onnx.NodeProto] | None:
+    """The nodes stating the body's reduction axis, 1 of the 2-D rows: each ReduceMean's axes
+    attribute, or the Constant [1] its axes input comes from where only ReduceMeans read it;
+    None where a ReduceMean reduces otherwise."""
+    stating = []
+    for node in body.node:
+        if node.op_type != "ReduceMean":
+            continue
+        axes = [a for a in node.attribute if a.name == "axes"]
+        if axes and len(node.input) == 1 and list(axes[0].ints) == [1]:
+            stating.append(node)
+            continue
+        constant = producers.get(node.input[1]) if len(node.input) == 2 and not axes else None
+        if constant is None or constant.op_type != "Constant" or [a.name for a in constant.attribute] != ["value"]:
+            return None
+        if onnx.numpy_helper.to_array(constant.attribute[0].t).tolist() != [1]:
+            return None
+        readers = [n for n in body.node if constant.output[0] in n.input]
+        if any(reader.op_type != "ReduceMean" for reader in readers):
+            return None
+        if all(constant is not found for found in stating):
+            stating.append(constant)
+    return stating
+
+
+def _int_attribute(node: onnx.NodeProto, name: str, default: int) -> int:
+    return next((attribute.i for attribute in node.attribute if attribute.name == name), default)
+
+
+def _rank(type_proto: onnx.TypeProto | None) -> int | None:
+    """The rank a type states, or None."""
+    if type_proto is None or not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+        return None
+    return len(type_proto.tensor_type.shape.dim)
+
+
+def _is_last_axis(axis: int, type_proto: onnx.TypeProto | None) -> bool:
+    rank = _rank(type_proto)
+    return axis == -1 or (rank is not None and axis == rank - 1)
+
+
+def layer_normalization_repairs(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
+    """ONNX's LayerNormalization body with its variance in two passes, then unflattened over
+    the last axis (:func:`variance_in_two_passes`, :func:`last_axis_unflattened`)."""
+    return last_axis_unflattened(variance_in_two_passes(body), input_types)
+
+
 @function_expansion(
-    "LayerNormalization", versions=(17,), tolerance=LAYER_NORMALIZATION_TOLERANCE, repair=variance_in_two_passes
+    "LayerNormalization",
+    versions=(17,),
+    tolerance=LAYER_NORMALIZATION_TOLERANCE,
+    repair=layer_normalization_repairs,
+    shaped_inputs=(1, 2),
 )
 def layer_normalization_body(node: onnx.NodeProto) -> str | None:
     """LayerNormalization(X, Scale, B) = (X − Mean(X)) / Sqrt(Var(X) + epsilon) · Scale + B over
     the axes from `axis` on, computed in float32 (stash_type 1), with Var(X) = Mean((X − Mean(X))²)
     (ONNX's own function body, its variance taken in two passes: ONNX's Mean(X²) − Mean(X)²
-    cancels, and gives NaN for a constant float16 row of 60000 where the op gives B); Mean and
-    InvStdDev, where the node names them, likewise.
+    cancels, and gives NaN for a constant float16 row of 60000 where the op gives B; over the
+    last axis, X is reduced as it is, not flattened to 2-D); Mean and InvStdDev, where the
+    node names them, likewise.
 
     Holds while (X − Mean)² and the row sums stay finite in float32 (|X − Mean| below about
     1.8e19): beyond, the body answers NaN or B where a kernel summing in double does not.
@@ -162,7 +285,7 @@ NOOP_WITH_EMPTY_AXES = (
 BODY_DEFECTS: dict[str, str] = {}
 
 
-def range_inputs_as_scalars(body: onnx.FunctionProto) -> onnx.FunctionProto:
+def range_inputs_as_scalars(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
     """Range(start, limit, delta) with each bound first reshaped to a scalar: Reshape(v, []).
 
     ONNX's AffineGrid body feeds Range 1-element tensors where Range's spec takes scalars (and

@@ -436,7 +436,27 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "Loop": loop_cases,
         "Conv": conv_cases,
         "Dropout": dropout_cases,
+        "Reshape": lambda: stated_default_cases("Reshape", "allowzero", 0),
+        "Shape": lambda: stated_default_cases("Shape", "start", 0),
     }.get(op_type, list)()
+
+
+def stated_default_cases(op_type: str, name: str, value: int) -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """The op's backend cases with attribute ``name`` stated as its default ``value`` where the
+    node leaves it out: a node stating it is one a known change may affect, so it reaches the
+    adapter (which leaves a node without it as it is)."""
+    cases = []
+    for case_name, model, data_sets in backend_cases(op_type):
+        stated = onnx.ModelProto()
+        stated.CopyFrom(model)
+        nodes = [node for node in stated.graph.node if node.op_type == op_type]
+        if all(any(attribute.name == name for attribute in node.attribute) for node in nodes):
+            continue
+        for node in nodes:
+            if not any(attribute.name == name for attribute in node.attribute):
+                node.attribute.append(helper.make_attribute(name, value))
+        cases.append((f"{case_name}_{name}_stated", stated, data_sets))
+    return cases
 
 
 def dropout_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
@@ -1136,7 +1156,8 @@ def test_a_changed_only_adapter_leaves_every_node_no_known_change_affects(found,
     for name, attribute in newest.attributes.items():
         sample = _sample_attribute(name, int(attribute.type.value))
         if sample is not None:
-            nodes.append(helper.make_node(op_type, [], ["y"], name=f"only_{name}"))
+            inputs = [f"x{k}" for k in range(newest.min_input)]
+            nodes.append(helper.make_node(op_type, inputs, ["y"], name=f"only_{name}"))
             nodes[-1].attribute.append(sample)
     affected = left = 0
     for node in nodes:

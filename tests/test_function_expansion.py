@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import onnx.inliner
 import pytest
-from lowering.rules.functions import variance_in_two_passes
+from lowering.rules.functions import last_axis_unflattened, variance_in_two_passes
 from onnx import TensorProto, helper
 
 from lowering import schemas
@@ -434,6 +434,42 @@ def test_tolerance_treats_nan_and_infinities_exactly():
 # (f) identities left out
 
 
+def onnx_body(original: onnx.ModelProto, *, opset: int = 17, last_axis_repair: bool = False) -> onnx.FunctionProto:
+    """ONNX's own body for the model's LayerNormalization node, built at ``opset`` from the
+    graph's stated input types, with its variance in two passes (as the expansion repairs it),
+    unflattened over the last axis where ``last_axis_repair``."""
+    schema = onnx.defs.get_schema("LayerNormalization", 17)
+    node = original.graph.node[0]
+    canonical = helper.make_node("LayerNormalization", ["X", "Scale", "B"], list(node.output), name="ln", **{
+        a.name: helper.get_attribute_value(a) for a in node.attribute
+    })  # fmt: skip
+    stated = {info.name: info.type for info in original.graph.input}
+    types = [stated[name] for name in node.input]
+    body = onnx.FunctionProto.FromString(
+        schema.get_context_dependent_function_with_opset_version(
+            opset, canonical.SerializeToString(), [t.SerializeToString() for t in types]
+        )
+    )
+    body = variance_in_two_passes(body)
+    return last_axis_unflattened(body, types) if last_axis_repair else body
+
+
+def with_body_inlined(original: onnx.ModelProto, body: onnx.FunctionProto, *, opset: int = 17) -> onnx.ModelProto:
+    """``original`` with its node replaced by ``body``, inlined by onnx's own inliner (not ours)."""
+    body = onnx.FunctionProto.FromString(body.SerializeToString())
+    body.name, body.domain = "LayerNormalizationBody", "local"
+    del body.attribute[:]  # built for the node's attributes: none is referred to
+    node = original.graph.node[0]
+    call = helper.make_node("LayerNormalizationBody", list(node.input), list(node.output), domain="local")
+    return onnx.inliner.inline_local_functions(
+        helper.make_model(
+            helper.make_graph([call], "g", list(original.graph.input), list(original.graph.output)),
+            opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("local", 1)],
+            functions=[body],
+        )
+    )
+
+
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16])
 def test_casts_to_the_type_a_value_has_are_left_out_and_change_no_bit(element_type):
     """Cast(x, to = type of x) = x: the body without those Casts gives the bits of ONNX's own
@@ -444,27 +480,9 @@ def test_casts_to_the_type_a_value_has_are_left_out_and_change_no_bit(element_ty
     casts = [n.attribute[0].i for n in pruned.graph.node if n.op_type == "Cast"]
     assert casts == ([] if element_type == TensorProto.FLOAT else [TensorProto.FLOAT, element_type])
 
-    schema = onnx.defs.get_schema("LayerNormalization", 17)
-    node = original.graph.node[0]
-    canonical = helper.make_node("LayerNormalization", ["X", "Scale", "B"], ["Y"], name="ln", **{
-        a.name: helper.get_attribute_value(a) for a in node.attribute
-    })  # fmt: skip
-    types = [helper.make_tensor_type_proto(element_type, None).SerializeToString()] * 3
-    body = onnx.FunctionProto.FromString(
-        schema.get_context_dependent_function_with_opset_version(17, canonical.SerializeToString(), types)
-    )
-    body = variance_in_two_passes(body)  # (as the expansion repairs it)
+    body = onnx_body(original)
     assert sum(n.op_type == "Cast" for n in body.node) > len(casts)  # ONNX's body has the identities
-    body.name, body.domain = "LayerNormalizationBody", "local"
-    del body.attribute[:]  # built for the node's attributes: none is referred to
-    call = helper.make_node("LayerNormalizationBody", ["X", "Scale", "B"], ["Y"], domain="local")
-    whole = onnx.inliner.inline_local_functions(  # onnx's own inliner, not ours
-        helper.make_model(
-            helper.make_graph([call], "g", list(original.graph.input), list(original.graph.output)),
-            opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
-            functions=[body],
-        )
-    )
+    whole = with_body_inlined(original, body)
 
     dtype = NUMPY_TYPES[element_type]
     bits = np.uint32 if element_type == TensorProto.FLOAT else np.uint16
@@ -476,3 +494,138 @@ def test_casts_to_the_type_a_value_has_are_left_out_and_change_no_bit(element_ty
     feeds = {"X": x, "Scale": rng.standard_normal(6).astype(dtype), "B": rng.standard_normal(6).astype(dtype)}
     got, want = run_onnxruntime(pruned, feeds)[0], run_onnxruntime(whole, feeds)[0]
     assert got.dtype == want.dtype and np.array_equal(got.view(bits), want.view(bits))
+
+
+# (g) over the last axis, X unflattened
+
+
+def edge_filled(element_type: int, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """Random values with NaN payloads of both signs, ±inf, -0, the largest finite value and
+    the smallest subnormal in the first row."""
+    dtype = NUMPY_TYPES[element_type]
+    bits = np.uint32 if element_type == TensorProto.FLOAT else np.uint16
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    if flat.size >= 7:
+        nan_bits = [0x7FC00123, 0xFFC00001, 0x7F800000] if bits is np.uint32 else [0x7E01, 0xFD23, 0x7C00]
+        flat.view(bits)[:3] = nan_bits
+        flat[3:7] = [-np.inf, -0.0, np.finfo(dtype).max, np.finfo(dtype).smallest_subnormal]
+    return x
+
+
+def _run_both(original, inlined, element_type, seed=5):
+    x_shape = [d.dim_value for d in original.graph.input[0].type.tensor_type.shape.dim]
+    feeds = {"X": edge_filled(element_type, tuple(x_shape), seed)}
+    for info in original.graph.input[1:]:
+        shape = tuple(d.dim_value for d in info.type.tensor_type.shape.dim)
+        feeds[info.name] = np.random.default_rng(seed + 1).standard_normal(shape).astype(NUMPY_TYPES[element_type])
+    return run_onnxruntime(inlined, feeds), feeds
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16])
+@pytest.mark.parametrize("shape", [[6], [4, 6], [2, 3, 6], [3, 4, 1000]])
+@pytest.mark.parametrize("outputs", [("Y",), ("Y", "Mean", "InvStdDev")])
+def test_over_the_last_axis_x_scale_and_b_stay_unflattened_and_no_bit_changes(element_type, shape, outputs):
+    """axis=-1 with Scale and B of shape [N]: the body reduces X's last axis itself, with no
+    Flatten, Shape or Reshape of Y, and gives the bits of ONNX's body (two-pass variance) run
+    as a local function: every output, NaN payloads, infinities, -0, subnormals and the
+    largest value included."""
+    original = layer_normalization_model(element_type, shape, outputs=outputs)
+    inlined = inline(original, layer_normalization())
+    op_types = [n.op_type for n in inlined.graph.node]
+    assert "Flatten" not in op_types
+    if outputs == ("Y",):
+        assert "Reshape" not in op_types and "Shape" not in op_types
+    reduce_axes = [list(a.ints) for n in inlined.graph.node if n.op_type == "ReduceMean" for a in n.attribute]
+    assert reduce_axes == [[-1], [-1]]
+    got, feeds = _run_both(original, inlined, element_type)
+    want = run_onnxruntime(with_body_inlined(original, onnx_body(original)), feeds)
+    for got_one, want_one in zip(got, want, strict=True):
+        assert got_one.shape == want_one.shape and got_one.dtype == want_one.dtype
+        assert np.array_equal(got_one.view(np.uint8), want_one.view(np.uint8))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "parameter_shape", "flattened"),
+    [
+        ([4, 6], -1, [1, 6], ["Scale", "B"]),  # Scale and B of rank 2: Flatten kept for them, and the Reshape
+        ([6], -1, [1, 6], ["Scale", "B"]),  # X of rank 1 with Scale [1, 6]: Y comes back as [6]
+        ([2, 3, 6], 2, [6], []),  # the last axis by its number: X's rank stated
+        ([2, 3, 6], 1, [3, 6], ["X", "Scale", "B"]),  # not the last axis: ONNX's body as it is
+    ],
+)
+def test_the_body_stays_flattened_where_it_must(shape, axis, parameter_shape, flattened):
+    """Only X's last axis is reduced unflattened, and only a Scale or B of at most one
+    dimension skips Flatten (with the Reshape back to X's shape): elsewhere the body keeps
+    ONNX's form, and still gives its bits."""
+    original = layer_normalization_model(TensorProto.FLOAT, shape, axis=axis)
+    for info in original.graph.input[1:]:
+        info.CopyFrom(helper.make_tensor_value_info(info.name, TensorProto.FLOAT, parameter_shape))
+    inlined = inline(original, layer_normalization())
+    assert sorted(n.input[0] for n in inlined.graph.node if n.op_type == "Flatten") == sorted(flattened)
+    assert any(n.op_type == "Reshape" for n in inlined.graph.node) == bool(flattened)
+    got, feeds = _run_both(original, inlined, TensorProto.FLOAT)
+    want = run_onnxruntime(with_body_inlined(original, onnx_body(original)), feeds)
+    assert got[0].shape == want[0].shape == tuple(shape)
+    assert np.array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+
+
+def test_the_opset_18_body_reduces_the_last_axis_by_its_axes_input():
+    """ONNX's body at 18 states the axis as a Constant [1] read by ReduceMean: it becomes [-1]."""
+    original = layer_normalization_model(TensorProto.FLOAT, [2, 3, 6], opset=18)
+    body = onnx_body(original, opset=18, last_axis_repair=True)
+    assert not any(n.op_type in ("Flatten", "Reshape") for n in body.node)
+    axes_read = {r.input[1] for r in body.node if r.op_type == "ReduceMean"}
+    axes = [n for n in body.node if n.op_type == "Constant" and n.output[0] in axes_read]
+    assert [onnx.numpy_helper.to_array(n.attribute[0].t).tolist() for n in axes] == [[-1]]
+    inlined = with_body_inlined(original, body, opset=18)
+    got, feeds = _run_both(original, inlined, TensorProto.FLOAT)
+    want = run_onnxruntime(with_body_inlined(original, onnx_body(original, opset=18), opset=18), feeds)
+    assert np.array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+
+
+def _converted_layer_norms(scales: dict[str, np.ndarray], x_shape: list[int], via_identity: bool = False):
+    """A model of one LayerNormalization per Scale given (an initializer each, read through an
+    Identity where ``via_identity``, as TorchScript reads shared weights), B absent, converted
+    to opset 11; and the model itself."""
+    nodes, initializers, outputs = [], [], []
+    for name, scale in scales.items():
+        initializers.append(onnx.numpy_helper.from_array(scale, f"{name}_weight"))
+        read = f"{name}_weight"
+        if via_identity:
+            nodes.append(helper.make_node("Identity", [read], [f"{name}_read"], name=f"{name}_identity"))
+            read = f"{name}_read"
+        nodes.append(helper.make_node("LayerNormalization", ["x", read], [name], name=name, axis=-1))
+        outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, x_shape))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], outputs, initializers
+    )
+    import lowering
+
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return lowering.lower(model, target_opset=11, ops=[]), model
+
+
+@pytest.mark.parametrize("via_identity", [False, True])
+@pytest.mark.parametrize("x_shape", [[6], ["rows", 6]])
+def test_a_converted_models_held_scale_shapes_decide_the_form_node_by_node(via_identity, x_shape):
+    """Converting, a Scale an initializer holds (directly or through Identity) with one
+    dimension goes unflattened; one of shape [1, N] beside it keeps Flatten and the Reshape
+    (the nodes are of one kind but for that shape: a replay of the first must not serve the
+    second, nor a replay of the second the third). The result runs, and matches the kernel, X
+    of rank 1 included."""
+    scales = {"flat": np.linspace(0.5, 2, 6, dtype=np.float32)}
+    if len(x_shape) > 1:  # (onnxruntime's kernel refuses a Scale of higher rank than X)
+        scales["wide"] = np.linspace(-1, 1, 6, dtype=np.float32).reshape(1, 6)
+    scales["flat_again"] = np.linspace(2, 3, 6, dtype=np.float32)
+    converted, original = _converted_layer_norms(scales, x_shape, via_identity)
+    onnx.checker.check_model(converted, full_check=True)
+    flattened = [n.input[0] for n in converted.graph.node if n.op_type == "Flatten"]
+    assert len(flattened) == ("wide" in scales) and all(name.startswith("wide") for name in flattened)
+    assert sum(n.op_type == "Reshape" for n in converted.graph.node) == ("wide" in scales)
+    for shape in ([6],) if x_shape == [6] else ([3, 6], [1, 6]):
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        got, want = run_onnxruntime(converted, {"x": x}), run_onnxruntime(original, {"x": x})
+        for got_one, want_one in zip(got, want, strict=True):
+            assert got_one.shape == want_one.shape
+            assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(got_one, want_one).any()

@@ -147,6 +147,9 @@ class _RecordingScope:
     def constant_value(self, name: str):
         return self._read("constant_value", name)
 
+    def type_with_held_shape(self, name: str, reader: int | None = None):
+        return self._read("type_with_held_shape", name)
+
 
 class _RecordingNames:
     """The driver's name allocator, each fresh name recorded with its hint and tail."""

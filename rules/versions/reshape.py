@@ -16,7 +16,7 @@ known_change(
 )
 
 
-@adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25))
+@adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25), changed_only=True)
 def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
     """Reshape-14(x, s, allowzero=0, or 1 where s holds no 0 but x's own) = Reshape-5/13(x, s); x empty: Expand(0, s).
 
@@ -30,8 +30,11 @@ def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
     is then x's own size there, which the older versions copy. Where x's shape has a static 0,
     the result holds no element: ``Expand(0 of x's type, Where(Less(s, 0), 0, s))`` has shape
     ``s``, its -1 (the one dimension inferred) being 0. Otherwise the older versions cannot say
-    it: refused."""
-    if not attribute_of(node, "allowzero"):
+    it: refused. A node without allowzero is left as it is (it means the same at every version)."""
+    allowzero = attribute_of(node, "allowzero")
+    if allowzero is None:
+        return None
+    if not allowzero:
         return [moved(node, dropped=("allowzero",))]
     shape = constant_ints(node, context)
     if shape is not None and 0 not in shape:

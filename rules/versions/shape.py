@@ -19,7 +19,7 @@ known_change(
 )
 
 
-@adapter(("Shape",), 15, "down", "Slice", versions=(1, 25))
+@adapter(("Shape",), 15, "down", "Slice", versions=(1, 25), changed_only=True)
 def shape_slice_to_slice(node: onnx.NodeProto, context: AdapterContext):
     """Shape-15(x, start=s, end=e) = Slice(Shape-1/13(x), [s], [e]); with s=0 and no e, Shape-1/13(x).
 
@@ -27,9 +27,12 @@ def shape_slice_to_slice(node: onnx.NodeProto, context: AdapterContext):
     rank ``r`` to a negative bound and then clamp it to ``[0, r]`` (an ``s`` past ``e`` gives an
     empty shape in both); no ``e`` is ``INT64_MAX``, which clamps to ``r``. Below opset 10, Slice-1
     takes the bounds as attributes. Where the model states the rank the bounds are clamped here,
-    and bounds covering every dimension leave ``Shape(x)`` alone."""
-    start = attribute_of(node, "start") or 0
-    end = attribute_of(node, "end")
+    and bounds covering every dimension leave ``Shape(x)`` alone. A node without start and end
+    is left as it is (it means the same at every version)."""
+    start, end = attribute_of(node, "start"), attribute_of(node, "end")
+    if start is None and end is None:
+        return None
+    start = start or 0
     rank = context.stated_rank_of(node.input[0])
     if rank is not None:  # the clamping both ops do, done here
         start, end = (min(max(b + rank if b < 0 else b, 0), rank) for b in (start, rank if end is None else end))
