@@ -57,15 +57,16 @@ class DeclaredTypes:
         self._found: dict[str, onnx.TypeProto | None] = {}
         self._defaults: dict[str, onnx.TypeProto] = {}  # what the value_infos do not type
         self._constants: dict[str, onnx.NodeProto] = {}  # typed by their value where nothing else types them
+        self._grouped: set[str] = set().union(*(last for _, last, _, _ in self._groups))  # named by a value_info
         # the names any of those may type (a name outside it has no declared type)
-        self.named: set[str] = set().union(*(last for _, last, _, _ in self._groups))
+        self.named: set[str] = set(self._grouped)
 
     def get(self, name: str) -> onnx.TypeProto | None:
         found = self._found.get(name, _UNREAD)
         if found is _UNREAD:
             if name not in self.named:  # (most values of a graph without value_info: no search)
                 return None
-            found = self._found[name] = self._stated(name)
+            found = self._found[name] = self._stated(name) if name in self._grouped else None
         if found is not None:
             return found
         found = self._defaults.get(name)

@@ -24,7 +24,6 @@ the attributes both versions have default alike, and no known change between aff
 
 from __future__ import annotations
 
-import collections
 import functools
 
 from .. import adapters, schemas, versioning
@@ -53,20 +52,28 @@ def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> tuple[l
     nodes = scope.graph.node
     other_domains = scope.other_domains
     walked: list[int] = []
-    counted: collections.Counter[str] = collections.Counter()
+    counted: dict[str, int] = {}
+    firsts: list[int] = []  # each counted op's first node: walked (it writes the label where the walk would)
     for index in visited:
         lane = lanes.get(op_types[index])
         if lane is None:
             walked.append(index)
             continue
         node = nodes[index]
-        if (other_domains and node.domain not in schemas.DEFAULT_DOMAINS) or not lane.keeps(node):
+        attributes = node.attribute
+        if (
+            (attributes and not lane.takes(attributes))
+            or (lane.by_node and not lane.leaves(node, attributes))
+            or (other_domains and node.domain not in schemas.DEFAULT_DOMAINS)
+        ):
             walked.append(index)
         elif lane.label in counted:
             counted[lane.label] += 1
         else:
-            counted[lane.label] = 0  # (the first is walked: it writes the label where the walk would)
-            walked.append(index)
+            counted[lane.label] = 0
+            firsts.append(index)
+    if firsts:
+        walked = sorted(walked + firsts)
     return walked, {label: count for label, count in counted.items() if count}
 
 
@@ -83,19 +90,19 @@ class _Lane:
         self.changes = adapters.changes_between(op_type, source, target)  # (as change_for asks them)
         self.going_down = target < source
 
-    def keeps(self, node) -> bool:
-        """Whether ``node`` stays as it is: its attributes are the target schema's, of their
-        types (an attribute it lacks, a graph under a ``__`` name among them, is judged by the
-        walk: :func:`lowering.versioning.meaning_change`); where judged node by node, it sets
-        every attribute the target requires and no known change between affects it."""
-        attributes = node.attribute
-        if attributes:
-            taken = self.taken
-            for attribute in attributes:
-                if taken.get(attribute.name) != attribute.type:
-                    return False
-        if not self.by_node:
-            return True
+    def takes(self, attributes) -> bool:
+        """Whether the node's ``attributes`` are the target schema's, of their types (an
+        attribute it lacks, a graph under a ``__`` name among them, is judged by the walk:
+        :func:`lowering.versioning.meaning_change`)."""
+        taken = self.taken
+        for attribute in attributes:
+            if taken.get(attribute.name) != attribute.type:
+                return False
+        return True
+
+    def leaves(self, node, attributes) -> bool:
+        """Where judged node by node: whether ``node`` (of ``attributes``) sets every attribute
+        the target requires and no known change between affects it."""
         if self.required and not self.required <= {attribute.name for attribute in attributes}:
             return False
         return not any(change.changes(node, self.going_down) for change in self.changes)
