@@ -505,7 +505,8 @@ class Scope:
     def _held_dims(self, name: str) -> list[int] | None:
         """The dimensions of the initializer or Constant holding ``name`` here or in an
         enclosing scope, directly or through Identity nodes (TorchScript reads a shared weight
-        through one), or None."""
+        through one), or None: also for a graph input, whose initializer, where it has one, is
+        a default that a feed may replace."""
         scope: Scope | None = self
         followed = 0
         while scope is not None:
@@ -513,6 +514,8 @@ class Scope:
             if source is not None and followed < MAX_IDENTITIES_FOLLOWED:
                 name, followed = source, followed + 1
                 continue
+            if name in scope._declared_inputs:  # (an initializer of that name is a default: another may be fed)
+                return None
             tensor = scope._initializers().get(name)
             if tensor is not None:
                 return list(tensor.dims)
@@ -520,7 +523,7 @@ class Scope:
             if constant is not None:
                 held = constant_tensor(constant)
                 return None if held is None else list(held.dims)
-            if name in scope._declared_inputs or (scope._producer_map is not None and name in scope._producer_map):
+            if scope._producer_map is not None and name in scope._producer_map:
                 return None
             scope = scope.parent
         return None

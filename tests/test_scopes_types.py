@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from version_cases import node_cases
@@ -172,3 +173,46 @@ def test_a_conversions_type_reads_give_every_value_the_same_type(path):
     converting, _ = read_as_a_conversion_reads(graph, opset, most_types_asked=True)
     assert converting == usual
     assert sum(1 for element in usual.values() if element) > len(usual) // 2
+
+
+def test_a_held_shape_is_an_initializers_or_constants_own_never_a_fed_inputs():
+    """``type_with_held_shape``: the shape an initializer or a Constant holds, also through
+    Identity nodes (TorchScript reads shared weights through one) and from an enclosing
+    graph; none for a graph input, even one an initializer of its name gives a default (a
+    feed may replace it with another shape); a stated shape as stated."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = numpy_helper.from_array(np.ones(6, np.float32), "weights")
+    default = numpy_helper.from_array(np.ones(6, np.float32), "fed")
+    nodes = [
+        helper.make_node("Identity", ["weights"], ["read"]),
+        helper.make_node("Identity", ["read"], ["read_again"]),
+        helper.make_node("Constant", [], ["listed"], value_floats=[1.0, 2.0, 3.0]),
+        helper.make_node("Identity", ["fed"], ["fed_read"]),
+        helper.make_node("Relu", ["read"], ["computed"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("fed", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("computed", TensorProto.FLOAT, None)],
+        [weights, default],
+        value_info=[helper.make_tensor_value_info("read_again", TensorProto.FLOAT, ["n", 2])],
+    )
+    scope = Scope(graph, opset=17, location="g", names=NameAllocator(), twin=lambda: None)
+
+    def dims(name: str) -> list | None:
+        found = scope.type_with_held_shape(name)
+        if not found.tensor_type.HasField("shape"):
+            return None
+        return [d.dim_value or d.dim_param for d in found.tensor_type.shape.dim]
+
+    assert dims("weights") == dims("read") == [6]
+    assert dims("read_again") == ["n", 2]  # as stated
+    assert dims("listed") == [3]
+    assert dims("fed") is None and dims("fed_read") is None
+    assert dims("computed") is None
+    branch = helper.make_graph([helper.make_node("Identity", ["read"], ["inner"])], "b", [], [])
+    inner = scope.subgraph(branch, 0, "then_branch", None, "g > then")
+    for name in ("inner", "read"):  # (through the branch's Identity and the main graph's)
+        assert [d.dim_value for d in inner.type_with_held_shape(name).tensor_type.shape.dim] == [6]
