@@ -8,7 +8,8 @@ value_info of a real PyTorch export, at scale. ``untyped`` rows drop the value_i
 then derived, and shapes inferred where an adapter needs them). A TorchScript export states no
 value_info and carries no notes on its nodes: its bytes are a fifth of a dynamo export's, so
 the same pass is a larger multiple of its load+save. Each export goes to the targets below its
-own opset.
+own opset. ``ratio`` is the best convert time over the best load+save; ``paired`` the median,
+over the rounds, of each convert time over the load+save run just before it.
 
     python benchmarks/bench_conversion.py [--exports gpt_block_dynamo18 gpt_block_torchscript17] [--nodes 100000]
 """
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import statistics
 import subprocess
 import sys
 import tempfile
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import onnx
 
@@ -63,21 +66,39 @@ def side_by_side(model: onnx.ModelProto, copies: int, typed: bool = True) -> onn
     return onnx.helper.make_model(big, opset_imports=list(model.opset_import), ir_version=model.ir_version)
 
 
-ROUNDS = 3  # each round times the baseline and every target once: the machine's drift hits all alike
+ROUNDS = 5  # each round times the baseline and every target once: the machine's drift hits all alike
 
 
-def interleaved(baseline_work, target_work, targets: list[int]) -> tuple[float, dict[int, float]]:
-    """The best time of ``baseline_work()`` and of ``target_work(t)`` for each target, over
-    rounds that each run all of them once, in turn."""
+class Timings(NamedTuple):
+    """The best time of the baseline and of each target's run over the rounds, and each
+    target's paired ratios: its run over the baseline run beside it, one per round."""
+
+    baseline: float
+    converted: dict[int, float]
+    paired: dict[int, list[float]]
+
+    def paired_median(self, target: int) -> float:
+        return statistics.median(self.paired[target])
+
+
+def interleaved(baseline_work, target_work, targets: list[int]) -> Timings:
+    """``baseline_work()`` and ``target_work(t)`` for each target, over rounds that each run
+    all of them once, in turn, the baseline before each target's run. Both the best times and
+    the paired ratios are given: on a machine whose speed drifts within seconds (this shared
+    one's by up to 40%), a best time may come from a fast moment the other side never had,
+    while a pair shares its moment."""
     baseline, converted = float("inf"), dict.fromkeys(targets, float("inf"))
+    paired: dict[int, list[float]] = {target: [] for target in targets}
     for _ in range(ROUNDS):
-        baseline = min(baseline, best_of(1, baseline_work))
         for target in targets:
-            converted[target] = min(converted[target], best_of(1, lambda t=target: target_work(t)))
-    return baseline, converted
+            before = best_of(1, baseline_work)
+            seconds = best_of(1, lambda t=target: target_work(t))
+            baseline, converted[target] = min(baseline, before), min(converted[target], seconds)
+            paired[target].append(seconds / before)
+    return Timings(baseline, converted, paired)
 
 
-def measure(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[float, dict[int, float]]:
+def measure(model: onnx.ModelProto, folder: Path, targets: list[int]) -> Timings:
     """load+save of the model, and load+convert+save to each target, in seconds (best of
     interleaved rounds)."""
     source, copy, out = folder / "model.onnx", folder / "copy.onnx", folder / "out.onnx"
@@ -89,7 +110,7 @@ def measure(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[f
     return interleaved(lambda: onnx.save(onnx.load(source), copy), convert, targets)
 
 
-def command_line(model: onnx.ModelProto, folder: Path, targets: list[int]) -> tuple[float, dict[int, float]]:
+def command_line(model: onnx.ModelProto, folder: Path, targets: list[int]) -> Timings:
     """The main job as a user runs it, each run a fresh process (best of interleaved rounds):
     ``python -c`` that loads and saves the model with onnx, and ``onnx-lower MODEL -o OUT
     --target-opset N``; both pay the interpreter's start and their imports."""
@@ -136,7 +157,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    print(f"{'model':<36} {'target':>6} {'nodes':>7} {'load+save s':>12} {'+convert s':>11} {'ratio':>6}")
+    print(f"{'model':<36} {'target':>6} {'nodes':>7} {'load+save s':>12} {'+convert s':>11} {'ratio':>6} {'paired':>7}")
     command_lines = []
     export = model = None
     with tempfile.TemporaryDirectory() as tmp:
@@ -148,16 +169,19 @@ def main() -> None:
             stated = (True, False) if len(export.graph.value_info) else (False,)
             for typed in stated:
                 model = side_by_side(export, copies, typed)
-                baseline, converted = measure(model, Path(tmp), targets)
+                timings = measure(model, Path(tmp), targets)
                 label = f"{name}{'' if typed else ' untyped'}"
-                for target, seconds in converted.items():
+                baseline = timings.baseline
+                for target, seconds in timings.converted.items():
                     print(f"{label:<36} {target:>6} {len(model.graph.node):>7} {baseline:>12.3f} {seconds:>11.3f} "
-                          f"{seconds / baseline:>6.2f}")  # fmt: skip
-                baseline, converted = command_line(model, Path(tmp), targets)
+                          f"{seconds / baseline:>6.2f} {timings.paired_median(target):>7.2f}")  # fmt: skip
+                timings = command_line(model, Path(tmp), targets)
+                baseline = timings.baseline
                 lines = [f"\n{label}, the command line, a fresh process each (python -c load+save {baseline:.3f} s):"]
                 lines += [
-                    f"  onnx-lower --target-opset {target}: {seconds:.3f} s, ratio {seconds / baseline:.2f}"
-                    for target, seconds in converted.items()
+                    f"  onnx-lower --target-opset {target}: {seconds:.3f} s, ratio {seconds / baseline:.2f}, "
+                    f"paired {timings.paired_median(target):.2f}"
+                    for target, seconds in timings.converted.items()
                 ]
                 command_lines += lines
     print("\n".join(command_lines))
