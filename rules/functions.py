@@ -91,7 +91,8 @@ def _two_pass_body(body, deviation, square, mean_of_square, square_of_mean, vari
 
 def last_axis_unflattened(body: onnx.FunctionProto, input_types: list[onnx.TypeProto | None]) -> onnx.FunctionProto:
     """Over the last axis, X itself where ONNX's body normalizes X2D = Flatten(X, axis):
-    Mean(X) = ReduceMean(X, axes=[-1]), and so on; Scale and B as they are where ONNX's body
+    Mean(X) = ReduceMean(X, axes=[axis]), and so on (``axis`` as the node states it, -1 or r-1:
+    a negative axis exists only from ReduceMean-11, as from Flatten-11); Scale and B as they are where ONNX's body
     takes Flatten(Scale, 0) and Flatten(B, 0), when each has at most one dimension; then the
     result has X's shape, and ``Y = Reshape(Biased, Shape(X))`` is ``Y = Biased``.
 
@@ -106,7 +107,8 @@ def last_axis_unflattened(body: onnx.FunctionProto, input_types: list[onnx.TypeP
     producers = {output: node for node in body.node for output in node.output}
     x = body.input[0]
     rows = _flatten_of(body, x)
-    if rows is None or not _is_last_axis(_int_attribute(rows, "axis", 1), input_types[0] if input_types else None):
+    axis = _int_attribute(rows, "axis", 1) if rows is not None else None
+    if axis is None or not _is_last_axis(axis, input_types[0] if input_types else None):
         return body
     stating_axes = _row_axes(body, producers)
     if stating_axes is None:
@@ -140,10 +142,10 @@ def last_axis_unflattened(body: onnx.FunctionProto, input_types: list[onnx.TypeP
         copy.output[:] = [renamed.get(name, name) for name in node.output]
         if id(node) in row_axes:
             (attribute,) = [a for a in copy.attribute if a.name in ("axes", "value")]
-            if attribute.name == "axes":
-                attribute.ints[:] = [-1]
+            if attribute.name == "axes":  # (the node's own axis: a negative one exists from ReduceMean-11)
+                attribute.ints[:] = [axis]
             else:
-                attribute.t.CopyFrom(helper.make_tensor(attribute.t.name, TensorProto.INT64, [1], [-1]))
+                attribute.t.CopyFrom(helper.make_tensor(attribute.t.name, TensorProto.INT64, [1], [axis]))
         repaired.node.append(copy)
     return repaired
 

@@ -629,3 +629,25 @@ def test_a_converted_models_held_scale_shapes_decide_the_form_node_by_node(via_i
         for got_one, want_one in zip(got, want, strict=True):
             assert got_one.shape == want_one.shape
             assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(got_one, want_one).any()
+
+
+@pytest.mark.parametrize(("shape", "axis"), [([2, 3, 4], 2), ([4], 0)])
+@pytest.mark.parametrize("target", [10, 9])
+def test_the_last_axis_by_its_number_goes_below_opset_11(shape, axis, target):
+    """A last axis stated by its number is reduced by that number (a negative axis exists only
+    from ReduceMean-11, as from Flatten-11): the model still goes to opsets 10 and 9, as ONNX's
+    flattened body did, and matches the kernel."""
+    import lowering
+
+    original = layer_normalization_model(TensorProto.FLOAT, shape, axis=axis)
+    for info in original.graph.input[1:]:
+        original.graph.initializer.append(
+            onnx.numpy_helper.from_array(np.linspace(0.5, 1.5, shape[-1], dtype=np.float32), info.name)
+        )
+    converted = lowering.lower(original, target_opset=target, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    assert not any(n.op_type in ("Flatten", "Reshape") for n in converted.graph.node)
+    assert {tuple(a.ints) for n in converted.graph.node if n.op_type == "ReduceMean" for a in n.attribute} == {(axis,)}
+    x = np.random.default_rng(9).standard_normal(shape).astype(np.float32)
+    got, want = run_onnxruntime(converted, {"X": x})[0], run_onnxruntime(original, {"X": x})[0]
+    assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(got, want).any()
