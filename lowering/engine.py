@@ -199,7 +199,9 @@ class Legalizer:
         visited = self._nodes_to_visit(scope)
         scope.most_types_asked = self.path.types_most_asked(len(visited))
         if converting:
-            visited, kept_by_op = self.path.kept_by_op(scope, visited)
+            visited, kept_by_op, written_by_op = self.path.kept_by_op(scope, visited)
+            for index, written in written_by_op.items():
+                edits.replace(index, [written])
         for index in visited:
             if progress is not None and index - reported >= PROGRESS_STEP:
                 progress.advance(nodes=index - reported)

@@ -77,10 +77,11 @@ class PlainPath:
         not here."""
         return False
 
-    def kept_by_op(self, scope: Scope, visited: list[int]) -> tuple[list[int], dict[str, int]]:
-        """The nodes of ``visited`` a conversion's walk looks at, and how many it left out, kept
-        as they are, under each report label: here none is left out."""
-        return visited, {}
+    def kept_by_op(self, scope: Scope, visited: list[int]) -> tuple[list[int], dict[str, int], dict[int, bytes]]:
+        """The nodes of ``visited`` a conversion's walk looks at, how many it left out (kept as
+        they are, or moved as written) under each report label, and the nodes it moved, as
+        written (node fields): here none is left out."""
+        return visited, {}, {}
 
     def checked_kind(self, result: list | None) -> object | None:
         """A key under which a check at the target that ``result`` passed stands for every

@@ -46,9 +46,9 @@ def left_out(monkeypatch) -> list[tuple[int, dict[str, int]]]:
     kept_by_op = lowering.fast.kept_by_op
 
     def recording(scope, visited, requested):
-        walked, counted = kept_by_op(scope, visited, requested)
-        found.append((len(walked), counted))
-        return walked, counted
+        decided = kept_by_op(scope, visited, requested)
+        found.append((len(decided.walked), decided.counted))
+        return decided
 
     monkeypatch.setattr(lowering.fast, "kept_by_op", recording)
     return found
@@ -248,3 +248,54 @@ def test_constants_are_counted_by_node_and_those_a_known_change_affects_are_walk
     graph = helper.make_graph(nodes, "constants", [], [helper.make_tensor_value_info("y", F32, [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     assert "Sparse tensors not supported" in alike_on_every_path(model, 9)
+
+
+def reshapes(stated: list[list[onnx.AttributeProto]], links: int = LINKS) -> onnx.ModelProto:
+    """``links`` Reshape-14 of x to [4] and back to [2, 2] in turn, the k-th stating the
+    attributes ``stated[k % len(stated)]`` (TorchScript states allowzero=0 on each)."""
+    shapes = [onnx.numpy_helper.from_array(np.array(s, np.int64), n) for s, n in (([4], "flat"), ([2, 2], "square"))]
+    nodes, previous = [], "x"
+    for k in range(2 * links):
+        node = helper.make_node("Reshape", [previous, "flat" if k % 2 == 0 else "square"], [f"r{k}"], name=f"r{k}")
+        node.attribute.extend(stated[k % len(stated)])
+        nodes.append(node)
+        previous = f"r{k}"
+    nodes.append(helper.make_node("Identity", [previous], ["y"], name="last"))
+    graph = helper.make_graph(
+        nodes, "reshapes", [helper.make_tensor_value_info("x", F32, [2, 2])],
+        [helper.make_tensor_value_info("y", F32, [2, 2])], shapes,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_nodes_stating_an_attribute_the_target_lacks_at_its_default_are_written_without_it(left_out):
+    """Reshape-14 with allowzero=0 means Reshape-5/13 of the same inputs: the adapter moves it
+    without the attribute, and the lane writes each after the first so, under the adapter's
+    label; a Reshape stating nothing is kept as it is; allowzero=1 is walked (the adapter reads
+    its shape)."""
+    zero, one = helper.make_attribute("allowzero", 0), helper.make_attribute("allowzero", 1)
+    model = reshapes([[zero], [], [zero], [one]])
+    converted = converted_every_way(model, 11)
+    (walked, counted), *_ = left_out
+    dropped, kept = "Reshape-14→5 via allowzero dropped", "Reshape-14→5"
+    assert counted == {dropped: LINKS - 1, kept: LINKS // 2 - 1}
+    assert walked == LINKS // 2 + 3  # every allowzero=1, the first of each label, Identity's one
+    assert not any(attribute.name == "allowzero" for node in converted.graph.node for attribute in node.attribute)
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    np.testing.assert_array_equal(run_onnxruntime(converted, {"x": x})[0], x)
+
+
+def test_an_attribute_stated_otherwise_than_as_its_default_is_walked(left_out):
+    """allowzero=0 written with a doc_string on the attribute (other bytes than the schema's
+    default), or beside a ``__`` attribute: walked, as each node is judged alone (the adapter
+    moves both without allowzero, the second keeping its ``__`` attribute)."""
+    zero = helper.make_attribute("allowzero", 0)
+    noted = helper.make_attribute("allowzero", 0)
+    noted.doc_string = "stated"
+    extra = helper.make_attribute("__extra", 3)
+    converted = converted_every_way(reshapes([[zero], [noted], [zero, extra], [zero]]), 11)
+    (walked, counted), *_ = left_out
+    assert counted == {"Reshape-14→5 via allowzero dropped": LINKS - 1}
+    assert walked == LINKS + 2
+    extras = [a for node in converted.graph.node for a in node.attribute if a.name == "__extra"]
+    assert len(extras) == LINKS // 2

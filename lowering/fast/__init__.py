@@ -27,7 +27,7 @@ from ..registry import Rule
 from ..schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 from ..scopes import Scope
 from . import protowire
-from .keptops import kept_by_op
+from .keptops import KeptByOp, kept_by_op
 from .lean import lean_bytes
 from .moves import KindMemo
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
@@ -142,12 +142,12 @@ class FastPath(PlainPath):
     def infers_locally(self) -> bool:
         return self.shortcuts.local_shapes
 
-    def kept_by_op(self, scope: Scope, visited: list[int]) -> tuple[list[int], dict[str, int]]:
+    def kept_by_op(self, scope: Scope, visited: list[int]) -> KeptByOp:
         """:func:`.keptops.kept_by_op` where ``kept_ops`` is on and the walk asks for most
         types anyway (:meth:`types_most_asked`), in a model without local functions (a node
         left out could call one)."""
         if not (self.shortcuts.kept_ops and scope.most_types_asked and not self.driver.functions):
-            return visited, {}
+            return KeptByOp(visited, {}, {})
         return kept_by_op(scope, visited, self.driver.requested_ops)
 
     def checked_kind(self, result: list | None) -> object | None:

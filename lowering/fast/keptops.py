@@ -20,25 +20,44 @@ Where the versions' signatures differ only in attributes (Constant-13 and 11: st
 value_float and others, under a known change whose adapter leaves every node it does not
 affect), a node is kept as it is where, besides, it sets every attribute the target requires,
 the attributes both versions have default alike, and no known change between affects it.
+A node that states, besides, an attribute the target's version lacks at its default (every
+TorchScript Reshape-14 states allowzero=0) means what it means without it: the adapter, which
+leaves that node, moves it without the attribute (``tests/test_adapter_registry.py``), so
+here the node's bytes less that attribute's are written for it, under the adapter's label;
+the first such node of each op is walked, as above.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
+
+import onnx
 
 from .. import adapters, schemas, versioning
 from ..moving import OPTIONAL_CONSTRUCTORS
 from ..registry import rule_for
 from ..scopes import Scope
+from . import protowire
+from .moves import _moved_written
 
 
-def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> tuple[list[int], dict[str, int]]:
+class KeptByOp(NamedTuple):
+    """What the op lane decided for a graph's walk (see the module docstring)."""
+
+    walked: list[int]  # the nodes the walk still looks at, in order
+    counted: dict[str, int]  # the nodes left out, kept as they are or moved as written, by report label
+    written: dict[int, bytes]  # the nodes moved without the attributes they state at their default, as node fields
+
+
+def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> KeptByOp:
     """``visited`` without the nodes that stay as they are by their op alone (see the module
-    docstring), and how many were left out under each report label. ``requested``: ops the
-    target lowers (never left out)."""
+    docstring), how many were left out under each report label, and the nodes moved without
+    attributes stated at their default, as written. ``requested``: ops the target lowers
+    (never left out)."""
     universe = scope.element_types_of_all_values()
     if universe is None:
-        return visited, {}
+        return KeptByOp(visited, {}, {})
     op_types = scope.op_types
     source_opset, target_opset = scope.source_opset, scope.opset
     lanes: dict[str, _Lane] = {}
@@ -48,12 +67,14 @@ def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> tuple[l
             if lane is not None:
                 lanes[op_type] = lane
     if not lanes:
-        return visited, {}
+        return KeptByOp(visited, {}, {})
     nodes = scope.graph.node
     other_domains = scope.other_domains
     walked: list[int] = []
     counted: dict[str, int] = {}
-    firsts: list[int] = []  # each counted op's first node: walked (it writes the label where the walk would)
+    written: dict[int, bytes] = {}
+    firsts: list[int] = []  # each label's first node: walked (it writes the label where the walk would)
+    tag = protowire.node_tag(scope.graph)
     for index in visited:
         lane = lanes.get(op_types[index])
         if lane is None:
@@ -61,20 +82,30 @@ def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> tuple[l
             continue
         node = nodes[index]
         attributes = node.attribute
-        if (
-            (attributes and not lane.takes(attributes))
-            or (lane.by_node and not lane.leaves(node, attributes))
-            or (other_domains and node.domain not in schemas.DEFAULT_DOMAINS)
-        ):
+        label = lane.label
+        if other_domains and node.domain not in schemas.DEFAULT_DOMAINS:
             walked.append(index)
-        elif lane.label in counted:
-            counted[lane.label] += 1
+            continue
+        if (attributes and not lane.takes(attributes)) or (lane.by_node and not lane.leaves(node, attributes)):
+            dropped = lane.stated_defaults(node, attributes)
+            if dropped is None:
+                walked.append(index)
+                continue
+            label = lane.moved_label
+            if label in counted:
+                moved = _moved_written(node, dropped, b"", tag)
+                if moved is None:
+                    walked.append(index)
+                    continue
+                written[index] = moved
+        if label in counted:
+            counted[label] += 1
         else:
-            counted[lane.label] = 0
+            counted[label] = 0
             firsts.append(index)
     if firsts:
         walked = sorted(walked + firsts)
-    return walked, {label: count for label, count in counted.items() if count}
+    return KeptByOp(walked, {label: count for label, count in counted.items() if count}, written)
 
 
 class _Lane:
@@ -89,6 +120,19 @@ class _Lane:
         self.by_node = by_node
         self.changes = adapters.changes_between(op_type, source, target)  # (as change_for asks them)
         self.going_down = target < source
+        # Where judged node by node: the attributes the source's version has and the target's
+        # lacks, each as a node states it at its default (name → the attribute's bytes).
+        self.defaults_dropped: dict[str, bytes] = {}
+        self.moved_label = ""
+        if by_node:
+            found = adapters.adapter_for(op_type, source, target)
+            self.moved_label = f"{self.label} via {found.label}" if found is not None else ""
+            before = schemas.schema_in_force(op_type, source)
+            self.defaults_dropped = {
+                name: attribute.default_value.SerializeToString()
+                for name, attribute in before.attributes.items()
+                if name not in self.taken and attribute.default_value.name == name
+            }
 
     def takes(self, attributes) -> bool:
         """Whether the node's ``attributes`` are the target schema's, of their types (an
@@ -99,6 +143,34 @@ class _Lane:
             if taken.get(attribute.name) != attribute.type:
                 return False
         return True
+
+    def stated_defaults(self, node, attributes) -> tuple[bytes, ...] | None:
+        """Where ``node`` is left but for attributes the target lacks that it states at their
+        default: those attributes' fields (as :func:`.moves._moved_written` drops them); else None."""
+        if not self.defaults_dropped or not self.moved_label:
+            return None
+        kept, dropped = [], []
+        for attribute in attributes:
+            name = attribute.name
+            default = self.defaults_dropped.get(name)
+            if default is None:
+                kept.append(attribute)
+                continue
+            stated = attribute.SerializeToString()
+            if stated != default:
+                return None
+            dropped.append(protowire.field(protowire.ATTRIBUTE_TAG, stated))
+        if not dropped or not self.takes(kept) or not self._leaves_without(node, kept):
+            return None
+        return tuple(dropped)
+
+    def _leaves_without(self, node, kept: list) -> bool:
+        """:meth:`leaves` for ``node`` without the attributes it states at their default."""
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        del copy.attribute[:]
+        copy.attribute.extend(kept)
+        return self.leaves(copy, copy.attribute)
 
     def leaves(self, node, attributes) -> bool:
         """Where judged node by node: whether ``node`` (of ``attributes``) sets every attribute
