@@ -439,10 +439,26 @@ def t_layernorm(rng, b: Builder):
     norm_shape = [4, 5][: rank - a] if rank == 2 else [3, 4][a - 1 :] if a >= 1 else [3, 4]
     norm_shape = [d for d in (shape[a:])]
     elem = rng.choice([F32, F16])
+    # Scale and B: graph inputs, held (an initializer or a Constant), or held behind an Identity
+    # (TorchScript reads shared weights so); B given or not: the body's unflattened form reads
+    # their held shapes (rules/functions.py, last_axis_unflattened).
+    forms = [rng.choice(["input", "held", "identity"]), rng.choice([None, "input", "held", "identity"])]
+
+    def parameter(b, ns, form):
+        if form == "input" or any(isinstance(d, str) for d in norm_shape):
+            return b.tensor(ns, elem, norm_shape)
+        size = int(np.prod(norm_shape))
+        dtype = np.float16 if elem == F16 else np.float32
+        held = b.const_tensor(ns, np.linspace(0.5, 1.5, size).reshape(norm_shape).astype(dtype))
+        if form == "held":
+            return held
+        read = b.fresh("read")
+        ns.nodes.append(helper.make_node("Identity", [held], [read]))
+        return read
 
     def inputs(b, ns):
         x = b.tensor(ns, elem, shape)
-        return [x, b.tensor(ns, elem, norm_shape)]
+        return [x] + [parameter(b, ns, form) for form in forms if form is not None]
 
     if any(isinstance(d, str) for d in norm_shape):
         return t_softmax(rng, b)
