@@ -651,3 +651,51 @@ def test_the_last_axis_by_its_number_goes_below_opset_11(shape, axis, target):
     x = np.random.default_rng(9).standard_normal(shape).astype(np.float32)
     got, want = run_onnxruntime(converted, {"X": x})[0], run_onnxruntime(original, {"X": x})[0]
     assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(got, want).any()
+
+
+def test_in_an_if_branch_and_a_local_function_held_shapes_are_read_where_they_are_held():
+    """A branch reading the main graph's 1-D initializers as Scale and B gets the unflattened
+    body; a local function's LayerNormalization, whose Scale and B are the function's inputs
+    (nothing holds them there), keeps ONNX's flattened form. Both converted to 11 match the
+    kernel."""
+    import lowering
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", 6])
+    branch_out = helper.make_tensor_value_info("b", TensorProto.FLOAT, ["rows", 6])
+    then_branch = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["b"], name="in_branch")],
+        "then",
+        [],
+        [branch_out],
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["b"], name="other")], "else", [], [branch_out]
+    )
+    function = helper.make_function(
+        "local", "Norm", ["v", "s", "t"], ["w"],
+        [helper.make_node("LayerNormalization", ["v", "s", "t"], ["w"], name="in_function")],
+        [helper.make_opsetid("", 17)],
+    )  # fmt: skip
+    weights = [onnx.numpy_helper.from_array(np.linspace(0.5, 2, 6, dtype=np.float32), n) for n in ("scale", "bias")]
+    graph = helper.make_graph(
+        [
+            helper.make_node("If", ["flag"], ["branched"], name="choose", then_branch=then_branch,
+                             else_branch=else_branch),  # fmt: skip
+            helper.make_node("Norm", ["branched", "scale", "bias"], ["y"], domain="local", name="call"),
+        ],
+        "g", [helper.make_tensor_value_info("flag", TensorProto.BOOL, []), x], [y], weights,
+    )  # fmt: skip
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)], functions=[function]
+    )
+    converted = lowering.lower(model, target_opset=11, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    branch_nodes = next(a.g for a in converted.graph.node[0].attribute if a.name == "then_branch").node
+    assert not any(n.op_type in ("Flatten", "Reshape") for n in branch_nodes)
+    assert {n.op_type for n in converted.functions[0].node} >= {"Flatten", "Reshape"}
+    feeds = {"x": np.random.default_rng(4).standard_normal((3, 6)).astype(np.float32)}
+    for flag in (True, False):
+        feeds["flag"] = np.array(flag)
+        got, want = run_onnxruntime(converted, feeds)[0], run_onnxruntime(model, feeds)[0]
+        assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(got, want).any()

@@ -39,7 +39,7 @@ from ..moving import OPTIONAL_CONSTRUCTORS
 from ..registry import rule_for
 from ..scopes import Scope
 from . import protowire
-from .moves import _moved_written
+from .moves import moved_written
 
 
 class KeptByOp(NamedTuple):
@@ -93,7 +93,7 @@ def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> KeptByO
                 continue
             label = lane.moved_label
             if label in counted:
-                moved = _moved_written(node, dropped, b"", tag)
+                moved = moved_written(node, dropped, b"", tag)
                 if moved is None:
                     walked.append(index)
                     continue
@@ -113,7 +113,6 @@ class _Lane:
 
     def __init__(self, op_type: str, source: int, target: int, by_node: bool) -> None:
         self.label = f"{op_type}-{source}→{target}"
-        self.source, self.target = source, target
         schema = schemas.schema_in_force(op_type, target)
         self.taken = {name: int(attribute.type.value) for name, attribute in schema.attributes.items()}
         self.required = frozenset(name for name, attribute in schema.attributes.items() if attribute.required)
@@ -146,7 +145,7 @@ class _Lane:
 
     def stated_defaults(self, node, attributes) -> tuple[bytes, ...] | None:
         """Where ``node`` is left but for attributes the target lacks that it states at their
-        default: those attributes' fields (as :func:`.moves._moved_written` drops them); else None."""
+        default: those attributes' fields (as :func:`.moves.moved_written` drops them); else None."""
         if not self.defaults_dropped or not self.moved_label:
             return None
         kept, dropped = [], []

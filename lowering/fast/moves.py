@@ -410,7 +410,7 @@ class KindMemo:
         own bytes less and plus attributes."""
         tag = protowire.node_tag(scope.graph)
         if recorded.moved is not None:
-            written = _moved_written(node, *recorded.moved, tag)
+            written = moved_written(node, *recorded.moved, tag)
             if written is not None:
                 self._count(recorded)
                 return [written]
@@ -672,7 +672,7 @@ def _moved_fields(node: onnx.NodeProto, result: onnx.NodeProto) -> tuple[tuple[b
     return dropped, b"".join(protowire.field(protowire.ATTRIBUTE_TAG, attribute) for attribute in appended)
 
 
-def _moved_written(node: onnx.NodeProto, dropped: tuple[bytes, ...], appended: bytes, tag: bytes) -> bytes | None:
+def moved_written(node: onnx.NodeProto, dropped: tuple[bytes, ...], appended: bytes, tag: bytes) -> bytes | None:
     """The node field of ``node`` moved as recorded (see :func:`_moved_fields`): its own bytes
     less each dropped attribute's field, with the appended ones after (parsed back, a repeated
     field's items come in the order written). None where a dropped field's bytes occur in the
