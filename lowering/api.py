@@ -127,8 +127,8 @@ def lower_model(
         input_check.stop()
         raise
     try:
-        input_check.settle(names_wanted=bool(assumed_free))  # the input's own fault first, as the plain path finds it
-        if assumed_free and not input_check.model_names().isdisjoint(assumed_free):
+        input_check.settle(assumed_free)  # the input's own fault first, as the plain path finds it
+        if assumed_free and input_check.holds_any(assumed_free):
             # A name taken as free is the model's (what the pass gave or raised may come of it):
             # the pass is made again, its names listed first.
             failure = None
@@ -181,6 +181,7 @@ def _lowered(
             fast=fast,
             assume_free_names=assume_free,
             assumed_free=assumed_free,
+            names_final=functools.partial(input_check.ask, assumed_free) if assume_free else None,
         )
         report = lowering_pass.run()
         outcome = lowering_pass.outcome()
@@ -314,19 +315,26 @@ class _InputCheck:
         # Where the child lists the model's names too (``names_of`` lists them here otherwise).
         self.lists_names = names_of is not None and beside is not None
         self._names_of = names_of
-        self._listed: set[str] | None = None
+        self._held: bool | None = None  # the child's answer to the names taken as free
 
-    def model_names(self) -> set[str]:
-        """Every name the model holds: as the child listed them, else listed here."""
-        return self._listed if self._listed is not None else self._names_of()
+    def ask(self, names: list[str]) -> None:
+        """Ask the child at once whether the model holds any of ``names``, where no more will be
+        taken (the answer is read by :meth:`settle`)."""
+        if self.beside is not None:
+            self.beside.ask(names)
 
-    def settle(self, names_wanted: bool = False) -> None:
+    def holds_any(self, names: list[str]) -> bool:
+        """Whether the model holds any of ``names`` (given to :meth:`settle`): as the child
+        answered, else found here."""
+        return self._held if self._held is not None else not self._names_of().isdisjoint(names)
+
+    def settle(self, assumed_free: list[str] | None = None) -> None:
         """Raise where the input is refused; the child (where one checks) is done with after,
-        its list of the model's names read first where ``names_wanted``."""
+        asked first whether the model holds any of ``assumed_free`` where given."""
         if self.beside is not None:
             self.message, self.then_message = self.beside.verdict(), self.beside.then_refusal()
-            if names_wanted and self.message is None and self.then_message is None:
-                self._listed = self.beside.model_names()
+            if assumed_free and self.message is None and self.then_message is None:
+                self._held = self.beside.holds_any(assumed_free)
             self.beside.finish()
             self.beside = None
         if self.message is not None:

@@ -301,16 +301,42 @@ def passes(monkeypatch) -> list:
     return made
 
 
+@pytest.fixture
+def asked(monkeypatch) -> list:
+    """Every question put to a child about the names taken as free: (the names, its answer)."""
+    answers: list[tuple[list[str], bool | None]] = []
+    original = beside.CheckBeside.holds_any
+
+    def holds_any(self, names):
+        answers.append((list(names), original(self, names)))
+        return answers[-1][1]
+
+    monkeypatch.setattr(beside.CheckBeside, "holds_any", holds_any)
+    return answers
+
+
 @pytest.mark.parametrize("taken", ["ln_Mean2D", "ln_Var", "y"])
-def test_names_taken_as_free_beside_the_child_give_the_plain_paths_bytes(taken, passes, started):
+def test_names_taken_as_free_beside_the_child_give_the_plain_paths_bytes(taken, passes, started, asked, monkeypatch):
     """The child lists the model's names while the pass takes the names it asks for as free; a
     name the model holds (here the Identity's output, named as the body names a value) is
-    found after, and the pass is made again with the names listed: the plain path's bytes."""
+    found after by the child, asked with the names taken (once the walk is done, before the
+    node list is rebuilt), and the pass is made again with the names listed: the plain path's
+    bytes."""
+    early: list[list[str]] = []
+    original_ask = beside.CheckBeside.ask
+
+    def ask(self, names):
+        early.append(list(names))
+        original_ask(self, names)
+
+    monkeypatch.setattr(beside.CheckBeside, "ask", ask)
     plain = lowering.lower(layer_norm_beside(taken), target_opset=13, fast=False).SerializeToString()
     passes.clear()
     assert lowering.lower(layer_norm_beside(taken), target_opset=13, fast=BESIDE).SerializeToString() == plain
-    assert started[-1] is not None and started[-1].model_names() is not None
-    assert taken in started[-1].model_names()
+    assert started[-1] is not None and started[-1].reaped
+    [(names, held)] = asked
+    assert early[0] == names
+    assert held is (taken != "y") and (taken in names) is held
     assert passes == ([True, False] if taken != "y" else [True])
     for shortcuts in (FIRST, Shortcuts(names_beside=False)):
         passes.clear()
@@ -318,7 +344,7 @@ def test_names_taken_as_free_beside_the_child_give_the_plain_paths_bytes(taken, 
         assert passes == [False]
 
 
-def test_where_the_child_sends_no_names_they_are_listed_here(monkeypatch, passes, started):
+def test_where_the_child_sends_no_names_they_are_listed_here(monkeypatch, passes, started, asked):
     parent = os.getpid()
     original = lowering.api.names_in_model
 
@@ -331,26 +357,104 @@ def test_where_the_child_sends_no_names_they_are_listed_here(monkeypatch, passes
     plain = lowering.lower(layer_norm_beside("ln_Var"), target_opset=13, fast=False).SerializeToString()
     passes.clear()
     assert lowering.lower(layer_norm_beside("ln_Var"), target_opset=13, fast=BESIDE).SerializeToString() == plain
-    assert started[-1] is not None and started[-1].model_names() is None  # the verdict came, the names did not
+    assert started[-1] is not None and started[-1].reaped
+    assert [held for _, held in asked] == [None]  # the verdict came, the child could not tell
     assert passes == [True, False]
 
 
-def test_the_childs_names_are_not_waited_for_where_none_was_taken_as_free(passes, started, monkeypatch):
+def test_the_child_is_not_asked_where_no_name_was_taken_as_free(passes, started, asked):
     """At opset 18 the LayerNormalization stays: no name is asked for, the child is ended after
-    its verdict without its list being asked for."""
-    asked: list[beside.CheckBeside] = []
-    original = beside.CheckBeside.model_names
-
-    def model_names(self):
-        asked.append(self)
-        return original(self)
-
-    monkeypatch.setattr(beside.CheckBeside, "model_names", model_names)
+    its verdict without being asked about names."""
     lowering.lower(layer_norm_beside("ln_Var"), target_opset=18, fast=BESIDE)
     assert passes == [True] and started[-1] is not None and started[-1].reaped
     assert asked == []
     lowering.lower(layer_norm_beside("ln_Var"), target_opset=13, fast=BESIDE)
-    assert asked == [started[-1]] and started[-1].reaped
+    assert len(asked) == 1 and asked[0][1] is True and started[-1].reaped
+
+
+@pytest.mark.parametrize(
+    "sent, held",
+    [
+        (["x"], True),
+        (["free"], False),
+        (["free", "also_free", "y"], True),
+        ([f"free_{k}_{'n' * 40}" for k in range(40_000)], False),  # megabytes: more than a pipe holds
+        ([], False),
+    ],
+)
+def test_the_child_answers_whether_the_model_holds_any_name_sent(sent, held):
+    running = beside.start(valid().SerializeToString(), 1, names_of=lambda: {"x", "y", "m"})
+    assert running is not None
+    assert running.holds_any(sent) is held
+    assert running.reaped
+
+
+@pytest.mark.parametrize("memory_files", [True, False])
+@pytest.mark.parametrize(
+    "sent, held",
+    [
+        (["free", "y"], True),
+        ([f"free_{k}_{'n' * 40}" for k in range(40_000)], False),
+    ],
+)
+def test_names_asked_before_the_end_are_answered_alike(monkeypatch, memory_files, sent, held):
+    """Names sent as soon as they are final (written to a memory file) get the answer they get
+    sent at the end; without memory files they are sent at the end."""
+    if not memory_files:
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    running = beside.start(valid().SerializeToString(), 1, names_of=lambda: {"x", "y", "m"})
+    assert running is not None
+    running.ask(sent)
+    assert running.holds_any(sent) is held and running.reaped
+
+
+def test_a_name_taken_after_the_question_leaves_the_answer_unknown():
+    sent = ["free"]
+    running = beside.start(valid().SerializeToString(), 1, names_of=lambda: {"x", "y", "m"})
+    assert running is not None
+    running.ask(sent)
+    sent.append("y")  # (the pass took one more: the child was not asked about it)
+    assert running.holds_any(sent) is None and running.reaped
+
+
+def test_a_child_that_could_not_list_the_names_says_so():
+    def no_list():
+        raise MemoryError("no memory in the child")
+
+    running = beside.start(valid().SerializeToString(), 1, names_of=no_list)
+    assert running is not None and running.holds_any(["x"]) is None and running.reaped
+
+
+def test_a_child_asked_no_names_is_ended_without_a_question():
+    running = beside.start(valid().SerializeToString(), 1, names_of=lambda: {"x"})
+    assert running is not None and running.verdict() is None
+    running.finish()
+    assert running.reaped and running.holds_any(["x"]) is None
+
+
+def test_a_child_gone_before_the_question_gives_no_answer():
+    import signal
+
+    running = beside.start(valid().SerializeToString(), 1, names_of=lambda: {"x"})
+    assert running is not None and running.verdict() is None
+    os.kill(running.pid, signal.SIGKILL)
+    assert running.holds_any([f"n{k}" for k in range(100_000)]) is None and running.reaped
+
+
+def test_a_child_stuck_listing_the_names_is_given_up_on(monkeypatch):
+    import time
+
+    def stuck():
+        time.sleep(60)
+        return {"x"}
+
+    monkeypatch.setattr(beside, "PATIENCE_S", 0.5)
+    monkeypatch.setattr(beside, "PATIENCE_PER_NODE_S", 0.0)
+    began = time.monotonic()
+    running = beside.start(valid().SerializeToString(), 1, names_of=stuck)
+    assert running is not None and running.verdict() is None
+    assert running.holds_any([f"n{k}_{'n' * 40}" for k in range(40_000)]) is None and running.reaped
+    assert time.monotonic() - began < 30
 
 
 def test_the_child_serializes_the_model_for_the_parent_where_no_bytes_are_given():

@@ -9,9 +9,16 @@ writes its verdict to a pipe: ``0`` (valid), ``1`` and the message (refused), ``
 checker raised something else: the parent then runs it itself, to raise what the plain path
 raises), or ``3`` and a message: the checker passed the model and the check asked to follow
 it (``then``: on the plain path the next check of the input, before the pass) refused it.
-The verdict is followed by its message's length (4 bytes) and message, then, where asked
-(``names_of``) and the model passed, every name the model holds, pickled: the pass takes names
-as free meanwhile and checks them against this list (:class:`lowering.naming.NameAllocator`).
+The verdict is followed by its message's length (4 bytes) and message. Where asked
+(``names_of``) and the model passed, the child then lists every name the model holds and waits:
+the pass takes names as free meanwhile (:class:`lowering.naming.NameAllocator`), and once it is
+done the parent sends those names (UTF-8, NUL between: no name holds a NUL byte here, or none is
+sent) on a second pipe, or writes them to a memory file made before the fork and says so on
+that pipe; the child answers one byte, whether the model holds any of them (``2``: it could
+not list its names). The names taken (94k for a 100k-node conversion) go one way in a few ms,
+where the model's (200k) pickled the other way cost about 0.1 s; and where the pass knows its
+names are final before it is done (:meth:`CheckBeside.ask`: before the main graph's node list
+is spliced), the child's answer (some 0.03 s) is made while the pass ends.
 
 The pass thus runs on a model the checker may refuse (its progress reported, its time spent)
 before the refusal comes; it never returns or writes anything from it. Where no child can be
@@ -28,7 +35,6 @@ from a process of 800 MB here), while the checker takes about 12 µs a node.
 from __future__ import annotations
 
 import os
-import pickle
 import select
 import signal
 import threading
@@ -42,6 +48,8 @@ from ..nodecheck import checker_message
 
 _VALID, _REFUSED, _OTHER, _THEN_REFUSED = 0, 1, 2, 3
 _CHECKED_HERE = 4  # (never sent) the child could not tell, and the checker here passed the model
+_NONE_HELD, _ONE_HELD, _UNLISTED = 0, 1, 2  # the child's answer to the names taken as free
+_NAMES_HERE, _NAMES_IN_MEMORY = b"\x00", b"\x01"  # how the names taken as free come: after, or in the memory file
 FollowUp = Callable[[], "str | None"]  # a check after the checker's: None, or its refusal
 NamesOf = Callable[[], "set[str]"]  # every name the model holds
 FROM_NODES = 10_000  # the checker's ~0.1 s from here on outweighs a fork's cost
@@ -59,9 +67,14 @@ class CheckBeside:
         nodes: int = FROM_NODES,
         then: FollowUp | None = None,
         serialized: tuple[int, int] | None = None,
+        asking: tuple[int, int | None] | None = None,
     ) -> None:
         self._pid = pid
         self._reader = reader
+        # Where the child lists names: the pipe the names taken as free are sent on, and the
+        # memory file they may be written to (None where there is none).
+        self._asking = asking
+        self._asked: tuple[list[str], int] | None = None  # the names written to the memory file (the list, its length)
         self._data = data  # the model's bytes, or how to get them (where the child serializes it)
         # Where the child serializes the model: (the memory file it writes the bytes to, the
         # pipe it then closes), until the bytes are read or no longer wanted.
@@ -75,8 +88,7 @@ class CheckBeside:
         self._answer = bytearray()  # what the child wrote so far
         self._open = True  # the pipe not yet closed, the child not yet waited for
         self._ended = False  # the child closed its end of the pipe (it exited)
-        self._message_end = 0  # where the names start in the answer, once the verdict is read
-        self._names: set[str] | None = None
+        self._message_end = 0  # where the answer to the names sent starts, once the verdict is read
 
     @property
     def pid(self) -> int:
@@ -115,18 +127,53 @@ class CheckBeside:
             return self._then()
         return None
 
-    def model_names(self) -> set[str] | None:
-        """Every name the model holds, as the child listed them after its verdict (None where it
-        did not: the model refused, the child killed or failing); the child is then waited for."""
-        if self.verdict() is None and self._verdict[0] == _VALID and self._names is None:
-            self._read_to(None)
-            try:
-                names = pickle.loads(bytes(self._answer[self._message_end :]))
-            except Exception:  # noqa: BLE001 - a missing or garbled list is no list: the caller makes its own
-                names = None
-            self._names = names if isinstance(names, set) else None
+    def ask(self, names: list[str]) -> None:
+        """Send ``names`` (the names taken as free, where no more will be) at once, where they
+        can go without waiting for the child: written to the memory file, the child told on its
+        pipe. :meth:`holds_any` then reads the answer (if no name was taken since)."""
+        if self._asking is None or self._asked is not None or not names:
+            return
+        asking, memory = self._asking
+        text = _names_text(names)
+        if memory is None or text is None:
+            return
+        try:
+            _write_file(memory, text)
+            os.write(asking, _NAMES_IN_MEMORY)  # (one byte: the pipe is empty, it never waits)
+        except OSError:
+            return  # (the child gone: holds_any finds it)
+        self._asked = (names, len(names))
+        self._close_asking()
+
+    def holds_any(self, names: list[str]) -> bool | None:
+        """Whether the model holds any of ``names``, as the child finds among the names it
+        listed after its verdict (None where it did not: the model refused, the child killed or
+        failing, asked for no names, or names taken after :meth:`ask`); the child is then done
+        with."""
+        held = None if names else False
+        if self.verdict() is None and self._verdict[0] == _VALID and names:
+            sent = False
+            if self._asked is not None:
+                sent = self._asked[0] is names and self._asked[1] == len(names)
+            elif self._asking is not None:
+                text = _names_text(names)
+                try:
+                    if text is not None:
+                        sent = _write_within(self._asking[0], _NAMES_HERE + text, self._deadline)
+                finally:
+                    self._close_asking()  # (the child reads to the end)
+            if sent and self._read_to(self._message_end + 1):
+                answer = self._answer[self._message_end]
+                held = None if answer == _UNLISTED else answer == _ONE_HELD
         self.finish()
-        return self._names
+        return held
+
+    def _close_asking(self) -> None:
+        if self._asking is not None:
+            for descriptor in self._asking:
+                if descriptor is not None:
+                    os.close(descriptor)
+            self._asking = None
 
     def model_bytes(self) -> bytes | None:
         """The model's bytes where the child serialized it and has written them all by now
@@ -150,6 +197,7 @@ class CheckBeside:
     def finish(self) -> None:
         """End the child (killed where it still runs: what it would still say is not wanted)."""
         self._close_serialized()
+        self._close_asking()
         if self._open:
             self._open = False
             if not self._ended:  # (once it closed the pipe it is gone, maybe reaped already)
@@ -226,8 +274,8 @@ def start(
     or None where no child can be forked safely or the model is too small to be worth one.
     ``then``: a check run in the child after the checker passes the model (it sees the
     parent's memory as it was at the fork), its refusal told by :meth:`CheckBeside.then_refusal`;
-    ``names_of``: the model's names, listed in the child where the model passed
-    (:meth:`CheckBeside.model_names`). ``data`` None: the child serializes the model
+    ``names_of``: the model's names, listed in the child where the model passed and asked of
+    by :meth:`CheckBeside.holds_any`. ``data`` None: the child serializes the model
     (``serialize``, which the parent calls itself where it needs the bytes before the child
     has them: :meth:`CheckBeside.model_bytes`)."""
     if nodes < FROM_NODES or not hasattr(os, "fork") or threading.active_count() > 1:
@@ -240,6 +288,18 @@ def start(
         reader, writer = os.pipe()
     except OSError:  # no descriptors left: checked here
         return None
+    asked = None  # (the child's end, the parent's) of the pipe the names taken as free go on
+    names_memory = None  # the memory file they may be written to
+    if names_of is not None:
+        try:
+            asked = os.pipe()
+        except OSError:
+            asked = None  # the names are then listed here
+        if asked is not None and hasattr(os, "memfd_create"):
+            try:
+                names_memory = os.memfd_create("onnx-lower-names", os.MFD_CLOEXEC)
+            except OSError:
+                names_memory = None  # (they go on the pipe)
     serialized = None
     if data is None:
         try:
@@ -265,10 +325,15 @@ def start(
         if serialized is not None:
             for descriptor in (*serialized, told):
                 os.close(descriptor)
+        for descriptor in (*(asked or ()), names_memory):
+            if descriptor is not None:
+                os.close(descriptor)
         return None
     if pid == 0:  # the child: check, say the verdict, leave without running the parent's exits
         try:
             os.close(reader)
+            if asked is not None:
+                os.close(asked[1])
             if serialized is not None:  # the model's bytes for the parent first, then the check
                 os.close(serialized[1])
                 data = serialize()
@@ -283,14 +348,17 @@ def start(
                 outcome, message = _REFUSED, checker_message(error)
             said = message.encode("utf-8", "replace")
             _write_all(writer, bytes([outcome]) + len(said).to_bytes(4, "little") + said)
-            if outcome == _VALID and names_of is not None:  # after the verdict: the parent may not want them
-                _write_all(writer, _pickled_names(names_of))
+            if outcome == _VALID and asked is not None:  # after the verdict: the parent may not ask
+                _answer_names_asked(names_of, asked[0], names_memory, writer)
         finally:
             os._exit(0)
     os.close(writer)
     if serialized is not None:
         os.close(told)
-    return CheckBeside(pid, reader, data if data is not None else serialize, nodes, then, serialized)
+    if asked is not None:
+        os.close(asked[0])
+    asking = (asked[1], names_memory) if asked is not None else None
+    return CheckBeside(pid, reader, data if data is not None else serialize, nodes, then, serialized, asking)
 
 
 def _readable(descriptor: int, timeout: float) -> bool:
@@ -331,12 +399,65 @@ def _write_all(writer: int, data: bytes) -> None:
         view = view[os.write(writer, view) :]
 
 
-def _pickled_names(names_of: NamesOf) -> bytes:
-    """The model's names pickled, or nothing where listing them failed (the parent lists them)."""
+def _answer_names_asked(names_of: NamesOf, asked: int, memory: int | None, writer: int) -> None:
+    """In the child: the model's names listed, then the names the parent sends answered
+    (:meth:`CheckBeside.holds_any`): whether the model holds any. They come on ``asked``,
+    to the end of the pipe, after a byte saying whether they are there or in ``memory``.
+    Nothing is answered where the parent sends nothing (it did not ask)."""
     try:
-        return pickle.dumps(names_of(), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - the verdict still goes out
-        return b""
+        names = names_of()
+    except Exception:  # noqa: BLE001 - no list: the parent makes its own
+        names = None
+    chunks = []
+    while chunk := os.read(asked, 1 << 20):
+        chunks.append(chunk)
+    request = b"".join(chunks)
+    if not request:
+        return
+    if request[:1] == _NAMES_IN_MEMORY:
+        request = _read_file(memory) if memory is not None else None
+    else:
+        request = request[1:]
+    if not isinstance(names, set) or request is None:
+        answer = _UNLISTED
+    else:
+        sent = request.decode("utf-8", "surrogatepass").split("\0")
+        answer = _NONE_HELD if names.isdisjoint(sent) else _ONE_HELD
+    _write_all(writer, bytes([answer]))
+
+
+def _names_text(names: list[str]) -> bytes | None:
+    """``names`` as sent to the child: UTF-8, a NUL between two (None where a name holds a NUL)."""
+    text = "\0".join(names)
+    if text.count("\0") != len(names) - 1:
+        return None
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _write_within(descriptor: int, data: bytes, deadline: float) -> bool:
+    """``data`` written to a pipe whose reader may be gone or stuck: False where it is gone
+    (closed) or has not taken it all by ``deadline`` (time.monotonic)."""
+    os.set_blocking(descriptor, False)
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(descriptor, view) :]
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0 or not _writable(descriptor, left):
+                return False
+        except OSError:  # the child closed its end (it exited)
+            return False
+    return True
+
+
+def _writable(descriptor: int, timeout: float) -> bool:
+    """Whether ``descriptor`` can be written to (or its reader is gone) within ``timeout`` seconds."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(descriptor, select.POLLOUT | select.POLLERR)
+        return bool(poller.poll(max(0, int(timeout * 1000))))
+    return bool(select.select([], [descriptor], [], max(timeout, 0))[1])
 
 
 __all__ = ["CheckBeside", "check_here", "start"]
