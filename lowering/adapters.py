@@ -155,6 +155,23 @@ def auto_pad_or_ceil_mode(node: onnx.NodeProto) -> bool:
     return auto_pad_set(node) or bool(attribute_of(node, "ceil_mode"))
 
 
+class HeldAttributes:
+    """A predicate: the node holds an attribute named one of ``names`` (whatever its value).
+    Declared so rather than as a function, a change of this kind can be seen not to affect a
+    node that holds only attributes of other names (:mod:`lowering.fast.keptops`)."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = frozenset(names)
+        self.__doc__ = f"holds {' or '.join(sorted(self.names))}"
+
+    def __call__(self, node: onnx.NodeProto) -> bool:
+        names = self.names
+        return any(attribute.name in names for attribute in node.attribute)
+
+    def __repr__(self) -> str:
+        return f"HeldAttributes({', '.join(map(repr, sorted(self.names)))})"
+
+
 def attribute_in(name: str, values: frozenset[str]) -> Predicate:
     """A predicate: the node's string attribute ``name`` is one of ``values``."""
 

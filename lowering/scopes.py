@@ -76,6 +76,11 @@ class DeclaredTypes:
                 self._defaults[name] = found
         return found
 
+    def typed_by_value(self) -> set[str]:
+        """The Constant outputs nothing else types (no value_info, no initializer or default):
+        :meth:`get` gives each the type of its node's value."""
+        return set(self._constants).difference(self._grouped, self._defaults)
+
     def add_constants(self, constants: dict[str, onnx.NodeProto]) -> None:
         """Constant nodes by output: each types its output by its value, after what types it already."""
         self._constants = constants
@@ -167,6 +172,19 @@ def _constant_type(node: onnx.NodeProto) -> onnx.TypeProto | None:
         if found is not None:
             return _tensor_type(found)
     return None
+
+
+def _constant_element_type(node: onnx.NodeProto) -> int:
+    """The element type of :func:`_constant_type` (0 where it gives None or an undefined type)."""
+    for attribute in node.attribute:
+        if attribute.ref_attr_name:
+            return 0
+        if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
+            return attribute.t.data_type
+        found = _CONSTANT_ATTRIBUTE_TYPES.get(attribute.name)
+        if found is not None:
+            return found
+    return 0
 
 
 @functools.cache
@@ -780,6 +798,7 @@ class Scope:
         stated_types = self._stated_element_types
         op_types = self.op_types
         domains_to_read = self.other_domains
+        by_value = declared.typed_by_value()
         # op type → how a node of one output is typed at once: ("same", its inputs typed like
         # it, the input typed like it where none is typed) or ("type", t); None: _propagate_node
         lanes: dict[str, tuple | None] = {}
@@ -791,7 +810,13 @@ class Scope:
             output = outputs[0]
             if not output or output in known:
                 continue
+            op_type = op_types[index]
             if output in stated:
+                if op_type == "Constant" and output in by_value:  # (what declared.get gives, at once)
+                    element_type = _constant_element_type(node)
+                    if element_type:
+                        stated_types.add(element_type)
+                        continue
                 stated_type = declared.get(output)
                 if stated_type is not None:
                     element_type = element_type_of(stated_type)
@@ -799,7 +824,6 @@ class Scope:
                         stated_types.add(element_type)
                         continue
                     self._stated_open = True
-            op_type = op_types[index]
             lane = lanes.get(op_type, _UNREAD)
             if lane is _UNREAD:
                 rule = self._schema_rules.get(op_type) or self._output_rule(node, index)

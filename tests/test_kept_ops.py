@@ -250,6 +250,61 @@ def test_constants_are_counted_by_node_and_those_a_known_change_affects_are_walk
     assert "Sparse tensors not supported" in alike_on_every_path(model, 9)
 
 
+def test_a_change_affecting_only_attributes_the_target_lacks_is_not_asked_of_each_node(
+    whole_pass_soon, left_out, monkeypatch
+):
+    """Constant's step 12 affects only nodes holding value_float and the others (declared as
+    HeldAttributes), none of which Constant-11 takes: a Constant whose attributes Constant-11
+    takes cannot be affected, and its lane asks nothing of it node by node; the node holding
+    value_float is still walked (it holds an attribute the target lacks)."""
+    from lowering.fast import keptops
+
+    asked: list[onnx.NodeProto] = []
+    leaves = keptops._Lane.leaves
+
+    def recording(self, node, attributes):
+        asked.append(node)
+        return leaves(self, node, attributes)
+
+    monkeypatch.setattr(keptops._Lane, "leaves", recording)
+    values = [onnx.numpy_helper.from_array(np.float32([k])) for k in range(8)]
+    nodes = [helper.make_node("Constant", [], [f"c{k}"], value=value) for k, value in enumerate(values)]
+    nodes += [helper.make_node("Constant", [], ["f"], value_float=2.5)]
+    nodes += [helper.make_node("Sum", [f"c{k}" for k in range(8)] + ["f"], ["y"])]
+    graph = helper.make_graph(nodes, "constants", [], [helper.make_tensor_value_info("y", F32, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    converted_every_way(model, 11)
+    assert left_out[0][1] == {"Constant-13→11": 7} and asked == []
+    lane = keptops._lane("Constant", 13, 11, frozenset({F32}))
+    assert lane is not None and lane.changes == [] and not lane.by_node
+
+
+@pytest.mark.parametrize(
+    "op_type, version, held",
+    [
+        ("ArgMax", 12, "select_last_index"),
+        ("Cast", 19, "saturate"),
+        ("Cast", 24, "round_mode"),
+        ("Constant", 12, "value_float"),
+        ("GatherND", 12, "batch_dims"),
+        ("LSTM", 14, "layout"),
+        ("Reshape", 14, "allowzero"),
+        ("Shape", 15, "start"),
+        ("Shape", 15, "end"),
+    ],
+)
+def test_changes_declared_by_the_attributes_they_affect_affect_nodes_holding_them(op_type, version, held):
+    """Each change declared as HeldAttributes affects a node holding that attribute, at any
+    value, and not the node without it."""
+    from lowering.adapters import HeldAttributes, known_changes
+
+    change = known_changes()[(op_type, version)]
+    assert isinstance(change.affects, HeldAttributes) and held in change.affects.names
+    for value in (0, 1, 2.5, "x"):
+        assert change.affects(helper.make_node(op_type, ["a"], ["b"], **{held: value}, other=1))
+    assert not change.affects(helper.make_node(op_type, ["a"], ["b"], other=1))
+
+
 def reshapes(stated: list[list[onnx.AttributeProto]], links: int = LINKS) -> onnx.ModelProto:
     """``links`` Reshape-14 of x to [4] and back to [2, 2] in turn, the k-th stating the
     attributes ``stated[k % len(stated)]`` (TorchScript states allowzero=0 on each)."""

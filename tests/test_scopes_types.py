@@ -216,3 +216,35 @@ def test_a_held_shape_is_an_initializers_or_constants_own_never_a_fed_inputs():
     inner = scope.subgraph(branch, 0, "then_branch", None, "g > then")
     for name in ("inner", "read"):  # (through the branch's Identity and the main graph's)
         assert [d.dim_value for d in inner.type_with_held_shape(name).tensor_type.shape.dim] == [6]
+
+
+def universe(nodes, value_info=(), initializers=(), opset: int = 18) -> frozenset[int] | None:
+    output = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+    graph = onnx.helper.make_graph(nodes, "g", [], [output], initializers, value_info=value_info)
+    scope = Scope(graph, opset=opset, location="g", names=NameAllocator(), twin=lambda: None)
+    scope.other_domains = False
+    return scope.element_types_of_all_values()
+
+
+def test_a_constants_type_among_the_graphs_types_is_the_one_its_name_is_given():
+    """The whole pass takes a Constant's element type from its value, where nothing else types
+    its output (read at once, without its TypeProto): a value_info naming it, or an initializer
+    of its name, comes first, as :meth:`DeclaredTypes.get` has it; a value of undefined type
+    leaves the graph's types unknown."""
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    F64, I8 = onnx.TensorProto.DOUBLE, onnx.TensorProto.INT8
+    value = numpy_helper.from_array(np.int8([1]))
+    nodes = [helper.make_node("Constant", [], ["c"], value=value), helper.make_node("Cast", ["c"], ["y"], to=1)]
+    assert universe(nodes) == {I8, onnx.TensorProto.FLOAT}
+    stated = [helper.make_tensor_value_info("c", F64, None)]
+    assert universe(nodes, value_info=stated) == {F64, onnx.TensorProto.FLOAT}
+    assert universe(nodes, value_info=[helper.make_tensor_sequence_value_info("c", I8, None)]) is None
+    held = numpy_helper.from_array(np.int16([1]), "c")
+    assert universe(nodes, initializers=[held]) == {onnx.TensorProto.INT16, onnx.TensorProto.FLOAT}
+    for attribute, element_type in (({"value_int": 1}, onnx.TensorProto.INT64), ({"value_floats": [1.0]}, 1)):
+        nodes[0] = helper.make_node("Constant", [], ["c"], **attribute)
+        assert universe(nodes) == {element_type, onnx.TensorProto.FLOAT}
+    undefined = onnx.TensorProto()
+    undefined.dims.append(1)
+    nodes[0] = helper.make_node("Constant", [], ["c"], value=undefined)
+    assert universe(nodes) is None

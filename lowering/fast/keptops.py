@@ -19,7 +19,10 @@ of that type (a graph under a ``__`` name among them), which the walk judges alo
 Where the versions' signatures differ only in attributes (Constant-13 and 11: step 12 added
 value_float and others, under a known change whose adapter leaves every node it does not
 affect), a node is kept as it is where, besides, it sets every attribute the target requires,
-the attributes both versions have default alike, and no known change between affects it.
+the attributes both versions have default alike, and no known change between affects it. A
+change declared to affect only nodes holding some attributes (``adapters.HeldAttributes``),
+none of which the target takes, affects no node whose attributes the target takes: Constant's
+at 12 is not asked of each Constant node going to 11.
 A node that states, besides, an attribute the target's version lacks at its default (every
 TorchScript Reshape-14 states allowzero=0) means what it means without it: the adapter, which
 leaves that node, moves it without the attribute (``tests/test_adapter_registry.py``), so
@@ -116,9 +119,17 @@ class _Lane:
         schema = schemas.schema_in_force(op_type, target)
         self.taken = {name: int(attribute.type.value) for name, attribute in schema.attributes.items()}
         self.required = frozenset(name for name, attribute in schema.attributes.items() if attribute.required)
-        self.by_node = by_node
-        self.changes = adapters.changes_between(op_type, source, target)  # (as change_for asks them)
         self.going_down = target < source
+        # The known changes between (as change_for asks them) that may affect a node the target's
+        # attributes take (:meth:`takes`): a change going up that only goes down cannot, nor one
+        # affecting nodes holding attributes the target lacks (adapters.HeldAttributes).
+        self.changes = [
+            change
+            for change in adapters.changes_between(op_type, source, target)
+            if _may_affect(change, self.going_down, self.taken)
+        ]
+        # Judged node by node, where anything is left to judge (Constant-13 to 11: nothing).
+        self.by_node = by_node and bool(self.required or self.changes)
         # Where judged node by node: the attributes the source's version has and the target's
         # lacks, each as a node states it at its default (name → the attribute's bytes).
         self.defaults_dropped: dict[str, bytes] = {}
@@ -159,7 +170,7 @@ class _Lane:
             if stated != default:
                 return None
             dropped.append(protowire.field(protowire.ATTRIBUTE_TAG, stated))
-        if not dropped or not self.takes(kept) or not self._leaves_without(node, kept):
+        if not dropped or not self.takes(kept) or (self.by_node and not self._leaves_without(node, kept)):
             return None
         return tuple(dropped)
 
@@ -177,6 +188,16 @@ class _Lane:
         if self.required and not self.required <= {attribute.name for attribute in attributes}:
             return False
         return not any(change.changes(node, self.going_down) for change in self.changes)
+
+
+def _may_affect(change: adapters.MeaningChange, going_down: bool, taken: dict[str, int]) -> bool:
+    """Whether ``change`` may affect a node going that way whose attributes are all ``taken``'s:
+    not where it only goes down and the node goes up, nor where it affects only nodes holding an
+    attribute ``taken`` lacks."""
+    if change.down_only and not going_down:
+        return False
+    affects = change.affects
+    return not (isinstance(affects, adapters.HeldAttributes) and affects.names.isdisjoint(taken))
 
 
 def _lane(op_type: str, source_opset: int, target_opset: int, universe: frozenset[int]) -> _Lane | None:

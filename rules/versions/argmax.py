@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, known_change, moved
+from lowering.adapters import AdapterContext, HeldAttributes, NodeWriter, adapter, attribute_of, known_change, moved
 from lowering.errors import LoweringError
 
 ARG_12 = "version 12 adds select_last_index, which picks the last of equal extremes"
@@ -17,7 +17,7 @@ known_change(
     12,
     ARG_12,
     down_only=True,
-    affects=lambda node: attribute_of(node, "select_last_index") is not None,
+    affects=HeldAttributes("select_last_index"),
 )
 
 

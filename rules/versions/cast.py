@@ -5,13 +5,13 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved
+from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 from lowering.errors import LoweringError
 
 CAST_19 = "version 19 adds saturate, which applies only to conversions to float8 types"
 CAST_24 = "version 24 adds round_mode, which applies only to conversions to float8e8m0"
-known_change(("Cast",), 19, CAST_19, down_only=True, affects=lambda node: attribute_of(node, "saturate") is not None)
-known_change(("Cast",), 24, CAST_24, down_only=True, affects=lambda node: attribute_of(node, "round_mode") is not None)
+known_change(("Cast",), 19, CAST_19, down_only=True, affects=HeldAttributes("saturate"))
+known_change(("Cast",), 24, CAST_24, down_only=True, affects=HeldAttributes("round_mode"))
 
 
 @adapter(("Cast",), 19, "down", "saturate dropped", versions=(6, 25))

@@ -7,7 +7,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, known_change
+from lowering.adapters import AdapterContext, HeldAttributes, adapter, known_change
 from lowering.errors import LoweringError
 
 # What a scalar or list attribute of Constant holds, as a tensor: floats are float32 and ints
@@ -32,7 +32,7 @@ known_change(
     12,
     CONSTANT_12,
     down_only=True,
-    affects=lambda node: any(attribute.name in VALUE_ATTRIBUTES for attribute in node.attribute),
+    affects=HeldAttributes(*VALUE_ATTRIBUTES),
 )
 
 

@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, known_change, moved
+from lowering.adapters import AdapterContext, HeldAttributes, NodeWriter, adapter, attribute_of, known_change, moved
 from lowering.errors import LoweringError
 
 GATHER_ND_12 = "version 12 adds batch_dims, the leading dimensions data and indices share"
@@ -16,7 +16,7 @@ known_change(
     12,
     GATHER_ND_12,
     down_only=True,
-    affects=lambda node: attribute_of(node, "batch_dims") is not None,
+    affects=HeldAttributes("batch_dims"),
 )
 
 

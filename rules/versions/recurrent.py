@@ -5,11 +5,19 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved, require_types_taken
+from lowering.adapters import (
+    AdapterContext,
+    HeldAttributes,
+    adapter,
+    attribute_of,
+    known_change,
+    moved,
+    require_types_taken,
+)
 
 RECURRENT = ("GRU", "LSTM", "RNN")
 RECURRENT_14 = "version 14 adds layout; layout=1 puts the batch axis first in X, initial_h, initial_c, Y, Y_h and Y_c"
-known_change(RECURRENT, 14, RECURRENT_14, down_only=True, affects=lambda node: attribute_of(node, "layout") is not None)
+known_change(RECURRENT, 14, RECURRENT_14, down_only=True, affects=HeldAttributes("layout"))
 
 # Input and output positions that layout=1 gives batch first, with the permutation taking the
 # layout-0 tensor to the layout-1 one ([1, 0, 2] is its own inverse).

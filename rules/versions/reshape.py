@@ -7,13 +7,20 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, constant_ints, known_change, moved
+from lowering.adapters import (
+    AdapterContext,
+    HeldAttributes,
+    NodeWriter,
+    adapter,
+    attribute_of,
+    constant_ints,
+    known_change,
+    moved,
+)
 from lowering.errors import LoweringError
 
 RESHAPE_14 = "version 14 adds allowzero: with allowzero=1 a 0 in the shape means size 0, not 'copy this dimension'"
-known_change(
-    ("Reshape",), 14, RESHAPE_14, down_only=True, affects=lambda node: attribute_of(node, "allowzero") is not None
-)
+known_change(("Reshape",), 14, RESHAPE_14, down_only=True, affects=HeldAttributes("allowzero"))
 
 
 @adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25), changed_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, known_change, moved
+from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, int64_constant, known_change, moved
 
 SHAPE_15 = "version 15 adds start and end, which keep only the dimensions from start to end"
 INT64_MAX = 2**63 - 1  # an end past every rank: Slice clamps it to the rank, as Shape-15 does
@@ -15,7 +15,7 @@ known_change(
     15,
     SHAPE_15,
     down_only=True,
-    affects=lambda node: attribute_of(node, "start") is not None or attribute_of(node, "end") is not None,
+    affects=HeldAttributes("start", "end"),
 )
 
 
