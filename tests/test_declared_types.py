@@ -137,3 +137,29 @@ def test_type_strings_found_by_a_types_bytes_are_its_schema_spelling():
     types += [shared.get(tensor.name) for tensor in weights]
     for type_proto in types + types[::-1]:
         assert scopes.type_string(type_proto) == schemas.type_string(type_proto)
+
+
+def test_the_element_types_stated_read_at_once_are_those_get_gives():
+    """What the whole graph's typing reads in one pass over the value_infos: each name a
+    value_info types, with the element type of what :meth:`get` gives it, 0 for a sequence,
+    an optional or a tensor of undefined element type (the graph's types are then open)."""
+    from lowering.scopes import element_type_of
+
+    rng = random.Random(7)
+    for seed in range(400):
+        graph = random_graph(seed)
+        for group in (graph.input, graph.output, graph.value_info):
+            for info in list(group):
+                roll = rng.random()
+                if roll < 0.1:
+                    info.type.CopyFrom(helper.make_sequence_type_proto(helper.make_tensor_type_proto(1, None)))
+                elif roll < 0.15:
+                    info.type.tensor_type.elem_type = TensorProto.UNDEFINED
+        declared = declared_types(graph)
+        expected = {
+            info.name: element_type_of(declared.get(info.name)) or 0
+            for group in (graph.input, graph.output, graph.value_info)
+            for info in group
+            if declared.get(info.name) is not None and any(i.name == info.name and i.HasField("type") for i in group)
+        }
+        assert declared_types(graph).stated_element_types() == expected, seed
