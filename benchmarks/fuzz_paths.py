@@ -712,8 +712,28 @@ def feeds_for(model, b: Builder, rng: np.random.Generator):
     return feeds
 
 
+def departs_from_the_spec(model: onnx.ModelProto) -> bool:
+    """Whether the model holds a GridSample onnxruntime's kernel computes otherwise than the spec:
+    cubic with border padding clamps every coordinate of a point one of whose coordinates is past
+    the borders (tests/test_gridsample_lowering.py, onnxruntime_follows_the_spec); the lowering
+    follows the spec, so onnxruntime is no oracle for it."""
+    from lowering.graphs import nested_graphs
+
+    for graph in [model.graph, *nested_graphs(model.graph.node)]:
+        for node in graph.node:
+            if node.op_type != "GridSample":
+                continue
+            values = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            if values.get("mode") in (b"cubic", b"bicubic") and values.get("padding_mode") == b"border":
+                return True
+    return False
+
+
 def ort_check(orig: onnx.ModelProto, conv_bytes: bytes, b: Builder, seed: int):
     import onnxruntime as ort
+
+    if departs_from_the_spec(orig):
+        return "skip"
 
     so = ort.SessionOptions()
     so.log_severity_level = 4

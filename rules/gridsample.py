@@ -31,8 +31,10 @@ CUBIC_A = -0.75  # the cubic convolution's coefficient (Keys), as the op states 
 SAMPLED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 
 # How far the lowered GridSample may stray from the op, per float type. Measured
-# (tests/test_gridsample_lowering.py) against onnxruntime's kernel (float, double) and the numpy
-# reference below (every type), on 4-D and 5-D inputs of standard normal values with grids within
+# (tests/test_gridsample_lowering.py) against onnxruntime's kernel (float, double; where it
+# follows the spec: not 5-D cubic, nor cubic with border padding, where it clamps every coordinate
+# of a point one of whose coordinates is past the borders) and the numpy reference below (every
+# type), on 4-D and 5-D inputs of standard normal values with grids within
 # [-2.5, 2.5], out to ±750 and on the borders, every mode, padding and align_corners. The rule
 # takes the kernel's coordinates and neighbours (its formulas, in the grid's type, float32 for
 # 16-bit grids) and only adds the weighted neighbours in another order (ReduceSum): float at most
