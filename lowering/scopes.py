@@ -85,7 +85,8 @@ class DeclaredTypes:
         if self._element_types is None:
             found: dict[str, int] = {}
             for names, _, _, group in reversed(self._groups):  # in order: a later one with a type wins
-                for name, info in zip(names, group, strict=True):
+                # (a value_info added since is not read, as get() does not: its names were listed first)
+                for name, info in zip(names, group, strict=False):
                     element_type = info.type.tensor_type.elem_type  # (0 where it holds no tensor type)
                     if element_type:
                         found[name] = element_type

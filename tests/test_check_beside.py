@@ -415,6 +415,58 @@ def test_a_name_taken_after_the_question_leaves_the_answer_unknown():
     running.ask(sent)
     sent.append("y")  # (the pass took one more: the child was not asked about it)
     assert running.holds_any(sent) is None and running.reaped
+    sent = ["free"]
+    running = beside.start(valid().SerializeToString(), 1, names_of=lambda: {"x", "y", "m"})
+    assert running is not None
+    running.ask(sent)
+    sent[:] = ["y"]  # (one given back and another taken: as many names, not the ones asked about)
+    assert running.holds_any(sent) is None and running.reaped
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd") or not hasattr(os, "memfd_create"), reason="Linux")
+@pytest.mark.parametrize("failing", ["model memory file", "its pipe"])
+def test_where_the_child_cannot_be_set_up_no_descriptor_is_left_open(monkeypatch, failing):
+    real_memfd, real_pipe = os.memfd_create, os.pipe
+    pipes = []
+
+    def memfd(name, *flags):
+        if failing == "model memory file" and name == "onnx-lower-model":
+            raise OSError(24, "Too many open files")
+        return real_memfd(name, *flags)
+
+    def pipe():
+        pipes.append(1)
+        if failing == "its pipe" and len(pipes) == 2:  # (the first is the verdict's)
+            raise OSError(24, "Too many open files")
+        return real_pipe()
+
+    monkeypatch.setattr(os, "memfd_create", memfd)
+    monkeypatch.setattr(os, "pipe", pipe)
+    before = open_descriptors()
+    model = valid()
+    assert beside.start(None, 1, names_of=lambda: {"x"}, serialize=model.SerializeToString) is None
+    assert open_descriptors() == before
+
+
+def test_the_answer_does_not_wait_for_the_pipes_end_another_child_holds_open(monkeypatch):
+    """A process forked from the parent after the check started (here a second check) holds a
+    copy of the parent's end of the names pipe: the child reads the names to their stated
+    length, not to the pipe's end, and answers at once."""
+    import time
+
+    monkeypatch.delattr(os, "memfd_create", raising=False)  # (the names go on the pipe)
+    monkeypatch.setattr(beside, "PATIENCE_S", 20.0)
+    first = beside.start(valid().SerializeToString(), 1, names_of=lambda: {"x", "y"})
+    second = beside.start(valid().SerializeToString(), 1, names_of=lambda: {"x"})
+    assert first is not None and second is not None
+    began = time.monotonic()
+    assert first.holds_any(["free", "y"]) is True
+    assert time.monotonic() - began < 10
+    assert second.holds_any(["free"]) is False
 
 
 def test_a_child_that_could_not_list_the_names_says_so():

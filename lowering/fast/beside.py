@@ -13,8 +13,8 @@ The verdict is followed by its message's length (4 bytes) and message. Where ask
 (``names_of``) and the model passed, the child then lists every name the model holds and waits:
 the pass takes names as free meanwhile (:class:`lowering.naming.NameAllocator`), and once it is
 done the parent sends those names (UTF-8, NUL between: no name holds a NUL byte here, or none is
-sent) on a second pipe, or writes them to a memory file made before the fork and says so on
-that pipe; the child answers one byte, whether the model holds any of them (``2``: it could
+sent) on a second pipe, their length first, or writes them to a memory file made before the
+fork and says so on that pipe; the child answers one byte, whether the model holds any of them (``2``: it could
 not list its names). The names taken (94k for a 100k-node conversion) go one way in a few ms,
 where the model's (200k) pickled the other way cost about 0.1 s; and where the pass knows its
 names are final before it is done (:meth:`CheckBeside.ask`: before the main graph's node list
@@ -74,7 +74,7 @@ class CheckBeside:
         # Where the child lists names: the pipe the names taken as free are sent on, and the
         # memory file they may be written to (None where there is none).
         self._asking = asking
-        self._asked: tuple[list[str], int] | None = None  # the names written to the memory file (the list, its length)
+        self._asked: list[str] | None = None  # the names written to the memory file, as they were
         self._data = data  # the model's bytes, or how to get them (where the child serializes it)
         # Where the child serializes the model: (the memory file it writes the bytes to, the
         # pipe it then closes), until the bytes are read or no longer wanted.
@@ -142,7 +142,7 @@ class CheckBeside:
             os.write(asking, _NAMES_IN_MEMORY)  # (one byte: the pipe is empty, it never waits)
         except OSError:
             return  # (the child gone: holds_any finds it)
-        self._asked = (names, len(names))
+        self._asked = list(names)
         self._close_asking()
 
     def holds_any(self, names: list[str]) -> bool | None:
@@ -154,14 +154,15 @@ class CheckBeside:
         if self.verdict() is None and self._verdict[0] == _VALID and names:
             sent = False
             if self._asked is not None:
-                sent = self._asked[0] is names and self._asked[1] == len(names)
+                sent = self._asked == names  # (else a name was taken, or given back and another taken, since)
             elif self._asking is not None:
                 text = _names_text(names)
                 try:
                     if text is not None:
-                        sent = _write_within(self._asking[0], _NAMES_HERE + text, self._deadline)
+                        request = _NAMES_HERE + len(text).to_bytes(8, "little") + text
+                        sent = _write_within(self._asking[0], request, self._deadline)
                 finally:
-                    self._close_asking()  # (the child reads to the end)
+                    self._close_asking()
             if sent and self._read_to(self._message_end + 1):
                 answer = self._answer[self._message_end]
                 held = None if answer == _UNLISTED else answer == _ONE_HELD
@@ -288,18 +289,6 @@ def start(
         reader, writer = os.pipe()
     except OSError:  # no descriptors left: checked here
         return None
-    asked = None  # (the child's end, the parent's) of the pipe the names taken as free go on
-    names_memory = None  # the memory file they may be written to
-    if names_of is not None:
-        try:
-            asked = os.pipe()
-        except OSError:
-            asked = None  # the names are then listed here
-        if asked is not None and hasattr(os, "memfd_create"):
-            try:
-                names_memory = os.memfd_create("onnx-lower-names", os.MFD_CLOEXEC)
-            except OSError:
-                names_memory = None  # (they go on the pipe)
     serialized = None
     if data is None:
         try:
@@ -315,6 +304,19 @@ def start(
                 os.close(descriptor)
             return None
         serialized = (memory, ready)
+    # (made last: nothing below returns before the fork's own failure, which closes them)
+    asked = None  # (the child's end, the parent's) of the pipe the names taken as free go on
+    names_memory = None  # the memory file they may be written to
+    if names_of is not None:
+        try:
+            asked = os.pipe()
+        except OSError:
+            asked = None  # the names are then listed here
+        if asked is not None and hasattr(os, "memfd_create"):
+            try:
+                names_memory = os.memfd_create("onnx-lower-names", os.MFD_CLOEXEC)
+            except OSError:
+                names_memory = None  # (they go on the pipe)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # a fork beside native threads
@@ -401,29 +403,43 @@ def _write_all(writer: int, data: bytes) -> None:
 
 def _answer_names_asked(names_of: NamesOf, asked: int, memory: int | None, writer: int) -> None:
     """In the child: the model's names listed, then the names the parent sends answered
-    (:meth:`CheckBeside.holds_any`): whether the model holds any. They come on ``asked``,
-    to the end of the pipe, after a byte saying whether they are there or in ``memory``.
-    Nothing is answered where the parent sends nothing (it did not ask)."""
+    (:meth:`CheckBeside.holds_any`): whether the model holds any. On ``asked`` comes a byte
+    saying where they are: in ``memory`` (written before the byte), or after it on the pipe,
+    their length first (8 bytes; read to that length, not to the pipe's end, which a process
+    forked from the parent meanwhile would hold open). Nothing is answered where the parent
+    closes the pipe first (it did not ask)."""
     try:
         names = names_of()
     except Exception:  # noqa: BLE001 - no list: the parent makes its own
         names = None
-    chunks = []
-    while chunk := os.read(asked, 1 << 20):
-        chunks.append(chunk)
-    request = b"".join(chunks)
-    if not request:
+    where = _read_exactly(asked, 1)
+    if where is None:
         return
-    if request[:1] == _NAMES_IN_MEMORY:
+    if where == _NAMES_IN_MEMORY:
         request = _read_file(memory) if memory is not None else None
     else:
-        request = request[1:]
+        length = _read_exactly(asked, 8)
+        request = _read_exactly(asked, int.from_bytes(length, "little")) if length is not None else None
+        if request is None:
+            return  # (the parent gone mid-way)
     if not isinstance(names, set) or request is None:
         answer = _UNLISTED
     else:
         sent = request.decode("utf-8", "surrogatepass").split("\0")
         answer = _NONE_HELD if names.isdisjoint(sent) else _ONE_HELD
     _write_all(writer, bytes([answer]))
+
+
+def _read_exactly(descriptor: int, size: int) -> bytes | None:
+    """``size`` bytes read from a pipe; None where it ends first."""
+    chunks, left = [], size
+    while left:
+        chunk = os.read(descriptor, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _names_text(names: list[str]) -> bytes | None:
