@@ -12,13 +12,13 @@ it (``then``: on the plain path the next check of the input, before the pass) re
 The verdict is followed by its message's length (4 bytes) and message. Where asked
 (``names_of``) and the model passed, the child then lists every name the model holds and waits:
 the pass takes names as free meanwhile (:class:`lowering.naming.NameAllocator`), and once it is
-done the parent sends those names (UTF-8, NUL between: no name holds a NUL byte here, or none is
-sent) on a second pipe, their length first, or writes them to a memory file made before the
-fork and says so on that pipe; the child answers one byte, whether the model holds any of them (``2``: it could
-not list its names). The names taken (94k for a 100k-node conversion) go one way in a few ms,
-where the model's (200k) pickled the other way cost about 0.1 s; and where the pass knows its
-names are final before it is done (:meth:`CheckBeside.ask`: before the main graph's node list
-is spliced), the child's answer (some 0.03 s) is made while the pass ends.
+done the parent sends those names (UTF-8, a NUL between: where a name holds a NUL none is sent)
+on a second pipe, their length first, or writes them to a memory file made before the fork and
+says so on that pipe; the child answers one byte, whether the model holds any of them (``2``:
+it could not list its names). The names taken (94k for a 100k-node conversion) go one way in a
+few ms, where the model's (200k) pickled the other way cost about 0.1 s; and where the pass
+knows its names are final before it is done (:meth:`CheckBeside.ask`: before the main graph's
+node list is spliced), the child's answer (some 0.03 s) is made while the pass ends.
 
 The pass thus runs on a model the checker may refuse (its progress reported, its time spent)
 before the refusal comes; it never returns or writes anything from it. Where no child can be
