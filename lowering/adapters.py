@@ -164,6 +164,21 @@ class HeldAttributes:
         self.names = frozenset(names)
         self.__doc__ = f"holds {' or '.join(sorted(self.names))}"
 
+    @classmethod
+    def added_at(cls, version: int, *op_types: str) -> HeldAttributes:
+        """Holding an attribute that step ``version`` of each of ``op_types`` added (onnx.defs:
+        the attributes its schema has and the version before lacks)."""
+        added: set[str] = set()
+        for op_type in op_types:
+            if version not in schemas.op_versions(op_type):
+                raise ValueError(f"{op_type} has no version {version}")
+            before = schemas.schema_in_force(op_type, version - 1)
+            earlier = before.attributes if before is not None else {}
+            added.update(name for name in schemas.schema_in_force(op_type, version).attributes if name not in earlier)
+        if not added:
+            raise ValueError(f"step {version} of {', '.join(op_types)} adds no attribute")
+        return cls(*added)
+
     def __call__(self, node: onnx.NodeProto) -> bool:
         names = self.names
         return any(attribute.name in names for attribute in node.attribute)

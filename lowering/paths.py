@@ -8,12 +8,22 @@ interface and gives the same bytes; without it the product is the same, only slo
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import onnx
 
 from .builder import Builder, NotLowered
 from .decomposition import check_input_accepted, decompose, input_value, rule_attributes
 from .registry import Rule
 from .scopes import Scope
+
+
+class KeptByOp(NamedTuple):
+    """What a path decided a conversion's walk of a graph leaves out (see :meth:`PlainPath.kept_by_op`)."""
+
+    walked: list[int]  # the nodes the walk still looks at, in order
+    counted: dict[str, int]  # the nodes left out, kept as they are or moved as written, by report label
+    written: dict[int, bytes]  # the nodes moved without the attributes they state at their default, as node fields
 
 
 class GraphEdits:
@@ -77,11 +87,11 @@ class PlainPath:
         not here."""
         return False
 
-    def kept_by_op(self, scope: Scope, visited: list[int]) -> tuple[list[int], dict[str, int], dict[int, bytes]]:
+    def kept_by_op(self, scope: Scope, visited: list[int]) -> KeptByOp:
         """The nodes of ``visited`` a conversion's walk looks at, how many it left out (kept as
         they are, or moved as written) under each report label, and the nodes it moved, as
         written (node fields): here none is left out."""
-        return visited, {}, {}
+        return KeptByOp(visited, {}, {})
 
     def checked_kind(self, result: list | None) -> object | None:
         """A key under which a check at the target that ``result`` passed stands for every

@@ -182,28 +182,21 @@ def _constant_type(node: onnx.NodeProto) -> onnx.TypeProto | None:
     """The type of a Constant node's output where its ``value`` attribute holds a tensor, or it
     holds a ``value_float(s)``, ``value_int(s)`` or ``value_string(s)`` (a tensor of float,
     int64 or string); None for ``sparse_value`` and a reference to a function's attribute."""
+    element_type = _constant_element_type(node)
+    return None if element_type is None else _tensor_type(element_type)
+
+
+def _constant_element_type(node: onnx.NodeProto) -> int | None:
+    """The element type of :func:`_constant_type` (read at once, no TypeProto made)."""
     for attribute in node.attribute:
         if attribute.ref_attr_name:
             return None
-        if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
-            return _tensor_type(attribute.t.data_type)
-        found = _CONSTANT_ATTRIBUTE_TYPES.get(attribute.name)
-        if found is not None:
-            return _tensor_type(found)
-    return None
-
-
-def _constant_element_type(node: onnx.NodeProto) -> int:
-    """The element type of :func:`_constant_type` (0 where it gives None or an undefined type)."""
-    for attribute in node.attribute:
-        if attribute.ref_attr_name:
-            return 0
         if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
             return attribute.t.data_type
         found = _CONSTANT_ATTRIBUTE_TYPES.get(attribute.name)
         if found is not None:
             return found
-    return 0
+    return None
 
 
 @functools.cache

@@ -51,6 +51,14 @@ GRID_SAMPLE_TOLERANCE = {
 }
 
 
+def onnxruntime_follows_the_spec(rank: int, mode: str | bytes, padding_mode: str | bytes) -> bool:
+    """Whether onnxruntime's GridSample kernel (16, 20 and 22 alike) computes the op as the spec
+    states it for inputs of ``rank``: it has no 5-D cubic, and with cubic and border padding it
+    clamps every coordinate of a point where one is past the borders (the spec, onnx.reference
+    and this rule clamp that one only). Elsewhere onnx.reference is the oracle."""
+    return INTERPOLATION.get(as_text(mode)) != "cubic" or (rank == 4 and as_text(padding_mode) != "border")
+
+
 def gridsample_reference(
     x: np.ndarray, grid: np.ndarray, *, align_corners: int = 0, mode: str = "linear", padding_mode: str = "zeros"
 ) -> np.ndarray:

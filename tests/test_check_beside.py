@@ -613,9 +613,9 @@ def test_descriptors_numbered_past_1023_are_waited_on():
     reader, writer = os.pipe()
     high = os.dup2(reader, 1500)
     try:
-        assert not beside._readable(high, 0)
+        assert not beside._ready(high, 0)
         os.write(writer, b"x")
-        assert beside._readable(high, 1)
+        assert beside._ready(high, 1)
     finally:
         for descriptor in (reader, writer, high):
             os.close(descriptor)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from lowering.rules.gridsample import onnxruntime_follows_the_spec
 from onnx import TensorProto, helper
 from support import make_model, op_type_set, refusal
 from version_cases import node_cases, sweep_case
@@ -116,13 +117,6 @@ CASES = [
 
 def _ids(cases):
     return [f"{rank}d-{mode}-{padding}-corners{corners}" for rank, mode, padding, corners in cases]
-
-
-def onnxruntime_follows_the_spec(rank: int, mode: str, padding: str) -> bool:
-    """onnxruntime's GridSample-20 has no 5-D cubic, and with cubic and border padding it clamps
-    every coordinate of a point where one is past the borders (the spec, onnx.reference and the
-    rule clamp that one only): there onnx.reference is the oracle."""
-    return mode != "cubic" or (rank == 4 and padding != "border")
 
 
 @pytest.mark.parametrize(("rank", "mode", "padding", "corners"), CASES, ids=_ids(CASES))

@@ -22,12 +22,12 @@ from ..builder import Builder, NotLowered, Value
 from ..decomposition import bound, check_input_accepted, input_value, rule_attributes, type_key, without_shapes
 from ..graphs import holds_graphs
 from ..modelio import ModelBytes
-from ..paths import GraphEdits, PlainPath, node_hint
+from ..paths import GraphEdits, KeptByOp, PlainPath, node_hint
 from ..registry import Rule
 from ..schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 from ..scopes import Scope
 from . import protowire
-from .keptops import KeptByOp, kept_by_op
+from .keptops import kept_by_op
 from .lean import lean_bytes
 from .moves import KindMemo
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together

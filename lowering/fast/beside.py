@@ -182,7 +182,7 @@ class CheckBeside:
         if self._serialized is None:
             return self._data if isinstance(self._data, bytes) else None
         memory, ready = self._serialized
-        if not _readable(ready, 0):
+        if not _ready(ready, 0):
             return None
         done = os.read(ready, 1) == b"\x01"  # (the pipe closed without it: the child failed)
         data = _read_file(memory) if done else None
@@ -243,7 +243,7 @@ class CheckBeside:
             if not self._open:
                 return False
             left = self._deadline - time.monotonic()
-            if not _readable(self._reader, left):  # no answer in time: given up on
+            if not _ready(self._reader, left):  # no answer in time: given up on
                 self.finish()
                 return False
             chunk = os.read(self._reader, 1 << 20)
@@ -363,14 +363,17 @@ def start(
     return CheckBeside(pid, reader, data if data is not None else serialize, nodes, then, serialized, asking)
 
 
-def _readable(descriptor: int, timeout: float) -> bool:
-    """Whether ``descriptor`` can be read (or is closed) within ``timeout`` seconds; by poll
-    where there is one (select takes no descriptor numbered past 1023)."""
+def _ready(descriptor: int, timeout: float, writing: bool = False) -> bool:
+    """Whether ``descriptor`` can be read (or is closed) within ``timeout`` seconds; where
+    ``writing``, whether it can be written to (or its reader is gone). By poll where there is
+    one (select takes no descriptor numbered past 1023)."""
     if hasattr(select, "poll"):
         poller = select.poll()
-        poller.register(descriptor, select.POLLIN | select.POLLHUP | select.POLLERR)
+        events = select.POLLOUT if writing else select.POLLIN | select.POLLHUP
+        poller.register(descriptor, events | select.POLLERR)
         return bool(poller.poll(max(0, int(timeout * 1000))))
-    return bool(select.select([descriptor], [], [], max(timeout, 0))[0])
+    waited = ([], [descriptor]) if writing else ([descriptor], [])
+    return any(select.select(*waited, [], max(timeout, 0))[:2])
 
 
 def _write_file(descriptor: int, data: bytes) -> None:
@@ -460,20 +463,11 @@ def _write_within(descriptor: int, data: bytes, deadline: float) -> bool:
             view = view[os.write(descriptor, view) :]
         except BlockingIOError:
             left = deadline - time.monotonic()
-            if left <= 0 or not _writable(descriptor, left):
+            if left <= 0 or not _ready(descriptor, left, writing=True):
                 return False
         except OSError:  # the child closed its end (it exited)
             return False
     return True
-
-
-def _writable(descriptor: int, timeout: float) -> bool:
-    """Whether ``descriptor`` can be written to (or its reader is gone) within ``timeout`` seconds."""
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(descriptor, select.POLLOUT | select.POLLERR)
-        return bool(poller.poll(max(0, int(timeout * 1000))))
-    return bool(select.select([], [descriptor], [], max(timeout, 0))[1])
 
 
 __all__ = ["CheckBeside", "check_here", "start"]

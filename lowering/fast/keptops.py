@@ -33,24 +33,16 @@ the first such node of each op is walked, as above.
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import onnx
 
 from .. import adapters, schemas, versioning
 from ..moving import OPTIONAL_CONSTRUCTORS
+from ..paths import KeptByOp
 from ..registry import rule_for
 from ..scopes import Scope
 from . import protowire
 from .moves import moved_written
-
-
-class KeptByOp(NamedTuple):
-    """What the op lane decided for a graph's walk (see the module docstring)."""
-
-    walked: list[int]  # the nodes the walk still looks at, in order
-    counted: dict[str, int]  # the nodes left out, kept as they are or moved as written, by report label
-    written: dict[int, bytes]  # the nodes moved without the attributes they state at their default, as node fields
 
 
 def kept_by_op(scope: Scope, visited: list[int], requested: set[str]) -> KeptByOp:

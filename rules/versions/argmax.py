@@ -17,7 +17,7 @@ known_change(
     12,
     ARG_12,
     down_only=True,
-    affects=HeldAttributes("select_last_index"),
+    affects=HeldAttributes.added_at(12, "ArgMax", "ArgMin"),
 )
 
 

@@ -10,8 +10,8 @@ from lowering.errors import LoweringError
 
 CAST_19 = "version 19 adds saturate, which applies only to conversions to float8 types"
 CAST_24 = "version 24 adds round_mode, which applies only to conversions to float8e8m0"
-known_change(("Cast",), 19, CAST_19, down_only=True, affects=HeldAttributes("saturate"))
-known_change(("Cast",), 24, CAST_24, down_only=True, affects=HeldAttributes("round_mode"))
+known_change(("Cast",), 19, CAST_19, down_only=True, affects=HeldAttributes.added_at(19, "Cast"))
+known_change(("Cast",), 24, CAST_24, down_only=True, affects=HeldAttributes.added_at(24, "Cast"))
 
 
 @adapter(("Cast",), 19, "down", "saturate dropped", versions=(6, 25))

@@ -32,7 +32,7 @@ known_change(
     12,
     CONSTANT_12,
     down_only=True,
-    affects=HeldAttributes(*VALUE_ATTRIBUTES),
+    affects=HeldAttributes.added_at(12, "Constant"),
 )
 
 

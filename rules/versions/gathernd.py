@@ -16,7 +16,7 @@ known_change(
     12,
     GATHER_ND_12,
     down_only=True,
-    affects=HeldAttributes("batch_dims"),
+    affects=HeldAttributes.added_at(12, "GatherND"),
 )
 
 

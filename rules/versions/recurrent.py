@@ -17,7 +17,7 @@ from lowering.adapters import (
 
 RECURRENT = ("GRU", "LSTM", "RNN")
 RECURRENT_14 = "version 14 adds layout; layout=1 puts the batch axis first in X, initial_h, initial_c, Y, Y_h and Y_c"
-known_change(RECURRENT, 14, RECURRENT_14, down_only=True, affects=HeldAttributes("layout"))
+known_change(RECURRENT, 14, RECURRENT_14, down_only=True, affects=HeldAttributes.added_at(14, *RECURRENT))
 
 # Input and output positions that layout=1 gives batch first, with the permutation taking the
 # layout-0 tensor to the layout-1 one ([1, 0, 2] is its own inverse).

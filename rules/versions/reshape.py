@@ -20,7 +20,7 @@ from lowering.adapters import (
 from lowering.errors import LoweringError
 
 RESHAPE_14 = "version 14 adds allowzero: with allowzero=1 a 0 in the shape means size 0, not 'copy this dimension'"
-known_change(("Reshape",), 14, RESHAPE_14, down_only=True, affects=HeldAttributes("allowzero"))
+known_change(("Reshape",), 14, RESHAPE_14, down_only=True, affects=HeldAttributes.added_at(14, "Reshape"))
 
 
 @adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25), changed_only=True)

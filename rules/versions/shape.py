@@ -15,7 +15,7 @@ known_change(
     15,
     SHAPE_15,
     down_only=True,
-    affects=HeldAttributes("start", "end"),
+    affects=HeldAttributes.added_at(15, "Shape"),
 )
 
 
