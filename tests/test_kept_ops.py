@@ -355,3 +355,16 @@ def test_an_attribute_stated_otherwise_than_as_its_default_is_walked(left_out):
     assert walked == LINKS + 2
     extras = [a for node in converted.graph.node for a in node.attribute if a.name == "__extra"]
     assert len(extras) == LINKS // 2
+
+
+def test_held_attributes_are_read_from_the_steps_schemas():
+    """HeldAttributes.added_at reads from onnx.defs what a step added (Shape-15: start and end),
+    and refuses a version that is no step of the op, or a step that added no attribute."""
+    from lowering.adapters import HeldAttributes
+
+    assert HeldAttributes.added_at(15, "Shape").names == {"start", "end"}
+    assert HeldAttributes.added_at(14, "GRU", "LSTM", "RNN").names == {"layout"}
+    with pytest.raises(ValueError, match="no version 12"):
+        HeldAttributes.added_at(12, "Reshape")
+    with pytest.raises(ValueError, match="adds no attribute"):
+        HeldAttributes.added_at(13, "Reshape")
