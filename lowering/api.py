@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import gc
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +14,6 @@ from .engine import Legalizer, default_opset
 from .errors import IncompleteLowering, InternalError, LoweringError
 from .functions import all_expansions
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
-from .naming import names_in_model
 from .nodecheck import checker_message
 from .opcount import count_ops
 from .patterns import first_paragraph
@@ -105,95 +102,35 @@ def lower_model(
     if fast is None:
         fast = os.environ.get("ONNX_LOWER_PLAIN", "") != "1"
     # The model's bytes, where it is small enough to copy (no large inline weights): the
-    # checker reads them, and the pass checks new names against them.
-    small = bool(fast) and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model)
+    # checker reads them, and the fast path checks new names against them.
     model_bytes = None
-    if small:
+    if fast and weights_fit_in_a_copy(model):
         model_bytes = ModelBytes(model, serialized if serialized is not None and ir_model is None else None)
-    then = None if target_opset is None else _target_opset_refusal(model, target_opset)
-    beside = bool(fast) and getattr(fast, "check_beside", True)
-    names_beside = beside and getattr(fast, "names_beside", True)
-    input_check = _check_input(model, model_bytes, beside=beside, then=then, names_beside=names_beside)
-    passes = functools.partial(
-        _lowered, model, ir_model, requested, target_opset, target, progress, fast, strict, model_bytes, input_check
-    )
-    assumed_free: list[str] = []  # the names the pass takes as free, as it takes them
-    failure: Exception | None = None
-    try:
-        result = passes(assume_free=input_check.lists_names, assumed_free=assumed_free)
-    except Exception as error:
-        failure = error
-    except BaseException:
-        input_check.stop()
-        raise
-    try:
-        input_check.settle(assumed_free)  # the input's own fault first, as the plain path finds it
-        if assumed_free and input_check.holds_any(assumed_free):
-            # A name taken as free is the model's (what the pass gave or raised may come of it):
-            # the pass is made again, its names listed first.
-            failure = None
-            if progress is not None:
-                progress.restart()
-            return passes(assume_free=False, assumed_free=[])
-        if failure is not None:
-            raise failure
-        return result
-    finally:
-        failure = None  # (else this frame, held by the error's traceback, holds the error: a cycle)
-
-
-def _lowered(
-    model,
-    ir_model,
-    requested,
-    target_opset,
-    target,
-    progress,
-    fast,
-    strict,
-    model_bytes,
-    input_check,
-    assume_free,
-    assumed_free: list[str],
-) -> LoweringResult:
-    """:func:`lower_model` past the start of the input's check. ``assume_free``: the model's
-    names are listed beside, and the names the pass takes as free without checking them go to
-    ``assumed_free`` as they are taken, so they are there even where the pass raises (see
-    :class:`lowering.naming.NameAllocator`)."""
-    small = model_bytes is not None
+    _check_input(model, model_bytes)
     if target_opset is not None:
-        _check_target_opset(model, target_opset, types=not input_check.follows_up)
+        _check_target_opset(model, target_opset)
     lowered = onnx.ModelProto()
-    if small and model_bytes.given is not None and ir_model is None:
+    if model_bytes is not None and model_bytes.given is not None and ir_model is None:
         lowered.ParseFromString(model_bytes.given)  # (the bytes it was read from: faster than a copy)
     else:
         lowered.CopyFrom(model)
-    collecting = gc.isenabled()
-    gc.disable()  # the pass makes many short-lived objects and no garbage cycles worth chasing
-    lowering_pass = None
+    lowering_pass = Legalizer(
+        lowered,
+        model,
+        target=dataclasses.replace(target, lowered_ops=requested, opset=target_opset),
+        progress=progress,
+        model_bytes=model_bytes,
+        fast=fast,
+    )
     try:
-        lowering_pass = Legalizer(
-            lowered,
-            model,
-            target=dataclasses.replace(target, lowered_ops=requested, opset=target_opset),
-            progress=progress,
-            model_bytes=model_bytes,
-            fast=fast,
-            assume_free_names=assume_free,
-            assumed_free=assumed_free,
-            names_final=functools.partial(input_check.ask, assumed_free) if assume_free else None,
-        )
         report = lowering_pass.run()
         outcome = lowering_pass.outcome()
+        _check_postcondition(lowered, requested, report, lowering_pass.path)
     finally:
         # The pass's objects refer to one another (the path to the driver, scopes to both):
-        # released here, they are freed at once, before the collector is back to chase them.
-        if lowering_pass is not None:
-            lowering_pass.release()
+        # released here, reference counting frees them at once, not a later full collection.
+        lowering_pass.release()
         del lowering_pass
-        if collecting:
-            gc.enable()
-    _check_postcondition(lowered, requested, report, whole=outcome.path == "fast" and small)
     if strict and report.remaining:
         raise IncompleteLowering(report.remaining)
     if target_opset is not None:
@@ -301,68 +238,9 @@ def _ir_to_proto(model) -> onnx.ModelProto:
     return onnx_ir.serde.serialize_model(model)
 
 
-class _InputCheck:
-    """onnx's checker on the input: done (``message`` None where valid), or running beside
-    the pass (:mod:`lowering.fast.beside`), with the check that follows it on the plain path
-    (the target opset's types) where ``follows_up``; :meth:`settle` raises where either refused
-    the model, the checker's refusal first."""
-
-    def __init__(self, message: str | None = None, beside=None, follows_up: bool = False, names_of=None) -> None:
-        self.message = message
-        self.beside = beside
-        self.follows_up = follows_up
-        self.then_message: str | None = None
-        # Where the child lists the model's names too (``names_of`` lists them here otherwise).
-        self.lists_names = names_of is not None and beside is not None
-        self._names_of = names_of
-        self._held: bool | None = None  # the child's answer to the names taken as free
-
-    def ask(self, names: list[str]) -> None:
-        """Ask the child at once whether the model holds any of ``names``, where no more will be
-        taken (the answer is read by :meth:`settle`)."""
-        if self.beside is not None:
-            self.beside.ask(names)
-
-    def holds_any(self, names: list[str]) -> bool:
-        """Whether the model holds any of ``names`` (given to :meth:`settle`): as the child
-        answered, else found here."""
-        return self._held if self._held is not None else not self._names_of().isdisjoint(names)
-
-    def settle(self, assumed_free: list[str] | None = None) -> None:
-        """Raise where the input is refused; the child (where one checks) is done with after,
-        asked first whether the model holds any of ``assumed_free`` where given."""
-        if self.beside is not None:
-            self.message, self.then_message = self.beside.verdict(), self.beside.then_refusal()
-            if assumed_free and self.message is None and self.then_message is None:
-                self._held = self.beside.holds_any(assumed_free)
-            self.beside.finish()
-            self.beside = None
-        if self.message is not None:
-            raise LoweringError(f"the model is not valid ONNX: {self.message}") from None
-        if self.then_message is not None:
-            raise LoweringError(self.then_message) from None
-
-    def stop(self) -> None:
-        if self.beside is not None:
-            self.beside.stop()
-            self.beside = None
-
-
-def _check_input(
-    model: onnx.ModelProto,
-    model_bytes: ModelBytes | None = None,
-    *,
-    beside: bool = False,
-    then=None,
-    names_beside=False,
-) -> _InputCheck:
+def _check_input(model: onnx.ModelProto, model_bytes: ModelBytes | None = None) -> None:
     """Refuse what onnx's checker refuses (read from ``model_bytes`` where given and the model
-    holds no external data, which the checker would look for). ``beside``: where the bytes are
-    given, the check runs in a child process while the pass goes on, followed there by ``then``
-    (a check giving None or its refusal), and ``settle`` waits for its verdict; else it runs
-    here, and a refusal is raised at once (``then`` is left to the caller). Where the bytes are
-    not made yet, the child makes them, and the pass takes them from it where it needs them
-    after the child wrote them (:meth:`lowering.fast.beside.CheckBeside.model_bytes`)."""
+    holds no external data, which the checker would look for), and an opset this onnx lacks."""
     opset = default_opset(model.opset_import)
     if opset is not None and opset > schemas.newest_opset():
         raise LoweringError(
@@ -370,55 +248,21 @@ def _check_input(
             "this onnx knows; upgrade onnx"
         )
     view = checkable(model)
-    whole = model_bytes if view is model else None
-    if beside and whole is not None:
-        try:
-            from .fast import beside as checking_beside
-        except ImportError:  # the speed work is optional: without it the check runs here
-            checking_beside = None
-        names_of = functools.partial(names_in_model, model) if names_beside else None
-        running = (
-            checking_beside.start(
-                whole.given, len(model.graph.node), then, names_of=names_of, serialize=model.SerializeToString
-            )
-            if checking_beside is not None
-            else None
-        )
-        if running is not None:
-            if whole.given is None:
-                whole.made_elsewhere(running.model_bytes)
-            return _InputCheck(beside=running, follows_up=then is not None, names_of=names_of)
     try:
-        onnx.checker.check_model(whole.get() if whole is not None else view)
+        onnx.checker.check_model(model_bytes.get() if model_bytes is not None and view is model else view)
     except onnx.checker.ValidationError as error:
-        _InputCheck(checker_message(error)).settle()
-    return _InputCheck()
+        raise LoweringError(f"the model is not valid ONNX: {checker_message(error)}") from None
 
 
-def _target_opset_refusal(model: onnx.ModelProto, target_opset: int):
-    """:func:`_check_target_opset` as a check giving its refusal (None where it passes)."""
-
-    def refusal() -> str | None:
-        try:
-            _check_target_opset(model, target_opset)
-        except LoweringError as error:
-            return str(error)
-        return None
-
-    return refusal
-
-
-def _check_target_opset(model: onnx.ModelProto, target_opset: int, *, types: bool = True) -> None:
-    """Refuse a target opset that does not exist, and (``types``) a model holding a type the
-    target lacks. Any source opset is taken: a model importing no default-domain opset is
-    converted as it is."""
+def _check_target_opset(model: onnx.ModelProto, target_opset: int) -> None:
+    """Refuse a target opset that does not exist, and a model holding a type the target lacks.
+    Any source opset is taken: a model importing no default-domain opset is converted as it is."""
     newest = schemas.newest_opset()
     if not isinstance(target_opset, int) or isinstance(target_opset, bool) or not 1 <= target_opset <= newest:
         raise LoweringError(f"target opset {target_opset!r} does not exist: this onnx knows opsets 1 to {newest}")
     # A model without default-domain ops (ai.onnx.ml, preview.training only) has nothing to move:
     # it comes back as it is, declaring the target opset for the default domain.
-    if types:
-        versioning.check_types_exist_at(model, target_opset)
+    versioning.check_types_exist_at(model, target_opset)
 
 
 def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:
@@ -465,25 +309,17 @@ def _check_structure(model: onnx.ModelProto) -> None:
         raise InternalError(f"the lowered model is invalid, so nothing is returned or written: {where}") from None
 
 
-def _check_postcondition(
-    model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport, *, whole: bool
-) -> None:
+def _check_postcondition(model: onnx.ModelProto, requested: frozenset[str], report: LoweringReport, path) -> None:
     """Every node of a requested op that is left must be accounted for in the report.
 
-    Where none was requested (a pure conversion) there is nothing to count; where the model's
-    bytes (when it may be copied whole) hold no op type field naming a requested op, none is
-    left; otherwise the ops are counted node by node."""
+    Where none was requested (a pure conversion) there is nothing to count; where the path
+    knows the model holds no node of a requested op (:meth:`lowering.paths.PlainPath.may_hold_ops`),
+    none is left; otherwise the ops are counted node by node."""
     if not requested and not report.remaining:
         return
-    if whole and not report.remaining and not _may_hold_op_types(model, requested):
+    if not report.remaining and not path.may_hold_ops(model, requested):
         return
     counts = count_ops(model)
     left = sum(counts[op_type] for op_type in requested)
     if left != len(report.remaining):
         raise AssertionError(f"{left} requested ops left in the model, {len(report.remaining)} reported")
-
-
-def _may_hold_op_types(model: onnx.ModelProto, op_types: frozenset[str]) -> bool:
-    from .fast import may_hold_op_types
-
-    return may_hold_op_types(model, op_types)

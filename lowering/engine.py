@@ -11,7 +11,7 @@ the plain specification; :mod:`lowering.fast`, the same bytes faster).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import onnx
@@ -90,18 +90,10 @@ class Legalizer:
         progress=None,
         model_bytes: ModelBytes | None = None,
         fast=True,
-        assume_free_names: bool = False,
-        assumed_free: list[str] | None = None,
-        names_final: Callable[[], None] | None = None,
     ) -> None:
         """``model_bytes``: ``model`` serialized, where it is small enough to be copied to
         bytes (the fast path checks names against them and splices node lists as bytes).
-        ``fast=False``: the plain path (see :mod:`lowering.paths`); same output, slower.
-        ``assume_free_names`` (fast path): the model's names are listed elsewhere, and the
-        names taken as free are checked against them after the pass: they go to
-        ``assumed_free`` (``names.assumed_free``) as they are taken; ``names_final`` is called
-        where no more will be (before the main graph's node list is rebuilt, where no local
-        function is left to legalize), so that they may be checked while the pass ends."""
+        ``fast=False``: the plain path (see :mod:`lowering.paths`); same output, slower."""
         self.model = model
         self.original = original
         self.target = target
@@ -113,11 +105,8 @@ class Legalizer:
         snapshot = model_bytes if self.path.name == "fast" else None
         self.report = LoweringReport()
         # ``model`` before the pass
-        self.names = NameAllocator(
-            model=original, snapshot=snapshot, assume_free=assume_free_names, assumed_free=assumed_free
-        )
+        self.names = NameAllocator(model=original, snapshot=snapshot)
         self.functions = {function_key(f): f for f in model.functions}
-        self._names_final = names_final
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}
         self._inferred_model: onnx.ModelProto | None = None
@@ -229,8 +218,6 @@ class Legalizer:
             self.report.adapted.update(kept_by_op)
         if progress is not None:
             progress.advance(nodes=len(graph_nodes) - reported, graphs=1)
-        if self._names_final is not None and scope.parent is None and not self.functions:
-            self._names_final()  # (the main graph's walk is the last: nothing after takes a name)
         if edits.apply() and (scope.parent is not None or isinstance(scope.graph, onnx.FunctionProto)):
             self.edited_structure = True
 
@@ -289,7 +276,8 @@ class Legalizer:
                 return result
             ir_version, opset_imports = self._checked_at(scope.opset)
             shapes = scope.shape_reads != shape_reads
-            if not nodecheck.check_at_target(scope, node, result, ir_version, opset_imports, shapes):
+            checked = self.path.as_nodes(result) if result else result
+            if not nodecheck.check_at_target(scope, node, checked, ir_version, opset_imports, shapes):
                 self.whole_check_needed = True
             elif kind is not None and not shapes:  # (a check with shapes holds more than the kind's key)
                 self._passed_kinds.add(kind)

@@ -8,7 +8,6 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,37 +38,22 @@ def weights_fit_in_a_copy(model: onnx.ModelProto) -> bool:
 
 class ModelBytes:
     """A model's serialized bytes, made once, where first needed: as given (a file as read),
-    else from where they are being made meanwhile (``elsewhere``: None until they are there),
     else serialized here."""
 
-    def __init__(
-        self, model: onnx.ModelProto, data: bytes | None = None, elsewhere: Callable[[], bytes | None] | None = None
-    ) -> None:
+    def __init__(self, model: onnx.ModelProto, data: bytes | None = None) -> None:
         self._model = model
         self._data = data
-        self._elsewhere = elsewhere
 
     @property
     def given(self) -> bytes | None:
         """The bytes as given or made so far (None where none are yet)."""
         return self._data
 
-    def made_elsewhere(self, elsewhere: Callable[[], bytes | None]) -> None:
-        """Where to look for the bytes first when they are needed."""
-        self._elsewhere = elsewhere
-
-    def at_hand(self) -> bytes | None:
-        """The bytes where they are at hand now (given, or made elsewhere by now), else None."""
-        if self._data is None and self._elsewhere is not None:
-            self._data = self._elsewhere()
-        return self._data
-
     def get(self) -> bytes:
-        """The bytes, serialized here where they are not at hand."""
-        data = self.at_hand()
-        if data is None:
-            data = self._data = self._model.SerializeToString()
-        return data
+        """The bytes, serialized here where they were not given."""
+        if self._data is None:
+            self._data = self._model.SerializeToString()
+        return self._data
 
 
 @dataclass

@@ -91,9 +91,7 @@ def move(
     converter's; LoweringError where none can. ``local_constants``, ``local_types``: values
     and types of what was made beside the node and is not yet in the graph (a function body's)."""
     constant_value, type_of, shaped_type_of = scope.constant_value, scope.type_of, scope.shaped_type_of
-    # The version step's judgement reads only a type's schema string; a scope that records its
-    # reads (lowering.fast.moves) says so by offering judged_type_of.
-    judged_type_of = getattr(scope, "judged_type_of", type_of)
+    judged_type_of = scope.judged_type_of  # (the version step's judgement reads only a type's schema string)
     if local_types:
 
         def type_of(name: str) -> onnx.TypeProto | None:

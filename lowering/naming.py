@@ -31,12 +31,6 @@ class NameAllocator:
     a node's name, such as ``_equal``): a name holding a tail that never occurs in those bytes
     is no name the model has, since every name is stored verbatim in them. Only when a tail
     does occur, or none is given, is the full list made, once.
-
-    Where the list is made elsewhere meanwhile (``assume_free``: in the child process that
-    checks the input, :mod:`lowering.fast.beside`), neither the list nor the bytes are read
-    here: every name not handed out already is taken as free and kept in
-    :attr:`assumed_free`, and the caller checks them against the list once it comes (every
-    answer was right where none is in it).
     """
 
     def __init__(
@@ -44,21 +38,12 @@ class NameAllocator:
         taken: Iterable[str] = (),
         model: onnx.ModelProto | None = None,
         snapshot=None,
-        assume_free: bool = False,
-        assumed_free: list[str] | None = None,
     ) -> None:
         """``model``: the model whose names to avoid (left as it is while names are handed out:
         its names may be listed late); ``snapshot``: its serialized bytes, where it is small
         enough to copy (else, for memory, its names are listed up front), or what gives them
-        (:class:`lowering.modelio.ModelBytes`, asked where first needed); ``assumed_free``: the
-        list the names taken as free go to (else a new one); ``assume_free``
-        (with a snapshot): the model's names are not listed here (see the class docstring)."""
+        (:class:`lowering.modelio.ModelBytes`, asked where first needed)."""
         self._given = set(taken)
-        # The names taken as not the model's, where its names are listed elsewhere (into the
-        # caller's ``assumed_free`` where given).
-        self.assumed_free: list[str] | None = None
-        if assume_free and snapshot is not None:
-            self.assumed_free = assumed_free if assumed_free is not None else []
         self._existing: set[str] | None = set()
         self._snapshot: bytes | None = None
         self._model: onnx.ModelProto | None = None
@@ -105,19 +90,19 @@ class NameAllocator:
             self._journal.append((name, base, before))
         return name
 
-    def mark(self) -> tuple[int, int]:
+    def mark(self) -> int:
         """A point to give back the names handed out after it (:meth:`give_back`), as an attempt
         whose nodes are dropped does; close it with :meth:`give_back` or :meth:`keep`. Marks nest."""
         if self._journal is None:
             self._journal = []
         self._open_marks += 1
-        return len(self._journal), len(self.assumed_free or ())
+        return len(self._journal)
 
-    def give_back(self, mark: tuple[int, int]) -> None:
+    def give_back(self, mark: int) -> None:
         """Make the names handed out by :meth:`fresh` and :meth:`claim` since ``mark`` free
         again, each base's counter as it was then: what is asked next is named as if they were
-        never given (and they are not among the names taken as free, ``assumed_free``)."""
-        journal, (position, assumed_position) = self._journal, mark
+        never given."""
+        journal, position = self._journal, mark
         given_back = journal[position:]
         for name, base, before in reversed(given_back):
             self._given.discard(name)
@@ -128,13 +113,9 @@ class NameAllocator:
             else:
                 self._counters.pop(base, None)
         del journal[position:]
-        assumed = self.assumed_free
-        if assumed is not None and len(assumed) > assumed_position:
-            freed = {name for name, _, _ in given_back}
-            assumed[assumed_position:] = [name for name in assumed[assumed_position:] if name not in freed]
         self._close_mark()
 
-    def keep(self, mark: tuple[int, int]) -> None:
+    def keep(self, mark: int) -> None:
         """Close ``mark``, keeping the names handed out since."""
         del mark
         self._close_mark()
@@ -148,15 +129,11 @@ class NameAllocator:
         """Take every one of ``candidates`` (each holding one of ``tails``) if all are free and
         no two are alike, as :meth:`fresh_identifier` would have given them; else take none."""
         given = self._given
-        assumed = False  # whether the candidates are taken as not the model's (assume_free)
         if self._existing is None:
-            absent, assuming = self._tail_absent, self.assumed_free is not None
+            absent = self._tail_absent
             for tail in tails:
-                if not (absent.get(tail) or (tail and self._absent(tail, wait=not assuming))):
-                    if not assuming:
-                        return False
-                    assumed = True
-                    break
+                if not (absent.get(tail) or (tail and self._absent(tail))):
+                    return False
         elif not self._existing.isdisjoint(candidates):
             return False
         if not given.isdisjoint(candidates):
@@ -166,8 +143,6 @@ class NameAllocator:
         if len(given) != size + len(candidates):  # two candidates alike: none was given before
             given.difference_update(candidates)
             return False
-        if assumed:
-            self.assumed_free.extend(candidates)
         if self._journal is not None:
             self._journal.extend((name, None, 0) for name in candidates)
         return True
@@ -176,25 +151,17 @@ class NameAllocator:
         if name in self._given:
             return True
         if self._existing is None:
-            assuming = self.assumed_free is not None
-            if tail and tail in name and self._absent(tail, wait=not assuming):
-                return False
-            if assuming:
-                self.assumed_free.append(name)
+            if tail and tail in name and self._absent(tail):
                 return False
             self._existing = names_in_model(self._model)
             self._snapshot = self._model = None
         return name in self._existing
 
-    def _absent(self, tail: str, wait: bool = True) -> bool | None:
-        """Whether ``tail`` is nowhere in the model's bytes; None (not known) where not
-        ``wait``: the names are then taken as free and checked against the model's names
-        listed elsewhere (``assume_free``), which costs less than a search of the bytes (about
-        5 ms a tail for every 10 MB of model) even where they are at hand."""
+    def _absent(self, tail: str) -> bool:
+        """Whether ``tail`` is nowhere in the model's bytes (a search of about 5 ms a tail for
+        every 10 MB of model, made once a tail)."""
         absent = self._tail_absent.get(tail)
         if absent is None:
-            if not wait:
-                return None
             snapshot = self._snapshot
             if not isinstance(snapshot, bytes):
                 snapshot = snapshot.get()

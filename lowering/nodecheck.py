@@ -31,16 +31,16 @@ _SHAPE = "\x00unknown shape"
 def check_at_target(
     scope, node: onnx.NodeProto, result: list | None, ir_version: int, opset_imports, shapes: bool = False
 ) -> bool:
-    """Whether onnx's full checker takes ``result`` (what ``node`` became: None or ``[node]``
-    where it stays) at ``scope.opset`` in a model of its own; False also where this check cannot
+    """Whether onnx's full checker takes ``result`` (what ``node`` became, as NodeProtos: None
+    or ``[node]`` where it stays) at ``scope.opset`` in a model of its own; False also where this check cannot
     stand for the whole model's (see the module docstring). ``shapes``: the result was made
     from shapes (an axis or size folded from a static shape), so the check gives the values
     their shapes where known and the node's outputs the types the model states for them: what
     the target's inference can now work out is held against them."""
-    nodes = [node] if not result else _as_nodes(result)
+    nodes = [node] if not result else result
     if any(n.attribute and holds_graphs(n) for n in nodes):
         return False
-    judged_type_of = scope.shaped_type_of if shapes else getattr(scope, "judged_type_of", scope.type_of)
+    judged_type_of = scope.shaped_type_of if shapes else scope.judged_type_of
     opset = scope.opset
     produced: set[str] = set()
     outside: list[str] = []
@@ -99,16 +99,6 @@ def checker_message(error: Exception) -> str:
     line = " ".join(part.strip() for part in first_paragraph.splitlines() if part.strip())
     context = " ".join(rest.split())
     return f"{line} ({context})" if context else line
-
-
-def _as_nodes(result: list) -> list[onnx.NodeProto]:
-    """The result's nodes as NodeProtos (the fast path may give a node as the wire bytes of its
-    field in the graph or function that holds it: a tag, a length, the node)."""
-    if not any(isinstance(item, bytes) for item in result):
-        return result
-    from .fast import protowire  # only the fast path gives bytes
-
-    return [protowire.parsed_node(item) if isinstance(item, bytes) else item for item in result]
 
 
 def _reshape_takes(element_type: int, opset: int) -> bool:

@@ -93,6 +93,17 @@ class PlainPath:
         written (node fields): here none is left out."""
         return KeptByOp(visited, {}, {})
 
+    def as_nodes(self, result: list) -> list[onnx.NodeProto]:
+        """The nodes of a result this path gave (:meth:`decompose`, :meth:`legalize`) as
+        NodeProtos: here they are."""
+        return result
+
+    def may_hold_ops(self, model: onnx.ModelProto, op_types: frozenset[str]) -> bool:
+        """Whether ``model`` (the pass's result) may hold a node of one of ``op_types``: here
+        always, so the caller counts them node by node."""
+        del model, op_types
+        return True
+
     def checked_kind(self, result: list | None) -> object | None:
         """A key under which a check at the target that ``result`` passed stands for every
         result given the same key (one made from the same recording, names aside); None where

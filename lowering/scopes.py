@@ -479,6 +479,11 @@ class Scope:
             reader = None
         return None
 
+    def judged_type_of(self, name: str) -> onnx.TypeProto | None:
+        """:meth:`type_of`, as a version step's judgement reads it: only the type's schema
+        string matters (a scope recording what a step read notes that narrower read)."""
+        return self.type_of(name)
+
     def type_string_of(self, name: str, reader: int | None = None) -> str | None:
         """The schema spelling of :meth:`type_of` (None where unknown): at once for a value
         nothing declares whose element type the schemas gave."""

@@ -348,20 +348,6 @@ def test_names_given_back_since_a_mark_are_given_again_as_before(snapshot):
     ]
 
 
-def test_names_given_back_are_no_longer_taken_as_free():
-    """Where the model's names are listed elsewhere (``assume_free``), the names taken as free
-    are checked against that list after the pass: a name given back is not among them."""
-    model = naming_model()
-    names = NameAllocator(model=model, snapshot=model.SerializeToString(), assume_free=True)
-    before = names.fresh("y_Relu", tail="y")  # (its tail occurs in the model: taken as free)
-    mark = names.mark()
-    dropped = [names.fresh("y_Relu", tail="y"), names.fresh("x_Relu", tail="x")]
-    names.give_back(mark)
-    assert names.assumed_free == [before]
-    assert [names.fresh("y_Relu", tail="y"), names.fresh("x_Relu", tail="x")] == dropped
-    assert names.assumed_free == [before, *dropped]
-
-
 def test_many_nodes_named_alike_lower_as_one_by_one():
     nodes = [helper.make_node("IsNaN", ["x"], [f"out{k}"], name="same") for k in range(300)]
     outputs = [helper.make_tensor_value_info(f"out{k}", onnx.TensorProto.BOOL, ["N"]) for k in range(300)]

@@ -51,13 +51,7 @@ class Shortcuts:
     replays are made column by column (else one by one). ``kind_memo``: a function body is
     made ready, and a version step judged (:mod:`lowering.moving`), once per kind of node and
     shared (else for every node; with it, a kind's check at the target, :mod:`lowering.nodecheck`,
-    is made once). ``check_beside``: onnx's checker reads the input in a child process while
-    the pass runs, and its verdict is awaited before anything is returned or raised
-    (:mod:`.beside`; else it runs first, in this process). ``names_beside`` (with
-    ``check_beside``): that child lists the model's names too, the pass takes the names it asks
-    for as free meanwhile and checks them against the list after; where one was the model's,
-    the pass is made again with the names listed first (else they are listed in this process
-    when first needed). ``lean_inference`` (with ``whole_bytes``): onnx's type inference, where
+    is made once). ``lean_inference`` (with ``whole_bytes``): onnx's type inference, where
     the pass needs it, reads the model's bytes without the nodes' ``metadata_props`` and
     ``doc_string`` (:mod:`.lean`; else the model as it is). ``whole_typing``: a conversion's walk
     that will ask for most types types the whole graph at once from the first value whose
@@ -75,8 +69,6 @@ class Shortcuts:
     direct_replay: bool = True
     replay_together: bool = True
     kind_memo: bool = True
-    check_beside: bool = True
-    names_beside: bool = True
     lean_inference: bool = True
     whole_typing: bool = True
     kept_ops: bool = True
@@ -149,6 +141,21 @@ class FastPath(PlainPath):
         if not (self.shortcuts.kept_ops and scope.most_types_asked and not self.driver.functions):
             return KeptByOp(visited, {}, {})
         return kept_by_op(scope, visited, self.driver.requested_ops)
+
+    def as_nodes(self, result: list) -> list[onnx.NodeProto]:
+        """The result's nodes as NodeProtos (a replayed or moved node may be given as the wire
+        bytes of its field in the graph or function that holds it: a tag, a length, the node)."""
+        if not any(isinstance(item, bytes) for item in result):
+            return result
+        return [protowire.parsed_node(item) if isinstance(item, bytes) else item for item in result]
+
+    def may_hold_ops(self, model: onnx.ModelProto, op_types: frozenset[str]) -> bool:
+        """Whether the model's bytes hold an op type field naming one of ``op_types``, where the
+        model is small enough to copy whole; else (as the plain path) True."""
+        if self.model_bytes is None or not self.shortcuts.whole_bytes:
+            return True
+        data = model.SerializeToString()
+        return any(protowire.field(protowire.OP_TYPE_TAG, op_type.encode()) in data for op_type in op_types)
 
     def checked_kind(self, result: list | None) -> object | None:
         """The rule's template key where ``result`` is what a template gave last: every node of
@@ -334,8 +341,3 @@ class SplicedEdits(GraphEdits):
             return ()
         return (f"{node.op_type}-{version}", (rule.domain, rule.op_type, version, scope.opset), {})
 
-
-def may_hold_op_types(model: onnx.ModelProto, op_types: frozenset[str]) -> bool:
-    """Whether the model's bytes hold an op type field naming one of ``op_types``."""
-    data = model.SerializeToString()
-    return any(protowire.field(protowire.OP_TYPE_TAG, op_type.encode()) in data for op_type in op_types)
