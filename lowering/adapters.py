@@ -318,9 +318,7 @@ def adapter(
         )
         for op_type in op_types:
             if types_only:
-                from .versioning import only_types_change  # imported late: versioning imports this module
-
-                if not only_types_change(op_type, version):
+                if not schemas.only_types_change(op_type, version):
                     raise ValueError(f"step {version} of {op_type} changes more than the types it takes")
             elif (op_type, version) not in KNOWN_CHANGES:
                 raise ValueError(f"an adapter for {op_type}-{version} needs that step's known change")

@@ -10,7 +10,7 @@ from typing import Any
 import onnx
 
 from . import postcheck, schemas, versioning
-from .engine import Legalizer, default_opset
+from .engine import Legalizer
 from .errors import IncompleteLowering, InternalError, LoweringError
 from .functions import all_expansions
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
@@ -241,7 +241,7 @@ def _ir_to_proto(model) -> onnx.ModelProto:
 def _check_input(model: onnx.ModelProto, model_bytes: ModelBytes | None = None) -> None:
     """Refuse what onnx's checker refuses (read from ``model_bytes`` where given and the model
     holds no external data, which the checker would look for), and an opset this onnx lacks."""
-    opset = default_opset(model.opset_import)
+    opset = schemas.default_opset(model.opset_import)
     if opset is not None and opset > schemas.newest_opset():
         raise LoweringError(
             f"the model imports opset {opset} of the default domain, newer than the {schemas.newest_opset()} "
@@ -269,7 +269,7 @@ def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:
     """Declare ``target_opset`` for the default domain, in the model and its functions, and
     an IR version that allows it."""
     versioning.redeclare_default_opset(model, target_opset)
-    if default_opset(model.opset_import) is None:
+    if schemas.default_opset(model.opset_import) is None:
         model.opset_import.append(onnx.helper.make_opsetid("", target_opset))
     default_only = [onnx.helper.make_opsetid("", target_opset)]
     model.ir_version = max(model.ir_version, onnx.helper.find_min_ir_version_for(default_only))

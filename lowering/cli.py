@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .cli_arguments import whole_number
 from .cli_lower import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--dry-run", action="store_true", help="lower and report, but write nothing")
     add("--ops", metavar="A,B", action="append", help="op types to lower, repeatable (default: IsInf, IsNaN, "
         "OptionalHasElement, OptionalGetElement), or 'none' to lower nothing; see --list-rules")  # fmt: skip
-    add("--target-opset", type=_whole_number(1, None), metavar="N",
+    add("--target-opset", type=whole_number(1, None), metavar="N",
         help="declare default-domain opset N: each op kept, moved or lowered as N requires")  # fmt: skip
     add("--strict", action="store_true", help="a requested op left is an error: exit 1, nothing written")
     add("--verify", action="store_true", help="compare original and lowered on edge values before writing, bit "
@@ -74,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--rtol", action="append", default=[], metavar="[OUTPUT=]V",
         help="relative tolerance of --verify, for all outputs or one (default: bit for bit)")  # fmt: skip
     add("--json", action="store_true", help="print the report as JSON (errors too) instead of text")
-    add("-j", "--jobs", type=_whole_number(0, None), default=1, metavar="N",
+    add("-j", "--jobs", type=whole_number(0, None), default=1, metavar="N",
         help="lower several MODELs in N processes (0: one per CPU; default 1)")  # fmt: skip
     add("-q", "--quiet", action="store_true", help="print nothing but errors")
     add("--plain", action="store_true", help="the plain algorithm: the same bytes, slower (checks the fast path)")
@@ -237,22 +238,6 @@ def _output_folder(output: str | None, several: bool) -> Path | None:
             "its own name"
         )
     return None
-
-
-def _whole_number(low: int, high: int | None):
-    """An argparse type: a whole number from ``low`` to ``high``, refused in one line otherwise."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < low or (high is not None and value > high):
-            upper = f" to {high:,}" if high is not None else " or more"
-            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number{' from' if high else ' of'} {low}{upper}")
-        return value
-
-    return parse
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import schemas
 from .api import lower_model
 from .cli_files import file_format, human_size, prepared, read_model, stored_size, write_model
-from .engine import default_opset
 from .errors import IncompleteLowering, LoweringError
 from .modelio import ModelFile, external_file, external_tensors, same_file, with_external_data
 from .opcount import count_ops
@@ -142,7 +142,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
         _refuse_writing_over_input_data(model_file, model_path, output_path)
     counts_before = count_ops(model)
     size_before = stored_size(model_file, model_path)
-    record.update(opset={"before": default_opset(model.opset_import)}, size_bytes={"before": size_before})
+    record.update(opset={"before": schemas.default_opset(model.opset_import)}, size_bytes={"before": size_before})
     record["ops"] = {"before": dict(sorted(counts_before.items()))}
     before = _main_graph_nodes(model) if options.locations else None
     progress = Progress(sum(counts_before.values())) if options.progress and sys.stderr.isatty() else None
@@ -161,7 +161,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
         if progress is not None:
             progress.close()
     counts_after = count_ops(result.model)
-    record["opset"]["after"] = default_opset(result.model.opset_import)
+    record["opset"]["after"] = schemas.default_opset(result.model.opset_import)
     record["ops"]["after"] = dict(sorted(counts_after.items()))
     report = result.report.as_dict()
     record.update(lowered=report["rewritten"], converted=report["converted"], kept=report["kept"])

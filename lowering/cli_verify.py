@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from .cli_arguments import whole_number
 from .cli_files import read_model
 from .cli_lower import EXIT_FAILED, EXIT_OK, inputs_path
 from .errors import LoweringError
@@ -18,13 +19,11 @@ from .verification import check_tolerances, load_inputs, save_feeds, verify
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
-    from .cli import _whole_number
-
     add = parser.add_argument
     add("original", metavar="ORIGINAL", help="the original model (any format onnx reads, as MODEL)")
     add("lowered", metavar="LOWERED", help="the lowered model")
-    add("--seed", type=_whole_number(0, None), help="seed of the random part of the inputs (default 0)")
-    add("--samples", type=_whole_number(1, MAX_RUNS),
+    add("--seed", type=whole_number(0, None), help="seed of the random part of the inputs (default 0)")
+    add("--samples", type=whole_number(1, MAX_RUNS),
         help=f"at least this many runs, 1 to {MAX_RUNS:,} (default 8; more till every edge value is fed)")  # fmt: skip
     add("--shape", action="append", default=[], metavar="NAME:D1,D2",
         help=f"the shape of input NAME (repeatable; at most {MAX_INPUT_VALUES:,} values per input)")  # fmt: skip

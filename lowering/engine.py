@@ -11,7 +11,6 @@ the plain specification; :mod:`lowering.fast`, the same bytes faster).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import onnx
@@ -44,13 +43,6 @@ def describe_node(node: onnx.NodeProto, index: int | None) -> str:
     """``node 'name' (Op)``, or ``node #3 (Op)`` for an unnamed node."""
     label = f"'{node.name}'" if node.name else f"#{index}"
     return f"node {label} ({node.op_type})"
-
-
-def default_opset(opset_imports: Iterable[onnx.OperatorSetIdProto]) -> int | None:
-    for entry in opset_imports:
-        if schemas.canonical_domain(entry.domain) == "":
-            return entry.version
-    return None
 
 
 def path_for(driver: Legalizer, fast, model_bytes: ModelBytes | None) -> PlainPath:
@@ -156,7 +148,7 @@ class Legalizer:
 
     # -- the walk ----------------------------------------------------------------------------
     def run(self) -> LoweringReport:
-        opset = default_opset(self.model.opset_import) or 0
+        opset = schemas.default_opset(self.model.opset_import) or 0
         main = Scope(
             self.model.graph,
             opset=self.target_opset or opset,
@@ -594,7 +586,7 @@ class Legalizer:
     def _legalize_function(self, function: onnx.FunctionProto) -> None:
         key = function_key(function)
         calls = self._call_signatures.get(key, {})
-        opset = default_opset(function.opset_import) or default_opset(self.model.opset_import) or 0
+        opset = schemas.default_opset(function.opset_import) or schemas.default_opset(self.model.opset_import) or 0
         target_opset = self.target_opset or opset
         location = f"function '{function.domain}.{function.name}'"
         input_types: dict[str, onnx.TypeProto] = {}

@@ -182,3 +182,51 @@ def ops_with_subgraphs() -> frozenset[str]:
         if canonical_domain(schema.domain) == ""
         and any(attribute.type in graph_kinds for attribute in schema.attributes.values())
     )
+
+
+def signature(schema: onnx.defs.OpSchema) -> tuple:
+    """What of a schema can change a node's meaning that onnx.defs states: inputs and outputs
+    (name, option, homogeneity), attributes (name, type, required, default), deprecation. Type
+    lists, function bodies and doc text are left out."""
+
+    attributes = tuple(
+        sorted((name, a.type, a.required, a.default_value.SerializeToString()) for name, a in schema.attributes.items())
+    )
+    return *formal_signature(schema), attributes, schema.deprecated
+
+
+def formal_signature(schema: onnx.defs.OpSchema) -> tuple[tuple, tuple]:
+    """A schema's inputs and outputs as :func:`signature` compares them: name, option, homogeneity."""
+    return tuple((p.name, p.option, p.is_homogeneous) for p in schema.inputs), tuple(
+        (p.name, p.option, p.is_homogeneous) for p in schema.outputs
+    )
+
+
+@functools.cache
+def only_types_change(op_type: str, version: int) -> bool:
+    """Whether step ``version`` of ``op_type`` (from the op's previous version) only adds types to
+    its type lists: same signature (:func:`signature`), and every type taken before still taken."""
+    versions = op_versions(op_type)
+    if version not in versions[1:]:
+        return False
+    previous = versions[versions.index(version) - 1]
+    before, after = schema_in_force(op_type, previous), schema_in_force(op_type, version)
+    if signature(before) != signature(after):
+        return False
+    added = False
+    for kind, formals in (("inputs", after.inputs), ("outputs", after.outputs)):
+        for index in range(len(formals)):
+            old = formal_type_strings(op_type, previous, kind, index)
+            new = formal_type_strings(op_type, version, kind, index)
+            if not old <= new:
+                return False
+            added = added or old != new
+    return added
+
+
+def default_opset(opset_imports: Iterable[onnx.OperatorSetIdProto]) -> int | None:
+    """The version a list of opset imports declares for the default domain (None where none)."""
+    for entry in opset_imports:
+        if canonical_domain(entry.domain) == "":
+            return entry.version
+    return None

@@ -295,8 +295,6 @@ _SHAPE_LIKE_FORMALS = frozenset({"shape", "repeats", "sizes", "axes", "pads", "s
 def shape_like_inputs(model: onnx.ModelProto) -> dict[str, str]:
     """Integer graph inputs a main-graph node reads as a shape, sizes, axes, pads or the like:
     name → ``Expand input 'shape'``."""
-    from .engine import default_opset
-
     integer_inputs = {
         info.name
         for info in graph_inputs(model)
@@ -304,7 +302,7 @@ def shape_like_inputs(model: onnx.ModelProto) -> dict[str, str]:
         and np.dtype(floats.numpy_dtype(info.type.tensor_type.elem_type)).kind in "iu"
     } if graph_inputs(model) else set()  # fmt: skip
     found: dict[str, str] = {}
-    opset = default_opset(model.opset_import)
+    opset = schemas.default_opset(model.opset_import)
     if not integer_inputs or opset is None:
         return found
     for node in model.graph.node:
@@ -454,10 +452,9 @@ def _describe_shape(value) -> str:
 
 
 def _same_meaning_redeclarations(model: onnx.ModelProto):
-    from .engine import default_opset
     from .opcount import count_ops
 
-    opset = default_opset(model.opset_import)
+    opset = schemas.default_opset(model.opset_import)
     if opset is None:
         return
     op_types = [op for op in count_ops(model) if "." not in op]

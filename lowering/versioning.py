@@ -37,24 +37,6 @@ def _formal_at(formals, index: int):
     return None
 
 
-def _signature(schema: onnx.defs.OpSchema) -> tuple:
-    """What of a schema can change a node's meaning that onnx.defs states: inputs and outputs
-    (name, option, homogeneity), attributes (name, type, required, default), deprecation. Type
-    lists, function bodies and doc text are left out."""
-
-    attributes = tuple(
-        sorted((name, a.type, a.required, a.default_value.SerializeToString()) for name, a in schema.attributes.items())
-    )
-    return *formal_signature(schema), attributes, schema.deprecated
-
-
-def formal_signature(schema: onnx.defs.OpSchema) -> tuple[tuple, tuple]:
-    """A schema's inputs and outputs as :func:`_signature` compares them: name, option, homogeneity."""
-    return tuple((p.name, p.option, p.is_homogeneous) for p in schema.inputs), tuple(
-        (p.name, p.option, p.is_homogeneous) for p in schema.outputs
-    )
-
-
 def _argument_changes(kind: str, used: list[bool], source_formals, target_formals) -> str | None:
     """Why the node's inputs (or outputs) do not bind the same at the target, or None."""
     for index, present in enumerate(used):
@@ -166,28 +148,6 @@ def _formals_differ(op_type: str, source_version: int, target_version: int, kind
     return False
 
 
-@functools.cache
-def only_types_change(op_type: str, version: int) -> bool:
-    """Whether step ``version`` of ``op_type`` (from the op's previous version) only adds types to
-    its type lists: same signature (:func:`_signature`), and every type taken before still taken."""
-    versions = schemas.op_versions(op_type)
-    if version not in versions[1:]:
-        return False
-    previous = versions[versions.index(version) - 1]
-    before, after = schemas.schema_in_force(op_type, previous), schemas.schema_in_force(op_type, version)
-    if _signature(before) != _signature(after):
-        return False
-    added = False
-    for kind, formals in (("inputs", after.inputs), ("outputs", after.outputs)):
-        for index in range(len(formals)):
-            old = schemas.formal_type_strings(op_type, previous, kind, index)
-            new = schemas.formal_type_strings(op_type, version, kind, index)
-            if not old <= new:
-                return False
-            added = added or old != new
-    return added
-
-
 def untaken_type(
     node: onnx.NodeProto,
     source_version: int,
@@ -261,8 +221,8 @@ def untaken_output_refusal(node: onnx.NodeProto, source_version: int, target_ops
 @functools.cache
 def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> bool:
     """Whether every node valid at both versions of ``op_type`` means the same at both, whatever
-    its attributes: every version between has the same signature (:func:`_signature`) and no
-    known change (:mod:`lowering.adapters`) lies between."""
+    its attributes: every version between has the same signature (:func:`lowering.schemas.signature`)
+    and no known change (:mod:`lowering.adapters`) lies between."""
     if version_a is None or version_b is None:
         return False
     low, high = sorted((version_a, version_b))
@@ -272,7 +232,7 @@ def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> 
     known = adapters.known_changes()
     if any((op_type, v) in known for v in versions[1:]):
         return False
-    return len({_signature(schemas.schema_in_force(op_type, v)) for v in versions}) == 1
+    return len({schemas.signature(schemas.schema_in_force(op_type, v)) for v in versions}) == 1
 
 
 @functools.cache

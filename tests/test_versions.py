@@ -11,10 +11,10 @@ from support import oracle, parse, type_name, unary_model
 
 import lowering
 from lowering import schemas
-from lowering.engine import default_opset
 from lowering.opcount import count_ops
 from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
+from lowering.schemas import default_opset
 from lowering.versioning import lowest_opset_for_type
 
 NEWEST = schemas.newest_opset()

@@ -230,7 +230,7 @@ def _judged(op_type: str, source: int, target: int) -> str | None:
     if found is not None and not (found.types_only or found.changed_only):
         return None
     before, after = schemas.schema_in_force(op_type, source), schemas.schema_in_force(op_type, target)
-    if after.deprecated or versioning.formal_signature(before) != versioning.formal_signature(after):
+    if after.deprecated or schemas.formal_signature(before) != schemas.formal_signature(after):
         return None
     for name, attribute in after.attributes.items():
         earlier = before.attributes.get(name)
