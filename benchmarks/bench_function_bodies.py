@@ -18,7 +18,7 @@ import onnx
 from onnx import TensorProto, helper
 
 import lowering
-from lowering import functions
+from lowering import fast
 from lowering.fast import Shortcuts
 
 
@@ -40,7 +40,7 @@ def chain(op_type: str, count: int, opset: int, **attributes) -> onnx.ModelProto
 def per_node_ms(model: onnx.ModelProto, op_type: str, count: int, memoize: bool, runs: int = 2) -> float:
     best = float("inf")
     for _ in range(runs):
-        functions.forget_bodies()
+        fast.forget_memos()
         start = time.perf_counter()
         lowered = lowering.lower(model, ops=[op_type], fast=Shortcuts(kind_memo=memoize))
         best = min(best, time.perf_counter() - start)

@@ -101,10 +101,10 @@ def lower_model(
         target_opset = target.opset
     if fast is None:
         fast = os.environ.get("ONNX_LOWER_PLAIN", "") != "1"
-    # The model's bytes, where it is small enough to copy (no large inline weights): the
-    # checker reads them, and the fast path checks new names against them.
+    # The model's bytes, where the fast path reads them (Shortcuts.whole_bytes) and it is small
+    # enough to copy (no large inline weights): the checker reads them too.
     model_bytes = None
-    if fast and weights_fit_in_a_copy(model):
+    if fast and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model):
         model_bytes = ModelBytes(model, serialized if serialized is not None and ir_model is None else None)
     _check_input(model, model_bytes)
     if target_opset is not None:

@@ -24,7 +24,6 @@ from .folding import fold_integer_values
 from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
 from .localfunctions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
 from .modelio import ModelBytes
-from .naming import NameAllocator
 from .optionals import OptionalResolver
 from .paths import PlainPath
 from .registry import Rule, rule_for
@@ -94,10 +93,9 @@ class Legalizer:
         self.converting = target.opset is not None
         self.progress = progress
         self.path = path_for(self, fast, model_bytes)
-        snapshot = model_bytes if self.path.name == "fast" else None
         self.report = LoweringReport()
         # ``model`` before the pass
-        self.names = NameAllocator(model=original, snapshot=snapshot)
+        self.names = self.path.name_allocator(original)
         self.functions = {function_key(f): f for f in model.functions}
         self._original_functions = {function_key(f): f for f in original.functions}
         self._call_signatures: dict[FunctionKey, dict[bytes, tuple[list[onnx.TypeProto | None], str]]] = {}
@@ -433,7 +431,7 @@ class Legalizer:
     ):
         """:meth:`_inline` with the body made from ``input_types``."""
         expanded = expansion.expand(
-            node, opset=opset, input_types=input_types, fresh=self.names.fresh, memoize=self.path.memoize_kinds
+            node, opset=opset, input_types=input_types, fresh=self.names.fresh, memo=self.path.body_memo
         )
         if isinstance(expanded, functions.NotExpanded):
             raise NotLowered(expanded.reason)
@@ -573,7 +571,7 @@ class Legalizer:
         report = self.report if report is None else report
         return moving.move(
             scope, node, source_opset, location, self.names, report, ir_version, constants, types,
-            memoize=self.path.memoize_kinds,
+            judge=self.path.keeps_meaning,
         )  # fmt: skip
 
     # -- local functions -----------------------------------------------------------------------

@@ -100,7 +100,7 @@ class FunctionExpansion:
         opset: int,
         input_types: list[onnx.TypeProto | None],
         fresh: Callable[[str], str],
-        memoize: bool = True,
+        memo: dict | None = None,
     ) -> Expanded | NotExpanded:
         """The node's body inlined: body inputs become the node's inputs ("" where an optional
         one is missing), body outputs the node's outputs, every other value and node name
@@ -109,7 +109,8 @@ class FunctionExpansion:
 
         ``opset``: the default-domain opset the node is read at; ``input_types``: one per node
         input (None where unknown). The nodes are written at the newest opset ONNX gives the body
-        at that is not above ``opset`` (``Expanded.opset``); converting them is the caller's."""
+        at that is not above ``opset`` (``Expanded.opset``); converting them is the caller's.
+        ``memo``: where given, bodies made ready are kept there per kind of node (:func:`_prepared`)."""
         where = _describe(node)
         if schemas.canonical_domain(node.domain) != self.domain or node.op_type != self.op_type:
             return NotExpanded(f"{where}: this expansion is for {self.op_type}, not {node.op_type}")
@@ -139,7 +140,7 @@ class FunctionExpansion:
             return NotExpanded(f"{where}: ONNX gives {self.op_type}-{version} no function body")
         body_opsets = [v for v in offered if v <= opset]
         body_opset = max(body_opsets) if body_opsets else offered[0]
-        prepared = _prepared(schema, body_opset, node, input_types, memoize, self.repair)
+        prepared = _prepared(schema, body_opset, node, input_types, memo, self.repair)
         if isinstance(prepared, str):
             return NotExpanded(f"{where}: {prepared}")
         if body_opset in schema.function_opset_versions:
@@ -154,20 +155,9 @@ def _describe(node: onnx.NodeProto) -> str:
     return f"{node.op_type} node '{node.name or node.output[0]}'"
 
 
-# Bodies made ready per kind of node (op version, body opset, the node's attributes and which
-# inputs and outputs it names, and for a context-dependent body its input types, shapes
-# included: builders may read a rank), so 10k alike nodes call onnx's body builder once and
-# resolve attributes once; only the renaming is per node. Bounded, as a model may hold many
-# kinds; templates are never changed by their users (inlining copies their nodes).
+# A memo of bodies made ready (``memo`` of :meth:`FunctionExpansion.expand`) holds at most this
+# many kinds, as a model may hold many.
 BODY_MEMO_SIZE = 4096
-_prepared_bodies: dict[tuple, tuple[_Template, int] | onnx.FunctionProto | str] = {}
-
-
-def forget_bodies() -> None:
-    """Empty the memos of prepared bodies and of their type checks (benchmarks measure a cold
-    start with them)."""
-    _prepared_bodies.clear()
-    _types_untaken_found.clear()
 
 
 def _prepared(
@@ -175,14 +165,18 @@ def _prepared(
     body_opset: int,
     node: onnx.NodeProto,
     input_types: list[onnx.TypeProto | None],
-    memoize: bool,
+    memo: dict | None,
     repair: Repair | None = None,
 ) -> tuple[_Template, int] | str:
     """The body's template for this node and the opset it is written at, or why there is none.
 
     Everything is computed from :func:`_canonical` (the node with its value names replaced by
-    their positions), so it depends on nothing the memo's key leaves out; a refusal is worded
-    with the node's own names, out of the memo."""
+    their positions), so it depends on nothing the memo's key leaves out: ``memo`` (where given)
+    keeps it per kind of node (op version, body opset, the node's attributes and which inputs
+    and outputs it names, and for a context-dependent body its input types, shapes included:
+    builders may read a rank), so alike nodes call onnx's body builder once; templates are never
+    changed by their users (inlining copies their nodes). A refusal is worded with the node's
+    own names, out of the memo."""
     canonical = _canonical(node)
     static = body_opset in schema.function_opset_versions
     types = []
@@ -194,7 +188,7 @@ def _prepared(
             types.append((type_proto if name else onnx.TypeProto()).SerializeToString(deterministic=True))
     canonical_bytes = canonical.SerializeToString(deterministic=True)
     key = (schema.name, schema.since_version, body_opset, canonical_bytes, *types)
-    prepared = _prepared_bodies.get(key) if memoize else None
+    prepared = memo.get(key) if memo is not None else None
     if prepared is None:
         if static:
             body = _static_body(schema, body_opset)
@@ -211,10 +205,10 @@ def _prepared(
             written_at = default_imports[0] if default_imports else body_opset
             element_types = None if static else [_element_type(onnx.TypeProto.FromString(t)) for t in types]
             prepared = (_template(body, canonical, schema, element_types, written_at), written_at)
-        if memoize:
-            if len(_prepared_bodies) >= BODY_MEMO_SIZE:
-                _prepared_bodies.clear()
-            _prepared_bodies[key] = prepared
+        if memo is not None:
+            if len(memo) >= BODY_MEMO_SIZE:
+                memo.clear()
+            memo[key] = prepared
     if isinstance(prepared, onnx.FunctionProto):
         return _unsupported_body(prepared, node)
     return prepared
@@ -223,6 +217,11 @@ def _prepared(
 # By (op, version, body opset, the node's attributes, its inputs' element types): why the static
 # body does not take those types, or None.
 _types_untaken_found: dict[tuple, str | None] = {}
+
+
+def forget_type_checks() -> None:
+    """Empty the memo of the bodies' type checks (benchmarks measure a cold start without it)."""
+    _types_untaken_found.clear()
 
 
 def _types_untaken(

@@ -80,16 +80,34 @@ def adapted_across(node: onnx.NodeProto, version: int | None, opset: int) -> boo
     )
 
 
+def keeps_meaning(
+    node: onnx.NodeProto, source_version: int, target_version: int, input_types: list[onnx.TypeProto | None]
+) -> bool:
+    """Whether ``node`` means at ``target_version`` what it means at ``source_version``
+    (:func:`lowering.versioning.meaning_change`); ``input_types`` are None where the step did
+    not change the types taken (they cannot change the answer for a valid node there)."""
+    return versioning.meaning_change(node, source_version, target_version, input_types) is None
+
+
+def _keeps_meaning(node: onnx.NodeProto, source_version: int, target_version: int, type_of, judge) -> bool:
+    """``judge`` (:func:`keeps_meaning`, or one of the same answers) on ``node``, its input types
+    read only where the step changed the types taken."""
+    types_matter = versioning.types_taken_change(node.op_type, source_version, target_version)
+    input_types = [type_of(name) if name and types_matter else None for name in node.input]
+    return judge(node, source_version, target_version, input_types)
+
+
 def move(
     scope: Scope, node: onnx.NodeProto, source_opset: int, location: str, names: NameAllocator,
     report: LoweringReport, ir_version: int, local_constants: dict[str, onnx.TensorProto] | None = None,
-    local_types: dict[str, onnx.TypeProto] | None = None, memoize: bool = True,
+    local_types: dict[str, onnx.TypeProto] | None = None, judge=keeps_meaning,
 ) -> list[onnx.NodeProto] | None:  # fmt: skip
     """A default-domain node written at ``source_opset``, moved to ``scope.opset``: None where
     its version is the same there (nothing to do), else the nodes that mean what it means:
     an adapter's, the node itself where no step between changes its meaning, or onnx's
     converter's; LoweringError where none can. ``local_constants``, ``local_types``: values
-    and types of what was made beside the node and is not yet in the graph (a function body's)."""
+    and types of what was made beside the node and is not yet in the graph (a function body's);
+    ``judge``: whether a node keeps its meaning across the steps (:func:`keeps_meaning`)."""
     constant_value, type_of, shaped_type_of = scope.constant_value, scope.type_of, scope.shaped_type_of
     judged_type_of = scope.judged_type_of  # (the version step's judgement reads only a type's schema string)
     if local_types:
@@ -132,7 +150,7 @@ def move(
                 report.adapted[f"{moved} via {found.label}"] += 1
                 return adapted
         # An adapter that leaves the node (None) says its step does not concern it: judged as any.
-        if _keeps_meaning(node, source_version, target_version, judged_type_of, memoize):
+        if _keeps_meaning(node, source_version, target_version, judged_type_of, judge):
             untaken = versioning.untaken_output_refusal(node, source_version, scope.opset, judged_type_of)
             if untaken is not None:
                 raise LoweringError(f"{location}: {untaken}")
@@ -178,36 +196,3 @@ def refuse_blind_re_versioning(
             f"{location}: {node.op_type}-{source_version} cannot go to opset {opset} as it is, and no adapter "
             f"takes it there: {change.reason}"
         )
-
-
-# Kinds of node judged to keep their meaning across a version step, or not. The judgement is
-# a pure function of the kind (onnx.defs and the known changes), so it is made once per kind.
-_JUDGED: dict[tuple, bool] = {}
-_JUDGED_LIMIT = 1 << 16
-
-
-def _keeps_meaning(node: onnx.NodeProto, source_version: int, target_version: int, type_of, memoize: bool) -> bool:
-    """Whether ``node`` means at ``target_version`` what it means at ``source_version``
-    (:func:`lowering.versioning.meaning_change`), its input types read only where the step
-    changed the types taken (elsewhere they cannot change the answer for a valid node).
-    ``memoize`` (the fast path): judged once per kind of node: op, versions, attributes, which
-    inputs and outputs are given, and those input types."""
-    types_matter = versioning.types_taken_change(node.op_type, source_version, target_version)
-    input_types = [type_of(name) if name and types_matter else None for name in node.input]
-    if not memoize:
-        return versioning.meaning_change(node, source_version, target_version, input_types) is None
-    kind = (
-        node.op_type,
-        source_version,
-        target_version,
-        tuple([attribute.SerializeToString() for attribute in node.attribute]),
-        tuple([bool(name) for name in node.input]),
-        tuple([bool(name) for name in node.output]),
-        tuple([schemas.type_string(t) if t is not None else "" for t in input_types]) if types_matter else (),
-    )
-    judged = _JUDGED.get(kind)
-    if judged is None:
-        if len(_JUDGED) >= _JUDGED_LIMIT:
-            _JUDGED.clear()
-        judged = _JUDGED[kind] = versioning.meaning_change(node, source_version, target_version, input_types) is None
-    return judged

@@ -12,8 +12,10 @@ from typing import NamedTuple
 
 import onnx
 
+from . import moving
 from .builder import Builder, NotLowered
 from .decomposition import check_input_accepted, decompose, input_value, rule_attributes
+from .naming import NameAllocator
 from .registry import Rule
 from .scopes import Scope
 
@@ -58,13 +60,17 @@ class PlainPath:
     """Every node through its rule, names listed from the model, node lists rebuilt."""
 
     name = "plain"
-    memoize_kinds = False  # function bodies built and version steps judged for every node
+    body_memo: dict | None = None  # function bodies are made ready for every node
 
     def __init__(self, driver) -> None:
         self.driver = driver
 
     def edits(self, scope: Scope) -> GraphEdits:
         return GraphEdits(scope)
+
+    def name_allocator(self, model: onnx.ModelProto) -> NameAllocator:
+        """What hands out the pass's fresh names, avoiding every name of ``model``."""
+        return NameAllocator(model=model)
 
     def inference_input(self) -> onnx.ModelProto | bytes:
         """What onnx type inference reads for the main graph's twin: the model before the pass."""
@@ -73,6 +79,11 @@ class PlainPath:
     def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
         """The nodes that make ``node`` legal (:meth:`lowering.engine.Legalizer.legalize`)."""
         return self.driver.legalize(scope, node, index)
+
+    def keeps_meaning(self, node: onnx.NodeProto, source_version: int, target_version: int, input_types: list) -> bool:
+        """Whether ``node`` keeps its meaning across the version steps (:func:`lowering.moving.keeps_meaning`),
+        judged here for every node."""
+        return moving.keeps_meaning(node, source_version, target_version, input_types)
 
     def types_most_asked(self, visited: int) -> bool:
         """Whether a walk of ``visited`` nodes is told it will ask for most types

@@ -15,6 +15,7 @@ from support import make_model, oracle, run_cli
 import lowering
 import lowering.fast.protowire as protowire
 from lowering.fast import Shortcuts
+from lowering.fast.names import NamesBySnapshot
 from lowering.modelio import load_model
 from lowering.naming import NameAllocator, names_in_model
 from lowering.opcount import count_ops
@@ -122,7 +123,7 @@ def naming_model() -> onnx.ModelProto:
 def test_names_checked_by_tail_are_the_names_a_full_listing_gives(snapshot):
     model = naming_model()
     listing = NameAllocator(names_in_model(model))
-    by_tail = NameAllocator(model=model, snapshot=model.SerializeToString() if snapshot else None)
+    by_tail = NamesBySnapshot(model, model.SerializeToString()) if snapshot else NameAllocator(model=model)
     for hint, tail in HINTS:
         assert by_tail.fresh(hint, tail=tail) == listing.fresh(hint)
     assert "taken_Abs_3" in by_tail and "nowhere" not in by_tail
@@ -130,7 +131,7 @@ def test_names_checked_by_tail_are_the_names_a_full_listing_gives(snapshot):
 
 def test_claiming_names_takes_all_or_none():
     model = naming_model()
-    names = NameAllocator(model=model, snapshot=model.SerializeToString())
+    names = NamesBySnapshot(model, model.SerializeToString())
     assert names.claim(["a_equal", "b_equal"], {"_equal"})
     assert not names.claim(["c_equal", "a_equal"], {"_equal"})  # a_equal is given already
     assert names.fresh("c_equal", tail="_equal") == "c_equal"  # nothing was taken by the refusal
@@ -326,8 +327,8 @@ def test_names_given_back_since_a_mark_are_given_again_as_before(snapshot):
     """An attempt whose nodes are dropped gives back the names it took (marks nest): what is
     asked next is named as by an allocator that never gave them, counters and all."""
     model = naming_model()
-    names = NameAllocator(model=model, snapshot=model.SerializeToString() if snapshot else None)
-    untouched = NameAllocator(model=model, snapshot=model.SerializeToString() if snapshot else None)
+    names = NamesBySnapshot(model, model.SerializeToString() if snapshot else None)
+    untouched = NamesBySnapshot(model, model.SerializeToString() if snapshot else None)
     asked = [(hint, tail) for hint, tail in HINTS] + [("n_Clip", "_Clip")] * 3
     for hint, tail in asked[:2]:
         assert names.fresh(hint, tail=tail) == untouched.fresh(hint, tail=tail)

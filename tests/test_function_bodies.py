@@ -19,7 +19,7 @@ from lowering.rules.functions import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RAND
 from onnx import numpy_helper
 
 import lowering
-from lowering import schemas
+from lowering import fast, schemas
 from lowering.fast import Shortcuts
 from lowering.functions import all_expansions, body_op_types, expansion_for, ops_with_bodies
 from lowering.patterns import function_body_table
@@ -313,8 +313,6 @@ def test_bodies_made_ready_once_per_kind_give_the_same_bytes():
     result is the bytes that building the body for every node gives."""
     from onnx import helper
 
-    from lowering import functions
-
     nodes = [
         helper.make_node("Gelu", [f"v{i}"], [f"v{i + 1}"], name="g", approximate="tanh" if i % 2 else "none")
         for i in range(4)
@@ -322,7 +320,7 @@ def test_bodies_made_ready_once_per_kind_give_the_same_bytes():
     x = helper.make_tensor_value_info("v0", onnx.TensorProto.FLOAT, ["N"])
     y = helper.make_tensor_value_info("v4", onnx.TensorProto.FLOAT, ["N"])
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 20)])
-    functions.forget_bodies()
+    fast.forget_memos()
     memoized = lowering.lower(model, ops=["Gelu"], fast=True)
     built_each_time = lowering.lower(model, ops=["Gelu"], fast=Shortcuts(kind_memo=False))
     assert memoized.SerializeToString() == built_each_time.SerializeToString()

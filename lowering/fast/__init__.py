@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from .. import scopes
+from .. import functions, schemas, scopes
 from ..builder import Builder, NotLowered, Value
 from ..decomposition import bound, check_input_accepted, input_value, rule_attributes, type_key, without_shapes
 from ..graphs import holds_graphs
@@ -30,12 +30,27 @@ from . import protowire
 from .keptops import kept_by_op
 from .lean import lean_bytes
 from .moves import KindMemo
+from .names import NamesBySnapshot
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
 
 _NOT_RECORDED = object()  # a kind of node whose expansion reads the surrounding graph
 
 
 _MODEL_GRAPH_FIELD = onnx.ModelProto.DESCRIPTOR.fields_by_name["graph"].number
+
+# Kept across passes (each is a pure function of its key): function bodies made ready per kind
+# of node (:func:`lowering.functions.FunctionExpansion.expand`'s ``memo``), and kinds of node
+# judged to keep their meaning across a version step, or not (bounded: a model may hold many).
+PREPARED_BODIES: dict[tuple, object] = {}
+JUDGED_KINDS: dict[tuple, bool] = {}
+JUDGED_KINDS_LIMIT = 1 << 16
+
+
+def forget_memos() -> None:
+    """Empty the memos kept across passes (benchmarks measure a cold start without them)."""
+    PREPARED_BODIES.clear()
+    JUDGED_KINDS.clear()
+    functions.forget_type_checks()
 
 
 @dataclass(frozen=True)
@@ -82,7 +97,8 @@ class FastPath(PlainPath):
         super().__init__(driver)
         self.model_bytes = model_bytes  # the model serialized, where small enough to copy whole
         self.shortcuts = shortcuts
-        self.memoize_kinds = shortcuts.kind_memo
+        # Function bodies made ready, and version steps judged, once per kind of node (kind_memo).
+        self.body_memo = PREPARED_BODIES if shortcuts.kind_memo else None
         self.templates: dict[tuple, object] = {}
         self.kinds = KindMemo(driver) if shortcuts.kind_memo else None
         self._memoized_ops: dict[tuple[str, str, int], bool] = {}  # (domain, op, opset) → through the kind memo
@@ -90,6 +106,10 @@ class FastPath(PlainPath):
 
     def edits(self, scope: Scope) -> GraphEdits:
         return SplicedEdits(scope, self)
+
+    def name_allocator(self, model: onnx.ModelProto) -> NamesBySnapshot:
+        """Names checked against the model's bytes where ``whole_bytes`` gave them (:mod:`.names`)."""
+        return NamesBySnapshot(model, self.model_bytes)
 
     def inference_input(self) -> onnx.ModelProto | bytes:
         """The model's bytes, not serialized again, where at hand; without what inference never
@@ -125,6 +145,28 @@ class FastPath(PlainPath):
         if not memoized:
             return driver.legalize(scope, node, index)
         return self.kinds.legalize(scope, node, index)
+
+    def keeps_meaning(self, node: onnx.NodeProto, source_version: int, target_version: int, input_types: list) -> bool:
+        """The plain path's judgement, made once per kind of node where ``kind_memo`` is on: op,
+        versions, attributes, which inputs and outputs are given, and those input types (a pure
+        function of them, onnx.defs and the known changes)."""
+        if self.body_memo is None:
+            return super().keeps_meaning(node, source_version, target_version, input_types)
+        kind = (
+            node.op_type,
+            source_version,
+            target_version,
+            tuple([attribute.SerializeToString() for attribute in node.attribute]),
+            tuple([bool(name) for name in node.input]),
+            tuple([bool(name) for name in node.output]),
+            tuple([schemas.type_string(t) if t is not None else "" for t in input_types]),
+        )
+        judged = JUDGED_KINDS.get(kind)
+        if judged is None:
+            if len(JUDGED_KINDS) >= JUDGED_KINDS_LIMIT:
+                JUDGED_KINDS.clear()
+            judged = JUDGED_KINDS[kind] = super().keeps_meaning(node, source_version, target_version, input_types)
+        return judged
 
     def types_most_asked(self, visited: int) -> bool:
         """A conversion's walk of ``visited`` nodes asks for most types: past the values typed
@@ -340,4 +382,3 @@ class SplicedEdits(GraphEdits):
         if version is None or not rule.serves(version):
             return ()
         return (f"{node.op_type}-{version}", (rule.domain, rule.op_type, version, scope.opset), {})
-
