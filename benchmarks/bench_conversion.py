@@ -172,7 +172,8 @@ def converter_beside_ours(model: onnx.ModelProto, target: int) -> BesideConverte
             try:
                 theirs.append(best_of(1, lambda: onnx.version_converter.convert_version(model, target)))
             except Exception as error:
-                failure = str(error).strip().splitlines()[-1][-60:]
+                last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+                failure = last.split("failed: ", 1)[-1][:80]  # (onnx's C++ assertion text before it: noise)
 
     def best(times: list[Timing]) -> Timing:
         return Timing(min(t.wall for t in times), min(t.cpu for t in times))
