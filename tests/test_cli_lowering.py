@@ -73,8 +73,9 @@ def test_help_states_every_exit_status_and_fits_a_terminal():
     assert "exit status" in text
     for status, words in (("0", "written"), ("1", "--strict"), ("2", "bad input"), ("3", "internal error")):
         assert any(line.strip().startswith(f"{status}  ") and words in line for line in lines), (status, text)
-    readme = (REPO / "README.md").read_text()
-    assert "Exit status: 0 written" in readme and "1 a requested op is left (`--strict`)" in readme
+    for page in ("README.md", "docs/cli.md"):
+        text = (REPO / page).read_text()
+        assert "Exit status: 0 written" in text and "1 a requested op is left (`--strict`)" in text, page
 
 
 # -- 4: --dry-run ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from onnx import numpy_helper
 
 import lowering
 from lowering import fast, schemas
+from lowering.docs import short_cells
 from lowering.fast import Shortcuts
 from lowering.functions import all_expansions, body_op_types, expansion_for, ops_with_bodies
 from lowering.patterns import function_body_table
@@ -298,14 +299,15 @@ def test_backend_cases_per_op():
     assert len({name for name, _ in checks()}) == 685
 
 
-def test_readme_lists_every_function_body():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    begin = readme.index("<!-- function-bodies:begin")
-    start = readme.index("\n", begin) + 1
-    end = readme.index("<!-- function-bodies:end -->")
-    assert readme[start:end].strip() == function_body_table(), (
-        "README's function-body table is stale: regenerate it with function_body_table()"
+def test_docs_list_every_function_body():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "function-bodies.md").read_text()
+    begin = page.index("<!-- generated: function-bodies")
+    start = page.index("\n", begin) + 1
+    end = page.index("<!-- end: function-bodies -->")
+    assert page[start:end].strip() == short_cells(function_body_table()), (
+        "docs/function-bodies.md's table is stale: regenerate it with python -m lowering.docs"
     )
+    assert len(page[start:end].strip().splitlines()) == 2 + len(all_expansions())
 
 
 def test_bodies_made_ready_once_per_kind_give_the_same_bytes():

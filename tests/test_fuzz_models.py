@@ -621,7 +621,7 @@ def test_optionals_decided_in_nine_local_functions():
 
 
 def test_optionals_in_many_functions_lower_to_the_same_bytes_for_every_hash_seed():
-    """README: output is byte-identical across runs and PYTHONHASHSEED values."""
+    """docs/cli.md: output is byte-identical across runs and PYTHONHASHSEED values."""
     model = _nine_functions_deciding_optionals()
     results = {_lowered_in_a_fresh_process(model, seed) for seed in (0, 1, 2)}
     assert len(results) == 1, f"{len(results)} different lowered models from 3 PYTHONHASHSEED values"
@@ -655,7 +655,7 @@ def test_an_if_whose_branches_both_hold_a_value_keeps_an_output():
 
 
 def test_an_optional_read_through_identity_leaves_no_optional_behind():
-    """README: an Identity of a decided optional is decided, and the pattern comes out with no
+    """docs/optionals.md: an Identity of a decided optional is decided, and the pattern comes out with no
     optional type. The Identity and the If's optional output stay (and at opset 28 with float16
     the lowered model cannot run in onnxruntime)."""
     model = _text_model("""

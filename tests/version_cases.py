@@ -218,7 +218,7 @@ KNOWN_REFERENCE_GAPS: dict[str, str] = {
 }
 
 # Cases where ours is judged by the tolerance the rule lowering them states (its docstring and
-# the README's adapter table), not by the backend's, with the rule: its answer rounds differently.
+# the adapter table of docs/target-opsets.md), not by the backend's, with the rule: its answer rounds differently.
 STATED_TOLERANCES: dict[str, tuple[dict[int, Tolerance], str]] = {
     **dict.fromkeys(
         ("test_dft_inverse", "test_dft_inverse_opset19"),

@@ -259,7 +259,7 @@ def _floored_from_truncated(
 def _nan_mask(nan_op: str, r: str, fresh, make) -> list[onnx.NodeProto]:
     """r != r as ``Equal(Equal(r, r), false)``, or ``IsNaN(r)``; the mask's name is ``r_nan``.
     Not ``Not(Equal(r, r))``: onnxruntime fuses Not into the Where after it by swapping its
-    branches, and its Where loses -0 in the other branch (README: "Why IsNaN ends in
+    branches, and its Where loses -0 in the other branch (docs/rules.md: "Why IsNaN ends in
     Equal(…, false) and not Not")."""
     if nan_op == "IsNaN":
         return [make("IsNaN", [r], fresh("r_nan"))]

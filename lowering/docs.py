@@ -1,0 +1,114 @@
+"""The tables of ``docs/`` that come from the registry, never typed by hand.
+
+Each such table sits in a page of ``docs/`` between generated-content markers::
+
+    <!-- generated: KEY (python -m lowering.docs) -->
+    ...
+    <!-- end: KEY -->
+
+``python -m lowering.docs`` rewrites every such block from the registry (decompositions,
+version adapters, function bodies); ``python -m lowering.docs --check`` writes nothing and exits
+1 naming each page whose blocks differ from what it would write, or a table no page holds
+(``tests/test_docs.py`` runs the same check)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .cli_rules import shorten
+from .patterns import ADAPTER, DECOMPOSITION, function_body_table, markdown_table
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+COMMAND = "python -m lowering.docs"
+CELL = 300  # a longer cell is cut at a clause, with " …" (``onnx-lower --list-rules -v`` gives it whole)
+
+TABLES: dict[str, Callable[[], str]] = {
+    "decompositions": lambda: markdown_table(DECOMPOSITION),
+    "version-adapters": lambda: markdown_table(ADAPTER),
+    "function-bodies": function_body_table,
+}
+
+BLOCK = re.compile(r"<!-- generated: (?P<key>[\w-]+) \(.*?\) -->\n(?P<body>.*?)<!-- end: (?P=key) -->", re.S)
+
+
+def short_cells(table: str, limit: int = CELL) -> str:
+    """A Markdown table with each cell longer than ``limit`` cut at a clause, with `` …``."""
+    rows = []
+    for row in table.splitlines():
+        cells = row.split(" | ")
+        rows.append(" | ".join(shorten(cell, limit) if len(cell) > limit else cell for cell in cells))
+    return "\n".join(rows)
+
+
+def docs_section(key: str) -> str:
+    """The block of docs/ holding table ``key``, its generated-content markers included."""
+    return f"<!-- generated: {key} ({COMMAND}) -->\n{short_cells(TABLES[key]())}\n<!-- end: {key} -->"
+
+
+def regenerated(text: str) -> str:
+    """``text`` with every generated block made anew from the registry."""
+
+    def block(match: re.Match) -> str:
+        key = match.group("key")
+        if key not in TABLES:
+            raise KeyError(f"no generated table is named {key!r} (known: {', '.join(TABLES)})")
+        return docs_section(key)
+
+    return BLOCK.sub(block, text)
+
+
+def pages(folder: Path = DOCS) -> list[Path]:
+    return sorted(folder.glob("*.md"))
+
+
+def stale(folder: Path = DOCS) -> list[str]:
+    """What differs from what ``python -m lowering.docs`` would write: each page whose generated
+    blocks are not current, and each table that no page holds."""
+    problems, held = [], set()
+    for page in pages(folder):
+        text = page.read_text()
+        held |= {match.group("key") for match in BLOCK.finditer(text)}
+        if regenerated(text) != text:
+            problems.append(f"{page.name}: a generated table is stale")
+    problems += [f"no page of {folder} holds the generated table {key!r}" for key in TABLES if key not in held]
+    return problems
+
+
+def write(folder: Path = DOCS) -> list[Path]:
+    """Rewrite every generated block of every page; the pages changed."""
+    changed = []
+    for page in pages(folder):
+        text = page.read_text()
+        new = regenerated(text)
+        if new != text:
+            page.write_text(new)
+            changed.append(page)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page is not current")
+    parser.add_argument("--docs", type=Path, default=DOCS, help=f"the folder of pages (default: {DOCS})")
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = stale(args.docs)
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        if problems:
+            print(f"run {COMMAND} to regenerate", file=sys.stderr)
+        return 1 if problems else 0
+    for page in write(args.docs):
+        print(f"rewrote {page}")
+    missing = [key for key in TABLES if all(f"<!-- generated: {key} " not in p.read_text() for p in pages(args.docs))]
+    for key in missing:
+        print(f"no page holds the generated table {key!r}: add its markers to a page", file=sys.stderr)
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
