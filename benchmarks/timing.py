@@ -2,7 +2,7 @@
 writing their section of ``docs/performance.md``.
 
 CPU time is this process's (``time.process_time``: user and system) plus that of its children
-waited for (``os.times``: the command-line runs and the checker's forked child), so work moved
+waited for (``os.times``: the command-line runs), so work moved
 to another process is counted; goals are judged on CPU time."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ onnxruntime) and `bench_memory.py` (the peak memory of `onnx-lower` on models wi
 external weights).
 
 Wall time is elapsed time; CPU time is the process's user and system time plus that of the child
-processes it waited for (the command line's runs, the checker's forked child). On a shared,
+processes it waited for (the command line's runs). On a shared,
 loaded machine wall time drifts from run to run; CPU time drifts less.
 """
 
@@ -87,7 +87,7 @@ def machine() -> str:
             f"- machine: {platform.machine()}, {platform.system()} {platform.release()}, "
             f"{cpus} logical CPUs ({usable} usable by this process), {platform.processor() or 'processor unnamed'}",
             f"- load average (1, 5, 15 min): {START_LOAD} as the run began, {load_average()} as it ended "
-            f"(the benchmark itself runs one process at a time, two while the checker's child runs)",
+            f"(the benchmark itself runs one process at a time)",
             f"- Python {platform.python_version()} ({platform.python_implementation()}), "
             f"onnx {version('onnx')}, onnxruntime {version('onnxruntime')}, numpy {version('numpy')}, "
             f"onnx-lower {version('onnx-lower')}",
