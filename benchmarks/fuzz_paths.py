@@ -441,7 +441,7 @@ def t_layernorm(rng, b: Builder):
     elem = rng.choice([F32, F16])
     # Scale and B: graph inputs, held (an initializer or a Constant), or held behind an Identity
     # (TorchScript reads shared weights so); B given or not: the body's unflattened form reads
-    # their held shapes (rules/functions.py, last_axis_unflattened).
+    # their held shapes (rules/function_bodies.py, last_axis_unflattened).
     forms = [rng.choice(["input", "held", "identity"]), rng.choice([None, "input", "held", "identity"])]
 
     def parameter(b, ns, form):

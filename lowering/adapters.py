@@ -2,7 +2,7 @@
 
 A version step ``(op, version)`` is the change from the op's previous version to ``version``.
 ``onnx.defs`` gives each version's inputs, outputs, attributes with defaults and type lists;
-:func:`lowering.versioning.meaning_change` compares those. What it cannot see (a new meaning
+:func:`lowering.version_steps.meaning_change` compares those. What it cannot see (a new meaning
 under the same signature, a new allowed attribute value, an old default behaviour that a new
 attribute's default does not keep) is stated once per step as a :class:`MeaningChange`, from the
 ONNX changelog (``docs/Changelog.md``) and the schemas' own descriptions. A node such a step
@@ -158,7 +158,7 @@ def auto_pad_or_ceil_mode(node: onnx.NodeProto) -> bool:
 class HeldAttributes:
     """A predicate: the node holds an attribute named one of ``names`` (whatever its value).
     Declared so rather than as a function, a change of this kind can be seen not to affect a
-    node that holds only attributes of other names (:mod:`lowering.fast.keptops`)."""
+    node that holds only attributes of other names (:mod:`lowering.fast.unchanged_ops`)."""
 
     def __init__(self, *names: str) -> None:
         self.names = frozenset(names)

@@ -9,10 +9,10 @@ from typing import Any
 
 import onnx
 
-from . import postcheck, schemas, versioning
+from . import postcheck, schemas, version_steps
 from .engine import Legalizer
 from .errors import IncompleteLowering, InternalError, LoweringError
-from .functions import all_expansions
+from .function_bodies import all_expansions
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .nodecheck import checker_message
 from .opcount import count_ops
@@ -25,7 +25,7 @@ from .targets import DEFAULT_TARGET, Target
 @dataclass
 class LoweringResult:
     """The lowered model, what the pass did, and whether it changed anything; ``path`` names
-    the path that made it ("fast" or "plain", see :mod:`lowering.paths`)."""
+    the path that made it ("fast" or "plain", see :mod:`lowering.plain_path`)."""
 
     model: Any
     report: LoweringReport
@@ -71,7 +71,7 @@ def lower_model(
 
     ``progress`` (a :class:`lowering.progress.Progress`) is told how many nodes and graphs are done.
 
-    ``fast=False`` runs the plain path (:mod:`lowering.paths`), which is the specification of
+    ``fast=False`` runs the plain path (:mod:`lowering.plain_path`), which is the specification of
     the fast one: every node through its pattern, names listed from the model, node lists
     rebuilt as NodeProtos. The speed work (:mod:`lowering.fast`: expansions memoized per kind
     of node and replayed as wire bytes, names checked against the model's bytes, node lists
@@ -262,13 +262,13 @@ def _check_target_opset(model: onnx.ModelProto, target_opset: int) -> None:
         raise LoweringError(f"target opset {target_opset!r} does not exist: this onnx knows opsets 1 to {newest}")
     # A model without default-domain ops (ai.onnx.ml, preview.training only) has nothing to move:
     # it comes back as it is, declaring the target opset for the default domain.
-    versioning.check_types_exist_at(model, target_opset)
+    version_steps.check_types_exist_at(model, target_opset)
 
 
 def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:
     """Declare ``target_opset`` for the default domain, in the model and its functions, and
     an IR version that allows it."""
-    versioning.redeclare_default_opset(model, target_opset)
+    version_steps.redeclare_default_opset(model, target_opset)
     if schemas.default_opset(model.opset_import) is None:
         model.opset_import.append(onnx.helper.make_opsetid("", target_opset))
     default_only = [onnx.helper.make_opsetid("", target_opset)]
@@ -313,7 +313,7 @@ def _check_postcondition(model: onnx.ModelProto, requested: frozenset[str], repo
     """Every node of a requested op that is left must be accounted for in the report.
 
     Where none was requested (a pure conversion) there is nothing to count; where the path
-    knows the model holds no node of a requested op (:meth:`lowering.paths.PlainPath.may_hold_ops`),
+    knows the model holds no node of a requested op (:meth:`lowering.plain_path.PlainPath.may_hold_ops`),
     none is left; otherwise the ops are counted node by node."""
     if not requested and not report.remaining:
         return

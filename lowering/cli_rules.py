@@ -14,15 +14,17 @@ import textwrap
 
 import onnx
 
-from . import adapters, functions
+from . import adapters, function_bodies
 from .api import rules_table
-from .patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, first_paragraph
+from .patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, first_paragraph, shorten
 from .registry import all_rules
 
 HEADINGS = {
     DECOMPOSITION: "Decompositions into primitive ops (rules/, {count}; the seed ops by default, others with --ops)",
     ADAPTER: "Version adapters (rules/versions/, {count}; a node moved across one op version step, --target-opset)",
-    FUNCTION_BODY: "Function bodies (rules/functions.py, {count}; with --ops, or where the target opset lacks the op)",
+    FUNCTION_BODY: (
+        "Function bodies (rules/function_bodies.py, {count}; with --ops, or where the target opset lacks the op)"
+    ),
 }
 
 
@@ -30,7 +32,7 @@ def pattern_records() -> list[dict]:
     """Every pattern as data: kind, ops, versions, name, formula (its docstring's first
     paragraph), description (the whole docstring), how it is checked; decompositions add their
     input types and the ops they emit, per op version."""
-    objects = [*all_rules(), *adapters.all_adapters(), *functions.all_expansions()]
+    objects = [*all_rules(), *adapters.all_adapters(), *function_bodies.all_expansions()]
     rows: dict[tuple[str, str], list[dict]] = {}
     for row in rules_table():
         rows.setdefault((row["op_type"], row["rule"]), []).append(row)
@@ -119,31 +121,6 @@ def full_text(record: dict, width: int = WIDTH) -> list[str]:
     lines += wrap.wrap(f"checked: {record['checked_by']}")
     lines += ["  " + line if line else "" for line in record["description"].splitlines()]
     return lines + [""]
-
-
-def shorten(text: str, room: int) -> str:
-    """``text`` where it fits in ``room`` characters, else cut after the last clause that fits
-    (at ``; ``, ``: `` or ``, `` outside brackets; failing that, a space outside brackets, then
-    any space), with `` …``."""
-    if len(text) <= room:
-        return text
-    room = max(room - 2, 10)
-    depth, cuts = 0, {"; ": [], ": ": [], ", ": [], " ": [], "any": []}
-    for at, char in enumerate(text[:room]):
-        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
-        pair = text[at : at + 2]
-        if depth == 0 and pair in cuts:
-            cuts[pair].append(at)
-        if depth == 0 and char == " ":
-            cuts[" "].append(at)
-        if char == " ":
-            cuts["any"].append(at)
-    for separator in ("; ", ": ", ", ", " ", "any"):
-        fitting = [at for at in cuts[separator] if at > room // 3]
-        if fitting:
-            kept = text[: fitting[-1]]
-            return kept.removesuffix(" =").rstrip(",;:") + " …"
-    return text[:room] + " …"
 
 
 def _ops(op_types: list[str]) -> str:

@@ -19,8 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .cli_rules import shorten
-from .patterns import ADAPTER, DECOMPOSITION, function_body_table, markdown_table
+from .patterns import ADAPTER, DECOMPOSITION, function_body_table, markdown_table, shorten
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 COMMAND = "python -m lowering.docs"

@@ -5,7 +5,7 @@ A node is legal when its op is not one the caller asked to lower and, where a ta
 set, it means at that opset what it meant at the model's. An illegal node goes through the
 cheapest pattern that applies (see :meth:`Legalizer.legalize`): kept re-versioned, a version
 adapter, a decomposition rule, or the op's own ONNX function body, whose nodes are legalized
-in turn. How the patterns' nodes are made and spliced is the path's job (:mod:`lowering.paths`,
+in turn. How the patterns' nodes are made and spliced is the path's job (:mod:`lowering.plain_path`,
 the plain specification; :mod:`lowering.fast`, the same bytes faster).
 """
 
@@ -15,17 +15,17 @@ from dataclasses import dataclass
 
 import onnx
 
-from . import functions, moving, nodecheck, schemas, versioning
+from . import function_bodies, node_moves, nodecheck, schemas, version_steps
 from .builder import NotLowered
 from .cleanup import remove_unused
 from .decomposition import without_shapes
 from .errors import LoweringError
 from .folding import fold_integer_values
 from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
-from .localfunctions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
+from .local_functions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
 from .modelio import ModelBytes
 from .optionals import OptionalResolver
-from .paths import PlainPath
+from .plain_path import PlainPath
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
 from .scopes import Scope
@@ -84,7 +84,7 @@ class Legalizer:
     ) -> None:
         """``model_bytes``: ``model`` serialized, where it is small enough to be copied to
         bytes (the fast path checks names against them and splices node lists as bytes).
-        ``fast=False``: the plain path (see :mod:`lowering.paths`); same output, slower."""
+        ``fast=False``: the plain path (see :mod:`lowering.plain_path`); same output, slower."""
         self.model = model
         self.original = original
         self.target = target
@@ -364,15 +364,15 @@ class Legalizer:
     ) -> tuple[list | None, LoweringError | None]:
         """Converting, an op a rule owns kept at the target as an op the rule does not own is:
         moved by its version's adapter where the versions differ in more than types (Resize-18's
-        antialias dropped at 13), else as :func:`lowering.moving.keep_owned` keeps it. The nodes
+        antialias dropped at 13), else as :func:`lowering.node_moves.keep_owned` keeps it. The nodes
         (None where neither can), and the adapter's refusal where it refused (for the message
         where the rule does not apply either)."""
-        if moving.adapted_across(node, version, scope.opset):
+        if node_moves.adapted_across(node, version, scope.opset):
             try:  # the target's version means something else: its adapter moves the node
                 return self._move(scope, node, scope.source_opset, location), None
             except LoweringError as refused:
                 return None, refused
-        return moving.keep_owned(rule, version, scope, node, self.target, self.names, self.report), None
+        return node_moves.keep_owned(rule, version, scope, node, self.target, self.names, self.report), None
 
     def _decompose(self, rule: Rule, version: int | None, scope: Scope, node, index: int, location: str) -> list:
         """The rule's nodes for ``node`` (made by the path); NotLowered where it does not apply."""
@@ -433,7 +433,7 @@ class Legalizer:
         expanded = expansion.expand(
             node, opset=opset, input_types=input_types, fresh=self.names.fresh, memo=self.path.body_memo
         )
-        if isinstance(expanded, functions.NotExpanded):
+        if isinstance(expanded, function_bodies.NotExpanded):
             raise NotLowered(expanded.reason)
         constants = _constants_made_by(expanded.nodes)
         types: dict | None = None  # the body's value types, inferred when first needed
@@ -569,7 +569,7 @@ class Legalizer:
     ) -> list | None:
         ir_version = max(self.model.ir_version, 3)
         report = self.report if report is None else report
-        return moving.move(
+        return node_moves.move(
             scope, node, source_opset, location, self.names, report, ir_version, constants, types,
             judge=self.path.keeps_meaning,
         )  # fmt: skip
@@ -670,7 +670,7 @@ def _types_in_body(expanded, node: onnx.NodeProto, input_types: list, model: onn
 
 def _changing_in_subgraphs(node: onnx.NodeProto, opset: int, target_opset: int) -> str | None:
     """The first op in the graphs ``node`` holds whose version differs between the two opsets
-    and whose meaning may differ (``versioning.same_meaning``: signatures and known changes,
+    and whose meaning may differ (``version_steps.same_meaning``: signatures and known changes,
     whatever the node); None where every one means the same, so the subgraphs may stay as they
     are (types the target's ops do not take are left to the full check of the result)."""
     for graph in nested_graphs([node]):
@@ -679,7 +679,7 @@ def _changing_in_subgraphs(node: onnx.NodeProto, opset: int, target_opset: int) 
                 return f"{inner.domain}.{inner.op_type}"
             before = schemas.version_in_force(inner.op_type, opset)
             after = schemas.version_in_force(inner.op_type, target_opset)
-            if before != after and not versioning.same_meaning(inner.op_type, before, after):
+            if before != after and not version_steps.same_meaning(inner.op_type, before, after):
                 return f"{inner.op_type}-{before}"
     return None
 
@@ -714,7 +714,7 @@ def _owning_rule(node: onnx.NodeProto) -> Rule | None:
 
 def _function_expansion(node: onnx.NodeProto):
     """The function-body expansion registered for the node's op, or None."""
-    return functions.expansion_for(schemas.canonical_domain(node.domain), node.op_type)
+    return function_bodies.expansion_for(schemas.canonical_domain(node.domain), node.op_type)
 
 
 def _imports_other_domains(scope: Scope, model: onnx.ModelProto) -> bool:

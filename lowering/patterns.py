@@ -1,13 +1,13 @@
 """The three kinds of patterns that make an illegal node legal, listed the same way:
 decompositions into primitive ops (``rules/*.py``), version adapters across one op version
 step (``rules/versions/``), and expansion by the op's own ONNX function body
-(``rules/functions.py``). Each states its formula and how its meaning is checked."""
+(``rules/function_bodies.py``). Each states its formula and how its meaning is checked."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import adapters, functions, schemas
+from . import adapters, function_bodies, schemas
 from .registry import all_rules
 
 DECOMPOSITION, ADAPTER, FUNCTION_BODY = "decomposition", "version adapter", "function body"
@@ -64,7 +64,7 @@ def all_patterns() -> list[PatternEntry]:
             first_paragraph(expansion.formula),
             tolerance_text(expansion.tolerance) + " against the op's expected outputs, on the ONNX backend cases",
         )
-        for expansion in functions.all_expansions()
+        for expansion in function_bodies.all_expansions()
     ]
     return entries
 
@@ -72,6 +72,31 @@ def all_patterns() -> list[PatternEntry]:
 def first_paragraph(text: str) -> str:
     """The first paragraph of a docstring, on one line."""
     return " ".join(text.split("\n\n")[0].split())
+
+
+def shorten(text: str, room: int) -> str:
+    """``text`` where it fits in ``room`` characters, else cut after the last clause that fits
+    (at ``; ``, ``: `` or ``, `` outside brackets; failing that, a space outside brackets, then
+    any space), with `` …``."""
+    if len(text) <= room:
+        return text
+    room = max(room - 2, 10)
+    depth, cuts = 0, {"; ": [], ": ": [], ", ": [], " ": [], "any": []}
+    for at, char in enumerate(text[:room]):
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
+        pair = text[at : at + 2]
+        if depth == 0 and pair in cuts:
+            cuts[pair].append(at)
+        if depth == 0 and char == " ":
+            cuts[" "].append(at)
+        if char == " ":
+            cuts["any"].append(at)
+    for separator in ("; ", ": ", ", ", " ", "any"):
+        fitting = [at for at in cuts[separator] if at > room // 3]
+        if fitting:
+            kept = text[: fitting[-1]]
+            return kept.removesuffix(" =").rstrip(",;:") + " …"
+    return text[:room] + " …"
 
 
 def markdown_table(kind: str) -> str:
@@ -103,7 +128,7 @@ def function_body_table() -> str:
     lines = ["| op | versions | formula | tolerance (per input type) |", "| --- | --- | --- | --- |"]
     for entry in all_patterns():
         if entry.kind == FUNCTION_BODY:
-            expansion = functions.expansion_for("", entry.op_types[0])
+            expansion = function_bodies.expansion_for("", entry.op_types[0])
             cell = entry.formula.replace("|", "\\|")
             lines.append(f"| {entry.op_types[0]} | {entry.versions} | {cell} | {tolerance_text(expansion.tolerance)} |")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import schemas
 from .builder import Builder, NotLowered, Value
-from .functions import Tolerance
+from .function_bodies import Tolerance
 from .rules_package import load_rules_package
 
 RuleBody = Callable[..., "Value | tuple[Value, ...] | NotLowered"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from . import floats, schemas, versioning
+from . import floats, schemas, version_steps
 from .errors import LoweringError
 from .feeds import Feed, FeedPlan, build_feeds, check_feeds, graph_inputs
 from .modelio import checkable
@@ -461,12 +461,12 @@ def _same_meaning_redeclarations(model: onnx.ModelProto):
     others = sorted(set(range(1, schemas.newest_opset() + 1)) - {opset}, key=lambda o: (abs(o - opset), -o))
     for other in others:
         if all(
-            versioning.same_meaning(op, schemas.version_in_force(op, other), schemas.version_in_force(op, opset))
+            version_steps.same_meaning(op, schemas.version_in_force(op, other), schemas.version_in_force(op, opset))
             for op in op_types
         ):
             redeclared = onnx.ModelProto()
             redeclared.CopyFrom(model)
-            versioning.redeclare_default_opset(redeclared, other)
+            version_steps.redeclare_default_opset(redeclared, other)
             yield other, redeclared
 
 

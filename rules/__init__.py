@@ -8,7 +8,7 @@ from . import (  # noqa: F401
     deformconv,
     dft,
     einsum,
-    functions,
+    function_bodies,
     gridsample,
     isinf,
     isnan,

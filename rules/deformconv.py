@@ -9,7 +9,7 @@ import numpy as np
 from onnx import TensorProto
 
 from lowering import floats, schemas
-from lowering.functions import Tolerance
+from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
 from .gridsample import index_within, stacked_neighbours, weighted_rows

@@ -6,7 +6,7 @@ import numpy as np
 from onnx import TensorProto
 
 from lowering import schemas
-from lowering.functions import Tolerance
+from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
 from .versions.dft import DEFAULT_AXIS_17, DEFAULT_AXIS_20

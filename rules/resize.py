@@ -8,7 +8,7 @@ from onnx import TensorProto
 
 from lowering import schemas
 from lowering.adapters import as_text
-from lowering.functions import Tolerance
+from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
 EMITS = (

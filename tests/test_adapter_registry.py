@@ -1147,7 +1147,7 @@ def test_a_changed_only_adapter_moves_a_default_stated_attribute_away(found, op_
     """A node stating, at its default, an attribute the target's version lacks (every
     TorchScript Reshape-14 states allowzero=0) means what it means without it: the adapter
     gives that node without the attribute, byte for byte, as the conversion's op lane writes
-    such nodes without asking it (lowering/fast/keptops.py), at each opset pair it serves."""
+    such nodes without asking it (lowering/fast/unchanged_ops.py), at each opset pair it serves."""
     from lowering.naming import NameAllocator
 
     newest = schemas.schema_in_force(op_type, schemas.newest_opset())
@@ -1172,7 +1172,7 @@ def test_a_changed_only_adapter_moves_a_default_stated_attribute_away(found, op_
 @pytest.mark.parametrize(("found", "op_type"), CHANGED_ONLY)
 def test_a_changed_only_adapter_leaves_every_node_no_known_change_affects(found, op_type):
     """An adapter registered changed_only leaves (None) every node no known change across its
-    steps affects, as the conversion's op lane takes it to (lowering/fast/keptops.py keeps such
+    steps affects, as the conversion's op lane takes it to (lowering/fast/unchanged_ops.py keeps such
     nodes without asking it), and acts on, or refuses, every node one affects: on the op's
     backend cases and on a node for each attribute of its newest schema alone, at each opset
     pair it serves."""

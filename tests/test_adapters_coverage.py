@@ -23,7 +23,7 @@ from onnx import TensorProto, helper
 from support import assert_same_bits, assert_same_values, make_model, runs_in_onnxruntime
 
 import lowering
-from lowering.functions import Tolerance
+from lowering.function_bodies import Tolerance
 from lowering.runtime import run_reference
 
 F16, BF16, F64 = TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE

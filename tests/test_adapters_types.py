@@ -1,5 +1,5 @@
 """The version steps that only add types (rules/versions/type_lists.py), Mod across version 28,
-and the refusals lowering.versioning gives before onnx's converter is tried.
+and the refusals lowering.version_steps gives before onnx's converter is tried.
 
 Each adapter is run on every pair of 8-bit integers, on every 16-bit integer against chosen
 partners (both orders), and on the edges of wider integers (where a double rounds, too): the
@@ -20,7 +20,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as Onnxru
 from support import make_model
 
 import lowering
-from lowering import versioning
+from lowering import version_steps
 from lowering.naming import NameAllocator
 from lowering.runtime import run_onnxruntime, run_reference
 
@@ -321,7 +321,7 @@ def test_an_op_newer_than_the_target_with_a_body_is_not_said_to_lack_one():
     tries its body next, and adds why that fails where it does."""
     node = helper.make_node("Mish", ["x"], ["y"], name="mish")
     with pytest.raises(lowering.LoweringError) as refused:
-        versioning.convert_node(
+        version_steps.convert_node(
             node,
             types={"x": helper.make_tensor_type_proto(TensorProto.FLOAT, ["N"])},
             constants={},

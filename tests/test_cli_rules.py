@@ -10,8 +10,8 @@ from pathlib import Path
 
 from support import run_cli  # noqa: E402
 
-from lowering.cli_rules import WIDTH, shorten, summarize_types
-from lowering.patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns
+from lowering.cli_rules import WIDTH, summarize_types
+from lowering.patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, shorten
 
 REPO = Path(__file__).resolve().parents[1]
 

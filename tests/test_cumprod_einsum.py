@@ -14,7 +14,7 @@ from version_cases import node_cases, sweep_case
 
 import lowering
 from lowering import schemas
-from lowering.functions import Tolerance
+from lowering.function_bodies import Tolerance
 from lowering.registry import rule_for
 from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import sample_values

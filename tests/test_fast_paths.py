@@ -418,19 +418,19 @@ def _fields_alone(doc: str | None, metadata: dict[str, str]) -> tuple[bytes, byt
     ],
 )
 def test_carried_fields_cut_from_the_nodes_bytes_are_the_fields_written_alone(unknown, cut, monkeypatch):
-    import lowering.fast.moves as moves
+    import lowering.fast.kind_memo as kind_memo
 
     written_anew: list[onnx.NodeProto] = []
-    original = moves._carried_fields_written
+    original = kind_memo._carried_fields_written
 
     def counted(node):
         written_anew.append(node)
         return original(node)
 
-    monkeypatch.setattr(moves, "_carried_fields_written", counted)
+    monkeypatch.setattr(kind_memo, "_carried_fields_written", counted)
     for index, (doc, metadata) in enumerate(CARRIED_CASES):
         node = _reshape_carrying(index, doc, metadata, unknown)
-        assert moves._carried_fields(node) == _fields_alone(doc, metadata)
+        assert kind_memo._carried_fields(node) == _fields_alone(doc, metadata)
     assert len(written_anew) == (0 if cut else len(CARRIED_CASES))
 
 
@@ -515,7 +515,7 @@ def without_notes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
 
 
 def test_lean_bytes_leave_out_every_nodes_notes_and_nothing_else():
-    from lowering.fast.lean import lean_bytes
+    from lowering.fast.inference_bytes import lean_bytes
 
     model = noted_model()
     lean = onnx.ModelProto.FromString(lean_bytes(model.SerializeToString()))
@@ -528,7 +528,7 @@ def test_lean_bytes_leave_out_every_nodes_notes_and_nothing_else():
 def test_inference_types_the_lean_bytes_as_the_model():
     """The inferred models are alike but for the notes: value_info of the main graph and of the
     branches, and the function."""
-    from lowering.fast.lean import lean_bytes
+    from lowering.fast.inference_bytes import lean_bytes
 
     model = noted_model()
     whole, _ = without_notes(onnx.shape_inference.infer_shapes(model))
@@ -563,7 +563,7 @@ def test_a_conversion_reading_inferred_shapes_is_alike_with_lean_inference_on_or
 
     read = []
     monkeypatch.setattr(
-        lowering.fast, "lean_bytes", lambda data: read.append(data) or lowering.fast.lean.lean_bytes(data)
+        lowering.fast, "lean_bytes", lambda data: read.append(data) or lowering.fast.inference_bytes.lean_bytes(data)
     )
     model = split_of_an_untyped_value()
     converted = lowering.lower(model, target_opset=13, ops=[], fast=Shortcuts(lean_inference=lean, local_shapes=False))
@@ -594,17 +594,17 @@ def test_nodes_kept_again_count_into_the_report_they_were_taken_under(monkeypatc
     end); each batch goes to the report that was the driver's when its nodes were taken, even
     where another report is the driver's by then (a function body's attempt, dropped where the
     body does not go), and nothing is counted twice."""
-    from lowering.fast import moves
+    from lowering.fast import kind_memo
     from lowering.report import LoweringReport
 
     captured = {}
-    kept_again = moves.KindMemo.kept_again
+    kept_again = kind_memo.KindMemo.kept_again
 
     def capturing(memo, scope, node, index):
         captured["memo"], captured["scope"] = memo, scope
         return kept_again(memo, scope, node, index)
 
-    monkeypatch.setattr(moves.KindMemo, "kept_again", capturing)
+    monkeypatch.setattr(kind_memo.KindMemo, "kept_again", capturing)
     nodes = [helper.make_node("Identity", [f"k{k}"], [f"k{k + 1}"]) for k in range(3)]
     x = helper.make_tensor_value_info("k0", onnx.TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("k3", onnx.TensorProto.FLOAT, [2])

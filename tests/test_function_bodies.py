@@ -1,4 +1,4 @@
-"""Every op ONNX defines by a function body, lowered on request (rules/functions.py registers them
+"""Every op ONNX defines by a function body, lowered on request (rules/function_bodies.py registers them
 from onnx.defs) and checked on the ONNX backend node cases of each: the op is gone and the outputs
 match the case's expected outputs within the backend's tolerance, in onnxruntime (onnx.reference
 where onnxruntime cannot run the lowered model, each named below with why)."""
@@ -15,14 +15,14 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
-from lowering.rules.functions import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RANDOM_OPS_IN_BODIES
+from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RANDOM_OPS_IN_BODIES
 from onnx import numpy_helper
 
 import lowering
 from lowering import fast, schemas
 from lowering.docs import short_cells
 from lowering.fast import Shortcuts
-from lowering.functions import all_expansions, body_op_types, expansion_for, ops_with_bodies
+from lowering.function_bodies import all_expansions, body_op_types, expansion_for, ops_with_bodies
 from lowering.patterns import function_body_table
 from lowering.runtime import run_onnxruntime, run_reference
 
@@ -61,8 +61,8 @@ def checks() -> tuple[tuple[str, str], ...]:
 # opset 18 only, and the cases import an older opset (the body's CastLike-15 cannot be written
 # at 9 or 14). The op stays and the report says why; with the model at opset 18 or above, as
 # the same tests of the newer versions are, the body serves.
-# (case, op) → the reason the node stays (rules/functions.py BODY_DEFECTS); none today: ONNX's
-# AffineGrid body, which feeds Range 1-element tensors, is repaired (rules/functions.py
+# (case, op) → the reason the node stays (rules/function_bodies.py BODY_DEFECTS); none today: ONNX's
+# AffineGrid body, which feeds Range 1-element tensors, is repaired (rules/function_bodies.py
 # range_inputs_as_scalars) and lowers like the rest
 REFUSED: dict[tuple[str, str], str] = {}
 

@@ -1,4 +1,4 @@
-"""Expansion by the op's own ONNX function body (lowering/functions.py, rules/functions.py)."""
+"""Expansion by the op's own ONNX function body (lowering/function_bodies.py, rules/function_bodies.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import numpy as np
 import onnx
 import onnx.inliner
 import pytest
-from lowering.rules.functions import last_axis_unflattened, variance_in_two_passes
+from lowering.rules.function_bodies import last_axis_unflattened, variance_in_two_passes
 from onnx import TensorProto, helper
 
 from lowering import schemas
-from lowering.functions import Expanded, FunctionExpansion, NotExpanded, Tolerance, expansion_for
+from lowering.function_bodies import Expanded, FunctionExpansion, NotExpanded, Tolerance, expansion_for
 from lowering.naming import NameAllocator, names_in_model
 from lowering.runtime import run_onnxruntime, run_reference
 
@@ -324,7 +324,7 @@ def test_refusals_say_why():
 
 
 def test_registration_checks_versions_and_bodies():
-    from lowering.functions import function_expansion
+    from lowering.function_bodies import function_expansion
 
     with pytest.raises(ValueError, match="no versions \\[16\\]"):
         function_expansion("Softsign", versions=(16,), tolerance={})(_applies)

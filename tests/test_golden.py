@@ -17,8 +17,8 @@ import onnx.printer
 import pytest
 
 import lowering
-from lowering import floats, functions
-from lowering.functions import Tolerance
+from lowering import floats, function_bodies
+from lowering.function_bodies import Tolerance
 from lowering.samples import sample_values
 from lowering.verification import verify
 
@@ -46,7 +46,7 @@ def lowering_options(original: Path) -> dict:
 def body_tolerance(original: Path) -> Tolerance | None:
     """The loosest tolerance the function bodies a case lowers state for float32 (None where the
     case lowers none: those compare bit for bit)."""
-    found = [functions.expansion_for("", op) for op in lowering_options(original).get("ops", [])]
+    found = [function_bodies.expansion_for("", op) for op in lowering_options(original).get("ops", [])]
     tolerances = [e.tolerance_for(onnx.TensorProto.FLOAT) for e in found if e is not None]
     return max(tolerances, key=lambda t: (t.rtol, t.atol), default=None)
 

@@ -1,5 +1,5 @@
 """A conversion's walk leaves out the nodes of an op every node of which stays as it is at the
-target (``Shortcuts.kept_ops``, :mod:`lowering.fast.keptops`): the model written and the report
+target (``Shortcuts.kept_ops``, :mod:`lowering.fast.unchanged_ops`): the model written and the report
 are those of the walk that looks at each node, and of the plain path, byte for byte and label
 for label; an op whose nodes may hold a type the target's version does not take, a node
 holding a graph, and a graph with a value of unknown type are walked."""

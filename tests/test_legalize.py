@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import lowering
-from lowering.functions import expansion_for
+from lowering.function_bodies import expansion_for
 from lowering.runtime import run_onnxruntime
 
 LAYER_NORMALIZATION = expansion_for("", "LayerNormalization")

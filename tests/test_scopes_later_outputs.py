@@ -8,7 +8,7 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
-from lowering.localfunctions import infer_function
+from lowering.local_functions import infer_function
 from lowering.naming import NameAllocator
 from lowering.scopes import Scope
 

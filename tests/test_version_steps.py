@@ -16,7 +16,7 @@ from support import make_model
 from version_cases import node_cases, sweep_case
 
 import lowering
-from lowering import adapters, schemas, versioning
+from lowering import adapters, schemas, version_steps
 from lowering.opcount import count_ops
 from lowering.runtime import run_onnxruntime, run_reference
 
@@ -227,7 +227,7 @@ NAMED_CHANGES = [
 @pytest.mark.parametrize("node, source, target, reason, types", [(*c, None)[:5] for c in NAMED_CHANGES])
 def test_meaning_changes_are_named(node, source, target, reason, types):
     types = [FLOAT] * len(node.input) if types is None else types
-    why = versioning.meaning_change(node, source, target, types)
+    why = version_steps.meaning_change(node, source, target, types)
     assert why is not None and reason in why, why
 
 
@@ -246,7 +246,7 @@ KEPT_MEANINGS = [
 @pytest.mark.parametrize("node, source, target, types", [(*c, None)[:4] for c in KEPT_MEANINGS])
 def test_nodes_that_keep_their_meaning(node, source, target, types):
     types = [FLOAT] * len(node.input) if types is None else types
-    assert versioning.meaning_change(node, source, target, types) is None
+    assert version_steps.meaning_change(node, source, target, types) is None
 
 
 # -- item 4: never worse than onnx's converter on a whole model -------------------------------------

@@ -15,11 +15,11 @@ import ml_dtypes
 import numpy as np
 import onnx
 from lowering.rules.dft import DFT_TOLERANCE
-from lowering.rules.functions import BFLOAT16_TOLERANCE
+from lowering.rules.function_bodies import BFLOAT16_TOLERANCE
 from onnx import TensorProto
 
 import lowering
-from lowering.functions import Tolerance
+from lowering.function_bodies import Tolerance
 from lowering.runtime import ReferenceRunner, run_onnxruntime
 
 RTOL, ATOL = 1e-3, 1e-7  # the tolerances onnx's own backend tests use
@@ -228,7 +228,7 @@ STATED_TOLERANCES: dict[str, tuple[dict[int, Tolerance], str]] = {
         ("test_celu_bfloat16", "test_celu_bfloat16_expanded"),
         (
             {TensorProto.BFLOAT16: BFLOAT16_TOLERANCE},
-            "Celu and Elu by their bodies, each op rounded to bfloat16 (rules/functions.py)",
+            "Celu and Elu by their bodies, each op rounded to bfloat16 (rules/function_bodies.py)",
         ),
     ),
 }

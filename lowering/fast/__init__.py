@@ -8,7 +8,7 @@
   checked against the model's serialized bytes instead of a listing of its names.
 
 Deleting this package leaves a correct product: :func:`lowering.engine.path_for` then
-falls back to the plain path (:mod:`lowering.paths`).
+falls back to the plain path (:mod:`lowering.plain_path`).
 """
 
 from __future__ import annotations
@@ -17,21 +17,21 @@ from dataclasses import dataclass
 
 import onnx
 
-from .. import functions, schemas, scopes
+from .. import function_bodies, schemas, scopes
 from ..builder import Builder, NotLowered, Value
 from ..decomposition import bound, check_input_accepted, input_value, rule_attributes, type_key, without_shapes
 from ..graphs import holds_graphs
 from ..modelio import ModelBytes
-from ..paths import GraphEdits, KeptByOp, PlainPath, node_hint
+from ..plain_path import GraphEdits, KeptByOp, PlainPath, node_hint
 from ..registry import Rule
 from ..schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 from ..scopes import Scope
 from . import protowire
-from .keptops import kept_by_op
-from .lean import lean_bytes
-from .moves import KindMemo
+from .inference_bytes import lean_bytes
+from .kind_memo import KindMemo
 from .names import NamesBySnapshot
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
+from .unchanged_ops import kept_by_op
 
 _NOT_RECORDED = object()  # a kind of node whose expansion reads the surrounding graph
 
@@ -39,7 +39,7 @@ _NOT_RECORDED = object()  # a kind of node whose expansion reads the surrounding
 _MODEL_GRAPH_FIELD = onnx.ModelProto.DESCRIPTOR.fields_by_name["graph"].number
 
 # Kept across passes (each is a pure function of its key): function bodies made ready per kind
-# of node (:func:`lowering.functions.FunctionExpansion.expand`'s ``memo``), and kinds of node
+# of node (:func:`lowering.function_bodies.FunctionExpansion.expand`'s ``memo``), and kinds of node
 # judged to keep their meaning across a version step, or not (bounded: a model may hold many).
 PREPARED_BODIES: dict[tuple, object] = {}
 JUDGED_KINDS: dict[tuple, bool] = {}
@@ -50,7 +50,7 @@ def forget_memos() -> None:
     """Empty the memos kept across passes (benchmarks measure a cold start without them)."""
     PREPARED_BODIES.clear()
     JUDGED_KINDS.clear()
-    functions.forget_type_checks()
+    function_bodies.forget_type_checks()
 
 
 @dataclass(frozen=True)
@@ -64,17 +64,17 @@ class Shortcuts:
     the node's hint, so a replay claims them at once (else they are asked for one by one, and
     no node is replayed without the driver looking at it). ``replay_together``: waiting
     replays are made column by column (else one by one). ``kind_memo``: a function body is
-    made ready, and a version step judged (:mod:`lowering.moving`), once per kind of node and
+    made ready, and a version step judged (:mod:`lowering.node_moves`), once per kind of node and
     shared (else for every node; with it, a kind's check at the target, :mod:`lowering.nodecheck`,
     is made once). ``lean_inference`` (with ``whole_bytes``): onnx's type inference, where
     the pass needs it, reads the model's bytes without the nodes' ``metadata_props`` and
-    ``doc_string`` (:mod:`.lean`; else the model as it is). ``whole_typing``: a conversion's walk
+    ``doc_string`` (:mod:`.inference_bytes`; else the model as it is). ``whole_typing``: a conversion's walk
     that will ask for most types types the whole graph at once from the first value whose
     producer is not among the nodes just before its reader (else it indexes every output to
     follow that value back, as the plain path does; the types are the same). ``kept_ops``
     (with ``whole_typing``): a conversion's walk leaves out the nodes of an op that every
     node of stays as it is at the target, given the types the graph's values have
-    (:mod:`.keptops`), and counts them (else it looks at each). ``local_shapes``: a shape
+    (:mod:`.unchanged_ops`), and counts them (else it looks at each). ``local_shapes``: a shape
     the pass asks for in the main graph is first asked of onnx's inference of the nodes back
     from the value, one at a time, and taken where static (else of onnx's inference of the
     whole graph, as where it is off; a static shape is the same from either, except where the
@@ -127,7 +127,7 @@ class FastPath(PlainPath):
     def legalize(self, scope: Scope, node: onnx.NodeProto, index: int) -> list | None:
         """A node no decomposition rule owns (moved to the target opset, or expanded by its
         function body) is legalized once per kind of node and replayed for the rest
-        (:mod:`.moves`) where ``kind_memo`` is on; rules' nodes go through :meth:`decompose`."""
+        (:mod:`.kind_memo`) where ``kind_memo`` is on; rules' nodes go through :meth:`decompose`."""
         driver = self.driver
         if self.kinds is None:
             return driver.legalize(scope, node, index)
@@ -177,7 +177,7 @@ class FastPath(PlainPath):
         return self.shortcuts.local_shapes
 
     def kept_by_op(self, scope: Scope, visited: list[int]) -> KeptByOp:
-        """:func:`.keptops.kept_by_op` where ``kept_ops`` is on and the walk asks for most
+        """:func:`.unchanged_ops.kept_by_op` where ``kept_ops`` is on and the walk asks for most
         types anyway (:meth:`types_most_asked`), in a model without local functions (a node
         left out could call one)."""
         if not (self.shortcuts.kept_ops and scope.most_types_asked and not self.driver.functions):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from lowering import schemas, versioning
+from lowering import schemas, version_steps
 from lowering.adapters import AdapterContext, NodeWriter, adapter, known_change, moved
 from lowering.errors import LoweringError
 
@@ -30,7 +30,7 @@ def one_value_carried(node: onnx.NodeProto, context: AdapterContext):
     if not _carries_nothing(node):
         return None
     source_version = schemas.version_in_force("Loop", context.source_opset)
-    untaken = versioning.untaken_output_refusal(node, source_version, context.target_opset, context.type_for_judging)
+    untaken = version_steps.untaken_output_refusal(node, source_version, context.target_opset, context.type_for_judging)
     if untaken is not None:
         raise LoweringError(f"{context.location}: {untaken}")
     w = NodeWriter(node, context)

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from lowering import floats, schemas, versioning
+from lowering import floats, schemas, version_steps
 from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, constant_array, known_change, moved
 from lowering.errors import LoweringError
 from lowering.scopes import element_type_of
@@ -27,15 +27,15 @@ def _versions(node: onnx.NodeProto, context: AdapterContext) -> tuple[int, int]:
 
 def _untaken(node: onnx.NodeProto, context: AdapterContext):
     """The first input whose type the target's version of the op does not take (see
-    :func:`lowering.versioning.untaken_type`), None where every known type is taken."""
+    :func:`lowering.version_steps.untaken_type`), None where every known type is taken."""
     source_version, target_version = _versions(node, context)
     input_types = [context.type_for_judging(name) if name else None for name in node.input]
-    return versioning.untaken_type(node, source_version, target_version, input_types)
+    return version_steps.untaken_type(node, source_version, target_version, input_types)
 
 
 def _refuse(node: onnx.NodeProto, context: AdapterContext, untaken, why: str = "") -> LoweringError:
     source_version, _ = _versions(node, context)
-    message = versioning.untaken_type_refusal(node, source_version, context.target_opset, untaken)
+    message = version_steps.untaken_type_refusal(node, source_version, context.target_opset, untaken)
     return LoweringError(f"{context.location}: {message}{why}")
 
 

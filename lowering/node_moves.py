@@ -7,7 +7,7 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from . import adapters, schemas, versioning
+from . import adapters, schemas, version_steps
 from .errors import LoweringError
 from .naming import NameAllocator
 from .registry import Rule
@@ -52,7 +52,7 @@ def keep_owned(
         return [node]
     if element_type is None or not rule.rounding_invariant:
         return None
-    carrier = versioning.exact_carrier(
+    carrier = version_steps.exact_carrier(
         element_type, schemas.input_element_types(node.op_type, scope.opset, 0, node.domain)
     )
     if carrier is None or target.lacks_kernel(node.op_type, target_version, carrier):
@@ -84,15 +84,15 @@ def keeps_meaning(
     node: onnx.NodeProto, source_version: int, target_version: int, input_types: list[onnx.TypeProto | None]
 ) -> bool:
     """Whether ``node`` means at ``target_version`` what it means at ``source_version``
-    (:func:`lowering.versioning.meaning_change`); ``input_types`` are None where the step did
+    (:func:`lowering.version_steps.meaning_change`); ``input_types`` are None where the step did
     not change the types taken (they cannot change the answer for a valid node there)."""
-    return versioning.meaning_change(node, source_version, target_version, input_types) is None
+    return version_steps.meaning_change(node, source_version, target_version, input_types) is None
 
 
 def _keeps_meaning(node: onnx.NodeProto, source_version: int, target_version: int, type_of, judge) -> bool:
     """``judge`` (:func:`keeps_meaning`, or one of the same answers) on ``node``, its input types
     read only where the step changed the types taken."""
-    types_matter = versioning.types_taken_change(node.op_type, source_version, target_version)
+    types_matter = version_steps.types_taken_change(node.op_type, source_version, target_version)
     input_types = [type_of(name) if name and types_matter else None for name in node.input]
     return judge(node, source_version, target_version, input_types)
 
@@ -131,7 +131,7 @@ def move(
         return None
     moved = f"{node.op_type}-{source_version}→{target_version}"
     if target_version is None and source_version is not None and scope.opset < source_opset:
-        raise LoweringError(f"{location}: {versioning.absent_at_target(node.op_type, source_version, scope.opset)}")
+        raise LoweringError(f"{location}: {version_steps.absent_at_target(node.op_type, source_version, scope.opset)}")
     if source_version is not None and target_version is not None:
         found = adapters.adapter_for(node.op_type, source_version, target_version)
         if found is not None:
@@ -151,14 +151,14 @@ def move(
                 return adapted
         # An adapter that leaves the node (None) says its step does not concern it: judged as any.
         if _keeps_meaning(node, source_version, target_version, judged_type_of, judge):
-            untaken = versioning.untaken_output_refusal(node, source_version, scope.opset, judged_type_of)
+            untaken = version_steps.untaken_output_refusal(node, source_version, scope.opset, judged_type_of)
             if untaken is not None:
                 raise LoweringError(f"{location}: {untaken}")
             report.adapted[moved] += 1
             return [node]
     types = {name: shaped_type_of(name) for name in node.input if name}
     constants = {name: constant_value(name) for name in node.input if name}
-    converted = versioning.convert_node(
+    converted = version_steps.convert_node(
         node,
         types={name: t for name, t in types.items() if t is not None},
         constants={name: c for name, c in constants.items() if c is not None},

@@ -10,7 +10,7 @@ import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 from lowering import schemas
-from lowering.functions import Tolerance, body_op_types, function_expansion, ops_with_bodies
+from lowering.function_bodies import Tolerance, body_op_types, function_expansion, ops_with_bodies
 
 # Measured against onnxruntime's fused kernel and a float64 numpy computation (tests/
 # test_function_expansion.py), on the ONNX backend cases and on rows whose mean is at most 3

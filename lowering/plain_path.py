@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import onnx
 
-from . import moving
+from . import node_moves
 from .builder import Builder, NotLowered
 from .decomposition import check_input_accepted, decompose, input_value, rule_attributes
 from .naming import NameAllocator
@@ -81,9 +81,9 @@ class PlainPath:
         return self.driver.legalize(scope, node, index)
 
     def keeps_meaning(self, node: onnx.NodeProto, source_version: int, target_version: int, input_types: list) -> bool:
-        """Whether ``node`` keeps its meaning across the version steps (:func:`lowering.moving.keeps_meaning`),
+        """Whether ``node`` keeps its meaning across the version steps (:func:`lowering.node_moves.keeps_meaning`),
         judged here for every node."""
-        return moving.keeps_meaning(node, source_version, target_version, input_types)
+        return node_moves.keeps_meaning(node, source_version, target_version, input_types)
 
     def types_most_asked(self, visited: int) -> bool:
         """Whether a walk of ``visited`` nodes is told it will ask for most types

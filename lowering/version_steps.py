@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper, version_converter
 
-from . import adapters, floats, functions, schemas
+from . import adapters, floats, function_bodies, schemas
 from .errors import LoweringError
 from .graphs import held_graphs
 from .naming import NameAllocator
@@ -414,7 +414,9 @@ def absent_at_target(op_type: str, source_version: int, target_opset: int) -> st
     """The refusal for an op the target opset does not have: where ONNX first defines it, and
     whether a function body could write it (the driver then says why that failed too)."""
     first = schemas.op_versions(op_type)[0]
-    body = "" if functions.expansion_for("", op_type) is not None else " and has no function body to write it with"
+    body = (
+        "" if function_bodies.expansion_for("", op_type) is not None else " and has no function body to write it with"
+    )
     return f"{op_type}-{source_version} does not exist at opset {target_opset} (ONNX first defines it at {first}){body}"
 
 
