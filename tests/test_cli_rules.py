@@ -10,7 +10,7 @@ from pathlib import Path
 
 from support import run_cli  # noqa: E402
 
-from lowering.cli_rules import WIDTH, summarize_types
+from lowering.cli.rules import WIDTH, summarize_types
 from lowering.patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, shorten
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,13 +9,13 @@ import os
 import sys
 from pathlib import Path
 
-from .cli_arguments import whole_number
-from .cli_files import read_model
-from .cli_lower import EXIT_FAILED, EXIT_OK, inputs_path
-from .errors import LoweringError
-from .feeds import MAX_INPUT_VALUES, MAX_RUNS, check_feeds
-from .modelio import same_file, with_external_data
-from .verification import check_tolerances, load_inputs, save_feeds, verify
+from ..errors import LoweringError
+from ..feeds import MAX_INPUT_VALUES, MAX_RUNS, check_feeds
+from ..modelio import same_file, with_external_data
+from ..verification import check_tolerances, load_inputs, save_feeds, verify
+from .arguments import whole_number
+from .files import read_model
+from .lower import EXIT_FAILED, EXIT_OK, inputs_path
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import onnx
 from onnx import serialization
 
-from .errors import LoweringError
-from .modelio import (
+from ..errors import LoweringError
+from ..modelio import (
     ModelFile,
     external_file,
     external_tensors,

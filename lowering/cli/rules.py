@@ -14,10 +14,10 @@ import textwrap
 
 import onnx
 
-from . import adapters, function_bodies
-from .api import rules_table
-from .patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, first_paragraph, shorten
-from .registry import all_rules
+from .. import adapters, function_bodies
+from ..api import rules_table
+from ..patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, first_paragraph, shorten
+from ..registry import all_rules
 
 HEADINGS = {
     DECOMPOSITION: "Decompositions into primitive ops (rules/, {count}; the seed ops by default, others with --ops)",

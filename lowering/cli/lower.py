@@ -9,13 +9,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import schemas
-from .api import lower_model
-from .cli_files import file_format, human_size, prepared, read_model, stored_size, write_model
-from .errors import IncompleteLowering, LoweringError
-from .modelio import ModelFile, external_file, external_tensors, same_file, with_external_data
-from .opcount import count_ops
-from .progress import Progress
+from .. import schemas
+from ..api import lower_model
+from ..errors import IncompleteLowering, LoweringError
+from ..modelio import ModelFile, external_file, external_tensors, same_file, with_external_data
+from ..opcount import count_ops
+from ..progress import Progress
+from .files import file_format, human_size, prepared, read_model, stored_size, write_model
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # a requested op left (--strict), or the lowered model differs (--verify)
@@ -203,7 +203,7 @@ def replaced_nodes(before: list[tuple[str, tuple[str, ...], str]], lowered) -> l
 def _verify(model_path, output_path, model_file, lowered, options: LowerOptions, outcome: Outcome) -> None:
     """Run original and lowered on edge-value inputs; on a mismatch the outcome fails (exit 1)
     and the inputs are saved beside the output (or in a temporary folder), the path said."""
-    from .verification import check_tolerances, verify
+    from ..verification import check_tolerances, verify
 
     saved = inputs_path(output_path if not options.dry_run else None, model_path)
     original = model_file.model
@@ -232,7 +232,7 @@ def _verify(model_path, output_path, model_file, lowered, options: LowerOptions,
         raise LoweringError(f"--verify: {error}{hint}; {_nothing_written(output_path, options)}") from None
     if report.inputs_error and saved.parent != _temporary_folder():  # beside the output could not be written
         fallback = _temporary_folder() / saved.name
-        from .verification import save_feeds
+        from ..verification import save_feeds
 
         try:
             save_feeds(fallback, report.feeds)

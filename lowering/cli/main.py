@@ -8,9 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
-from .cli_arguments import whole_number
-from .cli_lower import (
+from .. import __version__
+from ..errors import IncompleteLowering, LoweringError
+from .arguments import whole_number
+from .lower import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_INTERNAL,
@@ -19,7 +20,6 @@ from .cli_lower import (
     LowerOptions,
     lower_file,
 )
-from .errors import IncompleteLowering, LoweringError
 
 EXIT_MISMATCH = EXIT_FAILED  # the name verify's callers know
 
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_verify_parser() -> argparse.ArgumentParser:
-    from .cli_verify import add_verify_arguments
+    from .verify import add_verify_arguments
 
     parser = _Parser(
         prog="onnx-lower verify",
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in argv
     try:
         if argv[:1] == ["verify"]:
-            from .cli_verify import run_verify
+            from .verify import run_verify
 
             return run_verify(build_verify_parser().parse_args(argv[1:]))
         return _run(build_parser().parse_args(argv))
@@ -159,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
             raise LoweringError(
                 f"--list-rules takes no MODEL (got {', '.join(args.models)}); lower it without --list-rules"
             )
-        from .cli_rules import print_rules
+        from .rules import print_rules
 
         print_rules(verbose=args.verbose, as_json=args.json)
         return EXIT_OK
@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
     for option, given in verify_options.items():
         if given and not args.verify:
             raise LoweringError(f"{option} is for --verify: add --verify, or leave it out")
-    from .cli_verify import parse_tolerance
+    from .verify import parse_tolerance
 
     options = LowerOptions(
         ops=_parse_ops(args.ops),
@@ -191,7 +191,7 @@ def _run(args: argparse.Namespace) -> int:
         raise LoweringError("--in-place writes each MODEL itself: give no -o")
     folder = _output_folder(args.output, several=len(args.models) > 1)
     if len(args.models) > 1:
-        from .cli_batch import run_batch
+        from .batch import run_batch
 
         return run_batch(args.models, folder, options, jobs=args.jobs, as_json=args.json, quiet=args.quiet)
     (model,) = args.models

@@ -11,8 +11,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from .cli_lower import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, LowerOptions, Outcome, counts_line, lower_file
-from .errors import LoweringError
+from ..errors import LoweringError
+from .lower import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, LowerOptions, Outcome, counts_line, lower_file
 
 
 def plan_outputs(models: list[str], folder: Path | None, options: LowerOptions) -> list[str | None]:
