@@ -269,6 +269,7 @@ class RegisteredAdapter:
     direction: str = ""  # "down" or "up"
     types_only: bool = False  # the step only adds types to the op's type lists (no known change)
     changed_only: bool = False  # it leaves (None) every node no known change across its steps affects
+    cases: tuple[tuple[str, int], ...] = ()  # (op type, the fewest cases it must be exact on), each op
 
     @property
     def name(self) -> str:
@@ -279,6 +280,45 @@ class RegisteredAdapter:
         """The first line of the function's docstring: what it rewrites into what."""
         doc = inspect.getdoc(self.function) or ""
         return doc.splitlines()[0] if doc else ""
+
+    def minimum_cases(self, op_type: str) -> int:
+        """The fewest (case, opset pair) combinations it must fire on and be exact on for
+        ``op_type`` (``tests/test_adapter_registry.py``), as registered."""
+        for served, count in self.cases:
+            if served == op_type:
+                return count
+        raise KeyError(f"{self.name} does not serve {op_type}")
+
+
+# The key of a ``cases`` mapping that counts every op type the mapping does not name.
+OTHER_OPS = "*"
+
+
+def case_minimums(op_types: tuple[str, ...], cases: int | Mapping[str, int] | None) -> tuple[tuple[str, int], ...]:
+    """``cases`` as registered for an adapter serving ``op_types``: (op type, count) for each.
+    ``cases`` is one count for every op type, or a mapping op type -> count where they differ,
+    with :data:`OTHER_OPS` for the op types it does not name. Raises ValueError where it is
+    missing, where an op type has no count or a count that is not a non-negative int, or where
+    the mapping names an op type the adapter does not serve."""
+    served = ", ".join(op_types)
+    if cases is None:
+        raise ValueError(
+            f"an adapter for {served} needs cases=: the fewest (case, opset pair) combinations "
+            "it must fire on and be exact on, per op type (tests/test_adapter_registry.py)"
+        )
+    by_op = dict(cases) if isinstance(cases, Mapping) else dict.fromkeys(op_types, cases)
+    unserved = sorted(set(by_op) - set(op_types) - {OTHER_OPS})
+    if unserved:
+        raise ValueError(f"cases= names {', '.join(unserved)}, which an adapter for {served} does not serve")
+    minimums = []
+    for op_type in op_types:
+        count = by_op.get(op_type, by_op.get(OTHER_OPS))
+        if count is None:
+            raise ValueError(f"cases= gives no count for {op_type} (name it, or give {OTHER_OPS!r})")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"cases= for {op_type} must be a count of 0 or more, not {count!r}")
+        minimums.append((op_type, count))
+    return tuple(minimums)
 
 
 ADAPTERS: dict[tuple[str, int, str], RegisteredAdapter] = {}
@@ -291,6 +331,7 @@ def adapter(
     label: str,
     *,
     versions: tuple[int, int],
+    cases: int | Mapping[str, int] | None = None,
     reason: str | None = None,
     types_only: bool = False,
     changed_only: bool = False,
@@ -301,12 +342,18 @@ def adapter(
     known change; ``types_only`` says the step has none, as it only adds types to the op's type
     lists (checked against onnx.defs). The function returns None for a node it leaves to be
     judged as any (re-versioned where it means the same, else onnx's converter); ``changed_only``
-    says it leaves so every node no known change across its steps affects (:func:`change_for`)."""
+    says it leaves so every node no known change across its steps affects (:func:`change_for`).
+    ``cases`` (required) is the fewest (case, opset pair) combinations it must fire on and be
+    exact on, per op type it serves, in ``tests/test_adapter_registry.py``: one int, or a
+    mapping op type -> int (:data:`OTHER_OPS` for the rest) where the op types differ
+    (:func:`case_minimums`); a comment beside the registration says where the cases come from
+    (the ONNX backend node cases of the op, the explicit ones built in that test)."""
     if direction not in ("down", "up"):
         raise ValueError(direction)
     if types_only and reason is not None:
         raise ValueError("a step that only adds types has no known change")
     op_types = tuple(op_types)
+    minimums = case_minimums(op_types, cases)
 
     def register(function: Adapter) -> Adapter:
         if not inspect.getdoc(function):
@@ -314,7 +361,7 @@ def adapter(
         if reason is not None:
             known_change(op_types, version, reason)
         registered = RegisteredAdapter(
-            function, label, versions, op_types, version, direction, types_only, changed_only
+            function, label, versions, op_types, version, direction, types_only, changed_only, minimums
         )
         for op_type in op_types:
             if types_only:

@@ -34,103 +34,6 @@ from lowering import adapters, floats, schemas
 from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import edge_values
 
-# The fewest (case, opset pair) combinations each adapter must fire on and be exact on, for each
-# op type it serves: what the corpus gives today, so a case silently lost fails the test.
-MINIMUM_CASES = {
-    "value_attribute_as_tensor": 4,  # the explicit cases below
-    "saturate_dropped": 14,
-    "batch_normalization_without_training_mode": 4,  # the training-mode cases refused
-    "batch_normalization_in_inference": 4,
-    "dropout_in_inference_as_identity_going_up": 6,  # the explicit cases below, from 10 and from 7
-    "per_channel_slope_squeezed": 4,  # the explicit cases below
-    "per_channel_slope": 4,
-    # backend and explicit cases; float8, 4- and 2-bit quantized types refused (per axis, in blocks
-    # and 16-bit integers go as the formulas, (x - z) * s and saturate(Round(x / s) + z))
-    "per_tensor_scale_kept": 12,  # QuantizeLinear 12, DequantizeLinear 14
-    "quantize_attributes_at_defaults_dropped": 14,  # QuantizeLinear 18, DequantizeLinear 14
-    "modes_renamed_on_4d": 34,  # backend and explicit float16 cases; 5-D (volumetric) refused
-    "modes_renamed_forward": 34,  # the same 4-D cases going back up (5-D ones were lowered by the rule going down)
-    "version_10_modes_spelled_out": 4,  # the explicit cases: the backend's Resize cases are at 19
-    "upsample_as_resize": 10,
-    "axes_input_to_attribute": 10,
-    "axes_attribute_to_input": 10,
-    "reduce_sum_axes_input_to_attribute": 24,  # 12 cases to 12 and to 7
-    "reduce_sum_axes_attribute_to_input": 20,  # the noop cases are Identity below 13
-    "last_index_by_reversed_axis": 14,  # backend and explicit cases; select_last_index=1 below 11 refused
-    "batch_indices_spelled_out": 5,  # the explicit cases below: the backend has one with batch_dims
-    "allowzero_dropped": 19,
-    "one_axis_to_coerced_2d": 14,
-    "coerced_2d_to_one_axis": 14,
-    "equal_parts_counted": 30,  # backend and explicit cases
-    "counted_parts_to_sizes": 40,  # backend and explicit cases
-    # backend cases, and the explicit ones (a dimension not known statically, as Slices) to 12; at 7 refused
-    "sizes_input_to_attribute": 36,
-    "shape_slice_to_slice": 22,
-    "scan_batch_of_one_dropped": 1,  # test_scan_sum (batch 1, the only Scan-8 case)
-    "dft_axis_input_to_attribute": 14,  # the 7 explicit cases x 2 pairs (the backend's feed the axis as an input)
-    "dft_axis_attribute_to_input": 14,  # the explicit ones and the DFT-17 backend cases (opset 19), to 20 and up
-    # Squeeze 5, Unsqueeze 15: with the explicit run-time axes cases, chosen by If at 12, refused at 7
-    "squeeze_axes_input_to_attribute": 5,
-    "squeeze_axes_attribute_to_input": 5,  # the explicit cases' If leaves going up from 12
-    "pads_for_axes_spread": 32,  # backend and explicit cases, wrap as Gathers among them
-    "pad_without_wrap_kept": 16,  # backend and explicit cases, wrap as Gathers among them
-    # the explicit cases below (backend ones feed the value or pad integers); wrap below 9 (no int64
-    # Constant) and of a dimension known only at run time below 11 (no Range) refused
-    "pads_input_to_attributes": 16,
-    # training with a ratio but 0, and the mask below opset 9, refused; the backend's Dropout-7/10 cases
-    # reach 12+ as Identity (dropout_in_inference_as_identity_going_up), not as Dropouts to take down
-    "dropout_in_inference_as_identity": 9,
-    "batch_first_transposed": 2,  # the batch-first case each (others have no layout); compared in onnx.reference
-    "scatter_without_reduction": 6,  # ScatterND 6, ScatterElements 10 (add and mul as a Loop); max and min refused
-    "scatter_reduction_kept": 6,  # ScatterND 6, ScatterElements 10; max and min refused
-    "output_half_pixel_dropped": 0,  # see ORACLE_GAPS; tests/test_adapters_training.py compares it
-    # backend and explicit cases; antialias and half_pixel_symmetric refused; a policy's sizes whose
-    # rounding Resize-13's floor(scale * d) misses computed at run time (nearest half_pixel/asymmetric)
-    "optional_inputs_given": 80,
-    "new_attributes_at_defaults_dropped": 80,
-    # the same cases taken down to 11 (or 13) and back up; tf_half_pixel_for_nn refused (its own test)
-    "resize_11_as_it_is": 80,
-    "new_attributes_left_at_defaults": 80,
-    # every integer case at 11 and 8; 64-bit ones refused at 8 (no Where there, and double is not exact)
-    "integers_compared": 14,
-    "small_integers_in_32_bits": 8,  # int8, int16, uint8, uint16 at 13 and 7
-    # backend cases to 11 and the newest opset before the step (uint8 at 11 in float); dilations and a
-    # window more or less under the older version's rules refused
-    # LpPool 6, MaxPool 6 (11 across 22), AveragePool 17 (11 across 22); dilations as Gathers among them
-    "pool_windows_proved_same": 6,
-    # the same cases taken down to 11 (or the newest opset before the step) and back up: LpPool 4,
-    # MaxPool 5 (across 12), AveragePool 6 (across 19); a window the older version counts and 22 drops refused
-    "pool_windows_proved_same_going_up": 4,
-    # backend pool cases to 7/8 and 10 and back (SAME with strides 2 refused), the explicit Conv cases
-    "auto_pad_stated_alike": 4,
-    "shift_in_unsigned_carrier": 70,  # backend cases and the explicit ones, at 27 and 11
-    "floored_remainder": 30,  # the fmod=0 integer and float cases at 27 and 10
-    "float16_scales_as_float": 8,  # the float16-scale backend cases at 20 and 10 (compared in onnxruntime)
-    "power_in_double": 16,  # the 8 mixed-type backend cases at 11 and 7 (uint32/uint64 exponents in onnx.reference)
-    # bfloat16 (strings for Equal) moved by index where the older op lacks the type; below 13 no
-    # bfloat16 at all (Equal on strings from 11, where Unique comes)
-    "where_as_gathered_index": 3,  # the explicit cases to 15: the backend's bfloat16 Where sit in function bodies
-    "compress_as_gather": 1,  # test_compress_bfloat16 to 27
-    "one_value_carried": 4,  # the explicit cases below, each to 10 and 7: the backend's Loops carry values
-    "one_hot_values_gathered": 1,  # the explicit int64-depth case to 27 (see ORACLE_GAPS)
-    "reverse_sequence_of_positions": 1,  # test_reversesequence_bfloat16 to 27
-    "equal_strings_by_unique": 4,  # test_equal_string and _broadcast to 18 and 11
-}
-# Where an op type's cases never reach an adapter from the source opset the test picks: the
-# newest, ReduceLogSum-28 and ReduceLogSumExp-28, go down by their function bodies (the form
-# onnxruntime runs them in); tests/test_adapters_reduce_argmax.py takes version 18 across.
-MINIMUM_CASES_FOR_OP = {
-    ("axes_input_to_attribute", "ReduceLogSum"): 0,
-    ("axes_input_to_attribute", "ReduceLogSumExp"): 0,
-    ("pool_windows_proved_same", "MaxPool"): 6,
-    ("pool_windows_proved_same", "AveragePool"): 17,
-    ("pool_windows_proved_same_going_up", "MaxPool"): 5,
-    ("pool_windows_proved_same_going_up", "AveragePool"): 6,
-    ("auto_pad_stated_alike", "AveragePool"): 5,
-    ("auto_pad_stated_alike", "MaxPool"): 6,
-    ("auto_pad_stated_alike", "Conv"): 6,
-    ("auto_pad_stated_alike", "LpPool"): 4,
-}
 REFUSALS = (
     "cannot go to opset",
     "no agreed meaning",
@@ -1109,7 +1012,7 @@ def test_adapter_is_bit_exact_on_every_case_that_reaches_it(found, op_type):
         for source, target in opset_pairs(found, op_type):
             exercise(found, op_type, name, model, data_sets, source, target, coverage)
     COVERAGE[(found.name, op_type, found.direction)] = coverage
-    minimum = MINIMUM_CASES_FOR_OP.get((found.name, op_type), MINIMUM_CASES[found.name])
+    minimum = found.minimum_cases(op_type)  # stated where it is registered (cases=)
     assert len(coverage.exact) >= minimum, (
         f"{found.name} fired on {len(coverage.exact)} cases for {op_type} going {found.direction}; "
         "not reached: " + "; ".join(coverage.not_fired[:5])
@@ -1122,8 +1025,50 @@ COVERAGE: dict[tuple[str, str, str], Coverage] = {}
 def test_every_adapter_states_its_formula_and_its_minimum():
     for found in adapters.all_adapters():
         assert found.formula and "=" in found.formula, found.name
-        assert found.name in MINIMUM_CASES, f"{found.name}: say how many cases it must be exact on"
-    assert set(MINIMUM_CASES) == {found.name for found in adapters.all_adapters()}
+        assert [op_type for op_type, _ in found.cases] == list(found.op_types), found.name
+        for op_type in found.op_types:
+            minimum = found.minimum_cases(op_type)
+            assert isinstance(minimum, int) and minimum >= 0, (found.name, op_type)
+
+
+def test_registration_refuses_a_missing_or_negative_count_or_an_op_not_served():
+    """``cases=`` is required at registration: a count of 0 or more for every op type served, by
+    one int or a mapping (``OTHER_OPS`` for the rest) that names only op types served. Refused
+    before anything is registered; the registry is restored whatever happens."""
+    adapters.all_adapters()  # the rules loaded, so the registry below is the whole one
+    registered, changes = dict(adapters.ADAPTERS), dict(adapters.KNOWN_CHANGES)
+
+    def throwaway(node, context):
+        """Throwaway-2(x) = Throwaway-1(x)."""
+
+    refused = [
+        (None, "needs cases="),
+        (-1, "a count of 0 or more"),
+        (1.5, "a count of 0 or more"),
+        (True, "a count of 0 or more"),
+        ({"Throwaway": 1, "Other": 2, "Softmax": 1}, "names Softmax, which"),
+        ({"Throwaway": 1}, "no count for Other"),
+        ({"Throwaway": 1, adapters.OTHER_OPS: -2}, "a count of 0 or more"),
+    ]
+    try:
+        for cases, message in refused:
+            with pytest.raises(ValueError, match=message):
+                adapters.adapter(
+                    ("Throwaway", "Other"), 2, "down", "throwaway", versions=(1, 2), reason="test", cases=cases
+                )(throwaway)
+            with pytest.raises(ValueError, match=message):
+                adapters.case_minimums(("Throwaway", "Other"), cases)
+        assert adapters.ADAPTERS == registered and adapters.KNOWN_CHANGES == changes
+        assert adapters.case_minimums(("Throwaway", "Other"), 3) == (("Throwaway", 3), ("Other", 3))
+        assert adapters.case_minimums(("Throwaway", "Other"), {"Other": 0, adapters.OTHER_OPS: 2}) == (
+            ("Throwaway", 2),
+            ("Other", 0),
+        )
+    finally:
+        adapters.ADAPTERS.clear()
+        adapters.ADAPTERS.update(registered)
+        adapters.KNOWN_CHANGES.clear()
+        adapters.KNOWN_CHANGES.update(changes)
 
 
 def _sample_attribute(name: str, attribute_type: int):

@@ -21,7 +21,8 @@ known_change(
 )
 
 
-@adapter(("ArgMax", "ArgMin"), 12, "down", "reversed axis", versions=(1, 13))
+# Cases: backend and explicit cases; select_last_index=1 below 11 refused
+@adapter(("ArgMax", "ArgMin"), 12, "down", "reversed axis", versions=(1, 13), cases=14)
 def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
     """ArgMax-12(x, axis=a, select_last_index=1) = (n-1) - ArgMax-11(x reversed along a); likewise ArgMin.
 

@@ -71,14 +71,15 @@ def _moved_to_target(node: onnx.NodeProto, context: AdapterContext) -> onnx.Node
 
 # From the versions that take every attribute the pools' windows read but ceil_mode and dilations
 # (MaxPool-8 storage_order, AveragePool-7 count_include_pad, LpPool-2 an integer p)
-@adapter(("Conv",), 11, "up", LABEL, versions=(1, 22))
-@adapter(("MaxPool",), 11, "up", LABEL, versions=(8, 22))
-@adapter(("AveragePool",), 11, "up", LABEL, versions=(7, 22))
-@adapter(("LpPool",), 11, "up", LABEL, versions=(2, 22))
-@adapter(("Conv",), 11, "down", LABEL, versions=(1, 22))
-@adapter(("MaxPool",), 11, "down", LABEL, versions=(8, 22))
-@adapter(("AveragePool",), 11, "down", LABEL, versions=(7, 22))
-@adapter(("LpPool",), 11, "down", LABEL, versions=(2, 22))
+# Cases: backend pool cases to 7/8 and 10 and back (SAME with strides 2 refused), the explicit Conv cases
+@adapter(("Conv",), 11, "up", LABEL, versions=(1, 22), cases=6)
+@adapter(("MaxPool",), 11, "up", LABEL, versions=(8, 22), cases=6)
+@adapter(("AveragePool",), 11, "up", LABEL, versions=(7, 22), cases=5)
+@adapter(("LpPool",), 11, "up", LABEL, versions=(2, 22), cases=4)
+@adapter(("Conv",), 11, "down", LABEL, versions=(1, 22), cases=6)
+@adapter(("MaxPool",), 11, "down", LABEL, versions=(8, 22), cases=6)
+@adapter(("AveragePool",), 11, "down", LABEL, versions=(7, 22), cases=5)
+@adapter(("LpPool",), 11, "down", LABEL, versions=(2, 22), cases=4)
 def auto_pad_stated_alike(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto] | None:
     """op-1..10(x, auto_pad=a) = op-11+(x, auto_pad=a) where a is VALID, or SAME with every stride 1; both ways.
 

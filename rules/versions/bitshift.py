@@ -15,7 +15,8 @@ BITSHIFT_28 = "version 28 defines shifts by negative or too large amounts (earli
 known_change(("BitShift",), 28, BITSHIFT_28, down_only=True)
 
 
-@adapter(("BitShift",), 28, "down", "shift in an unsigned carrier", versions=(11, 28))
+# Cases: backend cases and the explicit ones, at 27 and 11
+@adapter(("BitShift",), 28, "down", "shift in an unsigned carrier", versions=(11, 28), cases=70)
 def shift_in_unsigned_carrier(node: onnx.NodeProto, context: AdapterContext):
     """BitShift-28(x, y) = Cast(BitShift-11(X, Mod(Y, bits)) · (Y < bits)), X, Y: x, y as uint32 or uint64.
 

@@ -14,7 +14,7 @@ known_change(("Cast",), 19, CAST_19, down_only=True, affects=HeldAttributes.adde
 known_change(("Cast",), 24, CAST_24, down_only=True, affects=HeldAttributes.added_at(24, "Cast"))
 
 
-@adapter(("Cast",), 19, "down", "saturate dropped", versions=(6, 25))
+@adapter(("Cast",), 19, "down", "saturate dropped", versions=(6, 25), cases=14)
 def saturate_dropped(node: onnx.NodeProto, context: AdapterContext):
     """Cast-19+(x, to=t, saturate=s) = Cast-6/13(x, to=t) where t is no float8 type.
 

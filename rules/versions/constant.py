@@ -36,7 +36,8 @@ known_change(
 )
 
 
-@adapter(("Constant",), 12, "down", "value as a tensor", versions=(1, 25), changed_only=True)
+# Cases: the explicit cases: the backend's Constant cases set value only
+@adapter(("Constant",), 12, "down", "value as a tensor", versions=(1, 25), changed_only=True, cases=4)
 def value_attribute_as_tensor(node: onnx.NodeProto, context: AdapterContext):
     """Constant-12+(value_float=f) = Constant-1/11(value=tensor(f)); value_int(s), value_float(s)
     and value_string(s) likewise: a scalar for the singular ones, a 1-D tensor for the lists.

@@ -15,7 +15,8 @@ DEFAULT_AXIS_17 = schemas.schema_in_force("DFT", 17).attributes["axis"].default_
 DEFAULT_AXIS_20 = -2  # an input's default: stated in DFT-20's text alone, not in onnx.defs
 
 
-@adapter(("DFT",), 20, "down", "axis attribute", versions=(17, 20), reason=DFT_20)
+# Cases: the 7 explicit cases x 2 pairs (the backend's feed the axis as an input)
+@adapter(("DFT",), 20, "down", "axis attribute", versions=(17, 20), reason=DFT_20, cases=14)
 def dft_axis_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     """DFT-20(x, n, Constant(a)) = DFT-17(x, n, axis=a); no axis input = DFT-17(x, n, axis=-2).
 
@@ -38,7 +39,8 @@ def dft_axis_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     return [result]
 
 
-@adapter(("DFT",), 20, "up", "axis input", versions=(17, 20))
+# Cases: the explicit ones and the DFT-17 backend cases (opset 19), to 20 and up
+@adapter(("DFT",), 20, "up", "axis input", versions=(17, 20), cases=14)
 def dft_axis_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     """DFT-17(x, n, axis=a) = DFT-20(x, n, Constant(a)); no attribute = DFT-20(x, n, Constant(1)).
 

@@ -33,7 +33,9 @@ def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> Lowerin
     )
 
 
-@adapter(("Dropout",), 12, "down", "Identity", versions=(1, 22), reason=DROPOUT_12)
+# Cases: training with a ratio but 0, and the mask below opset 9, refused; the backend's Dropout-7/10 cases
+# reach 12+ as Identity (dropout_in_inference_as_identity_going_up), not as Dropouts to take down
+@adapter(("Dropout",), 12, "down", "Identity", versions=(1, 22), reason=DROPOUT_12, cases=9)
 def dropout_in_inference_as_identity(node: onnx.NodeProto, context: AdapterContext):
     """Dropout-12+(x, ratio?, training_mode false or absent) = Identity(x), mask = ConstantOfShape(Shape(x), true).
 
@@ -73,7 +75,8 @@ def dropout_in_inference_as_identity(node: onnx.NodeProto, context: AdapterConte
     ]
 
 
-@adapter(("Dropout",), 12, "up", "Identity", versions=(7, 22))
+# Cases: the explicit cases, from 10 and from 7
+@adapter(("Dropout",), 12, "up", "Identity", versions=(7, 22), cases=6)
 def dropout_in_inference_as_identity_going_up(node: onnx.NodeProto, context: AdapterContext):
     """Dropout-7/10(x, ratio=r) = Identity(x), where its mask is not given; a given mask is refused.
 

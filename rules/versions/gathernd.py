@@ -20,7 +20,8 @@ known_change(
 )
 
 
-@adapter(("GatherND",), 12, "down", "batch indices spelled out", versions=(11, 13))
+# Cases: the explicit cases: the backend has one with batch_dims
+@adapter(("GatherND",), 12, "down", "batch indices spelled out", versions=(11, 13), cases=5)
 def batch_indices_spelled_out(node: onnx.NodeProto, context: AdapterContext):
     """GatherND-12(data, indices, batch_dims=b) = GatherND-11(data, Concat(i_0, ..., i_{b-1}, indices, axis=-1)).
 

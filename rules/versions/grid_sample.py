@@ -14,7 +14,8 @@ GRID_SAMPLE_20 = "version 20 renames the modes (bilinear → linear, bicubic →
 MODES_AT_16 = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
 
 
-@adapter(("GridSample",), 20, "down", "modes renamed", versions=(16, 22), reason=GRID_SAMPLE_20)
+# Cases: backend and explicit float16 cases; 5-D (volumetric) refused
+@adapter(("GridSample",), 20, "down", "modes renamed", versions=(16, 22), reason=GRID_SAMPLE_20, cases=34)
 def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
     """GridSample-20/22(X, g, mode=linear|nearest|cubic), X 4-D = GridSample-16(X, g, mode=bilinear|nearest|bicubic).
 
@@ -48,7 +49,8 @@ def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
 MODES_AT_20 = {named_at_16: mode for mode, named_at_16 in MODES_AT_16.items()}
 
 
-@adapter(("GridSample",), 20, "up", "modes renamed", versions=(16, 22))
+# Cases: the same 4-D cases going back up (5-D ones were lowered by the rule going down)
+@adapter(("GridSample",), 20, "up", "modes renamed", versions=(16, 22), cases=34)
 def modes_renamed_forward(node: onnx.NodeProto, context: AdapterContext):
     """GridSample-16(X, g, mode=bilinear|nearest|bicubic) = GridSample-20/22(X, g, mode=linear|nearest|cubic).
 

@@ -19,7 +19,8 @@ def _carries_nothing(node: onnx.NodeProto) -> bool:
 known_change(("Loop",), 11, LOOP_11, down_only=True, affects=_carries_nothing)
 
 
-@adapter(("Loop",), 11, "down", "one value carried", versions=(1, schemas.op_versions("Loop")[-1]))
+# Cases: the explicit cases, each to 10 and 7: the backend's Loops carry values
+@adapter(("Loop",), 11, "down", "one value carried", versions=(1, schemas.op_versions("Loop")[-1]), cases=4)
 def one_value_carried(node: onnx.NodeProto, context: AdapterContext):
     """Loop-11+(M, c), no carried values = Loop-1(M, c, 0), the body carrying the 0 by Identity, its final value unused.
 

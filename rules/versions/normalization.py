@@ -19,7 +19,10 @@ def _inference_only(node: onnx.NodeProto) -> bool:
     return not attribute_of(node, "training_mode") and not any(node.output[1:])
 
 
-@adapter(("BatchNormalization",), 14, "down", "inference form", versions=(9, 15), reason=BATCH_NORMALIZATION_14)
+# Cases: the training-mode cases refused
+@adapter(
+    ("BatchNormalization",), 14, "down", "inference form", versions=(9, 15), reason=BATCH_NORMALIZATION_14, cases=4
+)
 def batch_normalization_without_training_mode(node: onnx.NodeProto, context: AdapterContext):
     """BatchNormalization-14/15(X, scale, B, mean, var), inference = BatchNormalization-9(X, scale, B, mean, var).
 
@@ -49,7 +52,7 @@ def batch_normalization_without_training_mode(node: onnx.NodeProto, context: Ada
     return [result]
 
 
-@adapter(("BatchNormalization",), 14, "up", "inference form", versions=(9, 15))
+@adapter(("BatchNormalization",), 14, "up", "inference form", versions=(9, 15), cases=4)
 def batch_normalization_in_inference(node: onnx.NodeProto, context: AdapterContext):
     """BatchNormalization-9(X, scale, B, mean, var), one output = BatchNormalization-14/15 of the same.
 

@@ -198,7 +198,8 @@ def _spread(pads: list[int], axes: list[int], rank: int) -> list[int]:
     return full
 
 
-@adapter(("Pad",), 18, "down", "pads over every axis", versions=(11, 25))
+# Cases: backend and explicit cases, wrap as Gathers among them
+@adapter(("Pad",), 18, "down", "pads over every axis", versions=(11, 25), cases=32)
 def pads_for_axes_spread(node: onnx.NodeProto, context: AdapterContext):
     """Pad-18(x, p, v, axes=a) = Pad-11/13(x, p spread over every axis with 0 elsewhere, v).
 
@@ -236,7 +237,9 @@ def pads_for_axes_spread(node: onnx.NodeProto, context: AdapterContext):
     return [zero, index, concat, gather, result]
 
 
-@adapter(("Pad",), 11, "down", "attributes", versions=(2, 25))
+# Cases: the explicit cases (the backend's feed the value or pad integers); wrap below 9 (no int64
+# Constant) and of a dimension known only at run time below 11 (no Range) refused
+@adapter(("Pad",), 11, "down", "attributes", versions=(2, 25), cases=16)
 def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
     """Pad-11+(x, Constant(p), Constant(v)) = Pad-2(x, pads=p, value=v); Pad-18's axes spread p first.
 
@@ -283,7 +286,8 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
     return [result]
 
 
-@adapter(("Pad",), 19, "down", "wrap as gathers", versions=(18, 25))
+# Cases: backend and explicit cases, wrap as Gathers among them
+@adapter(("Pad",), 19, "down", "wrap as gathers", versions=(18, 25), cases=16)
 def pad_without_wrap_kept(node: onnx.NodeProto, context: AdapterContext):
     """Pad-19+(x, p, v, a, mode=m), m not wrap = Pad-18(x, p, v, a, mode=m); mode wrap = Gather(x, i, axis) per axis.
 

@@ -87,10 +87,12 @@ def _windows(
     return count, before, after
 
 
-@adapter(("MaxPool",), 12, "down", LABEL, versions=(11, 22))
-@adapter(("LpPool",), 18, "down", LABEL, versions=(11, 22))
-@adapter(("AveragePool",), 19, "down", LABEL, versions=(11, 22))
-@adapter(("AveragePool", "MaxPool"), 22, "down", LABEL, versions=(11, 22))
+# Cases: backend cases to 11 and the newest opset before the step (uint8 at 11 in float); dilations and a
+# window more or less under the older version's rules refused; dilations as Gathers among them
+@adapter(("MaxPool",), 12, "down", LABEL, versions=(11, 22), cases=6)
+@adapter(("LpPool",), 18, "down", LABEL, versions=(11, 22), cases=6)
+@adapter(("AveragePool",), 19, "down", LABEL, versions=(11, 22), cases=17)
+@adapter(("AveragePool", "MaxPool"), 22, "down", LABEL, versions=(11, 22), cases={"AveragePool": 17, "MaxPool": 6})
 def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """Pool-new(x, attrs) = Pool-old(x, attrs it takes) where every window is the same; dilations as Gathers.
 
@@ -214,10 +216,12 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     return result
 
 
-@adapter(("MaxPool",), 12, "up", LABEL, versions=(11, 22))
-@adapter(("LpPool",), 18, "up", LABEL, versions=(11, 22))
-@adapter(("AveragePool",), 19, "up", LABEL, versions=(11, 22))
-@adapter(("AveragePool", "MaxPool"), 22, "up", LABEL, versions=(11, 22))
+# Cases: the same cases taken down to 11 (or the newest opset before the step) and back up; a window the
+# older version counts and 22 drops refused
+@adapter(("MaxPool",), 12, "up", LABEL, versions=(11, 22), cases=5)
+@adapter(("LpPool",), 18, "up", LABEL, versions=(11, 22), cases=4)
+@adapter(("AveragePool",), 19, "up", LABEL, versions=(11, 22), cases=6)
+@adapter(("AveragePool", "MaxPool"), 22, "up", LABEL, versions=(11, 22), cases={"AveragePool": 6, "MaxPool": 5})
 def pool_windows_proved_same_going_up(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """Pool-old(x, attrs) = Pool-new(x, attrs) where every window is the same; the newer pool's extra windows cut.
 

@@ -15,7 +15,8 @@ PRELU_7 = (
 )
 
 
-@adapter(("PRelu",), 7, "up", "per-channel slope", versions=(1, 16), reason=PRELU_7)
+# Cases: the explicit cases
+@adapter(("PRelu",), 7, "up", "per-channel slope", versions=(1, 16), reason=PRELU_7, cases=4)
 def per_channel_slope(node: onnx.NodeProto, context: AdapterContext):
     """PRelu-1/6(X, slope[C]) = PRelu-7+(X, Unsqueeze(slope, axes=[1, ..., rank(X)-2])).
 
@@ -56,7 +57,8 @@ def per_channel_slope(node: onnx.NodeProto, context: AdapterContext):
     return [*nodes, result]
 
 
-@adapter(("PRelu",), 7, "down", "per-channel slope", versions=(1, 16))
+# Cases: the explicit cases: the backend's slopes are not per channel
+@adapter(("PRelu",), 7, "down", "per-channel slope", versions=(1, 16), cases=4)
 def per_channel_slope_squeezed(node: onnx.NodeProto, context: AdapterContext):
     """PRelu-7+(X, slope lined up with axis 1: [C, 1, ..., 1]) = PRelu-1/6(X, Squeeze(slope) of shape [C]).
 

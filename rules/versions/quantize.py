@@ -318,7 +318,15 @@ def _count(shape: list[int]) -> int:
     return count
 
 
-@adapter(("QuantizeLinear", "DequantizeLinear"), 19, "down", "attributes at defaults or arithmetic", versions=(13, 28))
+# Cases: backend and explicit cases (today QuantizeLinear 18, DequantizeLinear 14)
+@adapter(
+    ("QuantizeLinear", "DequantizeLinear"),
+    19,
+    "down",
+    "attributes at defaults or arithmetic",
+    versions=(13, 28),
+    cases=14,
+)
 def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-19..28(x, s, z), attributes saying what 13 does = QuantizeLinear-13(x, s, z); likewise Dequantize.
 
@@ -342,12 +350,16 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
 known_change(("QuantizeLinear", "DequantizeLinear"), 13, QUANTIZE_13, down_only=True)
 
 
+# Cases: backend and explicit cases (today QuantizeLinear 12, DequantizeLinear 14); float8, 4- and 2-bit
+# types refused (per axis, in blocks and 16-bit integers go as the formulas, (x - z) * s and
+# saturate(Round(x / s) + z))
 @adapter(
     ("QuantizeLinear", "DequantizeLinear"),
     13,
     "down",
     "scalar scale or arithmetic",
     versions=(10, 28),
+    cases=12,
 )
 def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-13+(x, s, z), s scalar = QuantizeLinear-10(x, s, z); likewise DequantizeLinear.

@@ -25,7 +25,8 @@ BATCH_FIRST_INPUTS = {0: [1, 0, 2], 5: [1, 0, 2], 6: [1, 0, 2]}  # X, initial_h,
 BATCH_FIRST_OUTPUTS = {0: [2, 0, 1, 3], 1: [1, 0, 2], 2: [1, 0, 2]}  # Y, Y_h, Y_c (LSTM)
 
 
-@adapter(RECURRENT, 14, "down", "batch-first Transposes", versions=(7, 22))
+# Cases: the batch-first case each (others have no layout); compared in onnx.reference
+@adapter(RECURRENT, 14, "down", "batch-first Transposes", versions=(7, 22), cases=2)
 def batch_first_transposed(node: onnx.NodeProto, context: AdapterContext):
     """op-14+(X, .., layout=1) = Transpose(op-7(Transpose(X, [1, 0, 2]), ..), [2, 0, 1, 3]); Y_h, Y_c by [1, 0, 2].
 

@@ -9,6 +9,7 @@ from onnx import helper
 
 from lowering import axes_choice, schemas
 from lowering.adapters import (
+    OTHER_OPS,
     AdapterContext,
     NodeWriter,
     adapter,
@@ -232,7 +233,18 @@ def _axes_to_input(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.N
 # at 28 ReduceLogSum and ReduceLogSumExp dropped their integer types. Going down the range reaches
 # 28 so that axes computed at run time are refused in our words; going up it stops at 25, as
 # onnxruntime runs the 28 versions by their function bodies, whose sums round apart from the kernels.
-@adapter(REDUCE_AXES_AT_18, 18, "down", "axes attribute", versions=(11, 28), reason=REDUCE_18)
+# Cases: none for ReduceLogSum and ReduceLogSumExp from the newest opset (the test's source), where
+# version 28 goes down by its function body (the form onnxruntime runs it in);
+# tests/test_adapters_reduce_argmax.py takes version 18 across
+@adapter(
+    REDUCE_AXES_AT_18,
+    18,
+    "down",
+    "axes attribute",
+    versions=(11, 28),
+    reason=REDUCE_18,
+    cases={"ReduceLogSum": 0, "ReduceLogSumExp": 0, OTHER_OPS: 10},
+)
 def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     """ReduceX-18(x, Constant(a)) = ReduceX-11/13(x, axes=a); no axes with noop_with_empty_axes=1 = Identity(x).
 
@@ -246,7 +258,7 @@ def axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     return _axes_to_attribute(node, context, 18)
 
 
-@adapter(REDUCE_AXES_AT_18, 18, "up", "axes input", versions=(11, 25))
+@adapter(REDUCE_AXES_AT_18, 18, "up", "axes input", versions=(11, 25), cases=10)
 def axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     """ReduceX-11/13(x, axes=a) = ReduceX-18(x, Constant(a)).
 
@@ -255,7 +267,8 @@ def axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     return _axes_to_input(node, context)
 
 
-@adapter(("ReduceSum",), 13, "down", "axes attribute", versions=(1, 13))
+# Cases: 12 cases to 12 and to 7
+@adapter(("ReduceSum",), 13, "down", "axes attribute", versions=(1, 13), cases=24)
 def reduce_sum_axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     """ReduceSum-13(x, Constant(a)) = ReduceSum-1/11(x, axes=a); no axes with noop_with_empty_axes=1 = Identity(x).
 
@@ -270,7 +283,8 @@ def reduce_sum_axes_input_to_attribute(node: onnx.NodeProto, context: AdapterCon
     return _axes_to_attribute(node, context, 13)
 
 
-@adapter(("ReduceSum",), 13, "up", "axes input", versions=(1, 13))
+# Cases: the noop cases are Identity below 13
+@adapter(("ReduceSum",), 13, "up", "axes input", versions=(1, 13), cases=20)
 def reduce_sum_axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     """ReduceSum-1/11(x, axes=a) = ReduceSum-13(x, Constant(a)); no axes = no input.
 

@@ -23,7 +23,8 @@ RESHAPE_14 = "version 14 adds allowzero: with allowzero=1 a 0 in the shape means
 known_change(("Reshape",), 14, RESHAPE_14, down_only=True, affects=HeldAttributes.added_at(14, "Reshape"))
 
 
-@adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25), changed_only=True)
+# Cases: the backend's Reshape cases, and the same with allowzero=0 stated
+@adapter(("Reshape",), 14, "down", "allowzero dropped", versions=(5, 25), changed_only=True, cases=19)
 def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
     """Reshape-14(x, s, allowzero=0, or 1 where s holds no 0 but x's own) = Reshape-5/13(x, s); x empty: Expand(0, s).
 

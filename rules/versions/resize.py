@@ -287,7 +287,9 @@ def _empty_float(context: AdapterContext, hint: str) -> tuple[onnx.NodeProto, st
     return helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value), name
 
 
-@adapter(("Resize",), 13, "down", "roi and scales given", versions=(11, 25), reason=RESIZE_13)
+# Cases: backend and explicit cases; antialias and half_pixel_symmetric refused; a policy's sizes whose
+# rounding Resize-13's floor(scale * d) misses computed at run time (nearest half_pixel/asymmetric)
+@adapter(("Resize",), 13, "down", "roi and scales given", versions=(11, 25), reason=RESIZE_13, cases=80)
 def optional_inputs_given(node: onnx.NodeProto, context: AdapterContext):
     """Resize-13+(x, roi?, scales?, sizes?) = Resize-11(x, roi or [], scales or [], sizes); 18's attributes at defaults.
 
@@ -318,7 +320,8 @@ def optional_inputs_given(node: onnx.NodeProto, context: AdapterContext):
     return [*made, result, *after]
 
 
-@adapter(("Resize",), 18, "down", "new attributes at defaults", versions=(13, 25), reason=RESIZE_18)
+# Cases: as optional_inputs_given
+@adapter(("Resize",), 18, "down", "new attributes at defaults", versions=(13, 25), reason=RESIZE_18, cases=80)
 def new_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterContext):
     """Resize-18/19(x, r, s, z, axes=a), antialias=0 = Resize-13(x, r, s, z, all axes); policy: s or Slice(Resize).
 
@@ -360,7 +363,8 @@ def _empty_scales_dropped(node: onnx.NodeProto, context: AdapterContext) -> onnx
     return result
 
 
-@adapter(("Resize",), 13, "up", "as it is", versions=(11, 25))
+# Cases: the same cases taken down to 11 (or 13) and back up; tf_half_pixel_for_nn refused (its own test)
+@adapter(("Resize",), 13, "up", "as it is", versions=(11, 25), cases=80)
 def resize_11_as_it_is(node: onnx.NodeProto, context: AdapterContext):
     """Resize-11(x, r, s, z) = Resize-13+(x, r, s, z) in every coordinate mode but tf_half_pixel_for_nn.
 
@@ -383,7 +387,8 @@ def resize_11_as_it_is(node: onnx.NodeProto, context: AdapterContext):
     return [_empty_scales_dropped(node, context)]
 
 
-@adapter(("Resize",), 18, "up", "new attributes at defaults", versions=(13, 25))
+# Cases: as resize_11_as_it_is
+@adapter(("Resize",), 18, "up", "new attributes at defaults", versions=(13, 25), cases=80)
 def new_attributes_left_at_defaults(node: onnx.NodeProto, context: AdapterContext):
     """Resize-13(x, r, s, z) = Resize-18+(x, r, s, z) with antialias=0, every axis and keep_aspect_ratio_policy=stretch.
 

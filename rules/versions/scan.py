@@ -13,7 +13,10 @@ SCAN_9 = "version 9 drops the batch axis and the sequence_lens input of version 
 _BATCH_AXIS = 0
 
 
-@adapter(("Scan",), 9, "up", "batch of one dropped", versions=(8, schemas.op_versions("Scan")[-1]), reason=SCAN_9)
+# Cases: test_scan_sum (batch 1, the only Scan-8 case)
+@adapter(
+    ("Scan",), 9, "up", "batch of one dropped", versions=(8, schemas.op_versions("Scan")[-1]), reason=SCAN_9, cases=1
+)
 def scan_batch_of_one_dropped(node: onnx.NodeProto, context: AdapterContext):
     """Scan-8(no sequence_lens, inputs of batch 1) = Unsqueeze(Scan-9(Squeeze(inputs, [0])), [0]).
 

@@ -137,7 +137,8 @@ def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list
     return w.last("Loop", [count, "", data], [node.output[0]], body=graph)
 
 
-@adapter(SCATTER, 16, "down", "no reduction, or one update at a time", versions=(11, 18))
+# Cases: today ScatterND 6, ScatterElements 10 (add and mul as a Loop); max and min refused
+@adapter(SCATTER, 16, "down", "no reduction, or one update at a time", versions=(11, 18), cases=6)
 def scatter_without_reduction(node: onnx.NodeProto, context: AdapterContext):
     """op-16/18(d, i, u) = op-11/13(d, i, u), no reduction; add, mul: Loop over j of ScatterND(o, i_j, o[i_j] ∘ u_j).
 
@@ -158,7 +159,8 @@ def scatter_without_reduction(node: onnx.NodeProto, context: AdapterContext):
     return [moved(node, dropped=("reduction",))]
 
 
-@adapter(SCATTER, 18, "down", "reduction kept", versions=(16, 18))
+# Cases: today ScatterND 6, ScatterElements 10; max and min refused
+@adapter(SCATTER, 18, "down", "reduction kept", versions=(16, 18), cases=6)
 def scatter_reduction_kept(node: onnx.NodeProto, context: AdapterContext):
     """op-18(data, indices, updates, reduction=r) = op-16(data, indices, updates, reduction=r), r none, add or mul.
 

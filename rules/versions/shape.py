@@ -19,7 +19,8 @@ known_change(
 )
 
 
-@adapter(("Shape",), 15, "down", "Slice", versions=(1, 25), changed_only=True)
+# Cases: the backend's Shape cases, and the same with start=0 stated
+@adapter(("Shape",), 15, "down", "Slice", versions=(1, 25), changed_only=True, cases=22)
 def shape_slice_to_slice(node: onnx.NodeProto, context: AdapterContext):
     """Shape-15(x, start=s, end=e) = Slice(Shape-1/13(x), [s], [e]); with s=0 and no e, Shape-1/13(x).
 

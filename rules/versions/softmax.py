@@ -20,7 +20,7 @@ SOFTMAX_13 = (
 )
 
 
-@adapter(SOFTMAX_FAMILY, 13, "down", "Transpose", versions=(1, 13), reason=SOFTMAX_13)
+@adapter(SOFTMAX_FAMILY, 13, "down", "Transpose", versions=(1, 13), reason=SOFTMAX_13, cases=14)
 def one_axis_to_coerced_2d(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """op-13(x, axis=a) = Transpose(op-1..12(Transpose(x, perm), axis=r-1), perm), perm swapping a and r-1.
 
@@ -58,7 +58,7 @@ def one_axis_to_coerced_2d(node: onnx.NodeProto, context: AdapterContext) -> lis
     return [before, op, after]
 
 
-@adapter(SOFTMAX_FAMILY, 13, "up", "Flatten and Reshape", versions=(1, 13))
+@adapter(SOFTMAX_FAMILY, 13, "up", "Flatten and Reshape", versions=(1, 13), cases=14)
 def coerced_2d_to_one_axis(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """op-1..12(x, axis=a) = Reshape(op-13(Flatten(x, axis=a), axis=1), Shape(x)).
 

@@ -32,7 +32,8 @@ known_change(
 )
 
 
-@adapter(("Split",), 18, "up", "num_outputs", versions=(13, 18))
+# Cases: backend and explicit cases
+@adapter(("Split",), 18, "up", "num_outputs", versions=(13, 18), cases=30)
 def equal_parts_counted(node: onnx.NodeProto, context: AdapterContext):
     """Split-13(x) with n outputs and no split input = Split-18(x, num_outputs=n); with one, Split-18 as it is.
 
@@ -77,7 +78,8 @@ def _refuse_negative_last_part(sizes: list[int], context: AdapterContext) -> Non
         )
 
 
-@adapter(("Split",), 18, "down", "split sizes", versions=(13, 18))
+# Cases: backend and explicit cases
+@adapter(("Split",), 18, "down", "split sizes", versions=(13, 18), cases=40)
 def counted_parts_to_sizes(node: onnx.NodeProto, context: AdapterContext):
     """Split-18(x, num_outputs=n) = Split-13(x, [c, ..., c, d-(n-1)c]), c = ceil(d/n), d = x's size along axis.
 
@@ -128,7 +130,8 @@ def counted_parts_to_sizes(node: onnx.NodeProto, context: AdapterContext):
     return [*nodes, result]
 
 
-@adapter(("Split",), 13, "down", "split attribute", versions=(2, 18))
+# Cases: backend cases, and the explicit ones (a dimension not known statically, as Slices) to 12; at 7 refused
+@adapter(("Split",), 13, "down", "split attribute", versions=(2, 18), cases=36)
 def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     """Split-13/18(x, s) = Split-2/11(x, split=s), s constant; Split-18(x, num_outputs=n) = its sizes, or n Slices.
 

@@ -118,7 +118,8 @@ def _axes_chosen_at_run_time(node: onnx.NodeProto, context: AdapterContext, vers
     return w.nodes
 
 
-@adapter(("Squeeze", "Unsqueeze"), 13, "down", "axes attribute", versions=(1, 25))
+# Cases: today Squeeze 5, Unsqueeze 15: with the explicit run-time axes cases, chosen by If at 12, refused at 7
+@adapter(("Squeeze", "Unsqueeze"), 13, "down", "axes attribute", versions=(1, 25), cases=5)
 def squeeze_axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     """Squeeze-13(x, a) = Squeeze-1/11(x, axes=a); a run-time a: If over Squeeze-11(x, axes=S); likewise Unsqueeze.
 
@@ -144,7 +145,8 @@ def squeeze_axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContex
     return [result]
 
 
-@adapter(("Squeeze", "Unsqueeze"), 13, "up", "axes input", versions=(1, 25))
+# Cases: the explicit cases' If leaves going up from 12
+@adapter(("Squeeze", "Unsqueeze"), 13, "up", "axes input", versions=(1, 25), cases=5)
 def squeeze_axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     """Squeeze-1/11(x, axes=a) = Squeeze-13(x, Constant(a)); likewise Unsqueeze; no axes = no input.
 

@@ -69,7 +69,8 @@ def _carried(
 # -- Min and Max: integers from version 12 ---------------------------------------------------------
 
 
-@adapter(("Max", "Min"), 12, "down", "integers compared", versions=(8, 13), types_only=True)
+# Cases: every integer case at 11 and 8; 64-bit ones refused at 8 (no Where there, and double is not exact)
+@adapter(("Max", "Min"), 12, "down", "integers compared", versions=(8, 13), types_only=True, cases=14)
 def integers_compared(node: onnx.NodeProto, context: AdapterContext):
     """op-12/13(x₁, …) on integers = Cast(op-8(Cast(x₁, double), …)) to 32 bits, else Where-9(Greater-9(a, b), a, b).
 
@@ -124,7 +125,8 @@ SMALL_INTEGERS = {
 }
 
 
-@adapter(("Add", "Sub", "Mul", "Div"), 14, "down", "in 32 bits", versions=(7, 14), types_only=True)
+# Cases: int8, int16, uint8, uint16 at 13 and 7
+@adapter(("Add", "Sub", "Mul", "Div"), 14, "down", "in 32 bits", versions=(7, 14), types_only=True, cases=8)
 def small_integers_in_32_bits(node: onnx.NodeProto, context: AdapterContext):
     """op-14(a, b) on 8/16-bit integers of T = Cast(op-7/13(Cast(a, w), Cast(b, w)), T), w = int32 (signed T) or uint32.
 
@@ -159,7 +161,8 @@ known_change(("Mod",), 28, MOD_28, down_only=True, affects=_fmod_zero)
 FLOAT_REMAINDER_OPS = ("Less", "Greater", "Xor", "Or", "And", "Add", "Where", "Abs", "Sign", "Mul")
 
 
-@adapter(("Mod",), 28, "down", "fmod=0 kept or built from fmod=1", versions=(10, 28))
+# Cases: the fmod=0 integer and float cases at 27 and 10
+@adapter(("Mod",), 28, "down", "fmod=0 kept or built from fmod=1", versions=(10, 28), cases=30)
 def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     """Mod-28(a, b, fmod=0) on floats = Where(r != r, r, Abs(Where(fix, r+b, r))·Sign(b)), r = Mod(a, b, fmod=1).
 
@@ -326,7 +329,8 @@ def exponent_per_span(base_shape, exponent_shape) -> bool | None:
     return exponent[axes[-1]] == 1 and base[axes[-1]] != 1
 
 
-@adapter(("Pow",), 12, "down", "in double", versions=(7, 15), types_only=True)
+# Cases: the 8 mixed-type backend cases at 11 and 7 (uint32/uint64 exponents in onnx.reference)
+@adapter(("Pow",), 12, "down", "in double", versions=(7, 15), types_only=True, cases=16)
 def power_in_double(node: onnx.NodeProto, context: AdapterContext):
     """Pow-12/15(x, y) of integer or mixed types = Cast(Pow-7(Cast(x, double), Cast(y, double)), T).
 
@@ -465,7 +469,8 @@ def _float_only_inputs(node: onnx.NodeProto, opset: int) -> list[int]:
     return [i for i in range(len(node.input)) if schemas.input_type_strings(node.op_type, opset, i) == FLOAT_ONLY]
 
 
-@adapter(("QLinearMatMul",), 21, "down", "float16 scales as float", versions=(10, 21), types_only=True)
+# Cases: the float16-scale backend cases at 20 and 10 (compared in onnxruntime)
+@adapter(("QLinearMatMul",), 21, "down", "float16 scales as float", versions=(10, 21), types_only=True, cases=8)
 def float16_scales_as_float(node: onnx.NodeProto, context: AdapterContext):
     """QLinearMatMul-21(a, sa, za, b, sb, zb, sy, zy), s float16 = QLinearMatMul-10(a, Cast(sa, float), za, …).
 

@@ -96,7 +96,8 @@ def _positions(w: NodeWriter, value: str, suffix: str, start: str | None = None)
 WHERE_MOVERS = ("Reshape", "Concat", "Gather")
 
 
-@adapter(("Where",), 16, "down", "gathered by index", versions=(9, 16), types_only=True)
+# Cases: the explicit cases to 15: the backend's bfloat16 Where sit in function bodies
+@adapter(("Where",), 16, "down", "gathered by index", versions=(9, 16), types_only=True, cases=3)
 def where_as_gathered_index(node: onnx.NodeProto, context: AdapterContext):
     """Where-16(c, a, b) = Gather(Concat(a₁, b₁), Where-9(c, pₐ, n + p_b)), a₁ = Reshape(a, [-1]), n = a's size.
 
@@ -119,7 +120,8 @@ def where_as_gathered_index(node: onnx.NodeProto, context: AdapterContext):
     return w.last("Gather", [both, picked], node.output, axis=0)
 
 
-@adapter(("Compress",), 28, "down", "gathered by index", versions=(11, 28), types_only=True)
+# Cases: test_compress_bfloat16 to 27
+@adapter(("Compress",), 28, "down", "gathered by index", versions=(11, 28), types_only=True, cases=1)
 def compress_as_gather(node: onnx.NodeProto, context: AdapterContext):
     """Compress-28(x, c, axis) = Gather(x, Reshape(NonZero(Slice(c, [0], [d])), [-1]), axis), d = x's length there.
 
@@ -142,7 +144,8 @@ def compress_as_gather(node: onnx.NodeProto, context: AdapterContext):
     return w.last("Gather", [x, chosen], node.output, axis=axis)
 
 
-@adapter(("OneHot",), 28, "down", "values gathered", versions=(11, 28), types_only=True)
+# Cases: the explicit int64-depth case to 27 (see ORACLE_GAPS in tests/test_adapter_registry.py)
+@adapter(("OneHot",), 28, "down", "values gathered", versions=(11, 28), types_only=True, cases=1)
 def one_hot_values_gathered(node: onnx.NodeProto, context: AdapterContext):
     """OneHot-28(i, d, values) = Gather(values, OneHot-11(i, d, [0, 1])), on values of a type OneHot-11 lacks.
 
@@ -173,7 +176,8 @@ def _attributes(node: onnx.NodeProto) -> dict:
     return {attribute.name: helper.get_attribute_value(attribute) for attribute in node.attribute}
 
 
-@adapter(("ReverseSequence",), 28, "down", "positions reversed", versions=(10, 28), types_only=True)
+# Cases: test_reversesequence_bfloat16 to 27
+@adapter(("ReverseSequence",), 28, "down", "positions reversed", versions=(10, 28), types_only=True, cases=1)
 def reverse_sequence_of_positions(node: onnx.NodeProto, context: AdapterContext):
     """ReverseSequence-28(x, lens) = GatherElements(x, ReverseSequence-10(t, lens), time_axis), t = time positions.
 
@@ -203,7 +207,8 @@ def reverse_sequence_of_positions(node: onnx.NodeProto, context: AdapterContext)
 EQUAL_MOVERS = ("Expand", "Reshape", "Concat", "Unique")
 
 
-@adapter(("Equal",), 19, "down", "strings numbered by Unique", versions=(11, 19), types_only=True)
+# Cases: test_equal_string and _broadcast to 18 and 11
+@adapter(("Equal",), 19, "down", "strings numbered by Unique", versions=(11, 19), types_only=True, cases=4)
 def equal_strings_by_unique(node: onnx.NodeProto, context: AdapterContext):
     """Equal-19(x, y) on strings = Equal(u[:n], u[n:]) in X's shape, u = Unique-11(Concat(X₁, Y₁)).inverse_indices.
 

@@ -99,7 +99,8 @@ def _nearest_mode(node, context: AdapterContext, what: str, values: list[float] 
     )
 
 
-@adapter(("Resize",), 11, "up", "asymmetric modes", versions=(10, 19), reason=RESIZE_11)
+# Cases: the explicit cases: the backend's Resize cases are at 19
+@adapter(("Resize",), 11, "up", "asymmetric modes", versions=(10, 19), reason=RESIZE_11, cases=4)
 def version_10_modes_spelled_out(node: onnx.NodeProto, context: AdapterContext):
     """Resize-10(x, s, mode=m) = Resize-11+(x, [], s, mode=m, asymmetric, nearest_mode floor if s >= 1, ceil if s <= 1).
 
@@ -111,7 +112,7 @@ def version_10_modes_spelled_out(node: onnx.NodeProto, context: AdapterContext):
     return _as_resize(node, context, "Resize-10", upsampling=False)
 
 
-@adapter(("Upsample",), 10, "up", "Resize", versions=(7, 10))
+@adapter(("Upsample",), 10, "up", "Resize", versions=(7, 10), cases=10)
 def upsample_as_resize(node: onnx.NodeProto, context: AdapterContext):
     """Upsample-7/9(x, s, mode=m) = Resize-10(x, s, mode=m); from 11 Resize(x, [], s, m, asymmetric, floor).
 
