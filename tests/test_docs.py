@@ -84,3 +84,15 @@ def test_readme_fits_and_docs_state_no_session_logs():
     assert len(README.encode()) <= 15_000
     for page in [REPO / "README.md", *DOCS.glob("*.md")]:
         assert not re.search(r"\bsession \d", page.read_text(), re.I), page.name
+
+
+def test_the_adapter_example_is_the_modules_own_code():
+    """docs/how-it-works.md shows how an adapter is registered with lines of a real one: each of
+    them, in order, is a line of rules/versions/reshape.py."""
+    page = (DOCS / "how-it-works.md").read_text()
+    blocks = [block.split("  ```\n", 1)[0] for block in page.split("  ```python\n")[1:]]
+    (example,) = [block for block in blocks if "@adapter(" in block]
+    shown = [line.removeprefix("  ") for line in example.splitlines() if line.strip()]
+    source = [line for line in (REPO / "rules" / "versions" / "reshape.py").read_text().splitlines() if line.strip()]
+    start = source.index(shown[0])
+    assert source[start : start + len(shown)] == shown
