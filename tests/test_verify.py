@@ -12,7 +12,7 @@ import onnx.parser
 import pytest
 from support import (
     parse,
-    run_cli,  # noqa: E402
+    run_cli_in_process,  # noqa: E402
 )
 
 import lowering
@@ -252,30 +252,30 @@ def test_cli_verify_exit_codes_json_and_replay(tmp_path):
         wrong_path,
     )
 
-    matched = run_cli("verify", str(original_path), str(right_path), cwd=tmp_path)
+    matched = run_cli_in_process("verify", str(original_path), str(right_path), cwd=tmp_path)
     assert matched.returncode == 0 and "MATCH" in matched.stdout
 
-    as_json = run_cli("verify", str(original_path), str(right_path), "--json", "--seed", "3", cwd=tmp_path)
+    as_json = run_cli_in_process("verify", str(original_path), str(right_path), "--json", "--seed", "3", cwd=tmp_path)
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["match"] is True
 
-    mismatched = run_cli("verify", str(original_path), str(wrong_path), cwd=tmp_path)
+    mismatched = run_cli_in_process("verify", str(original_path), str(wrong_path), cwd=tmp_path)
     assert mismatched.returncode == 1 and "MISMATCH" in mismatched.stdout
     saved = tmp_path / "w.onnx.inputs.npz"
     assert saved.exists() and f"--inputs {saved}" in mismatched.stdout, "saved beside LOWERED, the path said"
-    replay = run_cli("verify", str(original_path), str(wrong_path), "--inputs", saved.name, cwd=tmp_path)
+    replay = run_cli_in_process("verify", str(original_path), str(wrong_path), "--inputs", saved.name, cwd=tmp_path)
     assert replay.returncode == 1
 
     for bad in (["verify", str(original_path)], ["verify", str(original_path), str(tmp_path / "none.onnx")],
                 ["verify", str(original_path), str(right_path), "--shape", "x2"],
                 ["verify", str(original_path), str(right_path), "--shape", "nosuch:2"],
                 ["verify", str(original_path), str(right_path), "--atol", "abc"]):  # fmt: skip
-        completed = run_cli(*bad, cwd=tmp_path)
+        completed = run_cli_in_process(*bad, cwd=tmp_path)
         assert completed.returncode == 2 and len(completed.stderr.strip().splitlines()) == 1, bad
 
 
 def test_lower_with_verify_writes_only_on_match(tmp_path):
     example = REPO / "examples" / "isnan_isinf.onnx"
-    completed = run_cli(str(example), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    completed = run_cli_in_process(str(example), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
     assert completed.returncode == 0 and (tmp_path / "out.onnx").exists() and "MATCH" in completed.stdout
 
 
@@ -339,7 +339,7 @@ def test_a_model_onnxruntime_cannot_run_verifies_against_itself(tmp_path):
     if pytorch_softsign() is not None:
         expected[pytorch_softsign()] = "onnx.reference"
     for path, how in expected.items():
-        completed = run_cli("verify", str(path), str(path), "--json", cwd=tmp_path)
+        completed = run_cli_in_process("verify", str(path), str(path), "--json", cwd=tmp_path)
         assert completed.returncode == 0, (path, completed.stderr)
         report = json.loads(completed.stdout)
         assert report["match"] and how in report["original_runner"] and how in report["lowered_runner"], report
@@ -348,7 +348,7 @@ def test_a_model_onnxruntime_cannot_run_verifies_against_itself(tmp_path):
 def test_lower_with_verify_on_an_opset_6_model(tmp_path):
     model = tmp_path / "add6.onnx"
     onnx.save(add_6_model(), model)
-    completed = run_cli(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    completed = run_cli_in_process(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert "lowered run by onnx.reference" in completed.stdout and (tmp_path / "out.onnx").exists()
     assert completed.stderr == "", "onnxruntime's own log lines (opset 6 warnings) stay off the terminal"
@@ -372,7 +372,7 @@ def test_onnxruntime_log_lines_never_reach_the_terminal(tmp_path):
     """),
         model,
     )
-    completed = run_cli("verify", str(model), str(model), "--shape", "a:3", "--shape", "b:4", cwd=tmp_path)
+    completed = run_cli_in_process("verify", str(model), str(model), "--shape", "a:3", "--shape", "b:4", cwd=tmp_path)
     assert completed.returncode == 2
     assert "\x1b[" not in completed.stderr and ":onnxruntime:" not in completed.stderr, completed.stderr
     (line,) = completed.stderr.strip().splitlines()
@@ -505,7 +505,7 @@ def test_lower_with_verify_refuses_an_input_too_large_to_generate(tmp_path):
     """),
         model,
     )
-    completed = run_cli(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    completed = run_cli_in_process(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
     assert completed.returncode == 2
     (line,) = completed.stderr.strip().splitlines()
     assert line.startswith("onnx-lower: error: --verify: input 'x'") and "the model fixes that shape" in line
