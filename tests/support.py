@@ -261,3 +261,19 @@ def refusal(model: onnx.ModelProto, target: int) -> str:
     message = str(refused.value)
     assert "Assertion" not in message, message
     return message
+
+
+# -- the fast tier (`pytest -m "not slow"`) -----------------------------------------------------
+
+
+def slow_but_a_sample(keep: int = 2):
+    """Put above a parametrized test: its cases (every parametrization together) marked slow but
+    for ``keep`` of them spread evenly over them, the first among them (tests/conftest.py marks
+    them as they are collected). The full suite runs every case as before; the fast tier runs
+    the sample."""
+
+    def decorate(function):
+        function.fast_sample = keep
+        return function
+
+    return decorate

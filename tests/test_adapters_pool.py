@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException as OnnxruntimeRuntimeException
-from support import make_model, refusal
+from support import make_model, refusal, slow_but_a_sample  # noqa: E402
 from test_adapter_registry import KERNEL_GAPS, at_opset, dilated_pool
 from version_cases import feeds_of, node_cases
 
@@ -93,6 +93,7 @@ def pool_cases() -> list:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", sorted(CONVERTED_AT_LEAST))
 def test_backend_cases_convert_bit_for_bit_or_are_refused_in_our_words(target):
     converted = []
@@ -109,6 +110,7 @@ def test_backend_cases_convert_bit_for_bit_or_are_refused_in_our_words(target):
     assert len(converted) >= CONVERTED_AT_LEAST[target], converted
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17, 21])
 @pytest.mark.parametrize(
     "name", ["test_maxpool_2d_ceil_output_size_reduce_by_one", "test_averagepool_2d_ceil_last_window_starts_on_pad"]
@@ -122,6 +124,7 @@ def test_a_window_starting_in_the_right_padding_is_cut_from_the_older_pool(name,
     assert [n.op_type for n in converted.graph.node if n.op_type != "Constant"][-1] == "Slice"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17])
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
 @pytest.mark.parametrize("count_include_pad", [0, 1])
@@ -278,6 +281,7 @@ EXPLICIT = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("name", "op_type", "opset", "shape", "attributes", "converts", "refused"), EXPLICIT)
 def test_explicit_cases(name, op_type, opset, shape, attributes, converts, refused):
     model = pool_model(op_type, opset, shape, **attributes)
@@ -308,6 +312,7 @@ def test_a_plain_pool_with_unknown_dimensions_still_goes():
     assert result.model.graph.node[0].op_type == "MaxPool"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element_type", [TensorProto.UINT8, TensorProto.INT8])
 @pytest.mark.parametrize(
     "attributes",
@@ -357,6 +362,7 @@ UP_SWEEP = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [19, 22])
 def test_pools_at_11_under_auto_pad_go_up_with_the_windows_onnxruntime_takes(target):
     """Every pool of UP_SWEEP goes up with the windows and values onnxruntime gives the original
@@ -411,6 +417,7 @@ def test_average_pool_11_valid_and_same_are_counted_as_onnxruntime_counts():
             assert np.array_equal(run_onnxruntime(converted, {"x": x})[0], np.array(want, np.float32)), target
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op_type", ["Conv", "MaxPool", "AveragePool", "LpPool"])
 def test_auto_pad_before_11_goes_across_11_where_both_versions_state_it_alike(op_type):
     """SAME before 11 pads so that the output is as long as the input, from 11 to ceil(size /

@@ -14,6 +14,7 @@ from support import (
     make_model,
     run_cli,  # noqa: E402
     run_cli_in_process,  # noqa: E402
+    slow_but_a_sample,
 )
 
 import lowering
@@ -42,6 +43,7 @@ def test_lowers_the_bundled_example(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lowered.onnx"], "no temporary files left"
 
 
+@pytest.mark.slow
 def test_the_command_ends_at_once_with_all_its_output_and_its_exit_code(tmp_path):
     """``onnx-lower`` and ``python -m lowering`` run :func:`lowering.cli.run`: main, then the
     process ends without Python's teardown. What it printed still arrives whole through a pipe
@@ -72,6 +74,7 @@ def test_the_command_ends_at_once_with_all_its_output_and_its_exit_code(tmp_path
     onnx.checker.check_model(onnx.load(tmp_path / "closed.onnx"), full_check=True)
 
 
+@pytest.mark.slow
 def test_lowering_and_converting_without_verify_never_load_onnxruntime(tmp_path):
     """onnxruntime is imported where a model is first run (--verify, verify): a plain lowering
     or conversion does without it, and so without its start-up cost."""
@@ -152,6 +155,7 @@ BAD_INPUTS = {
 }
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
 def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
     source_dir = tmp_path / "in"
@@ -171,6 +175,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
         assert digest(model_path) == before
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "args",
     [

@@ -10,7 +10,7 @@ from pathlib import Path
 import onnx
 import onnx.parser
 import pytest
-from support import run_cli, run_cli_in_process  # noqa: E402
+from support import run_cli, run_cli_in_process, slow_but_a_sample  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
@@ -39,6 +39,7 @@ def models(tmp_path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_many_models_in_a_pool_one_bad_stops_no_other(models, tmp_path):
     before = digests(models)
     out = tmp_path / "out"
@@ -59,6 +60,7 @@ def test_many_models_in_a_pool_one_bad_stops_no_other(models, tmp_path):
     assert (out / "a.onnx").read_bytes() == alone.read_bytes(), "the same bytes as one model alone"
 
 
+@pytest.mark.slow
 def test_exit_status_is_the_highest_of_any_model(models, tmp_path):
     strict = run_cli_in_process("a.onnx", "partial.onnx", "-o", f"{tmp_path / 'strict'}/", "--strict", cwd=models)
     assert strict.returncode == 1
@@ -90,6 +92,7 @@ def test_in_place_lowers_each_model_itself(models):
     assert sorted(p.name for p in models.iterdir()) == ["a.onnx", "b.onnx", "c.onnx", "partial.onnx"]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "args, words",
     [

@@ -10,7 +10,7 @@ from pathlib import Path
 import onnx
 import onnx.parser
 import pytest
-from support import one_error_line, run_cli_in_process  # noqa: E402
+from support import one_error_line, run_cli_in_process, slow_but_a_sample  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
@@ -205,6 +205,7 @@ def test_progress_line_says_1_graph(tmp_path):
 # -- 6: output formats by extension ---------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "suffix, starts",
     [(".onnxtxt", "<"), (".textproto", "ir_version: "), (".json", "{"), (".onnx", None)],

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support import run_cli_in_process  # noqa: E402
 
 from lowering.cli_rules import WIDTH, shorten, summarize_types
@@ -76,6 +77,7 @@ def test_a_model_with_list_rules_is_a_usage_error(tmp_path):
     assert verbose_alone.returncode == 2 and "-v/--verbose goes with --list-rules" in verbose_alone.stderr
 
 
+@pytest.mark.slow
 def test_list_rules_into_a_closed_pipe_is_no_error():
     shell = f"{sys.executable} -m lowering --list-rules | head -1"
     completed = subprocess.run(shell, shell=True, capture_output=True, text=True, timeout=180)

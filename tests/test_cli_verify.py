@@ -14,7 +14,7 @@ import onnx
 import onnx.parser
 import pytest
 from onnx import TensorProto, helper
-from support import one_error_line, run_cli_in_process  # noqa: E402
+from support import one_error_line, run_cli_in_process, slow_but_a_sample  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
@@ -169,6 +169,7 @@ def test_reference_against_onnxruntime_mismatch_gets_a_note(tmp_path):
 # -- 11: where the inputs of a mismatch go -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_lower_verify_saves_the_inputs_beside_the_output(tmp_path):
     original = sigmoid_at_opset_6(tmp_path / "sigmoid6.onnx")
     work = tmp_path / "work"
@@ -316,6 +317,7 @@ def test_an_integer_input_read_as_a_shape_is_named_with_the_way_out(tmp_path):
     assert lowered.returncode == 2 and "options of onnx-lower verify" in one_error_line(lowered)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "value_range, words",
     [
@@ -333,6 +335,7 @@ def test_bad_value_ranges_are_one_line(tmp_path, value_range, words):
     assert words in one_error_line(completed)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("option", ["--save-inputs", "--save-outputs"])
 @pytest.mark.parametrize("value", ["", "folder", "folder/"])
 def test_a_save_option_naming_no_file_blames_the_option_before_any_run(pair, tmp_path, option, value):

@@ -9,7 +9,14 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, make_model, op_type_set, runs_in_onnxruntime
+from support import (
+    assert_same_bits,
+    assert_same_values,
+    make_model,
+    op_type_set,
+    runs_in_onnxruntime,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -46,6 +53,7 @@ def test_backend_cases_are_found():
     assert set(REFUSED) <= set(BACKEND_CASES)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", sorted(BACKEND_CASES))
 def test_backend_case_lowered_on_request(name):
     case = BACKEND_CASES[name]
@@ -78,6 +86,7 @@ CORPUS_PAIRS = (
 )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), CORPUS_PAIRS, ids=[f"{n}-to{t}" for t, n in CORPUS_PAIRS])
 def test_corpus_pair_converts(target, name):
     outcome = sweep_case(BACKEND_CASES[name], target)
@@ -92,6 +101,7 @@ DIAGONALS = [
 ]  # fmt: skip
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "element_type",
     [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT64],
@@ -199,6 +209,7 @@ def cumprod_oracle(x: np.ndarray, axis: int, **attributes) -> np.ndarray:
     return rule_for("", "CumProd").reference(x, np.array(axis), **attributes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", KERNEL_TYPES, ids=[schemas.type_name(t) for t in KERNEL_TYPES])
 def test_cumprod_matches_onnxruntimes_kernel_bit_for_bit(element_type):
     """Against onnxruntime's CumProd and numpy's cumprod: constant and graph-input axes, both
@@ -284,6 +295,7 @@ def test_cumprod_axis_out_of_range_fails_at_run_time_as_the_op_does():
 # -- CumProd: refusals --------------------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("shape", "axis", "reason"),
     [
@@ -374,6 +386,7 @@ def einsum_feeds(shapes, element_type: int, rng, edge: bool) -> dict[str, np.nda
     return feeds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "element_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64],
     ids=["float", "double", "int32", "int64"],
@@ -496,6 +509,7 @@ def test_plain_and_fast_paths_give_the_same_bytes_and_each_node_its_own_shapes()
 # -- Einsum: refusals ---------------------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("equation", "shapes", "element_type", "reason", "output_shape"),
     [

@@ -304,6 +304,7 @@ def test_lowering_is_idempotent_and_deterministic():
     assert lowering.lower(model).SerializeToString() == once.SerializeToString()
 
 
+@pytest.mark.slow
 def test_output_is_identical_across_hash_seeds(tmp_path):
     model_path = tmp_path / "rich.onnx"
     onnx.save(_rich_model(), model_path)

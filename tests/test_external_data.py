@@ -99,6 +99,7 @@ def test_lower_verify_with_external_data(tmp_path):
     assert verified.returncode == 0, verified.stderr + verified.stdout
 
 
+@pytest.mark.slow
 def test_256_mib_of_weights_lower_in_under_200_mib(tmp_path):
     source = external_model(tmp_path / "src", 64 << 20)  # 256 MiB of float32
     completed, peak = peak_rss_mib(str(source), "-o", str(tmp_path / "out" / "lowered.onnx"))
@@ -107,6 +108,7 @@ def test_256_mib_of_weights_lower_in_under_200_mib(tmp_path):
     assert peak < 200, f"peak resident memory {peak:.0f} MiB"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="needs sparse files")
 def test_a_model_over_2_gib(tmp_path):
     count = (2 << 30) // 4 + 1024  # just over 2 GiB of float32
@@ -253,6 +255,7 @@ ENCODINGS = [b"\x70\x01", b"\x70\x81\x00", b"\x70\x81\x80\x80\x00", b"\xf0\x00\x
 NEAR_MISSES = [b"\x70\x02", b"\xf0\x01", b"\x70\x81\x01", b"\xf0" + b"\x80" * 9 + b"\x00\x01", b"\x70\x81"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [3, 7, 1 << 23])
 def test_the_scan_for_data_location_finds_what_the_patterns_search_finds(chunk, monkeypatch):
     """Every encoding of data_location: EXTERNAL (plain, either varint padded), none of the near

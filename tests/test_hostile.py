@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from support import run_cli_in_process  # noqa: E402
+from support import run_cli_in_process, slow_but_a_sample  # noqa: E402
 
 import lowering
 
@@ -77,6 +77,7 @@ HOSTILE_MODELS = {
 }
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("kind", sorted(HOSTILE_MODELS))
 def test_hostile_model_is_a_lowering_error(kind):
     model = HOSTILE_MODELS[kind]()
@@ -114,6 +115,7 @@ FILE_KINDS = sorted(HOSTILE_MODELS) + [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("kind", FILE_KINDS)
 def test_hostile_file_on_the_command_line(tmp_path, kind):
     source = tmp_path / "in"
@@ -147,6 +149,7 @@ def test_in_place_replaces_the_model_atomically(tmp_path):
     assert refused.returncode == 2 and "--in-place" in refused.stderr
 
 
+@pytest.mark.slow
 def test_command_line_output_is_byte_identical_across_runs_and_hash_seeds(tmp_path):
     digests = set()
     for seed in ("0", "1", "4242"):
@@ -174,6 +177,7 @@ FUNCTION_HOSTILE = {
 }
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("kind", sorted(FUNCTION_HOSTILE))
 def test_hostile_local_function_is_a_lowering_error(kind):
     function = helper.make_function("local", "F", ["v"], ["r"], FUNCTION_HOSTILE[kind], [helper.make_opsetid("", 18)])

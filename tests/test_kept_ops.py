@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 import lowering.fast
@@ -69,6 +70,7 @@ def converted_every_way(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
     return results[0].model
 
 
+@pytest.mark.slow
 def test_nodes_of_ops_kept_whole_are_counted_not_walked(left_out):
     model = chain()
     converted = converted_every_way(model, 11)
@@ -280,6 +282,7 @@ def test_a_change_affecting_only_attributes_the_target_lacks_is_not_asked_of_eac
     converted_every_way(model, 11)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "op_type, version, held",
     [

@@ -13,7 +13,13 @@ import onnx
 import pytest
 from lowering.rules.resize import RESIZE_TOLERANCE, resize_reference
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, make_model, refusal
+from support import (
+    assert_same_bits,
+    assert_same_values,
+    make_model,
+    refusal,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -98,6 +104,7 @@ SHAPES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("element_type", sorted(TYPES))
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
@@ -153,6 +160,7 @@ FILTER_CASES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", FILTER_CASES)
 def test_backend_filter_cases_go_down_by_the_rule_within_its_tolerance(name, target):
@@ -202,6 +210,7 @@ FILTERS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16])
 @pytest.mark.parametrize(("mode", "coordinates", "antialias", "exclude"), FILTERS)
 def test_rule_within_its_tolerance_of_the_reference(mode, coordinates, antialias, exclude, element_type):
@@ -261,6 +270,7 @@ def test_what_neither_adapter_nor_rule_can_say_is_refused_with_both_reasons(attr
     assert "nor by its rule" in message and reason in message, message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in FILTER_CASES if "symmetric" in n])
 def test_half_pixel_symmetric_to_18_is_decomposed_not_kept(name):
     """Resize-18 has no half_pixel_symmetric: the known change refuses keeping it, the rule lowers it."""
@@ -279,6 +289,7 @@ def test_a_scale_of_zero_gives_an_empty_output_not_endless_taps():
     assert got.shape == (1, 1, 0, 2)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("opset", [10, 13])
 @pytest.mark.parametrize("target", [None, 11, 13])
 @pytest.mark.parametrize("fast", [True, False])

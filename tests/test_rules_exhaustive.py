@@ -8,7 +8,14 @@ import numpy as np
 import onnx
 import pytest
 import support
-from support import every_op_case, oracle, runs_in_onnxruntime, type_name, unary_model
+from support import (
+    every_op_case,
+    oracle,
+    runs_in_onnxruntime,
+    slow_but_a_sample,  # noqa: E402
+    type_name,
+    unary_model,
+)
 
 import lowering
 from lowering.registry import all_rules
@@ -65,6 +72,7 @@ def _case_id(case) -> str:
     return f"{op_type}-opset{opset}-{type_name(element_type)}{flags}"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
 def test_lowering_is_exact(case):
     op_type, opset, element_type, attributes = case
@@ -138,6 +146,7 @@ def bits(array: np.ndarray) -> np.ndarray:
     return array if array.dtype == np.bool_ else array.view(f"u{array.itemsize}")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("opset", "element_type"), TRILU_CASES, ids=[f"opset{o}-{type_name(t)}" for o, t in TRILU_CASES]
 )

@@ -13,6 +13,7 @@ import pytest
 from support import (
     parse,
     run_cli_in_process,  # noqa: E402
+    slow_but_a_sample,
 )
 
 import lowering
@@ -159,6 +160,7 @@ WRONG = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_wrong_lowering_is_caught_with_defaults(name, tmp_path):
     original_body, in_type, wrong_body = WRONG[name]
@@ -416,6 +418,7 @@ BAD_OPTIONS = {
 }
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", sorted(BAD_OPTIONS))
 def test_bad_verify_options_are_one_line_and_exit_2(name, dynamic_model, tmp_path, capsys):
     from lowering.cli import main
