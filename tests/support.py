@@ -266,7 +266,7 @@ def refusal(model: onnx.ModelProto, target: int) -> str:
 # -- the fast tier (`pytest -m "not slow"`) -----------------------------------------------------
 
 
-def slow_but_a_sample(keep: int = 2):
+def slow_but_a_sample(keep: int = 1):
     """Put above a parametrized test: its cases (every parametrization together) marked slow but
     for ``keep`` of them spread evenly over them, the first among them (tests/conftest.py marks
     them as they are collected). The full suite runs every case as before; the fast tier runs

@@ -27,8 +27,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OnnxruntimeFail
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OnnxruntimeNotImplemented
 from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException as OnnxruntimeRuntimeException
 from support import (
-    make_model,
-    slow_but_a_sample,  # noqa: E402
+    make_model,  # noqa: E402
 )
 from version_cases import feeds_of, node_cases
 
@@ -1105,7 +1104,7 @@ SERVED = [
 ]
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize(("found", "op_type"), SERVED)
 def test_adapter_is_bit_exact_on_every_case_that_reaches_it(found, op_type):
     coverage = Coverage()

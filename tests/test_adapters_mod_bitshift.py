@@ -51,7 +51,7 @@ def pairs(dtype, unsigned) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [10, 11, 13, 17, 21, 27])
 @pytest.mark.parametrize(("element_type", "dtype", "unsigned"), TYPES)
 def test_float_floored_remainder_is_bit_exact(element_type, dtype, unsigned, target):

@@ -588,6 +588,7 @@ def _pools_and_resizes_in_a_branch_and_a_function(element_type: int) -> onnx.Mod
     return helper.make_model(graph, opset_imports=imports, functions=[function], ir_version=7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16])
 def test_pools_and_resizes_go_up_inside_branches_and_local_functions(element_type):
     model = _pools_and_resizes_in_a_branch_and_a_function(element_type)

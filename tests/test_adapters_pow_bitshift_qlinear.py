@@ -290,7 +290,7 @@ def qlinear_matmul_model(scale_type, a_type, b_type, a_shape, b_shape, b_scale_s
     )
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 20])
 @pytest.mark.parametrize(
     ("a_type", "b_type"),
@@ -395,6 +395,7 @@ def mel_configurations() -> list[list]:
     return chosen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 13])
 def test_constant_mel_weight_matrix_computed_once(target):
     """Bit for bit with onnx.reference's MelWeightMatrix-17 on 64 configurations, in float,

@@ -195,6 +195,7 @@ def test_select_last_index_1_below_11_is_refused_in_our_words(op_type):
     assert "onnx's version converter" not in message
 
 
+@pytest.mark.slow
 def test_the_corpus_select_last_index_cases_convert_and_match_at_11():
     cases = [c for c in node_cases() if c.name.startswith(("test_argmax_", "test_argmin_")) and "select_last" in c.name]
     assert len(cases) == 16
@@ -428,7 +429,7 @@ def test_reduce_sum_13_with_axes_computed_at_run_time_goes_down_bit_for_bit(noop
             assert_same_bits(got, want, f"ReduceSum-13 over {axes} to {target}")
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 13, 17])
 @pytest.mark.parametrize("op_type", REDUCE_AXES_AT_18)
 def test_reduce_18_with_axes_computed_at_run_time_goes_down_bit_for_bit(op_type, target):
@@ -574,6 +575,7 @@ def test_reduce_with_run_time_axes_and_noop_1_is_refused_where_no_axes_have_no_a
     assert "onnx's version converter" not in message and "Assertion" not in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op_type", ["ReduceLogSum", "ReduceLogSumExp"])
 def test_reduce_28_with_axes_computed_at_run_time_goes_down_by_its_function_body(op_type):
     """Version 28 goes down by its body only; the body's ReduceSum-13 reads the same run-time

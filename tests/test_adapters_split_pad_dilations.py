@@ -226,6 +226,7 @@ def test_wrap_with_constant_pads_is_gathered_bit_for_bit(pads, target):
         assert_same_bits(run_onnxruntime(result, {"x": x}), run_reference(model, {"x": x}), f"pads {pads}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [18, 13, 11])
 def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
     model = wrap_model([3, 4], None)
@@ -237,6 +238,7 @@ def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
         assert_same_bits(run_onnxruntime(result, feeds), run_onnxruntime(model, feeds), f"pads {pads}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pads", [None, [2, 1, 0, 3, -1, 2]])
 def test_wrap_of_a_dimension_not_known_statically_is_gathered_at_run_time(pads):
     model = wrap_model(["a", 4, "b"], pads, element_type=TensorProto.INT32)

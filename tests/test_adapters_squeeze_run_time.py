@@ -208,6 +208,7 @@ BACKEND = ("test_squeeze", "test_squeeze_negative_axes") + tuple(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 12])
 def test_backend_cases_with_axes_given_at_run_time_go_down(target):
     cases = [case for case in node_cases() if case.name in BACKEND]

@@ -129,6 +129,7 @@ def converted_bytes(model: onnx.ModelProto, target: int, fast: bool) -> bytes | 
         return str(error)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, target",
     [("test_linear_attention_gated_delta", 11), ("test_affine_grid_3d", 13), ("test_affine_grid_2d", 11)],

@@ -153,6 +153,7 @@ def sigmoid_at_opset_6(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_reference_against_onnxruntime_mismatch_gets_a_note(tmp_path):
     original = sigmoid_at_opset_6(tmp_path / "sigmoid6.onnx")
     converted = tmp_path / "sigmoid13.onnx"
@@ -190,6 +191,7 @@ def test_lower_verify_saves_the_inputs_beside_the_output(tmp_path):
     assert temporary.parent.name.startswith("onnx-lower-")
 
 
+@pytest.mark.slow
 def test_lower_verify_takes_tolerances_and_its_replay_hint_works(tmp_path):
     """The main command's --verify compares within --atol/--rtol as verify does (a mismatch of
     the last bits then writes the model); a mismatch's hint says to write the model first, and
@@ -214,6 +216,7 @@ def test_lower_verify_takes_tolerances_and_its_replay_hint_works(tmp_path):
     assert not (tmp_path / "x.onnx").exists()
 
 
+@pytest.mark.slow
 def test_verify_saves_beside_lowered_or_in_a_temporary_folder(pair, tmp_path):
     original, nudged = pair
     work = tmp_path / "work"
@@ -297,6 +300,7 @@ EXPAND = """
 """
 
 
+@pytest.mark.slow
 def test_an_integer_input_read_as_a_shape_is_named_with_the_way_out(tmp_path):
     model = save_text(tmp_path / "expand.onnx", EXPAND)
     completed = run_cli_in_process("verify", model, model)

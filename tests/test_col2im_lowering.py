@@ -146,7 +146,7 @@ def onnxruntime_is_right(image, attributes) -> bool:
     return len(image) == 2 or all(d == 1 for d in attributes.get("dilations", [1]))
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize("form", FORMS, ids=[f"{f[0]}-{f[1]}-{f[2]}" for f in FORMS])
 def test_float_bit_for_bit_against_onnxruntime_and_the_reference(form):
     image, block, attributes, channels = form

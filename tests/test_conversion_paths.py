@@ -43,7 +43,7 @@ def converted_alike(model: onnx.ModelProto, target: int) -> bytes:
     return plain
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
 def test_exports_and_their_copies_convert_alike_on_both_paths(path):
     export = onnx.load(path)
@@ -56,7 +56,7 @@ def test_exports_and_their_copies_convert_alike_on_both_paths(path):
             assert converted_bytes(model, target, fast=True) == plain, (path.stem, target)
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(path.stem for path in EXPORTS.glob("*.onnx")))
 @pytest.mark.parametrize("before_whole", [None, 8], ids=["as set", "whole pass soon"])
 def test_a_conversion_reports_alike_on_both_paths(name, before_whole, monkeypatch):
@@ -234,6 +234,7 @@ def test_function_bodies_asked_for_replay_as_the_plain_path_names_them(naming):
             assert outputs_made.count("n3_Mean2D") == 1 and "n3_Mean2D_1" in outputs_made
 
 
+@pytest.mark.slow
 def test_a_graph_held_under_an_attribute_named_with_two_underscores_converts_alike_on_both_paths():
     """onnx's checker lets an attribute named "__…" through on any op: a Relu may hold a graph
     there. Relus holding equal or different graphs are moved and replayed alike."""

@@ -232,6 +232,7 @@ def test_cumprod_matches_onnxruntimes_kernel_bit_for_bit(element_type):
                     assert_same_values(got, native, f"length {length} axis {given_axis} {attributes} {options}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16], ids=["float16", "bfloat16"])
 def test_cumprod_on_16_bit_floats_matches_the_runtime_on_every_bit_pattern(element_type):
     """float16: as onnxruntime runs it (its float32 kernel between Casts: one rounding at the
@@ -406,6 +407,7 @@ def test_einsum_matches_onnxruntimes_kernel(element_type):
                 assert_within("Einsum", got, rule_for("", "Einsum").reference(*feeds.values(), equation=equation))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("element_type", "opset"), [(TensorProto.FLOAT16, 12), (TensorProto.BFLOAT16, 28)])
 def test_einsum_on_16_bit_floats_is_computed_in_float32(element_type, opset):
     """Bit for bit against onnxruntime: its bfloat16 kernel (which rounds each partial sum to

@@ -211,6 +211,7 @@ def test_float16_against_onnxruntime_and_the_reference(form):
             assert_within(got, reference(feeds, **attributes), f"to {target} against the numpy reference")
 
 
+@pytest.mark.slow
 def test_bfloat16_goes_below_22_by_the_rule():
     """DeformConv-19 takes no bfloat16: at 19-21 the rule lowers it too; onnxruntime has no kernel
     for it, so the numpy reference is the oracle."""
@@ -268,6 +269,7 @@ OTHER_RANKS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", OTHER_RANKS, ids=_form_ids(OTHER_RANKS))
 def test_1d_and_3d_against_the_reference(form):
     """The spec is N-D; onnxruntime's kernel and onnx.reference take 2-D inputs only: the numpy

@@ -184,7 +184,7 @@ def run_lowered(model: onnx.ModelProto, target: int, feeds: dict) -> np.ndarray:
     return got
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize("type_name", sorted(FLOAT_TYPES))
 @pytest.mark.parametrize(("inverse", "onesided", "channels"), MODES)
 def test_dft_random_signals_within_the_tolerance(type_name, inverse, onesided, channels):

@@ -363,6 +363,7 @@ def test_attribute_the_op_does_not_have_names_the_node():
         lowering.lower(model)
 
 
+@pytest.mark.slow
 def test_onnx_ir_model_in_onnx_ir_model_out():
     import onnx_ir
 

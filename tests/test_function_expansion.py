@@ -103,6 +103,7 @@ def worst_error(got: np.ndarray, want: np.ndarray) -> float:
 # (a) every ONNX backend case of LayerNormalization
 
 
+@pytest.mark.slow
 def test_every_backend_case_expands_and_meets_its_tolerance():
     cases = layer_normalization_backend_cases()
     # 19 cases (2-D, 3-D with epsilon, 4-D, every axis, the default axis), all at opset 17, all

@@ -716,6 +716,7 @@ def test_a_name_split_in_a_function_is_not_removed_from_main():
     """), kept={"main": {"y", "opt"}})  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optional", ["Optional (x)", "Optional <type = float[N]> ()"])
 def test_the_users_unused_optional_stays_beside_a_split(optional):
     """Alone it stays; beside an optional the pass splits, cleanup takes it too."""

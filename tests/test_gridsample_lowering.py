@@ -184,6 +184,7 @@ def test_reference_meets_onnx_reference():
             assert_within(gridsample_reference(feeds["x"], feeds["grid"], **attributes), spec, f"{rank} {attributes}")
 
 
+@pytest.mark.slow
 def test_infinities_and_nan_in_x_travel_as_the_op_says():
     """A neighbour read is multiplied by its weight even where that is 0 (0 · inf is NaN), as the
     kernels do; a neighbour outside X under zeros padding is 0 and reads nothing. onnxruntime
@@ -207,6 +208,7 @@ def test_infinities_and_nan_in_x_travel_as_the_op_says():
                 assert_within(got, native, f"{attributes} against onnxruntime")
 
 
+@pytest.mark.slow
 def test_nearest_is_onnxruntimes_bit_for_bit():
     """Nearest reads one element per point and adds nothing: -0 and NaN payloads as onnxruntime
     reads them, every padding (a neighbour outside X under zeros padding is +0, as there)."""

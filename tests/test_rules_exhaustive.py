@@ -146,7 +146,7 @@ def bits(array: np.ndarray) -> np.ndarray:
     return array if array.dtype == np.bool_ else array.view(f"u{array.itemsize}")
 
 
-@slow_but_a_sample()
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("opset", "element_type"), TRILU_CASES, ids=[f"opset{o}-{type_name(t)}" for o, t in TRILU_CASES]
 )

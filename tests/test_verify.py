@@ -176,6 +176,7 @@ def test_wrong_lowering_is_caught_with_defaults(name, tmp_path):
     assert replayed.outputs[0].mismatches == output.mismatches
 
 
+@pytest.mark.slow
 def test_tolerances_apply_per_output():
     original = parse("""
         <ir_version: 9, opset_import: ["" : 18]>
@@ -195,6 +196,7 @@ def test_tolerances_apply_per_output():
     assert relaxed.match and 0 < relaxed.outputs[0].max_difference < 1e-5
 
 
+@pytest.mark.slow
 def test_zero_signs_and_nan_payloads():
     original = parse("""
         <ir_version: 9, opset_import: ["" : 18]>
@@ -241,6 +243,7 @@ def test_saved_inputs_round_trip(tmp_path):
 # -- the command line -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_verify_exit_codes_json_and_replay(tmp_path):
     original_path, right_path, wrong_path = tmp_path / "o.onnx", tmp_path / "r.onnx", tmp_path / "w.onnx"
     original = unary("y = IsNaN (x)")
@@ -281,6 +284,7 @@ def test_lower_with_verify_writes_only_on_match(tmp_path):
     assert completed.returncode == 0 and (tmp_path / "out.onnx").exists() and "MATCH" in completed.stdout
 
 
+@pytest.mark.slow
 def test_lower_with_verify_writes_nothing_on_a_mismatch(tmp_path, monkeypatch, capsys):
     """A rule gone wrong (IsNaN lowered as IsInf) is caught before anything is written."""
     from lowering import registry
@@ -331,6 +335,7 @@ def pytorch_softsign() -> Path | None:
     return path if path.exists() else None
 
 
+@pytest.mark.slow
 def test_a_model_onnxruntime_cannot_run_verifies_against_itself(tmp_path):
     """verify P P: the lowered side falls back exactly as the original does, and the report says how."""
     optionals = tmp_path / "optionals28.onnx"
