@@ -19,7 +19,7 @@ from support import (
 
 import lowering
 from lowering.registry import all_rules
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 from lowering.samples import sample_values
 
 # Ops whose rule is checked on more than one input, or on matrices, by a test of its own: below
@@ -167,16 +167,17 @@ def test_trilu_lowering_is_exact(opset, element_type):
         onnx.checker.check_model(lowered, full_check=True)
         assert all(node.op_type != "Trilu" for node in lowered.graph.node)
         assert dict(result.report.rewritten) == {"Trilu-14": 1}
+        lowered_runner, original_runner = OnnxruntimeRunner(lowered), support.onnxruntime_runner(original)
         for x in trilu_samples(element_type):
             for k in TRILU_DIAGONALS:
                 feeds = {"x": x, "k": np.array(0 if k is None else k, np.int64)}
                 expected = trilu_reference(x, feeds["k"], upper=upper)
-                (got,) = run_onnxruntime(lowered, feeds)
+                (got,) = lowered_runner(feeds)
                 where = f"upper={upper} k={k} shape={x.shape}"
                 assert got.dtype == expected.dtype and got.shape == expected.shape, where
                 mismatches = np.flatnonzero(bits(got).reshape(-1) != bits(expected).reshape(-1))
                 assert mismatches.size == 0, f"{where}: {mismatches.size} mismatches, first at {mismatches[:3]}"
-                native = runs_in_onnxruntime(original, feeds)
+                native = original_runner(feeds)
                 if native is not None:
                     assert np.array_equal(bits(native[0]), bits(got)), where
 
