@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -89,20 +93,33 @@ def every_op_case(op_type: str) -> list[tuple[int, int]]:
     ]
 
 
-def runs_in_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
+def runs_in_onnxruntime(model: onnx.ModelProto, feeds, run=None) -> list[np.ndarray] | None:
     """The model's outputs in onnxruntime, or None when onnxruntime has no kernel for it, or
-    its own type inference refuses a type onnx allows (If-28 yielding optional(float16))."""
+    its own type inference refuses a type onnx allows (If-28 yielding optional(float16)).
+    (``run``: called on ``feeds`` instead of run_onnxruntime(model, feeds).)"""
     from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OrtFail
     from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
 
     try:
-        return run_onnxruntime(model, feeds)
+        return run_onnxruntime(model, feeds) if run is None else run(feeds)
     except OrtNotImplemented:
         return None
     except OrtFail as error:
         if "Type Error: Type (" in str(error):  # its type inference, with or without a "[TypeInferenceError]" tag
             return None
         raise
+
+
+def onnxruntime_runner(model: onnx.ModelProto):
+    """:func:`runs_in_onnxruntime` for ``model`` on any number of feeds, through one session
+    (made once, not once a feed): each call gives the outputs, or None where
+    runs_in_onnxruntime gives None."""
+    from lowering.runtime import OnnxruntimeRunner
+
+    runner = runs_in_onnxruntime(model, model, run=OnnxruntimeRunner)  # its session, or None as it says
+    if runner is None:
+        return lambda feeds: None
+    return lambda feeds: runs_in_onnxruntime(model, feeds, runner)
 
 
 def original_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:
@@ -120,6 +137,97 @@ def run_cli(*args, cwd: Path | None = None, timeout: int = 300) -> subprocess.Co
     """``onnx-lower ARGS`` (as ``python -m lowering``) in a subprocess, its output as text."""
     command = [sys.executable, "-m", "lowering", *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=timeout, check=False)
+
+
+def run_cli_in_process(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``onnx-lower ARGS`` run here, by :func:`lowering.cli.main`, without the cost of a new
+    interpreter: the same shape as :func:`run_cli` (its exit status, and its stdout and stderr as
+    text). What the process would show is kept: Python warnings are shown on its stderr under
+    Python's default filters (not pytest's), and what onnxruntime or another library writes to
+    file descriptors 1 and 2 itself follows what Python printed there. Not for what needs a
+    process of its own: the console script's own exit, signals, ``-j`` workers, closed streams."""
+    from lowering.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack:
+        native_out = stack.enter_context(_native_output(1))
+        native_err = stack.enter_context(_native_output(2))
+        stack.enter_context(_working_directory(cwd))
+        stack.enter_context(warnings.catch_warnings())
+        warnings.resetwarnings()  # Python's own defaults, as a fresh `python -m lowering` has them
+        for action, category in _PYTHON_DEFAULT_FILTERS:
+            warnings.simplefilter(action, category)
+        warnings.showwarning = _show_warning_on_stderr
+        stack.enter_context(contextlib.redirect_stdout(stdout))
+        stack.enter_context(contextlib.redirect_stderr(stderr))
+        try:
+            code = main([str(arg) for arg in args])
+        except SystemExit as exit_:  # argparse's --help and --version
+            code = _exit_status(exit_.code, stderr)
+    argv = [sys.executable, "-m", "lowering", *map(str, args)]
+    return subprocess.CompletedProcess(
+        argv, code, stdout.getvalue() + native_out.text, stderr.getvalue() + native_err.text
+    )
+
+
+_PYTHON_DEFAULT_FILTERS = (
+    ("ignore", DeprecationWarning),
+    ("ignore", PendingDeprecationWarning),
+    ("ignore", ImportWarning),
+    ("ignore", ResourceWarning),
+)
+
+
+def _show_warning_on_stderr(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _exit_status(code, stderr: io.StringIO) -> int:
+    """The exit status ``sys.exit(code)`` gives a process (a message printed, status 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=stderr)
+    return 1
+
+
+@contextlib.contextmanager
+def _working_directory(cwd: Path | None):
+    before = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+class _Captured:
+    text = ""
+
+
+@contextlib.contextmanager
+def _native_output(fd: int):
+    """What is written on file descriptor ``fd`` itself (by native code) meanwhile, as text."""
+    captured = _Captured()
+    for stream in (sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            stream.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile() as file:
+        os.dup2(file.fileno(), fd)
+        try:
+            yield captured
+        finally:
+            for stream in (sys.__stdout__, sys.__stderr__):
+                if stream is not None:
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            file.seek(0)
+            captured.text = file.read().decode(errors="replace")
 
 
 def one_error_line(completed: subprocess.CompletedProcess) -> str:
@@ -166,3 +274,19 @@ def refusal(model: onnx.ModelProto, target: int) -> str:
     message = str(refused.value)
     assert "Assertion" not in message, message
     return message
+
+
+# -- the fast tier (`pytest -m "not slow"`) -----------------------------------------------------
+
+
+def slow_but_a_sample(keep: int = 1):
+    """Put above a parametrized test: its cases (every parametrization together) marked slow but
+    for ``keep`` of them spread evenly over them, the first among them (tests/conftest.py marks
+    them as they are collected). The full suite runs every case as before; the fast tier runs
+    the sample."""
+
+    def decorate(function):
+        function.fast_sample = keep
+        return function
+
+    return decorate

@@ -26,7 +26,9 @@ from onnx import TensorProto, helper
 from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OnnxruntimeFail
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OnnxruntimeNotImplemented
 from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException as OnnxruntimeRuntimeException
-from support import make_model
+from support import (
+    make_model,  # noqa: E402
+)
 from version_cases import feeds_of, node_cases
 
 import lowering
@@ -1005,6 +1007,7 @@ SERVED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("found", "op_type"), SERVED)
 def test_adapter_is_bit_exact_on_every_case_that_reaches_it(found, op_type):
     coverage = Coverage()

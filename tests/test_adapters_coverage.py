@@ -20,7 +20,13 @@ import pytest
 from lowering.rules.dft import DFT_TOLERANCE
 from lowering.rules.gridsample import GRID_SAMPLE_TOLERANCE, gridsample_reference
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, make_model, runs_in_onnxruntime
+from support import (
+    assert_same_bits,
+    assert_same_values,
+    make_model,
+    runs_in_onnxruntime,
+    slow_but_a_sample,  # noqa: E402
+)
 
 import lowering
 from lowering.function_bodies import Tolerance
@@ -579,6 +585,7 @@ def params():
                     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("case", "target", "element_type", "place"), list(params()))
 def test_converted_node_gives_the_originals_answer(case: Case, target: int, element_type: int, place: str):
     original = placed(case, element_type, place)
@@ -607,6 +614,7 @@ def test_converted_node_gives_the_originals_answer(case: Case, target: int, elem
                 assert not wrong.any(), f"{where}: {int(wrong.sum())} of {w.size} beyond {tolerance}"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17])
 @pytest.mark.parametrize("element_type", [F16, F64])
 def test_split_leaving_a_negative_last_part_in_a_branch_not_taken_still_loads(element_type, target):

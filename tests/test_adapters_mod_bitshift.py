@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.runtime import run_onnxruntime
@@ -50,6 +51,7 @@ def pairs(dtype, unsigned) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [10, 11, 13, 17, 21, 27])
 @pytest.mark.parametrize(("element_type", "dtype", "unsigned"), TYPES)
 def test_float_floored_remainder_is_bit_exact(element_type, dtype, unsigned, target):
@@ -111,6 +113,7 @@ def amounts_of(dtype) -> np.ndarray:
     return np.array([*range(info.bits), *out], dtype)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("fed", [False, True], ids=["constant", "fed"])
 @pytest.mark.parametrize("target", [11, 27])
 @pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])

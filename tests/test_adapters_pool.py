@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException as OnnxruntimeRuntimeException
-from support import make_model, refusal
+from support import make_model, refusal, slow_but_a_sample  # noqa: E402
 from test_adapter_registry import KERNEL_GAPS, at_opset, dilated_pool
 from version_cases import feeds_of, node_cases
 
@@ -71,14 +71,28 @@ def assert_converts_bit_for_bit(model: onnx.ModelProto, target: int, feeds: dict
     relabeled = in_reference and dilated_pool(model, op_type)
     compared = at_opset(result.model, opset_of(model)) if relabeled else result.model
     for kind, fed in (("own inputs", feeds), ("edge values", with_edge_values(model, feeds))):
-        got, want = run_onnxruntime(result.model, fed), run_onnxruntime(model, fed)
+        got, want = run_onnxruntime(result.model, fed), original_outputs(model, fed)
         if relabeled:
             assert [np.shape(a) for a in got] == [np.shape(b) for b in want], where
             got = run_onnxruntime(compared, fed)
         elif in_reference:
             assert [np.shape(a) for a in got] == [np.shape(b) for b in want], where
-            got, want = run_reference(result.model, fed), run_reference(model, fed)
+            got, want = run_reference(result.model, fed), original_outputs(model, fed, run_reference)
         assert_same_bits(got, want, f"{where}, {kind}")
+
+
+_ORIGINAL_OUTPUTS: dict[tuple, list] = {}
+
+
+def original_outputs(model: onnx.ModelProto, feeds: dict, run=run_onnxruntime) -> list:
+    """``run(model, feeds)`` (onnxruntime, or onnx.reference), run once per model and feeds in
+    the session: an original is compared with what it becomes at every target, and its outputs
+    stay the same."""
+    fed = tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in sorted(feeds.items()))
+    key = (run.__name__, model.SerializeToString(), fed)
+    if key not in _ORIGINAL_OUTPUTS:
+        _ORIGINAL_OUTPUTS[key] = run(model, feeds)
+    return _ORIGINAL_OUTPUTS[key]
 
 
 def opset_of(model: onnx.ModelProto) -> int:
@@ -93,6 +107,7 @@ def pool_cases() -> list:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", sorted(CONVERTED_AT_LEAST))
 def test_backend_cases_convert_bit_for_bit_or_are_refused_in_our_words(target):
     converted = []
@@ -109,6 +124,7 @@ def test_backend_cases_convert_bit_for_bit_or_are_refused_in_our_words(target):
     assert len(converted) >= CONVERTED_AT_LEAST[target], converted
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17, 21])
 @pytest.mark.parametrize(
     "name", ["test_maxpool_2d_ceil_output_size_reduce_by_one", "test_averagepool_2d_ceil_last_window_starts_on_pad"]
@@ -122,6 +138,7 @@ def test_a_window_starting_in_the_right_padding_is_cut_from_the_older_pool(name,
     assert [n.op_type for n in converted.graph.node if n.op_type != "Constant"][-1] == "Slice"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17])
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
 @pytest.mark.parametrize("count_include_pad", [0, 1])
@@ -278,6 +295,7 @@ EXPLICIT = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("name", "op_type", "opset", "shape", "attributes", "converts", "refused"), EXPLICIT)
 def test_explicit_cases(name, op_type, opset, shape, attributes, converts, refused):
     model = pool_model(op_type, opset, shape, **attributes)
@@ -308,6 +326,7 @@ def test_a_plain_pool_with_unknown_dimensions_still_goes():
     assert result.model.graph.node[0].op_type == "MaxPool"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element_type", [TensorProto.UINT8, TensorProto.INT8])
 @pytest.mark.parametrize(
     "attributes",
@@ -357,6 +376,7 @@ UP_SWEEP = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [19, 22])
 def test_pools_at_11_under_auto_pad_go_up_with_the_windows_onnxruntime_takes(target):
     """Every pool of UP_SWEEP goes up with the windows and values onnxruntime gives the original
@@ -379,7 +399,7 @@ def test_pools_at_11_under_auto_pad_go_up_with_the_windows_onnxruntime_takes(tar
         onnx.checker.check_model(result.model, full_check=True)
         feeds = random_feeds([1, 2, size])
         try:
-            want = run_onnxruntime(model, feeds)
+            want = original_outputs(model, feeds)
         except OnnxruntimeRuntimeException:  # SAME with a stride past the kernel: negative padding
             assert auto_pad != "VALID" and stride > kernel, where
             continue
@@ -387,7 +407,7 @@ def test_pools_at_11_under_auto_pad_go_up_with_the_windows_onnxruntime_takes(tar
         if op_type == "MaxPool":
             assert_same_bits(got, want, where)
             edges = with_edge_values(model, feeds)
-            assert_same_bits(run_onnxruntime(result.model, edges), run_onnxruntime(model, edges), where)
+            assert_same_bits(run_onnxruntime(result.model, edges), original_outputs(model, edges), where)
         else:  # onnxruntime's AveragePool-11 and LpPool-11 kernels sum otherwise (KERNEL_GAPS), and
             # onnx.reference takes no ceil_mode beside auto_pad: the same windows, ulps apart
             assert got[0].shape == want[0].shape, where
@@ -411,6 +431,7 @@ def test_average_pool_11_valid_and_same_are_counted_as_onnxruntime_counts():
             assert np.array_equal(run_onnxruntime(converted, {"x": x})[0], np.array(want, np.float32)), target
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op_type", ["Conv", "MaxPool", "AveragePool", "LpPool"])
 def test_auto_pad_before_11_goes_across_11_where_both_versions_state_it_alike(op_type):
     """SAME before 11 pads so that the output is as long as the input, from 11 to ceil(size /
@@ -567,6 +588,7 @@ def _pools_and_resizes_in_a_branch_and_a_function(element_type: int) -> onnx.Mod
     return helper.make_model(graph, opset_imports=imports, functions=[function], ir_version=7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16])
 def test_pools_and_resizes_go_up_inside_branches_and_local_functions(element_type):
     model = _pools_and_resizes_in_a_branch_and_a_function(element_type)

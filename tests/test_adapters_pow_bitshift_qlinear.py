@@ -12,7 +12,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, checked_conversion, make_model, refusal
+from support import (
+    assert_same_bits,
+    checked_conversion,
+    make_model,
+    refusal,
+    slow_but_a_sample,  # noqa: E402
+)
 
 from lowering import floats
 from lowering.runtime import run_onnxruntime, run_reference
@@ -90,6 +96,7 @@ def name(element_type: int) -> str:
     return TensorProto.DataType.Name(element_type).lower()
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("pair", KERNEL_PAIRS, ids=lambda p: f"{name(p[0])}^{name(p[1])}")
 @pytest.mark.parametrize("target", [11, 9])
 def test_pow_every_pair_of_grid_values_in_onnxruntime(pair, target):
@@ -119,6 +126,7 @@ SHAPES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("pair", KERNEL_PAIRS, ids=lambda p: f"{name(p[0])}^{name(p[1])}")
 @pytest.mark.parametrize("shapes", SHAPES, ids=str)
 def test_pow_exponent_two_and_three_per_span(pair, shapes):
@@ -154,6 +162,7 @@ def test_pow_cube_of_negative_zero_per_span_keeps_its_sign_in_every_runtime(expo
     assert_same_bits(run_reference(result, feeds)[0], want, "onnx.reference")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "pair",
     [
@@ -195,6 +204,7 @@ def test_pow_constant_exponent_without_two_or_three_needs_no_shapes():
     assert_same_bits(run_onnxruntime(result, feeds)[0], run_onnxruntime(model, feeds)[0])
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("base_type", [TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64], ids=name)
 @pytest.mark.parametrize(
     ("base_shape", "exponent"),
@@ -209,6 +219,7 @@ def test_pow_constant_exponent_per_span(base_type, base_shape, exponent):
     assert_same_bits(run_onnxruntime(result, feeds)[0], run_onnxruntime(model, feeds)[0])
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("model", "phrase"),
     [
@@ -239,6 +250,7 @@ def shift_model(direction: str, shape, opset: int = 28) -> onnx.ModelProto:
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17, 21, 27])
 def test_int64_right_shift_is_arithmetic_for_every_amount(target):
     """Edge values and random ones, every amount in [-70, 130] and the extremes: against
@@ -278,6 +290,7 @@ def qlinear_matmul_model(scale_type, a_type, b_type, a_shape, b_shape, b_scale_s
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 20])
 @pytest.mark.parametrize(
     ("a_type", "b_type"),
@@ -382,6 +395,7 @@ def mel_configurations() -> list[list]:
     return chosen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 13])
 def test_constant_mel_weight_matrix_computed_once(target):
     """Bit for bit with onnx.reference's MelWeightMatrix-17 on 64 configurations, in float,

@@ -11,7 +11,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from support import make_model
+from support import (
+    make_model,
+    slow_but_a_sample,  # noqa: E402
+)
 from test_adapters_resize_quantize import assert_converts_bit_for_bit, edge_array, of_unknown_rank, refusal
 from version_cases import feeds_of, node_cases
 
@@ -71,6 +74,7 @@ def per_axis_scales(length: int, dtype, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(np.resize(pool, length)).astype(dtype)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("y_type", sorted(INTEGERS))
 @pytest.mark.parametrize("axis, shape", [(1, (2, 3, 4)), (0, (5, 6)), (-1, (3, 2, 4)), (-2, (2, 5, 3))])
 def test_quantize_per_axis_goes_to_11_as_its_formula(y_type, axis, shape):
@@ -87,6 +91,7 @@ def test_quantize_per_axis_goes_to_11_as_its_formula(y_type, axis, shape):
         assert not any(n.op_type == "QuantizeLinear" for n in result.model.graph.node)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("y_type", sorted(INTEGERS))
 def test_quantize_float16_every_pattern_goes_to_13_and_11_as_its_formula(y_type):
     """Every float16 bit pattern as x, per axis and per tensor, against onnxruntime's
@@ -101,6 +106,7 @@ def test_quantize_float16_every_pattern_goes_to_13_and_11_as_its_formula(y_type)
             assert_converts_bit_for_bit(model, target, [{"x": every}], "QuantizeLinear-21→")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("y_type", sorted(INTEGERS))
 @pytest.mark.parametrize("axis, block_size, shape", [(1, 2, (3, 4)), (0, 3, (7, 2)), (-1, 4, (2, 3, 6))])
 def test_quantize_in_blocks_goes_to_17_and_11_as_its_formula(y_type, axis, block_size, shape):
@@ -225,6 +231,7 @@ TYPES = [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto
          TensorProto.INT64, TensorProto.BOOL]  # fmt: skip
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element_type", TYPES)
 @pytest.mark.parametrize("mode", ["linear", "circular"])
 @pytest.mark.parametrize(

@@ -13,7 +13,10 @@ import onnx
 import pytest
 from lowering.rules.versions.reduce import REDUCE_AXES_AT_18
 from onnx import TensorProto, helper, numpy_helper
-from support import make_model
+from support import (
+    make_model,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -127,6 +130,7 @@ def test_onnxruntime_keeps_a_first_nan_and_skips_later_ones(op_type):
     np.testing.assert_array_equal(got, loop_pick(rows, op_type, last=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", FLOAT_TYPES, ids=TensorProto.DataType.Name)
 @pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
 def test_select_last_index_goes_to_11_bit_for_bit_on_every_row_of_ties_and_nan(op_type, element_type):
@@ -146,6 +150,7 @@ def test_select_last_index_goes_to_11_bit_for_bit_on_every_row_of_ties_and_nan(o
                 assert_lowers_bit_for_bit(model, 11, {"x": data}, "reversed axis")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.uint8])
 @pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
 def test_select_last_index_goes_to_11_bit_for_bit_on_integer_ties(op_type, dtype):
@@ -158,6 +163,7 @@ def test_select_last_index_goes_to_11_bit_for_bit_on_integer_ties(op_type, dtype
             assert_lowers_bit_for_bit(model, 11, {"x": data}, "reversed axis")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
 def test_select_last_index_on_a_1d_input_gives_a_scalar(op_type):
     rows = every_row(float_values(TensorProto.FLOAT), 4)
@@ -166,6 +172,7 @@ def test_select_last_index_on_a_1d_input_gives_a_scalar(op_type):
         assert_lowers_bit_for_bit(model, 11, {"x": row}, "reversed axis")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 10, 7])
 @pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
 def test_select_last_index_0_drops_the_attribute(op_type, target):
@@ -188,6 +195,7 @@ def test_select_last_index_1_below_11_is_refused_in_our_words(op_type):
     assert "onnx's version converter" not in message
 
 
+@pytest.mark.slow
 def test_the_corpus_select_last_index_cases_convert_and_match_at_11():
     cases = [c for c in node_cases() if c.name.startswith(("test_argmax_", "test_argmin_")) and "select_last" in c.name]
     assert len(cases) == 16
@@ -233,6 +241,7 @@ GATHER_ND_SHAPES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("source", [12, 13])
 @pytest.mark.parametrize("symbolic", [False, True])
 @pytest.mark.parametrize(("data_shape", "batch_dims", "rest", "k"), GATHER_ND_SHAPES)
@@ -330,6 +339,7 @@ def reduce_model(op_type: str, opset: int, axes, *, as_constant_node=False, elem
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [12, 11, 10, 7])
 @pytest.mark.parametrize("keepdims", [0, 1])
 @pytest.mark.parametrize("noop", [None, 0, 1])
@@ -400,6 +410,7 @@ def run_time_axes_model(op_type: str, opset: int, element_type=TensorProto.FLOAT
 RUN_TIME_AXES = [[], [0], [1], [2], [-1], [0, 1], [2, 0], [-3, -1], [1, 2], [0, 1, 2], [-1, 0, 1]]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 12])
 @pytest.mark.parametrize("keepdims", [0, 1])
 @pytest.mark.parametrize("noop", [0, 1])
@@ -418,6 +429,7 @@ def test_reduce_sum_13_with_axes_computed_at_run_time_goes_down_bit_for_bit(noop
             assert_same_bits(got, want, f"ReduceSum-13 over {axes} to {target}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 13, 17])
 @pytest.mark.parametrize("op_type", REDUCE_AXES_AT_18)
 def test_reduce_18_with_axes_computed_at_run_time_goes_down_bit_for_bit(op_type, target):
@@ -431,6 +443,7 @@ def test_reduce_18_with_axes_computed_at_run_time_goes_down_bit_for_bit(op_type,
                 assert_same_bits(got, want, f"{op_type}-18 over {axes}, keepdims {keepdims}, to {target}")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17])
 @pytest.mark.parametrize("op_type", ["ReduceMax", "ReduceMin"])
 def test_reduce_max_min_20_on_bool_is_carried_in_integers(op_type, target):
@@ -513,6 +526,7 @@ def test_reduce_sum_13_negative_axes_below_11_without_the_rank_are_refused():
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("source", [7, 11, 12])
 @pytest.mark.parametrize("axes", [[1], [0, 2], None])
 def test_reduce_sum_up_to_13_takes_the_axes_as_an_input(axes, source):
@@ -526,6 +540,7 @@ def test_reduce_sum_up_to_13_takes_the_axes_as_an_input(axes, source):
     assert_lowers_bit_for_bit(model, 13, {"x": reduce_input()}, "axes input")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("keepdims", [0, 1])
 @pytest.mark.parametrize("axes", [[1], [-1, 0], []])
 @pytest.mark.parametrize("op_type", ["ReduceLogSum", "ReduceLogSumExp"])
@@ -560,6 +575,7 @@ def test_reduce_with_run_time_axes_and_noop_1_is_refused_where_no_axes_have_no_a
     assert "onnx's version converter" not in message and "Assertion" not in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op_type", ["ReduceLogSum", "ReduceLogSumExp"])
 def test_reduce_28_with_axes_computed_at_run_time_goes_down_by_its_function_body(op_type):
     """Version 28 goes down by its body only; the body's ReduceSum-13 reads the same run-time

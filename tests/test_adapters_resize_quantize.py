@@ -10,7 +10,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from support import make_model, refusal
+from support import (
+    make_model,
+    refusal,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -79,6 +83,7 @@ def grid_sample(opset: int, mode: str, x_shape=(2, 3, 5, 6), grid_shape=(2, 4, 7
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("mode, named_at_16", [("linear", "bilinear"), ("nearest", "nearest"), ("cubic", "bicubic")])
@@ -135,6 +140,7 @@ def quantize(op_type: str, opset: int, x_type: int, y_type: int, scale: np.ndarr
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [17, 13, 11, 10])
 def test_quantize_25_per_tensor_with_new_attributes_at_defaults_goes_down(target):
     scale = np.array(0.25, np.float32)
@@ -167,6 +173,7 @@ def test_quantize_25_per_axis_goes_below_13_as_its_formula():
     assert not any(n.op_type == "QuantizeLinear" for n in result.graph.node)  # (see test_adapters_quantize_scatter)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [17, 11])
 @pytest.mark.parametrize(
     "x_type, scale_shape, attributes",
@@ -186,6 +193,7 @@ def test_dequantize_on_16_bit_integers_or_in_blocks_goes_down_as_its_formula(x_t
     assert not any(n.op_type == "DequantizeLinear" for n in result.model.graph.node)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "op_type, attributes, x_type, y_type, zero, words",
     [
@@ -235,6 +243,7 @@ def resize_19(inputs, attributes, initializer=(), extra_inputs=(), x_shape=(2, 3
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [17, 13, 11])
 @pytest.mark.parametrize("axes", [[3, 2], [2, 3], [-1], [1, 3]])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
@@ -274,6 +283,7 @@ def test_resize_19_tf_crop_and_resize_along_axes_spreads_its_roi():
         assert any(n.op_type == "Gather" for n in result.model.graph.node)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [17, 11])
 @pytest.mark.parametrize(
     "policy, sizes, x_shape",
@@ -359,6 +369,7 @@ def upsample(opset: int, mode: str, scales: list[float]):
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [10, 11, 13, 19])
 @pytest.mark.parametrize("scales", [[1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 2.5, 1.7], [1.0, 1.3, 1.0, 3.0]])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
@@ -420,6 +431,7 @@ def resize_11_feeds(x_shape=(1, 2, 5, 7)) -> list[dict]:
     return [{"x": np.arange(np.prod(x_shape), dtype=np.float32).reshape(x_shape)}, {"x": edge_array(x_shape)}]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [13, 19])
 @pytest.mark.parametrize(
     "attributes",
@@ -448,6 +460,7 @@ def test_resize_11_goes_up_as_it_is_its_empty_scales_beside_sizes_as_none(attrib
         assert list(resize.input) == (["x", "roi", "", "sizes"] if given_sizes else ["x", "roi", "scales"])
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [13, 19])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 def test_resize_11_tf_crop_and_resize_goes_up_with_its_roi_and_extrapolation_value(mode, target):
@@ -520,6 +533,7 @@ def test_resize_11_tf_half_pixel_for_nn_is_refused_going_up(attributes):
 ISSUE_13_CASES = ("test_gridsample", "test_quantizelinear", "test_dequantizelinear", "test_resize_")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 13, 17])
 def test_issue_13_corpus_cases_convert_right_or_are_refused_in_our_words(target):
     """Every backend GridSample, Quantize/DequantizeLinear and Resize case: converted with the

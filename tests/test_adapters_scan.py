@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model
+from support import make_model, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.runtime import run_onnxruntime
@@ -47,6 +47,7 @@ def scan_8(batch: int, lengths: bool = False, directions: list[int] | None = Non
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("directions", [None, [0], [1]])
 @pytest.mark.parametrize("target", [9, 11, 13, 17, 21])
 def test_a_batch_of_one_goes_up_as_scan_9_on_unbatched_inputs(target, directions):

@@ -11,7 +11,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import checked_conversion, make_model
+from support import (
+    checked_conversion,
+    make_model,
+    slow_but_a_sample,  # noqa: E402
+)
 
 import lowering
 from lowering.runtime import run_onnxruntime, run_reference
@@ -50,6 +54,7 @@ def split_model(declared: list, count: int, axis: int, element_type: int = Tenso
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [12, 11, 10])
 @pytest.mark.parametrize(("count", "axis"), [(1, 0), (2, -1), (3, 1), (4, -2), (5, 0)])
 def test_split_num_outputs_of_an_unknown_size_is_sliced_bit_for_bit(count, axis, target):
@@ -146,6 +151,7 @@ def sized_split_model(opset: int, shape: list, count: int, axis: int, element_ty
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 12])
 @pytest.mark.parametrize("opset", [13, 18])
 @pytest.mark.parametrize(
@@ -207,6 +213,7 @@ WRAP_PADS = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [18, 13, 11, 9])
 @pytest.mark.parametrize("pads", WRAP_PADS)
 def test_wrap_with_constant_pads_is_gathered_bit_for_bit(pads, target):
@@ -219,6 +226,7 @@ def test_wrap_with_constant_pads_is_gathered_bit_for_bit(pads, target):
         assert_same_bits(run_onnxruntime(result, {"x": x}), run_reference(model, {"x": x}), f"pads {pads}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [18, 13, 11])
 def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
     model = wrap_model([3, 4], None)
@@ -230,6 +238,7 @@ def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
         assert_same_bits(run_onnxruntime(result, feeds), run_onnxruntime(model, feeds), f"pads {pads}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pads", [None, [2, 1, 0, 3, -1, 2]])
 def test_wrap_of_a_dimension_not_known_statically_is_gathered_at_run_time(pads):
     model = wrap_model(["a", 4, "b"], pads, element_type=TensorProto.INT32)
@@ -354,6 +363,7 @@ def pool_inputs(shape: list, element_type: int) -> list[np.ndarray]:
     ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("ceil_mode", [0, 1])
 @pytest.mark.parametrize(("op_type", "opset", "extra"), POOLS)
 @pytest.mark.parametrize(("shape", "kernel", "strides", "dilations", "pads"), DILATED)
@@ -431,6 +441,7 @@ def test_dilated_pool_refusals_say_why():
 # -- Pad-18 with axes given at run time ------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17])
 @pytest.mark.parametrize(
     ("axes", "pads"), [([1], [2, 0]), ([-1, 0], [1, 2, 0, 3]), ([2, 0, 1], [0, 1, 1, 2, 0, 1]), ([], [])]

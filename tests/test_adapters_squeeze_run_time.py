@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model
+from support import make_model, slow_but_a_sample  # noqa: E402
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -71,6 +71,7 @@ def data(shape) -> np.ndarray:
     return values.reshape(shape)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 12])
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_unsqueeze_13_with_axes_computed_at_run_time_goes_down_bit_for_bit(count, target):
@@ -104,6 +105,7 @@ def test_unsqueeze_13_of_a_scalar_takes_every_position_and_still_checks_the_axes
                 run_onnxruntime(runs, feeds)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 12])
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_squeeze_13_with_axes_computed_at_run_time_goes_down_bit_for_bit(count, target):
@@ -145,6 +147,7 @@ def test_squeeze_13_with_empty_axes_at_run_time_squeezes_every_dimension_of_1():
     same_bits(run_onnxruntime(converted, feeds)[0], run_onnxruntime(model, feeds)[0], "no axes")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "op_type, shape, axes, converted_fails_alone",
     [
@@ -169,6 +172,7 @@ def test_axes_the_original_refuses_at_run_time_fail_there(op_type, shape, axes, 
             run_onnxruntime(model, feeds)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "op_type, shape, count, target, why",
     [
@@ -204,6 +208,7 @@ BACKEND = ("test_squeeze", "test_squeeze_negative_axes") + tuple(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 12])
 def test_backend_cases_with_axes_given_at_run_time_go_down(target):
     cases = [case for case in node_cases() if case.name in BACKEND]

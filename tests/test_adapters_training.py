@@ -9,7 +9,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from support import make_model
+from support import (
+    make_model,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import feeds_of, node_cases, same_outputs, sweep_case
 
 import lowering
@@ -87,6 +90,7 @@ def dropout_model(opset: int, element_type: int, *, ratio=None, training=None, m
 DTYPES = {FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.DOUBLE: np.float64}
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element_type", list(DTYPES))
 @pytest.mark.parametrize("source", [12, 13, 22])
 @pytest.mark.parametrize("target", [11, 9])
@@ -245,6 +249,7 @@ def recurrent_feeds(model: onnx.ModelProto, seed: int = 5) -> dict:
     return feeds
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op_type", list(GATES))
 @pytest.mark.parametrize("target", [13, 11])
 def test_batch_first_recurrence_is_the_layout_0_node_between_transposes(op_type, target):
@@ -313,6 +318,7 @@ SCATTER_INDICES = {
 SCATTER_UPDATES = np.array([[1e8, -0.0, np.inf], [1.0, np.nan, -3.0], [-1e8, 2.5, -np.inf]], np.float32)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
 @pytest.mark.parametrize("target", [17, 13, 11])
 @pytest.mark.parametrize("reduction", [None, "none", "add", "mul"])
@@ -335,6 +341,7 @@ def test_scatter_goes_down_with_the_bits_of_its_reduction(op_type, target, reduc
     assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
 @pytest.mark.parametrize("element_type", [TensorProto.INT32, TensorProto.INT64, TensorProto.DOUBLE])
 @pytest.mark.parametrize("reduction", ["add", "mul"])
@@ -354,6 +361,7 @@ def test_scatter_add_on_a_type_add_lacks_at_the_target_is_refused():
     assert "of type int8, which Add at opset 13 does not take" in refusal(model, 13)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
 @pytest.mark.parametrize("reduction", ["max", "min"])
 @pytest.mark.parametrize("target", [17, 13])
@@ -382,6 +390,7 @@ def roi_align_model(opset: int, element_type=FLOAT, **attributes) -> onnx.ModelP
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("mode", ["avg", "max"])
 @pytest.mark.parametrize("element_type", [FLOAT, TensorProto.DOUBLE])
 @pytest.mark.parametrize("target", [15, 13, 10])
@@ -435,6 +444,7 @@ PAIRS = [(t, name, True) for t, names in CONVERTING.items() for name in names]
 PAIRS += [(t, name, False) for t, names in REFUSED.items() for name in names]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name", "converts"), PAIRS, ids=[f"{t}-{n}" for t, n, _ in PAIRS])
 def test_backend_pairs_convert_and_match_or_are_refused_in_our_words(target, name, converts):
     case = next(c for c in node_cases() if c.name == name)

@@ -17,7 +17,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OnnxruntimeNotImplemented
-from support import assert_same_bits, make_model, refusal
+from support import (
+    assert_same_bits,
+    make_model,
+    refusal,
+    slow_but_a_sample,  # noqa: E402
+)
 
 import lowering
 from lowering.runtime import run_onnxruntime, run_reference
@@ -82,6 +87,7 @@ WHERE_SHAPES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [15, 13])
 @pytest.mark.parametrize("shapes", WHERE_SHAPES, ids=str)
 def test_where_on_bfloat16_below_16_gathers_the_picked_bits(shapes, target):
@@ -135,6 +141,7 @@ COMPRESS_CASES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [27, 13])
 @pytest.mark.parametrize(("shape", "condition", "axis"), COMPRESS_CASES, ids=lambda v: str(v)[:24])
 def test_compress_on_bfloat16_below_28_gathers_the_kept_slices(shape, condition, axis, target):
@@ -181,6 +188,7 @@ def test_onnx_reference_one_hot_is_no_oracle_for_bits():
 ONEHOT_PAIRS = [(0x7FC1, 0xFFA3), (0x8000, 0x0000), (0x7F80, 0x0001), (0xFF7F, 0x807F), (0x3F80, 0x7F81)]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [27, 13])
 @pytest.mark.parametrize("depth_type", [TensorProto.FLOAT, TensorProto.INT64], ids=["float_depth", "int64_depth"])
 @pytest.mark.parametrize("axis", [-1, 0, 1])
@@ -242,6 +250,7 @@ REVERSE_CASES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [27, 13])
 @pytest.mark.parametrize(("shape", "lens", "axes"), REVERSE_CASES, ids=lambda v: str(v)[:24])
 def test_reverse_sequence_on_bfloat16_below_28_gathers_reversed_positions(shape, lens, axes, target):
@@ -260,6 +269,7 @@ def test_reverse_sequence_on_bfloat16_below_28_gathers_reversed_positions(shape,
 STRINGS = ["", "a", "A", "a ", "ab", "b", "\u00e9", "e\u0301", "\x00", "a\x00", "longer text", "a"]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [18, 11])
 @pytest.mark.parametrize(
     ("x_shape", "y_shape"),

@@ -17,7 +17,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OnnxruntimeNotImplemented
-from support import make_model
+from support import (
+    make_model,
+    slow_but_a_sample,  # noqa: E402
+)
 
 import lowering
 from lowering import version_steps
@@ -103,6 +106,7 @@ def assert_same_bits(got: np.ndarray, want: np.ndarray, where: str) -> None:
 # -- Min and Max on integers, below 12 ------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 8])
 @pytest.mark.parametrize("element_type", SMALL + WIDE, ids=lambda t: TensorProto.DataType.Name(t).lower())
 @pytest.mark.parametrize("op_type", ["Max", "Min"])
@@ -125,6 +129,7 @@ def test_integer_min_and_max_are_exact(op_type, element_type, target):
     np.testing.assert_array_equal(want, (np.maximum if op_type == "Max" else np.minimum)(a, b))
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element_type", SMALL + WIDE, ids=lambda t: TensorProto.DataType.Name(t).lower())
 def test_integer_max_of_three_broadcast_inputs_is_exact(element_type):
     """Max-13(a[N], b[1], c[N]) at 11: every input of several, broadcast as Max-8 does."""
@@ -147,6 +152,7 @@ def test_float_min_and_max_are_re_versioned_as_they_are():
 # -- Add, Sub, Mul, Div on 8- and 16-bit integers, below 14 ----------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [13, 7])
 @pytest.mark.parametrize("element_type", SMALL, ids=lambda t: TensorProto.DataType.Name(t).lower())
 @pytest.mark.parametrize("op_type", ["Add", "Sub", "Mul", "Div"])
@@ -166,6 +172,7 @@ def test_small_integer_arithmetic_wraps_around_as_before(op_type, element_type, 
     np.testing.assert_array_equal(want, wrapped.astype(a.dtype))  # the original wraps around
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element_type", SMALL, ids=lambda t: TensorProto.DataType.Name(t).lower())
 def test_small_integer_division_by_zero_fails_in_both(element_type):
     model = binary_model("Div", element_type, 14)
@@ -185,6 +192,7 @@ def test_wider_integer_and_float_arithmetic_is_re_versioned_as_it_is():
 # -- Mod across version 28 -----------------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [27, 10])
 @pytest.mark.parametrize("element_type", SMALL + WIDE, ids=lambda t: TensorProto.DataType.Name(t).lower())
 @pytest.mark.parametrize("fmod", [0, 1])
@@ -200,6 +208,7 @@ def test_integer_mod_means_the_same_before_28(fmod, element_type, target):
     assert_same_bits(got, want, f"Mod fmod={fmod} {dtype_of(element_type).name} 28→{target}")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [27, 13])
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE])
 def test_float_mod_with_fmod_0_is_built_from_fmod_1_below_28(element_type, target):
@@ -222,6 +231,7 @@ def test_float_mod_with_fmod_1_is_re_versioned():
 # -- bfloat16 through float: not exact in onnxruntime ----------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("opset", [13, 16, 21, 25])
 def test_onnxruntime_casts_float_to_bfloat16_dropping_nan_payloads(opset):
     """Why no adapter carries bfloat16 in float (Where-16, Compress-28, ...): a Cast from float
@@ -348,6 +358,7 @@ def test_a_type_the_target_lacks_with_a_body_says_why_the_body_cannot_go_either(
     assert "RandomUniformLike-22 cannot go to opset 15: its input 'x' is tensor(bfloat16)" in message
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("model", "target", "words"),
     [

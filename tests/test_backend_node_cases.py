@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import onnx
 import pytest
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.registry import all_rules
@@ -66,6 +67,7 @@ def _has_optional_graph_input(model: onnx.ModelProto) -> bool:
     return any(info.type.WhichOneof("value") == "optional_type" for info in model.graph.input)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_backend_case_lowered(name):
     (case,) = [case for case in _cases() if case.name == name]

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.runtime import run_onnxruntime, run_reference
@@ -52,6 +53,7 @@ def every_value(element_type: int) -> np.ndarray:
     return np.array(values, dtype=dtype)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17, 21, 25])
 @pytest.mark.parametrize(("source", "to"), SAME_WIDTH)
 def test_bitcast_between_types_whose_bits_mean_the_same_is_a_cast(source, to, target):
@@ -67,6 +69,7 @@ def test_bitcast_between_types_whose_bits_mean_the_same_is_a_cast(source, to, ta
     assert np.array_equal(reference.view(f"u{reference.itemsize}"), want.view(f"u{want.itemsize}"))
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("source", "to"),
     [

@@ -10,7 +10,10 @@ import onnx
 import pytest
 import support
 from lowering.rules.bitwise import FIRST_OPSET, NOT_FIRST_OPSET
-from support import type_name
+from support import (
+    slow_but_a_sample,  # noqa: E402
+    type_name,
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -71,6 +74,7 @@ def assert_bits_equal(got: np.ndarray, expected: np.ndarray, where: str) -> None
 CASES = [(op, t, target) for op in OPS for t in ELEMENT_TYPES for target in TARGETS]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("op_type", "element_type", "target"), CASES, ids=[f"{o}-{type_name(t)}-to{g}" for o, t, g in CASES]
 )
@@ -98,6 +102,7 @@ def test_converted_is_bit_for_bit_onnxruntimes_kernel(op_type, element_type, tar
     assert_bits_equal(got, reference, f"{where} (numpy)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op_type", BINARY)
 @pytest.mark.parametrize("element_type", [onnx.TensorProto.INT16, onnx.TensorProto.UINT64], ids=type_name)
 def test_inputs_broadcast_as_add(op_type, element_type):
@@ -141,6 +146,7 @@ def test_corpus_cases_are_found():
     assert {node.op_type for case in BACKEND_CASES.values() for node in case.model.graph.node} == set(OPS)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), CORPUS_PAIRS, ids=[f"{n}-to{t}" for t, n in CORPUS_PAIRS])
 def test_corpus_pair_converts(target, name):
     outcome = sweep_case(BACKEND_CASES[name], target)

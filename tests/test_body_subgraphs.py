@@ -10,6 +10,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.errors import LoweringError
@@ -61,6 +62,7 @@ def ops_in_subgraphs(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     return [node for graph in nested_graphs(model.graph.node) for node in graph.node]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [11, 13, 17, 21])
 @pytest.mark.parametrize("name", LINEAR_ATTENTION)
 def test_linear_attention_goes_down_with_its_scan_body_moved(name, target):
@@ -78,6 +80,7 @@ def test_linear_attention_goes_down_with_its_scan_body_moved(name, target):
         assert squeezes and all(len(node.input) == 1 for node in squeezes)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [13, 17, 21])
 @pytest.mark.parametrize("name", [*AFFINE_GRID, *(f"{name}_expanded" for name in AFFINE_GRID)])
 def test_affine_grid_goes_down_with_the_splits_in_its_branches(name, target):
@@ -93,6 +96,7 @@ def test_affine_grid_goes_down_with_the_splits_in_its_branches(name, target):
         assert splits and not any(attribute.name == "num_outputs" for node in splits for attribute in node.attribute)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", [*AFFINE_GRID, *(f"{name}_expanded" for name in AFFINE_GRID)])
 def test_affine_grid_goes_to_11_with_its_splits_as_slices(name):
     """At 11 Split's sizes are an attribute: the 2-D branch's Split of a value whose size along
@@ -125,6 +129,7 @@ def converted_bytes(model: onnx.ModelProto, target: int, fast: bool) -> bytes | 
         return str(error)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, target",
     [("test_linear_attention_gated_delta", 11), ("test_affine_grid_3d", 13), ("test_affine_grid_2d", 11)],

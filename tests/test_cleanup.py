@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from support import parse
+from support import parse, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.opcount import count_ops
@@ -51,6 +51,7 @@ def _many_functions_model(count: int) -> onnx.ModelProto:
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("count", range(1, 15))
 def test_each_of_many_functions_splits_its_own_if(count):
     """The If-split memo was keyed by id() of scopes that were freed and reused: with 5, 7, 8,

@@ -13,6 +13,8 @@ from onnx import helper, numpy_helper
 from support import (
     make_model,
     run_cli,  # noqa: E402
+    run_cli_in_process,  # noqa: E402
+    slow_but_a_sample,
 )
 
 import lowering
@@ -29,7 +31,7 @@ def digest(path: Path) -> str:
 def test_lowers_the_bundled_example(tmp_path):
     before = digest(EXAMPLE)
     output = tmp_path / "lowered.onnx"
-    completed = run_cli(str(EXAMPLE), "-o", str(output))
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(output))
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == ""
     lowered = onnx.load(output)
@@ -41,6 +43,7 @@ def test_lowers_the_bundled_example(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lowered.onnx"], "no temporary files left"
 
 
+@pytest.mark.slow
 def test_the_command_ends_at_once_with_all_its_output_and_its_exit_code(tmp_path):
     """``onnx-lower`` and ``python -m lowering`` run :func:`lowering.cli.run`: main, then the
     process ends without Python's teardown. What it printed still arrives whole through a pipe
@@ -71,6 +74,7 @@ def test_the_command_ends_at_once_with_all_its_output_and_its_exit_code(tmp_path
     onnx.checker.check_model(onnx.load(tmp_path / "closed.onnx"), full_check=True)
 
 
+@pytest.mark.slow
 def test_lowering_and_converting_without_verify_never_load_onnxruntime(tmp_path):
     """onnxruntime is imported where a model is first run (--verify, verify): a plain lowering
     or conversion does without it, and so without its start-up cost."""
@@ -103,26 +107,26 @@ def test_ops_may_be_given_more_than_once(tmp_path):
     """``--ops IsNaN --ops IsInf`` lowers both, as ``--ops IsNaN,IsInf`` does (the last one alone
     was kept); ``none`` goes alone."""
     both = tmp_path / "both.onnx"
-    completed = run_cli(str(EXAMPLE), "-o", str(both), "--ops", "IsNaN", "--ops", "IsInf", "-q")
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(both), "--ops", "IsNaN", "--ops", "IsInf", "-q")
     assert completed.returncode == 0, completed.stderr
     assert not {"IsNaN", "IsInf"} & {node.op_type for node in onnx.load(both).graph.node}
     together = tmp_path / "together.onnx"
-    assert run_cli(str(EXAMPLE), "-o", str(together), "--ops", "IsNaN,IsInf", "-q").returncode == 0
+    assert run_cli_in_process(str(EXAMPLE), "-o", str(together), "--ops", "IsNaN,IsInf", "-q").returncode == 0
     assert together.read_bytes() == both.read_bytes()
-    mixed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "x.onnx"), "--ops", "IsNaN", "--ops", "none")
+    mixed = run_cli_in_process(str(EXAMPLE), "-o", str(tmp_path / "x.onnx"), "--ops", "IsNaN", "--ops", "none")
     assert mixed.returncode == 2 and mixed.stderr.count("\n") == 1 and "'none' lowers nothing" in mixed.stderr
     assert not (tmp_path / "x.onnx").exists()
 
 
 def test_help_lists_every_option():
-    completed = run_cli("--help")
+    completed = run_cli_in_process("--help")
     assert completed.returncode == 0
     for option in ("--output", "--ops", "--quiet", "--list-rules", "--version", "--verify", "--atol", "--rtol"):
         assert option in completed.stdout
 
 
 def test_list_rules_shows_versions_and_types():
-    completed = run_cli("--list-rules")
+    completed = run_cli_in_process("--list-rules")
     assert completed.returncode == 0
     assert "IsNaN-9/13/20" in completed.stdout and "bfloat16" in completed.stdout and "IsInf-10/20" in completed.stdout
 
@@ -151,6 +155,7 @@ BAD_INPUTS = {
 }
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
 def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
     source_dir = tmp_path / "in"
@@ -159,7 +164,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
     before = digest(model_path) if model_path.is_file() else None
     output = tmp_path / "out" / "lowered.onnx"
     output.parent.mkdir()
-    completed = run_cli(str(model_path), "-o", str(output))
+    completed = run_cli_in_process(str(model_path), "-o", str(output))
     assert completed.returncode == 2
     assert completed.stdout == ""
     lines = completed.stderr.strip().splitlines()
@@ -170,6 +175,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
         assert digest(model_path) == before
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "args",
     [
@@ -183,7 +189,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
 )
 def test_usage_errors_are_one_line_and_exit_2(args, tmp_path):
     before = digest(EXAMPLE)
-    completed = run_cli(*args, cwd=tmp_path)
+    completed = run_cli_in_process(*args, cwd=tmp_path)
     assert completed.returncode == 2
     assert len(completed.stderr.strip().splitlines()) == 1
     assert digest(EXAMPLE) == before
@@ -192,7 +198,7 @@ def test_usage_errors_are_one_line_and_exit_2(args, tmp_path):
 
 def test_missing_output_folder_is_created(tmp_path):
     output = tmp_path / "no" / "such" / "dir" / "out.onnx"
-    completed = run_cli(str(EXAMPLE), "-o", str(output))
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(output))
     assert completed.returncode == 0, completed.stderr
     assert sorted(p.name for p in output.parent.iterdir()) == ["out.onnx"]
 
@@ -202,7 +208,7 @@ def test_output_under_a_file_is_a_clear_error_before_any_work(tmp_path, under):
     """-o FILE/out.onnx: refused in one line before the model is read (no report printed as if
     it would be written), the file left as it was."""
     (tmp_path / "plain").write_text("not a folder")
-    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "plain" / under))
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(tmp_path / "plain" / under))
     assert completed.returncode == 2 and completed.stderr.count("\n") == 1
     assert f"{tmp_path / 'plain'} is not a folder" in completed.stderr and completed.stdout == ""
     assert (tmp_path / "plain").read_text() == "not a folder"
@@ -226,7 +232,7 @@ def test_external_data_is_kept_external_and_loads(tmp_path):
     before = {p.name: digest(p) for p in source.iterdir()}
     target = tmp_path / "elsewhere"
     target.mkdir()
-    completed = run_cli(str(source / "model.onnx"), "-o", str(target / "lowered.onnx"))
+    completed = run_cli_in_process(str(source / "model.onnx"), "-o", str(target / "lowered.onnx"))
     assert completed.returncode == 0, completed.stderr
     assert {p.name: digest(p) for p in source.iterdir()} == before
     assert sorted(p.name for p in target.iterdir()) == ["lowered.onnx", "lowered.onnx.data"]
@@ -247,7 +253,7 @@ def test_external_data_is_kept_external_and_loads(tmp_path):
 
 def test_target_opset_and_ops_none(tmp_path):
     output = tmp_path / "at9.onnx"
-    completed = run_cli(str(EXAMPLE), "-o", str(output), "--target-opset", "9", "--ops", "none")
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(output), "--target-opset", "9", "--ops", "none")
     assert completed.returncode == 0, completed.stderr
     lowered = onnx.load(output)
     onnx.checker.check_model(lowered, full_check=True)
@@ -259,7 +265,7 @@ def test_target_opset_and_ops_none(tmp_path):
 
 @pytest.mark.parametrize("value", ["x", "0", "999"])
 def test_bad_target_opset_is_one_line(tmp_path, value):
-    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "out.onnx"), "--target-opset", value)
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(tmp_path / "out.onnx"), "--target-opset", value)
     assert completed.returncode == 2 and len(completed.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out.onnx").exists()
 

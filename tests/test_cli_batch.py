@@ -10,7 +10,7 @@ from pathlib import Path
 import onnx
 import onnx.parser
 import pytest
-from support import run_cli  # noqa: E402
+from support import run_cli, run_cli_in_process, slow_but_a_sample  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
@@ -39,11 +39,12 @@ def models(tmp_path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_many_models_in_a_pool_one_bad_stops_no_other(models, tmp_path):
     before = digests(models)
     out = tmp_path / "out"
     names = ["a.onnx", "b.onnx", "c.onnx", "partial.onnx"]
-    completed = run_cli(*names, "-o", "../out/", "-j", "2", cwd=models)
+    completed = run_cli(*names, "-o", "../out/", "-j", "2", cwd=models)  # worker processes
     assert completed.returncode == 2, completed.stderr
     lines = completed.stdout.splitlines()
     assert [line.split(" ")[0] for line in lines[:3]] == ["a.onnx", "c.onnx", "partial.onnx"], "in the order given"
@@ -55,24 +56,25 @@ def test_many_models_in_a_pool_one_bad_stops_no_other(models, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["a.onnx", "c.onnx", "partial.onnx"]
     assert digests(models) == before, "the inputs are never changed"
     alone = tmp_path / "alone.onnx"
-    assert run_cli(EXAMPLE, "-o", alone, "-q").returncode == 0
+    assert run_cli_in_process(EXAMPLE, "-o", alone, "-q").returncode == 0
     assert (out / "a.onnx").read_bytes() == alone.read_bytes(), "the same bytes as one model alone"
 
 
+@pytest.mark.slow
 def test_exit_status_is_the_highest_of_any_model(models, tmp_path):
-    strict = run_cli("a.onnx", "partial.onnx", "-o", f"{tmp_path / 'strict'}/", "--strict", cwd=models)
+    strict = run_cli_in_process("a.onnx", "partial.onnx", "-o", f"{tmp_path / 'strict'}/", "--strict", cwd=models)
     assert strict.returncode == 1
     assert "partial.onnx: strict: 1 requested op left" in strict.stderr
     assert sorted(p.name for p in (tmp_path / "strict").iterdir()) == ["a.onnx"]
-    worst = run_cli("partial.onnx", "b.onnx", "--dry-run", "--strict", "-q", cwd=models)
+    worst = run_cli_in_process("partial.onnx", "b.onnx", "--dry-run", "--strict", "-q", cwd=models)
     assert worst.returncode == 2 and worst.stdout == "" and len(worst.stderr.strip().splitlines()) == 2
-    good = run_cli("a.onnx", "c.onnx", "-o", f"{tmp_path / 'good'}/", "-j", "0", "-q", cwd=models)
+    good = run_cli("a.onnx", "c.onnx", "-o", f"{tmp_path / 'good'}/", "-j", "0", "-q", cwd=models)  # workers
     assert good.returncode == 0 and good.stdout == good.stderr == ""
     assert sorted(p.name for p in (tmp_path / "good").iterdir()) == ["a.onnx", "c.onnx"]
 
 
 def test_json_lists_every_model_and_a_summary(models, tmp_path):
-    completed = run_cli("a.onnx", "b.onnx", "--dry-run", "--json", cwd=models)
+    completed = run_cli_in_process("a.onnx", "b.onnx", "--dry-run", "--json", cwd=models)
     assert completed.returncode == 2
     report = json.loads(completed.stdout)
     first, second = report["models"]
@@ -83,13 +85,14 @@ def test_json_lists_every_model_and_a_summary(models, tmp_path):
 
 
 def test_in_place_lowers_each_model_itself(models):
-    completed = run_cli("a.onnx", "c.onnx", "--in-place", "-q", cwd=models)
+    completed = run_cli_in_process("a.onnx", "c.onnx", "--in-place", "-q", cwd=models)
     assert completed.returncode == 0, completed.stderr
     for name in ("a.onnx", "c.onnx"):
         assert "IsNaN" not in {node.op_type for node in onnx.load(models / name).graph.node}
     assert sorted(p.name for p in models.iterdir()) == ["a.onnx", "b.onnx", "c.onnx", "partial.onnx"]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "args, words",
     [
@@ -106,7 +109,7 @@ def test_batch_usage_errors_write_nothing(models, tmp_path, args, words):
     (models / "sub").mkdir()
     (models / "sub" / "a.onnx").write_bytes(EXAMPLE.read_bytes())
     before = digests(models)
-    completed = run_cli(*args, cwd=models)
+    completed = run_cli_in_process(*args, cwd=models)
     assert completed.returncode == 2 and completed.stdout == ""
     (line,) = completed.stderr.strip().splitlines()
     assert line.startswith("onnx-lower: error: ") and words in line, line
@@ -116,10 +119,10 @@ def test_batch_usage_errors_write_nothing(models, tmp_path, args, words):
 def test_one_model_into_a_folder_keeps_its_name(tmp_path):
     folder = tmp_path / "lowered"
     folder.mkdir()
-    completed = run_cli(EXAMPLE, "-o", folder, "-q")
+    completed = run_cli_in_process(EXAMPLE, "-o", folder, "-q")
     assert completed.returncode == 0, completed.stderr
     assert sorted(p.name for p in folder.iterdir()) == ["isnan_isinf.onnx"]
-    created = run_cli(EXAMPLE, "-o", f"{tmp_path / 'new'}/")
+    created = run_cli_in_process(EXAMPLE, "-o", f"{tmp_path / 'new'}/")
     assert created.returncode == 0, created.stderr
     assert created.stdout.splitlines()[-1].startswith(f"wrote {tmp_path / 'new' / 'isnan_isinf.onnx'} (")
     assert "Model size" in created.stdout, "one model: the table, as without a folder"

@@ -1,4 +1,4 @@
-"""``onnx-lower MODEL`` as a subprocess: --strict and the exit statuses, --dry-run, --json,
+"""``onnx-lower MODEL`` (run in-process, as main): --strict and the exit statuses, --dry-run, --json,
 the before/after table with sizes and time, and output formats by extension."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import onnx
 import onnx.parser
 import pytest
-from support import one_error_line, run_cli  # noqa: E402
+from support import one_error_line, run_cli_in_process, slow_but_a_sample  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
@@ -43,7 +43,7 @@ def partial(tmp_path) -> Path:
 def test_strict_with_an_op_left_exits_1_writes_nothing_and_says_where_and_why(partial, tmp_path):
     before = digest(partial)
     output = tmp_path / "out" / "lowered.onnx"
-    completed = run_cli(partial, "-o", output, "--strict")
+    completed = run_cli_in_process(partial, "-o", output, "--strict")
     assert completed.returncode == 1
     line = one_error_line(completed)
     assert line.startswith("onnx-lower: strict: 1 requested op left: OptionalHasElement-18 at ")
@@ -52,7 +52,7 @@ def test_strict_with_an_op_left_exits_1_writes_nothing_and_says_where_and_why(pa
 
 
 def test_without_strict_the_op_left_is_reported_and_the_model_written(partial, tmp_path):
-    completed = run_cli(partial, "-o", tmp_path / "out.onnx")
+    completed = run_cli_in_process(partial, "-o", tmp_path / "out.onnx")
     assert completed.returncode == 0 and completed.stderr == ""
     assert "not lowered: OptionalHasElement-18 at " in completed.stdout
     assert "lowered 1 x IsNaN-13" in completed.stdout and (tmp_path / "out.onnx").exists()
@@ -60,12 +60,12 @@ def test_without_strict_the_op_left_is_reported_and_the_model_written(partial, t
 
 
 def test_strict_is_met_when_only_lowerable_ops_are_asked_for(partial, tmp_path):
-    completed = run_cli(partial, "-o", tmp_path / "out.onnx", "--strict", "--ops", "IsNaN", "-q")
+    completed = run_cli_in_process(partial, "-o", tmp_path / "out.onnx", "--strict", "--ops", "IsNaN", "-q")
     assert completed.returncode == 0 and completed.stdout == completed.stderr == ""
 
 
 def test_help_states_every_exit_status_and_fits_a_terminal():
-    completed = run_cli("--help")
+    completed = run_cli_in_process("--help")
     assert completed.returncode == 0
     lines = completed.stdout.splitlines()
     assert len(lines) < 50 and max(map(len, lines)) <= 100
@@ -84,18 +84,18 @@ def test_help_states_every_exit_status_and_fits_a_terminal():
 def test_dry_run_reports_what_would_change_and_writes_nothing(tmp_path):
     (tmp_path / "work").mkdir()
     before = digest(EXAMPLE)
-    completed = run_cli(EXAMPLE, "--dry-run", cwd=tmp_path / "work")
+    completed = run_cli_in_process(EXAMPLE, "--dry-run", cwd=tmp_path / "work")
     assert completed.returncode == 0 and completed.stderr == ""
     assert "lowered 2 x IsInf-10" in completed.stdout and "lowered 1 x IsNaN-13" in completed.stdout
     assert "Total" in completed.stdout and completed.stdout.splitlines()[-1].startswith("dry run: nothing written")
-    with_output = run_cli(EXAMPLE, "--dry-run", "-o", tmp_path / "out.onnx", "--target-opset", "11")
+    with_output = run_cli_in_process(EXAMPLE, "--dry-run", "-o", tmp_path / "out.onnx", "--target-opset", "11")
     assert with_output.returncode == 0 and "converted 2 x Where-16→9" in with_output.stdout
     assert "nothing written to" in with_output.stdout
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["work"] and digest(EXAMPLE) == before
 
 
 def test_dry_run_with_strict_fails_as_the_real_run_would(partial, tmp_path):
-    completed = run_cli(partial, "--dry-run", "--strict")
+    completed = run_cli_in_process(partial, "--dry-run", "--strict")
     assert completed.returncode == 1 and "nothing would be written" in one_error_line(completed)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["partial.onnx"]
 
@@ -105,7 +105,7 @@ def test_dry_run_with_strict_fails_as_the_real_run_would(partial, tmp_path):
 
 def test_json_report_of_a_lowering(partial, tmp_path):
     output = tmp_path / "out.onnx"
-    completed = run_cli(partial, "-o", output, "--json")
+    completed = run_cli_in_process(partial, "-o", output, "--json")
     assert completed.returncode == 0 and completed.stderr == ""
     report = json.loads(completed.stdout)
     assert report["written"] is True and report["output"] == str(output) and report["exit_code"] == 0
@@ -121,30 +121,30 @@ def test_json_report_of_a_lowering(partial, tmp_path):
 
 
 def test_json_errors_are_json_too(partial, tmp_path):
-    strict = run_cli(partial, "-o", tmp_path / "out.onnx", "--strict", "--json")
+    strict = run_cli_in_process(partial, "-o", tmp_path / "out.onnx", "--strict", "--json")
     assert strict.returncode == 1
     report = json.loads(strict.stdout)
     assert report["exit_code"] == 1 and report["written"] is False and report["error"]["kind"] == "incomplete"
     assert report["remaining"][0]["op_type"] == "OptionalHasElement"
-    missing = run_cli(tmp_path / "absent.onnx", "-o", tmp_path / "out.onnx", "--json")
+    missing = run_cli_in_process(tmp_path / "absent.onnx", "-o", tmp_path / "out.onnx", "--json")
     assert missing.returncode == 2
     error = json.loads(missing.stdout)["error"]
     assert error["kind"] == "bad input" and "absent.onnx: no such file" in error["message"]
-    usage = run_cli("--json", "--bogus")
+    usage = run_cli_in_process("--json", "--bogus")
     assert usage.returncode == 2 and json.loads(usage.stdout)["exit_code"] == 2
     assert "unrecognized arguments: --bogus" in json.loads(usage.stdout)["error"]["message"]
     assert not (tmp_path / "out.onnx").exists()
 
 
 def test_json_with_a_target_opset_counts_conversions_and_kept_ops(tmp_path):
-    completed = run_cli(EXAMPLE, "--dry-run", "--json", "--target-opset", "13", "--ops", "none")
+    completed = run_cli_in_process(EXAMPLE, "--dry-run", "--json", "--target-opset", "13", "--ops", "none")
     report = json.loads(completed.stdout)
     assert report["converted"] == {"Where-16→9": 2} and report["kept"] == {"IsInf-10": 2, "IsNaN-13": 1}
     assert report["opset"] == {"before": 17, "after": 13} and report["lowered"] == {}
 
 
 def test_json_lists_where_each_replaced_node_was():
-    completed = run_cli(EXAMPLE, "--dry-run", "--json")
+    completed = run_cli_in_process(EXAMPLE, "--dry-run", "--json")
     report = json.loads(completed.stdout)
     replaced = report["replaced"]
     assert sum(report["lowered"].values()) == len(replaced) > 0
@@ -152,7 +152,9 @@ def test_json_lists_where_each_replaced_node_was():
     names = {node.name or f"#{index}": node.op_type for index, node in enumerate(original.graph.node)}
     for entry in replaced:
         assert names[entry["node"]] == entry["op_type"] and entry["graph"] == original.graph.name
-    converted = json.loads(run_cli(EXAMPLE, "--dry-run", "--json", "--target-opset", "13", "--ops", "none").stdout)
+    converted = json.loads(
+        run_cli_in_process(EXAMPLE, "--dry-run", "--json", "--target-opset", "13", "--ops", "none").stdout
+    )
     assert converted["converted"] == {"Where-16→9": 2} and converted["replaced"] == []  # re-versioned: same nodes
 
 
@@ -161,7 +163,7 @@ def test_json_lists_where_each_replaced_node_was():
 
 def test_table_shows_model_size_and_the_time_taken(tmp_path):
     output = tmp_path / "out.onnx"
-    completed = run_cli(EXAMPLE, "-o", output)
+    completed = run_cli_in_process(EXAMPLE, "-o", output)
     assert completed.returncode == 0
     lines = completed.stdout.splitlines()
     size_row = next(line for line in lines if line.startswith("Model size"))
@@ -172,7 +174,7 @@ def test_table_shows_model_size_and_the_time_taken(tmp_path):
 
 
 def test_conversion_at_the_models_own_opset_says_kept_not_converted(tmp_path):
-    completed = run_cli(EXAMPLE, "--dry-run", "--target-opset", "17", "--ops", "none")
+    completed = run_cli_in_process(EXAMPLE, "--dry-run", "--target-opset", "17", "--ops", "none")
     assert completed.returncode == 0
     assert "→" not in completed.stdout and "converted" not in completed.stdout
     assert "kept 2 x IsInf-10 (unchanged at the target opset)" in completed.stdout
@@ -181,11 +183,11 @@ def test_conversion_at_the_models_own_opset_says_kept_not_converted(tmp_path):
 
 def test_verify_report_says_1_run_not_1_runs(tmp_path):
     lowered = tmp_path / "lowered.onnx"
-    assert run_cli(EXAMPLE, "-o", lowered, "-q").returncode == 0
+    assert run_cli_in_process(EXAMPLE, "-o", lowered, "-q").returncode == 0
     import numpy as np
 
     np.savez(tmp_path / "one.npz", x=np.zeros((2, 16), np.float32))
-    completed = run_cli("verify", EXAMPLE, lowered, "--inputs", tmp_path / "one.npz")
+    completed = run_cli_in_process("verify", EXAMPLE, lowered, "--inputs", tmp_path / "one.npz")
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.splitlines()[2] == "1 run"
 
@@ -204,20 +206,21 @@ def test_progress_line_says_1_graph(tmp_path):
 # -- 6: output formats by extension ---------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "suffix, starts",
     [(".onnxtxt", "<"), (".textproto", "ir_version: "), (".json", "{"), (".onnx", None)],
 )
 def test_output_format_follows_the_extension_and_reads_back(tmp_path, suffix, starts):
     output = tmp_path / f"lowered{suffix}"
-    completed = run_cli(EXAMPLE, "-o", output, "-q")
+    completed = run_cli_in_process(EXAMPLE, "-o", output, "-q")
     assert completed.returncode == 0 and completed.stderr == "", completed.stderr
     if starts is not None:
         assert output.read_text().lstrip().startswith(starts)
     again = tmp_path / "again.onnx"
-    reread = run_cli(output, "-o", again, "--ops", "none", "-q")
+    reread = run_cli_in_process(output, "-o", again, "--ops", "none", "-q")
     assert reread.returncode == 0 and reread.stderr == "", "read back with no warning"
-    verified = run_cli("verify", EXAMPLE, again, "--json")
+    verified = run_cli_in_process("verify", EXAMPLE, again, "--json")
     assert verified.returncode == 0 and json.loads(verified.stdout)["match"], verified.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({output.name, again.name})
 
@@ -225,7 +228,7 @@ def test_output_format_follows_the_extension_and_reads_back(tmp_path, suffix, st
 def test_reading_onnx_text_leaks_no_warning(tmp_path):
     text = tmp_path / "model.onnxtxt"
     text.write_text(onnx.printer.to_text(onnx.load(EXAMPLE)))
-    completed = run_cli(text, "--dry-run")
+    completed = run_cli_in_process(text, "--dry-run")
     assert completed.returncode == 0 and completed.stderr == ""
     assert "lowered 1 x IsNaN-13" in completed.stdout
 
@@ -234,7 +237,7 @@ def test_a_text_model_that_does_not_parse_is_one_line(tmp_path):
     for name, text in (("broken.onnxtxt", "<ir_version: 8> main (float x) => ("), ("broken.json", "{nope")):
         path = tmp_path / name
         path.write_text(text)
-        completed = run_cli(path, "-o", tmp_path / "out.onnx")
+        completed = run_cli_in_process(path, "-o", tmp_path / "out.onnx")
         assert completed.returncode == 2, completed.stderr
         line = one_error_line(completed)
         assert line.startswith(f"onnx-lower: error: {path}: not an ONNX model") and not (tmp_path / "out.onnx").exists()

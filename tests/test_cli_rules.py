@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import run_cli  # noqa: E402
+import pytest
+from support import run_cli_in_process  # noqa: E402
 
 from lowering.cli.rules import WIDTH, summarize_types
 from lowering.patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, shorten
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_one_readable_line_per_pattern_grouped_by_kind():
-    completed = run_cli("--list-rules")
+    completed = run_cli_in_process("--list-rules")
     assert completed.returncode == 0 and completed.stderr == ""
     lines = completed.stdout.splitlines()
     assert max(map(len, lines)) <= WIDTH, max(lines, key=len)
@@ -46,7 +47,7 @@ def test_one_readable_line_per_pattern_grouped_by_kind():
 
 
 def test_verbose_shows_each_pattern_in_full():
-    completed = run_cli("--list-rules", "-v")
+    completed = run_cli_in_process("--list-rules", "-v")
     assert completed.returncode == 0
     text = completed.stdout
     assert "IsNaN-9/13/20  (isnan_by_self_comparison)" in text
@@ -57,7 +58,7 @@ def test_verbose_shows_each_pattern_in_full():
 
 
 def test_json_lists_every_pattern_as_data():
-    completed = run_cli("--list-rules", "--json")
+    completed = run_cli_in_process("--list-rules", "--json")
     assert completed.returncode == 0
     records = json.loads(completed.stdout)
     assert len(records) == len(all_patterns())
@@ -68,14 +69,15 @@ def test_json_lists_every_pattern_as_data():
 
 
 def test_a_model_with_list_rules_is_a_usage_error(tmp_path):
-    completed = run_cli(str(REPO / "examples" / "isnan_isinf.onnx"), "--list-rules")
+    completed = run_cli_in_process(str(REPO / "examples" / "isnan_isinf.onnx"), "--list-rules")
     assert completed.returncode == 2 and completed.stdout == ""
     (line,) = completed.stderr.strip().splitlines()
     assert line.startswith("onnx-lower: error: --list-rules takes no MODEL")
-    verbose_alone = run_cli(str(REPO / "examples" / "isnan_isinf.onnx"), "--dry-run", "-v")
+    verbose_alone = run_cli_in_process(str(REPO / "examples" / "isnan_isinf.onnx"), "--dry-run", "-v")
     assert verbose_alone.returncode == 2 and "-v/--verbose goes with --list-rules" in verbose_alone.stderr
 
 
+@pytest.mark.slow
 def test_list_rules_into_a_closed_pipe_is_no_error():
     shell = f"{sys.executable} -m lowering --list-rules | head -1"
     completed = subprocess.run(shell, shell=True, capture_output=True, text=True, timeout=180)

@@ -10,7 +10,14 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, make_model, op_type_set, runs_in_onnxruntime
+from support import (
+    assert_same_bits,
+    assert_same_values,
+    make_model,
+    op_type_set,
+    runs_in_onnxruntime,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -37,6 +44,7 @@ def test_backend_cases_are_found():
 PAIRS = [(target, name) for name in sorted(BACKEND_CASES) for target in TARGETS]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), PAIRS, ids=[f"{n}-to{t}" for t, n in PAIRS])
 def test_backend_case_converted(target, name):
     """image_shape and block_shape are graph inputs in these cases: the Loop form."""
@@ -55,6 +63,7 @@ def test_backend_case_converted(target, name):
         assert_same_bits(got, reference(*feeds.values(), **_attributes(case.model.graph.node[0])), name)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), PAIRS, ids=[f"{n}-to{t}" for t, n in PAIRS])
 def test_corpus_pair_converts(target, name):
     outcome = sweep_case(BACKEND_CASES[name], target)
@@ -137,6 +146,7 @@ def onnxruntime_is_right(image, attributes) -> bool:
     return len(image) == 2 or all(d == 1 for d in attributes.get("dilations", [1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", FORMS, ids=[f"{f[0]}-{f[1]}-{f[2]}" for f in FORMS])
 def test_float_bit_for_bit_against_onnxruntime_and_the_reference(form):
     image, block, attributes, channels = form
@@ -175,6 +185,7 @@ OTHER_TYPES = [TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16, Te
                TensorProto.UINT64]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", OTHER_TYPES, ids=[schemas.type_name(t) for t in OTHER_TYPES])
 def test_other_types_bit_for_bit_against_the_reference(element_type):
     """onnxruntime runs Col2Im on float only (float16 by its float32 kernel between Casts, which
@@ -232,6 +243,7 @@ def test_more_kernel_offsets_than_the_rule_unrolls_are_refused():
     assert "the block has 65 kernel offsets, more than the 64 this rule unrolls" in _refusal(original)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("change", "reason"),
     [

@@ -10,6 +10,7 @@ from pathlib import Path
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.errors import LoweringError
@@ -42,6 +43,7 @@ def converted_alike(model: onnx.ModelProto, target: int) -> bytes:
     return plain
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
 def test_exports_and_their_copies_convert_alike_on_both_paths(path):
     export = onnx.load(path)
@@ -54,6 +56,7 @@ def test_exports_and_their_copies_convert_alike_on_both_paths(path):
             assert converted_bytes(model, target, fast=True) == plain, (path.stem, target)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(path.stem for path in EXPORTS.glob("*.onnx")))
 @pytest.mark.parametrize("before_whole", [None, 8], ids=["as set", "whole pass soon"])
 def test_a_conversion_reports_alike_on_both_paths(name, before_whole, monkeypatch):
@@ -182,6 +185,7 @@ def test_the_move_memo_is_a_shortcut_that_can_be_switched_off():
     assert converted_bytes(model, 13, fast=True) == plain
 
 
+@pytest.mark.slow
 def test_backend_cases_convert_alike_on_both_paths():
     """Every 7th backend node case (about 240), to each target: the same bytes or the same words."""
     cases = node_cases()[::7]
@@ -194,6 +198,7 @@ def test_backend_cases_convert_alike_on_both_paths():
     assert compared > 300
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("naming", ["named alike", "unnamed", "named apart", "a body's name taken"])
 def test_function_bodies_asked_for_replay_as_the_plain_path_names_them(naming):
     """Gelu and LayerNormalization lowered on request, nodes of one kind replayed: where nodes
@@ -229,6 +234,7 @@ def test_function_bodies_asked_for_replay_as_the_plain_path_names_them(naming):
             assert outputs_made.count("n3_Mean2D") == 1 and "n3_Mean2D_1" in outputs_made
 
 
+@pytest.mark.slow
 def test_a_graph_held_under_an_attribute_named_with_two_underscores_converts_alike_on_both_paths():
     """onnx's checker lets an attribute named "__…" through on any op: a Relu may hold a graph
     there. Relus holding equal or different graphs are moved and replayed alike."""
@@ -352,6 +358,7 @@ def _mixed_type_model(types: list[int], first: int) -> onnx.ModelProto:
     return model
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("first", [TensorProto.FLOAT, TensorProto.INT8, TensorProto.FLOAT16, TensorProto.BFLOAT16])
 @pytest.mark.parametrize("target", [13, 11])
 def test_kinds_kept_for_one_type_and_moved_for_another_convert_alike_on_both_paths(first, target):
@@ -377,6 +384,7 @@ def _with_unknown_field(node: onnx.NodeProto, value: int) -> onnx.NodeProto:
     return onnx.NodeProto.FromString(node.SerializeToString() + b"\x98\x01" + bytes([value]))
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("field", ["device_configurations", "unknown"])
 @pytest.mark.parametrize("target", [13, 11])
 def test_fields_of_a_node_no_kind_holds_are_its_own_on_both_paths(field, target):
@@ -475,6 +483,7 @@ def _named_like_a_value(op: str, first_name: str) -> tuple[onnx.ModelProto, int]
     return model, 11 if op == "ReduceLogSumExp" else 13
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op", ["ReduceLogSumExp", "Shape", "Reshape"])
 @pytest.mark.parametrize("first_name", ["x", "y0"])
 def test_a_node_named_like_one_of_its_values_leaves_later_nodes_their_own_names(op, first_name):
@@ -560,6 +569,7 @@ def test_names_and_doc_strings_that_are_not_utf8_convert_alike_or_are_refused_al
         assert isinstance(words, str) and "not UTF-8" in words and "\n" not in words, words
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("field_tag", [3, 6], ids=["name", "doc_string"])
 @pytest.mark.parametrize("options", [{}, {"target_opset": 13}], ids=["lowered", "converted"])
 def test_seed_ops_named_not_in_utf8_lower_alike_on_both_paths(field_tag, options):
@@ -580,6 +590,7 @@ def test_seed_ops_named_not_in_utf8_lower_alike_on_both_paths(field_tag, options
     assert lowering.lower(model, fast=True, **options).SerializeToString() == plain.SerializeToString()
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
 def test_untyped_exports_convert_alike_with_the_graph_typed_at_once_or_value_by_value(path, monkeypatch):
     """Without value_info, a conversion follows most element types from the op schemas: all of

@@ -9,7 +9,14 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, make_model, op_type_set, runs_in_onnxruntime
+from support import (
+    assert_same_bits,
+    assert_same_values,
+    make_model,
+    op_type_set,
+    runs_in_onnxruntime,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -46,6 +53,7 @@ def test_backend_cases_are_found():
     assert set(REFUSED) <= set(BACKEND_CASES)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", sorted(BACKEND_CASES))
 def test_backend_case_lowered_on_request(name):
     case = BACKEND_CASES[name]
@@ -78,6 +86,7 @@ CORPUS_PAIRS = (
 )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), CORPUS_PAIRS, ids=[f"{n}-to{t}" for t, n in CORPUS_PAIRS])
 def test_corpus_pair_converts(target, name):
     outcome = sweep_case(BACKEND_CASES[name], target)
@@ -92,6 +101,7 @@ DIAGONALS = [
 ]  # fmt: skip
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "element_type",
     [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT64],
@@ -199,6 +209,7 @@ def cumprod_oracle(x: np.ndarray, axis: int, **attributes) -> np.ndarray:
     return rule_for("", "CumProd").reference(x, np.array(axis), **attributes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", KERNEL_TYPES, ids=[schemas.type_name(t) for t in KERNEL_TYPES])
 def test_cumprod_matches_onnxruntimes_kernel_bit_for_bit(element_type):
     """Against onnxruntime's CumProd and numpy's cumprod: constant and graph-input axes, both
@@ -221,6 +232,7 @@ def test_cumprod_matches_onnxruntimes_kernel_bit_for_bit(element_type):
                     assert_same_values(got, native, f"length {length} axis {given_axis} {attributes} {options}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16], ids=["float16", "bfloat16"])
 def test_cumprod_on_16_bit_floats_matches_the_runtime_on_every_bit_pattern(element_type):
     """float16: as onnxruntime runs it (its float32 kernel between Casts: one rounding at the
@@ -284,6 +296,7 @@ def test_cumprod_axis_out_of_range_fails_at_run_time_as_the_op_does():
 # -- CumProd: refusals --------------------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("shape", "axis", "reason"),
     [
@@ -374,6 +387,7 @@ def einsum_feeds(shapes, element_type: int, rng, edge: bool) -> dict[str, np.nda
     return feeds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "element_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64],
     ids=["float", "double", "int32", "int64"],
@@ -393,6 +407,7 @@ def test_einsum_matches_onnxruntimes_kernel(element_type):
                 assert_within("Einsum", got, rule_for("", "Einsum").reference(*feeds.values(), equation=equation))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("element_type", "opset"), [(TensorProto.FLOAT16, 12), (TensorProto.BFLOAT16, 28)])
 def test_einsum_on_16_bit_floats_is_computed_in_float32(element_type, opset):
     """Bit for bit against onnxruntime: its bfloat16 kernel (which rounds each partial sum to
@@ -496,6 +511,7 @@ def test_plain_and_fast_paths_give_the_same_bytes_and_each_node_its_own_shapes()
 # -- Einsum: refusals ---------------------------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("equation", "shapes", "element_type", "reason", "output_shape"),
     [

@@ -13,7 +13,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model, op_type_set, refusal, runs_in_onnxruntime
+from support import (
+    make_model,
+    op_type_set,
+    refusal,
+    runs_in_onnxruntime,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -57,6 +63,7 @@ def test_backend_cases_are_found():
 PAIRS = [(target, name) for name in sorted(BACKEND_CASES) for target in TARGETS]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), PAIRS, ids=[f"{n}-to{t}" for t, n in PAIRS])
 def test_backend_case_converted(target, name):
     case = BACKEND_CASES[name]
@@ -72,6 +79,7 @@ def test_backend_case_converted(target, name):
         assert_within(got, expected[0], f"{name} at {target}")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), PAIRS, ids=[f"{n}-to{t}" for t, n in PAIRS])
 def test_corpus_pair_converts(target, name):
     """As tests/version_cases.py sweeps it (the backend's own tolerance)."""
@@ -167,6 +175,7 @@ def _form_ids(forms):
     return [f"{x}-{w}-{attributes}-bias{int(b)}-mask{int(m)}" for x, w, attributes, b, m in forms]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("form", FORMS, ids=_form_ids(FORMS))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float", "double"])
 def test_random_inputs_against_onnxruntime_and_the_reference(form, dtype):
@@ -183,6 +192,7 @@ def test_random_inputs_against_onnxruntime_and_the_reference(form, dtype):
         assert_within(got, reference(feeds, **attributes), f"data set {index} against the numpy reference")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", FORMS[1:5], ids=_form_ids(FORMS[1:5]))
 def test_float16_against_onnxruntime_and_the_reference(form):
     """Computed in float32 and rounded once, as onnxruntime runs DeformConv on float16 (its float32
@@ -201,6 +211,7 @@ def test_float16_against_onnxruntime_and_the_reference(form):
             assert_within(got, reference(feeds, **attributes), f"to {target} against the numpy reference")
 
 
+@pytest.mark.slow
 def test_bfloat16_goes_below_22_by_the_rule():
     """DeformConv-19 takes no bfloat16: at 19-21 the rule lowers it too; onnxruntime has no kernel
     for it, so the numpy reference is the oracle."""
@@ -239,6 +250,7 @@ def test_empty_batch_gives_an_empty_output():
     assert got.shape == run_onnxruntime(original, feeds)[0].shape == (0, 6, 7, 6)
 
 
+@pytest.mark.slow
 def test_reference_meets_onnx_reference():
     """The rule's numpy reference states the op as onnx.reference does (which samples through
     GridSample's normalized coordinates, hence not bit for bit)."""
@@ -257,6 +269,7 @@ OTHER_RANKS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", OTHER_RANKS, ids=_form_ids(OTHER_RANKS))
 def test_1d_and_3d_against_the_reference(form):
     """The spec is N-D; onnxruntime's kernel and onnx.reference take 2-D inputs only: the numpy
@@ -284,6 +297,7 @@ def test_batch_image_and_output_lengths_given_at_run_time():
             assert_within(got, native, f"{shape}")
 
 
+@pytest.mark.slow
 def test_infinities_and_nan_in_x_travel_as_the_spec_says():
     """A neighbour outside X reads 0, never an element of X; one inside is multiplied by its weight
     even where that is 0 (0 · inf is NaN), as onnx.reference does. onnxruntime's kernel departs

@@ -12,7 +12,10 @@ import onnx
 import pytest
 from lowering.rules.dft import DFT_TOLERANCE, LARGEST_CONSTANT, dft_matrix, dft_reference, stft_reference, unit_circle
 from onnx import TensorProto, helper
-from support import make_model
+from support import (
+    make_model,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -66,6 +69,7 @@ def test_backend_cases_are_found():
 PAIRS = [(target, name) for name in sorted(BACKEND_CASES) for target in TARGETS]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), PAIRS, ids=[f"{n}-to{t}" for t, n in PAIRS])
 def test_backend_case_converts_within_the_tolerance(target, name):
     case = BACKEND_CASES[name]
@@ -78,6 +82,7 @@ def test_backend_case_converts_within_the_tolerance(target, name):
         assert_within(got, expected[0], TensorProto.FLOAT, name)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), PAIRS, ids=[f"{n}-to{t}" for t, n in PAIRS])
 def test_corpus_pair_converts(target, name):
     outcome = sweep_case(BACKEND_CASES[name], target)
@@ -85,6 +90,7 @@ def test_corpus_pair_converts(target, name):
     assert not outcome.ours_wrong
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", sorted(BACKEND_CASES))
 def test_backend_case_lowered_on_request(name):
     case = BACKEND_CASES[name]
@@ -178,6 +184,7 @@ def run_lowered(model: onnx.ModelProto, target: int, feeds: dict) -> np.ndarray:
     return got
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("type_name", sorted(FLOAT_TYPES))
 @pytest.mark.parametrize(("inverse", "onesided", "channels"), MODES)
 def test_dft_random_signals_within_the_tolerance(type_name, inverse, onesided, channels):
@@ -268,6 +275,7 @@ STFT_FORMS = [  # (what is given at run time, onesided, channels)
 ]  # fmt: skip
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("type_name", sorted(FLOAT_TYPES))
 @pytest.mark.parametrize(("run_time", "onesided", "channels"), STFT_FORMS)
 def test_stft_random_signals_within_the_tolerance(type_name, run_time, onesided, channels):
@@ -351,6 +359,7 @@ def test_dft_matrix_past_the_largest_constant_is_refused():
         lowering.lower(model, target_opset=11, ops=[])
 
 
+@pytest.mark.slow
 def test_stft_matrix_and_indices_past_the_largest_constant_are_built_at_run_time():
     length, size = 1600, 1500  # W would hold 1500 · 2 · 1500 · 2 values
     model = stft_model(TensorProto.FLOAT, length, 2, step=1, size=size, onesided=0)

@@ -304,6 +304,7 @@ def test_lowering_is_idempotent_and_deterministic():
     assert lowering.lower(model).SerializeToString() == once.SerializeToString()
 
 
+@pytest.mark.slow
 def test_output_is_identical_across_hash_seeds(tmp_path):
     model_path = tmp_path / "rich.onnx"
     onnx.save(_rich_model(), model_path)
@@ -362,6 +363,7 @@ def test_attribute_the_op_does_not_have_names_the_node():
         lowering.lower(model)
 
 
+@pytest.mark.slow
 def test_onnx_ir_model_in_onnx_ir_model_out():
     import onnx_ir
 

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
-from support import run_cli  # noqa: E402
+from support import run_cli_in_process  # noqa: E402
 
 import lowering
 
@@ -73,7 +73,7 @@ def test_lowered_into_another_folder_runs_with_the_right_weights(tmp_path):
     before = {p.name: digest(p) for p in source.parent.iterdir()}
     output = tmp_path / "elsewhere" / "lowered.onnx"
     output.parent.mkdir()
-    completed = run_cli(str(source), "-o", str(output))
+    completed = run_cli_in_process(str(source), "-o", str(output))
     assert completed.returncode == 0, completed.stderr
     assert {p.name: digest(p) for p in source.parent.iterdir()} == before
     assert sorted(p.name for p in output.parent.iterdir()) == ["lowered.onnx", "lowered.onnx.data"]
@@ -92,13 +92,14 @@ def test_lowered_into_another_folder_runs_with_the_right_weights(tmp_path):
 
 def test_lower_verify_with_external_data(tmp_path):
     source = external_model(tmp_path, 256)
-    completed = run_cli(str(source), "-o", str(tmp_path / "out.onnx"), "--verify")
+    completed = run_cli_in_process(str(source), "-o", str(tmp_path / "out.onnx"), "--verify")
     assert completed.returncode == 0, completed.stderr
     assert "MATCH" in completed.stdout
-    verified = run_cli("verify", str(source), str(tmp_path / "out.onnx"))
+    verified = run_cli_in_process("verify", str(source), str(tmp_path / "out.onnx"))
     assert verified.returncode == 0, verified.stderr + verified.stdout
 
 
+@pytest.mark.slow
 def test_256_mib_of_weights_lower_in_under_200_mib(tmp_path):
     source = external_model(tmp_path / "src", 64 << 20)  # 256 MiB of float32
     completed, peak = peak_rss_mib(str(source), "-o", str(tmp_path / "out" / "lowered.onnx"))
@@ -107,6 +108,7 @@ def test_256_mib_of_weights_lower_in_under_200_mib(tmp_path):
     assert peak < 200, f"peak resident memory {peak:.0f} MiB"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="needs sparse files")
 def test_a_model_over_2_gib(tmp_path):
     count = (2 << 30) // 4 + 1024  # just over 2 GiB of float32
@@ -116,7 +118,7 @@ def test_a_model_over_2_gib(tmp_path):
     try:
         result = lowering.lower_model(onnx.load(source, load_external_data=False))
         assert result.report.rewritten == {"IsNaN-13": 1}
-        completed = run_cli(str(source), "-o", str(output))
+        completed = run_cli_in_process(str(source), "-o", str(output))
         assert completed.returncode == 0, completed.stderr
         data = output.with_name("lowered.onnx.data")
         assert data.stat().st_size == 4 * count
@@ -159,7 +161,7 @@ def test_external_data_leaving_the_folder_is_refused(tmp_path, kind):
     (folder / "model.onnx").write_bytes(
         helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
     )
-    completed = run_cli(str(folder / "model.onnx"), "-o", str(tmp_path / "out.onnx"))
+    completed = run_cli_in_process(str(folder / "model.onnx"), "-o", str(tmp_path / "out.onnx"))
     assert completed.returncode == 2
     assert len(completed.stderr.strip().splitlines()) == 1
     assert "refused" in completed.stderr or "outside" in completed.stderr
@@ -244,7 +246,7 @@ def test_external_data_is_found_in_a_file_whose_varints_are_padded(tmp_path):
 
     assert load_model(path).has_external_data
     out = tmp_path / "out" / "lowered.onnx"
-    completed = run_cli(path, "-o", out, "--verify")
+    completed = run_cli_in_process(path, "-o", out, "--verify")
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "out" / "lowered.onnx.data").exists()
 
@@ -253,6 +255,7 @@ ENCODINGS = [b"\x70\x01", b"\x70\x81\x00", b"\x70\x81\x80\x80\x00", b"\xf0\x00\x
 NEAR_MISSES = [b"\x70\x02", b"\xf0\x01", b"\x70\x81\x01", b"\xf0" + b"\x80" * 9 + b"\x00\x01", b"\x70\x81"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [3, 7, 1 << 23])
 def test_the_scan_for_data_location_finds_what_the_patterns_search_finds(chunk, monkeypatch):
     """Every encoding of data_location: EXTERNAL (plain, either varint padded), none of the near
@@ -290,7 +293,7 @@ def test_symbolic_link_output_puts_the_data_beside_the_target(tmp_path):
     target = tmp_path / "store" / "v3.onnx"
     link = tmp_path / "links" / "latest.onnx"
     link.symlink_to(target)
-    completed = run_cli(str(source), "-o", str(link), "-q")
+    completed = run_cli_in_process(str(source), "-o", str(link), "-q")
     assert completed.returncode == 0, completed.stderr
     assert link.is_symlink() and sorted(p.name for p in (tmp_path / "links").iterdir()) == ["latest.onnx"]
     assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["v3.onnx", "v3.onnx.data"]
@@ -307,7 +310,7 @@ def test_data_file_that_is_a_link_is_refused_and_kept(tmp_path):
     data_target = tmp_path / "big" / "weights.data"
     data_target.write_bytes(b"old")
     (tmp_path / "out" / "m.onnx.data").symlink_to(data_target)
-    completed = run_cli(str(source), "-o", str(tmp_path / "out" / "m.onnx"))
+    completed = run_cli_in_process(str(source), "-o", str(tmp_path / "out" / "m.onnx"))
     assert completed.returncode == 2
     assert len(completed.stderr.strip().splitlines()) == 1 and "symbolic link" in completed.stderr
     assert (tmp_path / "out" / "m.onnx.data").is_symlink() and data_target.read_bytes() == b"old"
@@ -319,7 +322,7 @@ def test_external_data_into_a_fifo_is_refused_before_anything_is_written(tmp_pat
     fifo = tmp_path / "out" / "pipe"
     fifo.parent.mkdir()
     os.mkfifo(fifo)
-    completed = run_cli(str(source), "-o", str(fifo))
+    completed = run_cli_in_process(str(source), "-o", str(fifo))
     assert completed.returncode == 2
     assert len(completed.stderr.strip().splitlines()) == 1 and "external data" in completed.stderr
     assert sorted(p.name for p in fifo.parent.iterdir()) == ["pipe"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -330,7 +333,7 @@ def test_the_output_data_file_never_replaces_the_input_model(tmp_path):
     model = external_model(tmp_path, 16)
     source = model.rename(tmp_path / "out.onnx.data")
     before = digest(source)
-    completed = run_cli(str(source), "-o", str(tmp_path / "out.onnx"))
+    completed = run_cli_in_process(str(source), "-o", str(tmp_path / "out.onnx"))
     assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
     assert "would overwrite the input model" in completed.stderr
     assert digest(source) == before and not (tmp_path / "out.onnx").exists()
@@ -342,7 +345,7 @@ def test_the_output_never_replaces_a_file_the_input_keeps_its_weights_in(tmp_pat
     input's weights; refused in one line before anything is written, every input file as it was."""
     source = external_model(tmp_path, 64)
     before = {p.name: digest(p) for p in tmp_path.iterdir()}
-    completed = run_cli(str(source), "-o", str(tmp_path / output_name), "-q")
+    completed = run_cli_in_process(str(source), "-o", str(tmp_path / output_name), "-q")
     assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
     assert "keeps its weights in" in completed.stderr and "Traceback" not in completed.stderr
     assert {p.name: digest(p) for p in tmp_path.iterdir()} == before

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 from onnx import helper, numpy_helper
+from support import slow_but_a_sample  # noqa: E402
 
 from lowering.folding import MAX_FOLDED_ELEMENTS, integer_value_of, output_size_bound
 
@@ -17,6 +18,7 @@ def _value_of(values: dict[str, np.ndarray]):
     return lambda name: numpy_helper.from_array(values[name], name) if name in values else None
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("node", "values", "bound"),
     [

@@ -17,6 +17,7 @@ import onnx
 import pytest
 from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RANDOM_OPS_IN_BODIES
 from onnx import numpy_helper
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering import fast, schemas
@@ -287,6 +288,7 @@ def test_every_op_with_a_body_is_registered():
     assert len(registered) == 48
 
 
+@pytest.mark.slow
 def test_backend_cases_per_op():
     """Every registered op has backend cases, and every case of each is checked or refused."""
     outcomes: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -333,6 +335,7 @@ def test_bodies_made_ready_once_per_kind_give_the_same_bytes():
     assert len(tanh_nodes) == 2  # the approximate attribute is part of the kind
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [None, 13])
 @pytest.mark.parametrize("element_type", [onnx.TensorProto.INT32, onnx.TensorProto.INT64])
 def test_a_type_the_op_takes_and_its_body_does_not_leaves_the_node_with_why(element_type, target):

@@ -12,6 +12,7 @@ import onnx.inliner
 import pytest
 from lowering.rules.function_bodies import last_axis_unflattened, variance_in_two_passes
 from onnx import TensorProto, helper
+from support import slow_but_a_sample  # noqa: E402
 
 from lowering import schemas
 from lowering.function_bodies import Expanded, FunctionExpansion, NotExpanded, Tolerance, expansion_for
@@ -102,6 +103,7 @@ def worst_error(got: np.ndarray, want: np.ndarray) -> float:
 # (a) every ONNX backend case of LayerNormalization
 
 
+@pytest.mark.slow
 def test_every_backend_case_expands_and_meets_its_tolerance():
     cases = layer_normalization_backend_cases()
     # 19 cases (2-D, 3-D with epsilon, 4-D, every axis, the default axis), all at opset 17, all
@@ -181,6 +183,7 @@ def edge_rows(element_type: int, width: int) -> np.ndarray:
     return np.array(rows, dtype=np.float64).astype(dtype)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE]
 )
@@ -339,6 +342,7 @@ def test_registration_checks_versions_and_bodies():
 # (d) the body's opset follows the node's
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("opset", range(17, schemas.newest_opset() + 1))
 def test_the_body_is_written_at_the_newest_body_opset_not_above_the_nodes(opset):
     result = _expand(_ln_node(), opset=opset)
@@ -522,6 +526,7 @@ def _run_both(original, inlined, element_type, seed=5):
     return run_onnxruntime(inlined, feeds), feeds
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16])
 @pytest.mark.parametrize("shape", [[6], [4, 6], [2, 3, 6], [3, 4, 1000]])
 @pytest.mark.parametrize("outputs", [("Y",), ("Y", "Mean", "InvStdDev")])
@@ -545,6 +550,7 @@ def test_over_the_last_axis_x_scale_and_b_stay_unflattened_and_no_bit_changes(el
         assert np.array_equal(got_one.view(np.uint8), want_one.view(np.uint8))
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     ("shape", "axis", "parameter_shape", "flattened"),
     [
@@ -606,6 +612,7 @@ def _converted_layer_norms(scales: dict[str, np.ndarray], x_shape: list[int], vi
     return lowering.lower(model, target_opset=11, ops=[]), model
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("via_identity", [False, True])
 @pytest.mark.parametrize("x_shape", [[6], ["rows", 6]])
 def test_a_converted_models_held_scale_shapes_decide_the_form_node_by_node(via_identity, x_shape):
@@ -631,6 +638,7 @@ def test_a_converted_models_held_scale_shapes_decide_the_form_node_by_node(via_i
             assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(got_one, want_one).any()
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("shape", "axis"), [([2, 3, 4], 2), ([4], 0)])
 @pytest.mark.parametrize("target", [10, 9])
 def test_the_last_axis_by_its_number_goes_below_opset_11(shape, axis, target):

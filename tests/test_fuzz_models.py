@@ -37,7 +37,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
-from support import runs_in_onnxruntime
+from support import runs_in_onnxruntime, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering import floats, schemas
@@ -537,6 +537,7 @@ def _float16_overflow_case() -> FuzzCase:
     return FuzzCase(model, [])
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @example(_float16_overflow_case())
 @given(arithmetic_cases())
@@ -544,6 +545,7 @@ def test_fuzz_random_arithmetic_models(case):
     check_case(case)
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(optional_cases())
 def test_fuzz_random_optional_models(case):
@@ -569,6 +571,7 @@ def _check_minimal(model: onnx.ModelProto, kept: dict[str, set[str]] | None = No
     check_case(FuzzCase(model, [], namespaces=space))
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "body",
     [
@@ -608,6 +611,7 @@ def _nine_functions_deciding_optionals() -> onnx.ModelProto:
     """)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_optionals_decided_in_nine_local_functions():
     """Up to 8 such functions lower fine; 9 give an If with no outputs (invalid model). Which
     counts fail depends on the names (with these: 9 and 13, not 10 to 12), on PYTHONHASHSEED
@@ -620,6 +624,7 @@ def test_optionals_decided_in_nine_local_functions():
         assert lowering.verify(model, lowered).match
 
 
+@pytest.mark.slow
 def test_optionals_in_many_functions_lower_to_the_same_bytes_for_every_hash_seed():
     """docs/cli.md: output is byte-identical across runs and PYTHONHASHSEED values."""
     model = _nine_functions_deciding_optionals()
@@ -711,6 +716,7 @@ def test_a_name_split_in_a_function_is_not_removed_from_main():
     """), kept={"main": {"y", "opt"}})  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optional", ["Optional (x)", "Optional <type = float[N]> ()"])
 def test_the_users_unused_optional_stays_beside_a_split(optional):
     """Alone it stays; beside an optional the pass splits, cleanup takes it too."""

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import slow_but_a_sample  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -18,6 +19,7 @@ from fuzz_paths import TARGETS, gen_model, ops_to_lower, outcome  # noqa: E402
 SEEDS = range(40001, 40121)  # (among them, each kind of mismatch the fuzz found, before its fix)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_models_convert_alike_on_both_paths(seed):
     model, _ = gen_model(seed)

@@ -15,6 +15,7 @@ import onnx
 import onnx.parser
 import onnx.printer
 import pytest
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering import floats, function_bodies
@@ -104,6 +105,7 @@ def test_golden_cases_exist():
     assert {p.parent.name for p in ORIGINALS} >= {"isnan", "isinf", "subgraphs", "functions", "optional", "versions"}
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("original_path", ORIGINALS, ids=[str(p.relative_to(GOLDEN)) for p in ORIGINALS])
 def test_golden_case(original_path, request):
     original = onnx.parser.parse_model(original_path.read_text())

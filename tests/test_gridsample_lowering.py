@@ -11,7 +11,12 @@ import onnx
 import pytest
 from lowering.rules.gridsample import onnxruntime_follows_the_spec
 from onnx import TensorProto, helper
-from support import make_model, op_type_set, refusal
+from support import (
+    make_model,
+    op_type_set,
+    refusal,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -65,6 +70,7 @@ def test_backend_cases_are_found():
 BACKEND_PAIRS = [(target, name) for name in sorted(BACKEND_CASES) for target in (11, 13, 17)]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), BACKEND_PAIRS, ids=[f"{n}-to{t}" for t, n in BACKEND_PAIRS])
 def test_backend_case_converted(target, name):
     """Below 16 every case is decomposed; at 17 a 4-D case keeps GridSample-16 (the adapter
@@ -85,6 +91,7 @@ def test_backend_case_converted(target, name):
         assert_within(got, expected[0], f"{name} at {target}")
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("target", "name"), BACKEND_PAIRS, ids=[f"{n}-to{t}" for t, n in BACKEND_PAIRS])
 def test_corpus_pair_converts(target, name):
     """As tests/version_cases.py sweeps it (the backend's own tolerance)."""
@@ -119,6 +126,7 @@ def _ids(cases):
     return [f"{rank}d-{mode}-{padding}-corners{corners}" for rank, mode, padding, corners in cases]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(("rank", "mode", "padding", "corners"), CASES, ids=_ids(CASES))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float", "double"])
 def test_random_grids_against_onnxruntime_and_the_reference(rank, mode, padding, corners, dtype):
@@ -140,6 +148,7 @@ def test_random_grids_against_onnxruntime_and_the_reference(rank, mode, padding,
             assert_within(got, spec, "against onnx.reference")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("rank", [4, 5])
 def test_16_bit_floats_against_the_reference(element_type, rank):
@@ -164,6 +173,7 @@ def test_16_bit_floats_against_the_reference(element_type, rank):
                     assert_within(got, gridsample_reference(feeds["x"], feeds["grid"], **attributes), f"{target}")
 
 
+@pytest.mark.slow
 def test_reference_meets_onnx_reference():
     """The rule's numpy reference states the op as onnx.reference does (4-D and 5-D, every mode)."""
     for rank, mode, padding, corners in CASES:
@@ -174,6 +184,7 @@ def test_reference_meets_onnx_reference():
             assert_within(gridsample_reference(feeds["x"], feeds["grid"], **attributes), spec, f"{rank} {attributes}")
 
 
+@pytest.mark.slow
 def test_infinities_and_nan_in_x_travel_as_the_op_says():
     """A neighbour read is multiplied by its weight even where that is 0 (0 · inf is NaN), as the
     kernels do; a neighbour outside X under zeros padding is 0 and reads nothing. onnxruntime
@@ -197,6 +208,7 @@ def test_infinities_and_nan_in_x_travel_as_the_op_says():
                 assert_within(got, native, f"{attributes} against onnxruntime")
 
 
+@pytest.mark.slow
 def test_nearest_is_onnxruntimes_bit_for_bit():
     """Nearest reads one element per point and adds nothing: -0 and NaN payloads as onnxruntime
     reads them, every padding (a neighbour outside X under zeros padding is +0, as there)."""
@@ -243,6 +255,7 @@ def test_nodes_of_either_rank_in_one_model_on_both_paths():
         assert_within(got, gridsample_reference(x, grid, **attributes), name)
 
 
+@pytest.mark.slow
 def test_empty_grids_batches_and_channels_give_empty_outputs():
     """No Reshape in the rule: a grid, batch or channel axis of length 0 gives onnxruntime's empty
     output, symbolic or declared lengths alike."""

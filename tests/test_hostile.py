@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from support import run_cli  # noqa: E402
+from support import run_cli_in_process, slow_but_a_sample  # noqa: E402
 
 import lowering
 
@@ -77,6 +77,7 @@ HOSTILE_MODELS = {
 }
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("kind", sorted(HOSTILE_MODELS))
 def test_hostile_model_is_a_lowering_error(kind):
     model = HOSTILE_MODELS[kind]()
@@ -114,6 +115,7 @@ FILE_KINDS = sorted(HOSTILE_MODELS) + [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("kind", FILE_KINDS)
 def test_hostile_file_on_the_command_line(tmp_path, kind):
     source = tmp_path / "in"
@@ -121,7 +123,7 @@ def test_hostile_file_on_the_command_line(tmp_path, kind):
     path = _bytes_of(kind, source)
     before = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
     output = tmp_path / "out" / "lowered.onnx"
-    completed = run_cli(str(path), "-o", str(output))
+    completed = run_cli_in_process(str(path), "-o", str(output))
     assert completed.returncode == 2, completed.stdout + completed.stderr
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("onnx-lower: error: ") and "Traceback" not in completed.stderr
@@ -131,7 +133,7 @@ def test_hostile_file_on_the_command_line(tmp_path, kind):
 
 
 def test_read_only_destination_is_a_clear_error(tmp_path):
-    completed = run_cli(str(EXAMPLE), "-o", "/proc/lowered.onnx")
+    completed = run_cli_in_process(str(EXAMPLE), "-o", "/proc/lowered.onnx")
     assert completed.returncode == 2
     assert "cannot" in completed.stderr and len(completed.stderr.strip().splitlines()) == 1
 
@@ -139,14 +141,15 @@ def test_read_only_destination_is_a_clear_error(tmp_path):
 def test_in_place_replaces_the_model_atomically(tmp_path):
     model = tmp_path / "model.onnx"
     model.write_bytes(EXAMPLE.read_bytes())
-    completed = run_cli(str(model), "--in-place", "-q")
+    completed = run_cli_in_process(str(model), "--in-place", "-q")
     assert completed.returncode == 0, completed.stderr
     assert "IsNaN" not in {n.op_type for n in onnx.load(model).graph.node}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx"]
-    refused = run_cli(str(model), "-o", str(model))
+    refused = run_cli_in_process(str(model), "-o", str(model))
     assert refused.returncode == 2 and "--in-place" in refused.stderr
 
 
+@pytest.mark.slow
 def test_command_line_output_is_byte_identical_across_runs_and_hash_seeds(tmp_path):
     digests = set()
     for seed in ("0", "1", "4242"):
@@ -174,6 +177,7 @@ FUNCTION_HOSTILE = {
 }
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("kind", sorted(FUNCTION_HOSTILE))
 def test_hostile_local_function_is_a_lowering_error(kind):
     function = helper.make_function("local", "F", ["v"], ["r"], FUNCTION_HOSTILE[kind], [helper.make_opsetid("", 18)])
@@ -196,7 +200,7 @@ def test_input_type_the_op_does_not_take_exits_2(tmp_path):
                      inputs=[helper.make_tensor_value_info("x", onnx.TensorProto.INT32, ["N"])])  # fmt: skip
     path = tmp_path / "model.onnx"
     path.write_bytes(model.SerializeToString())
-    completed = run_cli(str(path), "-o", str(tmp_path / "out.onnx"))
+    completed = run_cli_in_process(str(path), "-o", str(tmp_path / "out.onnx"))
     assert completed.returncode == 2 and "node 'bad'" in completed.stderr and not (tmp_path / "out.onnx").exists()
 
 
@@ -206,7 +210,7 @@ def test_input_type_the_op_does_not_take_exits_2(tmp_path):
 def lowered_bytes(tmp_path: Path) -> bytes:
     """What -o writes to a plain new file: the reference for every other kind of destination."""
     reference = tmp_path / "reference" / "plain.onnx"
-    assert run_cli(str(EXAMPLE), "-o", str(reference), "-q").returncode == 0
+    assert run_cli_in_process(str(EXAMPLE), "-o", str(reference), "-q").returncode == 0
     return reference.read_bytes()
 
 
@@ -218,7 +222,7 @@ def test_output_through_a_symbolic_link_writes_its_target_and_keeps_the_link(tmp
     target.chmod(0o640)
     link = tmp_path / "links" / "latest.onnx"
     link.symlink_to(Path("..") / "real" / "model.onnx")
-    completed = run_cli(str(EXAMPLE), "-o", str(link), "-q")
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(link), "-q")
     assert completed.returncode == 0, completed.stderr
     assert link.is_symlink() and os.readlink(link) == os.path.join("..", "real", "model.onnx")
     assert target.read_bytes() == lowered_bytes(tmp_path)
@@ -232,7 +236,7 @@ def test_in_place_on_a_symbolic_link_writes_the_target(tmp_path):
     target.write_bytes(EXAMPLE.read_bytes())
     link = tmp_path / "link.onnx"
     link.symlink_to("model.onnx")
-    completed = run_cli(str(link), "--in-place", "-q")
+    completed = run_cli_in_process(str(link), "--in-place", "-q")
     assert completed.returncode == 0, completed.stderr
     assert link.is_symlink()
     assert "IsNaN" not in {n.op_type for n in onnx.load(target).graph.node}
@@ -244,7 +248,7 @@ def test_output_to_a_fifo_streams_the_model_into_it(tmp_path):
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open first, so the writer never waits
     try:
-        completed = run_cli(str(EXAMPLE), "-o", str(fifo), "-q")
+        completed = run_cli_in_process(str(EXAMPLE), "-o", str(fifo), "-q")
         received = b""
         while chunk := _read_some(reader):
             received += chunk
@@ -270,7 +274,7 @@ def test_output_to_a_device_writes_into_it(tmp_path):
         os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     except (PermissionError, OSError):
         pytest.skip("cannot make a device node here")
-    completed = run_cli(str(EXAMPLE), "-o", str(device), "-q")
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(device), "-q")
     assert completed.returncode == 0, completed.stderr
     assert stat.S_ISCHR(os.lstat(device).st_mode), "the device stays a device"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]
@@ -279,7 +283,7 @@ def test_output_to_a_device_writes_into_it(tmp_path):
 def test_output_through_a_loop_of_links_is_one_line(tmp_path):
     (tmp_path / "a").symlink_to("b")
     (tmp_path / "b").symlink_to("a")
-    completed = run_cli(str(EXAMPLE), "-o", str(tmp_path / "a"))
+    completed = run_cli_in_process(str(EXAMPLE), "-o", str(tmp_path / "a"))
     assert completed.returncode == 2, completed.stderr
     assert len(completed.stderr.strip().splitlines()) == 1 and "symbolic link" in completed.stderr
     assert all(p.is_symlink() for p in tmp_path.iterdir())
@@ -289,7 +293,7 @@ def test_replacing_a_regular_output_keeps_its_permission_bits(tmp_path):
     output = tmp_path / "out.onnx"
     output.write_bytes(b"old")
     output.chmod(0o604)
-    assert run_cli(str(EXAMPLE), "-o", str(output), "-q").returncode == 0
+    assert run_cli_in_process(str(EXAMPLE), "-o", str(output), "-q").returncode == 0
     assert stat.S_IMODE(output.stat().st_mode) == 0o604 and output.read_bytes() != b"old"
 
 

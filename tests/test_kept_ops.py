@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 import lowering.fast
@@ -69,6 +70,7 @@ def converted_every_way(model: onnx.ModelProto, target: int) -> onnx.ModelProto:
     return results[0].model
 
 
+@pytest.mark.slow
 def test_nodes_of_ops_kept_whole_are_counted_not_walked(left_out):
     model = chain()
     converted = converted_every_way(model, 11)
@@ -81,6 +83,7 @@ def test_nodes_of_ops_kept_whole_are_counted_not_walked(left_out):
     np.testing.assert_array_equal(run_onnxruntime(converted, {"x": x})[0], run_onnxruntime(model, {"x": x})[0])
 
 
+@pytest.mark.slow
 def test_an_op_one_of_whose_nodes_holds_a_type_the_target_does_not_take_is_walked(left_out):
     """One Add on int8 (Add-7 takes no int8: its adapter computes in int32): every Add walked."""
     extra = [helper.make_node("Add", ["i", "i"], ["doubled"], name="int8_add")]
@@ -96,6 +99,7 @@ def test_an_op_one_of_whose_nodes_holds_a_type_the_target_does_not_take_is_walke
     np.testing.assert_array_equal(got, (i.astype(np.int32) * 2).astype(np.int8))  # wraps as int8 does
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("held", ["graph", "int"])
 def test_a_node_holding_an_attribute_its_op_lacks_is_walked(held, left_out):
     """An Add holding an attribute onnx's checker leaves to its users (``__``-named: a graph, an
@@ -120,6 +124,7 @@ def test_a_node_holding_an_attribute_its_op_lacks_is_walked(held, left_out):
     assert counted["Add-14→7"] == LINKS - 2
 
 
+@pytest.mark.slow
 def test_a_node_with_an_attribute_its_op_lacks_converts_as_the_walk_converts_it():
     """A Relu-14 holding an int under a ``__`` name goes to 13 through onnx's converter (Relu-6
     lacks the attribute, so it is not judged to mean the same), its other nodes as they are; a
@@ -136,6 +141,7 @@ def test_a_node_with_an_attribute_its_op_lacks_converts_as_the_walk_converts_it(
     assert ops.count("Relu") == 1199 and "Max" in ops
 
 
+@pytest.mark.slow
 def test_a_value_of_unknown_type_leaves_every_node_walked(left_out):
     """A node of another domain makes a value the schemas cannot type: no op is decided whole."""
     extra = [
@@ -280,6 +286,7 @@ def test_a_change_affecting_only_attributes_the_target_lacks_is_not_asked_of_eac
     converted_every_way(model, 11)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "op_type, version, held",
     [
@@ -324,6 +331,7 @@ def reshapes(stated: list[list[onnx.AttributeProto]], links: int = LINKS) -> onn
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
+@pytest.mark.slow
 def test_nodes_stating_an_attribute_the_target_lacks_at_its_default_are_written_without_it(left_out):
     """Reshape-14 with allowzero=0 means Reshape-5/13 of the same inputs: the adapter moves it
     without the attribute, and the lane writes each after the first so, under the adapter's
@@ -341,6 +349,7 @@ def test_nodes_stating_an_attribute_the_target_lacks_at_its_default_are_written_
     np.testing.assert_array_equal(run_onnxruntime(converted, {"x": x})[0], x)
 
 
+@pytest.mark.slow
 def test_an_attribute_stated_otherwise_than_as_its_default_is_walked(left_out):
     """allowzero=0 written with a doc_string on the attribute (other bytes than the schema's
     default), or beside a ``__`` attribute: walked, as each node is judged alone (the adapter

@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.function_bodies import expansion_for
@@ -110,6 +111,7 @@ def test_where_no_pattern_can_take_a_node_down_the_error_names_it():
         lowering.lower(model, ops=[], target_opset=13)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "options",
     [

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import onnx.parser
 import pytest
-from support import original_outputs, parse
+from support import original_outputs, parse, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.opcount import count_ops
@@ -150,6 +150,7 @@ def test_ops_selects_optional_rules_only():
     assert set(count_ops(lowered)) == {"Constant", "Identity", "IsNaN"}
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element", ["float", "string", "int64[2,3]", "float16[N]", "seq(int32[N])"])
 def test_split_placeholders_for_every_kind_of_element(element):
     """The empty branch yields a placeholder of the same type: a scalar, a zero-size tensor of

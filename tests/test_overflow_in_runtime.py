@@ -11,7 +11,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from support import make_model
+from support import (
+    make_model,
+    slow_but_a_sample,  # noqa: E402
+)
 
 import lowering
 from lowering import floats
@@ -68,6 +71,7 @@ CASES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target_opset", [None, 13, 11], ids=["same-opset", "to-13", "to-11"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}{c[2] or ''}-after-{'-'.join(c[1])}")
 def test_lowered_graph_answers_as_float16_after_overflow(case, target_opset):

@@ -30,6 +30,7 @@ def pass_objects_left_in_cycles(work) -> list[str]:
         gc.garbage.clear()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast_path", [True, False])
 @pytest.mark.parametrize("target_opset", [13, 17])
 def test_a_conversion_leaves_nothing_of_its_pass_in_cycles(fast_path, target_opset):
@@ -37,6 +38,7 @@ def test_a_conversion_leaves_nothing_of_its_pass_in_cycles(fast_path, target_ops
     assert pass_objects_left_in_cycles(lambda: lowering.lower(model, target_opset=target_opset, fast=fast_path)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast_path", [True, False])
 def test_a_pass_in_which_a_rule_declines_leaves_nothing_of_it_in_cycles(fast_path):
     """Col2Im's rule declines an input of unknown rank (the node is left and reported)."""

@@ -31,6 +31,7 @@ def test_the_environment_selects_the_plain_path(monkeypatch):
     assert lowering.lower_model(model, fast=True).path == "fast"  # an explicit choice wins
 
 
+@pytest.mark.slow
 def test_without_the_fast_package_every_golden_model_lowers_the_same():
     """``lowering.fast`` made unimportable in a fresh interpreter: every golden original lowers,
     on the plain path, to the bytes the fast path gives here."""

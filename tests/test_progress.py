@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import onnx
+import pytest
 from onnx import helper
 from support import make_model
 
@@ -12,6 +13,7 @@ import lowering
 from lowering.progress import Progress
 
 
+@pytest.mark.slow
 def test_progress_counts_every_node_and_graph_and_clears():
     nodes = [helper.make_node("IsNaN", ["x"], [f"y{k}"]) for k in range(5000)]
     model = make_model(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import onnx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper
@@ -156,6 +157,7 @@ def models(draw) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=imports, functions=functions, ir_version=ir_version)
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(models())
 def test_lowered_random_models_are_valid_and_equal(model):
@@ -170,6 +172,7 @@ def test_lowered_random_models_are_valid_and_equal(model):
     assert lowering.lower(result.model).SerializeToString() == result.model.SerializeToString()
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(models())
 def test_random_models_lower_the_same_with_the_speed_shortcuts_off(model):

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering import schemas
@@ -135,6 +136,7 @@ def assert_matches_original(model: onnx.ModelProto, got: list, want: list, withi
             assert differing == 0, f"{output.name} is not bit-identical: {differing} bytes differ"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", export_names())
 def test_the_export_runs_in_onnxruntime_as_in_pytorch(name):
     model, inputs, want = load(name)
@@ -145,6 +147,7 @@ def test_the_export_runs_in_onnxruntime_as_in_pytorch(name):
         np.testing.assert_allclose(value, expected, rtol=RTOL, atol=ATOL)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name, target", cases())
 def test_real_export_goes_down_and_matches_the_original(name, target):
     model, inputs, _ = load(name)
@@ -182,6 +185,7 @@ def round_trips() -> list:
     ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name, up", round_trips())
 def test_real_export_goes_down_to_11_and_back_up_and_matches_the_original(name, up):
     """What went down comes back up: every node lowered to opset 11 (Resize-11, MaxPool-11, the

@@ -13,7 +13,13 @@ import onnx
 import pytest
 from lowering.rules.resize import RESIZE_TOLERANCE, resize_reference
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, make_model, refusal
+from support import (
+    assert_same_bits,
+    assert_same_values,
+    make_model,
+    refusal,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -98,6 +104,20 @@ SHAPES = [
 ]
 
 
+_ORIGINAL_OUTPUTS: dict[tuple, list] = {}
+
+
+def _original_outputs(model: onnx.ModelProto, feeds: dict) -> list:
+    """``run_onnxruntime(model, feeds)``, once per model and feeds in the session: the original
+    is the same at every target it is converted to."""
+    fed = tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in sorted(feeds.items()))
+    key = (model.SerializeToString(), fed)
+    if key not in _ORIGINAL_OUTPUTS:
+        _ORIGINAL_OUTPUTS[key] = run_onnxruntime(model, feeds)
+    return _ORIGINAL_OUTPUTS[key]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("element_type", sorted(TYPES))
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
@@ -112,7 +132,7 @@ def test_policy_at_run_time_bit_for_bit(target, element_type, policy):
         )  # fmt: skip
         converted = lowered(model, target)
         feeds = {"x": edge_array(shape, dtype, seed=len(shape)), "sizes": np.array(sizes, np.int64)}
-        (want,) = run_onnxruntime(with_axes_counted_from_the_front(model), feeds)
+        (want,) = _original_outputs(with_axes_counted_from_the_front(model), feeds)
         (got,) = run_onnxruntime(converted, feeds)
         same = assert_same_bits if element_type == TensorProto.FLOAT else assert_same_values
         same(got, want, f"{shape} {axes} {sizes} {mode} {nearest}")
@@ -153,6 +173,7 @@ FILTER_CASES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", FILTER_CASES)
 def test_backend_filter_cases_go_down_by_the_rule_within_its_tolerance(name, target):
@@ -202,6 +223,7 @@ FILTERS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16])
 @pytest.mark.parametrize(("mode", "coordinates", "antialias", "exclude"), FILTERS)
 def test_rule_within_its_tolerance_of_the_reference(mode, coordinates, antialias, exclude, element_type):
@@ -261,6 +283,7 @@ def test_what_neither_adapter_nor_rule_can_say_is_refused_with_both_reasons(attr
     assert "nor by its rule" in message and reason in message, message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in FILTER_CASES if "symmetric" in n])
 def test_half_pixel_symmetric_to_18_is_decomposed_not_kept(name):
     """Resize-18 has no half_pixel_symmetric: the known change refuses keeping it, the rule lowers it."""
@@ -279,6 +302,7 @@ def test_a_scale_of_zero_gives_an_empty_output_not_endless_taps():
     assert got.shape == (1, 1, 0, 2)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("opset", [10, 13])
 @pytest.mark.parametrize("target", [None, 11, 13])
 @pytest.mark.parametrize("fast", [True, False])

@@ -8,11 +8,18 @@ import numpy as np
 import onnx
 import pytest
 import support
-from support import every_op_case, oracle, runs_in_onnxruntime, type_name, unary_model
+from support import (
+    every_op_case,
+    oracle,
+    runs_in_onnxruntime,
+    slow_but_a_sample,  # noqa: E402
+    type_name,
+    unary_model,
+)
 
 import lowering
 from lowering.registry import all_rules
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 from lowering.samples import sample_values
 
 # Ops whose rule is checked on more than one input, or on matrices, by a test of its own: below
@@ -65,6 +72,7 @@ def _case_id(case) -> str:
     return f"{op_type}-opset{opset}-{type_name(element_type)}{flags}"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
 def test_lowering_is_exact(case):
     op_type, opset, element_type, attributes = case
@@ -138,6 +146,7 @@ def bits(array: np.ndarray) -> np.ndarray:
     return array if array.dtype == np.bool_ else array.view(f"u{array.itemsize}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("opset", "element_type"), TRILU_CASES, ids=[f"opset{o}-{type_name(t)}" for o, t in TRILU_CASES]
 )
@@ -158,16 +167,17 @@ def test_trilu_lowering_is_exact(opset, element_type):
         onnx.checker.check_model(lowered, full_check=True)
         assert all(node.op_type != "Trilu" for node in lowered.graph.node)
         assert dict(result.report.rewritten) == {"Trilu-14": 1}
+        lowered_runner, original_runner = OnnxruntimeRunner(lowered), support.onnxruntime_runner(original)
         for x in trilu_samples(element_type):
             for k in TRILU_DIAGONALS:
                 feeds = {"x": x, "k": np.array(0 if k is None else k, np.int64)}
                 expected = trilu_reference(x, feeds["k"], upper=upper)
-                (got,) = run_onnxruntime(lowered, feeds)
+                (got,) = lowered_runner(feeds)
                 where = f"upper={upper} k={k} shape={x.shape}"
                 assert got.dtype == expected.dtype and got.shape == expected.shape, where
                 mismatches = np.flatnonzero(bits(got).reshape(-1) != bits(expected).reshape(-1))
                 assert mismatches.size == 0, f"{where}: {mismatches.size} mismatches, first at {mismatches[:3]}"
-                native = runs_in_onnxruntime(original, feeds)
+                native = original_runner(feeds)
                 if native is not None:
                     assert np.array_equal(bits(native[0]), bits(got)), where
 

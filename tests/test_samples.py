@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from support import slow_but_a_sample  # noqa: E402
 
 from lowering import floats
 from lowering.samples import edge_values, every_bit_pattern, sample_values
@@ -27,6 +28,7 @@ def test_wide_types_carry_every_edge(element_type):
         assert (values == info.max).any() and (values == -info.max).any()
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "element_type",
     [onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2],

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from support import slow_but_a_sample  # noqa: E402
 from version_cases import node_cases
 
 import lowering.scopes
@@ -39,6 +40,7 @@ def followed_and_declared(model: onnx.ModelProto, other_domains: bool = True) ->
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("whole", "other_domains"),
     [(False, True), (True, True), (True, False)],
@@ -72,6 +74,7 @@ def answers(graph: onnx.GraphProto, asked: list[str], opset: int = 18) -> dict[s
     return types
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
 def test_the_whole_graph_at_once_types_every_value_as_value_by_value(path, monkeypatch):
     """On a real export without value_info: every value of the graph typed in one pass gets the
@@ -160,6 +163,7 @@ def test_a_far_producer_starts_the_whole_pass_where_most_types_will_be_asked():
     assert converting_scope._producer_map is None
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("path", sorted(EXPORTS.glob("*.onnx")), ids=lambda p: p.stem)
 def test_a_conversions_type_reads_give_every_value_the_same_type(path):
     """On a real export without value_info, read as a conversion reads (most types asked) and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import onnx
 import pytest
+from support import slow_but_a_sample  # noqa: E402
 
 from lowering import floats, schemas
 from lowering.targets import ONNXRUNTIME_CPU
@@ -21,6 +22,7 @@ def _cpu_kernel_types(op_type: str) -> set[int]:
     return types
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op_type", EMITTED_ARITHMETIC)
 def test_compute_types_have_cpu_kernels(op_type):
     assert ONNXRUNTIME_CPU.compute_types <= _cpu_kernel_types(op_type)

@@ -22,7 +22,7 @@ from lowering.scopes import LOCAL_INFERENCE_NODES
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from support import assert_same_bits, make_model  # noqa: E402
+from support import assert_same_bits, make_model, slow_but_a_sample  # noqa: E402
 
 F32 = TensorProto.FLOAT
 
@@ -109,6 +109,7 @@ def test_a_body_needing_a_static_rank_is_made_again_from_inferred_shapes(stated,
     np.testing.assert_allclose(run_onnxruntime(converted, {"x": x})[0], want, rtol=1e-5, atol=1e-6)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("stated", [True, False])
 @pytest.mark.parametrize("start, end", [(0, 9), (-2, None), (1, 3)])
 def test_shape_15_bounds_are_clamped_to_a_stated_rank_only(start, end, stated, whole_inferences):
@@ -145,6 +146,7 @@ def test_softmax_13_on_the_last_axis_reads_no_rank_at_11(target, axis, whole_inf
 EXPORTS = Path(__file__).resolve().parents[1] / "golden" / "exports"
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", sorted(path.stem for path in EXPORTS.glob("*.onnx")))
 def test_real_exports_without_value_info_ask_inference_only_for_split_sizes(name, whole_inferences):
     """Every export of the team's set, its value_info dropped (TorchScript's state none), taken
@@ -193,6 +195,7 @@ def split_after_relus(links: int, shape: list) -> onnx.ModelProto:
     return make_model(nodes, [helper.make_tensor_value_info("x", F32, shape)], outputs, opset=18)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "links, shape, whole",
     [

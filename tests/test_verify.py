@@ -12,7 +12,8 @@ import onnx.parser
 import pytest
 from support import (
     parse,
-    run_cli,  # noqa: E402
+    run_cli_in_process,  # noqa: E402
+    slow_but_a_sample,
 )
 
 import lowering
@@ -159,6 +160,7 @@ WRONG = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_wrong_lowering_is_caught_with_defaults(name, tmp_path):
     original_body, in_type, wrong_body = WRONG[name]
@@ -174,6 +176,7 @@ def test_wrong_lowering_is_caught_with_defaults(name, tmp_path):
     assert replayed.outputs[0].mismatches == output.mismatches
 
 
+@pytest.mark.slow
 def test_tolerances_apply_per_output():
     original = parse("""
         <ir_version: 9, opset_import: ["" : 18]>
@@ -193,6 +196,7 @@ def test_tolerances_apply_per_output():
     assert relaxed.match and 0 < relaxed.outputs[0].max_difference < 1e-5
 
 
+@pytest.mark.slow
 def test_zero_signs_and_nan_payloads():
     original = parse("""
         <ir_version: 9, opset_import: ["" : 18]>
@@ -239,6 +243,7 @@ def test_saved_inputs_round_trip(tmp_path):
 # -- the command line -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_verify_exit_codes_json_and_replay(tmp_path):
     original_path, right_path, wrong_path = tmp_path / "o.onnx", tmp_path / "r.onnx", tmp_path / "w.onnx"
     original = unary("y = IsNaN (x)")
@@ -252,33 +257,34 @@ def test_cli_verify_exit_codes_json_and_replay(tmp_path):
         wrong_path,
     )
 
-    matched = run_cli("verify", str(original_path), str(right_path), cwd=tmp_path)
+    matched = run_cli_in_process("verify", str(original_path), str(right_path), cwd=tmp_path)
     assert matched.returncode == 0 and "MATCH" in matched.stdout
 
-    as_json = run_cli("verify", str(original_path), str(right_path), "--json", "--seed", "3", cwd=tmp_path)
+    as_json = run_cli_in_process("verify", str(original_path), str(right_path), "--json", "--seed", "3", cwd=tmp_path)
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["match"] is True
 
-    mismatched = run_cli("verify", str(original_path), str(wrong_path), cwd=tmp_path)
+    mismatched = run_cli_in_process("verify", str(original_path), str(wrong_path), cwd=tmp_path)
     assert mismatched.returncode == 1 and "MISMATCH" in mismatched.stdout
     saved = tmp_path / "w.onnx.inputs.npz"
     assert saved.exists() and f"--inputs {saved}" in mismatched.stdout, "saved beside LOWERED, the path said"
-    replay = run_cli("verify", str(original_path), str(wrong_path), "--inputs", saved.name, cwd=tmp_path)
+    replay = run_cli_in_process("verify", str(original_path), str(wrong_path), "--inputs", saved.name, cwd=tmp_path)
     assert replay.returncode == 1
 
     for bad in (["verify", str(original_path)], ["verify", str(original_path), str(tmp_path / "none.onnx")],
                 ["verify", str(original_path), str(right_path), "--shape", "x2"],
                 ["verify", str(original_path), str(right_path), "--shape", "nosuch:2"],
                 ["verify", str(original_path), str(right_path), "--atol", "abc"]):  # fmt: skip
-        completed = run_cli(*bad, cwd=tmp_path)
+        completed = run_cli_in_process(*bad, cwd=tmp_path)
         assert completed.returncode == 2 and len(completed.stderr.strip().splitlines()) == 1, bad
 
 
 def test_lower_with_verify_writes_only_on_match(tmp_path):
     example = REPO / "examples" / "isnan_isinf.onnx"
-    completed = run_cli(str(example), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    completed = run_cli_in_process(str(example), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
     assert completed.returncode == 0 and (tmp_path / "out.onnx").exists() and "MATCH" in completed.stdout
 
 
+@pytest.mark.slow
 def test_lower_with_verify_writes_nothing_on_a_mismatch(tmp_path, monkeypatch, capsys):
     """A rule gone wrong (IsNaN lowered as IsInf) is caught before anything is written."""
     from lowering import registry
@@ -329,6 +335,7 @@ def pytorch_softsign() -> Path | None:
     return path if path.exists() else None
 
 
+@pytest.mark.slow
 def test_a_model_onnxruntime_cannot_run_verifies_against_itself(tmp_path):
     """verify P P: the lowered side falls back exactly as the original does, and the report says how."""
     optionals = tmp_path / "optionals28.onnx"
@@ -339,7 +346,7 @@ def test_a_model_onnxruntime_cannot_run_verifies_against_itself(tmp_path):
     if pytorch_softsign() is not None:
         expected[pytorch_softsign()] = "onnx.reference"
     for path, how in expected.items():
-        completed = run_cli("verify", str(path), str(path), "--json", cwd=tmp_path)
+        completed = run_cli_in_process("verify", str(path), str(path), "--json", cwd=tmp_path)
         assert completed.returncode == 0, (path, completed.stderr)
         report = json.loads(completed.stdout)
         assert report["match"] and how in report["original_runner"] and how in report["lowered_runner"], report
@@ -348,7 +355,7 @@ def test_a_model_onnxruntime_cannot_run_verifies_against_itself(tmp_path):
 def test_lower_with_verify_on_an_opset_6_model(tmp_path):
     model = tmp_path / "add6.onnx"
     onnx.save(add_6_model(), model)
-    completed = run_cli(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    completed = run_cli_in_process(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert "lowered run by onnx.reference" in completed.stdout and (tmp_path / "out.onnx").exists()
     assert completed.stderr == "", "onnxruntime's own log lines (opset 6 warnings) stay off the terminal"
@@ -372,7 +379,7 @@ def test_onnxruntime_log_lines_never_reach_the_terminal(tmp_path):
     """),
         model,
     )
-    completed = run_cli("verify", str(model), str(model), "--shape", "a:3", "--shape", "b:4", cwd=tmp_path)
+    completed = run_cli_in_process("verify", str(model), str(model), "--shape", "a:3", "--shape", "b:4", cwd=tmp_path)
     assert completed.returncode == 2
     assert "\x1b[" not in completed.stderr and ":onnxruntime:" not in completed.stderr, completed.stderr
     (line,) = completed.stderr.strip().splitlines()
@@ -416,6 +423,7 @@ BAD_OPTIONS = {
 }
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("name", sorted(BAD_OPTIONS))
 def test_bad_verify_options_are_one_line_and_exit_2(name, dynamic_model, tmp_path, capsys):
     from lowering.cli import main
@@ -505,7 +513,7 @@ def test_lower_with_verify_refuses_an_input_too_large_to_generate(tmp_path):
     """),
         model,
     )
-    completed = run_cli(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
+    completed = run_cli_in_process(str(model), "-o", str(tmp_path / "out.onnx"), "--verify", cwd=tmp_path)
     assert completed.returncode == 2
     (line,) = completed.stderr.strip().splitlines()
     assert line.startswith("onnx-lower: error: --verify: input 'x'") and "the model fixes that shape" in line

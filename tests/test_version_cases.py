@@ -4,6 +4,7 @@ ours where onnxruntime leaves it unverified."""
 from __future__ import annotations
 
 import onnx
+import pytest
 from version_cases import KNOWN_REFERENCE_GAPS, STATED_TOLERANCES, node_cases, reference_verdict, sweep_case
 
 import lowering
@@ -33,6 +34,7 @@ def test_right_wrong_and_cannot():
     assert verdict == "cannot" and detail.startswith("onnx.reference fails on ours")
 
 
+@pytest.mark.slow
 def test_a_rule_is_judged_by_the_tolerance_it_states():
     # Celu-28 on bfloat16 at 13: its body and Elu's, each op rounded to bfloat16, one ulp off
     # the fused op's -0.443359375 (onnxruntime has no bfloat16 Div: it cannot run ours)

@@ -12,7 +12,10 @@ import onnx
 import pytest
 from lowering.rules.versions import reduce
 from onnx import TensorProto, helper, numpy_helper
-from support import make_model
+from support import (
+    make_model,
+    slow_but_a_sample,  # noqa: E402
+)
 from version_cases import node_cases, sweep_case
 
 import lowering
@@ -56,6 +59,7 @@ FAMILY = ("Softmax", "LogSoftmax", "Hardmax")
 AXES = [0, 1, 2, -1, -2, -3, None]  # None: the version's default (-1 from 13, 1 before)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("op_type", FAMILY)
 @pytest.mark.parametrize("source, target", [(13, 12), (13, 11), (13, 10), (13, 9), (12, 13), (11, 13), (10, 13)])
 def test_softmax_family_across_13_gives_identical_bits(op_type, source, target):
@@ -123,6 +127,7 @@ def test_softmax_family_on_ties_and_nan_rows_in_hardmax():
 # -- item 3: the judge of a version step ----------------------------------------------------------
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize(
     "op_type, source, targets",
     [("Relu", 14, (13, 11, 6)), ("Abs", 13, (11, 9)), ("Sigmoid", 13, (11,)), ("LeakyRelu", 16, (11, 6))],
@@ -224,6 +229,7 @@ NAMED_CHANGES = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("node, source, target, reason, types", [(*c, None)[:5] for c in NAMED_CHANGES])
 def test_meaning_changes_are_named(node, source, target, reason, types):
     types = [FLOAT] * len(node.input) if types is None else types
@@ -243,6 +249,7 @@ KEPT_MEANINGS = [
 ]
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("node, source, target, types", [(*c, None)[:4] for c in KEPT_MEANINGS])
 def test_nodes_that_keep_their_meaning(node, source, target, types):
     types = [FLOAT] * len(node.input) if types is None else types
@@ -297,6 +304,7 @@ def _close(got: list, want: list) -> bool:
     return all(np.allclose(a, b, rtol=1e-3, atol=1e-5, equal_nan=True) for a, b in zip(got, want, strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not REAL_MODELS, reason="this onnx wheel ships no backend model data")
 @pytest.mark.parametrize("target", [7, 9, 11, 13, 17])
 def test_backend_pytorch_models_at_other_opsets_give_their_expected_outputs(target):
@@ -331,6 +339,7 @@ def test_backend_pytorch_models_at_other_opsets_give_their_expected_outputs(targ
 SAMPLE_EVERY = 9  # a deterministic ninth of the node cases; benchmarks/version_sweep.py runs them all
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [11, 13, 17])
 def test_backend_node_models_convert_wherever_onnx_converter_does(target):
     """Where onnx's converter gives a checked model that runs, so do we (or we refuse for a
@@ -427,6 +436,7 @@ def _reduce_18(op_type: str, axes: list[int] | None, noop: int) -> onnx.ModelPro
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [17, 13, 11])
 @pytest.mark.parametrize("axes", [[1], [-1, 0], [], None])
 @pytest.mark.parametrize("noop", [0, 1])
@@ -466,6 +476,7 @@ def test_reduce_18_with_axes_out_of_range_at_run_time_fails_there_as_the_origina
             run_onnxruntime(runs, feeds)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [13, 11])
 @pytest.mark.parametrize(
     ("allowzero", "shape"), [(None, [0, -1]), (0, [3, 2]), (0, [0, -1]), (1, [3, 2]), (1, [-1, 2])]
@@ -545,6 +556,7 @@ def test_reshape_14_allowzero_with_a_shape_computed_from_static_shapes_or_of_a_n
             np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [13, 11])
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING])
 def test_reshape_14_allowzero_of_an_empty_x_goes_down_as_an_expanded_zero(target, element_type):
@@ -625,6 +637,7 @@ def _unknown_rank_input(nodes: list[onnx.NodeProto], outputs, opset: int, initia
     return make_model([reshape, *nodes], inputs, outputs, opset=opset, initializer=list(initializers))
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [13, 10, 9])
 @pytest.mark.parametrize("start, end", [(1, None), (-1, None), (None, -1), (-9, 9), (3, 1), (0, None)])
 def test_shape_15_slices_the_shape_below_15_without_knowing_the_rank(start, end, target):
@@ -697,6 +710,7 @@ def _split_18(size, count: int, axis: int = 0, opset: int = 18) -> onnx.ModelPro
     )
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("size, count", [(7, 4), (6, 4), (8, 4), (2, 3)])
 @pytest.mark.parametrize("target", [17, 13, 11])
 def test_split_18_num_outputs_goes_down_as_sizes_the_last_part_smaller(size, count, target):
@@ -807,6 +821,7 @@ RESIZE_REFUSALS = [
 ]  # fmt: skip
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("source, target, attributes, inputs, words", RESIZE_REFUSALS)
 def test_resize_refusals_name_the_node_the_versions_and_what_cannot_be_said(source, target, attributes, inputs, words):
     initializers = [
@@ -974,6 +989,7 @@ def test_reshape_14_whose_zeros_can_only_be_its_inputs_own_drops_allowzero(targe
         assert_same_bits(got, want)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("result_dims", [None, ["N", "M", 3, 2, 8], ["N", None, 3, 2, 8], ["N", "L", 3, 2, "K"]])
 def test_reshape_14_whose_zeros_may_be_its_own_is_refused(result_dims):
     """The result not stated, a size under another symbol or none, or a symbol past the input's

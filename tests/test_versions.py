@@ -7,7 +7,13 @@ import numpy as np
 import onnx
 import onnx.parser
 import pytest
-from support import oracle, parse, type_name, unary_model
+from support import (
+    oracle,
+    parse,
+    slow_but_a_sample,  # noqa: E402
+    type_name,
+    unary_model,
+)
 
 import lowering
 from lowering import schemas
@@ -48,6 +54,7 @@ def declared_opset(model: onnx.ModelProto) -> int:
     return default_opset(model.opset_import)
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("case", MATRIX, ids=[_id(c) for c in MATRIX])
 @pytest.mark.parametrize("ops", [None, []], ids=["lower", "keep"])
 def test_every_target_opset(case, ops):
@@ -184,6 +191,7 @@ MIXED = """
 """
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("target", [9, 10, 11, 12, 14, 16, 18, 20, NEWEST])
 @pytest.mark.parametrize("ops", [None, []], ids=["lower", "keep"])
 def test_mixed_graph_whose_other_ops_change_version(target, ops):
