@@ -283,7 +283,7 @@ class RegisteredAdapter:
 
     def minimum_cases(self, op_type: str) -> int:
         """The fewest (case, opset pair) combinations it must fire on and be exact on for
-        ``op_type`` (``tests/test_adapter_registry.py``), as registered."""
+        ``op_type`` (``tests/rules/versions/test_adapter_registry.py``), as registered."""
         for served, count in self.cases:
             if served == op_type:
                 return count
@@ -304,7 +304,7 @@ def case_minimums(op_types: tuple[str, ...], cases: int | Mapping[str, int] | No
     if cases is None:
         raise ValueError(
             f"an adapter for {served} needs cases=: the fewest (case, opset pair) combinations "
-            "it must fire on and be exact on, per op type (tests/test_adapter_registry.py)"
+            "it must fire on and be exact on, per op type (tests/rules/versions/test_adapter_registry.py)"
         )
     by_op = dict(cases) if isinstance(cases, Mapping) else dict.fromkeys(op_types, cases)
     unserved = sorted(set(by_op) - set(op_types) - {OTHER_OPS})
@@ -344,7 +344,7 @@ def adapter(
     judged as any (re-versioned where it means the same, else onnx's converter); ``changed_only``
     says it leaves so every node no known change across its steps affects (:func:`change_for`).
     ``cases`` (required) is the fewest (case, opset pair) combinations it must fire on and be
-    exact on, per op type it serves, in ``tests/test_adapter_registry.py``: one int, or a
+    exact on, per op type it serves, in ``tests/rules/versions/test_adapter_registry.py``: one int, or a
     mapping op type -> int (:data:`OTHER_OPS` for the rest) where the op types differ
     (:func:`case_minimums`); a comment beside the registration says where the cases come from
     (the ONNX backend node cases of the op, the explicit ones built in that test)."""

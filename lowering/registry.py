@@ -37,7 +37,7 @@ class Rule:
 
     ``reference(*inputs, **attributes)``: how the rule's meaning is checked, numpy on the op's
     inputs answering as the op does; the lowered graph must match it bit for bit on every
-    sample of every type the rule serves (tests/test_rules_exhaustive.py runs every rule that
+    sample of every type the rule serves (tests/rules/test_rules_exhaustive.py runs every rule that
     has one). None for rules whose answer depends on the surrounding graph (the Optional ops),
     which the golden and optional tests check.
 

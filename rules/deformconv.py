@@ -23,7 +23,7 @@ EMITS = (
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 # How far the lowered DeformConv may stray from the op, per float type. Measured
-# (tests/test_deformconv_lowering.py) against onnxruntime's DeformConv kernel (float, double;
+# (tests/rules/test_deformconv_lowering.py) against onnxruntime's DeformConv kernel (float, double;
 # float16 by its float32 kernel between Casts) and the numpy reference below (float64, rounded
 # once), on standard normal inputs, weights and biases, masks in [0, 1], offsets within ±0.5, ±3
 # and ±20 pixels (most points outside the image) and whole pixels, with groups, offset groups,

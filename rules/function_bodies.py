@@ -239,7 +239,7 @@ def layer_normalization_body(node: onnx.NodeProto) -> str | None:
 
 
 # The ONNX backend's own comparison (onnx.backend.test.runner: rtol 1e-3, atol 1e-7), stated
-# for every op below and met on every backend node case of each (tests/test_function_bodies.py).
+# for every op below and met on every backend node case of each (tests/rules/test_function_bodies.py).
 BACKEND_TOLERANCE = Tolerance(rtol=1e-3, atol=1e-7)
 # bfloat16 has 8 significant bits: the backend's rtol is below its epsilon (2^-7), and the body
 # rounds each of its ops to bfloat16 where a fused kernel rounds once. One epsilon, as for

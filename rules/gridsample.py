@@ -31,7 +31,7 @@ CUBIC_A = -0.75  # the cubic convolution's coefficient (Keys), as the op states 
 SAMPLED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 
 # How far the lowered GridSample may stray from the op, per float type. Measured
-# (tests/test_gridsample_lowering.py) against onnxruntime's kernel (float, double; where it
+# (tests/rules/test_gridsample_lowering.py) against onnxruntime's kernel (float, double; where it
 # follows the spec: not 5-D cubic, nor cubic with border padding, where it clamps every coordinate
 # of a point one of whose coordinates is past the borders) and the numpy reference below (every
 # type), on 4-D and 5-D inputs of standard normal values with grids within

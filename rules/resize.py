@@ -28,7 +28,7 @@ RESIZED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, Ten
 # each side of the point, the filter's weights at (tap - point) · s', normalized to sum 1 under
 # antialias or where exclude_outside drops taps) but computes coordinates, weights and sums in
 # float32 (double for double X) and sums each axis' taps (ReduceSum) in its own order; the
-# reference computes in float64 from float32 scales. Measured (tests/test_resize_policies.py)
+# reference computes in float64 from float32 scales. Measured (tests/rules/test_resize_policies.py)
 # against onnx.reference's Resize on standard normal inputs of shapes up to 12 per axis, two
 # axes resized by scales 0.3 to 3 or sizes 1 to 24, linear and cubic, antialias, exclude_outside
 # (cubic), every coordinate mode served: float at most 4.5e-6 beyond rtol 1e-5, double 9.4e-6,

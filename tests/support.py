@@ -20,6 +20,10 @@ import lowering
 from lowering import schemas
 from lowering.runtime import run_onnxruntime
 
+# The repository's root, wherever under tests/ the test that asks lies (tests/cli/, tests/rules/versions/, ...).
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = REPO / "golden"
+
 
 def make_model(
     nodes: list[onnx.NodeProto],

@@ -15,12 +15,12 @@ from lowering.registry import all_rules
 from lowering.runtime import run_onnxruntime
 
 OPTIONAL_GRAPH_INPUT = "is an optional input of graph"
-# Cases a rule leaves, and the reason the report gives (tests/test_cumprod_einsum.py checks more).
+# Cases a rule leaves, and the reason the report gives (tests/rules/test_cumprod_einsum.py checks more).
 REFUSED = {
     "test_melweightmatrix": "given at run time",  # only constant inputs are computed
 }
 # Resize-19 cases the rule leaves, by a word of their name: it lowers modes linear and cubic in
-# coordinate modes half_pixel, half_pixel_symmetric and asymmetric (tests/test_resize_policies.py).
+# coordinate modes half_pixel, half_pixel_symmetric and asymmetric (tests/rules/test_resize_policies.py).
 RESIZE_LEFT = {
     "nearest": "is not a filter",
     "align_corners": "align_corners is none of",

@@ -126,7 +126,7 @@ def test_isinf_20_down_to_9_has_no_previous_version_in_onnx():
 def test_isinf_on_16_bit_types_below_20_is_lowered_not_fed_through_a_cast(element_type):
     """IsInf-10 takes no 16-bit floats, and a Cast to float32 in front of it is not safe:
     onnxruntime may drop it after float16 arithmetic and hand IsInf an unrounded value
-    (tests/test_overflow_in_runtime.py), so the node is lowered with float16's own bound."""
+    (tests/rules/test_overflow_in_runtime.py), so the node is lowered with float16's own bound."""
     model = unary_model("IsInf", 20, element_type)
     result = lowering.lower_model(model, target_opset=13, ops=[])
     assert count_ops(result.model)["IsInf"] == 0

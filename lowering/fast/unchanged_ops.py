@@ -25,7 +25,7 @@ none of which the target takes, affects no node whose attributes the target take
 at 12 is not asked of each Constant node going to 11.
 A node that states, besides, an attribute the target's version lacks at its default (every
 TorchScript Reshape-14 states allowzero=0) means what it means without it: the adapter, which
-leaves that node, moves it without the attribute (``tests/test_adapter_registry.py``), so
+leaves that node, moves it without the attribute (``tests/rules/versions/test_adapter_registry.py``), so
 here the node's bytes less that attribute's are written for it, under the adapter's label;
 the first such node of each op is walked, as above.
 """

@@ -235,7 +235,7 @@ def _axes_to_input(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.N
 # onnxruntime runs the 28 versions by their function bodies, whose sums round apart from the kernels.
 # Cases: none for ReduceLogSum and ReduceLogSumExp from the newest opset (the test's source), where
 # version 28 goes down by its function body (the form onnxruntime runs it in);
-# tests/test_adapters_reduce_argmax.py takes version 18 across
+# tests/rules/versions/test_adapters_reduce_argmax.py takes version 18 across
 @adapter(
     REDUCE_AXES_AT_18,
     18,

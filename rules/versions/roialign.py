@@ -12,7 +12,8 @@ from lowering.errors import LoweringError
 ROI_ALIGN_16 = "version 16's default coordinate_transformation_mode (half_pixel) is not the old behaviour"
 
 
-# Cases: none: see ORACLE_GAPS in tests/test_adapter_registry.py; tests/test_adapters_training.py compares it
+# Cases: none: see ORACLE_GAPS in tests/rules/versions/test_adapter_registry.py;
+# tests/rules/versions/test_adapters_training.py compares it
 @adapter(("RoiAlign",), 16, "down", "output_half_pixel", versions=(10, 22), reason=ROI_ALIGN_16, cases=0)
 def output_half_pixel_dropped(node: onnx.NodeProto, context: AdapterContext):
     """RoiAlign-16/22(X, rois, i, coordinate_transformation_mode=output_half_pixel) = RoiAlign-10(X, rois, i).

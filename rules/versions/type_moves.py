@@ -6,7 +6,7 @@ lack it, yet Gather, GatherElements, Concat and Reshape take it from opset 13 (a
 runs them on it: they copy bytes). Each rewrite computes the indices of the values the op
 picks with the older op itself on int64 positions, then gathers the values: no value passes
 through arithmetic, so every NaN payload, sign and subnormal comes out as it went in (a Cast
-through float would not keep them: tests/test_adapters_types.py). Equal-19 added strings,
+through float would not keep them: tests/rules/versions/test_adapters_types.py). Equal-19 added strings,
 which Equal-13 lacks: two strings are equal where Unique-11 gives them one index.
 A node of types the older version takes is left to be re-versioned as any (None).
 """
@@ -144,7 +144,7 @@ def compress_as_gather(node: onnx.NodeProto, context: AdapterContext):
     return w.last("Gather", [x, chosen], node.output, axis=axis)
 
 
-# Cases: the explicit int64-depth case to 27 (see ORACLE_GAPS in tests/test_adapter_registry.py)
+# Cases: the explicit int64-depth case to 27 (see ORACLE_GAPS in tests/rules/versions/test_adapter_registry.py)
 @adapter(("OneHot",), 28, "down", "values gathered", versions=(11, 28), types_only=True, cases=1)
 def one_hot_values_gathered(node: onnx.NodeProto, context: AdapterContext):
     """OneHot-28(i, d, values) = Gather(values, OneHot-11(i, d, [0, 1])), on values of a type OneHot-11 lacks.

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import onnx
 import pytest
-from support import run_cli  # noqa: E402
+from support import REPO, run_cli  # noqa: E402
 
 import lowering
 from lowering.cli import build_parser, build_verify_parser
 
-REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 CLI_DOCS = (REPO / "docs" / "cli.md").read_text()
 RULES_DOCS = (REPO / "docs" / "rules.md").read_text()

@@ -23,11 +23,12 @@ from lowering.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 from lowering.samples import sample_values
 
 # Ops whose rule is checked on more than one input, or on matrices, by a test of its own: below
-# (Trilu), in tests/test_cumprod_einsum.py (CumProd, Einsum), in tests/test_adapters_quantize_scatter.py
-# (TensorScatter), in tests/test_bitwise.py (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), in
-# tests/test_col2im_lowering.py (Col2Im), in tests/test_dft_stft_lowering.py (DFT, STFT), in
-# tests/test_gridsample_lowering.py (GridSample), in tests/test_deformconv_lowering.py (DeformConv), in
-# tests/test_resize_policies.py (Resize).
+# (Trilu), in tests/rules/test_cumprod_einsum.py (CumProd, Einsum), in
+# tests/rules/versions/test_adapters_quantize_scatter.py (TensorScatter), in tests/rules/test_bitwise.py
+# (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), in tests/rules/test_col2im_lowering.py (Col2Im), in
+# tests/rules/test_dft_stft_lowering.py (DFT, STFT), in tests/rules/test_gridsample_lowering.py
+# (GridSample), in tests/rules/test_deformconv_lowering.py (DeformConv), in
+# tests/rules/test_resize_policies.py (Resize).
 SHAPED = {
     "Trilu",
     "Resize",

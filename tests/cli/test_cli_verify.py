@@ -14,9 +14,8 @@ import onnx
 import onnx.parser
 import pytest
 from onnx import TensorProto, helper
-from support import one_error_line, run_cli_in_process, slow_but_a_sample  # noqa: E402
+from support import REPO, one_error_line, run_cli_in_process, slow_but_a_sample  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
 
 

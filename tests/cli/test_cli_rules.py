@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from support import run_cli_in_process  # noqa: E402
+from support import REPO, run_cli_in_process  # noqa: E402
 
 from lowering.cli.rules import WIDTH, summarize_types
 from lowering.patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, shorten
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_one_readable_line_per_pattern_grouped_by_kind():

@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from support import make_model, oracle, run_cli
+from support import GOLDEN, make_model, oracle, run_cli
 
 import lowering
 import lowering.fast.protowire as protowire
@@ -23,7 +23,6 @@ from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
 
 F16, F32, BOOL = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL
-GOLDEN = Path(__file__).parent.parent / "golden"
 ORIGINALS = sorted(p for p in GOLDEN.rglob("*.onnxtxt") if not p.name.endswith(".lowered.onnxtxt"))
 
 

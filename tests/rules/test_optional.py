@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnx.parser
 import pytest
-from support import original_outputs, parse, slow_but_a_sample  # noqa: E402
+from support import GOLDEN, original_outputs, parse, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.opcount import count_ops
 from lowering.runtime import run_onnxruntime
 
-TORCH_MODELS = Path(__file__).resolve().parents[1] / "golden" / "torch"
+TORCH_MODELS = GOLDEN / "torch"
 OPTIONAL_OPS = {"Optional", "OptionalHasElement", "OptionalGetElement"}
 
 

@@ -180,11 +180,11 @@ def assert_same_bits(got: list, want: list, where: str) -> None:
 # say what the spec says at some version: there the two models are not compared.
 ORACLE_GAPS = {
     # RoiAlign-22 has no onnxruntime kernel; onnx.reference runs RoiAlign-10 with version 16's default
-    # half_pixel, not the output_half_pixel it means (tests/test_adapters_training.py compares 16 → 10
+    # half_pixel, not the output_half_pixel it means (tests/rules/versions/test_adapters_training.py compares 16 → 10
     # in onnxruntime instead)
     "RoiAlign": "onnx.reference runs RoiAlign-10 as half_pixel, and onnxruntime lacks RoiAlign-22",
     # OneHot-28 with bfloat16 values and a float depth has no onnxruntime kernel; onnx.reference
-    # computes hot * (on - off) + off, which loses NaN payloads and -0 (tests/test_adapters_type_moves.py
+    # computes hot * (on - off) + off, which loses NaN payloads and -0 (tests/rules/versions/test_adapters_type_moves.py
     # compares it with the spec's formula instead)
     "OneHot": "onnx.reference computes OneHot by arithmetic, and onnxruntime lacks this OneHot-28",
 }
@@ -900,7 +900,7 @@ def wrap_pad_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
     """Pad-19 mode wrap beyond the backend's one case (float, pads within the dimensions): pads
     larger than a dimension, negative ones cropping (one meeting a positive pad on the same
     axis), chosen axes, double and int32 data, a dimension known only at run time. Built at 19.
-    (float16 is left to tests/test_adapters_split_pad_dilations.py: onnxruntime runs Pad-19 on
+    (float16 is left to tests/rules/versions/test_adapters_split_pad_dilations.py: onnxruntime runs Pad-19 on
     float16 in float32, which rewrites NaN payloads that the Gathers keep.)"""
     rng = np.random.default_rng(19)
     variants = [

@@ -9,15 +9,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import onnx
 import pytest
+from support import REPO
 from test_golden import ORIGINALS, lowering_options
 
 import lowering
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_environment_selects_the_plain_path(monkeypatch):
@@ -38,7 +36,7 @@ def test_without_the_fast_package_every_golden_model_lowers_the_same():
     script = f"""
 import sys, json, hashlib
 sys.modules["lowering.fast"] = None  # as if the package were deleted
-sys.path.insert(0, {str(ROOT / "tests")!r})
+sys.path.insert(0, {str(REPO / "tests")!r})
 import onnx, lowering
 from test_golden import ORIGINALS, lowering_options
 digests = {{}}
@@ -48,7 +46,7 @@ for path in ORIGINALS:
     digests[str(path)] = hashlib.sha256(result.model.SerializeToString()).hexdigest()
 print(json.dumps(digests))
 """
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("ONNX_LOWER_PLAIN", None)
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False)
     assert completed.returncode == 0, completed.stderr

@@ -406,7 +406,7 @@ def test_dilated_windows_of_float16(op_type):  # (onnxruntime's CPU pools take n
 
 def test_dilated_windows_at_the_target_agree_with_the_original_on_ordinary_values():
     """The target's own kernels (AveragePool-11, LpPool-11) sum in their own way (KERNEL_GAPS in
-    tests/test_adapter_registry.py): on ordinary values the outputs agree to rounding."""
+    tests/rules/versions/test_adapter_registry.py): on ordinary values the outputs agree to rounding."""
     shape = [2, 3, 9, 8]
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     for op_type, extra in (("AveragePool", {"count_include_pad": 1}), ("LpPool", {"p": 2})):

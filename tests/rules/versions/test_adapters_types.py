@@ -214,7 +214,7 @@ def test_integer_mod_means_the_same_before_28(fmod, element_type, target):
 def test_float_mod_with_fmod_0_is_built_from_fmod_1_below_28(element_type, target):
     """Version 28 defines fmod=0 on floats; below it the floored remainder is built from the
     truncated one (rules/versions/type_lists.py floored_remainder; every bit pattern is checked
-    in tests/test_adapters_mod_bitshift.py). Here: the op is no longer the fmod=0 Mod."""
+    in tests/rules/versions/test_adapters_mod_bitshift.py). Here: the op is no longer the fmod=0 Mod."""
     lowered = lowering.lower(binary_model("Mod", element_type, 28), target_opset=target, ops=[])
     mods = [node for node in lowered.graph.node if node.op_type == "Mod"]
     assert len(mods) == 1 and [a.i for a in mods[0].attribute if a.name == "fmod"] == [1]

@@ -103,7 +103,7 @@ def test_grid_sample_22_goes_to_16_with_its_mode_renamed(mode, named_at_16, padd
 
 def test_grid_sample_the_adapter_cannot_take_is_decomposed_by_its_rule_or_refused_with_both_reasons():
     """5-D and bfloat16 inputs at 16-19, and every input below 16, go to rules/gridsample.py
-    (tests/test_gridsample_lowering.py checks its answers); unknown ranks are refused, saying
+    (tests/rules/test_gridsample_lowering.py checks its answers); unknown ranks are refused, saying
     why the adapter and the rule each cannot take the node."""
     for model, target in [
         (grid_sample(22, "linear", (1, 1, 2, 3, 4), (1, 2, 3, 4, 3)), 17),

@@ -11,6 +11,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 from support import (
+    REPO,
     make_model,
     run_cli,  # noqa: E402
     run_cli_in_process,  # noqa: E402
@@ -20,7 +21,6 @@ from support import (
 import lowering
 from lowering.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
 
 

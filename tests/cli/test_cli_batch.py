@@ -10,9 +10,8 @@ from pathlib import Path
 import onnx
 import onnx.parser
 import pytest
-from support import run_cli, run_cli_in_process, slow_but_a_sample  # noqa: E402
+from support import REPO, run_cli, run_cli_in_process, slow_but_a_sample  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "isnan_isinf.onnx"
 
 

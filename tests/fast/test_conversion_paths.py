@@ -5,20 +5,18 @@ names differ and kinds repeat with other shapes), and on a sample of the backend
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import slow_but_a_sample  # noqa: E402
+from support import REPO, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.errors import LoweringError
 from lowering.report import LoweringReport
 
-ROOT = Path(__file__).resolve().parents[1]
-EXPORTS = ROOT / "golden" / "exports"
-sys.path.insert(0, str(ROOT / "benchmarks"))
+EXPORTS = REPO / "golden" / "exports"
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_conversion import side_by_side  # noqa: E402
 from support import op_type_set  # noqa: E402
@@ -143,7 +141,7 @@ def test_kept_nodes_count_into_the_report_they_were_kept_under():
     kept nodes of the pass count into the pass's report, those kept in the attempt's Loop body
     into the attempt's own (dropped); both paths report alike. (The pass's nodes are counted by
     the end of the walk of SequenceMap's own body, before the attempt: the case where they are
-    still waiting when an attempt's walk ends is pinned in tests/test_fast_paths.py.)"""
+    still waiting when an attempt's walk ends is pinned in tests/fast/test_fast_paths.py.)"""
     body = [
         helper.make_node("Identity", ["x"], ["i0"]),
         helper.make_node("Identity", ["i0"], ["i1"]),

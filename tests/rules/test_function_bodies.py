@@ -9,7 +9,6 @@ import collections
 import functools
 import re
 import warnings
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -17,7 +16,7 @@ import onnx
 import pytest
 from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RANDOM_OPS_IN_BODIES
 from onnx import numpy_helper
-from support import slow_but_a_sample  # noqa: E402
+from support import REPO, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering import fast, schemas
@@ -302,7 +301,7 @@ def test_backend_cases_per_op():
 
 
 def test_docs_list_every_function_body():
-    page = (Path(__file__).resolve().parents[1] / "docs" / "function-bodies.md").read_text()
+    page = (REPO / "docs" / "function-bodies.md").read_text()
     begin = page.index("<!-- generated: function-bodies")
     start = page.index("\n", begin) + 1
     end = page.index("<!-- end: function-bodies -->")
