@@ -1,7 +1,27 @@
 """Pytest options: ``--update-golden`` rewrites the expected files under golden/. The cases of a
-test decorated with ``support.slow_but_a_sample`` are marked slow but for its sample."""
+test decorated with ``support.slow_but_a_sample`` are marked slow but for its sample. tests/fast/
+is collected where the speed add-on is there."""
+
+from pathlib import Path
 
 import pytest
+
+FAST_TESTS = Path(__file__).parent / "fast"
+
+
+def speed_add_on_present() -> bool:
+    try:
+        import lowering.fast  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def pytest_ignore_collect(collection_path, config):
+    """tests/fast/ tests the speed add-on (lowering/fast/): where it is deleted, nothing is there to test."""
+    if Path(collection_path) == FAST_TESTS:
+        return not speed_add_on_present() or None
+    return None
 
 
 def pytest_addoption(parser):

@@ -137,6 +137,12 @@ def type_name(element_type: int) -> str:
     return schemas.type_name(element_type)
 
 
+def fast_add_on():
+    """The speed add-on, :mod:`lowering.fast`; where it is deleted (the product is then the plain
+    path alone) the test asking for it is skipped, as tests/fast/ is not collected."""
+    return pytest.importorskip("lowering.fast", reason="lowering/fast is deleted: the plain path serves alone")
+
+
 def run_cli(*args, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
     """``onnx-lower ARGS`` (as ``python -m lowering``) in a subprocess, its output as text."""
     command = [sys.executable, "-m", "lowering", *map(str, args)]

@@ -226,8 +226,10 @@ def test_external_data_is_found_in_a_file_whose_varints_are_padded(tmp_path):
     """A file's bytes as read may encode data_location: EXTERNAL with a padded varint (parsers
     take it): the weights are still found outside, verified and written beside the output."""
     padded = b"\x70\x81\x00"
-    from lowering.fast.protowire import field
     from lowering.modelio import load_model
+
+    def field(tag: bytes, payload: bytes) -> bytes:  # one length-delimited field
+        return tag + _varint(len(payload)) + payload
 
     path = external_model(tmp_path, 4)
     model = onnx.load(path, load_external_data=False)
@@ -351,3 +353,13 @@ def test_the_output_never_replaces_a_file_the_input_keeps_its_weights_in(tmp_pat
     assert {p.name: digest(p) for p in tmp_path.iterdir()} == before
     loaded = onnx.load(source)
     np.testing.assert_array_equal(numpy_helper.to_array(loaded.graph.initializer[0]), np.arange(64, dtype=np.float32))
+
+
+def _varint(number: int) -> bytes:
+    """Protobuf's base-128 varint of a non-negative ``number``."""
+    out = bytearray()
+    while number >= 128:
+        out.append((number & 0x7F) | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)

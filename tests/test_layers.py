@@ -34,10 +34,11 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
             else:
                 target = node.module or ""
             submodules = {f"{target}.{alias.name}" for alias in node.names} & modules.keys()
-            found |= submodules or ({target} & modules.keys())
+            found |= submodules or {target}
         elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names} & modules.keys()
-    return found - {name, "lowering"}
+            found |= {alias.name for alias in node.names}
+    # (a module of the package that is not there, as lowering.fast where it is deleted, is still named)
+    return {module for module in found if module.startswith("lowering.")} - {name}
 
 
 def import_graph() -> dict[str, set[str]]:

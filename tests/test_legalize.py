@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import slow_but_a_sample  # noqa: E402
+from support import fast_add_on, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.function_bodies import expansion_for
@@ -123,6 +123,7 @@ def test_where_no_pattern_can_take_a_node_down_the_error_names_it():
 )
 def test_plain_and_fast_paths_expand_alike(options):
     model = layer_normalization_model(18)
+    fast_add_on()
     fast = lowering.lower_model(model, fast=True, **options)
     plain = lowering.lower_model(model, fast=False, **options)
     assert (fast.path, plain.path) == ("fast", "plain")

@@ -20,7 +20,7 @@ from lowering.scopes import Scope
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from support import make_model  # noqa: E402
+from support import fast_add_on, make_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -244,6 +244,8 @@ def test_a_rules_nodes_reading_the_shared_constants_pass_their_own_check(whole_c
         [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, ["N", 3, 4]) for k in range(count)],
         opset=14,
     )
+    if fast:
+        fast_add_on()
     lowered = lowering.lower(model, target_opset=13, ops=[], fast=fast)
     assert whole_checks == []
     assert node_checks == ["Trilu passed"] * (2 if fast else count)  # (upper 0 and 1: two kinds)

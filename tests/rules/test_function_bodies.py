@@ -16,12 +16,11 @@ import onnx
 import pytest
 from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RANDOM_OPS_IN_BODIES
 from onnx import numpy_helper
-from support import REPO, slow_but_a_sample  # noqa: E402
+from support import REPO, fast_add_on, slow_but_a_sample  # noqa: E402
 
 import lowering
-from lowering import fast, schemas
+from lowering import schemas
 from lowering.docs import short_cells
-from lowering.fast import Shortcuts
 from lowering.function_bodies import all_expansions, body_op_types, expansion_for, ops_with_bodies
 from lowering.patterns import function_body_table
 from lowering.runtime import run_onnxruntime, run_reference
@@ -316,6 +315,7 @@ def test_bodies_made_ready_once_per_kind_give_the_same_bytes():
     result is the bytes that building the body for every node gives."""
     from onnx import helper
 
+    fast = fast_add_on()
     nodes = [
         helper.make_node("Gelu", [f"v{i}"], [f"v{i + 1}"], name="g", approximate="tanh" if i % 2 else "none")
         for i in range(4)
@@ -325,7 +325,7 @@ def test_bodies_made_ready_once_per_kind_give_the_same_bytes():
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 20)])
     fast.forget_memos()
     memoized = lowering.lower(model, ops=["Gelu"], fast=True)
-    built_each_time = lowering.lower(model, ops=["Gelu"], fast=Shortcuts(kind_memo=False))
+    built_each_time = lowering.lower(model, ops=["Gelu"], fast=fast.Shortcuts(kind_memo=False))
     assert memoized.SerializeToString() == built_each_time.SerializeToString()
     assert lowering.lower(model, ops=["Gelu"], fast=False).SerializeToString() == memoized.SerializeToString()
     names = [node.name for node in memoized.graph.node]

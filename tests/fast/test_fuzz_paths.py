@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import slow_but_a_sample  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from fuzz_paths import TARGETS, gen_model, ops_to_lower, outcome  # noqa: E402
 
