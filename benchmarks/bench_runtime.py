@@ -16,8 +16,8 @@ from onnx import helper
 
 import lowering
 from lowering import schemas
-from lowering.runtime import onnxruntime_session
 from lowering.samples import random_bit_patterns
+from lowering.verification.runtime import onnxruntime_session
 
 sys.path.insert(0, str(Path(__file__).parent))
 

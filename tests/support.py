@@ -18,7 +18,7 @@ from onnx import helper
 
 import lowering
 from lowering import schemas
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 # The repository's root, wherever under tests/ the test that asks lies (tests/cli/, tests/rules/versions/, ...).
 REPO = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ def onnxruntime_runner(model: onnx.ModelProto):
     """:func:`runs_in_onnxruntime` for ``model`` on any number of feeds, through one session
     (made once, not once a feed): each call gives the outputs, or None where
     runs_in_onnxruntime gives None."""
-    from lowering.runtime import OnnxruntimeRunner
+    from lowering.verification.runtime import OnnxruntimeRunner
 
     runner = runs_in_onnxruntime(model, model, run=OnnxruntimeRunner)  # its session, or None as it says
     if runner is None:
@@ -128,7 +128,7 @@ def onnxruntime_runner(model: onnx.ModelProto):
 
 def original_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:
     """The original model's outputs, computed as ``onnx-lower verify`` computes them."""
-    from lowering.verification import run_original
+    from lowering.verification.compare import run_original
 
     return run_original(model, feeds)[0]
 

@@ -12,7 +12,7 @@ from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.registry import all_rules
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 OPTIONAL_GRAPH_INPUT = "is an optional input of graph"
 # Cases a rule leaves, and the reason the report gives (tests/rules/test_cumprod_einsum.py checks more).

@@ -15,7 +15,7 @@ from support import slow_but_a_sample  # noqa: E402
 import lowering
 from lowering.errors import LoweringError
 from lowering.graphs import nested_graphs
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

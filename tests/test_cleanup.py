@@ -11,7 +11,7 @@ from support import parse, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.opcount import count_ops
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 FLOAT = onnx.TensorProto.FLOAT
 

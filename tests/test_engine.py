@@ -14,8 +14,8 @@ from support import make_model, oracle, parse
 
 import lowering
 from lowering.opcount import count_ops
-from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
+from lowering.verification.runtime import run_onnxruntime
 
 F32 = onnx.TensorProto.FLOAT
 

@@ -17,7 +17,7 @@ from support import slow_but_a_sample  # noqa: E402
 from lowering import schemas
 from lowering.function_bodies import Expanded, FunctionExpansion, NotExpanded, Tolerance, expansion_for
 from lowering.naming import NameAllocator, names_in_model
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 NUMPY_TYPES = {
     TensorProto.FLOAT: np.float32,

@@ -41,7 +41,7 @@ from support import runs_in_onnxruntime, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering import floats, schemas
-from lowering.feeds import FeedPlan, build_feeds
+from lowering.verification.feeds import FeedPlan, build_feeds
 
 EXAMPLES = int(os.environ.get("ONNX_LOWER_FUZZ_EXAMPLES", "25"))
 FUZZ_SETTINGS = settings(
@@ -53,7 +53,7 @@ FUZZ_SETTINGS = settings(
     phases=list(Phase) if os.environ.get("ONNX_LOWER_FUZZ_SHRINK") else [Phase.explicit, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example, HealthCheck.data_too_large],
 )
-N = 8  # the length of every tensor input (lowering.feeds binds the dynamic "N" to 8 as well)
+N = 8  # the length of every tensor input (lowering.verification.feeds binds the dynamic "N" to 8 as well)
 BOOL, FLOAT16, BFLOAT16 = TensorProto.BOOL, TensorProto.FLOAT16, TensorProto.BFLOAT16
 FLOAT, DOUBLE = TensorProto.FLOAT, TensorProto.DOUBLE
 OPTIONAL_OPS = ("Optional", "OptionalHasElement", "OptionalGetElement")

@@ -14,7 +14,7 @@ from support import fast_add_on, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.function_bodies import expansion_for
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 LAYER_NORMALIZATION = expansion_for("", "LayerNormalization")
 FLOAT_TOLERANCE = LAYER_NORMALIZATION.tolerance[TensorProto.FLOAT]

@@ -15,8 +15,8 @@ from onnx import TensorProto, helper
 import lowering
 from lowering import nodecheck
 from lowering.naming import NameAllocator
-from lowering.runtime import run_onnxruntime
 from lowering.scopes import Scope
+from lowering.verification.runtime import run_onnxruntime
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -19,7 +19,7 @@ from support import slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering import schemas
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 EXPORTS = Path(__file__).resolve().parents[1] / "golden" / "exports"
 TARGET_OPSETS = (11, 13, 15, 17)

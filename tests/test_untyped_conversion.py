@@ -17,8 +17,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import lowering
-from lowering.runtime import run_onnxruntime
 from lowering.scopes import LOCAL_INFERENCE_NODES
+from lowering.verification.runtime import run_onnxruntime
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -17,8 +17,8 @@ from support import (
 )
 
 import lowering
-from lowering.feeds import FeedPlan, build_feeds
-from lowering.verification import load_feeds, save_feeds
+from lowering.verification.compare import load_feeds, save_feeds
+from lowering.verification.feeds import FeedPlan, build_feeds
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -90,7 +90,7 @@ def test_reference_evaluator_when_no_opset_runs_the_original():
     model = unary("y = IsNaN (x)", "bfloat16", 13)
     lowered = lowering.lower(model)
     # Only opset 13's IsNaN exists here; remove every other way to run it in onnxruntime.
-    import lowering.verification as verify_module
+    import lowering.verification.compare as verify_module
 
     original = verify_module._same_meaning_redeclarations
     verify_module._same_meaning_redeclarations = lambda model: iter(())

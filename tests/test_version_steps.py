@@ -21,7 +21,7 @@ from version_cases import node_cases, sweep_case
 import lowering
 from lowering import adapters, schemas, version_steps
 from lowering.opcount import count_ops
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 BACKEND_DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
 

@@ -18,9 +18,9 @@ from support import (
 import lowering
 from lowering import schemas
 from lowering.opcount import count_ops
-from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
 from lowering.schemas import default_opset
+from lowering.verification.runtime import run_onnxruntime
 from lowering.version_steps import lowest_opset_for_type
 
 NEWEST = schemas.newest_opset()
@@ -365,7 +365,7 @@ def test_a_constant_given_as_value_ints_is_read_as_a_constant():
     (reduce,) = [node for node in converted.graph.node if node.op_type == "ReduceMean"]
     assert [onnx.helper.get_attribute_value(a) for a in reduce.attribute if a.name == "axes"] == [[1]]
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    from lowering.runtime import run_onnxruntime
+    from lowering.verification.runtime import run_onnxruntime
 
     (want,) = run_onnxruntime(model, {"x": x})
     (got,) = run_onnxruntime(converted, {"x": x})
@@ -380,7 +380,7 @@ def test_axes_of_shape_zero_are_empty_whatever_they_hold(noop, expected_ops):
             y = ReduceMax <keepdims = 1, noop_with_empty_axes = {noop}> (x, axes) }}""")
     converted = lowering.lower(model, target_opset=13, ops=[])
     assert [node.op_type for node in converted.graph.node] == expected_ops
-    from lowering.runtime import run_onnxruntime
+    from lowering.verification.runtime import run_onnxruntime
 
     feeds = {"x": np.array([[1, -2, 3], [4, np.nan, -6]], np.float32), "axes": np.zeros(0, np.int64)}
     (want,) = run_onnxruntime(model, feeds)
@@ -396,7 +396,7 @@ def test_a_model_without_default_domain_ops_comes_back_as_it_is_at_the_target():
     assert converted.graph.node == model.graph.node
     assert {(o.domain, o.version) for o in converted.opset_import} == {("ai.onnx.ml", 3), ("", 13)}
     onnx.checker.check_model(converted, full_check=True)
-    from lowering.runtime import run_onnxruntime
+    from lowering.verification.runtime import run_onnxruntime
 
     x = np.array([[0.1, 0.5, 0.9], [-0.0, -1, 2]], np.float32)
     assert run_onnxruntime(converted, {"x": x})[0].tobytes() == run_onnxruntime(model, {"x": x})[0].tobytes()

@@ -20,7 +20,7 @@ from onnx import TensorProto
 
 import lowering
 from lowering.function_bodies import Tolerance
-from lowering.runtime import ReferenceRunner, run_onnxruntime
+from lowering.verification.runtime import ReferenceRunner, run_onnxruntime
 
 RTOL, ATOL = 1e-3, 1e-7  # the tolerances onnx's own backend tests use
 

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from ..errors import LoweringError
-from ..feeds import MAX_INPUT_VALUES, MAX_RUNS, check_feeds
 from ..modelio import same_file, with_external_data
 from ..verification import check_tolerances, load_inputs, save_feeds, verify
+from ..verification.feeds import MAX_INPUT_VALUES, MAX_RUNS, check_feeds
 from .arguments import whole_number
 from .files import read_model
 from .lower import EXIT_FAILED, EXIT_OK, inputs_path

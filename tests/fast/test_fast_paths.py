@@ -19,8 +19,8 @@ from lowering.fast.names import NamesBySnapshot
 from lowering.modelio import load_model
 from lowering.naming import NameAllocator, names_in_model
 from lowering.opcount import count_ops
-from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
+from lowering.verification.runtime import run_onnxruntime
 
 F16, F32, BOOL = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL
 ORIGINALS = sorted(p for p in GOLDEN.rglob("*.onnxtxt") if not p.name.endswith(".lowered.onnxtxt"))

@@ -16,7 +16,7 @@ import lowering
 import lowering.fast
 import lowering.scopes
 from lowering.fast import Shortcuts
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 F32 = TensorProto.FLOAT
 LINKS = 700  # two nodes a link: past the values typed one by one, the walk types the whole graph

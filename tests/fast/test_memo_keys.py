@@ -11,7 +11,7 @@ from support import make_model
 
 import lowering
 from lowering import registry
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 
 def test_rules_see_types_without_shapes_so_the_memo_key_holds_all_they_read():

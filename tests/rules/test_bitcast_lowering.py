@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 from support import slow_but_a_sample  # noqa: E402
 
 import lowering
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 SAME_WIDTH = [
     (TensorProto.INT8, TensorProto.UINT8),

@@ -18,7 +18,7 @@ from version_cases import node_cases, sweep_case
 
 import lowering
 from lowering import schemas
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 BINARY = ("BitwiseAnd", "BitwiseOr", "BitwiseXor")
 OPS = (*BINARY, "BitwiseNot")

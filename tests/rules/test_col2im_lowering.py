@@ -23,8 +23,8 @@ from version_cases import node_cases, sweep_case
 import lowering
 from lowering import schemas
 from lowering.registry import rule_for
-from lowering.runtime import run_onnxruntime
 from lowering.samples import sample_values
+from lowering.verification.runtime import run_onnxruntime
 
 BACKEND_CASES = {case.name: case for case in node_cases() if case.name.startswith("test_col2im")}
 TARGETS = (11, 13, 17)

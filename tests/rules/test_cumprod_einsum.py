@@ -23,8 +23,8 @@ import lowering
 from lowering import schemas
 from lowering.function_bodies import Tolerance
 from lowering.registry import rule_for
-from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import sample_values
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 OPS = ("CumProd", "Einsum")
 BACKEND_CASES = {case.name: case for case in node_cases() if any(node.op_type in OPS for node in case.model.graph.node)}

@@ -25,7 +25,7 @@ from version_cases import node_cases, sweep_case
 import lowering
 from lowering import floats
 from lowering.registry import rule_for
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 DEFORM_CONV = rule_for("", "DeformConv")
 BACKEND_CASES = {

@@ -20,7 +20,7 @@ from version_cases import node_cases, sweep_case
 
 import lowering
 from lowering.registry import rule_for
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 OPS = ("DFT", "STFT")
 BACKEND_CASES = {case.name: case for case in node_cases() if any(node.op_type in OPS for node in case.model.graph.node)}

@@ -23,7 +23,7 @@ from lowering import schemas
 from lowering.docs import short_cells
 from lowering.function_bodies import all_expansions, body_op_types, expansion_for, ops_with_bodies
 from lowering.patterns import function_body_table
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 
 @functools.cache
@@ -68,7 +68,7 @@ REFUSED: dict[tuple[str, str], str] = {}
 # Where onnxruntime 1.32's CPU provider has no kernel for an op of the lowered model (bfloat16
 # Mul/Add/Div in the bodies of Attention and Celu, Swish-24 in SwiGLU's, RandomUniformLike-22
 # in Bernoulli's, Cast-25 from or to float4e2m1) it says NOT_IMPLEMENTED; onnx.reference is the
-# oracle there and the outcome names the missing kernel. lowering.runtime cannot feed or read
+# oracle there and the outcome names the missing kernel. lowering.verification.runtime cannot feed or read
 # the packed 4- and 2-bit integer types: onnx.reference serves those cases too.
 PACKED_TYPES = {
     onnx.TensorProto.INT4,

@@ -22,7 +22,7 @@ from version_cases import node_cases, sweep_case
 import lowering
 from lowering import floats, schemas
 from lowering.registry import rule_for
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 GRID_SAMPLE = rule_for("", "GridSample")
 GRID_SAMPLE_TOLERANCE = GRID_SAMPLE.tolerance

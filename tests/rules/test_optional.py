@@ -10,7 +10,7 @@ from support import GOLDEN, original_outputs, parse, slow_but_a_sample  # noqa: 
 
 import lowering
 from lowering.opcount import count_ops
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 TORCH_MODELS = GOLDEN / "torch"
 OPTIONAL_OPS = {"Optional", "OptionalHasElement", "OptionalGetElement"}

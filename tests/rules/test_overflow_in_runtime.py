@@ -18,7 +18,7 @@ from support import (
 
 import lowering
 from lowering import floats
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 FLOAT16 = onnx.TensorProto.FLOAT16
 ISINF_FLAGS = [(1, 1), (1, 0), (0, 1)]

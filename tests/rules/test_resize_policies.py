@@ -23,8 +23,8 @@ from support import (
 from version_cases import node_cases, sweep_case
 
 import lowering
-from lowering.runtime import run_onnxruntime
 from lowering.samples import edge_values
+from lowering.verification.runtime import run_onnxruntime
 
 TARGETS = (11, 13, 17)
 # float16 is compared any NaN for a NaN: onnxruntime's float16 Resize goes through float32, and

@@ -19,8 +19,8 @@ from support import (
 
 import lowering
 from lowering.registry import all_rules
-from lowering.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 from lowering.samples import sample_values
+from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 
 # Ops whose rule is checked on more than one input, or on matrices, by a test of its own: below
 # (Trilu), in tests/rules/test_cumprod_einsum.py (CumProd, Einsum), in

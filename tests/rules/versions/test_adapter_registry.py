@@ -33,8 +33,8 @@ from version_cases import feeds_of, node_cases
 
 import lowering
 from lowering import adapters, floats, schemas
-from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import edge_values
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 REFUSALS = (
     "cannot go to opset",

@@ -30,7 +30,7 @@ from support import (
 
 import lowering
 from lowering.function_bodies import Tolerance
-from lowering.runtime import run_reference
+from lowering.verification.runtime import run_reference
 
 F16, BF16, F64 = TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE
 DTYPES = {F16: np.float16, BF16: ml_dtypes.bfloat16, F64: np.float64}

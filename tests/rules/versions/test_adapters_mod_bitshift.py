@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 from support import slow_but_a_sample  # noqa: E402
 
 import lowering
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 TYPES = [(TensorProto.FLOAT16, np.float16, np.uint16), (TensorProto.FLOAT, np.float32, np.uint32),
          (TensorProto.DOUBLE, np.float64, np.uint64)]  # fmt: skip

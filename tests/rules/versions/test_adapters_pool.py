@@ -18,8 +18,8 @@ from version_cases import feeds_of, node_cases
 
 import lowering
 from lowering import floats, schemas
-from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import edge_values
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 POOL_CASES = ("test_maxpool_", "test_averagepool_", "test_lppool_")
 LABEL = "windows proved the same"

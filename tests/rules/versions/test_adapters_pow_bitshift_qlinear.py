@@ -21,7 +21,7 @@ from support import (
 )
 
 from lowering import floats
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 # -- Pow ---------------------------------------------------------------------------------------------
 

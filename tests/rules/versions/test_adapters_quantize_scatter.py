@@ -19,7 +19,7 @@ from test_adapters_resize_quantize import assert_converts_bit_for_bit, edge_arra
 from version_cases import feeds_of, node_cases
 
 import lowering
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 FLOAT, FLOAT16 = TensorProto.FLOAT, TensorProto.FLOAT16
 INTEGERS = {TensorProto.INT8: np.int8, TensorProto.UINT8: np.uint8, TensorProto.INT16: np.int16,

@@ -21,8 +21,8 @@ from version_cases import node_cases, sweep_case
 
 import lowering
 from lowering import floats
-from lowering.runtime import run_onnxruntime
 from lowering.samples import edge_values
+from lowering.verification.runtime import run_onnxruntime
 
 FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE)
 

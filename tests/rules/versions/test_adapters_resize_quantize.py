@@ -18,8 +18,8 @@ from support import (
 from version_cases import node_cases, sweep_case
 
 import lowering
-from lowering.runtime import run_onnxruntime
 from lowering.samples import edge_values
+from lowering.verification.runtime import run_onnxruntime
 
 FLOAT = TensorProto.FLOAT
 

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 from support import make_model, slow_but_a_sample  # noqa: E402
 
 import lowering
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 
 def _body() -> onnx.GraphProto:

@@ -18,8 +18,8 @@ from support import (
 )
 
 import lowering
-from lowering.runtime import run_onnxruntime, run_reference
 from lowering.samples import edge_values
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 
 def bits(array) -> np.ndarray:

@@ -16,7 +16,7 @@ from support import make_model, slow_but_a_sample  # noqa: E402
 from version_cases import node_cases, sweep_case
 
 import lowering
-from lowering.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime
 
 
 def run_time_axes_model(op_type: str, shape, count, output_rank: int) -> onnx.ModelProto:

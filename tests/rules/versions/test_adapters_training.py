@@ -16,7 +16,7 @@ from support import (
 from version_cases import feeds_of, node_cases, same_outputs, sweep_case
 
 import lowering
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 FLOAT = TensorProto.FLOAT
 

@@ -25,7 +25,7 @@ from support import (
 )
 
 import lowering
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 BFLOAT16 = TensorProto.BFLOAT16
 EVERY_BFLOAT16 = np.arange(65536, dtype=np.uint16).view(ml_dtypes.bfloat16)

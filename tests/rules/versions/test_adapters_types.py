@@ -25,7 +25,7 @@ from support import (
 import lowering
 from lowering import version_steps
 from lowering.naming import NameAllocator
-from lowering.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 SMALL = (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16)
 WIDE = (TensorProto.INT32, TensorProto.UINT32, TensorProto.INT64, TensorProto.UINT64)

@@ -12,9 +12,9 @@ import ml_dtypes
 import numpy as np
 import onnx
 
-from . import floats, schemas
-from .errors import LoweringError
-from .samples import edge_values, every_bit_pattern
+from .. import floats, schemas
+from ..errors import LoweringError
+from ..samples import edge_values, every_bit_pattern
 
 DEFAULT_DIMENSION = 8
 DEFAULT_RUNS = 8

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from . import floats, schemas, version_steps
-from .errors import LoweringError
+from .. import floats, schemas, version_steps
+from ..errors import LoweringError
+from ..modelio import checkable
 from .feeds import Feed, FeedPlan, build_feeds, check_feeds, graph_inputs
-from .modelio import checkable
 from .runtime import OnnxruntimeRunner, ReferenceRunner
 
 
@@ -243,7 +243,7 @@ def _known_domains() -> set[str]:
 def _check_domains_known(model: onnx.ModelProto, side: str) -> None:
     """Refuse, before anything runs, a model using ops of a domain onnxruntime has no kernels
     for and the model defines no function for: it cannot run without a custom op library."""
-    from .opcount import count_ops
+    from ..opcount import count_ops
 
     local = {(function.domain, function.name) for function in model.functions}
     known = _known_domains()
@@ -452,7 +452,7 @@ def _describe_shape(value) -> str:
 
 
 def _same_meaning_redeclarations(model: onnx.ModelProto):
-    from .opcount import count_ops
+    from ..opcount import count_ops
 
     opset = schemas.default_opset(model.opset_import)
     if opset is None:
@@ -601,7 +601,7 @@ def _describe(value) -> str:
 def _as_model(model) -> onnx.ModelProto:
     if isinstance(model, onnx.ModelProto):
         return model
-    from .modelio import load_model, with_external_data
+    from ..modelio import load_model, with_external_data
 
     model_file = load_model(model)
     return with_external_data(model_file) if model_file.has_external_data else model_file.model
@@ -641,7 +641,7 @@ def save_feeds(path: str | os.PathLike, feeds: list[Feed]) -> None:
     for run, feed in enumerate(feeds):
         manifest.append({name: store(f"run{run}/{name}", value) for name, value in feed.items()})
     arrays[_MANIFEST] = np.array(json.dumps(manifest))
-    from .modelio import write_file
+    from ..modelio import write_file
 
     write_file(path, lambda handle: np.savez(handle, **arrays))
 

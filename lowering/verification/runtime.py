@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 
-from . import floats, schemas
-from .errors import LoweringError
+from .. import floats, schemas
+from ..errors import LoweringError
 
 if TYPE_CHECKING:
     import onnxruntime as ort
