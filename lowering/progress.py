@@ -25,13 +25,6 @@ class Progress:
         self._last_draw = 0.0
         self._drawn = False
 
-    def restart(self) -> None:
-        """Count from nothing again (the pass is made again), the line drawn so far cleared."""
-        self.nodes = self.graphs = 0
-        if self._drawn:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
     def advance(self, nodes: int = 0, graphs: int = 0) -> None:
         self.nodes += nodes
         self.graphs += graphs

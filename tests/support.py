@@ -97,21 +97,10 @@ def every_op_case(op_type: str) -> list[tuple[int, int]]:
     ]
 
 
-def runs_in_onnxruntime(model: onnx.ModelProto, feeds, run=None) -> list[np.ndarray] | None:
+def runs_in_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
     """The model's outputs in onnxruntime, or None when onnxruntime has no kernel for it, or
-    its own type inference refuses a type onnx allows (If-28 yielding optional(float16)).
-    (``run``: called on ``feeds`` instead of run_onnxruntime(model, feeds).)"""
-    from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OrtFail
-    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
-
-    try:
-        return run_onnxruntime(model, feeds) if run is None else run(feeds)
-    except OrtNotImplemented:
-        return None
-    except OrtFail as error:
-        if "Type Error: Type (" in str(error):  # its type inference, with or without a "[TypeInferenceError]" tag
-            return None
-        raise
+    its own type inference refuses a type onnx allows (If-28 yielding optional(float16))."""
+    return _unless_no_kernel(lambda: run_onnxruntime(model, feeds))
 
 
 def onnxruntime_runner(model: onnx.ModelProto):
@@ -120,10 +109,26 @@ def onnxruntime_runner(model: onnx.ModelProto):
     runs_in_onnxruntime gives None."""
     from lowering.verification.runtime import OnnxruntimeRunner
 
-    runner = runs_in_onnxruntime(model, model, run=OnnxruntimeRunner)  # its session, or None as it says
+    runner = _unless_no_kernel(lambda: OnnxruntimeRunner(model))
     if runner is None:
         return lambda feeds: None
-    return lambda feeds: runs_in_onnxruntime(model, feeds, runner)
+    return lambda feeds: _unless_no_kernel(lambda: runner(feeds))
+
+
+def _unless_no_kernel(work):
+    """``work()``, or None where onnxruntime has no kernel for the model or its type inference
+    refuses a type onnx allows."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OrtFail
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+    try:
+        return work()
+    except OrtNotImplemented:
+        return None
+    except OrtFail as error:
+        if "Type Error: Type (" in str(error):  # its type inference, with or without a "[TypeInferenceError]" tag
+            return None
+        raise
 
 
 def original_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list:

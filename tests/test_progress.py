@@ -37,12 +37,3 @@ def test_quick_work_draws_nothing():
     progress.advance(nodes=10, graphs=1)
     progress.close()
     assert stream.getvalue() == ""
-
-
-def test_a_restarted_count_clears_the_line_drawn_so_far():
-    stream = io.StringIO()
-    progress = Progress(300000, stream=stream, delay=0.0, interval=0.0)
-    progress.advance(nodes=120000, graphs=3)
-    progress.restart()
-    progress.advance(nodes=5)
-    assert stream.getvalue().endswith("\r\x1b[K\rlowering: 5/300000 nodes, 0 graphs")

@@ -150,7 +150,7 @@ class FastPath(PlainPath):
         """The plain path's judgement, made once per kind of node where ``kind_memo`` is on: op,
         versions, attributes, which inputs and outputs are given, and those input types (a pure
         function of them, onnx.defs and the known changes)."""
-        if self.body_memo is None:
+        if not self.shortcuts.kind_memo:
             return super().keeps_meaning(node, source_version, target_version, input_types)
         kind = (
             node.op_type,
@@ -194,7 +194,7 @@ class FastPath(PlainPath):
     def may_hold_ops(self, model: onnx.ModelProto, op_types: frozenset[str]) -> bool:
         """Whether the model's bytes hold an op type field naming one of ``op_types``, where the
         model is small enough to copy whole; else (as the plain path) True."""
-        if self.model_bytes is None or not self.shortcuts.whole_bytes:
+        if self.model_bytes is None:  # (not made where whole_bytes is off)
             return True
         data = model.SerializeToString()
         return any(protowire.field(protowire.OP_TYPE_TAG, op_type.encode()) in data for op_type in op_types)
