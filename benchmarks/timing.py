@@ -2,8 +2,8 @@
 writing their section of ``docs/performance.md``.
 
 CPU time is this process's (``time.process_time``: user and system) plus that of its children
-waited for (``os.times``: the command-line runs), so work moved
-to another process is counted; goals are judged on CPU time."""
+waited for (``os.times``: the command-line runs), so work moved to another process is counted;
+goals are judged on CPU time."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ onnxruntime) and `bench_memory.py` (the peak memory of `onnx-lower` on models wi
 external weights).
 
 Wall time is elapsed time; CPU time is the process's user and system time plus that of the child
-processes it waited for (the command line's runs). On a shared,
-loaded machine wall time drifts from run to run; CPU time drifts less.
+processes it waited for (the command line's runs). On a shared, loaded machine wall time drifts
+from run to run; CPU time drifts less.
 """
 
 

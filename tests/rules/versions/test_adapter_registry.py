@@ -1025,13 +1025,10 @@ def test_adapter_is_bit_exact_on_every_case_that_reaches_it(found, op_type):
 COVERAGE: dict[tuple[str, str, str], Coverage] = {}
 
 
-def test_every_adapter_states_its_formula_and_its_minimum():
+def test_every_adapter_states_its_formula():
+    """(Its minimum of cases is refused at registration where missing: the test below.)"""
     for found in adapters.all_adapters():
         assert found.formula and "=" in found.formula, found.name
-        assert [op_type for op_type, _ in found.cases] == list(found.op_types), found.name
-        for op_type in found.op_types:
-            minimum = found.minimum_cases(op_type)
-            assert isinstance(minimum, int) and minimum >= 0, (found.name, op_type)
 
 
 def test_registration_refuses_a_missing_or_negative_count_or_an_op_not_served():
