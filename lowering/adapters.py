@@ -11,7 +11,8 @@ else through onnx's version converter, else it is refused.
 
 An adapter is a function ``(node, context) -> nodes``, registered with :func:`adapter` for one
 step and one direction; it returns nodes valid at ``context.target_opset`` that mean what
-``node`` means at ``context.source_opset``, or raises LoweringError saying why it cannot.
+``node`` means at ``context.source_opset``, or raises :class:`NotLowered` saying why it cannot
+(the driver names where the node is).
 A step that only adds types to the op's type lists changes no node's meaning (onnx.defs states
 it, so it has no known change): its adapter, registered ``types_only``, serves the nodes of
 the added types, which the older version cannot take as they are.
@@ -35,9 +36,11 @@ import onnx
 from onnx import helper
 
 from . import schemas
-from .errors import LoweringError
+from .builder import Builder, moved  # noqa: F401 (moved: re-exported for the adapters)
+from .errors import NotLowered
 from .naming import NameAllocator
 from .rules_package import load_rules_package
+from .targets import DEFAULT_TARGET
 
 Predicate = Callable[[onnx.NodeProto], bool]
 
@@ -202,13 +205,12 @@ def attribute_in(name: str, values: frozenset[str]) -> Predicate:
 
 @dataclass
 class AdapterContext:
-    """What an adapter may use: the opsets, fresh names, where the node is (for messages), and
-    the type of a value with as much shape as is known (None when unknown)."""
+    """What an adapter may use: the opsets, fresh names, and the type of a value with as much
+    shape as is known (None when unknown)."""
 
     source_opset: int
     target_opset: int
     names: NameAllocator
-    location: str
     type_of: Callable[[str], onnx.TypeProto | None]
     constant_of: Callable[[str], onnx.TensorProto | None] = lambda name: None
     # The type of a value where only its schema string is read (what a version step's type
@@ -251,6 +253,18 @@ class AdapterContext:
 
     def fresh(self, hint: str) -> str:
         return self.names.fresh(hint)
+
+    def builder(self, node: onnx.NodeProto, hint: str | None = None) -> Builder:
+        """The builder an adapter writes ``node``'s replacement with, at the target opset: each
+        value and node named after ``hint`` where given (the nodes of a subgraph), else the
+        node's name, else its first output; constants made per node."""
+        return Builder(
+            opset=self.target_opset,
+            target=DEFAULT_TARGET,
+            names=self.names,
+            constants=None,
+            name_hint=hint or node.name or node.output[0],
+        )
 
 
 Adapter = Callable[[onnx.NodeProto, AdapterContext], "list[onnx.NodeProto] | None"]
@@ -401,18 +415,6 @@ def all_adapters() -> list[RegisteredAdapter]:
 # -- helpers for adapter bodies --------------------------------------------------------------------
 
 
-def moved(node: onnx.NodeProto, *, dropped: tuple[str, ...] = (), **attributes) -> onnx.NodeProto:
-    """A copy of ``node`` without the attributes named in ``dropped``, with ``attributes`` set
-    (replacing any of the same name)."""
-    copy = onnx.NodeProto()
-    copy.CopyFrom(node)
-    kept = [a for a in copy.attribute if a.name not in attributes and a.name not in dropped]
-    del copy.attribute[:]
-    copy.attribute.extend(kept)
-    copy.attribute.extend(helper.make_attribute(name, value) for name, value in attributes.items())
-    return copy
-
-
 def constant_array(context: AdapterContext, name: str) -> np.ndarray | None:
     """The constant ``name`` (an initializer or a Constant's value) as a flat array; None where it
     is not a constant, or not one this adapter can read (external data)."""
@@ -448,7 +450,7 @@ def int64_constant(context: AdapterContext, hint: str, values: list[int]) -> tup
 
 
 def require_types_taken(node: onnx.NodeProto, context: AdapterContext, *, unknown_refused: bool = False) -> None:
-    """Raise LoweringError where the op's version in force at the target opset cannot take
+    """Raise NotLowered where the op's version in force at the target opset cannot take
     ``node``'s inputs as typed: one whose known type it does not take, or two bound to one type
     parameter there with different types. Inputs of unknown type are left to the full check of
     the result, unless ``unknown_refused``: then one is refused where the target's version takes
@@ -456,7 +458,7 @@ def require_types_taken(node: onnx.NodeProto, context: AdapterContext, *, unknow
     source = f"{node.op_type}-{schemas.version_in_force(node.op_type, context.source_opset)}"
     schema = schemas.schema_in_force(node.op_type, context.target_opset)
     if schema is None:
-        raise LoweringError(f"{context.location}: {source} cannot go to opset {context.target_opset}, which lacks it")
+        raise NotLowered(f"{source} cannot go to opset {context.target_opset}, which lacks it")
     target = f"{node.op_type}-{schema.since_version}"
     bound: dict[str, tuple[str, str]] = {}
     for index, name in enumerate(node.input):
@@ -466,7 +468,7 @@ def require_types_taken(node: onnx.NodeProto, context: AdapterContext, *, unknow
         if type_proto is None:
             if name and unknown_refused and _takes_fewer(node.op_type, context, index):
                 why = f"its input '{name}' is of unknown type, and {target} takes fewer types there than {source}"
-                raise LoweringError(f"{context.location}: {source} cannot go to opset {context.target_opset}: {why}")
+                raise NotLowered(f"{source} cannot go to opset {context.target_opset}: {why}")
             continue
         typed = schemas.type_string(type_proto)
         why = None
@@ -478,7 +480,7 @@ def require_types_taken(node: onnx.NodeProto, context: AdapterContext, *, unknow
         if why is None and first[1] != typed:
             why = f"{target} takes one type for its inputs '{first[0]}' ({first[1]}) and '{name}' ({typed})"
         if why:
-            raise LoweringError(f"{context.location}: {source} cannot go to opset {context.target_opset}: {why}")
+            raise NotLowered(f"{source} cannot go to opset {context.target_opset}: {why}")
 
 
 def _takes_fewer(op_type: str, context: AdapterContext, index: int) -> bool:

@@ -11,7 +11,7 @@ import onnx
 
 from . import postcheck, schemas, version_steps
 from .engine import Legalizer
-from .errors import IncompleteLowering, InternalError, LoweringError
+from .errors import IncompleteLowering, InternalError, LoweringError, NotLowered
 from .function_bodies import all_expansions
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .nodecheck import checker_message
@@ -198,14 +198,18 @@ def _opsets_with_version(op_type: str, version: int) -> list[int]:
 
 
 def _expansion(rule, opset: int, element_type: int, attributes: dict[str, object]) -> list[onnx.NodeProto]:
-    """The nodes (constants included) a rule emits for one input type and attribute set."""
+    """The nodes (constants included) a rule emits for one input type and attribute set; none
+    where it declines."""
     from .builder import Builder, ConstantPool, Value
     from .naming import NameAllocator
 
     names = NameAllocator()
     pool = ConstantPool(names)
     builder = Builder(opset=opset, target=DEFAULT_TARGET, names=names, constants=pool, name_hint="x")
-    rule.body(builder, Value("x", element_type), **attributes)
+    try:
+        rule.body(builder, Value("x", element_type), **attributes)
+    except NotLowered:
+        return []
     return pool.nodes + builder.nodes
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,6 +11,7 @@ import onnx
 from onnx import defs, helper
 
 from . import floats, schemas
+from .errors import NotLowered
 from .graphs import branch_graph
 from .naming import NameAllocator
 from .targets import Target
@@ -32,15 +34,6 @@ class DecidedOptional:
 
     has_element: bool | Value
     element: Value | None
-
-
-class NotLowered(Exception):
-    """Why a pattern does not apply to a node: a rule returns it, the driver raises it; the
-    ``reason`` reaches the user's report."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @functools.cache
@@ -149,6 +142,18 @@ def output_type_rule(node: onnx.NodeProto, opset: int) -> tuple[str, int] | None
     return ("type", detail if kind == "value" else 0)
 
 
+def moved(node: onnx.NodeProto, *, dropped: tuple[str, ...] = (), **attributes) -> onnx.NodeProto:
+    """A copy of ``node`` without the attributes named in ``dropped``, with ``attributes`` set
+    (replacing any of the same name)."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    kept = [a for a in copy.attribute if a.name not in attributes and a.name not in dropped]
+    del copy.attribute[:]
+    copy.attribute.extend(kept)
+    copy.attribute.extend(helper.make_attribute(name, value) for name, value in attributes.items())
+    return copy
+
+
 def constant_key(value: float, element_type: int) -> tuple[int, bytes]:
     """What makes two scalar constants the same: their element type and bits."""
     return (element_type, np.array(value, dtype=floats.numpy_dtype(element_type)).tobytes())
@@ -199,9 +204,12 @@ class ConstantPool:
 
 
 class Builder:
-    """Emits the nodes that replace one node. Rules call ops on it: ``b.Abs(x)``.
+    """Emits the nodes that replace one node: the one way every pattern writes nodes. A rule
+    or a version adapter calls ops on it: ``b.Abs(x)``, ``b.op("Softmax", x, axis=1)``.
 
     Each op returns a typed :class:`Value`; output types come from the op's schema.
+    ``constants``: the pool of scalars shared across the graph (rules); None for a builder whose
+    constants are made per node (a version adapter's, :meth:`lowering.adapters.AdapterContext.builder`).
     """
 
     def __init__(
@@ -210,7 +218,7 @@ class Builder:
         opset: int,
         target: Target,
         names: NameAllocator,
-        constants: ConstantPool,
+        constants: ConstantPool | None,
         name_hint: str,
         scope=None,
         optionals=None,
@@ -286,9 +294,8 @@ class Builder:
 
     # -- values ----------------------------------------------------------------------
     def constant(self, value: float, like: Value, hint: str) -> Value:
-        """A scalar of ``like``'s element type, shared across the graph."""
-        type_name = schemas.type_name(like.element_type)
-        return self._constants.scalar(value, like.element_type, f"{type_name}_{hint}")
+        """A scalar of ``like``'s element type (:meth:`scalar`)."""
+        return self.scalar(value, like.element_type, hint)
 
     def ints(self, values, hint: str) -> Value:
         """A 1-D int64 constant holding ``values`` (axes, starts, a shape), made for this node."""
@@ -304,21 +311,31 @@ class Builder:
         self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
         return Value(name, tensor.data_type)
 
+    def scalar(self, value, element_type: int, hint: str) -> Value:
+        """A 0-D constant of ``element_type`` holding exactly ``value``: shared across the graph
+        where the builder has a pool of constants, else made for this node."""
+        if self._constants is not None:
+            return self._constants.scalar(value, element_type, f"{schemas.type_name(element_type)}_{hint}")
+        name = self._names.fresh(f"{self._hint}_{hint}", tail=f"_{hint}")
+        tensor = onnx.numpy_helper.from_array(np.array(value, dtype=floats.numpy_dtype(element_type)), name)
+        self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
+        return Value(name, element_type)
+
     def constant_bool(self, value: bool | Value) -> Value:
         """A shared scalar bool constant (a Value is returned as it is)."""
         if isinstance(value, Value):
             return value
         return self._constants.scalar(value, onnx.TensorProto.BOOL, f"bool_{str(value).lower()}")
 
-    def decide_optional(self, optional: Value) -> DecidedOptional | NotLowered:
+    def decide_optional(self, optional: Value) -> DecidedOptional:
         """Whether ``optional`` holds an element and which, as the graph decides it (see
         :mod:`lowering.optionals`), or why the graph leaves it to run time."""
         self.read_context = True
         if self._optionals is None or self._scope is None:
-            return NotLowered("optionals can only be decided inside a model")
+            raise NotLowered("optionals can only be decided inside a model")
         decided = self._optionals.decide(optional.name, self._scope)
         if isinstance(decided, str):
-            return NotLowered(decided)
+            raise NotLowered(decided)
         has_element = decided.has_element
         if not isinstance(has_element, bool):
             has_element = Value(has_element, onnx.TensorProto.BOOL)
@@ -359,40 +376,73 @@ class Builder:
         return Value(self._names.fresh(f"{self._hint}_{hint}"), element_type)
 
     # -- ops -------------------------------------------------------------------------
-    def op(self, op_type: str, *inputs: Value, **attributes) -> Value:
-        """Emit ``op_type(*inputs, **attributes)`` and return its (single) output."""
-        kind, detail = _output_type_rule(op_type, self.opset)
-        if kind == "same":
-            element_type = inputs[detail].element_type
-        elif kind == "fixed":
-            element_type = detail
-        elif kind == "value":
-            element_type = attributes["value"].data_type if "value" in attributes else detail
-        else:
-            element_type = attributes["to"]
-        output = self._names.fresh(f"{self._hint}_{op_type.lower()}", tail=f"_{op_type.lower()}")
+    def op(self, op_type: str, *inputs: Value | str, outputs: Sequence[str] | None = None, **attributes) -> Value:
+        """Emit ``op_type(*inputs, **attributes)`` and return its (first) output: a fresh value,
+        or ``outputs[0]`` where ``outputs`` names them (the outputs of the node being replaced).
+        An input given by name is of unknown type; "" is a missing optional input. The output's
+        element type follows from the op's schema (None where that leaves it open)."""
+        inputs = tuple(Value(value, None) if isinstance(value, str) else value for value in inputs)
+        element_type = self._output_element_type(op_type, inputs, attributes)
+        if outputs is None:
+            outputs = [self._names.fresh(f"{self._hint}_{op_type.lower()}", tail=f"_{op_type.lower()}")]
         node = onnx.NodeProto(
             op_type=op_type,
             input=[value.name for value in inputs],
-            output=[output],
+            output=list(outputs),
             name=self._names.fresh(f"{self._hint}_{op_type}", tail=f"_{op_type}"),
         )
         if attributes:
             node.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attributes.items()))
         self.nodes.append(node)
-        return Value(output, element_type)
+        return Value(node.output[0], element_type)
 
-    def If(self, condition: Value, then_branch, else_branch) -> Value | NotLowered:  # noqa: N802 (the op's name)
+    def _output_element_type(self, op_type: str, inputs: tuple[Value, ...], attributes) -> int | None:
+        try:
+            kind, detail = _output_type_rule(op_type, self.opset)
+        except ValueError:  # the schema leaves it open (the node's types decide)
+            return None
+        if kind == "same":
+            return inputs[detail].element_type if detail < len(inputs) else None
+        if kind == "fixed":
+            return detail
+        if kind == "value":
+            return attributes["value"].data_type if "value" in attributes else detail
+        return attributes["to"]
+
+    def moved(
+        self,
+        node: onnx.NodeProto,
+        *,
+        inputs: Sequence[str] | None = None,
+        outputs: Sequence[str] | None = None,
+        dropped: tuple[str, ...] = (),
+        **attributes,
+    ) -> onnx.NodeProto:
+        """Emit the replaced ``node`` itself (its op, name, domain, doc string), reading ``inputs``
+        and writing ``outputs`` where given, without the attributes in ``dropped``, with
+        ``attributes`` set (:func:`moved`)."""
+        copy = moved(node, dropped=dropped, **attributes)
+        if inputs is not None:
+            copy.input[:] = list(inputs)
+        if outputs is not None:
+            copy.output[:] = list(outputs)
+        self.nodes.append(copy)
+        return copy
+
+    def fresh(self, hint: str) -> str:
+        """A fresh name ``{hint of the builder}_{hint}`` for a value no op of the builder names
+        itself (the output of a :meth:`moved` node)."""
+        return self._names.fresh(f"{self._hint}_{hint}")
+
+    def If(self, condition: Value, then_branch, else_branch) -> Value:  # noqa: N802 (the op's name)
         """``If(condition)`` of two branches, each a function that emits its nodes through a
         Builder of its own (sharing this one's names and constants, which sit outside the
-        branch) and returns its one output Value, or NotLowered, which is returned."""
+        branch) and returns its one output Value (or raises NotLowered)."""
         graphs = {}
         for label, body in (("then_branch", then_branch), ("else_branch", else_branch)):
             branch = self.nested(label[:4])
             result = body(branch)
             self.read_context |= branch.read_context
-            if isinstance(result, NotLowered):
-                return result
             if not any(result.name in node.output for node in branch.nodes):
                 result = branch.Identity(result)
             name = self._names.fresh(f"{self._hint}_{label}")

@@ -7,8 +7,8 @@ import onnx
 from onnx import helper
 
 from . import schemas
-from .builder import Builder, NotLowered, Value
-from .errors import LoweringError
+from .builder import Builder, Value
+from .errors import LoweringError, NotLowered
 from .registry import Rule
 from .scopes import Scope, element_type_of, type_string
 
@@ -71,10 +71,7 @@ def decompose(rule: Rule, builder: Builder, inputs: list[Value | None], attribut
     written to ``outputs``; NotLowered (raised) where the rule does not apply."""
     result = rule.body(builder, *inputs, **attributes)
     if isinstance(result, NotLowered):
-        try:
-            raise result
-        finally:
-            del result  # (else this frame, held by the error's traceback, holds the error: a cycle)
+        raise TypeError(f"rule {rule.name} returned NotLowered: a pattern declines by raising it")
     return bound(builder.nodes, result, outputs, names)
 
 

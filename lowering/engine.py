@@ -16,10 +16,9 @@ from dataclasses import dataclass
 import onnx
 
 from . import function_bodies, node_moves, nodecheck, schemas, version_steps
-from .builder import NotLowered
 from .cleanup import remove_unused
 from .decomposition import without_shapes
-from .errors import LoweringError
+from .errors import LoweringError, NotLowered
 from .folding import fold_integer_values
 from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
 from .local_functions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
@@ -433,8 +432,6 @@ class Legalizer:
         expanded = expansion.expand(
             node, opset=opset, input_types=input_types, fresh=self.names.fresh, memo=self.path.body_memo
         )
-        if isinstance(expanded, function_bodies.NotExpanded):
-            raise NotLowered(expanded.reason)
         constants = _constants_made_by(expanded.nodes)
         types: dict | None = None  # the body's value types, inferred when first needed
 

@@ -1,6 +1,16 @@
-"""The exception a user of onnx-lower can cause, and the one that says onnx-lower is at fault."""
+"""The exceptions: a pattern declining a node, a problem the user can fix, and onnx-lower at fault."""
 
 from __future__ import annotations
+
+
+class NotLowered(Exception):
+    """Why a pattern does not apply to a node: the one way every pattern declines (a rule, a
+    version adapter, a function body's precondition raises it). The driver then tries the next
+    pattern, or reports the node with ``reason`` (prefixed with where the node is)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class LoweringError(Exception):

@@ -13,11 +13,12 @@ import onnx
 from onnx import defs
 
 from . import schemas
+from .errors import NotLowered
 from .graphs import held_graphs, holds_graphs
 from .rules_package import load_rules_package
 from .scopes import element_type_of
 
-Precondition = Callable[[onnx.NodeProto], "str | None"]
+Precondition = Callable[[onnx.NodeProto], None]
 # A rewrite of ONNX's body (see function_expansion): (body, the node's input types) → body.
 Repair = Callable[[onnx.FunctionProto, "list[onnx.TypeProto | None]"], onnx.FunctionProto]
 
@@ -52,19 +53,12 @@ class Expanded:
     opset: int
 
 
-@dataclass(frozen=True)
-class NotExpanded:
-    """Why the body cannot stand for this node (one line, naming the node)."""
-
-    reason: str
-
-
 @dataclass(frozen=True, eq=False)
 class FunctionExpansion:
     """Replaces a node by its op's own ONNX function body, at the op versions listed.
 
-    ``precondition(node)`` returns None where the expansion applies, else the reason it does not;
-    its docstring states the formula the body computes. ``tolerance``: per element type of the
+    ``precondition(node)`` raises :class:`NotLowered` where the expansion does not apply, saying
+    why; its docstring states the formula the body computes. ``tolerance``: per element type of the
     op's first input, how far the body's answer may be from a fused kernel's (it does the
     arithmetic differently, so it must say how differently)."""
 
@@ -101,7 +95,7 @@ class FunctionExpansion:
         input_types: list[onnx.TypeProto | None],
         fresh: Callable[[str], str],
         memo: dict | None = None,
-    ) -> Expanded | NotExpanded:
+    ) -> Expanded:
         """The node's body inlined: body inputs become the node's inputs ("" where an optional
         one is missing), body outputs the node's outputs, every other value and node name
         ``fresh(f"{hint}_{body name}")`` with ``hint`` the node's name (else its first output).
@@ -110,43 +104,45 @@ class FunctionExpansion:
         ``opset``: the default-domain opset the node is read at; ``input_types``: one per node
         input (None where unknown). The nodes are written at the newest opset ONNX gives the body
         at that is not above ``opset`` (``Expanded.opset``); converting them is the caller's.
-        ``memo``: where given, bodies made ready are kept there per kind of node (:func:`_prepared`)."""
+        ``memo``: where given, bodies made ready are kept there per kind of node (:func:`_prepared`).
+        Raises :class:`NotLowered` (its reason naming the node) where the body cannot stand for it."""
         where = _describe(node)
         if schemas.canonical_domain(node.domain) != self.domain or node.op_type != self.op_type:
-            return NotExpanded(f"{where}: this expansion is for {self.op_type}, not {node.op_type}")
+            raise NotLowered(f"{where}: this expansion is for {self.op_type}, not {node.op_type}")
         schema = schemas.schema_in_force(self.op_type, opset, self.domain)
         if schema is None:
-            return NotExpanded(f"{where}: {self.op_type} does not exist at opset {opset}")
+            raise NotLowered(f"{where}: {self.op_type} does not exist at opset {opset}")
         version = schema.since_version
         if not self.serves(version):
             served = ", ".join(map(str, self.versions))
-            return NotExpanded(
+            raise NotLowered(
                 f"{where}: {self.op_type}-{version} (opset {opset}) is not served; the expansion serves {served}"
             )
         for attribute in node.attribute:
             if attribute.ref_attr_name:
-                return NotExpanded(
+                raise NotLowered(
                     f"{where}: attribute '{attribute.name}' refers to the enclosing function's attribute "
                     f"'{attribute.ref_attr_name}', whose value is not known here"
                 )
-        reason = self.precondition(node)
-        if reason is not None:
-            return NotExpanded(f"{where}: {reason}")
+        try:
+            self.precondition(node)
+        except NotLowered as declined:
+            raise NotLowered(f"{where}: {declined.reason}") from None
         # The newest body written at or below the node's opset; where ONNX wrote the op's body
         # only at later opsets (Relu-14's at 18), the oldest of those: the driver then moves its
         # nodes down to the node's opset, or refuses.
         offered = sorted(schema.all_function_opset_versions)
         if not offered:
-            return NotExpanded(f"{where}: ONNX gives {self.op_type}-{version} no function body")
+            raise NotLowered(f"{where}: ONNX gives {self.op_type}-{version} no function body")
         body_opsets = [v for v in offered if v <= opset]
         body_opset = max(body_opsets) if body_opsets else offered[0]
         prepared = _prepared(schema, body_opset, node, input_types, memo, self.repair)
         if isinstance(prepared, str):
-            return NotExpanded(f"{where}: {prepared}")
+            raise NotLowered(f"{where}: {prepared}")
         if body_opset in schema.function_opset_versions:
             untaken = _types_untaken(schema, body_opset, node, input_types)
             if untaken is not None:
-                return NotExpanded(f"{where}: {untaken}")
+                raise NotLowered(f"{where}: {untaken}")
         template, written_at = prepared
         return Expanded(_inline(template, node, node.name or node.output[0], fresh), written_at)
 
@@ -601,7 +597,8 @@ def function_expansion(
     repair: Repair | None = None,
     shaped_inputs: tuple[int, ...] = (),
 ) -> Callable[[Precondition], Precondition]:
-    """Register the decorated ``check(node) -> str | None`` as the precondition of expanding
+    """Register the decorated ``check(node) -> None`` (raising :class:`NotLowered` where the
+    expansion does not apply) as the precondition of expanding
     ``op_type`` at ``versions`` by its own function body; its docstring is the formula.
     ``repair``: a rewrite of ONNX's body that computes what the body defines (a body that
     breaks a spec rule a runtime enforces, such as AffineGrid's; one whose arithmetic loses the
@@ -647,7 +644,6 @@ def all_expansions() -> list[FunctionExpansion]:
 __all__ = [
     "Expanded",
     "FunctionExpansion",
-    "NotExpanded",
     "Tolerance",
     "all_expansions",
     "expansion_for",

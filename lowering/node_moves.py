@@ -8,7 +8,7 @@ import onnx
 from onnx import helper
 
 from . import adapters, schemas, version_steps
-from .errors import LoweringError
+from .errors import LoweringError, NotLowered
 from .naming import NameAllocator
 from .registry import Rule
 from .report import LoweringReport
@@ -139,13 +139,15 @@ def move(
                 source_opset,
                 scope.opset,
                 names,
-                location,
                 shaped_type_of,
                 constant_value,
                 judged_type_of,
                 stated_type_of=type_of,
             )
-            adapted = found.function(node, context)
+            try:
+                adapted = found.function(node, context)
+            except NotLowered as declined:
+                raise LoweringError(f"{location}: {declined.reason}") from None
             if adapted is not None:
                 report.adapted[f"{moved} via {found.label}"] += 1
                 return adapted

@@ -13,8 +13,9 @@ from typing import NamedTuple
 import onnx
 
 from . import node_moves
-from .builder import Builder, NotLowered
+from .builder import Builder
 from .decomposition import check_input_accepted, decompose, input_value, rule_attributes
+from .errors import NotLowered
 from .naming import NameAllocator
 from .registry import Rule
 from .scopes import Scope

@@ -13,11 +13,12 @@ from types import MappingProxyType
 import numpy as np
 
 from . import schemas
-from .builder import Builder, NotLowered, Value
+from .builder import Builder, Value
+from .errors import NotLowered
 from .function_bodies import Tolerance
 from .rules_package import load_rules_package
 
-RuleBody = Callable[..., "Value | tuple[Value, ...] | NotLowered"]
+RuleBody = Callable[..., "Value | tuple[Value, ...]"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Rule:
     """Lowers one op, at the versions listed, into primitive ops.
 
     ``body(b, *inputs, **attributes)`` emits the replacement through the builder ``b`` and
-    returns the value(s) standing for the op's outputs, or :class:`NotLowered` with a reason.
+    returns the value(s) standing for the op's outputs, or raises :class:`NotLowered` with a reason.
     Its docstring states the formula. Accepted input types come from the op's schema.
 
     ``rounding_invariant``: whether the op answers a wider, unrounded value as it answers

@@ -30,7 +30,7 @@ def bitcast_as_cast(b: Builder, x: Value, *, to: int) -> Value:
         return b.Cast(x, to=to)
     if floats.is_integer(source) and floats.is_integer(to) and _width(source) == _width(to):
         return b.Cast(x, to=to)
-    return NotLowered(
+    raise NotLowered(
         f"BitCast from {schemas.type_name(source)} to {schemas.type_name(to)} reinterprets bits no Cast keeps "
         "(only integers of one width, and bool to an 8-bit integer, are a Cast)"
     )

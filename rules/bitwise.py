@@ -27,12 +27,12 @@ def _integer_info(element_type: int) -> np.iinfo:
     return np.iinfo(onnx.helper.tensor_dtype_to_np_dtype(element_type))
 
 
-def _compute_type(b: Builder, element_type: int, ops: tuple[str, ...], first_opset: int) -> int | NotLowered:
+def _compute_type(b: Builder, element_type: int, ops: tuple[str, ...], first_opset: int) -> int:
     """The type to compute ``element_type`` values in: itself where every op of ``ops`` runs on
     it at the target, else the narrowest wider one that holds every value exactly (int32 for 8-
     and 16-bit types, int64 for uint32)."""
     if b.opset < first_opset:
-        return NotLowered(f"the rule writes ops as they are from opset {first_opset}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {first_opset}, not {b.opset}")
     info = _integer_info(element_type)
     candidates = [element_type]
     if info.bits <= 16:
@@ -43,7 +43,7 @@ def _compute_type(b: Builder, element_type: int, ops: tuple[str, ...], first_ops
         if all(b.runs(op, Value("", candidate)) for op in (*ops, "Cast")):
             return candidate
     tried = " or ".join(schemas.type_name(t) for t in candidates)
-    return NotLowered(f"{', '.join(ops)} do not all run on {tried} at opset {b.opset}")
+    raise NotLowered(f"{', '.join(ops)} do not all run on {tried} at opset {b.opset}")
 
 
 def _bits(b: Builder, v: Value, info: np.iinfo) -> list[Value]:
@@ -74,12 +74,10 @@ def _bits(b: Builder, v: Value, info: np.iinfo) -> list[Value]:
     return bits
 
 
-def _bitwise(b: Builder, x: Value, y: Value, logic: str) -> Value | NotLowered:
+def _bitwise(b: Builder, x: Value, y: Value, logic: str) -> Value:
     """``logic`` (And, Or, Xor on bool) bit by bit, summed back: sum of Cast(r_k) * 2^k, the top
     bit of a signed type weighing -2^(n-1) and added last, so no partial sum leaves the type."""
     compute = _compute_type(b, x.element_type, BINARY_ARITHMETIC, FIRST_OPSET)
-    if isinstance(compute, NotLowered):
-        return compute
     info = _integer_info(x.element_type)
     wide_x = x if compute == x.element_type else b.Cast(x, to=compute)
     wide_y = y if compute == y.element_type else b.Cast(y, to=compute)
@@ -105,7 +103,7 @@ def _reference(function):
 
 
 @rule("BitwiseAnd", versions=(18,), emits=BINARY_EMITS, reference=_reference(np.bitwise_and))
-def bitwise_and_by_bits(b: Builder, x: Value, y: Value) -> Value | NotLowered:
+def bitwise_and_by_bits(b: Builder, x: Value, y: Value) -> Value:
     """BitwiseAnd(x, y) = sum_k Cast(And(x_k, y_k)) * 2^k, x_k = Greater(Mod(x, 2^(k+1)), 2^k - 1).
 
     Bit k of each input as bool: the remainder modulo 2^(k+1) (Mod, the divisor's sign, so in
@@ -119,7 +117,7 @@ def bitwise_and_by_bits(b: Builder, x: Value, y: Value) -> Value | NotLowered:
 
 
 @rule("BitwiseOr", versions=(18,), emits=BINARY_EMITS, reference=_reference(np.bitwise_or))
-def bitwise_or_by_bits(b: Builder, x: Value, y: Value) -> Value | NotLowered:
+def bitwise_or_by_bits(b: Builder, x: Value, y: Value) -> Value:
     """BitwiseOr(x, y) = sum_k Cast(Or(x_k, y_k)) * 2^k, x_k = Greater(Mod(x, 2^(k+1)), 2^k - 1).
 
     As BitwiseAnd's rule, with Or on the bits.
@@ -128,7 +126,7 @@ def bitwise_or_by_bits(b: Builder, x: Value, y: Value) -> Value | NotLowered:
 
 
 @rule("BitwiseXor", versions=(18,), emits=BINARY_EMITS, reference=_reference(np.bitwise_xor))
-def bitwise_xor_by_bits(b: Builder, x: Value, y: Value) -> Value | NotLowered:
+def bitwise_xor_by_bits(b: Builder, x: Value, y: Value) -> Value:
     """BitwiseXor(x, y) = sum_k Cast(Xor(x_k, y_k)) * 2^k, x_k = Greater(Mod(x, 2^(k+1)), 2^k - 1).
 
     As BitwiseAnd's rule, with Xor on the bits.
@@ -137,7 +135,7 @@ def bitwise_xor_by_bits(b: Builder, x: Value, y: Value) -> Value | NotLowered:
 
 
 @rule("BitwiseNot", versions=(18,), emits=NOT_EMITS, reference=np.invert)
-def bitwise_not_by_subtraction(b: Builder, x: Value) -> Value | NotLowered:
+def bitwise_not_by_subtraction(b: Builder, x: Value) -> Value:
     """BitwiseNot(x) = Sub(-1, x) on signed types, Sub(MAX, x) on unsigned ones.
 
     Two's complement: -1 - x flips every bit and stays in range (-1 - MIN = MAX); MAX - x
@@ -146,8 +144,6 @@ def bitwise_not_by_subtraction(b: Builder, x: Value) -> Value | NotLowered:
     no integers there).
     """
     compute = _compute_type(b, x.element_type, NOT_ARITHMETIC, NOT_FIRST_OPSET)
-    if isinstance(compute, NotLowered):
-        return compute
     info = _integer_info(x.element_type)
     wide = x if compute == x.element_type else b.Cast(x, to=compute)
     ones = -1 if info.min < 0 else int(info.max)

@@ -120,41 +120,39 @@ def col2im_by_shifted_adds(
     string or complex values, or below opset 9.
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     if image_shape is None or block_shape is None:
-        return NotLowered("Col2Im needs its image_shape and block_shape inputs")
+        raise NotLowered("Col2Im needs its image_shape and block_shape inputs")
     image, block = b.constant_value(image_shape), b.constant_value(block_shape)
     if image is None or block is None:
         return _by_loop(b, x, image_shape, block_shape, dilations, pads, strides)
     image, block = [int(v) for v in image.reshape(-1)], [int(v) for v in block.reshape(-1)]
     if len(block) != len(image):
-        return NotLowered(f"image_shape has {len(image)} values and block_shape {len(block)}: they must be as many")
+        raise NotLowered(f"image_shape has {len(image)} values and block_shape {len(block)}: they must be as many")
     attributes = _attributes(len(image), dilations, pads, strides)
     if isinstance(attributes, str):
-        return NotLowered(attributes)
+        raise NotLowered(attributes)
     dilations, pads, strides = attributes
     if min(image) < 1 or min(block) < 1:
-        return NotLowered(f"image_shape {image} and block_shape {block} must be positive")
+        raise NotLowered(f"image_shape {image} and block_shape {block} must be positive")
     counts = _block_counts(image, block, dilations, pads, strides)
     if min(counts) < 1:
-        return NotLowered(
+        raise NotLowered(
             f"the block {block} does not fit in the padded image {image} (pads {pads}, dilations {dilations})"
         )
     shape = b.shape_of(x)
     if shape is None or len(shape) != 3:
-        return NotLowered("the rank of the input is unknown" if shape is None else "the input is not of rank 3")
+        raise NotLowered("the rank of the input is unknown" if shape is None else "the input is not of rank 3")
     blocks = math.prod(block)
     if shape[1] is None:
-        return NotLowered("the input's second dimension (channels times the block's size) is unknown")
+        raise NotLowered("the input's second dimension (channels times the block's size) is unknown")
     if shape[1] % blocks:
-        return NotLowered(f"the input's second dimension {shape[1]} is no multiple of the block's size {blocks}")
+        raise NotLowered(f"the input's second dimension {shape[1]} is no multiple of the block's size {blocks}")
     if shape[2] is not None and shape[2] != math.prod(counts):
-        return NotLowered(f"the input holds {shape[2]} blocks, not the {math.prod(counts)} the image takes")
+        raise NotLowered(f"the input holds {shape[2]} blocks, not the {math.prod(counts)} the image takes")
     if blocks > LARGEST_BLOCK:
-        return NotLowered(f"the block has {blocks} kernel offsets, more than the {LARGEST_BLOCK} this rule unrolls")
+        raise NotLowered(f"the block has {blocks} kernel offsets, more than the {LARGEST_BLOCK} this rule unrolls")
     types = _compute_types(b, x)
-    if isinstance(types, NotLowered):
-        return types
     compute_type, rounds_each_sum = types
     wide = x if compute_type == x.element_type else b.Cast(x, to=compute_type)
     rank = len(image)
@@ -197,25 +195,23 @@ def _by_loop(b: Builder, x: Value, image_shape: Value, block_shape: Value, dilat
     one kernel offset per iteration of a Loop (its offset, the blocks along each axis and the
     canvas computed from the two inputs), from a canvas of +0."""
     if b.opset < 11:
-        return NotLowered(
+        raise NotLowered(
             f"image_shape or block_shape is no constant, and Pad takes its pads as an attribute at opset {b.opset}"
         )
     lengths = [b.shape_of(image_shape), b.shape_of(block_shape)]
     if any(length is None or len(length) != 1 or length[0] is None for length in lengths):
-        return NotLowered("image_shape or block_shape is no constant and its length (the image's rank) is unknown")
+        raise NotLowered("image_shape or block_shape is no constant and its length (the image's rank) is unknown")
     rank = lengths[0][0]
     if lengths[1][0] != rank or rank == 0:
-        return NotLowered(f"image_shape has {rank} values and block_shape {lengths[1][0]}: they must be as many")
+        raise NotLowered(f"image_shape has {rank} values and block_shape {lengths[1][0]}: they must be as many")
     attributes = _attributes(rank, dilations, pads, strides)
     if isinstance(attributes, str):
-        return NotLowered(attributes)
+        raise NotLowered(attributes)
     dilations, pads, strides = attributes
     shape = b.shape_of(x)
     if shape is None or len(shape) != 3:
-        return NotLowered("the rank of the input is unknown" if shape is None else "the input is not of rank 3")
+        raise NotLowered("the rank of the input is unknown" if shape is None else "the input is not of rank 3")
     types = _compute_types(b, x)
-    if isinstance(types, NotLowered):
-        return types
     compute_type, rounds_each_sum = types
     wide = x if compute_type == x.element_type else b.Cast(x, to=compute_type)
     spread = [strides[d] > 1 for d in range(rank)]
@@ -311,7 +307,7 @@ def _attributes(rank: int, dilations, pads, strides):
     return dilations, pads, strides
 
 
-def _compute_types(b: Builder, x: Value) -> tuple[int, bool] | NotLowered:
+def _compute_types(b: Builder, x: Value) -> tuple[int, bool]:
     """The type the blocks are added in, and whether each sum is rounded to x's type: x's own;
     float16 and bfloat16 widened exactly to float32 (as the target computes them), rounded
     once at the end where the runtime runs Col2Im so (float16 in onnxruntime), else each sum;
@@ -334,7 +330,7 @@ def _compute_types(b: Builder, x: Value) -> tuple[int, bool] | NotLowered:
                 and not b.target.runs_widened("Col2Im", schemas.op_versions("Col2Im")[-1], element_type)
             )
             return candidate, rounds_each_sum
-    return NotLowered(
+    raise NotLowered(
         f"Col2Im adds its blocks, and Add or Pad does not run on {schemas.type_name(element_type)} at opset {b.opset}"
     )
 

@@ -60,22 +60,22 @@ def cumprod_by_running_products(
     unknown, or below opset 9.
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     if axis is None:
-        return NotLowered("CumProd has no axis input")
+        raise NotLowered("CumProd has no axis input")
     shape = b.shape_of(x)
     if shape is None:
-        return NotLowered("the rank of x is unknown")
+        raise NotLowered("the rank of x is unknown")
     rank = len(shape)
     if rank == 0:
-        return NotLowered("x is a scalar, which has no axis to multiply along")
+        raise NotLowered("x is a scalar, which has no axis to multiply along")
     given_axis = b.constant_value(axis)
     if given_axis is not None:
         if given_axis.size != 1:
-            return NotLowered(f"the axis input holds {given_axis.size} values, not one")
+            raise NotLowered(f"the axis input holds {given_axis.size} values, not one")
         axis_value = int(given_axis.reshape(-1)[0])
         if not -rank <= axis_value < rank:
-            return NotLowered(f"axis {axis_value} is out of range for x of rank {rank}")
+            raise NotLowered(f"axis {axis_value} is out of range for x of rank {rank}")
         candidates = [axis_value % rank]
     else:
         candidates = list(range(rank))
@@ -83,15 +83,15 @@ def cumprod_by_running_products(
         length = shape[candidate]
         if length is None:
             which = "the axis" if given_axis is not None else f"axis {candidate} (the axis is no constant)"
-            return NotLowered(f"the length of {which} of x is unknown")
+            raise NotLowered(f"the length of {which} of x is unknown")
         if length > LONGEST_AXIS:
             which = "the axis" if given_axis is not None else f"axis {candidate} (the axis is no constant)"
-            return NotLowered(
+            raise NotLowered(
                 f"{which} has {length} elements, more than the {LONGEST_AXIS} this rule unrolls into products"
             )
     computed = b.computable(x, emit=False)
     if not b.runs("Mul", computed):
-        return NotLowered(f"Mul does not run on {schemas.type_name(computed.element_type)} at opset {b.opset}")
+        raise NotLowered(f"Mul does not run on {schemas.type_name(computed.element_type)} at opset {b.opset}")
     wide = b.computable(x)
     # A runtime that runs CumProd on x's type by its float32 kernel between Casts (onnxruntime
     # on float16) rounds once, at the end; else each product is rounded to x's type.

@@ -154,30 +154,30 @@ def deform_conv_by_gathering(
     opset 11 (Range).
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     x_shape, w_shape, offset_shape = b.shape_of(x), b.shape_of(w), b.shape_of(offset)
     if x_shape is None:
-        return NotLowered("the rank of X is unknown, so the number of spatial axes to sample is unknown")
+        raise NotLowered("the rank of X is unknown, so the number of spatial axes to sample is unknown")
     spatial = len(x_shape) - 2
     if spatial < 1:
-        return NotLowered(f"X of rank {len(x_shape)} has no spatial axis to sample")
+        raise NotLowered(f"X of rank {len(x_shape)} has no spatial axis to sample")
     if w_shape is None or len(w_shape) != spatial + 2 or any(length is None for length in w_shape):
-        return NotLowered(
+        raise NotLowered(
             f"W's shape is {_shape_text(w_shape)}; the rule needs all {spatial + 2} of its lengths known: "
             f"output channels, channels per group, kernel"
         )
     out_channels, group_channels, kernel = w_shape[0], w_shape[1], [int(length) for length in w_shape[2:]]
     checked = _checked_attributes(spatial, kernel, kernel_shape, dilations, pads, strides, group, offset_group)
     if isinstance(checked, str):
-        return NotLowered(checked)
+        raise NotLowered(checked)
     dilations, pads, strides = checked
     channels = group_channels * group
     if x_shape[1] is not None and x_shape[1] != channels:
-        return NotLowered(
+        raise NotLowered(
             f"X has {x_shape[1]} channels, and W's {group_channels} per group times {group} groups is {channels}"
         )
     if out_channels % group or channels % offset_group or min(out_channels, group_channels, *kernel) < 1:
-        return NotLowered(
+        raise NotLowered(
             f"W's shape {w_shape} does not divide into {group} groups, or its {channels} channels into "
             f"{offset_group} offset groups"
         )
@@ -185,12 +185,12 @@ def deform_conv_by_gathering(
     if offset_shape is not None:
         expected = offset_group * positions * spatial
         if len(offset_shape) != spatial + 2 or offset_shape[1] not in (None, expected):
-            return NotLowered(
+            raise NotLowered(
                 f"offset's shape is {_shape_text(offset_shape)}; it must be [N, {expected}, o_1, ..., o_{spatial}]"
             )
     for value, name in ((x, "X"), (w, "W"), (offset, "offset"), (bias, "B"), (mask, "mask")):
         if value is not None and not floats.is_float(value.element_type):
-            return NotLowered(f"{name} is {schemas.type_name(value.element_type)}, not a float type")
+            raise NotLowered(f"{name} is {schemas.type_name(value.element_type)}, not a float type")
     return _sampled(b, x, w, offset, bias, mask, kernel, out_channels, channels, group, offset_group,
                     dilations, pads, strides)  # fmt: skip
 

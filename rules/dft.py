@@ -216,26 +216,26 @@ def dft_by_matmul(
     MatMul's work grows as n², an FFT's as n log n), or below opset 11.
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     shape = b.shape_of(x)
     if shape is None:
-        return NotLowered("the rank of the DFT's input is unknown")
+        raise NotLowered("the rank of the DFT's input is unknown")
     rank = len(shape)
     channels = shape[-1]
     if channels not in (1, 2) or rank < 2:
-        return NotLowered("the DFT's input must end in a known dimension of 1 (real) or 2 (complex)")
+        raise NotLowered("the DFT's input must end in a known dimension of 1 (real) or 2 (complex)")
     if onesided and not inverse and channels == 2:
-        return NotLowered("a one-sided forward DFT (RFFT) takes real input only, and this input is complex")
+        raise NotLowered("a one-sided forward DFT (RFFT) takes real input only, and this input is complex")
     if inverse and onesided and channels == 1:
-        return NotLowered("a one-sided inverse DFT (IRFFT) takes complex input only, and this input is real")
+        raise NotLowered("a one-sided inverse DFT (IRFFT) takes complex input only, and this input is real")
     given_length = None
     if dft_length is not None:
         given = b.constant_value(dft_length)
         if given is None or given.size != 1:
-            return NotLowered("dft_length is computed at run time, and the rule needs it known")
+            raise NotLowered("dft_length is computed at run time, and the rule needs it known")
         given_length = int(given.reshape(-1)[0])
         if given_length < 0:
-            return NotLowered(f"dft_length is {given_length}, and a length cannot be negative")
+            raise NotLowered(f"dft_length is {given_length}, and a length cannot be negative")
     run_time_axis = None
     if axis is None:
         if axis_input is None:
@@ -245,32 +245,32 @@ def dft_by_matmul(
             if given is None:
                 run_time_axis = axis_input
             elif given.size != 1:
-                return NotLowered(f"the DFT's axis holds {given.size} values, not one")
+                raise NotLowered(f"the DFT's axis holds {given.size} values, not one")
             else:
                 axis = int(given.reshape(-1)[0])
     if run_time_axis is None and not (-rank <= axis <= -2 or 0 <= axis <= rank - 2):
-        return NotLowered(f"axis {axis} is outside [-r, -2] and [0, r - 2] for an input of rank {rank}")
+        raise NotLowered(f"axis {axis} is outside [-r, -2] and [0, r - 2] for an input of rank {rank}")
     candidates = list(range(rank - 1)) if run_time_axis is not None else [axis % rank]
     lengths = {}
     for candidate in candidates:
         if shape[candidate] is None:
             which = "" if run_time_axis is None else " (the axis is computed at run time: every axis it may name)"
-            return NotLowered(f"the length of the DFT's axis {candidate} is unknown{which}")
+            raise NotLowered(f"the length of the DFT's axis {candidate} is unknown{which}")
         default = 2 * (shape[candidate] - 1) if inverse and onesided else shape[candidate]
         lengths[candidate] = given_length if given_length is not None else default
     if run_time_axis is None and lengths[candidates[0]] < 0:
-        return NotLowered(f"the DFT's length would be {lengths[candidates[0]]}, and a length cannot be negative")
+        raise NotLowered(f"the DFT's length would be {lengths[candidates[0]]}, and a length cannot be negative")
     for candidate in candidates:
         bins = lengths[candidate] // 2 + 1 if onesided and not inverse else max(lengths[candidate], 0)
         values = shape[candidate] * channels * bins * 2
         if values > LARGEST_CONSTANT:
-            return NotLowered(
+            raise NotLowered(
                 f"the coefficient matrix for axis {candidate} would hold {values} values, more than the "
                 f"{LARGEST_CONSTANT} this rule writes into a model"
             )
     wide = b.computable(x, emit=False)
     if not b.runs("MatMul", wide):
-        return NotLowered(f"MatMul does not run on {schemas.type_name(wide.element_type)} at opset {b.opset}")
+        raise NotLowered(f"MatMul does not run on {schemas.type_name(wide.element_type)} at opset {b.opset}")
     wide = b.computable(x)
 
     def along(builder: Builder, k: int) -> Value:
@@ -278,7 +278,7 @@ def dft_by_matmul(
             return _failing(builder, wide, normalized)
         return _dft_along(builder, wide, k, shape, lengths[k], inverse=inverse, onesided=onesided)
 
-    def chain(builder: Builder, ks: list[int]) -> Value | NotLowered:
+    def chain(builder: Builder, ks: list[int]) -> Value:
         if len(ks) == 1:
             return along(builder, ks[0])
         condition = builder.Equal(normalized, builder.constant(ks[0], like=normalized, hint=f"axis_{ks[0]}"))
@@ -291,8 +291,6 @@ def dft_by_matmul(
         scalar = b.Reshape(run_time_axis, b.ints([], "scalar_shape"))
         normalized = b.Gather(b.ints(range(rank - 1), "signal_axes"), b.Gather(b.ints(range(rank), "axes"), scalar))
     y = chain(b, candidates)
-    if isinstance(y, NotLowered):
-        return y
     return y if y.element_type == x.element_type else b.Cast(y, to=x.element_type)
 
 
@@ -372,25 +370,23 @@ def stft_by_matmul(
     onesided (the op defines no one-sided complex answer), or below opset 11.
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     shape = b.shape_of(signal)
     if shape is None or len(shape) != 3:
-        return NotLowered("the STFT's signal must be of known rank 3")
+        raise NotLowered("the STFT's signal must be of known rank 3")
     length, channels = shape[1], shape[2]
     if channels not in (1, 2):
-        return NotLowered("the STFT's signal must end in a known dimension of 1 (real) or 2 (complex)")
+        raise NotLowered("the STFT's signal must end in a known dimension of 1 (real) or 2 (complex)")
     if length is None:
-        return NotLowered("the length of the STFT's signal is unknown")
+        raise NotLowered("the length of the STFT's signal is unknown")
     if frame_step is None:
-        return NotLowered("the STFT has no frame_step")
+        raise NotLowered("the STFT has no frame_step")
     if onesided and channels == 2:
-        return NotLowered("a one-sided STFT takes a real signal only, and this signal is complex")
+        raise NotLowered("a one-sided STFT takes a real signal only, and this signal is complex")
     wide = b.computable(signal, emit=False)
     if not b.runs("MatMul", wide) or not b.runs("Mul", wide):
-        return NotLowered(f"MatMul does not run on {schemas.type_name(wide.element_type)} at opset {b.opset}")
+        raise NotLowered(f"MatMul does not run on {schemas.type_name(wide.element_type)} at opset {b.opset}")
     size = _frame_length(b, length, window, frame_length)
-    if isinstance(size, NotLowered):
-        return size
     known_step = b.constant_value(frame_step)
     step = _int64_scalar(b, frame_step)
     if isinstance(size, int):
@@ -440,10 +436,10 @@ def _frame_length(b: Builder, length: int, window: Value | None, frame_length: V
     given = b.constant_value(frame_length) if frame_length is not None else None
     if given is not None:
         if given.size != 1:
-            return NotLowered(f"frame_length holds {given.size} values, not one")
+            raise NotLowered(f"frame_length holds {given.size} values, not one")
         size = int(given.reshape(-1)[0])
         if window_length is not None and window_length != size:
-            return NotLowered(f"the window's length {window_length} is not the frame_length {size}")
+            raise NotLowered(f"the window's length {window_length} is not the frame_length {size}")
     elif window_length is not None:
         size = window_length  # the op requires a given frame_length to equal it
     elif frame_length is not None:
@@ -454,7 +450,7 @@ def _frame_length(b: Builder, length: int, window: Value | None, frame_length: V
     else:
         size = length
     if not 1 <= size <= length:
-        return NotLowered(f"the frame length {size} is not within 1 and the signal's length {length}")
+        raise NotLowered(f"the frame length {size} is not within 1 and the signal's length {length}")
     return size
 
 

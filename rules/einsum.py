@@ -136,21 +136,18 @@ def einsum_by_matmul(b: Builder, *operands: Value, equation: str = "") -> Value:
     below 9.
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     if not operands or not equation:
-        return NotLowered("Einsum needs its equation and an operand")
+        raise NotLowered("Einsum needs its equation and an operand")
     if isinstance(equation, bytes):
         equation = equation.decode()
     if len(operands) > 2:
-        return NotLowered(f"Einsum of {len(operands)} operands: this rule takes one or two")
+        raise NotLowered(f"Einsum of {len(operands)} operands: this rule takes one or two")
     shapes = [b.shape_of(operand) for operand in operands]
     parsed = parse_equation(equation, [None if shape is None else len(shape) for shape in shapes])
     if isinstance(parsed, str):
-        return NotLowered(parsed)
+        raise NotLowered(parsed)
     diagonals = [_diagonal(b, *found) for found in zip(operands, parsed.operands, shapes, strict=True)]
-    for found in diagonals:
-        if isinstance(found, NotLowered):
-            return found
     operands, labels, shapes = zip(*diagonals, strict=True)
     parsed = Equation(tuple(labels), parsed.output)
     if len(operands) == 1:
@@ -184,7 +181,7 @@ def _diagonal(b: Builder, x: Value, labels: tuple[str, ...], shape: list[int | N
         lengths = {shape[k] for k, c in enumerate(labels) if c == label}
         if labels.count(label) > 1 and (len(lengths) != 1 or None in lengths):
             told = "differ" if len(lengths) > 1 and None not in lengths else "are not known statically"
-            return NotLowered(f"the lengths of the axes of the repeated index {label} (a diagonal) {told}")
+            raise NotLowered(f"the lengths of the axes of the repeated index {label} (a diagonal) {told}")
     size = {label: shape[labels.index(label)] for label in first_named}
     out_shape = [size[label] for label in first_named]
     if None not in shape and math.prod(out_shape) <= MOST_DIAGONAL_POSITIONS:
@@ -216,8 +213,6 @@ def _one_operand(b: Builder, x: Value, labels: tuple[str, ...], output: tuple[st
     """ReduceSum over the indices the output lacks, then Transpose to the output's order."""
     if any(label not in output for label in labels):
         x, narrow = _arithmetic_type(b, x, "ReduceSum")
-        if isinstance(x, NotLowered):
-            return x
         x, labels = _sum_own(b, x, labels, _first_seen([labels]), keep=set(output))
         x = narrow(x)
     return _transposed(b, x, labels, output)
@@ -236,8 +231,6 @@ def _two_operands(b: Builder, operands, shapes, parsed: Equation) -> Value:
     a, c = operands
     element_type = a.element_type
     a, narrow = _arithmetic_type(b, a, "MatMul")
-    if isinstance(a, NotLowered):
-        return a
     c = b.computable(c)
 
     # The op keeps each partial sum in its type (onnxruntime's bfloat16 kernel does), unless the
@@ -256,15 +249,15 @@ def _two_operands(b: Builder, operands, shapes, parsed: Equation) -> Value:
     a_size, c_size = dict(zip(a_labels, a_shape, strict=True)), dict(zip(c_labels, c_shape, strict=True))
     for label in sorted(set(a_labels) & set(c_labels) - set(output)):
         if None not in (a_size[label], c_size[label]) and a_size[label] != c_size[label]:
-            return NotLowered(f"the summed index {label} has lengths {a_size[label]} and {c_size[label]} (broadcast)")
+            raise NotLowered(f"the summed index {label} has lengths {a_size[label]} and {c_size[label]} (broadcast)")
     seen = _first_seen([a_labels, c_labels])
     if any(label not in c_labels and label not in output for label in a_labels):
         if not b.runs("ReduceSum", a):
-            return NotLowered(f"ReduceSum does not run on {schemas.type_name(a.element_type)} at opset {b.opset}")
+            raise NotLowered(f"ReduceSum does not run on {schemas.type_name(a.element_type)} at opset {b.opset}")
         a, a_labels = _sum_own(b, a, a_labels, seen, keep=set(c_labels) | set(output), rounded=rounded)
     if any(label not in a_labels and label not in output for label in c_labels):
         if not b.runs("ReduceSum", c):
-            return NotLowered(f"ReduceSum does not run on {schemas.type_name(c.element_type)} at opset {b.opset}")
+            raise NotLowered(f"ReduceSum does not run on {schemas.type_name(c.element_type)} at opset {b.opset}")
         c, c_labels = _sum_own(b, c, c_labels, seen, keep=set(a_labels) | set(output), one_at_a_time=True,
                                rounded=rounded)  # fmt: skip
     a_shape, c_shape = [a_size[label] for label in a_labels], [c_size[label] for label in c_labels]
@@ -277,13 +270,8 @@ def _two_operands(b: Builder, operands, shapes, parsed: Equation) -> Value:
         size[label] = length if size.get(label) is None else size[label]
     left = _grouped(b, a, a_labels, batch, [rows, contracted], size)
     right = _grouped(b, c, c_labels, batch, [contracted, columns], size)
-    for side in (left, right):
-        if isinstance(side, NotLowered):
-            return side
     product = b.MatMul(left, right)
     product = _ungrouped(b, product, len(batch), [rows, columns], size)
-    if isinstance(product, NotLowered):
-        return product
     return _transposed(b, narrow(product), (*batch, *rows, *columns), output)
 
 
@@ -292,7 +280,7 @@ def _arithmetic_type(b: Builder, x: Value, op_type: str):
     bring a result back to x's type; NotLowered where the op does not run on it."""
     wide = b.computable(x, emit=False)
     if not b.runs(op_type, wide):
-        return NotLowered(f"{op_type} does not run on {schemas.type_name(wide.element_type)} at opset {b.opset}"), None
+        raise NotLowered(f"{op_type} does not run on {schemas.type_name(wide.element_type)} at opset {b.opset}")
     if wide.element_type == x.element_type:
         return x, lambda value: value
     return b.computable(x), lambda value: b.Cast(value, to=x.element_type)
@@ -317,7 +305,7 @@ def _sum_own(b: Builder, x: Value, labels, seen: list[str], keep: set[str], *, o
     return x, tuple(label for label in ordered if label in keep)
 
 
-def _grouped(b: Builder, x: Value, labels, batch, groups, size) -> Value | NotLowered:
+def _grouped(b: Builder, x: Value, labels, batch, groups, size) -> Value:
     """x transposed to [batch..., groups[0]..., groups[1]...] and each group made one axis."""
     order = [*batch, *groups[0], *groups[1]]
     x = _transposed(b, x, labels, order)
@@ -328,11 +316,11 @@ def _grouped(b: Builder, x: Value, labels, batch, groups, size) -> Value | NotLo
         return b.over_axes("Unsqueeze", x, empty)
     target = _target_shape(len(batch), [[size[label] for label in group] for group in groups], merged=True)
     if isinstance(target, str):
-        return NotLowered(target)
+        raise NotLowered(target)
     return b.Reshape(x, b.ints(target, "shape"))
 
 
-def _ungrouped(b: Builder, x: Value, batch_count: int, groups, size) -> Value | NotLowered:
+def _ungrouped(b: Builder, x: Value, batch_count: int, groups, size) -> Value:
     """The MatMul's [batch..., M, N] as [batch..., rows..., columns...]."""
     if all(len(group) == 1 for group in groups):
         return x
@@ -341,7 +329,7 @@ def _ungrouped(b: Builder, x: Value, batch_count: int, groups, size) -> Value | 
         return b.over_axes("Squeeze", x, empty)
     target = _target_shape(batch_count, [[size[label] for label in group] for group in groups], merged=False)
     if isinstance(target, str):
-        return NotLowered(target)
+        raise NotLowered(target)
     return b.Reshape(x, b.ints(target, "shape"))
 
 

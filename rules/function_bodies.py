@@ -10,6 +10,7 @@ import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 from lowering import schemas
+from lowering.errors import NotLowered
 from lowering.function_bodies import Tolerance, body_op_types, function_expansion, ops_with_bodies
 
 # Measured against onnxruntime's fused kernel and a float64 numpy computation (tests/
@@ -215,7 +216,7 @@ def layer_normalization_repairs(body: onnx.FunctionProto, input_types: list) -> 
     repair=layer_normalization_repairs,
     shaped_inputs=(1, 2),
 )
-def layer_normalization_body(node: onnx.NodeProto) -> str | None:
+def layer_normalization_body(node: onnx.NodeProto) -> None:
     """LayerNormalization(X, Scale, B) = (X − Mean(X)) / Sqrt(Var(X) + epsilon) · Scale + B over
     the axes from `axis` on, computed in float32 (stash_type 1), with Var(X) = Mean((X − Mean(X))²)
     (ONNX's own function body, its variance taken in two passes: ONNX's Mean(X²) − Mean(X)²
@@ -234,8 +235,9 @@ def layer_normalization_body(node: onnx.NodeProto) -> str | None:
                 if attribute.i in TensorProto.DataType.values()
                 else attribute.i
             )
-            return f"stash_type {attribute.i} ({name}): the body's Mean(X²) − Mean(X)² is only accurate in float32"
-    return None
+            raise NotLowered(
+                f"stash_type {attribute.i} ({name}): the body's Mean(X²) − Mean(X)² is only accurate in float32"
+            )
 
 
 # The ONNX backend's own comparison (onnx.backend.test.runner: rtol 1e-3, atol 1e-7), stated
@@ -337,13 +339,12 @@ def _body_precondition(op_type: str, formula: str):
     schema = schemas.schema_in_force(op_type, schemas.newest_opset())
     reads_noop = schema is not None and "noop_with_empty_axes" in schema.attributes
 
-    def body_applies(node: onnx.NodeProto) -> str | None:
+    def body_applies(node: onnx.NodeProto) -> None:
         # Otherwise the body's own refusals (no body at the opset, none built) say why.
         if op_type in BODY_DEFECTS:
-            return BODY_DEFECTS[op_type]
+            raise NotLowered(BODY_DEFECTS[op_type])
         if reads_noop and any(a.name == "noop_with_empty_axes" and a.i for a in node.attribute):
-            return NOOP_WITH_EMPTY_AXES  # as rules/versions/reduce.py refuses to move such a node
-        return None
+            raise NotLowered(NOOP_WITH_EMPTY_AXES)  # as rules/versions/reduce.py refuses to move such a node
 
     body_applies.__name__ = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op_type).lower() + "_body"
     body_applies.__qualname__ = body_applies.__name__

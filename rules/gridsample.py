@@ -171,32 +171,32 @@ def grid_sample_by_gathering(
     neighbours per point (cubic beyond 3 spatial axes), opsets below 11 (Range).
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     interpolation = INTERPOLATION.get(as_text(mode))
     if interpolation is None:
-        return NotLowered(f"mode {as_text(mode)!r} is none of {', '.join(sorted(INTERPOLATION))}")
+        raise NotLowered(f"mode {as_text(mode)!r} is none of {', '.join(sorted(INTERPOLATION))}")
     padding_mode = as_text(padding_mode)
     if padding_mode not in PADDING_MODES:
-        return NotLowered(f"padding_mode {padding_mode!r} is none of {', '.join(PADDING_MODES)}")
+        raise NotLowered(f"padding_mode {padding_mode!r} is none of {', '.join(PADDING_MODES)}")
     for value, name in ((x, "X"), (grid, "grid")):
         if value.element_type not in SAMPLED_TYPES:
-            return NotLowered(
+            raise NotLowered(
                 f"{name} is {schemas.type_name(value.element_type)}; the rule samples float, double, float16 "
                 f"and bfloat16 values only"
             )
     shapes = [b.shape_of(x), b.shape_of(grid)]
     ranks = {len(shape) for shape in shapes if shape is not None}
     if not ranks:
-        return NotLowered("the ranks of X and grid are unknown, so the number of spatial axes to sample is unknown")
+        raise NotLowered("the ranks of X and grid are unknown, so the number of spatial axes to sample is unknown")
     if len(ranks) > 1:
-        return NotLowered(f"X and grid have ranks {shapes[0] and len(shapes[0])} and {shapes[1] and len(shapes[1])}")
+        raise NotLowered(f"X and grid have ranks {shapes[0] and len(shapes[0])} and {shapes[1] and len(shapes[1])}")
     (rank,) = ranks
     spatial = rank - 2
     if spatial < 1:
-        return NotLowered(f"X of rank {rank} has no spatial axis to sample")
+        raise NotLowered(f"X of rank {rank} has no spatial axis to sample")
     per_axis = NEIGHBOURS_PER_AXIS[interpolation]
     if per_axis**spatial > MOST_NEIGHBOURS:
-        return NotLowered(
+        raise NotLowered(
             f"{interpolation} sampling of {spatial} spatial axes reads {per_axis**spatial} neighbours per point, "
             f"more than the {MOST_NEIGHBOURS} this rule gathers"
         )

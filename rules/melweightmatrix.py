@@ -49,16 +49,18 @@ def mel_weight_matrix_computed(
             if len(given_at_run_time) == 1
             else "inputs " + ", ".join(given_at_run_time) + " are"
         )
-        return NotLowered(
+        raise NotLowered(
             f"its {which} given at run time: the mel bins are floored from log1p and expm1, which ONNX "
             "lacks, so only constant inputs are computed (once)"
         )
     bins, length = int(np.asarray(values[0]).reshape(-1)[0]), int(np.asarray(values[1]).reshape(-1)[0])
     if bins < 0 or length < 0 or bins * (length // 2 + 1) > LARGEST_MATRIX:
-        return NotLowered(f"the matrix of {length // 2 + 1} x {bins} values is not one of at most 2^22 values")
+        raise NotLowered(f"the matrix of {length // 2 + 1} x {bins} values is not one of at most 2^22 values")
     try:
         with np.errstate(all="ignore"):
             matrix = mel_weight_matrix_values(*values, output_datatype=output_datatype)
     except Exception as error:  # inputs the op fails on (onnxruntime's kernel fails on them too)
-        return NotLowered(f"the matrix cannot be computed from its constant inputs ({type(error).__name__}: {error})")
+        raise NotLowered(
+            f"the matrix cannot be computed from its constant inputs ({type(error).__name__}: {error})"
+        ) from None
     return b.tensor(matrix, "mel_weight_matrix")

@@ -110,32 +110,32 @@ def resize_by_weighted_taps(
     antialias, X of unknown rank or not a float type, opsets below 11 (Range).
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     mode, coordinates = as_text(mode), as_text(coordinate_transformation_mode)
     if mode not in FILTERED:
-        return NotLowered(f"mode {mode} is not a filter (the rule lowers modes {' and '.join(FILTERED)})")
+        raise NotLowered(f"mode {mode} is not a filter (the rule lowers modes {' and '.join(FILTERED)})")
     if coordinates not in COORDINATE_MODES:
-        return NotLowered(
+        raise NotLowered(
             f"coordinate_transformation_mode {coordinates} is none of {', '.join(COORDINATE_MODES)}, which the rule "
             "lowers"
         )
     if mode == "linear" and exclude_outside and not antialias:
-        return NotLowered("exclude_outside=1 in mode linear without antialias (onnxruntime refuses it)")
+        raise NotLowered("exclude_outside=1 in mode linear without antialias (onnxruntime refuses it)")
     if x.element_type not in RESIZED_TYPES:
-        return NotLowered(f"X is {schemas.type_name(x.element_type)}; the rule resizes float types only")
+        raise NotLowered(f"X is {schemas.type_name(x.element_type)}; the rule resizes float types only")
     shape = b.shape_of(x)
     if shape is None:
-        return NotLowered("the rank of X is unknown, so the axes to resize are unknown")
+        raise NotLowered("the rank of X is unknown, so the axes to resize are unknown")
     rank = len(shape)
     if scales is not None and sizes is not None:
         given = b.constant_value(scales)
         if given is None or given.size:
-            return NotLowered("both scales and sizes are given")
+            raise NotLowered("both scales and sizes are given")
         scales = None
     if scales is None and sizes is None:
-        return NotLowered("neither scales nor sizes is given")
+        raise NotLowered("neither scales nor sizes is given")
     if sizes is not None and as_text(keep_aspect_ratio_policy) != "stretch":
-        return NotLowered(f"keep_aspect_ratio_policy {as_text(keep_aspect_ratio_policy)} is not lowered by the rule")
+        raise NotLowered(f"keep_aspect_ratio_policy {as_text(keep_aspect_ratio_policy)} is not lowered by the rule")
     resized = [a + rank if a < 0 else a for a in axes] if axes is not None else list(range(rank))
     compute = TensorProto.DOUBLE if x.element_type == TensorProto.DOUBLE else TensorProto.FLOAT
     value = x if x.element_type == compute else b.Cast(x, to=compute)

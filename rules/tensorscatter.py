@@ -54,17 +54,17 @@ def tensorscatter_as_scatter_elements(
     and ScatterElements' too). Not lowered below opset 11 (no Range, no ScatterElements).
     """
     if b.opset < FIRST_OPSET:
-        return NotLowered(f"ScatterElements and Range, which the rule writes, do not exist at opset {b.opset}")
+        raise NotLowered(f"ScatterElements and Range, which the rule writes, do not exist at opset {b.opset}")
     shape = b.shape_of(past_cache)
     if shape is None:
-        return NotLowered("the rank of past_cache is unknown")
+        raise NotLowered("the rank of past_cache is unknown")
     rank = len(shape)
     if not -rank <= axis < rank or axis % rank == 0:
-        return NotLowered(f"axis {axis} is not a sequence axis of a cache of rank {rank}")
+        raise NotLowered(f"axis {axis} is not a sequence axis of a cache of rank {rank}")
     axis %= rank
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in ("linear", "circular"):
-        return NotLowered(f"mode '{mode}' is not one TensorScatter-24 states")
+        raise NotLowered(f"mode '{mode}' is not one TensorScatter-24 states")
     update_shape = b.Shape(update)
     zero = b.constant(0, like=update_shape, hint="zero")
     one = b.constant(1, like=update_shape, hint="one")

@@ -36,12 +36,12 @@ def trilu_by_index_mask(b: Builder, x: Value, k: Value | None = None, *, upper: 
     elsewhere not lowered, nor on strings (no zero stated).
     """
     if b.opset < 11:
-        return NotLowered(f"Range, which builds the row and column indices, does not exist at opset {b.opset}")
+        raise NotLowered(f"Range, which builds the row and column indices, does not exist at opset {b.opset}")
     if x.element_type == onnx.TensorProto.STRING:
-        return NotLowered("Trilu states no zero for strings")
+        raise NotLowered("Trilu states no zero for strings")
     is_bool = x.element_type == onnx.TensorProto.BOOL
     if not is_bool and not _where_runs(b, x):
-        return NotLowered(f"Where does not run on {schemas.type_name(x.element_type)} at opset {b.opset}")
+        raise NotLowered(f"Where does not run on {schemas.type_name(x.element_type)} at opset {b.opset}")
     shape = b.Shape(x)
     zero, one = b.constant(0, like=shape, hint="zero"), b.constant(1, like=shape, hint="one")
     rows = b.Range(zero, b.Gather(shape, b.constant(-2, like=shape, hint="minus_two")), one)

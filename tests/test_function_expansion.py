@@ -15,7 +15,8 @@ from onnx import TensorProto, helper
 from support import slow_but_a_sample  # noqa: E402
 
 from lowering import schemas
-from lowering.function_bodies import Expanded, FunctionExpansion, NotExpanded, Tolerance, expansion_for
+from lowering.errors import NotLowered
+from lowering.function_bodies import Expanded, FunctionExpansion, Tolerance, expansion_for
 from lowering.naming import NameAllocator, names_in_model
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
@@ -44,8 +45,9 @@ def layer_normalization_backend_cases() -> tuple:
     return tuple(c for c in cases if any(n.op_type == "LayerNormalization" for n in c.model.graph.node))
 
 
-def inline(model: onnx.ModelProto, expansion: FunctionExpansion, fresh=None) -> onnx.ModelProto | NotExpanded:
-    """``model`` with its node(s) of the expansion's op replaced by the body, checked in full."""
+def inline(model: onnx.ModelProto, expansion: FunctionExpansion, fresh=None) -> onnx.ModelProto | NotLowered:
+    """``model`` with its node(s) of the expansion's op replaced by the body, checked in full;
+    the expansion's refusal where it declines."""
     graph = model.graph
     opset = next(o.version for o in model.opset_import if schemas.canonical_domain(o.domain) == "")
     types = {info.name: info.type for info in [*graph.input, *graph.value_info, *graph.output]}
@@ -55,9 +57,10 @@ def inline(model: onnx.ModelProto, expansion: FunctionExpansion, fresh=None) -> 
         if node.op_type != expansion.op_type:
             nodes.append(node)
             continue
-        result = expansion.expand(node, opset=opset, input_types=[types.get(n) for n in node.input], fresh=fresh)
-        if isinstance(result, NotExpanded):
-            return result
+        try:
+            result = expansion.expand(node, opset=opset, input_types=[types.get(n) for n in node.input], fresh=fresh)
+        except NotLowered as declined:
+            return declined
         nodes += result.nodes
         written_at = result.opset
     inlined_graph = helper.make_graph(nodes, graph.name, graph.input, graph.output, graph.initializer)
@@ -116,7 +119,7 @@ def test_every_backend_case_expands_and_meets_its_tolerance():
         node = next(n for n in case.model.graph.node if n.op_type == "LayerNormalization")
         assert list(node.output) == ["Y", "Mean", "InvStdDev"]
         inlined = inline(case.model, expansion)
-        if isinstance(inlined, NotExpanded):
+        if isinstance(inlined, NotLowered):
             refused.append((case.name, inlined.reason))
             continue
         assert [o.version for o in inlined.opset_import] == [17]
@@ -140,8 +143,9 @@ def test_a_node_naming_an_output_the_body_lacks_is_refused():
     # shown on an output past the body's list: Relu's body has one output.
     relu = FunctionExpansion("Relu", "", (14,), {}, _applies)
     node = helper.make_node("Relu", ["x"], ["y", "extra"], name="r")
-    result = relu.expand(node, opset=18, input_types=[_tensor(TensorProto.FLOAT)], fresh=NameAllocator().fresh)
-    assert isinstance(result, NotExpanded)
+    with pytest.raises(NotLowered) as refused:
+        relu.expand(node, opset=18, input_types=[_tensor(TensorProto.FLOAT)], fresh=NameAllocator().fresh)
+    result = refused.value
     assert "output 1" in result.reason and "'extra'" in result.reason and "does not compute it" in result.reason
 
 
@@ -282,15 +286,19 @@ def _tensor(element_type: int) -> onnx.TypeProto:
     return helper.make_tensor_type_proto(element_type, None)
 
 
-def _applies(node: onnx.NodeProto) -> str | None:
+def _applies(node: onnx.NodeProto) -> None:
     """The test expansions' formula: the body as ONNX writes it."""
     return None
 
 
-def _expand(node, *, opset=17, types=(TensorProto.FLOAT,) * 3, expansion=None):
+def _expand(node, *, opset=17, types=(TensorProto.FLOAT,) * 3, expansion=None) -> Expanded | NotLowered:
+    """The node expanded, or the expansion's refusal."""
     expansion = expansion or layer_normalization()
     input_types = [None if t is None else _tensor(t) for t in types]
-    return expansion.expand(node, opset=opset, input_types=input_types, fresh=NameAllocator().fresh)
+    try:
+        return expansion.expand(node, opset=opset, input_types=input_types, fresh=NameAllocator().fresh)
+    except NotLowered as declined:
+        return declined
 
 
 def _ln_node(**attributes):
@@ -317,9 +325,9 @@ def test_refusals_say_why():
     # opset: the driver moves its nodes down to the node's opset (tests/test_legalize.py).
     both = FunctionExpansion("HardSigmoid", "", (6, 22), {}, _applies)
     later = _expand(node, opset=17, types=(TensorProto.FLOAT,), expansion=both)
-    assert not isinstance(later, NotExpanded) and later.opset == 18
+    assert not isinstance(later, NotLowered) and later.opset == 18
     for what, (result, reason) in refusals.items():
-        assert isinstance(result, NotExpanded), what
+        assert isinstance(result, NotLowered), what
         assert reason in result.reason, (what, result.reason)
         assert result.reason.startswith(
             f"{node.op_type if what == 'unserved version' else 'LayerNormalization'} node"

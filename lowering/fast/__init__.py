@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import onnx
 
 from .. import function_bodies, schemas, scopes
-from ..builder import Builder, NotLowered, Value
+from ..builder import Builder, Value
 from ..decomposition import bound, check_input_accepted, input_value, rule_attributes, type_key, without_shapes
+from ..errors import NotLowered
 from ..graphs import holds_graphs
 from ..modelio import ModelBytes
 from ..plain_path import GraphEdits, KeptByOp, PlainPath, node_hint
@@ -258,8 +259,11 @@ class FastPath(PlainPath):
             scope=None,
             optionals=None,
         )
-        result = rule.body(builder, *recorded_inputs, **attributes)
-        if builder.read_context or isinstance(result, NotLowered):
+        try:
+            result = rule.body(builder, *recorded_inputs, **attributes)
+        except NotLowered:
+            return _NOT_RECORDED
+        if builder.read_context:
             return _NOT_RECORDED
         nodes = bound(builder.nodes, result, outputs, names)
         return Template(nodes, names.events, placeholders, hint, outputs, self.shortcuts.direct_replay)

@@ -7,7 +7,7 @@ from onnx import TensorProto
 
 from lowering import floats, schemas
 from lowering.adapters import AdapterContext, HeldAttributes, NodeWriter, adapter, attribute_of, known_change, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 ARG_12 = "version 12 adds select_last_index, which picks the last of equal extremes"
 INT64_MIN = -(2**63)  # an end before every start: Slice with step -1 clamps it to before index 0
@@ -48,16 +48,16 @@ def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
     data = node.input[0]
     if context.target_opset < 11:
         if select_last:
-            raise LoweringError(
-                f"{context.location}: {node.op_type}-{version} with select_last_index=1 cannot go to opset "
+            raise NotLowered(
+                f"{node.op_type}-{version} with select_last_index=1 cannot go to opset "
                 f"{context.target_opset}: picking the last of equal extremes needs opset 11 here (negative axes, "
                 "Slice with a negative step over a whole axis, Equal on floats)"
             )
         if axis < 0:
             rank = context.rank_of(data)
             if rank is None:
-                raise LoweringError(
-                    f"{context.location}: {node.op_type}-{version} with axis={axis} cannot go to opset "
+                raise NotLowered(
+                    f"{node.op_type}-{version} with axis={axis} cannot go to opset "
                     f"{context.target_opset}, which takes no negative axis, without the rank of its input '{data}'"
                 )
             axis += rank
@@ -72,8 +72,8 @@ def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
         else TensorProto.UNDEFINED
     )
     if element_type == TensorProto.UNDEFINED:
-        raise LoweringError(
-            f"{context.location}: {node.op_type}-{version} with select_last_index=1 cannot go to opset "
+        raise NotLowered(
+            f"{node.op_type}-{version} with select_last_index=1 cannot go to opset "
             f"{context.target_opset} without the element type of its input '{data}', which is unknown "
             "(NaN is handled apart on floats)"
         )

@@ -19,7 +19,7 @@ from lowering.adapters import (
     steps_between,
     text_attribute,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 from .pool import pool_windows_proved_same
 
@@ -29,11 +29,11 @@ known_change(("Conv", *POOLS), 11, AUTO_PAD_11, affects=auto_pad_set)
 LABEL = "auto_pad stated alike"
 
 
-def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowered:
     source = schemas.version_in_force(node.op_type, context.source_opset)
     target = schemas.version_in_force(node.op_type, context.target_opset)
-    return LoweringError(
-        f"{context.location}: {node.op_type}-{source} {why}, so it cannot go to opset {context.target_opset} "
+    return NotLowered(
+        f"{node.op_type}-{source} {why}, so it cannot go to opset {context.target_opset} "
         f"({node.op_type}-{target}: {AUTO_PAD_11})"
     )
 

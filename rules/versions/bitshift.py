@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 
 from lowering import floats, schemas
 from lowering.adapters import AdapterContext, NodeWriter, adapter, known_change, moved, text_attribute
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
 BITSHIFT_28 = "version 28 defines shifts by negative or too large amounts (earlier versions do not)"
@@ -31,10 +31,10 @@ def shift_in_unsigned_carrier(node: onnx.NodeProto, context: AdapterContext):
     by bits - 1 (all sign bits) out of range. int64, with no wider carrier, shifts right as
     ~(~x >> s) for a negative x (:func:`_int64_right`)."""
     source = f"BitShift-{schemas.version_in_force('BitShift', context.source_opset)}"
-    where = f"{context.location}: {source} cannot go to opset {context.target_opset}"
+    where = f"{source} cannot go to opset {context.target_opset}"
     element_type = element_type_of(context.type_of(node.input[0]))
     if element_type is None:
-        raise LoweringError(f"{where} without the type of its input '{node.input[0]}', which is unknown")
+        raise NotLowered(f"{where} without the type of its input '{node.input[0]}', which is unknown")
     bits = floats.numpy_dtype(element_type).itemsize * 8
     right = text_attribute(node, "direction", context.source_opset) == "RIGHT"
     signed = floats.numpy_dtype(element_type).kind == "i"

@@ -6,7 +6,7 @@ import onnx
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 CAST_19 = "version 19 adds saturate, which applies only to conversions to float8 types"
 CAST_24 = "version 24 adds round_mode, which applies only to conversions to float8e8m0"
@@ -26,8 +26,7 @@ def saturate_dropped(node: onnx.NodeProto, context: AdapterContext):
     # Every float8 type appears at 19, so a target below 19 has none of them (onnx.defs says
     # which types the target's Cast makes): a cast to float8, or to a type added later, is refused.
     if to not in schemas.output_element_types("Cast", context.target_opset):
-        raise LoweringError(
-            f"{context.location}: Cast to {schemas.type_name(to)} cannot go to opset {context.target_opset}, whose "
-            f"Cast has no such type"
+        raise NotLowered(
+            f"Cast to {schemas.type_name(to)} cannot go to opset {context.target_opset}, whose Cast has no such type"
         )
     return [moved(node, dropped=("saturate", "round_mode"))]

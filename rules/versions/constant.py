@@ -8,7 +8,7 @@ from onnx import helper, numpy_helper
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, HeldAttributes, adapter, known_change
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 # What a scalar or list attribute of Constant holds, as a tensor: floats are float32 and ints
 # int64 (AttributeProto's own types), strings strings; a list is 1-D, a scalar 0-D.
@@ -57,8 +57,8 @@ def value_attribute_as_tensor(node: onnx.NodeProto, context: AdapterContext):
         array = np.array(value, dtype=np.float32 if element_type == onnx.TensorProto.FLOAT else np.int64)
     accepted = schemas.output_element_types("Constant", context.target_opset)
     if element_type not in accepted:
-        raise LoweringError(
-            f"{context.location}: Constant with {attribute.name} holds {schemas.type_name(element_type)}, which "
+        raise NotLowered(
+            f"Constant with {attribute.name} holds {schemas.type_name(element_type)}, which "
             f"Constant at opset {context.target_opset} cannot hold, so it cannot go to opset {context.target_opset}"
         )
     tensor = numpy_helper.from_array(array, name="")

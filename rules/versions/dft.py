@@ -7,7 +7,7 @@ import onnx
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 DFT_20 = "version 20 takes the axis as an optional input (default -2); version 17 as an attribute (default 1)"
 _AXIS_INPUT = [formal.name for formal in schemas.schema_in_force("DFT", 20).inputs].index("axis")
@@ -27,8 +27,8 @@ def dft_axis_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     if len(node.input) > _AXIS_INPUT and node.input[_AXIS_INPUT]:
         tensor = context.constant_of(node.input[_AXIS_INPUT])
         if tensor is None:
-            raise LoweringError(
-                f"{context.location}: DFT-20 takes its axis from '{node.input[_AXIS_INPUT]}', which is computed at "
+            raise NotLowered(
+                f"DFT-20 takes its axis from '{node.input[_AXIS_INPUT]}', which is computed at "
                 f"run time, so it cannot go to opset {context.target_opset} where axis is an attribute"
             )
         (axis,) = onnx.numpy_helper.to_array(tensor).reshape(-1).tolist()

@@ -8,7 +8,7 @@ from onnx import helper
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, constant_array
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 DROPOUT_12 = (
     "version 12 takes ratio and training_mode as inputs and states that in inference the mask is all true; "
@@ -26,11 +26,9 @@ def _scalar(node: onnx.NodeProto, index: int, context: AdapterContext):
     return values[0].item() if values is not None and values.size == 1 else ...
 
 
-def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowered:
     version = schemas.version_in_force("Dropout", context.source_opset)
-    return LoweringError(
-        f"{context.location}: Dropout-{version} {why}, so it cannot go to opset {context.target_opset} ({DROPOUT_12})"
-    )
+    return NotLowered(f"Dropout-{version} {why}, so it cannot go to opset {context.target_opset} ({DROPOUT_12})")
 
 
 # Cases: training with a ratio but 0, and the mask below opset 9, refused; the backend's Dropout-7/10 cases

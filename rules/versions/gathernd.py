@@ -7,7 +7,7 @@ from onnx import TensorProto
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, HeldAttributes, NodeWriter, adapter, attribute_of, known_change, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 GATHER_ND_12 = "version 12 adds batch_dims, the leading dimensions data and indices share"
 
@@ -40,14 +40,13 @@ def batch_indices_spelled_out(node: onnx.NodeProto, context: AdapterContext):
     indices = node.input[1]
     rank = context.rank_of(indices)
     if rank is None:
-        raise LoweringError(
-            f"{context.location}: {node.op_type}-{version} with batch_dims={batch_dims} cannot go to opset "
+        raise NotLowered(
+            f"{node.op_type}-{version} with batch_dims={batch_dims} cannot go to opset "
             f"{context.target_opset} without the rank of its indices '{indices}', which is unknown"
         )
     if not 0 < batch_dims < rank:
-        raise LoweringError(
-            f"{context.location}: {node.op_type}-{version} has batch_dims={batch_dims}, which its indices of "
-            f"rank {rank} do not allow"
+        raise NotLowered(
+            f"{node.op_type}-{version} has batch_dims={batch_dims}, which its indices of rank {rank} do not allow"
         )
     w = NodeWriter(node, context)
     indices_shape = w.add("Shape", [indices], "indices_shape")

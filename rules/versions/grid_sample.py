@@ -6,7 +6,7 @@ import onnx
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, moved, require_types_taken, text_attribute
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 GRID_SAMPLE_20 = "version 20 renames the modes (bilinear → linear, bicubic → cubic) and goes N-D"
 
@@ -28,18 +28,18 @@ def modes_renamed_on_4d(node: onnx.NodeProto, context: AdapterContext):
     (rules/gridsample.py), which needs the rank known."""
     version = schemas.version_in_force("GridSample", context.source_opset)
     older = f"GridSample-{schemas.version_in_force('GridSample', context.target_opset)}"
-    where = f"{context.location}: GridSample-{version}"
+    where = f"GridSample-{version}"
     ranks = {rank for rank in (context.rank_of(node.input[0]), context.rank_of(node.input[1])) if rank is not None}
     if ranks != {4}:
         what = "of unknown rank" if not ranks else f"of rank {max(ranks)}"
-        raise LoweringError(
+        raise NotLowered(
             f"{where} samples an input {what}; {older} at opset {context.target_opset} samples only 4-D "
             f"inputs, so it cannot go to opset {context.target_opset}"
         )
     require_types_taken(node, context, unknown_refused=True)
     mode = text_attribute(node, "mode", context.source_opset)
     if mode not in MODES_AT_16:
-        raise LoweringError(
+        raise NotLowered(
             f"{where} has mode {mode!r}, which {older} lacks, so it cannot go to opset {context.target_opset}"
         )
     return [moved(node, mode=MODES_AT_16[mode])]
@@ -60,7 +60,5 @@ def modes_renamed_forward(node: onnx.NodeProto, context: AdapterContext):
     of the step then refuses.)"""
     mode = text_attribute(node, "mode", context.source_opset)
     if mode not in MODES_AT_20:
-        raise LoweringError(
-            f"{context.location}: GridSample-16 has mode {mode!r}, which it does not define; the model is invalid"
-        )
+        raise NotLowered(f"GridSample-16 has mode {mode!r}, which it does not define; the model is invalid")
     return [moved(node, mode=MODES_AT_20[mode])]

@@ -7,7 +7,7 @@ from onnx import helper
 
 from lowering import schemas, version_steps
 from lowering.adapters import AdapterContext, NodeWriter, adapter, known_change, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 LOOP_11 = "from version 11 a Loop may carry no values (v_initial may be empty; earlier versions need one)"
 
@@ -33,7 +33,7 @@ def one_value_carried(node: onnx.NodeProto, context: AdapterContext):
     source_version = schemas.version_in_force("Loop", context.source_opset)
     untaken = version_steps.untaken_output_refusal(node, source_version, context.target_opset, context.type_for_judging)
     if untaken is not None:
-        raise LoweringError(f"{context.location}: {untaken}")
+        raise NotLowered(f"{untaken}")
     w = NodeWriter(node, context)
     carried = w.scalar("carried", 0.0, onnx.TensorProto.FLOAT)  # float: a Constant holds it at every opset
     result = moved(node)

@@ -7,7 +7,7 @@ import onnx
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, attribute_of, moved, require_types_taken
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 BATCH_NORMALIZATION_14 = (
     "version 14 adds training_mode and outputs running statistics; versions 9-13 train when asked for "
@@ -34,15 +34,15 @@ def batch_normalization_without_training_mode(node: onnx.NodeProto, context: Ada
     five outputs and state neither the variance their running variance uses (population
     variance is stated from 14) nor how Y is normalized, so it has no agreed meaning there."""
     version = schemas.version_in_force("BatchNormalization", context.source_opset)
-    where = f"{context.location}: BatchNormalization-{version}"
+    where = f"BatchNormalization-{version}"
     if attribute_of(node, "training_mode"):
-        raise LoweringError(
+        raise NotLowered(
             f"{where} in training mode cannot go to opset {context.target_opset}: versions 9-13 train when given "
             "five outputs but do not state the variance of their running statistics (population variance is "
             f"stated from version 14), so training there has no agreed meaning ({BATCH_NORMALIZATION_14})"
         )
     if any(node.output[1:]):
-        raise LoweringError(
+        raise NotLowered(
             f"{where} with training_mode=0 and running statistics outputs (invalid in inference) cannot go to "
             f"opset {context.target_opset}, where those outputs mean training ({BATCH_NORMALIZATION_14})"
         )

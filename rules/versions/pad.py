@@ -20,7 +20,7 @@ from lowering.adapters import (
     require_types_taken,
     text_attribute,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 PAD_11 = "version 11 takes pads and the constant value as inputs; earlier versions as attributes"
 PAD_18 = "version 18 adds an axes input: pads then holds a begin and an end for those axes only"
@@ -77,24 +77,24 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
     onnxruntime: with a positive pad Gather fails alike (an index 0 on an empty axis); with none
     the result is empty. Needed and missing: the input's rank, constant axes: refused."""
     version = schemas.version_in_force("Pad", context.source_opset)
-    cannot = f"{context.location}: Pad-{version} with mode wrap cannot go to opset {context.target_opset}"
+    cannot = f"Pad-{version} with mode wrap cannot go to opset {context.target_opset}"
     x = node.input[0]
     shape = context.shape_of(x)
     if shape is None:
-        raise LoweringError(f"{cannot} without the rank of its input '{x}' (to know which axes its pads cover)")
+        raise NotLowered(f"{cannot} without the rank of its input '{x}' (to know which axes its pads cover)")
     rank = len(shape)
     if _input(node, 3):
         axes = constant_ints(node, context, 3)
         if axes is None:
-            raise LoweringError(f"{cannot}: its axes '{node.input[3]}' are computed at run time")
+            raise NotLowered(f"{cannot}: its axes '{node.input[3]}' are computed at run time")
         axes = [a + rank if a < 0 else a for a in axes]
     else:
         axes = list(range(rank))
     pads = constant_ints(node, context)
     if pads is not None and len(pads) != 2 * len(axes):
-        raise LoweringError(f"{cannot}: its {len(pads)} pads are not a begin and an end for each of {len(axes)} axes")
+        raise NotLowered(f"{cannot}: its {len(pads)} pads are not a begin and an end for each of {len(axes)} axes")
     if context.target_opset < WRAP_CONSTANT_FROM:
-        raise LoweringError(f"{cannot}, whose Constant holds no int64 indices (from opset {WRAP_CONSTANT_FROM})")
+        raise NotLowered(f"{cannot}, whose Constant holds no int64 indices (from opset {WRAP_CONSTANT_FROM})")
     w = NodeWriter(node, context)
     current = x
     for k, axis in enumerate(axes):
@@ -103,7 +103,7 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
             before, after = pads[k], pads[len(axes) + k]
             indices = _wrap_indices(size, before, after)
             if indices is None:
-                raise LoweringError(
+                raise NotLowered(
                     f"{cannot}: along axis {axis} (size {size}) its pads {before} and {after} leave nothing to wrap "
                     "around, an error whenever it runs"
                 )
@@ -112,7 +112,7 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
             continue
         if context.target_opset < WRAP_AT_RUN_TIME_FROM:
             what = "its pads are computed at run time" if pads is None else f"the size of its axis {axis} is unknown"
-            raise LoweringError(
+            raise NotLowered(
                 f"{cannot}: {what}, so the positions it reads need Range (from opset {WRAP_AT_RUN_TIME_FROM})"
             )
         current = _wrapped_at_run_time(w, current, axis, _pad_pair(w, node, pads, k, len(axes)))
@@ -160,8 +160,8 @@ def _axes_and_rank(node: onnx.NodeProto, context: AdapterContext) -> tuple[list[
     axes = constant_ints(node, context, 3)
     rank = context.rank_of(node.input[0])
     if axes is None or rank is None:
-        raise LoweringError(
-            f"{context.location}: Pad-{version} with axes '{node.input[3]}' cannot go to opset {context.target_opset}, "
+        raise NotLowered(
+            f"Pad-{version} with axes '{node.input[3]}' cannot go to opset {context.target_opset}, "
             "where pads cover every axis, without the axes as a constant and the rank of its input "
             f"'{node.input[0]}' (known: axes {'yes' if axes is not None else 'no'}, rank {rank})"
         )
@@ -255,8 +255,8 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
     require_types_taken(node, context)
     pads = constant_ints(node, context)
     if pads is None:
-        raise LoweringError(
-            f"{context.location}: Pad-{version} takes its pads from '{node.input[1]}', which is computed at run "
+        raise NotLowered(
+            f"Pad-{version} takes its pads from '{node.input[1]}', which is computed at run "
             f"time, so it cannot go to opset {context.target_opset} where pads is an attribute"
         )
     if _input(node, 3):
@@ -266,8 +266,8 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
     if _input(node, 2) and _mode(node, context) == "constant":
         value = constant_array(context, node.input[2])
         if value is None or value.size != 1 or value.dtype.kind not in "fiub":
-            raise LoweringError(
-                f"{context.location}: Pad-{version} takes its constant value from '{node.input[2]}', which is not "
+            raise NotLowered(
+                f"Pad-{version} takes its constant value from '{node.input[2]}', which is not "
                 f"a constant of one number, so it cannot go to opset {context.target_opset} where it is an attribute"
             )
         narrow = value.astype(np.float32)
@@ -275,8 +275,8 @@ def pads_input_to_attributes(node: onnx.NodeProto, context: AdapterContext):
             back = narrow.astype(value.dtype)
         # bit for bit: a NaN's payload too (a double's low bits do not fit in a float32)
         if back.tobytes() != value.astype(value.dtype).tobytes():
-            raise LoweringError(
-                f"{context.location}: Pad-{version}'s constant value {value.reshape(-1)[0]} is not a float32 bit for "
+            raise NotLowered(
+                f"Pad-{version}'s constant value {value.reshape(-1)[0]} is not a float32 bit for "
                 f"bit, so it cannot go to opset {context.target_opset} where the value is a float attribute"
             )
         if float(narrow[0]) != 0.0 or np.signbit(narrow[0]):

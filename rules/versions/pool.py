@@ -27,7 +27,7 @@ from lowering.adapters import (
     require_types_taken,
     text_attribute,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 SHAPE_RESTATED = "version {} restates the output shape under auto_pad and ceil_mode"
 RIGHT_PADDING_22 = "version 22 ignores windows that start in the right padding (ceil_mode)"
@@ -115,7 +115,7 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     source = schemas.version_in_force(node.op_type, context.source_opset)
     target = schemas.version_in_force(node.op_type, context.target_opset)
     op = node.op_type
-    cannot = f"{context.location}: {op}-{source} cannot go to opset {context.target_opset} ({op}-{target})"
+    cannot = f"{op}-{source} cannot go to opset {context.target_opset} ({op}-{target})"
     widened = _eight_bit_widened(node, context)
     if widened is None:
         require_types_taken(node, context)
@@ -132,7 +132,7 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
                 if ceil_mode:  # (the windows gathered are counted as the schema counts them)
                     _refuse_valid_counted_by_ceil_mode(node, context, kernel, dilations, cannot)
                 return dilated_windows_gathered(node, context, source, cannot)
-            raise LoweringError(f"{cannot}: its dilations {dilations} cannot be stated there")
+            raise NotLowered(f"{cannot}: its dilations {dilations} cannot be stated there")
         dropped.append("dilations")
     if "ceil_mode" not in target_attributes and attribute_of(node, "ceil_mode") is not None:
         dropped.append("ceil_mode")
@@ -145,7 +145,7 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     shape = context.shape_of(node.input[0])
     spatial = None if shape is None else shape[2:]
     if spatial is None or len(spatial) != len(kernel) or not all(isinstance(d, int) for d in spatial):
-        raise LoweringError(
+        raise NotLowered(
             f"{cannot}: the spatial dimensions of its input '{node.input[0]}' are not known statically, so its "
             f"windows under both versions' rules cannot be compared ({_reason(node, source, target)})"
         )
@@ -195,7 +195,7 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
             differ, explicit = None, {"pads": same_pads}
             dropped.append("auto_pad")
     if differ is not None:
-        raise LoweringError(differ)
+        raise NotLowered(differ)
     if not kept:
         return _in_float(moved(node, dropped=tuple(dropped), **explicit), widened, context)
     pooled = moved(node, dropped=tuple(dropped), **explicit)
@@ -264,7 +264,7 @@ def dilated_windows_gathered(
     smaller than the kernel, which onnxruntime refuses to load, is gathered as zeros alike.)"""
     op = node.op_type
     if context.target_opset < GATHERED_WINDOWS_FIRST_OPSET:
-        raise LoweringError(
+        raise NotLowered(
             f"{cannot}: its dilations cannot be stated there, and gathering its windows needs Pad, Gather and "
             f"int64 constants, which opset {GATHERED_WINDOWS_FIRST_OPSET} first holds"
         )
@@ -272,7 +272,7 @@ def dilated_windows_gathered(
     kernel = list(attribute_of(node, "kernel_shape") or [])
     spatial = None if shape is None else shape[2:]
     if spatial is None or len(spatial) != len(kernel) or not all(isinstance(d, int) for d in spatial):
-        raise LoweringError(
+        raise NotLowered(
             f"{cannot}: its dilations cannot be stated there, and the spatial dimensions of its input "
             f"'{node.input[0]}' are not known statically, so its dilated windows cannot be gathered"
         )
@@ -282,7 +282,7 @@ def dilated_windows_gathered(
     pads = list(attribute_of(node, "pads") or [0] * (2 * rank))
     auto_pad = text_attribute(node, "auto_pad", context.source_opset)
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        raise LoweringError(
+        raise NotLowered(
             f"{cannot}: its dilations cannot be stated there, and under auto_pad {auto_pad} its windows are not "
             "agreed on (onnxruntime pads as if the kernel were not dilated, giving fewer windows than the spec's "
             "ceil(size / stride)), so no gathering of them is the original's"
@@ -302,7 +302,7 @@ def dilated_windows_gathered(
             leading = window.index(counted[0]) if counted else len(window)
             trailing = len(window) - leading - len(counted)
             if not counted or (leading and o > 0) or (trailing and o < count - 1):
-                raise LoweringError(
+                raise NotLowered(
                     f"{cannot}: its dilations cannot be stated there, and along spatial axis {axis} (size {size}) "
                     f"window {o} of {count} counts {len(counted)} of its {len(window)} positions, which a pool of "
                     "the gathered elements cannot say (only a first window's leading positions and a last "
@@ -314,7 +314,7 @@ def dilated_windows_gathered(
                 left_out[1][axis] = trailing
         every = [q for counted in kept for q in counted]
         if not every:
-            raise LoweringError(f"{cannot}: along spatial axis {axis} (size {size}) it has no window to gather")
+            raise NotLowered(f"{cannot}: along spatial axis {axis} (size {size}) it has no window to gather")
         low = max(0, -min(every))
         zeros_before.append(low)
         zeros_after.append(max(0, max(every) - size + 1))
@@ -367,7 +367,7 @@ def _refuse_valid_counted_by_ceil_mode(
         extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
         if all((size - extent) % stride == 0 for size, extent, stride in zip(spatial, extents, strides, strict=True)):
             return
-    raise LoweringError(
+    raise NotLowered(
         f"{cannot}: it takes auto_pad VALID with ceil_mode=1 and strides {strides}, whose windows its schema and "
         "onnxruntime count otherwise (where the stride does not divide the span), and ceil_mode cannot go with "
         "them there"

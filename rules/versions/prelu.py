@@ -8,7 +8,7 @@ import onnx
 from onnx import helper
 
 from lowering.adapters import AdapterContext, adapter, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 PRELU_7 = (
     "version 7 broadcasts slope unidirectionally (from the last axis); before, a slope of C values applied per channel"
@@ -28,8 +28,8 @@ def per_channel_slope(node: onnx.NodeProto, context: AdapterContext):
     if slope is not None and all(isinstance(d, int) for d in slope) and math.prod(slope) == 1:
         return [moved(node)]
     if slope is None or rank is None or len(slope) != 1 or rank < 2:
-        raise LoweringError(
-            f"{context.location}: PRelu below version 7 with a slope of shape {slope} on an input of rank {rank} "
+        raise NotLowered(
+            f"PRelu below version 7 with a slope of shape {slope} on an input of rank {rank} "
             f"cannot go to opset {context.target_opset} ({PRELU_7})"
         )
     result = moved(node)
@@ -80,8 +80,8 @@ def per_channel_slope_squeezed(node: onnx.NodeProto, context: AdapterContext):
         and all(d == 1 for k, d in enumerate(slope) if k != channel)
     )
     if not lined_up:
-        raise LoweringError(
-            f"{context.location}: PRelu with a slope of shape {slope} on an input of shape {shape} cannot go to "
+        raise NotLowered(
+            f"PRelu with a slope of shape {slope} on an input of shape {shape} cannot go to "
             f"opset {context.target_opset}, where a slope is one value or one per channel (axis 1) ({PRELU_7})"
         )
     result = moved(node)

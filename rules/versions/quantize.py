@@ -19,7 +19,7 @@ from lowering.adapters import (
     moved,
     require_types_taken,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 QUANTIZE_13 = "version 13 takes a scale and zero point per slice along axis; version 10 only scalars"
 QUANTIZE_19 = (
@@ -36,11 +36,9 @@ def _element_type(context: AdapterContext, name: str) -> int | None:
     return type_proto.tensor_type.elem_type or None
 
 
-def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowered:
     version = schemas.version_in_force(node.op_type, context.source_opset)
-    return LoweringError(
-        f"{context.location}: {node.op_type}-{version} {why}, so it cannot go to opset {context.target_opset}"
-    )
+    return NotLowered(f"{node.op_type}-{version} {why}, so it cannot go to opset {context.target_opset}")
 
 
 def _at_version_13(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
@@ -380,8 +378,8 @@ def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
     *made, node = nodes
     scale = context.shape_of(node.input[1]) if len(node.input) > 1 else None
     if scale != []:
-        raise LoweringError(
-            f"{context.location}: {node.op_type} with a scale of shape {scale} cannot go to opset "
+        raise NotLowered(
+            f"{node.op_type} with a scale of shape {scale} cannot go to opset "
             f"{context.target_opset} ({QUANTIZE_13}); only a scalar scale can"
         )
     return [*made, moved(node, dropped=("axis",))]

@@ -20,7 +20,7 @@ from lowering.adapters import (
     moved,
     require_types_taken,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
 REDUCE_18 = "version 18 takes axes as an input, and noop_with_empty_axes says what no axes mean"
@@ -77,8 +77,8 @@ def _axes_to_attribute(node: onnx.NodeProto, context: AdapterContext, step: int)
         return _axes_chosen_at_run_time(node, context, version, step, noop)
     if not axes and noop:
         if node.op_type not in NOOP_IS_IDENTITY:
-            raise LoweringError(
-                f"{context.location}: {node.op_type}-{version} with no axes and noop_with_empty_axes=1 has no agreed "
+            raise NotLowered(
+                f"{node.op_type}-{version} with no axes and noop_with_empty_axes=1 has no agreed "
                 f"meaning to carry to opset {context.target_opset} (the spec says the input itself; onnx.reference "
                 "and onnxruntime apply the element-wise step)"
             )
@@ -87,8 +87,8 @@ def _axes_to_attribute(node: onnx.NodeProto, context: AdapterContext, step: int)
     if context.target_opset < 11 and any(a < 0 for a in axes):
         rank = context.rank_of(node.input[0])
         if rank is None:
-            raise LoweringError(
-                f"{context.location}: {node.op_type}-{version} with negative axes {axes} cannot go to opset "
+            raise NotLowered(
+                f"{node.op_type}-{version} with negative axes {axes} cannot go to opset "
                 f"{context.target_opset}, which takes no negative axes, without the rank of its input '{node.input[0]}'"
             )
         axes = [a + rank if a < 0 else a for a in axes]
@@ -157,8 +157,8 @@ def _require_own_kernel(node: onnx.NodeProto, context: AdapterContext, version: 
         # ReduceLogSum-28 and ReduceLogSumExp-28 only dropped their integer types; onnxruntime
         # runs them by their function bodies (ReduceSum, then Log), whose sums round apart from
         # the older ops' own kernels in the last bit: the body, moved in turn, is exact.
-        raise LoweringError(
-            f"{context.location}: {node.op_type}-{version} goes to opset {context.target_opset} by its function "
+        raise NotLowered(
+            f"{node.op_type}-{version} goes to opset {context.target_opset} by its function "
             f"body only (the older {node.op_type}'s own kernel may round the sum differently)"
         )
 
@@ -177,7 +177,7 @@ def _axes_chosen_at_run_time(
     noop_with_empty_axes is 1. A repeated axis reduces once. A type the target's If does not
     give (bfloat16 below opset 16) is refused: no branch could give the reduction."""
     given = node.input[1]
-    first = f"{context.location}: {node.op_type}-{version} takes its axes from '{given}', which is computed at run time"
+    first = f"{node.op_type}-{version} takes its axes from '{given}', which is computed at run time"
     rank = context.rank_of(node.input[0])
     element_type = element_type_of(context.type_of(node.input[0]))
     why = None
@@ -196,7 +196,7 @@ def _axes_chosen_at_run_time(
         )
     if why is not None:
         where = f"so it cannot go to opset {context.target_opset} where axes is an attribute"
-        raise LoweringError(f"{first}, {where}: {why}")
+        raise NotLowered(f"{first}, {where}: {why}")
     _require_own_kernel(node, context, version, step)
     w = NodeWriter(node, context)
 

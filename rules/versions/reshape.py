@@ -17,7 +17,7 @@ from lowering.adapters import (
     known_change,
     moved,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 RESHAPE_14 = "version 14 adds allowzero: with allowzero=1 a 0 in the shape means size 0, not 'copy this dimension'"
 known_change(("Reshape",), 14, RESHAPE_14, down_only=True, affects=HeldAttributes.added_at(14, "Reshape"))
@@ -55,8 +55,8 @@ def allowzero_dropped(node: onnx.NodeProto, context: AdapterContext):
     if x_shape is not None and _zeros_are_x_own(x_shape, context.shape_of(node.output[0])):
         return [moved(node, dropped=("allowzero",))]
     why = "a shape that holds a 0" if shape is not None else "a shape computed at run time"
-    raise LoweringError(
-        f"{context.location}: Reshape-14 with allowzero=1 and {why} cannot go to opset {context.target_opset} "
+    raise NotLowered(
+        f"Reshape-14 with allowzero=1 and {why} cannot go to opset {context.target_opset} "
         "unless its input's shape is static, or the result's shape is known with each dimension a positive size "
         f"or the input's own at that position ({RESHAPE_14})"
     )
@@ -80,8 +80,8 @@ def _empty_of_shape(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
     type_proto = context.type_of(node.input[0])
     element_type = type_proto.tensor_type.elem_type if type_proto is not None else 0
     if not element_type:
-        raise LoweringError(
-            f"{context.location}: Reshape-14 with allowzero=1 of an empty input of unknown type cannot go to opset "
+        raise NotLowered(
+            f"Reshape-14 with allowzero=1 of an empty input of unknown type cannot go to opset "
             f"{context.target_opset} ({RESHAPE_14})"
         )
     writer = NodeWriter(node, context)

@@ -21,7 +21,7 @@ from lowering.adapters import (
     moved,
     text_attribute,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 RESIZE_13 = "version 13 drops the coordinate mode tf_half_pixel_for_nn and makes roi and scales optional"
 RESIZE_18 = "version 18 adds antialias, axes and keep_aspect_ratio_policy"
@@ -41,9 +41,9 @@ def _mode(node: onnx.NodeProto, context: AdapterContext) -> str:
     return text_attribute(node, "coordinate_transformation_mode", context.source_opset)
 
 
-def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowered:
     version = schemas.version_in_force("Resize", context.source_opset)
-    return LoweringError(f"{context.location}: Resize-{version} {why}, so it cannot go to opset {context.target_opset}")
+    return NotLowered(f"Resize-{version} {why}, so it cannot go to opset {context.target_opset}")
 
 
 def _without_18_attributes(
@@ -80,7 +80,7 @@ def _without_18_attributes(
         policy_axes = list(range(rank)) if axes is None else axes
         try:
             scales = _policy_scales(node, context, policy_axes, policy)
-        except LoweringError:
+        except NotLowered:
             if not _policy_at_run_time_exact(node, context):
                 raise
             made, result, after = _policy_at_run_time(node, context, result, inputs, policy_axes, rank, policy)

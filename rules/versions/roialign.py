@@ -7,7 +7,7 @@ import onnx
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, moved, require_types_taken, text_attribute
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 ROI_ALIGN_16 = "version 16's default coordinate_transformation_mode (half_pixel) is not the old behaviour"
 
@@ -26,8 +26,8 @@ def output_half_pixel_dropped(node: onnx.NodeProto, context: AdapterContext):
     version = schemas.version_in_force("RoiAlign", context.source_opset)
     mode = text_attribute(node, "coordinate_transformation_mode", context.source_opset)
     if mode != "output_half_pixel":
-        raise LoweringError(
-            f"{context.location}: RoiAlign-{version} with coordinate_transformation_mode {mode} cannot go to opset "
+        raise NotLowered(
+            f"RoiAlign-{version} with coordinate_transformation_mode {mode} cannot go to opset "
             f"{context.target_opset}: RoiAlign-10 knows only output_half_pixel, and shifting the rois by half a "
             f"pixel does not say {mode} exactly (it stretches rois narrower than a pixel) ({ROI_ALIGN_16})"
         )

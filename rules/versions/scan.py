@@ -7,7 +7,7 @@ import onnx
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 SCAN_9 = "version 9 drops the batch axis and the sequence_lens input of version 8"
 _BATCH_AXIS = 0
@@ -59,8 +59,8 @@ def _along_batch(w: NodeWriter, op_type: str, name: str, hint: str, opset: int, 
     return result
 
 
-def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
-    return LoweringError(
-        f"{context.location}: Scan-8 cannot go to opset {context.target_opset}: {SCAN_9}, and {why}, "
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowered:
+    return NotLowered(
+        f"Scan-8 cannot go to opset {context.target_opset}: {SCAN_9}, and {why}, "
         "which only a Loop over the batch could write"
     )

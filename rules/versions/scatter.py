@@ -19,7 +19,7 @@ from lowering.adapters import (
     require_types_taken,
     text_attribute,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 SCATTER = ("ScatterElements", "ScatterND")
 SCATTER_16 = "version 16 adds reduction: add and mul combine every update with what is at its index, in order"
@@ -32,15 +32,15 @@ def _reduction(node: onnx.NodeProto, context: AdapterContext) -> str:
     return text_attribute(node, "reduction", context.source_opset)
 
 
-def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> LoweringError:
+def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowered:
     version = schemas.version_in_force(node.op_type, context.source_opset)
-    return LoweringError(
-        f"{context.location}: {node.op_type}-{version} with reduction '{_reduction(node, context)}' cannot go to opset "
+    return NotLowered(
+        f"{node.op_type}-{version} with reduction '{_reduction(node, context)}' cannot go to opset "
         f"{context.target_opset}: {why}"
     )
 
 
-def _max_min_refused(node: onnx.NodeProto, context: AdapterContext) -> LoweringError:
+def _max_min_refused(node: onnx.NodeProto, context: AdapterContext) -> NotLowered:
     reduction, target = _reduction(node, context), schemas.version_in_force(node.op_type, context.target_opset)
     return _refused(
         node,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import onnx
-from onnx import helper
 
 from lowering.adapters import AdapterContext, adapter, attribute_of, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 
 def _axis(node: onnx.NodeProto, default: int) -> int:
@@ -34,8 +33,8 @@ def one_axis_to_coerced_2d(node: onnx.NodeProto, context: AdapterContext) -> lis
         return [moved(node, axis=-1)]
     rank = context.rank_of(node.input[0])
     if rank is None:
-        raise LoweringError(
-            f"{context.location}: {node.op_type}-13 with axis={axis} cannot go to opset {context.target_opset} "
+        raise NotLowered(
+            f"{node.op_type}-13 with axis={axis} cannot go to opset {context.target_opset} "
             f"without the rank of its input '{node.input[0]}', which is unknown ({SOFTMAX_13})"
         )
     last = rank - 1
@@ -44,18 +43,11 @@ def one_axis_to_coerced_2d(node: onnx.NodeProto, context: AdapterContext) -> lis
         return [moved(node, axis=last)]
     perm = list(range(rank))
     perm[axis], perm[last] = last, axis
-    hint = node.name or node.output[0]
-    moved_in, moved_out = context.fresh(f"{hint}_axis_last"), context.fresh(f"{hint}_axis_last_{node.op_type}")
-    before = helper.make_node(
-        "Transpose", [node.input[0]], [moved_in], name=context.fresh(f"{hint}_Transpose"), perm=perm
-    )
-    op = moved(node, axis=last)
-    op.input[0] = moved_in
-    op.output[0] = moved_out
-    after = helper.make_node(
-        "Transpose", [moved_out], [node.output[0]], name=context.fresh(f"{hint}_Transpose_back"), perm=perm
-    )
-    return [before, op, after]
+    b = context.builder(node)
+    x_last = b.Transpose(node.input[0], perm=perm)
+    y_last = b.moved(node, inputs=[x_last.name], outputs=[b.fresh(f"axis_last_{node.op_type}")], axis=last)
+    b.Transpose(y_last.output[0], perm=perm, outputs=node.output)
+    return b.nodes
 
 
 @adapter(SOFTMAX_FAMILY, 13, "up", "Flatten and Reshape", versions=(1, 13), cases=14)
@@ -69,12 +61,8 @@ def coerced_2d_to_one_axis(node: onnx.NodeProto, context: AdapterContext) -> lis
     rank = context.rank_of(node.input[0])
     if axis == -1 or (rank is not None and axis == rank - 1):
         return [moved(node, axis=axis)]
-    hint = node.name or node.output[0]
-    flat, flat_out, shape = (context.fresh(f"{hint}_{part}") for part in ("2d", f"2d_{node.op_type}", "shape"))
-    flatten = helper.make_node("Flatten", [node.input[0]], [flat], name=context.fresh(f"{hint}_Flatten"), axis=axis)
-    op = moved(node, axis=1)
-    op.input[0] = flat
-    op.output[0] = flat_out
-    shape_of = helper.make_node("Shape", [node.input[0]], [shape], name=context.fresh(f"{hint}_Shape"))
-    reshape = helper.make_node("Reshape", [flat_out, shape], [node.output[0]], name=context.fresh(f"{hint}_Reshape"))
-    return [flatten, op, shape_of, reshape]
+    b = context.builder(node)
+    x_2d = b.Flatten(node.input[0], axis=axis)
+    y_2d = b.moved(node, inputs=[x_2d.name], outputs=[b.fresh(f"2d_{node.op_type}")], axis=1)
+    b.Reshape(y_2d.output[0], b.Shape(node.input[0]), outputs=node.output)
+    return b.nodes

@@ -16,7 +16,7 @@ from lowering.adapters import (
     known_change,
     moved,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 
 def _no_split_input(node: onnx.NodeProto) -> bool:
@@ -72,8 +72,8 @@ def _refuse_negative_last_part(sizes: list[int], context: AdapterContext) -> Non
     cannot say that (a model holding it is invalid even where the node never runs): refused."""
     if sizes[-1] < 0:
         count, part = len(sizes), sizes[0]
-        raise LoweringError(
-            f"{context.location}: Split-18 cuts a dimension of {sum(sizes)} into {count} parts of {part}, which "
+        raise NotLowered(
+            f"Split-18 cuts a dimension of {sum(sizes)} into {count} parts of {part}, which "
             f"leaves a negative last part, so it cannot go to opset {context.target_opset} where sizes are an attribute"
         )
 
@@ -148,8 +148,8 @@ def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
     if axis < 0 and context.target_opset < 11:
         rank = context.rank_of(node.input[0])
         if rank is None:
-            raise LoweringError(
-                f"{context.location}: Split-{version} with axis {axis} cannot go to opset {context.target_opset}, "
+            raise NotLowered(
+                f"Split-{version} with axis {axis} cannot go to opset {context.target_opset}, "
                 f"which takes no negative axis, without the rank of its input '{node.input[0]}'"
             )
         axis += rank
@@ -159,8 +159,8 @@ def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
             if context.target_opset < SLICE_BOUNDS_AS_INPUTS:
                 if sizes is not None:
                     _refuse_negative_last_part(sizes, context)
-                raise LoweringError(
-                    f"{context.location}: Split-18 with num_outputs along axis {_axis(node)} of '{node.input[0]}', "
+                raise NotLowered(
+                    f"Split-18 with num_outputs along axis {_axis(node)} of '{node.input[0]}', "
                     f"whose size is not known statically, cannot go to opset {context.target_opset} where sizes are "
                     f"an attribute (and Slice takes its bounds as inputs only from opset {SLICE_BOUNDS_AS_INPUTS})"
                 )
@@ -170,8 +170,8 @@ def sizes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
         if sizes is None:
             if context.target_opset >= SIZED_SLICES_FIRST_OPSET:
                 return _sized_slices(node, context, axis)
-            raise LoweringError(
-                f"{context.location}: Split-{version} takes its sizes from '{node.input[1]}', which is computed at "
+            raise NotLowered(
+                f"Split-{version} takes its sizes from '{node.input[1]}', which is computed at "
                 f"run time, so it cannot go to opset {context.target_opset} where split is an attribute (and "
                 f"their running sums need CumSum, from opset {SIZED_SLICES_FIRST_OPSET})"
             )

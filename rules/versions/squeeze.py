@@ -17,7 +17,7 @@ from lowering.adapters import (
     moved,
     require_types_taken,
 )
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
 SQUEEZE_13 = "version 13 takes axes as an input; earlier versions as an attribute"
@@ -37,8 +37,8 @@ def _positive_axes(node: onnx.NodeProto, axes: list[int], context: AdapterContex
         return axes
     rank = context.rank_of(node.input[0])
     if rank is None:
-        raise LoweringError(
-            f"{context.location}: {node.op_type}-{version} with negative axes {axes} cannot go to opset "
+        raise NotLowered(
+            f"{node.op_type}-{version} with negative axes {axes} cannot go to opset "
             f"{context.target_opset}, which takes no negative axes, without the rank of its input '{node.input[0]}'"
         )
     if node.op_type == "Unsqueeze":
@@ -58,7 +58,7 @@ def _axes_chosen_at_run_time(node: onnx.NodeProto, context: AdapterContext, vers
     run time (``Gather(Unique(a'), [0, …, n-1])`` finds fewer than n): as Unsqueeze-13 does,
     while onnxruntime's Squeeze-13 squeezes such an axis once (onnx.reference fails)."""
     given = node.input[1]
-    first = f"{context.location}: {node.op_type}-{version} takes its axes from '{given}', which is computed at run time"
+    first = f"{node.op_type}-{version} takes its axes from '{given}', which is computed at run time"
     rank = context.rank_of(node.input[0])
     element_type = element_type_of(context.type_of(node.input[0]))
     shape = context.shape_of(given)
@@ -102,7 +102,7 @@ def _axes_chosen_at_run_time(node: onnx.NodeProto, context: AdapterContext, vers
         )
     if why is not None:
         where = f"so it cannot go to opset {context.target_opset} where axes is an attribute"
-        raise LoweringError(f"{first}, {where}: {why}")
+        raise NotLowered(f"{first}, {where}: {why}")
     require_types_taken(node, context)
     w = NodeWriter(node, context)
 
@@ -139,9 +139,7 @@ def squeeze_axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContex
     if axes:
         return [moved(result, axes=_positive_axes(node, axes, context, version))]
     if node.op_type == "Unsqueeze":
-        raise LoweringError(
-            f"{context.location}: Unsqueeze-{version} with no axes cannot go to opset {context.target_opset}"
-        )
+        raise NotLowered(f"Unsqueeze-{version} with no axes cannot go to opset {context.target_opset}")
     return [result]
 
 

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 from lowering import floats, schemas, version_steps
 from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, constant_array, known_change, moved
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
 
@@ -33,10 +33,10 @@ def _untaken(node: onnx.NodeProto, context: AdapterContext):
     return version_steps.untaken_type(node, source_version, target_version, input_types)
 
 
-def _refuse(node: onnx.NodeProto, context: AdapterContext, untaken, why: str = "") -> LoweringError:
+def _refuse(node: onnx.NodeProto, context: AdapterContext, untaken, why: str = "") -> NotLowered:
     source_version, _ = _versions(node, context)
     message = version_steps.untaken_type_refusal(node, source_version, context.target_opset, untaken)
-    return LoweringError(f"{context.location}: {message}{why}")
+    return NotLowered(f"{message}{why}")
 
 
 def _cast(context: AdapterContext, name: str, to: int, hint: str) -> tuple[onnx.NodeProto, str]:
@@ -185,8 +185,8 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     element_type = element_type_of(type_proto)
     source_version, _ = _versions(node, context)
     if element_type is None:
-        raise LoweringError(
-            f"{context.location}: Mod-{source_version} with fmod=0 cannot go to opset {context.target_opset} "
+        raise NotLowered(
+            f"Mod-{source_version} with fmod=0 cannot go to opset {context.target_opset} "
             f"without the type of its input '{node.input[0]}', which is unknown ({MOD_28})"
         )
     untaken = _untaken(node, context)
@@ -204,8 +204,8 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
         if not _takes(op, context.target_opset, "tensor(bool)" if op in _BOOLEAN_OPS else typed)
     ]
     if lacking:
-        raise LoweringError(
-            f"{context.location}: Mod-{source_version} with fmod=0 on {typed} cannot go to opset "
+        raise NotLowered(
+            f"Mod-{source_version} with fmod=0 on {typed} cannot go to opset "
             f"{context.target_opset}: {MOD_28}, and the floored remainder needs {', '.join(lacking)} "
             f"on {typed}, which opset {context.target_opset} lacks"
         )
@@ -355,14 +355,14 @@ def power_in_double(node: onnx.NodeProto, context: AdapterContext):
     typed = [schemas.type_string(context.type_for_judging(name)) for name in node.input[:2]]
     if base_type == exponent_type and typed[0] in taken:
         return None
-    where = f"{context.location}: Pow-{source_version} cannot go to opset {context.target_opset}"
+    where = f"Pow-{source_version} cannot go to opset {context.target_opset}"
     pair = f"{schemas.type_name(base_type)} to the power of {schemas.type_name(exponent_type)}"
     if exponent_type not in POW_IN_DOUBLE.get(base_type, ()):
         why = "onnxruntime has no kernel for it, or it is float16 or bfloat16"
         untaken = _untaken(node, context)
         if untaken is not None:
             raise _refuse(node, context, untaken, f"; {pair} is not the power in double ({why})")
-        raise LoweringError(
+        raise NotLowered(
             f"{where}: Pow-{target_version} takes one float type for base and exponent, and {pair} "
             f"is not the power in double ({why})"
         )
@@ -395,7 +395,7 @@ def power_in_double(node: onnx.NodeProto, context: AdapterContext):
             if per_span is None
             else f"opset {context.target_opset} lacks {', '.join(lacking)} for it"
         )
-        raise LoweringError(
+        raise NotLowered(
             f"{where}: onnxruntime's kernel takes {pair} as pow in double, except that an exponent of "
             f"{' or '.join(map(str, multiplied))} broadcast along the innermost axis multiplies in "
             f"{schemas.type_name(base_type)}, and {why}"

@@ -18,7 +18,7 @@ from onnx import TensorProto, helper
 
 from lowering import schemas, version_steps
 from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
 INT64_MAX = 2**63 - 1  # a Slice end past every length: Slice clamps it
@@ -39,16 +39,16 @@ def _untaken(node: onnx.NodeProto, context: AdapterContext):
     return version_steps.untaken_type(node, source_version, target_version, input_types)
 
 
-def _refuse(node: onnx.NodeProto, context: AdapterContext, untaken, why: str) -> LoweringError:
+def _refuse(node: onnx.NodeProto, context: AdapterContext, untaken, why: str) -> NotLowered:
     source_version, _ = _versions(node, context)
     message = version_steps.untaken_type_refusal(node, source_version, context.target_opset, untaken)
-    return LoweringError(f"{context.location}: {message}{why}")
+    return NotLowered(f"{message}{why}")
 
 
 def _moved_type(node: onnx.NodeProto, context: AdapterContext, index: int, movers: tuple[str, ...]):
     """The element type of input ``index`` where the target's version of the op lacks a type of
     the node's and every op in ``movers`` takes that element type at the target (None where the
-    older op takes the node's types); else LoweringError."""
+    older op takes the node's types); else NotLowered."""
     untaken = _untaken(node, context)
     if untaken is None:
         return None

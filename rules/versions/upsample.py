@@ -8,7 +8,7 @@ from onnx import helper
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved, text_attribute
-from lowering.errors import LoweringError
+from lowering.errors import NotLowered
 
 RESIZE_11 = (
     "version 11 adds roi and the coordinate and nearest modes, whose defaults (half_pixel, round_prefer_floor) "
@@ -44,17 +44,14 @@ def _as_resize(node: onnx.NodeProto, context: AdapterContext, what: str, upsampl
     values = _scales(node, context)
     if not scales:  # Upsample-7: the scales attribute as a constant input
         if values is None:
-            raise LoweringError(
-                f"{context.location}: {what} has no scales, so it cannot go to opset {context.target_opset}"
-            )
+            raise NotLowered(f"{what} has no scales, so it cannot go to opset {context.target_opset}")
         scales = context.fresh(f"{hint}_scales")
         value = helper.make_tensor(scales, onnx.TensorProto.FLOAT, [len(values)], values)
         made.append(helper.make_node("Constant", [], [scales], name=context.fresh(f"{scales}_constant"), value=value))
     mode = text_attribute(node, "mode", context.source_opset)
     if mode not in ("nearest", "linear"):
-        raise LoweringError(
-            f"{context.location}: {what} has mode {mode!r}, which Resize does not have, so it cannot go to opset "
-            f"{context.target_opset}"
+        raise NotLowered(
+            f"{what} has mode {mode!r}, which Resize does not have, so it cannot go to opset {context.target_opset}"
         )
     attributes: dict = {"mode": mode}
     inputs = [node.input[0], scales]
@@ -84,16 +81,16 @@ def _nearest_mode(node, context: AdapterContext, what: str, values: list[float] 
     if upsampling:  # Upsample takes scales of at least 1 only
         return "floor"
     if values is None:
-        raise LoweringError(
-            f"{context.location}: {what} with mode nearest takes its scales from '{node.input[1]}', computed at run "
+        raise NotLowered(
+            f"{what} with mode nearest takes its scales from '{node.input[1]}', computed at run "
             f"time, and rounds up or down by whether each is below 1, so it cannot go to opset {context.target_opset}"
         )
     if all(v >= 1 for v in values):
         return "floor"
     if all(v <= 1 for v in values):
         return "ceil"
-    raise LoweringError(
-        f"{context.location}: {what} with mode nearest upsamples some axes and downsamples others (scales {values}), "
+    raise NotLowered(
+        f"{what} with mode nearest upsamples some axes and downsamples others (scales {values}), "
         f"rounding down on the first and up on the second, which one nearest_mode cannot say, so it cannot go to "
         f"opset {context.target_opset}"
     )
