@@ -35,7 +35,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from . import schemas
+from . import floats, schemas
 from .builder import Builder, moved  # noqa: F401 (moved: re-exported for the adapters)
 from .errors import NotLowered
 from .naming import NameAllocator
@@ -72,7 +72,10 @@ KNOWN_CHANGES: dict[tuple[str, int], MeaningChange] = {}
 def known_change(
     op_types: Iterable[str], version: int, reason: str, *, down_only: bool = False, affects: Predicate | None = None
 ) -> None:
-    """Declare the meaning change of step ``version`` of each of ``op_types``."""
+    """Declare the meaning change of step ``version`` of each of ``op_types`` (none where the
+    installed onnx is older than the step)."""
+    if version > schemas.newest_opset():
+        return
     for op_type in op_types:
         key = (op_type, version)
         if key in KNOWN_CHANGES:
@@ -170,7 +173,10 @@ class HeldAttributes:
     @classmethod
     def added_at(cls, version: int, *op_types: str) -> HeldAttributes:
         """Holding an attribute that step ``version`` of each of ``op_types`` added (onnx.defs:
-        the attributes its schema has and the version before lacks)."""
+        the attributes its schema has and the version before lacks); none where the installed
+        onnx is older than the step (which no node then crosses)."""
+        if version > schemas.newest_opset():
+            return cls()
         added: set[str] = set()
         for op_type in op_types:
             if version not in schemas.op_versions(op_type):
@@ -372,6 +378,8 @@ def adapter(
     def register(function: Adapter) -> Adapter:
         if not inspect.getdoc(function):
             raise ValueError(f"adapter {function.__name__} needs a docstring stating its formula")
+        if version > schemas.newest_opset():  # a step newer than the installed onnx: nothing crosses it
+            return function
         if reason is not None:
             known_change(op_types, version, reason)
         registered = RegisteredAdapter(
@@ -422,7 +430,7 @@ def constant_array(context: AdapterContext, name: str) -> np.ndarray | None:
     if tensor is None:
         return None
     try:
-        return onnx.numpy_helper.to_array(tensor).reshape(-1)
+        return floats.array_of(tensor).reshape(-1)
     except Exception:  # external data, a tensor onnx cannot read: not a constant here
         return None
 

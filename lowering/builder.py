@@ -187,7 +187,7 @@ class ConstantPool:
             return found
         array = np.array(value, dtype=floats.numpy_dtype(element_type))
         name = self._names.fresh(hint, tail=hint)
-        tensor = onnx.numpy_helper.from_array(array, name=name)
+        tensor = floats.tensor(array, name)
         if tensor.data_type != element_type:
             raise AssertionError(f"constant {name} has the wrong element type")
         made = self._by_name[name] = helper.make_node("Constant", [], [name], name=name, value=tensor)
@@ -255,7 +255,7 @@ class Builder:
         if tensor is None:
             return None
         try:
-            return onnx.numpy_helper.to_array(tensor)
+            return floats.array_of(tensor)
         except Exception:  # external data, or a tensor onnx cannot read: not a constant here
             return None
 
@@ -307,7 +307,7 @@ class Builder:
     def tensor(self, array: np.ndarray, hint: str) -> Value:
         """A constant holding ``array`` (its numpy type: a matrix of coefficients), made for this node."""
         name = self._names.fresh(f"{self._hint}_{hint}", tail=f"_{hint}")
-        tensor = onnx.numpy_helper.from_array(np.asarray(array), name)
+        tensor = floats.tensor(np.asarray(array), name)
         self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
         return Value(name, tensor.data_type)
 
@@ -317,7 +317,7 @@ class Builder:
         if self._constants is not None:
             return self._constants.scalar(value, element_type, f"{schemas.type_name(element_type)}_{hint}")
         name = self._names.fresh(f"{self._hint}_{hint}", tail=f"_{hint}")
-        tensor = onnx.numpy_helper.from_array(np.array(value, dtype=floats.numpy_dtype(element_type)), name)
+        tensor = floats.tensor(np.array(value, dtype=floats.numpy_dtype(element_type)), name)
         self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
         return Value(name, element_type)
 

@@ -10,9 +10,53 @@ import onnx
 from onnx import helper
 
 
+@functools.cache
 def numpy_dtype(element_type: int) -> np.dtype:
-    """The numpy dtype (ml_dtypes for bfloat16 and float8) onnx uses for ``element_type``."""
+    """The numpy dtype of ``element_type``: the ml_dtypes type of the same name for the types
+    numpy lacks (BFLOAT16 -> bfloat16, FLOAT8E4M3FN -> float8_e4m3fn, INT4 -> int4, ...: onnx
+    maps them so from 1.19, and to float32 or placeholder dtypes before), else onnx's."""
+    name = onnx.TensorProto.DataType.Name(element_type).lower()
+    if name.startswith("float") and name[5:6].isdigit():  # float8e4m3fn -> float8_e4m3fn
+        name = f"{name[:6]}_{name[6:]}"
+        name = {"float4_e2m1": "float4_e2m1fn", "float8_e8m0": "float8_e8m0fnu"}.get(name, name)
+    if name not in ("float16", "float32", "float64") and isinstance(getattr(ml_dtypes, name, None), type):
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(helper.tensor_dtype_to_np_dtype(element_type))
+
+
+def tensor(array: np.ndarray, name: str = "") -> onnx.TensorProto:
+    """``array`` as a TensorProto of its element type; the 8- and 16-bit ml_dtypes types as raw
+    little-endian bytes, which every onnx the package declares reads (numpy_helper.from_array
+    takes them only from onnx 1.19)."""
+    array = np.asarray(array)
+    if array.dtype.type.__module__.startswith("ml_dtypes") and array.dtype.itemsize in (1, 2):
+        element_type = _element_types_by_dtype().get(array.dtype)
+        if element_type is not None:
+            made = onnx.TensorProto(name=name, data_type=element_type, dims=array.shape)
+            made.raw_data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+            return made
+    return onnx.numpy_helper.from_array(array, name=name)
+
+
+def array_of(tensor_proto: onnx.TensorProto) -> np.ndarray:
+    """``tensor_proto``'s values, in :func:`numpy_dtype` of its element type (onnx before 1.19
+    gives placeholder dtypes for the 8- and 16-bit float types: viewed as ml_dtypes here)."""
+    array = onnx.numpy_helper.to_array(tensor_proto)
+    wanted = numpy_dtype(tensor_proto.data_type) if tensor_proto.data_type else array.dtype
+    if array.dtype == wanted:
+        return array
+    if array.dtype.itemsize == wanted.itemsize:  # a placeholder dtype holding the bits
+        return array.view(wanted)
+    return array.astype(wanted)  # float32 holding bfloat16 values: exact
+
+
+@functools.cache
+def _element_types_by_dtype() -> dict[np.dtype, int]:
+    return {
+        numpy_dtype(element_type): element_type
+        for element_type in onnx.TensorProto.DataType.values()
+        if onnx.TensorProto.DataType.Name(element_type).startswith(("BFLOAT", "FLOAT8"))
+    }
 
 
 def is_integer(element_type: int | None) -> bool:

@@ -51,6 +51,30 @@ def op_versions(op_type: str, domain: str = "") -> tuple[int, ...]:
 
 
 @functools.cache
+def newest_domain_version(domain: str = "") -> int:
+    """The newest opset of ``domain`` this onnx installation knows."""
+    if canonical_domain(domain) == "":
+        return newest_opset()
+    return max(
+        (s.since_version for s in defs.get_all_schemas_with_history() if canonical_domain(s.domain) == domain),
+        default=0,
+    )
+
+
+def defined_versions(op_type: str, versions, domain: str = "") -> tuple[int, ...]:
+    """The op versions among ``versions`` that this onnx defines, for a pattern's registration:
+    those newer than the installed onnx knows are left out (BitCast-26 under an onnx whose
+    newest opset is 23: the pattern then serves fewer versions, or none). A version it knows
+    of but does not define (a typo) raises ValueError."""
+    known = op_versions(op_type, domain)
+    newest = newest_domain_version(domain)
+    unknown = [v for v in versions if v not in known and v <= newest]
+    if unknown:
+        raise ValueError(f"{op_type} has no versions {unknown}; onnx defines {known}")
+    return tuple(v for v in versions if v in known)
+
+
+@functools.cache
 def first_opset(op_type: str, output_element_type: int | None = None, domain: str = "") -> int | None:
     """The lowest opset at which ``op_type`` exists and, where ``output_element_type`` is given,
     its first output may have that type (Constant holds int64 from 9); None where none does."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-import warnings
 
 import numpy as np
 import onnx
 import pytest
 from support import slow_but_a_sample  # noqa: E402
+from version_cases import node_cases
 
 import lowering
 from lowering.registry import all_rules
@@ -45,11 +45,7 @@ def _refused_because(name: str) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _cases():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from onnx.backend.test.case.node import collect_testcases
-
-        all_cases = collect_testcases(None)
+    all_cases = node_cases()
     covered = {rule.op_type for rule in all_rules()}
     return [case for case in all_cases if any(node.op_type in covered for node in case.model.graph.node)]
 

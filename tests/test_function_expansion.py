@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import warnings
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 from lowering.rules.function_bodies import last_axis_unflattened, variance_in_two_passes
 from onnx import TensorProto, helper
 from support import slow_but_a_sample  # noqa: E402
+from version_cases import node_cases
 
 from lowering import schemas
 from lowering.errors import NotLowered
@@ -37,12 +37,7 @@ def layer_normalization() -> FunctionExpansion:
 @functools.cache
 def layer_normalization_backend_cases() -> tuple:
     """The ONNX backend node cases whose model runs LayerNormalization (collected once)."""
-    from onnx.backend.test.case.node import collect_testcases
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = collect_testcases()
-    return tuple(c for c in cases if any(n.op_type == "LayerNormalization" for n in c.model.graph.node))
+    return tuple(c for c in node_cases() if any(n.op_type == "LayerNormalization" for n in c.model.graph.node))
 
 
 def inline(model: onnx.ModelProto, expansion: FunctionExpansion, fresh=None) -> onnx.ModelProto | NotLowered:

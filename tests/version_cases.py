@@ -27,12 +27,13 @@ RTOL, ATOL = 1e-3, 1e-7  # the tolerances onnx's own backend tests use
 
 @functools.cache
 def node_cases() -> tuple:
-    """Every backend node test case (``collect_testcases`` called once, with no argument)."""
+    """Every backend node test case (``collect_testcases`` called once per session, for every op:
+    None, which every onnx the package declares takes)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from onnx.backend.test.case.node import collect_testcases
 
-        return tuple(collect_testcases())
+        return tuple(collect_testcases(None))
 
 
 @dataclass

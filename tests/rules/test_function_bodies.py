@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import functools
 import re
-import warnings
 
 import ml_dtypes
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RANDOM_OPS_IN_BODIES
 from onnx import numpy_helper
 from support import REPO, fast_add_on, slow_but_a_sample  # noqa: E402
+from version_cases import node_cases
 
 import lowering
 from lowering import schemas
@@ -28,12 +28,8 @@ from lowering.verification.runtime import run_onnxruntime, run_reference
 
 @functools.cache
 def all_backend_cases() -> tuple:
-    """onnx's backend node cases (collected once per session: onnx caches nothing itself)."""
-    from onnx.backend.test.case.node import collect_testcases
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tuple(case for case in collect_testcases() if case.kind == "node")
+    """onnx's backend node cases of kind "node" (:func:`version_cases.node_cases`)."""
+    return tuple(case for case in node_cases() if case.kind == "node")
 
 
 def served_ops(model: onnx.ModelProto) -> list[str]:
