@@ -15,10 +15,9 @@ from collections.abc import Callable
 from math import comb
 
 import onnx
-from onnx import helper
 
 from . import schemas
-from .adapters import NodeWriter
+from .builder import Builder, Value
 from .graphs import branch_graph
 
 # If's branches may give results of different shapes (or ranks) from If-11 on, whose shape
@@ -31,7 +30,8 @@ MOST_CHOICES = 32
 CHOICE_EMITS = ("Constant", "Gather", "Equal", "Cast", "ReduceSum", "Greater", "If", "Unique")
 CHOICE_FIRST_OPSET = max(schemas.first_opset_writing(CHOICE_EMITS, int64_constants=True), IF_BRANCHES_OF_ANY_RANK)
 
-Leaf = Callable[[tuple[int, ...], str], onnx.NodeProto]
+# ``leaf(into, S, output)`` writes into the builder ``into`` the op over the positions S, giving ``output``.
+Leaf = Callable[[Builder, tuple[int, ...], str], object]
 
 
 def untaken_by_if(element_type: int, opset: int) -> str | None:
@@ -51,7 +51,7 @@ def choice_count(candidates: int, chosen: int | None = None) -> int:
 
 
 def write_choice(
-    w: NodeWriter,
+    b: Builder,
     axes: str,
     positions: int,
     leaf: Leaf,
@@ -61,9 +61,9 @@ def write_choice(
     candidates: tuple[int, ...] | None = None,
     carried_from: onnx.NodeProto | None = None,
 ) -> None:
-    """Append to ``w`` the nodes choosing, by the run-time ``axes``, among ``leaf(S, output)`` for
-    the subsets S of ``candidates`` (by default ``range(positions)``; of exactly ``chosen``
-    positions where given).
+    """Write into ``b`` the nodes choosing, by the run-time ``axes``, among what ``leaf(branch, S,
+    output)`` writes for the subsets S of ``candidates`` (by default ``range(positions)``; of
+    exactly ``chosen`` positions where given).
 
     Positions not among ``candidates`` (a Squeeze's dimensions known not to be 1) fail at run
     time where named: the normalizing Gather maps them to ``positions``, which a second
@@ -75,66 +75,70 @@ def write_choice(
     (``C(len(candidates), chosen)`` leaves). Every If's branches declare ``element_type``. The
     ``doc_string`` and ``metadata_props`` of ``carried_from`` (the node the choice replaces) go
     once, on the outermost If; the leaves carry none."""
-    context = w.context
     among = tuple(range(positions)) if candidates is None else tuple(candidates)
     every = list(range(positions))
     table = [k if k in among else positions for k in every]
-    within = w.add("Gather", [w.int64s("every_position", table), axes], "axes_within", axis=0)
+    within = b.Gather(b.ints(table, "every_position"), axes, axis=0)
     if table != every:
-        within = w.add("Gather", [w.int64s("candidates", every), within], "axes_candidates", axis=0)
+        within = b.Gather(b.ints(every, "candidates"), within, axis=0)
     if chosen is not None:
-        distinct = w.add("Unique", [within], "axes_distinct", sorted=1)
-        within = w.add("Gather", [distinct, w.int64s("first_axes", list(range(chosen)))], "axes_checked", axis=0)
-    named: dict[int, str] = {}
+        within = b.Gather(b.Unique(within, sorted=1), b.ints(list(range(chosen)), "first_axes"), axis=0)
+    named: dict[int, Value] = {}
 
-    def names(k: int) -> str:
-        """Whether the axes name position ``k``, written where first asked for."""
+    def names(k: int) -> Value:
+        """Whether the axes name position ``k``, ``ReduceSum(Cast(Equal(a', k), int32)) > 0``: written
+        where first asked for."""
         if k not in named:
-            is_k = w.add("Equal", [within, w.scalar(f"position_{k}", k, onnx.TensorProto.INT64)], f"is_position_{k}")
-            counted = w.add("Cast", [is_k], f"is_position_{k}_as_int32", to=onnx.TensorProto.INT32)
-            count = w.add("ReduceSum", [counted], f"position_{k}_named", keepdims=0)
-            none = w.scalar(f"none_{k}", 0, onnx.TensorProto.INT32)
-            named[k] = w.add("Greater", [count, none], f"names_position_{k}")
+            is_k = b.Equal(within, b.scalar(k, onnx.TensorProto.INT64, f"position_{k}"))
+            count = b.ReduceSum(b.Cast(is_k, to=onnx.TensorProto.INT32), keepdims=0)
+            named[k] = b.Greater(count, b.scalar(0, onnx.TensorProto.INT32, f"none_{k}"))
         return named[k]
 
     def branches(i: int, taken: tuple[int, ...], left: tuple[int, ...]) -> dict[str, onnx.GraphProto]:
+        """The branches of the If on the i-th candidate: with it taken, and without."""
+        k = among[i]
         found = {}
-        for branch, path in (("then_branch", taken), ("else_branch", left)):
-            inner = context.fresh(f"{w.hint}_{'with' if branch == 'then_branch' else 'without'}_position_{among[i]}")
-            found[branch] = branch_graph(
-                [choice(i + 1, path, inner)], context.fresh(f"{w.hint}_{branch}_{among[i]}"), inner, element_type
-            )
+        for branch, path, label in (("then_branch", taken, "with"), ("else_branch", left, "without")):
+            inner = b.fresh(f"{label}_position_{k}")
+            body = b.nested(f"{label}_position_{k}")
+            write(body, i + 1, path, inner)
+            found[branch] = branch_graph(body.nodes, b.fresh(f"{branch}_{k}"), inner, element_type)
         return found
 
-    def bare_leaf(positions_taken: tuple[int, ...], out: str) -> onnx.NodeProto:
-        made = leaf(positions_taken, out)
-        made.ClearField("doc_string")
-        del made.metadata_props[:]
-        return made
-
-    def choice(i: int, so_far: tuple[int, ...], out: str) -> onnx.NodeProto:
-        """The node giving ``out``: the leaf of ``so_far`` once every candidate from the i-th on is decided."""
+    def decided(i: int, so_far: tuple[int, ...]) -> tuple[int, ...] | None:
+        """The positions taken where every candidate from the i-th on is decided, else None."""
         if chosen is not None and len(so_far) == chosen:
-            return bare_leaf(so_far, out)
+            return so_far
         if chosen is not None and len(among) - i == chosen - len(so_far):
-            return bare_leaf((*so_far, *among[i:]), out)
+            return (*so_far, *among[i:])
         if i == len(among):
-            return bare_leaf(so_far, out)
-        k = among[i]
-        return helper.make_node(
-            "If", [names(k)], [out], name=context.fresh(f"{w.hint}_If"), **branches(i, (*so_far, k), so_far)
-        )
+            return so_far
+        return None
 
-    root = choice(0, (), output)
-    if root.op_type != "If" and among:
+    def write(into: Builder, i: int, so_far: tuple[int, ...], out: str) -> None:
+        """Write into ``into`` the node giving ``out``: the leaf of the positions taken once every
+        candidate from the i-th on is decided, else an If on the i-th."""
+        taken = decided(i, so_far)
+        if taken is None:
+            k = among[i]
+            into.op("If", names(k), outputs=[out], **branches(i, (*so_far, k), so_far))
+            return
+        start = len(into.nodes)
+        leaf(into, taken, out)
+        for made in into.nodes[start:]:
+            made.ClearField("doc_string")
+            del made.metadata_props[:]
+
+    if decided(0, ()) is not None and among:
         # Every candidate is taken whatever the axes: the checks above must still run, so the
         # leaf stands in both branches of an If on the first one.
-        both = branches(0, among, among)
-        root = helper.make_node("If", [names(among[0])], [output], name=context.fresh(f"{w.hint}_If"), **both)
+        b.op("If", names(among[0]), outputs=[output], **branches(0, among, among))
+    else:
+        write(b, 0, (), output)
+    root = b.nodes[-1]
     if carried_from is not None:
         _carry_doc_string(carried_from, root)
         root.metadata_props.extend(carried_from.metadata_props)
-    w.nodes.append(root)
 
 
 def _carry_doc_string(source: onnx.NodeProto, target: onnx.NodeProto) -> None:

@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, HeldAttributes, NodeWriter, adapter, attribute_of, known_change, moved
+from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 from lowering.errors import NotLowered
 
 ARG_12 = "version 12 adds select_last_index, which picks the last of equal extremes"
@@ -77,48 +77,44 @@ def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
             f"{context.target_opset} without the element type of its input '{data}', which is unknown "
             "(NaN is handled apart on floats)"
         )
-    w = NodeWriter(node, context)
+    b = context.builder(node)
 
     is_float = floats.is_float(element_type)
     if is_float:
-        is_number = w.add("Equal", [data, data], "is_number")  # false just for NaN (IsNaN may be an op to lower)
-        fill = w.scalar("nan_fill", float("-inf") if node.op_type == "ArgMax" else float("inf"), element_type)
-        without_nan = w.add("Where", [is_number, data, fill], "without_nan")
+        is_number = b.Equal(data, data)  # false just for NaN (IsNaN may be an op to lower)
+        fill = b.scalar(float("-inf") if node.op_type == "ArgMax" else float("inf"), element_type, "nan_fill")
         reduce_op = "ReduceMax" if node.op_type == "ArgMax" else "ReduceMin"
-        extreme = w.add(reduce_op, [without_nan], "extreme", axes=[axis], keepdims=1)
-        hit = w.add("Equal", [data, extreme], "hit")
-        searched = w.add("Cast", [hit], "hit_int32", to=TensorProto.INT32)
+        without_nan = b.Where(is_number, data, fill)
+        extreme = b.op(reduce_op, without_nan, axes=[axis], keepdims=1)
+        hit = b.Equal(data, extreme)
+        searched = b.Cast(hit, to=TensorProto.INT32)
         search_op = "ArgMax"
     else:
         searched, search_op = data, node.op_type
 
-    reversed_ = w.add(
-        "Slice", [searched, w.int64s("start", [-1]), w.int64s("end", [INT64_MIN]), w.int64s("axis", [axis]),
-                  w.int64s("step", [-1])], "reversed"
-    )  # fmt: skip
+    reversed_ = b.Slice(
+        searched, b.ints([-1], "start"), b.ints([INT64_MIN], "end"), b.ints([axis], "axis"), b.ints([-1], "step")
+    )
     index_keep = 1 if is_float else keepdims
-    from_end = w.add(search_op, [reversed_], "index_from_end", axis=axis, keepdims=index_keep)
+    from_end = b.op(search_op, reversed_, axis=axis, keepdims=index_keep)
     shape = context.shape_of(data)
     size = None
     if shape is not None and -len(shape) <= axis < len(shape):
         size = shape[axis]
     if isinstance(size, int):
-        last = w.scalar("last_index", size - 1, TensorProto.INT64)
+        last = b.scalar(size - 1, TensorProto.INT64, "last_index")
     else:
-        size_name = w.add(
-            "Gather", [w.add("Shape", [data], "shape"), w.scalar("axis_index", axis, TensorProto.INT64)], "size"
-        )
-        last = w.add("Sub", [size_name, w.scalar("one", 1, TensorProto.INT64)], "last_index")
+        size_of_axis = b.Gather(b.Shape(data), b.scalar(axis, TensorProto.INT64, "axis_index"))
+        last = b.Sub(size_of_axis, b.scalar(1, TensorProto.INT64, "one"))
     if not is_float:
-        return w.last("Sub", [last, from_end], node.output)
-    index = w.add("Sub", [last, from_end], "index")
-    first = w.add(
-        "Slice",
-        [is_number, w.int64s("first_start", [0]), w.int64s("first_end", [1]), w.int64s("first_axis", [axis])],
-        "first_is_number",
-    )
-    zero = w.scalar("zero", 0, TensorProto.INT64)
+        b.Sub(last, from_end, outputs=node.output)
+        return b.nodes
+    index = b.Sub(last, from_end)
+    first = b.Slice(is_number, b.ints([0], "first_start"), b.ints([1], "first_end"), b.ints([axis], "first_axis"))
+    zero = b.scalar(0, TensorProto.INT64, "zero")
     if keepdims:
-        return w.last("Where", [first, index, zero], node.output)
-    kept = w.add("Where", [first, index, zero], "index_kept")
-    return w.last("Squeeze", [kept], node.output, axes=[axis])
+        b.Where(first, index, zero, outputs=node.output)
+        return b.nodes
+    kept = b.Where(first, index, zero)
+    b.Squeeze(kept, axes=[axis], outputs=node.output)
+    return b.nodes

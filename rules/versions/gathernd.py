@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, HeldAttributes, NodeWriter, adapter, attribute_of, known_change, moved
+from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 from lowering.errors import NotLowered
 
 GATHER_ND_12 = "version 12 adds batch_dims, the leading dimensions data and indices share"
@@ -48,22 +48,17 @@ def batch_indices_spelled_out(node: onnx.NodeProto, context: AdapterContext):
         raise NotLowered(
             f"{node.op_type}-{version} has batch_dims={batch_dims}, which its indices of rank {rank} do not allow"
         )
-    w = NodeWriter(node, context)
-    indices_shape = w.add("Shape", [indices], "indices_shape")
-    outer = w.add("Slice", [indices_shape, w.int64s("outer_start", [0]), w.int64s("outer_end", [rank - 1])], "outer")
-    coordinate_shape = w.add("Concat", [outer, w.int64s("one", [1])], "coordinate_shape", axis=0)
-    start, step = w.scalar("range_start", 0, TensorProto.INT64), w.scalar("range_step", 1, TensorProto.INT64)
+    b = context.builder(node)
+    indices_shape = b.Shape(indices)
+    outer = b.Slice(indices_shape, b.ints([0], "outer_start"), b.ints([rank - 1], "outer_end"))
+    coordinate_shape = b.Concat(outer, b.ints([1], "one"), axis=0)
+    start, step = b.scalar(0, TensorProto.INT64, "range_start"), b.scalar(1, TensorProto.INT64, "range_step")
     coordinates = []
     for j in range(batch_dims):
-        size = w.add(
-            "Gather", [indices_shape, w.scalar(f"batch_axis_{j}", j, TensorProto.INT64)], f"batch_size_{j}", axis=0
-        )
-        positions = w.add("Range", [start, size, step], f"batch_positions_{j}")
-        lined_up = w.add(
-            "Unsqueeze", [positions], f"batch_positions_{j}_lined_up", axes=[k for k in range(rank) if k != j]
-        )
-        coordinates.append(w.add("Expand", [lined_up, coordinate_shape], f"batch_index_{j}"))
-    full = w.add("Concat", [*coordinates, indices], "full_indices", axis=-1)
-    result = moved(node, dropped=("batch_dims",))
-    result.input[1] = full
-    return [*w.nodes, result]
+        size = b.Gather(indices_shape, b.scalar(j, TensorProto.INT64, f"batch_axis_{j}"), axis=0)
+        positions = b.Range(start, size, step)
+        lined_up = b.Unsqueeze(positions, axes=[k for k in range(rank) if k != j])
+        coordinates.append(b.Expand(lined_up, coordinate_shape))
+    full = b.Concat(*coordinates, indices, axis=-1)
+    b.moved(node, inputs=[node.input[0], full.name, *node.input[2:]], dropped=("batch_dims",))
+    return b.nodes

@@ -11,15 +11,14 @@ from lowering import axes_choice, schemas
 from lowering.adapters import (
     OTHER_OPS,
     AdapterContext,
-    NodeWriter,
     adapter,
     attribute_of,
     constant_ints,
-    int64_constant,
     known_change,
     moved,
     require_types_taken,
 )
+from lowering.builder import Builder
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
@@ -82,7 +81,7 @@ def _axes_to_attribute(node: onnx.NodeProto, context: AdapterContext, step: int)
                 f"meaning to carry to opset {context.target_opset} (the spec says the input itself; onnx.reference "
                 "and onnxruntime apply the element-wise step)"
             )
-        return [helper.make_node("Identity", [node.input[0]], list(node.output), name=node.name)]
+        return _identity_of_input(node, context)
     _require_own_kernel(node, context, version, step)
     if context.target_opset < 11 and any(a < 0 for a in axes):
         rank = context.rank_of(node.input[0])
@@ -118,21 +117,28 @@ def _bool_carried(node: onnx.NodeProto, context: AdapterContext, step: int, carr
     On 0 and 1 the maximum is any and the minimum all, and ``> 0`` gives them back as bool. Over
     no elements the integer reduction gives the type's least value (max) or greatest (min), and
     ``> 0`` turns them into false and true: the boolean reduction's own identities."""
-    w = NodeWriter(node, context)
-    carried = moved(node)
-    carried.input[0] = w.add("Cast", [node.input[0]], f"as_{schemas.type_name(carrier)}", to=carrier)
-    carried.output[0] = context.fresh(f"{w.hint}_reduced")
+    b = context.builder(node)
+    x_carried = b.Cast(node.input[0], to=carrier)
+    carried = moved(node)  # ReduceMax/Min-20(Cast(x, c), a), itself moved to the older version
+    carried.input[0] = x_carried.name
+    carried.output[0] = b.fresh("reduced")
     context_carried = dataclasses.replace(
         context,
-        type_of=_retyped(context.type_of, carried.input[0], node.input[0], carrier),
+        type_of=_retyped(context.type_of, x_carried.name, node.input[0], carrier),
         judged_type_of=None,
     )
-    reduced = _axes_to_attribute(carried, context_carried, step)
-    zero = w.scalar("zero", 0, carrier)
-    greater = helper.make_node(
-        "Greater", [carried.output[0], zero], [node.output[0]], name=context.fresh(f"{w.hint}_Greater")
-    )
-    return [*w.nodes[:1], *reduced, *w.nodes[1:], greater]
+    b.nodes.extend(_axes_to_attribute(carried, context_carried, step))
+    b.Greater(carried.output[0], b.scalar(0, carrier, "zero"), outputs=[node.output[0]])
+    return b.nodes
+
+
+def _identity_of_input(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
+    """Identity(x) in place of ``node``, under the node's own name (the Builder names a node of
+    another op afresh)."""
+    b = context.builder(node)
+    b.Identity(node.input[0], outputs=node.output)
+    b.nodes[-1].name = node.name
+    return b.nodes
 
 
 def _retyped(type_of, name: str, like: str, element_type: int):
@@ -198,35 +204,29 @@ def _axes_chosen_at_run_time(
         where = f"so it cannot go to opset {context.target_opset} where axes is an attribute"
         raise NotLowered(f"{first}, {where}: {why}")
     _require_own_kernel(node, context, version, step)
-    w = NodeWriter(node, context)
+    b = context.builder(node)
 
-    def leaf(chosen: tuple[int, ...], output: str) -> onnx.NodeProto:
+    def leaf(into: Builder, chosen: tuple[int, ...], output: str) -> None:
         """The reduction over ``chosen``: every axis where none, the input itself with noop_with_empty_axes=1."""
-        name = context.fresh(f"{w.hint}_{node.op_type}")
         if not chosen and noop:
-            return helper.make_node("Identity", [node.input[0]], [output], name=name)
-        reduction = moved(node, dropped=("noop_with_empty_axes",))
-        del reduction.input[1:]
-        reduction.output[:] = [output]
-        reduction.name = name
-        if chosen:
-            reduction.attribute.append(helper.make_attribute("axes", list(chosen)))
-        return reduction
+            into.Identity(node.input[0], outputs=[output])
+            return
+        axes = {"axes": list(chosen)} if chosen else {}
+        reduction = into.moved(node, inputs=node.input[:1], outputs=[output], dropped=("noop_with_empty_axes",), **axes)
+        reduction.name = into.fresh(node.op_type)  # one of many leaves: a name of its own
 
-    axes_choice.write_choice(w, node.input[1], rank, leaf, node.output[0], element_type, carried_from=node)
-    return w.nodes
+    axes_choice.write_choice(b, node.input[1], rank, leaf, node.output[0], element_type, carried_from=node)
+    return b.nodes
 
 
 def _axes_to_input(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """``node`` (axes as an attribute) as the newer version that takes axes as an input."""
     axes = attribute_of(node, "axes")
-    result = moved(node, dropped=("axes",))
     if axes is None:
-        return [result]
-    constant, name = int64_constant(context, f"{node.name or node.output[0]}_axes", list(axes))
-    del result.input[1:]
-    result.input.append(name)
-    return [constant, result]
+        return [moved(node, dropped=("axes",))]
+    b = context.builder(node)
+    b.moved(node, inputs=[*node.input[:1], b.ints(axes, "axes").name], dropped=("axes",))
+    return b.nodes
 
 
 # From 11 to 13 only the type lists changed (the full check at the target refuses a type it lacks);

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from lowering.adapters import (
     AdapterContext,
     HeldAttributes,
-    NodeWriter,
     adapter,
     attribute_of,
     constant_ints,
@@ -84,13 +83,13 @@ def _empty_of_shape(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
             f"Reshape-14 with allowzero=1 of an empty input of unknown type cannot go to opset "
             f"{context.target_opset} ({RESHAPE_14})"
         )
-    writer = NodeWriter(node, context)
+    b = context.builder(node)
     if element_type == onnx.TensorProto.STRING:
-        zero = helper.make_tensor("zero", element_type, [], [b""])
+        zero = b.tensor(np.array(b"", dtype=object), "zero")
     else:
-        zero = numpy_helper.from_array(np.zeros((), helper.tensor_dtype_to_np_dtype(element_type)), "zero")
-    value = writer.add("Constant", [], "zero", value=zero)
+        zero = b.tensor(np.zeros((), helper.tensor_dtype_to_np_dtype(element_type)), "zero")
     dims = node.input[1]
-    none = writer.scalar("none", 0, onnx.TensorProto.INT64)
-    sizes = writer.add("Where", [writer.add("Less", [dims, none], "inferred"), none, dims], "sizes")
-    return writer.last("Expand", [value, sizes], [node.output[0]])
+    none = b.scalar(0, onnx.TensorProto.INT64, "none")
+    sizes = b.Where(b.Less(dims, none), none, dims)
+    b.Expand(zero, sizes, outputs=[node.output[0]])
+    return b.nodes

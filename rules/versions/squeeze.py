@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import onnx
-from onnx import helper
 
 from lowering import axes_choice
 from lowering.adapters import (
     AdapterContext,
-    NodeWriter,
     adapter,
     attribute_of,
     constant_ints,
-    int64_constant,
     known_change,
     moved,
     require_types_taken,
 )
+from lowering.builder import Builder
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
@@ -104,18 +102,15 @@ def _axes_chosen_at_run_time(node: onnx.NodeProto, context: AdapterContext, vers
         where = f"so it cannot go to opset {context.target_opset} where axes is an attribute"
         raise NotLowered(f"{first}, {where}: {why}")
     require_types_taken(node, context)
-    w = NodeWriter(node, context)
+    b = context.builder(node)
 
-    def leaf(chosen: tuple[int, ...], output: str) -> onnx.NodeProto:
-        result = moved(node)
-        del result.input[1:]
-        result.output[:] = [output]
-        result.name = context.fresh(f"{w.hint}_{node.op_type}")
-        result.attribute.append(helper.make_attribute("axes", list(chosen)))
-        return result
+    def leaf(into: Builder, chosen: tuple[int, ...], output: str) -> None:
+        """Squeeze-11(x, axes=S), S the positions ``chosen``; likewise Unsqueeze."""
+        result = into.moved(node, inputs=node.input[:1], outputs=[output], axes=list(chosen))
+        result.name = into.fresh(node.op_type)  # one of many leaves: a name of its own
 
-    axes_choice.write_choice(w, given, positions, leaf, node.output[0], element_type, count, candidates, node)
-    return w.nodes
+    axes_choice.write_choice(b, given, positions, leaf, node.output[0], element_type, count, candidates, node)
+    return b.nodes
 
 
 # Cases: today Squeeze 5, Unsqueeze 15: with the explicit run-time axes cases, chosen by If at 12, refused at 7
@@ -151,10 +146,8 @@ def squeeze_axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContex
     ``Squeeze-11(x, axes=a)`` = ``Squeeze-13(x, Constant(a))``; ``Squeeze-11(x)`` = ``Squeeze-13(x)``:
     every dimension of size 1. Likewise ``Unsqueeze``, whose axes are required in both."""
     axes = attribute_of(node, "axes")
-    result = moved(node, dropped=("axes",))
     if axes is None:
-        return [result]
-    constant, name = int64_constant(context, f"{node.name or node.output[0]}_axes", list(axes))
-    del result.input[1:]
-    result.input.append(name)
-    return [constant, result]
+        return [moved(node, dropped=("axes",))]
+    b = context.builder(node)
+    b.moved(node, inputs=[*node.input[:1], b.ints(axes, "axes").name], dropped=("axes",))
+    return b.nodes
