@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import subprocess
@@ -136,6 +137,30 @@ def original_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> li
     from lowering.verification.compare import run_original
 
     return run_original(model, feeds)[0]
+
+
+@functools.cache
+def newest_opset_onnxruntime_loads() -> int:
+    """The newest default-domain opset whose models the installed onnxruntime loads (an
+    Identity at each opset this onnx knows): older releases refuse newer opsets outright."""
+    newest = 0
+    for opset in range(7, onnx.defs.onnx_opset_version() + 1):
+        imports = [helper.make_opsetid("", opset)]
+        graph = helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"])],
+            "probe",
+            [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
+        )
+        ir_version = min(helper.find_min_ir_version_for(imports), 8)
+        try:
+            run_onnxruntime(
+                helper.make_model(graph, opset_imports=imports, ir_version=ir_version), {"x": np.ones(1, np.float32)}
+            )
+        except Exception:  # refused at load
+            break
+        newest = opset
+    return newest
 
 
 def type_name(element_type: int) -> str:
