@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
 import onnx
-from onnx import helper
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, constant_array
@@ -57,20 +55,15 @@ def dropout_in_inference_as_identity(node: onnx.NodeProto, context: AdapterConte
             else:
                 said = f"ratio {ratio}"
             raise _refused(node, context, f"drops values at random in training mode with {said}")
-    hint = node.name or node.output[0]
-    copy = helper.make_node("Identity", [node.input[0]], [node.output[0]], name=context.fresh(f"{hint}_Identity"))
-    if len(node.output) < 2 or not node.output[1]:
-        return [copy]
-    if schemas.version_in_force("ConstantOfShape", context.target_opset) is None:
+    mask_given = len(node.output) >= 2 and bool(node.output[1])
+    if mask_given and schemas.version_in_force("ConstantOfShape", context.target_opset) is None:
         first = schemas.op_versions("ConstantOfShape")[0]
         raise _refused(node, context, f"gives a mask of all true, which needs ConstantOfShape (from opset {first})")
-    shape = context.fresh(f"{hint}_shape")
-    value = onnx.numpy_helper.from_array(np.array([True]), "value")
-    return [
-        copy,
-        helper.make_node("Shape", [node.input[0]], [shape], name=context.fresh(f"{hint}_Shape")),
-        helper.make_node("ConstantOfShape", [shape], [node.output[1]], name=context.fresh(f"{hint}_mask"), value=value),
-    ]
+    b = context.builder(node)
+    b.Identity(node.input[0], outputs=[node.output[0]])
+    if mask_given:
+        b.ConstantOfShape(b.Shape(node.input[0]), value=b.scalar_tensor(True), outputs=[node.output[1]])
+    return b.nodes
 
 
 # Cases: the explicit cases, from 10 and from 7
@@ -85,5 +78,6 @@ def dropout_in_inference_as_identity_going_up(node: onnx.NodeProto, context: Ada
     has no agreed meaning there, and is refused."""
     if len(node.output) >= 2 and node.output[1]:
         raise _refused(node, context, f"gives its mask '{node.output[1]}', which versions 7-10 leave to the runtime")
-    hint = node.name or node.output[0]
-    return [helper.make_node("Identity", [node.input[0]], [node.output[0]], name=context.fresh(f"{hint}_Identity"))]
+    b = context.builder(node)
+    b.Identity(node.input[0], outputs=[node.output[0]])
+    return b.nodes

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import helper
 
 from lowering import schemas
 from lowering.adapters import (
     AdapterContext,
-    NodeWriter,
     adapter,
     attribute_in,
     constant_array,
     constant_ints,
-    int64_constant,
     known_change,
     moved,
     require_types_taken,
     text_attribute,
 )
+from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 PAD_11 = "version 11 takes pads and the constant value as inputs; earlier versions as attributes"
@@ -95,8 +93,7 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
         raise NotLowered(f"{cannot}: its {len(pads)} pads are not a begin and an end for each of {len(axes)} axes")
     if context.target_opset < WRAP_CONSTANT_FROM:
         raise NotLowered(f"{cannot}, whose Constant holds no int64 indices (from opset {WRAP_CONSTANT_FROM})")
-    w = NodeWriter(node, context)
-    current = x
+    wrapped = []  # each axis padded or cropped: (k, axis, the positions read along it, None where computed at run time)
     for k, axis in enumerate(axes):
         size = shape[axis]
         if pads is not None and isinstance(size, int):
@@ -108,49 +105,59 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
                     "around, an error whenever it runs"
                 )
             if indices != list(range(size)):
-                current = w.add("Gather", [current, w.int64s(f"wrap{axis}", indices)], f"wrapped{axis}", axis=axis)
+                wrapped.append((k, axis, indices))
             continue
         if context.target_opset < WRAP_AT_RUN_TIME_FROM:
             what = "its pads are computed at run time" if pads is None else f"the size of its axis {axis} is unknown"
             raise NotLowered(
                 f"{cannot}: {what}, so the positions it reads need Range (from opset {WRAP_AT_RUN_TIME_FROM})"
             )
-        current = _wrapped_at_run_time(w, current, axis, _pad_pair(w, node, pads, k, len(axes)))
-    if current == x:  # no axis padded nor cropped
-        return w.last("Identity", [x], [node.output[0]])
-    w.nodes[-1].output[0] = node.output[0]  # the last Gather writes the node's output
-    return w.nodes
+        wrapped.append((k, axis, None))
+    b = context.builder(node)
+    if not wrapped:  # no axis padded nor cropped
+        b.Identity(x, outputs=[node.output[0]])
+        return b.nodes
+    current = x
+    for n, (k, axis, indices) in enumerate(wrapped):
+        outputs = [node.output[0]] if n == len(wrapped) - 1 else None  # the last Gather writes the node's output
+        if indices is not None:
+            current = b.Gather(current, b.ints(indices, f"wrap{axis}"), axis=axis, outputs=outputs)
+        else:
+            current = _wrapped_at_run_time(b, current, axis, _pad_pair(b, node, pads, k, len(axes)), outputs)
+    return b.nodes
 
 
-def _pad_pair(w: NodeWriter, node: onnx.NodeProto, pads: list[int] | None, k: int, count: int) -> tuple[str, str]:
+def _pad_pair(b: Builder, node: onnx.NodeProto, pads: list[int] | None, k: int, count: int) -> tuple[Value, Value]:
     """The pads before and after the ``k``-th padded axis, each a 1-D int64 of one value."""
     if pads is not None:
-        return w.int64s(f"before{k}", [pads[k]]), w.int64s(f"after{k}", [pads[count + k]])
+        return b.ints([pads[k]], f"before{k}"), b.ints([pads[count + k]], f"after{k}")
     pair = []
     for position, part in ((k, "before"), (count + k, "after")):
-        bounds = [w.int64s(f"{part}{k}_from", [position]), w.int64s(f"{part}{k}_to", [position + 1])]
-        pair.append(w.add("Slice", [node.input[1], *bounds], f"{part}{k}"))
+        bounds = [b.ints([position], f"{part}{k}_from"), b.ints([position + 1], f"{part}{k}_to")]
+        pair.append(b.Slice(node.input[1], *bounds))
     return pair[0], pair[1]
 
 
-def _wrapped_at_run_time(w: NodeWriter, x: str, axis: int, pair: tuple[str, str]) -> str:
+def _wrapped_at_run_time(
+    b: Builder, x: Value | str, axis: int, pair: tuple[Value, Value], outputs: list[str] | None
+) -> Value:
     """Gather(Slice(x, max(-b, 0), a < 0 ? a : INT_MAX), Mod(Range(-max(b, 0), n' + max(a, 0)), max(n', 1)))."""
     before, after = pair
-    zero, one = w.int64s("zero", [0]), w.int64s("one", [1])
-    axes = w.int64s(f"axis{axis}", [axis])
-    cut_before = w.add("Where", [w.add("Less", [before, zero], "crops"), w.add("Neg", [before], "cut"), zero], "start")
-    end = w.add("Where", [w.add("Less", [after, zero], "crops"), after, w.int64s("end", [2**63 - 1])], "end")
-    cropped = w.add("Slice", [x, cut_before, end, axes], f"cropped{axis}")
-    left = w.add("Gather", [w.add("Shape", [cropped], "shape"), axes], "left", axis=0)
-    added_before = w.add("Where", [w.add("Less", [zero, before], "adds"), before, zero], "added_before")
-    added_after = w.add("Where", [w.add("Less", [zero, after], "adds"), after, zero], "added_after")
-    scalar = w.int64s("scalar_shape", [])
-    first = w.add("Reshape", [w.add("Neg", [added_before], "first"), scalar], "first")
-    limit = w.add("Reshape", [w.add("Add", [left, added_after], "limit"), scalar], "limit")
-    step = w.add("Reshape", [one, scalar], "step")
-    divisor = w.add("Where", [w.add("Less", [zero, left], "nonempty"), left, one], "divisor")
-    positions = w.add("Mod", [w.add("Range", [first, limit, step], "positions"), divisor], "wrapped_positions")
-    return w.add("Gather", [cropped, positions], f"wrapped{axis}", axis=axis)
+    zero, one = b.ints([0], "zero"), b.ints([1], "one")
+    axes = b.ints([axis], f"axis{axis}")
+    cut_before = b.Where(b.Less(before, zero), b.Neg(before), zero)
+    end = b.Where(b.Less(after, zero), after, b.ints([2**63 - 1], "end"))
+    cropped = b.Slice(x, cut_before, end, axes)
+    left = b.Gather(b.Shape(cropped), axes, axis=0)
+    added_before = b.Where(b.Less(zero, before), before, zero)
+    added_after = b.Where(b.Less(zero, after), after, zero)
+    scalar = b.ints([], "scalar_shape")
+    first = b.Reshape(b.Neg(added_before), scalar)
+    limit = b.Reshape(b.Add(left, added_after), scalar)
+    step = b.Reshape(one, scalar)
+    divisor = b.Where(b.Less(zero, left), left, one)
+    positions = b.Mod(b.Range(first, limit, step), divisor)
+    return b.Gather(cropped, positions, axis=axis, outputs=outputs)
 
 
 def _axes_and_rank(node: onnx.NodeProto, context: AdapterContext) -> tuple[list[int], int]:
@@ -176,18 +183,13 @@ def _spread_at_run_time(node: onnx.NodeProto, context: AdapterContext, rank: int
     each pad goes to its axis' begin and end in a zero vector over every axis. Integers only
     move: the same pads, so the same padding. Repeated axes, which the op refuses, write one of
     their pads here."""
-    w = NodeWriter(node, context)
-    every_axis = w.int64s("every_axis", list(range(rank)))
-    within = w.add("Gather", [every_axis, node.input[3]], "axes_within", axis=0)
-    ends = w.add("Add", [within, w.int64s("rank", [rank])], "axes_ends")
-    positions = w.add("Concat", [within, ends], "pads_positions", axis=0)
-    zeros = w.int64s("no_pads", [0] * (2 * rank))
-    full = w.add("ScatterElements", [zeros, positions, node.input[1]], "pads", axis=0)
-    result = moved(node)
-    del result.input[3:]
-    result.input[1] = full
-    w.nodes.append(result)
-    return w.nodes
+    b = context.builder(node)
+    within = b.Gather(b.ints(list(range(rank)), "every_axis"), node.input[3], axis=0)
+    ends = b.Add(within, b.ints([rank], "rank"))
+    positions = b.Concat(within, ends, axis=0)
+    full = b.ScatterElements(b.ints([0] * (2 * rank), "no_pads"), positions, node.input[1], axis=0)
+    b.moved(node, inputs=[node.input[0], full.name, *node.input[2:3]])
+    return b.nodes
 
 
 def _spread(pads: list[int], axes: list[int], rank: int) -> list[int]:
@@ -216,25 +218,17 @@ def pads_for_axes_spread(node: onnx.NodeProto, context: AdapterContext):
     if constant_ints(node, context, 3) is None and context.rank_of(node.input[0]) is not None:
         return _spread_at_run_time(node, context, context.rank_of(node.input[0]))
     axes, rank = _axes_and_rank(node, context)
-    result = moved(node)
-    del result.input[3:]
-    hint = node.name or node.output[0]
+    b = context.builder(node)
     pads = constant_ints(node, context)
     if pads is not None:
-        constant, name = int64_constant(context, f"{hint}_pads", _spread(pads, axes, rank))
-        result.input[1] = name
-        return [constant, result]
-    # each full position reads its pad from Concat([0], p): position 0 is the 0, k + 1 is p[k]
-    where = _spread(list(range(1, 2 * len(axes) + 1)), axes, rank)
-    zero, zero_name = int64_constant(context, f"{hint}_zero", [0])
-    index, index_name = int64_constant(context, f"{hint}_pads_index", where)
-    with_zero, full = context.fresh(f"{hint}_pads_with_zero"), context.fresh(f"{hint}_pads")
-    concat = helper.make_node(
-        "Concat", [zero_name, node.input[1]], [with_zero], name=context.fresh(f"{hint}_Concat"), axis=0
-    )
-    gather = helper.make_node("Gather", [with_zero, index_name], [full], name=context.fresh(f"{hint}_Gather"), axis=0)
-    result.input[1] = full
-    return [zero, index, concat, gather, result]
+        full = b.ints(_spread(pads, axes, rank), "pads")
+    else:
+        # each full position reads its pad from Concat([0], p): position 0 is the 0, k + 1 is p[k]
+        zero = b.ints([0], "zero")
+        where = b.ints(_spread(list(range(1, 2 * len(axes) + 1)), axes, rank), "pads_index")
+        full = b.Gather(b.Concat(zero, node.input[1], axis=0), where, axis=0)
+    b.moved(node, inputs=[node.input[0], full.name, *node.input[2:3]])
+    return b.nodes
 
 
 # Cases: the explicit cases (the backend's feed the value or pad integers); wrap below 9 (no int64

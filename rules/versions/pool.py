@@ -11,22 +11,19 @@ place). That needs the input's spatial dimensions, known statically.
 from __future__ import annotations
 
 import onnx
-from onnx import helper
 
 from lowering import schemas
 from lowering.adapters import (
     AdapterContext,
-    NodeWriter,
     adapter,
     attribute_of,
     auto_pad_or_ceil_mode,
     auto_pad_set,
-    int64_constant,
     known_change,
-    moved,
     require_types_taken,
     text_attribute,
 )
+from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 SHAPE_RESTATED = "version {} restates the output shape under auto_pad and ceil_mode"
@@ -140,7 +137,9 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
         # the same formulas in both versions: judged as any, unless an attribute must go or a type
         if widened is None and not dropped:
             return None
-        return _in_float(moved(node, dropped=tuple(dropped)), widened, context)
+        b = context.builder(node)
+        _in_float(b, node, widened, list(node.output), dropped=tuple(dropped))
+        return b.nodes
 
     shape = context.shape_of(node.input[0])
     spatial = None if shape is None else shape[2:]
@@ -196,24 +195,21 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
             dropped.append("auto_pad")
     if differ is not None:
         raise NotLowered(differ)
+    b = context.builder(node)
     if not kept:
-        return _in_float(moved(node, dropped=tuple(dropped), **explicit), widened, context)
-    pooled = moved(node, dropped=tuple(dropped), **explicit)
-    hint = node.name or node.output[0]
-    pooled.output[:] = [context.fresh(f"{hint}_all_windows") if name else "" for name in node.output]
-    result = _in_float(pooled, widened, context)
+        _in_float(b, node, widened, list(node.output), dropped=tuple(dropped), **explicit)
+        return b.nodes
+    # the older pool's windows, then a Slice of each output keeping the first kept[axis] along each axis
     axes = sorted(kept)
-    bounds = [
-        int64_constant(context, f"{hint}_first_window", [0] * len(axes)),
-        int64_constant(context, f"{hint}_windows_kept", [kept[a] for a in axes]),
-        int64_constant(context, f"{hint}_window_axes", [2 + a for a in axes]),
-    ]
-    result[:0] = [constant for constant, _ in bounds]
-    for every, output in zip(pooled.output, node.output, strict=True):
+    first = b.ints([0] * len(axes), "first_window")
+    windows_kept = b.ints([kept[a] for a in axes], "windows_kept")
+    window_axes = b.ints([2 + a for a in axes], "window_axes")
+    every_window = [b.fresh("all_windows") if name else "" for name in node.output]
+    _in_float(b, node, widened, every_window, dropped=tuple(dropped), **explicit)
+    for every, output in zip(every_window, node.output, strict=True):
         if output:
-            inputs = [every, *(name for _, name in bounds)]
-            result.append(helper.make_node("Slice", inputs, [output], name=context.fresh(f"{hint}_Slice")))
-    return result
+            b.Slice(every, first, windows_kept, window_axes, outputs=[output])
+    return b.nodes
 
 
 # Cases: the same cases taken down to 11 (or the newest opset before the step) and back up; a window the
@@ -320,23 +316,21 @@ def dilated_windows_gathered(
         zeros_after.append(max(0, max(every) - size + 1))
         gathered.append([q + low for q in every])
     require_types_taken(node, context)
-    w = NodeWriter(node, context)
-    current = node.input[0]
+    b = context.builder(node)
+    current = Value(node.input[0], None)
     if any(zeros_before) or any(zeros_after):
-        zeros = w.int64s("pads", [0, 0, *zeros_before, 0, 0, *zeros_after])
-        current = w.add("Pad", [current, zeros], "padded")  # mode constant, value 0: the defaults
+        current = b.Pad(current, b.ints([0, 0, *zeros_before, 0, 0, *zeros_after], "pads"))  # constant 0: the defaults
     for axis, indices in enumerate(gathered):
         if indices != list(range(spatial[axis])):
-            current = w.add("Gather", [current, w.int64s(f"windows{axis}", indices)], f"windows{axis}", axis=axis + 2)
+            current = b.Gather(current, b.ints(indices, f"windows{axis}"), axis=axis + 2)
     attributes = {"kernel_shape": kernel, "strides": kernel}
     if any(left_out[0]) or any(left_out[1]):
         attributes["pads"] = left_out[0] + left_out[1]  # left out of each count: count_include_pad=0
     elif include_pad:
         attributes["count_include_pad"] = 1  # no padding: the same count either way, kept as the node says
     dropped = ("dilations", "pads", "auto_pad", "ceil_mode", "count_include_pad")
-    pool = moved(node, dropped=dropped, **attributes)
-    pool.input[0] = current
-    return [*w.nodes, pool]
+    b.moved(node, inputs=[current.name, *node.input[1:]], dropped=dropped, **attributes)
+    return b.nodes
 
 
 def _counted(op: str, window: list[int], size: int, after: int, include_pad: bool) -> list[int]:
@@ -389,22 +383,25 @@ def _eight_bit_widened(node: onnx.NodeProto, context: AdapterContext) -> int | N
     return None
 
 
-def _in_float(node: onnx.NodeProto, widened: int | None, context: AdapterContext) -> list[onnx.NodeProto]:
-    """``node``, or where its input is an 8-bit integer type the target's MaxPool lacks,
-    ``Cast(MaxPool(Cast(x, float)), T)``: the cast is exact both ways, and the maximum and its
-    index (the second output, kept) are those of the same values in the same order."""
+def _in_float(
+    b: Builder, node: onnx.NodeProto, widened: int | None, outputs: list[str], dropped: tuple[str, ...], **attributes
+) -> None:
+    """Emit ``node`` (moved: without ``dropped``, with ``attributes``) writing ``outputs``, or where
+    its input is an 8-bit integer type the target's MaxPool lacks, ``Cast(MaxPool(Cast(x, float)), T)``:
+    the cast is exact both ways, and the maximum and its index (the second output, kept) are
+    those of the same values in the same order."""
     if widened is None:
-        return [node]
-    hint = node.name or node.output[0]
-    as_float, pooled = context.fresh(f"{hint}_as_float"), context.fresh(f"{hint}_pooled")
-    x, y = node.input[0], node.output[0]
-    node.input[0], node.output[0] = as_float, pooled
-    float32 = onnx.TensorProto.FLOAT
-    return [
-        helper.make_node("Cast", [x], [as_float], name=context.fresh(f"{hint}_Cast"), to=float32),
+        b.moved(node, outputs=outputs, dropped=dropped, **attributes)
+        return
+    as_float = b.Cast(node.input[0], to=onnx.TensorProto.FLOAT)
+    pooled = b.moved(
         node,
-        helper.make_node("Cast", [pooled], [y], name=context.fresh(f"{hint}_Cast"), to=widened),
-    ]
+        inputs=[as_float.name, *node.input[1:]],
+        outputs=[b.fresh("pooled"), *outputs[1:]],
+        dropped=dropped,
+        **attributes,
+    )
+    b.Cast(pooled.output[0], to=widened, outputs=[outputs[0]])
 
 
 def _described(windows: tuple[int, int, int]) -> str:

@@ -7,20 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import helper
 
-from lowering import schemas
+from lowering import floats, schemas
 from lowering.adapters import (
     AdapterContext,
-    NodeWriter,
     adapter,
     attribute_in,
     attribute_of,
-    int64_constant,
     known_change,
     moved,
     text_attribute,
 )
+from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 RESIZE_13 = "version 13 drops the coordinate mode tf_half_pixel_for_nn and makes roi and scales optional"
@@ -46,13 +44,16 @@ def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowe
     return NotLowered(f"Resize-{version} {why}, so it cannot go to opset {context.target_opset}")
 
 
-def _without_18_attributes(
-    node: onnx.NodeProto, context: AdapterContext
-) -> tuple[list[onnx.NodeProto], onnx.NodeProto, list[onnx.NodeProto]]:
-    """The node without Resize-18/19's attributes, where they say what Resize-13 says, between
-    the nodes that spread its roi, scales and sizes over every axis (or compute a policy's scale
-    and pad its input) and those that cut its output (a policy's sizes); a refusal naming what
-    cannot be said before 18 otherwise (and half_pixel_symmetric before 19)."""
+# Where a policy's sizes are computed at run time: those sizes, and the axes the Resize's output is cut along.
+_Cut = tuple[Value, list[int]]
+
+
+def _without_18_attributes(b: Builder, node: onnx.NodeProto, context: AdapterContext) -> tuple[list[str], _Cut | None]:
+    """The inputs of the node without Resize-18/19's attributes, where they say what Resize-13
+    says, after ``b`` holds the nodes that spread its roi, scales and sizes over every axis (or
+    compute a policy's scale and pad its input), and the cut of its output (a policy's sizes,
+    :func:`_resized`); a refusal naming what cannot be said before 18 otherwise (and
+    half_pixel_symmetric before 19)."""
     if _mode(node, context) == "half_pixel_symmetric":
         raise _refused(node, context, "uses coordinate_transformation_mode half_pixel_symmetric (from version 19)")
     if attribute_of(node, "antialias"):
@@ -66,12 +67,8 @@ def _without_18_attributes(
         if rank is None:
             raise _refused(node, context, f"resizes along axes {list(axes)} of an input of unknown rank")
         axes = [a + rank if a < 0 else a for a in axes]
-    made: list[onnx.NodeProto] = []
-    result = moved(node, dropped=NEW_AT_18)
-    inputs = list(result.input) + [""] * (4 - len(result.input))
-    hint = node.name or node.output[0]
+    inputs = list(node.input) + [""] * (4 - len(node.input))
     mode = _mode(node, context)
-    after: list[onnx.NodeProto] = []
     if sized_by_policy:  # with scales onnx ignores the policy
         if mode == "tf_crop_and_resize":  # Resize-13 would size the output by the roi too
             raise _refused(node, context, f"keeps the aspect ratio of its sizes ({policy}) in tf_crop_and_resize")
@@ -83,18 +80,26 @@ def _without_18_attributes(
         except NotLowered:
             if not _policy_at_run_time_exact(node, context):
                 raise
-            made, result, after = _policy_at_run_time(node, context, result, inputs, policy_axes, rank, policy)
-            return made, result, after
-        constant, inputs[2] = _float_constant(context, f"{hint}_scales", scales)
-        made.append(constant)
+            return _policy_at_run_time(b, node, context, inputs, policy_axes, rank, policy)
+        inputs[2] = _floats(b, scales, "scales").name
         inputs[1] = inputs[3] = ""  # roi is read by tf_crop_and_resize only
     elif axes is not None and axes != list(range(rank)):
-        made += _spread_over_every_axis(node, context, inputs, axes, rank)
-    del result.input[:]
-    result.input.extend(inputs)
-    while result.input and not result.input[-1]:
-        result.input.pop()
-    return made, result, after
+        _spread_over_every_axis(b, node, context, inputs, axes, rank)
+    while inputs and not inputs[-1]:
+        inputs.pop()
+    return inputs, None
+
+
+def _resized(b: Builder, node: onnx.NodeProto, inputs: list[str], cut: _Cut | None, dropped: tuple[str, ...]) -> None:
+    """Emit the node itself, reading ``inputs``, without the attributes in ``dropped``; where a
+    policy's sizes are computed at run time, writing a fresh value that
+    ``Slice(resized, 0, sizes, axes)`` cuts to the node's output."""
+    if cut is None:
+        b.moved(node, inputs=inputs, dropped=dropped)
+        return
+    sizes, axes = cut
+    resized = b.moved(node, inputs=inputs, outputs=[b.fresh("resized")], dropped=dropped)
+    b.Slice(resized.output[0], b.ints([0] * len(axes), "starts"), sizes, b.ints(axes, "axes"), outputs=[node.output[0]])
 
 
 def _policy_scales(node: onnx.NodeProto, context: AdapterContext, axes: list[int], policy: str) -> list[float]:
@@ -142,14 +147,14 @@ def _policy_at_run_time_exact(node: onnx.NodeProto, context: AdapterContext) -> 
 
 
 def _policy_at_run_time(
+    b: Builder,
     node: onnx.NodeProto,
     context: AdapterContext,
-    result: onnx.NodeProto,
     inputs: list[str],
     axes: list[int],
     rank: int,
     policy: str,
-) -> tuple[list[onnx.NodeProto], onnx.NodeProto, list[onnx.NodeProto]]:
+) -> tuple[list[str], _Cut]:
     """Resize-18 nearest with sizes z and a keep_aspect_ratio_policy, at run time: the common scale
     ``s = Min`` (not_larger) or ``Max`` (not_smaller) of ``Cast(z_i) / Cast(d_i)`` in float32 over
     the named axes; Resize-13 with scales s on them (1 elsewhere) of X edge-padded to 2·d on them
@@ -159,57 +164,34 @@ def _policy_at_run_time(
     all there; nearest with coordinate mode half_pixel or asymmetric places an output point by
     x and s alone, and a point the original would clamp to d - 1 reads the padding, which is
     the value at d - 1."""
-    writer = NodeWriter(node, context)
     count = len(axes)
-    shape = writer.add("Shape", [node.input[0]], "input_shape")
-    lengths = writer.add("Gather", [shape, writer.int64s("axes", axes)], "axis_lengths")
-    lengths_float = writer.add("Cast", [lengths], "axis_lengths_float", to=onnx.TensorProto.FLOAT)
-    sizes_float = writer.add("Cast", [inputs[3]], "sizes_float", to=onnx.TensorProto.FLOAT)
-    ratios = writer.add("Div", [sizes_float, lengths_float], "ratios")
-    each = [writer.add("Gather", [ratios, writer.int64s(f"ratio_{i}", [i])], f"ratio_{i}") for i in range(count)]
-    scale = writer.add("Min" if policy == "not_larger" else "Max", each, "policy_scale")
-    one, writer_one = _float_constant(context, f"{writer.hint}_scale_one", [1.0])
-    writer.nodes.append(one)
-    joined = writer.add("Concat", [writer_one, scale], "scales_joined", axis=0)
+    lengths = b.Gather(b.Shape(node.input[0]), b.ints(axes, "axes"))
+    lengths_float = b.Cast(lengths, to=onnx.TensorProto.FLOAT)
+    sizes_float = b.Cast(inputs[3], to=onnx.TensorProto.FLOAT)
+    ratios = b.Div(sizes_float, lengths_float)
+    each = [b.Gather(ratios, b.ints([i], f"ratio_{i}")) for i in range(count)]
+    scale = b.op("Min" if policy == "not_larger" else "Max", *each)
+    joined = b.Concat(_floats(b, [1.0], "scale_one"), scale, axis=0)
     in_axes = set(axes)
-    spread = writer.int64s("scales_indices", [1 if a in in_axes else 0 for a in range(rank)])
-    scales = writer.add("Gather", [joined, spread], "scales")
+    scales = b.Gather(joined, b.ints([1 if a in in_axes else 0 for a in range(rank)], "scales_indices"))
     # the sizes the policy gives: round half away from zero of s * d, in float32 as onnxruntime does
-    product = writer.add("Mul", [scale, lengths_float], "scaled_lengths")
-    fraction = writer.add("Sub", [product, writer.add("Floor", [product], "floor")], "fraction")
-    half = writer.add("Equal", [fraction, writer.scalar("half", 0.5, onnx.TensorProto.FLOAT)], "at_half")
-    rounded = writer.add(
-        "Where", [half, writer.add("Ceil", [product], "ceil"), writer.add("Round", [product], "round")], "rounded"
-    )
-    sizes = writer.add("Cast", [rounded], "policy_sizes", to=onnx.TensorProto.INT64)
+    product = b.Mul(scale, lengths_float)
+    fraction = b.Sub(product, b.Floor(product))
+    half = b.Equal(fraction, b.scalar(0.5, onnx.TensorProto.FLOAT, "half"))
+    sizes = b.Cast(b.Where(half, b.Ceil(product), b.Round(product)), to=onnx.TensorProto.INT64)
     # X edge-padded to 2·d on each named axis: Gather at Range(0, 2·d) with indices past d - 1 at
     # d - 1 (Gather moves bits; Pad on float16 runs in float32 in onnxruntime, quieting a
     # signalling NaN, which its Resize turns into the canonical NaN instead)
-    padded = node.input[0]
+    int64 = onnx.TensorProto.INT64
+    padded = Value(node.input[0], None)
     for i, axis in enumerate(axes):
-        length = writer.add("Gather", [lengths, writer.scalar(f"axis_{i}", i, onnx.TensorProto.INT64)], f"length_{i}")
-        last = writer.add("Sub", [length, writer.scalar(f"one_{i}", 1, onnx.TensorProto.INT64)], f"last_{i}")
-        doubled = writer.add("Add", [length, length], f"doubled_{i}")
-        places = writer.add(
-            "Range",
-            [
-                writer.scalar(f"start_{i}", 0, onnx.TensorProto.INT64),
-                doubled,
-                writer.scalar(f"step_{i}", 1, onnx.TensorProto.INT64),
-            ],
-            f"places_{i}",
-        )
-        inside = writer.add("Less", [places, length], f"inside_{i}")
-        indices = writer.add("Where", [inside, places, last], f"indices_{i}")
-        padded = writer.add("Gather", [padded, indices], f"padded_{i}", axis=axis)
-    resized = context.fresh(f"{writer.hint}_resized")
-    del result.input[:]
-    result.input.extend([padded, "", scales])
-    result.output[0] = resized
-    before = writer.nodes
-    cut = NodeWriter(node, context)
-    cut.last("Slice", [resized, cut.int64s("starts", [0] * count), sizes, cut.int64s("axes", axes)], [node.output[0]])
-    return before, result, cut.nodes
+        length = b.Gather(lengths, b.scalar(i, int64, f"axis_{i}"))
+        last = b.Sub(length, b.scalar(1, int64, f"one_{i}"))
+        doubled = b.Add(length, length)
+        places = b.Range(b.scalar(0, int64, f"start_{i}"), doubled, b.scalar(1, int64, f"step_{i}"))
+        inside = b.Less(places, length)
+        padded = b.Gather(padded, b.Where(inside, places, last), axis=axis)
+    return [padded.name, "", scales.name], (sizes, axes)
 
 
 def _constant_values(context: AdapterContext, name: str) -> list | None:
@@ -223,26 +205,16 @@ def _constant_values(context: AdapterContext, name: str) -> list | None:
 
 
 def _spread_over_every_axis(
-    node: onnx.NodeProto, context: AdapterContext, inputs: list[str], axes: list[int], rank: int
-) -> list[onnx.NodeProto]:
+    b: Builder, node: onnx.NodeProto, context: AdapterContext, inputs: list[str], axes: list[int], rank: int
+) -> None:
     """Nodes that spread roi, scales and sizes given along ``axes`` over every axis, in place in
     ``inputs``: an axis not among them keeps its size (scale 1, roi [0, 1], its own length).
     Each becomes ``Gather(Concat(defaults, given), indices)``: pure data movement."""
-    hint = node.name or node.output[0]
-    made: list[onnx.NodeProto] = []
     where = {axis: i for i, axis in enumerate(axes)}
     count = len(axes)
 
-    def gather(part: str, defaults: str, given: str, indices: list[int]) -> str:
-        joined = context.fresh(f"{hint}_{part}_joined")
-        made.append(
-            helper.make_node("Concat", [defaults, given], [joined], name=context.fresh(f"{hint}_Concat"), axis=0)
-        )
-        constant, index_name = int64_constant(context, f"{hint}_{part}_indices", indices)
-        made.append(constant)
-        spread = context.fresh(f"{hint}_{part}")
-        made.append(helper.make_node("Gather", [joined, index_name], [spread], name=context.fresh(f"{hint}_Gather")))
-        return spread
+    def gather(part: str, defaults: Value, given: str, indices: list[int]) -> str:
+        return b.Gather(b.Concat(defaults, given, axis=0), b.ints(indices, f"{part}_indices")).name
 
     mode = _mode(node, context)
     if inputs[1] and mode != "tf_crop_and_resize":
@@ -251,21 +223,16 @@ def _spread_over_every_axis(
         roi_type = _element_type(context, inputs[1])
         if roi_type is None:
             raise _refused(node, context, f"resizes along axes {axes} with a roi of unknown type")
-        name = context.fresh(f"{hint}_roi_defaults")
-        value = helper.make_tensor(name, roi_type, [2], [0, 1])
-        made.append(helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value))
+        defaults = b.tensor(np.array([0, 1], dtype=floats.numpy_dtype(roi_type)), "roi_defaults")
         starts = [2 + where[a] if a in where else 0 for a in range(rank)]
         ends = [2 + count + where[a] if a in where else 1 for a in range(rank)]
-        inputs[1] = gather("roi", name, inputs[1], starts + ends)
+        inputs[1] = gather("roi", defaults, inputs[1], starts + ends)
     if len(inputs) > 2 and inputs[2]:
-        constant, ones = _float_constant(context, f"{hint}_scale_one", [1.0])
-        made.append(constant)
+        ones = _floats(b, [1.0], "scale_one")
         inputs[2] = gather("scales", ones, inputs[2], [1 + where[a] if a in where else 0 for a in range(rank)])
     if len(inputs) > 3 and inputs[3]:
-        shape = context.fresh(f"{hint}_input_shape")
-        made.append(helper.make_node("Shape", [node.input[0]], [shape], name=context.fresh(f"{hint}_Shape")))
+        shape = b.Shape(node.input[0])
         inputs[3] = gather("sizes", shape, inputs[3], [rank + where[a] if a in where else a for a in range(rank)])
-    return made
 
 
 def _element_type(context: AdapterContext, name: str) -> int | None:
@@ -275,16 +242,9 @@ def _element_type(context: AdapterContext, name: str) -> int | None:
     return type_proto.tensor_type.elem_type or None
 
 
-def _float_constant(context: AdapterContext, hint: str, values: list[float]) -> tuple[onnx.NodeProto, str]:
-    name = context.fresh(hint)
-    value = helper.make_tensor(name, onnx.TensorProto.FLOAT, [len(values)], values)
-    return helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value), name
-
-
-def _empty_float(context: AdapterContext, hint: str) -> tuple[onnx.NodeProto, str]:
-    name = context.fresh(hint)
-    value = helper.make_tensor(name, onnx.TensorProto.FLOAT, [0], [])
-    return helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value), name
+def _floats(b: Builder, values: list[float], hint: str) -> Value:
+    """A 1-D float32 constant holding ``values`` (scales, an empty roi), made for this node."""
+    return b.tensor(np.array(values, dtype=np.float32), hint)
 
 
 # Cases: backend and explicit cases; antialias and half_pixel_symmetric refused; a policy's sizes whose
@@ -298,26 +258,22 @@ def optional_inputs_given(node: onnx.NodeProto, context: AdapterContext):
     an empty tensor") and roi is read only by coordinate_transformation_mode tf_crop_and_resize
     (refused without one). Every coordinate and nearest mode of 13 exists at 11 (13 only drops
     tf_half_pixel_for_nn). From 18, the node first goes as ``new_attributes_at_defaults_dropped`` says."""
-    made: list[onnx.NodeProto] = []
+    b = context.builder(node)
     if schemas.version_in_force("Resize", context.source_opset) >= 18:
-        made, node, after = _without_18_attributes(node, context)
+        inputs, cut = _without_18_attributes(b, node, context)
+        dropped = NEW_AT_18
     else:
-        after = []
+        inputs, cut, dropped = list(node.input), None, ()
     mode = _mode(node, context)
-    result = moved(node)
-    inputs = list(result.input) + [""] * (3 - len(result.input))
-    hint = node.name or node.output[0]
+    inputs += [""] * (3 - len(inputs))
     if not inputs[1]:
         if mode == "tf_crop_and_resize":
             raise _refused(node, context, "has coordinate_transformation_mode tf_crop_and_resize and no roi")
-        constant, inputs[1] = _empty_float(context, f"{hint}_roi")
-        made.append(constant)
+        inputs[1] = _floats(b, [], "roi").name
     if not inputs[2]:
-        constant, inputs[2] = _empty_float(context, f"{hint}_scales")
-        made.append(constant)
-    del result.input[:]
-    result.input.extend(inputs)
-    return [*made, result, *after]
+        inputs[2] = _floats(b, [], "scales").name
+    _resized(b, node, inputs, cut, dropped)
+    return b.nodes
 
 
 # Cases: as optional_inputs_given
@@ -338,8 +294,10 @@ def new_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterCon
     (a filter when downscaling), any other policy with sizes known only at run time or whose
     rounding floor misses, and, from 19, coordinate_transformation_mode half_pixel_symmetric
     cannot be said at 13: refused, naming what."""
-    made, result, after = _without_18_attributes(node, context)
-    return [*made, result, *after]
+    b = context.builder(node)
+    inputs, cut = _without_18_attributes(b, node, context)
+    _resized(b, node, inputs, cut, NEW_AT_18)
+    return b.nodes
 
 
 def _empty_scales_dropped(node: onnx.NodeProto, context: AdapterContext) -> onnx.NodeProto:

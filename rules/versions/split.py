@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import onnx
-from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import (
-    AdapterContext,
-    NodeWriter,
-    adapter,
-    attribute_of,
-    constant_ints,
-    int64_constant,
-    known_change,
-    moved,
-)
+from lowering.adapters import AdapterContext, adapter, attribute_of, constant_ints, known_change, moved
 from lowering.errors import NotLowered
 
 
@@ -97,37 +87,17 @@ def counted_parts_to_sizes(node: onnx.NodeProto, context: AdapterContext):
     if sizes is not None and sizes[-1] >= 0:
         if len(set(sizes)) == 1:
             return [moved(node, dropped=("num_outputs",))]
-        constant, name = int64_constant(context, f"{node.name or node.output[0]}_split", sizes)
-        result = moved(node, dropped=("num_outputs",))
-        del result.input[1:]
-        result.input.append(name)
-        return [constant, result]
-    hint = node.name or node.output[0]
-    nodes = []
-
-    def constant(part: str, values: list[int]) -> str:
-        made, name = int64_constant(context, f"{hint}_{part}", values)
-        nodes.append(made)
-        return name
-
-    def op(op_type: str, inputs: list[str], part: str, **attributes) -> str:
-        name = context.fresh(f"{hint}_{part}")
-        nodes.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
-        return name
-
-    whole = op("Shape", [node.input[0]], "shape")
-    size = op("Gather", [whole, constant("axis", [_axis(node)])], "size", axis=0)
-    part = op(
-        "Div",
-        [op("Add", [size, constant("count_less_one", [count - 1])], "rounded_up"), constant("count", [count])],
-        "part",
-    )
-    last = op("Sub", [size, op("Mul", [part, constant("others", [count - 1])], "others_size")], "last")
-    sizes_name = op("Concat", [*([part] * (count - 1)), last], "split", axis=0)
-    result = moved(node, dropped=("num_outputs",))
-    del result.input[1:]
-    result.input.append(sizes_name)
-    return [*nodes, result]
+        b = context.builder(node)
+        b.moved(node, inputs=[node.input[0], b.ints(sizes, "split").name], dropped=("num_outputs",))
+        return b.nodes
+    # c = (d + n - 1) / n, sizes Concat(c, ..., c, d - (n-1)c), d = Shape(x)[axis]
+    b = context.builder(node)
+    size = b.Gather(b.Shape(node.input[0]), b.ints([_axis(node)], "axis"), axis=0)
+    part = b.Div(b.Add(size, b.ints([count - 1], "count_less_one")), b.ints([count], "count"))
+    last = b.Sub(size, b.Mul(part, b.ints([count - 1], "others")))
+    sizes = b.Concat(*([part] * (count - 1)), last, axis=0)
+    b.moved(node, inputs=[node.input[0], sizes.name], dropped=("num_outputs",))
+    return b.nodes
 
 
 # Cases: backend cases, and the explicit ones (a dimension not known statically, as Slices) to 12; at 7 refused
@@ -202,20 +172,16 @@ def _sized_slices(node: onnx.NodeProto, context: AdapterContext, axis: int) -> l
     Each part starts where the sizes before it end and is ``s_i`` long: the parts of Split,
     moved element for element (bit for bit). Sizes the op refuses (not summing to the axis'
     length, negative) fail there but are clamped by the Slices here."""
-    w = NodeWriter(node, context)
-    axes = w.int64s("axes", [axis])
-    sizes = w.add("Cast", [node.input[1]], "sizes", to=onnx.TensorProto.INT64)
-    ends = w.add("CumSum", [sizes, w.scalar("along", 0, onnx.TensorProto.INT64)], "ends")
-    starts = w.add("Sub", [ends, sizes], "starts")
+    b = context.builder(node)
+    axes = b.ints([axis], "axes")
+    sizes = b.Cast(node.input[1], to=onnx.TensorProto.INT64)
+    ends = b.CumSum(sizes, b.scalar(0, onnx.TensorProto.INT64, "along"))
+    starts = b.Sub(ends, sizes)
     for i, output in enumerate(node.output):
         if output:
-            at = w.int64s(f"part{i}", [i])
-            bounds = [
-                w.add("Gather", [bound, at], f"{label}{i}", axis=0)
-                for bound, label in ((starts, "start"), (ends, "end"))
-            ]
-            w.last("Slice", [node.input[0], *bounds, axes], [output])
-    return w.nodes
+            at = b.ints([i], f"part{i}")
+            b.Slice(node.input[0], b.Gather(starts, at, axis=0), b.Gather(ends, at, axis=0), axes, outputs=[output])
+    return b.nodes
 
 
 def _counted_slices(
@@ -232,18 +198,17 @@ def _counted_slices(
     the Slices clamp instead and give ``[2, 2, 1, 0]``, as onnx.reference's Split does: a model
     holding such a node (in an If branch not taken, as AffineGrid's body does) still loads and
     runs, where an attribute could not hold a negative size."""
-    w = NodeWriter(node, context)
+    b = context.builder(node)
     count = len(node.output)
-    axes = w.int64s("axes", [axis])
+    axes = b.ints([axis], "axes")
     if sizes is not None:
         part = sizes[0]
-        bounds = [w.int64s(f"bound{i}", [i * part]) for i in range(count + 1)]
+        bounds = [b.ints([i * part], f"bound{i}") for i in range(count + 1)]
     else:
-        size = w.add("Gather", [w.add("Shape", [node.input[0]], "shape"), axes], "size", axis=0)
-        rounded_up = w.add("Add", [size, w.int64s("count_less_one", [count - 1])], "rounded_up")
-        part = w.add("Div", [rounded_up, w.int64s("count", [count])], "part")
-        bounds = [w.add("Mul", [part, w.int64s(f"index{i}", [i])], f"bound{i}") for i in range(count + 1)]
+        size = b.Gather(b.Shape(node.input[0]), axes, axis=0)
+        part = b.Div(b.Add(size, b.ints([count - 1], "count_less_one")), b.ints([count], "count"))
+        bounds = [b.Mul(part, b.ints([i], f"index{i}")) for i in range(count + 1)]
     for i, output in enumerate(node.output):
         if output:
-            w.last("Slice", [node.input[0], bounds[i], bounds[i + 1], axes], [output])
-    return w.nodes
+            b.Slice(node.input[0], bounds[i], bounds[i + 1], axes, outputs=[output])
+    return b.nodes

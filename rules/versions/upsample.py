@@ -3,8 +3,8 @@ and nearest modes that say what Resize-10 and Upsample did (asymmetric; floor up
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
-from onnx import helper
 
 from lowering import schemas
 from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved, text_attribute
@@ -38,16 +38,13 @@ def _as_resize(node: onnx.NodeProto, context: AdapterContext, what: str, upsampl
     Resize-10 itself at opset 10; from 11 ``coordinate_transformation_mode=asymmetric`` and, for
     nearest, ``nearest_mode`` floor where every scale is at least 1 and ceil where every scale is
     at most 1 (Resize-10's nearest pixel), roi empty at 11 and 12."""
-    hint = node.name or node.output[0]
-    made: list[onnx.NodeProto] = []
+    b = context.builder(node)
     scales = node.input[1] if len(node.input) > 1 else ""
     values = _scales(node, context)
     if not scales:  # Upsample-7: the scales attribute as a constant input
         if values is None:
             raise NotLowered(f"{what} has no scales, so it cannot go to opset {context.target_opset}")
-        scales = context.fresh(f"{hint}_scales")
-        value = helper.make_tensor(scales, onnx.TensorProto.FLOAT, [len(values)], values)
-        made.append(helper.make_node("Constant", [], [scales], name=context.fresh(f"{scales}_constant"), value=value))
+        scales = b.tensor(np.array(values, dtype=np.float32), "scales").name
     mode = text_attribute(node, "mode", context.source_opset)
     if mode not in ("nearest", "linear"):
         raise NotLowered(
@@ -62,11 +59,12 @@ def _as_resize(node: onnx.NodeProto, context: AdapterContext, what: str, upsampl
             attributes["nearest_mode"] = _nearest_mode(node, context, what, values, upsampling)
         roi = ""
         if _roi_required(resize):  # Resize-11 requires roi, read by tf_crop_and_resize only
-            roi = context.fresh(f"{hint}_roi")
-            value = helper.make_tensor(roi, onnx.TensorProto.FLOAT, [0], [])
-            made.append(helper.make_node("Constant", [], [roi], name=context.fresh(f"{roi}_constant"), value=value))
+            roi = b.tensor(np.zeros(0, dtype=np.float32), "roi").name
         inputs = [node.input[0], roi, scales]
-    return [*made, helper.make_node("Resize", inputs, list(node.output), name=node.name, **attributes)]
+    # the node itself (its name, its outputs) as that Resize, with only the attributes set here
+    resized = b.moved(node, inputs=inputs, dropped=tuple(a.name for a in node.attribute), **attributes)
+    resized.op_type = "Resize"
+    return b.nodes
 
 
 def _roi_required(resize: onnx.defs.OpSchema) -> bool:
