@@ -2,8 +2,9 @@
 one per line, read from pyproject.toml: what CI's job on the oldest dependencies installs."""
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
 for requirement in project["dependencies"]:
