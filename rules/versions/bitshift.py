@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, NodeWriter, adapter, known_change, moved, text_attribute
+from lowering.adapters import AdapterContext, adapter, known_change, moved, text_attribute
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
@@ -56,46 +56,24 @@ def _any_amounts(
     BitShift(x, Mod(y, bits)) · (y < bits), 0 out of range; a signed right shift by
     Mod(y, bits) · i + (bits - 1) · (1 - i), i = y < bits, whose fill is the sign bit's."""
     carrier = TensorProto.UINT64 if bits == 64 or sign_filled else TensorProto.UINT32
-    hint = node.name or node.output[0]
-    result: list[onnx.NodeProto] = []
-
-    def make(op_type: str, inputs: list[str], key: str, **attributes) -> str:
-        output = context.fresh(f"{hint}_{key}")
-        result.append(
-            helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes)
-        )
-        return output
-
-    def constant(value: int, key: str) -> str:
-        tensor = helper.make_tensor(context.fresh(f"{hint}_{key}"), carrier, [], [value])
-        return make("Constant", [], key, value=tensor)
-
+    b = context.builder(node)
     x, y = node.input[0], node.input[1]
     if element_type != carrier:
-        x = make("Cast", [x], f"x_as_{schemas.type_name(carrier)}", to=carrier)
-        y = make("Cast", [y], f"y_as_{schemas.type_name(carrier)}", to=carrier)
-    width = constant(bits, "bits")
-    in_range = make("Cast", [make("Less", [y, width], "in_range")], "in_range_as_number", to=carrier)
-    amount = make("Mod", [y, width], "amount")
-    shifted = moved(node)
-    del shifted.input[:]
+        x, y = b.Cast(x, to=carrier).name, b.Cast(y, to=carrier).name
+    width = b.scalar(bits, carrier, "bits")
+    in_range = b.Cast(b.Less(y, width), to=carrier)
+    amount = b.Mod(y, width)
     if sign_filled:
-        last = constant(bits - 1, "last_bit")
-        kept = make("Mul", [amount, in_range], "kept_amount")
-        filled = make("Sub", [last, make("Mul", [last, in_range], "last_in_range")], "fill_amount")
-        shifted.input.extend([x, make("Add", [kept, filled], "sign_filled_amount")])
-        shifted.output[0] = context.fresh(f"{hint}_shifted")
-        result.append(shifted)
+        last = b.scalar(bits - 1, carrier, "last_bit")
+        kept = b.Mul(amount, in_range)
+        filled = b.Sub(last, b.Mul(last, in_range))
+        shifted = b.moved(node, inputs=[x, b.Add(kept, filled).name], outputs=[b.fresh("shifted")])
         wide = shifted.output[0]
     else:
-        shifted.input.extend([x, amount])
-        shifted.output[0] = context.fresh(f"{hint}_shifted")
-        result.append(shifted)
-        wide = make("Mul", [shifted.output[0], in_range], "shifted_in_range")
-    result.append(
-        helper.make_node("Cast", [wide], [node.output[0]], name=context.fresh(f"{hint}_Cast_back"), to=element_type)
-    )
-    return result
+        shifted = b.moved(node, inputs=[x, amount.name], outputs=[b.fresh("shifted")])
+        wide = b.Mul(shifted.output[0], in_range)
+    b.Cast(wide, to=element_type, outputs=[node.output[0]])
+    return b.nodes
 
 
 def _int64_right(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
@@ -106,22 +84,16 @@ def _int64_right(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.Nod
     arithmetic shift. s = Where(y < 0 or y > 63, 63, y): shifting t ≥ 0 by 63 gives 0, so an
     amount out of range gives -1 for a negative x and 0 otherwise, as version 28 says. The Casts
     between int64 and uint64 carry values in [0, 2⁶³) only."""
-    w = NodeWriter(node, context)
+    b = context.builder(node)
     x, y = node.input[0], node.input[1]
-    zero = w.scalar("zero", 0, TensorProto.INT64)
-    minus_one = w.scalar("minus_one", -1, TensorProto.INT64)
-    last = w.scalar("last_bit", 63, TensorProto.INT64)
-    negative = w.add("Less", [x, zero], "negative")
-    nonnegative = w.add("Where", [negative, w.add("Sub", [minus_one, x], "complement"), x], "nonnegative")
-    outside = w.add("Or", [w.add("Less", [y, zero], "below"), w.add("Greater", [y, last], "above")], "outside")
-    amount = w.add("Where", [outside, last, y], "amount")
-    shifted = moved(node)
-    shifted.input[:] = [
-        w.add("Cast", [nonnegative], "nonnegative_as_uint64", to=TensorProto.UINT64),
-        w.add("Cast", [amount], "amount_as_uint64", to=TensorProto.UINT64),
-    ]
-    shifted.output[0] = context.fresh(f"{w.hint}_shifted")
-    w.nodes.append(shifted)
-    logical = w.add("Cast", [shifted.output[0]], "shifted_as_int64", to=TensorProto.INT64)
-    restored = w.add("Sub", [minus_one, logical], "restored")
-    return w.last("Where", [negative, restored, logical], [node.output[0]])
+    zero = b.scalar(0, TensorProto.INT64, "zero")
+    minus_one = b.scalar(-1, TensorProto.INT64, "minus_one")
+    last = b.scalar(63, TensorProto.INT64, "last_bit")
+    negative = b.Less(x, zero)
+    t = b.Where(negative, b.Sub(minus_one, x), x)
+    s = b.Where(b.Or(b.Less(y, zero), b.Greater(y, last)), last, y)
+    t_uint64, s_uint64 = b.Cast(t, to=TensorProto.UINT64), b.Cast(s, to=TensorProto.UINT64)
+    shifted = b.moved(node, inputs=[t_uint64.name, s_uint64.name], outputs=[b.fresh("shifted")])
+    r = b.Cast(shifted.output[0], to=TensorProto.INT64)
+    b.Where(negative, b.Sub(minus_one, r), r, outputs=[node.output[0]])
+    return b.nodes

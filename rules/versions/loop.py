@@ -6,7 +6,7 @@ import onnx
 from onnx import helper
 
 from lowering import schemas, version_steps
-from lowering.adapters import AdapterContext, NodeWriter, adapter, known_change, moved
+from lowering.adapters import AdapterContext, adapter, known_change
 from lowering.errors import NotLowered
 
 LOOP_11 = "from version 11 a Loop may carry no values (v_initial may be empty; earlier versions need one)"
@@ -34,17 +34,17 @@ def one_value_carried(node: onnx.NodeProto, context: AdapterContext):
     untaken = version_steps.untaken_output_refusal(node, source_version, context.target_opset, context.type_for_judging)
     if untaken is not None:
         raise NotLowered(f"{untaken}")
-    w = NodeWriter(node, context)
-    carried = w.scalar("carried", 0.0, onnx.TensorProto.FLOAT)  # float: a Constant holds it at every opset
-    result = moved(node)
-    while len(result.input) < 2:
-        result.input.append("")
-    result.input.append(carried)
-    result.output.insert(0, context.fresh(f"{w.hint}_carried_final"))
+    b = context.builder(node)
+    carried = b.scalar(0.0, onnx.TensorProto.FLOAT, "carried")  # float: a Constant holds it at every opset
+    max_trip_count, condition = (list(node.input) + ["", ""])[:2]
+    result = b.moved(
+        node, inputs=[max_trip_count, condition, carried.name], outputs=[b.fresh("carried_final"), *node.output]
+    )
     body = next(a.g for a in result.attribute if a.name == "body")
-    inner_in, inner_out = context.fresh(f"{w.hint}_carried_in"), context.fresh(f"{w.hint}_carried_out")
+    inner = b.nested("carry")
+    inner_in, inner_out = inner.fresh("in"), inner.fresh("out")
     body.input.insert(2, helper.make_tensor_value_info(inner_in, onnx.TensorProto.FLOAT, []))
     body.output.insert(1, helper.make_tensor_value_info(inner_out, onnx.TensorProto.FLOAT, []))
-    body.node.append(helper.make_node("Identity", [inner_in], [inner_out], name=context.fresh(f"{w.hint}_carry")))
-    w.nodes.append(result)
-    return w.nodes
+    inner.Identity(inner_in, outputs=[inner_out])
+    body.node.extend(inner.nodes)
+    return b.nodes

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import onnx
-from onnx import helper
 
 from lowering.adapters import AdapterContext, adapter, moved
 from lowering.errors import NotLowered
@@ -32,29 +31,13 @@ def per_channel_slope(node: onnx.NodeProto, context: AdapterContext):
             f"PRelu below version 7 with a slope of shape {slope} on an input of rank {rank} "
             f"cannot go to opset {context.target_opset} ({PRELU_7})"
         )
-    result = moved(node)
     if rank == 2:  # [C] lines up with [N, C] already
-        return [result]
-    hint = node.name or node.output[0]
-    lined_up = context.fresh(f"{hint}_slope_per_channel")
-    axes = list(range(1, rank - 1))
-    if context.target_opset < 13:
-        nodes = [
-            helper.make_node(
-                "Unsqueeze", [node.input[1]], [lined_up], name=context.fresh(f"{hint}_Unsqueeze"), axes=axes
-            )
-        ]
-    else:
-        axes_name = context.fresh(f"{hint}_slope_axes")
-        value = helper.make_tensor(axes_name, onnx.TensorProto.INT64, [len(axes)], axes)
-        nodes = [
-            helper.make_node("Constant", [], [axes_name], name=context.fresh(f"{axes_name}_constant"), value=value),
-            helper.make_node(
-                "Unsqueeze", [node.input[1], axes_name], [lined_up], name=context.fresh(f"{hint}_Unsqueeze")
-            ),
-        ]
-    result.input[1] = lined_up
-    return [*nodes, result]
+        return [moved(node)]
+    b = context.builder(node)
+    x, slope = node.input[0], node.input[1]
+    lined_up = b.over_axes("Unsqueeze", slope, range(1, rank - 1))  # axes an attribute below opset 13
+    b.moved(node, inputs=[x, lined_up.name])
+    return b.nodes
 
 
 # Cases: the explicit cases: the backend's slopes are not per channel
@@ -84,14 +67,9 @@ def per_channel_slope_squeezed(node: onnx.NodeProto, context: AdapterContext):
             f"PRelu with a slope of shape {slope} on an input of shape {shape} cannot go to "
             f"opset {context.target_opset}, where a slope is one value or one per channel (axis 1) ({PRELU_7})"
         )
-    result = moved(node)
     if len(slope) == 1:
-        return [result]
-    hint = node.name or node.output[0]
-    per_channel = context.fresh(f"{hint}_slope_per_channel")
-    axes = [k for k in range(len(slope)) if k != channel]
-    squeeze = helper.make_node(
-        "Squeeze", [node.input[1]], [per_channel], name=context.fresh(f"{hint}_Squeeze"), axes=axes
-    )
-    result.input[1] = per_channel
-    return [squeeze, result]
+        return [moved(node)]
+    b = context.builder(node)
+    per_channel = b.Squeeze(node.input[1], axes=[k for k in range(len(slope)) if k != channel])
+    b.moved(node, inputs=[node.input[0], per_channel.name])
+    return b.nodes

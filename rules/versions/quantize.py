@@ -5,6 +5,8 @@ cannot take (blocks, 16-bit integers, float16 values, per slice below 13) as its
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import onnx
 from onnx import helper
@@ -14,11 +16,10 @@ from lowering.adapters import (
     AdapterContext,
     adapter,
     attribute_of,
-    int64_constant,
     known_change,
-    moved,
     require_types_taken,
 )
+from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 QUANTIZE_13 = "version 13 takes a scale and zero point per slice along axis; version 10 only scalars"
@@ -27,6 +28,7 @@ QUANTIZE_19 = (
     "(float16 and bfloat16 values, float8, 16-, 4- and 2-bit integers)"
 )
 known_change(("QuantizeLinear", "DequantizeLinear"), 19, QUANTIZE_19, down_only=True)
+LATER_ATTRIBUTES = ("saturate", "block_size", "output_dtype", "precision")  # versions 19 to 28
 
 
 def _element_type(context: AdapterContext, name: str) -> int | None:
@@ -41,16 +43,15 @@ def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowe
     return NotLowered(f"{node.op_type}-{version} {why}, so it cannot go to opset {context.target_opset}")
 
 
-def _at_version_13(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
-    """The node without the attributes of versions 19 to 28, where their values say what version
-    13 says, and with the types version 13 takes; a refusal naming what cannot be said otherwise."""
+def _version_13_inputs(b: Builder, node: onnx.NodeProto, context: AdapterContext) -> list[str]:
+    """The node's inputs at version 13, which it takes without the attributes of versions 19 to 28
+    (:data:`LATER_ATTRIBUTES`) where their values say what version 13 says, and with the types
+    version 13 takes; a refusal naming what cannot be said otherwise."""
     require_types_taken(node, context, unknown_refused=True)
     block_size = attribute_of(node, "block_size")
     if block_size:
         raise _refused(node, context, f"quantizes in blocks of {block_size} (block_size, from version 21)")
     scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
-    made: list[onnx.NodeProto] = []
-    result = moved(node, dropped=("saturate", "block_size", "output_dtype", "precision"))
     # saturate chooses how float8 outputs overflow: version 13 has no float8 output (refused above)
     precision = attribute_of(node, "precision")
     if precision and precision != scale_type:
@@ -85,12 +86,9 @@ def _at_version_13(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.N
                 f"quantizes to {schemas.type_name(output_dtype)} (output_dtype) with a scale of shape {scale_shape}, "
                 "so the zero point that says that type cannot be made",
             )
-        name = context.fresh(f"{node.name or node.output[0]}_zero_point")
-        zeros = helper.make_tensor(name, output_dtype, scale_shape, [0] * _count(scale_shape))
-        made.append(helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=zeros))
-        del result.input[2:]
-        result.input.append(name)
-    return [*made, result]
+        zeros = np.zeros(scale_shape, dtype=helper.tensor_dtype_to_np_dtype(output_dtype))
+        return [*node.input[:2], b.tensor(zeros, "zero_point").name]
+    return list(node.input)
 
 
 def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
@@ -146,27 +144,19 @@ def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) ->
             f"dequantizes {what}, which DequantizeLinear-{target_version} cannot, and with a {kind} scale, so not "
             "by float32 arithmetic either",
         )
-    made: list[onnx.NodeProto] = []
-    op = _writer(node, context, made)
-
-    lining, _ = _lined_up(node, context, f"dequantizes {what}", op)
-    scale, zero = node.input[1], node.input[2] if len(node.input) > 2 else ""
-    if lining is not None:
-        made.append(lining[0])
-        scale = lining[1](scale)
-        zero = lining[1](zero) if zero else ""
+    b = context.builder(node)
+    lined_up = _lined_up(b, node, context, f"dequantizes {what}")
+    x, scale, zero = node.input[0], node.input[1], node.input[2] if len(node.input) > 2 else ""
+    if lined_up is not None:
+        scale = lined_up(scale)
+        zero = lined_up(zero) if zero else ""
     if zero:
         int32 = onnx.TensorProto.INT32
-        difference = op(
-            "Sub",
-            [op("Cast", [node.input[0]], "as_int32", to=int32), op("Cast", [zero], "zero_as_int32", to=int32)],
-            "minus_zero",
-        )
-        value = op("Cast", [difference], "as_float", to=onnx.TensorProto.FLOAT)
+        value = b.Cast(b.Sub(b.Cast(x, to=int32), b.Cast(zero, to=int32)), to=onnx.TensorProto.FLOAT)
     else:
-        value = op("Cast", [node.input[0]], "as_float", to=onnx.TensorProto.FLOAT)
-    op("Mul", [value, scale], "scaled", output=node.output[0])
-    return made
+        value = b.Cast(x, to=onnx.TensorProto.FLOAT)
+    b.Mul(value, scale, outputs=[node.output[0]])
+    return b.nodes
 
 
 def _x_types(node: onnx.NodeProto, context: AdapterContext) -> frozenset[int]:
@@ -194,23 +184,11 @@ def _quantized_type(node: onnx.NodeProto, context: AdapterContext) -> int | None
     return onnx.TensorProto.UINT8
 
 
-def _writer(node: onnx.NodeProto, context: AdapterContext, made: list[onnx.NodeProto]):
-    """``op(op_type, inputs, part, output=None, **attributes)``: appends the node to ``made``,
-    writing to ``output`` or to a fresh ``{hint}_{part}``, and names it ``{hint}_{op_type}``."""
-    hint = node.name or node.output[0]
-
-    def op(op_type: str, inputs: list[str], part: str, output: str | None = None, **attributes) -> str:
-        name = output or context.fresh(f"{hint}_{part}")
-        made.append(helper.make_node(op_type, inputs, [name], name=context.fresh(f"{hint}_{op_type}"), **attributes))
-        return name
-
-    return op
-
-
-def _lined_up(node: onnx.NodeProto, context: AdapterContext, what: str, op) -> tuple[object, int]:
+def _lined_up(
+    b: Builder, node: onnx.NodeProto, context: AdapterContext, what: str
+) -> Callable[[str | Value], Value] | None:
     """A function lining a scale (or zero point) up with x, None where it already is: reshaped
-    to ``[D, 1, ..., 1]`` per axis, gathered along the axis block by block; and the axis."""
-    hint = node.name or node.output[0]
+    to ``[D, 1, ..., 1]`` per axis, gathered along the axis block by block."""
     scale_shape = context.shape_of(node.input[1])
     rank = context.rank_of(node.input[0])
     axis = attribute_of(node, "axis")
@@ -218,27 +196,19 @@ def _lined_up(node: onnx.NodeProto, context: AdapterContext, what: str, op) -> t
     if scale_shape is None or (scale_shape != [] and rank is None):
         raise _refused(node, context, f"{what}, and the ranks of its scale and input are not known")
     if scale_shape == []:
-        return None, axis
+        return None
     axis = axis + rank if axis < 0 else axis
     block_size = attribute_of(node, "block_size")
     if block_size:
         length = context.shape_of(node.input[0])[axis]
         if not isinstance(length, int):
             raise _refused(node, context, f"{what} along axis {axis}, whose length is not known")
-        indices = int64_constant(context, f"{hint}_block_indices", [i // block_size for i in range(length)])
-
-        def by_block(name: str) -> str:
-            return op("Gather", [name, indices[1]], "by_block", axis=axis)
-
-        return (indices[0], by_block), axis
+        indices = b.ints([i // block_size for i in range(length)], "block_indices")
+        return lambda value: b.Gather(value, indices, axis=axis)
     if axis == rank - 1 or len(scale_shape) != 1:
-        return None, axis
-    shape = int64_constant(context, f"{hint}_per_axis_shape", [-1] + [1] * (rank - axis - 1))
-
-    def per_axis(name: str) -> str:
-        return op("Reshape", [name, shape[1]], "per_axis")
-
-    return (shape[0], per_axis), axis
+        return None
+    shape = b.ints([-1] + [1] * (rank - axis - 1), "per_axis_shape")
+    return lambda value: b.Reshape(value, shape)
 
 
 def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
@@ -275,45 +245,26 @@ def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> l
         raise _refused(
             node, context, f"{what}, and Round, which its formula needs, does not exist before opset {first}"
         )
-    made: list[onnx.NodeProto] = []
-    op = _writer(node, context, made)
-    hint = node.name or node.output[0]
-
-    def scalar(part: str, value: float) -> str:
-        name = context.fresh(f"{hint}_{part}")
-        tensor = helper.make_tensor(name, onnx.TensorProto.FLOAT, [], [value])
-        made.append(helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=tensor))
-        return name
-
+    b = context.builder(node)
     float32 = onnx.TensorProto.FLOAT
-    lining, _ = _lined_up(node, context, what, op)
-    scale, zero = node.input[1], node.input[2] if len(node.input) > 2 else ""
-    if lining is not None:
-        made.append(lining[0])
-        scale = lining[1](scale)
-        zero = lining[1](zero) if zero else ""
-    x = node.input[0]
+    lined_up = _lined_up(b, node, context, what)
+    x, scale, zero = node.input[0], node.input[1], node.input[2] if len(node.input) > 2 else ""
+    if lined_up is not None:
+        scale = lined_up(scale)
+        zero = lined_up(zero) if zero else ""
     if x_type != float32:
-        x, scale = op("Cast", [x], "as_float", to=float32), op("Cast", [scale], "scale_as_float", to=float32)
-    quotient = op("Div", [x, scale], "quotient")
-    value = op("Round", [quotient], "rounded")
+        x, scale = b.Cast(x, to=float32), b.Cast(scale, to=float32)
+    q = b.Div(x, scale)
+    value = b.Round(q)
     if zero:
-        value = op("Add", [value, op("Cast", [zero], "zero_as_float", to=float32)], "plus_zero")
+        value = b.Add(value, b.Cast(zero, to=float32))
     info = np.iinfo(helper.tensor_dtype_to_np_dtype(y_type))
-    low, high = scalar("least", float(info.min)), scalar("greatest", float(info.max))
-    clipped = op("Clip", [value, low, high], "saturated")
+    low, high = b.scalar(float(info.min), float32, "least"), b.scalar(float(info.max), float32, "greatest")
+    saturated = b.Clip(value, low, high)
     # onnxruntime's kernel sends NaN to the least value; Clip and Cast leave NaN to the kernel.
     # (q == q is false just for NaN: IsNaN is not written, as it may be an op to lower.)
-    clipped = op("Where", [op("Equal", [quotient, quotient], "is_number"), clipped, low], "nan_to_least")
-    op("Cast", [clipped], "as_integer", output=node.output[0], to=y_type)
-    return made
-
-
-def _count(shape: list[int]) -> int:
-    count = 1
-    for dimension in shape:
-        count *= dimension
-    return count
+    b.Cast(b.Where(b.Equal(q, q), saturated, low), to=y_type, outputs=[node.output[0]])
+    return b.nodes
 
 
 # Cases: backend and explicit cases (today QuantizeLinear 18, DequantizeLinear 14)
@@ -341,7 +292,9 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
     x's type, precision unset or float): ``saturate(Round(x / s) + z)`` in float32."""
     if _needs_arithmetic(node, context):
         return _by_arithmetic(node, context)
-    return _at_version_13(node, context)
+    b = context.builder(node)
+    b.moved(node, inputs=_version_13_inputs(b, node, context), dropped=LATER_ATTRIBUTES)
+    return b.nodes
 
 
 # Going up, a version-10 node (scalar scale and zero point) means the same at 13: down only.
@@ -372,14 +325,15 @@ def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
     ``quantize_attributes_at_defaults_dropped`` says."""
     if _needs_arithmetic(node, context):
         return _by_arithmetic(node, context)
-    nodes = [node]
+    b = context.builder(node)
+    inputs, dropped = list(node.input), ("axis",)
     if schemas.version_in_force(node.op_type, context.source_opset) >= 19:
-        nodes = _at_version_13(node, context)
-    *made, node = nodes
+        inputs, dropped = _version_13_inputs(b, node, context), (*LATER_ATTRIBUTES, "axis")
     scale = context.shape_of(node.input[1]) if len(node.input) > 1 else None
     if scale != []:
         raise NotLowered(
             f"{node.op_type} with a scale of shape {scale} cannot go to opset "
             f"{context.target_opset} ({QUANTIZE_13}); only a scalar scale can"
         )
-    return [*made, moved(node, dropped=("axis",))]
+    b.moved(node, inputs=inputs, dropped=dropped)
+    return b.nodes

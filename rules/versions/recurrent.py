@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import onnx
-from onnx import helper
 
 from lowering.adapters import (
     AdapterContext,
@@ -41,24 +40,17 @@ def batch_first_transposed(node: onnx.NodeProto, context: AdapterContext):
     if layout is None:
         return None
     require_types_taken(node, context)
-    result = moved(node, dropped=("layout",))
     if not layout:
-        return [result]
-    hint = node.name or node.op_type
-    before, after = [], []
+        return [moved(node, dropped=("layout",))]
+    b = context.builder(node, hint=node.name or node.op_type)
+    inputs, outputs = list(node.input), list(node.output)
     for index, perm in BATCH_FIRST_INPUTS.items():
-        if index < len(node.input) and node.input[index]:
-            moved_in = context.fresh(f"{node.input[index]}_layout_0")
-            before.append(
-                helper.make_node(
-                    "Transpose", [node.input[index]], [moved_in], name=context.fresh(f"{hint}_Transpose"), perm=perm
-                )
-            )
-            result.input[index] = moved_in
-    for index, perm in BATCH_FIRST_OUTPUTS.items():
-        if index < len(node.output) and node.output[index]:
-            moved_out = context.fresh(f"{node.output[index]}_layout_0")
-            name = context.fresh(f"{hint}_Transpose_back")
-            after.append(helper.make_node("Transpose", [moved_out], [node.output[index]], name=name, perm=perm))
-            result.output[index] = moved_out
-    return [*before, result, *after]
+        if index < len(inputs) and inputs[index]:
+            inputs[index] = b.Transpose(inputs[index], perm=perm).name
+    batch_first = {i: perm for i, perm in BATCH_FIRST_OUTPUTS.items() if i < len(outputs) and outputs[i]}
+    for index in batch_first:
+        outputs[index] = b.fresh(f"{node.output[index]}_layout_0")
+    b.moved(node, inputs=inputs, outputs=outputs, dropped=("layout",))
+    for index, perm in batch_first.items():
+        b.Transpose(outputs[index], perm=perm, outputs=[node.output[index]])
+    return b.nodes

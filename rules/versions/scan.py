@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, moved
+from lowering.adapters import AdapterContext, adapter, attribute_of
 from lowering.errors import NotLowered
 
 SCAN_9 = "version 9 drops the batch axis and the sequence_lens input of version 8"
@@ -33,30 +33,21 @@ def scan_batch_of_one_dropped(node: onnx.NodeProto, context: AdapterContext):
         if not shape or shape[_BATCH_AXIS] != 1:
             said = "unknown" if not shape else f"{shape[_BATCH_AXIS]}"
             raise _refused(node, context, f"the batch of its input '{name}' is {said}, not statically 1")
-    w = NodeWriter(node, context)
-    squeezed = [_along_batch(w, "Squeeze", name, f"{name}_unbatched", context.target_opset) for name in inputs]
+    b = context.builder(node)
+    squeezed = [b.over_axes("Squeeze", name, [_BATCH_AXIS]).name for name in inputs]
     directions = attribute_of(node, "directions")
-    scan = moved(node, dropped=("directions",), **({"scan_input_directions": list(directions)} if directions else {}))
-    scan.input[:] = squeezed
-    unbatched = [context.fresh(f"{name}_unbatched") if name else "" for name in node.output]
-    scan.output[:] = unbatched
-    w.nodes.append(scan)
+    unbatched = [b.fresh(f"{name}_unbatched") if name else "" for name in node.output]
+    b.moved(
+        node,
+        inputs=squeezed,
+        outputs=unbatched,
+        dropped=("directions",),
+        **({"scan_input_directions": list(directions)} if directions else {}),
+    )
     for inner, outer in zip(unbatched, node.output, strict=True):
         if outer:
-            _along_batch(w, "Unsqueeze", inner, outer, context.target_opset, output=outer)
-    return w.nodes
-
-
-def _along_batch(w: NodeWriter, op_type: str, name: str, hint: str, opset: int, output: str | None = None) -> str:
-    """Squeeze or Unsqueeze ``name`` along the batch axis: axes as an attribute or, where the
-    op's version at ``opset`` takes them as an input, as a constant."""
-    takes_attribute = "axes" in schemas.schema_in_force(op_type, opset).attributes
-    result = output or w.context.fresh(hint)
-    if takes_attribute:
-        w.last(op_type, [name], [result], axes=[_BATCH_AXIS])
-    else:
-        w.last(op_type, [name, w.int64s("batch_axis", [_BATCH_AXIS])], [result])
-    return result
+            b.over_axes("Unsqueeze", inner, [_BATCH_AXIS], outputs=[outer])
+    return b.nodes
 
 
 def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowered:

@@ -10,7 +10,6 @@ from onnx import TensorProto, helper
 from lowering import schemas
 from lowering.adapters import (
     AdapterContext,
-    NodeWriter,
     adapter,
     attribute_in,
     attribute_of,
@@ -19,6 +18,7 @@ from lowering.adapters import (
     require_types_taken,
     text_attribute,
 )
+from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 SCATTER = ("ScatterElements", "ScatterND")
@@ -50,11 +50,10 @@ def _max_min_refused(node: onnx.NodeProto, context: AdapterContext) -> NotLowere
     )
 
 
-def _within_bounds(w: NodeWriter, index: str, dims: str) -> str:
+def _within_bounds(b: Builder, index: Value, dims: Value) -> Value:
     """``index`` with ``dims`` added where it is negative (counted from the end)."""
-    zero = w.scalar("zero", 0, TensorProto.INT64)
-    negative = w.add("Less", [index, zero], "negative")
-    return w.add("Where", [negative, w.add("Add", [index, dims], "from_end"), index], "within_bounds")
+    zero = b.scalar(0, TensorProto.INT64, "zero")
+    return b.Where(b.Less(index, zero), b.Add(index, dims), index)
 
 
 def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
@@ -70,71 +69,66 @@ def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list
         raise _refused(
             node, context, f"its data is {what}, which {combine} at opset {context.target_opset} does not take"
         )
-    w = NodeWriter(node, context)
-    data_shape = w.add("Shape", [data], "data_shape")
-    last = w.int64s("last", [-1])
-    end = w.int64s("end", [2**63 - 1])
+    b = context.builder(node)
+    int64 = TensorProto.INT64
+    data_shape = b.Shape(data)
+    last = b.ints([-1], "last")
+    end = b.ints([2**63 - 1], "end")
     if node.op_type == "ScatterND":
-        index_shape = w.add("Shape", [indices], "index_shape")
-        depth = w.add("Slice", [index_shape, last, end], "depth")  # [k]
-        rows = w.add("Reshape", [indices, w.add("Concat", [last, depth], "rows_shape", axis=0)], "rows")  # [n, k]
-        indexed = w.add("Slice", [data_shape, w.int64s("first", [0]), depth], "indexed_dims")
-        rows = _within_bounds(w, rows, indexed)
-        update_shape = w.add(
-            "Concat", [last, w.add("Slice", [data_shape, depth, end], "slice_dims")], "update_shape", axis=0
-        )
-        row_updates = w.add("Reshape", [updates, update_shape], "row_updates")
+        depth = b.Slice(b.Shape(indices), last, end)  # [k]
+        rows = b.Reshape(indices, b.Concat(last, depth, axis=0))  # [n, k]
+        indexed = b.Slice(data_shape, b.ints([0], "first"), depth)
+        rows = _within_bounds(b, rows, indexed)
+        update_shape = b.Concat(last, b.Slice(data_shape, depth, end), axis=0)
+        row_updates = b.Reshape(updates, update_shape)
     else:  # ScatterElements: the full index of each update, its own position with indices along axis
         rank = context.rank_of(updates) or context.rank_of(indices)
         if rank is None:
             raise _refused(node, context, "the rank of its updates is unknown")
         axis = attribute_of(node, "axis") or 0
         axis = axis + rank if axis < 0 else axis
-        update_shape = w.add("Shape", [updates], "update_shape")
+        update_shape = b.Shape(updates)
         positions = []
         for d in range(rank):
             if d == axis:
-                along = w.add("Cast", [indices], "indices_int64", to=TensorProto.INT64)
-                dims = w.add("Gather", [data_shape, w.scalar(f"axis_{d}", d, TensorProto.INT64)], f"dims_{d}")
-                along = _within_bounds(w, along, dims)
+                along = b.Cast(indices, to=int64)
+                dims = b.Gather(data_shape, b.scalar(d, int64, f"axis_{d}"))
+                along = _within_bounds(b, along, dims)
             else:
-                count = w.add("Gather", [update_shape, w.scalar(f"axis_{d}", d, TensorProto.INT64)], f"count_{d}")
-                start, step = w.scalar("start", 0, TensorProto.INT64), w.scalar("step", 1, TensorProto.INT64)
-                steps = w.add("Range", [start, count, step], f"range_{d}")
-                line_shape = w.int64s(f"line_shape_{d}", [-1 if k == d else 1 for k in range(rank)])
-                line = w.add("Reshape", [steps, line_shape], f"line_{d}")
-                along = w.add("Expand", [line, update_shape], f"along_{d}")
-            column = w.int64s(f"column_shape_{d}", [-1, 1])
-            positions.append(w.add("Reshape", [along, column], f"position_{d}"))
-        rows = w.add("Concat", positions, "rows", axis=1)  # [n, rank]
-        row_updates = w.add("Reshape", [updates, last], "row_updates")  # [n]
-    rows_shape = w.add("Shape", [rows], "rows_shape")
-    count = w.add("Gather", [rows_shape, w.scalar("row_axis", 0, TensorProto.INT64)], "count")
-    one = w.int64s("one", [1])
+                count = b.Gather(update_shape, b.scalar(d, int64, f"axis_{d}"))
+                start, step = b.scalar(0, int64, "start"), b.scalar(1, int64, "step")
+                line_shape = [-1 if k == d else 1 for k in range(rank)]
+                line = b.Reshape(b.Range(start, count, step), b.ints(line_shape, f"line_shape_{d}"))
+                along = b.Expand(line, update_shape)
+            positions.append(b.Reshape(along, b.ints([-1, 1], f"column_shape_{d}")))
+        rows = b.Concat(*positions, axis=1)  # [n, rank]
+        row_updates = b.Reshape(updates, last)  # [n]
+    count = b.Gather(b.Shape(rows), b.scalar(0, int64, "row_axis"))
+    one = b.ints([1], "one")
     # the body: output = ScatterND(output, rows[i:i+1], combine(GatherND(output, rows[i:i+1]), updates[i:i+1]))
-    hint = w.hint
-    step, keep, before = (context.fresh(f"{hint}_{part}") for part in ("step", "cond", "so_far"))
-    body = NodeWriter(node, context, hint=f"{hint}_step")
-    position = body.add("Reshape", [step, one], "position")
-    at = body.add("Gather", [rows, position], "at", axis=0)
-    update = body.add("Gather", [row_updates, position], "update", axis=0)
-    combined = body.add(combine, [body.add("GatherND", [before, at], "there"), update], "combined")
-    after = body.add("ScatterND", [before, at, combined], "after")
-    kept = body.add("Identity", [keep], "kept")
+    body = b.nested("step")
+    i, keep, before = body.fresh("i"), body.fresh("cond"), body.fresh("so_far")
+    position = body.Reshape(i, one)
+    at = body.Gather(rows, position, axis=0)
+    update = body.Gather(row_updates, position, axis=0)
+    combined = body.op(combine, body.GatherND(before, at), update)
+    after = body.ScatterND(before, at, combined)
+    kept = body.Identity(keep)
     graph = helper.make_graph(
         body.nodes,
-        context.fresh(f"{hint}_one_update"),
+        b.fresh("one_update"),
         [
-            helper.make_tensor_value_info(step, TensorProto.INT64, []),
+            helper.make_tensor_value_info(i, int64, []),
             helper.make_tensor_value_info(keep, TensorProto.BOOL, []),
             helper.make_tensor_value_info(before, element_type, None),
         ],
         [
-            helper.make_tensor_value_info(kept, TensorProto.BOOL, []),
-            helper.make_tensor_value_info(after, element_type, None),
+            helper.make_tensor_value_info(kept.name, TensorProto.BOOL, []),
+            helper.make_tensor_value_info(after.name, element_type, None),
         ],
     )
-    return w.last("Loop", [count, "", data], [node.output[0]], body=graph)
+    b.Loop(count, "", data, body=graph, outputs=[node.output[0]])
+    return b.nodes
 
 
 # Cases: today ScatterND 6, ScatterElements 10 (add and mul as a Loop); max and min refused

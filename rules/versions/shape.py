@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import onnx
-from onnx import helper
 
-from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, int64_constant, known_change, moved
+from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 
 SHAPE_15 = "version 15 adds start and end, which keep only the dimensions from start to end"
 INT64_MAX = 2**63 - 1  # an end past every rank: Slice clamps it to the rank, as Shape-15 does
@@ -42,20 +41,11 @@ def shape_slice_to_slice(node: onnx.NodeProto, context: AdapterContext):
             end = None
     if start == 0 and end is None:
         return [moved(node, dropped=("start", "end"))]
-    hint = node.name or node.output[0]
-    whole = context.fresh(f"{hint}_whole")
-    shape = moved(node, dropped=("start", "end"))
-    shape.output[0] = whole
-    bounds = ([start], [INT64_MAX if end is None else end])
-    if context.target_opset < 10:
-        slice_node = helper.make_node(
-            "Slice", [whole], list(node.output), name=context.fresh(f"{hint}_Slice"), starts=bounds[0], ends=bounds[1]
-        )
-        return [shape, slice_node]
-    (starts, starts_name), (ends, ends_name) = (
-        int64_constant(context, f"{hint}_{part}", values) for part, values in zip(("start", "end"), bounds, strict=True)
-    )
-    slice_node = helper.make_node(
-        "Slice", [whole, starts_name, ends_name], list(node.output), name=context.fresh(f"{hint}_Slice")
-    )
-    return [shape, starts, ends, slice_node]
+    b = context.builder(node)
+    whole = b.moved(node, outputs=[b.fresh("whole")], dropped=("start", "end")).output[0]
+    starts, ends = [start], [INT64_MAX if end is None else end]
+    if context.target_opset < 10:  # Slice-1: the bounds as attributes
+        b.Slice(whole, starts=starts, ends=ends, outputs=node.output)
+    else:
+        b.Slice(whole, b.ints(starts, "start"), b.ints(ends, "end"), outputs=node.output)
+    return b.nodes

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from lowering import floats, schemas, version_steps
-from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of, constant_array, known_change, moved
+from lowering.adapters import AdapterContext, adapter, attribute_of, constant_array, known_change, moved
+from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
@@ -39,31 +40,17 @@ def _refuse(node: onnx.NodeProto, context: AdapterContext, untaken, why: str = "
     return NotLowered(f"{message}{why}")
 
 
-def _cast(context: AdapterContext, name: str, to: int, hint: str) -> tuple[onnx.NodeProto, str]:
-    """A Cast of ``name`` to ``to`` and the fresh name of its output."""
-    cast_name = context.fresh(f"{hint}_as_{schemas.type_name(to)}")
-    return helper.make_node("Cast", [name], [cast_name], name=context.fresh(f"{hint}_Cast"), to=to), cast_name
-
-
 def _carried(
-    node: onnx.NodeProto, context: AdapterContext, inputs: list[int], carrier: int, element_type: int
-) -> list[onnx.NodeProto]:
+    b: Builder, node: onnx.NodeProto, inputs: list[int], carrier: int, element_type: int, output: str | None
+) -> Value:
     """``node`` with its inputs at ``inputs`` cast to ``carrier`` and its one output cast back to
-    ``element_type``."""
-    hint = node.name or node.output[0]
-    result: list[onnx.NodeProto] = []
-    carried = moved(node)
+    ``element_type``, into ``output`` (a fresh value where None)."""
+    carried = list(node.input)
     for index in inputs:
         if index < len(node.input) and node.input[index]:
-            cast, name = _cast(context, node.input[index], carrier, hint)
-            result.append(cast)
-            carried.input[index] = name
-    wide = context.fresh(f"{hint}_{schemas.type_name(carrier)}")
-    carried.output[0] = wide
-    result.append(carried)
-    back = helper.make_node("Cast", [wide], [node.output[0]], name=context.fresh(f"{hint}_Cast_back"), to=element_type)
-    result.append(back)
-    return result
+            carried[index] = b.Cast(node.input[index], to=carrier).name
+    wide = b.moved(node, inputs=carried, outputs=[b.fresh(schemas.type_name(carrier)), *node.output[1:]])
+    return b.Cast(wide.output[0], to=element_type, outputs=None if output is None else [output])
 
 
 # -- Min and Max: integers from version 12 ---------------------------------------------------------
@@ -87,9 +74,10 @@ def integers_compared(node: onnx.NodeProto, context: AdapterContext):
     element_type = element_type_of(context.type_of(node.input[0]))
     if not floats.is_integer(element_type):
         raise _refuse(node, context, untaken)
-    hint = node.name or node.output[0]
+    b = context.builder(node)
     if floats.numpy_dtype(element_type).itemsize <= 4:
-        return _carried(node, context, list(range(len(node.input))), TensorProto.DOUBLE, element_type)
+        _carried(b, node, list(range(len(node.input))), TensorProto.DOUBLE, element_type, node.output[0])
+        return b.nodes
     if schemas.version_in_force("Where", context.target_opset) is None:
         first = schemas.op_versions("Where")[0]
         raise _refuse(
@@ -98,21 +86,18 @@ def integers_compared(node: onnx.NodeProto, context: AdapterContext):
     compare = "Greater" if node.op_type == "Max" else "Less"
     values = [name for name in node.input if name]
     if len(values) == 1:
-        return [helper.make_node("Identity", values, [node.output[0]], name=context.fresh(f"{hint}_Identity"))]
-    result, best = [], values[0]
+        b.Identity(values[0], outputs=[node.output[0]])
+        return b.nodes
+    best = values[0]
     for position, value in enumerate(values[1:], start=1):
-        last = position == len(values) - 1
-        picked = node.output[0] if last else context.fresh(f"{hint}_{node.op_type}_{position}")
-        first = context.fresh(f"{hint}_{compare}_{position}")
-        result.append(helper.make_node(compare, [best, value], [first], name=context.fresh(f"{hint}_{compare}")))
-        where = helper.make_node("Where", [first, best, value], [picked], name=context.fresh(f"{hint}_Where"))
+        picked = [node.output[0]] if position == len(values) - 1 else None
+        first = b.op(compare, best, value)
         if element_type == TensorProto.UINT64:  # onnxruntime has no uint64 Where: its bits go through int64
-            where = _carried(where, context, [1, 2], TensorProto.INT64, element_type)
-            result.extend(where)
+            as_int64 = b.Where(first, b.Cast(best, to=TensorProto.INT64), b.Cast(value, to=TensorProto.INT64))
+            best = b.Cast(as_int64, to=element_type, outputs=picked)
         else:
-            result.append(where)
-        best = picked
-    return result
+            best = b.Where(first, best, value, outputs=picked)
+    return b.nodes
 
 
 # -- Add, Sub, Mul, Div: 8- and 16-bit integers from version 14 -------------------------------------
@@ -142,7 +127,9 @@ def small_integers_in_32_bits(node: onnx.NodeProto, context: AdapterContext):
     wide = SMALL_INTEGERS.get(element_type)
     if wide is None:
         raise _refuse(node, context, untaken)
-    return _carried(node, context, [0, 1], wide, element_type)
+    b = context.builder(node)
+    _carried(b, node, [0, 1], wide, element_type, node.output[0])
+    return b.nodes
 
 
 # -- Mod across version 28 --------------------------------------------------------------------------
@@ -209,7 +196,9 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
             f"{context.target_opset}: {MOD_28}, and the floored remainder needs {', '.join(lacking)} "
             f"on {typed}, which opset {context.target_opset} lacks"
         )
-    return _floored_from_truncated(node, context, element_type, nan_op)
+    b = context.builder(node)
+    _floored_from_truncated(b, node, element_type, nan_op)
+    return b.nodes
 
 
 _BOOLEAN_OPS = frozenset({"Xor", "Or", "And"})
@@ -222,57 +211,26 @@ def _takes(op_type: str, opset: int, typed: str) -> bool:
     return typed in schemas.input_type_strings(op_type, opset, 1 if op_type == "Where" else 0)
 
 
-def _floored_from_truncated(
-    node: onnx.NodeProto, context: AdapterContext, element_type: int, nan_op: str
-) -> list[onnx.NodeProto]:
-    hint = node.name or node.output[0]
-    b = node.input[1]
-    names: dict[str, str] = {}
-
-    def fresh(key: str) -> str:
-        names[key] = context.fresh(f"{hint}_{key}")
-        return names[key]
-
-    def make(op_type: str, inputs: list[str], output: str, **attributes) -> onnx.NodeProto:
-        return helper.make_node(op_type, inputs, [output], name=context.fresh(f"{hint}_{op_type}"), **attributes)
-
-    zero = helper.make_tensor(fresh("zero"), element_type, [], [0])
-    truncated = moved(node, fmod=1)
-    truncated.output[0] = fresh("truncated")
-    r = names["truncated"]
-    return [
-        helper.make_node("Constant", [], [names["zero"]], name=context.fresh(f"{hint}_zero_constant"), value=zero),
-        truncated,
-        make("Less", [r, names["zero"]], fresh("r_negative")),
-        make("Greater", [r, names["zero"]], fresh("r_positive")),
-        make("Less", [b, names["zero"]], fresh("b_negative")),
-        make("Xor", [names["r_negative"], names["b_negative"]], fresh("signs_differ")),
-        make("Or", [names["r_negative"], names["r_positive"]], fresh("r_nonzero")),
-        make("And", [names["signs_differ"], names["r_nonzero"]], fresh("fix")),
-        make("Add", [r, b], fresh("moved")),
-        make("Where", [names["fix"], names["moved"], r], fresh("floored")),
-        make("Abs", [names["floored"]], fresh("magnitude")),
-        make("Sign", [b], fresh("b_sign")),
-        make("Mul", [names["magnitude"], names["b_sign"]], fresh("signed")),
-        *_nan_mask(nan_op, r, fresh, make),
-        make("Where", [names["r_nan"], r, names["signed"]], node.output[0]),
-    ]
+def _floored_from_truncated(b: Builder, node: onnx.NodeProto, element_type: int, nan_op: str) -> None:
+    divisor = node.input[1]
+    zero = b.scalar(0, element_type, "zero")
+    r = b.moved(node, outputs=[b.fresh("truncated")], fmod=1).output[0]
+    r_negative, r_positive = b.Less(r, zero), b.Greater(r, zero)
+    divisor_negative = b.Less(divisor, zero)
+    fix = b.And(b.Xor(r_negative, divisor_negative), b.Or(r_negative, r_positive))
+    floored = b.Where(fix, b.Add(r, divisor), r)
+    signed = b.Mul(b.Abs(floored), b.Sign(divisor))
+    b.Where(_nan_mask(b, nan_op, r), r, signed, outputs=[node.output[0]])
 
 
-def _nan_mask(nan_op: str, r: str, fresh, make) -> list[onnx.NodeProto]:
-    """r != r as ``Equal(Equal(r, r), false)``, or ``IsNaN(r)``; the mask's name is ``r_nan``.
+def _nan_mask(b: Builder, nan_op: str, r: str) -> Value:
+    """r != r as ``Equal(Equal(r, r), false)``, or ``IsNaN(r)``.
     Not ``Not(Equal(r, r))``: onnxruntime fuses Not into the Where after it by swapping its
     branches, and its Where loses -0 in the other branch (docs/rules.md: "Why IsNaN ends in
     Equal(…, false) and not Not")."""
     if nan_op == "IsNaN":
-        return [make("IsNaN", [r], fresh("r_nan"))]
-    number, false = fresh("r_number"), fresh("false")
-    false_value = helper.make_tensor(false, onnx.TensorProto.BOOL, [], [False])
-    return [
-        make("Equal", [r, r], number),
-        make("Constant", [], false, value=false_value),
-        make("Equal", [number, false], fresh("r_nan")),
-    ]
+        return b.IsNaN(r)
+    return b.Equal(b.Equal(r, r), b.scalar(False, TensorProto.BOOL, "false"))
 
 
 # -- Pow: integer bases and exponents, and mixed types, from version 12 ------------------------------
@@ -367,16 +325,17 @@ def power_in_double(node: onnx.NodeProto, context: AdapterContext):
             f"is not the power in double ({why})"
         )
     carried = [0, 1] if base_type != TensorProto.DOUBLE else [1]
-    in_double = _carried(node, context, carried, TensorProto.DOUBLE, base_type)
+    b = context.builder(node)
     multiplied = POW_MULTIPLIED[base_type] if exponent_type in POW_KERNEL_TYPES else ()
     exponents = constant_array(context, node.input[1])
     if exponents is not None:
         multiplied = tuple(v for v in multiplied if (exponents == v).any())
-    if not multiplied:
-        return in_double
-    per_span = exponent_per_span(context.shape_of(node.input[0]), context.shape_of(node.input[1]))
+    per_span = (
+        exponent_per_span(context.shape_of(node.input[0]), context.shape_of(node.input[1])) if multiplied else False
+    )
     if per_span is False:
-        return in_double
+        _carried(b, node, carried, TensorProto.DOUBLE, base_type, node.output[0])
+        return b.nodes
     exponent_typed = typed[1]
     lacking = [
         op
@@ -400,24 +359,25 @@ def power_in_double(node: onnx.NodeProto, context: AdapterContext):
             f"{' or '.join(map(str, multiplied))} broadcast along the innermost axis multiplies in "
             f"{schemas.type_name(base_type)}, and {why}"
         )
-    return _multiplied_per_span(node, context, in_double, base_type, exponent_type, multiplied, exponents)
+    _multiplied_per_span(b, node, context, carried, base_type, exponent_type, multiplied, exponents)
+    return b.nodes
 
 
 def _multiplied_per_span(
+    b: Builder,
     node: onnx.NodeProto,
     context: AdapterContext,
-    in_double: list[onnx.NodeProto],
+    carried: list[int],
     base_type: int,
     exponent_type: int,
     multiplied: tuple[int, ...],
     exponents,
-) -> list[onnx.NodeProto]:
+) -> None:
     """Where(y = 3, x·x·x, Where(y = 2, x·x, power)) in T, for the values of ``multiplied``; a
     constant exponent of one value is its product alone. onnxruntime's Where gives +0 for a -0
     it picks from its first branch (ONNX's keeps it): a float x·x·x of -0 picked there and come
     out as +0 is made -0 again by a Mul by -1, found as 1 / Cast(x·x·x, double) = -inf and
     1 / Cast(picked, double) = +inf (finite for every other float), so either Where gives -0."""
-    w = NodeWriter(node, context)
     x, y = node.input[0], node.input[1]
     base_shape = context.shape_of(x)
     if (
@@ -426,37 +386,30 @@ def _multiplied_per_span(
         and (exponents == exponents[0]).all()
         and list(np.broadcast_shapes(tuple(base_shape), tuple(context.shape_of(y)))) == list(base_shape)
     ):
-        last = {2: [x, x], 3: [w.add("Mul", [x, x], "squared"), x]}[int(exponents[0])]
-        return w.last("Mul", last, [node.output[0]])
-    power = context.fresh(f"{w.hint}_power")
-    in_double[-1].output[0] = power
-    w.nodes.extend(in_double)
-    squared = w.add("Mul", [x, x], "squared")
-    products = {2: squared, 3: w.add("Mul", [squared, x], "cubed")}
+        x_or_squared = b.Mul(x, x) if int(exponents[0]) == 3 else x  # x·x, or x·x·x
+        b.Mul(x_or_squared, x, outputs=[node.output[0]])
+        return
+    power = _carried(b, node, carried, TensorProto.DOUBLE, base_type, None)
+    squared = b.Mul(x, x)
+    products = {2: squared, 3: b.Mul(squared, x)}
     chosen = power
     sign_fixed = base_type != TensorProto.INT32 and base_type != TensorProto.INT64
     for position, value in enumerate(multiplied):
-        is_value = w.add("Equal", [y, w.scalar(f"exponent_{value}", value, exponent_type)], f"exponent_is_{value}")
-        inputs = [is_value, products[value], chosen]
+        is_value = b.Equal(y, b.scalar(value, exponent_type, f"exponent_{value}"))
         if position == len(multiplied) - 1 and not sign_fixed:
-            return w.last("Where", inputs, [node.output[0]])
-        chosen = w.add("Where", inputs, f"power_{value}")
+            b.Where(is_value, products[value], chosen, outputs=[node.output[0]])
+            return
+        chosen = b.Where(is_value, products[value], chosen)
     # float: 3 alone
-    one = w.scalar("one", 1.0, TensorProto.DOUBLE)
-    cubed_inverse = w.add(
-        "Div", [one, w.add("Cast", [products[3]], "cubed_as_double", to=TensorProto.DOUBLE)], "cubed_inverse"
-    )
-    negative_zero = w.add("Less", [cubed_inverse, w.scalar("below", -1e300, TensorProto.DOUBLE)], "cubed_negative_zero")
+    one = b.scalar(1.0, TensorProto.DOUBLE, "one")
+    cubed_inverse = b.Div(one, b.Cast(products[3], to=TensorProto.DOUBLE))
+    negative_zero = b.Less(cubed_inverse, b.scalar(-1e300, TensorProto.DOUBLE, "below"))
     # the sign is lost only where the Where gave +0 (ONNX's Where keeps -0; onnxruntime's may not)
-    chosen_inverse = w.add(
-        "Div", [one, w.add("Cast", [chosen], "chosen_as_double", to=TensorProto.DOUBLE)], "chosen_inverse"
-    )
-    positive_zero = w.add("Greater", [chosen_inverse, w.scalar("above", 1e300, TensorProto.DOUBLE)], "chosen_plus_zero")
-    lost = w.add(
-        "And", [w.add("And", [is_value, negative_zero], "negative_zero_picked"), positive_zero], "negative_zero_lost"
-    )
-    signs = w.add("Where", [lost, w.scalar("minus_one", -1.0, base_type), w.scalar("plus_one", 1.0, base_type)], "sign")
-    return w.last("Mul", [chosen, signs], [node.output[0]])
+    chosen_inverse = b.Div(one, b.Cast(chosen, to=TensorProto.DOUBLE))
+    positive_zero = b.Greater(chosen_inverse, b.scalar(1e300, TensorProto.DOUBLE, "above"))
+    lost = b.And(b.And(is_value, negative_zero), positive_zero)
+    signs = b.Where(lost, b.scalar(-1.0, base_type, "minus_one"), b.scalar(1.0, base_type, "plus_one"))
+    b.Mul(chosen, signs, outputs=[node.output[0]])
 
 
 # -- QLinearMatMul: float16 scales from version 21 -----------------------------------------------------
@@ -491,10 +444,9 @@ def float16_scales_as_float(node: onnx.NodeProto, context: AdapterContext):
     typed = [context.type_for_judging(node.input[index]) for index in quantized]
     if any(t is not None and schemas.type_string(t) not in ok for t, ok in zip(typed, taken, strict=True)):
         raise _refuse(node, context, untaken, "; its quantized values are of a type version 10 lacks too")
-    hint = node.name or node.output[0]
-    result, carried = [], moved(node)
+    b = context.builder(node)
+    carried = list(node.input)
     for index in scales:
-        cast, name = _cast(context, node.input[index], TensorProto.FLOAT, f"{hint}_{index}")
-        result.append(cast)
-        carried.input[index] = name
-    return [*result, carried]
+        carried[index] = b.Cast(node.input[index], to=TensorProto.FLOAT).name
+    b.moved(node, inputs=carried)
+    return b.nodes

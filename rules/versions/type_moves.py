@@ -17,7 +17,8 @@ import onnx
 from onnx import TensorProto, helper
 
 from lowering import schemas, version_steps
-from lowering.adapters import AdapterContext, NodeWriter, adapter, attribute_of
+from lowering.adapters import AdapterContext, adapter, attribute_of
+from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
@@ -66,31 +67,26 @@ def _moved_type(node: onnx.NodeProto, context: AdapterContext, index: int, mover
     return element_type
 
 
-def _scalar_of_shape(w: NodeWriter, flat: str, suffix: str) -> str:
+def _scalar_of_shape(b: Builder, flat: Value) -> Value:
     """The length of the 1-D tensor ``flat`` as an int64 scalar (Shape, then Reshape to [])."""
-    return w.add("Reshape", [w.add("Shape", [flat], f"{suffix}_shape"), w.int64s(f"{suffix}_scalar", [])], suffix)
+    return b.Reshape(b.Shape(flat), b.ints([], "scalar"))
 
 
-def _positions(w: NodeWriter, value: str, suffix: str, start: str | None = None) -> str:
+def _positions(b: Builder, value: Value | str, start: Value | None = None) -> Value:
     """The row-major position of each element of ``value`` (plus ``start``), as int64 shaped as
     ``value``: Range reshaped to Max(Shape(value), 1), then broadcast against zeros of
     Shape(value) (the Max as Where(Shape < 1, 1, Shape): Max-8 takes no int64). The Max keeps
     Reshape off its 0 (copy a dimension) where ``value`` is empty: then the zeros make the
     positions empty too, of ``value``'s shape."""
-    shape = w.add("Shape", [value], f"{suffix}_shape")
-    one = w.int64s(f"{suffix}_one", [1])
-    empty = w.add("Less", [shape, one], f"{suffix}_empty")
-    at_least_one = w.add("Where", [empty, one, shape], f"{suffix}_nonzero_shape")
-    count = w.add("ReduceProd", [at_least_one], f"{suffix}_count", keepdims=0)
-    zero = w.scalar(f"{suffix}_zero", 0, TensorProto.INT64)
-    first = start or zero
-    end = w.add("Add", [first, count], f"{suffix}_end") if start else count
-    numbered = w.add("Range", [first, end, w.scalar(f"{suffix}_step", 1, TensorProto.INT64)], f"{suffix}_range")
-    grid = w.add("Reshape", [numbered, at_least_one], f"{suffix}_grid")
-    zeros = w.add(
-        "ConstantOfShape", [shape], f"{suffix}_zeros", value=helper.make_tensor("zero", TensorProto.INT64, [1], [0])
-    )
-    return w.add("Add", [grid, zeros], suffix)
+    shape = b.Shape(value)
+    one = b.ints([1], "one")
+    at_least_one = b.Where(b.Less(shape, one), one, shape)
+    count = b.ReduceProd(at_least_one, keepdims=0)
+    first = start or b.scalar(0, TensorProto.INT64, "zero")
+    end = b.Add(first, count) if start else count
+    grid = b.Reshape(b.Range(first, end, b.scalar(1, TensorProto.INT64, "step")), at_least_one)
+    zeros = b.ConstantOfShape(shape, value=helper.make_tensor("zero", TensorProto.INT64, [1], [0]))
+    return b.Add(grid, zeros)
 
 
 WHERE_MOVERS = ("Reshape", "Concat", "Gather")
@@ -109,15 +105,16 @@ def where_as_gathered_index(node: onnx.NodeProto, context: AdapterContext):
     onnxruntime has no bfloat16 Expand, so a and b are not broadcast themselves)."""
     if _moved_type(node, context, 1, WHERE_MOVERS) is None:
         return None
-    condition, a, b = node.input
-    w = NodeWriter(node, context)
-    flat = w.int64s("flat", [-1])
-    a_flat, b_flat = w.add("Reshape", [a, flat], "a_flat"), w.add("Reshape", [b, flat], "b_flat")
-    a_positions = _positions(w, a, "a_positions")
-    b_positions = _positions(w, b, "b_positions", start=_scalar_of_shape(w, a_flat, "a_count"))
-    picked = w.add("Where", [condition, a_positions, b_positions], "picked")
-    both = w.add("Concat", [a_flat, b_flat], "both", axis=0)
-    return w.last("Gather", [both, picked], node.output, axis=0)
+    condition, a, b_ = node.input
+    b = context.builder(node)
+    flat = b.ints([-1], "flat")
+    a_flat, b_flat = b.Reshape(a, flat), b.Reshape(b_, flat)
+    a_positions = _positions(b, a)
+    b_positions = _positions(b, b_, start=_scalar_of_shape(b, a_flat))
+    picked = b.Where(condition, a_positions, b_positions)
+    both = b.Concat(a_flat, b_flat, axis=0)
+    b.Gather(both, picked, axis=0, outputs=node.output)
+    return b.nodes
 
 
 # Cases: test_compress_bfloat16 to 27
@@ -135,13 +132,14 @@ def compress_as_gather(node: onnx.NodeProto, context: AdapterContext):
         return None
     x, condition = node.input[:2]
     axis = attribute_of(node, "axis")
-    w = NodeWriter(node, context)
+    b = context.builder(node)
     if axis is None:
-        x, axis = w.add("Reshape", [x, w.int64s("flat", [-1])], "flat_x"), 0
-    length = w.add("Gather", [w.add("Shape", [x], "x_shape"), w.int64s("axis", [axis])], "length", axis=0)
-    kept = w.add("Slice", [condition, w.int64s("start", [0]), length, w.int64s("slice_axis", [0])], "kept")
-    chosen = w.add("Reshape", [w.add("NonZero", [kept], "true_entries"), w.int64s("list", [-1])], "chosen")
-    return w.last("Gather", [x, chosen], node.output, axis=axis)
+        x, axis = b.Reshape(x, b.ints([-1], "flat")), 0
+    length = b.Gather(b.Shape(x), b.ints([axis], "axis"), axis=0)
+    kept = b.Slice(condition, b.ints([0], "start"), length, b.ints([0], "slice_axis"))
+    chosen = b.Reshape(b.NonZero(kept), b.ints([-1], "list"))
+    b.Gather(x, chosen, axis=axis, outputs=node.output)
+    return b.nodes
 
 
 # Cases: the explicit int64-depth case to 27 (see ORACLE_GAPS in tests/rules/versions/test_adapter_registry.py)
@@ -158,18 +156,14 @@ def one_hot_values_gathered(node: onnx.NodeProto, context: AdapterContext):
         return None
     indices, depth, values = node.input
     carrier = TensorProto.INT64 if element_type_of(context.type_of(depth)) == TensorProto.INT64 else TensorProto.FLOAT
-    w = NodeWriter(node, context)
-    ones = w.add(
-        "ConstantOfShape",
-        [w.add("Shape", [values], "values_shape")],
-        "ones",
-        value=helper.make_tensor("one", carrier, [1], [1]),
-    )
-    off_on = w.add("CumSum", [ones, w.scalar("axis", 0, TensorProto.INT64)], "off_on", exclusive=1)
-    hot = w.add("OneHot", [indices, depth, off_on], "hot", **_attributes(node))
+    b = context.builder(node)
+    ones = b.ConstantOfShape(b.Shape(values), value=helper.make_tensor("one", carrier, [1], [1]))
+    off_on = b.CumSum(ones, b.scalar(0, TensorProto.INT64, "axis"), exclusive=1)
+    hot = b.OneHot(indices, depth, off_on, **_attributes(node))
     if carrier != TensorProto.INT64:
-        hot = w.add("Cast", [hot], "hot_index", to=TensorProto.INT64)
-    return w.last("Gather", [values, hot], node.output, axis=0)
+        hot = b.Cast(hot, to=TensorProto.INT64)
+    b.Gather(values, hot, axis=0, outputs=node.output)
+    return b.nodes
 
 
 def _attributes(node: onnx.NodeProto) -> dict:
@@ -191,17 +185,12 @@ def reverse_sequence_of_positions(node: onnx.NodeProto, context: AdapterContext)
     x, lens = node.input
     time_axis = attribute_of(node, "time_axis")
     time_axis = 0 if time_axis is None else time_axis
-    w = NodeWriter(node, context)
-    ones = w.add(
-        "ConstantOfShape",
-        [w.add("Shape", [x], "x_shape")],
-        "ones",
-        value=helper.make_tensor("one", TensorProto.INT64, [1], [1]),
-    )
-    axis = w.scalar("time_axis", time_axis, TensorProto.INT64)
-    positions = w.add("CumSum", [ones, axis], "positions", exclusive=1)
-    reversed_positions = w.add("ReverseSequence", [positions, lens], "reversed", **_attributes(node))
-    return w.last("GatherElements", [x, reversed_positions], node.output, axis=time_axis)
+    b = context.builder(node)
+    ones = b.ConstantOfShape(b.Shape(x), value=helper.make_tensor("one", TensorProto.INT64, [1], [1]))
+    positions = b.CumSum(ones, b.scalar(time_axis, TensorProto.INT64, "time_axis"), exclusive=1)
+    reversed_positions = b.ReverseSequence(positions, lens, **_attributes(node))
+    b.GatherElements(x, reversed_positions, axis=time_axis, outputs=node.output)
+    return b.nodes
 
 
 EQUAL_MOVERS = ("Expand", "Reshape", "Concat", "Unique")
@@ -224,17 +213,18 @@ def equal_strings_by_unique(node: onnx.NodeProto, context: AdapterContext):
         raise _refuse(node, context, untaken, "")
     _moved_type(node, context, 0, EQUAL_MOVERS)
     x, y = node.input
-    w = NodeWriter(node, context)
-    x_wide = w.add("Expand", [x, w.add("Shape", [y], "y_shape")], "x_broadcast")
-    y_wide = w.add("Expand", [y, w.add("Shape", [x_wide], "x_broadcast_shape")], "y_broadcast")
-    flat = w.int64s("flat", [-1])
-    x_flat, y_flat = w.add("Reshape", [x_wide, flat], "x_flat"), w.add("Reshape", [y_wide, flat], "y_flat")
-    both = w.add("Concat", [x_flat, y_flat], "both", axis=0)
-    numbered = context.fresh(f"{w.hint}_numbered")
-    w.last("Unique", [both], [context.fresh(f"{w.hint}_unique"), "", numbered])
-    count = w.add("Shape", [x_flat], "count")
-    start, end = w.int64s("start", [0]), w.int64s("end", [INT64_MAX])
-    x_numbers = w.add("Slice", [numbered, start, count], "x_numbers")
-    y_numbers = w.add("Slice", [numbered, count, end], "y_numbers")
-    same = w.add("Equal", [x_numbers, y_numbers], "same")
-    return w.last("Gather", [same, _positions(w, x_wide, "x_positions")], node.output, axis=0)
+    b = context.builder(node)
+    x_wide = b.Expand(x, b.Shape(y))
+    y_wide = b.Expand(y, b.Shape(x_wide))
+    flat = b.ints([-1], "flat")
+    x_flat, y_flat = b.Reshape(x_wide, flat), b.Reshape(y_wide, flat)
+    both = b.Concat(x_flat, y_flat, axis=0)
+    numbered = b.fresh("numbered")
+    b.Unique(both, outputs=[b.fresh("unique"), "", numbered])
+    count = b.Shape(x_flat)
+    start, end = b.ints([0], "start"), b.ints([INT64_MAX], "end")
+    x_numbers = b.Slice(numbered, start, count)
+    y_numbers = b.Slice(numbered, count, end)
+    same = b.Equal(x_numbers, y_numbers)
+    b.Gather(same, _positions(b, x_wide), axis=0, outputs=node.output)
+    return b.nodes
