@@ -449,14 +449,6 @@ def constant_ints(node: onnx.NodeProto, context: AdapterContext, index: int = 1)
         return None
 
 
-def int64_constant(context: AdapterContext, hint: str, values: list[int]) -> tuple[onnx.NodeProto, str]:
-    """A Constant node holding ``values`` as a 1-D int64 tensor (axes, sizes, pads, bounds), and
-    the fresh name of its output."""
-    name = context.fresh(hint)
-    value = helper.make_tensor(name, onnx.TensorProto.INT64, [len(values)], [int(v) for v in values])
-    return helper.make_node("Constant", [], [name], name=context.fresh(f"{name}_constant"), value=value), name
-
-
 def require_types_taken(node: onnx.NodeProto, context: AdapterContext, *, unknown_refused: bool = False) -> None:
     """Raise NotLowered where the op's version in force at the target opset cannot take
     ``node``'s inputs as typed: one whose known type it does not take, or two bound to one type
@@ -495,36 +487,3 @@ def _takes_fewer(op_type: str, context: AdapterContext, index: int) -> bool:
     """Input ``index`` of the op's version at the target lacks a type its version at the source takes."""
     taken = schemas.input_type_strings(op_type, context.target_opset, index)
     return not schemas.input_type_strings(op_type, context.source_opset, index) <= taken
-
-
-class NodeWriter:
-    """The nodes an adapter writes in place of ``node``, in order: each new value named
-    ``{hint}_{suffix}`` and each node ``{hint}_{op}`` (fresh), the hint being ``hint`` where
-    given (the nodes of a subgraph), else the node's name, else its first output."""
-
-    def __init__(self, node: onnx.NodeProto, context: AdapterContext, hint: str | None = None) -> None:
-        self.context = context
-        self.hint = hint or node.name or node.output[0]
-        self.nodes: list[onnx.NodeProto] = []
-
-    def add(self, op_type: str, inputs: list[str], suffix: str, **attributes) -> str:
-        """Write ``op_type(inputs)``; its one output's fresh name."""
-        output = self.context.fresh(f"{self.hint}_{suffix}")
-        self.last(op_type, inputs, [output], **attributes)
-        return output
-
-    def last(self, op_type: str, inputs: list[str], outputs, **attributes) -> list[onnx.NodeProto]:
-        """Write ``op_type(inputs)`` into ``outputs`` (the node's own); every node written."""
-        name = self.context.fresh(f"{self.hint}_{op_type}")
-        self.nodes.append(helper.make_node(op_type, inputs, list(outputs), name=name, **attributes))
-        return self.nodes
-
-    def scalar(self, suffix: str, value, element_type: int) -> str:
-        """A Constant holding ``value`` as a 0-D tensor of ``element_type``."""
-        return self.add("Constant", [], suffix, value=helper.make_tensor(suffix, element_type, [], [value]))
-
-    def int64s(self, suffix: str, values: list[int]) -> str:
-        """A Constant holding ``values`` as a 1-D int64 tensor (:func:`int64_constant`)."""
-        constant, name = int64_constant(self.context, f"{self.hint}_{suffix}", values)
-        self.nodes.append(constant)
-        return name

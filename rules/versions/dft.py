@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import onnx
 
-from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, int64_constant, moved
+from lowering import floats, schemas
+from lowering.adapters import AdapterContext, adapter, attribute_of, moved
 from lowering.errors import NotLowered
 
 DFT_20 = "version 20 takes the axis as an optional input (default -2); version 17 as an attribute (default 1)"
@@ -31,7 +31,7 @@ def dft_axis_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
                 f"DFT-20 takes its axis from '{node.input[_AXIS_INPUT]}', which is computed at "
                 f"run time, so it cannot go to opset {context.target_opset} where axis is an attribute"
             )
-        (axis,) = onnx.numpy_helper.to_array(tensor).reshape(-1).tolist()
+        (axis,) = floats.array_of(tensor).reshape(-1).tolist()
     result = moved(node, axis=int(axis))
     del result.input[_AXIS_INPUT:]
     while result.input and not result.input[-1]:
@@ -47,16 +47,8 @@ def dft_axis_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     DFT-17's default axis (1) is not DFT-20's (-2), so the axis is always written."""
     axis = attribute_of(node, "axis")
     axis = DEFAULT_AXIS_17 if axis is None else axis
-    constant, name = int64_constant(context, f"{node.name or node.output[0]}_axis", [axis])
-    result = moved(node, dropped=("axis",))
-    while len(result.input) < _AXIS_INPUT:
-        result.input.append("")
-    del result.input[_AXIS_INPUT:]
-    result.input.append(name)
-    return [_scalar(constant), result]
-
-
-def _scalar(constant: onnx.NodeProto) -> onnx.NodeProto:
-    """The Constant made a 0-D tensor (DFT-20's axis is a scalar)."""
-    constant.attribute[0].t.ClearField("dims")
-    return constant
+    b = context.builder(node)
+    axis_input = b.scalar(axis, onnx.TensorProto.INT64, "axis")  # (DFT-20's axis is a scalar)
+    inputs = [*node.input[:_AXIS_INPUT], *[""] * (_AXIS_INPUT - len(node.input)), axis_input.name]
+    b.moved(node, inputs=inputs, dropped=("axis",))
+    return b.nodes
