@@ -211,34 +211,39 @@ def attribute_in(name: str, values: frozenset[str]) -> Predicate:
 
 @dataclass
 class AdapterContext:
-    """What an adapter may use: the opsets, fresh names, and the type of a value with as much
-    shape as is known (None when unknown)."""
+    """What an adapter may use: the opsets, fresh names, constants, and the type of a value in
+    the vocabulary of :class:`lowering.scopes.Scope`: :meth:`type_of` as the model states it (or
+    the op schemas give its element type), ``inferred_type_of`` with the shapes onnx inference
+    adds, :meth:`judged_type_of` where only its schema string is read (None when unknown)."""
 
     source_opset: int
     target_opset: int
     names: NameAllocator
-    type_of: Callable[[str], onnx.TypeProto | None]
+    inferred_type_of: Callable[[str], onnx.TypeProto | None]
     constant_of: Callable[[str], onnx.TensorProto | None] = lambda name: None
-    # The type of a value where only its schema string is read (what a version step's type
-    # lists judge): the fast path then matches later nodes by that string, not by their shapes.
-    judged_type_of: Callable[[str], onnx.TypeProto | None] | None = None
-    # The type of a value as the model states it (or the op schemas give its element type),
-    # without asking onnx inference for the whole graph: for what only tidies a result.
-    stated_type_of: Callable[[str], onnx.TypeProto | None] | None = None
+    # How judged_type_of reads a type (what a version step's type lists judge): the fast path
+    # then matches later nodes by its schema string, not by their shapes. None: inferred_type_of.
+    judged_types: Callable[[str], onnx.TypeProto | None] | None = None
+    # How type_of reads a type, without asking onnx inference for the whole graph. None: inferred_type_of.
+    stated_types: Callable[[str], onnx.TypeProto | None] | None = None
 
-    def type_for_judging(self, name: str) -> onnx.TypeProto | None:
+    def type_of(self, name: str) -> onnx.TypeProto | None:
+        """The type of ``name`` as the model states it: for what only tidies a result."""
+        return (self.stated_types or self.inferred_type_of)(name)
+
+    def judged_type_of(self, name: str) -> onnx.TypeProto | None:
         """The type of ``name``, of which only the schema string (:func:`schemas.type_string`) is read."""
-        return (self.judged_type_of or self.type_of)(name)
+        return (self.judged_types or self.inferred_type_of)(name)
 
     def shape_of(self, name: str) -> list[int | str | None] | None:
         """The dimensions of a tensor (an int, a symbol or None each), None where the rank is unknown."""
-        return self._shape_in(self.type_of, name)
+        return self._shape_in(self.inferred_type_of, name)
 
     def stated_rank_of(self, name: str) -> int | None:
         """The rank of a tensor where the model states it (or it is a constant); None else, where
         :meth:`rank_of` may still know it from onnx inference of the whole graph. For a form that
         only tidies a result that holds without it."""
-        shape = self._shape_in(self.stated_type_of or self.type_of, name)
+        shape = self._shape_in(self.type_of, name)
         return None if shape is None else len(shape)
 
     def _shape_in(self, type_of: Callable[[str], onnx.TypeProto | None], name: str) -> list | None:
@@ -462,7 +467,7 @@ def require_types_taken(node: onnx.NodeProto, context: AdapterContext, *, unknow
     target = f"{node.op_type}-{schema.since_version}"
     bound: dict[str, tuple[str, str]] = {}
     for index, name in enumerate(node.input):
-        type_proto = context.type_for_judging(name) if name else None
+        type_proto = context.judged_type_of(name) if name else None
         if index >= len(schema.inputs):
             continue
         if type_proto is None:

@@ -269,7 +269,7 @@ class Builder:
         constant = self._scope.constant_value(value.name)
         if constant is not None:
             return list(constant.dims)
-        type_proto = self._scope.shaped_type_of(value.name)
+        type_proto = self._scope.inferred_type_of(value.name)
         if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
             return None
         tensor = type_proto.tensor_type

@@ -407,7 +407,7 @@ class Legalizer:
         for position in expansion.shaped_inputs:  # (the shapes its repair reads, where held)
             name = node.input[position] if position < len(node.input) else ""
             if name and name not in known:
-                stated[position] = scope.type_with_held_shape(name, index)
+                stated[position] = scope.held_type_of(name, index)
         names = self.names
         mark = names.mark()
         try:
@@ -627,7 +627,7 @@ class _CannotMove(Exception):
 
 def _shaped(scope: Scope, name: str, index: int) -> onnx.TypeProto | None:
     """An input's type with its shape where inference knows it."""
-    return scope.shaped_type_of(name) or scope.type_of(name, index)
+    return scope.inferred_type_of(name) or scope.type_of(name, index)
 
 
 def _inferred_body(graph: onnx.GraphProto, types: dict, opset: int, model: onnx.ModelProto) -> onnx.GraphProto | None:

@@ -605,7 +605,7 @@ def function_expansion(
     result, such as LayerNormalization's one-pass variance), applied as it is built, with the
     node's input types where the body is built from them (none for a body that is not).
     ``shaped_inputs``: the inputs whose shapes the repair reads where the model states them or
-    an initializer or Constant holds them (:meth:`lowering.scopes.Scope.type_with_held_shape`),
+    an initializer or Constant holds them (:meth:`lowering.scopes.Scope.held_type_of`),
     never inferred for it."""
 
     def register(precondition: Precondition) -> Precondition:

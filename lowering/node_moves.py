@@ -108,7 +108,7 @@ def move(
     converter's; LoweringError where none can. ``local_constants``, ``local_types``: values
     and types of what was made beside the node and is not yet in the graph (a function body's);
     ``judge``: whether a node keeps its meaning across the steps (:func:`keeps_meaning`)."""
-    constant_value, type_of, shaped_type_of = scope.constant_value, scope.type_of, scope.shaped_type_of
+    constant_value, type_of, inferred_type_of = scope.constant_value, scope.type_of, scope.inferred_type_of
     judged_type_of = scope.judged_type_of  # (the version step's judgement reads only a type's schema string)
     if local_types:
 
@@ -116,7 +116,7 @@ def move(
             found = local_types.get(name)
             return found if found is not None else scope.type_of(name)
 
-        shaped_type_of = judged_type_of = type_of
+        inferred_type_of = judged_type_of = type_of
     if local_constants:
 
         def constant_value(name: str) -> onnx.TensorProto | None:
@@ -139,10 +139,10 @@ def move(
                 source_opset,
                 scope.opset,
                 names,
-                shaped_type_of,
+                inferred_type_of,
                 constant_value,
                 judged_type_of,
-                stated_type_of=type_of,
+                stated_types=type_of,
             )
             try:
                 adapted = found.function(node, context)
@@ -158,7 +158,7 @@ def move(
                 raise LoweringError(f"{location}: {untaken}")
             report.adapted[moved] += 1
             return [node]
-    types = {name: shaped_type_of(name) for name in node.input if name}
+    types = {name: inferred_type_of(name) for name in node.input if name}
     constants = {name: constant_value(name) for name in node.input if name}
     converted = version_steps.convert_node(
         node,

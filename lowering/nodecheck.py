@@ -40,7 +40,7 @@ def check_at_target(
     nodes = [node] if not result else result
     if any(n.attribute and holds_graphs(n) for n in nodes):
         return False
-    judged_type_of = scope.shaped_type_of if shapes else scope.judged_type_of
+    judged_type_of = scope.inferred_type_of if shapes else scope.judged_type_of
     opset = scope.opset
     produced: set[str] = set()
     outside: list[str] = []
@@ -77,7 +77,7 @@ def check_at_target(
     stated = []
     if shapes:
         for name in node.output:
-            value_type = scope.shaped_type_of(name) if name else None
+            value_type = scope.inferred_type_of(name) if name else None
             if value_type is not None:
                 stated.append(onnx.helper.make_value_info(name, value_type))
     graph = onnx.helper.make_graph([*stand_ins, *nodes], "checked", graph_inputs, [], value_info=stated)

@@ -95,7 +95,7 @@ class PlainPath:
 
     def infers_locally(self) -> bool:
         """Whether the main graph's scope asks onnx's inference of the nodes back from a value
-        for its shape before the whole graph's (:meth:`lowering.scopes.Scope.shaped_type_of`):
+        for its shape before the whole graph's (:meth:`lowering.scopes.Scope.inferred_type_of`):
         not here."""
         return False
 

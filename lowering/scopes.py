@@ -258,6 +258,13 @@ class Scope:
     Nothing here walks the whole graph unless it must: a value's producer is first looked for
     among the few nodes before the node that reads it, and element types follow from the op
     schemas only back along the values a rewrite needs.
+
+    The type of a value, in one vocabulary (the version adapters' context speaks it too):
+    :meth:`type_of` as the graph states it or the op schemas give its element type (no onnx
+    inference of the whole graph); :meth:`held_type_of` with the shape the graph states or a
+    constant holds; :meth:`inferred_type_of` with the shapes onnx inference adds;
+    :meth:`judged_type_of` where only its schema string is read; :meth:`type_string_of` that
+    string.
     """
 
     def __init__(
@@ -295,7 +302,7 @@ class Scope:
         self._producer_map: dict[str, tuple[onnx.NodeProto, int, int]] | None = None
         self._initializer_map: dict[str, onnx.TensorProto] | None = None
         self._identity_map: dict[str, str] | None = None
-        self.shape_reads = 0  # calls of shaped_type_of, direct or by folding
+        self.shape_reads = 0  # calls of inferred_type_of, direct or by folding
         self._integer_values: dict[str, onnx.TensorProto | None] = {}  # folded by constant_value
         self._folding_depth = 0
         self._element_types: dict[str, int] = {}  # propagated from the schemas; 0: unknown
@@ -442,7 +449,7 @@ class Scope:
         self._integer_values[name] = None  # (a cycle folds nothing)
         self._folding_depth += 1
         try:
-            found = integer_value_of(node, output_index, self.constant_value, self.shaped_type_of, self.source_opset)
+            found = integer_value_of(node, output_index, self.constant_value, self.inferred_type_of, self.source_opset)
         finally:
             self._folding_depth -= 1
         if found is not None:
@@ -497,7 +504,7 @@ class Scope:
         type_proto = self.type_of(name, reader)
         return None if type_proto is None else type_string(type_proto)
 
-    def shaped_type_of(self, name: str, reader: int | None = None) -> onnx.TypeProto | None:
+    def inferred_type_of(self, name: str, reader: int | None = None) -> onnx.TypeProto | None:
         """The type of a value visible here with as much shape as is known: declared with a
         shape, else as onnx inference gives it in the original model, else as :meth:`type_of`.
         Counted in ``shape_reads`` (what the driver asks to know whether a result was made from
@@ -520,7 +527,7 @@ class Scope:
             scope = scope.parent
         return self.type_of(name)
 
-    def type_with_held_shape(self, name: str, reader: int | None = None) -> onnx.TypeProto | None:
+    def held_type_of(self, name: str, reader: int | None = None) -> onnx.TypeProto | None:
         """:meth:`type_of`, with the shape the graph states for the value, or the dimensions of
         the initializer or Constant holding it (never inferred)."""
         found = self.type_of(name, reader)

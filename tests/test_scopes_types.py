@@ -180,7 +180,7 @@ def test_a_conversions_type_reads_give_every_value_the_same_type(path):
 
 
 def test_a_held_shape_is_an_initializers_or_constants_own_never_a_fed_inputs():
-    """``type_with_held_shape``: the shape an initializer or a Constant holds, also through
+    """``held_type_of``: the shape an initializer or a Constant holds, also through
     Identity nodes (TorchScript reads shared weights through one) and from an enclosing
     graph; none for a graph input, even one an initializer of its name gives a default (a
     feed may replace it with another shape); a stated shape as stated."""
@@ -206,7 +206,7 @@ def test_a_held_shape_is_an_initializers_or_constants_own_never_a_fed_inputs():
     scope = Scope(graph, opset=17, location="g", names=NameAllocator(), twin=lambda: None)
 
     def dims(name: str) -> list | None:
-        found = scope.type_with_held_shape(name)
+        found = scope.held_type_of(name)
         if not found.tensor_type.HasField("shape"):
             return None
         return [d.dim_value or d.dim_param for d in found.tensor_type.shape.dim]
@@ -219,7 +219,7 @@ def test_a_held_shape_is_an_initializers_or_constants_own_never_a_fed_inputs():
     branch = helper.make_graph([helper.make_node("Identity", ["read"], ["inner"])], "b", [], [])
     inner = scope.subgraph(branch, 0, "then_branch", None, "g > then")
     for name in ("inner", "read"):  # (through the branch's Identity and the main graph's)
-        assert [d.dim_value for d in inner.type_with_held_shape(name).tensor_type.shape.dim] == [6]
+        assert [d.dim_value for d in inner.held_type_of(name).tensor_type.shape.dim] == [6]
 
 
 def universe(nodes, value_info=(), initializers=(), opset: int = 18) -> frozenset[int] | None:

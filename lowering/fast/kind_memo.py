@@ -124,8 +124,8 @@ class _RecordingScope:
         slot = self._slots.get(name)
         if read == "judged_type_of" or read == "type_of":
             answer = self._scope.type_of(name, _reader(slot, self._index))
-        elif read == "shaped_type_of":
-            answer = self._scope.shaped_type_of(name, _reader(slot, self._index))
+        elif read == "inferred_type_of":
+            answer = self._scope.inferred_type_of(name, _reader(slot, self._index))
         else:
             answer = getattr(self._scope, read)(name)
         key = _answer_key(answer, read)
@@ -141,14 +141,14 @@ class _RecordingScope:
     def judged_type_of(self, name: str):
         return self._read("judged_type_of", name)
 
-    def shaped_type_of(self, name: str, reader: int | None = None):
-        return self._read("shaped_type_of", name)
+    def inferred_type_of(self, name: str, reader: int | None = None):
+        return self._read("inferred_type_of", name)
 
     def constant_value(self, name: str):
         return self._read("constant_value", name)
 
-    def type_with_held_shape(self, name: str, reader: int | None = None):
-        return self._read("type_with_held_shape", name)
+    def held_type_of(self, name: str, reader: int | None = None):
+        return self._read("held_type_of", name)
 
 
 class _RecordingNames:
@@ -934,8 +934,8 @@ def _matching(recordings: list, scope, index: int, inputs: list, outputs: list, 
                 key = (read, name)
                 answer = answers.get(key, _UNRECORDABLE)
                 if answer is _UNRECORDABLE:
-                    if read == "shaped_type_of":
-                        found = scope.shaped_type_of(name, index if is_input else index + 1)
+                    if read == "inferred_type_of":
+                        found = scope.inferred_type_of(name, index if is_input else index + 1)
                     else:
                         found = getattr(scope, read)(name)
                     answer = answers[key] = _answer_key(found, read)

@@ -65,7 +65,7 @@ def last_index_by_reversed_axis(node: onnx.NodeProto, context: AdapterContext):
     if not select_last:
         return [moved(node, dropped=("select_last_index",))]
 
-    type_proto = context.type_of(data)
+    type_proto = context.inferred_type_of(data)
     element_type = (
         type_proto.tensor_type.elem_type
         if type_proto is not None and type_proto.WhichOneof("value") == "tensor_type"

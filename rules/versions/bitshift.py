@@ -32,7 +32,7 @@ def shift_in_unsigned_carrier(node: onnx.NodeProto, context: AdapterContext):
     ~(~x >> s) for a negative x (:func:`_int64_right`)."""
     source = f"BitShift-{schemas.version_in_force('BitShift', context.source_opset)}"
     where = f"{source} cannot go to opset {context.target_opset}"
-    element_type = element_type_of(context.type_of(node.input[0]))
+    element_type = element_type_of(context.inferred_type_of(node.input[0]))
     if element_type is None:
         raise NotLowered(f"{where} without the type of its input '{node.input[0]}', which is unknown")
     bits = floats.numpy_dtype(element_type).itemsize * 8

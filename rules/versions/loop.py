@@ -31,7 +31,7 @@ def one_value_carried(node: onnx.NodeProto, context: AdapterContext):
     if not _carries_nothing(node):
         return None
     source_version = schemas.version_in_force("Loop", context.source_opset)
-    untaken = version_steps.untaken_output_refusal(node, source_version, context.target_opset, context.type_for_judging)
+    untaken = version_steps.untaken_output_refusal(node, source_version, context.target_opset, context.judged_type_of)
     if untaken is not None:
         raise NotLowered(f"{untaken}")
     b = context.builder(node)

@@ -373,7 +373,7 @@ def _eight_bit_widened(node: onnx.NodeProto, context: AdapterContext) -> int | N
     then pools the values as float, which holds every 8-bit integer exactly), else None."""
     if node.op_type != "MaxPool":
         return None
-    type_proto = context.type_for_judging(node.input[0])
+    type_proto = context.judged_type_of(node.input[0])
     if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
         return None
     element_type = type_proto.tensor_type.elem_type

@@ -32,7 +32,7 @@ LATER_ATTRIBUTES = ("saturate", "block_size", "output_dtype", "precision")  # ve
 
 
 def _element_type(context: AdapterContext, name: str) -> int | None:
-    type_proto = context.type_of(name) if name else None
+    type_proto = context.inferred_type_of(name) if name else None
     if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
         return None
     return type_proto.tensor_type.elem_type or None

@@ -103,7 +103,7 @@ def _bool_carrier(node: onnx.NodeProto, context: AdapterContext) -> int | None:
     where the target's version takes no bool: uint8 where taken, else int32; None otherwise."""
     if node.op_type not in ("ReduceMax", "ReduceMin"):
         return None
-    if element_type_of(context.type_for_judging(node.input[0])) != onnx.TensorProto.BOOL:
+    if element_type_of(context.judged_type_of(node.input[0])) != onnx.TensorProto.BOOL:
         return None
     taken = schemas.input_element_types(node.op_type, context.target_opset)
     if onnx.TensorProto.BOOL in taken:
@@ -124,8 +124,8 @@ def _bool_carried(node: onnx.NodeProto, context: AdapterContext, step: int, carr
     carried.output[0] = b.fresh("reduced")
     context_carried = dataclasses.replace(
         context,
-        type_of=_retyped(context.type_of, x_carried.name, node.input[0], carrier),
-        judged_type_of=None,
+        inferred_type_of=_retyped(context.inferred_type_of, x_carried.name, node.input[0], carrier),
+        judged_types=None,
     )
     b.nodes.extend(_axes_to_attribute(carried, context_carried, step))
     b.Greater(carried.output[0], b.scalar(0, carrier, "zero"), outputs=[node.output[0]])
@@ -185,7 +185,7 @@ def _axes_chosen_at_run_time(
     given = node.input[1]
     first = f"{node.op_type}-{version} takes its axes from '{given}', which is computed at run time"
     rank = context.rank_of(node.input[0])
-    element_type = element_type_of(context.type_of(node.input[0]))
+    element_type = element_type_of(context.inferred_type_of(node.input[0]))
     why = None
     if rank is None or not element_type:
         why = f"the rank or type of its input '{node.input[0]}' is not known, so no reduction can be written per choice"

@@ -76,7 +76,7 @@ def _zeros_are_x_own(x_shape: list, result_shape: list | None) -> bool:
 
 def _empty_of_shape(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """x holds no element: the result is a zero of x's type expanded to ``s`` (-1 taken as 0)."""
-    type_proto = context.type_of(node.input[0])
+    type_proto = context.inferred_type_of(node.input[0])
     element_type = type_proto.tensor_type.elem_type if type_proto is not None else 0
     if not element_type:
         raise NotLowered(

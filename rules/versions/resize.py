@@ -236,7 +236,7 @@ def _spread_over_every_axis(
 
 
 def _element_type(context: AdapterContext, name: str) -> int | None:
-    type_proto = context.type_of(name)
+    type_proto = context.inferred_type_of(name)
     if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
         return None
     return type_proto.tensor_type.elem_type or None

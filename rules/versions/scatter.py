@@ -62,7 +62,7 @@ def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list
     reduction = _reduction(node, context)
     combine = {"add": "Add", "mul": "Mul"}[reduction]
     data, indices, updates = node.input[:3]
-    data_type = context.type_of(data)
+    data_type = context.inferred_type_of(data)
     element_type = data_type.tensor_type.elem_type if data_type is not None else 0
     if not element_type or not schemas.accepts(combine, context.target_opset, element_type):
         what = "of unknown type" if not element_type else f"of type {schemas.type_name(element_type)}"

@@ -58,7 +58,7 @@ def _axes_chosen_at_run_time(node: onnx.NodeProto, context: AdapterContext, vers
     given = node.input[1]
     first = f"{node.op_type}-{version} takes its axes from '{given}', which is computed at run time"
     rank = context.rank_of(node.input[0])
-    element_type = element_type_of(context.type_of(node.input[0]))
+    element_type = element_type_of(context.inferred_type_of(node.input[0]))
     shape = context.shape_of(given)
     count = shape[0] if shape is not None and len(shape) == 1 and isinstance(shape[0], int) else None
     if count == 0 and node.op_type == "Squeeze":

@@ -30,7 +30,7 @@ def _untaken(node: onnx.NodeProto, context: AdapterContext):
     """The first input whose type the target's version of the op does not take (see
     :func:`lowering.version_steps.untaken_type`), None where every known type is taken."""
     source_version, target_version = _versions(node, context)
-    input_types = [context.type_for_judging(name) if name else None for name in node.input]
+    input_types = [context.judged_type_of(name) if name else None for name in node.input]
     return version_steps.untaken_type(node, source_version, target_version, input_types)
 
 
@@ -71,7 +71,7 @@ def integers_compared(node: onnx.NodeProto, context: AdapterContext):
     untaken = _untaken(node, context)
     if untaken is None:
         return None
-    element_type = element_type_of(context.type_of(node.input[0]))
+    element_type = element_type_of(context.inferred_type_of(node.input[0]))
     if not floats.is_integer(element_type):
         raise _refuse(node, context, untaken)
     b = context.builder(node)
@@ -123,7 +123,7 @@ def small_integers_in_32_bits(node: onnx.NodeProto, context: AdapterContext):
     untaken = _untaken(node, context)
     if untaken is None:
         return None
-    element_type = element_type_of(context.type_of(node.input[0]))
+    element_type = element_type_of(context.inferred_type_of(node.input[0]))
     wide = SMALL_INTEGERS.get(element_type)
     if wide is None:
         raise _refuse(node, context, untaken)
@@ -168,7 +168,7 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     as Not(Equal(r, r)) from opset 11, by IsNaN before (which a caller may ask to lower)."""
     if not _fmod_zero(node):
         return None
-    type_proto = context.type_of(node.input[0])
+    type_proto = context.inferred_type_of(node.input[0])
     element_type = element_type_of(type_proto)
     source_version, _ = _versions(node, context)
     if element_type is None:
@@ -304,13 +304,13 @@ def power_in_double(node: onnx.NodeProto, context: AdapterContext):
     (onnx.reference). Refused: float16 and bfloat16, integer bases with exponents onnxruntime has
     no kernel for (onnx.reference powers those exactly), float32 with 8- and 16-bit exponents
     (numpy powers those in float32), and a possible 2 or 3 per span where shapes are not known."""
-    base_type = element_type_of(context.type_for_judging(node.input[0]))
-    exponent_type = element_type_of(context.type_for_judging(node.input[1]))
+    base_type = element_type_of(context.judged_type_of(node.input[0]))
+    exponent_type = element_type_of(context.judged_type_of(node.input[1]))
     if base_type is None or exponent_type is None:
         return None  # judged as any node: an input of a known type Pow-7 lacks is refused there
     source_version, target_version = _versions(node, context)
     taken = schemas.input_type_strings("Pow", context.target_opset, 0)
-    typed = [schemas.type_string(context.type_for_judging(name)) for name in node.input[:2]]
+    typed = [schemas.type_string(context.judged_type_of(name)) for name in node.input[:2]]
     if base_type == exponent_type and typed[0] in taken:
         return None
     where = f"Pow-{source_version} cannot go to opset {context.target_opset}"
@@ -435,13 +435,13 @@ def float16_scales_as_float(node: onnx.NodeProto, context: AdapterContext):
     untaken = _untaken(node, context)
     if untaken is None:
         return None
-    scale_type = element_type_of(context.type_of(node.input[1]))
+    scale_type = element_type_of(context.inferred_type_of(node.input[1]))
     if scale_type != TensorProto.FLOAT16:
         raise _refuse(node, context, untaken)
     scales = _float_only_inputs(node, context.target_opset)
     quantized = [index for index in range(len(node.input)) if index not in scales]
     taken = [schemas.input_type_strings(node.op_type, context.target_opset, index) for index in quantized]
-    typed = [context.type_for_judging(node.input[index]) for index in quantized]
+    typed = [context.judged_type_of(node.input[index]) for index in quantized]
     if any(t is not None and schemas.type_string(t) not in ok for t, ok in zip(typed, taken, strict=True)):
         raise _refuse(node, context, untaken, "; its quantized values are of a type version 10 lacks too")
     b = context.builder(node)

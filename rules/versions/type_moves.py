@@ -36,7 +36,7 @@ def _untaken(node: onnx.NodeProto, context: AdapterContext):
     """The first input whose type the target's version of the op does not take, None where every
     known type is taken (:func:`lowering.version_steps.untaken_type`)."""
     source_version, target_version = _versions(node, context)
-    input_types = [context.type_for_judging(name) if name else None for name in node.input]
+    input_types = [context.judged_type_of(name) if name else None for name in node.input]
     return version_steps.untaken_type(node, source_version, target_version, input_types)
 
 
@@ -53,7 +53,7 @@ def _moved_type(node: onnx.NodeProto, context: AdapterContext, index: int, mover
     untaken = _untaken(node, context)
     if untaken is None:
         return None
-    element_type = element_type_of(context.type_of(node.input[index]))
+    element_type = element_type_of(context.inferred_type_of(node.input[index]))
     lacking = [
         op for op in movers if element_type is None or not schemas.accepts(op, context.target_opset, element_type)
     ]
@@ -155,7 +155,11 @@ def one_hot_values_gathered(node: onnx.NodeProto, context: AdapterContext):
     if _moved_type(node, context, 2, ("Gather",)) is None:
         return None
     indices, depth, values = node.input
-    carrier = TensorProto.INT64 if element_type_of(context.type_of(depth)) == TensorProto.INT64 else TensorProto.FLOAT
+    carrier = (
+        TensorProto.INT64
+        if element_type_of(context.inferred_type_of(depth)) == TensorProto.INT64
+        else TensorProto.FLOAT
+    )
     b = context.builder(node)
     ones = b.ConstantOfShape(b.Shape(values), value=helper.make_tensor("one", carrier, [1], [1]))
     off_on = b.CumSum(ones, b.scalar(0, TensorProto.INT64, "axis"), exclusive=1)
