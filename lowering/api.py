@@ -9,7 +9,8 @@ from typing import Any
 
 import onnx
 
-from . import postcheck, schemas, version_steps
+from . import postcheck, schemas
+from .conversion import version_steps
 from .engine import Legalizer
 from .errors import IncompleteLowering, InternalError, LoweringError, NotLowered
 from .function_bodies import all_expansions

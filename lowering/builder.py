@@ -209,7 +209,7 @@ class Builder:
 
     Each op returns a typed :class:`Value`; output types come from the op's schema.
     ``constants``: the pool of scalars shared across the graph (rules); None for a builder whose
-    constants are made per node (a version adapter's, :meth:`lowering.adapters.AdapterContext.builder`).
+    constants are made per node (a version adapter's, :meth:`lowering.conversion.adapters.AdapterContext.builder`).
     """
 
     def __init__(

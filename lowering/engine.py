@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import onnx
 
-from . import function_bodies, node_moves, nodecheck, schemas, version_steps
+from . import function_bodies, nodecheck, schemas
 from .cleanup import remove_unused
+from .conversion import node_moves, version_steps
 from .decomposition import without_shapes
 from .errors import LoweringError, NotLowered
 from .folding import fold_integer_values
@@ -363,7 +364,7 @@ class Legalizer:
     ) -> tuple[list | None, LoweringError | None]:
         """Converting, an op a rule owns kept at the target as an op the rule does not own is:
         moved by its version's adapter where the versions differ in more than types (Resize-18's
-        antialias dropped at 13), else as :func:`lowering.node_moves.keep_owned` keeps it. The nodes
+        antialias dropped at 13), else as :func:`lowering.conversion.node_moves.keep_owned` keeps it. The nodes
         (None where neither can), and the adapter's refusal where it refused (for the message
         where the rule does not apply either)."""
         if node_moves.adapted_across(node, version, scope.opset):

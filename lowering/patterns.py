@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import adapters, function_bodies, schemas
+from . import function_bodies, schemas
+from .conversion import adapters
 from .registry import all_rules
 
 DECOMPOSITION, ADAPTER, FUNCTION_BODY = "decomposition", "version adapter", "function body"

@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import onnx
 
-from . import node_moves
 from .builder import Builder
+from .conversion import node_moves
 from .decomposition import check_input_accepted, decompose, input_value, rule_attributes
 from .errors import NotLowered
 from .naming import NameAllocator
@@ -82,8 +82,8 @@ class PlainPath:
         return self.driver.legalize(scope, node, index)
 
     def keeps_meaning(self, node: onnx.NodeProto, source_version: int, target_version: int, input_types: list) -> bool:
-        """Whether ``node`` keeps its meaning across the version steps (:func:`lowering.node_moves.keeps_meaning`),
-        judged here for every node."""
+        """Whether ``node`` keeps its meaning across the version steps
+        (:func:`lowering.conversion.node_moves.keeps_meaning`), judged here for every node."""
         return node_moves.keeps_meaning(node, source_version, target_version, input_types)
 
     def types_most_asked(self, visited: int) -> bool:

@@ -7,7 +7,7 @@ import numpy as np
 from onnx import TensorProto
 
 from lowering import schemas
-from lowering.adapters import as_text
+from lowering.conversion.adapters import as_text
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 

@@ -12,7 +12,8 @@ import onnx
 import pytest
 from support import GOLDEN, run_cli_in_process
 
-from lowering import adapters, floats, registry, schemas
+from lowering import floats, registry, schemas
+from lowering.conversion import adapters
 
 NEWER = schemas.newest_opset() + 1  # an op version the installed onnx cannot know
 

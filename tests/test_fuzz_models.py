@@ -297,7 +297,7 @@ def untouched_if_block(draw, space: Namespace, x: str, c: str, element_type: int
 
 
 def _opset_range(element_types: list[int], low: int) -> tuple[int, int]:
-    from lowering.version_steps import lowest_opset_for_type
+    from lowering.conversion.version_steps import lowest_opset_for_type
 
     return max([low] + [lowest_opset_for_type(t) for t in element_types]), schemas.newest_opset()
 
@@ -462,7 +462,7 @@ def _all_nodes(nodes):
 # -- the checks --------------------------------------------------------------------------------------
 
 # Refusals a drawn model may meet going down: onnx's converter has no adapter, or the target's
-# version of an op does not take a type the model uses (lowering.version_steps's words).
+# version of an op does not take a type the model uses (lowering.conversion.version_steps's words).
 DOCUMENTED_REFUSALS = ("version converter cannot take", "does not take (it takes")
 
 

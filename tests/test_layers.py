@@ -108,7 +108,7 @@ def test_only_the_command_line_imports_the_command_line():
 
 def test_patterns_and_facts_do_not_import_the_driver_or_the_api():
     upper = ("lowering.api", "lowering.engine", "lowering.plain_path", "lowering.verification", "lowering.cli")
-    below = {"lowering.schemas", "lowering.registry", "lowering.adapters"}
+    below = {"lowering.schemas", "lowering.registry", "lowering.conversion.adapters"}
     for module, imported in import_graph().items():
         if module.startswith("lowering.rules") or module in below:
             reached = {m for m in imported if any(m == layer or m.startswith(layer + ".") for layer in upper)}

@@ -19,7 +19,7 @@ from onnx import helper
 
 import lowering
 from lowering import schemas
-from lowering.version_steps import lowest_opset_for_type
+from lowering.conversion.version_steps import lowest_opset_for_type
 
 EXAMPLES = int(os.environ.get("ONNX_LOWER_PROPERTY_EXAMPLES", "30"))
 PROPERTY_SETTINGS = settings(

@@ -1,5 +1,5 @@
 """Version steps: which ones keep a node's meaning (judged from onnx.defs, then the known
-changes of lowering.adapters), the Softmax-family adapters, and never doing worse than
+changes of lowering.conversion.adapters), the Softmax-family adapters, and never doing worse than
 onnx.version_converter on whole models (real models, backend node models)."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from support import (
 from version_cases import node_cases, sweep_case
 
 import lowering
-from lowering import adapters, schemas, version_steps
+from lowering import schemas
+from lowering.conversion import adapters, version_steps
 from lowering.opcount import count_ops
 from lowering.verification.runtime import run_onnxruntime, run_reference
 

@@ -17,11 +17,11 @@ from support import (
 
 import lowering
 from lowering import schemas
+from lowering.conversion.version_steps import lowest_opset_for_type
 from lowering.opcount import count_ops
 from lowering.samples import sample_values
 from lowering.schemas import default_opset
 from lowering.verification.runtime import run_onnxruntime
-from lowering.version_steps import lowest_opset_for_type
 
 NEWEST = schemas.newest_opset()
 TARGETS = range(9, NEWEST + 1)
@@ -340,7 +340,7 @@ def test_a_node_onnx_converter_would_re_version_blindly_across_a_known_change_is
     result = lowering.lower_model(model, target_opset=20, ops=[])
     assert "lowered 1 x GroupNormalization-21 by its function body" in result.report.lines()
     assert "GroupNormalization" not in {node.op_type for node in result.model.graph.node}
-    from lowering import node_moves
+    from lowering.conversion import node_moves
 
     node = model.graph.node[0]
     with pytest.raises(lowering.LoweringError, match="takes scale and bias per channel"):

@@ -14,8 +14,9 @@ import textwrap
 
 import onnx
 
-from .. import adapters, function_bodies
+from .. import function_bodies
 from ..api import rules_table
+from ..conversion import adapters
 from ..patterns import ADAPTER, DECOMPOSITION, FUNCTION_BODY, all_patterns, first_paragraph, shorten
 from ..registry import all_rules
 

@@ -65,7 +65,7 @@ class Shortcuts:
     the node's hint, so a replay claims them at once (else they are asked for one by one, and
     no node is replayed without the driver looking at it). ``replay_together``: waiting
     replays are made column by column (else one by one). ``kind_memo``: a function body is
-    made ready, and a version step judged (:mod:`lowering.node_moves`), once per kind of node and
+    made ready, and a version step judged (:mod:`lowering.conversion.node_moves`), once per kind of node and
     shared (else for every node; with it, a kind's check at the target, :mod:`lowering.nodecheck`,
     is made once). ``lean_inference`` (with ``whole_bytes``): onnx's type inference, where
     the pass needs it, reads the model's bytes without the nodes' ``metadata_props`` and

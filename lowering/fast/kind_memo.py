@@ -648,7 +648,7 @@ def _written(plan: _ResultPlan, real: dict[str, str], node: onnx.NodeProto) -> b
 
 def _moved_fields(node: onnx.NodeProto, result: onnx.NodeProto) -> tuple[tuple[bytes, ...], bytes] | None:
     """Where ``result`` is ``node`` copied with some attributes dropped and others appended
-    (:func:`lowering.adapters.moved`): the dropped attributes' fields and the appended ones', as
+    (:func:`lowering.conversion.adapters.moved`): the dropped attributes' fields and the appended ones', as
     wire bytes; else None."""
     own = [attribute.SerializeToString() for attribute in node.attribute]
     produced = [attribute.SerializeToString() for attribute in result.attribute]

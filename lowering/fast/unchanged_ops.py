@@ -1,8 +1,8 @@
 """Ops whose nodes stay as they are at the target, decided once per op instead of per node.
 
 A node of op ``X`` written at version ``s`` is kept as it is at version ``t`` of the target
-(:func:`lowering.node_moves.move`: re-versioned, label ``X-s→t``) where no step between changes a
-node's meaning (:func:`lowering.version_steps.same_meaning`: same signature, no known change), no
+(:func:`lowering.conversion.node_moves.move`: re-versioned, label ``X-s→t``) where no step between changes a
+node's meaning (:func:`lowering.conversion.version_steps.same_meaning`: same signature, no known change), no
 adapter but one that serves only types the target does not take crosses the steps, and the
 target takes the node's types. The last holds for every node of ``X`` at once where the
 versions tie the same inputs and outputs to one type (one type parameter) and
@@ -36,8 +36,9 @@ import functools
 
 import onnx
 
-from .. import adapters, schemas, version_steps
-from ..node_moves import OPTIONAL_CONSTRUCTORS
+from .. import schemas
+from ..conversion import adapters, version_steps
+from ..conversion.node_moves import OPTIONAL_CONSTRUCTORS
 from ..plain_path import KeptByOp
 from ..registry import rule_for
 from ..scopes import Scope
@@ -139,7 +140,7 @@ class _Lane:
     def takes(self, attributes) -> bool:
         """Whether the node's ``attributes`` are the target schema's, of their types (an
         attribute it lacks, a graph under a ``__`` name among them, is judged by the walk:
-        :func:`lowering.version_steps.meaning_change`)."""
+        :func:`lowering.conversion.version_steps.meaning_change`)."""
         taken = self.taken
         for attribute in attributes:
             if taken.get(attribute.name) != attribute.type:
@@ -215,7 +216,7 @@ def _lane(op_type: str, source_opset: int, target_opset: int, universe: frozense
 def _judged(op_type: str, source: int, target: int) -> str | None:
     """How a node of ``op_type`` moving from version ``source`` to ``target`` is judged kept as
     it is wherever the target takes its types: "whole" where every step between keeps every
-    node's meaning (:func:`lowering.version_steps.same_meaning`); "by node" where the versions bind
+    node's meaning (:func:`lowering.conversion.version_steps.same_meaning`); "by node" where the versions bind
     inputs and outputs alike, default alike the attributes both have, and an adapter between
     leaves every node no known change affects (Constant-13 to 11: step 12 added value_float and
     others); None else, or where a rule owns the op, it holds graphs, or the versions tie other

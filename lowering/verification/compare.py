@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from .. import floats, schemas, version_steps
+from .. import floats, schemas
+from ..conversion import version_steps
 from ..errors import LoweringError
 from ..modelio import checkable
 from .feeds import Feed, FeedPlan, build_feeds, check_feeds, graph_inputs

@@ -1,5 +1,5 @@
 """The version adapters, one module per op family, and the known meaning changes of version
-steps; importing this package registers them all (lowering.adapters does on its first lookup)."""
+steps; importing this package registers them all (lowering.conversion.adapters does on its first lookup)."""
 
 from . import (  # noqa: F401
     argmax,

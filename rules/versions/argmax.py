@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
+from lowering.conversion.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 from lowering.errors import NotLowered
 
 ARG_12 = "version 12 adds select_last_index, which picks the last of equal extremes"

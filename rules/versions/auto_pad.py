@@ -7,7 +7,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import (
+from lowering.conversion.adapters import (
     KNOWN_CHANGES,
     AdapterContext,
     adapter,

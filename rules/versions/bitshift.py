@@ -7,7 +7,7 @@ import onnx
 from onnx import TensorProto
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, adapter, known_change, moved, text_attribute
+from lowering.conversion.adapters import AdapterContext, adapter, known_change, moved, text_attribute
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
+from lowering.conversion.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 from lowering.errors import NotLowered
 
 CAST_19 = "version 19 adds saturate, which applies only to conversions to float8 types"

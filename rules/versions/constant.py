@@ -7,7 +7,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, HeldAttributes, adapter, known_change
+from lowering.conversion.adapters import AdapterContext, HeldAttributes, adapter, known_change
 from lowering.errors import NotLowered
 
 # What a scalar or list attribute of Constant holds, as a tensor: floats are float32 and ints

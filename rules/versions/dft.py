@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import floats, schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, moved
+from lowering.conversion.adapters import AdapterContext, adapter, attribute_of, moved
 from lowering.errors import NotLowered
 
 DFT_20 = "version 20 takes the axis as an optional input (default -2); version 17 as an attribute (default 1)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, constant_array
+from lowering.conversion.adapters import AdapterContext, adapter, constant_array
 from lowering.errors import NotLowered
 
 DROPOUT_12 = (

@@ -6,7 +6,7 @@ import onnx
 from onnx import TensorProto
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
+from lowering.conversion.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 from lowering.errors import NotLowered
 
 GATHER_ND_12 = "version 12 adds batch_dims, the leading dimensions data and indices share"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, moved, require_types_taken, text_attribute
+from lowering.conversion.adapters import AdapterContext, adapter, moved, require_types_taken, text_attribute
 from lowering.errors import NotLowered
 
 GRID_SAMPLE_20 = "version 20 renames the modes (bilinear → linear, bicubic → cubic) and goes N-D"

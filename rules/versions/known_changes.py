@@ -5,7 +5,7 @@ A node one of them affects goes through onnx's version converter, or is refused 
 
 from __future__ import annotations
 
-from lowering.adapters import auto_pad_set, known_change, negative_axis
+from lowering.conversion.adapters import auto_pad_set, known_change, negative_axis
 
 BINARY_LIMITED_BROADCAST = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less")
 known_change(

@@ -5,8 +5,9 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from lowering import schemas, version_steps
-from lowering.adapters import AdapterContext, adapter, known_change
+from lowering import schemas
+from lowering.conversion import version_steps
+from lowering.conversion.adapters import AdapterContext, adapter, known_change
 from lowering.errors import NotLowered
 
 LOOP_11 = "from version 11 a Loop may carry no values (v_initial may be empty; earlier versions need one)"

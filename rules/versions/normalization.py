@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, moved, require_types_taken
+from lowering.conversion.adapters import AdapterContext, adapter, attribute_of, moved, require_types_taken
 from lowering.errors import NotLowered
 
 BATCH_NORMALIZATION_14 = (

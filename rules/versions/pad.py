@@ -6,7 +6,8 @@ import numpy as np
 import onnx
 
 from lowering import schemas
-from lowering.adapters import (
+from lowering.builder import Builder, Value
+from lowering.conversion.adapters import (
     AdapterContext,
     adapter,
     attribute_in,
@@ -17,7 +18,6 @@ from lowering.adapters import (
     require_types_taken,
     text_attribute,
 )
-from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 PAD_11 = "version 11 takes pads and the constant value as inputs; earlier versions as attributes"

@@ -13,7 +13,8 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import (
+from lowering.builder import Builder, Value
+from lowering.conversion.adapters import (
     AdapterContext,
     adapter,
     attribute_of,
@@ -23,7 +24,6 @@ from lowering.adapters import (
     require_types_taken,
     text_attribute,
 )
-from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 SHAPE_RESTATED = "version {} restates the output shape under auto_pad and ceil_mode"
@@ -411,7 +411,7 @@ def _described(windows: tuple[int, int, int]) -> str:
 
 def _reason(node: onnx.NodeProto, source: int, target: int) -> str:
     """The known changes between the two versions, as the changelog states them."""
-    from lowering.adapters import KNOWN_CHANGES, steps_between
+    from lowering.conversion.adapters import KNOWN_CHANGES, steps_between
 
     steps = steps_between(node.op_type, source, target)
     reasons = [KNOWN_CHANGES[(node.op_type, s)].reason for s in steps if (node.op_type, s) in KNOWN_CHANGES]

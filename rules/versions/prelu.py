@@ -6,7 +6,7 @@ import math
 
 import onnx
 
-from lowering.adapters import AdapterContext, adapter, moved
+from lowering.conversion.adapters import AdapterContext, adapter, moved
 from lowering.errors import NotLowered
 
 PRELU_7 = (

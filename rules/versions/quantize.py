@@ -12,14 +12,14 @@ import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.adapters import (
+from lowering.builder import Builder, Value
+from lowering.conversion.adapters import (
     AdapterContext,
     adapter,
     attribute_of,
     known_change,
     require_types_taken,
 )
-from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 QUANTIZE_13 = "version 13 takes a scale and zero point per slice along axis; version 10 only scalars"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 
-from lowering.adapters import (
+from lowering.conversion.adapters import (
     AdapterContext,
     HeldAttributes,
     adapter,

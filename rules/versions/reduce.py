@@ -7,8 +7,10 @@ import dataclasses
 import onnx
 from onnx import helper
 
-from lowering import axes_choice, schemas
-from lowering.adapters import (
+from lowering import schemas
+from lowering.builder import Builder
+from lowering.conversion import axes_choice
+from lowering.conversion.adapters import (
     OTHER_OPS,
     AdapterContext,
     adapter,
@@ -18,7 +20,6 @@ from lowering.adapters import (
     moved,
     require_types_taken,
 )
-from lowering.builder import Builder
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 

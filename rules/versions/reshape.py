@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from lowering.adapters import (
+from lowering.conversion.adapters import (
     AdapterContext,
     HeldAttributes,
     adapter,

@@ -9,7 +9,8 @@ import numpy as np
 import onnx
 
 from lowering import floats, schemas
-from lowering.adapters import (
+from lowering.builder import Builder, Value
+from lowering.conversion.adapters import (
     AdapterContext,
     adapter,
     attribute_in,
@@ -18,7 +19,6 @@ from lowering.adapters import (
     moved,
     text_attribute,
 )
-from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 RESIZE_13 = "version 13 drops the coordinate mode tf_half_pixel_for_nn and makes roi and scales optional"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, moved, require_types_taken, text_attribute
+from lowering.conversion.adapters import AdapterContext, adapter, moved, require_types_taken, text_attribute
 from lowering.errors import NotLowered
 
 ROI_ALIGN_16 = "version 16's default coordinate_transformation_mode (half_pixel) is not the old behaviour"

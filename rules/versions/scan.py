@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of
+from lowering.conversion.adapters import AdapterContext, adapter, attribute_of
 from lowering.errors import NotLowered
 
 SCAN_9 = "version 9 drops the batch axis and the sequence_lens input of version 8"

@@ -8,7 +8,8 @@ import onnx
 from onnx import TensorProto, helper
 
 from lowering import schemas
-from lowering.adapters import (
+from lowering.builder import Builder, Value
+from lowering.conversion.adapters import (
     AdapterContext,
     adapter,
     attribute_in,
@@ -18,7 +19,6 @@ from lowering.adapters import (
     require_types_taken,
     text_attribute,
 )
-from lowering.builder import Builder, Value
 from lowering.errors import NotLowered
 
 SCATTER = ("ScatterElements", "ScatterND")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 
-from lowering.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
+from lowering.conversion.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 
 SHAPE_15 = "version 15 adds start and end, which keep only the dimensions from start to end"
 INT64_MAX = 2**63 - 1  # an end past every rank: Slice clamps it to the rank, as Shape-15 does

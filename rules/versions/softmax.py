@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 
-from lowering.adapters import AdapterContext, adapter, attribute_of, moved
+from lowering.conversion.adapters import AdapterContext, adapter, attribute_of, moved
 from lowering.errors import NotLowered
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, constant_ints, known_change, moved
+from lowering.conversion.adapters import AdapterContext, adapter, attribute_of, constant_ints, known_change, moved
 from lowering.errors import NotLowered
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import onnx
 
-from lowering import axes_choice
-from lowering.adapters import (
+from lowering.builder import Builder
+from lowering.conversion import axes_choice
+from lowering.conversion.adapters import (
     AdapterContext,
     adapter,
     attribute_of,
@@ -14,7 +15,6 @@ from lowering.adapters import (
     moved,
     require_types_taken,
 )
-from lowering.builder import Builder
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 

@@ -12,9 +12,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from lowering import floats, schemas, version_steps
-from lowering.adapters import AdapterContext, adapter, attribute_of, constant_array, known_change, moved
+from lowering import floats, schemas
 from lowering.builder import Builder, Value
+from lowering.conversion import version_steps
+from lowering.conversion.adapters import AdapterContext, adapter, attribute_of, constant_array, known_change, moved
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
@@ -28,7 +29,7 @@ def _versions(node: onnx.NodeProto, context: AdapterContext) -> tuple[int, int]:
 
 def _untaken(node: onnx.NodeProto, context: AdapterContext):
     """The first input whose type the target's version of the op does not take (see
-    :func:`lowering.version_steps.untaken_type`), None where every known type is taken."""
+    :func:`lowering.conversion.version_steps.untaken_type`), None where every known type is taken."""
     source_version, target_version = _versions(node, context)
     input_types = [context.judged_type_of(name) if name else None for name in node.input]
     return version_steps.untaken_type(node, source_version, target_version, input_types)

@@ -16,9 +16,10 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
-from lowering import schemas, version_steps
-from lowering.adapters import AdapterContext, adapter, attribute_of
+from lowering import schemas
 from lowering.builder import Builder, Value
+from lowering.conversion import version_steps
+from lowering.conversion.adapters import AdapterContext, adapter, attribute_of
 from lowering.errors import NotLowered
 from lowering.scopes import element_type_of
 
@@ -34,7 +35,7 @@ def _versions(node: onnx.NodeProto, context: AdapterContext) -> tuple[int, int]:
 
 def _untaken(node: onnx.NodeProto, context: AdapterContext):
     """The first input whose type the target's version of the op does not take, None where every
-    known type is taken (:func:`lowering.version_steps.untaken_type`)."""
+    known type is taken (:func:`lowering.conversion.version_steps.untaken_type`)."""
     source_version, target_version = _versions(node, context)
     input_types = [context.judged_type_of(name) if name else None for name in node.input]
     return version_steps.untaken_type(node, source_version, target_version, input_types)

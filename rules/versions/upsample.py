@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 
 from lowering import schemas
-from lowering.adapters import AdapterContext, adapter, attribute_of, known_change, moved, text_attribute
+from lowering.conversion.adapters import AdapterContext, adapter, attribute_of, known_change, moved, text_attribute
 from lowering.errors import NotLowered
 
 RESIZE_11 = (

@@ -263,7 +263,7 @@ def test_a_change_affecting_only_attributes_the_target_lacks_is_not_asked_of_eac
     HeldAttributes), none of which Constant-11 takes: a Constant whose attributes Constant-11
     takes cannot be affected, and its lane asks nothing of it node by node; the node holding
     value_float is still walked (it holds an attribute the target lacks)."""
-    from lowering.adapters import HeldAttributes
+    from lowering.conversion.adapters import HeldAttributes
 
     asked: list[str] = []  # the Constants asked whether they hold an attribute step 12 added
     holds = HeldAttributes.__call__
@@ -304,7 +304,7 @@ def test_a_change_affecting_only_attributes_the_target_lacks_is_not_asked_of_eac
 def test_changes_declared_by_the_attributes_they_affect_affect_nodes_holding_them(op_type, version, held):
     """Each change declared as HeldAttributes affects a node holding that attribute, at any
     value, and not the node without it."""
-    from lowering.adapters import HeldAttributes, known_changes
+    from lowering.conversion.adapters import HeldAttributes, known_changes
 
     change = known_changes()[(op_type, version)]
     assert isinstance(change.affects, HeldAttributes) and held in change.affects.names
@@ -369,7 +369,7 @@ def test_an_attribute_stated_otherwise_than_as_its_default_is_walked(left_out):
 def test_held_attributes_are_read_from_the_steps_schemas():
     """HeldAttributes.added_at reads from onnx.defs what a step added (Shape-15: start and end),
     and refuses a version that is no step of the op, or a step that added no attribute."""
-    from lowering.adapters import HeldAttributes
+    from lowering.conversion.adapters import HeldAttributes
 
     assert HeldAttributes.added_at(15, "Shape").names == {"start", "end"}
     assert HeldAttributes.added_at(14, "GRU", "LSTM", "RNN").names == {"layout"}

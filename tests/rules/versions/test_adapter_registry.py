@@ -32,7 +32,8 @@ from support import (
 from version_cases import feeds_of, node_cases
 
 import lowering
-from lowering import adapters, floats, schemas
+from lowering import floats, schemas
+from lowering.conversion import adapters
 from lowering.errors import NotLowered
 from lowering.samples import edge_values
 from lowering.verification.runtime import run_onnxruntime, run_reference

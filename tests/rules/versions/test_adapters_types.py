@@ -1,5 +1,5 @@
 """The version steps that only add types (rules/versions/type_lists.py), Mod across version 28,
-and the refusals lowering.version_steps gives before onnx's converter is tried.
+and the refusals lowering.conversion.version_steps gives before onnx's converter is tried.
 
 Each adapter is run on every pair of 8-bit integers, on every 16-bit integer against chosen
 partners (both orders), and on the edges of wider integers (where a double rounds, too): the
@@ -23,7 +23,7 @@ from support import (
 )
 
 import lowering
-from lowering import version_steps
+from lowering.conversion import version_steps
 from lowering.naming import NameAllocator
 from lowering.verification.runtime import run_onnxruntime, run_reference
 

@@ -2,7 +2,7 @@
 
 A version step ``(op, version)`` is the change from the op's previous version to ``version``.
 ``onnx.defs`` gives each version's inputs, outputs, attributes with defaults and type lists;
-:func:`lowering.version_steps.meaning_change` compares those. What it cannot see (a new meaning
+:func:`lowering.conversion.version_steps.meaning_change` compares those. What it cannot see (a new meaning
 under the same signature, a new allowed attribute value, an old default behaviour that a new
 attribute's default does not keep) is stated once per step as a :class:`MeaningChange`, from the
 ONNX changelog (``docs/Changelog.md``) and the schemas' own descriptions. A node such a step
@@ -35,12 +35,12 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from . import floats, schemas
-from .builder import Builder, moved  # noqa: F401 (moved: re-exported for the adapters)
-from .errors import NotLowered
-from .naming import NameAllocator
-from .rules_package import load_rules_package
-from .targets import DEFAULT_TARGET
+from .. import floats, schemas
+from ..builder import Builder, moved  # noqa: F401 (moved: re-exported for the adapters)
+from ..errors import NotLowered
+from ..naming import NameAllocator
+from ..rules_package import load_rules_package
+from ..targets import DEFAULT_TARGET
 
 Predicate = Callable[[onnx.NodeProto], bool]
 

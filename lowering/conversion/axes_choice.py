@@ -16,9 +16,9 @@ from math import comb
 
 import onnx
 
-from . import schemas
-from .builder import Builder, Value
-from .graphs import branch_graph
+from .. import schemas
+from ..builder import Builder, Value
+from ..graphs import branch_graph
 
 # If's branches may give results of different shapes (or ranks) from If-11 on, whose shape
 # inference takes their union; If-1's requires them alike (onnx.defs states no such fact).

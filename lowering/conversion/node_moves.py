@@ -7,13 +7,14 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from . import adapters, schemas, version_steps
-from .errors import LoweringError, NotLowered
-from .naming import NameAllocator
-from .registry import Rule
-from .report import LoweringReport
-from .scopes import Scope, element_type_of
-from .targets import Target
+from .. import schemas
+from ..errors import LoweringError, NotLowered
+from ..naming import NameAllocator
+from ..registry import Rule
+from ..report import LoweringReport
+from ..scopes import Scope, element_type_of
+from ..targets import Target
+from . import adapters, version_steps
 
 # Optional nodes vanish with their last reader (see cleanup); one still read at an opset
 # without optionals makes the model inexpressible there, which the final check reports.
@@ -84,7 +85,7 @@ def keeps_meaning(
     node: onnx.NodeProto, source_version: int, target_version: int, input_types: list[onnx.TypeProto | None]
 ) -> bool:
     """Whether ``node`` means at ``target_version`` what it means at ``source_version``
-    (:func:`lowering.version_steps.meaning_change`); ``input_types`` are None where the step did
+    (:func:`lowering.conversion.version_steps.meaning_change`); ``input_types`` are None where the step did
     not change the types taken (they cannot change the answer for a valid node there)."""
     return version_steps.meaning_change(node, source_version, target_version, input_types) is None
 

@@ -3,7 +3,7 @@
 Ops this project owns are adapted by the engine (kept, fed through an exact Cast, or lowered).
 Every other default-domain node whose version differs at the target is re-versioned where it
 means the same there (:func:`meaning_change`: judged from onnx.defs, then the known changes of
-:mod:`lowering.adapters`), moved by the adapter registered there for a step it crosses, or else
+:mod:`lowering.conversion.adapters`), moved by the adapter registered there for a step it crosses, or else
 converted on its own by ``onnx.version_converter``, its inputs typed with the shapes onnx
 inference gives them in the whole model.
 """
@@ -18,11 +18,12 @@ import numpy as np
 import onnx
 from onnx import helper, version_converter
 
-from . import adapters, floats, function_bodies, schemas
-from .errors import LoweringError
-from .graphs import held_graphs
-from .naming import NameAllocator
-from .samples import every_bit_pattern
+from .. import floats, function_bodies, schemas
+from ..errors import LoweringError
+from ..graphs import held_graphs
+from ..naming import NameAllocator
+from ..samples import every_bit_pattern
+from . import adapters
 
 Single = onnx.defs.OpSchema.FormalParameterOption.Single
 Variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
@@ -99,7 +100,7 @@ def meaning_change(
     attribute the node sets, with its type; the attributes it leaves unset default alike in
     both; its inputs and outputs bind to formals of the same names there, every required one
     given; the target takes its input types. Before those, no known change between the versions
-    (:mod:`lowering.adapters`) may affect it. Function bodies and doc text do not count."""
+    (:mod:`lowering.conversion.adapters`) may affect it. Function bodies and doc text do not count."""
     source = schemas.schema_in_force(node.op_type, source_version)
     target = schemas.schema_in_force(node.op_type, target_version)
     if source is None or target is None:
@@ -222,7 +223,7 @@ def untaken_output_refusal(node: onnx.NodeProto, source_version: int, target_ops
 def same_meaning(op_type: str, version_a: int | None, version_b: int | None) -> bool:
     """Whether every node valid at both versions of ``op_type`` means the same at both, whatever
     its attributes: every version between has the same signature (:func:`lowering.schemas.signature`)
-    and no known change (:mod:`lowering.adapters`) lies between."""
+    and no known change (:mod:`lowering.conversion.adapters`) lies between."""
     if version_a is None or version_b is None:
         return False
     low, high = sorted((version_a, version_b))
