@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -203,6 +203,11 @@ class ConstantPool:
         del self.nodes[count:]
 
 
+# How many rules deep an expansion may lower the ops it emits in turn (a rule emitting an op
+# whose rule emits it back would otherwise never end).
+MOST_RULES_IN_TURN = 4
+
+
 class Builder:
     """Emits the nodes that replace one node: the one way every pattern writes nodes. A rule
     or a version adapter calls ops on it: ``b.Abs(x)``, ``b.op("Softmax", x, axis=1)``.
@@ -210,6 +215,8 @@ class Builder:
     Each op returns a typed :class:`Value`; output types come from the op's schema.
     ``constants``: the pool of scalars shared across the graph (rules); None for a builder whose
     constants are made per node (a version adapter's, :meth:`lowering.conversion.adapters.AdapterContext.builder`).
+    ``rule_for``: where given, an op the target lowers (``target.lowered_ops``) that a rule emits
+    is lowered in turn by the rule it gives (Trilu's Range, where Range is to be lowered too).
     """
 
     def __init__(
@@ -222,8 +229,12 @@ class Builder:
         name_hint: str,
         scope=None,
         optionals=None,
+        rule_for: Callable[[str], object] | None = None,
+        depth: int = 0,
     ) -> None:
         self.opset = opset
+        self._rule_for = rule_for
+        self._depth = depth
         self._scope = scope
         self._optionals = optionals
         self.read_context = False  # set when the expansion depends on the surrounding graph
@@ -368,6 +379,8 @@ class Builder:
             name_hint=f"{self._hint}_{hint}",
             scope=self._scope,
             optionals=self._optionals,
+            rule_for=self._rule_for,
+            depth=self._depth,
         )
 
     def fresh_value(self, hint: str, element_type: int) -> Value:
@@ -382,6 +395,8 @@ class Builder:
         An input given by name is of unknown type; "" is a missing optional input. The output's
         element type follows from the op's schema (None where that leaves it open)."""
         inputs = tuple(Value(value, None) if isinstance(value, str) else value for value in inputs)
+        if outputs is None and op_type in self.target.lowered_ops and self._rule_for is not None:
+            return self._lowered_in_turn(op_type, inputs, attributes)
         element_type = self._output_element_type(op_type, inputs, attributes)
         if outputs is None:
             outputs = [self._names.fresh(f"{self._hint}_{op_type.lower()}", tail=f"_{op_type.lower()}")]
@@ -395,6 +410,37 @@ class Builder:
             node.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attributes.items()))
         self.nodes.append(node)
         return Value(node.output[0], element_type)
+
+    def _lowered_in_turn(self, op_type: str, inputs: tuple[Value, ...], attributes) -> Value:
+        """``op_type(*inputs)`` where the target lowers that op too: its rule's expansion, made
+        by a builder of its own (named after the op) whose nodes join these; NotLowered where
+        no rule serves the op's version here or it declines (the node then stays, reported)."""
+        why = f"its expansion holds {op_type}, which is to be lowered too"
+        rule = self._rule_for(op_type)
+        version = schemas.version_in_force(op_type, self.opset)
+        if rule is None or version is None or not rule.serves(version):
+            raise NotLowered(f"{why}, and no rule lowers {op_type}-{version}")
+        if self._depth >= MOST_RULES_IN_TURN:
+            raise NotLowered(f"{why}, {MOST_RULES_IN_TURN} rules deep")
+        inner = Builder(
+            opset=self.opset,
+            target=self.target,
+            names=self._names,
+            constants=self._constants,
+            name_hint=f"{self._hint}_{op_type.lower()}",
+            scope=self._scope,
+            optionals=self._optionals,
+            rule_for=self._rule_for,
+            depth=self._depth + 1,
+        )
+        try:
+            result = rule.body(inner, *inputs, **attributes)
+        except NotLowered as declined:
+            raise NotLowered(f"{why}, and its rule does not apply: {declined.reason}") from None
+        finally:
+            self.read_context |= inner.read_context
+        self.nodes += inner.nodes
+        return result
 
     def _output_element_type(self, op_type: str, inputs: tuple[Value, ...], attributes) -> int | None:
         try:

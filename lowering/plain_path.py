@@ -17,7 +17,7 @@ from .conversion import node_moves
 from .decomposition import check_input_accepted, decompose, input_value, rule_attributes
 from .errors import NotLowered
 from .naming import NameAllocator
-from .registry import Rule
+from .registry import Rule, default_domain_rule
 from .scopes import Scope
 
 
@@ -140,6 +140,7 @@ class PlainPath:
             name_hint=node_hint(node),
             scope=scope,
             optionals=driver.optionals,
+            rule_for=default_domain_rule,
         )
         constants_before = len(scope.constants.nodes)
         try:

@@ -133,6 +133,12 @@ def rule_for(domain: str, op_type: str) -> Rule | None:
     return _RULES.get(("" if domain in schemas.DEFAULT_DOMAINS else domain, op_type))
 
 
+def default_domain_rule(op_type: str) -> Rule | None:
+    """The rule for a default-domain op: how a :class:`Builder` lowers in turn an op the
+    target lowers that a rule emits."""
+    return rule_for("", op_type)
+
+
 @contextlib.contextmanager
 def body_replaced(op_type: str, body: RuleBody, domain: str = "") -> Iterator[Rule]:
     """Within the block, the rule for ``op_type`` runs ``body`` instead of its own (a probe or
@@ -153,4 +159,14 @@ def all_rules() -> list[Rule]:
     return sorted(_RULES.values(), key=lambda r: (r.domain, r.op_type))
 
 
-__all__ = ["Builder", "NotLowered", "Rule", "Value", "all_rules", "body_replaced", "rule", "rule_for"]
+__all__ = [
+    "Builder",
+    "NotLowered",
+    "Rule",
+    "Value",
+    "all_rules",
+    "body_replaced",
+    "default_domain_rule",
+    "rule",
+    "rule_for",
+]

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     isnan,
     melweightmatrix,
     optional,
+    range,
     resize,
     tensorscatter,
     trilu,

@@ -24,7 +24,7 @@ from ..errors import NotLowered
 from ..graphs import holds_graphs
 from ..modelio import ModelBytes
 from ..plain_path import GraphEdits, KeptByOp, PlainPath, node_hint
-from ..registry import Rule
+from ..registry import Rule, default_domain_rule
 from ..schemas import DEFAULT_DOMAINS, ops_with_subgraphs
 from ..scopes import Scope
 from . import protowire
@@ -258,6 +258,7 @@ class FastPath(PlainPath):
             name_hint=hint,
             scope=None,
             optionals=None,
+            rule_for=default_domain_rule,
         )
         try:
             result = rule.body(builder, *recorded_inputs, **attributes)
