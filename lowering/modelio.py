@@ -334,17 +334,38 @@ def _keep_mode(replaced: Path, staged: Path) -> None:
 
 
 def _copy_range(source: Path, offset: int, length: int, target) -> None:
-    """Copy ``length`` bytes at ``offset`` of ``source`` to the end of ``target``, in chunks."""
+    """Copy ``length`` bytes at ``offset`` of ``source`` to the end of ``target``: by the kernel
+    where it can (:func:`_copied_in_kernel`), the rest in chunks."""
     target.flush()
+    at = target.tell()
     with open(source, "rb") as handle:
-        handle.seek(offset)
-        remaining = length
+        copied = _copied_in_kernel(handle.fileno(), target.fileno(), offset, at, length)
+        target.seek(at + copied)
+        handle.seek(offset + copied)
+        remaining = length - copied
         while remaining:
             chunk = handle.read(min(COPY_CHUNK, remaining))
             if not chunk:
                 raise LoweringError(f"{source}: ended before the external data it should hold")
             target.write(chunk)
             remaining -= len(chunk)
+
+
+def _copied_in_kernel(source: int, target: int, offset: int, at: int, length: int) -> int:
+    """How many of ``length`` bytes at ``offset`` of file descriptor ``source`` os.copy_file_range
+    wrote at ``at`` of ``target``: the kernel copies them without this process reading them
+    (and keeps a sparse file's holes where the file system can); 0 where it cannot."""
+    copy = getattr(os, "copy_file_range", None)
+    done = 0
+    while copy is not None and done < length:
+        try:
+            step = copy(source, target, length - done, offset + done, at + done)
+        except OSError:  # another file system, a kernel without it: the chunks do the rest
+            break
+        if step == 0:  # the source ended
+            break
+        done += step
+    return done
 
 
 def _point_at(tensor: onnx.TensorProto, location: str, offset: int, length: int) -> None:
