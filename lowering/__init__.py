@@ -1,7 +1,7 @@
 """onnx-lower: rewrite ONNX operators a runtime lacks into primitive ONNX operators."""
 
 from .api import LoweringResult, lower, lower_model, rules_table
-from .errors import IncompleteLowering, InternalError, LoweringError
+from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError
 from .patterns import PatternEntry, all_patterns
 from .report import LoweringReport, RemainingOp
 from .targets import DEFAULT_TARGET, ONNXRUNTIME_CPU, Target
@@ -9,6 +9,7 @@ from .verification import OutputComparison, VerifyReport, verify
 
 __all__ = [
     "DEFAULT_TARGET",
+    "ConversionRefused",
     "IncompleteLowering",
     "InternalError",
     "ONNXRUNTIME_CPU",

@@ -12,7 +12,7 @@ import onnx
 from . import postcheck, schemas
 from .conversion import version_steps
 from .engine import Legalizer
-from .errors import IncompleteLowering, InternalError, LoweringError, NotLowered
+from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError, NotLowered
 from .function_bodies import all_expansions
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .nodecheck import checker_message
@@ -91,7 +91,9 @@ def lower_model(
     With ``target_opset`` the result declares that default-domain opset: ops this project
     owns are kept (re-versioned, or behind an exact Cast) where they exist there and are not
     asked to be lowered, and lowered where they do not; every other op is converted by
-    ``onnx.version_converter``. Anything that cannot be expressed raises LoweringError.
+    ``onnx.version_converter``. Where nodes cannot be expressed there, raises
+    :class:`lowering.ConversionRefused` listing every one (``blockers``: op, version, graph,
+    node, reason), found in one pass.
     """
     ir_model = None
     if not isinstance(model, onnx.ModelProto):
@@ -125,6 +127,8 @@ def lower_model(
     )
     try:
         report = lowering_pass.run()
+        if report.blockers:
+            raise ConversionRefused(report.blockers, target_opset)
         outcome = lowering_pass.outcome()
         _check_postcondition(lowered, requested, report, lowering_pass.path)
     finally:

@@ -480,10 +480,11 @@ class Builder:
         itself (the output of a :meth:`moved` node)."""
         return self._names.fresh(f"{self._hint}_{hint}")
 
-    def If(self, condition: Value, then_branch, else_branch) -> Value:  # noqa: N802 (the op's name)
+    def If(self, condition: Value | str, then_branch, else_branch, *, outputs=None) -> Value:  # noqa: N802 (the op's name)
         """``If(condition)`` of two branches, each a function that emits its nodes through a
         Builder of its own (sharing this one's names and constants, which sit outside the
-        branch) and returns its one output Value (or raises NotLowered)."""
+        branch) and returns its one output Value (or raises NotLowered); written to
+        ``outputs[0]`` where given, as :meth:`op` writes."""
         graphs = {}
         for label, body in (("then_branch", then_branch), ("else_branch", else_branch)):
             branch = self.nested(label[:4])
@@ -494,9 +495,10 @@ class Builder:
             name = self._names.fresh(f"{self._hint}_{label}")
             graphs[label] = branch_graph(branch.nodes, name, result.name, result.element_type)
         element_type = graphs["then_branch"].output[0].type.tensor_type.elem_type
-        output = self._names.fresh(f"{self._hint}_if", tail="_if")
+        output = outputs[0] if outputs else self._names.fresh(f"{self._hint}_if", tail="_if")
         name = self._names.fresh(f"{self._hint}_If", tail="_If")
-        self.nodes.append(helper.make_node("If", [condition.name], [output], name=name, **graphs))
+        condition = condition if isinstance(condition, str) else condition.name
+        self.nodes.append(helper.make_node("If", [condition], [output], name=name, **graphs))
         return Value(output, element_type)
 
     def over_axes(self, op_type: str, x: Value, axes, **attributes) -> Value:

@@ -200,7 +200,13 @@ class Legalizer:
                 self._record_call(scope, node, index)
             if converting or op_types[index] in requested:
                 settle()
-                replacement = legalize(scope, node, index)
+                try:
+                    replacement = legalize(scope, node, index)
+                except LoweringError as cannot:
+                    if not converting:
+                        raise
+                    self._blocked(scope, node, index, cannot)  # (every node that cannot go is found, in one pass)
+                    continue
                 if replacement is not None and not (len(replacement) == 1 and replacement[0] is node):
                     edits.replace(index, replacement)
         edits.settle()
@@ -210,6 +216,19 @@ class Legalizer:
             progress.advance(nodes=len(graph_nodes) - reported, graphs=1)
         if edits.apply() and (scope.parent is not None or isinstance(scope.graph, onnx.FunctionProto)):
             self.edited_structure = True
+
+    def _blocked(self, scope: Scope, node: onnx.NodeProto, index: int, cannot: LoweringError) -> None:
+        """Record that ``node`` cannot go to the target opset, and why; it stays as it is."""
+        location = f"{scope.location}, {describe_node(node, index)}"
+        version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
+        reason = str(cannot).removeprefix(f"{location}: ")
+        self.report.blockers.append(self._remaining(scope, node, index, version, reason))
+
+    @staticmethod
+    def _remaining(scope: Scope, node: onnx.NodeProto, index: int, version: int | None, reason: str) -> RemainingOp:
+        """A node left as it is, with where it is and why."""
+        location = f"{scope.location}, {describe_node(node, index)}"
+        return RemainingOp(node.op_type, version, location, reason, graph=scope.location, node=node.name or f"#{index}")
 
     def _nodes_to_visit(self, scope: Scope) -> list[int]:
         """Indices of the nodes that may be rewritten, hold subgraphs or call a local function;
@@ -308,7 +327,7 @@ class Legalizer:
             except NotLowered as not_lowered:
                 version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
                 kept = self._move(scope, node, scope.source_opset, location) if self.converting else None
-                self.report.remaining.append(RemainingOp(node.op_type, version, location, not_lowered.reason))
+                self.report.remaining.append(self._remaining(scope, node, index, version, not_lowered.reason))
                 return kept
         if requested and expansion is None and (rule := _owning_rule(node)) is not None:
             # a rule owning other versions of the op: the node is left (moved where converting), and said so
@@ -316,7 +335,7 @@ class Legalizer:
             kept = self._move(scope, node, scope.source_opset, location) if self.converting else None
             served = ", ".join(map(str, rule.since_versions))
             reason = f"no rule for {node.op_type}-{version} (rules cover versions {served})"
-            self.report.remaining.append(RemainingOp(node.op_type, version, location, reason))
+            self.report.remaining.append(self._remaining(scope, node, index, version, reason))
             return kept
         if not self.converting:
             return None
@@ -352,9 +371,9 @@ class Legalizer:
                         f"the op does not exist there for this input, and it cannot be lowered "
                         f"({not_lowered.reason})"
                     ) from None
-                self.report.remaining.append(RemainingOp(node.op_type, version, location, not_lowered.reason))
+                self.report.remaining.append(self._remaining(scope, node, index, version, not_lowered.reason))
                 return kept
-            self.report.remaining.append(RemainingOp(node.op_type, version, location, not_lowered.reason))
+            self.report.remaining.append(self._remaining(scope, node, index, version, not_lowered.reason))
             return None
         self.report.rewritten[f"{node.op_type}-{version}"] += 1
         return nodes
@@ -553,6 +572,8 @@ class Legalizer:
                 self._legalize_graph(body_scope.subgraph(graph, position, attribute.name, graph_index, where))
         finally:
             self.report, self.progress = report, progress
+        if inner.blockers:  # (a body that cannot go as a whole: the caller tries another way)
+            raise LoweringError(str(inner.blockers[0]))
         if inner.remaining:
             left = inner.remaining[0]
             raise NotLowered(

@@ -31,6 +31,25 @@ class IncompleteLowering(LoweringError):
         super().__init__(f"strict: {count} requested op{'s' * (count != 1)} left: {shown}{more}")
 
 
+class ConversionRefused(LoweringError):
+    """The model cannot go to the target opset as asked: ``blockers`` lists every node that
+    cannot, each with its op, version, graph, node and reason (found in one pass). The message
+    is the one blocker's (where it is: why), or how many there are and the first three."""
+
+    def __init__(self, blockers: list, opset: int | None) -> None:
+        self.blockers = list(blockers)
+        self.opset = opset
+        count = len(self.blockers)
+        if count == 1:
+            (only,) = self.blockers
+            super().__init__(f"{only.location}: {only.reason}")
+            return
+        where = f"opset {opset}" if opset is not None else "the target"
+        shown = "; ".join(map(str, self.blockers[:3]))
+        more = f"; and {count - 3} more" if count > 3 else ""
+        super().__init__(f"{count} nodes cannot go to {where}: {shown}{more}")
+
+
 class InternalError(Exception):
     """onnx-lower made something it must not (a lowered model that onnx's checker refuses).
 

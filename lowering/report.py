@@ -13,19 +13,30 @@ _MOVED = re.compile(r"^(?P<op>.+?)-(?P<source>\w+)→(?P<target>\w+)(?: via (?P<
 
 @dataclass(frozen=True)
 class RemainingOp:
-    """A node of a requested op type that is still in the lowered model."""
+    """A node of a requested op type that is still in the lowered model (or, converting, one
+    that cannot go to the target opset): where it is (``location``: its graph, then the node;
+    ``graph`` and ``node`` apart, where known) and why."""
 
     op_type: str
     version: int | None
     location: str
     reason: str
+    graph: str = ""
+    node: str = ""
 
     def __str__(self) -> str:
         version = f"-{self.version}" if self.version is not None else ""
         return f"{self.op_type}{version} at {self.location}: {self.reason}"
 
     def as_dict(self) -> dict:
-        return {"op_type": self.op_type, "version": self.version, "location": self.location, "reason": self.reason}
+        return {
+            "op_type": self.op_type,
+            "version": self.version,
+            "graph": self.graph,
+            "node": self.node,
+            "location": self.location,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -35,6 +46,7 @@ class LoweringReport:
     rewritten: Counter = field(default_factory=Counter)
     remaining: list[RemainingOp] = field(default_factory=list)
     adapted: Counter = field(default_factory=Counter)  # nodes moved to a target opset, not lowered
+    blockers: list[RemainingOp] = field(default_factory=list)  # converting: nodes that cannot go to the target
 
     @property
     def complete(self) -> bool:

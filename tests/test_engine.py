@@ -441,3 +441,52 @@ def test_replayed_templates_equal_running_every_rule():
     )
     replayed = lowering.lower(model).SerializeToString()
     assert lowering.lower(model, fast=False).SerializeToString() == replayed
+
+
+def blocked_twice() -> onnx.ModelProto:
+    """Two Reshape-14 nodes with allowzero=1 and sizes known only at run time (which cannot go
+    below opset 11), a Relu between them, and one in an If branch."""
+    info = helper.make_tensor_value_info
+    branch = helper.make_graph(
+        [helper.make_node("Reshape", ["y", "s"], ["z"], name="in_branch", allowzero=1)],
+        "branch",
+        [],
+        [info("z", onnx.TensorProto.FLOAT, [None, None])],
+    )
+    passing = helper.make_graph(
+        [helper.make_node("Identity", ["y"], ["w"])], "passing", [], [info("w", onnx.TensorProto.FLOAT, [None, None])]
+    )
+    nodes = [
+        helper.make_node("Reshape", ["x", "s"], ["a"], name="first", allowzero=1),
+        helper.make_node("Relu", ["a"], ["b"], name="relu"),
+        helper.make_node("Reshape", ["b", "s"], ["y"], name="second", allowzero=1),
+        helper.make_node("If", ["c"], ["out"], name="choice", then_branch=branch, else_branch=passing),
+    ]
+    inputs = [info("x", onnx.TensorProto.FLOAT, ["n", 3]), info("s", onnx.TensorProto.INT64, [2])]
+    inputs.append(info("c", onnx.TensorProto.BOOL, []))
+    return make_model(nodes, inputs, [info("out", onnx.TensorProto.FLOAT, [None, None])], opset=14)
+
+
+def test_a_refused_conversion_names_every_node_that_cannot_go_in_one_pass():
+    """It named only its first blocker: every one is found, with its op, version, graph, node
+    and reason, and nothing is returned."""
+    with pytest.raises(lowering.ConversionRefused) as refused:
+        lowering.lower(blocked_twice(), target_opset=10, ops=[])
+    blockers = refused.value.blockers
+    assert [(b.op_type, b.version, b.node) for b in blockers] == [
+        ("Reshape", 14, "first"),
+        ("Reshape", 14, "second"),
+        ("Reshape", 14, "in_branch"),
+    ]
+    assert blockers[0].graph == "graph 'main'" and "then_branch" in blockers[2].graph
+    assert all("allowzero=1 and a shape computed at run time cannot go to opset 10" in b.reason for b in blockers)
+    assert str(refused.value).startswith("3 nodes cannot go to opset 10: Reshape-14 at graph 'main', node 'first'")
+    assert isinstance(refused.value, lowering.LoweringError)
+
+
+def test_one_blocker_is_named_as_before():
+    model = blocked_twice()
+    del model.graph.node[1:]
+    model.graph.output[0].name = "a"
+    with pytest.raises(lowering.ConversionRefused, match=r"^graph 'main', node 'first' \(Reshape\): Reshape-14 with"):
+        lowering.lower(model, target_opset=10, ops=[])

@@ -500,9 +500,10 @@ def test_reshape_14_goes_down_where_allowzero_means_nothing_new(allowzero, shape
 
 
 @pytest.mark.parametrize("stated", [["b", 3], ["a", 3]])
-def test_reshape_14_with_allowzero_and_a_shape_known_only_at_run_time_is_refused(stated):
-    """Refused where the result's first size is stated under another symbol than x's (it could
-    be 0 where x's is not); kept, allowzero dropped, where it is x's own (``Shape(x)``)."""
+def test_reshape_14_with_allowzero_and_a_shape_known_only_at_run_time_goes_by_an_if(stated):
+    """Where the result's first size is stated under another symbol than x's (it could be 0
+    where x's is not), an If on whether the shape holds a 0 (rules/versions/reshape.py); kept,
+    allowzero dropped, where it is x's own (``Shape(x)``)."""
     model = make_model(
         [
             helper.make_node("Shape", ["x"], ["s"]),
@@ -512,12 +513,57 @@ def test_reshape_14_with_allowzero_and_a_shape_known_only_at_run_time_is_refused
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, stated)],
         opset=14,
     )
+    converted = lowering.lower(model, target_opset=13, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
     if stated[0] == "a":
-        (reshape,) = [n for n in lowering.lower(model, target_opset=13, ops=[]).graph.node if n.op_type == "Reshape"]
+        (reshape,) = [n for n in converted.graph.node if n.op_type == "Reshape"]
         assert not reshape.attribute
         return
-    with pytest.raises(lowering.LoweringError, match="node 'r'.*allowzero=1.*unless its input's shape is static"):
-        lowering.lower(model, target_opset=13, ops=[])
+    assert "If" in {n.op_type for n in converted.graph.node}
+    for rows in (2, 0):
+        x = EDGES[: rows * 3].reshape(rows, 3)
+        (want,), (got,) = run_onnxruntime(model, {"x": x}), run_onnxruntime(converted, {"x": x})
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("opset", [14, 19, 21])
+def test_reshape_with_allowzero_and_a_run_time_shape_below_11_is_refused_naming_its_version(opset):
+    """Below 11 If's branches must give alike shapes: refused, naming the node's own version."""
+    model = reshape_allowzero(["n", 3], [], shape_input=True)
+    model.opset_import[0].version = opset
+    version = schemas.version_in_force("Reshape", opset)
+    with pytest.raises(
+        lowering.ConversionRefused, match=f"node 'r'.*Reshape-{version} with allowzero=1.*from opset 11"
+    ):
+        lowering.lower(model, target_opset=10, ops=[])
+
+
+@pytest.mark.parametrize("target", [13, 11])
+@pytest.mark.parametrize("x_shape", [[2, 3], [0, 3], ["n", 3]])
+def test_reshape_with_allowzero_and_a_run_time_shape_means_the_same_for_every_shape(x_shape, target):
+    """Shapes with and without a 0 and a -1: the converted model gives the same. (Of the
+    invalid ones, a 0 where x holds elements or a -1 beside a 0, nothing is promised.)"""
+    model = reshape_allowzero(x_shape, [], shape_input=True)
+    converted = lowering.lower(model, target_opset=target, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    rows_of = [x_shape[0]] if isinstance(x_shape[0], int) else [2, 0]
+    compared = 0
+    for rows in rows_of:
+        x = EDGES[: rows * 3].reshape(rows, 3)
+        for sizes in ([3, 2], [6], [-1, 2], [1, -1, 3], [0, 5], [5, 0], [0], [0, 6], [2, 0, 3], [0, -1]):
+            feeds = {"x": x, "s": np.array(sizes, np.int64)}
+            if 0 in sizes and (rows or -1 in sizes):
+                continue  # invalid for allowzero=1 (a 0 where x holds elements, a -1 beside a 0)
+            try:
+                (want,) = run_onnxruntime(model, feeds)
+            except Exception:  # noqa: BLE001 - sizes that do not hold x's elements: invalid too
+                continue
+            (got,) = run_onnxruntime(converted, feeds)
+            assert got.shape == want.shape, (x_shape, sizes)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+            compared += 1
+    assert compared >= 4
 
 
 def reshape_allowzero(x_shape: list, nodes: list, shape_input: bool) -> onnx.ModelProto:
@@ -992,11 +1038,22 @@ def test_reshape_14_whose_zeros_can_only_be_its_inputs_own_drops_allowzero(targe
 
 @slow_but_a_sample()
 @pytest.mark.parametrize("result_dims", [None, ["N", "M", 3, 2, 8], ["N", None, 3, 2, 8], ["N", "L", 3, 2, "K"]])
-def test_reshape_14_whose_zeros_may_be_its_own_is_refused(result_dims):
+def test_reshape_14_whose_zeros_may_be_its_own_goes_by_an_if(result_dims):
     """The result not stated, a size under another symbol or none, or a symbol past the input's
-    rank: a 0 there could be the sizes' own, which allowzero=1 keeps and Reshape-5 copies."""
-    with pytest.raises(lowering.LoweringError, match=r"Reshape-14 with allowzero=1 and a shape computed at run time"):
-        lowering.lower(dynamic_view(result_dims), target_opset=13, ops=[])
+    rank: a 0 there could be the sizes' own, which allowzero=1 keeps and Reshape-5 copies: an If
+    on whether the sizes hold a 0 (GPT-2's and the LLaMA family's views, dynamo at 18 and 20)."""
+    model = dynamic_view(result_dims)
+    converted = lowering.lower(model, target_opset=13, ops=[])
+    assert "If" in {n.op_type for n in converted.graph.node}
+    rng = np.random.default_rng(14)
+    for batch, length in ((2, 6), (0, 5), (3, 0)):
+        feeds = {
+            "x": rng.standard_normal((batch, length, 16)).astype(np.float32),
+            "bias": np.zeros((length, length), np.float32),
+        }
+        (want,), (got,) = run_onnxruntime(model, feeds), run_onnxruntime(converted, feeds)
+        assert want.shape == got.shape == (batch, length, 3, 2, 8)
+        assert_same_bits(got, want)
 
 
 def test_reshape_14_proof_and_dropout_10_going_up_hold_inside_if_branches():

@@ -12,7 +12,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from ..errors import LoweringError
-from .lower import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, LowerOptions, Outcome, counts_line, lower_file
+from .lower import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, LowerOptions, Outcome, counts_line, lower_file, most_severe
 
 
 def plan_outputs(models: list[str], folder: Path | None, options: LowerOptions) -> list[str | None]:
@@ -61,7 +61,7 @@ def run_batch(
     try:
         for outcome in _outcomes(models, outputs, options, workers):
             records.append(outcome.record)
-            status = max(status, outcome.exit_code)
+            status = most_severe(status, outcome.exit_code)
             if outcome.ok:
                 written += 0 if options.dry_run else 1
                 if not quiet and not as_json:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import schemas
 from ..api import lower_model
-from ..errors import IncompleteLowering, LoweringError
+from ..errors import ConversionRefused, IncompleteLowering, LoweringError
 from ..modelio import ModelFile, external_file, external_tensors, same_file, with_external_data
 from ..opcount import count_ops
 from ..progress import Progress
@@ -21,7 +21,15 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # a requested op left (--strict), or the lowered model differs (--verify)
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_REFUSED = 4  # the model cannot go to the target opset: every node that cannot is listed
 EXIT_INTERRUPTED = 130
+# Several models: the status of the batch is its most severe, least first.
+SEVERITY = (EXIT_OK, EXIT_FAILED, EXIT_REFUSED, EXIT_BAD_INPUT, EXIT_INTERNAL)
+
+
+def most_severe(first: int, second: int) -> int:
+    """The more severe of two exit statuses (:data:`SEVERITY`)."""
+    return max(first, second, key=lambda status: SEVERITY.index(status) if status in SEVERITY else len(SEVERITY))
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,13 @@ def lower_file(model_path: str, output_path: str | None, options: LowerOptions) 
     except IncompleteLowering as error:
         record["remaining"] = [entry.as_dict() for entry in error.remaining]
         _fail(outcome, EXIT_FAILED, f"{error}; {_nothing_written(output_path, options)}", "incomplete")
+    except ConversionRefused as error:
+        record["remaining"] = [entry.as_dict() for entry in error.blockers]
+        count, where = len(error.blockers), f"opset {error.opset}" if error.opset is not None else "the target"
+        listed = "".join(f"\n  {entry}" for entry in error.blockers)
+        written = _nothing_written(output_path, options)
+        problem = f"{count} node{'s' * (count != 1)} cannot go to {where} ({written}):{listed}"
+        _fail(outcome, EXIT_REFUSED, problem, "refused")
     except LoweringError as error:
         _fail(outcome, EXIT_BAD_INPUT, f"error: {error}", "bad input")
     except KeyboardInterrupt:

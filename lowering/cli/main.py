@@ -32,7 +32,8 @@ EXIT_STATUS = """exit status (a model whose status is not 0 writes nothing):
   1  a requested op is left (--strict), or the lowered model differs from the original (--verify)
   2  bad input or options, or a model verify cannot run (ops of an unknown domain)
   3  internal error: please report it with the model
-  several MODELs: the highest status of any of them"""
+  4  the model cannot go to --target-opset: every node that cannot is listed, with why
+  several MODELs: the most severe of their statuses (3, then 2, 4, 1)"""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -240,3 +240,30 @@ def test_a_text_model_that_does_not_parse_is_one_line(tmp_path):
         assert completed.returncode == 2, completed.stderr
         line = one_error_line(completed)
         assert line.startswith(f"onnx-lower: error: {path}: not an ONNX model") and not (tmp_path / "out.onnx").exists()
+
+
+def test_a_refused_conversion_lists_every_blocker_with_an_exit_status_of_its_own(tmp_path):
+    from test_engine import blocked_twice
+
+    model = tmp_path / "blocked.onnx"
+    onnx.save(blocked_twice(), model)
+    before = digest(model)
+    completed = run_cli_in_process(str(model), "--target-opset", "10", "-o", str(tmp_path / "out.onnx"))
+    assert completed.returncode == 4
+    lines = completed.stderr.splitlines()
+    assert lines[0] == "onnx-lower: 3 nodes cannot go to opset 10 (nothing was written):"
+    assert [line.split(" at ")[0] for line in lines[1:]] == ["  Reshape-14"] * 3
+    assert "node 'second'" in lines[2] and not (tmp_path / "out.onnx").exists() and digest(model) == before
+    record = json.loads(run_cli_in_process(str(model), "--target-opset", "10", "--dry-run", "--json").stdout)
+    assert record["exit_code"] == 4 and record["error"]["kind"] == "refused"
+    assert [entry["node"] for entry in record["remaining"]] == ["first", "second", "in_branch"]
+    assert set(record["remaining"][0]) == {"op_type", "version", "graph", "node", "location", "reason"}
+
+
+def test_several_models_exit_with_the_most_severe_status():
+    from lowering.cli.lower import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_REFUSED, most_severe
+
+    assert most_severe(EXIT_REFUSED, EXIT_INTERNAL) == EXIT_INTERNAL
+    assert most_severe(EXIT_REFUSED, EXIT_BAD_INPUT) == EXIT_BAD_INPUT
+    assert most_severe(EXIT_FAILED, EXIT_REFUSED) == EXIT_REFUSED
+    assert most_severe(EXIT_OK, EXIT_FAILED) == EXIT_FAILED
