@@ -219,21 +219,22 @@ def _expansion(rule, opset: int, element_type: int, attributes: dict[str, object
 
 
 def lowerable_ops() -> frozenset[str]:
-    """The op types ``ops=`` may name: those a decomposition rule or a function body lowers."""
+    """The op types a decomposition rule or a function body lowers."""
     return frozenset(rule.op_type for rule in all_rules()) | {expansion.op_type for expansion in all_expansions()}
 
 
 def _requested_ops(ops, target: Target) -> frozenset[str]:
-    """The op types to lower: ``ops``, or the target's ``lowered_ops`` where none are named."""
-    covered = lowerable_ops()
+    """The op types to lower: ``ops``, or the target's ``lowered_ops`` where none are named. An
+    op no pattern lowers is asked all the same (its nodes stay, each reported with why: an
+    error under ``strict``); a name onnx knows no op by is an error."""
     if ops is None:
         ops = target.lowered_ops
     if isinstance(ops, str):
         ops = [ops]
     requested = frozenset(ops)
-    unknown = sorted(requested - covered)
+    unknown = sorted(op_type for op_type in requested if not schemas.is_op_type(op_type))
     if unknown:
-        raise LoweringError(f"no pattern lowers {', '.join(unknown)}; rules exist for {', '.join(sorted(covered))}")
+        raise LoweringError(f"onnx defines no op {', '.join(unknown)} (in any domain); check the spelling")
     return requested
 
 

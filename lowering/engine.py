@@ -329,6 +329,18 @@ class Legalizer:
                 kept = self._move(scope, node, scope.source_opset, location) if self.converting else None
                 self.report.remaining.append(self._remaining(scope, node, index, version, not_lowered.reason))
                 return kept
+        if (
+            requested
+            and expansion is None
+            and _owning_rule(node) is None
+            and schemas.canonical_domain(node.domain) == ""
+        ):
+            # an op no pattern lowers: the node is left (moved where converting), and said so
+            version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
+            kept = self._move(scope, node, scope.source_opset, location) if self.converting else None
+            reason = f"no pattern lowers {node.op_type} (no decomposition rule, no function body)"
+            self.report.remaining.append(self._remaining(scope, node, index, version, reason))
+            return kept
         if requested and expansion is None and (rule := _owning_rule(node)) is not None:
             # a rule owning other versions of the op: the node is left (moved where converting), and said so
             version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)

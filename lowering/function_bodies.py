@@ -14,7 +14,7 @@ from onnx import defs
 
 from . import schemas
 from .errors import NotLowered
-from .graphs import held_graphs, holds_graphs
+from .graphs import held_graphs, holds_graphs, value_tensors_written
 from .rules_package import load_rules_package
 from .scopes import element_type_of
 
@@ -357,6 +357,7 @@ def _template(
         resolved.domain = ""
         _substitute_attributes(resolved, body_node, attribute_values)
         nodes.append(resolved)
+    value_tensors_written(nodes)  # (value_ints and the like: older runtimes read only ``value``)
     if element_types is not None and written_at is not None:
         known = {name: t for name, t in zip(body.input, element_types, strict=False) if t}
         nodes = _identity_casts_dropped(nodes, known, set(body.output), written_at)

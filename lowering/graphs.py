@@ -68,3 +68,23 @@ def constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
     value = onnx.helper.get_attribute_value(attribute)
     values = list(value) if is_list else [value]
     return onnx.helper.make_tensor("", element_type, [len(values)] if is_list else [], values)
+
+
+def value_tensors_written(nodes) -> None:
+    """Each default-domain Constant among ``nodes`` (and in the graphs they hold) that states its
+    value as ``value_float(s)`` or ``value_int(s)`` rewritten in place to hold it as ``value``,
+    the tensor :func:`constant_tensor` makes of it: what every opset and every runtime reads
+    (tract 0.21 reads no other)."""
+    for node in nodes:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.attribute:
+            if node.attribute[0].name in _CONSTANT_VALUE_ATTRIBUTES:
+                tensor = constant_tensor(node)
+                if tensor is not None:
+                    del node.attribute[:]
+                    node.attribute.append(onnx.helper.make_attribute("value", tensor))
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                value_tensors_written(attribute.g.node)
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                for graph in attribute.graphs:
+                    value_tensors_written(graph.node)

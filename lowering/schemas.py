@@ -51,6 +51,12 @@ def op_versions(op_type: str, domain: str = "") -> tuple[int, ...]:
 
 
 @functools.cache
+def is_op_type(op_type: str) -> bool:
+    """Whether onnx defines an op of this name, in any domain."""
+    return any(schema.name == op_type for schema in defs.get_all_schemas_with_history())
+
+
+@functools.cache
 def newest_domain_version(domain: str = "") -> int:
     """The newest opset of ``domain`` this onnx installation knows."""
     if canonical_domain(domain) == "":

@@ -335,10 +335,28 @@ def test_ops_selects_what_to_lower():
 
 def test_unknown_op_and_target_opset_are_clear_errors():
     model = _rich_model()
-    with pytest.raises(lowering.LoweringError, match="no pattern lowers Abs"):
-        lowering.lower(model, ops=["Abs"])
+    with pytest.raises(lowering.LoweringError, match="onnx defines no op Abz"):
+        lowering.lower(model, ops=["Abz"])
     with pytest.raises(lowering.LoweringError, match="target opset 99 does not exist"):
         lowering.lower(model, target_opset=99)
+
+
+def test_an_op_no_pattern_lowers_is_left_and_reported_the_rest_lowered():
+    """--ops LSTM,Gelu refused the whole command: now the ops a pattern lowers are lowered, the
+    others stay, each node reported with why (an error only under strict)."""
+    model = parse("""
+        <ir_version: 8, opset_import: ["" : 18]>
+        main (float[N] x) => (bool[N] y) {
+            a = Abs (x)
+            y = IsNaN (a)
+        }
+    """)
+    result = lowering.lower_model(model, ops=["Abs", "IsNaN"])
+    assert "IsNaN" not in all_op_types(result.model) and "Abs" in all_op_types(result.model)
+    assert {entry.op_type for entry in result.report.remaining} == {"Abs"}
+    assert all("no pattern lowers Abs" in entry.reason for entry in result.report.remaining)
+    with pytest.raises(lowering.IncompleteLowering, match="no pattern lowers Abs"):
+        lowering.lower(model, ops=["Abs"], strict=True)
 
 
 def test_invalid_model_is_a_lowering_error():

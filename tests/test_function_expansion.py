@@ -17,6 +17,7 @@ from version_cases import node_cases
 from lowering import schemas
 from lowering.errors import NotLowered
 from lowering.function_bodies import Expanded, FunctionExpansion, Tolerance, expansion_for
+from lowering.graphs import constant_tensor
 from lowering.naming import NameAllocator, names_in_model
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
@@ -377,9 +378,9 @@ def test_a_plain_body_takes_the_nodes_attributes_and_the_schemas_defaults():
     node = helper.make_node("HardSigmoid", ["x"], ["y"], name="hs", alpha=0.25)
     result = _expand(node, opset=18, types=(TensorProto.FLOAT,), expansion=hard_sigmoid)
     assert isinstance(result, Expanded) and result.opset == 18
-    constants = [a.f for n in result.nodes if n.op_type == "Constant" for a in n.attribute if a.name == "value_float"]
+    constants = [onnx.numpy_helper.to_array(constant_tensor(n)).item() for n in result.nodes if n.op_type == "Constant"]
     assert not any(a.ref_attr_name for n in result.nodes for a in n.attribute)
-    assert sorted(constants) == [0.25, 0.5]  # alpha from the node, beta the schema's default
+    assert sorted(constants) == [0.0, 0.25, 0.5, 1.0]  # alpha from the node, beta the default; the bounds
     model = helper.make_model(
         helper.make_graph(
             result.nodes,

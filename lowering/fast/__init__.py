@@ -264,10 +264,17 @@ class FastPath(PlainPath):
             result = rule.body(builder, *recorded_inputs, **attributes)
         except NotLowered:
             return _NOT_RECORDED
-        if builder.read_context:
+        if builder.read_context or any(_names_a_placeholder(node) for node in builder.nodes):
             return _NOT_RECORDED
         nodes = bound(builder.nodes, result, outputs, names)
         return Template(nodes, names.events, placeholders, hint, outputs, self.shortcuts.direct_replay)
+
+
+def _names_a_placeholder(node: onnx.NodeProto) -> bool:
+    """Whether an attribute of a recorded node holds a placeholder name (a Constant's tensor
+    named after its output, as ``Builder.ints`` names it): a replay fills names in the node's
+    inputs, outputs and name only, so such an expansion is made per node."""
+    return any(attribute.HasField("t") and "\x00" in attribute.t.name for attribute in node.attribute)
 
 
 def _tag(scope: Scope) -> bytes:

@@ -22,6 +22,7 @@ import lowering
 from lowering import schemas
 from lowering.docs import short_cells
 from lowering.function_bodies import all_expansions, body_op_types, expansion_for, ops_with_bodies
+from lowering.graphs import nested_graphs
 from lowering.patterns import function_body_table
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
@@ -358,3 +359,33 @@ def test_a_type_the_op_takes_and_its_body_does_not_leaves_the_node_with_why(elem
     model.graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
     floats = lowering.lower_model(model, ops=["ReduceLogSum"], target_opset=target)
     assert not floats.report.remaining and "ReduceLogSum" not in {n.op_type for n in floats.model.graph.node}
+
+
+@slow_but_a_sample()
+@pytest.mark.parametrize("target", [None, 13])
+def test_every_constant_a_body_writes_holds_its_value_as_a_tensor(target):
+    """GroupNormalization's body stated value_ints, which older runtimes refuse (tract 0.21:
+    "Could not extract value out of Constant node"): every body's Constants hold ``value``."""
+    checked = set()
+    for case in all_backend_cases():
+        ops = served_ops(case.model)
+        if not ops or ops[0] in checked:
+            continue
+        try:
+            result = lowering.lower_model(case.model, ops=ops, target_opset=target)
+        except lowering.LoweringError:
+            continue
+        graphs = [result.model.graph, *nested_graphs(result.model.graph.node)]
+        own = {
+            name
+            for graph in [case.model.graph, *nested_graphs(case.model.graph.node)]
+            for n in graph.node
+            for name in n.output
+        }
+        made = [
+            node for graph in graphs for node in graph.node if node.op_type == "Constant" and node.output[0] not in own
+        ]
+        stated = {attribute.name for node in made for attribute in node.attribute}
+        assert stated <= {"value"}, (case.name, stated)
+        checked.add(ops[0])
+    assert {"GroupNormalization", "LayerNormalization"} <= checked
