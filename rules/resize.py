@@ -69,7 +69,7 @@ def resize_reference(x: np.ndarray, roi=None, scales=None, sizes=None, **attribu
 
 @rule(
     "Resize",
-    versions=(18, 19),
+    versions=(11, 13, 18, 19),
     emits=EMITS,
     rounding_invariant=False,
     reference=resize_reference,

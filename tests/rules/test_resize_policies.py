@@ -303,13 +303,13 @@ def test_a_scale_of_zero_gives_an_empty_output_not_endless_taps():
 
 
 @slow_but_a_sample()
-@pytest.mark.parametrize("opset", [10, 13])
+@pytest.mark.parametrize("opset", [10])
 @pytest.mark.parametrize("target", [None, 11, 13])
 @pytest.mark.parametrize("fast", [True, False])
 def test_a_requested_resize_of_a_version_the_rule_does_not_serve_is_left_and_reported(opset, target, fast):
-    """ops=["Resize"] on Resize-10/13, which the rule (18, 19) does not serve: the node is left
-    (moved where converting) and the report says why, on both paths alike (it failed the pass's
-    own count of requested ops left before)."""
+    """ops=["Resize"] on Resize-10, which the rule (11, 13, 18, 19) does not serve: the node is
+    left (moved where converting) and the report says why, on both paths alike (it failed the
+    pass's own count of requested ops left before)."""
     model = filter_model(TensorProto.FLOAT, "scales", 4, mode="linear")
     model.opset_import[0].version = opset
     if opset == 10:
@@ -318,7 +318,29 @@ def test_a_requested_resize_of_a_version_the_rule_does_not_serve_is_left_and_rep
         warnings.simplefilter("ignore")
         result = lowering.lower_model(model, ops=["Resize"], target_opset=target, fast=fast)
     (left,) = result.report.remaining
-    assert left.op_type == "Resize" and "rules cover versions 18, 19" in left.reason, left
+    assert left.op_type == "Resize" and "rules cover versions 11, 13, 18, 19" in left.reason, left
     assert [node.op_type for node in result.model.graph.node if node.op_type != "Constant"] == ["Resize"]
     other = lowering.lower_model(model, ops=["Resize"], target_opset=target, fast=not fast)
     assert other.model.SerializeToString() == result.model.SerializeToString()
+
+
+@slow_but_a_sample()
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_11_and_13_are_lowered_by_the_same_rule_within_its_tolerance(mode, opset):
+    """TorchScript exports Resize-13 (cubic, linear): "no rule for Resize-13" before. Versions 11
+    and 13 mean what 18 does in these modes (every axis, no antialias)."""
+    rng = np.random.default_rng(opset)
+    model = filter_model(TensorProto.FLOAT, "scales", 4, mode=mode, coordinate_transformation_mode="half_pixel")
+    model.opset_import[0].version = opset
+    model.graph.node[0].input[1] = "roi"  # (Resize-11 takes roi as a required input; 13 an empty one alike)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.zeros(0, np.float32), "roi"))
+    lowered = lowered_by_the_rule(model)
+    onnx.checker.check_model(lowered, full_check=True)
+    for scales in ([1, 1, 2, 2], [1, 1, 0.5, 1.5], [1, 1, 1.75, 0.6]):
+        x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+        feeds = {"x": x, "scales": np.array(scales, np.float32)}
+        (got,) = run_onnxruntime(lowered, feeds)
+        want = resize_reference(x, scales=feeds["scales"], mode=mode, coordinate_transformation_mode="half_pixel")
+        assert got.shape == want.shape
+        assert not RESIZE_TOLERANCE[TensorProto.FLOAT].mismatches(got, want).any(), scales
