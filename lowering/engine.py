@@ -372,7 +372,14 @@ class Legalizer:
                 return kept
         try:
             nodes = self._decompose(rule, version, scope, node, index, location)
-        except NotLowered as not_lowered:
+        except NotLowered as declined:
+            not_lowered = declined
+            expansion = _function_expansion(node)
+            if expansion is not None:  # the next pattern in line: the op's own function body
+                try:
+                    return self._expand(expansion, scope, node, index, location)
+                except NotLowered as not_expanded:
+                    not_lowered = NotLowered(f"{declined.reason}; nor by its function body: {not_expanded.reason}")
             if cannot_move is not None:
                 raise LoweringError(f"{cannot_move}; nor by its rule: {not_lowered.reason}") from None
             if self.converting:

@@ -1,7 +1,10 @@
-"""Resize-18/19 in modes linear and cubic lowered per resized axis to a Gather of taps and their weighted sum (antialias
-and half_pixel_symmetric, which no older Resize says)."""
+"""Resize (11, 13, 18, 19) lowered per resized axis: in modes linear and cubic to a Gather of taps and
+their weighted sum (antialias and half_pixel_symmetric, which no older Resize says); in mode nearest to a
+Gather of the nearest pixel, bit for bit."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from onnx import TensorProto
@@ -13,13 +16,17 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 EMITS = (
     "Shape", "Gather", "Cast", "Range", "Add", "Sub", "Mul", "Div", "Ceil", "Floor", "Abs", "Max", "Min", "Where",
-    "Less", "Greater", "Equal", "Not", "And", "ReduceSum", "Unsqueeze", "Squeeze", "Constant",
+    "Less", "Greater", "Equal", "Not", "And", "ReduceSum", "Unsqueeze", "Squeeze", "Round", "Constant",
 )  # fmt: skip
 # The rule writes ops as they are from this opset on (Range from 11), int64 Constants among them.
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 FILTERED = ("linear", "cubic")
 COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "asymmetric")
+# Mode nearest: where each output point lies in the input (onnxruntime's formulas, in float32),
+# and how it is taken to a pixel.
+NEAREST_COORDINATE_MODES = (*COORDINATE_MODES, "pytorch_half_pixel", "align_corners", "tf_half_pixel_for_nn")
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 SUPPORT = {"linear": 1.0, "cubic": 2.0}  # the filter's half width at scale 1
 RESIZED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 
@@ -105,15 +112,19 @@ def resize_by_weighted_taps(
     axis reads its nearest end (the reference's edge padding); a tap of weight 0 adds -0,
     whatever it reads. 16-bit X is computed in float32 and rounded once. Within the stated
     tolerance of the op (the ONNX reference), which computes in float64.
-    Not lowered: mode nearest, coordinate modes other than half_pixel, half_pixel_symmetric and
-    asymmetric, a keep_aspect_ratio_policy with sizes, exclude_outside in mode linear without
-    antialias, X of unknown rank or not a float type, opsets below 11 (Range).
+    Not lowered: coordinate modes other than half_pixel, half_pixel_symmetric and asymmetric, a
+    keep_aspect_ratio_policy with sizes, exclude_outside in mode linear without antialias, X of
+    unknown rank or not a float type, opsets below 11 (Range). Mode nearest: :func:`_nearest`.
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     mode, coordinates = as_text(mode), as_text(coordinate_transformation_mode)
+    if mode == "nearest":
+        return _nearest(
+            b, x, scales, sizes, axes, coordinates, as_text(nearest_mode), as_text(keep_aspect_ratio_policy)
+        )
     if mode not in FILTERED:
-        raise NotLowered(f"mode {mode} is not a filter (the rule lowers modes {' and '.join(FILTERED)})")
+        raise NotLowered(f"mode {mode} is neither nearest nor a filter ({' nor '.join(FILTERED)})")
     if coordinates not in COORDINATE_MODES:
         raise NotLowered(
             f"coordinate_transformation_mode {coordinates} is none of {', '.join(COORDINATE_MODES)}, which the rule "
@@ -238,3 +249,105 @@ def _resized_axis(
         weights = b.over_axes("Unsqueeze", weights, list(range(2, 2 + inner)))
     terms = b.Where(b.Equal(weights, zero), number(-0.0), b.Mul(gathered, weights))
     return b.over_axes("ReduceSum", terms, [axis + 1], keepdims=0)
+
+
+def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, nearest_mode: str, policy: str) -> Value:
+    """Resize(X, s or z, mode=nearest) = per resized axis a: Gather(X, clamp(n(x), 0, d - 1), axis=a).
+
+    As onnxruntime's kernel computes it, in float32 whatever X's type: the output length
+    o = floor(s · d); where o = d each output point i is input point i; else at x = (i + 0.5) / s - 0.5
+    (half_pixel; pytorch_half_pixel the same where o > 1, else 0), i / s (asymmetric),
+    (i + 0.5) / s (tf_half_pixel_for_nn), i · (d - 1) / (o - 1) (align_corners, 0 where o = 1) or
+    half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric); n(x) = Floor(x),
+    Ceil(x), or Round(x) but Floor(x) (round_prefer_floor) or Ceil(x) (round_prefer_ceil) where
+    x = Floor(x) + 0.5. X's values are only gathered: bit for bit, of every type. Lowered where
+    the scales are constants of whole numbers (an upsampling by 2, as exports write it): there
+    s = o / d exactly, and onnxruntime's kernels, which place the points by the scale at some
+    ranks and by o / d at others (measured), agree. Not lowered: other scales, sizes,
+    tf_crop_and_resize, X of unknown rank."""
+    if coordinates not in NEAREST_COORDINATE_MODES:
+        raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
+    if nearest_mode not in NEAREST_MODES:
+        raise NotLowered(f"nearest_mode {nearest_mode} is none of {', '.join(NEAREST_MODES)}")
+    shape = b.shape_of(x)
+    if shape is None:
+        raise NotLowered("the rank of X is unknown, so the axes to resize are unknown")
+    if scales is not None and sizes is not None:
+        given = b.constant_value(scales)
+        if given is None or given.size:
+            raise NotLowered("both scales and sizes are given")
+        scales = None
+    if scales is None and sizes is None:
+        raise NotLowered("neither scales nor sizes is given")
+    del policy  # (it reads sizes only, which are refused below)
+    rank = len(shape)
+    resized = [a + rank if a < 0 else a for a in axes] if axes is not None else list(range(rank))
+    given = b.constant_value(scales) if sizes is None else None
+    if given is None or given.shape != (len(resized),) or not all(v >= 1 and v == int(v) for v in given.tolist()):
+        raise NotLowered(
+            "mode nearest is lowered for constant whole-number scales only: elsewhere onnxruntime's kernels place "
+            "the points by the scale or by the lengths' ratio, by rank (measured), which no one formula matches"
+        )
+    x_shape, value = b.Shape(x), x
+    for i, axis in sorted(enumerate(resized), key=lambda pair: -pair[1]):
+        length = b.Gather(x_shape, b.ints([axis], f"axis_{axis}"))
+        length_float = b.Cast(length, to=TensorProto.FLOAT)
+        scale = b.Cast(b.Gather(scales, b.ints([i], f"scale_{i}")), to=TensorProto.FLOAT)
+        out_length = b.Cast(b.Floor(b.Mul(scale, length_float)), to=TensorProto.INT64)
+        place = _nearest_place(b, length_float, out_length, scale, coordinates)
+        # an axis whose length stays maps each point to itself (onnxruntime's kernel: measured)
+        points, out_float = place.points, b.Cast(out_length, to=TensorProto.FLOAT)
+        pixel = b.Where(b.Equal(out_float, length_float), points, _nearest_pixel(b, place.value, nearest_mode))
+        zero = b.constant(0.0, Value("", TensorProto.FLOAT), "0")
+        last = b.Sub(length_float, b.constant(1.0, Value("", TensorProto.FLOAT), "1"))
+        index = b.Cast(b.Min(b.Max(pixel, zero), last), to=TensorProto.INT64)
+        value = b.Gather(value, index, axis=axis)
+    return value
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Each output point's index (float32, [o]) and where it lies in the input (``value``)."""
+
+    points: Value
+    value: Value
+
+
+def _nearest_place(b: Builder, length: Value, out_length: Value, scale: Value, coordinates: str) -> _Place:
+    """Where each output point lies along the axis, in float32 (shapes [o], [1] for the rest)."""
+
+    def number(v: float) -> Value:
+        return b.constant(v, Value("", TensorProto.FLOAT), f"{v:g}".replace("-", "minus_").replace(".", "_"))
+
+    zero_int = b.constant(0, Value("", TensorProto.INT64), "0")
+    one_int = b.constant(1, Value("", TensorProto.INT64), "1")
+    points = b.Cast(b.Range(zero_int, b.over_axes("Squeeze", out_length, [0]), one_int), to=TensorProto.FLOAT)
+    out_float = b.Cast(out_length, to=TensorProto.FLOAT)
+    half, one = number(0.5), number(1.0)
+    if coordinates == "asymmetric":
+        return _Place(points, b.Div(points, scale))
+    if coordinates == "tf_half_pixel_for_nn":
+        return _Place(points, b.Div(b.Add(points, half), scale))
+    if coordinates == "align_corners":
+        place = b.Div(b.Mul(points, b.Sub(length, one)), b.Sub(out_float, one))
+        return _Place(points, b.Where(b.Equal(out_float, one), number(0.0), place))
+    place = b.Div(b.Add(points, half), scale)
+    if coordinates == "half_pixel_symmetric":
+        adjustment = b.Div(out_float, b.Mul(scale, length))
+        offset = b.Mul(b.Div(length, number(2.0)), b.Sub(one, adjustment))
+        place = b.Add(offset, place)
+    place = b.Sub(place, half)
+    if coordinates == "pytorch_half_pixel":
+        place = b.Where(b.Greater(out_float, one), place, number(0.0))
+    return _Place(points, place)
+
+
+def _nearest_pixel(b: Builder, place: Value, nearest_mode: str) -> Value:
+    """The pixel nearest_mode takes ``place`` to (float32, before clamping)."""
+    if nearest_mode == "floor":
+        return b.Floor(place)
+    if nearest_mode == "ceil":
+        return b.Ceil(place)
+    below = b.Floor(place)
+    tie = b.Equal(place, b.Add(below, b.constant(0.5, Value("", TensorProto.FLOAT), "0_5")))
+    return b.Where(tie, below if nearest_mode == "round_prefer_floor" else b.Ceil(place), b.Round(place))

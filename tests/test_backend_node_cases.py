@@ -20,14 +20,12 @@ OPTIONAL_GRAPH_INPUT = "is an optional input of graph"
 # Cases a rule leaves, and the reason the report gives (tests/rules/test_cumprod_einsum.py checks more).
 REFUSED = {
     "test_melweightmatrix": "given at run time",  # only constant inputs are computed
-    # onnxruntime sums no 16-bit float in its own type (rules/range.py)
-    "test_range_float16_type_positive_delta": "CumSum does not run on float16",
-    "test_range_bfloat16_type_positive_delta": "CumSum does not run on bfloat16",
 }
 # Resize-19 cases the rule leaves, by a word of their name: it lowers modes linear and cubic in
-# coordinate modes half_pixel, half_pixel_symmetric and asymmetric (tests/rules/test_resize_policies.py).
+# coordinate modes half_pixel, half_pixel_symmetric and asymmetric, and mode nearest with constant
+# whole-number scales (tests/rules/test_resize_policies.py).
 RESIZE_LEFT = {
-    "nearest": "is not a filter",
+    "nearest": "whole-number scales only",  # (their scales are the cases' inputs)
     "align_corners": "align_corners is none of",
     "tf_crop_and_resize": "tf_crop_and_resize is none of",
     "pytorch_half_pixel": "pytorch_half_pixel is none of",

@@ -183,9 +183,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, kind):
         ["--bogus"],
         [str(EXAMPLE)],
         [str(EXAMPLE), "-o", str(EXAMPLE)],
-        [str(EXAMPLE), "-o", "x.onnx", "--ops", "Abs"],
+        [str(EXAMPLE), "-o", "x.onnx", "--ops", "Abz"],
     ],
-    ids=["nothing", "unknown option", "no output", "output is input", "no rule for op"],
+    ids=["nothing", "unknown option", "no output", "output is input", "no such op"],
 )
 def test_usage_errors_are_one_line_and_exit_2(args, tmp_path):
     before = digest(EXAMPLE)

@@ -90,17 +90,6 @@ def run_lowered(lowered: onnx.ModelProto, feeds: dict) -> tuple[list, str]:
         return run_reference(lowered, feeds), f"onnx.reference (onnxruntime has no kernel for {missing.group(1)})"
 
 
-# ONNX's AffineGrid-20 body feeds Range 1-element tensors where Range's spec asks for scalars;
-# Range's body then gives Loop a trip count of shape [1], which onnx's full checker refuses. The
-# `_expanded` twins of the AffineGrid cases hold those Range nodes: lowering Range there gives a
-# model the checker refuses (the fused Range kernel tolerates the shapes; the body cannot), so
-# lowering refuses it whole, with that reason.
-RANGE_ON_ONE_ELEMENT_TENSORS = "Inferred shape and existing shape differ in rank"
-OUTSIDE_RANGE_SPEC = {
-    (f"test_affine_grid_{case}_expanded", "Range") for case in ("2d", "2d_align_corners", "3d", "3d_align_corners")
-}
-
-
 # The `_expanded` twins of the bfloat16 Attention cases hold Range on bfloat16: onnxruntime has
 # no bfloat16 Add for the body's Loop, and onnx.reference's Loop cannot add bfloat16 arrays
 # ("Issues with types"). Neither runs them: the lowered model is checked by onnx's full checker.
@@ -163,8 +152,7 @@ EXPECTED_COUNTS = {
     "RMSNormalization": {"onnxruntime": 19},
     "Range": {
         "onnx's full checker only (no runner takes bfloat16 Range)": 5,
-        "onnxruntime": 61,
-        "outside Range's spec: refused by onnx's checker": 4,
+        "onnxruntime": 65,  # (the AffineGrid twins' Range on 1-element tensors: by its rule, rules/range.py)
     },
     "ReduceL1": {"onnxruntime": 9},
     "ReduceL2": {"onnxruntime": 9},
@@ -245,10 +233,6 @@ def feeds_for(model: onnx.ModelProto, inputs: list) -> dict:
 def check_case(name: str, op: str) -> str:
     """Lower ``op`` in the case and check it; returns how it was checked."""
     (case,) = [case for case in all_backend_cases() if case.name == name]
-    if (name, op) in OUTSIDE_RANGE_SPEC:  # the full checker on the result refuses it: nothing returned
-        with pytest.raises(lowering.LoweringError, match=f"by its function body .*{RANGE_ON_ONE_ELEMENT_TENSORS}"):
-            lowering.lower_model(case.model, ops=[op])
-        return "outside Range's spec: refused by onnx's checker"
     result = lowering.lower_model(case.model, ops=[op])
     refused = REFUSED.get((name, op))
     if refused is not None:

@@ -344,3 +344,73 @@ def test_resize_11_and_13_are_lowered_by_the_same_rule_within_its_tolerance(mode
         want = resize_reference(x, scales=feeds["scales"], mode=mode, coordinate_transformation_mode="half_pixel")
         assert got.shape == want.shape
         assert not RESIZE_TOLERANCE[TensorProto.FLOAT].mismatches(got, want).any(), scales
+
+
+NEAREST_COORDINATES = (
+    "half_pixel", "asymmetric", "pytorch_half_pixel", "align_corners", "tf_half_pixel_for_nn", "half_pixel_symmetric",
+)  # fmt: skip
+
+
+@slow_but_a_sample()
+@pytest.mark.parametrize("opset", [11, 13, 19])
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+@pytest.mark.parametrize("coordinates", NEAREST_COORDINATES)
+def test_nearest_with_whole_number_scales_gathers_what_onnxruntime_gathers(coordinates, nearest_mode, opset):
+    """mode nearest (U-Net's upsample_nearest2d: "mode nearest is not a filter" before), bit for
+    bit with onnxruntime's kernel, on float, uint8 and int32, every length from 1 to 9."""
+    if coordinates == "half_pixel_symmetric" and opset < 19:
+        return
+    rng = np.random.default_rng(opset)
+    compared = 0
+    for element_type, dtype in (
+        (TensorProto.FLOAT, np.float32),
+        (TensorProto.UINT8, np.uint8),
+        (TensorProto.INT32, np.int32),
+    ):
+        for scales in ([1, 1, 2, 2], [1, 1, 3, 1], [1, 2, 1, 4]):
+            model = make_model(
+                [
+                    helper.make_node(
+                        "Resize",
+                        ["x", "roi", "scales"],
+                        ["y"],
+                        name="resize",
+                        mode="nearest",
+                        coordinate_transformation_mode=coordinates,
+                        nearest_mode=nearest_mode,
+                    )
+                ],  # fmt: skip
+                [helper.make_tensor_value_info("x", element_type, ["n", "c", "h", "w"])],
+                [helper.make_tensor_value_info("y", element_type, ["n", "c", "p", "q"])],
+                opset=opset,
+                initializer=[
+                    onnx.numpy_helper.from_array(np.zeros(0, np.float32), "roi"),
+                    onnx.numpy_helper.from_array(np.array(scales, np.float32), "scales"),
+                ],
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lowered = lowered_by_the_rule(model)
+            for height, width in ((1, 1), (3, 5), (9, 2)):
+                x = rng.integers(0, 200, (1, 2, height, width)).astype(dtype)
+                (want,), (got,) = run_onnxruntime(model, {"x": x}), run_onnxruntime(lowered, {"x": x})
+                assert got.shape == want.shape and got.tobytes() == want.tobytes(), (scales, height, width)
+                compared += 1
+    assert compared == 27
+
+
+@pytest.mark.parametrize(
+    ("inputs", "given"),
+    [(["x", "", "scales"], np.array([1, 1, 1.5, 2], np.float32)), (["x", "", "", "sizes"], np.array([1, 1, 8, 8]))],
+)
+def test_nearest_with_other_scales_or_sizes_is_left_with_why(inputs, given):
+    name = inputs[-1]
+    model = make_model(
+        [helper.make_node("Resize", inputs, ["y"], name="resize", mode="nearest")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, None, None])],
+        opset=19,
+        initializer=[onnx.numpy_helper.from_array(given, name)],
+    )
+    (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
+    assert "constant whole-number scales only" in left.reason

@@ -506,14 +506,26 @@ def test_resize_11_scales_beside_sizes_go_as_none_where_they_are_empty_staticall
         {"mode": "linear"},
     ],  # fmt: skip
 )
-def test_resize_11_tf_half_pixel_for_nn_is_refused_going_up(attributes):
+def test_resize_11_tf_half_pixel_for_nn_is_refused_going_up_unless_the_rule_gathers_it(attributes):
     """No mode of 13 picks the same inputs in onnxruntime: half_pixel with nearest_mode ceil is
     round_prefer_floor of tf_half_pixel_for_nn in real numbers, yet 26 points from 10 differ at
-    the 20th in onnxruntime (pinned here, so a runtime that agrees shows)."""
+    the 20th in onnxruntime (pinned here, so a runtime that agrees shows). In mode nearest with
+    whole-number scales the Resize rule gathers the very pixels instead (rules/resize.py)."""
     model = resize_11({**attributes, "coordinate_transformation_mode": "tf_half_pixel_for_nn"}, scales=[1, 1, 2, 2])
+    if attributes["mode"] == "nearest":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = lowering.lower_model(model, target_opset=13, ops=[])
+        assert result.report.rewritten == {"Resize-11": 1}
+        for feeds in resize_11_feeds():
+            assert (
+                bits(run_onnxruntime(result.model, feeds)[0]).tobytes()
+                == bits(run_onnxruntime(model, feeds)[0]).tobytes()
+            )
+        return
     message = refusal(model, 13)
     assert "Resize-11 uses coordinate_transformation_mode tf_half_pixel_for_nn, which version 13 drops" in message
-    assert message.endswith("so it cannot go to opset 13"), message
+    assert "so it cannot go to opset 13; nor by its rule" in message, message
     tf = resize_11(
         {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn"}, sizes=[1, 1, 1, 26],
         x_shape=(1, 1, 1, 10),
