@@ -373,29 +373,29 @@ class Legalizer:
         try:
             nodes = self._decompose(rule, version, scope, node, index, location)
         except NotLowered as declined:
-            not_lowered = declined
-            expansion = _function_expansion(node)
-            if expansion is not None:  # the next pattern in line: the op's own function body
-                try:
-                    return self._expand(expansion, scope, node, index, location)
-                except NotLowered as not_expanded:
-                    not_lowered = NotLowered(f"{declined.reason}; nor by its function body: {not_expanded.reason}")
-            if cannot_move is not None:
-                raise LoweringError(f"{cannot_move}; nor by its rule: {not_lowered.reason}") from None
-            if self.converting:
-                kept = self._kept_at_target(rule, version, scope, node, location)[0] if requested else None
-                if kept is None:
-                    raise LoweringError(
-                        f"{location}: {node.op_type}-{version} cannot be expressed at opset {scope.opset}: "
-                        f"the op does not exist there for this input, and it cannot be lowered "
-                        f"({not_lowered.reason})"
-                    ) from None
-                self.report.remaining.append(self._remaining(scope, node, index, version, not_lowered.reason))
-                return kept
-            self.report.remaining.append(self._remaining(scope, node, index, version, not_lowered.reason))
-            return None
-        self.report.rewritten[f"{node.op_type}-{version}"] += 1
-        return nodes
+            reason = declined.reason  # (a reason, not the error: its traceback would hold this frame)
+        else:
+            self.report.rewritten[f"{node.op_type}-{version}"] += 1
+            return nodes
+        expansion = _function_expansion(node)
+        if expansion is not None:  # the next pattern in line: the op's own function body
+            try:
+                return self._expand(expansion, scope, node, index, location)
+            except NotLowered as not_expanded:
+                reason = f"{reason}; nor by its function body: {not_expanded.reason}"
+        if cannot_move is not None:
+            raise LoweringError(f"{cannot_move}; nor by its rule: {reason}")
+        if self.converting:
+            kept = self._kept_at_target(rule, version, scope, node, location)[0] if requested else None
+            if kept is None:
+                raise LoweringError(
+                    f"{location}: {node.op_type}-{version} cannot be expressed at opset {scope.opset}: "
+                    f"the op does not exist there for this input, and it cannot be lowered ({reason})"
+                )
+            self.report.remaining.append(self._remaining(scope, node, index, version, reason))
+            return kept
+        self.report.remaining.append(self._remaining(scope, node, index, version, reason))
+        return None
 
     def _kept_at_target(
         self, rule: Rule, version: int | None, scope: Scope, node, location: str

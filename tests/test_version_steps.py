@@ -862,7 +862,8 @@ RESIZE_REFUSALS = [
     # (else computed at run time, in coordinate modes half_pixel and asymmetric):
     (18, 13, {"keep_aspect_ratio_policy": "not_smaller", "coordinate_transformation_mode": "align_corners"},
      ("x", "", "", "sizes2"), "round(1.5 * 1) = 2"),
-    (19, 13, {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "nearest"}, ("x", "", "scales"),
+    # (with whole-number scales the Resize rule gathers the very pixels: tests/rules/test_resize_policies.py)
+    (19, 13, {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "nearest"}, ("x", "", "scales15"),
      "half_pixel_symmetric (from version 19)"),
     (13, 11, {"coordinate_transformation_mode": "tf_crop_and_resize"}, ("x", "", "", "sizes"), "and no roi"),
 ]  # fmt: skip
@@ -874,6 +875,7 @@ def test_resize_refusals_name_the_node_the_versions_and_what_cannot_be_said(sour
     initializers = [
         onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
         onnx.numpy_helper.from_array(np.array([2, 2], np.float32), "scales2"),
+        onnx.numpy_helper.from_array(np.array([1, 1, 1.5, 1.5], np.float32), "scales15"),
         onnx.numpy_helper.from_array(np.array([1, 2, 6, 8], np.int64), "sizes"),
         onnx.numpy_helper.from_array(np.array([1, 3, 3, 4], np.int64), "sizes2"),
     ]
