@@ -3,6 +3,7 @@ held in memory), atomic output."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -352,20 +353,50 @@ def _copy_range(source: Path, offset: int, length: int, target) -> None:
 
 
 def _copied_in_kernel(source: int, target: int, offset: int, at: int, length: int) -> int:
-    """How many of ``length`` bytes at ``offset`` of file descriptor ``source`` os.copy_file_range
-    wrote at ``at`` of ``target``: the kernel copies them without this process reading them
-    (and keeps a sparse file's holes where the file system can); 0 where it cannot."""
+    """How many of ``length`` bytes at ``offset`` of file descriptor ``source`` were written at
+    ``at`` of ``target`` without this process reading them: the data regions by
+    os.copy_file_range, the holes of a sparse file left as holes (the target extended past
+    them); 0 where the kernel cannot (another file system, a kernel without it). A source that
+    ends early stops it: the chunks then say so."""
     copy = getattr(os, "copy_file_range", None)
-    done = 0
-    while copy is not None and done < length:
+    if copy is None:
+        return 0
+    size, done = os.fstat(source).st_size, 0
+    while done < length and offset + done < size:
+        position = offset + done
+        data = _next_data(source, position, size)
+        if data > position:  # a hole, read as zeros: skipped, the target made as long
+            done = min(data, offset + length) - offset
+            os.ftruncate(target, max(os.fstat(target).st_size, at + done))
+            continue
+        region_end = min(_data_end(source, position, size), offset + length)
         try:
-            step = copy(source, target, length - done, offset + done, at + done)
-        except OSError:  # another file system, a kernel without it: the chunks do the rest
+            step = copy(source, target, region_end - position, position, at + done)
+        except OSError:  # another file system, or no such call: the chunks do the rest
             break
-        if step == 0:  # the source ended
+        if step == 0:
             break
         done += step
     return done
+
+
+def _next_data(handle: int, position: int, size: int) -> int:
+    """Where the next data region at or after ``position`` starts: ``size`` where only a hole
+    is left; ``position`` itself where the system cannot tell holes."""
+    try:
+        return os.lseek(handle, position, os.SEEK_DATA)
+    except AttributeError:  # no SEEK_DATA here
+        return position
+    except OSError as error:
+        return size if error.errno == errno.ENXIO else position
+
+
+def _data_end(handle: int, position: int, size: int) -> int:
+    """Where the data region holding ``position`` ends (the next hole, or the file's end)."""
+    try:
+        return os.lseek(handle, position, os.SEEK_HOLE)
+    except (AttributeError, OSError):
+        return size
 
 
 def _point_at(tensor: onnx.TensorProto, location: str, offset: int, length: int) -> None:

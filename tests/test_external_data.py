@@ -363,3 +363,44 @@ def _varint(number: int) -> bytes:
         number >>= 7
     out.append(number)
     return bytes(out)
+
+
+@pytest.mark.parametrize("layout", ["data, hole, data", "hole, data", "data, hole", "no holes"])
+def test_external_data_is_copied_byte_for_byte_holes_and_all(tmp_path, layout):
+    """The copy skips a sparse file's holes (the kernel reads nothing there) and copies its data
+    regions: the output holds the very bytes, the tensor read back equal."""
+    count = 1 << 20  # 4 MiB of float32
+    source = external_model(tmp_path / "src", count)
+    data = source.parent / "weights.bin"
+    values = np.arange(count, dtype=np.float32)
+    with open(data, "wb") as handle:
+        handle.truncate(4 * count)
+        for start, end in {
+            "data, hole, data": [(0, 1000), (count - 1000, count)],
+            "hole, data": [(count // 2, count // 2 + 5)],
+            "data, hole": [(0, 7)],
+            "no holes": [(0, count)],
+        }[layout]:
+            handle.seek(4 * start)
+            handle.write(values[start:end].tobytes())
+    output = tmp_path / "out" / "lowered.onnx"
+    output.parent.mkdir()
+    completed = run_cli_in_process(str(source), "-o", str(output))
+    assert completed.returncode == 0, completed.stderr
+    assert output.with_name("lowered.onnx.data").read_bytes() == data.read_bytes()
+    np.testing.assert_array_equal(
+        numpy_helper.to_array(onnx.load(output).graph.initializer[0]), np.fromfile(data, np.float32)
+    )
+
+
+def test_external_data_that_ends_early_is_refused_and_nothing_is_written(tmp_path):
+    source = external_model(tmp_path / "src", 1024)
+    data = source.parent / "weights.bin"
+    with open(data, "r+b") as handle:
+        handle.truncate(4 * 1000)
+    output = tmp_path / "out" / "lowered.onnx"
+    output.parent.mkdir()
+    completed = run_cli_in_process(str(source), "-o", str(output))
+    assert completed.returncode == 2, completed.stderr
+    assert "tensor 'w' reads past the end of 'weights.bin'" in completed.stderr
+    assert list(output.parent.iterdir()) == []
