@@ -87,6 +87,18 @@ class FunctionExpansion:
     def serves(self, version: int) -> bool:
         return version in self.versions
 
+    def body_version(self, version: int) -> int | None:
+        """For an op version ONNX gives no body (Clip-11), the oldest served later version whose
+        steps from it only add types to the op's type lists (Clip-12 and -13): its body means
+        the same for the node, whose types the older version takes. None where there is none."""
+        steps = [v for v in schemas.op_versions(self.op_type, self.domain) if v > version]
+        for later in steps:
+            if self.domain or not schemas.only_types_change(self.op_type, later):
+                return None
+            if self.serves(later):
+                return later
+        return None
+
     def expand(
         self,
         node: onnx.NodeProto,
@@ -114,10 +126,13 @@ class FunctionExpansion:
             raise NotLowered(f"{where}: {self.op_type} does not exist at opset {opset}")
         version = schema.since_version
         if not self.serves(version):
-            served = ", ".join(map(str, self.versions))
-            raise NotLowered(
-                f"{where}: {self.op_type}-{version} (opset {opset}) is not served; the expansion serves {served}"
-            )
+            later = self.body_version(version)
+            if later is None:
+                served = ", ".join(map(str, self.versions))
+                raise NotLowered(
+                    f"{where}: {self.op_type}-{version} (opset {opset}) is not served; the expansion serves {served}"
+                )
+            schema = schemas.schema_in_force(self.op_type, later, self.domain)
         for attribute in node.attribute:
             if attribute.ref_attr_name:
                 raise NotLowered(
