@@ -189,7 +189,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
     outcome.lines += summary_table(counts_before, counts_after, size_before, size_after)
     outcome.lines += result.report.lines()
     if options.verify:
-        _verify(model_path, output_path, model_file, result.model, options, outcome)
+        _verify(model_path, output_path, model_file, result.model, options, outcome, result.report)
         if not outcome.ok:
             return
     if output_path is not None and not options.dry_run:
@@ -215,7 +215,9 @@ def replaced_nodes(before: list[tuple[str, tuple[str, ...], str]], lowered) -> l
     ]
 
 
-def _verify(model_path, output_path, model_file, lowered, options: LowerOptions, outcome: Outcome) -> None:
+def _verify(
+    model_path, output_path, model_file, lowered, options: LowerOptions, outcome: Outcome, lowering_report=None
+) -> None:
     """Run original and lowered on edge-value inputs; on a mismatch the outcome fails (exit 1)
     and the inputs are saved beside the output (or in a temporary folder), the path said."""
     from ..verification import check_tolerances, verify
@@ -270,8 +272,33 @@ def _verify(model_path, output_path, model_file, lowered, options: LowerOptions,
         kept = f"the inputs were not saved: {report.inputs_error}"
     where = f"{output_path} was not written" if output_path and not options.dry_run else "nothing written"
     outcome.exit_code = EXIT_FAILED
-    outcome.problem = f"the lowered model differs from the original; {where}. {kept}"
+    outcome.problem = (
+        f"the lowered model differs from the original; {where}. {kept}{_tolerance_hint(lowering_report, options)}"
+    )
     outcome.record.update(exit_code=EXIT_FAILED, error={"kind": "mismatch", "message": outcome.problem})
+
+
+def _tolerance_hint(report, options: LowerOptions) -> str:
+    """Where no tolerance was given and the lowering used patterns that state one (function
+    bodies, rules that sum in another order), a sentence saying so."""
+    if report is None or options.atol is not None or options.rtol is not None:
+        return ""
+    from ..registry import rule_for
+
+    stating = sorted(
+        {key.split("-")[0] for key in report.rewritten if key.endswith("by its function body")}
+        | {
+            key.split("-")[0]
+            for key in report.rewritten
+            if (rule := rule_for("", key.split("-")[0])) and rule.tolerance
+        }
+    )
+    if not stating:
+        return ""
+    return (
+        f" ({', '.join(stating)} lowered by patterns that compute otherwise than a fused kernel, within the "
+        "tolerances they state: compare with --rtol/--atol; --list-rules -v shows them)"
+    )
 
 
 _TEMPORARY: list[Path] = []

@@ -267,3 +267,13 @@ def test_several_models_exit_with_the_most_severe_status():
     assert most_severe(EXIT_REFUSED, EXIT_BAD_INPUT) == EXIT_BAD_INPUT
     assert most_severe(EXIT_FAILED, EXIT_REFUSED) == EXIT_REFUSED
     assert most_severe(EXIT_OK, EXIT_FAILED) == EXIT_FAILED
+
+
+def test_a_verify_mismatch_after_patterns_that_state_a_tolerance_says_so(tmp_path):
+    """LayerNormalization by its function body (taken to 13) differs from the fused kernel by
+    ulps: the mismatch message names it and points to --rtol/--atol."""
+    export = REPO / "golden" / "exports" / "gpt_block_torchscript17.onnx"
+    completed = run_cli_in_process(str(export), "--target-opset", "13", "--verify", "-o", str(tmp_path / "out.onnx"))
+    assert completed.returncode == 1
+    assert "(LayerNormalization lowered by patterns that compute otherwise than a fused kernel" in completed.stderr
+    assert "compare with --rtol/--atol" in completed.stderr
