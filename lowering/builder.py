@@ -422,17 +422,8 @@ class Builder:
             raise NotLowered(f"{why}, and no rule lowers {op_type}-{version}")
         if self._depth >= MOST_RULES_IN_TURN:
             raise NotLowered(f"{why}, {MOST_RULES_IN_TURN} rules deep")
-        inner = Builder(
-            opset=self.opset,
-            target=self.target,
-            names=self._names,
-            constants=self._constants,
-            name_hint=f"{self._hint}_{op_type.lower()}",
-            scope=self._scope,
-            optionals=self._optionals,
-            rule_for=self._rule_for,
-            depth=self._depth + 1,
-        )
+        inner = self.nested(op_type.lower())
+        inner._depth = self._depth + 1
         try:
             result = rule.body(inner, *inputs, **attributes)
         except NotLowered as declined:

@@ -134,20 +134,9 @@ def resize_by_weighted_taps(
         raise NotLowered("exclude_outside=1 in mode linear without antialias (onnxruntime refuses it)")
     if x.element_type not in RESIZED_TYPES:
         raise NotLowered(f"X is {schemas.type_name(x.element_type)}; the rule resizes float types only")
-    shape = b.shape_of(x)
-    if shape is None:
-        raise NotLowered("the rank of X is unknown, so the axes to resize are unknown")
-    rank = len(shape)
-    if scales is not None and sizes is not None:
-        given = b.constant_value(scales)
-        if given is None or given.size:
-            raise NotLowered("both scales and sizes are given")
-        scales = None
-    if scales is None and sizes is None:
-        raise NotLowered("neither scales nor sizes is given")
+    rank, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
     if sizes is not None and as_text(keep_aspect_ratio_policy) != "stretch":
         raise NotLowered(f"keep_aspect_ratio_policy {as_text(keep_aspect_ratio_policy)} is not lowered by the rule")
-    resized = [a + rank if a < 0 else a for a in axes] if axes is not None else list(range(rank))
     compute = TensorProto.DOUBLE if x.element_type == TensorProto.DOUBLE else TensorProto.FLOAT
     value = x if x.element_type == compute else b.Cast(x, to=compute)
     x_shape = b.Shape(x)
@@ -251,6 +240,25 @@ def _resized_axis(
     return b.over_axes("ReduceSum", terms, [axis + 1], keepdims=0)
 
 
+def _resized_axes(b: Builder, x: Value, scales, sizes, axes) -> tuple[int, list[int], Value | None, Value | None]:
+    """X's rank, the axes resized (``axes``, else all), and the scales or sizes that say how
+    (an empty constant scales beside sizes dropped); NotLowered where the rank is unknown or
+    neither or both are given."""
+    shape = b.shape_of(x)
+    if shape is None:
+        raise NotLowered("the rank of X is unknown, so the axes to resize are unknown")
+    rank = len(shape)
+    if scales is not None and sizes is not None:
+        given = b.constant_value(scales)
+        if given is None or given.size:
+            raise NotLowered("both scales and sizes are given")
+        scales = None
+    if scales is None and sizes is None:
+        raise NotLowered("neither scales nor sizes is given")
+    resized = [a + rank if a < 0 else a for a in axes] if axes is not None else list(range(rank))
+    return rank, resized, scales, sizes
+
+
 def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, nearest_mode: str, policy: str) -> Value:
     """Resize(X, s or z, mode=nearest) = per resized axis a: Gather(X, clamp(n(x), 0, d - 1), axis=a).
 
@@ -269,19 +277,8 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
         raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
     if nearest_mode not in NEAREST_MODES:
         raise NotLowered(f"nearest_mode {nearest_mode} is none of {', '.join(NEAREST_MODES)}")
-    shape = b.shape_of(x)
-    if shape is None:
-        raise NotLowered("the rank of X is unknown, so the axes to resize are unknown")
-    if scales is not None and sizes is not None:
-        given = b.constant_value(scales)
-        if given is None or given.size:
-            raise NotLowered("both scales and sizes are given")
-        scales = None
-    if scales is None and sizes is None:
-        raise NotLowered("neither scales nor sizes is given")
+    _, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
     del policy  # (it reads sizes only, which are refused below)
-    rank = len(shape)
-    resized = [a + rank if a < 0 else a for a in axes] if axes is not None else list(range(rank))
     given = b.constant_value(scales) if sizes is None else None
     if given is None or given.shape != (len(resized),) or not all(v >= 1 and v == int(v) for v in given.tolist()):
         raise NotLowered(
