@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from . import function_bodies, nodecheck, schemas
+from . import floats, function_bodies, nodecheck, schemas
 from .cleanup import remove_unused
 from .conversion import node_moves, version_steps
 from .decomposition import without_shapes
@@ -28,7 +28,7 @@ from .optionals import OptionalResolver
 from .plain_path import PlainPath
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
-from .scopes import Scope
+from .scopes import Scope, element_type_of
 from .targets import Target
 
 PROGRESS_STEP = 4096  # nodes between progress updates
@@ -497,8 +497,46 @@ class Legalizer:
         if expanded.opset != scope.opset:  # adapters and folding may leave constants nothing reads
             legal = _without_unread_constants(legal, node.output)
         version = schemas.version_in_force(node.op_type, opset, node.domain)
+        unrun = self._unrun_by_the_target(node, version, input_types, legal, body_types, scope.opset)
+        if unrun:
+            raise NotLowered(unrun)
         done.rewritten[f"{node.op_type}-{version} by its function body"] += 1
         return legal
+
+    def _unrun_by_the_target(self, node, version, input_types: list, legal: list, body_types, opset: int) -> str | None:
+        """Why the body would not run where the node runs: on an input of a float type the target
+        computes in no other (bfloat16, float8: no Cast to float32 is inserted for them), the
+        target has the op's own kernel and lacks one for an op of the body on that type (Celu's
+        Div on bfloat16 in onnxruntime). None where it runs, or the node itself does not."""
+        first = input_types[0] if input_types else None
+        element_type = element_type_of(first)
+        target = self.target
+        if element_type in (None, 0) or not floats.is_float(element_type) or element_type == onnx.TensorProto.FLOAT16:
+            return None
+        if element_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
+            return None
+        if version is None or target.lacks_kernel(node.op_type, version, element_type):
+            return None
+        types = body_types()
+        lacking = sorted(
+            {
+                body_node.op_type
+                for body_node in legal
+                if body_node.domain in ("", "ai.onnx")
+                and body_node.op_type not in ("Constant", "Cast", "CastLike")
+                and body_node.output
+                and element_type_of(types.get(body_node.output[0])) == element_type
+                and (body_version := schemas.version_in_force(body_node.op_type, opset)) is not None
+                and target.lacks_kernel(body_node.op_type, body_version, element_type)
+            }
+        )
+        if not lacking:
+            return None
+        name = schemas.type_name(element_type)
+        return (
+            f"its function body's {', '.join(lacking)} run on no {name} in the target, which runs "
+            f"{node.op_type}-{version} itself on {name}: the lowered model would not run"
+        )
 
     def _legalize_body(self, nodes, opset: int, constants, body_types, scope: Scope, index, location, done, depth):
         """Each body node (written at ``opset``) made legal at the target, the nodes of the graphs

@@ -60,7 +60,11 @@ def checks() -> tuple[tuple[str, str], ...]:
 # (case, op) → the reason the node stays (rules/function_bodies.py BODY_DEFECTS); none today: ONNX's
 # AffineGrid body, which feeds Range 1-element tensors, is repaired (rules/function_bodies.py
 # range_inputs_as_scalars) and lowers like the rest
-REFUSED: dict[tuple[str, str], str] = {}
+REFUSED: dict[tuple[str, str], str] = {
+    # onnxruntime runs Celu itself on bfloat16, not the body's Div, Elu and Mul: left, as the
+    # lowered model would not run (lowering/engine.py, _unrun_by_the_target)
+    ("test_celu_bfloat16", "Celu"): "run on no bfloat16 in the target, which runs Celu-28 itself",
+}
 
 # Where onnxruntime 1.32's CPU provider has no kernel for an op of the lowered model (bfloat16
 # Mul/Add/Div in the bodies of Attention and Celu, Swish-24 in SwiGLU's, RandomUniformLike-22
@@ -127,7 +131,7 @@ EXPECTED_COUNTS = {
         "onnxruntime": 197,
     },
     "CausalConvWithState": {"onnxruntime": 13},
-    "Celu": {"onnx.reference (onnxruntime has no kernel for Div(14))": 1, "onnxruntime": 2},
+    "Celu": {"onnxruntime": 2, "refused": 1},
     "CenterCropPad": {"onnxruntime": 6},
     "Clip": {"onnxruntime": 12},
     "DepthToSpace": {"onnxruntime": 2},

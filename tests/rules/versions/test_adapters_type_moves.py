@@ -11,6 +11,8 @@ shapes and empty tensors.
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -306,12 +308,16 @@ def test_equal_on_a_type_equal_13_takes_is_re_versioned_as_it_is():
 
 def test_where_in_a_function_body_is_moved_too():
     """Celu-28 on bfloat16 at 13 goes by its body (Elu's body holds Where-16 on bfloat16): the
-    same bits as the body written at 16, where Where-16 stays (both in onnx.reference:
-    onnxruntime has no bfloat16 Div-13 or Div-14 kernel)."""
+    same bits as the body written at 16, where Where-16 stays (both in onnx.reference), for a
+    runtime whose kernels are not known. For onnxruntime, which runs Celu-28 on bfloat16 but no
+    bfloat16 Div-13 or Div-14, the conversion is refused: the result would not run there."""
     model = single("Celu", [("x", BFLOAT16, (65536,))], ("y", BFLOAT16, 1), 28)
-    at_16 = lowering.lower(model, target_opset=16, ops=[])
+    with pytest.raises(lowering.ConversionRefused, match="run on no bfloat16 in the target"):
+        lowering.lower(model, target_opset=13, ops=[])
+    unknown_kernels = dataclasses.replace(lowering.DEFAULT_TARGET, name="kernels unknown", kernels=lambda: None)
+    at_16 = lowering.lower(model, target_opset=16, ops=[], target=unknown_kernels)
     assert "Where" in [node.op_type for node in at_16.graph.node]
-    at_13 = lowering.lower(model, target_opset=13, ops=[])
+    at_13 = lowering.lower(model, target_opset=13, ops=[], target=unknown_kernels)
     assert "Where" in [node.op_type for node in at_13.graph.node]  # Where-9 on int64 positions
     onnx.checker.check_model(at_13, full_check=True)
     feeds = {"x": EVERY_BFLOAT16}
