@@ -505,15 +505,12 @@ class Legalizer:
 
     def _unrun_by_the_target(self, node, version, input_types: list, legal: list, body_types, opset: int) -> str | None:
         """Why the body would not run where the node runs: on an input of a float type the target
-        computes in no other (bfloat16, float8: no Cast to float32 is inserted for them), the
-        target has the op's own kernel and lacks one for an op of the body on that type (Celu's
+        does not compute in (bfloat16, float8), the target has the op's own kernel and neither a
+        kernel nor a widening (float16 in float32) for an op of the body on that type (Celu's
         Div on bfloat16 in onnxruntime). None where it runs, or the node itself does not."""
-        first = input_types[0] if input_types else None
-        element_type = element_type_of(first)
+        element_type = element_type_of(input_types[0] if input_types else None)
         target = self.target
-        if element_type in (None, 0) or not floats.is_float(element_type) or element_type == onnx.TensorProto.FLOAT16:
-            return None
-        if element_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
+        if not element_type or element_type in target.compute_types or not floats.is_float(element_type):
             return None
         if version is None or target.lacks_kernel(node.op_type, version, element_type):
             return None
@@ -528,6 +525,7 @@ class Legalizer:
                 and element_type_of(types.get(body_node.output[0])) == element_type
                 and (body_version := schemas.version_in_force(body_node.op_type, opset)) is not None
                 and target.lacks_kernel(body_node.op_type, body_version, element_type)
+                and not target.runs_widened(body_node.op_type, body_version, element_type)
             }
         )
         if not lacking:

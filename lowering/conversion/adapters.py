@@ -262,9 +262,6 @@ class AdapterContext:
         shape = self.shape_of(name)
         return None if shape is None else len(shape)
 
-    def fresh(self, hint: str) -> str:
-        return self.names.fresh(hint)
-
     def builder(self, node: onnx.NodeProto, hint: str | None = None) -> Builder:
         """The builder an adapter writes ``node``'s replacement with, at the target opset: each
         value and node named after ``hint`` where given (the nodes of a subgraph), else the
