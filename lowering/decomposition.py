@@ -9,6 +9,7 @@ from onnx import helper
 from . import schemas
 from .builder import Builder, Value
 from .errors import LoweringError, NotLowered
+from .graphs import nested_graphs
 from .registry import Rule
 from .scopes import Scope, element_type_of, type_string
 
@@ -76,12 +77,30 @@ def decompose(rule: Rule, builder: Builder, inputs: list[Value | None], attribut
 
 
 def bound(nodes: list[onnx.NodeProto], result, output_names: list[str], names) -> list[onnx.NodeProto]:
-    """The emitted nodes, writing the rule's result value(s) to the node's own outputs."""
+    """The emitted nodes, writing the rule's result value(s) to the node's own outputs; where
+    the node leaves an output unnamed (LSTM's Y), the nodes only it needed are left out."""
     outputs = result if isinstance(result, tuple) else (result,)
     for value, output_name in zip(outputs, output_names, strict=False):
         if output_name:
             nodes = _bind(nodes, value, output_name, names)
+    if len(outputs) > 1 and not all(output_names[: len(outputs)]):
+        nodes = _needed(nodes, {name for name in output_names if name})
     return nodes
+
+
+def _needed(nodes: list[onnx.NodeProto], outputs: set[str]) -> list[onnx.NodeProto]:
+    """The nodes that ``outputs`` depend on, in their order: a walk back from the last node,
+    keeping a node where it writes a value read later (in a held graph too) or an output."""
+    read = set(outputs)
+    kept = []
+    for node in reversed(nodes):
+        if not read.intersection(node.output):
+            continue
+        kept.append(node)
+        read.update(node.input)
+        for graph in nested_graphs([node]):
+            read.update(name for inner in graph.node for name in inner.input)
+    return kept[::-1]
 
 
 def _bind(nodes: list[onnx.NodeProto], value: Value, output_name: str, names) -> list[onnx.NodeProto]:

@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     melweightmatrix,
     optional,
     range,
+    recurrent,
     resize,
     tensorscatter,
     trilu,

@@ -120,14 +120,15 @@ def _unless_no_kernel(work):
     """``work()``, or None where onnxruntime has no kernel for the model or its type inference
     refuses a type onnx allows."""
     from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OrtFail
-    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+    from lowering.verification.compare import onnxruntime_lacks_support
 
     try:
         return work()
-    except OrtNotImplemented:
-        return None
-    except OrtFail as error:
-        if "Type Error: Type (" in str(error):  # its type inference, with or without a "[TypeInferenceError]" tag
+    except Exception as error:
+        if onnxruntime_lacks_support(error):
+            return None
+        if isinstance(error, OrtFail) and "Type Error: Type (" in str(error):  # its type inference, tag or not
             return None
         raise
 

@@ -5,9 +5,11 @@ converts exactly where the older version can say the node, and is refused with o
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
+from lowering.rules.recurrent import RECURRENT_TOLERANCE
 from onnx import TensorProto, helper, numpy_helper
 from support import (
     make_model,
@@ -280,12 +282,29 @@ def test_layout_0_is_dropped(op_type):
     assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
 
 
-def test_bfloat16_recurrence_is_refused_at_13():
+def test_bfloat16_recurrence_goes_to_13_lowered():
+    """GRU-7 takes no bfloat16: at 13 the node is lowered (rules/recurrent.py), within its tolerance."""
     model = recurrent_model("GRU", 22, layout=1, directions=1)
     for info in [*model.graph.input, *model.graph.output]:
         if info.type.tensor_type.elem_type == FLOAT:
             info.type.tensor_type.elem_type = TensorProto.BFLOAT16
-    assert "tensor(bfloat16), which GRU-7 does not take" in refusal(model, 13)
+    result = lowered(model, 13)
+    assert result.report.lines() == ["lowered 1 x GRU-22"]
+    assert "GRU" not in op_types(result.model)
+    rng = np.random.default_rng(0)
+    feeds = {  # (every sequence whole: onnx.reference's GRU reads no sequence_lens)
+        info.name: np.full(dims(info), SEQ, np.int32)
+        if info.name == "sequence_lens"
+        else rng.standard_normal(dims(info)).astype(ml_dtypes.bfloat16)
+        for info in model.graph.input
+    }
+    tolerance = RECURRENT_TOLERANCE[TensorProto.BFLOAT16]
+    for got, want in zip(run_onnxruntime(result.model, feeds), run_reference(model, feeds), strict=True):
+        assert not tolerance.mismatches(got, want).any()
+
+
+def dims(info: onnx.ValueInfoProto) -> list[int]:
+    return [d.dim_value for d in info.type.tensor_type.shape.dim]
 
 
 # -- ScatterND, ScatterElements ---------------------------------------------------------------------
