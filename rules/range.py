@@ -68,6 +68,8 @@ def range_by_running_sum(b: Builder, start: Value, limit: Value, delta: Value) -
     element_type = start.element_type
     wide = onnx.TensorProto.INT32 if element_type == onnx.TensorProto.INT16 else element_type
     if not b.runs("CumSum", Value(start.name, wide)):
+        if element_type in (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16):
+            return _range_by_loop(b, start, limit, delta)
         raise NotLowered(f"CumSum does not run on {schemas.type_name(element_type)} at opset {b.opset}")
     count = (
         _integer_count(b, start, limit, delta)
@@ -117,3 +119,38 @@ def _integer_count(b: Builder, start: Value, limit: Value, delta: Value) -> Valu
     refused = b.Or(still, too_many)
     count = b.Where(refused, b.constant(-1, like=delta, hint="minus_one"), b.Cast(count_u, to=int64))
     return b.Where(b.Or(refused, ahead), count, zero)
+
+
+def _range_by_loop(b: Builder, start: Value, limit: Value, delta: Value) -> Value:
+    """float16 and bfloat16, which CumSum does not take here: a Loop of n steps, each yielding
+    the element and adding delta in float32, rounded back to the type (the sum of two values of
+    a 16-bit float type rounds alike in float32 and then the type as in one rounding: float32 holds
+    it exactly unless the two are so far apart that the smaller cannot move the larger)."""
+    element_type, wide = start.element_type, onnx.TensorProto.FLOAT
+    count = _float_count(b, start, limit, delta)
+    # a count of -1 (where the op fails) fails here too: Expand to a dimension of -1
+    trips = b.Gather(
+        b.Shape(b.Expand(b.constant(0, like=count, hint="zero"), b.Reshape(count, b.ints([1], "one_dimension")))),
+        b.scalar(0, onnx.TensorProto.INT64, "index_0"),
+        axis=0,
+    )
+    step = b.Cast(delta, to=wide)
+    body = b.nested("loop")
+    iteration = body.fresh_value("iteration", onnx.TensorProto.INT64)
+    condition = body.fresh_value("condition", onnx.TensorProto.BOOL)
+    element = body.fresh_value("element", element_type)
+    following = body.Cast(body.Add(body.Cast(element, to=wide), step), to=element_type)
+    keep = body.Identity(condition)
+    yielded = body.Identity(element)
+    graph = onnx.helper.make_graph(
+        body.nodes,
+        b.fresh("loop_body"),
+        [onnx.helper.make_tensor_value_info(iteration.name, iteration.element_type, []),
+         onnx.helper.make_tensor_value_info(condition.name, condition.element_type, []),
+         onnx.helper.make_tensor_value_info(element.name, element_type, [])],
+        [onnx.helper.make_tensor_value_info(v.name, v.element_type, []) for v in (keep, following, yielded)],
+    )  # fmt: skip
+    outputs = [b.fresh("loop_last"), b.fresh("loop_elements")]
+    b.op("Loop", trips, "", start, outputs=outputs, body=graph)
+    # (onnxruntime's Loop stacks 0-D elements as [n, 1]; the spec says [n])
+    return b.Reshape(Value(outputs[1], element_type), b.ints([-1], "flat"))

@@ -32,6 +32,11 @@ RESIZE_LEFT = {
 }
 
 
+# Cases whose original onnxruntime runs otherwise than the spec says: the case's expected output is
+# the oracle. Range on bfloat16 has no kernel; onnxruntime runs its function body, whose Loop stacks
+# the 0-D elements as (n, 1) where the op gives (n,).
+ONNXRUNTIME_ORIGINAL_WRONG = {"test_range_bfloat16_type_positive_delta"}
+
 # BitCast cases the rule leaves: a float's bits, which no Cast keeps (rules/bitcast.py).
 BITCAST_LEFT = ("float32", "float64")
 
@@ -89,10 +94,10 @@ def test_backend_case_lowered(name):
     for inputs, expected_outputs in case.data_sets:
         feeds = {info.name: _fed(value) for info, value in zip(case.model.graph.input, inputs, strict=True)}
         outputs = runs_in_onnxruntime(result.model, feeds)
-        original = runs_in_onnxruntime(case.model, feeds)
+        original = runs_in_onnxruntime(case.model, feeds) if name not in ONNXRUNTIME_ORIGINAL_WRONG else None
         if outputs is None:  # an op of the original's own, which onnxruntime cannot run either (bfloat16 Mul)
             assert original is None
-            outputs, original = run_reference(result.model, feeds), run_reference(case.model, feeds)
+            outputs = run_reference(result.model, feeds)
         if not _stated_tolerance(case.model, expected_outputs[0]):  # (a stated tolerance is against the expected)
             expected_outputs = original or expected_outputs
         for got, expected in zip(outputs, expected_outputs, strict=True):

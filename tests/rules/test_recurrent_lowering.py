@@ -4,6 +4,7 @@ layout, optional input and attribute, against onnxruntime's kernels within the s
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -245,3 +246,20 @@ def test_a_length_outside_the_sequence_fails_as_the_op_does(time, length):
             runs_in_onnxruntime(failing, feeds)
     feeds["sequence_lens"] = np.array([2, T, 0], np.int32)
     assert_within_tolerance(runs_in_onnxruntime(lowered(model, ["RNN"]), feeds), runs_in_onnxruntime(model, feeds))
+
+
+EXPORTS = Path(__file__).resolve().parents[2] / "golden" / "exports"
+
+
+@pytest.mark.parametrize(
+    "name", ["lstm_dynamo18", "lstm_dynamo23", "lstm_torchscript17", "gru_dynamo23", "gru_torchscript17"]
+)
+def test_pytorch_exports_lower_at_their_opset_and_at_11(name):
+    """PyTorch's LSTM (two layers, bidirectional) and GRU exports (golden/exports/export_models.py)."""
+    model = onnx.load(EXPORTS / f"{name}.onnx")
+    data = np.load(EXPORTS / f"{name}.npz")
+    feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
+    want = runs_in_onnxruntime(model, feeds)
+    for target in (None, 11):
+        got = runs_in_onnxruntime(lowered(model, ["LSTM", "GRU"], target_opset=target), feeds)
+        assert_within_tolerance(got, want)
