@@ -14,12 +14,14 @@ from .conversion import version_steps
 from .engine import Legalizer
 from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError, NotLowered
 from .function_bodies import all_expansions
+from .input_shapes import InputShapes, with_input_shapes
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .nodecheck import checker_message
 from .opcount import count_ops
 from .patterns import first_paragraph
 from .registry import all_rules
 from .report import LoweringReport
+from .shape_folding import FoldedGraph, fold_shapes, inferred_types
 from .targets import DEFAULT_TARGET, Target
 
 
@@ -45,6 +47,8 @@ def lower(
     target: Target = DEFAULT_TARGET,
     fast=None,
     strict: bool = False,
+    fold: str | None = None,
+    input_shapes: InputShapes | None = None,
 ):
     """Lower ``model`` (``onnx.ModelProto`` or ``onnx_ir.Model``) and return the lowered model.
 
@@ -53,8 +57,13 @@ def lower(
     argument is left untouched; an ``onnx_ir.Model`` comes back as a new ``onnx_ir.Model``.
     ``fast=False`` runs the plain path (see :func:`lower_model`): the same bytes, slower.
     ``strict=True``: a requested op left is an error (:class:`lowering.IncompleteLowering`).
+    ``fold``, ``input_shapes``: the values shapes decide folded, inputs declared static (see :func:`lower_model`).
     """
-    return lower_model(model, ops=ops, target_opset=target_opset, target=target, fast=fast, strict=strict).model
+    result = lower_model(
+        model, ops=ops, target_opset=target_opset, target=target, fast=fast, strict=strict, fold=fold,
+        input_shapes=input_shapes,
+    )  # fmt: skip
+    return result.model
 
 
 def lower_model(
@@ -67,8 +76,17 @@ def lower_model(
     fast=None,
     strict: bool = False,
     serialized: bytes | None = None,
+    fold: str | None = None,
+    input_shapes: InputShapes | None = None,
 ) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
+
+    ``fold``: which values the shapes decide are folded to constants (:mod:`lowering.shape_folding`):
+    "emitted" those the pass wrote (the default), "all" the model's own shape arithmetic too (the
+    default with ``input_shapes``), "none" nothing.
+
+    ``input_shapes``: inputs declared static first (:func:`lowering.input_shapes.with_input_shapes`):
+    ``{"x": [1, 3, 224, 224]}`` gives an input's sizes, ``{"batch": 1}`` a dimension name's.
 
     ``progress`` (a :class:`lowering.progress.Progress`) is told how many nodes and graphs are done.
 
@@ -99,6 +117,8 @@ def lower_model(
     if not isinstance(model, onnx.ModelProto):
         ir_model = model
         model = _ir_to_proto(model)
+    if fold is None:
+        fold = "all" if input_shapes else "emitted"
     requested = _requested_ops(ops, target)
     if target_opset is None:
         target_opset = target.opset
@@ -110,6 +130,9 @@ def lower_model(
     if fast and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model):
         model_bytes = ModelBytes(model, serialized if serialized is not None and ir_model is None else None)
     _check_input(model, model_bytes)
+    if input_shapes:
+        model = with_input_shapes(model, input_shapes)
+        model_bytes = ModelBytes(model, None) if model_bytes is not None else None
     if target_opset is not None:
         _check_target_opset(model, target_opset)
     lowered = onnx.ModelProto()
@@ -138,19 +161,53 @@ def lower_model(
         del lowering_pass
     if strict and report.remaining:
         raise IncompleteLowering(report.remaining)
+    folded = _folded(lowered, model, fold)
+    report.folded.update(folded.folded)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
         if outcome.whole_check_needed or outcome.edited_structure:
             _check_output(lowered, target_opset)  # where a node's own check did not pass
     elif outcome.expanded_ops:
         _check_expanded(lowered, outcome.expanded_ops)
-    elif outcome.edited_structure:
+    elif outcome.edited_structure or folded.folded:
         _check_structure(lowered)
     if ir_model is not None:
         import onnx_ir
 
         lowered = onnx_ir.serde.deserialize_model(lowered)
     return LoweringResult(lowered, report, outcome.path)
+
+
+FOLD_CHOICES = ("emitted", "all", "none")
+# Ops whose presence among the foldable nodes makes the folding pass worth its shape inference.
+FOLD_SEEDS = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})
+
+
+def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> FoldedGraph:
+    """Fold (in place) the values shapes decide among the nodes ``fold`` names: with "emitted",
+    the nodes writing only values the original's main graph does not hold."""
+    if fold not in FOLD_CHOICES:
+        raise ValueError(f"fold must be one of {', '.join(FOLD_CHOICES)}, not {fold!r}")
+    if fold == "none":
+        return FoldedGraph()
+    if fold == "all":
+        foldable = _every_node
+    else:
+        graph = original.graph
+        held = {name for node in graph.node for name in node.output}
+        held.update(info.name for info in graph.input)
+        held.update(tensor.name for tensor in graph.initializer)
+
+        def foldable(node: onnx.NodeProto) -> bool:
+            return not held.intersection(node.output)
+
+    if not any(node.op_type in FOLD_SEEDS and foldable(node) for node in lowered.graph.node):
+        return FoldedGraph()
+    return fold_shapes(lowered, foldable, inferred_types(lowered))
+
+
+def _every_node(node: onnx.NodeProto) -> bool:
+    return True
 
 
 def rules_table() -> list[dict[str, object]]:

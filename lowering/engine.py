@@ -11,6 +11,7 @@ the plain specification; :mod:`lowering.fast`, the same bytes faster).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import onnx
@@ -29,6 +30,7 @@ from .plain_path import PlainPath
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
 from .scopes import Scope, element_type_of
+from .shape_folding import fold_nodes, without_unread
 from .targets import Target
 
 PROGRESS_STEP = 4096  # nodes between progress updates
@@ -464,6 +466,19 @@ class Legalizer:
             return legal
         return self._inline_typed(expansion, scope, node, index, location, opset, shaped, done, depth=depth)
 
+    def _folded_body(self, expanded, node: onnx.NodeProto, constants: dict, types: dict):
+        """The body with the values its inputs' shapes or ranks decide folded to constants (the
+        axes of RMSNormalization's ReduceMean, from its input's rank), before it goes to an older
+        opset: an axis an older version takes as an attribute is then a constant, not a choice
+        made at run time. The body's nodes nothing reads any more go."""
+        known = {name: floats.array_of(tensor) for name, tensor in constants.items()}
+        nodes, folded = fold_nodes(expanded.nodes, known, types, expanded.opset, _any_node, self.names.fresh)
+        if not folded:
+            return expanded
+        nodes = without_unread(nodes, set(node.output), _any_node)
+        constants.update(_constants_made_by(nodes))
+        return dataclasses.replace(expanded, nodes=nodes)
+
     def _inline_typed(
         self, expansion, scope: Scope, node, index: int, location: str, opset: int, input_types: list, done, *, depth
     ):
@@ -480,6 +495,8 @@ class Legalizer:
                 types = _types_in_body(expanded, node, input_types, self.model)
             return types
 
+        if expanded.opset != scope.opset and any(inner.op_type in RANK_READERS for inner in expanded.nodes):
+            expanded = self._folded_body(expanded, node, constants, body_types())
         try:
             legal = self._legalize_body(expanded.nodes, expanded.opset, constants, body_types, scope, index, location,
                                         done, depth)  # fmt: skip
@@ -720,6 +737,14 @@ def _inferred_body(graph: onnx.GraphProto, types: dict, opset: int, model: onnx.
     )
     inferred = infer(body)
     return inferred.graph if inferred is not None else None
+
+
+# Ops that read a shape or a rank: a body holding one may fold values before it goes older.
+RANK_READERS = frozenset({"Shape", "Size"})
+
+
+def _any_node(node: onnx.NodeProto) -> bool:
+    return True
 
 
 def _types_in_body(expanded, node: onnx.NodeProto, input_types: list, model: onnx.ModelProto) -> dict:

@@ -47,6 +47,7 @@ class LoweringReport:
     remaining: list[RemainingOp] = field(default_factory=list)
     adapted: Counter = field(default_factory=Counter)  # nodes moved to a target opset, not lowered
     blockers: list[RemainingOp] = field(default_factory=list)  # converting: nodes that cannot go to the target
+    folded: Counter = field(default_factory=Counter)  # nodes the shapes decide, now constants, per op
 
     @property
     def complete(self) -> bool:
@@ -71,6 +72,9 @@ class LoweringReport:
         lines = [f"lowered {count} x {key}" for key, count in sorted(self.rewritten.items())]
         lines += [f"converted {count} x {_shown_move(key)}" for key, count in sorted(self.converted().items())]
         lines += [f"kept {count} x {key} (unchanged at the target opset)" for key, count in sorted(self.kept().items())]
+        if self.folded:
+            shown = ", ".join(f"{count} x {op}" for op, count in sorted(self.folded.items()))
+            lines.append(f"folded {shown} (values the shapes decide)")
         if not lines and not self.remaining:
             lines.append("nothing to lower")
         lines.extend(f"not lowered: {entry}" for entry in self.remaining)
@@ -83,6 +87,7 @@ class LoweringReport:
             "converted": dict(sorted(self.converted().items())),
             "kept": dict(sorted(self.kept().items())),
             "remaining": [entry.as_dict() for entry in self.remaining],
+            "folded": dict(sorted(self.folded.items())),
         }
 
 

@@ -38,6 +38,8 @@ class LowerOptions:
 
     ops: tuple[str, ...] | None = None
     target_opset: int | None = None
+    input_shapes: tuple[tuple[str, list[int] | int], ...] = ()  # --input-shape, in the order given
+    fold: str | None = None  # --fold (emitted, all, none), else the API's default
     strict: bool = False
     verify: bool = False
     plain: bool = False
@@ -166,6 +168,8 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
             model,
             ops=list(options.ops) if options.ops is not None else None,
             target_opset=options.target_opset,
+            input_shapes=dict(options.input_shapes) or None,
+            fold=options.fold,
             progress=progress,
             fast=False if options.plain else None,
             strict=options.strict,
@@ -180,6 +184,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
     record["ops"]["after"] = dict(sorted(counts_after.items()))
     report = result.report.as_dict()
     record.update(lowered=report["rewritten"], converted=report["converted"], kept=report["kept"])
+    record["folded"] = report["folded"]
     record["remaining"] = report["remaining"]
     if before is not None:
         record["replaced"] = replaced_nodes(before, result.model)
@@ -195,6 +200,17 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
     if output_path is not None and not options.dry_run:
         write_model(result.model, output_path, model_file, in_place=options.in_place, input_path=model_path, data=text)
         record["written"] = True
+
+
+def _static_input_shapes(model) -> dict[str, list[int]]:
+    """The sizes of each input the model declares static (verify feeds both models those)."""
+    shapes = {}
+    for info in model.graph.input:
+        if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.HasField("shape"):
+            dims = info.type.tensor_type.shape.dim
+            if all(d.HasField("dim_value") for d in dims):
+                shapes[info.name] = [d.dim_value for d in dims]
+    return shapes
 
 
 def _main_graph_nodes(model) -> list[tuple[str, tuple[str, ...], str]]:
@@ -237,6 +253,7 @@ def _verify(
             rtol=options.rtol,
             save_inputs=saved,
             custom_op_libraries=options.custom_op_libraries,
+            shapes=_static_input_shapes(lowered) if options.input_shapes else None,
         )
     except LoweringError as error:
         verify_only = [o for o in ("--shape", "--samples", "--inputs", "--value-range") if o in str(error)]

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from ..api import FOLD_CHOICES
 from ..errors import IncompleteLowering, LoweringError
+from ..input_shapes import parse_input_shape
 from .arguments import whole_number
 from .lower import (
     EXIT_BAD_INPUT,
@@ -66,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         "OptionalHasElement, OptionalGetElement), or 'none' to lower nothing; see --list-rules")  # fmt: skip
     add("--target-opset", type=whole_number(1, None), metavar="N",
         help="declare default-domain opset N: each op kept, moved or lowered as N requires")  # fmt: skip
+    add("--input-shape", action="append", default=[], metavar="X:D,..",
+        help="input X static (x:1,3,8,8), or a dimension name's size (batch=1); repeatable")  # fmt: skip
+    add("--fold", choices=FOLD_CHOICES, metavar="WHAT", help="fold shape arithmetic: emitted (default), "
+        "all (default with --input-shape), none")  # fmt: skip
     add("--strict", action="store_true", help="a requested op left is an error: exit 1, nothing written")
     add("--verify", action="store_true", help="compare original and lowered on edge values before writing, bit "
         "for bit or within --atol/--rtol; on a mismatch exit 1, write nothing")  # fmt: skip
@@ -177,6 +183,8 @@ def _run(args: argparse.Namespace) -> int:
     options = LowerOptions(
         ops=_parse_ops(args.ops),
         target_opset=args.target_opset,
+        input_shapes=tuple(parse_input_shape(text) for text in args.input_shape),
+        fold=args.fold,
         strict=args.strict,
         verify=args.verify,
         plain=args.plain,

@@ -1,0 +1,88 @@
+"""Declaring a model's inputs static (``--input-shape``): each given input's dimensions, or every
+dimension of a given name, set to numbers; a shape the model contradicts is refused, naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import onnx
+
+from .errors import LoweringError
+
+InputShapes = Mapping[str, "Sequence[int] | int"]
+
+
+def parse_input_shape(text: str) -> tuple[str, list[int] | int]:
+    """``NAME:D1,D2,...`` (an input's dimensions) or ``DIM=N`` (every dimension named DIM)."""
+    if "=" in text and ":" not in text:
+        name, _, value = text.partition("=")
+        return name.strip(), _size(value, text)
+    name, colon, dims = text.rpartition(":")
+    if not colon or not name:
+        raise LoweringError(f"--input-shape {text}: give NAME:D1,D2,... or DIM=N (e.g. x:1,3,224,224 or batch=1)")
+    return name, [_size(d, text) for d in dims.split(",")] if dims.strip() else []
+
+
+def _size(text: str, given: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        size = -1
+    if size < 0:
+        raise LoweringError(f"--input-shape {given}: '{text}' is not a size (a whole number, 0 or more)")
+    return size
+
+
+def with_input_shapes(model: onnx.ModelProto, shapes: InputShapes) -> onnx.ModelProto:
+    """A copy of ``model`` whose inputs have the shapes given: a name given dimensions is a graph
+    input (its rank and every fixed size must agree), a name given one size is a dimension name
+    (every input dimension of that name takes it). Shape inference then runs strictly over the
+    model; where it finds the shapes impossible (a Reshape they contradict), LoweringError."""
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    inputs = {info.name: info for info in result.graph.input}
+    for name, given in shapes.items():
+        if isinstance(given, int):
+            dims = [d for info in result.graph.input for d in _dims_of(info) if d.dim_param == name]
+            if not dims:
+                raise LoweringError(f"--input-shape {name}={given}: no input dimension is named '{name}'")
+            for dim in dims:
+                dim.Clear()
+                dim.dim_value = given
+            continue
+        if name not in inputs:
+            raise LoweringError(f"--input-shape {name}: the model has no input '{name}' (inputs: {', '.join(inputs)})")
+        dims = _dims_of(inputs[name])
+        if len(dims) != len(given):
+            raise LoweringError(
+                f"--input-shape {name}: input '{name}' has rank {len(dims)}, and {len(given)} sizes were given"
+            )
+        for axis, (dim, size) in enumerate(zip(dims, given, strict=True)):
+            if dim.HasField("dim_value") and dim.dim_value != size:
+                raise LoweringError(
+                    f"--input-shape {name}: dimension {axis} of input '{name}' is {dim.dim_value}, not {size}"
+                )
+            dim.Clear()
+            dim.dim_value = size
+    _check_consistent(result)
+    return result
+
+
+def _dims_of(info: onnx.ValueInfoProto):
+    """The dimensions of a tensor input (an input of unknown rank takes none)."""
+    if info.type.WhichOneof("value") != "tensor_type":
+        raise LoweringError(f"--input-shape {info.name}: input '{info.name}' is not a tensor")
+    tensor_type = info.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        raise LoweringError(f"--input-shape {info.name}: the model does not state the rank of input '{info.name}'")
+    return tensor_type.shape.dim
+
+
+def _check_consistent(model: onnx.ModelProto) -> None:
+    from .shape_folding import light_copy
+
+    try:
+        onnx.shape_inference.infer_shapes(light_copy(model), strict_mode=True, data_prop=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise LoweringError(f"--input-shape: the model cannot take these shapes: {first}") from None

@@ -1,0 +1,320 @@
+"""Folding the values that shapes decide: every node of the main graph whose outputs follow from
+constants and static shapes (or only static ranks) alone becomes a Constant, and the nodes that
+only fed folded ones go.
+
+What is known about a value:
+- a full value: a Constant's or an initializer's (one no graph input overrides), a Shape or
+  Size of a tensor of static shape, or the output of a node whose inputs are all known, where
+  it is a small integer or bool tensor (evaluated by onnx.reference: integer arithmetic is
+  exact) or a data-moving op's (ConstantOfShape, Reshape, Concat, ...: no arithmetic at all);
+- a partial value: a 1-D integer vector of known length whose entries are known or not, as
+  Shape gives it for a tensor of static rank. Ops that only move elements (Gather, Slice,
+  Concat, Squeeze, Unsqueeze, Reshape, ...) move the known entries along, found by running the
+  op on the entries' positions; Size and Shape of such a vector give its length.
+
+Float arithmetic is never folded: onnxruntime may compute it otherwise than numpy does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from . import floats
+from .folding import MAX_FOLDED_ELEMENTS, output_size_bound
+from .graphs import holds_graphs, nested_graphs
+
+# Ops whose outputs hold their inputs' elements moved, repeated or dropped, never computed.
+DATA_MOVING = frozenset(
+    "Identity Reshape Squeeze Unsqueeze Flatten Concat Slice Gather Transpose Expand Tile Split".split()
+)
+# Ops that give other values on every run: never folded.
+RANDOM = frozenset("RandomNormal RandomNormalLike RandomUniform RandomUniformLike Bernoulli Multinomial".split())
+Partial = tuple  # a 1-D int64 vector of known length: each entry an int, or None where unknown
+
+
+@dataclass
+class FoldedGraph:
+    """What folding did to a graph: folded nodes per op type, and how many nodes went unread."""
+
+    folded: Counter = field(default_factory=Counter)
+    removed: int = 0
+
+
+def fold_shapes(
+    model: onnx.ModelProto, foldable: Callable[[onnx.NodeProto], bool], types: dict[str, onnx.TypeProto]
+) -> FoldedGraph:
+    """Fold, in the main graph of ``model`` (in place), every node ``foldable`` accepts whose
+    outputs are all known (see the module's docstring); then remove the nodes ``foldable``
+    accepts that nothing reads any more. ``types``: every value's type as inference gives it."""
+    graph = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    taken_names = {node.name for node in graph.node}
+
+    def fresh(hint: str) -> str:
+        name = hint
+        while name in taken_names:
+            name += "_"
+        taken_names.add(name)
+        return name
+
+    nodes, folded = fold_nodes(list(graph.node), _constants(graph), types, opset, foldable, fresh)
+    result = FoldedGraph(folded)
+    if folded:
+        kept = without_unread(nodes, {info.name for info in graph.output}, foldable)
+        result.removed = len(graph.node) - len(kept)
+        del graph.node[:]
+        graph.node.extend(kept)
+    return result
+
+
+def fold_nodes(
+    nodes: list[onnx.NodeProto],
+    known: dict[str, np.ndarray],
+    types: dict[str, onnx.TypeProto],
+    opset: int | None,
+    foldable: Callable[[onnx.NodeProto], bool],
+    fresh: Callable[[str], str],
+) -> tuple[list[onnx.NodeProto], Counter]:
+    """``nodes`` with each node ``foldable`` accepts whose outputs are all known replaced by
+    Constant nodes writing the same names (named by ``fresh``), and the count per op type
+    folded. ``known``: the values known at the start (constants), updated."""
+    partial: dict[str, Partial] = {}
+    folded: Counter = Counter()
+    result: list[onnx.NodeProto] = []
+    for node in nodes:
+        values = _evaluated(node, known, partial, types, opset)
+        if values is None or not foldable(node) or node.op_type == "Constant":
+            result.append(node)
+            continue
+        folded[node.op_type] += 1
+        for name, value in zip(node.output, values, strict=True):
+            if name:
+                tensor = floats.tensor(np.asarray(value), "")
+                result.append(helper.make_node("Constant", [], [name], name=fresh(f"{name}_folded"), value=tensor))
+    return result, folded
+
+
+def _evaluated(node, known, partial, types, opset) -> list[np.ndarray] | None:
+    """The node's outputs where they are all known (recording them, and partial values), else None."""
+    if node.domain not in ("", "ai.onnx") or holds_graphs(node) or node.op_type in RANDOM or opset is None:
+        return None
+    if node.op_type == "Constant":
+        tensor = _constant_tensor(node)
+        if tensor is not None:
+            known[node.output[0]] = tensor
+        return None
+    direct = _shape_fact(node, known, partial, types)
+    if direct is not None:
+        known[node.output[0]] = direct
+        return [direct]
+    inputs = [name for name in node.input if name]
+    if inputs and all(name in known for name in inputs):
+        values = _computed(node, {name: known[name] for name in inputs}, opset)
+        if values is not None:
+            for name, value in zip(node.output, values, strict=True):
+                known[name] = value
+            return values
+    if node.op_type in DATA_MOVING or node.op_type == "Cast":
+        _move_partial(node, known, partial, opset)
+        if all(name in known for name in node.output if name):
+            return [known.get(name) for name in node.output]
+    return None
+
+
+def _shape_fact(node, known, partial, types) -> np.ndarray | None:
+    """Shape or Size read from a static shape, a static rank (Size of a Shape), or a partial vector."""
+    if node.op_type not in ("Shape", "Size") or not node.input:
+        return None
+    source = node.input[0]
+    if source in partial:  # a 1-D vector of known length
+        length = len(partial[source])
+        return (
+            np.array(_shape_slice(node, [length]), np.int64) if node.op_type == "Shape" else np.array(length, np.int64)
+        )
+    dims = _dims(types.get(source))
+    if dims is None:
+        return None
+    if node.op_type == "Size":
+        return np.array(int(np.prod(dims, dtype=np.int64)), np.int64) if None not in dims else None
+    taken = _shape_slice(node, dims)
+    if None in taken:
+        partial[node.output[0]] = tuple(taken)
+        return None
+    return np.array(taken, np.int64)
+
+
+def _shape_slice(node: onnx.NodeProto, dims: list) -> list:
+    """dims[start:end] as Shape-15's start and end attributes say (clamped to the rank)."""
+    rank = len(dims)
+    bounds = {attribute.name: attribute.i for attribute in node.attribute}
+    start, end = bounds.get("start", 0), bounds.get("end", rank)
+    start, end = (min(max(b + rank if b < 0 else b, 0), rank) for b in (start, end))
+    return list(dims[start:end])
+
+
+def _computed(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray] | None:
+    """The node's outputs from known inputs, where they are small and exact: integer or bool
+    results of integer or bool inputs, or any values a data-moving op (or ConstantOfShape) gives."""
+    moving = node.op_type in DATA_MOVING or node.op_type == "ConstantOfShape"
+    if not moving and not all(value.dtype.kind in "iub" for value in feeds.values()):
+        return None
+    if any(value.size > MAX_FOLDED_ELEMENTS for value in feeds.values()):
+        return None
+    bound = output_size_bound(node, feeds)
+    if bound is None or bound > MAX_FOLDED_ELEMENTS:  # evaluated only where it stays small
+        return None
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        outputs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+    except Exception:  # an op onnx.reference cannot run here, or one that fails as the model would
+        return None
+    arrays = [np.asarray(value) for value in outputs]
+    if not all(a.size <= MAX_FOLDED_ELEMENTS for a in arrays):
+        return None
+    if not moving and not all(a.dtype.kind in "iub" for a in arrays):
+        return None
+    return arrays
+
+
+def _move_partial(node, known, partial, opset) -> None:
+    """A data-moving op on partial vectors: run on the entries' positions (every other input
+    known), its output's entries are the inputs' entries at the positions it gives."""
+    entries: list = []
+    feeds = {}
+    for index, name in enumerate(node.input):
+        if not name or name in feeds:
+            continue
+        if name in partial and index > 0 and node.op_type != "Concat":
+            return  # a partial vector as indices, a shape or axes: not followed
+        if name in partial:
+            feeds[name] = np.arange(len(entries), len(entries) + len(partial[name]), dtype=np.int64)
+            entries.extend(partial[name])
+        elif name in known:
+            value = known[name]
+            if node.op_type == "Concat" and value.ndim == 1 and value.dtype.kind in "iu":
+                feeds[name] = np.arange(len(entries), len(entries) + len(value), dtype=np.int64)
+                entries.extend(int(v) for v in value)
+            else:
+                feeds[name] = value
+        else:
+            return
+    if not entries or node.op_type == "Cast" and _cast_type(node) not in _INTEGER_CASTS:
+        return
+    if node.op_type == "Cast":
+        positions = [feeds[node.input[0]]]
+    else:
+        from onnx.reference import ReferenceEvaluator
+
+        try:
+            positions = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+        except Exception:
+            return
+    for name, where in zip(node.output, positions, strict=True):
+        where = np.asarray(where)
+        if not name or where.ndim > 1 or where.dtype.kind not in "iu":
+            continue
+        values = [entries[int(k)] for k in where.reshape(-1)]
+        if None not in values:
+            known[name] = np.array(values if where.ndim else values[0], _result_dtype(node, known))
+        elif where.ndim == 1:
+            partial[name] = tuple(values)
+
+
+_INTEGER_CASTS = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
+
+
+def _cast_type(node: onnx.NodeProto) -> int | None:
+    return next((a.i for a in node.attribute if a.name == "to"), None)
+
+
+def _result_dtype(node: onnx.NodeProto, known) -> np.dtype:
+    if node.op_type == "Cast":
+        return floats.numpy_dtype(_cast_type(node))
+    return np.dtype(np.int64)
+
+
+def _dims(type_proto: onnx.TypeProto | None) -> list | None:
+    """A tensor type's sizes (None for each unknown one), or None where its rank is unknown."""
+    if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    if not type_proto.tensor_type.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else None for d in type_proto.tensor_type.shape.dim]
+
+
+def _constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
+    """The small initializers no graph input overrides, as arrays (external data is not read)."""
+    overridable = {info.name for info in graph.input}
+    found = {}
+    for tensor in graph.initializer:
+        if tensor.name in overridable or tensor.data_location == onnx.TensorProto.EXTERNAL:
+            continue
+        if int(np.prod(tensor.dims, dtype=np.int64)) <= MAX_FOLDED_ELEMENTS:
+            found[tensor.name] = floats.array_of(tensor)
+    return found
+
+
+def _constant_tensor(node: onnx.NodeProto) -> np.ndarray | None:
+    from .graphs import constant_tensor
+
+    tensor = constant_tensor(node)
+    if tensor is None or int(np.prod(tensor.dims, dtype=np.int64)) > MAX_FOLDED_ELEMENTS:
+        return None
+    return floats.array_of(tensor)
+
+
+def without_unread(nodes: list[onnx.NodeProto], outputs: set[str], foldable) -> list[onnx.NodeProto]:
+    """``nodes`` less those ``foldable`` accepts whose values nothing reads, ``outputs`` aside."""
+    read = set(outputs)
+    kept = []
+    for node in reversed(nodes):
+        removable = foldable(node) and not holds_graphs(node)
+        if removable and not read.intersection(node.output):
+            continue
+        kept.append(node)
+        read.update(node.input)
+        for inner_graph in nested_graphs([node]):
+            read.update(name for inner in inner_graph.node for name in inner.input)
+    return kept[::-1]
+
+
+def inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """Every value's type in the main graph as onnx's shape inference gives it (with data
+    propagation), run on a copy whose large initializers are declared, not held."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light_copy(model), data_prop=True)
+    except Exception:  # a model onnx's inference cannot follow: only what it declares is known
+        inferred = model
+    graph = inferred.graph
+    found = {info.name: info.type for info in [*graph.input, *graph.value_info, *graph.output]}
+    for tensor in model.graph.initializer:
+        found.setdefault(tensor.name, helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims)))
+    return found
+
+
+def light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with each large initializer (or one held in external data) declared as a graph
+    input of its type instead: what shape inference needs, without copying weights."""
+    light = onnx.ModelProto(ir_version=model.ir_version)
+    light.opset_import.extend(model.opset_import)
+    light.functions.extend(model.functions)
+    graph, source = light.graph, model.graph
+    graph.node.extend(source.node)
+    graph.input.extend(source.input)
+    graph.output.extend(source.output)
+    graph.value_info.extend(source.value_info)
+    declared = {info.name for info in source.input}
+    for tensor in source.initializer:
+        small = int(np.prod(tensor.dims, dtype=np.int64)) <= MAX_FOLDED_ELEMENTS
+        if small and tensor.data_location != onnx.TensorProto.EXTERNAL:
+            graph.initializer.append(tensor)
+        elif tensor.name not in declared:
+            graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
+    return light

@@ -1,0 +1,111 @@
+"""Declaring inputs static (lowering/input_shapes.py, ``--input-shape``): the shapes set, what the
+model contradicts refused naming the input, and the shape arithmetic the shapes decide folded."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from support import make_model, runs_in_onnxruntime
+
+import lowering
+from lowering.cli.main import main
+from lowering.input_shapes import parse_input_shape, with_input_shapes
+
+
+def dynamic_model() -> onnx.ModelProto:
+    """y = Reshape(x, [Shape(x)[0], -1]) + 1 on x [batch, 3, 4], and its batch size as an output."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], name="batch", axis=0),
+        helper.make_node("Concat", ["batch", "minus_one"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["rows"], name="rows"),
+        helper.make_node("Add", ["rows", "one"], ["y"], name="y"),
+    ]
+    initializers = [
+        onnx.numpy_helper.from_array(np.array([0], np.int64), "zero"),
+        onnx.numpy_helper.from_array(np.array([-1], np.int64), "minus_one"),
+        onnx.numpy_helper.from_array(np.float32(1), "one"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4])
+    outputs = [
+        helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 12]),
+        helper.make_tensor_value_info("batch", TensorProto.INT64, [1]),
+    ]
+    return make_model(nodes, [x], outputs, opset=17, initializer=initializers)
+
+
+@pytest.mark.parametrize("shapes", [{"x": [2, 3, 4]}, {"batch": 2}])
+def test_a_static_input_folds_the_shape_arithmetic_and_means_the_same(shapes):
+    model = dynamic_model()
+    result = lowering.lower_model(model, ops=[], input_shapes=shapes)
+    assert [node.op_type for node in result.model.graph.node] == ["Constant", "Constant", "Reshape", "Add"]
+    assert [d.dim_value for d in result.model.graph.input[0].type.tensor_type.shape.dim] == [2, 3, 4]
+    assert dict(result.report.folded) == {"Shape": 1, "Gather": 1, "Concat": 1}
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    for got, want in zip(
+        runs_in_onnxruntime(result.model, {"x": x}), runs_in_onnxruntime(model, {"x": x}), strict=True
+    ):
+        assert got.tobytes() == want.tobytes()
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"  # (the input is left alone)
+
+
+@pytest.mark.parametrize(
+    ("shapes", "message"),
+    [
+        ({"x": [2, 3]}, "input 'x' has rank 3, and 2 sizes were given"),
+        ({"x": [2, 3, 5]}, "dimension 2 of input 'x' is 4, not 5"),
+        ({"z": [1]}, "the model has no input 'z' (inputs: x)"),
+        ({"time": 4}, "no input dimension is named 'time'"),
+    ],
+)
+def test_a_shape_the_model_contradicts_is_refused_naming_the_input(shapes, message):
+    with pytest.raises(lowering.LoweringError, match="--input-shape") as caught:
+        lowering.lower_model(dynamic_model(), ops=[], input_shapes=shapes)
+    assert message in str(caught.value)
+
+
+def test_a_shape_a_reshape_cannot_take_is_refused():
+    node = helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")
+    shape = onnx.numpy_helper.from_array(np.array([5, -1], np.int64), "shape")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    model = make_model([node], [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, None])], opset=17,
+                       initializer=[shape])  # fmt: skip
+    assert with_input_shapes(model, {"n": 5}).graph.input[0].type.tensor_type.shape.dim[0].dim_value == 5
+    with pytest.raises(lowering.LoweringError, match="the model cannot take these shapes"):
+        with_input_shapes(model, {"n": 3})  # 12 elements: no [5, -1]
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [("x:1,3,224,224", ("x", [1, 3, 224, 224])), ("batch=1", ("batch", 1)), ("a:b:2", ("a:b", [2])), ("s:", ("s", []))],
+)
+def test_input_shape_syntax(text, parsed):
+    assert parse_input_shape(text) == parsed
+
+
+@pytest.mark.parametrize("text", ["x", "x:1,-2", "batch=many"])
+def test_input_shape_syntax_errors_say_what_is_wrong(text):
+    with pytest.raises(lowering.LoweringError, match=f"--input-shape {text}"):
+        parse_input_shape(text)
+
+
+def test_command_line_with_input_shape_verifies_on_those_shapes(tmp_path, capsys):
+    source, target = tmp_path / "dynamic.onnx", tmp_path / "static.onnx"
+    onnx.save(dynamic_model(), source)
+    status = main([str(source), "-o", str(target), "--ops", "none", "--input-shape", "x:2,3,4", "--verify", "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert status == 0 and record["folded"] == {"Concat": 1, "Gather": 1, "Shape": 1}
+    assert "Shape" not in {node.op_type for node in onnx.load(target).graph.node}
+
+
+def test_command_line_fold_takes_one_of_three(tmp_path, capsys):
+    source, target = tmp_path / "dynamic.onnx", tmp_path / "kept.onnx"
+    onnx.save(dynamic_model(), source)
+    assert main([str(source), "--dry-run", "--fold", "some"]) == 2
+    assert "invalid choice: 'some'" in capsys.readouterr().err
+    assert main([str(source), "-o", str(target), "--ops", "none", "--input-shape", "batch=2", "--fold", "none"]) == 0
+    assert [node.op_type for node in onnx.load(target).graph.node] == ["Shape", "Gather", "Concat", "Reshape", "Add"]
