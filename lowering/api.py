@@ -181,6 +181,7 @@ def lower_model(
 FOLD_CHOICES = ("emitted", "all", "none")
 # Ops whose presence among the foldable nodes makes the folding pass worth its shape inference.
 FOLD_SEEDS = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})
+MOST_FOLDING_ROUNDS = 4
 
 
 def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> FoldedGraph:
@@ -201,9 +202,16 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
         def foldable(node: onnx.NodeProto) -> bool:
             return not held.intersection(node.output)
 
-    if not any(node.op_type in FOLD_SEEDS and foldable(node) for node in lowered.graph.node):
-        return FoldedGraph()
-    return fold_shapes(lowered, foldable, inferred_types(lowered))
+    total = FoldedGraph()
+    for _ in range(MOST_FOLDING_ROUNDS):  # what one round folds (a Reshape's target) lets inference know more
+        if not any(node.op_type in FOLD_SEEDS and foldable(node) for node in lowered.graph.node):
+            break
+        folded = fold_shapes(lowered, foldable, inferred_types(lowered))
+        if not folded.folded:
+            break
+        total.folded.update(folded.folded)
+        total.removed += folded.removed
+    return total
 
 
 def _every_node(node: onnx.NodeProto) -> bool:
