@@ -189,8 +189,8 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
     the nodes writing only values the original's main graph does not hold."""
     if fold not in FOLD_CHOICES:
         raise ValueError(f"fold must be one of {', '.join(FOLD_CHOICES)}, not {fold!r}")
-    if fold == "none":
-        return FoldedGraph()
+    if fold == "none" or not any(node.op_type in FOLD_SEEDS for node in lowered.graph.node):
+        return FoldedGraph()  # (one pass over the op types where there is nothing to fold)
     if fold == "all":
         foldable = _every_node
     else:

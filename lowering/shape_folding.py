@@ -88,8 +88,9 @@ def fold_nodes(
     folded: Counter = Counter()
     result: list[onnx.NodeProto] = []
     for node in nodes:
-        values = _evaluated(node, known, partial, types, opset)
-        if values is None or not foldable(node) or node.op_type == "Constant":
+        chosen = foldable(node)
+        values = _evaluated(node, known, partial, types, opset, evaluate=chosen)
+        if values is None or not chosen or node.op_type == "Constant":
             result.append(node)
             continue
         folded[node.op_type] += 1
@@ -100,8 +101,10 @@ def fold_nodes(
     return result, folded
 
 
-def _evaluated(node, known, partial, types, opset) -> list[np.ndarray] | None:
-    """The node's outputs where they are all known (recording them, and partial values), else None."""
+def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.ndarray] | None:
+    """The node's outputs where they are all known (recording them, and partial values), else
+    None. Without ``evaluate`` only what costs no run is recorded: constants and shape facts
+    (a node that is not to be folded is not run through onnx.reference)."""
     if node.domain not in ("", "ai.onnx") or holds_graphs(node) or node.op_type in RANDOM or opset is None:
         return None
     if node.op_type == "Constant":
@@ -113,6 +116,8 @@ def _evaluated(node, known, partial, types, opset) -> list[np.ndarray] | None:
     if direct is not None:
         known[node.output[0]] = direct
         return [direct]
+    if not evaluate:
+        return None
     inputs = [name for name in node.input if name]
     if inputs and all(name in known for name in inputs):
         values = _computed(node, {name: known[name] for name in inputs}, opset)
