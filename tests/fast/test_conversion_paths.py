@@ -458,7 +458,8 @@ def _named_like_a_value(op: str, first_name: str) -> tuple[onnx.ModelProto, int]
     output), and the opset they are moved to: ReduceLogSumExp-18 to 11 (axes an attribute),
     Shape-15 with start to 13 (Shape, then Slice), Reshape-14 with allowzero=1 to 13 (the dropped
     field's bytes also inside a "__" attribute: written the recorded way)."""
-    nodes, inits, shape = [], [], [2, 3]
+    # (Shape's input of dynamic size: at a static one, the Shape the adapter writes would fold)
+    nodes, inits, shape = [], [], ["n", 3] if op == "Shape" else [2, 3]
     for k, name in enumerate([first_name, "second"]):
         if op == "ReduceLogSumExp":
             node, out_shape = helper.make_node(op, ["x", "axes"], [f"y{k}"], name=name), [1, 3]
