@@ -161,11 +161,12 @@ def lower_model(
         del lowering_pass
     if strict and report.remaining:
         raise IncompleteLowering(report.remaining)
-    folded = _folded(lowered, model, fold)
-    report.folded.update(folded.folded)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
-        if outcome.whole_check_needed or outcome.edited_structure:
+    folded = _folded(lowered, model, fold)  # (at the opset declared: inference reads the nodes by it)
+    report.folded.update(folded.folded)
+    if target_opset is not None:
+        if outcome.whole_check_needed or outcome.edited_structure or folded.folded:
             _check_output(lowered, target_opset)  # where a node's own check did not pass
     elif outcome.expanded_ops:
         _check_expanded(lowered, outcome.expanded_ops)

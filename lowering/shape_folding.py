@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from . import floats
+from . import floats, schemas
 from .folding import MAX_FOLDED_ELEMENTS, output_size_bound
 from .graphs import holds_graphs, nested_graphs
 
@@ -93,12 +93,21 @@ def fold_nodes(
         if values is None or not chosen or node.op_type == "Constant":
             result.append(node)
             continue
+        if opset is not None and not all(_constant_holds(np.asarray(value), opset) for value in values):
+            result.append(node)  # (Constant takes no int64 or bool before opset 9)
+            continue
         folded[node.op_type] += 1
         for name, value in zip(node.output, values, strict=True):
             if name:
                 tensor = floats.tensor(np.asarray(value), "")
                 result.append(helper.make_node("Constant", [], [name], name=fresh(f"{name}_folded"), value=tensor))
     return result, folded
+
+
+def _constant_holds(value: np.ndarray, opset: int) -> bool:
+    """Whether a Constant at ``opset`` holds a tensor of ``value``'s element type."""
+    first = schemas.first_opset("Constant", floats.tensor(value.reshape(-1)[:0]).data_type)
+    return first is not None and first <= opset
 
 
 def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.ndarray] | None:
@@ -166,8 +175,10 @@ def _shape_slice(node: onnx.NodeProto, dims: list) -> list:
 def _computed(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray] | None:
     """The node's outputs from known inputs, where they are small and exact: integer or bool
     results of integer or bool inputs, or any values a data-moving op (or ConstantOfShape) gives."""
+    # ConstantOfShape fills with its attribute's value; other ops move integers only (a float
+    # tensor moved is a weight, which folding would only copy)
     moving = node.op_type in DATA_MOVING or node.op_type == "ConstantOfShape"
-    if not moving and not all(value.dtype.kind in "iub" for value in feeds.values()):
+    if node.op_type != "ConstantOfShape" and not all(value.dtype.kind in "iub" for value in feeds.values()):
         return None
     if any(value.size > MAX_FOLDED_ELEMENTS for value in feeds.values()):
         return None

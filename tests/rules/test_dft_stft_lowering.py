@@ -364,7 +364,7 @@ def test_stft_matrix_and_indices_past_the_largest_constant_are_built_at_run_time
     length, size = 1600, 1500  # W would hold 1500 · 2 · 1500 · 2 values
     model = stft_model(TensorProto.FLOAT, length, 2, step=1, size=size, onesided=0)
     lowered = lowering.lower(model, target_opset=11, ops=[])
-    assert {"Cos", "Sin", "Range"} <= lowered_ops(lowered)
+    assert {"Cos", "Sin"} <= lowered_ops(lowered)  # (its small Ranges fold; the indices stay run-time values)
     constants = [n.attribute[0].t for n in lowered.graph.node if n.op_type == "Constant"]
     assert max(int(np.prod(t.dims)) for t in constants) <= LARGEST_CONSTANT
     x = signal(TensorProto.FLOAT, [2, length, 2]) / 8
