@@ -93,21 +93,33 @@ def fold_nodes(
         if values is None or not chosen or node.op_type == "Constant":
             result.append(node)
             continue
-        if opset is not None and not all(_constant_holds(np.asarray(value), opset) for value in values):
-            result.append(node)  # (Constant takes no int64 or bool before opset 9)
+        tensors = [floats.tensor(np.asarray(value), "") for value in values]
+        if not all(_fits(tensor, types.get(name), opset) for name, tensor in zip(node.output, tensors, strict=True)):
+            result.append(node)
             continue
         folded[node.op_type] += 1
-        for name, value in zip(node.output, values, strict=True):
+        for name, tensor in zip(node.output, tensors, strict=True):
             if name:
-                tensor = floats.tensor(np.asarray(value), "")
                 result.append(helper.make_node("Constant", [], [name], name=fresh(f"{name}_folded"), value=tensor))
     return result, folded
 
 
-def _constant_holds(value: np.ndarray, opset: int) -> bool:
-    """Whether a Constant at ``opset`` holds a tensor of ``value``'s element type."""
-    first = schemas.first_opset("Constant", floats.tensor(value.reshape(-1)[:0]).data_type)
-    return first is not None and first <= opset
+def _fits(tensor: onnx.TensorProto, inferred: onnx.TypeProto | None, opset: int | None) -> bool:
+    """Whether a Constant may stand for the value: its element type and sizes those inference
+    gives the value (so the folded model means and types the same), and a type the opset's
+    Constant holds (no int64 or bool before opset 9)."""
+    first = schemas.first_opset("Constant", tensor.data_type)
+    if opset is None or first is None or first > opset:
+        return False
+    if inferred is None or inferred.WhichOneof("value") != "tensor_type":
+        return True
+    declared = inferred.tensor_type
+    if declared.elem_type and declared.elem_type != tensor.data_type:
+        return False
+    dims = _dims(inferred)
+    if dims is None:
+        return True
+    return len(dims) == len(tensor.dims) and all(d in (None, t) for d, t in zip(dims, tensor.dims, strict=True))
 
 
 def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.ndarray] | None:
