@@ -123,7 +123,7 @@ class Direction:
 
 
 def _recurrent(b: Builder, cell: Recurrence, x, w, r, bias, sequence_lens, initial_h, initial_c, peepholes, attributes):
-    """The op's outputs (Y, Y_h[, Y_c]) with its time steps unrolled (see the rules' docstrings)."""
+    """The op's outputs (Y, Y_h[, Y_c]): its time steps unrolled, or a Scan over them (see the rules' docstrings)."""
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the ops it writes do not all exist at opset {b.opset}")
     direction = attributes["direction"]
