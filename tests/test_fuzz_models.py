@@ -25,6 +25,7 @@ is pinned below as a test of its own.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 
@@ -102,6 +103,9 @@ class FuzzCase:
         )
 
 
+_OTHER_NAMES = st.from_regex(r"[a-z_][a-z0-9_./]{0,6}", fullmatch=True)
+
+
 def _fresh(draw, space: Namespace, base: str | None = None) -> str:
     """A name unused in ``space``: mostly one of SHARED_NAMES, so namespaces share names."""
     while True:
@@ -110,7 +114,7 @@ def _fresh(draw, space: Namespace, base: str | None = None) -> str:
         elif draw(st.integers(0, 3)):
             name = draw(st.sampled_from(SHARED_NAMES))
         else:
-            name = draw(st.from_regex(r"[a-z_][a-z0-9_./]{0,6}", fullmatch=True))
+            name = draw(_OTHER_NAMES)
         if name not in space.used and name not in ("a", "b", "c", "x"):
             space.used.add(name)
             return name
@@ -633,6 +637,14 @@ def test_optionals_in_many_functions_lower_to_the_same_bytes_for_every_hash_seed
 
 
 def _lowered_in_a_fresh_process(model: onnx.ModelProto, hash_seed: int) -> bytes:
+    """The model lowered in a fresh interpreter under PYTHONHASHSEED=hash_seed: once per model and
+    seed in the session (both tests above ask for seeds 0 and 1 of the same model; an interpreter
+    takes a second or two to start and import onnx)."""
+    return _lowered_in_a_fresh_process_once(model.SerializeToString(), hash_seed)
+
+
+@functools.cache
+def _lowered_in_a_fresh_process_once(serialized: bytes, hash_seed: int) -> bytes:
     import subprocess
     import sys
 
@@ -641,7 +653,7 @@ def _lowered_in_a_fresh_process(model: onnx.ModelProto, hash_seed: int) -> bytes
         "sys.stdout.buffer.write(lowering.lower(onnx.load(sys.stdin.buffer)).SerializeToString())"
     )
     env = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
-    done = subprocess.run([sys.executable, "-c", code], input=model.SerializeToString(), capture_output=True, env=env)
+    done = subprocess.run([sys.executable, "-c", code], input=serialized, capture_output=True, env=env)
     assert done.returncode == 0, done.stderr.decode()
     return done.stdout
 

@@ -22,7 +22,7 @@ from version_cases import node_cases, sweep_case
 import lowering
 from lowering import floats, schemas
 from lowering.registry import rule_for
-from lowering.verification.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import OnnxruntimeRunner, ReferenceRunner, run_onnxruntime, run_reference
 
 GRID_SAMPLE = rule_for("", "GridSample")
 GRID_SAMPLE_TOLERANCE = GRID_SAMPLE.tolerance
@@ -45,6 +45,14 @@ def assert_within(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
         f"{where}: {wrong.sum()} of {got.size} beyond rtol {tolerance.rtol}, atol {tolerance.atol}; "
         f"first at {np.argwhere(wrong)[:3].tolist()}"
     )
+
+
+def run_each(model: onnx.ModelProto, feeds: list[dict], *, reference: bool = False) -> list[list]:
+    """``run_onnxruntime(model, fed)`` (or ``run_reference``) for each of ``feeds``, through one
+    session (made once, not once a feed: a lowered GridSample's takes milliseconds), closed
+    before returning: an open session's idle threads spin, taking a core from what runs next."""
+    runner = ReferenceRunner(model) if reference else OnnxruntimeRunner(model)
+    return [runner(fed) for fed in feeds]
 
 
 def grid_sample_model(x_shape, grid_shape, *, element_type=TensorProto.FLOAT, opset=20, **attributes):
@@ -85,9 +93,11 @@ def test_backend_case_converted(target, name):
     assert ("GridSample" in op_type_set(result.model)) == kept
     if not kept:
         assert dict(result.report.rewritten) == {f"GridSample-{schemas.version_in_force('GridSample', 22)}": 1}
-    for inputs, expected in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
-        (got,) = run_onnxruntime(result.model, feeds)
+    feeds = [
+        {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+        for inputs, _ in case.data_sets
+    ]
+    for (_, expected), (got,) in zip(case.data_sets, run_each(result.model, feeds), strict=True):
         assert_within(got, expected[0], f"{name} at {target}")
 
 
@@ -136,15 +146,22 @@ def test_random_grids_against_onnxruntime_and_the_reference(rank, mode, padding,
     original = grid_sample_model(x_shape, grid_shape, element_type=element_type, **attributes)
     lowered = lowering.lower(original, target_opset=11, ops=[])
     assert "GridSample" not in op_type_set(lowered)
-    for feeds in random_feeds(rank, dtype, seed=rank * 100 + corners):
-        (got,) = run_onnxruntime(lowered, feeds)
+    every_feeds = random_feeds(rank, dtype, seed=rank * 100 + corners)
+    follows = onnxruntime_follows_the_spec(rank, mode, padding)
+    # each model run on every feed through one session (or one onnx.reference evaluator)
+    every_got = run_each(lowered, every_feeds)
+    if follows:
+        others = run_each(original, every_feeds)
+    elif dtype == np.float32:  # onnx.reference computes coordinates in float32 only
+        others = run_each(original, every_feeds, reference=True)
+    for index, (feeds, (got,)) in enumerate(zip(every_feeds, every_got, strict=True)):
         reference = gridsample_reference(feeds["x"], feeds["grid"], **attributes)
         assert_within(got, reference, "against the numpy reference")
-        if onnxruntime_follows_the_spec(rank, mode, padding):
-            (native,) = run_onnxruntime(original, feeds)
+        if follows:
+            (native,) = others[index]
             assert_within(got, native, "against onnxruntime's GridSample-20")
-        elif dtype == np.float32:  # onnx.reference computes coordinates in float32 only
-            (spec,) = run_reference(original, feeds)
+        elif dtype == np.float32:
+            (spec,) = others[index]
             assert_within(got, spec, "against onnx.reference")
 
 
@@ -168,8 +185,8 @@ def test_16_bit_floats_against_the_reference(element_type, rank):
                 assert decomposed == (target < 16 or rank == 5 or element_type == TensorProto.BFLOAT16)
                 if not decomposed and not onnxruntime_follows_the_spec(rank, mode, padding):
                     continue  # GridSample-16 kept: onnxruntime's kernel answers (see the float tests)
-                for feeds in random_feeds(rank, dtype, seed=7):
-                    (got,) = run_onnxruntime(result.model, feeds)
+                every_feeds = random_feeds(rank, dtype, seed=7)
+                for feeds, (got,) in zip(every_feeds, run_each(result.model, every_feeds), strict=True):
                     assert_within(got, gridsample_reference(feeds["x"], feeds["grid"], **attributes), f"{target}")
 
 
@@ -216,14 +233,17 @@ def test_nearest_is_onnxruntimes_bit_for_bit():
     x = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
     x[:, :, ::2] = -0.0
     x[0, 0, 1, 1] = np.array(0x7FC12345, np.uint32).view(np.float32)
-    for feeds in random_feeds(4, np.float32, seed=12):
+    every_feeds = random_feeds(4, np.float32, seed=12)
+    for feeds in every_feeds:
         feeds["x"] = x
-        for padding in PADDINGS:
-            for corners in (0, 1):
-                attributes = {"mode": "nearest", "padding_mode": padding, "align_corners": corners}
-                original = grid_sample_model(x.shape, feeds["grid"].shape, **attributes)
-                (got,) = run_onnxruntime(lowering.lower(original, target_opset=11, ops=[]), feeds)
-                (want,) = run_onnxruntime(original, feeds)
+    # the grids are of one shape: each model is lowered once and run on every feed in one session
+    (grid_shape,) = {feeds["grid"].shape for feeds in every_feeds}
+    for padding in PADDINGS:
+        for corners in (0, 1):
+            attributes = {"mode": "nearest", "padding_mode": padding, "align_corners": corners}
+            original = grid_sample_model(x.shape, grid_shape, **attributes)
+            lowered = lowering.lower(original, target_opset=11, ops=[])
+            for (got,), (want,) in zip(run_each(lowered, every_feeds), run_each(original, every_feeds), strict=True):
                 assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), attributes
 
 

@@ -24,7 +24,7 @@ from version_cases import node_cases, sweep_case
 
 import lowering
 from lowering.samples import edge_values
-from lowering.verification.runtime import run_onnxruntime
+from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime
 
 TARGETS = (11, 13, 17)
 # float16 is compared any NaN for a NaN: onnxruntime's float16 Resize goes through float32, and
@@ -104,17 +104,29 @@ SHAPES = [
 ]
 
 
+def run_each(model: onnx.ModelProto, feeds: list[dict]) -> list[list]:
+    """``run_onnxruntime(model, fed)`` for each of ``feeds``, through one session (made once, not
+    once a feed), closed before returning: an open session's idle threads spin, taking a core
+    from the lowering that runs next."""
+    runner = OnnxruntimeRunner(model)
+    return [runner(fed) for fed in feeds]
+
+
 _ORIGINAL_OUTPUTS: dict[tuple, list] = {}
 
 
-def _original_outputs(model: onnx.ModelProto, feeds: dict) -> list:
-    """``run_onnxruntime(model, feeds)``, once per model and feeds in the session: the original
-    is the same at every target it is converted to."""
-    fed = tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in sorted(feeds.items()))
-    key = (model.SerializeToString(), fed)
-    if key not in _ORIGINAL_OUTPUTS:
-        _ORIGINAL_OUTPUTS[key] = run_onnxruntime(model, feeds)
-    return _ORIGINAL_OUTPUTS[key]
+def _original_outputs(model: onnx.ModelProto, feeds: list[dict]) -> list[list]:
+    """``run_onnxruntime(model, fed)`` for each of ``feeds``, once per model and feeds in the
+    session (the original is the same at every target it is converted to), those not yet run
+    through one session."""
+    serialized = model.SerializeToString()
+    keys = [
+        (serialized, tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in sorted(fed.items()))) for fed in feeds
+    ]
+    missing = {key: fed for key, fed in zip(keys, feeds, strict=True) if key not in _ORIGINAL_OUTPUTS}
+    if missing:
+        _ORIGINAL_OUTPUTS.update(zip(missing, run_each(model, list(missing.values())), strict=True))
+    return [_ORIGINAL_OUTPUTS[key] for key in keys]
 
 
 @pytest.mark.slow
@@ -123,19 +135,27 @@ def _original_outputs(model: onnx.ModelProto, feeds: dict) -> list:
 @pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
 def test_policy_at_run_time_bit_for_bit(target, element_type, policy):
     dtype = TYPES[element_type]
+    same = assert_same_bits if element_type == TensorProto.FLOAT else assert_same_values
+    # The model depends on the rank and axes, not on the shape or sizes fed (its dimensions are
+    # symbolic): each is converted once, and run on every shape and sizes of SHAPES it takes.
+    models: dict[tuple, list[tuple]] = {}
     for (shape, axes, sizes), mode, nearest in itertools.product(
         SHAPES, ("half_pixel", "asymmetric"), ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
     ):
+        models.setdefault((len(shape), axes, mode, nearest), []).append((shape, sizes))
+    for (rank, axes, mode, nearest), cases in models.items():
         model = policy_model(
-            element_type, len(shape), axes, policy, mode="nearest", coordinate_transformation_mode=mode,
+            element_type, rank, axes, policy, mode="nearest", coordinate_transformation_mode=mode,
             nearest_mode=nearest,
         )  # fmt: skip
         converted = lowered(model, target)
-        feeds = {"x": edge_array(shape, dtype, seed=len(shape)), "sizes": np.array(sizes, np.int64)}
-        (want,) = _original_outputs(with_axes_counted_from_the_front(model), feeds)
-        (got,) = run_onnxruntime(converted, feeds)
-        same = assert_same_bits if element_type == TensorProto.FLOAT else assert_same_values
-        same(got, want, f"{shape} {axes} {sizes} {mode} {nearest}")
+        feeds = [
+            {"x": edge_array(shape, dtype, seed=len(shape)), "sizes": np.array(sizes, np.int64)}
+            for shape, sizes in cases
+        ]
+        wanted = _original_outputs(with_axes_counted_from_the_front(model), feeds)
+        for (shape, sizes), (got,), (want,) in zip(cases, run_each(converted, feeds), wanted, strict=True):
+            same(got, want, f"{shape} {axes} {sizes} {mode} {nearest}")
 
 
 def test_exact_half_rounds_away_from_zero():
@@ -173,6 +193,17 @@ FILTER_CASES = [
 ]
 
 
+_SWEPT: dict[tuple[str, int], object] = {}
+
+
+def swept(case, target: int):
+    """``sweep_case(case, target)``, swept once per case and target in the session: one
+    conversion's outcome, which several assertions read."""
+    if (case.name, target) not in _SWEPT:
+        _SWEPT[case.name, target] = sweep_case(case, target)
+    return _SWEPT[case.name, target]
+
+
 @slow_but_a_sample()
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", FILTER_CASES)
@@ -184,12 +215,14 @@ def test_backend_filter_cases_go_down_by_the_rule_within_its_tolerance(name, tar
     onnx.checker.check_model(result.model, full_check=True)
     assert "Resize-19" in result.report.rewritten, dict(result.report.rewritten)
     assert not any(node.op_type == "Resize" for node in result.model.graph.node)
-    for inputs, (want,) in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
-        (got,) = run_onnxruntime(result.model, feeds)
+    feeds = [
+        {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+        for inputs, _ in case.data_sets
+    ]
+    for (_, (want,)), (got,) in zip(case.data_sets, run_each(result.model, feeds), strict=True):
         tolerance = RESIZE_TOLERANCE[helper.np_dtype_to_tensor_dtype(want.dtype)]
         assert not tolerance.mismatches(got, want).any(), np.abs(got - want).max()
-        assert sweep_case(case, target).ours == "converts"
+        assert swept(case, target).ours == "converts"
 
 
 def filter_model(element_type: int, kind: str, count: int, **attributes) -> onnx.ModelProto:
@@ -239,6 +272,7 @@ def test_rule_within_its_tolerance_of_the_reference(mode, coordinates, antialias
         "mode": mode, "coordinate_transformation_mode": coordinates, "antialias": antialias,
         "exclude_outside": exclude, "axes": [2, 3],
     }  # fmt: skip
+    trials = []  # (kind, shape, given, x), drawn as the trials come
     for trial in range(6):
         # onnxruntime places points apart from the reference where s · d is not whole: sizes only
         kind = "sizes" if antialias and exclude else ("scales", "sizes")[trial % 2]
@@ -246,11 +280,19 @@ def test_rule_within_its_tolerance_of_the_reference(mode, coordinates, antialias
         given = (
             rng.uniform(0.3, 3, 2).astype(np.float32) if kind == "scales" else rng.integers(1, 25, 2).astype(np.int64)
         )
+        trials.append((kind, shape, given, rng.standard_normal(shape).astype(dtype)))
+    # one model per kind: lowered once, it and the original each run on that kind's trials in one session
+    outputs = {}
+    for kind in dict.fromkeys(kind for kind, *_ in trials):
         model = filter_model(element_type, kind, 2, **attributes)
-        x = rng.standard_normal(shape).astype(dtype)
-        (got,) = run_onnxruntime(lowered_by_the_rule(model), {"x": x, kind: given})
+        feeds = [{"x": x, kind: given} for each, _, given, x in trials if each == kind]
+        outputs[kind] = iter(run_each(lowered_by_the_rule(model), feeds))
         if antialias and exclude:
-            (want,) = run_onnxruntime(model, {"x": x, kind: given})
+            outputs[kind, "original"] = iter(run_each(model, feeds))
+    for kind, shape, given, x in trials:
+        (got,) = next(outputs[kind])
+        if antialias and exclude:
+            (want,) = next(outputs[kind, "original"])
         else:
             want = resize_reference(x, **{kind: given}, **attributes)
         assert got.shape == want.shape and got.dtype == want.dtype
@@ -292,7 +334,7 @@ def test_half_pixel_symmetric_to_18_is_decomposed_not_kept(name):
         warnings.simplefilter("ignore")
         result = lowering.lower_model(case.model, target_opset=18, ops=[])
     assert not any(node.op_type == "Resize" for node in result.model.graph.node)
-    assert sweep_case(case, 18).ours == "converts" and not sweep_case(case, 18).ours_wrong
+    assert swept(case, 18).ours == "converts" and not swept(case, 18).ours_wrong
 
 
 def test_a_scale_of_zero_gives_an_empty_output_not_endless_taps():
@@ -337,10 +379,13 @@ def test_resize_11_and_13_are_lowered_by_the_same_rule_within_its_tolerance(mode
     model.graph.initializer.append(onnx.numpy_helper.from_array(np.zeros(0, np.float32), "roi"))
     lowered = lowered_by_the_rule(model)
     onnx.checker.check_model(lowered, full_check=True)
-    for scales in ([1, 1, 2, 2], [1, 1, 0.5, 1.5], [1, 1, 1.75, 0.6]):
-        x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
-        feeds = {"x": x, "scales": np.array(scales, np.float32)}
-        (got,) = run_onnxruntime(lowered, feeds)
+    every_scales = ([1, 1, 2, 2], [1, 1, 0.5, 1.5], [1, 1, 1.75, 0.6])
+    every_feeds = [
+        {"x": rng.standard_normal((1, 2, 5, 6)).astype(np.float32), "scales": np.array(scales, np.float32)}
+        for scales in every_scales
+    ]
+    for scales, feeds, (got,) in zip(every_scales, every_feeds, run_each(lowered, every_feeds), strict=True):
+        x = feeds["x"]
         want = resize_reference(x, scales=feeds["scales"], mode=mode, coordinate_transformation_mode="half_pixel")
         assert got.shape == want.shape
         assert not RESIZE_TOLERANCE[TensorProto.FLOAT].mismatches(got, want).any(), scales
@@ -400,9 +445,11 @@ def test_nearest_with_whole_number_scales_gathers_what_onnxruntime_gathers(coord
                 warnings.simplefilter("ignore")
                 lowered = lowered_by_the_rule(model)
             onnx.checker.check_model(lowered, full_check=True)
-            for height, width in ((1, 1), (3, 5), (9, 2)):
-                x = rng.integers(0, 200, (1, 2, height, width)).astype(dtype)
-                (want,), (got,) = run_onnxruntime(model, {"x": x}), run_onnxruntime(lowered, {"x": x})
+            sizes = ((1, 1), (3, 5), (9, 2))
+            feeds = [{"x": rng.integers(0, 200, (1, 2, height, width)).astype(dtype)} for height, width in sizes]
+            for (height, width), (want,), (got,) in zip(
+                sizes, run_each(model, feeds), run_each(lowered, feeds), strict=True
+            ):
                 assert got.shape == want.shape and got.tobytes() == want.tobytes(), (scales, height, width)
                 compared += 1
     assert compared == 36

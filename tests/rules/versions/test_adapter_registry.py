@@ -36,7 +36,7 @@ from lowering import floats, schemas
 from lowering.conversion import adapters
 from lowering.errors import NotLowered
 from lowering.samples import edge_values
-from lowering.verification.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import OnnxruntimeRunner, ReferenceRunner, run_onnxruntime, run_reference
 
 REFUSALS = (
     "cannot go to opset",
@@ -159,6 +159,92 @@ def run(model: onnx.ModelProto, feeds: dict, *, oracle: bool = False) -> list:
     return run_onnxruntime(model, feeds)
 
 
+def feeds_key(feeds: dict) -> tuple | None:
+    """The feeds as a key (their names, types, shapes and bytes), or None where one is not a tensor."""
+    if not all(isinstance(value, np.ndarray) for value in feeds.values()):
+        return None
+    return tuple((name, value.dtype.str, value.shape, value.tobytes()) for name, value in sorted(feeds.items()))
+
+
+_REFERENCE_OUTPUTS: dict[tuple, list] = {}
+
+
+def reference_outputs_of_each(model: onnx.ModelProto, feeds: list[dict]) -> list[list]:
+    """``run_reference(model, fed)`` for each of ``feeds``, through one evaluator, each computed
+    once in the session. onnx.reference computes a model from its graph by the op classes it
+    picks for the opsets imported: a model that is the same graph as one run before, run by the
+    same classes (op classes of onnx.reference's own, with no subgraph and no local function,
+    which take nothing else from the opsets), on the same feeds, is the same computation, and
+    its outputs are those computed then. The pools' 3-D backend cases take seconds each in
+    onnx.reference, and a pool taken to 11, 13 or 17 is the same AveragePool_11 graph."""
+    runner = ReferenceRunner(model)
+    nodes = runner.evaluator.rt_nodes_
+    same_computation = not model.functions and all(
+        type(node).__module__.startswith("onnx.reference.ops.op_")
+        and not any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in proto.attribute)
+        for node, proto in zip(nodes, model.graph.node, strict=True)
+    )
+    computation = (model.graph.SerializeToString(), tuple(type(node) for node in nodes)) if same_computation else None
+    outputs = []
+    for fed in feeds:
+        fed_key = feeds_key(fed)
+        if computation is None or fed_key is None:
+            outputs.append(runner(fed))
+            continue
+        key = (computation, fed_key)
+        if key not in _REFERENCE_OUTPUTS:
+            _REFERENCE_OUTPUTS[key] = runner(fed)
+        outputs.append(_REFERENCE_OUTPUTS[key])
+    return outputs
+
+
+class Runs:
+    """What the cases of one test share across their opset pairs, each computed once: a model
+    taken to an opset (a case goes to the same source opset for every target it goes down to),
+    and a model's outputs on a feed (the source model's, compared with each target's; each model
+    in onnxruntime is run through one session, not one a feed). A session is closed before
+    onnx.reference or a lowering runs: an open session's idle threads spin, taking a core."""
+
+    def __init__(self) -> None:
+        self.lowered: dict[tuple, onnx.ModelProto | lowering.LoweringError] = {}
+        self.outputs: dict[tuple, list] = {}
+        self.sessions: dict[bytes, OnnxruntimeRunner] = {}
+
+    def lower(self, model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+        """``lowering.lower(model, target_opset=opset, ops=[])``, or its LoweringError raised."""
+        key = (model.SerializeToString(), opset)
+        if key not in self.lowered:
+            self.close()
+            try:
+                self.lowered[key] = lowering.lower(model, target_opset=opset, ops=[])
+            except lowering.LoweringError as error:
+                self.lowered[key] = error
+        if isinstance(self.lowered[key], lowering.LoweringError):
+            raise self.lowered[key]
+        return self.lowered[key]
+
+    def run(self, model: onnx.ModelProto, feeds: dict, *, oracle: bool = False) -> list:
+        """:func:`run`'s outputs (its failure raised, not kept)."""
+        serialized = model.SerializeToString()
+        fed = feeds_key(feeds)
+        key = (oracle, serialized, fed) if fed is not None else None
+        if key is not None and key in self.outputs:
+            return self.outputs[key]
+        if oracle:
+            self.close()
+            (outputs,) = reference_outputs_of_each(model, [feeds])
+        else:
+            if serialized not in self.sessions:
+                self.sessions[serialized] = OnnxruntimeRunner(model)
+            outputs = self.sessions[serialized](feeds)
+        if key is not None:
+            self.outputs[key] = outputs
+        return outputs
+
+    def close(self) -> None:
+        self.sessions.clear()
+
+
 def bits(array) -> np.ndarray:
     array = np.asarray(array)
     return array.view(f"u{array.dtype.itemsize}") if array.dtype.kind in "fc" or array.dtype.itemsize <= 2 else array
@@ -253,20 +339,29 @@ def fired(report, op_type: str, found: adapters.RegisteredAdapter) -> bool:
     return False
 
 
-def exercise(found, op_type, name, model, data_sets, source, target, coverage: Coverage) -> None:
+def exercise(found, op_type, name, model, data_sets, source, target, coverage: Coverage, runs: Runs) -> None:
     """Take ``model`` to ``source``, then across the step to ``target``; compare bit for bit."""
+    try:
+        _exercise(found, op_type, name, model, data_sets, source, target, coverage, runs)
+    finally:
+        runs.close()
+
+
+def _exercise(found, op_type, name, model, data_sets, source, target, coverage: Coverage, runs: Runs) -> None:
     where = f"{found.name} on {op_type}: {name} {source}→{target}"
+    run = runs.run
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             at_source = model
             for opset in (max(source, target), source):  # the range's newest opset first: adapters reach it
                 if opset_of(at_source) > opset or (opset == source and opset_of(at_source) != source):
-                    at_source = lowering.lower(at_source, target_opset=opset, ops=[])
+                    at_source = runs.lower(at_source, opset)
         except lowering.LoweringError as error:
             coverage.not_fired.append(f"{where}: not taken to the source opset: {error}")
             return
         try:
+            runs.close()
             result = lowering.lower_model(at_source, target_opset=target, ops=[])
         except lowering.LoweringError as error:
             # only a refusal is allowed here: the adapter's (naming the node and the opset it cannot
@@ -1012,10 +1107,10 @@ SERVED = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("found", "op_type"), SERVED)
 def test_adapter_is_bit_exact_on_every_case_that_reaches_it(found, op_type):
-    coverage = Coverage()
+    coverage, runs = Coverage(), Runs()
     for name, model, data_sets in [*backend_cases(op_type), *explicit_cases(op_type)]:
         for source, target in opset_pairs(found, op_type):
-            exercise(found, op_type, name, model, data_sets, source, target, coverage)
+            exercise(found, op_type, name, model, data_sets, source, target, coverage, runs)
     COVERAGE[(found.name, op_type, found.direction)] = coverage
     minimum = found.minimum_cases(op_type)  # stated where it is registered (cases=)
     assert len(coverage.exact) >= minimum, (
