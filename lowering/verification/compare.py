@@ -430,10 +430,9 @@ def _onnxruntime_runner(model: onnx.ModelProto, libraries: tuple[str, ...]) -> O
         return OnnxruntimeRunner(model)
     import onnxruntime as ort
 
-    from .runtime import LOG_SEVERITY_SILENT
+    from .runtime import session_options
 
-    options = ort.SessionOptions()
-    options.log_severity_level = LOG_SEVERITY_SILENT
+    options = session_options()
     for library in libraries:
         try:
             options.register_custom_ops_library(os.path.abspath(library))

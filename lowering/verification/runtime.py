@@ -56,12 +56,20 @@ def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
 LOG_SEVERITY_SILENT = 4
 
 
+def session_options() -> ort.SessionOptions:
+    """Options of every session here: silent, and threads that sleep while idle (a session left
+    open spins its idle threads otherwise, taking a core from whatever runs next)."""
+    options = _onnxruntime().SessionOptions()
+    options.log_severity_level = LOG_SEVERITY_SILENT
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
+
+
 def onnxruntime_session(model: onnx.ModelProto) -> ort.InferenceSession:
     """A CPU session for ``model`` that writes nothing to the terminal."""
     ort = _onnxruntime()
-    options = ort.SessionOptions()
-    options.log_severity_level = LOG_SEVERITY_SILENT
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model.SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
 
 
 def _quiet_run_options() -> ort.RunOptions:
