@@ -14,6 +14,7 @@ from .conversion import version_steps
 from .engine import Legalizer
 from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError, NotLowered
 from .function_bodies import all_expansions
+from .graphs import nested_graphs
 from .input_shapes import InputShapes, with_input_shapes
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .nodecheck import checker_message
@@ -190,13 +191,16 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
     the nodes writing only values the original's main graph does not hold."""
     if fold not in FOLD_CHOICES:
         raise ValueError(f"fold must be one of {', '.join(FOLD_CHOICES)}, not {fold!r}")
-    if fold == "none" or not any(node.op_type in FOLD_SEEDS for node in lowered.graph.node):
+    if fold == "none" or not any(node.op_type in FOLD_SEEDS for node in _foldable_places(lowered.graph)):
         return FoldedGraph()  # (one pass over the op types where there is nothing to fold)
     if fold == "all":
         foldable = _every_node
     else:
         graph = original.graph
         held = {name for node in graph.node for name in node.output}
+        for inner in nested_graphs(graph.node):  # (the If branches' own values too)
+            held.update(name for node in inner.node for name in node.output)
+            held.update(info.name for info in inner.input)
         held.update(info.name for info in graph.input)
         held.update(tensor.name for tensor in graph.initializer)
 
@@ -205,7 +209,7 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
 
     total = FoldedGraph()
     for _ in range(MOST_FOLDING_ROUNDS):  # what one round folds (a Reshape's target) lets inference know more
-        if not any(node.op_type in FOLD_SEEDS and foldable(node) for node in lowered.graph.node):
+        if not any(node.op_type in FOLD_SEEDS and foldable(node) for node in _foldable_places(lowered.graph)):
             break
         folded = fold_shapes(lowered, foldable, inferred_types(lowered))
         if not folded.folded:
@@ -213,6 +217,15 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
         total.folded.update(folded.folded)
         total.removed += folded.removed
     return total
+
+
+def _foldable_places(graph: onnx.GraphProto):
+    """The main graph's nodes and those of its Ifs' branches, at any depth (where folding looks)."""
+    for node in graph.node:
+        yield node
+        if node.op_type == "If":
+            for inner in nested_graphs([node]):
+                yield from inner.node
 
 
 def _every_node(node: onnx.NodeProto) -> bool:

@@ -27,7 +27,7 @@ from onnx import helper
 
 from . import floats, schemas
 from .folding import MAX_FOLDED_ELEMENTS, output_size_bound
-from .graphs import holds_graphs, nested_graphs
+from .graphs import held_graphs, holds_graphs, nested_graphs
 
 # Ops whose outputs hold their inputs' elements moved, repeated or dropped, never computed.
 DATA_MOVING = frozenset(
@@ -80,14 +80,26 @@ def fold_nodes(
     opset: int | None,
     foldable: Callable[[onnx.NodeProto], bool],
     fresh: Callable[[str], str],
+    partial: dict[str, Partial] | None = None,
 ) -> tuple[list[onnx.NodeProto], Counter]:
     """``nodes`` with each node ``foldable`` accepts whose outputs are all known replaced by
     Constant nodes writing the same names (named by ``fresh``), and the count per op type
-    folded. ``known``: the values known at the start (constants), updated."""
-    partial: dict[str, Partial] = {}
+    folded; an If's branches folded alike, seeing what is known outside them (a Loop's or a
+    Scan's body is not: its state may change shape from one iteration to the next). ``known``:
+    the values known at the start (constants), updated."""
+    partial = {} if partial is None else partial
     folded: Counter = Counter()
     result: list[onnx.NodeProto] = []
     for node in nodes:
+        if node.op_type == "If" and node.domain in ("", "ai.onnx"):
+            for _, _, branch in held_graphs(node):
+                inner, inner_folded = fold_nodes(list(branch.node), dict(known), types, opset, foldable, fresh,
+                                                 dict(partial))  # fmt: skip
+                if inner_folded:
+                    folded.update(inner_folded)
+                    kept = without_unread(inner, {info.name for info in branch.output}, foldable)
+                    del branch.node[:]
+                    branch.node.extend(kept)
         chosen = foldable(node)
         values = _evaluated(node, known, partial, types, opset, evaluate=chosen)
         if values is None or not chosen or node.op_type == "Constant":
@@ -322,6 +334,8 @@ def inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
         inferred = model
     graph = inferred.graph
     found = {info.name: info.type for info in [*graph.input, *graph.value_info, *graph.output]}
+    for inner in nested_graphs(graph.node):  # (names are unique over a model's graphs)
+        found.update((info.name, info.type) for info in [*inner.input, *inner.value_info, *inner.output])
     for tensor in model.graph.initializer:
         found.setdefault(tensor.name, helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims)))
     return found

@@ -173,3 +173,36 @@ def test_a_dynamic_export_made_static_folds_and_gives_the_same_bits(name):
     want = unoptimized_outputs(model, feeds)
     for got, wanted in zip(unoptimized_outputs(result.model, feeds), want, strict=True):
         assert got.dtype == wanted.dtype and got.shape == wanted.shape and got.tobytes() == wanted.tobytes()
+
+
+def test_an_ifs_branches_fold_too_seeing_what_is_known_outside():
+    """x [N, 8] outside; in each branch Concat([-1], Shape(x)[-1:]) as a Reshape target folds to
+    [-1, 8] (fold="all"); the If stays, and both branches mean what they meant."""
+
+    def branch(name: str) -> onnx.GraphProto:
+        nodes = [
+            helper.make_node("Shape", ["x"], [f"{name}_shape"], name=f"{name}_shape", start=-1),
+            helper.make_node("Concat", ["minus_one", f"{name}_shape"], [f"{name}_target"], axis=0),
+            helper.make_node("Reshape", ["x", f"{name}_target"], [f"{name}_rows"], name=f"{name}_rows"),
+            helper.make_node("Neg" if name == "then" else "Abs", [f"{name}_rows"], [f"{name}_y"]),
+        ]
+        return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, None)])
+
+    choose = helper.make_node("If", ["c"], ["y"], name="choose", then_branch=branch("then"), else_branch=branch("else"))
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8]),
+        helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+    ]
+    minus_one = onnx.numpy_helper.from_array(np.array([-1], np.int64), "minus_one")
+    model = make_model([choose], inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])], opset=17,
+                       initializer=[minus_one])  # fmt: skip
+    assert lowering.lower_model(model, ops=[]).model.graph.node == model.graph.node  # (emitted: none of these)
+    result = lowering.lower_model(model, ops=[], fold="all")
+    assert dict(result.report.folded) == {"Shape": 2, "Concat": 2}
+    for branch_graph in (a.g for a in result.model.graph.node[0].attribute):
+        assert [node.op_type for node in branch_graph.node] == ["Constant", "Reshape", branch_graph.node[2].op_type]
+    onnx.checker.check_model(result.model, full_check=True)
+    x = np.random.default_rng(2).standard_normal((3, 8)).astype(np.float32)
+    for flag in (True, False):
+        feeds = {"x": x, "c": np.array(flag)}
+        assert runs_in_onnxruntime(result.model, feeds)[0].tobytes() == runs_in_onnxruntime(model, feeds)[0].tobytes()
