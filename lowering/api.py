@@ -14,7 +14,7 @@ from .conversion import version_steps
 from .engine import Legalizer
 from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError, NotLowered
 from .function_bodies import all_expansions
-from .graphs import nested_graphs
+from .graphs import every_node, nested_graphs
 from .input_shapes import InputShapes, with_input_shapes
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .nodecheck import checker_message
@@ -194,7 +194,7 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
     if fold == "none" or not any(node.op_type in FOLD_SEEDS for node in _foldable_places(lowered.graph)):
         return FoldedGraph()  # (one pass over the op types where there is nothing to fold)
     if fold == "all":
-        foldable = _every_node
+        foldable = every_node
     else:
         graph = original.graph
         held = {name for node in graph.node for name in node.output}
@@ -215,7 +215,6 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
         if not folded.folded:
             break
         total.folded.update(folded.folded)
-        total.removed += folded.removed
     return total
 
 
@@ -226,10 +225,6 @@ def _foldable_places(graph: onnx.GraphProto):
         if node.op_type == "If":
             for inner in nested_graphs([node]):
                 yield from inner.node
-
-
-def _every_node(node: onnx.NodeProto) -> bool:
-    return True
 
 
 def rules_table() -> list[dict[str, object]]:

@@ -9,7 +9,7 @@ from onnx import helper
 from . import schemas
 from .builder import Builder, Value
 from .errors import LoweringError, NotLowered
-from .graphs import nested_graphs
+from .graphs import every_node, without_unread
 from .registry import Rule
 from .scopes import Scope, element_type_of, type_string
 
@@ -84,23 +84,8 @@ def bound(nodes: list[onnx.NodeProto], result, output_names: list[str], names) -
         if output_name:
             nodes = _bind(nodes, value, output_name, names)
     if len(outputs) > 1 and not all(output_names[: len(outputs)]):
-        nodes = _needed(nodes, {name for name in output_names if name})
+        nodes = without_unread(nodes, [name for name in output_names if name], every_node)
     return nodes
-
-
-def _needed(nodes: list[onnx.NodeProto], outputs: set[str]) -> list[onnx.NodeProto]:
-    """The nodes that ``outputs`` depend on, in their order: a walk back from the last node,
-    keeping a node where it writes a value read later (in a held graph too) or an output."""
-    read = set(outputs)
-    kept = []
-    for node in reversed(nodes):
-        if not read.intersection(node.output):
-            continue
-        kept.append(node)
-        read.update(node.input)
-        for graph in nested_graphs([node]):
-            read.update(name for inner in graph.node for name in inner.input)
-    return kept[::-1]
 
 
 def _bind(nodes: list[onnx.NodeProto], value: Value, output_name: str, names) -> list[onnx.NodeProto]:

@@ -22,7 +22,7 @@ from .conversion import node_moves, version_steps
 from .decomposition import without_shapes
 from .errors import LoweringError, NotLowered
 from .folding import fold_integer_values
-from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
+from .graphs import constant_tensor, every_node, held_graphs, holds_graphs, nested_graphs, without_unread
 from .local_functions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
 from .modelio import ModelBytes
 from .optionals import OptionalResolver
@@ -30,7 +30,7 @@ from .plain_path import PlainPath
 from .registry import Rule, rule_for
 from .report import LoweringReport, RemainingOp
 from .scopes import Scope, element_type_of
-from .shape_folding import fold_nodes, without_unread
+from .shape_folding import fold_nodes
 from .targets import Target
 
 PROGRESS_STEP = 4096  # nodes between progress updates
@@ -472,10 +472,10 @@ class Legalizer:
         opset: an axis an older version takes as an attribute is then a constant, not a choice
         made at run time. The body's nodes nothing reads any more go."""
         known = {name: floats.array_of(tensor) for name, tensor in constants.items()}
-        nodes, folded = fold_nodes(expanded.nodes, known, types, expanded.opset, _any_node, self.names.fresh)
+        nodes, folded = fold_nodes(expanded.nodes, known, types, expanded.opset, every_node, self.names.fresh)
         if not folded:
             return expanded
-        nodes = without_unread(nodes, set(node.output), _any_node)
+        nodes = without_unread(nodes, node.output, every_node)
         constants.update(_constants_made_by(nodes))
         return dataclasses.replace(expanded, nodes=nodes)
 
@@ -512,7 +512,7 @@ class Legalizer:
             except _CannotMove:
                 raise NotLowered(self._cannot_move_reason) from None
         if expanded.opset != scope.opset:  # adapters and folding may leave constants nothing reads
-            legal = _without_unread_constants(legal, node.output)
+            legal = without_unread(legal, node.output, _is_constant)
         version = schemas.version_in_force(node.op_type, opset, node.domain)
         unrun = self._unrun_by_the_target(node, version, input_types, legal, body_types, scope.opset)
         if unrun:
@@ -743,10 +743,6 @@ def _inferred_body(graph: onnx.GraphProto, types: dict, opset: int, model: onnx.
 RANK_READERS = frozenset({"Shape", "Size"})
 
 
-def _any_node(node: onnx.NodeProto) -> bool:
-    return True
-
-
 def _types_in_body(expanded, node: onnx.NodeProto, input_types: list, model: onnx.ModelProto) -> dict:
     """The types onnx inference gives the values of an inlined body, from the node's input types."""
     inputs = []
@@ -783,15 +779,9 @@ def _changing_in_subgraphs(node: onnx.NodeProto, opset: int, target_opset: int) 
     return None
 
 
-def _without_unread_constants(nodes: list[onnx.NodeProto], outputs) -> list[onnx.NodeProto]:
-    """``nodes`` less the Constant nodes whose values nothing reads any more (left by folding and
-    by adapters that moved a constant into an attribute)."""
-    read = set(outputs)
-    for node in nodes:
-        read.update(node.input)
-        for graph in nested_graphs([node]):
-            read.update(name for inner in graph.node for name in inner.input)
-    return [node for node in nodes if node.op_type != "Constant" or any(name in read for name in node.output)]
+def _is_constant(node: onnx.NodeProto) -> bool:
+    """Adapters and folding may leave Constant nodes nothing reads: those go."""
+    return node.op_type == "Constant"
 
 
 def _constants_made_by(nodes: list[onnx.NodeProto]) -> dict[str, onnx.TensorProto]:

@@ -27,8 +27,6 @@ def fold_integer_values(
     fully static shape, read from its dimensions) and whose outputs are small integer or bool tensors replaced by
     Constant nodes writing the same names; ``constants`` gains their values. Integer arithmetic,
     evaluated by ``onnx.reference``, is exact. None where nothing folds."""
-    from onnx.reference import ReferenceEvaluator
-
     folded_any = False
     result: list[onnx.NodeProto] = []
     for node in nodes:
@@ -43,17 +41,8 @@ def fold_integer_values(
         if feeds is None or node.op_type == "Constant" or holds_graphs(node) or not node.output:
             result.append(node)
             continue
-        bound = output_size_bound(node, feeds)
-        if bound is None or bound > MAX_FOLDED_ELEMENTS:  # evaluated only where it stays small
-            result.append(node)
-            continue
-        try:
-            outputs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
-        except Exception:  # an op onnx.reference cannot run here: left as it is
-            result.append(node)
-            continue
-        arrays = [np.asarray(value) for value in outputs]
-        if not all(a.dtype.kind in "iub" and a.size <= MAX_FOLDED_ELEMENTS for a in arrays):
+        arrays = evaluated_small(node, feeds, opset)
+        if arrays is None or not all(a.dtype.kind in "iub" for a in arrays):
             result.append(node)
             continue
         for name, array in zip(node.output, arrays, strict=True):
@@ -111,6 +100,32 @@ def output_size_bound(node: onnx.NodeProto, feeds: dict[str, np.ndarray]) -> int
     return None
 
 
+def evaluated_small(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray] | None:
+    """The node's outputs from ``feeds`` by onnx.reference, where every output is known before
+    it runs to stay within MAX_FOLDED_ELEMENTS; None where it may not, onnx.reference cannot run
+    the node, or the node fails as it would in the model."""
+    bound = output_size_bound(node, feeds)
+    if bound is None or bound > MAX_FOLDED_ELEMENTS:  # evaluated only where it stays small
+        return None
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        outputs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+    except Exception:  # an op onnx.reference cannot run here, or one that fails as the model would
+        return None
+    arrays = [np.asarray(value) for value in outputs]
+    return arrays if all(a.size <= MAX_FOLDED_ELEMENTS for a in arrays) else None
+
+
+def shape_slice(node: onnx.NodeProto, dims: list) -> list:
+    """dims[start:end] as Shape-15's start and end attributes say (clamped to the rank)."""
+    rank = len(dims)
+    bounds = {attribute.name: attribute.i for attribute in node.attribute}
+    start, end = bounds.get("start", 0), bounds.get("end", rank)
+    start, end = (min(max(b + rank if b < 0 else b, 0), rank) for b in (start, end))
+    return list(dims[start:end])
+
+
 def _shape_or_size(node: onnx.NodeProto, types) -> np.ndarray | None:
     """Shape (with start/end, clamped as Shape-15 says) or Size of an input of static shape."""
     if node.op_type not in ("Shape", "Size") or not node.input or len(node.output) != 1:
@@ -120,11 +135,7 @@ def _shape_or_size(node: onnx.NodeProto, types) -> np.ndarray | None:
         return None
     if node.op_type == "Size":
         return np.array(int(np.prod(dims, dtype=np.int64)), dtype=np.int64)
-    rank = len(dims)
-    bounds = {attribute.name: attribute.i for attribute in node.attribute}
-    start, end = bounds.get("start", 0), bounds.get("end", rank)
-    start, end = (min(max(b + rank if b < 0 else b, 0), rank) for b in (start, end))
-    return np.array(dims[start:end], dtype=np.int64)
+    return np.array(shape_slice(node, dims), dtype=np.int64)
 
 
 def _known_inputs(node: onnx.NodeProto, constants, types) -> dict[str, np.ndarray] | None:
@@ -179,17 +190,11 @@ def integer_value_of(
     feeds = _known_inputs(node, constants, {})
     if feeds is None or any(a.size > MAX_FOLDED_ELEMENTS for a in feeds.values()):
         return None
-    bound = output_size_bound(node, feeds)
-    if bound is None or bound > MAX_FOLDED_ELEMENTS:  # evaluated only where it stays small
+    arrays = evaluated_small(node, feeds, opset)
+    if arrays is None:
         return None
-    from onnx.reference import ReferenceEvaluator
-
-    try:
-        outputs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
-    except Exception:  # an op onnx.reference cannot run here (or an error the model would raise): not folded
-        return None
-    array = np.asarray(outputs[output_index])
-    if array.dtype.kind not in "iub" or array.size > MAX_FOLDED_ELEMENTS:
+    array = arrays[output_index]
+    if array.dtype.kind not in "iub":
         return None
     return numpy_helper.from_array(array, name="")
 

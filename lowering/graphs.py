@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import onnx
 
@@ -33,6 +33,28 @@ def nested_graphs(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.GraphProto]:
         for _, _, graph in held_graphs(node):
             yield graph
             yield from nested_graphs(graph.node)
+
+
+def without_unread(
+    nodes: list[onnx.NodeProto], outputs: Iterable[str], removable: Callable[[onnx.NodeProto], bool]
+) -> list[onnx.NodeProto]:
+    """``nodes`` less those ``removable`` accepts whose values nothing reads, ``outputs`` aside: a
+    walk back from the last node, a value read where a later node (or a graph it holds) reads it."""
+    read = set(outputs)
+    kept = []
+    for node in reversed(nodes):
+        if removable(node) and not read.intersection(node.output):
+            continue
+        kept.append(node)
+        read.update(node.input)
+        for graph in nested_graphs([node]):
+            read.update(name for inner in graph.node for name in inner.input)
+    return kept[::-1]
+
+
+def every_node(node: onnx.NodeProto) -> bool:
+    """A node predicate that accepts every node."""
+    return True
 
 
 def branch_graph(nodes: list[onnx.NodeProto], name: str, output: str, element_type: int) -> onnx.GraphProto:

@@ -26,8 +26,8 @@ import onnx
 from onnx import helper
 
 from . import floats, schemas
-from .folding import MAX_FOLDED_ELEMENTS, output_size_bound
-from .graphs import held_graphs, holds_graphs, nested_graphs
+from .folding import MAX_FOLDED_ELEMENTS, evaluated_small, shape_slice
+from .graphs import held_graphs, holds_graphs, nested_graphs, without_unread
 
 # Ops whose outputs hold their inputs' elements moved, repeated or dropped, never computed.
 DATA_MOVING = frozenset(
@@ -40,10 +40,9 @@ Partial = tuple  # a 1-D int64 vector of known length: each entry an int, or Non
 
 @dataclass
 class FoldedGraph:
-    """What folding did to a graph: folded nodes per op type, and how many nodes went unread."""
+    """What folding did to a graph: folded nodes per op type."""
 
     folded: Counter = field(default_factory=Counter)
-    removed: int = 0
 
 
 def fold_shapes(
@@ -66,8 +65,7 @@ def fold_shapes(
     nodes, folded = fold_nodes(list(graph.node), _constants(graph), types, opset, foldable, fresh)
     result = FoldedGraph(folded)
     if folded:
-        kept = without_unread(nodes, {info.name for info in graph.output}, foldable)
-        result.removed = len(graph.node) - len(kept)
+        kept = without_unread(nodes, [info.name for info in graph.output], _removable(foldable))
         del graph.node[:]
         graph.node.extend(kept)
     return result
@@ -97,7 +95,7 @@ def fold_nodes(
                                                  dict(partial))  # fmt: skip
                 if inner_folded:
                     folded.update(inner_folded)
-                    kept = without_unread(inner, {info.name for info in branch.output}, foldable)
+                    kept = without_unread(inner, [info.name for info in branch.output], _removable(foldable))
                     del branch.node[:]
                     branch.node.extend(kept)
         chosen = foldable(node)
@@ -109,11 +107,31 @@ def fold_nodes(
         if not all(_fits(tensor, types.get(name), opset) for name, tensor in zip(node.output, tensors, strict=True)):
             result.append(node)
             continue
+        constants = [
+            helper.make_node("Constant", [], [name], name=f"{name}_folded", value=tensor)
+            for name, tensor in zip(node.output, tensors, strict=True)
+            if name
+        ]
+        if not all(_passes_node_check(constant, opset) for constant in constants):
+            result.append(node)
+            continue
         folded[node.op_type] += 1
-        for name, tensor in zip(node.output, tensors, strict=True):
-            if name:
-                result.append(helper.make_node("Constant", [], [name], name=fresh(f"{name}_folded"), value=tensor))
+        for constant in constants:
+            constant.name = fresh(constant.name)
+        result.extend(constants)
     return result, folded
+
+
+def _passes_node_check(node: onnx.NodeProto, opset: int) -> bool:
+    """Whether onnx's node checker takes ``node`` at default-domain ``opset``."""
+    context = onnx.checker.C.CheckerContext()
+    context.ir_version = onnx.IR_VERSION
+    context.opset_imports = {"": opset}
+    try:
+        onnx.checker.check_node(node, context, onnx.checker.C.LexicalScopeContext())
+    except onnx.checker.ValidationError:
+        return False
+    return True
 
 
 def _fits(tensor: onnx.TensorProto, inferred: onnx.TypeProto | None, opset: int | None) -> bool:
@@ -173,27 +191,18 @@ def _shape_fact(node, known, partial, types) -> np.ndarray | None:
     if source in partial:  # a 1-D vector of known length
         length = len(partial[source])
         return (
-            np.array(_shape_slice(node, [length]), np.int64) if node.op_type == "Shape" else np.array(length, np.int64)
+            np.array(shape_slice(node, [length]), np.int64) if node.op_type == "Shape" else np.array(length, np.int64)
         )
     dims = _dims(types.get(source))
     if dims is None:
         return None
     if node.op_type == "Size":
         return np.array(int(np.prod(dims, dtype=np.int64)), np.int64) if None not in dims else None
-    taken = _shape_slice(node, dims)
+    taken = shape_slice(node, dims)
     if None in taken:
         partial[node.output[0]] = tuple(taken)
         return None
     return np.array(taken, np.int64)
-
-
-def _shape_slice(node: onnx.NodeProto, dims: list) -> list:
-    """dims[start:end] as Shape-15's start and end attributes say (clamped to the rank)."""
-    rank = len(dims)
-    bounds = {attribute.name: attribute.i for attribute in node.attribute}
-    start, end = bounds.get("start", 0), bounds.get("end", rank)
-    start, end = (min(max(b + rank if b < 0 else b, 0), rank) for b in (start, end))
-    return list(dims[start:end])
 
 
 def _computed(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray] | None:
@@ -206,17 +215,8 @@ def _computed(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) ->
         return None
     if any(value.size > MAX_FOLDED_ELEMENTS for value in feeds.values()):
         return None
-    bound = output_size_bound(node, feeds)
-    if bound is None or bound > MAX_FOLDED_ELEMENTS:  # evaluated only where it stays small
-        return None
-    from onnx.reference import ReferenceEvaluator
-
-    try:
-        outputs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
-    except Exception:  # an op onnx.reference cannot run here, or one that fails as the model would
-        return None
-    arrays = [np.asarray(value) for value in outputs]
-    if not all(a.size <= MAX_FOLDED_ELEMENTS for a in arrays):
+    arrays = evaluated_small(node, feeds, opset)
+    if arrays is None:
         return None
     if not moving and not all(a.dtype.kind in "iub" for a in arrays):
         return None
@@ -262,7 +262,7 @@ def _move_partial(node, known, partial, opset) -> None:
             continue
         values = [entries[int(k)] for k in where.reshape(-1)]
         if None not in values:
-            known[name] = np.array(values if where.ndim else values[0], _result_dtype(node, known))
+            known[name] = np.array(values if where.ndim else values[0], _result_dtype(node))
         elif where.ndim == 1:
             partial[name] = tuple(values)
 
@@ -274,7 +274,7 @@ def _cast_type(node: onnx.NodeProto) -> int | None:
     return next((a.i for a in node.attribute if a.name == "to"), None)
 
 
-def _result_dtype(node: onnx.NodeProto, known) -> np.dtype:
+def _result_dtype(node: onnx.NodeProto) -> np.dtype:
     if node.op_type == "Cast":
         return floats.numpy_dtype(_cast_type(node))
     return np.dtype(np.int64)
@@ -310,24 +310,15 @@ def _constant_tensor(node: onnx.NodeProto) -> np.ndarray | None:
     return floats.array_of(tensor)
 
 
-def without_unread(nodes: list[onnx.NodeProto], outputs: set[str], foldable) -> list[onnx.NodeProto]:
-    """``nodes`` less those ``foldable`` accepts whose values nothing reads, ``outputs`` aside."""
-    read = set(outputs)
-    kept = []
-    for node in reversed(nodes):
-        removable = foldable(node) and not holds_graphs(node)
-        if removable and not read.intersection(node.output):
-            continue
-        kept.append(node)
-        read.update(node.input)
-        for inner_graph in nested_graphs([node]):
-            read.update(name for inner in inner_graph.node for name in inner.input)
-    return kept[::-1]
+def _removable(foldable: Callable[[onnx.NodeProto], bool]) -> Callable[[onnx.NodeProto], bool]:
+    """A node folding may remove once unread: one ``foldable`` accepts, holding no graph."""
+    return lambda node: foldable(node) and not holds_graphs(node)
 
 
 def inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
-    """Every value's type in the main graph as onnx's shape inference gives it (with data
-    propagation), run on a copy whose large initializers are declared, not held."""
+    """Every value's type in the main graph and the graphs its nodes hold, as onnx's shape
+    inference gives it (with data propagation), run on a copy whose large initializers are
+    declared, not held."""
     try:
         inferred = onnx.shape_inference.infer_shapes(light_copy(model), data_prop=True)
     except Exception:  # a model onnx's inference cannot follow: only what it declares is known

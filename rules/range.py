@@ -68,7 +68,7 @@ def range_by_running_sum(b: Builder, start: Value, limit: Value, delta: Value) -
     element_type = start.element_type
     wide = onnx.TensorProto.INT32 if element_type == onnx.TensorProto.INT16 else element_type
     if not b.runs("CumSum", Value(start.name, wide)):
-        if element_type in (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16):
+        if floats.is_float(element_type) and floats.numpy_dtype(element_type).itemsize < 4:
             return _range_by_loop(b, start, limit, delta)
         raise NotLowered(f"CumSum does not run on {schemas.type_name(element_type)} at opset {b.opset}")
     count = (

@@ -150,7 +150,7 @@ def _recurrent(b: Builder, cell: Recurrence, x, w, r, bias, sequence_lens, initi
         directions,
     )
     element_type = x.element_type
-    compute_type = onnx.TensorProto.FLOAT if floats.numpy_dtype(element_type).itemsize < 4 else element_type
+    compute_type = b.target.compute_type(element_type)  # (float16 and bfloat16 widened to float32 in onnxruntime)
 
     def computed(value: Value | None) -> Value | None:
         if value is None or value.element_type == compute_type:

@@ -42,6 +42,24 @@ def edge_values(dtype) -> list:
     return [0, 1, -1, 3, -7, 100, info.max, info.min, info.max - 5, info.min + 5]
 
 
+def edge_feeds(dtype, values_dtype):
+    """Every (start, limit, delta) of edge values of ``values_dtype``, taken to ``dtype``, whose
+    range is short enough (or fails), with its feeds."""
+    for bounds in itertools.product(edge_values(values_dtype), repeat=3):
+        names = ("start", "limit", "delta")
+        feeds = {name: np.array(value, values_dtype).astype(dtype) for name, value in zip(names, bounds, strict=True)}
+        if short_enough(*feeds.values()):
+            yield bounds, feeds
+
+
+def reference_or_none(feeds) -> np.ndarray | None:
+    """The range as onnxruntime's kernel gives it, or None where the op fails."""
+    try:
+        return range_reference(*feeds.values())
+    except ValueError:
+        return None
+
+
 def outcome(run, feeds) -> np.ndarray | None:
     """The outputs, or None where the model fails at run time."""
     try:
@@ -69,18 +87,11 @@ def test_range_goes_loop_free_and_matches_the_kernel_bit_for_bit(element_type, o
     assert op_type_set(lowered).isdisjoint({"Range", "Loop", "Scan", "If"})
     want_run, got_run = OnnxruntimeRunner(original), OnnxruntimeRunner(lowered)
     compared = failed = 0
-    for start, limit, delta in itertools.product(edge_values(dtype), repeat=3):
-        bounds = (start, limit, delta)
-        feeds = {name: np.array(value, dtype) for name, value in zip(("start", "limit", "delta"), bounds, strict=True)}
-        if not short_enough(*feeds.values()):
-            continue
+    for (start, limit, delta), feeds in edge_feeds(dtype, dtype):
         want, got = outcome(want_run, feeds), outcome(got_run, feeds)
         where = f"Range({start}, {limit}, {delta}) of {dtype.__name__}"
         assert (want is None) == (got is None), where
-        try:
-            reference = range_reference(*feeds.values())
-        except ValueError:
-            reference = None
+        reference = reference_or_none(feeds)
         assert (reference is None) == (want is None), where
         if want is None:
             failed += 1
@@ -141,18 +152,8 @@ def test_16_bit_floats_go_by_a_loop_adding_in_float32_bit_for_bit(element_type):
     assert "Range" not in op_type_set(result.model)
     run = OnnxruntimeRunner(result.model)
     compared = failed = 0
-    for bounds in itertools.product(edge_values(np.float32), repeat=3):
-        feeds = {
-            name: np.array(value, np.float32).astype(dtype)
-            for name, value in zip(("start", "limit", "delta"), bounds, strict=True)
-        }
-        if not short_enough(*feeds.values()):
-            continue
-        got = outcome(run, feeds)
-        try:
-            want = range_reference(*feeds.values())
-        except ValueError:
-            want = None
+    for bounds, feeds in edge_feeds(dtype, np.float32):
+        got, want = outcome(run, feeds), reference_or_none(feeds)
         assert (got is None) == (want is None), bounds
         if want is None:
             failed += 1
@@ -162,3 +163,28 @@ def test_16_bit_floats_go_by_a_loop_adding_in_float32_bit_for_bit(element_type):
     assert compared > 300 and failed > 0
     feeds = {"start": np.array(250, dtype), "limit": np.array(300, dtype), "delta": np.array(1, dtype)}
     np.testing.assert_array_equal(run(feeds)[0].view(np.uint16), range_reference(*feeds.values()).view(np.uint16))
+
+
+@pytest.mark.skipif(schemas.newest_opset() < 27, reason="Range takes bfloat16 from version 27")
+def test_16_bit_floats_go_by_a_loop_inside_an_if_branch_too():
+    """The Loop the rule writes nests inside an If branch (its body reads the branch's values)."""
+    scalars = [helper.make_tensor_value_info(name, TensorProto.BFLOAT16, []) for name in ("start", "limit", "delta")]
+    branches = {}
+    for label, limit in (("then_branch", "limit"), ("else_branch", "start")):  # (else: an empty range)
+        node = helper.make_node("Range", ["start", limit, "delta"], [f"{label}_y"])
+        output = helper.make_tensor_value_info(f"{label}_y", TensorProto.BFLOAT16, None)
+        branches[label] = helper.make_graph([node], label, [], [output])
+    choose = helper.make_node("If", ["c"], ["y"], name="choose", **branches)
+    condition = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    output = helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [None])
+    result = lowering.lower_model(make_model([choose], [*scalars, condition], [output], opset=27), ops=["Range"])
+    assert dict(result.report.rewritten) == {"Range-27": 2}, result.report.lines()
+    onnx.checker.check_model(result.model, full_check=True)
+    for branch in result.model.graph.node[0].attribute:
+        assert "Range" not in {node.op_type for node in branch.g.node}
+    dtype = floats.numpy_dtype(TensorProto.BFLOAT16)
+    bounds = {"start": np.array(250, dtype), "limit": np.array(300, dtype), "delta": np.array(1, dtype)}
+    run = OnnxruntimeRunner(result.model)
+    (got,) = run({**bounds, "c": np.array(True)})
+    assert got.shape == (50,) and got.tobytes() == range_reference(*bounds.values()).tobytes()
+    assert run({**bounds, "c": np.array(False)})[0].shape == (0,)

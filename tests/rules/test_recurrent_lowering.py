@@ -263,3 +263,39 @@ def test_pytorch_exports_lower_at_their_opset_and_at_11(name):
     for target in (None, 11):
         got = runs_in_onnxruntime(lowered(model, ["LSTM", "GRU"], target_opset=target), feeds)
         assert_within_tolerance(got, want)
+
+
+def test_lowered_inside_both_branches_of_an_if_and_inside_a_local_function():
+    """LSTM in each branch of an If (reading the outer X, W, R, B) and in a model-local function."""
+    shapes = shapes_of("LSTM", "forward", 0, ("bias",))
+
+    def cell(direction: str, prefix: str) -> onnx.GraphProto:
+        node = helper.make_node("LSTM", ["X", "W", "R", "B"], ["", f"{prefix}_h"], hidden_size=H, direction=direction)
+        return helper.make_graph(
+            [node], prefix, [], [helper.make_tensor_value_info(f"{prefix}_h", TensorProto.FLOAT, None)]
+        )
+
+    choose = helper.make_node(
+        "If", ["c"], ["h"], then_branch=cell("forward", "then"), else_branch=cell("reverse", "else")
+    )
+    call = helper.make_node("Cell", ["X", "W", "R", "B"], ["h2"], domain="local", name="call")
+    inner = helper.make_node("LSTM", ["X", "W", "R", "B"], ["", "h"], hidden_size=H)
+    function = helper.make_function(
+        "local", "Cell", ["X", "W", "R", "B"], ["h"], [inner], [helper.make_opsetid("", 14)]
+    )
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()]
+    inputs.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, B, H]) for name in ("h", "h2")]
+    graph = helper.make_graph([choose, call], "recurrent_in_subgraphs", inputs, outputs)
+    opsets = [helper.make_opsetid("", 14), helper.make_opsetid("local", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, functions=[function])
+    result = lowering.lower_model(model, ops=["LSTM"])
+    assert result.report.rewritten == {"LSTM-14": 3}, result.report.lines()
+    onnx.checker.check_model(result.model, full_check=True)
+    branches = [a.g for a in result.model.graph.node[0].attribute]
+    everywhere = [*result.model.graph.node, *result.model.functions[0].node, *(n for g in branches for n in g.node)]
+    assert "LSTM" not in {node.op_type for node in everywhere}
+    feeds = feeds_for(shapes, np.random.default_rng(8))
+    for flag in (True, False):
+        feeds["c"] = np.array(flag)
+        assert_within_tolerance(runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds))
