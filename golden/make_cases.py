@@ -249,8 +249,10 @@ main (float[N, 1] x, bool c) => (float[N] clean, float total) {{
 
 def rule_cases() -> dict[str, str]:
     """Ops without a function body that their own rules lower (``_lower-Op``) or that a target
-    opset lacks (``_to{N}``): CumProd (an axis of 8, every float16 bit pattern along it) and
-    Einsum (attention scores; a contraction that sums indices of each operand first)."""
+    opset lacks (``_to{N}``): CumProd (an axis of 8, every float16 bit pattern along it),
+    Einsum (attention scores; a contraction that sums indices of each operand first) and Resize
+    upsampling by 2 (at static shapes its lengths are constants: no Shape, no Range left; with
+    a dynamic batch only that axis's length is read at run time)."""
     return {
         "rules/cumprod_opset26_float16_exclusive_lower-CumProd": f"""{header(26)}
 main (float16[N, 8] x) => (float16[N, 8] y) {{
@@ -269,6 +271,16 @@ main (float[2, 4, 7, 16] q, float[2, 4, 9, 16] k) => (float[2, 4, 7, 9] scores) 
         "rules/einsum_opset12_float_sums_lower-Einsum": f"""{header(12)}
 main (float[3, 4, 5] a, float[6, 5, 7] b) => (float[4, 6] y) {{
     y = Einsum <equation = "ijk,lkm->jl"> (a, b)
+}}""",
+        "rules/resize_opset19_float_nearest_lower-Resize": f"""{header(19)}
+main (float[1, 2, 3, 4] x) => (float[1, 2, 6, 8] y) {{
+    scales = Constant <value = float[4] {{1.0, 1.0, 2.0, 2.0}}> ()
+    y = Resize <mode = "nearest"> (x, "", scales)
+}}""",
+        "rules/resize_opset19_float_nearest_batch_lower-Resize": f"""{header(19)}
+main (float[N, 2, 3, 4] x) => (float[N, 2, 6, 8] y) {{
+    scales = Constant <value = float[4] {{1.0, 1.0, 2.0, 2.0}}> ()
+    y = Resize <mode = "nearest"> (x, "", scales)
 }}""",
     }
 

@@ -14,7 +14,7 @@ from .conversion import version_steps
 from .engine import Legalizer
 from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError, NotLowered
 from .function_bodies import all_expansions
-from .graphs import every_node, nested_graphs
+from .graphs import every_node, holds_graphs, nested_graphs
 from .input_shapes import InputShapes, with_input_shapes
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .nodecheck import checker_message
@@ -181,26 +181,30 @@ def lower_model(
 
 
 FOLD_CHOICES = ("emitted", "all", "none")
-# Ops whose presence among the foldable nodes makes the folding pass worth its shape inference.
+# Ops whose presence among the foldable nodes makes another folding round worth its shape
+# inference (fold="all" runs one round whatever the ops).
 FOLD_SEEDS = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})
 MOST_FOLDING_ROUNDS = 4
 
 
 def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> FoldedGraph:
     """Fold (in place) the values shapes decide among the nodes ``fold`` names: with "emitted",
-    the nodes writing only values the original's main graph does not hold."""
+    the nodes writing only values the original does not hold."""
     if fold not in FOLD_CHOICES:
         raise ValueError(f"fold must be one of {', '.join(FOLD_CHOICES)}, not {fold!r}")
-    if fold == "none" or not any(node.op_type in FOLD_SEEDS for node in _foldable_places(lowered.graph)):
-        return FoldedGraph()  # (one pass over the op types where there is nothing to fold)
+    if fold == "none":
+        return FoldedGraph()
+    if fold == "emitted" and not any(node.op_type in FOLD_SEEDS for node in _foldable_places(lowered)):
+        return FoldedGraph()  # (one pass over the op types where the pass wrote nothing to fold)
     if fold == "all":
         foldable = every_node
     else:
         graph = original.graph
-        held = {name for node in graph.node for name in node.output}
-        for inner in nested_graphs(graph.node):  # (the If branches' own values too)
-            held.update(name for node in inner.node for name in node.output)
+        held = {name for node in _foldable_places(original) for name in node.output}
+        for inner in nested_graphs(graph.node):  # (the bodies' inputs too)
             held.update(info.name for info in inner.input)
+        for function in original.functions:
+            held.update(function.input)
         held.update(info.name for info in graph.input)
         held.update(tensor.name for tensor in graph.initializer)
 
@@ -208,8 +212,9 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
             return not held.intersection(node.output)
 
     total = FoldedGraph()
-    for _ in range(MOST_FOLDING_ROUNDS):  # what one round folds (a Reshape's target) lets inference know more
-        if not any(node.op_type in FOLD_SEEDS and foldable(node) for node in _foldable_places(lowered.graph)):
+    for round_number in range(MOST_FOLDING_ROUNDS):  # what one round folds lets inference know more
+        seeded = any(node.op_type in FOLD_SEEDS and foldable(node) for node in _foldable_places(lowered))
+        if not seeded and (fold == "emitted" or round_number):
             break
         folded = fold_shapes(lowered, foldable, inferred_types(lowered))
         if not folded.folded:
@@ -218,13 +223,15 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
     return total
 
 
-def _foldable_places(graph: onnx.GraphProto):
-    """The main graph's nodes and those of its Ifs' branches, at any depth (where folding looks)."""
-    for node in graph.node:
-        yield node
-        if node.op_type == "If":
-            for inner in nested_graphs([node]):
-                yield from inner.node
+def _foldable_places(model: onnx.ModelProto):
+    """Every node of the model: its main graph's, its local functions', and those of the graphs
+    they hold, at any depth (where folding looks)."""
+    for nodes in (model.graph.node, *(function.node for function in model.functions)):
+        for node in nodes:
+            yield node
+            if holds_graphs(node):
+                for inner in nested_graphs([node]):
+                    yield from inner.node
 
 
 def rules_table() -> list[dict[str, object]]:

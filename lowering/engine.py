@@ -496,7 +496,9 @@ class Legalizer:
             return types
 
         if expanded.opset != scope.opset and any(inner.op_type in RANK_READERS for inner in expanded.nodes):
-            expanded = self._folded_body(expanded, node, constants, body_types())
+            folded_body = self._folded_body(expanded, node, constants, body_types())
+            if folded_body is not expanded:  # (an If folded away brings its branch's values: typed anew)
+                expanded, types = folded_body, None
         try:
             legal = self._legalize_body(expanded.nodes, expanded.opset, constants, body_types, scope, index, location,
                                         done, depth)  # fmt: skip

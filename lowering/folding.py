@@ -59,7 +59,7 @@ def fold_integer_values(
 # the inputs' broadcast elements, so the output is as large as the broadcast shape).
 _BROADCASTING = frozenset(
     "Add Sub Mul Div Mod Neg Abs Sign Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor Not Where Cast "
-    "CastLike Max Min Clip Identity BitShift".split()
+    "CastLike Max Min Clip Identity BitShift Floor Ceil Round".split()
 )
 # Ops whose output holds at most as many elements as their inputs together.
 _NOT_GROWING = frozenset(

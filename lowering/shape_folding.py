@@ -12,12 +12,14 @@ What is known about a value:
   Concat, Squeeze, Unsqueeze, Reshape, ...) move the known entries along, found by running the
   op on the entries' positions; Size and Shape of such a vector give its length.
 
-Float arithmetic is never folded: onnxruntime may compute it otherwise than numpy does.
+Float arithmetic folds only where IEEE 754 decides every bit of the result (float32 and
+float64, ops that round once, compare or select; no NaN involved): elsewhere onnxruntime may
+compute it otherwise than numpy does (Sqrt, Exp, 16-bit floats, which NaN comes back).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -50,25 +52,46 @@ def fold_shapes(
 ) -> FoldedGraph:
     """Fold, in the main graph of ``model`` (in place), every node ``foldable`` accepts whose
     outputs are all known (see the module's docstring); then remove the nodes ``foldable``
-    accepts that nothing reads any more. ``types``: every value's type as inference gives it."""
+    accepts that nothing reads any more. Local functions are folded on their constants alone.
+    ``types``: every value's type as inference gives it."""
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-    taken_names = {node.name for node in graph.node}
-
-    def fresh(hint: str) -> str:
-        name = hint
-        while name in taken_names:
-            name += "_"
-        taken_names.add(name)
-        return name
-
+    fresh = _fresh_names({node.name for node in graph.node})
     nodes, folded = fold_nodes(list(graph.node), _constants(graph), types, opset, foldable, fresh)
     result = FoldedGraph(folded)
     if folded:
         kept = without_unread(nodes, [info.name for info in graph.output], _removable(foldable))
         del graph.node[:]
         graph.node.extend(kept)
+    for function in model.functions:
+        result.folded.update(_fold_function(function, opset, foldable))
     return result
+
+
+def _fold_function(function: onnx.FunctionProto, model_opset: int | None, foldable) -> Counter:
+    """Fold a local function's body (in place) on what its constants decide: its inputs' types
+    are its callers', unknown here, and a value read from an attribute is the caller's too."""
+    opset = next((o.version for o in function.opset_import if o.domain in ("", "ai.onnx")), model_opset)
+    fresh = _fresh_names({node.name for node in function.node})
+    nodes, folded = fold_nodes(list(function.node), {}, {}, opset, foldable, fresh)
+    if folded:
+        kept = without_unread(nodes, list(function.output), _removable(foldable))
+        del function.node[:]
+        function.node.extend(kept)
+    return folded
+
+
+def _fresh_names(taken: set[str]) -> Callable[[str], str]:
+    """A namer: the hint, with ``_`` appended until it is not among ``taken`` (then taken)."""
+
+    def fresh(hint: str) -> str:
+        name = hint
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    return fresh
 
 
 def fold_nodes(
@@ -82,22 +105,25 @@ def fold_nodes(
 ) -> tuple[list[onnx.NodeProto], Counter]:
     """``nodes`` with each node ``foldable`` accepts whose outputs are all known replaced by
     Constant nodes writing the same names (named by ``fresh``), and the count per op type
-    folded; an If's branches folded alike, seeing what is known outside them (a Loop's or a
-    Scan's body is not: its state may change shape from one iteration to the next). ``known``:
-    the values known at the start (constants), updated."""
+    folded; an If whose condition is known replaced by the branch it takes (its nodes, then an
+    Identity from each branch output to the If's); the graphs an If, a Loop or a Scan holds
+    folded alike (:func:`_fold_body`). ``known``: the values known at the start (constants),
+    updated."""
     partial = {} if partial is None else partial
     folded: Counter = Counter()
     result: list[onnx.NodeProto] = []
-    for node in nodes:
-        if node.op_type == "If" and node.domain in ("", "ai.onnx"):
-            for _, _, branch in held_graphs(node):
-                inner, inner_folded = fold_nodes(list(branch.node), dict(known), types, opset, foldable, fresh,
-                                                 dict(partial))  # fmt: skip
-                if inner_folded:
-                    folded.update(inner_folded)
-                    kept = without_unread(inner, [info.name for info in branch.output], _removable(foldable))
-                    del branch.node[:]
-                    branch.node.extend(kept)
+    pending = deque(nodes)
+    while pending:
+        node = pending.popleft()
+        if node.op_type == "If" and node.domain in ("", "ai.onnx") and foldable(node):
+            chosen_nodes = _chosen_branch(node, known, types, opset, fresh)
+            if chosen_nodes is not None:  # the branch's nodes take the If's place, and fold in turn
+                folded["If"] += 1
+                pending.extendleft(reversed(chosen_nodes))
+                continue
+        if node.op_type in ("If", "Loop", "Scan") and node.domain in ("", "ai.onnx"):
+            for _, _, body in held_graphs(node):
+                folded.update(_fold_body(body, node.op_type, known, partial, types, opset, foldable, fresh))
         chosen = foldable(node)
         values = _evaluated(node, known, partial, types, opset, evaluate=chosen)
         if values is None or not chosen or node.op_type == "Constant":
@@ -120,6 +146,73 @@ def fold_nodes(
             constant.name = fresh(constant.name)
         result.extend(constants)
     return result, folded
+
+
+def _chosen_branch(node, known, types, opset, fresh) -> list[onnx.NodeProto] | None:
+    """The nodes an If whose condition is known runs: its branch's, then ``If output =
+    Identity(branch output)`` for each output; None where the condition is not known, or an
+    output is no tensor and the opset's Identity takes tensors only (before 16 no optionals,
+    before 14 no sequences)."""
+    condition = known.get(node.input[0]) if node.input else None
+    if condition is None or condition.size != 1:
+        return None
+    if opset is None or opset < 16:
+        for name in node.output:
+            declared = types.get(name)
+            if declared is None or declared.WhichOneof("value") != "tensor_type":
+                return None
+    wanted = "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"
+    branch = next((a.g for a in node.attribute if a.name == wanted), None)
+    if branch is None:
+        return None
+    passes = [
+        helper.make_node("Identity", [inner.name], [outer], name=fresh(f"{outer}_{wanted}"))
+        for inner, outer in zip(branch.output, node.output, strict=True)
+        if outer
+    ]
+    return [*branch.node, *passes]
+
+
+def _fold_body(body, op_type, known, partial, types, opset, foldable, fresh) -> Counter:
+    """Fold ``body`` (an If branch, a Loop's or a Scan's body) in place, seeing what is known
+    outside it. A Loop's or Scan's body runs once per iteration on values that may change shape
+    from one iteration to the next: its inputs, and every value computed from them, are taken as
+    unknown (their types hidden); what it computes from outer values and constants alone is the
+    same on every iteration, and folds."""
+    if op_type != "If":
+        varying = _varying_values(body)
+        types = _TypesHiding(types, varying)
+        known = {name: value for name, value in known.items() if name not in varying}
+        partial = {name: value for name, value in partial.items() if name not in varying}
+    inner, inner_folded = fold_nodes(list(body.node), dict(known), types, opset, foldable, fresh, dict(partial))
+    if inner_folded:
+        kept = without_unread(inner, [info.name for info in body.output], _removable(foldable))
+        del body.node[:]
+        body.node.extend(kept)
+    return inner_folded
+
+
+def _varying_values(body: onnx.GraphProto) -> set[str]:
+    """A loop body's inputs and every value of it computed from them (a node holding a graph
+    that reads one counts as reading it)."""
+    varying = {info.name for info in body.input}
+    for node in body.node:
+        read = set(node.input)
+        for inner in nested_graphs([node]):
+            read.update(name for inner_node in inner.node for name in inner_node.input)
+        if not varying.isdisjoint(read):
+            varying.update(node.output)
+    return varying
+
+
+class _TypesHiding:
+    """A view of a types mapping that knows nothing of ``hidden`` names (all :func:`fold_nodes` reads is ``get``)."""
+
+    def __init__(self, types, hidden: set[str]):
+        self.types, self.hidden = types, hidden
+
+    def get(self, name: str, default=None):
+        return default if name in self.hidden else self.types.get(name, default)
 
 
 def _passes_node_check(node: onnx.NodeProto, opset: int) -> bool:
@@ -158,6 +251,8 @@ def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.nd
     (a node that is not to be folded is not run through onnx.reference)."""
     if node.domain not in ("", "ai.onnx") or holds_graphs(node) or node.op_type in RANDOM or opset is None:
         return None
+    if any(attribute.ref_attr_name for attribute in node.attribute):
+        return None  # (in a function body: its value is the caller's)
     if node.op_type == "Constant":
         tensor = _constant_tensor(node)
         if tensor is not None:
@@ -170,6 +265,9 @@ def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.nd
     if not evaluate:
         return None
     inputs = [name for name in node.input if name]
+    if node.op_type == "CastLike" and len(inputs) == 2 and inputs[0] in known and inputs[1] not in known:
+        node = _as_cast(node, types.get(inputs[1]))  # (only the type of the second input counts)
+        inputs = inputs[:1] if node.op_type == "Cast" else inputs
     if inputs and all(name in known for name in inputs):
         values = _computed(node, {name: known[name] for name in inputs}, opset)
         if values is not None:
@@ -181,6 +279,16 @@ def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.nd
         if all(name in known for name in node.output if name):
             return [known.get(name) for name in node.output]
     return None
+
+
+def _as_cast(node: onnx.NodeProto, like: onnx.TypeProto | None) -> onnx.NodeProto:
+    """CastLike(x, y) as Cast(x, to=y's element type) where that type is known, else itself."""
+    if like is None or like.WhichOneof("value") != "tensor_type" or not like.tensor_type.elem_type:
+        return node
+    saturate = [attribute for attribute in node.attribute if attribute.name == "saturate"]
+    cast = helper.make_node("Cast", node.input[:1], node.output, to=like.tensor_type.elem_type)
+    cast.attribute.extend(saturate)
+    return cast
 
 
 def _shape_fact(node, known, partial, types) -> np.ndarray | None:
@@ -207,20 +315,79 @@ def _shape_fact(node, known, partial, types) -> np.ndarray | None:
 
 def _computed(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) -> list[np.ndarray] | None:
     """The node's outputs from known inputs, where they are small and exact: integer or bool
-    results of integer or bool inputs, or any values a data-moving op (or ConstantOfShape) gives."""
-    # ConstantOfShape fills with its attribute's value; other ops move integers only (a float
-    # tensor moved is a weight, which folding would only copy)
-    moving = node.op_type in DATA_MOVING or node.op_type == "ConstantOfShape"
-    if node.op_type != "ConstantOfShape" and not all(value.dtype.kind in "iub" for value in feeds.values()):
-        return None
+    results of integer or bool inputs; any values a data-moving op (or ConstantOfShape) gives,
+    moving floats only from a few (parameters, such as scales, not weights); or float32/float64
+    results of an op IEEE 754 rounds once, as onnxruntime and numpy both do (IEEE_EXACT)."""
     if any(value.size > MAX_FOLDED_ELEMENTS for value in feeds.values()):
         return None
-    arrays = evaluated_small(node, feeds, opset)
-    if arrays is None:
+    kinds = {_kind(value.dtype) for value in feeds.values()}
+    if node.op_type == "ConstantOfShape":
+        pass  # it fills with its attribute's value
+    elif node.op_type in DATA_MOVING:
+        if "other" in kinds or any(_kind(v.dtype) == "float" and v.size > FEW_MOVED_FLOATS for v in feeds.values()):
+            return None
+    elif node.op_type in IEEE_EXACT:
+        if "other" in kinds:
+            return None
+    elif kinds != {"integer"} and kinds != set():
         return None
-    if not moving and not all(a.dtype.kind in "iub" for a in arrays):
+    with np.errstate(all="ignore"):
+        arrays = evaluated_small(node, feeds, opset)
+    if arrays is None or any(_kind(a.dtype) == "other" for a in arrays):
+        return None
+    arithmetic = node.op_type not in DATA_MOVING and node.op_type != "ConstantOfShape"
+    if arithmetic and node.op_type not in IEEE_EXACT and any(_kind(a.dtype) != "integer" for a in arrays):
+        return None
+    if node.op_type in ("Cast", "CastLike") and not _cast_exact(feeds[node.input[0]], arrays[0]):
+        return None
+    if arithmetic and not _floats_ieee_decides(node, [*feeds.values(), *arrays]):
         return None
     return arrays
+
+
+# Ops whose float32/float64 result IEEE 754 defines to the bit (one correctly rounded operation,
+# a comparison or a selection) where no NaN is involved (:func:`_floats_ieee_decides`):
+# onnxruntime and numpy give the same bits.
+IEEE_EXACT = frozenset(
+    "Add Sub Mul Div Neg Abs Floor Ceil Round Max Min Equal Less Greater LessOrEqual GreaterOrEqual Not And Or Xor "
+    "Where Cast CastLike".split()
+)
+FEW_MOVED_FLOATS = 16  # a data-moving op folds float values this few (scales, a step), never weights
+
+
+def _kind(dtype: np.dtype) -> str:
+    """'integer' (integers and bool), 'float' (float32, float64) or 'other' (16- and 8-bit floats,
+    strings, ...: not folded)."""
+    if dtype.kind in "iub":
+        return "integer"
+    if dtype.kind == "f" and dtype.itemsize in (4, 8):
+        return "float"
+    return "other"
+
+
+def _floats_ieee_decides(node: onnx.NodeProto, arrays: list[np.ndarray]) -> bool:
+    """Whether IEEE 754 decides every bit of the node's float results: no NaN among its inputs
+    or outputs (which NaN, of what sign and payload, comes back is the kernel's and the
+    machine's: onnxruntime returns another operand's NaN than numpy, keeps a signalling NaN numpy
+    quiets), and no -0 where one is selected (onnxruntime's Where gives +0 for it, measured;
+    which zero Max(-0, +0) gives is the kernel's)."""
+    floats_among = [a for a in arrays if a.dtype.kind == "f"]
+    if any(np.isnan(a).any() for a in floats_among):
+        return False
+    if node.op_type in ("Where", "Max", "Min") and any(np.signbit(a[a == 0]).any() for a in floats_among):
+        return False
+    return True
+
+
+def _cast_exact(source: np.ndarray, result: np.ndarray) -> bool:
+    """Whether a Cast's result is the one value IEEE 754 and C give: a float made an integer only
+    where every value is finite and in the integer's range (elsewhere undefined)."""
+    if _kind(source.dtype) != "float" or result.dtype.kind not in "iu":
+        return True
+    limits = np.iinfo(result.dtype)
+    # (the bounds as floats, one past each end: truncation toward zero lands inside)
+    inside = (source > float(limits.min) - 1) & (source < float(limits.max) + 1)
+    return bool(np.isfinite(source).all() and inside.all())
 
 
 def _move_partial(node, known, partial, opset) -> None:

@@ -139,16 +139,17 @@ def resize_by_weighted_taps(
         raise NotLowered(f"keep_aspect_ratio_policy {as_text(keep_aspect_ratio_policy)} is not lowered by the rule")
     compute = TensorProto.DOUBLE if x.element_type == TensorProto.DOUBLE else TensorProto.FLOAT
     value = x if x.element_type == compute else b.Cast(x, to=compute)
-    x_shape = b.Shape(x)
+    lengths = _static_lengths(b, x, scales, resized)
+    x_shape = b.Shape(x) if None in lengths else None
     # innermost axis first, as the reference combines them
     for i, axis in sorted(enumerate(resized), key=lambda pair: -pair[1]):
-        length = b.Gather(x_shape, b.ints([axis], f"axis_{axis}"))
+        length, out_length = _axis_lengths(b, x_shape, axis, lengths[i], f"{i}")
         length_float = b.Cast(length, to=compute)
         if scales is not None:
             scale = b.Cast(b.Gather(scales, b.ints([i], f"scale_{i}")), to=compute)
-            # onnxruntime's and the reference's output length: floor(s · d), in float32
-            product = b.Mul(b.Cast(scale, to=TensorProto.FLOAT), b.Cast(length, to=TensorProto.FLOAT))
-            out_length = b.Cast(b.Floor(product), to=TensorProto.INT64)
+            if out_length is None:  # onnxruntime's and the reference's output length: floor(s · d), in float32
+                product = b.Mul(b.Cast(scale, to=TensorProto.FLOAT), b.Cast(length, to=TensorProto.FLOAT))
+                out_length = b.Cast(b.Floor(product), to=TensorProto.INT64)
         else:
             out_length = b.Gather(sizes, b.ints([i], f"size_{i}"))
             scale = b.Div(b.Cast(out_length, to=compute), length_float)
@@ -240,6 +241,33 @@ def _resized_axis(
     return b.over_axes("ReduceSum", terms, [axis + 1], keepdims=0)
 
 
+def _static_lengths(b: Builder, x: Value, scales, resized: list[int]) -> list[tuple[int, int | None] | None]:
+    """Per resized axis, (d, o) where its length d is static: o = floor(float32(s) · float32(d))
+    where the scales are a constant (one float32 product and a floor, as onnxruntime and the
+    reference compute the output length), else None; None where d is not static."""
+    shape = b.shape_of(x) or []
+    given = b.constant_value(scales) if scales is not None else None
+    if given is not None and given.shape != (len(resized),):
+        given = None
+    lengths = []
+    for i, axis in enumerate(resized):
+        d = shape[axis] if axis < len(shape) else None
+        if d is None:
+            lengths.append(None)
+            continue
+        product = None if given is None else np.float32(given[i]) * np.float32(d)
+        lengths.append((d, int(np.floor(product)) if product is not None and np.isfinite(product) else None))
+    return lengths
+
+
+def _axis_lengths(b: Builder, x_shape, axis: int, static, hint: str) -> tuple[Value, Value | None]:
+    """An axis's input length ([1] int64) and its output length where known before run time."""
+    if static is None:
+        return b.Gather(x_shape, b.ints([axis], f"axis_{axis}")), None
+    d, out = static
+    return b.ints([d], f"length_{hint}"), (None if out is None else b.ints([out], f"out_length_{hint}"))
+
+
 def _resized_axes(b: Builder, x: Value, scales, sizes, axes) -> tuple[int, list[int], Value | None, Value | None]:
     """X's rank, the axes resized (``axes``, else all), and the scales or sizes that say how
     (an empty constant scales beside sizes dropped); NotLowered where the rank is unknown or
@@ -285,12 +313,14 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
             "mode nearest is lowered for constant whole-number scales only: elsewhere onnxruntime's kernels place "
             "the points by the scale or by the lengths' ratio, by rank (measured), which no one formula matches"
         )
-    x_shape, value = b.Shape(x), x
+    lengths = _static_lengths(b, x, scales, resized)
+    x_shape, value = (b.Shape(x) if None in lengths else None), x
     for i, axis in sorted(enumerate(resized), key=lambda pair: -pair[1]):
-        length = b.Gather(x_shape, b.ints([axis], f"axis_{axis}"))
+        length, out_length = _axis_lengths(b, x_shape, axis, lengths[i], f"{i}")
         length_float = b.Cast(length, to=TensorProto.FLOAT)
         scale = b.Cast(b.Gather(scales, b.ints([i], f"scale_{i}")), to=TensorProto.FLOAT)
-        out_length = b.Cast(b.Floor(b.Mul(scale, length_float)), to=TensorProto.INT64)
+        if out_length is None:
+            out_length = b.Cast(b.Floor(b.Mul(scale, length_float)), to=TensorProto.INT64)
         place = _nearest_place(b, length_float, out_length, scale, coordinates)
         # an axis whose length stays maps each point to itself (onnxruntime's kernel: measured)
         points, out_float = place.points, b.Cast(out_length, to=TensorProto.FLOAT)

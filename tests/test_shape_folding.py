@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from support import make_model, runs_in_onnxruntime, slow_but_a_sample
-from version_cases import node_cases
+from version_cases import feeds_of, node_cases
 
 import lowering
 from lowering.verification.runtime import run_reference
@@ -53,6 +53,49 @@ def test_bodies_at_static_shapes_hold_no_shape_arithmetic_and_mean_the_same(name
         feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
         for got, want in zip(outputs_of(folded.model, feeds), outputs_of(unfolded, feeds), strict=True):
             assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+FOLD_SEEDS = SHAPE_OPS | {"If"}
+
+
+@functools.lru_cache(maxsize=1)
+def _cases_with_shape_arithmetic():
+    """The backend node cases (their _expanded twins too, which hold the function bodies' shape
+    arithmetic) whose graphs hold a Shape, Size, Range, ConstantOfShape or If."""
+    from lowering.graphs import nested_graphs
+
+    def ops(model):
+        yield from (node.op_type for node in model.graph.node)
+        for inner in nested_graphs(model.graph.node):
+            yield from (node.op_type for node in inner.node)
+
+    return {case.name: case for case in node_cases() if FOLD_SEEDS.intersection(ops(case.model))}
+
+
+@slow_but_a_sample(keep=6)
+@pytest.mark.parametrize("name", sorted(_cases_with_shape_arithmetic()))
+def test_backend_cases_fold_all_bit_for_bit(name):
+    """Every backend case holding shape arithmetic, fold="all": the full checker passes, and its
+    outputs are those of the case's own model, bit for bit (onnx.reference where onnxruntime
+    has no kernel for it)."""
+    case = _cases_with_shape_arithmetic()[name]
+    result = lowering.lower_model(case.model, ops=[], fold="all")
+    onnx.checker.check_model(result.model, full_check=True)
+    if not result.report.folded:
+        assert result.model.graph == case.model.graph
+        return
+    for inputs, _ in case.data_sets:
+        feeds = feeds_of(case.model, inputs)
+        want = runs_in_onnxruntime(case.model, feeds)
+        got = runs_in_onnxruntime(result.model, feeds) if want is not None else None
+        if want is None or got is None:
+            want, got = run_reference(case.model, feeds), run_reference(result.model, feeds)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            if isinstance(w, list):
+                assert [np.asarray(x).tobytes() for x in g] == [np.asarray(x).tobytes() for x in w]
+            elif w is not None:
+                assert np.asarray(g).dtype == np.asarray(w).dtype and np.asarray(g).tobytes() == np.asarray(w).tobytes()
 
 
 def rms_model(dims) -> onnx.ModelProto:
@@ -113,11 +156,11 @@ def test_the_models_own_shape_arithmetic_is_folded_only_when_asked():
     assert lowering.lower_model(model, ops=[], fold="none").model.graph.node == model.graph.node
     result = lowering.lower_model(model, ops=[], fold="all")
     ops = [node.op_type for node in result.model.graph.node]
-    # Shape stays for the batch size (dynamic); the last size and the Reshape target fold
-    # (a partial shape: [N?, 8]); the float Cast and Sqrt are never folded
-    assert ops == ["Shape", "Constant", "Constant", "Reshape", "Constant", "Gather", "Cast", "Sqrt"]
-    assert dict(result.report.folded) == {"Gather": 1, "Concat": 1}
-    assert "folded 1 x Concat, 1 x Gather (values the shapes decide)" in result.report.lines()
+    # Shape stays for the batch size (dynamic); the last size, the Reshape target (a partial
+    # shape: [N?, 8]) and the Cast of 8 to float (exact) fold; Sqrt is never folded
+    assert ops == ["Shape", "Constant", "Reshape", "Constant", "Gather", "Constant", "Sqrt"]
+    assert dict(result.report.folded) == {"Gather": 1, "Concat": 1, "Cast": 1}
+    assert "folded 1 x Cast, 1 x Concat, 1 x Gather (values the shapes decide)" in result.report.lines()
     x = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
     for got, want in zip(
         runs_in_onnxruntime(result.model, {"x": x}), runs_in_onnxruntime(model, {"x": x}), strict=True
@@ -145,6 +188,7 @@ def test_fold_names_one_of_three_choices():
 
 CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"
 DYNAMIC_EXPORTS = sorted(path.stem for path in CORPUS.glob("*_dynamic_*.onnx"))
+STATIC_EXPORTS = sorted(path.stem for path in CORPUS.glob("*.onnx") if "_dynamic_" not in path.stem)
 
 
 def unoptimized_outputs(model: onnx.ModelProto, feeds) -> list[np.ndarray]:
@@ -169,6 +213,23 @@ def test_a_dynamic_export_made_static_folds_and_gives_the_same_bits(name):
     shapes = {info.name: list(feeds[info.name].shape) for info in model.graph.input if info.name in feeds}
     result = lowering.lower_model(model, ops=[], input_shapes=shapes)
     assert "Shape" not in op_types(result.model) and result.report.folded
+    onnx.checker.check_model(result.model, full_check=True)
+    want = unoptimized_outputs(model, feeds)
+    for got, wanted in zip(unoptimized_outputs(result.model, feeds), want, strict=True):
+        assert got.dtype == wanted.dtype and got.shape == wanted.shape and got.tobytes() == wanted.tobytes()
+
+
+@slow_but_a_sample(keep=2)
+@pytest.mark.parametrize("name", STATIC_EXPORTS)
+def test_a_static_export_folds_all_its_shape_arithmetic_bit_for_bit(name):
+    """golden/corpus's exports at static shapes, fold="all": no Shape, Size, Range or
+    ConstantOfShape left in the main graph, and outputs bit for bit those of the export."""
+    model = onnx.load(CORPUS / f"{name}.onnx")
+    data = np.load(CORPUS / f"{name}.npz")
+    feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
+    result = lowering.lower_model(model, ops=[], fold="all")
+    assert not op_types(result.model) & SHAPE_OPS
+    assert len(result.model.graph.node) <= len(model.graph.node)
     onnx.checker.check_model(result.model, full_check=True)
     want = unoptimized_outputs(model, feeds)
     for got, wanted in zip(unoptimized_outputs(result.model, feeds), want, strict=True):
@@ -206,3 +267,181 @@ def test_an_ifs_branches_fold_too_seeing_what_is_known_outside():
     for flag in (True, False):
         feeds = {"x": x, "c": np.array(flag)}
         assert runs_in_onnxruntime(result.model, feeds)[0].tobytes() == runs_in_onnxruntime(model, feeds)[0].tobytes()
+
+
+def unfolded_outputs(model: onnx.ModelProto, feeds) -> list[np.ndarray]:
+    """onnxruntime's outputs of ``model`` with its own constant folding off (so it computes every node)."""
+    return unoptimized_outputs(model, feeds)
+
+
+EXACT_BINARY = ("Add", "Sub", "Mul", "Div", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")
+EXACT_UNARY = ("Neg", "Abs", "Floor", "Ceil", "Round")
+
+
+def constants_model(nodes: list[onnx.NodeProto], arrays: dict[str, np.ndarray], outputs: list[str]) -> onnx.ModelProto:
+    """A model of no inputs: ``arrays`` as Constant nodes, then ``nodes``; ``outputs`` typed by inference."""
+    constants = [
+        helper.make_node("Constant", [], [name], name=name, value=onnx.numpy_helper.from_array(array))
+        for name, array in arrays.items()
+    ]
+    infos = [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs]
+    return onnx.shape_inference.infer_shapes(make_model(constants + nodes, [], infos, opset=17))
+
+
+def edge_operands(element_type: int) -> tuple[np.ndarray, np.ndarray]:
+    """The type's edge values but NaN (±inf, ±0, subnormals, the largest finite values), and the
+    same rolled: every pair of kinds meets."""
+    from lowering.samples import edge_values
+
+    a = edge_values(element_type)
+    a = a[~np.isnan(a)]
+    return a, np.roll(a, 7)
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.DOUBLE])
+@pytest.mark.parametrize("op", EXACT_BINARY + EXACT_UNARY)
+def test_float_ops_ieee_754_rounds_once_fold_bit_for_bit_on_edge_values(op, element_type):
+    """Arithmetic IEEE 754 rounds once and comparisons of float32/float64 constants
+    fold where no NaN goes in or comes out (inf - inf does: then the op stays), bit for bit
+    with onnxruntime over ±inf, ±0, subnormals and the largest finite values."""
+    a, b = edge_operands(element_type)
+    node = helper.make_node(op, ["a", "b"] if op in EXACT_BINARY else ["a"], ["y"], name=op)
+    model = constants_model([node], {"a": a, "b": b}, ["y"])
+    result = lowering.lower_model(model, ops=[], fold="all")
+    (want,) = unfolded_outputs(model, {})
+    nan_made = want.dtype.kind == "f" and np.isnan(want).any()
+    assert result.report.folded == ({} if nan_made else {op: 1})
+    (got,) = unfolded_outputs(result.model, {})
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("op", ["Where", "Max", "Min"])
+def test_selecting_ops_fold_float_values_but_never_a_negative_zero(op):
+    """Where, Max and Min of float constants fold, but not where a -0 could be selected
+    (onnxruntime's Where gives +0 for it, measured; Max(-0, +0) is either zero)."""
+    condition = np.array([True, False, True, False])
+    plain = {"c": condition, "x": np.array([1.5, -np.inf, 0.0, 2.0], np.float32), "y": np.full(4, 3.0, np.float32)}
+    signed = {**plain, "x": np.array([1.5, -np.inf, -0.0, 2.0], np.float32)}
+    inputs = ["c", "x", "y"] if op == "Where" else ["x", "y"]
+    for arrays, folds in ((plain, True), (signed, False)):
+        model = constants_model([helper.make_node(op, inputs, ["z"], name="z")], arrays, ["z"])
+        result = lowering.lower_model(model, ops=[], fold="all")
+        assert result.report.folded == ({op: 1} if folds else {})
+        (got,), (want,) = unfolded_outputs(result.model, {}), unfolded_outputs(model, {})
+        assert got.tobytes() == want.tobytes()
+
+
+def test_float_values_ieee_754_leaves_open_are_not_folded():
+    """Any op a NaN goes into (which NaN comes back, of what sign and payload, is the kernel's),
+    a float Cast to an integer of a value out of its range (undefined), float16 arithmetic and
+    Sqrt stay as they are."""
+    arrays = {
+        "v": np.array([1.5, np.nan, 2.0], np.float32),
+        "big": np.array([1.5, 3e10], np.float32),
+        "h": np.array([1.5, 2.5], np.float16),
+    }
+    nodes = [
+        helper.make_node("Max", ["v", "v"], ["biggest"], name="biggest"),
+        helper.make_node("Round", ["v"], ["rounded"], name="rounded"),
+        helper.make_node("Cast", ["big"], ["as_int"], name="as_int", to=TensorProto.INT32),
+        helper.make_node("Add", ["h", "h"], ["twice"], name="twice"),
+        helper.make_node("Sqrt", ["big"], ["root"], name="root"),
+    ]
+    model = constants_model(nodes, arrays, ["biggest", "rounded", "as_int", "twice", "root"])
+    result = lowering.lower_model(model, ops=[], fold="all")
+    assert [node.op_type for node in result.model.graph.node][3:] == ["Max", "Round", "Cast", "Add", "Sqrt"]
+    assert not result.report.folded
+
+
+def test_an_if_whose_condition_is_known_becomes_the_branch_it_takes():
+    """If(Greater(Size(x), 4)) on x [2, 3] (fold="all"): the condition folds to true and the then
+    branch's nodes take the If's place (its output through an Identity); the result is bit for bit."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["negated"], name="negate")], "then", [],
+        [helper.make_tensor_value_info("negated", TensorProto.FLOAT, [2, 3])],
+    )  # fmt: skip
+    else_branch = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["absolute"], name="absolute")], "else", [],
+        [helper.make_tensor_value_info("absolute", TensorProto.FLOAT, [2, 3])],
+    )  # fmt: skip
+    nodes = [
+        helper.make_node("Size", ["x"], ["size"], name="size"),
+        helper.make_node("Constant", [], ["four"], name="four", value=ints(4)),
+        helper.make_node("Greater", ["size", "four"], ["large"], name="large"),
+        helper.make_node("If", ["large"], ["y"], name="choose", then_branch=then_branch, else_branch=else_branch),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], opset=17)
+    assert lowering.lower_model(model, ops=[]).model.graph.node == model.graph.node  # (emitted: not the model's)
+    result = lowering.lower_model(model, ops=[], fold="all")
+    assert [(node.op_type, list(node.input)) for node in result.model.graph.node] == [
+        ("Neg", ["x"]), ("Identity", ["negated"])
+    ]  # fmt: skip
+    assert result.report.folded == {"If": 1, "Greater": 1, "Size": 1}
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = {"x": np.array([[0.0, -0.0, 1.0], [np.inf, np.nan, -2.0]], np.float32)}
+    assert runs_in_onnxruntime(result.model, feeds)[0].tobytes() == runs_in_onnxruntime(model, feeds)[0].tobytes()
+
+
+def test_a_loop_body_folds_what_outer_values_decide_not_what_its_state_does():
+    """A Loop body reads Shape(x) of the outer x [2, 8] (the same on every iteration: folds) and
+    Shape of its carried state (which may change shape between iterations: stays)."""
+    body_nodes = [
+        helper.make_node("Shape", ["x"], ["x_shape"], name="x_shape"),
+        helper.make_node("Shape", ["state"], ["state_shape"], name="state_shape"),
+        helper.make_node("Concat", ["x_shape", "state_shape"], ["both"], name="both", axis=0),
+        helper.make_node("ReduceSum", ["both"], ["total"], name="total", keepdims=1),
+        helper.make_node("Cast", ["total"], ["total_float"], name="total_float", to=TensorProto.FLOAT),
+        helper.make_node("Add", ["state", "total_float"], ["next_state"], name="next_state"),
+        helper.make_node("Identity", ["condition"], ["condition_out"], name="condition_out"),
+    ]
+    body = helper.make_graph(
+        body_nodes, "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("condition", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("state", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("condition_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("next_state", TensorProto.FLOAT, [1])],
+    )  # fmt: skip
+    loop = helper.make_node("Loop", ["trips", "", "start"], ["final"], name="loop", body=body)
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+        helper.make_tensor_value_info("trips", TensorProto.INT64, []),
+        helper.make_tensor_value_info("start", TensorProto.FLOAT, [1]),
+    ]
+    model = make_model([loop], inputs, [helper.make_tensor_value_info("final", TensorProto.FLOAT, [1])], opset=17)
+    result = lowering.lower_model(model, ops=[], fold="all")
+    folded_body = result.model.graph.node[0].attribute[0].g
+    assert [node.op_type for node in folded_body.node] == [
+        "Constant", "Shape", "Concat", "ReduceSum", "Cast", "Add", "Identity"
+    ]  # fmt: skip
+    assert result.report.folded == {"Shape": 1}
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = {"x": np.zeros((2, 8), np.float32), "trips": np.array(3), "start": np.array([0.5], np.float32)}
+    assert runs_in_onnxruntime(result.model, feeds)[0].tobytes() == runs_in_onnxruntime(model, feeds)[0].tobytes()
+
+
+def test_a_local_functions_body_folds_what_its_constants_decide():
+    """In a local function: Range(0, 4, 1) of constants folds; Shape of its input (its type is
+    the caller's) stays."""
+    function = helper.make_function(
+        "local", "Steps",
+        ["x"], ["y"],
+        [helper.make_node("Constant", [], ["zero"], value=ints(0)),
+         helper.make_node("Constant", [], ["four"], value=ints(4)),
+         helper.make_node("Constant", [], ["one"], value=ints(1)),
+         helper.make_node("Range", ["zero", "four", "one"], ["steps"]),
+         helper.make_node("Shape", ["x"], ["x_shape"]),
+         helper.make_node("Concat", ["steps", "x_shape"], ["y"], axis=0)],
+        [helper.make_opsetid("", 17)],
+    )  # fmt: skip
+    call = helper.make_node("Steps", ["x"], ["y"], name="call", domain="local")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    model = make_model([call], [x], [helper.make_tensor_value_info("y", TensorProto.INT64, [6])], opset=17,
+                       functions=[function])  # fmt: skip
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    result = lowering.lower_model(model, ops=[], fold="all")
+    assert [node.op_type for node in result.model.functions[0].node] == ["Constant", "Shape", "Concat"]
+    assert result.report.folded == {"Range": 1}
+    feeds = {"x": np.zeros((2, 3), np.float32)}
+    assert runs_in_onnxruntime(result.model, feeds)[0].tolist() == [0, 1, 2, 3, 2, 3]
