@@ -22,6 +22,7 @@ from .opcount import count_ops
 from .patterns import first_paragraph
 from .registry import all_rules
 from .report import LoweringReport
+from .runtime_profiles import RuntimeProfile
 from .shape_folding import FoldedGraph, fold_shapes, inferred_types
 from .targets import DEFAULT_TARGET, Target
 
@@ -45,7 +46,7 @@ def lower(
     *,
     ops=None,
     target_opset: int | None = None,
-    target: Target = DEFAULT_TARGET,
+    target: Target | RuntimeProfile | str = DEFAULT_TARGET,
     fast=None,
     strict: bool = False,
     fold: str | None = None,
@@ -72,7 +73,7 @@ def lower_model(
     *,
     ops=None,
     target_opset: int | None = None,
-    target: Target = DEFAULT_TARGET,
+    target: Target | RuntimeProfile | str = DEFAULT_TARGET,
     progress=None,
     fast=None,
     strict: bool = False,
@@ -81,6 +82,11 @@ def lower_model(
     input_shapes: InputShapes | None = None,
 ) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
+
+    ``target``: a runtime's name (``"tract-0.21"``; :func:`lowering.runtime_profiles.profile_names`)
+    makes the model run there (:func:`lowering.target_lowering.lower_for_target`): the opset it
+    loads, the ops it refuses lowered, shapes folded; or raises
+    :class:`lowering.target_lowering.TargetRefused` listing every node no pattern can fix.
 
     ``fold``: which values the shapes decide are folded to constants (:mod:`lowering.shape_folding`):
     "emitted" those the pass wrote (the default), "all" the model's own shape arithmetic too (the
@@ -114,6 +120,14 @@ def lower_model(
     :class:`lowering.ConversionRefused` listing every one (``blockers``: op, version, graph,
     node, reason), found in one pass.
     """
+    if not isinstance(target, Target):  # a runtime's profile or its name: see lowering.target_lowering
+        from .target_lowering import lower_for_target
+
+        if not isinstance(model, onnx.ModelProto):
+            model = _ir_to_proto(model)
+        return lower_for_target(model, target, lower_model, lowerable_ops(), ops=ops, target_opset=target_opset,
+                                progress=progress, fast=fast, strict=strict, serialized=serialized, fold=fold,
+                                input_shapes=input_shapes)  # fmt: skip
     ir_model = None
     if not isinstance(model, onnx.ModelProto):
         ir_model = model

@@ -7,9 +7,9 @@ Each such table sits in a page of ``docs/`` between generated-content markers::
     <!-- end: KEY -->
 
 ``python -m lowering.docs`` rewrites every such block from the registry (decompositions,
-version adapters, function bodies); ``python -m lowering.docs --check`` writes nothing and exits
-1 naming each page whose blocks differ from what it would write, or a table no page holds
-(``tests/test_docs.py`` runs the same check)."""
+version adapters, function bodies) and the runtime profiles (targets); ``python -m
+lowering.docs --check`` writes nothing and exits 1 naming each page whose blocks differ from
+what it would write, or a table no page holds (``tests/test_docs.py`` runs the same check)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,35 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 COMMAND = "python -m lowering.docs"
 CELL = 300  # a longer cell is cut at a clause, with " …" (``onnx-lower --list-rules -v`` gives it whole)
 
+
+def targets_table() -> str:
+    """One row per runtime profile (lowering/target_profiles/): what it is and where it came from."""
+    from .runtime_profiles import load_profile, profile_names
+
+    rows = [
+        "| target | runtime | opsets it loads | backend cases: right / wrong / fails | source |",
+        "|---|---|---|---|---|",
+    ]
+    for name in profile_names():
+        profile = load_profile(name)
+        verdicts = [verdict for outcomes in profile.cases.values() for _, verdict, _ in outcomes]
+        right, wrong = verdicts.count("right"), verdicts.count("wrong")
+        failed = len(verdicts) - right - wrong
+        span = f"{min(profile.opsets)}-{max(profile.opsets)}" if profile.opsets else "none"
+        source = f"{profile.source.get('kind')}: `{profile.source.get('how')}` ({profile.source.get('date', '?')})"
+        note = profile.source.get("note")
+        rows.append(
+            f"| `{name}` | {profile.runtime} {profile.runtime_version} | {span} | {right} / {wrong} / {failed} | "
+            f"{source}{'; ' + note if note else ''} |"
+        )
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "decompositions": lambda: markdown_table(DECOMPOSITION),
     "version-adapters": lambda: markdown_table(ADAPTER),
     "function-bodies": function_body_table,
+    "targets": targets_table,
 }
 
 BLOCK = re.compile(r"<!-- generated: (?P<key>[\w-]+) \(.*?\) -->\n(?P<body>.*?)<!-- end: (?P=key) -->", re.S)

@@ -44,10 +44,14 @@ class ConversionRefused(LoweringError):
             (only,) = self.blockers
             super().__init__(f"{only.location}: {only.reason}")
             return
-        where = f"opset {opset}" if opset is not None else "the target"
         shown = "; ".join(map(str, self.blockers[:3]))
         more = f"; and {count - 3} more" if count > 3 else ""
-        super().__init__(f"{count} nodes cannot go to {where}: {shown}{more}")
+        super().__init__(f"{count} nodes cannot go to {self.where}: {shown}{more}")
+
+    @property
+    def where(self) -> str:
+        """Where the model cannot go: "opset N", or "the target"."""
+        return f"opset {self.opset}" if self.opset is not None else "the target"
 
 
 class InternalError(Exception):

@@ -38,6 +38,7 @@ class LowerOptions:
 
     ops: tuple[str, ...] | None = None
     target_opset: int | None = None
+    target: str | None = None  # --target: a runtime's profile name
     input_shapes: tuple[tuple[str, list[int] | int], ...] = ()  # --input-shape, in the order given
     fold: str | None = None  # --fold (emitted, all, none), else the API's default
     strict: bool = False
@@ -84,7 +85,7 @@ def lower_file(model_path: str, output_path: str | None, options: LowerOptions) 
         _fail(outcome, EXIT_FAILED, f"{error}; {_nothing_written(output_path, options)}", "incomplete")
     except ConversionRefused as error:
         record["remaining"] = [entry.as_dict() for entry in error.blockers]
-        count, where = len(error.blockers), f"opset {error.opset}" if error.opset is not None else "the target"
+        count, where = len(error.blockers), error.where
         listed = "".join(f"\n  {entry}" for entry in error.blockers)
         written = _nothing_written(output_path, options)
         problem = f"{count} node{'s' * (count != 1)} cannot go to {where} ({written}):{listed}"
@@ -168,6 +169,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
             model,
             ops=list(options.ops) if options.ops is not None else None,
             target_opset=options.target_opset,
+            **({"target": options.target} if options.target else {}),
             input_shapes=dict(options.input_shapes) or None,
             fold=options.fold,
             progress=progress,

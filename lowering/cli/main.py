@@ -27,14 +27,15 @@ EXIT_MISMATCH = EXIT_FAILED  # the name verify's callers know
 
 USAGE = """onnx-lower MODEL... (-o OUTPUT | -o FOLDER/ | --in-place | --dry-run) [options]
        onnx-lower verify ORIGINAL LOWERED [options]   (see onnx-lower verify --help)
-       onnx-lower --list-rules [-v] [--json]"""
+       onnx-lower check MODEL --target NAME [-v] [--json]   (see onnx-lower check --help)
+       onnx-lower --list-rules [-v] [--json] | --list-targets [--json]"""
 
 EXIT_STATUS = """exit status (a model whose status is not 0 writes nothing):
   0  written (--dry-run: would be written)
   1  a requested op is left (--strict), or the lowered model differs from the original (--verify)
   2  bad input or options, or a model verify cannot run (ops of an unknown domain)
   3  internal error: please report it with the model
-  4  the model cannot go to --target-opset: every node that cannot is listed, with why
+  4  the model cannot go to --target-opset or --target: every node that cannot is listed, with why
   several MODELs: the most severe of their statuses (3, then 2, 4, 1)"""
 
 
@@ -67,9 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--ops", metavar="A,B", action="append", help="op types to lower, repeatable (default: IsInf, IsNaN, "
         "OptionalHasElement, OptionalGetElement), or 'none' to lower nothing; see --list-rules")  # fmt: skip
     add("--target-opset", type=whole_number(1, None), metavar="N",
-        help="declare default-domain opset N: each op kept, moved or lowered as N requires")  # fmt: skip
+        help="declare default-domain opset N: each op kept, moved or lowered there")  # fmt: skip
+    add("--target", metavar="NAME", help="run on runtime NAME (--list-targets): its opset, what it refuses lowered")
     add("--input-shape", action="append", default=[], metavar="X:D,..",
-        help="input X static (x:1,3,8,8), or a dimension name's size (batch=1); repeatable")  # fmt: skip
+        help="input X static (x:1,3,8,8), or a dimension's size (batch=1); repeatable")  # fmt: skip
     add("--fold", choices=FOLD_CHOICES, metavar="WHAT", help="fold shape arithmetic: emitted (default), "
         "all (default with --input-shape), none")  # fmt: skip
     add("--strict", action="store_true", help="a requested op left is an error: exit 1, nothing written")
@@ -78,15 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     add("--custom-op-library", action="append", default=[], metavar="LIB",
         help="onnxruntime custom op library for --verify (repeatable)")  # fmt: skip
     add("--atol", action="append", default=[], metavar="[OUTPUT=]V",
-        help="absolute tolerance of --verify, for all outputs or one (default: bit for bit)")  # fmt: skip
+        help="--verify's absolute tolerance, for all outputs or one (default: exact)")  # fmt: skip
     add("--rtol", action="append", default=[], metavar="[OUTPUT=]V",
-        help="relative tolerance of --verify, for all outputs or one (default: bit for bit)")  # fmt: skip
+        help="--verify's relative tolerance, for all outputs or one (default: exact)")  # fmt: skip
     add("--json", action="store_true", help="print the report as JSON (errors too) instead of text")
     add("-j", "--jobs", type=whole_number(0, None), default=1, metavar="N",
         help="lower several MODELs in N processes (0: one per CPU; default 1)")  # fmt: skip
     add("-q", "--quiet", action="store_true", help="print nothing but errors")
     add("--plain", action="store_true", help="the plain algorithm: the same bytes, slower (checks the fast path)")
     add("--list-rules", action="store_true", help="list the rewrite patterns, one line each, and exit")
+    add("--list-targets", action="store_true", help="list the runtimes --target names (probed profiles), and exit")
     add("-v", "--verbose", action="store_true", help="with --list-rules: each pattern in full")
     add("--version", action="version", version=f"onnx-lower {__version__}")
     return parser
@@ -107,6 +110,21 @@ def build_verify_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_check_parser() -> argparse.ArgumentParser:
+    from .check import add_check_arguments
+
+    parser = _Parser(
+        prog="onnx-lower check",
+        usage="onnx-lower check MODEL --target NAME [--json] [-v]",
+        formatter_class=_formatter,
+        description="List every node of MODEL that runtime NAME refuses (its probed profile: onnx-lower\n"
+        "--list-targets), each with the pattern that lowers it or none, in one pass.",
+        epilog="exit status: 0 the model fits; 1 it does not; 2 bad input or options; 3 internal error",
+    )
+    add_check_arguments(parser)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in argv
@@ -115,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
             from .verify import run_verify
 
             return run_verify(build_verify_parser().parse_args(argv[1:]))
+        if argv[:1] == ["check"]:
+            from .check import run_check
+
+            return run_check(build_check_parser().parse_args(argv[1:]))
         return _run(build_parser().parse_args(argv))
     except IncompleteLowering as error:  # pragma: no cover - lower_file reports it
         return _error(f"{error}; nothing was written", EXIT_FAILED, "incomplete", as_json)
@@ -161,6 +183,13 @@ def _silence_stdout() -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.list_targets:
+        if args.models:
+            raise LoweringError(f"--list-targets takes no MODEL (got {', '.join(args.models)})")
+        from .check import print_targets
+
+        print_targets(as_json=args.json)
+        return EXIT_OK
     if args.list_rules:
         if args.models:
             raise LoweringError(
@@ -183,6 +212,7 @@ def _run(args: argparse.Namespace) -> int:
     options = LowerOptions(
         ops=_parse_ops(args.ops),
         target_opset=args.target_opset,
+        target=args.target,
         input_shapes=tuple(parse_input_shape(text) for text in args.input_shape),
         fold=args.fold,
         strict=args.strict,

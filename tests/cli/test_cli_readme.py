@@ -15,6 +15,7 @@ from support import REPO, run_cli  # noqa: E402
 
 import lowering
 from lowering.cli import build_parser, build_verify_parser
+from lowering.cli.main import build_check_parser
 
 README = (REPO / "README.md").read_text()
 CLI_DOCS = (REPO / "docs" / "cli.md").read_text()
@@ -62,6 +63,8 @@ def test_every_command_shown_parses(page):
             try:
                 if args[:1] == ["verify"]:
                     build_verify_parser().parse_args(args[1:])
+                elif args[:1] == ["check"]:
+                    build_check_parser().parse_args(args[1:])
                 else:
                     build_parser().parse_args(args)
             except (lowering.LoweringError, SystemExit) as error:

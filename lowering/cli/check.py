@@ -1,0 +1,62 @@
+"""``onnx-lower check MODEL --target NAME``: every node the runtime refuses, in one pass, and
+``onnx-lower --list-targets``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..api import lowerable_ops
+from ..runtime_profiles import load_profile, profile_names
+from ..target_lowering import check_model
+from .files import read_model
+
+EXIT_FITS, EXIT_DOES_NOT_FIT = 0, 1
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("model", metavar="MODEL", help="the ONNX model file")
+    add("--target", required=True, metavar="NAME", help="the runtime (see onnx-lower --list-targets)")
+    add("--json", action="store_true", help="print the findings as JSON")
+    add("-v", "--verbose", action="store_true", help="list nodes the probe did not see too (unverified)")
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Print every blocker (and, verbose, every node the probe did not see); 0 if none blocks."""
+    profile = load_profile(args.target)
+    model = read_model(args.model).model
+    findings = check_model(model, profile, lowerable=lowerable_ops())
+    blockers = [f for f in findings if f.blocks]
+    if args.json:
+        print(json.dumps({
+            "model": args.model,
+            "target": profile.name,
+            "runtime": f"{profile.runtime} {profile.runtime_version}",
+            "fits": not blockers,
+            "blockers": [f.as_dict() for f in blockers],
+            "unverified": [f.as_dict() for f in findings if not f.blocks],
+        }, indent=1))  # fmt: skip
+        return EXIT_DOES_NOT_FIT if blockers else EXIT_FITS
+    print(f"{args.model} on {profile.name} ({profile.describe()}):")
+    shown = findings if args.verbose else blockers
+    for finding in shown:
+        print(f"  {'blocks' if finding.blocks else 'note'}: {finding}")
+    fixable = sum(1 for f in blockers if f.fix)
+    unverified = len(findings) - len(blockers)
+    print(
+        f"{len(blockers)} blocker{'s' * (len(blockers) != 1)} ({fixable} with a fix: onnx-lower MODEL -o OUT "
+        f"--target {profile.name}); {unverified} node{'s' * (unverified != 1)} the probe did not see"
+        + ("" if args.verbose else " (-v lists them)")
+    )
+    return EXIT_DOES_NOT_FIT if blockers else EXIT_FITS
+
+
+def print_targets(as_json: bool) -> None:
+    profiles = [load_profile(name) for name in profile_names()]
+    if as_json:
+        print(json.dumps([{"name": p.name, "runtime": p.runtime, "version": p.runtime_version,
+                           "opsets": list(p.opsets), "source": p.source} for p in profiles], indent=1))  # fmt: skip
+        return
+    for profile in profiles:
+        print(f"{profile.name:<18} {profile.describe()}")

@@ -1,0 +1,172 @@
+"""A model against a runtime's profile (:mod:`lowering.runtime_profiles`): every node the runtime
+refuses, found in one pass (``onnx-lower check MODEL --target NAME``), and the lowering that
+makes the model run there (``--target NAME``): the opset the runtime loads, the ops it refuses
+lowered by their patterns, the values shapes decide folded, and a refusal listing every node
+no pattern can fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx
+
+from . import schemas
+from .errors import ConversionRefused
+from .graphs import held_graphs
+from .report import RemainingOp
+from .runtime_profiles import REFUSED, SUPPORTED, RuntimeProfile, Verdict, load_profile
+from .shape_folding import inferred_types
+
+MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One node (or the model's opset) against the profile: where it is, its op, version and
+    element type, the profile's verdict, and the pattern that would lower it (None: none)."""
+
+    op_type: str
+    version: int | None
+    element_type: str
+    graph: str
+    node: str
+    verdict: Verdict
+    fix: str | None
+
+    @property
+    def blocks(self) -> bool:
+        return self.verdict.blocks
+
+    @property
+    def location(self) -> str:
+        return f"graph {self.graph!r}, node {self.node!r}" if self.node else f"graph {self.graph!r}"
+
+    def as_remaining(self) -> RemainingOp:
+        reason = self.verdict.why + (f"; {self.fix}" if self.fix else "; no pattern lowers it")
+        return RemainingOp(self.op_type, self.version, self.location, reason, self.graph, self.node)
+
+    def as_dict(self) -> dict:
+        return {
+            "op_type": self.op_type,
+            "version": self.version,
+            "element_type": self.element_type,
+            "graph": self.graph,
+            "node": self.node,
+            "verdict": self.verdict.kind,
+            "why": self.verdict.why,
+            "fix": self.fix,
+        }
+
+    def __str__(self) -> str:
+        version = f"-{self.version}" if self.version is not None else ""
+        on = f" on {self.element_type}" if self.element_type else ""
+        fix = f" ({self.fix})" if self.fix else " (no pattern lowers it)" if self.blocks else ""
+        return f"{self.op_type}{version}{on} at {self.location}: {self.verdict.kind}: {self.verdict.why}{fix}"
+
+
+class TargetRefused(ConversionRefused):
+    """The model cannot be made to run on the target: ``blockers`` lists every node left that
+    the runtime refuses and no pattern lowers."""
+
+    def __init__(self, blockers: list[RemainingOp], target: str) -> None:
+        self.target = target
+        super().__init__(blockers, None)
+
+    @property
+    def where(self) -> str:
+        return f"target {self.target}"
+
+
+def check_model(
+    model: onnx.ModelProto,
+    profile: RuntimeProfile | str,
+    opset: int | None = None,
+    lowerable: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """Every node of ``model`` (its main graph, the graphs its nodes hold, its local functions)
+    and the model's opset against ``profile``, at ``opset`` (default: the opset the target
+    would take the model to), in one pass; a node of an op in ``lowerable`` (the API's
+    ``lowerable_ops()``) names its pattern as the fix. Supported nodes are left out."""
+    if isinstance(profile, str):
+        profile = load_profile(profile)
+    model_opset = schemas.default_opset(model.opset_import) or 1
+    opset = profile.opset_for(model_opset) if opset is None else opset
+    findings: list[Finding] = []
+    if model_opset not in profile.opsets:
+        shown = f"{min(profile.opsets)}-{max(profile.opsets)}" if profile.opsets else "none"
+        why = f"the runtime loads default-domain opsets {shown}, not {model_opset}"
+        fix = f"converted to opset {opset}" if opset in profile.opsets else None
+        findings.append(Finding("(opset)", model_opset, "", model.graph.name, "", Verdict(REFUSED, why), fix))
+    types = inferred_types(model)
+    local = {(f.domain, f.name) for f in model.functions}
+    for graph_name, node in _every_node(model):
+        if (node.domain, node.op_type) in local:
+            continue  # (its body's nodes are checked)
+        if node.domain not in ("", "ai.onnx"):
+            verdict = Verdict(REFUSED, f"domain {node.domain!r}: not probed (the runtime's own ops are not known here)")
+            findings.append(Finding(node.op_type, None, "", graph_name, node.name, verdict, None))
+            continue
+        version = schemas.version_in_force(node.op_type, opset)
+        type_name = _element_type_name(node, types)
+        if version is None:
+            verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
+        else:
+            verdict = profile.verdict(node.op_type, version, type_name)
+        if verdict.kind != SUPPORTED:
+            fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
+            findings.append(Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix))
+    return findings
+
+
+def lower_for_target(
+    model: onnx.ModelProto, name: RuntimeProfile | str, lower_model, lowerable: frozenset[str], **options
+):
+    """``model`` made to run on the runtime ``name`` by ``lower_model`` (the API's, which calls
+    this for ``target=NAME``): at the opset it loads; the ops it refuses lowered by their
+    patterns (``lowerable``; repeated while a pattern writes ops it refuses too), the values
+    shapes decide folded (``fold="all"`` unless asked otherwise). Returns the
+    :class:`lowering.LoweringResult`; raises :class:`TargetRefused` listing every node left
+    that the runtime refuses."""
+    profile = load_profile(name) if isinstance(name, str) else name
+    asked = set(options.pop("ops", None) or ())
+    if options.get("fold") is None:
+        options["fold"] = "all"
+    model_opset = schemas.default_opset(model.opset_import) or 1
+    opset = options.pop("target_opset", None) or profile.opset_for(model_opset)
+    ops: set[str] = set(asked)
+    for _ in range(MOST_LOWERING_ROUNDS):
+        result = lower_model(model, ops=sorted(ops), target_opset=opset if opset != model_opset else None, **options)
+        blockers = [f for f in check_model(result.model, profile, opset, lowerable) if f.blocks]
+        fixable = {f.op_type for f in blockers if f.op_type in lowerable} - ops
+        if not blockers:
+            return result
+        if not fixable:
+            raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
+        ops |= fixable
+    raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
+
+
+def _every_node(model: onnx.ModelProto):
+    """(graph name, node) for the main graph's nodes, the graphs they hold, and local functions'."""
+
+    def walk(graph_name, nodes):
+        for node in nodes:
+            yield graph_name, node
+            for _, _, inner in held_graphs(node):
+                yield from walk(inner.name, inner.node)
+
+    yield from walk(model.graph.name, model.graph.node)
+    for function in model.functions:
+        yield from walk(f"function {function.domain}.{function.name}", function.node)
+
+
+def _element_type_name(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> str:
+    """The element type of the node's first typed input (its first output where none), as
+    onnx spells it ("FLOAT"); "" where unknown."""
+    for name in [*node.input, *node.output]:
+        type_proto = types.get(name) if name else None
+        if type_proto is not None and type_proto.WhichOneof("value") == "tensor_type":
+            element_type = type_proto.tensor_type.elem_type
+            if element_type:
+                return onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
+    return ""

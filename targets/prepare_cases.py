@@ -1,0 +1,57 @@
+"""The cases targets/probe.py runs: every single-op ONNX backend node case at its own opset, and
+the same case taken by onnx-lower to the first opset of each older version of its op (where the
+op stays one node there), so that a profile knows the op versions real exports use, not only
+the newest. Written once, in the package's environment, for probes in other environments:
+
+    python targets/prepare_cases.py /tmp/probe_cases.pkl
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from probe import backend_cases, main_node  # noqa: E402
+
+import lowering  # noqa: E402
+from lowering import schemas  # noqa: E402
+
+OLDEST_OPSET = 7
+
+
+def prepared_cases() -> list[tuple]:
+    """(name, opset, model bytes, data sets, rtol, atol) per case and per older op version."""
+    found = []
+    for case in backend_cases():
+        node = main_node(case.model) if "_expanded" not in case.name else None
+        opset = schemas.default_opset(case.model.opset_import)
+        if node is None or opset is None:
+            continue
+        found.append((case.name, opset, case.model.SerializeToString(), case.data_sets, case.rtol, case.atol))
+        own_version = schemas.version_in_force(node.op_type, opset)
+        for version in schemas.op_versions(node.op_type):
+            if version >= own_version or version < OLDEST_OPSET:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    converted = lowering.lower(case.model, target_opset=version, ops=[], fold="none")
+            except Exception:  # (the case cannot be written at that opset: not probed there)
+                continue
+            moved = main_node(converted)
+            if moved is None or moved.op_type != node.op_type:
+                continue
+            found.append(
+                (f"{case.name}@{version}", version, converted.SerializeToString(), case.data_sets, case.rtol, case.atol)
+            )
+    return found
+
+
+if __name__ == "__main__":
+    cases = prepared_cases()
+    Path(sys.argv[1]).write_bytes(pickle.dumps(cases))
+    print(f"wrote {len(cases)} cases to {sys.argv[1]}")

@@ -1,0 +1,1 @@
+"""One module per runtime probed by targets/probe.py: ``VERSION`` and ``run(model_bytes, feeds)``."""

@@ -1,0 +1,81 @@
+"""``onnx-lower check MODEL --target NAME``, ``--target NAME`` and ``--list-targets``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+from support import make_model, run_cli_in_process, runs_in_onnxruntime
+
+from lowering.runtime_profiles import profile_names
+
+
+def write(model: onnx.ModelProto, path) -> str:
+    onnx.save(model, path)
+    return str(path)
+
+
+def isnan_model() -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.BOOL, [4])
+    return make_model([helper.make_node("IsNaN", ["x"], ["y"], name="nan")], [x], [y], opset=20)
+
+
+def custom_op_model() -> onnx.ModelProto:
+    """Two nodes of a domain no profile knows, around an Abs."""
+    nodes = [
+        helper.make_node("Scramble", ["x"], ["a"], name="first", domain="example.custom"),
+        helper.make_node("Abs", ["a"], ["b"], name="abs"),
+        helper.make_node("Scramble", ["b"], ["y"], name="second", domain="example.custom"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], opset=17)
+    model.opset_import.append(helper.make_opsetid("example.custom", 1))
+    return model
+
+
+def test_list_targets_names_every_profile_and_its_source():
+    result = run_cli_in_process("--list-targets")
+    assert result.returncode == 0
+    assert [line.split()[0] for line in result.stdout.splitlines()] == list(profile_names())
+    listed = json.loads(run_cli_in_process("--list-targets", "--json").stdout)
+    assert all(entry["source"]["kind"] == "probed" and entry["opsets"] for entry in listed)
+
+
+def test_check_of_a_model_that_fits_exits_0(tmp_path):
+    result = run_cli_in_process("check", write(isnan_model(), tmp_path / "m.onnx"), "--target", "onnxruntime")
+    assert result.returncode == 0, result.stderr
+    assert "0 blockers" in result.stdout
+
+
+def test_check_lists_every_blocker_and_exits_1(tmp_path):
+    path = write(custom_op_model(), tmp_path / "m.onnx")
+    result = run_cli_in_process("check", path, "--target", "onnxruntime")
+    assert result.returncode == 1
+    assert "2 blockers (0 with a fix" in result.stdout
+    assert "Scramble at graph 'main', node 'first'" in result.stdout and "node 'second'" in result.stdout
+    found = json.loads(run_cli_in_process("check", path, "--target", "onnxruntime", "--json").stdout)
+    assert not found["fits"] and [b["node"] for b in found["blockers"]] == ["first", "second"]
+
+
+def test_check_names_an_unknown_target_in_one_line(tmp_path):
+    result = run_cli_in_process("check", write(isnan_model(), tmp_path / "m.onnx"), "--target", "nowhere")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "no target called 'nowhere'" in result.stderr
+
+
+def test_lowering_for_a_target_writes_a_model_that_runs_there(tmp_path):
+    source, output = write(isnan_model(), tmp_path / "m.onnx"), tmp_path / "out.onnx"
+    result = run_cli_in_process(source, "-o", str(output), "--target", "onnxruntime")
+    assert result.returncode == 0, result.stderr
+    x = np.array([np.nan, -np.inf, 0.0, 1.0], np.float32)
+    assert runs_in_onnxruntime(onnx.load(output), {"x": x})[0].tolist() == [True, False, False, False]
+
+
+def test_a_target_that_cannot_be_met_writes_nothing_and_lists_every_node(tmp_path):
+    source, output = write(custom_op_model(), tmp_path / "m.onnx"), tmp_path / "out.onnx"
+    result = run_cli_in_process(source, "-o", str(output), "--target", "onnxruntime")
+    assert result.returncode == 4 and not output.exists()
+    assert "2 nodes cannot go to target onnxruntime" in result.stderr
+    assert "node 'first'" in result.stderr and "node 'second'" in result.stderr

@@ -1,0 +1,149 @@
+"""Runtime targets (lowering/runtime_profiles.py, lowering/target_lowering.py): the shipped
+profiles are probed data of real ops; a profile's verdicts; every blocker of a model found in
+one pass; a model made to run on a target (its opset, the ops it refuses lowered) meaning what
+it meant, bit for bit; a target no pattern can satisfy refused listing every node."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from support import make_model, runs_in_onnxruntime
+
+import lowering
+from lowering import schemas
+from lowering.api import lowerable_ops
+from lowering.runtime_profiles import (
+    PARTLY,
+    PROFILES,
+    REFUSED,
+    SUPPORTED,
+    UNVERIFIED,
+    load_profile,
+    profile_from_data,
+    profile_names,
+)
+from lowering.target_lowering import TargetRefused, check_model
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_a_shipped_profile_is_probed_data_of_real_ops(name):
+    """Each profile names how it was made, loads some opsets, and holds only ops, versions and
+    element types onnx.defs knows, each case's verdict one the probe gives."""
+    data = json.loads((PROFILES / f"{name}.json").read_text())
+    assert data["name"] == name and data["source"]["kind"] == "probed" and data["source"]["how"]
+    assert data["opsets"] and data["cases"]
+    for case, entry in data["cases"].items():
+        assert entry["version"] in schemas.op_versions(entry["op"]), case
+        assert entry["verdict"] in ("right", "wrong", "fails", "crashes", "hangs"), case
+        if entry["type"]:
+            assert getattr(TensorProto, entry["type"]) > 0, case
+    assert load_profile(name).name == name
+
+
+def profile(cases: dict[str, tuple[str, int, str, str]], opsets=range(13, 18)):
+    """A profile of the given cases: name -> (op, version, type, verdict)."""
+    return profile_from_data({
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
+        "opsets": list(opsets),
+        "cases": {name: {"op": op, "version": version, "type": type_name, "verdict": verdict}
+                  for name, (op, version, type_name, verdict) in cases.items()},
+    })  # fmt: skip
+
+
+MADE_UP = profile({
+    "abs": ("Abs", 13, "FLOAT", "right"),
+    "add": ("Add", 14, "FLOAT", "right"),
+    "relu_float": ("Relu", 14, "FLOAT", "right"),
+    "relu_attributes": ("Relu", 14, "FLOAT", "wrong"),
+    "isnan": ("IsNaN", 13, "FLOAT", "fails"),
+    "neg": ("Neg", 13, "FLOAT", "right"),
+    "not": ("Not", 1, "BOOL", "right"),
+    "equal": ("Equal", 13, "FLOAT", "right"),
+    "sqrt": ("Sqrt", 13, "FLOAT", "fails"),
+})  # fmt: skip
+
+
+def test_a_profiles_verdicts():
+    assert MADE_UP.verdict("Abs", 13, "FLOAT").kind == SUPPORTED
+    assert MADE_UP.verdict("Relu", 14, "FLOAT").kind == PARTLY
+    assert MADE_UP.verdict("IsNaN", 13, "FLOAT").kind == REFUSED
+    assert MADE_UP.verdict("Abs", 13, "DOUBLE").kind == UNVERIFIED  # (Abs-13 ran right on float)
+    assert MADE_UP.verdict("Sqrt", 6, "FLOAT").kind == REFUSED  # (no case of Sqrt ever ran right)
+    assert MADE_UP.verdict("Tanh", 13, "FLOAT").kind == UNVERIFIED  # (never probed)
+    assert MADE_UP.opset_for(20) == 17 and MADE_UP.opset_for(15) == 15 and MADE_UP.opset_for(9) == 13
+
+
+def isnan_sqrt_model(opset: int = 20) -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("IsNaN", ["x"], ["nan"], name="nan"),
+        helper.make_node("Abs", ["x"], ["magnitude"], name="magnitude"),
+        helper.make_node("Sqrt", ["magnitude"], ["root"], name="root"),
+        helper.make_node("Sqrt", ["root"], ["root_root"], name="root_root"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    outputs = [
+        helper.make_tensor_value_info("nan", TensorProto.BOOL, [2, 3]),
+        helper.make_tensor_value_info("root_root", TensorProto.FLOAT, [2, 3]),
+    ]
+    return make_model(nodes, [x], outputs, opset=opset)
+
+
+def test_check_lists_every_blocker_in_one_pass_with_its_fix():
+    """The opset the runtime does not load (converted: the fix), IsNaN it refuses (its pattern
+    lowers it) and both Sqrt nodes (no pattern): every one, in one pass."""
+    findings = check_model(isnan_sqrt_model(), MADE_UP, lowerable=lowerable_ops())
+    blockers = [(f.op_type, f.node, f.fix is not None) for f in findings if f.blocks]
+    assert blockers == [
+        ("(opset)", "", True),
+        ("IsNaN", "nan", True),
+        ("Sqrt", "root", False),
+        ("Sqrt", "root_root", False),
+    ]
+    assert "IsNaN-13 on FLOAT at graph" in str(findings[1]) and "isnan: fails" in str(findings[1])
+
+
+def test_a_target_lowers_what_it_refuses_at_the_opset_it_loads_bit_for_bit():
+    """IsNaN refused, opset 20 not loaded: the result declares 17, holds no IsNaN (Not(Equal(x, x))),
+    and gives the original's bits."""
+    model = isnan_sqrt_model()
+    del model.graph.node[2:]
+    del model.graph.output[1:]
+    result = lowering.lower_model(model, target=MADE_UP)
+    assert schemas.default_opset(result.model.opset_import) == 17
+    assert "IsNaN" not in {node.op_type for node in result.model.graph.node}
+    assert not [f for f in check_model(result.model, MADE_UP) if f.blocks]
+    onnx.checker.check_model(result.model, full_check=True)
+    x = np.array([[np.nan, -np.inf, 0.0], [-0.0, 1e-45, np.float32(-np.nan)]], np.float32)
+    assert runs_in_onnxruntime(result.model, {"x": x})[0].tobytes() == runs_in_onnxruntime(model, {"x": x})[0].tobytes()
+
+
+def test_a_target_no_pattern_can_satisfy_is_refused_listing_every_node():
+    with pytest.raises(TargetRefused) as raised:
+        lowering.lower_model(isnan_sqrt_model(), target=MADE_UP)
+    assert [(b.op_type, b.node) for b in raised.value.blockers] == [("Sqrt", "root"), ("Sqrt", "root_root")]
+    assert raised.value.where == "target made-up"
+    assert "no pattern lowers it" in raised.value.blockers[0].reason
+
+
+def test_an_unknown_target_is_a_clear_error():
+    with pytest.raises(lowering.LoweringError, match="no target called 'nowhere'"):
+        lowering.lower_model(isnan_sqrt_model(), target="nowhere")
+
+
+def test_the_onnxruntime_profile_takes_a_real_export_as_it_is(tmp_path):
+    """The probed onnxruntime profile: a corpus export fits (nothing blocks), and --target
+    onnxruntime gives a model that runs and matches."""
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parents[1] / "golden" / "corpus"
+    model = onnx.load(corpus / "distilbert_dynamo18.onnx")
+    assert not [f for f in check_model(model, "onnxruntime") if f.blocks]
+    data = np.load(corpus / "distilbert_dynamo18.npz")
+    feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
+    result = lowering.lower_model(model, target="onnxruntime")
+    for got, want in zip(runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
