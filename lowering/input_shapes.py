@@ -41,6 +41,7 @@ def with_input_shapes(model: onnx.ModelProto, shapes: InputShapes) -> onnx.Model
     result = onnx.ModelProto()
     result.CopyFrom(model)
     inputs = {info.name: info for info in result.graph.input}
+    bound: dict[str, int] = {}  # each dimension name an input's dimension had, and its size now
     for name, given in shapes.items():
         if isinstance(given, int):
             dims = [d for info in result.graph.input for d in _dims_of(info) if d.dim_param == name]
@@ -49,6 +50,7 @@ def with_input_shapes(model: onnx.ModelProto, shapes: InputShapes) -> onnx.Model
             for dim in dims:
                 dim.Clear()
                 dim.dim_value = given
+            bound[name] = given
             continue
         if name not in inputs:
             raise LoweringError(f"--input-shape {name}: the model has no input '{name}' (inputs: {', '.join(inputs)})")
@@ -62,10 +64,56 @@ def with_input_shapes(model: onnx.ModelProto, shapes: InputShapes) -> onnx.Model
                 raise LoweringError(
                     f"--input-shape {name}: dimension {axis} of input '{name}' is {dim.dim_value}, not {size}"
                 )
+            if dim.dim_param:
+                bound[dim.dim_param] = size
             dim.Clear()
             dim.dim_value = size
     _check_consistent(result)
+    _state_bound_names(result, bound)
+    _state_proved_sizes(result)
     return result
+
+
+def _state_bound_names(model: onnx.ModelProto, bound: dict[str, int]) -> None:
+    """Every dimension of the main graph's inputs, value_info and outputs named by a name an
+    input's dimension had (one name is one size over a graph) set to that input's size now."""
+    for info in [*model.graph.input, *model.graph.value_info, *model.graph.output]:
+        if info.type.WhichOneof("value") != "tensor_type" or not info.type.tensor_type.HasField("shape"):
+            continue
+        for dim in info.type.tensor_type.shape.dim:
+            if dim.dim_param in bound:
+                size = bound[dim.dim_param]
+                dim.Clear()
+                dim.dim_value = size
+
+
+def _state_proved_sizes(model: onnx.ModelProto) -> None:
+    """Each dimension of the main graph's value_info and outputs stated by a name (a symbol of the
+    exporter's, "s26") or not at all, set to the number shape inference now proves from the static
+    inputs (run without the old value_info, whose symbols would stand in its way); a runtime that
+    unifies declared shapes (tract) would otherwise find a stale symbol beside a number."""
+    from .shape_folding import light_copy
+
+    probe = light_copy(model)
+    del probe.graph.value_info[:]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(probe, data_prop=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        return
+    proved = {info.name: info for info in [*inferred.graph.value_info, *inferred.graph.output]}
+    for info in [*model.graph.value_info, *model.graph.output]:
+        found = proved.get(info.name)
+        if found is None or info.type.WhichOneof("value") != "tensor_type":
+            continue
+        if not info.type.tensor_type.HasField("shape") or not found.type.tensor_type.HasField("shape"):
+            continue
+        dims, proved_dims = info.type.tensor_type.shape.dim, found.type.tensor_type.shape.dim
+        if len(dims) != len(proved_dims):
+            continue
+        for dim, proved_dim in zip(dims, proved_dims, strict=True):
+            if not dim.HasField("dim_value") and proved_dim.HasField("dim_value"):
+                dim.Clear()
+                dim.dim_value = proved_dim.dim_value
 
 
 def _dims_of(info: onnx.ValueInfoProto):

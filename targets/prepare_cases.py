@@ -1,7 +1,9 @@
 """The cases targets/probe.py runs: every single-op ONNX backend node case at its own opset, and
 the same case taken by onnx-lower to the first opset of each older version of its op (where the
 op stays one node there), so that a profile knows the op versions real exports use, not only
-the newest. Written once, in the package's environment, for probes in other environments:
+the newest; and each case of several inputs with all but the first as constants (``#constant``:
+axes, shapes and scales as deployed models hold them). Written once, in the package's
+environment, for probes in other environments:
 
     python targets/prepare_cases.py /tmp/probe_cases.pkl
 """
@@ -13,14 +15,40 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probe import backend_cases, main_node  # noqa: E402
+from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
 from lowering import schemas  # noqa: E402
 
 OLDEST_OPSET = 7
+
+
+def with_variants(name: str, opset: int, model: onnx.ModelProto, case) -> list[tuple]:
+    """The probed entry of ``model`` (the case's, or the case's taken to ``opset``), and beside
+    it, where the case has several inputs, the same with every input but the first an
+    initializer holding the first data set's value (``#constant``: axes, shapes, sizes, scales,
+    as a deployed model holds them and as some runtimes take them only)."""
+    found = [(name, opset, model.SerializeToString(), case.data_sets, case.rtol, case.atol)]
+    if len(model.graph.input) < 2 or not case.data_sets:
+        return found
+    inputs, expected = case.data_sets[0]
+    values = [feed(value) for value in inputs]
+    if len(values) != len(model.graph.input) or not all(isinstance(v, np.ndarray) for v in values):
+        return found
+    constant = onnx.ModelProto()
+    constant.CopyFrom(model)
+    for info, value in zip(model.graph.input[1:], values[1:], strict=True):
+        constant.graph.initializer.append(numpy_helper.from_array(value, info.name))
+    del constant.graph.input[1:]
+    found.append((f"{name}#constant", opset, constant.SerializeToString(), [(values[:1], expected)], case.rtol,
+                  case.atol))  # fmt: skip
+    return found
 
 
 def prepared_cases() -> list[tuple]:
@@ -31,7 +59,7 @@ def prepared_cases() -> list[tuple]:
         opset = schemas.default_opset(case.model.opset_import)
         if node is None or opset is None:
             continue
-        found.append((case.name, opset, case.model.SerializeToString(), case.data_sets, case.rtol, case.atol))
+        found += with_variants(case.name, opset, case.model, case)
         own_version = schemas.version_in_force(node.op_type, opset)
         for version in schemas.op_versions(node.op_type):
             if version >= own_version or version < OLDEST_OPSET:
@@ -45,9 +73,7 @@ def prepared_cases() -> list[tuple]:
             moved = main_node(converted)
             if moved is None or moved.op_type != node.op_type:
                 continue
-            found.append(
-                (f"{case.name}@{version}", version, converted.SerializeToString(), case.data_sets, case.rtol, case.atol)
-            )
+            found += with_variants(f"{case.name}@{version}", version, converted, case)
     return found
 
 

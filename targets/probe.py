@@ -77,7 +77,7 @@ def matches(got, want, rtol: float, atol: float) -> bool:
             and all(matches(g, w, rtol, atol) for g, w in zip(got, want, strict=False))
         )
     got, want = np.asarray(feed(got)), np.asarray(feed(want))
-    if got.shape != want.shape:
+    if got.shape != want.shape or got.dtype != want.dtype:
         return False
     if want.dtype.kind in "fc" or want.dtype.type.__module__ == "ml_dtypes":
         try:
@@ -103,7 +103,12 @@ def _check(runner, model_bytes: bytes, data_sets, rtol, atol, names) -> tuple[st
                 return "wrong", ""
         return "right", ""
     except Exception as error:  # the runtime's refusal or failure, in its words
-        return "fails", " ".join(f"{type(error).__name__}: {error}".split())[:300]
+        return "fails", _shortened(" ".join(f"{type(error).__name__}: {error}".split()))
+
+
+def _shortened(text: str, limit: int = 400) -> str:
+    """The text's start and its end (where a runtime's reason often is, after a dump of facts)."""
+    return text if len(text) <= limit else f"{text[: limit // 4]} … {text[-(limit * 3 // 4) :]}"
 
 
 def _serve(runner_name: str, connection) -> None:

@@ -109,3 +109,32 @@ def test_command_line_fold_takes_one_of_three(tmp_path, capsys):
     assert "invalid choice: 'some'" in capsys.readouterr().err
     assert main([str(source), "-o", str(target), "--ops", "none", "--input-shape", "batch=2", "--fold", "none"]) == 0
     assert [node.op_type for node in onnx.load(target).graph.node] == ["Shape", "Gather", "Concat", "Reshape", "Add"]
+
+
+def test_the_exporters_dimension_names_in_value_info_take_the_sizes_given():
+    """A dynamo export states its values' shapes with its own names (s0, s26): declared static,
+    every name an input's dimension had is that size throughout, and the rest of value_info
+    holds the sizes inference proves; a runtime that unifies declared shapes (tract) finds no
+    stale name beside a number. The model still means the same."""
+    from pathlib import Path
+
+    from lowering.input_shapes import with_input_shapes
+
+    corpus = Path(__file__).resolve().parents[1] / "golden" / "corpus"
+    model = onnx.load(corpus / "bert_dynamic_dynamo18.onnx")
+    named = {d.dim_param for info in model.graph.input for d in info.type.tensor_type.shape.dim if d.dim_param}
+    assert named and any(
+        d.dim_param in named for info in model.graph.value_info for d in info.type.tensor_type.shape.dim
+    )
+    data = np.load(corpus / "bert_dynamic_dynamo18.npz")
+    feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
+    static = with_input_shapes(model, {name: list(value.shape) for name, value in feeds.items()})
+    stated = [d for info in [*static.graph.value_info, *static.graph.output] for d in info.type.tensor_type.shape.dim]
+    assert not [d.dim_param for d in stated if d.dim_param in named]
+    assert sum(d.HasField("dim_value") for d in stated) > sum(
+        d.HasField("dim_value") for info in [*model.graph.value_info, *model.graph.output]
+        for d in info.type.tensor_type.shape.dim
+    )  # fmt: skip
+    onnx.checker.check_model(static, full_check=True)
+    for got, want in zip(runs_in_onnxruntime(static, feeds), runs_in_onnxruntime(model, feeds), strict=True):
+        assert got.tobytes() == want.tobytes()

@@ -1,0 +1,55 @@
+"""The proof of a target on its real runtime, part 2 (in the runtime's environment): each model
+targets/prepare_sweep.py wrote, as exported and as made for the target, run through the runtime
+and compared with the outputs it must give; prints one line per model and the totals.
+
+    python targets/run_sweep.py RUNNER FOLDER
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from probe import Worker  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runner")
+    parser.add_argument("folder", type=Path)
+    args = parser.parse_args()
+    index = json.loads((args.folder / "index.json").read_text())
+    worker = Worker(args.runner)
+    totals: Counter = Counter()
+    for entry in index["items"]:
+        folder = args.folder / entry["name"]
+        inputs = dict(np.load(folder / "inputs.npz"))
+        expected_file = np.load(folder / "expected.npz")
+        expected = [expected_file[f"arr_{i}"] for i in range(len(expected_file.files))]
+        model = onnx.load(folder / "exported.onnx")
+        data_sets = [([inputs[info.name] for info in model.graph.input if info.name in inputs], expected)]
+        before = worker.verdict(model, data_sets, entry["rtol"], entry["atol"])[0]
+        if "refused" in entry:
+            after = "refused by onnx-lower"
+        else:
+            lowered = onnx.load(folder / "target.onnx")
+            after = worker.verdict(lowered, data_sets, entry["rtol"], entry["atol"])[0]
+        totals[(before, after)] += 1
+        print(f"{entry['name']}: as exported {before}; after --target {after}", flush=True)
+    worker.close()
+    print(f"\n{index['target']} on {args.runner} {worker.version}:")
+    for (before, after), count in sorted(totals.items()):
+        print(f"  {count:5d}  as exported {before:<8} -> after --target {after}")
+
+
+if __name__ == "__main__":
+    main()
