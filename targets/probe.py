@@ -135,6 +135,7 @@ class Worker:
         self.connection, theirs = context.Pipe()
         self.process = context.Process(target=_serve, args=(self.runner_name, theirs), daemon=True)
         self.process.start()
+        theirs.close()  # (ours alone: a worker that dies at its start is an EOF here, not a wait)
         return self.connection.recv()
 
     def verdict(self, model: onnx.ModelProto, data_sets, rtol: float, atol: float) -> tuple[str, str]:
@@ -146,6 +147,7 @@ class Worker:
                 return self.connection.recv()
             outcome = ("hangs", f"no answer in {CASE_SECONDS} s")
         except (EOFError, BrokenPipeError, ConnectionResetError):
+            self.process.join(10)  # (reaped, its exit code is known)
             outcome = ("crashes", f"exit code {self.process.exitcode}")
         self.process.kill()
         self.process.join()

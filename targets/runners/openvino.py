@@ -32,19 +32,30 @@ def _type_name(element_type) -> str:
     return element_type.get_type_name()
 
 
+def _own(shared: ov.Tensor) -> ov.Tensor:
+    """A copy of a tensor that shares a numpy array's memory, holding its own."""
+    tensor = ov.Tensor(shared.get_element_type(), shared.get_shape())
+    shared.copy_to(tensor)
+    return tensor
+
+
 def _to_tensor(value) -> ov.Tensor:
     if value is None or isinstance(value, (list, dict)):
         raise TypeError(f"no OpenVINO tensor for a feed of type {type(value).__name__} (sequence, map or optional)")
-    array = np.ascontiguousarray(np.asarray(value))
+    array = np.asarray(value)
+    if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        array = array.copy(order="C")
     name = _OV_TYPE_OF.get(array.dtype.name)
+    if name is not None and array.size == 0:
+        return ov.Tensor(getattr(ov.Type, name), ov.Shape(list(array.shape)))
     if name in _NIBBLES:
         codes = array.reshape(-1).view(np.uint8) & 0x0F
         if codes.size % 2:
             codes = np.append(codes, np.uint8(0))
         packed = np.ascontiguousarray(codes[0::2] | (codes[1::2] << 4))
-        return ov.Tensor(packed, ov.Shape(list(array.shape)), getattr(ov.Type, name))
+        return _own(ov.Tensor(packed, ov.Shape(list(array.shape)), getattr(ov.Type, name)))
     if name is not None:
-        return ov.Tensor(array.reshape(-1).view(np.uint8), ov.Shape(list(array.shape)), getattr(ov.Type, name))
+        return _own(ov.Tensor(array.reshape(-1).view(np.uint8), ov.Shape(list(array.shape)), getattr(ov.Type, name)))
     if array.dtype.kind in "OU":  # strings
         array = array.astype(str)
     return ov.Tensor(array)
@@ -68,31 +79,52 @@ def _from_tensor(tensor: ov.Tensor) -> np.ndarray:
     return np.array(tensor.data, copy=True)
 
 
+def _fits(port, value) -> bool:
+    if not isinstance(value, np.ndarray):
+        return False
+    tensor = _to_tensor(value)
+    return port.get_element_type() == tensor.get_element_type() and port.get_partial_shape().compatible(
+        ov.PartialShape(list(tensor.get_shape()))
+    )
+
+
 def run(model_bytes: bytes, feeds: dict) -> list:
-    output_names = [o.name for o in onnx.load_from_string(model_bytes).graph.output]
+    proto = onnx.load_from_string(model_bytes)
+    initialized = {i.name for i in proto.graph.initializer}
+    input_names = [i.name for i in proto.graph.input if i.name not in initialized]
+    output_names = [o.name for o in proto.graph.output]
     model = CORE.read_model(model=model_bytes)
 
-    by_name = {}
-    for port in model.inputs:
-        for name in port.get_names():
-            by_name[name] = port
-    missing = [p.get_any_name() for p in model.inputs if not (p.get_names() & feeds.keys())]
+    # the graph input each OpenVINO parameter stands for: by tensor name, and where one has lost its
+    # name (an input passed straight to an output carries the output's name) the first graph input
+    # left of its element type and shape, in order (OpenVINO keeps the graph's input order but drops
+    # inputs that nothing uses)
+    names = [next((n for n in input_names if n in port.get_names()), None) for port in model.inputs]
+    unused = [n for n in input_names if n not in names]
+    for index, port in enumerate(model.inputs):
+        if names[index] is None:
+            names[index] = next((n for n in unused if _fits(port, feeds.get(n))), None)
+            if names[index] is None:
+                raise RuntimeError(
+                    f"cannot pair OpenVINO input {port.get_names()} with the graph's inputs {input_names}"
+                )
+            unused.remove(names[index])
+    missing = [name for name in names if name not in feeds]
     if missing:
-        raise KeyError(f"no feed for model inputs {missing}")
-    tensors = {name: _to_tensor(value) for name, value in feeds.items() if name in by_name}
+        raise KeyError(f"no feed for inputs {missing}")
+    tensors = [_to_tensor(feeds[name]) for name in names]
 
     if any(port.get_partial_shape().is_dynamic for port in model.inputs):
         try:
-            model.reshape({by_name[name]: ov.PartialShape(list(t.get_shape())) for name, t in tensors.items()})
+            shapes = zip(model.inputs, tensors, strict=False)
+            model.reshape({port: ov.PartialShape(list(t.get_shape())) for port, t in shapes})
         except Exception:  # keep it dynamic: the CPU plugin runs dynamic shapes too
             model = CORE.read_model(model=model_bytes)
-            by_name = {n: port for port in model.inputs for n in port.get_names()}
 
     compiled = CORE.compile_model(model, "CPU", CONFIG)
     request = compiled.create_infer_request()
-    compiled_inputs = {n: port for port in compiled.inputs for n in port.get_names()}
-    for name, tensor in tensors.items():
-        request.set_tensor(compiled_inputs[name], tensor)
+    for port, tensor in zip(compiled.inputs, tensors, strict=False):
+        request.set_tensor(port, tensor)
     request.infer()
 
     outputs = list(compiled.outputs)
