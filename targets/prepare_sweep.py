@@ -50,8 +50,8 @@ def case_items():
 
 
 def _plain(value) -> bool:
-    """An array of one of numpy's own element types."""
-    return isinstance(value, np.ndarray) and value.dtype.type.__module__ == "numpy"
+    """An array of numbers or bools of one of numpy's own element types."""
+    return isinstance(value, np.ndarray) and value.dtype.type.__module__ == "numpy" and value.dtype.kind in "biufc"
 
 
 def main() -> None:
