@@ -14,7 +14,7 @@ from . import schemas
 from .errors import ConversionRefused
 from .graphs import held_graphs
 from .report import RemainingOp
-from .runtime_profiles import REFUSED, SUPPORTED, RuntimeProfile, Verdict, load_profile
+from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, RuntimeProfile, Verdict, load_profile
 from .shape_folding import inferred_types
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
@@ -122,8 +122,9 @@ def lower_for_target(
     model: onnx.ModelProto, name: RuntimeProfile | str, lower_model, lowerable: frozenset[str], **options
 ):
     """``model`` made to run on the runtime ``name`` by ``lower_model`` (the API's, which calls
-    this for ``target=NAME``): at the opset it loads; the ops it refuses lowered by their
-    patterns (``lowerable``; repeated while a pattern writes ops it refuses too), the values
+    this for ``target=NAME``): at the opset it loads; the ops it refuses, or runs right only in
+    some probed cases, lowered by their patterns (``lowerable``; repeated while a pattern
+    writes ops it refuses too), the values
     shapes decide folded (``fold="all"`` unless asked otherwise). Returns the
     :class:`lowering.LoweringResult`; raises :class:`TargetRefused` listing every node left
     that the runtime refuses."""
@@ -136,11 +137,14 @@ def lower_for_target(
     ops: set[str] = set(asked)
     for _ in range(MOST_LOWERING_ROUNDS):
         result = lower_model(model, ops=sorted(ops), target_opset=opset if opset != model_opset else None, **options)
-        blockers = [f for f in check_model(result.model, profile, opset, lowerable) if f.blocks]
-        fixable = {f.op_type for f in blockers if f.op_type in lowerable} - ops
-        if not blockers:
-            return result
-        if not fixable:
+        findings = check_model(result.model, profile, opset, lowerable)
+        blockers = [f for f in findings if f.blocks]
+        # what it refuses, and what it runs right only in some cases (its attributes decide:
+        # tract's Attention without softcap), where a pattern lowers the op
+        fixable = {f.op_type for f in findings if (f.blocks or f.verdict.kind == PARTLY) and f.op_type in lowerable}
+        if not fixable - ops:
+            if not blockers:
+                return result
             raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
         ops |= fixable
     raise TargetRefused([f.as_remaining() for f in blockers], profile.name)

@@ -49,6 +49,11 @@ def case_items():
         yield case.name, case.model, feeds, [feed(value) for value in expected], case.rtol, case.atol
 
 
+def dynamic(model: onnx.ModelProto) -> bool:
+    """Whether an input's shape has a dimension that is not a number."""
+    return any(not d.HasField("dim_value") for info in model.graph.input for d in info.type.tensor_type.shape.dim)
+
+
 def _plain(value) -> bool:
     """An array of numbers or bools of one of numpy's own element types."""
     return isinstance(value, np.ndarray) and value.dtype.type.__module__ == "numpy" and value.dtype.kind in "biufc"
@@ -81,7 +86,7 @@ def main() -> None:
                 warnings.simplefilter("ignore")
                 # (the inputs' shapes stated, as one deploying to a runtime of static shapes states them)
                 shapes = {key: list(value.shape) for key, value in feeds.items()}
-                result = lowering.lower_model(model, target=args.name, input_shapes=shapes)
+                result = lowering.lower_model(model, target=args.name, input_shapes=shapes if dynamic(model) else None)
             onnx.save(result.model, folder / "target.onnx")
         except lowering.LoweringError as error:
             entry["refused"] = " ".join(str(error).split())[:300]

@@ -54,7 +54,7 @@ def profile(cases: dict[str, tuple[str, int, str, str]], opsets=range(13, 18)):
     })  # fmt: skip
 
 
-MADE_UP = profile({
+MADE_UP_CASES = {
     "abs": ("Abs", 13, "FLOAT", "right"),
     "add": ("Add", 14, "FLOAT", "right"),
     "relu_float": ("Relu", 14, "FLOAT", "right"),
@@ -64,7 +64,8 @@ MADE_UP = profile({
     "not": ("Not", 1, "BOOL", "right"),
     "equal": ("Equal", 13, "FLOAT", "right"),
     "sqrt": ("Sqrt", 13, "FLOAT", "fails"),
-})  # fmt: skip
+}
+MADE_UP = profile(MADE_UP_CASES)
 
 
 def test_a_profiles_verdicts():
@@ -147,3 +148,17 @@ def test_the_onnxruntime_profile_takes_a_real_export_as_it_is(tmp_path):
     result = lowering.lower_model(model, target="onnxruntime")
     for got, want in zip(runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_op_it_runs_right_only_in_some_cases_is_lowered_where_a_pattern_can():
+    """IsNaN-13 right in one probed case and failing in another (its attributes or inputs decide):
+    the target lowers it, as it would one refused, and the result means the same."""
+    partly = profile({**MADE_UP_CASES, "isnan_other": ("IsNaN", 13, "FLOAT", "right")})
+    assert partly.verdict("IsNaN", 13, "FLOAT").kind == PARTLY
+    model = isnan_sqrt_model()
+    del model.graph.node[1:]
+    del model.graph.output[1:]
+    result = lowering.lower_model(model, target=partly)
+    assert "IsNaN" not in {node.op_type for node in result.model.graph.node}
+    x = np.array([[np.nan, -np.inf, 0.0], [-0.0, 1e-45, 2.0]], np.float32)
+    assert runs_in_onnxruntime(result.model, {"x": x})[0].tobytes() == runs_in_onnxruntime(model, {"x": x})[0].tobytes()
