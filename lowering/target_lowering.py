@@ -122,9 +122,9 @@ def lower_for_target(
     model: onnx.ModelProto, name: RuntimeProfile | str, lower_model, lowerable: frozenset[str], **options
 ):
     """``model`` made to run on the runtime ``name`` by ``lower_model`` (the API's, which calls
-    this for ``target=NAME``): at the opset it loads; the ops it refuses, or runs right only in
-    some probed cases, lowered by their patterns (``lowerable``; repeated while a pattern
-    writes ops it refuses too), the values
+    this for ``target=NAME``): at the opset it loads; the ops it refuses lowered by their
+    patterns (``lowerable``; repeated while a pattern writes ops it refuses too), and those it
+    runs right only in some probed cases too where that leaves nothing it refuses; the values
     shapes decide folded (``fold="all"`` unless asked otherwise). Returns the
     :class:`lowering.LoweringResult`; raises :class:`TargetRefused` listing every node left
     that the runtime refuses."""
@@ -134,14 +134,24 @@ def lower_for_target(
         options["fold"] = "all"
     model_opset = schemas.default_opset(model.opset_import) or 1
     opset = options.pop("target_opset", None) or profile.opset_for(model_opset)
+    target_opset = opset if opset != model_opset else None
+    try:  # what it runs right only in some cases lowered too, where that leaves nothing it refuses
+        return _lowered_for(model, profile, opset, asked, True, lower_model, lowerable, target_opset, options)
+    except TargetRefused:
+        return _lowered_for(model, profile, opset, asked, False, lower_model, lowerable, target_opset, options)
+
+
+def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lowerable, target_opset, options):
+    """The rounds of :func:`lower_for_target`: lower what the profile refuses (and, with
+    ``partly_too``, what it runs right only in some cases: tract's Attention without softcap)
+    where a pattern can, until nothing new is to be lowered."""
     ops: set[str] = set(asked)
+    kinds = (REFUSED, PARTLY) if partly_too else (REFUSED,)
     for _ in range(MOST_LOWERING_ROUNDS):
-        result = lower_model(model, ops=sorted(ops), target_opset=opset if opset != model_opset else None, **options)
+        result = lower_model(model, ops=sorted(ops), target_opset=target_opset, **options)
         findings = check_model(result.model, profile, opset, lowerable)
         blockers = [f for f in findings if f.blocks]
-        # what it refuses, and what it runs right only in some cases (its attributes decide:
-        # tract's Attention without softcap), where a pattern lowers the op
-        fixable = {f.op_type for f in findings if (f.blocks or f.verdict.kind == PARTLY) and f.op_type in lowerable}
+        fixable = {f.op_type for f in findings if f.verdict.kind in kinds and f.op_type in lowerable}
         if not fixable - ops:
             if not blockers:
                 return result
