@@ -65,6 +65,11 @@ def with_input_shapes(model: onnx.ModelProto, shapes: InputShapes) -> onnx.Model
                     f"--input-shape {name}: dimension {axis} of input '{name}' is {dim.dim_value}, not {size}"
                 )
             if dim.dim_param:
+                if bound.get(dim.dim_param, size) != size:
+                    raise LoweringError(
+                        f"--input-shape {name}: dimension {axis} of input '{name}' is named '{dim.dim_param}', which "
+                        f"another input's dimension shares, given {bound[dim.dim_param]} there and {size} here"
+                    )
                 bound[dim.dim_param] = size
             dim.Clear()
             dim.dim_value = size

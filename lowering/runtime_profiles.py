@@ -62,13 +62,17 @@ class RuntimeProfile:
         if not seen:
             return Verdict(UNVERIFIED, f"no single-op backend case of {op_type} was probed")
         exact = [o for v, t, outcomes in seen if v == version and (t == type_name or not type_name) for o in outcomes]
+        if exact and not type_name and any(o[1] != "right" for o in exact):
+            return Verdict(UNVERIFIED, f"the element type is unknown here; {op_type}-{version} is not right on "
+                           f"every type probed, e.g. {_said([o for o in exact if o[1] != 'right'])}")  # fmt: skip
         if exact:
             right = [o for o in exact if o[1] == "right"]
             if len(right) == len(exact):
                 return Verdict(SUPPORTED)
             if right:
                 wrong = len(exact) - len(right)
-                return Verdict(PARTLY, f"{wrong} of {len(exact)} cases not right, e.g. {_said(exact)}")
+                not_right = [o for o in exact if o[1] != "right"]
+                return Verdict(PARTLY, f"{wrong} of {len(exact)} cases not right, e.g. {_said(not_right)}")
             return Verdict(REFUSED, _said(exact))
         ran_right = sorted({(v, t) for v, t, outcomes in seen if any(o[1] == "right" for o in outcomes)})
         if ran_right:

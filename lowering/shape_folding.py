@@ -57,7 +57,13 @@ def fold_shapes(
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     fresh = _fresh_names({node.name for node in graph.node})
-    nodes, folded = fold_nodes(list(graph.node), _constants(graph), types, opset, foldable, fresh)
+    # a name two graphs define (sibling branches may) has no one type, and a branch defining
+    # one cannot be inlined beside the other
+    duplicated = defined_more_than_once([info.name for info in graph.input], graph)
+    types = _TypesHiding(types, duplicated)
+    nodes, folded = fold_nodes(
+        list(graph.node), _constants(graph), types, opset, foldable, fresh, duplicated=duplicated
+    )
     result = FoldedGraph(folded)
     if folded:
         kept = without_unread(nodes, [info.name for info in graph.output], _removable(foldable))
@@ -73,12 +79,27 @@ def _fold_function(function: onnx.FunctionProto, model_opset: int | None, foldab
     are its callers', unknown here, and a value read from an attribute is the caller's too."""
     opset = next((o.version for o in function.opset_import if o.domain in ("", "ai.onnx")), model_opset)
     fresh = _fresh_names({node.name for node in function.node})
-    nodes, folded = fold_nodes(list(function.node), {}, {}, opset, foldable, fresh)
+    duplicated = defined_more_than_once(list(function.input), function)
+    nodes, folded = fold_nodes(list(function.node), {}, {}, opset, foldable, fresh, duplicated=duplicated)
     if folded:
         kept = without_unread(nodes, list(function.output), _removable(foldable))
         del function.node[:]
         function.node.extend(kept)
     return folded
+
+
+def defined_more_than_once(inputs: list[str], graph) -> frozenset[str]:
+    """The value names that ``graph`` (a GraphProto or FunctionProto, with its ``inputs``) and
+    the graphs its nodes hold, at any depth, define more than once (as inputs, initializers or
+    node outputs)."""
+    counts: Counter = Counter(inputs)
+    counts.update(tensor.name for tensor in getattr(graph, "initializer", ()))
+    counts.update(name for node in graph.node for name in node.output if name)
+    for inner in nested_graphs(graph.node):
+        counts.update(info.name for info in inner.input)
+        counts.update(tensor.name for tensor in inner.initializer)
+        counts.update(name for node in inner.node for name in node.output if name)
+    return frozenset(name for name, count in counts.items() if count > 1)
 
 
 def _fresh_names(taken: set[str]) -> Callable[[str], str]:
@@ -102,6 +123,7 @@ def fold_nodes(
     foldable: Callable[[onnx.NodeProto], bool],
     fresh: Callable[[str], str],
     partial: dict[str, Partial] | None = None,
+    duplicated: frozenset[str] = frozenset(),
 ) -> tuple[list[onnx.NodeProto], Counter]:
     """``nodes`` with each node ``foldable`` accepts whose outputs are all known replaced by
     Constant nodes writing the same names (named by ``fresh``), and the count per op type
@@ -116,14 +138,14 @@ def fold_nodes(
     while pending:
         node = pending.popleft()
         if node.op_type == "If" and node.domain in ("", "ai.onnx") and foldable(node):
-            chosen_nodes = _chosen_branch(node, known, types, opset, fresh)
+            chosen_nodes = _chosen_branch(node, known, types, opset, fresh, duplicated)
             if chosen_nodes is not None:  # the branch's nodes take the If's place, and fold in turn
                 folded["If"] += 1
                 pending.extendleft(reversed(chosen_nodes))
                 continue
         if node.op_type in ("If", "Loop", "Scan") and node.domain in ("", "ai.onnx"):
             for _, _, body in held_graphs(node):
-                folded.update(_fold_body(body, node.op_type, known, partial, types, opset, foldable, fresh))
+                folded.update(_fold_body(body, node.op_type, known, partial, types, opset, foldable, fresh, duplicated))
         chosen = foldable(node)
         values = _evaluated(node, known, partial, types, opset, evaluate=chosen)
         if values is None or not chosen or node.op_type == "Constant":
@@ -148,11 +170,12 @@ def fold_nodes(
     return result, folded
 
 
-def _chosen_branch(node, known, types, opset, fresh) -> list[onnx.NodeProto] | None:
+def _chosen_branch(node, known, types, opset, fresh, duplicated=frozenset()) -> list[onnx.NodeProto] | None:
     """The nodes an If whose condition is known runs: its branch's, then ``If output =
-    Identity(branch output)`` for each output; None where the condition is not known, or an
+    Identity(branch output)`` for each output; None where the condition is not known, an
     output is no tensor and the opset's Identity takes tensors only (before 16 no optionals,
-    before 14 no sequences)."""
+    before 14 no sequences), the branch holds initializers, or it defines a name another graph
+    defines too (``duplicated``: inlined, the name would be defined twice)."""
     condition = known.get(node.input[0]) if node.input else None
     if condition is None or condition.size != 1:
         return None
@@ -163,7 +186,9 @@ def _chosen_branch(node, known, types, opset, fresh) -> list[onnx.NodeProto] | N
                 return None
     wanted = "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"
     branch = next((a.g for a in node.attribute if a.name == wanted), None)
-    if branch is None:
+    if branch is None or len(branch.initializer) or len(branch.sparse_initializer):
+        return None
+    if not duplicated.isdisjoint(_defined_in(branch)):
         return None
     passes = [
         helper.make_node("Identity", [inner.name], [outer], name=fresh(f"{outer}_{wanted}"))
@@ -173,7 +198,16 @@ def _chosen_branch(node, known, types, opset, fresh) -> list[onnx.NodeProto] | N
     return [*branch.node, *passes]
 
 
-def _fold_body(body, op_type, known, partial, types, opset, foldable, fresh) -> Counter:
+def _defined_in(graph: onnx.GraphProto) -> set[str]:
+    """Every value name ``graph`` and the graphs its nodes hold define."""
+    names = {name for node in graph.node for name in node.output if name}
+    for inner in nested_graphs(graph.node):
+        names.update(info.name for info in inner.input)
+        names.update(name for node in inner.node for name in node.output if name)
+    return names
+
+
+def _fold_body(body, op_type, known, partial, types, opset, foldable, fresh, duplicated=frozenset()) -> Counter:
     """Fold ``body`` (an If branch, a Loop's or a Scan's body) in place, seeing what is known
     outside it. A Loop's or Scan's body runs once per iteration on values that may change shape
     from one iteration to the next: its inputs, and every value computed from them, are taken as
@@ -184,7 +218,9 @@ def _fold_body(body, op_type, known, partial, types, opset, foldable, fresh) -> 
         types = _TypesHiding(types, varying)
         known = {name: value for name, value in known.items() if name not in varying}
         partial = {name: value for name, value in partial.items() if name not in varying}
-    inner, inner_folded = fold_nodes(list(body.node), dict(known), types, opset, foldable, fresh, dict(partial))
+    inner, inner_folded = fold_nodes(
+        list(body.node), dict(known), types, opset, foldable, fresh, dict(partial), duplicated=duplicated
+    )
     if inner_folded:
         kept = without_unread(inner, [info.name for info in body.output], _removable(foldable))
         del body.node[:]
@@ -333,9 +369,9 @@ def _computed(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int) ->
         return None
     with np.errstate(all="ignore"):
         arrays = evaluated_small(node, feeds, opset)
-    if arrays is None or any(_kind(a.dtype) == "other" for a in arrays):
-        return None
     arithmetic = node.op_type not in DATA_MOVING and node.op_type != "ConstantOfShape"
+    if arrays is None or arithmetic and any(_kind(a.dtype) == "other" for a in arrays):
+        return None  # (a fill or a move copies bits: of any type)
     if arithmetic and node.op_type not in IEEE_EXACT and any(_kind(a.dtype) != "integer" for a in arrays):
         return None
     if node.op_type in ("Cast", "CastLike") and not _cast_exact(feeds[node.input[0]], arrays[0]):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import onnx
 
 from . import schemas
-from .errors import ConversionRefused
+from .errors import ConversionRefused, IncompleteLowering
 from .graphs import held_graphs
 from .report import RemainingOp
 from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, RuntimeProfile, Verdict, load_profile
@@ -130,15 +130,20 @@ def lower_for_target(
     that the runtime refuses."""
     profile = load_profile(name) if isinstance(name, str) else name
     asked = set(options.pop("ops", None) or ())
+    strict = options.pop("strict", False)  # (for the ops asked for, not those the target chose)
     if options.get("fold") is None:
         options["fold"] = "all"
     model_opset = schemas.default_opset(model.opset_import) or 1
     opset = options.pop("target_opset", None) or profile.opset_for(model_opset)
     target_opset = opset if opset != model_opset else None
     try:  # what it runs right only in some cases lowered too, where that leaves nothing it refuses
-        return _lowered_for(model, profile, opset, asked, True, lower_model, lowerable, target_opset, options)
+        result = _lowered_for(model, profile, opset, asked, True, lower_model, lowerable, target_opset, options)
     except TargetRefused:
-        return _lowered_for(model, profile, opset, asked, False, lower_model, lowerable, target_opset, options)
+        result = _lowered_for(model, profile, opset, asked, False, lower_model, lowerable, target_opset, options)
+    left = [entry for entry in result.report.remaining if entry.op_type in asked]
+    if strict and left:
+        raise IncompleteLowering(left)
+    return result
 
 
 def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lowerable, target_opset, options):

@@ -138,3 +138,12 @@ def test_the_exporters_dimension_names_in_value_info_take_the_sizes_given():
     onnx.checker.check_model(static, full_check=True)
     for got, want in zip(runs_in_onnxruntime(static, feeds), runs_in_onnxruntime(model, feeds), strict=True):
         assert got.tobytes() == want.tobytes()
+
+
+def test_one_dimension_name_given_two_sizes_is_refused():
+    """x [N] and y [N] share the name N: given 2 and 4, the shapes contradict the model."""
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N"]) for n in ("x", "y")]
+    model = make_model([helper.make_node("Add", ["x", "y"], ["z"])], inputs,
+                       [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N"])], opset=17)  # fmt: skip
+    with pytest.raises(lowering.LoweringError, match="named 'N', which another input's dimension shares"):
+        with_input_shapes(model, {"x": [2], "y": [4]})

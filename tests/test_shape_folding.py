@@ -445,3 +445,58 @@ def test_a_local_functions_body_folds_what_its_constants_decide():
     assert result.report.folded == {"Range": 1}
     feeds = {"x": np.zeros((2, 3), np.float32)}
     assert runs_in_onnxruntime(result.model, feeds)[0].tolist() == [0, 1, 2, 3, 2, 3]
+
+
+def branch_graph_of(nodes, name, outputs, initializer=()):
+    infos = [helper.make_tensor_value_info(output, TensorProto.FLOAT, None) for output in outputs]
+    return helper.make_graph(nodes, name, [], infos, initializer=list(initializer))
+
+
+def test_a_branch_is_not_inlined_where_its_names_or_initializers_would_be_lost():
+    """Two Ifs of a known condition whose branches both define t, and one whose branch holds an
+    initializer: inlining would define t twice or read a k nothing defines; they stay Ifs, and
+    the model passes the checker and runs (fold="all")."""
+    k = onnx.numpy_helper.from_array(np.array([2.0], np.float32), "k")
+    nodes = [helper.make_node("Constant", [], ["c"], name="c", value=onnx.numpy_helper.from_array(np.array(True)))]
+    for index in (1, 2):
+        then_nodes = [helper.make_node("Neg", ["a"], ["t"]), helper.make_node("Abs", ["t"], [f"u{index}"])]
+        then_branch = branch_graph_of(then_nodes, f"then{index}", [f"u{index}"])
+        else_branch = branch_graph_of(
+            [helper.make_node("Identity", ["a"], [f"e{index}"])], f"else{index}", [f"e{index}"]
+        )
+        nodes.append(helper.make_node("If", ["c"], [f"y{index}"], name=f"if{index}", then_branch=then_branch,
+                                      else_branch=else_branch))  # fmt: skip
+    held = branch_graph_of([helper.make_node("Add", ["a", "k"], ["z"])], "held", ["z"], [k])
+    plain = branch_graph_of([helper.make_node("Identity", ["a"], ["w"])], "plain", ["w"])
+    nodes.append(helper.make_node("If", ["c"], ["y3"], name="if3", then_branch=held, else_branch=plain))
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [1])
+    outputs = [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1]) for i in (1, 2, 3)]
+    model = make_model(nodes, [a], outputs, opset=17)
+    result = lowering.lower_model(model, ops=[], fold="all")
+    assert [node.op_type for node in result.model.graph.node].count("If") == 3
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = {"a": np.array([-1.5], np.float32)}
+    assert [v.tolist() for v in runs_in_onnxruntime(result.model, feeds)] == [[1.5], [1.5], [0.5]]
+
+
+def test_a_name_sibling_branches_both_define_has_no_one_shape_to_fold():
+    """then: t = Concat(a, a), Shape(t); else: t = Identity(a), Shape(t): t is [4] in one branch
+    and [2] in the other; neither Shape folds to the other's, whichever branch runs."""
+
+    def shaped(name, first):
+        return branch_graph_of([first, helper.make_node("Shape", ["t"], [f"s_{name}"])], name, [f"s_{name}"])
+
+    then_branch = shaped("then", helper.make_node("Concat", ["a", "a"], ["t"], axis=0))
+    else_branch = shaped("else", helper.make_node("Identity", ["a"], ["t"]))
+    for graph in (then_branch, else_branch):
+        graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
+    node = helper.make_node("If", ["c"], ["s"], name="choose", then_branch=then_branch, else_branch=else_branch)
+    inputs = [
+        helper.make_tensor_value_info("a", TensorProto.FLOAT, [2]),
+        helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+    ]
+    model = make_model([node], inputs, [helper.make_tensor_value_info("s", TensorProto.INT64, [1])], opset=17)
+    result = lowering.lower_model(model, ops=[], fold="all")
+    for flag, size in ((True, 4), (False, 2)):
+        feeds = {"a": np.zeros(2, np.float32), "c": np.array(flag)}
+        assert runs_in_onnxruntime(result.model, feeds)[0].tolist() == [size]

@@ -162,3 +162,16 @@ def test_an_op_it_runs_right_only_in_some_cases_is_lowered_where_a_pattern_can()
     assert "IsNaN" not in {node.op_type for node in result.model.graph.node}
     x = np.array([[np.nan, -np.inf, 0.0], [-0.0, 1e-45, 2.0]], np.float32)
     assert runs_in_onnxruntime(result.model, {"x": x})[0].tobytes() == runs_in_onnxruntime(model, {"x": x})[0].tobytes()
+
+
+def test_strict_applies_to_the_ops_asked_for_not_to_those_the_target_chose():
+    """Resize by 1.5 (nearest), which onnxruntime's profile runs right only in some cases: the
+    target tries its pattern, which declines; with strict=True that is no error (Resize was not
+    asked for), and the model runs."""
+    scales = onnx.numpy_helper.from_array(np.array([1, 1, 1.5, 1.5], np.float32), "scales")
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", mode="nearest")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])
+    model = make_model([node], [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])], opset=19,
+                       initializer=[scales])  # fmt: skip
+    result = lowering.lower_model(model, target="onnxruntime", strict=True)
+    assert runs_in_onnxruntime(result.model, {"x": np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)}) is not None
