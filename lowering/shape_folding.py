@@ -173,17 +173,19 @@ def fold_nodes(
 def _chosen_branch(node, known, types, opset, fresh, duplicated=frozenset()) -> list[onnx.NodeProto] | None:
     """The nodes an If whose condition is known runs: its branch's, then ``If output =
     Identity(branch output)`` for each output; None where the condition is not known, an
-    output is no tensor and the opset's Identity takes tensors only (before 16 no optionals,
-    before 14 no sequences), the branch holds initializers, or it defines a name another graph
-    defines too (``duplicated``: inlined, the name would be defined twice)."""
+    output's type is not one the opset's Identity takes (onnx.defs), the branch holds
+    initializers, or it defines a name another graph defines too (``duplicated``: inlined, the
+    name would be defined twice)."""
     condition = known.get(node.input[0]) if node.input else None
     if condition is None or condition.size != 1:
         return None
-    if opset is None or opset < 16:
-        for name in node.output:
-            declared = types.get(name)
-            if declared is None or declared.WhichOneof("value") != "tensor_type":
-                return None
+    if opset is None:
+        return None
+    takes = schemas.input_type_strings("Identity", opset)
+    for name in node.output:
+        declared = types.get(name)
+        if name and (declared is None or schemas.type_string(declared) not in takes):
+            return None
     wanted = "then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"
     branch = next((a.g for a in node.attribute if a.name == wanted), None)
     if branch is None or len(branch.initializer) or len(branch.sparse_initializer):

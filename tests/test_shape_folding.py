@@ -269,11 +269,6 @@ def test_an_ifs_branches_fold_too_seeing_what_is_known_outside():
         assert runs_in_onnxruntime(result.model, feeds)[0].tobytes() == runs_in_onnxruntime(model, feeds)[0].tobytes()
 
 
-def unfolded_outputs(model: onnx.ModelProto, feeds) -> list[np.ndarray]:
-    """onnxruntime's outputs of ``model`` with its own constant folding off (so it computes every node)."""
-    return unoptimized_outputs(model, feeds)
-
-
 EXACT_BINARY = ("Add", "Sub", "Mul", "Div", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")
 EXACT_UNARY = ("Neg", "Abs", "Floor", "Ceil", "Round")
 
@@ -308,10 +303,10 @@ def test_float_ops_ieee_754_rounds_once_fold_bit_for_bit_on_edge_values(op, elem
     node = helper.make_node(op, ["a", "b"] if op in EXACT_BINARY else ["a"], ["y"], name=op)
     model = constants_model([node], {"a": a, "b": b}, ["y"])
     result = lowering.lower_model(model, ops=[], fold="all")
-    (want,) = unfolded_outputs(model, {})
+    (want,) = unoptimized_outputs(model, {})
     nan_made = want.dtype.kind == "f" and np.isnan(want).any()
     assert result.report.folded == ({} if nan_made else {op: 1})
-    (got,) = unfolded_outputs(result.model, {})
+    (got,) = unoptimized_outputs(result.model, {})
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
@@ -327,7 +322,7 @@ def test_selecting_ops_fold_float_values_but_never_a_negative_zero(op):
         model = constants_model([helper.make_node(op, inputs, ["z"], name="z")], arrays, ["z"])
         result = lowering.lower_model(model, ops=[], fold="all")
         assert result.report.folded == ({op: 1} if folds else {})
-        (got,), (want,) = unfolded_outputs(result.model, {}), unfolded_outputs(model, {})
+        (got,), (want,) = unoptimized_outputs(result.model, {}), unoptimized_outputs(model, {})
         assert got.tobytes() == want.tobytes()
 
 
