@@ -157,7 +157,7 @@ class Legalizer:
             names=self.names,
             twin=self._inferred_main_graph,
         )
-        main.infers_locally = self.path.infers_locally()
+        main.shape_source = self.path.shape_source(main)
         self._legalize_graph(main)
         for key in callers_first(self.functions):
             self._legalize_function(self.functions[key])

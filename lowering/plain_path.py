@@ -18,7 +18,7 @@ from .decomposition import check_input_accepted, decompose, input_value, rule_at
 from .errors import NotLowered
 from .naming import NameAllocator
 from .registry import Rule, default_domain_rule
-from .scopes import Scope
+from .scopes import Scope, ShapeSource
 
 
 class KeptByOp(NamedTuple):
@@ -93,11 +93,11 @@ class PlainPath:
         del visited
         return False
 
-    def infers_locally(self) -> bool:
-        """Whether the main graph's scope asks onnx's inference of the nodes back from a value
-        for its shape before the whole graph's (:meth:`lowering.scopes.Scope.inferred_type_of`):
-        not here."""
-        return False
+    def shape_source(self, scope: Scope) -> ShapeSource | None:
+        """What ``scope`` asks for a value's static shape before onnx's inference of the whole
+        graph (:meth:`lowering.scopes.Scope.inferred_type_of`): nothing here."""
+        del scope
+        return None
 
     def kept_by_op(self, scope: Scope, visited: list[int]) -> KeptByOp:
         """The nodes of ``visited`` a conversion's walk looks at, how many it left out (kept as

@@ -8,15 +8,15 @@ taken from the unmodified model.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
+from typing import Protocol
 
 import onnx
 
 from . import schemas
 from .builder import ConstantPool, later_output_rule, output_type_rule, same_typed_inputs, schema_output_rule
-from .folding import INTEGER_TYPES, integer_value_of, static_shape
-from .graphs import constant_tensor, holds_graphs
+from .folding import INTEGER_TYPES, integer_value_of
+from .graphs import constant_tensor
 from .naming import NameAllocator
 
 # How many producers back constant_value follows an integer value computed from static shapes.
@@ -24,13 +24,15 @@ MAX_FOLDING_DEPTH = 32
 
 GraphLike = onnx.GraphProto | onnx.FunctionProto
 TwinProvider = Callable[[], "onnx.GraphProto | None"]
+
+
+class ShapeSource(Protocol):
+    """What gives a value's static shape before onnx's inference of the whole graph is asked."""
+
+    def shape_of(self, name: str, reader: int | None) -> onnx.TypeProto | None: ...
+
+
 NEARBY_NODES = 64  # nodes looked at before a reader for its producer, before indexing them all
-# Nodes inferred one at a time back from one value whose shape is asked, before onnx's
-# inference of the whole graph is asked instead; a graph's values together may have a quarter
-# of its nodes so inferred (at least this many), where the whole graph's inference is cheaper.
-LOCAL_INFERENCE_NODES = 256
-# The largest integer constant handed to a node's inference as data (a shape, axes, sizes).
-MAX_LOCAL_DATA_ELEMENTS = 1024
 # Identity nodes followed back to the initializer or Constant holding a value's shape.
 MAX_IDENTITIES_FOLLOWED = 8
 # Element types followed back one value at a time, before all of a graph's are found in one
@@ -128,7 +130,6 @@ class DeclaredTypes:
 
 
 _UNREAD = object()
-_NO_INPUT = ("", b"")  # (an input not given, in a node's kind for local inference)
 
 
 class _FarProducer(Exception):
@@ -234,12 +235,12 @@ def type_string(type_proto: onnx.TypeProto) -> str:
     return found
 
 
-def _has_shape(type_proto: onnx.TypeProto) -> bool:
+def has_shape(type_proto: onnx.TypeProto) -> bool:
     kind = type_proto.WhichOneof("value")
     return kind != "tensor_type" or type_proto.tensor_type.HasField("shape")
 
 
-def _initializer_type(tensor: onnx.TensorProto) -> onnx.TypeProto:
+def initializer_type(tensor: onnx.TensorProto) -> onnx.TypeProto:
     """The tensor type of an initializer, its shape included."""
     return onnx.helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
 
@@ -318,14 +319,9 @@ class Scope:
         # which is due soon anyway, instead of indexing every node's outputs for it.
         self.most_types_asked = False
         self._schema_rules: dict[str, tuple] = {}
-        # Whether a value's shape is first asked of onnx's inference of the nodes back from it
-        # alone (:meth:`_locally_inferred`) before the whole graph's (the path says); the nodes
-        # left to infer so, and what they gave.
-        self.infers_locally = False
-        self._local_nodes_left = max(LOCAL_INFERENCE_NODES, len(self.op_types) // 4)
-        self._local_types: dict[str, onnx.TypeProto | None] = {}
-        self._local_input_keys: dict[str, tuple[bytes, bytes] | None] = {}
-        self._local_kinds: dict[tuple, list[onnx.TypeProto | None]] = {}  # (see _infer_node_locally)
+        # Where a value's static shape is asked before onnx's inference of the whole graph (a
+        # path may give one: the speed add-on infers the nodes back from the value one at a time).
+        self.shape_source: ShapeSource | None = None
         self._same_typed_inputs: dict[str, tuple] = {}
         inputs = graph.input if isinstance(graph, onnx.FunctionProto) else [i.name for i in graph.input]
         self._declared_inputs = frozenset(inputs)
@@ -372,6 +368,28 @@ class Scope:
                 return None
             scope = scope.parent
         return None
+
+    def declared_type(self, name: str) -> onnx.TypeProto | None:
+        """The type this graph itself states for ``name`` (never an enclosing graph's)."""
+        return self._declared.get(name)
+
+    def is_own_value(self, name: str) -> bool:
+        """Whether ``name`` is an input or initializer of this graph."""
+        return name in self._own_values
+
+    def own_constant(self, name: str) -> onnx.TensorProto | None:
+        """The initializer or Constant of this graph holding ``name``, as a tensor."""
+        tensor = self._initializers().get(name)
+        if tensor is None and name in self._constant_map:
+            tensor = constant_tensor(self._constant_map[name])
+        return tensor
+
+    def nearby_producer(self, name: str, reader: int | None) -> tuple[onnx.NodeProto, int, int] | None:
+        """:meth:`_local_producer`, or None where it is far and most types are asked."""
+        try:
+            return self._local_producer(name, reader)
+        except _FarProducer:
+            return None
 
     def _producers(self) -> dict[str, tuple[onnx.NodeProto, int, int]]:
         if self._producer_map is None:
@@ -513,10 +531,10 @@ class Scope:
         scope: Scope | None = self
         while scope is not None:
             declared = scope._declared.get(name)
-            if declared is not None and _has_shape(declared):
+            if declared is not None and has_shape(declared):
                 return declared
-            if scope._twin_types is None and scope.infers_locally:
-                local = scope._locally_inferred(name, reader if scope is self else None)
+            if scope._twin_types is None and scope.shape_source is not None:
+                local = scope.shape_source.shape_of(name, reader if scope is self else None)
                 if local is not None:
                     return local
             inferred = scope._inferred_types().get(name)
@@ -531,7 +549,7 @@ class Scope:
         """:meth:`type_of`, with the shape the graph states for the value, or the dimensions of
         the initializer or Constant holding it (never inferred)."""
         found = self.type_of(name, reader)
-        if found is None or _has_shape(found) or found.WhichOneof("value") != "tensor_type":
+        if found is None or has_shape(found) or found.WhichOneof("value") != "tensor_type":
             return found
         dims = self._held_dims(name)
         if dims is None:
@@ -602,138 +620,6 @@ class Scope:
         if 0 in found:
             return None
         return frozenset(found)
-
-    def _locally_inferred(self, name: str, reader: int | None) -> onnx.TypeProto | None:
-        """The type of ``name`` with a static shape (every size a number) as onnx's inference
-        of each node back from it gives it, one node at a time, from the shapes the graph
-        states and its small integer constants; None where that gives less, or asks more than
-        the nodes left to infer so (then onnx's inference of the whole graph is asked, which
-        knows at least as much: it also propagates shapes computed from shapes). A main graph's
-        values alone, made by default-domain nodes holding no graph; a value the graph states
-        with a shape, or as other than a tensor of a known element type, is taken as stated,
-        and one it states of another element type than its node's inference gives is not
-        inferred past (the whole graph's inference fails on it). ``reader``: the index of a
-        node reading ``name``, where known."""
-        if self.parent is not None or not isinstance(self.graph, onnx.GraphProto) or name in self._own_values:
-            return None
-        known = self._local_types
-        pending: list[tuple[str, int | None]] = [(name, reader)]  # (value, the index of a node reading it)
-        expanding: set[str] = set()  # values waiting for their producer's inputs (one met again: a cycle)
-        met = 0  # nodes met whose inputs are not all typed yet
-        while pending:
-            value, reader = pending[-1]
-            if value in known:
-                pending.pop()
-                continue
-            declared = self._declared.get(value)
-            if declared is not None and (_has_shape(declared) or element_type_of(declared) is None):
-                known[value] = declared  # (stated as other than a tensor: inference would keep that)
-                pending.pop()
-                continue
-            if value in self._own_values:
-                tensor = self._initializers().get(value)
-                known[value] = declared if tensor is None else _initializer_type(tensor)
-                pending.pop()
-                continue
-            try:
-                found = self._local_producer(value, reader)
-            except _FarProducer:
-                found = None
-            node = found[0] if found is not None else None
-            if node is None or node.domain not in schemas.DEFAULT_DOMAINS or holds_graphs(node):
-                known[value] = None
-                pending.pop()
-                continue
-            index = found[1]
-            missing = [(source, index) for source in dict.fromkeys(node.input) if source and source not in known]
-            if missing and value not in expanding:
-                met += 1
-                if met > LOCAL_INFERENCE_NODES or met > self._local_nodes_left:
-                    return None
-                expanding.add(value)
-                for source, _ in missing:
-                    if source in expanding:  # (a cycle: not inferred)
-                        known[source] = None
-                pending.extend(missing)
-                continue
-            pending.pop()
-            expanding.discard(value)
-            self._local_nodes_left -= 1
-            self._infer_node_locally(node)
-            known.setdefault(value, None)
-        found = known.get(name)
-        return found if static_shape(found) is not None else None
-
-    def _infer_node_locally(self, node: onnx.NodeProto) -> None:
-        """Each output of ``node`` typed by onnx's inference of the node alone (None for each
-        where the inference fails or an input's type is unknown), asked once per kind of node:
-        its op, attributes, and its inputs' types and data."""
-        known = self._local_types
-        read = [self._local_input_key(source) if source else _NO_INPUT for source in node.input]
-        if None in read:  # (an input of unknown type: its outputs are not inferred)
-            for output in node.output:
-                if output:
-                    known[output] = None
-            return
-        key = (
-            node.op_type,
-            tuple([attribute.SerializeToString() for attribute in node.attribute]),
-            tuple(read),
-            len(node.output),
-        )
-        found = self._local_kinds.get(key)
-        if found is None:
-            found = self._local_kinds[key] = self._inferred_outputs(node)
-        for output, type_proto in zip(node.output, found, strict=True):
-            if output:
-                stated = self._declared.get(output)
-                if type_proto is not None and stated is not None:
-                    if element_type_of(stated) != element_type_of(type_proto):
-                        type_proto = None  # (the graph states another element type: inference fails on it)
-                known[output] = type_proto
-
-    def _local_input_key(self, name: str) -> tuple[bytes, bytes] | None:
-        """What a node's inference reads of its input ``name``: its type, and its data where a
-        small integer constant, serialized (None where its type is unknown)."""
-        found = self._local_input_keys.get(name, _UNREAD)
-        if found is _UNREAD:
-            type_proto = self._local_types.get(name)
-            tensor = self._small_integer_constant(name)
-            found = self._local_input_keys[name] = (
-                None
-                if type_proto is None
-                else (type_proto.SerializeToString(), b"" if tensor is None else tensor.SerializeToString())
-            )
-        return found
-
-    def _inferred_outputs(self, node: onnx.NodeProto) -> list[onnx.TypeProto | None]:
-        """onnx's inference of ``node`` alone, from its inputs' local types and small integer
-        data: each output's type by position (None where not inferred)."""
-        types = {source: self._local_types[source] for source in node.input if source}
-        schema = schemas.schema_in_force(node.op_type, self.source_opset)
-        outputs: dict[str, onnx.TypeProto] = {}
-        if schema is not None and all(t is not None for t in types.values()):
-            data = {}
-            for source in types:
-                tensor = self._small_integer_constant(source)
-                if tensor is not None:
-                    data[source] = tensor
-            try:
-                outputs = onnx.shape_inference.infer_node_outputs(
-                    schema, node, types, data, opset_imports=[onnx.helper.make_opsetid("", self.source_opset)]
-                )
-            except Exception:  # (inference is best effort: the whole graph's is asked instead)
-                outputs = {}
-        return [outputs.get(output) if output else None for output in node.output]
-
-    def _small_integer_constant(self, name: str) -> onnx.TensorProto | None:
-        """The initializer or Constant value ``name``, where it holds a few integers."""
-        tensor = self._initializers().get(name)
-        if tensor is None and name in self._constant_map:
-            tensor = constant_tensor(self._constant_map[name])
-        if tensor is None or tensor.data_type not in INTEGER_TYPES:
-            return None
-        return tensor if math.prod(tensor.dims) <= MAX_LOCAL_DATA_ELEMENTS else None
 
     def _propagated_element_type(self, name: str, reader: int | None) -> int | None:
         """The element type of a value of this graph that follows from the op schemas alone: an

@@ -4,6 +4,7 @@ is collected where the speed add-on is there."""
 
 from pathlib import Path
 
+import onnx
 import pytest
 
 FAST_TESTS = Path(__file__).parent / "fast"
@@ -45,3 +46,19 @@ def pytest_collection_modifyitems(items):
         for index, item in enumerate(group):
             if index % step:
                 item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def whole_inferences(monkeypatch) -> list[str]:
+    """The graph name of each model onnx inference is asked about (the whole model's graph, or a
+    function body's, "body", inferred alone), read from the model or its bytes as given."""
+    asked: list[str] = []
+    infer_shapes = onnx.shape_inference.infer_shapes
+
+    def counting(model, *args, **kwargs):
+        parsed = onnx.ModelProto.FromString(model) if isinstance(model, bytes) else model
+        asked.append(parsed.graph.name)
+        return infer_shapes(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", counting)
+    return asked

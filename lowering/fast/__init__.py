@@ -30,6 +30,7 @@ from ..scopes import Scope
 from . import protowire
 from .inference_bytes import lean_bytes
 from .kind_memo import KindMemo
+from .local_shapes import LocalShapes, shape_source
 from .names import NamesBySnapshot
 from .templates import RecordingConstants, RecordingNames, Replay, Template, placeholder, replay_together
 from .unchanged_ops import kept_by_op
@@ -174,8 +175,10 @@ class FastPath(PlainPath):
         one by one (:data:`lowering.scopes.PROPAGATIONS_BEFORE_WHOLE`), where ``whole_typing``."""
         return self.shortcuts.whole_typing and self.driver.converting and visited > scopes.PROPAGATIONS_BEFORE_WHOLE
 
-    def infers_locally(self) -> bool:
-        return self.shortcuts.local_shapes
+    def shape_source(self, scope: Scope) -> LocalShapes | None:
+        """The main graph's shapes inferred one node at a time back from a value (:mod:`.local_shapes`),
+        where ``local_shapes``."""
+        return shape_source(scope) if self.shortcuts.local_shapes else None
 
     def kept_by_op(self, scope: Scope, visited: list[int]) -> KeptByOp:
         """:func:`.unchanged_ops.kept_by_op` where ``kept_ops`` is on and the walk asks for most
