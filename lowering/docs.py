@@ -27,23 +27,35 @@ CELL = 300  # a longer cell is cut at a clause, with " …" (``onnx-lower --list
 
 
 def targets_table() -> str:
-    """One row per runtime profile (lowering/target_profiles/): what it is and where it came from."""
-    from .runtime_profiles import load_profile, profile_names
+    """One row per runtime profile (lowering/target_profiles/): what it is and where it came from,
+    probed from the runtime or read from its published support table."""
+    from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, TableProfile, load_profile, profile_names
 
     rows = [
-        "| target | runtime | opsets it loads | backend cases: right / wrong / fails | source |",
+        "| target | runtime | opsets it loads | what it holds | source |",
         "|---|---|---|---|---|",
     ]
     for name in profile_names():
         profile = load_profile(name)
-        verdicts = [verdict for outcomes in profile.cases.values() for _, verdict, _ in outcomes]
-        right, wrong = verdicts.count("right"), verdicts.count("wrong")
-        failed = len(verdicts) - right - wrong
         span = f"{min(profile.opsets)}-{max(profile.opsets)}" if profile.opsets else "none"
-        source = f"{profile.source.get('kind')}: `{profile.source.get('how')}` ({profile.source.get('date', '?')})"
-        note = profile.source.get("note")
+        if isinstance(profile, TableProfile):
+            counts = profile.counts()
+            span = span if profile.opsets else "not stated"
+            held = (
+                f"table: {counts[SUPPORTED]} ops supported, {counts[PARTLY]} with restrictions, "
+                f"{counts[REFUSED]} marked N; any other refused"
+            )
+            where = profile.source
+            source = f"table: `{where['path']}` of {where['repo']} at `{where['ref']}`, commit `{where['commit'][:12]}`"
+            note = where.get("opsets_stated") and f'opsets: "{where["opsets_stated"]}"'
+        else:
+            verdicts = [verdict for outcomes in profile.cases.values() for _, verdict, _ in outcomes]
+            right, wrong = verdicts.count("right"), verdicts.count("wrong")
+            held = f"backend cases: {right} right / {wrong} wrong / {len(verdicts) - right - wrong} fail"
+            source = f"{profile.source.get('kind')}: `{profile.source.get('how')}` ({profile.source.get('date', '?')})"
+            note = profile.source.get("note")
         rows.append(
-            f"| `{name}` | {profile.runtime} {profile.runtime_version} | {span} | {right} / {wrong} / {failed} | "
+            f"| `{name}` | {profile.runtime} {profile.runtime_version} | {span} | {held} | "
             f"{source}{'; ' + note if note else ''} |"
         )
     return "\n".join(rows)

@@ -1,7 +1,9 @@
 """Runtime profiles: what a real runtime loads, runs and gets right, as data probed from it
 (``targets/probe.py`` runs every single-op ONNX backend node case through the runtime and
-records each case's op, op version, element type and verdict). Nothing here is typed by hand:
-each profile is a JSON file in ``lowering/target_profiles/`` that names its source.
+records each case's op, op version, element type and verdict), or, for a runtime that cannot
+run here, read from its published support table (``targets/read_table.py``; a
+:class:`TableProfile`). Nothing here is typed by hand: each profile is a JSON file in
+``lowering/target_profiles/`` that names its source.
 
 A (op, version, element type) the profile saw is ``supported`` where every case of it ran
 right, ``partly`` where some did (the others depend on attributes), and refused where none did
@@ -17,6 +19,10 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from onnx import TensorProto
+
+from . import schemas
 
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
@@ -84,10 +90,14 @@ class RuntimeProfile:
     def opset_for(self, model_opset: int) -> int:
         """The default-domain opset a model of ``model_opset`` goes to: its own where the runtime
         loads it, else the nearest the runtime loads (the newest below, or the oldest above)."""
-        if model_opset in self.opsets or not self.opsets:
-            return model_opset
-        below = [o for o in self.opsets if o < model_opset]
-        return max(below) if below else min(self.opsets)
+        return _opset_for(self.opsets, model_opset)
+
+    def opset_verdict(self, model_opset: int) -> Verdict:
+        """Whether the runtime loads default-domain opset ``model_opset`` at all."""
+        if model_opset in self.opsets:
+            return Verdict(SUPPORTED)
+        shown = f"{min(self.opsets)}-{max(self.opsets)}" if self.opsets else "none"
+        return Verdict(REFUSED, f"the runtime loads default-domain opsets {shown}, not {model_opset}")
 
     def describe(self) -> str:
         counts = defaultdict(int)
@@ -97,6 +107,108 @@ class RuntimeProfile:
         total = ", ".join(f"{counts[k]} {k}" for k in sorted(counts))
         span = f"opsets {min(self.opsets)}-{max(self.opsets)}" if self.opsets else "no opset loaded"
         return f"{self.runtime} {self.runtime_version}: {span}; backend cases {total} ({self.source.get('kind', '?')})"
+
+
+def _opset_for(opsets: tuple[int, ...], model_opset: int) -> int:
+    if model_opset in opsets or not opsets:
+        return model_opset
+    below = [o for o in opsets if o < model_opset]
+    return max(below) if below else min(opsets)
+
+
+@dataclass(frozen=True)
+class TableProfile:
+    """One runtime's published support table, as ``targets/read_table.py`` read it: the
+    default-domain ``opsets`` it states (empty where it states none), and per op what the table
+    says (``listed`` Y or N, onnx's element ``types`` or None where it names none, op
+    ``versions`` as ranges or None, a ``restriction``). An op the table lacks, or marks N, is
+    refused; a listed op is supported at the versions and on the types listed, ``partly`` where
+    the table states a restriction (the restriction is the why)."""
+
+    name: str
+    runtime: str
+    runtime_version: str
+    source: dict
+    opsets: tuple[int, ...]
+    ops: dict[str, dict] = field(repr=False)
+    unread: tuple[str, ...] = ()
+
+    @property
+    def table(self) -> str:
+        """The table, as a verdict names it: ``docs/operators.md of onnx/onnx-tensorrt at release/10.1-GA``."""
+        return f"{self.source.get('path')} of {self.source.get('repo')} at {self.source.get('ref')}"
+
+    def verdict(self, op_type: str, version: int, type_name: str) -> Verdict:
+        """What the table says of ``op_type``-``version`` on ``type_name`` (onnx's name, "FLOAT";
+        "" where unknown)."""
+        entry = self.ops.get(op_type)
+        if entry is None:
+            return Verdict(REFUSED, f"{op_type} is not in {self.table}")
+        if entry["listed"] != "Y":
+            return Verdict(REFUSED, f"{op_type} is marked {entry['listed']} (not supported) in {self.table}")
+        if entry.get("versions") is not None:
+            if not any(low <= version and (high is None or version <= high) for low, high in entry["versions"]):
+                return Verdict(REFUSED, f"{self.table} lists {op_type} at opsets {entry.get('table_versions')}, "
+                               f"not {op_type}-{version}")  # fmt: skip
+        elif self.opsets and schemas.op_versions(op_type):
+            in_force = {schemas.version_in_force(op_type, opset) for opset in self.opsets}
+            if version not in in_force:
+                shown = f"{min(self.opsets)}-{max(self.opsets)}"
+                return Verdict(REFUSED, f"{op_type}-{version} is in force at none of opsets {shown}, "
+                               f"which {self.table} states")  # fmt: skip
+        types = entry.get("types")
+        if types:
+            listed = f"{self.table} lists {op_type} on {', '.join(types)}"
+            if not type_name:
+                return Verdict(UNVERIFIED, f"the element type is unknown here; {listed}")
+            if type_name not in types:
+                if not _about_first_input(op_type, version, types):
+                    return Verdict(UNVERIFIED, f"{listed}, none of which its first input takes (the types "
+                                   f"are another tensor's), so {type_name} there is not judged")  # fmt: skip
+                return Verdict(REFUSED, f"{listed}, not {type_name}")
+        if entry.get("restriction"):
+            return Verdict(PARTLY, f"{self.table}: {entry['restriction']}")
+        return Verdict(SUPPORTED)
+
+    def opset_for(self, model_opset: int) -> int:
+        """As :meth:`RuntimeProfile.opset_for`, over the opsets the table states (none stated:
+        the model's own)."""
+        return _opset_for(self.opsets, model_opset)
+
+    def opset_verdict(self, model_opset: int) -> Verdict:
+        """Whether the table states default-domain opset ``model_opset`` (unverified where it
+        states no opsets)."""
+        if model_opset in self.opsets:
+            return Verdict(SUPPORTED)
+        if not self.opsets:
+            return Verdict(UNVERIFIED, f"{self.table} states no opsets")
+        stated = self.source.get("opsets_stated") or f"opsets {min(self.opsets)}-{max(self.opsets)}"
+        return Verdict(REFUSED, f"{self.table} states: {stated!r}; not opset {model_opset}")
+
+    def counts(self) -> dict[str, int]:
+        """How many ops the table lists as supported, with a restriction (partly), and marks N."""
+        listed = [entry for entry in self.ops.values() if entry["listed"] == "Y"]
+        partly = sum(1 for entry in listed if entry.get("restriction"))
+        return {SUPPORTED: len(listed) - partly, PARTLY: partly, REFUSED: len(self.ops) - len(listed)}
+
+    def describe(self) -> str:
+        counts = self.counts()
+        span = f"opsets {min(self.opsets)}-{max(self.opsets)}" if self.opsets else "opsets not stated"
+        commit = self.source.get("commit", "?")[:12]
+        return (
+            f"{self.runtime} {self.runtime_version}: {span}; table ops {counts[SUPPORTED]} supported, "
+            f"{counts[PARTLY]} partly, {counts[REFUSED]} marked N (table: {self.table}, commit {commit})"
+        )
+
+
+def _about_first_input(op_type: str, version: int, types: list[str]) -> bool:
+    """Whether a table's ``types`` can be those of the op's first input (what a node's element
+    type is, here): some of them are types it takes. ConstantOfShape's input is always INT64:
+    types of FLOAT only name its output's."""
+    taken = schemas.input_element_types(op_type, version, 0) or schemas.output_element_types(op_type, version, 0)
+    if not taken:
+        return True
+    return any(getattr(TensorProto, name, None) in taken for name in types)
 
 
 def _said(outcomes: list[tuple[str, str, str]]) -> str:
@@ -110,7 +222,7 @@ def profile_names() -> tuple[str, ...]:
 
 
 @functools.cache
-def load_profile(name: str) -> RuntimeProfile:
+def load_profile(name: str) -> RuntimeProfile | TableProfile:
     """The profile called ``name`` (``onnx-lower --list-targets`` lists them)."""
     path = PROFILES / f"{name}.json"
     if name not in profile_names():
@@ -121,8 +233,19 @@ def load_profile(name: str) -> RuntimeProfile:
     return profile_from_data(json.loads(path.read_text()))
 
 
-def profile_from_data(data: dict) -> RuntimeProfile:
-    """A profile from its JSON form (as targets/probe.py writes it)."""
+def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
+    """A profile from its JSON form (as targets/probe.py or, ``"kind": "table"``,
+    targets/read_table.py writes it)."""
+    if data.get("kind") == "table":
+        return TableProfile(
+            name=data["name"],
+            runtime=data["runtime"],
+            runtime_version=data["runtime_version"],
+            source=data["source"],
+            opsets=tuple(data["opsets"]),
+            ops=data["ops"],
+            unread=tuple(data.get("unread", ())),
+        )
     cases: dict[tuple[str, int, str], list] = defaultdict(list)
     for case_name, entry in sorted(data["cases"].items()):
         key = (entry["op"], int(entry["version"]), entry.get("type", ""))

@@ -14,7 +14,7 @@ from . import schemas
 from .errors import ConversionRefused, IncompleteLowering
 from .graphs import held_graphs
 from .report import RemainingOp
-from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, RuntimeProfile, Verdict, load_profile
+from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
 from .shape_folding import inferred_types
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
@@ -79,7 +79,7 @@ class TargetRefused(ConversionRefused):
 
 def check_model(
     model: onnx.ModelProto,
-    profile: RuntimeProfile | str,
+    profile: RuntimeProfile | TableProfile | str,
     opset: int | None = None,
     lowerable: frozenset[str] = frozenset(),
 ) -> list[Finding]:
@@ -92,11 +92,10 @@ def check_model(
     model_opset = schemas.default_opset(model.opset_import) or 1
     opset = profile.opset_for(model_opset) if opset is None else opset
     findings: list[Finding] = []
-    if model_opset not in profile.opsets:
-        shown = f"{min(profile.opsets)}-{max(profile.opsets)}" if profile.opsets else "none"
-        why = f"the runtime loads default-domain opsets {shown}, not {model_opset}"
+    opset_verdict = profile.opset_verdict(model_opset)
+    if opset_verdict.kind != SUPPORTED:
         fix = f"converted to opset {opset}" if opset in profile.opsets else None
-        findings.append(Finding("(opset)", model_opset, "", model.graph.name, "", Verdict(REFUSED, why), fix))
+        findings.append(Finding("(opset)", model_opset, "", model.graph.name, "", opset_verdict, fix))
     types = inferred_types(model)
     local = {(f.domain, f.name) for f in model.functions}
     for graph_name, node in _every_node(model):
@@ -119,7 +118,7 @@ def check_model(
 
 
 def lower_for_target(
-    model: onnx.ModelProto, name: RuntimeProfile | str, lower_model, lowerable: frozenset[str], **options
+    model: onnx.ModelProto, name: RuntimeProfile | TableProfile | str, lower_model, lowerable: frozenset[str], **options
 ):
     """``model`` made to run on the runtime ``name`` by ``lower_model`` (the API's, which calls
     this for ``target=NAME``): at the opset it loads; the ops it refuses lowered by their

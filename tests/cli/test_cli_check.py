@@ -41,7 +41,11 @@ def test_list_targets_names_every_profile_and_its_source():
     assert result.returncode == 0
     assert [line.split()[0] for line in result.stdout.splitlines()] == list(profile_names())
     listed = json.loads(run_cli_in_process("--list-targets", "--json").stdout)
-    assert all(entry["source"]["kind"] == "probed" and entry["opsets"] for entry in listed)
+    assert all(entry["source"]["kind"] == "probed" and entry["opsets"] for entry in listed
+               if entry["source"]["kind"] != "table")  # fmt: skip
+    tables = {entry["name"]: entry["source"] for entry in listed if entry["source"]["kind"] == "table"}
+    assert "tensorrt-10" in tables
+    assert all(len(source["commit"]) == 40 and source["repo"] and source["path"] for source in tables.values())
 
 
 def test_check_of_a_model_that_fits_exits_0(tmp_path):

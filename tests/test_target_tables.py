@@ -1,0 +1,245 @@
+"""Target profiles read from published support tables (targets/read_table.py,
+lowering/runtime_profiles.py's TableProfile): a table excerpt reads into the verdicts it states;
+the shipped profiles are what the script reads from the committed copies, name their commit, and
+refuse what their table lacks; a model goes through check and ``--target`` with them."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from support import REPO, assert_same_bits, make_model, run_cli_in_process, runs_in_onnxruntime
+
+import lowering
+from lowering import schemas
+from lowering.api import lowerable_ops
+from lowering.runtime_profiles import (
+    PARTLY,
+    PROFILES,
+    REFUSED,
+    SUPPORTED,
+    UNVERIFIED,
+    TableProfile,
+    load_profile,
+    profile_from_data,
+)
+from lowering.target_lowering import check_model
+
+
+def read_table_module():
+    spec = importlib.util.spec_from_file_location("read_table", REPO / "targets" / "read_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+READ_TABLE = read_table_module()
+SOURCE = {"repo": "example/runtime", "path": "docs/operators.md", "ref": "main", "commit": "0" * 40}
+
+TENSORRT_LIKE = """# Supported ONNX Operators
+
+Example 1.0 supports operators in the inclusive range of opset 9 to opset 20. More below.
+
+| Operator                  | Supported  | Supported Types | Restrictions |
+|---------------------------|------------|-----------------|--------------|
+| Abs                       | Y          | FP32, FP16, INT32 |
+| AveragePool               | Y          | FP32, FP16 | 2D or 3D Pooling only.<br />`dilations` must be all ones |
+| Bernoulli                 | N          |
+| ConstantOfShape           | Y          | FP32 |
+| DequantizeLinear          | Y          | INT8, FP8 | `x_zero_point` must be zero |
+| IsInf                     | Y          | FP32, FP16
+| Split                     | Y          | FP32, INT64 BOOL, |
+"""
+
+WEBGPU_LIKE = """## Operators Support Table
+
+| Operator | Opset | Comments |
+|:--------:|:-------------:|-----|
+| Abs | ai.onnx(6-12,13+) |  |
+| FastGelu | com.microsoft(1+) |  |
+| Gelu | ai.onnx(20+); com.microsoft(1+) |  |
+| Resize | ai.onnx(10,11-12,13-17,18,19+); com.ms.internal.nhwc(10,19+) | align_corners not with downsampling |
+"""
+
+
+def excerpt_profile(text: str) -> TableProfile:
+    data = READ_TABLE.table_profile(text, "made-up", runtime="made-up", runtime_version="1.0", source=SOURCE)
+    profile = profile_from_data(json.loads(json.dumps(data)))  # (as written and read back)
+    assert isinstance(profile, TableProfile)
+    return profile
+
+
+def test_the_table_s_type_names_are_onnx_s():
+    names = {token: READ_TABLE.onnx_type_name(token) for token in ["FP32", "FP16", "BF16", "INT64", "BOOL", "INT4"]}
+    assert names == {"FP32": "FLOAT", "FP16": "FLOAT16", "BF16": "BFLOAT16", "INT64": "INT64", "BOOL": "BOOL",
+                     "INT4": "INT4"}  # fmt: skip
+    assert READ_TABLE.onnx_type_name("FP8") is None  # (onnx has four 8-bit float types)
+    assert READ_TABLE.onnx_type_name("INF64") is None
+
+
+def test_a_tensorrt_like_excerpt_reads_into_its_verdicts():
+    profile = excerpt_profile(TENSORRT_LIKE)
+    assert profile.opsets == tuple(range(9, 21))
+    assert profile.source["opsets_stated"].startswith("Example 1.0 supports operators in the inclusive range")
+    assert profile.verdict("Abs", 13, "FLOAT").kind == SUPPORTED
+    assert profile.verdict("Abs", 13, "INT32").kind == SUPPORTED
+    refused = profile.verdict("Abs", 13, "DOUBLE")
+    assert refused.kind == REFUSED and refused.why.endswith("lists Abs on FLOAT, FLOAT16, INT32, not DOUBLE")
+    assert profile.verdict("Abs", 13, "").kind == UNVERIFIED  # (the node's type is unknown)
+    assert profile.verdict("Abs", 1, "FLOAT").kind == REFUSED  # (Abs-1 is in force at none of opsets 9-20)
+    partly = profile.verdict("AveragePool", 19, "FLOAT")
+    assert partly.kind == PARTLY and partly.why.endswith("2D or 3D Pooling only. `dilations` must be all ones")
+    assert profile.verdict("Bernoulli", 15, "FLOAT").why.startswith("Bernoulli is marked N")
+    missing = profile.verdict("Mish", 18, "FLOAT")
+    assert missing.kind == REFUSED and missing.why == "Mish is not in docs/operators.md of example/runtime at main"
+    assert profile.verdict("IsInf", 20, "FLOAT16").kind == SUPPORTED  # (a row without its closing |)
+    assert profile.verdict("Split", 18, "BOOL").kind == SUPPORTED  # (a comma missing, one trailing)
+    # ConstantOfShape's input is always INT64: FLOAT names its output, so INT64 is not judged
+    assert profile.verdict("ConstantOfShape", 20, "INT64").kind == UNVERIFIED
+    assert profile.unread == ("DequantizeLinear: 'FP8' names no single onnx element type",)
+    assert profile.verdict("DequantizeLinear", 19, "INT8").kind == PARTLY
+    assert profile.opset_verdict(20).kind == SUPPORTED and profile.opset_verdict(21).kind == REFUSED
+    assert profile.opset_for(23) == 20 and profile.opset_for(7) == 9
+    assert profile.counts() == {SUPPORTED: 4, PARTLY: 2, REFUSED: 1}
+
+
+def test_a_webgpu_like_excerpt_reads_op_versions_and_no_types_or_opsets():
+    profile = excerpt_profile(WEBGPU_LIKE)
+    assert profile.opsets == () and profile.opset_verdict(21).kind == UNVERIFIED and profile.opset_for(21) == 21
+    assert profile.verdict("Abs", 6, "DOUBLE").kind == SUPPORTED  # (the table names no types)
+    assert profile.verdict("Abs", 13, "").kind == SUPPORTED
+    assert profile.verdict("Abs", 1, "FLOAT") == profile.verdict("Abs", 1, "FLOAT16")
+    assert profile.verdict("Abs", 1, "FLOAT").why.endswith("lists Abs at opsets 6-12,13+, not Abs-1")
+    assert profile.verdict("Gelu", 20, "FLOAT").kind == SUPPORTED
+    assert profile.verdict("FastGelu", 1, "FLOAT").kind == REFUSED  # (com.microsoft's only)
+    assert profile.verdict("Resize", 19, "FLOAT").kind == PARTLY
+    assert profile.verdict("Resize", 10, "FLOAT").kind == PARTLY
+
+
+SHIPPED = {
+    "tensorrt-10": ("onnx/onnx-tensorrt", "docs/operators.md", "96e781103cfc4adf4a6bb557e94bac8e693f6f4c"),
+    "tensorrt-8.6": ("onnx/onnx-tensorrt", "docs/operators.md", "ee0b139bc68567a89618c1d84dcd461cc144aad4"),
+    "webgpu": ("microsoft/onnxruntime", "js/web/docs/webgpu-operators.md", "2a4cfab46a8e9159f35b2418ab401937dd8b6502"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_a_shipped_table_profile_is_what_the_script_reads_from_its_copy(name):
+    """It names its repository, path and commit; the committed copy is the file it read (its
+    sha256); reading that copy again gives the same ops, opsets and unread cells."""
+    data = json.loads((PROFILES / f"{name}.json").read_text())
+    repo, path, commit = SHIPPED[name]
+    source = data["source"]
+    assert data["kind"] == source["kind"] == "table" and data["name"] == name
+    assert (source["repo"], source["path"], source["commit"]) == (repo, path, commit)
+    assert source["how"].startswith(f"python targets/read_table.py targets/tables/{name}.md {name} ")
+    text = (REPO / "targets" / "tables" / f"{name}.md").read_text()
+    assert hashlib.sha256(text.encode()).hexdigest() == source["sha256"]
+    again = READ_TABLE.table_profile(text, name, runtime="-", runtime_version="-", source={})
+    assert {key: again[key] for key in ("ops", "opsets", "unread", "other_domains")} == {
+        key: data[key] for key in ("ops", "opsets", "unread", "other_domains")
+    }
+    profile = load_profile(name)
+    assert isinstance(profile, TableProfile) and commit[:12] in profile.describe()
+    known = [op for op in profile.ops if schemas.op_versions(op)]
+    assert len(known) >= 0.9 * len(profile.ops) > 50  # (a few rows name ops onnx dropped: ImageScaler)
+
+
+def test_the_tensorrt_profiles_say_what_their_tables_say():
+    tensorrt_10, tensorrt_8 = load_profile("tensorrt-10"), load_profile("tensorrt-8.6")
+    assert tensorrt_10.opsets == tuple(range(9, 21)) and tensorrt_8.opsets == tuple(range(1, 18))
+    assert tensorrt_10.verdict("CumProd", 26, "FLOAT").why == (
+        "CumProd is not in docs/operators.md of onnx/onnx-tensorrt at release/10.1-GA"
+    )
+    assert tensorrt_10.verdict("BitwiseAnd", 18, "INT32").kind == REFUSED  # (marked N)
+    assert tensorrt_10.verdict("Mish", 18, "FLOAT").kind == SUPPORTED  # "| Mish | Y | FP32, FP16 |"
+    assert tensorrt_10.verdict("Mish", 18, "BFLOAT16").kind == REFUSED
+    assert tensorrt_10.verdict("IsNaN", 13, "INT64").kind == SUPPORTED
+    assert "`axes` must be an initializer" in tensorrt_10.verdict("ReduceSum", 13, "FLOAT").why
+    assert tensorrt_8.verdict("Mish", 18, "FLOAT").kind == REFUSED  # (not in 8.6's table)
+    assert tensorrt_8.verdict("Hardmax", 13, "FLOAT").why.startswith("Hardmax is marked N")
+    assert tensorrt_8.verdict("IsInf", 10, "FLOAT").kind == SUPPORTED
+    assert tensorrt_8.opset_verdict(18).kind == REFUSED and "up to Opset 17" in tensorrt_8.opset_verdict(18).why
+
+
+def test_the_webgpu_profile_says_what_its_table_says():
+    webgpu = load_profile("webgpu")
+    assert webgpu.opsets == () and webgpu.opset_verdict(17).kind == UNVERIFIED
+    assert webgpu.verdict("IsInf", 20, "FLOAT").kind == REFUSED  # (not in the table)
+    assert webgpu.verdict("CumSum", 14, "FLOAT").kind == SUPPORTED  # "| CumSum | ai.onnx(11-13,14+) |"
+    assert webgpu.verdict("Gemm", 6, "FLOAT").kind == REFUSED  # "ai.onnx(7-8,9-10,11-12,13+)"
+    assert webgpu.verdict("Gemm", 13, "FLOAT").kind == SUPPORTED
+    assert webgpu.verdict("MatMulNBits", 1, "FLOAT").kind == REFUSED  # (com.microsoft's only)
+    assert "MatMulNBits" in json.loads((PROFILES / "webgpu.json").read_text())["other_domains"]
+
+
+def bitwise_and_model() -> onnx.ModelProto:
+    nodes = [helper.make_node("BitwiseAnd", ["a", "b"], ["c"], name="and")]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT32, [6]) for name in "ab"]
+    return make_model(nodes, inputs, [helper.make_tensor_value_info("c", TensorProto.INT32, [6])], opset=18)
+
+
+def rms_normalization_model() -> onnx.ModelProto:
+    nodes = [helper.make_node("RMSNormalization", ["x", "scale"], ["y"], name="rms", axis=-1)]
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+        helper.make_tensor_value_info("scale", TensorProto.FLOAT, [4]),
+    ]
+    return make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], opset=23)
+
+
+def test_check_with_a_table_profile_finds_what_blocks_and_its_fix():
+    findings = check_model(rms_normalization_model(), "tensorrt-10", lowerable=lowerable_ops())
+    blockers = [(f.op_type, f.node, f.fix) for f in findings if f.blocks]
+    assert blockers == [
+        ("(opset)", "", "converted to opset 20"),
+        ("RMSNormalization", "rms", "lowered by its pattern (--ops RMSNormalization)"),
+    ]
+    assert "inclusive range of opset 9 to opset 20" in findings[0].verdict.why
+    webgpu = check_model(bitwise_and_model(), "webgpu", lowerable=lowerable_ops())
+    assert [(f.op_type, f.verdict.kind) for f in webgpu] == [("(opset)", UNVERIFIED), ("BitwiseAnd", REFUSED)]
+
+
+@pytest.mark.parametrize(
+    "model, feeds, gone, rtol",
+    [
+        (rms_normalization_model, {"x": np.linspace(-3, 5, 8, dtype=np.float32).reshape(2, 4),
+                                   "scale": np.array([1, 0.5, -2, 3], np.float32)}, "RMSNormalization", 1e-3),
+        (bitwise_and_model, {"a": np.array([0, -1, 7, -8, 2**31 - 1, -(2**31)], np.int32),
+                             "b": np.array([5, 12, -1, 3, -2, -(2**31)], np.int32)}, "BitwiseAnd", None),
+    ],
+)  # fmt: skip
+def test_a_model_lowered_for_tensorrt_10_holds_nothing_it_refuses_and_means_the_same(model, feeds, gone, rtol):
+    """RMSNormalization (not in TensorRT 10's table, after opset 20) and BitwiseAnd (marked N):
+    lowered, the result is at an opset the table states, holds no op it refuses, and gives the
+    original's outputs in onnxruntime: bit for bit (BitwiseAnd's pattern), or within the
+    tolerance docs/function-bodies.md states (RMSNormalization's function body rounds apart)."""
+    original = model()
+    lowered = lowering.lower(original, target="tensorrt-10")
+    assert schemas.default_opset(lowered.opset_import) in range(9, 21)
+    assert gone not in {node.op_type for node in lowered.graph.node}
+    assert not [f for f in check_model(lowered, "tensorrt-10") if f.blocks]
+    onnx.checker.check_model(lowered, full_check=True)
+    want, got = runs_in_onnxruntime(original, feeds), runs_in_onnxruntime(lowered, feeds)
+    assert want is not None and got is not None
+    for got_output, want_output in zip(got, want, strict=True):
+        if rtol is None:
+            assert_same_bits(got_output, want_output, gone)
+        else:
+            assert got_output.dtype == want_output.dtype
+            np.testing.assert_allclose(got_output, want_output, rtol=rtol, atol=1e-7)
+
+
+def test_the_command_line_checks_against_a_table_profile(tmp_path):
+    path = tmp_path / "and.onnx"
+    onnx.save(bitwise_and_model(), path)
+    result = run_cli_in_process("check", str(path), "--target", "tensorrt-10")
+    assert result.returncode == 1
+    assert re.search(r"blocks: BitwiseAnd-18 on INT32 .*: refused: BitwiseAnd is marked N", result.stdout)
+    assert "tensorrt-10 (TensorRT 10.1: opsets 9-20; table ops 110 supported" in result.stdout
