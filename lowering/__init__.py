@@ -4,10 +4,13 @@ from .api import LoweringResult, lower, lower_model, rules_table
 from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError
 from .patterns import PatternEntry, all_patterns
 from .report import LoweringReport, RemainingOp
+from .retyping import RetypeRefused, RetypeReport
 from .targets import DEFAULT_TARGET, ONNXRUNTIME_CPU, Target
 from .verification import OutputComparison, VerifyReport, verify
 
 __all__ = [
+    "RetypeRefused",
+    "RetypeReport",
     "DEFAULT_TARGET",
     "ConversionRefused",
     "IncompleteLowering",

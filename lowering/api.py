@@ -22,6 +22,7 @@ from .opcount import count_ops
 from .patterns import first_paragraph
 from .registry import all_rules
 from .report import LoweringReport
+from .retyping import parse_retypings, retype_model
 from .runtime_profiles import RuntimeProfile
 from .shape_folding import FoldedGraph, fold_shapes, inferred_types
 from .targets import DEFAULT_TARGET, Target
@@ -51,6 +52,8 @@ def lower(
     strict: bool = False,
     fold: str | None = None,
     input_shapes: InputShapes | None = None,
+    retype: str | dict | None = None,
+    retype_io: bool = False,
 ):
     """Lower ``model`` (``onnx.ModelProto`` or ``onnx_ir.Model``) and return the lowered model.
 
@@ -60,10 +63,12 @@ def lower(
     ``fast=False`` runs the plain path (see :func:`lower_model`): the same bytes, slower.
     ``strict=True``: a requested op left is an error (:class:`lowering.IncompleteLowering`).
     ``fold``, ``input_shapes``: the values shapes decide folded, inputs declared static (see :func:`lower_model`).
+    ``retype``: element types rewritten, ``"int64=int32"`` (see :mod:`lowering.retyping`); the
+    model's inputs and outputs keep their types unless ``retype_io``.
     """
     result = lower_model(
         model, ops=ops, target_opset=target_opset, target=target, fast=fast, strict=strict, fold=fold,
-        input_shapes=input_shapes,
+        input_shapes=input_shapes, retype=retype, retype_io=retype_io,
     )  # fmt: skip
     return result.model
 
@@ -80,6 +85,8 @@ def lower_model(
     serialized: bytes | None = None,
     fold: str | None = None,
     input_shapes: InputShapes | None = None,
+    retype: str | dict | None = None,
+    retype_io: bool = False,
 ) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
 
@@ -127,7 +134,7 @@ def lower_model(
             model = _ir_to_proto(model)
         return lower_for_target(model, target, lower_model, lowerable_ops(), ops=ops, target_opset=target_opset,
                                 progress=progress, fast=fast, strict=strict, serialized=serialized, fold=fold,
-                                input_shapes=input_shapes)  # fmt: skip
+                                input_shapes=input_shapes, retype=retype, retype_io=retype_io)  # fmt: skip
     ir_model = None
     if not isinstance(model, onnx.ModelProto):
         ir_model = model
@@ -135,6 +142,7 @@ def lower_model(
     if fold is None:
         fold = "all" if input_shapes else "emitted"
     requested = _requested_ops(ops, target)
+    retypings = parse_retypings(retype)
     if target_opset is None:
         target_opset = target.opset
     if fast is None:
@@ -180,6 +188,9 @@ def lower_model(
         _declare_opset(lowered, target_opset)
     folded = _folded(lowered, model, fold)  # (at the opset declared: inference reads the nodes by it)
     report.folded.update(folded.folded)
+    if retypings:
+        report.retyping = retype_model(lowered, retypings, retype_io=retype_io)
+        _check_retyped(lowered)
     if target_opset is not None:
         if outcome.whole_check_needed or outcome.edited_structure:
             _check_output(lowered, target_opset)  # where a node's own check did not pass
@@ -386,6 +397,17 @@ def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
         raise LoweringError(
             f"the model cannot be expressed at opset {target_opset}: {checker_message(error)}"
+        ) from None
+
+
+def _check_retyped(model: onnx.ModelProto) -> None:
+    """The full checker on a retyped model: every node takes its new types at the opset. A
+    failure is onnx-lower's fault, never returned as a result."""
+    try:
+        onnx.checker.check_model(checkable(model), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        raise InternalError(
+            f"the retyped model is invalid, so nothing is returned or written: {checker_message(error)}"
         ) from None
 
 

@@ -48,6 +48,7 @@ class LoweringReport:
     adapted: Counter = field(default_factory=Counter)  # nodes moved to a target opset, not lowered
     blockers: list[RemainingOp] = field(default_factory=list)  # converting: nodes that cannot go to the target
     folded: Counter = field(default_factory=Counter)  # nodes the shapes decide, now constants, per op
+    retyping: object | None = None  # what retyping did (lowering.retyping.RetypeReport), where asked
 
     @property
     def complete(self) -> bool:
@@ -75,6 +76,8 @@ class LoweringReport:
         if self.folded:
             shown = ", ".join(f"{count} x {op}" for op, count in sorted(self.folded.items()))
             lines.append(f"folded {shown} (values the shapes decide)")
+        if self.retyping is not None:
+            lines += self.retyping.lines()
         if not lines and not self.remaining:
             lines.append("nothing to lower")
         lines.extend(f"not lowered: {entry}" for entry in self.remaining)
@@ -88,6 +91,7 @@ class LoweringReport:
             "kept": dict(sorted(self.kept().items())),
             "remaining": [entry.as_dict() for entry in self.remaining],
             "folded": dict(sorted(self.folded.items())),
+            **({"retyped": self.retyping.as_dict()} if self.retyping is not None else {}),
         }
 
 

@@ -41,6 +41,8 @@ class LowerOptions:
     target: str | None = None  # --target: a runtime's profile name
     input_shapes: tuple[tuple[str, list[int] | int], ...] = ()  # --input-shape, in the order given
     fold: str | None = None  # --fold (emitted, all, none), else the API's default
+    retype: str | None = None  # --retype FROM=TO,...
+    retype_io: bool = False  # --retype-io: the model's inputs and outputs retyped too
     strict: bool = False
     verify: bool = False
     plain: bool = False
@@ -172,6 +174,8 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
             **({"target": options.target} if options.target else {}),
             input_shapes=dict(options.input_shapes) or None,
             fold=options.fold,
+            retype=options.retype,
+            retype_io=options.retype_io,
             progress=progress,
             fast=False if options.plain else None,
             strict=options.strict,
@@ -187,6 +191,8 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
     report = result.report.as_dict()
     record.update(lowered=report["rewritten"], converted=report["converted"], kept=report["kept"])
     record["folded"] = report["folded"]
+    if "retyped" in report:
+        record["retyped"] = report["retyped"]
     record["remaining"] = report["remaining"]
     if before is not None:
         record["replaced"] = replaced_nodes(before, result.model)
@@ -256,6 +262,9 @@ def _verify(
             save_inputs=saved,
             custom_op_libraries=options.custom_op_libraries,
             shapes=_static_input_shapes(lowered) if options.input_shapes else None,
+            narrowed_inputs=lowering_report.retyping.rounded_inputs
+            if lowering_report is not None and lowering_report.retyping is not None
+            else None,
         )
     except LoweringError as error:
         verify_only = [o for o in ("--shape", "--samples", "--inputs", "--value-range") if o in str(error)]
@@ -302,6 +311,8 @@ def _tolerance_hint(report, options: LowerOptions) -> str:
     bodies, rules that sum in another order), a sentence saying so."""
     if report is None or options.atol is not None or options.rtol is not None:
         return ""
+    if report.retyping is not None and report.retyping.inexact:
+        return " (--retype rounds floats to a narrower type, which is not exact: compare with --rtol/--atol)"
     from ..registry import rule_for
 
     stating = sorted(

@@ -72,8 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--target", metavar="NAME", help="run on runtime NAME (--list-targets): its opset, what it refuses lowered")
     add("--input-shape", action="append", default=[], metavar="X:D,..",
         help="input X static (x:1,3,8,8), or a dimension's size (batch=1); repeatable")  # fmt: skip
-    add("--fold", choices=FOLD_CHOICES, metavar="WHAT", help="fold shape arithmetic: emitted (default), "
-        "all (default with --input-shape), none")  # fmt: skip
+    add("--fold", choices=FOLD_CHOICES, metavar="WHAT", help="shape arithmetic folded: emitted (default), all "
+        "(--input-shape's), none")  # fmt: skip
+    add("--retype", metavar="FROM=TO,..", help="int64=int32, uint64=uint32 exact or refused; float64=float32 rounded")
+    add("--retype-io", action="store_true", help="with --retype: the model's inputs and outputs retyped too")
     add("--strict", action="store_true", help="a requested op left is an error: exit 1, nothing written")
     add("--verify", action="store_true", help="compare original and lowered on edge values before writing, bit "
         "for bit or within --atol/--rtol; on a mismatch exit 1, write nothing")  # fmt: skip
@@ -203,6 +205,8 @@ def _run(args: argparse.Namespace) -> int:
         raise LoweringError("-v/--verbose goes with --list-rules")
     if not args.models:
         raise LoweringError("no model given (usage: onnx-lower MODEL -o OUTPUT)")
+    if args.retype_io and not args.retype:
+        raise LoweringError("--retype-io goes with --retype FROM=TO")
     verify_options = {"--custom-op-library": args.custom_op_library, "--atol": args.atol, "--rtol": args.rtol}
     for option, given in verify_options.items():
         if given and not args.verify:
@@ -215,6 +219,8 @@ def _run(args: argparse.Namespace) -> int:
         target=args.target,
         input_shapes=tuple(parse_input_shape(text) for text in args.input_shape),
         fold=args.fold,
+        retype=args.retype,
+        retype_io=args.retype_io,
         strict=args.strict,
         verify=args.verify,
         plain=args.plain,

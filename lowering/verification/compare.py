@@ -135,6 +135,7 @@ def verify(
     save_inputs: str | os.PathLike | None = None,
     save_outputs: str | os.PathLike | None = None,
     custom_op_libraries: tuple[str, ...] | list[str] = (),
+    narrowed_inputs: dict[str, int] | None = None,
 ) -> VerifyReport:
     """Run ``original`` and ``lowered`` on the same inputs and compare every output.
 
@@ -167,7 +168,12 @@ def verify(
             _check_domains_known(model, side)
     generated = inputs is None
     if inputs is None:
-        plan = FeedPlan(seed=seed, shapes=dict(shapes or {}), value_ranges=dict(value_ranges or {}))
+        plan = FeedPlan(
+            seed=seed,
+            shapes=dict(shapes or {}),
+            value_ranges=dict(value_ranges or {}),
+            narrowed=dict(narrowed_inputs or {}),
+        )
         if samples is not None:
             plan.runs = samples
         inputs = build_feeds(original, plan)
@@ -185,7 +191,8 @@ def verify(
         except LoweringError as error:
             hint = shape_hint(original, value_ranges) if generated else ""
             raise LoweringError(f"{error}{hint}") from None
-        got = run_lowered_side(feed, run)
+        got = run_lowered_side(_as_declared(feed, lowered), run)
+        got = [_as_dtype_of(a, b) for a, b in zip(want, got, strict=True)]
         for comparison, a, b in zip(comparisons, want, got, strict=True):
             _compare(comparison, a, b, run, feed)
         if save_outputs is not None:
@@ -213,6 +220,30 @@ def verify(
         except LoweringError as error:
             report.inputs_error = str(error)
     return report
+
+
+def _as_declared(feed: Feed, model: onnx.ModelProto) -> Feed:
+    """``feed`` with each array cast to the element type ``model`` declares for that input,
+    where it declares another (a model retyped with ``retype_io``: int64 ids fed as int32)."""
+    declared = {
+        info.name: info.type.tensor_type.elem_type
+        for info in model.graph.input
+        if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.elem_type
+    }
+    cast = {}
+    for name, value in feed.items():
+        element_type = declared.get(name)
+        if element_type and isinstance(value, np.ndarray) and value.dtype != floats.numpy_dtype(element_type):
+            cast[name] = value.astype(floats.numpy_dtype(element_type))
+    return {**feed, **cast} if cast else feed
+
+
+def _as_dtype_of(want, got):
+    """``got`` in ``want``'s element type where both are arrays of two types (an output
+    retyped with ``retype_io`` compared as the original's)."""
+    if isinstance(want, np.ndarray) and isinstance(got, np.ndarray) and want.dtype != got.dtype:
+        return got.astype(want.dtype)
+    return got
 
 
 def _mismatch_hints(report: VerifyReport, comparisons: list[OutputComparison]) -> list[str]:

@@ -34,6 +34,8 @@ class FeedPlan:
     runs: int = DEFAULT_RUNS
     shapes: dict[str, list[int]] = field(default_factory=dict)
     value_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # integers from LO to HI, by input
+    # Float inputs a retyping rounds, by input: fed ordinary numbers the narrow type holds exactly.
+    narrowed: dict[str, int] = field(default_factory=dict)
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
@@ -218,6 +220,12 @@ class _FloatStream:
         return np.where(self.rng.random(count) < 0.5, ordinary, raw).astype(self.dtype)
 
 
+def _ordinary(count: int, element_type: int, rng: np.random.Generator) -> np.ndarray:
+    """Ordinary numbers (normal, scaled by 10^-3 to 10^3) of ``element_type``."""
+    values = rng.standard_normal(count) * 10.0 ** rng.integers(-3, 4, count)
+    return values.astype(floats.numpy_dtype(element_type))
+
+
 def _narrow_edges(element_type: int) -> np.ndarray:
     """For 8- and 16-bit floats: every NaN and infinity pattern is too many to carry each run,
     so the edges are the distinct classes (NaN both signs, ±inf, ±0, subnormals, extremes)."""
@@ -327,6 +335,12 @@ def build_feeds(model: onnx.ModelProto, plan: FeedPlan) -> list[Feed]:
         if floats.is_float(element_type):
             if count == 0:  # no values to carry edge values: asks for no more runs
                 return np.zeros(shape, floats.numpy_dtype(element_type))
+            if info.name in plan.narrowed:
+                return (
+                    _ordinary(count, plan.narrowed[info.name], rng)
+                    .astype(floats.numpy_dtype(element_type))
+                    .reshape(shape)
+                )
             stream = streams.setdefault((path, element_type), _FloatStream(element_type, rng))
             return stream.take(count).reshape(shape)
         if element_type == onnx.TensorProto.BOOL:

@@ -1,0 +1,530 @@
+"""Retyping: the values of an element type a runtime lacks rewritten to one it has, exactly or
+refused: int64 to int32, uint64 to uint32 (exact where every value fits), float64 to float32,
+bfloat16 to float16 or float32 (the arithmetic then rounds otherwise: stated, never exact).
+
+Each node's values of the wide type are grouped by the type constraint onnx.defs gives them at
+the graph's opset. A group goes narrow where the constraint takes the narrow type and every one
+of its values fits it (:mod:`lowering.value_ranges`); else the node computes in the wide type,
+its narrow inputs cast up (exact), and its outputs are cast down where a reader needs them narrow
+and their range fits. So arithmetic that may overflow (a Mul of two sizes, CumSum) stays wide,
+and an input only the wide type may feed (Reshape's shape) gets a Cast up. A constant that does
+not fit is refused, unless only Slice's starts and ends read it: Slice clamps them to the sliced
+dimension, so the narrow type's largest value means what the wide type's did.
+
+Assumed (stated in the report): every dimension and element count fits the narrow type, and so
+do the integer values fed to the model's inputs where they keep their wide type (a Cast down
+follows them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+
+from . import floats, schemas, value_ranges
+from .errors import LoweringError
+from .graphs import constant_tensor, held_graphs, nested_graphs
+from .local_functions import infer
+from .naming import NameAllocator
+
+T = onnx.TensorProto
+RETYPINGS: dict[int, frozenset[int]] = {
+    T.INT64: frozenset({T.INT32}),
+    T.UINT64: frozenset({T.UINT32}),
+    T.DOUBLE: frozenset({T.FLOAT}),
+    T.BFLOAT16: frozenset({T.FLOAT16, T.FLOAT}),
+}
+# Slice clamps starts and ends to the sliced dimension (which fits the narrow type).
+_CLAMPED_INPUTS = {("Slice", 1), ("Slice", 2)}
+
+
+class RetypeRefused(LoweringError):
+    """The model cannot be retyped exactly: ``reasons`` says where and why, each."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        self.reasons = list(reasons)
+        shown = "; ".join(self.reasons[:3])
+        more = f"; and {len(self.reasons) - 3} more" if len(self.reasons) > 3 else ""
+        super().__init__(f"cannot retype: {shown}{more}")
+
+
+@dataclass
+class RetypeReport:
+    """What retyping did: ``retyped`` values per (wide, narrow) pair name, ``casts`` added,
+    ``kept_wide`` (node: why it computes in the wide type), ``assumed`` and ``inexact``."""
+
+    retyped: dict[str, int] = field(default_factory=dict)
+    casts: int = 0
+    kept_wide: list[str] = field(default_factory=list)
+    wide_only: dict[str, int] = field(default_factory=dict)  # op -> its nodes onnx takes only wide
+    rounded_inputs: dict[str, int] = field(default_factory=dict)  # float inputs rounded: the narrow type
+    assumed: list[str] = field(default_factory=list)
+    inexact: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "retyped": dict(self.retyped),
+            "casts": self.casts,
+            "kept_wide": list(self.kept_wide),
+            "wide_only": dict(sorted(self.wide_only.items())),
+            "assumed": list(self.assumed),
+            "inexact": list(self.inexact),
+        }
+
+    def lines(self) -> list[str]:
+        found = [f"retyped {count} values {pair}" for pair, count in self.retyped.items()]
+        found += [f"added {self.casts} Casts"] if self.casts else []
+        found += [f"kept wide: {why}" for why in self.kept_wide]
+        if self.wide_only:
+            ops = ", ".join(f"{op} x{count}" for op, count in sorted(self.wide_only.items()))
+            found.append(f"kept wide where onnx takes no other type: {ops}")
+        found += [f"assumed: {why}" for why in self.assumed]
+        found += [f"not exact: {why}" for why in self.inexact]
+        return found
+
+
+def parse_retypings(text: str | dict | None) -> dict[int, int]:
+    """``int64=int32,float64=float32`` (or a dict of names or element types) as element types."""
+    if not text:
+        return {}
+    pairs = text.items() if isinstance(text, dict) else (part.split("=", 1) for part in text.split(",") if part)
+    found: dict[int, int] = {}
+    for pair in pairs:
+        if len(pair) != 2:
+            raise LoweringError(f"--retype takes FROM=TO pairs, e.g. int64=int32 (got {'='.join(pair)!r})")
+        wide, narrow = (_element_type(side) for side in pair)
+        if narrow not in RETYPINGS.get(wide, ()):
+            offered = ", ".join(
+                f"{schemas.type_name(w).lower()}={schemas.type_name(n).lower()}"
+                for w, ns in RETYPINGS.items()
+                for n in sorted(ns)
+            )
+            raise LoweringError(f"cannot retype {_named(wide)} to {_named(narrow)}; offered: {offered}")
+        if wide in found:
+            raise LoweringError(f"{_named(wide)} is retyped twice")
+        found[wide] = narrow
+    return found
+
+
+def _element_type(side) -> int:
+    if isinstance(side, int):
+        return side
+    name = {"float64": "DOUBLE", "float32": "FLOAT"}.get(side.strip().lower(), side.strip().upper())
+    if not hasattr(T, name) or name == "UNDEFINED":
+        raise LoweringError(f"--retype: {side!r} is no element type onnx knows")
+    return getattr(T, name)
+
+
+def _named(element_type: int) -> str:
+    return {T.DOUBLE: "float64", T.FLOAT: "float32"}.get(element_type, schemas.type_name(element_type).lower())
+
+
+def retype_model(
+    model: onnx.ModelProto, retypings: dict[int, int], *, retype_io: bool = False, names: NameAllocator | None = None
+) -> RetypeReport:
+    """Retype ``model`` in place (see the module); RetypeRefused where it cannot be exact."""
+    report = RetypeReport()
+    if not retypings:
+        return report
+    names = names or NameAllocator(model=model)
+    inferred = infer(model)
+    types = _element_types(inferred if inferred is not None else model)
+    _refuse_nested(model, inferred, retypings, types)
+    opset = schemas.default_opset(model.opset_import) or 0
+    _GraphRetyping(model.graph, types, retypings, retype_io, names, opset, report).run()
+    return report
+
+
+def _element_types(model: onnx.ModelProto) -> dict[str, int]:
+    """Each main-graph value's element type as declared or inferred (tensors only)."""
+    graph = model.graph
+    found = {t.name: t.data_type for t in graph.initializer}
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.elem_type:
+            found[info.name] = info.type.tensor_type.elem_type
+    return found
+
+
+def _refuse_nested(model, inferred, retypings: dict[int, int], types: dict[str, int]) -> None:
+    """Retyping inside If/Loop/Scan bodies and local functions is not done: refuse where one
+    holds or reads a value of a type to retype."""
+    reasons = []
+    wide = set(retypings)
+    for index, node in enumerate(model.graph.node):
+        if not any(True for _ in held_graphs(node)):
+            continue
+        typed = inferred.graph.node[index] if inferred is not None else node
+        if any(types.get(name) in wide for name in [*node.input, *node.output]) or any(
+            _mentions(graph, wide, types) for graph in nested_graphs([typed])
+        ):
+            reasons.append(f"{_described(node)} holds a graph with values to retype: not done yet")
+    for function in model.functions:
+        calls = [n for n in model.graph.node if n.op_type == function.name and n.domain == function.domain]
+        if any(types.get(name) in wide for call in calls for name in [*call.input, *call.output]) or any(
+            _writes(node, wide) for node in function.node
+        ):
+            reasons.append(f"local function '{function.domain}.{function.name}' holds values to retype: not done yet")
+    if reasons:
+        raise RetypeRefused(reasons)
+
+
+def _mentions(graph: onnx.GraphProto, wide: set[int], outer: dict[str, int]) -> bool:
+    """Whether ``graph`` declares, holds, writes or reads from outside a value of ``wide`` types."""
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.elem_type in wide:
+            return True
+    if any(t.data_type in wide for t in graph.initializer):
+        return True
+    return any(_writes(node, wide) or any(outer.get(name) in wide for name in node.input) for node in graph.node)
+
+
+def _writes(node: onnx.NodeProto, wide: set[int]) -> bool:
+    """Whether a node writes a constant of, or casts to, one of ``wide``."""
+    tensor = constant_tensor(node) if node.op_type in ("Constant", "ConstantOfShape") else None
+    if tensor is not None and tensor.data_type in wide:
+        return True
+    if node.op_type == "Constant" and any(a.name in ("value_int", "value_ints") for a in node.attribute):
+        return T.INT64 in wide
+    return any(_names_a_type_in(node, a, wide) for a in node.attribute)
+
+
+def _names_a_type_in(node: onnx.NodeProto, attribute: onnx.AttributeProto, element_types) -> bool:
+    """Whether ``attribute`` names an element type among ``element_types`` (Cast's ``to``)."""
+    return (
+        attribute.type == onnx.AttributeProto.INT
+        and attribute.i in element_types
+        and _is_type_attribute(node, attribute.name)
+    )
+
+
+def _is_type_attribute(node: onnx.NodeProto, name: str) -> bool:
+    """Whether attribute ``name`` of the node's op names an element type (onnx.defs: an int
+    attribute ``to`` or ``dtype``, or one its description calls a data type)."""
+    schema = schemas.schema_in_force(node.op_type, schemas.newest_opset(), node.domain)
+    if schema is None or name not in schema.attributes:
+        return False
+    attribute = schema.attributes[name]
+    if attribute.type != onnx.defs.OpSchema.AttrType.INT:
+        return False
+    return name in ("to", "dtype") or "data type" in attribute.description.lower()
+
+
+class _GraphRetyping:
+    """One graph's nodes rewritten in order; each value of a type to retype known by the names
+    holding it narrow and wide (the other made by a Cast where first asked)."""
+
+    def __init__(self, graph, types, retypings, retype_io, names, opset, report) -> None:
+        self.graph, self.types, self.retypings, self.retype_io = graph, types, retypings, retype_io
+        self.names, self.opset, self.report = names, opset, report
+        narrow_integers = [n for n in retypings.values() if floats.is_integer(n)]
+        self.size_limit = min([value_ranges.type_range(n)[1] + 1 for n in narrow_integers], default=1 << 63)
+        self.ranges: dict[str, value_ranges.Range] = {}
+        self.narrow: dict[str, str] = {}  # value -> the name holding it narrow
+        self.wide: dict[str, str] = {}  # value -> the name holding it wide
+        self.nodes: list[onnx.NodeProto] = []
+        self.outputs = {o.name for o in graph.output}
+        self.final_casts: list[onnx.NodeProto] = []
+        self.retyped_names: dict[str, int] = {}  # names now of a narrow type: for value_info
+        self.refused: list[str] = []
+        self.readers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+        for node in graph.node:
+            for position, name in enumerate(node.input):
+                self.readers.setdefault(name, []).append((node, position))
+
+    # -- what a value is ------------------------------------------------------------------
+    def narrow_type(self, name: str) -> int | None:
+        """The narrow type ``name`` is retyped to, where its type is one to retype."""
+        return self.retypings.get(self.types.get(name, 0))
+
+    def fits(self, name: str) -> bool:
+        """Whether the value may be held narrow: a float always (rounded), an integer where its
+        range fits."""
+        narrow = self.narrow_type(name)
+        if narrow is None:
+            return False
+        return not floats.is_integer(narrow) or value_ranges.fits(self.ranges.get(name), narrow)
+
+    def range_of(self, name: str) -> value_ranges.Range:
+        """The range of an integer value (its type's where not retyped), None otherwise."""
+        if not name:
+            return None
+        if self.narrow_type(name) is not None:
+            return self.ranges.get(name)
+        element_type = self.types.get(name)
+        if element_type is not None and (floats.is_integer(element_type) or element_type == T.BOOL):
+            return value_ranges.type_range(element_type)
+        return None
+
+    def held(self, name: str, narrow: bool) -> str:
+        """The name holding ``name`` narrow or wide, a Cast added where first asked."""
+        held = self.narrow if narrow else self.wide
+        if name in held:
+            return held[name]
+        source = self.wide[name] if narrow else self.narrow[name]
+        to = self.narrow_type(name) if narrow else self.types[name]
+        cast = self.names.fresh(f"{name}_{_named(to)}")
+        self.nodes.append(onnx.helper.make_node("Cast", [source], [cast], to=to, name=self.names.fresh(f"{cast}_cast")))
+        self.report.casts += 1
+        if narrow and not floats.is_integer(to):
+            self.report.inexact.append(f"'{name}' rounded to {_named(to)}")
+        held[name] = cast
+        return cast
+
+    # -- the walk -------------------------------------------------------------------------
+    def run(self) -> None:
+        graph = self.graph
+        inputs = {i.name for i in graph.input}
+        for info in graph.input:
+            self._input(info)
+        for tensor in graph.initializer:
+            if tensor.name in inputs or self.narrow_type(tensor.name) is None:
+                continue
+            if tensor.name in self.outputs and not self.retype_io:
+                self.wide[tensor.name] = tensor.name  # (a graph output keeps its type)
+                if floats.is_integer(self.narrow_type(tensor.name)):
+                    self.ranges[tensor.name] = value_ranges.tensor_range(tensor)
+                continue
+            self._constant(tensor, tensor.name, f"initializer '{tensor.name}'")
+        for node in graph.node:
+            self._node(node)
+        for info in graph.output:
+            self._output(info)
+        if self.refused:
+            raise RetypeRefused(self.refused)
+        del graph.node[:]
+        graph.node.extend([*self.nodes, *self.final_casts])
+        for info in [*graph.value_info, *graph.output, *graph.input]:
+            retyped = self.retyped_names.get(info.name)
+            if retyped is not None and info.type.WhichOneof("value") == "tensor_type":
+                info.type.tensor_type.elem_type = retyped
+        for name, narrow in self.retyped_names.items():
+            pair = f"{_named(self.types[name])}->{_named(narrow)}"
+            self.report.retyped[pair] = self.report.retyped.get(pair, 0) + 1
+
+    def _input(self, info: onnx.ValueInfoProto) -> None:
+        """A graph input of a type to retype: narrow with ``retype_io``, else kept, and cast
+        down where read (its values assumed to fit)."""
+        narrow = self.narrow_type(info.name)
+        if narrow is None:
+            return
+        if floats.is_integer(narrow):
+            self.ranges[info.name] = value_ranges.type_range(narrow)
+        else:
+            self.report.rounded_inputs[info.name] = narrow
+        if self.retype_io:
+            self.narrow[info.name] = info.name
+            self.retyped_names[info.name] = narrow
+            return
+        self.wide[info.name] = info.name
+        if floats.is_integer(narrow):
+            wide = _named(self.types[info.name])
+            self.report.assumed.append(f"input '{info.name}' holds {_named(narrow)} values (given as {wide})")
+
+    def _constant(self, tensor: onnx.TensorProto, name: str, where: str) -> bool:
+        """A constant of a type to retype made narrow where it fits (refused where not, or
+        clamped where only Slice's starts and ends read it): whether it was."""
+        narrow = self.narrow_type(name)
+        values = floats.array_of(tensor)
+        if floats.is_integer(narrow):
+            found = value_ranges.tensor_range(tensor)
+            if not value_ranges.fits(found, narrow):
+                readers = self.readers.get(name, [])
+                low, high = value_ranges.type_range(narrow)
+                if not readers or any((r.op_type, k) not in _CLAMPED_INPUTS for r, k in readers):
+                    shown = ", ".join(_described(r) for r, _ in readers) or "nothing"
+                    past = found[1] if found[1] > high else found[0]
+                    self.refused.append(f"{where} holds {past}, which {_named(narrow)} cannot hold (read by {shown})")
+                    self.wide[name] = name
+                    return False
+                values = np.clip(values, low, high)
+                found = (max(found[0], low), min(found[1], high))
+            self.ranges[name] = found
+            narrowed = values.astype(floats.numpy_dtype(narrow))
+        else:
+            narrowed = _rounded(values, narrow)
+            if _overflows(values, narrowed):
+                self.refused.append(f"{where} holds a value past {_named(narrow)}'s largest")
+                self.wide[name] = name
+                return False
+            if not np.array_equal(narrowed.astype(np.float64), values.astype(np.float64), equal_nan=True):
+                self.report.inexact.append(f"{where} rounded to {_named(narrow)}")
+        tensor.CopyFrom(floats.tensor(narrowed, tensor.name))
+        self.narrow[name] = name
+        self.retyped_names[name] = narrow
+        return True
+
+    def _node(self, node: onnx.NodeProto) -> None:
+        if node.op_type == "Constant" and node.domain in schemas.DEFAULT_DOMAINS and node.output:
+            self._constant_node(node)
+            return
+        groups = self._groups(node)
+        if groups:
+            self._output_ranges(node)
+            untyped = any(name and name not in self.types for name in [*node.input, *node.output])
+            narrow_groups = (
+                set() if untyped else {k for k, slots in groups.items() if self._goes_narrow(node, k, slots)}
+            )
+            for key, slots in groups.items():
+                for kind, position in slots:
+                    if kind == "input":
+                        node.input[position] = self.held(node.input[position], key in narrow_groups)
+            self._type_attributes(node, groups, narrow_groups)
+            for key, slots in groups.items():
+                for kind, position in slots:
+                    if kind == "output":
+                        self._written(node, position, key in narrow_groups)
+        self.nodes.append(node)
+
+    def _constant_node(self, node: onnx.NodeProto) -> None:
+        """A Constant of a type to retype: its value as one ``value`` tensor, made narrow."""
+        name = node.output[0]
+        if self.narrow_type(name) is not None:
+            held = constant_tensor(node)
+            if held is None:
+                self.refused.append(f"{_described(node)} holds a value that cannot be read")
+                self.wide[name] = name
+            else:
+                tensor = onnx.TensorProto()
+                tensor.CopyFrom(held)
+                tensor.name = ""
+                if self._constant(tensor, name, _described(node)):
+                    del node.attribute[:]
+                    node.attribute.append(onnx.helper.make_attribute("value", tensor))
+        self.nodes.append(node)
+
+    def _output_ranges(self, node: onnx.NodeProto) -> None:
+        """The ranges of the node's integer outputs of a type to retype."""
+        input_ranges = [self.range_of(name) for name in node.input]
+        for position, output in enumerate(node.output):
+            narrow = self.narrow_type(output)
+            if output and narrow is not None and floats.is_integer(narrow):
+                self.ranges[output] = value_ranges.output_range(
+                    node, position, input_ranges, self.size_limit, lambda: constant_tensor(node)
+                )
+
+    def _groups(self, node: onnx.NodeProto) -> dict[str, list[tuple[str, int]]]:
+        """The node's values of a type to retype, by the type constraint binding them (a value
+        whose formal parameter names one type, or of an op onnx.defs does not know, alone)."""
+        schema = schemas.schema_in_force(node.op_type, self.opset, node.domain)
+        groups: dict[str, list[tuple[str, int]]] = {}
+        for kind, names, formals in (
+            ("input", node.input, schema.inputs if schema else []),
+            ("output", node.output, schema.outputs if schema else []),
+        ):
+            for position, name in enumerate(names):
+                if not name or self.narrow_type(name) is None:
+                    continue
+                key = f"{kind}:{position}"
+                if formals:
+                    formal = formals[min(position, len(formals) - 1)]
+                    if any(c.type_param_str == formal.type_str for c in schema.type_constraints):
+                        key = formal.type_str
+                groups.setdefault(key, []).append((kind, position))
+        return groups
+
+    def _allowed(self, node: onnx.NodeProto, key: str) -> frozenset[int]:
+        """The tensor element types group ``key`` of the node's op takes at the opset."""
+        schema = schemas.schema_in_force(node.op_type, self.opset, node.domain)
+        if schema is None:
+            return frozenset()
+        for constraint in schema.type_constraints:
+            if constraint.type_param_str == key:
+                return frozenset(filter(None, map(schemas.tensor_element_type, constraint.allowed_type_strs)))
+        kind, position = key.split(":")
+        formals = schema.inputs if kind == "input" else schema.outputs
+        if not formals:
+            return frozenset()
+        formal = formals[min(int(position), len(formals) - 1)]
+        return frozenset(filter(None, [schemas.tensor_element_type(formal.type_str)]))
+
+    def _goes_narrow(self, node: onnx.NodeProto, key: str, slots: list[tuple[str, int]]) -> bool:
+        """Whether group ``key`` of the node computes in the narrow type: its constraint takes
+        it, and each of its inputs and outputs fits it."""
+        names = [node.input[p] if kind == "input" else node.output[p] for kind, p in slots]
+        narrow = self.narrow_type(names[0])
+        if narrow not in self._allowed(node, key):
+            self.report.wide_only[node.op_type] = self.report.wide_only.get(node.op_type, 0) + 1
+            return False
+        for (kind, _), name in zip(slots, names, strict=True):
+            if not self.fits(name):
+                why = f"{kind} '{name}' may not fit {_named(narrow)} ({_shown(self.ranges.get(name))})"
+                self.report.kept_wide.append(f"{_described(node)}: {why}")
+                return False
+        return True
+
+    def _type_attributes(self, node, groups, narrow_groups) -> None:
+        """Attributes naming a narrowed output's element type (Cast's ``to``, ``dtype``) and the
+        tensor ConstantOfShape fills with, made narrow."""
+        narrowed = [
+            node.output[p] for k, slots in groups.items() if k in narrow_groups for kind, p in slots if kind == "output"
+        ]
+        if not narrowed:
+            return
+        wide, narrow = self.types[narrowed[0]], self.narrow_type(narrowed[0])
+        for attribute in node.attribute:
+            if _names_a_type_in(node, attribute, (wide,)):
+                attribute.i = narrow
+            elif attribute.type == onnx.AttributeProto.TENSOR and attribute.t.data_type == wide:
+                values = floats.array_of(attribute.t)
+                fill = _rounded(values, narrow)
+                if not floats.is_integer(narrow) and _overflows(values, fill):
+                    self.refused.append(
+                        f"{node.op_type} '{node.name}' fills with a value past {_named(narrow)}'s largest"
+                    )
+                attribute.t.CopyFrom(floats.tensor(fill, attribute.t.name))
+
+    def _written(self, node: onnx.NodeProto, position: int, narrow: bool) -> None:
+        """Output ``position`` as the node now writes it: under its own name, or (a graph output
+        whose type is kept, or made narrow with ``retype_io``) under a fresh one, cast at the end."""
+        name = node.output[position]
+        held = self.narrow if narrow else self.wide
+        if name in self.outputs and narrow != self.retype_io:
+            fresh = self.names.fresh(f"{name}_{'narrow' if narrow else 'wide'}")
+            node.output[position] = fresh
+            held[name] = fresh
+            return
+        held[name] = name
+        if narrow:
+            self.retyped_names[name] = self.narrow_type(name)
+
+    def _output(self, info: onnx.ValueInfoProto) -> None:
+        """A graph output of a type to retype: kept (a Cast up from a narrow value), or made
+        narrow with ``retype_io`` (a Cast down from a wide value that fits, else refused)."""
+        name = info.name
+        narrow = self.narrow_type(name)
+        if narrow is None or (self.narrow if self.retype_io else self.wide).get(name) == name:
+            return
+        if self.retype_io:
+            if name not in self.wide or not self.fits(name):
+                self.refused.append(f"output '{name}' may not fit {_named(narrow)} ({_shown(self.ranges.get(name))})")
+                return
+            self.final_casts.append(onnx.helper.make_node("Cast", [self.wide[name]], [name], to=narrow))
+            self.retyped_names[name] = narrow
+        else:
+            self.final_casts.append(onnx.helper.make_node("Cast", [self.narrow[name]], [name], to=self.types[name]))
+        self.report.casts += 1
+
+
+def _rounded(values: np.ndarray, element_type: int) -> np.ndarray:
+    """``values`` rounded to a float ``element_type`` (an integer type: converted), past its
+    largest value to infinity (which :func:`_overflows` finds)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values.astype(floats.numpy_dtype(element_type))
+
+
+def _overflows(values: np.ndarray, narrowed: np.ndarray) -> bool:
+    """Whether a finite value became infinite."""
+    return bool((np.isinf(narrowed.astype(np.float64)) & np.isfinite(values.astype(np.float64))).any())
+
+
+def _described(node: onnx.NodeProto) -> str:
+    """A node as messages name it: its op and name, else the op and its first output."""
+    if node.name:
+        return f"{node.op_type} '{node.name}'"
+    return f"{node.op_type} writing '{node.output[0]}'" if node.output else node.op_type
+
+
+def _shown(found: value_ranges.Range) -> str:
+    return "no bound known" if found is None else f"between {found[0]} and {found[1]}"

@@ -1,0 +1,370 @@
+"""Retyping (lowering/retyping.py, ``--retype``): int64 to int32 exact or refused, floats
+narrowed and said to be inexact; every result passes onnx's full checker and runs in
+onnxruntime."""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+from support import assert_same_bits, make_model, one_error_line, run_cli_in_process, slow_but_a_sample
+
+import lowering
+from lowering.retyping import parse_retypings
+from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime
+
+ROOT = Path(__file__).resolve().parents[1]
+INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+def constant(name: str, values, dtype=np.int64) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, dtype), name)
+
+
+def element_types(model: onnx.ModelProto) -> dict[str, int]:
+    """Every main-graph value's element type as onnx inference gives it."""
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    graph = inferred.graph
+    found = {t.name: t.data_type for t in graph.initializer}
+    for info in [*graph.input, *graph.value_info, *graph.output]:
+        found[info.name] = info.type.tensor_type.elem_type
+    return found
+
+
+def token_model() -> onnx.ModelProto:
+    """Token ids through Gather, Shape, Range, CumSum, ArgMax, Slice to the end, Reshape to the
+    ids' own shape and a Mul of two sizes: what an exported language model does with int64."""
+    nodes = [
+        helper.make_node("Gather", ["emb", "ids"], ["e"]),
+        helper.make_node("Shape", ["ids"], ["sh"]),
+        helper.make_node("Gather", ["sh", "one"], ["n"]),
+        helper.make_node("Range", ["zero", "n", "one"], ["pos"]),
+        helper.make_node("CumSum", ["ids", "one"], ["cs"]),
+        helper.make_node("ArgMax", ["e"], ["am"], axis=2, keepdims=0),
+        helper.make_node("Add", ["am", "pos"], ["amp"]),
+        helper.make_node("Slice", ["ids", "one1", "end", "one1"], ["tail"]),
+        helper.make_node("Concat", ["sh", "minus_one"], ["view"], axis=0),
+        helper.make_node("Reshape", ["e", "view"], ["r"]),
+        helper.make_node("Mul", ["n", "n"], ["nn"]),
+    ]
+    emb = numpy_helper.from_array(np.random.default_rng(0).standard_normal((50, 8)).astype(np.float32), "emb")
+    initializers = [
+        emb,
+        constant("one", 1),
+        constant("zero", 0),
+        constant("one1", [1]),
+        constant("end", [INT64_MAX]),
+        constant("minus_one", [-1]),
+    ]
+    outputs = [("r", T.FLOAT, 3), ("cs", T.INT64, 2), ("amp", T.INT64, 2), ("tail", T.INT64, 2), ("nn", T.INT64, 0)]
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("ids", T.INT64, ["b", "s"])],
+        [helper.make_tensor_value_info(name, t, [None] * rank) for name, t, rank in outputs],
+        opset=18,
+        initializer=initializers,
+    )
+
+
+def token_feeds() -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(1)
+    return [{"ids": rng.integers(0, 50, shape).astype(np.int64)} for shape in [(2, 5), (1, 1), (3, 17), (4, 2)]]
+
+
+def test_token_ids_shapes_and_indices_go_to_int32_and_give_identical_outputs():
+    model = token_model()
+    result = lowering.lower_model(model, ops=[], retype="int64=int32")
+    retyped = result.model
+    onnx.checker.check_model(retyped, full_check=True)
+    types = element_types(retyped)
+    # Indices, sizes and positions are int32 inside; the model's inputs and outputs keep int64.
+    assert types["e"] == T.FLOAT and types["n"] == T.INT32 and types["pos"] == T.INT32 and types["one"] == T.INT32
+    assert [types[o.name] for o in retyped.graph.output] == [T.FLOAT, T.INT64, T.INT64, T.INT64, T.INT64]
+    assert types["ids"] == T.INT64
+    gathers = [node for node in retyped.graph.node if node.op_type == "Gather" and node.input[0] == "emb"]
+    assert types[gathers[0].input[1]] == T.INT32  # the embedding reads int32 ids
+    report = result.report.retyping
+    kept = " ".join(report.kept_wide)
+    assert "CumSum writing 'cs'" in kept and "Mul writing 'nn'" in kept and "Add writing 'amp'" in kept
+    assert report.assumed == ["input 'ids' holds int32 values (given as int64)"]
+    assert report.wide_only == {"ArgMax": 1, "Reshape": 1, "Shape": 1}
+    assert not report.inexact
+    for feeds in token_feeds():
+        for got, want in zip(run_onnxruntime(retyped, feeds), run_onnxruntime(model, feeds), strict=True):
+            assert_same_bits(got, want)
+
+
+def test_slice_to_the_end_keeps_its_meaning_with_int32_bounds():
+    """Slice clamps starts and ends to the dimension: INT64_MAX and INT64_MIN become int32's
+    extremes and slice alike, forwards and backwards."""
+    nodes = [
+        helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"]),
+        helper.make_node("Slice", ["x", "rstarts", "rends", "axes", "rsteps"], ["z"]),
+    ]
+    initializers = [
+        constant("starts", [1]),
+        constant("ends", [INT64_MAX]),
+        constant("axes", [0]),
+        constant("steps", [1]),
+        constant("rstarts", [INT64_MAX]),
+        constant("rends", [INT64_MIN]),
+        constant("rsteps", [-2]),
+    ]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", T.INT64, ["n"])],
+        [helper.make_tensor_value_info(name, T.INT64, [None]) for name in "yz"],
+        opset=13,
+        initializer=initializers,
+    )
+    retyped = lowering.lower(model, ops=[], retype="int64=int32")
+    onnx.checker.check_model(retyped, full_check=True)
+    assert {t.name: t.data_type for t in retyped.graph.initializer}["ends"] == T.INT32
+    for length in (0, 1, 2, 7):
+        feeds = {"x": np.arange(length, dtype=np.int64) * 3 - 5}
+        for got, want in zip(run_onnxruntime(retyped, feeds), run_onnxruntime(model, feeds), strict=True):
+            assert_same_bits(got, want)
+
+
+def add_constant_model(value: int, element_type: int = T.INT64) -> onnx.ModelProto:
+    dtype = {T.INT64: np.int64, T.UINT64: np.uint64}[element_type]
+    return make_model(
+        [helper.make_node("Add", ["x", "c"], ["y"], name="add_c")],
+        [helper.make_tensor_value_info("x", element_type, [2])],
+        [helper.make_tensor_value_info("y", element_type, [2])],
+        opset=18,
+        initializer=[constant("c", [value, 1], dtype)],
+    )
+
+
+def test_a_constant_that_does_not_fit_is_refused_naming_it_and_its_reader():
+    with pytest.raises(lowering.RetypeRefused) as refused:
+        lowering.lower(add_constant_model(2**40), ops=[], retype="int64=int32")
+    assert refused.value.reasons == [
+        "initializer 'c' holds 1099511627776, which int32 cannot hold (read by Add 'add_c')"
+    ]
+    with pytest.raises(lowering.RetypeRefused, match="holds -2147483649, which int32"):
+        lowering.lower(add_constant_model(-(2**31) - 1), ops=[], retype="int64=int32")
+    with pytest.raises(lowering.RetypeRefused, match="holds 4294967296, which uint32"):
+        lowering.lower(add_constant_model(2**32, T.UINT64), ops=[], retype="uint64=uint32")
+
+
+def test_a_constant_that_does_not_fit_leaves_nothing_written(tmp_path):
+    source = tmp_path / "big.onnx"
+    onnx.save(add_constant_model(2**40), source)
+    before = source.read_bytes()
+    output = tmp_path / "out.onnx"
+    completed = run_cli_in_process(str(source), "-o", str(output), "--retype", "int64=int32")
+    assert completed.returncode != 0
+    assert "initializer 'c' holds 1099511627776, which int32 cannot hold" in one_error_line(completed)
+    assert not output.exists() and source.read_bytes() == before
+
+
+def test_values_that_fit_add_exactly_in_int32():
+    """An Add whose inputs are bounded (an input assumed to fit int32 and a small constant)
+    may still overflow int32: it stays int64. With values that fit, the sum is exact."""
+    model = add_constant_model(7)
+    result = lowering.lower_model(model, ops=[], retype="int64=int32")
+    assert any("Add 'add_c'" in why for why in result.report.retyping.kept_wide)
+    feeds = {"x": np.array([2**31 - 1, -(2**31)], np.int64)}
+    for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds), strict=True):
+        assert_same_bits(got, want)
+
+
+def test_retype_io_retypes_inputs_and_outputs_where_every_value_fits():
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["table", "ids"], ["y"]),
+        helper.make_node("ArgMax", ["y"], ["i"], axis=1, keepdims=0),
+    ]
+    table = constant("table", np.arange(40).reshape(10, 4) - 20)
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", T.FLOAT, [3, 4]), helper.make_tensor_value_info("ids", T.INT64, [5])],
+        [helper.make_tensor_value_info(n, T.INT64, r) for n, r in [("s", [2]), ("y", [5, 4]), ("i", [5])]],
+        opset=18,
+        initializer=[table],
+    )
+    retyped = lowering.lower(model, ops=[], retype="int64=int32", retype_io=True)
+    onnx.checker.check_model(retyped, full_check=True)
+    assert [i.type.tensor_type.elem_type for i in retyped.graph.input] == [T.FLOAT, T.INT32]
+    assert [o.type.tensor_type.elem_type for o in retyped.graph.output] == [T.INT32] * 3
+    ids = np.array([0, 9, 3, 3, 5], np.int64)
+    x = np.zeros((3, 4), np.float32)
+    want = run_onnxruntime(model, {"x": x, "ids": ids})
+    got = run_onnxruntime(retyped, {"x": x, "ids": ids.astype(np.int32)})
+    for g, w in zip(got, want, strict=True):
+        assert_same_bits(g, w.astype(np.int32))
+
+
+def test_retype_io_refuses_an_output_that_may_not_fit():
+    with pytest.raises(lowering.RetypeRefused, match="output 'cs' may not fit int32"):
+        lowering.lower(token_model(), ops=[], retype="int64=int32", retype_io=True)
+
+
+def float64_model() -> onnx.ModelProto:
+    weights = numpy_helper.from_array(np.random.default_rng(2).standard_normal((4, 3)), "w")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("Cast", ["r"], ["y"], to=T.DOUBLE),
+        helper.make_node("ConstantOfShape", ["shape"], ["fill"], value=numpy_helper.from_array(np.array([0.1]))),
+    ]
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", T.DOUBLE, [2, 4])],
+        [helper.make_tensor_value_info("y", T.DOUBLE, [2, 3]), helper.make_tensor_value_info("fill", T.DOUBLE, [2])],
+        opset=18,
+        initializer=[weights, constant("shape", [2])],
+    )
+
+
+def test_float64_goes_to_float32_within_float32_rounding_and_says_so():
+    model = float64_model()
+    result = lowering.lower_model(model, ops=[], retype="float64=float32")
+    retyped = result.model
+    onnx.checker.check_model(retyped, full_check=True)
+    types = element_types(retyped)
+    assert types["h"] == types["r"] == types["w"] == T.FLOAT and types["y"] == T.DOUBLE
+    cast = next(node for node in retyped.graph.node if node.output == ["y_narrow"])
+    assert cast.attribute[0].i == T.FLOAT  # Cast's `to` narrowed too
+    assert result.report.retyping.inexact  # never called exact
+    x = np.random.default_rng(3).standard_normal((2, 4))
+    x = x.astype(np.float32).astype(np.float64)  # (values float32 holds: only the arithmetic rounds)
+    got, want = run_onnxruntime(retyped, {"x": x}), run_onnxruntime(model, {"x": x})
+    assert got[0].dtype == np.float64
+    np.testing.assert_allclose(got[0], want[0], rtol=4 * np.finfo(np.float32).eps, atol=0)
+    np.testing.assert_array_equal(got[1], np.float32(0.1).astype(np.float64))
+
+
+def test_a_float_constant_past_the_narrow_types_largest_is_refused():
+    model = make_model(
+        [helper.make_node("Mul", ["x", "c"], ["y"])],
+        [helper.make_tensor_value_info("x", T.DOUBLE, [1])],
+        [helper.make_tensor_value_info("y", T.DOUBLE, [1])],
+        opset=18,
+        initializer=[constant("c", [1e300], np.float64)],
+    )
+    with pytest.raises(lowering.RetypeRefused, match="initializer 'c' holds a value past float32's largest"):
+        lowering.lower(model, ops=[], retype="float64=float32")
+
+
+def bfloat16_tensor(name: str, values) -> onnx.TensorProto:
+    array = np.array(values, np.float32).astype(ml_dtypes.bfloat16)
+    return helper.make_tensor(name, T.BFLOAT16, array.shape, array.view(np.uint16).tobytes(), raw=True)
+
+
+@pytest.mark.parametrize("narrow", ["float16", "float32"])
+def test_bfloat16_narrows_with_a_stated_rounding(narrow):
+    model = make_model(
+        [helper.make_node("Mul", ["x", "c"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
+        [helper.make_tensor_value_info("x", T.BFLOAT16, [4])],
+        [helper.make_tensor_value_info("y", T.BFLOAT16, [4])],
+        opset=18,
+        initializer=[bfloat16_tensor("c", [0.5, -2.0, 3.0, 0.125])],
+    )
+    result = lowering.lower_model(model, ops=[], retype=f"bfloat16={narrow}")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert element_types(result.model)["m"] == {"float16": T.FLOAT16, "float32": T.FLOAT}[narrow]
+    assert result.report.retyping.inexact
+    x = np.array([1.0, 2.0, -3.0, 100.0], np.float32)
+    want = x * np.array([0.5, -2.0, 3.0, 0.125], np.float32) + np.array([0.5, -2.0, 3.0, 0.125], np.float32)
+    (got,) = OnnxruntimeRunner(result.model)({"x": x.astype(ml_dtypes.bfloat16)})
+    np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=1e-2)
+
+
+def test_bfloat16_to_float16_refuses_a_constant_float16_cannot_hold():
+    model = make_model(
+        [helper.make_node("Mul", ["x", "c"], ["y"])],
+        [helper.make_tensor_value_info("x", T.BFLOAT16, [1])],
+        [helper.make_tensor_value_info("y", T.BFLOAT16, [1])],
+        opset=18,
+        initializer=[bfloat16_tensor("c", [1e10])],
+    )
+    with pytest.raises(lowering.RetypeRefused, match="past float16's largest"):
+        lowering.lower(model, ops=[], retype="bfloat16=float16")
+    assert lowering.lower(model, ops=[], retype="bfloat16=float32").graph.initializer[0].data_type == T.FLOAT
+
+
+def test_graphs_held_by_nodes_are_refused_where_they_hold_values_to_retype():
+    then = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s_then"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("s_then", T.INT64, [1])],
+    )
+    other = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s_else"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("s_else", T.INT64, [1])],
+    )
+    model = make_model(
+        [helper.make_node("If", ["c"], ["s"], then_branch=then, else_branch=other, name="choice")],
+        [helper.make_tensor_value_info("c", T.BOOL, []), helper.make_tensor_value_info("x", T.FLOAT, [3])],
+        [helper.make_tensor_value_info("s", T.INT64, [1])],
+        opset=18,
+    )
+    with pytest.raises(lowering.RetypeRefused, match="If 'choice' holds a graph with values to retype: not done yet"):
+        lowering.lower(model, ops=[], retype="int64=int32")
+    assert lowering.lower(model, ops=[], retype="float64=float32").graph == model.graph  # (nothing to retype)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("int64=int16", "cannot retype int64 to int16; offered: int64=int32, uint64=uint32"),
+        ("int64", "--retype takes FROM=TO pairs"),
+        ("int65=int32", "'int65' is no element type onnx knows"),
+        ("int64=int32,int64=int32", "int64 is retyped twice"),
+    ],
+)
+def test_a_bad_retype_is_one_clear_line(text, message, tmp_path):
+    with pytest.raises(lowering.LoweringError, match=message):
+        parse_retypings(text)
+    source = tmp_path / "m.onnx"
+    onnx.save(add_constant_model(1), source)
+    completed = run_cli_in_process(str(source), "-o", str(tmp_path / "o.onnx"), "--retype", text)
+    assert completed.returncode != 0 and message in one_error_line(completed)
+
+
+def test_the_command_line_verifies_a_retyped_model_on_the_originals_inputs(tmp_path):
+    source = tmp_path / "f64.onnx"
+    onnx.save(float64_model(), source)
+    output = tmp_path / "f32.onnx"
+    exact = run_cli_in_process(str(source), "-o", str(output), "--retype", "float64=float32", "--verify")
+    assert exact.returncode == 1 and "--retype rounds floats" in exact.stderr and not output.exists()
+    within = run_cli_in_process(
+        str(source), "-o", str(output), "--retype", "float64=float32,int64=int32", "--retype-io", "--verify",
+        "--rtol", "1e-5", "--atol", "1e-6",
+    )  # fmt: skip
+    assert within.returncode == 0, within.stderr
+    assert "MATCH" in within.stdout and "not exact: initializer 'w' rounded to float32" in within.stdout
+    written = onnx.load(output)
+    assert written.graph.input[0].type.tensor_type.elem_type == T.FLOAT
+
+
+EXPORTS = sorted(
+    glob.glob(str(ROOT / "golden" / "corpus" / "*.onnx")) + glob.glob(str(ROOT / "golden" / "exports" / "*.onnx"))
+)
+
+
+@slow_but_a_sample(keep=2)
+@pytest.mark.parametrize("path", EXPORTS, ids=[Path(p).stem for p in EXPORTS])
+def test_real_exports_retyped_to_int32_inside_run_and_match(path):
+    """Every transformers, timm and PyTorch export of the corpus, int64 to int32 inside: the
+    checker passes, onnxruntime runs it, and every output is the original's, bit for bit, on the
+    export's own inputs."""
+    model = onnx.load(path)
+    data = np.load(path[: -len(".onnx")] + ".npz")
+    feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
+    retyped = lowering.lower(model, ops=[], retype="int64=int32")
+    onnx.checker.check_model(retyped, full_check=True)
+    for got, want in zip(run_onnxruntime(retyped, feeds), run_onnxruntime(model, feeds), strict=True):
+        assert_same_bits(got, want)
