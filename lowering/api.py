@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import onnx
@@ -87,6 +88,7 @@ def lower_model(
     input_shapes: InputShapes | None = None,
     retype: str | dict | None = None,
     retype_io: bool = False,
+    external_folder: str | os.PathLike | None = None,
 ) -> LoweringResult:
     """Like :func:`lower`, but also return the report of what was rewritten and what was left.
 
@@ -101,6 +103,11 @@ def lower_model(
 
     ``input_shapes``: inputs declared static first (:func:`lowering.input_shapes.with_input_shapes`):
     ``{"x": [1, 3, 224, 224]}`` gives an input's sizes, ``{"batch": 1}`` a dimension name's.
+
+    ``retype``: element types rewritten (:mod:`lowering.retyping`), ``"int64=int32,float64=float32"``;
+    ``retype_io`` retypes the model's inputs and outputs too; ``external_folder``: where the
+    external data of a model loaded without it lie (its initializers to retype are read there in
+    chunks and written inline).
 
     ``progress`` (a :class:`lowering.progress.Progress`) is told how many nodes and graphs are done.
 
@@ -189,7 +196,8 @@ def lower_model(
     folded = _folded(lowered, model, fold)  # (at the opset declared: inference reads the nodes by it)
     report.folded.update(folded.folded)
     if retypings:
-        report.retyping = retype_model(lowered, retypings, retype_io=retype_io)
+        folder = Path(external_folder) if external_folder is not None else None
+        report.retyping = retype_model(lowered, retypings, retype_io=retype_io, external_folder=folder)
         _check_retyped(lowered)
     if target_opset is not None:
         if outcome.whole_check_needed or outcome.edited_structure:

@@ -19,14 +19,17 @@ follows them).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import onnx
+from onnx import external_data_helper
 
 from . import floats, schemas, value_ranges
 from .errors import LoweringError
 from .graphs import constant_tensor, held_graphs, nested_graphs
 from .local_functions import infer
+from .modelio import checkable, external_file
 from .naming import NameAllocator
 
 T = onnx.TensorProto
@@ -36,6 +39,8 @@ RETYPINGS: dict[int, frozenset[int]] = {
     T.DOUBLE: frozenset({T.FLOAT}),
     T.BFLOAT16: frozenset({T.FLOAT16, T.FLOAT}),
 }
+CHUNK_VALUES = 1 << 20  # values a constant is read and converted by
+MAX_INLINE_BYTES = 1 << 30  # a retyped constant is written inline, up to this size
 # Slice clamps starts and ends to the sliced dimension (which fits the narrow type).
 _CLAMPED_INPUTS = {("Slice", 1), ("Slice", 2)}
 
@@ -122,18 +127,26 @@ def _named(element_type: int) -> str:
 
 
 def retype_model(
-    model: onnx.ModelProto, retypings: dict[int, int], *, retype_io: bool = False, names: NameAllocator | None = None
+    model: onnx.ModelProto,
+    retypings: dict[int, int],
+    *,
+    retype_io: bool = False,
+    names: NameAllocator | None = None,
+    external_folder: Path | None = None,
 ) -> RetypeReport:
-    """Retype ``model`` in place (see the module); RetypeRefused where it cannot be exact."""
+    """Retype ``model`` in place (see the module); RetypeRefused where it cannot be exact.
+    ``external_folder``: where the external data of a model loaded without it lie."""
     report = RetypeReport()
     if not retypings:
         return report
     names = names or NameAllocator(model=model)
-    inferred = infer(model)
+    inferred = infer(checkable(model))
     types = _element_types(inferred if inferred is not None else model)
     _refuse_nested(model, inferred, retypings, types)
     opset = schemas.default_opset(model.opset_import) or 0
-    _GraphRetyping(model.graph, types, retypings, retype_io, names, opset, report).run()
+    retyping = _GraphRetyping(model.graph, types, retypings, retype_io, names, opset, report)
+    retyping.external_folder = external_folder
+    retyping.run()
     return report
 
 
@@ -228,6 +241,7 @@ class _GraphRetyping:
         self.final_casts: list[onnx.NodeProto] = []
         self.retyped_names: dict[str, int] = {}  # names now of a narrow type: for value_info
         self.refused: list[str] = []
+        self.external_folder: Path | None = None  # where external data lie (the model's folder)
         self.readers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
         for node in graph.node:
             for position, name in enumerate(node.input):
@@ -324,36 +338,75 @@ class _GraphRetyping:
 
     def _constant(self, tensor: onnx.TensorProto, name: str, where: str) -> bool:
         """A constant of a type to retype made narrow where it fits (refused where not, or
-        clamped where only Slice's starts and ends read it): whether it was."""
+        clamped where only Slice's starts and ends read it): whether it was. Its values are read
+        in chunks (from its external data file, where it is held there) and written inline."""
         narrow = self.narrow_type(name)
-        values = floats.array_of(tensor)
+        chunks = self._chunks(tensor, where)
+        if chunks is None:
+            self.wide[name] = name
+            return False
         if floats.is_integer(narrow):
-            found = value_ranges.tensor_range(tensor)
-            if not value_ranges.fits(found, narrow):
+            found = _chunked_range(chunks())
+            low, high = value_ranges.type_range(narrow)
+            clamped = not value_ranges.fits(found, narrow)
+            if clamped:
                 readers = self.readers.get(name, [])
-                low, high = value_ranges.type_range(narrow)
                 if not readers or any((r.op_type, k) not in _CLAMPED_INPUTS for r, k in readers):
                     shown = ", ".join(_described(r) for r, _ in readers) or "nothing"
                     past = found[1] if found[1] > high else found[0]
                     self.refused.append(f"{where} holds {past}, which {_named(narrow)} cannot hold (read by {shown})")
                     self.wide[name] = name
                     return False
-                values = np.clip(values, low, high)
                 found = (max(found[0], low), min(found[1], high))
             self.ranges[name] = found
-            narrowed = values.astype(floats.numpy_dtype(narrow))
+            dtype = floats.numpy_dtype(narrow)
+            parts = [(np.clip(chunk, low, high) if clamped else chunk).astype(dtype).tobytes() for chunk in chunks()]
         else:
-            narrowed = _rounded(values, narrow)
-            if _overflows(values, narrowed):
-                self.refused.append(f"{where} holds a value past {_named(narrow)}'s largest")
-                self.wide[name] = name
-                return False
-            if not np.array_equal(narrowed.astype(np.float64), values.astype(np.float64), equal_nan=True):
+            parts, rounded = [], False
+            for chunk in chunks():
+                narrowed = _rounded(chunk, narrow)
+                if _overflows(chunk, narrowed):
+                    self.refused.append(f"{where} holds a value past {_named(narrow)}'s largest")
+                    self.wide[name] = name
+                    return False
+                wide = chunk.astype(np.float64)
+                rounded = rounded or not np.array_equal(narrowed.astype(np.float64), wide, equal_nan=True)
+                parts.append(narrowed.tobytes())
+            if rounded:
                 self.report.inexact.append(f"{where} rounded to {_named(narrow)}")
-        tensor.CopyFrom(floats.tensor(narrowed, tensor.name))
+        if sum(map(len, parts)) > MAX_INLINE_BYTES:
+            self.refused.append(f"{where} would hold more than {MAX_INLINE_BYTES >> 20} MiB inline once retyped")
+            self.wide[name] = name
+            return False
+        _hold_inline(tensor, narrow, b"".join(parts))
         self.narrow[name] = name
         self.retyped_names[name] = narrow
         return True
+
+    def _chunks(self, tensor: onnx.TensorProto, where: str):
+        """A function giving the tensor's values as flat arrays of at most :data:`CHUNK_VALUES`,
+        read from its external data file where it is held there; None (and refused) where that
+        file's folder is not known."""
+        if not external_data_helper.uses_external_data(tensor):
+            values = floats.array_of(tensor).reshape(-1)
+            return lambda: (values[k : k + CHUNK_VALUES] for k in range(0, max(values.size, 1), CHUNK_VALUES))
+        if self.external_folder is None:
+            self.refused.append(
+                f"{where} is held in external data, whose folder is not known: load the model with its data, or give "
+                "external_folder="
+            )
+            return None
+        source, offset, length = external_file(tensor, self.external_folder)
+        dtype = np.dtype(floats.numpy_dtype(tensor.data_type)).newbyteorder("<")
+
+        def read():
+            step = CHUNK_VALUES * dtype.itemsize
+            with open(source, "rb") as handle:
+                handle.seek(offset)
+                for start in range(0, length, step):
+                    yield np.frombuffer(handle.read(min(step, length - start)), dtype)
+
+        return read
 
     def _node(self, node: onnx.NodeProto) -> None:
         if node.op_type == "Constant" and node.domain in schemas.DEFAULT_DOMAINS and node.output:
@@ -512,6 +565,24 @@ def _rounded(values: np.ndarray, element_type: int) -> np.ndarray:
     largest value to infinity (which :func:`_overflows` finds)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return values.astype(floats.numpy_dtype(element_type))
+
+
+def _chunked_range(chunks) -> tuple[int, int]:
+    """The smallest and largest integer among ``chunks`` (none: (0, 0))."""
+    low = high = None
+    for chunk in chunks:
+        if chunk.size:
+            low = int(chunk.min()) if low is None else min(low, int(chunk.min()))
+            high = int(chunk.max()) if high is None else max(high, int(chunk.max()))
+    return (0, 0) if low is None else (low, high)
+
+
+def _hold_inline(tensor: onnx.TensorProto, element_type: int, data: bytes) -> None:
+    """``tensor`` (its name and dims kept) holding ``data`` inline, of ``element_type``."""
+    name, dims = tensor.name, list(tensor.dims)
+    tensor.Clear()
+    tensor.name, tensor.data_type, tensor.raw_data = name, element_type, data
+    tensor.dims.extend(dims)
 
 
 def _overflows(values: np.ndarray, narrowed: np.ndarray) -> bool:

@@ -16,6 +16,7 @@ from onnx import helper, numpy_helper
 from support import assert_same_bits, make_model, one_error_line, run_cli_in_process, slow_but_a_sample
 
 import lowering
+import lowering.retyping
 from lowering.retyping import parse_retypings
 from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime
 
@@ -368,3 +369,61 @@ def test_real_exports_retyped_to_int32_inside_run_and_match(path):
     onnx.checker.check_model(retyped, full_check=True)
     for got, want in zip(run_onnxruntime(retyped, feeds), run_onnxruntime(model, feeds), strict=True):
         assert_same_bits(got, want)
+
+
+def external_model(folder: Path, indices: np.ndarray) -> Path:
+    """Gather by int64 indices and a float64 product, both weights held in external data."""
+    weights = numpy_helper.from_array(np.linspace(-3.0, 3.0, indices.size), "w")
+    model = make_model(
+        [helper.make_node("Gather", ["x", "idx"], ["y"]), helper.make_node("Mul", ["w", "w"], ["z"])],
+        [helper.make_tensor_value_info("x", T.FLOAT, [7])],
+        [
+            helper.make_tensor_value_info("y", T.FLOAT, [indices.size]),
+            helper.make_tensor_value_info("z", T.DOUBLE, [indices.size]),
+        ],
+        opset=18,
+        initializer=[numpy_helper.from_array(indices, "idx"), weights],
+    )
+    path = folder / "ext.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="ext.data", size_threshold=0)
+    return path
+
+
+def test_external_data_is_read_in_chunks_and_written_inline(tmp_path, monkeypatch):
+    monkeypatch.setattr(lowering.retyping, "CHUNK_VALUES", 100)  # (many chunks from a small file)
+    source = external_model(tmp_path, np.arange(1000, dtype=np.int64) % 7)
+    data_before = (tmp_path / "ext.data").read_bytes()
+    output = tmp_path / "out.onnx"
+    completed = run_cli_in_process(
+        str(source),
+        "-o",
+        str(output),
+        "--retype",
+        "int64=int32,float64=float32",
+        "--verify",
+        "--rtol",
+        "1e-6",
+        "--atol",
+        "0",
+    )
+    assert completed.returncode == 0, completed.stderr
+    written = onnx.load(output)
+    assert {t.name: t.data_type for t in written.graph.initializer} == {"idx": T.INT32, "w": T.FLOAT}
+    np.testing.assert_array_equal(numpy_helper.to_array(written.graph.initializer[0]), np.arange(1000) % 7)
+    assert (tmp_path / "ext.data").read_bytes() == data_before  # the input is never changed
+    unloaded = onnx.load(source, load_external_data=False)
+    with pytest.raises(lowering.RetypeRefused, match="'idx' is held in external data, whose folder is not known"):
+        lowering.lower(unloaded, ops=[], retype="int64=int32")
+    retyped = lowering.lower_model(unloaded, ops=[], retype="int64=int32", external_folder=tmp_path).model
+    assert numpy_helper.to_array(retyped.graph.initializer[0]).dtype == np.int32
+
+
+def test_an_external_value_that_does_not_fit_is_found_in_a_late_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr(lowering.retyping, "CHUNK_VALUES", 100)
+    indices = np.zeros(1000, np.int64)
+    indices[950] = 2**33
+    source = external_model(tmp_path, indices)
+    output = tmp_path / "out.onnx"
+    completed = run_cli_in_process(str(source), "-o", str(output), "--retype", "int64=int32")
+    assert "initializer 'idx' holds 8589934592, which int32 cannot hold" in one_error_line(completed)
+    assert not output.exists() and not (tmp_path / "out.onnx.data").exists()

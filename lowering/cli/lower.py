@@ -176,6 +176,7 @@ def _lower(model_path: str, output_path: str | None, options: LowerOptions, outc
             fold=options.fold,
             retype=options.retype,
             retype_io=options.retype_io,
+            external_folder=model_file.folder if model_file.has_external_data else None,
             progress=progress,
             fast=False if options.plain else None,
             strict=options.strict,
