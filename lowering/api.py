@@ -197,8 +197,9 @@ def lower_model(
     report.folded.update(folded.folded)
     if retypings:
         folder = Path(external_folder) if external_folder is not None else None
+        full_check = _passes_full_check(lowered)
         report.retyping = retype_model(lowered, retypings, retype_io=retype_io, external_folder=folder)
-        _check_retyped(lowered)
+        _check_retyped(lowered, full_check)
     if target_opset is not None:
         if outcome.whole_check_needed or outcome.edited_structure:
             _check_output(lowered, target_opset)  # where a node's own check did not pass
@@ -408,11 +409,20 @@ def _check_output(model: onnx.ModelProto, target_opset: int) -> None:
         ) from None
 
 
-def _check_retyped(model: onnx.ModelProto) -> None:
-    """The full checker on a retyped model: every node takes its new types at the opset. A
-    failure is onnx-lower's fault, never returned as a result."""
+def _passes_full_check(model: onnx.ModelProto) -> bool:
     try:
         onnx.checker.check_model(checkable(model), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+        return False
+    return True
+
+
+def _check_retyped(model: onnx.ModelProto, full_check: bool) -> None:
+    """onnx's checker on a retyped model, in full where the model passed it before (a model
+    that did not, an exporter's optional If-13, is held to the plain checker): every node takes
+    its new types at the opset. A failure is onnx-lower's fault, never returned as a result."""
+    try:
+        onnx.checker.check_model(checkable(model), full_check=full_check)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
         raise InternalError(
             f"the retyped model is invalid, so nothing is returned or written: {checker_message(error)}"

@@ -21,14 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import external_data_helper
 
 from . import floats, schemas, value_ranges
 from .errors import LoweringError
-from .graphs import constant_tensor, held_graphs, nested_graphs
-from .local_functions import infer
+from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
+from .local_functions import infer, infer_function
 from .modelio import checkable, external_file
 from .naming import NameAllocator
 
@@ -84,7 +85,7 @@ class RetypeReport:
         found += [f"kept wide: {why}" for why in self.kept_wide]
         if self.wide_only:
             ops = ", ".join(f"{op} x{count}" for op, count in sorted(self.wide_only.items()))
-            found.append(f"kept wide where onnx takes no other type: {ops}")
+            found.append(f"kept wide where the op takes no other type (or is not onnx's): {ops}")
         found += [f"assumed: {why}" for why in self.assumed]
         found += [f"not exact: {why}" for why in self.inexact]
         return found
@@ -141,56 +142,62 @@ def retype_model(
         return report
     names = names or NameAllocator(model=model)
     inferred = infer(checkable(model))
-    types = _element_types(inferred if inferred is not None else model)
-    _refuse_nested(model, inferred, retypings, types)
     opset = schemas.default_opset(model.opset_import) or 0
-    retyping = _GraphRetyping(model.graph, types, retypings, retype_io, names, opset, report)
-    retyping.external_folder = external_folder
-    retyping.run()
+    shared = _Shared(retypings, retype_io, names, opset, report, external_folder)
+    for wide, narrow in retypings.items():
+        if not floats.is_integer(narrow):
+            report.inexact.append(f"{_named(wide)} arithmetic now rounds as {_named(narrow)} does")
+    _collect_types(inferred.graph if inferred is not None else model.graph, shared.types)
+    _GraphRetyping(model.graph, shared).run()
+    for function in model.functions:
+        _retype_function(function, model, shared)
+    if shared.refused:
+        raise RetypeRefused(shared.refused)
     return report
 
 
-def _element_types(model: onnx.ModelProto) -> dict[str, int]:
-    """Each main-graph value's element type as declared or inferred (tensors only)."""
-    graph = model.graph
-    found = {t.name: t.data_type for t in graph.initializer}
+def _collect_types(graph: onnx.GraphProto, found: dict[str, int]) -> None:
+    """Each tensor value's element type as ``graph`` and the graphs its nodes hold declare it."""
+    for tensor in graph.initializer:
+        found[tensor.name] = tensor.data_type
     for info in [*graph.input, *graph.output, *graph.value_info]:
         if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.elem_type:
             found[info.name] = info.type.tensor_type.elem_type
-    return found
+    for inner in nested_graphs(graph.node):
+        _collect_types(inner, found)
 
 
-def _refuse_nested(model, inferred, retypings: dict[int, int], types: dict[str, int]) -> None:
-    """Retyping inside If/Loop/Scan bodies and local functions is not done: refuse where one
-    holds or reads a value of a type to retype."""
-    reasons = []
-    wide = set(retypings)
-    for index, node in enumerate(model.graph.node):
-        if not any(True for _ in held_graphs(node)):
-            continue
-        typed = inferred.graph.node[index] if inferred is not None else node
-        if any(types.get(name) in wide for name in [*node.input, *node.output]) or any(
-            _mentions(graph, wide, types) for graph in nested_graphs([typed])
+def _retype_function(function: onnx.FunctionProto, model: onnx.ModelProto, outer: _Shared) -> None:
+    """A local function's body retyped inside (its inputs and outputs keep their types: every
+    call shares them), typed from the element types its calls agree on; left as it is, and said,
+    where they disagree."""
+    calls = [
+        node
+        for graph in [model.graph, *nested_graphs(model.graph.node)]
+        for node in graph.node
+        if node.op_type == function.name and node.domain == function.domain
+    ]
+    signatures = {tuple(outer.types.get(name, 0) for name in call.input) for call in calls}
+    if len(signatures) != 1:
+        if any(_writes(node, set(outer.retypings)) for node in function.node) or any(
+            t in outer.retypings for signature in signatures for t in signature
         ):
-            reasons.append(f"{_described(node)} holds a graph with values to retype: not done yet")
-    for function in model.functions:
-        calls = [n for n in model.graph.node if n.op_type == function.name and n.domain == function.domain]
-        if any(types.get(name) in wide for call in calls for name in [*call.input, *call.output]) or any(
-            _writes(node, wide) for node in function.node
-        ):
-            reasons.append(f"local function '{function.domain}.{function.name}' holds values to retype: not done yet")
-    if reasons:
-        raise RetypeRefused(reasons)
-
-
-def _mentions(graph: onnx.GraphProto, wide: set[int], outer: dict[str, int]) -> bool:
-    """Whether ``graph`` declares, holds, writes or reads from outside a value of ``wide`` types."""
-    for info in [*graph.input, *graph.output, *graph.value_info]:
-        if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.elem_type in wide:
-            return True
-    if any(t.data_type in wide for t in graph.initializer):
-        return True
-    return any(_writes(node, wide) or any(outer.get(name) in wide for name in node.input) for node in graph.node)
+            why = "called with other element types" if signatures else "never called"
+            outer.report.kept_wide.append(f"function '{function.domain}.{function.name}': {why}, kept as it is")
+        return
+    (signature,) = signatures
+    input_types = {
+        name: onnx.helper.make_tensor_type_proto(element_type, None)
+        for name, element_type in zip(function.input, signature, strict=False)
+        if element_type
+    }
+    typed = infer_function(function, input_types, model)
+    opset = schemas.default_opset(function.opset_import) or outer.opset
+    shared = _Shared(outer.retypings, False, outer.names, opset, outer.report, outer.external_folder)
+    shared.refused = outer.refused
+    _collect_types(typed if typed is not None else onnx.GraphProto(), shared.types)
+    shared.types.update({name: t.tensor_type.elem_type for name, t in input_types.items()})
+    _GraphRetyping(function, shared, body=True).run()
 
 
 def _writes(node: onnx.NodeProto, wide: set[int]) -> bool:
@@ -224,33 +231,45 @@ def _is_type_attribute(node: onnx.NodeProto, name: str) -> bool:
     return name in ("to", "dtype") or "data type" in attribute.description.lower()
 
 
-class _GraphRetyping:
-    """One graph's nodes rewritten in order; each value of a type to retype known by the names
-    holding it narrow and wide (the other made by a Cast where first asked)."""
+class _Shared:
+    """What every graph of one scope (a model's graphs, or a local function's) shares: the
+    element types and ranges of its values (names are unique across a scope), the report."""
 
-    def __init__(self, graph, types, retypings, retype_io, names, opset, report) -> None:
-        self.graph, self.types, self.retypings, self.retype_io = graph, types, retypings, retype_io
-        self.names, self.opset, self.report = names, opset, report
+    def __init__(self, retypings, retype_io, names, opset, report, external_folder) -> None:
+        self.retypings, self.retype_io, self.names, self.opset = retypings, retype_io, names, opset
+        self.report, self.external_folder = report, external_folder
+        self.types: dict[str, int] = {}
+        self.ranges: dict[str, value_ranges.Range] = {}
+        self.refused: list[str] = []
         narrow_integers = [n for n in retypings.values() if floats.is_integer(n)]
         self.size_limit = min([value_ranges.type_range(n)[1] + 1 for n in narrow_integers], default=1 << 63)
-        self.ranges: dict[str, value_ranges.Range] = {}
-        self.narrow: dict[str, str] = {}  # value -> the name holding it narrow
-        self.wide: dict[str, str] = {}  # value -> the name holding it wide
+
+
+class _GraphRetyping:
+    """One graph's nodes rewritten in order; each value of a type to retype known by the names
+    holding it narrow and wide (the other made by a Cast where first asked, in the graph that
+    asks: a graph a node holds sees its enclosing graphs' names, not the other way). A ``body``
+    (a graph a node holds, a local function) keeps its inputs' and outputs' types: its inputs
+    may hold anything, its outputs are cast back where made narrow."""
+
+    def __init__(self, graph, shared: _Shared, parent: _GraphRetyping | None = None, body: bool = False) -> None:
+        self.graph, self.shared, self.parent, self.body = graph, shared, parent, body
+        self.types, self.ranges, self.report, self.names = shared.types, shared.ranges, shared.report, shared.names
+        self.retype_io = shared.retype_io and not body
+        self.narrow: dict[str, str] = {}  # value -> the name holding it narrow, made here
+        self.wide: dict[str, str] = {}  # value -> the name holding it wide, made here
         self.nodes: list[onnx.NodeProto] = []
-        self.outputs = {o.name for o in graph.output}
+        self.outputs = set() if body else {o.name for o in graph.output}
         self.final_casts: list[onnx.NodeProto] = []
         self.retyped_names: dict[str, int] = {}  # names now of a narrow type: for value_info
-        self.refused: list[str] = []
-        self.external_folder: Path | None = None  # where external data lie (the model's folder)
-        self.readers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
-        for node in graph.node:
-            for position, name in enumerate(node.input):
-                self.readers.setdefault(name, []).append((node, position))
+        self.readers: dict[str, list[tuple[onnx.NodeProto, int]]] = (
+            parent.readers if parent is not None else _readers(graph)
+        )
 
     # -- what a value is ------------------------------------------------------------------
     def narrow_type(self, name: str) -> int | None:
         """The narrow type ``name`` is retyped to, where its type is one to retype."""
-        return self.retypings.get(self.types.get(name, 0))
+        return self.shared.retypings.get(self.types.get(name, 0))
 
     def fits(self, name: str) -> bool:
         """Whether the value may be held narrow: a float always (rounded), an integer where its
@@ -271,45 +290,54 @@ class _GraphRetyping:
             return value_ranges.type_range(element_type)
         return None
 
+    def _found(self, name: str, narrow: bool) -> str | None:
+        scope = self
+        while scope is not None:
+            found = (scope.narrow if narrow else scope.wide).get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
     def held(self, name: str, narrow: bool) -> str:
-        """The name holding ``name`` narrow or wide, a Cast added where first asked."""
-        held = self.narrow if narrow else self.wide
-        if name in held:
-            return held[name]
-        source = self.wide[name] if narrow else self.narrow[name]
+        """The name holding ``name`` narrow or wide, a Cast added here where first asked."""
+        found = self._found(name, narrow)
+        if found is not None:
+            return found
+        source = self._found(name, not narrow)
         to = self.narrow_type(name) if narrow else self.types[name]
         cast = self.names.fresh(f"{name}_{_named(to)}")
         self.nodes.append(onnx.helper.make_node("Cast", [source], [cast], to=to, name=self.names.fresh(f"{cast}_cast")))
         self.report.casts += 1
-        if narrow and not floats.is_integer(to):
+        if narrow and not floats.is_integer(to) and not _holds_every_value(self.types[name], to):
             self.report.inexact.append(f"'{name}' rounded to {_named(to)}")
-        held[name] = cast
+        (self.narrow if narrow else self.wide)[name] = cast
         return cast
 
     # -- the walk -------------------------------------------------------------------------
     def run(self) -> None:
         graph = self.graph
-        inputs = {i.name for i in graph.input}
-        for info in graph.input:
-            self._input(info)
-        for tensor in graph.initializer:
-            if tensor.name in inputs or self.narrow_type(tensor.name) is None:
+        function = isinstance(graph, onnx.FunctionProto)
+        input_names = list(graph.input) if function else [info.name for info in graph.input]
+        for name in input_names:
+            self._input(name)
+        for tensor in [] if function else graph.initializer:
+            if tensor.name in input_names or self.narrow_type(tensor.name) is None:
                 continue
             if tensor.name in self.outputs and not self.retype_io:
                 self.wide[tensor.name] = tensor.name  # (a graph output keeps its type)
-                if floats.is_integer(self.narrow_type(tensor.name)):
-                    self.ranges[tensor.name] = value_ranges.tensor_range(tensor)
                 continue
             self._constant(tensor, tensor.name, f"initializer '{tensor.name}'")
         for node in graph.node:
             self._node(node)
-        for info in graph.output:
-            self._output(info)
-        if self.refused:
-            raise RetypeRefused(self.refused)
+        if self.body:
+            self._body_outputs()
+        else:
+            for info in graph.output:
+                self._output(info)
         del graph.node[:]
         graph.node.extend([*self.nodes, *self.final_casts])
-        for info in [*graph.value_info, *graph.output, *graph.input]:
+        for info in [] if function else [*graph.value_info, *graph.output, *graph.input]:
             retyped = self.retyped_names.get(info.name)
             if retyped is not None and info.type.WhichOneof("value") == "tensor_type":
                 info.type.tensor_type.elem_type = retyped
@@ -317,24 +345,43 @@ class _GraphRetyping:
             pair = f"{_named(self.types[name])}->{_named(narrow)}"
             self.report.retyped[pair] = self.report.retyped.get(pair, 0) + 1
 
-    def _input(self, info: onnx.ValueInfoProto) -> None:
-        """A graph input of a type to retype: narrow with ``retype_io``, else kept, and cast
-        down where read (its values assumed to fit)."""
-        narrow = self.narrow_type(info.name)
+    def _body_outputs(self) -> None:
+        """A body's outputs of a type to retype given wide (a Cast up where made narrow, the
+        output then named after the Cast: a body's outputs are bound by position)."""
+        graph = self.graph
+        function = isinstance(graph, onnx.FunctionProto)
+        for index in range(len(graph.output)):
+            name = graph.output[index] if function else graph.output[index].name
+            if self.narrow_type(name) is None:
+                continue
+            source = self.held(name, narrow=False)
+            if source != name:
+                if function:
+                    graph.output[index] = source
+                else:
+                    graph.output[index].name = source
+
+    def _input(self, name: str) -> None:
+        """A graph input of a type to retype: narrow with ``retype_io``; else kept, and cast down
+        where read: a model's input assumed to fit, a body's input unbounded."""
+        narrow = self.narrow_type(name)
         if narrow is None:
             return
-        if floats.is_integer(narrow):
-            self.ranges[info.name] = value_ranges.type_range(narrow)
-        else:
-            self.report.rounded_inputs[info.name] = narrow
-        if self.retype_io:
-            self.narrow[info.name] = info.name
-            self.retyped_names[info.name] = narrow
+        if self.body:
+            self.wide[name] = name
             return
-        self.wide[info.name] = info.name
         if floats.is_integer(narrow):
-            wide = _named(self.types[info.name])
-            self.report.assumed.append(f"input '{info.name}' holds {_named(narrow)} values (given as {wide})")
+            self.ranges[name] = value_ranges.type_range(narrow)
+        else:
+            self.report.rounded_inputs[name] = narrow
+        if self.retype_io:
+            self.narrow[name] = name
+            self.retyped_names[name] = narrow
+            return
+        self.wide[name] = name
+        if floats.is_integer(narrow):
+            wide = _named(self.types[name])
+            self.report.assumed.append(f"input '{name}' holds {_named(narrow)} values (given as {wide})")
 
     def _constant(self, tensor: onnx.TensorProto, name: str, where: str) -> bool:
         """A constant of a type to retype made narrow where it fits (refused where not, or
@@ -351,10 +398,16 @@ class _GraphRetyping:
             clamped = not value_ranges.fits(found, narrow)
             if clamped:
                 readers = self.readers.get(name, [])
+                if readers and all(self._takes_only_wide(r, k) for r, k in readers):
+                    self.wide[name] = name  # (kept: every reader takes the wide type anyway)
+                    self.ranges[name] = found
+                    return False
                 if not readers or any((r.op_type, k) not in _CLAMPED_INPUTS for r, k in readers):
                     shown = ", ".join(_described(r) for r, _ in readers) or "nothing"
                     past = found[1] if found[1] > high else found[0]
-                    self.refused.append(f"{where} holds {past}, which {_named(narrow)} cannot hold (read by {shown})")
+                    self.shared.refused.append(
+                        f"{where} holds {past}, which {_named(narrow)} cannot hold (read by {shown})"
+                    )
                     self.wide[name] = name
                     return False
                 found = (max(found[0], low), min(found[1], high))
@@ -366,7 +419,7 @@ class _GraphRetyping:
             for chunk in chunks():
                 narrowed = _rounded(chunk, narrow)
                 if _overflows(chunk, narrowed):
-                    self.refused.append(f"{where} holds a value past {_named(narrow)}'s largest")
+                    self.shared.refused.append(f"{where} holds a value past {_named(narrow)}'s largest")
                     self.wide[name] = name
                     return False
                 wide = chunk.astype(np.float64)
@@ -375,13 +428,27 @@ class _GraphRetyping:
             if rounded:
                 self.report.inexact.append(f"{where} rounded to {_named(narrow)}")
         if sum(map(len, parts)) > MAX_INLINE_BYTES:
-            self.refused.append(f"{where} would hold more than {MAX_INLINE_BYTES >> 20} MiB inline once retyped")
+            self.shared.refused.append(f"{where} would hold more than {MAX_INLINE_BYTES >> 20} MiB inline once retyped")
             self.wide[name] = name
             return False
         _hold_inline(tensor, narrow, b"".join(parts))
         self.narrow[name] = name
         self.retyped_names[name] = narrow
         return True
+
+    def _takes_only_wide(self, node: onnx.NodeProto, position: int) -> bool:
+        """Whether input ``position`` of ``node`` is given the wide type whatever its value: a
+        node holding graphs, of an op onnx.defs does not know, or an input only the wide type
+        may feed (Reshape's shape)."""
+        if holds_graphs(node):
+            return True
+        schema = schemas.schema_in_force(node.op_type, self.shared.opset, node.domain)
+        if schema is None or not schema.inputs:
+            return True
+        formal = schema.inputs[min(position, len(schema.inputs) - 1)]
+        constrained = any(c.type_param_str == formal.type_str for c in schema.type_constraints)
+        key = formal.type_str if constrained else f"input:{position}"
+        return self.narrow_type(node.input[position]) not in self._allowed(node, key)
 
     def _chunks(self, tensor: onnx.TensorProto, where: str):
         """A function giving the tensor's values as flat arrays of at most :data:`CHUNK_VALUES`,
@@ -390,13 +457,13 @@ class _GraphRetyping:
         if not external_data_helper.uses_external_data(tensor):
             values = floats.array_of(tensor).reshape(-1)
             return lambda: (values[k : k + CHUNK_VALUES] for k in range(0, max(values.size, 1), CHUNK_VALUES))
-        if self.external_folder is None:
-            self.refused.append(
+        if self.shared.external_folder is None:
+            self.shared.refused.append(
                 f"{where} is held in external data, whose folder is not known: load the model with its data, or give "
                 "external_folder="
             )
             return None
-        source, offset, length = external_file(tensor, self.external_folder)
+        source, offset, length = external_file(tensor, self.shared.external_folder)
         dtype = np.dtype(floats.numpy_dtype(tensor.data_type)).newbyteorder("<")
 
         def read():
@@ -411,6 +478,9 @@ class _GraphRetyping:
     def _node(self, node: onnx.NodeProto) -> None:
         if node.op_type == "Constant" and node.domain in schemas.DEFAULT_DOMAINS and node.output:
             self._constant_node(node)
+            return
+        if holds_graphs(node):
+            self._holding_graphs(node)
             return
         groups = self._groups(node)
         if groups:
@@ -430,13 +500,35 @@ class _GraphRetyping:
                         self._written(node, position, key in narrow_groups)
         self.nodes.append(node)
 
+    def _holding_graphs(self, node: onnx.NodeProto) -> None:
+        """A node holding graphs (If, Loop, Scan): its values of a type to retype given and
+        taken wide, each graph it holds retyped inside as a body. An If's outputs hold what its
+        branches' do; a Loop's or Scan's are unbounded."""
+        for position, name in enumerate(node.input):
+            if name and self.narrow_type(name) is not None:
+                node.input[position] = self.held(name, narrow=False)
+        branches = []
+        for _, _, graph in held_graphs(node):
+            branches.append([info.name for info in graph.output])
+            _GraphRetyping(graph, self.shared, parent=self, body=True).run()
+        for position, output in enumerate(node.output):
+            narrow = self.narrow_type(output)
+            if not output or narrow is None:
+                continue
+            if floats.is_integer(narrow):
+                made = [branch[position] for branch in branches if position < len(branch)]
+                bounded = node.op_type == "If" and len(made) == len(branches)
+                self.ranges[output] = value_ranges.hull([self.ranges.get(n) for n in made]) if bounded else None
+            self._written(node, position, narrow=False)
+        self.nodes.append(node)
+
     def _constant_node(self, node: onnx.NodeProto) -> None:
         """A Constant of a type to retype: its value as one ``value`` tensor, made narrow."""
         name = node.output[0]
         if self.narrow_type(name) is not None:
             held = constant_tensor(node)
             if held is None:
-                self.refused.append(f"{_described(node)} holds a value that cannot be read")
+                self.shared.refused.append(f"{_described(node)} holds a value that cannot be read")
                 self.wide[name] = name
             else:
                 tensor = onnx.TensorProto()
@@ -454,13 +546,13 @@ class _GraphRetyping:
             narrow = self.narrow_type(output)
             if output and narrow is not None and floats.is_integer(narrow):
                 self.ranges[output] = value_ranges.output_range(
-                    node, position, input_ranges, self.size_limit, lambda: constant_tensor(node)
+                    node, position, input_ranges, self.shared.size_limit, lambda: constant_tensor(node)
                 )
 
     def _groups(self, node: onnx.NodeProto) -> dict[str, list[tuple[str, int]]]:
         """The node's values of a type to retype, by the type constraint binding them (a value
         whose formal parameter names one type, or of an op onnx.defs does not know, alone)."""
-        schema = schemas.schema_in_force(node.op_type, self.opset, node.domain)
+        schema = schemas.schema_in_force(node.op_type, self.shared.opset, node.domain)
         groups: dict[str, list[tuple[str, int]]] = {}
         for kind, names, formals in (
             ("input", node.input, schema.inputs if schema else []),
@@ -479,7 +571,7 @@ class _GraphRetyping:
 
     def _allowed(self, node: onnx.NodeProto, key: str) -> frozenset[int]:
         """The tensor element types group ``key`` of the node's op takes at the opset."""
-        schema = schemas.schema_in_force(node.op_type, self.opset, node.domain)
+        schema = schemas.schema_in_force(node.op_type, self.shared.opset, node.domain)
         if schema is None:
             return frozenset()
         for constraint in schema.type_constraints:
@@ -523,7 +615,7 @@ class _GraphRetyping:
                 values = floats.array_of(attribute.t)
                 fill = _rounded(values, narrow)
                 if not floats.is_integer(narrow) and _overflows(values, fill):
-                    self.refused.append(
+                    self.shared.refused.append(
                         f"{node.op_type} '{node.name}' fills with a value past {_named(narrow)}'s largest"
                     )
                 attribute.t.CopyFrom(floats.tensor(fill, attribute.t.name))
@@ -551,7 +643,9 @@ class _GraphRetyping:
             return
         if self.retype_io:
             if name not in self.wide or not self.fits(name):
-                self.refused.append(f"output '{name}' may not fit {_named(narrow)} ({_shown(self.ranges.get(name))})")
+                self.shared.refused.append(
+                    f"output '{name}' may not fit {_named(narrow)} ({_shown(self.ranges.get(name))})"
+                )
                 return
             self.final_casts.append(onnx.helper.make_node("Cast", [self.wide[name]], [name], to=narrow))
             self.retyped_names[name] = narrow
@@ -560,11 +654,27 @@ class _GraphRetyping:
         self.report.casts += 1
 
 
+def _holds_every_value(wide: int, narrow: int) -> bool:
+    """Whether float type ``narrow`` holds every value of float type ``wide`` (bfloat16 in float32)."""
+    a, b = ml_dtypes.finfo(floats.numpy_dtype(wide)), ml_dtypes.finfo(floats.numpy_dtype(narrow))
+    return b.nmant >= a.nmant and b.maxexp >= a.maxexp and b.minexp <= a.minexp
+
+
 def _rounded(values: np.ndarray, element_type: int) -> np.ndarray:
     """``values`` rounded to a float ``element_type`` (an integer type: converted), past its
     largest value to infinity (which :func:`_overflows` finds)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return values.astype(floats.numpy_dtype(element_type))
+
+
+def _readers(graph) -> dict[str, list[tuple[onnx.NodeProto, int]]]:
+    """Each value's readers (node, input position) in ``graph`` and the graphs it holds."""
+    found: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for nodes in [graph.node, *(inner.node for inner in nested_graphs(graph.node))]:
+        for node in nodes:
+            for position, name in enumerate(node.input):
+                found.setdefault(name, []).append((node, position))
+    return found
 
 
 def _chunked_range(chunks) -> tuple[int, int]:

@@ -293,28 +293,118 @@ def test_bfloat16_to_float16_refuses_a_constant_float16_cannot_hold():
     assert lowering.lower(model, ops=[], retype="bfloat16=float32").graph.initializer[0].data_type == T.FLOAT
 
 
-def test_graphs_held_by_nodes_are_refused_where_they_hold_values_to_retype():
-    then = helper.make_graph(
-        [helper.make_node("Shape", ["x"], ["s_then"])],
+def branch(name: str, nodes: list[onnx.NodeProto], output: str) -> onnx.GraphProto:
+    return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(output, T.INT64, [None])])
+
+
+def test_if_branches_are_retyped_inside_and_give_back_int64():
+    """Each branch computes in int32 where its values fit (a Shape's size less a constant, an
+    outer int64 input read inside) and gives its output back as int64: the If's type is kept,
+    and its output's range is the branches' hull, so a reader may take it narrow."""
+    then = branch(
         "then",
-        [],
-        [helper.make_tensor_value_info("s_then", T.INT64, [1])],
+        [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Sub", ["s", "two"], ["t_out"])],
+        "t_out",
     )
-    other = helper.make_graph(
-        [helper.make_node("Shape", ["x"], ["s_else"])],
-        "else",
-        [],
-        [helper.make_tensor_value_info("s_else", T.INT64, [1])],
+    other = branch("else", [helper.make_node("Gather", ["ids", "zero"], ["e_out"])], "e_out")
+    nodes = [
+        helper.make_node("If", ["c"], ["picked"], then_branch=then, else_branch=other, name="choice"),
+        helper.make_node("Gather", ["table", "picked"], ["y"]),
+    ]
+    model = make_model(
+        nodes,
+        [
+            helper.make_tensor_value_info("c", T.BOOL, []),
+            helper.make_tensor_value_info("x", T.FLOAT, [3]),
+            helper.make_tensor_value_info("ids", T.INT64, [4]),
+        ],
+        [helper.make_tensor_value_info("y", T.FLOAT, [None]), helper.make_tensor_value_info("picked", T.INT64, [None])],
+        opset=18,
+        initializer=[
+            constant("two", [2]),
+            constant("zero", [0]),
+            numpy_helper.from_array(np.arange(8.0, dtype=np.float32), "table"),
+        ],
+    )
+    result = lowering.lower_model(model, ops=[], retype="int64=int32")
+    retyped = result.model
+    onnx.checker.check_model(retyped, full_check=True)
+    (if_node,) = [node for node in retyped.graph.node if node.op_type == "If"]
+    branches = {attribute.name: attribute.g for attribute in if_node.attribute}
+    then_ops = [node.op_type for node in branches["then_branch"].node]
+    assert then_ops == ["Shape", "Cast", "Sub", "Cast"]  # Shape int64 -> int32, Sub in int32, back to int64
+    gather = next(node for node in retyped.graph.node if node.op_type == "Gather")
+    assert gather.input[1] != "picked"  # read narrow: the branches' hull fits
+    for c in (True, False):
+        feeds = {"c": np.array(c), "x": np.zeros(3, np.float32), "ids": np.array([5, 1, 2, 3], np.int64)}
+        for got, want in zip(run_onnxruntime(retyped, feeds), run_onnxruntime(model, feeds), strict=True):
+            assert_same_bits(got, want)
+
+
+def test_a_loop_body_keeps_its_carried_int64_and_narrows_what_fits():
+    """A Loop's carried count may grow past int32 (its range is unbounded): it stays int64; a
+    size the body reads from a Shape goes int32 and back."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Gather", ["s", "zero"], ["n"]),
+            helper.make_node("Add", ["acc", "n"], ["acc_out"]),
+            helper.make_node("Identity", ["cond"], ["cond_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", T.INT64, []),
+            helper.make_tensor_value_info("cond", T.BOOL, []),
+            helper.make_tensor_value_info("acc", T.INT64, []),
+        ],
+        [helper.make_tensor_value_info("cond_out", T.BOOL, []), helper.make_tensor_value_info("acc_out", T.INT64, [])],
     )
     model = make_model(
-        [helper.make_node("If", ["c"], ["s"], then_branch=then, else_branch=other, name="choice")],
-        [helper.make_tensor_value_info("c", T.BOOL, []), helper.make_tensor_value_info("x", T.FLOAT, [3])],
-        [helper.make_tensor_value_info("s", T.INT64, [1])],
+        [helper.make_node("Loop", ["trips", "", "start"], ["total"], body=body)],
+        [helper.make_tensor_value_info("x", T.FLOAT, [5]), helper.make_tensor_value_info("trips", T.INT64, [])],
+        [helper.make_tensor_value_info("total", T.INT64, [])],
         opset=18,
+        initializer=[constant("start", 2**40), constant("zero", 0)],
     )
-    with pytest.raises(lowering.RetypeRefused, match="If 'choice' holds a graph with values to retype: not done yet"):
-        lowering.lower(model, ops=[], retype="int64=int32")
-    assert lowering.lower(model, ops=[], retype="float64=float32").graph == model.graph  # (nothing to retype)
+    result = lowering.lower_model(model, ops=[], retype="int64=int32")
+    retyped = result.model
+    onnx.checker.check_model(retyped, full_check=True)
+    assert any("Add writing 'acc_out'" in why for why in result.report.retyping.kept_wide)
+    feeds = {"x": np.zeros(5, np.float32), "trips": np.array(3, np.int64)}
+    for got, want in zip(run_onnxruntime(retyped, feeds), run_onnxruntime(model, feeds), strict=True):
+        assert_same_bits(got, want)
+    assert int(run_onnxruntime(retyped, feeds)[0]) == 2**40 + 15
+
+
+def test_a_local_function_is_retyped_inside_keeping_its_signature():
+    function = helper.make_function(
+        "local",
+        "sizes",
+        ["v"],
+        ["out"],
+        [
+            helper.make_node("Shape", ["v"], ["s"]),
+            helper.make_node("Constant", [], ["one"], value_ints=[1]),
+            helper.make_node("Sub", ["s", "one"], ["out"]),
+        ],
+        [helper.make_opsetid("", 18)],
+    )
+    model = make_model(
+        [helper.make_node("sizes", ["x"], ["y"], domain="local")],
+        [helper.make_tensor_value_info("x", T.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", T.INT64, [2])],
+        opset=18,
+        functions=[function],
+        extra_opsets={"local": 1},
+    )
+    retyped = lowering.lower(model, ops=[], retype="int64=int32")
+    onnx.checker.check_model(retyped, full_check=True)
+    body = retyped.functions[0]
+    assert [node.op_type for node in body.node] == ["Shape", "Constant", "Cast", "Sub", "Cast"]
+    assert body.node[1].attribute[0].t.data_type == T.INT32
+    feeds = {"x": np.zeros((3, 4), np.float32)}
+    for got, want in zip(run_onnxruntime(retyped, feeds), run_onnxruntime(model, feeds), strict=True):
+        assert_same_bits(got, want)
 
 
 @pytest.mark.parametrize(
