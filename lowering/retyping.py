@@ -107,9 +107,9 @@ def parse_retypings(text: str | dict | None) -> dict[int, int]:
                 for w, ns in RETYPINGS.items()
                 for n in sorted(ns)
             )
-            raise LoweringError(f"cannot retype {_named(wide)} to {_named(narrow)}; offered: {offered}")
+            raise LoweringError(f"cannot retype {type_label(wide)} to {type_label(narrow)}; offered: {offered}")
         if wide in found:
-            raise LoweringError(f"{_named(wide)} is retyped twice")
+            raise LoweringError(f"{type_label(wide)} is retyped twice")
         found[wide] = narrow
     return found
 
@@ -123,7 +123,8 @@ def _element_type(side) -> int:
     return getattr(T, name)
 
 
-def _named(element_type: int) -> str:
+def type_label(element_type: int) -> str:
+    """An element type as --retype spells it: int64, float64, bfloat16."""
     return {T.DOUBLE: "float64", T.FLOAT: "float32"}.get(element_type, schemas.type_name(element_type).lower())
 
 
@@ -146,7 +147,7 @@ def retype_model(
     shared = _Shared(retypings, retype_io, names, opset, report, external_folder)
     for wide, narrow in retypings.items():
         if not floats.is_integer(narrow):
-            report.inexact.append(f"{_named(wide)} arithmetic now rounds as {_named(narrow)} does")
+            report.inexact.append(f"{type_label(wide)} arithmetic now rounds as {type_label(narrow)} does")
     _collect_types(inferred.graph if inferred is not None else model.graph, shared.types)
     _GraphRetyping(model.graph, shared).run()
     for function in model.functions:
@@ -306,11 +307,11 @@ class _GraphRetyping:
             return found
         source = self._found(name, not narrow)
         to = self.narrow_type(name) if narrow else self.types[name]
-        cast = self.names.fresh(f"{name}_{_named(to)}")
+        cast = self.names.fresh(f"{name}_{type_label(to)}")
         self.nodes.append(onnx.helper.make_node("Cast", [source], [cast], to=to, name=self.names.fresh(f"{cast}_cast")))
         self.report.casts += 1
         if narrow and not floats.is_integer(to) and not _holds_every_value(self.types[name], to):
-            self.report.inexact.append(f"'{name}' rounded to {_named(to)}")
+            self.report.inexact.append(f"'{name}' rounded to {type_label(to)}")
         (self.narrow if narrow else self.wide)[name] = cast
         return cast
 
@@ -341,9 +342,13 @@ class _GraphRetyping:
             retyped = self.retyped_names.get(info.name)
             if retyped is not None and info.type.WhichOneof("value") == "tensor_type":
                 info.type.tensor_type.elem_type = retyped
-        for name, narrow in self.retyped_names.items():
-            pair = f"{_named(self.types[name])}->{_named(narrow)}"
-            self.report.retyped[pair] = self.report.retyped.get(pair, 0) + 1
+        for name in self.retyped_names:
+            self._count(name)
+
+    def _count(self, name: str) -> None:
+        """One value more computed in its narrow type, in the report."""
+        pair = f"{type_label(self.types[name])}->{type_label(self.narrow_type(name))}"
+        self.report.retyped[pair] = self.report.retyped.get(pair, 0) + 1
 
     def _body_outputs(self) -> None:
         """A body's outputs of a type to retype given wide (a Cast up where made narrow, the
@@ -380,8 +385,8 @@ class _GraphRetyping:
             return
         self.wide[name] = name
         if floats.is_integer(narrow):
-            wide = _named(self.types[name])
-            self.report.assumed.append(f"input '{name}' holds {_named(narrow)} values (given as {wide})")
+            wide = type_label(self.types[name])
+            self.report.assumed.append(f"input '{name}' holds {type_label(narrow)} values (given as {wide})")
 
     def _constant(self, tensor: onnx.TensorProto, name: str, where: str) -> bool:
         """A constant of a type to retype made narrow where it fits (refused where not, or
@@ -406,7 +411,7 @@ class _GraphRetyping:
                     shown = ", ".join(_described(r) for r, _ in readers) or "nothing"
                     past = found[1] if found[1] > high else found[0]
                     self.shared.refused.append(
-                        f"{where} holds {past}, which {_named(narrow)} cannot hold (read by {shown})"
+                        f"{where} holds {past}, which {type_label(narrow)} cannot hold (read by {shown})"
                     )
                     self.wide[name] = name
                     return False
@@ -419,14 +424,14 @@ class _GraphRetyping:
             for chunk in chunks():
                 narrowed = _rounded(chunk, narrow)
                 if _overflows(chunk, narrowed):
-                    self.shared.refused.append(f"{where} holds a value past {_named(narrow)}'s largest")
+                    self.shared.refused.append(f"{where} holds a value past {type_label(narrow)}'s largest")
                     self.wide[name] = name
                     return False
                 wide = chunk.astype(np.float64)
                 rounded = rounded or not np.array_equal(narrowed.astype(np.float64), wide, equal_nan=True)
                 parts.append(narrowed.tobytes())
             if rounded:
-                self.report.inexact.append(f"{where} rounded to {_named(narrow)}")
+                self.report.inexact.append(f"{where} rounded to {type_label(narrow)}")
         if sum(map(len, parts)) > MAX_INLINE_BYTES:
             self.shared.refused.append(f"{where} would hold more than {MAX_INLINE_BYTES >> 20} MiB inline once retyped")
             self.wide[name] = name
@@ -525,7 +530,9 @@ class _GraphRetyping:
     def _constant_node(self, node: onnx.NodeProto) -> None:
         """A Constant of a type to retype: its value as one ``value`` tensor, made narrow."""
         name = node.output[0]
-        if self.narrow_type(name) is not None:
+        if self.narrow_type(name) is not None and name in self.outputs and not self.retype_io:
+            self.wide[name] = name  # (a graph output keeps its type)
+        elif self.narrow_type(name) is not None:
             held = constant_tensor(node)
             if held is None:
                 self.shared.refused.append(f"{_described(node)} holds a value that cannot be read")
@@ -594,7 +601,7 @@ class _GraphRetyping:
             return False
         for (kind, _), name in zip(slots, names, strict=True):
             if not self.fits(name):
-                why = f"{kind} '{name}' may not fit {_named(narrow)} ({_shown(self.ranges.get(name))})"
+                why = f"{kind} '{name}' may not fit {type_label(narrow)} ({_shown(self.ranges.get(name))})"
                 self.report.kept_wide.append(f"{_described(node)}: {why}")
                 return False
         return True
@@ -616,7 +623,7 @@ class _GraphRetyping:
                 fill = _rounded(values, narrow)
                 if not floats.is_integer(narrow) and _overflows(values, fill):
                     self.shared.refused.append(
-                        f"{node.op_type} '{node.name}' fills with a value past {_named(narrow)}'s largest"
+                        f"{node.op_type} '{node.name}' fills with a value past {type_label(narrow)}'s largest"
                     )
                 attribute.t.CopyFrom(floats.tensor(fill, attribute.t.name))
 
@@ -629,6 +636,8 @@ class _GraphRetyping:
             fresh = self.names.fresh(f"{name}_{'narrow' if narrow else 'wide'}")
             node.output[position] = fresh
             held[name] = fresh
+            if narrow:
+                self._count(name)
             return
         held[name] = name
         if narrow:
@@ -644,7 +653,7 @@ class _GraphRetyping:
         if self.retype_io:
             if name not in self.wide or not self.fits(name):
                 self.shared.refused.append(
-                    f"output '{name}' may not fit {_named(narrow)} ({_shown(self.ranges.get(name))})"
+                    f"output '{name}' may not fit {type_label(narrow)} ({_shown(self.ranges.get(name))})"
                 )
                 return
             self.final_casts.append(onnx.helper.make_node("Cast", [self.wide[name]], [name], to=narrow))

@@ -14,6 +14,7 @@ from . import schemas
 from .errors import ConversionRefused, IncompleteLowering
 from .graphs import held_graphs
 from .report import RemainingOp
+from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
 from .shape_folding import inferred_types
 
@@ -32,6 +33,7 @@ class Finding:
     node: str
     verdict: Verdict
     fix: str | None
+    retype: tuple[int, int] | None = None  # (wide, narrow): a retyping the runtime takes instead
 
     @property
     def blocks(self) -> bool:
@@ -97,6 +99,7 @@ def check_model(
         fix = f"converted to opset {opset}" if opset in profile.opsets else None
         findings.append(Finding("(opset)", model_opset, "", model.graph.name, "", opset_verdict, fix))
     types = inferred_types(model)
+    model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     local = {(f.domain, f.name) for f in model.functions}
     for graph_name, node in _every_node(model):
         if (node.domain, node.op_type) in local:
@@ -113,8 +116,31 @@ def check_model(
             verdict = profile.verdict(node.op_type, version, type_name)
         if verdict.kind != SUPPORTED:
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
-            findings.append(Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix))
+            retype = _narrower_type_taken(profile, node.op_type, version, type_name) if verdict.blocks else None
+            if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)
+                boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)
+                io = " --retype-io: the model's inputs and outputs change type" if boundary else ""
+                fix = f"retyped to {type_label(retype[1])} (--retype {retype_pair(retype)}{io})"
+            findings.append(Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix, retype))
     return findings
+
+
+def _narrower_type_taken(profile, op_type: str, version: int | None, type_name: str) -> tuple[int, int] | None:
+    """(wide, narrow): where the runtime refuses the op on ``type_name`` (int64, float64,
+    bfloat16) and runs it right on a narrower type a retyping gives (the exact one first)."""
+    wide = getattr(onnx.TensorProto, type_name, None) if type_name else None
+    if version is None or wide not in RETYPINGS:
+        return None
+    for narrow in sorted(RETYPINGS[wide], key=lambda t: t != onnx.TensorProto.FLOAT):
+        narrow_name = onnx.helper.tensor_dtype_to_string(narrow).removeprefix("TensorProto.")
+        if profile.verdict(op_type, version, narrow_name).kind in (SUPPORTED, PARTLY):
+            return wide, narrow
+    return None
+
+
+def retype_pair(pair: tuple[int, int]) -> str:
+    """``int64=int32``, as ``--retype`` spells a pair."""
+    return "=".join(map(type_label, pair))
 
 
 def lower_for_target(
@@ -151,16 +177,22 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     where a pattern can, until nothing new is to be lowered."""
     ops: set[str] = set(asked)
     kinds = (REFUSED, PARTLY) if partly_too else (REFUSED,)
+    retypings = dict(parse_retypings(options.pop("retype", None)))
+    chosen = bool(retypings)  # (the caller's retyping is kept as given)
     for _ in range(MOST_LOWERING_ROUNDS):
-        result = lower_model(model, ops=sorted(ops), target_opset=target_opset, **options)
+        result = lower_model(model, ops=sorted(ops), target_opset=target_opset, retype=retypings or None, **options)
         findings = check_model(result.model, profile, opset, lowerable)
         blockers = [f for f in findings if f.blocks]
         fixable = {f.op_type for f in findings if f.verdict.kind in kinds and f.op_type in lowerable}
-        if not fixable - ops:
+        retypes = (
+            {} if chosen else {f.retype[0]: f.retype[1] for f in blockers if f.retype and f.op_type not in fixable}
+        )
+        if not fixable - ops and not set(retypes.items()) - set(retypings.items()):
             if not blockers:
                 return result
             raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
         ops |= fixable
+        retypings.update({wide: narrow for wide, narrow in retypes.items() if wide not in retypings})
     raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
 
 

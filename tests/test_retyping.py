@@ -517,3 +517,56 @@ def test_an_external_value_that_does_not_fit_is_found_in_a_late_chunk(tmp_path, 
     completed = run_cli_in_process(str(source), "-o", str(output), "--retype", "int64=int32")
     assert "initializer 'idx' holds 8589934592, which int32 cannot hold" in one_error_line(completed)
     assert not output.exists() and not (tmp_path / "out.onnx.data").exists()
+
+
+def int_runtime():
+    """A made-up probed runtime that runs Add and Mul on int32 and float, never on int64."""
+    from lowering.runtime_profiles import profile_from_data
+
+    cases = {
+        f"{op}_{type_name}": {"op": op, "version": version, "type": type_name, "verdict": verdict}
+        for op, version in (("Add", 14), ("Mul", 14), ("Gather", 13), ("Shape", 15), ("Sub", 14))
+        for type_name, verdict in (("INT32", "right"), ("FLOAT", "right"), ("INT64", "fails"))
+    }
+    return profile_from_data(
+        {"name": "int32-only", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed"},
+         "opsets": [18], "cases": cases}
+    )  # fmt: skip
+
+
+def test_a_target_refusing_int64_gets_int32_where_the_op_runs_on_it():
+    """Sub of a Shape's size and a constant: refused on int64, run on int32: --target retypes
+    (the values provably fit) and check then finds nothing to block."""
+    from lowering.target_lowering import check_model
+
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Sub", ["s", "one"], ["y"])]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", T.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", T.INT64, [2])],
+        opset=18,
+        initializer=[constant("one", [1])],
+    )
+    runtime = int_runtime()
+    (blocker,) = [f for f in check_model(model, runtime) if f.blocks]
+    assert blocker.op_type == "Sub" and blocker.fix == "retyped to int32 (--retype int64=int32)"
+    result = lowering.lower_model(model, target=runtime)
+    assert not [f for f in check_model(result.model, runtime) if f.blocks]
+    assert result.report.retyping.retyped == {"int64->int32": 2}
+    feeds = {"x": np.zeros((3, 4), np.float32)}
+    for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds), strict=True):
+        assert_same_bits(got, want)
+
+
+def test_tensorrt_takes_no_float64_so_its_target_retypes_with_the_inputs_when_asked(tmp_path):
+    source = tmp_path / "f64.onnx"
+    onnx.save(float64_model(), source)
+    output = tmp_path / "trt.onnx"
+    refused = run_cli_in_process(str(source), "-o", str(output), "--target", "tensorrt-10")
+    assert refused.returncode == 4 and not output.exists()
+    assert "--retype-io: the model's inputs and outputs change type" in refused.stderr
+    done = run_cli_in_process(str(source), "-o", str(output), "--target", "tensorrt-10", "--retype-io")
+    assert done.returncode == 0, done.stderr
+    assert "not exact: float64 arithmetic now rounds as float32 does" in done.stdout
+    checked = run_cli_in_process("check", str(output), "--target", "tensorrt-10")
+    assert checked.returncode == 0 and "0 blockers" in checked.stdout

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--fold", choices=FOLD_CHOICES, metavar="WHAT", help="shape arithmetic folded: emitted (default), all "
         "(--input-shape's), none")  # fmt: skip
     add("--retype", metavar="FROM=TO,..", help="int64=int32, uint64=uint32 exact or refused; float64=float32 rounded")
-    add("--retype-io", action="store_true", help="with --retype: the model's inputs and outputs retyped too")
+    add("--retype-io", action="store_true", help="with --retype or --target: the model's inputs and outputs too")
     add("--strict", action="store_true", help="a requested op left is an error: exit 1, nothing written")
     add("--verify", action="store_true", help="compare original and lowered on edge values before writing, bit "
         "for bit or within --atol/--rtol; on a mismatch exit 1, write nothing")  # fmt: skip
@@ -205,8 +205,8 @@ def _run(args: argparse.Namespace) -> int:
         raise LoweringError("-v/--verbose goes with --list-rules")
     if not args.models:
         raise LoweringError("no model given (usage: onnx-lower MODEL -o OUTPUT)")
-    if args.retype_io and not args.retype:
-        raise LoweringError("--retype-io goes with --retype FROM=TO")
+    if args.retype_io and not (args.retype or args.target):
+        raise LoweringError("--retype-io goes with --retype FROM=TO or --target NAME")
     verify_options = {"--custom-op-library": args.custom_op_library, "--atol": args.atol, "--rtol": args.rtol}
     for option, given in verify_options.items():
         if given and not args.verify:
