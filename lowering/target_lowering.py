@@ -149,7 +149,8 @@ def lower_for_target(
     """``model`` made to run on the runtime ``name`` by ``lower_model`` (the API's, which calls
     this for ``target=NAME``): at the opset it loads; the ops it refuses lowered by their
     patterns (``lowerable``; repeated while a pattern writes ops it refuses too), and those it
-    runs right only in some probed cases too where that leaves nothing it refuses; the values
+    runs right only in some probed cases too where that leaves nothing it refuses (not those a
+    support table lists with a restriction); the values
     shapes decide folded (``fold="all"`` unless asked otherwise). Returns the
     :class:`lowering.LoweringResult`; raises :class:`TargetRefused` listing every node left
     that the runtime refuses."""
@@ -161,9 +162,15 @@ def lower_for_target(
     model_opset = schemas.default_opset(model.opset_import) or 1
     opset = options.pop("target_opset", None) or profile.opset_for(model_opset)
     target_opset = opset if opset != model_opset else None
-    try:  # what it runs right only in some cases lowered too, where that leaves nothing it refuses
-        result = _lowered_for(model, profile, opset, asked, True, lower_model, lowerable, target_opset, options)
+    # What it runs right only in some probed cases is lowered too, where that leaves nothing it
+    # refuses. A table's restriction (TensorRT's "bidirectional LSTM: ...") is text no one
+    # checks here against the node: such an op keeps the runtime's own kernel.
+    partly_too = not isinstance(profile, TableProfile)
+    try:
+        result = _lowered_for(model, profile, opset, asked, partly_too, lower_model, lowerable, target_opset, options)
     except TargetRefused:
+        if not partly_too:
+            raise
         result = _lowered_for(model, profile, opset, asked, False, lower_model, lowerable, target_opset, options)
     left = [entry for entry in result.report.remaining if entry.op_type in asked]
     if strict and left:

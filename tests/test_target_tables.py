@@ -243,3 +243,22 @@ def test_the_command_line_checks_against_a_table_profile(tmp_path):
     assert result.returncode == 1
     assert re.search(r"blocks: BitwiseAnd-18 on INT32 .*: refused: BitwiseAnd is marked N", result.stdout)
     assert "tensorrt-10 (TensorRT 10.1: opsets 9-20; table ops 110 supported" in result.stdout
+
+
+def test_an_op_a_table_lists_with_a_restriction_keeps_the_runtimes_kernel():
+    """TensorRT 10 lists LSTM with restrictions (bidirectional activations, input_forget,
+    layout): text not checked against the node here, so --target keeps LSTM as it is rather
+    than unroll it into primitive ops; the probe-based 'partly' lowers, the table's does not."""
+    hidden, size = 3, 4
+    weights = np.random.default_rng(5).standard_normal((1, 4 * hidden, size)).astype(np.float32)
+    recurrence = np.random.default_rng(6).standard_normal((1, 4 * hidden, hidden)).astype(np.float32)
+    model = make_model(
+        [helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=hidden)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 1, hidden])],
+        opset=17,
+        initializer=[onnx.numpy_helper.from_array(weights, "w"), onnx.numpy_helper.from_array(recurrence, "r")],
+    )
+    assert load_profile("tensorrt-10").verdict("LSTM", 14, "FLOAT").kind == PARTLY
+    lowered = lowering.lower(model, target="tensorrt-10")
+    assert [node.op_type for node in lowered.graph.node] == ["LSTM"]
