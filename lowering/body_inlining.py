@@ -13,13 +13,14 @@ import onnx
 
 from . import floats, function_bodies, schemas
 from .conversion import version_steps
+from .declared_types import element_type_of
 from .errors import LoweringError, NotLowered
 from .folding import fold_integer_values
 from .graphs import constant_tensor, every_node, holds_graphs, nested_graphs, without_unread
 from .local_functions import infer
 from .naming import NameAllocator
 from .report import LoweringReport
-from .scopes import Scope, element_type_of
+from .scopes import Scope
 from .shape_folding import fold_nodes
 from .targets import Target
 

@@ -8,10 +8,11 @@ from onnx import helper
 
 from . import schemas
 from .builder import Builder, Value
+from .declared_types import element_type_of, type_string
 from .errors import LoweringError, NotLowered
 from .graphs import every_node, without_unread
 from .registry import Rule
-from .scopes import Scope, element_type_of, type_string
+from .scopes import Scope
 
 
 def input_value(scope: Scope, name: str, reader: int | None = None) -> Value | None:

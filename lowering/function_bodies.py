@@ -13,10 +13,10 @@ import onnx
 from onnx import defs
 
 from . import schemas
+from .declared_types import element_type_of
 from .errors import NotLowered
 from .graphs import held_graphs, holds_graphs, value_tensors_written
 from .rules_package import load_rules_package
-from .scopes import element_type_of
 
 Precondition = Callable[[onnx.NodeProto], None]
 # A rewrite of ONNX's body (see function_expansion): (body, the node's input types) → body.

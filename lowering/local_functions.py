@@ -9,8 +9,8 @@ import onnx
 from onnx import helper
 
 from . import schemas
+from .declared_types import element_type_of
 from .graphs import held_graphs
-from .scopes import element_type_of
 
 FunctionKey = tuple[str, str, str]
 

@@ -8,11 +8,12 @@ import onnx
 from onnx import helper
 
 from .. import schemas
+from ..declared_types import element_type_of
 from ..errors import LoweringError, NotLowered
 from ..naming import NameAllocator
 from ..registry import Rule
 from ..report import LoweringReport
-from ..scopes import Scope, element_type_of
+from ..scopes import Scope
 from ..targets import Target
 from . import adapters, version_steps
 

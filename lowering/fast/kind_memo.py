@@ -24,7 +24,7 @@ import functools
 import onnx
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from .. import scopes
+from .. import declared_types, scopes
 from ..graphs import GRAPH_TYPES
 from ..naming import identifier, safe_characters
 from ..report import LoweringReport
@@ -94,7 +94,7 @@ def _answer_key(answer, read: str) -> bytes | str | None:
     if answer is None:
         return None
     if read == "judged_type_of":
-        return scopes.type_string(answer)
+        return declared_types.type_string(answer)
     if isinstance(answer, onnx.TensorProto):
         if answer.ByteSize() > _MAX_CONSTANT_BYTES:
             return _TOO_LARGE
@@ -929,7 +929,7 @@ def _matching(recordings: list, scope, index: int, inputs: list, outputs: list, 
                 answer = answers.get(name, _UNRECORDABLE)
                 if answer is _UNRECORDABLE:
                     type_proto = scope.type_of(name, index if is_input else index + 1)
-                    answer = answers[name] = None if type_proto is None else scopes.type_string(type_proto)
+                    answer = answers[name] = None if type_proto is None else declared_types.type_string(type_proto)
             else:
                 key = (read, name)
                 answer = answers.get(key, _UNRECORDABLE)

@@ -14,9 +14,10 @@ import math
 import onnx
 
 from .. import schemas
+from ..declared_types import element_type_of, has_shape, initializer_type
 from ..folding import INTEGER_TYPES, static_shape
 from ..graphs import holds_graphs
-from ..scopes import Scope, element_type_of, has_shape, initializer_type
+from ..scopes import Scope
 
 # Nodes inferred one at a time back from one value whose shape is asked, before onnx's
 # inference of the whole graph is asked instead; a graph's values together may have a quarter
@@ -34,13 +35,14 @@ class LocalShapes:
     (:meth:`Scope.inferred_type_of` asks :meth:`shape_of` first, as its ``shape_source``)."""
 
     def __init__(self, scope: Scope) -> None:
-        self.scope = scope
+        # (the scope is handed to each call, not held: it holds this, and a cycle would keep
+        # the pass's objects alive past the pass)
         self._nodes_left = max(LOCAL_INFERENCE_NODES, len(scope.op_types) // 4)
         self._types: dict[str, onnx.TypeProto | None] = {}
         self._input_keys: dict[str, tuple[bytes, bytes] | None] = {}
         self._kinds: dict[tuple, list[onnx.TypeProto | None]] = {}  # (see _infer_node)
 
-    def shape_of(self, name: str, reader: int | None) -> onnx.TypeProto | None:
+    def shape_of(self, scope: Scope, name: str, reader: int | None) -> onnx.TypeProto | None:
         """The type of ``name`` with a static shape (every size a number) as onnx's inference
         of each node back from it gives it, from the shapes the graph states and its small
         integer constants; None where that gives less, or asks more than the nodes left to infer
@@ -49,7 +51,6 @@ class LocalShapes:
         it states of another element type than its node's inference gives is not inferred past
         (the whole graph's inference fails on it). ``reader``: the index of a node reading
         ``name``, where known."""
-        scope = self.scope
         if scope.is_own_value(name):
             return None
         known = self._types
@@ -92,17 +93,17 @@ class LocalShapes:
             pending.pop()
             expanding.discard(value)
             self._nodes_left -= 1
-            self._infer_node(node)
+            self._infer_node(scope, node)
             known.setdefault(value, None)
         found = known.get(name)
         return found if static_shape(found) is not None else None
 
-    def _infer_node(self, node: onnx.NodeProto) -> None:
+    def _infer_node(self, scope: Scope, node: onnx.NodeProto) -> None:
         """Each output of ``node`` typed by onnx's inference of the node alone (None for each
         where the inference fails or an input's type is unknown), asked once per kind of node:
         its op, attributes, and its inputs' types and data."""
         known = self._types
-        read = [self._input_key(source) if source else _NO_INPUT for source in node.input]
+        read = [self._input_key(scope, source) if source else _NO_INPUT for source in node.input]
         if None in read:  # (an input of unknown type: its outputs are not inferred)
             for output in node.output:
                 if output:
@@ -116,22 +117,22 @@ class LocalShapes:
         )
         found = self._kinds.get(key)
         if found is None:
-            found = self._kinds[key] = self._inferred_outputs(node)
+            found = self._kinds[key] = self._inferred_outputs(scope, node)
         for output, type_proto in zip(node.output, found, strict=True):
             if output:
-                stated = self.scope.declared_type(output)
+                stated = scope.declared_type(output)
                 if type_proto is not None and stated is not None:
                     if element_type_of(stated) != element_type_of(type_proto):
                         type_proto = None  # (the graph states another element type: inference fails on it)
                 known[output] = type_proto
 
-    def _input_key(self, name: str) -> tuple[bytes, bytes] | None:
+    def _input_key(self, scope: Scope, name: str) -> tuple[bytes, bytes] | None:
         """What a node's inference reads of its input ``name``: its type, and its data where a
         small integer constant, serialized (None where its type is unknown)."""
         found = self._input_keys.get(name, _UNREAD)
         if found is _UNREAD:
             type_proto = self._types.get(name)
-            tensor = self._small_integer_constant(name)
+            tensor = _small_integer_constant(scope, name)
             found = self._input_keys[name] = (
                 None
                 if type_proto is None
@@ -139,17 +140,17 @@ class LocalShapes:
             )
         return found
 
-    def _inferred_outputs(self, node: onnx.NodeProto) -> list[onnx.TypeProto | None]:
+    def _inferred_outputs(self, scope: Scope, node: onnx.NodeProto) -> list[onnx.TypeProto | None]:
         """onnx's inference of ``node`` alone, from its inputs' local types and small integer
         data: each output's type by position (None where not inferred)."""
         types = {source: self._types[source] for source in node.input if source}
-        opset = self.scope.source_opset
+        opset = scope.source_opset
         schema = schemas.schema_in_force(node.op_type, opset)
         outputs: dict[str, onnx.TypeProto] = {}
         if schema is not None and all(t is not None for t in types.values()):
             data = {}
             for source in types:
-                tensor = self._small_integer_constant(source)
+                tensor = _small_integer_constant(scope, source)
                 if tensor is not None:
                     data[source] = tensor
             try:
@@ -160,12 +161,13 @@ class LocalShapes:
                 outputs = {}
         return [outputs.get(output) if output else None for output in node.output]
 
-    def _small_integer_constant(self, name: str) -> onnx.TensorProto | None:
-        """The initializer or Constant value ``name``, where it holds a few integers."""
-        tensor = self.scope.own_constant(name)
-        if tensor is None or tensor.data_type not in INTEGER_TYPES:
-            return None
-        return tensor if math.prod(tensor.dims) <= MAX_LOCAL_DATA_ELEMENTS else None
+
+def _small_integer_constant(scope: Scope, name: str) -> onnx.TensorProto | None:
+    """The initializer or Constant value ``name``, where it holds a few integers."""
+    tensor = scope.own_constant(name)
+    if tensor is None or tensor.data_type not in INTEGER_TYPES:
+        return None
+    return tensor if math.prod(tensor.dims) <= MAX_LOCAL_DATA_ELEMENTS else None
 
 
 def shape_source(scope: Scope) -> LocalShapes | None:

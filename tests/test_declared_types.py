@@ -1,4 +1,4 @@
-"""The types a graph states (``lowering.scopes.declared_types``, read from a value_info when first
+"""The types a graph states (``lowering.declared_types.declared_types``, read from a value_info when first
 asked for) are what reading every value_info gives: a later group (inputs, outputs, value_info)
 with a type wins, within a group the later value_info with a type, then initializers and Constant
 nodes where no value_info types the value."""
@@ -10,7 +10,7 @@ import random
 import onnx
 from onnx import TensorProto, helper
 
-from lowering.scopes import declared_types
+from lowering.declared_types import declared_types
 
 
 def stated_by_reading_everything(graph: onnx.GraphProto) -> dict[str, onnx.TypeProto]:
@@ -125,9 +125,10 @@ def _random_type(rng: random.Random, depth: int = 0) -> onnx.TypeProto:
 
 
 def test_type_strings_found_by_a_types_bytes_are_its_schema_spelling():
-    """``scopes.type_string`` (remembered by a type's bytes, up to a bound, and at once for the
+    """``declared_types.type_string`` (remembered by a type's bytes, up to a bound, and at once for the
     shared tensor types) spells every type as ``schemas.type_string`` does, past the bound too."""
-    from lowering import schemas, scopes
+    from lowering import declared_types as declared
+    from lowering import schemas
 
     rng = random.Random(13)
     types = [_random_type(rng) for _ in range(3000)]
@@ -136,14 +137,14 @@ def test_type_strings_found_by_a_types_bytes_are_its_schema_spelling():
     shared = declared_types(helper.make_graph([], "g", [], [], weights))  # initializers' types are shared
     types += [shared.get(tensor.name) for tensor in weights]
     for type_proto in types + types[::-1]:
-        assert scopes.type_string(type_proto) == schemas.type_string(type_proto)
+        assert declared.type_string(type_proto) == schemas.type_string(type_proto)
 
 
 def test_the_element_types_stated_read_at_once_are_those_get_gives():
     """What the whole graph's typing reads in one pass over the value_infos: each name a
     value_info types, with the element type of what :meth:`get` gives it, 0 for a sequence,
     an optional or a tensor of undefined element type (the graph's types are then open)."""
-    from lowering.scopes import element_type_of
+    from lowering.declared_types import element_type_of
 
     rng = random.Random(7)
     for seed in range(400):
