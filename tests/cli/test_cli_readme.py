@@ -1,7 +1,8 @@
 """README, docs/ and --help agree with the command line: every ``onnx-lower`` line of README and
 docs/cli.md parses with the real parsers, docs/cli.md shows every option with an example, the
 Rules table whole, the API example's printed Counter what the shipped example gives, the usage
-line naming verify, and a usage error pointing to the right help."""
+line naming verify, and a usage error pointing to the right help (each run in this process,
+``support.run_cli_in_process``: the console script's own process is test_cli.py's)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-from support import REPO, run_cli  # noqa: E402
+from support import REPO, run_cli_in_process  # noqa: E402
 
 import lowering
 from lowering.cli import build_parser, build_verify_parser
@@ -103,20 +104,20 @@ def test_readme_first_command_lowers_the_example(tmp_path):
     args = shlex.split(command)[1:]
     output = args.index("-o") + 1
     args[output] = str(tmp_path / Path(args[output]).name)
-    completed = run_cli(*args, cwd=REPO)
+    completed = run_cli_in_process(*args, cwd=REPO)
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / Path(args[output]).name).exists()
 
 
 def test_usage_line_names_verify_and_list_rules():
-    completed = run_cli("--help")
+    completed = run_cli_in_process("--help")
     usage = completed.stdout[: completed.stdout.index("\n\n")]
     assert "onnx-lower MODEL..." in usage and "onnx-lower verify ORIGINAL LOWERED" in usage
     assert "onnx-lower --list-rules" in usage
 
 
 def test_verify_help_fits_a_terminal():
-    completed = run_cli("verify", "--help")
+    completed = run_cli_in_process("verify", "--help")
     assert completed.returncode == 0
     lines = completed.stdout.splitlines()
     assert len(lines) < 50 and max(map(len, lines)) <= 100
@@ -124,9 +125,9 @@ def test_verify_help_fits_a_terminal():
 
 
 def test_a_verify_usage_error_points_to_verify_help(tmp_path):
-    completed = run_cli("verify", tmp_path / "only_one.onnx")
+    completed = run_cli_in_process("verify", tmp_path / "only_one.onnx")
     assert completed.returncode == 2 and completed.stdout == ""
     (line,) = completed.stderr.strip().splitlines()
     assert "required: LOWERED" in line and line.endswith("(see onnx-lower verify --help)")
-    lowering_error = run_cli("--no-such-option")
+    lowering_error = run_cli_in_process("--no-such-option")
     assert lowering_error.stderr.strip().endswith("(see onnx-lower --help)")

@@ -21,7 +21,7 @@ from support import (
 )
 
 from lowering import floats
-from lowering.verification.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 
 # -- Pow ---------------------------------------------------------------------------------------------
 
@@ -138,12 +138,13 @@ def test_pow_exponent_two_and_three_per_span(pair, shapes):
     result = checked_conversion(model, 11)
     values = grid(base_type)
     bases = np.resize(values, base_shape).astype(values.dtype)
+    want_run, got_run = OnnxruntimeRunner(model), OnnxruntimeRunner(result)  # one session each for every feed
     for exponent in (2, 3, -1, 0, 5):
         feeds = {"x": bases, "y": np.full(exponent_shape, exponent, floats.numpy_dtype(exponent_type))}
-        want = run_onnxruntime(model, feeds)[0]
-        assert_same_bits(run_onnxruntime(result, feeds)[0], want, f"y = {exponent}, {shapes}")
+        want = want_run(feeds)[0]
+        assert_same_bits(got_run(feeds)[0], want, f"y = {exponent}, {shapes}")
     mixed = {"x": bases, "y": np.resize(np.array([2, 3, -2, 1], floats.numpy_dtype(exponent_type)), exponent_shape)}
-    assert_same_bits(run_onnxruntime(result, mixed)[0], run_onnxruntime(model, mixed)[0], f"mixed, {shapes}")
+    assert_same_bits(got_run(mixed)[0], want_run(mixed)[0], f"mixed, {shapes}")
 
 
 @pytest.mark.parametrize("exponent_type", [TensorProto.INT32, TensorProto.INT64, TensorProto.DOUBLE], ids=name)
@@ -320,6 +321,7 @@ def test_float16_scales_cast_to_float_as_onnxruntime_runs_them(target, a_type, b
         return np.asarray(rng.integers(info.min, info.max, shape, endpoint=True), dtype)
 
     specials = np.array([0.0, np.inf, np.nan, 6.0e-8, 6.1e-5, 65504.0, 1.0], np.float16)
+    want_run, got_run = OnnxruntimeRunner(model), OnnxruntimeRunner(result)  # one session each for every trial
     for trial in range(120):
         scales = np.exp(rng.uniform(-12, 4, 3)).astype(np.float16)
         if trial < specials.size * 3:
@@ -334,8 +336,8 @@ def test_float16_scales_cast_to_float_as_onnxruntime_runs_them(target, a_type, b
             "b_scale": np.asarray(scales[1] * np.exp(rng.uniform(-1, 1, b_scale_shape)), np.float16),
             "y_scale": np.array(scales[2] * np.float16(40)),
         }
-        want = run_onnxruntime(model, feeds)[0]
-        assert_same_bits(run_onnxruntime(result, feeds)[0], want, f"trial {trial}")
+        want = want_run(feeds)[0]
+        assert_same_bits(got_run(feeds)[0], want, f"trial {trial}")
 
 
 @pytest.mark.parametrize(
