@@ -24,6 +24,7 @@ from support import (
     assert_same_bits,
     assert_same_values,
     make_model,
+    onnxruntime_runner,
     runs_in_onnxruntime,
     slow_but_a_sample,  # noqa: E402
 )
@@ -536,12 +537,56 @@ def moved_in_float32(model: onnx.ModelProto, feeds: dict) -> list:
     return [(o.view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16) for o in outputs]
 
 
-def answers(case: Case, original: onnx.ModelProto, converted: onnx.ModelProto, feeds: dict) -> tuple[str, list, list]:
-    """Both models' outputs in onnxruntime; where it lacks a kernel for either, both in
-    onnx.reference, or the original's by the case's oracle."""
-    want, got = runs_in_onnxruntime(original, feeds), None
+def made_when_first_run(model: onnx.ModelProto) -> Callable[[dict], list | None]:
+    """:func:`support.runs_in_onnxruntime` for ``model`` on any number of feeds, through one
+    session (support.onnxruntime_runner), made where it is first run: never for a model not run."""
+    made = []
+
+    def run(feeds: dict) -> list | None:
+        if not made:
+            made.append(onnxruntime_runner(model))
+        return made[0](feeds)
+
+    return run
+
+
+_ORIGINAL_ANSWERS: dict[tuple, list | None] = {}
+
+
+def feeds_key(feeds: dict) -> tuple | None:
+    """The feeds as a key (names, types, shapes and bytes), or None where one is not an array."""
+    if not all(isinstance(value, np.ndarray) for value in feeds.values()):
+        return None
+    return tuple((name, value.dtype.name, value.shape, value.tobytes()) for name, value in sorted(feeds.items()))
+
+
+def original_answer(original: onnx.ModelProto, run: Callable[[dict], list | None], feeds: dict) -> list | None:
+    """``run(feeds)``, the original's outputs in onnxruntime (None where it lacks a kernel), once
+    per original and feeds in the session: the same original is compared with what it becomes at
+    every target, and its answer stays the same."""
+    key = feeds_key(feeds)
+    if key is None:
+        return run(feeds)
+    key = (original.SerializeToString(), key)
+    if key not in _ORIGINAL_ANSWERS:
+        _ORIGINAL_ANSWERS[key] = run(feeds)
+    return _ORIGINAL_ANSWERS[key]
+
+
+def answers(
+    case: Case,
+    original: onnx.ModelProto,
+    converted: onnx.ModelProto,
+    feeds: dict,
+    run_original: Callable[[dict], list | None],
+    run_converted: Callable[[dict], list | None],
+) -> tuple[str, list, list]:
+    """Both models' outputs in onnxruntime (``run_original`` and ``run_converted``: runs_in_onnxruntime
+    for each, through one session, the original's answer once in the session); where it lacks a
+    kernel for either, both in onnx.reference, or the original's by the case's oracle."""
+    want, got = original_answer(original, run_original, feeds), None
     if want is not None:
-        got = runs_in_onnxruntime(converted, feeds)
+        got = run_converted(feeds)
     if want is not None and got is not None:
         return "onnxruntime", want, got
     if case.moves_only and any(getattr(v, "dtype", None) == ml_dtypes.bfloat16 for v in feeds.values()):
@@ -597,8 +642,9 @@ def test_converted_node_gives_the_originals_answer(case: Case, target: int, elem
     if converted is None:
         return
     compare = case.compare_for.get(element_type, case.compare)
+    run_original, run_converted = made_when_first_run(original), made_when_first_run(converted)
     for feeds in feeds_for(case, element_type, place):
-        ran, want, got = answers(case, original, converted, feeds)
+        ran, want, got = answers(case, original, converted, feeds, run_original, run_converted)
         assert len(got) == len(want)
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             where = f"{case.name} to {target} in {place}, output {k} ({ran}), feeds {list(feeds)}"
