@@ -198,7 +198,7 @@ def lower_model(
     if retypings:
         folder = Path(external_folder) if external_folder is not None else None
         full_check = _passes_full_check(lowered)
-        report.retyping = retype_model(lowered, retypings, retype_io=retype_io, external_folder=folder)
+        report.retyping = retype_model(lowered, retypings, retype_io=retype_io, external_folder=folder, target=target)
         _check_retyped(lowered, full_check)
     if target_opset is not None:
         if outcome.whole_check_needed or outcome.edited_structure:

@@ -18,6 +18,7 @@ follows them).
 
 from __future__ import annotations
 
+from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from .graphs import constant_tensor, held_graphs, holds_graphs, nested_graphs
 from .local_functions import infer, infer_function
 from .modelio import checkable, external_file
 from .naming import NameAllocator
+from .targets import Target
 
 T = onnx.TensorProto
 RETYPINGS: dict[int, frozenset[int]] = {
@@ -42,6 +44,8 @@ RETYPINGS: dict[int, frozenset[int]] = {
 }
 CHUNK_VALUES = 1 << 20  # values a constant is read and converted by
 MAX_INLINE_BYTES = 1 << 30  # a retyped constant is written inline, up to this size
+# Ops whose result depends on the bits of a type, not its values: kept in the wide type.
+_BITS_READ = frozenset({"BitCast"})
 # Slice clamps starts and ends to the sliced dimension (which fits the narrow type).
 _CLAMPED_INPUTS = {("Slice", 1), ("Slice", 2)}
 
@@ -77,6 +81,7 @@ class RetypeReport:
             "wide_only": dict(sorted(self.wide_only.items())),
             "assumed": list(self.assumed),
             "inexact": list(self.inexact),
+            "rounded_inputs": {name: type_label(t) for name, t in self.rounded_inputs.items()},
         }
 
     def lines(self) -> list[str]:
@@ -135,9 +140,11 @@ def retype_model(
     retype_io: bool = False,
     names: NameAllocator | None = None,
     external_folder: Path | None = None,
+    target: Target | None = None,
 ) -> RetypeReport:
     """Retype ``model`` in place (see the module); RetypeRefused where it cannot be exact.
-    ``external_folder``: where the external data of a model loaded without it lie."""
+    ``external_folder``: where the external data of a model loaded without it lie; ``target``:
+    the runtime, whose kernels (where known) must take a node's narrow types, else it stays wide."""
     report = RetypeReport()
     if not retypings:
         return report
@@ -145,45 +152,54 @@ def retype_model(
     inferred = infer(checkable(model))
     opset = schemas.default_opset(model.opset_import) or 0
     shared = _Shared(retypings, retype_io, names, opset, report, external_folder)
+    shared.target = target
     for wide, narrow in retypings.items():
         if not floats.is_integer(narrow):
             report.inexact.append(f"{type_label(wide)} arithmetic now rounds as {type_label(narrow)} does")
-    _collect_types(inferred.graph if inferred is not None else model.graph, shared.types)
-    _GraphRetyping(model.graph, shared).run()
+    _GraphRetyping(model.graph, shared, typed=inferred.graph if inferred is not None else model.graph).run()
+    main_types = ChainMap(_own_types(inferred.graph if inferred is not None else model.graph))
+    for inner in nested_graphs(model.graph.node):  # (calls inside If/Loop bodies: their arguments' types)
+        main_types.maps.append(_own_types(inner))
     for function in model.functions:
-        _retype_function(function, model, shared)
+        _retype_function(function, model, shared, main_types)
     if shared.refused:
         raise RetypeRefused(shared.refused)
     return report
 
 
-def _collect_types(graph: onnx.GraphProto, found: dict[str, int]) -> None:
-    """Each tensor value's element type as ``graph`` and the graphs its nodes hold declare it."""
-    for tensor in graph.initializer:
-        found[tensor.name] = tensor.data_type
-    for info in [*graph.input, *graph.output, *graph.value_info]:
-        if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.elem_type:
-            found[info.name] = info.type.tensor_type.elem_type
-    for inner in nested_graphs(graph.node):
-        _collect_types(inner, found)
+def _own_types(graph) -> dict[str, int]:
+    """Each tensor value's element type as ``graph`` itself declares it (not the graphs its nodes
+    hold: two sibling branches may each define a value of one name)."""
+    found = {t.name: t.data_type for t in getattr(graph, "initializer", ())}
+    for info in [*graph.input, *graph.output, *getattr(graph, "value_info", ())]:
+        if isinstance(info, onnx.ValueInfoProto) and info.type.WhichOneof("value") == "tensor_type":
+            if info.type.tensor_type.elem_type:
+                found[info.name] = info.type.tensor_type.elem_type
+    return found
 
 
-def _retype_function(function: onnx.FunctionProto, model: onnx.ModelProto, outer: _Shared) -> None:
+def _retype_function(function: onnx.FunctionProto, model: onnx.ModelProto, outer: _Shared, types) -> None:
     """A local function's body retyped inside (its inputs and outputs keep their types: every
     call shares them), typed from the element types its calls agree on; left as it is, and said,
     where they disagree."""
-    calls = [
-        node
-        for graph in [model.graph, *nested_graphs(model.graph.node)]
-        for node in graph.node
-        if node.op_type == function.name and node.domain == function.domain
-    ]
-    signatures = {tuple(outer.types.get(name, 0) for name in call.input) for call in calls}
-    if len(signatures) != 1:
+
+    def calls_in(nodes):
+        return [node for node in nodes if node.op_type == function.name and node.domain == function.domain]
+
+    calls = calls_in([*model.graph.node, *(n for g in nested_graphs(model.graph.node) for n in g.node)])
+    from_functions = any(calls_in(other.node) for other in model.functions if other is not function)
+    signatures = {tuple(types.get(name, 0) for name in call.input) for call in calls}
+    if len(signatures) != 1 or from_functions:
         if any(_writes(node, set(outer.retypings)) for node in function.node) or any(
             t in outer.retypings for signature in signatures for t in signature
         ):
-            why = "called with other element types" if signatures else "never called"
+            why = (
+                "called from another function"
+                if from_functions
+                else "called with other element types"
+                if signatures
+                else "never called"
+            )
             outer.report.kept_wide.append(f"function '{function.domain}.{function.name}': {why}, kept as it is")
         return
     (signature,) = signatures
@@ -195,10 +211,10 @@ def _retype_function(function: onnx.FunctionProto, model: onnx.ModelProto, outer
     typed = infer_function(function, input_types, model)
     opset = schemas.default_opset(function.opset_import) or outer.opset
     shared = _Shared(outer.retypings, False, outer.names, opset, outer.report, outer.external_folder)
-    shared.refused = outer.refused
-    _collect_types(typed if typed is not None else onnx.GraphProto(), shared.types)
-    shared.types.update({name: t.tensor_type.elem_type for name, t in input_types.items()})
-    _GraphRetyping(function, shared, body=True).run()
+    shared.refused, shared.target = outer.refused, outer.target
+    retyping = _GraphRetyping(function, shared, body=True, typed=typed)
+    retyping.types.update({name: t.tensor_type.elem_type for name, t in input_types.items()})
+    retyping.run()
 
 
 def _writes(node: onnx.NodeProto, wide: set[int]) -> bool:
@@ -234,13 +250,12 @@ def _is_type_attribute(node: onnx.NodeProto, name: str) -> bool:
 
 class _Shared:
     """What every graph of one scope (a model's graphs, or a local function's) shares: the
-    element types and ranges of its values (names are unique across a scope), the report."""
+    retyping asked, the report, the refusals, the runtime."""
 
     def __init__(self, retypings, retype_io, names, opset, report, external_folder) -> None:
         self.retypings, self.retype_io, self.names, self.opset = retypings, retype_io, names, opset
         self.report, self.external_folder = report, external_folder
-        self.types: dict[str, int] = {}
-        self.ranges: dict[str, value_ranges.Range] = {}
+        self.target: Target | None = None
         self.refused: list[str] = []
         narrow_integers = [n for n in retypings.values() if floats.is_integer(n)]
         self.size_limit = min([value_ranges.type_range(n)[1] + 1 for n in narrow_integers], default=1 << 63)
@@ -253,9 +268,14 @@ class _GraphRetyping:
     (a graph a node holds, a local function) keeps its inputs' and outputs' types: its inputs
     may hold anything, its outputs are cast back where made narrow."""
 
-    def __init__(self, graph, shared: _Shared, parent: _GraphRetyping | None = None, body: bool = False) -> None:
+    def __init__(self, graph, shared: _Shared, parent: _GraphRetyping | None = None, body: bool = False, typed=None):
         self.graph, self.shared, self.parent, self.body = graph, shared, parent, body
-        self.types, self.ranges, self.report, self.names = shared.types, shared.ranges, shared.report, shared.names
+        self.typed = typed  # the graph as onnx inference typed it (same nodes, in order), or None
+        own = {**_own_types(typed), **_own_types(graph)} if typed is not None else _own_types(graph)
+        # A value's element type and range: this graph's own first, then its enclosing graphs'.
+        self.types: ChainMap = ChainMap(own, *(parent.types.maps if parent is not None else []))
+        self.ranges: ChainMap = ChainMap({}, *(parent.ranges.maps if parent is not None else []))
+        self.report, self.names = shared.report, shared.names
         self.retype_io = shared.retype_io and not body
         self.narrow: dict[str, str] = {}  # value -> the name holding it narrow, made here
         self.wide: dict[str, str] = {}  # value -> the name holding it wide, made here
@@ -263,9 +283,8 @@ class _GraphRetyping:
         self.outputs = set() if body else {o.name for o in graph.output}
         self.final_casts: list[onnx.NodeProto] = []
         self.retyped_names: dict[str, int] = {}  # names now of a narrow type: for value_info
-        self.readers: dict[str, list[tuple[onnx.NodeProto, int]]] = (
-            parent.readers if parent is not None else _readers(graph)
-        )
+        self.readers = _readers(graph)  # (of this graph's values, in it and the graphs it holds)
+        self.output_names = {o if isinstance(o, str) else o.name for o in graph.output}
 
     # -- what a value is ------------------------------------------------------------------
     def narrow_type(self, name: str) -> int | None:
@@ -329,16 +348,20 @@ class _GraphRetyping:
                 self.wide[tensor.name] = tensor.name  # (a graph output keeps its type)
                 continue
             self._constant(tensor, tensor.name, f"initializer '{tensor.name}'")
-        for node in graph.node:
-            self._node(node)
+        typed_nodes = list(self.typed.node) if self.typed is not None else []
+        if len(typed_nodes) != len(graph.node):
+            typed_nodes = list(graph.node)
+        for node, typed_node in zip(graph.node, typed_nodes, strict=True):
+            self._node(node, typed_node)
         if self.body:
             self._body_outputs()
         else:
-            for info in graph.output:
+            for info in {info.name: info for info in graph.output}.values():  # (an output listed twice: once)
                 self._output(info)
         del graph.node[:]
         graph.node.extend([*self.nodes, *self.final_casts])
-        for info in [] if function else [*graph.value_info, *graph.output, *graph.input]:
+        infos = [*getattr(graph, "value_info", ())] if function else [*graph.value_info, *graph.output, *graph.input]
+        for info in infos:
             retyped = self.retyped_names.get(info.name)
             if retyped is not None and info.type.WhichOneof("value") == "tensor_type":
                 info.type.tensor_type.elem_type = retyped
@@ -407,7 +430,8 @@ class _GraphRetyping:
                     self.wide[name] = name  # (kept: every reader takes the wide type anyway)
                     self.ranges[name] = found
                     return False
-                if not readers or any((r.op_type, k) not in _CLAMPED_INPUTS for r, k in readers):
+                clampable = readers and all((r.op_type, k) in _CLAMPED_INPUTS for r, k in readers)
+                if not clampable or name in self.output_names:
                     shown = ", ".join(_described(r) for r, _ in readers) or "nothing"
                     past = found[1] if found[1] > high else found[0]
                     self.shared.refused.append(
@@ -480,20 +504,21 @@ class _GraphRetyping:
 
         return read
 
-    def _node(self, node: onnx.NodeProto) -> None:
+    def _node(self, node: onnx.NodeProto, typed_node: onnx.NodeProto) -> None:
         if node.op_type == "Constant" and node.domain in schemas.DEFAULT_DOMAINS and node.output:
             self._constant_node(node)
             return
         if holds_graphs(node):
-            self._holding_graphs(node)
+            self._holding_graphs(node, typed_node)
             return
         groups = self._groups(node)
         if groups:
             self._output_ranges(node)
             untyped = any(name and name not in self.types for name in [*node.input, *node.output])
-            narrow_groups = (
-                set() if untyped else {k for k, slots in groups.items() if self._goes_narrow(node, k, slots)}
-            )
+            keep = untyped or node.op_type in _BITS_READ
+            narrow_groups = set() if keep else {k for k, slots in groups.items() if self._goes_narrow(node, k, slots)}
+            if narrow_groups and not self._taken_narrow(node, groups, narrow_groups):
+                narrow_groups = set()
             for key, slots in groups.items():
                 for kind, position in slots:
                     if kind == "input":
@@ -505,7 +530,53 @@ class _GraphRetyping:
                         self._written(node, position, key in narrow_groups)
         self.nodes.append(node)
 
-    def _holding_graphs(self, node: onnx.NodeProto) -> None:
+    def _taken_narrow(self, node: onnx.NodeProto, groups, narrow_groups) -> bool:
+        """Whether the node, its ``narrow_groups`` narrowed, is one the runtime has a kernel for
+        (where its kernels are known) and whose outputs onnx's inference of the node types as
+        decided (EyeLike without ``dtype`` takes its output type from its input)."""
+        schema = schemas.schema_in_force(node.op_type, self.shared.opset, node.domain)
+        if schema is None:
+            return False
+        decided = {}  # value name -> its element type once retyped
+        for key, slots in groups.items():
+            for kind, position in slots:
+                name = node.input[position] if kind == "input" else node.output[position]
+                decided[name] = self.narrow_type(name) if key in narrow_groups else self.types[name]
+        bound = {}
+        for formals, names in ((schema.inputs, node.input), (schema.outputs, node.output)):
+            for position, name in enumerate(names):
+                if name and formals:
+                    formal = formals[min(position, len(formals) - 1)]
+                    element_type = decided.get(name, self.types.get(name))
+                    if element_type and any(c.type_param_str == formal.type_str for c in schema.type_constraints):
+                        bound[formal.type_str] = element_type
+        target = self.shared.target
+        if target is not None and not target.takes_types(node.op_type, schema.since_version, bound):
+            shown = ", ".join(f"{k}={type_label(t)}" for k, t in sorted(bound.items()))
+            self.report.kept_wide.append(f"{_described(node)}: no kernel of the target runs {node.op_type} on {shown}")
+            return False
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        self._type_attributes(copy, groups, narrow_groups, checked=False)
+        input_types = {
+            name: onnx.helper.make_tensor_type_proto(decided.get(name, self.types[name]), None)
+            for name in copy.input
+            if name and name in self.types
+        }
+        try:
+            inferred = onnx.shape_inference.infer_node_outputs(
+                schema, copy, input_types, opset_imports=[onnx.helper.make_opsetid("", self.shared.opset)]
+            )
+        except Exception:  # (inference is best effort here: the checker runs on the whole result)
+            return True
+        for name in copy.output:
+            found = inferred.get(name)
+            if name in decided and found is not None and found.tensor_type.elem_type not in (0, decided[name]):
+                self.report.kept_wide.append(f"{_described(node)}: onnx types its output '{name}' otherwise")
+                return False
+        return True
+
+    def _holding_graphs(self, node: onnx.NodeProto, typed_node: onnx.NodeProto) -> None:
         """A node holding graphs (If, Loop, Scan): its values of a type to retype given and
         taken wide, each graph it holds retyped inside as a body. An If's outputs hold what its
         branches' do; a Loop's or Scan's are unbounded."""
@@ -513,9 +584,13 @@ class _GraphRetyping:
             if name and self.narrow_type(name) is not None:
                 node.input[position] = self.held(name, narrow=False)
         branches = []
-        for _, _, graph in held_graphs(node):
-            branches.append([info.name for info in graph.output])
-            _GraphRetyping(graph, self.shared, parent=self, body=True).run()
+        typed_graphs = [graph for _, _, graph in held_graphs(typed_node)]
+        for index, (_, _, graph) in enumerate(held_graphs(node)):
+            twin = typed_graphs[index] if index < len(typed_graphs) else None
+            inner = _GraphRetyping(graph, self.shared, parent=self, body=True, typed=twin)
+            made = [info.name for info in graph.output]
+            inner.run()
+            branches.append([inner.ranges.get(name) for name in made])
         for position, output in enumerate(node.output):
             narrow = self.narrow_type(output)
             if not output or narrow is None:
@@ -523,7 +598,7 @@ class _GraphRetyping:
             if floats.is_integer(narrow):
                 made = [branch[position] for branch in branches if position < len(branch)]
                 bounded = node.op_type == "If" and len(made) == len(branches)
-                self.ranges[output] = value_ranges.hull([self.ranges.get(n) for n in made]) if bounded else None
+                self.ranges[output] = value_ranges.hull(made) if bounded else None
             self._written(node, position, narrow=False)
         self.nodes.append(node)
 
@@ -534,8 +609,7 @@ class _GraphRetyping:
             self.wide[name] = name  # (a graph output keeps its type)
         elif self.narrow_type(name) is not None:
             held = constant_tensor(node)
-            if held is None:
-                self.shared.refused.append(f"{_described(node)} holds a value that cannot be read")
+            if held is None:  # (a sparse value: kept as it is, wide)
                 self.wide[name] = name
             else:
                 tensor = onnx.TensorProto()
@@ -552,9 +626,7 @@ class _GraphRetyping:
         for position, output in enumerate(node.output):
             narrow = self.narrow_type(output)
             if output and narrow is not None and floats.is_integer(narrow):
-                self.ranges[output] = value_ranges.output_range(
-                    node, position, input_ranges, self.shared.size_limit, lambda: constant_tensor(node)
-                )
+                self.ranges[output] = value_ranges.output_range(node, position, input_ranges, self.shared.size_limit)
 
     def _groups(self, node: onnx.NodeProto) -> dict[str, list[tuple[str, int]]]:
         """The node's values of a type to retype, by the type constraint binding them (a value
@@ -606,7 +678,7 @@ class _GraphRetyping:
                 return False
         return True
 
-    def _type_attributes(self, node, groups, narrow_groups) -> None:
+    def _type_attributes(self, node, groups, narrow_groups, checked: bool = True) -> None:
         """Attributes naming a narrowed output's element type (Cast's ``to``, ``dtype``) and the
         tensor ConstantOfShape fills with, made narrow."""
         narrowed = [
@@ -621,7 +693,7 @@ class _GraphRetyping:
             elif attribute.type == onnx.AttributeProto.TENSOR and attribute.t.data_type == wide:
                 values = floats.array_of(attribute.t)
                 fill = _rounded(values, narrow)
-                if not floats.is_integer(narrow) and _overflows(values, fill):
+                if checked and not floats.is_integer(narrow) and _overflows(values, fill):
                     self.shared.refused.append(
                         f"{node.op_type} '{node.name}' fills with a value past {type_label(narrow)}'s largest"
                     )
@@ -677,12 +749,18 @@ def _rounded(values: np.ndarray, element_type: int) -> np.ndarray:
 
 
 def _readers(graph) -> dict[str, list[tuple[onnx.NodeProto, int]]]:
-    """Each value's readers (node, input position) in ``graph`` and the graphs it holds."""
+    """Each value's readers (node, input position) in ``graph``, and in the graphs it holds
+    where those do not define a value of that name themselves."""
     found: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
-    for nodes in [graph.node, *(inner.node for inner in nested_graphs(graph.node))]:
-        for node in nodes:
-            for position, name in enumerate(node.input):
-                found.setdefault(name, []).append((node, position))
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            found.setdefault(name, []).append((node, position))
+        for _, _, inner in held_graphs(node):
+            defined = {i.name for i in inner.input} | {t.name for t in inner.initializer}
+            defined.update(output for inner_node in inner.node for output in inner_node.output)
+            for name, readers in _readers(inner).items():
+                if name not in defined:
+                    found.setdefault(name, []).extend(readers)
     return found
 
 

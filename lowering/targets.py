@@ -12,6 +12,8 @@ import onnx
 from . import floats, schemas
 
 KernelTable = dict[str, list[tuple[int, int, frozenset[int]]]]
+# Per op: each kernel's (first version, last version, element types per type constraint).
+ConstraintTable = dict[str, list[tuple[int, int, dict[str, frozenset[int]]]]]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,25 @@ class Target:
     lowered_ops: frozenset[str] = frozenset()
     opset: int | None = None
     widens_float16: bool = False
+    kernel_constraints: Callable[[], ConstraintTable | None] = lambda: None
+
+    def takes_types(self, op_type: str, since_version: int, bound: dict[str, int]) -> bool:
+        """Whether a kernel of the runtime runs this op version with each type constraint
+        named in ``bound`` ("T", "Tind") on that element type (float16 by its float32 kernel
+        where the runtime widens it); True where its kernels are not known (the checker then
+        says what onnx allows)."""
+        table = self.kernel_constraints()
+        if table is None or op_type not in table:
+            return table is None
+        float16, float32 = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT
+        ways = [bound]
+        if self.widens_float16 and float16 in bound.values():  # (run by its float32 kernel: runs_widened)
+            ways.append({name: float32 if t == float16 else t for name, t in bound.items()})
+        return any(
+            first <= since_version <= last and all(t in types.get(name, (t,)) for name, t in way.items())
+            for way in ways
+            for first, last, types in table[op_type]
+        )
 
     def compute_type(self, element_type: int) -> int:
         """The type to compute ``element_type`` values in: itself, or the exact widening."""
@@ -87,6 +108,23 @@ def _onnxruntime_cpu_kernels() -> KernelTable | None:
     return table
 
 
+@functools.cache
+def _onnxruntime_cpu_kernel_constraints() -> ConstraintTable | None:
+    """onnxruntime's CPU kernels for the default domain, each with its types per constraint
+    (OneHot runs on (int64, int64, int64), (int32, float, int32), ...: not every combination)."""
+    try:
+        from onnxruntime.capi.onnxruntime_pybind11_state import get_all_opkernel_def
+    except ImportError:  # pragma: no cover - onnxruntime is a dependency
+        return None
+    table: ConstraintTable = {}
+    for kernel in get_all_opkernel_def():
+        if kernel.provider != "CPUExecutionProvider" or kernel.domain not in ("", "ai.onnx"):
+            continue
+        types = {name: schemas._tensor_element_types(allowed) for name, allowed in kernel.type_constraints.items()}
+        table.setdefault(kernel.op_name, []).append((*kernel.version_range, types))
+    return table
+
+
 # The ops onnx-lower was made for: TensorRT's parser rejects every Optional op (older releases
 # IsInf too), onnxruntime has no IsNaN-13 kernel for bfloat16 and no Optional-28 kernels.
 SEED_OPS = frozenset({"IsInf", "IsNaN", "OptionalHasElement", "OptionalGetElement"})
@@ -100,6 +138,7 @@ ONNXRUNTIME_CPU = Target(
     compute_types=frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}),
     widening_type=onnx.TensorProto.FLOAT,
     kernels=_onnxruntime_cpu_kernels,
+    kernel_constraints=_onnxruntime_cpu_kernel_constraints,
     lowered_ops=SEED_OPS,
     widens_float16=True,  # its graph transformer casts float16 around float32 kernels (FACTS.md)
 )

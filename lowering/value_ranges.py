@@ -9,12 +9,14 @@ outputs (ArgMax, NonZero, TopK's indices...) lie in ``[0, size_limit)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from . import floats
+from .graphs import constant_tensor
 
 Range = tuple[int, int] | None
 
@@ -24,15 +26,19 @@ _VALUES_OF_INPUTS: dict[str, tuple[int, ...] | None] = {
     "Identity": (0,), "Reshape": (0,), "Squeeze": (0,), "Unsqueeze": (0,), "Flatten": (0,),
     "Transpose": (0,), "Expand": (0,), "Tile": (0,), "Slice": (0,), "Gather": (0,),
     "GatherElements": (0,), "GatherND": (0,), "Concat": None, "Split": (0,), "Where": (1, 2),
-    "ReduceMax": (0,), "ReduceMin": (0,), "Compress": (0,), "DepthToSpace": (0,),
-    "SpaceToDepth": (0,), "ReverseSequence": (0,), "ScatterElements": (0, 2), "ScatterND": (0, 2),
-    "Max": None, "Min": None, "TopK": (0,), "Unique": (0,), "Pad": (0, 2), "OneHot": (2,),
-    "Dropout": (0,), "MaxPool": (0,), "Clip": (0,),
+    "Compress": (0,), "DepthToSpace": (0,), "SpaceToDepth": (0,), "ReverseSequence": (0,),
+    "ScatterElements": (0, 2), "ScatterND": (0, 2), "Max": None, "Min": None, "TopK": (0,),
+    "Unique": (0,), "Pad": (0, 2), "OneHot": (2,), "Dropout": (0,), "MaxPool": (0,), "Clip": (0,),
 }  # fmt: skip
+# (Not ReduceMax and ReduceMin: over an empty axis they give the type's extreme values, which
+# differ between the wide type and the narrow one.)
+# Ops above whose every output holds their inputs' values (of the others, only the first does).
+_EVERY_OUTPUT = frozenset({"Split"})
 # Index and size outputs: (op, output position) whose values are counts or positions.
 _SIZE_VALUED = {
     ("Shape", 0), ("Size", 0), ("ArgMax", 0), ("ArgMin", 0), ("NonZero", 0), ("TopK", 1),
     ("Unique", 1), ("Unique", 2), ("Unique", 3), ("NonMaxSuppression", 0), ("Multinomial", 0),
+    ("MaxPool", 1),
 }  # fmt: skip
 
 
@@ -95,38 +101,39 @@ def _arithmetic(node: onnx.NodeProto, inputs: Sequence[Range]) -> Range:
         return (0 if a <= 0 <= b else min(abs(a), abs(b))), max(abs(a), abs(b))
     if op_type == "Sign":
         return -1, 1
-    largest = max(abs(inputs[0][0]), abs(inputs[0][1]))
-    if op_type == "Div":
-        return -largest, largest
+    (a, b), (c, d) = inputs[0], inputs[1] if len(inputs) > 1 else (0, 0)
+    largest = max(abs(a), abs(b))
+    if op_type == "Div":  # the quotient's sign is the operands' signs' product
+        signs = {(x > 0) - (x < 0) for x in (a, b)}, {(y > 0) - (y < 0) for y in (c, d)}
+        products = {p * q for p in signs[0] for q in signs[1]}
+        return (-largest if min(products) < 0 else 0), (largest if max(products) > 0 else 0)
     if op_type == "Mod":
-        divisor = max(abs(inputs[1][0]), abs(inputs[1][1]))
-        fmod = any(a.name == "fmod" and a.i for a in node.attribute)
-        bound = min(largest, max(divisor - 1, 0)) if fmod else max(divisor - 1, 0)
-        return -bound, bound
+        divisor = max(abs(c), abs(d))
+        if _attribute(node, "fmod", 0):  # the dividend's sign, at most |x|
+            bound = min(largest, max(divisor - 1, 0))
+            return (-bound if a < 0 else 0), (bound if b > 0 else 0)
+        bound = max(divisor - 1, 0)  # the divisor's sign
+        return (-bound if c < 0 else 0), (bound if d > 0 else 0)
     return None
 
 
 _ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Neg", "Abs", "Sign", "Div", "Mod"})
 
 
-def output_range(
-    node: onnx.NodeProto,
-    position: int,
-    input_ranges: Sequence[Range],
-    size_limit: int,
-    constant: Callable[[], onnx.TensorProto | None],
-) -> Range:
+def output_range(node: onnx.NodeProto, position: int, input_ranges: Sequence[Range], size_limit: int) -> Range:
     """The range of output ``position`` of ``node`` from its inputs' ranges (None for an input
-    not of an integer type). ``constant``: the tensor a Constant or ConstantOfShape writes."""
+    not of an integer type)."""
     op_type = node.op_type
     if (op_type, position) in _SIZE_VALUED:
         return 0, size_limit - 1
     if op_type in ("Constant", "ConstantOfShape"):
-        tensor = constant()
-        return (0, 0) if tensor is None else tensor_range(tensor)
+        tensor = written_tensor(node)
+        return None if tensor is None else tensor_range(tensor)
     if op_type in _ARITHMETIC:
         return _arithmetic(node, input_ranges)
-    if op_type in _VALUES_OF_INPUTS:
+    if op_type in ("ScatterElements", "ScatterND") and _attribute(node, "reduction", b"none") in (b"add", b"mul"):
+        return None  # (the updates are summed or multiplied into the data)
+    if op_type in _VALUES_OF_INPUTS and (position == 0 or op_type in _EVERY_OUTPUT):
         positions = _VALUES_OF_INPUTS[op_type]
         chosen = [r for k, r in enumerate(input_ranges) if positions is None or k in positions]
         if op_type == "Pad" and not (len(node.input) > 2 and node.input[2]):
@@ -142,6 +149,24 @@ def output_range(
     if op_type == "Cast":
         return input_ranges[0] if input_ranges else None
     return None
+
+
+def written_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
+    """The tensor a Constant holds, or ConstantOfShape fills with (its default: float 0)."""
+    if node.op_type == "Constant":
+        return constant_tensor(node)
+    for attribute in node.attribute:
+        if attribute.name == "value" and attribute.type == onnx.AttributeProto.TENSOR:
+            return attribute.t
+    return numpy_helper.from_array(np.zeros(1, np.float32))
+
+
+def _attribute(node: onnx.NodeProto, name: str, default):
+    """An int or string attribute's value (strings as bytes), or ``default``."""
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return attribute.s if attribute.type == onnx.AttributeProto.STRING else attribute.i
+    return default
 
 
 def _range_op(input_ranges: Sequence[Range]) -> Range:

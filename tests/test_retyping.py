@@ -570,3 +570,171 @@ def test_tensorrt_takes_no_float64_so_its_target_retypes_with_the_inputs_when_as
     assert "not exact: float64 arithmetic now rounds as float32 does" in done.stdout
     checked = run_cli_in_process("check", str(output), "--target", "tensorrt-10")
     assert checked.returncode == 0 and "0 blockers" in checked.stdout
+
+
+def assert_retyped_alike(model, feeds_list, retype="int64=int32", retype_io=False) -> onnx.ModelProto:
+    """``model`` retyped: the full checker passes and every output is the original's, bit for bit."""
+    retyped = lowering.lower(model, ops=[], retype=retype, retype_io=retype_io)
+    onnx.checker.check_model(retyped, full_check=True)
+    for feeds in feeds_list:
+        given = feeds
+        if retype_io:
+            declared = {i.name: i.type.tensor_type.elem_type for i in retyped.graph.input}
+            given = {k: v.astype(helper.tensor_dtype_to_np_dtype(declared[k])) for k, v in feeds.items()}
+        for got, want in zip(run_onnxruntime(retyped, given), run_onnxruntime(model, feeds), strict=True):
+            assert_same_bits(got.astype(want.dtype) if retype_io else got, want)
+    return retyped
+
+
+def vi(name, element_type, shape):
+    return helper.make_tensor_value_info(name, element_type, shape)
+
+
+def test_sibling_branches_may_reuse_a_name_of_another_type_or_range():
+    """Two If branches may each define 't': one int64 constant 5, the other float 2.5, or the
+    other Mul(x, x): each branch's types and ranges are its own."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Constant", [], ["t"], value_ints=[5]), helper.make_node("Cast", ["t"], ["o1"], to=T.FLOAT)],
+        "then", [], [vi("o1", T.FLOAT, [1])],
+    )  # fmt: skip
+    else_branch = helper.make_graph(
+        [helper.make_node("Constant", [], ["t"], value_floats=[2.5]),
+         helper.make_node("Cast", ["t"], ["o2"], to=T.FLOAT)],
+        "else", [], [vi("o2", T.FLOAT, [1])],
+    )  # fmt: skip
+    model = make_model(
+        [helper.make_node("If", ["c"], ["r"], then_branch=then_branch, else_branch=else_branch)],
+        [vi("c", T.BOOL, [])], [vi("r", T.FLOAT, [1])], opset=18,
+    )  # fmt: skip
+    assert_retyped_alike(model, [{"c": np.array(True)}, {"c": np.array(False)}])
+    then_branch = helper.make_graph(
+        [helper.make_node("Constant", [], ["t"], value_ints=[5])], "then", [], [vi("t", T.INT64, [1])]
+    )
+    else_branch = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"])], "else", [], [vi("t", T.INT64, [1])])
+    model = make_model(
+        [
+            helper.make_node("If", ["c"], ["r"], then_branch=then_branch, else_branch=else_branch),
+            helper.make_node("Add", ["r", "one"], ["y"]),
+        ],
+        [vi("c", T.BOOL, []), vi("x", T.INT64, [1])], [vi("y", T.INT64, [1])], opset=18,
+        initializer=[constant("one", [1])],
+    )  # fmt: skip
+    feeds = [{"c": np.array(c), "x": np.array([100000], np.int64)} for c in (True, False)]
+    assert_retyped_alike(model, feeds)
+
+
+def test_what_sums_or_reads_past_the_inputs_values_stays_exact():
+    """ConstantOfShape's int64 fill past int32 (kept wide) and at its edge (the Add after it
+    stays int64); ScatterND adding updates in; MaxPool's indices; ReduceMax over an empty axis
+    (int64's lowest value, not int32's)."""
+    big = numpy_helper.from_array(np.array([2**33 + 5], np.int64))
+    edge = numpy_helper.from_array(np.array([2**31 - 1], np.int64))
+    nodes = [
+        helper.make_node("ConstantOfShape", ["shape"], ["c"], value=big),
+        helper.make_node("ConstantOfShape", ["shape"], ["e"], value=edge),
+        helper.make_node("Add", ["e", "one"], ["f"]),
+        helper.make_node("Slice", ["e", "zero", "one", "zero"], ["e1"]),
+        helper.make_node("ScatterND", ["e", "where", "e1"], ["s"], reduction="add"),
+        helper.make_node("ReduceMax", ["x", "axis"], ["m"], keepdims=0),
+    ]
+    model = make_model(
+        nodes,
+        [vi("x", T.INT64, [0, 2])],
+        [vi("c", T.INT64, [3]), vi("f", T.INT64, [3]), vi("s", T.INT64, [3]), vi("m", T.INT64, [2])],
+        opset=18,
+        initializer=[
+            constant("shape", [3]), constant("one", [1]), constant("zero", [0]), constant("where", [[0]]),
+            constant("axis", [0]),
+        ],
+    )  # fmt: skip
+    assert_retyped_alike(model, [{"x": np.zeros((0, 2), np.int64)}])
+    pooled = make_model(
+        [
+            helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[1, 1]),
+            helper.make_node("Mul", ["i", "scale"], ["y"]),
+        ],
+        [vi("x", T.INT8, [1, 1, 16, 16])], [vi("y", T.INT64, [1, 1, 16, 16]), vi("p", T.INT8, [1, 1, 16, 16])],
+        opset=12,
+        initializer=[constant("scale", [2**24])],
+    )  # fmt: skip
+    x = np.arange(256, dtype=np.int64).astype(np.int8).reshape(1, 1, 16, 16)
+    assert_retyped_alike(pooled, [{"x": x}])
+
+
+def test_ops_that_read_bits_or_type_their_output_by_their_input_stay_wide():
+    """BitCast reinterprets the bits of its input's type; EyeLike without dtype takes its input's
+    type; Unique and OneHot have no int32 kernel in onnxruntime: each stays as it was."""
+    eye = make_model(
+        [helper.make_node("Mul", ["a", "a"], ["p"]), helper.make_node("EyeLike", ["p"], ["e"]),
+         helper.make_node("Add", ["e", "one"], ["y"])],
+        [vi("a", T.INT64, [3, 3])], [vi("y", T.INT64, [3, 3])], opset=18, initializer=[constant("one", 1)],
+    )  # fmt: skip
+    assert_retyped_alike(eye, [{"a": np.full((3, 3), 2**20, np.int64)}])
+    unique = make_model(
+        [helper.make_node("Unique", ["x"], ["u"], sorted=1)],
+        [vi("x", T.INT64, [6])],
+        [vi("u", T.INT64, ["k"])],
+        opset=18,
+    )
+    assert_retyped_alike(unique, [{"x": np.array([3, 1, 3, 9, -4, 1], np.int64)}])
+    one_hot = make_model(
+        [helper.make_node("OneHot", ["x", "d", "vals"], ["y"])], [vi("x", T.INT64, [3])], [vi("y", T.INT64, [3, 5])],
+        opset=18, initializer=[constant("d", 5), constant("vals", [0, 7])],
+    )  # fmt: skip
+    assert_retyped_alike(one_hot, [{"x": np.array([0, 4, -1], np.int64)}])
+    if 26 <= onnx.defs.onnx_opset_version():
+        bits = make_model(
+            [helper.make_node("BitCast", ["x"], ["d"], to=T.DOUBLE)], [vi("x", T.INT64, [1])], [vi("d", T.DOUBLE, [1])],
+            opset=26,
+        )  # fmt: skip
+        retyped = lowering.lower(bits, ops=[], retype="int64=int32,float64=float32")
+        assert [n.op_type for n in retyped.graph.node] == ["BitCast"] and retyped.graph.node[0].attribute[
+            0
+        ].i == T.DOUBLE
+
+
+def test_a_clamped_bound_that_is_also_an_output_is_refused_with_retype_io():
+    model = make_model(
+        [helper.make_node("Slice", ["x", "start", "end"], ["y"])],
+        [vi("x", T.FLOAT, [4])], [vi("y", T.FLOAT, [3]), vi("end", T.INT64, [1])], opset=13,
+        initializer=[constant("start", [1]), constant("end", [INT64_MAX])],
+    )  # fmt: skip
+    with pytest.raises(lowering.RetypeRefused, match="initializer 'end' holds 9223372036854775807"):
+        lowering.lower(model, ops=[], retype="int64=int32", retype_io=True)
+    assert_retyped_alike(model, [{"x": np.arange(4, dtype=np.float32)}])  # (kept int64 without retype_io)
+
+
+def test_an_output_listed_twice_and_a_functions_value_info_are_retyped_once():
+    twice = make_model(
+        [helper.make_node("Shape", ["x"], ["s"])], [vi("x", T.FLOAT, [2, 3])], [vi("s", T.INT64, [2])] * 2, opset=18
+    )
+    assert_retyped_alike(twice, [{"x": np.zeros((2, 3), np.float32)}], retype_io=True)
+    function = helper.make_function(
+        "local", "sizes", ["v"], ["out"],
+        [helper.make_node("Shape", ["v"], ["s"]), helper.make_node("Constant", [], ["one"], value_ints=[1]),
+         helper.make_node("Sub", ["s", "one"], ["out"])],
+        [helper.make_opsetid("", 18)],
+    )  # fmt: skip
+    function.value_info.extend([vi("one", T.INT64, [1])])
+    model = make_model(
+        [helper.make_node("sizes", ["x"], ["y"], domain="local")], [vi("x", T.FLOAT, [3, 4])], [vi("y", T.INT64, [2])],
+        opset=18, functions=[function], extra_opsets={"local": 1},
+    )  # fmt: skip
+    retyped = assert_retyped_alike(model, [{"x": np.zeros((3, 4), np.float32)}])
+    assert [i.type.tensor_type.elem_type for i in retyped.functions[0].value_info] == [T.INT32]
+    from onnx import inliner
+
+    onnx.checker.check_model(inliner.inline_local_functions(retyped), full_check=True)
+
+
+def test_verify_still_tells_an_output_of_another_type_without_retype_io():
+    """Casting outputs to the original's type is for a model retyped with retype_io only."""
+    model = make_model(
+        [helper.make_node("Identity", ["x"], ["y"])], [vi("x", T.INT64, [2])], [vi("y", T.INT64, [2])], opset=18
+    )
+    other = make_model(
+        [helper.make_node("Cast", ["x"], ["y"], to=T.INT32)], [vi("x", T.INT64, [2])], [vi("y", T.INT32, [2])], opset=18
+    )
+    assert not lowering.verify(model, other).match
+    retyped = lowering.lower(model, ops=[], retype="int64=int32", retype_io=True)
+    assert lowering.verify(model, retyped, retyped_io=True).match

@@ -266,6 +266,7 @@ def _verify(
             narrowed_inputs=lowering_report.retyping.rounded_inputs
             if lowering_report is not None and lowering_report.retyping is not None
             else None,
+            retyped_io=options.retype_io,
         )
     except LoweringError as error:
         verify_only = [o for o in ("--shape", "--samples", "--inputs", "--value-range") if o in str(error)]
