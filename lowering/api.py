@@ -159,7 +159,7 @@ def lower_model(
     model_bytes = None
     if fast and getattr(fast, "whole_bytes", True) and weights_fit_in_a_copy(model):
         model_bytes = ModelBytes(model, serialized if serialized is not None and ir_model is None else None)
-    _check_input(model, model_bytes)
+    check_input(model, model_bytes)
     if input_shapes:
         model = with_input_shapes(model, input_shapes)
         model_bytes = ModelBytes(model, None) if model_bytes is not None else None
@@ -363,7 +363,7 @@ def _ir_to_proto(model) -> onnx.ModelProto:
     return onnx_ir.serde.serialize_model(model)
 
 
-def _check_input(model: onnx.ModelProto, model_bytes: ModelBytes | None = None) -> None:
+def check_input(model: onnx.ModelProto, model_bytes: ModelBytes | None = None) -> None:
     """Refuse what onnx's checker refuses (read from ``model_bytes`` where given and the model
     holds no external data, which the checker would look for), and an opset this onnx lacks."""
     opset = schemas.default_opset(model.opset_import)

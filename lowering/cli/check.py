@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..api import lowerable_ops
+from ..api import check_input, lowerable_ops
 from ..runtime_profiles import load_profile, profile_names
 from ..target_lowering import check_model
 from .files import read_model
@@ -19,13 +19,15 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     add("model", metavar="MODEL", help="the ONNX model file")
     add("--target", required=True, metavar="NAME", help="the runtime (see onnx-lower --list-targets)")
     add("--json", action="store_true", help="print the findings as JSON")
-    add("-v", "--verbose", action="store_true", help="list nodes the probe did not see too (unverified)")
+    add("-v", "--verbose", action="store_true", help="list unverified nodes too (the profile does not decide them)")
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Print every blocker (and, verbose, every node the probe did not see); 0 if none blocks."""
+    """Print every blocker (and, verbose, every unverified node); 0 if none blocks."""
     profile = load_profile(args.target)
-    model = read_model(args.model).model
+    model_file = read_model(args.model)
+    model = model_file.model
+    check_input(model)  # (what onnx's checker refuses, and an opset this onnx lacks: exit 2)
     findings = check_model(model, profile, lowerable=lowerable_ops())
     blockers = [f for f in findings if f.blocks]
     if args.json:
@@ -46,7 +48,7 @@ def run_check(args: argparse.Namespace) -> int:
     unverified = len(findings) - len(blockers)
     print(
         f"{len(blockers)} blocker{'s' * (len(blockers) != 1)} ({fixable} with a fix: onnx-lower MODEL -o OUT "
-        f"--target {profile.name}); {unverified} node{'s' * (unverified != 1)} the probe did not see"
+        f"--target {profile.name}); {unverified} unverified node{'s' * (unverified != 1)}"
         + ("" if args.verbose else " (-v lists them)")
     )
     return EXIT_DOES_NOT_FIT if blockers else EXIT_FITS

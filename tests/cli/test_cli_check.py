@@ -83,3 +83,18 @@ def test_a_target_that_cannot_be_met_writes_nothing_and_lists_every_node(tmp_pat
     assert result.returncode == 4 and not output.exists()
     assert "2 nodes cannot go to target onnxruntime" in result.stderr
     assert "node 'first'" in result.stderr and "node 'second'" in result.stderr
+
+
+def test_check_refuses_a_model_onnx_refuses_in_one_line(tmp_path):
+    """A model importing an opset this onnx does not know, or none for its default-domain
+    nodes, is bad input (exit 2), as lowering it is: not an opset to convert."""
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph(
+        [relu], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    newer = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 99)], ir_version=10)
+    unimported = helper.make_model(graph, opset_imports=[helper.make_opsetid("com.x", 1)], ir_version=10)
+    for model, said in ((newer, "imports opset 99 of the default domain"), (unimported, "No opset import for domain")):
+        completed = run_cli_in_process("check", write(model, tmp_path / "m.onnx"), "--target", "tract-0.23")
+        assert completed.returncode == 2 and said in completed.stderr and "Traceback" not in completed.stderr
