@@ -16,7 +16,7 @@ from support import make_model, slow_but_a_sample  # noqa: E402
 from version_cases import node_cases, sweep_case
 
 import lowering
-from lowering.verification.runtime import run_onnxruntime
+from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime
 
 
 def run_time_axes_model(op_type: str, shape, count, output_rank: int) -> onnx.ModelProto:
@@ -80,12 +80,13 @@ def test_unsqueeze_13_with_axes_computed_at_run_time_goes_down_bit_for_bit(count
     model = run_time_axes_model("Unsqueeze", ["a", "b"], count, positions)
     converted = lowered(model, target)
     assert len(leaves(converted, "Unsqueeze")) == comb(positions, count)
+    want_run, got_run = OnnxruntimeRunner(model), OnnxruntimeRunner(converted)  # one session each, every feed
     for x in (data((3, 4)), data((0, 2))):
         for chosen in itertools.combinations(range(positions), count):
             for axes in spellings(chosen, positions):
                 feeds = {"x": x, "axes": np.array(axes, np.int64)}
-                (want,) = run_onnxruntime(model, feeds)
-                (got,) = run_onnxruntime(converted, feeds)
+                (want,) = want_run(feeds)
+                (got,) = got_run(feeds)
                 same_bits(got, want, f"Unsqueeze-13 of {x.shape} at {axes} to {target}")
 
 
@@ -114,13 +115,14 @@ def test_squeeze_13_with_axes_computed_at_run_time_goes_down_bit_for_bit(count, 
     converted = lowered(model, target)
     # one choice (every dimension) stands in both branches of an If that makes the checks run
     assert len(leaves(converted, "Squeeze")) == max(comb(rank, count), 2)
+    want_run, got_run = OnnxruntimeRunner(model), OnnxruntimeRunner(converted)  # one session each, every feed
     for chosen in itertools.combinations(range(rank), count):
         for others in (2, 0):  # the dimensions not squeezed: 0-sized ones too
             x = data([1 if k in chosen else others + k for k in range(rank)])
             for axes in spellings(chosen, rank):
                 feeds = {"x": x, "axes": np.array(axes, np.int64)}
-                (want,) = run_onnxruntime(model, feeds)
-                (got,) = run_onnxruntime(converted, feeds)
+                (want,) = want_run(feeds)
+                (got,) = got_run(feeds)
                 same_bits(got, want, f"Squeeze-13 of {x.shape} at {axes} to {target}")
 
 
