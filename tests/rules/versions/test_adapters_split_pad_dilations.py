@@ -19,7 +19,7 @@ from support import (
 
 import lowering
 from lowering.samples import edge_values
-from lowering.verification.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 
 
 def bits(array) -> np.ndarray:
@@ -65,16 +65,17 @@ def test_split_num_outputs_of_an_unknown_size_is_sliced_bit_for_bit(count, axis,
     result = checked_conversion(model, target)
     assert "Split" not in op_types(result) and op_types(result).count("Slice") == count
     pool = edge_values(TensorProto.FLOAT)
+    got_run, want_run = OnnxruntimeRunner(result), OnnxruntimeRunner(model)  # one session each, every size
     for size in range(14):
         shape = (size, 3) if axis in (0, -2) else (3, size)
         x = np.resize(pool, shape).astype(np.float32)
-        got = run_onnxruntime(result, {"x": x})
+        got = got_run({"x": x})
         part = -(-size // count)
         if size - (count - 1) * part >= 0:
-            assert_same_bits(got, run_onnxruntime(model, {"x": x}), f"{size} into {count}")
+            assert_same_bits(got, want_run({"x": x}), f"{size} into {count}")
         else:
             with pytest.raises(Exception, match="negative final split"):
-                run_onnxruntime(model, {"x": x})
+                want_run({"x": x})
             assert_same_bits(got, run_reference(model, {"x": x}), f"{size} into {count}")
 
 
@@ -233,9 +234,10 @@ def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
     result = checked_conversion(model, target)
     assert {"Range", "Mod", "Gather"} <= set(op_types(result)) and "Pad" not in op_types(result)
     x = np.resize(edge_values(TensorProto.FLOAT), (3, 4)).astype(np.float32)
+    got_run, want_run = OnnxruntimeRunner(result), OnnxruntimeRunner(model)  # one session each, every pads
     for pads in WRAP_PADS:
         feeds = {"x": x, "pads": np.array(pads, np.int64)}
-        assert_same_bits(run_onnxruntime(result, feeds), run_onnxruntime(model, feeds), f"pads {pads}")
+        assert_same_bits(got_run(feeds), want_run(feeds), f"pads {pads}")
 
 
 @pytest.mark.slow
@@ -243,11 +245,12 @@ def test_wrap_with_pads_computed_at_run_time_is_gathered_bit_for_bit(target):
 def test_wrap_of_a_dimension_not_known_statically_is_gathered_at_run_time(pads):
     model = wrap_model(["a", 4, "b"], pads, element_type=TensorProto.INT32)
     result = checked_conversion(model, 11)
+    got_run, want_run = OnnxruntimeRunner(result), OnnxruntimeRunner(model)  # one session each, every feed
     for shape in ((3, 4, 5), (1, 4, 2), (4, 4, 7)):
         x = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
         for given in [pads] if pads else [[2, 1, 0, 3, -1, 2], [5, 0, 1, 0, 0, 8], [0, 1, -1, 2, 0, 3]]:
             feeds = {"x": x} | ({} if pads else {"pads": np.array(given, np.int64)})
-            assert_same_bits(run_onnxruntime(result, feeds), run_onnxruntime(model, feeds), f"{shape} {given}")
+            assert_same_bits(got_run(feeds), want_run(feeds), f"{shape} {given}")
 
 
 @pytest.mark.parametrize(
@@ -386,10 +389,13 @@ def test_dilated_windows_are_gathered_bit_for_bit(
         assert op_type == "AveragePool" and (extra["count_include_pad"] == 0 or ceil_mode), error
         return
     assert set(op_types(result)) <= {"Constant", "Pad", "Gather", op_type}
+    # one session each for every input
+    want_run, got_run = OnnxruntimeRunner(model), OnnxruntimeRunner(result)
+    at_source_run = OnnxruntimeRunner(at_opset(result, opset))
     for x in pool_inputs(shape, TensorProto.FLOAT):
-        want = run_onnxruntime(model, {"x": x})
-        assert [a.shape for a in run_onnxruntime(result, {"x": x})] == [b.shape for b in want]
-        assert_same_bits(run_onnxruntime(at_opset(result, opset), {"x": x}), want, f"{op_type} {attributes}")
+        want = want_run({"x": x})
+        assert [a.shape for a in got_run({"x": x})] == [b.shape for b in want]
+        assert_same_bits(at_source_run({"x": x}), want, f"{op_type} {attributes}")
 
 
 @pytest.mark.parametrize("op_type", ["AveragePool", "LpPool"])
