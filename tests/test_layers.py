@@ -4,6 +4,7 @@ import cycle, and the speed add-on (``lowering.fast``) reached from the core in 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,12 +43,19 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
 
 
 def import_graph() -> dict[str, set[str]]:
+    """Each module of the package and the package's modules it imports (a copy of its own to each
+    test of the one graph read from the sources in the session)."""
+    return {name: set(imported) for name, imported in _import_graph().items()}
+
+
+@functools.cache
+def _import_graph() -> dict[str, frozenset[str]]:
     modules = module_files()
     graph = {name: imported_modules(name, path, modules) for name, path in modules.items()}
     # The rules package is a plug-in: lowering.rules_package imports it on first need, so that
     # its modules register their patterns; nothing else of the core imports it.
     graph["lowering.rules_package"].discard("lowering.rules")
-    return graph
+    return {name: frozenset(imported) for name, imported in graph.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from support import GOLDEN, make_model, oracle, run_cli
+from support import GOLDEN, make_model, oracle, run_cli_in_process
 
 import lowering
 import lowering.fast.protowire as protowire
@@ -260,7 +260,7 @@ def test_the_command_line_lowers_a_file_in_another_field_order_as_its_own_bytes(
     onnx.save(model, canonical)
     other.write_bytes(laid_out_by_another_writer(model))
     for source in (canonical, other):
-        completed = run_cli(source, "-o", tmp_path / f"{source.stem}.lowered.onnx", "-q")
+        completed = run_cli_in_process(source, "-o", tmp_path / f"{source.stem}.lowered.onnx", "-q")
         assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "other.lowered.onnx").read_bytes() == (tmp_path / "canonical.lowered.onnx").read_bytes()
     assert load_model(other).data == other.read_bytes()  # what the command line hands the pass
