@@ -138,6 +138,7 @@ def test_an_op_a_rule_emits_that_cannot_be_lowered_in_turn_leaves_the_node_with_
     assert op_type_set(result.model) == {"Trilu"}
 
 
+@slow_but_a_sample()  # (the fast tier: float16 here, bfloat16 in the If branch below)
 @pytest.mark.skipif(schemas.newest_opset() < 27, reason="Range takes float16 and bfloat16 from version 27")
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16], ids=schemas.type_name)
 def test_16_bit_floats_go_by_a_loop_adding_in_float32_bit_for_bit(element_type):
