@@ -8,8 +8,9 @@ run here, read from its published support table (``targets/read_table.py``; a
 A (op, version, element type) the profile saw is ``supported`` where every case of it ran
 right, ``partly`` where some did (the others depend on attributes), and refused where none did
 (the runtime failed, crashed, hung or gave other outputs than the case expects). One it did not
-see is ``unverified`` where the op ran right at another version or type, and refused where no
-case of the op ever ran right there.
+see is ``unverified`` where the op ran right at another version or type, or the version was
+never probed (the cases reach back to opset 7 only), and refused where that version was probed
+and no case of the op ever ran right.
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ class RuntimeProfile:
             shown = ", ".join(f"{op_type}-{v} on {t or '?'}" for v, t in ran_right[:4])
             return Verdict(UNVERIFIED, f"{op_type}-{version} on {type_name or '?'} not probed; ran right: {shown}")
         any_case = [o for _, _, outcomes in seen for o in outcomes]
+        if version not in {v for v, _, _ in seen}:  # (a version older than any probed: 1 of GlobalAveragePool-1)
+            probed = ", ".join(str(v) for v in sorted({v for v, _, _ in seen}))
+            why = f"{op_type}-{version} not probed; no case of versions {probed} ran right, e.g. {_said(any_case)}"
+            return Verdict(UNVERIFIED, why)
         return Verdict(REFUSED, f"no case of {op_type} ran right, e.g. {_said(any_case)}")
 
     def opset_for(self, model_opset: int) -> int:
