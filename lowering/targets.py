@@ -92,23 +92,6 @@ class Target:
 
 
 @functools.cache
-def _onnxruntime_cpu_kernels() -> KernelTable | None:
-    """onnxruntime's CPU kernels for the default domain, from its own registry."""
-    try:
-        from onnxruntime.capi.onnxruntime_pybind11_state import get_all_opkernel_def
-    except ImportError:  # pragma: no cover - onnxruntime is a dependency
-        return None
-    table: KernelTable = {}
-    for kernel in get_all_opkernel_def():
-        if kernel.provider != "CPUExecutionProvider" or kernel.domain not in ("", "ai.onnx"):
-            continue
-        types = frozenset().union(*(schemas._tensor_element_types(v) for v in kernel.type_constraints.values()))
-        first, last = kernel.version_range
-        table.setdefault(kernel.op_name, []).append((first, last, types))
-    return table
-
-
-@functools.cache
 def _onnxruntime_cpu_kernel_constraints() -> ConstraintTable | None:
     """onnxruntime's CPU kernels for the default domain, each with its types per constraint
     (OneHot runs on (int64, int64, int64), (int32, float, int32), ...: not every combination)."""
@@ -123,6 +106,19 @@ def _onnxruntime_cpu_kernel_constraints() -> ConstraintTable | None:
         types = {name: schemas._tensor_element_types(allowed) for name, allowed in kernel.type_constraints.items()}
         table.setdefault(kernel.op_name, []).append((*kernel.version_range, types))
     return table
+
+
+@functools.cache
+def _onnxruntime_cpu_kernels() -> KernelTable | None:
+    """onnxruntime's CPU kernels for the default domain: per kernel, every element type any of
+    its type constraints takes (:func:`_onnxruntime_cpu_kernel_constraints`, merged)."""
+    constraints = _onnxruntime_cpu_kernel_constraints()
+    if constraints is None:
+        return None
+    return {
+        op: [(first, last, frozenset().union(*types.values())) for first, last, types in kernels]
+        for op, kernels in constraints.items()
+    }
 
 
 # The ops onnx-lower was made for: TensorRT's parser rejects every Optional op (older releases
