@@ -24,6 +24,7 @@ from pathlib import Path
 from onnx import TensorProto
 
 from . import schemas
+from .node_forms import NodeForm, nearest_cases
 
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
@@ -62,13 +63,18 @@ class RuntimeProfile:
             found[op].append((version, type_name, outcomes))
         return dict(found)
 
-    def verdict(self, op_type: str, version: int, type_name: str) -> Verdict:
+    def verdict(self, op_type: str, version: int, type_name: str, form: NodeForm | None = None) -> Verdict:
         """What the probe says of ``op_type``-``version`` on ``type_name`` (an element type's
-        name as onnx spells it, "FLOAT"; "" where unknown)."""
+        name as onnx spells it, "FLOAT"; "" where unknown), from the cases nearest the node's
+        ``form`` where it is given and some case is near it (:func:`node_forms.nearest_cases`),
+        else from every case of that op version and type."""
         seen = self._by_op.get(op_type)
         if not seen:
             return Verdict(UNVERIFIED, f"no single-op backend case of {op_type} was probed")
         exact = [o for v, t, outcomes in seen if v == version and (t == type_name or not type_name) for o in outcomes]
+        near = nearest_cases(exact, form, schemas.schema_in_force(op_type, version)) if exact and form else []
+        formed = f" nearest its form ({form.describe()})" if near and len(near) < len(exact) else ""
+        exact = near or exact
         if exact and not type_name and any(o[1] != "right" for o in exact):
             return Verdict(UNVERIFIED, f"the element type is unknown here; {op_type}-{version} is not right on "
                            f"every type probed, e.g. {_said([o for o in exact if o[1] != 'right'])}")  # fmt: skip
@@ -79,8 +85,9 @@ class RuntimeProfile:
             if right:
                 wrong = len(exact) - len(right)
                 not_right = [o for o in exact if o[1] != "right"]
-                return Verdict(PARTLY, f"{wrong} of {len(exact)} cases not right, e.g. {_said(not_right)}")
-            return Verdict(REFUSED, _said(exact))
+                return Verdict(PARTLY, f"{wrong} of {len(exact)} cases{formed} not right, e.g. {_said(not_right)}")
+            return Verdict(REFUSED, f"{len(exact)} case{'s' if len(exact) > 1 else ''}{formed}: {_said(exact)}"
+                           if formed else _said(exact))  # fmt: skip
         ran_right = sorted({(v, t) for v, t, outcomes in seen if any(o[1] == "right" for o in outcomes)})
         if ran_right:
             shown = ", ".join(f"{op_type}-{v} on {t or '?'}" for v, t in ran_right[:4])
@@ -143,9 +150,9 @@ class TableProfile:
         """The table, as a verdict names it: ``docs/operators.md of onnx/onnx-tensorrt at release/10.1-GA``."""
         return f"{self.source.get('path')} of {self.source.get('repo')} at {self.source.get('ref')}"
 
-    def verdict(self, op_type: str, version: int, type_name: str) -> Verdict:
+    def verdict(self, op_type: str, version: int, type_name: str, form: NodeForm | None = None) -> Verdict:
         """What the table says of ``op_type``-``version`` on ``type_name`` (onnx's name, "FLOAT";
-        "" where unknown)."""
+        "" where unknown; a table says nothing of a node's ``form``)."""
         entry = self.ops.get(op_type)
         if entry is None:
             return Verdict(REFUSED, f"{op_type} is not in {self.table}")

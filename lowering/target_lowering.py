@@ -13,6 +13,7 @@ import onnx
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering
 from .graphs import held_graphs
+from .node_forms import NodeForm, node_form, value_sources
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
@@ -100,6 +101,7 @@ def check_model(
         findings.append(Finding("(opset)", model_opset, "", model.graph.name, "", opset_verdict, fix))
     types = inferred_types(model)
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
+    fed, constant = value_sources(model)
     local = {(f.domain, f.name) for f in model.functions}
     for graph_name, node in _every_node(model):
         if (node.domain, node.op_type) in local:
@@ -110,13 +112,14 @@ def check_model(
             continue
         version = schemas.version_in_force(node.op_type, opset)
         type_name = _element_type_name(node, types)
+        form = node_form(node, opset, fed, constant, *_shapes_and_types(node, types))
         if version is None:
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
         else:
-            verdict = profile.verdict(node.op_type, version, type_name)
+            verdict = profile.verdict(node.op_type, version, type_name, form)
         if verdict.kind != SUPPORTED:
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
-            retype = _narrower_type_taken(profile, node.op_type, version, type_name) if verdict.blocks else None
+            retype = _narrower_type_taken(profile, node.op_type, version, type_name, form) if verdict.blocks else None
             if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)
                 boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)
                 io = " --retype-io: the model's inputs and outputs change type" if boundary else ""
@@ -125,7 +128,9 @@ def check_model(
     return findings
 
 
-def _narrower_type_taken(profile, op_type: str, version: int | None, type_name: str) -> tuple[int, int] | None:
+def _narrower_type_taken(
+    profile, op_type: str, version: int | None, type_name: str, form: NodeForm | None = None
+) -> tuple[int, int] | None:
     """(wide, narrow): where the runtime refuses the op on ``type_name`` (int64, float64,
     bfloat16) and runs it right on a narrower type a retyping gives (the exact one first)."""
     wide = getattr(onnx.TensorProto, type_name, None) if type_name else None
@@ -133,7 +138,7 @@ def _narrower_type_taken(profile, op_type: str, version: int | None, type_name: 
         return None
     for narrow in sorted(RETYPINGS[wide], key=lambda t: t != onnx.TensorProto.FLOAT):
         narrow_name = onnx.helper.tensor_dtype_to_string(narrow).removeprefix("TensorProto.")
-        if profile.verdict(op_type, version, narrow_name).kind in (SUPPORTED, PARTLY):
+        if profile.verdict(op_type, version, narrow_name, form).kind in (SUPPORTED, PARTLY):
             return wide, narrow
     return None
 
@@ -215,6 +220,20 @@ def _every_node(model: onnx.ModelProto):
     yield from walk(model.graph.name, model.graph.node)
     for function in model.functions:
         yield from walk(f"function {function.domain}.{function.name}", function.node)
+
+
+def _shapes_and_types(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> tuple[dict, dict]:
+    """The shape (None: a dimension not a number) of each of the node's inputs whose rank is
+    known, and the element type of each whose type is known."""
+    shapes, element_types = {}, {}
+    for name in node.input:
+        type_proto = types.get(name) if name else None
+        if type_proto is not None and type_proto.WhichOneof("value") == "tensor_type":
+            element_types[name] = type_proto.tensor_type.elem_type
+            if type_proto.tensor_type.HasField("shape"):
+                dims = type_proto.tensor_type.shape.dim
+                shapes[name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+    return shapes, element_types
 
 
 def _element_type_name(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> str:

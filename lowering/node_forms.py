@@ -1,0 +1,246 @@
+"""The form of a node, as far as a runtime's verdict on it can depend on it: which inputs are
+fed at run time (graph inputs) and which are constants, which outputs are asked for, and the
+attributes it sets. A probe case of a runtime profile has a form (the cases' forms ship in
+``probe_case_forms.json``, written by ``targets/prepare_cases.py``); a node's verdict is read
+from the probed cases nearest its form (:func:`nearest_cases`), so that tract's Reshape with
+its shape fed at run time is refused ("shape input is variable") while with a constant shape
+it runs, and tract's Attention with ``softcap`` set is refused while without it runs.
+
+Each attribute has a class: an int or string attribute its value (the schema's default where
+the node leaves it out: ``allowzero`` 0, ``mode`` 'nearest'); any other attribute ``set`` or
+``default`` (a float, a list, a tensor: whether the node gives it a value other than the
+schema's default, ``softcap`` 0.0 or not).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from . import schemas
+from .graphs import held_graphs
+
+CASE_FORMS = Path(__file__).resolve().parent / "probe_case_forms.json"
+
+SET, DEFAULT, ABSENT = "set", "default", "absent"
+
+
+@dataclass(frozen=True)
+class NodeForm:
+    """The positions of the ``inputs`` given (optional ones left out are not), of those ``fed``
+    at run time (graph inputs) and ``constant`` (initializers, Constant nodes); the positions of
+    the ``outputs`` asked for; per attribute the node sets, its class (the module's docstring);
+    the rank of each input where known ((position, rank) pairs), the positions of inputs known
+    to hold no element (a dimension 0: a fed axes input that is empty), and the element type of
+    each input where known ((position, onnx's type number) pairs: a bool mask or a float one)."""
+
+    inputs: frozenset[int]
+    fed: frozenset[int]
+    constant: frozenset[int]
+    outputs: frozenset[int]
+    attributes: tuple[tuple[str, str], ...]
+    ranks: tuple[tuple[int, int], ...] = ()
+    empty: frozenset[int] = frozenset()
+    types: tuple[tuple[int, int], ...] = ()
+
+    def as_data(self) -> list:
+        sets = [sorted(self.inputs), sorted(self.fed), sorted(self.constant), sorted(self.outputs)]
+        pairs = [[list(pair) for pair in self.ranks], sorted(self.empty), [list(pair) for pair in self.types]]
+        return [*sets, dict(self.attributes), *pairs]
+
+    @classmethod
+    def from_data(cls, data: list) -> NodeForm:
+        inputs, fed, constant, outputs, attributes, ranks, empty, types = data
+        sets = map(frozenset, (inputs, fed, constant, outputs))
+        pairs = tuple(tuple(pair) for pair in ranks), frozenset(empty), tuple(tuple(pair) for pair in types)
+        return cls(*sets, tuple(sorted(attributes.items())), *pairs)
+
+    def attribute_class(self, schema: onnx.defs.OpSchema | None, name: str) -> str:
+        """The class of attribute ``name``: the node's own, else the schema's default."""
+        own = dict(self.attributes).get(name)
+        if own is not None:
+            return own
+        return _default_class(schema, name)
+
+    def describe(self) -> str:
+        parts = []
+        if self.fed:
+            parts.append(f"input{'s' if len(self.fed) > 1 else ''} {', '.join(map(str, sorted(self.fed)))} fed")
+        if self.constant:
+            parts.append(f"input{'s' if len(self.constant) > 1 else ''} "
+                         f"{', '.join(map(str, sorted(self.constant)))} constant")  # fmt: skip
+        parts += [f"{name}={value}" for name, value in self.attributes]
+        first = dict(self.types).get(0)
+        others = [(p, t) for p, t in self.types if p and t != first]
+        if others:
+            parts.append(", ".join(f"input {p} {onnx.helper.tensor_dtype_to_string(t).removeprefix('TensorProto.')}"
+                                   for p, t in others))  # fmt: skip
+        if self.ranks:
+            parts.append("ranks " + ", ".join(f"{rank} (input {position})" for position, rank in self.ranks))
+        return ", ".join(parts)
+
+
+def node_form(
+    node: onnx.NodeProto,
+    opset: int,
+    fed_names: Iterable[str],
+    constant_names: Iterable[str],
+    shapes: Mapping[str, tuple[int | None, ...]] | None = None,
+    element_types: Mapping[str, int] | None = None,
+) -> NodeForm:
+    """The form of ``node`` (default domain) at ``opset``, given the value names fed at run
+    time, those that are constants where it is, and the shapes of values where known (their
+    dimensions, None where not a number) and their element types."""
+    shapes, element_types = shapes or {}, element_types or {}
+    fed_names, constant_names = set(fed_names), set(constant_names)
+    schema = schemas.schema_in_force(node.op_type, opset)
+    return NodeForm(
+        inputs=frozenset(i for i, name in enumerate(node.input) if name),
+        fed=frozenset(i for i, name in enumerate(node.input) if name and name in fed_names),
+        constant=frozenset(i for i, name in enumerate(node.input) if name and name in constant_names),
+        outputs=frozenset(i for i, name in enumerate(node.output) if name),
+        attributes=tuple(sorted((a.name, _class_of(schema, a)) for a in node.attribute)),
+        ranks=tuple((i, len(shapes[name])) for i, name in enumerate(node.input) if name and name in shapes),
+        empty=frozenset(i for i, name in enumerate(node.input) if name and 0 in shapes.get(name, ())),
+        types=tuple((i, element_types[name]) for i, name in enumerate(node.input) if element_types.get(name)),
+    )
+
+
+def _class_of(schema: onnx.defs.OpSchema | None, attribute: onnx.AttributeProto) -> str:
+    if attribute.type == onnx.AttributeProto.INT:
+        return str(attribute.i)
+    if attribute.type == onnx.AttributeProto.STRING:
+        return repr(attribute.s.decode("utf-8", "replace"))
+    known = schema.attributes.get(attribute.name) if schema is not None else None
+    if known is not None and known.default_value.name and known.default_value == attribute:
+        return DEFAULT
+    if known is not None and known.default_value.name:
+        default = onnx.helper.get_attribute_value(known.default_value)
+        if attribute.type == known.default_value.type and onnx.helper.get_attribute_value(attribute) == default:
+            return DEFAULT
+    return SET
+
+
+def _default_class(schema: onnx.defs.OpSchema | None, name: str) -> str:
+    known = schema.attributes.get(name) if schema is not None else None
+    if known is None or not known.default_value.name:
+        return ABSENT
+    default = known.default_value
+    if default.type == onnx.AttributeProto.INT:
+        return str(default.i)
+    if default.type == onnx.AttributeProto.STRING:
+        return repr(default.s.decode("utf-8", "replace"))
+    return DEFAULT
+
+
+def nearest_cases(
+    outcomes: list[tuple[str, str, str]], form: NodeForm, schema: onnx.defs.OpSchema | None
+) -> list[tuple[str, str, str]]:
+    """The probed ``outcomes`` (case name, verdict, detail) whose cases are nearest ``form``:
+    those that give every input the node gives, feed at run time every input the node is fed (a
+    runtime that takes a constant shape may refuse a fed one) and ask for every output it asks
+    for; of those, the ones whose inputs, constant inputs and outputs differ least from the
+    node's (an optional input the node leaves out, an input it holds constant and the case
+    feeds, an output it does not ask for: one each); then, attribute by attribute
+    (by name), those of the node's class where any case has it (a value no case has says
+    nothing: that attribute is passed over), and input by input those of the node's rank where
+    any case has it (tract's MatMul of two vectors), of its element type where any case has it
+    (tract's Attention takes a float mask, not a bool one), and of its emptiness (a fed empty
+    axes input is as good as a constant one). Cases of unknown form count as near; an empty
+    list where no case feeds what the node is fed."""
+    forms = case_forms()
+    known = [(o, forms[o[0]]) for o in outcomes if o[0] in forms]
+    unknown = [o for o in outcomes if o[0] not in forms]
+    near = [(o, f) for o, f in known if form.inputs <= f.inputs and form.fed <= f.fed and form.outputs <= f.outputs]
+    if not near:
+        return unknown
+    distance = {
+        o[0]: len(f.inputs - form.inputs) + len(form.constant & f.fed) + len(f.outputs - form.outputs) for o, f in near
+    }
+    least = min(distance.values())
+    near = [(o, f) for o, f in near if distance[o[0]] == least]
+    names = sorted({name for _, f in near for name, _ in f.attributes} | {name for name, _ in form.attributes})
+    for name in names:
+        wanted = form.attribute_class(schema, name)
+        same = [(o, f) for o, f in near if f.attribute_class(schema, name) == wanted]
+        if same:
+            near = same
+    for position, rank in form.ranks:
+        same = [(o, f) for o, f in near if dict(f.ranks).get(position) == rank]
+        if same:
+            near = same
+    for position, element_type in form.types:
+        same = [(o, f) for o, f in near if dict(f.types).get(position) == element_type]
+        if same:
+            near = same
+    for position in sorted(form.inputs):
+        same = [(o, f) for o, f in near if (position in f.empty) == (position in form.empty)]
+        if same:
+            near = same
+    return [o for o, _ in near] + unknown
+
+
+@functools.cache
+def case_forms() -> dict[str, NodeForm]:
+    """The form of each probe case, by case name (``targets/prepare_cases.py`` writes them)."""
+    if not CASE_FORMS.exists():
+        return {}
+    return {name: NodeForm.from_data(data) for name, data in json.loads(CASE_FORMS.read_text()).items()}
+
+
+# ops whose outputs depend on their inputs' shapes only, not on their values
+SHAPE_ONLY_OPS = frozenset({"Shape", "Size"})
+# ops whose outputs are drawn at random: no constant, whatever their inputs
+RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
+                        "Multinomial"})  # fmt: skip
+
+
+def value_sources(model: onnx.ModelProto) -> tuple[set[str], set[str]]:
+    """(fed, constant): the value names whose values depend on values fed at run time (the
+    inputs of the main graph and of the graphs nodes hold, and what is computed from them,
+    except through Shape and Size, whose outputs a runtime knows from shapes alone), and those
+    computed from constants only (initializers, Constant nodes, what is computed from them alone),
+    in every graph of ``model``. A local function's inputs are neither (each call's own); a value
+    computed from shapes of fed values is neither: whether the runtime folds it is its own."""
+    fed: set[str] = set()
+    constant: set[str] = set()
+
+    def walk(graph: onnx.GraphProto) -> None:
+        initialized = {t.name for t in graph.initializer}
+        fed.update(info.name for info in graph.input if info.name not in initialized)
+        constant.update(initialized)
+        for node in graph.node:
+            inner = [g for _, _, g in held_graphs(node)]
+            for body in inner:
+                walk(body)
+            outputs = [name for name in node.output if name]
+            given = [name for name in node.input if name]
+            if node.op_type in RANDOM_OPS:
+                continue
+            if node.op_type in SHAPE_ONLY_OPS and node.domain in ("", "ai.onnx"):
+                if given and given[0] in constant:
+                    constant.update(outputs)
+                continue
+            if any(name in fed for name in given) or (inner and any(_reads_fed(body, fed) for body in inner)):
+                fed.update(outputs)
+            elif all(name in constant for name in given) and not inner:
+                constant.update(outputs)
+
+    walk(model.graph)
+    for function in model.functions:
+        for node in function.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                constant.update(node.output)
+    return fed, constant
+
+
+def _reads_fed(graph: onnx.GraphProto, fed: set[str]) -> bool:
+    """Whether a graph's nodes read a value fed at run time (its own inputs, or the outer scope's)."""
+    return any(name in fed for node in graph.node for name in node.input) or any(
+        _reads_fed(inner, fed) for node in graph.node for _, _, inner in held_graphs(node)
+    )

@@ -1,0 +1,211 @@
+"""A node's form (lowering/node_forms.py) and verdicts read from the probe cases nearest it: the
+classes of its attributes, which inputs are fed or constant, the cases a runtime's verdict on
+the node is read from, and the shipped forms being those of the probed cases."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from lowering.node_forms import (
+    CASE_FORMS,
+    DEFAULT,
+    SET,
+    NodeForm,
+    case_forms,
+    nearest_cases,
+    node_form,
+    value_sources,
+)
+from lowering.runtime_profiles import PARTLY, PROFILES, REFUSED, SUPPORTED, profile_from_data, profile_names
+from lowering.target_lowering import check_model
+
+TARGETS = Path(__file__).resolve().parents[1] / "targets"
+
+
+def test_an_int_or_string_attribute_is_classed_by_its_value_and_the_schema_default_fills_in():
+    reshape = helper.make_node("Reshape", ["x", "shape"], ["y"])
+    form = node_form(reshape, 21, fed_names={"x"}, constant_names={"shape"})
+    assert form.inputs == {0, 1} and form.fed == {0} and form.constant == {1} and form.outputs == {0}
+    schema = onnx.defs.get_schema("Reshape", 21)
+    assert form.attribute_class(schema, "allowzero") == "0"
+    allowing = node_form(helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1), 21, (), ())
+    assert allowing.attribute_class(schema, "allowzero") == "1"
+    resize = node_form(helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="cubic"), 19, (), ())
+    assert resize.inputs == {0, 2}
+    assert resize.attribute_class(onnx.defs.get_schema("Resize", 19), "mode") == "'cubic'"
+    assert resize.attribute_class(onnx.defs.get_schema("Resize", 19), "antialias") == "0"
+
+
+def test_a_float_or_list_attribute_is_set_only_where_it_differs_from_the_default():
+    schema = onnx.defs.get_schema("Attention", 23)
+    for softcap, wanted in [(0.0, DEFAULT), (30.0, SET)]:
+        node = helper.make_node("Attention", ["q", "k", "v"], ["y"], softcap=softcap)
+        assert node_form(node, 23, (), ()).attribute_class(schema, "softcap") == wanted
+    assert (
+        node_form(helper.make_node("Attention", ["q", "k", "v"], ["y"]), 23, (), ()).attribute_class(schema, "softcap")
+        == DEFAULT
+    )
+    transpose = helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])
+    assert node_form(transpose, 21, (), ()).attributes == (("perm", SET),)
+
+
+def _form(inputs, fed, constant, attributes=(), outputs=(0,), ranks=(), empty=(), types=()) -> NodeForm:
+    return NodeForm(frozenset(inputs), frozenset(fed), frozenset(constant), frozenset(outputs), tuple(attributes),
+                    tuple(ranks), frozenset(empty), tuple(types))  # fmt: skip
+
+
+def test_the_nearest_cases_feed_what_the_node_feeds_and_prefer_its_constants(monkeypatch):
+    forms = {
+        "fed": _form({0, 1}, {0, 1}, ()),
+        "constant": _form({0, 1}, {0}, {1}),
+        "allowing": _form({0, 1}, {0}, {1}, [("allowzero", "1")]),
+    }
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("fed", "fails", "shape input is variable"), ("constant", "right", ""), ("allowing", "fails", "")]
+    schema = onnx.defs.get_schema("Reshape", 21)
+    fed_shape = _form({0, 1}, {0, 1}, ())
+    assert nearest_cases(outcomes, fed_shape, schema) == [outcomes[0]]
+    constant_shape = _form({0, 1}, {0}, {1})
+    assert nearest_cases(outcomes, constant_shape, schema) == [outcomes[1]]
+    allowing = _form({0, 1}, {0}, {1}, [("allowzero", "1")])
+    assert nearest_cases(outcomes, allowing, schema) == [outcomes[2]]
+    computed_shape = _form({0, 1}, (), ())  # (neither fed nor constant: every case is as near)
+    assert nearest_cases(outcomes, computed_shape, schema) == outcomes[:2]
+    with_a_third_input = _form({0, 1, 2}, {0}, ())
+    assert nearest_cases(outcomes, with_a_third_input, schema) == []
+
+
+def test_an_attribute_value_no_case_has_is_passed_over(monkeypatch):
+    forms = {
+        "heads_2": _form({0}, {0}, (), [("q_num_heads", "2")]),
+        "heads_4": _form({0}, {0}, (), [("q_num_heads", "4")]),
+    }
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("heads_2", "right", ""), ("heads_4", "fails", "")]
+    schema = onnx.defs.get_schema("Attention", 23)
+    assert nearest_cases(outcomes, _form({0}, {0}, (), [("q_num_heads", "4")]), schema) == [outcomes[1]]
+    assert nearest_cases(outcomes, _form({0}, {0}, (), [("q_num_heads", "12")]), schema) == outcomes
+
+
+def _profile(cases: dict[str, str]):
+    return profile_from_data({
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
+        "opsets": [21],
+        "cases": {name: {"op": "Reshape", "version": 21, "type": "FLOAT", "verdict": verdict}
+                  for name, verdict in cases.items()},
+    })  # fmt: skip
+
+
+def _reshape_model(shape_fed: bool) -> onnx.ModelProto:
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])]
+    initializers = []
+    if shape_fed:
+        inputs.append(helper.make_tensor_value_info("shape", TensorProto.INT64, [2]))
+    else:
+        initializers.append(numpy_helper.from_array(np.array([3, 2], np.int64), "shape"))
+    reshape = helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")
+    output = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])
+    graph = helper.make_graph([reshape], "g", inputs, [output], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def test_a_verdict_is_read_from_the_cases_of_the_nodes_form():
+    """A runtime that reshapes by a constant shape only (tract): the node with its shape fed is
+    refused in the words of a case that fed it; with a constant shape it is supported; a
+    profile without forms for its cases gives the verdict of every case (partly)."""
+    shipped = case_forms()
+    fed, constant = "test_reshape_reordered_all_dims", "test_reshape_reordered_all_dims#constant"
+    assert shipped[fed].fed == {0, 1} and shipped[constant].constant == {1}
+    made_up = _profile({fed: "fails", constant: "right"})
+    [finding] = check_model(_reshape_model(shape_fed=True), made_up)
+    assert finding.verdict.kind == REFUSED and "nearest its form (inputs 0, 1 fed" in finding.verdict.why
+    assert check_model(_reshape_model(shape_fed=False), made_up) == []
+    unknown = _profile({"not a probed case": "fails", "nor this one": "right"})
+    [finding] = check_model(_reshape_model(shape_fed=False), unknown)
+    assert finding.verdict.kind == PARTLY
+
+
+def test_the_verdict_of_a_profile_without_a_form_given_is_every_cases():
+    fed, constant = "test_reshape_reordered_all_dims", "test_reshape_reordered_all_dims#constant"
+    made_up = _profile({fed: "fails", constant: "right"})
+    assert made_up.verdict("Reshape", 21, "FLOAT").kind == PARTLY
+    assert made_up.verdict("Reshape", 21, "FLOAT", case_forms()[constant]).kind == SUPPORTED
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_every_probed_case_of_a_shipped_profile_has_its_form(name):
+    data = json.loads((PROFILES / f"{name}.json").read_text())
+    missing = sorted(set(data.get("cases", {})) - set(case_forms()))
+    assert not missing, missing[:5]
+
+
+@pytest.mark.slow
+def test_the_shipped_forms_are_those_of_the_prepared_cases():
+    sys.path.insert(0, str(TARGETS))
+    try:
+        import prepare_cases
+    finally:
+        sys.path.remove(str(TARGETS))
+    cases = prepare_cases.prepared_cases()
+    written = {name: prepare_cases.case_form(onnx.load_from_string(data), opset).as_data()
+               for name, opset, data, *_ in cases}  # fmt: skip
+    assert written == json.loads(CASE_FORMS.read_text())
+
+
+def test_values_computed_from_fed_values_are_fed_and_from_constants_constant():
+    """A shape computed from a fed value's contents is fed (the runtime cannot know it); one
+    computed from a fed value's shape is neither (a runtime may fold it); from constants only,
+    constant; inside an If branch the same."""
+    nodes = [
+        helper.make_node("Add", ["n", "one"], ["n_plus_one"]),  # (from a fed value: fed)
+        helper.make_node("Concat", ["n_plus_one", "one"], ["from_data"], axis=0),
+        helper.make_node("Shape", ["x"], ["shape_of_x"]),  # (from a fed value's shape: neither)
+        helper.make_node("Mul", ["one", "one"], ["from_constants"]),
+        helper.make_node("Constant", [], ["c"], value_ints=[2]),
+        helper.make_node("RandomNormal", [], ["drawn"], shape=[2]),
+        helper.make_node("If", ["cond"], ["branch_out"], then_branch=helper.make_graph(
+            [helper.make_node("Neg", ["n"], ["negated"])], "then", [],
+            [helper.make_tensor_value_info("negated", TensorProto.INT64, [1])]), else_branch=helper.make_graph(
+            [helper.make_node("Identity", ["one"], ["kept"])], "else", [],
+            [helper.make_tensor_value_info("kept", TensorProto.INT64, [1])])),
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(n, t, [1]) for n, t in [("x", TensorProto.FLOAT), ("n", TensorProto.INT64),
+                                                               ("cond", TensorProto.BOOL)]],
+        [helper.make_tensor_value_info("branch_out", TensorProto.INT64, [1])],
+        [numpy_helper.from_array(np.array([1], np.int64), "one")],
+    )  # fmt: skip
+    fed, constant = value_sources(helper.make_model(graph))
+    assert {"x", "n", "cond", "n_plus_one", "from_data", "negated", "branch_out"} <= fed
+    assert {"one", "from_constants", "c", "kept"} <= constant
+    assert not {"shape_of_x", "drawn"} & (fed | constant)
+    assert not fed & constant
+
+
+def test_an_empty_fed_input_is_nearest_the_cases_of_an_empty_one(monkeypatch):
+    forms = {"empty": _form({0, 1}, {0, 1}, (), empty={1}), "full": _form({0, 1}, {0, 1}, ())}
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("empty", "right", ""), ("full", "fails", "expected axes as a constant")]
+    schema = onnx.defs.get_schema("ReduceSum", 13)
+    assert nearest_cases(outcomes, _form({0, 1}, {0, 1}, ()), schema) == [outcomes[1]]
+    assert nearest_cases(outcomes, _form({0, 1}, {0, 1}, (), empty={1}), schema) == [outcomes[0]]
+
+
+def test_an_inputs_element_type_picks_the_cases_of_that_type(monkeypatch):
+    float_mask, bool_mask = (3, TensorProto.FLOAT), (3, TensorProto.BOOL)
+    forms = {"float": _form({0, 1, 2, 3}, {0, 1, 2, 3}, (), types=[float_mask]),
+             "bool": _form({0, 1, 2, 3}, {0, 1, 2, 3}, (), types=[bool_mask])}  # fmt: skip
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("float", "right", ""), ("bool", "fails", "Mask must be floating point")]
+    schema = onnx.defs.get_schema("Attention", 23)
+    node = _form({0, 1, 2, 3}, {0, 1, 2, 3}, (), types=[(0, TensorProto.FLOAT), bool_mask])
+    assert nearest_cases(outcomes, node, schema) == [outcomes[1]]
+    assert "input 3 BOOL" in node.describe()
