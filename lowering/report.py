@@ -49,6 +49,7 @@ class LoweringReport:
     blockers: list[RemainingOp] = field(default_factory=list)  # converting: nodes that cannot go to the target
     folded: Counter = field(default_factory=Counter)  # nodes the shapes decide, now constants, per op
     retyping: object | None = None  # what retyping did (lowering.retyping.RetypeReport), where asked
+    forms: Counter = field(default_factory=Counter)  # forms a target chose (lowering.target_forms), per choice
 
     @property
     def complete(self) -> bool:
@@ -76,6 +77,7 @@ class LoweringReport:
         if self.folded:
             shown = ", ".join(f"{count} x {op}" for op, count in sorted(self.folded.items()))
             lines.append(f"folded {shown} (values the shapes decide)")
+        lines += [f"chose {count} x {choice}" for choice, count in sorted(self.forms.items())]
         if self.retyping is not None:
             lines += self.retyping.lines()
         if not lines and not self.remaining:
@@ -91,6 +93,7 @@ class LoweringReport:
             "kept": dict(sorted(self.kept().items())),
             "remaining": [entry.as_dict() for entry in self.remaining],
             "folded": dict(sorted(self.folded.items())),
+            **({"forms": dict(sorted(self.forms.items()))} if self.forms else {}),
             **({"retyped": self.retyping.as_dict()} if self.retyping is not None else {}),
         }
 

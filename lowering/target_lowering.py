@@ -18,6 +18,7 @@ from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
 from .shape_folding import inferred_types
+from .target_forms import better_form, choose_forms, nodes_with_constants
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
 
@@ -103,6 +104,8 @@ def check_model(
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
     local = {(f.domain, f.name) for f in model.functions}
+    check_form = _verdict_of_form(model, profile, opset, types, (fed, constant))
+    constants = {name: tensor for node, in_scope in nodes_with_constants(model) for name, tensor in in_scope.items()}
     for graph_name, node in _every_node(model):
         if (node.domain, node.op_type) in local:
             continue  # (its body's nodes are checked)
@@ -119,6 +122,8 @@ def check_model(
             verdict = profile.verdict(node.op_type, version, type_name, form)
         if verdict.kind != SUPPORTED:
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
+            choice = better_form(node, constants, opset, check_form) if version is not None else None
+            fix = f"--target chooses the form {choice.said}" if choice is not None else fix
             retype = _narrower_type_taken(profile, node.op_type, version, type_name, form) if verdict.blocks else None
             if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)
                 boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)
@@ -193,6 +198,8 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     chosen = bool(retypings)  # (the caller's retyping is kept as given)
     for _ in range(MOST_LOWERING_ROUNDS):
         result = lower_model(model, ops=sorted(ops), target_opset=target_opset, retype=retypings or None, **options)
+        result.model, chosen = choose_forms(result.model, _verdict_of_form(result.model, profile, opset), opset)
+        result.report.forms.update(chosen)
         findings = check_model(result.model, profile, opset, lowerable)
         blockers = [f for f in findings if f.blocks]
         fixable = {f.op_type for f in findings if f.verdict.kind in kinds and f.op_type in lowerable}
@@ -206,6 +213,22 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
         ops |= fixable
         retypings.update({wide: narrow for wide, narrow in retypes.items() if wide not in retypings})
     raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
+
+
+def _verdict_of_form(model: onnx.ModelProto, profile, opset: int, types=None, sources=None):
+    """``check(node, form)``: the profile's verdict kind on a node of ``model`` at ``opset`` in
+    ``form`` (None: its own form), and that form (``types``, ``sources``: the model's inferred
+    types and :func:`value_sources`, where known)."""
+    types = inferred_types(model) if types is None else types
+    fed, constant = value_sources(model) if sources is None else sources
+
+    def check(node: onnx.NodeProto, form: NodeForm | None) -> tuple[str, NodeForm]:
+        if form is None:
+            form = node_form(node, opset, fed, constant, *_shapes_and_types(node, types))
+        version = schemas.version_in_force(node.op_type, opset)
+        return profile.verdict(node.op_type, version, _element_type_name(node, types), form).kind, form
+
+    return check
 
 
 def _every_node(model: onnx.ModelProto):
