@@ -53,6 +53,8 @@ def targets_table() -> str:
             right, wrong = verdicts.count("right"), verdicts.count("wrong")
             held = f"backend cases: {right} right / {wrong} wrong / {len(verdicts) - right - wrong} fail"
             source = f"{profile.source.get('kind')}: `{profile.source.get('how')}` ({profile.source.get('date', '?')})"
+            for added in profile.source.get("added", []):
+                source += f", {added['cases']} cases added with `--add` ({added['date']})"
             note = profile.source.get("note")
         rows.append(
             f"| `{name}` | {profile.runtime} {profile.runtime_version} | {span} | {held} | "

@@ -185,6 +185,29 @@ def nearest_cases(
     return [o for o, _ in near] + unknown
 
 
+def unmatched(outcomes: list[tuple[str, str, str]], form: NodeForm, schema: onnx.defs.OpSchema | None) -> list[str]:
+    """What of ``form`` no case of ``outcomes`` (those :func:`nearest_cases` gave) shares: each
+    attribute whose class in the node no case has (``to=7``: no case casts to int64), each
+    input element type no case has (``input 1 BOOL``). Empty where a case of unknown form is
+    among them."""
+    forms = case_forms()
+    if any(o[0] not in forms for o in outcomes) or not outcomes:
+        return []
+    near = [forms[o[0]] for o in outcomes]
+    names = sorted({name for f in near for name, _ in f.attributes} | {name for name, _ in form.attributes})
+    found = [
+        f"{name}={form.attribute_class(schema, name)}"
+        for name in names
+        if all(f.attribute_class(schema, name) != form.attribute_class(schema, name) for f in near)
+    ]
+    for position, element_type in form.types:
+        if all(dict(f.types).get(position) != element_type for f in near):
+            found.append(
+                f"input {position} {onnx.helper.tensor_dtype_to_string(element_type).removeprefix('TensorProto.')}"
+            )
+    return found
+
+
 @functools.cache
 def case_forms() -> dict[str, NodeForm]:
     """The form of each probe case, by case name (``targets/prepare_cases.py`` writes them)."""

@@ -24,11 +24,14 @@ from pathlib import Path
 from onnx import TensorProto
 
 from . import schemas
-from .node_forms import NodeForm, nearest_cases
+from .node_forms import NodeForm, nearest_cases, unmatched
 
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
 SUPPORTED, PARTLY, UNVERIFIED, REFUSED = "supported", "partly", "unverified", "refused"
+# every case nearest the node's form failed, but none shares an attribute value or input type of
+# the node (no case casts to int64): not refused, lowered where a pattern can, as partly
+DOUBTFUL = "doubtful"
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,11 @@ class RuntimeProfile:
         if not seen:
             return Verdict(UNVERIFIED, f"no single-op backend case of {op_type} was probed")
         exact = [o for v, t, outcomes in seen if v == version and (t == type_name or not type_name) for o in outcomes]
-        near = nearest_cases(exact, form, schemas.schema_in_force(op_type, version)) if exact and form else []
+        schema = schemas.schema_in_force(op_type, version)
+        near = nearest_cases(exact, form, schema) if exact and form else []
         formed = f" nearest its form ({form.describe()})" if near and len(near) < len(exact) else ""
         exact = near or exact
+        unshared = unmatched(exact, form, schema) if exact and form else []
         if exact and not type_name and any(o[1] != "right" for o in exact):
             return Verdict(UNVERIFIED, f"the element type is unknown here; {op_type}-{version} is not right on "
                            f"every type probed, e.g. {_said([o for o in exact if o[1] != 'right'])}")  # fmt: skip
@@ -86,8 +91,12 @@ class RuntimeProfile:
                 wrong = len(exact) - len(right)
                 not_right = [o for o in exact if o[1] != "right"]
                 return Verdict(PARTLY, f"{wrong} of {len(exact)} cases{formed} not right, e.g. {_said(not_right)}")
-            return Verdict(REFUSED, f"{len(exact)} case{'s' if len(exact) > 1 else ''}{formed}: {_said(exact)}"
-                           if formed else _said(exact))  # fmt: skip
+            said = (
+                f"{len(exact)} case{'s' if len(exact) > 1 else ''}{formed}: {_said(exact)}" if formed else _said(exact)
+            )
+            if unshared:
+                return Verdict(DOUBTFUL, f"no case right, none with its {', '.join(unshared)}: {said}")
+            return Verdict(REFUSED, said)
         ran_right = sorted({(v, t) for v, t, outcomes in seen if any(o[1] == "right" for o in outcomes)})
         if ran_right:
             shown = ", ".join(f"{op_type}-{v} on {t or '?'}" for v, t in ran_right[:4])

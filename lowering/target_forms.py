@@ -20,10 +20,10 @@ from onnx import numpy_helper
 from . import schemas
 from .graphs import held_graphs
 from .node_forms import NodeForm
-from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, UNVERIFIED
+from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED
 
 # how good a verdict is for a node to keep: a form is chosen only where its verdict is better
-_RANK = {REFUSED: 0, UNVERIFIED: 1, PARTLY: 2, SUPPORTED: 3}
+_RANK = {REFUSED: 0, DOUBTFUL: 1, UNVERIFIED: 1, PARTLY: 2, SUPPORTED: 3}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from .graphs import held_graphs
 from .node_forms import NodeForm, node_form, value_sources
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
-from .runtime_profiles import PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
+from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
 from .shape_folding import inferred_types
 from .target_forms import better_form, choose_forms, nodes_with_constants
 
@@ -193,7 +193,7 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     ``partly_too``, what it runs right only in some cases: tract's Attention without softcap)
     where a pattern can, until nothing new is to be lowered."""
     ops: set[str] = set(asked)
-    kinds = (REFUSED, PARTLY) if partly_too else (REFUSED,)
+    kinds = (REFUSED, PARTLY, DOUBTFUL) if partly_too else (REFUSED,)
     retypings = dict(parse_retypings(options.pop("retype", None)))
     chosen = bool(retypings)  # (the caller's retyping is kept as given)
     for _ in range(MOST_LOWERING_ROUNDS):

@@ -56,31 +56,42 @@ def with_variants(name: str, opset: int, model: onnx.ModelProto, case) -> list[t
 
 
 def prepared_cases() -> list[tuple]:
-    """(name, opset, model bytes, data sets, rtol, atol) per case and per other op version."""
+    """(name, opset, model bytes, data sets, rtol, atol) per case, its ``#constant`` variant,
+    and each taken to every other op version (each variant taken on its own: ReduceMean-18's
+    cases reach ReduceMean-13 with constant axes, which it holds as an attribute there, though
+    not with fed ones)."""
     found = []
     for case in backend_cases():
         node = main_node(case.model) if "_expanded" not in case.name else None
         opset = schemas.default_opset(case.model.opset_import)
         if node is None or opset is None:
             continue
-        found += with_variants(case.name, opset, case.model, case)
+        variants = with_variants(case.name, opset, case.model, case)
+        found += variants
         own_version = schemas.version_in_force(node.op_type, opset)
         for version in schemas.op_versions(node.op_type):
             # (a version first defined before opset 7 is probed at 7 where still in force there)
             at = max(version, OLDEST_OPSET)
             if version == own_version or schemas.version_in_force(node.op_type, at) != version:
                 continue
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    converted = lowering.lower(case.model, target_opset=at, ops=[], fold="none")
-            except Exception:  # (the case cannot be written at that opset: not probed there)
-                continue
-            moved = main_node(converted)
-            if moved is None or moved.op_type != node.op_type:
-                continue
-            found += with_variants(f"{case.name}@{version}", at, converted, case)
+            for name, _, model_bytes, *rest in variants:
+                converted = _converted(onnx.load_from_string(model_bytes), at, node.op_type)
+                if converted is not None:
+                    base, mark, variant = name.partition("#")
+                    found.append((f"{base}@{version}{mark}{variant}", at, converted.SerializeToString(), *rest))
     return found
+
+
+def _converted(model: onnx.ModelProto, opset: int, op_type: str) -> onnx.ModelProto | None:
+    """The case taken by onnx-lower to ``opset``, where its op stays one node there."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            converted = lowering.lower(model, target_opset=opset, ops=[], fold="none")
+    except Exception:  # (the case cannot be written at that opset: not probed there)
+        return None
+    moved = main_node(converted)
+    return converted if moved is not None and moved.op_type == op_type else None
 
 
 def case_form(model: onnx.ModelProto, opset: int) -> NodeForm:

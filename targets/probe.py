@@ -9,6 +9,12 @@ RUNNER names a module of targets/runners/ with ``VERSION`` (the runtime's versio
 ``run(model_bytes, feeds) -> list[np.ndarray]`` (raising on any refusal or failure). Run it in a
 virtual environment holding that runtime and onnx; the runtime is never a dependency of the
 package. The runtime lives in a worker process, restarted where a case crashes it or hangs.
+
+A runner whose runtime computes in a narrower arithmetic than the cases' (an NPU's float16)
+states its own tolerance, ``TOLERANCE = (rtol, atol)`` and why, ``TOLERANCE_WHY``: outputs are
+then compared within the looser of it and each case's own, and the profile records it
+(``"tolerance"``). Cases at opsets newer than the onnx here knows (an op's version there is not
+known here) are not probed; the profile says how many (``source.unprobed``).
 """
 
 from __future__ import annotations
@@ -111,11 +117,28 @@ def _shortened(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else f"{text[: limit // 4]} … {text[-(limit * 3 // 4) :]}"
 
 
+def runner_tolerance(runner) -> dict | None:
+    """The tolerance a runner states for its runtime's own arithmetic (``TOLERANCE = (rtol, atol)``,
+    ``TOLERANCE_WHY``) as the profile records it, or None where it states none."""
+    stated = getattr(runner, "TOLERANCE", None)
+    if stated is None:
+        return None
+    rtol, atol = stated
+    return {"rtol": float(rtol), "atol": float(atol), "why": getattr(runner, "TOLERANCE_WHY", "")}
+
+
+def looser(rtol: float, atol: float, tolerance: dict | None) -> tuple[float, float]:
+    """The looser of a case's rtol and atol and a runner's tolerance (each the larger)."""
+    if not tolerance:
+        return rtol, atol
+    return max(rtol, tolerance["rtol"]), max(atol, tolerance["atol"])
+
+
 def _serve(runner_name: str, connection) -> None:
     """The worker: imports the runtime once, then answers one case per message."""
     sys.path.insert(0, str(HERE))
     runner = importlib.import_module(f"runners.{runner_name}")
-    connection.send(runner.VERSION)
+    connection.send((runner.VERSION, runner_tolerance(runner)))
     while True:
         job = connection.recv()
         if job is None:
@@ -124,13 +147,15 @@ def _serve(runner_name: str, connection) -> None:
 
 
 class Worker:
-    """A process holding the runtime, restarted after a crash or a hang."""
+    """A process holding the runtime, restarted after a crash or a hang. Outputs are compared
+    within the looser of each model's tolerance and the runner's own (``tolerance``, None where
+    it states none)."""
 
     def __init__(self, runner_name: str):
         self.runner_name, self.process, self.connection = runner_name, None, None
-        self.version = self._start()
+        self.version, self.tolerance = self._start()
 
-    def _start(self) -> str:
+    def _start(self) -> tuple[str, dict | None]:
         context = multiprocessing.get_context("spawn")
         self.connection, theirs = context.Pipe()
         self.process = context.Process(target=_serve, args=(self.runner_name, theirs), daemon=True)
@@ -141,6 +166,7 @@ class Worker:
     def verdict(self, model: onnx.ModelProto, data_sets, rtol: float, atol: float) -> tuple[str, str]:
         """("right" | "wrong" | "fails" | "crashes" | "hangs", detail) for one model."""
         names = [i.name for i in model.graph.input]
+        rtol, atol = looser(rtol, atol, self.tolerance)
         try:
             self.connection.send((model.SerializeToString(), data_sets, rtol, atol, names))
             if self.connection.poll(CASE_SECONDS):
@@ -195,12 +221,29 @@ def main() -> None:
     parser.add_argument("--note", default="", help="how the runtime was installed, what it is")
     parser.add_argument("--cases", type=Path, help="the cases targets/prepare_cases.py wrote (with older op "
                         "versions); default: the backend cases at their own opsets")  # fmt: skip
+    parser.add_argument("--add", action="store_true", help="probe only the cases the profile at --out lacks "
+                        "and add them to it (the same runtime, at the same version)")  # fmt: skip
     args = parser.parse_args()
     out = args.out or HERE.parent / "lowering" / "target_profiles" / f"{args.name}.json"
     worker = Worker(args.runner)
-    opsets = [o for o in PROBED_OPSETS if worker.verdict(*opset_probe_model(o), 1e-6, 0)[0] == "right"]
+    earlier = json.loads(out.read_text()) if args.add else None
+    if earlier is not None and (earlier["runtime"], earlier["runtime_version"]) != (args.runner, worker.version):
+        worker.close()
+        sys.exit(f"probe.py: {out} is of {earlier['runtime']} {earlier['runtime_version']}, not {args.runner} "
+                 f"{worker.version}: probe it whole")  # fmt: skip
+    if earlier is None:
+        opsets = [o for o in PROBED_OPSETS if worker.verdict(*opset_probe_model(o), 1e-6, 0)[0] == "right"]
+    else:
+        opsets = earlier["opsets"]
     cases = {}
-    selected = list(probed_cases(args.cases))
+    selected = [case for case in probed_cases(args.cases) if earlier is None or case[0] not in earlier["cases"]]
+    newest = onnx.defs.onnx_opset_version()
+    beyond = sorted(opset for _, opset, *_ in selected if opset > newest)
+    if beyond:  # (get_schema would give an older version of an op that has a newer one there)
+        unprobed = (f"{len(beyond)} cases at opsets {beyond[0]}-{beyond[-1]}, newer than the {newest} onnx "
+                    f"{onnx.__version__} here knows")  # fmt: skip
+        print(f"not probed: {unprobed}", flush=True)
+        selected = [case for case in selected if case[1] <= newest]
     for number, (name, opset, model, data_sets, rtol, atol) in enumerate(selected[: args.limit]):
         node = main_node(model)
         version = onnx.defs.get_schema(node.op_type, opset).since_version
@@ -215,21 +258,16 @@ def main() -> None:
             **({"detail": detail} if detail else {}),
         }
         print(f"{number + 1}/{len(selected)} {name}: {result}", flush=True)
-    profile = {
-        "name": args.name,
-        "runtime": args.runner,
-        "runtime_version": worker.version,
-        "source": {
-            "kind": "probed",
-            "how": f"python targets/probe.py {args.runner} {args.name}"
-            + (" --cases (targets/prepare_cases.py: older op versions too)" if args.cases else ""),
-            "note": args.note,
-            "onnx": onnx.__version__,
-            "date": datetime.date.today().isoformat(),
-        },
-        "opsets": opsets,
-        "cases": cases,
-    }
+    how = f"python targets/probe.py {args.runner} {args.name}" + (
+        " --cases (targets/prepare_cases.py: other op versions too)" if args.cases else ""
+    )
+    if earlier is not None:
+        added = {"how": how + " --add", "onnx": onnx.__version__, "date": datetime.date.today().isoformat(),
+                 "cases": len(cases), **({"unprobed": unprobed} if beyond else {})}  # fmt: skip
+        earlier["source"]["added"] = [*earlier["source"].get("added", []), added]
+        profile = {**earlier, "cases": {**earlier["cases"], **cases}}
+    else:
+        profile = _new_profile(args, worker, how, unprobed if beyond else None, opsets, cases)
     worker.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")
@@ -237,6 +275,25 @@ def main() -> None:
     for entry in cases.values():
         counts[entry["verdict"]] = counts.get(entry["verdict"], 0) + 1
     print(f"wrote {out}: opsets {opsets[0] if opsets else None}..{opsets[-1] if opsets else None}, {counts}")
+
+
+def _new_profile(args, worker: Worker, how: str, unprobed: str | None, opsets: list[int], cases: dict) -> dict:
+    return {
+        "name": args.name,
+        "runtime": args.runner,
+        "runtime_version": worker.version,
+        "source": {
+            "kind": "probed",
+            "how": how,
+            "note": args.note,
+            "onnx": onnx.__version__,
+            "date": datetime.date.today().isoformat(),
+            **({"unprobed": unprobed} if unprobed else {}),
+        },
+        **({"tolerance": worker.tolerance} if worker.tolerance else {}),
+        "opsets": opsets,
+        "cases": cases,
+    }
 
 
 if __name__ == "__main__":

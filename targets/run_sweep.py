@@ -1,6 +1,8 @@
 """The proof of a target on its real runtime, part 2 (in the runtime's environment): each model
 targets/prepare_sweep.py wrote, as exported and as made for the target, run through the runtime
-and compared with the outputs it must give; prints one line per model and the totals.
+and compared with the outputs it must give (within the looser of the model's tolerance and the
+one the runner states for its runtime's arithmetic, as targets/probe.py compares); prints one
+line per model and the totals.
 
     python targets/run_sweep.py RUNNER FOLDER
 """
@@ -47,6 +49,12 @@ def main() -> None:
         print(f"{entry['name']}: as exported {before}; after --target {after}", flush=True)
     worker.close()
     print(f"\n{index['target']} on {args.runner} {worker.version}:")
+    if worker.tolerance:  # (probe.Worker compares within the looser of each model's tolerance and this)
+        stated = worker.tolerance
+        print(
+            f"  (outputs within the looser of each model's tolerance and the runner's, rtol {stated['rtol']:g} "
+            f"atol {stated['atol']:g}: {stated['why']})"
+        )
     for (before, after), count in sorted(totals.items()):
         print(f"  {count:5d}  as exported {before:<8} -> after --target {after}")
 

@@ -23,7 +23,7 @@ from lowering.node_forms import (
     node_form,
     value_sources,
 )
-from lowering.runtime_profiles import PARTLY, PROFILES, REFUSED, SUPPORTED, profile_from_data, profile_names
+from lowering.runtime_profiles import DOUBTFUL, PARTLY, PROFILES, REFUSED, SUPPORTED, profile_from_data, profile_names
 from lowering.target_lowering import check_model
 
 TARGETS = Path(__file__).resolve().parents[1] / "targets"
@@ -209,3 +209,30 @@ def test_an_inputs_element_type_picks_the_cases_of_that_type(monkeypatch):
     node = _form({0, 1, 2, 3}, {0, 1, 2, 3}, (), types=[(0, TensorProto.FLOAT), bool_mask])
     assert nearest_cases(outcomes, node, schema) == [outcomes[1]]
     assert "input 3 BOOL" in node.describe()
+
+
+def test_cases_that_all_fail_but_none_of_the_nodes_attribute_value_are_doubtful_not_refused():
+    """rknn fails every Cast-13 case from float (to bfloat16, float16, string...): a Cast to
+    int64, which no case casts to, is doubtful (lowered where a pattern can, never blocking);
+    the same node casting to bfloat16 is refused."""
+    cases = {
+        "test_cast_FLOAT_to_BFLOAT16": "fails",
+        "test_cast_FLOAT_to_FLOAT16": "wrong",
+    }
+    made_up = profile_from_data({
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
+        "opsets": [21],
+        "cases": {name: {"op": "Cast", "version": 21, "type": "FLOAT", "verdict": verdict}
+                  for name, verdict in cases.items()},
+    })  # fmt: skip
+    for to, kind in [(TensorProto.INT64, DOUBTFUL), (TensorProto.BFLOAT16, REFUSED)]:
+        node = helper.make_node("Cast", ["x"], ["y"], to=to)
+        form = node_form(node, 21, {"x"}, (), {"x": (3, 4)}, {"x": TensorProto.FLOAT})
+        verdict = made_up.verdict("Cast", 21, "FLOAT", form)
+        assert verdict.kind == kind and not (kind == DOUBTFUL and verdict.blocks)
+    assert (
+        f"none with its to={TensorProto.INT64}"
+        in made_up.verdict(
+            "Cast", 21, "FLOAT", node_form(helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT64), 21, {"x"}, ())
+        ).why
+    )
