@@ -18,7 +18,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import schemas
-from .graphs import held_graphs
+from .graphs import constant_tensor, held_graphs
 from .node_forms import NodeForm
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED
 
@@ -109,23 +109,16 @@ def nodes_with_constants(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProt
     """Each node of the model's graphs (and its functions'), with the constants in scope there
     by name (initializers of its graph and the graphs around it, Constant nodes' tensors)."""
 
-    def walk(graph: onnx.GraphProto, outer: dict[str, onnx.TensorProto]):
-        constants = {**outer, **{t.name: t for t in graph.initializer}}
-        for node in graph.node:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                value = next((a.t for a in node.attribute if a.name == "value"), None)
-                if value is not None and node.output:
-                    constants[node.output[0]] = value
+    def walk(nodes, initializers, outer: dict[str, onnx.TensorProto]):
+        constants = {**outer, **{t.name: t for t in initializers}}
+        for node in nodes:
+            value = constant_tensor(node)
+            if value is not None and node.output:
+                constants[node.output[0]] = value
             yield node, constants
             for _, _, inner in held_graphs(node):
-                yield from walk(inner, constants)
+                yield from walk(inner.node, inner.initializer, constants)
 
-    yield from walk(model.graph, {})
+    yield from walk(model.graph.node, model.graph.initializer, {})
     for function in model.functions:
-        constants: dict[str, onnx.TensorProto] = {}
-        for node in function.node:
-            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                value = next((a.t for a in node.attribute if a.name == "value"), None)
-                if value is not None and node.output:
-                    constants[node.output[0]] = value
-            yield node, constants
+        yield from walk(function.node, (), {})

@@ -139,10 +139,14 @@ def test_the_verdict_of_a_profile_without_a_form_given_is_every_cases():
     assert made_up.verdict("Reshape", 21, "FLOAT", case_forms()[constant]).kind == SUPPORTED
 
 
-@pytest.mark.parametrize("name", profile_names())
+PROBED = [name for name in profile_names() if "cases" in json.loads((PROFILES / f"{name}.json").read_text())]
+
+
+@pytest.mark.parametrize("name", PROBED)
 def test_every_probed_case_of_a_shipped_profile_has_its_form(name):
     data = json.loads((PROFILES / f"{name}.json").read_text())
-    missing = sorted(set(data.get("cases", {})) - set(case_forms()))
+    assert data["cases"]
+    missing = sorted(set(data["cases"]) - set(case_forms()))
     assert not missing, missing[:5]
 
 
