@@ -3,6 +3,8 @@ dimension of a given name, set to numbers; a shape the model contradicts is refu
 
 from __future__ import annotations
 
+import ast
+import operator
 from collections.abc import Mapping, Sequence
 
 import onnx
@@ -81,15 +83,59 @@ def with_input_shapes(model: onnx.ModelProto, shapes: InputShapes) -> onnx.Model
 
 def _state_bound_names(model: onnx.ModelProto, bound: dict[str, int]) -> None:
     """Every dimension of the main graph's inputs, value_info and outputs named by a name an
-    input's dimension had (one name is one size over a graph) set to that input's size now."""
+    input's dimension had (one name is one size over a graph) set to that input's size now; one
+    named by the exporter's arithmetic on such names ("Min(64, s0)", "((s87*s89)//s95)", a torch
+    dynamo export's) set to its value at those sizes, or left unnamed where it cannot be read."""
     for info in [*model.graph.input, *model.graph.value_info, *model.graph.output]:
         if info.type.WhichOneof("value") != "tensor_type" or not info.type.tensor_type.HasField("shape"):
             continue
         for dim in info.type.tensor_type.shape.dim:
-            if dim.dim_param in bound:
-                size = bound[dim.dim_param]
-                dim.Clear()
+            if not dim.dim_param or not (names := _names_in(dim.dim_param)) or not names & bound.keys():
+                continue
+            size = dimension_value(dim.dim_param, bound)
+            dim.Clear()
+            if size is not None:
                 dim.dim_value = size
+
+
+_OPERATIONS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}  # fmt: skip
+_FUNCTIONS = {"Min": min, "Max": max}
+
+
+def dimension_value(expression: str, sizes: Mapping[str, int]) -> int | None:
+    """The value of a dimension named by whole-number arithmetic (+, -, *, //, %, Min, Max) on
+    names of known size, or None where it names anything else or is not a size (below 0)."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval").body
+        value = _evaluated(tree, sizes)
+    except (SyntaxError, ValueError, KeyError, ZeroDivisionError, RecursionError):
+        return None
+    return value if value >= 0 else None
+
+
+def _evaluated(tree: ast.expr, sizes: Mapping[str, int]) -> int:
+    if isinstance(tree, ast.Constant) and type(tree.value) is int:
+        return tree.value
+    if isinstance(tree, ast.Name):
+        return sizes[tree.id]
+    if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.USub):
+        return -_evaluated(tree.operand, sizes)
+    if isinstance(tree, ast.BinOp) and type(tree.op) in _OPERATIONS:
+        return _OPERATIONS[type(tree.op)](_evaluated(tree.left, sizes), _evaluated(tree.right, sizes))
+    if (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id in _FUNCTIONS
+            and tree.args and not tree.keywords):  # fmt: skip
+        return _FUNCTIONS[tree.func.id](_evaluated(argument, sizes) for argument in tree.args)
+    raise ValueError(f"not whole-number arithmetic: {ast.dump(tree)}")
+
+
+def _names_in(expression: str) -> set[str]:
+    """The names an expression reads ({"s0"} in "Min(64, s0)"); {the text} where it does not parse."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        return {expression}
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} - _FUNCTIONS.keys()
 
 
 def _state_proved_sizes(model: onnx.ModelProto) -> None:

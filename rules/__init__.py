@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     dft,
     einsum,
     function_bodies,
+    gathernd,
     gridsample,
     isinf,
     isnan,

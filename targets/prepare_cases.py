@@ -3,9 +3,14 @@ the same case taken by onnx-lower to the first opset of each other version of it
 op stays one node there), so that a profile knows the op versions real exports use, not only
 the one the case was written at (older ones, and newer ones: ReduceMax-20 on the ReduceMax-18
 cases, not only on its own empty-set ones); and each case of several inputs with all but the
-first as constants (``#constant``: axes, shapes and scales as deployed models hold them). Written once, in the package's
-environment, for probes in other environments; each case's form (which inputs are fed, which
-constant, the attributes set: ``lowering/probe_case_forms.json``) is written beside them:
+first as constants (``#constant``: axes, shapes and scales as deployed models hold them); and
+each node of the real exports in golden/corpus of a form no other node there has (``corpus_*``:
+its values fed where the model computes them from its inputs, constants elsewhere, the inputs
+and outputs onnxruntime gives it inside the model), so that a profile knows the forms exports
+write (a GatherND of rank-5 constant indices) beside the ones the backend cases hold. Written
+once, in the package's environment, for probes in other environments; each case's form (which
+inputs are fed, which constant, the attributes set: ``lowering/probe_case_forms.json``) is
+written beside them:
 
     python targets/prepare_cases.py /tmp/probe_cases.pkl
 """
@@ -28,9 +33,11 @@ from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
 from lowering import schemas  # noqa: E402
-from lowering.node_forms import CASE_FORMS, NodeForm, node_form  # noqa: E402
+from lowering.node_forms import CASE_FORMS, NodeForm, node_form, value_sources  # noqa: E402
 
 OLDEST_OPSET = 7
+CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"
+CORPUS_RTOL, CORPUS_ATOL = 1e-3, 1e-5  # (as targets/prepare_sweep.py holds the exports' outputs)
 
 
 def with_variants(name: str, opset: int, model: onnx.ModelProto, case) -> list[tuple]:
@@ -82,6 +89,99 @@ def prepared_cases() -> list[tuple]:
     return found
 
 
+def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
+    """(name, opset, model bytes, data sets, rtol, atol) of one node of each form the exports in
+    ``folder`` hold (default domain, no subgraphs, not Constant), the first node of that form met
+    (models by name, nodes in order): a model of that node alone, whose inputs are its fed
+    values (computed from the export's inputs) and whose initializers are its other values, fed
+    and expected as onnxruntime computes them inside the export on the export's own inputs, its
+    values' value_info as the export states them."""
+    import onnxruntime
+
+    found, seen = [], set()
+    for path in sorted(folder.glob("*.onnx")):
+        model = onnx.load(path)
+        opset = schemas.default_opset(model.opset_import)
+        data = np.load(path.with_suffix(".npz"))
+        feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
+        values = _every_value(model, feeds, onnxruntime)
+        fed, _ = value_sources(model)
+        declared = {info.name: info for info in model.graph.value_info}
+        for node in model.graph.node:
+            if (
+                node.domain not in ("", "ai.onnx")
+                or node.op_type == "Constant"
+                or any(a.g.node or a.graphs for a in node.attribute)
+            ):
+                continue
+            names = [name for name in [*node.input, *node.output] if name]
+            if not all(isinstance(values.get(name), np.ndarray) for name in names):
+                continue
+            case = _node_case(node, opset, model.ir_version, values, fed, declared)
+            form = case_form(case, opset)
+            key = (
+                node.op_type,
+                schemas.version_in_force(node.op_type, opset),
+                json.dumps(form.as_data(), sort_keys=True),
+            )
+            if key in seen:
+                continue
+            seen.add(key)
+            inputs = [values[info.name] for info in case.graph.input]
+            expected = [values[name] for name in node.output if name]
+            name = f"corpus_{path.stem}_{node.name or len(found)}"
+            found.append((name, opset, case.SerializeToString(), [(inputs, expected)], CORPUS_RTOL, CORPUS_ATOL))
+    return found
+
+
+def _every_value(model: onnx.ModelProto, feeds: dict, onnxruntime) -> dict[str, np.ndarray]:
+    """Every tensor value of the main graph, as onnxruntime computes it (no graph optimization)
+    on ``feeds``; the model's initializers and Constants among them."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    types = {info.name: info.type for info in [*inferred.graph.value_info, *inferred.graph.output]}
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    del probe.graph.output[:]
+    asked = []
+    for node in model.graph.node:
+        for name in node.output:
+            type_proto = types.get(name)
+            if name and type_proto is not None and type_proto.tensor_type.elem_type:
+                output = probe.graph.output.add(name=name)
+                output.type.tensor_type.elem_type = type_proto.tensor_type.elem_type
+                asked.append(name)
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    values = dict(zip(asked, session.run(asked, feeds), strict=True))
+    values.update(feeds)
+    values.update({t.name: numpy_helper.to_array(t) for t in model.graph.initializer})
+    return values
+
+
+def _node_case(
+    node: onnx.NodeProto, opset: int, ir_version: int, values: dict, fed: set[str], declared: dict
+) -> onnx.ModelProto:
+    """The model of ``node`` alone: its fed inputs graph inputs, its other inputs initializers,
+    each value's type and shape as computed; its values' value_info as the export states them
+    (tract 0.21 fails GatherND where its output's shape is stated there, and not otherwise)."""
+
+    def info(name):
+        value = values[name]
+        return onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+
+    inputs, initializers = [], []
+    for name in dict.fromkeys(n for n in node.input if n):
+        if name in fed:
+            inputs.append(info(name))
+        else:
+            initializers.append(numpy_helper.from_array(values[name], name))
+    outputs = [info(name) for name in node.output if name]
+    stated = [declared[name] for name in dict.fromkeys([*node.input, *node.output]) if name in declared]
+    graph = onnx.helper.make_graph([node], node.name or node.op_type, inputs, outputs, initializers, value_info=stated)
+    return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)], ir_version=ir_version)
+
+
 def _converted(model: onnx.ModelProto, opset: int, op_type: str) -> onnx.ModelProto | None:
     """The case taken by onnx-lower to ``opset``, where its op stays one node there."""
     try:
@@ -117,8 +217,13 @@ def write_forms(cases: list[tuple], path: Path) -> None:
     path.write_text(json.dumps(forms, sort_keys=True, separators=(",", ":")) + "\n")
 
 
+def all_cases() -> list[tuple]:
+    """The backend cases with their variants and other op versions, then the corpus's nodes."""
+    return prepared_cases() + corpus_cases()
+
+
 if __name__ == "__main__":
-    cases = prepared_cases()
+    cases = all_cases()
     Path(sys.argv[1]).write_bytes(pickle.dumps(cases))
     write_forms(cases, CASE_FORMS)
     print(f"wrote {len(cases)} cases to {sys.argv[1]}, their forms to {CASE_FORMS}")

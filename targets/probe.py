@@ -259,7 +259,7 @@ def main() -> None:
         }
         print(f"{number + 1}/{len(selected)} {name}: {result}", flush=True)
     how = f"python targets/probe.py {args.runner} {args.name}" + (
-        " --cases (targets/prepare_cases.py: other op versions too)" if args.cases else ""
+        " --cases (targets/prepare_cases.py: other op versions, the corpus's node forms)" if args.cases else ""
     )
     if earlier is not None:
         added = {"how": how + " --add", "onnx": onnx.__version__, "date": datetime.date.today().isoformat(),

@@ -13,7 +13,7 @@ from support import make_model, runs_in_onnxruntime
 
 import lowering
 from lowering.cli.main import main
-from lowering.input_shapes import parse_input_shape, with_input_shapes
+from lowering.input_shapes import _names_in, dimension_value, parse_input_shape, with_input_shapes
 
 
 def dynamic_model() -> onnx.ModelProto:
@@ -131,6 +131,9 @@ def test_the_exporters_dimension_names_in_value_info_take_the_sizes_given():
     static = with_input_shapes(model, {name: list(value.shape) for name, value in feeds.items()})
     stated = [d for info in [*static.graph.value_info, *static.graph.output] for d in info.type.tensor_type.shape.dim]
     assert not [d.dim_param for d in stated if d.dim_param in named]
+    assert not [d.dim_param for d in stated if _names_in(d.dim_param) & named]  # "Min(64, s0)" too
+    sizes = {info.name: [d.dim_value for d in info.type.tensor_type.shape.dim] for info in static.graph.value_info}
+    assert sizes["slice_1"] == [1, feeds["input_ids"].shape[1]]  # was [1, "Min(64, s0)"]
     assert sum(d.HasField("dim_value") for d in stated) > sum(
         d.HasField("dim_value") for info in [*model.graph.value_info, *model.graph.output]
         for d in info.type.tensor_type.shape.dim
@@ -147,3 +150,16 @@ def test_one_dimension_name_given_two_sizes_is_refused():
                        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N"])], opset=17)  # fmt: skip
     with pytest.raises(lowering.LoweringError, match="named 'N', which another input's dimension shares"):
         with_input_shapes(model, {"x": [2], "y": [4]})
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [("s0", 8), ("Min(64, s0)", 8), ("Max(1, s0 - 9)", 1), ("((s1*s0)//s2)", 5), ("((s0//3)) - 1", 1),
+     ("s0 % 3 + -1", 1), ("2*s0 - s1", 14),
+     ("floor(s0)", None), ("s0 / 2", None), ("s0**2", None), ("s9 + 1", None), ("s0 - 9", None),
+     ("s0 //", None), ("1.5", None), ("s0 // (s1 - 2)", None)],
+)  # fmt: skip
+def test_a_dimension_named_by_arithmetic_on_sizes_takes_its_value(expression, value):
+    """+, -, *, //, %, Min and Max on known sizes (s0 = 8, s1 = 2, s2 = 3); anything else, an
+    unknown name, a negative size or a division by zero is no value."""
+    assert dimension_value(expression, {"s0": 8, "s1": 2, "s2": 3}) == value

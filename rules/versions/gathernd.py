@@ -8,6 +8,7 @@ from onnx import TensorProto
 from lowering import schemas
 from lowering.conversion.adapters import AdapterContext, HeldAttributes, adapter, attribute_of, known_change, moved
 from lowering.errors import NotLowered
+from lowering.registry import Builder, Value
 
 GATHER_ND_12 = "version 12 adds batch_dims, the leading dimensions data and indices share"
 
@@ -49,6 +50,16 @@ def batch_indices_spelled_out(node: onnx.NodeProto, context: AdapterContext):
             f"{node.op_type}-{version} has batch_dims={batch_dims}, which its indices of rank {rank} do not allow"
         )
     b = context.builder(node)
+    full = batch_coordinates(b, Value(indices, TensorProto.INT64), batch_dims, rank)
+    b.moved(node, inputs=[node.input[0], full.name, *node.input[2:]], dropped=("batch_dims",))
+    return b.nodes
+
+
+def batch_coordinates(b: Builder, indices: Value, batch_dims: int, rank: int) -> Value:
+    """Concat(i_0, ..., i_{b-1}, indices, axis=-1): each index tuple of ``indices`` (rank ``rank``)
+    with its position along the first ``batch_dims`` axes in front; ``i_j`` is
+    ``Range(0, shape(indices)[j])`` unsqueezed to rank ``rank`` and expanded to
+    ``shape(indices)[:-1] + [1]``."""
     indices_shape = b.Shape(indices)
     outer = b.Slice(indices_shape, b.ints([0], "outer_start"), b.ints([rank - 1], "outer_end"))
     coordinate_shape = b.Concat(outer, b.ints([1], "one"), axis=0)
@@ -57,8 +68,6 @@ def batch_indices_spelled_out(node: onnx.NodeProto, context: AdapterContext):
     for j in range(batch_dims):
         size = b.Gather(indices_shape, b.scalar(j, TensorProto.INT64, f"batch_axis_{j}"), axis=0)
         positions = b.Range(start, size, step)
-        lined_up = b.Unsqueeze(positions, axes=[k for k in range(rank) if k != j])
+        lined_up = b.over_axes("Unsqueeze", positions, [k for k in range(rank) if k != j])
         coordinates.append(b.Expand(lined_up, coordinate_shape))
-    full = b.Concat(*coordinates, indices, axis=-1)
-    b.moved(node, inputs=[node.input[0], full.name, *node.input[2:]], dropped=("batch_dims",))
-    return b.nodes
+    return b.Concat(*coordinates, indices, axis=-1)

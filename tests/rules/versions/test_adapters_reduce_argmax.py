@@ -299,7 +299,8 @@ def test_gather_nd_batch_dims_without_the_indices_rank_is_refused():
         lowering.lower(model, target_opset=11, ops=[])
     assert str(refused.value) == (
         "graph 'main', node 'gather_nd' (GatherND): GatherND-13 with batch_dims=1 cannot go to opset 11 without the "
-        "rank of its indices 'indices', which is unknown"
+        "rank of its indices 'indices', which is unknown; nor by its rule: the last dimension of its indices (how "
+        "many axes an index names) is unknown"
     )
 
 
