@@ -21,6 +21,7 @@ from .shape_folding import inferred_types
 from .target_forms import better_form, choose_forms, nodes_with_constants
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
+MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the blockers at the first)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def check_model(
     if isinstance(profile, str):
         profile = load_profile(profile)
     model_opset = schemas.default_opset(model.opset_import) or 1
-    opset = profile.opset_for(model_opset) if opset is None else opset
+    opset = opset_for_target(model, profile, lowerable) if opset is None else opset
     findings: list[Finding] = []
     opset_verdict = profile.opset_verdict(model_opset)
     if opset_verdict.kind != SUPPORTED:
@@ -148,6 +149,39 @@ def _narrower_type_taken(
     return None
 
 
+def opset_for_target(
+    model: onnx.ModelProto, profile: RuntimeProfile | TableProfile, lowerable: frozenset[str] = frozenset()
+) -> int:
+    """The default-domain opset ``check`` judges ``model`` at: the first of :func:`opsets_for_target`."""
+    return opsets_for_target(model, profile, lowerable)[0]
+
+
+def opsets_for_target(
+    model: onnx.ModelProto, profile: RuntimeProfile | TableProfile, lowerable: frozenset[str] = frozenset()
+) -> list[int]:
+    """The default-domain opsets the runtime loads, best for ``model`` first: by how many of its
+    nodes the runtime refuses there that no pattern lowers (onnx2torch refuses ReduceMean-18,
+    which exports at 18 hold, and runs ReduceMean-13), the profile's own choice first among equals
+    (the model's opset where the runtime loads it, else the nearest it loads), then the nearest
+    the model's (below it before above). Opsets that give every op of the model the same version
+    count as one (the nearest of them). ``check`` judges at the first; ``--target`` lowers at the
+    profile's choice and, where something is left there that the runtime refuses, tries the next
+    (a pattern's nodes are judged only once written)."""
+    model_opset = schemas.default_opset(model.opset_import) or 1
+    default = profile.opset_for(model_opset)
+    op_types = sorted({node.op_type for _, node in _every_node(model) if node.domain in ("", "ai.onnx")})
+    groups: dict[tuple, list[int]] = {}
+    for opset in (o for o in profile.opsets if o <= schemas.newest_opset()):
+        groups.setdefault(tuple(schemas.version_in_force(op, opset) for op in op_types), []).append(opset)
+    ranked = []
+    for opsets in groups.values():
+        nearest = default if default in opsets else min(opsets, key=lambda o: (abs(o - model_opset), o > model_opset))
+        findings = check_model(model, profile, nearest, lowerable)
+        unlowerable = sum(1 for f in findings if f.blocks and f.node and not f.fix)
+        ranked.append((unlowerable, nearest != default, abs(nearest - model_opset), nearest > model_opset, nearest))
+    return [entry[-1] for entry in sorted(ranked)] or [default]
+
+
 def retype_pair(pair: tuple[int, int]) -> str:
     """``int64=int32``, as ``--retype`` spells a pair."""
     return "=".join(map(type_label, pair))
@@ -170,18 +204,36 @@ def lower_for_target(
     if options.get("fold") is None:
         options["fold"] = "all"
     model_opset = schemas.default_opset(model.opset_import) or 1
-    opset = options.pop("target_opset", None) or profile.opset_for(model_opset)
-    target_opset = opset if opset != model_opset else None
+    given = options.pop("target_opset", None)
+    first = given if given is not None else profile.opset_for(model_opset)
     # What it runs right only in some probed cases is lowered too, where that leaves nothing it
     # refuses. A table's restriction (TensorRT's "bidirectional LSTM: ...") is text no one
     # checks here against the node: such an op keeps the runtime's own kernel.
     partly_too = not isinstance(profile, TableProfile)
+
+    def lowered_at(opset: int):
+        target_opset = opset if opset != model_opset else None
+        try:
+            return _lowered_for(model, profile, opset, asked, partly_too, lower_model, lowerable, target_opset, options)
+        except TargetRefused:
+            if not partly_too:
+                raise
+            return _lowered_for(model, profile, opset, asked, False, lower_model, lowerable, target_opset, options)
+
     try:
-        result = _lowered_for(model, profile, opset, asked, partly_too, lower_model, lowerable, target_opset, options)
-    except TargetRefused:
-        if not partly_too:
-            raise
-        result = _lowered_for(model, profile, opset, asked, False, lower_model, lowerable, target_opset, options)
+        result = lowered_at(first)
+    except ConversionRefused as refusal:
+        # (a pattern may write ops the runtime refuses at one opset and not at another:
+        # LayerNormalization's body writes ReduceMean-18 at 18, ReduceMean-13 at 17)
+        others = [] if given is not None else [o for o in opsets_for_target(model, profile, lowerable) if o != first]
+        for opset in others[: MOST_OPSETS_TRIED - 1]:
+            try:
+                result = lowered_at(opset)
+                break
+            except ConversionRefused:
+                continue
+        else:
+            raise refusal from None
     left = [entry for entry in result.report.remaining if entry.op_type in asked]
     if strict and left:
         raise IncompleteLowering(left)
@@ -194,6 +246,7 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     where a pattern can, until nothing new is to be lowered."""
     ops: set[str] = set(asked)
     kinds = (REFUSED, PARTLY, DOUBTFUL) if partly_too else (REFUSED,)
+    options = dict(options)  # (a second call, without partly, takes the caller's retyping too)
     retypings = dict(parse_retypings(options.pop("retype", None)))
     chosen = bool(retypings)  # (the caller's retyping is kept as given)
     for _ in range(MOST_LOWERING_ROUNDS):

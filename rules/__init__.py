@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     deformconv,
     dft,
     einsum,
+    flatten,
     function_bodies,
     gathernd,
     gridsample,

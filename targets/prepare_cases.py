@@ -94,8 +94,8 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
     ``folder`` hold (default domain, no subgraphs, not Constant), the first node of that form met
     (models by name, nodes in order): a model of that node alone, whose inputs are its fed
     values (computed from the export's inputs) and whose initializers are its other values, fed
-    and expected as onnxruntime computes them inside the export on the export's own inputs, its
-    values' value_info as the export states them."""
+    and expected as onnxruntime computes them inside the export on the export's own inputs;
+    value_info where the export states it."""
     import onnxruntime
 
     found, seen = [], set()
@@ -163,8 +163,9 @@ def _node_case(
     node: onnx.NodeProto, opset: int, ir_version: int, values: dict, fed: set[str], declared: dict
 ) -> onnx.ModelProto:
     """The model of ``node`` alone: its fed inputs graph inputs, its other inputs initializers,
-    each value's type and shape as computed; its values' value_info as the export states them
-    (tract 0.21 fails GatherND where its output's shape is stated there, and not otherwise)."""
+    each value's type and shape as computed; value_info for the values the export states there,
+    with the shapes they have (tract 0.21 fails GatherND where its output's shape is stated there,
+    and not otherwise; the export's own names of dimensions would not fit the values fed)."""
 
     def info(name):
         value = values[name]
@@ -177,7 +178,7 @@ def _node_case(
         else:
             initializers.append(numpy_helper.from_array(values[name], name))
     outputs = [info(name) for name in node.output if name]
-    stated = [declared[name] for name in dict.fromkeys([*node.input, *node.output]) if name in declared]
+    stated = [info(name) for name in dict.fromkeys([*node.input, *node.output]) if name in declared]
     graph = onnx.helper.make_graph([node], node.name or node.op_type, inputs, outputs, initializers, value_info=stated)
     return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)], ir_version=ir_version)
 

@@ -186,3 +186,64 @@ def test_strict_applies_to_the_ops_asked_for_not_to_those_the_target_chose():
                        initializer=[scales])  # fmt: skip
     result = lowering.lower_model(model, target="onnxruntime", strict=True)
     assert runs_in_onnxruntime(result.model, {"x": np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)}) is not None
+
+
+def reduce_mean_model(opset: int = 18, layer_norm: bool = False) -> onnx.ModelProto:
+    """y = ReduceMean(x, axes=[-1]) (axes an input from 18), or LayerNormalization(x) over the
+    last axis, on x [2, 3]."""
+    if layer_norm:
+        nodes = [helper.make_node("LayerNormalization", ["x", "scale"], ["y"], name="norm", axis=-1)]
+        initializer = [onnx.numpy_helper.from_array(np.ones(3, np.float32), "scale")]
+        shape = [2, 3]
+    else:
+        nodes = [helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean")]
+        initializer = [onnx.numpy_helper.from_array(np.array([-1], np.int64), "axes")]
+        shape = [2, 1]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    return make_model(nodes, [x], [y], opset=opset, initializer=initializer)
+
+
+# ReduceMean-18 fails where ReduceMean-13 runs (onnx2torch: converters up to opset 17);
+# LayerNormalization fails, so its body is written, at whatever opset the model goes to.
+OLDER_RUNS = profile(
+    {
+        "mean_18": ("ReduceMean", 18, "FLOAT", "fails"),
+        "mean_13": ("ReduceMean", 13, "FLOAT", "right"),
+        "norm_17": ("LayerNormalization", 17, "FLOAT", "fails"),
+    },
+    opsets=range(13, 19),
+)
+
+
+def test_check_judges_at_the_opset_where_fewest_nodes_are_refused_that_no_pattern_lowers():
+    from lowering.target_lowering import opsets_for_target
+
+    model = reduce_mean_model()
+    assert opsets_for_target(model, OLDER_RUNS, lowerable_ops())[0] == 17  # (ReduceMean-13 there, the nearest)
+    assert not [f for f in check_model(model, OLDER_RUNS, lowerable=lowerable_ops()) if f.blocks]
+    assert [f.op_type for f in check_model(model, OLDER_RUNS, 18, lowerable_ops()) if f.blocks] == ["ReduceMean"]
+    assert opsets_for_target(reduce_mean_model(17), MADE_UP, lowerable_ops())[0] == 17  # (nothing refused: its own)
+
+
+@pytest.mark.parametrize("layer_norm", [False, True], ids=["ReduceMean-18", "LayerNormalization's body"])
+def test_a_target_goes_to_an_older_opset_where_what_it_refuses_has_a_version_it_runs(layer_norm):
+    """At 18 ReduceMean-18 is left (the model's, or the one LayerNormalization's body writes
+    there): --target tries the next opset, where ReduceMean-13 is written instead (17 for the
+    model's ReduceMean; 16 for the body's: the opsets where LayerNormalization is 17, as at 18,
+    count as one); an opset given is kept, and refused as before."""
+    model = reduce_mean_model(18, layer_norm)
+    result = lowering.lower_model(model, target=OLDER_RUNS)
+    opset = schemas.default_opset(result.model.opset_import)
+    assert opset == (16 if layer_norm else 17)
+    assert {node.op_type for node in result.model.graph.node} & {"LayerNormalization"} == set()
+    assert not [f for f in check_model(result.model, OLDER_RUNS, opset) if f.blocks]
+    onnx.checker.check_model(result.model, full_check=True)
+    x = np.array([[1.5, -2.0, 0.25], [3.0, 1e-3, -7.0]], np.float32)
+    got, want = runs_in_onnxruntime(result.model, {"x": x})[0], runs_in_onnxruntime(model, {"x": x})[0]
+    if layer_norm:
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)  # (the body's stated arithmetic)
+    else:
+        assert got.tobytes() == want.tobytes()
+    with pytest.raises(TargetRefused, match="mean_18: fails"):
+        lowering.lower_model(model, target=OLDER_RUNS, target_opset=18)

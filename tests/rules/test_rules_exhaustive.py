@@ -28,7 +28,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), in tests/rules/test_col2im_lowering.py (Col2Im), in
 # tests/rules/test_dft_stft_lowering.py (DFT, STFT), in tests/rules/test_gridsample_lowering.py
 # (GridSample), in tests/rules/test_deformconv_lowering.py (DeformConv), in
-# tests/rules/test_resize_policies.py (Resize), in tests/rules/test_gathernd_lowering.py (GatherND).
+# tests/rules/test_resize_policies.py (Resize), in tests/rules/test_gathernd_lowering.py (GatherND), in
+# tests/rules/test_flatten_lowering.py (Flatten).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -45,6 +46,7 @@ SHAPED = {
     "GridSample",
     "DeformConv",
     "GatherND",
+    "Flatten",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from

@@ -1,0 +1,46 @@
+"""Flatten lowered to a Reshape to [d₀···d_{a-1}, d_a···d_{r-1}]."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from lowering.registry import Builder, NotLowered, Value, rule
+
+EMITS = ("Concat", "ReduceProd", "Reshape", "Shape", "Slice")
+
+
+def flatten_reference(x: np.ndarray, *, axis: int = 1) -> np.ndarray:
+    """x as a matrix: the dimensions before ``axis`` (counted from the end where negative) make
+    its rows, the rest its columns; one row of all of x where axis is 0."""
+    axis = axis + x.ndim if axis < 0 else axis
+    return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
+
+
+@rule("Flatten", versions=(1, 9, 11, 13, 21, 23, 24, 25), emits=EMITS, reference=flatten_reference)
+def flatten_by_reshape(b: Builder, x: Value, *, axis: int = 1) -> Value:
+    """Flatten(x, axis=a) = Reshape(x, [∏ d[:a], ∏ d[a:]]), a counted from the end where negative.
+
+    With x's shape known, the two products are a constant; else ReduceProd(Slice(Shape(x), 0, a))
+    and ReduceProd(Slice(Shape(x), a, ∞)) at run time (a negative a slices from the end as it
+    counts; the product of no dimensions is 1), which needs Slice's inputs (opset 10) and
+    Reshape's allowzero (14): below 14 a 0 in the new shape would copy x's own dimension there.
+    A constant shape holding a 0 is declined there too. Moves no value: exact on every type."""
+    shape = b.shape_of(x)
+    if shape is not None and None not in shape:
+        cut = axis + len(shape) if axis < 0 else axis
+        if not 0 <= cut <= len(shape):
+            raise NotLowered(f"axis {axis} lies outside x's rank {len(shape)}")
+        new_shape = [math.prod(shape[:cut]), math.prod(shape[cut:])]
+        if b.opset >= 14:
+            return b.Reshape(x, b.ints(new_shape, "shape"), allowzero=1)
+        if 0 in new_shape:
+            raise NotLowered(f"its new shape {new_shape} holds a 0, which a Reshape at opset {b.opset} would copy")
+        return b.Reshape(x, b.ints(new_shape, "shape"))
+    if b.opset < 14:
+        raise NotLowered(f"x's shape is not known, and a Reshape at opset {b.opset} (no allowzero) would copy a 0")
+    dims = b.Shape(x)
+    rows = b.ReduceProd(b.Slice(dims, b.ints([0], "start"), b.ints([axis], "axis")), keepdims=1)
+    columns = b.ReduceProd(b.Slice(dims, b.ints([axis], "axis"), b.ints([np.iinfo(np.int64).max], "end")), keepdims=1)
+    return b.Reshape(x, b.Concat(rows, columns, axis=0), allowzero=1)

@@ -1,0 +1,100 @@
+"""Flatten lowered to a Reshape (rules/flatten.py): every ONNX backend case, and shapes known or
+not, axes from the end, empty tensors and every kind of element, bit for bit against
+onnxruntime's kernel and the rule's reference at opsets 11, 13, 14 and the newest; what is
+declined below opset 14 and why."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from support import assert_same_bits, make_model, op_type_set, runs_in_onnxruntime, slow_but_a_sample
+from version_cases import node_cases
+
+import lowering
+from lowering import floats
+from lowering.registry import rule_for
+
+BACKEND_CASES = [case for case in node_cases() if case.name.startswith("test_flatten")]
+TYPES = [TensorProto.FLOAT, TensorProto.BFLOAT16, TensorProto.INT64, TensorProto.UINT8, TensorProto.BOOL,
+         TensorProto.STRING]  # fmt: skip
+
+
+def flatten_model(element_type, shape, opset, axis=None):
+    attributes = {} if axis is None else {"axis": axis}
+    node = helper.make_node("Flatten", ["x"], ["y"], name="flatten", **attributes)
+    x = helper.make_tensor_value_info("x", element_type, shape)
+    y = helper.make_tensor_value_info("y", element_type, [None, None])
+    return make_model([node], [x], [y], opset=opset)
+
+
+def lowered(model):
+    result = lowering.lower(model, ops=["Flatten"], strict=True)
+    assert "Flatten" not in op_type_set(result)
+    onnx.checker.check_model(result, full_check=True)
+    return result
+
+
+def values(element_type, shape, rng):
+    if element_type == TensorProto.STRING:
+        return rng.integers(0, 100, shape).astype(str).astype(object)
+    if element_type == TensorProto.BOOL:
+        return rng.integers(0, 2, shape).astype(bool)
+    dtype = floats.numpy_dtype(element_type)
+    if np.dtype(dtype).kind in "fV" or element_type == TensorProto.BFLOAT16:  # any bits: NaNs, infinities, -0
+        size = np.dtype(dtype).itemsize
+        return rng.integers(0, 2 ** (8 * size), shape, dtype=np.uint64).astype(f"u{size}").view(dtype)
+    return rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, dtype=dtype, endpoint=True)
+
+
+def assert_same(got, want):
+    if want.dtype == object:
+        assert got.shape == want.shape and got.tolist() == want.tolist()
+    else:
+        assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize("case", BACKEND_CASES, ids=[case.name for case in BACKEND_CASES])
+def test_backend_cases_give_their_expected_outputs(case):
+    assert len(BACKEND_CASES) >= 8
+    result = lowered(case.model)
+    for inputs, expected in case.data_sets:
+        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+        for got, want in zip(runs_in_onnxruntime(result, feeds), expected, strict=True):
+            assert_same_bits(got, want, case.name)
+
+
+SHAPES = [((2, 8), 2), ((2, 3, 4), 1), ((2, 3, 4), -1), ((2, 3, 4), 0), ((2, 3, 4), 3), ((5,), 1), ((), 0),
+          ((3, 0, 2), 1), ((0, 4), 2), ((2, 3, 4, 5), -3)]  # fmt: skip
+CASES = [
+    (shape, axis, element_type, opset, known)
+    for (shape, axis), element_type, opset, known in itertools.product(SHAPES, TYPES, (11, 13, 14, 21), (True, False))
+    if (known and not (opset < 14 and 0 in shape)) or opset >= 14
+    if not (element_type == TensorProto.BFLOAT16 and opset < 13)
+]
+
+
+@slow_but_a_sample(keep=4)
+@pytest.mark.parametrize(("shape", "axis", "element_type", "opset", "known"), CASES)
+def test_random_cases_bit_for_bit(shape, axis, element_type, opset, known):
+    """Against onnxruntime's kernel (where it has it) and the reference; the shape stated, or
+    every dimension unknown."""
+    x = values(element_type, shape, np.random.default_rng(7))
+    model = flatten_model(element_type, list(shape) if known else [None] * len(shape), opset, axis)
+    want = rule_for("", "Flatten").reference(x, axis=axis)
+    original = runs_in_onnxruntime(model, {"x": x})
+    if original is not None:
+        assert_same(original[0], want)
+    assert_same(runs_in_onnxruntime(lowered(model), {"x": x})[0], want)
+
+
+def test_below_opset_14_a_shape_not_known_or_holding_a_0_is_declined():
+    for model, why in [
+        (flatten_model(TensorProto.FLOAT, [None, 3], 13), "shape is not known"),
+        (flatten_model(TensorProto.FLOAT, [0, 3], 13), r"new shape \[0, 3\] holds a 0"),
+    ]:
+        with pytest.raises(lowering.LoweringError, match=why):
+            lowering.lower(model, ops=["Flatten"], strict=True)
