@@ -36,8 +36,10 @@ class NodeForm:
     at run time (graph inputs) and ``constant`` (initializers, Constant nodes); the positions of
     the ``outputs`` asked for; per attribute the node sets, its class (the module's docstring);
     the rank of each input where known ((position, rank) pairs), the positions of inputs known
-    to hold no element (a dimension 0: a fed axes input that is empty), and the element type of
-    each input where known ((position, onnx's type number) pairs: a bool mask or a float one)."""
+    to hold no element (a dimension 0: a fed axes input that is empty), the element type of
+    each input where known ((position, onnx's type number) pairs: a bool mask or a float one),
+    and the positions of constant inputs a node gives (a Constant, an Identity of a weight), not
+    an initializer (onnx2torch takes a Conv's bias from initializers only)."""
 
     inputs: frozenset[int]
     fed: frozenset[int]
@@ -47,18 +49,19 @@ class NodeForm:
     ranks: tuple[tuple[int, int], ...] = ()
     empty: frozenset[int] = frozenset()
     types: tuple[tuple[int, int], ...] = ()
+    from_nodes: frozenset[int] = frozenset()
 
     def as_data(self) -> list:
         sets = [sorted(self.inputs), sorted(self.fed), sorted(self.constant), sorted(self.outputs)]
         pairs = [[list(pair) for pair in self.ranks], sorted(self.empty), [list(pair) for pair in self.types]]
-        return [*sets, dict(self.attributes), *pairs]
+        return [*sets, dict(self.attributes), *pairs, sorted(self.from_nodes)]
 
     @classmethod
     def from_data(cls, data: list) -> NodeForm:
-        inputs, fed, constant, outputs, attributes, ranks, empty, types = data
+        inputs, fed, constant, outputs, attributes, ranks, empty, types, from_nodes = data
         sets = map(frozenset, (inputs, fed, constant, outputs))
         pairs = tuple(tuple(pair) for pair in ranks), frozenset(empty), tuple(tuple(pair) for pair in types)
-        return cls(*sets, tuple(sorted(attributes.items())), *pairs)
+        return cls(*sets, tuple(sorted(attributes.items())), *pairs, frozenset(from_nodes))
 
     def attribute_class(self, schema: onnx.defs.OpSchema | None, name: str) -> str:
         """The class of attribute ``name``: the node's own, else the schema's default."""
@@ -82,6 +85,9 @@ class NodeForm:
                                    for p, t in others))  # fmt: skip
         if self.ranks:
             parts.append("ranks " + ", ".join(f"{rank} (input {position})" for position, rank in self.ranks))
+        if self.from_nodes:
+            parts.append(f"input{'s' if len(self.from_nodes) > 1 else ''} "
+                         f"{', '.join(map(str, sorted(self.from_nodes)))} given by a node")  # fmt: skip
         return ", ".join(parts)
 
 
@@ -92,12 +98,14 @@ def node_form(
     constant_names: Iterable[str],
     shapes: Mapping[str, tuple[int | None, ...]] | None = None,
     element_types: Mapping[str, int] | None = None,
+    node_constants: Iterable[str] = (),
 ) -> NodeForm:
     """The form of ``node`` (default domain) at ``opset``, given the value names fed at run
-    time, those that are constants where it is, and the shapes of values where known (their
-    dimensions, None where not a number) and their element types."""
+    time, those that are constants where it is, the shapes of values where known (their
+    dimensions, None where not a number), their element types, and the constants nodes give,
+    not initializers (:func:`constants_given_by_nodes`)."""
     shapes, element_types = shapes or {}, element_types or {}
-    fed_names, constant_names = set(fed_names), set(constant_names)
+    fed_names, constant_names, node_constants = set(fed_names), set(constant_names), set(node_constants)
     schema = schemas.schema_in_force(node.op_type, opset)
     return NodeForm(
         inputs=frozenset(i for i, name in enumerate(node.input) if name),
@@ -108,6 +116,7 @@ def node_form(
         ranks=tuple((i, len(shapes[name])) for i, name in enumerate(node.input) if name and name in shapes),
         empty=frozenset(i for i, name in enumerate(node.input) if name and 0 in shapes.get(name, ())),
         types=tuple((i, element_types[name]) for i, name in enumerate(node.input) if element_types.get(name)),
+        from_nodes=frozenset(i for i, name in enumerate(node.input) if name and name in node_constants),
     )
 
 
@@ -150,9 +159,10 @@ def nearest_cases(
     (by name), those of the node's class where any case has it (a value no case has says
     nothing: that attribute is passed over), and input by input those of the node's rank where
     any case has it (tract's MatMul of two vectors), of its element type where any case has it
-    (tract's Attention takes a float mask, not a bool one), and of its emptiness (a fed empty
-    axes input is as good as a constant one). Cases of unknown form count as near; an empty
-    list where no case feeds what the node is fed."""
+    (tract's Attention takes a float mask, not a bool one), of its emptiness (a fed empty
+    axes input is as good as a constant one), and, constant input by constant input, of
+    whether a node gives it (onnx2torch takes a Conv's bias from an initializer only).
+    Cases of unknown form count as near; an empty list where no case feeds what the node is fed."""
     forms = case_forms()
     known = [(o, forms[o[0]]) for o in outcomes if o[0] in forms]
     unknown = [o for o in outcomes if o[0] not in forms]
@@ -180,6 +190,10 @@ def nearest_cases(
             near = same
     for position in sorted(form.inputs):
         same = [(o, f) for o, f in near if (position in f.empty) == (position in form.empty)]
+        if same:
+            near = same
+    for position in sorted(form.constant):
+        same = [(o, f) for o, f in near if (position in f.from_nodes) == (position in form.from_nodes)]
         if same:
             near = same
     return [o for o, _ in near] + unknown
@@ -260,6 +274,22 @@ def value_sources(model: onnx.ModelProto) -> tuple[set[str], set[str]]:
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 constant.update(node.output)
     return fed, constant
+
+
+def constants_given_by_nodes(model: onnx.ModelProto, constant: set[str]) -> set[str]:
+    """Of the ``constant`` values (:func:`value_sources`), those a node gives, not an initializer:
+    Constant nodes' and what nodes compute from constants alone (an Identity of a weight), in every
+    graph of ``model``."""
+    initialized: set[str] = set()
+
+    def walk(graph: onnx.GraphProto) -> None:
+        initialized.update(t.name for t in graph.initializer)
+        for node in graph.node:
+            for _, _, inner in held_graphs(node):
+                walk(inner)
+
+    walk(model.graph)
+    return constant - initialized
 
 
 def _reads_fed(graph: onnx.GraphProto, fed: set[str]) -> bool:

@@ -6,10 +6,15 @@ the other form (:mod:`lowering.node_forms`). Each choice here is exact by the op
   only says what a 0 in the shape means (a zero dimension, not a copied one), so without it
   (``allowzero=0``, the default) the node means the same (OpenVINO 2024.6 gets the
   ``allowzero=1`` case wrong; PyTorch's dynamo exporter writes ``allowzero=1`` on every view).
+- A constant a node of the main graph reads from a node, read from an initializer instead,
+  where the runtime judges the node better so: a ``Constant`` node's value made an initializer of
+  the same name and tensor, an ``Identity`` of an initializer bypassed (onnx2torch reads a Conv's
+  bias from initializers only; a TorchScript export gives shared ones through an Identity).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -50,8 +55,8 @@ def _allowzero_changes_nothing(node: onnx.NodeProto, constants: dict[str, onnx.T
 
 
 def _without_allowzero(form: NodeForm) -> NodeForm:
-    attributes = tuple((name, value) for name, value in form.attributes if name != "allowzero")
-    return NodeForm(form.inputs, form.fed, form.constant, form.outputs, attributes, form.ranks, form.empty, form.types)
+    return dataclasses.replace(form, attributes=tuple((name, value) for name, value in form.attributes
+                                                      if name != "allowzero"))  # fmt: skip
 
 
 def _drop_allowzero(node: onnx.NodeProto) -> None:
@@ -83,7 +88,77 @@ def choose_forms(model: onnx.ModelProto, check_form, opset: int) -> tuple[onnx.M
         if choice is not None:
             choice.rewrite(node)
             chosen[choice.said] += 1
+    moved = constants_as_initializers(copy, check_form)
+    if moved:
+        chosen[CONSTANTS_SAID] += moved
     return (copy, chosen) if chosen else (model, chosen)
+
+
+CONSTANTS_SAID = "constant input read from an initializer, not a node (the runtime takes it better so)"
+
+
+def initializers_better(node: onnx.NodeProto, check_form) -> list[str]:
+    """The inputs of ``node`` that Constant nodes give, where the runtime judges the node better
+    with them initializers (``check_form`` as :func:`better_form` takes it); else none."""
+    before, form = check_form(node, None)
+    if not form.from_nodes:
+        return []
+    after, _ = check_form(node, dataclasses.replace(form, from_nodes=frozenset()))
+    return [node.input[i] for i in sorted(form.from_nodes)] if _RANK[after] > _RANK[before] else []
+
+
+def constants_as_initializers(model: onnx.ModelProto, check_form) -> int:
+    """Each constant input a node of ``model``'s main graph reads from a node where the runtime
+    judges it better read from an initializer (``check_form``, as :func:`better_form` takes it):
+    a Constant node's value made an initializer of the same name and tensor (a sparse one stays);
+    an Identity of an initializer read from the initializer itself (the Identity dropped where
+    nothing else reads it). How many inputs were."""
+    if model.ir_version < 4:  # (an initializer must be a graph input before IR 4)
+        return 0
+    graph = model.graph
+    producers = {name: node for node in graph.node for name in node.output if name}
+    initialized = {t.name for t in graph.initializer}
+    moved: dict[str, onnx.NodeProto] = {}  # Constant nodes to make initializers, by value name
+    bypassed: set[str] = set()  # outputs of Identity nodes of initializers some node no longer reads
+    count = 0
+    for node in graph.node:
+        if node.op_type == "Constant" or node.domain not in ("", "ai.onnx"):
+            continue
+        for name in initializers_better(node, check_form):
+            producer = producers.get(name)
+            if producer is None:
+                continue
+            if constant_tensor(producer) is not None:
+                moved[name] = producer
+                count += 1
+            elif (
+                producer.op_type == "Identity"
+                and producer.domain in ("", "ai.onnx")
+                and producer.input[0] in initialized
+            ):
+                node.input[:] = [producer.input[0] if given == name else given for given in node.input]
+                bypassed.add(name)
+                count += 1
+    read = {name for node in graph.node for name in node.input} | {info.name for info in graph.output}
+    read |= {name for node in graph.node for _, _, inner in held_graphs(node) for name in _names_read(inner)}
+    dropped = set(moved) | (bypassed - read)  # (the nodes giving these, by their one output)
+    kept = [node for node in graph.node if not (node.output and node.output[0] in dropped)]
+    for name, node in moved.items():
+        tensor = onnx.TensorProto()
+        tensor.CopyFrom(constant_tensor(node))
+        tensor.name = name
+        graph.initializer.append(tensor)
+    if len(kept) != len(graph.node):
+        del graph.node[:]
+        graph.node.extend(kept)
+    return count
+
+
+def _names_read(graph: onnx.GraphProto) -> set[str]:
+    """The names a graph's nodes read (and the graphs they hold), its outer scope's among them."""
+    return {name for node in graph.node for name in node.input} | {
+        name for node in graph.node for _, _, inner in held_graphs(node) for name in _names_read(inner)
+    }
 
 
 def better_form(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], opset: int, check_form):

@@ -13,12 +13,12 @@ import onnx
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering
 from .graphs import held_graphs
-from .node_forms import NodeForm, node_form, value_sources
+from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
 from .shape_folding import inferred_types
-from .target_forms import better_form, choose_forms, nodes_with_constants
+from .target_forms import CONSTANTS_SAID, better_form, choose_forms, initializers_better, nodes_with_constants
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
 MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the blockers at the first)
@@ -104,6 +104,7 @@ def check_model(
     types = inferred_types(model)
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
+    node_constants = constants_given_by_nodes(model, constant)
     local = {(f.domain, f.name) for f in model.functions}
     check_form = _verdict_of_form(model, profile, opset, types, (fed, constant))
     constants = {name: tensor for node, in_scope in nodes_with_constants(model) for name, tensor in in_scope.items()}
@@ -116,7 +117,7 @@ def check_model(
             continue
         version = schemas.version_in_force(node.op_type, opset)
         type_name = _element_type_name(node, types)
-        form = node_form(node, opset, fed, constant, *_shapes_and_types(node, types))
+        form = node_form(node, opset, fed, constant, *_shapes_and_types(node, types), node_constants)
         if version is None:
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
         else:
@@ -125,6 +126,9 @@ def check_model(
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
             choice = better_form(node, constants, opset, check_form) if version is not None else None
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix
+            main = graph_name == model.graph.name  # (Constants of the main graph are moved)
+            if choice is None and version is not None and main and initializers_better(node, check_form):
+                fix = f"--target chooses the form {CONSTANTS_SAID}"
             retype = _narrower_type_taken(profile, node.op_type, version, type_name, form) if verdict.blocks else None
             if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)
                 boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)
@@ -274,10 +278,11 @@ def _verdict_of_form(model: onnx.ModelProto, profile, opset: int, types=None, so
     types and :func:`value_sources`, where known)."""
     types = inferred_types(model) if types is None else types
     fed, constant = value_sources(model) if sources is None else sources
+    node_constants = constants_given_by_nodes(model, constant)
 
     def check(node: onnx.NodeProto, form: NodeForm | None) -> tuple[str, NodeForm]:
         if form is None:
-            form = node_form(node, opset, fed, constant, *_shapes_and_types(node, types))
+            form = node_form(node, opset, fed, constant, *_shapes_and_types(node, types), node_constants)
         version = schemas.version_in_force(node.op_type, opset)
         return profile.verdict(node.op_type, version, _element_type_name(node, types), form).kind, form
 

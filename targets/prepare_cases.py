@@ -33,7 +33,8 @@ from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
 from lowering import schemas  # noqa: E402
-from lowering.node_forms import CASE_FORMS, NodeForm, node_form, value_sources  # noqa: E402
+from lowering.graphs import constant_tensor  # noqa: E402
+from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
 
 OLDEST_OPSET = 7
 CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"
@@ -105,8 +106,9 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
         data = np.load(path.with_suffix(".npz"))
         feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
         values = _every_value(model, feeds, onnxruntime)
-        fed, _ = value_sources(model)
+        fed, constant = value_sources(model)
         declared = {info.name: info for info in model.graph.value_info}
+        given_by_nodes = constants_given_by_nodes(model, constant)
         for node in model.graph.node:
             if (
                 node.domain not in ("", "ai.onnx")
@@ -117,7 +119,7 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
             names = [name for name in [*node.input, *node.output] if name]
             if not all(isinstance(values.get(name), np.ndarray) for name in names):
                 continue
-            case = _node_case(node, opset, model.ir_version, values, fed, declared)
+            case = _node_case(node, opset, model.ir_version, values, fed, declared, given_by_nodes)
             form = case_form(case, opset)
             key = (
                 node.op_type,
@@ -160,10 +162,18 @@ def _every_value(model: onnx.ModelProto, feeds: dict, onnxruntime) -> dict[str, 
 
 
 def _node_case(
-    node: onnx.NodeProto, opset: int, ir_version: int, values: dict, fed: set[str], declared: dict
+    node: onnx.NodeProto,
+    opset: int,
+    ir_version: int,
+    values: dict,
+    fed: set[str],
+    declared: dict,
+    given_by_nodes: set[str],
 ) -> onnx.ModelProto:
-    """The model of ``node`` alone: its fed inputs graph inputs, its other inputs initializers,
-    each value's type and shape as computed; value_info for the values the export states there,
+    """The model of ``node`` alone: its fed inputs graph inputs, its other inputs Constant nodes
+    where a node gives the export's (``given_by_nodes``: a Constant, an Identity of a weight), else
+    initializers, each value's type and shape
+    as computed; value_info for the values the export states there,
     with the shapes they have (tract 0.21 fails GatherND where its output's shape is stated there,
     and not otherwise; the export's own names of dimensions would not fit the values fed)."""
 
@@ -171,15 +181,18 @@ def _node_case(
         value = values[name]
         return onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
 
-    inputs, initializers = [], []
+    inputs, initializers, constants = [], [], []
     for name in dict.fromkeys(n for n in node.input if n):
         if name in fed:
             inputs.append(info(name))
+        elif name in given_by_nodes:
+            constants.append(onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(values[name])))
         else:
             initializers.append(numpy_helper.from_array(values[name], name))
     outputs = [info(name) for name in node.output if name]
     stated = [info(name) for name in dict.fromkeys([*node.input, *node.output]) if name in declared]
-    graph = onnx.helper.make_graph([node], node.name or node.op_type, inputs, outputs, initializers, value_info=stated)
+    nodes = [*constants, node]
+    graph = onnx.helper.make_graph(nodes, node.name or node.op_type, inputs, outputs, initializers, value_info=stated)
     return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)], ir_version=ir_version)
 
 
@@ -197,7 +210,8 @@ def _converted(model: onnx.ModelProto, opset: int, op_type: str) -> onnx.ModelPr
 
 def case_form(model: onnx.ModelProto, opset: int) -> NodeForm:
     """The form of the case's node: its graph inputs fed, its initializers and Constants
-    constant, the shapes and element types of its graph inputs and initializers."""
+    constant (Constant nodes' given by nodes), the shapes and element types of its graph inputs,
+    initializers and Constant nodes."""
     initialized = {t.name for t in model.graph.initializer}
     fed = {info.name for info in model.graph.input} - initialized
     constants = initialized | {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
@@ -209,7 +223,12 @@ def case_form(model: onnx.ModelProto, opset: int) -> NodeForm:
             if info.type.tensor_type.HasField("shape"):
                 dims = info.type.tensor_type.shape.dim
                 shapes[info.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
-    return node_form(main_node(model), opset, fed, constants, shapes, element_types)
+    from_nodes = {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
+    for node in model.graph.node:
+        tensor = constant_tensor(node)
+        if tensor is not None and node.output:
+            shapes[node.output[0]], element_types[node.output[0]] = tuple(tensor.dims), tensor.data_type
+    return node_form(main_node(model), opset, fed, constants, shapes, element_types, from_nodes)
 
 
 def write_forms(cases: list[tuple], path: Path) -> None:

@@ -4,12 +4,15 @@ the same bit for bit; kept where the shape holds a 0 or is not a constant."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import lowering
+from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.runtime_profiles import profile_from_data
 from lowering.target_lowering import TargetRefused, check_model
 from lowering.verification.runtime import run_onnxruntime
@@ -78,3 +81,90 @@ def test_check_names_the_form_target_would_choose():
     assert finding.blocks and "--target chooses the form Reshape allowzero=1 -> 0" in str(finding)
     [finding] = check_model(_model([0, 6]), _profile())
     assert finding.blocks and "no pattern lowers it" in str(finding)
+
+
+# -- Constant nodes as initializers -----------------------------------------------------------
+
+GIVEN_BY_NODE, INITIALIZED = "mul_with_a_constant_node", "mul_with_an_initializer"
+
+
+@pytest.fixture
+def constant_node_profile(monkeypatch):
+    """A runtime that fails Mul where a Constant node gives its second input and runs it where an
+    initializer does (onnx2torch's Conv bias); the two cases' forms made up here."""
+    from lowering import node_forms
+
+    float_inputs = ((0, TensorProto.FLOAT), (1, TensorProto.FLOAT))
+    form = node_forms.NodeForm(
+        frozenset({0, 1}), frozenset({0}), frozenset({1}), frozenset({0}), (), types=float_inputs
+    )
+    forms = {GIVEN_BY_NODE: dataclasses.replace(form, from_nodes=frozenset({1})), INITIALIZED: form}
+    monkeypatch.setattr(node_forms, "case_forms", lambda: forms)
+    return profile_from_data({
+        "name": "constant-nodes-fail", "runtime": "made-up", "runtime_version": "0",
+        "source": {"kind": "probed", "how": "a test"}, "opsets": [17],
+        "cases": {name: {"op": "Mul", "version": 14, "type": "FLOAT", "verdict": verdict}
+                  for name, verdict in [(GIVEN_BY_NODE, "fails"), (INITIALIZED, "right")]},
+    })  # fmt: skip
+
+
+def _scaled_model(op_type: str = "Mul") -> onnx.ModelProto:
+    """y = op(x, c), c = Constant([1.5, -0.0, nan]) (its node named 'scale_node'), x [2, 3]."""
+    scale = numpy_helper.from_array(np.array([1.5, -0.0, np.nan], np.float32))
+    nodes = [helper.make_node("Constant", [], ["c"], name="scale_node", value=scale),
+             helper.make_node(op_type, ["x", "c"], ["y"], name="scaled")]  # fmt: skip
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_constant_node_becomes_an_initializer_where_its_consumer_runs_so(constant_node_profile):
+    model = _scaled_model()
+    [finding] = [f for f in check_model(model, constant_node_profile) if f.blocks]
+    assert "input 1 given by a node" in str(
+        finding
+    ) and "--target chooses the form constant input read from an initializer" in str(finding)
+    result = lowering.lower_model(model, target=constant_node_profile)
+    assert [n.op_type for n in result.model.graph.node] == ["Mul"] and [n.op_type for n in model.graph.node] == [
+        "Constant",
+        "Mul",
+    ]
+    [initializer] = result.model.graph.initializer
+    assert initializer.name == "c" and initializer.raw_data == model.graph.node[0].attribute[0].t.raw_data
+    assert result.report.forms == {
+        "constant input read from an initializer, not a node (the runtime takes it better so)": 1
+    }
+    onnx.checker.check_model(result.model, full_check=True)
+    x = np.array([[2.0, -3.0, 1.0], [np.inf, 0.0, -0.0]], np.float32)
+    [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(result.model, {"x": x})
+    assert got.tobytes() == want.tobytes()
+
+
+def test_a_constant_node_whose_consumer_runs_either_way_stays(constant_node_profile):
+    result = lowering.lower_model(_scaled_model("Add"), target=constant_node_profile)  # (Add: not probed)
+    assert [n.op_type for n in result.model.graph.node] == ["Constant", "Add"] and not result.report.forms
+
+
+@pytest.mark.parametrize("also_an_output", [False, True])
+def test_an_identity_of_a_weight_is_read_past(constant_node_profile, also_an_output):
+    """Mul(x, Identity(w)), w an initializer too large to fold (a TorchScript export's shared
+    bias): Mul reads w; the Identity goes where nothing else reads it, and stays where the graph
+    outputs it."""
+    size = MAX_FOLDED_ELEMENTS + 1
+    w = numpy_helper.from_array(np.resize(np.array([1.5, -0.0, np.nan], np.float32), size), "w")
+    nodes = [helper.make_node("Identity", ["w"], ["w_shared"], name="share"),
+             helper.make_node("Mul", ["x", "w_shared"], ["y"], name="scaled")]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, size])]
+    if also_an_output:
+        outputs.append(helper.make_tensor_value_info("w_shared", TensorProto.FLOAT, [size]))
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, size])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x_info], outputs, [w]),
+                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    result = lowering.lower_model(model, target=constant_node_profile)
+    [mul] = [n for n in result.model.graph.node if n.op_type == "Mul"]
+    assert list(mul.input) == ["x", "w"] and [t.name for t in result.model.graph.initializer] == ["w"]
+    assert [n.op_type for n in result.model.graph.node] == (["Identity", "Mul"] if also_an_output else ["Mul"])
+    onnx.checker.check_model(result.model, full_check=True)
+    x = np.random.default_rng(0).standard_normal((2, size)).astype(np.float32)
+    for got, want in zip(run_onnxruntime(result.model, {"x": x}), run_onnxruntime(model, {"x": x}), strict=True):
+        assert got.tobytes() == want.tobytes()
