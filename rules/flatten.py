@@ -25,19 +25,20 @@ def flatten_by_reshape(b: Builder, x: Value, *, axis: int = 1) -> Value:
     With x's shape known, the two products are a constant; else ReduceProd(Slice(Shape(x), 0, a))
     and ReduceProd(Slice(Shape(x), a, ∞)) at run time (a negative a slices from the end as it
     counts; the product of no dimensions is 1), which needs Slice's inputs (opset 10) and
-    Reshape's allowzero (14): below 14 a 0 in the new shape would copy x's own dimension there.
-    A constant shape holding a 0 is declined there too. Moves no value: exact on every type."""
+    Reshape's allowzero=1 (14): without it a 0 in the new shape would copy x's own dimension
+    there. A constant shape holds allowzero=1 only where it holds a 0 (declined below 14).
+    Moves no value: exact on every type."""
     shape = b.shape_of(x)
     if shape is not None and None not in shape:
         cut = axis + len(shape) if axis < 0 else axis
         if not 0 <= cut <= len(shape):
             raise NotLowered(f"axis {axis} lies outside x's rank {len(shape)}")
         new_shape = [math.prod(shape[:cut]), math.prod(shape[cut:])]
+        if 0 not in new_shape:
+            return b.Reshape(x, b.ints(new_shape, "shape"))
         if b.opset >= 14:
             return b.Reshape(x, b.ints(new_shape, "shape"), allowzero=1)
-        if 0 in new_shape:
-            raise NotLowered(f"its new shape {new_shape} holds a 0, which a Reshape at opset {b.opset} would copy")
-        return b.Reshape(x, b.ints(new_shape, "shape"))
+        raise NotLowered(f"its new shape {new_shape} holds a 0, which a Reshape at opset {b.opset} would copy")
     if b.opset < 14:
         raise NotLowered(f"x's shape is not known, and a Reshape at opset {b.opset} (no allowzero) would copy a 0")
     dims = b.Shape(x)

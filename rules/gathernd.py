@@ -41,9 +41,10 @@ def gathernd_by_row_numbers(b: Builder, data: Value, indices: Value, *, batch_di
     r = (···(n₀·d₁ + n₁)·d₂ + ···)·d_{k-1} + n_{k-1}, n_j = Gather(Range(0, d_j, 1), i_j): i_j itself,
     or i_j + d_j where negative, and an error where outside [-d_j, d_j), as GatherND fails. With
     batch_dims = b, each tuple first gets its batch position in front (as GatherND-12 goes to
-    11), so k = b + Shape(i)[-1]. Integers only, so exact on every type. The last Reshape holds
-    no 0 a copy would misread (allowzero=1 from opset 14; below, where data's dimensions past
-    the first after k are known not 0, or there are none). Needs k (the last dimension of i)
+    11), so k = b + Shape(i)[-1]. Integers only, so exact on every type. The last Reshape's shape
+    is a constant where every dimension is known and none is 0; else computed, and holds no 0 a
+    copy would misread (allowzero=1 from opset 14; below, where data's dimensions past the first
+    after k are known not 0, or there are none). Needs k (the last dimension of i)
     known and not 0; strings only where each tuple names one string (k = rank of x): onnxruntime's
     Gather keeps only the first string of each row it takes."""
     indices_shape = b.shape_of(indices)
@@ -75,6 +76,9 @@ def gathernd_by_row_numbers(b: Builder, data: Value, indices: Value, *, batch_di
         checked = b.Gather(b.Range(zero, size, one), index, axis=0)
         row = checked if row is None else b.Add(b.Mul(row, size), checked)
     rows = b.Gather(b.Flatten(data, axis=depth), row, axis=0)
+    known = None if data_shape is None else [*indices_shape[:-1], *data_shape[depth:]]
+    if known is not None and None not in known and 0 not in known:  # (no 0: allowzero says nothing)
+        return b.Reshape(rows, b.ints(known, "shape"))
     tuples_shape = b.Slice(b.Shape(indices), b.ints([0], "start"), b.ints([-1], "end"))
     rest = b.Slice(dims, b.ints([depth], "rest_start"), b.ints([INT64_MAX], "rest_end"))
     shape = b.Concat(tuples_shape, rest, axis=0)
