@@ -75,28 +75,37 @@ def prepared_cases() -> list[tuple]:
         if node is None or opset is None:
             continue
         variants = with_variants(case.name, opset, case.model, case)
-        found += variants
-        own_version = schemas.version_in_force(node.op_type, opset)
-        for version in schemas.op_versions(node.op_type):
-            # (a version first defined before opset 7 is probed at 7 where still in force there)
-            at = max(version, OLDEST_OPSET)
-            if version == own_version or schemas.version_in_force(node.op_type, at) != version:
-                continue
-            for name, _, model_bytes, *rest in variants:
-                converted = _converted(onnx.load_from_string(model_bytes), at, node.op_type)
-                if converted is not None:
-                    base, mark, variant = name.partition("#")
-                    found.append((f"{base}@{version}{mark}{variant}", at, converted.SerializeToString(), *rest))
+        found += variants + at_other_versions(variants, node.op_type, opset)
+    return found
+
+
+def at_other_versions(variants: list[tuple], op_type: str, opset: int) -> list[tuple]:
+    """Each of ``variants`` (entries of one op at ``opset``) taken to the first opset of every
+    other version of the op, where it stays one node there (``NAME@VERSION``)."""
+    found = []
+    own_version = schemas.version_in_force(op_type, opset)
+    for version in schemas.op_versions(op_type):
+        # (a version first defined before opset 7 is probed at 7 where still in force there)
+        at = max(version, OLDEST_OPSET)
+        if version == own_version or schemas.version_in_force(op_type, at) != version:
+            continue
+        for name, _, model_bytes, *rest in variants:
+            converted = _converted(onnx.load_from_string(model_bytes), at, op_type)
+            if converted is not None:
+                base, mark, variant = name.partition("#")
+                found.append((f"{base}@{version}{mark}{variant}", at, converted.SerializeToString(), *rest))
     return found
 
 
 def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
     """(name, opset, model bytes, data sets, rtol, atol) of one node of each form the exports in
     ``folder`` hold (default domain, no subgraphs, not Constant), the first node of that form met
-    (models by name, nodes in order): a model of that node alone, whose inputs are its fed
-    values (computed from the export's inputs) and whose initializers are its other values, fed
-    and expected as onnxruntime computes them inside the export on the export's own inputs;
-    value_info where the export states it."""
+    (models by name, nodes in order), and the same taken to the op's other versions: a model of
+    that node alone, whose inputs are its fed values (computed from the export's inputs) and
+    whose initializers are its other values, fed and expected as onnxruntime computes them
+    inside the export on the export's own inputs; value_info where the export states it. Not a
+    node whose values ONNX leaves undefined (a float cast to an integer type it lies outside:
+    T5's log of 0, -inf, cast to int64; the export masks them later), nor one computed from them."""
     import onnxruntime
 
     found, seen = [], set()
@@ -109,7 +118,11 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
         fed, constant = value_sources(model)
         declared = {info.name: info for info in model.graph.value_info}
         given_by_nodes = constants_given_by_nodes(model, constant)
+        undefined: set[str] = set()  # values ONNX leaves undefined here, and what is computed from them
         for node in model.graph.node:
+            if any(name in undefined for name in node.input) or _casts_out_of_range(node, values):
+                undefined.update(node.output)
+                continue
             if (
                 node.domain not in ("", "ai.onnx")
                 or node.op_type == "Constant"
@@ -132,8 +145,25 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
             inputs = [values[info.name] for info in case.graph.input]
             expected = [values[name] for name in node.output if name]
             name = f"corpus_{path.stem}_{node.name or len(found)}"
-            found.append((name, opset, case.SerializeToString(), [(inputs, expected)], CORPUS_RTOL, CORPUS_ATOL))
+            entry = (name, opset, case.SerializeToString(), [(inputs, expected)], CORPUS_RTOL, CORPUS_ATOL)
+            found += [entry, *at_other_versions([entry], node.op_type, opset)]
     return found
+
+
+def _casts_out_of_range(node: onnx.NodeProto, values: dict) -> bool:
+    """Whether ``node`` casts a float value to an integer type where some of it lies outside that
+    type (infinities, NaN among them), which ONNX's Cast leaves undefined."""
+    if node.op_type != "Cast" or not isinstance(values.get(node.input[0]), np.ndarray):
+        return False
+    value = values[node.input[0]]
+    to = next((a.i for a in node.attribute if a.name == "to"), None)
+    target = onnx.helper.tensor_dtype_to_np_dtype(to) if to else None
+    if value.dtype.kind != "f" or target is None or np.dtype(target).kind not in "iu":
+        return False
+    limits = np.iinfo(target)
+    with np.errstate(invalid="ignore"):
+        wide = value.astype(np.float64)
+        return bool(((~np.isfinite(wide)) | (wide < limits.min) | (wide >= float(limits.max) + 1)).any())
 
 
 def _every_value(model: onnx.ModelProto, feeds: dict, onnxruntime) -> dict[str, np.ndarray]:

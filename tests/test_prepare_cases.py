@@ -1,0 +1,91 @@
+"""targets/prepare_cases.py's corpus cases: one node of each form a real export holds, alone,
+with the export's own values; its constants given as the export gives them (a node or an
+initializer), its value_info stated as the export states it, other op versions beside it; no
+node whose values ONNX leaves undefined (a float cast to an integer type it lies outside), nor
+one computed from them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from support import make_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
+
+import prepare_cases  # noqa: E402
+
+
+def _export(folder: Path) -> None:
+    """y = Add(Cast(Log(x), int64), 1); z = Mul(x, c), c a Constant; u = Add(x, w), w a weight; x
+    holds a 0 (Log gives -inf: the Cast is undefined there); the value_info states z."""
+    nodes = [
+        helper.make_node("Log", ["x"], ["log"], name="log"),
+        helper.make_node("Cast", ["log"], ["cast"], name="cast", to=TensorProto.INT64),
+        helper.make_node("Add", ["cast", "one"], ["y"], name="add_after_cast"),
+        helper.make_node("Constant", [], ["c"], name="c", value=numpy_helper.from_array(np.float32([2, 3, 4]))),
+        helper.make_node("Mul", ["x", "c"], ["z"], name="mul_by_constant"),
+        helper.make_node("Add", ["x", "w"], ["u"], name="add_weight"),
+    ]
+    initializers = [numpy_helper.from_array(np.int64(1), "one"), numpy_helper.from_array(np.float32([1, 1, 1]), "w")]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.INT64, [3]),
+               helper.make_tensor_value_info("z", TensorProto.FLOAT, [3]),
+               helper.make_tensor_value_info("u", TensorProto.FLOAT, [3])]  # fmt: skip
+    stated = [helper.make_tensor_value_info("log", TensorProto.FLOAT, [3])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    model = make_model(nodes, [x], outputs, opset=17, initializer=initializers, value_info=stated)
+    onnx.save(model, folder / "toy.onnx")
+    np.savez(folder / "toy.npz", **{"input:x": np.float32([0, 1, 2])})
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("corpus")
+    _export(folder)
+    return {name: (opset, onnx.load_from_string(data), sets) for name, opset, data, sets, *_ in
+            prepare_cases.corpus_cases(folder)}  # fmt: skip
+
+
+def test_a_node_of_undefined_values_and_those_computed_from_them_are_left_out(cases):
+    own = {name for name in cases if "@" not in name}
+    assert own == {"corpus_toy_log", "corpus_toy_mul_by_constant", "corpus_toy_add_weight"}
+
+
+def test_a_case_holds_the_exports_values_and_gives_constants_as_the_export_does(cases):
+    _, model, [(inputs, expected)] = cases["corpus_toy_mul_by_constant"]
+    assert [n.op_type for n in model.graph.node] == ["Constant", "Mul"]  # (a node gave c)
+    np.testing.assert_array_equal(inputs[0], np.float32([0, 1, 2]))
+    np.testing.assert_array_equal(expected[0], np.float32([0, 3, 8]))
+    _, model, _ = cases["corpus_toy_add_weight"]
+    assert [n.op_type for n in model.graph.node] == ["Add"] and [t.name for t in model.graph.initializer] == ["w"]
+    form = prepare_cases.case_form(cases["corpus_toy_mul_by_constant"][1], 17)
+    assert form.from_nodes == {1} and form.fed == {0}
+    assert not prepare_cases.case_form(cases["corpus_toy_add_weight"][1], 17).from_nodes
+
+
+def test_value_info_is_stated_where_the_export_states_it(cases):
+    _, log, _ = cases["corpus_toy_log"]
+    assert [info.name for info in log.graph.value_info] == ["log"]
+    assert not cases["corpus_toy_mul_by_constant"][1].graph.value_info
+
+
+def test_cases_are_taken_to_the_ops_other_versions(cases):
+    """Mul-14 at opset 17; Mul-7 and Mul-13 at their first opsets (Mul-1 and -6 are not in force at 7)."""
+    taken = {name for name in cases if name.startswith("corpus_toy_mul_by_constant@")}
+    assert taken == {"corpus_toy_mul_by_constant@7", "corpus_toy_mul_by_constant@13"}
+    assert cases["corpus_toy_mul_by_constant@13"][0] == 13
+
+
+@pytest.mark.parametrize(
+    ("values", "to", "undefined"),
+    [([0.0, 1.5, -2.0], TensorProto.INT64, False), ([0.0, -np.inf], TensorProto.INT64, True),
+     ([np.nan], TensorProto.INT32, True), ([3e9], TensorProto.INT32, True), ([255.5], TensorProto.UINT8, False),
+     ([256.0], TensorProto.UINT8, True), ([-1.0], TensorProto.UINT8, True), ([np.inf], TensorProto.FLOAT16, False)],
+)  # fmt: skip
+def test_a_float_cast_to_an_integer_type_it_lies_outside_is_undefined(values, to, undefined):
+    node = helper.make_node("Cast", ["x"], ["y"], to=to)
+    assert prepare_cases._casts_out_of_range(node, {"x": np.array(values, np.float32)}) is undefined
