@@ -156,8 +156,18 @@ def _narrower_type_taken(
 def opset_for_target(
     model: onnx.ModelProto, profile: RuntimeProfile | TableProfile, lowerable: frozenset[str] = frozenset()
 ) -> int:
-    """The default-domain opset ``check`` judges ``model`` at: the first of :func:`opsets_for_target`."""
+    """The default-domain opset ``check`` judges ``model`` at: the first of :func:`opsets_for_target`
+    (the profile's own choice, without judging the others, where nothing is left there that no
+    pattern lowers)."""
+    default = profile.opset_for(schemas.default_opset(model.opset_import) or 1)
+    if not _unlowerable(model, profile, default, lowerable):
+        return default
     return opsets_for_target(model, profile, lowerable)[0]
+
+
+def _unlowerable(model: onnx.ModelProto, profile, opset: int, lowerable: frozenset[str]) -> int:
+    """How many nodes of ``model`` the runtime refuses at ``opset`` that no pattern lowers."""
+    return sum(1 for f in check_model(model, profile, opset, lowerable) if f.blocks and f.node and not f.fix)
 
 
 def opsets_for_target(
@@ -180,8 +190,7 @@ def opsets_for_target(
     ranked = []
     for opsets in groups.values():
         nearest = default if default in opsets else min(opsets, key=lambda o: (abs(o - model_opset), o > model_opset))
-        findings = check_model(model, profile, nearest, lowerable)
-        unlowerable = sum(1 for f in findings if f.blocks and f.node and not f.fix)
+        unlowerable = _unlowerable(model, profile, nearest, lowerable)
         ranked.append((unlowerable, nearest != default, abs(nearest - model_opset), nearest > model_opset, nearest))
     return [entry[-1] for entry in sorted(ranked)] or [default]
 

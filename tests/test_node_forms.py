@@ -19,6 +19,7 @@ from lowering.node_forms import (
     SET,
     NodeForm,
     case_forms,
+    constants_given_by_nodes,
     nearest_cases,
     node_form,
     value_sources,
@@ -240,3 +241,40 @@ def test_cases_that_all_fail_but_none_of_the_nodes_attribute_value_are_doubtful_
             "Cast", 21, "FLOAT", node_form(helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT64), 21, {"x"}, ())
         ).why
     )
+
+
+def test_a_constant_a_node_gives_is_nearest_the_cases_of_one_a_node_gives(monkeypatch):
+    """A Conv whose bias a node gives (a Constant, an Identity of a weight) is judged by the cases
+    of a bias a node gives (onnx2torch fails them: KeyError), one of an initializer by the others;
+    where no case has the node's way, both count."""
+    import dataclasses
+
+    initialized = _form({0, 1, 2}, {0}, {1, 2})
+    forms = {"by_node": dataclasses.replace(initialized, from_nodes=frozenset({2})), "initialized": initialized}
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("by_node", "fails", "KeyError"), ("initialized", "right", "")]
+    schema = onnx.defs.get_schema("Conv", 11)
+    assert nearest_cases(outcomes, forms["by_node"], schema) == [outcomes[0]]
+    assert nearest_cases(outcomes, initialized, schema) == [outcomes[1]]
+    weight_by_node = dataclasses.replace(initialized, from_nodes=frozenset({1}))  # (no case gives a weight so)
+    assert nearest_cases(outcomes, weight_by_node, schema) == [outcomes[1]]
+
+
+def test_constants_a_node_gives_are_those_not_initializers():
+    """Of the constant values, a Constant's output and an Identity of a weight, not the weight."""
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value_float=2.0),
+        helper.make_node("Identity", ["w"], ["shared"]),
+        helper.make_node("Mul", ["x", "c"], ["y"]),
+        helper.make_node("Add", ["y", "shared"], ["z"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1])],
+        [onnx.numpy_helper.from_array(np.float32([1.0]), "w")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    fed, constant = value_sources(model)
+    assert constants_given_by_nodes(model, constant) == {"c", "shared"}
+    form = node_form(nodes[3], 17, fed, constant, node_constants={"c", "shared"})
+    assert form.from_nodes == {1} and "input 1 given by a node" in form.describe()
