@@ -17,6 +17,7 @@ import lowering
 from lowering import schemas
 from lowering.api import lowerable_ops
 from lowering.runtime_profiles import (
+    DOUBTFUL,
     PARTLY,
     PROFILES,
     REFUSED,
@@ -247,3 +248,18 @@ def test_a_target_goes_to_an_older_opset_where_what_it_refuses_has_a_version_it_
         assert got.tobytes() == want.tobytes()
     with pytest.raises(TargetRefused, match="mean_18: fails"):
         lowering.lower_model(model, target=OLDER_RUNS, target_opset=18)
+
+
+def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
+    """A corpus case computes on its export's values (rknn's float16 on -3.4e38): wrong there says
+    nothing of other values; one that fails, or a backend case that is wrong, still refuses."""
+    made = {
+        "corpus_bert_add": ("Add", 14, "FLOAT", "wrong"),
+        "corpus_bert_where": ("Where", 16, "FLOAT", "fails"),
+        "test_sub": ("Sub", 14, "FLOAT", "wrong"),
+    }
+    judged = profile(made)
+    assert judged.verdict("Add", 14, "FLOAT").kind == DOUBTFUL
+    assert "wrong only on a real export's own values" in judged.verdict("Add", 14, "FLOAT").why
+    assert judged.verdict("Where", 16, "FLOAT").kind == REFUSED
+    assert judged.verdict("Sub", 14, "FLOAT").kind == REFUSED
