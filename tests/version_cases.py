@@ -365,6 +365,28 @@ def sweep_case(case, target: int, reference: bool = False) -> CaseOutcome:
     return outcome
 
 
+def ours_where_it_converts(case, target: int) -> CaseOutcome | None:
+    """What ``sweep_case(case, target)`` says of ours where ours converts, else None: ours
+    lowered and judged exactly as sweep_case lowers and judges it, without running onnx's
+    converter, checking its model and running it first (most of a sweep's time). For a caller
+    that reads what the converter does only where ours does not convert: ``ours_where_it_converts(
+    case, target) or sweep_case(case, target)`` (where ours refuses, crashes, is invalid or does
+    not run, the case is swept in full). The outcome's ``converter`` is then "not run"."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ours = lowering.lower(case.model, target_opset=target, ops=[])
+        except Exception:  # refused or crashed: sweep_case says which, and what the converter does
+            return None
+    verdict, detail, wrong = judged(ours, case)
+    if verdict != "converts":
+        return None
+    runs, comparable = original_outcome(case)
+    return CaseOutcome(
+        converter="not run", ours=verdict, original_runs=runs, comparable=comparable, ours_wrong=wrong, detail=detail
+    )
+
+
 def original_outcome(case) -> tuple[bool, bool]:
     """Whether onnxruntime runs the case's own model, and whether it gives the expected outputs."""
     return _original(case.name)
