@@ -98,8 +98,9 @@ class RuntimeProfile:
             if unshared:
                 return Verdict(DOUBTFUL, f"no case right, none with its {', '.join(unshared)}: {said}")
             if all(o[1] == "wrong" and o[0].startswith(CORPUS_CASE) for o in exact):
-                return Verdict(DOUBTFUL, f"wrong only on a real export's own values (rknn's float16 on an attention "
-                               f"mask's -3.4e38), which says nothing of others: {said}")  # fmt: skip
+                # (rknn's float16 on an attention mask's -3.4e38 says nothing of a residual Add)
+                return Verdict(DOUBTFUL, f"wrong only on a real export's own values, which says nothing of others: "
+                               f"{said}")  # fmt: skip
             return Verdict(REFUSED, said)
         ran_right = sorted({(v, t) for v, t, outcomes in seen if any(o[1] == "right" for o in outcomes)})
         if ran_right:
