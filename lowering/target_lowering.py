@@ -95,7 +95,13 @@ def check_model(
     if isinstance(profile, str):
         profile = load_profile(profile)
     model_opset = schemas.default_opset(model.opset_import) or 1
-    opset = opset_for_target(model, profile, lowerable) if opset is None else opset
+    if opset is None:  # (the profile's choice, unless another opset leaves fewer nodes no pattern lowers)
+        default = profile.opset_for(model_opset)
+        findings = check_model(model, profile, default, lowerable)
+        if not _unlowerable_among(findings):
+            return findings
+        best = opsets_for_target(model, profile, lowerable)[0]
+        return findings if best == default else check_model(model, profile, best, lowerable)
     findings: list[Finding] = []
     opset_verdict = profile.opset_verdict(model_opset)
     if opset_verdict.kind != SUPPORTED:
@@ -153,21 +159,13 @@ def _narrower_type_taken(
     return None
 
 
-def opset_for_target(
-    model: onnx.ModelProto, profile: RuntimeProfile | TableProfile, lowerable: frozenset[str] = frozenset()
-) -> int:
-    """The default-domain opset ``check`` judges ``model`` at: the first of :func:`opsets_for_target`
-    (the profile's own choice, without judging the others, where nothing is left there that no
-    pattern lowers)."""
-    default = profile.opset_for(schemas.default_opset(model.opset_import) or 1)
-    if not _unlowerable(model, profile, default, lowerable):
-        return default
-    return opsets_for_target(model, profile, lowerable)[0]
-
-
 def _unlowerable(model: onnx.ModelProto, profile, opset: int, lowerable: frozenset[str]) -> int:
     """How many nodes of ``model`` the runtime refuses at ``opset`` that no pattern lowers."""
-    return sum(1 for f in check_model(model, profile, opset, lowerable) if f.blocks and f.node and not f.fix)
+    return _unlowerable_among(check_model(model, profile, opset, lowerable))
+
+
+def _unlowerable_among(findings: list[Finding]) -> int:
+    return sum(1 for f in findings if f.blocks and f.node and not f.fix)
 
 
 def opsets_for_target(
