@@ -193,6 +193,17 @@ def opsets_for_target(
     return [entry[-1] for entry in sorted(ranked)] or [default]
 
 
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
+
+
+def _control_flow_op_types(model: onnx.ModelProto) -> set[str]:
+    """The control-flow ops a model holds anywhere. Another opset is not taken where reaching it
+    writes one the model does not hold (an If per axis where ReduceSum-13's axes are fed at run
+    time and ReduceSum-11 takes them as an attribute): a runtime analyses such branches worst
+    (tract), and the profile's If cases say nothing of them; the node is refused instead."""
+    return {node.op_type for _, node in _every_node(model) if node.op_type in CONTROL_FLOW}
+
+
 def retype_pair(pair: tuple[int, int]) -> str:
     """``int64=int32``, as ``--retype`` spells a pair."""
     return "=".join(map(type_label, pair))
@@ -240,9 +251,10 @@ def lower_for_target(
         for opset in others[: MOST_OPSETS_TRIED - 1]:
             try:
                 result = lowered_at(opset)
-                break
             except ConversionRefused:
                 continue
+            if not _control_flow_op_types(result.model) - _control_flow_op_types(model):
+                break
         else:
             raise refusal from None
     left = [entry for entry in result.report.remaining if entry.op_type in asked]

@@ -263,3 +263,30 @@ def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
     assert "wrong only on a real export's own values" in judged.verdict("Add", 14, "FLOAT").why
     assert judged.verdict("Where", 16, "FLOAT").kind == REFUSED
     assert judged.verdict("Sub", 14, "FLOAT").kind == REFUSED
+
+
+@pytest.mark.parametrize("fed_axes", [False, True], ids=["constant axes", "axes fed at run time"])
+def test_another_opset_is_not_taken_where_reaching_it_writes_control_flow(fed_axes):
+    """ReduceSum-13 refused, ReduceSum-11 run: constant axes go to opset 12 (the nearest where
+    ReduceSum is 11) as an attribute; fed ones would need an If per axis there (which tract
+    cannot analyse), so the node is refused."""
+    sums = profile({"sum_13": ("ReduceSum", 13, "FLOAT", "fails"), "sum_11": ("ReduceSum", 11, "FLOAT", "right")},
+                   opsets=range(11, 14))  # fmt: skip
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum")
+    if fed_axes:
+        model = make_model([node], [x, helper.make_tensor_value_info("axes", TensorProto.INT64, [1])], [y], opset=13)
+        with pytest.raises(TargetRefused, match="sum_13: fails"):
+            lowering.lower_model(model, target=sums)
+        return
+    axes = onnx.numpy_helper.from_array(np.array([1], np.int64), "axes")
+    model = make_model([node], [x], [y], opset=13, initializer=[axes])
+    result = lowering.lower_model(model, target=sums)
+    assert schemas.default_opset(result.model.opset_import) == 12
+    assert [n.op_type for n in result.model.graph.node] == ["ReduceSum"]
+    data = np.array([[1.5, -2.0, 0.25], [3.0, 1e-3, -7.0]], np.float32)
+    assert (
+        runs_in_onnxruntime(result.model, {"x": data})[0].tobytes()
+        == runs_in_onnxruntime(model, {"x": data})[0].tobytes()
+    )
