@@ -90,9 +90,12 @@ def _state_bound_names(model: onnx.ModelProto, bound: dict[str, int]) -> None:
         if info.type.WhichOneof("value") != "tensor_type" or not info.type.tensor_type.HasField("shape"):
             continue
         for dim in info.type.tensor_type.shape.dim:
-            if not dim.dim_param or not (names := _names_in(dim.dim_param)) or not names & bound.keys():
+            if dim.dim_param in bound:
+                size = bound[dim.dim_param]
+            elif dim.dim_param and _names_in(dim.dim_param) & bound.keys():
+                size = dimension_value(dim.dim_param, bound)
+            else:
                 continue
-            size = dimension_value(dim.dim_param, bound)
             dim.Clear()
             if size is not None:
                 dim.dim_value = size
@@ -101,17 +104,19 @@ def _state_bound_names(model: onnx.ModelProto, bound: dict[str, int]) -> None:
 _OPERATIONS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}  # fmt: skip
 _FUNCTIONS = {"Min": min, "Max": max}
+INT64_MAX = 2**63 - 1  # (a dimension's value is an int64)
 
 
 def dimension_value(expression: str, sizes: Mapping[str, int]) -> int | None:
     """The value of a dimension named by whole-number arithmetic (+, -, *, //, %, Min, Max) on
-    names of known size, or None where it names anything else or is not a size (below 0)."""
+    names of known size, or None where it names anything else or is not a size (below 0, or
+    past int64)."""
     try:
         tree = ast.parse(expression.strip(), mode="eval").body
         value = _evaluated(tree, sizes)
     except (SyntaxError, ValueError, KeyError, ZeroDivisionError, RecursionError):
         return None
-    return value if value >= 0 else None
+    return value if 0 <= value <= INT64_MAX else None
 
 
 def _evaluated(tree: ast.expr, sizes: Mapping[str, int]) -> int:

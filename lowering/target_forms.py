@@ -97,14 +97,33 @@ def choose_forms(model: onnx.ModelProto, check_form, opset: int) -> tuple[onnx.M
 CONSTANTS_SAID = "constant input read from an initializer, not a node (the runtime takes it better so)"
 
 
-def initializers_better(node: onnx.NodeProto, check_form) -> list[str]:
-    """The inputs of ``node`` that Constant nodes give, where the runtime judges the node better
-    with them initializers (``check_form`` as :func:`better_form` takes it); else none."""
+def initializers_better(node: onnx.NodeProto, check_form, movable: set[str]) -> list[str]:
+    """The inputs of ``node`` among ``movable`` (:func:`movable_constants`) that the runtime
+    judges the node better with read from initializers (``check_form`` as :func:`better_form`
+    takes it); else none."""
     before, form = check_form(node, None)
-    if not form.from_nodes:
+    moved = {i for i in form.from_nodes if node.input[i] in movable}
+    if not moved:
         return []
-    after, _ = check_form(node, dataclasses.replace(form, from_nodes=frozenset()))
-    return [node.input[i] for i in sorted(form.from_nodes)] if _RANK[after] > _RANK[before] else []
+    after, _ = check_form(node, dataclasses.replace(form, from_nodes=form.from_nodes - moved))
+    return [node.input[i] for i in sorted(moved)] if _RANK[after] > _RANK[before] else []
+
+
+def movable_constants(model: onnx.ModelProto) -> set[str]:
+    """The constants of the main graph :func:`constants_as_initializers` can read from an
+    initializer: a Constant node's value (not a sparse one), an Identity of an initializer."""
+    if model.ir_version < 4:  # (an initializer must be a graph input before IR 4)
+        return set()
+    initialized = {t.name for t in model.graph.initializer}
+    found = set()
+    for node in model.graph.node:
+        if not node.output or not node.output[0]:
+            continue
+        if constant_tensor(node) is not None:
+            found.add(node.output[0])
+        elif node.op_type == "Identity" and node.domain in ("", "ai.onnx") and node.input[0] in initialized:
+            found.add(node.output[0])
+    return found
 
 
 def constants_as_initializers(model: onnx.ModelProto, check_form) -> int:
@@ -113,7 +132,8 @@ def constants_as_initializers(model: onnx.ModelProto, check_form) -> int:
     a Constant node's value made an initializer of the same name and tensor (a sparse one stays);
     an Identity of an initializer read from the initializer itself (the Identity dropped where
     nothing else reads it). How many inputs were."""
-    if model.ir_version < 4:  # (an initializer must be a graph input before IR 4)
+    movable = movable_constants(model)
+    if not movable:
         return 0
     graph = model.graph
     producers = {name: node for node in graph.node for name in node.output if name}
@@ -124,7 +144,7 @@ def constants_as_initializers(model: onnx.ModelProto, check_form) -> int:
     for node in graph.node:
         if node.op_type == "Constant" or node.domain not in ("", "ai.onnx"):
             continue
-        for name in initializers_better(node, check_form):
+        for name in initializers_better(node, check_form, movable):
             producer = producers.get(name)
             if producer is None:
                 continue

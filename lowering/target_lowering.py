@@ -6,19 +6,27 @@ no pattern can fix."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import onnx
 
 from . import schemas
-from .errors import ConversionRefused, IncompleteLowering
+from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .graphs import held_graphs
 from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
 from .shape_folding import inferred_types
-from .target_forms import CONSTANTS_SAID, better_form, choose_forms, initializers_better, nodes_with_constants
+from .target_forms import (
+    CONSTANTS_SAID,
+    better_form,
+    choose_forms,
+    initializers_better,
+    movable_constants,
+    nodes_with_constants,
+)
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
 MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the blockers at the first)
@@ -101,7 +109,15 @@ def check_model(
         if not _unlowerable_among(findings):
             return findings
         best = opsets_for_target(model, profile, lowerable)[0]
-        return findings if best == default else check_model(model, profile, best, lowerable)
+        if best == default:
+            return findings
+        refused_there = _unlowerable_among(findings)
+        findings = check_model(model, profile, best, lowerable)
+        if not any(f.op_type == "(opset)" for f in findings):  # (the model's opset loads, but must change)
+            why = f"at opset {default} the runtime refuses {refused_there} node(s) no pattern lowers, at {best} fewer"
+            opset_finding = Finding("(opset)", model_opset, "", model.graph.name, "", Verdict(REFUSED, why), None)
+            findings.insert(0, dataclasses.replace(opset_finding, fix=f"converted to opset {best}"))
+        return findings
     findings: list[Finding] = []
     opset_verdict = profile.opset_verdict(model_opset)
     if opset_verdict.kind != SUPPORTED:
@@ -111,6 +127,7 @@ def check_model(
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
     node_constants = constants_given_by_nodes(model, constant)
+    movable = movable_constants(model)
     local = {(f.domain, f.name) for f in model.functions}
     check_form = _verdict_of_form(model, profile, opset, types, (fed, constant))
     constants = {name: tensor for node, in_scope in nodes_with_constants(model) for name, tensor in in_scope.items()}
@@ -133,7 +150,7 @@ def check_model(
             choice = better_form(node, constants, opset, check_form) if version is not None else None
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix
             main = graph_name == model.graph.name  # (Constants of the main graph are moved)
-            if choice is None and version is not None and main and initializers_better(node, check_form):
+            if choice is None and version is not None and main and initializers_better(node, check_form, movable):
                 fix = f"--target chooses the form {CONSTANTS_SAID}"
             retype = _narrower_type_taken(profile, node.op_type, version, type_name, form) if verdict.blocks else None
             if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)
@@ -251,7 +268,7 @@ def lower_for_target(
         for opset in others[: MOST_OPSETS_TRIED - 1]:
             try:
                 result = lowered_at(opset)
-            except ConversionRefused:
+            except LoweringError:  # (that opset cannot be reached either: the first refusal is said)
                 continue
             if not _control_flow_op_types(result.model) - _control_flow_op_types(model):
                 break

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import onnx
 
+from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
 EMITS = ("Concat", "ReduceProd", "Reshape", "Shape", "Slice")
+FIRST_OPSET = schemas.first_opset("Constant", onnx.TensorProto.INT64)  # (the new shape: an int64 Constant)
 
 
 def flatten_reference(x: np.ndarray, *, axis: int = 1) -> np.ndarray:
@@ -18,7 +21,7 @@ def flatten_reference(x: np.ndarray, *, axis: int = 1) -> np.ndarray:
     return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
 
-@rule("Flatten", versions=(1, 9, 11, 13, 21, 23, 24, 25), emits=EMITS, reference=flatten_reference)
+@rule("Flatten", versions=schemas.op_versions("Flatten"), emits=EMITS, reference=flatten_reference)
 def flatten_by_reshape(b: Builder, x: Value, *, axis: int = 1) -> Value:
     """Flatten(x, axis=a) = Reshape(x, [∏ d[:a], ∏ d[a:]]), a counted from the end where negative.
 
@@ -26,19 +29,24 @@ def flatten_by_reshape(b: Builder, x: Value, *, axis: int = 1) -> Value:
     and ReduceProd(Slice(Shape(x), a, ∞)) at run time (a negative a slices from the end as it
     counts; the product of no dimensions is 1), which needs Slice's inputs (opset 10) and
     Reshape's allowzero=1 (14): without it a 0 in the new shape would copy x's own dimension
-    there. A constant shape holds allowzero=1 only where it holds a 0 (declined below 14).
+    there. A constant shape holds allowzero=1 only where it holds a 0 (declined below 14), and
+    is an int64 Constant (opset 9). Needs x's rank, to refuse an axis outside it as the op does.
     Moves no value: exact on every type."""
+    if b.opset < FIRST_OPSET:
+        raise NotLowered(f"its new shape is an int64 Constant, which exists from opset {FIRST_OPSET}, not {b.opset}")
     shape = b.shape_of(x)
+    cut = None if shape is None else axis + len(shape) if axis < 0 else axis
+    if shape is not None and not 0 <= cut <= len(shape):
+        raise NotLowered(f"axis {axis} lies outside x's rank {len(shape)}")
     if shape is not None and None not in shape:
-        cut = axis + len(shape) if axis < 0 else axis
-        if not 0 <= cut <= len(shape):
-            raise NotLowered(f"axis {axis} lies outside x's rank {len(shape)}")
         new_shape = [math.prod(shape[:cut]), math.prod(shape[cut:])]
         if 0 not in new_shape:
             return b.Reshape(x, b.ints(new_shape, "shape"))
         if b.opset >= 14:
             return b.Reshape(x, b.ints(new_shape, "shape"), allowzero=1)
         raise NotLowered(f"its new shape {new_shape} holds a 0, which a Reshape at opset {b.opset} would copy")
+    if shape is None:
+        raise NotLowered("x's rank is not known, so neither is whether its axis lies within it")
     if b.opset < 14:
         raise NotLowered(f"x's shape is not known, and a Reshape at opset {b.opset} (no allowzero) would copy a 0")
     dims = b.Shape(x)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
 from .versions.gathernd import batch_coordinates
@@ -32,7 +33,7 @@ def gathernd_reference(data: np.ndarray, indices: np.ndarray, *, batch_dims: int
     return result
 
 
-@rule("GatherND", versions=(11, 12, 13), emits=EMITS, reference=gathernd_reference)
+@rule("GatherND", versions=schemas.op_versions("GatherND"), emits=EMITS, reference=gathernd_reference)
 def gathernd_by_row_numbers(b: Builder, data: Value, indices: Value, *, batch_dims: int = 0) -> Value:
     """GatherND(x, i, batch_dims=0) = Reshape(Gather(Flatten(x, k), r, axis=0), Concat(Shape(i)[:-1], Shape(x)[k:])).
 
@@ -45,17 +46,25 @@ def gathernd_by_row_numbers(b: Builder, data: Value, indices: Value, *, batch_di
     is a constant where every dimension is known and none is 0; else computed, and holds no 0 a
     copy would misread (allowzero=1 from opset 14; below, where data's dimensions past the first
     after k are known not 0, or there are none). Needs k (the last dimension of i)
-    known and not 0; strings only where each tuple names one string (k = rank of x): onnxruntime's
-    Gather keeps only the first string of each row it takes."""
+    known and not 0, and with batch_dims, the batch dimensions known equal in x and i (the op
+    fails where they differ, the batch coordinates would not); strings only where each tuple
+    names one string (k = rank of x): onnxruntime's Gather keeps only the first string of each
+    row it takes."""
     indices_shape = b.shape_of(indices)
     if indices_shape is None or indices_shape[-1] is None:
         raise NotLowered("the last dimension of its indices (how many axes an index names) is unknown")
+    data_shape = b.shape_of(data)
     if batch_dims:
+        batch = [data_shape[:batch_dims] if data_shape is not None else None, indices_shape[:batch_dims]]
+        if batch[0] is None or None in batch[0] or None in batch[1] or batch[0] != batch[1]:
+            raise NotLowered(
+                f"its batch dimensions are not known equal in data and indices ({batch[0]} and {batch[1]}), "
+                "where the op fails if they differ"
+            )
         indices = batch_coordinates(b, indices, batch_dims, len(indices_shape))
     depth = batch_dims + indices_shape[-1]
     if depth == 0:
         raise NotLowered("its index tuples are empty (the last dimension of its indices is 0)")
-    data_shape = b.shape_of(data)
     if data.element_type == onnx.TensorProto.STRING and (data_shape is None or len(data_shape) != depth):
         raise NotLowered(
             "onnxruntime's Gather on strings keeps only the first string of each row it takes (measured), and "

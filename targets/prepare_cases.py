@@ -155,14 +155,20 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
 
 
 def _casts_out_of_range(node: onnx.NodeProto, values: dict) -> bool:
-    """Whether ``node`` casts a float value to an integer type where some of it lies outside that
-    type (infinities, NaN among them), which ONNX's Cast leaves undefined."""
-    if node.op_type != "Cast" or not isinstance(values.get(node.input[0]), np.ndarray):
+    """Whether ``node`` (Cast, CastLike) casts a float value (bfloat16 and float8 too) to an
+    integer type where some of it lies outside that type (infinities, NaN among them), which
+    ONNX's Cast leaves undefined."""
+    if node.op_type not in ("Cast", "CastLike") or not isinstance(values.get(node.input[0]), np.ndarray):
         return False
     value = values[node.input[0]]
-    to = next((a.i for a in node.attribute if a.name == "to"), None)
-    target = onnx.helper.tensor_dtype_to_np_dtype(to) if to else None
-    if value.dtype.kind != "f" or target is None or np.dtype(target).kind not in "iu":
+    if node.op_type == "CastLike":
+        like = values.get(node.input[1]) if len(node.input) > 1 else None
+        target = like.dtype if isinstance(like, np.ndarray) else None
+    else:
+        to = next((a.i for a in node.attribute if a.name == "to"), None)
+        target = onnx.helper.tensor_dtype_to_np_dtype(to) if to else None
+    floating = value.dtype.kind == "f" or value.dtype.kind == "V" and value.dtype.itemsize <= 2  # (ml_dtypes' floats)
+    if not floating or target is None or np.dtype(target).kind not in "iu":
         return False
     limits = np.iinfo(target)
     with np.errstate(invalid="ignore"):

@@ -157,9 +157,22 @@ def test_one_dimension_name_given_two_sizes_is_refused():
     [("s0", 8), ("Min(64, s0)", 8), ("Max(1, s0 - 9)", 1), ("((s1*s0)//s2)", 5), ("((s0//3)) - 1", 1),
      ("s0 % 3 + -1", 1), ("2*s0 - s1", 14),
      ("floor(s0)", None), ("s0 / 2", None), ("s0**2", None), ("s9 + 1", None), ("s0 - 9", None),
-     ("s0 //", None), ("1.5", None), ("s0 // (s1 - 2)", None)],
+     ("s0 //", None), ("1.5", None), ("s0 // (s1 - 2)", None), ("s0" + "*s0" * 30, None)],
 )  # fmt: skip
 def test_a_dimension_named_by_arithmetic_on_sizes_takes_its_value(expression, value):
     """+, -, *, //, %, Min and Max on known sizes (s0 = 8, s1 = 2, s2 = 3); anything else, an
     unknown name, a negative size or a division by zero is no value."""
     assert dimension_value(expression, {"s0": 8, "s1": 2, "s2": 3}) == value
+
+
+@pytest.mark.parametrize("name", ["batch-size", "past_sequence_length + 1", "?", "input.1_dim0"])
+def test_a_dimension_named_as_an_input_dimension_takes_its_size_whatever_the_name(name):
+    """A name an input's dimension has is that size in value_info and outputs too, whether or not
+    it reads as arithmetic (an exporter's "past_sequence_length + 1" is one name here)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [name, 3])
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    unknown = helper.make_node("Reshape", ["x", "s"], ["y"])  # (inference cannot prove y's shape: s is fed)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [name, 3])
+    model = make_model([unknown], [x, s], [y], opset=17)
+    static = with_input_shapes(model, {"x": [2, 3]})
+    assert [d.dim_value for d in static.graph.output[0].type.tensor_type.shape.dim] == [2, 3]

@@ -168,3 +168,21 @@ def test_an_identity_of_a_weight_is_read_past(constant_node_profile, also_an_out
     x = np.random.default_rng(0).standard_normal((2, size)).astype(np.float32)
     for got, want in zip(run_onnxruntime(result.model, {"x": x}), run_onnxruntime(model, {"x": x}), strict=True):
         assert got.tobytes() == want.tobytes()
+
+
+def test_a_constant_computed_otherwise_is_not_promised_an_initializer(constant_node_profile):
+    """Mul(x, Neg(w)), w too large to fold: a node gives the constant, but not one --target can
+    read from an initializer (no Constant, no Identity of a weight), so check names no such fix
+    and --target refuses the node."""
+    size = MAX_FOLDED_ELEMENTS + 1
+    w = numpy_helper.from_array(np.ones(size, np.float32), "w")
+    nodes = [helper.make_node("Neg", ["w"], ["minus_w"], name="negate"),
+             helper.make_node("Mul", ["x", "minus_w"], ["y"], name="scaled")]  # fmt: skip
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, size])
+    y_info = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, size])
+    model = helper.make_model(helper.make_graph(nodes, "g", [x_info], [y_info], [w]),
+                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    [finding] = [f for f in check_model(model, constant_node_profile) if f.blocks]
+    assert "input 1 given by a node" in str(finding) and "no pattern lowers it" in str(finding)
+    with pytest.raises(TargetRefused, match="node 'scaled'"):
+        lowering.lower_model(model, target=constant_node_profile)

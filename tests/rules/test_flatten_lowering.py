@@ -101,3 +101,15 @@ def test_below_opset_14_a_shape_not_known_or_holding_a_0_is_declined():
     ]:
         with pytest.raises(lowering.LoweringError, match=why):
             lowering.lower(model, ops=["Flatten"], strict=True)
+
+
+def test_what_the_rule_cannot_write_as_the_op_means_it_is_declined():
+    """Below opset 9 no int64 Constant holds the new shape; an axis outside x's known rank is
+    refused as the op refuses it, with the dimensions unknown too."""
+    for model, why in [
+        (flatten_model(TensorProto.FLOAT, [2, 3, 4], 8), "exists from opset 9"),
+        (flatten_model(TensorProto.FLOAT, [None, None, None], 14, axis=5), "axis 5 lies outside x's rank 3"),
+        (flatten_model(TensorProto.FLOAT, [None, None, None], 14, axis=-5), "axis -5 lies outside"),
+    ]:
+        with pytest.raises(lowering.LoweringError, match=why):
+            lowering.lower(model, ops=["Flatten"], strict=True)

@@ -178,3 +178,12 @@ def test_strings_are_lowered_only_where_each_tuple_names_one_string():
     single = lowered(gathernd_model(TensorProto.STRING, [2, 3], [2, 2], 13))
     got = runs_in_onnxruntime(single, {"data": data, "indices": np.array([[1, 2], [-2, 0]], np.int64)})
     assert got[0].tolist() == ["f", "a"]
+
+
+@pytest.mark.parametrize(("data_shape", "indices_shape"), [([3, 4], [2, 1]), ([None, 4], [2, 1])])
+def test_batch_dimensions_not_known_equal_are_declined(data_shape, indices_shape):
+    """GatherND fails where data's and indices' batch dimensions differ; the batch coordinates
+    would not: the rule lowers only where they are known equal."""
+    model = gathernd_model(TensorProto.FLOAT, data_shape, indices_shape, 13, batch_dims=1)
+    with pytest.raises(lowering.LoweringError, match="batch dimensions are not known equal"):
+        lowering.lower(model, ops=["GatherND"], strict=True)
