@@ -10,7 +10,7 @@ import onnx
 from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
-EMITS = ("Concat", "ReduceProd", "Reshape", "Shape", "Slice")
+EMITS = ("Add", "Concat", "Gather", "Range", "ReduceProd", "Reshape", "Shape", "Slice")
 FIRST_OPSET = schemas.first_opset("Constant", onnx.TensorProto.INT64)  # (the new shape: an int64 Constant)
 
 
@@ -30,8 +30,9 @@ def flatten_by_reshape(b: Builder, x: Value, *, axis: int = 1) -> Value:
     counts; the product of no dimensions is 1), which needs Slice's inputs (opset 10) and
     Reshape's allowzero=1 (14): without it a 0 in the new shape would copy x's own dimension
     there. A constant shape holds allowzero=1 only where it holds a 0 (declined below 14), and
-    is an int64 Constant (opset 9). Needs x's rank, to refuse an axis outside it as the op does.
-    Moves no value: exact on every type."""
+    is an int64 Constant (opset 9). An axis outside x's rank fails as the op fails: refused where
+    the rank is known, else the cut is Gather(Range(0, r + 1), a) (a >= 0) or Gather(Range(0, r), a)
+    (a < 0) at run time, which fails there. Moves no value: exact on every type."""
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"its new shape is an int64 Constant, which exists from opset {FIRST_OPSET}, not {b.opset}")
     shape = b.shape_of(x)
@@ -45,11 +46,16 @@ def flatten_by_reshape(b: Builder, x: Value, *, axis: int = 1) -> Value:
         if b.opset >= 14:
             return b.Reshape(x, b.ints(new_shape, "shape"), allowzero=1)
         raise NotLowered(f"its new shape {new_shape} holds a 0, which a Reshape at opset {b.opset} would copy")
-    if shape is None:
-        raise NotLowered("x's rank is not known, so neither is whether its axis lies within it")
     if b.opset < 14:
         raise NotLowered(f"x's shape is not known, and a Reshape at opset {b.opset} (no allowzero) would copy a 0")
     dims = b.Shape(x)
-    rows = b.ReduceProd(b.Slice(dims, b.ints([0], "start"), b.ints([axis], "axis")), keepdims=1)
-    columns = b.ReduceProd(b.Slice(dims, b.ints([axis], "axis"), b.ints([np.iinfo(np.int64).max], "end")), keepdims=1)
+    if shape is not None:
+        at = b.ints([axis], "axis")
+    else:  # the cut checked at run time: Gather(Range(0, r + 1), a) for a >= 0, Gather(Range(0, r), a) below
+        rank = b.Reshape(b.Shape(dims), b.ints([], "scalar"))
+        zero, one = b.scalar(0, onnx.TensorProto.INT64, "zero"), b.scalar(1, onnx.TensorProto.INT64, "one")
+        cuts = b.Range(zero, b.Add(rank, one) if axis >= 0 else rank, one)
+        at = b.Gather(cuts, b.ints([axis], "axis"), axis=0)
+    rows = b.ReduceProd(b.Slice(dims, b.ints([0], "start"), at), keepdims=1)
+    columns = b.ReduceProd(b.Slice(dims, at, b.ints([np.iinfo(np.int64).max], "end")), keepdims=1)
     return b.Reshape(x, b.Concat(rows, columns, axis=0), allowzero=1)

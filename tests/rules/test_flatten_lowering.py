@@ -113,3 +113,23 @@ def test_what_the_rule_cannot_write_as_the_op_means_it_is_declined():
     ]:
         with pytest.raises(lowering.LoweringError, match=why):
             lowering.lower(model, ops=["Flatten"], strict=True)
+
+
+@pytest.mark.parametrize("axis", [2, 3, -2, -3])
+def test_an_axis_outside_a_rank_known_only_at_run_time_fails_as_the_op_fails(axis):
+    """x = Reshape(data, s), s fed (x's rank unknown): axis 2 or -2 of a rank-2 x runs, 3 or -3
+    fails, in onnxruntime's Flatten and in the lowered model alike."""
+    nodes = [helper.make_node("Reshape", ["data", "s"], ["x"]), helper.make_node("Flatten", ["x"], ["y"], axis=axis)]
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [24]),
+              helper.make_tensor_value_info("s", TensorProto.INT64, [None])]  # fmt: skip
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])], opset=14)
+    result = lowered(model)
+    feeds = {"data": np.arange(24, dtype=np.float32), "s": np.array([6, 4], np.int64)}
+    if abs(axis) <= 2:
+        want = rule_for("", "Flatten").reference(feeds["data"].reshape(6, 4), axis=axis)
+        assert_same(runs_in_onnxruntime(result, feeds)[0], want)
+        assert_same(runs_in_onnxruntime(model, feeds)[0], want)
+        return
+    for candidate in (model, result):
+        with pytest.raises(Exception, match="(?i)axis|indices|out of (range|bounds)"):
+            runs_in_onnxruntime(candidate, feeds)
