@@ -29,6 +29,8 @@ import onnx
 import onnx2torch
 import torch
 
+from . import fed_names
+
 VERSION = version("onnx2torch")
 
 # ml_dtypes' types and torch's, moved as raw bits of the same width
@@ -74,11 +76,7 @@ def _to_numpy(value):
 
 def run(model_bytes: bytes, feeds: dict) -> list:
     model = onnx.load_from_string(model_bytes)
-    initialized = {i.name for i in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in initialized]
-    missing = [name for name in names if name not in feeds]
-    if missing:
-        raise KeyError(f"no feed for inputs {missing}")
+    names = fed_names(model.graph.input, model.graph.initializer, feeds)
     tensors = [_to_torch(name, feeds[name]) for name in names]
     module = onnx2torch.convert(model)
     module.eval()

@@ -52,6 +52,8 @@ import numpy as np
 import onnx
 from rknn.api import RKNN
 
+from . import fed_names
+
 VERSION = importlib.metadata.version("rknn-toolkit2")
 
 # float16 has 11 significant bits: a unit roundoff of 2**-11 (about 4.9e-4). A single op on the
@@ -146,11 +148,7 @@ def _static(model: onnx.ModelProto, names: list[str]) -> bool:
 
 def run(model_bytes: bytes, feeds: dict) -> list:
     model = onnx.load_from_string(model_bytes)
-    initialized = {i.name for i in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in initialized]
-    missing = [name for name in names if name not in feeds]
-    if missing:
-        raise KeyError(f"no feed for inputs {missing}")
+    names = fed_names(model.graph.input, model.graph.initializer, feeds)
     inputs = [_to_feed(name, feeds[name]) for name in names]
     if model.ir_version > onnx.IR_VERSION:
         model.ir_version = onnx.IR_VERSION

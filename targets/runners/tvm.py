@@ -22,6 +22,8 @@ import tvm
 from tvm import relax
 from tvm.relax.frontend.onnx import from_onnx
 
+from . import fed_names
+
 VERSION = tvm.__version__
 
 
@@ -48,11 +50,7 @@ def _to_numpy(value):
 
 def run(model_bytes: bytes, feeds: dict) -> list:
     model = onnx.load_from_string(model_bytes)
-    initialized = {i.name for i in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in initialized]
-    missing = [name for name in names if name not in feeds]
-    if missing:
-        raise KeyError(f"no feed for inputs {missing}")
+    names = fed_names(model.graph.input, model.graph.initializer, feeds)
     tensors = [_to_tvm(name, feeds[name]) for name in names]
     shapes = {name: list(np.shape(feeds[name])) for name in names}
     mod = from_onnx(model, shape_dict=shapes)
