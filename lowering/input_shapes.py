@@ -92,7 +92,7 @@ def _state_bound_names(model: onnx.ModelProto, bound: dict[str, int]) -> None:
         for dim in info.type.tensor_type.shape.dim:
             if dim.dim_param in bound:
                 size = bound[dim.dim_param]
-            elif dim.dim_param and _names_in(dim.dim_param) & bound.keys():
+            elif dim.dim_param and dimension_names(dim.dim_param) & bound.keys():
                 size = dimension_value(dim.dim_param, bound)
             else:
                 continue
@@ -134,7 +134,7 @@ def _evaluated(tree: ast.expr, sizes: Mapping[str, int]) -> int:
     raise ValueError(f"not whole-number arithmetic: {ast.dump(tree)}")
 
 
-def _names_in(expression: str) -> set[str]:
+def dimension_names(expression: str) -> set[str]:
     """The names an expression reads ({"s0"} in "Min(64, s0)"); {the text} where it does not parse."""
     try:
         tree = ast.parse(expression.strip(), mode="eval")

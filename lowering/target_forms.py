@@ -23,8 +23,11 @@ import onnx
 from onnx import numpy_helper
 
 from . import schemas
-from .graphs import constant_tensor, held_graphs
+from .errors import LoweringError
+from .graphs import constant_tensor, held_graphs, without_unread
+from .modelio import checkable
 from .node_forms import NodeForm
+from .nodecheck import checker_message
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED
 
 # how good a verdict is for a node to keep: a form is chosen only where its verdict is better
@@ -91,7 +94,14 @@ def choose_forms(model: onnx.ModelProto, check_form, opset: int) -> tuple[onnx.M
     moved = constants_as_initializers(copy, check_form)
     if moved:
         chosen[CONSTANTS_SAID] += moved
-    return (copy, chosen) if chosen else (model, chosen)
+    if not chosen:
+        return model, chosen
+    try:  # (a rewritten model passes the full checker as every lowered one does)
+        onnx.checker.check_model(checkable(copy), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        raise LoweringError(f"the forms chosen ({', '.join(chosen)}) left an invalid model: "
+                            f"{checker_message(error)}") from None  # fmt: skip
+    return copy, chosen
 
 
 CONSTANTS_SAID = "constant input read from an initializer, not a node (the runtime takes it better so)"
@@ -159,10 +169,10 @@ def constants_as_initializers(model: onnx.ModelProto, check_form) -> int:
                 node.input[:] = [producer.input[0] if given == name else given for given in node.input]
                 bypassed.add(name)
                 count += 1
-    read = {name for node in graph.node for name in node.input} | {info.name for info in graph.output}
-    read |= {name for node in graph.node for _, _, inner in held_graphs(node) for name in _names_read(inner)}
-    dropped = set(moved) | (bypassed - read)  # (the nodes giving these, by their one output)
-    kept = [node for node in graph.node if not (node.output and node.output[0] in dropped)]
+    kept = [node for node in graph.node if not (node.output and node.output[0] in moved)]
+    kept = without_unread(
+        kept, [info.name for info in graph.output], lambda n: bool(n.output) and n.output[0] in bypassed
+    )
     for name, node in moved.items():
         tensor = onnx.TensorProto()
         tensor.CopyFrom(constant_tensor(node))
@@ -172,13 +182,6 @@ def constants_as_initializers(model: onnx.ModelProto, check_form) -> int:
         del graph.node[:]
         graph.node.extend(kept)
     return count
-
-
-def _names_read(graph: onnx.GraphProto) -> set[str]:
-    """The names a graph's nodes read (and the graphs they hold), its outer scope's among them."""
-    return {name for node in graph.node for name in node.input} | {
-        name for node in graph.node for _, _, inner in held_graphs(node) for name in _names_read(inner)
-    }
 
 
 def better_form(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], opset: int, check_form):

@@ -13,7 +13,7 @@ import onnx
 
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
-from .graphs import held_graphs
+from .graphs import held_graphs, holds_graphs
 from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
@@ -210,15 +210,13 @@ def opsets_for_target(
     return [entry[-1] for entry in sorted(ranked)] or [default]
 
 
-CONTROL_FLOW = frozenset({"If", "Loop", "Scan"})
-
-
 def _control_flow_op_types(model: onnx.ModelProto) -> set[str]:
-    """The control-flow ops a model holds anywhere. Another opset is not taken where reaching it
-    writes one the model does not hold (an If per axis where ReduceSum-13's axes are fed at run
-    time and ReduceSum-11 takes them as an attribute): a runtime analyses such branches worst
-    (tract), and the profile's If cases say nothing of them; the node is refused instead."""
-    return {node.op_type for _, node in _every_node(model) if node.op_type in CONTROL_FLOW}
+    """The ops of nodes holding graphs (If, Loop, Scan) anywhere in a model. Another opset is not
+    taken where reaching it writes one the model does not hold (an If per axis where
+    ReduceSum-13's axes are fed at run time and ReduceSum-11 takes them as an attribute): a
+    runtime analyses such branches worst (tract), and the profile's If cases say nothing of
+    them; the node is refused instead."""
+    return {node.op_type for _, node in _every_node(model) if holds_graphs(node)}
 
 
 def retype_pair(pair: tuple[int, int]) -> str:

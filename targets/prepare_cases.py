@@ -29,6 +29,7 @@ from onnx import numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from prepare_sweep import CORPUS, CORPUS_ATOL, CORPUS_RTOL, corpus_feeds  # noqa: E402
 from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
@@ -37,8 +38,6 @@ from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
 
 OLDEST_OPSET = 7
-CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"
-CORPUS_RTOL, CORPUS_ATOL = 1e-3, 1e-5  # (as targets/prepare_sweep.py holds the exports' outputs)
 
 
 def with_variants(name: str, opset: int, model: onnx.ModelProto, case) -> list[tuple]:
@@ -114,15 +113,14 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
     for path in sorted(folder.glob("*.onnx")):
         model = onnx.load(path)
         opset = schemas.default_opset(model.opset_import)
-        data = np.load(path.with_suffix(".npz"))
-        feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
+        feeds = corpus_feeds(path)
         values = _every_value(model, feeds, onnxruntime)
         fed, constant = value_sources(model)
         declared = {info.name: info for info in model.graph.value_info}
         given_by_nodes = constants_given_by_nodes(model, constant)
         undefined: set[str] = set()  # values ONNX leaves undefined here, and what is computed from them
         for node in model.graph.node:
-            if any(name in undefined for name in node.input) or _casts_out_of_range(node, values):
+            if any(name in undefined for name in node.input) or casts_out_of_range(node, values):
                 undefined.update(node.output)
                 continue
             if (
@@ -154,7 +152,7 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
     return found
 
 
-def _casts_out_of_range(node: onnx.NodeProto, values: dict) -> bool:
+def casts_out_of_range(node: onnx.NodeProto, values: dict) -> bool:
     """Whether ``node`` (Cast, CastLike) casts a float value (bfloat16 and float8 too) to an
     integer type where some of it lies outside that type (infinities, NaN among them), which
     ONNX's Cast leaves undefined."""

@@ -28,14 +28,20 @@ import lowering  # noqa: E402
 from lowering.verification.runtime import run_onnxruntime  # noqa: E402
 
 CORPUS = HERE.parent / "golden" / "corpus"
+CORPUS_RTOL, CORPUS_ATOL = 1e-3, 1e-5  # (an export's outputs against onnxruntime's: other kernels' sums)
+
+
+def corpus_feeds(path: Path) -> dict[str, np.ndarray]:
+    """The inputs an export of golden/corpus is run on (``input:NAME`` in the .npz beside it)."""
+    data = np.load(path.with_suffix(".npz"))
+    return {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
 
 
 def corpus_items():
     for path in sorted(CORPUS.glob("*.onnx")):
         model = onnx.load(path)
-        data = np.load(path.with_suffix(".npz"))
-        feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
-        yield path.stem, model, feeds, run_onnxruntime(model, feeds), 1e-3, 1e-5
+        feeds = corpus_feeds(path)
+        yield path.stem, model, feeds, run_onnxruntime(model, feeds), CORPUS_RTOL, CORPUS_ATOL
 
 
 def case_items():

@@ -331,3 +331,72 @@ def slow_but_a_sample(keep: int = 1):
         return function
 
     return decorate
+
+
+def nested_forms(model: onnx.ModelProto) -> dict[str, onnx.ModelProto]:
+    """The model's nodes in both branches of an If on a new bool input ``branch`` (the then
+    branch the nodes as they are, the else branch a copy), and called through a local function
+    (domain ``local``): where a rule must lower them too. Each takes the model's inputs and one
+    more (``branch``, the If's) and gives its outputs."""
+    inputs, outputs = list(model.graph.input), list(model.graph.output)
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+
+    def branch(label: str) -> onnx.GraphProto:
+        renamed = {info.name: f"{label}_{info.name}" for info in outputs}
+        nodes = []
+        for node in model.graph.node:
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node)
+            copy.output[:] = [renamed.get(name, name) for name in node.output]
+            nodes.append(copy)
+        results = [helper.make_value_info(renamed[info.name], info.type) for info in outputs]
+        return helper.make_graph(nodes, label, [], results, list(model.graph.initializer))
+
+    choose = helper.make_node("If", ["branch"], [info.name for info in outputs], name="choose",
+                              then_branch=branch("then"), else_branch=branch("else"))  # fmt: skip
+    flag = helper.make_tensor_value_info("branch", onnx.TensorProto.BOOL, [])
+    in_if = make_model([choose], [*inputs, flag], outputs, opset=opset)
+    names = [info.name for info in inputs]
+    constants = [helper.make_node("Constant", [], [t.name], value=t) for t in model.graph.initializer]
+    function = helper.make_function("local", "Body", names, [info.name for info in outputs],
+                                    [*constants, *model.graph.node], [helper.make_opsetid("", opset)])  # fmt: skip
+    call = helper.make_node("Body", names, [info.name for info in outputs], domain="local", name="call")
+    in_function = make_model([call], [*inputs, flag], outputs, opset=opset, functions=[function],
+                             extra_opsets={"local": 1})  # fmt: skip
+    return {"if": in_if, "function": in_function}
+
+
+def random_elements(element_type: int, shape, rng: np.random.Generator) -> np.ndarray:
+    """Random elements of ``element_type``: floats of any bits (NaNs with payloads, infinities,
+    -0, subnormals), integers over their whole range, bools, strings of digits."""
+    from lowering import floats
+
+    if element_type == onnx.TensorProto.STRING:
+        return rng.integers(0, 1000, shape).astype(str).astype(object)
+    if element_type == onnx.TensorProto.BOOL:
+        return rng.integers(0, 2, shape).astype(bool)
+    dtype = np.dtype(floats.numpy_dtype(element_type))
+    if dtype.kind in "fV":  # (ml_dtypes' bfloat16 and float8 are kind V)
+        return (
+            rng.integers(0, 2 ** (8 * dtype.itemsize), shape, dtype=np.uint64).astype(f"u{dtype.itemsize}").view(dtype)
+        )
+    return rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, dtype=dtype, endpoint=True)
+
+
+def assert_same_elements(got: np.ndarray, want: np.ndarray) -> None:
+    """Bit for bit, strings by value."""
+    if want.dtype == object:
+        assert got.shape == want.shape and got.tolist() == want.tolist()
+    else:
+        assert_same_bits(got, want)
+
+
+def lowered_wholly(model: onnx.ModelProto, op_type: str) -> onnx.ModelProto:
+    """``model`` with every ``op_type`` node lowered (strict), in every graph and function, the
+    result passing the full checker."""
+    from lowering.opcount import count_ops
+
+    result = lowering.lower(model, ops=[op_type], strict=True)
+    assert op_type not in count_ops(result)
+    onnx.checker.check_model(result, full_check=True)
+    return result

@@ -13,7 +13,7 @@ from support import make_model, runs_in_onnxruntime
 
 import lowering
 from lowering.cli.main import main
-from lowering.input_shapes import _names_in, dimension_value, parse_input_shape, with_input_shapes
+from lowering.input_shapes import dimension_names, dimension_value, parse_input_shape, with_input_shapes
 
 
 def dynamic_model() -> onnx.ModelProto:
@@ -131,7 +131,7 @@ def test_the_exporters_dimension_names_in_value_info_take_the_sizes_given():
     static = with_input_shapes(model, {name: list(value.shape) for name, value in feeds.items()})
     stated = [d for info in [*static.graph.value_info, *static.graph.output] for d in info.type.tensor_type.shape.dim]
     assert not [d.dim_param for d in stated if d.dim_param in named]
-    assert not [d.dim_param for d in stated if _names_in(d.dim_param) & named]  # "Min(64, s0)" too
+    assert not [d.dim_param for d in stated if dimension_names(d.dim_param) & named]  # "Min(64, s0)" too
     sizes = {info.name: [d.dim_value for d in info.type.tensor_type.shape.dim] for info in static.graph.value_info}
     assert sizes["slice_1"] == [1, feeds["input_ids"].shape[1]]  # was [1, "Min(64, s0)"]
     assert sum(d.HasField("dim_value") for d in stated) > sum(

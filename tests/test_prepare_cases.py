@@ -88,7 +88,7 @@ def test_cases_are_taken_to_the_ops_other_versions(cases):
 )  # fmt: skip
 def test_a_float_cast_to_an_integer_type_it_lies_outside_is_undefined(values, to, undefined):
     node = helper.make_node("Cast", ["x"], ["y"], to=to)
-    assert prepare_cases._casts_out_of_range(node, {"x": np.array(values, np.float32)}) is undefined
+    assert prepare_cases.casts_out_of_range(node, {"x": np.array(values, np.float32)}) is undefined
 
 
 def test_a_castlike_or_a_bfloat16_cast_out_of_range_is_undefined_too():
@@ -96,7 +96,7 @@ def test_a_castlike_or_a_bfloat16_cast_out_of_range_is_undefined_too():
 
     like = helper.make_node("CastLike", ["x", "y"], ["z"])
     values = {"x": np.array([np.inf], np.float32), "y": np.zeros(1, np.int32)}
-    assert prepare_cases._casts_out_of_range(like, values)
+    assert prepare_cases.casts_out_of_range(like, values)
     cast = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT8)
-    assert prepare_cases._casts_out_of_range(cast, {"x": np.array([300.0], ml_dtypes.bfloat16)})
-    assert not prepare_cases._casts_out_of_range(cast, {"x": np.array([3.0], ml_dtypes.bfloat16)})
+    assert prepare_cases.casts_out_of_range(cast, {"x": np.array([300.0], ml_dtypes.bfloat16)})
+    assert not prepare_cases.casts_out_of_range(cast, {"x": np.array([3.0], ml_dtypes.bfloat16)})

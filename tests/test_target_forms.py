@@ -21,14 +21,19 @@ ALLOWZERO_CASE = "test_reshape_allowzero_reordered#constant"  # (allowzero=1, it
 PLAIN_CASE = "test_reshape_reordered_all_dims#constant"  # (allowzero=0)
 
 
+def _made_up(name: str, op_type: str, version: int, opset: int, verdicts: dict[str, str]):
+    """A probed profile of one op version on float, its cases' verdicts by case name."""
+    return profile_from_data({
+        "name": name, "runtime": "made-up", "runtime_version": "0",
+        "source": {"kind": "probed", "how": "a test"}, "opsets": [opset],
+        "cases": {case: {"op": op_type, "version": version, "type": "FLOAT", "verdict": verdict}
+                  for case, verdict in verdicts.items()},
+    })  # fmt: skip
+
+
 def _profile():
     """A runtime that gets the allowzero=1 case wrong and the allowzero=0 one right (OpenVINO 2024.6)."""
-    return profile_from_data({
-        "name": "allowzero-wrong", "runtime": "made-up", "runtime_version": "0",
-        "source": {"kind": "probed", "how": "a test"}, "opsets": [21],
-        "cases": {name: {"op": "Reshape", "version": 21, "type": "FLOAT", "verdict": verdict}
-                  for name, verdict in [(ALLOWZERO_CASE, "wrong"), (PLAIN_CASE, "right")]},
-    })  # fmt: skip
+    return _made_up("allowzero-wrong", "Reshape", 21, 21, {ALLOWZERO_CASE: "wrong", PLAIN_CASE: "right"})
 
 
 def _model(shape: list[int] | None, allowzero: int = 1) -> onnx.ModelProto:
@@ -100,12 +105,7 @@ def constant_node_profile(monkeypatch):
     )
     forms = {GIVEN_BY_NODE: dataclasses.replace(form, from_nodes=frozenset({1})), INITIALIZED: form}
     monkeypatch.setattr(node_forms, "case_forms", lambda: forms)
-    return profile_from_data({
-        "name": "constant-nodes-fail", "runtime": "made-up", "runtime_version": "0",
-        "source": {"kind": "probed", "how": "a test"}, "opsets": [17],
-        "cases": {name: {"op": "Mul", "version": 14, "type": "FLOAT", "verdict": verdict}
-                  for name, verdict in [(GIVEN_BY_NODE, "fails"), (INITIALIZED, "right")]},
-    })  # fmt: skip
+    return _made_up("constant-nodes-fail", "Mul", 14, 17, {GIVEN_BY_NODE: "fails", INITIALIZED: "right"})
 
 
 def _scaled_model(op_type: str = "Mul") -> onnx.ModelProto:
@@ -186,3 +186,19 @@ def test_a_constant_computed_otherwise_is_not_promised_an_initializer(constant_n
     assert "input 1 given by a node" in str(finding) and "no pattern lowers it" in str(finding)
     with pytest.raises(TargetRefused, match="node 'scaled'"):
         lowering.lower_model(model, target=constant_node_profile)
+
+
+def test_a_model_the_forms_leave_invalid_is_refused_not_returned(constant_node_profile, monkeypatch):
+    """The forms chosen are checked as every lowered model is: a rewrite that dropped a Constant
+    without its initializer (made here on purpose) is a clear error, not a model."""
+    from lowering import target_forms
+
+    def dropped(model, check_form):
+        kept = [node for node in model.graph.node if node.op_type != "Constant"]
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+        return 1
+
+    monkeypatch.setattr(target_forms, "constants_as_initializers", dropped)
+    with pytest.raises(lowering.LoweringError, match="left an invalid model"):
+        lowering.lower_model(_scaled_model(), target=constant_node_profile)

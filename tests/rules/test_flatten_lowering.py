@@ -8,19 +8,27 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, make_model, op_type_set, runs_in_onnxruntime, slow_but_a_sample
+from support import (
+    assert_same_bits,
+    assert_same_elements,
+    lowered_wholly,
+    make_model,
+    nested_forms,
+    random_elements,
+    runs_in_onnxruntime,
+    slow_but_a_sample,
+)
 from version_cases import node_cases
 
 import lowering
-from lowering import floats
+from lowering import schemas
 from lowering.registry import rule_for
 
 BACKEND_CASES = [case for case in node_cases() if case.name.startswith("test_flatten")]
-TYPES = [TensorProto.FLOAT, TensorProto.BFLOAT16, TensorProto.INT64, TensorProto.UINT8, TensorProto.BOOL,
-         TensorProto.STRING]  # fmt: skip
+TYPES = [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN, TensorProto.INT64,
+         TensorProto.UINT8, TensorProto.BOOL, TensorProto.STRING]  # fmt: skip
 
 
 def flatten_model(element_type, shape, opset, axis=None):
@@ -32,29 +40,7 @@ def flatten_model(element_type, shape, opset, axis=None):
 
 
 def lowered(model):
-    result = lowering.lower(model, ops=["Flatten"], strict=True)
-    assert "Flatten" not in op_type_set(result)
-    onnx.checker.check_model(result, full_check=True)
-    return result
-
-
-def values(element_type, shape, rng):
-    if element_type == TensorProto.STRING:
-        return rng.integers(0, 100, shape).astype(str).astype(object)
-    if element_type == TensorProto.BOOL:
-        return rng.integers(0, 2, shape).astype(bool)
-    dtype = floats.numpy_dtype(element_type)
-    if np.dtype(dtype).kind in "fV" or element_type == TensorProto.BFLOAT16:  # any bits: NaNs, infinities, -0
-        size = np.dtype(dtype).itemsize
-        return rng.integers(0, 2 ** (8 * size), shape, dtype=np.uint64).astype(f"u{size}").view(dtype)
-    return rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, dtype=dtype, endpoint=True)
-
-
-def assert_same(got, want):
-    if want.dtype == object:
-        assert got.shape == want.shape and got.tolist() == want.tolist()
-    else:
-        assert_same_bits(got, want)
+    return lowered_wholly(model, "Flatten")
 
 
 @pytest.mark.parametrize("case", BACKEND_CASES, ids=[case.name for case in BACKEND_CASES])
@@ -73,7 +59,7 @@ CASES = [
     (shape, axis, element_type, opset, known)
     for (shape, axis), element_type, opset, known in itertools.product(SHAPES, TYPES, (11, 13, 14, 21), (True, False))
     if (known and not (opset < 14 and 0 in shape)) or opset >= 14
-    if not (element_type == TensorProto.BFLOAT16 and opset < 13)
+    if schemas.accepts("Flatten", opset, element_type)
 ]
 
 
@@ -82,14 +68,14 @@ CASES = [
 def test_random_cases_bit_for_bit(shape, axis, element_type, opset, known):
     """Against onnxruntime's kernel (where it has it) and the reference; the shape stated, or
     every dimension unknown."""
-    x = values(element_type, shape, np.random.default_rng(7))
+    x = random_elements(element_type, shape, np.random.default_rng(7))
     model = flatten_model(element_type, list(shape) if known else [None] * len(shape), opset, axis)
     want = rule_for("", "Flatten").reference(x, axis=axis)
     original = runs_in_onnxruntime(model, {"x": x})
     if original is not None:
-        assert_same(original[0], want)
+        assert_same_elements(original[0], want)
     result = lowered(model)
-    assert_same(runs_in_onnxruntime(result, {"x": x})[0], want)
+    assert_same_elements(runs_in_onnxruntime(result, {"x": x})[0], want)
     if known and 0 not in want.shape:  # (a constant shape holding no 0: no allowzero, which onnx2torch refuses)
         assert not [a for n in result.graph.node for a in n.attribute if a.name == "allowzero" and a.i]
 
@@ -127,9 +113,22 @@ def test_an_axis_outside_a_rank_known_only_at_run_time_fails_as_the_op_fails(axi
     feeds = {"data": np.arange(24, dtype=np.float32), "s": np.array([6, 4], np.int64)}
     if abs(axis) <= 2:
         want = rule_for("", "Flatten").reference(feeds["data"].reshape(6, 4), axis=axis)
-        assert_same(runs_in_onnxruntime(result, feeds)[0], want)
-        assert_same(runs_in_onnxruntime(model, feeds)[0], want)
+        assert_same_elements(runs_in_onnxruntime(result, feeds)[0], want)
+        assert_same_elements(runs_in_onnxruntime(model, feeds)[0], want)
         return
     for candidate in (model, result):
         with pytest.raises(Exception, match="(?i)axis|indices|out of (range|bounds)"):
             runs_in_onnxruntime(candidate, feeds)
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN])
+@pytest.mark.parametrize("where", ["if", "function"])
+def test_lowered_inside_if_branches_and_a_local_function(where, element_type):
+    """The rule lowers Flatten in both branches of an If and in a local function's body, bit
+    for bit against the reference on either branch."""
+    x = random_elements(element_type, (2, 3, 4), np.random.default_rng(3))
+    model = nested_forms(flatten_model(element_type, [2, 3, 4], 21, axis=-1))[where]
+    result = lowered(model)
+    want = rule_for("", "Flatten").reference(x, axis=-1)
+    for branch in (True, False):
+        assert_same_elements(runs_in_onnxruntime(result, {"x": x, "branch": np.array(branch)})[0], want)

@@ -11,11 +11,20 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, make_model, op_type_set, runs_in_onnxruntime, slow_but_a_sample
+from support import (
+    assert_same_bits,
+    assert_same_elements,
+    lowered_wholly,
+    make_model,
+    nested_forms,
+    random_elements,
+    runs_in_onnxruntime,
+    slow_but_a_sample,
+)
 from version_cases import node_cases
 
 import lowering
-from lowering import floats
+from lowering import schemas
 from lowering.registry import rule_for
 
 BACKEND_CASES = [case for case in node_cases() if case.name.startswith("test_gathernd")]
@@ -25,6 +34,7 @@ TYPES = [
     TensorProto.INT8,
     TensorProto.BOOL,
     TensorProto.FLOAT16,
+    TensorProto.BFLOAT16,
     TensorProto.STRING,
 ]
 
@@ -49,21 +59,7 @@ def gathernd_model(element_type, data_shape, indices_shape, opset, batch_dims=No
 
 
 def lowered(model):
-    result = lowering.lower(model, ops=["GatherND"], strict=True)
-    assert "GatherND" not in op_type_set(result)
-    onnx.checker.check_model(result, full_check=True)
-    return result
-
-
-def random_data(element_type, shape, rng):
-    dtype = floats.numpy_dtype(element_type)
-    if element_type == TensorProto.STRING:
-        return rng.integers(0, 1000, shape).astype(str).astype(object)
-    if element_type == TensorProto.BOOL:
-        return rng.integers(0, 2, shape).astype(bool)
-    if np.dtype(dtype).kind == "f":
-        return rng.integers(0, 2**16, shape).astype(np.uint16).view(np.float16).astype(dtype)  # NaN, inf, -0 among them
-    return rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, dtype=dtype, endpoint=True)
+    return lowered_wholly(model, "GatherND")
 
 
 def random_indices(data_shape, batch_dims, depth, tuples, rng):
@@ -100,8 +96,9 @@ SHAPES = [  # data shape, batch_dims, depth, tuple shape
 CASES = [
     (shape, element_type, opset)
     for shape, element_type, opset in itertools.product(SHAPES, TYPES, (11, 12, 13, 21))
-    if not (shape[1] and opset < 12)
-    and not (element_type == TensorProto.STRING and (opset < 12 or len(shape[0]) != shape[1] + shape[2]))
+    if not (shape[1] and opset < 12)  # (batch_dims from GatherND-12)
+    and schemas.accepts("GatherND", opset, element_type)
+    and not (element_type == TensorProto.STRING and len(shape[0]) != shape[1] + shape[2])
 ]  # strings where each index tuple names one string (see the test below)
 
 
@@ -111,7 +108,7 @@ def test_random_cases_bit_for_bit(shape, element_type, opset):
     """Against onnxruntime's kernel and the reference: indices given at run time and as a constant."""
     data_shape, batch_dims, depth, tuples = shape
     rng = np.random.default_rng(len(CASES))
-    data = random_data(element_type, data_shape, rng)
+    data = random_elements(element_type, data_shape, rng)
     indices = random_indices(data_shape, batch_dims, depth, tuples, rng)
     want = reference(data, indices, batch_dims)
     for constant in (None, indices):
@@ -124,15 +121,8 @@ def test_random_cases_bit_for_bit(shape, element_type, opset):
             assert not [a for n in result.graph.node for a in n.attribute if a.name == "allowzero" and a.i]
         original = runs_in_onnxruntime(model, feeds)
         if original is not None:  # (where onnxruntime has the kernel)
-            assert_same(original[0], want)
-        assert_same(got[0], want)
-
-
-def assert_same(got, want):
-    if want.dtype == object:  # strings
-        assert got.shape == want.shape and got.tolist() == want.tolist()
-    else:
-        assert_same_bits(got, want)
+            assert_same_elements(original[0], want)
+        assert_same_elements(got[0], want)
 
 
 @pytest.mark.parametrize("index", [3, -4, 100])
@@ -187,3 +177,20 @@ def test_batch_dimensions_not_known_equal_are_declined(data_shape, indices_shape
     model = gathernd_model(TensorProto.FLOAT, data_shape, indices_shape, 13, batch_dims=1)
     with pytest.raises(lowering.LoweringError, match="batch dimensions are not known equal"):
         lowering.lower(model, ops=["GatherND"], strict=True)
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.BFLOAT16])
+@pytest.mark.parametrize("where", ["if", "function"])
+def test_lowered_inside_if_branches_and_a_local_function(where, element_type):
+    """The rule lowers GatherND in both branches of an If and in a local function's body, bit
+    for bit against the reference on either branch."""
+    rng = np.random.default_rng(3)
+    data, indices = random_elements(element_type, (4, 3), rng), np.array([[1], [-1], [0]], np.int64)
+    model = nested_forms(gathernd_model(element_type, [4, 3], [3, 1], 16, constant_indices=indices))[
+        where
+    ]  # (If: bfloat16 from 16)
+    result = lowered(model)
+    for branch in (True, False):
+        assert_same_elements(
+            runs_in_onnxruntime(result, {"data": data, "branch": np.array(branch)})[0], reference(data, indices)
+        )
