@@ -52,9 +52,15 @@ def targets_table() -> str:
             verdicts = [verdict for outcomes in profile.cases.values() for _, verdict, _ in outcomes]
             right, wrong = verdicts.count("right"), verdicts.count("wrong")
             held = f"backend cases: {right} right / {wrong} wrong / {len(verdicts) - right - wrong} fail"
+            for form, found in sorted(profile.model_forms.items()):
+                held += (f"; whole models with the form {form}: {len(found['better'])} right only so, "
+                         f"{len(found['worse'])} right only without, of {len(found['tried'])}")  # fmt: skip
             source = f"{profile.source.get('kind')}: `{profile.source.get('how')}` ({profile.source.get('date', '?')})"
             for added in profile.source.get("added", []):
                 source += f", {added['cases']} cases added with `--add` ({added['date']})"
+            if "model_forms" in profile.source:
+                trials = profile.source["model_forms"]
+                source += f", trials: `{trials['how']}` ({trials['date']})"
             note = profile.source.get("note")
         rows.append(
             f"| `{name}` | {profile.runtime} {profile.runtime_version} | {span} | {held} | "

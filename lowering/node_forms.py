@@ -24,6 +24,7 @@ import onnx
 
 from . import schemas
 from .graphs import held_graphs
+from .schemas import RANDOM_OPS
 
 CASE_FORMS = Path(__file__).resolve().parent / "probe_case_forms.json"
 
@@ -232,9 +233,6 @@ def case_forms() -> dict[str, NodeForm]:
 
 # ops whose outputs depend on their inputs' shapes only, not on their values
 SHAPE_ONLY_OPS = frozenset({"Shape", "Size"})
-# ops whose outputs are drawn at random: no constant, whatever their inputs
-RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
-                        "Multinomial"})  # fmt: skip
 
 
 def value_sources(model: onnx.ModelProto) -> tuple[set[str], set[str]]:

@@ -11,6 +11,11 @@ right, ``partly`` where some did (the others depend on attributes), and refused 
 see is ``unverified`` where the op ran right at another version or type, or the version was
 never probed (the cases reach back to opset 7 only), and refused where that version was probed
 and no case of the op ever ran right.
+
+A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
+of a whole model, the corpus models the runtime ran right with it and not without (``better``)
+and those the other way (``worse``), as the sweep's trials found them
+(``targets/run_sweep.py --record-forms``).
 """
 
 from __future__ import annotations
@@ -50,8 +55,9 @@ class Verdict:
 
 @dataclass(frozen=True)
 class RuntimeProfile:
-    """One runtime's probed facts: the default-domain ``opsets`` it loads, and per (op, version,
-    element type name) the backend cases' verdicts (case name, verdict, detail)."""
+    """One runtime's probed facts: the default-domain ``opsets`` it loads, per (op, version,
+    element type name) the backend cases' verdicts (case name, verdict, detail), and the
+    ``model_forms`` whole models ran better or worse with (see the module's docstring)."""
 
     name: str
     runtime: str
@@ -59,6 +65,7 @@ class RuntimeProfile:
     source: dict
     opsets: tuple[int, ...]
     cases: dict[tuple[str, int, str], list[tuple[str, str, str]]] = field(repr=False)
+    model_forms: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
 
     @functools.cached_property
     def _by_op(self) -> dict[str, list[tuple[int, str, list]]]:
@@ -158,6 +165,7 @@ class TableProfile:
     opsets: tuple[int, ...]
     ops: dict[str, dict] = field(repr=False)
     unread: tuple[str, ...] = ()
+    model_forms: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)  # (none: no trials)
 
     @property
     def table(self) -> str:
@@ -283,4 +291,5 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         source=data["source"],
         opsets=tuple(data["opsets"]),
         cases=dict(cases),
+        model_forms=data.get("model_forms", {}),
     )

@@ -9,6 +9,10 @@ import onnx
 from onnx import defs
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
+# ops whose outputs are drawn at random (onnx.defs does not say which): no constant, whatever
+# their inputs, and no expected outputs to match
+RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
+                        "Multinomial"})  # fmt: skip
 
 
 def canonical_domain(domain: str) -> str:

@@ -30,13 +30,12 @@ from onnx import helper
 from . import floats, schemas
 from .folding import MAX_FOLDED_ELEMENTS, evaluated_small, shape_slice
 from .graphs import held_graphs, holds_graphs, nested_graphs, without_unread
+from .schemas import RANDOM_OPS
 
 # Ops whose outputs hold their inputs' elements moved, repeated or dropped, never computed.
 DATA_MOVING = frozenset(
     "Identity Reshape Squeeze Unsqueeze Flatten Concat Slice Gather Transpose Expand Tile Split".split()
 )
-# Ops that give other values on every run: never folded.
-RANDOM = frozenset("RandomNormal RandomNormalLike RandomUniform RandomUniformLike Bernoulli Multinomial".split())
 Partial = tuple  # a 1-D int64 vector of known length: each entry an int, or None where unknown
 
 
@@ -287,7 +286,7 @@ def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.nd
     """The node's outputs where they are all known (recording them, and partial values), else
     None. Without ``evaluate`` only what costs no run is recorded: constants and shape facts
     (a node that is not to be folded is not run through onnx.reference)."""
-    if node.domain not in ("", "ai.onnx") or holds_graphs(node) or node.op_type in RANDOM or opset is None:
+    if node.domain not in ("", "ai.onnx") or holds_graphs(node) or node.op_type in RANDOM_OPS or opset is None:
         return None
     if any(attribute.ref_attr_name for attribute in node.attribute):
         return None  # (in a function body: its value is the caller's)

@@ -10,15 +10,27 @@ the other form (:mod:`lowering.node_forms`). Each choice here is exact by the op
   where the runtime judges the node better so: a ``Constant`` node's value made an initializer of
   the same name and tensor, an ``Identity`` of an initializer bypassed (onnx2torch reads a Conv's
   bias from initializers only; a TorchScript export gives shared ones through an Identity).
+
+Some failures show only in a whole model, never in one node alone (rknn's compiler fails to
+build a MatMul + Add(bias, ...) whose result a Reshape, Transpose and Split take to a scaled
+MatMul, and builds it with the bias second). A :class:`ModelFormChoice` is made of every node it
+applies to, on a runtime whose profile records whole models (the corpus's, run by the sweep's
+trials: ``targets/run_sweep.py --record-forms``) that ran right with it and not without, and
+none the other way:
+
+- ``Add`` (7+) of a constant and a computed value, the constant second: x + c = c + x bit for bit
+  where c holds no NaN (IEEE 754 addition commutes; the only NaN then is x's, or the one
+  inf + -inf makes, which is the machine's default NaN in either order).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
@@ -79,10 +91,82 @@ FORM_CHOICES = (
 )
 
 
-def choose_forms(model: onnx.ModelProto, check_form, opset: int) -> tuple[onnx.ModelProto, Counter]:
+@dataclass(frozen=True)
+class ModelFormChoice:
+    """A form made of every node it applies to (given the constants in scope by name), where
+    the runtime ran whole models better with it (:func:`model_forms_taken`); ``name`` is its
+    key in a profile's ``model_forms``."""
+
+    name: str
+    op_type: str
+    applies: Callable[[onnx.NodeProto, dict[str, onnx.TensorProto], int], bool]
+    rewrite: Callable[[onnx.NodeProto], None]
+    said: str
+
+
+def _constant_first_addend(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], version: int) -> bool:
+    """Add (7+, broadcasting by numpy's rule) of a constant holding no NaN and a value not
+    constant, the constant first."""
+    if version < 7 or len(node.input) != 2:
+        return False
+    first, second = (constants.get(name) for name in node.input)
+    if first is None or second is not None or first.data_location == onnx.TensorProto.EXTERNAL:
+        return False
+    values = numpy_helper.to_array(first)
+    return values.dtype.kind in "iub" or not np.isnan(values.astype(np.float64)).any()
+
+
+def _commute(node: onnx.NodeProto) -> None:
+    node.input[:] = [node.input[1], node.input[0]]
+
+
+MODEL_FORM_CHOICES = (
+    ModelFormChoice(
+        "constant addend second",
+        "Add",
+        _constant_first_addend,
+        _commute,
+        "Add(c, x) -> Add(x, c) (c a constant holding no NaN: the runtime ran whole models better so)",
+    ),
+)
+
+
+def model_forms_taken(model_forms: Mapping[str, Mapping[str, list]]) -> tuple[ModelFormChoice, ...]:
+    """The choices a profile's ``model_forms`` records whole models as running better with
+    (``"better"``: right with it, not without) and none worse (``"worse"``: right only without)."""
+    return tuple(
+        choice
+        for choice in MODEL_FORM_CHOICES
+        if model_forms.get(choice.name, {}).get("better") and not model_forms[choice.name].get("worse")
+    )
+
+
+def apply_model_forms(model: onnx.ModelProto, choices, opset: int) -> Counter:
+    """Each of ``choices`` made (in place) of every node of ``model`` it applies to; what was
+    made, counted."""
+    made: Counter = Counter()
+    if not choices:
+        return made
+    for node, constants in nodes_with_constants(model):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        for choice in choices:
+            if node.op_type != choice.op_type:
+                continue
+            version = schemas.version_in_force(node.op_type, opset)
+            if version is not None and choice.applies(node, constants, version):
+                choice.rewrite(node)
+                made[choice.said] += 1
+    return made
+
+
+def choose_forms(
+    model: onnx.ModelProto, check_form, opset: int, model_forms: tuple[ModelFormChoice, ...] = ()
+) -> tuple[onnx.ModelProto, Counter]:
     """``model`` with each node a choice of :data:`FORM_CHOICES` betters rewritten
-    (:func:`better_form`); the model itself where there is none (else a copy), and what was
-    chosen, counted."""
+    (:func:`better_form`), constants read from initializers where the runtime takes them better
+    so, and ``model_forms`` made (:func:`apply_model_forms`); the model itself where there is
+    none (else a copy), and what was chosen, counted."""
     chosen: Counter = Counter()
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
@@ -91,6 +175,7 @@ def choose_forms(model: onnx.ModelProto, check_form, opset: int) -> tuple[onnx.M
         if choice is not None:
             choice.rewrite(node)
             chosen[choice.said] += 1
+    chosen.update(apply_model_forms(copy, model_forms, opset))
     moved = constants_as_initializers(copy, check_form)
     if moved:
         chosen[CONSTANTS_SAID] += moved
@@ -205,18 +290,23 @@ def better_form(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], op
 
 def nodes_with_constants(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProto, dict[str, onnx.TensorProto]]]:
     """Each node of the model's graphs (and its functions'), with the constants in scope there
-    by name (initializers of its graph and the graphs around it, Constant nodes' tensors)."""
+    by name (initializers of its graph and the graphs around it, Constant nodes' tensors, an
+    Identity's of a constant)."""
 
-    def walk(nodes, initializers, outer: dict[str, onnx.TensorProto]):
-        constants = {**outer, **{t.name: t for t in initializers}}
+    def walk(nodes, initializers, outer: dict[str, onnx.TensorProto], inputs=()):
+        fed = {info.name for info in inputs}  # (an initializer a graph input names is a default)
+        constants = {name: t for name, t in outer.items() if name not in fed}
+        constants.update({t.name: t for t in initializers if t.name not in fed})
         for node in nodes:
             value = constant_tensor(node)
+            if value is None and node.op_type == "Identity" and node.domain in ("", "ai.onnx") and node.input:
+                value = constants.get(node.input[0])
             if value is not None and node.output:
                 constants[node.output[0]] = value
             yield node, constants
             for _, _, inner in held_graphs(node):
-                yield from walk(inner.node, inner.initializer, constants)
+                yield from walk(inner.node, inner.initializer, constants, inner.input)
 
-    yield from walk(model.graph.node, model.graph.initializer, {})
+    yield from walk(model.graph.node, model.graph.initializer, {}, model.graph.input)
     for function in model.functions:
         yield from walk(function.node, (), {})

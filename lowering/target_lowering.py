@@ -24,6 +24,7 @@ from .target_forms import (
     better_form,
     choose_forms,
     initializers_better,
+    model_forms_taken,
     movable_constants,
     nodes_with_constants,
 )
@@ -289,7 +290,9 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     chosen = bool(retypings)  # (the caller's retyping is kept as given)
     for _ in range(MOST_LOWERING_ROUNDS):
         result = lower_model(model, ops=sorted(ops), target_opset=target_opset, retype=retypings or None, **options)
-        result.model, chosen = choose_forms(result.model, _verdict_of_form(result.model, profile, opset), opset)
+        result.model, chosen = choose_forms(
+            result.model, _verdict_of_form(result.model, profile, opset), opset, model_forms_taken(profile.model_forms)
+        )
         result.report.forms.update(chosen)
         findings = check_model(result.model, profile, opset, lowerable)
         blockers = [f for f in findings if f.blocks]

@@ -248,13 +248,6 @@ BACKEND_TOLERANCE = Tolerance(rtol=1e-3, atol=1e-7)
 # LayerNormalization (worst seen: Celu's bfloat16 case, one rounding).
 BFLOAT16_TOLERANCE = Tolerance(rtol=2**-7, atol=2**-7)
 
-# Ops whose body draws random numbers: the lowered op has the op's distribution, not its draws
-# (no two kernels share a generator, and the backend cases' expected values come from numpy's).
-RANDOM_OPS_IN_BODIES = frozenset(
-    {"RandomUniformLike", "RandomNormalLike", "RandomUniform", "RandomNormal", "Multinomial"}
-)
-
-
 def _formula(op_type: str, version: int) -> str:
     """``Op(inputs) = its ONNX function body: A, B, ...`` from the newest body of ``version``."""
     schema = schemas.schema_in_force(op_type, version)
@@ -265,7 +258,9 @@ def _formula(op_type: str, version: int) -> str:
     formula = f"{op_type}({inputs}) = its ONNX function body: {', '.join(op_types)}."
     if "noop_with_empty_axes" in schema.attributes:
         formula += " Not where noop_with_empty_axes=1 (no agreed meaning with empty axes)."
-    random = sorted(RANDOM_OPS_IN_BODIES.intersection(op_types))
+    # a body that draws random numbers: the lowered op has the op's distribution, not its draws
+    # (no two kernels share a generator; the backend cases' expected values come from numpy's)
+    random = sorted(schemas.RANDOM_OPS.intersection(op_types))
     if random:
         formula += (
             f" Random: the body draws with {', '.join(random)}, so the lowered op has the op's "

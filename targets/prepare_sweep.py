@@ -5,12 +5,19 @@ the inputs' shapes stated) or why onnx-lower refused it, the inputs, and the out
 must give (onnxruntime's on the export; the case's expected ones). Part 2,
 ``targets/run_sweep.py``, runs both through the runtime.
 
+Trials (each corpus export): for each form of ``lowering.target_forms.MODEL_FORM_CHOICES``
+that applies to the model made for the target, that model made without any of the forms the
+profile takes (``trials/SLUG/without.onnx``) and with that one form made of it
+(``trials/SLUG/with.onnx``); ``run_sweep.py --record-forms`` records in the profile which ran
+better.
+
     python targets/prepare_sweep.py NAME FOLDER [--cases-only | --corpus-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -25,6 +32,9 @@ sys.path.insert(0, str(HERE))
 from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
+from lowering.runtime_profiles import RuntimeProfile, load_profile  # noqa: E402
+from lowering.schemas import RANDOM_OPS  # noqa: E402
+from lowering.target_forms import MODEL_FORM_CHOICES, apply_model_forms  # noqa: E402
 from lowering.verification.runtime import run_onnxruntime  # noqa: E402
 
 CORPUS = HERE.parent / "golden" / "corpus"
@@ -46,13 +56,47 @@ def corpus_items():
 
 def case_items():
     for case in backend_cases():
-        if "_expanded" in case.name or main_node(case.model) is None or not case.data_sets:
+        node = main_node(case.model)
+        if "_expanded" in case.name or node is None or not case.data_sets:
             continue
         inputs, expected = case.data_sets[0]
+        if drawn_at_random(node, dict(zip([info.name for info in case.model.graph.input], inputs, strict=False))):
+            continue  # (its expected outputs are one draw of onnx's: no runtime is asked to match them)
         feeds = {info.name: feed(value) for info, value in zip(case.model.graph.input, inputs, strict=False)}
         if any(not _plain(value) for value in [*feeds.values(), *(feed(v) for v in expected)]):
             continue  # (sequences, optionals and ml_dtypes' types, which .npz files do not carry: not swept)
         yield case.name, case.model, feeds, [feed(value) for value in expected], case.rtol, case.atol
+
+
+def drawn_at_random(node: onnx.NodeProto, feeds: dict) -> bool:
+    """Whether the node's outputs are drawn at random: a random op's, or a Dropout's in training
+    (its training_mode input fed true, with a ratio above 0)."""
+    if node.op_type in RANDOM_OPS:
+        return True
+    if node.op_type != "Dropout" or len(node.input) < 3 or node.input[2] not in feeds:
+        return False
+    ratio = feeds.get(node.input[1]) if len(node.input) > 1 and node.input[1] else 0.5
+    return bool(np.asarray(feeds[node.input[2]])) and (ratio is None or float(np.asarray(ratio)) > 0)
+
+
+def trial_models(model: onnx.ModelProto, name: str, shapes) -> dict[str, tuple[onnx.ModelProto, onnx.ModelProto]]:
+    """Per form of MODEL_FORM_CHOICES (by its name) that applies to the model made for the target
+    ``name`` without any (of the profile's) model forms: (that model, that model with the form)."""
+    profile = load_profile(name)
+    if not isinstance(profile, RuntimeProfile):
+        return {}
+    bare = dataclasses.replace(profile, model_forms={})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        without = lowering.lower_model(model, target=bare, input_shapes=shapes).model
+    opset = next(o.version for o in without.opset_import if o.domain in ("", "ai.onnx"))
+    trials = {}
+    for choice in MODEL_FORM_CHOICES:
+        made = onnx.ModelProto()
+        made.CopyFrom(without)
+        if apply_model_forms(made, (choice,), opset):
+            trials[choice.name] = (without, made)
+    return trials
 
 
 def dynamic(model: onnx.ModelProto) -> bool:
@@ -75,6 +119,7 @@ def main() -> None:
     items = []
     if not args.cases_only:
         items += list(corpus_items())
+    corpus_names = {item[0] for item in items}
     if not args.corpus_only:
         items += list(case_items())
     index = []
@@ -94,6 +139,14 @@ def main() -> None:
                 shapes = {key: list(value.shape) for key, value in feeds.items()}
                 result = lowering.lower_model(model, target=args.name, input_shapes=shapes if dynamic(model) else None)
             onnx.save(result.model, folder / "target.onnx")
+            if name in corpus_names:
+                trials = trial_models(model, args.name, shapes if dynamic(model) else None)
+                for choice_name, (without, made) in trials.items():
+                    place = folder / "trials" / "-".join(choice_name.split())
+                    place.mkdir(parents=True, exist_ok=True)
+                    onnx.save(without, place / "without.onnx")
+                    onnx.save(made, place / "with.onnx")
+                    entry.setdefault("trials", {})[choice_name] = str(place.relative_to(folder))
         except lowering.LoweringError as error:
             entry["refused"] = " ".join(str(error).split())[:300]
         index.append(entry)

@@ -151,8 +151,9 @@ class Worker:
     within the looser of each model's tolerance and the runner's own (``tolerance``, None where
     it states none)."""
 
-    def __init__(self, runner_name: str):
+    def __init__(self, runner_name: str, seconds: float = CASE_SECONDS):
         self.runner_name, self.process, self.connection = runner_name, None, None
+        self.seconds = seconds  # (a model with no answer in this long hangs)
         self.version, self.tolerance = self._start()
 
     def _start(self) -> tuple[str, dict | None]:
@@ -169,9 +170,9 @@ class Worker:
         rtol, atol = looser(rtol, atol, self.tolerance)
         try:
             self.connection.send((model.SerializeToString(), data_sets, rtol, atol, names))
-            if self.connection.poll(CASE_SECONDS):
+            if self.connection.poll(self.seconds):
                 return self.connection.recv()
-            outcome = ("hangs", f"no answer in {CASE_SECONDS} s")
+            outcome = ("hangs", f"no answer in {self.seconds:g} s")
         except (EOFError, BrokenPipeError, ConnectionResetError):
             self.process.join(10)  # (reaped, its exit code is known)
             outcome = ("crashes", f"exit code {self.process.exitcode}")

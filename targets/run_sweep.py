@@ -3,14 +3,20 @@ targets/prepare_sweep.py wrote, as exported and as made for the target, run thro
 and compared with the outputs it must give (within the looser of the model's tolerance and the
 one the runner states for its runtime's arithmetic, as targets/probe.py compares); prints one
 line per model (with the runtime's words where it is not right) and the totals, and writes them
-to FOLDER/results.json.
+to FOLDER/results.json (with --only, into the results already there).
 
-    python targets/run_sweep.py RUNNER FOLDER
+    python targets/run_sweep.py RUNNER FOLDER [--only NAME ...] [--seconds S] [--trials [--record-forms]]
+
+With ``--trials``, each corpus model's trials (prepare_sweep.py: the model made for the target
+without the profile's model forms, and with one of them) run too; ``--record-forms`` writes
+what they found into the target's profile (``model_forms``: per form, the models that ran
+right with it and not without, ``better``, and the other way, ``worse``).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 from collections import Counter
@@ -22,19 +28,27 @@ import onnx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from probe import Worker  # noqa: E402
+from probe import CASE_SECONDS, Worker  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runner")
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only the models whose names start so")
+    parser.add_argument("--seconds", type=float, default=CASE_SECONDS, help="a model with no answer in this long hangs")
+    parser.add_argument("--trials", action="store_true", help="run each corpus model's form trials too")
+    parser.add_argument("--record-forms", action="store_true", help="record the trials in the target's profile")
     args = parser.parse_args()
+    if args.record_forms and not args.trials:
+        parser.error("--record-forms records the trials: give --trials")
     index = json.loads((args.folder / "index.json").read_text())
-    worker = Worker(args.runner)
+    worker = Worker(args.runner, args.seconds)
     totals: Counter = Counter()
     results = []
     for entry in index["items"]:
+        if args.only and not entry["name"].startswith(tuple(args.only)):
+            continue
         folder = args.folder / entry["name"]
         inputs = dict(np.load(folder / "inputs.npz"))
         expected_file = np.load(folder / "expected.npz")
@@ -50,12 +64,21 @@ def main() -> None:
         totals[(before, after)] += 1
         results.append({"name": entry["name"], "before": before, "before_why": before_why,
                         "after": after, "after_why": after_why})  # fmt: skip
+        if args.trials:
+            results[-1]["trials"] = run_trials(worker, folder, entry, data_sets)
         line = f"{entry['name']}: as exported {before}; after --target {after}"
         if after != "right":
             line += f" ({one_line(after_why)})"
         print(line, flush=True)
     worker.close()
-    (args.folder / "results.json").write_text(json.dumps(results, indent=1))
+    written = args.folder / "results.json"
+    if args.only and written.exists():  # (the others' results kept)
+        ran = {result["name"] for result in results}
+        results = [r for r in json.loads(written.read_text()) if r["name"] not in ran] + results
+        results.sort(key=lambda result: result["name"])
+    written.write_text(json.dumps(results, indent=1))
+    if args.record_forms:
+        record_forms(index["target"], results, worker.version, args.runner)
     print(f"\n{index['target']} on {args.runner} {worker.version}:")
     if worker.tolerance:  # (probe.Worker compares within the looser of each model's tolerance and this)
         stated = worker.tolerance
@@ -65,6 +88,50 @@ def main() -> None:
         )
     for (before, after), count in sorted(totals.items()):
         print(f"  {count:5d}  as exported {before:<8} -> after --target {after}")
+
+
+def run_trials(worker: Worker, folder: Path, entry: dict, data_sets) -> dict[str, dict[str, str]]:
+    """Per form the entry's trials name: the runtime's verdicts on the model without and with it."""
+    found = {}
+    for choice_name, place in entry.get("trials", {}).items():
+        verdicts = {}
+        for side in ("without", "with"):
+            model = onnx.load(folder / place / f"{side}.onnx")
+            verdicts[side], verdicts[f"{side}_why"] = worker.verdict(model, data_sets, entry["rtol"], entry["atol"])
+        found[choice_name] = verdicts
+        print(f"  trial {choice_name}: without {verdicts['without']}, with {verdicts['with']}", flush=True)
+    return found
+
+
+PROFILES = HERE.parent / "lowering" / "target_profiles"
+
+
+def record_forms(target: str, results: list[dict], version: str, runner: str, profiles: Path = PROFILES) -> None:
+    """Writes into the target's profile, per form tried, the models that ran right with it and
+    not without (``better``) and the other way (``worse``)."""
+    path = profiles / f"{target}.json"
+    profile = json.loads(path.read_text())
+    if profile.get("runtime_version") != version:
+        raise SystemExit(f"{path.name} was probed on {profile.get('runtime_version')}, this runtime is {version}")
+    forms: dict[str, dict[str, list[str]]] = {}
+    for result in results:
+        for choice_name, verdicts in result.get("trials", {}).items():
+            record = forms.setdefault(choice_name, {"better": [], "worse": [], "tried": []})
+            record["tried"].append(result["name"])
+            if verdicts["with"] == "right" and verdicts["without"] != "right":
+                record["better"].append(result["name"])
+            elif verdicts["without"] == "right" and verdicts["with"] != "right":
+                record["worse"].append(result["name"])
+    profile["model_forms"] = forms
+    tried = sorted({result["name"] for result in results if result.get("trials")})
+    profile["source"]["model_forms"] = {
+        "how": f"python targets/run_sweep.py {runner} FOLDER --trials --record-forms "
+        "(FOLDER: prepare_sweep.py --corpus-only)",
+        "models": len(tried), "date": datetime.date.today().isoformat(),
+    }  # fmt: skip
+    path.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")
+    print(f"recorded in {path}: " + "; ".join(f"{name}: {len(r['better'])} better, {len(r['worse'])} worse of "
+                                            f"{len(r['tried'])}" for name, r in forms.items()))  # fmt: skip
 
 
 def one_line(text: str, limit: int = 300) -> str:

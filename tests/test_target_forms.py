@@ -202,3 +202,96 @@ def test_a_model_the_forms_leave_invalid_is_refused_not_returned(constant_node_p
     monkeypatch.setattr(target_forms, "constants_as_initializers", dropped)
     with pytest.raises(lowering.LoweringError, match="left an invalid model"):
         lowering.lower_model(_scaled_model(), target=constant_node_profile)
+
+
+def _addend_first_model(element_type: int, constant: np.ndarray, opset: int = 17, fed_default: bool = False):
+    """y = Add(c, x): c a constant initializer [k], x [n, 1] (a graph input); with
+    ``fed_default`` c is a graph input too (its initializer only a default)."""
+    c = numpy_helper.from_array(constant, "c")
+    inputs = [helper.make_tensor_value_info("x", element_type, ["n", 1])]
+    if fed_default:
+        inputs.append(helper.make_tensor_value_info("c", element_type, [constant.size]))
+    output = helper.make_tensor_value_info("y", element_type, ["n", constant.size])
+    graph = helper.make_graph([helper.make_node("Add", ["c", "x"], ["y"], name="biased")], "g", inputs, [output], [c])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _trialled(better: list[str], worse: list[str]):
+    """A probed runtime (of Add only, run right) whose trials found whole models right with the
+    constant addend second and not without (``better``), and the other way (``worse``)."""
+    profile = _made_up("addend-trialled", "Add", 14, 17, {"test_add": "right"})
+    forms = {"constant addend second": {"better": better, "worse": worse, "tried": [*better, *worse]}}
+    return dataclasses.replace(profile, model_forms=forms)
+
+
+@pytest.mark.parametrize(
+    "element_type", [TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64]
+)
+def test_the_constant_addend_goes_second_and_every_sum_keeps_its_bits(element_type):
+    """Add(c, x) -> Add(x, c) where trials found whole models better so: bit for bit in
+    onnxruntime, x every float16 bit pattern (NaN of every payload and sign, ±inf, ±0,
+    subnormals) or the type's edge values, c the type's edge values but NaN."""
+    from lowering.samples import edge_values, every_bit_pattern
+
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    if dtype.kind == "i":
+        info = np.iinfo(dtype)
+        x = constant = np.array([info.min, info.min + 1, -1, 0, 1, info.max - 1, info.max], dtype)
+    elif element_type == TensorProto.FLOAT16:  # (±0, the least and largest subnormals, 1, the largest, inf)
+        edges = np.array([0x0000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x7C00], np.uint16)
+        constant = np.concatenate([edges, edges | 0x8000]).view(np.float16)
+        x = every_bit_pattern(element_type)
+    else:
+        x = edge_values(element_type)
+        constant = x[~np.isnan(x)]
+    model = _addend_first_model(element_type, constant)
+    result = lowering.lower_model(model, target=_trialled(["deit"], []))
+    [node] = result.model.graph.node
+    assert list(node.input) == ["x", "c"] and list(model.graph.node[0].input) == ["c", "x"]
+    assert sum(result.report.forms.values()) == 1
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = {"x": x.reshape(-1, 1)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["no trial better", "a trial worse", "a NaN in the constant", "the constant is fed", "Add-6", "both constant"],
+)
+def test_the_addends_stay_where_the_trials_or_the_values_do_not_allow_it(case):
+    """Not made where no trial found it better, where one found it worse, where c holds a NaN
+    (NaN + NaN: which payload comes back may follow the order), where a graph input may
+    override c, before Add-7 (Add-6 broadcasts by its own attributes), or where both are constant."""
+    constant = np.array([1.5, -0.0, 3.0], np.float32)
+    better, worse, opset, fed = ["deit"], [], 17, False
+    if case == "no trial better":
+        better = []
+    elif case == "a trial worse":
+        worse = ["bert"]
+    elif case == "a NaN in the constant":
+        constant = np.array([1.5, np.nan, 3.0], np.float32)
+    elif case == "the constant is fed":
+        fed = True
+    elif case == "Add-6":
+        opset = 6
+    model = _addend_first_model(TensorProto.FLOAT, constant, opset, fed)
+    if case == "both constant":
+        model.graph.initializer.append(numpy_helper.from_array(np.ones((2, 1), np.float32), "x"))
+        del model.graph.input[:]
+    profile = _trialled(better, worse)
+    if case == "Add-6":
+        profile = dataclasses.replace(profile, opsets=(6,))
+    result = lowering.lower_model(model, target=profile, fold="none")
+    adds = [n for n in result.model.graph.node if n.op_type == "Add"]
+    assert [list(n.input) for n in adds] == [["c", "x"]] and not result.report.forms
+
+
+def test_a_constant_an_identity_gives_goes_second_too():
+    """Add(Identity(b), x), b an initializer (a TorchScript export's shared bias): b is a constant."""
+    model = _addend_first_model(TensorProto.FLOAT, np.array([1.0, 2.0], np.float32))
+    model.graph.node.insert(0, helper.make_node("Identity", ["c"], ["shared"], name="share"))
+    model.graph.node[1].input[0] = "shared"
+    result = lowering.lower_model(model, target=_trialled(["deit"], []), fold="none")
+    [add] = [n for n in result.model.graph.node if n.op_type == "Add"]
+    assert list(add.input) == ["x", "shared"] and [n.op_type for n in result.model.graph.node] == ["Identity", "Add"]

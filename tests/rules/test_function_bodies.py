@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
-from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, RANDOM_OPS_IN_BODIES
+from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE
 from onnx import numpy_helper
 from support import REPO, fast_add_on, slow_but_a_sample  # noqa: E402
 from version_cases import node_cases
@@ -24,6 +24,7 @@ from lowering.docs import short_cells
 from lowering.function_bodies import all_expansions, body_op_types, expansion_for, ops_with_bodies
 from lowering.graphs import nested_graphs
 from lowering.patterns import function_body_table
+from lowering.schemas import RANDOM_OPS
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
 
@@ -240,7 +241,7 @@ def check_case(name: str, op: str) -> str:
     lowered = result.model
     assert op not in {node.op_type for node in lowered.graph.node}
     onnx.checker.check_model(lowered, full_check=True)
-    random = bool(RANDOM_OPS_IN_BODIES.intersection(body_op_types(op, expansion_for("", op).versions[-1]) or ()))
+    random = bool(RANDOM_OPS.intersection(body_op_types(op, expansion_for("", op).versions[-1]) or ()))
     assert case.data_sets
     runners = set()
     for inputs, expected in case.data_sets:

@@ -1,0 +1,76 @@
+"""The sweep's scripts (targets/prepare_sweep.py, targets/run_sweep.py): random ops and training
+Dropout are left out of the single-op sweep (their expected outputs are one draw), and the form
+trials are recorded in the profile as better (right only with the form) or worse (right only
+without), read back by lowering as the profile's model_forms."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
+
+import prepare_sweep  # noqa: E402
+import run_sweep  # noqa: E402
+
+from lowering.runtime_profiles import profile_from_data  # noqa: E402
+from lowering.target_forms import model_forms_taken  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("node", "feeds", "random"),
+    [
+        (helper.make_node("Bernoulli", ["x"], ["y"]), {}, True),
+        (helper.make_node("RandomUniformLike", ["x"], ["y"]), {}, True),
+        (helper.make_node("Dropout", ["x", "r", "t"], ["y"]), {"r": np.float32(0.5), "t": np.bool_(True)}, True),
+        (helper.make_node("Dropout", ["x", "r", "t"], ["y"]), {"r": np.float32(0.0), "t": np.bool_(True)}, False),
+        (helper.make_node("Dropout", ["x", "r", "t"], ["y"]), {"r": np.float32(0.5), "t": np.bool_(False)}, False),
+        (helper.make_node("Dropout", ["x"], ["y"]), {}, False),
+        (helper.make_node("Add", ["x", "x"], ["y"]), {}, False),
+    ],
+)
+def test_outputs_drawn_at_random_are_left_out(node, feeds, random):
+    assert prepare_sweep.drawn_at_random(node, {"x": np.ones(2, np.float32), **feeds}) is random
+
+
+def _trial(without: str, with_form: str) -> dict:
+    return {"constant addend second": {"without": without, "with": with_form}}
+
+
+def test_trials_are_recorded_better_or_worse_and_lowering_reads_them(tmp_path):
+    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [17], "cases": {},
+               "source": {"kind": "probed", "how": "a test"}}  # fmt: skip
+    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    results = [
+        {"name": "deit", "trials": _trial("fails", "right")},
+        {"name": "bert", "trials": _trial("wrong", "wrong")},
+        {"name": "vit", "trials": _trial("right", "right")},
+        {"name": "convnext"},  # (no Add of a constant: no trial)
+    ]
+    run_sweep.record_forms("made-up", results, "1.0", "made-up", profiles=tmp_path)
+    written = json.loads((tmp_path / "made-up.json").read_text())
+    assert written["model_forms"] == {
+        "constant addend second": {"better": ["deit"], "worse": [], "tried": ["deit", "bert", "vit"]}
+    }
+    assert written["source"]["model_forms"]["models"] == 3
+    [taken] = model_forms_taken(profile_from_data(written).model_forms)
+    assert taken.name == "constant addend second"
+
+    results.append({"name": "gpt2", "trials": _trial("right", "hangs")})
+    run_sweep.record_forms("made-up", results, "1.0", "made-up", profiles=tmp_path)
+    written = json.loads((tmp_path / "made-up.json").read_text())
+    assert written["model_forms"]["constant addend second"]["worse"] == ["gpt2"]
+    assert model_forms_taken(profile_from_data(written).model_forms) == ()
+
+
+def test_trials_of_another_runtime_version_are_not_recorded(tmp_path):
+    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [17], "cases": {},
+               "source": {"kind": "probed", "how": "a test"}}  # fmt: skip
+    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    with pytest.raises(SystemExit, match="probed on 1.0, this runtime is 2.0"):
+        run_sweep.record_forms("made-up", [], "2.0", "made-up", profiles=tmp_path)
