@@ -5,6 +5,10 @@ the inputs' shapes stated) or why onnx-lower refused it, the inputs, and the out
 must give (onnxruntime's on the export; the case's expected ones). Part 2,
 ``targets/run_sweep.py``, runs both through the runtime.
 
+Each corpus export's outputs as onnxruntime computes the export in float16
+(``onnxruntime.transformers.float16``, inputs and outputs kept float32) go to ``float16.npz``:
+a runtime that computes floats in float16 (rknn) is judged on a whole model against that error.
+
 Trials (each corpus export): for each form of ``lowering.target_forms.MODEL_FORM_CHOICES``
 that applies to the model made for the target, that model made without any of the forms the
 profile takes (``trials/SLUG/without.onnx``) and with that one form made of it
@@ -99,6 +103,20 @@ def trial_models(model: onnx.ModelProto, name: str, shapes) -> dict[str, tuple[o
     return trials
 
 
+def float16_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
+    """The model's outputs as onnxruntime computes it in float16 (its float32 tensors and ops
+    made float16, its inputs and outputs kept float32); None where that model does not run."""
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            halved = convert_float_to_float16(model, keep_io_types=True)
+        return run_onnxruntime(halved, feeds)
+    except Exception:  # (a model the conversion leaves invalid: no reference, judged as before)
+        return None
+
+
 def dynamic(model: onnx.ModelProto) -> bool:
     """Whether an input's shape has a dimension that is not a number."""
     return any(not d.HasField("dim_value") for info in model.graph.input for d in info.type.tensor_type.shape.dim)
@@ -140,6 +158,9 @@ def main() -> None:
                 result = lowering.lower_model(model, target=args.name, input_shapes=shapes if dynamic(model) else None)
             onnx.save(result.model, folder / "target.onnx")
             if name in corpus_names:
+                halved = float16_outputs(model, feeds)
+                if halved is not None:
+                    np.savez(folder / "float16.npz", *[np.asarray(value) for value in halved])
                 trials = trial_models(model, args.name, shapes if dynamic(model) else None)
                 for choice_name, (without, made) in trials.items():
                     place = folder / "trials" / "-".join(choice_name.split())

@@ -97,19 +97,49 @@ def matches(got, want, rtol: float, atol: float) -> bool:
         return False
 
 
-def _check(runner, model_bytes: bytes, data_sets, rtol, atol, names) -> tuple[str, str]:
+def _check(runner, model_bytes: bytes, data_sets, rtol, atol, names, bounds=None) -> tuple[str, str]:
+    """The verdict on one model; with ``bounds`` (per output, the largest error allowed where the
+    tolerances are not met: twice what onnxruntime makes computing the model in float16), a
+    model within them is "right in float16"."""
     try:
+        verdict, said = "right", ""
         for inputs, expected in data_sets:
             feeds = {name: feed(value) for name, value in zip(names, inputs, strict=False)}
             got = runner.run(model_bytes, feeds)
-            same = len(got) == len(expected) and all(
-                matches(g, w, rtol, atol) for g, w in zip(got, expected, strict=True)
-            )
-            if not same:
-                return "wrong", ""
-        return "right", ""
+            if len(got) != len(expected):
+                return "wrong", f"{len(got)} outputs, not {len(expected)}"
+            for index, (g, w) in enumerate(zip(got, expected, strict=True)):
+                if matches(g, w, rtol, atol):
+                    continue
+                error = largest_error(g, w)
+                if bounds is not None and error is not None and error <= bounds[index]:
+                    verdict = "right in float16"
+                    said = f"output {index}: largest error {error:.3g}, twice onnxruntime's in float16 "
+                    said += f"{bounds[index]:.3g}"
+                    continue
+                where = "" if error is None else f": largest error {error:.3g}"
+                if error is not None and bounds is not None:
+                    where += f" (twice onnxruntime's in float16: {bounds[index]:.3g})"
+                return "wrong", f"output {index}{where}"
+        return verdict, said
     except Exception as error:  # the runtime's refusal or failure, in its words
         return "fails", _shortened(" ".join(f"{type(error).__name__}: {error}".split()))
+
+
+def largest_error(got, want) -> float | None:
+    """max |got - want| over two float arrays of one shape whose NaNs sit at the same places
+    (inf where an inf differs); None for others."""
+    if isinstance(got, list) or isinstance(want, list):
+        return None
+    got, want = np.asarray(feed(got)), np.asarray(feed(want))
+    if got.shape != want.shape or want.dtype.kind != "f" or got.dtype.kind != "f":
+        return None
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    if (np.isnan(got) != np.isnan(want)).any():
+        return None
+    with np.errstate(invalid="ignore"):
+        differences = np.where(got == want, 0.0, np.abs(got - want))
+    return float(np.nanmax(differences)) if differences.size else 0.0
 
 
 def _shortened(text: str, limit: int = 400) -> str:
@@ -119,12 +149,16 @@ def _shortened(text: str, limit: int = 400) -> str:
 
 def runner_tolerance(runner) -> dict | None:
     """The tolerance a runner states for its runtime's own arithmetic (``TOLERANCE = (rtol, atol)``,
-    ``TOLERANCE_WHY``) as the profile records it, or None where it states none."""
+    ``TOLERANCE_WHY``, and ``ARITHMETIC = "float16"`` where it computes floats so) as the profile
+    records it, or None where it states none."""
     stated = getattr(runner, "TOLERANCE", None)
     if stated is None:
         return None
     rtol, atol = stated
-    return {"rtol": float(rtol), "atol": float(atol), "why": getattr(runner, "TOLERANCE_WHY", "")}
+    found = {"rtol": float(rtol), "atol": float(atol), "why": getattr(runner, "TOLERANCE_WHY", "")}
+    if getattr(runner, "ARITHMETIC", None):
+        found["arithmetic"] = runner.ARITHMETIC
+    return found
 
 
 def looser(rtol: float, atol: float, tolerance: dict | None) -> tuple[float, float]:
@@ -164,12 +198,13 @@ class Worker:
         theirs.close()  # (ours alone: a worker that dies at its start is an EOF here, not a wait)
         return self.connection.recv()
 
-    def verdict(self, model: onnx.ModelProto, data_sets, rtol: float, atol: float) -> tuple[str, str]:
-        """("right" | "wrong" | "fails" | "crashes" | "hangs", detail) for one model."""
+    def verdict(self, model: onnx.ModelProto, data_sets, rtol: float, atol: float, bounds=None) -> tuple[str, str]:
+        """("right" | "right in float16" | "wrong" | "fails" | "crashes" | "hangs", detail) for one
+        model (``bounds``: see :func:`_check`)."""
         names = [i.name for i in model.graph.input]
         rtol, atol = looser(rtol, atol, self.tolerance)
         try:
-            self.connection.send((model.SerializeToString(), data_sets, rtol, atol, names))
+            self.connection.send((model.SerializeToString(), data_sets, rtol, atol, names, bounds))
             if self.connection.poll(self.seconds):
                 return self.connection.recv()
             outcome = ("hangs", f"no answer in {self.seconds:g} s")

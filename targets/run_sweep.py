@@ -28,7 +28,7 @@ import onnx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from probe import CASE_SECONDS, Worker  # noqa: E402
+from probe import CASE_SECONDS, Worker, largest_error  # noqa: E402
 
 
 def main() -> None:
@@ -55,19 +55,20 @@ def main() -> None:
         expected = [expected_file[f"arr_{i}"] for i in range(len(expected_file.files))]
         model = onnx.load(folder / "exported.onnx")
         data_sets = [([inputs[info.name] for info in model.graph.input if info.name in inputs], expected)]
-        before, before_why = worker.verdict(model, data_sets, entry["rtol"], entry["atol"])
+        bounds = float16_bounds(worker, folder, expected)
+        before, before_why = worker.verdict(model, data_sets, entry["rtol"], entry["atol"], bounds)
         if "refused" in entry:
             after, after_why = "refused by onnx-lower", entry["refused"]
         else:
             lowered = onnx.load(folder / "target.onnx")
-            after, after_why = worker.verdict(lowered, data_sets, entry["rtol"], entry["atol"])
+            after, after_why = worker.verdict(lowered, data_sets, entry["rtol"], entry["atol"], bounds)
         totals[(before, after)] += 1
         results.append({"name": entry["name"], "before": before, "before_why": before_why,
                         "after": after, "after_why": after_why})  # fmt: skip
         if args.trials:
-            results[-1]["trials"] = run_trials(worker, folder, entry, data_sets)
+            results[-1]["trials"] = run_trials(worker, folder, entry, data_sets, bounds)
         line = f"{entry['name']}: as exported {before}; after --target {after}"
-        if after != "right":
+        if after != "right" and after_why:
             line += f" ({one_line(after_why)})"
         print(line, flush=True)
     worker.close()
@@ -90,14 +91,29 @@ def main() -> None:
         print(f"  {count:5d}  as exported {before:<8} -> after --target {after}")
 
 
-def run_trials(worker: Worker, folder: Path, entry: dict, data_sets) -> dict[str, dict[str, str]]:
+def float16_bounds(worker: Worker, folder: Path, expected: list) -> list[float] | None:
+    """For a runtime that computes floats in float16 (its runner's ARITHMETIC), per output the
+    largest error a whole model may show: twice onnxruntime's on the export computed in float16
+    (``float16.npz``, prepare_sweep.py), 0 where not comparable; None for other runtimes."""
+    if not worker.tolerance or worker.tolerance.get("arithmetic") != "float16":
+        return None
+    if not (folder / "float16.npz").exists():
+        return None
+    halved = np.load(folder / "float16.npz")
+    errors = [largest_error(halved[f"arr_{i}"], want) for i, want in enumerate(expected)]
+    return [0.0 if error is None else 2 * error for error in errors]
+
+
+def run_trials(worker: Worker, folder: Path, entry: dict, data_sets, bounds=None) -> dict[str, dict[str, str]]:
     """Per form the entry's trials name: the runtime's verdicts on the model without and with it."""
     found = {}
     for choice_name, place in entry.get("trials", {}).items():
         verdicts = {}
         for side in ("without", "with"):
             model = onnx.load(folder / place / f"{side}.onnx")
-            verdicts[side], verdicts[f"{side}_why"] = worker.verdict(model, data_sets, entry["rtol"], entry["atol"])
+            verdicts[side], verdicts[f"{side}_why"] = worker.verdict(
+                model, data_sets, entry["rtol"], entry["atol"], bounds
+            )
         found[choice_name] = verdicts
         print(f"  trial {choice_name}: without {verdicts['without']}, with {verdicts['with']}", flush=True)
     return found
@@ -118,9 +134,10 @@ def record_forms(target: str, results: list[dict], version: str, runner: str, pr
         for choice_name, verdicts in result.get("trials", {}).items():
             record = forms.setdefault(choice_name, {"better": [], "worse": [], "tried": []})
             record["tried"].append(result["name"])
-            if verdicts["with"] == "right" and verdicts["without"] != "right":
+            right_with, right_without = (verdicts[side].startswith("right") for side in ("with", "without"))
+            if right_with and not right_without:
                 record["better"].append(result["name"])
-            elif verdicts["without"] == "right" and verdicts["with"] != "right":
+            elif right_without and not right_with:
                 record["worse"].append(result["name"])
     profile["model_forms"] = forms
     tried = sorted({result["name"] for result in results if result.get("trials")})

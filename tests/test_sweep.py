@@ -74,3 +74,42 @@ def test_trials_of_another_runtime_version_are_not_recorded(tmp_path):
     (tmp_path / "made-up.json").write_text(json.dumps(profile))
     with pytest.raises(SystemExit, match="probed on 1.0, this runtime is 2.0"):
         run_sweep.record_forms("made-up", [], "2.0", "made-up", profiles=tmp_path)
+
+
+class _Giving:
+    """A runner whose runtime gives ``outputs`` whatever it is fed."""
+
+    def __init__(self, *outputs):
+        self.outputs = list(outputs)
+
+    def run(self, model_bytes, feeds):
+        return self.outputs
+
+
+def test_a_whole_model_within_twice_onnxruntimes_float16_error_is_right_in_float16():
+    """A float16 runtime's whole-model outputs outside the per-op tolerance: right in float16
+    where each output's largest error is within its bound (twice onnxruntime's on the model in
+    float16), wrong past it or where a NaN appears; the error is said either way."""
+    import probe
+
+    want = np.array([1.0, -4.0, 0.5], np.float32)
+    data_sets = [([], [want])]
+    near = want + np.float32(0.004)
+    assert probe._check(_Giving(near), b"", data_sets, 1e-3, 1e-5, []) == ("wrong", "output 0: largest error 0.004")
+    verdict, said = probe._check(_Giving(near), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.01])
+    assert verdict == "right in float16" and "largest error 0.004" in said and "0.01" in said
+    verdict, said = probe._check(_Giving(want + np.float32(0.02)), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.01])
+    assert verdict == "wrong" and "largest error 0.02" in said
+    with_nan = np.array([1.0, np.nan, 0.5], np.float32)
+    assert probe._check(_Giving(with_nan), b"", data_sets, 1e-3, 1e-5, [], bounds=[1.0])[0] == "wrong"
+    assert probe._check(_Giving(want), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.0]) == ("right", "")
+
+
+def test_the_largest_error_compares_floats_of_one_shape_with_nans_in_the_same_places():
+    import probe
+
+    assert probe.largest_error(np.array([1.0, np.inf, np.nan]), np.array([1.5, np.inf, np.nan])) == 0.5
+    assert probe.largest_error(np.array([np.inf]), np.array([-np.inf])) == np.inf
+    assert probe.largest_error(np.array([np.nan]), np.array([1.0])) is None
+    assert probe.largest_error(np.array([1.0]), np.array([1.0, 2.0])) is None
+    assert probe.largest_error(np.array([1]), np.array([1])) is None
