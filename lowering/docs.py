@@ -52,6 +52,10 @@ def targets_table() -> str:
             verdicts = [verdict for outcomes in profile.cases.values() for _, verdict, _ in outcomes]
             right, wrong = verdicts.count("right"), verdicts.count("wrong")
             held = f"backend cases: {right} right / {wrong} wrong / {len(verdicts) - right - wrong} fail"
+            if profile.swept:
+                swept = profile.swept
+                held += (f"; swept after --target (onnx-lower {swept['onnx_lower']}, {swept['date']}): "
+                         f"{len(swept['not_right'])} of {swept['models']} models not right")  # fmt: skip
             for form, found in sorted(profile.model_forms.items()):
                 held += (f"; whole models with the form {form}: {len(found['better'])} right only so, "
                          f"{len(found['worse'])} right only without, of {len(found['tried'])}")  # fmt: skip

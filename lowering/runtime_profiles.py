@@ -15,7 +15,9 @@ and no case of the op ever ran right.
 A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
 of a whole model, the corpus models the runtime ran right with it and not without (``better``)
 and those the other way (``worse``), as the sweep's trials found them
-(``targets/run_sweep.py --record-forms``).
+(``targets/run_sweep.py --record-forms``), and what the sweep found the runtime still fails or
+gets wrong after ``--target`` (``swept``: ``targets/run_sweep.py --record-sweep``, with the
+onnx-lower commit that made those models).
 """
 
 from __future__ import annotations
@@ -66,6 +68,14 @@ class RuntimeProfile:
     opsets: tuple[int, ...]
     cases: dict[tuple[str, int, str], list[tuple[str, str, str]]] = field(repr=False)
     model_forms: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
+    swept: dict = field(default_factory=dict, repr=False)
+
+    def swept_not_right(self, op_type: str, version: int, type_name: str) -> list[tuple[str, str, str]]:
+        """The probed cases of (op, version, type) the sweep found the runtime still failing or
+        getting wrong after --target: (case, what it did, its words)."""
+        own = {case for case, _, _ in self.cases.get((op_type, version, type_name), [])}
+        found = self.swept.get("not_right", {})
+        return [(case, found[case]["after"], found[case]["why"]) for case in sorted(own & found.keys())]
 
     @functools.cached_property
     def _by_op(self) -> dict[str, list[tuple[int, str, list]]]:
@@ -166,6 +176,7 @@ class TableProfile:
     ops: dict[str, dict] = field(repr=False)
     unread: tuple[str, ...] = ()
     model_forms: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)  # (none: no trials)
+    swept: dict = field(default_factory=dict, repr=False)  # (none: a table is not swept)
 
     @property
     def table(self) -> str:
@@ -292,4 +303,5 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         opsets=tuple(data["opsets"]),
         cases=dict(cases),
         model_forms=data.get("model_forms", {}),
+        swept=data.get("swept", {}),
     )

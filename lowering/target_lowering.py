@@ -46,6 +46,7 @@ class Finding:
     verdict: Verdict
     fix: str | None
     retype: tuple[int, int] | None = None  # (wide, narrow): a retyping the runtime takes instead
+    swept: str = ""  # the cases of it the runtime still got wrong or failed after --target (the profile's sweep)
 
     @property
     def blocks(self) -> bool:
@@ -69,13 +70,15 @@ class Finding:
             "verdict": self.verdict.kind,
             "why": self.verdict.why,
             "fix": self.fix,
+            "swept": self.swept,
         }
 
     def __str__(self) -> str:
         version = f"-{self.version}" if self.version is not None else ""
         on = f" on {self.element_type}" if self.element_type else ""
         fix = f" ({self.fix})" if self.fix else " (no pattern lowers it)" if self.blocks else ""
-        return f"{self.op_type}{version}{on} at {self.location}: {self.verdict.kind}: {self.verdict.why}{fix}"
+        swept = f"; {self.swept}" if self.swept else ""
+        return f"{self.op_type}{version}{on} at {self.location}: {self.verdict.kind}: {self.verdict.why}{fix}{swept}"
 
 
 class TargetRefused(ConversionRefused):
@@ -158,8 +161,26 @@ def check_model(
                 boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)
                 io = " --retype-io: the model's inputs and outputs change type" if boundary else ""
                 fix = f"retyped to {type_label(retype[1])} (--retype {retype_pair(retype)}{io})"
-            findings.append(Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix, retype))
+            swept = _swept_said(profile, node.op_type, version, type_name) if version is not None else ""
+            findings.append(
+                Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix, retype, swept)
+            )
     return findings
+
+
+def _swept_said(profile, op_type: str, version: int, type_name: str, shown: int = 3) -> str:
+    """What the profile's sweep found the runtime still doing wrong after --target on cases of
+    (op, version, type), in a few words; empty where nothing (or no sweep)."""
+    if isinstance(profile, TableProfile):
+        return ""
+    found = profile.swept_not_right(op_type, version, type_name)
+    if not found:
+        return ""
+    listed = ", ".join(f"{case} ({after}{': ' + why[:120] if why else ''})" for case, after, why in found[:shown])
+    more = f" and {len(found) - shown} more" if len(found) > shown else ""
+    commit = profile.swept.get("onnx_lower", "?")
+    return (f"after --target the runtime still failed or got wrong {len(found)} swept case(s) of it "
+            f"(onnx-lower {commit}): {listed}{more}")  # fmt: skip
 
 
 def _narrower_type_taken(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -117,6 +118,16 @@ def float16_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> lis
         return None
 
 
+def commit() -> str:
+    """The onnx-lower commit the models are made with (this checkout's; "+" where it holds
+    changes not committed)."""
+
+    def git(*words: str) -> str:
+        return subprocess.run(["git", *words], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
+
+    return (git("rev-parse", "--short=12", "HEAD") or "unknown") + ("+" if git("status", "--porcelain", "-uno") else "")
+
+
 def dynamic(model: onnx.ModelProto) -> bool:
     """Whether an input's shape has a dimension that is not a number."""
     return any(not d.HasField("dim_value") for info in model.graph.input for d in info.type.tensor_type.shape.dim)
@@ -172,7 +183,8 @@ def main() -> None:
             entry["refused"] = " ".join(str(error).split())[:300]
         index.append(entry)
         print(name, "refused" if "refused" in entry else "lowered", flush=True)
-    (args.folder / "index.json").write_text(json.dumps({"target": args.name, "items": index}, indent=1))
+    made = {"target": args.name, "onnx_lower": commit(), "items": index}
+    (args.folder / "index.json").write_text(json.dumps(made, indent=1))
 
 
 if __name__ == "__main__":

@@ -6,11 +6,15 @@ line per model (with the runtime's words where it is not right) and the totals, 
 to FOLDER/results.json (with --only, into the results already there).
 
     python targets/run_sweep.py RUNNER FOLDER [--only NAME ...] [--seconds S] [--trials [--record-forms]]
+                                [--record-sweep]
 
 With ``--trials``, each corpus model's trials (prepare_sweep.py: the model made for the target
 without the profile's model forms, and with one of them) run too; ``--record-forms`` writes
 what they found into the target's profile (``model_forms``: per form, the models that ran
-right with it and not without, ``better``, and the other way, ``worse``).
+right with it and not without, ``better``, and the other way, ``worse``). ``--record-sweep``
+writes into the profile (``swept``) every model the runtime still fails or gets wrong after
+``--target``, in its words, with the onnx-lower commit that made them: ``onnx-lower check``
+names those of a node's op, version and type beside the fix it offers.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=CASE_SECONDS, help="a model with no answer in this long hangs")
     parser.add_argument("--trials", action="store_true", help="run each corpus model's form trials too")
     parser.add_argument("--record-forms", action="store_true", help="record the trials in the target's profile")
+    parser.add_argument("--record-sweep", action="store_true", help="record what is not right in the target's profile")
     args = parser.parse_args()
     if args.record_forms and not args.trials:
         parser.error("--record-forms records the trials: give --trials")
@@ -80,6 +85,8 @@ def main() -> None:
     written.write_text(json.dumps(results, indent=1))
     if args.record_forms:
         record_forms(index["target"], results, worker.version, args.runner)
+    if args.record_sweep:
+        record_sweep(index["target"], results, worker.version, args.runner, index.get("onnx_lower", "unknown"))
     print(f"\n{index['target']} on {args.runner} {worker.version}:")
     if worker.tolerance:  # (probe.Worker compares within the looser of each model's tolerance and this)
         stated = worker.tolerance
@@ -126,9 +133,7 @@ def record_forms(target: str, results: list[dict], version: str, runner: str, pr
     """Writes into the target's profile, per form tried, the models that ran right with it and
     not without (``better``) and the other way (``worse``)."""
     path = profiles / f"{target}.json"
-    profile = json.loads(path.read_text())
-    if profile.get("runtime_version") != version:
-        raise SystemExit(f"{path.name} was probed on {profile.get('runtime_version')}, this runtime is {version}")
+    profile = _profile_of(path, version)
     forms: dict[str, dict[str, list[str]]] = {}
     for result in results:
         for choice_name, verdicts in result.get("trials", {}).items():
@@ -149,6 +154,38 @@ def record_forms(target: str, results: list[dict], version: str, runner: str, pr
     path.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")
     print(f"recorded in {path}: " + "; ".join(f"{name}: {len(r['better'])} better, {len(r['worse'])} worse of "
                                             f"{len(r['tried'])}" for name, r in forms.items()))  # fmt: skip
+
+
+def record_sweep(
+    target: str, results: list[dict], version: str, runner: str, made_by: str, profiles: Path = PROFILES
+) -> None:
+    """Writes into the target's profile (``swept``) each model of ``results`` the runtime does not
+    run right after --target (not those onnx-lower refused: check names their blockers), with
+    what it did as exported and after, in its words, the totals, and the onnx-lower commit that
+    made the models (``made_by``)."""
+    path = profiles / f"{target}.json"
+    profile = _profile_of(path, version)
+    not_right = {
+        result["name"]: {"before": result["before"], "after": result["after"], "why": one_line(result["after_why"])}
+        for result in results
+        if not result["after"].startswith("right") and result["after"] != "refused by onnx-lower"
+    }
+    totals = Counter(f"{result['before']} -> {result['after']}" for result in results)
+    profile["swept"] = {
+        "how": f"python targets/run_sweep.py {runner} FOLDER --record-sweep (FOLDER: prepare_sweep.py)",
+        "date": datetime.date.today().isoformat(), "onnx_lower": made_by, "models": len(results),
+        "totals": dict(sorted(totals.items())), "not_right": not_right,
+    }  # fmt: skip
+    path.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")
+    print(f"recorded in {path}: {len(not_right)} of {len(results)} models not right after --target")
+
+
+def _profile_of(path: Path, version: str) -> dict:
+    """The profile at ``path``, refused where it was probed on another version of the runtime."""
+    profile = json.loads(path.read_text())
+    if profile.get("runtime_version") != version:
+        raise SystemExit(f"{path.name} was probed on {profile.get('runtime_version')}, this runtime is {version}")
+    return profile
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -113,3 +113,42 @@ def test_the_largest_error_compares_floats_of_one_shape_with_nans_in_the_same_pl
     assert probe.largest_error(np.array([np.nan]), np.array([1.0])) is None
     assert probe.largest_error(np.array([1.0]), np.array([1.0, 2.0])) is None
     assert probe.largest_error(np.array([1]), np.array([1])) is None
+
+
+def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path):
+    """record_sweep keeps the models not right after --target (not those onnx-lower refused),
+    their words and the commit that made them; check names the swept cases of a node's op,
+    version and type beside its fix."""
+    import onnx
+
+    from lowering.target_lowering import check_model
+
+    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [17],
+               "source": {"kind": "probed", "how": "a test"},
+               "cases": {"test_hardswish": {"op": "HardSwish", "version": 14, "type": "FLOAT", "verdict": "fails"},
+                         "test_hardswish_big": {"op": "HardSwish", "version": 14, "type": "FLOAT", "verdict": "fails"},
+                         "test_relu": {"op": "Relu", "version": 14, "type": "FLOAT", "verdict": "right"}}}  # fmt: skip
+    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    results = [
+        {"name": "test_hardswish", "before": "fails", "after": "wrong", "after_why": "output 0: largest error 3"},
+        {"name": "test_hardswish_big", "before": "fails", "after": "right", "after_why": ""},
+        {"name": "test_relu", "before": "right", "after": "right", "after_why": ""},
+        {"name": "test_gru", "before": "fails", "after": "refused by onnx-lower", "after_why": "no pattern"},
+        {"name": "bert", "before": "wrong", "after": "right in float16", "after_why": "within"},
+    ]
+    run_sweep.record_sweep("made-up", results, "1.0", "made-up", "0123abcd", profiles=tmp_path)
+    written = json.loads((tmp_path / "made-up.json").read_text())
+    swept = written["swept"]
+    assert swept["onnx_lower"] == "0123abcd" and swept["models"] == 5
+    assert swept["not_right"] == {
+        "test_hardswish": {"before": "fails", "after": "wrong", "why": "output 0: largest error 3"}
+    }
+    assert swept["totals"]["fails -> wrong"] == 1 and swept["totals"]["wrong -> right in float16"] == 1
+
+    node = helper.make_node("HardSwish", ["x"], ["y"], name="act")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    [finding] = check_model(model, profile_from_data(written), lowerable=frozenset({"HardSwish"}))
+    assert "still failed or got wrong 1 swept case(s) of it (onnx-lower 0123abcd)" in str(finding)
+    assert "test_hardswish (wrong: output 0: largest error 3)" in finding.as_dict()["swept"]
