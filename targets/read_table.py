@@ -30,7 +30,10 @@ INT64``), with the opsets it supports stated in a sentence above it. onnxruntime
 Type names are onnx's (``TensorProto.DataType``): a name onnx has is taken as it is (INT64,
 BOOL); the tables' abbreviations FPnn and BFnn are onnx's type whose numpy dtype is
 ``floatnn`` / ``bfloatnn`` (FP32 is FLOAT, BF16 is BFLOAT16). A name that is neither (FP8: onnx
-has four 8-bit float types; a typo such as INF64) is left out and listed under ``unread``.
+has four 8-bit float types; a typo such as INF64) is left out and listed under ``unread``, unless
+the runtime's own documentation describes it, given with ``--type-described "FP8=<its words>"``
+(its sign, exponent and mantissa bits and exponent bias): the onnx float type of that layout, as
+ml_dtypes describes each (:func:`type_of_layout`), where exactly one fits.
 """
 
 from __future__ import annotations
@@ -51,10 +54,12 @@ DEFAULT_DOMAIN = "ai.onnx"
 ABBREVIATIONS = {"FP": "float", "BF": "bfloat"}  # the tables' spelling of numpy's dtype names
 
 
-def onnx_type_name(token: str) -> str | None:
-    """onnx's name for the table's type ``token`` ("FP16" -> "FLOAT16"), or None where onnx has
-    no single type of that name."""
+def onnx_type_name(token: str, described: dict[str, str] | None = None) -> str | None:
+    """onnx's name for the table's type ``token`` ("FP16" -> "FLOAT16"; one ``described`` maps to
+    the onnx type its layout fits), or None where onnx has no single type of that name."""
     token = token.strip().upper()
+    if described and token in described:
+        return type_of_layout(described[token])
     if token in TensorProto.DataType.keys() and token != "UNDEFINED":
         return token
     match = re.fullmatch(r"([A-Z]+?)(\d+)", token)
@@ -63,6 +68,35 @@ def onnx_type_name(token: str) -> str | None:
     dtype_name = ABBREVIATIONS.get(match.group(1), match.group(1).lower()) + match.group(2)
     found = [name for name, number in TensorProto.DataType.items() if number and _dtype_name(number) == dtype_name]
     return found[0] if len(found) == 1 else None
+
+
+_LAYOUT = re.compile(
+    r"(\d+)-bit floating point with 1 sign bit, (\d+) exponent bits, (\d+) mantissa bits, and exponent-bias (\d+)",
+    re.IGNORECASE,
+)
+
+
+def type_of_layout(words: str) -> str | None:
+    """The onnx float type whose layout ``words`` describe ("Signed 8-bit floating point with 1
+    sign bit, 4 exponent bits, 3 mantissa bits, and exponent-bias 7": FLOAT8E4M3FN, the only one
+    of bias 7; its -fnuz sibling has bias 8), from ml_dtypes' finfo of each (bias = 1 - minexp);
+    None where the words are not such a layout or no single type fits."""
+    import ml_dtypes
+
+    match = _LAYOUT.search(words)
+    if match is None:
+        return None
+    bits, exponent, mantissa, bias = map(int, match.groups())
+    fitting = []
+    for name, number in TensorProto.DataType.items():
+        try:
+            dtype = helper.tensor_dtype_to_np_dtype(number)
+            info = ml_dtypes.finfo(dtype)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if (info.bits, info.nexp, info.nmant, 1 - info.minexp) == (bits, exponent, mantissa, bias):
+            fitting.append(name)
+    return fitting[0] if len(fitting) == 1 else None
 
 
 def _dtype_name(number: int) -> str | None:
@@ -128,7 +162,7 @@ def clean(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<br\s*/?>", " ", text)).strip()
 
 
-def read_table(text: str) -> dict:
+def read_table(text: str, described: dict[str, str] | None = None) -> dict:
     """What the table says: ``ops`` (per default-domain op: ``listed`` Y or N, ``types`` onnx's
     names or None where the table names none, ``versions`` ranges or None, ``restriction``),
     ``other_domains`` (ops listed only for another domain, with the cell), ``opsets`` and
@@ -152,7 +186,7 @@ def read_table(text: str) -> dict:
             entry["table_types"] = cell
             types = []
             for token in re.findall(r"[A-Za-z0-9_]+", cell):
-                name = onnx_type_name(token)
+                name = onnx_type_name(token, described)
                 if name is None:
                     unread.append(f"{op}: {token!r} names no single onnx element type")
                 elif name not in types:
@@ -183,9 +217,12 @@ def read_table(text: str) -> dict:
     }
 
 
-def table_profile(text: str, name: str, *, runtime: str, runtime_version: str, source: dict) -> dict:
-    """The profile JSON of table ``text`` (``source``: repo, path, ref, commit, ...)."""
-    table = read_table(text)
+def table_profile(
+    text: str, name: str, *, runtime: str, runtime_version: str, source: dict, described: dict[str, str] | None = None
+) -> dict:
+    """The profile JSON of table ``text`` (``source``: repo, path, ref, commit, ...; ``described``:
+    the runtime's words on type names onnx lacks)."""
+    table = read_table(text, described)
     columns = ", ".join(table["columns"])
     return {
         "kind": "table",
@@ -220,7 +257,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runtime", required=True)
     parser.add_argument("--runtime-version", required=True)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--type-described",
+        action="append",
+        default=[],
+        metavar="NAME=WORDS",
+        help="a type name of the table as the runtime's documentation describes its layout",
+    )
+    parser.add_argument("--type-source", help="where those words are (an address)")
     args = parser.parse_args(argv)
+    described = dict(item.split("=", 1) for item in args.type_described)
+    for token, words in described.items():
+        if type_of_layout(words) is None:
+            parser.error(f"--type-described {token}: no single onnx element type has the layout {words!r}")
     if not re.fullmatch(r"[0-9a-f]{40}", args.commit):
         parser.error("--commit takes a full commit hash (40 hex digits)")
     source = {"repo": args.repo, "path": args.path, "ref": args.ref, "commit": args.commit}
@@ -228,11 +277,19 @@ def main(argv: list[str] | None = None) -> int:
         source["file_commit"] = args.file_commit
     if args.via:
         source["via"] = args.via
+    if described:
+        source["types_described"] = {token: {"words": words, "onnx": type_of_layout(words), "where": args.type_source}
+                                     for token, words in described.items()}  # fmt: skip
     source["how"] = " ".join(
         ["python targets/read_table.py", *map(shlex.quote, sys.argv[1:] if argv is None else argv)]
     )
     profile = table_profile(
-        args.table.read_text(), args.name, runtime=args.runtime, runtime_version=args.runtime_version, source=source
+        args.table.read_text(),
+        args.name,
+        runtime=args.runtime,
+        runtime_version=args.runtime_version,
+        source=source,
+        described=described,
     )
     out = args.out or PROFILES / f"{args.name}.json"
     out.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")

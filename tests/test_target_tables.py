@@ -83,6 +83,19 @@ def test_the_table_s_type_names_are_onnx_s():
     assert READ_TABLE.onnx_type_name("INF64") is None
 
 
+def test_a_type_the_runtime_describes_is_the_onnx_type_of_that_layout():
+    """TensorRT's FP8, in its own words, is the one onnx float of 1 sign, 4 exponent and 3
+    mantissa bits with exponent bias 7 (FLOAT8E4M3FN; bias 8 is FLOAT8E4M3FNUZ); words that
+    name no layout, or one no onnx type has, give none."""
+    words = "Signed 8-bit floating point with 1 sign bit, 4 exponent bits, 3 mantissa bits, and exponent-bias {}."
+    assert READ_TABLE.onnx_type_name("FP8", {"FP8": words.format(7)}) == "FLOAT8E4M3FN"
+    assert READ_TABLE.type_of_layout(words.format(8)) == "FLOAT8E4M3FNUZ"
+    assert READ_TABLE.type_of_layout(words.format(9)) is None
+    assert READ_TABLE.type_of_layout("an 8-bit float") is None
+    assert load_profile("tensorrt-10").verdict("DequantizeLinear", 19, "FLOAT8E4M3FN").kind == PARTLY  # (a restriction)
+    assert load_profile("tensorrt-10").verdict("DequantizeLinear", 19, "FLOAT8E5M2").kind == REFUSED
+
+
 def test_a_tensorrt_like_excerpt_reads_into_its_verdicts():
     profile = excerpt_profile(TENSORRT_LIKE)
     assert profile.opsets == tuple(range(9, 21))
@@ -141,7 +154,8 @@ def test_a_shipped_table_profile_is_what_the_script_reads_from_its_copy(name):
     assert source["how"].startswith(f"python targets/read_table.py targets/tables/{name}.md {name} ")
     text = (REPO / "targets" / "tables" / f"{name}.md").read_text()
     assert hashlib.sha256(text.encode()).hexdigest() == source["sha256"]
-    again = READ_TABLE.table_profile(text, name, runtime="-", runtime_version="-", source={})
+    described = {token: entry["words"] for token, entry in source.get("types_described", {}).items()}
+    again = READ_TABLE.table_profile(text, name, runtime="-", runtime_version="-", source={}, described=described)
     assert {key: again[key] for key in ("ops", "opsets", "unread", "other_domains")} == {
         key: data[key] for key in ("ops", "opsets", "unread", "other_domains")
     }
