@@ -39,7 +39,9 @@ SUPPORTED, PARTLY, UNVERIFIED, REFUSED = "supported", "partly", "unverified", "r
 # every case nearest the node's form failed, but none shares an attribute value or input type of
 # the node (no case casts to int64): not refused, lowered where a pattern can, as partly
 DOUBTFUL = "doubtful"
-CORPUS_CASE = "corpus_"  # (the name of a case targets/prepare_cases.py made of a real export's node)
+# the names of the cases targets/prepare_cases.py made of a model's node, with the values it sees
+# there: a real export's node, a node a pattern writes for a backend case
+MODEL_NODE_CASES = ("corpus_", "lowered_")
 
 
 @dataclass(frozen=True)
@@ -114,10 +116,10 @@ class RuntimeProfile:
             )
             if unshared:
                 return Verdict(DOUBTFUL, f"no case right, none with its {', '.join(unshared)}: {said}")
-            if all(o[1] == "wrong" and o[0].startswith(CORPUS_CASE) for o in exact):
+            if all(o[1] == "wrong" and o[0].startswith(MODEL_NODE_CASES) for o in exact):
                 # (rknn's float16 on an attention mask's -3.4e38 says nothing of a residual Add)
-                return Verdict(DOUBTFUL, f"wrong only on a real export's own values, which says nothing of others: "
-                               f"{said}")  # fmt: skip
+                return Verdict(DOUBTFUL, f"wrong only on the values one model's node sees, which says nothing of "
+                               f"others: {said}")  # fmt: skip
             return Verdict(REFUSED, said)
         ran_right = sorted({(v, t) for v, t, outcomes in seen if any(o[1] == "right" for o in outcomes)})
         if ran_right:

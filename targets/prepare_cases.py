@@ -34,8 +34,10 @@ from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
 from lowering import schemas  # noqa: E402
+from lowering.api import lowerable_ops  # noqa: E402
 from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
+from lowering.schemas import RANDOM_OPS  # noqa: E402
 
 OLDEST_OPSET = 7
 
@@ -107,14 +109,50 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
     a model whose outputs are all constants, whatever its node), nor a node whose values ONNX
     leaves undefined (a float cast to an integer type it lies outside: T5's log of 0, -inf,
     cast to int64; the export masks them later), nor one computed from them."""
+    exports = ((path.stem, onnx.load(path), corpus_feeds(path)) for path in sorted(folder.glob("*.onnx")))
+    return node_cases(exports, "corpus", other_versions=True)
+
+
+def lowered_cases() -> list[tuple]:
+    """The same of the models onnx-lower's patterns write: each single-op backend case whose op a
+    pattern lowers, lowered (``ops=[op]``, at the case's opset), fed the case's first inputs; one
+    node of each form those models hold, at their own opset (``lowered_CASE_NODE``: SwiGLU's
+    alpha becomes a Swish with that alpha, which no backend case of Swish holds)."""
+    lowerable = lowerable_ops()
+    models = []
+    for case in backend_cases():
+        node = main_node(case.model) if "_expanded" not in case.name else None
+        if node is None or node.op_type not in lowerable or not case.data_sets:
+            continue
+        inputs, _ = case.data_sets[0]
+        feeds = {info.name: feed(value) for info, value in zip(case.model.graph.input, inputs, strict=False)}
+        if not all(isinstance(value, np.ndarray) for value in feeds.values()):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lowered = lowering.lower(case.model, ops=[node.op_type], fold="none")
+        except Exception:  # (a case the pattern declines or refuses: nothing written to probe)
+            continue
+        if any(n.op_type == node.op_type for n in lowered.graph.node):
+            continue
+        models.append((case.name, lowered, feeds))
+    return node_cases(models, "lowered", other_versions=False)
+
+
+def node_cases(models, prefix: str, other_versions: bool) -> list[tuple]:
+    """Per (name, model, feeds) of ``models``, the cases of one node of each form not met before
+    (see :func:`corpus_cases`), named ``PREFIX_NAME_NODE``; with ``other_versions``, each taken to
+    its op's other versions too."""
     import onnxruntime
 
     found, seen = [], set()
-    for path in sorted(folder.glob("*.onnx")):
-        model = onnx.load(path)
+    for stem, model, feeds in models:
         opset = schemas.default_opset(model.opset_import)
-        feeds = corpus_feeds(path)
-        values = _every_value(model, feeds, onnxruntime)
+        try:
+            values = _every_value(model, feeds, onnxruntime)
+        except Exception:  # (onnxruntime cannot run it: nothing of it to probe)
+            continue
         fed, constant = value_sources(model)
         declared = {info.name: info for info in model.graph.value_info}
         given_by_nodes = constants_given_by_nodes(model, constant)
@@ -126,6 +164,7 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
             if (
                 node.domain not in ("", "ai.onnx")
                 or node.op_type == "Constant"
+                or node.op_type in RANDOM_OPS  # (its values are one draw: no runtime is asked to match them)
                 or any(a.g.node or a.graphs for a in node.attribute)
             ):
                 continue
@@ -146,9 +185,9 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
             seen.add(key)
             inputs = [values[info.name] for info in case.graph.input]
             expected = [values[name] for name in node.output if name]
-            name = f"corpus_{path.stem}_{node.name or len(found)}"
+            name = f"{prefix}_{stem}_{node.name or len(found)}"
             entry = (name, opset, case.SerializeToString(), [(inputs, expected)], CORPUS_RTOL, CORPUS_ATOL)
-            found += [entry, *at_other_versions([entry], node.op_type, opset)]
+            found += [entry, *(at_other_versions([entry], node.op_type, opset) if other_versions else [])]
     return found
 
 
@@ -176,7 +215,8 @@ def casts_out_of_range(node: onnx.NodeProto, values: dict) -> bool:
 
 def _every_value(model: onnx.ModelProto, feeds: dict, onnxruntime) -> dict[str, np.ndarray]:
     """Every tensor value of the main graph, as onnxruntime computes it (no graph optimization)
-    on ``feeds``; the model's initializers and Constants among them."""
+    on ``feeds`` (onnx.reference where onnxruntime cannot run the model); the model's
+    initializers and Constants among them."""
     inferred = onnx.shape_inference.infer_shapes(model)
     types = {info.name: info.type for info in [*inferred.graph.value_info, *inferred.graph.output]}
     probe = onnx.ModelProto()
@@ -192,8 +232,13 @@ def _every_value(model: onnx.ModelProto, feeds: dict, onnxruntime) -> dict[str, 
                 asked.append(name)
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = onnxruntime.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    values = dict(zip(asked, session.run(asked, feeds), strict=True))
+    try:
+        session = onnxruntime.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        values = dict(zip(asked, session.run(asked, feeds), strict=True))
+    except Exception:  # (an op onnxruntime has no kernel for, such as Swish-24: onnx's reference computes it)
+        from onnx.reference import ReferenceEvaluator
+
+        values = dict(zip(asked, ReferenceEvaluator(probe).run(asked, feeds), strict=True))
     values.update(feeds)
     values.update({t.name: numpy_helper.to_array(t) for t in model.graph.initializer})
     return values
@@ -276,8 +321,9 @@ def write_forms(cases: list[tuple], path: Path) -> None:
 
 
 def all_cases() -> list[tuple]:
-    """The backend cases with their variants and other op versions, then the corpus's nodes."""
-    return prepared_cases() + corpus_cases()
+    """The backend cases with their variants and other op versions, the corpus's nodes, then
+    the nodes the patterns write."""
+    return prepared_cases() + corpus_cases() + lowered_cases()
 
 
 if __name__ == "__main__":

@@ -118,14 +118,18 @@ def float16_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> lis
         return None
 
 
-def commit() -> str:
-    """The onnx-lower commit the models are made with (this checkout's; "+" where it holds
-    changes not committed)."""
+def commit(name: str) -> str:
+    """The onnx-lower commit the models for target ``name`` are made with (this checkout's; "+"
+    where it holds changes not committed that bear on them: any but other targets' profiles,
+    which sweeps write, and docs)."""
 
     def git(*words: str) -> str:
         return subprocess.run(["git", *words], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
 
-    return (git("rev-parse", "--short=12", "HEAD") or "unknown") + ("+" if git("status", "--porcelain", "-uno") else "")
+    own = f"lowering/target_profiles/{name}.json"
+    changed = [line[3:] for line in git("status", "--porcelain", "-uno").splitlines()]
+    bearing = [path for path in changed if path == own or not path.startswith(("lowering/target_profiles/", "docs/"))]
+    return (git("rev-parse", "--short=12", "HEAD") or "unknown") + ("+" if bearing else "")
 
 
 def dynamic(model: onnx.ModelProto) -> bool:
@@ -145,7 +149,7 @@ def main() -> None:
     parser.add_argument("--cases-only", action="store_true")
     parser.add_argument("--corpus-only", action="store_true")
     args = parser.parse_args()
-    made_by = commit()  # (as the code is when it is imported: before anything is made)
+    made_by = commit(args.name)  # (as the code is when it is imported: before anything is made)
     items = []
     if not args.cases_only:
         items += list(corpus_items())

@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
 
 import prepare_cases  # noqa: E402
 
+import lowering  # noqa: E402
+
 
 def _export(folder: Path) -> None:
     """y = Add(Cast(Log(x), int64), 1); z = Mul(x, c), c a Constant; u = Add(x, w), w a weight; x
@@ -100,3 +102,29 @@ def test_a_castlike_or_a_bfloat16_cast_out_of_range_is_undefined_too():
     cast = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT8)
     assert prepare_cases.casts_out_of_range(cast, {"x": np.array([300.0], ml_dtypes.bfloat16)})
     assert not prepare_cases.casts_out_of_range(cast, {"x": np.array([3.0], ml_dtypes.bfloat16)})
+
+
+def test_the_nodes_a_pattern_writes_are_cases_with_the_values_they_see():
+    """SwiGLU(a, b, alpha=0.5) lowered is Swish(a, alpha=0.5) * b: the Swish is a case of its
+    own (no backend case of Swish holds that alpha), fed a and expected onnx's reference values
+    (onnxruntime has no Swish-24 kernel); no node of constants alone, no random draw."""
+    node = helper.make_node("SwiGLU", ["a", "b"], ["y"], name="y", alpha=0.5)
+    infos = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 3]) for name in ("a", "b", "y")]
+    model = make_model([node], infos[:2], infos[2:], opset=28)
+    lowered = lowering.lower(model, ops=["SwiGLU"], fold="none")
+    rng = np.random.default_rng(0)
+    feeds = {"a": rng.standard_normal((2, 3)).astype(np.float32), "b": rng.standard_normal((2, 3)).astype(np.float32)}
+    found = {name: (onnx.load_from_string(data), sets) for name, _, data, sets, *_ in
+             prepare_cases.node_cases([("swiglu", lowered, feeds)], "lowered", other_versions=False)}  # fmt: skip
+    swish = [name for name, (case, _) in found.items() if case.graph.node[-1].op_type == "Swish"]
+    assert len(swish) == 1 and swish[0].startswith("lowered_swiglu_")
+    case, [(inputs, expected)] = found[swish[0]]
+    assert helper.get_attribute_value(case.graph.node[-1].attribute[0]) == 0.5
+    a = feeds["a"]
+    np.testing.assert_allclose(expected[0], a / (1 + np.exp(-0.5 * a)), rtol=1e-6)
+
+    noise = helper.make_node("RandomUniformLike", ["a"], ["noise"], name="noise")
+    summed = helper.make_node("Add", ["a", "noise"], ["y"], name="summed")
+    drawn = make_model([noise, summed], infos[:1], infos[2:], opset=17)
+    names = [name for name, *_ in prepare_cases.node_cases([("drawn", drawn, {"a": a})], "lowered", False)]
+    assert names == ["lowered_drawn_summed"]
