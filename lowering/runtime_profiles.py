@@ -39,9 +39,7 @@ SUPPORTED, PARTLY, UNVERIFIED, REFUSED = "supported", "partly", "unverified", "r
 # every case nearest the node's form failed, but none shares an attribute value or input type of
 # the node (no case casts to int64): not refused, lowered where a pattern can, as partly
 DOUBTFUL = "doubtful"
-# the names of the cases targets/prepare_cases.py made of a model's node, with the values it sees
-# there: a real export's node, a node a pattern writes for a backend case
-MODEL_NODE_CASES = ("corpus_", "lowered_")
+CORPUS_CASE = "corpus_"  # (the name of a case targets/prepare_cases.py made of a real export's node)
 
 
 @dataclass(frozen=True)
@@ -90,13 +88,18 @@ class RuntimeProfile:
         """What the probe says of ``op_type``-``version`` on ``type_name`` (an element type's
         name as onnx spells it, "FLOAT"; "" where unknown), from the cases nearest the node's
         ``form`` where it is given and some case is near it (:func:`node_forms.nearest_cases`),
-        else from every case of that op version and type."""
+        else from every case of that op version and type (unverified where all of those ran
+        right, but none fed what the node is fed)."""
         seen = self._by_op.get(op_type)
         if not seen:
             return Verdict(UNVERIFIED, f"no single-op backend case of {op_type} was probed")
         exact = [o for v, t, outcomes in seen if v == version and (t == type_name or not type_name) for o in outcomes]
         schema = schemas.schema_in_force(op_type, version)
         near = nearest_cases(exact, form, schema) if exact and form else []
+        if exact and form and not near and all(o[1] == "right" for o in exact):
+            # (every case holds constant an input the node is fed: tract's CumSum takes a constant axis only)
+            return Verdict(UNVERIFIED, f"{op_type}-{version} on {type_name or '?'} ran right only with inputs the "
+                           f"node is fed given as constants: {_said(exact)}")  # fmt: skip
         formed = f" nearest its form ({form.describe()})" if near and len(near) < len(exact) else ""
         exact = near or exact
         unshared = unmatched(exact, form, schema) if exact and form else []
@@ -116,10 +119,11 @@ class RuntimeProfile:
             )
             if unshared:
                 return Verdict(DOUBTFUL, f"no case right, none with its {', '.join(unshared)}: {said}")
-            if all(o[1] == "wrong" and o[0].startswith(MODEL_NODE_CASES) for o in exact):
-                # (rknn's float16 on an attention mask's -3.4e38 says nothing of a residual Add)
-                return Verdict(DOUBTFUL, f"wrong only on the values one model's node sees, which says nothing of "
-                               f"others: {said}")  # fmt: skip
+            if all(o[1] == "wrong" and o[0].startswith(CORPUS_CASE) for o in exact):
+                # (rknn's float16 on an attention mask's -3.4e38 says nothing of a residual Add; a
+                # pattern's node, lowered_*, is fed a backend case's ordinary values: not so)
+                return Verdict(DOUBTFUL, f"wrong only on a real export's own values, which says nothing of others: "
+                               f"{said}")  # fmt: skip
             return Verdict(REFUSED, said)
         ran_right = sorted({(v, t) for v, t, outcomes in seen if any(o[1] == "right" for o in outcomes)})
         if ran_right:

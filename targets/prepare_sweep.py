@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
+import shutil
 import subprocess
 import sys
 import warnings
@@ -37,6 +39,7 @@ sys.path.insert(0, str(HERE))
 from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
+from lowering import schemas  # noqa: E402
 from lowering.runtime_profiles import RuntimeProfile, load_profile  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
 from lowering.target_forms import MODEL_FORM_CHOICES, apply_model_forms  # noqa: E402
@@ -91,10 +94,13 @@ def trial_models(model: onnx.ModelProto, name: str, shapes) -> dict[str, tuple[o
     if not isinstance(profile, RuntimeProfile):
         return {}
     bare = dataclasses.replace(profile, model_forms={})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        without = lowering.lower_model(model, target=bare, input_shapes=shapes).model
-    opset = next(o.version for o in without.opset_import if o.domain in ("", "ai.onnx"))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            without = lowering.lower_model(model, target=bare, input_shapes=shapes).model
+    except lowering.LoweringError:  # (refused without the forms: nothing to try them on)
+        return {}
+    opset = schemas.default_opset(without.opset_import)
     trials = {}
     for choice in MODEL_FORM_CHOICES:
         made = onnx.ModelProto()
@@ -121,15 +127,25 @@ def float16_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> lis
 def commit(name: str) -> str:
     """The onnx-lower commit the models for target ``name`` are made with (this checkout's; "+"
     where it holds changes not committed that bear on them: any but other targets' profiles,
-    which sweeps write, and docs)."""
+    which sweeps write, and docs; files not yet added count)."""
+    run = functools.partial(subprocess.run, cwd=HERE.parent, capture_output=True, text=True)
+    head = run(["git", "rev-parse", "--short=12", "HEAD"]).stdout.strip() or "unknown"
+    status = run(["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"]).stdout
+    return head + ("+" if changes_bearing_on(name, status) else "")
 
-    def git(*words: str) -> str:
-        return subprocess.run(["git", *words], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
 
+def changes_bearing_on(name: str, status: str) -> list[str]:
+    """The paths of ``git status --porcelain=v1 -z`` output (``XY PATH``, NUL-separated; a
+    rename or copy followed by its source path) that bear on target ``name``'s models."""
     own = f"lowering/target_profiles/{name}.json"
-    changed = [line[3:] for line in git("status", "--porcelain", "-uno").splitlines()]
-    bearing = [path for path in changed if path == own or not path.startswith(("lowering/target_profiles/", "docs/"))]
-    return (git("rev-parse", "--short=12", "HEAD") or "unknown") + ("+" if bearing else "")
+    paths, fields = [], iter(status.split("\0"))
+    for field in fields:
+        if len(field) < 4:
+            continue
+        paths.append(field[3:])
+        if field[0] in "RC":
+            paths.append(next(fields, ""))
+    return [path for path in paths if path == own or not path.startswith(("lowering/target_profiles/", "docs/"))]
 
 
 def dynamic(model: onnx.ModelProto) -> bool:
@@ -159,33 +175,35 @@ def main() -> None:
     index = []
     for name, model, feeds, expected, rtol, atol in items:
         folder = args.folder / name
-        folder.mkdir(parents=True, exist_ok=True)
+        if folder.exists():  # (nothing of an earlier sweep is read as this one's)
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
         onnx.save(model, folder / "exported.onnx")
         np.savez(folder / "inputs.npz", **feeds)
         if any(not isinstance(value, np.ndarray) for value in expected):
             continue
         np.savez(folder / "expected.npz", *[np.asarray(value) for value in expected])
         entry = {"name": name, "rtol": rtol, "atol": atol}
+        # (the inputs' shapes stated, as one deploying to a runtime of static shapes states them)
+        shapes = {key: list(value.shape) for key, value in feeds.items()} if dynamic(model) else None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                # (the inputs' shapes stated, as one deploying to a runtime of static shapes states them)
-                shapes = {key: list(value.shape) for key, value in feeds.items()}
-                result = lowering.lower_model(model, target=args.name, input_shapes=shapes if dynamic(model) else None)
+                result = lowering.lower_model(model, target=args.name, input_shapes=shapes)
             onnx.save(result.model, folder / "target.onnx")
-            if name in corpus_names:
-                halved = float16_outputs(model, feeds)
-                if halved is not None:
-                    np.savez(folder / "float16.npz", *[np.asarray(value) for value in halved])
-                trials = trial_models(model, args.name, shapes if dynamic(model) else None)
-                for choice_name, (without, made) in trials.items():
-                    place = folder / "trials" / "-".join(choice_name.split())
-                    place.mkdir(parents=True, exist_ok=True)
-                    onnx.save(without, place / "without.onnx")
-                    onnx.save(made, place / "with.onnx")
-                    entry.setdefault("trials", {})[choice_name] = str(place.relative_to(folder))
         except lowering.LoweringError as error:
             entry["refused"] = " ".join(str(error).split())[:300]
+        if name in corpus_names:
+            halved = float16_outputs(model, feeds)
+            if halved is not None:
+                np.savez(folder / "float16.npz", *[np.asarray(value) for value in halved])
+        if name in corpus_names and "refused" not in entry:
+            for choice_name, (without, made) in trial_models(model, args.name, shapes).items():
+                place = folder / "trials" / "-".join(choice_name.split())
+                place.mkdir(parents=True, exist_ok=True)
+                onnx.save(without, place / "without.onnx")
+                onnx.save(made, place / "with.onnx")
+                entry.setdefault("trials", {})[choice_name] = str(place.relative_to(folder))
         index.append(entry)
         print(name, "refused" if "refused" in entry else "lowered", flush=True)
     made = {"target": args.name, "onnx_lower": made_by, "items": index}

@@ -127,19 +127,19 @@ def _check(runner, model_bytes: bytes, data_sets, rtol, atol, names, bounds=None
 
 
 def largest_error(got, want) -> float | None:
-    """max |got - want| over two float arrays of one shape whose NaNs sit at the same places
-    (inf where an inf differs); None for others."""
+    """max |got - want| over two float arrays of one shape and type whose NaNs sit at the same
+    places (inf where an inf differs; 0 where every element is NaN); None for others."""
     if isinstance(got, list) or isinstance(want, list):
         return None
     got, want = np.asarray(feed(got)), np.asarray(feed(want))
-    if got.shape != want.shape or want.dtype.kind != "f" or got.dtype.kind != "f":
+    if got.shape != want.shape or got.dtype != want.dtype or want.dtype.kind != "f":
         return None
     got, want = got.astype(np.float64), want.astype(np.float64)
     if (np.isnan(got) != np.isnan(want)).any():
         return None
     with np.errstate(invalid="ignore"):
-        differences = np.where(got == want, 0.0, np.abs(got - want))
-    return float(np.nanmax(differences)) if differences.size else 0.0
+        differences = np.where((got == want) | np.isnan(want), 0.0, np.abs(got - want))
+    return float(differences.max()) if differences.size else 0.0
 
 
 def _shortened(text: str, limit: int = 400) -> str:

@@ -266,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--type-source", help="where those words are (an address)")
     args = parser.parse_args(argv)
-    described = dict(item.split("=", 1) for item in args.type_described)
+    if any("=" not in item for item in args.type_described):
+        parser.error("--type-described takes NAME=WORDS")
+    described = {token.strip().upper(): words for token, words in (item.split("=", 1) for item in args.type_described)}
     for token, words in described.items():
         if type_of_layout(words) is None:
             parser.error(f"--type-described {token}: no single onnx element type has the layout {words!r}")

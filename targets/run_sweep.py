@@ -47,6 +47,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.record_forms and not args.trials:
         parser.error("--record-forms records the trials: give --trials")
+    if args.only and (args.record_forms or args.record_sweep):
+        parser.error("--record-forms and --record-sweep record a whole sweep of this runtime: not with --only")
     index = json.loads((args.folder / "index.json").read_text())
     worker = Worker(args.runner, args.seconds)
     totals: Counter = Counter()
@@ -108,7 +110,8 @@ def float16_bounds(worker: Worker, folder: Path, expected: list) -> list[float] 
         return None
     halved = np.load(folder / "float16.npz")
     errors = [largest_error(halved[f"arr_{i}"], want) for i, want in enumerate(expected)]
-    return [0.0 if error is None else 2 * error for error in errors]
+    # (a reference that overflows, inf or NaN where the model is finite, bounds nothing)
+    return [2 * error if error is not None and np.isfinite(error) else 0.0 for error in errors]
 
 
 def run_trials(worker: Worker, folder: Path, entry: dict, data_sets, bounds=None) -> dict[str, dict[str, str]]:

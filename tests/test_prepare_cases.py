@@ -116,6 +116,8 @@ def test_the_nodes_a_pattern_writes_are_cases_with_the_values_they_see():
     feeds = {"a": rng.standard_normal((2, 3)).astype(np.float32), "b": rng.standard_normal((2, 3)).astype(np.float32)}
     found = {name: (onnx.load_from_string(data), sets) for name, _, data, sets, *_ in
              prepare_cases.node_cases([("swiglu", lowered, feeds)], "lowered", other_versions=False)}  # fmt: skip
+    assert {case.graph.node[-1].op_type for case, _ in found.values()} <= {"Swish", "Mul", "CastLike", "Cast"}
+    assert all(case.graph.input for case, _ in found.values())  # (no node of constants alone)
     swish = [name for name, (case, _) in found.items() if case.graph.node[-1].op_type == "Swish"]
     assert len(swish) == 1 and swish[0].startswith("lowered_swiglu_")
     case, [(inputs, expected)] = found[swish[0]]

@@ -152,3 +152,42 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
     [finding] = check_model(model, profile_from_data(written), lowerable=frozenset({"HardSwish"}))
     assert "still failed or got wrong 1 swept case(s) of it (onnx-lower 0123abcd)" in str(finding)
     assert "test_hardswish (wrong: output 0: largest error 3)" in finding.as_dict()["swept"]
+
+
+def test_a_float16_reference_that_overflows_bounds_nothing(tmp_path):
+    """onnxruntime's float16 run of an export can overflow (-3.4e38 is -inf in float16): an
+    infinite reference error bounds nothing, so the model is judged by the tolerances alone;
+    an output of another element type is not compared by its error at all."""
+    import probe
+
+    want = np.array([1.0, 2.0], np.float32)
+    np.savez(tmp_path / "float16.npz", np.array([np.inf, 2.0], np.float32))
+
+    class _Float16Worker:
+        tolerance = {"rtol": 2.0**-9, "atol": 2.0**-9, "arithmetic": "float16"}
+
+    assert run_sweep.float16_bounds(_Float16Worker(), tmp_path, [want]) == [0.0]
+    far = np.array([5.0, -7.0], np.float32)
+    assert probe._check(_Giving(far), b"", [([], [want])], 1e-3, 1e-5, [], bounds=[0.0])[0] == "wrong"
+    assert probe.largest_error(want.astype(np.float16), want) is None
+
+
+def test_only_a_whole_sweep_is_recorded(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["run_sweep.py", "tract", str(tmp_path), "--only", "bert", "--record-sweep"])
+    with pytest.raises(SystemExit):
+        run_sweep.main()
+    assert "not with --only" in capsys.readouterr().err
+
+
+def test_the_commit_a_sweep_names_is_marked_where_changes_bear_on_its_models():
+    """git status --porcelain=v1 -z: other targets' profiles and docs (which sweeps write) do
+    not bear on a target's models; its own profile, code and new files do; a rename counts both
+    paths."""
+    status = "\0".join([" M docs/targets.md", " M lowering/target_profiles/tvm-0.27.json",
+                        " M lowering/target_profiles/rknn.json", "R  lowering/new.py", "lowering/old.py",
+                        "?? targets/extra.py", ""])  # fmt: skip
+    assert prepare_sweep.changes_bearing_on("rknn", status) == [
+        "lowering/target_profiles/rknn.json", "lowering/new.py", "lowering/old.py", "targets/extra.py"
+    ]  # fmt: skip
+    others = " M docs/targets.md\0 M lowering/target_profiles/rknn.json\0"
+    assert prepare_sweep.changes_bearing_on("tract-0.23", others) == []

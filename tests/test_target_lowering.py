@@ -262,7 +262,7 @@ def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
     }
     judged = profile(made)
     assert judged.verdict("Add", 14, "FLOAT").kind == DOUBTFUL
-    assert "wrong only on the values one model's node sees" in judged.verdict("Add", 14, "FLOAT").why
+    assert "wrong only on a real export's own values" in judged.verdict("Add", 14, "FLOAT").why
     assert judged.verdict("Where", 16, "FLOAT").kind == REFUSED
     assert judged.verdict("Sub", 14, "FLOAT").kind == REFUSED
 
