@@ -137,13 +137,15 @@ def lowered_cases() -> list[tuple]:
         if any(n.op_type == node.op_type for n in lowered.graph.node):
             continue
         models.append((case.name, lowered, feeds))
-    return node_cases(models, "lowered", other_versions=False)
+    return node_cases(models, "lowered", other_versions=False, constants_from_nodes=False)
 
 
-def node_cases(models, prefix: str, other_versions: bool) -> list[tuple]:
+def node_cases(models, prefix: str, other_versions: bool, constants_from_nodes: bool = True) -> list[tuple]:
     """Per (name, model, feeds) of ``models``, the cases of one node of each form not met before
     (see :func:`corpus_cases`), named ``PREFIX_NAME_NODE``; with ``other_versions``, each taken to
-    its op's other versions too."""
+    its op's other versions too; with ``constants_from_nodes``, a constant a node gives in the
+    model is given by a Constant in the case (else by an initializer: the patterns' Constants
+    are at the case's opset, whose Constant onnx2torch may lack, and --target moves them)."""
     import onnxruntime
 
     found, seen = [], set()
@@ -155,7 +157,7 @@ def node_cases(models, prefix: str, other_versions: bool) -> list[tuple]:
             continue
         fed, constant = value_sources(model)
         declared = {info.name: info for info in model.graph.value_info}
-        given_by_nodes = constants_given_by_nodes(model, constant)
+        given_by_nodes = constants_given_by_nodes(model, constant) if constants_from_nodes else set()
         undefined: set[str] = set()  # values ONNX leaves undefined here, and what is computed from them
         for node in model.graph.node:
             if any(name in undefined for name in node.input) or casts_out_of_range(node, values):
