@@ -292,3 +292,18 @@ def test_another_opset_is_not_taken_where_reaching_it_writes_control_flow(fed_ax
         runs_in_onnxruntime(result.model, {"x": data})[0].tobytes()
         == runs_in_onnxruntime(model, {"x": data})[0].tobytes()
     )
+
+
+def test_a_case_at_an_opset_the_runtime_does_not_load_says_nothing_of_its_op():
+    """rknn loads opsets up to 19: Add-14 in a case at opset 23 fails there for its opset alone
+    ("need <= 19"); the verdict on Add-14 is its cases' at the opsets it loads."""
+    data = {
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
+        "opsets": list(range(7, 20)),
+        "cases": {"add_at_14": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 14, "verdict": "right"},
+                  "add_at_23": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 23, "verdict": "fails",
+                                "detail": "load_onnx: Unsupport onnx opset 23, need <= 19!"}},
+    }  # fmt: skip
+    assert profile_from_data(data).verdict("Add", 14, "FLOAT").kind == SUPPORTED
+    del data["cases"]["add_at_14"]
+    assert profile_from_data(data).verdict("Add", 14, "FLOAT").kind == UNVERIFIED
