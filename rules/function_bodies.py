@@ -248,6 +248,7 @@ BACKEND_TOLERANCE = Tolerance(rtol=1e-3, atol=1e-7)
 # LayerNormalization (worst seen: Celu's bfloat16 case, one rounding).
 BFLOAT16_TOLERANCE = Tolerance(rtol=2**-7, atol=2**-7)
 
+
 def _formula(op_type: str, version: int) -> str:
     """``Op(inputs) = its ONNX function body: A, B, ...`` from the newest body of ``version``."""
     schema = schemas.schema_in_force(op_type, version)
