@@ -18,7 +18,7 @@ applies to, on a runtime whose profile records whole models (the corpus's, run b
 trials: ``targets/run_sweep.py --record-forms``) that ran right with it and not without, and
 none the other way:
 
-- ``Add`` (7+) of a constant and a computed value, the constant second: x + c = c + x bit for bit
+- ``Add`` (numpy broadcasting: 7+) of a constant and a computed value, the constant second: x + c = c + x bit for bit
   where c holds no NaN (IEEE 754 addition commutes; the only NaN then is x's, or the one
   inf + -inf makes, which is the machine's default NaN in either order).
 """
@@ -105,9 +105,11 @@ class ModelFormChoice:
 
 
 def _constant_first_addend(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], version: int) -> bool:
-    """Add (7+, broadcasting by numpy's rule) of a constant holding no NaN and a value not
-    constant, the constant first."""
-    if version < 7 or len(node.input) != 2:
+    """Add broadcasting by numpy's rule (not a version with a ``broadcast`` attribute, which
+    broadcasts its second input only) of a constant holding no NaN and a value not constant,
+    the constant first."""
+    schema = schemas.schema_in_force(node.op_type, version)
+    if schema is None or "broadcast" in schema.attributes or len(node.input) != 2:
         return False
     first, second = (constants.get(name) for name in node.input)
     if first is None or second is not None or first.data_location == onnx.TensorProto.EXTERNAL:
@@ -148,7 +150,7 @@ def apply_model_forms(model: onnx.ModelProto, choices, opset: int) -> Counter:
     if not choices:
         return made
     for node, constants in nodes_with_constants(model):
-        if node.domain not in ("", "ai.onnx"):
+        if node.domain not in schemas.DEFAULT_DOMAINS:
             continue
         for choice in choices:
             if node.op_type != choice.op_type:
@@ -299,7 +301,7 @@ def nodes_with_constants(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProt
         constants.update({t.name: t for t in initializers if t.name not in fed})
         for node in nodes:
             value = constant_tensor(node)
-            if value is None and node.op_type == "Identity" and node.domain in ("", "ai.onnx") and node.input:
+            if value is None and node.op_type == "Identity" and node.domain in schemas.DEFAULT_DOMAINS and node.input:
                 value = constants.get(node.input[0])
             if value is not None and node.output:
                 constants[node.output[0]] = value

@@ -97,7 +97,7 @@ def matches(got, want, rtol: float, atol: float) -> bool:
         return False
 
 
-def _check(runner, model_bytes: bytes, data_sets, rtol, atol, names, bounds=None) -> tuple[str, str]:
+def judged(runner, model_bytes: bytes, data_sets, rtol, atol, names, bounds=None) -> tuple[str, str]:
     """The verdict on one model; with ``bounds`` (per output, the largest error allowed where the
     tolerances are not met: twice what onnxruntime makes computing the model in float16), a
     model within them is "right in float16"."""
@@ -177,7 +177,7 @@ def _serve(runner_name: str, connection) -> None:
         job = connection.recv()
         if job is None:
             return
-        connection.send(_check(runner, *job))
+        connection.send(judged(runner, *job))
 
 
 class Worker:
@@ -200,7 +200,7 @@ class Worker:
 
     def verdict(self, model: onnx.ModelProto, data_sets, rtol: float, atol: float, bounds=None) -> tuple[str, str]:
         """("right" | "right in float16" | "wrong" | "fails" | "crashes" | "hangs", detail) for one
-        model (``bounds``: see :func:`_check`)."""
+        model (``bounds``: see :func:`judged`)."""
         names = [i.name for i in model.graph.input]
         rtol, atol = looser(rtol, atol, self.tolerance)
         try:

@@ -95,14 +95,14 @@ def test_a_whole_model_within_twice_onnxruntimes_float16_error_is_right_in_float
     want = np.array([1.0, -4.0, 0.5], np.float32)
     data_sets = [([], [want])]
     near = want + np.float32(0.004)
-    assert probe._check(_Giving(near), b"", data_sets, 1e-3, 1e-5, []) == ("wrong", "output 0: largest error 0.004")
-    verdict, said = probe._check(_Giving(near), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.01])
+    assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-5, []) == ("wrong", "output 0: largest error 0.004")
+    verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.01])
     assert verdict == "right in float16" and "largest error 0.004" in said and "0.01" in said
-    verdict, said = probe._check(_Giving(want + np.float32(0.02)), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.01])
+    verdict, said = probe.judged(_Giving(want + np.float32(0.02)), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.01])
     assert verdict == "wrong" and "largest error 0.02" in said
     with_nan = np.array([1.0, np.nan, 0.5], np.float32)
-    assert probe._check(_Giving(with_nan), b"", data_sets, 1e-3, 1e-5, [], bounds=[1.0])[0] == "wrong"
-    assert probe._check(_Giving(want), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.0]) == ("right", "")
+    assert probe.judged(_Giving(with_nan), b"", data_sets, 1e-3, 1e-5, [], bounds=[1.0])[0] == "wrong"
+    assert probe.judged(_Giving(want), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.0]) == ("right", "")
 
 
 def test_the_largest_error_compares_floats_of_one_shape_with_nans_in_the_same_places():
@@ -168,7 +168,7 @@ def test_a_float16_reference_that_overflows_bounds_nothing(tmp_path):
 
     assert run_sweep.float16_bounds(_Float16Worker(), tmp_path, [want]) == [0.0]
     far = np.array([5.0, -7.0], np.float32)
-    assert probe._check(_Giving(far), b"", [([], [want])], 1e-3, 1e-5, [], bounds=[0.0])[0] == "wrong"
+    assert probe.judged(_Giving(far), b"", [([], [want])], 1e-3, 1e-5, [], bounds=[0.0])[0] == "wrong"
     assert probe.largest_error(want.astype(np.float16), want) is None
 
 

@@ -295,3 +295,50 @@ def test_a_constant_an_identity_gives_goes_second_too():
     result = lowering.lower_model(model, target=_trialled(["deit"], []), fold="none")
     [add] = [n for n in result.model.graph.node if n.op_type == "Add"]
     assert list(add.input) == ["x", "shared"] and [n.op_type for n in result.model.graph.node] == ["Identity", "Add"]
+
+
+@pytest.mark.parametrize("form", ["if", "function"])
+def test_the_constant_addend_goes_second_in_an_if_branch_and_a_local_function(form):
+    """Add(c, x) in both branches of an If (c the branch's initializer) and in a local function
+    (c a Constant there): made Add(x, c) in each, the model the same bit for bit either way."""
+    from support import nested_forms
+
+    from lowering.samples import edge_values
+
+    x = edge_values(TensorProto.FLOAT)
+    constant = x[~np.isnan(x)]
+    model = nested_forms(_addend_first_model(TensorProto.FLOAT, constant))[form]
+    result = lowering.lower_model(model, target=_trialled(["deit"], []), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    if form == "if":
+        [choose] = result.model.graph.node
+        adds = [n for a in choose.attribute for n in a.g.node if n.op_type == "Add"]
+    else:
+        [function] = result.model.functions
+        adds = [n for n in function.node if n.op_type == "Add"]
+    assert len(adds) == (2 if form == "if" else 1) and all(list(n.input) == ["x", "c"] for n in adds)
+    for branch in (True, False):
+        feeds = {"x": x.reshape(-1, 1), "branch": np.array(branch)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.tobytes() == want.tobytes()
+
+
+def test_the_constant_addend_goes_second_on_bfloat16_and_every_sum_keeps_its_bits():
+    """bfloat16 (Add-13+; onnxruntime has no CPU kernel for it, so onnx.reference is the oracle):
+    x every bfloat16 bit pattern, c bfloat16's edge values but NaN."""
+    import ml_dtypes
+    from onnx.reference import ReferenceEvaluator
+
+    from lowering.samples import every_bit_pattern
+
+    # (±0, the least and largest subnormals, 1, the largest finite, inf)
+    edges = np.array([0x0000, 0x0001, 0x007F, 0x0080, 0x3F80, 0x7F7F, 0x7F80], np.uint16)
+    constant = np.concatenate([edges, edges | 0x8000]).view(ml_dtypes.bfloat16)
+    model = _addend_first_model(TensorProto.BFLOAT16, constant)
+    result = lowering.lower_model(model, target=_trialled(["deit"], []), fold="none")
+    assert [list(n.input) for n in result.model.graph.node] == [["x", "c"]]
+    onnx.checker.check_model(result.model, full_check=True)
+    x = every_bit_pattern(TensorProto.BFLOAT16).astype(ml_dtypes.bfloat16).reshape(-1, 1)
+    [want] = ReferenceEvaluator(model).run(None, {"x": x})
+    [got] = ReferenceEvaluator(result.model).run(None, {"x": x})
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
