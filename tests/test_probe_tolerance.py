@@ -33,5 +33,5 @@ def test_float16_outputs_are_right_within_the_runners_tolerance_only():
     x = np.array([1.00563, 0.8119434, -3.25], np.float32)
     runner = SimpleNamespace(run=lambda model_bytes, feeds: [feeds["x"].astype(np.float16).astype(np.float32)])
     data_sets = [([x], [x])]
-    assert probe._check(runner, b"", data_sets, 1e-5, 1e-7, ["x"])[0] == "wrong"
-    assert probe._check(runner, b"", data_sets, *probe.looser(1e-5, 1e-7, FLOAT16), ["x"])[0] == "right"
+    assert probe.judged(runner, b"", data_sets, 1e-5, 1e-7, ["x"])[0] == "wrong"
+    assert probe.judged(runner, b"", data_sets, *probe.looser(1e-5, 1e-7, FLOAT16), ["x"])[0] == "right"
