@@ -118,29 +118,29 @@ class Template:
         if len(hinted) + len(constants) != len(self._plan):
             return
         finals: list[str] = []
+        taken: set[str] = set()
         for _, _, text, _ in hinted:
             final, counter = text, 0
-            while final in finals:
+            while final in taken:
                 counter += 1
                 final = f"{text}_{counter}"
             finals.append(final)
+            taken.add(final)
         slots = [*self.inputs, *self.outputs, self.hint, *(s[1] for s in hinted), *(s[1] for s in constants)]
         position = {name: k for k, name in enumerate(slots)}
-        used: list[int] = []  # slots the nodes read, in first-use order
+        used: dict[int, int] = {}  # the slots the nodes read, in first-use order, each to its place there
         node_formats = []
         for names_to_fill, fixed in self._node_plans:
             pattern, indices = b"", []
             for tag, name in names_to_fill:
                 if name in position:
-                    if position[name] not in used:
-                        used.append(position[name])
-                    indices.append(used.index(position[name]))
+                    indices.append(used.setdefault(position[name], len(used)))
                     pattern += tag + b"%b"
                 else:  # a literal name (an unused output is "")
                     pattern += protowire.field(tag, name.encode()).replace(b"%", b"%%")
             node_formats.append((pattern + fixed.replace(b"%", b"%%"), _tuple_getter(indices)))
         self.direct_plan = DirectPlan(
-            finals, tuple(s[3] for s in hinted), [s[5] for s in constants], used, node_formats
+            finals, tuple(s[3] for s in hinted), [s[5] for s in constants], list(used), node_formats
         )
 
     def instantiate(self, inputs, outputs, hint: str, names, constants, tag: bytes) -> list[bytes]:
