@@ -33,7 +33,7 @@ from prepare_sweep import CORPUS, CORPUS_ATOL, CORPUS_RTOL, corpus_feeds  # noqa
 from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
-from lowering import schemas  # noqa: E402
+from lowering import floats, schemas  # noqa: E402
 from lowering.api import lowerable_ops  # noqa: E402
 from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
@@ -138,6 +138,44 @@ def lowered_cases() -> list[tuple]:
             continue
         models.append((case.name, lowered, feeds))
     return node_cases(models, "lowered", other_versions=False, constants_from_nodes=False)
+
+
+CONSTANT_VALUES = (1, 0, 3)  # (each element type holds them: bool and unsigned too)
+# Constants not probed: strings and complex numbers (no export or pattern writes them), and the
+# 4- and 2-bit types, which numpy does not hold as they are.
+UNPROBED_CONSTANT_TYPES = frozenset({onnx.TensorProto.STRING, onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128})
+SUB_BYTE_TYPES = frozenset(
+    getattr(onnx.TensorProto, name)
+    for name in ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "UINT2")
+    if hasattr(onnx.TensorProto, name)
+)
+
+
+def constant_cases() -> list[tuple]:
+    """A Constant node alone, of every element type its version's schema takes (but
+    :data:`UNPROBED_CONSTANT_TYPES` and :data:`SUB_BYTE_TYPES`), at each
+    version's first opset (7 at least; ``constant_TYPE@VERSION``): no backend case of a tensor
+    Constant feeds a runtime anything else, and the patterns write Constants at the model's
+    opset (onnx2torch implements Constant-13, not Constant-25). Its output is the value."""
+    found = []
+    for version in schemas.op_versions("Constant"):
+        opset = max(version, OLDEST_OPSET)
+        if schemas.version_in_force("Constant", opset) != version:
+            continue
+        for element_type in sorted(schemas.output_element_types("Constant", opset)):
+            if element_type in UNPROBED_CONSTANT_TYPES or element_type in SUB_BYTE_TYPES:
+                continue
+            dtype = floats.numpy_dtype(element_type)
+            value = np.array(CONSTANT_VALUES).astype(dtype)
+            node = onnx.helper.make_node("Constant", [], ["value"], name="constant", value=floats.tensor(value))
+            output = onnx.helper.make_tensor_value_info("value", element_type, list(value.shape))
+            graph = onnx.helper.make_graph([node], "constant", [], [output])
+            opset_imports = [onnx.helper.make_opsetid("", opset)]
+            ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
+            model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+            name = f"constant_{onnx.helper.tensor_dtype_to_string(element_type).removeprefix('TensorProto.')}"
+            found.append((f"{name}@{version}", opset, model.SerializeToString(), [([], [value])], 0.0, 0.0))
+    return found
 
 
 def node_cases(models, prefix: str, other_versions: bool, constants_from_nodes: bool = True) -> list[tuple]:
@@ -323,9 +361,9 @@ def write_forms(cases: list[tuple], path: Path) -> None:
 
 
 def all_cases() -> list[tuple]:
-    """The backend cases with their variants and other op versions, the corpus's nodes, then
-    the nodes the patterns write."""
-    return prepared_cases() + corpus_cases() + lowered_cases()
+    """The backend cases with their variants and other op versions, the Constants, the corpus's
+    nodes, then the nodes the patterns write."""
+    return prepared_cases() + constant_cases() + corpus_cases() + lowered_cases()
 
 
 if __name__ == "__main__":

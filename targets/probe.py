@@ -14,7 +14,9 @@ A runner whose runtime computes in a narrower arithmetic than the cases' (an NPU
 states its own tolerance, ``TOLERANCE = (rtol, atol)`` and why, ``TOLERANCE_WHY``: outputs are
 then compared within the looser of it and each case's own, and the profile records it
 (``"tolerance"``). Cases at opsets newer than the onnx here knows (an op's version there is not
-known here) are not probed; the profile says how many (``source.unprobed``).
+known here) are not probed; the profile says how many (``source.unprobed``). Nor, on a runtime
+that refuses any model whose outputs are all constants (the runner's ``TAKES_CONSTANT_MODELS =
+False``: rknn), cases of no graph input, such as a Constant alone.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def backend_cases() -> list:
 
 
 def main_node(model: onnx.ModelProto) -> onnx.NodeProto | None:
-    """The case's one default-domain node that is not a Constant, or None (a case of several)."""
-    nodes = [n for n in model.graph.node if n.op_type != "Constant"]
+    """The case's one default-domain node that is not a Constant (a case's Constant gives an
+    input), or its one node where that is a Constant; else None (a case of several)."""
+    nodes = [n for n in model.graph.node if n.op_type != "Constant"] or list(model.graph.node)
     if len(nodes) != 1 or nodes[0].domain not in ("", "ai.onnx"):
         return None
     return nodes[0]
@@ -172,7 +175,7 @@ def _serve(runner_name: str, connection) -> None:
     """The worker: imports the runtime once, then answers one case per message."""
     sys.path.insert(0, str(HERE))
     runner = importlib.import_module(f"runners.{runner_name}")
-    connection.send((runner.VERSION, runner_tolerance(runner)))
+    connection.send((runner.VERSION, runner_tolerance(runner), getattr(runner, "TAKES_CONSTANT_MODELS", True)))
     while True:
         job = connection.recv()
         if job is None:
@@ -188,9 +191,11 @@ class Worker:
     def __init__(self, runner_name: str, seconds: float = CASE_SECONDS):
         self.runner_name, self.process, self.connection = runner_name, None, None
         self.seconds = seconds  # (a model with no answer in this long hangs)
-        self.version, self.tolerance = self._start()
+        # (takes_constant_models: False where the runtime refuses any model whose outputs are all
+        # constants, whatever its nodes: such a case says nothing of its op there)
+        self.version, self.tolerance, self.takes_constant_models = self._start()
 
-    def _start(self) -> tuple[str, dict | None]:
+    def _start(self) -> tuple[str, dict | None, bool]:
         context = multiprocessing.get_context("spawn")
         self.connection, theirs = context.Pipe()
         self.process = context.Process(target=_serve, args=(self.runner_name, theirs), daemon=True)
@@ -233,6 +238,13 @@ def probed_cases(prepared: Path | None):
         opset = next((o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx")), None)
         if "_expanded" not in case.name and main_node(case.model) is not None and opset is not None:
             yield case.name, opset, case.model, case.data_sets, case.rtol, case.atol
+
+
+def with_graph_inputs(cases: list[tuple]) -> tuple[list[tuple], int]:
+    """The cases (name, opset, model, ...) whose model has a graph input, and how many have none
+    (whose outputs are all constants)."""
+    kept = [case for case in cases if case[2].graph.input]
+    return kept, len(cases) - len(kept)
 
 
 def opset_probe_model(opset: int) -> tuple[onnx.ModelProto, list]:
@@ -280,6 +292,11 @@ def main() -> None:
                     f"{onnx.__version__} here knows")  # fmt: skip
         print(f"not probed: {unprobed}", flush=True)
         selected = [case for case in selected if case[1] <= newest]
+    if not worker.takes_constant_models:
+        selected, left_out = with_graph_inputs(selected)
+        if left_out:
+            print(f"not probed: {left_out} cases whose outputs are all constants (the runtime refuses "
+                  f"such a model whatever its nodes)", flush=True)  # fmt: skip
     for number, (name, opset, model, data_sets, rtol, atol) in enumerate(selected[: args.limit]):
         node = main_node(model)
         version = onnx.defs.get_schema(node.op_type, opset).since_version

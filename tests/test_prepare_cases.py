@@ -130,3 +130,40 @@ def test_the_nodes_a_pattern_writes_are_cases_with_the_values_they_see():
     drawn = make_model([noise, summed], infos[:1], infos[2:], opset=17)
     names = [name for name, *_ in prepare_cases.node_cases([("drawn", drawn, {"a": a})], "lowered", False)]
     assert names == ["lowered_drawn_summed"]
+
+
+def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes():
+    """constant_TYPE@VERSION: a Constant alone at its version's first opset (7 at least), of every
+    element type the schema takes there but strings, complex and sub-byte types; each passes onnx's
+    full checker, is its own case's node, and gives its value (in onnxruntime, where it holds the
+    type). A runner whose runtime refuses all-constant models is not asked them."""
+    import probe
+
+    cases = {name: (opset, onnx.load_from_string(data), sets) for name, opset, data, sets, *_ in
+             prepare_cases.constant_cases()}  # fmt: skip
+    schemas_of_constant = [s for s in onnx.defs.get_all_schemas_with_history() if s.name == "Constant"]
+    versions = {s.since_version for s in schemas_of_constant if not s.domain}
+    for version in sorted(versions):
+        opset = max(version, prepare_cases.OLDEST_OPSET)
+        if lowering.schemas.version_in_force("Constant", opset) != version:
+            continue
+        taken = lowering.schemas.output_element_types("Constant", opset)
+        probed = taken - prepare_cases.UNPROBED_CONSTANT_TYPES - prepare_cases.SUB_BYTE_TYPES
+        names = {f"constant_{TensorProto.DataType.Name(t)}@{version}" for t in probed}
+        assert names <= cases.keys(), sorted(names - cases.keys())[:3]
+        assert TensorProto.FLOAT in probed and (version == 1 or TensorProto.INT64 in probed)
+    import onnxruntime
+
+    ran = 0
+    for name, (opset, model, [(inputs, [value])]) in cases.items():
+        onnx.checker.check_model(model, full_check=True)
+        assert probe.main_node(model).op_type == "Constant" and not inputs
+        assert lowering.schemas.default_opset(model.opset_import) == opset
+        if value.dtype.kind in "biuf" and value.dtype.type.__module__ == "numpy":
+            session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            (got,) = session.run(None, {})
+            assert got.dtype == value.dtype and got.tobytes() == value.tobytes(), name
+            ran += 1
+    assert ran >= 80, ran
+    kept, left_out = probe.with_graph_inputs([(name, opset, model) for name, (opset, model, _) in cases.items()])
+    assert not kept and left_out == len(cases)
