@@ -216,25 +216,36 @@ def test_an_inputs_element_type_picks_the_cases_of_that_type(monkeypatch):
     assert "input 3 BOOL" in node.describe()
 
 
-def test_cases_that_all_fail_but_none_of_the_nodes_attribute_value_are_doubtful_not_refused():
-    """rknn fails every Cast-13 case from float (to bfloat16, float16, string...): a Cast to
-    int64, which no case casts to, is doubtful (lowered where a pattern can, never blocking);
-    the same node casting to bfloat16 is refused."""
-    cases = {
-        "test_cast_FLOAT_to_BFLOAT16": "fails",
-        "test_cast_FLOAT_to_FLOAT16": "wrong",
-    }
-    made_up = profile_from_data({
+def _cast_profile(cases: dict[str, tuple[str, str]]):
+    return profile_from_data({
         "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
         "opsets": [21],
-        "cases": {name: {"op": "Cast", "version": 21, "type": "FLOAT", "verdict": verdict}
-                  for name, verdict in cases.items()},
+        "cases": {name: {"op": "Cast", "version": 21, "type": type_name, "verdict": verdict}
+                  for name, (type_name, verdict) in cases.items()},
     })  # fmt: skip
+
+
+def test_cases_that_all_fail_but_none_of_the_nodes_attribute_value_are_doubtful_not_refused():
+    """rknn fails every Cast-13 case from float (to bfloat16, float16, string...), and runs some
+    from other types: a Cast to int64, which no case casts to, is doubtful (lowered where a
+    pattern can, never blocking); the same node casting to bfloat16 is refused. Where no case of
+    the version ran right on any type (onnx2torch implements no Cast-25), the attribute is not
+    why: refused."""
+    cases = {
+        "test_cast_FLOAT_to_BFLOAT16": ("FLOAT", "fails"),
+        "test_cast_FLOAT_to_FLOAT16": ("FLOAT", "wrong"),
+        "test_cast_INT32_to_FLOAT": ("INT32", "right"),
+    }
+    made_up = _cast_profile(cases)
     for to, kind in [(TensorProto.INT64, DOUBTFUL), (TensorProto.BFLOAT16, REFUSED)]:
         node = helper.make_node("Cast", ["x"], ["y"], to=to)
         form = node_form(node, 21, {"x"}, (), {"x": (3, 4)}, {"x": TensorProto.FLOAT})
         verdict = made_up.verdict("Cast", 21, "FLOAT", form)
         assert verdict.kind == kind and not (kind == DOUBTFUL and verdict.blocks)
+    never_right = _cast_profile({**cases, "test_cast_INT32_to_FLOAT": ("INT32", "fails")})
+    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT64)
+    form = node_form(node, 21, {"x"}, (), {"x": (3, 4)}, {"x": TensorProto.FLOAT})
+    assert never_right.verdict("Cast", 21, "FLOAT", form).blocks
     assert (
         f"none with its to={TensorProto.INT64}"
         in made_up.verdict(
