@@ -10,6 +10,9 @@ the other form (:mod:`lowering.node_forms`). Each choice here is exact by the op
   where the runtime judges the node better so: a ``Constant`` node's value made an initializer of
   the same name and tensor, an ``Identity`` of an initializer bypassed (onnx2torch reads a Conv's
   bias from initializers only; a TorchScript export gives shared ones through an Identity).
+- An input of a graph a node holds that states no type, given the type onnx's inference gives
+  it from what the node feeds it (tract refuses an untyped Scan body input, which ONNX's own
+  LinearAttention body writes): on every target.
 
 Some failures show only in a whole model, never in one node alone (rknn's compiler fails to
 build a MatMul + Add(bias, ...) whose result a Reshape, Transpose and Split take to a scaled
@@ -181,6 +184,9 @@ def choose_forms(
     moved = constants_as_initializers(copy, check_form)
     if moved:
         chosen[CONSTANTS_SAID] += moved
+    typed = typed_subgraph_inputs(copy)
+    if typed:
+        chosen[SUBGRAPH_TYPES_SAID] += typed
     if not chosen:
         return model, chosen
     try:  # (a rewritten model passes the full checker as every lowered one does)
@@ -192,6 +198,42 @@ def choose_forms(
 
 
 CONSTANTS_SAID = "constant input read from an initializer, not a node (the runtime takes it better so)"
+SUBGRAPH_TYPES_SAID = "subgraph input typed as onnx's inference types it (the body's own type left unstated)"
+
+
+def typed_subgraph_inputs(model: onnx.ModelProto) -> int:
+    """Each input of a graph a node holds (a Scan's or Loop's body, at any depth; not in local
+    functions) that states no type, given the type onnx's shape inference gives it from the node's
+    inputs (in place); how many were. A type stated says only what the node feeds the body, so
+    the model means the same; tract refuses a body input of no type ("graph input has no type"),
+    which ONNX's own function bodies write (LinearAttention's Scan)."""
+    if not any(_untyped(info) for graph in _held_graphs_in(model.graph) for info in graph.input):
+        return 0
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # (inference fails on the model: nothing stated)
+        return 0
+    typed = 0
+    for graph, inferred_graph in zip(_held_graphs_in(model.graph), _held_graphs_in(inferred.graph), strict=True):
+        for info, inferred_info in zip(graph.input, inferred_graph.input, strict=True):
+            stated = inferred_info.type
+            if _untyped(info) and stated.HasField("tensor_type") and stated.tensor_type.elem_type:
+                info.type.CopyFrom(stated)
+                typed += 1
+    return typed
+
+
+def _untyped(info: onnx.ValueInfoProto) -> bool:
+    """Whether ``info`` states no type (none, or an empty one)."""
+    return info.type.WhichOneof("value") is None
+
+
+def _held_graphs_in(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """Every graph the nodes of ``graph`` hold, at any depth, in node and attribute order."""
+    for node in graph.node:
+        for _, _, held in held_graphs(node):
+            yield held
+            yield from _held_graphs_in(held)
 
 
 def initializers_better(node: onnx.NodeProto, check_form, movable: set[str]) -> list[str]:

@@ -342,3 +342,55 @@ def test_the_constant_addend_goes_second_on_bfloat16_and_every_sum_keeps_its_bit
     [want] = ReferenceEvaluator(model).run(None, {"x": x})
     [got] = ReferenceEvaluator(result.model).run(None, {"x": x})
     assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+
+
+def _scan_sum_model(typed: bool) -> onnx.ModelProto:
+    """y, ys = Scan(s0, xs): a running sum (s = s + x, per row x of xs) inside an If's then branch,
+    whose body inputs state a type or (typed=False) none, as ONNX's own function bodies write."""
+    body_inputs = [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [3]) if typed else
+                   helper.make_value_info("s_in", onnx.TypeProto()),
+                   helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [3]) if typed else
+                   helper.make_value_info("x_in", onnx.TypeProto())]  # fmt: skip
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_in"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_out"])],
+        "body", body_inputs,
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [3])],
+    )  # fmt: skip
+    scan = helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1)
+    branch_outputs = [helper.make_tensor_value_info("ys", TensorProto.FLOAT, [4, 3])]
+    then_branch = helper.make_graph([scan], "then", [], branch_outputs)
+    else_branch = helper.make_graph([helper.make_node("Identity", ["xs"], ["other"])], "else", [],
+                                    [helper.make_tensor_value_info("other", TensorProto.FLOAT, [4, 3])])  # fmt: skip
+    node = helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)
+    graph = helper.make_graph(
+        [node], "scan_sum",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s0", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("xs", TensorProto.FLOAT, [4, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_body_input_of_no_type_is_given_the_type_inference_gives_it():
+    """tract refuses a Scan body input that states no type; --target states the one onnx's
+    inference gives it (here in an If's branch), only where none is stated; the model passes the
+    full checker and means the same, bit for bit."""
+    from lowering.target_forms import SUBGRAPH_TYPES_SAID, typed_subgraph_inputs
+
+    model = _scan_sum_model(typed=False)
+    result = lowering.lower_model(model, target="tract-0.23")
+    assert result.report.forms[SUBGRAPH_TYPES_SAID] == 2
+    branches = {a.name: a.g for a in result.model.graph.node[0].attribute}
+    [scan] = branches["then_branch"].node
+    body = helper.get_node_attr_value(scan, "body")
+    assert [(i.type.tensor_type.elem_type, len(i.type.tensor_type.shape.dim)) for i in body.input] == [(1, 1)] * 2
+    onnx.checker.check_model(result.model, full_check=True)
+    rng = np.random.default_rng(0)
+    feeds = {"s0": rng.standard_normal(3).astype(np.float32), "xs": rng.standard_normal((4, 3)).astype(np.float32)}
+    for cond in (True, False):
+        fed = {**feeds, "cond": np.array(cond)}
+        assert run_onnxruntime(result.model, fed)[0].tobytes() == run_onnxruntime(model, fed)[0].tobytes()
+    typed = _scan_sum_model(typed=True)
+    assert typed_subgraph_inputs(typed) == 0 and typed == _scan_sum_model(typed=True)
