@@ -291,28 +291,51 @@ def range_inputs_as_scalars(body: onnx.FunctionProto, input_types: list) -> onnx
     ONNX's AffineGrid body feeds Range 1-element tensors where Range's spec takes scalars (and
     onnxruntime refuses them: 'Input to 'Range' op should be scalars'). A Reshape to shape [] of
     a 1-element tensor is that element, unchanged, so the body computes what it did."""
-    if not any(node.op_type == "Range" for node in body.node):
+    return _inputs_as_scalars(body, "Range", (0, 1, 2))
+
+
+def pad_values_as_scalars(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
+    """Pad(x, pads, value, ...) with its value first reshaped to a scalar: Reshape(value, []).
+
+    ONNX's Attention body pads its mask with a 1-element tensor [-inf] where Pad's spec takes a
+    scalar (onnxruntime takes it; tract refuses it: 'inputs[2].rank == 0'). A Reshape to shape []
+    of a 1-element tensor is that element, unchanged, so the body computes what it did."""
+    return _inputs_as_scalars(body, "Pad", (2,))
+
+
+def _inputs_as_scalars(body: onnx.FunctionProto, op_type: str, indices: tuple[int, ...]) -> onnx.FunctionProto:
+    """``body`` with the inputs at ``indices`` of each default-domain ``op_type`` node reshaped to
+    shape [] first (each a 1-element tensor by the body's construction); ``body`` itself where
+    no such node reads one."""
+
+    def reads_one(node: onnx.NodeProto) -> bool:
+        return (
+            node.op_type == op_type
+            and node.domain in ("", "ai.onnx")
+            and any(k < len(node.input) and node.input[k] for k in indices)
+        )
+
+    if not any(reads_one(node) for node in body.node):
         return body
     repaired = onnx.FunctionProto()
     repaired.CopyFrom(body)
     del repaired.node[:]
     taken = {name for node in body.node for name in [*node.input, *node.output]} | set(body.input)
-    scalar_shape = _unique("range_scalar_shape", taken)
+    scalar_shape = _unique(f"{op_type.lower()}_scalar_shape", taken)
     repaired.node.append(
         helper.make_node(
             "Constant", [], [scalar_shape], value=helper.make_tensor(scalar_shape, TensorProto.INT64, [0], [])
         )
     )
     for node in body.node:
-        if node.op_type == "Range" and node.domain in ("", "ai.onnx"):
-            scalars = []
-            for name in node.input:
-                scalar = _unique(f"{name}_scalar", taken)
-                repaired.node.append(helper.make_node("Reshape", [name, scalar_shape], [scalar]))
-                scalars.append(scalar)
+        if reads_one(node):
             fixed = onnx.NodeProto()
             fixed.CopyFrom(node)
-            fixed.input[:] = scalars
+            for k in indices:
+                if k < len(node.input) and node.input[k]:
+                    scalar = _unique(f"{node.input[k]}_scalar", taken)
+                    repaired.node.append(helper.make_node("Reshape", [node.input[k], scalar_shape], [scalar]))
+                    fixed.input[k] = scalar
             repaired.node.append(fixed)
         else:
             repaired.node.append(node)
@@ -329,6 +352,20 @@ def _unique(name: str, taken: set[str]) -> str:
 
 
 BODY_REPAIRS = {"AffineGrid": range_inputs_as_scalars}
+EVERY_BODY_REPAIRS = (pad_values_as_scalars,)  # (whatever the op: a context-dependent body is known only when built)
+
+
+def _repairs_of(op_type: str):
+    """The repairs of ``op_type``'s body: :data:`EVERY_BODY_REPAIRS`, then its own."""
+    own = BODY_REPAIRS.get(op_type)
+    repairs = (*EVERY_BODY_REPAIRS, *((own,) if own else ()))
+
+    def repaired(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
+        for repair in repairs:
+            body = repair(body, input_types)
+        return body
+
+    return repaired
 
 
 def _body_precondition(op_type: str, formula: str):
@@ -357,7 +394,7 @@ def _register_every_body() -> None:
         if TensorProto.BFLOAT16 in tolerance:
             tolerance[TensorProto.BFLOAT16] = BFLOAT16_TOLERANCE
         formula = _formula(op_type, versions[-1])
-        function_expansion(op_type, versions=versions, tolerance=tolerance, repair=BODY_REPAIRS.get(op_type))(
+        function_expansion(op_type, versions=versions, tolerance=tolerance, repair=_repairs_of(op_type))(
             _body_precondition(op_type, formula)
         )
 

@@ -387,3 +387,25 @@ def test_a_version_without_a_body_takes_a_later_body_across_steps_that_only_add_
         for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(case.model, feeds), strict=True):
             assert got.tobytes() == want.tobytes(), case.name
     assert expansion_for("", "Clip").body_version(6) is None  # step 11 changes more than types
+
+
+def test_every_pad_a_body_writes_pads_with_a_scalar():
+    """ONNX's Attention body pads its mask with a 1-element tensor [-inf] where Pad takes a scalar
+    (tract refuses it); the repaired body reshapes it to shape [] first (rules/function_bodies.py
+    pad_values_as_scalars): in every Attention backend case lowered, each Pad's value is of rank
+    0, as onnx's inference types it."""
+    padded = 0
+    for case in all_backend_cases():
+        if served_ops(case.model) != ["Attention"]:
+            continue
+        try:
+            lowered = lowering.lower(case.model, ops=["Attention"], fold="none")
+        except lowering.LoweringError:
+            continue
+        inferred = onnx.shape_inference.infer_shapes(lowered)
+        types = {info.name: info.type for info in [*inferred.graph.value_info, *inferred.graph.input]}
+        for node in lowered.graph.node:
+            if node.op_type == "Pad" and len(node.input) > 2 and node.input[2]:
+                assert len(types[node.input[2]].tensor_type.shape.dim) == 0, (case.name, node.name)
+                padded += 1
+    assert padded >= 10, padded
