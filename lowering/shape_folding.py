@@ -60,8 +60,9 @@ def fold_shapes(
     # one cannot be inlined beside the other
     duplicated = defined_more_than_once([info.name for info in graph.input], graph)
     types = _TypesHiding(types, duplicated)
+    outputs = frozenset(info.name for info in graph.output)
     nodes, folded = fold_nodes(
-        list(graph.node), _constants(graph), types, opset, foldable, fresh, duplicated=duplicated
+        list(graph.node), _constants(graph), types, opset, foldable, fresh, duplicated=duplicated, outputs=outputs
     )
     result = FoldedGraph(folded)
     if folded:
@@ -123,13 +124,15 @@ def fold_nodes(
     fresh: Callable[[str], str],
     partial: dict[str, Partial] | None = None,
     duplicated: frozenset[str] = frozenset(),
+    outputs: frozenset[str] = frozenset(),
 ) -> tuple[list[onnx.NodeProto], Counter]:
     """``nodes`` with each node ``foldable`` accepts whose outputs are all known replaced by
     Constant nodes writing the same names (named by ``fresh``), and the count per op type
-    folded; an If whose condition is known replaced by the branch it takes (its nodes, then an
-    Identity from each branch output to the If's); the graphs an If, a Loop or a Scan holds
-    folded alike (:func:`_fold_body`). ``known``: the values known at the start (constants),
-    updated."""
+    folded (not where a graph output, among ``outputs``, would be a constant of no elements:
+    OpenVINO gives such an output back as a scalar); an If whose condition is known replaced by
+    the branch it takes (its nodes, then an Identity from each branch output to the If's); the
+    graphs an If, a Loop or a Scan holds folded alike (:func:`_fold_body`). ``known``: the values
+    known at the start (constants), updated."""
     partial = {} if partial is None else partial
     folded: Counter = Counter()
     result: list[onnx.NodeProto] = []
@@ -152,6 +155,9 @@ def fold_nodes(
             continue
         tensors = [floats.tensor(np.asarray(value), "") for value in values]
         if not all(_fits(tensor, types.get(name), opset) for name, tensor in zip(node.output, tensors, strict=True)):
+            result.append(node)
+            continue
+        if any(name in outputs and np.size(value) == 0 for name, value in zip(node.output, values, strict=True)):
             result.append(node)
             continue
         constants = [

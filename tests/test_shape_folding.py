@@ -495,3 +495,25 @@ def test_a_name_sibling_branches_both_define_has_no_one_shape_to_fold():
     for flag, size in ((True, 4), (False, 2)):
         feeds = {"a": np.zeros(2, np.float32), "c": np.array(flag)}
         assert runs_in_onnxruntime(result.model, feeds)[0].tolist() == [size]
+
+
+def test_a_graph_output_of_no_elements_stays_computed():
+    """Shape(x, start=3, end=1) of a static x is [] (no elements): as a graph output it stays a
+    Shape (OpenVINO gives a constant output of no elements back as a scalar); the same Shape
+    with start=1 folds, and one of no elements that only feeds another node folds too."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    empty, some = (helper.make_tensor_value_info(name, TensorProto.INT64, [None]) for name in ("empty", "some"))
+    nodes = [
+        helper.make_node("Shape", ["x"], ["empty"], start=3, end=1),
+        helper.make_node("Shape", ["x"], ["some"], start=1),
+        helper.make_node("Shape", ["x"], ["inner_empty"], start=2, end=0),
+        helper.make_node("Concat", ["inner_empty", "some"], ["joined"], axis=0),
+    ]
+    joined = helper.make_tensor_value_info("joined", TensorProto.INT64, [None])
+    model = make_model(nodes, [x], [empty, some, joined], opset=21)
+    result = lowering.lower_model(model, fold="all")
+    producers = {n.output[0]: n.op_type for n in result.model.graph.node}
+    assert producers == {"empty": "Shape", "some": "Constant", "joined": "Constant"}
+    feeds = {"x": np.zeros((2, 3, 4), np.float32)}
+    got, want = runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds)
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want] and got[0].shape == (0,)
