@@ -37,7 +37,8 @@ PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
 SUPPORTED, PARTLY, UNVERIFIED, REFUSED = "supported", "partly", "unverified", "refused"
 # every case nearest the node's form failed, but none shares an attribute value or input type of
-# the node (no case casts to int64): not refused, lowered where a pattern can, as partly
+# the node (no case casts to int64), and some case of the op version (of any type) ran right:
+# not refused, lowered where a pattern can, as partly
 DOUBTFUL = "doubtful"
 CORPUS_CASE = "corpus_"  # (the name of a case targets/prepare_cases.py made of a real export's node)
 

@@ -39,7 +39,7 @@ from onnx import numpy_helper
 
 from . import schemas
 from .errors import LoweringError
-from .graphs import constant_tensor, held_graphs, without_unread
+from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
 from .modelio import checkable
 from .node_forms import NodeForm
 from .nodecheck import checker_message
@@ -198,42 +198,39 @@ def choose_forms(
 
 
 CONSTANTS_SAID = "constant input read from an initializer, not a node (the runtime takes it better so)"
-SUBGRAPH_TYPES_SAID = "subgraph input typed as onnx's inference types it (the body's own type left unstated)"
+SUBGRAPH_TYPES_SAID = "subgraph input given the element type and rank onnx's inference gives it (it stated none)"
 
 
 def typed_subgraph_inputs(model: onnx.ModelProto) -> int:
     """Each input of a graph a node holds (a Scan's or Loop's body, at any depth; not in local
-    functions) that states no type, given the type onnx's shape inference gives it from the node's
-    inputs (in place); how many were. A type stated says only what the node feeds the body, so
-    the model means the same; tract refuses a body input of no type ("graph input has no type"),
-    which ONNX's own function bodies write (LinearAttention's Scan)."""
-    if not any(_untyped(info) for graph in _held_graphs_in(model.graph) for info in graph.input):
+    functions) that states no type, given the element type and rank onnx's shape inference gives
+    it from the node's inputs (in place; no sizes); how many were. A type stated says only what
+    the node feeds the body, so the model means the same; tract refuses a body input of no type
+    ("graph input has no type"), which ONNX's own function bodies write (LinearAttention's Scan)."""
+    if not any(_untyped(info) for graph in nested_graphs(model.graph.node) for info in graph.input):
         return 0
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # (inference fails on the model: nothing stated)
         return 0
     typed = 0
-    for graph, inferred_graph in zip(_held_graphs_in(model.graph), _held_graphs_in(inferred.graph), strict=True):
+    pairs = zip(nested_graphs(model.graph.node), nested_graphs(inferred.graph.node), strict=True)
+    for graph, inferred_graph in pairs:
         for info, inferred_info in zip(graph.input, inferred_graph.input, strict=True):
             stated = inferred_info.type
             if _untyped(info) and stated.HasField("tensor_type") and stated.tensor_type.elem_type:
-                info.type.CopyFrom(stated)
+                info.type.tensor_type.elem_type = stated.tensor_type.elem_type
+                if stated.tensor_type.HasField("shape"):  # (its rank; no sizes, which a state may change)
+                    for _ in stated.tensor_type.shape.dim:
+                        info.type.tensor_type.shape.dim.add()
                 typed += 1
     return typed
 
 
 def _untyped(info: onnx.ValueInfoProto) -> bool:
-    """Whether ``info`` states no type (none, or an empty one)."""
-    return info.type.WhichOneof("value") is None
-
-
-def _held_graphs_in(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """Every graph the nodes of ``graph`` hold, at any depth, in node and attribute order."""
-    for node in graph.node:
-        for _, _, held in held_graphs(node):
-            yield held
-            yield from _held_graphs_in(held)
+    """Whether ``info`` states no type (none, an empty one, or a tensor of no element type)."""
+    kind = info.type.WhichOneof("value")
+    return kind is None or kind == "tensor_type" and not info.type.tensor_type.elem_type
 
 
 def initializers_better(node: onnx.NodeProto, check_form, movable: set[str]) -> list[str]:

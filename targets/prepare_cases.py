@@ -140,7 +140,7 @@ def lowered_cases() -> list[tuple]:
     return node_cases(models, "lowered", other_versions=False, constants_from_nodes=False)
 
 
-CONSTANT_VALUES = (1, 0, 3)  # (each element type holds them: bool and unsigned too)
+CONSTANT_VALUES = (1, 0, 3)  # (bool and unsigned types hold them; FLOAT8E8M0, of powers of two only: [1, nan, 4])
 # Constants not probed: strings and complex numbers (no export or pattern writes them), and the
 # 4- and 2-bit types, which numpy does not hold as they are.
 UNPROBED_CONSTANT_TYPES = frozenset({onnx.TensorProto.STRING, onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128})

@@ -386,6 +386,9 @@ def test_a_body_input_of_no_type_is_given_the_type_inference_gives_it():
     [scan] = branches["then_branch"].node
     body = helper.get_node_attr_value(scan, "body")
     assert [(i.type.tensor_type.elem_type, len(i.type.tensor_type.shape.dim)) for i in body.input] == [(1, 1)] * 2
+    assert not any(
+        d.HasField("dim_value") or d.HasField("dim_param") for i in body.input for d in i.type.tensor_type.shape.dim
+    )
     onnx.checker.check_model(result.model, full_check=True)
     rng = np.random.default_rng(0)
     feeds = {"s0": rng.standard_normal(3).astype(np.float32), "xs": rng.standard_normal((4, 3)).astype(np.float32)}
