@@ -93,10 +93,7 @@ class BodyInlining:
         opset: an axis an older version takes as an attribute is then a constant, not a choice
         made at run time. The body's nodes nothing reads any more go."""
         known = {name: floats.array_of(tensor) for name, tensor in constants.items()}
-        graph_outputs = frozenset(info.name for info in self.driver.model.graph.output) & set(node.output)
-        nodes, folded = fold_nodes(
-            expanded.nodes, known, types, expanded.opset, every_node, self.driver.names.fresh, outputs=graph_outputs
-        )
+        nodes, folded = fold_nodes(expanded.nodes, known, types, expanded.opset, every_node, self.driver.names.fresh)
         if not folded:
             return expanded
         nodes = without_unread(nodes, node.output, every_node)

@@ -10,9 +10,9 @@ the other form (:mod:`lowering.node_forms`). Each choice here is exact by the op
   where the runtime judges the node better so: a ``Constant`` node's value made an initializer of
   the same name and tensor, an ``Identity`` of an initializer bypassed (onnx2torch reads a Conv's
   bias from initializers only; a TorchScript export gives shared ones through an Identity).
-- An input of a graph a node holds that states no type, given the type onnx's inference gives
-  it from what the node feeds it (tract refuses an untyped Scan body input, which ONNX's own
-  LinearAttention body writes): on every target.
+- An input of a graph a node holds that states no type, given the element type and rank onnx's
+  inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
+  which ONNX's own LinearAttention body writes): on every target.
 
 Some failures show only in a whole model, never in one node alone (rknn's compiler fails to
 build a MatMul + Add(bias, ...) whose result a Reshape, Transpose and Split take to a scaled

@@ -205,7 +205,9 @@ def _is_last_axis(axis: int, type_proto: onnx.TypeProto | None) -> bool:
 
 def layer_normalization_repairs(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
     """ONNX's LayerNormalization body with its variance in two passes, then unflattened over
-    the last axis (:func:`variance_in_two_passes`, :func:`last_axis_unflattened`)."""
+    the last axis (:func:`variance_in_two_passes`, :func:`last_axis_unflattened`), after the
+    repairs of every body (:func:`every_body_repaired`)."""
+    body = every_body_repaired(body, input_types)
     return last_axis_unflattened(variance_in_two_passes(body), input_types)
 
 
@@ -355,17 +357,19 @@ BODY_REPAIRS = {"AffineGrid": range_inputs_as_scalars}
 EVERY_BODY_REPAIRS = (pad_values_as_scalars,)  # (whatever the op: a context-dependent body is known only when built)
 
 
+def every_body_repaired(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
+    """``body`` after each of :data:`EVERY_BODY_REPAIRS`."""
+    for repair in EVERY_BODY_REPAIRS:
+        body = repair(body, input_types)
+    return body
+
+
 def _repairs_of(op_type: str):
     """The repairs of ``op_type``'s body: :data:`EVERY_BODY_REPAIRS`, then its own."""
     own = BODY_REPAIRS.get(op_type)
-    repairs = (*EVERY_BODY_REPAIRS, *((own,) if own else ()))
-
-    def repaired(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
-        for repair in repairs:
-            body = repair(body, input_types)
-        return body
-
-    return repaired
+    if own is None:
+        return every_body_repaired
+    return lambda body, input_types: own(every_body_repaired(body, input_types), input_types)
 
 
 def _body_precondition(op_type: str, formula: str):

@@ -23,6 +23,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -141,19 +142,26 @@ def lowered_cases() -> list[tuple]:
 
 
 CONSTANT_VALUES = (1, 0, 3)  # (bool and unsigned types hold them; FLOAT8E8M0, of powers of two only: [1, nan, 4])
-# Constants not probed: strings and complex numbers (no export or pattern writes them), and the
-# 4- and 2-bit types, which numpy does not hold as they are.
+# Constants not probed: strings and complex numbers (no export or pattern writes them), and types
+# of fewer than 8 bits (:func:`element_bits`), which numpy does not hold as they are.
 UNPROBED_CONSTANT_TYPES = frozenset({onnx.TensorProto.STRING, onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128})
-SUB_BYTE_TYPES = frozenset(
-    getattr(onnx.TensorProto, name)
-    for name in ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "UINT2")
-    if hasattr(onnx.TensorProto, name)
-)
+
+
+def element_bits(element_type: int) -> int:
+    """The bits one element of ``element_type`` holds, as ml_dtypes' iinfo or finfo says (a byte's
+    where neither knows the type: bool)."""
+    dtype = floats.numpy_dtype(element_type)
+    for info in (ml_dtypes.iinfo, ml_dtypes.finfo):
+        try:
+            return info(dtype).bits
+        except ValueError:
+            continue
+    return 8 * dtype.itemsize
 
 
 def constant_cases() -> list[tuple]:
     """A Constant node alone, of every element type its version's schema takes (but
-    :data:`UNPROBED_CONSTANT_TYPES` and :data:`SUB_BYTE_TYPES`), at each
+    :data:`UNPROBED_CONSTANT_TYPES` and those of fewer than 8 bits), at each
     version's first opset (7 at least; ``constant_TYPE@VERSION``): no backend case of a tensor
     Constant feeds a runtime anything else, and the patterns write Constants at the model's
     opset (onnx2torch implements Constant-13, not Constant-25). Its output is the value."""
@@ -163,7 +171,7 @@ def constant_cases() -> list[tuple]:
         if schemas.version_in_force("Constant", opset) != version:
             continue
         for element_type in sorted(schemas.output_element_types("Constant", opset)):
-            if element_type in UNPROBED_CONSTANT_TYPES or element_type in SUB_BYTE_TYPES:
+            if element_type in UNPROBED_CONSTANT_TYPES or element_bits(element_type) < 8:
                 continue
             dtype = floats.numpy_dtype(element_type)
             value = np.array(CONSTANT_VALUES).astype(dtype)

@@ -389,6 +389,7 @@ def test_a_version_without_a_body_takes_a_later_body_across_steps_that_only_add_
     assert expansion_for("", "Clip").body_version(6) is None  # step 11 changes more than types
 
 
+@pytest.mark.slow
 def test_every_pad_a_body_writes_pads_with_a_scalar():
     """ONNX's Attention body pads its mask with a 1-element tensor [-inf] where Pad takes a scalar
     (tract refuses it); the repaired body reshapes it to shape [] first (rules/function_bodies.py
@@ -398,10 +399,7 @@ def test_every_pad_a_body_writes_pads_with_a_scalar():
     for case in all_backend_cases():
         if served_ops(case.model) != ["Attention"]:
             continue
-        try:
-            lowered = lowering.lower(case.model, ops=["Attention"], fold="none")
-        except lowering.LoweringError:
-            continue
+        lowered = lowering.lower(case.model, ops=["Attention"], fold="none")
         inferred = onnx.shape_inference.infer_shapes(lowered)
         types = {info.name: info.type for info in [*inferred.graph.value_info, *inferred.graph.input]}
         for node in lowered.graph.node:
