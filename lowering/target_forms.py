@@ -1,6 +1,6 @@
-"""Forms a target chooses: a node rewritten into another form of the same op that means the
-same on every input, where the runtime's probed verdict on the node's form is worse than on
-the other form (:mod:`lowering.node_forms`). Each choice here is exact by the op's definition:
+"""Forms a target chooses: a node rewritten into another form of the same op (or into other
+ops) that means the same on every input, where the runtime's probed verdict on the node's form
+is worse than on the other form (:mod:`lowering.node_forms`). Each choice here is exact by the op's definition:
 
 - ``Reshape`` (14+) with ``allowzero=1`` whose shape is a constant holding no 0: ``allowzero``
   only says what a 0 in the shape means (a zero dimension, not a copied one), so without it
@@ -10,6 +10,9 @@ the other form (:mod:`lowering.node_forms`). Each choice here is exact by the op
   where the runtime judges the node better so: a ``Constant`` node's value made an initializer of
   the same name and tensor, an ``Identity`` of an initializer bypassed (onnx2torch reads a Conv's
   bias from initializers only; a TorchScript export gives shared ones through an Identity).
+- ``Equal`` (7+) of two bool tensors written ``Not(Xor(a, b))``, where the runtime runs Xor and
+  Not better (tract and TVM fail Equal on bool: "Bool is not a number"; TensorRT's table lists
+  Equal on no bool): a = b is not a ⊕ b for every pair of bools, broadcast alike.
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -92,6 +95,113 @@ FORM_CHOICES = (
         "Reshape allowzero=1 -> 0 (its constant shape holds no 0)",
     ),
 )
+
+
+@dataclass(frozen=True)
+class OpChoice:
+    """A node rewritten into nodes of other ops that mean the same on every input, where the
+    runtime judges each of them better than the node: the op it applies to, whether it applies
+    to a node (given its form and op version), the nodes that replace it (given a maker of
+    fresh value names), and what the report says of it."""
+
+    op_type: str
+    applies: Callable[[onnx.NodeProto, NodeForm, int], bool]
+    replacement: Callable[[onnx.NodeProto, Callable[[str], str]], list[onnx.NodeProto]]
+    said: str
+
+
+def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int) -> bool:
+    """Equal broadcasting by numpy's rule (7+) of two bool tensors."""
+    return (
+        version >= 7
+        and len(node.input) == 2
+        and bool(form.types)
+        and all(element_type == onnx.TensorProto.BOOL for _, element_type in form.types)
+    )
+
+
+def _not_xor(node: onnx.NodeProto, fresh: Callable[[str], str]) -> list[onnx.NodeProto]:
+    """Equal(a, b) = Not(Xor(a, b)) on bools, broadcast alike."""
+    unequal = fresh(f"{node.output[0]}_unequal")
+    return [
+        onnx.helper.make_node("Xor", list(node.input), [unequal], name=fresh(f"{node.name or 'Equal'}_Xor")),
+        onnx.helper.make_node("Not", [unequal], list(node.output), name=node.name),
+    ]
+
+
+OP_CHOICES = (
+    OpChoice(
+        "Equal",
+        _compares_bools,
+        _not_xor,
+        "Equal(a, b) on bool -> Not(Xor(a, b)) (the runtime runs Xor and Not better)",
+    ),
+)
+
+
+def better_ops(node: onnx.NodeProto, opset: int, check_form) -> OpChoice | None:
+    """The first of :data:`OP_CHOICES` that applies to ``node`` and whose nodes the runtime
+    judges each better than ``node`` (``check_form`` as :func:`better_form` takes it). None
+    where none."""
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    for choice in OP_CHOICES:
+        if node.op_type != choice.op_type:
+            continue
+        version = schemas.version_in_force(node.op_type, opset)
+        if version is None:
+            continue
+        before, form = check_form(node, None)
+        if not choice.applies(node, form, version):
+            continue
+        replacement = choice.replacement(node, lambda name: name)
+        if all(_RANK[check_form(new, None)[0]] > _RANK[before] for new in replacement):
+            return choice
+    return None
+
+
+def replace_ops(model: onnx.ModelProto, opset: int, check_form) -> Counter:
+    """Each node of ``model`` (its graphs at any depth, its local functions) that a choice of
+    :data:`OP_CHOICES` betters (:func:`better_ops`), replaced in place; what was, counted."""
+    made: Counter = Counter()
+    taken = {name for node in _all_nodes(model) for name in [*node.input, *node.output, node.name]}
+    taken |= {info.name for graph in [model.graph, *_graphs_of(model)] for info in graph.input}
+
+    def fresh(name: str) -> str:
+        candidate, counter = name, 0
+        while candidate in taken:
+            counter += 1
+            candidate = f"{name}_{counter}"
+        taken.add(candidate)
+        return candidate
+
+    # (inner graphs first: a node list rebuilt copies the nodes, and with them the graphs they hold)
+    containers = [*reversed([model.graph, *nested_graphs(model.graph.node)])]
+    for function in model.functions:
+        containers.extend(reversed([function, *nested_graphs(function.node)]))
+    for container in containers:
+        nodes = []
+        for node in container.node:
+            choice = better_ops(node, opset, check_form)
+            if choice is None:
+                nodes.append(node)
+                continue
+            nodes.extend(choice.replacement(node, fresh))
+            made[choice.said] += 1
+        if len(nodes) != len(container.node):
+            del container.node[:]
+            container.node.extend(nodes)
+    return made
+
+
+def _graphs_of(model: onnx.ModelProto) -> list[onnx.GraphProto]:
+    """The graphs the model's nodes hold, at any depth (its local functions' too)."""
+    return [*nested_graphs(model.graph.node), *(g for f in model.functions for g in nested_graphs(f.node))]
+
+
+def _all_nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
+    for container in [model.graph, *_graphs_of(model), *model.functions]:
+        yield from container.node
 
 
 @dataclass(frozen=True)
@@ -180,6 +290,7 @@ def choose_forms(
         if choice is not None:
             choice.rewrite(node)
             chosen[choice.said] += 1
+    chosen.update(replace_ops(copy, opset, check_form))
     chosen.update(apply_model_forms(copy, model_forms, opset))
     moved = constants_as_initializers(copy, check_form)
     if moved:

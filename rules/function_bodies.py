@@ -3,8 +3,10 @@ then every other op onnx gives a body, registered from ``onnx.defs``."""
 
 from __future__ import annotations
 
+import collections
 import re
 
+import numpy as np
 import onnx
 import onnx.numpy_helper
 from onnx import TensorProto, helper
@@ -344,6 +346,93 @@ def _inputs_as_scalars(body: onnx.FunctionProto, op_type: str, indices: tuple[in
     return repaired
 
 
+def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
+    """Equal(ReduceMax(x, axes), -inf) written ReduceMin(Cast(Equal(x, -inf), float), axes) > 0.5:
+    every element along the axes is -inf.
+
+    ONNX's Attention body finds a fully masked row so, from its additive mask; tract 0.21/0.23,
+    OpenVINO 2024.6 and TVM 0.27 reduce a row of -inf to float's lowest finite value, miss the
+    row and give its softmax's NaN where the op gives 0. The minimum of 0s and 1s is 1 exactly
+    where every element is -inf; a NaN is not -inf either way (as numpy's max, the spec's
+    reference, has it), and an empty row is fully masked either way (+inf, or the largest finite
+    value, > 0.5). Only where the ReduceMax feeds that Equal alone."""
+    producers = {output: node for node in body.node for output in node.output}
+    readers = collections.Counter(name for node in body.node for name in node.input)
+    readers.update(body.output)
+
+    def masked_test(node: onnx.NodeProto) -> tuple[onnx.NodeProto, str] | None:
+        if node.op_type != "Equal" or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
+            return None
+        for reduced, limit in (node.input, node.input[::-1]):
+            reduce = producers.get(reduced)
+            if (
+                reduce is not None
+                and reduce.op_type == "ReduceMax"
+                and reduce.domain in ("", "ai.onnx")
+                and readers[reduced] == 1
+                and _is_negative_infinity(limit, reduce.input[0], producers)
+            ):
+                return reduce, limit
+        return None
+
+    tests = {id(node): found for node in body.node if (found := masked_test(node)) is not None}
+    if not tests:
+        return body
+    replaced = {id(reduce) for reduce, _ in tests.values()}
+    taken = {name for node in body.node for name in [*node.input, *node.output]} | set(body.input)
+    repaired = onnx.FunctionProto()
+    repaired.CopyFrom(body)
+    del repaired.node[:]
+    half = None
+    for node in body.node:
+        if id(node) in replaced:
+            continue
+        if id(node) not in tests:
+            repaired.node.append(node)
+            continue
+        reduce, negative_infinity = tests[id(node)]
+        is_minus_inf, as_count, fewest = (
+            _unique(f"{node.output[0]}_{part}", taken) for part in ("each", "count", "fewest")
+        )
+        repaired.node.append(helper.make_node("Equal", [reduce.input[0], negative_infinity], [is_minus_inf]))
+        repaired.node.append(helper.make_node("Cast", [is_minus_inf], [as_count], to=TensorProto.FLOAT))
+        minimum = onnx.NodeProto()
+        minimum.CopyFrom(reduce)
+        minimum.op_type = "ReduceMin"
+        minimum.input[0] = as_count
+        minimum.output[0] = fewest
+        repaired.node.append(minimum)
+        if half is None:
+            half = _unique("half", taken)
+            repaired.node.append(
+                helper.make_node("Constant", [], [half], value=helper.make_tensor(half, TensorProto.FLOAT, [], [0.5]))
+            )
+        repaired.node.append(helper.make_node("Greater", [fewest, half], [node.output[0]], name=node.name))
+    return repaired
+
+
+def _is_negative_infinity(name: str, like: str, producers: dict[str, onnx.NodeProto]) -> bool:
+    """Whether ``name`` is -inf: a Constant of one element -inf, or a Cast of it to a float type,
+    or a CastLike of it like ``like`` (the compared value: Equal takes no float type without an
+    infinity, and -inf cast to an integer type is undefined)."""
+    node = producers.get(name)
+    if node is None or node.domain not in ("", "ai.onnx"):
+        return False
+    if node.op_type == "CastLike":
+        return len(node.input) == 2 and node.input[1] == like and _is_negative_infinity(node.input[0], like, producers)
+    if node.op_type == "Cast":
+        to = next((a.i for a in node.attribute if a.name == "to"), None)
+        floats = (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE)
+        return to in floats and _is_negative_infinity(node.input[0], like, producers)
+    if node.op_type != "Constant":
+        return False
+    values = [a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
+    if not values:
+        return False
+    array = onnx.numpy_helper.to_array(values[0])
+    return array.size == 1 and array.dtype.kind == "f" and bool(np.isneginf(array.astype(np.float64)).all())
+
+
 def _unique(name: str, taken: set[str]) -> str:
     candidate, counter = name, 0
     while candidate in taken:
@@ -354,7 +443,10 @@ def _unique(name: str, taken: set[str]) -> str:
 
 
 BODY_REPAIRS = {"AffineGrid": range_inputs_as_scalars}
-EVERY_BODY_REPAIRS = (pad_values_as_scalars,)  # (whatever the op: a context-dependent body is known only when built)
+EVERY_BODY_REPAIRS = (
+    pad_values_as_scalars,
+    all_negative_infinity_as_a_count,
+)  # (whatever the op: a context-dependent body is known only when built)
 
 
 def every_body_repaired(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:

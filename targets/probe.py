@@ -240,6 +240,12 @@ def probed_cases(prepared: Path | None):
             yield case.name, opset, case.model, case.data_sets, case.rtol, case.atol
 
 
+def stale_cases(earlier: dict, prepared: set[str]) -> set[str]:
+    """The cases of the profile ``earlier`` that the prepared cases no longer hold (a pattern now
+    writes another form, whose case replaces it): ``--add`` drops them."""
+    return set(earlier["cases"]) - prepared
+
+
 def with_graph_inputs(cases: list[tuple]) -> tuple[list[tuple], int]:
     """The cases (name, opset, model, ...) whose model has a graph input, and how many have none
     (whose outputs are all constants)."""
@@ -270,7 +276,8 @@ def main() -> None:
     parser.add_argument("--cases", type=Path, help="the cases targets/prepare_cases.py wrote (with older op "
                         "versions); default: the backend cases at their own opsets")  # fmt: skip
     parser.add_argument("--add", action="store_true", help="probe only the cases the profile at --out lacks "
-                        "and add them to it (the same runtime, at the same version)")  # fmt: skip
+                        "and add them to it (the same runtime, at the same version); with --cases, drop "
+                        "those the cases no longer hold")  # fmt: skip
     args = parser.parse_args()
     out = args.out or HERE.parent / "lowering" / "target_profiles" / f"{args.name}.json"
     worker = Worker(args.runner)
@@ -284,7 +291,9 @@ def main() -> None:
     else:
         opsets = earlier["opsets"]
     cases = {}
-    selected = [case for case in probed_cases(args.cases) if earlier is None or case[0] not in earlier["cases"]]
+    prepared = list(probed_cases(args.cases))
+    selected = [case for case in prepared if earlier is None or case[0] not in earlier["cases"]]
+    stale = stale_cases(earlier, {case[0] for case in prepared}) if earlier is not None and args.cases else set()
     newest = onnx.defs.onnx_opset_version()
     beyond = sorted(opset for _, opset, *_ in selected if opset > newest)
     if beyond:  # (get_schema would give an older version of an op that has a newer one there)
@@ -316,9 +325,11 @@ def main() -> None:
     )
     if earlier is not None:
         added = {"how": how + " --add", "onnx": onnx.__version__, "date": datetime.date.today().isoformat(),
-                 "cases": len(cases), **({"unprobed": unprobed} if beyond else {})}  # fmt: skip
+                 "cases": len(cases), **({"unprobed": unprobed} if beyond else {}),
+                 **({"dropped": sorted(stale)} if stale else {})}  # fmt: skip
         earlier["source"]["added"] = [*earlier["source"].get("added", []), added]
-        profile = {**earlier, "cases": {**earlier["cases"], **cases}}
+        kept = {name: entry for name, entry in earlier["cases"].items() if name not in stale}
+        profile = {**earlier, "cases": {**kept, **cases}}
     else:
         profile = _new_profile(args, worker, how, unprobed if beyond else None, opsets, cases)
     worker.close()

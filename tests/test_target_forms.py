@@ -397,3 +397,84 @@ def test_a_body_input_of_no_type_is_given_the_type_inference_gives_it():
         assert run_onnxruntime(result.model, fed)[0].tobytes() == run_onnxruntime(model, fed)[0].tobytes()
     typed = _scan_sum_model(typed=True)
     assert typed_subgraph_inputs(typed) == 0 and typed == _scan_sum_model(typed=True)
+
+
+# -- Equal on bool as Not(Xor) --------------------------------------------------------------------
+
+EQUAL_ON_BOOL = "lowered_test_isnan_y_Equal_1"  # (Equal-19 of a fed bool and a constant one)
+
+
+def _bool_ops_profile(xor: str = "right"):
+    """A runtime that fails Equal on bool (runs it on int32) and runs Xor (``xor``) and Not on
+    bool (tract, TVM)."""
+    cases = {
+        EQUAL_ON_BOOL: ("Equal", 19, "fails"),
+        "test_equal_bcast": ("Equal", 19, "right"),
+        "test_xor_bcast3v1d": ("Xor", 7, xor),
+        "test_xor_bcast3v1d#constant": ("Xor", 7, xor),
+        "test_not_2d": ("Not", 1, "right"),
+    }
+    return profile_from_data({
+        "name": "bool-equal-fails", "runtime": "made-up", "runtime_version": "0",
+        "source": {"kind": "probed", "how": "a test"}, "opsets": [19],
+        "cases": {case: {"op": op, "version": version, "verdict": verdict,
+                         "type": "INT32" if case == "test_equal_bcast" else "BOOL"}
+                  for case, (op, version, verdict) in cases.items()},
+    })  # fmt: skip
+
+
+def _bool_equal_model(element_type: int = TensorProto.BOOL) -> onnx.ModelProto:
+    """y = Equal(a [2, 3], b [3]) (broadcast)."""
+    graph = helper.make_graph(
+        [helper.make_node("Equal", ["a", "b"], ["y"], name="same")], "g",
+        [helper.make_tensor_value_info("a", element_type, [2, 3]),
+         helper.make_tensor_value_info("b", element_type, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.BOOL, [2, 3])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+EQUAL_SAID = "Equal(a, b) on bool -> Not(Xor(a, b)) (the runtime runs Xor and Not better)"
+
+
+def test_equal_on_bool_becomes_not_xor_and_means_the_same_on_every_pair():
+    model = _bool_equal_model()
+    result = lowering.lower_model(model, target=_bool_ops_profile())
+    assert [n.op_type for n in result.model.graph.node] == ["Xor", "Not"]
+    assert result.report.forms == {EQUAL_SAID: 1} and [n.op_type for n in model.graph.node] == ["Equal"]
+    onnx.checker.check_model(result.model, full_check=True)
+    a = np.array([[False, False, True], [True, True, False]])
+    for b in (np.array([False, True, False]), np.array([True, False, True])):
+        [want], [got] = run_onnxruntime(model, {"a": a, "b": b}), run_onnxruntime(result.model, {"a": a, "b": b})
+        assert got.dtype == want.dtype == np.bool_ and got.shape == want.shape == (2, 3)
+        assert np.array_equal(got, want) and np.array_equal(got, a == b)
+    [finding] = [f for f in check_model(model, _bool_ops_profile()) if f.blocks]
+    assert f"--target chooses the form {EQUAL_SAID}" in str(finding)
+
+
+def test_equal_stays_where_the_runtime_takes_xor_no_better_or_the_values_are_not_bool():
+    with pytest.raises(TargetRefused, match="node 'same'"):
+        lowering.lower_model(_bool_equal_model(), target=_bool_ops_profile(xor="fails"))
+    result = lowering.lower_model(_bool_equal_model(TensorProto.INT32), target=_bool_ops_profile())
+    assert [n.op_type for n in result.model.graph.node] == ["Equal"] and not result.report.forms
+
+
+@pytest.mark.parametrize("form", ["if", "function"])
+def test_equal_on_bool_becomes_not_xor_in_an_if_branch_and_a_local_function(form):
+    from support import nested_forms
+
+    model = nested_forms(_bool_equal_model())[form]
+    result = lowering.lower_model(model, target=_bool_ops_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    if form == "if":
+        [choose] = result.model.graph.node
+        branches = [[n.op_type for n in a.g.node] for a in choose.attribute]
+    else:
+        [function] = result.model.functions
+        branches = [[n.op_type for n in function.node]]
+    assert all("Equal" not in ops and "Xor" in ops and "Not" in ops for ops in branches), branches
+    a, b = np.array([[False, True, True], [True, False, False]]), np.array([True, True, False])
+    for branch in (True, False):
+        feeds = {"a": a, "b": b, "branch": np.array(branch)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert np.array_equal(got, want)

@@ -13,8 +13,8 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
-from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE
-from onnx import numpy_helper
+from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, all_negative_infinity_as_a_count
+from onnx import TensorProto, helper, numpy_helper
 from support import REPO, fast_add_on, slow_but_a_sample  # noqa: E402
 from version_cases import node_cases
 
@@ -407,3 +407,91 @@ def test_every_pad_a_body_writes_pads_with_a_scalar():
                 assert len(types[node.input[2]].tensor_type.shape.dim) == 0, (case.name, node.name)
                 padded += 1
     assert padded >= 10, padded
+
+
+def _masked_row_body(limit: onnx.NodeProto, extra_reader: bool = False) -> onnx.FunctionProto:
+    """A body testing a row fully masked as ONNX's Attention body does: Equal(ReduceMax(x, [-1]), limit)."""
+    nodes = [
+        helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [-1])),
+        helper.make_node("ReduceMax", ["x", "axes"], ["row_max"]),
+        limit,
+        helper.make_node("CastLike", ["limit", "x"], ["limit_t"]),
+        helper.make_node("Equal", ["row_max", "limit_t"], ["all_masked"]),
+    ]
+    outputs = ["all_masked", "row_max"] if extra_reader else ["all_masked"]
+    return helper.make_function("test", "masked", ["x"], outputs, nodes, [helper.make_opsetid("", 23)])
+
+
+def _run_body(body: onnx.FunctionProto, x: np.ndarray) -> list[np.ndarray]:
+    graph = helper.make_graph(
+        list(body.node),
+        "body",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [
+            helper.make_tensor_value_info(
+                name, TensorProto.BOOL if name == "all_masked" else TensorProto.FLOAT, [x.shape[0], 1]
+            )
+            for name in body.output
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    onnx.checker.check_model(model, full_check=True)
+    return run_onnxruntime(model, {"x": x})
+
+
+def test_a_fully_masked_row_is_found_by_counting_its_minus_infinities():
+    """all_negative_infinity_as_a_count: Equal(ReduceMax(x), -inf) becomes ReduceMin(x == -inf) > 0.5,
+    which is true exactly where numpy's max of the row (the spec's reference) is -inf: rows of
+    -inf, of NaN before or after -inf, of ±0, of the largest finite values, of subnormals."""
+    minus_inf = helper.make_node(
+        "Constant", [], ["limit"], value=helper.make_tensor("limit", TensorProto.FLOAT, [], [-np.inf])
+    )
+    body = _masked_row_body(minus_inf)
+    repaired = all_negative_infinity_as_a_count(body, [])
+    assert "ReduceMax" not in [node.op_type for node in repaired.node]
+    lowest, smallest = np.finfo(np.float32).min, np.finfo(np.float32).smallest_subnormal
+    x = np.array(
+        [
+            [-np.inf, -np.inf, -np.inf],
+            [np.nan, -np.inf, -np.inf],
+            [-np.inf, -np.inf, np.nan],
+            [-np.inf, lowest, -np.inf],
+            [-0.0, -np.inf, 0.0],
+            [smallest, -smallest, -np.inf],
+            [np.inf, -np.inf, -np.inf],
+        ],
+        np.float32,
+    )
+    (got,) = _run_body(repaired, x)
+    want = np.isneginf(np.max(x, axis=-1, keepdims=True))
+    assert got.dtype == np.bool_ and np.array_equal(got, want), (got.ravel(), want.ravel())
+    assert list(got.ravel()) == [True, False, False, False, False, False, False]
+
+
+def test_a_row_maximum_read_elsewhere_or_compared_with_another_value_is_left():
+    """The repair applies only where the ReduceMax feeds the Equal alone and the other side is -inf."""
+    minus_inf = helper.make_node(
+        "Constant", [], ["limit"], value=helper.make_tensor("limit", TensorProto.FLOAT, [], [-np.inf])
+    )
+    lowest = helper.make_node(
+        "Constant", [], ["limit"], value=helper.make_tensor("limit", TensorProto.FLOAT, [], [np.finfo(np.float32).min])
+    )
+    for body in (_masked_row_body(minus_inf, extra_reader=True), _masked_row_body(lowest)):
+        assert all_negative_infinity_as_a_count(body, []) is body
+
+
+def test_every_attention_body_tests_masked_rows_without_a_maximum():
+    """In every Attention backend case lowered, no Equal reads a ReduceMax (tract, OpenVINO 2024.6
+    and TVM reduce a row of -inf to float's lowest finite value); the outputs still match the
+    original's in onnxruntime."""
+    counted = 0
+    for case in all_backend_cases():
+        if served_ops(case.model) != ["Attention"]:
+            continue
+        lowered = lowering.lower(case.model, ops=["Attention"], fold="none")
+        producers = {output: node.op_type for node in lowered.graph.node for output in node.output}
+        for node in lowered.graph.node:
+            if node.op_type == "Equal":
+                assert "ReduceMax" not in [producers.get(name) for name in node.input], case.name
+            counted += node.op_type == "ReduceMin"
+    assert counted >= 10, counted
