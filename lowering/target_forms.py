@@ -13,6 +13,10 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
 - ``Equal`` (7+) of two bool tensors written ``Not(Xor(a, b))``, where the runtime runs Xor and
   Not better (tract and TVM fail Equal on bool: "Bool is not a number"; TensorRT's table lists
   Equal on no bool): a = b is not a ⊕ b for every pair of bools, broadcast alike.
+- ``Pad`` (18+) given its axes, its pads and axes constants and the data's rank known, written
+  with pads for every axis (those given for the axes named, 0 for the others) and no axes, as
+  Pad's definition pads them (tract 0.21 and OpenVINO 2024.6 fail Pad given its axes, which
+  ONNX's Attention body writes for its mask).
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -99,18 +103,23 @@ FORM_CHOICES = (
 
 @dataclass(frozen=True)
 class OpChoice:
-    """A node rewritten into nodes of other ops that mean the same on every input, where the
-    runtime judges each of them better than the node: the op it applies to, whether it applies
-    to a node (given its form and op version), the nodes that replace it (given a maker of
-    fresh value names), and what the report says of it."""
+    """A node rewritten into nodes (of other ops, or the same op with other inputs) that mean
+    the same on every input, where the runtime judges each of them better than the node: the
+    op it applies to, whether it applies to a node (given its form, op version and the
+    constants in scope by name), the nodes that replace it (the last one gives its outputs;
+    given a maker of fresh value names), the form of that last node where it is of the same op
+    (None: each node judged by its own form), and what the report says of it."""
 
     op_type: str
-    applies: Callable[[onnx.NodeProto, NodeForm, int], bool]
-    replacement: Callable[[onnx.NodeProto, Callable[[str], str]], list[onnx.NodeProto]]
+    applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto]], bool]
+    replacement: Callable[
+        [onnx.NodeProto, NodeForm, Mapping[str, onnx.TensorProto], Callable[[str], str]], list[onnx.NodeProto]
+    ]
+    form_after: Callable[[NodeForm], NodeForm] | None
     said: str
 
 
-def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int) -> bool:
+def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants) -> bool:
     """Equal broadcasting by numpy's rule (7+) of two bool tensors."""
     return (
         version >= 7
@@ -120,7 +129,7 @@ def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int) -> bool:
     )
 
 
-def _not_xor(node: onnx.NodeProto, fresh: Callable[[str], str]) -> list[onnx.NodeProto]:
+def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, fresh: Callable[[str], str]) -> list[onnx.NodeProto]:
     """Equal(a, b) = Not(Xor(a, b)) on bools, broadcast alike."""
     unequal = fresh(f"{node.output[0]}_unequal")
     return [
@@ -129,20 +138,86 @@ def _not_xor(node: onnx.NodeProto, fresh: Callable[[str], str]) -> list[onnx.Nod
     ]
 
 
+def _pads_of_named_axes(node: onnx.NodeProto, form: NodeForm, version: int, constants) -> bool:
+    """Pad (18+) given its axes, its pads and axes constants (none of them external), the
+    data's rank known, the axes in range and each named once."""
+    if version < 18 or len(node.input) < 4 or not node.input[3]:
+        return False
+    rank = dict(form.ranks).get(0)
+    pads, axes = constants.get(node.input[1]), constants.get(node.input[3])
+    if rank is None or pads is None or axes is None:
+        return False
+    if onnx.TensorProto.EXTERNAL in (pads.data_location, axes.data_location):
+        return False
+    named = numpy_helper.to_array(axes).reshape(-1).astype(np.int64)
+    if ((named < -rank) | (named >= rank)).any():
+        return False
+    named = named % rank if rank else named
+    return len(set(named.tolist())) == named.size and numpy_helper.to_array(pads).size == 2 * named.size
+
+
+def _pads_over_every_axis(
+    node: onnx.NodeProto, form: NodeForm, constants, fresh: Callable[[str], str]
+) -> list[onnx.NodeProto]:
+    """Pad(x, pads, value, axes) = Pad(x, pads', value): pads' gives every axis of x its begin and
+    end (those of pads for the axes named, 0 for the others), as Pad's definition pads them."""
+    rank = dict(form.ranks)[0]
+    named = numpy_helper.to_array(constants[node.input[3]]).reshape(-1).astype(np.int64) % rank
+    pads = numpy_helper.to_array(constants[node.input[1]]).reshape(-1).astype(np.int64)
+    every = np.zeros(2 * rank, np.int64)
+    every[named], every[rank + named] = pads[: named.size], pads[named.size :]
+    name = fresh(f"{node.input[1]}_every_axis")
+    constant = onnx.helper.make_node(
+        "Constant", [], [name], name=fresh(f"{name}_Constant"), value=numpy_helper.from_array(every, name)
+    )
+    padded = onnx.NodeProto()
+    padded.CopyFrom(node)
+    padded.input[1] = name
+    del padded.input[3:]
+    while padded.input and not padded.input[-1]:  # (a value left out at the end is no input)
+        del padded.input[-1]
+    return [constant, padded]
+
+
+def _without_axes(form: NodeForm) -> NodeForm:
+    """A Pad's form without its axes input (position 3), its pads given by a node."""
+
+    def kept(positions):
+        return frozenset(p for p in positions if p != 3)
+
+    def kept_pairs(pairs):
+        return tuple(pair for pair in pairs if pair[0] != 3)
+
+    return dataclasses.replace(
+        form, inputs=kept(form.inputs), fed=kept(form.fed), constant=kept(form.constant), ranks=kept_pairs(form.ranks),
+        empty=kept(form.empty), types=kept_pairs(form.types), from_nodes=kept(form.from_nodes) | {1},
+    )  # fmt: skip
+
+
 OP_CHOICES = (
     OpChoice(
         "Equal",
         _compares_bools,
         _not_xor,
+        None,
         "Equal(a, b) on bool -> Not(Xor(a, b)) (the runtime runs Xor and Not better)",
+    ),
+    OpChoice(
+        "Pad",
+        _pads_of_named_axes,
+        _pads_over_every_axis,
+        _without_axes,
+        "Pad with axes -> Pad with pads for every axis (its pads and axes constants)",
     ),
 )
 
 
-def better_ops(node: onnx.NodeProto, opset: int, check_form) -> OpChoice | None:
+def better_ops(
+    node: onnx.NodeProto, opset: int, check_form, constants: Mapping[str, onnx.TensorProto]
+) -> OpChoice | None:
     """The first of :data:`OP_CHOICES` that applies to ``node`` and whose nodes the runtime
-    judges each better than ``node`` (``check_form`` as :func:`better_form` takes it). None
-    where none."""
+    judges each better than ``node`` (``check_form`` as :func:`better_form` takes it; the
+    constants in scope by name). None where none."""
     if node.domain not in ("", "ai.onnx"):
         return None
     for choice in OP_CHOICES:
@@ -152,10 +227,12 @@ def better_ops(node: onnx.NodeProto, opset: int, check_form) -> OpChoice | None:
         if version is None:
             continue
         before, form = check_form(node, None)
-        if not choice.applies(node, form, version):
+        if not choice.applies(node, form, version, constants):
             continue
-        replacement = choice.replacement(node, lambda name: name)
-        if all(_RANK[check_form(new, None)[0]] > _RANK[before] for new in replacement):
+        *made, last = choice.replacement(node, form, constants, lambda name: name)
+        verdicts = [check_form(new, None)[0] for new in made]
+        verdicts.append(check_form(last, None if choice.form_after is None else choice.form_after(form))[0])
+        if all(_RANK[verdict] > _RANK[before] for verdict in verdicts):
             return choice
     return None
 
@@ -166,6 +243,8 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form) -> Counter:
     made: Counter = Counter()
     taken = {name for node in _all_nodes(model) for name in [*node.input, *node.output, node.name]}
     taken |= {info.name for graph in [model.graph, *_graphs_of(model)] for info in graph.input}
+    taken |= {t.name for graph in [model.graph, *_graphs_of(model)] for t in graph.initializer}
+    constants = {name: tensor for _, in_scope in nodes_with_constants(model) for name, tensor in in_scope.items()}
 
     def fresh(name: str) -> str:
         candidate, counter = name, 0
@@ -180,15 +259,17 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form) -> Counter:
     for function in model.functions:
         containers.extend(reversed([function, *nested_graphs(function.node)]))
     for container in containers:
-        nodes = []
+        nodes, replaced = [], False
         for node in container.node:
-            choice = better_ops(node, opset, check_form)
+            choice = better_ops(node, opset, check_form, constants)
             if choice is None:
                 nodes.append(node)
                 continue
-            nodes.extend(choice.replacement(node, fresh))
+            _, form = check_form(node, None)
+            nodes.extend(choice.replacement(node, form, constants, fresh))
             made[choice.said] += 1
-        if len(nodes) != len(container.node):
+            replaced = True
+        if replaced:
             del container.node[:]
             container.node.extend(nodes)
     return made

@@ -153,7 +153,9 @@ def check_model(
         if verdict.kind != SUPPORTED:
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
             choice = better_form(node, constants, opset, check_form) if version is not None else None
-            choice = better_ops(node, opset, check_form) if choice is None and version is not None else choice
+            choice = (
+                better_ops(node, opset, check_form, constants) if choice is None and version is not None else choice
+            )
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix
             main = graph_name == model.graph.name  # (Constants of the main graph are moved)
             if choice is None and version is not None and main and initializers_better(node, check_form, movable):

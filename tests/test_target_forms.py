@@ -478,3 +478,79 @@ def test_equal_on_bool_becomes_not_xor_in_an_if_branch_and_a_local_function(form
         feeds = {"a": a, "b": b, "branch": np.array(branch)}
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
         assert np.array_equal(got, want)
+
+
+# -- Pad with axes as Pad over every axis ---------------------------------------------------------
+
+
+def _pad_axes_profile():
+    """A runtime that fails Pad-18 given its axes and runs it without (tract 0.21), and Constant."""
+    cases = {
+        "test_constant_pad_axes@18#constant": ("Pad", 18, "FLOAT", "fails"),
+        "test_constant_pad@18#constant": ("Pad", 18, "FLOAT", "right"),
+        "constant_INT64@13": ("Constant", 13, "INT64", "right"),
+    }
+    return profile_from_data({
+        "name": "pad-axes-fail", "runtime": "made-up", "runtime_version": "0",
+        "source": {"kind": "probed", "how": "a test"}, "opsets": [18],
+        "cases": {case: {"op": op, "version": version, "type": element_type, "verdict": verdict}
+                  for case, (op, version, element_type, verdict) in cases.items()},
+    })  # fmt: skip
+
+
+def _padded_model(axes: list[int], pads: list[int], axes_fed: bool = False) -> onnx.ModelProto:
+    """y = Pad(x [2, 3, 4], pads, value -0.0, axes): pads and axes initializers (axes a graph
+    input with ``axes_fed``)."""
+    initializers = [numpy_helper.from_array(np.array(pads, np.int64), "pads"),
+                    numpy_helper.from_array(np.array(-0.0, np.float32), "value")]  # fmt: skip
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])]
+    if axes_fed:
+        inputs.append(helper.make_tensor_value_info("axes", TensorProto.INT64, [len(axes)]))
+    else:
+        initializers.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads", "value", "axes"], ["y"], name="padded")], "g", inputs,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None, None])], initializers,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+PAD_SAID = "Pad with axes -> Pad with pads for every axis (its pads and axes constants)"
+
+
+@pytest.mark.parametrize(
+    ("axes", "pads", "every"),
+    [([2], [1, 3], [0, 0, 1, 0, 0, 3]), ([-1, 0], [1, 0, 2, 1], [0, 0, 1, 1, 0, 2]), ([1, 2, 0], [0] * 6, [0] * 6)],
+)
+def test_pad_with_axes_becomes_pad_over_every_axis_and_means_the_same(axes, pads, every):
+    from lowering.samples import edge_values
+
+    model = _padded_model(axes, pads)
+    result = lowering.lower_model(model, target=_pad_axes_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    constant, pad = result.model.graph.node
+    assert constant.op_type == "Constant" and pad.op_type == "Pad" and len(pad.input) == 3
+    assert numpy_helper.to_array(constant.attribute[0].t).tolist() == every and pad.input[1] == constant.output[0]
+    assert result.report.forms == {PAD_SAID: 1}
+    values = edge_values(TensorProto.FLOAT)
+    x = np.resize(values, 24).reshape(2, 3, 4)
+    [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(result.model, {"x": x})
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    [finding] = [f for f in check_model(model, _pad_axes_profile()) if f.blocks]
+    assert f"--target chooses the form {PAD_SAID}" in str(finding)
+
+
+@pytest.mark.parametrize(
+    ("axes", "pads", "axes_fed"),
+    [([2], [1, 3], True), ([2, -1], [1, 1, 1, 1], False), ([3], [1, 1], False)],
+    ids=["axes fed", "an axis named twice", "an axis out of range"],
+)
+def test_pad_with_axes_stays_where_they_are_fed_or_not_one_axis_each(axes, pads, axes_fed):
+    model = _padded_model(axes, pads, axes_fed)
+    assert all(PAD_SAID not in str(finding) for finding in check_model(model, _pad_axes_profile()))
+    try:
+        result = lowering.lower_model(model, target=_pad_axes_profile(), fold="none")
+    except TargetRefused as refusal:
+        assert "node 'padded'" in str(refusal)
+    else:
+        assert [len(n.input) for n in result.model.graph.node] == [4] and not result.report.forms
