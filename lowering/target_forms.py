@@ -17,6 +17,12 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   with pads for every axis (those given for the axes named, 0 for the others) and no axes, as
   Pad's definition pads them (tract 0.21 and OpenVINO 2024.6 fail Pad given its axes, which
   ONNX's Attention body writes for its mask).
+- ``BitShift``-28 written as its version adapter down to 11 writes it, at the node's opset: x and
+  y cast to an unsigned carrier, shifted by Mod(y, bits), 0 (or the sign's fill) out of range
+  (``rules/versions/bitshift.py``), which versions 11 and 28 define alike; where the runtime
+  runs each of those nodes better (tract and TVM shift by negative amounts and amounts of the
+  bit width or more otherwise than version 28 says). Each new node is judged in its own form,
+  its values typed as onnx's inference gives them (:meth:`FormJudge.with_nodes`).
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -45,12 +51,14 @@ import onnx
 from onnx import numpy_helper
 
 from . import schemas
-from .errors import LoweringError
+from .conversion.adapters import AdapterContext, adapter_for
+from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
 from .modelio import checkable
-from .node_forms import NodeForm
+from .naming import NameAllocator
+from .node_forms import NodeForm, node_form
 from .nodecheck import checker_message
-from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED
+from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED, RuntimeProfile, TableProfile
 
 # how good a verdict is for a node to keep: a form is chosen only where its verdict is better
 _RANK = {REFUSED: 0, DOUBTFUL: 1, UNVERIFIED: 1, PARTLY: 2, SUPPORTED: 3}
@@ -102,18 +110,101 @@ FORM_CHOICES = (
 
 
 @dataclass(frozen=True)
+class FormJudge:
+    """``judge(node, form)``: the profile's verdict kind on a node at ``opset`` in ``form``
+    (None: its own form, from the values' ``types``, which are ``fed``, ``constant`` and given
+    by nodes), and that form."""
+
+    profile: RuntimeProfile | TableProfile
+    opset: int
+    types: Mapping[str, onnx.TypeProto]
+    fed: frozenset[str]
+    constant: frozenset[str]
+    node_constants: frozenset[str]
+
+    def __call__(self, node: onnx.NodeProto, form: NodeForm | None) -> tuple[str, NodeForm]:
+        if form is None:
+            shapes, element_types = shapes_and_types(node, self.types)
+            form = node_form(node, self.opset, self.fed, self.constant, shapes, element_types, self.node_constants)
+        version = schemas.version_in_force(node.op_type, self.opset)
+        return self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form).kind, form
+
+    def with_nodes(self, nodes: list[onnx.NodeProto]) -> FormJudge:
+        """This judge knowing the values ``nodes`` write too (nodes that would join the model):
+        their types as onnx's inference gives them from the types known here, fed where computed
+        from a fed value, constant where from constants alone (a Constant's given by a node)."""
+        fed, constant, node_constants = set(self.fed), set(self.constant), set(self.node_constants)
+        for node in nodes:
+            given = [name for name in node.input if name]
+            if any(name in fed for name in given):
+                fed.update(node.output)
+            elif all(name in constant for name in given):
+                constant.update(node.output)
+                if node.op_type == "Constant":
+                    node_constants.update(node.output)
+        return FormJudge(self.profile, self.opset, {**self.types, **_types_written(nodes, self.types, self.opset)},
+                         frozenset(fed), frozenset(constant), frozenset(node_constants))  # fmt: skip
+
+
+def _types_written(nodes: list[onnx.NodeProto], types: Mapping[str, onnx.TypeProto], opset: int) -> dict:
+    """The types of the values ``nodes`` write, as onnx's inference gives them from the types
+    of the values they read (``types``); none where it cannot follow them."""
+    written = {name for node in nodes for name in node.output if name}
+    read = list(dict.fromkeys(name for node in nodes for name in node.input if name and name not in written))
+    if any(name not in types for name in read):
+        return {}
+    graph = onnx.helper.make_graph(
+        nodes, "replacement", [onnx.helper.make_value_info(name, types[name]) for name in read], []
+    )
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+        )
+    except Exception:  # (inference cannot follow them: their types stay unknown)
+        return {}
+    return {info.name: info.type for info in inferred.graph.value_info if info.name in written}
+
+
+def shapes_and_types(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> tuple[dict, dict]:
+    """The shape (None: a dimension not a number) of each of the node's inputs whose rank is
+    known, and the element type of each whose type is known."""
+    shapes, element_types = {}, {}
+    for name in node.input:
+        type_proto = types.get(name) if name else None
+        if type_proto is not None and type_proto.WhichOneof("value") == "tensor_type":
+            element_types[name] = type_proto.tensor_type.elem_type
+            if type_proto.tensor_type.HasField("shape"):
+                dims = type_proto.tensor_type.shape.dim
+                shapes[name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+    return shapes, element_types
+
+
+def element_type_name(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> str:
+    """The element type of the node's first typed input (its first output where none), as
+    onnx spells it ("FLOAT"); "" where unknown."""
+    for name in [*node.input, *node.output]:
+        type_proto = types.get(name) if name else None
+        if type_proto is not None and type_proto.WhichOneof("value") == "tensor_type":
+            element_type = type_proto.tensor_type.elem_type
+            if element_type:
+                return onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
+    return ""
+
+
+@dataclass(frozen=True)
 class OpChoice:
     """A node rewritten into nodes (of other ops, or the same op with other inputs) that mean
     the same on every input, where the runtime judges each of them better than the node: the
     op it applies to, whether it applies to a node (given its form, op version and the
     constants in scope by name), the nodes that replace it (the last one gives its outputs;
-    given a maker of fresh value names), the form of that last node where it is of the same op
-    (None: each node judged by its own form), and what the report says of it."""
+    given fresh names and the opset; None where it cannot be replaced after all), the form of
+    that last node where it is of the same op (None: each node judged by its own form), and
+    what the report says of it."""
 
     op_type: str
     applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto]], bool]
     replacement: Callable[
-        [onnx.NodeProto, NodeForm, Mapping[str, onnx.TensorProto], Callable[[str], str]], list[onnx.NodeProto]
+        [onnx.NodeProto, NodeForm, Mapping[str, onnx.TensorProto], NameAllocator, int], list[onnx.NodeProto] | None
     ]
     form_after: Callable[[NodeForm], NodeForm] | None
     said: str
@@ -129,11 +220,11 @@ def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int, constant
     )
 
 
-def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, fresh: Callable[[str], str]) -> list[onnx.NodeProto]:
+def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int) -> list:
     """Equal(a, b) = Not(Xor(a, b)) on bools, broadcast alike."""
-    unequal = fresh(f"{node.output[0]}_unequal")
+    unequal = names.fresh(f"{node.output[0]}_unequal")
     return [
-        onnx.helper.make_node("Xor", list(node.input), [unequal], name=fresh(f"{node.name or 'Equal'}_Xor")),
+        onnx.helper.make_node("Xor", list(node.input), [unequal], name=names.fresh(f"{node.name or 'Equal'}_Xor")),
         onnx.helper.make_node("Not", [unequal], list(node.output), name=node.name),
     ]
 
@@ -156,9 +247,7 @@ def _pads_of_named_axes(node: onnx.NodeProto, form: NodeForm, version: int, cons
     return len(set(named.tolist())) == named.size and numpy_helper.to_array(pads).size == 2 * named.size
 
 
-def _pads_over_every_axis(
-    node: onnx.NodeProto, form: NodeForm, constants, fresh: Callable[[str], str]
-) -> list[onnx.NodeProto]:
+def _pads_over_every_axis(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int) -> list:
     """Pad(x, pads, value, axes) = Pad(x, pads', value): pads' gives every axis of x its begin and
     end (those of pads for the axes named, 0 for the others), as Pad's definition pads them."""
     rank = dict(form.ranks)[0]
@@ -166,9 +255,9 @@ def _pads_over_every_axis(
     pads = numpy_helper.to_array(constants[node.input[1]]).reshape(-1).astype(np.int64)
     every = np.zeros(2 * rank, np.int64)
     every[named], every[rank + named] = pads[: named.size], pads[named.size :]
-    name = fresh(f"{node.input[1]}_every_axis")
+    name = names.fresh(f"{node.input[1]}_every_axis")
     constant = onnx.helper.make_node(
-        "Constant", [], [name], name=fresh(f"{name}_Constant"), value=numpy_helper.from_array(every, name)
+        "Constant", [], [name], name=names.fresh(f"{name}_Constant"), value=numpy_helper.from_array(every, name)
     )
     padded = onnx.NodeProto()
     padded.CopyFrom(node)
@@ -194,6 +283,36 @@ def _without_axes(form: NodeForm) -> NodeForm:
     )  # fmt: skip
 
 
+def _shift_of_version_28(node: onnx.NodeProto, form: NodeForm, version: int, constants) -> bool:
+    """BitShift-28 of a known element type."""
+    return version >= 28 and 0 in dict(form.types)
+
+
+def _shift_in_unsigned_carrier(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int
+) -> list | None:
+    """BitShift-28 by the nodes its version adapter down to 11 writes, at the node's own opset:
+    a shift of an unsigned carrier by amounts in range (rules/versions/bitshift.py), which
+    versions 11 and 28 define alike; None where the adapter declines."""
+    registered = adapter_for("BitShift", 28, 11)
+    if registered is None:
+        return None
+    element_types, ranks = dict(form.types), dict(form.ranks)
+
+    def type_of(name: str) -> onnx.TypeProto | None:
+        positions = [k for k, given in enumerate(node.input) if given == name and k in element_types]
+        if not positions:
+            return None
+        rank = ranks.get(positions[0])
+        return onnx.helper.make_tensor_type_proto(element_types[positions[0]], None if rank is None else [None] * rank)
+
+    context = AdapterContext(opset, opset, names, type_of, constants.get)
+    try:
+        return registered.function(node, context)
+    except (LoweringError, NotLowered):
+        return None
+
+
 OP_CHOICES = (
     OpChoice(
         "Equal",
@@ -208,6 +327,13 @@ OP_CHOICES = (
         _pads_over_every_axis,
         _without_axes,
         "Pad with axes -> Pad with pads for every axis (its pads and axes constants)",
+    ),
+    OpChoice(
+        "BitShift",
+        _shift_of_version_28,
+        _shift_in_unsigned_carrier,
+        None,
+        "BitShift-28 -> a shift of an unsigned carrier by amounts in range (the runtime runs those better)",
     ),
 )
 
@@ -229,9 +355,14 @@ def better_ops(
         before, form = check_form(node, None)
         if not choice.applies(node, form, version, constants):
             continue
-        *made, last = choice.replacement(node, form, constants, lambda name: name)
-        verdicts = [check_form(new, None)[0] for new in made]
-        verdicts.append(check_form(last, None if choice.form_after is None else choice.form_after(form))[0])
+        trial_names = NameAllocator(taken=[*check_form.types, *node.input, *node.output])  # (nodes only judged)
+        replacement = choice.replacement(node, form, constants, trial_names, opset)
+        if replacement is None:
+            continue
+        *made, last = replacement
+        judge = check_form.with_nodes(replacement)  # (the values the nodes write typed, fed or constant)
+        verdicts = [judge(new, None)[0] for new in made]
+        verdicts.append(judge(last, None if choice.form_after is None else choice.form_after(form))[0])
         if all(_RANK[verdict] > _RANK[before] for verdict in verdicts):
             return choice
     return None
@@ -241,18 +372,8 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form) -> Counter:
     """Each node of ``model`` (its graphs at any depth, its local functions) that a choice of
     :data:`OP_CHOICES` betters (:func:`better_ops`), replaced in place; what was, counted."""
     made: Counter = Counter()
-    taken = {name for node in _all_nodes(model) for name in [*node.input, *node.output, node.name]}
-    taken |= {info.name for graph in [model.graph, *_graphs_of(model)] for info in graph.input}
-    taken |= {t.name for graph in [model.graph, *_graphs_of(model)] for t in graph.initializer}
+    names = NameAllocator(model=model)
     constants = {name: tensor for _, in_scope in nodes_with_constants(model) for name, tensor in in_scope.items()}
-
-    def fresh(name: str) -> str:
-        candidate, counter = name, 0
-        while candidate in taken:
-            counter += 1
-            candidate = f"{name}_{counter}"
-        taken.add(candidate)
-        return candidate
 
     # (inner graphs first: a node list rebuilt copies the nodes, and with them the graphs they hold)
     containers = [*reversed([model.graph, *nested_graphs(model.graph.node)])]
@@ -266,23 +387,13 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form) -> Counter:
                 nodes.append(node)
                 continue
             _, form = check_form(node, None)
-            nodes.extend(choice.replacement(node, form, constants, fresh))
+            nodes.extend(choice.replacement(node, form, constants, names, opset))
             made[choice.said] += 1
             replaced = True
         if replaced:
             del container.node[:]
             container.node.extend(nodes)
     return made
-
-
-def _graphs_of(model: onnx.ModelProto) -> list[onnx.GraphProto]:
-    """The graphs the model's nodes hold, at any depth (its local functions' too)."""
-    return [*nested_graphs(model.graph.node), *(g for f in model.functions for g in nested_graphs(f.node))]
-
-
-def _all_nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
-    for container in [model.graph, *_graphs_of(model), *model.functions]:
-        yield from container.node
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,16 @@ from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, RuntimeProfi
 from .shape_folding import inferred_types
 from .target_forms import (
     CONSTANTS_SAID,
+    FormJudge,
     better_form,
     better_ops,
     choose_forms,
+    element_type_name,
     initializers_better,
     model_forms_taken,
     movable_constants,
     nodes_with_constants,
+    shapes_and_types,
 )
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
@@ -144,8 +147,8 @@ def check_model(
             findings.append(Finding(node.op_type, None, "", graph_name, node.name, verdict, None))
             continue
         version = schemas.version_in_force(node.op_type, opset)
-        type_name = _element_type_name(node, types)
-        form = node_form(node, opset, fed, constant, *_shapes_and_types(node, types), node_constants)
+        type_name = element_type_name(node, types)
+        form = node_form(node, opset, fed, constant, *shapes_and_types(node, types), node_constants)
         if version is None:
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
         else:
@@ -334,21 +337,13 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
 
 
-def _verdict_of_form(model: onnx.ModelProto, profile, opset: int, types=None, sources=None):
-    """``check(node, form)``: the profile's verdict kind on a node of ``model`` at ``opset`` in
-    ``form`` (None: its own form), and that form (``types``, ``sources``: the model's inferred
-    types and :func:`value_sources`, where known)."""
+def _verdict_of_form(model: onnx.ModelProto, profile, opset: int, types=None, sources=None) -> FormJudge:
+    """The :class:`FormJudge` of ``model`` at ``opset`` against ``profile`` (``types``,
+    ``sources``: the model's inferred types and :func:`value_sources`, where known)."""
     types = inferred_types(model) if types is None else types
     fed, constant = value_sources(model) if sources is None else sources
-    node_constants = constants_given_by_nodes(model, constant)
-
-    def check(node: onnx.NodeProto, form: NodeForm | None) -> tuple[str, NodeForm]:
-        if form is None:
-            form = node_form(node, opset, fed, constant, *_shapes_and_types(node, types), node_constants)
-        version = schemas.version_in_force(node.op_type, opset)
-        return profile.verdict(node.op_type, version, _element_type_name(node, types), form).kind, form
-
-    return check
+    return FormJudge(profile, opset, types, frozenset(fed), frozenset(constant),
+                     frozenset(constants_given_by_nodes(model, constant)))  # fmt: skip
 
 
 def _every_node(model: onnx.ModelProto):
@@ -363,29 +358,3 @@ def _every_node(model: onnx.ModelProto):
     yield from walk(model.graph.name, model.graph.node)
     for function in model.functions:
         yield from walk(f"function {function.domain}.{function.name}", function.node)
-
-
-def _shapes_and_types(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> tuple[dict, dict]:
-    """The shape (None: a dimension not a number) of each of the node's inputs whose rank is
-    known, and the element type of each whose type is known."""
-    shapes, element_types = {}, {}
-    for name in node.input:
-        type_proto = types.get(name) if name else None
-        if type_proto is not None and type_proto.WhichOneof("value") == "tensor_type":
-            element_types[name] = type_proto.tensor_type.elem_type
-            if type_proto.tensor_type.HasField("shape"):
-                dims = type_proto.tensor_type.shape.dim
-                shapes[name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
-    return shapes, element_types
-
-
-def _element_type_name(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> str:
-    """The element type of the node's first typed input (its first output where none), as
-    onnx spells it ("FLOAT"); "" where unknown."""
-    for name in [*node.input, *node.output]:
-        type_proto = types.get(name) if name else None
-        if type_proto is not None and type_proto.WhichOneof("value") == "tensor_type":
-            element_type = type_proto.tensor_type.elem_type
-            if element_type:
-                return onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
-    return ""

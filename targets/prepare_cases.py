@@ -22,6 +22,7 @@ import pickle
 import sys
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
@@ -184,6 +185,135 @@ def constant_cases() -> list[tuple]:
             name = f"constant_{onnx.helper.tensor_dtype_to_string(element_type).removeprefix('TensorProto.')}"
             found.append((f"{name}@{version}", opset, model.SerializeToString(), [([], [value])], 0.0, 0.0))
     return found
+
+
+INTEGER_TYPES = (
+    onnx.TensorProto.BOOL, onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32,
+    onnx.TensorProto.INT64, onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32,
+    onnx.TensorProto.UINT64,
+)  # fmt: skip
+
+
+def integer_cast_cases() -> list[tuple]:
+    """A Cast alone from each integer type (and bool) to each other one, of a fed input holding
+    the type's least and greatest values, -1, 0, 1 and 100 (those it holds), at each Cast
+    version's first opset (7 at least; ``cast_FROM_TO@VERSION``): the backend's Cast cases are
+    of floats and strings, and the patterns cast between integer types (BitShift-28's unsigned
+    carrier, retyping int64 to int32). Out of range, the spec discards the higher bits (two's
+    complement), as numpy does; to bool, nonzero is true."""
+    found = []
+    for version in schemas.op_versions("Cast"):
+        opset = max(version, OLDEST_OPSET)
+        if schemas.version_in_force("Cast", opset) != version:
+            continue
+        for source in INTEGER_TYPES:
+            dtype = floats.numpy_dtype(source)
+            if source == onnx.TensorProto.BOOL:
+                values = np.array([False, True, True, False])
+            else:
+                limits = np.iinfo(dtype)
+                held = [v for v in (limits.min, -1, 0, 1, 100, limits.max) if limits.min <= v <= limits.max]
+                values = np.array(sorted(set(held)), dtype)
+            for to in INTEGER_TYPES:
+                if to == source:
+                    continue
+                node = onnx.helper.make_node("Cast", ["x"], ["y"], name="cast", to=to)
+                graph = onnx.helper.make_graph(
+                    [node], "cast", [onnx.helper.make_tensor_value_info("x", source, list(values.shape))],
+                    [onnx.helper.make_tensor_value_info("y", to, list(values.shape))],
+                )  # fmt: skip
+                opset_imports = [onnx.helper.make_opsetid("", opset)]
+                ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
+                model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+                expected = values.astype(floats.numpy_dtype(to))
+                name = f"cast_{_type_name(source)}_{_type_name(to)}@{version}"
+                found.append((name, opset, model.SerializeToString(), [([values], [expected])], 0.0, 0.0))
+    return found
+
+
+UNSIGNED_TYPES = (onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64)
+
+
+def _upper_half_pairs(op_type: str, bits: int, attributes: dict) -> tuple[list[int], list[int]]:
+    """Operands (a, b) of ``op_type`` on a ``bits``-bit unsigned type, most of them at or above
+    2^(bits-1) (the half of the range a signed type of that width holds negative), each
+    result in range."""
+    top, half = 2**bits - 1, 2 ** (bits - 1)
+    if op_type in ("Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Equal"):
+        return [top, half, half + 3, 7, half], [half, top, 5, half + 1, half]
+    if op_type == "Mod":
+        return [top, half + 5, 7, half], [32, 3, half, 7]
+    if op_type == "Mul":
+        return [top, half + 5, 7, half], [1, 0, 2, 1]
+    if op_type == "Add":
+        return [top - 1, half, 7, half + 2], [1, half - 1, half, 0]
+    if op_type == "Sub":
+        return [top, half + 5, top, half], [1, 5, half, half]
+    if op_type == "Div":
+        return [top, half + 5, 7, top], [2, 3, half, top]
+    if op_type in ("Max", "Min"):
+        return [top, half, 7, half + 1], [half, top, half + 1, 3]
+    if attributes.get("direction") == "LEFT":
+        return [half, top, 1, half + 1], [1, 4, bits - 1, 0]
+    return [top, half, half + 1, 7], [bits - 1, 1, 3, 0]
+
+
+UPPER_HALF_OPS = (
+    ("Less", {}), ("LessOrEqual", {}), ("Greater", {}), ("GreaterOrEqual", {}), ("Equal", {}), ("Mod", {}),
+    ("Mul", {}), ("Add", {}), ("Sub", {}), ("Div", {}), ("Max", {}), ("Min", {}),
+    ("BitShift", {"direction": "LEFT"}), ("BitShift", {"direction": "RIGHT"}),
+)  # fmt: skip
+
+
+def _numpy_result(op_type: str, a: np.ndarray, b: np.ndarray, attributes: dict) -> np.ndarray:
+    if op_type == "BitShift":
+        return np.left_shift(a, b) if attributes["direction"] == "LEFT" else np.right_shift(a, b)
+    function = {"Less": np.less, "LessOrEqual": np.less_equal, "Greater": np.greater,
+                "GreaterOrEqual": np.greater_equal, "Equal": np.equal, "Mod": np.mod, "Mul": np.multiply,
+                "Add": np.add, "Sub": np.subtract, "Div": np.floor_divide, "Max": np.maximum,
+                "Min": np.minimum}[op_type]  # fmt: skip
+    return function(a, b)
+
+
+def unsigned_upper_half_cases() -> list[tuple]:
+    """Each of :data:`UPPER_HALF_OPS` alone on each unsigned type its version takes, fed operands
+    mostly in the upper half of the type's range (:func:`_upper_half_pairs`), at each version's
+    first opset (7 at least; ``upper_OP_TYPE@VERSION``, ``upper_BitShift_LEFT_...``; and each with
+    its second operand a constant, ``#constant``, as :func:`with_variants` makes): the backend's
+    unsigned cases hold small values only, which a runtime comparing or dividing them as signed
+    gets right (OpenVINO 2026.4 finds 4294967295 < 32 in uint32), and the patterns compute in
+    unsigned carriers (BitShift-28's)."""
+    found = []
+    for op_type, attributes in UPPER_HALF_OPS:
+        for version in schemas.op_versions(op_type):
+            opset = max(version, OLDEST_OPSET)
+            if schemas.version_in_force(op_type, opset) != version:
+                continue
+            for element_type in UNSIGNED_TYPES:
+                if not schemas.accepts(op_type, opset, element_type):
+                    continue
+                dtype = floats.numpy_dtype(element_type)
+                pair = _upper_half_pairs(op_type, 8 * dtype.itemsize, attributes)
+                a, b = (np.array(values, dtype) for values in pair)
+                expected = _numpy_result(op_type, a, b, attributes)
+                node = onnx.helper.make_node(op_type, ["a", "b"], ["c"], name="node", **attributes)
+                result_type = onnx.helper.np_dtype_to_tensor_dtype(expected.dtype)
+                graph = onnx.helper.make_graph(
+                    [node], "upper_half",
+                    [onnx.helper.make_tensor_value_info(n, element_type, [a.size]) for n in "ab"],
+                    [onnx.helper.make_tensor_value_info("c", result_type, [a.size])],
+                )  # fmt: skip
+                opset_imports = [onnx.helper.make_opsetid("", opset)]
+                ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)  # (4: a #constant initializer)
+                model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+                label = "_".join([op_type, *attributes.values(), _type_name(element_type)])
+                case = SimpleNamespace(data_sets=[([a, b], [expected])], rtol=0.0, atol=0.0)
+                found += with_variants(f"upper_{label}@{version}", opset, model, case)
+    return found
+
+
+def _type_name(element_type: int) -> str:
+    return onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
 
 
 def node_cases(models, prefix: str, other_versions: bool, constants_from_nodes: bool = True) -> list[tuple]:
@@ -369,9 +499,11 @@ def write_forms(cases: list[tuple], path: Path) -> None:
 
 
 def all_cases() -> list[tuple]:
-    """The backend cases with their variants and other op versions, the Constants, the corpus's
+    """The backend cases with their variants and other op versions, the Constants, the Casts
+    between integer types, unsigned arithmetic in the upper half of the range, the corpus's
     nodes, then the nodes the patterns write."""
-    return prepared_cases() + constant_cases() + corpus_cases() + lowered_cases()
+    return (prepared_cases() + constant_cases() + integer_cast_cases() + unsigned_upper_half_cases()
+            + corpus_cases() + lowered_cases())  # fmt: skip
 
 
 if __name__ == "__main__":

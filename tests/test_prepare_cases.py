@@ -171,3 +171,57 @@ def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes()
     assert ran >= 80, ran
     kept, left_out = probe.with_graph_inputs([(name, opset, model) for name, (opset, model, _) in cases.items()])
     assert not kept and left_out == len(cases)
+
+
+def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
+    """cast_FROM_TO@VERSION: a Cast alone between every pair of integer types and bool, at each
+    Cast version's first opset (7 at least), of the source type's extreme values, -1, 0, 1 and
+    100; each passes onnx's full checker, is its own case's node, and its expected output is
+    onnxruntime's (the spec's two's complement out of range)."""
+    import onnxruntime
+    import probe
+
+    cases = prepare_cases.integer_cast_cases()
+    names = {name for name, *_ in cases}
+    pairs = [(a, b) for a in prepare_cases.INTEGER_TYPES for b in prepare_cases.INTEGER_TYPES if a != b]
+    for version in (6, 13, 19, 25):
+        expected = {f"cast_{TensorProto.DataType.Name(a)}_{TensorProto.DataType.Name(b)}@{version}" for a, b in pairs}
+        assert expected <= names, sorted(expected - names)[:3]
+    for name, _, data, data_sets, *_ in cases:
+        model = onnx.load_from_string(data)
+        onnx.checker.check_model(model, full_check=True)
+        assert probe.main_node(model).op_type == "Cast"
+        (values,), (want,) = data_sets[0]
+        session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+        [got] = session.run(None, {"x": values})
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    [((values,), (wrapped,))] = {name: sets for name, _, _, sets, *_ in cases}["cast_INT16_INT8@25"]
+    assert values.tolist() == [-32768, -1, 0, 1, 100, 32767] and wrapped.tolist() == [0, -1, 0, 1, 100, -1]
+
+
+def test_unsigned_ops_are_cases_of_operands_in_the_upper_half_of_their_range():
+    """upper_OP_TYPE@VERSION: each compared, arithmetic and shift op alone on each unsigned type its
+    version takes, most operands at or above 2^(bits-1), every result in range; each passes onnx's
+    full checker and its expected output is onnxruntime's (onnx.reference's where it has no kernel)."""
+    import onnxruntime
+    from onnx.reference import ReferenceEvaluator
+
+    cases = prepare_cases.unsigned_upper_half_cases()
+    names = {name for name, *_ in cases}
+    assert {"upper_Less_UINT32@13", "upper_Mod_UINT64@13", "upper_BitShift_RIGHT_UINT8@11"} <= names
+    for name, _, data, data_sets, *_ in cases:
+        model = onnx.load_from_string(data)
+        onnx.checker.check_model(model, full_check=True)
+        inputs, (want,) = data_sets[0]
+        assert (inputs[0] >= np.iinfo(inputs[0].dtype).max // 2 + 1).sum() >= 2, name
+        assert len(inputs) == (1 if name.endswith("#constant") else 2) == len(model.graph.input), name
+        feeds = {info.name: value for info, value in zip(model.graph.input, inputs, strict=True)}
+        try:
+            session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+        except Exception:  # (no kernel for the type: onnx.reference)
+            [got] = ReferenceEvaluator(model).run(None, feeds)
+        else:
+            [got] = session.run(None, feeds)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    [((a, b), (less,))] = {name: sets for name, _, _, sets, *_ in cases}["upper_Less_UINT32@13"]
+    assert a[0] == 2**32 - 1 and not less[0] and "upper_Less_UINT32@13#constant" in names

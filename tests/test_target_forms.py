@@ -554,3 +554,69 @@ def test_pad_with_axes_stays_where_they_are_fed_or_not_one_axis_each(axes, pads,
         assert "node 'padded'" in str(refusal)
     else:
         assert [len(n.input) for n in result.model.graph.node] == [4] and not result.report.forms
+
+
+# -- BitShift-28 in an unsigned carrier -----------------------------------------------------------
+
+
+def _bitshift_profile(out_of_range: str = "wrong"):
+    """A runtime that shifts int32 right in range and ``out_of_range`` by amounts out of range
+    (tract, OpenVINO, TVM get them wrong), and runs the carrier's ops on uint32."""
+    cases = {
+        "test_bitshift_left_int32": ("BitShift", 28, "INT32", "right"),
+        "test_bitshift_left_int32_shift_ge_width": ("BitShift", 28, "INT32", out_of_range),
+        "test_bitshift_left_uint32": ("BitShift", 28, "UINT32", "right"),
+        "cast_INT32_UINT32@28": ("Cast", 28, "INT32", "right"),
+        "cast_UINT32_INT32@28": ("Cast", 28, "UINT32", "right"),
+        "cast_BOOL_UINT32@28": ("Cast", 28, "BOOL", "right"),
+        "test_less_uint32": ("Less", 13, "UINT32", "right"),
+        "test_mod_uint32": ("Mod", 28, "UINT32", "right"),
+        "test_mul_uint32": ("Mul", 14, "UINT32", "right"),
+        "constant_UINT32@25": ("Constant", 25, "UINT32", "right"),
+    }
+    return profile_from_data({
+        "name": "bitshift-out-of-range", "runtime": "made-up", "runtime_version": "0",
+        "source": {"kind": "probed", "how": "a test"}, "opsets": [28],
+        "cases": {case: {"op": op, "version": version, "type": element_type, "verdict": verdict}
+                  for case, (op, version, element_type, verdict) in cases.items()},
+    })  # fmt: skip
+
+
+def _shift_model() -> onnx.ModelProto:
+    """z = BitShift-28(x, y, LEFT), x and y int32 [n]."""
+    graph = helper.make_graph(
+        [helper.make_node("BitShift", ["x", "y"], ["z"], name="shift", direction="LEFT")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, ["n"]),
+         helper.make_tensor_value_info("y", TensorProto.INT32, ["n"])],
+        [helper.make_tensor_value_info("z", TensorProto.INT32, ["n"])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+
+
+SHIFT_SAID = "BitShift-28 -> a shift of an unsigned carrier by amounts in range (the runtime runs those better)"
+
+
+def test_bitshift_28_goes_to_an_unsigned_carrier_and_means_the_same_for_every_amount():
+    """Each x of int32's extremes, ±1, 0, 12345 shifted by every amount from -40 to 40: the
+    carrier's result is the op's (onnx.reference, version 28: 0 out of range)."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = _shift_model()
+    result = lowering.lower_model(model, target=_bitshift_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    ops = [n.op_type for n in result.model.graph.node]
+    assert result.report.forms == {SHIFT_SAID: 1} and "Mod" in ops and ops.count("BitShift") == 1
+    amounts = np.arange(-40, 41, dtype=np.int32)
+    bases = np.array([np.iinfo(np.int32).min, -1, 0, 1, 12345, np.iinfo(np.int32).max], np.int32)
+    x, y = np.repeat(bases, amounts.size), np.tile(amounts, bases.size)
+    [want] = ReferenceEvaluator(model).run(None, {"x": x, "y": y})
+    [got] = run_onnxruntime(result.model, {"x": x, "y": y})
+    assert got.dtype == np.int32 and np.array_equal(got, want)
+    assert (want[(y < 0) | (y >= 32)] == 0).all() and want[(x == 1) & (y == 4)].tolist() == [16]
+    [finding] = check_model(model, _bitshift_profile())
+    assert f"--target chooses the form {SHIFT_SAID}" in str(finding)
+
+
+def test_bitshift_28_stays_where_the_runtime_shifts_it_right():
+    result = lowering.lower_model(_shift_model(), target=_bitshift_profile("right"), fold="none")
+    assert [n.op_type for n in result.model.graph.node] == ["BitShift"] and not result.report.forms
