@@ -313,7 +313,7 @@ def _shift_in_unsigned_carrier(
         return None
 
 
-OP_CHOICES = (
+OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
         _compares_bools,
@@ -336,6 +336,7 @@ OP_CHOICES = (
         "BitShift-28 -> a shift of an unsigned carrier by amounts in range (the runtime runs those better)",
     ),
 )
+_CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)
 
 
 def better_ops(
@@ -373,7 +374,9 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form) -> Counter:
     :data:`OP_CHOICES` betters (:func:`better_ops`), replaced in place; what was, counted."""
     made: Counter = Counter()
     names = NameAllocator(model=model)
-    constants = {name: tensor for _, in_scope in nodes_with_constants(model) for name, tensor in in_scope.items()}
+    if not any(node.op_type in _CHOSEN_OPS for node in _every_node_of(model)):
+        return made
+    constants = constants_by_name(model)
 
     # (inner graphs first: a node list rebuilt copies the nodes, and with them the graphs they hold)
     containers = [*reversed([model.graph, *nested_graphs(model.graph.node)])]
@@ -630,6 +633,19 @@ def better_form(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], op
         if _RANK[after] > _RANK[before]:
             return choice
     return None
+
+
+def constants_by_name(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
+    """Every constant in scope anywhere in the model (:func:`nodes_with_constants`), by name
+    (names are unique over a model's graphs)."""
+    scopes = {id(in_scope): in_scope for _, in_scope in nodes_with_constants(model)}  # (one dict per graph)
+    return {name: tensor for in_scope in scopes.values() for name, tensor in in_scope.items()}
+
+
+def _every_node_of(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
+    """The nodes of the model's graphs, at any depth, and of its local functions."""
+    for node, _ in nodes_with_constants(model):
+        yield node
 
 
 def nodes_with_constants(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProto, dict[str, onnx.TensorProto]]]:

@@ -25,11 +25,11 @@ from .target_forms import (
     better_form,
     better_ops,
     choose_forms,
+    constants_by_name,
     element_type_name,
     initializers_better,
     model_forms_taken,
     movable_constants,
-    nodes_with_constants,
     shapes_and_types,
 )
 
@@ -138,7 +138,7 @@ def check_model(
     movable = movable_constants(model)
     local = {(f.domain, f.name) for f in model.functions}
     check_form = _verdict_of_form(model, profile, opset, types, (fed, constant))
-    constants = {name: tensor for node, in_scope in nodes_with_constants(model) for name, tensor in in_scope.items()}
+    constants = constants_by_name(model)
     for graph_name, node in _every_node(model):
         if (node.domain, node.op_type) in local:
             continue  # (its body's nodes are checked)
