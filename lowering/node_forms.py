@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,18 +95,17 @@ class NodeForm:
 def node_form(
     node: onnx.NodeProto,
     opset: int,
-    fed_names: Iterable[str],
-    constant_names: Iterable[str],
+    fed_names: Container[str],
+    constant_names: Container[str],
     shapes: Mapping[str, tuple[int | None, ...]] | None = None,
     element_types: Mapping[str, int] | None = None,
-    node_constants: Iterable[str] = (),
+    node_constants: Container[str] = (),
 ) -> NodeForm:
     """The form of ``node`` (default domain) at ``opset``, given the value names fed at run
     time, those that are constants where it is, the shapes of values where known (their
     dimensions, None where not a number), their element types, and the constants nodes give,
     not initializers (:func:`constants_given_by_nodes`)."""
     shapes, element_types = shapes or {}, element_types or {}
-    fed_names, constant_names, node_constants = set(fed_names), set(constant_names), set(node_constants)
     schema = schemas.schema_in_force(node.op_type, opset)
     return NodeForm(
         inputs=frozenset(i for i, name in enumerate(node.input) if name),
@@ -253,18 +252,9 @@ def value_sources(model: onnx.ModelProto) -> tuple[set[str], set[str]]:
             inner = [g for _, _, g in held_graphs(node)]
             for body in inner:
                 walk(body)
-            outputs = [name for name in node.output if name]
-            given = [name for name in node.input if name]
-            if node.op_type in RANDOM_OPS:
-                continue
-            if node.op_type in SHAPE_ONLY_OPS and node.domain in ("", "ai.onnx"):
-                if given and given[0] in constant:
-                    constant.update(outputs)
-                continue
-            if any(name in fed for name in given) or (inner and any(_reads_fed(body, fed) for body in inner)):
-                fed.update(outputs)
-            elif all(name in constant for name in given) and not inner:
-                constant.update(outputs)
+            source = source_of_outputs(node, fed, constant, inner)
+            if source is not None:
+                (fed if source == "fed" else constant).update(name for name in node.output if name)
 
     walk(model.graph)
     for function in model.functions:
@@ -290,7 +280,26 @@ def constants_given_by_nodes(model: onnx.ModelProto, constant: set[str]) -> set[
     return constant - initialized
 
 
-def _reads_fed(graph: onnx.GraphProto, fed: set[str]) -> bool:
+def source_of_outputs(
+    node: onnx.NodeProto, fed: Container[str], constant: Container[str], inner: Sequence[onnx.GraphProto] = ()
+) -> str | None:
+    """What the values ``node`` writes are, given the ``fed`` and ``constant`` values it may read
+    (``inner``: the graphs it holds): "fed" where computed from a fed value (a held graph's read
+    counts), "constant" where from constants alone (Shape and Size: where their input is a
+    constant), None where neither (a random op's draw; a shape of a fed value)."""
+    given = [name for name in node.input if name]
+    if node.op_type in RANDOM_OPS:
+        return None
+    if node.op_type in SHAPE_ONLY_OPS and node.domain in ("", "ai.onnx"):
+        return "constant" if given and given[0] in constant else None
+    if any(name in fed for name in given) or (inner and any(_reads_fed(body, fed) for body in inner)):
+        return "fed"
+    if all(name in constant for name in given) and not inner:
+        return "constant"
+    return None
+
+
+def _reads_fed(graph: onnx.GraphProto, fed: Container[str]) -> bool:
     """Whether a graph's nodes read a value fed at run time (its own inputs, or the outer scope's)."""
     return any(name in fed for node in graph.node for name in node.input) or any(
         _reads_fed(inner, fed) for node in graph.node for _, _, inner in held_graphs(node)

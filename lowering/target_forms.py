@@ -42,8 +42,8 @@ none the other way:
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections import ChainMap, Counter
+from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +56,7 @@ from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
 from .modelio import checkable
 from .naming import NameAllocator
-from .node_forms import NodeForm, node_form
+from .node_forms import NodeForm, node_form, source_of_outputs
 from .nodecheck import checker_message
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED, RuntimeProfile, TableProfile
 
@@ -118,9 +118,9 @@ class FormJudge:
     profile: RuntimeProfile | TableProfile
     opset: int
     types: Mapping[str, onnx.TypeProto]
-    fed: frozenset[str]
-    constant: frozenset[str]
-    node_constants: frozenset[str]
+    fed: Container[str]
+    constant: Container[str]
+    node_constants: Container[str]
 
     def __call__(self, node: onnx.NodeProto, form: NodeForm | None) -> tuple[str, NodeForm]:
         if form is None:
@@ -129,21 +129,42 @@ class FormJudge:
         version = schemas.version_in_force(node.op_type, self.opset)
         return self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form).kind, form
 
+    def for_function(self, function: onnx.FunctionProto) -> FormJudge:
+        """The judge of a local function's nodes: its values' types are each call's, so none is
+        known here; its inputs neither fed nor constant; its Constants' values constant, given
+        by nodes (the main graph's facts, by name, are not its own)."""
+        given = frozenset(name for node in function.node if constant_tensor(node) is not None for name in node.output)
+        return FormJudge(self.profile, self.opset, {}, frozenset(), given, given)
+
     def with_nodes(self, nodes: list[onnx.NodeProto]) -> FormJudge:
         """This judge knowing the values ``nodes`` write too (nodes that would join the model):
-        their types as onnx's inference gives them from the types known here, fed where computed
-        from a fed value, constant where from constants alone (a Constant's given by a node)."""
-        fed, constant, node_constants = set(self.fed), set(self.constant), set(self.node_constants)
+        their types as onnx's inference gives them from the types known here, fed or constant
+        as :func:`lowering.node_forms.value_sources` has them (a Constant's given by a node).
+        The model's own facts are read through, not copied."""
+        fed, constant, node_constants = set(), set(), set()
         for node in nodes:
-            given = [name for name in node.input if name]
-            if any(name in fed for name in given):
-                fed.update(node.output)
-            elif all(name in constant for name in given):
-                constant.update(node.output)
+            source = source_of_outputs(node, _Either(self.fed, fed), _Either(self.constant, constant))
+            written = [name for name in node.output if name]
+            if source == "fed":
+                fed.update(written)
+            elif source == "constant":
+                constant.update(written)
                 if node.op_type == "Constant":
-                    node_constants.update(node.output)
-        return FormJudge(self.profile, self.opset, {**self.types, **_types_written(nodes, self.types, self.opset)},
-                         frozenset(fed), frozenset(constant), frozenset(node_constants))  # fmt: skip
+                    node_constants.update(written)
+        types = ChainMap(_types_written(nodes, self.types, self.opset), self.types)
+        return FormJudge(self.profile, self.opset, types, _Either(self.fed, fed), _Either(self.constant, constant),
+                         _Either(self.node_constants, node_constants))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Either:
+    """The names in either of two collections."""
+
+    first: Container[str]
+    second: Container[str]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.first or name in self.second
 
 
 def _types_written(nodes: list[onnx.NodeProto], types: Mapping[str, onnx.TypeProto], opset: int) -> dict:
@@ -340,11 +361,16 @@ _CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)
 
 
 def better_ops(
-    node: onnx.NodeProto, opset: int, check_form, constants: Mapping[str, onnx.TensorProto]
+    node: onnx.NodeProto,
+    opset: int,
+    check_form: FormJudge,
+    constants: Mapping[str, onnx.TensorProto],
+    trial_names: NameAllocator,
 ) -> OpChoice | None:
-    """The first of :data:`OP_CHOICES` that applies to ``node`` and whose nodes the runtime
-    judges each better than ``node`` (``check_form`` as :func:`better_form` takes it; the
-    constants in scope by name). None where none."""
+    """The first of :data:`OP_CHOICES` that applies to ``node`` (of the main graph or a graph it
+    holds) and whose nodes the runtime judges each better than ``node`` (``check_form``: the
+    model's :class:`FormJudge`; the constants in scope by name; names for nodes only judged,
+    fresh in the model). None where none."""
     if node.domain not in ("", "ai.onnx"):
         return None
     for choice in OP_CHOICES:
@@ -356,7 +382,6 @@ def better_ops(
         before, form = check_form(node, None)
         if not choice.applies(node, form, version, constants):
             continue
-        trial_names = NameAllocator(taken=[*check_form.types, *node.input, *node.output])  # (nodes only judged)
         replacement = choice.replacement(node, form, constants, trial_names, opset)
         if replacement is None:
             continue
@@ -369,23 +394,20 @@ def better_ops(
     return None
 
 
-def replace_ops(model: onnx.ModelProto, opset: int, check_form) -> Counter:
-    """Each node of ``model`` (its graphs at any depth, its local functions) that a choice of
-    :data:`OP_CHOICES` betters (:func:`better_ops`), replaced in place; what was, counted."""
+def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Counter:
+    """Each node of the model's main graph and the graphs its nodes hold that a choice of
+    :data:`OP_CHOICES` betters (:func:`better_ops`), replaced in place; what was, counted. Not in
+    local functions, whose values' types are each call's: the judge knows the main graph's."""
     made: Counter = Counter()
-    names = NameAllocator(model=model)
-    if not any(node.op_type in _CHOSEN_OPS for node in _every_node_of(model)):
+    graphs = [model.graph, *nested_graphs(model.graph.node)]
+    if not any(node.op_type in _CHOSEN_OPS for graph in graphs for node in graph.node):
         return made
+    names, trial_names = NameAllocator(model=model), NameAllocator(model=model)
     constants = constants_by_name(model)
-
-    # (inner graphs first: a node list rebuilt copies the nodes, and with them the graphs they hold)
-    containers = [*reversed([model.graph, *nested_graphs(model.graph.node)])]
-    for function in model.functions:
-        containers.extend(reversed([function, *nested_graphs(function.node)]))
-    for container in containers:
+    for graph in reversed(graphs):  # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
         nodes, replaced = [], False
-        for node in container.node:
-            choice = better_ops(node, opset, check_form, constants)
+        for node in graph.node:
+            choice = better_ops(node, opset, check_form, constants, trial_names)
             if choice is None:
                 nodes.append(node)
                 continue
@@ -394,8 +416,8 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form) -> Counter:
             made[choice.said] += 1
             replaced = True
         if replaced:
-            del container.node[:]
-            container.node.extend(nodes)
+            del graph.node[:]
+            graph.node.extend(nodes)
     return made
 
 
@@ -480,11 +502,14 @@ def choose_forms(
     chosen: Counter = Counter()
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
-    for node, constants in nodes_with_constants(copy):
-        choice = better_form(node, constants, opset, check_form)
-        if choice is not None:
-            choice.rewrite(node)
-            chosen[choice.said] += 1
+    scopes = [(_nodes_in_scope(copy.graph.node, copy.graph.initializer, {}, copy.graph.input), check_form)]
+    scopes += [(_nodes_in_scope(f.node, (), {}), check_form.for_function(f)) for f in copy.functions]
+    for walked, judge in scopes:  # (a local function's nodes by its own judge)
+        for node, constants in walked:
+            choice = better_form(node, constants, opset, judge)
+            if choice is not None:
+                choice.rewrite(node)
+                chosen[choice.said] += 1
     chosen.update(replace_ops(copy, opset, check_form))
     chosen.update(apply_model_forms(copy, model_forms, opset))
     moved = constants_as_initializers(copy, check_form)
@@ -636,37 +661,34 @@ def better_form(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], op
 
 
 def constants_by_name(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
-    """Every constant in scope anywhere in the model (:func:`nodes_with_constants`), by name
-    (names are unique over a model's graphs)."""
-    scopes = {id(in_scope): in_scope for _, in_scope in nodes_with_constants(model)}  # (one dict per graph)
+    """Every constant in scope in the model's main graph and the graphs its nodes hold, by name
+    (names are unique over those; a local function's are its own)."""
+    scopes = {}
+    for _, in_scope in _nodes_in_scope(model.graph.node, model.graph.initializer, {}, model.graph.input):
+        scopes[id(in_scope)] = in_scope  # (one dict per graph, filled as its nodes are walked)
     return {name: tensor for in_scope in scopes.values() for name, tensor in in_scope.items()}
-
-
-def _every_node_of(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:
-    """The nodes of the model's graphs, at any depth, and of its local functions."""
-    for node, _ in nodes_with_constants(model):
-        yield node
 
 
 def nodes_with_constants(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProto, dict[str, onnx.TensorProto]]]:
     """Each node of the model's graphs (and its functions'), with the constants in scope there
     by name (initializers of its graph and the graphs around it, Constant nodes' tensors, an
     Identity's of a constant)."""
-
-    def walk(nodes, initializers, outer: dict[str, onnx.TensorProto], inputs=()):
-        fed = {info.name for info in inputs}  # (an initializer a graph input names is a default)
-        constants = {name: t for name, t in outer.items() if name not in fed}
-        constants.update({t.name: t for t in initializers if t.name not in fed})
-        for node in nodes:
-            value = constant_tensor(node)
-            if value is None and node.op_type == "Identity" and node.domain in schemas.DEFAULT_DOMAINS and node.input:
-                value = constants.get(node.input[0])
-            if value is not None and node.output:
-                constants[node.output[0]] = value
-            yield node, constants
-            for _, _, inner in held_graphs(node):
-                yield from walk(inner.node, inner.initializer, constants, inner.input)
-
-    yield from walk(model.graph.node, model.graph.initializer, {}, model.graph.input)
+    yield from _nodes_in_scope(model.graph.node, model.graph.initializer, {}, model.graph.input)
     for function in model.functions:
-        yield from walk(function.node, (), {})
+        yield from _nodes_in_scope(function.node, (), {})
+
+
+def _nodes_in_scope(nodes, initializers, outer: dict[str, onnx.TensorProto], inputs=()):
+    """The nodes of one graph and the graphs they hold, each with the constants in scope there."""
+    fed = {info.name for info in inputs}  # (an initializer a graph input names is a default)
+    constants = {name: t for name, t in outer.items() if name not in fed}
+    constants.update({t.name: t for t in initializers if t.name not in fed})
+    for node in nodes:
+        value = constant_tensor(node)
+        if value is None and node.op_type == "Identity" and node.domain in schemas.DEFAULT_DOMAINS and node.input:
+            value = constants.get(node.input[0])
+        if value is not None and node.output:
+            constants[node.output[0]] = value
+        yield node, constants
+        for _, _, inner in held_graphs(node):
+            yield from _nodes_in_scope(inner.node, inner.initializer, constants, inner.input)

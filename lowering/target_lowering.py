@@ -14,6 +14,7 @@ import onnx
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .graphs import held_graphs, holds_graphs
+from .naming import NameAllocator
 from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
@@ -134,12 +135,14 @@ def check_model(
     types = inferred_types(model)
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
-    node_constants = constants_given_by_nodes(model, constant)
     movable = movable_constants(model)
     local = {(f.domain, f.name) for f in model.functions}
     check_form = _verdict_of_form(model, profile, opset, types, (fed, constant))
     constants = constants_by_name(model)
-    for graph_name, node in _every_node(model):
+    trial_names = NameAllocator(model=model)  # (for the nodes a choice would write, only judged)
+    judges = {(f.domain, f.name, f.overload): check_form.for_function(f) for f in model.functions}
+    for graph_name, node, function in _every_node(model):
+        judge = check_form if function is None else judges[function.domain, function.name, function.overload]
         if (node.domain, node.op_type) in local:
             continue  # (its body's nodes are checked)
         if node.domain not in ("", "ai.onnx"):
@@ -147,21 +150,22 @@ def check_model(
             findings.append(Finding(node.op_type, None, "", graph_name, node.name, verdict, None))
             continue
         version = schemas.version_in_force(node.op_type, opset)
-        type_name = element_type_name(node, types)
-        form = node_form(node, opset, fed, constant, *shapes_and_types(node, types), node_constants)
+        type_name = element_type_name(node, judge.types)
+        shapes, element_types = shapes_and_types(node, judge.types)
+        form = node_form(node, opset, judge.fed, judge.constant, shapes, element_types, judge.node_constants)
         if version is None:
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
         else:
             verdict = profile.verdict(node.op_type, version, type_name, form)
         if verdict.kind != SUPPORTED:
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
-            choice = better_form(node, constants, opset, check_form) if version is not None else None
-            choice = (
-                better_ops(node, opset, check_form, constants) if choice is None and version is not None else choice
-            )
+            main = function is None  # (a local function's constants and types are its own)
+            choice = better_form(node, constants, opset, judge) if version is not None and main else None
+            if choice is None and version is not None and main:
+                choice = better_ops(node, opset, check_form, constants, trial_names)
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix
-            main = graph_name == model.graph.name  # (Constants of the main graph are moved)
-            if choice is None and version is not None and main and initializers_better(node, check_form, movable):
+            top = graph_name == model.graph.name  # (Constants of the main graph are moved)
+            if choice is None and version is not None and top and initializers_better(node, check_form, movable):
                 fix = f"--target chooses the form {CONSTANTS_SAID}"
             retype = _narrower_type_taken(profile, node.op_type, version, type_name, form) if verdict.blocks else None
             if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)
@@ -227,7 +231,7 @@ def opsets_for_target(
     (a pattern's nodes are judged only once written)."""
     model_opset = schemas.default_opset(model.opset_import) or 1
     default = profile.opset_for(model_opset)
-    op_types = sorted({node.op_type for _, node in _every_node(model) if node.domain in ("", "ai.onnx")})
+    op_types = sorted({node.op_type for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")})
     groups: dict[tuple, list[int]] = {}
     for opset in (o for o in profile.opsets if o <= schemas.newest_opset()):
         groups.setdefault(tuple(schemas.version_in_force(op, opset) for op in op_types), []).append(opset)
@@ -245,7 +249,7 @@ def _control_flow_op_types(model: onnx.ModelProto) -> set[str]:
     ReduceSum-13's axes are fed at run time and ReduceSum-11 takes them as an attribute): a
     runtime analyses such branches worst (tract), and the profile's If cases say nothing of
     them; the node is refused instead."""
-    return {node.op_type for _, node in _every_node(model) if holds_graphs(node)}
+    return {node.op_type for _, node, _ in _every_node(model) if holds_graphs(node)}
 
 
 def retype_pair(pair: tuple[int, int]) -> str:
@@ -347,14 +351,15 @@ def _verdict_of_form(model: onnx.ModelProto, profile, opset: int, types=None, so
 
 
 def _every_node(model: onnx.ModelProto):
-    """(graph name, node) for the main graph's nodes, the graphs they hold, and local functions'."""
+    """(graph name, node, its local function or None) for the main graph's nodes, the graphs
+    they hold, and local functions'."""
 
-    def walk(graph_name, nodes):
+    def walk(graph_name, nodes, function):
         for node in nodes:
-            yield graph_name, node
+            yield graph_name, node, function
             for _, _, inner in held_graphs(node):
-                yield from walk(inner.name, inner.node)
+                yield from walk(inner.name, inner.node, function)
 
-    yield from walk(model.graph.name, model.graph.node)
+    yield from walk(model.graph.name, model.graph.node, None)
     for function in model.functions:
-        yield from walk(f"function {function.domain}.{function.name}", function.node)
+        yield from walk(f"function {function.domain}.{function.name}", function.node, function)

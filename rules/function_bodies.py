@@ -14,6 +14,7 @@ from onnx import TensorProto, helper
 from lowering import schemas
 from lowering.errors import NotLowered
 from lowering.function_bodies import Tolerance, body_op_types, function_expansion, ops_with_bodies
+from lowering.graphs import nested_graphs
 
 # Measured against onnxruntime's fused kernel and a float64 numpy computation (tests/
 # test_function_expansion.py), on the ONNX backend cases and on rows whose mean is at most 3
@@ -347,7 +348,8 @@ def _inputs_as_scalars(body: onnx.FunctionProto, op_type: str, indices: tuple[in
 
 
 def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
-    """Equal(ReduceMax(x, axes), -inf) written ReduceMin(Cast(Equal(x, -inf), float), axes) > 0.5:
+    """Equal(ReduceMax(x, axes), c), c one element -inf, written
+    Greater(ReduceMin(Cast(Equal(x, Reshape(c, [])), float), axes), Reshape(0.5, Shape(c))):
     every element along the axes is -inf.
 
     ONNX's Attention body finds a fully masked row so, from its additive mask; tract 0.21/0.23,
@@ -355,9 +357,12 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
     row and give its softmax's NaN where the op gives 0. The minimum of 0s and 1s is 1 exactly
     where every element is -inf; a NaN is not -inf either way (as numpy's max, the spec's
     reference, has it), and an empty row is fully masked either way (+inf, or the largest finite
-    value, > 0.5). Only where the ReduceMax feeds that Equal alone."""
+    value, > 0.5). c compared as a scalar leaves x's shape, and 0.5 in c's shape broadcasts the
+    result as c did: the same shape whatever c's rank. Only where the ReduceMax feeds that Equal
+    alone (no graph in the body reads it)."""
     producers = {output: node for node in body.node for output in node.output}
-    readers = collections.Counter(name for node in body.node for name in node.input)
+    everywhere = [*body.node, *(node for graph in nested_graphs(body.node) for node in graph.node)]
+    readers = collections.Counter(name for node in everywhere for name in node.input)
     readers.update(body.output)
 
     def masked_test(node: onnx.NodeProto) -> tuple[onnx.NodeProto, str] | None:
@@ -375,39 +380,47 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
                 return reduce, limit
         return None
 
-    tests = {id(node): found for node in body.node if (found := masked_test(node)) is not None}
+    tests = {k: found for k, node in enumerate(body.node) if (found := masked_test(node)) is not None}
     if not tests:
         return body
-    replaced = {id(reduce) for reduce, _ in tests.values()}
-    taken = {name for node in body.node for name in [*node.input, *node.output]} | set(body.input)
+    reductions = {reduce.output[0] for reduce, _ in tests.values()}
+    taken = {name for node in everywhere for name in [*node.input, *node.output]} | set(body.input)
     repaired = onnx.FunctionProto()
     repaired.CopyFrom(body)
     del repaired.node[:]
-    half = None
-    for node in body.node:
-        if id(node) in replaced:
+    shared: dict[str, str] = {}  # (the constants, written once: [] and 0.5)
+
+    def constant(key: str, tensor: onnx.TensorProto) -> str:
+        if key not in shared:
+            shared[key] = _unique(key, taken)
+            repaired.node.append(helper.make_node("Constant", [], [shared[key]], value=tensor))
+        return shared[key]
+
+    for k, node in enumerate(body.node):
+        if node.op_type == "ReduceMax" and node.output and node.output[0] in reductions:
             continue
-        if id(node) not in tests:
+        if k not in tests:
             repaired.node.append(node)
             continue
-        reduce, negative_infinity = tests[id(node)]
-        is_minus_inf, as_count, fewest = (
-            _unique(f"{node.output[0]}_{part}", taken) for part in ("each", "count", "fewest")
+        reduce, negative_infinity = tests[k]
+        scalar, each, count, fewest, limit_shape, half_shaped = (
+            _unique(f"{node.output[0]}_{part}", taken)
+            for part in ("limit", "each", "count", "fewest", "limit_shape", "half")
         )
-        repaired.node.append(helper.make_node("Equal", [reduce.input[0], negative_infinity], [is_minus_inf]))
-        repaired.node.append(helper.make_node("Cast", [is_minus_inf], [as_count], to=TensorProto.FLOAT))
+        no_dims = constant("scalar_shape", helper.make_tensor("scalar_shape", TensorProto.INT64, [0], []))
+        repaired.node.append(helper.make_node("Reshape", [negative_infinity, no_dims], [scalar]))
+        repaired.node.append(helper.make_node("Equal", [reduce.input[0], scalar], [each]))
+        repaired.node.append(helper.make_node("Cast", [each], [count], to=TensorProto.FLOAT))
         minimum = onnx.NodeProto()
         minimum.CopyFrom(reduce)
         minimum.op_type = "ReduceMin"
-        minimum.input[0] = as_count
+        minimum.input[0] = count
         minimum.output[0] = fewest
         repaired.node.append(minimum)
-        if half is None:
-            half = _unique("half", taken)
-            repaired.node.append(
-                helper.make_node("Constant", [], [half], value=helper.make_tensor(half, TensorProto.FLOAT, [], [0.5]))
-            )
-        repaired.node.append(helper.make_node("Greater", [fewest, half], [node.output[0]], name=node.name))
+        half = constant("half", helper.make_tensor("half", TensorProto.FLOAT, [], [0.5]))
+        repaired.node.append(helper.make_node("Shape", [negative_infinity], [limit_shape]))
+        repaired.node.append(helper.make_node("Reshape", [half, limit_shape], [half_shaped]))
+        repaired.node.append(helper.make_node("Greater", [fewest, half_shaped], [node.output[0]], name=node.name))
     return repaired
 
 

@@ -199,8 +199,9 @@ def integer_cast_cases() -> list[tuple]:
     the type's least and greatest values, -1, 0, 1 and 100 (those it holds), at each Cast
     version's first opset (7 at least; ``cast_FROM_TO@VERSION``): the backend's Cast cases are
     of floats and strings, and the patterns cast between integer types (BitShift-28's unsigned
-    carrier, retyping int64 to int32). Out of range, the spec discards the higher bits (two's
-    complement), as numpy does; to bool, nonzero is true."""
+    carrier, retyping int64 to int32). Out of range, Cast-13 and later discard the higher bits
+    (two's complement), as numpy does; earlier versions leave it undefined, so their cases hold
+    only the values the target type holds too. To bool, nonzero is true."""
     found = []
     for version in schemas.op_versions("Cast"):
         opset = max(version, OLDEST_OPSET)
@@ -217,17 +218,22 @@ def integer_cast_cases() -> list[tuple]:
             for to in INTEGER_TYPES:
                 if to == source:
                     continue
+                if version < 13 and to != onnx.TensorProto.BOOL and source != onnx.TensorProto.BOOL:
+                    target = np.iinfo(floats.numpy_dtype(to))  # (out of range: undefined before Cast-13)
+                    given = values[(values >= target.min) & (values <= target.max)]
+                else:
+                    given = values
                 node = onnx.helper.make_node("Cast", ["x"], ["y"], name="cast", to=to)
                 graph = onnx.helper.make_graph(
-                    [node], "cast", [onnx.helper.make_tensor_value_info("x", source, list(values.shape))],
-                    [onnx.helper.make_tensor_value_info("y", to, list(values.shape))],
+                    [node], "cast", [onnx.helper.make_tensor_value_info("x", source, list(given.shape))],
+                    [onnx.helper.make_tensor_value_info("y", to, list(given.shape))],
                 )  # fmt: skip
                 opset_imports = [onnx.helper.make_opsetid("", opset)]
                 ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
                 model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
-                expected = values.astype(floats.numpy_dtype(to))
+                expected = given.astype(floats.numpy_dtype(to))
                 name = f"cast_{_type_name(source)}_{_type_name(to)}@{version}"
-                found.append((name, opset, model.SerializeToString(), [([values], [expected])], 0.0, 0.0))
+                found.append((name, opset, model.SerializeToString(), [([given], [expected])], 0.0, 0.0))
     return found
 
 
@@ -236,8 +242,8 @@ UNSIGNED_TYPES = (onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorPr
 
 def _upper_half_pairs(op_type: str, bits: int, attributes: dict) -> tuple[list[int], list[int]]:
     """Operands (a, b) of ``op_type`` on a ``bits``-bit unsigned type, most of them at or above
-    2^(bits-1) (the half of the range a signed type of that width holds negative), each
-    result in range."""
+    2^(bits-1) (the half of the range a signed type of that width holds negative), each exact
+    result in range (no bit shifted out, no sum past the top, no difference below 0)."""
     top, half = 2**bits - 1, 2 ** (bits - 1)
     if op_type in ("Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Equal"):
         return [top, half, half + 3, 7, half], [half, top, 5, half + 1, half]
@@ -254,7 +260,7 @@ def _upper_half_pairs(op_type: str, bits: int, attributes: dict) -> tuple[list[i
     if op_type in ("Max", "Min"):
         return [top, half, 7, half + 1], [half, top, half + 1, 3]
     if attributes.get("direction") == "LEFT":
-        return [half, top, 1, half + 1], [1, 4, bits - 1, 0]
+        return [half, top, 1, 3], [0, 0, bits - 1, bits - 2]
     return [top, half, half + 1, 7], [bits - 1, 1, 3, 0]
 
 

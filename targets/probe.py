@@ -240,10 +240,16 @@ def probed_cases(prepared: Path | None):
             yield case.name, opset, case.model, case.data_sets, case.rtol, case.atol
 
 
-def stale_cases(earlier: dict, prepared: set[str]) -> set[str]:
-    """The cases of the profile ``earlier`` that the prepared cases no longer hold (a pattern now
-    writes another form, whose case replaces it): ``--add`` drops them."""
-    return set(earlier["cases"]) - prepared
+def added_profile(earlier: dict, cases: dict, prepared: set[str] | None, record: dict) -> dict:
+    """The profile ``earlier`` with ``cases`` added (or, probed again, replaced) and ``record``
+    appended to its ``source.added``; with ``prepared`` (the names of the cases prepared with
+    --cases), the cases it no longer holds dropped (a pattern now writes another form, whose case
+    replaces it) and named in the record."""
+    stale = sorted(set(earlier["cases"]) - prepared - set(cases)) if prepared is not None else []
+    record = {**record, "cases": len(cases), **({"dropped": stale} if stale else {})}
+    source = {**earlier["source"], "added": [*earlier["source"].get("added", []), record]}
+    kept = {name: entry for name, entry in earlier["cases"].items() if name not in set(stale)}
+    return {**earlier, "source": source, "cases": {**kept, **cases}}
 
 
 def with_graph_inputs(cases: list[tuple]) -> tuple[list[tuple], int]:
@@ -275,9 +281,15 @@ def main() -> None:
     parser.add_argument("--note", default="", help="how the runtime was installed, what it is")
     parser.add_argument("--cases", type=Path, help="the cases targets/prepare_cases.py wrote (with older op "
                         "versions); default: the backend cases at their own opsets")  # fmt: skip
-    parser.add_argument("--add", action="store_true", help="probe only the cases the profile at --out lacks "
-                        "and add them to it (the same runtime, at the same version); with --cases, drop "
-                        "those the cases no longer hold")  # fmt: skip
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="probe only the cases the profile at --out lacks "
+        "and add them to it (the same runtime, at the same version); with --cases, drop "
+        "those the cases no longer hold",
+    )
+    parser.add_argument("--again", nargs="+", metavar="PREFIX", help="with --add, probe again the cases whose "
+                        "names start so (their models changed), replacing their verdicts")  # fmt: skip
     args = parser.parse_args()
     out = args.out or HERE.parent / "lowering" / "target_profiles" / f"{args.name}.json"
     worker = Worker(args.runner)
@@ -292,8 +304,9 @@ def main() -> None:
         opsets = earlier["opsets"]
     cases = {}
     prepared = list(probed_cases(args.cases))
-    selected = [case for case in prepared if earlier is None or case[0] not in earlier["cases"]]
-    stale = stale_cases(earlier, {case[0] for case in prepared}) if earlier is not None and args.cases else set()
+    again = tuple(args.again or ())
+    selected = [case for case in prepared if earlier is None or case[0] not in earlier["cases"]
+                or case[0].startswith(again)]  # fmt: skip
     newest = onnx.defs.onnx_opset_version()
     beyond = sorted(opset for _, opset, *_ in selected if opset > newest)
     if beyond:  # (get_schema would give an older version of an op that has a newer one there)
@@ -324,12 +337,9 @@ def main() -> None:
         " --cases (targets/prepare_cases.py: other op versions, the corpus's node forms)" if args.cases else ""
     )
     if earlier is not None:
-        added = {"how": how + " --add", "onnx": onnx.__version__, "date": datetime.date.today().isoformat(),
-                 "cases": len(cases), **({"unprobed": unprobed} if beyond else {}),
-                 **({"dropped": sorted(stale)} if stale else {})}  # fmt: skip
-        earlier["source"]["added"] = [*earlier["source"].get("added", []), added]
-        kept = {name: entry for name, entry in earlier["cases"].items() if name not in stale}
-        profile = {**earlier, "cases": {**kept, **cases}}
+        record = {"how": how + " --add" + "".join(f" --again {prefix}" for prefix in again), "onnx": onnx.__version__,
+                  "date": datetime.date.today().isoformat(), **({"unprobed": unprobed} if beyond else {})}  # fmt: skip
+        profile = added_profile(earlier, cases, {case[0] for case in prepared} if args.cases else None, record)
     else:
         profile = _new_profile(args, worker, how, unprobed if beyond else None, opsets, cases)
     worker.close()

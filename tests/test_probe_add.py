@@ -1,5 +1,7 @@
-"""targets/probe.py --add with --cases: the cases a profile holds that the prepared cases no
-longer hold (a pattern now writes another form) are dropped; the others are kept."""
+"""targets/probe.py --add: the cases probed are added to the profile (or, probed again with
+--again, replace their verdicts); with --cases, the cases the profile holds that the prepared
+cases no longer hold (a pattern now writes another form) are dropped and named in the record;
+the others are kept as they were."""
 
 from __future__ import annotations
 
@@ -10,10 +12,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
 
 import probe  # noqa: E402
 
+EARLIER = {
+    "name": "made-up",
+    "source": {"kind": "probed", "added": [{"how": "first --add"}]},
+    "cases": {
+        "test_add": {"verdict": "right"},
+        "lowered_test_x_ReduceMax": {"verdict": "wrong"},
+        "cast_INT8_UINT8@6": {"verdict": "wrong"},
+    },
+}
 
-def test_the_cases_no_longer_prepared_are_stale():
-    earlier = {"cases": {"test_add": {}, "lowered_test_x_ReduceMax": {}, "test_sub": {}}}
-    assert probe.stale_cases(earlier, {"test_add", "test_sub", "lowered_test_x_ReduceMin"}) == {
-        "lowered_test_x_ReduceMax"
+
+def test_new_cases_are_added_and_those_no_longer_prepared_dropped_and_named():
+    new = {"lowered_test_x_ReduceMin": {"verdict": "right"}}
+    prepared = {"test_add", "cast_INT8_UINT8@6", "lowered_test_x_ReduceMin"}
+    profile = probe.added_profile(EARLIER, new, prepared, {"how": "second --add"})
+    assert profile["cases"] == {
+        "test_add": {"verdict": "right"},
+        "cast_INT8_UINT8@6": {"verdict": "wrong"},
+        "lowered_test_x_ReduceMin": {"verdict": "right"},
     }
-    assert probe.stale_cases(earlier, {"test_add", "test_sub", "lowered_test_x_ReduceMax"}) == set()
+    assert profile["source"]["added"] == [
+        {"how": "first --add"},
+        {"how": "second --add", "cases": 1, "dropped": ["lowered_test_x_ReduceMax"]},
+    ]
+    assert len(EARLIER["source"]["added"]) == 1 and "lowered_test_x_ReduceMax" in EARLIER["cases"]  # (untouched)
+
+
+def test_cases_probed_again_replace_their_verdicts_and_without_cases_none_is_dropped():
+    again = {"cast_INT8_UINT8@6": {"verdict": "right"}}
+    profile = probe.added_profile(EARLIER, again, None, {"how": "--add --again cast_"})
+    assert profile["cases"]["cast_INT8_UINT8@6"] == {"verdict": "right"}
+    assert set(profile["cases"]) == set(EARLIER["cases"])
+    assert profile["source"]["added"][-1] == {"how": "--add --again cast_", "cases": 1}

@@ -459,24 +459,44 @@ def test_equal_stays_where_the_runtime_takes_xor_no_better_or_the_values_are_not
     assert [n.op_type for n in result.model.graph.node] == ["Equal"] and not result.report.forms
 
 
-@pytest.mark.parametrize("form", ["if", "function"])
-def test_equal_on_bool_becomes_not_xor_in_an_if_branch_and_a_local_function(form):
+def test_equal_on_bool_becomes_not_xor_in_an_if_branch():
     from support import nested_forms
 
-    model = nested_forms(_bool_equal_model())[form]
+    model = nested_forms(_bool_equal_model())["if"]
     result = lowering.lower_model(model, target=_bool_ops_profile(), fold="none")
     onnx.checker.check_model(result.model, full_check=True)
-    if form == "if":
-        [choose] = result.model.graph.node
-        branches = [[n.op_type for n in a.g.node] for a in choose.attribute]
-    else:
-        [function] = result.model.functions
-        branches = [[n.op_type for n in function.node]]
+    [choose] = result.model.graph.node
+    branches = [[n.op_type for n in a.g.node] for a in choose.attribute]
     assert all("Equal" not in ops and "Xor" in ops and "Not" in ops for ops in branches), branches
     a, b = np.array([[False, True, True], [True, False, False]]), np.array([True, True, False])
     for branch in (True, False):
         feeds = {"a": a, "b": b, "branch": np.array(branch)}
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert np.array_equal(got, want)
+
+
+def test_a_local_functions_values_are_not_judged_by_the_main_graphs_of_the_same_names():
+    """A function F(a, b) = Equal(a, b) called on floats, beside a main graph whose bool inputs are
+    also named a and b: the main graph's Equal becomes Not(Xor); the function's, whose types are
+    each call's (unknown here), is left, and the model runs alike."""
+    function = helper.make_function("local", "F", ["a", "b"], ["e"], [helper.make_node("Equal", ["a", "b"], ["e"])],
+                                    [helper.make_opsetid("", 19)])  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("Equal", ["a", "b"], ["y"], name="same"),
+         helper.make_node("F", ["x", "z"], ["w"], domain="local", name="call")], "g",
+        [helper.make_tensor_value_info(name, element_type, [3]) for name, element_type in
+         [("a", TensorProto.BOOL), ("b", TensorProto.BOOL), ("x", TensorProto.FLOAT), ("z", TensorProto.FLOAT)]],
+        [helper.make_tensor_value_info(name, TensorProto.BOOL, [3]) for name in ("y", "w")],
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 19), helper.make_opsetid("local", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, functions=[function])
+    result = lowering.lower_model(model, target=_bool_ops_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert [n.op_type for n in result.model.graph.node] == ["Xor", "Not", "F"]
+    assert [n.op_type for n in result.model.functions[0].node] == ["Equal"]
+    feeds = {"a": np.array([True, False, True]), "b": np.array([True, True, False]),
+             "x": np.array([1.0, np.nan, -0.0], np.float32), "z": np.array([1.0, np.nan, 0.0], np.float32)}  # fmt: skip
+    for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds), strict=True):
         assert np.array_equal(got, want)
 
 
@@ -620,3 +640,24 @@ def test_bitshift_28_goes_to_an_unsigned_carrier_and_means_the_same_for_every_am
 def test_bitshift_28_stays_where_the_runtime_shifts_it_right():
     result = lowering.lower_model(_shift_model(), target=_bitshift_profile("right"), fold="none")
     assert [n.op_type for n in result.model.graph.node] == ["BitShift"] and not result.report.forms
+
+
+def test_a_pad_reads_its_own_constants_not_a_local_functions_of_the_same_names():
+    """A local function whose Constants are also named pads and axes leaves the main graph's Pad
+    its own: pads [1, 3] on axis 2, the shape (2, 3, 8) either way."""
+    model = _padded_model([2], [1, 3])
+    function = helper.make_function("local", "F", ["i"], ["o"], [
+        helper.make_node("Constant", [], ["pads"], value=numpy_helper.from_array(np.array([7, 7], np.int64))),
+        helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Identity", ["i"], ["o"])], [helper.make_opsetid("", 18)])  # fmt: skip
+    model.functions.append(function)
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    model.graph.node[0].output[0] = "padded_y"
+    model.graph.node.append(helper.make_node("F", ["padded_y"], ["y"], domain="local", name="call"))
+    onnx.checker.check_model(model, full_check=True)
+    result = lowering.lower_model(model, target=_pad_axes_profile(), fold="none")
+    constant = result.model.graph.node[0]
+    assert numpy_helper.to_array(constant.attribute[0].t).tolist() == [0, 0, 1, 0, 0, 3]
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(result.model, {"x": x})
+    assert got.shape == want.shape == (2, 3, 8) and got.tobytes() == want.tobytes()

@@ -409,44 +409,60 @@ def test_every_pad_a_body_writes_pads_with_a_scalar():
     assert padded >= 10, padded
 
 
-def _masked_row_body(limit: onnx.NodeProto, extra_reader: bool = False) -> onnx.FunctionProto:
-    """A body testing a row fully masked as ONNX's Attention body does: Equal(ReduceMax(x, [-1]), limit)."""
+def _masked_row_body(
+    limit: onnx.NodeProto, extra_reader: bool = False, keepdims: int = 1, axis: int = -1, held: bool = False
+) -> onnx.FunctionProto:
+    """A body testing a row fully masked as ONNX's Attention body does: Equal(ReduceMax(x, [axis]),
+    CastLike(limit, x)); with ``extra_reader`` the row maximum is an output too, with ``held``
+    an If's branch reads it."""
     nodes = [
-        helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [-1])),
-        helper.make_node("ReduceMax", ["x", "axes"], ["row_max"]),
+        helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [axis])),
+        helper.make_node("ReduceMax", ["x", "axes"], ["row_max"], keepdims=keepdims),
         limit,
         helper.make_node("CastLike", ["limit", "x"], ["limit_t"]),
         helper.make_node("Equal", ["row_max", "limit_t"], ["all_masked"]),
     ]
     outputs = ["all_masked", "row_max"] if extra_reader else ["all_masked"]
-    return helper.make_function("test", "masked", ["x"], outputs, nodes, [helper.make_opsetid("", 23)])
+    if held:
+        read = helper.make_graph([helper.make_node("Identity", ["row_max"], ["kept"])], "then", [],
+                                 [helper.make_tensor_value_info("kept", TensorProto.FLOAT, None)])  # fmt: skip
+        other = helper.make_graph([helper.make_node("Identity", ["x"], ["other"])], "else", [],
+                                  [helper.make_tensor_value_info("other", TensorProto.FLOAT, None)])  # fmt: skip
+        nodes.append(helper.make_node("If", ["flag"], ["chosen"], then_branch=read, else_branch=other))
+        outputs.append("chosen")
+    return helper.make_function("test", "masked", ["x", "flag"] if held else ["x"], outputs, nodes,
+                                [helper.make_opsetid("", 23)])  # fmt: skip
 
 
-def _run_body(body: onnx.FunctionProto, x: np.ndarray) -> list[np.ndarray]:
+def _run_body(body: onnx.FunctionProto, x: np.ndarray, reference: bool = False) -> list[np.ndarray]:
+    """The body's outputs on ``x``, in onnxruntime (or onnx.reference, whose ReduceMax is numpy's)."""
+    from onnx.reference import ReferenceEvaluator
+
     graph = helper.make_graph(
         list(body.node),
         "body",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-        [
-            helper.make_tensor_value_info(
-                name, TensorProto.BOOL if name == "all_masked" else TensorProto.FLOAT, [x.shape[0], 1]
-            )
-            for name in body.output
-        ],
+        [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in body.output],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
-    onnx.checker.check_model(model, full_check=True)
-    return run_onnxruntime(model, {"x": x})
+    if reference:
+        return ReferenceEvaluator(model).run(None, {"x": x})
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    onnx.checker.check_model(inferred, full_check=True)
+    return run_onnxruntime(inferred, {"x": x})
+
+
+def _minus_inf(shape: list[int]) -> onnx.NodeProto:
+    return helper.make_node(
+        "Constant", [], ["limit"], value=helper.make_tensor("limit", TensorProto.FLOAT, shape, [-np.inf])
+    )
 
 
 def test_a_fully_masked_row_is_found_by_counting_its_minus_infinities():
     """all_negative_infinity_as_a_count: Equal(ReduceMax(x), -inf) becomes ReduceMin(x == -inf) > 0.5,
     which is true exactly where numpy's max of the row (the spec's reference) is -inf: rows of
     -inf, of NaN before or after -inf, of ±0, of the largest finite values, of subnormals."""
-    minus_inf = helper.make_node(
-        "Constant", [], ["limit"], value=helper.make_tensor("limit", TensorProto.FLOAT, [], [-np.inf])
-    )
-    body = _masked_row_body(minus_inf)
+    body = _masked_row_body(_minus_inf([]))
     repaired = all_negative_infinity_as_a_count(body, [])
     assert "ReduceMax" not in [node.op_type for node in repaired.node]
     lowest, smallest = np.finfo(np.float32).min, np.finfo(np.float32).smallest_subnormal
@@ -468,22 +484,39 @@ def test_a_fully_masked_row_is_found_by_counting_its_minus_infinities():
     assert list(got.ravel()) == [True, False, False, False, False, False, False]
 
 
+@pytest.mark.parametrize(
+    ("limit_shape", "keepdims", "axis"),
+    [([], 1, -1), ([1], 0, 1), ([1, 1], 1, 0), ([1, 1], 0, 0), ([1, 1, 1], 0, -1), ([1, 1, 1], 1, 1)],
+)
+def test_the_count_keeps_the_shape_the_maximum_gave_whatever_the_limits_rank(limit_shape, keepdims, axis):
+    """-inf of rank 0 to 3 (one element), reduced with and without keepdims over either axis of x
+    [4, 3]: the repaired body gives the original's shape and values (onnx.reference)."""
+    x = np.array([[-np.inf] * 3, [np.nan, -np.inf, -np.inf], [0.0, -np.inf, 1.0], [-np.inf] * 3], np.float32)
+    body = _masked_row_body(_minus_inf(limit_shape), keepdims=keepdims, axis=axis)
+    repaired = all_negative_infinity_as_a_count(body, [])
+    assert repaired is not body
+    (want,) = _run_body(body, x, reference=True)
+    (got,) = _run_body(repaired, x)
+    assert got.shape == want.shape and np.array_equal(got, want), (got, want)
+
+
 def test_a_row_maximum_read_elsewhere_or_compared_with_another_value_is_left():
-    """The repair applies only where the ReduceMax feeds the Equal alone and the other side is -inf."""
-    minus_inf = helper.make_node(
-        "Constant", [], ["limit"], value=helper.make_tensor("limit", TensorProto.FLOAT, [], [-np.inf])
-    )
-    lowest = helper.make_node(
-        "Constant", [], ["limit"], value=helper.make_tensor("limit", TensorProto.FLOAT, [], [np.finfo(np.float32).min])
-    )
-    for body in (_masked_row_body(minus_inf, extra_reader=True), _masked_row_body(lowest)):
+    """The repair applies only where the ReduceMax feeds the Equal alone (not an output, not a
+    graph the body holds) and the other side is -inf."""
+    lowest = _minus_inf([])
+    lowest.attribute[0].t.CopyFrom(helper.make_tensor("limit", TensorProto.FLOAT, [], [np.finfo(np.float32).min]))
+    for body in (
+        _masked_row_body(_minus_inf([]), extra_reader=True),
+        _masked_row_body(_minus_inf([]), held=True),
+        _masked_row_body(lowest),
+    ):
         assert all_negative_infinity_as_a_count(body, []) is body
 
 
 def test_every_attention_body_tests_masked_rows_without_a_maximum():
     """In every Attention backend case lowered, no Equal reads a ReduceMax (tract, OpenVINO 2024.6
-    and TVM reduce a row of -inf to float's lowest finite value); the outputs still match the
-    original's in onnxruntime."""
+    and TVM reduce a row of -inf to float's lowest finite value). (The outputs against each case's
+    expected ones: test_backend_cases_per_op.)"""
     counted = 0
     for case in all_backend_cases():
         if served_ops(case.model) != ["Attention"]:
