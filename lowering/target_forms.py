@@ -26,6 +26,8 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
+- A value a Scan's body reads from outside, passed in (:mod:`lowering.scan_captures`): on every
+  target (OpenVINO's frontend counts such a value as a body input and refuses the Scan).
 
 Some failures show only in a whole model, never in one node alone (rknn's compiler fails to
 build a MatMul + Add(bias, ...) whose result a Reshape, Transpose and Split take to a scaled
@@ -59,6 +61,7 @@ from .naming import NameAllocator
 from .node_forms import NodeForm, node_form, source_of_outputs
 from .nodecheck import checker_message
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED, RuntimeProfile, TableProfile
+from .scan_captures import scan_captures_passed_in
 
 # how good a verdict is for a node to keep: a form is chosen only where its verdict is better
 _RANK = {REFUSED: 0, DOUBTFUL: 1, UNVERIFIED: 1, PARTLY: 2, SUPPORTED: 3}
@@ -515,6 +518,9 @@ def choose_forms(
     moved = constants_as_initializers(copy, check_form)
     if moved:
         chosen[CONSTANTS_SAID] += moved
+    captured = scan_captures_passed_in(copy, opset, constants_by_name(copy), check_form.types)
+    if captured:
+        chosen[SCAN_CAPTURES_SAID] += captured
     typed = typed_subgraph_inputs(copy)
     if typed:
         chosen[SUBGRAPH_TYPES_SAID] += typed
@@ -529,6 +535,7 @@ def choose_forms(
 
 
 CONSTANTS_SAID = "constant input read from an initializer, not a node (the runtime takes it better so)"
+SCAN_CAPTURES_SAID = "value a Scan body reads from outside passed in (a constant inside it, another as a kept state)"
 SUBGRAPH_TYPES_SAID = "subgraph input given the element type and rank onnx's inference gives it (it stated none)"
 
 
