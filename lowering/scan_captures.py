@@ -31,8 +31,9 @@ def scan_captures_passed_in(
 ) -> int:
     """Each Scan (version 9 on, in the main graph and the graphs its nodes hold) whose body reads
     values from outside, given them (in place): a small constant (``constants``, by name) as a
-    Constant inside the body, another as a state variable (typed as ``types`` has it); how many
-    were."""
+    Constant inside the body, another tensor as a state variable (typed as ``types`` has it; a
+    value of a type not known here, or not a tensor's, a sequence, is left read from outside);
+    how many were."""
     if schemas.version_in_force("Scan", opset) is None or schemas.version_in_force("Scan", opset) < 9:
         return 0
     graphs = [model.graph, *nested_graphs(model.graph.node)]
@@ -43,25 +44,24 @@ def scan_captures_passed_in(
         return 0
     names = NameAllocator(model=model)
     passed = 0
-    for scan in scans:
+    for scan in reversed(scans):  # (inner first: a body's node list rebuilt copies the Scans it holds)
         body = next(attribute.g for attribute in scan.attribute if attribute.name == "body")
-        captured = _read_from_outside(body)
+        captured = [
+            name for name in _read_from_outside(body) if _small(constants.get(name)) or _tensor(types.get(name))
+        ]
         if not captured:
             continue
         renamed = {name: names.fresh(f"{name}_inside") for name in captured}
-        _rename_reads(body, renamed)
+        _rename_reads(body, renamed, names)
         states = len(scan.input) - next(a.i for a in scan.attribute if a.name == "num_scan_inputs")
         written = []
         for name in captured:
             if _small(constants.get(name)):
                 written.append(helper.make_node("Constant", [], [renamed[name]], value=_named(constants[name], name)))
                 continue
-            given = onnx.ValueInfoProto(name=renamed[name])
-            if name in types:
-                given.type.CopyFrom(types[name])
             carried = names.fresh(f"{name}_carried")
-            body.input.insert(states, given)
-            body.output.insert(states, helper.make_value_info(carried, given.type))
+            body.input.insert(states, helper.make_value_info(renamed[name], types[name]))
+            body.output.insert(states, helper.make_value_info(carried, types[name]))
             written.append(helper.make_node("Identity", [renamed[name]], [carried]))
             scan.input.insert(states, name)
             scan.output.insert(states, names.fresh(f"{name}_final"))
@@ -86,17 +86,30 @@ def _read_from_outside(body: onnx.GraphProto) -> list[str]:
     return list(found)
 
 
-def _rename_reads(graph: onnx.GraphProto, renamed: Mapping[str, str]) -> None:
-    """Every read of a name in ``renamed`` in ``graph`` and the graphs its nodes hold, renamed."""
+def _rename_reads(graph: onnx.GraphProto, renamed: Mapping[str, str], names: NameAllocator) -> None:
+    """Every read of a name in ``renamed`` in ``graph`` and the graphs its nodes hold, renamed; a
+    graph output that is such a name given by an Identity of the renamed value, to a fresh name
+    (an output is the graph's own: renaming it would make it the new input)."""
     for node in graph.node:
         for k, name in enumerate(node.input):
             if name in renamed:
                 node.input[k] = renamed[name]
         for _, _, inner in held_graphs(node):
-            _rename_reads(inner, renamed)
+            _rename_reads(inner, renamed, names)
     for info in graph.output:
         if info.name in renamed:
-            info.name = renamed[info.name]
+            given = names.fresh(f"{info.name}_given")
+            graph.node.append(helper.make_node("Identity", [renamed[info.name]], [given]))
+            info.name = given
+
+
+def _tensor(type_proto: onnx.TypeProto | None) -> bool:
+    """Whether ``type_proto`` is a tensor's of a known element type (what a Scan state may be)."""
+    return (
+        type_proto is not None
+        and type_proto.WhichOneof("value") == "tensor_type"
+        and bool(type_proto.tensor_type.elem_type)
+    )
 
 
 def _small(tensor: onnx.TensorProto | None) -> bool:

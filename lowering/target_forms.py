@@ -667,11 +667,18 @@ def better_form(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], op
     return None
 
 
-def constants_by_name(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
-    """Every constant in scope in the model's main graph and the graphs its nodes hold, by name
-    (names are unique over those; a local function's are its own)."""
+def constants_by_name(
+    model: onnx.ModelProto, function: onnx.FunctionProto | None = None
+) -> dict[str, onnx.TensorProto]:
+    """Every constant in scope in the model's main graph and the graphs its nodes hold (or, given
+    one, in a local function), by name (names are unique over those; a function's are its own)."""
     scopes = {}
-    for _, in_scope in _nodes_in_scope(model.graph.node, model.graph.initializer, {}, model.graph.input):
+    walked = (
+        _nodes_in_scope(model.graph.node, model.graph.initializer, {}, model.graph.input)
+        if function is None
+        else _nodes_in_scope(function.node, (), {})
+    )
+    for _, in_scope in walked:
         scopes[id(in_scope)] = in_scope  # (one dict per graph, filled as its nodes are walked)
     return {name: tensor for in_scope in scopes.values() for name, tensor in in_scope.items()}
 

@@ -141,6 +141,7 @@ def check_model(
     constants = constants_by_name(model)
     trial_names = NameAllocator(model=model)  # (for the nodes a choice would write, only judged)
     judges = {(f.domain, f.name, f.overload): check_form.for_function(f) for f in model.functions}
+    function_constants = {(f.domain, f.name, f.overload): constants_by_name(model, f) for f in model.functions}
     for graph_name, node, function in _every_node(model):
         judge = check_form if function is None else judges[function.domain, function.name, function.overload]
         if (node.domain, node.op_type) in local:
@@ -160,7 +161,8 @@ def check_model(
         if verdict.kind != SUPPORTED:
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
             main = function is None  # (a local function's constants and types are its own)
-            choice = better_form(node, constants, opset, judge) if version is not None and main else None
+            in_scope = constants if main else function_constants[function.domain, function.name, function.overload]
+            choice = better_form(node, in_scope, opset, judge) if version is not None else None
             if choice is None and version is not None and main:
                 choice = better_ops(node, opset, check_form, constants, trial_names)
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix

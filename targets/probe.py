@@ -248,7 +248,8 @@ def added_profile(earlier: dict, cases: dict, prepared: set[str] | None, record:
     stale = sorted(set(earlier["cases"]) - prepared - set(cases)) if prepared is not None else []
     record = {**record, "cases": len(cases), **({"dropped": stale} if stale else {})}
     source = {**earlier["source"], "added": [*earlier["source"].get("added", []), record]}
-    kept = {name: entry for name, entry in earlier["cases"].items() if name not in set(stale)}
+    dropped = set(stale)
+    kept = {name: entry for name, entry in earlier["cases"].items() if name not in dropped}
     return {**earlier, "source": source, "cases": {**kept, **cases}}
 
 
@@ -291,6 +292,8 @@ def main() -> None:
     parser.add_argument("--again", nargs="+", metavar="PREFIX", help="with --add, probe again the cases whose "
                         "names start so (their models changed), replacing their verdicts")  # fmt: skip
     args = parser.parse_args()
+    if args.again and not args.add:
+        parser.error("--again probes cases of a profile again: with --add")
     out = args.out or HERE.parent / "lowering" / "target_profiles" / f"{args.name}.json"
     worker = Worker(args.runner)
     earlier = json.loads(out.read_text()) if args.add else None

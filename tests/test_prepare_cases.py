@@ -197,7 +197,7 @@ def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
         assert got.dtype == want.dtype and np.array_equal(got, want), name
         version = int(name.rsplit("@", 1)[1])
         if version < 13 and want.dtype != np.bool_ and values.dtype != np.bool_:  # (undefined out of range)
-            assert np.array_equal(want.astype(np.int64), values.astype(np.int64)), name
+            assert [int(v) for v in want] == [int(v) for v in values], name
     [((values,), (wrapped,))] = {name: sets for name, _, _, sets, *_ in cases}["cast_INT16_INT8@25"]
     assert values.tolist() == [-32768, -1, 0, 1, 100, 32767] and wrapped.tolist() == [0, -1, 0, 1, 100, -1]
 

@@ -113,3 +113,82 @@ def test_target_passes_a_bodys_outer_reads_in_on_every_target():
     assert result.report.forms[SCAN_CAPTURES_SAID] == 4 and _outer_reads(result.model) == set()
     want, got = run_onnxruntime(model, _feeds()), run_onnxruntime(result.model, _feeds())
     assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+
+
+def _float(name: str, shape: list[int]) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _passed(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    passed = onnx.ModelProto()
+    passed.CopyFrom(model)
+    count = scan_captures_passed_in(passed, 17, constants_by_name(passed), inferred_types(passed))
+    onnx.checker.check_model(passed, full_check=True)
+    return passed, count
+
+
+def _every_body_reads_nothing_from_outside(model: onnx.ModelProto) -> bool:
+    for graph in [model.graph, *nested_graphs(model.graph.node)]:
+        for node in graph.node:
+            if node.op_type != "Scan":
+                continue
+            body = next(a.g for a in node.attribute if a.name == "body")
+            inner = [body, *nested_graphs(body.node)]
+            defined = {i.name for g in inner for i in g.input} | {o for g in inner for x in g.node for o in x.output}
+            if any(name and name not in defined for g in inner for x in g.node for name in x.input):
+                return False
+    return True
+
+
+def test_a_scan_inside_a_scans_body_has_its_outer_reads_passed_in_too():
+    """The inner Scan reads the main graph's scale and the outer body's t: each body reads
+    nothing from outside afterwards, and the bits are the same."""
+    inner = helper.make_graph([helper.make_node("Mul", ["u_t", "scale"], ["a"]),
+                               helper.make_node("Add", ["a", "t"], ["b"]),
+                               helper.make_node("Add", ["v_in", "b"], ["v_out"])], "inner",
+                              [_float("v_in", [2]), _float("u_t", [2])], [_float("v_out", [2])])  # fmt: skip
+    outer = helper.make_graph([helper.make_node("Mul", ["x_t", "scale"], ["t"]),
+                               helper.make_node("Unsqueeze", ["x_t", "axis"], ["us"]),
+                               helper.make_node("Scan", ["s_in", "us"], ["s_out"], num_scan_inputs=1, body=inner)],
+                              "outer", [_float("s_in", [2]), _float("x_t", [2])], [_float("s_out", [2])])  # fmt: skip
+    scan = helper.make_node("Scan", ["s0", "xs"], ["s_final"], num_scan_inputs=1, body=outer)
+    axis = numpy_helper.from_array(np.array([0], np.int64), "axis")
+    graph = helper.make_graph([scan], "g", [_float("s0", [2]), _float("xs", [3, 2]), _float("scale", [2])],
+                              [_float("s_final", [2])], [axis])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    passed, count = _passed(model)
+    assert count == 4 and _every_body_reads_nothing_from_outside(passed)
+    feeds = {"s0": np.array([1, -0.0], np.float32), "xs": np.arange(6, dtype=np.float32).reshape(3, 2),
+             "scale": np.array([3, np.nan], np.float32)}  # fmt: skip
+    assert [g.tobytes() for g in run_onnxruntime(passed, feeds)] == [w.tobytes() for w in run_onnxruntime(model, feeds)]
+
+
+def test_a_body_output_naming_an_outer_value_gives_it_and_a_sequence_stays_read_from_outside():
+    """y_t = scale, the outer value itself as the body's output (onnxruntime refuses that one
+    as it is; passed in, the output is an Identity of it, not the new input), and a sequence the
+    body reads (a Scan state must be a tensor) left as it is."""
+    body = helper.make_graph(
+        [helper.make_node("SequenceAt", ["seq", "zero"], ["first"]),
+         helper.make_node("Add", ["s_in", "first"], ["s_out"])], "body",
+        [_float("s_in", [2]), _float("x_t", [2])], [_float("s_out", [2]), _float("scale", [2])],
+    )  # fmt: skip
+    scan = helper.make_node("Scan", ["s0", "xs"], ["s_final", "ys"], num_scan_inputs=1, body=body)
+    graph = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["scale"], ["seq"]), scan], "g",
+        [_float("s0", [2]), _float("xs", [3, 2]), _float("scale", [2])], [_float("s_final", [2]), _float("ys", [3, 2])],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    passed, count = _passed(model)
+    [_, scan] = passed.graph.node
+    body = next(a.g for a in scan.attribute if a.name == "body")
+    assert count == 2 and list(scan.input) == ["s0", "scale", "xs"]  # (scale carried, zero written inside)
+    reads = {name for node in body.node for name in node.input}
+    assert "seq" in reads and body.output[-1].name not in {i.name for i in body.input}
+    feeds = {
+        "s0": np.array([1, 2], np.float32),
+        "xs": np.ones((3, 2), np.float32),
+        "scale": np.array([3, -1], np.float32),
+    }
+    s_final, ys = run_onnxruntime(passed, feeds)
+    assert s_final.tolist() == [10, -1] and ys.tolist() == [[3, -1]] * 3
