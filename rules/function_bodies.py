@@ -349,17 +349,17 @@ def _inputs_as_scalars(body: onnx.FunctionProto, op_type: str, indices: tuple[in
 
 def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
     """Equal(ReduceMax(x, axes), c), c one element -inf, written
-    Greater(ReduceMin(Cast(Equal(x, Reshape(c, [])), float), axes), Reshape(0.5, Shape(c))):
-    every element along the axes is -inf.
+    Greater(ReduceMin(Cast(Equal(x, c), float), axes), 0.5): every element along the axes is -inf.
 
     ONNX's Attention body finds a fully masked row so, from its additive mask; tract 0.21/0.23,
     OpenVINO 2024.6 and TVM 0.27 reduce a row of -inf to float's lowest finite value, miss the
     row and give its softmax's NaN where the op gives 0. The minimum of 0s and 1s is 1 exactly
     where every element is -inf; a NaN is not -inf either way (as numpy's max, the spec's
     reference, has it), and an empty row is fully masked either way (+inf, or the largest finite
-    value, > 0.5). c compared as a scalar leaves x's shape, and 0.5 in c's shape broadcasts the
-    result as c did: the same shape whatever c's rank. Only where the ReduceMax feeds that Equal
-    alone (no graph in the body reads it)."""
+    value, > 0.5). Only where c is of rank 0, or of rank 1 with keepdims (the Attention body's):
+    then Equal(x, c) has x's shape (or [1] for a scalar x, reduced whole to [1]) and the result
+    the shape the original's broadcast gave. Only where the ReduceMax feeds that Equal alone (no
+    graph in the body reads it)."""
     producers = {output: node for node in body.node for output in node.output}
     everywhere = [*body.node, *(node for graph in nested_graphs(body.node) for node in graph.node)]
     readers = collections.Counter(name for node in everywhere for name in node.input)
@@ -370,13 +370,11 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
             return None
         for reduced, limit in (node.input, node.input[::-1]):
             reduce = producers.get(reduced)
-            if (
-                reduce is not None
-                and reduce.op_type == "ReduceMax"
-                and reduce.domain in ("", "ai.onnx")
-                and readers[reduced] == 1
-                and _is_negative_infinity(limit, reduce.input[0], producers)
-            ):
+            if reduce is None or reduce.op_type != "ReduceMax" or reduce.domain not in ("", "ai.onnx"):
+                continue
+            rank = _negative_infinity_rank(limit, reduce.input[0], producers)
+            keepdims = next((a.i for a in reduce.attribute if a.name == "keepdims"), 1)
+            if readers[reduced] == 1 and (rank == 0 or (rank == 1 and keepdims == 1)):
                 return reduce, limit
         return None
 
@@ -388,14 +386,7 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
     repaired = onnx.FunctionProto()
     repaired.CopyFrom(body)
     del repaired.node[:]
-    shared: dict[str, str] = {}  # (the constants, written once: [] and 0.5)
-
-    def constant(key: str, tensor: onnx.TensorProto) -> str:
-        if key not in shared:
-            shared[key] = _unique(key, taken)
-            repaired.node.append(helper.make_node("Constant", [], [shared[key]], value=tensor))
-        return shared[key]
-
+    half = None
     for k, node in enumerate(body.node):
         if node.op_type == "ReduceMax" and node.output and node.output[0] in reductions:
             continue
@@ -403,13 +394,8 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
             repaired.node.append(node)
             continue
         reduce, negative_infinity = tests[k]
-        scalar, each, count, fewest, limit_shape, half_shaped = (
-            _unique(f"{node.output[0]}_{part}", taken)
-            for part in ("limit", "each", "count", "fewest", "limit_shape", "half")
-        )
-        no_dims = constant("scalar_shape", helper.make_tensor("scalar_shape", TensorProto.INT64, [0], []))
-        repaired.node.append(helper.make_node("Reshape", [negative_infinity, no_dims], [scalar]))
-        repaired.node.append(helper.make_node("Equal", [reduce.input[0], scalar], [each]))
+        each, count, fewest = (_unique(f"{node.output[0]}_{part}", taken) for part in ("each", "count", "fewest"))
+        repaired.node.append(helper.make_node("Equal", [reduce.input[0], negative_infinity], [each]))
         repaired.node.append(helper.make_node("Cast", [each], [count], to=TensorProto.FLOAT))
         minimum = onnx.NodeProto()
         minimum.CopyFrom(reduce)
@@ -417,33 +403,39 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
         minimum.input[0] = count
         minimum.output[0] = fewest
         repaired.node.append(minimum)
-        half = constant("half", helper.make_tensor("half", TensorProto.FLOAT, [], [0.5]))
-        repaired.node.append(helper.make_node("Shape", [negative_infinity], [limit_shape]))
-        repaired.node.append(helper.make_node("Reshape", [half, limit_shape], [half_shaped]))
-        repaired.node.append(helper.make_node("Greater", [fewest, half_shaped], [node.output[0]], name=node.name))
+        if half is None:
+            half = _unique("half", taken)
+            repaired.node.append(
+                helper.make_node("Constant", [], [half], value=helper.make_tensor(half, TensorProto.FLOAT, [], [0.5]))
+            )
+        repaired.node.append(helper.make_node("Greater", [fewest, half], [node.output[0]], name=node.name))
     return repaired
 
 
-def _is_negative_infinity(name: str, like: str, producers: dict[str, onnx.NodeProto]) -> bool:
-    """Whether ``name`` is -inf: a Constant of one element -inf, or a Cast of it to a float type,
-    or a CastLike of it like ``like`` (the compared value: Equal takes no float type without an
-    infinity, and -inf cast to an integer type is undefined)."""
+def _negative_infinity_rank(name: str, like: str, producers: dict[str, onnx.NodeProto]) -> int | None:
+    """The rank of ``name`` where it is -inf: a Constant of one element -inf, or a Cast of it to a
+    float type, or a CastLike of it like ``like`` (the compared value: Equal takes no float type
+    without an infinity, and -inf cast to an integer type is undefined); None where it is not."""
     node = producers.get(name)
     if node is None or node.domain not in ("", "ai.onnx"):
-        return False
+        return None
     if node.op_type == "CastLike":
-        return len(node.input) == 2 and node.input[1] == like and _is_negative_infinity(node.input[0], like, producers)
+        if len(node.input) != 2 or node.input[1] != like:
+            return None
+        return _negative_infinity_rank(node.input[0], like, producers)
     if node.op_type == "Cast":
         to = next((a.i for a in node.attribute if a.name == "to"), None)
         floats = (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE)
-        return to in floats and _is_negative_infinity(node.input[0], like, producers)
+        return _negative_infinity_rank(node.input[0], like, producers) if to in floats else None
     if node.op_type != "Constant":
-        return False
+        return None
     values = [a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
     if not values:
-        return False
+        return None
     array = onnx.numpy_helper.to_array(values[0])
-    return array.size == 1 and array.dtype.kind == "f" and bool(np.isneginf(array.astype(np.float64)).all())
+    if array.size == 1 and array.dtype.kind == "f" and bool(np.isneginf(array.astype(np.float64)).all()):
+        return array.ndim
+    return None
 
 
 def _unique(name: str, taken: set[str]) -> str:
