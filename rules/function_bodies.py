@@ -11,7 +11,7 @@ import onnx
 import onnx.numpy_helper
 from onnx import TensorProto, helper
 
-from lowering import schemas
+from lowering import floats, schemas
 from lowering.errors import NotLowered
 from lowering.function_bodies import Tolerance, body_op_types, function_expansion, ops_with_bodies
 from lowering.graphs import nested_graphs
@@ -425,8 +425,8 @@ def _negative_infinity_rank(name: str, like: str, producers: dict[str, onnx.Node
         return _negative_infinity_rank(node.input[0], like, producers)
     if node.op_type == "Cast":
         to = next((a.i for a in node.attribute if a.name == "to"), None)
-        floats = (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE)
-        return _negative_infinity_rank(node.input[0], like, producers) if to in floats else None
+        holds_it = to is not None and floats.is_float(to) and floats.has_infinity(to)
+        return _negative_infinity_rank(node.input[0], like, producers) if holds_it else None
     if node.op_type != "Constant":
         return None
     values = [a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]

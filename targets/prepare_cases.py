@@ -187,10 +187,10 @@ def constant_cases() -> list[tuple]:
     return found
 
 
-INTEGER_TYPES = (
-    onnx.TensorProto.BOOL, onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32,
-    onnx.TensorProto.INT64, onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32,
-    onnx.TensorProto.UINT64,
+# Bool and the integer types of 8 bits or more Cast takes (onnx.defs), and of those the unsigned ones.
+INTEGER_TYPES = tuple(
+    t for t in sorted(schemas.input_element_types("Cast", onnx.defs.onnx_opset_version()))
+    if (floats.is_integer(t) or t == onnx.TensorProto.BOOL) and element_bits(t) >= 8
 )  # fmt: skip
 
 
@@ -237,7 +237,7 @@ def integer_cast_cases() -> list[tuple]:
     return found
 
 
-UNSIGNED_TYPES = (onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64)
+UNSIGNED_TYPES = tuple(t for t in INTEGER_TYPES if floats.numpy_dtype(t).kind == "u")
 
 
 def _upper_half_pairs(op_type: str, bits: int, attributes: dict) -> tuple[list[int], list[int]]:

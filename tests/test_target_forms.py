@@ -31,6 +31,16 @@ def _made_up(name: str, op_type: str, version: int, opset: int, verdicts: dict[s
     })  # fmt: skip
 
 
+def _profile_of(name: str, opset: int, cases: dict[str, tuple[str, int, str, str]]):
+    """A probed profile loading ``opset``, of the cases: name -> (op, version, type, verdict)."""
+    return profile_from_data({
+        "name": name, "runtime": "made-up", "runtime_version": "0",
+        "source": {"kind": "probed", "how": "a test"}, "opsets": [opset],
+        "cases": {case: {"op": op, "version": version, "type": element_type, "verdict": verdict}
+                  for case, (op, version, element_type, verdict) in cases.items()},
+    })  # fmt: skip
+
+
 def _profile():
     """A runtime that gets the allowzero=1 case wrong and the allowzero=0 one right (OpenVINO 2024.6)."""
     return _made_up("allowzero-wrong", "Reshape", 21, 21, {ALLOWZERO_CASE: "wrong", PLAIN_CASE: "right"})
@@ -407,19 +417,12 @@ EQUAL_ON_BOOL = "lowered_test_isnan_y_Equal_1"  # (Equal-19 of a fed bool and a 
 def _bool_ops_profile(xor: str = "right"):
     """A runtime that fails Equal on bool (runs it on int32) and runs Xor (``xor``) and Not on
     bool (tract, TVM)."""
-    cases = {
-        EQUAL_ON_BOOL: ("Equal", 19, "fails"),
-        "test_equal_bcast": ("Equal", 19, "right"),
-        "test_xor_bcast3v1d": ("Xor", 7, xor),
-        "test_xor_bcast3v1d#constant": ("Xor", 7, xor),
-        "test_not_2d": ("Not", 1, "right"),
-    }
-    return profile_from_data({
-        "name": "bool-equal-fails", "runtime": "made-up", "runtime_version": "0",
-        "source": {"kind": "probed", "how": "a test"}, "opsets": [19],
-        "cases": {case: {"op": op, "version": version, "verdict": verdict,
-                         "type": "INT32" if case == "test_equal_bcast" else "BOOL"}
-                  for case, (op, version, verdict) in cases.items()},
+    return _profile_of("bool-equal-fails", 19, {
+        EQUAL_ON_BOOL: ("Equal", 19, "BOOL", "fails"),
+        "test_equal_bcast": ("Equal", 19, "INT32", "right"),
+        "test_xor_bcast3v1d": ("Xor", 7, "BOOL", xor),
+        "test_xor_bcast3v1d#constant": ("Xor", 7, "BOOL", xor),
+        "test_not_2d": ("Not", 1, "BOOL", "right"),
     })  # fmt: skip
 
 
@@ -510,12 +513,7 @@ def _pad_axes_profile():
         "test_constant_pad@18#constant": ("Pad", 18, "FLOAT", "right"),
         "constant_INT64@13": ("Constant", 13, "INT64", "right"),
     }
-    return profile_from_data({
-        "name": "pad-axes-fail", "runtime": "made-up", "runtime_version": "0",
-        "source": {"kind": "probed", "how": "a test"}, "opsets": [18],
-        "cases": {case: {"op": op, "version": version, "type": element_type, "verdict": verdict}
-                  for case, (op, version, element_type, verdict) in cases.items()},
-    })  # fmt: skip
+    return _profile_of("pad-axes-fail", 18, cases)
 
 
 def _padded_model(axes: list[int], pads: list[int], axes_fed: bool = False) -> onnx.ModelProto:
@@ -594,12 +592,7 @@ def _bitshift_profile(out_of_range: str = "wrong"):
         "test_mul_uint32": ("Mul", 14, "UINT32", "right"),
         "constant_UINT32@25": ("Constant", 25, "UINT32", "right"),
     }
-    return profile_from_data({
-        "name": "bitshift-out-of-range", "runtime": "made-up", "runtime_version": "0",
-        "source": {"kind": "probed", "how": "a test"}, "opsets": [28],
-        "cases": {case: {"op": op, "version": version, "type": element_type, "verdict": verdict}
-                  for case, (op, version, element_type, verdict) in cases.items()},
-    })  # fmt: skip
+    return _profile_of("bitshift-out-of-range", 28, cases)
 
 
 def _shift_model() -> onnx.ModelProto:
