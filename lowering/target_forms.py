@@ -23,6 +23,10 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   runs each of those nodes better (tract and TVM shift by negative amounts and amounts of the
   bit width or more otherwise than version 28 says). Each new node is judged in its own form,
   its values typed as onnx's inference gives them (:meth:`FormJudge.with_nodes`).
+- ``MaxPool``-22 with ``ceil_mode=1`` (explicit pads, no dilation, its input's pooled sizes
+  known) written with ``ceil_mode=0`` and the end pads under which the floor makes the same
+  windows (:func:`_floor_mode_ends`); a max never takes a padded element (OpenVINO makes the
+  ceil_mode window that version 22 drops where it would start in the right padding).
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -62,6 +66,8 @@ from .node_forms import NodeForm, node_form, source_of_outputs
 from .nodecheck import checker_message
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED, RuntimeProfile, TableProfile
 from .scan_captures import scan_captures_passed_in
+
+Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
 
 # how good a verdict is for a node to keep: a form is chosen only where its verdict is better
 _RANK = {REFUSED: 0, DOUBTFUL: 1, UNVERIFIED: 1, PARTLY: 2, SUPPORTED: 3}
@@ -219,22 +225,23 @@ def element_type_name(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) ->
 class OpChoice:
     """A node rewritten into nodes (of other ops, or the same op with other inputs) that mean
     the same on every input, where the runtime judges each of them better than the node: the
-    op it applies to, whether it applies to a node (given its form, op version and the
-    constants in scope by name), the nodes that replace it (the last one gives its outputs;
-    given fresh names and the opset; None where it cannot be replaced after all), the form of
+    op it applies to, whether it applies to a node (given its form, op version, the constants
+    in scope and the values' types by name), the nodes that replace it (the last one gives its
+    outputs; given fresh names and the opset; None where it cannot be replaced after all), the form of
     that last node where it is of the same op (None: each node judged by its own form), and
     what the report says of it."""
 
     op_type: str
-    applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto]], bool]
+    applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto], Types], bool]
     replacement: Callable[
-        [onnx.NodeProto, NodeForm, Mapping[str, onnx.TensorProto], NameAllocator, int], list[onnx.NodeProto] | None
+        [onnx.NodeProto, NodeForm, Mapping[str, onnx.TensorProto], NameAllocator, int, Types],
+        list[onnx.NodeProto] | None,
     ]
     form_after: Callable[[NodeForm], NodeForm] | None
     said: str
 
 
-def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants) -> bool:
+def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Equal broadcasting by numpy's rule (7+) of two bool tensors."""
     return (
         version >= 7
@@ -244,7 +251,7 @@ def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int, constant
     )
 
 
-def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int) -> list:
+def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
     """Equal(a, b) = Not(Xor(a, b)) on bools, broadcast alike."""
     unequal = names.fresh(f"{node.output[0]}_unequal")
     return [
@@ -253,7 +260,7 @@ def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocat
     ]
 
 
-def _pads_of_named_axes(node: onnx.NodeProto, form: NodeForm, version: int, constants) -> bool:
+def _pads_of_named_axes(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Pad (18+) given its axes, its pads and axes constants (none of them external), the
     data's rank known, the axes in range and each named once."""
     if version < 18 or len(node.input) < 4 or not node.input[3]:
@@ -271,7 +278,9 @@ def _pads_of_named_axes(node: onnx.NodeProto, form: NodeForm, version: int, cons
     return len(set(named.tolist())) == named.size and numpy_helper.to_array(pads).size == 2 * named.size
 
 
-def _pads_over_every_axis(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int) -> list:
+def _pads_over_every_axis(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list:
     """Pad(x, pads, value, axes) = Pad(x, pads', value): pads' gives every axis of x its begin and
     end (those of pads for the axes named, 0 for the others), as Pad's definition pads them."""
     rank = dict(form.ranks)[0]
@@ -307,13 +316,13 @@ def _without_axes(form: NodeForm) -> NodeForm:
     )  # fmt: skip
 
 
-def _shift_of_version_28(node: onnx.NodeProto, form: NodeForm, version: int, constants) -> bool:
+def _shift_of_version_28(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """BitShift-28 of a known element type."""
     return version >= 28 and 0 in dict(form.types)
 
 
 def _shift_in_unsigned_carrier(
-    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
 ) -> list | None:
     """BitShift-28 by the nodes its version adapter down to 11 writes, at the node's own opset:
     a shift of an unsigned carrier by amounts in range (rules/versions/bitshift.py), which
@@ -337,6 +346,80 @@ def _shift_in_unsigned_carrier(
         return None
 
 
+def _ints(node: onnx.NodeProto, name: str) -> list[int] | None:
+    return next((list(a.ints) for a in node.attribute if a.name == name), None)
+
+
+def _spatial_sizes(node: onnx.NodeProto, types: Types) -> list[int] | None:
+    """The sizes of the pooled axes of the node's input (all but the first two), where all known."""
+    shape = shapes_and_types(node, types)[0].get(node.input[0]) if node.input else None
+    if not shape or len(shape) < 3 or any(size is None for size in shape[2:]):
+        return None
+    return list(shape[2:])
+
+
+def _floor_mode_ends(node: onnx.NodeProto, types: Types) -> list[int] | None:
+    """The end pads under which MaxPool-22 with ``ceil_mode=0`` makes the windows the node makes
+    with ``ceil_mode=1`` (explicit pads, no dilation): along an axis of size n, kernel k, stride
+    s, pads b and e, the node makes c = ⌈(n + b + e - k) / s⌉ + 1 windows, less the last where it
+    would start in the right padding ((c - 1)·s ≥ n + b); ⌊(n + b + e' - k) / s⌋ + 1 = c for
+    e' = max(0, (c - 1)·s + k - n - b), the windows starting where they did. A max never takes
+    a padded element, and every window starts inside x or its left padding (b < k), so each
+    holds the same elements. None where an e' would reach a whole kernel (e' < k, as
+    onnxruntime asks) or the floor does not count c."""
+    sizes, kernel = _spatial_sizes(node, types), _ints(node, "kernel_shape")
+    if sizes is None or kernel is None or len(kernel) != len(sizes):
+        return None
+    axes = len(sizes)
+    strides = _ints(node, "strides") or [1] * axes
+    pads = _ints(node, "pads") or [0] * (2 * axes)
+    if len(strides) != axes or len(pads) != 2 * axes:
+        return None
+    ends = []
+    for n, k, s, b, e in zip(sizes, kernel, strides, pads[:axes], pads[axes:], strict=True):
+        if b >= k or e >= k or s < 1:
+            return None
+        count = -(-(n + b + e - k) // s) + 1
+        if (count - 1) * s >= n + b:
+            count -= 1
+        end = max(0, (count - 1) * s + k - n - b)
+        if end >= k or (n + b + end - k) // s + 1 != count:
+            return None
+        ends.append(end)
+    return ends
+
+
+def _ceil_windows_of_version_22(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """MaxPool-22 with ``ceil_mode=1``, explicit pads (auto_pad NOTSET), no dilation, and the
+    sizes of its input's pooled axes known."""
+    auto_pad = next((a.s for a in node.attribute if a.name == "auto_pad"), b"NOTSET")
+    dilations = _ints(node, "dilations")
+    return (
+        version >= 22
+        and next((a.i for a in node.attribute if a.name == "ceil_mode"), 0) == 1
+        and auto_pad == b"NOTSET"
+        and (dilations is None or set(dilations) <= {1})
+        and _floor_mode_ends(node, types) is not None
+    )
+
+
+def _pool_in_floor_mode(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list[onnx.NodeProto]:
+    """MaxPool(x, ceil_mode=1, pads b, e) = MaxPool(x, ceil_mode=0, pads b, e'), e' of
+    :func:`_floor_mode_ends`: the same windows, so the same maxima and indices."""
+    ends = _floor_mode_ends(node, types)
+    begins = (_ints(node, "pads") or [0] * (2 * len(ends)))[: len(ends)]
+    pooled = onnx.NodeProto()
+    pooled.CopyFrom(node)
+    kept = [a for a in pooled.attribute if a.name not in ("ceil_mode", "pads")]
+    del pooled.attribute[:]
+    pooled.attribute.extend(kept)
+    if any(begins) or any(ends):
+        pooled.attribute.append(onnx.helper.make_attribute("pads", [*begins, *ends]))
+    return [pooled]
+
+
 OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
@@ -358,6 +441,13 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _shift_in_unsigned_carrier,
         None,
         "BitShift-28 -> a shift of an unsigned carrier by amounts in range (the runtime runs those better)",
+    ),
+    OpChoice(
+        "MaxPool",
+        _ceil_windows_of_version_22,
+        _pool_in_floor_mode,
+        None,
+        "MaxPool-22 ceil_mode=1 -> ceil_mode=0 with the end pads that make the same windows",
     ),
 )
 _CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)
@@ -383,9 +473,9 @@ def better_ops(
         if version is None:
             continue
         before, form = check_form(node, None)
-        if not choice.applies(node, form, version, constants):
+        if not choice.applies(node, form, version, constants, check_form.types):
             continue
-        replacement = choice.replacement(node, form, constants, trial_names, opset)
+        replacement = choice.replacement(node, form, constants, trial_names, opset, check_form.types)
         if replacement is None:
             continue
         *made, last = replacement
@@ -415,7 +505,7 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
                 nodes.append(node)
                 continue
             _, form = check_form(node, None)
-            nodes.extend(choice.replacement(node, form, constants, names, opset))
+            nodes.extend(choice.replacement(node, form, constants, names, opset, check_form.types))
             made[choice.said] += 1
             replaced = True
         if replaced:

@@ -654,3 +654,127 @@ def test_a_pad_reads_its_own_constants_not_a_local_functions_of_the_same_names()
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(result.model, {"x": x})
     assert got.shape == want.shape == (2, 3, 8) and got.tobytes() == want.tobytes()
+
+
+# -- MaxPool-22 in ceil mode as floor mode ---------------------------------------------------------
+
+
+def _ceil_pool_profile(ceil_case: str = "wrong"):
+    """A runtime that gets version 22's dropped ceil_mode window ``ceil_case`` (OpenVINO makes
+    it) and pools in floor mode, padded or not, right."""
+    cases = {
+        "test_maxpool_2d_ceil_output_size_reduce_by_one": ("MaxPool", 22, "FLOAT", ceil_case),
+        "test_maxpool_2d_ceil": ("MaxPool", 22, "FLOAT", "right"),
+        "test_maxpool_2d_pads": ("MaxPool", 22, "FLOAT", "right"),
+        "test_maxpool_2d_default": ("MaxPool", 22, "FLOAT", "right"),
+    }
+    return _profile_of("maxpool-ceil-window", 22, cases)
+
+
+def _ceil_pools(configurations, indices: bool) -> onnx.ModelProto:
+    """One MaxPool-22 with ceil_mode=1 per (size, kernel, stride, begin, end), 1-D, over x_SIZE
+    [1, 2, SIZE]; each node's Y (and Indices) an output of the model."""
+    sizes = sorted({size for size, *_ in configurations})
+    nodes, outputs = [], []
+    for k, (size, kernel, stride, begin, end) in enumerate(configurations):
+        written = [f"y{k}", f"i{k}"] if indices else [f"y{k}"]
+        nodes.append(helper.make_node("MaxPool", [f"x{size}"], written, name=f"pool{k}", ceil_mode=1,
+                                      kernel_shape=[kernel], strides=[stride], pads=[begin, end]))  # fmt: skip
+        outputs += [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [None] * 3)]
+        outputs += [helper.make_tensor_value_info(f"i{k}", TensorProto.INT64, [None] * 3)] if indices else []
+    inputs = [helper.make_tensor_value_info(f"x{size}", TensorProto.FLOAT, [1, 2, size]) for size in sizes]
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+
+
+CEIL_POOLS = [
+    (size, kernel, stride, begin, end)
+    for size in range(1, 8) for kernel in range(1, 4) for stride in range(1, 4)
+    for begin in range(kernel) for end in range(kernel) if size + begin + end >= kernel
+]  # fmt: skip
+POOL_SAID = "MaxPool-22 ceil_mode=1 -> ceil_mode=0 with the end pads that make the same windows"
+
+
+def _pool_feeds(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """Each input filled with float edge values (NaN, ±inf, ±0, the extremes) in a fixed order."""
+    from lowering.samples import edge_values
+
+    values = edge_values(TensorProto.FLOAT)
+    feeds = {}
+    for k, info in enumerate(model.graph.input):
+        shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
+        feeds[info.name] = np.roll(np.resize(values, int(np.prod(shape))), 3 * k).reshape(shape).astype(np.float32)
+    return feeds
+
+
+def test_every_ceil_mode_maxpool_22_has_floor_mode_pads_making_the_same_windows():
+    """Every 1-D MaxPool-22 with ceil_mode=1 of size 1-7, kernel 1-3, stride 1-3 and pads below
+    the kernel, in floor mode with the end pads chosen: the same maxima and indices, bit for bit,
+    on edge values (version 22 drops a window that would start in the right padding: sizes 2,
+    kernel 1, stride 2 among them)."""
+    from lowering import target_forms
+    from lowering.node_forms import node_form
+
+    model = _ceil_pools(CEIL_POOLS, indices=True)
+    onnx.checker.check_model(model, full_check=True)
+    types = {info.name: info.type for info in model.graph.input}
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    del rewritten.graph.node[:]
+    for node in model.graph.node:
+        form = node_form(node, 22, set(types), set(), {}, {}, set())
+        assert target_forms._ceil_windows_of_version_22(node, form, 22, {}, types), node.name
+        rewritten.graph.node.extend(target_forms._pool_in_floor_mode(node, form, {}, None, 22, types))
+    assert all(a.name != "ceil_mode" for n in rewritten.graph.node for a in n.attribute)
+    onnx.checker.check_model(rewritten, full_check=True)
+    feeds = _pool_feeds(model)
+    want, got = run_onnxruntime(model, feeds), run_onnxruntime(rewritten, feeds)
+    dropped = 0
+    outputs = zip(CEIL_POOLS, want[::2], got[::2], want[1::2], got[1::2], strict=True)
+    for (size, kernel, stride, begin, end), *pairs in outputs:
+        for expected, actual in zip(pairs[::2], pairs[1::2], strict=True):
+            assert actual.shape == expected.shape and actual.tobytes() == expected.tobytes(), (size, kernel, stride)
+        dropped += pairs[0].shape[-1] == -(-(size + begin + end - kernel) // stride)  # (one less than the ceil)
+    assert dropped > 0
+
+
+def test_a_ceil_mode_maxpool_goes_to_floor_mode_where_the_runtime_makes_the_dropped_window():
+    """The backend case test_maxpool_2d_ceil_output_size_reduce_by_one (2 by 2, kernel 1, stride
+    2: version 22 makes 1 window of the 2 the ceil counts), and a pooling whose end pads grow."""
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["y"], name="case", ceil_mode=1, kernel_shape=[1, 1], strides=[2, 2]),
+        helper.make_node("MaxPool", ["x5"], ["z"], name="grown", ceil_mode=1, kernel_shape=[3], strides=[2]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2]),
+                     helper.make_tensor_value_info("x5", TensorProto.FLOAT, [1, 1, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [None] * 3)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    findings = check_model(model, _ceil_pool_profile())
+    assert [f.node for f in findings if f"--target chooses the form {POOL_SAID}" in str(f)] == ["case", "grown"]
+    result = lowering.lower_model(model, target=_ceil_pool_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {POOL_SAID: 2}
+    case, grown = result.model.graph.node
+    assert {a.name for a in case.attribute} == {"kernel_shape", "strides"}
+    assert helper.get_attribute_value(next(a for a in grown.attribute if a.name == "pads")) == [0, 1]
+    feeds = _pool_feeds(model)
+    want, got = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert [w.shape for w in want] == [(1, 1, 1, 1), (1, 1, 3)]
+    assert all(g.shape == w.shape and g.tobytes() == w.tobytes() for g, w in zip(got, want, strict=True))
+    kept = lowering.lower_model(model, target=_ceil_pool_profile("right"), fold="none")
+    assert not kept.report.forms and [n.attribute for n in kept.model.graph.node] == [n.attribute for n in nodes]
+
+
+def test_a_ceil_mode_maxpool_of_unknown_sizes_or_dilated_stays():
+    for shape, dilations in (([1, 1, "n"], [1]), ([1, 1, 6], [2])):
+        graph = helper.make_graph(
+            [helper.make_node("MaxPool", ["x"], ["y"], name="pool", ceil_mode=1, kernel_shape=[3], strides=[2],
+                              dilations=dilations)], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 3)],
+        )  # fmt: skip
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+        assert all(POOL_SAID not in str(finding) for finding in check_model(model, _ceil_pool_profile()))
