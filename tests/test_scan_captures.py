@@ -192,3 +192,39 @@ def test_a_body_output_naming_an_outer_value_gives_it_and_a_sequence_stays_read_
     }
     s_final, ys = run_onnxruntime(passed, feeds)
     assert s_final.tolist() == [10, -1] and ys.tolist() == [[3, -1]] * 3
+
+
+def test_a_scan_inside_an_if_branch_reads_the_main_graph_and_the_branch_passed_in():
+    """The Scan in the then-branch reads the main graph's scale (fed), a small constant (the
+    main graph's bias) and a value the branch computes (shifted): each passed in there, the
+    branch's value carried from the branch itself; the bits are the same on either branch."""
+    body = helper.make_graph([helper.make_node("Mul", ["x_t", "scale"], ["a"]),
+                              helper.make_node("Add", ["a", "shifted"], ["b"]),
+                              helper.make_node("Add", ["b", "bias"], ["c"]),
+                              helper.make_node("Add", ["s_in", "c"], ["s_out"])], "body",
+                             [_float("s_in", [2]), _float("x_t", [2])], [_float("s_out", [2])])  # fmt: skip
+    then_branch = helper.make_graph(
+        [helper.make_node("Neg", ["scale"], ["shifted"]),
+         helper.make_node("Scan", ["s0", "xs"], ["s_final"], num_scan_inputs=1, body=body)], "then", [],
+        [_float("s_final", [2])],
+    )  # fmt: skip
+    else_branch = helper.make_graph([helper.make_node("Identity", ["s0"], ["kept"])], "else", [], [_float("kept", [2])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)], "g",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []), _float("s0", [2]), _float("xs", [3, 2]),
+         _float("scale", [2])],
+        [_float("y", [2])], [numpy_helper.from_array(np.array([0.5, -0.0], np.float32), "bias")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    passed, count = _passed(model)
+    assert count == 3 and _every_body_reads_nothing_from_outside(passed)
+    [then_passed] = [g for g in nested_graphs(passed.graph.node) if g.name == "then"]
+    scan = then_passed.node[-1]
+    assert scan.op_type == "Scan" and list(scan.input)[:3] == ["s0", "scale", "shifted"]
+    for cond in (True, False):
+        feeds = {"cond": np.array(cond), "s0": np.array([1, -0.0], np.float32),
+                 "xs": np.array([[1, np.inf], [-2, 3], [np.nan, 0.25]], np.float32),
+                 "scale": np.array([3, -1.5], np.float32)}  # fmt: skip
+        want, got = run_onnxruntime(model, feeds), run_onnxruntime(passed, feeds)
+        assert [g.tobytes() for g in got] == [w.tobytes() for w in want]

@@ -531,3 +531,36 @@ def test_every_attention_body_tests_masked_rows_without_a_maximum():
                 assert "ReduceMax" not in [producers.get(name) for name in node.input], case.name
             counted += node.op_type == "ReduceMin"
     assert counted >= 10, counted
+
+
+def test_a_fully_masked_row_inside_a_local_function_is_counted_too():
+    """Attention-23 in a local function, its mask's second row all -inf: lowered there by its body,
+    repaired as in the main graph (no Equal reads a ReduceMax), and the row's output 0 as
+    onnxruntime's kernel gives it, the rest within the body's tolerance."""
+    four_d = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 3, 4]) for n in ("q", "k", "v")]
+    function = helper.make_function(
+        "local", "Attend", ["q", "k", "v", "mask"], ["y"],
+        [helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"])], [helper.make_opsetid("", 23)],
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("Attend", ["q", "k", "v", "mask"], ["y"], domain="local", name="call")], "g",
+        [*four_d, helper.make_tensor_value_info("mask", TensorProto.FLOAT, [3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 4])],
+    )  # fmt: skip
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 23), helper.make_opsetid("local", 1)], functions=[function]
+    )
+    onnx.checker.check_model(model, full_check=True)
+    lowered = lowering.lower(model, ops=["Attention"], fold="none")
+    onnx.checker.check_model(lowered, full_check=True)
+    bodies = [lowered.graph, *lowered.functions]
+    nodes = [node for body in bodies for node in body.node]
+    assert "Attention" not in {node.op_type for node in nodes} and "ReduceMin" in {node.op_type for node in nodes}
+    producers = {output: node.op_type for node in nodes for output in node.output}
+    assert all("ReduceMax" not in [producers.get(name) for name in n.input] for n in nodes if n.op_type == "Equal")
+    rng = np.random.default_rng(23)
+    feeds = {name: rng.standard_normal([1, 2, 3, 4]).astype(np.float32) for name in ("q", "k", "v")}
+    feeds["mask"] = np.array([[0, -1, 0], [-np.inf] * 3, [0, 0, -np.inf]], np.float32)
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(lowered, feeds)
+    assert (want[:, :, 1] == 0).all() and (got[:, :, 1] == 0).all()
+    np.testing.assert_allclose(got, want, rtol=BACKEND_TOLERANCE.rtol, atol=BACKEND_TOLERANCE.atol)
