@@ -11,7 +11,7 @@ the plain specification; :mod:`lowering.fast`, the same bytes faster).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import onnx
 
@@ -385,6 +385,13 @@ class Legalizer:
             raise LoweringError(f"{cannot_move}; nor by its rule: {reason}")
         if self.converting:
             kept = self._kept_at_target(rule, version, scope, node, location)[0] if requested else None
+            if kept is None and not requested:
+                # (the target's version takes the node, but no kernel of the runtime runs it, and the rule
+                # cannot stand in: kept, as a node of an op no rule owns is, and not reported as left)
+                blind = replace(self.target, kernels=lambda: None)
+                kept = node_moves.keep_owned(rule, version, scope, node, blind, self.names, self.report)
+                if kept is not None:
+                    return kept
             if kept is None:
                 raise LoweringError(
                     f"{location}: {node.op_type}-{version} cannot be expressed at opset {scope.opset}: "

@@ -78,7 +78,8 @@ def first_paragraph(text: str) -> str:
 def shorten(text: str, room: int) -> str:
     """``text`` where it fits in ``room`` characters, else cut after the last clause that fits
     (at ``; ``, ``: `` or ``, `` outside brackets; failing that, a space outside brackets, then
-    any space), with `` …``."""
+    any space, each past the first third of the room where one is; inside a word only where
+    there is no space), with `` …``."""
     if len(text) <= room:
         return text
     room = max(room - 2, 10)
@@ -97,6 +98,9 @@ def shorten(text: str, room: int) -> str:
         if fitting:
             kept = text[: fitting[-1]]
             return kept.removesuffix(" =").rstrip(",;:") + " …"
+    if cuts[" "] or cuts["any"]:  # (a cut early in the line, rather than inside a word)
+        kept = text[: (cuts[" "] or cuts["any"])[-1]]
+        return kept.removesuffix(" =").rstrip(",;:") + " …"
     return text[:room] + " …"
 
 

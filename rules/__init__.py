@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     isnan,
     melweightmatrix,
     optional,
+    quantize_linear,
     range,
     recurrent,
     resize,

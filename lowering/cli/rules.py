@@ -174,8 +174,8 @@ def summarize_types(type_strings: list[str]) -> str:
 def _elements(names: set[str]) -> str:
     if names >= _EVERY:
         return "every type"
-    if len(names) > 10:
-        return f"every type but {_compact(sorted(_EVERY - names))}"
+    if len(names) > 10:  # (the shorter of what it takes and what it does not)
+        return min(f"every type but {_compact(sorted(_EVERY - names))}", _compact(sorted(names)), key=len)
     ordered = [n for n in _FIRST if n in names] + sorted(n for n in names if n not in _FIRST)
     eights = [n for n in ordered if n.startswith("float8")]
     if len(eights) > 1:
@@ -192,6 +192,6 @@ def _compact(names: list[str]) -> str:
             widths[stem].append(width)
     parts = []
     for stem, found in widths.items():
-        found.sort(key=lambda w: -int(w) if w else 0)
+        found.sort(key=lambda w: -int(w) if w else -1000)  # (the bare stem first: float/16)
         parts.append(stem + "/".join(found))
     return ", ".join(parts)

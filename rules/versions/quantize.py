@@ -5,14 +5,12 @@ cannot take (blocks, 16-bit integers, float16 values, per slice below 13) as its
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.builder import Builder, Value
+from lowering.builder import Builder
 from lowering.conversion.adapters import (
     AdapterContext,
     adapter,
@@ -21,6 +19,8 @@ from lowering.conversion.adapters import (
     require_types_taken,
 )
 from lowering.errors import NotLowered
+
+from ..quantize_linear import WHOLE_NUMBERS, dequantized, lined_up, quantized
 
 QUANTIZE_13 = "version 13 takes a scale and zero point per slice along axis; version 10 only scalars"
 QUANTIZE_19 = (
@@ -119,12 +119,6 @@ def _takes_axis(node: onnx.NodeProto, context: AdapterContext) -> bool:
     return schema is not None and "axis" in schema.attributes
 
 
-# The x types whose (x - z) is exact in int32 and then in float32.
-WHOLE_NUMBERS = frozenset(
-    {onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT16, onnx.TensorProto.UINT16}
-)
-
-
 def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
     """``y = Mul(Cast(Sub(Cast(x, int32), Cast(z, int32)), float), s)``, the scale (and zero point)
     lined up with x: as they are when scalars, reshaped to ``[D, 1, ..., 1]`` per axis, gathered
@@ -145,17 +139,8 @@ def _dequantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) ->
             "by float32 arithmetic either",
         )
     b = context.builder(node)
-    lined_up = _lined_up(b, node, context, f"dequantizes {what}")
-    x, scale, zero = node.input[0], node.input[1], node.input[2] if len(node.input) > 2 else ""
-    if lined_up is not None:
-        scale = lined_up(scale)
-        zero = lined_up(zero) if zero else ""
-    if zero:
-        int32 = onnx.TensorProto.INT32
-        value = b.Cast(b.Sub(b.Cast(x, to=int32), b.Cast(zero, to=int32)), to=onnx.TensorProto.FLOAT)
-    else:
-        value = b.Cast(x, to=onnx.TensorProto.FLOAT)
-    b.Mul(value, scale, outputs=[node.output[0]])
+    scale, zero = _lined_up(b, node, context, f"dequantizes {what}")
+    dequantized(b, node.input[0], scale, zero, outputs=[node.output[0]])
     return b.nodes
 
 
@@ -184,31 +169,23 @@ def _quantized_type(node: onnx.NodeProto, context: AdapterContext) -> int | None
     return onnx.TensorProto.UINT8
 
 
-def _lined_up(
-    b: Builder, node: onnx.NodeProto, context: AdapterContext, what: str
-) -> Callable[[str | Value], Value] | None:
-    """A function lining a scale (or zero point) up with x, None where it already is: reshaped
-    to ``[D, 1, ..., 1]`` per axis, gathered along the axis block by block."""
-    scale_shape = context.shape_of(node.input[1])
-    rank = context.rank_of(node.input[0])
+def _lined_up(b: Builder, node: onnx.NodeProto, context: AdapterContext, what: str) -> tuple[str, str]:
+    """The node's scale and zero point ("" where none) lined up with x
+    (:func:`rules.quantize_linear.lined_up`); refused where the shapes that needs are unknown."""
     axis = attribute_of(node, "axis")
-    axis = 1 if axis is None else axis
-    if scale_shape is None or (scale_shape != [] and rank is None):
-        raise _refused(node, context, f"{what}, and the ranks of its scale and input are not known")
-    if scale_shape == []:
-        return None
-    axis = axis + rank if axis < 0 else axis
-    block_size = attribute_of(node, "block_size")
-    if block_size:
-        length = context.shape_of(node.input[0])[axis]
-        if not isinstance(length, int):
-            raise _refused(node, context, f"{what} along axis {axis}, whose length is not known")
-        indices = b.ints([i // block_size for i in range(length)], "block_indices")
-        return lambda value: b.Gather(value, indices, axis=axis)
-    if axis == rank - 1 or len(scale_shape) != 1:
-        return None
-    shape = b.ints([-1] + [1] * (rank - axis - 1), "per_axis_shape")
-    return lambda value: b.Reshape(value, shape)
+    x_shape = context.shape_of(node.input[0])
+    if x_shape is None and context.rank_of(node.input[0]) is not None:
+        x_shape = [None] * context.rank_of(node.input[0])
+    try:
+        line_up = lined_up(
+            b, context.shape_of(node.input[1]), x_shape, 1 if axis is None else axis, attribute_of(node, "block_size")
+        )
+    except ValueError as unknown:
+        raise _refused(node, context, f"{what}, and {unknown}") from None
+    scale, zero = node.input[1], node.input[2] if len(node.input) > 2 else ""
+    if line_up is None:
+        return scale, zero
+    return line_up(scale).name, line_up(zero).name if zero else ""
 
 
 def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.NodeProto]:
@@ -246,24 +223,8 @@ def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> l
             node, context, f"{what}, and Round, which its formula needs, does not exist before opset {first}"
         )
     b = context.builder(node)
-    float32 = onnx.TensorProto.FLOAT
-    lined_up = _lined_up(b, node, context, what)
-    x, scale, zero = node.input[0], node.input[1], node.input[2] if len(node.input) > 2 else ""
-    if lined_up is not None:
-        scale = lined_up(scale)
-        zero = lined_up(zero) if zero else ""
-    if x_type != float32:
-        x, scale = b.Cast(x, to=float32), b.Cast(scale, to=float32)
-    q = b.Div(x, scale)
-    value = b.Round(q)
-    if zero:
-        value = b.Add(value, b.Cast(zero, to=float32))
-    info = np.iinfo(helper.tensor_dtype_to_np_dtype(y_type))
-    low, high = b.scalar(float(info.min), float32, "least"), b.scalar(float(info.max), float32, "greatest")
-    saturated = b.Clip(value, low, high)
-    # onnxruntime's kernel sends NaN to the least value; Clip and Cast leave NaN to the kernel.
-    # (q == q is false just for NaN: IsNaN is not written, as it may be an op to lower.)
-    b.Cast(b.Where(b.Equal(q, q), saturated, low), to=y_type, outputs=[node.output[0]])
+    scale, zero = _lined_up(b, node, context, what)
+    quantized(b, node.input[0], scale, zero, x_type, y_type, outputs=[node.output[0]])
     return b.nodes
 
 
