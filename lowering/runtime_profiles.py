@@ -85,6 +85,12 @@ class RuntimeProfile:
             found[op].append((version, type_name, outcomes))
         return dict(found)
 
+    def runs_at_all(self, op_type: str, version: int) -> bool | None:
+        """Whether some probed case of ``op_type``-``version`` ran right, on any type and form;
+        None where none was probed."""
+        outcomes = [o for v, _, found in self._by_op.get(op_type, []) if v == version for o in found]
+        return any(o[1] == "right" for o in outcomes) if outcomes else None
+
     def verdict(self, op_type: str, version: int, type_name: str, form: NodeForm | None = None) -> Verdict:
         """What the probe says of ``op_type``-``version`` on ``type_name`` (an element type's
         name as onnx spells it, "FLOAT"; "" where unknown), from the cases nearest the node's
@@ -191,6 +197,10 @@ class TableProfile:
     def table(self) -> str:
         """The table, as a verdict names it: ``docs/operators.md of onnx/onnx-tensorrt at release/10.1-GA``."""
         return f"{self.source.get('path')} of {self.source.get('repo')} at {self.source.get('ref')}"
+
+    def runs_at_all(self, op_type: str, version: int) -> bool | None:
+        """Whether the table lists ``op_type``-``version`` as supported on some type."""
+        return self.verdict(op_type, version, "").kind != REFUSED
 
     def verdict(self, op_type: str, version: int, type_name: str, form: NodeForm | None = None) -> Verdict:
         """What the table says of ``op_type``-``version`` on ``type_name`` (onnx's name, "FLOAT";

@@ -13,9 +13,11 @@ import onnx
 
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
+from .function_bodies import body_op_types, ops_with_bodies
 from .graphs import held_graphs, holds_graphs
 from .naming import NameAllocator
 from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
+from .registry import rule_for
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
@@ -38,6 +40,9 @@ MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: low
 MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the blockers at the first)
 
 
+OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
+
+
 @dataclass(frozen=True)
 class Finding:
     """One node (or the model's opset) against the profile: where it is, its op, version and
@@ -56,6 +61,11 @@ class Finding:
     @property
     def blocks(self) -> bool:
         return self.verdict.blocks
+
+    @property
+    def of_a_node(self) -> bool:
+        """A node's finding, not the model opset's (a node may have no name)."""
+        return self.op_type != OPSET_FINDING
 
     @property
     def location(self) -> str:
@@ -122,16 +132,16 @@ def check_model(
             return findings
         refused_there = _unlowerable_among(findings)
         findings = check_model(model, profile, best, lowerable)
-        if not any(f.op_type == "(opset)" for f in findings):  # (the model's opset loads, but must change)
+        if not any(f.op_type == OPSET_FINDING for f in findings):  # (the model's opset loads, but must change)
             why = f"at opset {default} the runtime refuses {refused_there} node(s) no pattern lowers, at {best} fewer"
-            opset_finding = Finding("(opset)", model_opset, "", model.graph.name, "", Verdict(REFUSED, why), None)
+            opset_finding = Finding(OPSET_FINDING, model_opset, "", model.graph.name, "", Verdict(REFUSED, why), None)
             findings.insert(0, dataclasses.replace(opset_finding, fix=f"converted to opset {best}"))
         return findings
     findings: list[Finding] = []
     opset_verdict = profile.opset_verdict(model_opset)
     if opset_verdict.kind != SUPPORTED:
         fix = f"converted to opset {opset}" if opset in profile.opsets else None
-        findings.append(Finding("(opset)", model_opset, "", model.graph.name, "", opset_verdict, fix))
+        findings.append(Finding(OPSET_FINDING, model_opset, "", model.graph.name, "", opset_verdict, fix))
     types = inferred_types(model)
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
@@ -217,7 +227,7 @@ def _unlowerable(model: onnx.ModelProto, profile, opset: int, lowerable: frozens
 
 
 def _unlowerable_among(findings: list[Finding]) -> int:
-    return sum(1 for f in findings if f.blocks and f.node and not f.fix)
+    return sum(1 for f in findings if f.blocks and f.of_a_node and not f.fix)
 
 
 def opsets_for_target(
@@ -240,9 +250,39 @@ def opsets_for_target(
     ranked = []
     for opsets in groups.values():
         nearest = default if default in opsets else min(opsets, key=lambda o: (abs(o - model_opset), o > model_opset))
-        unlowerable = _unlowerable(model, profile, nearest, lowerable)
-        ranked.append((unlowerable, nearest != default, abs(nearest - model_opset), nearest > model_opset, nearest))
+        findings = check_model(model, profile, nearest, lowerable)
+        unlowerable, unrun = _unlowerable_among(findings), _written_unrun(findings, profile, nearest, lowerable)
+        ranked.append(
+            (unlowerable, unrun, nearest != default, abs(nearest - model_opset), nearest > model_opset, nearest)
+        )
     return [entry[-1] for entry in sorted(ranked)] or [default]
+
+
+def _written_unrun(findings: list[Finding], profile, opset: int, lowerable: frozenset[str]) -> int:
+    """How many of the ops that the patterns lowering the refused nodes of ``findings`` are known
+    to write (a rule's ``emits``, a function body's ops) the runtime runs in no probed case at
+    ``opset`` (onnx2torch has no Cast-25 and no Round-22: QuantizeLinear's formula at opset 28
+    cannot run there, at 17 it can)."""
+    written: set[str] = set()
+    for finding in findings:
+        if finding.blocks and finding.of_a_node and finding.op_type in lowerable and finding.version is not None:
+            written |= _ops_written_for(finding.op_type, finding.version)
+    unrun = 0
+    for op_type in sorted(written):
+        version = schemas.version_in_force(op_type, opset)
+        unrun += version is None or profile.runs_at_all(op_type, version) is False
+    return unrun
+
+
+def _ops_written_for(op_type: str, version: int) -> frozenset[str]:
+    """The ops the pattern lowering ``op_type``-``version`` is known to write: its rule's
+    ``emits``, else its function body's ops (none known: empty)."""
+    rule = rule_for("", op_type)
+    if rule is not None and rule.serves(version):
+        return frozenset(rule.emits or ())
+    if version in ops_with_bodies().get(op_type, ()):
+        return frozenset(body_op_types(op_type, version) or ())
+    return frozenset()
 
 
 def _control_flow_op_types(model: onnx.ModelProto) -> set[str]:

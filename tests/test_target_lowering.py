@@ -328,3 +328,48 @@ def test_the_constants_a_pattern_writes_are_of_a_version_the_runtime_runs():
     values = np.array([[-np.inf, -3.0, -0.0], [0.0, 1e-40, np.nan]], np.float32)
     got, want = runs_in_onnxruntime(result.model, {"x": values})[0], runs_in_onnxruntime(model, {"x": values})[0]
     assert got.tobytes() == want.tobytes()
+
+
+# QuantizeLinear fails at every version; of the ops its formula writes, Cast-25, Round-22 and
+# Equal-19 run in no case, their older versions do (onnx2torch: converters up to about opset 17)
+FORMULA_RUNS_OLDER = profile(
+    {
+        "quantize_25": ("QuantizeLinear", 25, "FLOAT", "fails"),
+        "quantize_24": ("QuantizeLinear", 24, "FLOAT", "fails"),
+        "quantize_23": ("QuantizeLinear", 23, "FLOAT", "fails"),
+        "quantize_21": ("QuantizeLinear", 21, "FLOAT", "fails"),
+        "quantize_19": ("QuantizeLinear", 19, "FLOAT", "fails"),
+        "quantize_13": ("QuantizeLinear", 13, "FLOAT", "fails"),
+        "cast_25": ("Cast", 25, "FLOAT", "fails"),
+        "cast_13": ("Cast", 13, "FLOAT", "right"),
+        "round_22": ("Round", 22, "FLOAT", "fails"),
+        "round_11": ("Round", 11, "FLOAT", "right"),
+        "equal_19": ("Equal", 19, "FLOAT", "fails"),
+        "equal_13": ("Equal", 13, "FLOAT", "right"),
+    },
+    opsets=range(13, 26),
+)
+
+
+def test_a_target_ranks_opsets_by_the_ops_the_patterns_write_there_too():
+    """An unnamed QuantizeLinear-25 that the runtime refuses at every opset (so each ties on
+    nodes no pattern lowers): the opsets where the ops its formula writes run in some case rank
+    first, and --target lowers it at one of them, not at 25, where Cast-25 and Round-22 would fail."""
+    from lowering.target_lowering import opsets_for_target
+
+    scale = onnx.numpy_helper.from_array(np.array(0.5, np.float32), "scale")
+    zero = onnx.numpy_helper.from_array(np.array(3, np.uint8), "zero")
+    model = make_model(
+        [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [6])],
+        opset=25, initializer=[scale, zero],
+    )  # fmt: skip
+    ranked = opsets_for_target(model, FORMULA_RUNS_OLDER, lowerable_ops())
+    assert ranked[0] <= 18 and 25 not in ranked[:2], ranked  # (Round-22 from 22, Equal-19 from 19)
+    result = lowering.lower_model(model, target=FORMULA_RUNS_OLDER)
+    opset = schemas.default_opset(result.model.opset_import)
+    assert opset <= 18 and "QuantizeLinear" not in {node.op_type for node in result.model.graph.node}
+    x = np.array([0.25, 0.75, -1e9, np.nan, np.inf, 1.25], np.float32)
+    [got], [want] = runs_in_onnxruntime(result.model, {"x": x}), runs_in_onnxruntime(model, {"x": x})
+    assert got.tobytes() == want.tobytes()
