@@ -57,7 +57,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import schemas
-from .conversion.adapters import AdapterContext, adapter_for
+from .conversion.adapters import AdapterContext, adapter_for, attribute_of
 from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
 from .modelio import checkable
@@ -346,10 +346,6 @@ def _shift_in_unsigned_carrier(
         return None
 
 
-def _ints(node: onnx.NodeProto, name: str) -> list[int] | None:
-    return next((list(a.ints) for a in node.attribute if a.name == name), None)
-
-
 def _spatial_sizes(node: onnx.NodeProto, types: Types) -> list[int] | None:
     """The sizes of the pooled axes of the node's input (all but the first two), where all known."""
     shape = shapes_and_types(node, types)[0].get(node.input[0]) if node.input else None
@@ -367,12 +363,12 @@ def _floor_mode_ends(node: onnx.NodeProto, types: Types) -> list[int] | None:
     a padded element, and every window starts inside x or its left padding (b < k), so each
     holds the same elements. None where an e' would reach a whole kernel (e' < k, as
     onnxruntime asks) or the floor does not count c."""
-    sizes, kernel = _spatial_sizes(node, types), _ints(node, "kernel_shape")
+    sizes, kernel = _spatial_sizes(node, types), attribute_of(node, "kernel_shape")
     if sizes is None or kernel is None or len(kernel) != len(sizes):
         return None
     axes = len(sizes)
-    strides = _ints(node, "strides") or [1] * axes
-    pads = _ints(node, "pads") or [0] * (2 * axes)
+    strides = attribute_of(node, "strides") or [1] * axes
+    pads = attribute_of(node, "pads") or [0] * (2 * axes)
     if len(strides) != axes or len(pads) != 2 * axes:
         return None
     ends = []
@@ -392,12 +388,11 @@ def _floor_mode_ends(node: onnx.NodeProto, types: Types) -> list[int] | None:
 def _ceil_windows_of_version_22(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """MaxPool-22 with ``ceil_mode=1``, explicit pads (auto_pad NOTSET), no dilation, and the
     sizes of its input's pooled axes known."""
-    auto_pad = next((a.s for a in node.attribute if a.name == "auto_pad"), b"NOTSET")
-    dilations = _ints(node, "dilations")
+    dilations = attribute_of(node, "dilations")
     return (
         version >= 22
-        and next((a.i for a in node.attribute if a.name == "ceil_mode"), 0) == 1
-        and auto_pad == b"NOTSET"
+        and attribute_of(node, "ceil_mode") == 1
+        and attribute_of(node, "auto_pad") in (None, b"NOTSET")
         and (dilations is None or set(dilations) <= {1})
         and _floor_mode_ends(node, types) is not None
     )
@@ -409,7 +404,7 @@ def _pool_in_floor_mode(
     """MaxPool(x, ceil_mode=1, pads b, e) = MaxPool(x, ceil_mode=0, pads b, e'), e' of
     :func:`_floor_mode_ends`: the same windows, so the same maxima and indices."""
     ends = _floor_mode_ends(node, types)
-    begins = (_ints(node, "pads") or [0] * (2 * len(ends)))[: len(ends)]
+    begins = (attribute_of(node, "pads") or [0] * (2 * len(ends)))[: len(ends)]
     pooled = onnx.NodeProto()
     pooled.CopyFrom(node)
     kept = [a for a in pooled.attribute if a.name not in ("ceil_mode", "pads")]

@@ -19,9 +19,9 @@ QUANTIZED_FROM = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16})
 
 QUANTIZE_EMITS = ("Cast", "Div", "Round", "Add", "Clip", "Where", "Equal", "Reshape", "Gather", "Constant")
 DEQUANTIZE_EMITS = ("Cast", "Sub", "Mul", "Reshape", "Gather", "Constant")
-# Round and Clip's bounds as inputs exist from opset 11, Constant's int64 shapes from 9 (onnx.defs).
+# Round and Clip's bounds as inputs exist from opset 11 (onnx.defs); DequantizeLinear's ops and
+# int64 Constants exist before its version 10.
 QUANTIZE_FIRST_OPSET = schemas.first_opset_writing(QUANTIZE_EMITS, int64_constants=True)
-DEQUANTIZE_FIRST_OPSET = schemas.first_opset_writing(DEQUANTIZE_EMITS, int64_constants=True)
 
 
 def lined_up(
@@ -141,8 +141,6 @@ def dequantize_by_its_formula(
     rounding is the product's, as in onnxruntime's kernel; a float32 scale and output
     (``output_dtype`` unset or float); per tensor, per axis or in blocks as QuantizeLinear.
     Not lowered otherwise (int32, float8, 4- and 2-bit x, float16 or bfloat16 scales)."""
-    if b.opset < DEQUANTIZE_FIRST_OPSET:
-        raise NotLowered(f"the formula writes int64 shapes, which Constant holds from opset {DEQUANTIZE_FIRST_OPSET}")
     if x.element_type not in WHOLE_NUMBERS:
         kind = "an unknown type" if x.element_type is None else schemas.type_name(x.element_type)
         raise NotLowered(f"its x is {kind}, which is not an 8- or 16-bit integer")

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import lowering
 from lowering.folding import MAX_FOLDED_ELEMENTS
+from lowering.graphs import nested_graphs
 from lowering.runtime_profiles import profile_from_data
 from lowering.target_lowering import TargetRefused, check_model
 from lowering.verification.runtime import run_onnxruntime
@@ -712,8 +713,8 @@ def test_every_ceil_mode_maxpool_22_has_floor_mode_pads_making_the_same_windows(
     the kernel, in floor mode with the end pads chosen: the same maxima and indices, bit for bit,
     on edge values (version 22 drops a window that would start in the right padding: sizes 2,
     kernel 1, stride 2 among them)."""
-    from lowering import target_forms
     from lowering.node_forms import node_form
+    from lowering.target_forms import OP_CHOICES
 
     model = _ceil_pools(CEIL_POOLS, indices=True)
     onnx.checker.check_model(model, full_check=True)
@@ -721,10 +722,11 @@ def test_every_ceil_mode_maxpool_22_has_floor_mode_pads_making_the_same_windows(
     rewritten = onnx.ModelProto()
     rewritten.CopyFrom(model)
     del rewritten.graph.node[:]
+    [choice] = [choice for choice in OP_CHOICES if choice.op_type == "MaxPool"]
     for node in model.graph.node:
         form = node_form(node, 22, set(types), set(), {}, {}, set())
-        assert target_forms._ceil_windows_of_version_22(node, form, 22, {}, types), node.name
-        rewritten.graph.node.extend(target_forms._pool_in_floor_mode(node, form, {}, None, 22, types))
+        assert choice.applies(node, form, 22, {}, types), node.name
+        rewritten.graph.node.extend(choice.replacement(node, form, {}, None, 22, types))
     assert all(a.name != "ceil_mode" for n in rewritten.graph.node for a in n.attribute)
     onnx.checker.check_model(rewritten, full_check=True)
     feeds = _pool_feeds(model)
@@ -778,3 +780,29 @@ def test_a_ceil_mode_maxpool_of_unknown_sizes_or_dilated_stays():
         )  # fmt: skip
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
         assert all(POOL_SAID not in str(finding) for finding in check_model(model, _ceil_pool_profile()))
+
+
+def test_a_ceil_mode_maxpool_in_an_if_branch_goes_to_floor_mode_too():
+    """The backend case's pooling inside an If's then-branch (reading the main graph's x): written
+    in floor mode there, the same bits on either branch."""
+    pool = helper.make_node("MaxPool", ["x"], ["pooled"], name="case", ceil_mode=1, kernel_shape=[1, 1], strides=[2, 2])
+    then_branch = helper.make_graph([pool], "then", [], [helper.make_tensor_value_info("pooled", TensorProto.FLOAT,
+                                                                                       [None] * 4)])  # fmt: skip
+    else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["same"])], "else", [],
+                                    [helper.make_tensor_value_info("same", TensorProto.FLOAT, [None] * 4)])  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)], "g",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    result = lowering.lower_model(model, target=_ceil_pool_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {POOL_SAID: 1}
+    [branch] = [g for g in nested_graphs(result.model.graph.node) if g.name == "then"]
+    assert {a.name for a in branch.node[0].attribute} == {"kernel_shape", "strides"}
+    for cond in (True, False):
+        feeds = {"cond": np.array(cond), "x": np.array([[[[1.0, np.nan], [-np.inf, -0.0]]]], np.float32)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
