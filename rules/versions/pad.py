@@ -70,10 +70,10 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
     a positive one on the other; onnxruntime crops first, measured, and so does this.) Gather
     only moves values, so the output is the original's bit for bit. With the pads constant and
     ``n`` known the indices are a constant (from opset 9); else they are computed at run time,
-    ``Mod(Range(-max(b, 0), n' + max(a, 0)), n')`` on ``Slice(x, max(-b, 0), a < 0 ? a : INT_MAX)``
-    (from opset 11: Range). Where nothing is left to wrap around (``n' <= 0``) Pad-19 fails in
-    onnxruntime: with a positive pad Gather fails alike (an index 0 on an empty axis); with none
-    the result is empty. Needed and missing: the input's rank, constant axes: refused."""
+    ``max(-b, 0) + Mod(Range(-max(b, 0), n' + max(a, 0)), n')`` (from opset 11: Range). Where
+    nothing is left to wrap around (``n' <= 0``) Pad-19 fails in onnxruntime: with a positive pad
+    the constant indices are refused and the computed ones lie past the axis, so Gather fails
+    alike; with none the result is empty. Needed and missing: the input's rank, constant axes: refused."""
     version = schemas.version_in_force("Pad", context.source_opset)
     cannot = f"Pad-{version} with mode wrap cannot go to opset {context.target_opset}"
     x = node.input[0]
@@ -112,7 +112,7 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
             raise NotLowered(
                 f"{cannot}: {what}, so the positions it reads need Range (from opset {WRAP_AT_RUN_TIME_FROM})"
             )
-        wrapped.append((k, axis, None))
+        wrapped.append((k, axis, None))  # positions computed at run time
     b = context.builder(node)
     if not wrapped:  # no axis padded nor cropped
         b.Identity(x, outputs=[node.output[0]])
@@ -123,7 +123,8 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
         if indices is not None:
             current = b.Gather(current, b.ints(indices, f"wrap{axis}"), axis=axis, outputs=outputs)
         else:
-            current = _wrapped_at_run_time(b, current, axis, _pad_pair(b, node, pads, k, len(axes)), outputs)
+            size = shape[axis] if isinstance(shape[axis], int) else None  # Gathers along other axes keep it
+            current = _wrapped_at_run_time(b, current, axis, size, _pad_pair(b, node, pads, k, len(axes)), outputs)
     return b.nodes
 
 
@@ -139,25 +140,35 @@ def _pad_pair(b: Builder, node: onnx.NodeProto, pads: list[int] | None, k: int, 
 
 
 def _wrapped_at_run_time(
-    b: Builder, x: Value | str, axis: int, pair: tuple[Value, Value], outputs: list[str] | None
+    b: Builder, x: Value | str, axis: int, size: int | None, pair: tuple[Value, Value], outputs: list[str] | None
 ) -> Value:
-    """Gather(Slice(x, max(-b, 0), a < 0 ? a : INT_MAX), Mod(Range(-max(b, 0), n' + max(a, 0)), max(n', 1)))."""
+    """Gather(x, f + Mod(Range(-max(b, 0), n' + max(a, 0)), max(n', 1))), s = max(-b, 0),
+    e = max(n + min(a, 0), 0), n' = max(e - s, 0), f = s where n' > 0, else n.
+
+    The positions are those of the cropped axis [s, e) of length n', read from x itself (no
+    Slice of computed bounds, which some runtimes fail). Where nothing is left to wrap around
+    (n' = 0) and a pad is positive, every position is n, past the axis, so that Gather fails
+    where the original fails. The size ``n`` of the axis is a constant where it is known, else
+    read from x's shape."""
     before, after = pair
     zero, one = b.ints([0], "zero"), b.ints([1], "one")
-    axes = b.ints([axis], f"axis{axis}")
-    cut_before = b.Where(b.Less(before, zero), b.Neg(before), zero)
-    end = b.Where(b.Less(after, zero), after, b.ints([2**63 - 1], "end"))
-    cropped = b.Slice(x, cut_before, end, axes)
-    left = b.Gather(b.Shape(cropped), axes, axis=0)
+    n = b.ints([size], f"size{axis}") if size is not None else b.Gather(b.Shape(x), b.ints([axis], "axis"), axis=0)
+    start = b.Where(b.Less(before, zero), b.Neg(before), zero)
+    end_within = b.Add(n, b.Where(b.Less(after, zero), after, zero))
+    end = b.Where(b.Less(end_within, zero), zero, end_within)
+    length = b.Sub(end, start)
+    left = b.Where(b.Less(length, zero), zero, length)
     added_before = b.Where(b.Less(zero, before), before, zero)
     added_after = b.Where(b.Less(zero, after), after, zero)
     scalar = b.ints([], "scalar_shape")
     first = b.Reshape(b.Neg(added_before), scalar)
     limit = b.Reshape(b.Add(left, added_after), scalar)
     step = b.Reshape(one, scalar)
-    divisor = b.Where(b.Less(zero, left), left, one)
-    positions = b.Mod(b.Range(first, limit, step), divisor)
-    return b.Gather(cropped, positions, axis=axis, outputs=outputs)
+    something_left = b.Less(zero, left)
+    divisor = b.Where(something_left, left, one)
+    offset = b.Where(something_left, start, n)
+    positions = b.Add(b.Mod(b.Range(first, limit, step), divisor), offset)
+    return b.Gather(x, positions, axis=axis, outputs=outputs)
 
 
 def _axes_and_rank(node: onnx.NodeProto, context: AdapterContext) -> tuple[list[int], int]:
