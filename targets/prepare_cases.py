@@ -223,18 +223,70 @@ def integer_cast_cases() -> list[tuple]:
                     given = values[(values >= target.min) & (values <= target.max)]
                 else:
                     given = values
-                node = onnx.helper.make_node("Cast", ["x"], ["y"], name="cast", to=to)
-                graph = onnx.helper.make_graph(
-                    [node], "cast", [onnx.helper.make_tensor_value_info("x", source, list(given.shape))],
-                    [onnx.helper.make_tensor_value_info("y", to, list(given.shape))],
-                )  # fmt: skip
-                opset_imports = [onnx.helper.make_opsetid("", opset)]
-                ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
-                model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
-                expected = given.astype(floats.numpy_dtype(to))
                 name = f"cast_{_type_name(source)}_{_type_name(to)}@{version}"
-                found.append((name, opset, model.SerializeToString(), [([given], [expected])], 0.0, 0.0))
+                found.append(_cast_case(name, opset, source, to, given))
     return found
+
+
+# The float types whose Casts to and from the integer types are probed (the patterns write them:
+# QuantizeLinear's formula casts float to its integer type, DequantizeLinear's the other way).
+CAST_FLOATS = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE)
+
+
+def float_integer_cast_cases() -> list[tuple]:
+    """A Cast alone from each of float, float16 and double to each integer type (and bool), and
+    back, at each Cast version's first opset (7 at least): ``cast_FROM_TO@VERSION`` of the
+    ordinary values -1, 0, 1 and 100 (those the integer type holds), and
+    ``cast_FROM_TO@VERSION#extremes`` of the integer type's least and greatest values that the
+    float holds exactly (none: no such case). A value only where the float holds it exactly: a
+    float outside an integer type's range casts to what no version defines. The extremes stand
+    apart so that a runtime wrong only there (OpenVINO and tract cast -2^63 as a float to int64
+    otherwise) has its Cast judged partly, not refused. To bool, nonzero is true."""
+    found = []
+    pairs = [(f, i) for f in CAST_FLOATS for i in INTEGER_TYPES] + [(i, f) for f in CAST_FLOATS for i in INTEGER_TYPES]
+    for version in schemas.op_versions("Cast"):
+        opset = max(version, OLDEST_OPSET)
+        if schemas.version_in_force("Cast", opset) != version:
+            continue
+        for source, to in pairs:
+            name = f"cast_{_type_name(source)}_{_type_name(to)}@{version}"
+            ordinary, extremes = _float_integer_cast_values(source, to)
+            for case_name, given in ((name, ordinary), (f"{name}#extremes", extremes)):
+                if given.size:
+                    found.append(_cast_case(case_name, opset, source, to, given))
+    return found
+
+
+def _float_integer_cast_values(source: int, to: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ordinary values and the extremes a Cast from ``source`` to ``to`` (one of them a float
+    type of :data:`CAST_FLOATS`) is probed on, in ``source``'s type (see :func:`float_integer_cast_cases`)."""
+    integer, float_type = (to, source) if source in CAST_FLOATS else (source, to)
+    dtype = floats.numpy_dtype(source)
+    if integer == onnx.TensorProto.BOOL:
+        ordinary = [False, True, True, False] if source == integer else [-1, 0, 1, 100]
+        return np.array(ordinary, dtype), np.array([], dtype)
+    limits = np.iinfo(floats.numpy_dtype(integer))
+    exact = floats.numpy_dtype(float_type).type
+    with np.errstate(over="ignore"):
+        held = {v for v in (limits.min, -1, 0, 1, 100, limits.max) if limits.min <= v <= limits.max}
+        held = sorted(v for v in held if np.isfinite(exact(v)) and int(exact(v)) == v)
+    ordinary = [v for v in held if v in (-1, 0, 1, 100)]
+    extremes = [v for v in held if v not in ordinary]
+    return np.array(ordinary, dtype), np.array(extremes, dtype)
+
+
+def _cast_case(name: str, opset: int, source: int, to: int, given: np.ndarray) -> tuple:
+    """(name, opset, model bytes, data sets, rtol, atol) of a Cast alone of ``given`` to ``to``."""
+    node = onnx.helper.make_node("Cast", ["x"], ["y"], name="cast", to=to)
+    graph = onnx.helper.make_graph(
+        [node], "cast", [onnx.helper.make_tensor_value_info("x", source, list(given.shape))],
+        [onnx.helper.make_tensor_value_info("y", to, list(given.shape))],
+    )  # fmt: skip
+    opset_imports = [onnx.helper.make_opsetid("", opset)]
+    ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
+    model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+    expected = given.astype(floats.numpy_dtype(to))
+    return (name, opset, model.SerializeToString(), [([given], [expected])], 0.0, 0.0)
 
 
 UNSIGNED_TYPES = tuple(t for t in INTEGER_TYPES if floats.numpy_dtype(t).kind == "u")
@@ -506,10 +558,10 @@ def write_forms(cases: list[tuple], path: Path) -> None:
 
 def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, the Casts
-    between integer types, unsigned arithmetic in the upper half of the range, the corpus's
-    nodes, then the nodes the patterns write."""
-    return (prepared_cases() + constant_cases() + integer_cast_cases() + unsigned_upper_half_cases()
-            + corpus_cases() + lowered_cases())  # fmt: skip
+    between integer types and to and from floats, unsigned arithmetic in the upper half of the
+    range, the corpus's nodes, then the nodes the patterns write."""
+    return (prepared_cases() + constant_cases() + integer_cast_cases() + float_integer_cast_cases()
+            + unsigned_upper_half_cases() + corpus_cases() + lowered_cases())  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -202,6 +202,40 @@ def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
     assert values.tolist() == [-32768, -1, 0, 1, 100, 32767] and wrapped.tolist() == [0, -1, 0, 1, 100, -1]
 
 
+def test_each_cast_version_is_a_case_between_each_float_and_integer_type_with_the_extremes_apart():
+    """cast_FROM_TO@VERSION between float, float16 or double and every integer type and bool, each
+    way, of -1, 0, 1 and 100 (those the integer type holds); ``#extremes`` of the integer type's
+    least and greatest values the float holds exactly, where there are some. Each passes onnx's
+    full checker and its expected output is onnxruntime's; every value is the float's exactly."""
+    import onnxruntime
+
+    cases = prepare_cases.float_integer_cast_cases()
+    by_name = {name: sets for name, _, _, sets, *_ in cases}
+    integers, float_types = prepare_cases.INTEGER_TYPES, prepare_cases.CAST_FLOATS
+    pairs = [(a, b) for a in float_types for b in integers] + [(a, b) for a in integers for b in float_types]
+    for version in (6, 13, 19, 25):
+        expected = {f"cast_{TensorProto.DataType.Name(a)}_{TensorProto.DataType.Name(b)}@{version}" for a, b in pairs}
+        assert expected <= set(by_name), sorted(expected - set(by_name))[:3]
+    for name, _, data, data_sets, *_ in cases:
+        onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
+        (values,), (want,) = data_sets[0]
+        session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+        [got] = session.run(None, {"x": values})
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+        as_float = values if values.dtype.kind == "f" else want
+        as_integer = want if values.dtype.kind == "f" else values
+        if as_integer.dtype != np.bool_:
+            assert [int(v) for v in as_float] == [int(v) for v in as_integer], name
+    [((ordinary,), _)] = by_name["cast_FLOAT16_UINT32@19"]
+    assert ordinary.dtype == np.float16 and ordinary.tolist() == [0, 1, 100]
+    assert "cast_FLOAT16_UINT32@19#extremes" not in by_name  # (4294967295 is past float16's range)
+    [((extremes,), _)] = by_name["cast_FLOAT16_INT8@19#extremes"]
+    assert extremes.dtype == np.float16 and extremes.tolist() == [-128, 127]
+    [((extremes,), (want,))] = by_name["cast_FLOAT_INT64@13#extremes"]  # (2^63 - 1 is not a float32)
+    assert extremes.tolist() == [-(2**63)] and want.tolist() == [-(2**63)]
+    assert "cast_FLOAT_BOOL@13#extremes" not in by_name
+
+
 def test_unsigned_ops_are_cases_of_operands_in_the_upper_half_of_their_range():
     """upper_OP_TYPE@VERSION: each compared, arithmetic and shift op alone on each unsigned type its
     version takes, most operands at or above 2^(bits-1), every exact result in range (Python's
