@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     gridsample,
     isinf,
     isnan,
+    lppool,
     melweightmatrix,
     optional,
     quantize_linear,
