@@ -3,7 +3,8 @@ the same case taken by onnx-lower to the first opset of each other version of it
 op stays one node there), so that a profile knows the op versions real exports use, not only
 the one the case was written at (older ones, and newer ones: ReduceMax-20 on the ReduceMax-18
 cases, not only on its own empty-set ones); and each case of several inputs with all but the
-first as constants (``#constant``: axes, shapes and scales as deployed models hold them); and
+first as constants (``#constant``: axes, shapes and scales as deployed models hold them; and
+``#node``, the same given by Constant nodes, as the patterns write them); and
 each node of the real exports in golden/corpus of a form no other node there has (``corpus_*``:
 its values fed where the model computes them from its inputs, constants elsewhere, the inputs
 and outputs onnxruntime gives it inside the model), so that a profile knows the forms exports
@@ -48,7 +49,8 @@ def with_variants(name: str, opset: int, model: onnx.ModelProto, case) -> list[t
     """The probed entry of ``model`` (the case's, or the case's taken to ``opset``), and beside
     it, where the case has several inputs, the same with every input but the first an
     initializer holding the first data set's value (``#constant``: axes, shapes, sizes, scales,
-    as a deployed model holds them and as some runtimes take them only)."""
+    as a deployed model holds them and as some runtimes take them only), and the same given by
+    Constant nodes (``#node``, :func:`_constants_given_by_nodes`)."""
     found = [(name, opset, model.SerializeToString(), case.data_sets, case.rtol, case.atol)]
     if len(model.graph.input) < 2 or not case.data_sets:
         return found
@@ -63,7 +65,31 @@ def with_variants(name: str, opset: int, model: onnx.ModelProto, case) -> list[t
     del constant.graph.input[1:]
     found.append((f"{name}#constant", opset, constant.SerializeToString(), [(values[:1], expected)], case.rtol,
                   case.atol))  # fmt: skip
+    given = _constants_given_by_nodes(constant)
+    if given is not None:
+        found.append((f"{name}#node", opset, given.SerializeToString(), [(values[:1], expected)], case.rtol,
+                      case.atol))  # fmt: skip
     return found
+
+
+def _constants_given_by_nodes(constant: onnx.ModelProto) -> onnx.ModelProto | None:
+    """``constant`` (a ``#constant`` variant) with each initializer given by a Constant node
+    instead (``#node``: as the patterns write their constants, and as some runtimes take them
+    not: onnx2torch reads a Conv's weights from initializers only); None where onnx's full
+    checker refuses that (a Constant of a type its opset's Constant does not hold)."""
+    given = onnx.ModelProto()
+    given.CopyFrom(constant)
+    nodes = [onnx.helper.make_node("Constant", [], [t.name], name=f"{t.name}_constant", value=t)
+             for t in given.graph.initializer]  # fmt: skip
+    del given.graph.initializer[:]
+    kept = list(given.graph.node)
+    del given.graph.node[:]
+    given.graph.node.extend([*nodes, *kept])
+    try:
+        onnx.checker.check_model(given, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+        return None
+    return given
 
 
 def prepared_cases() -> list[tuple]:

@@ -132,6 +132,27 @@ def test_the_nodes_a_pattern_writes_are_cases_with_the_values_they_see():
     assert names == ["lowered_drawn_summed"]
 
 
+def test_a_case_of_several_inputs_gives_the_others_as_initializers_and_as_constant_nodes():
+    """#constant: every input but the first an initializer holding the first data set's value;
+    #node: the same given by Constant nodes (as the patterns write constants), which passes
+    onnx's full checker and computes the same in onnxruntime."""
+    import onnxruntime
+
+    [case] = [c for c in prepare_cases.backend_cases() if c.name == "test_conv_with_strides_padding"]
+    variants = {name: rest for name, *rest in prepare_cases.with_variants(case.name, 11, case.model, case)}
+    assert set(variants) == {case.name, f"{case.name}#constant", f"{case.name}#node"}
+    constant = onnx.load_from_string(variants[f"{case.name}#constant"][1])
+    given = onnx.load_from_string(variants[f"{case.name}#node"][1])
+    assert [t.name for t in constant.graph.initializer] == ["W"] and not given.graph.initializer
+    assert [(n.op_type, list(n.output)) for n in given.graph.node][0] == ("Constant", ["W"])
+    onnx.checker.check_model(given, full_check=True)
+    [((x,), (want,))] = variants[f"{case.name}#node"][2]
+    [got] = onnxruntime.InferenceSession(given.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes():
     """constant_TYPE@VERSION: a Constant alone at its version's first opset (7 at least), of every
     element type the schema takes there but strings, complex and sub-byte types; each passes onnx's
@@ -254,7 +275,7 @@ def test_unsigned_ops_are_cases_of_operands_in_the_upper_half_of_their_range():
         onnx.checker.check_model(model, full_check=True)
         inputs, (want,) = data_sets[0]
         assert (inputs[0] >= np.iinfo(inputs[0].dtype).max // 2 + 1).sum() >= 2, name
-        assert len(inputs) == (1 if name.endswith("#constant") else 2) == len(model.graph.input), name
+        assert len(inputs) == (1 if name.endswith(("#constant", "#node")) else 2) == len(model.graph.input), name
         feeds = {info.name: value for info, value in zip(model.graph.input, inputs, strict=True)}
         try:
             session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
@@ -263,7 +284,7 @@ def test_unsigned_ops_are_cases_of_operands_in_the_upper_half_of_their_range():
         else:
             [got] = session.run(None, feeds)
         assert got.dtype == want.dtype and np.array_equal(got, want), name
-        if not name.endswith("#constant") and want.dtype != np.bool_:
+        if not name.endswith(("#constant", "#node")) and want.dtype != np.bool_:
             op_type = name.removeprefix("upper_").split("_")[0]
             left = "_LEFT_" in name
             exact = {"Mod": operator.mod, "Mul": operator.mul, "Add": operator.add, "Sub": operator.sub,
