@@ -271,6 +271,24 @@ def test_a_constant_a_node_gives_is_nearest_the_cases_of_one_a_node_gives(monkey
     assert nearest_cases(outcomes, weight_by_node, schema) == [outcomes[1]]
 
 
+def test_whether_a_node_gives_a_constant_weighs_before_the_attributes(monkeypatch):
+    """A grouped Conv whose weights a Constant gives (the lowered LpPool's) is judged by the cases
+    of weights a node gives, though none of those is grouped, not by a grouped one of
+    initializer weights: onnx2torch reads a Conv's weights from initializers only, whatever
+    the Conv's attributes."""
+    import dataclasses
+
+    initialized = _form({0, 1}, {0}, {1})
+    grouped = dataclasses.replace(initialized, attributes=(("group", "3"),))
+    forms = {"by_node": dataclasses.replace(initialized, from_nodes=frozenset({1})), "grouped": grouped}
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("by_node", "fails", "KeyError"), ("grouped", "right", "")]
+    schema = onnx.defs.get_schema("Conv", 11)
+    lowered = dataclasses.replace(grouped, from_nodes=frozenset({1}))
+    assert nearest_cases(outcomes, lowered, schema) == [outcomes[0]]
+    assert nearest_cases(outcomes, grouped, schema) == [outcomes[1]]
+
+
 def test_constants_a_node_gives_are_those_not_initializers():
     """Of the constant values, a Constant's output and an Identity of a weight, not the weight."""
     nodes = [
