@@ -289,6 +289,25 @@ def test_whether_a_node_gives_a_constant_weighs_before_the_attributes(monkeypatc
     assert nearest_cases(outcomes, grouped, schema) == [outcomes[1]]
 
 
+def test_an_empty_input_weighs_before_whether_a_node_gives_it(monkeypatch):
+    """A Reshape to the empty shape (a scalar) that a Constant gives is judged by the case of an
+    empty shape (an initializer: OpenVINO 2024.6 refuses it), not by the cases of other shapes
+    that Constants give."""
+    import dataclasses
+
+    initialized = _form({0, 1}, {0}, {1})
+    forms = {
+        "empty": dataclasses.replace(initialized, empty=frozenset({1})),
+        "by_node": dataclasses.replace(initialized, from_nodes=frozenset({1})),
+    }
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("empty", "fails", "scalar shape pattern should be equal to 1"), ("by_node", "right", "")]
+    schema = onnx.defs.get_schema("Reshape", 21)
+    scalar_by_node = dataclasses.replace(forms["by_node"], empty=frozenset({1}))
+    assert nearest_cases(outcomes, scalar_by_node, schema) == [outcomes[0]]
+    assert nearest_cases(outcomes, forms["by_node"], schema) == [outcomes[1]]
+
+
 def test_constants_a_node_gives_are_those_not_initializers():
     """Of the constant values, a Constant's output and an Identity of a weight, not the weight."""
     nodes = [
