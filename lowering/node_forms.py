@@ -155,15 +155,15 @@ def nearest_cases(
     runtime that takes a constant shape may refuse a fed one) and ask for every output it asks
     for; of those, the ones whose inputs, constant inputs and outputs differ least from the
     node's (an optional input the node leaves out, an input it holds constant and the case
-    feeds, an output it does not ask for: one each); then, input by input, those alike in its
-    emptiness (a fed empty axes input is as good as a constant one; OpenVINO 2024.6 refuses a
-    Reshape to the empty shape, a scalar); then, constant input by constant input, those alike
-    in whether a node gives it (onnx2torch takes a Conv's weights and bias from initializers
-    only, whatever its attributes); then, attribute by attribute
+    feeds, an output it does not ask for: one each); then, constant input by constant input,
+    those alike in its emptiness (OpenVINO 2024.6 refuses a Reshape to the empty shape, a
+    scalar) and then in whether a node gives it (onnx2torch takes a Conv's weights and bias from
+    initializers only, whatever its attributes); then, attribute by attribute
     (by name), those of the node's class where any case has it (a value no case has says
     nothing: that attribute is passed over), and input by input those of the node's rank where
     any case has it (tract's MatMul of two vectors), of its element type where any case has it
-    (tract's Attention takes a float mask, not a bool one).
+    (tract's Attention takes a float mask, not a bool one), and of the emptiness of each input
+    it is fed (a fed empty axes input is as good as a constant one).
     Cases of unknown form count as near; an empty list where no case feeds what the node is fed."""
     forms = case_forms()
     known = [(o, forms[o[0]]) for o in outcomes if o[0] in forms]
@@ -176,7 +176,7 @@ def nearest_cases(
     }
     least = min(distance.values())
     near = [(o, f) for o, f in near if distance[o[0]] == least]
-    for position in sorted(form.inputs):
+    for position in sorted(form.constant):
         same = [(o, f) for o, f in near if (position in f.empty) == (position in form.empty)]
         if same:
             near = same
@@ -196,6 +196,10 @@ def nearest_cases(
             near = same
     for position, element_type in form.types:
         same = [(o, f) for o, f in near if dict(f.types).get(position) == element_type]
+        if same:
+            near = same
+    for position in sorted(form.inputs - form.constant):
+        same = [(o, f) for o, f in near if (position in f.empty) == (position in form.empty)]
         if same:
             near = same
     return [o for o, _ in near] + unknown

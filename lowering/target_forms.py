@@ -415,6 +415,24 @@ def _pool_in_floor_mode(
     return [pooled]
 
 
+def _reshape_to_a_scalar(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """Reshape to the empty shape (a constant), a scalar, of a tensor whose every dimension is
+    known to be 1 (one element; a scalar itself where it has none)."""
+    shape = constants.get(node.input[1]) if len(node.input) > 1 else None
+    if shape is None or list(shape.dims) != [0]:
+        return False
+    dims = shapes_and_types(node, types)[0].get(node.input[0])
+    return dims is not None and all(size == 1 for size in dims)
+
+
+def _squeezed(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
+    """Reshape(x, []) = Squeeze(x), x of one element: Squeeze without axes drops every dimension
+    of size 1, which is each of x's, leaving the scalar; Identity(x) where x is a scalar already."""
+    scalar = shapes_and_types(node, types)[0].get(node.input[0]) == ()
+    op_type = "Identity" if scalar else "Squeeze"
+    return [onnx.helper.make_node(op_type, [node.input[0]], list(node.output), name=node.name)]
+
+
 OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
@@ -436,6 +454,13 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _shift_in_unsigned_carrier,
         None,
         "BitShift-28 -> a shift of an unsigned carrier by amounts in range (the runtime runs those better)",
+    ),
+    OpChoice(
+        "Reshape",
+        _reshape_to_a_scalar,
+        _squeezed,
+        None,
+        "Reshape(x, []) of one element -> Squeeze(x), Identity(x) of a scalar (the runtime runs those better)",
     ),
     OpChoice(
         "MaxPool",

@@ -806,3 +806,51 @@ def test_a_ceil_mode_maxpool_in_an_if_branch_goes_to_floor_mode_too():
         feeds = {"cond": np.array(cond), "x": np.array([[[[1.0, np.nan], [-np.inf, -0.0]]]], np.float32)}
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
         assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+def _scalar_reshape_profile(squeeze: str = "right"):
+    """A runtime that refuses a Reshape to the empty shape and runs Squeeze (``squeeze``) and
+    Identity (OpenVINO 2024.6: "scalar shape pattern should be equal to 1")."""
+    return _profile_of("scalar-reshape-fails", 14, {
+        "lowered_test_col2im_output_Reshape_1": ("Reshape", 14, "INT64", "fails"),
+        "test_reshape_reordered_all_dims@14#node": ("Reshape", 14, "INT64", "right"),
+        "test_squeeze@13": ("Squeeze", 13, "INT64", squeeze),
+        "test_squeeze@13#node": ("Squeeze", 13, "INT64", squeeze),
+        "test_identity@14": ("Identity", 14, "INT64", "right"),
+    })  # fmt: skip
+
+
+def _scalar_reshape_model(shape: list) -> onnx.ModelProto:
+    """y = Reshape(Neg(x), []) on int64, the empty shape given by a Constant (as the lowered Col2Im writes it)."""
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["scalar_shape"], value=helper.make_tensor("s", TensorProto.INT64, [0], [])),
+         helper.make_node("Neg", ["x"], ["negated"]),
+         helper.make_node("Reshape", ["negated", "scalar_shape"], ["y"], name="to_scalar")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT64, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+SCALAR_SAID = "Reshape(x, []) of one element -> Squeeze(x), Identity(x) of a scalar (the runtime runs those better)"
+
+
+@pytest.mark.parametrize(("shape", "op_type"), [([1], "Squeeze"), ([1, 1, 1], "Squeeze"), ([], "Identity")])
+def test_a_reshape_to_a_scalar_becomes_a_squeeze_of_its_one_element(shape, op_type):
+    model = _scalar_reshape_model(shape)
+    result = lowering.lower_model(model, target=_scalar_reshape_profile())
+    assert [n.op_type for n in result.model.graph.node if n.op_type != "Constant"] == ["Neg", op_type]
+    assert result.report.forms == {SCALAR_SAID: 1}
+    onnx.checker.check_model(result.model, full_check=True)
+    for value in (-(2**63), -1, 0, 2**63 - 1):
+        x = np.full(shape, value, np.int64)
+        [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(result.model, {"x": x})
+        assert got.shape == want.shape == () and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("shape", [[2], ["n"], [1, "n"]])
+def test_a_reshape_to_a_scalar_stays_where_one_element_is_not_known_or_squeeze_is_no_better(shape):
+    with pytest.raises(TargetRefused, match="node 'to_scalar'"):
+        lowering.lower_model(_scalar_reshape_model(shape), target=_scalar_reshape_profile())
+    with pytest.raises(TargetRefused, match="node 'to_scalar'"):
+        lowering.lower_model(_scalar_reshape_model([1]), target=_scalar_reshape_profile(squeeze="fails"))
