@@ -56,14 +56,14 @@ def lp_pool_by_conv(
     """LpPool(x, p) = Pow(Conv(Pow(Abs(x), p), 1, group=C), 1/p): each window's (Σ |x_i|^p)^(1/p).
 
     The sum over a window is a depthwise Conv (one group per channel) of a kernel of ones, with
-    the op's kernel, strides, dilations, pads and auto_pad: a padded position adds |0|^p = 0, as
-    the op's zero padding does. ceil_mode=1 only where it adds no window (the pooled sizes the
-    same in floor mode; Conv has no ceil mode). float16 and bfloat16 go in float32, rounded
-    once at the end. Not lowered: x's rank or channel count unknown, p not positive, an axis
-    with no window (an error whenever it runs), auto_pad SAME with strides across opset 11
-    (which changed its meaning), ceil_mode=1
-    adding a window or with unknown sizes, a type whose Conv the target does not run (double on
-    onnxruntime), below opset 7.
+    the op's kernel, strides, dilations, pads and auto_pad (as explicit pads where the spatial
+    sizes are known): a padded position adds |0|^p = 0, as the op's zero padding does.
+    ceil_mode=1 only where it adds no window (the pooled sizes the same in floor mode; Conv has
+    no ceil mode). float16 and bfloat16 go in float32, rounded once at the end. Not lowered:
+    x's rank or channel count unknown, p not positive, an axis with no window (an error
+    whenever it runs), auto_pad SAME with strides across opset 11 (which changed its meaning),
+    ceil_mode=1 adding a window or with unknown sizes, a type whose Conv the target does not
+    run (double on onnxruntime), below opset 7.
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes Pow broadcasting by numpy's rule, from opset {FIRST_OPSET}, not {b.opset}")
@@ -91,6 +91,8 @@ def lp_pool_by_conv(
             f"auto_pad {padding} with strides {strides}: before opset 11 it pads to the input's length, from 11 to "
             "ceil(length / stride), and the node and the Conv written are not both of 11 or later"
         )
+    if padding != "NOTSET" and all(isinstance(n, int) for n in shape[2:]):  # (explicit pads: every runtime takes them)
+        pads, padding = _explicit_pads(shape[2:], kernel, strides, dilations, padding), "NOTSET"
     for axis, (n, span) in enumerate(zip(shape[2:], _spans(kernel, dilations, pads, padding, shape[2:]), strict=True)):
         if span is not None and span < 0:
             raise NotLowered(f"along spatial axis {axis} (size {n}) it has no window, an error whenever it runs")
@@ -122,6 +124,21 @@ def _same_means_alike(b: Builder) -> bool:
     pads to ceil(length / stride); before 11, to the input's length)."""
     source = b.source_version("LpPool")
     return source is not None and source >= 11 and b.opset >= 11
+
+
+def _explicit_pads(sizes: list[int], kernel, strides, dilations, padding: str) -> list[int]:
+    """The pads (begins, then ends) auto_pad makes along axes of known ``sizes``: none for
+    VALID; for SAME, t = max(0, (⌈n / s⌉ - 1)·s + (k - 1)·d + 1 - n) split in halves, the odd
+    one at the end (SAME_UPPER) or at the beginning (SAME_LOWER)."""
+    if padding == "VALID":
+        return [0] * (2 * len(sizes))
+    begins, ends = [], []
+    for n, k, s, d in zip(sizes, kernel, strides, dilations, strict=True):
+        total = max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n)
+        smaller = total // 2
+        begins.append(smaller if padding == "SAME_UPPER" else total - smaller)
+        ends.append(total - begins[-1])
+    return begins + ends
 
 
 def _spans(kernel, dilations, pads, padding: str, sizes) -> list[int | None]:

@@ -70,6 +70,8 @@ def test_lp_pool_is_a_conv_of_ones_within_the_stated_tolerance(spatial, attribut
     lowered = lowering.lower(model, ops=["LpPool"])
     onnx.checker.check_model(lowered, full_check=True)
     assert "LpPool" not in op_type_set(lowered) and "Conv" in op_type_set(lowered)
+    [conv] = [node for node in lowered.graph.node if node.op_type == "Conv"]
+    assert "auto_pad" not in {a.name for a in conv.attribute}  # (explicit pads, the sizes being known)
     x = edged(rng.standard_normal([2, 3, *spatial]).astype(np.float32) * 3, rng)
     (got,) = run_onnxruntime(lowered, {"x": x})
     (kernel,) = run_onnxruntime(model, {"x": x})
