@@ -104,7 +104,20 @@ def prepared_cases() -> list[tuple]:
         if node is None or opset is None:
             continue
         variants = with_variants(case.name, opset, case.model, case)
-        found += variants + at_other_versions(variants, node.op_type, opset)
+        converted = at_other_versions([v for v in variants if not v[0].endswith("#node")], node.op_type, opset)
+        found += variants + converted + _given_by_nodes(converted)
+    return found
+
+
+def _given_by_nodes(entries: list[tuple]) -> list[tuple]:
+    """The ``#node`` variant of each ``#constant`` entry (:func:`_constants_given_by_nodes`), made of
+    it rather than converted again: the same constants, at the same opset."""
+    found = []
+    for name, opset, model_bytes, *rest in entries:
+        if name.endswith("#constant"):
+            given = _constants_given_by_nodes(onnx.load_from_string(model_bytes))
+            if given is not None:
+                found.append((f"{name.removesuffix('#constant')}#node", opset, given.SerializeToString(), *rest))
     return found
 
 

@@ -136,10 +136,23 @@ def test_a_case_of_several_inputs_gives_the_others_as_initializers_and_as_consta
     """#constant: every input but the first an initializer holding the first data set's value;
     #node: the same given by Constant nodes (as the patterns write constants), which passes
     onnx's full checker and computes the same in onnxruntime."""
+    from types import SimpleNamespace
+
     import onnxruntime
 
-    [case] = [c for c in prepare_cases.backend_cases() if c.name == "test_conv_with_strides_padding"]
-    variants = {name: rest for name, *rest in prepare_cases.with_variants(case.name, 11, case.model, case)}
+    model = make_model(
+        [helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 7, 5]),
+         helper.make_tensor_value_info("W", TensorProto.FLOAT, [1, 1, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 3])],
+        opset=11,
+    )  # fmt: skip
+    x, w = np.arange(35, dtype=np.float32).reshape(1, 1, 7, 5), np.ones((1, 1, 3, 3), np.float32)
+    [y] = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x, "W": w}
+    )
+    case = SimpleNamespace(name="test_conv_with_strides_padding", data_sets=[([x, w], [y])], rtol=1e-3, atol=1e-7)
+    variants = {name: rest for name, *rest in prepare_cases.with_variants(case.name, 11, model, case)}
     assert set(variants) == {case.name, f"{case.name}#constant", f"{case.name}#node"}
     constant = onnx.load_from_string(variants[f"{case.name}#constant"][1])
     given = onnx.load_from_string(variants[f"{case.name}#node"][1])
