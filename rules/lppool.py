@@ -60,10 +60,12 @@ def lp_pool_by_conv(
     sizes are known): a padded position adds |0|^p = 0, as the op's zero padding does.
     ceil_mode=1 only where it adds no window (the pooled sizes the same in floor mode; Conv has
     no ceil mode). float16 and bfloat16 go in float32, rounded once at the end. Not lowered:
-    x's rank or channel count unknown, p not positive, an axis with no window (an error
-    whenever it runs), auto_pad SAME with strides across opset 11 (which changed its meaning),
-    ceil_mode=1 adding a window or with unknown sizes, a type whose Conv the target does not
-    run (double on onnxruntime), below opset 7.
+    x's rank or channel count unknown, p not positive, an axis with no window (onnxruntime's
+    LpPool gives an empty output there, its Conv fails), auto_pad SAME with dilations or with
+    a window shorter than its stride (onnxruntime's LpPool pads those otherwise than the spec)
+    or with strides across opset 11 (which changed its meaning), ceil_mode=1 adding a window or
+    with unknown sizes, a type whose Conv the target does not run (double on onnxruntime),
+    below opset 7.
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes Pow broadcasting by numpy's rule, from opset {FIRST_OPSET}, not {b.opset}")
@@ -91,11 +93,22 @@ def lp_pool_by_conv(
             f"auto_pad {padding} with strides {strides}: before opset 11 it pads to the input's length, from 11 to "
             "ceil(length / stride), and the node and the Conv written are not both of 11 or later"
         )
+    if padding.startswith("SAME") and any(d != 1 for d in dilations):
+        raise NotLowered(
+            f"auto_pad {padding} with dilations {dilations}: onnxruntime's LpPool, the spec and its Conv (which "
+            "refuses the two together) pool differently"
+        )
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+    if padding.startswith("SAME") and any(e < s for e, s in zip(extents, strides, strict=True)):
+        raise NotLowered(
+            f"auto_pad {padding} with a window ({extents}) shorter than its stride ({strides}): onnxruntime's LpPool "
+            "then pads otherwise than the spec says"
+        )
     if padding != "NOTSET" and all(isinstance(n, int) for n in shape[2:]):  # (explicit pads: every runtime takes them)
         pads, padding = _explicit_pads(shape[2:], kernel, strides, dilations, padding), "NOTSET"
     for axis, (n, span) in enumerate(zip(shape[2:], _spans(kernel, dilations, pads, padding, shape[2:]), strict=True)):
         if span is not None and span < 0:
-            raise NotLowered(f"along spatial axis {axis} (size {n}) it has no window, an error whenever it runs")
+            raise NotLowered(f"along spatial axis {axis} (size {n}) it has no window (a Conv of none fails)")
     if ceil_mode and not _ceil_adds_no_window(shape[2:], kernel, strides, dilations, pads, padding):
         raise NotLowered(
             "ceil_mode=1 where it adds a window past the end (or the spatial sizes are unknown): Conv has no ceil mode"

@@ -51,7 +51,9 @@ WRAP_AT_RUN_TIME_FROM = schemas.first_opset_writing(
 def _wrap_indices(size: int, before: int, after: int) -> list[int] | None:
     """The positions along an axis of ``size`` that Pad's wrap reads for pads ``before`` and
     ``after``: the negative pads crop first, then the rest wraps around what is left (as
-    onnxruntime's Pad-19 does). None where nothing is left to wrap around though a pad is positive."""
+    onnxruntime's Pad-19 does). None where nothing is left to wrap around though a pad is positive;
+    none at all where nothing is left and no pad is positive (Pad-19 fails there, the Gather of
+    no position gives an empty result)."""
     start, left = max(-before, 0), size - max(-before, 0) - max(-after, 0)
     added_before, added_after = max(before, 0), max(after, 0)
     if left <= 0:
@@ -73,7 +75,8 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
     ``max(-b, 0) + Mod(Range(-max(b, 0), n' + max(a, 0)), n')`` (from opset 11: Range). Where
     nothing is left to wrap around (``n' <= 0``) Pad-19 fails in onnxruntime: with a positive pad
     the constant indices are refused and the computed ones lie past the axis, so Gather fails
-    alike; with none the result is empty. Needed and missing: the input's rank, constant axes: refused."""
+    alike; with none the Gathers give an empty result where Pad-19 fails (never other values).
+    Needed and missing: the input's rank, constant axes: refused."""
     version = schemas.version_in_force("Pad", context.source_opset)
     cannot = f"Pad-{version} with mode wrap cannot go to opset {context.target_opset}"
     x = node.input[0]

@@ -100,11 +100,13 @@ def test_lp_pool_of_16_bit_floats_meets_onnx_reference(element_type):
         assert_within(got, want.astype(dtype), f"{attributes}")
 
 
-def test_lp_pool_1_with_a_float_p_is_lowered():
-    model = lp_pool_model([1, 2, 5], opset=1, kernel_shape=[2], p=2.0)
+@pytest.mark.parametrize("p", [2.0, 2.5])
+def test_lp_pool_1_with_a_float_p_is_lowered(p):
+    model = lp_pool_model([1, 2, 5], opset=1, kernel_shape=[2], p=p)
     lowered = lowering.lower(model, ops=["LpPool"], target_opset=7)
     x = np.arange(10, dtype=np.float32).reshape(1, 2, 5) - 4
-    assert_within(run_onnxruntime(lowered, {"x": x})[0], np.sqrt(x[..., :-1] ** 2 + x[..., 1:] ** 2), "p=2.0")
+    want = ((np.abs(x[..., :-1]) ** p + np.abs(x[..., 1:]) ** p) ** (1 / p)).astype(np.float32)
+    assert_within(run_onnxruntime(lowered, {"x": x})[0], want, f"p={p}")
 
 
 def _refusal(model: onnx.ModelProto) -> str:
@@ -118,6 +120,10 @@ def test_refusals_name_what_is_missing():
     # 7 - 2 = 5 is no multiple of the stride 2: ceil mode pools a third window, floor mode two
     assert "ceil_mode=1" in _refusal(lp_pool_model([1, 1, 6], kernel_shape=[2], strides=[2], ceil_mode=1, pads=[0, 1]))
     assert "ceil_mode=1" in _refusal(lp_pool_model([1, 1, "n"], kernel_shape=[2], ceil_mode=1))
+    dilated_same = lp_pool_model([1, 1, "n"], kernel_shape=[3], dilations=[2], auto_pad="SAME_UPPER")
+    assert "with dilations [2]" in _refusal(dilated_same)  # (onnxruntime's Conv refuses SAME with dilations)
+    short_same = lp_pool_model([1, 1, 7], kernel_shape=[1], strides=[4], auto_pad="SAME_UPPER")
+    assert "shorter than its stride" in _refusal(short_same)  # (onnxruntime's LpPool reads [2, 6], the spec [1, 5])
     strided_before_11 = lp_pool_model([1, 1, 5], opset=10, kernel_shape=[2], strides=[2], auto_pad="SAME_UPPER")
     assert "before opset 11 it pads to the input's length" in _refusal(strided_before_11)
     double = lp_pool_model([1, 1, 4], element_type=TensorProto.DOUBLE, kernel_shape=[2])
