@@ -12,6 +12,8 @@ from lowering.conversion.adapters import as_text
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .versions.pool import pooled_windows
+
 EMITS = ("Abs", "Pow", "Conv", "Cast", "Constant")
 # Pow broadcasts its scalar exponent by numpy's rule from opset 7 (before, only with broadcast=1).
 FIRST_OPSET = 7
@@ -98,37 +100,25 @@ def lp_pool_by_conv(
             f"auto_pad {padding} with dilations {dilations}: onnxruntime's LpPool, the spec and its Conv (which "
             "refuses the two together) pool differently"
         )
-    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
-    if padding.startswith("SAME") and any(e < s for e, s in zip(extents, strides, strict=True)):
-        raise NotLowered(
-            f"auto_pad {padding} with a window ({extents}) shorter than its stride ({strides}): onnxruntime's LpPool "
-            "then pads otherwise than the spec says"
-        )
-    if padding != "NOTSET" and all(isinstance(n, int) for n in shape[2:]):  # (explicit pads: every runtime takes them)
-        pads, padding = _explicit_pads(shape[2:], kernel, strides, dilations, padding), "NOTSET"
-    for axis, (n, span) in enumerate(zip(shape[2:], _spans(kernel, dilations, pads, padding, shape[2:]), strict=True)):
-        if span is not None and span < 0:
-            raise NotLowered(f"along spatial axis {axis} (size {n}) it has no window (a Conv of none fails)")
-    if ceil_mode and not _ceil_adds_no_window(shape[2:], kernel, strides, dilations, pads, padding):
-        raise NotLowered(
-            "ceil_mode=1 where it adds a window past the end (or the spatial sizes are unknown): Conv has no ceil mode"
-        )
+    sizes = shape[2:]
+    if all(isinstance(n, int) for n in sizes):  # (explicit pads: every runtime takes them)
+        pads, padding = _conv_pads(b, sizes, kernel, strides, dilations, pads, padding, bool(ceil_mode)), "NOTSET"
+    elif ceil_mode:
+        raise NotLowered("ceil_mode=1 with spatial sizes unknown: Conv has no ceil mode")
     computed = COMPUTED_IN[x.element_type]
     if not b.runs("Conv", Value(x.name, computed)):
         raise NotLowered(f"the target runs no Conv-{b.opset} on {schemas.type_name(computed)}")
     wide = b.Cast(x, to=computed) if computed != x.element_type else x
+    dtype = floats.numpy_dtype(computed)
     powered = b.Pow(b.Abs(wide), b.scalar(exponent, computed, "p"))
-    ones = b.tensor(np.ones([channels, 1, *kernel], floats.numpy_dtype(computed)), "ones")
+    ones = b.tensor(np.ones([channels, 1, *kernel], dtype), "ones")
     attributes = {"kernel_shape": kernel, "strides": strides, "dilations": dilations, "group": channels}
     if padding == "NOTSET":
         attributes["pads"] = pads
     else:
         attributes["auto_pad"] = padding
     sums = b.Conv(powered, ones, **attributes)
-    dtype = floats.numpy_dtype(computed)
-    root = b.Pow(
-        sums, b.scalar(dtype.type(1) / dtype.type(exponent), computed, "root")
-    )  # (1/p in its type, as the kernel)
+    root = b.Pow(sums, b.scalar(dtype.type(1) / dtype.type(exponent), computed, "root"))  # (1/p as the kernel's)
     return b.Cast(root, to=x.element_type) if computed != x.element_type else root
 
 
@@ -139,43 +129,33 @@ def _same_means_alike(b: Builder) -> bool:
     return source is not None and source >= 11 and b.opset >= 11
 
 
-def _explicit_pads(sizes: list[int], kernel, strides, dilations, padding: str) -> list[int]:
-    """The pads (begins, then ends) auto_pad makes along axes of known ``sizes``: none for
-    VALID; for SAME, t = max(0, (⌈n / s⌉ - 1)·s + (k - 1)·d + 1 - n) split in halves, the odd
-    one at the end (SAME_UPPER) or at the beginning (SAME_LOWER)."""
-    if padding == "VALID":
-        return [0] * (2 * len(sizes))
+def _conv_pads(b: Builder, sizes, kernel, strides, dilations, pads, padding: str, ceil_mode: bool) -> list[int]:
+    """The pads (begins, then ends) of a Conv in floor mode pooling the windows the node pools
+    along axes of known ``sizes`` (:func:`rules.versions.pool.pooled_windows`, the formulas of
+    the node's LpPool version); refused where an axis has no window, where auto_pad pads less
+    than nothing (SAME with a window shorter than its stride, which onnxruntime's LpPool pads
+    otherwise than the spec says), where ceil_mode adds a window that floor mode does not, or
+    under VALID where ceil_mode counts windows otherwise in the schema and in onnxruntime."""
+    version = b.source_version("LpPool") or schemas.version_in_force("LpPool", b.opset)
     begins, ends = [], []
-    for n, k, s, d in zip(sizes, kernel, strides, dilations, strict=True):
-        total = max(0, (-(-n // s) - 1) * s + (k - 1) * d + 1 - n)
-        smaller = total // 2
-        begins.append(smaller if padding == "SAME_UPPER" else total - smaller)
-        ends.append(total - begins[-1])
-    return begins + ends
-
-
-def _spans(kernel, dilations, pads, padding: str, sizes) -> list[int | None]:
-    """Per spatial axis, how far the window can move: the padded size less the dilated kernel's
-    extent (negative: no window); None where the size is unknown or auto_pad pads to fit (SAME)."""
-    spatial = len(kernel)
-    spans = []
     for axis, n in enumerate(sizes):
-        extent = (kernel[axis] - 1) * dilations[axis] + 1
-        if not isinstance(n, int) or padding.startswith("SAME"):
-            spans.append(None)
-        elif padding == "VALID":
-            spans.append(n - extent)
-        else:
-            spans.append(n + pads[axis] + pads[spatial + axis] - extent)
-    return spans
-
-
-def _ceil_adds_no_window(sizes, kernel, strides, dilations, pads, padding: str) -> bool:
-    """Whether each spatial axis pools as many windows in ceil mode as in floor mode (explicit
-    pads and the sizes known)."""
-    if padding != "NOTSET":
-        return False
-    spans = _spans(kernel, dilations, pads, padding, sizes)
-    return all(
-        span is not None and span >= 0 and span % stride == 0 for span, stride in zip(spans, strides, strict=True)
-    )
+        k, s, d = kernel[axis], strides[axis], dilations[axis]
+        given = (pads[axis], pads[len(sizes) + axis])
+        if padding == "VALID" and ceil_mode and (n - (k - 1) * d - 1) % s:
+            raise NotLowered(
+                f"it takes auto_pad VALID with ceil_mode=1 and strides {strides}, whose windows its schema and "
+                f"onnxruntime count otherwise along spatial axis {axis} (size {n}: the stride does not divide the span)"
+            )
+        count, before, after = pooled_windows("LpPool", version, n, k, s, d, given, padding, ceil_mode)
+        if count < 1:
+            raise NotLowered(f"along spatial axis {axis} (size {n}) it has no window (a Conv of none fails)")
+        if before < 0 or after < 0:
+            raise NotLowered(
+                f"auto_pad {padding} with a window ({(k - 1) * d + 1}) shorter than its stride ({s}) along spatial "
+                f"axis {axis}: onnxruntime's LpPool then pads otherwise than the spec says"
+            )
+        if (n + before + after - (k - 1) * d - 1) // s + 1 != count:
+            raise NotLowered(f"ceil_mode=1 adds a window along spatial axis {axis} (size {n}): Conv has no ceil mode")
+        begins.append(before)
+        ends.append(after)
+    return begins + ends

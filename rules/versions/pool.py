@@ -40,7 +40,7 @@ def _ceil_div(a: int, b: int) -> int:
     return -((-a) // b)
 
 
-def _windows(
+def pooled_windows(
     op_type: str, version: int, size: int, kernel: int, stride: int, dilation: int, pads: tuple[int, int],
     auto_pad: str, ceil_mode: bool,
 ) -> tuple[int, int, int]:  # fmt: skip
@@ -160,7 +160,7 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
         for axis, size in enumerate(spatial):
             arguments = (size, kernel[axis], strides[axis], dilations[axis], (pads[axis], pads[axis + len(kernel)]))
             at_source = source_windows[axis]
-            at_target = _windows(node.op_type, target, *arguments, auto_pad, target_ceil)
+            at_target = pooled_windows(node.op_type, target, *arguments, auto_pad, target_ceil)
             if at_source[0] < at_target[0] and at_source[1:] == at_target[1:]:
                 kept[axis] = at_source[0]  # the target version's extra windows, last along the axis, are cut
             elif at_source != at_target:
@@ -178,8 +178,8 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
         node.op_type == "AveragePool" and source < SHAPE_RESTATED_AT["AveragePool"] and auto_pad_set(node)
     )
     source_windows = [
-        _windows(node.op_type, source, size, kernel[a], strides[a], dilations[a], (pads[a], pads[a + len(kernel)]),
-                 auto_pad, counted_by_ceil)
+        pooled_windows(node.op_type, source, size, kernel[a], strides[a], dilations[a],
+                       (pads[a], pads[a + len(kernel)]), auto_pad, counted_by_ceil)
         for a, size in enumerate(spatial)
     ]  # fmt: skip
     kept, differ = compared(auto_pad, pads)
@@ -287,7 +287,7 @@ def dilated_windows_gathered(
     include_pad = bool(attribute_of(node, "count_include_pad"))
     zeros_before, zeros_after, gathered, left_out = [], [], [], ([0] * rank, [0] * rank)
     for axis, size in enumerate(spatial):
-        count, before, after = _windows(
+        count, before, after = pooled_windows(
             op, source, size, kernel[axis], strides[axis], dilations[axis], (pads[axis], pads[axis + rank]),
             auto_pad, ceil_mode,
         )  # fmt: skip
