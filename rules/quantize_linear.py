@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 from onnx import TensorProto, helper
 
-from lowering import schemas
+from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
-# The integer types whose (x - z) is exact in int32 and then in float32, and whose every value
-# and bound a float32 holds exactly.
-WHOLE_NUMBERS = frozenset({TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16})
+# The integer types of 8 and 16 bits the ops take (onnx.defs), whose (x - z) is exact in int32
+# and then in float32, and whose every value and bound a float32 holds exactly.
+WHOLE_NUMBERS = frozenset(
+    t for t in schemas.input_element_types("DequantizeLinear", schemas.newest_opset())
+    if floats.is_integer(t) and ml_dtypes.iinfo(floats.numpy_dtype(t)).bits in (8, 16)
+)  # fmt: skip
 # The x (and scale) types quantized by float32 arithmetic as onnxruntime quantizes them.
 QUANTIZED_FROM = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16})
 
