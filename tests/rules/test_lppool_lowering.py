@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import make_model, op_type_set
+from support import lowered_wholly, make_model, nested_forms, op_type_set
 
 import lowering
 from lowering import floats
@@ -124,7 +124,19 @@ def test_refusals_name_what_is_missing():
     assert "with dilations [2]" in _refusal(dilated_same)  # (onnxruntime's Conv refuses SAME with dilations)
     short_same = lp_pool_model([1, 1, 7], kernel_shape=[1], strides=[4], auto_pad="SAME_UPPER")
     assert "shorter than its stride" in _refusal(short_same)  # (onnxruntime's LpPool reads [2, 6], the spec [1, 5])
+    valid_ceil = lp_pool_model([1, 1, 3], kernel_shape=[2], strides=[2], auto_pad="VALID", ceil_mode=1)
+    assert "VALID with ceil_mode=1" in _refusal(valid_ceil)  # (the schema counts 1 window, onnxruntime 2)
     strided_before_11 = lp_pool_model([1, 1, 5], opset=10, kernel_shape=[2], strides=[2], auto_pad="SAME_UPPER")
     assert "before opset 11 it pads to the input's length" in _refusal(strided_before_11)
     double = lp_pool_model([1, 1, 4], element_type=TensorProto.DOUBLE, kernel_shape=[2])
     assert "runs no Conv-18 on double" in _refusal(double)  # (onnxruntime has no double Conv kernel)
+
+
+@pytest.mark.parametrize("form", ["if", "function"])
+def test_lp_pool_is_lowered_in_an_if_branch_and_a_local_function(form):
+    model = nested_forms(lp_pool_model([2, 3, 6, 7], p=3, kernel_shape=[2, 3], pads=[1, 2, 1, 2]))[form]
+    lowered = lowered_wholly(model, "LpPool")
+    x = np.random.default_rng(7).standard_normal([2, 3, 6, 7]).astype(np.float32)
+    for taken in (True, False):
+        feeds = {"x": x, "branch": np.array(taken)}
+        assert_within(run_onnxruntime(lowered, feeds)[0], run_onnxruntime(model, feeds)[0], f"{form} {taken}")

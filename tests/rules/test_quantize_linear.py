@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support import lowered_wholly, nested_forms
 
 import lowering
 from lowering.runtime_profiles import profile_from_data
@@ -188,3 +189,19 @@ def test_target_lowers_quantize_and_dequantize_where_the_runtime_lacks_them():
         result = lowering.lower_model(model, target=profile)
         assert not {"QuantizeLinear", "DequantizeLinear"} & {node.op_type for node in result.model.graph.node}
         _assert_same_bits(model, result.model, feeds)
+
+
+@pytest.mark.parametrize("form", ["if", "function"])
+def test_the_formulas_hold_in_an_if_branch_and_a_local_function(form):
+    """QuantizeLinear and DequantizeLinear per axis on int8, in both branches of an If and in a
+    local function: lowered wherever they are, bit for bit."""
+    axis, block_size, shape = LAYOUTS["per axis"]
+    scale, zero = _scale_and_zero(axis, block_size, shape, np.int8)
+    dequantize_feeds = [{"x": np.arange(-12, 12, dtype=np.int8).reshape(shape)}]
+    for op_type, x_type, feeds in (("QuantizeLinear", TensorProto.FLOAT, _quantize_feeds(shape, 3)),
+                                   ("DequantizeLinear", TensorProto.INT8, dequantize_feeds)):  # fmt: skip
+        model = nested_forms(_model(op_type, 21, x_type, scale, zero, shape, **_attributes(axis, block_size)))[form]
+        lowered = lowered_wholly(model, op_type)
+        _assert_same_bits(
+            model, lowered, [feed | {"branch": np.array(taken)} for feed in feeds for taken in (True, False)]
+        )
