@@ -134,6 +134,12 @@ class RuntimeProfile:
                 return Verdict(DOUBTFUL, f"wrong only on a real export's own values, which says nothing of others: "
                                f"{said}")  # fmt: skip
             return Verdict(REFUSED, said)
+        at_version = [(t, o) for v, t, outcomes in seen if v == version for o in outcomes]
+        if at_version and not any(o[1] == "right" for _, o in at_version):
+            # (a runtime implements an op version or not: onnx2torch has no Split-18, on any type)
+            probed = ", ".join(sorted({t or "?" for t, _ in at_version}))
+            return Verdict(REFUSED, f"{op_type}-{version} on {type_name or '?'} not probed; no case of it ran right "
+                           f"on {probed}, e.g. {_said([o for _, o in at_version])}")  # fmt: skip
         ran_right = sorted({(v, t) for v, t, outcomes in seen if any(o[1] == "right" for o in outcomes)})
         if ran_right:
             shown = ", ".join(f"{op_type}-{v} on {t or '?'}" for v, t in ran_right[:4])

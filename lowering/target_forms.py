@@ -634,6 +634,9 @@ def choose_forms(
     typed = typed_subgraph_inputs(copy)
     if typed:
         chosen[SUBGRAPH_TYPES_SAID] += typed
+    one_dimensional = one_dimensional_axes(copy)
+    if one_dimensional:
+        chosen[AXES_SAID] += one_dimensional
     if not chosen:
         return model, chosen
     try:  # (a rewritten model passes the full checker as every lowered one does)
@@ -645,6 +648,7 @@ def choose_forms(
 
 
 CONSTANTS_SAID = "constant input read from an initializer, not a node (the runtime takes it better so)"
+AXES_SAID = "scalar axes of Unsqueeze given as the 1-D tensor of one element the schema states"
 SCAN_CAPTURES_SAID = "value a Scan body reads from outside passed in (a constant inside it, another as a kept state)"
 SUBGRAPH_TYPES_SAID = "subgraph input given the element type and rank onnx's inference gives it (it stated none)"
 
@@ -673,6 +677,43 @@ def typed_subgraph_inputs(model: onnx.ModelProto) -> int:
                         info.type.tensor_type.shape.dim.add()
                 typed += 1
     return typed
+
+
+def one_dimensional_axes(model: onnx.ModelProto) -> int:
+    """Each Unsqueeze whose constant axes is a scalar a (onnx's AffineGrid body writes
+    Unsqueeze(x, -1)) made to read a Constant [a] written just before it, in place; how many
+    were. The schema states axes 1-D and onnxruntime reads a as [a], so the model means the
+    same; onnx2torch sorts the axes and fails on a scalar. (onnxruntime's Squeeze fails on a
+    scalar: such a Squeeze is left as it is.)"""
+    graphs = [model.graph, *nested_graphs(model.graph.node)]
+    # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
+    scopes = [(f.node, constants_by_name(model, f)) for f in model.functions]
+    scopes += [(graph.node, constants_by_name(model)) for graph in reversed(graphs)]
+    names, made = NameAllocator(model=model), 0
+    for nodes, constants in scopes:
+        if not any(_scalar_axes(node, constants) is not None for node in nodes):
+            continue
+        written = []
+        for node in nodes:
+            scalar = _scalar_axes(node, constants)
+            if scalar is not None:
+                name = names.fresh(f"{node.input[1]}_1d")
+                axes = numpy_helper.from_array(numpy_helper.to_array(scalar).reshape(1), name)
+                written.append(onnx.helper.make_node("Constant", [], [name], name=name, value=axes))
+                node.input[1] = name
+                made += 1
+            written.append(node)
+        del nodes[:]
+        nodes.extend(written)
+    return made
+
+
+def _scalar_axes(node: onnx.NodeProto, constants: Mapping[str, onnx.TensorProto]) -> onnx.TensorProto | None:
+    """The axes of an Unsqueeze where they are a constant scalar, else None."""
+    if node.op_type != "Unsqueeze" or node.domain not in schemas.DEFAULT_DOMAINS:
+        return None
+    axes = constants.get(node.input[1]) if len(node.input) > 1 else None
+    return axes if axes is not None and len(axes.dims) == 0 else None
 
 
 def _untyped(info: onnx.ValueInfoProto) -> bool:

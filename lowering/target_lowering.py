@@ -243,7 +243,7 @@ def opsets_for_target(
     (a pattern's nodes are judged only once written)."""
     model_opset = schemas.default_opset(model.opset_import) or 1
     default = profile.opset_for(model_opset)
-    op_types = sorted({node.op_type for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")})
+    op_types = sorted(_op_types_held_or_written(model, model_opset, lowerable))
     groups: dict[tuple, list[int]] = {}
     for opset in (o for o in profile.opsets if o <= schemas.newest_opset()):
         groups.setdefault(tuple(schemas.version_in_force(op, opset) for op in op_types), []).append(opset)
@@ -251,22 +251,38 @@ def opsets_for_target(
     for opsets in groups.values():
         nearest = default if default in opsets else min(opsets, key=lambda o: (abs(o - model_opset), o > model_opset))
         findings = check_model(model, profile, nearest, lowerable)
-        unlowerable, unrun = _unlowerable_among(findings), _written_unrun(findings, profile, nearest, lowerable)
+        unrun = _written_unrun(findings, profile, nearest, lowerable, model_opset)
+        unlowerable = _unlowerable_among(findings)
         ranked.append(
             (unlowerable, unrun, nearest != default, abs(nearest - model_opset), nearest > model_opset, nearest)
         )
     return [entry[-1] for entry in sorted(ranked)] or [default]
 
 
-def _written_unrun(findings: list[Finding], profile, opset: int, lowerable: frozenset[str]) -> int:
+def _op_types_held_or_written(model: onnx.ModelProto, model_opset: int, lowerable: frozenset[str]) -> set[str]:
+    """The default-domain ops of ``model``'s nodes and those the patterns lowering them are known
+    to write (AffineGrid-20's body writes Split, Cast and Constant, whose versions differ between
+    opsets where AffineGrid has none)."""
+    held = {node.op_type for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")}
+    written: set[str] = set()
+    for op_type in held & lowerable:
+        version = schemas.version_in_force(op_type, model_opset)
+        if version is not None:
+            written |= _ops_written_for(op_type, version)
+    return held | written
+
+
+def _written_unrun(findings: list[Finding], profile, opset: int, lowerable: frozenset[str], model_opset: int) -> int:
     """How many of the ops that the patterns lowering the refused nodes of ``findings`` are known
     to write (a rule's ``emits``, a function body's ops) the runtime runs in no probed case at
     ``opset`` (onnx2torch has no Cast-25 and no Round-22: QuantizeLinear's formula at opset 28
-    cannot run there, at 17 it can)."""
+    cannot run there, at 17 it can). A node of an op that ``opset`` lacks (AffineGrid below 20)
+    is lowered at its version in ``model_opset``."""
     written: set[str] = set()
     for finding in findings:
-        if finding.blocks and finding.of_a_node and finding.op_type in lowerable and finding.version is not None:
-            written |= _ops_written_for(finding.op_type, finding.version)
+        version = finding.version or schemas.version_in_force(finding.op_type, model_opset)
+        if finding.blocks and finding.of_a_node and finding.op_type in lowerable and version is not None:
+            written |= _ops_written_for(finding.op_type, version)
     unrun = 0
     for op_type in sorted(written):
         version = schemas.version_in_force(op_type, opset)

@@ -410,6 +410,77 @@ def test_a_body_input_of_no_type_is_given_the_type_inference_gives_it():
     assert typed_subgraph_inputs(typed) == 0 and typed == _scan_sum_model(typed=True)
 
 
+def _scalar_axes_model() -> onnx.ModelProto:
+    """y = Unsqueeze(x, -1) in the main graph (axes an initializer, read by an Add too: k - 1),
+    in an If's branches (a Constant node's value_int; the initializer) and in a local function
+    (a Constant node's 0-D value)."""
+    minus_one = numpy_helper.from_array(np.array(-1, np.int64), "minus_one")
+    then_branch = helper.make_graph(
+        [helper.make_node("Constant", [], ["axis"], value_int=0),
+         helper.make_node("Unsqueeze", ["x", "axis"], ["then_y"])], "then", [],
+        [helper.make_tensor_value_info("then_y", TensorProto.FLOAT, [1, 2, 3])],
+    )  # fmt: skip
+    else_branch = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["x", "minus_one"], ["else_y"])], "else", [],
+        [helper.make_tensor_value_info("else_y", TensorProto.FLOAT, [2, 3, 1])],
+    )  # fmt: skip
+    function = helper.make_function(
+        "local", "Unsqueezed", ["v"], ["w"],
+        [helper.make_node("Constant", [], ["last"], value=numpy_helper.from_array(np.array(-1, np.int64))),
+         helper.make_node("Unsqueeze", ["v", "last"], ["w"])],
+        [helper.make_opsetid("", 21)],
+    )  # fmt: skip
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "minus_one"], ["y"], name="unsqueeze"),
+        helper.make_node("Add", ["minus_one", "k"], ["k_back"], name="add"),
+        helper.make_node("If", ["cond"], ["branch"], then_branch=then_branch, else_branch=else_branch),
+        helper.make_node("Unsqueezed", ["x"], ["in_function"], domain="local"),
+    ]
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 1]),
+         helper.make_tensor_value_info("k_back", TensorProto.INT64, []),
+         helper.make_tensor_value_info("branch", TensorProto.FLOAT, ["a", "b", "c"]),
+         helper.make_tensor_value_info("in_function", TensorProto.FLOAT, [2, 3, 1])],
+        [minus_one],
+    )  # fmt: skip
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("local", 1)]
+    return helper.make_model(graph, opset_imports=opsets, functions=[function])
+
+
+def test_scalar_axes_become_a_one_element_tensor_and_the_model_means_the_same():
+    """Unsqueeze whose constant axes are a scalar (onnx's AffineGrid body writes them;
+    onnx2torch fails them) read [a] instead, in the main graph, an If's branch and a local
+    function; the scalar itself stays for what else reads it; bit for bit the same outputs."""
+    from lowering.target_forms import AXES_SAID, one_dimensional_axes
+
+    model = _scalar_axes_model()
+    result = lowering.lower_model(model, target="onnxruntime")
+    assert result.report.forms[AXES_SAID] == 4
+    made = result.model
+    onnx.checker.check_model(made, full_check=True)
+    for graph in [made.graph, *nested_graphs(made.graph.node)]:
+        values = {t.name: t for t in graph.initializer}
+        values |= {n.output[0]: n.attribute[0].t for n in graph.node if n.op_type == "Constant"}
+        for node in graph.node:
+            if node.op_type == "Unsqueeze":
+                assert list(values[node.input[1]].dims) == [1], node
+    [function] = made.functions
+    constants = {n.output[0]: n for n in function.node if n.op_type == "Constant"}
+    assert [list(constants[n.input[1]].attribute[0].t.dims) for n in function.node if n.op_type == "Unsqueeze"] == [[1]]
+    assert [n.input for n in made.graph.node if n.op_type == "Add"] == [["minus_one", "k"]]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    for cond in (True, False):
+        fed = {"x": x, "cond": np.array(cond), "k": np.array(3, np.int64)}
+        got, want = run_onnxruntime(made, fed), run_onnxruntime(model, fed)
+        assert [a.tobytes() for a in got] == [b.tobytes() for b in want]
+        assert [a.shape for a in got] == [b.shape for b in want]
+    assert one_dimensional_axes(made) == 0
+
+
 # -- Equal on bool as Not(Xor) --------------------------------------------------------------------
 
 EQUAL_ON_BOOL = "lowered_test_isnan_y_Equal_1"  # (Equal-19 of a fed bool and a constant one)

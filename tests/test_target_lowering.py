@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
 from support import make_model, runs_in_onnxruntime
 
 import lowering
@@ -83,6 +84,12 @@ def test_a_profiles_verdicts():
     assert MADE_UP.verdict("IsNaN", 13, "FLOAT").kind == REFUSED
     assert MADE_UP.verdict("Abs", 13, "DOUBLE").kind == UNVERIFIED  # (Abs-13 ran right on float)
     assert MADE_UP.verdict("Sqrt", 13, "DOUBLE").kind == REFUSED  # (no case of Sqrt-13 ever ran right)
+    # A version no case of which ran right, on any type probed, is refused on a type not probed
+    # too, though another version ran right (onnx2torch has no Split-18, on any type).
+    split = profile({"split_13": ("Split", 13, "FLOAT", "right"), "split_18": ("Split", 18, "FLOAT", "fails")})
+    assert split.verdict("Split", 18, "INT64").kind == REFUSED
+    assert "Split-18 on INT64 not probed; no case of it ran right on FLOAT" in split.verdict("Split", 18, "INT64").why
+    assert split.verdict("Split", 13, "INT64").kind == UNVERIFIED
     # A version never probed (the cases reach back to opset 7: GlobalAveragePool-1, never at
     # version 1 in onnx2torch's probe) is not known to fail, however the probed versions did.
     assert MADE_UP.verdict("Sqrt", 6, "FLOAT").kind == UNVERIFIED
@@ -232,13 +239,14 @@ def test_check_judges_at_the_opset_where_fewest_nodes_are_refused_that_no_patter
 @pytest.mark.parametrize("layer_norm", [False, True], ids=["ReduceMean-18", "LayerNormalization's body"])
 def test_a_target_goes_to_an_older_opset_where_what_it_refuses_has_a_version_it_runs(layer_norm):
     """At 18 ReduceMean-18 is left (the model's, or the one LayerNormalization's body writes
-    there): --target tries the next opset, where ReduceMean-13 is written instead (17 for the
-    model's ReduceMean; 16 for the body's: the opsets where LayerNormalization is 17, as at 18,
-    count as one); an opset given is kept, and refused as before."""
+    there): --target tries the next opset, 17, where ReduceMean-13 is written instead (opsets
+    are told apart by the versions of the ops the model holds and of those its patterns write:
+    LayerNormalization is 17 at 17 as at 18, ReduceMean is not); an opset given is kept, and
+    refused as before."""
     model = reduce_mean_model(18, layer_norm)
     result = lowering.lower_model(model, target=OLDER_RUNS)
     opset = schemas.default_opset(result.model.opset_import)
-    assert opset == (16 if layer_norm else 17)
+    assert opset == 17
     assert {node.op_type for node in result.model.graph.node} & {"LayerNormalization"} == set()
     assert not [f for f in check_model(result.model, OLDER_RUNS, opset) if f.blocks]
     onnx.checker.check_model(result.model, full_check=True)
@@ -250,6 +258,33 @@ def test_a_target_goes_to_an_older_opset_where_what_it_refuses_has_a_version_it_
         assert got.tobytes() == want.tobytes()
     with pytest.raises(TargetRefused, match="mean_18: fails"):
         lowering.lower_model(model, target=OLDER_RUNS, target_opset=18)
+
+
+def test_an_op_lowered_where_it_has_no_version_goes_to_the_opset_where_what_its_pattern_writes_runs():
+    """AffineGrid-20, which the runtime fails, exists at no older opset; below 20 its function
+    body is written, and its ops (Constant, Reshape, ...) run at 13 and fail at 19: the opsets
+    are told apart by the versions of the ops the pattern writes, and --target writes the body
+    at the nearest opset where those run."""
+    from lowering.target_lowering import opsets_for_target
+
+    made = {"affine_grid": ("AffineGrid", 20, "FLOAT", "fails")}
+    for op_type in ("Constant", "Reshape"):
+        made[f"{op_type}_13"] = (op_type, 13, "INT64", "right")
+        made[f"{op_type}_19"] = (op_type, 19, "INT64", "fails")
+    fails_at_19 = profile(made, opsets=range(13, 21))
+    nodes = [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="grid", align_corners=0)]
+    theta = helper.make_tensor_value_info("theta", TensorProto.FLOAT, [2, 2, 3])
+    grid = helper.make_tensor_value_info("grid", TensorProto.FLOAT, [2, 4, 5, 2])
+    size = onnx.numpy_helper.from_array(np.array([2, 3, 4, 5], np.int64), "size")
+    model = make_model(nodes, [theta], [grid], opset=20, initializer=[size])
+    assert opsets_for_target(model, fails_at_19, lowerable_ops())[0] == 18  # (Reshape-14 and Constant-13 there)
+    result = lowering.lower_model(model, target=fails_at_19)
+    assert schemas.default_opset(result.model.opset_import) == 18
+    assert not [f for f in check_model(result.model, fails_at_19, 18) if f.blocks]
+    theta_value = np.random.default_rng(0).standard_normal((2, 2, 3)).astype(np.float32)
+    got = runs_in_onnxruntime(result.model, {"theta": theta_value})[0]
+    want = ReferenceEvaluator(model).run(None, {"theta": theta_value})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
