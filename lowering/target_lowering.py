@@ -261,33 +261,56 @@ def opsets_for_target(
 
 def _op_types_held_or_written(model: onnx.ModelProto, model_opset: int, lowerable: frozenset[str]) -> set[str]:
     """The default-domain ops of ``model``'s nodes and those the patterns lowering them are known
-    to write (AffineGrid-20's body writes Split, Cast and Constant, whose versions differ between
-    opsets where AffineGrid has none)."""
+    to write, at any depth (AffineGrid-20's body writes Constant and CastLike, CastLike's Cast:
+    their versions differ between opsets where AffineGrid has none)."""
     held = {node.op_type for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")}
-    written: set[str] = set()
-    for op_type in held & lowerable:
+    found, todo = set(held), sorted(held & lowerable)
+    while todo:
+        op_type = todo.pop()
         version = schemas.version_in_force(op_type, model_opset)
-        if version is not None:
-            written |= _ops_written_for(op_type, version)
-    return held | written
+        for written in _ops_written_for(op_type, version) if version is not None else ():
+            if written not in found:
+                found.add(written)
+                todo.append(written)
+    return found
 
 
 def _written_unrun(findings: list[Finding], profile, opset: int, lowerable: frozenset[str], model_opset: int) -> int:
-    """How many of the ops that the patterns lowering the refused nodes of ``findings`` are known
-    to write (a rule's ``emits``, a function body's ops) the runtime runs in no probed case at
-    ``opset`` (onnx2torch has no Cast-25 and no Round-22: QuantizeLinear's formula at opset 28
-    cannot run there, at 17 it can). A node of an op that ``opset`` lacks (AffineGrid below 20)
-    is lowered at its version in ``model_opset``."""
+    """How many of the ops that the patterns lowering the nodes of ``findings`` are known to write
+    (a rule's ``emits``, a function body's ops) the runtime runs in no probed case at ``opset``,
+    where no pattern lowers them in turn (onnx2torch has no Cast-25 and no Round-22:
+    QuantizeLinear's formula at opset 28 cannot run there, at 17 it can). The nodes lowered are
+    those the runtime refuses and those whose op's version at ``opset`` does not take their type
+    (Celu-12 takes float only: a float16 Celu-28 goes below 28 as its body). A node of an op
+    that ``opset`` lacks (AffineGrid below 20) is lowered at its version in ``model_opset``."""
     written: set[str] = set()
     for finding in findings:
         version = finding.version or schemas.version_in_force(finding.op_type, model_opset)
-        if finding.blocks and finding.of_a_node and finding.op_type in lowerable and version is not None:
+        lowered = finding.blocks or _type_not_taken(finding, opset)
+        if lowered and finding.of_a_node and finding.op_type in lowerable and version is not None:
             written |= _ops_written_for(finding.op_type, version)
-    unrun = 0
-    for op_type in sorted(written):
+    unrun, seen, todo = 0, set(), sorted(written)
+    while todo:  # (what the runtime does not run is lowered in turn where a pattern is known)
+        op_type = todo.pop()
+        if op_type in seen:
+            continue
+        seen.add(op_type)
         version = schemas.version_in_force(op_type, opset)
-        unrun += version is None or profile.runs_at_all(op_type, version) is False
+        if version is not None and profile.runs_at_all(op_type, version) is not False:
+            continue
+        at = version if version is not None else schemas.version_in_force(op_type, model_opset)
+        deeper = _ops_written_for(op_type, at) if op_type in lowerable and at is not None else frozenset()
+        todo.extend(deeper)
+        unrun += not deeper
     return unrun
+
+
+def _type_not_taken(finding: Finding, opset: int) -> bool:
+    """Whether the version of the finding's op at ``opset`` does not take its element type."""
+    if finding.version is None or finding.element_type not in onnx.TensorProto.DataType.keys():
+        return False
+    taken = schemas.input_element_types(finding.op_type, opset)
+    return bool(taken) and onnx.TensorProto.DataType.Value(finding.element_type) not in taken
 
 
 def _ops_written_for(op_type: str, version: int) -> frozenset[str]:

@@ -287,6 +287,29 @@ def test_an_op_lowered_where_it_has_no_version_goes_to_the_opset_where_what_its_
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_a_float16_celu_goes_where_the_casts_its_body_writes_in_turn_run():
+    """Celu takes float16 from version 28 on: below 28 its body is written, and the CastLike of
+    that body as a Cast. onnx2torch runs no Cast-19 or later, so the opsets tried first are those
+    where that Cast is Cast-13 (the ops the patterns write count, at any depth, and the nodes an
+    older version does not take the type of count as lowered); the body computes the same bits
+    as at 28."""
+    from lowering.target_lowering import opsets_for_target
+
+    nodes = [helper.make_node("Celu", ["x"], ["y"], name="celu", alpha=2.0)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, [5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, [5])
+    model = make_model(nodes, [x], [y], opset=28)
+    onnx2torch = load_profile("onnx2torch")
+    assert opsets_for_target(model, onnx2torch, lowerable_ops())[0] <= 18
+    result = lowering.lower_model(model, target=onnx2torch)
+    opset = schemas.default_opset(result.model.opset_import)
+    assert opset <= 18 and "Celu" not in {node.op_type for node in result.model.graph.node}
+    assert not [f for f in check_model(result.model, onnx2torch, opset) if f.blocks]
+    fed = {"x": np.array([-3.0, -0.5, -0.0, 0.25, 60000.0], np.float16)}
+    body_at_28 = lowering.lower(model, ops=["Celu"])
+    assert runs_in_onnxruntime(result.model, fed)[0].tobytes() == runs_in_onnxruntime(body_at_28, fed)[0].tobytes()
+
+
 def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
     """A corpus case computes on its export's values (rknn's float16 on -3.4e38): wrong there says
     nothing of other values; one that fails, or a backend case that is wrong, still refuses."""
