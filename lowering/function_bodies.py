@@ -590,6 +590,25 @@ def body_op_types(op_type: str, version: int, domain: str = "") -> list[str] | N
     return op_types
 
 
+def node_body_op_types(node: onnx.NodeProto, version: int, input_types: list[onnx.TypeProto | None]) -> list[str]:
+    """The op types of the newest body of ``node``'s op at ``version``, as ONNX builds it for
+    that node (its attributes, its inputs' ``input_types``: RotaryEmbedding's body needs their
+    ranks); empty where it has none or ONNX builds none for it."""
+    schema = defs.get_schema(node.op_type, version, node.domain)
+    if not schema.all_function_opset_versions:
+        return []
+    body_opset = max(schema.all_function_opset_versions)
+    if body_opset in schema.function_opset_versions:
+        body = _static_body(schema, body_opset)
+    elif any(name and not _known_type(t) for name, t in zip(node.input, input_types, strict=True)):
+        return []
+    else:
+        given = zip(node.input, input_types, strict=True)
+        types = [(t if name else onnx.TypeProto()).SerializeToString() for name, t in given]
+        body = _context_dependent_body(schema, body_opset, _canonical(node).SerializeToString(), types)
+    return [] if isinstance(body, str) else list(dict.fromkeys(n.op_type for n in body.node))
+
+
 def _sample_type(schema: defs.OpSchema, formal) -> onnx.TypeProto:
     allowed = [formal.type_str]
     for constraint in schema.type_constraints:

@@ -13,7 +13,7 @@ import onnx
 
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
-from .function_bodies import body_op_types, ops_with_bodies
+from .function_bodies import body_op_types, node_body_op_types, ops_with_bodies
 from .graphs import held_graphs, holds_graphs
 from .naming import NameAllocator
 from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
@@ -243,7 +243,8 @@ def opsets_for_target(
     (a pattern's nodes are judged only once written)."""
     model_opset = schemas.default_opset(model.opset_import) or 1
     default = profile.opset_for(model_opset)
-    op_types = sorted(_op_types_held_or_written(model, model_opset, lowerable))
+    written_by = _written_by_nodes(model, model_opset, lowerable)
+    op_types = sorted(_op_types_held_or_written(model, model_opset, written_by))
     groups: dict[tuple, list[int]] = {}
     for opset in (o for o in profile.opsets if o <= schemas.newest_opset()):
         groups.setdefault(tuple(schemas.version_in_force(op, opset) for op in op_types), []).append(opset)
@@ -251,7 +252,7 @@ def opsets_for_target(
     for opsets in groups.values():
         nearest = default if default in opsets else min(opsets, key=lambda o: (abs(o - model_opset), o > model_opset))
         findings = check_model(model, profile, nearest, lowerable)
-        unrun = _written_unrun(findings, profile, nearest, lowerable, model_opset)
+        unrun = _written_unrun(findings, profile, nearest, lowerable, model_opset, written_by)
         unlowerable = _unlowerable_among(findings)
         ranked.append(
             (unlowerable, unrun, nearest != default, abs(nearest - model_opset), nearest > model_opset, nearest)
@@ -259,36 +260,61 @@ def opsets_for_target(
     return [entry[-1] for entry in sorted(ranked)] or [default]
 
 
-def _op_types_held_or_written(model: onnx.ModelProto, model_opset: int, lowerable: frozenset[str]) -> set[str]:
-    """The default-domain ops of ``model``'s nodes and those the patterns lowering them are known
-    to write, at any depth (AffineGrid-20's body writes Constant and CastLike, CastLike's Cast:
-    their versions differ between opsets where AffineGrid has none)."""
-    held = {node.op_type for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")}
-    found, todo = set(held), sorted(held & lowerable)
-    while todo:
-        op_type = todo.pop()
-        version = schemas.version_in_force(op_type, model_opset)
-        for written in _ops_written_for(op_type, version) if version is not None else ():
-            if written not in found:
-                found.add(written)
-                todo.append(written)
+def _written_by_nodes(model: onnx.ModelProto, model_opset: int, lowerable: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Per op of ``model``'s default-domain nodes that a pattern lowers, the ops that pattern is
+    known to write: its rule's ``emits``, else the ops of the function body ONNX builds for each
+    of its nodes (their attributes and input types: RotaryEmbedding's body needs their ranks)."""
+    found: dict[str, frozenset[str]] = {}
+    types = None
+    for _, node, function in _every_node(model):
+        version = schemas.version_in_force(node.op_type, model_opset)
+        if node.domain not in ("", "ai.onnx") or node.op_type not in lowerable or version is None:
+            continue
+        written = _ops_written_for(node.op_type, version)
+        if not written and function is None and version in ops_with_bodies().get(node.op_type, ()):
+            types = inferred_types(model) if types is None else types
+            written = frozenset(node_body_op_types(node, version, [types.get(name) for name in node.input]))
+        found[node.op_type] = found.get(node.op_type, frozenset()) | written
     return found
 
 
-def _written_unrun(findings: list[Finding], profile, opset: int, lowerable: frozenset[str], model_opset: int) -> int:
+def _op_types_held_or_written(
+    model: onnx.ModelProto, model_opset: int, written_by: dict[str, frozenset[str]]
+) -> set[str]:
+    """The default-domain ops of ``model``'s nodes and those the patterns lowering them are known
+    to write (``written_by``), at any depth (AffineGrid-20's body writes Constant and CastLike,
+    CastLike's Cast: their versions differ between opsets where AffineGrid has none)."""
+    held = {node.op_type for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")}
+    found, todo = set(held), sorted(written_by)
+    while todo:
+        op_type = todo.pop()
+        version = schemas.version_in_force(op_type, model_opset)
+        written = written_by.get(op_type) or (_ops_written_for(op_type, version) if version is not None else ())
+        for op in written:
+            if op not in found:
+                found.add(op)
+                todo.append(op)
+    return found
+
+
+def _written_unrun(
+    findings: list[Finding], profile, opset: int, lowerable: frozenset[str], model_opset: int,
+    written_by: dict[str, frozenset[str]] | None = None,
+) -> int:  # fmt: skip
     """How many of the ops that the patterns lowering the nodes of ``findings`` are known to write
     (a rule's ``emits``, a function body's ops) the runtime runs in no probed case at ``opset``,
     where no pattern lowers them in turn (onnx2torch has no Cast-25 and no Round-22:
     QuantizeLinear's formula at opset 28 cannot run there, at 17 it can). The nodes lowered are
     those the runtime refuses and those whose op's version at ``opset`` does not take their type
     (Celu-12 takes float only: a float16 Celu-28 goes below 28 as its body). A node of an op
-    that ``opset`` lacks (AffineGrid below 20) is lowered at its version in ``model_opset``."""
+    that ``opset`` lacks (AffineGrid below 20) is lowered at its version in ``model_opset``;
+    ``written_by``: what the patterns of the model's own ops write (:func:`_written_by_nodes`)."""
     written: set[str] = set()
     for finding in findings:
         version = finding.version or schemas.version_in_force(finding.op_type, model_opset)
         lowered = finding.blocks or _type_not_taken(finding, opset)
         if lowered and finding.of_a_node and finding.op_type in lowerable and version is not None:
-            written |= _ops_written_for(finding.op_type, version)
+            written |= (written_by or {}).get(finding.op_type) or _ops_written_for(finding.op_type, version)
     unrun, seen, todo = 0, set(), sorted(written)
     while todo:  # (what the runtime does not run is lowered in turn where a pattern is known)
         op_type = todo.pop()

@@ -310,6 +310,25 @@ def test_a_float16_celu_goes_where_the_casts_its_body_writes_in_turn_run():
     assert runs_in_onnxruntime(result.model, fed)[0].tobytes() == runs_in_onnxruntime(body_at_28, fed)[0].tobytes()
 
 
+def test_an_op_whose_body_onnx_builds_for_the_node_goes_where_that_bodys_ops_run():
+    """RotaryEmbedding-23's body is one ONNX builds from the node (its inputs' ranks): its ops
+    found so (Split-18, Constant-21, ...), onnx2torch's --target writes it at 17, where those
+    run, not at 22, the nearest opset without RotaryEmbedding; the body meets the case's output
+    within the backend's tolerance."""
+    from version_cases import feeds_of, node_cases
+
+    from lowering.target_lowering import opsets_for_target
+
+    case = next(c for c in node_cases() if c.name == "test_rotary_embedding")
+    onnx2torch = load_profile("onnx2torch")
+    assert opsets_for_target(case.model, onnx2torch, lowerable_ops())[0] == 17
+    result = lowering.lower_model(case.model, target=onnx2torch)
+    assert schemas.default_opset(result.model.opset_import) == 17
+    inputs, expected = case.data_sets[0]
+    got = runs_in_onnxruntime(result.model, feeds_of(case.model, inputs))[0]
+    np.testing.assert_allclose(got, expected[0], rtol=1e-3, atol=1e-7)
+
+
 def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
     """A corpus case computes on its export's values (rknn's float16 on -3.4e38): wrong there says
     nothing of other values; one that fails, or a backend case that is wrong, still refuses."""
