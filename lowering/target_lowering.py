@@ -37,7 +37,7 @@ from .target_forms import (
 )
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
-MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the blockers at the first)
+MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewest blockers found)
 
 
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
@@ -403,15 +403,21 @@ def lower_for_target(
         # (a pattern may write ops the runtime refuses at one opset and not at another:
         # LayerNormalization's body writes ReduceMean-18 at 18, ReduceMean-13 at 17)
         others = [] if given is not None else [o for o in opsets_for_target(model, profile, lowerable) if o != first]
+        refusals = [refusal]
         for opset in others[: MOST_OPSETS_TRIED - 1]:
             try:
                 result = lowered_at(opset)
-            except LoweringError:  # (that opset cannot be reached either: the first refusal is said)
+            except TargetRefused as other:
+                refusals.append(other)
+                continue
+            except LoweringError:  # (that opset cannot be reached either)
                 continue
             if not _control_flow_op_types(result.model) - _control_flow_op_types(model):
                 break
-        else:
-            raise refusal from None
+        else:  # (the refusal of fewest blockers is said: the first where they tie or it is no target's)
+            if not isinstance(refusal, TargetRefused):
+                raise refusal from None
+            raise min(refusals, key=lambda each: len(each.blockers)) from None
     left = [entry for entry in result.report.remaining if entry.op_type in asked]
     if strict and left:
         raise IncompleteLowering(left)

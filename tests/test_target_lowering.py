@@ -5,6 +5,7 @@ it meant, bit for bit; a target no pattern can satisfy refused listing every nod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -327,6 +328,21 @@ def test_an_op_whose_body_onnx_builds_for_the_node_goes_where_that_bodys_ops_run
     inputs, expected = case.data_sets[0]
     got = runs_in_onnxruntime(result.model, feeds_of(case.model, inputs))[0]
     np.testing.assert_allclose(got, expected[0], rtol=1e-3, atol=1e-7)
+
+
+def test_a_refusal_lists_the_blockers_of_the_opset_tried_that_leaves_fewest():
+    """At 18 the runtime refuses ReduceMean-18 and Sqrt, at 17 only Sqrt (no pattern lowers it,
+    at any version): --target refuses, listing Sqrt alone, what is left where it came nearest."""
+    model = reduce_mean_model(18)
+    root = helper.make_node("Sqrt", ["y"], ["root"], name="root")
+    model.graph.node.append(root)
+    model.graph.output[0].name = "root"
+    made = dict(OLDER_RUNS.cases)
+    made[("Sqrt", 13, "FLOAT")] = [("sqrt_13", "fails", "")]
+    sqrt_fails = dataclasses.replace(OLDER_RUNS, cases=made)
+    with pytest.raises(TargetRefused) as refused:
+        lowering.lower_model(model, target=sqrt_fails)
+    assert [(b.op_type, b.version) for b in refused.value.blockers] == [("Sqrt", 13)]
 
 
 def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
