@@ -19,6 +19,7 @@ from .folding import fold_integer_values
 from .graphs import constant_tensor, every_node, holds_graphs, nested_graphs, without_unread
 from .local_functions import infer
 from .naming import NameAllocator
+from .registry import rule_for
 from .report import LoweringReport
 from .scopes import Scope
 from .shape_folding import fold_nodes
@@ -187,9 +188,12 @@ class BodyInlining:
             inner = function_expansion(body_node)
             nested = inner is not None and depth < MAX_BODY_DEPTH
             if body_node.op_type in driver.requested_ops:
-                if not nested:
-                    raise NotLowered(f"its function body holds {body_node.op_type}, which is to be lowered too")
-                legal += self.inline(inner, body_node, opset, body_types(), attempt, depth=depth + 1)
+                if nested:
+                    legal += self.inline(inner, body_node, opset, body_types(), attempt, depth=depth + 1)
+                    continue
+                if body_scope is None:
+                    body_scope = self._body_scope(nodes, opset, body_types)
+                legal += self._by_its_rule(body_scope, body_node, position, opset, attempt)
                 continue
             if holds_graphs(body_node) and self._subgraphs_to_legalize(body_node, opset, scope.opset):
                 if body_scope is None:
@@ -210,6 +214,29 @@ class BodyInlining:
         done.adapted.update(attempt.adapted)
         done.rewritten.update(attempt.rewritten)
         return legal
+
+    def _by_its_rule(self, body_scope: Scope, node: onnx.NodeProto, position: int, opset: int, attempt) -> list:
+        """A body node that is to be lowered and has no body of its own, lowered by its rule (a
+        Scan in LinearAttention's body), the graphs it holds made legal first; NotLowered where
+        no rule serves it or the rule does not apply."""
+        why = f"its function body holds {node.op_type}, which is to be lowered too"
+        rule = rule_for(node.domain, node.op_type)
+        version = schemas.version_in_force(node.op_type, opset, node.domain)
+        if rule is None or version is None or not rule.serves(version):
+            raise NotLowered(f"{why}, and no rule lowers {node.op_type}-{version}")
+        if holds_graphs(node) and self._subgraphs_to_legalize(node, opset, self.scope.opset):
+            try:
+                node = self.driver.legalize_held_graphs(body_scope, node, position, attempt)
+            except LoweringError as error:
+                raise _CannotMove(
+                    f"its function body cannot be written at opset {self.scope.opset} ({error})"
+                ) from None
+        try:
+            lowered = self.driver.path.decompose(rule, version, body_scope, node, position, self.location)
+        except NotLowered as declined:
+            raise NotLowered(f"{why}, and its rule does not apply: {declined.reason}") from None
+        attempt.rewritten[f"{node.op_type}-{version}"] += 1
+        return lowered
 
     def _subgraphs_to_legalize(self, node: onnx.NodeProto, opset: int, target_opset: int) -> bool:
         """Whether a body node's graphs hold a node that is to be lowered, or (going from the

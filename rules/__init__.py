@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     range,
     recurrent,
     resize,
+    scan,
     tensorscatter,
     trilu,
     versions,

@@ -1,0 +1,133 @@
+"""Scan unrolled (rules/scan.py): every backend case of Scan-9 on, scanned forwards and in
+reverse along every axis, and the Scan ONNX's LinearAttention body writes, bit for bit as
+onnxruntime runs the Scan; refused where the iterations are unknown, too many, or the body
+holds a graph."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import onnx
+import pytest
+from lowering.rules.scan import MOST_UNROLLED_NODES
+from onnx import TensorProto, helper, numpy_helper
+from version_cases import feeds_of, node_cases
+
+import lowering
+from lowering.verification.runtime import run_onnxruntime
+
+
+def assert_same_bits(got: list, want: list) -> None:
+    assert [a.shape for a in got] == [b.shape for b in want]
+    assert [a.tobytes() for a in got] == [b.tobytes() for b in want]
+
+
+def scan_model(
+    x_shape, axis: int, reverse: int, output_axis: int, prepend: int, opset: int = 21, length=None
+) -> onnx.ModelProto:
+    """(total, rows) = Scan(s0, x): s = s + ReduceSum(x_t) (a running sum of each slice, the
+    axes a body initializer) and row_t = s * x_t, x scanned along ``axis`` (``reverse``),
+    rows stacked along ``output_axis`` (``prepend``); x's length along the axis left unknown
+    where ``length`` says so."""
+    slice_rank = len(x_shape) - 1
+    body = helper.make_graph(
+        [helper.make_node("ReduceSum", ["xi", "all_axes"], ["r"], keepdims=0),
+         helper.make_node("Add", ["s", "r"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "xi"], ["row"])],
+        "body",
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("xi", TensorProto.FLOAT, [f"d{k}" for k in range(slice_rank)])],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("row", TensorProto.FLOAT, [f"d{k}" for k in range(slice_rank)])],
+        [numpy_helper.from_array(np.arange(slice_rank, dtype=np.int64), "all_axes")],
+    )  # fmt: skip
+    node = helper.make_node(
+        "Scan", ["s0", "x"], ["total", "rows"], name="scan", body=body, num_scan_inputs=1,
+        scan_input_axes=[axis], scan_input_directions=[reverse],
+        scan_output_axes=[output_axis], scan_output_directions=[prepend],
+    )  # fmt: skip
+    declared = (
+        list(x_shape) if length is None else ["n" if k == axis % len(x_shape) else d for k, d in enumerate(x_shape)]
+    )
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, declared)],
+        [helper.make_tensor_value_info("total", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("rows", TensorProto.FLOAT, [f"r{k}" for k in range(len(x_shape))])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def feeds_for(x_shape) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(len(x_shape))
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    x.flat[:4] = [np.nan, -0.0, np.inf, 1e-40]  # (NaN, a negative zero, an infinity and a subnormal travel)
+    return {"s0": np.array(0.25, np.float32), "x": x}
+
+
+@pytest.mark.parametrize(
+    ("axis", "reverse", "output_axis", "prepend"),
+    list(itertools.product([0, 1, -1], [0, 1], [0, -1], [0, 1])),
+)
+def test_scan_unrolled_is_the_scan_bit_for_bit(axis, reverse, output_axis, prepend):
+    x_shape = (4, 3, 2)
+    model = scan_model(x_shape, axis, reverse, output_axis, prepend)
+    result = lowering.lower_model(model, ops=["Scan"])
+    assert "Scan" not in {node.op_type for node in result.model.graph.node}
+    assert result.report.rewritten == {"Scan-21": 1}
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = feeds_for(x_shape)
+    assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
+
+
+@pytest.mark.parametrize("target", [11, 13, 17])
+def test_scan_unrolled_at_an_older_opset_holds_its_body_moved_there(target):
+    """The body is made legal at the target first (ReduceSum's axes an attribute below 13)."""
+    model = scan_model((3, 2), 0, 1, 0, 1, opset=21)
+    result = lowering.lower_model(model, ops=["Scan"], target_opset=target)
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = feeds_for((3, 2))
+    assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
+
+
+def test_every_backend_case_of_scan_9_on_is_unrolled_bit_for_bit():
+    cases = [c for c in node_cases() if c.name.startswith("test_scan9_") and c.data_sets]
+    assert len(cases) >= 3
+    for case in cases:
+        result = lowering.lower_model(case.model, ops=["Scan"])
+        assert "Scan" not in {node.op_type for node in result.model.graph.node}, case.name
+        feeds = feeds_of(case.model, case.data_sets[0][0])
+        assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(case.model, feeds))
+
+
+@pytest.mark.parametrize("name", ["test_linear_attention_gated_delta", "test_linear_attention_fp16"])
+def test_linear_attentions_body_and_its_scan_lowered_together_mean_the_body_with_the_scan(name):
+    """LinearAttention's body writes a Scan: both lowered in one pass, the Scan by its rule
+    inside the body, the model computes the body's bits."""
+    case = next(c for c in node_cases() if c.name == name)
+    with_scan = lowering.lower_model(case.model, ops=["LinearAttention"]).model
+    assert "Scan" in {node.op_type for node in with_scan.graph.node}
+    result = lowering.lower_model(case.model, ops=["LinearAttention", "Scan"])
+    assert not result.report.remaining
+    assert not {"Scan", "LinearAttention"} & {node.op_type for node in result.model.graph.node}
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = feeds_of(case.model, case.data_sets[0][0])
+    assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(with_scan, feeds))
+
+
+def test_scan_stays_where_its_iterations_are_unknown_too_many_or_its_body_holds_a_graph():
+    unknown = lowering.lower_model(scan_model((4, 3), 0, 0, 0, 0, length="n"), ops=["Scan"])
+    assert "the number of iterations is unknown" in unknown.report.remaining[0].reason
+    long = lowering.lower_model(scan_model((MOST_UNROLLED_NODES, 2), 0, 0, 0, 0), ops=["Scan"])
+    assert f"over {MOST_UNROLLED_NODES} unrolled" in long.report.remaining[0].reason
+    model = scan_model((4, 3), 0, 0, 0, 0)
+    body = model.graph.node[0].attribute[0].g
+    branch = helper.make_graph([helper.make_node("Identity", ["r"], ["r_if"])], "branch", [],
+                               [helper.make_tensor_value_info("r_if", TensorProto.FLOAT, [])])  # fmt: skip
+    body.node.append(helper.make_node("Constant", [], ["yes"], value_int=1))
+    body.node.append(helper.make_node("Cast", ["yes"], ["cond"], to=TensorProto.BOOL))
+    body.node.append(helper.make_node("If", ["cond"], ["unused"], then_branch=branch, else_branch=branch))
+    holds_if = lowering.lower_model(model, ops=["Scan"])
+    assert "holds a node holding a graph" in holds_if.report.remaining[0].reason
