@@ -231,12 +231,13 @@ class BodyInlining:
                 raise _CannotMove(
                     f"its function body cannot be written at opset {self.scope.opset} ({error})"
                 ) from None
+        pooled = len(body_scope.constants.nodes)  # (the rule's shared constants, written just before its nodes)
         try:
             lowered = self.driver.path.decompose(rule, version, body_scope, node, position, self.location)
         except NotLowered as declined:
             raise NotLowered(f"{why}, and its rule does not apply: {declined.reason}") from None
         attempt.rewritten[f"{node.op_type}-{version}"] += 1
-        return lowered
+        return [*body_scope.constants.nodes[pooled:], *lowered]
 
     def _subgraphs_to_legalize(self, node: onnx.NodeProto, opset: int, target_opset: int) -> bool:
         """Whether a body node's graphs hold a node that is to be lowered, or (going from the

@@ -31,7 +31,7 @@ from pathlib import Path
 from onnx import TensorProto
 
 from . import schemas
-from .node_forms import NodeForm, nearest_cases, unmatched
+from .node_forms import NodeForm, case_forms, nearest_cases, unmatched
 
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
@@ -108,7 +108,7 @@ class RuntimeProfile:
             return Verdict(UNVERIFIED, f"{op_type}-{version} on {type_name or '?'} ran right only with inputs the "
                            f"node is fed given as constants: {_said(exact)}")  # fmt: skip
         formed = f" nearest its form ({form.describe()})" if near and len(near) < len(exact) else ""
-        exact = near or exact
+        every, exact = exact, near or exact
         unshared = unmatched(exact, form, schema) if exact and form else []
         if exact and not type_name and any(o[1] != "right" for o in exact):
             return Verdict(UNVERIFIED, f"the element type is unknown here; {op_type}-{version} is not right on "
@@ -125,6 +125,10 @@ class RuntimeProfile:
                 f"{len(exact)} case{'s' if len(exact) > 1 else ''}{formed}: {_said(exact)}" if formed else _said(exact)
             )
             if unshared and any(o[1] == "right" for v, _, outcomes in seen if v == version for o in outcomes):
+                fed_alike = _fed_alike_never_right(every, form)
+                if fed_alike:  # (onnx2torch fails every Conv fed its weights, of any group, and runs them constant)
+                    why = f"no case fed its inputs {sorted(form.fed)} as the node is ran right, of any attributes"
+                    return Verdict(REFUSED, f"{why}, and some given them otherwise did: {_said(fed_alike)}")
                 return Verdict(DOUBTFUL, f"no case right, none with its {', '.join(unshared)}: {said}")
             # (where no case of the version ran right on any type, its attributes are not why:
             # onnx2torch implements no Cast-25, whatever its to)
@@ -171,6 +175,16 @@ class RuntimeProfile:
         total = ", ".join(f"{counts[k]} {k}" for k in sorted(counts))
         span = f"opsets {min(self.opsets)}-{max(self.opsets)}" if self.opsets else "no opset loaded"
         return f"{self.runtime} {self.runtime_version}: {span}; backend cases {total} ({self.source.get('kind', '?')})"
+
+
+def _fed_alike_never_right(outcomes: list[tuple[str, str, str]], form: NodeForm) -> list[tuple[str, str, str]]:
+    """The ``outcomes`` whose cases feed at run time exactly the inputs the node is fed, where
+    none of those ran right and some case feeding others did: what is fed decides, not the
+    attributes (empty otherwise)."""
+    forms = case_forms()
+    alike = [o for o in outcomes if o[0] in forms and forms[o[0]].fed == form.fed]
+    others_right = any(o[1] == "right" for o in outcomes if o[0] in forms and forms[o[0]].fed != form.fed)
+    return alike if alike and others_right and not any(o[1] == "right" for o in alike) else []
 
 
 def _opset_for(opsets: tuple[int, ...], model_opset: int) -> int:

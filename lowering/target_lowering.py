@@ -20,7 +20,17 @@ from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sou
 from .registry import rule_for
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
-from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, RuntimeProfile, TableProfile, Verdict, load_profile
+from .runtime_profiles import (
+    DOUBTFUL,
+    PARTLY,
+    REFUSED,
+    SUPPORTED,
+    UNVERIFIED,
+    RuntimeProfile,
+    TableProfile,
+    Verdict,
+    load_profile,
+)
 from .shape_folding import inferred_types
 from .target_forms import (
     CONSTANTS_SAID,
@@ -304,15 +314,17 @@ def _written_unrun(
     """How many of the ops that the patterns lowering the nodes of ``findings`` are known to write
     (a rule's ``emits``, a function body's ops) the runtime runs in no probed case at ``opset``,
     where no pattern lowers them in turn (onnx2torch has no Cast-25 and no Round-22:
-    QuantizeLinear's formula at opset 28 cannot run there, at 17 it can). The nodes lowered are
-    those the runtime refuses and those whose op's version at ``opset`` does not take their type
+    QuantizeLinear's formula at opset 28 cannot run there, at 17 it can). The nodes counted as
+    lowered are those the runtime refuses, those it may not run (unverified, doubtful: onnx2torch
+    never ran a GroupNormalization, whose version 18 no case probed, and a GroupNormalization-21
+    goes to 18 as its body) and those whose op's version at ``opset`` does not take their type
     (Celu-12 takes float only: a float16 Celu-28 goes below 28 as its body). A node of an op
     that ``opset`` lacks (AffineGrid below 20) is lowered at its version in ``model_opset``;
     ``written_by``: what the patterns of the model's own ops write (:func:`_written_by_nodes`)."""
     written: set[str] = set()
     for finding in findings:
         version = finding.version or schemas.version_in_force(finding.op_type, model_opset)
-        lowered = finding.blocks or _type_not_taken(finding, opset)
+        lowered = finding.blocks or finding.verdict.kind in (UNVERIFIED, DOUBTFUL) or _type_not_taken(finding, opset)
         if lowered and finding.of_a_node and finding.op_type in lowerable and version is not None:
             written |= (written_by or {}).get(finding.op_type) or _ops_written_for(finding.op_type, version)
     unrun, seen, todo = 0, set(), sorted(written)

@@ -345,6 +345,37 @@ def test_a_refusal_lists_the_blockers_of_the_opset_tried_that_leaves_fewest():
     assert [(b.op_type, b.version) for b in refused.value.blockers] == [("Sqrt", 13)]
 
 
+def test_an_op_the_runtime_never_ran_counts_its_patterns_ops_where_it_may_go_as_its_body():
+    """onnx2torch never ran a GroupNormalization, and no case probed its version 18: at 20 and
+    18 a GroupNormalization-21 (which goes below 21 as its body) is unverified, yet its body's
+    ReduceMean-18 is not run there; 17, where it writes ReduceMean-13, is tried first."""
+    from version_cases import node_cases
+
+    from lowering.target_lowering import opsets_for_target
+
+    case = next(c for c in node_cases() if c.name == "test_group_normalization_example")
+    onnx2torch = load_profile("onnx2torch")
+    assert opsets_for_target(case.model, onnx2torch, lowerable_ops())[0] == 17
+    result = lowering.lower_model(case.model, target=onnx2torch)
+    assert schemas.default_opset(result.model.opset_import) == 17
+
+
+def test_a_form_fed_as_no_case_that_ran_right_is_refused_whatever_its_attributes():
+    """Every Conv case fed its weights failed (onnx2torch's KeyError 'W'), whatever its group;
+    those given them as constants ran: a node fed its weights is refused, not doubtful."""
+    from lowering.node_forms import NodeForm
+
+    made = profile({
+        "test_basic_conv_with_padding": ("Conv", 11, "FLOAT", "fails"),
+        "test_basic_conv_with_padding#constant": ("Conv", 11, "FLOAT", "right"),
+    })  # fmt: skip
+    fed = NodeForm(frozenset({0, 1}), frozenset({0, 1}), frozenset(), frozenset({0}), (("group", "4"),))
+    verdict = made.verdict("Conv", 11, "FLOAT", fed)
+    assert verdict.kind == REFUSED and "no case fed its inputs [0, 1] as the node is ran right" in verdict.why
+    weights = NodeForm(frozenset({0, 1}), frozenset({0}), frozenset({1}), frozenset({0}), (("group", "4"),))
+    assert made.verdict("Conv", 11, "FLOAT", weights).kind != REFUSED
+
+
 def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
     """A corpus case computes on its export's values (rknn's float16 on -3.4e38): wrong there says
     nothing of other values; one that fails, or a backend case that is wrong, still refuses."""

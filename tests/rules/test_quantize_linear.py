@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from support import lowered_wholly, nested_forms
+from version_cases import feeds_of, node_cases
 
 import lowering
 from lowering.runtime_profiles import profile_from_data
@@ -205,3 +206,18 @@ def test_the_formulas_hold_in_an_if_branch_and_a_local_function(form):
         _assert_same_bits(
             model, lowered, [feed | {"branch": np.array(taken)} for feed in feeds for taken in (True, False)]
         )
+
+
+@pytest.mark.parametrize("name", ["test_dynamicquantizelinear", "test_dynamicquantizelinear_max_adjusted"])
+def test_a_quantize_linear_inside_a_function_body_is_lowered_by_its_rule_with_its_constants(name):
+    """DynamicQuantizeLinear's body holds a QuantizeLinear: both lowered in one pass, the
+    QuantizeLinear by its rule inside the body, whose shared constants (the integer type's least
+    and greatest values) are written before its nodes; bit for bit the op's outputs."""
+    case = next(c for c in node_cases() if c.name == name)
+    result = lowering.lower_model(case.model, ops=["DynamicQuantizeLinear", "QuantizeLinear"])
+    assert not result.report.remaining
+    assert not {"DynamicQuantizeLinear", "QuantizeLinear"} & {node.op_type for node in result.model.graph.node}
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = feeds_of(case.model, case.data_sets[0][0])
+    got, want = run_onnxruntime(result.model, feeds), run_onnxruntime(case.model, feeds)
+    assert [a.tobytes() for a in got] == [b.tobytes() for b in want]
