@@ -50,6 +50,8 @@ class Verdict:
 
     kind: str
     why: str = ""
+    # refused because every case fed as the node is failed, of any attributes (see verdict)
+    by_what_is_fed: bool = False
 
     @property
     def blocks(self) -> bool:
@@ -103,6 +105,10 @@ class RuntimeProfile:
         exact = [o for v, t, outcomes in seen if v == version and (t == type_name or not type_name) for o in outcomes]
         schema = schemas.schema_in_force(op_type, version)
         near = nearest_cases(exact, form, schema) if exact and form else []
+        if exact and form and not near:  # (no case feeds what the node is fed: those fed most of it)
+            refused = _refused_by_what_is_fed(exact, form)
+            if refused is not None:
+                return refused
         if exact and form and not near and all(o[1] == "right" for o in exact):
             # (every case holds constant an input the node is fed: tract's CumSum takes a constant axis only)
             return Verdict(UNVERIFIED, f"{op_type}-{version} on {type_name or '?'} ran right only with inputs the "
@@ -125,10 +131,9 @@ class RuntimeProfile:
                 f"{len(exact)} case{'s' if len(exact) > 1 else ''}{formed}: {_said(exact)}" if formed else _said(exact)
             )
             if unshared and any(o[1] == "right" for v, _, outcomes in seen if v == version for o in outcomes):
-                fed_alike = _fed_alike_never_right(every, form)
-                if fed_alike:  # (onnx2torch fails every Conv fed its weights, of any group, and runs them constant)
-                    why = f"no case fed its inputs {sorted(form.fed)} as the node is ran right, of any attributes"
-                    return Verdict(REFUSED, f"{why}, and some given them otherwise did: {_said(fed_alike)}")
+                refused = _refused_by_what_is_fed(every, form)  # (onnx2torch's Conv fed its weights, any group)
+                if refused is not None:
+                    return refused
                 return Verdict(DOUBTFUL, f"no case right, none with its {', '.join(unshared)}: {said}")
             # (where no case of the version ran right on any type, its attributes are not why:
             # onnx2torch implements no Cast-25, whatever its to)
@@ -144,6 +149,9 @@ class RuntimeProfile:
             probed = ", ".join(sorted({t or "?" for t, _ in at_version}))
             return Verdict(REFUSED, f"{op_type}-{version} on {type_name or '?'} not probed; no case of it ran right "
                            f"on {probed}, e.g. {_said([o for _, o in at_version])}")  # fmt: skip
+        refused = _refused_by_what_is_fed([o for _, o in at_version], form) if at_version and form else None
+        if refused is not None:  # (on the types probed: onnx2torch's Conv fed its weights, on float16 too)
+            return refused
         ran_right = sorted({(v, t) for v, t, outcomes in seen if any(o[1] == "right" for o in outcomes)})
         if ran_right:
             shown = ", ".join(f"{op_type}-{v} on {t or '?'}" for v, t in ran_right[:4])
@@ -177,14 +185,30 @@ class RuntimeProfile:
         return f"{self.runtime} {self.runtime_version}: {span}; backend cases {total} ({self.source.get('kind', '?')})"
 
 
+def _refused_by_what_is_fed(outcomes: list[tuple[str, str, str]], form: NodeForm) -> Verdict | None:
+    """Refused where every case fed at run time the most of what the node is fed failed, of any
+    attributes, and some case ran right (:func:`_fed_alike_never_right`); else None."""
+    fed_alike = _fed_alike_never_right(outcomes, form)
+    if not fed_alike:
+        return None
+    fed = sorted(case_forms()[fed_alike[0][0]].fed)
+    why = f"no case fed its inputs {fed} as the node is ran right, of any attributes"
+    return Verdict(REFUSED, f"{why}, and some given them otherwise did: {_said(fed_alike)}", True)
+
+
 def _fed_alike_never_right(outcomes: list[tuple[str, str, str]], form: NodeForm) -> list[tuple[str, str, str]]:
-    """The ``outcomes`` whose cases feed at run time exactly the inputs the node is fed, where
-    none of those ran right and some case feeding others did: what is fed decides, not the
-    attributes (empty otherwise)."""
+    """The ``outcomes`` whose cases feed at run time the most of the inputs the node is fed and
+    nothing else (those it feeds, where any case does), where none of those ran right and some
+    case did: what is fed decides, not the attributes (empty otherwise). A Conv fed its bias too
+    is judged by the cases fed x and its weights."""
     forms = case_forms()
-    alike = [o for o in outcomes if o[0] in forms and forms[o[0]].fed == form.fed]
-    others_right = any(o[1] == "right" for o in outcomes if o[0] in forms and forms[o[0]].fed != form.fed)
-    return alike if alike and others_right and not any(o[1] == "right" for o in alike) else []
+    known = [(o, forms[o[0]].fed) for o in outcomes if o[0] in forms]
+    within = [(o, fed) for o, fed in known if fed <= form.fed]
+    if not within or not any(o[1] == "right" for o, _ in known):
+        return []
+    most = max(len(fed) for _, fed in within)
+    alike = [o for o, fed in within if len(fed) == most]
+    return alike if most > 0 and not any(o[1] == "right" for o in alike) else []
 
 
 def _opset_for(opsets: tuple[int, ...], model_opset: int) -> int:

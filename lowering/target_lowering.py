@@ -178,6 +178,10 @@ def check_model(
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
         else:
             verdict = profile.verdict(node.op_type, version, type_name, form)
+        if verdict.by_what_is_fed and version != schemas.version_in_force(node.op_type, model_opset):
+            # (a node judged at a version it is not written in: converting it may rewrite it, as
+            # Pad's wrap mode below 19 is rewritten as Gathers; only the cases of its form refuse it)
+            verdict = Verdict(DOUBTFUL, verdict.why)
         if verdict.kind != SUPPORTED:
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
             main = function is None  # (a local function's constants and types are its own)

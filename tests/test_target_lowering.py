@@ -374,6 +374,26 @@ def test_a_form_fed_as_no_case_that_ran_right_is_refused_whatever_its_attributes
     assert verdict.kind == REFUSED and "no case fed its inputs [0, 1] as the node is ran right" in verdict.why
     weights = NodeForm(frozenset({0, 1}), frozenset({0}), frozenset({1}), frozenset({0}), (("group", "4"),))
     assert made.verdict("Conv", 11, "FLOAT", weights).kind != REFUSED
+    # fed its bias too, which no case feeds: judged by the cases fed most of what it is fed
+    with_bias = NodeForm(frozenset({0, 1, 2}), frozenset({0, 1, 2}), frozenset(), frozenset({0}), (("group", "4"),))
+    assert made.verdict("Conv", 11, "FLOAT", with_bias).kind == REFUSED
+    # on a type no case probed at that version: judged by the types probed
+    assert made.verdict("Conv", 11, "FLOAT16", fed).kind == REFUSED
+
+
+def test_a_node_judged_at_a_version_it_is_not_written_in_is_not_refused_by_what_is_fed():
+    """tract fails every Pad-18 fed its pads, and runs them constant: a Pad-25 in wrap mode fed
+    its pads is not refused so at 18, where the wrap adapter writes it as Gathers that tract
+    runs; --target goes there, bit for bit."""
+    from version_cases import feeds_of, node_cases
+
+    case = next(c for c in node_cases() if c.name == "test_wrap_pad")
+    result = lowering.lower_model(case.model, target="tract-0.23")
+    assert schemas.default_opset(result.model.opset_import) == 18
+    assert "Pad" not in {node.op_type for node in result.model.graph.node}
+    feeds = feeds_of(case.model, case.data_sets[0][0])
+    got, want = runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(case.model, feeds)
+    assert [a.tobytes() for a in got] == [b.tobytes() for b in want]
 
 
 def test_wrong_only_on_a_real_exports_own_values_is_doubtful_not_refused():
