@@ -570,24 +570,12 @@ def ops_with_bodies(domain: str = "") -> dict[str, tuple[int, ...]]:
 def body_op_types(op_type: str, version: int, domain: str = "") -> list[str] | None:
     """The op types of ``op_type``-``version``'s newest body, in order of first use; for a
     context-dependent body, as ONNX builds it for a node with every required input of its first
-    allowed type (float where allowed) and default attributes. None where that builds nothing
-    (the body needs attributes or shapes that only a real node gives)."""
+    allowed type (float where allowed) and default attributes (:func:`node_body_op_types`). None
+    where that builds nothing (the body needs attributes or shapes that only a real node gives)."""
     schema = defs.get_schema(op_type, version, domain)
-    body_opset = max(schema.all_function_opset_versions)
-    if body_opset in schema.function_opset_versions:
-        body = _static_body(schema, body_opset)
-    else:
-        required = [f for f in schema.inputs if f.option != defs.OpSchema.FormalParameterOption.Optional]
-        node = onnx.helper.make_node(op_type, [f"input{k}" for k in range(len(required))], ["output0"])
-        types = [_sample_type(schema, formal).SerializeToString() for formal in required]
-        body = _context_dependent_body(schema, body_opset, node.SerializeToString(), types)
-    if isinstance(body, str):
-        return None
-    op_types: list[str] = []
-    for body_node in body.node:
-        if body_node.op_type not in op_types:
-            op_types.append(body_node.op_type)
-    return op_types
+    required = [f for f in schema.inputs if f.option != defs.OpSchema.FormalParameterOption.Optional]
+    node = onnx.helper.make_node(op_type, [f"input{k}" for k in range(len(required))], ["output0"], domain=domain)
+    return node_body_op_types(node, version, [_sample_type(schema, formal) for formal in required]) or None
 
 
 def node_body_op_types(node: onnx.NodeProto, version: int, input_types: list[onnx.TypeProto | None]) -> list[str]:

@@ -10,7 +10,9 @@ right, ``partly`` where some did (the others depend on attributes), and refused 
 (the runtime failed, crashed, hung or gave other outputs than the case expects). One it did not
 see is ``unverified`` where the op ran right at another version or type, or the version was
 never probed (the cases reach back to opset 7 only), and refused where that version was probed
-and no case of the op ever ran right.
+and no case of it ran right on any type. A node is refused too where every case fed the most
+of what it is fed failed, whatever their attributes, and some case ran right (what is fed
+decides: onnx2torch's Conv fed its weights).
 
 A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
 of a whole model, the corpus models the runtime ran right with it and not without (``better``)

@@ -687,8 +687,9 @@ def one_dimensional_axes(model: onnx.ModelProto) -> int:
     scalar: such a Squeeze is left as it is.)"""
     graphs = [model.graph, *nested_graphs(model.graph.node)]
     # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
+    in_graphs = constants_by_name(model)  # (names are unique over the main graph and those it holds)
     scopes = [(f.node, constants_by_name(model, f)) for f in model.functions]
-    scopes += [(graph.node, constants_by_name(model)) for graph in reversed(graphs)]
+    scopes += [(graph.node, in_graphs) for graph in reversed(graphs)]
     names, made = NameAllocator(model=model), 0
     for nodes, constants in scopes:
         if not any(_scalar_axes(node, constants) is not None for node in nodes):

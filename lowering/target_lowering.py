@@ -313,7 +313,7 @@ def _op_types_held_or_written(
 
 def _written_unrun(
     findings: list[Finding], profile, opset: int, lowerable: frozenset[str], model_opset: int,
-    written_by: dict[str, frozenset[str]] | None = None,
+    written_by: dict[str, frozenset[str]],
 ) -> int:  # fmt: skip
     """How many of the ops that the patterns lowering the nodes of ``findings`` are known to write
     (a rule's ``emits``, a function body's ops) the runtime runs in no probed case at ``opset``,
@@ -330,7 +330,7 @@ def _written_unrun(
         version = finding.version or schemas.version_in_force(finding.op_type, model_opset)
         lowered = finding.blocks or finding.verdict.kind in (UNVERIFIED, DOUBTFUL) or _type_not_taken(finding, opset)
         if lowered and finding.of_a_node and finding.op_type in lowerable and version is not None:
-            written |= (written_by or {}).get(finding.op_type) or _ops_written_for(finding.op_type, version)
+            written |= written_by.get(finding.op_type) or _ops_written_for(finding.op_type, version)
     unrun, seen, todo = 0, set(), sorted(written)
     while todo:  # (what the runtime does not run is lowered in turn where a pattern is known)
         op_type = todo.pop()

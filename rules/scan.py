@@ -34,9 +34,9 @@ def scan_unrolled(
     outputs, and output N+k is Concat(Unsqueeze(y_k at each t, axis_k), axis_k), in the order of
     t, or reversed where that output is prepended. The body's nodes are copied once per
     iteration, each value given a fresh name, so every value is computed by the same op on the
-    same inputs as in the Scan: bit for bit. Not lowered: T unknown or 0, iterations times the
-    body's nodes over MOST_UNROLLED_NODES, a body node holding a graph (its names would need
-    renaming inside it), a scanned input of unknown rank where its axis is negative.
+    same inputs as in the Scan: bit for bit. Not lowered: T unknown (no scanned input's length
+    along its axis known) or 0, iterations times the body's nodes over MOST_UNROLLED_NODES, a
+    body node holding a graph (its names would need renaming inside it).
     """
     if body is None:
         raise NotLowered("Scan has no body")
@@ -52,6 +52,8 @@ def scan_unrolled(
     output_axes = list(scan_output_axes or [0] * outputs_scanned)
     output_prepended = [bool(d) for d in scan_output_directions or [0] * outputs_scanned]
     iterations = _iterations(b, scanned, input_axes)
+    if iterations == 0:
+        raise NotLowered("it scans 0 iterations (its outputs' shapes would be guessed)")
     if iterations * max(len(body.node), 1) > MOST_UNROLLED_NODES:
         raise NotLowered(f"{iterations} iterations of {len(body.node)} nodes: over {MOST_UNROLLED_NODES} unrolled")
     constants = {t.name: b.tensor(numpy_helper.to_array(t), "body_constant").name for t in body.initializer}
@@ -77,8 +79,6 @@ def scan_unrolled(
         current = ends[:count]
         for k, name in enumerate(ends[count:]):
             stacked[k].append(name)
-    if iterations == 0:
-        raise NotLowered("it scans 0 iterations (its outputs' shapes would be guessed)")
     finals = [Value(name, state.element_type) for name, state in zip(current, states, strict=True)]
     results = []
     for k, (names, axis, prepended) in enumerate(zip(stacked, output_axes, output_prepended, strict=True)):

@@ -1,7 +1,7 @@
 """Scan unrolled (rules/scan.py): every backend case of Scan-9 on, scanned forwards and in
-reverse along every axis, and the Scan ONNX's LinearAttention body writes, bit for bit as
-onnxruntime runs the Scan; refused where the iterations are unknown, too many, or the body
-holds a graph."""
+reverse along every axis, on float and float16, in an If's branches and a local function, and
+the Scan ONNX's LinearAttention body writes, bit for bit as onnxruntime runs the Scan; refused
+where the iterations are unknown, none, too many, or the body holds a graph."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import onnx
 import pytest
 from lowering.rules.scan import MOST_UNROLLED_NODES
 from onnx import TensorProto, helper, numpy_helper
+from support import lowered_wholly, nested_forms
 from version_cases import feeds_of, node_cases
 
 import lowering
@@ -24,22 +25,23 @@ def assert_same_bits(got: list, want: list) -> None:
 
 
 def scan_model(
-    x_shape, axis: int, reverse: int, output_axis: int, prepend: int, opset: int = 21, length=None
-) -> onnx.ModelProto:
+    x_shape, axis: int, reverse: int, output_axis: int, prepend: int, opset: int = 21, length=None,
+    element_type: int = TensorProto.FLOAT,
+) -> onnx.ModelProto:  # fmt: skip
     """(total, rows) = Scan(s0, x): s = s + ReduceSum(x_t) (a running sum of each slice, the
     axes a body initializer) and row_t = s * x_t, x scanned along ``axis`` (``reverse``),
     rows stacked along ``output_axis`` (``prepend``); x's length along the axis left unknown
-    where ``length`` says so."""
+    where ``length`` says so; of ``element_type``."""
     slice_rank = len(x_shape) - 1
     body = helper.make_graph(
         [helper.make_node("ReduceSum", ["xi", "all_axes"], ["r"], keepdims=0),
          helper.make_node("Add", ["s", "r"], ["s_out"]),
          helper.make_node("Mul", ["s_out", "xi"], ["row"])],
         "body",
-        [helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("xi", TensorProto.FLOAT, [f"d{k}" for k in range(slice_rank)])],
-        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("row", TensorProto.FLOAT, [f"d{k}" for k in range(slice_rank)])],
+        [helper.make_tensor_value_info("s", element_type, []),
+         helper.make_tensor_value_info("xi", element_type, [f"d{k}" for k in range(slice_rank)])],
+        [helper.make_tensor_value_info("s_out", element_type, []),
+         helper.make_tensor_value_info("row", element_type, [f"d{k}" for k in range(slice_rank)])],
         [numpy_helper.from_array(np.arange(slice_rank, dtype=np.int64), "all_axes")],
     )  # fmt: skip
     node = helper.make_node(
@@ -52,19 +54,20 @@ def scan_model(
     )
     graph = helper.make_graph(
         [node], "g",
-        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, declared)],
-        [helper.make_tensor_value_info("total", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("rows", TensorProto.FLOAT, [f"r{k}" for k in range(len(x_shape))])],
+        [helper.make_tensor_value_info("s0", element_type, []),
+         helper.make_tensor_value_info("x", element_type, declared)],
+        [helper.make_tensor_value_info("total", element_type, []),
+         helper.make_tensor_value_info("rows", element_type, [f"r{k}" for k in range(len(x_shape))])],
     )  # fmt: skip
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-def feeds_for(x_shape) -> dict[str, np.ndarray]:
+def feeds_for(x_shape, dtype=np.float32) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(len(x_shape))
-    x = rng.standard_normal(x_shape).astype(np.float32)
-    x.flat[:4] = [np.nan, -0.0, np.inf, 1e-40]  # (NaN, a negative zero, an infinity and a subnormal travel)
-    return {"s0": np.array(0.25, np.float32), "x": x}
+    x = rng.standard_normal(x_shape).astype(dtype)
+    tiny = np.finfo(dtype).smallest_subnormal
+    x.flat[:4] = [np.nan, -0.0, np.inf, tiny]  # (NaN, a negative zero, an infinity and a subnormal travel)
+    return {"s0": np.array(0.25, dtype), "x": x}
 
 
 @pytest.mark.parametrize(
@@ -92,6 +95,23 @@ def test_scan_unrolled_at_an_older_opset_holds_its_body_moved_there(target):
     assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
 
 
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_scan_unrolled_on_float16_is_the_scan_bit_for_bit(reverse):
+    model = scan_model((4, 3), 1, reverse, 0, reverse, element_type=TensorProto.FLOAT16)
+    lowered = lowered_wholly(model, "Scan")
+    feeds = feeds_for((4, 3), np.float16)
+    assert_same_bits(run_onnxruntime(lowered, feeds), run_onnxruntime(model, feeds))
+
+
+@pytest.mark.parametrize("form", ["if", "function"])
+def test_scan_unrolled_in_an_if_branch_and_a_local_function(form):
+    model = nested_forms(scan_model((4, 3), 0, 1, -1, 0))[form]
+    lowered = lowered_wholly(model, "Scan")
+    for taken in (True, False):
+        feeds = feeds_for((4, 3)) | {"branch": np.array(taken)}
+        assert_same_bits(run_onnxruntime(lowered, feeds), run_onnxruntime(model, feeds))
+
+
 def test_every_backend_case_of_scan_9_on_is_unrolled_bit_for_bit():
     cases = [c for c in node_cases() if c.name.startswith("test_scan9_") and c.data_sets]
     assert len(cases) >= 3
@@ -117,9 +137,11 @@ def test_linear_attentions_body_and_its_scan_lowered_together_mean_the_body_with
     assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(with_scan, feeds))
 
 
-def test_scan_stays_where_its_iterations_are_unknown_too_many_or_its_body_holds_a_graph():
+def test_scan_stays_where_its_iterations_are_unknown_none_too_many_or_its_body_holds_a_graph():
     unknown = lowering.lower_model(scan_model((4, 3), 0, 0, 0, 0, length="n"), ops=["Scan"])
     assert "the number of iterations is unknown" in unknown.report.remaining[0].reason
+    none = lowering.lower_model(scan_model((0, 3), 0, 0, 0, 0), ops=["Scan"])
+    assert "it scans 0 iterations" in none.report.remaining[0].reason
     long = lowering.lower_model(scan_model((MOST_UNROLLED_NODES, 2), 0, 0, 0, 0), ops=["Scan"])
     assert f"over {MOST_UNROLLED_NODES} unrolled" in long.report.remaining[0].reason
     model = scan_model((4, 3), 0, 0, 0, 0)
