@@ -246,15 +246,24 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> F
             return not held.intersection(node.output)
 
     total = FoldedGraph()
+    types = None
     for round_number in range(MOST_FOLDING_ROUNDS):  # what one round folds lets inference know more
         seeded = any(node.op_type in FOLD_SEEDS and foldable(node) for node in _foldable_places(lowered))
         if not seeded and (fold == "emitted" or round_number):
             break
-        folded = fold_shapes(lowered, foldable, inferred_types(lowered))
+        known_before, types = types, inferred_types(lowered)
+        if known_before is not None and _knows_no_more(known_before, types):
+            break  # (a round folds all its types and constants decide: the same types fold nothing more)
+        folded = fold_shapes(lowered, foldable, types)
         if not folded.folded:
             break
         total.folded.update(folded.folded)
     return total
+
+
+def _knows_no_more(before: dict[str, onnx.TypeProto], after: dict[str, onnx.TypeProto]) -> bool:
+    """Whether inference after a folding round gives every value the type it gave before."""
+    return all(name in before and before[name] == type_proto for name, type_proto in after.items())
 
 
 def _foldable_places(model: onnx.ModelProto):

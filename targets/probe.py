@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import importlib
 import json
 import multiprocessing
@@ -39,12 +40,14 @@ CASE_SECONDS = 60
 PROBED_OPSETS = range(7, onnx.defs.onnx_opset_version() + 1)
 
 
-def backend_cases() -> list:
+@functools.cache
+def backend_cases() -> tuple:
+    """Every ONNX backend node test case (collected once: it takes seconds)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from onnx.backend.test.case.node import collect_testcases
 
-        return list(collect_testcases(None))
+        return tuple(collect_testcases(None))
 
 
 def main_node(model: onnx.ModelProto) -> onnx.NodeProto | None:
