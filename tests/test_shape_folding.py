@@ -517,3 +517,45 @@ def test_a_graph_output_of_no_elements_stays_computed():
     feeds = {"x": np.zeros((2, 3, 4), np.float32)}
     got, want = runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds)
     assert [g.tobytes() for g in got] == [w.tobytes() for w in want] and got[0].shape == (0,)
+
+
+def test_folding_goes_on_while_a_round_lets_inference_know_more_and_stops_once_it_does_not(monkeypatch):
+    """Max has no data propagation in onnx's inference: the first round folds Max(Shape(x), 1),
+    then inference knows the Reshape's shape and the second round folds its Shape. A third
+    round is not run: inference after the second gives every value the type it gave before."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Max", ["s", "ones"], ["m"]),
+        helper.make_node("Reshape", ["x", "m"], ["r"]),
+        helper.make_node("Shape", ["r"], ["t"]),
+        helper.make_node("Shape", ["z"], ["u"]),  # (of a dynamic shape: never folded, a seed in each round)
+    ]
+    model = make_model(
+        nodes,
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, ["n"]),
+        ],  # fmt: skip
+        [
+            helper.make_tensor_value_info("r", TensorProto.FLOAT, ["a", "b"]),
+            helper.make_tensor_value_info("t", 7, [2]),
+            helper.make_tensor_value_info("u", 7, [1]),
+        ],  # fmt: skip
+        opset=17,
+        initializer=[onnx.numpy_helper.from_array(np.ones(2, np.int64), "ones")],
+    )
+    rounds = []
+    fold_shapes = lowering.api.fold_shapes
+
+    def counted(*args, **kwargs):
+        result = fold_shapes(*args, **kwargs)
+        rounds.append(dict(result.folded))
+        return result
+
+    monkeypatch.setattr(lowering.api, "fold_shapes", counted)
+    folded = lowering.lower(model, ops=[], fold="all")
+    assert rounds == [{"Shape": 1, "Max": 1}, {"Shape": 1}]
+    assert op_types(folded) == {"Constant", "Reshape", "Shape"}
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "z": np.zeros(4, np.float32)}
+    for got, want in zip(outputs_of(folded, feeds), outputs_of(model, feeds), strict=True):
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
