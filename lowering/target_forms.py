@@ -23,6 +23,11 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   runs each of those nodes better (tract and TVM shift by negative amounts and amounts of the
   bit width or more otherwise than version 28 says). Each new node is judged in its own form,
   its values typed as onnx's inference gives them (:meth:`FormJudge.with_nodes`).
+- ``Less``, ``Greater``, ``Equal``, ``LessOrEqual`` and ``GreaterOrEqual`` of two unsigned
+  8-, 16- or 32-bit integer tensors written as the same op of both cast to int32 (int64 for
+  uint32), where the runtime runs the Casts and the op on that type better (PyTorch, so
+  onnx2torch, compares no uint16, uint32 or uint64): the wider signed type holds every value of
+  both exactly, so the order and equality of each pair, and the bool answers, are the same.
 - ``MaxPool``-22 with ``ceil_mode=1`` (explicit pads, no dilation, its input's pooled sizes
   known) written with ``ceil_mode=0`` and the end pads under which the floor makes the same
   windows (:func:`_floor_mode_ends`); a max never takes a padded element (OpenVINO makes the
@@ -433,6 +438,44 @@ def _squeezed(node: onnx.NodeProto, form: NodeForm, constants, names: NameAlloca
     return [onnx.helper.make_node(op_type, [node.input[0]], list(node.output), name=node.name)]
 
 
+# The comparisons of unsigned integers and the first version of each taking them, and the
+# signed type each unsigned one is compared in: one that holds every value exactly.
+UNSIGNED_COMPARISONS = {"Less": 9, "Greater": 9, "Equal": 11, "LessOrEqual": 12, "GreaterOrEqual": 12}
+WIDER_SIGNED = {
+    onnx.TensorProto.UINT8: onnx.TensorProto.INT32,
+    onnx.TensorProto.UINT16: onnx.TensorProto.INT32,
+    onnx.TensorProto.UINT32: onnx.TensorProto.INT64,
+}
+
+
+def _compares_unsigned(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """A comparison of two tensors of one unsigned type that a wider signed type holds."""
+    element_types = dict(form.types)
+    return (
+        version >= UNSIGNED_COMPARISONS[node.op_type]
+        and len(node.input) == 2
+        and sorted(element_types) == [0, 1]
+        and element_types[0] == element_types[1] in WIDER_SIGNED
+    )
+
+
+def _compared_wider(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
+    """op(a, b) = op(Cast(a, w), Cast(b, w)) for a, b unsigned and w the signed type of
+    :data:`WIDER_SIGNED`: every unsigned value is a value of w, so each pair compares alike."""
+    wide = WIDER_SIGNED[dict(form.types)[0]]
+    casts, widened = [], []
+    for name in node.input:
+        cast = names.fresh(f"{name}_widened")
+        casts.append(
+            onnx.helper.make_node(
+                "Cast", [name], [cast], name=names.fresh(f"{node.name or node.op_type}_Cast"), to=wide
+            )
+        )
+        widened.append(cast)
+    compare = onnx.helper.make_node(node.op_type, widened, list(node.output), name=node.name)
+    return [*casts, compare]
+
+
 OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
@@ -461,6 +504,17 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _squeezed,
         None,
         "Reshape(x, []) of one element -> Squeeze(x), Identity(x) of a scalar (the runtime runs those better)",
+    ),
+    *(
+        OpChoice(
+            op_type,
+            _compares_unsigned,
+            _compared_wider,
+            None,
+            f"{op_type}(a, b) on unsigned integers -> {op_type} of both cast to a wider signed type "
+            "(the runtime runs those better)",
+        )
+        for op_type in UNSIGNED_COMPARISONS
     ),
     OpChoice(
         "MaxPool",

@@ -928,3 +928,71 @@ def test_a_reshape_to_a_scalar_stays_where_one_element_is_not_known(shape):
 def test_a_reshape_to_a_scalar_stays_where_squeeze_is_no_better():
     with pytest.raises(TargetRefused, match="node 'to_scalar'"):
         lowering.lower_model(_scalar_reshape_model([1]), target=_scalar_reshape_profile(squeeze="fails"))
+
+
+# -- comparisons of unsigned integers in a wider signed type ----------------------------------------
+
+UNSIGNED = {TensorProto.UINT16: np.uint16, TensorProto.UINT32: np.uint32}
+COMPARED = {"Less": np.less, "Greater": np.greater, "LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal}
+
+
+def _comparison_model(op_type: str, element_type: int, opset: int = 13) -> onnx.ModelProto:
+    """y = op(a [5, 1], b [5]) (broadcast to every pair)."""
+    graph = helper.make_graph(
+        [helper.make_node(op_type, ["a", "b"], ["y"], name="compare")], "g",
+        [helper.make_tensor_value_info("a", element_type, [5, 1]),
+         helper.make_tensor_value_info("b", element_type, [5])],
+        [helper.make_tensor_value_info("y", TensorProto.BOOL, [5, 5])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _extremes(dtype) -> np.ndarray:
+    """0, 1, the signed half's largest and the unsigned top half's first, and the largest."""
+    top = np.iinfo(dtype).max
+    return np.array([0, 1, top // 2, top // 2 + 1, top], dtype)
+
+
+@pytest.mark.parametrize("element_type", sorted(UNSIGNED))
+@pytest.mark.parametrize("op_type", sorted(COMPARED))
+def test_unsigned_comparisons_go_to_onnx2torch_compared_in_a_wider_signed_type_bit_for_bit(op_type, element_type):
+    """PyTorch compares no uint16 or uint32 (onnx2torch fails them, "lt_cpu" not implemented)
+    and casts them to int32 and int64: the comparison is made there, every pair alike."""
+    model = _comparison_model(op_type, element_type)
+    result = lowering.lower_model(model, target="onnx2torch")
+    onnx.checker.check_model(result.model, full_check=True)
+    inferred = onnx.shape_inference.infer_shapes(result.model)
+    types = {i.name: i.type.tensor_type.elem_type for i in [*inferred.graph.input, *inferred.graph.value_info]}
+    compares = [n for n in result.model.graph.node if n.op_type in (*COMPARED, "Equal")]
+    assert compares and all(types[name] not in UNSIGNED for n in compares for name in n.input), compares
+    assert any("on unsigned integers" in said for said in result.report.forms), result.report.forms
+    a = _extremes(UNSIGNED[element_type])
+    feeds = {"a": a.reshape(5, 1), "b": a}
+    [got] = run_onnxruntime(result.model, feeds)
+    assert got.dtype == np.bool_ and np.array_equal(got, COMPARED[op_type](a.reshape(5, 1), a))
+
+
+def test_an_unsigned_comparison_stays_where_the_runtime_runs_the_casts_no_better():
+    """A runtime that fails Less on uint16 and also the Cast from uint16 to int32 is not given
+    that Cast: the node is refused, in the probe's words."""
+    profile = _profile_of("no-uint16", 13, {
+        "test_less_uint16": ("Less", 13, "UINT16", "fails"),
+        "test_less_uint16@9": ("Less", 9, "UINT16", "fails"),
+        "cast_UINT16_INT32@13": ("Cast", 13, "UINT16", "fails"),
+        "test_less": ("Less", 13, "INT32", "right"),
+    })  # fmt: skip
+    with pytest.raises(TargetRefused, match="node 'compare'"):
+        lowering.lower_model(_comparison_model("Less", TensorProto.UINT16), target=profile)
+
+
+def test_no_wider_signed_type_holds_uint64_so_its_comparison_is_left_to_the_runtime():
+    model = _comparison_model("Less", TensorProto.UINT64)
+    with pytest.raises(TargetRefused, match="UInt64"):
+        lowering.lower_model(model, target="onnx2torch")
+    result = lowering.lower_model(_comparison_model("Less", TensorProto.UINT16), target="onnxruntime")
+    assert [n.op_type for n in result.model.graph.node] == ["Less"] and not result.report.forms
+
+
+def test_check_names_the_wider_comparison_as_the_fix():
+    [finding] = [f for f in check_model(_comparison_model("Less", TensorProto.UINT16), "onnx2torch") if f.blocks]
+    assert "--target chooses the form Less(a, b) on unsigned integers -> Less of both cast" in str(finding)
