@@ -438,9 +438,9 @@ def _squeezed(node: onnx.NodeProto, form: NodeForm, constants, names: NameAlloca
     return [onnx.helper.make_node(op_type, [node.input[0]], list(node.output), name=node.name)]
 
 
-# The comparisons of unsigned integers and the first version of each taking them, and the
-# signed type each unsigned one is compared in: one that holds every value exactly.
-UNSIGNED_COMPARISONS = {"Less": 9, "Greater": 9, "Equal": 11, "LessOrEqual": 12, "GreaterOrEqual": 12}
+# The comparisons, and the signed type each unsigned one is compared in: one that holds every
+# value exactly (which versions take which types, onnx.defs says).
+UNSIGNED_COMPARISONS = ("Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual")
 WIDER_SIGNED = {
     onnx.TensorProto.UINT8: onnx.TensorProto.INT32,
     onnx.TensorProto.UINT16: onnx.TensorProto.INT32,
@@ -449,13 +449,14 @@ WIDER_SIGNED = {
 
 
 def _compares_unsigned(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
-    """A comparison of two tensors of one unsigned type that a wider signed type holds."""
+    """A comparison of two tensors of one unsigned type that a wider signed type holds, at a
+    version of the op that takes that signed type."""
     element_types = dict(form.types)
     return (
-        version >= UNSIGNED_COMPARISONS[node.op_type]
-        and len(node.input) == 2
+        len(node.input) == 2
         and sorted(element_types) == [0, 1]
         and element_types[0] == element_types[1] in WIDER_SIGNED
+        and schemas.accepts(node.op_type, version, WIDER_SIGNED[element_types[0]])
     )
 
 
