@@ -28,6 +28,11 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   uint32), where the runtime runs the Casts and the op on that type better (PyTorch, so
   onnx2torch, compares no uint16, uint32 or uint64): the wider signed type holds every value of
   both exactly, so the order and equality of each pair, and the bool answers, are the same.
+- ``CumSum`` (11+) of a fed axis, its input's rank r known (at most
+  :data:`MOST_AXES_SELECTED`), written as the CumSum along each constant axis k, stacked, and
+  the one along ``Mod(axis, r)`` gathered, where the runtime runs those better (tract and TVM
+  take a constant axis only): the sums along an axis do not depend on how the axis was given,
+  and Gather moves their bits as they are.
 - ``MaxPool``-22 with ``ceil_mode=1`` (explicit pads, no dilation, its input's pooled sizes
   known) written with ``ceil_mode=0`` and the end pads under which the floor makes the same
   windows (:func:`_floor_mode_ends`); a max never takes a padded element (OpenVINO makes the
@@ -477,6 +482,58 @@ def _compared_wider(node: onnx.NodeProto, form: NodeForm, constants, names: Name
     return [*casts, compare]
 
 
+MOST_AXES_SELECTED = 8  # a CumSum of a fed axis is written as this many constant-axis CumSums at most
+
+
+def _sums_along_a_fed_axis(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """CumSum of an axis given at run time, its input's rank known (1 to MOST_AXES_SELECTED)."""
+    rank = dict(form.ranks).get(0)
+    return version >= 11 and 1 in form.fed and 1 in dict(form.types) and rank in range(1, MOST_AXES_SELECTED + 1)
+
+
+def _sums_selected_by_axis(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list:
+    """CumSum(x, a) = Gather(Concat(Unsqueeze(CumSum(x, 0)), ..., Unsqueeze(CumSum(x, r - 1))),
+    Mod(a, r)) along the new first axis, for x of rank r and a in [-r, r - 1] (the range CumSum
+    takes; Mod by r, positive, maps a negative a to a + r), each CumSum with the node's own
+    exclusive and reverse. Gather moves the chosen sums' bits as they are (onnxruntime's Where
+    gives -0.0 taken from its second input as +0.0). Rank 1: CumSum(x, 0), the one axis."""
+    x, axis = node.input
+    rank, axis_type = dict(form.ranks)[0], dict(form.types)[1]
+    label = node.name or "CumSum"
+    made: list[onnx.NodeProto] = []
+
+    def constant(values: list[int], element_type: int, hint: str, scalar: bool = False) -> str:
+        name = names.fresh(f"{label}_{hint}")
+        tensor = onnx.helper.make_tensor(name, element_type, [] if scalar else [len(values)], values)
+        made.append(onnx.helper.make_node("Constant", [], [name], name=names.fresh(f"{name}_Constant"), value=tensor))
+        return name
+
+    def fresh_node(op_type: str, inputs: list[str], hint: str, **attributes) -> str:
+        output = names.fresh(f"{label}_{hint}")
+        made.append(
+            onnx.helper.make_node(op_type, inputs, [output], name=names.fresh(f"{label}_{op_type}"), **attributes)
+        )
+        return output
+
+    if rank == 1:  # (0 and -1 both name the one axis)
+        along = constant([0], axis_type, "axis_0", scalar=True)
+        made.append(onnx.helper.make_node("CumSum", [x, along], list(node.output), name=node.name))
+        made[-1].attribute.extend(node.attribute)
+        return made
+    first_axis = constant([0], onnx.TensorProto.INT64, "first_axis")
+    stacked = []
+    for k in range(rank):
+        summed = fresh_node("CumSum", [x, constant([k], axis_type, f"axis_{k}", scalar=True)], f"along_{k}")
+        made[-1].attribute.extend(node.attribute)
+        stacked.append(fresh_node("Unsqueeze", [summed, first_axis], f"along_{k}_stacked"))
+    every_sum = fresh_node("Concat", stacked, "every_axis", axis=0)
+    chosen = fresh_node("Mod", [axis, constant([rank], axis_type, "rank", scalar=True)], "chosen_axis")
+    made.append(onnx.helper.make_node("Gather", [every_sum, chosen], list(node.output), name=node.name, axis=0))
+    return made
+
+
 OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
@@ -516,6 +573,14 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             "(the runtime runs those better)",
         )
         for op_type in UNSIGNED_COMPARISONS
+    ),
+    OpChoice(
+        "CumSum",
+        _sums_along_a_fed_axis,
+        _sums_selected_by_axis,
+        None,
+        "CumSum of a fed axis -> the CumSum along each constant axis, the one asked for gathered "
+        "(the runtime runs those better)",
     ),
     OpChoice(
         "MaxPool",

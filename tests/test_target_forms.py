@@ -996,3 +996,42 @@ def test_no_wider_signed_type_holds_uint64_so_its_comparison_is_left_to_the_runt
 def test_check_names_the_wider_comparison_as_the_fix():
     [finding] = [f for f in check_model(_comparison_model("Less", TensorProto.UINT16), "onnx2torch") if f.blocks]
     assert "--target chooses the form Less(a, b) on unsigned integers -> Less of both cast" in str(finding)
+
+
+# -- CumSum of a fed axis as the CumSums along constant axes ----------------------------------------
+
+
+def _cumsum_model(shape: list[int], exclusive: int = 0, reverse: int = 0) -> onnx.ModelProto:
+    """y = CumSum(x, axis), x float64 (the type of the backend cases tract fails), the axis a fed
+    int64 scalar."""
+    graph = helper.make_graph(
+        [helper.make_node("CumSum", ["x", "axis"], ["y"], name="sums", exclusive=exclusive, reverse=reverse)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, shape),
+         helper.make_tensor_value_info("axis", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, shape)],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+@pytest.mark.parametrize(("exclusive", "reverse"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("shape", [[5], [2, 3, 4]])
+def test_a_cumsum_of_a_fed_axis_goes_to_tract_as_the_sums_along_each_axis_bit_for_bit(shape, exclusive, reverse):
+    """tract takes CumSum's axis as a constant only: the sums along each constant axis, chosen
+    by the fed axis, give the original's bits for every axis CumSum takes (-r to r - 1), on
+    values with NaN, infinities and signed zeros."""
+    model = _cumsum_model(shape, exclusive, reverse)
+    result = lowering.lower_model(model, target="tract-0.23")
+    onnx.checker.check_model(result.model, full_check=True)
+    ops = [n.op_type for n in result.model.graph.node if n.op_type != "Constant"]
+    assert ops.count("CumSum") == len(shape) and ops.count("Gather") == (len(shape) > 1), ops
+    assert any(said.startswith("CumSum of a fed axis") for said in result.report.forms), result.report.forms
+    x = np.resize(np.array([1.5, -0.0, np.inf, 3.25, np.nan, -2.0, 1e308, 1e308, -np.inf, 5e-324]), shape)
+    for axis in range(-len(shape), len(shape)):
+        feeds = {"x": x, "axis": np.array(axis, np.int64)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), axis
+
+
+def test_a_cumsum_of_a_fed_axis_stays_where_the_runtime_runs_it():
+    result = lowering.lower_model(_cumsum_model([2, 3]), target="onnxruntime")
+    assert [n.op_type for n in result.model.graph.node] == ["CumSum"] and not result.report.forms
