@@ -522,12 +522,15 @@ def _sums_selected_by_axis(
         made.append(onnx.helper.make_node("CumSum", [x, along], list(node.output), name=node.name))
         made[-1].attribute.extend(node.attribute)
         return made
-    first_axis = constant([0], onnx.TensorProto.INT64, "first_axis")
+    first_axis = constant([0], onnx.TensorProto.INT64, "first_axis") if opset >= 13 else ""
     stacked = []
     for k in range(rank):
         summed = fresh_node("CumSum", [x, constant([k], axis_type, f"axis_{k}", scalar=True)], f"along_{k}")
         made[-1].attribute.extend(node.attribute)
-        stacked.append(fresh_node("Unsqueeze", [summed, first_axis], f"along_{k}_stacked"))
+        if opset >= 13:  # (axes an input from Unsqueeze-13 on, an attribute before)
+            stacked.append(fresh_node("Unsqueeze", [summed, first_axis], f"along_{k}_stacked"))
+        else:
+            stacked.append(fresh_node("Unsqueeze", [summed], f"along_{k}_stacked", axes=[0]))
     every_sum = fresh_node("Concat", stacked, "every_axis", axis=0)
     chosen = fresh_node("Mod", [axis, constant([rank], axis_type, "rank", scalar=True)], "chosen_axis")
     made.append(onnx.helper.make_node("Gather", [every_sum, chosen], list(node.output), name=node.name, axis=0))

@@ -1035,3 +1035,28 @@ def test_a_cumsum_of_a_fed_axis_goes_to_tract_as_the_sums_along_each_axis_bit_fo
 def test_a_cumsum_of_a_fed_axis_stays_where_the_runtime_runs_it():
     result = lowering.lower_model(_cumsum_model([2, 3]), target="onnxruntime")
     assert [n.op_type for n in result.model.graph.node] == ["CumSum"] and not result.report.forms
+
+
+@pytest.mark.parametrize("opset", [11, 12, 13, 14])
+def test_the_sums_along_each_axis_are_written_as_the_opset_has_unsqueeze(opset):
+    """Unsqueeze takes its axes as an attribute below 13 and as an input from 13: the model the
+    CumSum choice writes passes onnx's full checker at the node's own opset and means the same."""
+    from lowering.naming import NameAllocator
+    from lowering.node_forms import NodeForm
+    from lowering.target_forms import _sums_selected_by_axis
+
+    model = _cumsum_model([2, 3], reverse=1)
+    model.opset_import[0].version = opset
+    both, ranks, types = frozenset({0, 1}), ((0, 2), (1, 0)), ((0, TensorProto.DOUBLE), (1, TensorProto.INT64))
+    form = NodeForm(both, both, frozenset(), frozenset({0}), (), ranks, frozenset(), types)
+    written = onnx.ModelProto()
+    written.CopyFrom(model)
+    nodes = _sums_selected_by_axis(model.graph.node[0], form, {}, NameAllocator(model=model), opset, {})
+    del written.graph.node[:]
+    written.graph.node.extend(nodes)
+    onnx.checker.check_model(written, full_check=True)
+    x = np.arange(6, dtype=np.float64).reshape(2, 3) - 2.5
+    for axis in (-2, -1, 0, 1):
+        feeds = {"x": x, "axis": np.array(axis, np.int64)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(written, feeds)
+        assert got.tobytes() == want.tobytes(), axis
