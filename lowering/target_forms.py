@@ -33,6 +33,9 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   the one along ``Mod(axis, r)`` gathered, where the runtime runs those better (tract and TVM
   take a constant axis only): the sums along an axis do not depend on how the axis was given,
   and Gather moves their bits as they are.
+- ``EyeLike`` (9+) whose ``dtype`` is not its input's type written as the EyeLike of the input's
+  type, cast to ``dtype``, where the runtime runs those better (TVM fails the ``dtype``): it
+  holds only 0 and 1, which every type holds exactly.
 - ``MaxPool``-22 with ``ceil_mode=1`` (explicit pads, no dilation, its input's pooled sizes
   known) written with ``ceil_mode=0`` and the end pads under which the floor makes the same
   windows (:func:`_floor_mode_ends`); a max never takes a padded element (OpenVINO makes the
@@ -537,6 +540,24 @@ def _sums_selected_by_axis(
     return made
 
 
+def _eye_of_another_type(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """EyeLike whose dtype is not its input's (known) element type."""
+    dtype = next((attribute.i for attribute in node.attribute if attribute.name == "dtype"), None)
+    given = dict(form.types).get(0)
+    return dtype is not None and given is not None and dtype != given
+
+
+def _eye_cast(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
+    """EyeLike(x, dtype=t, k) = Cast(EyeLike(x, k), to=t): ones on the k-th diagonal and zeros
+    elsewhere, values every type holds exactly."""
+    eye = names.fresh(f"{node.output[0]}_of_its_input_type")
+    kept = [attribute for attribute in node.attribute if attribute.name != "dtype"]
+    made = onnx.helper.make_node("EyeLike", list(node.input), [eye], name=names.fresh(f"{node.name or 'EyeLike'}_eye"))
+    made.attribute.extend(kept)
+    dtype = next(attribute.i for attribute in node.attribute if attribute.name == "dtype")
+    return [made, onnx.helper.make_node("Cast", [eye], list(node.output), name=node.name, to=dtype)]
+
+
 OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
@@ -584,6 +605,13 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         None,
         "CumSum of a fed axis -> the CumSum along each constant axis, the one asked for gathered "
         "(the runtime runs those better)",
+    ),
+    OpChoice(
+        "EyeLike",
+        _eye_of_another_type,
+        _eye_cast,
+        None,
+        "EyeLike(x, dtype) -> Cast(EyeLike(x), dtype) (the runtime runs those better)",
     ),
     OpChoice(
         "MaxPool",
