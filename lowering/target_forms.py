@@ -446,32 +446,37 @@ def _squeezed(node: onnx.NodeProto, form: NodeForm, constants, names: NameAlloca
     return [onnx.helper.make_node(op_type, [node.input[0]], list(node.output), name=node.name)]
 
 
-# The comparisons, and the signed type each unsigned one is compared in: one that holds every
-# value exactly (which versions take which types, onnx.defs says).
 UNSIGNED_COMPARISONS = ("Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual")
-WIDER_SIGNED = {
-    onnx.TensorProto.UINT8: onnx.TensorProto.INT32,
-    onnx.TensorProto.UINT16: onnx.TensorProto.INT32,
-    onnx.TensorProto.UINT32: onnx.TensorProto.INT64,
-}
+
+
+def wider_signed(element_type: int) -> int | None:
+    """The narrowest of int32 and int64 holding every value of the unsigned integer type
+    ``element_type`` (int32 for uint8 and uint16, int64 for uint32); None for any other type
+    (uint64: none holds it)."""
+    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(element_type))
+    if dtype.kind != "u":  # (numpy's own unsigned integers: not bool, not ml_dtypes' 4- and 2-bit types)
+        return None
+    info = np.iinfo(dtype)
+    for wide in (onnx.TensorProto.INT32, onnx.TensorProto.INT64):
+        if np.iinfo(onnx.helper.tensor_dtype_to_np_dtype(wide)).max >= info.max:
+            return wide
+    return None
 
 
 def _compares_unsigned(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """A comparison of two tensors of one unsigned type that a wider signed type holds, at a
-    version of the op that takes that signed type."""
+    version of the op that takes that signed type (onnx.defs says which)."""
     element_types = dict(form.types)
-    return (
-        len(node.input) == 2
-        and sorted(element_types) == [0, 1]
-        and element_types[0] == element_types[1] in WIDER_SIGNED
-        and schemas.accepts(node.op_type, version, WIDER_SIGNED[element_types[0]])
-    )
+    if len(node.input) != 2 or sorted(element_types) != [0, 1] or element_types[0] != element_types[1]:
+        return False
+    wide = wider_signed(element_types[0])
+    return wide is not None and schemas.accepts(node.op_type, version, wide)
 
 
 def _compared_wider(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
-    """op(a, b) = op(Cast(a, w), Cast(b, w)) for a, b unsigned and w the signed type of
-    :data:`WIDER_SIGNED`: every unsigned value is a value of w, so each pair compares alike."""
-    wide = WIDER_SIGNED[dict(form.types)[0]]
+    """op(a, b) = op(Cast(a, w), Cast(b, w)) for a, b unsigned and w = :func:`wider_signed`:
+    every unsigned value is a value of w, so each pair compares alike."""
+    wide = wider_signed(dict(form.types)[0])
     casts, widened = [], []
     for name in node.input:
         cast = names.fresh(f"{name}_widened")
@@ -491,7 +496,7 @@ MOST_AXES_SELECTED = 8  # a CumSum of a fed axis is written as this many constan
 def _sums_along_a_fed_axis(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """CumSum of an axis given at run time, its input's rank known (1 to MOST_AXES_SELECTED)."""
     rank = dict(form.ranks).get(0)
-    return version >= 11 and 1 in form.fed and 1 in dict(form.types) and rank in range(1, MOST_AXES_SELECTED + 1)
+    return 1 in form.fed and 1 in dict(form.types) and rank in range(1, MOST_AXES_SELECTED + 1)
 
 
 def _sums_selected_by_axis(
@@ -525,15 +530,17 @@ def _sums_selected_by_axis(
         made.append(onnx.helper.make_node("CumSum", [x, along], list(node.output), name=node.name))
         made[-1].attribute.extend(node.attribute)
         return made
-    first_axis = constant([0], onnx.TensorProto.INT64, "first_axis") if opset >= 13 else ""
+    unsqueeze = schemas.schema_in_force("Unsqueeze", opset)
+    axes_attribute = unsqueeze is not None and "axes" in unsqueeze.attributes  # (an input from Unsqueeze-13 on)
+    first_axis = "" if axes_attribute else constant([0], onnx.TensorProto.INT64, "first_axis")
     stacked = []
     for k in range(rank):
         summed = fresh_node("CumSum", [x, constant([k], axis_type, f"axis_{k}", scalar=True)], f"along_{k}")
         made[-1].attribute.extend(node.attribute)
-        if opset >= 13:  # (axes an input from Unsqueeze-13 on, an attribute before)
-            stacked.append(fresh_node("Unsqueeze", [summed, first_axis], f"along_{k}_stacked"))
-        else:
+        if axes_attribute:
             stacked.append(fresh_node("Unsqueeze", [summed], f"along_{k}_stacked", axes=[0]))
+        else:
+            stacked.append(fresh_node("Unsqueeze", [summed, first_axis], f"along_{k}_stacked"))
     every_sum = fresh_node("Concat", stacked, "every_axis", axis=0)
     chosen = fresh_node("Mod", [axis, constant([rank], axis_type, "rank", scalar=True)], "chosen_axis")
     made.append(onnx.helper.make_node("Gather", [every_sum, chosen], list(node.output), name=node.name, axis=0))

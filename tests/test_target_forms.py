@@ -12,11 +12,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import lowering
+from lowering import schemas
 from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.graphs import nested_graphs
+from lowering.naming import NameAllocator
 from lowering.runtime_profiles import profile_from_data
 from lowering.target_lowering import TargetRefused, check_model
-from lowering.verification.runtime import run_onnxruntime
+from lowering.verification.runtime import run_onnxruntime, run_reference
 
 ALLOWZERO_CASE = "test_reshape_allowzero_reordered#constant"  # (allowzero=1, its shape holds a 0)
 PLAIN_CASE = "test_reshape_reordered_all_dims#constant"  # (allowzero=0)
@@ -993,6 +995,28 @@ def test_no_wider_signed_type_holds_uint64_so_its_comparison_is_left_to_the_runt
     assert [n.op_type for n in result.model.graph.node] == ["Less"] and not result.report.forms
 
 
+def test_an_unsigned_comparison_in_an_if_branch_is_compared_wider_too():
+    from support import nested_forms
+
+    profile = _profile_of("no-uint16-less", 13, {  # (onnx2torch's verdicts, and If run: onnx2torch has none)
+        "test_less_uint16": ("Less", 13, "UINT16", "fails"),
+        "cast_UINT16_INT32@13": ("Cast", 13, "UINT16", "right"),
+        "test_less": ("Less", 13, "INT32", "right"),
+        "test_if@13": ("If", 13, "BOOL", "right"),
+    })  # fmt: skip
+    model = nested_forms(_comparison_model("Less", TensorProto.UINT16))["if"]
+    result = lowering.lower_model(model, target=profile, fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    [choose] = result.model.graph.node
+    branches = [[n.op_type for n in a.g.node] for a in choose.attribute]
+    assert all(ops == ["Cast", "Cast", "Less"] for ops in branches), branches
+    a = _extremes(np.uint16)
+    for branch in (True, False):
+        feeds = {"a": a.reshape(5, 1), "b": a, "branch": np.array(branch)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert np.array_equal(got, want) and np.array_equal(got, a.reshape(5, 1) < a)
+
+
 def test_check_names_the_wider_comparison_as_the_fix():
     [finding] = [f for f in check_model(_comparison_model("Less", TensorProto.UINT16), "onnx2torch") if f.blocks]
     assert "--target chooses the form Less(a, b) on unsigned integers -> Less of both cast" in str(finding)
@@ -1037,29 +1061,48 @@ def test_a_cumsum_of_a_fed_axis_stays_where_the_runtime_runs_it():
     assert [n.op_type for n in result.model.graph.node] == ["CumSum"] and not result.report.forms
 
 
-@pytest.mark.parametrize("opset", [11, 12, 13, 14])
-def test_the_sums_along_each_axis_are_written_as_the_opset_has_unsqueeze(opset):
-    """Unsqueeze takes its axes as an attribute below 13 and as an input from 13: the model the
-    CumSum choice writes passes onnx's full checker at the node's own opset and means the same."""
-    from lowering.naming import NameAllocator
-    from lowering.node_forms import NodeForm
-    from lowering.target_forms import _sums_selected_by_axis
+# (the opsets around Unsqueeze-13 and the float types CumSum takes at each, as onnx.defs says: 16-bit from 14)
+SUMMED = [
+    (opset, element_type)
+    for opset in (11, 12, 13, 14)
+    for element_type in (TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+    if schemas.accepts("CumSum", opset, element_type)
+]
 
+
+@pytest.mark.parametrize(("opset", "element_type"), SUMMED)
+def test_the_sums_along_each_axis_are_written_as_the_opset_has_unsqueeze(opset, element_type):
+    """Unsqueeze takes its axes as an attribute below 13 and as an input from 13: the model the
+    CumSum choice writes passes onnx's full checker at the node's own opset and means the same,
+    bit for bit, on 16-bit floats too (in onnx.reference: onnxruntime has no 16-bit CumSum)."""
+    import ml_dtypes
+
+    from lowering.node_forms import node_form
+    from lowering.target_forms import OP_CHOICES
+
+    dtype = {TensorProto.DOUBLE: np.float64, TensorProto.FLOAT16: np.float16,
+             TensorProto.BFLOAT16: ml_dtypes.bfloat16}[element_type]  # fmt: skip
     model = _cumsum_model([2, 3], reverse=1)
     model.opset_import[0].version = opset
-    both, ranks, types = frozenset({0, 1}), ((0, 2), (1, 0)), ((0, TensorProto.DOUBLE), (1, TensorProto.INT64))
-    form = NodeForm(both, both, frozenset(), frozenset({0}), (), ranks, frozenset(), types)
+    for info in [*model.graph.input[:1], *model.graph.output]:
+        info.type.tensor_type.elem_type = element_type
+    [node] = model.graph.node
+    types = {info.name: info.type for info in model.graph.input}
+    form = node_form(node, opset, set(types), set(), {"x": (2, 3), "axis": ()},
+                     {name: t.tensor_type.elem_type for name, t in types.items()}, set())  # fmt: skip
+    [choice] = [choice for choice in OP_CHOICES if choice.op_type == "CumSum"]
+    assert choice.applies(node, form, schemas.version_in_force("CumSum", opset), {}, types)
     written = onnx.ModelProto()
     written.CopyFrom(model)
-    nodes = _sums_selected_by_axis(model.graph.node[0], form, {}, NameAllocator(model=model), opset, {})
     del written.graph.node[:]
-    written.graph.node.extend(nodes)
+    written.graph.node.extend(choice.replacement(node, form, {}, NameAllocator(model=model), opset, types))
     onnx.checker.check_model(written, full_check=True)
-    x = np.arange(6, dtype=np.float64).reshape(2, 3) - 2.5
+    run = run_onnxruntime if element_type == TensorProto.DOUBLE else run_reference
+    x = np.array([[1.5, -0.0, np.inf], [np.nan, -2.0, 3.25]]).astype(dtype)
     for axis in (-2, -1, 0, 1):
         feeds = {"x": x, "axis": np.array(axis, np.int64)}
-        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(written, feeds)
-        assert got.tobytes() == want.tobytes(), axis
+        [want], [got] = run(model, feeds), run(written, feeds)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), axis
 
 
 # -- EyeLike of another type as a Cast of the EyeLike of its input's type ---------------------------
