@@ -14,6 +14,7 @@ schema's default, ``softcap`` 0.0 or not).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Container, Mapping, Sequence
@@ -71,6 +72,19 @@ class NodeForm:
             return own
         return _default_class(schema, name)
 
+    def with_defaults_stated(self, schema: onnx.defs.OpSchema | None) -> NodeForm:
+        """This form with each int and string attribute it leaves out that ``schema`` defaults
+        stated at that default (the same node, as far as the op's meaning goes)."""
+        own = dict(self.attributes)
+        known = schema.attributes if schema is not None else {}
+        filled = {name: _default_class(schema, name) for name in known if name not in own}
+        stated = {name: value for name, value in filled.items() if value not in (DEFAULT, ABSENT)}
+        return dataclasses.replace(self, attributes=tuple(sorted({**own, **stated}.items())))
+
+    def states(self, name: str) -> bool:
+        """Whether the node sets attribute ``name`` itself (at its default or not)."""
+        return any(own == name for own, _ in self.attributes)
+
     def describe(self) -> str:
         parts = []
         if self.fed:
@@ -112,7 +126,7 @@ def node_form(
         fed=frozenset(i for i, name in enumerate(node.input) if name and name in fed_names),
         constant=frozenset(i for i, name in enumerate(node.input) if name and name in constant_names),
         outputs=frozenset(i for i, name in enumerate(node.output) if name),
-        attributes=tuple(sorted((a.name, _class_of(schema, a)) for a in node.attribute)),
+        attributes=tuple(sorted((a.name, class_of_attribute(schema, a)) for a in node.attribute)),
         ranks=tuple((i, len(shapes[name])) for i, name in enumerate(node.input) if name and name in shapes),
         empty=frozenset(i for i, name in enumerate(node.input) if name and 0 in shapes.get(name, ())),
         types=tuple((i, element_types[name]) for i, name in enumerate(node.input) if element_types.get(name)),
@@ -120,7 +134,7 @@ def node_form(
     )
 
 
-def _class_of(schema: onnx.defs.OpSchema | None, attribute: onnx.AttributeProto) -> str:
+def class_of_attribute(schema: onnx.defs.OpSchema | None, attribute: onnx.AttributeProto) -> str:
     if attribute.type == onnx.AttributeProto.INT:
         return str(attribute.i)
     if attribute.type == onnx.AttributeProto.STRING:
@@ -160,7 +174,9 @@ def nearest_cases(
     scalar) and then in whether a node gives it (onnx2torch takes a Conv's weights and bias from
     initializers only, whatever its attributes); then, attribute by attribute
     (by name), those of the node's class where any case has it (a value no case has says
-    nothing: that attribute is passed over), and input by input those of the node's rank where
+    nothing: that attribute is passed over) and of those, the ones that state it where the node
+    states it, or leave it out where it does, where any case does so (onnx2torch reads a CumSum's
+    ``reverse`` left out as 1, stated 0 as 0), and input by input those of the node's rank where
     any case has it (tract's MatMul of two vectors), of its element type where any case has it
     (tract's Attention takes a float mask, not a bool one), and of the emptiness of each input
     it is fed (a fed empty axes input is as good as a constant one).
@@ -190,6 +206,9 @@ def nearest_cases(
         same = [(o, f) for o, f in near if f.attribute_class(schema, name) == wanted]
         if same:
             near = same
+        stated = [(o, f) for o, f in near if f.states(name) == form.states(name)]
+        if stated:
+            near = stated
     for position, rank in form.ranks:
         same = [(o, f) for o, f in near if dict(f.ranks).get(position) == rank]
         if same:

@@ -89,6 +89,29 @@ class RuntimeProfile:
             found[op].append((version, type_name, outcomes))
         return dict(found)
 
+    @functools.cached_property
+    def _stated_read_otherwise(self) -> dict[tuple[str, int], bool]:
+        return {}  # (filled as asked: reads_stated_defaults_otherwise)
+
+    def reads_stated_defaults_otherwise(self, op_type: str, version: int) -> bool:
+        """Whether two probed cases of ``op_type``-``version`` on one type differ only in stating
+        int or string attributes at their defaults or leaving them out, one right and the other
+        not (onnx2torch's CumSum: ``reverse`` left out is read as 1)."""
+        known = self._stated_read_otherwise
+        if (op_type, version) not in known:
+            forms, schema = case_forms(), schemas.schema_in_force(op_type, version)
+            found = False
+            for v, _, outcomes in self._by_op.get(op_type, []):
+                alike: dict[NodeForm, set[tuple[tuple, bool]]] = defaultdict(set)
+                for case, verdict, _ in outcomes if v == version else ():
+                    if case in forms:
+                        form = forms[case]
+                        alike[form.with_defaults_stated(schema)].add((form.attributes, verdict == "right"))
+                found = found or any(a != b and right != other for group in alike.values()
+                                     for a, right in group for b, other in group)  # fmt: skip
+            known[op_type, version] = found
+        return known[op_type, version]
+
     def runs_at_all(self, op_type: str, version: int) -> bool | None:
         """Whether some probed case of ``op_type``-``version`` ran right, on any type and form;
         None where none was probed."""
@@ -243,6 +266,10 @@ class TableProfile:
     def table(self) -> str:
         """The table, as a verdict names it: ``docs/operators.md of onnx/onnx-tensorrt at release/10.1-GA``."""
         return f"{self.source.get('path')} of {self.source.get('repo')} at {self.source.get('ref')}"
+
+    def reads_stated_defaults_otherwise(self, op_type: str, version: int) -> bool:
+        """False: a table says nothing of how an attribute is given."""
+        return False
 
     def runs_at_all(self, op_type: str, version: int) -> bool | None:
         """Whether the table lists ``op_type``-``version`` as supported on some type."""

@@ -6,6 +6,11 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   only says what a 0 in the shape means (a zero dimension, not a copied one), so without it
   (``allowzero=0``, the default) the node means the same (OpenVINO 2024.6 gets the
   ``allowzero=1`` case wrong; PyTorch's dynamo exporter writes ``allowzero=1`` on every view).
+- Int and string attributes a node leaves out, stated at their schema's defaults, or those it
+  states at their defaults left out, where the runtime judges the node better so (onnx2torch
+  reads a CumSum's ``reverse`` left out as 1 and sums backwards, and stated 0 right; OpenVINO
+  2024.6 fails a GridSample stating ``mode='linear'`` and takes it left out): a default is what
+  the op takes where the attribute is left out.
 - A constant a node of the main graph reads from a node, read from an initializer instead,
   where the runtime judges the node better so: a ``Constant`` node's value made an initializer of
   the same name and tensor, an ``Identity`` of an initializer bypassed (onnx2torch reads a Conv's
@@ -75,7 +80,7 @@ from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
 from .modelio import checkable
 from .naming import NameAllocator
-from .node_forms import NodeForm, node_form, source_of_outputs
+from .node_forms import NodeForm, class_of_attribute, node_form, source_of_outputs
 from .nodecheck import checker_message
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED, RuntimeProfile, TableProfile
 from .scan_captures import scan_captures_passed_in
@@ -118,6 +123,74 @@ def _drop_allowzero(node: onnx.NodeProto) -> None:
     kept = [a for a in node.attribute if a.name != "allowzero"]
     del node.attribute[:]
     node.attribute.extend(kept)
+
+
+STATED_KINDS = (onnx.AttributeProto.INT, onnx.AttributeProto.STRING)  # (the kinds a form holds by value)
+
+
+def defaults_left_out(node: onnx.NodeProto, version: int) -> list[onnx.AttributeProto]:
+    """The int and string attributes the schema of ``node``'s op at ``version`` gives a default
+    and the node leaves out, each at that default (by name)."""
+    schema = schemas.schema_in_force(node.op_type, version)
+    if schema is None:
+        return []
+    own = {attribute.name for attribute in node.attribute}
+    return [
+        known.default_value
+        for name, known in sorted(schema.attributes.items())
+        if name not in own and known.default_value.name and known.default_value.type in STATED_KINDS
+    ]
+
+
+def _at_default(schema: onnx.defs.OpSchema, attribute: onnx.AttributeProto) -> bool:
+    """Whether ``attribute`` is an int or string one stated at the value ``schema`` defaults it to."""
+    known = schema.attributes.get(attribute.name)
+    default = known.default_value if known is not None else None
+    if default is None or not default.name or default.type != attribute.type or attribute.type not in STATED_KINDS:
+        return False
+    return attribute.i == default.i if attribute.type == onnx.AttributeProto.INT else attribute.s == default.s
+
+
+DEFAULTS_STATED_SAID = "int and string attributes left out stated at their defaults (the runtime reads them so)"
+DEFAULTS_LEFT_OUT_SAID = "int and string attributes stated at their defaults left out (the runtime reads them so)"
+
+
+def restated_defaults(node: onnx.NodeProto, opset: int, check_form) -> tuple[list[onnx.AttributeProto], str] | None:
+    """The attributes the runtime judges ``node`` better with (``check_form``: the profile's
+    verdict on the node in a form), and what the report says of them: its int and string
+    attributes left out stated at their schema's defaults (onnx2torch reads a CumSum's
+    ``reverse`` left out as 1, summing backwards, and stated 0 right), else those it states at
+    their defaults left out (OpenVINO 2024.6 fails a GridSample stating ``mode='linear'``, and
+    takes it left out); None where neither is better. Either way the node means the same: a
+    default is what the op takes where the attribute is left out. Asked only of the op versions
+    the profile reads otherwise stated or left out (``reads_stated_defaults_otherwise``)."""
+    version = schemas.version_in_force(node.op_type, opset) if node.domain in ("", "ai.onnx") else None
+    if version is None or not check_form.profile.reads_stated_defaults_otherwise(node.op_type, version):
+        return None
+    schema = schemas.schema_in_force(node.op_type, version)
+    stated = [*node.attribute, *defaults_left_out(node, version)]
+    left_out = [attribute for attribute in node.attribute if not _at_default(schema, attribute)]
+    before, form = check_form(node, None)
+    for attributes, said in ((stated, DEFAULTS_STATED_SAID), (left_out, DEFAULTS_LEFT_OUT_SAID)):
+        if len(attributes) == len(node.attribute):
+            continue
+        classes = tuple(sorted((attribute.name, class_of_attribute(schema, attribute)) for attribute in attributes))
+        after, _ = check_form(node, dataclasses.replace(form, attributes=classes))
+        if _RANK[after] > _RANK[before]:
+            return [_copied(attribute) for attribute in attributes], said
+    return None
+
+
+def _copied(attribute: onnx.AttributeProto) -> onnx.AttributeProto:
+    copy = onnx.AttributeProto()
+    copy.CopyFrom(attribute)
+    return copy
+
+
+DEFAULTS_STATED_SAID = "int and string attributes left out stated at their defaults (the runtime reads them better so)"
+DEFAULTS_LEFT_OUT_SAID = (
+    "int and string attributes stated at their defaults left out (the runtime reads them better so)"
+)
 
 
 FORM_CHOICES = (
@@ -781,6 +854,12 @@ def choose_forms(
             if choice is not None:
                 choice.rewrite(node)
                 chosen[choice.said] += 1
+            restated = restated_defaults(node, opset, judge)
+            if restated is not None:
+                attributes, said = restated
+                del node.attribute[:]
+                node.attribute.extend(attributes)
+                chosen[said] += 1
     chosen.update(replace_ops(copy, opset, check_form))
     chosen.update(apply_model_forms(copy, model_forms, opset))
     moved = constants_as_initializers(copy, check_form)

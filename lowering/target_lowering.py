@@ -43,6 +43,7 @@ from .target_forms import (
     initializers_better,
     model_forms_taken,
     movable_constants,
+    restated_defaults,
     shapes_and_types,
 )
 
@@ -190,6 +191,9 @@ def check_model(
             if choice is None and version is not None and main:
                 choice = better_ops(node, opset, check_form, constants, trial_names)
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix
+            restated = restated_defaults(node, opset, judge) if choice is None else None
+            if restated is not None:
+                fix = f"--target chooses the form {restated[1]}"
             top = graph_name == model.graph.name  # (Constants of the main graph are moved)
             if choice is None and version is not None and top and initializers_better(node, check_form, movable):
                 fix = f"--target chooses the form {CONSTANTS_SAID}"

@@ -4,8 +4,9 @@ op stays one node there), so that a profile knows the op versions real exports u
 the one the case was written at (older ones, and newer ones: ReduceMax-20 on the ReduceMax-18
 cases, not only on its own empty-set ones); and each case of several inputs with all but the
 first as constants (``#constant``: axes, shapes and scales as deployed models hold them; and
-``#node``, the same given by Constant nodes, as the patterns write them); and
-each node of the real exports in golden/corpus of a form no other node there has (``corpus_*``:
+``#node``, the same given by Constant nodes, as the patterns write them; and ``#stated``, each
+int and string attribute the node leaves out stated at its default, as TorchScript exports
+state them); and each node of the real exports in golden/corpus of a form no other node there has (``corpus_*``:
 its values fed where the model computes them from its inputs, constants elsewhere, the inputs
 and outputs onnxruntime gives it inside the model), so that a profile knows the forms exports
 write (a GatherND of rank-5 constant indices) beside the ones the backend cases hold. Written
@@ -41,6 +42,7 @@ from lowering.api import lowerable_ops  # noqa: E402
 from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
+from lowering.target_forms import defaults_left_out  # noqa: E402
 
 OLDEST_OPSET = 7
 
@@ -105,7 +107,26 @@ def prepared_cases() -> list[tuple]:
             continue
         variants = with_variants(case.name, opset, case.model, case)
         converted = at_other_versions([v for v in variants if not v[0].endswith("#node")], node.op_type, opset)
-        found += variants + converted + _given_by_nodes(converted)
+        given = _given_by_nodes(converted)
+        found += variants + converted + given + _with_defaults_stated(variants + converted + given)
+    return found
+
+
+def _with_defaults_stated(entries: list[tuple]) -> list[tuple]:
+    """The ``#stated`` variant (``NAME#stated``, ``NAME#constant#stated``) of each entry whose
+    node leaves out an int or string attribute its schema defaults: the same with each such
+    attribute stated at its default (:func:`lowering.target_forms.defaults_left_out`; onnx2torch
+    reads a CumSum's ``reverse`` left out as 1, stated 0 as 0)."""
+    found = []
+    for name, opset, model_bytes, *rest in entries:
+        model = onnx.load_from_string(model_bytes)
+        node = main_node(model)
+        version = schemas.version_in_force(node.op_type, opset)
+        left_out = defaults_left_out(node, version)
+        if not left_out:
+            continue
+        node.attribute.extend(left_out)
+        found.append((f"{name}#stated", opset, model.SerializeToString(), *rest))
     return found
 
 

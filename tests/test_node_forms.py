@@ -96,6 +96,25 @@ def test_an_attribute_value_no_case_has_is_passed_over(monkeypatch):
     assert nearest_cases(outcomes, _form({0}, {0}, (), [("q_num_heads", "12")]), schema) == outcomes
 
 
+def test_a_node_stating_an_attribute_at_its_default_is_read_from_the_cases_that_state_it(monkeypatch):
+    """onnx2torch reads a CumSum's ``reverse`` left out as 1 and stated 0 as 0: both are class
+    "0", and the cases that state it where the node does (or leave it out where it does) are
+    the nearest; where no case does, every case of the class is."""
+    forms = {
+        "left_out": _form({0, 1}, {0}, {1}),
+        "stated": _form({0, 1}, {0}, {1}, [("reverse", "0")]),
+        "reversed": _form({0, 1}, {0}, {1}, [("reverse", "1")]),
+    }
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("left_out", "wrong", ""), ("stated", "right", ""), ("reversed", "right", "")]
+    schema = onnx.defs.get_schema("CumSum", 14)
+    assert nearest_cases(outcomes, _form({0, 1}, {0}, {1}), schema) == [outcomes[0]]
+    assert nearest_cases(outcomes, _form({0, 1}, {0}, {1}, [("reverse", "0")]), schema) == [outcomes[1]]
+    assert nearest_cases(outcomes, _form({0, 1}, {0}, {1}, [("reverse", "1")]), schema) == [outcomes[2]]
+    unstated = [outcomes[0], outcomes[2]]
+    assert nearest_cases(unstated, _form({0, 1}, {0}, {1}, [("reverse", "0")]), schema) == [outcomes[0]]
+
+
 def _profile(cases: dict[str, str]):
     return profile_from_data({
         "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},

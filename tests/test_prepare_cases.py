@@ -166,6 +166,23 @@ def test_a_case_of_several_inputs_gives_the_others_as_initializers_and_as_consta
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def test_a_case_leaving_defaulted_attributes_out_has_them_stated_beside_it():
+    """#stated: each int and string attribute the node leaves out that its schema defaults,
+    stated at that default (Conv-11: auto_pad 'NOTSET', group 1), the rest as it was; a node
+    stating every such attribute has none."""
+    conv = helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[3, 3])
+    model = make_model([conv], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5]),
+                                helper.make_tensor_value_info("W", TensorProto.FLOAT, [1, 1, 3, 3])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])], opset=11)  # fmt: skip
+    entry = ("conv", 11, model.SerializeToString(), [], 0.0, 0.0)
+    [(name, opset, stated_bytes, *rest)] = prepare_cases._with_defaults_stated([entry])
+    assert (name, opset, rest) == ("conv#stated", 11, [[], 0.0, 0.0])
+    [stated] = onnx.load_from_string(stated_bytes).graph.node
+    attributes = {a.name: onnx.helper.get_attribute_value(a) for a in stated.attribute}
+    assert attributes == {"kernel_shape": [3, 3], "auto_pad": b"NOTSET", "group": 1}
+    assert prepare_cases._with_defaults_stated([("conv#stated", 11, stated_bytes, [], 0.0, 0.0)]) == []
+
+
 def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes():
     """constant_TYPE@VERSION: a Constant alone at its version's first opset (7 at least), of every
     element type the schema takes there but strings, complex and sub-byte types; each passes onnx's

@@ -1105,6 +1105,112 @@ def test_the_sums_along_each_axis_are_written_as_the_opset_has_unsqueeze(opset, 
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), axis
 
 
+# -- attributes left out stated at their defaults ---------------------------------------------------
+
+
+def _cumsum_of_axis_1(**attributes) -> onnx.ModelProto:
+    """y = CumSum(x, 1), x float64 of shape [2, 3], the axis an initializer (as exports give it)."""
+    graph = helper.make_graph(
+        [helper.make_node("CumSum", ["x", "axis"], ["y"], name="sums", **attributes)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2, 3])],
+        [numpy_helper.from_array(np.array(1, np.int64), "axis")],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+EDGE_SUMMANDS = np.array([[1.5, -0.0, np.inf], [np.nan, 5e-324, -1.7976931348623157e308]])
+
+
+def test_a_cumsum_leaving_reverse_out_goes_to_onnx2torch_with_its_defaults_stated():
+    """onnx2torch reads a CumSum's ``reverse`` left out as 1 (it sums backwards: the backend
+    cases leaving it out are wrong there) and stated 0 as 0 (right): --target onnx2torch states
+    ``exclusive`` and ``reverse`` at their defaults, which means the same, bit for bit."""
+    from lowering.runtime_profiles import load_profile
+    from lowering.target_forms import DEFAULTS_STATED_SAID
+
+    assert load_profile("onnx2torch").reads_stated_defaults_otherwise("CumSum", 14)
+    assert not load_profile("onnxruntime").reads_stated_defaults_otherwise("CumSum", 14)
+    model = _cumsum_of_axis_1()
+    [finding] = check_model(model, "onnx2torch")  # (as exported: its verdict is wrong, the fix named)
+    assert finding.fix == f"--target chooses the form {DEFAULTS_STATED_SAID}", finding
+    result = lowering.lower_model(model, target="onnx2torch")
+    onnx.checker.check_model(result.model, full_check=True)
+    [node] = result.model.graph.node
+    assert {a.name: a.i for a in node.attribute} == {"exclusive": 0, "reverse": 0}
+    assert result.report.forms == {DEFAULTS_STATED_SAID: 1}
+    assert check_model(result.model, "onnx2torch") == []
+    feeds = {"x": EDGE_SUMMANDS}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(("target", "attributes"), [("onnxruntime", {}), ("onnx2torch", {"reverse": 1})])
+def test_attributes_stay_left_out_where_the_runtime_reads_them_alike(target, attributes):
+    """onnxruntime reads a CumSum alike either way; onnx2torch reads a stated ``reverse=1``
+    right, with ``exclusive`` left out or not: nothing is stated."""
+    model = _cumsum_of_axis_1(**attributes)
+    result = lowering.lower_model(model, target=target)
+    assert [{a.name for a in n.attribute} for n in result.model.graph.node] == [set(attributes)]
+    assert not result.report.forms
+
+
+def _grid_sample(mode: str, **attributes) -> onnx.ModelProto:
+    """y = GridSample-20(x, grid) stating ``mode`` (as exporters state it) and ``attributes``."""
+    graph = helper.make_graph(
+        [helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", mode=mode, **attributes)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4]),
+         helper.make_tensor_value_info("grid", TensorProto.FLOAT, [1, 5, 6, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 5, 6])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+def test_a_grid_sample_stating_its_default_mode_goes_to_openvino_2024_with_the_defaults_left_out():
+    """OpenVINO 2024.6 fails a GridSample-20 stating ``mode='linear'`` (its default; "linear" is
+    not a member of its InterpolationMode, which knows GridSample-16's "bilinear") and runs it
+    right left out: --target leaves out the attributes stated at their defaults, which means
+    the same, bit for bit; a mode other than the default stays stated."""
+    from lowering.target_forms import DEFAULTS_LEFT_OUT_SAID
+
+    model = _grid_sample("linear", padding_mode="border", align_corners=0)
+    [finding] = check_model(model, "openvino-2024.6")
+    assert finding.fix == f"--target chooses the form {DEFAULTS_LEFT_OUT_SAID}", finding
+    result = lowering.lower_model(model, target="openvino-2024.6")
+    onnx.checker.check_model(result.model, full_check=True)
+    [node] = result.model.graph.node
+    assert [(a.name, a.s) for a in node.attribute] == [("padding_mode", b"border")]
+    assert result.report.forms == {DEFAULTS_LEFT_OUT_SAID: 1}
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32),
+             "grid": rng.uniform(-1.2, 1.2, (1, 5, 6, 2)).astype(np.float32)}  # fmt: skip
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.tobytes() == want.tobytes()
+    nearest = lowering.lower_model(_grid_sample("nearest", align_corners=1), target="openvino-2024.6")
+    assert {a.name for a in nearest.model.graph.node[0].attribute} == {"mode", "align_corners"}
+    assert not nearest.report.forms
+
+
+def test_defaults_are_stated_in_an_if_branch_too():
+    from support import nested_forms
+
+    profile = _profile_of("cumsum-reverse-read-as-1", 14, {  # (onnx2torch's verdicts, and If run)
+        "test_cumsum_2d_axis_1#constant": ("CumSum", 14, "DOUBLE", "wrong"),
+        "test_cumsum_2d_axis_1#constant#stated": ("CumSum", 14, "DOUBLE", "right"),
+        "test_if@13": ("If", 13, "BOOL", "right"),
+    })  # fmt: skip
+    model = nested_forms(_cumsum_of_axis_1())["if"]
+    result = lowering.lower_model(model, target=profile, fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    [choose] = result.model.graph.node
+    stated = [{a.name: a.i for a in branch.g.node[0].attribute} for branch in choose.attribute]
+    assert stated == [{"exclusive": 0, "reverse": 0}] * 2, stated
+    for branch in (True, False):
+        feeds = {"x": EDGE_SUMMANDS, "branch": np.array(branch)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.tobytes() == want.tobytes()
+
+
 # -- EyeLike of another type as a Cast of the EyeLike of its input's type ---------------------------
 
 
