@@ -174,12 +174,14 @@ def nearest_cases(
     scalar) and then in whether a node gives it (onnx2torch takes a Conv's weights and bias from
     initializers only, whatever its attributes); then, attribute by attribute
     (by name), those of the node's class where any case has it (a value no case has says
-    nothing: that attribute is passed over) and of those, the ones that state it where the node
-    states it, or leave it out where it does, where any case does so (onnx2torch reads a CumSum's
-    ``reverse`` left out as 1, stated 0 as 0), and input by input those of the node's rank where
+    nothing: that attribute is passed over), and input by input those of the node's rank where
     any case has it (tract's MatMul of two vectors), of its element type where any case has it
     (tract's Attention takes a float mask, not a bool one), and of the emptiness of each input
-    it is fed (a fed empty axes input is as good as a constant one).
+    it is fed (a fed empty axes input is as good as a constant one); last, attribute by
+    attribute, those that state it where the node states it, or leave it out where it does,
+    where any case does so (onnx2torch reads a CumSum's ``reverse`` left out as 1, stated 0 as
+    0; a rank no case leaving it out has outweighs it: OpenVINO 2024.6 fails a 5-D GridSample
+    whether its mode is stated or not, and runs 4-D ones with it left out).
     Cases of unknown form count as near; an empty list where no case feeds what the node is fed."""
     forms = case_forms()
     known = [(o, forms[o[0]]) for o in outcomes if o[0] in forms]
@@ -206,9 +208,6 @@ def nearest_cases(
         same = [(o, f) for o, f in near if f.attribute_class(schema, name) == wanted]
         if same:
             near = same
-        stated = [(o, f) for o, f in near if f.states(name) == form.states(name)]
-        if stated:
-            near = stated
     for position, rank in form.ranks:
         same = [(o, f) for o, f in near if dict(f.ranks).get(position) == rank]
         if same:
@@ -221,6 +220,10 @@ def nearest_cases(
         same = [(o, f) for o, f in near if (position in f.empty) == (position in form.empty)]
         if same:
             near = same
+    for name in names:
+        stated = [(o, f) for o, f in near if f.states(name) == form.states(name)]
+        if stated:
+            near = stated
     return [o for o, _ in near] + unknown
 
 
