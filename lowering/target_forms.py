@@ -143,7 +143,10 @@ def defaults_left_out(node: onnx.NodeProto, version: int) -> list[onnx.Attribute
 
 
 def _at_default(schema: onnx.defs.OpSchema, attribute: onnx.AttributeProto) -> bool:
-    """Whether ``attribute`` is an int or string one stated at the value ``schema`` defaults it to."""
+    """Whether ``attribute`` is an int or string one stated at the value ``schema`` defaults it to
+    (not one a local function's node takes from its caller: it holds no value of its own)."""
+    if attribute.ref_attr_name:
+        return False
     known = schema.attributes.get(attribute.name)
     default = known.default_value if known is not None else None
     if default is None or not default.name or default.type != attribute.type or attribute.type not in STATED_KINDS:
@@ -185,12 +188,6 @@ def _copied(attribute: onnx.AttributeProto) -> onnx.AttributeProto:
     copy = onnx.AttributeProto()
     copy.CopyFrom(attribute)
     return copy
-
-
-DEFAULTS_STATED_SAID = "int and string attributes left out stated at their defaults (the runtime reads them better so)"
-DEFAULTS_LEFT_OUT_SAID = (
-    "int and string attributes stated at their defaults left out (the runtime reads them better so)"
-)
 
 
 FORM_CHOICES = (
@@ -854,7 +851,7 @@ def choose_forms(
             if choice is not None:
                 choice.rewrite(node)
                 chosen[choice.said] += 1
-            restated = restated_defaults(node, opset, judge)
+            restated = restated_defaults(node, opset, judge) if choice is None else None  # (as check names it)
             if restated is not None:
                 attributes, said = restated
                 del node.attribute[:]

@@ -1191,6 +1191,31 @@ def test_a_grid_sample_stating_its_default_mode_goes_to_openvino_2024_with_the_d
     assert not nearest.report.forms
 
 
+def test_an_attribute_a_local_function_takes_from_its_caller_is_never_left_out():
+    """Inside a local function ``align_corners`` may name the caller's value (ref_attr_name): it
+    holds no value of its own, so it is not "stated at its default", and stays; the caller's 1
+    still reaches the GridSample, whose bits are the original's."""
+    sample = helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", mode="linear")
+    sample.attribute.append(onnx.AttributeProto(name="align_corners", ref_attr_name="corners",
+                                                type=onnx.AttributeProto.INT))  # fmt: skip
+    function = helper.make_function("local", "Sample", ["x", "grid"], ["y"], [sample],
+                                    [helper.make_opsetid("", 20)], attributes=["corners"])  # fmt: skip
+    call = helper.make_node("Sample", ["x", "grid"], ["y"], domain="local", name="call", corners=1)
+    model = _grid_sample("linear")
+    del model.graph.node[:]
+    model.graph.node.append(call)
+    model.functions.append(function)
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    result = lowering.lower_model(model, target="openvino-2024.6", ops=[])
+    [kept] = [n for f in result.model.functions for n in f.node if n.op_type == "GridSample"]
+    assert [a.ref_attr_name for a in kept.attribute if a.name == "align_corners"] == ["corners"], kept
+    rng = np.random.default_rng(1)
+    feeds = {"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32),
+             "grid": rng.uniform(-1.2, 1.2, (1, 5, 6, 2)).astype(np.float32)}  # fmt: skip
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.tobytes() == want.tobytes()
+
+
 def test_defaults_are_stated_in_an_if_branch_too():
     from support import nested_forms
 
