@@ -76,10 +76,8 @@ class NodeForm:
         """This form with each int and string attribute it leaves out that ``schema`` defaults
         stated at that default (the same node, as far as the op's meaning goes)."""
         own = dict(self.attributes)
-        known = schema.attributes if schema is not None else {}
-        filled = {name: _default_class(schema, name) for name in known if name not in own}
-        stated = {name: value for name, value in filled.items() if value not in (DEFAULT, ABSENT)}
-        return dataclasses.replace(self, attributes=tuple(sorted({**own, **stated}.items())))
+        stated = {name: class_of_attribute(schema, default) for name, default in valued_defaults(schema).items()}
+        return dataclasses.replace(self, attributes=tuple(sorted({**stated, **own}.items())))
 
     def states(self, name: str) -> bool:
         """Whether the node sets attribute ``name`` itself (at its default or not)."""
@@ -132,6 +130,19 @@ def node_form(
         types=tuple((i, element_types[name]) for i, name in enumerate(node.input) if element_types.get(name)),
         from_nodes=frozenset(i for i, name in enumerate(node.input) if name and name in node_constants),
     )
+
+
+VALUED_KINDS = (onnx.AttributeProto.INT, onnx.AttributeProto.STRING)  # (the kinds a form classes by value)
+
+
+def valued_defaults(schema: onnx.defs.OpSchema | None) -> dict[str, onnx.AttributeProto]:
+    """The int and string attributes ``schema`` gives a default, each at that default, by name."""
+    known = schema.attributes if schema is not None else {}
+    return {
+        name: attribute.default_value
+        for name, attribute in sorted(known.items())
+        if attribute.default_value.name and attribute.default_value.type in VALUED_KINDS
+    }
 
 
 def class_of_attribute(schema: onnx.defs.OpSchema | None, attribute: onnx.AttributeProto) -> str:

@@ -100,16 +100,15 @@ class RuntimeProfile:
         known = self._stated_read_otherwise
         if (op_type, version) not in known:
             forms, schema = case_forms(), schemas.schema_in_force(op_type, version)
-            found = False
-            for v, _, outcomes in self._by_op.get(op_type, []):
-                alike: dict[NodeForm, set[tuple[tuple, bool]]] = defaultdict(set)
-                for case, verdict, _ in outcomes if v == version else ():
-                    if case in forms:
-                        form = forms[case]
-                        alike[form.with_defaults_stated(schema)].add((form.attributes, verdict == "right"))
-                found = found or any(a != b and right != other for group in alike.values()
-                                     for a, right in group for b, other in group)  # fmt: skip
-            known[op_type, version] = found
+            groups = []
+            for _, _, outcomes in (entry for entry in self._by_op.get(op_type, []) if entry[0] == version):
+                alike: dict[NodeForm, set[tuple[tuple, bool]]] = defaultdict(set)  # (the same form, stated)
+                for case, verdict, _ in (o for o in outcomes if o[0] in forms):
+                    alike[forms[case].with_defaults_stated(schema)].add((forms[case].attributes, verdict == "right"))
+                groups += alike.values()
+            known[op_type, version] = any(
+                a != b and right != other for group in groups for a, right in group for b, other in group
+            )
         return known[op_type, version]
 
     def runs_at_all(self, op_type: str, version: int) -> bool | None:

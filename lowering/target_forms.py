@@ -80,7 +80,7 @@ from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
 from .modelio import checkable
 from .naming import NameAllocator
-from .node_forms import NodeForm, class_of_attribute, node_form, source_of_outputs
+from .node_forms import NodeForm, class_of_attribute, node_form, source_of_outputs, valued_defaults
 from .nodecheck import checker_message
 from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED, RuntimeProfile, TableProfile
 from .scan_captures import scan_captures_passed_in
@@ -125,33 +125,21 @@ def _drop_allowzero(node: onnx.NodeProto) -> None:
     node.attribute.extend(kept)
 
 
-STATED_KINDS = (onnx.AttributeProto.INT, onnx.AttributeProto.STRING)  # (the kinds a form holds by value)
-
-
 def defaults_left_out(node: onnx.NodeProto, version: int) -> list[onnx.AttributeProto]:
     """The int and string attributes the schema of ``node``'s op at ``version`` gives a default
     and the node leaves out, each at that default (by name)."""
-    schema = schemas.schema_in_force(node.op_type, version)
-    if schema is None:
-        return []
     own = {attribute.name for attribute in node.attribute}
-    return [
-        known.default_value
-        for name, known in sorted(schema.attributes.items())
-        if name not in own and known.default_value.name and known.default_value.type in STATED_KINDS
-    ]
+    defaults = valued_defaults(schemas.schema_in_force(node.op_type, version))
+    return [default for name, default in defaults.items() if name not in own]
 
 
 def _at_default(schema: onnx.defs.OpSchema, attribute: onnx.AttributeProto) -> bool:
     """Whether ``attribute`` is an int or string one stated at the value ``schema`` defaults it to
     (not one a local function's node takes from its caller: it holds no value of its own)."""
-    if attribute.ref_attr_name:
+    default = valued_defaults(schema).get(attribute.name)
+    if attribute.ref_attr_name or default is None or default.type != attribute.type:
         return False
-    known = schema.attributes.get(attribute.name)
-    default = known.default_value if known is not None else None
-    if default is None or not default.name or default.type != attribute.type or attribute.type not in STATED_KINDS:
-        return False
-    return attribute.i == default.i if attribute.type == onnx.AttributeProto.INT else attribute.s == default.s
+    return class_of_attribute(schema, attribute) == class_of_attribute(schema, default)
 
 
 DEFAULTS_STATED_SAID = "int and string attributes left out stated at their defaults (the runtime reads them so)"

@@ -3,12 +3,12 @@ the same case taken by onnx-lower to the first opset of each other version of it
 op stays one node there), so that a profile knows the op versions real exports use, not only
 the one the case was written at (older ones, and newer ones: ReduceMax-20 on the ReduceMax-18
 cases, not only on its own empty-set ones); and each case of several inputs with all but the
-first as constants (``#constant``: axes, shapes and scales as deployed models hold them; and
+first as constants (``#constant``: axes, shapes and scales as deployed models hold them;
 ``#node``, the same given by Constant nodes, as the patterns write them; and ``#stated``, each
-int and string attribute the node leaves out stated at its default, as TorchScript exports
-state them); and each node of the real exports in golden/corpus of a form no other node there has (``corpus_*``:
-its values fed where the model computes them from its inputs, constants elsewhere, the inputs
-and outputs onnxruntime gives it inside the model), so that a profile knows the forms exports
+int and string attribute the node leaves out stated at its default, as some exporters state
+them); and each node of the real exports in golden/corpus of a form no other node there has
+(``corpus_*``: its values fed where the model computes them from its inputs, constants
+elsewhere, the inputs and outputs onnxruntime gives it inside the model), so that a profile knows the forms exports
 write (a GatherND of rank-5 constant indices) beside the ones the backend cases hold. Written
 once, in the package's environment, for probes in other environments; each case's form (which
 inputs are fed, which constant, the attributes set: ``lowering/probe_case_forms.json``) is

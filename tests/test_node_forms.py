@@ -115,6 +115,23 @@ def test_a_node_stating_an_attribute_at_its_default_is_read_from_the_cases_that_
     assert nearest_cases(unstated, _form({0, 1}, {0}, {1}, [("reverse", "0")]), schema) == [outcomes[0]]
 
 
+def test_a_rank_no_case_leaving_an_attribute_out_has_outweighs_its_being_stated(monkeypatch):
+    """Statedness is the last thing the nearest cases are chosen by: a 5-D GridSample leaving
+    ``mode`` out is read from the 5-D case that states it (OpenVINO 2024.6 fails both), not from
+    a 4-D case that leaves it out and runs."""
+    forms = {
+        "planar_left_out": _form({0, 1}, {0, 1}, (), ranks=[(0, 4), (1, 4)]),
+        "volumetric_stated": _form({0, 1}, {0, 1}, (), [("mode", "'linear'")], ranks=[(0, 5), (1, 5)]),
+    }
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("planar_left_out", "right", ""), ("volumetric_stated", "fails", "")]
+    schema = onnx.defs.get_schema("GridSample", 20)
+    volumetric = _form({0, 1}, {0, 1}, (), ranks=[(0, 5), (1, 5)])
+    assert nearest_cases(outcomes, volumetric, schema) == [outcomes[1]]
+    planar = _form({0, 1}, {0, 1}, (), ranks=[(0, 4), (1, 4)])
+    assert nearest_cases(outcomes, planar, schema) == [outcomes[0]]
+
+
 def _profile(cases: dict[str, str]):
     return profile_from_data({
         "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
