@@ -108,11 +108,11 @@ def prepared_cases() -> list[tuple]:
         variants = with_variants(case.name, opset, case.model, case)
         converted = at_other_versions([v for v in variants if not v[0].endswith("#node")], node.op_type, opset)
         given = _given_by_nodes(converted)
-        found += variants + converted + given + _with_defaults_stated(variants + converted + given)
+        found += variants + converted + given + with_defaults_stated(variants + converted + given)
     return found
 
 
-def _with_defaults_stated(entries: list[tuple]) -> list[tuple]:
+def with_defaults_stated(entries: list[tuple]) -> list[tuple]:
     """The ``#stated`` variant (``NAME#stated``, ``NAME#constant#stated``) of each entry whose
     node leaves out an int or string attribute its schema defaults: the same with each such
     attribute stated at its default (:func:`lowering.target_forms.defaults_left_out`; onnx2torch

@@ -175,12 +175,12 @@ def test_a_case_leaving_defaulted_attributes_out_has_them_stated_beside_it():
                                 helper.make_tensor_value_info("W", TensorProto.FLOAT, [1, 1, 3, 3])],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])], opset=11)  # fmt: skip
     entry = ("conv", 11, model.SerializeToString(), [], 0.0, 0.0)
-    [(name, opset, stated_bytes, *rest)] = prepare_cases._with_defaults_stated([entry])
+    [(name, opset, stated_bytes, *rest)] = prepare_cases.with_defaults_stated([entry])
     assert (name, opset, rest) == ("conv#stated", 11, [[], 0.0, 0.0])
     [stated] = onnx.load_from_string(stated_bytes).graph.node
     attributes = {a.name: onnx.helper.get_attribute_value(a) for a in stated.attribute}
     assert attributes == {"kernel_shape": [3, 3], "auto_pad": b"NOTSET", "group": 1}
-    assert prepare_cases._with_defaults_stated([("conv#stated", 11, stated_bytes, [], 0.0, 0.0)]) == []
+    assert prepare_cases.with_defaults_stated([("conv#stated", 11, stated_bytes, [], 0.0, 0.0)]) == []
 
 
 def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes():
