@@ -46,7 +46,9 @@ def targets_table() -> str:
                 f"{counts[REFUSED]} marked N; any other refused"
             )
             where = profile.source
-            source = f"table: `{where['path']}` of {where['repo']} at `{where['ref']}`, commit `{where['commit'][:12]}`"
+            section = f" ({where['section']})" if where.get("section") else ""
+            source = (f"table: `{where['path']}`{section} of {where['repo']} at `{where['ref']}`, "
+                      f"commit `{where['commit'][:12]}`")  # fmt: skip
             note = where.get("opsets_stated") and f'opsets: "{where["opsets_stated"]}"'
         else:
             verdicts = [verdict for outcomes in profile.cases.values() for _, verdict, _ in outcomes]

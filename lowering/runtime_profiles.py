@@ -247,9 +247,11 @@ class TableProfile:
     """One runtime's published support table, as ``targets/read_table.py`` read it: the
     default-domain ``opsets`` it states (empty where it states none), and per op what the table
     says (``listed`` Y or N, onnx's element ``types`` or None where it names none, op
-    ``versions`` as ranges or None, a ``restriction``). An op the table lacks, or marks N, is
-    refused; a listed op is supported at the versions and on the types listed, ``partly`` where
-    the table states a restriction (the restriction is the why)."""
+    ``versions`` as ranges or None, a ``restriction``; onnxruntime's kernel table gives the
+    types per kernel, each kernel's ``versions`` and ``types`` in ``kernels``). An op the table
+    lacks, or marks N, is refused; a listed op is supported at the versions and on the types
+    listed (of the kernel of the node's version), ``partly`` where the table states a
+    restriction (the restriction is the why)."""
 
     name: str
     runtime: str
@@ -264,7 +266,8 @@ class TableProfile:
     @property
     def table(self) -> str:
         """The table, as a verdict names it: ``docs/operators.md of onnx/onnx-tensorrt at release/10.1-GA``."""
-        return f"{self.source.get('path')} of {self.source.get('repo')} at {self.source.get('ref')}"
+        section = f" ({self.source['section']})" if self.source.get("section") else ""
+        return f"{self.source.get('path')}{section} of {self.source.get('repo')} at {self.source.get('ref')}"
 
     def reads_stated_defaults_otherwise(self, op_type: str, version: int) -> bool:
         """False: a table says nothing of how an attribute is given."""
@@ -282,17 +285,21 @@ class TableProfile:
             return Verdict(REFUSED, f"{op_type} is not in {self.table}")
         if entry["listed"] != "Y":
             return Verdict(REFUSED, f"{op_type} is marked {entry['listed']} (not supported) in {self.table}")
+        types = entry.get("types")
         if entry.get("versions") is not None:
-            if not any(low <= version and (high is None or version <= high) for low, high in entry["versions"]):
+            held = [kernel for kernel in entry.get("kernels", [{"versions": span} for span in entry["versions"]])
+                    if kernel["versions"][0] <= version and (kernel["versions"][1] is None
+                                                             or version <= kernel["versions"][1])]  # fmt: skip
+            if not held:
                 return Verdict(REFUSED, f"{self.table} lists {op_type} at opsets {entry.get('table_versions')}, "
                                f"not {op_type}-{version}")  # fmt: skip
-        elif self.opsets and schemas.op_versions(op_type):
+            types = held[0].get("types", types)  # (a kernel's own types, where the table gives them per kernel)
+        if self.opsets and schemas.op_versions(op_type):  # ("13+" reaches no version past the opsets stated)
             in_force = {schemas.version_in_force(op_type, opset) for opset in self.opsets}
             if version not in in_force:
                 shown = f"{min(self.opsets)}-{max(self.opsets)}"
                 return Verdict(REFUSED, f"{op_type}-{version} is in force at none of opsets {shown}, "
                                f"which {self.table} states")  # fmt: skip
-        types = entry.get("types")
         if types:
             listed = f"{self.table} lists {op_type} on {', '.join(types)}"
             if not type_name:

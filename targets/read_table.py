@@ -21,11 +21,20 @@ and then (``targets/tables/README.md`` holds the three commands in full)::
     python targets/read_table.py targets/tables/tensorrt-10.md tensorrt-10 --repo onnx/onnx-tensorrt ...
     python -m lowering.docs
 
-Two table forms are read, told apart by their header row. onnx-tensorrt's ``docs/operators.md``:
+Three table forms are read, told apart by their header row. onnx-tensorrt's ``docs/operators.md``:
 ``| Operator | Supported | Supported Types | Restrictions |`` (Y or N; types as ``FP32, BF16,
 INT64``), with the opsets it supports stated in a sentence above it. onnxruntime's
 ``js/web/docs/webgpu-operators.md``: ``| Operator | Opset | Comments |``, every row a supported op,
-``ai.onnx(7-12,13+)`` the op versions its kernels take, no types, no opsets stated.
+``ai.onnx(7-12,13+)`` the op versions its kernels take, no types, no opsets stated. onnxruntime's
+``docs/OperatorKernels.md``, one section per execution provider (``--section
+CUDAExecutionProvider``): ``| Op Name | Parameters | OpSet Version | Types Supported |``, a row per
+kernel (``13+``, ``[7, 12]``: the op versions it takes; a row with no op name is another kernel of
+the op above), each kernel's types per type constraint (``**T** = tensor(float), ...``); a node's
+element type is its first input's, so a kernel's types are those of the constraint its first
+input (its first output where it has none) is bound to. No opsets are stated. An op onnxruntime
+runs with no kernel at all (a Constant node: the graph loader makes it an initializer) is not in
+the file; ``--without-kernel "Constant=<onnxruntime's words>"`` names it, with where the words
+are (``--without-kernel-source``), and the profile takes it as supported on every type.
 
 Type names are onnx's (``TensorProto.DataType``): a name onnx has is taken as it is (INT64,
 BOOL); the tables' abbreviations FPnn and BFnn are onnx's type whose numpy dtype is
@@ -141,6 +150,24 @@ def opsets_stated(text: str) -> tuple[list[int], str]:
     return [], ""
 
 
+def opsets_of_release(sentence: str, onnx_release: str) -> tuple[list[int], str]:
+    """The opsets a runtime loads where its table states none: from the oldest its ``sentence``
+    names ("... back to (and including) opset version 7.", onnxruntime's ``docs/Versioning.md``)
+    to the newest default-domain opset of the ``onnx_release`` it is built with (onnx's
+    ``helper.VERSION_TABLE``: 1.18.0 defines opsets up to 23; a kernel listed as ``21+`` takes
+    no op version a later onnx defined), and what is stated, in words."""
+    found = re.search(r"back to \(and including\) opset version (\d+)", sentence, re.IGNORECASE)
+    if found is None:
+        raise ValueError(f"the sentence names no oldest opset: {sentence!r}")
+    newest = [row[2] for row in helper.VERSION_TABLE if row[0] == onnx_release]
+    if not newest:
+        raise ValueError(f"onnx's VERSION_TABLE has no release {onnx_release!r}")
+    oldest = int(found.group(1))
+    return list(
+        range(oldest, newest[0] + 1)
+    ), f"{sentence.strip()} Built with onnx {onnx_release} (opsets to {newest[0]})."
+
+
 def version_ranges(text: str) -> list[list[int | None]]:
     """``7-12,13,14+`` as [[7, 12], [13, 13], [14, None]] (None: no upper end)."""
     ranges: list[list[int | None]] = []
@@ -217,12 +244,142 @@ def read_table(text: str, described: dict[str, str] | None = None) -> dict:
     }
 
 
+KERNEL_SECTION = re.compile(r"^## Operators implemented by (\w+)[ \t]*$", re.MULTILINE)
+_DOMAIN_ROW = re.compile(r"\*\*Operator Domain:\*\*\s*\*([\w.]+)\*")
+_ALTERNATIVES = re.compile(r"<br>\s*<br>\s*or\s*<br>\s*<br>")  # (the signatures of an op's versions)
+_FIRST_VALUE = re.compile(r"\*(?:in|out)\*\s*[\w.]+:\*\*([^*]+)\*\*")
+
+
+def kernel_section(text: str, provider: str) -> str:
+    """The section of onnxruntime's ``OperatorKernels.md`` headed "Operators implemented by
+    ``provider``" (up to the next such heading)."""
+    parts = KERNEL_SECTION.split(text)
+    sections = dict(zip(parts[1::2], parts[2::2], strict=True))
+    if provider not in sections:
+        raise ValueError(f"no section 'Operators implemented by {provider}' (the file has: {', '.join(sections)})")
+    return sections[provider]
+
+
+def kernel_versions(cell: str) -> list[int | None]:
+    """A kernel's op versions: ``13+`` as [13, None], ``13`` as [13, 13], ``[7, 12]`` as [7, 12]."""
+    cell = cell.strip()
+    if found := re.fullmatch(r"(\d+)\+", cell):
+        return [int(found.group(1)), None]
+    if cell.isdigit():
+        return [int(cell), int(cell)]
+    if found := re.fullmatch(r"\[(\d+),\s*(\d+)\]", cell):
+        return [int(found.group(1)), int(found.group(2))]
+    raise ValueError(f"not a kernel's op versions: {cell!r}")
+
+
+def constraint_types(cell: str) -> dict[str, list[str]]:
+    """Each type constraint of a ``Types Supported`` cell with the tensor types it lists, as
+    written (``**T** = tensor(float), seq(tensor(float))`` gives {"T": ["float"]}: sequences and
+    optionals are not a tensor's element type)."""
+    found: dict[str, list[str]] = {}
+    for part in re.split(r"<br\s*/?>", cell):
+        if match := re.fullmatch(r"\s*\*\*(\w+)\*\*\s*=\s*(.*?)\s*", part):
+            items = [item.strip() for item in match.group(2).split(",")]
+            found[match.group(1)] = [m.group(1) for item in items if (m := re.fullmatch(r"tensor\((\w+)\)", item))]
+    return found
+
+
+def first_value_types(parameters: str, constraints: dict[str, list[str]]) -> list[str] | None:
+    """The tensor types a kernel takes on the op's first input (its first output where it has
+    none): of the first of the signatures in ``parameters`` whose first value's constraint the
+    kernel lists, or names as a type (``**tensor(int64)**``); None where none does."""
+    for signature in _ALTERNATIVES.split(parameters):
+        found = _FIRST_VALUE.search(signature)
+        if found is None:
+            continue
+        constraint = found.group(1).strip()
+        if literal := re.fullmatch(r"tensor\((\w+)\)", constraint):
+            return [literal.group(1)]
+        if constraint in constraints:
+            return constraints[constraint]
+    return None
+
+
+def read_kernel_table(text: str, provider: str, without_kernel: dict[str, str] | None = None) -> dict:
+    """What onnxruntime's ``OperatorKernels.md`` says of ``provider``'s kernels, in the form
+    :func:`read_table` gives: per default-domain op its ``kernels`` (each one's op ``versions``
+    and the ``types`` its first input takes, onnx's names, or None where the table names none),
+    their ``versions`` together, and ``without_kernel`` ops (supported, with onnxruntime's words)."""
+    ops: dict[str, dict] = {}
+    other_domains: dict[str, str] = {}
+    unread: list[str] = []
+    domain, op, parameters = "", "", ""
+    for line in kernel_section(text, provider).splitlines():
+        line = line.strip()
+        if not line.startswith("|"):
+            continue
+        cells = [
+            cell.strip() for cell in line.removeprefix("|").removesuffix("|").split("|")
+        ]  # (leading empty cells kept)
+        if found := _DOMAIN_ROW.search(cells[0]):
+            domain = found.group(1)
+            continue
+        if cells[0] == "Op Name" or all(re.fullmatch(r":?-*:?", cell) for cell in cells):
+            continue  # (the header, the rule under it)
+        if len(cells) != 4:
+            unread.append(f"{line[:80]}: not 4 cells")
+            continue
+        if cells[0]:
+            op, parameters = cells[0], cells[1]
+        if domain != DEFAULT_DOMAIN:
+            other_domains.setdefault(op, domain)
+            continue
+        types = first_value_types(cells[1] or parameters, constraint_types(cells[3]))
+        names = None
+        if types is not None:
+            names = [onnx_type_name(token) for token in types]
+            unread += [
+                f"{op}: {token!r} names no single onnx element type"
+                for token, name in zip(types, names, strict=True)
+                if not name
+            ]
+            names = [name for name in names if name]
+        entry = ops.setdefault(op, {"listed": "Y", "types": None, "versions": [], "table_versions": "",
+                                    "restriction": "", "kernels": []})  # fmt: skip
+        entry["kernels"].append({"versions": kernel_versions(cells[2]), "types": names})
+        entry["versions"].append(kernel_versions(cells[2]))
+        entry["table_versions"] = ", ".join(filter(None, [entry["table_versions"], cells[2]]))
+    for op, words in (without_kernel or {}).items():
+        if op in ops:
+            raise ValueError(f"{op} has kernels in the table: it is not run without one")
+        ops[op] = {"listed": "Y", "types": None, "versions": None, "restriction": "", "without_kernel": words}
+    return {
+        "columns": ["Op Name", "Parameters", "OpSet Version", "Types Supported"],
+        "ops": ops,
+        "other_domains": {op: domain for op, domain in other_domains.items() if op not in ops},
+        "opsets": [],
+        "opsets_stated": "",
+        "unread": unread,
+    }
+
+
 def table_profile(
-    text: str, name: str, *, runtime: str, runtime_version: str, source: dict, described: dict[str, str] | None = None
+    text: str,
+    name: str,
+    *,
+    runtime: str,
+    runtime_version: str,
+    source: dict,
+    described: dict[str, str] | None = None,
+    section: str | None = None,
+    without_kernel: dict[str, str] | None = None,
+    opsets: tuple[list[int], str] | None = None,
 ) -> dict:
     """The profile JSON of table ``text`` (``source``: repo, path, ref, commit, ...; ``described``:
-    the runtime's words on type names onnx lacks)."""
-    table = read_table(text, described)
+    the runtime's words on type names onnx lacks; ``section``: the execution provider whose
+    kernels onnxruntime's ``OperatorKernels.md`` lists, with the ops it runs ``without_kernel``)."""
+    if section is not None:
+        table = read_kernel_table(text, section, without_kernel)
+        source = {**source, "section": section}
+    else:
+        table = read_table(text, described)
+    if opsets is not None:  # (stated elsewhere than above the table: :func:`opsets_of_release`)
+        table["opsets"], table["opsets_stated"] = opsets
     columns = ", ".join(table["columns"])
     return {
         "kind": "table",
@@ -234,7 +391,13 @@ def table_profile(
             **source,
             "sha256": hashlib.sha256(text.encode()).hexdigest(),
             "read": f"the table of columns {columns}"
-            + ("; the opsets from the sentence above it" if table["opsets_stated"] else "; it states no opsets"),
+            + (
+                "; the opsets from the sentence above it"
+                if table["opsets_stated"] and opsets is None
+                else "; the opsets from the runtime's words and its onnx release"
+                if opsets is not None
+                else "; it states no opsets"
+            ),
             "opsets_stated": table["opsets_stated"],
         },
         "opsets": table["opsets"],
@@ -265,7 +428,40 @@ def main(argv: list[str] | None = None) -> int:
         help="a type name of the table as the runtime's documentation describes its layout",
     )
     parser.add_argument("--type-source", help="where those words are (an address)")
+    parser.add_argument(
+        "--section", metavar="PROVIDER", help="onnxruntime's OperatorKernels.md: the execution provider read"
+    )
+    parser.add_argument(
+        "--without-kernel",
+        action="append",
+        default=[],
+        metavar="OP=WORDS",
+        help="an op the runtime runs with no kernel, in the runtime's own words (with --section)",
+    )
+    parser.add_argument("--without-kernel-source", help="where those words are")
+    parser.add_argument(
+        "--opsets-sentence",
+        help="the runtime's sentence naming the oldest opset it loads ('... back to (and including) opset version 7')",
+    )
+    parser.add_argument("--opsets-sentence-source", help="where that sentence is")
+    parser.add_argument(
+        "--onnx-release", help="the onnx release the runtime is built with: its newest opset is the newest loaded"
+    )
+    parser.add_argument("--onnx-release-source", help="where that release is named")
     args = parser.parse_args(argv)
+    if any("=" not in item for item in args.without_kernel):
+        parser.error("--without-kernel takes OP=WORDS")
+    if args.without_kernel and not args.section:
+        parser.error("--without-kernel is read with --section")
+    without_kernel = dict(item.split("=", 1) for item in args.without_kernel)
+    if bool(args.opsets_sentence) != bool(args.onnx_release):
+        parser.error("--opsets-sentence and --onnx-release are given together (the oldest and the newest opset)")
+    stated = None
+    if args.onnx_release:
+        try:
+            stated = opsets_of_release(args.opsets_sentence, args.onnx_release)
+        except ValueError as error:
+            parser.error(str(error))
     if any("=" not in item for item in args.type_described):
         parser.error("--type-described takes NAME=WORDS")
     described = {token.strip().upper(): words for token, words in (item.split("=", 1) for item in args.type_described)}
@@ -282,6 +478,16 @@ def main(argv: list[str] | None = None) -> int:
     if described:
         source["types_described"] = {token: {"words": words, "onnx": type_of_layout(words), "where": args.type_source}
                                      for token, words in described.items()}  # fmt: skip
+    if stated is not None:
+        source["opsets_from"] = {
+            "sentence": args.opsets_sentence,
+            "where": args.opsets_sentence_source,
+            "onnx_release": args.onnx_release,
+            "onnx_release_where": args.onnx_release_source,
+        }
+    if without_kernel:
+        source["without_kernel"] = {op: {"words": words, "where": args.without_kernel_source}
+                                    for op, words in without_kernel.items()}  # fmt: skip
     source["how"] = " ".join(
         ["python targets/read_table.py", *map(shlex.quote, sys.argv[1:] if argv is None else argv)]
     )
@@ -292,6 +498,9 @@ def main(argv: list[str] | None = None) -> int:
         runtime_version=args.runtime_version,
         source=source,
         described=described,
+        section=args.section,
+        without_kernel=without_kernel,
+        opsets=stated,
     )
     out = args.out or PROFILES / f"{args.name}.json"
     out.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")

@@ -135,11 +135,105 @@ def test_a_webgpu_like_excerpt_reads_op_versions_and_no_types_or_opsets():
     assert profile.verdict("Resize", 10, "FLOAT").kind == PARTLY
 
 
-SHIPPED = {
-    "tensorrt-10": ("onnx/onnx-tensorrt", "docs/operators.md", "96e781103cfc4adf4a6bb557e94bac8e693f6f4c"),
-    "tensorrt-8.6": ("onnx/onnx-tensorrt", "docs/operators.md", "ee0b139bc68567a89618c1d84dcd461cc144aad4"),
-    "webgpu": ("microsoft/onnxruntime", "js/web/docs/webgpu-operators.md", "2a4cfab46a8e9159f35b2418ab401937dd8b6502"),
-}
+KERNELS_LIKE = """## Operators implemented by CPUExecutionProvider
+
+| Op Name | Parameters | OpSet Version | Types Supported |
+|---------|------------|---------------|-----------------|
+|**Operator Domain:** *ai.onnx*||||
+|Abs|*in* X:**T**<br> *out* Y:**T**|13+|**T** = tensor(double), tensor(float)|
+
+## Operators implemented by CUDAExecutionProvider
+
+| Op Name | Parameters | OpSet Version | Types Supported |
+|---------|------------|---------------|-----------------|
+|**Operator Domain:** *ai.onnx*||||
+|Add|*in* A:**T**<br> *in* B:**T**<br> *out* C:**T**|14+|**T** = tensor(bfloat16), tensor(float), tensor(int64)|
+|||[7, 12]|**T** = tensor(double), tensor(float)|
+|Cast|*in* input:**T1**<br> *out* output:**T2**|19+|**T1** = tensor(bool), tensor(float)<br/> **T2** = tensor(float16)|
+|Col2Im|*in* input:**tensor(float)**<br> *in* image_shape:**tensor(int64)**|18+||
+|DequantizeLinear|*in* x:**T**<br> *out* y:**tensor(float)**<br><br>or<br><br>*in* x:**T1**<br> *in* x_scale:**T2**|21+|**T1** = tensor(int8), tensor(uint8)<br/> **T2** = tensor(float)|
+|||[13, 18]|**T** = tensor(int8)|
+|Identity|*in* input:**T**<br> *out* output:**T**<br><br>or<br><br>*in* input:**V**<br> *out* output:**V**|19+|**V** = seq(tensor(float)), tensor(bool), tensor(float)|
+|RandomNormal|*out* output:**T**|1+|**T** = tensor(double)|
+|**Operator Domain:** *com.microsoft*||||
+|FastGelu|*in* X:**T**<br> *out* Y:**T**|1+|**T** = tensor(float)|
+|Gelu|*in* X:**T**<br> *out* Y:**T**|1+|**T** = tensor(float)|
+"""  # noqa: E501 (rows as the file writes them)
+
+
+def kernels_profile(**options) -> TableProfile:
+    data = READ_TABLE.table_profile(KERNELS_LIKE, "made-up", runtime="made-up", runtime_version="1.0",
+                                    source=SOURCE, section="CUDAExecutionProvider", **options)  # fmt: skip
+    profile = profile_from_data(json.loads(json.dumps(data)))
+    assert isinstance(profile, TableProfile)
+    return profile
+
+
+def test_an_onnxruntime_kernel_table_reads_each_kernel_s_versions_and_first_input_types():
+    """One provider's section; each row a kernel (a row with no op name: another kernel of the op
+    above), its types those of the constraint the first input is bound to (of the signature
+    whose constraint the row lists; a type named in the signature; the first output's where there
+    is no input); sequence types are not element types; other domains' ops are not ONNX's."""
+    profile = kernels_profile()
+    assert profile.table == "docs/operators.md (CUDAExecutionProvider) of example/runtime at main"
+    assert "Abs" not in profile.ops  # (the CPU provider's section)
+    assert profile.verdict("Add", 14, "BFLOAT16").kind == SUPPORTED
+    assert (
+        profile.verdict("Add", 7, "DOUBLE").kind == SUPPORTED and profile.verdict("Add", 14, "DOUBLE").kind == REFUSED
+    )
+    assert profile.verdict("Add", 13, "FLOAT").why.endswith("lists Add at opsets 14+, [7, 12], not Add-13")
+    assert profile.verdict("Cast", 19, "BOOL").kind == SUPPORTED  # (T1: the input's; T2 the output's)
+    assert profile.verdict("Cast", 19, "FLOAT16").kind == REFUSED
+    assert (
+        profile.verdict("Col2Im", 18, "FLOAT").kind == SUPPORTED
+        and profile.verdict("Col2Im", 18, "DOUBLE").kind == REFUSED
+    )
+    assert profile.verdict("DequantizeLinear", 21, "UINT8").kind == SUPPORTED  # (the second signature's T1)
+    assert profile.verdict("DequantizeLinear", 13, "UINT8").kind == REFUSED  # (the older kernel: T, int8 only)
+    assert profile.verdict("Identity", 19, "BOOL").kind == SUPPORTED and profile.ops["Identity"]["kernels"] == [
+        {"versions": [19, None], "types": ["BOOL", "FLOAT"]}
+    ]
+    assert profile.verdict("RandomNormal", 1, "DOUBLE").kind == SUPPORTED  # (its output's type)
+    assert profile.verdict("Gelu", 20, "FLOAT").kind == REFUSED  # (com.microsoft's Gelu only)
+    read = READ_TABLE.read_kernel_table(KERNELS_LIKE, "CUDAExecutionProvider")
+    assert read["other_domains"] == {
+        "FastGelu": "com.microsoft", "Gelu": "com.microsoft"}  # fmt: skip
+    assert profile.opsets == () and profile.unread == ()
+    with pytest.raises(ValueError, match="no section 'Operators implemented by Dml"):
+        READ_TABLE.read_kernel_table(KERNELS_LIKE, "DmlExecutionProvider")
+
+
+def test_a_kernel_table_takes_an_op_run_without_a_kernel_and_the_opsets_of_the_runtime_s_onnx():
+    """Constant has no kernel (onnxruntime makes it an initializer): named with the runtime's
+    words it is supported on every type. The opsets: the oldest from the runtime's sentence, the
+    newest the onnx release's (1.18.0: 23), so a kernel listed ``21+`` takes no op version past
+    23 (DequantizeLinear-23 is in force at 23; -25 is not)."""
+    sentence = "All versions of the runtime support opsets all the way back to (and including) opset version 7."
+    profile = kernels_profile(without_kernel={"Constant": "made an initializer"},
+                              opsets=READ_TABLE.opsets_of_release(sentence, "1.18.0"))  # fmt: skip
+    assert profile.verdict("Constant", 21, "FLOAT8E4M3FN").kind == SUPPORTED
+    assert profile.opsets == tuple(range(7, 24))
+    assert profile.source["opsets_stated"].endswith("Built with onnx 1.18.0 (opsets to 23).")
+    assert profile.verdict("DequantizeLinear", 23, "INT8").kind == SUPPORTED
+    assert profile.verdict("DequantizeLinear", 25, "INT8").why.startswith(
+        "DequantizeLinear-25 is in force at none of opsets 7-23"
+    )
+    with pytest.raises(ValueError, match="has kernels in the table"):
+        READ_TABLE.read_kernel_table(KERNELS_LIKE, "CUDAExecutionProvider", {"Add": "no kernel"})
+    with pytest.raises(ValueError, match="names no oldest opset"):
+        READ_TABLE.opsets_of_release("It loads every opset.", "1.18.0")
+
+
+TRT, ORT = "onnx/onnx-tensorrt", "microsoft/onnxruntime"
+SHIPPED = {  # name: repository, path, commit, the copy read
+    "tensorrt-10": (TRT, "docs/operators.md", "96e781103cfc4adf4a6bb557e94bac8e693f6f4c", "tensorrt-10.md"),
+    "tensorrt-8.6": (TRT, "docs/operators.md", "ee0b139bc68567a89618c1d84dcd461cc144aad4", "tensorrt-8.6.md"),
+    "webgpu": (ORT, "js/web/docs/webgpu-operators.md", "2a4cfab46a8e9159f35b2418ab401937dd8b6502", "webgpu.md"),
+    "onnxruntime-cuda": ("microsoft/onnxruntime", "docs/OperatorKernels.md", "30c5f05911c06dc8b0f290122ba0d6ea524fe336",
+                         "onnxruntime-kernels.md"),
+    "onnxruntime-dml": ("microsoft/onnxruntime", "docs/OperatorKernels.md", "30c5f05911c06dc8b0f290122ba0d6ea524fe336",
+                        "onnxruntime-kernels.md"),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
@@ -147,15 +241,21 @@ def test_a_shipped_table_profile_is_what_the_script_reads_from_its_copy(name):
     """It names its repository, path and commit; the committed copy is the file it read (its
     sha256); reading that copy again gives the same ops, opsets and unread cells."""
     data = json.loads((PROFILES / f"{name}.json").read_text())
-    repo, path, commit = SHIPPED[name]
+    repo, path, commit, copy = SHIPPED[name]
     source = data["source"]
     assert data["kind"] == source["kind"] == "table" and data["name"] == name
     assert (source["repo"], source["path"], source["commit"]) == (repo, path, commit)
-    assert source["how"].startswith(f"python targets/read_table.py targets/tables/{name}.md {name} ")
-    text = (REPO / "targets" / "tables" / f"{name}.md").read_text()
+    assert source["how"].startswith(f"python targets/read_table.py targets/tables/{copy} {name} ")
+    text = (REPO / "targets" / "tables" / copy).read_text()
     assert hashlib.sha256(text.encode()).hexdigest() == source["sha256"]
     described = {token: entry["words"] for token, entry in source.get("types_described", {}).items()}
-    again = READ_TABLE.table_profile(text, name, runtime="-", runtime_version="-", source={}, described=described)
+    without_kernel = {op: entry["words"] for op, entry in source.get("without_kernel", {}).items()}
+    opsets = None
+    if "opsets_from" in source:
+        opsets = READ_TABLE.opsets_of_release(source["opsets_from"]["sentence"], source["opsets_from"]["onnx_release"])
+    again = READ_TABLE.table_profile(text, name, runtime="-", runtime_version="-", source={}, described=described,
+                                     section=source.get("section"), without_kernel=without_kernel or None,
+                                     opsets=opsets)  # fmt: skip
     assert {key: again[key] for key in ("ops", "opsets", "unread", "other_domains")} == {
         key: data[key] for key in ("ops", "opsets", "unread", "other_domains")
     }
@@ -191,6 +291,22 @@ def test_the_webgpu_profile_says_what_its_table_says():
     assert webgpu.verdict("Gemm", 13, "FLOAT").kind == SUPPORTED
     assert webgpu.verdict("MatMulNBits", 1, "FLOAT").kind == REFUSED  # (com.microsoft's only)
     assert "MatMulNBits" in json.loads((PROFILES / "webgpu.json").read_text())["other_domains"]
+
+
+def test_the_onnxruntime_provider_profiles_say_what_their_sections_say():
+    """CUDA's and DirectML's kernels, from onnxruntime's OperatorKernels.md: per kernel version
+    and first-input type; Constant runs without a kernel; opsets 7-23 (onnx 1.18.0)."""
+    cuda, dml = load_profile("onnxruntime-cuda"), load_profile("onnxruntime-dml")
+    assert cuda.opsets == dml.opsets == tuple(range(7, 24))
+    assert cuda.source["section"] == "CUDAExecutionProvider" and dml.source["section"] == "DmlExecutionProvider"
+    # "|Add|...|14+|**T** = tensor(bfloat16), tensor(double), tensor(float), tensor(float16), tensor(int16), ..."
+    assert cuda.verdict("Add", 14, "INT16").kind == SUPPORTED and cuda.verdict("Add", 14, "BOOL").kind == REFUSED
+    assert cuda.verdict("Add", 13, "INT16").kind == REFUSED  # "|||13|**T** = tensor(bfloat16), tensor(double), ..."
+    no_kernel = cuda.verdict("BitwiseAnd", 18, "INT32").why
+    assert no_kernel.startswith("BitwiseAnd is not in docs/OperatorKernels.md (CUDAExecutionProvider) of microsoft/")
+    assert cuda.verdict("Gelu", 20, "FLOAT").kind == SUPPORTED and dml.verdict("Gelu", 20, "FLOAT").kind == REFUSED
+    assert cuda.verdict("Constant", 21, "BFLOAT16").kind == dml.verdict("Constant", 13, "STRING").kind == SUPPORTED
+    assert cuda.unread == dml.unread == ()
 
 
 def bitwise_and_model() -> onnx.ModelProto:
@@ -248,6 +364,37 @@ def test_a_model_lowered_for_tensorrt_10_holds_nothing_it_refuses_and_means_the_
         else:
             assert got_output.dtype == want_output.dtype
             np.testing.assert_allclose(got_output, want_output, rtol=rtol, atol=1e-7)
+
+
+def test_a_model_for_onnxruntime_s_cuda_provider_is_taken_to_its_opsets_and_lowered_where_it_has_no_kernel():
+    """A BitwiseAnd-18 (no CUDA kernel: onnxruntime would run it on the CPU) beside a Constant
+    (no kernel needed), at opset 25 (past onnx 1.18.0's 23): the opset is a blocker fixed by
+    converting to 23, BitwiseAnd by its pattern; after --target nothing blocks and the outputs
+    are the original's bit for bit."""
+    nodes = [
+        helper.make_node(
+            "Constant", [], ["mask"], value=helper.make_tensor("m", TensorProto.INT32, [6], [7, -1, 0, 5, -8, 3])
+        ),
+        helper.make_node("BitwiseAnd", ["a", "mask"], ["c"], name="and"),
+    ]
+    inputs = [helper.make_tensor_value_info("a", TensorProto.INT32, [6])]
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("c", TensorProto.INT32, [6])], opset=25)
+    blockers = [
+        (f.op_type, f.fix) for f in check_model(model, "onnxruntime-cuda", lowerable=lowerable_ops()) if f.blocks
+    ]
+    assert blockers == [
+        ("(opset)", "converted to opset 23"),
+        ("BitwiseAnd", "lowered by its pattern (--ops BitwiseAnd)"),
+    ]
+    lowered = lowering.lower(model, target="onnxruntime-cuda")
+    assert schemas.default_opset(lowered.opset_import) == 23
+    assert "BitwiseAnd" not in {node.op_type for node in lowered.graph.node}
+    assert not [f for f in check_model(lowered, "onnxruntime-cuda") if f.blocks]
+    onnx.checker.check_model(lowered, full_check=True)
+    feeds = {"a": np.array([0, -1, 7, 2**31 - 1, -(2**31), 12], np.int32)}
+    want, got = runs_in_onnxruntime(model, feeds), runs_in_onnxruntime(lowered, feeds)
+    assert want is not None and got is not None
+    assert_same_bits(got[0], want[0], "BitwiseAnd")
 
 
 def test_the_command_line_checks_against_a_table_profile(tmp_path):
