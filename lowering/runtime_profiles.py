@@ -74,6 +74,7 @@ class RuntimeProfile:
     cases: dict[tuple[str, int, str], list[tuple[str, str, str]]] = field(repr=False)
     model_forms: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
     swept: dict = field(default_factory=dict, repr=False)
+    ir_version: int | None = None  # the newest IR version it loads, where known (None: any)
 
     def swept_not_right(self, op_type: str, version: int, type_name: str) -> list[tuple[str, str, str]]:
         """The probed cases of (op, version, type) the sweep found the runtime still failing or
@@ -262,6 +263,7 @@ class TableProfile:
     unread: tuple[str, ...] = ()
     model_forms: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)  # (none: no trials)
     swept: dict = field(default_factory=dict, repr=False)  # (none: a table is not swept)
+    ir_version: int | None = None  # the newest IR version it loads, where known (None: any)
 
     @property
     def table(self) -> str:
@@ -294,7 +296,7 @@ class TableProfile:
                 return Verdict(REFUSED, f"{self.table} lists {op_type} at opsets {entry.get('table_versions')}, "
                                f"not {op_type}-{version}")  # fmt: skip
             types = held[0].get("types", types)  # (a kernel's own types, where the table gives them per kernel)
-        if self.opsets and schemas.op_versions(op_type):  # ("13+" reaches no version past the opsets stated)
+        if self.opsets and schemas.op_versions(op_type):
             in_force = {schemas.version_in_force(op_type, opset) for opset in self.opsets}
             if version not in in_force:
                 shown = f"{min(self.opsets)}-{max(self.opsets)}"
@@ -305,7 +307,8 @@ class TableProfile:
             if not type_name:
                 return Verdict(UNVERIFIED, f"the element type is unknown here; {listed}")
             if type_name not in types:
-                if not _about_first_input(op_type, version, types):
+                first_input = "kernels" in entry  # (a kernel table's types are its first input's by reading)
+                if not first_input and not _about_first_input(op_type, version, types):
                     return Verdict(UNVERIFIED, f"{listed}, none of which its first input takes (the types "
                                    f"are another tensor's), so {type_name} there is not judged")  # fmt: skip
                 return Verdict(REFUSED, f"{listed}, not {type_name}")
@@ -388,6 +391,7 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
             opsets=tuple(data["opsets"]),
             ops=data["ops"],
             unread=tuple(data.get("unread", ())),
+            ir_version=data.get("ir_version"),
         )
     cases: dict[tuple[str, int, str], list] = defaultdict(list)
     loaded = set(data["opsets"])
@@ -405,4 +409,5 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         cases=dict(cases),
         model_forms=data.get("model_forms", {}),
         swept=data.get("swept", {}),
+        ir_version=data.get("ir_version"),
     )

@@ -15,6 +15,7 @@ from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .function_bodies import body_op_types, node_body_op_types, ops_with_bodies
 from .graphs import held_graphs, holds_graphs
+from .ir_versions import declare_ir_version_at_most, ir_version_needed
 from .naming import NameAllocator
 from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
 from .registry import rule_for
@@ -52,6 +53,7 @@ MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewes
 
 
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
+IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,8 @@ class Finding:
 
     @property
     def of_a_node(self) -> bool:
-        """A node's finding, not the model opset's (a node may have no name)."""
-        return self.op_type != OPSET_FINDING
+        """A node's finding, not the model opset's or IR version's (a node may have no name)."""
+        return self.op_type not in (OPSET_FINDING, IR_FINDING)
 
     @property
     def location(self) -> str:
@@ -153,6 +155,8 @@ def check_model(
     if opset_verdict.kind != SUPPORTED:
         fix = f"converted to opset {opset}" if opset in profile.opsets else None
         findings.append(Finding(OPSET_FINDING, model_opset, "", model.graph.name, "", opset_verdict, fix))
+    if profile.ir_version is not None and model.ir_version > profile.ir_version:
+        findings.append(_ir_version_finding(model, profile, opset))
     types = inferred_types(model)
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
@@ -207,6 +211,17 @@ def check_model(
                 Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix, retype, swept)
             )
     return findings
+
+
+def _ir_version_finding(model: onnx.ModelProto, profile, opset: int) -> Finding:
+    """The model's IR version, newer than the runtime loads: fixed by declaring the runtime's
+    where the model (at ``opset``) needs no newer one (:mod:`lowering.ir_versions`)."""
+    needed, by_what = ir_version_needed(model, opset)
+    why = f"{profile.runtime} {profile.runtime_version} loads IR versions up to {profile.ir_version}"
+    fix = f"IR version {profile.ir_version} declared" if needed <= profile.ir_version else None
+    if fix is None:
+        why += f"; the model needs IR version {needed} for {by_what}"
+    return Finding(IR_FINDING, model.ir_version, "", model.graph.name, "", Verdict(REFUSED, why), fix)
 
 
 def _swept_said(profile, op_type: str, version: int, type_name: str, shown: int = 3) -> str:
@@ -459,6 +474,8 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
             result.model, _verdict_of_form(result.model, profile, opset), opset, model_forms_taken(profile.model_forms)
         )
         result.report.forms.update(chosen)
+        if profile.ir_version is not None:
+            declare_ir_version_at_most(result.model, profile.ir_version)
         findings = check_model(result.model, profile, opset, lowerable)
         blockers = [f for f in findings if f.blocks]
         fixable = {f.op_type for f in findings if f.verdict.kind in kinds and f.op_type in lowerable}

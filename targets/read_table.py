@@ -25,10 +25,11 @@ Three table forms are read, told apart by their header row. onnx-tensorrt's ``do
 ``| Operator | Supported | Supported Types | Restrictions |`` (Y or N; types as ``FP32, BF16,
 INT64``), with the opsets it supports stated in a sentence above it. onnxruntime's
 ``js/web/docs/webgpu-operators.md``: ``| Operator | Opset | Comments |``, every row a supported op,
-``ai.onnx(7-12,13+)`` the op versions its kernels take, no types, no opsets stated. onnxruntime's
+``ai.onnx(7-12,13+)`` the op versions its kernels take (``13+``: 13 alone), no types, no opsets stated. onnxruntime's
 ``docs/OperatorKernels.md``, one section per execution provider (``--section
 CUDAExecutionProvider``): ``| Op Name | Parameters | OpSet Version | Types Supported |``, a row per
-kernel (``13+``, ``[7, 12]``: the op versions it takes; a row with no op name is another kernel of
+kernel (``[7, 12]``: the op versions it takes; ``13+``: version 13 alone, as onnxruntime matches a
+kernel of no end version; a row with no op name is another kernel of
 the op above), each kernel's types per type constraint (``**T** = tensor(float), ...``); a node's
 element type is its first input's, so a kernel's types are those of the constraint its first
 input (its first output where it has none) is bound to. No opsets are stated. An op onnxruntime
@@ -150,33 +151,40 @@ def opsets_stated(text: str) -> tuple[list[int], str]:
     return [], ""
 
 
-def opsets_of_release(sentence: str, onnx_release: str) -> tuple[list[int], str]:
+def opsets_of_release(sentence: str, onnx_release: str) -> tuple[list[int], str, int]:
     """The opsets a runtime loads where its table states none: from the oldest its ``sentence``
     names ("... back to (and including) opset version 7.", onnxruntime's ``docs/Versioning.md``)
     to the newest default-domain opset of the ``onnx_release`` it is built with (onnx's
-    ``helper.VERSION_TABLE``: 1.18.0 defines opsets up to 23; a kernel listed as ``21+`` takes
-    no op version a later onnx defined), and what is stated, in words."""
+    ``helper.VERSION_TABLE``: 1.18.0 defines opsets up to 23); what is stated, in words; and the
+    newest IR version it loads, that release's (1.18.0: 11; onnxruntime refuses a newer one:
+    "Unsupported model IR version")."""
     found = re.search(r"back to \(and including\) opset version (\d+)", sentence, re.IGNORECASE)
     if found is None:
         raise ValueError(f"the sentence names no oldest opset: {sentence!r}")
-    newest = [row[2] for row in helper.VERSION_TABLE if row[0] == onnx_release]
-    if not newest:
+    rows = [row for row in helper.VERSION_TABLE if row[0] == onnx_release]
+    if not rows:
         raise ValueError(f"onnx's VERSION_TABLE has no release {onnx_release!r}")
-    oldest = int(found.group(1))
-    return list(
-        range(oldest, newest[0] + 1)
-    ), f"{sentence.strip()} Built with onnx {onnx_release} (opsets to {newest[0]})."
+    oldest, (_, ir_version, newest, *_) = int(found.group(1)), rows[0]
+    stated = f"{sentence.strip()} Built with onnx {onnx_release} (opsets to {newest}, IR version {ir_version})."
+    return list(range(oldest, newest + 1)), stated, ir_version
 
 
-def version_ranges(text: str) -> list[list[int | None]]:
-    """``7-12,13,14+`` as [[7, 12], [13, 13], [14, None]] (None: no upper end)."""
+ONLY_ITS_OWN = (  # (onnxruntime/core/framework/kernel_registry.cc, VerifyVersion)
+    "onnxruntime matches a kernel registered with no end version only to nodes of its own version: "
+    '"all we know is that the kernel supported the start version when it was created"'
+)
+
+
+def version_ranges(text: str) -> list[list[int]]:
+    """``7-12,13,14+`` as [[7, 12], [13, 13], [14, 14]]: onnxruntime's tables write a kernel of no
+    end version ``14+``, and onnxruntime takes it for version 14 alone (:data:`ONLY_ITS_OWN`)."""
     ranges: list[list[int | None]] = []
     for part in text.split(","):
         part = part.strip()
         if found := re.fullmatch(r"(\d+)-(\d+)", part):
             ranges.append([int(found.group(1)), int(found.group(2))])
         elif found := re.fullmatch(r"(\d+)\+", part):
-            ranges.append([int(found.group(1)), None])
+            ranges.append([int(found.group(1)), int(found.group(1))])
         elif part.isdigit():
             ranges.append([int(part), int(part)])
         else:
@@ -260,11 +268,12 @@ def kernel_section(text: str, provider: str) -> str:
     return sections[provider]
 
 
-def kernel_versions(cell: str) -> list[int | None]:
-    """A kernel's op versions: ``13+`` as [13, None], ``13`` as [13, 13], ``[7, 12]`` as [7, 12]."""
+def kernel_versions(cell: str) -> list[int]:
+    """A kernel's op versions: ``[7, 12]`` as [7, 12], ``13`` as [13, 13], and ``13+`` (a kernel
+    registered with no end version) as [13, 13] too (:data:`ONLY_ITS_OWN`)."""
     cell = cell.strip()
     if found := re.fullmatch(r"(\d+)\+", cell):
-        return [int(found.group(1)), None]
+        return [int(found.group(1)), int(found.group(1))]
     if cell.isdigit():
         return [int(cell), int(cell)]
     if found := re.fullmatch(r"\[(\d+),\s*(\d+)\]", cell):
@@ -368,7 +377,7 @@ def table_profile(
     described: dict[str, str] | None = None,
     section: str | None = None,
     without_kernel: dict[str, str] | None = None,
-    opsets: tuple[list[int], str] | None = None,
+    opsets: tuple[list[int], str, int] | None = None,
 ) -> dict:
     """The profile JSON of table ``text`` (``source``: repo, path, ref, commit, ...; ``described``:
     the runtime's words on type names onnx lacks; ``section``: the execution provider whose
@@ -379,7 +388,7 @@ def table_profile(
     else:
         table = read_table(text, described)
     if opsets is not None:  # (stated elsewhere than above the table: :func:`opsets_of_release`)
-        table["opsets"], table["opsets_stated"] = opsets
+        table["opsets"], table["opsets_stated"], table["ir_version"] = opsets
     columns = ", ".join(table["columns"])
     return {
         "kind": "table",
@@ -404,6 +413,7 @@ def table_profile(
         "ops": table["ops"],
         "other_domains": table["other_domains"],
         "unread": table["unread"],
+        **({"ir_version": table["ir_version"]} if "ir_version" in table else {}),
     }
 
 

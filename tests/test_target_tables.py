@@ -153,6 +153,7 @@ KERNELS_LIKE = """## Operators implemented by CPUExecutionProvider
 |Col2Im|*in* input:**tensor(float)**<br> *in* image_shape:**tensor(int64)**|18+||
 |DequantizeLinear|*in* x:**T**<br> *out* y:**tensor(float)**<br><br>or<br><br>*in* x:**T1**<br> *in* x_scale:**T2**|21+|**T1** = tensor(int8), tensor(uint8)<br/> **T2** = tensor(float)|
 |||[13, 18]|**T** = tensor(int8)|
+|Equal|*in* A:**T**<br> *in* B:**T**<br> *out* C:**T1**|7+|**T** = tensor(float)<br/> **T1** = tensor(bool)|
 |Identity|*in* input:**T**<br> *out* output:**T**<br><br>or<br><br>*in* input:**V**<br> *out* output:**V**|19+|**V** = seq(tensor(float)), tensor(bool), tensor(float)|
 |RandomNormal|*out* output:**T**|1+|**T** = tensor(double)|
 |**Operator Domain:** *com.microsoft*||||
@@ -191,9 +192,12 @@ def test_an_onnxruntime_kernel_table_reads_each_kernel_s_versions_and_first_inpu
     assert profile.verdict("DequantizeLinear", 21, "UINT8").kind == SUPPORTED  # (the second signature's T1)
     assert profile.verdict("DequantizeLinear", 13, "UINT8").kind == REFUSED  # (the older kernel: T, int8 only)
     assert profile.verdict("Identity", 19, "BOOL").kind == SUPPORTED and profile.ops["Identity"]["kernels"] == [
-        {"versions": [19, None], "types": ["BOOL", "FLOAT"]}
+        {"versions": [19, 19], "types": ["BOOL", "FLOAT"]}  # ("19+": a kernel of no end version, for 19 alone)
     ]
+    assert profile.verdict("Identity", 21, "BOOL").kind == REFUSED  # (the "19+" kernel is Identity-19's alone)
     assert profile.verdict("RandomNormal", 1, "DOUBLE").kind == SUPPORTED  # (its output's type)
+    # a kernel's types are its first input's, read so: none it lists is a type Equal-7 takes
+    assert profile.verdict("Equal", 7, "INT32").why.endswith("lists Equal on FLOAT, not INT32")
     assert profile.verdict("Gelu", 20, "FLOAT").kind == REFUSED  # (com.microsoft's Gelu only)
     read = READ_TABLE.read_kernel_table(KERNELS_LIKE, "CUDAExecutionProvider")
     assert read["other_domains"] == {
@@ -206,18 +210,20 @@ def test_an_onnxruntime_kernel_table_reads_each_kernel_s_versions_and_first_inpu
 def test_a_kernel_table_takes_an_op_run_without_a_kernel_and_the_opsets_of_the_runtime_s_onnx():
     """Constant has no kernel (onnxruntime makes it an initializer): named with the runtime's
     words it is supported on every type. The opsets: the oldest from the runtime's sentence, the
-    newest the onnx release's (1.18.0: 23), so a kernel listed ``21+`` takes no op version past
-    23 (DequantizeLinear-23 is in force at 23; -25 is not)."""
+    newest the onnx release's (1.18.0: 23), and the newest IR version it loads, that release's
+    (11). A kernel listed ``21+`` takes version 21 alone (onnxruntime matches a kernel of no end
+    version to its own version), so DequantizeLinear-23 is refused; Constant-24 is past the opsets."""
     sentence = "All versions of the runtime support opsets all the way back to (and including) opset version 7."
     profile = kernels_profile(without_kernel={"Constant": "made an initializer"},
                               opsets=READ_TABLE.opsets_of_release(sentence, "1.18.0"))  # fmt: skip
     assert profile.verdict("Constant", 21, "FLOAT8E4M3FN").kind == SUPPORTED
-    assert profile.opsets == tuple(range(7, 24))
-    assert profile.source["opsets_stated"].endswith("Built with onnx 1.18.0 (opsets to 23).")
-    assert profile.verdict("DequantizeLinear", 23, "INT8").kind == SUPPORTED
-    assert profile.verdict("DequantizeLinear", 25, "INT8").why.startswith(
-        "DequantizeLinear-25 is in force at none of opsets 7-23"
+    assert profile.opsets == tuple(range(7, 24)) and profile.ir_version == 11
+    assert profile.source["opsets_stated"].endswith("Built with onnx 1.18.0 (opsets to 23, IR version 11).")
+    assert profile.verdict("DequantizeLinear", 21, "INT8").kind == SUPPORTED
+    assert profile.verdict("DequantizeLinear", 23, "INT8").why.endswith(
+        "lists DequantizeLinear at opsets 21+, [13, 18], not DequantizeLinear-23"
     )
+    assert profile.verdict("Constant", 24, "FLOAT").why.startswith("Constant-24 is in force at none of opsets 7-23")
     with pytest.raises(ValueError, match="has kernels in the table"):
         READ_TABLE.read_kernel_table(KERNELS_LIKE, "CUDAExecutionProvider", {"Add": "no kernel"})
     with pytest.raises(ValueError, match="names no oldest opset"):
@@ -284,11 +290,13 @@ def test_the_tensorrt_profiles_say_what_their_tables_say():
 
 def test_the_webgpu_profile_says_what_its_table_says():
     webgpu = load_profile("webgpu")
-    assert webgpu.opsets == () and webgpu.opset_verdict(17).kind == UNVERIFIED
+    assert webgpu.opsets == tuple(range(7, 23)) and webgpu.ir_version == 10  # (onnx 1.17.0's)
+    assert webgpu.opset_verdict(17).kind == SUPPORTED and webgpu.opset_verdict(23).kind == REFUSED
     assert webgpu.verdict("IsInf", 20, "FLOAT").kind == REFUSED  # (not in the table)
     assert webgpu.verdict("CumSum", 14, "FLOAT").kind == SUPPORTED  # "| CumSum | ai.onnx(11-13,14+) |"
     assert webgpu.verdict("Gemm", 6, "FLOAT").kind == REFUSED  # "ai.onnx(7-8,9-10,11-12,13+)"
     assert webgpu.verdict("Gemm", 13, "FLOAT").kind == SUPPORTED
+    assert webgpu.verdict("Cos", 22, "FLOAT").kind == REFUSED  # "| Cos | ai.onnx(7+) |": Cos-7 alone
     assert webgpu.verdict("MatMulNBits", 1, "FLOAT").kind == REFUSED  # (com.microsoft's only)
     assert "MatMulNBits" in json.loads((PROFILES / "webgpu.json").read_text())["other_domains"]
 
@@ -307,6 +315,14 @@ def test_the_onnxruntime_provider_profiles_say_what_their_sections_say():
     assert cuda.verdict("Gelu", 20, "FLOAT").kind == SUPPORTED and dml.verdict("Gelu", 20, "FLOAT").kind == REFUSED
     assert cuda.verdict("Constant", 21, "BFLOAT16").kind == dml.verdict("Constant", 13, "STRING").kind == SUPPORTED
     assert cuda.unread == dml.unread == ()
+    # DML lists each version as its own kernel: "|Clip|...|13+|...int32...", "|||11+|**T** = tensor(float), ..."
+    assert dml.verdict("Clip", 13, "INT32").kind == SUPPORTED and dml.verdict("Clip", 11, "INT32").kind == REFUSED
+    assert dml.verdict("Dropout", 13, "FLOAT").kind == REFUSED  # "|Dropout|...|7+|": Dropout-7's alone
+    assert dml.verdict("Equal", 7, "INT32").kind == REFUSED  # "|||7+|**T** = tensor(float), tensor(float16)|"
+    # "|LayerNormalization|...X:**T**...<br><br>or<br><br>...|17+|**T** = tensor(bfloat16), ...<br/> **U** = ..."
+    assert cuda.verdict("LayerNormalization", 17, "BFLOAT16").kind == SUPPORTED
+    assert dml.verdict("LayerNormalization", 17, "BFLOAT16").kind == REFUSED  # "**T** = tensor(float), tensor(float16)"
+    assert cuda.ir_version == dml.ir_version == 11
 
 
 def bitwise_and_model() -> onnx.ModelProto:
@@ -333,7 +349,7 @@ def test_check_with_a_table_profile_finds_what_blocks_and_its_fix():
     ]
     assert "inclusive range of opset 9 to opset 20" in findings[0].verdict.why
     webgpu = check_model(bitwise_and_model(), "webgpu", lowerable=lowerable_ops())
-    assert [(f.op_type, f.verdict.kind) for f in webgpu] == [("(opset)", UNVERIFIED), ("BitwiseAnd", REFUSED)]
+    assert [(f.op_type, f.verdict.kind) for f in webgpu] == [("BitwiseAnd", REFUSED)]  # (opset 18 is one it loads)
 
 
 @pytest.mark.parametrize(
@@ -368,9 +384,12 @@ def test_a_model_lowered_for_tensorrt_10_holds_nothing_it_refuses_and_means_the_
 
 def test_a_model_for_onnxruntime_s_cuda_provider_is_taken_to_its_opsets_and_lowered_where_it_has_no_kernel():
     """A BitwiseAnd-18 (no CUDA kernel: onnxruntime would run it on the CPU) beside a Constant
-    (no kernel needed), at opset 25 (past onnx 1.18.0's 23): the opset is a blocker fixed by
-    converting to 23, BitwiseAnd by its pattern; after --target nothing blocks and the outputs
-    are the original's bit for bit."""
+    (no kernel needed), at opset 25 (past onnx 1.18.0's 23) and onnx's newest IR version (past
+    1.18.0's 11): the opset is a blocker fixed by converting, the IR version by declaring 11,
+    BitwiseAnd by its pattern. That pattern writes Casts, and CUDA's Cast kernel of no end
+    version is Cast-19's alone: at 23 they are Cast-21's, so --target takes the model to 20.
+    After it nothing blocks, onnx's checker passes at IR 11, and the outputs are the original's
+    bit for bit."""
     nodes = [
         helper.make_node(
             "Constant", [], ["mask"], value=helper.make_tensor("m", TensorProto.INT32, [6], [7, -1, 0, 5, -8, 3])
@@ -384,10 +403,13 @@ def test_a_model_for_onnxruntime_s_cuda_provider_is_taken_to_its_opsets_and_lowe
     ]
     assert blockers == [
         ("(opset)", "converted to opset 23"),
+        ("(IR version)", "IR version 11 declared"),
         ("BitwiseAnd", "lowered by its pattern (--ops BitwiseAnd)"),
     ]
+    assert model.ir_version > 11
     lowered = lowering.lower(model, target="onnxruntime-cuda")
-    assert schemas.default_opset(lowered.opset_import) == 23
+    assert schemas.default_opset(lowered.opset_import) == 20 and lowered.ir_version == 11
+    assert "Cast" in {node.op_type for node in lowered.graph.node}  # (Cast-19 at opset 20)
     assert "BitwiseAnd" not in {node.op_type for node in lowered.graph.node}
     assert not [f for f in check_model(lowered, "onnxruntime-cuda") if f.blocks]
     onnx.checker.check_model(lowered, full_check=True)
