@@ -18,6 +18,18 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
 - ``Equal`` (7+) of two bool tensors written ``Not(Xor(a, b))``, where the runtime runs Xor and
   Not better (tract and TVM fail Equal on bool: "Bool is not a number"; TensorRT's table lists
   Equal on no bool): a = b is not a ⊕ b for every pair of bools, broadcast alike.
+- ``And`` and ``Or`` (7+) of two bool tensors written ``Cast(Mul(Cast(a, int32), Cast(b,
+  int32)), bool)`` (``Add`` for Or), where the runtime runs those better (webgpu's table lists
+  neither; onnxruntime has no bool Where, so not ``Where(a, b, a)``): true and false are 1 and 0,
+  the product (sum) is nonzero exactly where both (either) are true.
+- ``Max`` and ``Min`` (8+) of two tensors of one integer type written ``Where(Less(a, b), b, a)``
+  (``Less(b, a)`` for Min), where the runtime runs those better (webgpu lists neither): integers
+  have no NaN and no signed zero, so the larger (smaller) of each pair is the one Less picks.
+- ``ConstantOfShape`` (9+) written ``Expand`` of its value as a scalar (a Constant), where the
+  runtime runs those better (webgpu lists no ConstantOfShape): a scalar broadcasts to every
+  shape, the empty one and those holding a 0 too, and Expand copies its bits.
+- An ``Identity`` the runtime refuses (webgpu's table lists none) whose output no graph gives
+  out, left out: its readers, at any depth, read its input.
 - ``Pad`` (18+) given its axes, its pads and axes constants and the data's rank known, written
   with pads for every axis (those given for the axes named, 0 for the others) and no axes, as
   Pad's definition pads them (tract 0.21 and OpenVINO 2024.6 fail Pad given its axes, which
@@ -331,6 +343,87 @@ def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocat
     ]
 
 
+def _joins_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """And or Or broadcasting by numpy's rule (7+) of two bool tensors."""
+    return _compares_bools(node, form, version, constants, types)
+
+
+def _counted_bools(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """And(a, b) = Cast(Mul(Cast(a, int32), Cast(b, int32)), bool) and Or(a, b) = Cast(Add(...),
+    bool) on bools: true and false are 1 and 0, their product (sum) 1 (nonzero) exactly where
+    both are (either is) true, and a nonzero int32 casts to true; Mul and Add broadcast as And
+    and Or do."""
+    counted = []
+    made = []
+    for operand in node.input:
+        count = names.fresh(f"{operand}_as_int32")
+        cast_name = names.fresh(f"{node.name or node.op_type}_Cast")
+        made.append(onnx.helper.make_node("Cast", [operand], [count], name=cast_name, to=onnx.TensorProto.INT32))
+        counted.append(count)
+    combined = names.fresh(f"{node.output[0]}_counted")
+    arithmetic = "Mul" if node.op_type == "And" else "Add"
+    made.append(
+        onnx.helper.make_node(
+            arithmetic, counted, [combined], name=names.fresh(f"{node.name or node.op_type}_{arithmetic}")
+        )
+    )
+    made.append(onnx.helper.make_node("Cast", [combined], list(node.output), name=node.name, to=onnx.TensorProto.BOOL))
+    return made
+
+
+def _filled_shape(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """ConstantOfShape (9+) of one input."""
+    return version >= 9 and len(node.input) == 1 and bool(node.input[0])
+
+
+def _expanded_scalar(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """ConstantOfShape(shape) with ``value`` v (a one-element tensor; 0.0 as float where none) =
+    Expand(s, shape), s the scalar of v's element: a scalar broadcasts to every shape, the empty
+    one too, and Expand copies its bits. None below opset 8 (no Expand)."""
+    if schemas.version_in_force("Expand", opset) is None:
+        return None
+    given = next((a.t for a in node.attribute if a.name == "value"), None)
+    value = numpy_helper.to_array(given) if given is not None else np.zeros(1, np.float32)
+    if value.size != 1:
+        return None
+    scalar = names.fresh(f"{node.output[0]}_fill")
+    tensor = numpy_helper.from_array(value.reshape(()), scalar)
+    if given is not None and given.data_type != tensor.data_type:  # (a type numpy holds otherwise)
+        return None
+    return [
+        onnx.helper.make_node("Constant", [], [scalar], name=names.fresh(f"{node.name or 'ConstantOfShape'}_fill"),
+                              value=tensor),
+        onnx.helper.make_node("Expand", [scalar, node.input[0]], list(node.output), name=node.name),
+    ]  # fmt: skip
+
+
+def _extreme_of_two_integers(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """Max or Min broadcasting by numpy's rule (8+) of two tensors of one integer type."""
+    element_types = {element_type for _, element_type in form.types}
+    return (
+        version >= 8
+        and len(node.input) == 2
+        and len(form.types) == 2
+        and len(element_types) == 1
+        and onnx.helper.tensor_dtype_to_np_dtype(element_types.pop()).kind in "iu"
+    )
+
+
+def _where_less(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """Max(a, b) = Where(Less(a, b), b, a) and Min(a, b) = Where(Less(b, a), b, a) on integers,
+    which are totally ordered (no NaN, no signed zero): the larger (smaller) of each pair, a
+    where they are equal; Where broadcasts as Max and Min do. None below opset 9 (no Where)."""
+    if schemas.version_in_force("Where", opset) is None:
+        return None
+    a, b = node.input
+    first_less = names.fresh(f"{node.output[0]}_less")
+    ordered = [a, b] if node.op_type == "Max" else [b, a]
+    return [
+        onnx.helper.make_node("Less", ordered, [first_less], name=names.fresh(f"{node.name or node.op_type}_Less")),
+        onnx.helper.make_node("Where", [first_less, b, a], list(node.output), name=node.name),
+    ]
+
+
 def _pads_of_named_axes(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Pad (18+) given its axes, its pads and axes constants (none of them external), the
     data's rank known, the axes in range and each named once."""
@@ -631,6 +724,35 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         None,
         "Equal(a, b) on bool -> Not(Xor(a, b)) (the runtime runs Xor and Not better)",
     ),
+    *(
+        OpChoice(
+            op_type,
+            _joins_bools,
+            _counted_bools,
+            None,
+            f"{op_type}(a, b) on bool -> Cast({'Mul' if op_type == 'And' else 'Add'}(Cast(a, int32), "
+            "Cast(b, int32)), bool) (the runtime runs those better)",
+        )
+        for op_type in ("And", "Or")
+    ),
+    *(
+        OpChoice(
+            op_type,
+            _extreme_of_two_integers,
+            _where_less,
+            None,
+            f"{op_type}(a, b) on integers -> Where(Less({'a, b' if op_type == 'Max' else 'b, a'}), b, a) "
+            "(the runtime runs Less and Where better)",
+        )
+        for op_type in ("Max", "Min")
+    ),
+    OpChoice(
+        "ConstantOfShape",
+        _filled_shape,
+        _expanded_scalar,
+        None,
+        "ConstantOfShape(shape) -> Expand(its value as a scalar, shape) (the runtime runs those better)",
+    ),
     OpChoice(
         "Pad",
         _pads_of_named_axes,
@@ -847,6 +969,9 @@ def choose_forms(
                 chosen[said] += 1
     chosen.update(replace_ops(copy, opset, check_form))
     chosen.update(apply_model_forms(copy, model_forms, opset))
+    elided = identities_elided(copy, check_form)
+    if elided:
+        chosen[IDENTITY_SAID] += elided
     moved = constants_as_initializers(copy, check_form)
     if moved:
         chosen[CONSTANTS_SAID] += moved
@@ -870,6 +995,7 @@ def choose_forms(
 
 
 CONSTANTS_SAID = "constant input read from an initializer, not a node (the runtime takes it better so)"
+IDENTITY_SAID = "Identity(x) the runtime refuses left out, its readers reading x"
 AXES_SAID = "scalar axes of Unsqueeze given as the 1-D tensor of one element the schema states"
 SCAN_CAPTURES_SAID = "value a Scan body reads from outside passed in (a constant inside it, another as a kept state)"
 SUBGRAPH_TYPES_SAID = "subgraph input given the element type and rank onnx's inference gives it (it stated none)"
@@ -955,6 +1081,59 @@ def initializers_better(node: onnx.NodeProto, check_form, movable: set[str]) -> 
         return []
     after, _ = check_form(node, dataclasses.replace(form, from_nodes=form.from_nodes - moved))
     return [node.input[i] for i in sorted(moved)] if _RANK[after] > _RANK[before] else []
+
+
+def graph_outputs(model: onnx.ModelProto) -> set[str]:
+    """The names of the outputs of the main graph and every graph its nodes hold."""
+    return {info.name for graph in [model.graph, *nested_graphs(model.graph.node)] for info in graph.output}
+
+
+def identity_elidable(node: onnx.NodeProto, outputs: Container[str]) -> bool:
+    """An Identity (of the default domain) whose output no graph gives out (``outputs``:
+    :func:`graph_outputs`): its readers can read its input instead."""
+    return (
+        node.op_type == "Identity"
+        and node.domain in schemas.DEFAULT_DOMAINS
+        and len(node.input) == 1
+        and bool(node.input[0])
+        and len(node.output) == 1
+        and node.output[0] not in outputs
+    )
+
+
+def identities_elided(model: onnx.ModelProto, check_form) -> int:
+    """Each Identity of the main graph and the graphs its nodes hold that the runtime refuses
+    (``check_form``) and :func:`identity_elidable`, left out: y = Identity(x) is x, so every node
+    reading y (at any depth: a value's name is the model's one) reads x, and y's value_info goes.
+    Not in local functions, whose names are their own. How many were."""
+    outputs = graph_outputs(model)
+    graphs = [model.graph, *nested_graphs(model.graph.node)]
+    renamed: dict[str, str] = {}
+    for graph in graphs:
+        for node in graph.node:
+            if identity_elidable(node, outputs) and check_form(node, None)[0] == REFUSED:
+                renamed[node.output[0]] = node.input[0]
+    if not renamed:
+        return 0
+
+    def source(name: str) -> str:
+        while name in renamed:  # (an Identity of an Identity)
+            name = renamed[name]
+        return name
+
+    for graph in reversed(graphs):  # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
+        kept = [node for node in graph.node if not (node.output and node.output[0] in renamed
+                                                     and node.op_type == "Identity")]  # fmt: skip
+        for node in kept:
+            node.input[:] = [source(name) if name else name for name in node.input]
+        if len(kept) != len(graph.node):
+            del graph.node[:]
+            graph.node.extend(kept)
+        kept_info = [info for info in graph.value_info if info.name not in renamed]
+        if len(kept_info) != len(graph.value_info):
+            del graph.value_info[:]
+            graph.value_info.extend(kept_info)
+    return len(renamed)
 
 
 def movable_constants(model: onnx.ModelProto) -> set[str]:

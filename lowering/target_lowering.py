@@ -35,12 +35,15 @@ from .runtime_profiles import (
 from .shape_folding import inferred_types
 from .target_forms import (
     CONSTANTS_SAID,
+    IDENTITY_SAID,
     FormJudge,
     better_form,
     better_ops,
     choose_forms,
     constants_by_name,
     element_type_name,
+    graph_outputs,
+    identity_elidable,
     initializers_better,
     model_forms_taken,
     movable_constants,
@@ -161,6 +164,7 @@ def check_model(
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
     movable = movable_constants(model)
+    outputs = graph_outputs(model)
     local = {(f.domain, f.name) for f in model.functions}
     check_form = _verdict_of_form(model, profile, opset, types, (fed, constant))
     constants = constants_by_name(model)
@@ -201,6 +205,8 @@ def check_model(
             top = graph_name == model.graph.name  # (Constants of the main graph are moved)
             if choice is None and version is not None and top and initializers_better(node, check_form, movable):
                 fix = f"--target chooses the form {CONSTANTS_SAID}"
+            if main and verdict.kind == REFUSED and identity_elidable(node, outputs):
+                fix = f"--target chooses the form {IDENTITY_SAID}"
             retype = _narrower_type_taken(profile, node.op_type, version, type_name, form) if verdict.blocks else None
             if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)
                 boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)

@@ -33,9 +33,9 @@ kernel of no end version; a row with no op name is another kernel of
 the op above), each kernel's types per type constraint (``**T** = tensor(float), ...``); a node's
 element type is its first input's, so a kernel's types are those of the constraint its first
 input (its first output where it has none) is bound to. No opsets are stated. An op onnxruntime
-runs with no kernel at all (a Constant node: the graph loader makes it an initializer) is not in
-the file; ``--without-kernel "Constant=<onnxruntime's words>"`` names it, with where the words
-are (``--without-kernel-source``), and the profile takes it as supported on every type.
+runs with no kernel at all (a Constant node: the graph loader makes it an initializer) is in
+neither of its tables; ``--without-kernel "Constant=<onnxruntime's words>"`` names it, with where
+the words are (``--without-kernel-source``), and the profile takes it as supported on every type.
 
 Type names are onnx's (``TensorProto.DataType``): a name onnx has is taken as it is (INT64,
 BOOL); the tables' abbreviations FPnn and BFnn are onnx's type whose numpy dtype is
@@ -309,11 +309,11 @@ def first_value_types(parameters: str, constraints: dict[str, list[str]]) -> lis
     return None
 
 
-def read_kernel_table(text: str, provider: str, without_kernel: dict[str, str] | None = None) -> dict:
+def read_kernel_table(text: str, provider: str) -> dict:
     """What onnxruntime's ``OperatorKernels.md`` says of ``provider``'s kernels, in the form
     :func:`read_table` gives: per default-domain op its ``kernels`` (each one's op ``versions``
     and the ``types`` its first input takes, onnx's names, or None where the table names none),
-    their ``versions`` together, and ``without_kernel`` ops (supported, with onnxruntime's words)."""
+    their ``versions`` together."""
     ops: dict[str, dict] = {}
     other_domains: dict[str, str] = {}
     unread: list[str] = []
@@ -353,10 +353,6 @@ def read_kernel_table(text: str, provider: str, without_kernel: dict[str, str] |
         entry["kernels"].append({"versions": kernel_versions(cells[2]), "types": names})
         entry["versions"].append(kernel_versions(cells[2]))
         entry["table_versions"] = ", ".join(filter(None, [entry["table_versions"], cells[2]]))
-    for op, words in (without_kernel or {}).items():
-        if op in ops:
-            raise ValueError(f"{op} has kernels in the table: it is not run without one")
-        ops[op] = {"listed": "Y", "types": None, "versions": None, "restriction": "", "without_kernel": words}
     return {
         "columns": ["Op Name", "Parameters", "OpSet Version", "Types Supported"],
         "ops": ops,
@@ -381,12 +377,17 @@ def table_profile(
 ) -> dict:
     """The profile JSON of table ``text`` (``source``: repo, path, ref, commit, ...; ``described``:
     the runtime's words on type names onnx lacks; ``section``: the execution provider whose
-    kernels onnxruntime's ``OperatorKernels.md`` lists, with the ops it runs ``without_kernel``)."""
+    kernels onnxruntime's ``OperatorKernels.md`` lists; ``without_kernel``: ops the runtime runs
+    with no kernel, in its words)."""
     if section is not None:
-        table = read_kernel_table(text, section, without_kernel)
+        table = read_kernel_table(text, section)
         source = {**source, "section": section}
     else:
         table = read_table(text, described)
+    for op, words in (without_kernel or {}).items():  # (supported on every type, in the runtime's words)
+        if op in table["ops"]:
+            raise ValueError(f"{op} is in the table: it is not run without a kernel")
+        table["ops"][op] = {"listed": "Y", "types": None, "versions": None, "restriction": "", "without_kernel": words}
     if opsets is not None:  # (stated elsewhere than above the table: :func:`opsets_of_release`)
         table["opsets"], table["opsets_stated"], table["ir_version"] = opsets
     columns = ", ".join(table["columns"])
@@ -446,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="OP=WORDS",
-        help="an op the runtime runs with no kernel, in the runtime's own words (with --section)",
+        help="an op the runtime runs with no kernel, in the runtime's own words",
     )
     parser.add_argument("--without-kernel-source", help="where those words are")
     parser.add_argument(
@@ -461,8 +462,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any("=" not in item for item in args.without_kernel):
         parser.error("--without-kernel takes OP=WORDS")
-    if args.without_kernel and not args.section:
-        parser.error("--without-kernel is read with --section")
     without_kernel = dict(item.split("=", 1) for item in args.without_kernel)
     if bool(args.opsets_sentence) != bool(args.onnx_release):
         parser.error("--opsets-sentence and --onnx-release are given together (the oldest and the newest opset)")

@@ -1262,3 +1262,134 @@ def test_an_eyelike_of_another_type_goes_to_tvm_as_a_cast_of_the_eye_bit_for_bit
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
     same_type = lowering.lower_model(model, target="onnxruntime")
     assert [n.op_type for n in same_type.model.graph.node] == ["EyeLike"] and not same_type.report.forms
+
+
+def _two_input_model(op_type: str, element_type: int, out_type: int, opset: int = 18) -> onnx.ModelProto:
+    """``op_type``(a (2, 3), b (3)), broadcast."""
+    graph = helper.make_graph(
+        [helper.make_node(op_type, ["a", "b"], ["y"], name="op")], "g",
+        [helper.make_tensor_value_info("a", element_type, [2, 3]),
+         helper.make_tensor_value_info("b", element_type, [3])],
+        [helper.make_tensor_value_info("y", out_type, [2, 3])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+@pytest.mark.parametrize("op_type", ["And", "Or"])
+def test_and_and_or_go_to_webgpu_as_int32_arithmetic_on_every_pair(op_type):
+    """webgpu's table lists no And and no Or: a and b as 0 and 1, multiplied (added), cast back
+    to bool; every pair of bools, broadcast, gives the original's answer (in onnxruntime, which
+    has no bool Where, so Where(a, b, a) would not do)."""
+    model = _two_input_model(op_type, TensorProto.BOOL, TensorProto.BOOL)
+    result = lowering.lower_model(model, target="webgpu")
+    arithmetic = "Mul" if op_type == "And" else "Add"
+    assert [n.op_type for n in result.model.graph.node] == ["Cast", "Cast", arithmetic, "Cast"]
+    onnx.checker.check_model(result.model, full_check=True)
+    a = np.array([[False, False, True], [True, True, False]])
+    for b in (np.array([False, True, False]), np.array([True, False, True])):
+        [want], [got] = run_onnxruntime(model, {"a": a, "b": b}), run_onnxruntime(result.model, {"a": a, "b": b})
+        assert got.dtype == np.bool_ and np.array_equal(got, want)
+        assert np.array_equal(got, (a & b) if op_type == "And" else (a | b))
+    [finding] = [f for f in check_model(model, "webgpu") if f.blocks]
+    assert f"--target chooses the form {op_type}(a, b) on bool -> Cast({arithmetic}" in str(finding)
+
+
+@pytest.mark.parametrize("op_type", ["Max", "Min"])
+@pytest.mark.parametrize("element_type", [TensorProto.INT64, TensorProto.INT32, TensorProto.UINT8])
+def test_max_and_min_of_two_integers_go_to_webgpu_as_where_less_bit_for_bit(op_type, element_type):
+    """webgpu's table lists no Max or Min: Where(Less(a, b), b, a) (Max) and Where(Less(b, a), b, a)
+    (Min), on the type's extremes and equal pairs, broadcast."""
+    model = _two_input_model(op_type, element_type, element_type, opset=13)
+    result = lowering.lower_model(model, target="webgpu")
+    assert [n.op_type for n in result.model.graph.node] == ["Less", "Where"]
+    onnx.checker.check_model(result.model, full_check=True)
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
+    a = np.array([[low, 0, high], [high, low, 1]], dtype)
+    for b in (np.array([high, 0, low], dtype), np.array([low, high, 1], dtype)):
+        [want], [got] = run_onnxruntime(model, {"a": a, "b": b}), run_onnxruntime(result.model, {"a": a, "b": b})
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_max_of_floats_stays_for_it_takes_nan_and_signed_zeros_otherwise():
+    model = _two_input_model("Max", TensorProto.FLOAT, TensorProto.FLOAT, opset=13)
+    with pytest.raises(TargetRefused, match="node 'op': Max is not in js/web/docs/webgpu-operators.md"):
+        lowering.lower_model(model, target="webgpu")
+
+
+@pytest.mark.parametrize(
+    "value, shape",
+    [(numpy_helper.from_array(np.array([-7], np.int64)), [2, 0, 3]),
+     (numpy_helper.from_array(np.array([np.nan], np.float32)), []),
+     (None, [4])],
+)  # fmt: skip
+def test_a_constant_of_a_fed_shape_goes_to_webgpu_as_an_expanded_scalar(value, shape):
+    """webgpu's table lists no ConstantOfShape: Expand of its value as a scalar (0.0 as float
+    where it states none), to any shape (a 0 in it, the empty one), the same bits."""
+    attributes = {} if value is None else {"value": value}
+    out_type = TensorProto.FLOAT if value is None else value.data_type
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="fill", **attributes)], "g",
+        [helper.make_tensor_value_info("shape", TensorProto.INT64, [len(shape)])],
+        [helper.make_tensor_value_info("y", out_type, [None] * len(shape))],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    result = lowering.lower_model(model, target="webgpu")
+    assert [n.op_type for n in result.model.graph.node] == ["Constant", "Expand"]
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = {"shape": np.array(shape, np.int64)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.dtype == want.dtype and got.shape == want.shape == tuple(shape)
+    assert got.tobytes() == want.tobytes()
+
+
+def _identity_model(give_out_identity: bool = False) -> onnx.ModelProto:
+    """x -> Identity -> kept, read by a Relu and inside an If branch; ``give_out_identity``: the
+    graph also gives out an Identity's output."""
+    branch = helper.make_graph([helper.make_node("Neg", ["kept"], ["negated"])], "then", [],
+                               [helper.make_tensor_value_info("negated", TensorProto.FLOAT, [3])])  # fmt: skip
+    other = helper.make_graph([helper.make_node("Abs", ["kept"], ["absolute"])], "else", [],
+                              [helper.make_tensor_value_info("absolute", TensorProto.FLOAT, [3])])  # fmt: skip
+    nodes = [
+        helper.make_node("Identity", ["x"], ["kept"], name="copy"),
+        helper.make_node("Relu", ["kept"], ["y"]),
+        helper.make_node("If", ["branch"], ["z"], then_branch=branch, else_branch=other),
+    ]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [3]) for name in ("y", "z")]
+    if give_out_identity:
+        nodes.append(helper.make_node("Identity", ["y"], ["given"], name="out"))
+        outputs.append(helper.make_tensor_value_info("given", TensorProto.FLOAT, [3]))
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("branch", TensorProto.BOOL, [])],
+        outputs, value_info=[helper.make_tensor_value_info("kept", TensorProto.FLOAT, [3])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+
+def test_an_identity_webgpu_lacks_is_left_out_its_readers_reading_its_input():
+    """webgpu's table lists no Identity: y = Identity(x) is x, so the Relu and the If branches
+    read x; the outputs are the original's bit for bit on either branch."""
+    model = _identity_model()
+    result = lowering.lower_model(model, target="webgpu", fold="none")
+    assert "Identity" not in [n.op_type for n in result.model.graph.node]
+    assert all(n.input[0] == "x" for g in [result.model.graph, *nested_graphs(result.model.graph.node)]
+               for n in g.node if n.op_type in ("Relu", "Neg", "Abs"))  # fmt: skip
+    assert "kept" not in {info.name for info in result.model.graph.value_info}
+    onnx.checker.check_model(result.model, full_check=True)
+    x = np.array([-0.0, np.nan, -3.5], np.float32)
+    for branch in (True, False):
+        feeds = {"x": x, "branch": np.array(branch)}
+        want, got = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got, want, strict=True))
+    [finding] = [f for f in check_model(model, "webgpu") if f.blocks]
+    assert "--target chooses the form Identity(x) the runtime refuses left out" in str(finding)
+
+
+def test_an_identity_a_graph_gives_out_stays_and_blocks():
+    """Its output is the graph's: no reader to rewire, so the node stays and the model is refused."""
+    findings = [f for f in check_model(_identity_model(give_out_identity=True), "webgpu") if f.blocks]
+    assert [(f.node, f.fix) for f in findings if f.node == "out"] == [("out", None)]
+    with pytest.raises(TargetRefused, match="node 'out'"):
+        lowering.lower_model(_identity_model(give_out_identity=True), target="webgpu", fold="none")
