@@ -22,9 +22,10 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   int32)), bool)`` (``Add`` for Or), where the runtime runs those better (webgpu's table lists
   neither; onnxruntime has no bool Where, so not ``Where(a, b, a)``): true and false are 1 and 0,
   the product (sum) is nonzero exactly where both (either) are true.
-- ``Max`` and ``Min`` (8+) of two tensors of one integer type written ``Where(Less(a, b), b, a)``
-  (``Less(b, a)`` for Min), where the runtime runs those better (webgpu lists neither): integers
-  have no NaN and no signed zero, so the larger (smaller) of each pair is the one Less picks.
+- ``Max`` and ``Min`` (8+) of two int64 tensors written ``Where(Less(a, b), b, a)`` (``Less(b,
+  a)`` for Min), where the runtime runs those better (webgpu lists neither): integers have no NaN
+  and no signed zero, so the larger (smaller) of each pair is the one Less picks. Only int64, the
+  type the probed Where cases select (a Where is judged by its bool condition's type).
 - ``ConstantOfShape`` (9+) written ``Expand`` of its value as a scalar (a Constant), where the
   runtime runs those better (webgpu lists no ConstantOfShape): a scalar broadcasts to every
   shape, the empty one and those holding a 0 too, and Expand copies its bits.
@@ -311,8 +312,9 @@ class OpChoice:
     op it applies to, whether it applies to a node (given its form, op version, the constants
     in scope and the values' types by name), the nodes that replace it (the last one gives its
     outputs; given fresh names and the opset; None where it cannot be replaced after all), the form of
-    that last node where it is of the same op (None: each node judged by its own form), and
-    what the report says of it."""
+    that last node where it is of the same op (None: each node judged by its own form), what
+    the report says of it, and whether each node must be judged supported (not only better:
+    unverified, on a type the probe never saw, is better than refused, and proves nothing)."""
 
     op_type: str
     applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto], Types], bool]
@@ -322,6 +324,7 @@ class OpChoice:
     ]
     form_after: Callable[[NodeForm], NodeForm] | None
     said: str
+    supported_only: bool = False
 
 
 def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
@@ -398,14 +401,15 @@ def _expanded_scalar(node: onnx.NodeProto, form: NodeForm, constants, names: Nam
 
 
 def _extreme_of_two_integers(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
-    """Max or Min broadcasting by numpy's rule (8+) of two tensors of one integer type."""
-    element_types = {element_type for _, element_type in form.types}
+    """Max or Min broadcasting by numpy's rule (8+) of two int64 tensors. Only int64: a Where is
+    judged by its condition's type (its first input's, bool), so the probe says nothing of the
+    type it selects, and int64 is the one its cases select (test_where_long_example);
+    onnxruntime's Where takes no int16, for one."""
     return (
         version >= 8
         and len(node.input) == 2
         and len(form.types) == 2
-        and len(element_types) == 1
-        and onnx.helper.tensor_dtype_to_np_dtype(element_types.pop()).kind in "iu"
+        and all(element_type == onnx.TensorProto.INT64 for _, element_type in form.types)
     )
 
 
@@ -732,6 +736,7 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             None,
             f"{op_type}(a, b) on bool -> Cast({'Mul' if op_type == 'And' else 'Add'}(Cast(a, int32), "
             "Cast(b, int32)), bool) (the runtime runs those better)",
+            supported_only=True,
         )
         for op_type in ("And", "Or")
     ),
@@ -741,8 +746,9 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             _extreme_of_two_integers,
             _where_less,
             None,
-            f"{op_type}(a, b) on integers -> Where(Less({'a, b' if op_type == 'Max' else 'b, a'}), b, a) "
+            f"{op_type}(a, b) on int64 -> Where(Less({'a, b' if op_type == 'Max' else 'b, a'}), b, a) "
             "(the runtime runs Less and Where better)",
+            supported_only=True,
         )
         for op_type in ("Max", "Min")
     ),
@@ -752,6 +758,7 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _expanded_scalar,
         None,
         "ConstantOfShape(shape) -> Expand(its value as a scalar, shape) (the runtime runs those better)",
+        supported_only=True,
     ),
     OpChoice(
         "Pad",
@@ -840,7 +847,9 @@ def better_ops(
         judge = check_form.with_nodes(replacement)  # (the values the nodes write typed, fed or constant)
         verdicts = [judge(new, None)[0] for new in made]
         verdicts.append(judge(last, None if choice.form_after is None else choice.form_after(form))[0])
-        if all(_RANK[verdict] > _RANK[before] for verdict in verdicts):
+        if all(_RANK[verdict] > _RANK[before] for verdict in verdicts) and (
+            not choice.supported_only or all(verdict == SUPPORTED for verdict in verdicts)
+        ):
             return choice
     return None
 
