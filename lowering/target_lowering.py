@@ -7,6 +7,8 @@ no pattern can fix."""
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx
@@ -217,6 +219,42 @@ def check_model(
                 Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix, retype, swept)
             )
     return findings
+
+
+def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> list[Finding]:
+    """``findings`` (:func:`check_model`'s) with each fix that ``--target`` would not make taken
+    back: ``lower()`` runs it (its result dropped). Where it refuses, each node it lists keeps no
+    fix, its why the refusal's words (BitCast has a pattern, which takes no float to an integer:
+    check alone names the pattern); where it fails otherwise, no fix stands; where it succeeds,
+    every fix does. A node the refusal names by position only (it has no name) takes back the
+    fixes of its op in its graph."""
+    if not any(f.blocks and f.fix for f in findings):
+        return findings
+    try:
+        lower()
+    except ConversionRefused as refusal:
+        places = [(b, _graph_named(b.graph), "" if b.node.startswith("#") else b.node) for b in refusal.blockers]
+        named = {(b.op_type, graph, node): b.reason for b, graph, node in places if node}
+        unnamed = {(b.op_type, graph): b.reason for b, graph, node in places if not node}
+        confirmed = []
+        for f in findings:
+            reason = named.get((f.op_type, f.graph, f.node)) or unnamed.get((f.op_type, f.graph))
+            if f.blocks and f.fix and reason is not None:
+                f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {reason}"),
+                                        fix=None)  # fmt: skip
+            confirmed.append(f)
+        return confirmed
+    except LoweringError as error:
+        said = " ".join(str(error).split())
+        return [dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {said}"), fix=None)
+                if f.blocks and f.fix else f for f in findings]  # fmt: skip
+    return findings
+
+
+def _graph_named(graph: str) -> str:
+    """A refusal's graph as a finding names it: conversion writes ``graph 'main'``, a target ``main``."""
+    found = re.fullmatch(r"graph '(.*)'", graph)
+    return found.group(1) if found else graph
 
 
 def _ir_version_finding(model: onnx.ModelProto, profile, opset: int) -> Finding:

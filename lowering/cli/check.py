@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..api import check_input, lowerable_ops
+from ..api import check_input, lower_model, lowerable_ops
 from ..runtime_profiles import load_profile, profile_names
-from ..target_lowering import check_model
+from ..target_lowering import check_model, fixes_confirmed
 from .files import read_model
 
 EXIT_FITS, EXIT_DOES_NOT_FIT = 0, 1
@@ -23,12 +23,14 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Print every blocker (and, verbose, every unverified node); 0 if none blocks."""
+    """Print every blocker (and, verbose, every unverified node); 0 if none blocks. Each fix
+    named is one ``--target`` makes: it is run to confirm them (:func:`fixes_confirmed`)."""
     profile = load_profile(args.target)
     model_file = read_model(args.model)
     model = model_file.model
     check_input(model)  # (what onnx's checker refuses, and an opset this onnx lacks: exit 2)
     findings = check_model(model, profile, lowerable=lowerable_ops())
+    findings = fixes_confirmed(findings, lambda: lower_model(model, target=profile))  # (a fix --target makes)
     blockers = [f for f in findings if f.blocks]
     if args.json:
         print(json.dumps({

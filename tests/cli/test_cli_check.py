@@ -98,3 +98,26 @@ def test_check_refuses_a_model_onnx_refuses_in_one_line(tmp_path):
     for model, said in ((newer, "imports opset 99 of the default domain"), (unimported, "No opset import for domain")):
         completed = run_cli_in_process("check", write(model, tmp_path / "m.onnx"), "--target", "tract-0.23")
         assert completed.returncode == 2 and said in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_check_names_only_the_fixes_target_makes(tmp_path):
+    """BitCast has a pattern, which takes no float to an integer (it is no Cast): check runs
+    --target to confirm each fix, so the BitCast node is named with no fix and --target's words,
+    while the opset and IR version keep theirs; --json says the same."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.INT32, [3])
+    model = make_model([helper.make_node("BitCast", ["x"], ["y"], name="bits", to=TensorProto.INT32)], [x], [y],
+                       opset=26)  # fmt: skip
+    model.ir_version = 13
+    path = write(model, tmp_path / "bitcast.onnx")
+    result = run_cli_in_process("check", path, "--target", "onnxruntime-cuda")
+    assert result.returncode == 1
+    [line] = [line for line in result.stdout.splitlines() if "BitCast" in line]
+    assert "--target: " in line and "reinterprets bits no Cast keeps" in line and "(no pattern lowers it)" in line
+    assert "3 blockers (2 with a fix" in result.stdout
+    report = json.loads(run_cli_in_process("check", path, "--target", "onnxruntime-cuda", "--json").stdout)
+    assert [(b["op_type"], b["fix"]) for b in report["blockers"]] == [
+        ("(opset)", "converted to opset 23"),
+        ("(IR version)", "IR version 11 declared"),
+        ("BitCast", None),
+    ]
