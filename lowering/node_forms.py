@@ -146,6 +146,8 @@ def valued_defaults(schema: onnx.defs.OpSchema | None) -> dict[str, onnx.Attribu
 
 
 def class_of_attribute(schema: onnx.defs.OpSchema | None, attribute: onnx.AttributeProto) -> str:
+    if attribute.ref_attr_name:  # (a local function's attribute its caller gives: no value here)
+        return SET
     if attribute.type == onnx.AttributeProto.INT:
         return str(attribute.i)
     if attribute.type == onnx.AttributeProto.STRING:

@@ -30,7 +30,8 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   runtime runs those better (webgpu lists no ConstantOfShape): a scalar broadcasts to every
   shape, the empty one and those holding a 0 too, and Expand copies its bits.
 - An ``Identity`` the runtime refuses (webgpu's table lists none) whose output no graph gives
-  out, left out: its readers, at any depth, read its input.
+  out, left out: its readers, at any depth, read its input (where its output and its input are
+  each defined once in the model's graphs: :func:`elidable_identities`).
 - ``Pad`` (18+) given its axes, its pads and axes constants and the data's rank known, written
   with pads for every axis (those given for the axes named, 0 for the others) and no axes, as
   Pad's definition pads them (tract 0.21 and OpenVINO 2024.6 fail Pad given its axes, which
@@ -392,6 +393,8 @@ def _expanded_scalar(node: onnx.NodeProto, form: NodeForm, constants, names: Nam
     scalar = names.fresh(f"{node.output[0]}_fill")
     tensor = numpy_helper.from_array(value.reshape(()), scalar)
     if given is not None and given.data_type != tensor.data_type:  # (a type numpy holds otherwise)
+        return None
+    if tensor.data_type not in schemas.input_element_types("Expand", opset):  # (float8, int4: no Expand)
         return None
     return [
         onnx.helper.make_node("Constant", [], [scalar], name=names.fresh(f"{node.name or 'ConstantOfShape'}_fill"),
@@ -1092,36 +1095,57 @@ def initializers_better(node: onnx.NodeProto, check_form, movable: set[str]) -> 
     return [node.input[i] for i in sorted(moved)] if _RANK[after] > _RANK[before] else []
 
 
-def graph_outputs(model: onnx.ModelProto) -> set[str]:
-    """The names of the outputs of the main graph and every graph its nodes hold."""
-    return {info.name for graph in [model.graph, *nested_graphs(model.graph.node)] for info in graph.output}
-
-
-def identity_elidable(node: onnx.NodeProto, outputs: Container[str]) -> bool:
-    """An Identity (of the default domain) whose output no graph gives out (``outputs``:
-    :func:`graph_outputs`): its readers can read its input instead."""
-    return (
-        node.op_type == "Identity"
+def elidable_identities(model: onnx.ModelProto) -> frozenset[str]:
+    """The outputs y of the Identity nodes (of the default domain) of the main graph and the
+    graphs its nodes hold whose readers can read their input x instead: no graph gives y out,
+    and y and x are each defined once in all those graphs (as an input, initializer or node
+    output: a name a sibling branch or an inner graph defines again means another value there).
+    Not in local functions, whose names are their own."""
+    graphs = [model.graph, *nested_graphs(model.graph.node)]
+    outputs = {info.name for graph in graphs for info in graph.output}
+    defined = Counter(
+        name
+        for graph in graphs
+        for name in [
+            *(i.name for i in graph.input),
+            *(t.name for t in graph.initializer),
+            *(t.values.name for t in graph.sparse_initializer),
+            *(name for node in graph.node for name in node.output),
+        ]  # fmt: skip
+        if name
+    )
+    return frozenset(
+        node.output[0]
+        for graph in graphs
+        for node in graph.node
+        if node.op_type == "Identity"
         and node.domain in schemas.DEFAULT_DOMAINS
         and len(node.input) == 1
-        and bool(node.input[0])
         and len(node.output) == 1
+        and node.input[0]
         and node.output[0] not in outputs
+        and defined[node.output[0]] == 1
+        and defined[node.input[0]] == 1
     )
 
 
 def identities_elided(model: onnx.ModelProto, check_form) -> int:
-    """Each Identity of the main graph and the graphs its nodes hold that the runtime refuses
-    (``check_form``) and :func:`identity_elidable`, left out: y = Identity(x) is x, so every node
-    reading y (at any depth: a value's name is the model's one) reads x, and y's value_info goes.
-    Not in local functions, whose names are their own. How many were."""
-    outputs = graph_outputs(model)
+    """Each Identity :func:`elidable_identities` names that the runtime refuses
+    (``check_form``), left out: y = Identity(x) is x, so every node reading y (at any depth)
+    reads x, and y's value_info goes. How many were."""
+    elidable = elidable_identities(model)
+    if not elidable:
+        return 0
     graphs = [model.graph, *nested_graphs(model.graph.node)]
     renamed: dict[str, str] = {}
+    held: list[onnx.NodeProto] = []  # (kept alive, so that each id below stays its node's)
     for graph in graphs:
         for node in graph.node:
-            if identity_elidable(node, outputs) and check_form(node, None)[0] == REFUSED:
+            chosen = node.op_type == "Identity" and bool(node.output) and node.output[0] in elidable
+            if chosen and check_form(node, None)[0] == REFUSED:
                 renamed[node.output[0]] = node.input[0]
+                held.append(node)
+    left_out = {id(node) for node in held}  # (the nodes themselves: a name says nothing of its scope)
     if not renamed:
         return 0
 
@@ -1131,8 +1155,7 @@ def identities_elided(model: onnx.ModelProto, check_form) -> int:
         return name
 
     for graph in reversed(graphs):  # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
-        kept = [node for node in graph.node if not (node.output and node.output[0] in renamed
-                                                     and node.op_type == "Identity")]  # fmt: skip
+        kept = [node for node in graph.node if id(node) not in left_out]
         for node in kept:
             node.input[:] = [source(name) if name else name for name in node.input]
         if len(kept) != len(graph.node):

@@ -44,8 +44,7 @@ from .target_forms import (
     choose_forms,
     constants_by_name,
     element_type_name,
-    graph_outputs,
-    identity_elidable,
+    elidable_identities,
     initializers_better,
     model_forms_taken,
     movable_constants,
@@ -166,7 +165,7 @@ def check_model(
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
     movable = movable_constants(model)
-    outputs = graph_outputs(model)
+    elidable = elidable_identities(model)
     local = {(f.domain, f.name) for f in model.functions}
     check_form = _verdict_of_form(model, profile, opset, types, (fed, constant))
     constants = constants_by_name(model)
@@ -207,7 +206,7 @@ def check_model(
             top = graph_name == model.graph.name  # (Constants of the main graph are moved)
             if choice is None and version is not None and top and initializers_better(node, check_form, movable):
                 fix = f"--target chooses the form {CONSTANTS_SAID}"
-            if main and verdict.kind == REFUSED and identity_elidable(node, outputs):
+            if main and verdict.kind == REFUSED and node.op_type == "Identity" and set(node.output) & elidable:
                 fix = f"--target chooses the form {IDENTITY_SAID}"
             retype = _narrower_type_taken(profile, node.op_type, version, type_name, form) if verdict.blocks else None
             if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)

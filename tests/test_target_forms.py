@@ -1399,3 +1399,92 @@ def test_an_identity_a_graph_gives_out_stays_and_blocks():
     assert [(f.node, f.fix) for f in findings if f.node == "out"] == [("out", None)]
     with pytest.raises(TargetRefused, match="node 'out'"):
         lowering.lower_model(_identity_model(give_out_identity=True), target="webgpu", fold="none")
+
+
+def test_an_identity_whose_name_a_sibling_branch_defines_again_stays():
+    """Both If branches define y, one as Identity(a), one as Neg(b): y means another value in
+    each, so the Identity stays (and webgpu refuses it) rather than the else branch reading a."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Identity", ["a"], ["y"]), helper.make_node("Add", ["y", "y"], ["then_out"])], "then", [],
+        [helper.make_tensor_value_info("then_out", TensorProto.FLOAT, [2])])  # fmt: skip
+    else_branch = helper.make_graph(
+        [helper.make_node("Neg", ["b"], ["y"]), helper.make_node("Add", ["y", "y"], ["else_out"])], "else", [],
+        [helper.make_tensor_value_info("else_out", TensorProto.FLOAT, [2])])  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["out"], then_branch=then_branch, else_branch=else_branch)], "g",
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("a", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    with pytest.raises(TargetRefused, match="graph 'then': Identity is not in"):
+        lowering.lower_model(model, target="webgpu", fold="none")
+    [finding] = [f for f in check_model(model, "webgpu") if f.op_type == "Identity"]
+    assert finding.blocks and finding.fix is None
+
+
+def test_a_chain_of_identities_keeps_the_one_the_graph_gives_out():
+    """y1 = Identity(x), y2 = Identity(y1) (given out), y3 = Identity(y2) read in a branch: y1 and
+    y3 go, y2 stays (it is the graph's output), now Identity(x); the outputs are the same bits."""
+
+    def value(name, element_type=TensorProto.FLOAT, shape=(2,)):
+        return helper.make_tensor_value_info(name, element_type, list(shape))
+
+    then_branch = helper.make_graph([helper.make_node("Neg", ["y3"], ["then_out"])], "then", [], [value("then_out")])
+    else_branch = helper.make_graph([helper.make_node("Abs", ["y1"], ["else_out"])], "else", [], [value("else_out")])
+    nodes = [
+        helper.make_node("Identity", ["x"], ["y1"]),
+        helper.make_node("Identity", ["y1"], ["y2"]),
+        helper.make_node("Identity", ["y2"], ["y3"]),
+        helper.make_node("If", ["c"], ["out"], then_branch=then_branch, else_branch=else_branch),
+    ]
+    graph = helper.make_graph(nodes, "g", [value("c", TensorProto.BOOL, ()), value("x")], [value("out"), value("y2")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    with pytest.raises(TargetRefused, match="graph 'g': Identity is not in"):  # (y2's Identity stays: refused)
+        lowering.lower_model(model, target="webgpu", fold="none")
+    from lowering.runtime_profiles import load_profile
+    from lowering.target_forms import choose_forms
+    from lowering.target_lowering import _verdict_of_form
+
+    chosen, made = choose_forms(model, _verdict_of_form(model, load_profile("webgpu"), 19), 19)
+    assert made == {"Identity(x) the runtime refuses left out, its readers reading x": 2}
+    assert [(n.op_type, list(n.input)) for n in chosen.graph.node] == [("Identity", ["x"]), ("If", ["c"])]
+    for branch in (True, False):
+        feeds = {"c": np.array(branch), "x": np.array([-0.0, np.nan], np.float32)}
+        want, got = run_onnxruntime(model, feeds), run_onnxruntime(chosen, feeds)
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT8E4M3FN, TensorProto.INT4])
+def test_a_constant_of_shape_of_a_type_expand_lacks_stays_refused(element_type):
+    """ConstantOfShape-21 takes float8 and int4 values, Expand-13 neither: no Expand is written,
+    and webgpu refuses the node in one clean refusal."""
+    value = helper.make_tensor("v", element_type, [1], [1])
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="fill", value=value)], "g",
+        [helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", element_type, [None, None])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    with pytest.raises(TargetRefused, match="ConstantOfShape is not in"):
+        lowering.lower_model(model, target="webgpu")
+
+
+def test_a_local_function_s_attribute_its_caller_gives_is_judged_as_set():
+    """A LeakyRelu in a local function takes alpha from its caller (ref_attr_name): it has no
+    value there, so its form says "set" rather than read one (which raised)."""
+    body = helper.make_node("LeakyRelu", ["a"], ["b"])
+    body.attribute.append(onnx.AttributeProto(name="alpha", ref_attr_name="alpha", type=onnx.AttributeProto.FLOAT))
+    function = helper.make_function("local", "Leaky", ["a"], ["b"], [body], [helper.make_opsetid("", 18)], ["alpha"])
+    graph = helper.make_graph(
+        [helper.make_node("Leaky", ["x"], ["y"], domain="local", alpha=0.25)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("local", 1)],
+                              functions=[function], ir_version=9)  # fmt: skip
+    assert not [f for f in check_model(model, "onnxruntime") if f.blocks]
+    lowered = lowering.lower_model(model, target="onnxruntime").model
+    feeds = {"x": np.array([-4.0, 0.0, 2.0], np.float32)}
+    assert np.array_equal(run_onnxruntime(lowered, feeds)[0], run_onnxruntime(model, feeds)[0])
