@@ -1488,3 +1488,20 @@ def test_a_local_function_s_attribute_its_caller_gives_is_judged_as_set():
     lowered = lowering.lower_model(model, target="onnxruntime").model
     feeds = {"x": np.array([-4.0, 0.0, 2.0], np.float32)}
     assert np.array_equal(run_onnxruntime(lowered, feeds)[0], run_onnxruntime(model, feeds)[0])
+
+
+def test_a_constant_of_a_fed_shape_goes_to_tvm_as_an_expanded_scalar():
+    """TVM 0.27 fails ConstantOfShape of a fed shape ("CodeGenVM cannot emit this Relax operator")
+    and runs Expand: the backend's three such cases, refused before, ran right so on TVM."""
+    graph = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="fill",
+                          value=numpy_helper.from_array(np.array([1], np.int32)))], "g",
+        [helper.make_tensor_value_info("shape", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [None, None, None])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    result = lowering.lower_model(model, target="tvm-0.27")
+    assert [n.op_type for n in result.model.graph.node] == ["Constant", "Expand"]
+    feeds = {"shape": np.array([2, 0, 3], np.int64)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
