@@ -288,10 +288,12 @@ class TableProfile:
         if entry["listed"] != "Y":
             return Verdict(REFUSED, f"{op_type} is marked {entry['listed']} (not supported) in {self.table}")
         types = entry.get("types")
-        if entry.get("versions") is not None:
-            held = [kernel for kernel in entry.get("kernels", [{"versions": span} for span in entry["versions"]])
-                    if kernel["versions"][0] <= version and (kernel["versions"][1] is None
-                                                             or version <= kernel["versions"][1])]  # fmt: skip
+        kernels = entry.get("kernels")  # (onnxruntime's table: each kernel's versions and types)
+        if kernels is None and entry.get("versions") is not None:
+            kernels = [{"versions": span} for span in entry["versions"]]
+        if kernels is not None:
+            held = [kernel for kernel in kernels if kernel["versions"][0] <= version
+                    and (kernel["versions"][1] is None or version <= kernel["versions"][1])]  # fmt: skip
             if not held:
                 return Verdict(REFUSED, f"{self.table} lists {op_type} at opsets {entry.get('table_versions')}, "
                                f"not {op_type}-{version}")  # fmt: skip

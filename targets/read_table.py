@@ -269,16 +269,10 @@ def kernel_section(text: str, provider: str) -> str:
 
 
 def kernel_versions(cell: str) -> list[int]:
-    """A kernel's op versions: ``[7, 12]`` as [7, 12], ``13`` as [13, 13], and ``13+`` (a kernel
-    registered with no end version) as [13, 13] too (:data:`ONLY_ITS_OWN`)."""
-    cell = cell.strip()
-    if found := re.fullmatch(r"(\d+)\+", cell):
-        return [int(found.group(1)), int(found.group(1))]
-    if cell.isdigit():
-        return [int(cell), int(cell)]
-    if found := re.fullmatch(r"\[(\d+),\s*(\d+)\]", cell):
-        return [int(found.group(1)), int(found.group(2))]
-    raise ValueError(f"not a kernel's op versions: {cell!r}")
+    """A kernel's op versions, as :func:`version_ranges` reads one range: ``[7, 12]`` (written
+    ``7-12`` there) as [7, 12], ``13`` as [13, 13], ``13+`` as [13, 13] too."""
+    (versions,) = version_ranges(re.sub(r"^\[(\d+),\s*(\d+)\]$", r"\1-\2", cell.strip()))
+    return versions
 
 
 def constraint_types(cell: str) -> dict[str, list[str]]:
@@ -312,8 +306,7 @@ def first_value_types(parameters: str, constraints: dict[str, list[str]]) -> lis
 def read_kernel_table(text: str, provider: str) -> dict:
     """What onnxruntime's ``OperatorKernels.md`` says of ``provider``'s kernels, in the form
     :func:`read_table` gives: per default-domain op its ``kernels`` (each one's op ``versions``
-    and the ``types`` its first input takes, onnx's names, or None where the table names none),
-    their ``versions`` together."""
+    and the ``types`` its first input takes, onnx's names, or None where the table names none)."""
     ops: dict[str, dict] = {}
     other_domains: dict[str, str] = {}
     unread: list[str] = []
@@ -348,10 +341,9 @@ def read_kernel_table(text: str, provider: str) -> dict:
                 if not name
             ]
             names = [name for name in names if name]
-        entry = ops.setdefault(op, {"listed": "Y", "types": None, "versions": [], "table_versions": "",
-                                    "restriction": "", "kernels": []})  # fmt: skip
+        entry = ops.setdefault(op, {"listed": "Y", "types": None, "table_versions": "", "restriction": "",
+                                    "kernels": []})  # fmt: skip
         entry["kernels"].append({"versions": kernel_versions(cells[2]), "types": names})
-        entry["versions"].append(kernel_versions(cells[2]))
         entry["table_versions"] = ", ".join(filter(None, [entry["table_versions"], cells[2]]))
     return {
         "columns": ["Op Name", "Parameters", "OpSet Version", "Types Supported"],
@@ -361,6 +353,19 @@ def read_kernel_table(text: str, provider: str) -> dict:
         "opsets_stated": "",
         "unread": unread,
     }
+
+
+def _opsets_read(table: dict, from_release: bool) -> str:
+    if from_release:
+        return "; the opsets from the runtime's words and its onnx release"
+    return "; the opsets from the sentence above it" if table["opsets_stated"] else "; it states no opsets"
+
+
+def _words_by_name(parser: argparse.ArgumentParser, items: list[str], option: str) -> dict[str, str]:
+    """``NAME=WORDS`` items of an option given again and again, by name."""
+    if any("=" not in item for item in items):
+        parser.error(f"{option} takes NAME=WORDS")
+    return dict(item.split("=", 1) for item in items)
 
 
 def table_profile(
@@ -400,14 +405,7 @@ def table_profile(
             "kind": "table",
             **source,
             "sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "read": f"the table of columns {columns}"
-            + (
-                "; the opsets from the sentence above it"
-                if table["opsets_stated"] and opsets is None
-                else "; the opsets from the runtime's words and its onnx release"
-                if opsets is not None
-                else "; it states no opsets"
-            ),
+            "read": f"the table of columns {columns}" + _opsets_read(table, opsets is not None),
             "opsets_stated": table["opsets_stated"],
         },
         "opsets": table["opsets"],
@@ -431,24 +429,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runtime", required=True)
     parser.add_argument("--runtime-version", required=True)
     parser.add_argument("--out", type=Path)
-    parser.add_argument(
-        "--type-described",
-        action="append",
-        default=[],
-        metavar="NAME=WORDS",
-        help="a type name of the table as the runtime's documentation describes its layout",
-    )
+
+    def words_option(option: str, helped: str) -> None:
+        parser.add_argument(option, action="append", default=[], metavar="NAME=WORDS", help=helped)
+
+    words_option("--type-described", "a type name of the table as the runtime's documentation describes its layout")
     parser.add_argument("--type-source", help="where those words are (an address)")
     parser.add_argument(
         "--section", metavar="PROVIDER", help="onnxruntime's OperatorKernels.md: the execution provider read"
     )
-    parser.add_argument(
-        "--without-kernel",
-        action="append",
-        default=[],
-        metavar="OP=WORDS",
-        help="an op the runtime runs with no kernel, in the runtime's own words",
-    )
+    words_option("--without-kernel", "an op the runtime runs with no kernel, in the runtime's own words")
     parser.add_argument("--without-kernel-source", help="where those words are")
     parser.add_argument(
         "--opsets-sentence",
@@ -460,9 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--onnx-release-source", help="where that release is named")
     args = parser.parse_args(argv)
-    if any("=" not in item for item in args.without_kernel):
-        parser.error("--without-kernel takes OP=WORDS")
-    without_kernel = dict(item.split("=", 1) for item in args.without_kernel)
+    without_kernel = _words_by_name(parser, args.without_kernel, "--without-kernel")
     if bool(args.opsets_sentence) != bool(args.onnx_release):
         parser.error("--opsets-sentence and --onnx-release are given together (the oldest and the newest opset)")
     stated = None
@@ -471,9 +459,8 @@ def main(argv: list[str] | None = None) -> int:
             stated = opsets_of_release(args.opsets_sentence, args.onnx_release)
         except ValueError as error:
             parser.error(str(error))
-    if any("=" not in item for item in args.type_described):
-        parser.error("--type-described takes NAME=WORDS")
-    described = {token.strip().upper(): words for token, words in (item.split("=", 1) for item in args.type_described)}
+    given = _words_by_name(parser, args.type_described, "--type-described")
+    described = {token.strip().upper(): words for token, words in given.items()}
     for token, words in described.items():
         if type_of_layout(words) is None:
             parser.error(f"--type-described {token}: no single onnx element type has the layout {words!r}")
