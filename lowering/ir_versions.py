@@ -22,7 +22,7 @@ from pathlib import Path
 import onnx
 from onnx import defs
 
-from .graphs import held_graphs
+from .graphs import nested_graphs
 
 _BLOCK_END = re.compile(r"^\s*IR_VERSION\w*\s*=\s*(0x[0-9A-Fa-f]+|\d+)\s*;")
 
@@ -70,17 +70,10 @@ def ir_version_of_type(element_type: int) -> int:
 
 def _graphs(model: onnx.ModelProto) -> Iterator[onnx.GraphProto]:
     """The main graph, the graphs its nodes hold, and those of the local functions' nodes."""
-
-    def inner(nodes) -> Iterator[onnx.GraphProto]:
-        for node in nodes:
-            for _, _, graph in held_graphs(node):
-                yield graph
-                yield from inner(graph.node)
-
     yield model.graph
-    yield from inner(model.graph.node)
+    yield from nested_graphs(model.graph.node)
     for function in model.functions:
-        yield from inner(function.node)
+        yield from nested_graphs(function.node)
 
 
 def _nodes(model: onnx.ModelProto) -> Iterator[onnx.NodeProto]:

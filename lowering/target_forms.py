@@ -96,7 +96,16 @@ from .modelio import checkable
 from .naming import NameAllocator
 from .node_forms import NodeForm, class_of_attribute, node_form, source_of_outputs, valued_defaults
 from .nodecheck import checker_message
-from .runtime_profiles import DOUBTFUL, PARTLY, REFUSED, SUPPORTED, UNVERIFIED, RuntimeProfile, TableProfile
+from .runtime_profiles import (
+    DOUBTFUL,
+    PARTLY,
+    REFUSED,
+    SUPPORTED,
+    UNVERIFIED,
+    RuntimeProfile,
+    TableProfile,
+    load_profile,
+)
 from .scan_captures import scan_captures_passed_in
 
 Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
@@ -315,7 +324,8 @@ class OpChoice:
     outputs; given fresh names and the opset; None where it cannot be replaced after all), the form of
     that last node where it is of the same op (None: each node judged by its own form), what
     the report says of it, and whether each node must be judged supported (not only better:
-    unverified, on a type the probe never saw, is better than refused, and proves nothing)."""
+    unverified, on a type the probe never saw, is better than refused, and proves nothing), and
+    not refused by onnxruntime's CPU provider either, which every lowered model must run in."""
 
     op_type: str
     applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto], Types], bool]
@@ -328,8 +338,8 @@ class OpChoice:
     supported_only: bool = False
 
 
-def _compares_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
-    """Equal broadcasting by numpy's rule (7+) of two bool tensors."""
+def _of_two_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """Equal, And or Or broadcasting by numpy's rule (7+) of two bool tensors."""
     return (
         version >= 7
         and len(node.input) == 2
@@ -345,11 +355,6 @@ def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocat
         onnx.helper.make_node("Xor", list(node.input), [unequal], name=names.fresh(f"{node.name or 'Equal'}_Xor")),
         onnx.helper.make_node("Not", [unequal], list(node.output), name=node.name),
     ]
-
-
-def _joins_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
-    """And or Or broadcasting by numpy's rule (7+) of two bool tensors."""
-    return _compares_bools(node, form, version, constants, types)
 
 
 def _counted_bools(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
@@ -726,7 +731,7 @@ def _eye_cast(node: onnx.NodeProto, form: NodeForm, constants, names: NameAlloca
 OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
-        _compares_bools,
+        _of_two_bools,
         _not_xor,
         None,
         "Equal(a, b) on bool -> Not(Xor(a, b)) (the runtime runs Xor and Not better)",
@@ -734,7 +739,7 @@ OP_CHOICES: tuple[OpChoice, ...] = (
     *(
         OpChoice(
             op_type,
-            _joins_bools,
+            _of_two_bools,
             _counted_bools,
             None,
             f"{op_type}(a, b) on bool -> Cast({'Mul' if op_type == 'And' else 'Add'}(Cast(a, int32), "
@@ -851,10 +856,22 @@ def better_ops(
         verdicts = [judge(new, None)[0] for new in made]
         verdicts.append(judge(last, None if choice.form_after is None else choice.form_after(form))[0])
         if all(_RANK[verdict] > _RANK[before] for verdict in verdicts) and (
-            not choice.supported_only or all(verdict == SUPPORTED for verdict in verdicts)
+            not choice.supported_only
+            or (all(verdict == SUPPORTED for verdict in verdicts) and _onnxruntime_runs(replacement, judge))
         ):
             return choice
     return None
+
+
+def _onnxruntime_runs(nodes: list[onnx.NodeProto], judge: FormJudge) -> bool:
+    """Whether onnxruntime's CPU provider, which every lowered model must run in, refuses none
+    of ``nodes`` on its types, as its probed profile says (Expand on bfloat16, for one)."""
+    reference = load_profile("onnxruntime")
+    return all(
+        reference.verdict(node.op_type, version, element_type_name(node, judge.types)).kind != REFUSED
+        for node in nodes
+        if (version := schemas.version_in_force(node.op_type, judge.opset)) is not None
+    )
 
 
 def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Counter:

@@ -7,7 +7,6 @@ no pattern can fix."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,8 +17,10 @@ from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .function_bodies import body_op_types, node_body_op_types, ops_with_bodies
 from .graphs import held_graphs, holds_graphs
 from .ir_versions import declare_ir_version_at_most, ir_version_needed
+from .modelio import checkable
 from .naming import NameAllocator
 from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
+from .nodecheck import checker_message
 from .registry import rule_for
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
@@ -167,7 +168,7 @@ def check_model(
     movable = movable_constants(model)
     elidable = elidable_identities(model)
     local = {(f.domain, f.name) for f in model.functions}
-    check_form = _verdict_of_form(model, profile, opset, types, (fed, constant))
+    check_form = form_judge(model, profile, opset, types, (fed, constant))
     constants = constants_by_name(model)
     trial_names = NameAllocator(model=model)  # (for the nodes a choice would write, only judged)
     judges = {(f.domain, f.name, f.overload): check_form.for_function(f) for f in model.functions}
@@ -225,19 +226,18 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
     back: ``lower()`` runs it (its result dropped). Where it refuses, each node it lists keeps no
     fix, its why the refusal's words (BitCast has a pattern, which takes no float to an integer:
     check alone names the pattern); where it fails otherwise, no fix stands; where it succeeds,
-    every fix does. A node the refusal names by position only (it has no name) takes back the
-    fixes of its op in its graph."""
+    every fix does. A refused node is known by its op and name; one the refusal names by
+    position only (it has no name) takes back the fixes of every node of its op."""
     if not any(f.blocks and f.fix for f in findings):
         return findings
     try:
         lower()
-    except ConversionRefused as refusal:
-        places = [(b, _graph_named(b.graph), "" if b.node.startswith("#") else b.node) for b in refusal.blockers]
-        named = {(b.op_type, graph, node): b.reason for b, graph, node in places if node}
-        unnamed = {(b.op_type, graph): b.reason for b, graph, node in places if not node}
+    except ConversionRefused as refusal:  # (its graphs are named as the engine places them: matched by node)
+        named = {(b.op_type, b.node): b.reason for b in refusal.blockers if b.node and not b.node.startswith("#")}
+        unnamed = {b.op_type: b.reason for b in refusal.blockers if not b.node or b.node.startswith("#")}
         confirmed = []
         for f in findings:
-            reason = named.get((f.op_type, f.graph, f.node)) or unnamed.get((f.op_type, f.graph))
+            reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
             if f.blocks and f.fix and reason is not None:
                 f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {reason}"),
                                         fix=None)  # fmt: skip
@@ -250,10 +250,14 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
     return findings
 
 
-def _graph_named(graph: str) -> str:
-    """A refusal's graph as a finding names it: conversion writes ``graph 'main'``, a target ``main``."""
-    found = re.fullmatch(r"graph '(.*)'", graph)
-    return found.group(1) if found else graph
+def _check_declared(model: onnx.ModelProto) -> None:
+    """Raise where onnx's full checker refuses ``model`` at the IR version just declared."""
+    try:
+        onnx.checker.check_model(checkable(model), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        raise LoweringError(
+            f"at IR version {model.ir_version} the model is not valid: {checker_message(error)}"
+        ) from None
 
 
 def _ir_version_finding(model: onnx.ModelProto, profile, opset: int) -> Finding:
@@ -514,11 +518,12 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     for _ in range(MOST_LOWERING_ROUNDS):
         result = lower_model(model, ops=sorted(ops), target_opset=target_opset, retype=retypings or None, **options)
         result.model, chosen = choose_forms(
-            result.model, _verdict_of_form(result.model, profile, opset), opset, model_forms_taken(profile.model_forms)
+            result.model, form_judge(result.model, profile, opset), opset, model_forms_taken(profile.model_forms)
         )
         result.report.forms.update(chosen)
-        if profile.ir_version is not None:
-            declare_ir_version_at_most(result.model, profile.ir_version)
+        if profile.ir_version is not None and result.model.ir_version > profile.ir_version:
+            if declare_ir_version_at_most(result.model, profile.ir_version):
+                _check_declared(result.model)
         findings = check_model(result.model, profile, opset, lowerable)
         blockers = [f for f in findings if f.blocks]
         fixable = {f.op_type for f in findings if f.verdict.kind in kinds and f.op_type in lowerable}
@@ -534,7 +539,7 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
 
 
-def _verdict_of_form(model: onnx.ModelProto, profile, opset: int, types=None, sources=None) -> FormJudge:
+def form_judge(model: onnx.ModelProto, profile, opset: int, types=None, sources=None) -> FormJudge:
     """The :class:`FormJudge` of ``model`` at ``opset`` against ``profile`` (``types``,
     ``sources``: the model's inferred types and :func:`value_sources`, where known)."""
     types = inferred_types(model) if types is None else types
