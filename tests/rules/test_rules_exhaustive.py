@@ -29,7 +29,10 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_dft_stft_lowering.py (DFT, STFT), in tests/rules/test_gridsample_lowering.py
 # (GridSample), in tests/rules/test_deformconv_lowering.py (DeformConv), in
 # tests/rules/test_resize_policies.py (Resize), in tests/rules/test_gathernd_lowering.py (GatherND), in
-# tests/rules/test_flatten_lowering.py (Flatten).
+# tests/rules/test_flatten_lowering.py (Flatten), in tests/rules/test_onehot_lowering.py (OneHot), in
+# tests/rules/test_reverse_sequence_lowering.py (ReverseSequence), in
+# tests/rules/test_maxunpool_lowering.py (MaxUnpool), in tests/rules/test_integer_products.py
+# (MatMulInteger, ConvInteger).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -47,6 +50,11 @@ SHAPED = {
     "DeformConv",
     "GatherND",
     "Flatten",
+    "OneHot",
+    "ReverseSequence",
+    "MaxUnpool",
+    "MatMulInteger",
+    "ConvInteger",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from

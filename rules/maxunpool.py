@@ -1,0 +1,86 @@
+"""MaxUnpool (versions 9, 11, 22, no function body) lowered to a scatter of the pooled values into
+a flat tensor of zeros, reshaped to the output's shape."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from lowering import floats
+from lowering.registry import Builder, NotLowered, Value, rule
+
+# ScatterElements exists from opset 11; Scatter, its former name, at 9 and 10.
+SCATTER_ELEMENTS_OPSET = 11
+
+
+def unpooled_shape(x_shape, kernel_shape, pads, strides) -> list:
+    """The output's shape without output_shape: N, C, then ``(d - 1)·s + k - p_begin - p_end`` per axis."""
+    spatial = len(kernel_shape)
+    return list(x_shape[:2]) + [
+        (x_shape[2 + i] - 1) * strides[i] + kernel_shape[i] - pads[i] - pads[i + spatial] for i in range(spatial)
+    ]
+
+
+def maxunpool_reference(
+    x: np.ndarray, indices: np.ndarray, output_shape: np.ndarray | None = None, *, kernel_shape, pads=None, strides=None
+) -> np.ndarray:
+    """The spec in numpy: zeros of the output's shape, and each of x's values written at its
+    index into the output taken as flat (in order: where two meet, the later one stays)."""
+    spatial = len(kernel_shape)
+    pads, strides = list(pads or [0] * 2 * spatial), list(strides or [1] * spatial)
+    shape = unpooled_shape(x.shape, kernel_shape, pads, strides) if output_shape is None else list(output_shape)
+    y = np.zeros(math.prod(shape), x.dtype)
+    for index, value in zip(indices.reshape(-1), x.reshape(-1), strict=True):
+        y[index] = value
+    return y.reshape(shape)
+
+
+@rule(
+    "MaxUnpool",
+    versions=(9, 11, 22),
+    reference=maxunpool_reference,
+    emits=("Shape", "Gather", "Sub", "Mul", "Add", "Concat", "ReduceProd", "ConstantOfShape", "Reshape",
+           "ScatterElements", "Scatter", "Constant"),
+)  # fmt: skip
+def maxunpool_by_scatter(
+    b: Builder, x: Value, indices: Value, output_shape: Value | None = None, *, kernel_shape=None, pads=None,
+    strides=None,
+) -> Value:  # fmt: skip
+    """MaxUnpool(X, I, shape) = Reshape(ScatterElements(zeros[∏ shape], Reshape(I, [-1]), Reshape(X, [-1]), 0), shape).
+
+    ``shape`` is output_shape where given (the op then ignores pads), else N, C and
+    ``(d - 1)·s + k - p_begin - p_end`` per spatial axis of X (a constant where X's dimensions
+    are known, else from Shape(X)). Each value of X is written at its linear index into the
+    output taken as flat, as MaxPool gives them; the others are +0 of X's type. Values are only
+    moved (NaN payloads, -0); where two indices meet (overlapping windows) the later write stays,
+    as in onnxruntime's kernel and its ScatterElements. An index past the output fails as the op
+    fails. Scatter, ScatterElements' name before opset 11, at opsets 9 and 10.
+    """
+    if not kernel_shape:
+        raise NotLowered("kernel_shape, which the op requires, is not given")
+    if not x.element_type:
+        raise NotLowered("the element type of X, whose zero fills the output, is unknown")
+    spatial = len(kernel_shape)
+    pads, strides = list(pads or [0] * 2 * spatial), list(strides or [1] * spatial)
+    if len(pads) != 2 * spatial or len(strides) != spatial:
+        raise NotLowered(f"pads {pads} or strides {strides} do not fit a kernel of {spatial} axes")
+    if output_shape is not None:
+        shape = output_shape
+    else:
+        known = b.shape_of(x)
+        if known is not None and len(known) == spatial + 2 and None not in known:
+            shape = b.ints(unpooled_shape(known, kernel_shape, pads, strides), "output_shape")
+        else:
+            x_shape = b.Shape(x)
+            sizes = b.Gather(x_shape, b.ints(range(2, spatial + 2), "spatial_axes"))
+            extents = [kernel_shape[i] - strides[i] - pads[i] - pads[i + spatial] for i in range(spatial)]
+            unpooled = b.Add(b.Mul(sizes, b.ints(strides, "strides")), b.ints(extents, "extents"))
+            shape = b.Concat(b.Gather(x_shape, b.ints([0, 1], "batch_and_channel_axes")), unpooled, axis=0)
+    count = b.over_axes("ReduceProd", shape, [0], keepdims=1)
+    zero = floats.tensor(np.zeros([1], floats.numpy_dtype(x.element_type)), "zero")
+    zeros = b.ConstantOfShape(count, value=zero)
+    flat = b.ints([-1], "flat")
+    scatter = "ScatterElements" if b.opset >= SCATTER_ELEMENTS_OPSET else "Scatter"
+    written = b.op(scatter, zeros, b.Reshape(indices, flat), b.Reshape(x, flat), axis=0)
+    return b.Reshape(written, shape)

@@ -1,0 +1,117 @@
+"""MaxUnpool lowered to a scatter into zeros (rules/maxunpool.py): the values and indices of a
+MaxPool (overlapping windows among them, whose indices meet), 1-D to 3-D, pads and strides,
+output_shape given or not, shapes known or not, NaN payloads and -0, at opsets 9, 11, 13 and the
+newest, bit for bit against onnxruntime's kernel where it has one and the rule's numpy
+reference; an output too small for the indices fails as the op fails; what is declined. The
+backend cases are checked against their expected outputs by tests/test_backend_node_cases.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from support import assert_same_bits, lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime
+
+import lowering
+from lowering import floats, schemas
+from lowering.registry import rule_for
+
+# (input's spatial shape, the MaxPool's and MaxUnpool's attributes)
+POOLS = [
+    ([7], {"kernel_shape": [2], "strides": [2]}),
+    ([5, 6], {"kernel_shape": [3, 3], "strides": [1, 1]}),  # (overlapping: indices meet)
+    ([6, 6], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ([5, 6], {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}),
+    ([4, 5, 4], {"kernel_shape": [2, 2, 2], "strides": [2, 1, 2]}),
+]
+
+
+def pool_unpool_model(element_type, spatial, attributes, opset, *, shape_given, shape_known=True):
+    """y = MaxUnpool(MaxPool(x)) of x's own shape where ``shape_given`` (Shape(x) as output_shape)."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], **attributes)]
+    unpool_inputs = ["p", "i"]
+    if shape_given:
+        nodes.append(helper.make_node("Shape", ["x"], ["s"]))
+        unpool_inputs.append("s")
+    nodes.append(helper.make_node("MaxUnpool", unpool_inputs, ["y"], name="unpool", **attributes))
+    shape = [2, 3, *spatial] if shape_known else [None] * (len(spatial) + 2)
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", element_type, shape)],
+        [helper.make_tensor_value_info("y", element_type, [None] * (len(spatial) + 2))],
+        opset=opset,
+    )
+
+
+def outputs_or_error(model, feeds):
+    try:
+        return runs_in_onnxruntime(model, feeds)
+    except Exception as error:  # (onnxruntime's own error: an index past the output)
+        return type(error).__name__
+
+
+@pytest.mark.parametrize(("spatial", "attributes"), POOLS, ids=[str(a) for _, a in POOLS])
+@pytest.mark.parametrize("opset", [9, 11, 13, None])
+def test_maxunpool_is_bit_for_bit(spatial, attributes, opset):
+    opset = opset or schemas.newest_opset()
+    rng = np.random.default_rng(opset + len(spatial))
+    if opset < 11 and "pads" in attributes:
+        return  # (MaxPool below 11 takes its pads too, but its indices then count no padding either)
+    for shape_given in (True, False):
+        for shape_known in (True, False):
+            model = pool_unpool_model(
+                TensorProto.FLOAT, spatial, attributes, opset, shape_given=shape_given, shape_known=shape_known
+            )
+            lowered = lowered_wholly(model, "MaxUnpool")
+            x = random_elements(TensorProto.FLOAT, [2, 3, *spatial], rng)  # (NaN payloads, -0, infinities)
+            got, kernel = outputs_or_error(lowered, {"x": x}), outputs_or_error(model, {"x": x})
+            if isinstance(kernel, str):  # the output of no output_shape may be too small for x's indices
+                assert not shape_given and got == kernel
+                continue
+            assert_same_bits(got[0], kernel[0], f"output_shape given: {shape_given}, shape known: {shape_known}")
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16])
+def test_other_types_against_the_reference(element_type):
+    rng = np.random.default_rng(element_type)
+    spatial, attributes = POOLS[1]
+    opset = schemas.newest_opset()
+    node = helper.make_node("MaxUnpool", ["x", "i"], ["y"], name="unpool", **attributes)
+    model = make_model(
+        [node],
+        [
+            helper.make_tensor_value_info("x", element_type, [1, 2, 3, 4]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2, 3, 4]),
+        ],
+        [helper.make_tensor_value_info("y", element_type, [None] * 4)],
+        opset=opset,
+    )
+    lowered = lowered_wholly(model, "MaxUnpool")
+    x = random_elements(element_type, [1, 2, 3, 4], rng)
+    indices = rng.integers(0, 2 * 5 * 6, [1, 2, 3, 4]).astype(np.int64)  # (any indices: some meet)
+    want = rule_for("", "MaxUnpool").reference(x, indices, **attributes)
+    got = runs_in_onnxruntime(lowered, {"x": x, "i": indices})
+    assert got is not None, "the lowered model does not run in onnxruntime"
+    assert got[0].dtype == floats.numpy_dtype(element_type)
+    assert_same_bits(got[0], want)
+
+
+def test_inside_if_branches_and_local_functions():
+    model = pool_unpool_model(TensorProto.FLOAT, [6, 6], POOLS[2][1], 13, shape_given=False)
+    for label, nested in nested_forms(model).items():
+        assert "MaxUnpool" not in str(lowering.lower(nested, ops=["MaxUnpool"])), label
+
+
+def test_each_value_is_written_at_its_given_index():
+    node = helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2], strides=[2])
+    model = make_model(
+        [helper.make_node("Identity", ["a"], ["x"]), node],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 1, 3]),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 3)],
+        opset=13,
+    )  # fmt: skip
+    lowered = lowered_wholly(model, "MaxUnpool")
+    x = np.array([[[1.0, -0.0, 3.0]]], np.float32)
+    (got,) = runs_in_onnxruntime(lowered, {"a": x, "i": np.array([[[1, 2, 5]]], np.int64)})
+    assert_same_bits(got, np.array([[[0, 1, -0.0, 0, 0, 3]]], np.float32))
