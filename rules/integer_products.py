@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 
 from lowering import floats
+from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
 # Every integer of magnitude at most 2^24 is a float32, and so is every sum of such integers
@@ -90,6 +91,13 @@ def matmul_integer_by_exact_float_chunks(
     is the op's bit for bit, and wraps as its int32 accumulation may. Needs K known, and a zero
     point of A of known rank; at most 64 chunks.
     """
+    return exact_matmul(b, a, b_matrix, a_zero_point, b_zero_point)
+
+
+def exact_matmul(
+    b: Builder, a: Value, b_matrix: Value, a_zero_point: Value | None, b_zero_point: Value | None
+) -> Value:
+    """The int32 ``MatMul(A - za, B - zb)`` by exact float32 chunks (:func:`matmul_integer_by_exact_float_chunks`)."""
     a_shape, b_shape = b.shape_of(a), b.shape_of(b_matrix)
     lengths = {s[-1] for s in [a_shape] if s} | {s[-2 if len(s) > 1 else -1] for s in [b_shape] if s}
     lengths.discard(None)
@@ -151,18 +159,26 @@ def conv_integer_by_exact_float_chunks(
     Bit for bit wherever the runtime's float32 Conv multiplies and adds (onnxruntime's); a
     runtime whose Conv transforms the windows (Winograd) rounds.
     """
-    w_shape = b.shape_of(w)
-    if w_shape is None or None in w_shape or len(w_shape) < 3:
-        raise NotLowered("w's shape, which gives the terms of each window's sum, is unknown")
     given = {"dilations": dilations, "kernel_shape": kernel_shape, "pads": pads, "strides": strides}
     attributes = {name: value for name, value in given.items() if value is not None}
     if (auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad) != "NOTSET":
         attributes["auto_pad"] = auto_pad
     if group != 1:
         attributes["group"] = group
+    return exact_conv(b, x, w, x_zero_point, w_zero_point, attributes)
+
+
+def exact_conv(
+    b: Builder, x: Value, w: Value, x_zero_point: Value | None, w_zero_point: Value | None, attributes
+) -> Value:
+    """The int32 ``Conv(x - zx, w - zw)`` by exact float32 chunks (:func:`conv_integer_by_exact_float_chunks`)."""
+    w_shape = b.shape_of(w)
+    if w_shape is None or None in w_shape or len(w_shape) < 3:
+        raise NotLowered("w's shape, which gives the terms of each window's sum, is unknown")
     channels, window = w_shape[1], math.prod(w_shape[2:])
     chunk = chunk_length(b, x.element_type, x_zero_point, w.element_type, w_zero_point)
     bounds = chunk_bounds(channels, chunk // window if chunk >= window else 0)
+    group = int(attributes.get("group", 1))
     if group != 1 and len(bounds) > 1:
         raise NotLowered(
             f"a group's {channels * window} terms need {len(bounds)} exact float32 chunks, with group {group}"
@@ -177,3 +193,143 @@ def conv_integer_by_exact_float_chunks(
         channel_slice = (b.ints([start], "start"), b.ints([end], "end"), b.ints([1], "channel_axis"))
         parts.append(b.Conv(b.Slice(inputs, *channel_slice), b.Slice(weights, *channel_slice), **attributes))
     return int32_sum(b, parts)
+
+
+# The requantized outputs may differ by one step from the op's formula computed in float64 (the
+# rules' references): onnxruntime's kernels, and the rules, form the scales' ratio and multiply
+# each int32 sum by it in float32.
+REQUANTIZED_TOLERANCE = {onnx.TensorProto.UINT8: Tolerance(0.0, 1.0), onnx.TensorProto.INT8: Tolerance(0.0, 1.0)}
+EIGHT_BIT_INTEGERS = frozenset({onnx.TensorProto.UINT8, onnx.TensorProto.INT8})
+REQUANTIZED_EMITS = (*EMITS, "Mul", "Div", "Round", "Max", "Min", "QuantizeLinear")
+# Round exists from opset 11.
+ROUND_OPSET = 11
+
+
+def scale_in_float32(b: Builder, scale: Value) -> Value:
+    return scale if scale.element_type == onnx.TensorProto.FLOAT else b.Cast(scale, to=onnx.TensorProto.FLOAT)
+
+
+def requantized(b: Builder, sums: Value, multiplier: Value, y_zero_point: Value) -> Value:
+    """``saturate(round(float32(sums) · multiplier) + zy)`` in zy's type, ties to even: Round, Add,
+    Max and Min in float32 (integers there, exact) and a Cast; at opset 10, which has no Round,
+    QuantizeLinear of scale 1 (dividing by 1 is exact)."""
+    scaled = b.Mul(b.Cast(sums, to=onnx.TensorProto.FLOAT), multiplier)
+    if b.opset < ROUND_OPSET:
+        return b.QuantizeLinear(scaled, b.scalar(1.0, onnx.TensorProto.FLOAT, "one"), y_zero_point)
+    info = np.iinfo(floats.numpy_dtype(y_zero_point.element_type))
+    shifted = b.Add(b.Round(scaled), b.Cast(y_zero_point, to=onnx.TensorProto.FLOAT))
+    lowest = b.scalar(float(info.min), onnx.TensorProto.FLOAT, "lowest")
+    highest = b.scalar(float(info.max), onnx.TensorProto.FLOAT, "highest")
+    return b.Cast(b.Min(b.Max(shifted, lowest), highest), to=y_zero_point.element_type)
+
+
+def refuse_unless_eight_bit(*values: Value) -> None:
+    for value in values:
+        if value.element_type not in EIGHT_BIT_INTEGERS:
+            raise NotLowered(f"'{value.name}' is not uint8 or int8 (float8 has no exact integer product)")
+
+
+def refuse_unless_one_value(b: Builder, *values: Value) -> None:
+    """The output's scale and zero point, per tensor: one value (a per-row output is not placed)."""
+    for value in values:
+        shape = b.shape_of(value)
+        if shape is None or math.prod(d if d is not None else 2 for d in shape) != 1:
+            raise NotLowered(f"'{value.name}' is not known to hold one value (per tensor)")
+
+
+def requantized_reference(sums: np.ndarray, ratio: np.ndarray, y_zero_point: np.ndarray) -> np.ndarray:
+    """``saturate(rint(sums · ratio) + zy)``, the product in float64."""
+    info = np.iinfo(y_zero_point.dtype)
+    shifted = np.rint(sums.astype(np.float64) * ratio) + y_zero_point.astype(np.float64)
+    return np.clip(shifted, info.min, info.max).astype(y_zero_point.dtype)
+
+
+def qlinear_matmul_reference(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
+    """The op in numpy: the exact sums, times ``sa·sb/sy`` in float64 (sa per row as a column)."""
+    a_ratio = a_scale.astype(np.float64)
+    if a_ratio.ndim == 1:
+        a_ratio = a_ratio[:, None]
+    ratio = a_ratio * b_scale.astype(np.float64) / y_scale.astype(np.float64)
+    sums = matmul_integer_reference(a, b, a_zero_point, b_zero_point)
+    return requantized_reference(sums, ratio, y_zero_point)
+
+
+def qlinear_conv_reference(
+    x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None, **attributes  # noqa: N803
+):  # fmt: skip
+    """The op in numpy: the exact sums plus B, times ``sx·sw/sy`` in float64 (B and sw per output channel)."""
+    per_channel = [1, -1] + [1] * (w.ndim - 2)
+    sums = conv_integer_reference(x, w, x_zero_point, w_zero_point, **attributes).astype(np.int64)
+    if B is not None:
+        sums = (sums + B.astype(np.int64).reshape(per_channel)).astype(np.int32)
+    ratio = x_scale.astype(np.float64) * w_scale.astype(np.float64).reshape(per_channel) / y_scale.astype(np.float64)
+    return requantized_reference(sums, ratio, y_zero_point)
+
+
+@rule(
+    "QLinearMatMul",
+    versions=(10, 21),
+    reference=qlinear_matmul_reference,
+    tolerance=REQUANTIZED_TOLERANCE,
+    emits=REQUANTIZED_EMITS,
+)
+def qlinear_matmul_by_exact_sums(
+    b: Builder, a: Value, a_scale: Value, a_zero_point: Value, b_matrix: Value, b_scale: Value,
+    b_zero_point: Value, y_scale: Value, y_zero_point: Value,
+) -> Value:  # fmt: skip
+    """QLinearMatMul(a, sa, za, b, sb, zb, sy, zy) = saturate(round(MatMulInteger(a, b, za, zb)·(sa·sb/sy)) + zy).
+
+    The int32 sums exactly as MatMulInteger's rule makes them; the ratio ``sa·sb/sy`` in float32
+    (scales of other types cast to float32 first; sa per row as a column), multiplied in
+    float32, rounded ties to even, zy added and saturated to zy's type by QuantizeLinear of
+    scale 1. onnxruntime's kernel computes so; within one step of onnx.reference (the
+    tolerance). 8-bit integers only (not float8); sy and zy per tensor.
+    """
+    refuse_unless_eight_bit(a, b_matrix, y_zero_point)
+    refuse_unless_one_value(b, y_scale, y_zero_point)
+    a_scale_shape = b.shape_of(a_scale)
+    if a_scale_shape is None:
+        raise NotLowered("the rank of a's scale, per tensor or per row, is unknown")
+    sums = exact_matmul(b, a, b_matrix, a_zero_point, b_zero_point)
+    left = scale_in_float32(b, a_scale)
+    if len(a_scale_shape) == 1:  # (per row of a 2-D a: a column)
+        left = b.over_axes("Unsqueeze", left, [1])
+    ratio = b.Div(b.Mul(left, scale_in_float32(b, b_scale)), scale_in_float32(b, y_scale))
+    return requantized(b, sums, ratio, y_zero_point)
+
+
+@rule(
+    "QLinearConv",
+    versions=(10,),
+    reference=qlinear_conv_reference,
+    tolerance=REQUANTIZED_TOLERANCE,
+    emits=REQUANTIZED_EMITS,
+)
+def qlinear_conv_by_exact_sums(
+    b: Builder, x: Value, x_scale: Value, x_zero_point: Value, w: Value, w_scale: Value, w_zero_point: Value,
+    y_scale: Value, y_zero_point: Value, bias: Value | None = None, *, auto_pad="NOTSET", dilations=None,
+    group: int = 1, kernel_shape=None, pads=None, strides=None,
+) -> Value:  # fmt: skip
+    """QLinearConv(x, sx, zx, w, sw, zw, sy, zy, B) = saturate(round((ConvInteger(x, w, zx, zw)+B)·(sx·sw/sy)) + zy).
+
+    The int32 sums exactly as ConvInteger's rule makes them, the bias B added in int32 (per
+    output channel, ``[1, M, 1, ...]``), then as QLinearMatMul's rule: the ratio in float32
+    (sw per output channel), the product rounded ties to even, zy added and saturated. 8-bit
+    integers only; sy and zy per tensor.
+    """
+    refuse_unless_eight_bit(x, w, y_zero_point)
+    refuse_unless_one_value(b, y_scale, y_zero_point)
+    given = {"dilations": dilations, "kernel_shape": kernel_shape, "pads": pads, "strides": strides}
+    attributes = {name: value for name, value in given.items() if value is not None}
+    if (auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad) != "NOTSET":
+        attributes["auto_pad"] = auto_pad
+    if group != 1:
+        attributes["group"] = group
+    sums = exact_conv(b, x, w, x_zero_point, w_zero_point, attributes)
+    spatial = len(b.shape_of(w)) - 2  # (known: exact_conv needs w's shape)
+    per_channel = b.ints([1, -1] + [1] * spatial, "per_output_channel")
+    if bias is not None:
+        sums = b.Add(sums, b.Reshape(bias, per_channel))
+    weights_scale = b.Reshape(scale_in_float32(b, w_scale), per_channel)
+    ratio = b.Div(b.Mul(scale_in_float32(b, x_scale), weights_scale), scale_in_float32(b, y_scale))
+    return requantized(b, sums, ratio, y_zero_point)

@@ -41,6 +41,7 @@ from lowering import floats, schemas  # noqa: E402
 from lowering.api import lowerable_ops  # noqa: E402
 from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
+from lowering.runtime_profiles import PROFILES  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
 from lowering.target_forms import defaults_left_out  # noqa: E402
 
@@ -611,9 +612,22 @@ def case_form(model: onnx.ModelProto, opset: int) -> NodeForm:
 
 
 def write_forms(cases: list[tuple], path: Path) -> None:
-    """Each case's form by name (what lowering.node_forms reads; the same for every runtime)."""
+    """Each case's form by name (what lowering.node_forms reads; the same for every runtime), and
+    the forms already written of cases a shipped profile still holds that the set no longer makes
+    (a profile keeps its verdicts until its runtime is probed again with ``--cases``)."""
     forms = {name: case_form(onnx.load_from_string(data), opset).as_data() for name, opset, data, *_ in cases}
-    path.write_text(json.dumps(forms, sort_keys=True, separators=(",", ":")) + "\n")
+    path.write_text(json.dumps(forms | retired_forms(forms, path), sort_keys=True, separators=(",", ":")) + "\n")
+
+
+def retired_forms(forms: dict, path: Path) -> dict:
+    """The forms in ``path`` of cases some shipped profile holds and ``forms`` lacks."""
+    written = json.loads(path.read_text()) if path.exists() else {}
+    held = set().union(*(profile.get("cases", {}) for profile in shipped_profiles()))
+    return {name: form for name, form in written.items() if name in held and name not in forms}
+
+
+def shipped_profiles() -> list[dict]:
+    return [json.loads(path.read_text()) for path in sorted(PROFILES.glob("*.json"))]
 
 
 def all_cases() -> list[tuple]:

@@ -21,6 +21,9 @@ OPTIONAL_GRAPH_INPUT = "is an optional input of graph"
 REFUSED = {
     "test_melweightmatrix": "given at run time",  # only constant inputs are computed
     "test_scan_sum": "no rule for Scan-8",  # (Scan-8 scans a batch of sequences; the rule serves 9 on)
+    # (at opset 10 QLinearConv's rule writes QuantizeLinear, requested here too, whose rule needs Round:
+    # tests/rules/test_integer_products.py lowers this case with QuantizeLinear kept)
+    "test_qlinearconv": "Round, which exists from opset 11",
 }
 # Resize-19 cases the rule leaves, by a word of their name: it lowers modes linear and cubic in
 # coordinate modes half_pixel, half_pixel_symmetric and asymmetric, and mode nearest with constant

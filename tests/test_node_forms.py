@@ -199,7 +199,11 @@ def test_the_shipped_forms_are_those_of_the_prepared_cases(monkeypatch):
     cases = prepare_cases.all_cases()
     written = {name: prepare_cases.case_form(onnx.load_from_string(data), opset).as_data()
                for name, opset, data, *_ in cases}  # fmt: skip
-    assert written == json.loads(CASE_FORMS.read_text())
+    shipped = json.loads(CASE_FORMS.read_text())
+    retired = {name: shipped[name] for name in set(shipped) - set(written)}  # (cases the set no longer makes)
+    held = set().union(*(json.loads((PROFILES / f"{name}.json").read_text()).get("cases", {}) for name in PROBED))
+    assert set(retired) <= held  # (kept only while a shipped profile holds its verdicts)
+    assert written == {name: form for name, form in shipped.items() if name not in retired}
 
 
 def test_values_computed_from_fed_values_are_fed_and_from_constants_constant():

@@ -13,18 +13,21 @@ import itertools
 import numpy as np
 import onnx
 import pytest
-from lowering.rules.integer_products import MOST_CHUNKS
+from lowering.rules.integer_products import MOST_CHUNKS, REQUANTIZED_TOLERANCE
 from onnx import TensorProto, helper
 from support import assert_same_bits, lowered_wholly, make_model, nested_forms, runs_in_onnxruntime
+from version_cases import node_cases
 
 import lowering
+from lowering import floats
 from lowering.registry import rule_for
 
 U8, S8 = TensorProto.UINT8, TensorProto.INT8
 PAIRS = list(itertools.product([U8, S8], repeat=2))
 # Pairs of types on which onnxruntime's kernel gives other sums than the integer ones (measured
 # with onnxruntime 1.32 on x86: MatMulInteger of uint8 by int8 gives 29127 for 40493, as if pairs
-# of products were added in int16; ConvInteger of int8 by uint8).
+# of products were added in int16, as its QLinearMatMul and QLinearConv do; ConvInteger of int8 by
+# uint8). onnxruntime's quantizer offers reduce_range, 7-bit weights, against it "on non-VNNI CPUs".
 ONNXRUNTIME_OTHERWISE = {("MatMulInteger", U8, S8, "any"), ("ConvInteger", S8, U8, "any")}
 
 
@@ -187,3 +190,126 @@ def test_declined():
         [], "absent", 4, group=2,
     )  # fmt: skip
     assert "with group 2" in declined_why(grouped, "ConvInteger")
+
+
+def scales(rng, shape, element_type=TensorProto.FLOAT):
+    return rng.uniform(0.001, 0.05, shape).astype(floats.numpy_dtype(element_type))
+
+
+def within_one_step(got, want, where):
+    """Equal, or one quantization step apart (the stated tolerance: the reference multiplies in float64)."""
+    tolerance = REQUANTIZED_TOLERANCE[helper.np_dtype_to_tensor_dtype(want.dtype)]
+    assert got.dtype == want.dtype and got.shape == want.shape, where
+    wrong = tolerance.mismatches(got, want)
+    assert not wrong.any(), f"{where}: {wrong.sum()} of {got.size} beyond one step"
+
+
+def qlinear_matmul_model(arrays, opset, constant=()):
+    names = ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"]
+    inputs, initializers = [], []
+    for name in names:
+        array = arrays[name]
+        if name in constant:
+            initializers.append(floats.tensor(array, name))
+        else:
+            element_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+            inputs.append(helper.make_tensor_value_info(name, element_type, list(array.shape)))
+    output_type = helper.np_dtype_to_tensor_dtype(arrays["y_zero_point"].dtype)
+    node = helper.make_node("QLinearMatMul", names, ["y"], name="product")
+    output = helper.make_tensor_value_info("y", output_type, [None] * max(arrays["a"].ndim, arrays["b"].ndim))
+    return make_model([node], inputs, [output], opset=opset, initializer=initializers)
+
+
+@pytest.mark.parametrize(("a_type", "b_type"), PAIRS, ids=lambda t: {U8: "u8", S8: "s8"}[t])
+@pytest.mark.parametrize("y_type", [U8, S8], ids=["y_u8", "y_s8"])
+@pytest.mark.parametrize("opset", [10, 21])
+@pytest.mark.parametrize("per_row", [False, True], ids=["per_tensor", "per_row_and_column"])
+def test_qlinear_matmul_is_onnxruntimes_kernel_and_within_one_step_of_the_reference(
+    a_type, b_type, y_type, opset, per_row
+):
+    rng = np.random.default_rng(a_type + 3 * b_type + 7 * y_type + opset + per_row)
+    rows, length, columns = 6, 700, 5  # (700 terms: chunks)
+    arrays = {
+        "a": random_8_bit(a_type, [rows, length], rng),
+        "a_scale": scales(rng, [rows] if per_row else []),
+        "a_zero_point": random_8_bit(a_type, [rows] if per_row else [], rng),
+        "b": random_8_bit(b_type, [length, columns], rng),
+        "b_scale": scales(rng, [columns] if per_row else []),
+        "b_zero_point": random_8_bit(b_type, [columns] if per_row else [], rng),
+        "y_scale": np.array(40.0, np.float32),
+        "y_zero_point": random_8_bit(y_type, [], rng),
+    }
+    model = qlinear_matmul_model(arrays, opset, constant=("b", "b_scale", "b_zero_point"))
+    lowered = lowered_wholly(model, "QLinearMatMul")
+    feeds = {name: arrays[name] for name in ("a", "a_scale", "a_zero_point", "y_scale", "y_zero_point")}
+    (got,) = runs_in_onnxruntime(lowered, feeds)
+    within_one_step(got, rule_for("", "QLinearMatMul").reference(*arrays.values()), "against the float64 reference")
+    assert 0 < np.count_nonzero(got != arrays["y_zero_point"])  # (not all saturated or zero)
+    kernel = runs_in_onnxruntime(model, feeds) if not per_row and (a_type, b_type) != (U8, S8) else None
+    if kernel is not None:  # (its kernel takes scales per tensor; uint8 by int8: its sums, above)
+        assert_same_bits(got, kernel[0], "against onnxruntime's kernel")
+
+
+def test_qlinear_matmul_with_float16_scales_is_within_one_step():
+    rng = np.random.default_rng(16)
+    arrays = {
+        "a": random_8_bit(U8, [2, 3, 40], rng),
+        "a_scale": scales(rng, [], TensorProto.FLOAT16),
+        "a_zero_point": random_8_bit(U8, [], rng),
+        "b": random_8_bit(S8, [40, 4], rng),
+        "b_scale": scales(rng, [], TensorProto.FLOAT16),
+        "b_zero_point": np.array(0, np.int8),
+        "y_scale": np.array(0.5, np.float16),
+        "y_zero_point": np.array(128, np.uint8),
+    }
+    lowered = lowered_wholly(qlinear_matmul_model(arrays, 21), "QLinearMatMul")
+    (got,) = runs_in_onnxruntime(lowered, arrays)
+    within_one_step(got, rule_for("", "QLinearMatMul").reference(*arrays.values()), "float16 scales")
+
+
+@pytest.mark.parametrize("opset", [10, 13])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize(("x_type", "w_type"), [(U8, U8), (U8, S8), (S8, S8)], ids=["u8u8", "u8s8", "s8s8"])
+def test_qlinear_conv_is_onnxruntimes_kernel_and_within_one_step_of_the_reference(opset, bias, x_type, w_type):
+    rng = np.random.default_rng(opset + bias + x_type + w_type)
+    maps, channels = 6, 48  # (48 · 9 = 432 terms: two chunks where the zero points allow it)
+    arrays = {
+        "x": random_8_bit(x_type, [2, channels, 6, 6], rng),
+        "x_scale": np.array(0.02, np.float32),
+        "x_zero_point": random_8_bit(x_type, [], rng),
+        "w": random_8_bit(w_type, [maps, channels, 3, 3], rng),
+        "w_scale": scales(rng, [maps]),
+        "w_zero_point": np.zeros([], floats.numpy_dtype(w_type)),
+        "y_scale": np.array(2.0, np.float32),
+        "y_zero_point": random_8_bit(x_type, [], rng),
+    }
+    if bias:
+        arrays["B"] = rng.integers(-5000, 5000, [maps]).astype(np.int32)
+    names = list(arrays)
+    initializers = [floats.tensor(arrays[name], name) for name in names if name not in ("x", "x_zero_point")]
+    node = helper.make_node("QLinearConv", names, ["y"], name="conv", pads=[1, 1, 1, 1], strides=[2, 1])
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", x_type, [2, channels, 6, 6]),
+         helper.make_tensor_value_info("x_zero_point", x_type, [])],
+        [helper.make_tensor_value_info("y", x_type, [None] * 4)],
+        opset=opset,
+        initializer=initializers,
+    )  # fmt: skip
+    lowered = lowered_wholly(model, "QLinearConv")
+    feeds = {"x": arrays["x"], "x_zero_point": arrays["x_zero_point"]}
+    (got,) = runs_in_onnxruntime(lowered, feeds)
+    want = rule_for("", "QLinearConv").reference(*arrays.values(), pads=[1, 1, 1, 1], strides=[2, 1])
+    within_one_step(got, want, "against the float64 reference")
+    kernel = runs_in_onnxruntime(model, feeds) if (x_type, w_type) != (U8, S8) else None
+    if kernel is not None:  # (uint8 by int8: its sums, as MatMulInteger's, up to 34 steps away here)
+        assert_same_bits(got, kernel[0], "against onnxruntime's kernel")
+
+
+def test_the_backend_qlinearconv_case_with_quantize_linear_kept():
+    [case] = [case for case in node_cases() if case.name == "test_qlinearconv"]
+    lowered = lowered_wholly(case.model, "QLinearConv")
+    for inputs, [expected] in case.data_sets:
+        feeds = {info.name: np.asarray(value) for info, value in zip(case.model.graph.input, inputs, strict=True)}
+        (got,) = runs_in_onnxruntime(lowered, feeds)
+        assert_same_bits(got, expected)

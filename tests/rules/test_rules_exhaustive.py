@@ -32,7 +32,7 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_flatten_lowering.py (Flatten), in tests/rules/test_onehot_lowering.py (OneHot), in
 # tests/rules/test_reverse_sequence_lowering.py (ReverseSequence), in
 # tests/rules/test_maxunpool_lowering.py (MaxUnpool), in tests/rules/test_integer_products.py
-# (MatMulInteger, ConvInteger).
+# (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -55,6 +55,8 @@ SHAPED = {
     "MaxUnpool",
     "MatMulInteger",
     "ConvInteger",
+    "QLinearMatMul",
+    "QLinearConv",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from

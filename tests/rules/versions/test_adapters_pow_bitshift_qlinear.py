@@ -20,7 +20,9 @@ from support import (
     slow_but_a_sample,  # noqa: E402
 )
 
+import lowering
 from lowering import floats
+from lowering.registry import rule_for
 from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 
 # -- Pow ---------------------------------------------------------------------------------------------
@@ -340,17 +342,37 @@ def test_float16_scales_cast_to_float_as_onnxruntime_runs_them(target, a_type, b
         assert_same_bits(got_run(feeds)[0], want, f"trial {trial}")
 
 
-@pytest.mark.parametrize(
-    ("scale_type", "a_type", "phrase"),
-    [
-        (TensorProto.BFLOAT16, TensorProto.UINT8, "'a_scale' is tensor(bfloat16)"),
-        (TensorProto.FLOAT16, TensorProto.FLOAT8E4M3FN, "'a' is tensor(float8e4m3fn)"),
-    ],
-)
-def test_qlinear_matmul_refusals(scale_type, a_type, phrase):
-    model = qlinear_matmul_model(scale_type, a_type, a_type, [2, 3], [3, 2])
+def test_qlinear_matmul_of_float8_is_refused():
+    model = qlinear_matmul_model(
+        TensorProto.FLOAT16, TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FN, [2, 3], [3, 2]
+    )
     message = refusal(model, 20)
-    assert phrase in message and "cannot go to opset 20" in message, message
+    assert "'a' is tensor(float8e4m3fn)" in message and "cannot go to opset 20" in message, message
+
+
+def test_qlinear_matmul_of_bfloat16_scales_goes_down_by_its_rule():
+    """No adapter takes bfloat16 scales below 21 bit for bit; the rule (rules/integer_products.py)
+    computes the op within its stated tolerance, one step, at any opset."""
+    model = qlinear_matmul_model(TensorProto.BFLOAT16, TensorProto.UINT8, TensorProto.UINT8, [2, 3], [3, 2])
+    result = lowering.lower_model(model, target_opset=20, ops=[])
+    assert result.report.rewritten == {"QLinearMatMul-21": 1}
+    assert "QLinearMatMul" not in {node.op_type for node in result.model.graph.node}
+    rng = np.random.default_rng(21)
+    bfloat16 = floats.numpy_dtype(TensorProto.BFLOAT16)
+    feeds = {
+        "a": rng.integers(0, 256, [2, 3]).astype(np.uint8),
+        "a_scale": np.array(0.03, bfloat16),
+        "a_zero_point": np.array(7, np.uint8),
+        "b": rng.integers(0, 256, [3, 2]).astype(np.uint8),
+        "b_scale": np.array(0.05, bfloat16),
+        "b_zero_point": np.array(130, np.uint8),
+        "y_scale": np.array(0.2, bfloat16),
+        "y_zero_point": np.array(100, np.uint8),
+    }
+    (got,) = run_onnxruntime(result.model, feeds)
+    want = rule_for("", "QLinearMatMul").reference(*feeds.values())
+    assert np.abs(got.astype(np.int64) - want.astype(np.int64)).max() <= 1  # (the stated tolerance)
+    assert np.count_nonzero((got > 0) & (got < 255)) > 0
 
 
 # -- MelWeightMatrix-17 of constant inputs ------------------------------------------------------------
