@@ -249,12 +249,13 @@ class Builder:
         """Whether ``op_type`` at this opset takes values of ``value``'s type."""
         return schemas.accepts(op_type, self.opset, value.element_type)
 
-    def runs(self, op_type: str, value: Value) -> bool:
-        """Whether ``op_type`` exists at this opset for ``value``'s type and the target has its kernel."""
+    def runs(self, op_type: str, value: Value, input_index: int = 0) -> bool:
+        """Whether ``op_type`` exists at this opset taking ``value``'s type at ``input_index``
+        (Where's second) and the target has its kernel."""
         version = schemas.version_in_force(op_type, self.opset)
         return (
             version is not None
-            and self.accepts(op_type, value)
+            and schemas.accepts(op_type, self.opset, value.element_type, input_index=input_index)
             and not self.target.lacks_kernel(op_type, version, value.element_type)
         )
 

@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     integer_products,
     isinf,
     isnan,
+    lp_normalization,
     lppool,
     maxunpool,
     melweightmatrix,

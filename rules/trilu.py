@@ -40,7 +40,7 @@ def trilu_by_index_mask(b: Builder, x: Value, k: Value | None = None, *, upper: 
     if x.element_type == onnx.TensorProto.STRING:
         raise NotLowered("Trilu states no zero for strings")
     is_bool = x.element_type == onnx.TensorProto.BOOL
-    if not is_bool and not _where_runs(b, x):
+    if not is_bool and not b.runs("Where", x, input_index=1):
         raise NotLowered(f"Where does not run on {schemas.type_name(x.element_type)} at opset {b.opset}")
     shape = b.Shape(x)
     zero, one = b.constant(0, like=shape, hint="zero"), b.constant(1, like=shape, hint="one")
@@ -56,14 +56,3 @@ def trilu_by_index_mask(b: Builder, x: Value, k: Value | None = None, *, upper: 
     if is_bool:
         return b.And(x, b.Not(drop))
     return b.Where(drop, b.constant(0, like=x, hint="zero"), x)
-
-
-def _where_runs(b: Builder, x: Value) -> bool:
-    """Whether Where exists at the builder's opset for x's type (its second input) and the
-    target has its kernel."""
-    version = schemas.version_in_force("Where", b.opset)
-    return (
-        version is not None
-        and schemas.accepts("Where", b.opset, x.element_type, input_index=1)
-        and not b.target.lacks_kernel("Where", version, x.element_type)
-    )

@@ -32,7 +32,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_flatten_lowering.py (Flatten), in tests/rules/test_onehot_lowering.py (OneHot), in
 # tests/rules/test_reverse_sequence_lowering.py (ReverseSequence), in
 # tests/rules/test_maxunpool_lowering.py (MaxUnpool), in tests/rules/test_integer_products.py
-# (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv).
+# (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv), in
+# tests/rules/test_lp_normalization_lowering.py (LpNormalization).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -57,6 +58,7 @@ SHAPED = {
     "ConvInteger",
     "QLinearMatMul",
     "QLinearConv",
+    "LpNormalization",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
