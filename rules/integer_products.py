@@ -67,10 +67,10 @@ def chunk_bounds(length: int, chunk: int) -> list[tuple[int, int]]:
 def matmul_integer_reference(
     a: np.ndarray, b: np.ndarray, a_zero_point: np.ndarray | None = None, b_zero_point: np.ndarray | None = None
 ) -> np.ndarray:
-    """numpy's matmul of the offsets in int64, wrapped to int32 (per-row zero points of a 2-D A
-    as a column)."""
+    """numpy's matmul of the offsets in int64, wrapped to int32 (per-row zero points of a matrix
+    A as a column)."""
     a_zero = np.zeros((), np.int64) if a_zero_point is None else a_zero_point.astype(np.int64)
-    if a_zero.ndim == 1:
+    if a_zero.ndim == 1 and a.ndim >= 2:
         a_zero = a_zero[:, None]
     b_zero = np.zeros((), np.int64) if b_zero_point is None else b_zero_point.astype(np.int64)
     return np.matmul(a.astype(np.int64) - a_zero, b.astype(np.int64) - b_zero).astype(np.int32)
@@ -94,6 +94,20 @@ def matmul_integer_by_exact_float_chunks(
     return exact_matmul(b, a, b_matrix, a_zero_point, b_zero_point)
 
 
+def per_row(b: Builder, a_shape: list | None, value: Value) -> Value:
+    """A's zero point or scale as it broadcasts against A: a 1-D one of a matrix A (per row) as
+    a column, ``Unsqueeze(v, 1)``; a scalar, or one of A's own rank (``[D1, D2, M, 1]``), as it
+    is; a 1-D one of a 1-D A (one value) as it is."""
+    shape = b.shape_of(value)
+    if shape is None:
+        raise NotLowered(f"the rank of '{value.name}', per tensor or per row of A, is unknown")
+    if len(shape) != 1:
+        return value
+    if a_shape is None:
+        raise NotLowered(f"A's rank, which decides whether '{value.name}' is per row, is unknown")
+    return b.over_axes("Unsqueeze", value, [1]) if len(a_shape) >= 2 else value
+
+
 def exact_matmul(
     b: Builder, a: Value, b_matrix: Value, a_zero_point: Value | None, b_zero_point: Value | None
 ) -> Value:
@@ -106,15 +120,13 @@ def exact_matmul(
     (length,) = lengths
     bounds = chunk_bounds(length, chunk_length(b, a.element_type, a_zero_point, b_matrix.element_type, b_zero_point))
     if a_zero_point is not None:
-        zero_shape = b.shape_of(a_zero_point)
-        if zero_shape is None:
-            raise NotLowered("the rank of A's zero point, per tensor or per row, is unknown")
-        if len(zero_shape) == 1:  # (per row of a 2-D A: a column)
-            a_zero_point = b.over_axes("Unsqueeze", a_zero_point, [1])
+        a_zero_point = per_row(b, a_shape, a_zero_point)
     left, right = offsets(b, a, a_zero_point), offsets(b, b_matrix, b_zero_point)
     if len(bounds) == 1:
         return int32_sum(b, [b.MatMul(left, right)])
-    right_axis = -2 if b_shape is None or len(b_shape) > 1 else -1
+    if b_shape is None:
+        raise NotLowered(f"B's rank, which places the axis its {len(bounds)} chunks are sliced along, is unknown")
+    right_axis = -2 if len(b_shape) > 1 else -1
     parts = [
         b.MatMul(
             b.Slice(left, b.ints([start], "start"), b.ints([end], "end"), b.ints([-1], "last_axis")),
@@ -247,7 +259,7 @@ def requantized_reference(sums: np.ndarray, ratio: np.ndarray, y_zero_point: np.
 def qlinear_matmul_reference(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point):
     """The op in numpy: the exact sums, times ``sa·sb/sy`` in float64 (sa per row as a column)."""
     a_ratio = a_scale.astype(np.float64)
-    if a_ratio.ndim == 1:
+    if a_ratio.ndim == 1 and a.ndim >= 2:
         a_ratio = a_ratio[:, None]
     ratio = a_ratio * b_scale.astype(np.float64) / y_scale.astype(np.float64)
     sums = matmul_integer_reference(a, b, a_zero_point, b_zero_point)
@@ -281,19 +293,16 @@ def qlinear_matmul_by_exact_sums(
 
     The int32 sums exactly as MatMulInteger's rule makes them; the ratio ``sa·sb/sy`` in float32
     (scales of other types cast to float32 first; sa per row as a column), multiplied in
-    float32, rounded ties to even, zy added and saturated to zy's type by QuantizeLinear of
-    scale 1. onnxruntime's kernel computes so; within one step of onnx.reference (the
-    tolerance). 8-bit integers only (not float8); sy and zy per tensor.
+    float32, rounded ties to even, zy added and saturated to zy's type (:func:`requantized`:
+    Round, Add, Max, Min and a Cast; QuantizeLinear of scale 1 at opset 10). onnxruntime's kernel
+    computes so; within one step of the formula in float64 (the tolerance). 8-bit integers only
+    (not float8); sy and zy per tensor.
     """
     refuse_unless_eight_bit(a, b_matrix, y_zero_point)
     refuse_unless_one_value(b, y_scale, y_zero_point)
-    a_scale_shape = b.shape_of(a_scale)
-    if a_scale_shape is None:
-        raise NotLowered("the rank of a's scale, per tensor or per row, is unknown")
+    left = per_row(b, b.shape_of(a), a_scale)
     sums = exact_matmul(b, a, b_matrix, a_zero_point, b_zero_point)
-    left = scale_in_float32(b, a_scale)
-    if len(a_scale_shape) == 1:  # (per row of a 2-D a: a column)
-        left = b.over_axes("Unsqueeze", left, [1])
+    left = scale_in_float32(b, left)
     ratio = b.Div(b.Mul(left, scale_in_float32(b, b_scale)), scale_in_float32(b, y_scale))
     return requantized(b, sums, ratio, y_zero_point)
 

@@ -26,7 +26,8 @@ def maxunpool_reference(
     x: np.ndarray, indices: np.ndarray, output_shape: np.ndarray | None = None, *, kernel_shape, pads=None, strides=None
 ) -> np.ndarray:
     """The spec in numpy: zeros of the output's shape, and each of x's values written at its
-    index into the output taken as flat (in order: where two meet, the later one stays)."""
+    index into the output taken as flat (in order: where two meet, the later one stays; an
+    output_shape read as onnxruntime reads it)."""
     spatial = len(kernel_shape)
     pads, strides = list(pads or [0] * 2 * spatial), list(strides or [1] * spatial)
     shape = unpooled_shape(x.shape, kernel_shape, pads, strides) if output_shape is None else list(output_shape)
@@ -47,11 +48,14 @@ def maxunpool_by_scatter(
     b: Builder, x: Value, indices: Value, output_shape: Value | None = None, *, kernel_shape=None, pads=None,
     strides=None,
 ) -> Value:  # fmt: skip
-    """MaxUnpool(X, I, shape) = Reshape(ScatterElements(zeros[∏ shape], Reshape(I, [-1]), Reshape(X, [-1]), 0), shape).
+    """MaxUnpool(X, I) = Reshape(ScatterElements(zeros[∏ shape], Reshape(I, [-1]), Reshape(X, [-1]), 0), shape).
 
-    ``shape`` is output_shape where given (the op then ignores pads), else N, C and
-    ``(d - 1)·s + k - p_begin - p_end`` per spatial axis of X (a constant where X's dimensions
-    are known, else from Shape(X)). Each value of X is written at its linear index into the
+    ``shape`` is N, C and ``(d - 1)·s + k - p_begin - p_end`` per spatial axis of X (a constant
+    where X's dimensions are known, else from Shape(X)). An output_shape is taken only where
+    it is a constant equal to that: onnxruntime's kernel places the indices in a larger
+    output_shape taken as flat, while onnx's own backend case (test_maxunpool_export_with_output_shape)
+    and onnx.reference place them in the shape without it and pad the result out; the spec does
+    not say which. Each value of X is written at its linear index into the
     output taken as flat, as MaxPool gives them; the others are +0 of X's type. Values are only
     moved (NaN payloads, -0); where two indices meet (overlapping windows) the later write stays,
     as in onnxruntime's kernel and its ScatterElements. An index past the output fails as the op
@@ -65,18 +69,23 @@ def maxunpool_by_scatter(
     pads, strides = list(pads or [0] * 2 * spatial), list(strides or [1] * spatial)
     if len(pads) != 2 * spatial or len(strides) != spatial:
         raise NotLowered(f"pads {pads} or strides {strides} do not fit a kernel of {spatial} axes")
+    known = b.shape_of(x)
     if output_shape is not None:
-        shape = output_shape
+        given = b.constant_value(output_shape)
+        default = unpooled_shape(known, kernel_shape, pads, strides) if known and None not in known else None
+        if given is None or default is None or given.reshape(-1).tolist() != default:
+            raise NotLowered(
+                "output_shape is given and not known to be the shape without it: onnxruntime places the indices "
+                "in output_shape, onnx's own backend case in the shape without it, padded out"
+            )
+    if known is not None and len(known) == spatial + 2 and None not in known:
+        shape = b.ints(unpooled_shape(known, kernel_shape, pads, strides), "output_shape")
     else:
-        known = b.shape_of(x)
-        if known is not None and len(known) == spatial + 2 and None not in known:
-            shape = b.ints(unpooled_shape(known, kernel_shape, pads, strides), "output_shape")
-        else:
-            x_shape = b.Shape(x)
-            sizes = b.Gather(x_shape, b.ints(range(2, spatial + 2), "spatial_axes"))
-            extents = [kernel_shape[i] - strides[i] - pads[i] - pads[i + spatial] for i in range(spatial)]
-            unpooled = b.Add(b.Mul(sizes, b.ints(strides, "strides")), b.ints(extents, "extents"))
-            shape = b.Concat(b.Gather(x_shape, b.ints([0, 1], "batch_and_channel_axes")), unpooled, axis=0)
+        x_shape = b.Shape(x)
+        sizes = b.Gather(x_shape, b.ints(range(2, spatial + 2), "spatial_axes"))
+        extents = [kernel_shape[i] - strides[i] - pads[i] - pads[i + spatial] for i in range(spatial)]
+        unpooled = b.Add(b.Mul(sizes, b.ints(strides, "strides")), b.ints(extents, "extents"))
+        shape = b.Concat(b.Gather(x_shape, b.ints([0, 1], "batch_and_channel_axes")), unpooled, axis=0)
     count = b.over_axes("ReduceProd", shape, [0], keepdims=1)
     zero = floats.tensor(np.zeros([1], floats.numpy_dtype(x.element_type)), "zero")
     zeros = b.ConstantOfShape(count, value=zero)

@@ -28,7 +28,19 @@ def reverse_sequence_reference(
     "ReverseSequence",
     versions=(10, 28),
     reference=reverse_sequence_reference,
-    emits=("Shape", "Gather", "Range", "Reshape", "Less", "Sub", "Where", "Unsqueeze", "Expand", "GatherElements"),
+    emits=(
+        "Shape",
+        "Gather",
+        "Range",
+        "Concat",
+        "Reshape",
+        "Less",
+        "Sub",
+        "Where",
+        "Unsqueeze",
+        "Expand",
+        "GatherElements",
+    ),
 )
 def reverse_sequence_by_gather_elements(
     b: Builder, x: Value, sequence_lens: Value, *, batch_axis: int = 1, time_axis: int = 0
@@ -40,7 +52,9 @@ def reverse_sequence_by_gather_elements(
     ``Range(0, T, 1)`` (a constant where T is known) along the time axis, lens along the batch
     axis, and ``s`` is unsqueezed over x's other axes before it is expanded to x's shape.
     Elements are only moved, so every value (NaN payloads, -0, strings) is given as it is; a
-    length past T fails as the op fails (an index out of range). Needs x's rank known and the
+    length past T fails as the op fails (an index out of range), and so do lengths of another
+    count than the batch's (lens is reshaped to the batch's length); a negative length, which
+    onnxruntime's kernel refuses, leaves its sequence as it is. Needs x's rank known and the
     time and batch axes 0 and 1 (the schema's only values). Not lowered below opset 11 (no
     GatherElements, no Range).
     """
@@ -60,7 +74,14 @@ def reverse_sequence_by_gather_elements(
         positions = b.Range(zero, b.Gather(x_shape, b.constant(time_axis, like=x_shape, hint="time_axis")), one)
     along_time = [-1, 1] if time_axis == 0 else [1, -1]
     t = b.Reshape(positions, b.ints(along_time, "along_time"))
-    lens = b.Reshape(sequence_lens, b.ints(along_time[::-1], "along_batch"))
+    batch = shape[batch_axis]
+    if batch is not None:
+        along_batch = b.ints([1, batch] if batch_axis == 1 else [batch, 1], "along_batch")
+    else:  # (the batch's length itself, so that lengths of another count fail, as the op fails)
+        one = b.ints([1], "one")
+        batch_length = b.Gather(b.Shape(x), b.ints([batch_axis], "batch_axis"))
+        along_batch = b.Concat(*([one, batch_length] if batch_axis == 1 else [batch_length, one]), axis=0)
+    lens = b.Reshape(sequence_lens, along_batch)
     one = b.constant(1, like=lens, hint="one")
     source = b.Where(b.Less(t, lens), b.Sub(b.Sub(lens, one), t), t)
     if rank > 2:

@@ -216,7 +216,8 @@ def qlinear_matmul_model(arrays, opset, constant=()):
             inputs.append(helper.make_tensor_value_info(name, element_type, list(array.shape)))
     output_type = helper.np_dtype_to_tensor_dtype(arrays["y_zero_point"].dtype)
     node = helper.make_node("QLinearMatMul", names, ["y"], name="product")
-    output = helper.make_tensor_value_info("y", output_type, [None] * max(arrays["a"].ndim, arrays["b"].ndim))
+    rank = np.matmul(np.zeros(arrays["a"].shape), np.zeros(arrays["b"].shape)).ndim
+    output = helper.make_tensor_value_info("y", output_type, [None] * rank)
     return make_model([node], inputs, [output], opset=opset, initializer=initializers)
 
 
@@ -313,3 +314,45 @@ def test_the_backend_qlinearconv_case_with_quantize_linear_kept():
         feeds = {info.name: np.asarray(value) for info, value in zip(case.model.graph.input, inputs, strict=True)}
         (got,) = runs_in_onnxruntime(lowered, feeds)
         assert_same_bits(got, expected)
+
+
+@pytest.mark.parametrize("op_type", ["MatMulInteger", "QLinearMatMul"])
+def test_a_vector_a_with_zero_points_and_scales_of_one_element(op_type):
+    """A 1-D A: its zero point (and scale) of shape [1] is one value, not one per row; checked
+    against numpy's own matmul, not the rule's reference."""
+    rng = np.random.default_rng(1)
+    a, b = random_8_bit(U8, [5], rng), random_8_bit(U8, [5, 2], rng)
+    a_zero, b_zero = np.array([3], np.uint8), np.array([7], np.uint8)
+    exact = np.matmul(a.astype(np.int64) - 3, b.astype(np.int64) - 7)
+    if op_type == "MatMulInteger":
+        model = integer_model(
+            op_type, ("a", U8, a), ("b", U8, b), [("az", U8, a_zero), ("bz", U8, b_zero)], "run time", 1
+        )
+        feeds, want = {"a": a, "b": b, "az": a_zero, "bz": b_zero}, exact.astype(np.int32)
+    else:
+        arrays = {
+            "a": a, "a_scale": np.array([0.5], np.float32), "a_zero_point": a_zero, "b": b,
+            "b_scale": np.array(0.25, np.float32), "b_zero_point": b_zero, "y_scale": np.array(16.0, np.float32),
+            "y_zero_point": np.array(100, np.uint8),
+        }  # fmt: skip
+        model = qlinear_matmul_model(arrays, 21)
+        feeds = arrays
+        want = np.clip(np.rint(exact * (0.5 * 0.25 / 16.0)) + 100, 0, 255).astype(np.uint8)
+    lowered = lowered_wholly(model, op_type)
+    (got,) = runs_in_onnxruntime(lowered, feeds)
+    assert_same_bits(got, want)
+    assert_same_bits(got, runs_in_onnxruntime(model, feeds)[0])
+
+
+def test_chunks_along_a_b_of_unknown_rank_are_declined():
+    """B reshaped to a shape given at run time: a 1-D or an N-D B sums along other axes."""
+    model = make_model(
+        [helper.make_node("Reshape", ["b", "s"], ["r"]), helper.make_node("MatMulInteger", ["a", "r"], ["y"])],
+        [helper.make_tensor_value_info("a", U8, [1, 600]), helper.make_tensor_value_info("b", U8, [600]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [None])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, None])],
+        opset=13,
+    )  # fmt: skip
+    assert "B's rank, which places the axis its 3 chunks are sliced along, is unknown" in declined_why(
+        model, "MatMulInteger"
+    )

@@ -1,8 +1,9 @@
 """MaxUnpool lowered to a scatter into zeros (rules/maxunpool.py): the values and indices of a
 MaxPool (overlapping windows among them, whose indices meet), 1-D to 3-D, pads and strides,
-output_shape given or not, shapes known or not, NaN payloads and -0, at opsets 9, 11, 13 and the
+output_shape absent or the default constant, shapes known or not, NaN payloads and -0, at opsets 9, 11, 13 and the
 newest, bit for bit against onnxruntime's kernel where it has one and the rule's numpy
-reference; an output too small for the indices fails as the op fails; what is declined. The
+reference; an output too small for the indices fails as the op fails; an output_shape not known
+to be the default (read otherwise by onnxruntime and by onnx's backend case) is declined. The
 backend cases are checked against their expected outputs by tests/test_backend_node_cases.py."""
 
 from __future__ import annotations
@@ -26,12 +27,16 @@ POOLS = [
 ]
 
 
-def pool_unpool_model(element_type, spatial, attributes, opset, *, shape_given, shape_known=True):
-    """y = MaxUnpool(MaxPool(x)) of x's own shape where ``shape_given`` (Shape(x) as output_shape)."""
+def pool_unpool_model(element_type, spatial, attributes, opset, *, output_shape=None, shape_known=True):
+    """y = MaxUnpool(MaxPool(x)); output_shape None, "Shape(x)" (x's own shape at run time), or a
+    list (a constant)."""
     nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], **attributes)]
-    unpool_inputs = ["p", "i"]
-    if shape_given:
+    unpool_inputs, initializer = ["p", "i"], []
+    if output_shape == "Shape(x)":
         nodes.append(helper.make_node("Shape", ["x"], ["s"]))
+        unpool_inputs.append("s")
+    elif output_shape is not None:
+        initializer.append(helper.make_tensor("s", TensorProto.INT64, [len(output_shape)], output_shape))
         unpool_inputs.append("s")
     nodes.append(helper.make_node("MaxUnpool", unpool_inputs, ["y"], name="unpool", **attributes))
     shape = [2, 3, *spatial] if shape_known else [None] * (len(spatial) + 2)
@@ -40,6 +45,7 @@ def pool_unpool_model(element_type, spatial, attributes, opset, *, shape_given, 
         [helper.make_tensor_value_info("x", element_type, shape)],
         [helper.make_tensor_value_info("y", element_type, [None] * (len(spatial) + 2))],
         opset=opset,
+        initializer=initializer,
     )
 
 
@@ -50,6 +56,20 @@ def outputs_or_error(model, feeds):
         return type(error).__name__
 
 
+def default_shape(spatial, attributes):
+    return rule_for("", "MaxUnpool").body.__globals__["unpooled_shape"](
+        [2, 3, *pooled(spatial, attributes)], attributes["kernel_shape"],
+        attributes.get("pads", [0] * 2 * len(spatial)), attributes.get("strides", [1] * len(spatial)),
+    )  # fmt: skip
+
+
+def pooled(spatial, attributes):
+    """MaxPool's output lengths (floor mode)."""
+    kernel, n = attributes["kernel_shape"], len(spatial)
+    pads, strides = attributes.get("pads", [0] * 2 * n), attributes.get("strides", [1] * n)
+    return [(spatial[i] + pads[i] + pads[i + n] - kernel[i]) // strides[i] + 1 for i in range(n)]
+
+
 @pytest.mark.parametrize(("spatial", "attributes"), POOLS, ids=[str(a) for _, a in POOLS])
 @pytest.mark.parametrize("opset", [9, 11, 13, None])
 def test_maxunpool_is_bit_for_bit(spatial, attributes, opset):
@@ -57,18 +77,36 @@ def test_maxunpool_is_bit_for_bit(spatial, attributes, opset):
     rng = np.random.default_rng(opset + len(spatial))
     if opset < 11 and "pads" in attributes:
         return  # (MaxPool below 11 takes its pads too, but its indices then count no padding either)
-    for shape_given in (True, False):
+    for output_shape in (None, default_shape(spatial, attributes)):
         for shape_known in (True, False):
             model = pool_unpool_model(
-                TensorProto.FLOAT, spatial, attributes, opset, shape_given=shape_given, shape_known=shape_known
+                TensorProto.FLOAT, spatial, attributes, opset, output_shape=output_shape, shape_known=shape_known
             )
+            if output_shape is not None and not shape_known:
+                continue  # (declined: below)
             lowered = lowered_wholly(model, "MaxUnpool")
             x = random_elements(TensorProto.FLOAT, [2, 3, *spatial], rng)  # (NaN payloads, -0, infinities)
             got, kernel = outputs_or_error(lowered, {"x": x}), outputs_or_error(model, {"x": x})
-            if isinstance(kernel, str):  # the output of no output_shape may be too small for x's indices
-                assert not shape_given and got == kernel
+            if isinstance(kernel, str):  # the default output may be too small for x's indices
+                assert got == kernel
                 continue
-            assert_same_bits(got[0], kernel[0], f"output_shape given: {shape_given}, shape known: {shape_known}")
+            assert_same_bits(got[0], kernel[0], f"output_shape {output_shape}, shape known: {shape_known}")
+
+
+@pytest.mark.parametrize(
+    ("output_shape", "shape_known"),
+    [("Shape(x)", False), ([2, 3, 6, 7], True), (None, False)],
+    ids=["run time", "larger", "default of unknown shape"],
+)
+def test_an_output_shape_not_known_to_be_the_default_is_declined(output_shape, shape_known):
+    """onnxruntime places the indices in a larger output_shape, onnx's backend case pads the
+    default one out: the rule takes output_shape only where both read it alike."""
+    spatial, attributes = POOLS[2]
+    model = pool_unpool_model(
+        TensorProto.FLOAT, spatial, attributes, 13, output_shape=output_shape or [2, 3, 6, 6], shape_known=shape_known
+    )
+    result = lowering.lower_model(model, ops=["MaxUnpool"])
+    assert "output_shape is given and not known to be the shape without it" in " ".join(result.report.lines())
 
 
 @pytest.mark.parametrize("element_type", [TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16])
@@ -97,7 +135,7 @@ def test_other_types_against_the_reference(element_type):
 
 
 def test_inside_if_branches_and_local_functions():
-    model = pool_unpool_model(TensorProto.FLOAT, [6, 6], POOLS[2][1], 13, shape_given=False)
+    model = pool_unpool_model(TensorProto.FLOAT, [6, 6], POOLS[2][1], 13)
     for label, nested in nested_forms(model).items():
         assert "MaxUnpool" not in str(lowering.lower(nested, ops=["MaxUnpool"])), label
 

@@ -59,8 +59,10 @@ def onehot_model(index_type, value_type, shape, opset, *, axis=-1, depth=None, d
 def indices_of(index_type, shape, depth, rng):
     """Indices in and around [-depth, depth-1] (floats with fractions), and the type's extremes."""
     dtype = np.dtype(floats.numpy_dtype(index_type))
-    if dtype.kind == "f":
-        values = rng.uniform(-depth - 2, depth + 2, shape)
+    if dtype.kind == "f":  # (fractions only where they truncate within range: see test_float_indices_*)
+        whole = rng.integers(-depth - 2, depth + 3, shape)
+        interior = (whole > -depth) & (whole < depth - 1)
+        values = whole + np.where(interior, np.sign(whole) * rng.uniform(0, 0.9, shape), 0)
     else:
         low = 0 if dtype.kind == "u" else -depth - 2
         values = rng.integers(low, depth + 3, shape)
@@ -183,3 +185,23 @@ def test_an_unknown_rank_with_a_leading_axis_is_declined():
     )
     result = lowering.lower_model(model, ops=["OneHot"])
     assert "the rank of the indices is unknown" in " ".join(result.report.lines())
+
+
+def test_float_indices_outside_the_range_before_truncation_are_off():
+    """The spec: an index outside [-depth, depth-1] is all off; -3.5 and 2.9 of depth 3 are,
+    though onnxruntime's kernel truncates them to -3 and 2, in range. A fraction within range
+    takes the class it truncates to, as that kernel does (the spec does not say)."""
+    indices = np.array([-3.5, 2.9, -0.5, 1.5, -3.0, 3.0, -2.5], np.float32)
+    model = onehot_model(TensorProto.FLOAT, TensorProto.FLOAT, [7], 13, depth=3, depth_type=TensorProto.FLOAT)
+    lowered = lowered_wholly(model, "OneHot")
+    feeds = {"i": indices, "v": np.array([0.0, 1.0], np.float32)}
+    (got,) = runs_in_onnxruntime(lowered, feeds)
+    hot = [None, None, 0, 1, 0, None, 1]  # (-0.5 truncates to 0; -2.5 to -2, counted from the end: 1)
+    want = np.zeros([7, 3], np.float32)
+    for row, column in enumerate(hot):
+        if column is not None:
+            want[row, column] = 1.0
+    assert_same_elements(got, want)
+    assert_same_elements(got, reference(indices, np.array(3), feeds["v"]))
+    (kernel,) = runs_in_onnxruntime(model, feeds)
+    assert kernel[0].tolist() == [1.0, 0.0, 0.0] and kernel[1].tolist() == [0.0, 0.0, 1.0]  # (its truncation)
