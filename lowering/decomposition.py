@@ -79,12 +79,13 @@ def decompose(rule: Rule, builder: Builder, inputs: list[Value | None], attribut
 
 def bound(nodes: list[onnx.NodeProto], result, output_names: list[str], names) -> list[onnx.NodeProto]:
     """The emitted nodes, writing the rule's result value(s) to the node's own outputs; where
-    the node leaves an output unnamed (LSTM's Y), the nodes only it needed are left out."""
+    the node leaves an output unnamed (LSTM's Y) or out (BatchNormalization's running statistics),
+    the nodes only it needed are left out."""
     outputs = result if isinstance(result, tuple) else (result,)
     for value, output_name in zip(outputs, output_names, strict=False):
         if output_name:
             nodes = _bind(nodes, value, output_name, names)
-    if len(outputs) > 1 and not all(output_names[: len(outputs)]):
+    if len(outputs) > 1 and (len(output_names) < len(outputs) or not all(output_names[: len(outputs)])):
         nodes = without_unread(nodes, [name for name in output_names if name], every_node)
     return nodes
 

@@ -33,7 +33,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_reverse_sequence_lowering.py (ReverseSequence), in
 # tests/rules/test_maxunpool_lowering.py (MaxUnpool), in tests/rules/test_integer_products.py
 # (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv), in
-# tests/rules/test_lp_normalization_lowering.py (LpNormalization).
+# tests/rules/test_lp_normalization_lowering.py (LpNormalization), in
+# tests/rules/test_batch_normalization_lowering.py (BatchNormalization).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -59,6 +60,7 @@ SHAPED = {
     "QLinearMatMul",
     "QLinearConv",
     "LpNormalization",
+    "BatchNormalization",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
