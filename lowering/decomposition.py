@@ -82,6 +82,9 @@ def bound(nodes: list[onnx.NodeProto], result, output_names: list[str], names) -
     the node leaves an output unnamed (LSTM's Y) or out (BatchNormalization's running statistics),
     the nodes only it needed are left out."""
     outputs = result if isinstance(result, tuple) else (result,)
+    asked = [name for name in output_names[len(outputs) :] if name]
+    if asked:  # (an output the rule does not give: BatchNormalization's statistics in inference, invalid)
+        raise NotLowered(f"the node gives '{asked[0]}', an output its rule does not write")
     for value, output_name in zip(outputs, output_names, strict=False):
         if output_name:
             nodes = _bind(nodes, value, output_name, names)

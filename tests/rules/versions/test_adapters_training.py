@@ -166,21 +166,38 @@ def batch_norm_model(opset: int, types=(FLOAT,) * 5, outputs=("y",), **attribute
     return make_model([node], infos, out_infos, opset=opset)
 
 
-@pytest.mark.parametrize("target", [13, 11, 9])
-def test_batch_norm_training_mode_is_refused_as_having_no_agreed_meaning(target):
-    model = batch_norm_model(15, outputs=("y", "running_mean", "running_var"), training_mode=1)
-    message = refusal(model, target)
-    assert "training mode" in message and "no agreed meaning" in message
-
-
-def test_batch_norm_with_scale_of_another_type_than_x_is_refused():
-    model = batch_norm_model(15, types=(TensorProto.FLOAT16, FLOAT, FLOAT, FLOAT, FLOAT))
-    assert "takes one type for its inputs 'x' (tensor(float16)) and 'scale' (tensor(float))" in refusal(model, 13)
-
-
-def test_batch_norm_on_bfloat16_is_refused_at_13_where_version_9_lacks_it():
-    model = batch_norm_model(15, types=(TensorProto.BFLOAT16,) * 5)
-    assert "tensor(bfloat16), which BatchNormalization-9 does not take" in refusal(model, 13)
+# No adapter takes these below 14 (training mode has no agreed meaning at 9-13; version 9 takes one
+# type and no bfloat16): the rule for BatchNormalization-14/15 (rules/batch_normalization.py) writes
+# the node's own formula there, within its stated tolerance.
+@pytest.mark.parametrize(
+    ("target", "types", "attributes", "outputs"),
+    [
+        (13, (FLOAT,) * 5, {"training_mode": 1}, ("y", "running_mean", "running_var")),
+        (11, (FLOAT,) * 5, {"training_mode": 1}, ("y", "running_mean", "running_var")),
+        (9, (FLOAT,) * 5, {"training_mode": 1}, ("y",)),
+        (13, (TensorProto.FLOAT16, FLOAT, FLOAT, FLOAT, FLOAT), {}, ("y",)),
+        (13, (TensorProto.BFLOAT16,) * 5, {}, ("y",)),
+    ],
+    ids=["training at 13", "training at 11", "training at 9", "float16 x with float scale", "bfloat16 at 13"],
+)
+def test_batch_norm_no_adapter_takes_down_goes_by_its_rule(target, types, attributes, outputs):
+    model = batch_norm_model(15, types=types, outputs=outputs, **attributes)
+    result = lowering.lower_model(model, target_opset=target, ops=[])
+    assert result.report.rewritten == {"BatchNormalization-15": 1}
+    onnx.checker.check_model(result.model, full_check=True)
+    rng = np.random.default_rng(target)
+    dtypes = [DTYPES.get(t) or ml_dtypes.bfloat16 for t in types]
+    feeds = {"x": rng.standard_normal([2, 3, 4]).astype(dtypes[0])}
+    feeds |= {
+        name: rng.uniform(0.5, 1.5, 3).astype(d)
+        for name, d in zip(("scale", "bias", "mean", "var"), dtypes[1:], strict=True)
+    }
+    got = run_onnxruntime(result.model, feeds)
+    rule = lowering.registry.rule_for("", "BatchNormalization")
+    want = rule.reference(*feeds.values(), **attributes)
+    want = want if isinstance(want, tuple) else (want,)
+    for value, expected in zip(got, want[: len(outputs)], strict=True):
+        assert not rule.tolerance[types[0]].mismatches(value, expected).any()
 
 
 def test_batch_norm_inference_with_statistics_outputs_is_refused():
