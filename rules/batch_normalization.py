@@ -13,6 +13,8 @@ from lowering.registry import Builder, NotLowered, Value, rule
 # into one factor first) and, in training mode, the batch's mean and variance summed in another
 # order: a few units in the last place of values of order one; 16-bit floats are computed in
 # float32 and rounded once.
+# Int64 Constants (the shapes the rule writes) exist from opset 9.
+INT64_CONSTANT_OPSET = 9
 BATCH_NORMALIZATION_TOLERANCE = {
     onnx.TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=1e-5),
     onnx.TensorProto.DOUBLE: Tolerance(rtol=1e-12, atol=1e-12),
@@ -48,7 +50,7 @@ def batch_normalization_reference(
     versions=(14, 15),
     reference=batch_normalization_reference,
     tolerance=BATCH_NORMALIZATION_TOLERANCE,
-    emits=("Cast", "Reshape", "ReduceMean", "Sub", "Mul", "Add", "Sqrt", "Div", "Constant"),
+    emits=("Cast", "Reshape", "Size", "Shape", "Gather", "ReduceSum", "Sub", "Mul", "Add", "Sqrt", "Div", "Constant"),
 )
 def batch_normalization_by_formula(
     b: Builder, x: Value, scale: Value, bias: Value, mean: Value, var: Value, *, epsilon: float = 1e-5,
@@ -57,14 +59,19 @@ def batch_normalization_by_formula(
     """BatchNormalization(X, s, B, m, v) = (X - μ) / Sqrt(σ² + epsilon) · s + B, per channel (axis 1).
 
     In inference μ and σ² are the inputs m and v; with training_mode=1 they are
-    the batch's own, ``μ = ReduceMean(X)`` and ``σ² = ReduceMean((X - μ)²)`` over every axis but
-    the channels' (the population variance), and the op also gives the running statistics
+    the batch's own, ``μ = ReduceSum(X) / n`` and ``σ² = ReduceSum((X - μ)²) / n`` over every axis
+    but the channels', n the elements per channel (the population variance; an empty batch gives
+    NaN, 0/0), and the op also gives the running statistics
     ``m·momentum + μ·(1 - momentum)`` and ``v·momentum + σ²·(1 - momentum)``. Each per-channel
     input is reshaped to ``[C, 1, ..., 1]``; 16-bit floats are computed in float32 (the spec: "uses
-    float to avoid overflow for float16") and the results cast back. Needs X's rank known (at
-    least 2). Versions 14 and 15 only: before 14 the number of outputs, which the rule does not
-    see, tells training from inference.
+    float to avoid overflow for float16") and the results cast back; the running statistics in
+    that type too (float32 precision for double statistics of a float16 X). Where var + epsilon is
+    0 the formula gives ±inf or NaN (onnxruntime's kernel, which folds scale / sqrt first, NaN).
+    Needs X's rank known (at least 2); from opset 9 (int64 constants). Versions 14 and 15 only:
+    before 14 the number of outputs, which the rule does not see, tells training from inference.
     """
+    if b.opset < INT64_CONSTANT_OPSET:
+        raise NotLowered(f"the shapes it writes are int64 constants, which Constant does not hold at opset {b.opset}")
     shape = b.shape_of(x)
     if shape is None or len(shape) < 2:
         raise NotLowered(
@@ -81,9 +88,10 @@ def batch_normalization_by_formula(
 
     if training_mode:
         axes = [0, *range(2, len(shape))]
-        used_mean = b.over_axes("ReduceMean", wide, axes, keepdims=1)
+        count = per_channel_count(b, wide)
+        used_mean = b.Div(b.over_axes("ReduceSum", wide, axes, keepdims=1), count)
         centred = b.Sub(wide, used_mean)
-        used_var = b.over_axes("ReduceMean", b.Mul(centred, centred), axes, keepdims=1)
+        used_var = b.Div(b.over_axes("ReduceSum", b.Mul(centred, centred), axes, keepdims=1), count)
     else:
         used_mean, used_var = channel_values(mean), channel_values(var)
         centred = b.Sub(wide, used_mean)
@@ -100,6 +108,15 @@ def batch_normalization_by_formula(
         running(b, mean, b.Reshape(used_mean, flat), keep, compute_type),
         running(b, var, b.Reshape(used_var, flat), keep, compute_type),
     )
+
+
+def per_channel_count(b: Builder, x: Value) -> Value:
+    """How many elements each channel holds, ``Size(x) / C``, in x's type: 0 for an empty batch,
+    whose mean and variance are then 0/0, NaN, as the spec's and onnxruntime's (ReduceMean of
+    nothing is 0 in onnxruntime, not NaN)."""
+    size = b.Cast(b.Size(x), to=x.element_type)
+    channels = b.Cast(b.Gather(b.Shape(x), b.ints([1], "channel_axis")), to=x.element_type)
+    return b.Div(size, channels)
 
 
 def running(b: Builder, given: Value, batch: Value, keep: float, compute_type: int) -> Value:

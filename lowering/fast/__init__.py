@@ -269,7 +269,10 @@ class FastPath(PlainPath):
             return _NOT_RECORDED
         if builder.read_context or any(_names_a_placeholder(node) for node in builder.nodes):
             return _NOT_RECORDED
-        nodes = bound(builder.nodes, result, outputs, names)
+        try:
+            nodes = bound(builder.nodes, result, outputs, names)
+        except NotLowered:  # (an output the rule does not write: the plain path says why)
+            return _NOT_RECORDED
         return Template(nodes, names.events, placeholders, hint, outputs, self.shortcuts.direct_replay)
 
 

@@ -129,3 +129,48 @@ def test_an_x_of_unknown_rank_is_declined():
     result = lowering.lower_model(model, ops=["BatchNormalization"])
     assert "X's rank, which places the channels' axis, is unknown" in " ".join(result.report.lines())
     assert onnx.checker.check_model(result.model, full_check=True) is None
+
+
+@pytest.mark.parametrize("shape", [[0, 2, 3], [2, 2, 0], [None, 2, 3]], ids=["no batch", "no length", "batch unknown"])
+def test_an_empty_batch_gives_nan_statistics_as_the_spec(shape):
+    """The mean and variance of no elements are 0/0: NaN, as the reference's and onnxruntime's
+    kernel's (its ReduceMean of nothing is 0)."""
+    model = batch_norm_model(TensorProto.FLOAT, shape, 15, outputs=3, training_mode=1)
+    lowered = lowered_wholly(model, "BatchNormalization")
+    values = parameters(2, [TensorProto.FLOAT] * 4, np.random.default_rng(0))
+    x = np.zeros([d if d is not None else 0 for d in shape], np.float32)
+    got = runs_in_onnxruntime(lowered, {"x": x} | values)
+    assert got[0].shape == x.shape
+    assert np.isnan(got[1]).all() and np.isnan(got[2]).all()
+    kernel = runs_in_onnxruntime(model, {"x": x} | values)
+    assert np.isnan(kernel[1]).all() and np.isnan(kernel[2]).all()
+
+
+def test_partly_named_running_statistics():
+    rng = np.random.default_rng(4)
+    values = parameters(3, [TensorProto.FLOAT] * 4, rng)
+    x = rng.standard_normal([2, 3, 4]).astype(np.float32)
+    want = RULE.reference(x, *values.values(), training_mode=1)
+    for names, picked in ((["y", "", "running_var"], [0, 2]), (["y", "running_mean", ""], [0, 1])):
+        node = helper.make_node("BatchNormalization", ["x", *PARAMETERS], names, training_mode=1)
+        outputs = [helper.make_tensor_value_info(names[i], TensorProto.FLOAT, None) for i in picked]
+        for info, i in zip(outputs, picked, strict=True):
+            info.type.tensor_type.shape.dim.extend(
+                [onnx.TensorShapeProto.Dimension(dim_value=d) for d in ([2, 3, 4] if i == 0 else [3])]
+            )
+        model = make_model(
+            [node],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])]
+            + [helper.make_tensor_value_info(name, TensorProto.FLOAT, [3]) for name in PARAMETERS],
+            outputs,
+            opset=15,
+        )
+        got = runs_in_onnxruntime(lowered_wholly(model, "BatchNormalization"), {"x": x} | values)
+        for value, i in zip(got, picked, strict=True):
+            assert_within(value, want[i], f"{names}, output {i}")
+
+
+def test_below_opset_9_it_is_declined_in_its_words():
+    model = batch_norm_model(TensorProto.FLOAT, [2, 3, 4], 15, outputs=3, training_mode=1)
+    with pytest.raises(lowering.LoweringError, match="Constant does not hold at opset 8"):
+        lowering.lower(model, target_opset=8, ops=[])

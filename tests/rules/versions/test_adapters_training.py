@@ -465,15 +465,17 @@ CONVERTING = {
         "test_dropout_default_mask_ratio", "test_gru_batchwise", "test_lstm_batchwise", "test_simple_rnn_batchwise",
         "test_roialign_aligned_false", "test_roialign_mode_max", "test_scatternd_add", "test_scatternd_multiply",
         "test_scatter_elements_with_duplicate_indices", "test_scatter_elements_with_reduction_mul",
+        "test_batchnorm_example_training_mode",  # (by its rule: rules/batch_normalization.py)
     ],
     13: [
         "test_gru_batchwise", "test_lstm_batchwise", "test_simple_rnn_batchwise", "test_roialign_aligned_false",
         "test_roialign_mode_max", "test_scatternd_add", "test_scatter_elements_with_reduction_mul",
+        "test_batchnorm_epsilon_training_mode",
     ],
 }  # fmt: skip
 REFUSED = {
-    11: ["test_training_dropout", "test_batchnorm_example_training_mode", "test_roialign_aligned_true"],
-    13: ["test_scatternd_max", "test_scatter_elements_with_reduction_min", "test_batchnorm_epsilon_training_mode"],
+    11: ["test_training_dropout", "test_roialign_aligned_true"],
+    13: ["test_scatternd_max", "test_scatter_elements_with_reduction_min"],
     17: ["test_scatternd_max", "test_scatter_elements_with_reduction_min"],
 }
 PAIRS = [(t, name, True) for t, names in CONVERTING.items() for name in names]
