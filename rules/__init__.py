@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     batch_normalization,
     bitcast,
+    bitshift,
     bitwise,
     col2im,
     cumprod,

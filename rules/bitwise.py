@@ -27,10 +27,10 @@ def _integer_info(element_type: int) -> np.iinfo:
     return np.iinfo(onnx.helper.tensor_dtype_to_np_dtype(element_type))
 
 
-def _compute_type(b: Builder, element_type: int, ops: tuple[str, ...], first_opset: int) -> int:
-    """The type to compute ``element_type`` values in: itself where every op of ``ops`` runs on
-    it at the target, else the narrowest wider one that holds every value exactly (int32 for 8-
-    and 16-bit types, int64 for uint32)."""
+def compute_type(b: Builder, element_type: int, ops: tuple[str, ...], first_opset: int, *, where: bool = False) -> int:
+    """The type to compute ``element_type`` values in: itself where every op of ``ops`` (and
+    Where selecting it, where ``where``) runs on it at the target, else the narrowest wider one
+    that holds every value exactly (int32 for 8- and 16-bit types, int64 for uint32)."""
     if b.opset < first_opset:
         raise NotLowered(f"the rule writes ops as they are from opset {first_opset}, not {b.opset}")
     info = _integer_info(element_type)
@@ -40,7 +40,8 @@ def _compute_type(b: Builder, element_type: int, ops: tuple[str, ...], first_ops
     elif element_type == UINT32:
         candidates.append(INT64)
     for candidate in candidates:
-        if all(b.runs(op, Value("", candidate)) for op in (*ops, "Cast")):
+        value = Value("", candidate)
+        if all(b.runs(op, value) for op in (*ops, "Cast")) and (not where or b.runs("Where", value, 1)):
             return candidate
     tried = " or ".join(schemas.type_name(t) for t in candidates)
     raise NotLowered(f"{', '.join(ops)} do not all run on {tried} at opset {b.opset}")
@@ -77,7 +78,7 @@ def _bits(b: Builder, v: Value, info: np.iinfo) -> list[Value]:
 def _bitwise(b: Builder, x: Value, y: Value, logic: str) -> Value:
     """``logic`` (And, Or, Xor on bool) bit by bit, summed back: sum of Cast(r_k) * 2^k, the top
     bit of a signed type weighing -2^(n-1) and added last, so no partial sum leaves the type."""
-    compute = _compute_type(b, x.element_type, BINARY_ARITHMETIC, FIRST_OPSET)
+    compute = compute_type(b, x.element_type, BINARY_ARITHMETIC, FIRST_OPSET)
     info = _integer_info(x.element_type)
     wide_x = x if compute == x.element_type else b.Cast(x, to=compute)
     wide_y = y if compute == y.element_type else b.Cast(y, to=compute)
@@ -143,7 +144,7 @@ def bitwise_not_by_subtraction(b: Builder, x: Value) -> Value:
     not (below opset 14), and cast back, exactly. Not lowered below opset 9 (Constant holds
     no integers there).
     """
-    compute = _compute_type(b, x.element_type, NOT_ARITHMETIC, NOT_FIRST_OPSET)
+    compute = compute_type(b, x.element_type, NOT_ARITHMETIC, NOT_FIRST_OPSET)
     info = _integer_info(x.element_type)
     wide = x if compute == x.element_type else b.Cast(x, to=compute)
     ones = -1 if info.min < 0 else int(info.max)

@@ -34,7 +34,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_maxunpool_lowering.py (MaxUnpool), in tests/rules/test_integer_products.py
 # (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv), in
 # tests/rules/test_lp_normalization_lowering.py (LpNormalization), in
-# tests/rules/test_batch_normalization_lowering.py (BatchNormalization).
+# tests/rules/test_batch_normalization_lowering.py (BatchNormalization), in
+# tests/rules/test_bitshift_lowering.py (BitShift).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -61,6 +62,7 @@ SHAPED = {
     "QLinearConv",
     "LpNormalization",
     "BatchNormalization",
+    "BitShift",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
