@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     bitshift,
     bitwise,
     col2im,
+    compress,
     cumprod,
     deformconv,
     dft,

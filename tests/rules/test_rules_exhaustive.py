@@ -35,7 +35,7 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv), in
 # tests/rules/test_lp_normalization_lowering.py (LpNormalization), in
 # tests/rules/test_batch_normalization_lowering.py (BatchNormalization), in
-# tests/rules/test_bitshift_lowering.py (BitShift).
+# tests/rules/test_bitshift_lowering.py (BitShift), in tests/rules/test_compress_lowering.py (Compress).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -63,6 +63,7 @@ SHAPED = {
     "LpNormalization",
     "BatchNormalization",
     "BitShift",
+    "Compress",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
