@@ -91,8 +91,9 @@ def _below(b: Builder, y: Value, limit: int, signed: bool) -> Value:
 
 
 def _powers(b: Builder, exponents: list[int], like: Value, largest: int, hint: str) -> Value:
-    """A table of 2^e for each e of ``exponents``, in ``like``'s type; 1 where 2^e is past
-    2^``largest`` (the entries the formula multiplies by 0)."""
+    """A table of 2^e for each e of ``exponents``, in ``like``'s type; 1 where e is ``largest`` or
+    more (2^e does not fit: entries the formula multiplies by 0, or a divisor 1 whose answer it
+    replaces)."""
     values = [2**e if e < largest else 1 for e in exponents]
     return b.tensor(np.array(values, dtype=floats.numpy_dtype(like.element_type)), hint)
 

@@ -4,9 +4,10 @@ finds in the condition."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
 
 from lowering.registry import Builder, NotLowered, Value, rule
+
+from .gathering import gather_along
 
 # Slice takes its ends as an input from opset 10; Gather takes negative indices from 11.
 FIRST_OPSET = 10
@@ -25,7 +26,7 @@ def compress_reference(x: np.ndarray, condition: np.ndarray, *, axis: int | None
     "Compress",
     versions=(9, 11, 28),
     reference=compress_reference,
-    emits=("Shape", "Gather", "Slice", "NonZero", "Reshape", "Transpose", "Constant"),
+    emits=("Shape", "Gather", "Slice", "NonZero", "Reshape", "GatherElements", "Expand", "Concat", "Constant"),
 )
 def compress_by_gather(b: Builder, x: Value, condition: Value, *, axis: int | None = None) -> Value:
     """Compress(x, c, axis) = Gather(x, Reshape(NonZero(c[:n]), [-1]), axis), n = x's length
@@ -35,10 +36,10 @@ def compress_by_gather(b: Builder, x: Value, condition: Value, *, axis: int | No
     every value as it is (NaN payloads, -0, strings). A condition shorter than the axis selects
     among its first positions only, as the op says; a longer one is cut to the axis's length
     (Slice), as onnxruntime's kernel ignores its tail; the cut is left out where both lengths are
-    known and the condition is not longer. A negative axis counts from the back (the rank known,
+    known and the condition is not longer. A condition of another rank than 1 is read flattened,
+    as onnxruntime's kernel reads it. A negative axis counts from the back (the rank known,
     or from opset 11, where Gather takes a negative index). Strings are gathered along the last
-    axis, x transposed there and back (onnxruntime's Gather of strings along another axis gives
-    '' for all but the first string of each slice), so their rank must be known. Not lowered
+    axis (:func:`gathering.gather_along`), so their rank must be known. Not lowered
     below opset 10 (Slice takes no ends as an input).
     """
     if b.opset < FIRST_OPSET:
@@ -53,14 +54,9 @@ def compress_by_gather(b: Builder, x: Value, condition: Value, *, axis: int | No
         raise NotLowered(f"axis {axis} counts from the back of an input of unknown rank, at opset {b.opset}")
     length = shape[axis] if shape is not None and 0 <= axis < len(shape) else None
     given = b.shape_of(condition)
-    if length is None or given is None or len(given) != 1 or given[0] is None or given[0] > length:
+    if given is None or len(given) != 1:  # (onnxruntime's kernel reads any condition flattened)
+        condition, given = b.Reshape(condition, b.ints([-1], "flat_condition")), None
+    if length is None or given is None or given[0] is None or given[0] > length:
         condition = b.Slice(condition, b.ints([0], "start"), b.Gather(b.Shape(x), b.ints([axis], "axis")))
     positions = b.Reshape(b.NonZero(condition), b.ints([-1], "positions"))
-    if x.element_type != TensorProto.STRING or (shape is not None and axis in (-1, len(shape) - 1)):
-        return b.Gather(x, positions, axis=axis)
-    if shape is None:  # (onnxruntime's Gather of strings fills all but the first of each slice with '')
-        raise NotLowered("strings are gathered along the last axis only, and the rank is unknown")
-    last = list(range(len(shape)))
-    last.append(last.pop(axis))
-    gathered = b.Gather(b.Transpose(x, perm=last), positions, axis=len(shape) - 1)
-    return b.Transpose(gathered, perm=[last.index(k) for k in range(len(shape))])
+    return gather_along(b, x, positions, axis, None if shape is None else len(shape))

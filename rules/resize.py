@@ -14,9 +14,12 @@ from lowering.conversion.adapters import as_text
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .gathering import gather_along
+
 EMITS = (
     "Shape", "Gather", "Cast", "Range", "Add", "Sub", "Mul", "Div", "Ceil", "Floor", "Abs", "Max", "Min", "Where",
     "Less", "Greater", "Equal", "Not", "And", "ReduceSum", "Unsqueeze", "Squeeze", "Round", "Constant",
+    "GatherElements", "Expand", "Slice", "Concat", "Reshape",
 )  # fmt: skip
 # The rule writes ops as they are from this opset on (Range from 11), int64 Constants among them.
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
@@ -305,7 +308,7 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
         raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
     if nearest_mode not in NEAREST_MODES:
         raise NotLowered(f"nearest_mode {nearest_mode} is none of {', '.join(NEAREST_MODES)}")
-    _, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
+    rank, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
     del policy  # (it reads sizes only, which are refused below)
     given = b.constant_value(scales) if sizes is None else None
     if given is None or given.shape != (len(resized),) or not all(v >= 1 and v == int(v) for v in given.tolist()):
@@ -328,7 +331,7 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
         zero = b.constant(0.0, Value("", TensorProto.FLOAT), "0")
         last = b.Sub(length_float, b.constant(1.0, Value("", TensorProto.FLOAT), "1"))
         index = b.Cast(b.Min(b.Max(pixel, zero), last), to=TensorProto.INT64)
-        value = b.Gather(value, index, axis=axis)
+        value = gather_along(b, value, index, axis, rank)
     return value
 
 

@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import TensorProto, numpy_helper
 
 from lowering.graphs import holds_graphs
 from lowering.registry import Builder, NotLowered, Value, rule
 
-EMITS = ("Gather", "Unsqueeze", "Concat", "Identity", "Constant")
+from .gathering import gather_along
+
+# (GatherElements and what feeds it: strings scanned along another axis than the last, rules/gathering.py)
+EMITS = (
+    "Gather",
+    "Unsqueeze",
+    "Concat",
+    "Identity",
+    "Constant",
+    "GatherElements",
+    "Expand",
+    "Shape",
+    "Slice",
+    "Reshape",
+    "Squeeze",
+)
 # The most nodes an unrolled Scan may hold (iterations times the body's nodes): a longer
 # sequence stays a Scan.
 MOST_UNROLLED_NODES = 4096
@@ -64,7 +79,8 @@ def scan_unrolled(
         named.update(zip((info.name for info in body.input[:count]), current, strict=True))
         for info, x, axis, reverse in zip(body.input[count:], scanned, input_axes, input_reversed, strict=True):
             index = b.tensor(np.array(iterations - 1 - t if reverse else t, np.int64), "index")
-            named[info.name] = b.Gather(x, index, axis=int(axis)).name
+            shape = b.shape_of(x) if x.element_type == TensorProto.STRING else None  # (gathered another way)
+            named[info.name] = gather_along(b, x, index, int(axis), None if shape is None else len(shape), 0).name
         for node in body.node:
             for name in node.output:
                 if name:

@@ -19,6 +19,9 @@ from lowering.conversion.adapters import (
     text_attribute,
 )
 from lowering.errors import NotLowered
+from lowering.scopes import element_type_of
+
+from ..gathering import gather_along
 
 PAD_11 = "version 11 takes pads and the constant value as inputs; earlier versions as attributes"
 PAD_18 = "version 18 adds an axes input: pads then holds a begin and an end for those axes only"
@@ -120,14 +123,16 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
     if not wrapped:  # no axis padded nor cropped
         b.Identity(x, outputs=[node.output[0]])
         return b.nodes
-    current = x
+    current, kind = x, element_type_of(context.inferred_type_of(x))
     for n, (k, axis, indices) in enumerate(wrapped):
         outputs = [node.output[0]] if n == len(wrapped) - 1 else None  # the last Gather writes the node's output
         if indices is not None:
-            current = b.Gather(current, b.ints(indices, f"wrap{axis}"), axis=axis, outputs=outputs)
+            wrap = b.ints(indices, f"wrap{axis}")
+            current = gather_along(b, current, wrap, axis, rank, element_type=kind, outputs=outputs)
         else:
             size = shape[axis] if isinstance(shape[axis], int) else None  # Gathers along other axes keep it
-            current = _wrapped_at_run_time(b, current, axis, size, _pad_pair(b, node, pads, k, len(axes)), outputs)
+            pair = _pad_pair(b, node, pads, k, len(axes))
+            current = _wrapped_at_run_time(b, current, (axis, rank, kind), size, pair, outputs)
     return b.nodes
 
 
@@ -143,7 +148,12 @@ def _pad_pair(b: Builder, node: onnx.NodeProto, pads: list[int] | None, k: int, 
 
 
 def _wrapped_at_run_time(
-    b: Builder, x: Value | str, axis: int, size: int | None, pair: tuple[Value, Value], outputs: list[str] | None
+    b: Builder,
+    x: Value | str,
+    along: tuple[int, int, int | None],
+    size: int | None,
+    pair: tuple[Value, Value],
+    outputs: list[str] | None,
 ) -> Value:
     """Gather(x, f + Mod(Range(-max(b, 0), n' + max(a, 0)), max(n', 1))), s = max(-b, 0),
     e = max(n + min(a, 0), 0), n' = max(e - s, 0), f = s where n' > 0, else n.
@@ -152,8 +162,9 @@ def _wrapped_at_run_time(
     Slice of computed bounds, which some runtimes fail). Where nothing is left to wrap around
     (n' = 0) and a pad is positive, every position is n, past the axis, so that Gather fails
     where the original fails. The size ``n`` of the axis is a constant where it is known, else
-    read from x's shape."""
-    before, after = pair
+    read from x's shape. ``along``: the axis, x's rank and its element type (strings are gathered
+    along the last axis: :func:`gathering.gather_along`)."""
+    (axis, rank, kind), (before, after) = along, pair
     zero, one = b.ints([0], "zero"), b.ints([1], "one")
     n = b.ints([size], f"size{axis}") if size is not None else b.Gather(b.Shape(x), b.ints([axis], "axis"), axis=0)
     start = b.Where(b.Less(before, zero), b.Neg(before), zero)
@@ -171,7 +182,7 @@ def _wrapped_at_run_time(
     divisor = b.Where(something_left, left, one)
     offset = b.Where(something_left, start, n)
     positions = b.Add(b.Mod(b.Range(first, limit, step), divisor), offset)
-    return b.Gather(x, positions, axis=axis, outputs=outputs)
+    return gather_along(b, x, positions, axis, rank, element_type=kind, outputs=outputs)
 
 
 def _axes_and_rank(node: onnx.NodeProto, context: AdapterContext) -> tuple[list[int], int]:
