@@ -38,9 +38,10 @@ def compress_by_gather(b: Builder, x: Value, condition: Value, *, axis: int | No
     (Slice), as onnxruntime's kernel ignores its tail; the cut is left out where both lengths are
     known and the condition is not longer. A condition of another rank than 1 is read flattened,
     as onnxruntime's kernel reads it. A negative axis counts from the back (the rank known,
-    or from opset 11, where Gather takes a negative index). Strings are gathered along the last
-    axis (:func:`gathering.gather_along`), so their rank must be known. Not lowered
-    below opset 10 (Slice takes no ends as an input).
+    or from opset 11, where Gather takes a negative index). Strings along another axis than the
+    last are gathered by GatherElements (:func:`gathering.gather_along`: onnxruntime's Gather of
+    strings there keeps each slice's first), so not below opset 11 and only of a known rank. Not
+    lowered below opset 10 (Slice takes no ends as an input).
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"Slice takes no ends as an input at opset {b.opset}")

@@ -28,9 +28,11 @@ def gather_along(
     GatherElements(x, Expand(Reshape(indices, [1, .., k, .., 1]), s), axis), s = x's shape with 1
     along the axis, so each of the k positions is read at every place of the other axes (a 0-D
     index read as [1], its axis squeezed after). ``rank``: x's, ``indices_rank`` the indices'
-    (0 or 1; None where unknown); ``element_type``: x's where ``x`` is a name."""
-    kind = x.element_type if isinstance(x, Value) else element_type
-    if kind != TensorProto.STRING or (rank is not None and axis in (-1, rank - 1)):
+    (0 or 1; None where unknown); ``element_type``: x's where ``x`` is a name or a value of no
+    known type. Strings along another axis than the last are not gathered below opset 11 (no
+    GatherElements) or where a rank is unknown."""
+    kind = x.element_type if isinstance(x, Value) and x.element_type is not None else element_type
+    if kind != TensorProto.STRING or axis == -1 or (rank is not None and axis == rank - 1):
         return b.Gather(x, indices, axis=axis, outputs=outputs)
     if rank is None or indices_rank not in (0, 1):
         raise NotLowered("strings are gathered along another axis than the last by GatherElements, and a rank "

@@ -51,7 +51,9 @@ def scan_unrolled(
     iteration, each value given a fresh name, so every value is computed by the same op on the
     same inputs as in the Scan: bit for bit. Not lowered: T unknown (no scanned input's length
     along its axis known) or 0, iterations times the body's nodes over MOST_UNROLLED_NODES, a
-    body node holding a graph (its names would need renaming inside it).
+    body node holding a graph (its names would need renaming inside it), strings scanned along
+    another axis than the last below opset 11 or of unknown rank (they are gathered by
+    GatherElements: :func:`gathering.gather_along`).
     """
     if body is None:
         raise NotLowered("Scan has no body")

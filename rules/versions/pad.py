@@ -79,7 +79,9 @@ def wrap_as_gathers(node: onnx.NodeProto, context: AdapterContext) -> list[onnx.
     nothing is left to wrap around (``n' <= 0``) Pad-19 fails in onnxruntime: with a positive pad
     the constant indices are refused and the computed ones lie past the axis, so Gather fails
     alike; with none the Gathers give an empty result where Pad-19 fails (never other values).
-    Needed and missing: the input's rank, constant axes: refused."""
+    Strings along another axis than the last are gathered by GatherElements (onnxruntime's
+    Gather of strings there keeps each slice's first: :func:`gathering.gather_along`), so not
+    below opset 11. Needed and missing: the input's rank, constant axes: refused."""
     version = schemas.version_in_force("Pad", context.source_opset)
     cannot = f"Pad-{version} with mode wrap cannot go to opset {context.target_opset}"
     x = node.input[0]
@@ -162,8 +164,8 @@ def _wrapped_at_run_time(
     Slice of computed bounds, which some runtimes fail). Where nothing is left to wrap around
     (n' = 0) and a pad is positive, every position is n, past the axis, so that Gather fails
     where the original fails. The size ``n`` of the axis is a constant where it is known, else
-    read from x's shape. ``along``: the axis, x's rank and its element type (strings are gathered
-    along the last axis: :func:`gathering.gather_along`)."""
+    read from x's shape. ``along``: the axis, x's rank and its element type (strings along another
+    axis than the last are gathered by GatherElements: :func:`gathering.gather_along`)."""
     (axis, rank, kind), (before, after) = along, pair
     zero, one = b.ints([0], "zero"), b.ints([1], "one")
     n = b.ints([size], f"size{axis}") if size is not None else b.Gather(b.Shape(x), b.ints([axis], "axis"), axis=0)

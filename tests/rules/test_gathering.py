@@ -118,3 +118,27 @@ def test_compress_of_strings_along_the_first_axis():
     want = x[[1, 2]].tolist()
     assert run_onnxruntime(model, {"x": x, "condition": condition})[0].tolist() == want
     assert run_both_ways(lowered, {"x": x, "condition": condition}) == [[want], [want]]
+
+
+@pytest.mark.parametrize("fed", [False, True], ids=["constant pads", "pads fed"])
+def test_pad_wrap_of_strings_along_two_axes_converted_to_18(fed):
+    """Each padded axis is gathered in turn: the second reads the first's output, whose type the
+    adapter's builder does not carry, so the element type is passed along."""
+    pads = np.array([1, 1, 0, 0, 0, 0], np.int64)
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")
+    inputs = [helper.make_tensor_value_info("x", TensorProto.STRING, [2, 2, 2])]
+    if fed:
+        inputs.append(helper.make_tensor_value_info("pads", TensorProto.INT64, [6]))
+    model = make_model(
+        [node],
+        inputs,
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [None] * 3)],
+        opset=19,
+        initializer=[] if fed else [onnx.numpy_helper.from_array(pads, "pads")],
+    )
+    converted = lowering.lower(model, target_opset=18, ops=[])
+    onnx.checker.check_model(converted, full_check=True)
+    x = strings([2, 2, 2])
+    feeds = {"x": x, **({"pads": pads} if fed else {})}
+    want = np.pad(x, [(1, 0), (1, 0), (0, 0)], mode="wrap").tolist()
+    assert run_both_ways(converted, feeds) == [[want], [want]]
