@@ -42,6 +42,10 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   runs each of those nodes better (tract and TVM shift by negative amounts and amounts of the
   bit width or more otherwise than version 28 says). Each new node is judged in its own form,
   its values typed as onnx's inference gives them (:meth:`FormJudge.with_nodes`).
+- ``MatMul`` (9+) of two float16 tensors written in float32 (``Cast`` in, ``MatMul``, ``Cast``
+  back), where the runtime runs each of those nodes supported (TVM gets a float16 MatMul one
+  float16 step off, its sums kept in float16): every float16 is a float32 exactly, and the
+  result is rounded to float16 once, as onnxruntime's CPU kernel computes it (bit for bit).
 - ``Less``, ``Greater``, ``Equal``, ``LessOrEqual`` and ``GreaterOrEqual`` of two unsigned
   8-, 16- or 32-bit integer tensors written as the same op of both cast to int32 (int64 for
   uint32), where the runtime runs the Casts and the op on that type better (PyTorch, so
@@ -653,6 +657,33 @@ def _compared_wider(node: onnx.NodeProto, form: NodeForm, constants, names: Name
     return [*casts, compare]
 
 
+def _product_of_two_halves(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """MatMul (9+) of two float16 tensors."""
+    return (
+        version >= 9
+        and len(node.input) == 2
+        and len(form.types) == 2
+        and all(element_type == onnx.TensorProto.FLOAT16 for _, element_type in form.types)
+    )
+
+
+def _product_in_float32(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """MatMul(a, b) = Cast(MatMul(Cast(a, float), Cast(b, float)), float16): each float16 is a
+    float32 exactly, and the products and sums are rounded to float16 once, as onnxruntime's CPU
+    kernel computes a float16 MatMul (bit for bit, measured)."""
+    widened, nodes = [], []
+    for name in node.input:
+        wide = names.fresh(f"{name}_float")
+        label = names.fresh(f"{node.name or node.op_type}_Cast")
+        nodes.append(onnx.helper.make_node("Cast", [name], [wide], name=label, to=onnx.TensorProto.FLOAT))
+        widened.append(wide)
+    product = names.fresh(f"{node.output[0]}_float")
+    nodes.append(onnx.helper.make_node("MatMul", widened, [product], name=node.name))
+    label = names.fresh(f"{node.name or node.op_type}_Cast")
+    nodes.append(onnx.helper.make_node("Cast", [product], list(node.output), name=label, to=onnx.TensorProto.FLOAT16))
+    return nodes
+
+
 MOST_AXES_SELECTED = 8  # a CumSum of a fed axis is written as this many constant-axis CumSums at most
 
 
@@ -774,6 +805,15 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _pads_over_every_axis,
         _without_axes,
         "Pad with axes -> Pad with pads for every axis (its pads and axes constants)",
+    ),
+    OpChoice(
+        "MatMul",
+        _product_of_two_halves,
+        _product_in_float32,
+        None,
+        "MatMul(a, b) on float16 -> Cast(MatMul(Cast(a, float), Cast(b, float)), float16) (the runtime runs those "
+        "better)",
+        supported_only=True,
     ),
     OpChoice(
         "BitShift",

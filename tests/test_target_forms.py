@@ -1534,3 +1534,58 @@ def test_the_new_choices_apply_inside_if_branches_too(op_type, element_type, rew
         feeds = {"a": a, "b": b, "branch": np.array(branch)}
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+# -- MatMul on float16 in float32 -------------------------------------------------------------------
+
+
+def _half_product_profile(half: str = "wrong"):
+    """A runtime whose float16 MatMul is ``half`` (TVM keeps its sums in float16: one step off)
+    and which runs the Casts and a float32 MatMul right."""
+    cases = {
+        "matmul_half": ("MatMul", 13, "FLOAT16", half),
+        "matmul_float": ("MatMul", 13, "FLOAT", "right"),
+        "cast_FLOAT16_FLOAT@21": ("Cast", 21, "FLOAT16", "right"),
+        "cast_FLOAT_FLOAT16@21": ("Cast", 21, "FLOAT", "right"),
+    }
+    return _profile_of("half-product", 21, cases)
+
+
+def _half_product_model() -> onnx.ModelProto:
+    """y = MatMul(a [2, N, K], b [K, M]) on float16, at opset 21."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="product")], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [2, "N", "K"]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT16, ["K", "M"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, "N", "M"])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+HALF_PRODUCT_SAID = (
+    "MatMul(a, b) on float16 -> Cast(MatMul(Cast(a, float), Cast(b, float)), float16) (the runtime runs those better)"
+)
+
+
+def test_a_float16_matmul_goes_to_float32_and_gives_onnxruntimes_bits():
+    """Random products of every size from sums of 1 to 300 terms, values up to float16's largest
+    (sums that overflow to inf), inf and NaN among them: the float32 form gives onnxruntime's
+    float16 kernel's bits."""
+    model = _half_product_model()
+    result = lowering.lower_model(model, target=_half_product_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {HALF_PRODUCT_SAID: 1}
+    assert [n.op_type for n in result.model.graph.node] == ["Cast", "Cast", "MatMul", "Cast"]
+    rng = np.random.default_rng(16)
+    for n, k, m, scale in ((3, 1, 4, 1.0), (5, 37, 3, 8.0), (4, 300, 6, 2.0), (2, 9, 2, 60000.0)):
+        a = np.clip(rng.standard_normal((2, n, k)) * scale, -65504, 65504).astype(np.float16)
+        b = np.clip(rng.standard_normal((k, m)) * scale, -65504, 65504).astype(np.float16)
+        a[0, 0, 0], a[1, -1, -1] = np.inf, np.nan
+        [want] = run_onnxruntime(model, {"a": a, "b": b})
+        [got] = run_onnxruntime(result.model, {"a": a, "b": b})
+        assert got.dtype == np.float16 and np.array_equal(got.view(np.uint16), want.view(np.uint16)), (n, k, m)
+
+
+def test_a_float16_matmul_stays_where_the_runtime_gets_it_right():
+    result = lowering.lower_model(_half_product_model(), target=_half_product_profile("right"), fold="none")
+    assert [n.op_type for n in result.model.graph.node] == ["MatMul"] and not result.report.forms
