@@ -342,6 +342,23 @@ class OpChoice:
     supported_only: bool = False
 
 
+def _two_inputs_of(node: onnx.NodeProto, form: NodeForm, element_type: int) -> bool:
+    """Whether the node takes two inputs, both typed ``element_type``."""
+    return len(node.input) == 2 and len(form.types) == 2 and all(each == element_type for _, each in form.types)
+
+
+def _inputs_cast(node: onnx.NodeProto, names: NameAllocator, to: int, hint: str) -> tuple[list, list[str]]:
+    """Cast(x, to) of each input x of the node: the Casts, and the names of what they give
+    (x's name and ``hint``, fresh)."""
+    casts, cast_names = [], []
+    for name in node.input:
+        cast = names.fresh(f"{name}_{hint}")
+        label = names.fresh(f"{node.name or node.op_type}_Cast")
+        casts.append(onnx.helper.make_node("Cast", [name], [cast], name=label, to=to))
+        cast_names.append(cast)
+    return casts, cast_names
+
+
 def _of_two_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Equal, And or Or broadcasting by numpy's rule (7+) of two bool tensors."""
     return (
@@ -417,12 +434,7 @@ def _extreme_of_two_integers(node: onnx.NodeProto, form: NodeForm, version: int,
     judged by its condition's type (its first input's, bool), so the probe says nothing of the
     type it selects, and int64 is the one its cases select (test_where_long_example);
     onnxruntime's Where takes no int16, for one."""
-    return (
-        version >= 8
-        and len(node.input) == 2
-        and len(form.types) == 2
-        and all(element_type == onnx.TensorProto.INT64 for _, element_type in form.types)
-    )
+    return version >= 8 and _two_inputs_of(node, form, onnx.TensorProto.INT64)
 
 
 def _where_less(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
@@ -643,40 +655,21 @@ def _compares_unsigned(node: onnx.NodeProto, form: NodeForm, version: int, const
 def _compared_wider(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
     """op(a, b) = op(Cast(a, w), Cast(b, w)) for a, b unsigned and w = :func:`wider_signed`:
     every unsigned value is a value of w, so each pair compares alike."""
-    wide = wider_signed(dict(form.types)[0])
-    casts, widened = [], []
-    for name in node.input:
-        cast = names.fresh(f"{name}_widened")
-        casts.append(
-            onnx.helper.make_node(
-                "Cast", [name], [cast], name=names.fresh(f"{node.name or node.op_type}_Cast"), to=wide
-            )
-        )
-        widened.append(cast)
+    casts, widened = _inputs_cast(node, names, wider_signed(dict(form.types)[0]), "widened")
     compare = onnx.helper.make_node(node.op_type, widened, list(node.output), name=node.name)
     return [*casts, compare]
 
 
 def _product_of_two_halves(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """MatMul (9+) of two float16 tensors."""
-    return (
-        version >= 9
-        and len(node.input) == 2
-        and len(form.types) == 2
-        and all(element_type == onnx.TensorProto.FLOAT16 for _, element_type in form.types)
-    )
+    return version >= 9 and _two_inputs_of(node, form, onnx.TensorProto.FLOAT16)
 
 
 def _product_in_float32(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
     """MatMul(a, b) = Cast(MatMul(Cast(a, float), Cast(b, float)), float16): each float16 is a
     float32 exactly, and the products and sums are rounded to float16 once, as onnxruntime's CPU
     kernel computes a float16 MatMul (bit for bit, measured)."""
-    widened, nodes = [], []
-    for name in node.input:
-        wide = names.fresh(f"{name}_float")
-        label = names.fresh(f"{node.name or node.op_type}_Cast")
-        nodes.append(onnx.helper.make_node("Cast", [name], [wide], name=label, to=onnx.TensorProto.FLOAT))
-        widened.append(wide)
+    nodes, widened = _inputs_cast(node, names, onnx.TensorProto.FLOAT, "float")
     product = names.fresh(f"{node.output[0]}_float")
     nodes.append(onnx.helper.make_node("MatMul", widened, [product], name=node.name))
     label = names.fresh(f"{node.name or node.op_type}_Cast")

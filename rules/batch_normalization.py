@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from lowering import schemas
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
@@ -13,8 +14,8 @@ from lowering.registry import Builder, NotLowered, Value, rule
 # into one factor first) and, in training mode, the batch's mean and variance summed in another
 # order: a few units in the last place of values of order one; 16-bit floats are computed in
 # float32 and rounded once.
-# Int64 Constants (the shapes the rule writes) exist from opset 9.
-INT64_CONSTANT_OPSET = 9
+# Int64 Constants hold the shapes the rule writes.
+INT64_CONSTANT_OPSET = schemas.first_opset("Constant", onnx.TensorProto.INT64)
 BATCH_NORMALIZATION_TOLERANCE = {
     onnx.TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=1e-5),
     onnx.TensorProto.DOUBLE: Tolerance(rtol=1e-12, atol=1e-12),

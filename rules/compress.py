@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
 from .gathering import gather_along
 
-# Slice takes its ends as an input from opset 10; Gather takes negative indices from 11.
-FIRST_OPSET = 10
+# Slice takes its ends as an input (not an attribute) from this opset.
+FIRST_OPSET = next(
+    opset
+    for opset in range(schemas.first_opset("Slice"), schemas.newest_opset() + 1)
+    if "ends" not in schemas.schema_in_force("Slice", opset).attributes
+)
+# Gather takes negative indices from opset 11 (its documentation says so; its schema does not).
 NEGATIVE_INDICES_OPSET = 11
 
 

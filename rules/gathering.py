@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
+from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value
 
-# GatherElements exists from opset 11.
-STRINGS_FROM = 11
+STRINGS_FROM = schemas.first_opset("GatherElements")
 
 
 def gather_along(

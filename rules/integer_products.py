@@ -10,7 +10,7 @@ import math
 import numpy as np
 import onnx
 
-from lowering import floats
+from lowering import floats, schemas
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
@@ -171,13 +171,19 @@ def conv_integer_by_exact_float_chunks(
     Bit for bit wherever the runtime's float32 Conv multiplies and adds (onnxruntime's); a
     runtime whose Conv transforms the windows (Winograd) rounds.
     """
+    attributes = conv_attributes(auto_pad, dilations, group, kernel_shape, pads, strides)
+    return exact_conv(b, x, w, x_zero_point, w_zero_point, attributes)
+
+
+def conv_attributes(auto_pad, dilations, group: int, kernel_shape, pads, strides) -> dict:
+    """The Conv attributes a node states, to be written on the float32 Conv (its defaults left out)."""
     given = {"dilations": dilations, "kernel_shape": kernel_shape, "pads": pads, "strides": strides}
     attributes = {name: value for name, value in given.items() if value is not None}
     if (auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad) != "NOTSET":
         attributes["auto_pad"] = auto_pad
     if group != 1:
         attributes["group"] = group
-    return exact_conv(b, x, w, x_zero_point, w_zero_point, attributes)
+    return attributes
 
 
 def exact_conv(
@@ -213,8 +219,7 @@ def exact_conv(
 REQUANTIZED_TOLERANCE = {onnx.TensorProto.UINT8: Tolerance(0.0, 1.0), onnx.TensorProto.INT8: Tolerance(0.0, 1.0)}
 EIGHT_BIT_INTEGERS = frozenset({onnx.TensorProto.UINT8, onnx.TensorProto.INT8})
 REQUANTIZED_EMITS = (*EMITS, "Mul", "Div", "Round", "Max", "Min", "QuantizeLinear")
-# Round exists from opset 11.
-ROUND_OPSET = 11
+ROUND_OPSET = schemas.first_opset("Round")
 
 
 def scale_in_float32(b: Builder, scale: Value) -> Value:
@@ -328,12 +333,7 @@ def qlinear_conv_by_exact_sums(
     """
     refuse_unless_eight_bit(x, w, y_zero_point)
     refuse_unless_one_value(b, y_scale, y_zero_point)
-    given = {"dilations": dilations, "kernel_shape": kernel_shape, "pads": pads, "strides": strides}
-    attributes = {name: value for name, value in given.items() if value is not None}
-    if (auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad) != "NOTSET":
-        attributes["auto_pad"] = auto_pad
-    if group != 1:
-        attributes["group"] = group
+    attributes = conv_attributes(auto_pad, dilations, group, kernel_shape, pads, strides)
     sums = exact_conv(b, x, w, x_zero_point, w_zero_point, attributes)
     spatial = len(b.shape_of(w)) - 2  # (known: exact_conv needs w's shape)
     per_channel = b.ints([1, -1] + [1] * spatial, "per_output_channel")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from lowering import schemas
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
@@ -19,8 +20,7 @@ LP_NORMALIZATION_TOLERANCE = {
     onnx.TensorProto.BFLOAT16: Tolerance(rtol=1.6e-2, atol=1e-30),
 }
 NORMS = {1: "ReduceL1", 2: "ReduceL2"}
-# Where exists from opset 9.
-WHERE_OPSET = 9
+WHERE_OPSET = schemas.first_opset("Where")
 
 
 def lp_normalization_reference(x: np.ndarray, *, axis: int = -1, p: int = 2) -> np.ndarray:

@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 
-from lowering import floats
+from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
-# ScatterElements exists from opset 11; Scatter, its former name, at 9 and 10.
-SCATTER_ELEMENTS_OPSET = 11
+# Scatter, ScatterElements' former name, stands in below this.
+SCATTER_ELEMENTS_OPSET = schemas.first_opset("ScatterElements")
 
 
 def unpooled_shape(x_shape, kernel_shape, pads, strides) -> list:

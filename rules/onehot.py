@@ -6,16 +6,13 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
-# Range, which counts the classes where depth is given at run time, exists from opset 11.
-RANGE_OPSET = 11
+# Range counts the classes where depth is given at run time.
+RANGE_OPSET = schemas.first_opset("Range")
 # Unsqueeze takes a negative axis from opset 11.
 NEGATIVE_AXES_OPSET = 11
-FLOATS = frozenset({onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE})
-UNSIGNED = frozenset(
-    {onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
-)
 
 
 def onehot_reference(indices: np.ndarray, depth: np.ndarray, values: np.ndarray, *, axis: int = -1) -> np.ndarray:
@@ -108,10 +105,10 @@ def onehot_by_equal_classes(b: Builder, indices: Value, depth: Value, values: Va
         classes = b.Range(zero, count_value, b.constant(1, like=count_value, hint="one"))
         if after:
             classes = b.Reshape(classes, b.ints([-1] + [1] * after, "class_shape"))
-    if indices.element_type not in UNSIGNED:
+    if floats.numpy_dtype(indices.element_type).kind != "u":
         negative = b.Less(index, b.constant(0, like=count_value, hint="zero"))
         index = b.Where(negative, b.Add(index, count_value), index)
-    if indices.element_type in FLOATS:
+    if floats.is_float(indices.element_type):
         index = b.Where(outside_the_classes(b, indices, count_value, depth_value), count_value, index)
     hot = b.Equal(b.over_axes("Unsqueeze", index, [axis]), classes)
     return b.Gather(values, b.Cast(hot, to=onnx.TensorProto.INT64), axis=0)

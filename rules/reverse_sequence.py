@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
-# GatherElements, which moves the elements, and Range exist from opset 11.
-FIRST_OPSET = 11
+# GatherElements moves the elements, Range counts the positions.
+FIRST_OPSET = schemas.first_opset_writing(("GatherElements", "Range"))
 
 
 def reverse_sequence_reference(
