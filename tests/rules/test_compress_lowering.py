@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 from lowering.rules.compress import FIRST_OPSET, compress_reference
 from onnx import TensorProto, helper
-from support import assert_same_elements, lowered_wholly, make_model, random_elements, runs_in_onnxruntime
+from support import (
+    assert_same_elements,
+    lowered_wholly,
+    make_model,
+    nested_forms,
+    random_elements,
+    runs_in_onnxruntime,
+)
 
 import lowering
 from lowering import schemas
@@ -126,3 +133,18 @@ def test_declined_below_opset_10_in_its_words():
     result = lowering.lower_model(model, ops=["Compress"])
     assert [n.op_type for n in result.model.graph.node] == ["Compress"]
     assert "Slice takes no ends as an input at opset 9" in "\n".join(result.report.lines())
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.STRING], ids=schemas.type_name)
+def test_inside_if_branches_and_local_functions(element_type):
+    """The node in both branches of an If and in a local function: lowered in each, the full
+    checker passing, and bit for bit with the reference, whichever branch runs."""
+    x = random_elements(element_type, DIMS, np.random.default_rng(7))
+    condition = np.array([True, False, True])
+    want = compress_reference(x, condition, axis=0)
+    for label, nested in nested_forms(compress_model(element_type, 13, 0, DIMS)).items():
+        lowered = lowered_wholly(nested, "Compress")
+        for branch in (True, False):
+            (got,) = runs_in_onnxruntime(lowered, {"x": x, "condition": condition, "branch": np.array(branch)})
+            assert got.shape == want.shape, (label, branch)
+            assert_same_elements(got, want)
