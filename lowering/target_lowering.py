@@ -194,7 +194,9 @@ def check_model(
             # Pad's wrap mode below 19 is rewritten as Gathers; only the cases of its form refuse it)
             verdict = Verdict(DOUBTFUL, verdict.why)
         if verdict.kind != SUPPORTED:
+            # (wrong only past the edges: the nodes a pattern writes would be wrong there too)
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
+            fix = None if verdict.only_past_edges else fix
             main = function is None  # (a local function's constants and types are its own)
             in_scope = constants if main else function_constants[function.domain, function.name, function.overload]
             choice = better_form(node, in_scope, opset, judge) if version is not None else None
@@ -526,7 +528,7 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
                 _check_declared(result.model)
         findings = check_model(result.model, profile, opset, lowerable)
         blockers = [f for f in findings if f.blocks]
-        fixable = {f.op_type for f in findings if f.verdict.kind in kinds and f.op_type in lowerable}
+        fixable = {f.op_type for f in findings if f.verdict.kind_for_choices in kinds and f.op_type in lowerable}
         retypes = (
             {} if chosen else {f.retype[0]: f.retype[1] for f in blockers if f.retype and f.op_type not in fixable}
         )

@@ -404,30 +404,156 @@ def unsigned_upper_half_cases() -> list[tuple]:
     unsigned carriers (BitShift-28's)."""
     found = []
     for op_type, attributes in UPPER_HALF_OPS:
-        for version in schemas.op_versions(op_type):
-            opset = max(version, OLDEST_OPSET)
-            if schemas.version_in_force(op_type, opset) != version:
-                continue
-            for element_type in UNSIGNED_TYPES:
-                if not schemas.accepts(op_type, opset, element_type):
-                    continue
-                dtype = floats.numpy_dtype(element_type)
-                pair = _upper_half_pairs(op_type, 8 * dtype.itemsize, attributes)
-                a, b = (np.array(values, dtype) for values in pair)
-                expected = _numpy_result(op_type, a, b, attributes)
-                node = onnx.helper.make_node(op_type, ["a", "b"], ["c"], name="node", **attributes)
-                result_type = onnx.helper.np_dtype_to_tensor_dtype(expected.dtype)
-                graph = onnx.helper.make_graph(
-                    [node], "upper_half",
-                    [onnx.helper.make_tensor_value_info(n, element_type, [a.size]) for n in "ab"],
-                    [onnx.helper.make_tensor_value_info("c", result_type, [a.size])],
-                )  # fmt: skip
-                opset_imports = [onnx.helper.make_opsetid("", opset)]
-                ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)  # (4: a #constant initializer)
-                model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
-                label = "_".join([op_type, *attributes.values(), _type_name(element_type)])
-                case = SimpleNamespace(data_sets=[([a, b], [expected])], rtol=0.0, atol=0.0)
-                found += with_variants(f"upper_{label}@{version}", opset, model, case)
+        for version, opset, element_type in _versions_taking(op_type, UNSIGNED_TYPES):
+            dtype = floats.numpy_dtype(element_type)
+            a, b = (np.array(values, dtype) for values in _upper_half_pairs(op_type, 8 * dtype.itemsize, attributes))
+            expected = _numpy_result(op_type, a, b, attributes)
+            label = "_".join([op_type, *attributes.values(), _type_name(element_type)])
+            found += _op_cases(f"upper_{label}@{version}", op_type, attributes, opset, [a, b], expected)
+    return found
+
+
+def _versions_taking(op_type: str, element_types: tuple[int, ...]):
+    """(version, its first opset (7 at least), element type) of each version of ``op_type`` in
+    force at that opset and each of ``element_types`` it takes (as Where's values, not its
+    condition)."""
+    operand = 1 if op_type == "Where" else 0
+    for version in schemas.op_versions(op_type):
+        opset = max(version, OLDEST_OPSET)
+        if schemas.version_in_force(op_type, opset) != version:
+            continue
+        for element_type in element_types:
+            if schemas.accepts(op_type, opset, element_type, operand):
+                yield version, opset, element_type
+
+
+def _op_cases(name: str, op_type: str, attributes: dict, opset: int, inputs: list, expected: np.ndarray):
+    """The case ``name`` of ``op_type`` alone, fed ``inputs`` (one-dimensional, of one length),
+    giving ``expected``, and its ``#constant`` and ``#node`` variants (:func:`with_variants`)."""
+    names = "abcdefgh"[: len(inputs)]
+    node = onnx.helper.make_node(op_type, list(names), ["out"], name="node", **attributes)
+    graph = onnx.helper.make_graph(
+        [node], name.partition("@")[0],
+        [onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), [v.size])
+         for n, v in zip(names, inputs, strict=True)],
+        [onnx.helper.make_tensor_value_info("out", onnx.helper.np_dtype_to_tensor_dtype(expected.dtype),
+                                            [expected.size])],
+    )  # fmt: skip
+    opset_imports = [onnx.helper.make_opsetid("", opset)]
+    ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)  # (4: a #constant initializer)
+    model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+    case = SimpleNamespace(data_sets=[(list(inputs), [expected])], rtol=0.0, atol=0.0)
+    return with_variants(name, opset, model, case)
+
+
+SIGNED_WIDE_TYPES = (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+
+
+def _wide_edges(bits: int) -> list[int]:
+    """The magnitudes past which a ``bits``-bit signed integer computed another way goes wrong:
+    2^24 (float32 holds every integer up to it, not 2^24 + 1), and in 64 bits 2^31 and 2^32
+    (an int32 holds neither: a runtime narrowing int64 to int32 saturates or wraps there) and
+    2^53 (float64's)."""
+    return [edge for edge in (2**24, 2**31, 2**32, 2**53) if edge < 2 ** (bits - 1) // 3]
+
+
+def _signed_wide_operands(op_type: str, bits: int) -> list[list[int]]:
+    """Operands of ``op_type`` on a ``bits``-bit signed type at the type's least and greatest
+    values and one step from each edge of :func:`_wide_edges`, each exact result in range (no
+    sum past the top, no quotient of the least value by -1, no absolute value of it)."""
+    top, bottom = 2 ** (bits - 1) - 1, -(2 ** (bits - 1))
+    edges = _wide_edges(bits)
+    if op_type in ("Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Equal", "Max", "Min"):
+        pairs = [(top, top - 1), (bottom, bottom + 1), (top, top)]
+        pairs += [p for e in edges for p in ((e + 1, e), (-e - 1, -e), (e, e + 1), (e + 1, 2), (e + 1, e + 1))]
+    elif op_type == "Add":
+        pairs = [(top - 1, 1), (bottom + 1, -1)] + [p for e in edges for p in ((e, 1), (-e, -1), (e + 1, e))]
+    elif op_type == "Sub":
+        pairs = [(top, 1), (bottom, -1)] + [p for e in edges for p in ((e + 1, 1), (e, -1), (-e, e + 1))]
+    elif op_type == "Mul":
+        pairs = [(top, 1), (bottom, 1), (top, -1)] + [p for e in edges for p in ((e + 1, 1), (e + 1, -3), (-e - 1, 2))]
+    elif op_type in ("Div", "Mod"):
+        pairs = [(top, 1), (top, 2), (bottom, 2), (bottom, 7), (top, -7)]
+        pairs += [p for e in edges for p in ((e + 1, 1), (-e - 1, 2), (e + 1, -3), (e + 3, 7))]
+    elif op_type in ("Abs", "Neg"):
+        return [[top, bottom + 1] + [v for e in edges for v in (e + 1, -e - 1, e + 3)]]
+    else:  # (Where: each of a and b chosen by turns)
+        a = [top, bottom] + [v for e in edges for v in (e + 1, -e - 1)]
+        b = [bottom, top] + [v for e in edges for v in (-e - 1, e + 1)]
+        return [[i % 2 == 0 for i in range(len(a))], a, b]
+    return [list(column) for column in zip(*pairs, strict=True)]
+
+
+def _signed_small_operands(op_type: str) -> list[list[int]]:
+    """Operands of ``op_type`` as small as the backend's cases hold, of both signs (each quotient
+    and remainder sign once), so that a runtime wrong only past the edges has the op judged
+    partly, not refused, where no backend case holds its type (Add on int64)."""
+    if op_type in ("Abs", "Neg"):
+        return [[3, -5, 0, 7]]
+    if op_type == "Where":
+        return [[True, False, True, False], [3, -5, 0, 7], [-2, 4, 6, -1]]
+    return [[7, -7, 7, -7, 3, 0], [2, 2, -2, -2, 3, 5]]
+
+
+def _exact_result(op_type: str, attributes: dict, operands: list[list]) -> list:
+    """``op_type`` of ``operands`` in Python's integers: Div truncates toward zero, Mod takes the
+    divisor's sign (the dividend's with ``fmod=1``), as ONNX defines them on integers."""
+
+    def quotient(a: int, b: int) -> int:
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+
+    binary = {
+        "Less": lambda a, b: a < b,
+        "LessOrEqual": lambda a, b: a <= b,
+        "Greater": lambda a, b: a > b,
+        "GreaterOrEqual": lambda a, b: a >= b,
+        "Equal": lambda a, b: a == b,
+        "Max": max,
+        "Min": min,
+        "Add": lambda a, b: a + b,
+        "Sub": lambda a, b: a - b,
+        "Mul": lambda a, b: a * b,
+        "Div": quotient,
+        "Mod": (lambda a, b: a - b * quotient(a, b)) if attributes.get("fmod") else (lambda a, b: a % b),
+    }
+    if op_type == "Abs":
+        return [abs(v) for v in operands[0]]
+    if op_type == "Neg":
+        return [-v for v in operands[0]]
+    if op_type == "Where":
+        return [a if c else b for c, a, b in zip(*operands, strict=True)]
+    return [binary[op_type](a, b) for a, b in zip(*operands, strict=True)]  # fmt: skip
+
+
+SIGNED_WIDE_OPS = (
+    ("Less", {}), ("LessOrEqual", {}), ("Greater", {}), ("GreaterOrEqual", {}), ("Equal", {}), ("Max", {}),
+    ("Min", {}), ("Add", {}), ("Sub", {}), ("Mul", {}), ("Div", {}), ("Mod", {}), ("Mod", {"fmod": 1}),
+    ("Abs", {}), ("Neg", {}), ("Where", {}),
+)  # fmt: skip
+
+
+def signed_wide_cases() -> list[tuple]:
+    """Each of :data:`SIGNED_WIDE_OPS` alone on int32 and int64 where its version takes them, fed
+    the type's extremes and values one step past 2^24, 2^31, 2^32 and 2^53
+    (:func:`_signed_wide_operands`; ``wide_OP_TYPE_INT32@VERSION``, ``wide_Mod_1_INT64@...`` for
+    ``fmod=1``), and beside each the same fed small values (``small_...``), at each version's
+    first opset (7 at least), with ``#constant`` and ``#node`` variants: the backend's signed
+    cases hold small values only, which a runtime computing int32 through float32 or narrowing
+    int64 to int32 gets right (OpenVINO 2026.4's Div of 2147483647 by 1 is -2147483648). Each
+    expected value is Python's exact integer."""
+    found = []
+    for op_type, attributes in SIGNED_WIDE_OPS:
+        for version, opset, element_type in _versions_taking(op_type, SIGNED_WIDE_TYPES):
+            dtype = floats.numpy_dtype(element_type)
+            label = "_".join([op_type, *map(str, attributes.values()), _type_name(element_type)])
+            for prefix, operands in (("small", _signed_small_operands(op_type)),
+                                     ("wide", _signed_wide_operands(op_type, 8 * dtype.itemsize))):  # fmt: skip
+                exact = _exact_result(op_type, attributes, operands)
+                inputs = [np.array(values, np.bool_ if op_type == "Where" and i == 0 else dtype)
+                          for i, values in enumerate(operands)]  # fmt: skip
+                expected = np.array(exact, np.bool_ if isinstance(exact[0], bool) else dtype)
+                found += _op_cases(f"{prefix}_{label}@{version}", op_type, attributes, opset, inputs, expected)
     return found
 
 
@@ -633,9 +759,10 @@ def shipped_profiles() -> list[dict]:
 def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, the Casts
     between integer types and to and from floats, unsigned arithmetic in the upper half of the
-    range, the corpus's nodes, then the nodes the patterns write."""
+    range, signed arithmetic past 2^24, 2^31 and 2^53, the corpus's nodes, then the nodes the
+    patterns write."""
     return (prepared_cases() + constant_cases() + integer_cast_cases() + float_integer_cast_cases()
-            + unsigned_upper_half_cases() + corpus_cases() + lowered_cases())  # fmt: skip
+            + unsigned_upper_half_cases() + signed_wide_cases() + corpus_cases() + lowered_cases())  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -324,3 +324,42 @@ def test_unsigned_ops_are_cases_of_operands_in_the_upper_half_of_their_range():
             assert [exact(int(p), int(q)) for p, q in zip(a, b, strict=True)] == [int(v) for v in want], name
     [((a, b), (less,))] = {name: sets for name, _, _, sets, *_ in cases}["upper_Less_UINT32@13"]
     assert a[0] == 2**32 - 1 and not less[0] and "upper_Less_UINT32@13#constant" in names
+
+
+def test_signed_ops_are_cases_past_float32s_int32s_and_float64s_integers_beside_small_ones():
+    """wide_OP_TYPE@VERSION: each compared, arithmetic and selecting op alone on int32 and int64
+    where its version takes them, fed the type's extremes and values one step past 2^24 (and in
+    64 bits 2^31, 2^32 and 2^53); small_OP_TYPE@VERSION the same op fed small values of both
+    signs. Each passes onnx's full checker, its expected output is Python's exact integer (Div
+    truncating toward zero, Mod of the divisor's sign, or the dividend's with fmod=1), and both
+    onnxruntime and onnx.reference give it."""
+    import onnxruntime
+    from onnx.reference import ReferenceEvaluator
+
+    cases = prepare_cases.signed_wide_cases()
+    by_name = {name: (data, sets) for name, _, data, sets, *_ in cases}
+    for op_type in ("Less", "Equal", "Max", "Add", "Sub", "Mul", "Div", "Mod", "Mod_1", "Abs", "Neg", "Where"):
+        for type_name in ("INT32", "INT64"):
+            assert any(n.startswith(f"wide_{op_type}_{type_name}@") for n in by_name), (op_type, type_name)
+    assert {name.replace("wide_", "small_", 1) for name in by_name if name.startswith("wide_")} == {
+        name for name in by_name if name.startswith("small_")
+    }
+    for name, (data, data_sets) in by_name.items():
+        model = onnx.load_from_string(data)
+        onnx.checker.check_model(model, full_check=True)
+        inputs, (want,) = data_sets[0]
+        feeds = {info.name: value for info, value in zip(model.graph.input, inputs, strict=True)}
+        [by_reference] = ReferenceEvaluator(model).run(None, feeds)
+        [by_onnxruntime] = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+        for got in (by_reference, by_onnxruntime):
+            assert got.dtype == want.dtype and np.array_equal(got, want), name
+        if "#" not in name:  # (a #constant or #node variant feeds only the first, Where's condition)
+            values = inputs[-1] if name.startswith("wide_Where") else inputs[0]
+            largest = int(np.abs(values.astype(object)).max())
+            assert largest > 2**24 if name.startswith("wide_") else largest < 2**7, name
+    (a, b), (quotient,) = by_name["wide_Div_INT32@14"][1][0]
+    assert a[0] == 2**31 - 1 and b[0] == 1 and quotient[0] == 2**31 - 1
+    assert 2**53 + 1 in by_name["wide_Equal_INT64@13"][1][0][0][0].tolist()
+    (a, b), (remainder,) = by_name["small_Mod_1_INT64@13"][1][0]
+    assert [np.fmod(p, q) for p, q in zip(a, b, strict=True)] == remainder.tolist()
+    assert "wide_Where_INT64@16#constant" in by_name and "wide_Abs_INT32@13#constant" not in by_name

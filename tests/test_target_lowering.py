@@ -517,3 +517,50 @@ def test_a_target_ranks_opsets_by_the_ops_the_patterns_write_there_too():
     x = np.array([0.25, 0.75, -1e9, np.nan, np.inf, 1.25], np.float32)
     [got], [want] = runs_in_onnxruntime(result.model, {"x": x}), runs_in_onnxruntime(model, {"x": x})
     assert got.tobytes() == want.tobytes()
+
+
+def less_or_equal_model() -> onnx.ModelProto:
+    nodes = [helper.make_node("LessOrEqual", ["a", "b"], ["c"], name="at_most")]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT32, [4]) for name in "ab"]
+    return make_model(nodes, inputs, [helper.make_tensor_value_info("c", TensorProto.BOOL, [4])], opset=16)
+
+
+@pytest.mark.parametrize("wrong_on_small_values", [False, True], ids=["wrong past the edges only", "wrong on small"])
+def test_an_op_wrong_only_on_integers_past_the_edges_is_named_and_kept(wrong_on_small_values):
+    """A runtime right on small int32 values and wrong past 2^24 (OpenVINO computes them through
+    float32) is partly right, and the verdict says where; the node is kept, since the Less, Equal
+    and Or its pattern writes are wrong there too, and check offers no fix. Wrong on small values
+    as well, it is lowered as any partly node is."""
+    cases = {
+        "small_LessOrEqual_INT32@16": ("LessOrEqual", 16, "INT32", "wrong" if wrong_on_small_values else "right"),
+        "wide_LessOrEqual_INT32@16": ("LessOrEqual", 16, "INT32", "wrong"),
+        "test_less_or_equal_int32": ("LessOrEqual", 16, "INT32", "right"),
+        "wide_Less_INT32@13": ("Less", 13, "INT32", "wrong"),
+        "small_Less_INT32@13": ("Less", 13, "INT32", "right"),
+        "wide_Equal_INT32@13": ("Equal", 13, "INT32", "wrong"),
+        "small_Equal_INT32@13": ("Equal", 13, "INT32", "right"),
+        "or": ("Or", 7, "BOOL", "right"),
+    }
+    judged = profile(cases, opsets=range(16, 17))
+    verdict = judged.verdict("LessOrEqual", 16, "INT32")
+    assert verdict.kind == PARTLY and verdict.only_past_edges is not wrong_on_small_values
+    assert ("past 2^24" in verdict.why) is not wrong_on_small_values
+    model = less_or_equal_model()
+    [finding] = check_model(model, judged, lowerable=lowerable_ops())
+    assert finding.verdict.kind == PARTLY and (finding.fix is None) is not wrong_on_small_values
+    result = lowering.lower_model(model, target=judged)
+    kept = [node.op_type for node in result.model.graph.node] == ["LessOrEqual"]
+    assert kept is not wrong_on_small_values
+    a, b = np.int32([2**24 + 1, -7, 3, 2**31 - 1]), np.int32([2**24, -7, 4, -(2**31)])
+    [got] = runs_in_onnxruntime(result.model, {"a": a, "b": b})
+    assert got.tolist() == [False, True, True, False]
+
+
+def test_openvinos_integer_arithmetic_past_float32s_integers_is_named_in_its_profile():
+    """Probed: OpenVINO 2026.4 divides int32 through float32 (2147483647 / 1 is -2147483648) and
+    narrows int64 to int32, right on small values; tract 0.23 is right on both."""
+    openvino, tract = load_profile("openvino-2026.4"), load_profile("tract-0.23")
+    for op_type, version, type_name in (("Div", 14, "INT32"), ("Add", 14, "INT64"), ("Equal", 13, "INT64")):
+        said = openvino.verdict(op_type, version, type_name)
+        assert said.kind == PARTLY and said.only_past_edges and f"wide_{op_type}_{type_name}@" in said.why
+        assert tract.verdict(op_type, version, type_name).kind == SUPPORTED
