@@ -30,6 +30,7 @@ from . import (  # noqa: F401
     resize,
     reverse_sequence,
     scan,
+    size,
     tensorscatter,
     trilu,
     versions,

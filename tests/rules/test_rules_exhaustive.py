@@ -35,7 +35,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv), in
 # tests/rules/test_lp_normalization_lowering.py (LpNormalization), in
 # tests/rules/test_batch_normalization_lowering.py (BatchNormalization), in
-# tests/rules/test_bitshift_lowering.py (BitShift), in tests/rules/test_compress_lowering.py (Compress).
+# tests/rules/test_bitshift_lowering.py (BitShift), in tests/rules/test_compress_lowering.py (Compress), in
+# tests/rules/test_size_lowering.py (Size: its output is an int64 count, not of the input's type).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -64,6 +65,7 @@ SHAPED = {
     "BatchNormalization",
     "BitShift",
     "Compress",
+    "Size",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
