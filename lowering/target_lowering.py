@@ -102,6 +102,7 @@ class Finding:
             "node": self.node,
             "verdict": self.verdict.kind,
             "why": self.verdict.why,
+            "only_past_edges": self.verdict.only_past_edges,
             "fix": self.fix,
             "swept": self.swept,
         }

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 
 from ..api import check_input, lower_model, lowerable_ops
-from ..runtime_profiles import load_profile, profile_names
+from ..runtime_profiles import PARTLY, load_profile, profile_names
 from ..target_lowering import check_model, fixes_confirmed
 from .files import read_model
 
@@ -47,13 +48,24 @@ def run_check(args: argparse.Namespace) -> int:
     for finding in shown:
         print(f"  {'blocks' if finding.blocks else 'note'}: {finding}")
     fixable = sum(1 for f in blockers if f.fix)
-    unverified = len(findings) - len(blockers)
     print(
         f"{len(blockers)} blocker{'s' * (len(blockers) != 1)} ({fixable} with a fix: onnx-lower MODEL -o OUT "
-        f"--target {profile.name}); {unverified} unverified node{'s' * (unverified != 1)}"
+        f"--target {profile.name}); {_notes_said([f for f in findings if not f.blocks])}"
         + ("" if args.verbose else " (-v lists them)")
     )
     return EXIT_DOES_NOT_FIT if blockers else EXIT_FITS
+
+
+def _notes_said(notes: list) -> str:
+    """The findings that block nothing, counted by kind: 'N notes: P partly (Q only on integers
+    past 2^24), U unverified' ('no notes' where there are none)."""
+    if not notes:
+        return "no notes"
+    kinds = Counter(f.verdict.kind for f in notes)
+    past_edges = sum(1 for f in notes if f.verdict.only_past_edges)
+    edges = f" ({past_edges} only on integers past 2^24)" if past_edges else ""
+    parts = [f"{count} {kind}{edges if kind == PARTLY else ''}" for kind, count in sorted(kinds.items())]
+    return f"{len(notes)} note{'s' * (len(notes) != 1)}: {', '.join(parts)}"
 
 
 def print_targets(as_json: bool) -> None:

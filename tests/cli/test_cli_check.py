@@ -121,3 +121,24 @@ def test_check_names_only_the_fixes_target_makes(tmp_path):
         ("(IR version)", "IR version 11 declared"),
         ("BitCast", None),
     ]
+
+
+def test_check_counts_the_notes_by_kind_and_names_integers_wrong_only_past_the_edges(tmp_path):
+    """OpenVINO 2026.4 divides int32 through float32 (probed: wide_Div_INT32): the Div blocks
+    nothing, and is counted and listed as partly, only on integers past 2^24, with no fix."""
+    nodes = [helper.make_node("Div", ["a", "b"], ["c"], name="divide")]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT32, [4]) for name in "ab"]
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("c", TensorProto.INT32, [4])], opset=14)
+    path = write(model, tmp_path / "m.onnx")
+    result = run_cli_in_process("check", path, "--target", "openvino-2026.4")
+    assert result.returncode == 0, result.stderr
+    assert "0 blockers (0 with a fix" in result.stdout
+    assert "1 note: 1 partly (1 only on integers past 2^24) (-v lists them)" in result.stdout
+    listed = run_cli_in_process("check", path, "--target", "openvino-2026.4", "-v").stdout
+    assert "note: Div-14 on INT32 at graph" in listed and "wide_Div_INT32@14" in listed
+    [finding] = json.loads(run_cli_in_process("check", path, "--target", "openvino-2026.4", "--json").stdout)[
+        "unverified"
+    ]
+    assert finding["verdict"] == "partly" and finding["only_past_edges"] and finding["fix"] is None
+    plain = run_cli_in_process("check", path, "--target", "tract-0.23")
+    assert plain.returncode == 0 and "; no notes" in plain.stdout
