@@ -234,8 +234,7 @@ class FormJudge:
             shapes, element_types = shapes_and_types(node, self.types)
             form = node_form(node, self.opset, self.fed, self.constant, shapes, element_types, self.node_constants)
         version = schemas.version_in_force(node.op_type, self.opset)
-        verdict = self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form)
-        return verdict.kind_for_choices, form
+        return self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form).kind, form
 
     def for_function(self, function: onnx.FunctionProto) -> FormJudge:
         """The judge of a local function's nodes: its values' types are each call's, so none is

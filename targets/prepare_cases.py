@@ -409,7 +409,7 @@ def unsigned_upper_half_cases() -> list[tuple]:
             a, b = (np.array(values, dtype) for values in _upper_half_pairs(op_type, 8 * dtype.itemsize, attributes))
             expected = _numpy_result(op_type, a, b, attributes)
             label = "_".join([op_type, *attributes.values(), _type_name(element_type)])
-            found += _op_cases(f"upper_{label}@{version}", op_type, attributes, opset, [a, b], expected)
+            found += _op_cases(f"upper_{label}@{version}", op_type, attributes, opset, [a, b], expected, "upper_half")
     return found
 
 
@@ -427,16 +427,19 @@ def _versions_taking(op_type: str, element_types: tuple[int, ...]):
                 yield version, opset, element_type
 
 
-def _op_cases(name: str, op_type: str, attributes: dict, opset: int, inputs: list, expected: np.ndarray):
-    """The case ``name`` of ``op_type`` alone, fed ``inputs`` (one-dimensional, of one length),
-    giving ``expected``, and its ``#constant`` and ``#node`` variants (:func:`with_variants`)."""
-    names = "abcdefgh"[: len(inputs)]
-    node = onnx.helper.make_node(op_type, list(names), ["out"], name="node", **attributes)
+def _op_cases(
+    name: str, op_type: str, attributes: dict, opset: int, inputs: list, expected: np.ndarray, graph_name: str
+) -> list[tuple]:
+    """The case ``name`` of ``op_type`` alone (a graph called ``graph_name``), fed ``inputs``
+    (one-dimensional, of one length, called a, b, ...) and giving ``expected`` (called by the
+    next letter), and its ``#constant`` and ``#node`` variants (:func:`with_variants`)."""
+    names, output = "abcdefgh"[: len(inputs)], "abcdefgh"[len(inputs)]
+    node = onnx.helper.make_node(op_type, list(names), [output], name="node", **attributes)
     graph = onnx.helper.make_graph(
-        [node], name.partition("@")[0],
+        [node], graph_name,
         [onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), [v.size])
          for n, v in zip(names, inputs, strict=True)],
-        [onnx.helper.make_tensor_value_info("out", onnx.helper.np_dtype_to_tensor_dtype(expected.dtype),
+        [onnx.helper.make_tensor_value_info(output, onnx.helper.np_dtype_to_tensor_dtype(expected.dtype),
                                             [expected.size])],
     )  # fmt: skip
     opset_imports = [onnx.helper.make_opsetid("", opset)]
@@ -553,7 +556,7 @@ def signed_wide_cases() -> list[tuple]:
                 inputs = [np.array(values, np.bool_ if op_type == "Where" and i == 0 else dtype)
                           for i, values in enumerate(operands)]  # fmt: skip
                 expected = np.array(exact, np.bool_ if isinstance(exact[0], bool) else dtype)
-                found += _op_cases(f"{prefix}_{label}@{version}", op_type, attributes, opset, inputs, expected)
+                found += _op_cases(f"{prefix}_{label}@{version}", op_type, attributes, opset, inputs, expected, prefix)
     return found
 
 

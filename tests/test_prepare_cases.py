@@ -338,7 +338,9 @@ def test_signed_ops_are_cases_past_float32s_int32s_and_float64s_integers_beside_
 
     cases = prepare_cases.signed_wide_cases()
     by_name = {name: (data, sets) for name, _, data, sets, *_ in cases}
-    for op_type in ("Less", "Equal", "Max", "Add", "Sub", "Mul", "Div", "Mod", "Mod_1", "Abs", "Neg", "Where"):
+    labels = ("Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Equal", "Max", "Min", "Add", "Sub", "Mul", "Div",
+              "Mod", "Mod_1", "Abs", "Neg", "Where")  # fmt: skip
+    for op_type in labels:
         for type_name in ("INT32", "INT64"):
             assert any(n.startswith(f"wide_{op_type}_{type_name}@") for n in by_name), (op_type, type_name)
     assert {name.replace("wide_", "small_", 1) for name in by_name if name.startswith("wide_")} == {

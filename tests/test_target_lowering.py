@@ -564,3 +564,41 @@ def test_openvinos_integer_arithmetic_past_float32s_integers_is_named_in_its_pro
         said = openvino.verdict(op_type, version, type_name)
         assert said.kind == PARTLY and said.only_past_edges and f"wide_{op_type}_{type_name}@" in said.why
         assert tract.verdict(op_type, version, type_name).kind == SUPPORTED
+
+
+def test_a_form_is_not_chosen_for_a_node_wrong_only_on_integers_past_the_edges():
+    """OpenVINO 2026.4 narrows int64 to int32, in Max as in the Less and Where of the form
+    Max -> Where(Less(a, b), b, a): the form does no better, and the Max is kept."""
+    dims = [1, 2, 3, 4]
+    nodes = [helper.make_node("Max", ["a", "b"], ["c"], name="larger")]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, dims) for name in "ab"]
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("c", TensorProto.INT64, dims)], opset=17)
+    verdict = load_profile("openvino-2026.4").verdict("Max", 13, "INT64")
+    assert verdict.kind == PARTLY and verdict.only_past_edges
+    result = lowering.lower_model(model, target="openvino-2026.4")
+    assert [node.op_type for node in result.model.graph.node] == ["Max"]
+    assert not result.report.forms
+
+
+@pytest.mark.parametrize("name", PROBED)
+def test_an_op_kept_for_being_wrong_only_past_the_edges_has_patterns_writing_ops_wrong_there_too(name):
+    """Where a shipped profile finds a lowerable op wrong only on integers past 2^24 (and kept by
+    --target for it), some op its pattern writes on that type is wrong there too, so lowering
+    would do no better; were the runtime right there in each, the op should be lowered instead."""
+    from lowering.target_lowering import _ops_written_for
+
+    profile_data = json.loads((PROFILES / f"{name}.json").read_text())["cases"]
+    wide = {(c["op"], c["version"], c["type"]) for case, c in profile_data.items() if case.startswith("wide_")}
+    loaded, lowerable = load_profile(name), lowerable_ops()
+    kept = [key for key in sorted(wide) if key[0] in lowerable and loaded.verdict(*key).only_past_edges]
+    for op_type, version, type_name in kept:
+        written = _ops_written_for(op_type, version)
+        opset = max(version, 7)
+        wrong_too = [
+            op for op in written
+            if (found := schemas.version_in_force(op, opset)) is not None
+            and (op, found, type_name) in wide and not loaded.verdict(op, found, type_name).kind == SUPPORTED
+        ]  # fmt: skip
+        assert wrong_too, (op_type, version, type_name, sorted(written))
+    if name.startswith("openvino"):
+        assert ("LessOrEqual", 16, "INT32") in kept
