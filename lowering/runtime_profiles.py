@@ -165,7 +165,7 @@ class RuntimeProfile:
         if exact:
             right = [o for o in exact if o[1] == "right"]
             if len(right) == len(exact):
-                return _wrong_past_edges(every) or Verdict(SUPPORTED)
+                return _wrong_past_edges(every, form) or Verdict(SUPPORTED)
             if right:
                 wrong = len(exact) - len(right)
                 not_right = [o for o in exact if o[1] != "right"]
@@ -380,12 +380,16 @@ def _about_first_input(op_type: str, version: int, types: list[str]) -> bool:
     return any(getattr(TensorProto, name, None) in taken for name in types)
 
 
-def _wrong_past_edges(outcomes: list[tuple[str, str, str]]) -> Verdict | None:
+def _wrong_past_edges(outcomes: list[tuple[str, str, str]], form: NodeForm | None) -> Verdict | None:
     """Partly right, only past the edges, where a node's nearest cases all ran right but some
     case of integers past 2^24, 2^31 or 2^53 (:data:`WIDE_CASE`) of its op version and type, of
     whatever form, did not: the values decide, not the form (an int64 Less of a constant is
-    narrowed to int32 as one of two fed inputs is); else None."""
-    wide = [o for o in outcomes if o[0].startswith(WIDE_CASE)]
+    narrowed to int32 as one of two fed inputs is); else None. Only a case whose inputs are of
+    the types the node's ``form`` states counts (Where's cases go by their condition's type:
+    a float Where is not judged by an int64 one)."""
+    forms, stated = case_forms(), dict(form.types) if form is not None else {}
+    alike = [o for o in outcomes if o[0] not in forms or all(stated.get(i, t) == t for i, t in forms[o[0]].types)]
+    wide = [o for o in alike if o[0].startswith(WIDE_CASE)]
     verdicts = {case: verdict for case, verdict, _ in outcomes}
     # (where its small twin ran right too: the values, not the op or its form, are why)
     not_right = [o for o in wide if o[1] != "right" and verdicts.get(SMALL_CASE + o[0][len(WIDE_CASE) :]) == "right"]

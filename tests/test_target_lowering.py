@@ -602,3 +602,16 @@ def test_an_op_kept_for_being_wrong_only_past_the_edges_has_patterns_writing_ops
         assert wrong_too, (op_type, version, type_name, sorted(written))
     if name.startswith("openvino"):
         assert ("LessOrEqual", 16, "INT32") in kept
+
+
+def test_a_where_is_judged_past_the_edges_by_the_cases_of_its_own_value_type():
+    """Where's probe cases go by their condition's type (bool): OpenVINO 2026.4's int64 Where is
+    noted wrong past the edges (it narrows int64 to int32), a float Where is not."""
+    profile_2026 = load_profile("openvino-2026.4")
+    for value_type, noted in ((TensorProto.FLOAT, False), (TensorProto.INT64, True)):
+        inputs = [helper.make_tensor_value_info("c", TensorProto.BOOL, [4])]
+        inputs += [helper.make_tensor_value_info(name, value_type, [4]) for name in "ab"]
+        nodes = [helper.make_node("Where", ["c", "a", "b"], ["y"], name="pick")]
+        model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", value_type, [4])], opset=16)
+        findings = check_model(model, profile_2026, lowerable=lowerable_ops())
+        assert [(f.verdict.kind, f.verdict.only_past_edges) for f in findings] == ([(PARTLY, True)] if noted else [])

@@ -48,10 +48,10 @@ def run_check(args: argparse.Namespace) -> int:
     for finding in shown:
         print(f"  {'blocks' if finding.blocks else 'note'}: {finding}")
     fixable = sum(1 for f in blockers if f.fix)
+    notes = [f for f in findings if not f.blocks]
     print(
         f"{len(blockers)} blocker{'s' * (len(blockers) != 1)} ({fixable} with a fix: onnx-lower MODEL -o OUT "
-        f"--target {profile.name}); {_notes_said([f for f in findings if not f.blocks])}"
-        + ("" if args.verbose else " (-v lists them)")
+        f"--target {profile.name}); {_notes_said(notes)}" + ("" if args.verbose or not notes else " (-v lists them)")
     )
     return EXIT_DOES_NOT_FIT if blockers else EXIT_FITS
 
