@@ -50,6 +50,8 @@ class LoweringReport:
     folded: Counter = field(default_factory=Counter)  # nodes the shapes decide, now constants, per op
     retyping: object | None = None  # what retyping did (lowering.retyping.RetypeReport), where asked
     forms: Counter = field(default_factory=Counter)  # forms a target chose (lowering.target_forms), per choice
+    # nodes left that the target's runtime runs right only in some probed cases ("Equal-13 on INT64")
+    partly: Counter = field(default_factory=Counter)
 
     @property
     def complete(self) -> bool:
@@ -78,6 +80,8 @@ class LoweringReport:
             shown = ", ".join(f"{count} x {op}" for op, count in sorted(self.folded.items()))
             lines.append(f"folded {shown} (values the shapes decide)")
         lines += [f"chose {count} x {choice}" for choice, count in sorted(self.forms.items())]
+        lines += [f"left {count} x {key}: partly right on the runtime, as probed (check -v lists them)"
+                  for key, count in sorted(self.partly.items())]  # fmt: skip
         if self.retyping is not None:
             lines += self.retyping.lines()
         if not lines and not self.remaining:
@@ -94,6 +98,7 @@ class LoweringReport:
             "remaining": [entry.as_dict() for entry in self.remaining],
             "folded": dict(sorted(self.folded.items())),
             **({"forms": dict(sorted(self.forms.items()))} if self.forms else {}),
+            **({"partly": dict(sorted(self.partly.items()))} if self.partly else {}),
             **({"retyped": self.retyping.as_dict()} if self.retyping is not None else {}),
         }
 

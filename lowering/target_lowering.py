@@ -7,6 +7,7 @@ no pattern can fix."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -535,11 +536,25 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
         )
         if not fixable - ops and not set(retypes.items()) - set(retypings.items()):
             if not blockers:
+                result.report.partly.update(_partly_kept(findings))
                 return result
             raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
         ops |= fixable
         retypings.update({wide: narrow for wide, narrow in retypes.items() if wide not in retypings})
     raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
+
+
+def _partly_kept(findings: list[Finding]) -> Counter:
+    """The nodes left that the runtime runs right only in some probed cases, per op version and
+    type ("Equal-13 on INT64"; "... (wrong only on integers past 2^24)" where that is all it gets
+    wrong)."""
+    kept: Counter = Counter()
+    for f in findings:
+        if f.of_a_node and f.verdict.kind == PARTLY:
+            on = f" on {f.element_type}" if f.element_type else ""
+            past = " (wrong only on integers past 2^24)" if f.verdict.only_past_edges else ""
+            kept[f"{f.op_type}-{f.version}{on}{past}"] += 1
+    return kept
 
 
 def form_judge(model: onnx.ModelProto, profile, opset: int, types=None, sources=None) -> FormJudge:

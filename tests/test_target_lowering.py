@@ -551,6 +551,8 @@ def test_an_op_wrong_only_on_integers_past_the_edges_is_named_and_kept(wrong_on_
     result = lowering.lower_model(model, target=judged)
     kept = [node.op_type for node in result.model.graph.node] == ["LessOrEqual"]
     assert kept is not wrong_on_small_values
+    left = ["LessOrEqual-16"] if kept else ["Equal-13", "Less-13"]  # (what its pattern writes, partly right too)
+    assert result.report.partly == {f"{op} on INT32 (wrong only on integers past 2^24)": 1 for op in left}
     a, b = np.int32([2**24 + 1, -7, 3, 2**31 - 1]), np.int32([2**24, -7, 4, -(2**31)])
     [got] = runs_in_onnxruntime(result.model, {"a": a, "b": b})
     assert got.tolist() == [False, True, True, False]
@@ -578,6 +580,9 @@ def test_a_form_is_not_chosen_for_a_node_wrong_only_on_integers_past_the_edges()
     result = lowering.lower_model(model, target="openvino-2026.4")
     assert [node.op_type for node in result.model.graph.node] == ["Max"]
     assert not result.report.forms
+    said = "Max-13 on INT64 (wrong only on integers past 2^24)"
+    assert result.report.partly == {said: 1} and result.report.as_dict()["partly"] == {said: 1}
+    assert f"left 1 x {said}: partly right on the runtime, as probed (check -v lists them)" in result.report.lines()
 
 
 @pytest.mark.parametrize("name", PROBED)
