@@ -392,7 +392,9 @@ def _wrong_past_edges(outcomes: list[tuple[str, str, str]], form: NodeForm | Non
     wide = [o for o in alike if o[0].startswith(WIDE_CASE)]
     verdicts = {case: verdict for case, verdict, _ in outcomes}
     # (where its small twin ran right too: the values, not the op or its form, are why)
-    not_right = [o for o in wide if o[1] != "right" and verdicts.get(SMALL_CASE + o[0][len(WIDE_CASE) :]) == "right"]
+    not_right = [
+        o for o in wide if o[1] != "right" and verdicts.get(SMALL_CASE + o[0].removeprefix(WIDE_CASE)) == "right"
+    ]
     if not not_right:
         return None
     return Verdict(PARTLY, f"right in the cases nearest its form; {len(not_right)} of {len(wide)} cases of integers "

@@ -354,7 +354,7 @@ def _written_by_nodes(model: onnx.ModelProto, model_opset: int, lowerable: froze
         version = schemas.version_in_force(node.op_type, model_opset)
         if node.domain not in ("", "ai.onnx") or node.op_type not in lowerable or version is None:
             continue
-        written = _ops_written_for(node.op_type, version)
+        written = ops_written_for(node.op_type, version)
         if not written and function is None and version in ops_with_bodies().get(node.op_type, ()):
             types = inferred_types(model) if types is None else types
             written = frozenset(node_body_op_types(node, version, [types.get(name) for name in node.input]))
@@ -373,7 +373,7 @@ def _op_types_held_or_written(
     while todo:
         op_type = todo.pop()
         version = schemas.version_in_force(op_type, model_opset)
-        written = written_by.get(op_type) or (_ops_written_for(op_type, version) if version is not None else ())
+        written = written_by.get(op_type) or (ops_written_for(op_type, version) if version is not None else ())
         for op in written:
             if op not in found:
                 found.add(op)
@@ -400,7 +400,7 @@ def _written_unrun(
         version = finding.version or schemas.version_in_force(finding.op_type, model_opset)
         lowered = finding.blocks or finding.verdict.kind in (UNVERIFIED, DOUBTFUL) or _type_not_taken(finding, opset)
         if lowered and finding.of_a_node and finding.op_type in lowerable and version is not None:
-            written |= written_by.get(finding.op_type) or _ops_written_for(finding.op_type, version)
+            written |= written_by.get(finding.op_type) or ops_written_for(finding.op_type, version)
     unrun, seen, todo = 0, set(), sorted(written)
     while todo:  # (what the runtime does not run is lowered in turn where a pattern is known)
         op_type = todo.pop()
@@ -411,7 +411,7 @@ def _written_unrun(
         if version is not None and profile.runs_at_all(op_type, version) is not False:
             continue
         at = version if version is not None else schemas.version_in_force(op_type, model_opset)
-        deeper = _ops_written_for(op_type, at) if op_type in lowerable and at is not None else frozenset()
+        deeper = ops_written_for(op_type, at) if op_type in lowerable and at is not None else frozenset()
         todo.extend(deeper)
         unrun += not deeper
     return unrun
@@ -425,7 +425,7 @@ def _type_not_taken(finding: Finding, opset: int) -> bool:
     return bool(taken) and onnx.TensorProto.DataType.Value(finding.element_type) not in taken
 
 
-def _ops_written_for(op_type: str, version: int) -> frozenset[str]:
+def ops_written_for(op_type: str, version: int) -> frozenset[str]:
     """The ops the pattern lowering ``op_type``-``version`` is known to write: its rule's
     ``emits``, else its function body's ops (none known: empty)."""
     rule = rule_for("", op_type)

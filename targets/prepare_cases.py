@@ -457,7 +457,10 @@ def _wide_edges(bits: int) -> list[int]:
     2^24 (float32 holds every integer up to it, not 2^24 + 1), and in 64 bits 2^31 and 2^32
     (an int32 holds neither: a runtime narrowing int64 to int32 saturates or wraps there) and
     2^53 (float64's)."""
-    return [edge for edge in (2**24, 2**31, 2**32, 2**53) if edge < 2 ** (bits - 1) // 3]
+    float32_exact, float64_exact = (2 ** (np.finfo(t).nmant + 1) for t in (np.float32, np.float64))
+    int32_past, uint32_past = (int(np.iinfo(t).max) + 1 for t in (np.int32, np.uint32))
+    edges = (float32_exact, int32_past, uint32_past, float64_exact)
+    return [edge for edge in edges if edge < 2 ** (bits - 1) // 3]  # (3 times an edge stays in range)
 
 
 def _signed_wide_operands(op_type: str, bits: int) -> list[list[int]]:

@@ -590,14 +590,14 @@ def test_an_op_kept_for_being_wrong_only_past_the_edges_has_patterns_writing_ops
     """Where a shipped profile finds a lowerable op wrong only on integers past 2^24 (and kept by
     --target for it), some op its pattern writes on that type is wrong there too, so lowering
     would do no better; were the runtime right there in each, the op should be lowered instead."""
-    from lowering.target_lowering import _ops_written_for
+    from lowering.target_lowering import ops_written_for
 
     profile_data = json.loads((PROFILES / f"{name}.json").read_text())["cases"]
     wide = {(c["op"], c["version"], c["type"]) for case, c in profile_data.items() if case.startswith("wide_")}
     loaded, lowerable = load_profile(name), lowerable_ops()
     kept = [key for key in sorted(wide) if key[0] in lowerable and loaded.verdict(*key).only_past_edges]
     for op_type, version, type_name in kept:
-        written = _ops_written_for(op_type, version)
+        written = ops_written_for(op_type, version)
         opset = max(version, 7)
         wrong_too = [
             op for op in written

@@ -1,5 +1,5 @@
 """Size lowered to the one dimension of x flattened (rules/size.py): every kind of element type
-(strings, bools, bfloat16 included), scalars, empty tensors, shapes known (a constant), partly
+(strings, bools, bfloat16 and float8 included), scalars, empty tensors, shapes known (a constant), partly
 known and unknown, at opset 9, 13 and the newest, against onnxruntime's kernel and the rule's
 numpy reference; inside an If and a local function; the opset below which it declines. The
 backend cases are checked by tests/test_backend_node_cases.py."""
@@ -16,12 +16,12 @@ import lowering
 from lowering import schemas
 
 TYPES = [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.BOOL, TensorProto.STRING,
-         TensorProto.BFLOAT16]  # fmt: skip
+         TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2]  # fmt: skip
 CASES = [
     (element_type, opset)
     for element_type in TYPES
     for opset in (FIRST_OPSET, 13, schemas.newest_opset())
-    if element_type in schemas.input_element_types("Size", opset)  # (bfloat16 from version 13)
+    if element_type in schemas.input_element_types("Size", opset)  # (bfloat16 from version 13, float8 from 19)
 ]
 SHAPES = [(), (0,), (3, 0, 2), (1,), (2, 3), (2, 3, 4, 1)]
 
