@@ -63,6 +63,10 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   known) written with ``ceil_mode=0`` and the end pads under which the floor makes the same
   windows (:func:`_floor_mode_ends`); a max never takes a padded element (OpenVINO makes the
   ceil_mode window that version 22 drops where it would start in the right padding).
+- ``AveragePool`` and ``MaxPool`` with ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID (no
+  dilation, ``ceil_mode=0``, its input's pooled sizes known) written with the explicit pads that
+  make the same windows (:func:`_explicit_pads`), where the runtime runs that form better
+  (onnx2torch converts no auto_pad pooling).
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -607,6 +611,59 @@ def _pool_in_floor_mode(
     return [pooled]
 
 
+def _explicit_pads(node: onnx.NodeProto, types: Types) -> list[int] | None:
+    """The pads under which a pooling with ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID (no
+    dilation, ``ceil_mode=0``) makes the same windows with ``auto_pad`` NOTSET: along an axis of
+    size n, kernel k and stride s, SAME makes c = ⌈n / s⌉ windows, padded by t = (c - 1)·s + k - n
+    in all, ⌊t / 2⌋ at the begin for SAME_UPPER (the odd one at the end) and ⌈t / 2⌉ for
+    SAME_LOWER; explicit pads b, e make ⌊(n + t - k) / s⌋ + 1 = c windows starting at -b, the same
+    ones. VALID pads nothing. None where a size is unknown or a t is negative (k < s: onnxruntime
+    then pads by a negative amount, which explicit pads cannot state)."""
+    mode = attribute_of(node, "auto_pad")
+    sizes, kernel = _spatial_sizes(node, types), attribute_of(node, "kernel_shape")
+    if sizes is None or kernel is None or len(kernel) != len(sizes):
+        return None
+    strides = attribute_of(node, "strides") or [1] * len(sizes)
+    if len(strides) != len(sizes) or min(strides) < 1:
+        return None
+    if mode == b"VALID":
+        return [0] * (2 * len(sizes))
+    totals = [(-(-n // s) - 1) * s + k - n for n, k, s in zip(sizes, kernel, strides, strict=True)]
+    if min(totals) < 0:
+        return None
+    begins = [t // 2 if mode == b"SAME_UPPER" else t - t // 2 for t in totals]
+    return [*begins, *(t - b for t, b in zip(totals, begins, strict=True))]
+
+
+def _auto_padded_pool(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """An AveragePool or MaxPool with ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID, no dilation,
+    ``ceil_mode=0``, and pads :func:`_explicit_pads` can state."""
+    dilations = attribute_of(node, "dilations")
+    return (
+        attribute_of(node, "auto_pad") in (b"SAME_UPPER", b"SAME_LOWER", b"VALID")
+        and not attribute_of(node, "ceil_mode")
+        and (dilations is None or set(dilations) <= {1})
+        and _explicit_pads(node, types) is not None
+    )
+
+
+def _pool_with_explicit_pads(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list[onnx.NodeProto]:
+    """Pool(x, auto_pad) = Pool(x, pads) of :func:`_explicit_pads`: the same windows, so the same
+    maxima (and indices, which count in x unpadded) or averages (over the same elements, padding
+    counted as ``count_include_pad`` says in either form)."""
+    pads = _explicit_pads(node, types)
+    pooled = onnx.NodeProto()
+    pooled.CopyFrom(node)
+    kept = [a for a in pooled.attribute if a.name not in ("auto_pad", "pads")]
+    del pooled.attribute[:]
+    pooled.attribute.extend(kept)
+    if any(pads):
+        pooled.attribute.append(onnx.helper.make_attribute("pads", pads))
+    return [pooled]
+
+
 def _reshape_to_a_scalar(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Reshape to the empty shape (a constant), a scalar, of a tensor whose every dimension is
     known to be 1 (one element; a scalar itself where it has none)."""
@@ -854,6 +911,16 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _pool_in_floor_mode,
         None,
         "MaxPool-22 ceil_mode=1 -> ceil_mode=0 with the end pads that make the same windows",
+    ),
+    *(
+        OpChoice(
+            op_type,
+            _auto_padded_pool,
+            _pool_with_explicit_pads,
+            None,
+            f"{op_type} with auto_pad SAME or VALID -> the pads that make the same windows",
+        )
+        for op_type in ("AveragePool", "MaxPool")
     ),
 )
 _CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)

@@ -795,7 +795,7 @@ def test_every_ceil_mode_maxpool_22_has_floor_mode_pads_making_the_same_windows(
     rewritten = onnx.ModelProto()
     rewritten.CopyFrom(model)
     del rewritten.graph.node[:]
-    [choice] = [choice for choice in OP_CHOICES if choice.op_type == "MaxPool"]
+    [choice] = [choice for choice in OP_CHOICES if choice.op_type == "MaxPool" and "ceil_mode" in choice.said]
     for node in model.graph.node:
         form = node_form(node, 22, set(types), set(), {}, {}, set())
         assert choice.applies(node, form, 22, {}, types), node.name
@@ -1589,3 +1589,122 @@ def test_a_float16_matmul_goes_to_float32_and_gives_onnxruntimes_bits():
 def test_a_float16_matmul_stays_where_the_runtime_gets_it_right():
     result = lowering.lower_model(_half_product_model(), target=_half_product_profile("right"), fold="none")
     assert [n.op_type for n in result.model.graph.node] == ["MatMul"] and not result.report.forms
+
+
+# -- AveragePool and MaxPool with auto_pad as explicit pads -----------------------------------------
+
+AUTO_PADS = ("SAME_UPPER", "SAME_LOWER", "VALID")
+AUTO_PAD_POOLS = [
+    (op_type, mode, size, kernel, stride, count_include_pad)
+    for op_type in ("AveragePool", "MaxPool") for mode in AUTO_PADS
+    for size in range(1, 8) for kernel in range(1, 4) for stride in range(1, 4)
+    for count_include_pad in ((0, 1) if op_type == "AveragePool" else (0,)) if size >= kernel or mode != "VALID"
+]  # fmt: skip
+
+
+def _auto_padded_pools(configurations, opset: int) -> onnx.ModelProto:
+    """One pooling per (op, auto_pad, size, kernel, stride, count_include_pad), 1-D, over x_SIZE
+    [1, 2, SIZE]; each MaxPool's Indices an output too (opset 8 and later)."""
+    sizes = sorted({size for _, _, size, *_ in configurations})
+    nodes, outputs = [], []
+    for k, (op_type, mode, size, kernel, stride, include) in enumerate(configurations):
+        written = [f"y{k}", f"i{k}"] if op_type == "MaxPool" and opset >= 8 else [f"y{k}"]
+        extra = {"count_include_pad": include} if op_type == "AveragePool" and include else {}
+        nodes.append(helper.make_node(op_type, [f"x{size}"], written, name=f"pool{k}", auto_pad=mode,
+                                      kernel_shape=[kernel], strides=[stride], **extra))  # fmt: skip
+        outputs += [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [None] * 3)]
+        outputs += [helper.make_tensor_value_info(f"i{k}", TensorProto.INT64, [None] * 3)] if len(written) == 2 else []
+    inputs = [helper.make_tensor_value_info(f"x{size}", TensorProto.FLOAT, [1, 2, size]) for size in sizes]
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _pads_negative(mode: str, size: int, kernel: int, stride: int) -> bool:
+    return mode != "VALID" and (-(-size // stride) - 1) * stride + kernel < size
+
+
+@pytest.mark.parametrize("opset", [11, 22])
+def test_every_auto_padded_pool_has_explicit_pads_making_the_same_windows(opset):
+    """Every 1-D AveragePool (count_include_pad 0 and 1) and MaxPool with auto_pad SAME_UPPER,
+    SAME_LOWER or VALID of size 1-7, kernel 1-3 and stride 1-3, written with explicit pads: the
+    same averages, maxima and indices, bit for bit, on edge values. Declined exactly where SAME
+    would pad by a negative amount (kernel < stride), which onnxruntime refuses to run."""
+    from lowering.node_forms import node_form
+    from lowering.target_forms import OP_CHOICES
+
+    model = _auto_padded_pools(AUTO_PAD_POOLS, opset)
+    onnx.checker.check_model(model, full_check=True)
+    types = {info.name: info.type for info in model.graph.input}
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    del rewritten.graph.node[:]
+    del rewritten.graph.output[:]
+    kept_outputs = []
+    for node, (op_type, mode, size, kernel, stride, _) in zip(model.graph.node, AUTO_PAD_POOLS, strict=True):
+        [choice] = [c for c in OP_CHOICES if c.op_type == op_type and "auto_pad" in c.said]
+        version = schemas.version_in_force(op_type, opset)
+        form = node_form(node, version, set(types), set(), {}, {}, set())
+        negative = _pads_negative(mode, size, kernel, stride)
+        assert choice.applies(node, form, version, {}, types) is not negative, node.name
+        if negative:
+            continue
+        [pooled] = choice.replacement(node, form, {}, None, opset, types)
+        assert all(a.name != "auto_pad" for a in pooled.attribute)
+        rewritten.graph.node.append(pooled)
+        kept_outputs += list(node.output)
+    declined = len(AUTO_PAD_POOLS) - len(rewritten.graph.node)
+    assert 0 < declined < len(AUTO_PAD_POOLS) // 4
+    rewritten.graph.output.extend(o for o in model.graph.output if o.name in kept_outputs)
+    original = onnx.ModelProto()
+    original.CopyFrom(rewritten)
+    del original.graph.node[:]
+    original.graph.node.extend(n for n in model.graph.node if n.output[0] in kept_outputs)
+    onnx.checker.check_model(rewritten, full_check=True)
+    feeds = _pool_feeds(model)
+    want, got = run_onnxruntime(original, feeds), run_onnxruntime(rewritten, feeds)
+    assert len(want) == len(kept_outputs)
+    for name, expected, actual in zip(kept_outputs, want, got, strict=True):
+        assert actual.shape == expected.shape and actual.tobytes() == expected.tobytes(), name
+
+
+def _auto_pad_profile(same_case: str = "fails"):
+    """A runtime that fails the backend's SAME_UPPER and SAME_LOWER poolings and pools with
+    explicit pads right (onnx2torch)."""
+    cases = {
+        "test_averagepool_2d_same_upper": ("AveragePool", 22, "FLOAT", same_case),
+        "test_averagepool_2d_same_lower": ("AveragePool", 22, "FLOAT", same_case),
+        "test_averagepool_2d_precomputed_pads": ("AveragePool", 22, "FLOAT", "right"),
+        "test_averagepool_2d_default": ("AveragePool", 22, "FLOAT", "right"),
+    }
+    return _profile_of("auto-pad-fails", 22, cases)
+
+
+AUTO_PAD_SAID = "AveragePool with auto_pad SAME or VALID -> the pads that make the same windows"
+
+
+def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad():
+    """A SAME_LOWER AveragePool of a 5 by 5 image, kernel 2 by 3, stride 2: pads [1, 1, 0, 1]
+    (the odd one at the begin), the same averages; kept where the runtime pools SAME right, and
+    where the image's sizes are unknown."""
+    pool = helper.make_node("AveragePool", ["x"], ["y"], name="pool", auto_pad="SAME_LOWER", kernel_shape=[2, 3],
+                            strides=[2, 2])  # fmt: skip
+    graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    findings = check_model(model, _auto_pad_profile())
+    assert [f.node for f in findings if f"--target chooses the form {AUTO_PAD_SAID}" in str(f)] == ["pool"]
+    result = lowering.lower_model(model, target=_auto_pad_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {AUTO_PAD_SAID: 1}
+    [pooled] = result.model.graph.node
+    assert {a.name for a in pooled.attribute} == {"kernel_shape", "strides", "pads"}
+    assert helper.get_attribute_value(next(a for a in pooled.attribute if a.name == "pads")) == [1, 1, 0, 1]
+    feeds = _pool_feeds(model)
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert want.shape == (1, 1, 3, 3) and got.tobytes() == want.tobytes()
+    kept = lowering.lower_model(model, target=_auto_pad_profile("right"), fold="none")
+    assert not kept.report.forms and list(kept.model.graph.node) == [pool]
+    unknown = onnx.ModelProto()
+    unknown.CopyFrom(model)
+    unknown.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "h"
+    assert all(AUTO_PAD_SAID not in str(f) for f in check_model(unknown, _auto_pad_profile()))
