@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
@@ -557,14 +558,15 @@ def _attribute_values(
     return values
 
 
-def ops_with_bodies(domain: str = "") -> dict[str, tuple[int, ...]]:
+@functools.cache
+def ops_with_bodies(domain: str = "") -> Mapping[str, tuple[int, ...]]:
     """Every op of ``domain`` that onnx gives a function body (static or context-dependent)
     at some version: op type -> the since-versions that have one."""
     found: dict[str, list[int]] = {}
     for schema in defs.get_all_schemas_with_history():
         if schemas.canonical_domain(schema.domain) == domain and schema.all_function_opset_versions:
             found.setdefault(schema.name, []).append(schema.since_version)
-    return {name: tuple(sorted(versions)) for name, versions in sorted(found.items())}
+    return MappingProxyType({name: tuple(sorted(versions)) for name, versions in sorted(found.items())})
 
 
 def body_op_types(op_type: str, version: int, domain: str = "") -> list[str] | None:

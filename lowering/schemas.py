@@ -54,10 +54,15 @@ def op_versions(op_type: str, domain: str = "") -> tuple[int, ...]:
     return tuple(sorted(versions))
 
 
-@functools.cache
 def is_op_type(op_type: str) -> bool:
     """Whether onnx defines an op of this name, in any domain."""
-    return any(schema.name == op_type for schema in defs.get_all_schemas_with_history())
+    return op_type in _op_types()
+
+
+@functools.cache
+def _op_types() -> frozenset[str]:
+    """The name of every op onnx defines, in any domain, at any version."""
+    return frozenset(schema.name for schema in defs.get_all_schemas_with_history())
 
 
 @functools.cache
