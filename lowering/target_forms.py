@@ -65,8 +65,8 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   ceil_mode window that version 22 drops where it would start in the right padding).
 - ``AveragePool`` and ``MaxPool`` with ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID (no
   dilation, ``ceil_mode=0``, its input's pooled sizes known) written with the explicit pads that
-  make the same windows (:func:`_explicit_pads`), where the runtime runs that form better
-  (onnx2torch converts no auto_pad pooling).
+  make the same windows, where those pad both ends of each axis alike (:func:`_explicit_pads`)
+  and the runtime runs that form better (onnx2torch converts no auto_pad pooling).
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -617,8 +617,11 @@ def _explicit_pads(node: onnx.NodeProto, types: Types) -> list[int] | None:
     size n, kernel k and stride s, SAME makes c = ⌈n / s⌉ windows, padded by t = (c - 1)·s + k - n
     in all, ⌊t / 2⌋ at the begin for SAME_UPPER (the odd one at the end) and ⌈t / 2⌉ for
     SAME_LOWER; explicit pads b, e make ⌊(n + t - k) / s⌋ + 1 = c windows starting at -b, the same
-    ones. VALID pads nothing. None where a size is unknown or a t is negative (k < s: onnxruntime
-    then pads by a negative amount, which explicit pads cannot state)."""
+    ones. VALID pads nothing. None where a size is unknown, where a t is negative (the last
+    window would end before x does: onnxruntime then pads by a negative amount, which explicit
+    pads cannot state), or where a t is odd: pads of one more at one end than at the other. Every
+    pooling case the probes ran with explicit pads pads both ends alike, so they vouch for no
+    other (onnx2torch pools no AveragePool padded more at one end)."""
     mode = attribute_of(node, "auto_pad")
     sizes, kernel = _spatial_sizes(node, types), attribute_of(node, "kernel_shape")
     if sizes is None or kernel is None or len(kernel) != len(sizes):
@@ -629,18 +632,18 @@ def _explicit_pads(node: onnx.NodeProto, types: Types) -> list[int] | None:
     if mode == b"VALID":
         return [0] * (2 * len(sizes))
     totals = [(-(-n // s) - 1) * s + k - n for n, k, s in zip(sizes, kernel, strides, strict=True)]
-    if min(totals) < 0:
+    if min(totals) < 0 or any(t % 2 for t in totals):
         return None
-    begins = [t // 2 if mode == b"SAME_UPPER" else t - t // 2 for t in totals]
-    return [*begins, *(t - b for t, b in zip(totals, begins, strict=True))]
+    return [t // 2 for t in totals] * 2
 
 
 def _auto_padded_pool(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
-    """An AveragePool or MaxPool with ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID, no dilation,
-    ``ceil_mode=0``, and pads :func:`_explicit_pads` can state."""
+    """An AveragePool or MaxPool with ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID, no ``pads``
+    beside it, no dilation, ``ceil_mode=0``, and pads :func:`_explicit_pads` can state."""
     dilations = attribute_of(node, "dilations")
     return (
         attribute_of(node, "auto_pad") in (b"SAME_UPPER", b"SAME_LOWER", b"VALID")
+        and attribute_of(node, "pads") is None
         and not attribute_of(node, "ceil_mode")
         and (dilations is None or set(dilations) <= {1})
         and _explicit_pads(node, types) is not None
@@ -656,7 +659,7 @@ def _pool_with_explicit_pads(
     pads = _explicit_pads(node, types)
     pooled = onnx.NodeProto()
     pooled.CopyFrom(node)
-    kept = [a for a in pooled.attribute if a.name not in ("auto_pad", "pads")]
+    kept = [a for a in pooled.attribute if a.name != "auto_pad"]
     del pooled.attribute[:]
     pooled.attribute.extend(kept)
     if any(pads):

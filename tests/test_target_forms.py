@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support import slow_but_a_sample
 
 import lowering
 from lowering import schemas
@@ -1594,77 +1595,122 @@ def test_a_float16_matmul_stays_where_the_runtime_gets_it_right():
 # -- AveragePool and MaxPool with auto_pad as explicit pads -----------------------------------------
 
 AUTO_PADS = ("SAME_UPPER", "SAME_LOWER", "VALID")
+# (op, auto_pad, sizes, kernel, strides, attributes): every 1-D pooling of size 1-7, kernel and
+# stride 1-3; a few 2-D and 3-D ones, MaxPool's Indices stored column-major among them
 AUTO_PAD_POOLS = [
-    (op_type, mode, size, kernel, stride, count_include_pad)
+    (op_type, mode, (size,), (kernel,), (stride,), {"count_include_pad": include} if include else {})
     for op_type in ("AveragePool", "MaxPool") for mode in AUTO_PADS
     for size in range(1, 8) for kernel in range(1, 4) for stride in range(1, 4)
-    for count_include_pad in ((0, 1) if op_type == "AveragePool" else (0,)) if size >= kernel or mode != "VALID"
+    for include in ((0, 1) if op_type == "AveragePool" else (0,)) if size >= kernel or mode != "VALID"
+] + [
+    (op_type, mode, sizes, kernel, strides, extra)
+    for op_type, extra in (("AveragePool", {"count_include_pad": 1}), ("AveragePool", {}),
+                           ("MaxPool", {"storage_order": 1}), ("MaxPool", {}))
+    for mode in AUTO_PADS
+    for sizes, kernel, strides in (((5, 6), (3, 3), (1, 2)), ((7, 4), (3, 1), (2, 1)),
+                                   ((4, 5, 6), (3, 3, 1), (1, 2, 3)))
 ]  # fmt: skip
+# The opsets whose versions differ: AveragePool 7, 10, 11, 19, 22; MaxPool 8, 10, 11, 12, 22
+AUTO_PAD_OPSETS = [8, 10, 11, 12, 19, 22]
 
 
 def _auto_padded_pools(configurations, opset: int) -> onnx.ModelProto:
-    """One pooling per (op, auto_pad, size, kernel, stride, count_include_pad), 1-D, over x_SIZE
-    [1, 2, SIZE]; each MaxPool's Indices an output too (opset 8 and later)."""
-    sizes = sorted({size for _, _, size, *_ in configurations})
+    """One pooling per configuration (AUTO_PAD_POOLS), over x_SIZES [1, 2, *SIZES]; each
+    MaxPool's Indices an output too. storage_order only from MaxPool-8, count_include_pad from
+    AveragePool-7 (the opsets tested)."""
+    sizes = sorted({tuple(sizes) for _, _, sizes, *_ in configurations})
     nodes, outputs = [], []
-    for k, (op_type, mode, size, kernel, stride, include) in enumerate(configurations):
-        written = [f"y{k}", f"i{k}"] if op_type == "MaxPool" and opset >= 8 else [f"y{k}"]
-        extra = {"count_include_pad": include} if op_type == "AveragePool" and include else {}
-        nodes.append(helper.make_node(op_type, [f"x{size}"], written, name=f"pool{k}", auto_pad=mode,
-                                      kernel_shape=[kernel], strides=[stride], **extra))  # fmt: skip
-        outputs += [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [None] * 3)]
-        outputs += [helper.make_tensor_value_info(f"i{k}", TensorProto.INT64, [None] * 3)] if len(written) == 2 else []
-    inputs = [helper.make_tensor_value_info(f"x{size}", TensorProto.FLOAT, [1, 2, size]) for size in sizes]
+    for k, (op_type, mode, extent, kernel, strides, extra) in enumerate(configurations):
+        x = "x" + "_".join(map(str, extent))
+        written = [f"y{k}", f"i{k}"] if op_type == "MaxPool" else [f"y{k}"]
+        nodes.append(helper.make_node(op_type, [x], written, name=f"pool{k}", auto_pad=mode,
+                                      kernel_shape=list(kernel), strides=list(strides), **extra))  # fmt: skip
+        outputs += [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [None] * (2 + len(extent)))]
+        if len(written) == 2:
+            outputs += [helper.make_tensor_value_info(f"i{k}", TensorProto.INT64, [None] * (2 + len(extent)))]
+    inputs = [
+        helper.make_tensor_value_info("x" + "_".join(map(str, extent)), TensorProto.FLOAT, [1, 2, *extent])
+        for extent in sizes
+    ]
     graph = helper.make_graph(nodes, "g", inputs, outputs)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-def _pads_negative(mode: str, size: int, kernel: int, stride: int) -> bool:
-    return mode != "VALID" and (-(-size // stride) - 1) * stride + kernel < size
+def _same_padding(mode: str, sizes, kernel, strides) -> list[int]:
+    """The total padding along each axis: ONNX's SAME formula, (⌈n / s⌉ - 1)·s + k - n; 0 for VALID."""
+    if mode == "VALID":
+        return [0] * len(sizes)
+    return [(-(-n // s) - 1) * s + k - n for n, k, s in zip(sizes, kernel, strides, strict=True)]
 
 
-@pytest.mark.parametrize("opset", [11, 22])
+@slow_but_a_sample()
+@pytest.mark.parametrize("opset", AUTO_PAD_OPSETS)
 def test_every_auto_padded_pool_has_explicit_pads_making_the_same_windows(opset):
-    """Every 1-D AveragePool (count_include_pad 0 and 1) and MaxPool with auto_pad SAME_UPPER,
-    SAME_LOWER or VALID of size 1-7, kernel 1-3 and stride 1-3, written with explicit pads: the
-    same averages, maxima and indices, bit for bit, on edge values. Declined exactly where SAME
-    would pad by a negative amount (kernel < stride), which onnxruntime refuses to run."""
+    """Every pooling of AUTO_PAD_POOLS at every AveragePool and MaxPool version from 7 and 8,
+    written with explicit pads where they pad both ends alike: the same averages, maxima and
+    indices, bit for bit, on edge values. Declined where SAME's total padding along an axis is
+    odd (one more at one end: no probed case vouches for such pads) or negative (the last window
+    ends before x does)."""
     from lowering.node_forms import node_form
     from lowering.target_forms import OP_CHOICES
 
     model = _auto_padded_pools(AUTO_PAD_POOLS, opset)
     onnx.checker.check_model(model, full_check=True)
     types = {info.name: info.type for info in model.graph.input}
-    rewritten = onnx.ModelProto()
+    original, rewritten = onnx.ModelProto(), onnx.ModelProto()
+    original.CopyFrom(model)
     rewritten.CopyFrom(model)
-    del rewritten.graph.node[:]
-    del rewritten.graph.output[:]
-    kept_outputs = []
-    for node, (op_type, mode, size, kernel, stride, _) in zip(model.graph.node, AUTO_PAD_POOLS, strict=True):
+    del original.graph.node[:], rewritten.graph.node[:], original.graph.output[:], rewritten.graph.output[:]
+    declined = 0
+    for node, (op_type, mode, sizes, kernel, strides, _) in zip(model.graph.node, AUTO_PAD_POOLS, strict=True):
         [choice] = [c for c in OP_CHOICES if c.op_type == op_type and "auto_pad" in c.said]
         version = schemas.version_in_force(op_type, opset)
         form = node_form(node, version, set(types), set(), {}, {}, set())
-        negative = _pads_negative(mode, size, kernel, stride)
-        assert choice.applies(node, form, version, {}, types) is not negative, node.name
-        if negative:
+        totals = _same_padding(mode, sizes, kernel, strides)
+        alike = all(t >= 0 and t % 2 == 0 for t in totals)
+        assert choice.applies(node, form, version, {}, types) is alike, node.name
+        if not alike:
+            declined += 1
             continue
         [pooled] = choice.replacement(node, form, {}, None, opset, types)
+        pads = next((helper.get_attribute_value(a) for a in pooled.attribute if a.name == "pads"), None)
         assert all(a.name != "auto_pad" for a in pooled.attribute)
+        assert pads in (None, [t // 2 for t in totals] * 2) and (pads is not None) == any(totals), node.name
+        original.graph.node.append(node)
         rewritten.graph.node.append(pooled)
-        kept_outputs += list(node.output)
-    declined = len(AUTO_PAD_POOLS) - len(rewritten.graph.node)
-    assert 0 < declined < len(AUTO_PAD_POOLS) // 4
-    rewritten.graph.output.extend(o for o in model.graph.output if o.name in kept_outputs)
-    original = onnx.ModelProto()
-    original.CopyFrom(rewritten)
-    del original.graph.node[:]
-    original.graph.node.extend(n for n in model.graph.node if n.output[0] in kept_outputs)
+    assert 0 < declined < len(AUTO_PAD_POOLS) // 2
+    kept = [name for node in original.graph.node for name in node.output]
+    outputs = [o for o in model.graph.output if o.name in kept]
+    original.graph.output.extend(outputs)
+    rewritten.graph.output.extend(outputs)
     onnx.checker.check_model(rewritten, full_check=True)
     feeds = _pool_feeds(model)
     want, got = run_onnxruntime(original, feeds), run_onnxruntime(rewritten, feeds)
-    assert len(want) == len(kept_outputs)
-    for name, expected, actual in zip(kept_outputs, want, got, strict=True):
+    assert len(want) == len(kept)
+    for name, expected, actual in zip(kept, want, got, strict=True):
         assert actual.shape == expected.shape and actual.tobytes() == expected.tobytes(), name
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [{"ceil_mode": 1}, {"dilations": [2]}, {"pads": [1, 1]}, {"auto_pad": "NOTSET", "pads": [1, 1]}],
+    ids=["ceil_mode", "dilated", "pads beside auto_pad", "NOTSET"],
+)
+def test_an_auto_padded_pool_in_ceil_mode_dilated_or_given_pads_too_is_kept(attributes):
+    """MaxPool-22 of size 6, kernel 3, stride 1 (SAME pads it by 1 at each end): declined in
+    ceil mode, dilated, with pads stated beside auto_pad (onnx's inference reads the pads,
+    onnxruntime auto_pad) and with auto_pad NOTSET."""
+    from lowering.node_forms import node_form
+    from lowering.target_forms import OP_CHOICES
+
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3], strides=[1],
+                            **{"auto_pad": "SAME_UPPER", **attributes})  # fmt: skip
+    types = {"x": helper.make_tensor_type_proto(TensorProto.FLOAT, [1, 2, 6])}
+    [choice] = [c for c in OP_CHOICES if c.op_type == "MaxPool" and "auto_pad" in c.said]
+    form = node_form(node, 22, {"x"}, set(), {}, {}, set())
+    assert not choice.applies(node, form, 22, {}, types)
+    plain = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3], strides=[1], auto_pad="SAME_UPPER")
+    assert choice.applies(plain, node_form(plain, 22, {"x"}, set(), {}, {}, set()), 22, {}, types)
 
 
 def _auto_pad_profile(same_case: str = "fails"):
@@ -1683,10 +1729,11 @@ AUTO_PAD_SAID = "AveragePool with auto_pad SAME or VALID -> the pads that make t
 
 
 def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad():
-    """A SAME_LOWER AveragePool of a 5 by 5 image, kernel 2 by 3, stride 2: pads [1, 1, 0, 1]
-    (the odd one at the begin), the same averages; kept where the runtime pools SAME right, and
-    where the image's sizes are unknown."""
-    pool = helper.make_node("AveragePool", ["x"], ["y"], name="pool", auto_pad="SAME_LOWER", kernel_shape=[2, 3],
+    """A SAME_LOWER AveragePool of a 5 by 5 image, kernel 3 by 3, stride 2: pads [1, 1, 1, 1], the
+    same averages; kept where the runtime pools SAME right, where the image's sizes are unknown,
+    and with kernel 2 by 3, which SAME pads by one more at the begin of the first axis (no probed
+    case pads so, and onnx2torch pools no such AveragePool)."""
+    pool = helper.make_node("AveragePool", ["x"], ["y"], name="pool", auto_pad="SAME_LOWER", kernel_shape=[3, 3],
                             strides=[2, 2])  # fmt: skip
     graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)])  # fmt: skip
@@ -1698,7 +1745,7 @@ def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad
     assert result.report.forms == {AUTO_PAD_SAID: 1}
     [pooled] = result.model.graph.node
     assert {a.name for a in pooled.attribute} == {"kernel_shape", "strides", "pads"}
-    assert helper.get_attribute_value(next(a for a in pooled.attribute if a.name == "pads")) == [1, 1, 0, 1]
+    assert helper.get_attribute_value(next(a for a in pooled.attribute if a.name == "pads")) == [1, 1, 1, 1]
     feeds = _pool_feeds(model)
     [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
     assert want.shape == (1, 1, 3, 3) and got.tobytes() == want.tobytes()
@@ -1708,3 +1755,9 @@ def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad
     unknown.CopyFrom(model)
     unknown.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "h"
     assert all(AUTO_PAD_SAID not in str(f) for f in check_model(unknown, _auto_pad_profile()))
+    uneven = onnx.ModelProto()
+    uneven.CopyFrom(model)
+    uneven.graph.node[0].attribute[1].CopyFrom(helper.make_attribute("kernel_shape", [2, 3]))
+    assert all(AUTO_PAD_SAID not in str(f) for f in check_model(uneven, _auto_pad_profile()))
+    left = lowering.lower_model(uneven, target=_auto_pad_profile(), fold="none")
+    assert not left.report.forms and list(left.model.graph.node) == list(uneven.graph.node)
