@@ -56,6 +56,10 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   the one along ``Mod(axis, r)`` gathered, where the runtime runs those better (tract and TVM
   take a constant axis only): the sums along an axis do not depend on how the axis was given,
   and Gather moves their bits as they are.
+- ``CumSum`` (11+) of an int32 tensor written as the CumSum of it cast to int64 (``exclusive``
+  and ``reverse`` stated), cast back, where the runtime runs those better (onnx2torch sums int32
+  into int64 and reads ``reverse`` left out as 1): a sum of int32 values is an int64 exactly, and
+  the Cast back keeps the low 32 bits, the int32 sum as it wraps.
 - ``EyeLike`` (9+) whose ``dtype`` is not its input's type written as the EyeLike of the input's
   type, cast to ``dtype``, where the runtime runs those better (TVM fails the ``dtype``): it
   holds only 0 and 1, which every type holds exactly.
@@ -737,6 +741,30 @@ def _product_in_float32(node: onnx.NodeProto, form: NodeForm, constants, names: 
     return nodes
 
 
+def _sums_of_int32(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """CumSum (11+) of an int32 tensor."""
+    _, element_types = shapes_and_types(node, types)
+    return bool(node.input) and element_types.get(node.input[0]) == onnx.TensorProto.INT32
+
+
+def _sums_in_int64(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """CumSum(x, axis) on int32 = Cast(CumSum(Cast(x, int64), axis), int32), ``exclusive`` and
+    ``reverse`` stated: a sum of fewer than 2^32 int32 values is an int64 exactly, and the Cast
+    back keeps its low 32 bits, the int32 sum as onnxruntime's kernel wraps it (bit for bit,
+    measured at the type's extremes)."""
+    wide_input = names.fresh(f"{node.input[0]}_int64")
+    label = names.fresh(f"{node.name or node.op_type}_Cast")
+    nodes = [onnx.helper.make_node("Cast", [node.input[0]], [wide_input], name=label, to=onnx.TensorProto.INT64)]
+    stated = {a.name: a.i for a in node.attribute if a.name in ("exclusive", "reverse")}
+    sums = names.fresh(f"{node.output[0]}_int64")
+    exclusive, reverse = stated.get("exclusive", 0), stated.get("reverse", 0)
+    inputs = [wide_input, *node.input[1:]]
+    nodes.append(onnx.helper.make_node("CumSum", inputs, [sums], name=node.name, exclusive=exclusive, reverse=reverse))
+    label = names.fresh(f"{node.name or node.op_type}_Cast")
+    nodes.append(onnx.helper.make_node("Cast", [sums], list(node.output), name=label, to=onnx.TensorProto.INT32))
+    return nodes
+
+
 MOST_AXES_SELECTED = 8  # a CumSum of a fed axis is written as this many constant-axis CumSums at most
 
 
@@ -900,6 +928,13 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         None,
         "CumSum of a fed axis -> the CumSum along each constant axis, the one asked for gathered "
         "(the runtime runs those better)",
+    ),
+    OpChoice(
+        "CumSum",
+        _sums_of_int32,
+        _sums_in_int64,
+        None,
+        "CumSum(x, axis) on int32 -> Cast(CumSum(Cast(x, int64), axis), int32) (the runtime runs those better)",
     ),
     OpChoice(
         "EyeLike",

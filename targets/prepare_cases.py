@@ -563,6 +563,45 @@ def signed_wide_cases() -> list[tuple]:
     return found
 
 
+CUMSUM_TYPES = (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+# (label, attributes): plain, its defaults stated, exclusive, exclusive with reverse stated, reversed
+CUMSUM_ATTRIBUTES = (("", {}), ("_stated", {"exclusive": 0, "reverse": 0}), ("_exclusive", {"exclusive": 1}),
+                     ("_exclusive_stated", {"exclusive": 1, "reverse": 0}), ("_reverse", {"reverse": 1}))  # fmt: skip
+
+
+def integer_cumsum_cases() -> list[tuple]:
+    """CumSum of small int32 and int64 values of both signs along their one axis (a 0-D int64
+    input), plain, with its defaults stated, exclusive (reverse left out and stated) and
+    reversed, at each version's first opset (``small_CumSum_stated_INT64@11``...), with
+    ``#constant`` and ``#node`` variants: the
+    backend's CumSum cases hold float, double and int32 only, so no runtime's int64 sums were
+    probed (onnx2torch sums int32 into int64, which a Cast around an int64 CumSum avoids). Each
+    expected value is Python's exact integer."""
+    x = [3, -5, 0, 7, -2, 4]
+    found = []
+    for version, opset, element_type in _versions_taking("CumSum", CUMSUM_TYPES):
+        dtype = floats.numpy_dtype(element_type)
+        for label, attributes in CUMSUM_ATTRIBUTES:
+            order = x[::-1] if attributes.get("reverse") else x
+            running = [sum(order[: k + (0 if attributes.get("exclusive") else 1)]) for k in range(len(order))]
+            expected = np.array(running[::-1] if attributes.get("reverse") else running, dtype)
+            node = onnx.helper.make_node("CumSum", ["a", "b"], ["c"], name="node", **attributes)
+            graph = onnx.helper.make_graph(
+                [node], "small",
+                [onnx.helper.make_tensor_value_info("a", element_type, [len(x)]),
+                 onnx.helper.make_tensor_value_info("b", onnx.TensorProto.INT64, [])],
+                [onnx.helper.make_tensor_value_info("c", element_type, [len(x)])],
+            )  # fmt: skip
+            opset_imports = [onnx.helper.make_opsetid("", opset)]
+            ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)  # (4: a #constant initializer)
+            model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+            inputs = [np.array(x, dtype), np.array(0, np.int64)]
+            case = SimpleNamespace(data_sets=[(inputs, [expected])], rtol=0.0, atol=0.0)
+            name = f"small_CumSum{label}_{_type_name(element_type)}@{version}"
+            found += with_variants(name, opset, model, case)
+    return found
+
+
 def _type_name(element_type: int) -> str:
     return onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
 
@@ -765,10 +804,11 @@ def shipped_profiles() -> list[dict]:
 def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, the Casts
     between integer types and to and from floats, unsigned arithmetic in the upper half of the
-    range, signed arithmetic past 2^24, 2^31 and 2^53, the corpus's nodes, then the nodes the
-    patterns write."""
+    range, signed arithmetic past 2^24, 2^31 and 2^53, integer CumSum, the corpus's nodes, then
+    the nodes the patterns write."""
     return (prepared_cases() + constant_cases() + integer_cast_cases() + float_integer_cast_cases()
-            + unsigned_upper_half_cases() + signed_wide_cases() + corpus_cases() + lowered_cases())  # fmt: skip
+            + unsigned_upper_half_cases() + signed_wide_cases() + integer_cumsum_cases() + corpus_cases()
+            + lowered_cases())  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1091,7 +1091,7 @@ def test_the_sums_along_each_axis_are_written_as_the_opset_has_unsqueeze(opset, 
     types = {info.name: info.type for info in model.graph.input}
     form = node_form(node, opset, set(types), set(), {"x": (2, 3), "axis": ()},
                      {name: t.tensor_type.elem_type for name, t in types.items()}, set())  # fmt: skip
-    [choice] = [choice for choice in OP_CHOICES if choice.op_type == "CumSum"]
+    [choice] = [choice for choice in OP_CHOICES if choice.op_type == "CumSum" and "fed axis" in choice.said]
     assert choice.applies(node, form, schemas.version_in_force("CumSum", opset), {}, types)
     written = onnx.ModelProto()
     written.CopyFrom(model)
@@ -1761,3 +1761,91 @@ def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad
     assert all(AUTO_PAD_SAID not in str(f) for f in check_model(uneven, _auto_pad_profile()))
     left = lowering.lower_model(uneven, target=_auto_pad_profile(), fold="none")
     assert not left.report.forms and list(left.model.graph.node) == list(uneven.graph.node)
+
+
+# -- CumSum on int32 summed in int64 ----------------------------------------------------------------
+
+CUMSUM_SAID = "CumSum(x, axis) on int32 -> Cast(CumSum(Cast(x, int64), axis), int32) (the runtime runs those better)"
+CUMSUM_ATTRIBUTES = [
+    {},
+    {"exclusive": 1},
+    {"reverse": 1},
+    {"exclusive": 1, "reverse": 1},
+    {"exclusive": 0, "reverse": 0},
+]
+
+
+@pytest.mark.parametrize("opset", [11, 14])
+def test_every_int32_cumsum_summed_in_int64_gives_the_same_bits(opset):
+    """Every attribute combination, along each axis of a 3 by 4 int32 matrix (given as 0, 1 and
+    -1, fed and constant), holding the type's extremes so that sums wrap: the Cast of the int64
+    sums back to int32 gives what onnxruntime's int32 kernel gives, bit for bit."""
+    from lowering.node_forms import node_form
+    from lowering.target_forms import OP_CHOICES
+
+    [choice] = [c for c in OP_CHOICES if c.op_type == "CumSum" and "int64" in c.said]
+    top, bottom = np.iinfo(np.int32).max, np.iinfo(np.int32).min
+    x = np.array([[top, 1, top, -3], [bottom, -1, 5, bottom], [7, top, bottom, 0]], np.int32)
+    nodes, rewritten, outputs, initializers = [], [], [], []
+    names = NameAllocator()
+    types = {"x": helper.make_tensor_type_proto(TensorProto.INT32, [3, 4])}
+    for k, (attributes, axis) in enumerate((a, axis) for a in CUMSUM_ATTRIBUTES for axis in (0, 1, -1)):
+        axis_name = f"axis{k}"
+        initializers.append(numpy_helper.from_array(np.array(axis, np.int64), axis_name))
+        node = helper.make_node("CumSum", ["x", axis_name], [f"y{k}"], name=f"sum{k}", **attributes)
+        form = node_form(node, 11 if opset < 14 else 14, {"x"}, {axis_name}, {}, {}, set())
+        assert choice.applies(node, form, 11, {}, types)
+        nodes.append(node)
+        rewritten += choice.replacement(node, form, {}, names, opset, types)
+        outputs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.INT32, [3, 4]))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.INT32, [3, 4])]
+    model, widened = (
+        helper.make_model(helper.make_graph(made, "g", inputs, outputs, initializers),
+                          opset_imports=[helper.make_opsetid("", opset)])
+        for made in (nodes, rewritten)
+    )  # fmt: skip
+    onnx.checker.check_model(widened, full_check=True)
+    assert [n.op_type for n in widened.graph.node[:3]] == ["Cast", "CumSum", "Cast"]
+    assert all({a.name for a in n.attribute} == {"exclusive", "reverse"} for n in widened.graph.node[1::3])
+    want, got = run_onnxruntime(model, {"x": x}), run_onnxruntime(widened, {"x": x})
+    for expected, actual in zip(want, got, strict=True):
+        assert actual.dtype == expected.dtype == np.int32 and actual.tobytes() == expected.tobytes()
+    exact = np.cumsum(x.astype(np.int64), axis=0)  # (the first node's: no attributes, axis 0)
+    assert (want[0] != exact).any() and (want[0] == exact.astype(np.int32)).all()  # (sums wrapped)
+
+
+def _cumsum_profile(int32_case: str = "wrong"):
+    """A runtime that sums int32 wrong (into int64, as onnx2torch does) and int64 right with its
+    attributes stated."""
+    cases = {
+        "small_CumSum_stated_INT32@14#constant": ("CumSum", 14, "INT32", int32_case),
+        "small_CumSum_INT32@14#constant": ("CumSum", 14, "INT32", int32_case),
+        "small_CumSum_stated_INT64@14#constant": ("CumSum", 14, "INT64", "right"),
+        "small_CumSum_exclusive_stated_INT64@14#constant": ("CumSum", 14, "INT64", "right"),
+        "small_CumSum_reverse_INT64@14#constant": ("CumSum", 14, "INT64", "right"),
+        "small_CumSum_INT64@14#constant": ("CumSum", 14, "INT64", "wrong"),
+        "cast_INT32_INT64@13": ("Cast", 13, "INT32", "right"),
+        "cast_INT64_INT32@13": ("Cast", 13, "INT64", "right"),
+    }
+    return _profile_of("cumsum-int32-wrong", 14, cases)
+
+
+def test_an_int32_cumsum_is_summed_in_int64_where_the_runtime_sums_int32_wrong():
+    """An int32 CumSum along a constant axis: written Cast, CumSum on int64 with its attributes
+    stated, Cast back, the same sums; kept where the runtime sums int32 right."""
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], name="sum", exclusive=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.INT32, [2, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [2, 5])],
+                              [numpy_helper.from_array(np.array(1, np.int64), "axis")])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    result = lowering.lower_model(model, target=_cumsum_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {CUMSUM_SAID: 1}
+    assert [n.op_type for n in result.model.graph.node] == ["Cast", "CumSum", "Cast"]
+    summed = result.model.graph.node[1]
+    assert {a.name: a.i for a in summed.attribute} == {"exclusive": 1, "reverse": 0}
+    x = np.array([[3, -5, 0, 7, 2**31 - 1], [1, 2, 3, 4, 5]], np.int32)
+    [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(result.model, {"x": x})
+    assert got.dtype == np.int32 and got.tobytes() == want.tobytes()
+    kept = lowering.lower_model(model, target=_cumsum_profile("right"), fold="none")
+    assert not kept.report.forms and list(kept.model.graph.node) == [node]
