@@ -58,8 +58,8 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   and Gather moves their bits as they are.
 - ``CumSum`` (11+) of an int32 tensor written as the CumSum of it cast to int64 (``exclusive``
   and ``reverse`` stated), cast back, where the runtime runs those better (onnx2torch sums int32
-  into int64 and reads ``reverse`` left out as 1): a sum of int32 values is an int64 exactly, and
-  the Cast back keeps the low 32 bits, the int32 sum as it wraps.
+  into int64 and reads ``reverse`` left out as 1): sums agree modulo 2^32 whatever their width,
+  and the Cast back keeps the low 32 bits, the int32 sum as it wraps.
 - ``EyeLike`` (9+) whose ``dtype`` is not its input's type written as the EyeLike of the input's
   type, cast to ``dtype``, where the runtime runs those better (TVM fails the ``dtype``): it
   holds only 0 and 1, which every type holds exactly.
@@ -749,9 +749,9 @@ def _sums_of_int32(node: onnx.NodeProto, form: NodeForm, version: int, constants
 
 def _sums_in_int64(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
     """CumSum(x, axis) on int32 = Cast(CumSum(Cast(x, int64), axis), int32), ``exclusive`` and
-    ``reverse`` stated: a sum of fewer than 2^32 int32 values is an int64 exactly, and the Cast
-    back keeps its low 32 bits, the int32 sum as onnxruntime's kernel wraps it (bit for bit,
-    measured at the type's extremes)."""
+    ``reverse`` stated: sums agree modulo 2^32 whatever their width, and the Cast back keeps the
+    low 32 bits, the int32 sum as onnxruntime's kernel wraps it (bit for bit, measured at the
+    type's extremes)."""
     wide_input = names.fresh(f"{node.input[0]}_int64")
     label = names.fresh(f"{node.name or node.op_type}_Cast")
     nodes = [onnx.helper.make_node("Cast", [node.input[0]], [wide_input], name=label, to=onnx.TensorProto.INT64)]

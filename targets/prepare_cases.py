@@ -564,15 +564,17 @@ def signed_wide_cases() -> list[tuple]:
 
 
 CUMSUM_TYPES = (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
-# (label, attributes): plain, its defaults stated, exclusive, exclusive with reverse stated, reversed
+# (label, attributes): plain, its defaults stated, exclusive, exclusive with reverse stated,
+# reversed, both
 CUMSUM_ATTRIBUTES = (("", {}), ("_stated", {"exclusive": 0, "reverse": 0}), ("_exclusive", {"exclusive": 1}),
-                     ("_exclusive_stated", {"exclusive": 1, "reverse": 0}), ("_reverse", {"reverse": 1}))  # fmt: skip
+                     ("_exclusive_stated", {"exclusive": 1, "reverse": 0}), ("_reverse", {"reverse": 1}),
+                     ("_exclusive_reverse", {"exclusive": 1, "reverse": 1}))  # fmt: skip
 
 
 def integer_cumsum_cases() -> list[tuple]:
     """CumSum of small int32 and int64 values of both signs along their one axis (a 0-D int64
-    input), plain, with its defaults stated, exclusive (reverse left out and stated) and
-    reversed, at each version's first opset (``small_CumSum_stated_INT64@11``...), with
+    input), plain, with its defaults stated, exclusive (reverse left out and stated), reversed,
+    and both, at each version's first opset (``small_CumSum_stated_INT64@11``...), with
     ``#constant`` and ``#node`` variants: the
     backend's CumSum cases hold float, double and int32 only, so no runtime's int64 sums were
     probed (onnx2torch sums int32 into int64, which a Cast around an int64 CumSum avoids). Each

@@ -1778,8 +1778,8 @@ CUMSUM_ATTRIBUTES = [
 @pytest.mark.parametrize("opset", [11, 14])
 def test_every_int32_cumsum_summed_in_int64_gives_the_same_bits(opset):
     """Every attribute combination, along each axis of a 3 by 4 int32 matrix (given as 0, 1 and
-    -1, fed and constant), holding the type's extremes so that sums wrap: the Cast of the int64
-    sums back to int32 gives what onnxruntime's int32 kernel gives, bit for bit."""
+    -1, each a constant, and once fed), holding the type's extremes so that sums wrap: the Cast of
+    the int64 sums back to int32 gives what onnxruntime's int32 kernel gives, bit for bit."""
     from lowering.node_forms import node_form
     from lowering.target_forms import OP_CHOICES
 
@@ -1789,16 +1789,21 @@ def test_every_int32_cumsum_summed_in_int64_gives_the_same_bits(opset):
     nodes, rewritten, outputs, initializers = [], [], [], []
     names = NameAllocator()
     types = {"x": helper.make_tensor_type_proto(TensorProto.INT32, [3, 4])}
-    for k, (attributes, axis) in enumerate((a, axis) for a in CUMSUM_ATTRIBUTES for axis in (0, 1, -1)):
-        axis_name = f"axis{k}"
-        initializers.append(numpy_helper.from_array(np.array(axis, np.int64), axis_name))
+    version = schemas.version_in_force("CumSum", opset)
+    combinations = [(a, axis) for a in CUMSUM_ATTRIBUTES for axis in (0, 1, -1)] + [({"reverse": 1}, None)]
+    for k, (attributes, axis) in enumerate(combinations):
+        axis_name = f"axis{k}" if axis is not None else "fed_axis"  # (None: the axis fed, -1)
+        if axis is not None:
+            initializers.append(numpy_helper.from_array(np.array(axis, np.int64), axis_name))
         node = helper.make_node("CumSum", ["x", axis_name], [f"y{k}"], name=f"sum{k}", **attributes)
-        form = node_form(node, 11 if opset < 14 else 14, {"x"}, {axis_name}, {}, {}, set())
-        assert choice.applies(node, form, 11, {}, types)
+        fed = {"x"} if axis is not None else {"x", axis_name}
+        form = node_form(node, version, fed, {axis_name} - fed, {}, {}, set())
+        assert choice.applies(node, form, version, {}, types)
         nodes.append(node)
         rewritten += choice.replacement(node, form, {}, names, opset, types)
         outputs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.INT32, [3, 4]))
-    inputs = [helper.make_tensor_value_info("x", TensorProto.INT32, [3, 4])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.INT32, [3, 4]),
+              helper.make_tensor_value_info("fed_axis", TensorProto.INT64, [])]  # fmt: skip
     model, widened = (
         helper.make_model(helper.make_graph(made, "g", inputs, outputs, initializers),
                           opset_imports=[helper.make_opsetid("", opset)])
@@ -1807,7 +1812,8 @@ def test_every_int32_cumsum_summed_in_int64_gives_the_same_bits(opset):
     onnx.checker.check_model(widened, full_check=True)
     assert [n.op_type for n in widened.graph.node[:3]] == ["Cast", "CumSum", "Cast"]
     assert all({a.name for a in n.attribute} == {"exclusive", "reverse"} for n in widened.graph.node[1::3])
-    want, got = run_onnxruntime(model, {"x": x}), run_onnxruntime(widened, {"x": x})
+    feeds = {"x": x, "fed_axis": np.array(-1, np.int64)}
+    want, got = run_onnxruntime(model, feeds), run_onnxruntime(widened, feeds)
     for expected, actual in zip(want, got, strict=True):
         assert actual.dtype == expected.dtype == np.int32 and actual.tobytes() == expected.tobytes()
     exact = np.cumsum(x.astype(np.int64), axis=0)  # (the first node's: no attributes, axis 0)
