@@ -30,6 +30,7 @@ from .schemas import RANDOM_OPS
 CASE_FORMS = Path(__file__).resolve().parent / "probe_case_forms.json"
 
 SET, DEFAULT, ABSENT = "set", "default", "absent"
+UNEVEN = "uneven"  # pads that pad some axis more at one end than at the other
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,15 @@ def valued_defaults(schema: onnx.defs.OpSchema | None) -> dict[str, onnx.Attribu
 
 
 def class_of_attribute(schema: onnx.defs.OpSchema | None, attribute: onnx.AttributeProto) -> str:
+    """An int or string attribute's value; ``pads`` (every op's begins, then ends) UNEVEN where
+    some axis is padded more at one end than at the other (runtimes take such pads otherwise:
+    onnx2torch pools no AveragePool so); DEFAULT where the schema's default; else SET."""
     if attribute.ref_attr_name:  # (a local function's attribute its caller gives: no value here)
         return SET
+    if attribute.name == "pads" and attribute.type == onnx.AttributeProto.INTS:
+        pads = list(attribute.ints)
+        if len(pads) % 2 == 0 and pads[: len(pads) // 2] != pads[len(pads) // 2 :]:
+            return UNEVEN
     if attribute.type == onnx.AttributeProto.INT:
         return str(attribute.i)
     if attribute.type == onnx.AttributeProto.STRING:

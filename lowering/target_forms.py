@@ -69,8 +69,9 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   ceil_mode window that version 22 drops where it would start in the right padding).
 - ``AveragePool`` and ``MaxPool`` with ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID (no
   dilation, ``ceil_mode=0``, its input's pooled sizes known) written with the explicit pads that
-  make the same windows, where those pad both ends of each axis alike (:func:`_explicit_pads`)
-  and the runtime runs that form better (onnx2torch converts no auto_pad pooling).
+  make the same windows (:func:`_explicit_pads`), where the runtime runs that form better
+  (onnx2torch converts no auto_pad pooling; pads one end more than the other are judged as a
+  form of their own).
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -621,11 +622,11 @@ def _explicit_pads(node: onnx.NodeProto, types: Types) -> list[int] | None:
     size n, kernel k and stride s, SAME makes c = ⌈n / s⌉ windows, padded by t = (c - 1)·s + k - n
     in all, ⌊t / 2⌋ at the begin for SAME_UPPER (the odd one at the end) and ⌈t / 2⌉ for
     SAME_LOWER; explicit pads b, e make ⌊(n + t - k) / s⌋ + 1 = c windows starting at -b, the same
-    ones. VALID pads nothing. None where a size is unknown, where a t is negative (the last
-    window would end before x does: onnxruntime then pads by a negative amount, which explicit
-    pads cannot state), or where a t is odd: pads of one more at one end than at the other. Every
-    pooling case the probes ran with explicit pads pads both ends alike, so they vouch for no
-    other (onnx2torch pools no AveragePool padded more at one end)."""
+    ones. VALID pads nothing. None where a size is unknown or a t is negative (the last window
+    would end before x does: onnxruntime then pads by a negative amount, which explicit pads
+    cannot state). An odd t pads one end more: such pads are a form of their own
+    (:data:`lowering.node_forms.UNEVEN`), which the probes' ``uneven_*`` cases judge (onnx2torch
+    pools no AveragePool so)."""
     mode = attribute_of(node, "auto_pad")
     sizes, kernel = _spatial_sizes(node, types), attribute_of(node, "kernel_shape")
     if sizes is None or kernel is None or len(kernel) != len(sizes):
@@ -636,9 +637,10 @@ def _explicit_pads(node: onnx.NodeProto, types: Types) -> list[int] | None:
     if mode == b"VALID":
         return [0] * (2 * len(sizes))
     totals = [(-(-n // s) - 1) * s + k - n for n, k, s in zip(sizes, kernel, strides, strict=True)]
-    if min(totals) < 0 or any(t % 2 for t in totals):
+    if min(totals) < 0:
         return None
-    return [t // 2 for t in totals] * 2
+    begins = [t // 2 if mode == b"SAME_UPPER" else t - t // 2 for t in totals]
+    return [*begins, *(t - b for t, b in zip(totals, begins, strict=True))]
 
 
 def _auto_padded_pool(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:

@@ -604,6 +604,50 @@ def integer_cumsum_cases() -> list[tuple]:
     return found
 
 
+# 2-D pads padding some axis more at one end: the end only, the begin only, crossed
+UNEVEN_PADS = ([0, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 0])
+# (op, label, attributes) of the uneven-pads cases
+UNEVEN_POOLINGS = (("AveragePool", "", {}), ("AveragePool", "_include", {"count_include_pad": 1}),
+                   ("MaxPool", "", {}), ("LpPool", "", {}), ("Conv", "", {}))  # fmt: skip
+
+
+def uneven_pads_cases() -> list[tuple]:
+    """AveragePool (count_include_pad 0 and 1), MaxPool, LpPool and Conv (its weights an
+    initializer) of a fed float 1x1x5x5 input, kernel 2x2, strides left out and 2x2, with each
+    of :data:`UNEVEN_PADS`, at each version's first opset (``uneven_AveragePool_include_2@19``,
+    ``uneven_MaxPool_strided_0@22``...): every backend case of these ops pads both ends of each
+    axis alike, and runtimes take uneven pads otherwise (onnx2torch pools no AveragePool so).
+    Expected values are onnxruntime's, as the corpus cases' are (checked against numpy's for
+    the poolings); a version onnxruntime does not run has none."""
+    from lowering.verification.runtime import run_onnxruntime
+
+    x = (np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5) - 12) / 4
+    weights = numpy_helper.from_array(np.array([[[[1.0, -2.0], [0.5, 3.0]]]], np.float32), "w")
+    found = []
+    for op_type, label, attributes in UNEVEN_POOLINGS:
+        for version, opset, _ in _versions_taking(op_type, (onnx.TensorProto.FLOAT,)):
+            for strided, strides in (("", {}), ("_strided", {"strides": [2, 2]})):
+                for k, pads in enumerate(UNEVEN_PADS):
+                    inputs, initializers = (["x", "w"], [weights]) if op_type == "Conv" else (["x"], [])
+                    node = onnx.helper.make_node(op_type, inputs, ["y"], name="node", kernel_shape=[2, 2], pads=pads,
+                                                 **strides, **attributes)  # fmt: skip
+                    fed = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 5, 5])
+                    given = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+                    graph = onnx.helper.make_graph([node], "uneven", [fed], [given], initializers)
+                    opset_imports = [onnx.helper.make_opsetid("", opset)]
+                    ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)  # (4: an initializer)
+                    model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+                    try:
+                        [expected] = run_onnxruntime(model, {"x": x})
+                    except Exception:  # (a version onnxruntime has no kernel for)
+                        continue
+                    output = model.graph.output[0].type.tensor_type
+                    output.shape.dim.extend(onnx.TensorShapeProto.Dimension(dim_value=d) for d in expected.shape)
+                    name = f"uneven_{op_type}{label}{strided}_{k}@{version}"
+                    found.append((name, opset, model.SerializeToString(), [([x], [expected])], 0.0, 0.0))
+    return found
+
+
 def _type_name(element_type: int) -> str:
     return onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
 
@@ -806,11 +850,11 @@ def shipped_profiles() -> list[dict]:
 def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, the Casts
     between integer types and to and from floats, unsigned arithmetic in the upper half of the
-    range, signed arithmetic past 2^24, 2^31 and 2^53, integer CumSum, the corpus's nodes, then
-    the nodes the patterns write."""
+    range, signed arithmetic past 2^24, 2^31 and 2^53, integer CumSum, pooling and convolution
+    padded unevenly, the corpus's nodes, then the nodes the patterns write."""
     return (prepared_cases() + constant_cases() + integer_cast_cases() + float_integer_cast_cases()
-            + unsigned_upper_half_cases() + signed_wide_cases() + integer_cumsum_cases() + corpus_cases()
-            + lowered_cases())  # fmt: skip
+            + unsigned_upper_half_cases() + signed_wide_cases() + integer_cumsum_cases() + uneven_pads_cases()
+            + corpus_cases() + lowered_cases())  # fmt: skip
 
 
 if __name__ == "__main__":

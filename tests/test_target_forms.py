@@ -1647,10 +1647,10 @@ def _same_padding(mode: str, sizes, kernel, strides) -> list[int]:
 @pytest.mark.parametrize("opset", AUTO_PAD_OPSETS)
 def test_every_auto_padded_pool_has_explicit_pads_making_the_same_windows(opset):
     """Every pooling of AUTO_PAD_POOLS at every AveragePool and MaxPool version from 7 and 8,
-    written with explicit pads where they pad both ends alike: the same averages, maxima and
-    indices, bit for bit, on edge values. Declined where SAME's total padding along an axis is
-    odd (one more at one end: no probed case vouches for such pads) or negative (the last window
-    ends before x does)."""
+    written with explicit pads (an odd total padding's extra one at the end for SAME_UPPER, at
+    the begin for SAME_LOWER): the same averages, maxima and indices, bit for bit, on edge
+    values. Declined where SAME's total padding along an axis is negative (the last window ends
+    before x does)."""
     from lowering.node_forms import node_form
     from lowering.target_forms import OP_CHOICES
 
@@ -1667,18 +1667,20 @@ def test_every_auto_padded_pool_has_explicit_pads_making_the_same_windows(opset)
         version = schemas.version_in_force(op_type, opset)
         form = node_form(node, version, set(types), set(), {}, {}, set())
         totals = _same_padding(mode, sizes, kernel, strides)
-        alike = all(t >= 0 and t % 2 == 0 for t in totals)
-        assert choice.applies(node, form, version, {}, types) is alike, node.name
-        if not alike:
+        stated = min(totals) >= 0
+        assert choice.applies(node, form, version, {}, types) is stated, node.name
+        if not stated:
             declined += 1
             continue
         [pooled] = choice.replacement(node, form, {}, None, opset, types)
         pads = next((helper.get_attribute_value(a) for a in pooled.attribute if a.name == "pads"), None)
         assert all(a.name != "auto_pad" for a in pooled.attribute)
-        assert pads in (None, [t // 2 for t in totals] * 2) and (pads is not None) == any(totals), node.name
+        begins = [t // 2 if mode == "SAME_UPPER" else t - t // 2 for t in totals]  # (the odd one at the end: UPPER)
+        assert pads in (None, [*begins, *(t - b for t, b in zip(totals, begins, strict=True))]), node.name
+        assert (pads is not None) == any(totals), node.name
         original.graph.node.append(node)
         rewritten.graph.node.append(pooled)
-    assert 0 < declined < len(AUTO_PAD_POOLS) // 2
+    assert 0 < declined < len(AUTO_PAD_POOLS) // 4
     kept = [name for node in original.graph.node for name in node.output]
     outputs = [o for o in model.graph.output if o.name in kept]
     original.graph.output.extend(outputs)
@@ -1713,14 +1715,16 @@ def test_an_auto_padded_pool_in_ceil_mode_dilated_or_given_pads_too_is_kept(attr
     assert choice.applies(plain, node_form(plain, 22, {"x"}, set(), {}, {}, set()), 22, {}, types)
 
 
-def _auto_pad_profile(same_case: str = "fails"):
-    """A runtime that fails the backend's SAME_UPPER and SAME_LOWER poolings and pools with
-    explicit pads right (onnx2torch)."""
+def _auto_pad_profile(same_case: str = "fails", uneven_case: str = "fails"):
+    """A runtime that fails the backend's SAME_UPPER and SAME_LOWER poolings, pools with
+    explicit pads padding both ends alike right, and ``uneven_case`` those padding one end more
+    (onnx2torch fails them)."""
     cases = {
         "test_averagepool_2d_same_upper": ("AveragePool", 22, "FLOAT", same_case),
         "test_averagepool_2d_same_lower": ("AveragePool", 22, "FLOAT", same_case),
         "test_averagepool_2d_precomputed_pads": ("AveragePool", 22, "FLOAT", "right"),
         "test_averagepool_2d_default": ("AveragePool", 22, "FLOAT", "right"),
+        **{f"uneven_AveragePool_{k}@22": ("AveragePool", 22, "FLOAT", uneven_case) for k in range(3)},
     }
     return _profile_of("auto-pad-fails", 22, cases)
 
@@ -1731,8 +1735,8 @@ AUTO_PAD_SAID = "AveragePool with auto_pad SAME or VALID -> the pads that make t
 def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad():
     """A SAME_LOWER AveragePool of a 5 by 5 image, kernel 3 by 3, stride 2: pads [1, 1, 1, 1], the
     same averages; kept where the runtime pools SAME right, where the image's sizes are unknown,
-    and with kernel 2 by 3, which SAME pads by one more at the begin of the first axis (no probed
-    case pads so, and onnx2torch pools no such AveragePool)."""
+    and with kernel 2 by 3, which SAME_LOWER pads by one more at the begin of the first axis,
+    where the runtime pools such pads wrong (onnx2torch), and written so where it pools them right."""
     pool = helper.make_node("AveragePool", ["x"], ["y"], name="pool", auto_pad="SAME_LOWER", kernel_shape=[3, 3],
                             strides=[2, 2])  # fmt: skip
     graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
@@ -1761,6 +1765,12 @@ def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad
     assert all(AUTO_PAD_SAID not in str(f) for f in check_model(uneven, _auto_pad_profile()))
     left = lowering.lower_model(uneven, target=_auto_pad_profile(), fold="none")
     assert not left.report.forms and list(left.model.graph.node) == list(uneven.graph.node)
+    taken = lowering.lower_model(uneven, target=_auto_pad_profile(uneven_case="right"), fold="none")
+    assert taken.report.forms == {AUTO_PAD_SAID: 1}
+    assert helper.get_attribute_value(next(a for a in taken.model.graph.node[0].attribute if a.name == "pads")) == [
+        1, 1, 0, 1]  # fmt: skip
+    [want], [got] = run_onnxruntime(uneven, feeds), run_onnxruntime(taken.model, feeds)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
 
 
 # -- CumSum on int32 summed in int64 ----------------------------------------------------------------
