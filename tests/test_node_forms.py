@@ -368,3 +368,23 @@ def test_constants_a_node_gives_are_those_not_initializers():
     assert constants_given_by_nodes(model, constant) == {"c", "shared"}
     form = node_form(nodes[3], 17, fed, constant, node_constants={"c", "shared"})
     assert form.from_nodes == {1} and "input 1 given by a node" in form.describe()
+
+
+@pytest.mark.parametrize(
+    ("op_type", "pads", "kind"),
+    [
+        ("AveragePool", [0, 0, 1, 1], "uneven"),
+        ("MaxPool", [1, 0, 1, 0], "set"),
+        ("Conv", [0, 1, 1, 0], "uneven"),
+        ("Conv", [2, 2, 2, 2, 2, 2], "set"),
+        ("Pad", [0, 0, 1, 3, 0, 0, 2, 4], "uneven"),
+    ],
+)
+def test_pads_padding_one_end_more_are_a_form_of_their_own(op_type, pads, kind):
+    """pads (every op's begins, then ends) padding some axis more at one end than at the other
+    class as 'uneven' (runtimes take them otherwise: onnx2torch pools no AveragePool so); pads
+    alike at both ends of every axis as 'set'."""
+    opset = 2 if op_type == "Pad" else 22
+    node = helper.make_node(op_type, ["x", "w"][: 1 if op_type != "Conv" else 2], ["y"], pads=pads)
+    form = node_form(node, opset, {"x"}, {"w"}, {}, {}, set())
+    assert dict(form.attributes)["pads"] == kind
