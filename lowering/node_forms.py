@@ -149,7 +149,7 @@ def valued_defaults(schema: onnx.defs.OpSchema | None) -> dict[str, onnx.Attribu
 def class_of_attribute(schema: onnx.defs.OpSchema | None, attribute: onnx.AttributeProto) -> str:
     """An int or string attribute's value; ``pads`` (every op's begins, then ends) UNEVEN where
     some axis is padded more at one end than at the other (runtimes take such pads otherwise:
-    onnx2torch pools no AveragePool so); DEFAULT where the schema's default; else SET."""
+    onnx2torch pools no AveragePool-7 to -11 so); DEFAULT where the schema's default; else SET."""
     if attribute.ref_attr_name:  # (a local function's attribute its caller gives: no value here)
         return SET
     if attribute.name == "pads" and attribute.type == onnx.AttributeProto.INTS:

@@ -626,7 +626,7 @@ def _explicit_pads(node: onnx.NodeProto, types: Types) -> list[int] | None:
     would end before x does: onnxruntime then pads by a negative amount, which explicit pads
     cannot state). An odd t pads one end more: such pads are a form of their own
     (:data:`lowering.node_forms.UNEVEN`), which the probes' ``uneven_*`` cases judge (onnx2torch
-    pools no AveragePool so)."""
+    pools no AveragePool-7 to -11 so)."""
     mode = attribute_of(node, "auto_pad")
     sizes, kernel = _spatial_sizes(node, types), attribute_of(node, "kernel_shape")
     if sizes is None or kernel is None or len(kernel) != len(sizes):

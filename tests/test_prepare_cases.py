@@ -365,3 +365,63 @@ def test_signed_ops_are_cases_past_float32s_int32s_and_float64s_integers_beside_
     (a, b), (remainder,) = by_name["small_Mod_1_INT64@13"][1][0]
     assert [np.fmod(p, q) for p, q in zip(a, b, strict=True)] == remainder.tolist()
     assert "wide_Where_INT64@16#constant" in by_name and "wide_Abs_INT32@13#constant" not in by_name
+
+
+def test_integer_cumsum_cases_hold_the_exact_sums_of_each_attribute_combination():
+    """small_CumSum_* on int32 and int64 at versions 11 and 14: each expected sum numpy's (in
+    Python's integers), forward or reversed, inclusive or exclusive; each model valid."""
+    cases = prepare_cases.integer_cumsum_cases()
+    plain = [case for case in cases if "#" not in case[0]]
+    assert len(plain) == 2 * 2 * len(prepare_cases.CUMSUM_ATTRIBUTES) and len(cases) == 3 * len(plain)
+    for name, _, data, data_sets, *_ in cases:
+        model = onnx.load_from_string(data)
+        onnx.checker.check_model(model, full_check=True)
+        [node] = [n for n in model.graph.node if n.op_type == "CumSum"]  # (#node: a Constant gives the axis)
+        attributes = {a.name: a.i for a in node.attribute}
+        [(inputs, [expected])] = data_sets
+        x = inputs[0][::-1] if attributes.get("reverse") else inputs[0]
+        sums = np.cumsum(x.astype(np.int64)) - (x if attributes.get("exclusive") else 0)
+        assert expected.dtype == inputs[0].dtype and expected.tolist() == (sums[::-1] if attributes.get("reverse")
+                                                                           else sums).tolist(), name  # fmt: skip
+
+
+def test_uneven_pads_cases_hold_the_windows_numpy_makes():
+    """uneven_* poolings: each expected output is numpy's over the padded input (the maximum
+    with -inf padding; the mean over the input's elements, or over the whole window with
+    count_include_pad; the p=2 norm; Conv's weighted sum), of the shape onnx's inference gives;
+    each model valid."""
+    cases = prepare_cases.uneven_pads_cases()
+    ops = {onnx.load_from_string(case[2]).graph.node[0].op_type for case in cases}
+    assert ops == {"AveragePool", "MaxPool", "LpPool", "Conv"}
+    checked = 0
+    for name, _, data, data_sets, *_ in cases:
+        model = onnx.load_from_string(data)
+        onnx.checker.check_model(model, full_check=True)
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True).graph.output[0]
+        [node] = model.graph.node
+        [([x], [expected])] = data_sets
+        dims = [d.dim_value for d in inferred.type.tensor_type.shape.dim]
+        assert dims == list(expected.shape), name
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        begin_h, begin_w, end_h, end_w = attributes["pads"]
+        stride = attributes.get("strides", [1, 1])[0]
+        fill = -np.inf if node.op_type == "MaxPool" else 0.0
+        padded = np.pad(x[0, 0], ((begin_h, end_h), (begin_w, end_w)), constant_values=fill)
+        inside = np.pad(np.ones_like(x[0, 0]), ((begin_h, end_h), (begin_w, end_w)))
+        rows, columns = expected.shape[2:]
+        windows = [[(padded[i * stride : i * stride + 2, j * stride : j * stride + 2],
+                     inside[i * stride : i * stride + 2, j * stride : j * stride + 2])
+                    for j in range(columns)] for i in range(rows)]  # fmt: skip
+        if node.op_type == "MaxPool":
+            want = [[w.max() for w, _ in row] for row in windows]
+        elif node.op_type == "AveragePool":
+            count = (lambda m: 4) if attributes.get("count_include_pad") else (lambda m: m.sum())
+            want = [[w.sum() / count(m) for w, m in row] for row in windows]
+        elif node.op_type == "LpPool":
+            want = [[np.sqrt((w**2).sum()) for w, _ in row] for row in windows]
+        else:  # (Conv: each window against its weights)
+            weights = numpy_helper.to_array(model.graph.initializer[0])[0, 0]
+            want = [[(w * weights).sum() for w, _ in row] for row in windows]
+        np.testing.assert_allclose(expected[0, 0], np.array(want, np.float32), rtol=1e-6, atol=1e-6, err_msg=name)
+        checked += 1
+    assert checked == len(cases) > 100
