@@ -10,7 +10,7 @@ import onnx
 from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
-EMITS = ("Reshape", "Shape", "Squeeze")
+EMITS = ("Constant", "Reshape", "Shape", "Squeeze")  # (the shape [-1], Squeeze's axes, a known size)
 FIRST_OPSET = schemas.first_opset("Constant", onnx.TensorProto.INT64)  # (the shape [-1]: an int64 Constant)
 
 

@@ -427,6 +427,14 @@ def _versions_taking(op_type: str, element_types: tuple[int, ...]):
                 yield version, opset, element_type
 
 
+def _case_model(graph: onnx.GraphProto, opset: int) -> onnx.ModelProto:
+    """``graph`` as a model of the default domain at ``opset``, at the IR version it needs and 4
+    at least (an initializer alone, as a ``#constant`` variant holds)."""
+    opset_imports = [onnx.helper.make_opsetid("", opset)]
+    ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)
+    return onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+
+
 def _op_cases(
     name: str, op_type: str, attributes: dict, opset: int, inputs: list, expected: np.ndarray, graph_name: str
 ) -> list[tuple]:
@@ -442,9 +450,7 @@ def _op_cases(
         [onnx.helper.make_tensor_value_info(output, onnx.helper.np_dtype_to_tensor_dtype(expected.dtype),
                                             [expected.size])],
     )  # fmt: skip
-    opset_imports = [onnx.helper.make_opsetid("", opset)]
-    ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)  # (4: a #constant initializer)
-    model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+    model = _case_model(graph, opset)
     case = SimpleNamespace(data_sets=[(list(inputs), [expected])], rtol=0.0, atol=0.0)
     return with_variants(name, opset, model, case)
 
@@ -594,9 +600,7 @@ def integer_cumsum_cases() -> list[tuple]:
                  onnx.helper.make_tensor_value_info("b", onnx.TensorProto.INT64, [])],
                 [onnx.helper.make_tensor_value_info("c", element_type, [len(x)])],
             )  # fmt: skip
-            opset_imports = [onnx.helper.make_opsetid("", opset)]
-            ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)  # (4: a #constant initializer)
-            model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+            model = _case_model(graph, opset)
             inputs = [np.array(x, dtype), np.array(0, np.int64)]
             case = SimpleNamespace(data_sets=[(inputs, [expected])], rtol=0.0, atol=0.0)
             name = f"small_CumSum{label}_{_type_name(element_type)}@{version}"
@@ -635,9 +639,7 @@ def uneven_pads_cases() -> list[tuple]:
                     fed = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 5, 5])
                     given = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
                     graph = onnx.helper.make_graph([node], "uneven", [fed], [given], initializers)
-                    opset_imports = [onnx.helper.make_opsetid("", opset)]
-                    ir_version = max(onnx.helper.find_min_ir_version_for(opset_imports), 4)  # (4: an initializer)
-                    model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+                    model = _case_model(graph, opset)
                     try:
                         [expected] = run_onnxruntime(model, {"x": x})
                     except Exception as error:  # (a version onnxruntime has no kernel for: AveragePool-1)

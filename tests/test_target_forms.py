@@ -1865,3 +1865,63 @@ def test_an_int32_cumsum_is_summed_in_int64_where_the_runtime_sums_int32_wrong()
     assert got.dtype == np.int32 and got.tobytes() == want.tobytes()
     kept = lowering.lower_model(model, target=_cumsum_profile("right"), fold="none")
     assert not kept.report.forms and list(kept.model.graph.node) == [node]
+
+
+def test_an_int32_cumsum_in_an_if_branch_is_summed_in_int64_too():
+    """The int32 CumSum inside an If's then-branch (reading the main graph's x): written in
+    int64 there, the same sums on either branch."""
+    summed = helper.make_node("CumSum", ["x", "axis"], ["sums"], name="sum", reverse=1)
+    then_branch = helper.make_graph([summed], "then", [], [helper.make_tensor_value_info("sums", TensorProto.INT32,
+                                                                                         [2, 5])])  # fmt: skip
+    else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["same"])], "else", [],
+                                    [helper.make_tensor_value_info("same", TensorProto.INT32, [2, 5])])  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)], "g",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", TensorProto.INT32, [2, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2, 5])],
+        [numpy_helper.from_array(np.array(1, np.int64), "axis")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    result = lowering.lower_model(model, target=_cumsum_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {CUMSUM_SAID: 1}
+    [branch] = [g for g in nested_graphs(result.model.graph.node) if g.name == "then"]
+    assert [n.op_type for n in branch.node] == ["Cast", "CumSum", "Cast"]
+    x = np.array([[3, -5, 0, 7, 2**31 - 1], [1, 2, 3, 4, -(2**31)]], np.int32)
+    for cond in (True, False):
+        feeds = {"cond": np.array(cond), "x": x}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.dtype == np.int32 and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(("op_type", "element_type"), [("MaxPool", TensorProto.FLOAT16), ("MaxPool", TensorProto.UINT8),
+                                                       ("AveragePool", TensorProto.FLOAT16),
+                                                       ("MaxPool", TensorProto.DOUBLE)])  # fmt: skip
+def test_auto_padded_pools_of_other_types_get_the_same_windows(op_type, element_type):
+    """A 2-D pooling of each auto_pad (kernel 2 by 3, stride 2 by 1 over 5 by 6) on float16,
+    uint8 and double, written with explicit pads: the same bits in onnxruntime (edge values of
+    the type: NaN, ±inf, ±0, subnormals, the extremes)."""
+    from lowering.node_forms import node_form
+    from lowering.samples import edge_values
+    from lowering.target_forms import OP_CHOICES
+
+    [choice] = [c for c in OP_CHOICES if c.op_type == op_type and "auto_pad" in c.said]
+    types = {"x": helper.make_tensor_type_proto(element_type, [1, 2, 5, 6])}
+    nodes, rewritten, outputs = [], [], []
+    for k, mode in enumerate(AUTO_PADS):
+        node = helper.make_node(op_type, ["x"], [f"y{k}"], auto_pad=mode, kernel_shape=[2, 3], strides=[2, 1])
+        form = node_form(node, 22, {"x"}, set(), {}, {}, set())
+        assert choice.applies(node, form, 22, {}, types)
+        nodes.append(node)
+        rewritten += choice.replacement(node, form, {}, None, 22, types)
+        outputs.append(helper.make_tensor_value_info(f"y{k}", element_type, [None] * 4))
+    inputs = [helper.make_tensor_value_info("x", element_type, [1, 2, 5, 6])]
+    opsets = [helper.make_opsetid("", 22)]
+    model, written = (helper.make_model(helper.make_graph(made, "g", inputs, outputs), opset_imports=opsets)
+                      for made in (nodes, rewritten))  # fmt: skip
+    onnx.checker.check_model(written, full_check=True)
+    values = edge_values(element_type)
+    x = np.resize(values, 60).reshape(1, 2, 5, 6).astype(values.dtype)
+    for expected, actual in zip(run_onnxruntime(model, {"x": x}), run_onnxruntime(written, {"x": x}), strict=True):
+        assert actual.shape == expected.shape and actual.tobytes() == expected.tobytes()
