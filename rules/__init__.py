@@ -32,6 +32,7 @@ from . import (  # noqa: F401
     scan,
     size,
     tensorscatter,
+    tfidf_vectorizer,
     trilu,
     versions,
 )

@@ -36,7 +36,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_lp_normalization_lowering.py (LpNormalization), in
 # tests/rules/test_batch_normalization_lowering.py (BatchNormalization), in
 # tests/rules/test_bitshift_lowering.py (BitShift), in tests/rules/test_compress_lowering.py (Compress), in
-# tests/rules/test_size_lowering.py (Size: its output is an int64 count, not of the input's type).
+# tests/rules/test_size_lowering.py (Size: its output is an int64 count, not of the input's type), in
+# tests/rules/test_tfidf_vectorizer_lowering.py (TfIdfVectorizer: rows counted against a pool of n-grams).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -66,6 +67,7 @@ SHAPED = {
     "BitShift",
     "Compress",
     "Size",
+    "TfIdfVectorizer",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from

@@ -1,0 +1,279 @@
+"""TfIdfVectorizer (version 9, no function body) lowered to Equal comparisons of the input's
+windows with the pool's n-grams, counted per n-gram by ReduceSum and gathered to the output's
+coordinates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import TensorProto
+
+from lowering import schemas
+from lowering.function_bodies import Tolerance
+from lowering.registry import Builder, NotLowered, Value, rule
+
+MODES = ("TF", "IDF", "TFIDF")
+INT64_MAX = np.iinfo(np.int64).max
+# onnxruntime's kernel adds an n-gram's weight once per hit (n float additions), the spec and
+# this rule multiply its count by it once: they part by up to about n·2^-24 of the answer.
+TFIDF_TOLERANCE = Tolerance(rtol=2**-16, atol=0.0)
+EMITS = (
+    "Slice", "Unsqueeze", "Equal", "And", "Cast", "ReduceSum", "Add", "Concat", "Mul", "Pad", "Gather", "Greater",
+    "Where", "Constant",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Ngram:
+    """One n-gram of the pool that is counted: its id (its place among the pool's n-grams, those of
+    the lengths left out counted too), its tokens, and the output coordinate it is counted at."""
+
+    id: int
+    tokens: tuple
+    coordinate: int
+
+
+def pool_ngrams(
+    *,
+    max_gram_length: int,
+    max_skip_count: int,
+    min_gram_length: int,
+    mode: str | bytes,
+    ngram_counts: Sequence[int],
+    ngram_indexes: Sequence[int],
+    pool_int64s: Sequence[int] = (),
+    pool_strings: Sequence[str | bytes] = (),
+    weights: Sequence[float] = (),
+) -> list[Ngram]:
+    """The n-grams counted, of lengths ``min_gram_length`` to ``max_gram_length``, in the pool's
+    order; ValueError where the attributes are ones onnxruntime's kernel refuses (or reads past
+    their end): a mode none of TF, IDF, TFIDF, lengths below 1 or past ``ngram_counts``, a
+    negative skip count or coordinate, weights not one per coordinate, both pools or none, a
+    length's items not whole n-grams, an n-gram twice, an n-gram with no coordinate."""
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in MODES:
+        raise ValueError(f"mode '{mode}' is none of {', '.join(MODES)}")
+    if min_gram_length < 1 or max_gram_length < min_gram_length:
+        raise ValueError(f"the n-gram lengths {min_gram_length} to {max_gram_length} are not 1 <= min <= max")
+    if max_skip_count < 0:
+        raise ValueError(f"max_skip_count {max_skip_count} is negative")
+    if not ngram_counts or max_gram_length > len(ngram_counts):
+        raise ValueError(f"ngram_counts names {len(ngram_counts)} lengths, below max_gram_length {max_gram_length}")
+    if not ngram_indexes or min(ngram_indexes) < 0:
+        raise ValueError("ngram_indexes is empty or holds a negative coordinate")
+    if weights and len(weights) != len(ngram_indexes):
+        raise ValueError(f"{len(weights)} weights for {len(ngram_indexes)} coordinates")
+    if bool(pool_int64s) == bool(pool_strings):
+        raise ValueError("exactly one of pool_int64s and pool_strings must hold n-grams")
+    pool = [t.decode() if isinstance(t, bytes) else t for t in (pool_strings or pool_int64s)]
+    counted: list[Ngram] = []
+    next_id = 0
+    for length, start in enumerate(ngram_counts, start=1):
+        end = ngram_counts[length] if length < len(ngram_counts) else len(pool)
+        if not 0 <= start <= end <= len(pool) or (end - start) % length:
+            raise ValueError(f"ngram_counts gives the {length}-grams items {start} to {end} of {len(pool)}")
+        grams = [tuple(pool[i : i + length]) for i in range(start, end, length)]
+        if min_gram_length <= length <= max_gram_length:
+            if len(set(grams)) != len(grams):
+                raise ValueError(f"the pool holds a {length}-gram twice")
+            for offset, tokens in enumerate(grams):
+                if next_id + offset >= len(ngram_indexes):
+                    raise ValueError(f"the n-gram {next_id + offset} has no coordinate in ngram_indexes")
+                counted.append(Ngram(next_id + offset, tokens, ngram_indexes[next_id + offset]))
+        next_id += len(grams)
+    return counted
+
+
+def _skip_distances(length: int, max_skip_count: int) -> range:
+    """A 1-gram is counted once; a longer one at each distance 1 to max_skip_count + 1 between its
+    tokens."""
+    return range(1, 2) if length == 1 else range(1, max_skip_count + 2)
+
+
+def tfidf_reference(x: np.ndarray, **attributes) -> np.ndarray:
+    """The spec in numpy, row by row: an n-gram's count is the number of starts i and distances d
+    (1 for a 1-gram, else 1 to max_skip_count + 1) with ``x[i + m·d] = tokens[m]`` for every m;
+    at each coordinate, TF: the sum of its n-grams' counts; IDF: 1 where that sum is not 0
+    without weights, else the sum of the weights of its n-grams counted; TFIDF: the sum of each
+    count times its weight (the count without weights)."""
+    ngrams = pool_ngrams(**attributes)
+    mode = attributes["mode"].decode() if isinstance(attributes["mode"], bytes) else attributes["mode"]
+    weights = attributes.get("weights")
+    rows = x.reshape(1, -1) if x.ndim == 1 else x
+    y = np.zeros([len(rows), max(attributes["ngram_indexes"]) + 1], np.float32)
+    for r, row in enumerate(rows.tolist()):
+        row = [t.decode() if isinstance(t, bytes) else t for t in row]
+        for gram in ngrams:
+            n = len(gram.tokens)
+            count = sum(
+                all(row[i + m * d] == gram.tokens[m] for m in range(n))
+                for d in _skip_distances(n, attributes["max_skip_count"])
+                for i in range(len(row) - (n - 1) * d)
+            )
+            if mode == "TF" or not weights:
+                y[r, gram.coordinate] += np.float32(count)
+            elif mode == "IDF":
+                y[r, gram.coordinate] += np.float32(weights[gram.id]) if count else np.float32(0)
+            else:
+                y[r, gram.coordinate] += np.float32(count) * np.float32(weights[gram.id])
+    if mode == "IDF" and not weights:
+        y = (y > 0).astype(np.float32)
+    return y.reshape(list(x.shape[:-1]) + [y.shape[-1]])
+
+
+@rule(
+    "TfIdfVectorizer",
+    versions=(9,),
+    emits=EMITS,
+    reference=tfidf_reference,
+    tolerance={t: TFIDF_TOLERANCE for t in (TensorProto.INT32, TensorProto.INT64, TensorProto.STRING)},
+)
+def tfidf_by_window_matches(
+    b: Builder,
+    x: Value,
+    *,
+    max_gram_length: int,
+    max_skip_count: int,
+    min_gram_length: int,
+    mode: str,
+    ngram_counts: Sequence[int],
+    ngram_indexes: Sequence[int],
+    pool_int64s: Sequence[int] = (),
+    pool_strings: Sequence[str] = (),
+    weights: Sequence[float] = (),
+) -> Value:
+    """TfIdfVectorizer(x) = W(Gather(Pad(Concat(c_1, ..., c_N)), g)).
+
+    ``c_n[..., j] = Σ_d ReduceSum(Cast(And_m(Equal(x[..., m·d : m·d + L], t_j[m])), float))``
+    counts the n-grams of length n over the windows of x's last axis: their tokens ``t_j``
+    against the L = C - (n-1)·d starts, at each distance d between tokens (1 for a 1-gram, 1 to
+    max_skip_count + 1 otherwise), as the spec and onnxruntime's kernel count them. The window
+    at token m is a Slice from m·d to m·d - (n-1)·d (counted from the end; to the end for the
+    last token), so C need not be known, and a row shorter than an n-gram counts none. The
+    counts are summed in float, exactly to 2^24. Pad appends a 0, and Gather (then ReduceSum,
+    where coordinates are shared) puts each count at its coordinate, 0 where none is. W is
+    the mode: TF the count, IDF ``Where(count > 0, w, 0)`` (1 for w without weights), TFIDF
+    ``count · w`` per n-gram before it is gathered. TF and IDF are exact; TFIDF with weights is
+    the spec's product, where onnxruntime's kernel adds the weight once per hit (within
+    TFIDF_TOLERANCE for up to about 256 hits of one n-gram). An int32 x is compared with the
+    pool as int32, its n-grams holding a token outside int32's range counted 0 (none can match).
+    Needs x's rank (1 or 2); strings need Equal-19. Not lowered: attributes onnxruntime's kernel
+    refuses, and IDF with weights where two n-grams share a coordinate (its kernel then gives
+    the weight of the last one hit).
+    """
+    attributes = dict(
+        max_gram_length=max_gram_length,
+        max_skip_count=max_skip_count,
+        min_gram_length=min_gram_length,
+        mode=mode,
+        ngram_counts=list(ngram_counts),
+        ngram_indexes=list(ngram_indexes),
+        pool_int64s=list(pool_int64s),
+        pool_strings=list(pool_strings),
+        weights=list(weights),
+    )
+    try:
+        ngrams = pool_ngrams(**attributes)
+    except ValueError as error:
+        raise NotLowered(f"{error}: onnxruntime's kernel refuses such a node") from None
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    shape = b.shape_of(x)
+    if shape is None or len(shape) not in (1, 2):
+        raise NotLowered("the input's rank is unknown or not 1 or 2")
+    is_string = x.element_type == TensorProto.STRING
+    if is_string != bool(pool_strings):
+        raise NotLowered("the input is not of the pool's kind (strings or integers)")
+    if is_string and not b.accepts("Equal", x):
+        raise NotLowered(f"Equal takes no strings at opset {b.opset} (from 19)")
+    coordinates = max(ngram_indexes) + 1
+    if mode == "IDF" and weights and len({g.coordinate for g in ngrams}) < len(ngrams):
+        raise NotLowered("two n-grams share a coordinate in mode IDF with weights")
+    if x.element_type == TensorProto.INT32:  # (a token outside int32 matches no int32 input)
+        bounds = np.iinfo(np.int32)
+        ngrams = [g for g in ngrams if all(bounds.min <= t <= bounds.max for t in g.tokens)]
+    axis = len(shape) - 1
+    counts = _counts(b, x, ngrams, axis, max_skip_count)
+    if mode == "TFIDF" and weights and ngrams:
+        counts = b.Mul(counts, b.tensor(np.array([weights[g.id] for g in ngrams], np.float32), "weights"))
+    padded = _with_a_zero_after(b, counts, axis)
+    found = _at_coordinates(b, padded, ngrams, coordinates, axis)
+    if mode != "IDF":
+        return found
+    hit = b.Greater(found, b.scalar(0, TensorProto.FLOAT, "zero"))
+    if not weights:
+        return b.Cast(hit, to=TensorProto.FLOAT)
+    chosen = np.zeros([coordinates], np.float32)
+    for gram in ngrams:
+        chosen[gram.coordinate] = weights[gram.id]
+    return b.Where(hit, b.tensor(chosen, "weights"), b.scalar(0, TensorProto.FLOAT, "zero"))
+
+
+def _counts(b: Builder, x: Value, ngrams: list[Ngram], axis: int, max_skip_count: int) -> Value:
+    """``[..., P]`` float: each counted n-gram's hits in its row, in the order of ``ngrams``; where
+    none is counted, ``[..., 0]`` (the Equal of x with no tokens, summed)."""
+    dtype = np.int32 if x.element_type == TensorProto.INT32 else np.int64
+    if x.element_type == TensorProto.STRING:
+        dtype = object
+    by_length: dict[int, list[Ngram]] = {}
+    for gram in ngrams:
+        by_length.setdefault(len(gram.tokens), []).append(gram)
+    if not by_length:
+        by_length = {1: []}
+    windows: dict[tuple[int, int], Value] = {}  # (start, end) -> the window, unsqueezed
+    parts = []
+    for length, grams in by_length.items():
+        tokens = np.array([g.tokens for g in grams], dtype=dtype).reshape(len(grams), length)
+        per_distance = []
+        for d in _skip_distances(length, max_skip_count):
+            match = None
+            for m in range(length):
+                place = (m * d, m * d - (length - 1) * d)
+                if place not in windows:
+                    windows[place] = b.over_axes("Unsqueeze", _window(b, x, axis, *place), [axis + 1])
+                hit = b.Equal(windows[place], b.tensor(tokens[:, m], f"tokens_{m}"))
+                match = hit if match is None else b.And(match, hit)
+            summed = b.over_axes("ReduceSum", b.Cast(match, to=TensorProto.FLOAT), [axis], keepdims=0)
+            per_distance.append(summed)
+        count = per_distance[0]
+        for more in per_distance[1:]:
+            count = b.Add(count, more)
+        parts.append(count)
+    return parts[0] if len(parts) == 1 else b.Concat(*parts, axis=axis)
+
+
+def _window(b: Builder, x: Value, axis: int, start: int, end: int) -> Value:
+    """x[..., start:end] along ``axis`` (end counted from the end where negative; 0 means to the
+    end); x itself where that is all of it. Slice takes attributes below opset 10."""
+    if start == 0 and end == 0:
+        return x
+    end = end if end < 0 else INT64_MAX
+    if b.opset < 10:
+        return b.Slice(x, starts=[start], ends=[end], axes=[axis])
+    return b.Slice(x, b.ints([start], "starts"), b.ints([end], "ends"), b.ints([axis], "axes"))
+
+
+def _with_a_zero_after(b: Builder, counts: Value, axis: int) -> Value:
+    """The counts and one 0 after them along ``axis`` (where a coordinate no n-gram has reads)."""
+    pads = [0] * (2 * axis + 1) + [1]
+    schema = schemas.schema_in_force("Pad", b.opset)
+    if schema is not None and "pads" in schema.attributes:
+        return b.Pad(counts, pads=pads)
+    return b.Pad(counts, b.ints(pads, "pads"))
+
+
+def _at_coordinates(b: Builder, padded: Value, ngrams: list[Ngram], coordinates: int, axis: int) -> Value:
+    """``Y[..., k]``: the sum of the counts of the n-grams at coordinate k (Gather of their places,
+    the padding's 0 where k has none; ReduceSum where some k has several)."""
+    places: list[list[int]] = [[] for _ in range(coordinates)]
+    for place, gram in enumerate(ngrams):
+        places[gram.coordinate].append(place)
+    width = max(1, *(len(p) for p in places))
+    table = np.full([coordinates, width], len(ngrams), np.int64)
+    for k, found in enumerate(places):
+        table[k, : len(found)] = found
+    if width == 1:
+        return b.Gather(padded, b.tensor(table[:, 0], "places"), axis=axis)
+    gathered = b.Gather(padded, b.tensor(table, "places"), axis=axis)
+    return b.over_axes("ReduceSum", gathered, [axis + 1], keepdims=0)

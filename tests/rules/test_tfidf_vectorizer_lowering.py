@@ -1,0 +1,256 @@
+"""TfIdfVectorizer lowered to Equal comparisons of the input's windows with the pool's n-grams
+(rules/tfidf_vectorizer.py): random pools of 1- to 3-grams, skips, coordinates shared and left
+empty, every mode with and without weights, int32 and int64 rows of one and two axes (short
+and empty ones too) and strings, at opsets 9 to the newest, against onnxruntime's kernel (bit for
+bit, but TFIDF with weights within its stated tolerance) and the rule's numpy reference; what is
+declined and why. The backend cases are checked against their expected outputs by
+tests/test_backend_node_cases.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from support import assert_same_bits, lowered_wholly, make_model, nested_forms, runs_in_onnxruntime
+
+import lowering
+from lowering import schemas
+from lowering.registry import rule_for
+
+RULE = rule_for("", "TfIdfVectorizer")
+TOLERANCE = RULE.tolerance[TensorProto.INT64]
+OPSETS = [9, 10, 11, 13, 18, schemas.newest_opset()]
+
+
+def tfidf_model(element_type: int, shape, opset: int, **attributes):
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf", **attributes)
+    inputs = [helper.make_tensor_value_info("x", element_type, shape)]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(shape))]
+    return make_model([node], inputs, outputs, opset=opset)
+
+
+def random_attributes(rng: np.random.Generator, *, vocabulary: int, mode: str, weighted: bool, shared: bool):
+    """A pool of distinct 1- to 3-grams of tokens below ``vocabulary`` (some lengths empty), their
+    coordinates a permutation with gaps or (``shared``) drawn with repeats."""
+    longest = int(rng.integers(1, 4))
+    counts, pool = [], []
+    for length in range(1, longest + 1):
+        counts.append(len(pool))
+        grams = {tuple(int(t) for t in rng.integers(0, vocabulary, length)) for _ in range(int(rng.integers(0, 5)))}
+        pool.extend(token for gram in sorted(grams) for token in gram)
+    grams = sum(
+        ((counts[i + 1] if i + 1 < len(counts) else len(pool)) - start) // (i + 1) for i, start in enumerate(counts)
+    )
+    if grams == 0:
+        counts, pool, grams = [0], [0], 1
+        longest = 1
+    width = grams + int(rng.integers(0, 3))
+    coordinates = rng.integers(0, width, grams) if shared else rng.permutation(width)[:grams]
+    attributes = {
+        "max_gram_length": longest,
+        "min_gram_length": int(rng.integers(1, longest + 1)),
+        "max_skip_count": int(rng.integers(0, 4)),
+        "mode": mode,
+        "ngram_counts": counts,
+        "ngram_indexes": [int(k) for k in coordinates],
+        "pool_int64s": pool,
+    }
+    if weighted:
+        attributes["weights"] = [float(w) for w in rng.uniform(0.1, 3.0, grams).astype(np.float32)]
+    return attributes
+
+
+def check_lowered(model, x: np.ndarray, attributes: dict, where: str) -> None:
+    """The lowered model against onnxruntime's kernel and the reference: bit for bit, but TFIDF
+    with weights, which is the spec's product, within the tolerance of the kernel's sums (and bit
+    for bit with the reference where no coordinate is shared)."""
+    lowered = lowered_wholly(model, "TfIdfVectorizer")
+    (got,) = runs_in_onnxruntime(lowered, {"x": x})
+    (kernel,) = runs_in_onnxruntime(model, {"x": x})
+    want = RULE.reference(x, **attributes)
+    products = attributes["mode"] == "TFIDF" and attributes.get("weights")
+    shared = len(set(attributes["ngram_indexes"])) < len(attributes["ngram_indexes"])
+    if products:
+        assert not TOLERANCE.mismatches(got, kernel).any(), f"{where}: {got} against the kernel's {kernel}"
+        assert not TOLERANCE.mismatches(want, kernel).any(), f"{where}: the reference strays from the kernel"
+        if not shared:
+            assert_same_bits(got, want, where)
+    else:
+        assert_same_bits(got, kernel, where)
+        assert_same_bits(want, kernel, f"{where} (reference)")
+
+
+@pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("element_type", [TensorProto.INT32, TensorProto.INT64], ids=["int32", "int64"])
+def test_random_pools_and_rows_match_onnxruntime(mode, weighted, element_type):
+    rng = np.random.default_rng([len(mode), weighted, element_type])
+    dtype = np.int32 if element_type == TensorProto.INT32 else np.int64
+    for trial in range(12):
+        shared = trial % 3 == 2 and not (mode == "IDF" and weighted)
+        attributes = random_attributes(rng, vocabulary=4, mode=mode, weighted=weighted, shared=shared)
+        length = int(rng.integers(0, 12))
+        shape = [length] if trial % 2 else [int(rng.integers(1, 4)), length]
+        x = rng.integers(0, 4, shape).astype(dtype)
+        opset = OPSETS[trial % len(OPSETS)]
+        check_lowered(tfidf_model(element_type, shape, opset, **attributes), x, attributes, f"trial {trial} at {opset}")
+
+
+def test_a_row_of_unknown_length_and_rows_shorter_than_the_ngrams():
+    attributes = {
+        "max_gram_length": 3,
+        "min_gram_length": 1,
+        "max_skip_count": 3,
+        "mode": "TF",
+        "ngram_counts": [0, 1, 3],
+        "ngram_indexes": [2, 1, 0],
+        "pool_int64s": [1, 1, 2, 1, 2, 3],
+    }
+    model = tfidf_model(TensorProto.INT64, [None, None], 13, **attributes)
+    for shape in ([3, 0], [3, 1], [3, 2], [2, 3], [1, 30]):
+        x = np.random.default_rng(shape).integers(0, 4, shape)
+        check_lowered(model, x, attributes, f"rows {shape}")
+
+
+def test_a_weighted_count_drifts_from_the_kernels_sum_within_the_tolerance():
+    """Ten hits of weight 0.1: onnxruntime adds it ten times (1.0000001), the rule multiplies (1.0)."""
+    attributes = {
+        "max_gram_length": 1,
+        "min_gram_length": 1,
+        "max_skip_count": 0,
+        "mode": "TFIDF",
+        "ngram_counts": [0],
+        "ngram_indexes": [0],
+        "pool_int64s": [7],
+        "weights": [0.1],
+    }
+    model = tfidf_model(TensorProto.INT64, [10], 13, **attributes)
+    x = np.full([10], 7, np.int64)
+    (got,) = runs_in_onnxruntime(lowered_wholly(model, "TfIdfVectorizer"), {"x": x})
+    (kernel,) = runs_in_onnxruntime(model, {"x": x})
+    assert got[0] == np.float32(10) * np.float32(0.1) and got[0] != kernel[0]
+    assert not TOLERANCE.mismatches(got, kernel).any()
+    check_lowered(model, x, attributes, "ten hits")
+
+
+@pytest.mark.parametrize("opset", [19, schemas.newest_opset()])
+def test_string_pools_from_opset_19(opset):
+    attributes = {
+        "max_gram_length": 2,
+        "min_gram_length": 1,
+        "max_skip_count": 2,
+        "mode": "IDF",
+        "ngram_counts": [0, 3],
+        "ngram_indexes": [0, 4, 1, 3, 2],
+        "pool_strings": ["a", "c", "", "a", "c", "b", "b"],
+        "weights": [0.5, 1.5, 2.5, 3.5, 4.5],
+    }
+    model = tfidf_model(TensorProto.STRING, [2, 6], opset, **attributes)
+    x = np.array([["a", "b", "a", "c", "", "é"], ["c", "a", "b", "b", "a", "c"]], object)
+    check_lowered(model, x, attributes, f"strings at {opset}")
+
+
+def test_int32_rows_never_match_a_token_outside_int32():
+    attributes = {
+        "max_gram_length": 2,
+        "min_gram_length": 1,
+        "max_skip_count": 0,
+        "mode": "TF",
+        "ngram_counts": [0, 3],
+        "ngram_indexes": [0, 1, 2, 3],
+        "pool_int64s": [1, 2**32 + 1, -(2**40), 1, 2**32 + 1],
+    }
+    model = tfidf_model(TensorProto.INT32, [6], 11, **attributes)
+    x = np.array([1, 1, -1, 0, 1, 1], np.int32)  # (2^32 + 1 wraps to 1 in int32)
+    check_lowered(model, x, attributes, "int32")
+    constants = [node for node in lowered_wholly(model, "TfIdfVectorizer").graph.node if node.op_type == "Constant"]
+    assert all(node.attribute[0].t.data_type != TensorProto.INT64 or "tokens" not in node.name for node in constants)
+
+
+def test_no_ngram_counted_gives_zeros():
+    attributes = {
+        "max_gram_length": 1,
+        "min_gram_length": 1,
+        "max_skip_count": 0,
+        "mode": "IDF",
+        "ngram_counts": [0],
+        "ngram_indexes": [0, 1],
+        "pool_int64s": [2**32 + 1, -(2**40)],
+    }
+    model = tfidf_model(TensorProto.INT32, [2, 5], 9, **attributes)
+    check_lowered(model, np.arange(10, dtype=np.int32).reshape(2, 5), attributes, "none counted")
+
+
+def test_inside_if_branches_and_local_functions():
+    model = tfidf_model(
+        TensorProto.INT64,
+        [5],
+        13,
+        max_gram_length=2,
+        min_gram_length=1,
+        max_skip_count=1,
+        mode="TF",
+        ngram_counts=[0, 1],
+        ngram_indexes=[0, 1],
+        pool_int64s=[1, 1, 2],
+    )
+    for label, nested in nested_forms(model).items():
+        lowered = lowered_wholly(nested, "TfIdfVectorizer")
+        feeds = {"x": np.array([1, 2, 1, 1, 2]), "branch": np.array(True)}
+        (got,) = runs_in_onnxruntime(lowered, feeds)
+        (kernel,) = runs_in_onnxruntime(nested, feeds)
+        assert got.tolist() == kernel.tolist() == [3.0, 3.0], label  # (1: 3; 1, 2: 2 at distance 1, 1 at 2)
+
+
+BASE = {
+    "max_gram_length": 1,
+    "min_gram_length": 1,
+    "max_skip_count": 0,
+    "mode": "TF",
+    "ngram_counts": [0],
+    "ngram_indexes": [0, 1],
+    "pool_int64s": [1, 2],
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "shape", "opset", "why"),
+    [
+        ({"pool_int64s": [1, 1]}, [4], 13, "holds a 1-gram twice"),
+        ({"mode": "BM25"}, [4], 13, "mode 'BM25' is none of"),
+        ({"min_gram_length": 2}, [4], 13, "not 1 <= min <= max"),
+        ({"max_gram_length": 2}, [4], 13, "lengths, below max_gram_length 2"),
+        ({"ngram_indexes": [0]}, [4], 13, "has no coordinate"),
+        ({"weights": [1.0, 2.0, 3.0]}, [4], 13, "3 weights for 2 coordinates"),
+        ({"ngram_counts": [0], "pool_int64s": [1, 2, 3]}, [4], 13, "has no coordinate"),
+        ({"mode": "IDF", "ngram_indexes": [0, 0], "weights": [1.0, 2.0]}, [4], 13, "share a coordinate"),
+        ({}, [2, 2, 2], 13, "rank is unknown or not 1 or 2"),
+        ({"pool_int64s": [], "pool_strings": ["a", "b"]}, [4], 18, "Equal takes no strings at opset 18"),
+    ],
+    ids=[
+        "duplicate",
+        "mode",
+        "lengths",
+        "lengths past ngram_counts",
+        "no coordinate",
+        "weights",
+        "more n-grams than coordinates",
+        "IDF shared",
+        "rank 3",
+        "strings at 18",
+    ],
+)
+def test_declined(changes, shape, opset, why):
+    attributes = {**BASE, **changes}
+    element_type = TensorProto.STRING if attributes.get("pool_strings") else TensorProto.INT64
+    attributes = {k: v for k, v in attributes.items() if v != []}
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf", **attributes)
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", element_type, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(shape))],
+        opset=opset,
+    )
+    result = lowering.lower_model(model, ops=["TfIdfVectorizer"])
+    assert "TfIdfVectorizer" in {node.op_type for node in result.model.graph.node}
+    assert why in " ".join(result.report.lines())
