@@ -16,9 +16,15 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 MODES = ("TF", "IDF", "TFIDF")
 INT64_MAX = np.iinfo(np.int64).max
-# onnxruntime's kernel adds an n-gram's weight once per hit (n float additions), the spec and
-# this rule multiply its count by it once: they part by up to about n·2^-24 of the answer.
-TFIDF_TOLERANCE = Tolerance(rtol=2**-16, atol=0.0)
+# onnxruntime's kernel adds an n-gram's weight once per hit (h float additions), the spec and
+# this rule multiply its count by it once: for weights of one sign the two part by about
+# (h + j)·2^-24 of the answer, h the hits and j the n-grams summed at a coordinate. The rule
+# lowers TFIDF with weights only where h + j stays within MOST_WEIGHTED_HITS (the row's length
+# known), so within TFIDF_TOLERANCE.
+MOST_WEIGHTED_HITS = 1024
+TFIDF_TOLERANCE = Tolerance(rtol=2**-14, atol=0.0)
+# The kernel counts in float, one hit at a time: a count stops growing at 2^24.
+MOST_HITS = 2**24
 EMITS = (
     "Slice", "Unsqueeze", "Equal", "And", "Cast", "ReduceSum", "Add", "Concat", "Mul", "Pad", "Gather", "Greater",
     "Where", "Constant",
@@ -28,11 +34,16 @@ EMITS = (
 @dataclass(frozen=True)
 class Ngram:
     """One n-gram of the pool that is counted: its id (its place among the pool's n-grams, those of
-    the lengths left out counted too), its tokens, and the output coordinate it is counted at."""
+    the lengths left out counted too), its tokens (bytes for strings, as the pool holds them), and
+    the output coordinate it is counted at."""
 
     id: int
     tokens: tuple
     coordinate: int
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def pool_ngrams(
@@ -51,10 +62,10 @@ def pool_ngrams(
     order; ValueError where the attributes are ones onnxruntime's kernel refuses (or reads past
     their end): a mode none of TF, IDF, TFIDF, lengths below 1 or past ``ngram_counts``, a
     negative skip count or coordinate, weights not one per coordinate, both pools or none, a
-    length's items not whole n-grams, an n-gram twice, an n-gram with no coordinate."""
-    mode = mode.decode() if isinstance(mode, bytes) else mode
-    if mode not in MODES:
-        raise ValueError(f"mode '{mode}' is none of {', '.join(MODES)}")
+    length's items not whole n-grams, an n-gram of a counted length twice, an n-gram with no
+    coordinate."""
+    if _text(mode) not in MODES:
+        raise ValueError(f"mode '{_text(mode)}' is none of {', '.join(MODES)}")
     if min_gram_length < 1 or max_gram_length < min_gram_length:
         raise ValueError(f"the n-gram lengths {min_gram_length} to {max_gram_length} are not 1 <= min <= max")
     if max_skip_count < 0:
@@ -67,7 +78,7 @@ def pool_ngrams(
         raise ValueError(f"{len(weights)} weights for {len(ngram_indexes)} coordinates")
     if bool(pool_int64s) == bool(pool_strings):
         raise ValueError("exactly one of pool_int64s and pool_strings must hold n-grams")
-    pool = [t.decode() if isinstance(t, bytes) else t for t in (pool_strings or pool_int64s)]
+    pool = [t.encode() if isinstance(t, str) else t for t in pool_strings] or list(pool_int64s)
     counted: list[Ngram] = []
     next_id = 0
     for length, start in enumerate(ngram_counts, start=1):
@@ -92,19 +103,25 @@ def _skip_distances(length: int, max_skip_count: int) -> range:
     return range(1, 2) if length == 1 else range(1, max_skip_count + 2)
 
 
+def _most_hits(length: int, row: int, max_skip_count: int) -> int:
+    """The most hits an n-gram of ``length`` tokens has in a row of ``row`` tokens: one per start
+    and distance that fit."""
+    return sum(max(0, row - (length - 1) * d) for d in _skip_distances(length, max_skip_count))
+
+
 def tfidf_reference(x: np.ndarray, **attributes) -> np.ndarray:
     """The spec in numpy, row by row: an n-gram's count is the number of starts i and distances d
     (1 for a 1-gram, else 1 to max_skip_count + 1) with ``x[i + m·d] = tokens[m]`` for every m;
     at each coordinate, TF: the sum of its n-grams' counts; IDF: 1 where that sum is not 0
-    without weights, else the sum of the weights of its n-grams counted; TFIDF: the sum of each
-    count times its weight (the count without weights)."""
+    without weights, else the weight of an n-gram of it counted (the kernel's is the last hit's:
+    the rule lowers only n-grams of one weight at a coordinate); TFIDF: the sum of each count
+    (not 0) times its weight (the count without weights)."""
     ngrams = pool_ngrams(**attributes)
-    mode = attributes["mode"].decode() if isinstance(attributes["mode"], bytes) else attributes["mode"]
-    weights = attributes.get("weights")
+    mode, weights = _text(attributes["mode"]), attributes.get("weights")
     rows = x.reshape(1, -1) if x.ndim == 1 else x
     y = np.zeros([len(rows), max(attributes["ngram_indexes"]) + 1], np.float32)
     for r, row in enumerate(rows.tolist()):
-        row = [t.decode() if isinstance(t, bytes) else t for t in row]
+        row = [t.encode() if isinstance(t, str) else t for t in row]
         for gram in ngrams:
             n = len(gram.tokens)
             count = sum(
@@ -114,9 +131,9 @@ def tfidf_reference(x: np.ndarray, **attributes) -> np.ndarray:
             )
             if mode == "TF" or not weights:
                 y[r, gram.coordinate] += np.float32(count)
-            elif mode == "IDF":
-                y[r, gram.coordinate] += np.float32(weights[gram.id]) if count else np.float32(0)
-            else:
+            elif count and mode == "IDF":
+                y[r, gram.coordinate] = np.float32(weights[gram.id])
+            elif count:
                 y[r, gram.coordinate] += np.float32(count) * np.float32(weights[gram.id])
     if mode == "IDF" and not weights:
         y = (y > 0).astype(np.float32)
@@ -151,17 +168,20 @@ def tfidf_by_window_matches(
     against the L = C - (n-1)·d starts, at each distance d between tokens (1 for a 1-gram, 1 to
     max_skip_count + 1 otherwise), as the spec and onnxruntime's kernel count them. The window
     at token m is a Slice from m·d to m·d - (n-1)·d (counted from the end; to the end for the
-    last token), so C need not be known, and a row shorter than an n-gram counts none. The
-    counts are summed in float, exactly to 2^24. Pad appends a 0, and Gather (then ReduceSum,
-    where coordinates are shared) puts each count at its coordinate, 0 where none is. W is
-    the mode: TF the count, IDF ``Where(count > 0, w, 0)`` (1 for w without weights), TFIDF
-    ``count · w`` per n-gram before it is gathered. TF and IDF are exact; TFIDF with weights is
-    the spec's product, where onnxruntime's kernel adds the weight once per hit (within
-    TFIDF_TOLERANCE for up to about 256 hits of one n-gram). An int32 x is compared with the
-    pool as int32, its n-grams holding a token outside int32's range counted 0 (none can match).
-    Needs x's rank (1 or 2); strings need Equal-19. Not lowered: attributes onnxruntime's kernel
-    refuses, and IDF with weights where two n-grams share a coordinate (its kernel then gives
-    the weight of the last one hit).
+    last token), so C need not be known, and a row shorter than an n-gram counts none. Pad
+    appends a 0, and Gather (then ReduceSum, where coordinates are shared) puts each count at
+    its coordinate, 0 where none is. W is the mode: TF the count, IDF ``Where(count > 0, w, 0)``
+    (1 for w without weights), TFIDF ``Where(count > 0, count · w, 0)`` per n-gram before it is
+    gathered (so a weight of no hit, infinite or negative, gives +0, as in the kernel, and a
+    weight of -0 is taken as +0, which the kernel's sum from +0 gives). TF and
+    IDF are exact while a coordinate's count stays below 2^24 (the kernel's float count stops
+    there; declined where the row's length allows it). TFIDF with weights is the spec's
+    product, where the kernel adds the weight once per hit: within TFIDF_TOLERANCE, and lowered
+    only where the row's length is known and bounds each coordinate's hits (MOST_WEIGHTED_HITS)
+    and its weights are of one sign. An int32 x is compared with the pool as int32, its n-grams
+    holding a token outside int32's range counted 0 (none can match). Needs x's rank (1 or 2);
+    strings need Equal-19. Not lowered: attributes the kernel refuses, and IDF with weights where
+    n-grams of unequal weights share a coordinate (the kernel gives the weight of the last hit).
     """
     attributes = dict(
         max_gram_length=max_gram_length,
@@ -178,7 +198,6 @@ def tfidf_by_window_matches(
         ngrams = pool_ngrams(**attributes)
     except ValueError as error:
         raise NotLowered(f"{error}: onnxruntime's kernel refuses such a node") from None
-    mode = mode.decode() if isinstance(mode, bytes) else mode
     shape = b.shape_of(x)
     if shape is None or len(shape) not in (1, 2):
         raise NotLowered("the input's rank is unknown or not 1 or 2")
@@ -187,35 +206,73 @@ def tfidf_by_window_matches(
         raise NotLowered("the input is not of the pool's kind (strings or integers)")
     if is_string and not b.accepts("Equal", x):
         raise NotLowered(f"Equal takes no strings at opset {b.opset} (from 19)")
-    coordinates = max(ngram_indexes) + 1
-    if mode == "IDF" and weights and len({g.coordinate for g in ngrams}) < len(ngrams):
-        raise NotLowered("two n-grams share a coordinate in mode IDF with weights")
     if x.element_type == TensorProto.INT32:  # (a token outside int32 matches no int32 input)
         bounds = np.iinfo(np.int32)
         ngrams = [g for g in ngrams if all(bounds.min <= t <= bounds.max for t in g.tokens)]
+    weights = [float(w) for w in np.asarray(weights, np.float32)]
+    _check_exact_or_within_tolerance(_text(mode), ngrams, weights, shape[-1], max_skip_count)
     axis = len(shape) - 1
     counts = _counts(b, x, ngrams, axis, max_skip_count)
-    if mode == "TFIDF" and weights and ngrams:
-        counts = b.Mul(counts, b.tensor(np.array([weights[g.id] for g in ngrams], np.float32), "weights"))
-    padded = _with_a_zero_after(b, counts, axis)
-    found = _at_coordinates(b, padded, ngrams, coordinates, axis)
-    if mode != "IDF":
+    if _text(mode) == "TFIDF" and weights and ngrams:
+        per_ngram = np.array([weights[g.id] for g in ngrams], np.float32) + np.float32(0)  # (-0 + 0 = +0)
+        products = b.Mul(counts, b.tensor(per_ngram, "weights"))
+        counts = b.Where(_hits(b, counts), products, b.scalar(0, TensorProto.FLOAT, "zero"))
+    found = _at_coordinates(b, _with_a_zero_after(b, counts, axis), ngrams, max(ngram_indexes) + 1, axis)
+    if _text(mode) != "IDF":
         return found
-    hit = b.Greater(found, b.scalar(0, TensorProto.FLOAT, "zero"))
     if not weights:
-        return b.Cast(hit, to=TensorProto.FLOAT)
-    chosen = np.zeros([coordinates], np.float32)
+        return b.Cast(_hits(b, found), to=TensorProto.FLOAT)
+    chosen = np.zeros([max(ngram_indexes) + 1], np.float32)
     for gram in ngrams:
         chosen[gram.coordinate] = weights[gram.id]
-    return b.Where(hit, b.tensor(chosen, "weights"), b.scalar(0, TensorProto.FLOAT, "zero"))
+    return b.Where(_hits(b, found), b.tensor(chosen, "weights"), b.scalar(0, TensorProto.FLOAT, "zero"))
+
+
+def _hits(b: Builder, counts: Value) -> Value:
+    """Where a count is not 0."""
+    return b.Greater(counts, b.scalar(0, TensorProto.FLOAT, "zero"))
+
+
+def _check_exact_or_within_tolerance(
+    mode: str, ngrams: list[Ngram], weights: list[float], row: int | None, max_skip_count: int
+) -> None:
+    """NotLowered where the rule would not give the kernel's answer (within TFIDF_TOLERANCE for
+    TFIDF with weights): n-grams of unequal weights at one coordinate in IDF; in TFIDF with
+    weights, a row of unknown length, a coordinate whose hits and n-grams may pass
+    MOST_WEIGHTED_HITS, or weights of both signs at one coordinate; a coordinate whose count may
+    reach 2^24, where the kernel's float count stops."""
+    at: dict[int, list[Ngram]] = {}
+    for gram in ngrams:
+        at.setdefault(gram.coordinate, []).append(gram)
+    for coordinate, grams in at.items():
+        shared = [weights[g.id] for g in grams] if weights else []
+        if mode == "IDF" and len(set(shared)) > 1:
+            raise NotLowered(f"n-grams of unequal weights share coordinate {coordinate} in mode IDF")
+        hits = None if row is None else sum(_most_hits(len(g.tokens), row, max_skip_count) for g in grams)
+        if hits is not None and hits >= MOST_HITS:
+            raise NotLowered(
+                f"coordinate {coordinate} may count {hits} hits, past 2^24, where the kernel's count stops"
+            )
+        if mode != "TFIDF" or not weights:
+            continue
+        if hits is None:
+            raise NotLowered(
+                "the row's length is unknown: TFIDF with weights is lowered where it bounds the hits "
+                "(the kernel adds a weight per hit, which strays from count · weight as the hits grow)"
+            )
+        if hits + len(grams) > MOST_WEIGHTED_HITS:
+            raise NotLowered(
+                f"coordinate {coordinate} may sum {hits} weighted hits, past {MOST_WEIGHTED_HITS}: the kernel's "
+                "sum of a weight per hit may stray from count · weight past the stated tolerance"
+            )
+        if min(shared) < 0 < max(shared):
+            raise NotLowered(f"weights of both signs share coordinate {coordinate} in mode TFIDF")
 
 
 def _counts(b: Builder, x: Value, ngrams: list[Ngram], axis: int, max_skip_count: int) -> Value:
     """``[..., P]`` float: each counted n-gram's hits in its row, in the order of ``ngrams``; where
     none is counted, ``[..., 0]`` (the Equal of x with no tokens, summed)."""
-    dtype = np.int32 if x.element_type == TensorProto.INT32 else np.int64
-    if x.element_type == TensorProto.STRING:
-        dtype = object
+    dtype = {TensorProto.INT32: np.int32, TensorProto.STRING: object}.get(x.element_type, np.int64)
     by_length: dict[int, list[Ngram]] = {}
     for gram in ngrams:
         by_length.setdefault(len(gram.tokens), []).append(gram)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, lowered_wholly, make_model, nested_forms, runs_in_onnxruntime
+from support import assert_same_bits, assert_same_values, lowered_wholly, make_model, nested_forms, runs_in_onnxruntime
 
 import lowering
 from lowering import schemas
@@ -19,7 +19,7 @@ from lowering.registry import rule_for
 
 RULE = rule_for("", "TfIdfVectorizer")
 TOLERANCE = RULE.tolerance[TensorProto.INT64]
-OPSETS = [9, 10, 11, 13, 18, schemas.newest_opset()]
+OPSETS = [9, 10, 11, 13, 18, 19, 21, schemas.newest_opset()]
 
 
 def tfidf_model(element_type: int, shape, opset: int, **attributes):
@@ -223,7 +223,11 @@ BASE = {
         ({"ngram_indexes": [0]}, [4], 13, "has no coordinate"),
         ({"weights": [1.0, 2.0, 3.0]}, [4], 13, "3 weights for 2 coordinates"),
         ({"ngram_counts": [0], "pool_int64s": [1, 2, 3]}, [4], 13, "has no coordinate"),
-        ({"mode": "IDF", "ngram_indexes": [0, 0], "weights": [1.0, 2.0]}, [4], 13, "share a coordinate"),
+        ({"mode": "IDF", "ngram_indexes": [0, 0], "weights": [1.0, 2.0]}, [4], 13, "unequal weights share"),
+        ({"mode": "TFIDF", "weights": [1.0, 2.0]}, [None], 13, "the row's length is unknown"),
+        ({"mode": "TFIDF", "weights": [1.0, 2.0]}, [1024], 13, "may sum 1024 weighted hits, past 1024"),
+        ({"mode": "TFIDF", "ngram_indexes": [0, 0], "weights": [1.0, -2.0]}, [4], 13, "weights of both signs"),
+        ({}, [2, 2**24], 13, "may count 16777216 hits, past 2^24"),
         ({}, [2, 2, 2], 13, "rank is unknown or not 1 or 2"),
         ({"pool_int64s": [], "pool_strings": ["a", "b"]}, [4], 18, "Equal takes no strings at opset 18"),
     ],
@@ -236,6 +240,10 @@ BASE = {
         "weights",
         "more n-grams than coordinates",
         "IDF shared",
+        "TFIDF of unknown length",
+        "TFIDF of long rows",
+        "TFIDF of both signs",
+        "TF past 2^24",
         "rank 3",
         "strings at 18",
     ],
@@ -254,3 +262,80 @@ def test_declined(changes, shape, opset, why):
     result = lowering.lower_model(model, ops=["TfIdfVectorizer"])
     assert "TfIdfVectorizer" in {node.op_type for node in result.model.graph.node}
     assert why in " ".join(result.report.lines())
+
+
+def test_weights_of_no_hit_infinite_negative_or_nan_give_the_kernels_bits():
+    """Where(count > 0, count · w, 0): an n-gram with no hit gives +0 whatever its weight (0 · inf
+    would be NaN, 0 · -2 would be -0), a weight of -0 gives +0 (the kernel's sum from +0)."""
+    attributes = {
+        "max_gram_length": 1,
+        "min_gram_length": 1,
+        "max_skip_count": 0,
+        "mode": "TFIDF",
+        "ngram_counts": [0],
+        "ngram_indexes": [0, 1, 2, 3, 4, 5],
+        "pool_int64s": [1, 2, 3, 4, 5, 6],
+        "weights": [float("inf"), -2.0, float("nan"), -0.0, float("-inf"), 0.5],
+    }
+    model = tfidf_model(TensorProto.INT64, [2, 4], 13, **attributes)
+    lowered = lowered_wholly(model, "TfIdfVectorizer")
+    for x in (np.full([2, 4], 9, np.int64), np.array([[1, 2, 3, 4], [4, 5, 6, 2]], np.int64)):
+        (got,) = runs_in_onnxruntime(lowered, {"x": x})
+        (kernel,) = runs_in_onnxruntime(model, {"x": x})
+        assert_same_values(got, kernel, str(x.tolist()))
+        assert_same_values(RULE.reference(x, **attributes), kernel, "reference")
+    assert np.signbit(got).tolist() == [
+        [False, True, False, False, False, False],
+        [False, True, False, False, True, False],
+    ]
+
+
+def test_shared_coordinates_lowered_where_exact():
+    """IDF with weights: n-grams of one weight at a coordinate (the last hit's weight is theirs), and
+    one an int32 row never matches beside another of another weight."""
+    equal = {
+        "max_gram_length": 2,
+        "min_gram_length": 1,
+        "max_skip_count": 1,
+        "mode": "IDF",
+        "ngram_counts": [0, 2],
+        "ngram_indexes": [0, 0, 1, 0],
+        "pool_int64s": [1, 2, 1, 2, 2, 1],
+        "weights": [1.5, 1.5, 3.0, 1.5],
+    }
+    x = np.array([[1, 1, 2], [3, 2, 3], [3, 3, 3]], np.int64)
+    check_lowered(tfidf_model(TensorProto.INT64, [3, 3], 13, **equal), x, equal, "equal weights")
+    unmatched = {**equal, "pool_int64s": [1, 2**40, 1, 2, 2, 1], "weights": [1.5, 9.0, 3.0, 1.5]}
+    model = tfidf_model(TensorProto.INT32, [3, 3], 13, **unmatched)
+    check_lowered(model, x.astype(np.int32), unmatched, "an n-gram no int32 matches")
+
+
+def test_strings_not_utf8_and_rows_of_one_axis():
+    """Pool strings that are not UTF-8 are compared as the bytes they are (a string input is UTF-8)."""
+    attributes = {
+        "max_gram_length": 3,
+        "min_gram_length": 2,
+        "max_skip_count": 1,
+        "mode": "TF",
+        "ngram_counts": [0, 2, 4],
+        "ngram_indexes": [3, 0, 1, 2, 4],
+        "pool_strings": [b"\xff", b"a", b"a", b"\xff", b"a", b"b", b"a", b"a", b"a", b"b"],
+    }
+    model = tfidf_model(TensorProto.STRING, [7], 19, **attributes)
+    x = np.array(["a", "b", "a", "b", "a", "a", "\xff"], object)  # ("\xff" is b"\xc3\xbf" in UTF-8: no match)
+    check_lowered(model, x, attributes, "bytes")
+
+
+def test_a_repeated_ngram_of_a_length_not_counted_is_no_refusal():
+    """onnxruntime's kernel loads only the lengths min_gram_length to max_gram_length."""
+    attributes = {
+        "max_gram_length": 2,
+        "min_gram_length": 2,
+        "max_skip_count": 0,
+        "mode": "TF",
+        "ngram_counts": [0, 2],
+        "ngram_indexes": [0, 1, 2],
+        "pool_int64s": [5, 5, 1, 2],
+    }
+    model = tfidf_model(TensorProto.INT64, [5], 13, **attributes)
+    check_lowered(model, np.array([1, 2, 5, 1, 2]), attributes, "1-grams repeated")
