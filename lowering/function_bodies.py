@@ -235,9 +235,10 @@ def float32_widening(
     types (onnxruntime's among them); the body's own ops would round every step to the narrow
     type, which strays past the backend tests' tolerance where a runtime computes float16
     natively (TVM's and tract's Attention, CausalConvWithState, SwiGLU). An output is cast back
-    to the type of the inputs bound to its type constraint (onnx.defs). None for the ops of
-    NOT_WIDENED, where no input is narrow, or where an output's constraint is bound to no input
-    of a known type."""
+    to the type of the inputs bound to its type constraint (onnx.defs); one of a constraint no
+    input is bound to (LayerNormalization's Mean, of stash_type) keeps its type. None for the ops
+    of NOT_WIDENED, where no input is narrow, or where an input an output is bound to has an
+    unknown type."""
     if node.op_type in NOT_WIDENED and not domain:
         return None
     narrow = tuple(
@@ -263,6 +264,8 @@ def float32_widening(
             for index, input_name in enumerate(node.input)
             if input_name and formal(schema.inputs, index) == parameter
         }
+        if not bound:  # (an output-only constraint: its type is the attributes', not the inputs')
+            continue
         if len(bound) != 1 or None in bound:
             return None
         (element_type,) = bound

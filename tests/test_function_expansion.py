@@ -19,7 +19,7 @@ from lowering.errors import NotLowered
 from lowering.function_bodies import Expanded, FunctionExpansion, Tolerance, expansion_for
 from lowering.graphs import constant_tensor
 from lowering.naming import NameAllocator, names_in_model
-from lowering.verification.runtime import run_onnxruntime, run_reference
+from lowering.verification.runtime import run_onnxruntime
 
 NUMPY_TYPES = {
     TensorProto.FLOAT: np.float32,
@@ -722,3 +722,104 @@ def test_in_an_if_branch_and_a_local_function_held_shapes_are_read_where_they_ar
         feeds["flag"] = np.array(flag)
         got, want = run_onnxruntime(converted, feeds)[0], run_onnxruntime(model, feeds)[0]
         assert not layer_normalization().tolerance_for(TensorProto.FLOAT).mismatches(got, want).any()
+
+
+# (h) float16 and bfloat16 computed in float32 (function_bodies.float32_widening)
+
+
+def one_node_model(op_type: str, element_type: int, shapes: dict[str, list[int]], opset: int, **attributes):
+    node = helper.make_node(op_type, list(shapes), ["Y"], name="op", **attributes)
+    inputs = [helper.make_tensor_value_info(name, element_type, shape) for name, shape in shapes.items()]
+    output = helper.make_tensor_value_info("Y", element_type, [None] * len(next(iter(shapes.values()))))
+    return helper.make_model(
+        helper.make_graph([node], "g", inputs, [output]), opset_imports=[helper.make_opsetid("", opset)]
+    )
+
+
+WIDENED = [
+    ("Gelu", {"X": [3, 40]}, 20, {"approximate": "tanh"}),
+    ("Softmax", {"X": [3, 40]}, 13, {}),
+    ("Mish", {"X": [3, 40]}, 18, {}),
+    ("Attention", {"Q": [1, 2, 4, 8], "K": [1, 2, 6, 8], "V": [1, 2, 6, 8]}, 23, {}),
+    ("RMSNormalization", {"X": [3, 40], "scale": [40]}, 23, {}),
+]
+
+
+@pytest.mark.parametrize(("op_type", "shapes", "opset", "attributes"), WIDENED, ids=[w[0] for w in WIDENED])
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16], ids=["float16", "bfloat16"])
+def test_a_narrow_node_is_its_float_body_rounded_once(op_type, shapes, opset, attributes, element_type):
+    """Body(x16) = Cast(Body(Cast(x16, float)), float16): the lowered narrow model gives the bits
+    of the lowered float model on the same values, each output rounded once (any NaN for a NaN),
+    and runs in onnxruntime, which has no bfloat16 Mul or Add."""
+    import lowering
+
+    dtype = NUMPY_TYPES[element_type]
+    narrow = one_node_model(op_type, element_type, shapes, opset, **attributes)
+    wide = one_node_model(op_type, TensorProto.FLOAT, shapes, opset, **attributes)
+    lowered_narrow = lowering.lower(narrow, ops=[op_type], strict=True)
+    lowered_wide = lowering.lower(wide, ops=[op_type], strict=True)
+    nodes = lowered_narrow.graph.node
+    assert [n.op_type for n in nodes[: len(shapes)]] == ["Cast"] * len(shapes) and nodes[-1].op_type == "Cast"
+    assert nodes[-1].attribute[0].i == element_type and nodes[-1].output[0] == "Y"
+    rng = np.random.default_rng(len(op_type))
+    feeds = {name: (rng.standard_normal(shape) * 3).astype(dtype) for name, shape in shapes.items()}
+    feeds[next(iter(shapes))].reshape(-1)[:4] = [np.inf, -np.inf, np.nan, -0.0]
+    (got,) = run_onnxruntime(lowered_narrow, feeds)
+    (wanted,) = run_onnxruntime(lowered_wide, {name: value.astype(np.float32) for name, value in feeds.items()})
+    want = wanted.astype(dtype)
+    assert got.dtype == dtype and np.array_equal(np.isnan(got), np.isnan(want))
+    bits = np.uint16
+    assert np.array_equal(got.view(bits)[~np.isnan(got)], want.view(bits)[~np.isnan(want)])
+
+
+@pytest.mark.parametrize(
+    ("op_type", "opset", "attributes"),
+    [("Relu", 14, {}), ("LeakyRelu", 16, {"alpha": 0.1}), ("ThresholdedRelu", 22, {"alpha": 0.5})],
+)
+def test_ops_that_only_compare_select_or_round_once_keep_their_type_bit_for_bit(op_type, opset, attributes):
+    """NOT_WIDENED: their float16 body, in float16, gives onnxruntime's kernel's bits on every
+    float16 pattern but NaNs (its Relu quiets a signalling NaN, the body's Max keeps it)."""
+    import lowering
+
+    model = one_node_model(op_type, TensorProto.FLOAT16, {"X": [1 << 16]}, opset, **attributes)
+    lowered = lowering.lower(model, ops=[op_type], strict=True)
+    assert not [n for n in lowered.graph.node if n.op_type == "Cast" and "X" in n.input]
+    every = {"X": np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)}
+    (got,) = run_onnxruntime(lowered, every)
+    (want,) = run_onnxruntime(model, every)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got.view(np.uint16)[~np.isnan(got)], want.view(np.uint16)[~np.isnan(want)])
+
+
+def test_outputs_of_another_constraint_keep_their_type():
+    """LayerNormalization's Mean and InvStdDev are of its U constraint (float here): only Y, of
+    X's type, is cast back to float16."""
+    import lowering
+
+    original = layer_normalization_model(TensorProto.FLOAT16, [2, 8], outputs=("Y", "Mean", "InvStdDev"))
+    lowered = lowering.lower(original, ops=["LayerNormalization"], strict=True)
+    back = [n.output[0] for n in lowered.graph.node if n.op_type == "Cast" and n.attribute[0].i == TensorProto.FLOAT16]
+    assert back == ["Y"]
+    feeds = {"X": np.linspace(-3, 3, 16, dtype=np.float16).reshape(2, 8), "Scale": np.ones(8, np.float16)}
+    feeds["B"] = np.zeros(8, np.float16)
+    got = run_onnxruntime(lowered, feeds)
+    assert [g.dtype for g in got] == [np.float16, np.float32, np.float32]
+
+
+def test_castlike_to_a_narrow_type_is_not_widened():
+    """CastLike(x: double, like: float16) stays one Cast from double to float16: through float32 a
+    value would be rounded twice (1 + 2^-11 + 2^-30 goes to 1 so, to 1 + 2^-10 direct); how the
+    one Cast rounds is the runtime's (onnxruntime's own goes through float32)."""
+    import lowering
+
+    node = helper.make_node("CastLike", ["X", "L"], ["Y"])
+    inputs = [
+        helper.make_tensor_value_info("X", TensorProto.DOUBLE, [1]),
+        helper.make_tensor_value_info("L", TensorProto.FLOAT16, [1]),
+    ]
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("Y", TensorProto.FLOAT16, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    lowered = lowering.lower(model, ops=["CastLike"], strict=True)
+    assert [(n.op_type, list(n.input), n.attribute[0].i) for n in lowered.graph.node] == [
+        ("Cast", ["X"], TensorProto.FLOAT16)
+    ]
