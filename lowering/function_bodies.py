@@ -11,6 +11,7 @@ from types import MappingProxyType
 
 import numpy as np
 import onnx
+import onnx.shape_inference
 from onnx import defs
 
 from . import schemas
@@ -236,9 +237,9 @@ def float32_widening(
     type, which strays past the backend tests' tolerance where a runtime computes float16
     natively (TVM's and tract's Attention, CausalConvWithState, SwiGLU). An output is cast back
     to the type of the inputs bound to its type constraint (onnx.defs); one of a constraint no
-    input is bound to (LayerNormalization's Mean, of stash_type) keeps its type. None for the ops
-    of NOT_WIDENED, where no input is narrow, or where an input an output is bound to has an
-    unknown type."""
+    input given is bound to, to the type onnx's inference gives it (LayerNormalization's Mean:
+    float, of stash_type). None for the ops of NOT_WIDENED, where no input is narrow, or where an
+    output's type is not known so."""
     if node.op_type in NOT_WIDENED and not domain:
         return None
     narrow = tuple(
@@ -264,14 +265,29 @@ def float32_widening(
             for index, input_name in enumerate(node.input)
             if input_name and formal(schema.inputs, index) == parameter
         }
-        if not bound:  # (an output-only constraint: its type is the attributes', not the inputs')
-            continue
+        if not bound:  # (bound to no input given: onnx's inference of the node says its type)
+            bound = {_inferred_output_type(schema, node, input_types, position)}
         if len(bound) != 1 or None in bound:
             return None
         (element_type,) = bound
         if element_type in NARROW_FLOATS:
             outputs[position] = element_type
     return Widening(narrow, MappingProxyType(outputs))
+
+
+def _inferred_output_type(
+    schema: defs.OpSchema, node: onnx.NodeProto, input_types: list[onnx.TypeProto | None], position: int
+) -> int | None:
+    """The element type onnx's type inference gives the node's output ``position`` from its
+    inputs' types and its attributes (LayerNormalization's Mean: stash_type's; LinearAttention's
+    present_state, with no past_state: the query's); None where it cannot say."""
+    types = {name: t for name, t in zip(node.input, input_types, strict=False) if name and t is not None}
+    try:
+        inferred = onnx.shape_inference.infer_node_outputs(schema, node, types)
+    except Exception:  # (onnx's inference errors have no common type)
+        return None
+    found = inferred.get(node.output[position])
+    return element_type_of(found) if found is not None else None
 
 
 def _cast(source: str, target: str, element_type: int, name: str) -> onnx.NodeProto:

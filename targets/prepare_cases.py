@@ -248,6 +248,37 @@ def constant_cases() -> list[tuple]:
     return found
 
 
+def expand_scalar_cases() -> list[tuple]:
+    """Expand of a scalar to a shape, both fed, of every element type its version takes that
+    a ConstantOfShape's value may hold too (but :data:`UNPROBED_CONSTANT_TYPES` and those of fewer
+    than 8 bits), at each version's first opset (``expand_TYPE@VERSION``): the form that writes a
+    ConstantOfShape so (lowering/target_forms.py) writes it on any of them, and every lowered model
+    must run in onnxruntime, which has no Expand on bfloat16; the backend's Expand cases are of
+    float only. Its output is the scalar's value, 1, in the shape [2, 3]."""
+    found = []
+    for version in schemas.op_versions("Expand"):
+        opset = max(version, OLDEST_OPSET)
+        if schemas.version_in_force("Expand", opset) != version:
+            continue
+        filled = schemas.output_element_types("ConstantOfShape", schemas.newest_opset())
+        for element_type in sorted(schemas.input_element_types("Expand", opset) & filled):
+            if element_type in UNPROBED_CONSTANT_TYPES or element_bits(element_type) < 8:
+                continue
+            value = np.array(1).astype(floats.numpy_dtype(element_type))
+            node = onnx.helper.make_node("Expand", ["value", "shape"], ["y"], name="expand")
+            graph = onnx.helper.make_graph(
+                [node], "expand",
+                [onnx.helper.make_tensor_value_info("value", element_type, []),
+                 onnx.helper.make_tensor_value_info("shape", onnx.TensorProto.INT64, [2])],
+                [onnx.helper.make_tensor_value_info("y", element_type, [2, 3])],
+            )  # fmt: skip
+            shape, expected = np.array([2, 3], np.int64), np.full([2, 3], value)
+            name = f"expand_{onnx.helper.tensor_dtype_to_string(element_type).removeprefix('TensorProto.')}"
+            found.append((f"{name}@{version}", opset, _case_model(graph, opset).SerializeToString(),
+                          [([value, shape], [expected])], 0.0, 0.0))  # fmt: skip
+    return found
+
+
 # Bool and the integer types of 8 bits or more Cast takes (onnx.defs), and of those the unsigned ones.
 INTEGER_TYPES = tuple(
     t for t in sorted(schemas.input_element_types("Cast", onnx.defs.onnx_opset_version()))
@@ -853,11 +884,13 @@ def shipped_profiles() -> list[dict]:
 
 
 def all_cases() -> list[tuple]:
-    """The backend cases with their variants and other op versions, the Constants, the Casts
+    """The backend cases with their variants and other op versions, the Constants, Expands of a
+    scalar, the Casts
     between integer types and to and from floats, unsigned arithmetic in the upper half of the
     range, signed arithmetic past 2^24, 2^31 and 2^53, integer CumSum, pooling and convolution
     padded unevenly, the corpus's nodes, then the nodes the patterns write."""
-    return (prepared_cases() + constant_cases() + integer_cast_cases() + float_integer_cast_cases()
+    return (prepared_cases() + constant_cases() + expand_scalar_cases() + integer_cast_cases()
+            + float_integer_cast_cases()
             + unsigned_upper_half_cases() + signed_wide_cases() + integer_cumsum_cases() + uneven_pads_cases()
             + corpus_cases() + lowered_cases())  # fmt: skip
 

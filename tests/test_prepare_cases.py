@@ -224,6 +224,32 @@ def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes()
     assert not kept and left_out == len(cases)
 
 
+def test_each_expand_version_is_a_case_of_each_type_a_constant_of_shape_may_fill():
+    """expand_TYPE@VERSION: Expand of a fed scalar to a fed shape, of each type Expand takes
+    that ConstantOfShape's value may hold (a form writes that Expand), bfloat16 at 13 among
+    them; each passes the full checker, is recorded under its own type (the first fed input's),
+    and gives the scalar in the shape where onnxruntime has the kernel (no bfloat16 there)."""
+    import onnxruntime
+    import probe
+
+    cases = {name: (opset, onnx.load_from_string(data), sets) for name, opset, data, sets, *_ in
+             prepare_cases.expand_scalar_cases()}  # fmt: skip
+    assert {"expand_FLOAT@8", "expand_BOOL@13", "expand_BFLOAT16@13"} <= cases.keys()
+    assert "expand_BFLOAT16@8" not in cases and not {name for name in cases if "STRING" in name}
+    ran = 0
+    for name, (opset, model, [([value, shape], [expected])]) in cases.items():
+        onnx.checker.check_model(model, full_check=True)
+        assert probe.main_node(model).op_type == "Expand" and opset == int(name.split("@")[1])
+        assert model.graph.input[0].type.tensor_type.elem_type == TensorProto.DataType.Value(name[7:].split("@")[0])
+        assert expected.shape == (2, 3) and (expected == value).all() and shape.tolist() == [2, 3]
+        if "BFLOAT16" not in name:
+            session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            (got,) = session.run(None, {"value": value, "shape": shape})
+            assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), name
+            ran += 1
+    assert ran == len(cases) - 1
+
+
 def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
     """cast_FROM_TO@VERSION: a Cast alone between every pair of integer types and bool, at each
     Cast version's first opset (7 at least), of the source type's extreme values, -1, 0, 1 and

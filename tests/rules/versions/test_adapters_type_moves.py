@@ -307,18 +307,43 @@ def test_equal_on_a_type_equal_13_takes_is_re_versioned_as_it_is():
 
 
 def test_where_in_a_function_body_is_moved_too():
-    """Celu-28 on bfloat16 at 13 goes by its body (Elu's body holds Where-16 on bfloat16): the
-    same bits as the body written at 16, where Where-16 stays (both in onnx.reference), for a
-    runtime whose kernels are not known. For onnxruntime, which runs Celu-28 on bfloat16 but no
-    bfloat16 Div-13 or Div-14, the conversion is refused: the result would not run there."""
-    model = single("Celu", [("x", BFLOAT16, (65536,))], ("y", BFLOAT16, 1), 28)
-    with pytest.raises(lowering.ConversionRefused, match="run on no bfloat16 in the target"):
-        lowering.lower(model, target_opset=13, ops=[])
+    """ThresholdedRelu-22 on bfloat16 at 13 goes by its body (Where-16 on bfloat16: a body that
+    only compares and selects keeps its type, function_bodies.NOT_WIDENED): the same bits as the
+    body written at 16, where Where-16 stays (both in onnx.reference), for a runtime whose kernels
+    are not known."""
+    model = single("ThresholdedRelu", [("x", BFLOAT16, (65536,))], ("y", BFLOAT16, 1), 22, alpha=0.5)
     unknown_kernels = dataclasses.replace(lowering.DEFAULT_TARGET, name="kernels unknown", kernels=lambda: None)
     at_16 = lowering.lower(model, target_opset=16, ops=[], target=unknown_kernels)
     assert "Where" in [node.op_type for node in at_16.graph.node]
     at_13 = lowering.lower(model, target_opset=13, ops=[], target=unknown_kernels)
     assert "Where" in [node.op_type for node in at_13.graph.node]  # Where-9 on int64 positions
+    assert "Cast" not in [node.op_type for node in at_13.graph.node if "x" in node.input]
     onnx.checker.check_model(at_13, full_check=True)
     feeds = {"x": EVERY_BFLOAT16}
-    assert_same_bits(run_reference(at_13, feeds)[0], run_reference(at_16, feeds)[0], "Celu's body at 13 and 16")
+    assert_same_bits(run_reference(at_13, feeds)[0], run_reference(at_16, feeds)[0], "ThresholdedRelu at 13 and 16")
+
+
+def test_a_bfloat16_celu_converted_is_computed_in_float32():
+    """Celu-28 on bfloat16 at 13 goes by its body computed in float32 (function_bodies.float32_widening),
+    which onnxruntime runs (it has no bfloat16 Div-13 or Div-14, which the body in bfloat16 would
+    need): the float body's bits rounded once to bfloat16 (any NaN for a NaN)."""
+    model = single("Celu", [("x", BFLOAT16, (65536,))], ("y", BFLOAT16, 1), 28)
+    at_13 = lowering.lower(model, target_opset=13, ops=[])
+    onnx.checker.check_model(at_13, full_check=True)
+    nodes = at_13.graph.node
+    assert (nodes[0].op_type, nodes[0].attribute[0].i) == ("Cast", TensorProto.FLOAT)
+    assert (nodes[-1].op_type, nodes[-1].attribute[0].i) == ("Cast", BFLOAT16)
+    float_celu = single("Celu", [("x", TensorProto.FLOAT, (65536,))], ("y", TensorProto.FLOAT, 1), 28)
+    in_float = lowering.lower(float_celu, target_opset=13, ops=["Celu"])  # (its body, not Celu-12)
+    back = make_model(
+        [helper.make_node("Cast", ["v"], ["w"], to=BFLOAT16)],
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, [65536])],
+        [helper.make_tensor_value_info("w", BFLOAT16, [65536])],
+        opset=13,
+    )
+    (wide,) = run_onnxruntime(in_float, {"x": EVERY_BFLOAT16.astype(np.float32)})
+    (want,) = run_onnxruntime(back, {"v": wide})
+    (got,) = run_onnxruntime(at_13, {"x": EVERY_BFLOAT16})
+    nan = np.isnan(got.astype(np.float32))
+    assert np.array_equal(nan, np.isnan(want.astype(np.float32)))
+    assert np.array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
