@@ -15,8 +15,6 @@ import ml_dtypes
 import numpy as np
 import onnx
 from lowering.rules.dft import DFT_TOLERANCE
-from lowering.rules.function_bodies import BFLOAT16_TOLERANCE
-from onnx import TensorProto
 
 import lowering
 from lowering.function_bodies import Tolerance
@@ -224,13 +222,6 @@ STATED_TOLERANCES: dict[str, tuple[dict[int, Tolerance], str]] = {
     **dict.fromkeys(
         ("test_dft_inverse", "test_dft_inverse_opset19"),
         (DFT_TOLERANCE, "DFT below 17 or 20 as a MatMul by cosine and sine matrices (rules/dft.py)"),
-    ),
-    **dict.fromkeys(
-        ("test_celu_bfloat16", "test_celu_bfloat16_expanded"),
-        (
-            {TensorProto.BFLOAT16: BFLOAT16_TOLERANCE},
-            "Celu and Elu by their bodies, each op rounded to bfloat16 (rules/function_bodies.py)",
-        ),
     ),
 }
 
