@@ -258,7 +258,8 @@ def _check_exact_or_within_tolerance(
         if hits is None:
             raise NotLowered(
                 "the row's length is unknown: TFIDF with weights is lowered where it bounds the hits "
-                "(the kernel adds a weight per hit, which strays from count · weight as the hits grow)"
+                "(the kernel adds a weight per hit, which strays from count · weight as the hits grow); "
+                "give it with --input-shape"
             )
         if hits + len(grams) > MOST_WEIGHTED_HITS:
             raise NotLowered(

@@ -339,3 +339,18 @@ def test_a_repeated_ngram_of_a_length_not_counted_is_no_refusal():
     }
     model = tfidf_model(TensorProto.INT64, [5], 13, **attributes)
     check_lowered(model, np.array([1, 2, 5, 1, 2]), attributes, "1-grams repeated")
+
+
+def test_tfidf_with_weights_on_rows_of_unknown_length_goes_once_the_length_is_given():
+    """Declined for a row of unknown length (the reason says how), lowered with --input-shape's
+    sizes (``input_shapes``), within the tolerance of the kernel."""
+    attributes = {**BASE, "mode": "TFIDF", "weights": [0.5, 2.0]}
+    model = tfidf_model(TensorProto.INT64, ["n"], 13, **attributes)
+    declined = lowering.lower_model(model, ops=["TfIdfVectorizer"])
+    assert "give it with --input-shape" in " ".join(declined.report.lines())
+    lowered = lowering.lower_model(model, ops=["TfIdfVectorizer"], input_shapes={"x": [40]}).model
+    assert "TfIdfVectorizer" not in {node.op_type for node in lowered.graph.node}
+    x = np.random.default_rng(40).integers(0, 3, 40)
+    (got,) = runs_in_onnxruntime(lowered, {"x": x})
+    (kernel,) = runs_in_onnxruntime(model, {"x": x})
+    assert not TOLERANCE.mismatches(got, kernel).any() and got[0] == np.float32(np.count_nonzero(x == 1) * 0.5)
