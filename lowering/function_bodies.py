@@ -251,8 +251,13 @@ def float32_widening(
     if schema is None or not schema.inputs or not schema.outputs:
         return None
 
-    def formal(parameters: list, position: int) -> str:
-        return parameters[min(position, len(parameters) - 1)].type_str
+    def formal(parameters: list, position: int) -> str | None:
+        """The type string of the formal parameter at ``position``: past the last, the last's
+        where it is variadic, else None (no parameter there)."""
+        if position < len(parameters):
+            return parameters[position].type_str
+        last = parameters[-1]
+        return last.type_str if last.option == defs.OpSchema.FormalParameterOption.Variadic else None
 
     constrained = {constraint.type_param_str for constraint in schema.type_constraints}
     outputs: dict[int, int] = {}
