@@ -145,7 +145,7 @@ def tfidf_reference(x: np.ndarray, **attributes) -> np.ndarray:
     versions=(9,),
     emits=EMITS,
     reference=tfidf_reference,
-    tolerance={t: TFIDF_TOLERANCE for t in (TensorProto.INT32, TensorProto.INT64, TensorProto.STRING)},
+    tolerance=dict.fromkeys(schemas.input_element_types("TfIdfVectorizer", 9), TFIDF_TOLERANCE),
 )
 def tfidf_by_window_matches(
     b: Builder,
@@ -209,16 +209,16 @@ def tfidf_by_window_matches(
     if x.element_type == TensorProto.INT32:  # (a token outside int32 matches no int32 input)
         bounds = np.iinfo(np.int32)
         ngrams = [g for g in ngrams if all(bounds.min <= t <= bounds.max for t in g.tokens)]
-    weights = [float(w) for w in np.asarray(weights, np.float32)]
-    _check_exact_or_within_tolerance(_text(mode), ngrams, weights, shape[-1], max_skip_count)
+    mode, weights = _text(mode), list(weights)
+    _check_exact_or_within_tolerance(mode, ngrams, weights, shape[-1], max_skip_count)
     axis = len(shape) - 1
     counts = _counts(b, x, ngrams, axis, max_skip_count)
-    if _text(mode) == "TFIDF" and weights and ngrams:
+    if mode == "TFIDF" and weights and ngrams:
         per_ngram = np.array([weights[g.id] for g in ngrams], np.float32) + np.float32(0)  # (-0 + 0 = +0)
         products = b.Mul(counts, b.tensor(per_ngram, "weights"))
         counts = b.Where(_hits(b, counts), products, b.scalar(0, TensorProto.FLOAT, "zero"))
     found = _at_coordinates(b, _with_a_zero_after(b, counts, axis), ngrams, max(ngram_indexes) + 1, axis)
-    if _text(mode) != "IDF":
+    if mode != "IDF":
         return found
     if not weights:
         return b.Cast(_hits(b, found), to=TensorProto.FLOAT)

@@ -11,9 +11,10 @@ import onnx.inliner
 import pytest
 from lowering.rules.function_bodies import last_axis_unflattened, variance_in_two_passes
 from onnx import TensorProto, helper
-from support import slow_but_a_sample  # noqa: E402
+from support import nested_forms, slow_but_a_sample  # noqa: E402
 from version_cases import node_cases
 
+import lowering
 from lowering import schemas
 from lowering.errors import NotLowered
 from lowering.function_bodies import Expanded, FunctionExpansion, Tolerance, expansion_for
@@ -751,8 +752,6 @@ def test_a_narrow_node_is_its_float_body_rounded_once(op_type, shapes, opset, at
     """Body(x16) = Cast(Body(Cast(x16, float)), float16): the lowered narrow model gives the bits
     of the lowered float model on the same values, each output rounded once (any NaN for a NaN),
     and runs in onnxruntime, which has no bfloat16 Mul or Add."""
-    import lowering
-
     dtype = NUMPY_TYPES[element_type]
     narrow = one_node_model(op_type, element_type, shapes, opset, **attributes)
     wide = one_node_model(op_type, TensorProto.FLOAT, shapes, opset, **attributes)
@@ -779,8 +778,6 @@ def test_a_narrow_node_is_its_float_body_rounded_once(op_type, shapes, opset, at
 def test_ops_that_only_compare_select_or_round_once_keep_their_type_bit_for_bit(op_type, opset, attributes):
     """NOT_WIDENED: their float16 body, in float16, gives onnxruntime's kernel's bits on every
     float16 pattern but NaNs (its Relu quiets a signalling NaN, the body's Max keeps it)."""
-    import lowering
-
     model = one_node_model(op_type, TensorProto.FLOAT16, {"X": [1 << 16]}, opset, **attributes)
     lowered = lowering.lower(model, ops=[op_type], strict=True)
     assert not [n for n in lowered.graph.node if n.op_type == "Cast" and "X" in n.input]
@@ -794,8 +791,6 @@ def test_ops_that_only_compare_select_or_round_once_keep_their_type_bit_for_bit(
 def test_outputs_of_another_constraint_keep_their_type():
     """LayerNormalization's Mean and InvStdDev are of its U constraint (float here): only Y, of
     X's type, is cast back to float16."""
-    import lowering
-
     original = layer_normalization_model(TensorProto.FLOAT16, [2, 8], outputs=("Y", "Mean", "InvStdDev"))
     lowered = lowering.lower(original, ops=["LayerNormalization"], strict=True)
     back = [n.output[0] for n in lowered.graph.node if n.op_type == "Cast" and n.attribute[0].i == TensorProto.FLOAT16]
@@ -810,8 +805,6 @@ def test_castlike_to_a_narrow_type_is_not_widened():
     """CastLike(x: double, like: float16) stays one Cast from double to float16: through float32 a
     value would be rounded twice (1 + 2^-11 + 2^-30 goes to 1 so, to 1 + 2^-10 direct); how the
     one Cast rounds is the runtime's (onnxruntime's own goes through float32)."""
-    import lowering
-
     node = helper.make_node("CastLike", ["X", "L"], ["Y"])
     inputs = [
         helper.make_tensor_value_info("X", TensorProto.DOUBLE, [1]),
@@ -823,3 +816,20 @@ def test_castlike_to_a_narrow_type_is_not_widened():
     assert [(n.op_type, list(n.input), n.attribute[0].i) for n in lowered.graph.node] == [
         ("Cast", ["X"], TensorProto.FLOAT16)
     ]
+
+
+def test_a_narrow_node_in_an_if_branch_or_a_local_function_is_widened_too():
+    """A float16 Gelu in both branches of an If and in a local function's body: each computed in
+    float32 between a Cast to float and one back, with the bits of the same node lowered in the
+    main graph."""
+    model = one_node_model("Gelu", TensorProto.FLOAT16, {"X": [3, 40]}, 20)
+    x = (np.random.default_rng(20).standard_normal([3, 40]) * 3).astype(np.float16)
+    (want,) = run_onnxruntime(lowering.lower(model, ops=["Gelu"], strict=True), {"X": x})
+    for label, nested in nested_forms(model).items():
+        lowered = lowering.lower(nested, ops=["Gelu"], strict=True)
+        held = [attribute.g for node in lowered.graph.node for attribute in node.attribute if attribute.g.node]
+        bodies = [*held, *lowered.functions]
+        casts = [n.attribute[0].i for body in bodies for n in body.node if n.op_type == "Cast"]
+        assert casts == [TensorProto.FLOAT, TensorProto.FLOAT16] * len(bodies), label
+        (got,) = run_onnxruntime(lowered, {"X": x, "branch": np.array(True)})
+        assert np.array_equal(got.view(np.uint16), want.view(np.uint16)), label

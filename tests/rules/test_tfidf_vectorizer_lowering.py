@@ -29,6 +29,21 @@ def tfidf_model(element_type: int, shape, opset: int, **attributes):
     return make_model([node], inputs, outputs, opset=opset)
 
 
+def ngram_attributes(lengths: tuple[int, int], skips: int, mode: str, counts: list, indexes: list, **pool) -> dict:
+    """TfIdfVectorizer's attributes: n-grams of ``lengths`` (min, max) tokens, at most ``skips``
+    skipped between two, ``counts`` where each length starts in the pool, ``indexes`` their
+    coordinates; ``pool``: pool_int64s or pool_strings, and weights."""
+    return {
+        "min_gram_length": lengths[0],
+        "max_gram_length": lengths[1],
+        "max_skip_count": skips,
+        "mode": mode,
+        "ngram_counts": counts,
+        "ngram_indexes": indexes,
+        **pool,
+    }
+
+
 def random_attributes(rng: np.random.Generator, *, vocabulary: int, mode: str, weighted: bool, shared: bool):
     """A pool of distinct 1- to 3-grams of tokens below ``vocabulary`` (some lengths empty), their
     coordinates a permutation with gaps or (``shared``) drawn with repeats."""
@@ -46,15 +61,14 @@ def random_attributes(rng: np.random.Generator, *, vocabulary: int, mode: str, w
         longest = 1
     width = grams + int(rng.integers(0, 3))
     coordinates = rng.integers(0, width, grams) if shared else rng.permutation(width)[:grams]
-    attributes = {
-        "max_gram_length": longest,
-        "min_gram_length": int(rng.integers(1, longest + 1)),
-        "max_skip_count": int(rng.integers(0, 4)),
-        "mode": mode,
-        "ngram_counts": counts,
-        "ngram_indexes": [int(k) for k in coordinates],
-        "pool_int64s": pool,
-    }
+    attributes = ngram_attributes(
+        (int(rng.integers(1, longest + 1)), longest),
+        int(rng.integers(0, 4)),
+        mode,
+        counts,
+        [int(k) for k in coordinates],
+        pool_int64s=pool,
+    )
     if weighted:
         attributes["weights"] = [float(w) for w in rng.uniform(0.1, 3.0, grams).astype(np.float32)]
     return attributes
@@ -97,15 +111,7 @@ def test_random_pools_and_rows_match_onnxruntime(mode, weighted, element_type):
 
 
 def test_a_row_of_unknown_length_and_rows_shorter_than_the_ngrams():
-    attributes = {
-        "max_gram_length": 3,
-        "min_gram_length": 1,
-        "max_skip_count": 3,
-        "mode": "TF",
-        "ngram_counts": [0, 1, 3],
-        "ngram_indexes": [2, 1, 0],
-        "pool_int64s": [1, 1, 2, 1, 2, 3],
-    }
+    attributes = ngram_attributes((1, 3), 3, "TF", [0, 1, 3], [2, 1, 0], pool_int64s=[1, 1, 2, 1, 2, 3])
     model = tfidf_model(TensorProto.INT64, [None, None], 13, **attributes)
     for shape in ([3, 0], [3, 1], [3, 2], [2, 3], [1, 30]):
         x = np.random.default_rng(shape).integers(0, 4, shape)
@@ -114,16 +120,7 @@ def test_a_row_of_unknown_length_and_rows_shorter_than_the_ngrams():
 
 def test_a_weighted_count_drifts_from_the_kernels_sum_within_the_tolerance():
     """Ten hits of weight 0.1: onnxruntime adds it ten times (1.0000001), the rule multiplies (1.0)."""
-    attributes = {
-        "max_gram_length": 1,
-        "min_gram_length": 1,
-        "max_skip_count": 0,
-        "mode": "TFIDF",
-        "ngram_counts": [0],
-        "ngram_indexes": [0],
-        "pool_int64s": [7],
-        "weights": [0.1],
-    }
+    attributes = ngram_attributes((1, 1), 0, "TFIDF", [0], [0], pool_int64s=[7], weights=[0.1])
     model = tfidf_model(TensorProto.INT64, [10], 13, **attributes)
     x = np.full([10], 7, np.int64)
     (got,) = runs_in_onnxruntime(lowered_wholly(model, "TfIdfVectorizer"), {"x": x})
@@ -135,31 +132,24 @@ def test_a_weighted_count_drifts_from_the_kernels_sum_within_the_tolerance():
 
 @pytest.mark.parametrize("opset", [19, schemas.newest_opset()])
 def test_string_pools_from_opset_19(opset):
-    attributes = {
-        "max_gram_length": 2,
-        "min_gram_length": 1,
-        "max_skip_count": 2,
-        "mode": "IDF",
-        "ngram_counts": [0, 3],
-        "ngram_indexes": [0, 4, 1, 3, 2],
-        "pool_strings": ["a", "c", "", "a", "c", "b", "b"],
-        "weights": [0.5, 1.5, 2.5, 3.5, 4.5],
-    }
+    attributes = ngram_attributes(
+        (1, 2),
+        2,
+        "IDF",
+        [0, 3],
+        [0, 4, 1, 3, 2],
+        pool_strings=["a", "c", "", "a", "c", "b", "b"],
+        weights=[0.5, 1.5, 2.5, 3.5, 4.5],
+    )
     model = tfidf_model(TensorProto.STRING, [2, 6], opset, **attributes)
     x = np.array([["a", "b", "a", "c", "", "é"], ["c", "a", "b", "b", "a", "c"]], object)
     check_lowered(model, x, attributes, f"strings at {opset}")
 
 
 def test_int32_rows_never_match_a_token_outside_int32():
-    attributes = {
-        "max_gram_length": 2,
-        "min_gram_length": 1,
-        "max_skip_count": 0,
-        "mode": "TF",
-        "ngram_counts": [0, 3],
-        "ngram_indexes": [0, 1, 2, 3],
-        "pool_int64s": [1, 2**32 + 1, -(2**40), 1, 2**32 + 1],
-    }
+    attributes = ngram_attributes(
+        (1, 2), 0, "TF", [0, 3], [0, 1, 2, 3], pool_int64s=[1, 2**32 + 1, -(2**40), 1, 2**32 + 1]
+    )
     model = tfidf_model(TensorProto.INT32, [6], 11, **attributes)
     x = np.array([1, 1, -1, 0, 1, 1], np.int32)  # (2^32 + 1 wraps to 1 in int32)
     check_lowered(model, x, attributes, "int32")
@@ -168,31 +158,14 @@ def test_int32_rows_never_match_a_token_outside_int32():
 
 
 def test_no_ngram_counted_gives_zeros():
-    attributes = {
-        "max_gram_length": 1,
-        "min_gram_length": 1,
-        "max_skip_count": 0,
-        "mode": "IDF",
-        "ngram_counts": [0],
-        "ngram_indexes": [0, 1],
-        "pool_int64s": [2**32 + 1, -(2**40)],
-    }
+    attributes = ngram_attributes((1, 1), 0, "IDF", [0], [0, 1], pool_int64s=[2**32 + 1, -(2**40)])
     model = tfidf_model(TensorProto.INT32, [2, 5], 9, **attributes)
     check_lowered(model, np.arange(10, dtype=np.int32).reshape(2, 5), attributes, "none counted")
 
 
 def test_inside_if_branches_and_local_functions():
     model = tfidf_model(
-        TensorProto.INT64,
-        [5],
-        13,
-        max_gram_length=2,
-        min_gram_length=1,
-        max_skip_count=1,
-        mode="TF",
-        ngram_counts=[0, 1],
-        ngram_indexes=[0, 1],
-        pool_int64s=[1, 1, 2],
+        TensorProto.INT64, [5], 13, **ngram_attributes((1, 2), 1, "TF", [0, 1], [0, 1], pool_int64s=[1, 1, 2])
     )
     for label, nested in nested_forms(model).items():
         lowered = lowered_wholly(nested, "TfIdfVectorizer")
@@ -202,15 +175,7 @@ def test_inside_if_branches_and_local_functions():
         assert got.tolist() == kernel.tolist() == [3.0, 3.0], label  # (1: 3; 1, 2: 2 at distance 1, 1 at 2)
 
 
-BASE = {
-    "max_gram_length": 1,
-    "min_gram_length": 1,
-    "max_skip_count": 0,
-    "mode": "TF",
-    "ngram_counts": [0],
-    "ngram_indexes": [0, 1],
-    "pool_int64s": [1, 2],
-}
+BASE = ngram_attributes((1, 1), 0, "TF", [0], [0, 1], pool_int64s=[1, 2])
 
 
 @pytest.mark.parametrize(
@@ -267,16 +232,15 @@ def test_declined(changes, shape, opset, why):
 def test_weights_of_no_hit_infinite_negative_or_nan_give_the_kernels_bits():
     """Where(count > 0, count · w, 0): an n-gram with no hit gives +0 whatever its weight (0 · inf
     would be NaN, 0 · -2 would be -0), a weight of -0 gives +0 (the kernel's sum from +0)."""
-    attributes = {
-        "max_gram_length": 1,
-        "min_gram_length": 1,
-        "max_skip_count": 0,
-        "mode": "TFIDF",
-        "ngram_counts": [0],
-        "ngram_indexes": [0, 1, 2, 3, 4, 5],
-        "pool_int64s": [1, 2, 3, 4, 5, 6],
-        "weights": [float("inf"), -2.0, float("nan"), -0.0, float("-inf"), 0.5],
-    }
+    attributes = ngram_attributes(
+        (1, 1),
+        0,
+        "TFIDF",
+        [0],
+        [0, 1, 2, 3, 4, 5],
+        pool_int64s=[1, 2, 3, 4, 5, 6],
+        weights=[float("inf"), -2.0, float("nan"), -0.0, float("-inf"), 0.5],
+    )
     model = tfidf_model(TensorProto.INT64, [2, 4], 13, **attributes)
     lowered = lowered_wholly(model, "TfIdfVectorizer")
     for x in (np.full([2, 4], 9, np.int64), np.array([[1, 2, 3, 4], [4, 5, 6, 2]], np.int64)):
@@ -293,16 +257,9 @@ def test_weights_of_no_hit_infinite_negative_or_nan_give_the_kernels_bits():
 def test_shared_coordinates_lowered_where_exact():
     """IDF with weights: n-grams of one weight at a coordinate (the last hit's weight is theirs), and
     one an int32 row never matches beside another of another weight."""
-    equal = {
-        "max_gram_length": 2,
-        "min_gram_length": 1,
-        "max_skip_count": 1,
-        "mode": "IDF",
-        "ngram_counts": [0, 2],
-        "ngram_indexes": [0, 0, 1, 0],
-        "pool_int64s": [1, 2, 1, 2, 2, 1],
-        "weights": [1.5, 1.5, 3.0, 1.5],
-    }
+    equal = ngram_attributes(
+        (1, 2), 1, "IDF", [0, 2], [0, 0, 1, 0], pool_int64s=[1, 2, 1, 2, 2, 1], weights=[1.5, 1.5, 3.0, 1.5]
+    )
     x = np.array([[1, 1, 2], [3, 2, 3], [3, 3, 3]], np.int64)
     check_lowered(tfidf_model(TensorProto.INT64, [3, 3], 13, **equal), x, equal, "equal weights")
     unmatched = {**equal, "pool_int64s": [1, 2**40, 1, 2, 2, 1], "weights": [1.5, 9.0, 3.0, 1.5]}
@@ -312,15 +269,14 @@ def test_shared_coordinates_lowered_where_exact():
 
 def test_strings_not_utf8_and_rows_of_one_axis():
     """Pool strings that are not UTF-8 are compared as the bytes they are (a string input is UTF-8)."""
-    attributes = {
-        "max_gram_length": 3,
-        "min_gram_length": 2,
-        "max_skip_count": 1,
-        "mode": "TF",
-        "ngram_counts": [0, 2, 4],
-        "ngram_indexes": [3, 0, 1, 2, 4],
-        "pool_strings": [b"\xff", b"a", b"a", b"\xff", b"a", b"b", b"a", b"a", b"a", b"b"],
-    }
+    attributes = ngram_attributes(
+        (2, 3),
+        1,
+        "TF",
+        [0, 2, 4],
+        [3, 0, 1, 2, 4],
+        pool_strings=[b"\xff", b"a", b"a", b"\xff", b"a", b"b", b"a", b"a", b"a", b"b"],
+    )
     model = tfidf_model(TensorProto.STRING, [7], 19, **attributes)
     x = np.array(["a", "b", "a", "b", "a", "a", "\xff"], object)  # ("\xff" is b"\xc3\xbf" in UTF-8: no match)
     check_lowered(model, x, attributes, "bytes")
@@ -328,15 +284,7 @@ def test_strings_not_utf8_and_rows_of_one_axis():
 
 def test_a_repeated_ngram_of_a_length_not_counted_is_no_refusal():
     """onnxruntime's kernel loads only the lengths min_gram_length to max_gram_length."""
-    attributes = {
-        "max_gram_length": 2,
-        "min_gram_length": 2,
-        "max_skip_count": 0,
-        "mode": "TF",
-        "ngram_counts": [0, 2],
-        "ngram_indexes": [0, 1, 2],
-        "pool_int64s": [5, 5, 1, 2],
-    }
+    attributes = ngram_attributes((2, 2), 0, "TF", [0, 2], [0, 1, 2], pool_int64s=[5, 5, 1, 2])
     model = tfidf_model(TensorProto.INT64, [5], 13, **attributes)
     check_lowered(model, np.array([1, 2, 5, 1, 2]), attributes, "1-grams repeated")
 
