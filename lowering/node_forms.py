@@ -31,6 +31,8 @@ CASE_FORMS = Path(__file__).resolve().parent / "probe_case_forms.json"
 
 SET, DEFAULT, ABSENT = "set", "default", "absent"
 UNEVEN = "uneven"  # pads that pad some axis more at one end than at the other
+WIDE = "wide"  # a pooling's pads that pad some axis by more than half its window
+POOLS = frozenset({"AveragePool", "MaxPool", "LpPool"})
 
 
 @dataclass(frozen=True)
@@ -120,17 +122,36 @@ def node_form(
     not initializers (:func:`constants_given_by_nodes`)."""
     shapes, element_types = shapes or {}, element_types or {}
     schema = schemas.schema_in_force(node.op_type, opset)
+    attributes = {a.name: class_of_attribute(schema, a) for a in node.attribute}
+    if "pads" in attributes and node.op_type in POOLS and pads_over_half_the_window(node):
+        attributes["pads"] = WIDE
     return NodeForm(
         inputs=frozenset(i for i, name in enumerate(node.input) if name),
         fed=frozenset(i for i, name in enumerate(node.input) if name and name in fed_names),
         constant=frozenset(i for i, name in enumerate(node.input) if name and name in constant_names),
         outputs=frozenset(i for i, name in enumerate(node.output) if name),
-        attributes=tuple(sorted((a.name, class_of_attribute(schema, a)) for a in node.attribute)),
+        attributes=tuple(sorted(attributes.items())),
         ranks=tuple((i, len(shapes[name])) for i, name in enumerate(node.input) if name and name in shapes),
         empty=frozenset(i for i, name in enumerate(node.input) if name and 0 in shapes.get(name, ())),
         types=tuple((i, element_types[name]) for i, name in enumerate(node.input) if element_types.get(name)),
         from_nodes=frozenset(i for i, name in enumerate(node.input) if name and name in node_constants),
     )
+
+
+def pads_over_half_the_window(node: onnx.NodeProto) -> bool:
+    """Whether a pooling's ``pads`` pad some axis, at either end, by more than half its window,
+    ⌊((k − 1)·d + 1) / 2⌋ of kernel k and dilation d (PyTorch, so onnx2torch, pools no such pads:
+    "pad should be at most half of effective kernel size"). Such pads are a form of their own
+    (:data:`WIDE`), before :data:`UNEVEN`."""
+    given = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute if not a.ref_attr_name}
+    kernel, pads = given.get("kernel_shape"), given.get("pads")
+    if not isinstance(kernel, list) or not isinstance(pads, list) or len(pads) != 2 * len(kernel):
+        return False
+    dilations = given.get("dilations") or [1] * len(kernel)
+    if not isinstance(dilations, list) or len(dilations) != len(kernel):
+        return False
+    halves = [((k - 1) * d + 1) // 2 for k, d in zip(kernel, dilations, strict=True)] * 2
+    return any(pad > half for pad, half in zip(pads, halves, strict=True))
 
 
 VALUED_KINDS = (onnx.AttributeProto.INT, onnx.AttributeProto.STRING)  # (the kinds a form classes by value)

@@ -72,6 +72,11 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   make the same windows (:func:`_explicit_pads`), where the runtime runs that form better
   (onnx2torch converts no auto_pad pooling; pads one end more than the other are judged as a
   form of their own).
+- ``AveragePool`` (``count_include_pad=1``), ``MaxPool`` and ``LpPool`` padded by more than
+  half their window (:data:`lowering.node_forms.WIDE`; each pad less than the kernel, no
+  dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
+  leaves each window's value as it is (:data:`_PADDING_VALUES`), where the runtime runs those
+  better (onnx2torch pools no such pads: "pad should be at most half of effective kernel size").
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -107,7 +112,7 @@ from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
 from .modelio import checkable
 from .naming import NameAllocator
-from .node_forms import NodeForm, class_of_attribute, node_form, source_of_outputs, valued_defaults
+from .node_forms import WIDE, NodeForm, class_of_attribute, node_form, source_of_outputs, valued_defaults
 from .nodecheck import checker_message
 from .runtime_profiles import (
     DOUBTFUL,
@@ -338,7 +343,10 @@ class OpChoice:
     that last node where it is of the same op (None: each node judged by its own form), what
     the report says of it, and whether each node must be judged supported (not only better:
     unverified, on a type the probe never saw, is better than refused, and proves nothing), and
-    not refused by onnxruntime's CPU provider either, which every lowered model must run in."""
+    not refused by onnxruntime's CPU provider either, which every lowered model must run in;
+    ``writes``: the ops of the nodes that replace it whose versions decide whether the runtime
+    runs them, where one opset may run them and another not (the pools' Pad: onnx2torch runs
+    Pad-13, not Pad-18), so that the opsets a target may take are told apart by them too."""
 
     op_type: str
     applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto], Types], bool]
@@ -349,6 +357,7 @@ class OpChoice:
     form_after: Callable[[NodeForm], NodeForm] | None
     said: str
     supported_only: bool = False
+    writes: frozenset[str] = frozenset()
 
 
 def _two_inputs_of(node: onnx.NodeProto, form: NodeForm, element_type: int) -> bool:
@@ -673,6 +682,82 @@ def _pool_with_explicit_pads(
     return [pooled]
 
 
+# The value a Pad fills a pooling's padding with, by op and element type, where that leaves every
+# window's value as the padded pooling gives it: a max never takes the type's least value (a
+# window also holds an element of x, and max(S ∪ {-inf}) = max(S)); count_include_pad=1 counts
+# the padding as zeros, +0.0 (onnxruntime's padded kernel gives +0.0 for a window of -0.0 and
+# padding: a -0.0 would keep the sum's sign); |0|^p adds nothing to a p-norm. Not MaxPool on
+# float or double: onnxruntime's padded kernel and its unpadded one take NaNs otherwise, which no
+# Pad reproduces; not the types onnxruntime pools none of (bfloat16; double but for MaxPool),
+# whose bits nothing here can check.
+_PADDING_VALUES = {
+    "MaxPool": {onnx.TensorProto.FLOAT16: -float("inf"), onnx.TensorProto.INT8: -128, onnx.TensorProto.UINT8: 0},
+    "AveragePool": {onnx.TensorProto.FLOAT: 0.0, onnx.TensorProto.FLOAT16: 0.0},
+    "LpPool": {onnx.TensorProto.FLOAT: 0.0, onnx.TensorProto.FLOAT16: 0.0},
+}
+
+
+def _padding_value(op_type: str, element_type: int | None) -> onnx.TensorProto | None:
+    """The scalar a Pad fills a pooling's padding with (:data:`_PADDING_VALUES`); None for a
+    type of none."""
+    value = _PADDING_VALUES[op_type].get(element_type)
+    return None if value is None else onnx.helper.make_tensor("value", element_type, [], [value])
+
+
+def _pool_padded_wide(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """An AveragePool (``count_include_pad=1``), MaxPool (its Indices not asked for) or LpPool
+    whose pads pad some axis by more than half its window (:data:`lowering.node_forms.WIDE`),
+    each pad less than the kernel, explicit (auto_pad NOTSET), no dilation, ``ceil_mode=0``, its
+    input's element type known and one a Pad can fill (:func:`_padding_value`)."""
+    kernel, pads = attribute_of(node, "kernel_shape"), attribute_of(node, "pads")
+    dilations = attribute_of(node, "dilations")
+    element_type = shapes_and_types(node, types)[1].get(node.input[0]) if node.input else None
+    return (
+        dict(form.attributes).get("pads") == WIDE
+        and attribute_of(node, "auto_pad") in (None, b"NOTSET")
+        and not attribute_of(node, "ceil_mode")
+        and (dilations is None or set(dilations) <= {1})
+        and (node.op_type != "AveragePool" or attribute_of(node, "count_include_pad") == 1)
+        and not (node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1])
+        and all(pad < k for pad, k in zip(pads, [*kernel, *kernel], strict=True))
+        and _padding_value(node.op_type, element_type) is not None
+    )
+
+
+def _pool_of_padded(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list[onnx.NodeProto] | None:
+    """Pool(x, pads b, e) = Pool(Pad(x, [0, 0, b, 0, 0, e], v)), v of :func:`_padding_value`:
+    with no dilation and each pad less than the kernel, every window of the floor mode holds an
+    element of x and starts where it did, and v leaves its max, sum or p-norm as it was; the
+    divisor of count_include_pad=1 is the kernel's size either way (``count_include_pad`` is
+    left out: nothing is padded). None below opset 11 (Pad takes its pads as an attribute)."""
+    if schemas.version_in_force("Pad", opset) < 11:
+        return None
+    pads = attribute_of(node, "pads")
+    axes = len(pads) // 2
+    element_type = shapes_and_types(node, types)[1][node.input[0]]
+    begins, ends = [0, 0, *pads[:axes]], [0, 0, *pads[axes:]]
+    stem = node.output[0]
+    pads_name, value_name, padded = (names.fresh(f"{stem}_{part}") for part in ("pads", "padding", "padded"))
+    value = _padding_value(node.op_type, element_type)
+    value.name = value_name
+    made = [
+        onnx.helper.make_node("Constant", [], [pads_name], name=names.fresh(f"{pads_name}_Constant"),
+                              value=numpy_helper.from_array(np.array(begins + ends, np.int64), pads_name)),
+        onnx.helper.make_node("Constant", [], [value_name], name=names.fresh(f"{value_name}_Constant"), value=value),
+        onnx.helper.make_node("Pad", [node.input[0], pads_name, value_name], [padded],
+                              name=names.fresh(f"{node.name or node.op_type}_Pad")),
+    ]  # fmt: skip
+    pooled = onnx.NodeProto()
+    pooled.CopyFrom(node)
+    pooled.input[0] = padded
+    kept = [a for a in pooled.attribute if a.name not in ("pads", "count_include_pad")]
+    del pooled.attribute[:]
+    pooled.attribute.extend(kept)
+    return [*made, pooled]
+
+
 def _reshape_to_a_scalar(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Reshape to the empty shape (a constant), a scalar, of a tensor whose every dimension is
     known to be 1 (one element; a scalar itself where it has none)."""
@@ -961,6 +1046,18 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             f"{op_type} with auto_pad SAME or VALID -> the pads that make the same windows",
         )
         for op_type in ("AveragePool", "MaxPool")
+    ),
+    *(
+        OpChoice(
+            op_type,
+            _pool_padded_wide,
+            _pool_of_padded,
+            None,
+            f"{op_type} padded by more than half its window -> {op_type} of x padded by a Pad with a value that "
+            "leaves each window's value as it is",
+            writes=frozenset({"Pad"}),
+        )
+        for op_type in ("AveragePool", "MaxPool", "LpPool")
     ),
 )
 _CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)

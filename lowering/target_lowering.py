@@ -40,6 +40,7 @@ from .shape_folding import inferred_types
 from .target_forms import (
     CONSTANTS_SAID,
     IDENTITY_SAID,
+    OP_CHOICES,
     FormJudge,
     better_form,
     better_ops,
@@ -367,8 +368,10 @@ def _op_types_held_or_written(
 ) -> set[str]:
     """The default-domain ops of ``model``'s nodes and those the patterns lowering them are known
     to write (``written_by``), at any depth (AffineGrid-20's body writes Constant and CastLike,
-    CastLike's Cast: their versions differ between opsets where AffineGrid has none)."""
+    CastLike's Cast: their versions differ between opsets where AffineGrid has none), and those
+    a form chosen for them writes (:attr:`OpChoice.writes`)."""
     held = {node.op_type for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")}
+    held |= {op for choice in OP_CHOICES if choice.op_type in held for op in choice.writes}
     found, todo = set(held), sorted(written_by)
     while todo:
         op_type = todo.pop()

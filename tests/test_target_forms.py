@@ -1925,3 +1925,248 @@ def test_auto_padded_pools_of_other_types_get_the_same_windows(op_type, element_
     x = np.resize(values, 60).reshape(1, 2, 5, 6).astype(values.dtype)
     for expected, actual in zip(run_onnxruntime(model, {"x": x}), run_onnxruntime(written, {"x": x}), strict=True):
         assert actual.shape == expected.shape and actual.tobytes() == expected.tobytes()
+
+
+# -- Poolings padded by more than half their window, written as a Pool of a Pad ---------------------
+
+# (op, attributes, element types): the poolings whose padding a Pad stands for, on each type
+WIDE_POOLINGS = [
+    ("MaxPool", {}, (TensorProto.FLOAT16, TensorProto.INT8, TensorProto.UINT8)),
+    ("AveragePool", {"count_include_pad": 1}, (TensorProto.FLOAT, TensorProto.FLOAT16)),
+    ("LpPool", {"p": 2}, (TensorProto.FLOAT, TensorProto.FLOAT16)),
+    ("LpPool", {"p": 3}, (TensorProto.FLOAT,)),
+]
+# (sizes, kernel, strides, pads): 1-D ones of every pad below the kernel over half the window,
+# and 2-D ones padding one axis so, at one end or both
+WIDE_PADS = [
+    ((size,), (kernel,), (stride,), (begin, end))
+    for size in (1, 2, 5) for kernel in (2, 3, 4) for stride in (1, 2, 3)
+    for begin in range(kernel) for end in range(kernel) if max(begin, end) > kernel // 2
+] + [
+    ((5, 6), (3, 3), (1, 2), (2, 0, 1, 1)),
+    ((4, 4), (3, 2), (2, 1), (0, 1, 2, 1)),
+    ((3, 4), (2, 3), (1, 1), (1, 2, 1, 2)),
+]  # fmt: skip
+
+
+def _wide_choice(op_type: str):
+    from lowering.target_forms import OP_CHOICES
+
+    [choice] = [c for c in OP_CHOICES if c.op_type == op_type and "more than half its window" in c.said]
+    return choice
+
+
+def _typed_feed(element_type: int, shape) -> np.ndarray:
+    """Every bit pattern of the 8- and 16-bit types, float edge values of the others, cycled."""
+    from lowering.samples import edge_values
+
+    if element_type in (TensorProto.INT8, TensorProto.UINT8):
+        dtype = helper.tensor_dtype_to_np_dtype(element_type)
+        values = np.arange(256, dtype=np.uint8).view(dtype)
+    else:
+        values = edge_values(element_type)
+    return np.resize(values, int(np.prod(shape))).reshape(shape)
+
+
+def _least(op_type: str, dtype: np.dtype):
+    """The value a window of x's first channel holds alone: the least a max takes (-inf, the
+    integers' minimum), -0.0 for sums and p-norms (a sum of -0.0 and padding is +0.0)."""
+    if op_type != "MaxPool":
+        return -0.0
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+@pytest.mark.parametrize("opset", [11, 18, 22])
+def test_every_pooling_padded_wide_gives_the_same_bits_as_a_pool_of_a_pad(opset):
+    """Every pooling of WIDE_POOLINGS and WIDE_PADS on each of its types, written as the pool of
+    x padded by a Pad (the type's least value for MaxPool, 0 for AveragePool's and LpPool's):
+    the same maxima, averages and p-norms as onnxruntime's kernel gives, bit for bit, on NaNs of
+    every payload, ±inf, ±0, subnormals and the extremes (every pattern of int8, uint8 and
+    float16), each x rolled so that each window meets other values, its first channel the least
+    value a max takes (-0.0 for sums), so that a window of it alone and padding tells a padding
+    that is not that value (a Pad of -0.0 for sums gives -0.0 where onnxruntime gives +0.0)."""
+    from lowering.node_forms import WIDE, node_form
+
+    nodes, outputs, inputs, feeds, rewritten = [], [], [], {}, []
+    names = NameAllocator()
+    for op_type, attributes, element_types in WIDE_POOLINGS:
+        if op_type == "MaxPool" and opset < 12:
+            element_types = element_types[:1]  # (MaxPool takes 8-bit integers from 12)
+        for element_type in element_types:
+            for k, (sizes, kernel, strides, pads) in enumerate(WIDE_PADS):
+                x, y = f"x_{op_type}_{element_type}_{k}", f"y_{op_type}_{attributes}_{element_type}_{k}"
+                x = x.replace(" ", "")
+                if x not in feeds:
+                    shape = [1, 2, *sizes]
+                    inputs.append(helper.make_tensor_value_info(x, element_type, shape))
+                    feeds[x] = np.roll(_typed_feed(element_type, shape), 7 * k)
+                    feeds[x][:, 0] = _least(op_type, feeds[x].dtype)  # (windows of it alone: the padding's own)
+                begins, ends = pads[: len(sizes)], pads[len(sizes) :]
+                node = helper.make_node(op_type, [x], [y], name=y, kernel_shape=list(kernel), strides=list(strides),
+                                        pads=[*begins, *ends], **attributes)  # fmt: skip
+                types = {x: helper.make_tensor_type_proto(element_type, [1, 2, *sizes])}
+                form = node_form(node, opset, {x}, set(), {x: (1, 2, *sizes)}, {x: element_type}, set())
+                assert dict(form.attributes)["pads"] == WIDE, y
+                choice = _wide_choice(op_type)
+                version = schemas.version_in_force(op_type, opset)
+                assert choice.applies(node, form, version, {}, types), y
+                nodes.append(node)
+                rewritten += choice.replacement(node, form, {}, names, opset, types)
+                outputs.append(helper.make_tensor_value_info(y, element_type, [None] * (2 + len(sizes))))
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", opset)])  # fmt: skip
+    written = onnx.ModelProto()
+    written.CopyFrom(model)
+    del written.graph.node[:]
+    written.graph.node.extend(rewritten)
+    onnx.checker.check_model(written, full_check=True)
+    assert not any(a.name == "pads" for n in written.graph.node if n.op_type.endswith("Pool") for a in n.attribute)
+    want, got = run_onnxruntime(model, feeds), run_onnxruntime(written, feeds)
+    assert len(want) == len(outputs) > 300
+    for info, expected, actual in zip(outputs, want, got, strict=True):
+        assert actual.shape == expected.shape and actual.tobytes() == expected.tobytes(), info.name
+
+
+@pytest.mark.parametrize(
+    "op_type, attributes",
+    [
+        ("AveragePool", {}),
+        ("AveragePool", {"count_include_pad": 0}),
+        ("MaxPool", {"ceil_mode": 1}),
+        ("MaxPool", {"dilations": [2, 1]}),
+        ("MaxPool", {"auto_pad": "NOTSET", "storage_order": 1, "indices": True}),
+        ("MaxPool", {"pads": [3, 0, 0, 0]}),
+        ("MaxPool", {"pads": [1, 1, 1, 1]}),
+        ("MaxPool", {"type": TensorProto.FLOAT}),
+        ("MaxPool", {"type": TensorProto.DOUBLE}),
+        ("AveragePool", {"count_include_pad": 1, "type": TensorProto.BFLOAT16}),
+        ("LpPool", {"type": TensorProto.DOUBLE}),
+    ],
+    ids=[
+        "average not counting pads",
+        "counting stated 0",
+        "ceil mode",
+        "dilated",
+        "indices asked for",
+        "a pad of a whole kernel",
+        "pads within half",
+        "max of float",
+        "max of double",
+        "average of bfloat16",
+        "p-norm of double",
+    ],  # fmt: skip
+)
+def test_a_pooling_padded_wide_is_kept_where_a_pad_cannot_stand_for_its_padding(op_type, attributes):
+    """Declined: AveragePool not counting the padding (its divisor counts x's elements alone),
+    ceil mode, dilation, MaxPool's Indices asked for (they count in x unpadded), a pad of the
+    whole kernel (a window of padding alone), pads within half the window (not the form),
+    MaxPool on float and double (onnxruntime's padded kernel maxes otherwise: the next test),
+    and types onnxruntime pools none of."""
+    from lowering.node_forms import node_form
+
+    attributes = dict(attributes)
+    outputs = ["y", "i"] if attributes.pop("indices", False) else ["y"]
+    pads = attributes.pop("pads", [2, 0, 2, 1])
+    element_type = attributes.pop("type", TensorProto.FLOAT16)
+    node = helper.make_node(op_type, ["x"], outputs, kernel_shape=[3, 3], pads=pads, **attributes)
+    types = {"x": helper.make_tensor_type_proto(element_type, [1, 1, 6, 6])}
+    form = node_form(node, 22, {"x"}, set(), {"x": (1, 1, 6, 6)}, {"x": element_type}, set())
+    assert not _wide_choice(op_type).applies(node, form, 22, {}, types)
+    plain = helper.make_node(op_type, ["x"], ["y"], kernel_shape=[3, 3], pads=[2, 0, 2, 1],
+                             **({"count_include_pad": 1} if op_type == "AveragePool" else {}))  # fmt: skip
+    half = {"x": helper.make_tensor_type_proto(TensorProto.FLOAT16, [1, 1, 6, 6])}
+    plain_form = node_form(plain, 22, {"x"}, set(), {"x": (1, 1, 6, 6)}, {"x": TensorProto.FLOAT16}, set())
+    assert _wide_choice(op_type).applies(plain, plain_form, 22, {}, half)
+
+
+# (type, x, kernel, pads, the padded kernel's maxima, those of the pool of x padded by -inf)
+NAN_WINDOWS = [
+    (TensorProto.FLOAT, [np.nan], 4, [3, 0], [np.finfo(np.float32).min], [np.nan]),
+    (TensorProto.DOUBLE, [np.nan, 1.0], 3, [2, 0], [np.nan, np.nan], [-np.inf, 1.0]),
+]
+
+
+@pytest.mark.parametrize("element_type, x, kernel, pads, padded, pooled", NAN_WINDOWS, ids=["float", "double"])
+def test_onnxruntimes_padded_maxpool_on_float_maxes_nans_otherwise_than_a_pool_of_a_pad(
+    element_type, x, kernel, pads, padded, pooled
+):
+    """Why MaxPool on float and double keeps its pads: onnxruntime's padded kernel and its
+    unpadded one, run on x padded by -inf, take a NaN otherwise (float's padded kernel gives its
+    lowest finite value for a window of padding and one NaN; double's gives NaN for a window of
+    1.0 following a NaN), so the pool of a Pad is not its bits."""
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    x = np.array(x, dtype).reshape(1, 1, -1)
+    graphs = (
+        (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[kernel], pads=pads), x),
+        (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[kernel]),
+         np.pad(x, [(0, 0), (0, 0), (pads[0], pads[1])], constant_values=-np.inf)),
+    )  # fmt: skip
+    got = [
+        run_onnxruntime(helper.make_model(helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info("x", element_type, list(feed.shape))],
+            [helper.make_tensor_value_info("y", element_type, [None] * 3)]),
+            opset_imports=[helper.make_opsetid("", 22)]), {"x": feed})[0].reshape(-1)
+        for node, feed in graphs
+    ]  # fmt: skip
+    for outputs, wanted in zip(got, (padded, pooled), strict=True):
+        np.testing.assert_array_equal(outputs, np.array(wanted, dtype))
+
+
+def test_pads_over_half_the_window_are_a_form_of_their_own_before_uneven_ones():
+    """Pads of 2 by a kernel of 3 (half its window: 1) are WIDE, evenly or not; by a kernel of 5,
+    or of 3 dilated by 2 (a window of 5), they are not; Conv's pads are never WIDE."""
+    from lowering.node_forms import UNEVEN, WIDE, node_form
+
+    def pads_class(op_type, pads, **attributes):
+        node = helper.make_node(op_type, ["x", "w"][: 2 if op_type == "Conv" else 1], ["y"], pads=pads, **attributes)
+        return dict(node_form(node, 22, {"x"}, set()).attributes)["pads"]
+
+    assert pads_class("MaxPool", [2, 2], kernel_shape=[3]) == WIDE
+    assert pads_class("AveragePool", [0, 2], kernel_shape=[3]) == WIDE
+    assert pads_class("LpPool", [1, 1, 2, 1], kernel_shape=[3, 3]) == WIDE
+    assert pads_class("MaxPool", [2, 2], kernel_shape=[5]) == "set"
+    assert pads_class("MaxPool", [2, 2], kernel_shape=[3], dilations=[2]) == "set"
+    assert pads_class("MaxPool", [1, 2], kernel_shape=[5]) == UNEVEN
+    assert pads_class("Conv", [2, 2], kernel_shape=[3]) == "set"
+
+
+WIDE_SAID = ("AveragePool padded by more than half its window -> AveragePool of x padded by a Pad with a value "
+             "that leaves each window's value as it is")  # fmt: skip
+
+
+def test_an_average_counting_pads_wide_goes_as_a_pool_of_a_pad_where_the_runtime_fails_such_pads():
+    """A runtime failing the backend's AveragePool counting its pads of 2 by a kernel of 3
+    (onnx2torch), and pooling unpadded and padding right: the model made for it pads by a Pad of
+    0 and pools unpadded, the same averages as onnxruntime's on edge values; kept where it
+    pools such pads right. A MaxPool on float so padded is kept, and refused there."""
+    cases = {
+        "test_averagepool_2d_pads_count_include_pad": ("AveragePool", 22, "FLOAT", "fails"),
+        "test_maxpool_2d_pads": ("MaxPool", 22, "FLOAT", "fails"),
+        "test_averagepool_2d_default": ("AveragePool", 22, "FLOAT", "right"),
+        "test_constant_pad": ("Pad", 21, "FLOAT", "right"),
+        **{f"constant_{t}@21": ("Constant", 21, t, "right") for t in ("FLOAT", "INT64")},
+    }
+    pool = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
+                            count_include_pad=1)  # fmt: skip
+    graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    failing = _profile_of("wide-pads-fail", 22, cases)
+    findings = check_model(model, failing)
+    assert [f.node for f in findings if f"--target chooses the form {WIDE_SAID}" in str(f)] == ["pool"]
+    result = lowering.lower_model(model, target=failing, fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {WIDE_SAID: 1}
+    assert [n.op_type for n in result.model.graph.node if n.op_type != "Constant"] == ["Pad", "AveragePool"]
+    feeds = _pool_feeds(model)
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert want.shape == (1, 1, 7, 7) and got.tobytes() == want.tobytes()
+    cases["test_averagepool_2d_pads_count_include_pad"] = ("AveragePool", 22, "FLOAT", "right")
+    kept = lowering.lower_model(model, target=_profile_of("wide-pads-right", 22, cases), fold="none")
+    assert not kept.report.forms and list(kept.model.graph.node) == [pool]
+    maxed = onnx.ModelProto()
+    maxed.CopyFrom(model)
+    maxed.graph.node[0].CopyFrom(helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[3, 3],
+                                                  pads=[2, 2, 2, 2]))  # fmt: skip
+    with pytest.raises(TargetRefused, match="test_maxpool_2d_pads: fails"):
+        lowering.lower_model(maxed, target=failing, fold="none")
