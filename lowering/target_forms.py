@@ -112,7 +112,15 @@ from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
 from .modelio import checkable
 from .naming import NameAllocator
-from .node_forms import WIDE, NodeForm, class_of_attribute, node_form, source_of_outputs, valued_defaults
+from .node_forms import (
+    WIDE,
+    NodeForm,
+    class_of_attribute,
+    node_form,
+    pads_over_half_the_window,
+    source_of_outputs,
+    valued_defaults,
+)
 from .nodecheck import checker_message
 from .runtime_profiles import (
     DOUBTFUL,
@@ -344,9 +352,10 @@ class OpChoice:
     the report says of it, and whether each node must be judged supported (not only better:
     unverified, on a type the probe never saw, is better than refused, and proves nothing), and
     not refused by onnxruntime's CPU provider either, which every lowered model must run in;
-    ``writes``: the ops of the nodes that replace it whose versions decide whether the runtime
-    runs them, where one opset may run them and another not (the pools' Pad: onnx2torch runs
-    Pad-13, not Pad-18), so that the opsets a target may take are told apart by them too."""
+    ``writes``: per node, the ops of the nodes that would replace it whose versions decide
+    whether the runtime runs them, where one opset may run them and another not (a pool's Pad:
+    onnx2torch runs Pad-13, not Pad-18), so that the opsets a target may take are told apart by
+    them too; none for a node the choice cannot apply to."""
 
     op_type: str
     applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto], Types], bool]
@@ -357,7 +366,7 @@ class OpChoice:
     form_after: Callable[[NodeForm], NodeForm] | None
     said: str
     supported_only: bool = False
-    writes: frozenset[str] = frozenset()
+    writes: Callable[[onnx.NodeProto], frozenset[str]] = lambda node: frozenset()
 
 
 def _two_inputs_of(node: onnx.NodeProto, form: NodeForm, element_type: int) -> bool:
@@ -724,6 +733,11 @@ def _pool_padded_wide(node: onnx.NodeProto, form: NodeForm, version: int, consta
     )
 
 
+def _pad_where_padded_wide(node: onnx.NodeProto) -> frozenset[str]:
+    """The Pad a pooling padded by more than half its window would be written with."""
+    return frozenset({"Pad"}) if pads_over_half_the_window(node) else frozenset()
+
+
 def _pool_of_padded(
     node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
 ) -> list[onnx.NodeProto] | None:
@@ -1055,7 +1069,7 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             None,
             f"{op_type} padded by more than half its window -> {op_type} of x padded by a Pad with a value that "
             "leaves each window's value as it is",
-            writes=frozenset({"Pad"}),
+            writes=_pad_where_padded_wide,
         )
         for op_type in ("AveragePool", "MaxPool", "LpPool")
     ),

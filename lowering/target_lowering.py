@@ -370,8 +370,11 @@ def _op_types_held_or_written(
     to write (``written_by``), at any depth (AffineGrid-20's body writes Constant and CastLike,
     CastLike's Cast: their versions differ between opsets where AffineGrid has none), and those
     a form chosen for them writes (:attr:`OpChoice.writes`)."""
-    held = {node.op_type for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")}
-    held |= {op for choice in OP_CHOICES if choice.op_type in held for op in choice.writes}
+    nodes = [node for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")]
+    held = {node.op_type for node in nodes}
+    held |= {
+        op for node in nodes for choice in OP_CHOICES if choice.op_type == node.op_type for op in choice.writes(node)
+    }
     found, todo = set(held), sorted(written_by)
     while todo:
         op_type = todo.pop()

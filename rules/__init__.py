@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     function_bodies,
     gathernd,
     gridsample,
+    hardmax,
     integer_products,
     isinf,
     isnan,

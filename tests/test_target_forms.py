@@ -2170,3 +2170,19 @@ def test_an_average_counting_pads_wide_goes_as_a_pool_of_a_pad_where_the_runtime
                                                   pads=[2, 2, 2, 2]))  # fmt: skip
     with pytest.raises(TargetRefused, match="test_maxpool_2d_pads: fails"):
         lowering.lower_model(maxed, target=failing, fold="none")
+
+
+def test_opsets_are_told_apart_by_pads_version_only_for_a_pool_padded_wide():
+    """The ops whose versions tell a target's opsets apart hold Pad for a pooling padded by more
+    than half its window (the form would write one), not for one padded less or not at all
+    (onnx2torch's ceil-mode MaxPool goes to opset 11 as before)."""
+    from lowering.target_lowering import _op_types_held_or_written
+
+    def held(**attributes):
+        pool = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], **attributes)
+        graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 1, 5, 5])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)])  # fmt: skip
+        return _op_types_held_or_written(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), 22, {})
+
+    assert held(pads=[2, 2, 2, 2]) == {"MaxPool", "Pad"}
+    assert held(pads=[1, 1, 1, 1]) == held(ceil_mode=1, strides=[2, 2]) == {"MaxPool"}

@@ -37,7 +37,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_batch_normalization_lowering.py (BatchNormalization), in
 # tests/rules/test_bitshift_lowering.py (BitShift), in tests/rules/test_compress_lowering.py (Compress), in
 # tests/rules/test_size_lowering.py (Size: its output is an int64 count, not of the input's type), in
-# tests/rules/test_tfidf_vectorizer_lowering.py (TfIdfVectorizer: rows counted against a pool of n-grams).
+# tests/rules/test_tfidf_vectorizer_lowering.py (TfIdfVectorizer: rows counted against a pool of n-grams), in
+# tests/rules/test_hardmax_lowering.py (Hardmax: a one-hot of x's type along an axis).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -68,6 +69,7 @@ SHAPED = {
     "Compress",
     "Size",
     "TfIdfVectorizer",
+    "Hardmax",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
