@@ -72,9 +72,9 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   make the same windows (:func:`_explicit_pads`), where the runtime runs that form better
   (onnx2torch converts no auto_pad pooling; pads one end more than the other are judged as a
   form of their own).
-- ``AveragePool`` (``count_include_pad=1``), ``MaxPool`` and ``LpPool`` padded by more than
-  half their window (:data:`lowering.node_forms.WIDE`; each pad less than the kernel, no
-  dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
+- ``AveragePool`` (``count_include_pad=1``), ``MaxPool`` (on int8 and uint8) and ``LpPool``
+  (p >= 1) padded by more than half their window (:data:`lowering.node_forms.WIDE`; each pad
+  less than the kernel, no dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
   leaves each window's value as it is (:data:`_PADDING_VALUES`), where the runtime runs those
   better (onnx2torch pools no such pads: "pad should be at most half of effective kernel size").
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
@@ -355,7 +355,7 @@ class OpChoice:
     ``writes``: per node, the ops of the nodes that would replace it whose versions decide
     whether the runtime runs them, where one opset may run them and another not (a pool's Pad:
     onnx2torch runs Pad-13, not Pad-18), so that the opsets a target may take are told apart by
-    them too; none for a node the choice cannot apply to."""
+    them too; none for a node whose attributes the choice cannot apply to."""
 
     op_type: str
     applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto], Types], bool]
@@ -693,14 +693,15 @@ def _pool_with_explicit_pads(
 
 # The value a Pad fills a pooling's padding with, by op and element type, where that leaves every
 # window's value as the padded pooling gives it: a max never takes the type's least value (a
-# window also holds an element of x, and max(S ∪ {-inf}) = max(S)); count_include_pad=1 counts
-# the padding as zeros, +0.0 (onnxruntime's padded kernel gives +0.0 for a window of -0.0 and
-# padding: a -0.0 would keep the sum's sign); |0|^p adds nothing to a p-norm. Not MaxPool on
-# float or double: onnxruntime's padded kernel and its unpadded one take NaNs otherwise, which no
-# Pad reproduces; not the types onnxruntime pools none of (bfloat16; double but for MaxPool),
-# whose bits nothing here can check.
+# window also holds an element of x, and max(S ∪ {min}) = max(S) on integers); count_include_pad=1
+# counts the padding as zeros, +0.0 (onnxruntime's padded kernel gives +0.0 for a window of -0.0
+# and padding: a -0.0 would keep the sum's sign); |0|^p adds nothing to a p-norm of p >= 1. Not
+# MaxPool on floats: onnxruntime's padded kernel and its unpadded one take NaNs otherwise (of
+# [NaN, 2] padded by 3 before, kernel 5, the padded kernel gives 2 and the unpadded one NaN),
+# which no Pad reproduces; not the types onnxruntime pools none of (bfloat16, double), whose bits
+# nothing here can check.
 _PADDING_VALUES = {
-    "MaxPool": {onnx.TensorProto.FLOAT16: -float("inf"), onnx.TensorProto.INT8: -128, onnx.TensorProto.UINT8: 0},
+    "MaxPool": {onnx.TensorProto.INT8: -128, onnx.TensorProto.UINT8: 0},
     "AveragePool": {onnx.TensorProto.FLOAT: 0.0, onnx.TensorProto.FLOAT16: 0.0},
     "LpPool": {onnx.TensorProto.FLOAT: 0.0, onnx.TensorProto.FLOAT16: 0.0},
 }
@@ -713,29 +714,45 @@ def _padding_value(op_type: str, element_type: int | None) -> onnx.TensorProto |
     return None if value is None else onnx.helper.make_tensor("value", element_type, [], [value])
 
 
-def _pool_padded_wide(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
-    """An AveragePool (``count_include_pad=1``), MaxPool (its Indices not asked for) or LpPool
-    whose pads pad some axis by more than half its window (:data:`lowering.node_forms.WIDE`),
-    each pad less than the kernel, explicit (auto_pad NOTSET), no dilation, ``ceil_mode=0``, its
-    input's element type known and one a Pad can fill (:func:`_padding_value`)."""
+def _padded_wide_as_a_pad_can_stand_for(node: onnx.NodeProto) -> bool:
+    """Whether a pooling's attributes let a Pad stand for its padding: pads over half the window
+    (:func:`lowering.node_forms.pads_over_half_the_window`), each of them at least 0 and less
+    than the kernel, explicit (auto_pad NOTSET), no dilation, ``ceil_mode=0``; AveragePool
+    counting the padding (``count_include_pad=1``), MaxPool's Indices not asked for, LpPool's
+    p at least 1 (0^p is 1 for p = 0, inf below)."""
+    if node.op_type not in _PADDING_VALUES or not pads_over_half_the_window(node):
+        return False
     kernel, pads = attribute_of(node, "kernel_shape"), attribute_of(node, "pads")
     dilations = attribute_of(node, "dilations")
-    element_type = shapes_and_types(node, types)[1].get(node.input[0]) if node.input else None
+    p = attribute_of(node, "p")
     return (
-        dict(form.attributes).get("pads") == WIDE
-        and attribute_of(node, "auto_pad") in (None, b"NOTSET")
+        attribute_of(node, "auto_pad") in (None, b"NOTSET")
         and not attribute_of(node, "ceil_mode")
         and (dilations is None or set(dilations) <= {1})
         and (node.op_type != "AveragePool" or attribute_of(node, "count_include_pad") == 1)
         and not (node.op_type == "MaxPool" and len(node.output) > 1 and node.output[1])
-        and all(pad < k for pad, k in zip(pads, [*kernel, *kernel], strict=True))
+        and (node.op_type != "LpPool" or p is None or p >= 1)
+        and all(0 <= pad < k for pad, k in zip(pads, [*kernel, *kernel], strict=True))
+    )
+
+
+def _pool_padded_wide(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """An AveragePool, MaxPool or LpPool padded by more than half its window (its form's pads
+    :data:`lowering.node_forms.WIDE`) whose padding a Pad can stand for
+    (:func:`_padded_wide_as_a_pad_can_stand_for`), its input's element type known and one a Pad
+    can fill (:func:`_padding_value`)."""
+    element_type = shapes_and_types(node, types)[1].get(node.input[0]) if node.input else None
+    return (
+        dict(form.attributes).get("pads") == WIDE
+        and _padded_wide_as_a_pad_can_stand_for(node)
         and _padding_value(node.op_type, element_type) is not None
     )
 
 
 def _pad_where_padded_wide(node: onnx.NodeProto) -> frozenset[str]:
-    """The Pad a pooling padded by more than half its window would be written with."""
-    return frozenset({"Pad"}) if pads_over_half_the_window(node) else frozenset()
+    """The Pad a pooling would be written with where its attributes let one stand for its
+    padding (its element type aside)."""
+    return frozenset({"Pad"}) if _padded_wide_as_a_pad_can_stand_for(node) else frozenset()
 
 
 def _pool_of_padded(

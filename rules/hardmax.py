@@ -21,7 +21,8 @@ WIDENED = (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
 def hardmax_reference(x: np.ndarray, *, axis: int = -1, coerced: bool = False) -> np.ndarray:
     """Along ``axis`` (of x as a matrix cut there where ``coerced``, versions 1 and 11), 1 at
     numpy's argmax and 0 elsewhere: the first largest value, a NaN counting as larger than any
-    number (the first NaN where a line holds one), as onnx.reference computes Hardmax."""
+    number (the first NaN where a line holds one), as onnx.reference computes Hardmax-13 (it
+    takes versions 1 and 11 along the axis alone, not as a matrix)."""
     shape = x.shape
     axis = axis + x.ndim if axis < 0 else axis
     lines = x.reshape(math.prod(shape[:axis]), -1) if coerced else np.moveaxis(x, axis, -1)
@@ -56,9 +57,9 @@ def hardmax_by_argmax(b: Builder, x: Value, *, axis: int | None = None) -> Value
     Cast(n, int32)) along a, kept.
 
     The first largest value marked, a NaN counting as larger than any number (the first NaN
-    where a line holds one), as onnx.reference computes it: ArgMax of a line holding no NaN is
-    its first largest (ties, ±0 and infinities as the op's kernel marks them), and ArgMax of
-    where the NaNs are, its first NaN. ArgMax of a line holding a NaN is not used: runtimes take
+    where a line holds one), as onnx.reference computes Hardmax-13: ArgMax of a line holding no
+    NaN is its first largest (ties, ±0 and infinities as the op's kernel marks them), and ArgMax
+    of where the NaNs are, its first NaN. ArgMax of a line holding a NaN is not used: runtimes take
     NaNs otherwise (onnxruntime's float kernels max by lanes). Below opset 11 Equal takes no
     floats: a number is Greater(Abs(x), -1). 16-bit floats go as float32 where ArgMax takes none
     (exactly). Versions 1 and 11 take x as the matrix cut before a (default 1): the line is the

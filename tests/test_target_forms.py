@@ -1931,7 +1931,7 @@ def test_auto_padded_pools_of_other_types_get_the_same_windows(op_type, element_
 
 # (op, attributes, element types): the poolings whose padding a Pad stands for, on each type
 WIDE_POOLINGS = [
-    ("MaxPool", {}, (TensorProto.FLOAT16, TensorProto.INT8, TensorProto.UINT8)),
+    ("MaxPool", {}, (TensorProto.INT8, TensorProto.UINT8)),
     ("AveragePool", {"count_include_pad": 1}, (TensorProto.FLOAT, TensorProto.FLOAT16)),
     ("LpPool", {"p": 2}, (TensorProto.FLOAT, TensorProto.FLOAT16)),
     ("LpPool", {"p": 3}, (TensorProto.FLOAT,)),
@@ -1957,7 +1957,8 @@ def _wide_choice(op_type: str):
 
 
 def _typed_feed(element_type: int, shape) -> np.ndarray:
-    """Every bit pattern of the 8- and 16-bit types, float edge values of the others, cycled."""
+    """Bit patterns of int8 and uint8 in order, float edge values (every pattern of float16),
+    cycled to the shape."""
     from lowering.samples import edge_values
 
     if element_type in (TensorProto.INT8, TensorProto.UINT8):
@@ -1969,11 +1970,9 @@ def _typed_feed(element_type: int, shape) -> np.ndarray:
 
 
 def _least(op_type: str, dtype: np.dtype):
-    """The value a window of x's first channel holds alone: the least a max takes (-inf, the
-    integers' minimum), -0.0 for sums and p-norms (a sum of -0.0 and padding is +0.0)."""
-    if op_type != "MaxPool":
-        return -0.0
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    """The value a window of x's first channel holds alone: the least a max takes (the integers'
+    minimum), -0.0 for sums and p-norms (a sum of -0.0 and padding is +0.0)."""
+    return np.iinfo(dtype).min if op_type == "MaxPool" else -0.0
 
 
 @pytest.mark.parametrize("opset", [11, 18, 22])
@@ -1981,8 +1980,8 @@ def test_every_pooling_padded_wide_gives_the_same_bits_as_a_pool_of_a_pad(opset)
     """Every pooling of WIDE_POOLINGS and WIDE_PADS on each of its types, written as the pool of
     x padded by a Pad (the type's least value for MaxPool, 0 for AveragePool's and LpPool's):
     the same maxima, averages and p-norms as onnxruntime's kernel gives, bit for bit, on NaNs of
-    every payload, ±inf, ±0, subnormals and the extremes (every pattern of int8, uint8 and
-    float16), each x rolled so that each window meets other values, its first channel the least
+    every payload, ±inf, ±0, subnormals and the extremes (bit patterns of int8 and uint8 in
+    order), each x rolled so that each window meets other values, its first channel the least
     value a max takes (-0.0 for sums), so that a window of it alone and padding tells a padding
     that is not that value (a Pad of -0.0 for sums gives -0.0 where onnxruntime gives +0.0)."""
     from lowering.node_forms import WIDE, node_form
@@ -1991,7 +1990,7 @@ def test_every_pooling_padded_wide_gives_the_same_bits_as_a_pool_of_a_pad(opset)
     names = NameAllocator()
     for op_type, attributes, element_types in WIDE_POOLINGS:
         if op_type == "MaxPool" and opset < 12:
-            element_types = element_types[:1]  # (MaxPool takes 8-bit integers from 12)
+            continue  # (MaxPool takes 8-bit integers from 12)
         for element_type in element_types:
             for k, (sizes, kernel, strides, pads) in enumerate(WIDE_PADS):
                 x, y = f"x_{op_type}_{element_type}_{k}", f"y_{op_type}_{attributes}_{element_type}_{k}"
@@ -2033,67 +2032,97 @@ def test_every_pooling_padded_wide_gives_the_same_bits_as_a_pool_of_a_pad(opset)
         ("AveragePool", {}),
         ("AveragePool", {"count_include_pad": 0}),
         ("MaxPool", {"ceil_mode": 1}),
-        ("MaxPool", {"dilations": [2, 1]}),
-        ("MaxPool", {"auto_pad": "NOTSET", "storage_order": 1, "indices": True}),
+        ("MaxPool", {"dilations": [1, 2], "pads": [2, 0, 2, 0]}),
+        ("MaxPool", {"auto_pad": "VALID"}),
+        ("MaxPool", {"storage_order": 1, "indices": True}),
         ("MaxPool", {"pads": [3, 0, 0, 0]}),
+        ("MaxPool", {"pads": [2, -1, 2, 1]}),
         ("MaxPool", {"pads": [1, 1, 1, 1]}),
         ("MaxPool", {"type": TensorProto.FLOAT}),
+        ("MaxPool", {"type": TensorProto.FLOAT16}),
         ("MaxPool", {"type": TensorProto.DOUBLE}),
         ("AveragePool", {"count_include_pad": 1, "type": TensorProto.BFLOAT16}),
         ("LpPool", {"type": TensorProto.DOUBLE}),
+        ("LpPool", {"p": 0}),
+        ("LpPool", {"p": -1}),
     ],
     ids=[
         "average not counting pads",
         "counting stated 0",
         "ceil mode",
         "dilated",
+        "auto_pad beside pads",
         "indices asked for",
         "a pad of a whole kernel",
+        "a negative pad",
         "pads within half",
         "max of float",
+        "max of float16",
         "max of double",
         "average of bfloat16",
         "p-norm of double",
+        "p-norm of p 0",
+        "p-norm of p -1",
     ],  # fmt: skip
 )
 def test_a_pooling_padded_wide_is_kept_where_a_pad_cannot_stand_for_its_padding(op_type, attributes):
     """Declined: AveragePool not counting the padding (its divisor counts x's elements alone),
-    ceil mode, dilation, MaxPool's Indices asked for (they count in x unpadded), a pad of the
-    whole kernel (a window of padding alone), pads within half the window (not the form),
-    MaxPool on float and double (onnxruntime's padded kernel maxes otherwise: the next test),
-    and types onnxruntime pools none of."""
-    from lowering.node_forms import node_form
+    ceil mode, dilation (here of an axis not padded wide), auto_pad beside the pads, MaxPool's
+    Indices asked for (they count in x unpadded), a pad of the whole kernel (a window of padding
+    alone), a negative pad (onnxruntime refuses the node; a Pad would crop), pads within half the
+    window (not the form), MaxPool on floats (onnxruntime's padded kernel maxes NaNs otherwise:
+    the next test), types onnxruntime pools none of, and p-norms of p below 1 (0^p is not 0)."""
+    from lowering.node_forms import WIDE, node_form
 
     attributes = dict(attributes)
     outputs = ["y", "i"] if attributes.pop("indices", False) else ["y"]
     pads = attributes.pop("pads", [2, 0, 2, 1])
-    element_type = attributes.pop("type", TensorProto.FLOAT16)
+    fitting = TensorProto.INT8 if op_type == "MaxPool" else TensorProto.FLOAT16
+    element_type = attributes.pop("type", fitting)
     node = helper.make_node(op_type, ["x"], outputs, kernel_shape=[3, 3], pads=pads, **attributes)
     types = {"x": helper.make_tensor_type_proto(element_type, [1, 1, 6, 6])}
     form = node_form(node, 22, {"x"}, set(), {"x": (1, 1, 6, 6)}, {"x": element_type}, set())
+    assert dict(form.attributes)["pads"] == (WIDE if pads != [1, 1, 1, 1] else "set")
     assert not _wide_choice(op_type).applies(node, form, 22, {}, types)
     plain = helper.make_node(op_type, ["x"], ["y"], kernel_shape=[3, 3], pads=[2, 0, 2, 1],
                              **({"count_include_pad": 1} if op_type == "AveragePool" else {}))  # fmt: skip
-    half = {"x": helper.make_tensor_type_proto(TensorProto.FLOAT16, [1, 1, 6, 6])}
-    plain_form = node_form(plain, 22, {"x"}, set(), {"x": (1, 1, 6, 6)}, {"x": TensorProto.FLOAT16}, set())
-    assert _wide_choice(op_type).applies(plain, plain_form, 22, {}, half)
+    fits = {"x": helper.make_tensor_type_proto(fitting, [1, 1, 6, 6])}
+    plain_form = node_form(plain, 22, {"x"}, set(), {"x": (1, 1, 6, 6)}, {"x": fitting}, set())
+    assert _wide_choice(op_type).applies(plain, plain_form, 22, {}, fits)
+
+
+def test_below_opset_11_a_pool_padded_wide_is_kept_as_pad_takes_its_pads_as_an_attribute():
+    from lowering.node_forms import node_form
+
+    pool = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3], pads=[2, 0], count_include_pad=1)
+    types = {"x": helper.make_tensor_type_proto(TensorProto.FLOAT, [1, 1, 6])}
+    form = node_form(pool, 10, {"x"}, set(), {"x": (1, 1, 6)}, {"x": TensorProto.FLOAT}, set())
+    choice = _wide_choice("AveragePool")
+    assert choice.applies(pool, form, 10, {}, types)
+    assert choice.replacement(pool, form, {}, NameAllocator(), 10, types) is None
+    assert choice.replacement(pool, form, {}, NameAllocator(), 11, types) is not None
 
 
 # (type, x, kernel, pads, the padded kernel's maxima, those of the pool of x padded by -inf)
 NAN_WINDOWS = [
     (TensorProto.FLOAT, [np.nan], 4, [3, 0], [np.finfo(np.float32).min], [np.nan]),
     (TensorProto.DOUBLE, [np.nan, 1.0], 3, [2, 0], [np.nan, np.nan], [-np.inf, 1.0]),
+    (TensorProto.FLOAT16, [np.nan, 2.0], 5, [3, 0], [2.0], [np.nan]),
+    (TensorProto.FLOAT16, [np.nan], 4, [3, 0], [-np.inf], [np.nan]),
 ]
 
 
-@pytest.mark.parametrize("element_type, x, kernel, pads, padded, pooled", NAN_WINDOWS, ids=["float", "double"])
+@pytest.mark.parametrize(
+    "element_type, x, kernel, pads, padded, pooled", NAN_WINDOWS, ids=["float", "double", "float16", "float16 alone"]
+)
 def test_onnxruntimes_padded_maxpool_on_float_maxes_nans_otherwise_than_a_pool_of_a_pad(
     element_type, x, kernel, pads, padded, pooled
 ):
-    """Why MaxPool on float and double keeps its pads: onnxruntime's padded kernel and its
-    unpadded one, run on x padded by -inf, take a NaN otherwise (float's padded kernel gives its
-    lowest finite value for a window of padding and one NaN; double's gives NaN for a window of
-    1.0 following a NaN), so the pool of a Pad is not its bits."""
+    """Why MaxPool on floats keeps its pads: onnxruntime's padded kernel and its unpadded one,
+    run on x padded by -inf, take a NaN otherwise (float's padded kernel gives its lowest finite
+    value for a window of padding and one NaN, float16's -inf; double's gives NaN for a window
+    of 1.0 following a NaN; float16's passes a NaN before a 2), so the pool of a Pad is not its
+    bits."""
     dtype = helper.tensor_dtype_to_np_dtype(element_type)
     x = np.array(x, dtype).reshape(1, 1, -1)
     graphs = (
@@ -2174,8 +2203,9 @@ def test_an_average_counting_pads_wide_goes_as_a_pool_of_a_pad_where_the_runtime
 
 def test_opsets_are_told_apart_by_pads_version_only_for_a_pool_padded_wide():
     """The ops whose versions tell a target's opsets apart hold Pad for a pooling padded by more
-    than half its window (the form would write one), not for one padded less or not at all
-    (onnx2torch's ceil-mode MaxPool goes to opset 11 as before)."""
+    than half its window whose padding a Pad can stand for (the form would write one), not for
+    one padded less or not at all (onnx2torch's ceil-mode MaxPool goes to opset 11 as before),
+    in ceil mode, or padded by a whole kernel."""
     from lowering.target_lowering import _op_types_held_or_written
 
     def held(**attributes):
@@ -2186,3 +2216,4 @@ def test_opsets_are_told_apart_by_pads_version_only_for_a_pool_padded_wide():
 
     assert held(pads=[2, 2, 2, 2]) == {"MaxPool", "Pad"}
     assert held(pads=[1, 1, 1, 1]) == held(ceil_mode=1, strides=[2, 2]) == {"MaxPool"}
+    assert held(pads=[2, 2, 2, 2], ceil_mode=1) == held(pads=[3, 3, 3, 3]) == {"MaxPool"}

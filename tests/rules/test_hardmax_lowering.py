@@ -59,10 +59,11 @@ def has_nan_line(x: np.ndarray, axis: int, coerced: bool) -> np.ndarray:
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_hardmax_gives_the_references_bits_and_the_kernels_on_lines_without_nan(opset, element_types, shape):
     """onnx.reference's bits (numpy's argmax: a NaN counts as the largest; version 13) and the
-    rule's reference's on every line; onnxruntime's kernel's on every line holding no NaN (its kernels
-    take NaNs otherwise, and unlike each other: its float kernel maxes by lanes, and of
-    [3, 1, -0, NaN, 0, 3.4e38] marks the 3; its double and float16 kernels walk the line and let
-    a later NaN pass)."""
+    rule's reference's on every line; onnxruntime's kernel's (float and float16: it has none of
+    double or bfloat16) on every line holding no NaN, and on x with its NaNs made numbers (its
+    kernels take NaNs otherwise, and unlike each other: its float kernel maxes by lanes, and of
+    [3, 1, -0, NaN, 0, 3.4e38] marks the 3; its float16 kernel walks the line and lets a later
+    NaN pass)."""
     rng = np.random.default_rng(opset + len(shape))
     coerced = opset < 13
     for element_type in element_types:
@@ -95,6 +96,23 @@ def test_hardmax_gives_the_references_bits_and_the_kernels_on_lines_without_nan(
                     runs_in_onnxruntime(model, {"x": numbers}),
                 )
                 assert got.tobytes() == want.tobytes(), f"{where}: against the kernel, NaNs made numbers"
+
+
+@pytest.mark.parametrize("source, target", [(11, 13), (11, 22), (13, 11), (12, 9), (9, 13)])
+def test_hardmax_taken_to_another_opset_keeps_its_versions_meaning(source, target):
+    """A Hardmax written at ``source`` lowered while the model goes to ``target``: x as a matrix
+    where the node's own version takes it so (1, 11), one axis where 13 does, whatever the
+    target's version (axis 1 of a 2 by 3 by 4 x: the rows of 12, or the lines of 3)."""
+    model = hardmax_model(TensorProto.FLOAT, [2, 3, 4], source, axis=1)
+    result = lowering.lower_model(model, ops=["Hardmax"], target_opset=target)
+    onnx.checker.check_model(result.model, full_check=True)
+    assert not [entry for entry in result.report.remaining if entry.op_type == "Hardmax"]
+    x = data(TensorProto.FLOAT, [2, 3, 4], np.random.default_rng(source * target))
+    (got,) = runs_in_onnxruntime(result.model, {"x": x})
+    assert got.tobytes() == RULE.reference(x, axis=1, coerced=source < 13).tobytes()
+    numbers = np.where(np.isnan(x), 0, x).astype(np.float32)
+    (got,), (want,) = runs_in_onnxruntime(result.model, {"x": numbers}), runs_in_onnxruntime(model, {"x": numbers})
+    assert got.tobytes() == want.tobytes()
 
 
 def test_a_nan_counts_as_the_largest_and_ties_mark_the_first():
