@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     gathernd,
     gridsample,
     hardmax,
+    hyperbolic,
     integer_products,
     isinf,
     isnan,

@@ -38,7 +38,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_bitshift_lowering.py (BitShift), in tests/rules/test_compress_lowering.py (Compress), in
 # tests/rules/test_size_lowering.py (Size: its output is an int64 count, not of the input's type), in
 # tests/rules/test_tfidf_vectorizer_lowering.py (TfIdfVectorizer: rows counted against a pool of n-grams), in
-# tests/rules/test_hardmax_lowering.py (Hardmax: a one-hot of x's type along an axis).
+# tests/rules/test_hardmax_lowering.py (Hardmax: a one-hot of x's type along an axis), in
+# tests/rules/test_hyperbolic_lowering.py (Sinh, Cosh, Asinh, Acosh, Atanh: within a stated tolerance).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -70,6 +71,11 @@ SHAPED = {
     "Size",
     "TfIdfVectorizer",
     "Hardmax",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
