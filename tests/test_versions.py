@@ -143,6 +143,28 @@ def test_isnan_on_float8_below_20_still_goes_behind_an_exact_cast():
     assert not result.report.rewritten and result.report.adapted == {"IsNaN-20→13 via Cast to float16": 1}
 
 
+@pytest.mark.parametrize(
+    "op_type, attributes", [("LpNormalization", {}), ("Sinh", {}), ("MaxUnpool", {"kernel_shape": [2]})]
+)
+def test_an_op_giving_its_input_type_is_lowered_not_kept_behind_a_widening_cast(op_type, attributes):
+    """A bfloat16 node at 22 taken to 21, whose version there takes no bfloat16 and whose answer
+    is of its input's type: a Cast to float before it would leave it giving float where the graph
+    declares bfloat16 (the checker refuses such a model), so it is lowered, and the model checks."""
+    inputs = [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.BFLOAT16, [1, 1, 4])]
+    given = ["x"]
+    if op_type == "MaxUnpool":
+        inputs.append(onnx.helper.make_tensor_value_info("i", onnx.TensorProto.INT64, [1, 1, 4]))
+        given.append("i")
+    node = onnx.helper.make_node(op_type, given, ["y"], **attributes)
+    output = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.BFLOAT16, [None, None, None])
+    model = onnx.helper.make_model(onnx.helper.make_graph([node], "g", inputs, [output]),
+                                   opset_imports=[onnx.helper.make_opsetid("", 22)])  # fmt: skip
+    result = lowering.lower_model(model, target_opset=21, ops=[])
+    onnx.checker.check_model(result.model, full_check=True)
+    assert count_ops(result.model)[op_type] == 0 and result.report.rewritten == {f"{op_type}-22": 1}
+    assert not any("via Cast" in key for key in result.report.adapted)
+
+
 def test_optional_has_element_on_a_tensor_goes_below_18():
     model = parse("""
         <ir_version: 9, opset_import: ["" : 18]>

@@ -28,8 +28,8 @@ def keep_owned(
 ) -> list[onnx.NodeProto] | None:  # fmt: skip
     """An op a decomposition rule owns, kept at the target opset: as it is where the op takes
     the input's type there, or behind an exact Cast to a type it takes where the op's answer
-    does not depend on the rounding that Cast may skip (:attr:`Rule.rounding_invariant`). None
-    when it must be decomposed."""
+    does not depend on the rounding that Cast may skip (:attr:`Rule.rounding_invariant`) and is
+    of no input's type (:func:`_gives_its_input_type`). None when it must be decomposed."""
     target_version = schemas.version_in_force(node.op_type, scope.opset, node.domain)
     if target_version is None:
         return None
@@ -52,7 +52,7 @@ def keep_owned(
             return None
         report.adapted[moved] += 1
         return [node]
-    if element_type is None or not rule.rounding_invariant:
+    if element_type is None or not rule.rounding_invariant or _gives_its_input_type(schema):
         return None
     carrier = version_steps.exact_carrier(
         element_type, schemas.input_element_types(node.op_type, scope.opset, 0, node.domain)
@@ -66,6 +66,14 @@ def keep_owned(
     node.input.insert(0, widened)
     report.adapted[f"{moved} via Cast to {schemas.type_name(carrier)}"] += 1
     return [cast, node]
+
+
+def _gives_its_input_type(schema: onnx.defs.OpSchema) -> bool:
+    """Whether an output of the op is of its first input's type (one type constraint binds both):
+    behind a widening Cast it would give the wider type the graph does not declare, so the node is
+    decomposed (IsNaN's bool answer is of no input's type)."""
+    first = schema.inputs[0].type_str if schema.inputs else None
+    return first is not None and any(output.type_str == first for output in schema.outputs)
 
 
 def adapted_across(node: onnx.NodeProto, version: int | None, opset: int) -> bool:
