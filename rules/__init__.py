@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     compress,
     cumprod,
     deformconv,
+    det,
     dft,
     einsum,
     flatten,

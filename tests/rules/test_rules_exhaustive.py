@@ -39,7 +39,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_size_lowering.py (Size: its output is an int64 count, not of the input's type), in
 # tests/rules/test_tfidf_vectorizer_lowering.py (TfIdfVectorizer: rows counted against a pool of n-grams), in
 # tests/rules/test_hardmax_lowering.py (Hardmax: a one-hot of x's type along an axis), in
-# tests/rules/test_hyperbolic_lowering.py (Sinh, Cosh, Asinh, Acosh, Atanh: within a stated tolerance).
+# tests/rules/test_hyperbolic_lowering.py (Sinh, Cosh, Asinh, Acosh, Atanh: within a stated tolerance), in
+# tests/rules/test_det_lowering.py (Det: matrices).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -76,6 +77,7 @@ SHAPED = {
     "Asinh",
     "Acosh",
     "Atanh",
+    "Det",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
