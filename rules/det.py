@@ -22,6 +22,8 @@ def det_reference(x: np.ndarray) -> np.ndarray:
     (−1)^swaps times the product of the pivots, taken in order."""
     compute = np.float32 if x.dtype.itemsize == 2 else x.dtype  # (float16, bfloat16)
     n = x.shape[-1]
+    if n == 0:  # (the empty product: 1)
+        return np.ones(x.shape[:-2], x.dtype)
     corner = x.reshape(-1, n, n).astype(compute)
     batch = np.arange(corner.shape[0])
     sign = np.ones(corner.shape[0], compute)
@@ -73,16 +75,19 @@ def det_by_elimination(b: Builder, x: Value) -> Value:
     with their signs), and the next corner C[1:, 1:] − C[1:, 0] ⊗ C[0, 1:].
     The pivots' product is taken in order, the sign applied last, as onnxruntime's kernel (Eigen's
     partial-pivot LU) does, bit for bit on float. 16-bit floats are eliminated in float32 and
-    rounded once. The order n must be known (the steps are written out, up to 16); the batch
-    dimensions may be unknown."""
+    rounded once. The order n must be known (the steps are written out, up to 16; order 0 gives
+    1, the empty product); the batch dimensions may be unknown."""
     shape = b.shape_of(x)
     if shape is None or len(shape) < 2:
-        raise NotLowered("x's rank is not known, and the matrices are its last two axes")
+        raise NotLowered("x's rank is not known or is below 2, and the matrices are its last two axes")
     n = shape[-1]
     if n is None or shape[-2] is None:
         raise NotLowered("the order of x's matrices is not known, and the elimination is written out row by row")
     if n > MOST_ORDER:
         raise NotLowered(f"the matrices are of order {n}, and the elimination is written out up to order {MOST_ORDER}")
+    if n == 0:  # (matrices of order 0: the empty product, 1, for each)
+        batch = b.Slice(b.Shape(x), b.ints([0], "start"), b.ints([-2], "end"))
+        return b.Expand(b.scalar(1.0, x.element_type, "one"), batch)
     compute = TensorProto.FLOAT if x.element_type in WIDENED else x.element_type
     corner = b.Cast(x, to=compute) if compute != x.element_type else x
     zero = b.scalar(0.0, compute, "zero")
