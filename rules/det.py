@@ -89,6 +89,9 @@ def det_by_elimination(b: Builder, x: Value) -> Value:
         batch = b.Slice(b.Shape(x), b.ints([0], "start"), b.ints([-2], "end"))
         return b.Expand(b.scalar(1.0, x.element_type, "one"), batch)
     compute = TensorProto.FLOAT if x.element_type in WIDENED else x.element_type
+    # the matrices' axes counted from the front (onnx2torch's converters fail some negative axes)
+    rows_axis, columns_axis = len(shape) - 2, len(shape) - 1
+    matrix = b.ints([rows_axis, columns_axis], "axes")
     corner = b.Cast(x, to=compute) if compute != x.element_type else x
     zero = b.scalar(0.0, compute, "zero")
     one = b.scalar(1.0, compute, "one")
@@ -96,22 +99,22 @@ def det_by_elimination(b: Builder, x: Value) -> Value:
     product = None
     for k in range(n):
         size = n - k
-        first_column = b.Slice(corner, b.ints([0, 0], "start"), b.ints([size, 1], "end"), b.ints([-2, -1], "axes"))
-        pivot_row = b.ArgMax(b.Abs(first_column), axis=-2, keepdims=1)  # [..., 1, 1]
+        first_column = b.Slice(corner, b.ints([0, 0], "start"), b.ints([size, 1], "end"), matrix)
+        pivot_row = b.ArgMax(b.Abs(first_column), axis=rows_axis, keepdims=1)  # [..., 1, 1]
         rows = b.tensor(np.arange(size, dtype=np.int64).reshape(size, 1), "rows")
         top = b.scalar(0, TensorProto.INT64, "top")
         order = b.Where(b.Equal(rows, top), pivot_row, b.Where(b.Equal(rows, pivot_row), top, rows))
-        corner = b.GatherElements(corner, b.Expand(order, b.Shape(corner)), axis=-2)
+        corner = b.GatherElements(corner, b.Expand(order, b.Shape(corner)), axis=rows_axis)
         sign = b.Where(b.Equal(pivot_row, top), sign, b.Neg(sign))
-        pivot = b.Slice(corner, b.ints([0, 0], "start"), b.ints([1, 1], "end"), b.ints([-2, -1], "axes"))
+        pivot = b.Slice(corner, b.ints([0, 0], "start"), b.ints([1, 1], "end"), matrix)
         product = pivot if product is None else b.Mul(product, pivot)
         if size == 1:
             break
-        below = b.Slice(corner, b.ints([1, 0], "start"), b.ints([size, 1], "end"), b.ints([-2, -1], "axes"))
+        below = b.Slice(corner, b.ints([1, 0], "start"), b.ints([size, 1], "end"), matrix)
         # (a pivot of 0 is the column's largest |entry|: the entries below are ±0, divided by 1, kept)
         below = b.Div(below, b.Where(b.Equal(pivot, zero), one, pivot))
-        right = b.Slice(corner, b.ints([0, 1], "start"), b.ints([1, size], "end"), b.ints([-2, -1], "axes"))
-        rest = b.Slice(corner, b.ints([1, 1], "start"), b.ints([size, size], "end"), b.ints([-2, -1], "axes"))
+        right = b.Slice(corner, b.ints([0, 1], "start"), b.ints([1, size], "end"), matrix)
+        rest = b.Slice(corner, b.ints([1, 1], "start"), b.ints([size, size], "end"), matrix)
         corner = b.Sub(rest, b.Mul(below, right))
-    determinant = b.over_axes("Squeeze", b.Mul(sign, product), [-2, -1])
+    determinant = b.over_axes("Squeeze", b.Mul(sign, product), [rows_axis, columns_axis])
     return b.Cast(determinant, to=x.element_type) if compute != x.element_type else determinant
