@@ -329,7 +329,7 @@ def opsets_for_target(
     model_opset = schemas.default_opset(model.opset_import) or 1
     default = profile.opset_for(model_opset)
     written_by = _written_by_nodes(model, model_opset, lowerable)
-    op_types = sorted(_op_types_held_or_written(model, model_opset, written_by))
+    op_types = sorted(op_types_held_or_written(model, model_opset, written_by))
     groups: dict[tuple, list[int]] = {}
     for opset in (o for o in profile.opsets if o <= schemas.newest_opset()):
         groups.setdefault(tuple(schemas.version_in_force(op, opset) for op in op_types), []).append(opset)
@@ -363,7 +363,7 @@ def _written_by_nodes(model: onnx.ModelProto, model_opset: int, lowerable: froze
     return found
 
 
-def _op_types_held_or_written(
+def op_types_held_or_written(
     model: onnx.ModelProto, model_opset: int, written_by: dict[str, frozenset[str]]
 ) -> set[str]:
     """The default-domain ops of ``model``'s nodes and those the patterns lowering them are known

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
 MOST_ORDER = 16  # the elimination is written out step by step: matrices of up to this order
@@ -46,7 +47,7 @@ def det_reference(x: np.ndarray) -> np.ndarray:
 
 @rule(
     "Det",
-    versions=(11, 22),
+    versions=schemas.op_versions("Det"),
     reference=det_reference,
     emits=(
         "Abs",

@@ -34,7 +34,7 @@ def hardmax_reference(x: np.ndarray, *, axis: int = -1, coerced: bool = False) -
 
 @rule(
     "Hardmax",
-    versions=(1, 11, 13),
+    versions=schemas.op_versions("Hardmax"),
     reference=hardmax_reference,
     emits=(
         "ArgMax",

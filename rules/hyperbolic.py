@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from lowering import schemas
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
-VERSIONS = (9, 22)
 # Below this |x| a Taylor polynomial stands for the formula, whose difference or logarithm of 1 + a
 # small number would lose up to 2^-52 / |x| of it; the terms left out weigh under 2^-50 of the
 # answer there (Sinh 2^-60, Asinh 2^-52.5, Atanh 2^-50.8), far below any output type's rounding.
@@ -64,16 +64,22 @@ def _half(b: Builder, value: Value) -> Value:
     return b.Mul(value, b.scalar(0.5, TensorProto.DOUBLE, "half"))
 
 
-# Not rounding-invariant (an op's answer on a wider, unrounded x is not its answer on x rounded): a
-# node kept at an opset whose version lacks x's type is lowered, not fed through a widening Cast.
-@rule(
-    "Sinh",
-    versions=VERSIONS,
-    emits=EMITS,
-    reference=_rounded(np.sinh),
-    tolerance=HYPERBOLIC_TOLERANCE,
-    rounding_invariant=False,
-)
+def _hyperbolic_rule(op_type: str, function):
+    """The rule's registration: every version onnx.defs knows of ``op_type``, checked against
+    numpy's ``function`` in float64 rounded to x's type within HYPERBOLIC_TOLERANCE. Not
+    rounding-invariant (the answer on a wider, unrounded x is not the answer on x rounded): a node
+    kept at an opset whose version lacks x's type is lowered, not fed through a widening Cast."""
+    return rule(
+        op_type,
+        versions=schemas.op_versions(op_type),
+        emits=EMITS,
+        reference=_rounded(function),
+        tolerance=HYPERBOLIC_TOLERANCE,
+        rounding_invariant=False,
+    )
+
+
+@_hyperbolic_rule("Sinh", np.sinh)
 def sinh_by_exp(b: Builder, x: Value) -> Value:
     """Sinh(x) = (e^x − e^−x) / 2, in float64; x + x³/6 + x⁵/120 where |x| < 2^-8 (the difference
     would cancel). ±0, ±inf and NaN come out as themselves; |x| past 89.4 overflows to ±inf as the
@@ -84,28 +90,14 @@ def sinh_by_exp(b: Builder, x: Value) -> Value:
     return b.Cast(_taylor_below_small(b, wide, general, small), to=x.element_type)
 
 
-@rule(
-    "Cosh",
-    versions=VERSIONS,
-    emits=EMITS,
-    reference=_rounded(np.cosh),
-    tolerance=HYPERBOLIC_TOLERANCE,
-    rounding_invariant=False,
-)
+@_hyperbolic_rule("Cosh", np.cosh)
 def cosh_by_exp(b: Builder, x: Value) -> Value:
     """Cosh(x) = (e^x + e^−x) / 2, in float64 (a sum of two positive terms: nothing cancels)."""
     wide = _in_float64(b, x)
     return b.Cast(_half(b, b.Add(b.Exp(wide), b.Exp(b.Neg(wide)))), to=x.element_type)
 
 
-@rule(
-    "Asinh",
-    versions=VERSIONS,
-    emits=EMITS,
-    reference=_rounded(np.arcsinh),
-    tolerance=HYPERBOLIC_TOLERANCE,
-    rounding_invariant=False,
-)
+@_hyperbolic_rule("Asinh", np.arcsinh)
 def asinh_by_log(b: Builder, x: Value) -> Value:
     """Asinh(x) = sign(x) · ln(|x| + √(x² + 1)), in float64; x − x³/6 + 3x⁵/40 where |x| < 2^-8
     (the logarithm of 1 + a small number would lose it). Odd: the sign is taken off and put back,
@@ -119,14 +111,7 @@ def asinh_by_log(b: Builder, x: Value) -> Value:
     return b.Cast(_taylor_below_small(b, wide, general, small), to=x.element_type)
 
 
-@rule(
-    "Acosh",
-    versions=VERSIONS,
-    emits=EMITS,
-    reference=_rounded(np.arccosh),
-    tolerance=HYPERBOLIC_TOLERANCE,
-    rounding_invariant=False,
-)
+@_hyperbolic_rule("Acosh", np.arccosh)
 def acosh_by_log(b: Builder, x: Value) -> Value:
     """Acosh(x) = ln(x + √(x² − 1)) for x >= 1, NaN below (where x <= −1 the sum would be 0 or
     below, not NaN), in float64, where x² − 1 of a float32 x is exact below 2^27 (x² holds 48
@@ -138,14 +123,7 @@ def acosh_by_log(b: Builder, x: Value) -> Value:
     return b.Cast(undefined, to=x.element_type)
 
 
-@rule(
-    "Atanh",
-    versions=VERSIONS,
-    emits=EMITS,
-    reference=_rounded(np.arctanh),
-    tolerance=HYPERBOLIC_TOLERANCE,
-    rounding_invariant=False,
-)
+@_hyperbolic_rule("Atanh", np.arctanh)
 def atanh_by_log(b: Builder, x: Value) -> Value:
     """Atanh(x) = ln((1 + x) / (1 − x)) / 2, in float64; x + x³/3 + x⁵/5 where |x| < 2^-8 (the
     logarithm of 1 + a small number would lose it). ±inf at ±1, NaN past them."""

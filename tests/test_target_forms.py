@@ -2159,6 +2159,18 @@ def test_pads_over_half_the_window_are_a_form_of_their_own_before_uneven_ones():
     assert pads_class("Conv", [2, 2], kernel_shape=[3]) == "set"
 
 
+def _wide_pads_cases() -> dict:
+    """A runtime failing the backend's AveragePool counting its pads of 2 by a kernel of 3 and
+    its MaxPool so padded (onnx2torch), pooling unpadded and padding right."""
+    return {
+        "test_averagepool_2d_pads_count_include_pad": ("AveragePool", 22, "FLOAT", "fails"),
+        "test_maxpool_2d_pads": ("MaxPool", 22, "FLOAT", "fails"),
+        "test_averagepool_2d_default": ("AveragePool", 22, "FLOAT", "right"),
+        "test_constant_pad": ("Pad", 21, "FLOAT", "right"),
+        **{f"constant_{t}@21": ("Constant", 21, t, "right") for t in ("FLOAT", "INT64")},
+    }
+
+
 WIDE_SAID = ("AveragePool padded by more than half its window -> AveragePool of x padded by a Pad with a value "
              "that leaves each window's value as it is")  # fmt: skip
 
@@ -2168,13 +2180,7 @@ def test_an_average_counting_pads_wide_goes_as_a_pool_of_a_pad_where_the_runtime
     (onnx2torch), and pooling unpadded and padding right: the model made for it pads by a Pad of
     0 and pools unpadded, the same averages as onnxruntime's on edge values; kept where it
     pools such pads right. A MaxPool on float so padded is kept, and refused there."""
-    cases = {
-        "test_averagepool_2d_pads_count_include_pad": ("AveragePool", 22, "FLOAT", "fails"),
-        "test_maxpool_2d_pads": ("MaxPool", 22, "FLOAT", "fails"),
-        "test_averagepool_2d_default": ("AveragePool", 22, "FLOAT", "right"),
-        "test_constant_pad": ("Pad", 21, "FLOAT", "right"),
-        **{f"constant_{t}@21": ("Constant", 21, t, "right") for t in ("FLOAT", "INT64")},
-    }
+    cases = _wide_pads_cases()
     pool = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
                             count_include_pad=1)  # fmt: skip
     graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
@@ -2206,14 +2212,42 @@ def test_opsets_are_told_apart_by_pads_version_only_for_a_pool_padded_wide():
     than half its window whose padding a Pad can stand for (the form would write one), not for
     one padded less or not at all (onnx2torch's ceil-mode MaxPool goes to opset 11 as before),
     in ceil mode, or padded by a whole kernel."""
-    from lowering.target_lowering import _op_types_held_or_written
+    from lowering.target_lowering import op_types_held_or_written
 
     def held(**attributes):
         pool = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], **attributes)
         graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 1, 5, 5])],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)])  # fmt: skip
-        return _op_types_held_or_written(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), 22, {})
+        return op_types_held_or_written(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), 22, {})
 
     assert held(pads=[2, 2, 2, 2]) == {"MaxPool", "Pad"}
     assert held(pads=[1, 1, 1, 1]) == held(ceil_mode=1, strides=[2, 2]) == {"MaxPool"}
     assert held(pads=[2, 2, 2, 2], ceil_mode=1) == held(pads=[3, 3, 3, 3]) == {"MaxPool"}
+
+
+def test_an_average_counting_pads_wide_in_an_if_branch_goes_as_a_pool_of_a_pad_too():
+    """The pooling inside an If's then-branch (reading the main graph's x): written as the pool of
+    a Pad there, the same bits on either branch, on edge values."""
+    pool = helper.make_node("AveragePool", ["x"], ["pooled"], name="pool", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
+                            count_include_pad=1)  # fmt: skip
+    then_branch = helper.make_graph([pool], "then", [], [helper.make_tensor_value_info("pooled", TensorProto.FLOAT,
+                                                                                       [None] * 4)])  # fmt: skip
+    else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["same"])], "else", [],
+                                    [helper.make_tensor_value_info("same", TensorProto.FLOAT, [None] * 4)])  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)], "g",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    result = lowering.lower_model(model, target=_profile_of("wide-pads-fail", 22, _wide_pads_cases()), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {WIDE_SAID: 1}
+    [branch] = [g for g in nested_graphs(result.model.graph.node) if g.name == "then"]
+    assert [n.op_type for n in branch.node if n.op_type != "Constant"] == ["Pad", "AveragePool"]
+    for cond in (True, False):
+        feeds = {"cond": np.array(cond), **_pool_feeds(helper.make_model(helper.make_graph(
+            [], "x", [graph.input[1]], [])))}  # fmt: skip
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
