@@ -30,6 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import onnx
 from onnx import TensorProto
 
 from . import schemas
@@ -50,6 +51,14 @@ CORPUS_CASE = "corpus_"  # (the name of a case targets/prepare_cases.py made of 
 # of every shipped profile)
 WIDE_CASE = "wide_"
 SMALL_CASE = "small_"  # (the same op, version, type and form as a WIDE_CASE, of small values)
+# (the name of a case of a float op fed every class of IEEE 754 value and values spread over every
+# binade that targets/prepare_cases.py made: a runtime computing double as float, dividing by the
+# reciprocal, taking fmod through a float32 quotient or comparing NaN as greater is wrong there
+# alone, whatever the node's form, and so are the ops a pattern writes instead; these cases judge
+# values only, never a form)
+IEEE_CASE = "ieee_"
+PAST_EDGES = "integers past 2^24"  # (what a runtime wrong only on WIDE_CASEs is wrong on)
+IEEE_VALUES = "float values the backend's cases lack"  # (... only on IEEE_CASEs)
 
 
 @dataclass(frozen=True)
@@ -61,8 +70,14 @@ class Verdict:
     why: str = ""
     # refused because every case fed as the node is failed, of any attributes (see verdict)
     by_what_is_fed: bool = False
-    # partly, and every case not right is of integers past 2^24, 2^31 or 2^53 (WIDE_CASE)
-    only_past_edges: bool = False
+    # partly, and every case not right is of such values alone: PAST_EDGES (WIDE_CASE) or
+    # IEEE_VALUES (IEEE_CASE); "" otherwise
+    wrong_values: str = ""
+
+    @property
+    def only_past_edges(self) -> bool:
+        """Whether the values alone are why it is partly (:attr:`wrong_values`)."""
+        return bool(self.wrong_values)
 
     @property
     def blocks(self) -> bool:
@@ -143,6 +158,9 @@ class RuntimeProfile:
         else from every case of that op version and type (unverified where all of those ran
         right, but none fed what the node is fed)."""
         seen = self._by_op.get(op_type)
+        if seen is not None:  # (the IEEE cases judge values, never a form: _wrong_on_values)
+            seen = [(v, t, [o for o in found if not o[0].startswith(IEEE_CASE)]) for v, t, found in seen]
+            seen = [(v, t, found) for v, t, found in seen if found]
         if not seen:
             return Verdict(UNVERIFIED, f"no single-op backend case of {op_type} was probed")
         exact = [o for v, t, outcomes in seen if v == version and (t == type_name or not type_name) for o in outcomes]
@@ -165,14 +183,16 @@ class RuntimeProfile:
         if exact:
             right = [o for o in exact if o[1] == "right"]
             if len(right) == len(exact):
-                return _wrong_past_edges(every, form) or Verdict(SUPPORTED)
+                every_case = [o for v, t, found in self._by_op[op_type]
+                              if v == version and (t == type_name or not type_name) for o in found]  # fmt: skip
+                return _wrong_on_values(every_case, form, schema) or Verdict(SUPPORTED)
             if right:
                 wrong = len(exact) - len(right)
                 not_right = [o for o in exact if o[1] != "right"]
                 past_edges = all(o[0].startswith(WIDE_CASE) for o in not_right)
                 which = " (each of integers past 2^24, 2^31 or 2^53)" if past_edges else ""
                 return Verdict(PARTLY, f"{wrong} of {len(exact)} cases{formed} not right{which}, e.g. "
-                               f"{_said(not_right)}", only_past_edges=past_edges)  # fmt: skip
+                               f"{_said(not_right)}", wrong_values=PAST_EDGES if past_edges else "")  # fmt: skip
             said = (
                 f"{len(exact)} case{'s' if len(exact) > 1 else ''}{formed}: {_said(exact)}" if formed else _said(exact)
             )
@@ -380,13 +400,18 @@ def _about_first_input(op_type: str, version: int, types: list[str]) -> bool:
     return any(getattr(TensorProto, name, None) in taken for name in types)
 
 
-def _wrong_past_edges(outcomes: list[tuple[str, str, str]], form: NodeForm | None) -> Verdict | None:
-    """Partly right, only past the edges, where a node's nearest cases all ran right but some
-    case of integers past 2^24, 2^31 or 2^53 (:data:`WIDE_CASE`) of its op version and type, of
-    whatever form, did not: the values decide, not the form (an int64 Less of a constant is
-    narrowed to int32 as one of two fed inputs is); else None. Only a case whose inputs are of
-    the types the node's ``form`` states counts (Where's cases go by their condition's type:
-    a float Where is not judged by an int64 one)."""
+def _wrong_on_values(
+    outcomes: list[tuple[str, str, str]], form: NodeForm | None, schema: onnx.defs.OpSchema | None
+) -> Verdict | None:
+    """Partly right, only on values, where a node's nearest cases all ran right but some case of
+    its op version and type, of whatever form, whose point is its values did not: the values
+    decide, not the form (an int64 Less of a constant is narrowed to int32 as one of two fed
+    inputs is; OpenVINO computes every double as a float). Those are the cases of integers past
+    2^24, 2^31 or 2^53 (:data:`WIDE_CASE`) whose small twin ran right, else the IEEE cases
+    (:data:`IEEE_CASE`) nearest the node's form that ran and gave other values (OpenVINO flushes
+    a constant's subnormals to zero, not a fed input's); None where neither is found. Only a case
+    whose inputs are of the types the node's ``form`` states counts (Where's cases go by their
+    condition's type: a float Where is not judged by an int64 one)."""
     forms, stated = case_forms(), dict(form.types) if form is not None else {}
     alike = [o for o in outcomes if o[0] not in forms or all(stated.get(i, t) == t for i, t in forms[o[0]].types)]
     wide = [o for o in alike if o[0].startswith(WIDE_CASE)]
@@ -395,10 +420,18 @@ def _wrong_past_edges(outcomes: list[tuple[str, str, str]], form: NodeForm | Non
     not_right = [
         o for o in wide if o[1] != "right" and verdicts.get(SMALL_CASE + o[0].removeprefix(WIDE_CASE)) == "right"
     ]
-    if not not_right:
+    if not_right:
+        return Verdict(PARTLY, f"right in the cases nearest its form; {len(not_right)} of {len(wide)} cases of "
+                       f"integers past 2^24, 2^31 or 2^53 not right, e.g. {_said(not_right)}",
+                       wrong_values=PAST_EDGES)  # fmt: skip
+    ieee = [o for o in alike if o[0].startswith(IEEE_CASE)]
+    ieee = nearest_cases(ieee, form, schema) if ieee and form is not None else ieee
+    wrong = [o for o in ieee if o[1] == "wrong"]  # (one that fails says nothing of values)
+    if not wrong:
         return None
-    return Verdict(PARTLY, f"right in the cases nearest its form; {len(not_right)} of {len(wide)} cases of integers "
-                   f"past 2^24, 2^31 or 2^53 not right, e.g. {_said(not_right)}", only_past_edges=True)  # fmt: skip
+    return Verdict(PARTLY, f"right in the cases nearest its form; {len(wrong)} of {len(ieee)} cases of every class of "
+                   f"float value (zeros, subnormals, extremes, infinities, NaN, far-apart magnitudes) not right, "
+                   f"e.g. {_said(wrong)}", wrong_values=IEEE_VALUES)  # fmt: skip
 
 
 def _said(outcomes: list[tuple[str, str, str]]) -> str:

@@ -105,6 +105,7 @@ class Finding:
             "verdict": self.verdict.kind,
             "why": self.verdict.why,
             "only_past_edges": self.verdict.only_past_edges,
+            "wrong_values": self.verdict.wrong_values,
             "fix": self.fix,
             "swept": self.swept,
         }
@@ -552,13 +553,13 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
 
 def _partly_kept(findings: list[Finding]) -> Counter:
     """The nodes left that the runtime runs right only in some probed cases, per op version and
-    type ("Equal-13 on INT64"; "... (wrong only on integers past 2^24)" where that is all it gets
-    wrong)."""
+    type ("Equal-13 on INT64"; "... (wrong only on integers past 2^24)" where such values are all it
+    gets wrong, "... (wrong only on float values the backend's cases lack)" likewise)."""
     kept: Counter = Counter()
     for f in findings:
         if f.of_a_node and f.verdict.kind == PARTLY:
             on = f" on {f.element_type}" if f.element_type else ""
-            past = " (wrong only on integers past 2^24)" if f.verdict.only_past_edges else ""
+            past = f" (wrong only on {f.verdict.wrong_values})" if f.verdict.only_past_edges else ""
             kept[f"{f.op_type}-{f.version}{on}{past}"] += 1
     return kept
 

@@ -467,11 +467,20 @@ def _case_model(graph: onnx.GraphProto, opset: int) -> onnx.ModelProto:
 
 
 def _op_cases(
-    name: str, op_type: str, attributes: dict, opset: int, inputs: list, expected: np.ndarray, graph_name: str
+    name: str,
+    op_type: str,
+    attributes: dict,
+    opset: int,
+    inputs: list,
+    expected: np.ndarray,
+    graph_name: str,
+    rtol: float = 0.0,
+    atol: float = 0.0,
 ) -> list[tuple]:
     """The case ``name`` of ``op_type`` alone (a graph called ``graph_name``), fed ``inputs``
     (one-dimensional, of one length, called a, b, ...) and giving ``expected`` (called by the
-    next letter), and its ``#constant`` and ``#node`` variants (:func:`with_variants`)."""
+    next letter) within ``rtol`` and ``atol`` (exactly by default), and its ``#constant`` and
+    ``#node`` variants (:func:`with_variants`)."""
     names, output = "abcdefgh"[: len(inputs)], "abcdefgh"[len(inputs)]
     node = onnx.helper.make_node(op_type, list(names), [output], name="node", **attributes)
     graph = onnx.helper.make_graph(
@@ -482,7 +491,7 @@ def _op_cases(
                                             [expected.size])],
     )  # fmt: skip
     model = _case_model(graph, opset)
-    case = SimpleNamespace(data_sets=[(list(inputs), [expected])], rtol=0.0, atol=0.0)
+    case = SimpleNamespace(data_sets=[(list(inputs), [expected])], rtol=rtol, atol=atol)
     return with_variants(name, opset, model, case)
 
 
@@ -597,6 +606,79 @@ def signed_wide_cases() -> list[tuple]:
                           for i, values in enumerate(operands)]  # fmt: skip
                 expected = np.array(exact, np.bool_ if isinstance(exact[0], bool) else dtype)
                 found += _op_cases(f"{prefix}_{label}@{version}", op_type, attributes, opset, inputs, expected, prefix)
+    return found
+
+
+IEEE_TYPES = (onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE)
+# (op, attributes, numpy's answer, correctly rounded): the exact ops are judged bit for bit (but
+# for the sign of a zero), the correctly rounded ones within 2 ulps (a runtime dividing by
+# multiplying by the reciprocal is 1 ulp off, and still right)
+IEEE_OPS = (
+    ("Abs", {}, np.abs, False), ("Neg", {}, np.negative, False), ("Floor", {}, np.floor, False),
+    ("Ceil", {}, np.ceil, False), ("Round", {}, np.round, False), ("Sqrt", {}, np.sqrt, True),
+    ("Reciprocal", {}, np.reciprocal, True), ("Add", {}, np.add, True), ("Sub", {}, np.subtract, True),
+    ("Mul", {}, np.multiply, True), ("Div", {}, np.divide, True), ("Mod", {"fmod": 1}, np.fmod, False),
+    ("Max", {}, np.maximum, False), ("Min", {}, np.minimum, False), ("Less", {}, np.less, False),
+    ("LessOrEqual", {}, np.less_equal, False), ("Greater", {}, np.greater, False),
+    ("GreaterOrEqual", {}, np.greater_equal, False), ("Equal", {}, np.equal, False),
+)  # fmt: skip
+IEEE_SPREAD = 2000  # (values spread over every binade, beside the special ones)
+
+
+def _special_floats(dtype: np.dtype) -> np.ndarray:
+    """Each class of value of a float type, of both signs: 0, the least subnormal, a subnormal of
+    half the least normal, the least normal, the machine epsilon, 1/2, 1, the next after 1, 3/2,
+    2, 5/2 (ties of Round), 3, 7, the greatest finite value, infinity, and NaN."""
+    info = np.finfo(dtype)
+    magnitudes = [0.0, info.smallest_subnormal, info.smallest_normal / 2, info.smallest_normal, info.eps, 0.5, 1.0,
+                  1 + info.eps, 1.5, 2.0, 2.5, 3.0, 7.0, info.max, np.inf]  # fmt: skip
+    values = np.array(magnitudes, dtype)
+    return np.concatenate([values, -values, np.array([np.nan], dtype)])
+
+
+def _spread_floats(dtype: np.dtype, seed: int) -> np.ndarray:
+    """:data:`IEEE_SPREAD` values of random sign and mantissa, their exponents drawn evenly from
+    the least subnormal's to the greatest finite value's."""
+    info, rng = np.finfo(dtype), np.random.default_rng(seed)
+    exponents = rng.integers(info.minexp - info.nmant, info.maxexp, IEEE_SPREAD)
+    mantissas = rng.uniform(1, 2, IEEE_SPREAD) * rng.choice([-1.0, 1.0], IEEE_SPREAD)
+    with np.errstate(over="ignore", under="ignore"):
+        return (np.ldexp(mantissas, exponents)).astype(dtype)
+
+
+def _ieee_operands(dtype: np.dtype, arity: int) -> list[np.ndarray]:
+    """Every special value (:func:`_special_floats`) of a float type, or every pair of them, then
+    spread values (:func:`_spread_floats`, one draw per operand)."""
+    special = _special_floats(dtype)
+    if arity == 1:
+        return [np.concatenate([special, _spread_floats(dtype, 1)])]
+    a, b = (grid.reshape(-1) for grid in np.meshgrid(special, special, indexing="ij"))
+    return [np.concatenate([a, _spread_floats(dtype, 1)]), np.concatenate([b, _spread_floats(dtype, 2)])]
+
+
+def ieee_cases() -> list[tuple]:
+    """Each of :data:`IEEE_OPS` alone on float16, float and double where its version takes them,
+    fed every class of value (zeros, subnormals, the extremes, infinities and NaN, each pair of
+    them for two operands) and values spread over the whole exponent range
+    (:func:`_ieee_operands`), at each version's first opset (7 at least;
+    ``ieee_OP_TYPE_FLOAT@VERSION``, ``ieee_Mod_1_DOUBLE@13`` for ``fmod=1``), with ``#constant``
+    and ``#node`` variants. The backend's float cases hold ordinary values only, which a runtime
+    computing double as float, dividing by multiplying by the reciprocal, taking fmod through a
+    float32 quotient or comparing NaN as greater gets right. Each expected value is numpy's:
+    IEEE 754's, correctly rounded (within 2 ulps: :data:`IEEE_OPS`)."""
+    found = []
+    for op_type, attributes, answer, rounded in IEEE_OPS:
+        arity = 1 if op_type in ("Abs", "Neg", "Floor", "Ceil", "Round", "Sqrt", "Reciprocal") else 2
+        for version, opset, element_type in _versions_taking(op_type, IEEE_TYPES):
+            dtype = floats.numpy_dtype(element_type)
+            inputs = _ieee_operands(dtype, arity)
+            with np.errstate(all="ignore"):
+                expected = np.asarray(answer(*inputs))
+            info = np.finfo(dtype)
+            rtol, atol = (2 * float(info.eps), 2 * float(info.smallest_subnormal)) if rounded else (0.0, 0.0)
+            label = "_".join([op_type, *map(str, attributes.values()), _type_name(element_type)])
+            found += _op_cases(f"ieee_{label}@{version}", op_type, attributes, opset, inputs, expected, "ieee",
+                               rtol=rtol, atol=atol)  # fmt: skip
     return found
 
 
@@ -887,11 +969,13 @@ def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, Expands of a
     scalar, the Casts
     between integer types and to and from floats, unsigned arithmetic in the upper half of the
-    range, signed arithmetic past 2^24, 2^31 and 2^53, integer CumSum, pooling and convolution
+    range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on every class of IEEE
+    value, integer CumSum, pooling and convolution
     padded unevenly, the corpus's nodes, then the nodes the patterns write."""
     return (prepared_cases() + constant_cases() + expand_scalar_cases() + integer_cast_cases()
             + float_integer_cast_cases()
-            + unsigned_upper_half_cases() + signed_wide_cases() + integer_cumsum_cases() + uneven_pads_cases()
+            + unsigned_upper_half_cases() + signed_wide_cases() + ieee_cases() + integer_cumsum_cases()
+            + uneven_pads_cases()
             + corpus_cases() + lowered_cases())  # fmt: skip
 
 

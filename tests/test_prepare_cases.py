@@ -393,6 +393,61 @@ def test_signed_ops_are_cases_past_float32s_int32s_and_float64s_integers_beside_
     assert "wide_Where_INT64@16#constant" in by_name and "wide_Abs_INT32@13#constant" not in by_name
 
 
+def test_ieee_cases_feed_every_class_of_float_value_and_hold_ieee_754s_answers():
+    """ieee_OP_TYPE_TYPE@VERSION: each exact or correctly rounded float op alone on float16, float
+    and double where its version takes them, fed zeros, subnormals, the extremes, infinities and
+    NaN (each pair of them for two operands) and values spread over every binade. Each passes
+    onnx's full checker; onnxruntime and onnx.reference give its expected output within its
+    tolerance (exact for the exact ops, 2 ulps for the rounded ones); and the expected outputs
+    are IEEE 754's on the cases that tell a runtime's shortcuts apart."""
+    import onnxruntime
+    from onnx.reference import ReferenceEvaluator
+    from probe import matches
+
+    cases = prepare_cases.ieee_cases()
+    by_name = {name: (data, sets, rtol, atol) for name, _, data, sets, rtol, atol in cases}
+    for op_type, attributes, _, _ in prepare_cases.IEEE_OPS:
+        label = "_".join([op_type, *map(str, attributes.values())])
+        for type_name in ("FLOAT16", "FLOAT", "DOUBLE"):
+            assert any(n.startswith(f"ieee_{label}_{type_name}@") for n in by_name), (label, type_name)
+    for name, (data, data_sets, rtol, atol) in by_name.items():
+        model = onnx.load_from_string(data)
+        onnx.checker.check_model(model, full_check=True)
+        inputs, (want,) = data_sets[0]
+        feeds = {info.name: value for info, value in zip(model.graph.input, inputs, strict=True)}
+        with np.errstate(all="ignore"):  # (IEEE 754's answers: 0/0 is NaN, 1/0 infinite)
+            found = [ReferenceEvaluator(model).run(None, feeds)[0]]
+        try:
+            session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+        except Exception as error:  # (no double Max-6 or Min-6 kernel)
+            assert "NOT_IMPLEMENTED" in str(error) and name.startswith(("ieee_Max_DOUBLE@6", "ieee_Min_DOUBLE@6"))
+        else:
+            found.append(session.run(None, feeds)[0])
+        for got in found:
+            assert matches(got, want, rtol, atol), name
+        op_type = name.removeprefix("ieee_").split("_")[0]
+        rounded = op_type in ("Sqrt", "Reciprocal", "Add", "Sub", "Mul", "Div")
+        assert (rtol > 0) == rounded and (atol > 0) == rounded, name
+        if "#" not in name:
+            values = inputs[0]
+            assert np.isnan(values).any() and np.isinf(values).any() and (values == 0).any(), name
+            tiny = np.finfo(values.dtype).smallest_normal
+            assert ((values != 0) & (np.abs(values) < tiny)).any() and (np.abs(values) > 1e4).any(), name
+    (a, b), (remainder,) = by_name["ieee_Mod_1_FLOAT@13"][1][0]
+    assert np.float32(-3) in a[(b == np.inf)] and remainder[(a == -3) & (b == np.inf)].tolist() == [-3.0]
+    (a, b), (quotient,) = by_name["ieee_Div_FLOAT@14"][1][0]
+    least = np.finfo(np.float32).smallest_subnormal
+    assert quotient[(a == least) & (b == least)].tolist() == [1.0]
+    _, _, rtol, atol = by_name["ieee_Div_FLOAT@14"]
+    with np.errstate(all="ignore"):  # (by the reciprocal: 1 ulp off, or infinite past 2^128)
+        assert not matches(a * (np.float32(1) / b), quotient, rtol, atol)
+        (a, b), (greater,) = by_name["ieee_Greater_FLOAT16@13"][1][0]
+        assert not greater[np.isnan(a)].any() and not greater[np.isnan(b)].any()
+        (x,), (absolute,) = by_name["ieee_Abs_DOUBLE@13"][1][0]
+        assert not matches(np.abs(x).astype(np.float32).astype(np.float64), absolute, 0.0, 0.0)
+    assert "ieee_Mod_1_DOUBLE@13#constant" in by_name and "ieee_Abs_FLOAT@13#constant" not in by_name
+
+
 def test_integer_cumsum_cases_hold_the_exact_sums_of_each_attribute_combination():
     """small_CumSum_* on int32 and int64 at versions 11 and 14: each expected sum numpy's (in
     Python's integers), forward or reversed, inclusive or exclusive; each model valid."""

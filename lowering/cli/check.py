@@ -58,12 +58,14 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _notes_said(notes: list) -> str:
     """The findings that block nothing, counted by kind: 'N notes: P partly (Q only on integers
-    past 2^24), U unverified' ('no notes' where there are none)."""
+    past 2^24, R only on float values the backend's cases lack), U unverified' ('no notes' where
+    there are none)."""
     if not notes:
         return "no notes"
     kinds = Counter(f.verdict.kind for f in notes)
-    past_edges = sum(1 for f in notes if f.verdict.only_past_edges)
-    edges = f" ({past_edges} only on integers past 2^24)" if past_edges else ""
+    by_values = Counter(f.verdict.wrong_values for f in notes if f.verdict.only_past_edges)
+    said = ", ".join(f"{count} only on {values}" for values, count in sorted(by_values.items(), reverse=True))
+    edges = f" ({said})" if said else ""
     parts = [f"{count} {kind}{edges if kind == PARTLY else ''}" for kind, count in sorted(kinds.items())]
     return f"{len(notes)} note{'s' * (len(notes) != 1)}: {', '.join(parts)}"
 

@@ -142,3 +142,28 @@ def test_check_counts_the_notes_by_kind_and_names_integers_wrong_only_past_the_e
     assert finding["verdict"] == "partly" and finding["only_past_edges"] and finding["fix"] is None
     plain = run_cli_in_process("check", path, "--target", "tract-0.23")
     assert plain.returncode == 0 and plain.stdout.rstrip().endswith("; no notes")
+
+
+def test_check_names_float_ops_wrong_only_on_ieee_values(tmp_path):
+    """OpenVINO 2026.4 takes float fmod through a float32 quotient (probed: ieee_Mod_1_FLOAT):
+    the Mod blocks nothing, and is counted and listed as partly, only on float values the
+    backend's cases lack, beside an int32 Div wrong only past 2^24; onnxruntime finds nothing."""
+    nodes = [helper.make_node("Mod", ["a", "b"], ["c"], name="remainder", fmod=1),
+             helper.make_node("Div", ["i", "j"], ["k"], name="divide")]  # fmt: skip
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [4]) for name in "ab"]
+    inputs += [helper.make_tensor_value_info(name, TensorProto.INT32, [4]) for name in "ij"]
+    outputs = [helper.make_tensor_value_info("c", TensorProto.FLOAT, [4]),
+               helper.make_tensor_value_info("k", TensorProto.INT32, [4])]  # fmt: skip
+    path = write(make_model(nodes, inputs, outputs, opset=14), tmp_path / "m.onnx")
+    result = run_cli_in_process("check", path, "--target", "openvino-2026.4")
+    assert result.returncode == 0, result.stderr
+    said = "2 notes: 2 partly (1 only on integers past 2^24, 1 only on float values the backend's cases lack)"
+    assert said in result.stdout
+    listed = run_cli_in_process("check", path, "--target", "openvino-2026.4", "-v").stdout
+    assert "note: Mod-13 on FLOAT at graph" in listed and "ieee_Mod_1_FLOAT@13: wrong" in listed
+    findings = json.loads(run_cli_in_process("check", path, "--target", "openvino-2026.4", "--json").stdout)
+    assert sorted(f["wrong_values"] for f in findings["unverified"]) == [
+        "float values the backend's cases lack",
+        "integers past 2^24",
+    ]
+    assert run_cli_in_process("check", path, "--target", "onnxruntime").stdout.rstrip().endswith("; no notes")
