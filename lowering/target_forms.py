@@ -46,6 +46,12 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   back), where the runtime runs each of those nodes supported (TVM gets a float16 MatMul one
   float16 step off, its sums kept in float16): every float16 is a float32 exactly, and the
   result is rounded to float16 once, as onnxruntime's CPU kernel computes it (bit for bit).
+- ``MatMul`` of a vector a by a tensor b of known rank, written as the MatMul of a made a row
+  (``Unsqueeze`` at 0; a vector b made a column, at 1) and the added axes squeezed from the
+  product, where the runtime runs those better (tract multiplies no two vectors: "a_rank > 1 ||
+  b_rank > 1"): numpy's matmul, which MatMul is, promotes a vector so and drops the axis, and
+  onnxruntime gives the same sums bit for bit (not where only b is a vector: it sums a matrix
+  times a column otherwise than times a vector, so that form is left to the runtime).
 - ``Less``, ``Greater``, ``Equal``, ``LessOrEqual`` and ``GreaterOrEqual`` of two unsigned
   8-, 16- or 32-bit integer tensors written as the same op of both cast to int32 (int64 for
   uint32), where the runtime runs the Casts and the op on that type better (PyTorch, so
@@ -859,6 +865,46 @@ def _product_in_float32(node: onnx.NodeProto, form: NodeForm, constants, names: 
     return nodes
 
 
+def _product_of_a_vector(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """MatMul of a vector a by a tensor b of known rank. (Not a matrix by a vector b: onnxruntime
+    sums a matrix times a column otherwise than a matrix times a vector, measured.)"""
+    dims, _ = shapes_and_types(node, types)
+    ranks = [len(dims[name]) if dims.get(name) is not None else None for name in node.input]
+    return len(ranks) == 2 and ranks[0] == 1 and ranks[1] is not None
+
+
+def _axes_changed(op_type: str, x: str, axes: list[int], output: str, names: NameAllocator, opset: int) -> list:
+    """Unsqueeze or Squeeze of ``x`` by ``axes``: an attribute below opset 13, a Constant input from it."""
+    label = names.fresh(f"{x}_{op_type}")
+    if opset < 13:
+        return [onnx.helper.make_node(op_type, [x], [output], name=label, axes=axes)]
+    axes_name = names.fresh(f"{x}_{op_type.lower()}_axes")
+    tensor = numpy_helper.from_array(np.array(axes, np.int64), axes_name)
+    return [
+        onnx.helper.make_node("Constant", [], [axes_name], name=names.fresh(f"{axes_name}_Constant"), value=tensor),
+        onnx.helper.make_node(op_type, [x, axes_name], [output], name=label),
+    ]
+
+
+def _product_of_matrices(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """MatMul(a, b) of a vector a = Squeeze(MatMul(Unsqueeze(a, [0]), b'), axes): numpy's matmul,
+    which MatMul is, makes the vector a a row and drops that axis, r - 2 of the product of rank r;
+    a vector b is made a column the same way (b' = Unsqueeze(b, [1]), axis r - 1 dropped), else
+    b' = b. onnxruntime gives the same sums bit for bit (measured)."""
+    dims, _ = shapes_and_types(node, types)
+    row = names.fresh(f"{node.input[0]}_row")
+    nodes = _axes_changed("Unsqueeze", node.input[0], [0], row, names, opset)
+    column, dropped = node.input[1], [len(dims[node.input[1]]) - 2]
+    if len(dims[node.input[1]]) == 1:
+        column = names.fresh(f"{node.input[1]}_column")
+        nodes += _axes_changed("Unsqueeze", node.input[1], [1], column, names, opset)
+        dropped = [0, 1]
+    product = names.fresh(f"{node.output[0]}_of_matrices")
+    nodes.append(onnx.helper.make_node("MatMul", [row, column], [product], name=node.name))
+    nodes += _axes_changed("Squeeze", product, dropped, node.output[0], names, opset)
+    return nodes
+
+
 def _sums_of_int32(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """CumSum (11+) of an int32 tensor."""
     _, element_types = shapes_and_types(node, types)
@@ -1013,6 +1059,14 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         "MatMul(a, b) on float16 -> Cast(MatMul(Cast(a, float), Cast(b, float)), float16) (the runtime runs those "
         "better)",
         supported_only=True,
+    ),
+    OpChoice(
+        "MatMul",
+        _product_of_a_vector,
+        _product_of_matrices,
+        None,
+        "MatMul(a, b) of a vector a -> Squeeze(MatMul(a made a row, b (a vector made a column))) (the runtime runs "
+        "those better)",
     ),
     OpChoice(
         "BitShift",

@@ -2251,3 +2251,80 @@ def test_an_average_counting_pads_wide_in_an_if_branch_goes_as_a_pool_of_a_pad_t
             [], "x", [graph.input[1]], [])))}  # fmt: skip
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
         assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+# -- a MatMul of a vector written as a MatMul of matrices ----------------------------------------------
+
+VECTOR_SAID = (
+    "MatMul(a, b) of a vector a -> Squeeze(MatMul(a made a row, b (a vector made a column))) (the runtime runs "
+    "those better)"
+)
+
+
+def _matmul_model(a_shape: list[int], b_shape: list[int], opset: int) -> onnx.ModelProto:
+    """c = MatMul(a, b) of fed float tensors."""
+    product = np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape
+    inputs = [
+        helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+        for name, shape in zip("ab", (a_shape, b_shape), strict=True)
+    ]
+    output = helper.make_tensor_value_info("c", TensorProto.FLOAT, list(product))
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"], name="product")], "g", inputs, [output])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("opset", [9, 11, 13, 18])
+def test_a_product_of_two_vectors_goes_to_tract_as_a_product_of_matrices_bit_for_bit(opset):
+    """tract multiplies no two vectors ("a_rank > 1 || b_rank > 1", probed): the row a times the
+    column b, squeezed to the scalar, runs there; Unsqueeze and Squeeze take their axes as an
+    attribute below opset 13 and as a Constant from it. Every sum is onnxruntime's on the
+    original, bit for bit, NaN, infinities, signed zeros and the extremes included."""
+    model = _matmul_model([5], [5], opset)
+    result = lowering.lower_model(model, target="tract-0.23")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {VECTOR_SAID: 1}
+    made = [n.op_type for n in result.model.graph.node if n.op_type != "Constant"]
+    assert made == ["Unsqueeze", "Unsqueeze", "MatMul", "Squeeze"]
+    axes_as_inputs = [len(n.input) == 2 for n in result.model.graph.node if n.op_type in ("Unsqueeze", "Squeeze")]
+    assert axes_as_inputs == [schemas.default_opset(result.model.opset_import) >= 13] * 3
+    big = np.finfo(np.float32).max
+    rows = [[1.5, -2.0, 0.25, 3.0, -0.0], [np.nan, 1, 2, 3, 4], [np.inf, -1, 0, 1, 2], [big, big, -big, 1, 1],
+            [-0.0, -0.0, -0.0, -0.0, -0.0], [1e-45, 1e-45, 3e-39, -1e-40, 0]]  # fmt: skip
+    for row in rows:
+        feeds = {"a": np.array(row, np.float32), "b": np.array(row[::-1], np.float32)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.shape == want.shape == () and got.tobytes() == want.tobytes(), row
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [([3], [3, 4]), ([3], [2, 3, 4]), ([3], [5, 1, 3, 2])])
+def test_a_product_of_a_vector_and_a_matrix_or_stack_is_promoted_alike(a_shape, b_shape):
+    """A vector a times a matrix or a stack of them, written as the choice writes it: a made a
+    row, the row axis squeezed from the product, as numpy's matmul does; onnxruntime gives the
+    original's products bit for bit. A matrix times a vector b is not rewritten (onnxruntime
+    sums a matrix times a column otherwise, measured)."""
+    from lowering.naming import NameAllocator
+    from lowering.target_forms import OP_CHOICES
+
+    [choice] = [c for c in OP_CHOICES if c.op_type == "MatMul" and "of a vector" in c.said]
+    model = _matmul_model(a_shape, b_shape, 17)
+    shapes = {"a": a_shape, "b": b_shape}
+    types = {name: helper.make_tensor_type_proto(TensorProto.FLOAT, shape) for name, shape in shapes.items()}
+    node = model.graph.node[0]
+    assert choice.applies(node, None, 13, {}, types)
+    nodes = choice.replacement(node, None, {}, NameAllocator({"a", "b", "c"}), 17, types)
+    rewritten = helper.make_model(helper.make_graph(nodes, "g", list(model.graph.input), list(model.graph.output)),
+                                  opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    onnx.checker.check_model(rewritten, full_check=True)
+    rng = np.random.default_rng(0)
+    feeds = {"a": rng.standard_normal(a_shape).astype(np.float32), "b": rng.standard_normal(b_shape).astype(np.float32)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(rewritten, feeds)
+    assert got.shape == want.shape == np.matmul(feeds["a"], feeds["b"]).shape and got.tobytes() == want.tobytes()
+    transposed = {"a": helper.make_tensor_type_proto(TensorProto.FLOAT, b_shape[::-1]), "b": types["a"]}
+    assert not choice.applies(node, None, 13, {}, transposed)
+
+
+def test_a_product_of_matrices_or_of_vectors_the_runtime_runs_stays():
+    """onnxruntime multiplies two vectors: nothing is chosen; nor for two matrices on tract."""
+    for shapes, target in ((([5], [5]), "onnxruntime"), (([2, 5], [5, 3]), "tract-0.23")):
+        result = lowering.lower_model(_matmul_model(*shapes, 17), target=target)
+        assert [n.op_type for n in result.model.graph.node] == ["MatMul"] and not result.report.forms
