@@ -54,8 +54,9 @@ SMALL_CASE = "small_"  # (the same op, version, type and form as a WIDE_CASE, of
 # (the name of a case of a float op fed every class of IEEE 754 value and values spread over every
 # binade that targets/prepare_cases.py made: a runtime computing double as float, dividing by the
 # reciprocal, taking fmod through a float32 quotient or comparing NaN as greater is wrong there
-# alone, whatever the node's form, and so are the ops a pattern writes instead; these cases judge
-# values only, never a form)
+# alone, and so are the ops a pattern writes instead; such a case judges a node of its form
+# (OpenVINO flushes a constant's subnormals, not a fed value's) by its values, and never chooses a
+# form, an opset or a lowering)
 IEEE_CASE = "ieee_"
 PAST_EDGES = "integers past 2^24"  # (what a runtime wrong only on WIDE_CASEs is wrong on)
 IEEE_VALUES = "float values the backend's cases lack"  # (... only on IEEE_CASEs)
@@ -75,9 +76,22 @@ class Verdict:
     wrong_values: str = ""
 
     @property
-    def only_past_edges(self) -> bool:
-        """Whether the values alone are why it is partly (:attr:`wrong_values`)."""
+    def only_on_values(self) -> bool:
+        """Whether values alone are why it is partly (:attr:`wrong_values`)."""
         return bool(self.wrong_values)
+
+    @property
+    def only_past_edges(self) -> bool:
+        """Whether integers past 2^24, 2^31 or 2^53 alone are why it is partly."""
+        return self.wrong_values == PAST_EDGES
+
+    @property
+    def kind_for_forms(self) -> str:
+        """The kind forms are chosen by: supported where only IEEE values are why it is partly
+        (the probe's few forms of each op on them are no measure of which form a runtime gets
+        them right in); its kind otherwise (a form whose nodes are right past the edges is
+        better, one whose nodes are wrong there too is not)."""
+        return SUPPORTED if self.wrong_values == IEEE_VALUES else self.kind
 
     @property
     def blocks(self) -> bool:
@@ -86,11 +100,10 @@ class Verdict:
     @property
     def kind_for_choices(self) -> str:
         """The kind that choosing what ``--target`` lowers goes by: supported where the runtime is
-        wrong only on integers past the edges, as the ops the patterns write instead are (the
-        verdict still names them: ``check -v`` lists the node). Forms are chosen by ``kind``: a
-        form whose nodes are wrong past the edges too is no better, one whose nodes are right
-        there is."""
-        return SUPPORTED if self.only_past_edges else self.kind
+        wrong only on integers past the edges or on IEEE values, as the ops the patterns write
+        instead are (the verdict still names them: ``check -v`` lists the node). Forms are chosen
+        by :attr:`kind_for_forms`."""
+        return SUPPORTED if self.only_on_values else self.kind
 
 
 @dataclass(frozen=True)
@@ -148,7 +161,10 @@ class RuntimeProfile:
     def runs_at_all(self, op_type: str, version: int) -> bool | None:
         """Whether some probed case of ``op_type``-``version`` ran right, on any type and form;
         None where none was probed."""
-        outcomes = [o for v, _, found in self._by_op.get(op_type, []) if v == version for o in found]
+        outcomes = [
+            o for v, _, found in self._by_op.get(op_type, []) if v == version for o in found
+            if not o[0].startswith(IEEE_CASE)  # (which judge values, not whether the op runs)
+        ]  # fmt: skip
         return any(o[1] == "right" for o in outcomes) if outcomes else None
 
     def verdict(self, op_type: str, version: int, type_name: str, form: NodeForm | None = None) -> Verdict:
@@ -185,7 +201,7 @@ class RuntimeProfile:
             if len(right) == len(exact):
                 every_case = [o for v, t, found in self._by_op[op_type]
                               if v == version and (t == type_name or not type_name) for o in found]  # fmt: skip
-                return _wrong_on_values(every_case, form, schema) or Verdict(SUPPORTED)
+                return _wrong_on_values(every_case, form, schema, bool(type_name)) or Verdict(SUPPORTED)
             if right:
                 wrong = len(exact) - len(right)
                 not_right = [o for o in exact if o[1] != "right"]
@@ -401,7 +417,7 @@ def _about_first_input(op_type: str, version: int, types: list[str]) -> bool:
 
 
 def _wrong_on_values(
-    outcomes: list[tuple[str, str, str]], form: NodeForm | None, schema: onnx.defs.OpSchema | None
+    outcomes: list[tuple[str, str, str]], form: NodeForm | None, schema: onnx.defs.OpSchema | None, typed: bool
 ) -> Verdict | None:
     """Partly right, only on values, where a node's nearest cases all ran right but some case of
     its op version and type, of whatever form, whose point is its values did not: the values
@@ -409,7 +425,9 @@ def _wrong_on_values(
     inputs is; OpenVINO computes every double as a float). Those are the cases of integers past
     2^24, 2^31 or 2^53 (:data:`WIDE_CASE`) whose small twin ran right, else the IEEE cases
     (:data:`IEEE_CASE`) nearest the node's form that ran and gave other values (OpenVINO flushes
-    a constant's subnormals to zero, not a fed input's); None where neither is found. Only a case
+    a constant's subnormals to zero, not a fed input's), where the node's element type is known
+    (``typed``: an int64 Div in a local function is not judged by float cases); None where
+    neither is found. Only a case
     whose inputs are of the types the node's ``form`` states counts (Where's cases go by their
     condition's type: a float Where is not judged by an int64 one)."""
     forms, stated = case_forms(), dict(form.types) if form is not None else {}
@@ -424,7 +442,7 @@ def _wrong_on_values(
         return Verdict(PARTLY, f"right in the cases nearest its form; {len(not_right)} of {len(wide)} cases of "
                        f"integers past 2^24, 2^31 or 2^53 not right, e.g. {_said(not_right)}",
                        wrong_values=PAST_EDGES)  # fmt: skip
-    ieee = [o for o in alike if o[0].startswith(IEEE_CASE)]
+    ieee = [o for o in alike if o[0].startswith(IEEE_CASE)] if typed else []
     ieee = nearest_cases(ieee, form, schema) if ieee and form is not None else ieee
     wrong = [o for o in ieee if o[1] == "wrong"]  # (one that fails says nothing of values)
     if not wrong:

@@ -246,7 +246,7 @@ FORM_CHOICES = (
 
 @dataclass(frozen=True)
 class FormJudge:
-    """``judge(node, form)``: the profile's verdict kind on a node at ``opset`` in ``form``
+    """``judge(node, form)``: the profile's verdict kind (for choosing forms) on a node at ``opset`` in ``form``
     (None: its own form, from the values' ``types``, which are ``fed``, ``constant`` and given
     by nodes), and that form."""
 
@@ -262,7 +262,8 @@ class FormJudge:
             shapes, element_types = shapes_and_types(node, self.types)
             form = node_form(node, self.opset, self.fed, self.constant, shapes, element_types, self.node_constants)
         version = schemas.version_in_force(node.op_type, self.opset)
-        return self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form).kind, form
+        verdict = self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form)
+        return verdict.kind_for_forms, form
 
     def for_function(self, function: onnx.FunctionProto) -> FormJudge:
         """The judge of a local function's nodes: its values' types are each call's, so none is

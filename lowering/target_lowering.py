@@ -198,9 +198,9 @@ def check_model(
             # Pad's wrap mode below 19 is rewritten as Gathers; only the cases of its form refuse it)
             verdict = Verdict(DOUBTFUL, verdict.why)
         if verdict.kind != SUPPORTED:
-            # (wrong only past the edges: the nodes a pattern writes would be wrong there too)
+            # (wrong only on such values: the nodes a pattern writes would be wrong there too)
             fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
-            fix = None if verdict.only_past_edges else fix
+            fix = None if verdict.only_on_values else fix
             main = function is None  # (a local function's constants and types are its own)
             in_scope = constants if main else function_constants[function.domain, function.name, function.overload]
             choice = better_form(node, in_scope, opset, judge) if version is not None else None
@@ -559,7 +559,7 @@ def _partly_kept(findings: list[Finding]) -> Counter:
     for f in findings:
         if f.of_a_node and f.verdict.kind == PARTLY:
             on = f" on {f.element_type}" if f.element_type else ""
-            past = f" (wrong only on {f.verdict.wrong_values})" if f.verdict.only_past_edges else ""
+            past = f" (wrong only on {f.verdict.wrong_values})" if f.verdict.only_on_values else ""
             kept[f"{f.op_type}-{f.version}{on}{past}"] += 1
     return kept
 

@@ -610,8 +610,9 @@ def signed_wide_cases() -> list[tuple]:
 
 
 IEEE_TYPES = (onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE)
-# (op, attributes, numpy's answer, correctly rounded): the exact ops are judged bit for bit (but
-# for the sign of a zero), the correctly rounded ones within 2 ulps (a runtime dividing by
+# (op, attributes, numpy's answer, correctly rounded): the exact ops are judged exactly (but for
+# the sign of a zero: probe.matches compares values), the correctly rounded ones within 2 machine
+# epsilons of the answer, relative (2 to 4 ulps), and 2 subnormal steps (a runtime dividing by
 # multiplying by the reciprocal is 1 ulp off, and still right)
 IEEE_OPS = (
     ("Abs", {}, np.abs, False), ("Neg", {}, np.negative, False), ("Floor", {}, np.floor, False),
@@ -664,8 +665,10 @@ def ieee_cases() -> list[tuple]:
     ``ieee_OP_TYPE_FLOAT@VERSION``, ``ieee_Mod_1_DOUBLE@13`` for ``fmod=1``), with ``#constant``
     and ``#node`` variants. The backend's float cases hold ordinary values only, which a runtime
     computing double as float, dividing by multiplying by the reciprocal, taking fmod through a
-    float32 quotient or comparing NaN as greater gets right. Each expected value is numpy's:
-    IEEE 754's, correctly rounded (within 2 ulps: :data:`IEEE_OPS`)."""
+    float32 quotient or comparing NaN as greater gets right. Each expected value is numpy's: IEEE
+    754's correctly rounded answer (within the tolerance of :data:`IEEE_OPS`), C's fmod, Round's
+    ties to even, comparisons false for NaN; Max and Min propagate NaN as numpy, onnxruntime and
+    onnx.reference do (ONNX says nothing of it, and IEEE 754's maxNum drops it)."""
     found = []
     for op_type, attributes, answer, rounded in IEEE_OPS:
         arity = 1 if op_type in ("Abs", "Neg", "Floor", "Ceil", "Round", "Sqrt", "Reciprocal") else 2

@@ -24,6 +24,7 @@ import argparse
 import dataclasses
 import functools
 import json
+import multiprocessing
 import shutil
 import subprocess
 import sys
@@ -112,16 +113,34 @@ def trial_models(model: onnx.ModelProto, name: str, shapes) -> dict[str, tuple[o
 
 def float16_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
     """The model's outputs as onnxruntime computes it in float16 (its float32 tensors and ops
-    made float16, its inputs and outputs kept float32); None where that model does not run."""
+    made float16, its inputs and outputs kept float32), computed in a child process; None where
+    that model does not run, or onnxruntime crashes on it (its CPU provider dies on the float16
+    LSTM of a TorchScript export)."""
+    context = multiprocessing.get_context("spawn")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=_send_float16_outputs, args=(model.SerializeToString(), feeds, sending))
+    child.start()
+    sending.close()
+    try:
+        outputs = receiving.recv()
+    except EOFError:  # (the child died before it sent anything)
+        outputs = None
+    child.join()
+    return outputs if child.exitcode == 0 else None
+
+
+def _send_float16_outputs(model_bytes: bytes, feeds: dict[str, np.ndarray], sending) -> None:
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            halved = convert_float_to_float16(model, keep_io_types=True)
-        return run_onnxruntime(halved, feeds)
+            halved = convert_float_to_float16(onnx.load_from_string(model_bytes), keep_io_types=True)
+        outputs = run_onnxruntime(halved, feeds)
     except Exception:  # (a model the conversion leaves invalid: no reference, judged as before)
-        return None
+        outputs = None
+    sending.send(outputs)
+    sending.close()
 
 
 def commit(name: str) -> str:

@@ -30,7 +30,7 @@ def unoptimized_outputs(model: onnx.ModelProto, feeds) -> list[np.ndarray]:
 
 
 def test_the_corpus_is_there():
-    assert len(EXPORTS) == 48
+    assert len(EXPORTS) == 57
 
 
 @slow_but_a_sample(keep=2)

@@ -398,8 +398,9 @@ def test_ieee_cases_feed_every_class_of_float_value_and_hold_ieee_754s_answers()
     and double where its version takes them, fed zeros, subnormals, the extremes, infinities and
     NaN (each pair of them for two operands) and values spread over every binade. Each passes
     onnx's full checker; onnxruntime and onnx.reference give its expected output within its
-    tolerance (exact for the exact ops, 2 ulps for the rounded ones); and the expected outputs
-    are IEEE 754's on the cases that tell a runtime's shortcuts apart."""
+    tolerance (exact for the exact ops; 2 machine epsilons, relative, and 2 subnormal steps for
+    the rounded ones), which a result 8 ulps off or computed in float32 misses; and the expected
+    outputs are numpy's on the cases that tell a runtime's shortcuts apart."""
     import onnxruntime
     from onnx.reference import ReferenceEvaluator
     from probe import matches
@@ -427,20 +428,36 @@ def test_ieee_cases_feed_every_class_of_float_value_and_hold_ieee_754s_answers()
             assert matches(got, want, rtol, atol), name
         op_type = name.removeprefix("ieee_").split("_")[0]
         rounded = op_type in ("Sqrt", "Reciprocal", "Add", "Sub", "Mul", "Div")
-        assert (rtol > 0) == rounded and (atol > 0) == rounded, name
+        info = np.finfo(inputs[0].dtype)
+        stated = (2 * float(info.eps), 2 * float(info.smallest_subnormal)) if rounded else (0.0, 0.0)
+        assert (rtol, atol) == stated, name
         if "#" not in name:
             values = inputs[0]
-            assert np.isnan(values).any() and np.isinf(values).any() and (values == 0).any(), name
-            tiny = np.finfo(values.dtype).smallest_normal
-            assert ((values != 0) & (np.abs(values) < tiny)).any() and (np.abs(values) > 1e4).any(), name
+            for special in (0.5, 1.5, 2.5, info.max, info.smallest_normal, info.smallest_subnormal, np.inf):
+                assert special in values and -special in values, (name, special)
+            assert np.isnan(values).any() and np.signbit(values[values == 0]).any(), name
+            _, exponents = np.frexp(np.abs(values[np.isfinite(values) & (values != 0)]).astype(np.float64))
+            assert exponents.min() <= info.minexp - info.nmant + 2 and exponents.max() >= info.maxexp - 1, name
+            binades = info.maxexp - info.minexp + info.nmant + 1
+            assert len(np.unique(exponents)) >= min(binades, prepare_cases.IEEE_SPREAD) / 2, name
     (a, b), (remainder,) = by_name["ieee_Mod_1_FLOAT@13"][1][0]
     assert np.float32(-3) in a[(b == np.inf)] and remainder[(a == -3) & (b == np.inf)].tolist() == [-3.0]
+    (x,), (rounded,) = by_name["ieee_Round_FLOAT@11"][1][0]
+    assert rounded[x == 0.5].tolist() == [0.0] and rounded[x == 2.5].tolist() == [2.0] and rounded[x == 1.5] == 2
+    (a, b), (total,) = by_name["ieee_Add_FLOAT@14"][1][0]
+    biggest = np.finfo(np.float32).max
+    assert total[(a == biggest) & (b == biggest)].tolist() == [np.inf]
     (a, b), (quotient,) = by_name["ieee_Div_FLOAT@14"][1][0]
     least = np.finfo(np.float32).smallest_subnormal
     assert quotient[(a == least) & (b == least)].tolist() == [1.0]
     _, _, rtol, atol = by_name["ieee_Div_FLOAT@14"]
     with np.errstate(all="ignore"):  # (by the reciprocal: 1 ulp off, or infinite past 2^128)
         assert not matches(a * (np.float32(1) / b), quotient, rtol, atol)
+        (_, _), (product,) = by_name["ieee_Mul_DOUBLE@14"][1][0]
+        _, _, rtol, atol = by_name["ieee_Mul_DOUBLE@14"]
+        finite = np.isfinite(product) & (np.abs(product) > 1)
+        eight_ulps_off = np.where(finite, product * (1 + 8 * np.finfo(np.float64).eps), product)
+        assert not matches(eight_ulps_off, product, rtol, atol)
         (a, b), (greater,) = by_name["ieee_Greater_FLOAT16@13"][1][0]
         assert not greater[np.isnan(a)].any() and not greater[np.isnan(b)].any()
         (x,), (absolute,) = by_name["ieee_Abs_DOUBLE@13"][1][0]

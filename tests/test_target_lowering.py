@@ -617,9 +617,10 @@ def test_an_op_wrong_only_on_ieee_values_is_named_by_the_case_nearest_its_form_a
         return
     [finding] = findings
     verdict = finding.verdict
-    assert verdict.kind == PARTLY and verdict.only_past_edges and verdict.kind_for_choices == SUPPORTED
+    assert verdict.kind == PARTLY and verdict.only_on_values and not verdict.only_past_edges
+    assert verdict.kind_for_choices == verdict.kind_for_forms == SUPPORTED
     assert verdict.wrong_values == "float values the backend's cases lack" and "ieee_Div_FLOAT@14: wrong" in verdict.why
-    assert finding.fix is None and finding.as_dict()["wrong_values"] == verdict.wrong_values
+    assert finding.as_dict()["wrong_values"] == verdict.wrong_values and not finding.as_dict()["only_past_edges"]
     result = lowering.lower_model(fed, target=judged)
     assert [node.op_type for node in result.model.graph.node] == ["Div"] and not result.report.forms
     said = "Div-14 on FLOAT (wrong only on float values the backend's cases lack)"
@@ -627,12 +628,54 @@ def test_an_op_wrong_only_on_ieee_values_is_named_by_the_case_nearest_its_form_a
     assert f"left 1 x {said}: partly right on the runtime, as probed (check -v lists them)" in result.report.lines()
 
 
+def test_a_lowerable_op_wrong_only_on_ieee_values_is_kept_with_no_fix():
+    """OpenVINO 2026.4 finds NaN greater than anything (probed): GreaterOrEqual-16 on float, fed
+    as the IEEE case is, is partly right only on such values; its pattern writes Greater too, so
+    check offers no fix and --target keeps the node."""
+    nodes = [helper.make_node("GreaterOrEqual", ["a", "b"], ["c"], name="at_least")]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [4]) for name in "ab"]
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("c", TensorProto.BOOL, [4])], opset=16)
+    [finding] = check_model(model, "openvino-2026.4", lowerable=lowerable_ops())
+    assert "GreaterOrEqual" in lowerable_ops() and finding.verdict.only_on_values and finding.fix is None
+    result = lowering.lower_model(model, target="openvino-2026.4")
+    assert [node.op_type for node in result.model.graph.node] == ["GreaterOrEqual"]
+
+
+def test_ieee_cases_choose_no_form_and_judge_no_op_run_or_untyped_node():
+    """A runtime wrong in the IEEE case of an Add reading a Constant node and right in the one
+    reading an initializer: the Add is partly right only on values, and no form is chosen for it
+    (the Constant stays a node); an op version whose only cases are IEEE cases, wrong, is not
+    taken for one the runtime never ran; and a node of unknown element type (an int64 Div in a
+    local function) is not judged by float cases."""
+    cases = {
+        "test_add": ("Add", 14, "FLOAT", "right"),
+        "test_add_bcast": ("Add", 14, "FLOAT", "right"),
+        "ieee_Add_FLOAT@14": ("Add", 14, "FLOAT", "right"),
+        "ieee_Add_FLOAT@14#constant": ("Add", 14, "FLOAT", "right"),
+        "ieee_Add_FLOAT@14#node": ("Add", 14, "FLOAT", "wrong"),
+        "ieee_Max_FLOAT@6": ("Max", 6, "FLOAT", "wrong"),
+        "test_div": ("Div", 14, "FLOAT", "right"),
+        "ieee_Div_FLOAT@14": ("Div", 14, "FLOAT", "wrong"),
+    }
+    judged = profile(cases, opsets=range(14, 15))
+    nodes = [helper.make_node("Constant", [], ["two"], value=onnx.numpy_helper.from_array(np.float32([2] * 4))),
+             helper.make_node("Add", ["a", "two"], ["c"], name="add")]  # fmt: skip
+    model = make_model(nodes, [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4])],
+                       [helper.make_tensor_value_info("c", TensorProto.FLOAT, [4])], opset=14)  # fmt: skip
+    [finding] = [f for f in check_model(model, judged, lowerable=lowerable_ops()) if f.op_type == "Add"]
+    assert finding.verdict.kind == PARTLY and finding.verdict.only_on_values and finding.fix is None
+    result = lowering.lower_model(model, target=judged)
+    assert [node.op_type for node in result.model.graph.node] == ["Constant", "Add"] and not result.report.forms
+    assert judged.runs_at_all("Max", 6) is None and judged.runs_at_all("Add", 14) is True
+    assert judged.verdict("Div", 14, "").kind == SUPPORTED and judged.verdict("Div", 14, "FLOAT").kind == PARTLY
+
+
 def test_the_ieee_cases_name_the_runtimes_float_arithmetic_wrong_on_values():
     """Probed: OpenVINO 2026.4 computes double as float and float fmod through a float32
     quotient, tract 0.23 and TVM 0.27 drop NaN in Max; each is partly right there, only on such
     values. onnxruntime gets every IEEE case right, so a node of each such op, type and version,
-    fed as the cases are, is supported there. (Of these ops only LessOrEqual and GreaterOrEqual
-    have patterns, which write comparisons wrong there too: the test below.)"""
+    fed as the cases are, is supported there. (Such ops with patterns, LessOrEqual and
+    GreaterOrEqual, write comparisons wrong there too: the test below.)"""
     from lowering.node_forms import case_forms
 
     said = {name: load_profile(name) for name in ("openvino-2026.4", "tract-0.23", "tvm-0.27", "onnxruntime")}
@@ -644,12 +687,13 @@ def test_the_ieee_cases_name_the_runtimes_float_arithmetic_wrong_on_values():
         form = forms[f"ieee_{label}_{type_name}@{version}"]
         verdict = said[name].verdict(op_type, version, type_name, form)
         assert verdict.kind == PARTLY and verdict.wrong_values == "float values the backend's cases lack", name
+        assert verdict.only_on_values and not verdict.only_past_edges
         assert said["onnxruntime"].verdict(op_type, version, type_name, form).kind == SUPPORTED
     ieee = [case for case in json.loads((PROFILES / "onnxruntime.json").read_text())["cases"]
             if case.startswith("ieee_")]  # fmt: skip
     assert len(ieee) > 300
     ops = {case.removeprefix("ieee_").split("_")[0] for case in ieee}
-    assert ops & set(lowerable_ops()) == {"LessOrEqual", "GreaterOrEqual"}
+    assert {"LessOrEqual", "GreaterOrEqual"} <= ops & set(lowerable_ops())
 
 
 @pytest.mark.parametrize("name", PROBED)
@@ -665,7 +709,7 @@ def test_an_op_kept_for_being_wrong_only_past_the_edges_has_patterns_writing_ops
         (c["op"], c["version"], c["type"]) for case, c in profile_data.items() if case.startswith(("wide_", "ieee_"))
     }
     loaded, lowerable = load_profile(name), lowerable_ops()
-    kept = [key for key in sorted(wide) if key[0] in lowerable and loaded.verdict(*key).only_past_edges]
+    kept = [key for key in sorted(wide) if key[0] in lowerable and loaded.verdict(*key).only_on_values]
     for op_type, version, type_name in kept:
         written = ops_written_for(op_type, version)
         opset = max(version, 7)

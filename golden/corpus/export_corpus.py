@@ -9,15 +9,17 @@ timm, onnxscript and onnxruntime (dev tools, never dependencies of onnx-lower):
 
 (timm imports torchvision, and torchvision's PyPI wheels link the CUDA build of torch: with the
 CPU-only torch wheel `import timm` fails, so this venv takes torch from PyPI, ``PIP_FIND_LINKS=" "``
-keeping pip from a local CPU wheel. Nothing here runs on a GPU.)
+keeping pip from a local CPU wheel; the other models need no timm, which only the timm models
+import, and export with the local CPU torch wheel too. Nothing here runs on a GPU.)
 
 Named MODELs (``bert``) are exported alone, every other file left as it is.
 
 Every model is built from a small config written here (no pretrained weights, nothing
 downloaded), with random weights from a fixed seed (norm layers' scales, shifts and running
 statistics drawn too), hidden sizes of 8 to 64 and two layers or so: each file is about 100 to
-400 KB, all of them with their inputs about 7.7 MB. Each is exported by the dynamo exporter at
-opset 18 and by the TorchScript exporter at opset 17, with static shapes; the models named in
+400 KB, all of them with their inputs about 8.8 MB. Each is exported by the dynamo exporter at
+opset 18 and by the TorchScript exporter at opset 17 (those in MORE_EXPORTS at more opsets:
+LLaMA and Qwen2 by the dynamo exporter at 23, with Attention-23), with static shapes; the models named in
 DYNAMIC_AXES also with their batch (and sequence) axes dynamic, as ``<name>_dynamic``. The
 dynamo exporter's per-node metadata (most of the bytes, and this machine's paths) is dropped.
 Each is written as ``<name>_<exporter><opset>.onnx`` (weights inline) beside this file, with
@@ -42,10 +44,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime
-import timm
 import torch
 import transformers
-from timm.models import byobnet, efficientnet, mobilevit, regnet
 from torch import nn
 from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
@@ -185,6 +185,8 @@ def _timm(model: nn.Module, size: int = 32):
 def efficientnet_b0():
     """EfficientNet-B0's stages (MBConv with squeeze-excite, SiLU) at an eighth of its widths
     and a quarter of its depth."""
+    from timm.models import efficientnet
+
     model = efficientnet._gen_efficientnet(
         "efficientnet_b0", channel_multiplier=0.125, depth_multiplier=0.25, num_classes=10
     )
@@ -192,6 +194,8 @@ def efficientnet_b0():
 
 
 def convnext_atto():
+    import timm
+
     return _timm(
         timm.create_model("convnext_atto", pretrained=False, num_classes=10, dims=(8, 16, 32, 48), depths=(1, 1, 1, 1))
     )
@@ -199,11 +203,15 @@ def convnext_atto():
 
 def regnety():
     """A RegNetY (group convolutions, squeeze-excite) of four stages 8 to 64 wide."""
+    from timm.models import regnet
+
     config = regnet.RegNetCfg(depth=6, w0=8, wa=8, wm=2.0, group_size=8, se_ratio=0.25, stem_width=8)
     return _timm(regnet.RegNet(config, num_classes=10))
 
 
 def deit_tiny():
+    import timm
+
     model = timm.create_model(
         "deit_tiny_patch16_224", pretrained=False, num_classes=10, img_size=32, patch_size=8, embed_dim=32,
         depth=2, num_heads=2,
@@ -213,7 +221,74 @@ def deit_tiny():
 
 def mobilevitv2():
     """MobileViTv2 (separable linear attention) at an eighth of its widths, on 64x64 images."""
+    from timm.models import byobnet, mobilevit
+
     return _timm(byobnet.ByobNet(mobilevit._mobilevitv2_cfg(0.125), num_classes=10), size=64)
+
+
+class TinyUNet(nn.Module):
+    """A two-level U-Net: each level two 3x3 convolutions with batch norm and ReLU; down by max
+    pooling; up by a transposed convolution from the bottom, and by bilinear resizing (and a
+    nearest-resized copy of the same features added) to the top; each skip concatenated."""
+
+    def __init__(self, channels: int = 3, width: int = 8, classes: int = 3) -> None:
+        super().__init__()
+
+        def block(inputs: int, outputs: int) -> nn.Sequential:
+            return nn.Sequential(
+                nn.Conv2d(inputs, outputs, 3, padding=1), nn.BatchNorm2d(outputs), nn.ReLU(),
+                nn.Conv2d(outputs, outputs, 3, padding=1), nn.BatchNorm2d(outputs), nn.ReLU(),
+            )  # fmt: skip
+
+        self.top, self.middle, self.bottom = (
+            block(channels, width),
+            block(width, 2 * width),
+            block(2 * width, 4 * width),
+        )
+        self.pool = nn.MaxPool2d(2)
+        self.up_bottom = nn.ConvTranspose2d(4 * width, 2 * width, 2, stride=2)
+        self.middle_up = block(4 * width, 2 * width)
+        self.bilinear = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.nearest = nn.Upsample(scale_factor=2, mode="nearest")
+        self.top_up = block(3 * width, width)
+        self.head = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        top = self.top(x)
+        middle = self.middle(self.pool(top))
+        bottom = self.bottom(self.pool(middle))
+        middle = self.middle_up(torch.cat([self.up_bottom(bottom), middle], dim=1))
+        up = self.bilinear(middle) + self.nearest(middle)
+        return self.head(self.top_up(torch.cat([up, top], dim=1)))
+
+
+def unet():
+    """A segmentation net (:class:`TinyUNet`) of 3 classes on 32x32 images: ConvTranspose,
+    Resize (linear and nearest), MaxPool and Concat, as deployed segmentation models hold them."""
+    return TinyUNet(), {"x": _image()["pixel_values"]}, ["logits"]
+
+
+class Tagger(nn.Module):
+    """Token embeddings, a two-layer bidirectional LSTM, a GRU over its outputs, and a linear
+    layer giving each token's tag logits."""
+
+    def __init__(self, width: int = 16, tags: int = 5) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(VOCABULARY, width)
+        self.lstm = nn.LSTM(width, width, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(2 * width, width, batch_first=True)
+        self.tags = nn.Linear(width, tags)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        states, _ = self.lstm(self.embed(input_ids))
+        states, _ = self.gru(states)
+        return self.tags(states)
+
+
+def lstm_tagger():
+    """A sequence tagger (:class:`Tagger`): LSTM and GRU, the recurrent ops NPUs and compilers
+    lack."""
+    return Tagger(), _text_inputs(), ["logits"]
 
 
 MODELS: dict[str, Callable] = {
@@ -231,6 +306,8 @@ MODELS: dict[str, Callable] = {
     "regnety": regnety,
     "deit_tiny": deit_tiny,
     "mobilevitv2": mobilevitv2,
+    "unet": unet,
+    "lstm_tagger": lstm_tagger,
 }
 
 
@@ -251,7 +328,13 @@ DYNAMIC_AXES = {
     "whisper_encoder": {"input_features": {0: "batch"}},
     "wav2vec2": {"input_values": {0: "batch", 1: "samples"}},
     "deit_tiny": {"x": {0: "batch"}},
+    "unet": {"x": {0: "batch"}},
+    "lstm_tagger": _text_axes("input_ids"),
 }
+# Exports beside :data:`EXPORTS` of some models: at opset 23, where the dynamo exporter writes
+# scaled dot-product attention as Attention-23 and RMS norm as RMSNormalization-23, the fused
+# ops runtimes lack
+MORE_EXPORTS = {"llama": (("dynamo", 23),), "qwen2": (("dynamo", 23),)}
 
 
 def _randomize_norms(module: nn.Module) -> None:
@@ -337,6 +420,15 @@ def _onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray
     return session.run(None, feeds)
 
 
+def _timm_version() -> str:
+    """timm's version, or "absent": it is needed for the timm models alone."""
+    try:
+        import timm
+    except ImportError:
+        return "absent"
+    return timm.__version__
+
+
 def main(only: list[str]) -> int:
     """Export every model, or only those named in ``only`` (the others' files stay as they are)."""
     unknown = sorted(set(only) - set(MODELS))
@@ -357,7 +449,7 @@ def main(only: list[str]) -> int:
         variants = [(name, None)]
         if name in DYNAMIC_AXES:
             variants.append((f"{name}_dynamic", DYNAMIC_AXES[name]))
-        for (variant, dynamic), (exporter, opset) in itertools.product(variants, EXPORTS):
+        for (variant, dynamic), (exporter, opset) in itertools.product(variants, EXPORTS + MORE_EXPORTS.get(name, ())):
             stem = f"{variant}_{exporter}{opset}"
             try:
                 model = export(module, inputs, output_names, exporter, opset, dynamic)
@@ -398,7 +490,7 @@ def main(only: list[str]) -> int:
     if not only:  # (the failures file lists every model's: written by a whole run alone)
         (HERE / "export_failures.txt").write_text(
             f"# failed exports of export_corpus.py (torch {torch.__version__}, transformers "
-            f"{transformers.__version__}, timm {timm.__version__}, onnx {onnx.__version__})\n"
+            f"{transformers.__version__}, timm {_timm_version()}, onnx {onnx.__version__})\n"
             + "".join(f"{line}\n" for line in failures)
         )
     print(summary, flush=True)

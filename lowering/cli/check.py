@@ -63,7 +63,7 @@ def _notes_said(notes: list) -> str:
     if not notes:
         return "no notes"
     kinds = Counter(f.verdict.kind for f in notes)
-    by_values = Counter(f.verdict.wrong_values for f in notes if f.verdict.only_past_edges)
+    by_values = Counter(f.verdict.wrong_values for f in notes if f.verdict.only_on_values)
     said = ", ".join(f"{count} only on {values}" for values, count in sorted(by_values.items(), reverse=True))
     edges = f" ({said})" if said else ""
     parts = [f"{count} {kind}{edges if kind == PARTLY else ''}" for kind, count in sorted(kinds.items())]
