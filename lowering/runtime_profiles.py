@@ -58,6 +58,7 @@ SMALL_CASE = "small_"  # (the same op, version, type and form as a WIDE_CASE, of
 # (OpenVINO flushes a constant's subnormals, not a fed value's) by its values, and never chooses a
 # form, an opset or a lowering)
 IEEE_CASE = "ieee_"
+STATED_TWIN = "#stated"  # (a case with the int and string attributes its twin leaves out stated at their defaults)
 PAST_EDGES = "integers past 2^24"  # (what a runtime wrong only on WIDE_CASEs is wrong on)
 IEEE_VALUES = "float values the backend's cases lack"  # (... only on IEEE_CASEs)
 
@@ -157,6 +158,25 @@ class RuntimeProfile:
                 a != b and right != other for group in groups for a, right in group for b, other in group
             )
         return known[op_type, version]
+
+    def kinds_with_defaults_stated(
+        self, op_type: str, version: int, type_name: str, form: NodeForm
+    ) -> tuple[str, str] | None:
+        """The kinds of verdict on a node of ``form`` as it is and with the int and string
+        attributes it leaves out stated at their defaults, judged by the cases nearest its form
+        and by their ``#stated`` twins (each the same case, values and all, with those defaults
+        stated: onnx2torch reads a CumSum's ``reverse`` left out as 1): supported where every
+        one ran right, partly where some did, refused where none did; None where some nearest
+        case has no twin or none is near. Cases of other values (integers past 2^24, IEEE
+        values) are no measure of what stating a default does, so they are not counted here."""
+        outcomes = [o for v, t, found in self._by_op.get(op_type, []) if v == version and t == type_name for o in found]
+        unstated = [o for o in outcomes if not o[0].endswith(STATED_TWIN)]  # (the node leaves them out)
+        near = nearest_cases(unstated, form, schemas.schema_in_force(op_type, version)) if unstated else []
+        verdicts = {case: verdict for case, verdict, _ in outcomes}
+        twins = [verdicts.get(f"{case}{STATED_TWIN}") for case, _, _ in near]
+        if not twins or None in twins:
+            return None
+        return _kind_of([verdict for _, verdict, _ in near]), _kind_of(twins)
 
     def runs_at_all(self, op_type: str, version: int) -> bool | None:
         """Whether some probed case of ``op_type``-``version`` ran right, on any type and form;
@@ -450,6 +470,12 @@ def _wrong_on_values(
     return Verdict(PARTLY, f"right in the cases nearest its form; {len(wrong)} of {len(ieee)} cases of every class of "
                    f"float value (zeros, subnormals, extremes, infinities, NaN, far-apart magnitudes) not right, "
                    f"e.g. {_said(wrong)}", wrong_values=IEEE_VALUES)  # fmt: skip
+
+
+def _kind_of(verdicts: list[str]) -> str:
+    """Supported where every case ran right, partly where some did, refused where none did."""
+    right = verdicts.count("right")
+    return SUPPORTED if right == len(verdicts) else PARTLY if right else REFUSED
 
 
 def _said(outcomes: list[tuple[str, str, str]]) -> str:

@@ -10,7 +10,8 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   states at their defaults left out, where the runtime judges the node better so (onnx2torch
   reads a CumSum's ``reverse`` left out as 1 and sums backwards, and stated 0 right; OpenVINO
   2024.6 fails a GridSample stating ``mode='linear'`` and takes it left out): a default is what
-  the op takes where the attribute is left out.
+  the op takes where the attribute is left out. Stating them is judged by the probed cases
+  nearest the node's form against their ``#stated`` twins, of the same values.
 - A constant a node of the main graph reads from a node, read from an initializer instead,
   where the runtime judges the node better so: a ``Constant`` node's value made an initializer of
   the same name and tensor, an ``Identity`` of an initializer bypassed (onnx2torch reads a Conv's
@@ -209,7 +210,10 @@ def restated_defaults(node: onnx.NodeProto, opset: int, check_form) -> tuple[lis
     their defaults left out (OpenVINO 2024.6 fails a GridSample stating ``mode='linear'``, and
     takes it left out); None where neither is better. Either way the node means the same: a
     default is what the op takes where the attribute is left out. Asked only of the op versions
-    the profile reads otherwise stated or left out (``reads_stated_defaults_otherwise``)."""
+    the profile reads otherwise stated or left out (``reads_stated_defaults_otherwise``); the
+    stated form is better where the ``#stated`` twins of the cases nearest the node's form ran
+    better than those cases (:meth:`RuntimeProfile.kinds_with_defaults_stated`), never judged
+    by cases of other values."""
     version = schemas.version_in_force(node.op_type, opset) if node.domain in ("", "ai.onnx") else None
     if version is None or not check_form.profile.reads_stated_defaults_otherwise(node.op_type, version):
         return None
@@ -220,9 +224,15 @@ def restated_defaults(node: onnx.NodeProto, opset: int, check_form) -> tuple[lis
     for attributes, said in ((stated, DEFAULTS_STATED_SAID), (left_out, DEFAULTS_LEFT_OUT_SAID)):
         if len(attributes) == len(node.attribute):
             continue
-        classes = tuple(sorted((attribute.name, class_of_attribute(schema, attribute)) for attribute in attributes))
-        after, _ = check_form(node, dataclasses.replace(form, attributes=classes))
-        if _RANK[after] > _RANK[before]:
+        if said == DEFAULTS_STATED_SAID:  # (the nearest cases against their own twins, of the same values)
+            type_name = element_type_name(node, check_form.types)
+            kinds = check_form.profile.kinds_with_defaults_stated(node.op_type, version, type_name, form)
+            better = kinds is not None and _RANK[kinds[1]] > _RANK[kinds[0]]
+        else:
+            classes = tuple(sorted((attribute.name, class_of_attribute(schema, attribute)) for attribute in attributes))
+            after, _ = check_form(node, dataclasses.replace(form, attributes=classes))
+            better = _RANK[after] > _RANK[before]
+        if better:
             return [_copied(attribute) for attribute in attributes], said
     return None
 

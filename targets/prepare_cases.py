@@ -180,7 +180,10 @@ def lowered_cases() -> list[tuple]:
     """The same of the models onnx-lower's patterns write: each single-op backend case whose op a
     pattern lowers, lowered (``ops=[op]``, at the case's opset), fed the case's first inputs; one
     node of each form those models hold, at their own opset (``lowered_CASE_NODE``: SwiGLU's
-    alpha becomes a Swish with that alpha, which no backend case of Swish holds)."""
+    alpha becomes a Swish with that alpha, which no backend case of Swish holds); and each with
+    its defaults stated (``#stated``, :func:`with_defaults_stated`: the lowered Range's float
+    CumSum leaves ``reverse`` out, which onnx2torch reads as 1, and no backend case of CumSum is
+    of float)."""
     lowerable = lowerable_ops()
     models = []
     for case in backend_cases():
@@ -200,7 +203,8 @@ def lowered_cases() -> list[tuple]:
         if any(n.op_type == node.op_type for n in lowered.graph.node):
             continue
         models.append((case.name, lowered, feeds))
-    return node_cases(models, "lowered", other_versions=False, constants_from_nodes=False)
+    found = node_cases(models, "lowered", other_versions=False, constants_from_nodes=False)
+    return found + with_defaults_stated(found)
 
 
 CONSTANT_VALUES = (1, 0, 3)  # (bool and unsigned types hold them; FLOAT8E8M0, of powers of two only: [1, nan, 4])

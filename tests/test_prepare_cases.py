@@ -132,6 +132,21 @@ def test_the_nodes_a_pattern_writes_are_cases_with_the_values_they_see():
     assert names == ["lowered_drawn_summed"]
 
 
+def test_the_nodes_a_pattern_writes_have_their_defaults_stated_beside_them(monkeypatch):
+    """The lowered Range of floats sums by a CumSum leaving ``exclusive`` and ``reverse`` out
+    (onnx2torch reads ``reverse`` left out as 1, and no backend case of CumSum is of float): its
+    case has a ``#stated`` twin, both stated 0, of the same data."""
+    wanted = "test_range_float_type_positive_delta"
+    range_cases = [case for case in prepare_cases.backend_cases() if case.name == wanted]
+    monkeypatch.setattr(prepare_cases, "backend_cases", lambda: range_cases)
+    found = {name: (onnx.load_from_string(data), sets) for name, _, data, sets, *_ in prepare_cases.lowered_cases()}
+    plain = "lowered_test_range_float_type_positive_delta_output_CumSum"
+    (model, sets), (stated, stated_sets) = found[plain], found[f"{plain}#stated"]
+    assert [a.name for a in model.graph.node[0].attribute] == []
+    attributes = {a.name: helper.get_attribute_value(a) for a in stated.graph.node[0].attribute}
+    assert attributes == {"exclusive": 0, "reverse": 0} and repr(stated_sets) == repr(sets)
+
+
 def test_a_case_of_several_inputs_gives_the_others_as_initializers_and_as_constant_nodes():
     """#constant: every input but the first an initializer holding the first data set's value;
     #node: the same given by Constant nodes (as the patterns write constants), which passes

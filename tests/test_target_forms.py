@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from support import slow_but_a_sample
+from support import make_model, slow_but_a_sample
 
 import lowering
 from lowering import schemas
@@ -1144,6 +1144,59 @@ def test_a_cumsum_leaving_reverse_out_goes_to_onnx2torch_with_its_defaults_state
     feeds = {"x": EDGE_SUMMANDS}
     [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
     assert got.tobytes() == want.tobytes()
+
+
+def test_the_lowered_ranges_float_cumsum_goes_to_onnx2torch_with_its_defaults_stated():
+    """The Range of floats a pattern lowers sums by a CumSum leaving ``reverse`` out; no backend
+    case of CumSum is of float, and the probe's case of that very node, stated, is right on
+    onnx2torch where its twin is wrong: --target states the defaults, and the model means the same."""
+    from lowering.target_forms import DEFAULTS_STATED_SAID
+
+    nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="range")]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, []) for name in ("start", "limit", "delta")]
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])], opset=27)
+    result = lowering.lower_model(model, target="onnx2torch")
+    assert result.report.forms == {DEFAULTS_STATED_SAID: 1}
+    [cumsum] = [node for node in result.model.graph.node if node.op_type == "CumSum"]
+    assert {a.name: a.i for a in cumsum.attribute} == {"exclusive": 0, "reverse": 0}
+    for start, limit, delta in ((1.0, 5.0, 1.5), (10.0, -3.0, -2.25), (0.1, 0.2, 0.05)):
+        feeds = {
+            "start": np.array(start, np.float32),
+            "limit": np.array(limit, np.float32),
+            "delta": np.array(delta, np.float32),
+        }
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.shape == want.shape and np.allclose(got, want, rtol=1e-6)
+
+
+def test_stating_defaults_is_judged_by_the_cases_own_twins_never_by_other_values():
+    """A runtime right in the stated twin of each case nearest the node's form is judged right
+    with the defaults stated; where a nearest case has no twin (the casts of the extremes), or
+    the twins are as wrong, stating them is judged nothing (tract's Casts of floats to int64 are
+    wrong on -2^63 whether saturate is stated or not; OpenVINO's int32 Mod is wrong past 2^24
+    either way)."""
+    made = _profile_of("twins", 14, {
+        "plain": ("CumSum", 14, "FLOAT", "wrong"),
+        "plain#stated": ("CumSum", 14, "FLOAT", "right"),
+    })  # fmt: skip
+    from lowering import node_forms
+
+    form = node_forms.NodeForm(frozenset({0, 1}), frozenset({0}), frozenset({1}), frozenset({0}), ())
+    assert made.kinds_with_defaults_stated("CumSum", 14, "FLOAT", form) == ("refused", "supported")
+    as_wrong = _profile_of("twins", 14, {"plain": ("CumSum", 14, "FLOAT", "wrong"),
+                                          "plain#stated": ("CumSum", 14, "FLOAT", "wrong")})  # fmt: skip
+    assert as_wrong.kinds_with_defaults_stated("CumSum", 14, "FLOAT", form) == ("refused", "refused")
+    verdicts = (("plain", "wrong"), ("plain#stated", "right"), ("other", "wrong"))
+    untwinned = _profile_of("twins", 14, {case: ("CumSum", 14, "FLOAT", verdict) for case, verdict in verdicts})
+    assert untwinned.kinds_with_defaults_stated("CumSum", 14, "FLOAT", form) is None
+    nodes = [helper.make_node("Cast", ["x"], ["y"], name="cast", to=TensorProto.INT64)]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                       [helper.make_tensor_value_info("y", TensorProto.INT64, [4])], opset=19)  # fmt: skip
+    assert not lowering.lower_model(model, target="tract-0.23").report.forms
+    modulo = [helper.make_node("Mod", ["a", "b"], ["c"], name="mod")]  # (OpenVINO: partly past 2^24)
+    ints = [helper.make_tensor_value_info(name, TensorProto.INT32, [4]) for name in "ab"]
+    model = make_model(modulo, ints, [helper.make_tensor_value_info("c", TensorProto.INT32, [4])], opset=28)
+    assert not lowering.lower_model(model, target="openvino-2026.4").report.forms
 
 
 @pytest.mark.parametrize(("target", "attributes"), [("onnxruntime", {}), ("onnx2torch", {"reverse": 1})])
