@@ -1146,6 +1146,30 @@ def test_a_cumsum_leaving_reverse_out_goes_to_onnx2torch_with_its_defaults_state
     assert got.tobytes() == want.tobytes()
 
 
+def test_an_int64_cumsum_leaving_reverse_out_goes_to_onnx2torch_with_its_defaults_stated():
+    """The position ids exports build: an int64 CumSum leaving ``reverse`` out, which onnx2torch
+    reads as 1; its cases (small_CumSum_*) and their #stated twins, of the same values, say
+    stating the defaults makes it right: --target states them, bit for bit. (An int32 one is
+    summed in int64, its defaults stated: the choice of its own, above.)"""
+    from lowering.target_forms import DEFAULTS_STATED_SAID
+
+    element_type, dtype = TensorProto.INT64, np.int64
+    graph = helper.make_graph(
+        [helper.make_node("CumSum", ["x", "axis"], ["y"], name="positions")], "g",
+        [helper.make_tensor_value_info("x", element_type, [2, 3])],
+        [helper.make_tensor_value_info("y", element_type, [2, 3])],
+        [numpy_helper.from_array(np.array(1, np.int64), "axis")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    result = lowering.lower_model(model, target="onnx2torch")
+    assert DEFAULTS_STATED_SAID in result.report.forms
+    [cumsum] = [node for node in result.model.graph.node if node.op_type == "CumSum"]
+    assert {a.name: a.i for a in cumsum.attribute} == {"exclusive": 0, "reverse": 0}
+    x = np.array([[1, 1, 0], [np.iinfo(dtype).max, 1, -5]], dtype)
+    [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(result.model, {"x": x})
+    assert got.tobytes() == want.tobytes()
+
+
 def test_the_lowered_ranges_float_cumsum_goes_to_onnx2torch_with_its_defaults_stated():
     """The Range of floats a pattern lowers sums by a CumSum leaving ``reverse`` out; no backend
     case of CumSum is of float, and the probe's case of that very node, stated, is right on
