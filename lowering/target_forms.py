@@ -885,9 +885,10 @@ def _product_of_a_vector(node: onnx.NodeProto, form: NodeForm, version: int, con
 
 
 def _axes_changed(op_type: str, x: str, axes: list[int], output: str, names: NameAllocator, opset: int) -> list:
-    """Unsqueeze or Squeeze of ``x`` by ``axes``: an attribute below opset 13, a Constant input from it."""
+    """Unsqueeze or Squeeze of ``x`` by ``axes``: an attribute where the op's schema at ``opset``
+    has one (below version 13), else a Constant input."""
     label = names.fresh(f"{x}_{op_type}")
-    if opset < 13:
+    if "axes" in schemas.schema_in_force(op_type, opset).attributes:
         return [onnx.helper.make_node(op_type, [x], [output], name=label, axes=axes)]
     axes_name = names.fresh(f"{x}_{op_type.lower()}_axes")
     tensor = numpy_helper.from_array(np.array(axes, np.int64), axes_name)

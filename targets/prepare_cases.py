@@ -661,6 +661,13 @@ def _ieee_operands(dtype: np.dtype, arity: int) -> list[np.ndarray]:
     return [np.concatenate([a, _spread_floats(dtype, 1)]), np.concatenate([b, _spread_floats(dtype, 2)])]
 
 
+def _operands_of(op_type: str, version: int) -> int:
+    """How many operands a case of the op feeds: its schema's inputs, two for a variadic one (Max)."""
+    inputs = schemas.schema_in_force(op_type, version).inputs
+    variadic = inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    return len(inputs) + (1 if variadic else 0)
+
+
 def ieee_cases() -> list[tuple]:
     """Each of :data:`IEEE_OPS` alone on float16, float and double where its version takes them,
     fed every class of value (zeros, subnormals, the extremes, infinities and NaN, each pair of
@@ -675,8 +682,8 @@ def ieee_cases() -> list[tuple]:
     onnx.reference do (ONNX says nothing of it, and IEEE 754's maxNum drops it)."""
     found = []
     for op_type, attributes, answer, rounded in IEEE_OPS:
-        arity = 1 if op_type in ("Abs", "Neg", "Floor", "Ceil", "Round", "Sqrt", "Reciprocal") else 2
         for version, opset, element_type in _versions_taking(op_type, IEEE_TYPES):
+            arity = _operands_of(op_type, version)
             dtype = floats.numpy_dtype(element_type)
             inputs = _ieee_operands(dtype, arity)
             with np.errstate(all="ignore"):

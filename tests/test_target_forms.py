@@ -856,10 +856,9 @@ def test_a_ceil_mode_maxpool_of_unknown_sizes_or_dilated_stays():
         assert all(POOL_SAID not in str(finding) for finding in check_model(model, _ceil_pool_profile()))
 
 
-def test_a_ceil_mode_maxpool_in_an_if_branch_goes_to_floor_mode_too():
-    """The backend case's pooling inside an If's then-branch (reading the main graph's x): written
-    in floor mode there, the same bits on either branch."""
-    pool = helper.make_node("MaxPool", ["x"], ["pooled"], name="case", ceil_mode=1, kernel_shape=[1, 1], strides=[2, 2])
+def _pooled_in_an_if(pool: onnx.NodeProto, x_shape: list[int]) -> onnx.ModelProto:
+    """y = If(cond, then: pool(x) (``pool`` writing "pooled"), else: x), x float of ``x_shape``
+    read from the main graph, at opset 22."""
     then_branch = helper.make_graph([pool], "then", [], [helper.make_tensor_value_info("pooled", TensorProto.FLOAT,
                                                                                        [None] * 4)])  # fmt: skip
     else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["same"])], "else", [],
@@ -867,10 +866,17 @@ def test_a_ceil_mode_maxpool_in_an_if_branch_goes_to_floor_mode_too():
     graph = helper.make_graph(
         [helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)], "g",
         [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
     )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+
+
+def test_a_ceil_mode_maxpool_in_an_if_branch_goes_to_floor_mode_too():
+    """The backend case's pooling inside an If's then-branch (reading the main graph's x): written
+    in floor mode there, the same bits on either branch."""
+    pool = helper.make_node("MaxPool", ["x"], ["pooled"], name="case", ceil_mode=1, kernel_shape=[1, 1], strides=[2, 2])
+    model = _pooled_in_an_if(pool, [1, 1, 2, 2])
     result = lowering.lower_model(model, target=_ceil_pool_profile(), fold="none")
     onnx.checker.check_model(result.model, full_check=True)
     assert result.report.forms == {POOL_SAID: 1}
@@ -2307,17 +2313,7 @@ def test_an_average_counting_pads_wide_in_an_if_branch_goes_as_a_pool_of_a_pad_t
     a Pad there, the same bits on either branch, on edge values."""
     pool = helper.make_node("AveragePool", ["x"], ["pooled"], name="pool", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
                             count_include_pad=1)  # fmt: skip
-    then_branch = helper.make_graph([pool], "then", [], [helper.make_tensor_value_info("pooled", TensorProto.FLOAT,
-                                                                                       [None] * 4)])  # fmt: skip
-    else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["same"])], "else", [],
-                                    [helper.make_tensor_value_info("same", TensorProto.FLOAT, [None] * 4)])  # fmt: skip
-    graph = helper.make_graph(
-        [helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)], "g",
-        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    model = _pooled_in_an_if(pool, [1, 1, 5, 5])
     result = lowering.lower_model(model, target=_profile_of("wide-pads-fail", 22, _wide_pads_cases()), fold="none")
     onnx.checker.check_model(result.model, full_check=True)
     assert result.report.forms == {WIDE_SAID: 1}
@@ -2325,7 +2321,7 @@ def test_an_average_counting_pads_wide_in_an_if_branch_goes_as_a_pool_of_a_pad_t
     assert [n.op_type for n in branch.node if n.op_type != "Constant"] == ["Pad", "AveragePool"]
     for cond in (True, False):
         feeds = {"cond": np.array(cond), **_pool_feeds(helper.make_model(helper.make_graph(
-            [], "x", [graph.input[1]], [])))}  # fmt: skip
+            [], "x", [model.graph.input[1]], [])))}  # fmt: skip
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
         assert got.shape == want.shape and got.tobytes() == want.tobytes()
 
@@ -2338,14 +2334,16 @@ VECTOR_SAID = (
 )
 
 
-def _matmul_model(a_shape: list[int], b_shape: list[int], opset: int) -> onnx.ModelProto:
-    """c = MatMul(a, b) of fed float tensors."""
+def _matmul_model(
+    a_shape: list[int], b_shape: list[int], opset: int, element_type: int = TensorProto.FLOAT
+) -> onnx.ModelProto:
+    """c = MatMul(a, b) of fed tensors of ``element_type``."""
     product = np.matmul(np.zeros(a_shape), np.zeros(b_shape)).shape
     inputs = [
-        helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+        helper.make_tensor_value_info(name, element_type, shape)
         for name, shape in zip("ab", (a_shape, b_shape), strict=True)
     ]
-    output = helper.make_tensor_value_info("c", TensorProto.FLOAT, list(product))
+    output = helper.make_tensor_value_info("c", element_type, list(product))
     graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"], name="product")], "g", inputs, [output])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
@@ -2373,8 +2371,10 @@ def test_a_product_of_two_vectors_goes_to_tract_as_a_product_of_matrices_bit_for
         assert got.shape == want.shape == () and got.tobytes() == want.tobytes(), row
 
 
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE,
+                                          TensorProto.INT64])  # fmt: skip
 @pytest.mark.parametrize(("a_shape", "b_shape"), [([3], [3, 4]), ([3], [2, 3, 4]), ([3], [5, 1, 3, 2])])
-def test_a_product_of_a_vector_and_a_matrix_or_stack_is_promoted_alike(a_shape, b_shape):
+def test_a_product_of_a_vector_and_a_matrix_or_stack_is_promoted_alike(a_shape, b_shape, element_type):
     """A vector a times a matrix or a stack of them, written as the choice writes it: a made a
     row, the row axis squeezed from the product, as numpy's matmul does; onnxruntime gives the
     original's products bit for bit. A matrix times a vector b is not rewritten (onnxruntime
@@ -2383,9 +2383,9 @@ def test_a_product_of_a_vector_and_a_matrix_or_stack_is_promoted_alike(a_shape, 
     from lowering.target_forms import OP_CHOICES
 
     [choice] = [c for c in OP_CHOICES if c.op_type == "MatMul" and "of a vector" in c.said]
-    model = _matmul_model(a_shape, b_shape, 17)
+    model = _matmul_model(a_shape, b_shape, 17, element_type)
     shapes = {"a": a_shape, "b": b_shape}
-    types = {name: helper.make_tensor_type_proto(TensorProto.FLOAT, shape) for name, shape in shapes.items()}
+    types = {name: helper.make_tensor_type_proto(element_type, shape) for name, shape in shapes.items()}
     node = model.graph.node[0]
     assert choice.applies(node, None, 13, {}, types)
     nodes = choice.replacement(node, None, {}, NameAllocator({"a", "b", "c"}), 17, types)
@@ -2393,10 +2393,11 @@ def test_a_product_of_a_vector_and_a_matrix_or_stack_is_promoted_alike(a_shape, 
                                   opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
     onnx.checker.check_model(rewritten, full_check=True)
     rng = np.random.default_rng(0)
-    feeds = {"a": rng.standard_normal(a_shape).astype(np.float32), "b": rng.standard_normal(b_shape).astype(np.float32)}
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    feeds = {name: (rng.standard_normal(shape) * 100).astype(dtype) for name, shape in shapes.items()}
     [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(rewritten, feeds)
     assert got.shape == want.shape == np.matmul(feeds["a"], feeds["b"]).shape and got.tobytes() == want.tobytes()
-    transposed = {"a": helper.make_tensor_type_proto(TensorProto.FLOAT, b_shape[::-1]), "b": types["a"]}
+    transposed = {"a": helper.make_tensor_type_proto(element_type, b_shape[::-1]), "b": types["a"]}
     assert not choice.applies(node, None, 13, {}, transposed)
 
 
@@ -2405,3 +2406,31 @@ def test_a_product_of_matrices_or_of_vectors_the_runtime_runs_stays():
     for shapes, target in ((([5], [5]), "onnxruntime"), (([2, 5], [5, 3]), "tract-0.23")):
         result = lowering.lower_model(_matmul_model(*shapes, 17), target=target)
         assert [n.op_type for n in result.model.graph.node] == ["MatMul"] and not result.report.forms
+
+
+def test_a_product_of_two_vectors_in_an_if_branch_goes_as_a_product_of_matrices_too():
+    """The product inside an If's then-branch (reading the main graph's a and b): written as the
+    row times the column there for tract, the same bits on either branch."""
+    scalar = [helper.make_tensor_value_info(name, TensorProto.FLOAT, []) for name in ("then_c", "else_c")]
+    then_branch = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["then_c"], name="product")], "then", [],
+                                    scalar[:1])  # fmt: skip
+    else_branch = helper.make_graph([helper.make_node("ReduceSum", ["a"], ["else_c"], keepdims=0)], "else", [],
+                                    scalar[1:])  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("If", ["cond"], ["c"], then_branch=then_branch, else_branch=else_branch)], "g",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         *(helper.make_tensor_value_info(name, TensorProto.FLOAT, [5]) for name in "ab")],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    result = lowering.lower_model(model, target="tract-0.23", fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {VECTOR_SAID: 1}
+    [branch] = [g for g in nested_graphs(result.model.graph.node) if g.name == "then"]
+    made = [n.op_type for n in branch.node if n.op_type != "Constant"]
+    assert made == ["Unsqueeze", "Unsqueeze", "MatMul", "Squeeze"]
+    a, b = np.float32([1.5, -0.0, np.inf, 2, 3]), np.float32([2, 1, 0.5, -1, 3])
+    for cond in (True, False):
+        feeds = {"cond": np.array(cond), "a": a, "b": b}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+        assert got.shape == want.shape == () and got.tobytes() == want.tobytes()
