@@ -43,6 +43,13 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   runs each of those nodes better (tract and TVM shift by negative amounts and amounts of the
   bit width or more otherwise than version 28 says). Each new node is judged in its own form,
   its values typed as onnx's inference gives them (:meth:`FormJudge.with_nodes`).
+- ``Mod``-28 with ``fmod=0`` on floats written as its version adapter down to 27 writes it, at
+  the node's opset: the truncated remainder r = Mod(a, b, fmod=1) (exact), moved by b where it
+  is nonzero and of the other sign than b, given b's sign, a NaN r passed on (found by
+  ``Equal(Equal(r, r), false)``, or by ``IsNaN`` where the runtime runs that better: TVM fails
+  an Equal of bools) (``rules/versions/type_lists.py``), which is A - floor(A / B) * B as version 28 defines it,
+  bit for bit with onnxruntime's kernel; where the runtime runs each of those nodes better (TVM
+  gets the floored remainder of infinities and zeros wrong, and the truncated one right).
 - ``MatMul`` (9+) of two float16 tensors written in float32 (``Cast`` in, ``MatMul``, ``Cast``
   back), where the runtime runs each of those nodes supported (TVM gets a float16 MatMul one
   float16 step off, its sums kept in float16): every float16 is a float32 exactly, and the
@@ -113,7 +120,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from . import schemas
+from . import floats, schemas
 from .conversion.adapters import AdapterContext, adapter_for, attribute_of
 from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
@@ -563,7 +570,49 @@ def _shift_in_unsigned_carrier(
     """BitShift-28 by the nodes its version adapter down to 11 writes, at the node's own opset:
     a shift of an unsigned carrier by amounts in range (rules/versions/bitshift.py), which
     versions 11 and 28 define alike; None where the adapter declines."""
-    registered = adapter_for("BitShift", 28, 11)
+    return _as_its_adapter_writes(node, form, constants, names, opset, adapter_for("BitShift", 28, 11))
+
+
+def _floored_remainder_on_floats(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """Mod-28 with ``fmod=0`` (the floored remainder, which version 28 defines on floats) of a
+    float type."""
+    element_type = dict(form.types).get(0)
+    return (
+        version >= 28 and not attribute_of(node, "fmod") and element_type is not None and floats.is_float(element_type)
+    )
+
+
+def _floored_from_truncated(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list | None:
+    """Mod-28(a, b, fmod=0) on floats by the nodes its version adapter down to 27 writes, at the
+    node's own opset: the truncated remainder Mod(a, b, fmod=1), moved by b where it is nonzero
+    and of the other sign, given b's sign, a NaN found by Equal(Equal(r, r), false) passed on
+    (rules/versions/type_lists.py); None where the adapter declines."""
+    return _as_its_adapter_writes(node, form, constants, names, opset, adapter_for("Mod", 28, 27))
+
+
+def _floored_from_truncated_by_isnan(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list | None:
+    """The same, a NaN found by IsNaN(r): the nodes the adapter writes asked as if for opset 10,
+    where Equal takes no floats (TVM fails an Equal of bools); Mod-10 takes the float types
+    Mod-28 does but bfloat16, which the adapter declines then."""
+    return _as_its_adapter_writes(node, form, constants, names, opset, adapter_for("Mod", 28, 10), as_if_for=10)
+
+
+def _as_its_adapter_writes(
+    node: onnx.NodeProto,
+    form: NodeForm,
+    constants,
+    names: NameAllocator,
+    opset: int,
+    registered,
+    as_if_for: int | None = None,
+) -> list | None:
+    """The nodes the version adapter ``registered`` writes for ``node``, asked to go from the
+    node's own opset to that very opset (or to ``as_if_for``; each input typed by the node's
+    form); None where there is no such adapter or it declines."""
     if registered is None:
         return None
     element_types, ranks = dict(form.types), dict(form.ranks)
@@ -575,7 +624,7 @@ def _shift_in_unsigned_carrier(
         rank = ranks.get(positions[0])
         return onnx.helper.make_tensor_type_proto(element_types[positions[0]], None if rank is None else [None] * rank)
 
-    context = AdapterContext(opset, opset, names, type_of, constants.get)
+    context = AdapterContext(opset, opset if as_if_for is None else as_if_for, names, type_of, constants.get)
     try:
         return registered.function(node, context)
     except (LoweringError, NotLowered):
@@ -1086,6 +1135,22 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _shift_in_unsigned_carrier,
         None,
         "BitShift-28 -> a shift of an unsigned carrier by amounts in range (the runtime runs those better)",
+    ),
+    OpChoice(
+        "Mod",
+        _floored_remainder_on_floats,
+        _floored_from_truncated,
+        None,
+        "Mod-28(a, b, fmod=0) on floats -> the truncated remainder Mod(a, b, fmod=1) moved by b where of the "
+        "other sign (the runtime runs those better)",
+    ),
+    OpChoice(
+        "Mod",
+        _floored_remainder_on_floats,
+        _floored_from_truncated_by_isnan,
+        None,
+        "Mod-28(a, b, fmod=0) on floats -> the truncated remainder Mod(a, b, fmod=1) moved by b where of the "
+        "other sign, NaN found by IsNaN (the runtime runs those better)",
     ),
     OpChoice(
         "Reshape",

@@ -40,10 +40,14 @@ import lowering  # noqa: E402
 from lowering import floats, schemas  # noqa: E402
 from lowering.api import lowerable_ops  # noqa: E402
 from lowering.graphs import constant_tensor  # noqa: E402
+from lowering.naming import NameAllocator  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
 from lowering.runtime_profiles import PROFILES  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
-from lowering.target_forms import defaults_left_out  # noqa: E402
+from lowering.shape_folding import inferred_types  # noqa: E402
+from lowering.target_forms import OP_CHOICES, constants_by_name, defaults_left_out, shapes_and_types  # noqa: E402
+
+CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)
 
 OLDEST_OPSET = 7
 
@@ -205,6 +209,57 @@ def lowered_cases() -> list[tuple]:
         models.append((case.name, lowered, feeds))
     found = node_cases(models, "lowered", other_versions=False, constants_from_nodes=False)
     return found + with_defaults_stated(found)
+
+
+def chosen_cases() -> list[tuple]:
+    """The same of the nodes the forms ``--target`` chooses write
+    (:data:`lowering.target_forms.OP_CHOICES`): each single-op backend case a choice applies
+    to, its node replaced by the choice's nodes, fed the case's first inputs; one node of each
+    form those models hold (``chosen_CASE_NODE``: Mod-28's floored remainder on float16 writes
+    a Sign and an Abs of float16, which no backend case holds), each with its defaults stated.
+    A choice is judged by the runtime's verdicts on its nodes, so these are what it is judged by."""
+    models = []
+    for case in backend_cases():
+        node = main_node(case.model) if "_expanded" not in case.name else None
+        if node is None or node.op_type not in CHOSEN_OPS or not case.data_sets:
+            continue
+        inputs, _ = case.data_sets[0]
+        feeds = {info.name: feed(value) for info, value in zip(case.model.graph.input, inputs, strict=False)}
+        if not all(isinstance(value, np.ndarray) for value in feeds.values()):
+            continue
+        for index, replaced in enumerate(_with_each_choice(case.model, node)):
+            models.append((case.name if index == 0 else f"{case.name}_{index}", replaced, feeds))
+    found = node_cases(models, "chosen", other_versions=False, constants_from_nodes=False)
+    return found + with_defaults_stated(found)
+
+
+def _with_each_choice(model: onnx.ModelProto, node: onnx.NodeProto) -> list[onnx.ModelProto]:
+    """``model`` with ``node`` replaced by the nodes of each op choice that applies to it."""
+    opset = schemas.default_opset(model.opset_import)
+    version = schemas.version_in_force(node.op_type, opset)
+    types = inferred_types(model)
+    fed, constant = value_sources(model)
+    shapes, element_types = shapes_and_types(node, types)
+    form = node_form(node, opset, fed, constant, shapes, element_types, constants_given_by_nodes(model, constant))
+    constants = constants_by_name(model)
+    made = []
+    for choice in OP_CHOICES:
+        if choice.op_type != node.op_type or version is None:
+            continue
+        if not choice.applies(node, form, version, constants, types):
+            continue
+        replacement = choice.replacement(node, form, constants, NameAllocator(model=model), opset, types)
+        if replacement is None:
+            continue
+        for index, new in enumerate(replacement):  # (each case named by its node: PREFIX_CASE_NODE)
+            new.name = new.name or f"{new.op_type}_{index}"
+        replaced = onnx.ModelProto()
+        replaced.CopyFrom(model)
+        nodes = [new for each in replaced.graph.node for new in (replacement if each == node else [each])]
+        del replaced.graph.node[:]
+        replaced.graph.node.extend(nodes)
+        made.append(replaced)
+    return made
 
 
 CONSTANT_VALUES = (1, 0, 3)  # (bool and unsigned types hold them; FLOAT8E8M0, of powers of two only: [1, nan, 4])
@@ -986,11 +1041,11 @@ def all_cases() -> list[tuple]:
     every class of IEEE value, integer CumSum, pooling and convolution padded unevenly (each of
     these made here with its ``#stated`` twin too, :func:`with_defaults_stated`: stating a
     default is judged by twins of the same values, and onnx2torch's int64 CumSum has only these
-    cases), the corpus's nodes, then the nodes the patterns write."""
+    cases), the corpus's nodes, then the nodes the patterns write and those the forms write."""
     made = (constant_cases() + expand_scalar_cases() + integer_cast_cases() + float_integer_cast_cases()
             + unsigned_upper_half_cases() + signed_wide_cases() + ieee_cases() + integer_cumsum_cases()
             + uneven_pads_cases())  # fmt: skip
-    return prepared_cases() + made + with_defaults_stated(made) + corpus_cases() + lowered_cases()
+    return prepared_cases() + made + with_defaults_stated(made) + corpus_cases() + lowered_cases() + chosen_cases()
 
 
 if __name__ == "__main__":

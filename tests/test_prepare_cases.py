@@ -147,6 +147,24 @@ def test_the_nodes_a_pattern_writes_have_their_defaults_stated_beside_them(monke
     assert attributes == {"exclusive": 0, "reverse": 0} and repr(stated_sets) == repr(sets)
 
 
+def test_the_nodes_a_chosen_form_writes_are_cases_named_by_their_nodes(monkeypatch):
+    """Mod-28 fmod=0 on float16 has two forms --target may choose (NaN found by an Equal of
+    bools or by IsNaN): each form's nodes are cases fed the values they see there (the float16
+    Sign and IsNaN no backend case holds), named by the backend case, the form's place among
+    those that apply, and the node."""
+    wanted = "test_mod_float16_mixed_sign_fmod_0"
+    mod_cases = [case for case in prepare_cases.backend_cases() if case.name == wanted]
+    monkeypatch.setattr(prepare_cases, "backend_cases", lambda: mod_cases)
+    found = {name: (onnx.load_from_string(data), sets) for name, _, data, sets, *_ in prepare_cases.chosen_cases()}
+    sign, isnan = f"chosen_{wanted}_z_Sign", f"chosen_{wanted}_1_z_IsNaN"
+    assert {sign, isnan, f"chosen_{wanted}_Mod_1"} <= found.keys()
+    case, [(inputs, expected)] = found[sign]
+    assert case.graph.node[-1].op_type == "Sign" and inputs[0].dtype == np.float16
+    assert expected[0].tobytes() == np.sign(inputs[0]).tobytes()
+    case, [(inputs, expected)] = found[isnan]
+    assert case.graph.node[-1].op_type == "IsNaN" and expected[0].tolist() == np.isnan(inputs[0]).tolist()
+
+
 def test_a_case_of_several_inputs_gives_the_others_as_initializers_and_as_constant_nodes():
     """#constant: every input but the first an initializer holding the first data set's value;
     #node: the same given by Constant nodes (as the patterns write constants), which passes

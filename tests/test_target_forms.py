@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 from support import make_model, slow_but_a_sample
 
 import lowering
-from lowering import schemas
+from lowering import floats, schemas
 from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.graphs import nested_graphs
 from lowering.naming import NameAllocator
@@ -708,6 +708,99 @@ def test_bitshift_28_goes_to_an_unsigned_carrier_and_means_the_same_for_every_am
 def test_bitshift_28_stays_where_the_runtime_shifts_it_right():
     result = lowering.lower_model(_shift_model(), target=_bitshift_profile("right"), fold="none")
     assert [n.op_type for n in result.model.graph.node] == ["BitShift"] and not result.report.forms
+
+
+# -- Mod-28's floored remainder on floats from the truncated one ------------------------------------
+
+FLOAT_BITS = {TensorProto.FLOAT16: 16, TensorProto.FLOAT: 32, TensorProto.DOUBLE: 64}
+FLOORED_SAID = (
+    "Mod-28(a, b, fmod=0) on floats -> the truncated remainder Mod(a, b, fmod=1) moved by b where of the other "
+    "sign (the runtime runs those better)"
+)
+FLOORED_BY_ISNAN_SAID = (
+    "Mod-28(a, b, fmod=0) on floats -> the truncated remainder Mod(a, b, fmod=1) moved by b where of the other "
+    "sign, NaN found by IsNaN (the runtime runs those better)"
+)
+
+
+def _floored_remainder_profile(edge_cases: str = "wrong", bool_equal: str = "fails"):
+    """A runtime that gets Mod-28 fmod=0 on floats ``edge_cases`` on infinities and zeros (TVM
+    gets them wrong), runs the truncated remainder's nodes right (the probe's ``chosen_``
+    cases of them, and Xor, And and Or of bools), IsNaN right and an Equal of bools
+    ``bool_equal`` (TVM fails it)."""
+    cases = {f"test_{op.lower()}2d": (op, 7, "BOOL", "right") for op in ("Xor", "And", "Or")}
+    cases["constant_BOOL@25"] = ("Constant", 25, "BOOL", "right")
+    cases["chosen_test_mod_float64_mixed_sign_fmod_0_z_Equal_1"] = ("Equal", 19, "BOOL", bool_equal)
+    for element_type, bits in FLOAT_BITS.items():
+        type_name = helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
+        cases[f"constant_{type_name}@25"] = ("Constant", 25, type_name, "right")
+        chosen = f"chosen_test_mod_float{bits}_mixed_sign_fmod_0"
+        cases[f"test_mod_float_edge_cases_fmod_0_float{bits}"] = ("Mod", 28, type_name, edge_cases)
+        cases[f"test_mod_float{bits}_mixed_sign_fmod_0"] = ("Mod", 28, type_name, "right")
+        cases[f"{chosen}_Mod_1"] = ("Mod", 28, type_name, "right")
+        for op, version in (("Abs", 13), ("Add", 14), ("Equal", 19), ("Greater", 13), ("Less", 13), ("Mul", 14),
+                            ("Sign", 13)):  # fmt: skip
+            cases[f"{chosen}_z_{op}"] = (op, version, type_name, "right")
+        cases[f"{chosen}_z_Where"] = ("Where", 16, "BOOL", "right")
+        cases[f"{chosen}_1_z_IsNaN"] = ("IsNaN", 20, type_name, "right")
+    return _profile_of("floored-remainder", 28, cases)
+
+
+def _remainder_model(element_type: int, fmod: int = 0) -> onnx.ModelProto:
+    """z = Mod-28(x, y, fmod), x and y of ``element_type`` [n]."""
+    graph = helper.make_graph(
+        [helper.make_node("Mod", ["x", "y"], ["z"], name="remainder", fmod=fmod)], "g",
+        [helper.make_tensor_value_info("x", element_type, ["n"]),
+         helper.make_tensor_value_info("y", element_type, ["n"])],
+        [helper.make_tensor_value_info("z", element_type, ["n"])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+
+
+def _float_pairs(dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of ±0, the least subnormal, 1, 2.5, the largest finite, ±inf and NaN (each
+    with both signs), and for float16 every bit pattern against each of those."""
+    info = np.finfo(dtype)
+    special = np.array([0, info.smallest_subnormal, 1, 2.5, 7, info.max, np.inf, np.nan], dtype)
+    special = np.concatenate([special, -special])
+    x, y = np.repeat(special, special.size), np.tile(special, special.size)
+    if dtype == np.float16:
+        every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+        x, y = np.concatenate([x, np.repeat(every, special.size)]), np.concatenate([y, np.tile(special, every.size)])
+    return x, y
+
+
+@pytest.mark.parametrize("element_type", list(FLOAT_BITS))
+def test_mod_28_floored_on_floats_goes_by_the_truncated_remainder_bit_for_bit(element_type):
+    """Where the runtime gets the floored remainder's edge cases wrong and runs the truncated
+    one's nodes right, Mod-28 fmod=0 becomes them, NaN found by IsNaN where the runtime fails
+    the Equal of bools the adapter writes for it, else by that Equal: bit for bit with
+    onnxruntime's Mod-28 on every pair of special values (every float16 against them), NaN bits
+    and the sign of zero included, under onnxruntime's default optimizations."""
+    model = _remainder_model(element_type)
+    x, y = _float_pairs(floats.numpy_dtype(element_type))
+    [want] = run_onnxruntime(model, {"x": x, "y": y})
+    assert np.signbit(want[(x == 7) & (y == -np.inf)]).all()  # (the floored remainder takes b's sign: -inf)
+    for bool_equal, said, nan_op in (("fails", FLOORED_BY_ISNAN_SAID, "IsNaN"), ("right", FLOORED_SAID, "Equal")):
+        profile = _floored_remainder_profile(bool_equal=bool_equal)
+        result = lowering.lower_model(model, target=profile, fold="none")
+        onnx.checker.check_model(result.model, full_check=True)
+        assert result.report.forms == {said: 1}
+        nodes = result.model.graph.node
+        [truncated] = [n for n in nodes if n.op_type == "Mod"]
+        assert [(a.name, a.i) for a in truncated.attribute] == [("fmod", 1)]
+        assert [n.op_type for n in nodes][-2:] == [nan_op, "Where"]
+        [got] = run_onnxruntime(result.model, {"x": x, "y": y})
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        [finding] = check_model(model, profile)
+        assert f"--target chooses the form {said}" in str(finding)
+
+
+@pytest.mark.parametrize("edge_cases, fmod", [("right", 0), ("wrong", 1)])
+def test_mod_28_stays_where_the_runtime_gets_it_right_or_it_truncates(edge_cases, fmod):
+    model = _remainder_model(TensorProto.FLOAT, fmod)
+    result = lowering.lower_model(model, target=_floored_remainder_profile(edge_cases), fold="none")
+    assert [n.op_type for n in result.model.graph.node] == ["Mod"] and not result.report.forms
 
 
 def test_a_pad_reads_its_own_constants_not_a_local_functions_of_the_same_names():
