@@ -149,20 +149,27 @@ def test_the_nodes_a_pattern_writes_have_their_defaults_stated_beside_them(monke
 
 def test_the_nodes_a_chosen_form_writes_are_cases_named_by_their_nodes(monkeypatch):
     """Mod-28 fmod=0 on float16 has two forms --target may choose (NaN found by an Equal of
-    bools or by IsNaN): each form's nodes are cases fed the values they see there (the float16
-    Sign and IsNaN no backend case holds), named by the backend case, the form's place among
-    those that apply, and the node."""
-    wanted = "test_mod_float16_mixed_sign_fmod_0"
-    mod_cases = [case for case in prepare_cases.backend_cases() if case.name == wanted]
-    monkeypatch.setattr(prepare_cases, "backend_cases", lambda: mod_cases)
+    bools or by IsNaN): each form's nodes are cases fed the values they see there, from the
+    backend case's own inputs (the float16 Sign of its divisor and IsNaN of the truncated
+    remainder, which no backend case holds), named by the backend case, the form's place among
+    those that apply, and the node; a node leaving defaults out has its ``#stated`` twin (an
+    AveragePool's explicit pads)."""
+    wanted = ("test_mod_float16_mixed_sign_fmod_0", "test_averagepool_2d_same_upper")
+    picked = [case for case in prepare_cases.backend_cases() if case.name in wanted]
+    monkeypatch.setattr(prepare_cases, "backend_cases", lambda: picked)
     found = {name: (onnx.load_from_string(data), sets) for name, _, data, sets, *_ in prepare_cases.chosen_cases()}
-    sign, isnan = f"chosen_{wanted}_z_Sign", f"chosen_{wanted}_1_z_IsNaN"
-    assert {sign, isnan, f"chosen_{wanted}_Mod_1"} <= found.keys()
+    mod = wanted[0]
+    sign, isnan = f"chosen_{mod}_z_Sign", f"chosen_{mod}_1_z_IsNaN"
+    assert {sign, isnan, f"chosen_{mod}_Mod_1"} <= found.keys()
+    [(a, b), _] = next(case for case in picked if case.name == mod).data_sets[0]
     case, [(inputs, expected)] = found[sign]
-    assert case.graph.node[-1].op_type == "Sign" and inputs[0].dtype == np.float16
-    assert expected[0].tobytes() == np.sign(inputs[0]).tobytes()
+    assert case.graph.node[-1].op_type == "Sign" and inputs[0].tobytes() == b.tobytes()
+    assert expected[0].tobytes() == np.sign(b).tobytes()
     case, [(inputs, expected)] = found[isnan]
-    assert case.graph.node[-1].op_type == "IsNaN" and expected[0].tolist() == np.isnan(inputs[0]).tolist()
+    assert case.graph.node[-1].op_type == "IsNaN" and inputs[0].tobytes() == np.fmod(a, b).tobytes()
+    assert expected[0].tolist() == np.isnan(inputs[0]).tolist()
+    pooled = [name for name in found if name.startswith(f"chosen_{wanted[1]}_AveragePool")]
+    assert pooled and all(f"{name}#stated" in found for name in pooled if "#" not in name)
 
 
 def test_a_case_of_several_inputs_gives_the_others_as_initializers_and_as_constant_nodes():
