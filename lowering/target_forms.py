@@ -45,11 +45,12 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   its values typed as onnx's inference gives them (:meth:`FormJudge.with_nodes`).
 - ``Mod``-28 with ``fmod=0`` on floats written as its version adapter down to 27 writes it, at
   the node's opset: the truncated remainder r = Mod(a, b, fmod=1) (exact), moved by b where it
-  is nonzero and of the other sign than b, given b's sign, a NaN r passed on (found by
-  ``Equal(Equal(r, r), false)``, or by ``IsNaN`` where the runtime runs that better: TVM fails
-  an Equal of bools) (``rules/versions/type_lists.py``), which is A - floor(A / B) * B as version 28 defines it,
-  bit for bit with onnxruntime's kernel; where the runtime runs each of those nodes better (TVM
-  gets the floored remainder of infinities and zeros wrong, and the truncated one right).
+  is nonzero and of the other sign than b, given b's sign, a NaN r passed on
+  (``rules/versions/type_lists.py``): A - floor(A / B) * B as version 28 defines it, bit for
+  bit with onnxruntime's kernel; NaN found by ``Equal(Equal(r, r), false)``, or by ``IsNaN``
+  where the runtime runs that better (TVM fails an Equal of bools); where the runtime runs each
+  of those nodes better (TVM gets the floored remainder of infinities and zeros wrong, and the
+  truncated one right).
 - ``MatMul`` (9+) of two float16 tensors written in float32 (``Cast`` in, ``MatMul``, ``Cast``
   back), where the runtime runs each of those nodes supported (TVM gets a float16 MatMul one
   float16 step off, its sums kept in float16): every float16 is a float32 exactly, and the
@@ -595,10 +596,18 @@ def _floored_from_truncated(
 def _floored_from_truncated_by_isnan(
     node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
 ) -> list | None:
-    """The same, a NaN found by IsNaN(r): the nodes the adapter writes asked as if for opset 10,
-    where Equal takes no floats (TVM fails an Equal of bools); Mod-10 takes the float types
-    Mod-28 does but bfloat16, which the adapter declines then."""
-    return _as_its_adapter_writes(node, form, constants, names, opset, adapter_for("Mod", 28, 10), as_if_for=10)
+    """The same, a NaN found by IsNaN(r): the nodes the adapter writes asked as if for the newest
+    opset whose Equal takes no values of the node's type (10 for float16, float and double), where
+    it finds NaN so (TVM fails an Equal of bools); None where the adapter declines there (Mod-10
+    takes no bfloat16)."""
+    element_type = dict(form.types).get(0)
+    if element_type is None:
+        return None
+    before_equal = next((o for o in range(opset, 0, -1) if not schemas.accepts("Equal", o, element_type)), None)
+    if before_equal is None:
+        return None
+    registered = adapter_for("Mod", 28, before_equal)
+    return _as_its_adapter_writes(node, form, constants, names, opset, registered, as_if_for=before_equal)
 
 
 def _as_its_adapter_writes(

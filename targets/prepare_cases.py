@@ -180,6 +180,19 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
     return node_cases(exports, "corpus", other_versions=True)
 
 
+def _single_op_cases_fed(op_types: frozenset[str]):
+    """(case, its node, its first inputs by name) of each single-op backend case (not an
+    ``_expanded`` one) of an op of ``op_types`` whose first inputs are all tensors."""
+    for case in backend_cases():
+        node = main_node(case.model) if "_expanded" not in case.name else None
+        if node is None or node.op_type not in op_types or not case.data_sets:
+            continue
+        inputs, _ = case.data_sets[0]
+        feeds = {info.name: feed(value) for info, value in zip(case.model.graph.input, inputs, strict=False)}
+        if all(isinstance(value, np.ndarray) for value in feeds.values()):
+            yield case, node, feeds
+
+
 def lowered_cases() -> list[tuple]:
     """The same of the models onnx-lower's patterns write: each single-op backend case whose op a
     pattern lowers, lowered (``ops=[op]``, at the case's opset), fed the case's first inputs; one
@@ -188,16 +201,8 @@ def lowered_cases() -> list[tuple]:
     its defaults stated (``#stated``, :func:`with_defaults_stated`: the lowered Range's float
     CumSum leaves ``reverse`` out, which onnx2torch reads as 1, and no backend case of CumSum is
     of float)."""
-    lowerable = lowerable_ops()
     models = []
-    for case in backend_cases():
-        node = main_node(case.model) if "_expanded" not in case.name else None
-        if node is None or node.op_type not in lowerable or not case.data_sets:
-            continue
-        inputs, _ = case.data_sets[0]
-        feeds = {info.name: feed(value) for info, value in zip(case.model.graph.input, inputs, strict=False)}
-        if not all(isinstance(value, np.ndarray) for value in feeds.values()):
-            continue
+    for case, node, feeds in _single_op_cases_fed(lowerable_ops()):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -219,14 +224,7 @@ def chosen_cases() -> list[tuple]:
     a Sign and an Abs of float16, which no backend case holds), each with its defaults stated.
     A choice is judged by the runtime's verdicts on its nodes, so these are what it is judged by."""
     models = []
-    for case in backend_cases():
-        node = main_node(case.model) if "_expanded" not in case.name else None
-        if node is None or node.op_type not in CHOSEN_OPS or not case.data_sets:
-            continue
-        inputs, _ = case.data_sets[0]
-        feeds = {info.name: feed(value) for info, value in zip(case.model.graph.input, inputs, strict=False)}
-        if not all(isinstance(value, np.ndarray) for value in feeds.values()):
-            continue
+    for case, node, feeds in _single_op_cases_fed(CHOSEN_OPS):
         for index, replaced in enumerate(_with_each_choice(case.model, node)):
             models.append((case.name if index == 0 else f"{case.name}_{index}", replaced, feeds))
     found = node_cases(models, "chosen", other_versions=False, constants_from_nodes=False)

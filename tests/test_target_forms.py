@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -18,7 +19,8 @@ from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.graphs import nested_graphs
 from lowering.naming import NameAllocator
 from lowering.runtime_profiles import profile_from_data
-from lowering.target_lowering import TargetRefused, check_model
+from lowering.target_forms import OP_CHOICES
+from lowering.target_lowering import TargetRefused, check_model, form_judge
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
 ALLOWZERO_CASE = "test_reshape_allowzero_reordered#constant"  # (allowzero=1, its shape holds a 0)
@@ -758,14 +760,14 @@ def _remainder_model(element_type: int, fmod: int = 0) -> onnx.ModelProto:
 
 
 def _float_pairs(dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Every pair of ±0, the least subnormal, 1, 2.5, the largest finite, ±inf and NaN (each
-    with both signs), and for float16 every bit pattern against each of those."""
-    info = np.finfo(dtype)
+    """Every pair of ±0, the least subnormal, 1, 2.5, 7, the largest finite, ±inf and NaN (each
+    with both signs), and for a 16-bit type every bit pattern against each of those."""
+    info = ml_dtypes.finfo(dtype)
     special = np.array([0, info.smallest_subnormal, 1, 2.5, 7, info.max, np.inf, np.nan], dtype)
     special = np.concatenate([special, -special])
     x, y = np.repeat(special, special.size), np.tile(special, special.size)
-    if dtype == np.float16:
-        every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    if np.dtype(dtype).itemsize == 2:
+        every = np.arange(2**16, dtype=np.uint16).view(dtype)
         x, y = np.concatenate([x, np.repeat(every, special.size)]), np.concatenate([y, np.tile(special, every.size)])
     return x, y
 
@@ -794,6 +796,33 @@ def test_mod_28_floored_on_floats_goes_by_the_truncated_remainder_bit_for_bit(el
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
         [finding] = check_model(model, profile)
         assert f"--target chooses the form {said}" in str(finding)
+
+
+def test_mod_28_floored_on_bfloat16_means_the_same_in_onnx_reference():
+    """On bfloat16, which onnxruntime's Mod takes not, the form finding NaN by Equal means what
+    Mod-28 does in onnx.reference on every bfloat16 bit pattern against the special values: the
+    same bits, NaN where it gives NaN (of another payload); the form by IsNaN declines it (the
+    adapter is asked as if for an opset whose Mod takes no bfloat16)."""
+    model = _remainder_model(TensorProto.BFLOAT16)
+    judge = form_judge(model, _floored_remainder_profile(), 28)
+    node = model.graph.node[0]
+    _, form = judge(node, None)
+    by_equal, by_isnan = (
+        choice.replacement(node, form, {}, NameAllocator(model=model), 28, judge.types)
+        for choice in OP_CHOICES
+        if choice.op_type == "Mod" and choice.applies(node, form, 28, {}, judge.types)
+    )
+    assert by_isnan is None
+    lowered = onnx.ModelProto()
+    lowered.CopyFrom(model)
+    del lowered.graph.node[:]
+    lowered.graph.node.extend(by_equal)
+    onnx.checker.check_model(lowered, full_check=True)
+    x, y = _float_pairs(ml_dtypes.bfloat16)
+    [want], [got] = run_reference(model, {"x": x, "y": y}), run_reference(lowered, {"x": x, "y": y})
+    nan = np.isnan(want.astype(np.float32))
+    assert (np.isnan(got.astype(np.float32)) == nan).all()
+    assert got[~nan].tobytes() == want[~nan].tobytes() and np.signbit(want[(x == 7) & (y == -np.inf)]).all()
 
 
 @pytest.mark.parametrize("edge_cases, fmod", [("right", 0), ("wrong", 1)])
