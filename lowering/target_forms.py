@@ -16,9 +16,11 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   where the runtime judges the node better so: a ``Constant`` node's value made an initializer of
   the same name and tensor, an ``Identity`` of an initializer bypassed (onnx2torch reads a Conv's
   bias from initializers only; a TorchScript export gives shared ones through an Identity).
-- ``Equal`` (7+) of two bool tensors written ``Not(Xor(a, b))``, where the runtime runs Xor and
+- ``Equal`` (7+) of two bool tensors written ``Xor(a, Not(b))``, where the runtime runs Xor and
   Not better (tract and TVM fail Equal on bool: "Bool is not a number"; TensorRT's table lists
-  Equal on no bool): a = b is not a ⊕ b for every pair of bools, broadcast alike.
+  Equal on no bool): a = b is a ⊕ ¬b for every pair of bools, broadcast alike. Not ``Not(Xor(a,
+  b))``: the patterns' NaN masks feed a Where, and onnxruntime fuses a Not before a Where into
+  it by swapping its branches, where its Where loses a -0 (docs/rules.md).
 - ``And`` and ``Or`` (7+) of two bool tensors written ``Cast(Mul(Cast(a, int32), Cast(b,
   int32)), bool)`` (``Add`` for Or), where the runtime runs those better (webgpu's table lists
   neither; onnxruntime has no bool Where, so not ``Where(a, b, a)``): true and false are 1 and 0,
@@ -421,12 +423,13 @@ def _of_two_bools(node: onnx.NodeProto, form: NodeForm, version: int, constants,
     )
 
 
-def _not_xor(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
-    """Equal(a, b) = Not(Xor(a, b)) on bools, broadcast alike."""
-    unequal = names.fresh(f"{node.output[0]}_unequal")
+def _xor_not(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
+    """Equal(a, b) = Xor(a, Not(b)) on bools, broadcast alike."""
+    a, b = node.input
+    negated = names.fresh(f"{b}_negated")
     return [
-        onnx.helper.make_node("Xor", list(node.input), [unequal], name=names.fresh(f"{node.name or 'Equal'}_Xor")),
-        onnx.helper.make_node("Not", [unequal], list(node.output), name=node.name),
+        onnx.helper.make_node("Not", [b], [negated], name=names.fresh(f"{node.name or 'Equal'}_Not")),
+        onnx.helper.make_node("Xor", [a, negated], list(node.output), name=node.name),
     ]
 
 
@@ -1078,9 +1081,9 @@ OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
         _of_two_bools,
-        _not_xor,
+        _xor_not,
         None,
-        "Equal(a, b) on bool -> Not(Xor(a, b)) (the runtime runs Xor and Not better)",
+        "Equal(a, b) on bool -> Xor(a, Not(b)) (the runtime runs Xor and Not better)",
     ),
     *(
         OpChoice(
