@@ -52,6 +52,9 @@ class LoweringReport:
     forms: Counter = field(default_factory=Counter)  # forms a target chose (lowering.target_forms), per choice
     # nodes left that the target's runtime runs right only in some probed cases ("Equal-13 on INT64")
     partly: Counter = field(default_factory=Counter)
+    # per op version and type of the original model ("OneHot-11 on INT64"), what the target's
+    # recorded sweep found the runtime still failing or getting wrong after --target
+    swept: dict[str, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -82,6 +85,7 @@ class LoweringReport:
         lines += [f"chose {count} x {choice}" for choice, count in sorted(self.forms.items())]
         lines += [f"left {count} x {key}: partly right on the runtime, as probed (check -v lists them)"
                   for key, count in sorted(self.partly.items())]  # fmt: skip
+        lines += [f"note: {key}: {said}" for key, said in sorted(self.swept.items())]
         if self.retyping is not None:
             lines += self.retyping.lines()
         if not lines and not self.remaining:
@@ -99,6 +103,7 @@ class LoweringReport:
             "folded": dict(sorted(self.folded.items())),
             **({"forms": dict(sorted(self.forms.items()))} if self.forms else {}),
             **({"partly": dict(sorted(self.partly.items()))} if self.partly else {}),
+            **({"swept": dict(sorted(self.swept.items()))} if self.swept else {}),
             **({"retyped": self.retyping.as_dict()} if self.retyping is not None else {}),
         }
 

@@ -511,6 +511,7 @@ def lower_for_target(
             if not isinstance(refusal, TargetRefused):
                 raise refusal from None
             raise min(refusals, key=lambda each: len(each.blockers)) from None
+    result.report.swept.update(swept_notes(model, profile, schemas.default_opset(result.model.opset_import) or first))
     left = [entry for entry in result.report.remaining if entry.op_type in asked]
     if strict and left:
         raise IncompleteLowering(left)
@@ -549,6 +550,25 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
         ops |= fixable
         retypings.update({wide: narrow for wide, narrow in retypes.items() if wide not in retypings})
     raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
+
+
+def swept_notes(model: onnx.ModelProto, profile, opset: int) -> dict[str, str]:
+    """Per op version (in force at ``opset``) and element type of ``model``'s nodes, as
+    ``"OneHot-11 on INT64"``: what the profile's recorded sweep found the runtime still failing or
+    getting wrong after --target on probed cases of it (:func:`_swept_said`); only those it found."""
+    if isinstance(profile, TableProfile) or not profile.swept.get("not_right"):
+        return {}
+    types = inferred_types(model)
+    notes = {}
+    for _, node, _ in _every_node(model):
+        version = schemas.version_in_force(node.op_type, opset) if node.domain in ("", "ai.onnx") else None
+        if version is None:
+            continue
+        type_name = element_type_name(node, types)
+        said = _swept_said(profile, node.op_type, version, type_name)
+        if said:
+            notes[f"{node.op_type}-{version}" + (f" on {type_name}" if type_name else "")] = said
+    return notes
 
 
 def _partly_kept(findings: list[Finding]) -> Counter:

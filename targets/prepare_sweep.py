@@ -8,6 +8,8 @@ must give (onnxruntime's on the export; the case's expected ones). Part 2,
 Each corpus export's outputs as onnxruntime computes the export in float16
 (``onnxruntime.transformers.float16``, inputs and outputs kept float32) go to ``float16.npz``:
 a runtime that computes floats in float16 (rknn) is judged on a whole model against that error.
+Each backend case's outputs as onnxruntime computes the export go to ``onnxruntime.npz``: a
+runtime no further from the case's expected outputs than those is right as onnxruntime.
 
 Trials (each corpus export): for each form of ``lowering.target_forms.MODEL_FORM_CHOICES``
 that applies to the model made for the target, that model made without any of the forms the
@@ -75,6 +77,17 @@ def case_items():
         if any(not _plain(value) for value in [*feeds.values(), *(feed(v) for v in expected)]):
             continue  # (sequences, optionals and ml_dtypes' types, which .npz files do not carry: not swept)
         yield case.name, case.model, feeds, [feed(value) for value in expected], case.rtol, case.atol
+
+
+def onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray] | None:
+    """onnxruntime's outputs of a backend case's export (the reference the sweep also judges a
+    runtime by: one no further from the expected outputs than these is right as onnxruntime);
+    None where it does not run it or gives other than arrays."""
+    try:
+        computed = run_onnxruntime(model, feeds)
+    except Exception:  # (its refusal: no reference)
+        return None
+    return [np.asarray(value) for value in computed] if all(_plain(v) for v in computed) else None
 
 
 def drawn_at_random(node: onnx.NodeProto, feeds: dict) -> bool:
@@ -212,6 +225,10 @@ def main() -> None:
             onnx.save(result.model, folder / "target.onnx")
         except lowering.LoweringError as error:
             entry["refused"] = " ".join(str(error).split())[:300]
+        if name not in corpus_names:  # (a corpus export's expected outputs are onnxruntime's)
+            computed = onnxruntime_outputs(model, feeds)
+            if computed is not None:
+                np.savez(folder / "onnxruntime.npz", *computed)
         if name in corpus_names:
             halved = float16_outputs(model, feeds)
             if halved is not None:

@@ -63,12 +63,13 @@ def main() -> None:
         model = onnx.load(folder / "exported.onnx")
         data_sets = [([inputs[info.name] for info in model.graph.input if info.name in inputs], expected)]
         bounds = float16_bounds(worker, folder, expected)
-        before, before_why = worker.verdict(model, data_sets, entry["rtol"], entry["atol"], bounds)
+        references = onnxruntime_errors(folder, expected)
+        before, before_why = worker.verdict(model, data_sets, entry["rtol"], entry["atol"], bounds, references)
         if "refused" in entry:
             after, after_why = "refused by onnx-lower", entry["refused"]
         else:
             lowered = onnx.load(folder / "target.onnx")
-            after, after_why = worker.verdict(lowered, data_sets, entry["rtol"], entry["atol"], bounds)
+            after, after_why = worker.verdict(lowered, data_sets, entry["rtol"], entry["atol"], bounds, references)
         totals[(before, after)] += 1
         results.append({"name": entry["name"], "before": before, "before_why": before_why,
                         "after": after, "after_why": after_why})  # fmt: skip
@@ -112,6 +113,19 @@ def float16_bounds(worker: Worker, folder: Path, expected: list) -> list[float] 
     errors = [largest_error(halved[f"arr_{i}"], want) for i, want in enumerate(expected)]
     # (a reference that overflows, inf or NaN where the model is finite, bounds nothing)
     return [2 * error if error is not None and np.isfinite(error) else 0.0 for error in errors]
+
+
+def onnxruntime_errors(folder: Path, expected: list) -> list[float | None] | None:
+    """Per output onnxruntime's own largest error on a backend case's export against the case's
+    expected outputs (``onnxruntime.npz``, prepare_sweep.py), None where not comparable; None
+    where onnxruntime did not run it (and for a corpus export, whose expected outputs are its)."""
+    if not (folder / "onnxruntime.npz").exists():
+        return None
+    computed = np.load(folder / "onnxruntime.npz")
+    if len(computed.files) != len(expected):
+        return None
+    errors = [largest_error(computed[f"arr_{i}"], want) for i, want in enumerate(expected)]
+    return [error if error is not None and np.isfinite(error) else None for error in errors]
 
 
 def run_trials(worker: Worker, folder: Path, entry: dict, data_sets, bounds=None) -> dict[str, dict[str, str]]:

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
 import prepare_sweep  # noqa: E402
 import run_sweep  # noqa: E402
 
+from lowering.api import lower_model  # noqa: E402
 from lowering.runtime_profiles import profile_from_data  # noqa: E402
 from lowering.target_forms import model_forms_taken  # noqa: E402
 
@@ -152,6 +153,44 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
     [finding] = check_model(model, profile_from_data(written), lowerable=frozenset({"HardSwish"}))
     assert "still failed or got wrong 1 swept case(s) of it (onnx-lower 0123abcd)" in str(finding)
     assert "test_hardswish (wrong: output 0: largest error 3)" in finding.as_dict()["swept"]
+
+    # --target says it too, of the node it lowered: a line of the report, and a key of its dict
+    report = lower_model(model, target=profile_from_data(written)).report
+    assert report.rewritten == {"HardSwish-14 by its function body": 1}
+    [line] = [line for line in report.lines() if line.startswith("note: ")]
+    assert line.startswith("note: HardSwish-14 on FLOAT: after --target the runtime still failed or got wrong 1 ")
+    assert "test_hardswish (wrong: output 0: largest error 3)" in report.as_dict()["swept"]["HardSwish-14 on FLOAT"]
+
+
+def test_a_case_no_further_from_its_expected_outputs_than_onnxruntime_is_right_as_onnxruntime(tmp_path):
+    """Outside the case's tolerance, a runtime whose largest error on an output is at most
+    onnxruntime's own on the export (onnxruntime.npz) is right as onnxruntime; past it, or where
+    onnxruntime's is not known, wrong with both errors said."""
+    import probe
+
+    want = np.array([1.0, 0.0, 0.5], np.float32)
+    data_sets = [([], [want])]
+    near = want + np.array([0.0, 2e-6, 0.0], np.float32)
+    assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [])[0] == "wrong"
+    verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[1.9e-5])
+    assert verdict == "right as onnxruntime" and "largest error 2e-06, onnxruntime's 1.9e-05" in said
+    verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[1e-6])
+    assert verdict == "wrong" and said == "output 0: largest error 2e-06 (onnxruntime's: 1e-06)"
+    assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[None])[0] == "wrong"
+
+    assert run_sweep.onnxruntime_errors(tmp_path, [want]) is None  # (no onnxruntime.npz)
+    np.savez(tmp_path / "onnxruntime.npz", want + np.float32(1.5e-5))
+    [error] = run_sweep.onnxruntime_errors(tmp_path, [want])
+    assert error == pytest.approx(1.5e-5, rel=1e-2)  # (float32 1 + 1.5e-5, less 1)
+    assert run_sweep.onnxruntime_errors(tmp_path, [want, want]) is None  # (other outputs: not compared)
+
+    import onnx
+
+    x, y = (helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, [3]) for name in "xy")
+    for op, given in (("Neg", [-want]), ("NoSuchOp", None)):  # (what onnxruntime refuses has no reference)
+        model = helper.make_model(helper.make_graph([helper.make_node(op, ["x"], ["y"])], "g", [x], [y]))
+        computed = prepare_sweep.onnxruntime_outputs(model, {"x": want})
+        assert computed is None if given is None else np.array_equal(computed[0], given[0])
 
 
 def test_a_float16_reference_that_overflows_bounds_nothing(tmp_path):
