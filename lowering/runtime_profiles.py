@@ -75,6 +75,8 @@ class Verdict:
     # partly, and every case not right is of such values alone: PAST_EDGES (WIDE_CASE) or
     # IEEE_VALUES (IEEE_CASE); "" otherwise
     wrong_values: str = ""
+    # unverified, its version never probed, and no case of the op's probed versions ran right
+    no_version_ran_right: bool = False
 
     @property
     def only_on_values(self) -> bool:
@@ -262,7 +264,7 @@ class RuntimeProfile:
         if version not in {v for v, _, _ in seen}:  # (a version older than any probed: 1 of GlobalAveragePool-1)
             probed = ", ".join(str(v) for v in sorted({v for v, _, _ in seen}))
             why = f"{op_type}-{version} not probed; no case of versions {probed} ran right, e.g. {_said(any_case)}"
-            return Verdict(UNVERIFIED, why)
+            return Verdict(UNVERIFIED, why, no_version_ran_right=True)
         return Verdict(REFUSED, f"no case of {op_type} ran right, e.g. {_said(any_case)}")
 
     def opset_for(self, model_opset: int) -> int:

@@ -312,8 +312,17 @@ def _unlowerable(model: onnx.ModelProto, profile, opset: int, lowerable: frozens
     return _unlowerable_among(check_model(model, profile, opset, lowerable))
 
 
+def _never_tried(findings: list[Finding]) -> bool:
+    """Whether a node is of a version the probe never ran, of an op that ran right at no version
+    probed (Loop-1, where every Loop-11 case fails on TVM)."""
+    return any(f.of_a_node and f.verdict.no_version_ran_right for f in findings)
+
+
 def _unlowerable_among(findings: list[Finding]) -> int:
-    return sum(1 for f in findings if f.blocks and f.of_a_node and not f.fix)
+    """How many nodes the runtime refuses that no fix takes away, counting one of a version the
+    probe never ran whose op ran right at no version probed (Loop-1, where every Loop-11 case
+    fails: an opset is not better for trading a refused node for one never tried)."""
+    return sum(1 for f in findings if (f.blocks or f.verdict.no_version_ran_right) and f.of_a_node and not f.fix)
 
 
 def opsets_for_target(
@@ -505,6 +514,8 @@ def lower_for_target(
                 continue
             except LoweringError:  # (that opset cannot be reached either)
                 continue
+            if _never_tried(check_model(result.model, profile, opset, lowerable)):
+                continue  # (a refused node traded for one of a version never probed, of an op that ran right at none)
             if not _control_flow_op_types(result.model) - _control_flow_op_types(model):
                 break
         else:  # (the refusal of fewest blockers is said: the first where they tie or it is no target's)

@@ -157,11 +157,16 @@ def at_other_versions(variants: list[tuple], op_type: str, opset: int) -> list[t
         at = max(version, OLDEST_OPSET)
         if version == own_version or schemas.version_in_force(op_type, at) != version:
             continue
+        # (where the case cannot be written at that first opset, the next ones the version is in
+        # force at: Loop-11's body holds a Slice-10, so Loop-1 is probed at 10)
+        in_force = [o for o in range(at, opset) if schemas.version_in_force(op_type, o) == version]
         for name, _, model_bytes, *rest in variants:
-            converted = _converted(onnx.load_from_string(model_bytes), at, op_type)
-            if converted is not None:
-                base, mark, variant = name.partition("#")
-                found.append((f"{base}@{version}{mark}{variant}", at, converted.SerializeToString(), *rest))
+            for other in in_force or [at]:
+                converted = _converted(onnx.load_from_string(model_bytes), other, op_type)
+                if converted is not None:
+                    base, mark, variant = name.partition("#")
+                    found.append((f"{base}@{version}{mark}{variant}", other, converted.SerializeToString(), *rest))
+                    break
     return found
 
 

@@ -82,6 +82,17 @@ def test_cases_are_taken_to_the_ops_other_versions(cases):
     assert cases["corpus_toy_mul_by_constant@13"][0] == 13
 
 
+def test_a_case_that_cannot_be_written_at_a_versions_first_opset_is_taken_to_the_next():
+    """Loop-11's body holds a Slice-10 and an int64 Constant: Loop-1 is in force from opset 1,
+    probed from 7, and its case can be written at 10 only."""
+    [case] = [case for case in prepare_cases.backend_cases() if case.name == "test_loop11"]
+    entry = ("test_loop11", 11, case.model.SerializeToString())
+    [(name, opset, written)] = prepare_cases.at_other_versions([entry], "Loop", 11)[:1]
+    assert (name, opset) == ("test_loop11@1", 10)
+    assert onnx.load_from_string(written).opset_import[0].version == 10
+    assert lowering.schemas.version_in_force("Loop", 10) == 1
+
+
 @pytest.mark.parametrize(
     ("values", "to", "undefined"),
     [([0.0, 1.5, -2.0], TensorProto.INT64, False), ([0.0, -np.inf], TensorProto.INT64, True),

@@ -237,6 +237,27 @@ def test_check_judges_at_the_opset_where_fewest_nodes_are_refused_that_no_patter
     assert opsets_for_target(reduce_mean_model(17), MADE_UP, lowerable_ops())[0] == 17  # (nothing refused: its own)
 
 
+def test_an_opset_is_not_better_for_a_version_never_probed_of_an_op_that_ran_right_at_none():
+    """Loop-11 fails on TVM and Loop-1 was never probed: going to opset 10 would trade a refused
+    node for one never tried, so the model's own opset is kept and --target refuses; where the
+    older version was probed and ran right (onnx2torch's GlobalAveragePool-1), it goes there."""
+    from lowering.target_lowering import opsets_for_target
+
+    node = helper.make_node("Sqrt", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    never_older = profile({"sqrt": ("Sqrt", 13, "FLOAT", "fails")}, opsets=range(7, 18))
+    assert never_older.verdict("Sqrt", 6, "FLOAT").no_version_ran_right
+    assert opsets_for_target(model, never_older, lowerable_ops())[0] == 13
+    with pytest.raises(TargetRefused, match="sqrt: fails; no pattern lowers it"):
+        lowering.lower_model(model, target=never_older)
+    older_runs = profile({"sqrt": ("Sqrt", 13, "FLOAT", "fails"), "sqrt_6": ("Sqrt", 6, "FLOAT", "right")},
+                         opsets=range(7, 18))  # fmt: skip
+    assert opsets_for_target(model, older_runs, lowerable_ops())[0] == 12
+    assert lowering.lower_model(model, target=older_runs).model.opset_import[0].version == 12
+
+
 @pytest.mark.parametrize("layer_norm", [False, True], ids=["ReduceMean-18", "LayerNormalization's body"])
 def test_a_target_goes_to_an_older_opset_where_what_it_refuses_has_a_version_it_runs(layer_norm):
     """At 18 ReduceMean-18 is left (the model's, or the one LayerNormalization's body writes
