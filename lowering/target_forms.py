@@ -89,6 +89,11 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   make the same windows (:func:`_explicit_pads`), where the runtime runs that form better
   (onnx2torch converts no auto_pad pooling; pads one end more than the other are judged as a
   form of their own).
+- ``ConvTranspose`` (11+) with ``output_shape``, or ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID
+  (its input's spatial sizes and its kernel known), written with the ``pads`` and
+  ``output_padding`` that give the same output (:func:`_transpose_pads`), where the runtime runs
+  that form better (TVM gets the backend's ``output_shape`` case wrong, OpenVINO 2024.6 its
+  SAME_UPPER one): the same full output cut the same way, bit for bit with onnxruntime.
 - ``AveragePool`` (``count_include_pad=1``), ``MaxPool`` (on int8 and uint8) and ``LpPool``
   (p >= 1) padded by more than half their window (:data:`lowering.node_forms.WIDE`; each pad
   less than the kernel, no dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
@@ -769,6 +774,76 @@ def _pool_with_explicit_pads(
     return [pooled]
 
 
+def _transpose_pads(node: onnx.NodeProto, types: Types) -> tuple[list[int], list[int]] | None:
+    """(pads, output_padding) under which a ConvTranspose (11+) with ``output_shape``, or with
+    ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID, gives the same output with both stated: along an
+    axis of size n, kernel k, stride s, dilation d and output_padding a, the full length is
+    L = s·(n - 1) + a + (k - 1)·d + 1; an output length o (``output_shape``'s; SAME's n·s) pads it
+    by t = L - o in all, ⌊t / 2⌋ at the begin for SAME_UPPER and ⌈t / 2⌉ otherwise (ONNX's
+    formula); an o past L (a negative t, given by ``output_shape``) is -t more output_padding,
+    where a - t stays below s; VALID pads nothing. None where a size is unknown, where SAME's t is
+    negative (onnxruntime then gives L, not n·s as ONNX says), where ``output_shape`` names other
+    than the spatial axes, or where the node states ``pads`` too."""
+    mode = attribute_of(node, "auto_pad") or b"NOTSET"
+    output_shape = attribute_of(node, "output_shape")
+    if attribute_of(node, "pads") is not None or (output_shape is None and mode == b"NOTSET"):
+        return None
+    sizes = _spatial_sizes(node, types)
+    weights = shapes_and_types(node, types)[0].get(node.input[1]) if len(node.input) > 1 else None
+    kernel = attribute_of(node, "kernel_shape") or (list(weights[2:]) if weights else None)
+    if sizes is None or kernel is None or len(kernel) != len(sizes) or None in kernel:
+        return None
+    rank = len(sizes)
+    strides = attribute_of(node, "strides") or [1] * rank
+    dilations = attribute_of(node, "dilations") or [1] * rank
+    added = attribute_of(node, "output_padding") or [0] * rank
+    if len(strides) != rank or len(dilations) != rank or len(added) != rank or min(strides) < 1:
+        return None
+    axes = zip(sizes, kernel, strides, dilations, added, strict=True)
+    full = [s * (n - 1) + a + (k - 1) * d + 1 for n, k, s, d, a in axes]
+    if output_shape is not None:
+        if len(output_shape) != rank:
+            return None
+        wanted = list(output_shape)
+    elif mode == b"VALID":
+        wanted = full
+    else:
+        wanted = [n * s for n, s in zip(sizes, strides, strict=True)]
+    totals = [length - o for length, o in zip(full, wanted, strict=True)]
+    if output_shape is None and min(totals) < 0:
+        return None
+    paddings = [a - min(t, 0) for a, t in zip(added, totals, strict=True)]
+    if any(a >= s for a, s in zip(paddings, strides, strict=True) if a != 0):
+        return None
+    totals = [max(t, 0) for t in totals]
+    begins = [t // 2 if mode == b"SAME_UPPER" else t - t // 2 for t in totals]
+    return [*begins, *(t - b for t, b in zip(totals, begins, strict=True))], paddings
+
+
+def _implicitly_padded_transpose(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """A ConvTranspose (11+) with ``output_shape`` or ``auto_pad`` SAME or VALID whose pads
+    :func:`_transpose_pads` can state."""
+    return version >= 11 and _transpose_pads(node, types) is not None
+
+
+def _transpose_with_explicit_pads(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list[onnx.NodeProto]:
+    """ConvTranspose(x, W, output_shape | auto_pad) = ConvTranspose(x, W, pads, output_padding) of
+    :func:`_transpose_pads`: the same full output, cut the same way, so the same sums."""
+    pads, paddings = _transpose_pads(node, types)
+    transposed = onnx.NodeProto()
+    transposed.CopyFrom(node)
+    kept = [a for a in transposed.attribute if a.name not in ("auto_pad", "output_shape", "output_padding")]
+    del transposed.attribute[:]
+    transposed.attribute.extend(kept)
+    if any(pads):
+        transposed.attribute.append(onnx.helper.make_attribute("pads", pads))
+    if any(paddings):
+        transposed.attribute.append(onnx.helper.make_attribute("output_padding", paddings))
+    return [transposed]
+
+
 # The value a Pad fills a pooling's padding with, by op and element type, where that leaves every
 # window's value as the padded pooling gives it: a max never takes the type's least value (a
 # window also holds an element of x, and max(S ∪ {min}) = max(S) on integers); count_include_pad=1
@@ -1220,6 +1295,14 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             f"{op_type} with auto_pad SAME or VALID -> the pads that make the same windows",
         )
         for op_type in ("AveragePool", "MaxPool")
+    ),
+    OpChoice(
+        "ConvTranspose",
+        _implicitly_padded_transpose,
+        _transpose_with_explicit_pads,
+        None,
+        "ConvTranspose with output_shape or auto_pad SAME or VALID -> the pads and output_padding that give the "
+        "same output",
     ),
     *(
         OpChoice(

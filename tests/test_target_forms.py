@@ -12,6 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from support import make_model, slow_but_a_sample
+from version_cases import node_cases
 
 import lowering
 from lowering import floats, schemas
@@ -2581,3 +2582,136 @@ def test_a_product_of_two_vectors_in_an_if_branch_goes_as_a_product_of_matrices_
         feeds = {"cond": np.array(cond), "a": a, "b": b}
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
         assert got.shape == want.shape == () and got.tobytes() == want.tobytes()
+
+
+def _transposes(rng, count: int):
+    """``count`` ConvTransposes of 1 to 2 spatial axes, each with ``output_shape`` (up to 3 off
+    the full length either way) or ``auto_pad``, of random sizes, strides, dilations, groups,
+    output_padding and bias: (node, x, w, b or None)."""
+    made = []
+    for _ in range(count):
+        rank = int(rng.integers(1, 3))
+        sizes, kernel = rng.integers(1, 6, rank).tolist(), rng.integers(1, 4, rank).tolist()
+        strides, dilations = rng.integers(1, 4, rank).tolist(), rng.integers(1, 3, rank).tolist()
+        added = [int(rng.integers(0, max(s, d))) for s, d in zip(strides, dilations, strict=True)]
+        mode = str(rng.choice(["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"]))
+        group = int(rng.choice([1, 2]))
+        attributes = {"strides": strides, "dilations": dilations, "group": group}
+        if rng.integers(0, 2):
+            attributes["kernel_shape"] = kernel
+        if any(added):
+            attributes["output_padding"] = added
+        if mode != "NOTSET":
+            attributes["auto_pad"] = mode
+        if mode == "NOTSET" or (mode != "VALID" and rng.integers(0, 2)):
+            axes = zip(sizes, kernel, strides, dilations, added, strict=True)
+            full = [s * (n - 1) + a + (k - 1) * d + 1 for n, k, s, d, a in axes]
+            attributes["output_shape"] = [max(1, length + int(rng.integers(-3, 3))) for length in full]
+        x = rng.standard_normal((1, 2 * group, *sizes)).astype(np.float32)
+        x.flat[rng.integers(0, x.size, 2)] = [np.inf, np.nan]
+        w = rng.standard_normal((2 * group, 3, *kernel)).astype(np.float32)
+        b = rng.standard_normal(3 * group).astype(np.float32) if rng.integers(0, 2) else None
+        inputs = ["x", "w"] + (["b"] if b is not None else [])
+        made.append((helper.make_node("ConvTranspose", inputs, ["y"], **attributes), x, w, b))
+    return made
+
+
+def _transpose_model(node: onnx.NodeProto, x, w, b, opset: int) -> onnx.ModelProto:
+    values = [("x", x), ("w", w)] + ([("b", b)] if b is not None else [])
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(v.shape)) for name, v in values]
+    output = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * x.ndim)
+    graph = helper.make_graph([node], "g", inputs, [output])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("opset", [11, 22])
+def test_a_transpose_given_its_output_shape_or_auto_pad_gets_pads_giving_the_same_output(opset):
+    """ConvTranspose-11 and -22 of random sizes, strides, dilations, groups, output_padding and
+    bias, given output_shape or auto_pad SAME_UPPER, SAME_LOWER or VALID: written with pads (an
+    odd total's extra one at the begin for SAME_LOWER and NOTSET, at the end for SAME_UPPER, as
+    ONNX says) and output_padding (an output_shape past the full length adds to it), the same
+    outputs as onnxruntime's, bit for bit, NaN and inf in x. Declined where SAME's output would be
+    longer than the full length (onnxruntime then gives the full length, not n·s) and where the
+    output_padding would reach the stride; onnxruntime refuses each original declined so."""
+    from lowering.node_forms import node_form
+
+    [choice] = [c for c in OP_CHOICES if c.op_type == "ConvTranspose"]
+    version = schemas.version_in_force("ConvTranspose", opset)
+    rewritten = declined = 0
+    for node, x, w, b in _transposes(np.random.default_rng(opset), 300):
+        model = _transpose_model(node, x, w, b, opset)
+        types = {info.name: info.type for info in model.graph.input}
+        form = node_form(node, version, set(types), set(), {}, {}, set())
+        feeds = {"x": x, "w": w, **({"b": b} if b is not None else {})}
+        if not choice.applies(node, form, version, {}, types):
+            declined += 1
+            continue
+        [written] = choice.replacement(node, form, {}, None, opset, types)
+        assert {a.name for a in written.attribute}.isdisjoint({"auto_pad", "output_shape"})
+        made = _transpose_model(written, x, w, b, opset)
+        onnx.checker.check_model(made, full_check=True)
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), helper.printable_node(node)
+        rewritten += 1
+    assert rewritten > 150 and declined > 30
+
+
+def test_a_transpose_keeps_output_shape_where_no_pads_state_it():
+    """Declined: SAME_UPPER along an axis whose full length 2 falls short of n·s = 3 (onnxruntime
+    gives 2, ONNX says 3); an output_shape 3 past the full length with stride 2 (output_padding
+    3 is not below the stride; onnxruntime refuses it); an output_shape naming the batch and
+    channel axes too; pads stated beside output_shape; an input of unknown size."""
+    from lowering.node_forms import node_form
+
+    [choice] = [c for c in OP_CHOICES if c.op_type == "ConvTranspose"]
+    x, w = np.zeros((1, 1, 1), np.float32), np.zeros((1, 1, 1), np.float32)
+    declined = [
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3], auto_pad="SAME_UPPER", output_padding=[1]),
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2], output_shape=[4]),
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], output_shape=[1, 1, 1]),
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], output_shape=[1], pads=[0, 0]),
+    ]
+    types = {name: helper.make_tensor_type_proto(TensorProto.FLOAT, [1, 1, 1]) for name in ("x", "w")}
+    for node in declined:
+        assert not choice.applies(node, node_form(node, 22, {"x", "w"}, set(), {}, {}, set()), 22, {}, types)
+    taken = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2], output_shape=[2])
+    assert choice.applies(taken, node_form(taken, 22, {"x", "w"}, set(), {}, {}, set()), 22, {}, types)
+    unknown = {**types, "x": helper.make_tensor_type_proto(TensorProto.FLOAT, [1, 1, "n"])}
+    assert not choice.applies(taken, node_form(taken, 22, {"x", "w"}, set(), {}, {}, set()), 22, {}, unknown)
+    [written] = choice.replacement(taken, None, {}, None, 22, types)  # (full length 1: output_padding 1)
+    assert {a.name: helper.get_attribute_value(a) for a in written.attribute} == {"strides": [2], "output_padding": [1]}
+    feeds = {"x": x + 1, "w": w + 2}
+    want = run_onnxruntime(_transpose_model(taken, x, w, None, 22), feeds)[0]
+    assert run_onnxruntime(_transpose_model(written, x, w, None, 22), feeds)[0].tobytes() == want.tobytes()
+
+
+TRANSPOSE_SAID = (
+    "ConvTranspose with output_shape or auto_pad SAME or VALID -> the pads and output_padding that give the same output"
+)
+
+
+@pytest.mark.parametrize("case_name", ["test_convtranspose_output_shape", "test_convtranspose_autopad_same"])
+def test_a_transpose_gets_explicit_pads_where_the_runtime_gets_output_shape_or_auto_pad_wrong(case_name):
+    """The backend's output_shape case (TVM gets it wrong) and SAME_UPPER case (OpenVINO 2024.6
+    does) on a runtime that runs their forms wrong and explicit pads and output_padding right:
+    written so, the backend's expected outputs bit for bit; kept where it runs them right."""
+    [case] = [case for case in node_cases() if case.name == case_name]
+    node = case.model.graph.node[0]
+    implicit = "output_shape" if "output_shape" in case_name else "auto_pad"
+    cases = {
+        case_name: ("ConvTranspose", 22, "FLOAT", "wrong"),
+        "test_convtranspose_pad": ("ConvTranspose", 22, "FLOAT", "right"),
+        "test_convtranspose_pads": ("ConvTranspose", 22, "FLOAT", "right"),
+        "test_convtranspose": ("ConvTranspose", 22, "FLOAT", "right"),
+    }
+    result = lowering.lower_model(case.model, target=_profile_of("transpose-wrong", 22, cases), fold="none")
+    assert result.report.forms == {TRANSPOSE_SAID: 1}
+    [written] = result.model.graph.node
+    assert implicit in {a.name for a in node.attribute} and implicit not in {a.name for a in written.attribute}
+    inputs, [expected] = case.data_sets[0]
+    feeds = dict(zip([info.name for info in case.model.graph.input], inputs, strict=True))
+    [got] = run_onnxruntime(result.model, feeds)
+    assert got.tobytes() == np.asarray(expected, np.float32).tobytes()
+    kept = lowering.lower_model(case.model, target=_profile_of("transpose-right", 22, {**cases, case_name: (
+        "ConvTranspose", 22, "FLOAT", "right")}), fold="none")  # fmt: skip
+    assert not kept.report.forms and list(kept.model.graph.node) == [node]
