@@ -89,6 +89,10 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   make the same windows (:func:`_explicit_pads`), where the runtime runs that form better
   (onnx2torch converts no auto_pad pooling; pads one end more than the other are judged as a
   form of their own).
+- ``GlobalMaxPool`` (its input's spatial sizes known) written as the ``MaxPool`` whose one
+  window is the whole of each channel, where the runtime runs that better (onnx2torch converts
+  no GlobalMaxPool): the same maximum, bit for bit with onnxruntime, which pools both in one
+  kernel (NaN, inf and ±0 alike; not ``ReduceMax``, which takes a NaN otherwise).
 - ``ConvTranspose`` (11+) with ``output_shape``, or ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID
   (its input's spatial sizes and its kernel known), written with the ``pads`` and
   ``output_padding`` that give the same output (:func:`_transpose_pads`), where the runtime runs
@@ -774,6 +778,21 @@ def _pool_with_explicit_pads(
     return [pooled]
 
 
+def _globally_pooled(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """A GlobalMaxPool whose input's spatial sizes are known."""
+    return _spatial_sizes(node, types) is not None
+
+
+def _pooled_over_everything(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list[onnx.NodeProto]:
+    """GlobalMaxPool(x) = MaxPool(x, kernel_shape = x's spatial sizes): one window, the whole of
+    each channel, so the same maximum (onnxruntime pools both in one kernel: NaN, inf and ±0
+    alike, bit for bit)."""
+    sizes = _spatial_sizes(node, types)
+    return [onnx.helper.make_node("MaxPool", list(node.input), list(node.output), name=node.name, kernel_shape=sizes)]
+
+
 def _transpose_pads(node: onnx.NodeProto, types: Types) -> tuple[list[int], list[int]] | None:
     """(pads, output_padding) under which a ConvTranspose (11+) with ``output_shape``, or with
     ``auto_pad`` SAME_UPPER, SAME_LOWER or VALID, gives the same output with both stated: along an
@@ -1295,6 +1314,13 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             f"{op_type} with auto_pad SAME or VALID -> the pads that make the same windows",
         )
         for op_type in ("AveragePool", "MaxPool")
+    ),
+    OpChoice(
+        "GlobalMaxPool",
+        _globally_pooled,
+        _pooled_over_everything,
+        None,
+        "GlobalMaxPool(x) -> MaxPool(x) of one window, x's spatial sizes (the runtime runs that better)",
     ),
     OpChoice(
         "ConvTranspose",

@@ -2715,3 +2715,59 @@ def test_a_transpose_gets_explicit_pads_where_the_runtime_gets_output_shape_or_a
     kept = lowering.lower_model(case.model, target=_profile_of("transpose-right", 22, {**cases, case_name: (
         "ConvTranspose", 22, "FLOAT", "right")}), fold="none")  # fmt: skip
     assert not kept.report.forms and list(kept.model.graph.node) == [node]
+
+
+@pytest.mark.parametrize("opset", [11, 22])
+@pytest.mark.parametrize("element_type", [np.float32, np.float16])
+def test_a_global_max_pool_is_the_max_pool_of_one_window_bit_for_bit(opset, element_type):
+    """GlobalMaxPool of 1 to 3 spatial axes of random sizes, NaN, ±inf and ±0 among the values,
+    written as MaxPool with the spatial sizes as its kernel: onnxruntime's maxima bit for bit
+    (ReduceMax would differ: it takes a NaN first in a window, GlobalMaxPool passes it by).
+    Declined where a spatial size is unknown."""
+    from lowering.node_forms import node_form
+
+    [choice] = [c for c in OP_CHOICES if c.op_type == "GlobalMaxPool"]
+    rng = np.random.default_rng(opset)
+    node = helper.make_node("GlobalMaxPool", ["x"], ["y"], name="pool")
+    version = schemas.version_in_force("GlobalMaxPool", opset)
+    for _ in range(40):
+        x = rng.standard_normal((2, 3, *rng.integers(1, 6, int(rng.integers(1, 4))).tolist())).astype(element_type)
+        x.flat[rng.integers(0, x.size, 3)] = rng.choice([np.nan, np.inf, -np.inf, -0.0, 0.0], 3)
+        elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+        types = {"x": helper.make_tensor_type_proto(elem, list(x.shape))}
+        form = node_form(node, version, {"x"}, set(), {}, {}, set())
+        assert choice.applies(node, form, version, {}, types)
+        [written] = choice.replacement(node, form, {}, None, opset, types)
+        assert written.op_type == "MaxPool" and written.name == "pool"
+        models = [
+            helper.make_model(helper.make_graph([n], "g", [helper.make_tensor_value_info("x", elem, list(x.shape))],
+                                                [helper.make_tensor_value_info("y", elem, None)]),
+                              opset_imports=[helper.make_opsetid("", opset)])
+            for n in (node, written)
+        ]  # fmt: skip
+        [want], [got] = (run_onnxruntime(m, {"x": x}) for m in models)
+        assert got.shape == want.shape == (2, 3, *[1] * (x.ndim - 2)) and got.tobytes() == want.tobytes()
+    unknown = {"x": helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3, "h", 4])}
+    assert not choice.applies(node, node_form(node, version, {"x"}, set(), {}, {}, set()), version, {}, unknown)
+
+
+def test_a_global_max_pool_becomes_a_max_pool_where_the_runtime_converts_none():
+    """onnx2torch converts no GlobalMaxPool, and MaxPool: the backend's case is written as the
+    MaxPool of its 5 by 5 window, the case's expected outputs; kept where GlobalMaxPool runs."""
+    [case] = [case for case in node_cases() if case.name == "test_globalmaxpool"]
+    cases = {
+        "test_globalmaxpool": ("GlobalMaxPool", 22, "FLOAT", "fails"),
+        "test_maxpool_2d_default": ("MaxPool", 22, "FLOAT", "right"),
+        "test_maxpool_1d_default": ("MaxPool", 22, "FLOAT", "right"),
+    }
+    said = "GlobalMaxPool(x) -> MaxPool(x) of one window, x's spatial sizes (the runtime runs that better)"
+    result = lowering.lower_model(case.model, target=_profile_of("no-global-max", 22, cases), fold="none")
+    assert result.report.forms == {said: 1}
+    [pooled] = result.model.graph.node
+    assert pooled.op_type == "MaxPool" and helper.get_attribute_value(pooled.attribute[0]) == [5, 5]
+    inputs, [expected] = case.data_sets[0]
+    [got] = run_onnxruntime(result.model, {case.model.graph.input[0].name: inputs[0]})
+    assert got.tobytes() == np.asarray(expected).tobytes()
+    runs = {**cases, "test_globalmaxpool": ("GlobalMaxPool", 22, "FLOAT", "right")}
+    kept = lowering.lower_model(case.model, target=_profile_of("global-max", 22, runs), fold="none")
+    assert not kept.report.forms and [n.op_type for n in kept.model.graph.node] == ["GlobalMaxPool"]
