@@ -313,9 +313,10 @@ def _unlowerable(model: onnx.ModelProto, profile, opset: int, lowerable: frozens
 
 
 def _never_tried(findings: list[Finding]) -> bool:
-    """Whether a node is of a version the probe never ran, of an op that ran right at no version
-    probed (Loop-1, where every Loop-11 case fails on TVM)."""
-    return any(f.of_a_node and f.verdict.no_version_ran_right for f in findings)
+    """Whether a node no pattern lowers is of a version the probe never ran, of an op that ran
+    right at no version probed (Loop-1, where every Loop-11 case fails on TVM), as
+    :func:`_unlowerable_among` counts it."""
+    return any(f.of_a_node and f.verdict.no_version_ran_right and not f.fix for f in findings)
 
 
 def _unlowerable_among(findings: list[Finding]) -> int:
@@ -522,7 +523,7 @@ def lower_for_target(
             if not isinstance(refusal, TargetRefused):
                 raise refusal from None
             raise min(refusals, key=lambda each: len(each.blockers)) from None
-    result.report.swept.update(swept_notes(model, profile, schemas.default_opset(result.model.opset_import) or first))
+    result.report.swept.update(swept_notes(model, profile, model_opset))
     left = [entry for entry in result.report.remaining if entry.op_type in asked]
     if strict and left:
         raise IncompleteLowering(left)
@@ -564,8 +565,9 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
 
 
 def swept_notes(model: onnx.ModelProto, profile, opset: int) -> dict[str, str]:
-    """Per op version (in force at ``opset``) and element type of ``model``'s nodes, as
-    ``"OneHot-11 on INT64"``: what the profile's recorded sweep found the runtime still failing or
+    """Per op version and element type of ``model``'s nodes (the versions in force at ``opset``,
+    the model's own: the sweep files each model under its export's versions), as
+    ``"OneHot-28 on INT64"``: what the profile's recorded sweep found the runtime still failing or
     getting wrong after --target on probed cases of it (:func:`_swept_said`); only those it found."""
     if isinstance(profile, TableProfile) or not profile.swept.get("not_right"):
         return {}

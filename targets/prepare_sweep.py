@@ -9,7 +9,8 @@ Each corpus export's outputs as onnxruntime computes the export in float16
 (``onnxruntime.transformers.float16``, inputs and outputs kept float32) go to ``float16.npz``:
 a runtime that computes floats in float16 (rknn) is judged on a whole model against that error.
 Each backend case's outputs as onnxruntime computes the export go to ``onnxruntime.npz``: a
-runtime no further from the case's expected outputs than those is right as onnxruntime.
+runtime that misses the case's expected outputs where onnxruntime does too, and matches it, is
+right as onnxruntime (``probe.as_onnxruntime``).
 
 Trials (each corpus export): for each form of ``lowering.target_forms.MODEL_FORM_CHOICES``
 that applies to the model made for the target, that model made without any of the forms the
@@ -81,8 +82,8 @@ def case_items():
 
 def onnxruntime_outputs(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray] | None:
     """onnxruntime's outputs of a backend case's export (the reference the sweep also judges a
-    runtime by: one no further from the expected outputs than these is right as onnxruntime);
-    None where it does not run it or gives other than arrays."""
+    runtime by: ``probe.as_onnxruntime``); None where it does not run it or gives other than
+    arrays."""
     try:
         computed = run_onnxruntime(model, feeds)
     except Exception:  # (its refusal: no reference)

@@ -162,27 +162,39 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
     assert "test_hardswish (wrong: output 0: largest error 3)" in report.as_dict()["swept"]["HardSwish-14 on FLOAT"]
 
 
-def test_a_case_no_further_from_its_expected_outputs_than_onnxruntime_is_right_as_onnxruntime(tmp_path):
-    """Outside the case's tolerance, a runtime whose largest error on an output is at most
-    onnxruntime's own on the export (onnxruntime.npz) is right as onnxruntime; past it, or where
-    onnxruntime's is not known, wrong with both errors said."""
+def test_a_case_that_matches_onnxruntime_where_it_misses_its_expected_outputs_is_right_as_onnxruntime(tmp_path):
+    """Outside the case's tolerance, a runtime is right as onnxruntime where it matches
+    onnxruntime's outputs on the export (onnxruntime.npz) within the tolerance, or where no
+    element is further from the expected one than onnxruntime's is or the tolerance allows;
+    wrong where it is off at an element onnxruntime gets right, however large onnxruntime's error
+    elsewhere, or where onnxruntime's outputs are not known; the largest errors are said."""
     import probe
 
-    want = np.array([1.0, 0.0, 0.5], np.float32)
+    want = np.array([1000.0, 0.0, 0.5], np.float32)
     data_sets = [([], [want])]
-    near = want + np.array([0.0, 2e-6, 0.0], np.float32)
+    onnxruntime = np.array([1000.0625, 2e-5, 0.5], np.float32)  # (within rtol at 1000, 2e-5 off at 0)
+    near = np.array([1000.0, 2e-6, 0.5], np.float32)  # (nearer the expected 0 than onnxruntime)
     assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [])[0] == "wrong"
-    verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[1.9e-5])
-    assert verdict == "right as onnxruntime" and "largest error 2e-06, onnxruntime's 1.9e-05" in said
-    verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[1e-6])
-    assert verdict == "wrong" and said == "output 0: largest error 2e-06 (onnxruntime's: 1e-06)"
+    verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[onnxruntime])
+    assert verdict == "right as onnxruntime" and said.startswith("output 0: largest error 2e-06, onnxruntime's 0.0625")
+    assert probe.judged(_Giving(onnxruntime), b"", data_sets, 1e-3, 1e-7, [], references=[onnxruntime])[0] == (
+        "right as onnxruntime"
+    )
+    elsewhere = np.array([1000.0, 0.0, 0.501], np.float32)  # (off at 0.5, where onnxruntime is exact)
+    verdict, said = probe.judged(_Giving(elsewhere), b"", data_sets, 1e-3, 1e-7, [], references=[onnxruntime])
+    assert verdict == "wrong" and said == "output 0: largest error 0.001 (onnxruntime's: 0.0625)"
+    far = np.array([1000.0, 3e-5, 0.5], np.float32)  # (further from 0 than onnxruntime)
+    assert probe.judged(_Giving(far), b"", data_sets, 1e-3, 1e-7, [], references=[onnxruntime])[0] == "wrong"
     assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[None])[0] == "wrong"
+    nan_moved = np.array([np.nan, 0.0, 0.5], np.float32)
+    assert not probe.as_onnxruntime(nan_moved, want, onnxruntime, 1e-3, 1e-7)
+    assert not probe.as_onnxruntime(np.array([1, 0, 0]), np.array([1, 0, 1]), np.array([1, 0, 0]), 1e-3, 1e-7)
 
-    assert run_sweep.onnxruntime_errors(tmp_path, [want]) is None  # (no onnxruntime.npz)
-    np.savez(tmp_path / "onnxruntime.npz", want + np.float32(1.5e-5))
-    [error] = run_sweep.onnxruntime_errors(tmp_path, [want])
-    assert error == pytest.approx(1.5e-5, rel=1e-2)  # (float32 1 + 1.5e-5, less 1)
-    assert run_sweep.onnxruntime_errors(tmp_path, [want, want]) is None  # (other outputs: not compared)
+    assert run_sweep.onnxruntime_outputs(tmp_path, [want]) is None  # (no onnxruntime.npz)
+    np.savez(tmp_path / "onnxruntime.npz", onnxruntime)
+    [read] = run_sweep.onnxruntime_outputs(tmp_path, [want])
+    assert read.tobytes() == onnxruntime.tobytes()
+    assert run_sweep.onnxruntime_outputs(tmp_path, [want, want]) is None  # (other outputs: not compared)
 
     import onnx
 
@@ -191,6 +203,28 @@ def test_a_case_no_further_from_its_expected_outputs_than_onnxruntime_is_right_a
         model = helper.make_model(helper.make_graph([helper.make_node(op, ["x"], ["y"])], "g", [x], [y]))
         computed = prepare_sweep.onnxruntime_outputs(model, {"x": want})
         assert computed is None if given is None else np.array_equal(computed[0], given[0])
+
+
+def test_target_notes_the_swept_cases_of_the_versions_the_model_was_exported_at(tmp_path):
+    """The sweep files a model under its export's op versions: a HardSwish-22 export taken to
+    opset 21 (HardSwish-14) is noted by the swept cases of HardSwish-22."""
+    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [21],
+               "source": {"kind": "probed", "how": "a test"},
+               "cases": {"test_hardswish": {"op": "HardSwish", "version": 22, "type": "FLOAT", "verdict": "fails"},
+                         "test_hardswish@14": {"op": "HardSwish", "version": 14, "type": "FLOAT",
+                                               "verdict": "right"}}}  # fmt: skip
+    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    results = [{"name": "test_hardswish", "before": "fails", "after": "wrong", "after_why": "output 0"}]
+    run_sweep.record_sweep("made-up", results, "1.0", "made-up", "0123abcd", profiles=tmp_path)
+    written = profile_from_data(json.loads((tmp_path / "made-up.json").read_text()))
+    node = helper.make_node("HardSwish", ["x"], ["y"], name="act")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [2])],
+                              [helper.make_tensor_value_info("y", 1, [2])])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    result = lower_model(model, target=written)
+    assert result.model.opset_import[0].version == 21 and result.report.converted()
+    assert list(result.report.swept) == ["HardSwish-22 on FLOAT"]
+    assert "test_hardswish (wrong: output 0)" in result.report.swept["HardSwish-22 on FLOAT"]
 
 
 def test_a_float16_reference_that_overflows_bounds_nothing(tmp_path):

@@ -256,6 +256,16 @@ def test_an_opset_is_not_better_for_a_version_never_probed_of_an_op_that_ran_rig
                          opsets=range(7, 18))  # fmt: skip
     assert opsets_for_target(model, older_runs, lowerable_ops())[0] == 12
     assert lowering.lower_model(model, target=older_runs).model.opset_import[0].version == 12
+    # A node of such a version that a pattern lowers does not keep an opset from being taken
+    # (onnx2torch's ReduceLogSumExp-13, beside a ReduceMean-18 it runs at 13 only).
+    beside = helper.make_node("ReduceLogSumExp", ["y"], ["z"], axes=[0], keepdims=1)
+    graph = helper.make_graph([node, beside], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1])])  # fmt: skip
+    both = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    untried = profile({"sqrt": ("Sqrt", 13, "FLOAT", "fails"), "sqrt_6": ("Sqrt", 6, "FLOAT", "right"),
+                       "rlse": ("ReduceLogSumExp", 18, "FLOAT", "fails")}, opsets=range(7, 18))  # fmt: skip
+    assert untried.verdict("ReduceLogSumExp", 11, "FLOAT").no_version_ran_right
+    assert lowering.lower_model(both, target=untried).model.opset_import[0].version == 12
 
 
 @pytest.mark.parametrize("layer_norm", [False, True], ids=["ReduceMean-18", "LayerNormalization's body"])
