@@ -77,6 +77,11 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   and ``reverse`` stated), cast back, where the runtime runs those better (onnx2torch sums int32
   into int64 and reads ``reverse`` left out as 1): sums agree modulo 2^32 whatever their width,
   and the Cast back keeps the low 32 bits, the int32 sum as it wraps.
+- ``ScatterElements`` (11+) with no reduction, its data's rank known, written as ``ScatterND`` of
+  each element's coordinates (its own position in the indices, its index along the axis, wrapped
+  where negative), where the runtime runs those better (onnx2torch converts no ScatterElements,
+  and ScatterND): both write each update at the same place in the same order, so the same bits,
+  repeated indices too (measured against onnxruntime).
 - ``EyeLike`` (9+) whose ``dtype`` is not its input's type written as the EyeLike of the input's
   type, cast to ``dtype``, where the runtime runs those better (TVM fails the ``dtype``): it
   holds only 0 and 1, which every type holds exactly.
@@ -1153,6 +1158,77 @@ def _sums_selected_by_axis(
     return made
 
 
+def _scatter_of_elements(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """A ScatterElements (11+) with no reduction whose data's rank is known, its indices of the
+    same rank and of a known integer type."""
+    reduction = attribute_of(node, "reduction")
+    ranks, given = dict(form.ranks), dict(form.types)
+    return (
+        reduction in (None, b"none")
+        and ranks.get(0) is not None
+        and ranks.get(0) == ranks.get(1)
+        and given.get(1) in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+    )
+
+
+def _scattered_by_coordinates(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list:
+    """ScatterElements(data, i, u, axis=a) = ScatterND(data, c, u), where c holds each element's
+    coordinates: c[p] = (p_0, ..., i'[p], ..., p_{r-1}), its own position in i but along a, where
+    i'[p] = i[p] + d_a if i[p] < 0, else i[p] (d_a = data's size along a). Both write u[p] to
+    data at that position, in the same order; the bits move as they are."""
+    data, indices, updates = node.input
+    rank = dict(form.ranks)[0]
+    axis = (attribute_of(node, "axis") or 0) % rank
+    label = node.name or "ScatterElements"
+    made: list[onnx.NodeProto] = []
+
+    def constant(values: list[int], hint: str, scalar: bool = False) -> str:
+        name = names.fresh(f"{label}_{hint}")
+        tensor = onnx.helper.make_tensor(name, onnx.TensorProto.INT64, [] if scalar else [len(values)], values)
+        made.append(onnx.helper.make_node("Constant", [], [name], name=names.fresh(f"{name}_Constant"), value=tensor))
+        return name
+
+    def fresh_node(op_type: str, inputs: list[str], hint: str, **attributes) -> str:
+        output = names.fresh(f"{label}_{hint}")
+        made.append(
+            onnx.helper.make_node(op_type, inputs, [output], name=names.fresh(f"{label}_{op_type}"), **attributes)
+        )
+        return output
+
+    unsqueeze = schemas.schema_in_force("Unsqueeze", opset)
+    axes_attribute = unsqueeze is not None and "axes" in unsqueeze.attributes  # (an input from Unsqueeze-13 on)
+    last_axis = None if axes_attribute else constant([-1], "last_axis")
+
+    def with_a_last_axis(value: str, hint: str) -> str:
+        if axes_attribute:
+            return fresh_node("Unsqueeze", [value], hint, axes=[rank])
+        return fresh_node("Unsqueeze", [value, last_axis], hint)
+
+    if dict(form.types)[1] != onnx.TensorProto.INT64:
+        indices = fresh_node("Cast", [indices], "indices_int64", to=onnx.TensorProto.INT64)
+    shape = fresh_node("Shape", [indices], "indices_shape")
+    zero = constant([0], "zero", scalar=True)
+    one = constant([1], "one", scalar=True) if rank > 1 else None  # (a Range's step, for the other axes)
+    size = fresh_node("Gather", [fresh_node("Shape", [data], "data_shape"), constant([axis], "axis", True)], "size")
+    wrapped = fresh_node("Add", [indices, size], "wrapped")
+    taken = fresh_node("Where", [fresh_node("Less", [indices, zero], "negative"), wrapped, indices], "along_axis")
+    coordinates = []
+    for k in range(rank):
+        if k == axis:
+            coordinates.append(with_a_last_axis(taken, f"coordinate_{k}"))
+            continue
+        length = fresh_node("Gather", [shape, constant([k], f"axis_{k}", scalar=True)], f"length_{k}")
+        positions = fresh_node("Range", [zero, length, one], f"positions_{k}")
+        laid = fresh_node("Reshape", [positions, constant([-1 if j == k else 1 for j in range(rank)], f"along_{k}")],
+                          f"positions_{k}_laid")  # fmt: skip
+        coordinates.append(with_a_last_axis(fresh_node("Expand", [laid, shape], f"grid_{k}"), f"coordinate_{k}"))
+    every = fresh_node("Concat", coordinates, "coordinates", axis=-1)
+    made.append(onnx.helper.make_node("ScatterND", [data, every, updates], list(node.output), name=node.name))
+    return made
+
+
 def _eye_of_another_type(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """EyeLike whose dtype is not its input's (known) element type."""
     dtype = next((attribute.i for attribute in node.attribute if attribute.name == "dtype"), None)
@@ -1290,6 +1366,14 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _sums_in_int64,
         None,
         "CumSum(x, axis) on int32 -> Cast(CumSum(Cast(x, int64), axis), int32) (the runtime runs those better)",
+    ),
+    OpChoice(
+        "ScatterElements",
+        _scatter_of_elements,
+        _scattered_by_coordinates,
+        None,
+        "ScatterElements(data, i, u) -> ScatterND(data, each element's coordinates, i along the axis, u) "
+        "(the runtime runs those better)",
     ),
     OpChoice(
         "EyeLike",

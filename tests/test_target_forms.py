@@ -2771,3 +2771,86 @@ def test_a_global_max_pool_becomes_a_max_pool_where_the_runtime_converts_none():
     runs = {**cases, "test_globalmaxpool": ("GlobalMaxPool", 22, "FLOAT", "right")}
     kept = lowering.lower_model(case.model, target=_profile_of("global-max", 22, runs), fold="none")
     assert not kept.report.forms and [n.op_type for n in kept.model.graph.node] == ["GlobalMaxPool"]
+
+
+def _scatters(rng, count: int):
+    """``count`` ScatterElements of ranks 1 to 3, random sizes and axis (negative too), indices
+    int64 or int32 with negative values, half unique along the axis and half with repeats, on
+    float32, float16, int64 and bool data: (node, feeds)."""
+    made = []
+    for _ in range(count):
+        rank = int(rng.integers(1, 4))
+        shape = rng.integers(1, 5, rank).tolist()
+        axis = int(rng.integers(-rank, rank))
+        size = shape[axis % rank]
+        taken = [int(rng.integers(1, n + 1)) for n in shape]
+        if rng.integers(0, 2):
+            indices = rng.integers(-size, size, taken)
+        else:  # (each slice along the axis a permutation's first positions, some counted from the end)
+            along = axis % rank
+            slices = int(np.prod(taken)) // taken[along]
+            indices = np.stack([rng.permutation(size)[: taken[along]] for _ in range(slices)])
+            indices = np.moveaxis(indices.reshape([*np.delete(taken, along), taken[along]]), -1, along)
+            indices = np.where(rng.integers(0, 2, indices.shape) == 1, indices - size, indices)
+        element_type = rng.choice([np.float32, np.float16, np.int64, np.bool_])
+        feeds = {
+            "data": (rng.standard_normal(shape) * 3).astype(element_type),
+            "i": indices.astype(rng.choice([np.int64, np.int32])),
+            "u": (rng.standard_normal(taken) * 3).astype(element_type),
+        }
+        made.append((helper.make_node("ScatterElements", ["data", "i", "u"], ["y"], name="scatter", axis=axis), feeds))
+    return made
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_a_scatter_of_elements_is_the_scatter_of_their_coordinates_bit_for_bit(opset):
+    """ScatterElements of random ranks, sizes, axes and types, negative and repeated indices,
+    written as ScatterND of each element's coordinates (its own position, its index along the
+    axis, wrapped where negative): onnxruntime's outputs bit for bit, repeats written in the same
+    order. Declined with a reduction and where the data's rank is unknown."""
+    from lowering.node_forms import node_form
+
+    [choice] = [c for c in OP_CHOICES if c.op_type == "ScatterElements"]
+    version = schemas.version_in_force("ScatterElements", opset)
+    for node, feeds in _scatters(np.random.default_rng(opset), 60):
+        inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+                  for n, v in feeds.items()]  # fmt: skip
+        output = helper.make_tensor_value_info("y", inputs[0].type.tensor_type.elem_type, list(feeds["data"].shape))
+        model = helper.make_model(helper.make_graph([node], "g", inputs, [output]),
+                                  opset_imports=[helper.make_opsetid("", opset)])  # fmt: skip
+        types = {info.name: info.type for info in model.graph.input}
+        shapes = {name: tuple(value.shape) for name, value in feeds.items()}
+        element_types = {name: types[name].tensor_type.elem_type for name in feeds}
+        form = node_form(node, version, set(feeds), set(), shapes, element_types, set())
+        assert choice.applies(node, form, version, {}, types)
+        written = choice.replacement(node, form, {}, NameAllocator(model=model), opset, types)
+        assert written[-1].op_type == "ScatterND" and list(written[-1].output) == ["y"]
+        made = helper.make_model(helper.make_graph(written, "g", inputs, [output]),
+                                 opset_imports=[helper.make_opsetid("", opset)])  # fmt: skip
+        onnx.checker.check_model(made, full_check=True)
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), helper.printable_node(node)
+    if version >= 16:
+        added = helper.make_node("ScatterElements", ["data", "i", "u"], ["y"], reduction="add")
+        form = node_form(added, version, {"data", "i", "u"}, set(), {}, element_types, set())
+        assert not choice.applies(added, form, version, {}, types)
+    unknown = node_form(node, version, {"data", "i", "u"}, set(), {}, element_types, set())
+    assert not choice.applies(node, unknown, version, {}, {})
+
+
+def test_a_scatter_of_elements_becomes_a_scatter_nd_where_the_runtime_converts_none():
+    """onnx2torch converts no ScatterElements: the backend's negative-indices case is written as
+    ScatterND of coordinates, the case's expected outputs; kept where ScatterElements runs."""
+    [case] = [case for case in node_cases() if case.name == "test_scatter_elements_with_negative_indices"]
+    said = ("ScatterElements(data, i, u) -> ScatterND(data, each element's coordinates, i along the axis, u) "
+            "(the runtime runs those better)")  # fmt: skip
+    for verdict, forms in (("fails", {said: 1}), ("right", {})):
+        cases = {case.name: ("ScatterElements", 18, "FLOAT", verdict)}
+        result = lowering.lower_model(case.model, target=_profile_of("scatter", 18, cases), fold="none")
+        assert result.report.forms == forms
+        inputs, [expected] = case.data_sets[0]
+        feeds = dict(zip([info.name for info in case.model.graph.input], inputs, strict=True))
+        [got] = run_onnxruntime(result.model, feeds)
+        assert got.tobytes() == np.asarray(expected).tobytes()
+        ops = {n.op_type for n in result.model.graph.node}
+        assert ("ScatterND" in ops and "ScatterElements" not in ops) if forms else ops == {"ScatterElements"}
