@@ -80,8 +80,9 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
 - ``ScatterElements`` (11+) with no reduction, its data's rank known, written as ``ScatterND`` of
   each element's coordinates (its own position in the indices, its index along the axis, wrapped
   where negative), where the runtime runs those better (onnx2torch converts no ScatterElements,
-  and ScatterND): both write each update at the same place in the same order, so the same bits,
-  repeated indices too (measured against onnxruntime).
+  and ScatterND): both write each update at the same place, the same bits, on every input ONNX
+  defines (both require indices that repeat no position; with repeats onnxruntime's two kernels
+  keep different updates, its ScatterND by thread).
 - ``EyeLike`` (9+) whose ``dtype`` is not its input's type written as the EyeLike of the input's
   type, cast to ``dtype``, where the runtime runs those better (TVM fails the ``dtype``): it
   holds only 0 and 1, which every type holds exactly.
@@ -658,10 +659,11 @@ def _as_its_adapter_writes(
 
 
 def _spatial_sizes(node: onnx.NodeProto, types: Types) -> list[int] | None:
-    """The sizes of the pooled axes of the node's input (all but the first two), where all known."""
+    """The sizes of the pooled axes of the node's input (all but the first two), where all known
+    and none 0."""
     shape = shapes_and_types(node, types)[0].get(node.input[0]) if node.input else None
-    if not shape or len(shape) < 3 or any(size is None for size in shape[2:]):
-        return None
+    if not shape or len(shape) < 3 or any(size is None or size < 1 for size in shape[2:]):
+        return None  # (an empty axis: no window to state)
     return list(shape[2:])
 
 
@@ -1159,14 +1161,17 @@ def _sums_selected_by_axis(
 
 
 def _scatter_of_elements(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
-    """A ScatterElements (11+) with no reduction whose data's rank is known, its indices of the
-    same rank and of a known integer type."""
+    """A ScatterElements (11+) with no reduction whose data's rank r (at least 1) is known, its
+    indices of rank r and a known integer type, its axis in [-r, r - 1]."""
     reduction = attribute_of(node, "reduction")
     ranks, given = dict(form.ranks), dict(form.types)
+    rank = ranks.get(0)
     return (
         reduction in (None, b"none")
-        and ranks.get(0) is not None
-        and ranks.get(0) == ranks.get(1)
+        and rank is not None
+        and rank >= 1
+        and ranks.get(1) == rank
+        and -rank <= (attribute_of(node, "axis") or 0) < rank
         and given.get(1) in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
     )
 
@@ -1177,7 +1182,10 @@ def _scattered_by_coordinates(
     """ScatterElements(data, i, u, axis=a) = ScatterND(data, c, u), where c holds each element's
     coordinates: c[p] = (p_0, ..., i'[p], ..., p_{r-1}), its own position in i but along a, where
     i'[p] = i[p] + d_a if i[p] < 0, else i[p] (d_a = data's size along a). Both write u[p] to
-    data at that position, in the same order; the bits move as they are."""
+    data at that position, the bits as they are, on every input ONNX defines: both ops require
+    indices that repeat no position (with repeats onnxruntime's ScatterElements keeps the last
+    update and its ScatterND the one its threads write last), and indices in [-d_a, d_a - 1]
+    (one past that, an error in both, is wrapped once here and may then land)."""
     data, indices, updates = node.input
     rank = dict(form.ranks)[0]
     axis = (attribute_of(node, "axis") or 0) % rank

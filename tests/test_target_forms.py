@@ -2631,8 +2631,8 @@ def test_a_transpose_given_its_output_shape_or_auto_pad_gets_pads_giving_the_sam
     odd total's extra one at the begin for SAME_LOWER and NOTSET, at the end for SAME_UPPER, as
     ONNX says) and output_padding (an output_shape past the full length adds to it), the same
     outputs as onnxruntime's, bit for bit, NaN and inf in x. Declined where SAME's output would be
-    longer than the full length (onnxruntime then gives the full length, not n·s) and where the
-    output_padding would reach the stride; onnxruntime refuses each original declined so."""
+    longer than the full length (onnxruntime then gives the full length, not n·s, as ONNX says)
+    and where the output_padding would reach the stride (onnxruntime refuses that original)."""
     from lowering.node_forms import node_form
 
     [choice] = [c for c in OP_CHOICES if c.op_type == "ConvTranspose"]
@@ -2660,7 +2660,8 @@ def test_a_transpose_keeps_output_shape_where_no_pads_state_it():
     """Declined: SAME_UPPER along an axis whose full length 2 falls short of n·s = 3 (onnxruntime
     gives 2, ONNX says 3); an output_shape 3 past the full length with stride 2 (output_padding
     3 is not below the stride; onnxruntime refuses it); an output_shape naming the batch and
-    channel axes too; pads stated beside output_shape; an input of unknown size."""
+    channel axes too; pads stated beside output_shape; an input of unknown size; ConvTranspose-1
+    (the choice is measured from version 11 on)."""
     from lowering.node_forms import node_form
 
     [choice] = [c for c in OP_CHOICES if c.op_type == "ConvTranspose"]
@@ -2676,6 +2677,7 @@ def test_a_transpose_keeps_output_shape_where_no_pads_state_it():
         assert not choice.applies(node, node_form(node, 22, {"x", "w"}, set(), {}, {}, set()), 22, {}, types)
     taken = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2], output_shape=[2])
     assert choice.applies(taken, node_form(taken, 22, {"x", "w"}, set(), {}, {}, set()), 22, {}, types)
+    assert not choice.applies(taken, node_form(taken, 1, {"x", "w"}, set(), {}, {}, set()), 1, {}, types)
     unknown = {**types, "x": helper.make_tensor_type_proto(TensorProto.FLOAT, [1, 1, "n"])}
     assert not choice.applies(taken, node_form(taken, 22, {"x", "w"}, set(), {}, {}, set()), 22, {}, unknown)
     [written] = choice.replacement(taken, None, {}, None, 22, types)  # (full length 1: output_padding 1)
@@ -2723,7 +2725,7 @@ def test_a_global_max_pool_is_the_max_pool_of_one_window_bit_for_bit(opset, elem
     """GlobalMaxPool of 1 to 3 spatial axes of random sizes, NaN, ±inf and ±0 among the values,
     written as MaxPool with the spatial sizes as its kernel: onnxruntime's maxima bit for bit
     (ReduceMax would differ: it takes a NaN first in a window, GlobalMaxPool passes it by).
-    Declined where a spatial size is unknown."""
+    Declined where a spatial size is unknown or 0."""
     from lowering.node_forms import node_form
 
     [choice] = [c for c in OP_CHOICES if c.op_type == "GlobalMaxPool"]
@@ -2749,6 +2751,8 @@ def test_a_global_max_pool_is_the_max_pool_of_one_window_bit_for_bit(opset, elem
         assert got.shape == want.shape == (2, 3, *[1] * (x.ndim - 2)) and got.tobytes() == want.tobytes()
     unknown = {"x": helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3, "h", 4])}
     assert not choice.applies(node, node_form(node, version, {"x"}, set(), {}, {}, set()), version, {}, unknown)
+    empty = {"x": helper.make_tensor_type_proto(TensorProto.FLOAT, [1, 2, 0, 3])}  # (MaxPool takes no kernel 0)
+    assert not choice.applies(node, node_form(node, version, {"x"}, set(), {}, {}, set()), version, {}, empty)
 
 
 def test_a_global_max_pool_becomes_a_max_pool_where_the_runtime_converts_none():
@@ -2775,7 +2779,7 @@ def test_a_global_max_pool_becomes_a_max_pool_where_the_runtime_converts_none():
 
 def _scatters(rng, count: int):
     """``count`` ScatterElements of ranks 1 to 3, random sizes and axis (negative too), indices
-    int64 or int32 with negative values, half unique along the axis and half with repeats, on
+    int64 or int32 that repeat no position (as ONNX requires), some counted from the end, on
     float32, float16, int64 and bool data: (node, feeds)."""
     made = []
     for _ in range(count):
@@ -2784,14 +2788,12 @@ def _scatters(rng, count: int):
         axis = int(rng.integers(-rank, rank))
         size = shape[axis % rank]
         taken = [int(rng.integers(1, n + 1)) for n in shape]
-        if rng.integers(0, 2):
-            indices = rng.integers(-size, size, taken)
-        else:  # (each slice along the axis a permutation's first positions, some counted from the end)
-            along = axis % rank
-            slices = int(np.prod(taken)) // taken[along]
-            indices = np.stack([rng.permutation(size)[: taken[along]] for _ in range(slices)])
-            indices = np.moveaxis(indices.reshape([*np.delete(taken, along), taken[along]]), -1, along)
-            indices = np.where(rng.integers(0, 2, indices.shape) == 1, indices - size, indices)
+        # (each slice along the axis a permutation's first positions, some counted from the end)
+        along = axis % rank
+        slices = int(np.prod(taken)) // taken[along]
+        indices = np.stack([rng.permutation(size)[: taken[along]] for _ in range(slices)])
+        indices = np.moveaxis(indices.reshape([*np.delete(taken, along), taken[along]]), -1, along)
+        indices = np.where(rng.integers(0, 2, indices.shape) == 1, indices - size, indices)
         element_type = rng.choice([np.float32, np.float16, np.int64, np.bool_])
         feeds = {
             "data": (rng.standard_normal(shape) * 3).astype(element_type),
@@ -2804,10 +2806,11 @@ def _scatters(rng, count: int):
 
 @pytest.mark.parametrize("opset", [11, 13, 18])
 def test_a_scatter_of_elements_is_the_scatter_of_their_coordinates_bit_for_bit(opset):
-    """ScatterElements of random ranks, sizes, axes and types, negative and repeated indices,
-    written as ScatterND of each element's coordinates (its own position, its index along the
-    axis, wrapped where negative): onnxruntime's outputs bit for bit, repeats written in the same
-    order. Declined with a reduction and where the data's rank is unknown."""
+    """ScatterElements of random ranks, sizes, axes and types, negative indices (none repeating
+    a position, as ONNX requires), written as ScatterND of each element's coordinates (its own
+    position, its index along the axis, wrapped where negative: each coordinate in [0, size)):
+    onnxruntime's outputs bit for bit. Declined with a reduction, where the data's rank is
+    unknown or 0, and where the axis is out of range."""
     from lowering.node_forms import node_form
 
     [choice] = [c for c in OP_CHOICES if c.op_type == "ScatterElements"]
@@ -2830,12 +2833,23 @@ def test_a_scatter_of_elements_is_the_scatter_of_their_coordinates_bit_for_bit(o
         onnx.checker.check_model(made, full_check=True)
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), helper.printable_node(node)
+        coordinates = helper.make_tensor_value_info(written[-1].input[1], TensorProto.INT64, None)
+        made.graph.output.append(coordinates)  # (the wrap: ScatterND of onnxruntime wraps negatives itself)
+        [_, at] = run_onnxruntime(made, feeds)
+        assert at.shape == (*feeds["i"].shape, feeds["data"].ndim)
+        assert (at >= 0).all() and (at < np.array(feeds["data"].shape)).all()
     if version >= 16:
         added = helper.make_node("ScatterElements", ["data", "i", "u"], ["y"], reduction="add")
         form = node_form(added, version, {"data", "i", "u"}, set(), {}, element_types, set())
         assert not choice.applies(added, form, version, {}, types)
     unknown = node_form(node, version, {"data", "i", "u"}, set(), {}, element_types, set())
     assert not choice.applies(node, unknown, version, {}, {})
+    scalar = node_form(node, version, {"data", "i", "u"}, set(), dict.fromkeys(("data", "i", "u"), ()),
+                       element_types, set())  # fmt: skip
+    assert not choice.applies(node, scalar, version, {}, {})
+    beyond = helper.make_node("ScatterElements", ["data", "i", "u"], ["y"], axis=3)
+    assert not choice.applies(beyond, node_form(beyond, version, {"data", "i", "u"}, set(), {
+        name: (2, 2, 2) for name in ("data", "i", "u")}, element_types, set()), version, {}, {})  # fmt: skip
 
 
 def test_a_scatter_of_elements_becomes_a_scatter_nd_where_the_runtime_converts_none():
