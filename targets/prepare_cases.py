@@ -161,15 +161,30 @@ def at_other_versions(variants: list[tuple], op_type: str, opset: int) -> list[t
             continue
         # (where the case cannot be written at that first opset, the next ones the version is in
         # force at: Loop-11's body holds a Slice-10, so Loop-1 is probed at 10)
-        in_force = [o for o in range(at, opset) if schemas.version_in_force(op_type, o) == version]
+        later = [o for o in range(at + 1, opset) if schemas.version_in_force(op_type, o) == version]
         for name, _, model_bytes, *rest in variants:
-            for other in in_force or [at]:
-                converted = _converted(onnx.load_from_string(model_bytes), other, op_type)
-                if converted is not None:
-                    base, mark, variant = name.partition("#")
-                    found.append((f"{base}@{version}{mark}{variant}", other, converted.SerializeToString(), *rest))
-                    break
+            converted, written_at = _first_written(onnx.load_from_string(model_bytes), [at, *later], op_type)
+            if converted is not None:
+                base, mark, variant = name.partition("#")
+                found.append((f"{base}@{version}{mark}{variant}", written_at, converted.SerializeToString(), *rest))
     return found
+
+
+def _first_written(model: onnx.ModelProto, opsets: list[int], op_type: str) -> tuple[onnx.ModelProto | None, int]:
+    """The case taken to the first of ``opsets`` where it can be written (:func:`_converted`),
+    and that opset; (None, 0) where none. The last is tried second: a case that cannot be written
+    there, at the newest of them, is taken to be written at none between (most cannot be written
+    at any: each try costs a conversion)."""
+    first = _converted(model, opsets[0], op_type)
+    if first is not None or len(opsets) == 1:
+        return first, opsets[0]
+    if _converted(model, opsets[-1], op_type) is None:
+        return None, 0
+    for opset in opsets[1:]:
+        converted = _converted(model, opset, op_type)
+        if converted is not None:
+            return converted, opset
+    return None, 0
 
 
 def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
