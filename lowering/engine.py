@@ -350,7 +350,7 @@ class Legalizer:
         if not self.converting:
             return None
         try:
-            return self.move(scope, node, scope.source_opset, location)
+            moved = self.move(scope, node, scope.source_opset, location)
         except LoweringError as cannot_move:
             if expansion is None:
                 raise
@@ -358,6 +358,17 @@ class Legalizer:
                 return self._expand(expansion, scope, node, index, location)
             except NotLowered as not_expanded:
                 raise LoweringError(f"{cannot_move}; nor by its function body: {not_expanded.reason}") from None
+        self._requested_written(scope, node, index, moved)
+        return moved
+
+    def _requested_written(self, scope: Scope, node: onnx.NodeProto, index: int, written: list | None) -> None:
+        """Report each node of a requested op that moving ``node`` wrote (Upsample-9 at opset 10
+        is Resize-10): left as written, the moved nodes not lowered again."""
+        for made in written or ():
+            if made.op_type in self.requested_ops and made.op_type != node.op_type:
+                version = schemas.version_in_force(made.op_type, scope.opset, made.domain)
+                reason = f"written by moving {node.op_type} to opset {scope.opset}, and not lowered again"
+                self.report.remaining.append(self._remaining(scope, made, index, version, reason))
 
     def _legalize_owned(self, owned, requested: bool, scope: Scope, node, index: int, location: str) -> list | None:
         rule, version = owned

@@ -1009,7 +1009,9 @@ def _node_case(
 
 
 def _converted(model: onnx.ModelProto, opset: int, op_type: str) -> onnx.ModelProto | None:
-    """The case taken by onnx-lower to ``opset``, where its op stays one node there."""
+    """The case taken by onnx-lower to ``opset``, where its op stays one node there, or becomes
+    one node of the op that takes its place where its version there is deprecated (Upsample-10
+    is written as Resize-10, Scatter-11 as ScatterElements-11: cases of those)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -1017,7 +1019,10 @@ def _converted(model: onnx.ModelProto, opset: int, op_type: str) -> onnx.ModelPr
     except Exception:  # (the case cannot be written at that opset: not probed there)
         return None
     moved = main_node(converted)
-    return converted if moved is not None and moved.op_type == op_type else None
+    if moved is None:
+        return None
+    replaced = schemas.schema_in_force(op_type, opset)
+    return converted if moved.op_type == op_type or (replaced is not None and replaced.deprecated) else None
 
 
 def case_form(model: onnx.ModelProto, opset: int) -> NodeForm:

@@ -579,3 +579,14 @@ def test_uneven_pads_cases_hold_the_windows_numpy_makes():
         np.testing.assert_allclose(expected[0, 0], np.array(want, np.float32), rtol=1e-6, atol=1e-6, err_msg=name)
         checked += 1
     assert checked == len(cases) > 100
+
+
+def test_a_case_of_a_deprecated_version_is_one_of_the_op_that_takes_its_place():
+    """Upsample-10 is deprecated: test_upsample_nearest taken to opset 10 is one Resize-10, a
+    case of Resize-10 named for the Upsample case."""
+    [case] = [case for case in prepare_cases.backend_cases() if case.name == "test_upsample_nearest"]
+    entry = ("test_upsample_nearest", 9, case.model.SerializeToString())
+    taken = {name: (opset, written) for name, opset, written in prepare_cases.at_other_versions([entry], "Upsample", 9)}
+    assert taken.keys() == {"test_upsample_nearest@10"}  # (Upsample-7 takes scales as an attribute: not written)
+    opset, written = taken["test_upsample_nearest@10"]
+    assert opset == 10 and [n.op_type for n in onnx.load_from_string(written).graph.node] == ["Resize"]
