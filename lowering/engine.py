@@ -325,7 +325,7 @@ class Legalizer:
             except NotLowered as not_lowered:
                 version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
                 kept = self.move(scope, node, scope.source_opset, location) if self.converting else None
-                self.report.remaining.append(self._remaining(scope, node, index, version, not_lowered.reason))
+                self._left(scope, node, index, version, not_lowered.reason, kept)
                 return kept
         if (
             requested
@@ -337,7 +337,7 @@ class Legalizer:
             version = schemas.version_in_force(node.op_type, scope.source_opset, node.domain)
             kept = self.move(scope, node, scope.source_opset, location) if self.converting else None
             reason = f"no pattern lowers {node.op_type} (no decomposition rule, no function body)"
-            self.report.remaining.append(self._remaining(scope, node, index, version, reason))
+            self._left(scope, node, index, version, reason, kept)
             return kept
         if requested and expansion is None and (rule := _owning_rule(node)) is not None:
             # a rule owning other versions of the op: the node is left (moved where converting), and said so
@@ -345,7 +345,7 @@ class Legalizer:
             kept = self.move(scope, node, scope.source_opset, location) if self.converting else None
             served = ", ".join(map(str, rule.since_versions))
             reason = f"no rule for {node.op_type}-{version} (rules cover versions {served})"
-            self.report.remaining.append(self._remaining(scope, node, index, version, reason))
+            self._left(scope, node, index, version, reason, kept)
             return kept
         if not self.converting:
             return None
@@ -361,9 +361,18 @@ class Legalizer:
         self._requested_written(scope, node, index, moved)
         return moved
 
+    def _left(self, scope: Scope, node: onnx.NodeProto, index: int, version, reason: str, kept: list | None) -> None:
+        """Report a requested ``node`` left: as it is (``kept`` None), or as moving it wrote it,
+        itself where ``kept`` holds a node of its op, and each node of another requested op the
+        move wrote (Upsample-7 at opset 10 is Resize-10; Softmax-11 at 13 writes a Flatten)."""
+        if kept is None or any(made.op_type == node.op_type for made in kept):
+            self.report.remaining.append(self._remaining(scope, node, index, version, reason))
+        self._requested_written(scope, node, index, kept)
+
     def _requested_written(self, scope: Scope, node: onnx.NodeProto, index: int, written: list | None) -> None:
-        """Report each node of a requested op that moving ``node`` wrote (Upsample-9 at opset 10
-        is Resize-10): left as written, the moved nodes not lowered again."""
+        """Report each node of a requested op other than ``node``'s that moving ``node`` wrote
+        (Upsample-9 at opset 10 is Resize-10; GatherND-12's adapter to 11 writes a Range): left
+        as written, the moved nodes not lowered again."""
         for made in written or ():
             if made.op_type in self.requested_ops and made.op_type != node.op_type:
                 version = schemas.version_in_force(made.op_type, scope.opset, made.domain)
@@ -378,6 +387,7 @@ class Legalizer:
         if self.converting and not requested:
             kept, cannot_move = self._kept_at_target(rule, version, scope, node, location)
             if kept is not None:
+                self._requested_written(scope, node, index, kept)
                 return kept
         try:
             nodes = self._decompose(rule, version, scope, node, index, location)
@@ -402,13 +412,14 @@ class Legalizer:
                 blind = replace(self.target, kernels=lambda: None)
                 kept = node_moves.keep_owned(rule, version, scope, node, blind, self.names, self.report)
                 if kept is not None:
+                    self._requested_written(scope, node, index, kept)
                     return kept
             if kept is None:
                 raise LoweringError(
                     f"{location}: {node.op_type}-{version} cannot be expressed at opset {scope.opset}: "
                     f"the op does not exist there for this input, and it cannot be lowered ({reason})"
                 )
-            self.report.remaining.append(self._remaining(scope, node, index, version, reason))
+            self._left(scope, node, index, version, reason, kept)
             return kept
         self.report.remaining.append(self._remaining(scope, node, index, version, reason))
         return None

@@ -151,7 +151,7 @@ def at_other_versions(variants: list[tuple], op_type: str, opset: int) -> list[t
     """Each of ``variants`` (entries of one op at ``opset``) taken to the first opset of every
     other version of the op, where it stays one node there (``NAME@VERSION``); an older version's
     case that cannot be written at its first opset, at the first of the later ones where that
-    version is still in force that it can be."""
+    version is in force, where it can be written at the newest of them (:func:`_first_written`)."""
     found = []
     own_version = schemas.version_in_force(op_type, opset)
     for version in schemas.op_versions(op_type):
