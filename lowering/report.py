@@ -52,7 +52,7 @@ class LoweringReport:
     forms: Counter = field(default_factory=Counter)  # forms a target chose (lowering.target_forms), per choice
     # nodes left that the target's runtime runs right only in some probed cases ("Equal-13 on INT64")
     partly: Counter = field(default_factory=Counter)
-    # per op version and type of the original model ("OneHot-11 on INT64"), what the target's
+    # per op version and type of the original model ("OneHot-28 on INT64"), what the target's
     # recorded sweep found the runtime still failing or getting wrong after --target
     swept: dict[str, str] = field(default_factory=dict)
 

@@ -1106,6 +1106,28 @@ def _sums_in_int64(node: onnx.NodeProto, form: NodeForm, constants, names: NameA
 MOST_AXES_SELECTED = 8  # a CumSum of a fed axis is written as this many constant-axis CumSums at most
 
 
+class _NodesWritten:
+    """The nodes a choice writes in place of one node, in order (``made``), each named fresh
+    from ``label``: Constants of integer values, and nodes of one output."""
+
+    def __init__(self, label: str, names: NameAllocator) -> None:
+        self.label, self.names, self.made = label, names, []
+
+    def constant(self, values: list[int], element_type: int, hint: str, scalar: bool = False) -> str:
+        name = self.names.fresh(f"{self.label}_{hint}")
+        tensor = onnx.helper.make_tensor(name, element_type, [] if scalar else [len(values)], values)
+        self.made.append(
+            onnx.helper.make_node("Constant", [], [name], name=self.names.fresh(f"{name}_Constant"), value=tensor)
+        )
+        return name
+
+    def node(self, op_type: str, inputs: list[str], hint: str, **attributes) -> str:
+        output = self.names.fresh(f"{self.label}_{hint}")
+        name = self.names.fresh(f"{self.label}_{op_type}")
+        self.made.append(onnx.helper.make_node(op_type, inputs, [output], name=name, **attributes))
+        return output
+
+
 def _sums_along_a_fed_axis(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """CumSum of an axis given at run time, its input's rank known (1 to MOST_AXES_SELECTED)."""
     rank = dict(form.ranks).get(0)
@@ -1122,22 +1144,8 @@ def _sums_selected_by_axis(
     gives -0.0 taken from its second input as +0.0). Rank 1: CumSum(x, 0), the one axis."""
     x, axis = node.input
     rank, axis_type = dict(form.ranks)[0], dict(form.types)[1]
-    label = node.name or "CumSum"
-    made: list[onnx.NodeProto] = []
-
-    def constant(values: list[int], element_type: int, hint: str, scalar: bool = False) -> str:
-        name = names.fresh(f"{label}_{hint}")
-        tensor = onnx.helper.make_tensor(name, element_type, [] if scalar else [len(values)], values)
-        made.append(onnx.helper.make_node("Constant", [], [name], name=names.fresh(f"{name}_Constant"), value=tensor))
-        return name
-
-    def fresh_node(op_type: str, inputs: list[str], hint: str, **attributes) -> str:
-        output = names.fresh(f"{label}_{hint}")
-        made.append(
-            onnx.helper.make_node(op_type, inputs, [output], name=names.fresh(f"{label}_{op_type}"), **attributes)
-        )
-        return output
-
+    written = _NodesWritten(node.name or "CumSum", names)
+    made, constant, fresh_node = written.made, written.constant, written.node
     if rank == 1:  # (0 and -1 both name the one axis)
         along = constant([0], axis_type, "axis_0", scalar=True)
         made.append(onnx.helper.make_node("CumSum", [x, along], list(node.output), name=node.name))
@@ -1162,7 +1170,7 @@ def _sums_selected_by_axis(
 
 def _scatter_of_elements(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """A ScatterElements (11+) with no reduction whose data's rank r (at least 1) is known, its
-    indices of rank r and a known integer type, its axis in [-r, r - 1]."""
+    indices of rank r and of a known type (its schema's int32 or int64), its axis in [-r, r - 1]."""
     reduction = attribute_of(node, "reduction")
     ranks, given = dict(form.ranks), dict(form.types)
     rank = ranks.get(0)
@@ -1172,7 +1180,7 @@ def _scatter_of_elements(node: onnx.NodeProto, form: NodeForm, version: int, con
         and rank >= 1
         and ranks.get(1) == rank
         and -rank <= (attribute_of(node, "axis") or 0) < rank
-        and given.get(1) in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+        and given.get(1) is not None
     )
 
 
@@ -1189,21 +1197,11 @@ def _scattered_by_coordinates(
     data, indices, updates = node.input
     rank = dict(form.ranks)[0]
     axis = (attribute_of(node, "axis") or 0) % rank
-    label = node.name or "ScatterElements"
-    made: list[onnx.NodeProto] = []
+    written = _NodesWritten(node.name or "ScatterElements", names)
+    made, fresh_node = written.made, written.node
 
     def constant(values: list[int], hint: str, scalar: bool = False) -> str:
-        name = names.fresh(f"{label}_{hint}")
-        tensor = onnx.helper.make_tensor(name, onnx.TensorProto.INT64, [] if scalar else [len(values)], values)
-        made.append(onnx.helper.make_node("Constant", [], [name], name=names.fresh(f"{name}_Constant"), value=tensor))
-        return name
-
-    def fresh_node(op_type: str, inputs: list[str], hint: str, **attributes) -> str:
-        output = names.fresh(f"{label}_{hint}")
-        made.append(
-            onnx.helper.make_node(op_type, inputs, [output], name=names.fresh(f"{label}_{op_type}"), **attributes)
-        )
-        return output
+        return written.constant(values, onnx.TensorProto.INT64, hint, scalar)
 
     unsqueeze = schemas.schema_in_force("Unsqueeze", opset)
     axes_attribute = unsqueeze is not None and "axes" in unsqueeze.attributes  # (an input from Unsqueeze-13 on)

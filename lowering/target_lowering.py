@@ -312,18 +312,16 @@ def _unlowerable(model: onnx.ModelProto, profile, opset: int, lowerable: frozens
     return _unlowerable_among(check_model(model, profile, opset, lowerable))
 
 
-def _never_tried(findings: list[Finding]) -> bool:
-    """Whether a node no pattern lowers is of a version the probe never ran, of an op that ran
-    right at no version probed (Loop-1, where every Loop-11 case fails on TVM), as
-    :func:`_unlowerable_among` counts it."""
-    return any(f.of_a_node and f.verdict.no_version_ran_right and not f.fix for f in findings)
+def _never_tried(finding: Finding) -> bool:
+    """Whether the finding is of a node no fix takes away, of a version the probe never ran, of
+    an op that ran right at no version probed (Loop-1, where every Loop-11 case fails on TVM)."""
+    return finding.of_a_node and finding.verdict.no_version_ran_right and not finding.fix
 
 
 def _unlowerable_among(findings: list[Finding]) -> int:
-    """How many nodes the runtime refuses that no fix takes away, counting one of a version the
-    probe never ran whose op ran right at no version probed (Loop-1, where every Loop-11 case
-    fails: an opset is not better for trading a refused node for one never tried)."""
-    return sum(1 for f in findings if (f.blocks or f.verdict.no_version_ran_right) and f.of_a_node and not f.fix)
+    """How many nodes the runtime refuses that no fix takes away, counting those never tried
+    (:func:`_never_tried`: an opset is not better for trading a refused node for one)."""
+    return sum(1 for f in findings if (f.blocks and f.of_a_node and not f.fix) or _never_tried(f))
 
 
 def opsets_for_target(
@@ -515,7 +513,7 @@ def lower_for_target(
                 continue
             except LoweringError:  # (that opset cannot be reached either)
                 continue
-            if _never_tried(check_model(result.model, profile, opset, lowerable)):
+            if any(map(_never_tried, check_model(result.model, profile, opset, lowerable))):
                 continue  # (a refused node traded for one of a version never probed, of an op that ran right at none)
             if not _control_flow_op_types(result.model) - _control_flow_op_types(model):
                 break

@@ -178,13 +178,14 @@ def _first_written(model: onnx.ModelProto, opsets: list[int], op_type: str) -> t
     first = _converted(model, opsets[0], op_type)
     if first is not None or len(opsets) == 1:
         return first, opsets[0]
-    if _converted(model, opsets[-1], op_type) is None:
+    last = _converted(model, opsets[-1], op_type)
+    if last is None:
         return None, 0
-    for opset in opsets[1:]:
+    for opset in opsets[1:-1]:
         converted = _converted(model, opset, op_type)
         if converted is not None:
             return converted, opset
-    return None, 0
+    return last, opsets[-1]
 
 
 def corpus_cases(folder: Path = CORPUS) -> list[tuple]:

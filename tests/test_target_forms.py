@@ -2618,19 +2618,22 @@ def _transposes(rng, count: int):
 
 def _transpose_model(node: onnx.NodeProto, x, w, b, opset: int) -> onnx.ModelProto:
     values = [("x", x), ("w", w)] + ([("b", b)] if b is not None else [])
-    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(v.shape)) for name, v in values]
-    output = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * x.ndim)
+    element_type = helper.np_dtype_to_tensor_dtype(x.dtype)
+    inputs = [helper.make_tensor_value_info(name, element_type, list(v.shape)) for name, v in values]
+    output = helper.make_tensor_value_info("y", element_type, [None] * x.ndim)
     graph = helper.make_graph([node], "g", inputs, [output])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
+@pytest.mark.parametrize("element_type", [np.float32, np.float16])
 @pytest.mark.parametrize("opset", [11, 22])
-def test_a_transpose_given_its_output_shape_or_auto_pad_gets_pads_giving_the_same_output(opset):
+def test_a_transpose_given_its_output_shape_or_auto_pad_gets_pads_giving_the_same_output(opset, element_type):
     """ConvTranspose-11 and -22 of random sizes, strides, dilations, groups, output_padding and
     bias, given output_shape or auto_pad SAME_UPPER, SAME_LOWER or VALID: written with pads (an
     odd total's extra one at the begin for SAME_LOWER and NOTSET, at the end for SAME_UPPER, as
     ONNX says) and output_padding (an output_shape past the full length adds to it), the same
-    outputs as onnxruntime's, bit for bit, NaN and inf in x. Declined where SAME's output would be
+    outputs as onnxruntime's, bit for bit, NaN and inf in x, float32 and float16 (onnxruntime
+    transposes no double or bfloat16). Declined where SAME's output would be
     longer than the full length (onnxruntime then gives the full length, not n·s, as ONNX says)
     and where the output_padding would reach the stride (onnxruntime refuses that original)."""
     from lowering.node_forms import node_form
@@ -2639,6 +2642,7 @@ def test_a_transpose_given_its_output_shape_or_auto_pad_gets_pads_giving_the_sam
     version = schemas.version_in_force("ConvTranspose", opset)
     rewritten = declined = 0
     for node, x, w, b in _transposes(np.random.default_rng(opset), 300):
+        x, w, b = (None if v is None else v.astype(element_type) for v in (x, w, b))
         model = _transpose_model(node, x, w, b, opset)
         types = {info.name: info.type for info in model.graph.input}
         form = node_form(node, version, set(types), set(), {}, {}, set())
