@@ -12,6 +12,10 @@ What is known about a value:
   Concat, Squeeze, Unsqueeze, Reshape, ...) move the known entries along, found by running the
   op on the entries' positions; Size and Shape of such a vector give its length.
 
+Parts of no elements go: a Concat's input whose size along the axis is static and 0 is dropped
+(one input left, an Identity), and a Split whose other parts are so and unread becomes an
+Identity of its input (a RotaryEmbedding body turning the whole head splits off such a part).
+
 Float arithmetic folds only where IEEE 754 decides every bit of the result (float32 and
 float64, ops that round once, compare or select; no NaN involved): elsewhere onnxruntime may
 compute it otherwise than numpy does (Sqrt, Exp, 16-bit floats, which NaN comes back).
@@ -61,9 +65,11 @@ def fold_shapes(
     duplicated = defined_more_than_once([info.name for info in graph.input], graph)
     types = _TypesHiding(types, duplicated)
     outputs = frozenset(info.name for info in graph.output)
+    known = _constants(graph)
     nodes, folded = fold_nodes(
-        list(graph.node), _constants(graph), types, opset, foldable, fresh, duplicated=duplicated, outputs=outputs
+        list(graph.node), known, types, opset, foldable, fresh, duplicated=duplicated, outputs=outputs
     )
+    folded.update(_splits_without_empty_parts(nodes, outputs, known, types, foldable))
     result = FoldedGraph(folded)
     if folded:
         kept = without_unread(nodes, [info.name for info in graph.output], _removable(foldable))
@@ -134,6 +140,7 @@ def fold_nodes(
     graphs an If, a Loop or a Scan holds folded alike (:func:`_fold_body`). ``known``: the values
     known at the start (constants), updated."""
     partial = {} if partial is None else partial
+    parts: dict[str, tuple[int, int, int]] = {}  # (a Split's parts, as _split_parts gives them)
     folded: Counter = Counter()
     result: list[onnx.NodeProto] = []
     pending = deque(nodes)
@@ -149,6 +156,13 @@ def fold_nodes(
             for _, _, body in held_graphs(node):
                 folded.update(_fold_body(body, node.op_type, known, partial, types, opset, foldable, fresh, duplicated))
         chosen = foldable(node)
+        if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
+            _record_split_parts(node, known, types, parts)
+        if chosen and node.op_type == "Concat" and node.domain in ("", "ai.onnx"):
+            shorter = _concat_without_empty_inputs(node, known, types, parts)
+            if shorter is not None:
+                folded["Concat"] += 1
+                node = shorter
         values = _evaluated(node, known, partial, types, opset, evaluate=chosen)
         if values is None or not chosen or node.op_type == "Constant":
             result.append(node)
@@ -225,9 +239,12 @@ def _fold_body(body, op_type, known, partial, types, opset, foldable, fresh, dup
         types = _TypesHiding(types, varying)
         known = {name: value for name, value in known.items() if name not in varying}
         partial = {name: value for name, value in partial.items() if name not in varying}
+    inner_known = dict(known)
     inner, inner_folded = fold_nodes(
-        list(body.node), dict(known), types, opset, foldable, fresh, dict(partial), duplicated=duplicated
+        list(body.node), inner_known, types, opset, foldable, fresh, dict(partial), duplicated=duplicated
     )
+    outputs = [info.name for info in body.output]
+    inner_folded.update(_splits_without_empty_parts(inner, outputs, inner_known, types, foldable))
     if inner_folded:
         kept = without_unread(inner, [info.name for info in body.output], _removable(foldable))
         del body.node[:]
@@ -322,6 +339,84 @@ def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.nd
         if all(name in known for name in node.output if name):
             return [known.get(name) for name in node.output]
     return None
+
+
+def _concat_without_empty_inputs(node: onnx.NodeProto, known, types, parts) -> onnx.NodeProto | None:
+    """Concat(a, e, b) = Concat(a, b) where e has no elements along the axis (its size there is
+    static and 0), and Concat(a) = Identity(a): None where no input is empty so, or every one is."""
+    axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), None)
+    if axis is None:
+        return None
+    kept = [name for name in node.input if _size_along(name, axis, known, types, parts) != 0]
+    if len(kept) in (0, len(node.input)):
+        return None
+    shorter = onnx.NodeProto()
+    shorter.CopyFrom(node)
+    del shorter.input[:]
+    shorter.input.extend(kept)
+    if len(kept) == 1:
+        del shorter.attribute[:]
+        shorter.op_type = "Identity"
+    return shorter
+
+
+def _splits_without_empty_parts(nodes: list[onnx.NodeProto], outputs, known, types, foldable) -> Counter:
+    """In place: Split(x) -> (y, e, ...) = Identity(x) -> y where every part but y has no
+    elements along the axis (its size there static and 0) and nothing reads it (``outputs``, the
+    graph's, aside); the count per op type."""
+    read = set(outputs)
+    for node in nodes:
+        read.update(node.input)
+    for graph in nested_graphs(nodes):
+        read.update(name for inner in graph.node for name in inner.input)
+    parts = _split_parts(nodes, known, types)
+    dropped: Counter = Counter()
+    for index, node in enumerate(nodes):
+        if node.op_type != "Split" or node.domain not in ("", "ai.onnx") or not foldable(node):
+            continue
+        axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), 0)
+        kept = [name for name in node.output if name in read or _size_along(name, axis, {}, types, parts) != 0]
+        if len(kept) == 1 and len(node.output) > 1:
+            nodes[index] = helper.make_node("Identity", node.input[:1], kept, name=node.name)
+            dropped["Split"] += 1
+    return dropped
+
+
+def _split_parts(nodes: list[onnx.NodeProto], known, types) -> dict[str, tuple[int, int, int]]:
+    """Each part of a Split among ``nodes`` whose lengths are known (its ``split`` input or
+    attribute) and whose input's rank is: (the axis, counted from the front; its size there; the rank)."""
+    parts: dict[str, tuple[int, int, int]] = {}
+    for node in nodes:
+        if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
+            _record_split_parts(node, known, types, parts)
+    return parts
+
+
+def _record_split_parts(node: onnx.NodeProto, known, types, parts: dict) -> None:
+    """Add the parts of Split ``node`` to ``parts`` (see :func:`_split_parts`), where known."""
+    attributes = {attribute.name: attribute for attribute in node.attribute}
+    if len(node.input) > 1 and node.input[1]:
+        lengths = known.get(node.input[1])
+    else:
+        lengths = list(attributes["split"].ints) if "split" in attributes else None
+    dims = list(known[node.input[0]].shape) if node.input[0] in known else _dims(types.get(node.input[0]))
+    if lengths is None or dims is None or len(lengths) != len(node.output):
+        return
+    axis = attributes["axis"].i if "axis" in attributes else 0
+    if -len(dims) <= axis < len(dims):
+        for name, size in zip(node.output, lengths, strict=True):
+            parts[name] = (axis % len(dims), int(size), len(dims))
+
+
+def _size_along(name: str, axis: int, known, types, parts) -> int | None:
+    """The static size of value ``name`` along ``axis`` (negative counts from the end), or None."""
+    dims = list(known[name].shape) if name in known else _dims(types.get(name))
+    if dims is not None and -len(dims) <= axis < len(dims) and dims[axis] is not None:
+        return dims[axis]
+    part = parts.get(name)  # (a Split's part: its size along the Split's axis)
+    if part is None or not -part[2] <= axis < part[2]:
+        return None
+    return part[1] if axis % part[2] == part[0] else None
 
 
 def _as_cast(node: onnx.NodeProto, like: onnx.TypeProto | None) -> onnx.NodeProto:

@@ -562,3 +562,80 @@ def test_folding_goes_on_while_a_round_lets_inference_know_more_and_stops_once_i
     feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "z": np.zeros(4, np.float32)}
     for got, want in zip(outputs_of(folded, feeds), outputs_of(model, feeds), strict=True):
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def _empty_parts_model(read_empty_part: bool) -> onnx.ModelProto:
+    """x (float[2, 5]) split into 5 and 0 along axis 1, the 5 joined to c (float[2, 0]) and x; the
+    empty part read by an Abs as a graph output where ``read_empty_part``."""
+    nodes = [
+        helper.make_node("Split", ["x", "lengths"], ["whole", "none"], axis=1),
+        helper.make_node("Concat", ["c", "whole", "c", "x"], ["joined"], axis=-1),
+        helper.make_node("Concat", ["c", "whole"], ["alone"], axis=1),
+    ]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, None]) for name in ("joined", "alone")]
+    if read_empty_part:
+        nodes.append(helper.make_node("Abs", ["none"], ["none_abs"]))
+        outputs.append(helper.make_tensor_value_info("none_abs", TensorProto.FLOAT, [2, 0]))
+    return make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+        outputs,
+        opset=18,
+        initializer=[
+            onnx.numpy_helper.from_array(np.array([5, 0], np.int64), "lengths"),
+            onnx.numpy_helper.from_array(np.zeros((2, 0), np.float32), "c"),
+        ],
+    )
+
+
+@pytest.mark.parametrize("read_empty_part", [False, True])
+def test_parts_of_no_elements_are_dropped_from_concats_and_splits(read_empty_part):
+    """Concat(c, a, c, b) = Concat(a, b) where c's size along the axis is static and 0, and
+    Concat(c, a) = Identity(a); Split(x) -> (y, e) = Identity(x) -> y where e is empty along the
+    axis and nothing reads it (read, the Split stays). The same bits (NaN, ±inf, ±0 fed)."""
+    model = _empty_parts_model(read_empty_part)
+    result = lowering.lower_model(model, ops=[], fold="all")
+    onnx.checker.check_model(result.model, full_check=True)
+    writers = {output: node for node in result.model.graph.node for output in node.output}
+    assert list(writers["joined"].input) == ["whole", "x"]
+    assert writers["alone"].op_type == "Identity" and list(writers["alone"].input) == ["whole"]
+    assert writers["whole"].op_type == ("Split" if read_empty_part else "Identity")
+    assert result.report.folded == ({"Concat": 2} if read_empty_part else {"Concat": 2, "Split": 1})
+    x = np.array([[np.nan, -np.nan, np.inf, -np.inf, -0.0], [0.0, 1e-45, -3.4e38, 1.5, -2.0]], np.float32)
+    got, want = runs_in_onnxruntime(result.model, {"x": x}), runs_in_onnxruntime(model, {"x": x})
+    assert [(g.shape, g.tobytes()) for g in got] == [(w.shape, w.tobytes()) for w in want]
+
+
+def test_a_concat_of_inputs_all_empty_or_of_unknown_sizes_stays():
+    """Nothing is dropped where every input is empty (the output is) or no size is static."""
+    nodes = [helper.make_node("Concat", ["c", "c"], ["both_empty"], axis=1),
+             helper.make_node("Concat", ["y", "y"], ["unknown"], axis=0)]  # fmt: skip
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [None, None]) for name in ("both_empty", "unknown")],
+        opset=18,
+        initializer=[onnx.numpy_helper.from_array(np.zeros((2, 0), np.float32), "c")],
+    )
+    result = lowering.lower_model(model, ops=[], fold="none")
+    assert [node.op_type for node in result.model.graph.node] == ["Concat", "Concat"]
+    folded = lowering.lower_model(model, ops=[], fold="all").model
+    writers = {node.output[0]: node for node in folded.graph.node}
+    assert writers["unknown"].op_type == "Concat" and list(writers["unknown"].input) == ["y", "y"]
+
+
+def test_a_rotary_embedding_over_the_whole_head_is_lowered_with_no_value_of_no_elements():
+    """RotaryEmbedding-23 rotating the whole head: its body splits off an empty unrotated part
+    and joins it back; lowered, no value of the model has a zero size (rknn's toolkit fails on
+    one), and the outputs are the bits of the body lowered with nothing folded."""
+    [case] = [case for case in node_cases() if case.name == "test_rotary_embedding"]
+    result = lowering.lower_model(case.model, ops=["RotaryEmbedding"])
+    unfolded = lowering.lower_model(case.model, ops=["RotaryEmbedding"], fold="none").model
+    assert "Split" in op_types(unfolded) and result.report.folded["Split"] == 1
+    inferred = onnx.shape_inference.infer_shapes(result.model)
+    sizes = [[d.dim_value for d in info.type.tensor_type.shape.dim] for info in inferred.graph.value_info]
+    assert sizes and not any(0 in dims for dims in sizes), sizes
+    for inputs, _ in case.data_sets:
+        feeds = feeds_of(case.model, inputs)
+        got, want = runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(unfolded, feeds)
+        assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
