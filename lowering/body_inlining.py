@@ -22,7 +22,7 @@ from .naming import NameAllocator
 from .registry import rule_for
 from .report import LoweringReport
 from .scopes import Scope
-from .shape_folding import fold_nodes
+from .shape_folding import fold_nodes, splits_without_empty_parts
 from .targets import Target
 
 MAX_BODY_DEPTH = 8  # function bodies inlined inside function bodies, at most
@@ -95,6 +95,7 @@ class BodyInlining:
         made at run time. The body's nodes nothing reads any more go."""
         known = {name: floats.array_of(tensor) for name, tensor in constants.items()}
         nodes, folded = fold_nodes(expanded.nodes, known, types, expanded.opset, every_node, self.driver.names.fresh)
+        folded.update(splits_without_empty_parts(nodes, node.output, known, types, every_node))
         if not folded:
             return expanded
         nodes = without_unread(nodes, node.output, every_node)

@@ -54,9 +54,9 @@ def fold_shapes(
     model: onnx.ModelProto, foldable: Callable[[onnx.NodeProto], bool], types: dict[str, onnx.TypeProto]
 ) -> FoldedGraph:
     """Fold, in the main graph of ``model`` (in place), every node ``foldable`` accepts whose
-    outputs are all known (see the module's docstring); then remove the nodes ``foldable``
-    accepts that nothing reads any more. Local functions are folded on their constants alone.
-    ``types``: every value's type as inference gives it."""
+    outputs are all known (see the module's docstring), and drop parts of no elements; then
+    remove the nodes ``foldable`` accepts that nothing reads any more. Local functions are folded
+    on their constants alone. ``types``: every value's type as inference gives it."""
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     fresh = _fresh_names({node.name for node in graph.node})
@@ -69,7 +69,7 @@ def fold_shapes(
     nodes, folded = fold_nodes(
         list(graph.node), known, types, opset, foldable, fresh, duplicated=duplicated, outputs=outputs
     )
-    folded.update(_splits_without_empty_parts(nodes, outputs, known, types, foldable))
+    folded.update(splits_without_empty_parts(nodes, outputs, known, types, foldable))
     result = FoldedGraph(folded)
     if folded:
         kept = without_unread(nodes, [info.name for info in graph.output], _removable(foldable))
@@ -86,7 +86,9 @@ def _fold_function(function: onnx.FunctionProto, model_opset: int | None, foldab
     opset = next((o.version for o in function.opset_import if o.domain in ("", "ai.onnx")), model_opset)
     fresh = _fresh_names({node.name for node in function.node})
     duplicated = defined_more_than_once(list(function.input), function)
-    nodes, folded = fold_nodes(list(function.node), {}, {}, opset, foldable, fresh, duplicated=duplicated)
+    known: dict[str, np.ndarray] = {}
+    nodes, folded = fold_nodes(list(function.node), known, {}, opset, foldable, fresh, duplicated=duplicated)
+    folded.update(splits_without_empty_parts(nodes, list(function.output), known, {}, foldable))
     if folded:
         kept = without_unread(nodes, list(function.output), _removable(foldable))
         del function.node[:]
@@ -133,14 +135,15 @@ def fold_nodes(
     outputs: frozenset[str] = frozenset(),
 ) -> tuple[list[onnx.NodeProto], Counter]:
     """``nodes`` with each node ``foldable`` accepts whose outputs are all known replaced by
-    Constant nodes writing the same names (named by ``fresh``), and the count per op type
-    folded (not where a graph output, among ``outputs``, would be a constant of no elements:
+    Constant nodes writing the same names (named by ``fresh``), a Concat's inputs of no
+    elements along its axis dropped (:func:`_concat_without_empty_inputs`), and the count per op
+    type folded (not where a graph output, among ``outputs``, would be a constant of no elements:
     OpenVINO gives such an output back as a scalar); an If whose condition is known replaced by
     the branch it takes (its nodes, then an Identity from each branch output to the If's); the
     graphs an If, a Loop or a Scan holds folded alike (:func:`_fold_body`). ``known``: the values
     known at the start (constants), updated."""
     partial = {} if partial is None else partial
-    parts: dict[str, tuple[int, int, int]] = {}  # (a Split's parts, as _split_parts gives them)
+    parts: dict[str, tuple[int, int, int]] = {}  # (the Splits' parts, as _record_split_parts gives them)
     folded: Counter = Counter()
     result: list[onnx.NodeProto] = []
     pending = deque(nodes)
@@ -156,13 +159,14 @@ def fold_nodes(
             for _, _, body in held_graphs(node):
                 folded.update(_fold_body(body, node.op_type, known, partial, types, opset, foldable, fresh, duplicated))
         chosen = foldable(node)
+        shortened = False
         if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
             _record_split_parts(node, known, types, parts)
         if chosen and node.op_type == "Concat" and node.domain in ("", "ai.onnx"):
             shorter = _concat_without_empty_inputs(node, known, types, parts)
             if shorter is not None:
-                folded["Concat"] += 1
-                node = shorter
+                folded["Concat"] += 1  # (once, whether the shorter node then folds or not)
+                node, shortened = shorter, True
         values = _evaluated(node, known, partial, types, opset, evaluate=chosen)
         if values is None or not chosen or node.op_type == "Constant":
             result.append(node)
@@ -182,7 +186,8 @@ def fold_nodes(
         if not all(_passes_node_check(constant, opset) for constant in constants):
             result.append(node)
             continue
-        folded[node.op_type] += 1
+        if not shortened:
+            folded[node.op_type] += 1
         for constant in constants:
             constant.name = fresh(constant.name)
         result.extend(constants)
@@ -244,7 +249,7 @@ def _fold_body(body, op_type, known, partial, types, opset, foldable, fresh, dup
         list(body.node), inner_known, types, opset, foldable, fresh, dict(partial), duplicated=duplicated
     )
     outputs = [info.name for info in body.output]
-    inner_folded.update(_splits_without_empty_parts(inner, outputs, inner_known, types, foldable))
+    inner_folded.update(splits_without_empty_parts(inner, outputs, inner_known, types, foldable))
     if inner_folded:
         kept = without_unread(inner, [info.name for info in body.output], _removable(foldable))
         del body.node[:]
@@ -344,6 +349,8 @@ def _evaluated(node, known, partial, types, opset, evaluate: bool) -> list[np.nd
 def _concat_without_empty_inputs(node: onnx.NodeProto, known, types, parts) -> onnx.NodeProto | None:
     """Concat(a, e, b) = Concat(a, b) where e has no elements along the axis (its size there is
     static and 0), and Concat(a) = Identity(a): None where no input is empty so, or every one is."""
+    if any(attribute.ref_attr_name for attribute in node.attribute):
+        return None  # (in a function body: the axis is the caller's)
     axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), None)
     if axis is None:
         return None
@@ -360,41 +367,42 @@ def _concat_without_empty_inputs(node: onnx.NodeProto, known, types, parts) -> o
     return shorter
 
 
-def _splits_without_empty_parts(nodes: list[onnx.NodeProto], outputs, known, types, foldable) -> Counter:
+def splits_without_empty_parts(nodes: list[onnx.NodeProto], outputs, known, types, foldable) -> Counter:
     """In place: Split(x) -> (y, e, ...) = Identity(x) -> y where every part but y has no
     elements along the axis (its size there static and 0) and nothing reads it (``outputs``, the
-    graph's, aside); the count per op type."""
+    graph's, aside); the count per op type. ``known``: the values known (a Split's lengths)."""
+    if not any(node.op_type == "Split" for node in nodes):
+        return Counter()
     read = set(outputs)
     for node in nodes:
         read.update(node.input)
     for graph in nested_graphs(nodes):
         read.update(name for inner in graph.node for name in inner.input)
-    parts = _split_parts(nodes, known, types)
     dropped: Counter = Counter()
     for index, node in enumerate(nodes):
         if node.op_type != "Split" or node.domain not in ("", "ai.onnx") or not foldable(node):
             continue
+        parts: dict = {}
+        _record_split_parts(node, known, types, parts, by_position=True)
         axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), 0)
-        kept = [name for name in node.output if name in read or _size_along(name, axis, {}, types, parts) != 0]
-        if len(kept) == 1 and len(node.output) > 1:
+        sizes = [
+            parts[position][1] if position in parts else _size_along(name, axis, {}, types, {})
+            for position, name in enumerate(node.output)
+        ]
+        kept = [name for name, size in zip(node.output, sizes, strict=True) if (name and name in read) or size != 0]
+        if len(kept) == 1 and kept[0] and len(node.output) > 1:
             nodes[index] = helper.make_node("Identity", node.input[:1], kept, name=node.name)
             dropped["Split"] += 1
     return dropped
 
 
-def _split_parts(nodes: list[onnx.NodeProto], known, types) -> dict[str, tuple[int, int, int]]:
-    """Each part of a Split among ``nodes`` whose lengths are known (its ``split`` input or
-    attribute) and whose input's rank is: (the axis, counted from the front; its size there; the rank)."""
-    parts: dict[str, tuple[int, int, int]] = {}
-    for node in nodes:
-        if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
-            _record_split_parts(node, known, types, parts)
-    return parts
-
-
-def _record_split_parts(node: onnx.NodeProto, known, types, parts: dict) -> None:
-    """Add the parts of Split ``node`` to ``parts`` (see :func:`_split_parts`), where known."""
+def _record_split_parts(node: onnx.NodeProto, known, types, parts: dict, by_position: bool = False) -> None:
+    """Add the parts of Split ``node`` to ``parts``, keyed by name (none for an output left
+    unnamed) or ``by_position``: (the axis, counted from the front; the size there; the rank),
+    where its lengths (its ``split`` input or attribute) and its input's rank are known."""
     attributes = {attribute.name: attribute for attribute in node.attribute}
+    if any(attribute.ref_attr_name for attribute in node.attribute):
+        return  # (in a function body: the axis or the lengths are the caller's)
     if len(node.input) > 1 and node.input[1]:
         lengths = known.get(node.input[1])
     else:
@@ -404,8 +412,9 @@ def _record_split_parts(node: onnx.NodeProto, known, types, parts: dict) -> None
         return
     axis = attributes["axis"].i if "axis" in attributes else 0
     if -len(dims) <= axis < len(dims):
-        for name, size in zip(node.output, lengths, strict=True):
-            parts[name] = (axis % len(dims), int(size), len(dims))
+        for position, (name, size) in enumerate(zip(node.output, lengths, strict=True)):
+            if by_position or name:
+                parts[position if by_position else name] = (axis % len(dims), int(size), len(dims))
 
 
 def _size_along(name: str, axis: int, known, types, parts) -> int | None:
@@ -639,7 +648,8 @@ def inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
 
 def light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
     """The model with each large initializer (or one held in external data) declared as a graph
-    input of its type instead: what shape inference needs, without copying weights."""
+    input of its type instead, and none a graph input overrides (its value is no constant): what
+    shape inference needs, without copying weights."""
     light = onnx.ModelProto(ir_version=model.ir_version)
     light.opset_import.extend(model.opset_import)
     light.functions.extend(model.functions)
@@ -650,6 +660,8 @@ def light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
     graph.value_info.extend(source.value_info)
     declared = {info.name for info in source.input}
     for tensor in source.initializer:
+        if tensor.name in declared:
+            continue  # (a default a graph input overrides: not a constant, its input declares it)
         small = int(np.prod(tensor.dims, dtype=np.int64)) <= MAX_FOLDED_ELEMENTS
         if small and tensor.data_location != onnx.TensorProto.EXTERNAL:
             graph.initializer.append(tensor)

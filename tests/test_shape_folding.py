@@ -639,3 +639,74 @@ def test_a_rotary_embedding_over_the_whole_head_is_lowered_with_no_value_of_no_e
         feeds = feeds_of(case.model, inputs)
         got, want = runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(unfolded, feeds)
         assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+
+
+def test_a_default_a_graph_input_overrides_decides_no_size():
+    """Split lengths given as a graph input with a default initializer ([5, 0]): fed [3, 2], the
+    parts are 3 and 2, so nothing is dropped and the bits stay (inference must not read the
+    default as a constant)."""
+    nodes = [helper.make_node("Split", ["x", "lengths"], ["w", "e"], axis=1),
+             helper.make_node("Concat", ["e", "w"], ["y"], axis=1),
+             helper.make_node("Shape", ["e"], ["e_shape"])]  # fmt: skip
+    model = make_model(
+        nodes,
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5]),
+            helper.make_tensor_value_info("lengths", TensorProto.INT64, [2]),
+        ],  # fmt: skip
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, None]),
+            helper.make_tensor_value_info("e_shape", TensorProto.INT64, [2]),
+        ],  # fmt: skip
+        opset=18,
+        initializer=[onnx.numpy_helper.from_array(np.array([5, 0], np.int64), "lengths")],
+    )
+    result = lowering.lower_model(model, ops=[], fold="all")
+    assert not result.report.folded
+    feeds = {"x": np.arange(10, dtype=np.float32).reshape(2, 5), "lengths": np.array([3, 2], np.int64)}
+    got, want = runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds)
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+
+
+def test_parts_are_kept_where_the_axis_is_the_callers_or_an_output_unnamed():
+    """In a local function Concat(c, x, axis=@ax) with c of shape [0, 3]: the axis is the caller's
+    (1), not 0, and c stays. Split(x, [3, 5, 0]) -> ("", a, ""): the unnamed first part has 3
+    elements, so a is not all of x."""
+    concat = helper.make_node("Concat", ["c", "x"], ["y"])
+    concat.attribute.append(onnx.AttributeProto(name="axis", ref_attr_name="ax", type=onnx.AttributeProto.INT))
+    empty = onnx.numpy_helper.from_array(np.zeros((0, 3), np.float32), "c")
+    function = helper.make_function(
+        "local", "F", ["x"], ["s"],
+        [helper.make_node("Constant", [], ["c"], value=empty), concat, helper.make_node("Shape", ["y"], ["s"])],
+        opset_imports=[helper.make_opsetid("", 18)], attributes=["ax"],
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("F", ["x"], ["s"], domain="local", ax=1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 5])],
+        [helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("local", 1)],
+                              functions=[function], ir_version=8)  # fmt: skip
+    result = lowering.lower_model(model, ops=[], fold="all")
+    assert [node.op_type for node in result.model.functions[0].node] == ["Constant", "Concat", "Shape"]
+    feeds = {"x": np.zeros((0, 5), np.float32)}
+    assert runs_in_onnxruntime(result.model, feeds)[0].tolist() == [0, 8]
+    split = make_model(
+        [helper.make_node("Split", ["x", "lengths"], ["", "a", ""], axis=1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 5])],
+        opset=18,
+        initializer=[onnx.numpy_helper.from_array(np.array([3, 5, 0], np.int64), "lengths")],
+    )
+    kept = lowering.lower_model(split, ops=[], fold="all").model
+    assert [node.op_type for node in kept.graph.node] == ["Split"]
+
+
+@pytest.mark.parametrize("target", [None, 19, 13])
+def test_a_rotary_embedding_lowered_for_an_older_opset_holds_no_value_of_no_elements(target):
+    """The body folded before it goes to an older opset (body_inlining) drops its empty parts too."""
+    [case] = [case for case in node_cases() if case.name == "test_rotary_embedding"]
+    result = lowering.lower_model(case.model, ops=["RotaryEmbedding"], target_opset=target)
+    inferred = onnx.shape_inference.infer_shapes(result.model)
+    sizes = [[d.dim_value for d in info.type.tensor_type.shape.dim] for info in inferred.graph.value_info]
+    assert sizes and not any(0 in dims for dims in sizes), sizes
