@@ -143,7 +143,7 @@ def fold_nodes(
     graphs an If, a Loop or a Scan holds folded alike (:func:`_fold_body`). ``known``: the values
     known at the start (constants), updated."""
     partial = {} if partial is None else partial
-    parts: dict[str, tuple[int, int, int]] = {}  # (the Splits' parts, as _record_split_parts gives them)
+    parts: dict[str, tuple[int, int, int]] = {}  # (each named part of a Split, as _split_part_sizes gives it)
     folded: Counter = Counter()
     result: list[onnx.NodeProto] = []
     pending = deque(nodes)
@@ -161,7 +161,8 @@ def fold_nodes(
         chosen = foldable(node)
         shortened = False
         if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
-            _record_split_parts(node, known, types, parts)
+            sizes = _split_part_sizes(node, known, types) or []
+            parts.update((name, part) for name, part in zip(node.output, sizes, strict=False) if name)
         if chosen and node.op_type == "Concat" and node.domain in ("", "ai.onnx"):
             shorter = _concat_without_empty_inputs(node, known, types, parts)
             if shorter is not None:
@@ -382,13 +383,14 @@ def splits_without_empty_parts(nodes: list[onnx.NodeProto], outputs, known, type
     for index, node in enumerate(nodes):
         if node.op_type != "Split" or node.domain not in ("", "ai.onnx") or not foldable(node):
             continue
-        parts: dict = {}
-        _record_split_parts(node, known, types, parts, by_position=True)
-        axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), 0)
-        sizes = [
-            parts[position][1] if position in parts else _size_along(name, axis, {}, types, {})
-            for position, name in enumerate(node.output)
-        ]
+        if any(attribute.ref_attr_name for attribute in node.attribute):
+            continue  # (in a function body: the axis or the lengths are the caller's)
+        parts = _split_part_sizes(node, known, types)
+        if parts is not None:
+            sizes = [part[1] for part in parts]
+        else:  # (its lengths not known: its parts' inferred types)
+            axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), 0)
+            sizes = [_size_along(name, axis, {}, types, {}) for name in node.output]
         kept = [name for name, size in zip(node.output, sizes, strict=True) if (name and name in read) or size != 0]
         if len(kept) == 1 and kept[0] and len(node.output) > 1:
             nodes[index] = helper.make_node("Identity", node.input[:1], kept, name=node.name)
@@ -396,25 +398,24 @@ def splits_without_empty_parts(nodes: list[onnx.NodeProto], outputs, known, type
     return dropped
 
 
-def _record_split_parts(node: onnx.NodeProto, known, types, parts: dict, by_position: bool = False) -> None:
-    """Add the parts of Split ``node`` to ``parts``, keyed by name (none for an output left
-    unnamed) or ``by_position``: (the axis, counted from the front; the size there; the rank),
-    where its lengths (its ``split`` input or attribute) and its input's rank are known."""
+def _split_part_sizes(node: onnx.NodeProto, known, types) -> list[tuple[int, int, int]] | None:
+    """Each part of Split ``node``, in order: (the axis, counted from the front; the part's size
+    there; the rank), where its lengths (its ``split`` input or attribute) and its input's rank
+    are known; else None."""
     attributes = {attribute.name: attribute for attribute in node.attribute}
     if any(attribute.ref_attr_name for attribute in node.attribute):
-        return  # (in a function body: the axis or the lengths are the caller's)
+        return None  # (in a function body: the axis or the lengths are the caller's)
     if len(node.input) > 1 and node.input[1]:
         lengths = known.get(node.input[1])
     else:
         lengths = list(attributes["split"].ints) if "split" in attributes else None
     dims = list(known[node.input[0]].shape) if node.input[0] in known else _dims(types.get(node.input[0]))
     if lengths is None or dims is None or len(lengths) != len(node.output):
-        return
+        return None
     axis = attributes["axis"].i if "axis" in attributes else 0
-    if -len(dims) <= axis < len(dims):
-        for position, (name, size) in enumerate(zip(node.output, lengths, strict=True)):
-            if by_position or name:
-                parts[position if by_position else name] = (axis % len(dims), int(size), len(dims))
+    if not -len(dims) <= axis < len(dims):
+        return None
+    return [(axis % len(dims), int(size), len(dims)) for size in lengths]
 
 
 def _size_along(name: str, axis: int, known, types, parts) -> int | None:

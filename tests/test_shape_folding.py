@@ -14,6 +14,7 @@ from support import make_model, runs_in_onnxruntime, slow_but_a_sample
 from version_cases import feeds_of, node_cases
 
 import lowering
+from lowering.graphs import held_graphs
 from lowering.verification.runtime import run_reference
 
 SHAPE_OPS = {"Shape", "Size", "Range", "ConstantOfShape"}
@@ -710,3 +711,92 @@ def test_a_rotary_embedding_lowered_for_an_older_opset_holds_no_value_of_no_elem
     inferred = onnx.shape_inference.infer_shapes(result.model)
     sizes = [[d.dim_value for d in info.type.tensor_type.shape.dim] for info in inferred.graph.value_info]
     assert sizes and not any(0 in dims for dims in sizes), sizes
+
+
+def _empty_parts_nodes(prefix: str, x: str) -> list[onnx.NodeProto]:
+    """x (of shape [2, n]) split into n and 0 along axis 1 by constant lengths, the n joined to a
+    Constant of shape [2, 0] of x's type: ``{prefix}joined`` is x's elements as they are."""
+    return [
+        helper.make_node("Split", [x, f"{prefix}lengths"], [f"{prefix}whole", f"{prefix}none"], axis=1),
+        helper.make_node("Concat", [f"{prefix}empty", f"{prefix}whole"], [f"{prefix}joined"], axis=1),
+    ]
+
+
+def _small_floats_split_and_concat_take(opset: int) -> list[int]:
+    """The 8- and 16-bit float types both Split and Concat take at ``opset`` (onnx.defs)."""
+    from lowering import floats, schemas
+
+    taken = schemas.input_element_types("Split", opset) & schemas.input_element_types("Concat", opset)
+    return sorted(t for t in taken if floats.is_float(t) and floats.numpy_dtype(t).itemsize <= 2)
+
+
+@pytest.mark.parametrize("where", ["graph", "If branch", "Loop body", "local function"])
+@pytest.mark.parametrize("element_type", _small_floats_split_and_concat_take(21))
+def test_empty_parts_go_in_every_graph_on_every_bit_pattern(where, element_type):
+    """The Split and Concat of _empty_parts_nodes, in the main graph, an If branch, a Loop body
+    (reading an outer value) or a local function (its Concat: a function's input shapes are its
+    callers'), fed every bit pattern of a 16- or 8-bit float type: the empty parts go and the
+    outputs keep their bits."""
+    from lowering.samples import every_bit_pattern
+
+    x = every_bit_pattern(element_type)
+    x = np.concatenate([x, x]).reshape(2, -1)
+    n = x.shape[1]
+    dtype = x.dtype
+
+    def constants(prefix: str) -> list[onnx.NodeProto]:
+        lengths = onnx.numpy_helper.from_array(np.array([n, 0], np.int64), f"{prefix}lengths")
+        empty = helper.make_tensor(f"{prefix}empty", element_type, [2, 0], [])
+        return [helper.make_node("Constant", [], [f"{prefix}lengths"], value=lengths),
+                helper.make_node("Constant", [], [f"{prefix}empty"], value=empty)]  # fmt: skip
+
+    out = helper.make_tensor_value_info("y", element_type, [2, n])
+    x_info = helper.make_tensor_value_info("x", element_type, [2, n])
+    functions, extra = [], None
+    if where == "graph":
+        nodes, inputs = (
+            [*constants(""), *_empty_parts_nodes("", "x"), helper.make_node("Identity", ["joined"], ["y"])],
+            [x_info],
+        )
+    elif where == "If branch":
+        branch = helper.make_graph([*constants("b_"), *_empty_parts_nodes("b_", "x")], "then", [],
+                                   [helper.make_tensor_value_info("b_joined", element_type, [2, n])])  # fmt: skip
+        other = helper.make_graph([helper.make_node("Identity", ["x"], ["o"])], "else", [],
+                                  [helper.make_tensor_value_info("o", element_type, [2, n])])  # fmt: skip
+        nodes = [helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)]
+        inputs = [x_info, helper.make_tensor_value_info("c", TensorProto.BOOL, [])]
+    elif where == "Loop body":
+        body = helper.make_graph(
+            [*constants("b_"), *_empty_parts_nodes("b_", "x"), helper.make_node("Identity", ["cond"], ["cond_out"])],
+            "body",
+            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+             helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+            [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("b_joined", element_type, [2, n])],
+        )  # fmt: skip
+        trips = onnx.numpy_helper.from_array(np.array(1, np.int64), "trips")
+        nodes = [helper.make_node("Constant", [], ["trips"], value=trips),
+                 helper.make_node("Loop", ["trips", ""], ["stacked"], body=body),
+                 helper.make_node("Squeeze", ["stacked", "zero"], ["y"])]  # fmt: skip
+        nodes.insert(
+            0, helper.make_node("Constant", [], ["zero"], value=onnx.numpy_helper.from_array(np.array([0]), "zero"))
+        )
+        inputs = [x_info]
+    else:
+        functions = [helper.make_function("local", "F", ["fx"], ["f_joined"],
+                                          [*constants("f_"), *_empty_parts_nodes("f_", "fx")],
+                                          opset_imports=[helper.make_opsetid("", 21)])]  # fmt: skip
+        nodes, inputs, extra = [helper.make_node("F", ["x"], ["y"], domain="local")], [x_info], {"local": 1}
+    model = make_model(nodes, inputs, [out], opset=21, functions=functions, extra_opsets=extra)
+    onnx.checker.check_model(model, full_check=True)
+    result = lowering.lower_model(model, ops=[], fold="all")
+    onnx.checker.check_model(result.model, full_check=True)
+    graphs = [result.model.graph, *(g for node in result.model.graph.node for _, _, g in held_graphs(node))]
+    held = [node.op_type for graph in graphs for node in graph.node]
+    held += [node.op_type for function in result.model.functions for node in function.node]
+    assert "Concat" not in held
+    if where != "local function":  # (a function's Split: its input's shape is its callers')
+        assert "Split" not in held
+    feeds = {"x": x, **({"c": np.array(True)} if where == "If branch" else {})}
+    got, want = outputs_of(result.model, feeds), outputs_of(model, feeds)
+    assert got[0].dtype == dtype and got[0].view(np.uint8).tobytes() == want[0].view(np.uint8).tobytes()

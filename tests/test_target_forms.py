@@ -2872,3 +2872,63 @@ def test_a_scatter_of_elements_becomes_a_scatter_nd_where_the_runtime_converts_n
         assert got.tobytes() == np.asarray(expected).tobytes()
         ops = {n.op_type for n in result.model.graph.node}
         assert ("ScatterND" in ops and "ScatterElements" not in ops) if forms else ops == {"ScatterElements"}
+
+
+def _case_in_both_branches(case) -> onnx.ModelProto:
+    """y = If(cond, then: the case's node, else: the same node), reading the main graph's inputs."""
+    node = case.model.graph.node[0]
+    output = case.model.graph.output[0]
+
+    def branch(name: str) -> onnx.GraphProto:
+        copied = onnx.NodeProto()
+        copied.CopyFrom(node)
+        copied.output[0] = f"{name}_y"
+        typed = onnx.ValueInfoProto()
+        typed.CopyFrom(output)
+        typed.name = f"{name}_y"
+        return helper.make_graph([copied], name, [], [typed])
+
+    if_node = helper.make_node("If", ["cond"], [output.name], then_branch=branch("then"), else_branch=branch("else"))
+    graph = helper.make_graph([if_node], "g", [*case.model.graph.input, helper.make_tensor_value_info(
+        "cond", TensorProto.BOOL, [])], [output])  # fmt: skip
+    return helper.make_model(graph, opset_imports=case.model.opset_import)
+
+
+@pytest.mark.parametrize(
+    ("case_name", "op_type", "kept_case", "said"),
+    [
+        ("test_globalmaxpool", "GlobalMaxPool", "test_maxpool_2d_default",
+         "GlobalMaxPool(x) -> MaxPool(x) of one window, x's spatial sizes (the runtime runs that better)"),
+        ("test_scatter_elements_with_negative_indices", "ScatterElements", "test_scatternd",
+         "ScatterElements(data, i, u) -> ScatterND(data, each element's coordinates, i along the axis, u) "
+         "(the runtime runs those better)"),
+        ("test_convtranspose_output_shape", "ConvTranspose", "test_convtranspose_pads", TRANSPOSE_SAID),
+    ],
+)  # fmt: skip
+def test_the_newer_forms_are_written_in_both_branches_of_an_if(case_name, op_type, kept_case, said):
+    """GlobalMaxPool, ScatterElements and ConvTranspose given output_shape, each the node of both
+    branches of an If, on a runtime that fails them and runs the form's op: written in each
+    branch, the case's expected outputs bit for bit whichever branch runs."""
+    [case] = [case for case in node_cases() if case.name == case_name]
+    opset = schemas.default_opset(case.model.opset_import)
+    written = {"GlobalMaxPool": "MaxPool", "ScatterElements": "ScatterND", "ConvTranspose": "ConvTranspose"}[op_type]
+    cases = {
+        case_name: (op_type, schemas.version_in_force(op_type, opset), "FLOAT", "fails"),
+        kept_case: (written, schemas.version_in_force(written, opset), "FLOAT", "right"),
+        "test_if": ("If", schemas.version_in_force("If", opset), "BOOL", "right"),
+    }
+    model = _case_in_both_branches(case)
+    result = lowering.lower_model(model, target=_profile_of("newer-forms", opset, cases), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {said: 2}
+    assert op_type == written or op_type not in {
+        n.op_type for g in nested_graphs(result.model.graph.node) for n in g.node
+    }
+    inputs, [expected] = case.data_sets[0]
+    for cond in (True, False):
+        feeds = {
+            **dict(zip([info.name for info in case.model.graph.input], inputs, strict=True)),
+            "cond": np.array(cond),
+        }
+        [got] = run_onnxruntime(result.model, feeds)
+        assert got.tobytes() == np.asarray(expected).astype(got.dtype).tobytes()
