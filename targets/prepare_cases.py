@@ -147,17 +147,20 @@ def _given_by_nodes(entries: list[tuple]) -> list[tuple]:
     return found
 
 
-def at_other_versions(variants: list[tuple], op_type: str, opset: int) -> list[tuple]:
+def at_other_versions(variants: list[tuple], op_type: str, opset: int, own: bool = False) -> list[tuple]:
     """Each of ``variants`` (entries of one op at ``opset``) taken to the first opset of every
     other version of the op, where it stays one node there (``NAME@VERSION``); an older version's
     case that cannot be written at its first opset, at the first of the later ones where that
-    version is in force, where it can be written at the newest of them (:func:`_first_written`)."""
+    version is in force, where it can be written at the newest of them (:func:`_first_written`).
+    With ``own``, taken instead to the first opset of its own version, where that is older than
+    ``opset`` (a runtime that loads opsets up to 19 sees the Split-18 a pattern writes at 23)."""
     found = []
     own_version = schemas.version_in_force(op_type, opset)
     for version in schemas.op_versions(op_type):
         # (a version first defined before opset 7 is probed at 7 where still in force there)
         at = max(version, OLDEST_OPSET)
-        if version == own_version or schemas.version_in_force(op_type, at) != version:
+        wanted = version == own_version and at < opset if own else version != own_version
+        if not wanted or schemas.version_in_force(op_type, at) != version:
             continue
         # (where the case cannot be written at that first opset, the next ones the version is in
         # force at: Loop-11's body holds a Slice-10, so Loop-1 is probed at 10)
@@ -871,7 +874,8 @@ def _type_name(element_type: int) -> str:
 def node_cases(models, prefix: str, other_versions: bool, constants_from_nodes: bool = True) -> list[tuple]:
     """Per (name, model, feeds) of ``models``, the cases of one node of each form not met before
     (see :func:`corpus_cases`), named ``PREFIX_NAME_NODE``; with ``other_versions``, each taken to
-    its op's other versions too; with ``constants_from_nodes``, a constant a node gives in the
+    its op's other versions too, else to the first opset of its own version where older
+    (:func:`at_other_versions`); with ``constants_from_nodes``, a constant a node gives in the
     model is given by a Constant in the case (else by an initializer: the patterns' Constants
     are at the case's opset, whose Constant onnx2torch may lack, and --target moves them)."""
     import onnxruntime
@@ -917,7 +921,7 @@ def node_cases(models, prefix: str, other_versions: bool, constants_from_nodes: 
             expected = [values[name] for name in node.output if name]
             name = f"{prefix}_{stem}_{node.name or len(found)}"
             entry = (name, opset, case.SerializeToString(), [(inputs, expected)], CORPUS_RTOL, CORPUS_ATOL)
-            found += [entry, *(at_other_versions([entry], node.op_type, opset) if other_versions else [])]
+            found += [entry, *at_other_versions([entry], node.op_type, opset, own=not other_versions)]
     return found
 
 

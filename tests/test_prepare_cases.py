@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
 import prepare_cases  # noqa: E402
 
 import lowering  # noqa: E402
+from lowering import schemas  # noqa: E402
 
 
 def _export(folder: Path) -> None:
@@ -118,29 +119,34 @@ def test_a_castlike_or_a_bfloat16_cast_out_of_range_is_undefined_too():
 def test_the_nodes_a_pattern_writes_are_cases_with_the_values_they_see():
     """SwiGLU(a, b, alpha=0.5) lowered is Swish(a, alpha=0.5) * b: the Swish is a case of its
     own (no backend case of Swish holds that alpha), fed a and expected onnx's reference values
-    (onnxruntime has no Swish-24 kernel); no node of constants alone, no random draw."""
+    (onnxruntime has no Swish-24 kernel), at opset 28 and at 24, where Swish-24 comes in force
+    (``@24``: a runtime that loads opsets up to 24 sees it there); no node of constants alone,
+    no random draw."""
     node = helper.make_node("SwiGLU", ["a", "b"], ["y"], name="y", alpha=0.5)
     infos = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 3]) for name in ("a", "b", "y")]
     model = make_model([node], infos[:2], infos[2:], opset=28)
     lowered = lowering.lower(model, ops=["SwiGLU"], fold="none")
     rng = np.random.default_rng(0)
     feeds = {"a": rng.standard_normal((2, 3)).astype(np.float32), "b": rng.standard_normal((2, 3)).astype(np.float32)}
-    found = {name: (onnx.load_from_string(data), sets) for name, _, data, sets, *_ in
+    found = {name: (opset, onnx.load_from_string(data), sets) for name, opset, data, sets, *_ in
              prepare_cases.node_cases([("swiglu", lowered, feeds)], "lowered", other_versions=False)}  # fmt: skip
-    assert {case.graph.node[-1].op_type for case, _ in found.values()} <= {"Swish", "Mul", "CastLike", "Cast"}
-    assert all(case.graph.input for case, _ in found.values())  # (no node of constants alone)
-    swish = [name for name, (case, _) in found.items() if case.graph.node[-1].op_type == "Swish"]
-    assert len(swish) == 1 and swish[0].startswith("lowered_swiglu_")
-    case, [(inputs, expected)] = found[swish[0]]
-    assert helper.get_attribute_value(case.graph.node[-1].attribute[0]) == 0.5
+    assert {case.graph.node[-1].op_type for _, case, _ in found.values()} <= {"Swish", "Mul", "CastLike", "Cast"}
+    assert all(case.graph.input for _, case, _ in found.values())  # (no node of constants alone)
+    swish = sorted(name for name, (_, case, _) in found.items() if case.graph.node[-1].op_type == "Swish")
+    assert len(swish) == 2 and swish[0].startswith("lowered_swiglu_") and swish[1] == f"{swish[0]}@24"
+    assert [found[name][0] for name in swish] == [28, 24]
+    assert [schemas.default_opset(found[name][1].opset_import) for name in swish] == [28, 24]
     a = feeds["a"]
-    np.testing.assert_allclose(expected[0], a / (1 + np.exp(-0.5 * a)), rtol=1e-6)
+    for name in swish:
+        _, case, [(inputs, expected)] = found[name]
+        assert helper.get_attribute_value(case.graph.node[-1].attribute[0]) == 0.5
+        np.testing.assert_allclose(expected[0], a / (1 + np.exp(-0.5 * a)), rtol=1e-6)
 
     noise = helper.make_node("RandomUniformLike", ["a"], ["noise"], name="noise")
     summed = helper.make_node("Add", ["a", "noise"], ["y"], name="summed")
     drawn = make_model([noise, summed], infos[:1], infos[2:], opset=17)
     names = [name for name, *_ in prepare_cases.node_cases([("drawn", drawn, {"a": a})], "lowered", False)]
-    assert names == ["lowered_drawn_summed"]
+    assert names == ["lowered_drawn_summed", "lowered_drawn_summed@14"]  # (Add-14, in force from 14)
 
 
 def test_the_nodes_a_pattern_writes_have_their_defaults_stated_beside_them(monkeypatch):

@@ -20,7 +20,8 @@ Layouts: the NPU holds 4-D tensors as NHWC, but ``data_format="nchw"`` has the s
 each 4-D feed in the model's own layout (NCHW: it transposes; its default, NHWC, refuses an
 NCHW feed of the model's shape), and it gives 4-D outputs back in the model's own layout too,
 so feeds and outputs are as the ONNX model states them (checked on Relu and on a 4-D
-Transpose). Feeds of other ranks are taken as they are.
+Transpose). Feeds of other ranks are taken as they are. The built model takes the inputs the toolkit kept
+(:func:`_kept_inputs`), in its order, as one deploying it queries them.
 
 Element types, as the toolkit treats them: float16 and float64 in the model are made float32
 when it loads it (it says so), so a float16 model gives float32 outputs (here as the toolkit
@@ -150,6 +151,17 @@ def _static(model: onnx.ModelProto, names: list[str]) -> bool:
     )
 
 
+def _kept_inputs(rknn: RKNN, names: list[str]) -> list[str]:
+    """The graph inputs the built model still takes, in its order (its ``ir.inputs``, as the
+    device's ``rknn_query`` of its inputs gives them): the toolkit drops an input whose every use
+    its folding removes (a GRU's R times the zero initial state) and takes the feeds by position;
+    ``names`` where it says none of them."""
+    kept = getattr(getattr(getattr(rknn, "rknn_base", None), "ir", None), "inputs", None)
+    if not isinstance(kept, list) or not kept or not set(kept) <= set(names):
+        return names
+    return list(kept)
+
+
 def run(model_bytes: bytes, feeds: dict) -> list:
     model = onnx.load_from_string(model_bytes)
     names = fed_names(model.graph.input, model.graph.initializer, feeds)
@@ -168,7 +180,8 @@ def run(model_bytes: bytes, feeds: dict) -> list:
             _step("load_onnx", lambda: rknn.load_onnx(str(path), **stated))
             _step("build", lambda: rknn.build(do_quantization=False))
             _step("init_runtime", lambda: rknn.init_runtime())
-            outputs = _step("inference", lambda: rknn.inference(inputs=inputs, data_format="nchw"))
+            kept = [inputs[names.index(name)] for name in _kept_inputs(rknn, names)]
+            outputs = _step("inference", lambda: rknn.inference(inputs=kept, data_format="nchw"))
         finally:
             with _captured([]):
                 rknn.release()
