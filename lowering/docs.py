@@ -54,6 +54,8 @@ def targets_table() -> str:
             verdicts = [verdict for outcomes in profile.cases.values() for _, verdict, _ in outcomes]
             right, wrong = verdicts.count("right"), verdicts.count("wrong")
             held = f"backend cases: {right} right / {wrong} wrong / {len(verdicts) - right - wrong} fail"
+            for what, names in sorted(profile.unfed.items()):
+                held += f" / {len(names)} unfed ({what}: takes none, whatever the op)"
             if profile.swept:
                 swept = profile.swept
                 held += (f"; swept after --target (onnx-lower {swept['onnx_lower']}, {swept['date']}): "

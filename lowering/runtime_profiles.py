@@ -39,6 +39,10 @@ from .node_forms import NodeForm, case_forms, nearest_cases, unmatched
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
 SUPPORTED, PARTLY, UNVERIFIED, REFUSED = "supported", "partly", "unverified", "refused"
+# a case's verdict where the runtime takes none of some feed of it at its interface, whatever the
+# op (its detail begins with what: RANK_0_INPUT, rknn's simulator)
+UNFED = "unfed"
+RANK_0_INPUT = "0-d input"
 # every case nearest the node's form failed, but none shares an attribute value or input type of
 # the node (no case casts to int64), and some case of the op version (of any type) ran right:
 # not refused, lowered where a pattern can, as partly
@@ -124,6 +128,8 @@ class RuntimeProfile:
     model_forms: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
     swept: dict = field(default_factory=dict, repr=False)
     ir_version: int | None = None  # the newest IR version it loads, where known (None: any)
+    # per kind of feed it takes none of (RANK_0_INPUT), the probed cases that showed it ("unfed")
+    unfed: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def swept_not_right(self, op_type: str, version: int, type_name: str) -> list[tuple[str, str, str]]:
         """The probed cases of (op, version, type) the sweep found the runtime still failing or
@@ -517,10 +523,14 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
             ir_version=data.get("ir_version"),
         )
     cases: dict[tuple[str, int, str], list] = defaultdict(list)
+    unfed: dict[str, list[str]] = defaultdict(list)
     loaded = set(data["opsets"])
     for case_name, entry in sorted(data["cases"].items()):
         if loaded and entry.get("opset") is not None and entry["opset"] not in loaded:
             continue  # (a case at an opset the runtime does not load says nothing of its op: rknn's at 20-23)
+        if entry["verdict"] == UNFED:  # (nor one it takes some feed of none of: rknn's 0-d inputs)
+            unfed[entry.get("detail", "").partition(":")[0]].append(case_name)
+            continue
         key = (entry["op"], int(entry["version"]), entry.get("type", ""))
         cases[key].append((case_name, entry["verdict"], entry.get("detail", "")))
     return RuntimeProfile(
@@ -533,4 +543,5 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         model_forms=data.get("model_forms", {}),
         swept=data.get("swept", {}),
         ir_version=data.get("ir_version"),
+        unfed=dict(unfed),
     )

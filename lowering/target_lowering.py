@@ -28,6 +28,7 @@ from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import (
     DOUBTFUL,
     PARTLY,
+    RANK_0_INPUT,
     REFUSED,
     SUPPORTED,
     UNVERIFIED,
@@ -61,6 +62,7 @@ MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewes
 
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
 IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
+INPUT_FINDING = "(input)"  # the op type of a graph input's finding (a feed the runtime takes none of)
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,9 @@ class Finding:
 
     @property
     def of_a_node(self) -> bool:
-        """A node's finding, not the model opset's or IR version's (a node may have no name)."""
-        return self.op_type not in (OPSET_FINDING, IR_FINDING)
+        """A node's finding, not the model opset's, IR version's or a graph input's (a node may
+        have no name)."""
+        return self.op_type not in (OPSET_FINDING, IR_FINDING, INPUT_FINDING)
 
     @property
     def location(self) -> str:
@@ -166,6 +169,7 @@ def check_model(
         findings.append(Finding(OPSET_FINDING, model_opset, "", model.graph.name, "", opset_verdict, fix))
     if profile.ir_version is not None and model.ir_version > profile.ir_version:
         findings.append(_ir_version_finding(model, profile, opset))
+    findings.extend(_input_findings(model, profile))
     types = inferred_types(model)
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
@@ -275,6 +279,28 @@ def _ir_version_finding(model: onnx.ModelProto, profile, opset: int) -> Finding:
     if fix is None:
         why += f"; the model needs IR version {needed} for {by_what}"
     return Finding(IR_FINDING, model.ir_version, "", model.graph.name, "", Verdict(REFUSED, why), fix)
+
+
+def _input_findings(model: onnx.ModelProto, profile) -> list[Finding]:
+    """The model's graph inputs of a kind the runtime takes no feed of: a 0-d one where its probe
+    found it takes none (rknn's simulator, :data:`RANK_0_INPUT`). No pattern changes the model's
+    inputs, so each blocks."""
+    showed = profile.unfed.get(RANK_0_INPUT) if isinstance(profile, RuntimeProfile) else None
+    if not showed:
+        return []
+    initialized = {t.name for t in model.graph.initializer}
+    found = []
+    for info in model.graph.input:
+        tensor = info.type.tensor_type
+        if info.name in initialized or not info.type.HasField("tensor_type") or not tensor.HasField("shape"):
+            continue
+        if tensor.shape.dim:
+            continue
+        why = (f"input {info.name!r} is 0-d: {profile.runtime} {profile.runtime_version} takes no 0-d input "
+               f"({len(showed)} probed cases fed one, as {showed[0]})")  # fmt: skip
+        type_name = onnx.helper.tensor_dtype_to_string(tensor.elem_type).removeprefix("TensorProto.")
+        found.append(Finding(INPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))
+    return found
 
 
 def _swept_said(profile, op_type: str, version: int, type_name: str, shown: int = 3) -> str:

@@ -138,6 +138,8 @@ def judged(runner, model_bytes: bytes, data_sets, rtol, atol, names, bounds=None
                 return "wrong", f"output {index}{where}"
         return verdict, said
     except Exception as error:  # the runtime's refusal or failure, in its words
+        if type(error).__name__ == "Unfed":  # (a feed the runtime takes none of, whatever the op: its kind first)
+            return "unfed", _shortened(" ".join(str(error).split()))
         return "fails", _shortened(" ".join(f"{type(error).__name__}: {error}".split()))
 
 
@@ -235,8 +237,8 @@ class Worker:
     def verdict(
         self, model: onnx.ModelProto, data_sets, rtol: float, atol: float, bounds=None, references=None
     ) -> tuple[str, str]:
-        """("right" | "right in float16" | "right as onnxruntime" | "wrong" | "fails" | "crashes" |
-        "hangs", detail) for one model (``bounds``, ``references``: see :func:`judged`)."""
+        """("right" | "right in float16" | "right as onnxruntime" | "wrong" | "fails" | "unfed" |
+        "crashes" | "hangs", detail) for one model (``bounds``, ``references``: see :func:`judged`)."""
         names = [i.name for i in model.graph.input]
         rtol, atol = looser(rtol, atol, self.tolerance)
         try:

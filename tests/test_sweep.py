@@ -106,6 +106,25 @@ def test_a_whole_model_within_twice_onnxruntimes_float16_error_is_right_in_float
     assert probe.judged(_Giving(want), b"", data_sets, 1e-3, 1e-5, [], bounds=[0.0]) == ("right", "")
 
 
+def test_a_feed_the_runtime_takes_none_of_is_unfed_and_other_refusals_fail():
+    """A runner raising :class:`runners.Unfed` (rknn's 0-d inputs) gives the verdict "unfed", in
+    its words, what it takes none of first; any other exception "fails"."""
+    import probe
+    from runners import Unfed
+
+    class Refusing:
+        def __init__(self, error):
+            self.error = error
+
+        def run(self, model_bytes, feeds):
+            raise self.error
+
+    data_sets = [([], [np.float32(1.0)])]
+    verdict, said = probe.judged(Refusing(Unfed("0-d input", "inputs ['k']")), b"", data_sets, 1e-3, 1e-5, [])
+    assert (verdict, said) == ("unfed", "0-d input: inputs ['k']")
+    assert probe.judged(Refusing(TypeError("no")), b"", data_sets, 1e-3, 1e-5, [])[0] == "fails"
+
+
 def test_the_largest_error_compares_floats_of_one_shape_with_nans_in_the_same_places():
     import probe
 

@@ -22,6 +22,7 @@ from lowering.runtime_profiles import (
     DOUBTFUL,
     PARTLY,
     PROFILES,
+    RANK_0_INPUT,
     REFUSED,
     SUPPORTED,
     UNVERIFIED,
@@ -49,7 +50,8 @@ def test_a_shipped_profile_is_probed_data_of_real_ops(name):
     assert data["opsets"] and data["cases"]
     for case, entry in data["cases"].items():
         assert entry["version"] in schemas.op_versions(entry["op"]), case
-        assert entry["verdict"] in ("right", "wrong", "fails", "crashes", "hangs"), case
+        assert entry["verdict"] in ("right", "wrong", "fails", "unfed", "crashes", "hangs"), case
+        assert entry["verdict"] != "unfed" or entry["detail"].partition(":")[0] == RANK_0_INPUT, case
         if entry["type"]:
             assert getattr(TensorProto, entry["type"]) > 0, case
     assert load_profile(name).name == name
@@ -482,6 +484,52 @@ def test_a_case_at_an_opset_the_runtime_does_not_load_says_nothing_of_its_op():
     assert profile_from_data(data).verdict("Add", 14, "FLOAT").kind == SUPPORTED
     del data["cases"]["add_at_14"]
     assert profile_from_data(data).verdict("Add", 14, "FLOAT").kind == UNVERIFIED
+
+
+def test_a_case_whose_feeds_the_runtime_takes_none_of_says_nothing_of_its_op():
+    """rknn's simulator takes no 0-d input: a Sqrt fed a 0-d value fails there whatever the op
+    (``"unfed"``), so a Sqrt of a 0-d constant inside a model is judged by the other cases."""
+    data = {
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
+        "opsets": list(range(7, 20)),
+        "cases": {"sqrt_vector": {"op": "Sqrt", "version": 13, "type": "FLOAT", "opset": 13, "verdict": "right"},
+                  "sqrt_0d": {"op": "Sqrt", "version": 13, "type": "FLOAT", "opset": 13, "verdict": "unfed",
+                              "detail": "Unfed: inputs ['x'] are 0-d: the simulator takes no 0-d input"}},
+    }  # fmt: skip
+    assert profile_from_data(data).verdict("Sqrt", 13, "FLOAT").kind == SUPPORTED
+    data["cases"]["sqrt_0d"]["verdict"] = "fails"
+    assert profile_from_data(data).verdict("Sqrt", 13, "FLOAT").kind == PARTLY
+    del data["cases"]["sqrt_vector"]
+    data["cases"]["sqrt_0d"]["verdict"] = "unfed"
+    assert profile_from_data(data).verdict("Sqrt", 13, "FLOAT").kind == UNVERIFIED
+
+
+def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
+    """A profile whose probe found 0-d feeds "unfed" (rknn's simulator) refuses a model with a
+    0-d graph input, naming it, whatever its nodes: no pattern changes the model's inputs; an
+    initializer of no dimensions, or a profile that found no such thing, blocks nothing."""
+    data = {
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
+        "opsets": list(range(7, 20)),
+        "cases": {"add": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 14, "verdict": "right"},
+                  "add_0d": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 14, "verdict": "unfed",
+                             "detail": "0-d input: inputs ['b']: the simulator takes none"}},
+    }  # fmt: skip
+    node = helper.make_node("Add", ["a", "b"], ["y"], name="add")
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    model = make_model([node], [a, b], [y], opset=14)
+    findings = check_model(model, profile_from_data(data))
+    assert [(f.op_type, f.blocks, f.fix) for f in findings] == [("(input)", True, None)]
+    assert "input 'b' is 0-d" in str(findings[0]) and "add_0d" in str(findings[0])
+    with pytest.raises(TargetRefused) as raised:
+        lowering.lower_model(model, target=profile_from_data(data))
+    assert [b.op_type for b in raised.value.blockers] == ["(input)"]
+    given = make_model([node], [a], [y], opset=14, initializer=[onnx.numpy_helper.from_array(np.float32(1.0), "b")])
+    assert not check_model(given, profile_from_data(data))
+    del data["cases"]["add_0d"]
+    assert not check_model(model, profile_from_data(data))
 
 
 def test_the_constants_a_pattern_writes_are_of_a_version_the_runtime_runs():

@@ -3,6 +3,17 @@
 from __future__ import annotations
 
 
+class Unfed(TypeError):
+    """A feed the runtime takes no value of that kind for, at its interface (rknn's simulator: a
+    0-d input): the case fails whatever its op, so its verdict (``"unfed"``) says nothing of the
+    op, and a model with such an input cannot run there (``lowering.runtime_profiles`` reads
+    ``what`` from its words, which begin with it: "0-d input: ...")."""
+
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")
+        self.what = what
+
+
 def fed_names(graph_inputs, initializers, feeds: dict) -> list[str]:
     """The names of the graph inputs that are not initializers, in order, each with a feed;
     KeyError naming those without one."""

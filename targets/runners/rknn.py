@@ -14,7 +14,9 @@ that onnx reads gets the newest it reads (``onnx.IR_VERSION``; the toolkit refus
 default-domain opsets above 19 whatever the IR version, and those up to 19 need IR 9 at most).
 Inputs must be of static shape: where the model's are not, each input's shape is stated from
 its feed (``load_onnx(inputs=..., input_size_list=...)``), as one deploying to the NPU states it.
-It refuses inputs with no elements (a 0 in the shape) and fails on 0-d ones at inference.
+It refuses inputs with no elements (a 0 in the shape) and fails on 0-d ones at inference
+(IndexError in its reading of the inputs, fed as they are or as one-element vectors): a built
+model that takes a 0-d input is refused here as :class:`Unfed`, which says nothing of its ops.
 
 Layouts: the NPU holds 4-D tensors as NHWC, but ``data_format="nchw"`` has the simulator take
 each 4-D feed in the model's own layout (NCHW: it transposes; its default, NHWC, refuses an
@@ -53,7 +55,7 @@ import numpy as np
 import onnx
 from rknn.api import RKNN
 
-from . import fed_names
+from . import Unfed, fed_names
 
 VERSION = importlib.metadata.version("rknn-toolkit2")
 
@@ -72,6 +74,7 @@ TOLERANCE_WHY = (
 )
 
 PLATFORM = "rk3588"
+RANK_0_INPUT = "0-d input"  # (what it takes none of: lowering.runtime_profiles.RANK_0_INPUT)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STAMP = re.compile(r"^RKNN: \[[0-9:.]+\] ")
 _NOISE = ("Unkown op target", "rknn-toolkit2 version", "Traceback", "=====")
@@ -180,8 +183,11 @@ def run(model_bytes: bytes, feeds: dict) -> list:
             _step("load_onnx", lambda: rknn.load_onnx(str(path), **stated))
             _step("build", lambda: rknn.build(do_quantization=False))
             _step("init_runtime", lambda: rknn.init_runtime())
-            kept = [inputs[names.index(name)] for name in _kept_inputs(rknn, names)]
-            outputs = _step("inference", lambda: rknn.inference(inputs=kept, data_format="nchw"))
+            kept = {name: inputs[names.index(name)] for name in _kept_inputs(rknn, names)}
+            rank_0 = [name for name, array in kept.items() if array.ndim == 0]
+            if rank_0:  # (built: the build's refusals, a fed axes input among them, are the op's)
+                raise Unfed(RANK_0_INPUT, f"inputs {rank_0}: the simulator takes none (IndexError in its inference)")
+            outputs = _step("inference", lambda: rknn.inference(inputs=list(kept.values()), data_format="nchw"))
         finally:
             with _captured([]):
                 rknn.release()
