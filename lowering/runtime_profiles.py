@@ -131,6 +131,21 @@ class RuntimeProfile:
     # per kind of feed it takes none of (RANK_0_INPUT), the probed cases that showed it ("unfed")
     unfed: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
+    def took_rank_0_at(self, op_type: str, version: int, position: int) -> bool:
+        """Whether some probed case of ``op_type``-``version`` (any type) fed a 0-d value at input
+        ``position`` and ran right: the runtime took it, or dropped it unread (rknn drops
+        Dropout's ratio outside training, though it takes no 0-d input it keeps)."""
+        forms = case_forms()
+        for (op, at, _), outcomes in self.cases.items():
+            if (op, at) != (op_type, version):
+                continue
+            for case_name, verdict, _ in outcomes:
+                form = forms.get(case_name)
+                if verdict == "right" and form is not None and position in form.fed:
+                    if dict(form.ranks).get(position) == 0:
+                        return True
+        return False
+
     def swept_not_right(self, op_type: str, version: int, type_name: str) -> list[tuple[str, str, str]]:
         """The probed cases of (op, version, type) the sweep found the runtime still failing or
         getting wrong after --target: (case, what it did, its words)."""

@@ -169,7 +169,7 @@ def check_model(
         findings.append(Finding(OPSET_FINDING, model_opset, "", model.graph.name, "", opset_verdict, fix))
     if profile.ir_version is not None and model.ir_version > profile.ir_version:
         findings.append(_ir_version_finding(model, profile, opset))
-    findings.extend(_input_findings(model, profile))
+    findings.extend(_input_findings(model, profile, opset))
     types = inferred_types(model)
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
@@ -281,14 +281,21 @@ def _ir_version_finding(model: onnx.ModelProto, profile, opset: int) -> Finding:
     return Finding(IR_FINDING, model.ir_version, "", model.graph.name, "", Verdict(REFUSED, why), fix)
 
 
-def _input_findings(model: onnx.ModelProto, profile) -> list[Finding]:
+def _input_findings(model: onnx.ModelProto, profile, opset: int) -> list[Finding]:
     """The model's graph inputs of a kind the runtime takes no feed of: a 0-d one where its probe
-    found it takes none (rknn's simulator, :data:`RANK_0_INPUT`). No pattern changes the model's
-    inputs, so each blocks."""
+    found it takes none (rknn's simulator, :data:`RANK_0_INPUT`), read by some node (at
+    ``opset``) of whose op no probed case fed a 0-d value there and ran right (the runtime drops
+    an input nothing it keeps reads: Dropout's ratio outside training). No pattern changes the
+    model's inputs, so each blocks."""
     showed = profile.unfed.get(RANK_0_INPUT) if isinstance(profile, RuntimeProfile) else None
     if not showed:
         return []
     initialized = {t.name for t in model.graph.initializer}
+    readers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for _, node, function in _every_node(model):
+        for position, name in enumerate(node.input):
+            if function is None and name:
+                readers.setdefault(name, []).append((node, position))
     found = []
     for info in model.graph.input:
         tensor = info.type.tensor_type
@@ -296,11 +303,26 @@ def _input_findings(model: onnx.ModelProto, profile) -> list[Finding]:
             continue
         if tensor.shape.dim:
             continue
-        why = (f"input {info.name!r} is 0-d: {profile.runtime} {profile.runtime_version} takes no 0-d input "
-               f"({len(showed)} probed cases fed one, as {showed[0]})")  # fmt: skip
+        kept = [
+            (node, position)
+            for node, position in readers.get(info.name, [])
+            if not _took_rank_0(profile, node, position, opset)
+        ]
+        if not kept:
+            continue
+        node, position = kept[0]
+        reader = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+        why = (f"input {info.name!r} is 0-d, read by {reader} (input {position}): "
+               f"{profile.runtime} {profile.runtime_version} takes no 0-d input ({len(showed)} probed cases "
+               f"fed one, as {showed[0]})")  # fmt: skip
         type_name = onnx.helper.tensor_dtype_to_string(tensor.elem_type).removeprefix("TensorProto.")
         found.append(Finding(INPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))
     return found
+
+
+def _took_rank_0(profile: RuntimeProfile, node: onnx.NodeProto, position: int, opset: int) -> bool:
+    version = schemas.version_in_force(node.op_type, opset) if node.domain in ("", "ai.onnx") else None
+    return version is not None and profile.took_rank_0_at(node.op_type, version, position)
 
 
 def _swept_said(profile, op_type: str, version: int, type_name: str, shown: int = 3) -> str:

@@ -18,6 +18,7 @@ from support import make_model, runs_in_onnxruntime
 import lowering
 from lowering import schemas
 from lowering.api import lowerable_ops
+from lowering.node_forms import NodeForm
 from lowering.runtime_profiles import (
     DOUBTFUL,
     PARTLY,
@@ -506,8 +507,10 @@ def test_a_case_whose_feeds_the_runtime_takes_none_of_says_nothing_of_its_op():
 
 def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     """A profile whose probe found 0-d feeds "unfed" (rknn's simulator) refuses a model with a
-    0-d graph input, naming it, whatever its nodes: no pattern changes the model's inputs; an
-    initializer of no dimensions, or a profile that found no such thing, blocks nothing."""
+    0-d graph input a node reads, naming it, whatever its nodes: no pattern changes the model's
+    inputs. Not an input given by an initializer too, one nothing reads, one whose readers' ops
+    ran right fed a 0-d value there (rknn drops Dropout's ratio outside training), nor any where
+    the profile found no such thing."""
     data = {
         "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
         "opsets": list(range(7, 20)),
@@ -522,14 +525,45 @@ def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     model = make_model([node], [a, b], [y], opset=14)
     findings = check_model(model, profile_from_data(data))
     assert [(f.op_type, f.blocks, f.fix) for f in findings] == [("(input)", True, None)]
-    assert "input 'b' is 0-d" in str(findings[0]) and "add_0d" in str(findings[0])
+    assert "input 'b' is 0-d, read by Add 'add' (input 1)" in str(findings[0]) and "add_0d" in str(findings[0])
     with pytest.raises(TargetRefused) as raised:
         lowering.lower_model(model, target=profile_from_data(data))
     assert [b.op_type for b in raised.value.blockers] == ["(input)"]
-    given = make_model([node], [a], [y], opset=14, initializer=[onnx.numpy_helper.from_array(np.float32(1.0), "b")])
-    assert not check_model(given, profile_from_data(data))
+    given = make_model([node], [a, b], [y], opset=14, initializer=[onnx.numpy_helper.from_array(np.float32(1.0), "b")])
+    assert [i.name for i in given.graph.input] == ["a", "b"] and not check_model(given, profile_from_data(data))
+    unread = make_model([helper.make_node("Add", ["a", "a"], ["y"])], [a, b], [y], opset=14)
+    assert not check_model(unread, profile_from_data(data))
     del data["cases"]["add_0d"]
     assert not check_model(model, profile_from_data(data))
+
+
+def test_a_0d_graph_input_whose_readers_ran_right_fed_one_there_blocks_nothing(monkeypatch):
+    """rknn's simulator takes no 0-d input it keeps, but drops one nothing it keeps reads
+    (Dropout's ratio outside training): a 0-d input read only where a probed case of the reader's
+    op fed a 0-d value at that position and ran right blocks nothing; read elsewhere too, it does."""
+    forms = {
+        "dropout_0d_ratio": NodeForm(frozenset({0, 1}), frozenset({0, 1}), frozenset(), frozenset({0}), (),
+                                     ((0, 1), (1, 0))),
+        "add_0d": NodeForm(frozenset({0, 1}), frozenset({0, 1}), frozenset(), frozenset({0}), (), ((0, 1), (1, 0))),
+    }  # fmt: skip
+    monkeypatch.setattr("lowering.runtime_profiles.case_forms", lambda: forms)
+    data = {
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
+        "opsets": list(range(7, 20)),
+        "cases": {"dropout_0d_ratio": {"op": "Dropout", "version": 13, "type": "FLOAT", "opset": 13,
+                                       "verdict": "right"},
+                  "add_0d": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 14, "verdict": "unfed",
+                             "detail": "0-d input: inputs ['b']: the simulator takes none"}},
+    }  # fmt: skip
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    ratio = helper.make_tensor_value_info("ratio", TensorProto.FLOAT, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    dropout = helper.make_node("Dropout", ["x", "ratio"], ["y"], name="dropout")
+    assert not check_model(make_model([dropout], [x, ratio], [y], opset=14), profile_from_data(data))
+    scaled = helper.make_node("Add", ["y0", "ratio"], ["y"], name="scaled")
+    dropout_then_add = [helper.make_node("Dropout", ["x", "ratio"], ["y0"], name="dropout"), scaled]
+    findings = check_model(make_model(dropout_then_add, [x, ratio], [y], opset=14), profile_from_data(data))
+    assert [f.op_type for f in findings if f.blocks] == ["(input)"] and "read by Add 'scaled'" in str(findings[0])
 
 
 def test_the_constants_a_pattern_writes_are_of_a_version_the_runtime_runs():

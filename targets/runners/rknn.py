@@ -15,8 +15,9 @@ default-domain opsets above 19 whatever the IR version, and those up to 19 need 
 Inputs must be of static shape: where the model's are not, each input's shape is stated from
 its feed (``load_onnx(inputs=..., input_size_list=...)``), as one deploying to the NPU states it.
 It refuses inputs with no elements (a 0 in the shape) and fails on 0-d ones at inference
-(IndexError in its reading of the inputs, fed as they are or as one-element vectors): a built
-model that takes a 0-d input is refused here as :class:`Unfed`, which says nothing of its ops.
+(IndexError in its reading of the inputs, fed as they are or as one-element vectors; it drops a
+0-d input nothing it keeps reads, Dropout's ratio outside training): that failure, where the
+built model keeps a 0-d input, is raised here as :class:`Unfed`, which says nothing of its ops.
 
 Layouts: the NPU holds 4-D tensors as NHWC, but ``data_format="nchw"`` has the simulator take
 each 4-D feed in the model's own layout (NCHW: it transposes; its default, NHWC, refuses an
@@ -184,10 +185,13 @@ def run(model_bytes: bytes, feeds: dict) -> list:
             _step("build", lambda: rknn.build(do_quantization=False))
             _step("init_runtime", lambda: rknn.init_runtime())
             kept = {name: inputs[names.index(name)] for name in _kept_inputs(rknn, names)}
-            rank_0 = [name for name, array in kept.items() if array.ndim == 0]
-            if rank_0:  # (built: the build's refusals, a fed axes input among them, are the op's)
-                raise Unfed(RANK_0_INPUT, f"inputs {rank_0}: the simulator takes none (IndexError in its inference)")
-            outputs = _step("inference", lambda: rknn.inference(inputs=list(kept.values()), data_format="nchw"))
+            try:
+                outputs = _step("inference", lambda: rknn.inference(inputs=list(kept.values()), data_format="nchw"))
+            except RuntimeError as refused:  # (its reading of a 0-d input fails; a float64 one it refuses first)
+                rank_0 = [name for name, array in kept.items() if array.ndim == 0]
+                if rank_0 and "IndexError" in str(refused):
+                    raise Unfed(RANK_0_INPUT, f"inputs {rank_0}: the simulator takes none ({refused})") from None
+                raise
         finally:
             with _captured([]):
                 rknn.release()
