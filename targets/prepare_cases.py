@@ -147,19 +147,22 @@ def _given_by_nodes(entries: list[tuple]) -> list[tuple]:
     return found
 
 
-def at_other_versions(variants: list[tuple], op_type: str, opset: int, own: bool = False) -> list[tuple]:
+def at_other_versions(
+    variants: list[tuple], op_type: str, opset: int, others: bool = True, own: bool = False
+) -> list[tuple]:
     """Each of ``variants`` (entries of one op at ``opset``) taken to the first opset of every
-    other version of the op, where it stays one node there (``NAME@VERSION``); an older version's
-    case that cannot be written at its first opset, at the first of the later ones where that
-    version is in force, where it can be written at the newest of them (:func:`_first_written`).
-    With ``own``, taken instead to the first opset of its own version, where that is older than
-    ``opset`` (a runtime that loads opsets up to 19 sees the Split-18 a pattern writes at 23)."""
+    other version of the op (with ``others``), where it stays one node there (``NAME@VERSION``);
+    an older version's case that cannot be written at its first opset, at the first of the later
+    ones where that version is in force, where it can be written at the newest of them
+    (:func:`_first_written`). With ``own``, to the first opset of its own version too, where that
+    is older than ``opset`` (a runtime that loads opsets up to 19 sees the Split-18 a pattern
+    writes at 23)."""
     found = []
     own_version = schemas.version_in_force(op_type, opset)
     for version in schemas.op_versions(op_type):
         # (a version first defined before opset 7 is probed at 7 where still in force there)
         at = max(version, OLDEST_OPSET)
-        wanted = version == own_version and at < opset if own else version != own_version
+        wanted = own and at < opset if version == own_version else others
         if not wanted or schemas.version_in_force(op_type, at) != version:
             continue
         # (where the case cannot be written at that first opset, the next ones the version is in
@@ -223,7 +226,9 @@ def lowered_cases() -> list[tuple]:
     """The same of the models onnx-lower's patterns write: each single-op backend case whose op a
     pattern lowers, lowered (``ops=[op]``, at the case's opset), fed the case's first inputs; one
     node of each form those models hold, at their own opset (``lowered_CASE_NODE``: SwiGLU's
-    alpha becomes a Swish with that alpha, which no backend case of Swish holds); and each with
+    alpha becomes a Swish with that alpha, which no backend case of Swish holds) and taken to
+    its op's versions (``@VERSION``, :func:`node_cases`: BitShift lowered on int8 writes a Where
+    of int8 data, which ``--target`` may take to Where-9); and each with
     its defaults stated (``#stated``, :func:`with_defaults_stated`: the lowered Range's float
     CumSum leaves ``reverse`` out, which onnx2torch reads as 1, and no backend case of CumSum is
     of float)."""
@@ -238,7 +243,7 @@ def lowered_cases() -> list[tuple]:
         if any(n.op_type == node.op_type for n in lowered.graph.node):
             continue
         models.append((case.name, lowered, feeds))
-    found = node_cases(models, "lowered", other_versions=False, constants_from_nodes=False)
+    found = node_cases(models, "lowered", other_versions=True, constants_from_nodes=False)
     return found + with_defaults_stated(found)
 
 
@@ -253,7 +258,7 @@ def chosen_cases() -> list[tuple]:
     for case, node, feeds in _single_op_cases_fed(CHOSEN_OPS):
         for index, replaced in enumerate(_with_each_choice(case.model, node)):
             models.append((case.name if index == 0 else f"{case.name}_{index}", replaced, feeds))
-    found = node_cases(models, "chosen", other_versions=False, constants_from_nodes=False)
+    found = node_cases(models, "chosen", other_versions=True, constants_from_nodes=False)
     return found + with_defaults_stated(found)
 
 
@@ -873,9 +878,10 @@ def _type_name(element_type: int) -> str:
 
 def node_cases(models, prefix: str, other_versions: bool, constants_from_nodes: bool = True) -> list[tuple]:
     """Per (name, model, feeds) of ``models``, the cases of one node of each form not met before
-    (see :func:`corpus_cases`), named ``PREFIX_NAME_NODE``; with ``other_versions``, each taken to
-    its op's other versions too, else to the first opset of its own version where older
-    (:func:`at_other_versions`); with ``constants_from_nodes``, a constant a node gives in the
+    (see :func:`corpus_cases`), named ``PREFIX_NAME_NODE``, each also at the first opset of its op
+    version where older and, with ``other_versions``, at its op's other versions
+    (:func:`at_other_versions`: ``--target`` may take a model to an older opset, where the node
+    is of another version); with ``constants_from_nodes``, a constant a node gives in the
     model is given by a Constant in the case (else by an initializer: the patterns' Constants
     are at the case's opset, whose Constant onnx2torch may lack, and --target moves them)."""
     import onnxruntime
@@ -921,7 +927,7 @@ def node_cases(models, prefix: str, other_versions: bool, constants_from_nodes: 
             expected = [values[name] for name in node.output if name]
             name = f"{prefix}_{stem}_{node.name or len(found)}"
             entry = (name, opset, case.SerializeToString(), [(inputs, expected)], CORPUS_RTOL, CORPUS_ATOL)
-            found += [entry, *at_other_versions([entry], node.op_type, opset, own=not other_versions)]
+            found += [entry, *at_other_versions([entry], node.op_type, opset, others=other_versions, own=True)]
     return found
 
 

@@ -77,10 +77,11 @@ def test_value_info_is_stated_where_the_export_states_it(cases):
 
 
 def test_cases_are_taken_to_the_ops_other_versions(cases):
-    """Mul-14 at opset 17; Mul-7 and Mul-13 at their first opsets (Mul-1 and -6 are not in force at 7)."""
+    """Mul-14 at opset 17; Mul-7 and Mul-13 at their first opsets (Mul-1 and -6 are not in force
+    at 7), and Mul-14 at its own, 14 (a runtime that loads opsets up to 14 sees it there)."""
     taken = {name for name in cases if name.startswith("corpus_toy_mul_by_constant@")}
-    assert taken == {"corpus_toy_mul_by_constant@7", "corpus_toy_mul_by_constant@13"}
-    assert cases["corpus_toy_mul_by_constant@13"][0] == 13
+    assert taken == {f"corpus_toy_mul_by_constant@{version}" for version in (7, 13, 14)}
+    assert [cases[f"corpus_toy_mul_by_constant@{version}"][0] for version in (7, 13, 14)] == [7, 13, 14]
 
 
 def test_a_case_that_cannot_be_written_at_a_versions_first_opset_is_taken_to_the_next():
@@ -147,6 +148,28 @@ def test_the_nodes_a_pattern_writes_are_cases_with_the_values_they_see():
     drawn = make_model([noise, summed], infos[:1], infos[2:], opset=17)
     names = [name for name, *_ in prepare_cases.node_cases([("drawn", drawn, {"a": a})], "lowered", False)]
     assert names == ["lowered_drawn_summed", "lowered_drawn_summed@14"]  # (Add-14, in force from 14)
+
+
+def test_the_nodes_a_pattern_writes_are_taken_to_their_ops_other_versions(monkeypatch):
+    """BitShift right on int8 (opset 28) lowered writes a Where of int8 data, Where-16 there: it
+    is a case at 28, at 16 (Where-16's first opset) and at 9 (Where-9's): ``--target`` may take
+    the model to an opset of either version, and a runtime may run Where on int8 at one only."""
+    wanted = "test_bitshift_right_int8"
+    shift_cases = [case for case in prepare_cases.backend_cases() if case.name == wanted]
+    monkeypatch.setattr(prepare_cases, "backend_cases", lambda: shift_cases)
+    found = {name: (opset, onnx.load_from_string(data)) for name, opset, data, *_ in prepare_cases.lowered_cases()}
+    wheres = {name: opset for name, (opset, model) in found.items() if model.graph.node[-1].op_type == "Where"}
+    base = min(wheres, key=len)
+    own = schemas.default_opset(shift_cases[0].model.opset_import)
+    assert {name.removeprefix(base): opset for name, opset in wheres.items() if name.startswith(base)} == {
+        "": own,
+        "@16": 16,
+        "@9": 9,
+    }
+    int8 = TensorProto.INT8
+    assert all(
+        found[name][1].graph.input[1].type.tensor_type.elem_type == int8 for name in wheres if name.startswith(base)
+    )
 
 
 def test_the_nodes_a_pattern_writes_have_their_defaults_stated_beside_them(monkeypatch):
