@@ -198,8 +198,9 @@ def corpus_cases(folder: Path = CORPUS) -> list[tuple]:
     """(name, opset, model bytes, data sets, rtol, atol) of one node of each form the exports in
     ``folder`` hold (default domain, no subgraphs, not Constant), the first node of that form met
     (models by name, nodes in order), and the same taken to the op's other versions and to its own
-    version's first opset where older (:func:`node_cases`): a model of that node alone, whose inputs are its fed values (computed from the export's inputs) and
-    whose initializers are its other values, fed and expected as onnxruntime computes them
+    version's first opset where older (:func:`node_cases`): a model of that node alone, whose
+    inputs are its fed values (computed from the export's inputs) and whose initializers are its
+    other values, fed and expected as onnxruntime computes them
     inside the export on the export's own inputs; value_info where the export states it. Not a
     node of constants alone (``--target`` folds what it can, the runtime the rest: rknn refuses
     a model whose outputs are all constants, whatever its node), nor a node whose values ONNX
