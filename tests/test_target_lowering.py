@@ -58,16 +58,24 @@ def test_a_shipped_profile_is_probed_data_of_real_ops(name):
     assert load_profile(name).name == name
 
 
-def profile(cases: dict[str, tuple[str, int, str, str]], opsets=range(13, 18)):
-    """A profile of the given cases: name -> (op, version, type, verdict)."""
-    return profile_from_data({
+def profile_data(cases: dict[str, tuple], opsets=range(13, 18)) -> dict:
+    """A profile's JSON of the given cases: name -> (op, version, type, verdict[, opset[, detail]])."""
+    entries = {}
+    for name, (op, version, type_name, verdict, *where) in cases.items():
+        entry = {"op": op, "version": version, "type": type_name, "verdict": verdict}
+        entries[name] = entry | dict(zip(("opset", "detail"), where, strict=False))
+    return {
         "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
-        "opsets": list(opsets),
-        "cases": {name: {"op": op, "version": version, "type": type_name, "verdict": verdict}
-                  for name, (op, version, type_name, verdict) in cases.items()},
-    })  # fmt: skip
+        "opsets": list(opsets), "cases": entries,
+    }  # fmt: skip
 
 
+def profile(cases: dict[str, tuple], opsets=range(13, 18)):
+    """A profile of the given cases (:func:`profile_data`)."""
+    return profile_from_data(profile_data(cases, opsets))
+
+
+RKNN_OPSETS = range(7, 20)  # (the opsets rknn loads)
 MADE_UP_CASES = {
     "abs": ("Abs", 13, "FLOAT", "right"),
     "add": ("Add", 14, "FLOAT", "right"),
@@ -475,13 +483,10 @@ def test_another_opset_is_not_taken_where_reaching_it_writes_control_flow(fed_ax
 def test_a_case_at_an_opset_the_runtime_does_not_load_says_nothing_of_its_op():
     """rknn loads opsets up to 19: Add-14 in a case at opset 23 fails there for its opset alone
     ("need <= 19"); the verdict on Add-14 is its cases' at the opsets it loads."""
-    data = {
-        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
-        "opsets": list(range(7, 20)),
-        "cases": {"add_at_14": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 14, "verdict": "right"},
-                  "add_at_23": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 23, "verdict": "fails",
-                                "detail": "load_onnx: Unsupport onnx opset 23, need <= 19!"}},
-    }  # fmt: skip
+    data = profile_data({
+        "add_at_14": ("Add", 14, "FLOAT", "right", 14),
+        "add_at_23": ("Add", 14, "FLOAT", "fails", 23, "load_onnx: Unsupport onnx opset 23, need <= 19!"),
+    }, RKNN_OPSETS)  # fmt: skip
     assert profile_from_data(data).verdict("Add", 14, "FLOAT").kind == SUPPORTED
     del data["cases"]["add_at_14"]
     assert profile_from_data(data).verdict("Add", 14, "FLOAT").kind == UNVERIFIED
@@ -490,13 +495,10 @@ def test_a_case_at_an_opset_the_runtime_does_not_load_says_nothing_of_its_op():
 def test_a_case_whose_feeds_the_runtime_takes_none_of_says_nothing_of_its_op():
     """rknn's simulator takes no 0-d input: a Sqrt fed a 0-d value fails there whatever the op
     (``"unfed"``), so a Sqrt of a 0-d constant inside a model is judged by the other cases."""
-    data = {
-        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
-        "opsets": list(range(7, 20)),
-        "cases": {"sqrt_vector": {"op": "Sqrt", "version": 13, "type": "FLOAT", "opset": 13, "verdict": "right"},
-                  "sqrt_0d": {"op": "Sqrt", "version": 13, "type": "FLOAT", "opset": 13, "verdict": "unfed",
-                              "detail": "Unfed: inputs ['x'] are 0-d: the simulator takes no 0-d input"}},
-    }  # fmt: skip
+    data = profile_data({
+        "sqrt_vector": ("Sqrt", 13, "FLOAT", "right", 13),
+        "sqrt_0d": ("Sqrt", 13, "FLOAT", "unfed", 13, f"{RANK_0_INPUT}: inputs ['x']: the simulator takes none"),
+    }, RKNN_OPSETS)  # fmt: skip
     assert profile_from_data(data).verdict("Sqrt", 13, "FLOAT").kind == SUPPORTED
     data["cases"]["sqrt_0d"]["verdict"] = "fails"
     assert profile_from_data(data).verdict("Sqrt", 13, "FLOAT").kind == PARTLY
@@ -507,17 +509,14 @@ def test_a_case_whose_feeds_the_runtime_takes_none_of_says_nothing_of_its_op():
 
 def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     """A profile whose probe found 0-d feeds "unfed" (rknn's simulator) refuses a model with a
-    0-d graph input a node reads, naming it, whatever its nodes: no pattern changes the model's
-    inputs. Not an input given by an initializer too, one nothing reads, one whose readers' ops
+    0-d graph input a node reads (in an If branch too), naming it, whatever its nodes: no pattern
+    changes the model's inputs. Not an input given by an initializer too, one nothing reads, one whose readers' ops
     ran right fed a 0-d value there (rknn drops Dropout's ratio outside training), nor any where
     the profile found no such thing."""
-    data = {
-        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
-        "opsets": list(range(7, 20)),
-        "cases": {"add": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 14, "verdict": "right"},
-                  "add_0d": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 14, "verdict": "unfed",
-                             "detail": "0-d input: inputs ['b']: the simulator takes none"}},
-    }  # fmt: skip
+    data = profile_data({
+        "add": ("Add", 14, "FLOAT", "right", 14),
+        "add_0d": ("Add", 14, "FLOAT", "unfed", 14, f"{RANK_0_INPUT}: inputs ['b']: the simulator takes none"),
+    }, RKNN_OPSETS)  # fmt: skip
     node = helper.make_node("Add", ["a", "b"], ["y"], name="add")
     a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])
     b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [])
@@ -533,6 +532,15 @@ def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     assert [i.name for i in given.graph.input] == ["a", "b"] and not check_model(given, profile_from_data(data))
     unread = make_model([helper.make_node("Add", ["a", "a"], ["y"])], [a, b], [y], opset=14)
     assert not check_model(unread, profile_from_data(data))
+    branch = helper.make_graph([helper.make_node("Add", ["a", "b"], ["t"], name="in_branch")], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])  # fmt: skip
+    other = helper.make_graph([helper.make_node("Identity", ["a"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])  # fmt: skip
+    flag = helper.make_tensor_value_info("flag", TensorProto.BOOL, [1])
+    chosen = helper.make_node("If", ["flag"], ["y"], then_branch=branch, else_branch=other)
+    in_a_branch = check_model(make_model([chosen], [a, b, flag], [y], opset=14), profile_from_data(data))
+    assert [f.op_type for f in in_a_branch if f.blocks] == ["(input)"]
+    assert "read by Add 'in_branch'" in str(in_a_branch[0])
     del data["cases"]["add_0d"]
     assert not check_model(model, profile_from_data(data))
 
@@ -547,14 +555,10 @@ def test_a_0d_graph_input_whose_readers_ran_right_fed_one_there_blocks_nothing(m
         "add_0d": NodeForm(frozenset({0, 1}), frozenset({0, 1}), frozenset(), frozenset({0}), (), ((0, 1), (1, 0))),
     }  # fmt: skip
     monkeypatch.setattr("lowering.runtime_profiles.case_forms", lambda: forms)
-    data = {
-        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
-        "opsets": list(range(7, 20)),
-        "cases": {"dropout_0d_ratio": {"op": "Dropout", "version": 13, "type": "FLOAT", "opset": 13,
-                                       "verdict": "right"},
-                  "add_0d": {"op": "Add", "version": 14, "type": "FLOAT", "opset": 14, "verdict": "unfed",
-                             "detail": "0-d input: inputs ['b']: the simulator takes none"}},
-    }  # fmt: skip
+    data = profile_data({
+        "dropout_0d_ratio": ("Dropout", 13, "FLOAT", "right", 13),
+        "add_0d": ("Add", 14, "FLOAT", "unfed", 14, f"{RANK_0_INPUT}: inputs ['b']: the simulator takes none"),
+    }, RKNN_OPSETS)  # fmt: skip
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     ratio = helper.make_tensor_value_info("ratio", TensorProto.FLOAT, [])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])

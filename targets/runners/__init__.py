@@ -11,7 +11,6 @@ class Unfed(TypeError):
 
     def __init__(self, what: str, why: str) -> None:
         super().__init__(f"{what}: {why}")
-        self.what = what
 
 
 def fed_names(graph_inputs, initializers, feeds: dict) -> list[str]:
