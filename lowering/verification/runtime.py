@@ -1,11 +1,13 @@
 """Running models: onnxruntime's CPU provider for any tensor type (bfloat16 and float8 fed as
-their bits and read back through IOBinding), and onnx's reference evaluator."""
+their bits, the 4- and 2-bit types packed as onnx stores them, and read back through IOBinding),
+and onnx's reference evaluator."""
 
 from __future__ import annotations
 
 import ctypes
 from typing import TYPE_CHECKING
 
+import ml_dtypes
 import numpy as np
 import onnx
 
@@ -28,18 +30,59 @@ def _is_numpy_native(dtype: np.dtype) -> bool:
     return dtype.type.__module__ == "numpy"
 
 
+def bits_per_element(dtype: np.dtype) -> int:
+    """The width of one element: 8·itemsize, or ml_dtypes' own width for its sub-byte types
+    (int4, uint4, int2, uint2, float4_e2m1fn take a byte each in numpy, their code in the low bits)."""
+    if _is_numpy_native(dtype):
+        return 8 * dtype.itemsize
+    try:
+        return int(ml_dtypes.iinfo(dtype).bits)
+    except ValueError:
+        return int(ml_dtypes.finfo(dtype).bits)
+
+
+def packed(array: np.ndarray, bits: int) -> np.ndarray:
+    """The bytes onnx (and onnxruntime) store ``bits``-wide codes in: 8/bits elements a byte, the
+    first in the low bits, the last byte padded with zeros: byte j = Σ_k code[j·8/bits + k] << bits·k."""
+    per_byte = 8 // bits
+    codes = np.ascontiguousarray(array).reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
+    codes = np.concatenate([codes, np.zeros(-codes.size % per_byte, np.uint8)]).reshape(-1, per_byte)
+    shifts = (np.arange(per_byte) * bits).astype(np.uint8)
+    return np.bitwise_or.reduce(codes << shifts, axis=1).astype(np.uint8)
+
+
+def unpacked(data: np.ndarray, bits: int, size: int) -> np.ndarray:
+    """The first ``size`` codes of packed bytes (the inverse of :func:`packed`), one a byte:
+    code[i] = (byte[i·bits // 8] >> bits·(i mod 8/bits)) & (2^bits - 1)."""
+    per_byte = 8 // bits
+    shifts = (np.arange(per_byte) * bits).astype(np.uint8)
+    codes = (data.reshape(-1, 1) >> shifts) & np.uint8((1 << bits) - 1)
+    return codes.reshape(-1)[:size].astype(np.uint8)
+
+
 def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
-    """An OrtValue of ``element_type``; bfloat16 and float8 arrays are passed as their bits."""
+    """An OrtValue of ``element_type``; bfloat16 and float8 arrays are passed as their bits, the
+    sub-byte types packed."""
     ort = _onnxruntime()
     array = np.ascontiguousarray(array)
     if _is_numpy_native(array.dtype) and array.dtype == floats.numpy_dtype(element_type):
         return ort.OrtValue.ortvalue_from_numpy(array)
-    bits = array.view(f"u{array.dtype.itemsize}")
-    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, element_type)
+    bits = bits_per_element(array.dtype)
+    if bits >= 8:
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(f"u{array.dtype.itemsize}"), element_type)
+    data = packed(array, bits)
+    value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), element_type)
+    if value.tensor_size_in_bytes() != data.nbytes:
+        stored = value.tensor_size_in_bytes()
+        raise LoweringError(f"onnxruntime stores a {array.dtype} {array.shape} in {stored} bytes, not {data.nbytes}")
+    if data.nbytes:
+        ctypes.memmove(value.data_ptr(), data.ctypes.data, data.nbytes)
+    return value
 
 
 def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
-    """A numpy array (ml_dtypes for bfloat16 and float8) holding an output tensor's bytes."""
+    """A numpy array (ml_dtypes for bfloat16, float8 and the sub-byte types, one element a byte)
+    holding an output tensor's values."""
     element_type = schemas.tensor_element_type(value.data_type())
     dtype = floats.numpy_dtype(element_type) if element_type else None
     if dtype is None or _is_numpy_native(dtype):
@@ -47,7 +90,11 @@ def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
     shape = value.shape()
     size = value.tensor_size_in_bytes()
     raw = (ctypes.c_uint8 * size).from_address(value.data_ptr()) if size else b""
-    return np.frombuffer(bytes(raw), dtype=np.uint8).view(dtype).reshape(shape).copy()
+    data = np.frombuffer(bytes(raw), dtype=np.uint8)
+    bits = bits_per_element(dtype)
+    if bits < 8:
+        data = unpacked(data, bits, int(np.prod(shape, dtype=np.int64)))
+    return data.view(dtype).reshape(shape).copy()
 
 
 # onnxruntime's own log lines (coloured, on stderr) would repeat what its exceptions say, and
