@@ -312,7 +312,7 @@ def main() -> None:
     parser.add_argument("name")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--limit", type=int, help="probe only the first N cases (a quick try)")
-    parser.add_argument("--note", default="", help="how the runtime was installed, what it is")
+    parser.add_argument("--note", default="", help="how the runtime was installed, what it is (with --add: why)")
     parser.add_argument("--cases", type=Path, help="the cases targets/prepare_cases.py wrote (with older op "
                         "versions); default: the backend cases at their own opsets")  # fmt: skip
     parser.add_argument(
@@ -373,8 +373,9 @@ def main() -> None:
         " --cases (targets/prepare_cases.py: other op versions, the corpus's node forms)" if args.cases else ""
     )
     if earlier is not None:
-        record = {"how": how + " --add" + "".join(f" --again {prefix}" for prefix in again), "onnx": onnx.__version__,
-                  "date": datetime.date.today().isoformat(), **({"unprobed": unprobed} if beyond else {})}  # fmt: skip
+        record = {"how": how + " --add" + _again_said(again), "onnx": onnx.__version__,
+                  "date": datetime.date.today().isoformat(), **({"unprobed": unprobed} if beyond else {}),
+                  **({"why": args.note} if args.note else {})}  # fmt: skip
         profile = added_profile(earlier, cases, {case[0] for case in prepared} if args.cases else None, record)
     else:
         profile = _new_profile(args, worker, how, unprobed if beyond else None, opsets, cases)
@@ -385,6 +386,13 @@ def main() -> None:
     for entry in cases.values():
         counts[entry["verdict"]] = counts.get(entry["verdict"], 0) + 1
     print(f"wrote {out}: opsets {opsets[0] if opsets else None}..{opsets[-1] if opsets else None}, {counts}")
+
+
+def _again_said(prefixes: tuple[str, ...], listed: int = 3) -> str:
+    """``--again`` as the profile's record says it: the prefixes where they are few, else their count."""
+    if not prefixes:
+        return ""
+    return " --again " + (" ".join(prefixes) if len(prefixes) <= listed else f"({len(prefixes)} name prefixes)")
 
 
 def _new_profile(args, worker: Worker, how: str, unprobed: str | None, opsets: list[int], cases: dict) -> dict:

@@ -45,3 +45,9 @@ def test_cases_probed_again_replace_their_verdicts_and_without_cases_none_is_dro
     assert profile["cases"]["cast_INT8_UINT8@6"] == {"verdict": "right"}
     assert set(profile["cases"]) == set(EARLIER["cases"])
     assert profile["source"]["added"][-1] == {"how": "--add --again cast_", "cases": 1}
+
+
+def test_the_record_names_a_few_prefixes_probed_again_and_counts_many():
+    assert probe._again_said(()) == ""
+    assert probe._again_said(("cast_", "test_cast")) == " --again cast_ test_cast"
+    assert probe._again_said(tuple(f"test_{n}" for n in range(82))) == " --again (82 name prefixes)"
