@@ -47,7 +47,10 @@ def test_cases_probed_again_replace_their_verdicts_and_without_cases_none_is_dro
     assert profile["source"]["added"][-1] == {"how": "--add --again cast_", "cases": 1}
 
 
-def test_the_record_names_a_few_prefixes_probed_again_and_counts_many():
-    assert probe._again_said(()) == ""
+def test_the_record_names_a_few_prefixes_probed_again_and_lists_many_apart():
+    assert probe._again_said(()) == "" and probe._again_listed(()) == {}
     assert probe._again_said(("cast_", "test_cast")) == " --again cast_ test_cast"
-    assert probe._again_said(tuple(f"test_{n}" for n in range(82))) == " --again (82 name prefixes)"
+    assert probe._again_listed(("cast_", "test_cast")) == {}
+    many = tuple(f"test_{n}" for n in range(82))
+    assert probe._again_said(many) == " --again (the 82 name prefixes of 'again')"
+    assert probe._again_listed(many) == {"again": list(many)}

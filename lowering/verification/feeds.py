@@ -262,6 +262,17 @@ def _integers(element_type: int, shape: list[int], rng: np.random.Generator, bou
     return rng.integers(low, high, size=shape, endpoint=True, dtype=drawn).astype(dtype)
 
 
+def _integer_info(dtype: np.dtype | None):
+    """The integer limits of ``dtype`` (numpy's integers and ml_dtypes' int4, uint4, int2, uint2),
+    or None for any other type."""
+    if dtype is None:
+        return None
+    try:
+        return ml_dtypes.iinfo(dtype)
+    except ValueError:
+        return None
+
+
 def _check_value_ranges(inputs: list[onnx.ValueInfoProto], plan: FeedPlan) -> None:
     """Each ``--value-range NAME:LO,HI`` names an integer input and fits its type."""
     by_name = {info.name: info for info in inputs}
@@ -275,13 +286,13 @@ def _check_value_ranges(inputs: list[onnx.ValueInfoProto], plan: FeedPlan) -> No
             dtype = np.dtype(floats.numpy_dtype(element_type)) if element_type is not None else None
         except (KeyError, TypeError, ValueError):
             dtype = None
-        if dtype is None or dtype.kind not in "iu":
+        info = _integer_info(dtype)
+        if info is None:
             raise LoweringError(
                 f"{shown}: input '{name}' is {_declared(by_name[name].type)}; a range is for integer inputs (float "
                 "inputs carry NaN, ±inf, ±0 and the other edge values on purpose)"
             )
         low, high = bounds
-        info = np.iinfo(dtype)
         if not (isinstance(low, numbers.Integral) and isinstance(high, numbers.Integral)) or low > high:
             raise LoweringError(f"{shown}: give whole numbers LO <= HI")
         if low < info.min or high > info.max:

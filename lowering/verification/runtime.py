@@ -61,11 +61,11 @@ def unpacked(data: np.ndarray, bits: int, size: int) -> np.ndarray:
 
 
 def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
-    """An OrtValue of ``element_type``; bfloat16 and float8 arrays are passed as their bits, the
-    sub-byte types packed."""
+    """An OrtValue of ``element_type`` holding ``array`` (of that type's numpy dtype); bfloat16
+    and float8 arrays are passed as their bits, the sub-byte types packed."""
     ort = _onnxruntime()
-    array = np.ascontiguousarray(array)
-    if _is_numpy_native(array.dtype) and array.dtype == floats.numpy_dtype(element_type):
+    array = np.asarray(array, order="C")  # (not ascontiguousarray, which makes a 0-d array 1-d)
+    if _is_numpy_native(array.dtype):
         return ort.OrtValue.ortvalue_from_numpy(array)
     bits = bits_per_element(array.dtype)
     if bits >= 8:
@@ -147,14 +147,20 @@ class OnnxruntimeRunner:
             element_type = schemas.tensor_element_type(declared.get(name, ""))
             if element_type is None or not isinstance(value, np.ndarray):
                 raise LoweringError(
-                    f"input '{name}' ({declared.get(name)}): sequences and optionals cannot be fed beside bfloat16 "
-                    "or float8 tensors from Python"
+                    f"input '{name}' ({declared.get(name)}): sequences and optionals cannot be fed beside bfloat16, "
+                    "float8 or 4- and 2-bit tensors from Python"
+                )
+            if value.dtype != floats.numpy_dtype(element_type) and element_type != onnx.TensorProto.STRING:
+                raise LoweringError(
+                    f"input '{name}' ({declared[name]}) cannot be fed a {value.dtype} array: give it "
+                    f"{floats.numpy_dtype(element_type)} values"
                 )
             binding.bind_ortvalue_input(name, _to_ort_value(value, element_type))
         for output in session.get_outputs():
             if schemas.tensor_element_type(output.type) is None:
                 raise LoweringError(
-                    f"output '{output.name}' ({output.type}) cannot be read beside bfloat16 or float8 tensors"
+                    f"output '{output.name}' ({output.type}) cannot be read beside bfloat16, float8 or 4- and "
+                    "2-bit tensors"
                 )
             binding.bind_output(output.name, "cpu")
         session.run_with_iobinding(binding, _quiet_run_options())

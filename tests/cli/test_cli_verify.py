@@ -320,11 +320,34 @@ def test_an_integer_input_read_as_a_shape_is_named_with_the_way_out(tmp_path):
     assert lowered.returncode == 2 and "options of onnx-lower verify" in one_error_line(lowered)
 
 
+def test_int4_inputs_take_a_value_range_and_go_in_as_onnx_stores_them(tmp_path):
+    """f = Cast(x) holds x's values: every int4 from -8 to 7, not the codes of bytes unpacked
+    (which before packing gave a 0 in every other element)."""
+    model = save_text(
+        tmp_path / "int4.onnx",
+        """
+        <ir_version: 10, opset_import: ["" : 21]>
+        main (int4[5, 5] x) => (float[5, 5] f, bool[5, 5] y) {
+            f = Cast <to = 1> (x)
+            y = IsInf (f)
+        }
+    """,
+    )
+    outputs = tmp_path / "outputs.npz"
+    completed = run_cli_in_process("verify", model, model, "--value-range", "x:-8,7", "--save-outputs", outputs)
+    assert completed.returncode == 0 and "\nMATCH\n" in completed.stdout, completed.stderr
+    assert "original run by onnxruntime" in completed.stdout
+    with np.load(outputs) as saved:
+        f = np.concatenate([saved[name].reshape(-1) for name in saved.files if name.endswith("/original/f")])
+    assert set(f.tolist()) == set(range(-8, 8))
+    assert (f == 0).mean() < 0.25
+
+
 @slow_but_a_sample()
 @pytest.mark.parametrize(
     "value_range, words",
     [
-        ("x:1,2", "a range is for integer inputs"),
+        ("x:1,2", "a range is for integer inputs"),  # (float)
         ("nosuch:1,2", "the model has no such input (its inputs: x, shape)"),
         ("shape:3,1", "expected NAME:LO,HI with whole numbers LO <= HI"),
         ("shape:1", "expected NAME:LO,HI"),

@@ -10,6 +10,7 @@ import pytest
 from onnx import helper
 
 from lowering import floats
+from lowering.errors import LoweringError
 from lowering.verification.runtime import bits_per_element, packed, run_onnxruntime, run_reference, unpacked
 
 SUB_BYTE = [
@@ -49,8 +50,7 @@ def test_empty_tensors_pack_to_no_bytes():
 
 
 @pytest.mark.parametrize("element_type", RUN_IN_ONNXRUNTIME, ids=onnx.TensorProto.DataType.Name)
-# (Not 0-d: onnxruntime 1.32's Cast from a 0-d int4 gives shape [1].)
-@pytest.mark.parametrize("shape", [(3, 5), (0, 2), (7,)])
+@pytest.mark.parametrize("shape", [(3, 5), (0, 2), (7,), ()])
 def test_every_code_goes_in_and_comes_out_of_onnxruntime(element_type, shape):
     """y = Cast(x, float), z = Cast(y, x's type): y holds x's values, z its bits, for every code."""
     size = int(np.prod(shape, dtype=np.int64))
@@ -74,3 +74,62 @@ def test_every_code_goes_in_and_comes_out_of_onnxruntime(element_type, shape):
     assert y.dtype == np.float32 and y.tolist() == x.astype(np.float32).tolist() == want_y.tolist()
     assert z.dtype == x.dtype and z.shape == x.shape
     assert z.view(np.uint8).tolist() == x.view(np.uint8).tolist()
+
+
+def cast_model(from_type: int, to_type: int, shape) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=to_type)],
+        "cast",
+        [helper.make_tensor_value_info("x", from_type, shape)],
+        [helper.make_tensor_value_info("y", to_type, shape)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+@pytest.mark.parametrize(
+    ("from_type", "to_type"),
+    [
+        (onnx.TensorProto.BFLOAT16, onnx.TensorProto.FLOAT),
+        (onnx.TensorProto.FLOAT, onnx.TensorProto.BFLOAT16),
+        (onnx.TensorProto.FLOAT, onnx.TensorProto.INT4),
+    ],
+    ids=["bfloat16 in", "bfloat16 out", "int4 out"],
+)
+def test_a_0d_value_stays_0d_where_it_goes_through_the_binding(from_type, to_type):
+    x = np.array(-3.0).astype(floats.numpy_dtype(from_type))
+    (y,) = run_onnxruntime(cast_model(from_type, to_type, ()), {"x": x})
+    (want,) = run_reference(cast_model(from_type, to_type, ()), {"x": x})
+    assert y.shape == () == want.shape
+    assert y.dtype == want.dtype and y.reshape(-1).view(np.uint8).tolist() == want.reshape(-1).view(np.uint8).tolist()
+
+
+@pytest.mark.parametrize(
+    ("declared", "fed"),
+    [
+        (onnx.TensorProto.INT4, np.int8),
+        (onnx.TensorProto.UINT4, ml_dtypes.int4),
+        (onnx.TensorProto.INT4, ml_dtypes.int2),
+    ],
+    ids=["int8 as int4", "int4 as uint4", "int2 as int4"],
+)
+def test_an_array_of_another_type_than_declared_is_refused_not_fed_as_its_bytes(declared, fed):
+    """Beside a bfloat16 input (so that the feeds go through the binding)."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Cast", ["x"], ["y"], to=onnx.TensorProto.FLOAT),
+            helper.make_node("Cast", ["b"], ["c"], to=onnx.TensorProto.FLOAT),
+        ],
+        "two_casts",
+        [
+            helper.make_tensor_value_info("x", declared, (5,)),
+            helper.make_tensor_value_info("b", onnx.TensorProto.BFLOAT16, (5,)),
+        ],
+        [helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, (5,)) for name in ("y", "c")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    feeds = {"x": np.arange(5).astype(fed), "b": np.arange(5).astype(ml_dtypes.bfloat16)}
+    with pytest.raises(LoweringError, match=f"input 'x' .* cannot be fed a {np.dtype(fed)} array"):
+        run_onnxruntime(model, feeds)
+    feeds["x"] = feeds["x"].astype(floats.numpy_dtype(declared))
+    y, c = run_onnxruntime(model, feeds)
+    assert y.tolist() == feeds["x"].astype(np.float32).tolist() and c.tolist() == [0, 1, 2, 3, 4]
