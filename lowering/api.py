@@ -184,6 +184,7 @@ def lower_model(
             raise ConversionRefused(report.blockers, target_opset)
         outcome = lowering_pass.outcome()
         _check_postcondition(lowered, requested, report, lowering_pass.path)
+        may_hold_fold_seeds = fold != "emitted" or lowering_pass.path.may_hold_ops(lowered, FOLD_SEEDS)
     finally:
         # The pass's objects refer to one another (the path to the driver, scopes to both):
         # released here, reference counting frees them at once, not a later full collection.
@@ -193,7 +194,8 @@ def lower_model(
         raise IncompleteLowering(report.remaining)
     if target_opset is not None:
         _declare_opset(lowered, target_opset)
-    folded = _folded(lowered, model, fold)  # (at the opset declared: inference reads the nodes by it)
+    # (folded at the opset declared: inference reads the nodes by it)
+    folded = _folded(lowered, model, fold, may_hold_fold_seeds)
     report.folded.update(folded.folded)
     if retypings:
         folder = Path(external_folder) if external_folder is not None else None
@@ -221,15 +223,18 @@ FOLD_SEEDS = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})
 MOST_FOLDING_ROUNDS = 4
 
 
-def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str) -> FoldedGraph:
+def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str, may_hold_seeds: bool = True) -> FoldedGraph:
     """Fold (in place) the values shapes decide among the nodes ``fold`` names: with "emitted",
-    the nodes writing only values the original does not hold."""
+    the nodes writing only values the original does not hold. ``may_hold_seeds`` False (the
+    pass's path knows the model holds no node of FOLD_SEEDS) spares the walk over the nodes."""
     if fold not in FOLD_CHOICES:
         raise ValueError(f"fold must be one of {', '.join(FOLD_CHOICES)}, not {fold!r}")
     if fold == "none":
         return FoldedGraph()
-    if fold == "emitted" and not any(node.op_type in FOLD_SEEDS for node in _foldable_places(lowered)):
-        return FoldedGraph()  # (one pass over the op types where the pass wrote nothing to fold)
+    if fold == "emitted" and not (
+        may_hold_seeds and any(node.op_type in FOLD_SEEDS for node in _foldable_places(lowered))
+    ):
+        return FoldedGraph()  # (the pass wrote nothing to fold)
     if fold == "all":
         foldable = every_node
     else:
