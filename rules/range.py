@@ -152,5 +152,5 @@ def _range_by_loop(b: Builder, start: Value, limit: Value, delta: Value) -> Valu
     )  # fmt: skip
     outputs = [b.fresh("loop_last"), b.fresh("loop_elements")]
     b.op("Loop", trips, "", start, outputs=outputs, body=graph)
-    # (onnxruntime's Loop stacks 0-D elements as [n, 1]; the spec says [n])
+    # (onnx.reference's Loop stacks 0-D elements as [n, 1], by np.vstack; the spec says [n])
     return b.Reshape(Value(outputs[1], element_type), b.ints([-1], "flat"))

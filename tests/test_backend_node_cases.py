@@ -39,10 +39,9 @@ RESIZE_LEFT = {
 
 
 # Cases whose original onnxruntime runs otherwise than the spec says, or refuses: the case's
-# expected output is the oracle. Range on bfloat16 has no kernel; onnxruntime runs its function
-# body, whose Loop stacks the 0-D elements as (n, 1) where the op gives (n,). Its ConvInteger takes
-# no zero point per output channel ("Non per-tensor quantization is not supported now").
-ONNXRUNTIME_ORIGINAL_WRONG = {"test_range_bfloat16_type_positive_delta", "test_convinteger_with_padding"}
+# expected output is the oracle. Its ConvInteger takes no zero point per output channel
+# ("Non per-tensor quantization is not supported now").
+ONNXRUNTIME_ORIGINAL_WRONG = {"test_convinteger_with_padding"}
 
 # BitCast cases the rule leaves: a float's bits, which no Cast keeps (rules/bitcast.py).
 BITCAST_LEFT = ("float32", "float64")

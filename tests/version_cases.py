@@ -210,7 +210,7 @@ KNOWN_REFERENCE_GAPS: dict[str, str] = {
     ),
     "test_range_bfloat16_type_positive_delta": (
         "ours holds Range's body, whose Loop stacks a scalar per iteration; onnx.reference's Loop stacks "
-        "them with np.vstack, shape (n, 1) where ONNX says (n,) (onnxruntime's Loop does the same)"
+        "them with np.vstack, shape (n, 1) where ONNX says (n,) (onnxruntime's Loop gives (n,))"
     ),
     "test_roialign_aligned_false": _ROIALIGN_10,
     "test_roialign_mode_max": _ROIALIGN_10,

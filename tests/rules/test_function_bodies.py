@@ -89,13 +89,6 @@ def run_lowered(lowered: onnx.ModelProto, feeds: dict) -> tuple[list, str]:
         return run_reference(lowered, feeds), f"onnx.reference (onnxruntime has no kernel for {missing.group(1)})"
 
 
-# ONNX's own `_expanded` twin of Range on bfloat16 holds the body's Loop, which stacks its scalar
-# scan output as (n, 1) in both onnxruntime and onnx.reference; the values match. (Range itself
-# goes by its rule: a Loop adding in float32 whose output is reshaped to (n,), rules/range.py.)
-SCAN_OF_BFLOAT16_SCALARS = {
-    ("test_range_bfloat16_type_positive_delta_expanded", "Relu"),
-}
-
 # Checks per op: one per backend case that runs the op at a version with a body (an
 # ``_expanded`` twin counts for the ops its inlined body still holds, e.g. CastLike).
 EXPECTED_COUNTS = {
@@ -239,9 +232,6 @@ def check_case(name: str, op: str) -> str:
         runners.add(runner)
         assert len(outputs) == len(expected)
         for got, want in zip(outputs, expected, strict=True):
-            if (name, op) in SCAN_OF_BFLOAT16_SCALARS:
-                assert np.shape(got) == (*np.shape(want), 1)
-                got = np.asarray(got).reshape(np.shape(want))
             (check_random if random else assert_close)(got, want, name)
     (runner,) = runners
     return f"{runner}: shape, type, values 0 or 1 (random)" if random else runner
