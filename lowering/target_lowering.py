@@ -61,6 +61,7 @@ MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewes
 
 
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
+FEWER_AT_ANOTHER_OPSET = " fewer"  # (the end of the why of an opset finding naming an opset of fewer refused nodes)
 IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
 INPUT_FINDING = "(input)"  # the op type of a graph input's finding (a feed the runtime takes none of)
 
@@ -158,7 +159,8 @@ def check_model(
         refused_there = _unlowerable_among(findings)
         findings = check_model(model, profile, best, lowerable)
         if not any(f.op_type == OPSET_FINDING for f in findings):  # (the model's opset loads, but must change)
-            why = f"at opset {default} the runtime refuses {refused_there} node(s) no pattern lowers, at {best} fewer"
+            why = f"at opset {default} the runtime refuses {refused_there} node(s) no pattern lowers, at {best}"
+            why += FEWER_AT_ANOTHER_OPSET
             opset_finding = Finding(OPSET_FINDING, model_opset, "", model.graph.name, "", Verdict(REFUSED, why), None)
             findings.insert(0, dataclasses.replace(opset_finding, fix=f"converted to opset {best}"))
         return findings
@@ -237,7 +239,10 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
     fix, its why the refusal's words (BitCast has a pattern, which takes no float to an integer:
     check alone names the pattern); where it fails otherwise, no fix stands; where it succeeds,
     every fix does. A refused node is known by its op and name; one the refusal names by
-    position only (it has no name) takes back the fixes of every node of its op."""
+    position only (it has no name) takes back the fixes of every node of its op. Any refusal
+    takes back an opset named as the fix because fewer nodes are refused there (--target went
+    there and left: the model could not be converted there, or did not fit there either); an
+    opset the runtime loads, named where it loads not the model's, keeps its fix."""
     if not any(f.blocks and f.fix for f in findings):
         return findings
     try:
@@ -245,9 +250,12 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
     except ConversionRefused as refusal:  # (its graphs are named as the engine places them: matched by node)
         named = {(b.op_type, b.node): b.reason for b in refusal.blockers if b.node and not b.node.startswith("#")}
         unnamed = {b.op_type: b.reason for b in refusal.blockers if not b.node or b.node.startswith("#")}
+        still_refused = "refused: " + "; ".join(str(b).partition(":")[0] for b in refusal.blockers)
         confirmed = []
         for f in findings:
             reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
+            if f.op_type == OPSET_FINDING and f.verdict.why.endswith(FEWER_AT_ANOTHER_OPSET):
+                reason = still_refused  # (the opset named as the fix did not make the model fit)
             if f.blocks and f.fix and reason is not None:
                 f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {reason}"),
                                         fix=None)  # fmt: skip

@@ -31,7 +31,7 @@ from lowering.runtime_profiles import (
     profile_from_data,
     profile_names,
 )
-from lowering.target_lowering import TargetRefused, check_model
+from lowering.target_lowering import TargetRefused, check_model, fixes_confirmed
 
 PROBED = [
     name for name in profile_names() if json.loads((PROFILES / f"{name}.json").read_text()).get("kind") != "table"
@@ -851,3 +851,26 @@ def test_a_where_is_judged_past_the_edges_by_the_cases_of_its_own_value_type():
         model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", value_type, [4])], opset=16)
         findings = check_model(model, profile_2026, lowerable=lowerable_ops())
         assert [(f.verdict.kind, f.verdict.only_past_edges) for f in findings] == ([(PARTLY, True)] if noted else [])
+
+
+def test_an_older_opset_named_as_the_fix_is_taken_back_where_the_model_cannot_go_there():
+    """Cast-21 to int4 runs wrong on the made-up runtime and Cast-19 on float right; but Cast-19
+    writes no int4, so the conversion the check names cannot be made: --target refuses, and
+    check (its fixes confirmed by running --target) names no fix."""
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT4, name="to_int4")],
+        "cast",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
+        [helper.make_tensor_value_info("y", TensorProto.INT4, [5])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    runtime = profile(
+        {"cast_21": ("Cast", 21, "FLOAT", "wrong"), "cast_19": ("Cast", 19, "FLOAT", "right")}, range(19, 22)
+    )
+    findings = check_model(model, runtime, lowerable=lowerable_ops())
+    assert [(f.op_type, f.fix) for f in findings if f.blocks] == [("(opset)", "converted to opset 20")]
+    with pytest.raises(TargetRefused):
+        lowering.lower_model(model, target=runtime)
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime))
+    assert [f.fix for f in confirmed if f.blocks] == [None]
+    assert "--target: " in confirmed[0].verdict.why and "Cast-21" in confirmed[0].verdict.why
