@@ -61,7 +61,6 @@ MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewes
 
 
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
-FEWER_AT_ANOTHER_OPSET = " fewer"  # (the end of the why of an opset finding naming an opset of fewer refused nodes)
 IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
 INPUT_FINDING = "(input)"  # the op type of a graph input's finding (a feed the runtime takes none of)
 
@@ -79,6 +78,7 @@ class Finding:
     verdict: Verdict
     fix: str | None
     retype: tuple[int, int] | None = None  # (wide, narrow): a retyping the runtime takes instead
+    for_fewer: bool = False  # the model opset's finding naming an opset where fewer nodes are refused
     swept: str = ""  # the cases of it the runtime still got wrong or failed after --target (the profile's sweep)
 
     @property
@@ -159,10 +159,9 @@ def check_model(
         refused_there = _unlowerable_among(findings)
         findings = check_model(model, profile, best, lowerable)
         if not any(f.op_type == OPSET_FINDING for f in findings):  # (the model's opset loads, but must change)
-            why = f"at opset {default} the runtime refuses {refused_there} node(s) no pattern lowers, at {best}"
-            why += FEWER_AT_ANOTHER_OPSET
+            why = f"at opset {default} the runtime refuses {refused_there} node(s) no pattern lowers, at {best} fewer"
             opset_finding = Finding(OPSET_FINDING, model_opset, "", model.graph.name, "", Verdict(REFUSED, why), None)
-            findings.insert(0, dataclasses.replace(opset_finding, fix=f"converted to opset {best}"))
+            findings.insert(0, dataclasses.replace(opset_finding, fix=f"converted to opset {best}", for_fewer=True))
         return findings
     findings: list[Finding] = []
     opset_verdict = profile.opset_verdict(model_opset)
@@ -239,23 +238,29 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
     fix, its why the refusal's words (BitCast has a pattern, which takes no float to an integer:
     check alone names the pattern); where it fails otherwise, no fix stands; where it succeeds,
     every fix does. A refused node is known by its op and name; one the refusal names by
-    position only (it has no name) takes back the fixes of every node of its op. Any refusal
-    takes back an opset named as the fix because fewer nodes are refused there (--target went
-    there and left: the model could not be converted there, or did not fit there either); an
-    opset the runtime loads, named where it loads not the model's, keeps its fix."""
+    position only (it has no name) takes back the fixes of every node of its op. An opset named
+    as the fix because fewer nodes are refused there is taken back where the refusal names a
+    node the findings (made at that opset) do not block on: --target could not convert the
+    model there, or met other blockers there."""
     if not any(f.blocks and f.fix for f in findings):
         return findings
     try:
         lower()
     except ConversionRefused as refusal:  # (its graphs are named as the engine places them: matched by node)
-        named = {(b.op_type, b.node): b.reason for b in refusal.blockers if b.node and not b.node.startswith("#")}
-        unnamed = {b.op_type: b.reason for b in refusal.blockers if not b.node or b.node.startswith("#")}
-        still_refused = "refused: " + "; ".join(str(b).partition(":")[0] for b in refusal.blockers)
+        named_by_position = {b.node for b in refusal.blockers if not b.node or b.node.startswith("#")}
+        named = {(b.op_type, b.node): b.reason for b in refusal.blockers if b.node not in named_by_position}
+        unnamed = {b.op_type: b.reason for b in refusal.blockers if b.node in named_by_position}
+        foreseen = {(f.op_type, f.node) for f in findings if f.blocks}
+        foreseen_ops = {op_type for op_type, _ in foreseen}
+        unforeseen = [
+            b for b in refusal.blockers
+            if (b.op_type, b.node) not in foreseen and not (b.node in named_by_position and b.op_type in foreseen_ops)
+        ]  # fmt: skip
         confirmed = []
         for f in findings:
             reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
-            if f.op_type == OPSET_FINDING and f.verdict.why.endswith(FEWER_AT_ANOTHER_OPSET):
-                reason = still_refused  # (the opset named as the fix did not make the model fit)
+            if f.for_fewer and unforeseen:  # (at the opset named, --target met blockers check did not foresee)
+                reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in unforeseen)
             if f.blocks and f.fix and reason is not None:
                 f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {reason}"),
                                         fix=None)  # fmt: skip

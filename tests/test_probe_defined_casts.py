@@ -19,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
 import probe  # noqa: E402
 
 
-def made_case(op_type: str, source: int, target: int, x: np.ndarray, y, extra_inputs=()) -> TestCase:
-    inputs = [helper.make_tensor_value_info("x", source, x.shape)]
+def made_case(op_type: str, source: int, target: int, x, y, extra_inputs=()) -> TestCase:
+    shape = list(x.dims) if isinstance(x, onnx.TensorProto) else x.shape
+    inputs = [helper.make_tensor_value_info("x", source, shape)]
     node_inputs = ["x"]
     if op_type == "CastLike":
         inputs.append(helper.make_tensor_value_info("like", target, [0]))
@@ -28,29 +29,30 @@ def made_case(op_type: str, source: int, target: int, x: np.ndarray, y, extra_in
         node = helper.make_node("CastLike", node_inputs, ["y"])
     else:
         node = helper.make_node("Cast", node_inputs, ["y"], to=target)
-    graph = helper.make_graph([node], "case", inputs, [helper.make_tensor_value_info("y", target, x.shape)])
+    graph = helper.make_graph([node], "case", inputs, [helper.make_tensor_value_info("y", target, shape)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     return TestCase(name="test_made", model_name="test_made", url="", model_dir="", model=model,
                     data_sets=[([x, *extra_inputs], [y])], kind="node", rtol=1e-3, atol=1e-7)  # fmt: skip
 
 
 def test_undefined_elements_of_a_float_to_int8_cast_become_0_in_and_out():
-    x = np.array([np.nan, -np.inf, np.inf, -129.0, 128.0, -128.0, 127.0, 2.0, -0.0], np.float32)
+    x = np.array([np.nan, -np.inf, np.inf, -129.0, 128.0, -128.9, 127.9, 2.0, -0.0], np.float32)
     y = np.array([5, 5, 5, 5, 5, -128, 127, 2, 0], np.int8)  # (whatever the case says where undefined)
     ([fed], [expected]) = probe.defined_casts(
         made_case("Cast", onnx.TensorProto.FLOAT, onnx.TensorProto.INT8, x, y)
     ).data_sets[0]
-    assert fed.tolist() == [0, 0, 0, 0, 0, -128, 127, 2, 0] and fed.dtype == np.float32
+    assert fed.tolist() == [0, 0, 0, 0, 0, x[5], x[6], 2, 0] and fed.dtype == np.float32  # (-128.9 truncates in range)
     assert expected.tolist() == [0, 0, 0, 0, 0, -128, 127, 2, 0] and expected.dtype == np.int8
 
 
 def test_a_castlike_to_int4_given_as_tensors_keeps_its_form_and_the_like_input():
-    x = np.array([-9.0, -8.0, 7.0, 8.0], np.float16)
+    x = numpy_helper.from_array(np.array([-9.0, -8.0, 7.0, 8.0], np.float16), name="x")
     y = numpy_helper.from_array(np.array([0, -8, 7, 0], ml_dtypes.int4), name="y")
     like = np.zeros(0, ml_dtypes.int4)
     case = made_case("CastLike", onnx.TensorProto.FLOAT16, onnx.TensorProto.INT4, x, y, extra_inputs=[like])
     (inputs, [expected]) = probe.defined_casts(case).data_sets[0]
-    assert inputs[0].tolist() == [0.0, -8.0, 7.0, 0.0] and inputs[1] is like
+    assert isinstance(inputs[0], onnx.TensorProto) and inputs[0].name == "x"
+    assert numpy_helper.to_array(inputs[0]).tolist() == [0.0, -8.0, 7.0, 0.0] and inputs[1] is like
     assert isinstance(expected, onnx.TensorProto) and expected.name == "y"
     assert numpy_helper.to_array(expected).astype(np.int8).tolist() == [0, -8, 7, 0]
 

@@ -873,4 +873,24 @@ def test_an_older_opset_named_as_the_fix_is_taken_back_where_the_model_cannot_go
         lowering.lower_model(model, target=runtime)
     confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime))
     assert [f.fix for f in confirmed if f.blocks] == [None]
-    assert "--target: " in confirmed[0].verdict.why and "Cast-21" in confirmed[0].verdict.why
+    assert "--target: refused: Cast-21 at graph 'cast', node 'to_int4'" in confirmed[0].verdict.why
+
+
+def test_an_older_opset_named_as_the_fix_stays_where_another_node_blocks_there_too():
+    """Cast-21 (float to int8) runs wrong and Cast-19 right, and the Mul after it fails on int8 at
+    every version: --target goes to opset 20 and refuses the Mul only, which check foresaw, so
+    the opset keeps its fix and the Mul has none."""
+    nodes = [
+        helper.make_node("Cast", ["x"], ["c"], to=TensorProto.INT8, name="a"),
+        helper.make_node("Mul", ["c", "c"], ["y"], name="b"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.INT8, [5])], opset=21)
+    runtime = profile({
+        "cast_21": ("Cast", 21, "FLOAT", "wrong"), "cast_19": ("Cast", 19, "FLOAT", "right"),
+        "mul": ("Mul", 14, "INT8", "fails"),
+    }, range(19, 22))  # fmt: skip
+    findings = check_model(model, runtime, lowerable=lowerable_ops())
+    assert [(f.op_type, f.fix) for f in findings if f.blocks] == [("(opset)", "converted to opset 20"), ("Mul", None)]
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime))
+    assert [(f.op_type, f.fix) for f in confirmed if f.blocks] == [("(opset)", "converted to opset 20"), ("Mul", None)]
