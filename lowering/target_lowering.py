@@ -564,7 +564,9 @@ def lower_for_target(
     except ConversionRefused as refusal:
         # (a pattern may write ops the runtime refuses at one opset and not at another:
         # LayerNormalization's body writes ReduceMean-18 at 18, ReduceMean-13 at 17)
-        others = [] if given is not None else [o for o in opsets_for_target(model, profile, lowerable) if o != first]
+        inputs_only = isinstance(refusal, TargetRefused) and all(b.op_type == INPUT_FINDING for b in refusal.blockers)
+        elsewhere = given is None and not inputs_only  # (no opset changes the model's inputs)
+        others = [o for o in opsets_for_target(model, profile, lowerable) if o != first] if elsewhere else []
         refusals = [refusal]
         for opset in others[: MOST_OPSETS_TRIED - 1]:
             try:

@@ -16,7 +16,7 @@ from onnx.reference import ReferenceEvaluator
 from support import make_model, runs_in_onnxruntime
 
 import lowering
-from lowering import schemas
+from lowering import schemas, target_lowering
 from lowering.api import lowerable_ops
 from lowering.node_forms import NodeForm
 from lowering.runtime_profiles import (
@@ -507,7 +507,15 @@ def test_a_case_whose_feeds_the_runtime_takes_none_of_says_nothing_of_its_op():
     assert profile_from_data(data).verdict("Sqrt", 13, "FLOAT").kind == UNVERIFIED
 
 
-def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
+def _counted(function, calls: list):
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return function(*args, **kwargs)
+
+    return counting
+
+
+def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none(monkeypatch):
     """A profile whose probe found 0-d feeds "unfed" (rknn's simulator) refuses a model with a
     0-d graph input a node reads (in an If branch too), naming it, whatever its nodes: no pattern
     changes the model's inputs. Not an input given by an initializer too, one nothing reads, one whose readers' ops
@@ -525,9 +533,12 @@ def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     findings = check_model(model, profile_from_data(data))
     assert [(f.op_type, f.blocks, f.fix) for f in findings] == [("(input)", True, None)]
     assert "input 'b' is 0-d, read by Add 'add' (input 1)" in str(findings[0]) and "add_0d" in str(findings[0])
+    tried = []
+    monkeypatch.setattr(target_lowering, "_lowered_for", _counted(target_lowering._lowered_for, tried))
     with pytest.raises(TargetRefused) as raised:
         lowering.lower_model(model, target=profile_from_data(data))
     assert [b.op_type for b in raised.value.blockers] == ["(input)"]
+    assert [call[2] for call in tried] == [14, 14]  # (at the model's opset, then without the partly: no other opset)
     given = make_model([node], [a, b], [y], opset=14, initializer=[onnx.numpy_helper.from_array(np.float32(1.0), "b")])
     assert [i.name for i in given.graph.input] == ["a", "b"] and not check_model(given, profile_from_data(data))
     unread = make_model([helper.make_node("Add", ["a", "a"], ["y"])], [a, b], [y], opset=14)
