@@ -72,12 +72,21 @@ def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:
         return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(array.view(f"u{array.dtype.itemsize}"), element_type)
     data = packed(array, bits)
     value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), element_type)
-    if value.tensor_size_in_bytes() != data.nbytes:
-        stored = value.tensor_size_in_bytes()
+    stored = _bytes_of(value, bits)
+    if stored != data.nbytes:
         raise LoweringError(f"onnxruntime stores a {array.dtype} {array.shape} in {stored} bytes, not {data.nbytes}")
     if data.nbytes:
         ctypes.memmove(value.data_ptr(), data.ctypes.data, data.nbytes)
     return value
+
+
+def _bytes_of(value: ort.OrtValue, bits: int) -> int:
+    """The bytes an OrtValue's tensor holds: onnxruntime's count where it gives one, else
+    ⌈elements · bits / 8⌉, as it packs them."""
+    counted = getattr(value, "tensor_size_in_bytes", None)  # (onnxruntime 1.20 has none)
+    if counted is not None:
+        return counted()
+    return (int(np.prod(value.shape(), dtype=np.int64)) * bits + 7) // 8
 
 
 def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
@@ -88,10 +97,10 @@ def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
     if dtype is None or _is_numpy_native(dtype):
         return value.numpy()
     shape = value.shape()
-    size = value.tensor_size_in_bytes()
+    bits = bits_per_element(dtype)
+    size = _bytes_of(value, bits)
     raw = (ctypes.c_uint8 * size).from_address(value.data_ptr()) if size else b""
     data = np.frombuffer(bytes(raw), dtype=np.uint8)
-    bits = bits_per_element(dtype)
     if bits < 8:
         data = unpacked(data, bits, int(np.prod(shape, dtype=np.int64)))
     return data.view(dtype).reshape(shape).copy()

@@ -133,3 +133,17 @@ def test_an_array_of_another_type_than_declared_is_refused_not_fed_as_its_bytes(
     feeds["x"] = feeds["x"].astype(floats.numpy_dtype(declared))
     y, c = run_onnxruntime(model, feeds)
     assert y.tolist() == feeds["x"].astype(np.float32).tolist() and c.tolist() == [0, 1, 2, 3, 4]
+
+
+def test_the_bytes_of_a_value_are_counted_where_onnxruntime_gives_no_count():
+    """onnxruntime 1.20 (the oldest declared) has no OrtValue.tensor_size_in_bytes: ⌈n·bits/8⌉."""
+    from types import SimpleNamespace
+
+    from lowering.verification.runtime import _bytes_of
+
+    assert _bytes_of(SimpleNamespace(shape=lambda: [3, 5]), 4) == 8
+    assert _bytes_of(SimpleNamespace(shape=lambda: [3, 5]), 2) == 4
+    assert _bytes_of(SimpleNamespace(shape=lambda: []), 16) == 2
+    assert _bytes_of(SimpleNamespace(shape=lambda: [0, 7]), 4) == 0
+    counted = SimpleNamespace(shape=lambda: [3, 5], tensor_size_in_bytes=lambda: 8)
+    assert _bytes_of(counted, 4) == 8
