@@ -78,8 +78,8 @@ class Finding:
     verdict: Verdict
     fix: str | None
     retype: tuple[int, int] | None = None  # (wide, narrow): a retyping the runtime takes instead
-    for_fewer: bool = False  # the model opset's finding naming an opset where fewer nodes are refused
     swept: str = ""  # the cases of it the runtime still got wrong or failed after --target (the profile's sweep)
+    for_fewer: bool = False  # the model opset's finding naming an opset where fewer nodes are refused
 
     @property
     def blocks(self) -> bool:
