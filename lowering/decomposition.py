@@ -78,9 +78,10 @@ def decompose(rule: Rule, builder: Builder, inputs: list[Value | None], attribut
 
 
 def bound(nodes: list[onnx.NodeProto], result, output_names: list[str], names) -> list[onnx.NodeProto]:
-    """The emitted nodes, writing the rule's result value(s) to the node's own outputs; where
-    the node leaves an output unnamed (LSTM's Y) or out (BatchNormalization's running statistics),
-    the nodes only it needed are left out."""
+    """The emitted nodes, writing the rule's result value(s) to the node's own outputs, less
+    those nothing reads: a node whose value the result does not use (GRU's reset gate and its
+    recurrence weights at a first step of zero state), or that only an output the node leaves
+    unnamed (LSTM's Y) or out (BatchNormalization's running statistics) needed."""
     outputs = result if isinstance(result, tuple) else (result,)
     asked = [name for name in output_names[len(outputs) :] if name]
     if asked:  # (an output the rule does not give: BatchNormalization's statistics in inference, invalid)
@@ -88,9 +89,7 @@ def bound(nodes: list[onnx.NodeProto], result, output_names: list[str], names) -
     for value, output_name in zip(outputs, output_names, strict=False):
         if output_name:
             nodes = _bind(nodes, value, output_name, names)
-    if len(outputs) > 1 and (len(output_names) < len(outputs) or not all(output_names[: len(outputs)])):
-        nodes = without_unread(nodes, [name for name in output_names if name], every_node)
-    return nodes
+    return without_unread(nodes, [name for name in output_names if name], every_node)
 
 
 def _bind(nodes: list[onnx.NodeProto], value: Value, output_name: str, names) -> list[onnx.NodeProto]:
