@@ -414,7 +414,8 @@ def main() -> None:
         " --cases (targets/prepare_cases.py: other op versions, the corpus's node forms)" if args.cases else ""
     )
     if earlier is not None:
-        record = {"how": how + " --add" + _again_said(again), **_again_listed(again), "onnx": onnx.__version__,
+        said, listed = again_recorded(again)
+        record = {"how": how + " --add" + said, **listed, "onnx": onnx.__version__,
                   "date": datetime.date.today().isoformat(), **({"unprobed": unprobed} if beyond else {}),
                   **({"why": args.note} if args.note else {})}  # fmt: skip
         profile = added_profile(earlier, cases, {case[0] for case in prepared} if args.cases else None, record)
@@ -429,19 +430,15 @@ def main() -> None:
     print(f"wrote {out}: opsets {opsets[0] if opsets else None}..{opsets[-1] if opsets else None}, {counts}")
 
 
-def _again_said(prefixes: tuple[str, ...], listed: int = 3) -> str:
-    """``--again`` as the profile's record says it in ``how``: the prefixes where they are few,
-    else where they are listed (``again``: :func:`_again_listed`)."""
+def again_recorded(prefixes: tuple[str, ...], listed: int = 3) -> tuple[str, dict]:
+    """``--again`` as the profile's record keeps it: the words for ``how`` (the prefixes where
+    they are few) and the record's other fields (``again``: the prefixes where they are many, so
+    that the command can be run again)."""
     if not prefixes:
-        return ""
+        return "", {}
     if len(prefixes) > listed:
-        return f" --again (the {len(prefixes)} name prefixes of 'again')"
-    return " --again " + " ".join(prefixes)
-
-
-def _again_listed(prefixes: tuple[str, ...], listed: int = 3) -> dict:
-    """The record's ``again``: the prefixes ``how`` does not list (so the command can be run again)."""
-    return {"again": list(prefixes)} if len(prefixes) > listed else {}
+        return f" --again (the {len(prefixes)} name prefixes of 'again')", {"again": list(prefixes)}
+    return " --again " + " ".join(prefixes), {}
 
 
 def _new_profile(args, worker: Worker, how: str, unprobed: str | None, opsets: list[int], cases: dict) -> dict:

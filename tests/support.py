@@ -18,8 +18,8 @@ import pytest
 from onnx import helper
 
 import lowering
-from lowering import schemas
-from lowering.verification.runtime import run_onnxruntime
+from lowering import floats, schemas
+from lowering.verification.runtime import bits_per_element, run_onnxruntime
 
 # The repository's root, wherever under tests/ the test that asks lies (tests/cli/, tests/rules/versions/, ...).
 REPO = Path(__file__).resolve().parents[1]
@@ -400,3 +400,23 @@ def lowered_wholly(model: onnx.ModelProto, op_type: str) -> onnx.ModelProto:
     assert op_type not in count_ops(result)
     onnx.checker.check_model(result, full_check=True)
     return result
+
+
+@functools.cache
+def sub_byte_types() -> tuple[int, ...]:
+    """The element types of under 8 bits this onnx knows (int4, uint4, int2, uint2, float4e2m1,
+    ...): their numpy dtypes' widths (ml_dtypes'), none typed here."""
+    found = []
+    for element_type in onnx.TensorProto.DataType.values():
+        try:
+            dtype = floats.numpy_dtype(element_type)
+        except (KeyError, TypeError, ValueError):
+            continue  # (UNDEFINED)
+        if dtype.kind != "O" and bits_per_element(dtype) < 8:
+            found.append(element_type)
+    return tuple(found)
+
+
+def sub_byte_integer_types() -> tuple[int, ...]:
+    """The integer ones of :func:`sub_byte_types` (int4, uint4, int2, uint2)."""
+    return tuple(t for t in sub_byte_types() if floats.numpy_dtype(t).type.__name__.startswith(("int", "uint")))

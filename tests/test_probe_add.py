@@ -48,9 +48,7 @@ def test_cases_probed_again_replace_their_verdicts_and_without_cases_none_is_dro
 
 
 def test_the_record_names_a_few_prefixes_probed_again_and_lists_many_apart():
-    assert probe._again_said(()) == "" and probe._again_listed(()) == {}
-    assert probe._again_said(("cast_", "test_cast")) == " --again cast_ test_cast"
-    assert probe._again_listed(("cast_", "test_cast")) == {}
+    assert probe.again_recorded(()) == ("", {})
+    assert probe.again_recorded(("cast_", "test_cast")) == (" --again cast_ test_cast", {})
     many = tuple(f"test_{n}" for n in range(82))
-    assert probe._again_said(many) == " --again (the 82 name prefixes of 'again')"
-    assert probe._again_listed(many) == {"again": list(many)}
+    assert probe.again_recorded(many) == (" --again (the 82 name prefixes of 'again')", {"again": list(many)})

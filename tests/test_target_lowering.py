@@ -16,7 +16,7 @@ from onnx.reference import ReferenceEvaluator
 from support import make_model, runs_in_onnxruntime
 
 import lowering
-from lowering import schemas, target_lowering
+from lowering import schemas
 from lowering.api import lowerable_ops
 from lowering.node_forms import NodeForm
 from lowering.runtime_profiles import (
@@ -31,7 +31,7 @@ from lowering.runtime_profiles import (
     profile_from_data,
     profile_names,
 )
-from lowering.target_lowering import TargetRefused, check_model, fixes_confirmed
+from lowering.target_lowering import TargetRefused, check_model, fixes_confirmed, lower_for_target
 
 PROBED = [
     name for name in profile_names() if json.loads((PROFILES / f"{name}.json").read_text()).get("kind") != "table"
@@ -507,15 +507,7 @@ def test_a_case_whose_feeds_the_runtime_takes_none_of_says_nothing_of_its_op():
     assert profile_from_data(data).verdict("Sqrt", 13, "FLOAT").kind == UNVERIFIED
 
 
-def _counted(function, calls: list):
-    def counting(*args, **kwargs):
-        calls.append(args)
-        return function(*args, **kwargs)
-
-    return counting
-
-
-def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none(monkeypatch):
+def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     """A profile whose probe found 0-d feeds "unfed" (rknn's simulator) refuses a model with a
     0-d graph input a node reads (in an If branch too), naming it, whatever its nodes: no pattern
     changes the model's inputs. Not an input given by an initializer too, one nothing reads, one whose readers' ops
@@ -534,11 +526,15 @@ def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none(mo
     assert [(f.op_type, f.blocks, f.fix) for f in findings] == [("(input)", True, None)]
     assert "input 'b' is 0-d, read by Add 'add' (input 1)" in str(findings[0]) and "add_0d" in str(findings[0])
     tried = []
-    monkeypatch.setattr(target_lowering, "_lowered_for", _counted(target_lowering._lowered_for, tried))
+
+    def lowered_counting(*args, **options):
+        tried.append(options.get("target_opset"))
+        return lowering.lower_model(*args, **options)
+
     with pytest.raises(TargetRefused) as raised:
-        lowering.lower_model(model, target=profile_from_data(data))
+        lower_for_target(model, profile_from_data(data), lowered_counting, lowerable_ops())
     assert [b.op_type for b in raised.value.blockers] == ["(input)"]
-    assert [call[2] for call in tried] == [14, 14]  # (at the model's opset, then without the partly: no other opset)
+    assert tried and set(tried) == {None}  # (lowered at the model's opset 14 only: no other opset changes an input)
     given = make_model([node], [a, b], [y], opset=14, initializer=[onnx.numpy_helper.from_array(np.float32(1.0), "b")])
     assert [i.name for i in given.graph.input] == ["a", "b"] and not check_model(given, profile_from_data(data))
     unread = make_model([helper.make_node("Add", ["a", "a"], ["y"])], [a, b], [y], opset=14)

@@ -1,5 +1,6 @@
 """Running models: onnxruntime's CPU provider for any tensor type (bfloat16 and float8 fed as
-their bits, the 4- and 2-bit types packed as onnx stores them, and read back through IOBinding),
+their bits, the sub-byte types (int4, int2, float4, float6) packed as onnx stores them, read back
+through IOBinding),
 and onnx's reference evaluator."""
 
 from __future__ import annotations
@@ -42,22 +43,18 @@ def bits_per_element(dtype: np.dtype) -> int:
 
 
 def packed(array: np.ndarray, bits: int) -> np.ndarray:
-    """The bytes onnx (and onnxruntime) store ``bits``-wide codes in: 8/bits elements a byte, the
-    first in the low bits, the last byte padded with zeros: byte j = Σ_k code[j·8/bits + k] << bits·k."""
-    per_byte = 8 // bits
-    codes = np.ascontiguousarray(array).reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
-    codes = np.concatenate([codes, np.zeros(-codes.size % per_byte, np.uint8)]).reshape(-1, per_byte)
-    shifts = (np.arange(per_byte) * bits).astype(np.uint8)
-    return np.bitwise_or.reduce(codes << shifts, axis=1).astype(np.uint8)
+    """The bytes onnx (and onnxruntime) store ``bits``-wide codes in: one stream of bits, each
+    code's lowest bit first and the first code first, the last byte padded with zeros (int4: two
+    codes a byte, the first in the low nibble; float6: four codes in three bytes)."""
+    codes = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    stream = np.unpackbits(codes[:, None], axis=1, bitorder="little")[:, :bits]
+    return np.packbits(stream.reshape(-1), bitorder="little")
 
 
 def unpacked(data: np.ndarray, bits: int, size: int) -> np.ndarray:
-    """The first ``size`` codes of packed bytes (the inverse of :func:`packed`), one a byte:
-    code[i] = (byte[i·bits // 8] >> bits·(i mod 8/bits)) & (2^bits - 1)."""
-    per_byte = 8 // bits
-    shifts = (np.arange(per_byte) * bits).astype(np.uint8)
-    codes = (data.reshape(-1, 1) >> shifts) & np.uint8((1 << bits) - 1)
-    return codes.reshape(-1)[:size].astype(np.uint8)
+    """The first ``size`` codes of packed bytes (the inverse of :func:`packed`), one a byte."""
+    stream = np.unpackbits(data, bitorder="little")[: size * bits].reshape(size, bits)
+    return np.packbits(stream, axis=1, bitorder="little").reshape(-1)
 
 
 def _to_ort_value(array: np.ndarray, element_type: int) -> ort.OrtValue:

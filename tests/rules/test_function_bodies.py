@@ -15,7 +15,7 @@ import onnx
 import pytest
 from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, all_negative_infinity_as_a_count
 from onnx import TensorProto, helper, numpy_helper
-from support import REPO, fast_add_on, slow_but_a_sample  # noqa: E402
+from support import REPO, fast_add_on, slow_but_a_sample, sub_byte_integer_types  # noqa: E402
 from version_cases import node_cases
 
 import lowering
@@ -70,9 +70,7 @@ REFUSED: dict[tuple[str, str], str] = {}
 # A float cast to a 4- or 2-bit integer out of its range is undefined in Cast's spec: the backend
 # cases saturate, onnxruntime 1.32 wraps (-9 to uint4 gives 7), so onnx.reference serves the cases
 # whose lowered model gives such an integer.
-PACKED_INTEGER_TYPES = {
-    getattr(onnx.TensorProto, name) for name in ("INT4", "UINT4", "INT2", "UINT2") if hasattr(onnx.TensorProto, name)
-}
+PACKED_INTEGER_TYPES = set(sub_byte_integer_types())
 
 
 def run_lowered(lowered: onnx.ModelProto, feeds: dict) -> tuple[list, str]:

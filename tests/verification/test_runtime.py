@@ -8,19 +8,16 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
+from support import sub_byte_integer_types, sub_byte_types
 
 from lowering import floats
 from lowering.errors import LoweringError
 from lowering.verification.runtime import bits_per_element, packed, run_onnxruntime, run_reference, unpacked
 
-SUB_BYTE = [
-    getattr(onnx.TensorProto, name)
-    for name in ("INT4", "UINT4", "INT2", "UINT2", "FLOAT4E2M1")
-    if hasattr(onnx.TensorProto, name)
-]
-# Cast takes these from opset 21 (int4, uint4) and 25 (int2, uint2, float4e2m1); onnxruntime 1.32
-# has no Cast kernel from or to float4e2m1, so that type is checked against onnx's packing only.
-RUN_IN_ONNXRUNTIME = [t for t in SUB_BYTE if t != getattr(onnx.TensorProto, "FLOAT4E2M1", None)]
+SUB_BYTE = list(sub_byte_types())
+# Cast takes these from opset 21 (int4, uint4) and 25 (int2, uint2, float4e2m1, ...); onnxruntime
+# 1.32 has no Cast kernel from or to the float ones, so those are checked against onnx's packing only.
+RUN_IN_ONNXRUNTIME = list(sub_byte_integer_types())
 
 
 def every_code(element_type: int, repeats: int = 1) -> np.ndarray:
