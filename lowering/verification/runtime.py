@@ -1,7 +1,6 @@
 """Running models: onnxruntime's CPU provider for any tensor type (bfloat16 and float8 fed as
 their bits, the sub-byte types (int4, int2, float4, float6) packed as onnx stores them, read back
-through IOBinding),
-and onnx's reference evaluator."""
+through IOBinding), and onnx's reference evaluator."""
 
 from __future__ import annotations
 
