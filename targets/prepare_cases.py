@@ -12,7 +12,9 @@ elsewhere, the inputs and outputs onnxruntime gives it inside the model), so tha
 write (a GatherND of rank-5 constant indices) beside the ones the backend cases hold. Written
 once, in the package's environment, for probes in other environments; each case's form (which
 inputs are fed, which constant, the attributes set: ``lowering/probe_case_forms.json``) is
-written beside them:
+written beside them. Beside each case with a float output go onnxruntime's outputs on each of
+its data sets: a runtime that misses the expected outputs where onnxruntime does too, and
+matches it, is right as onnxruntime (``probe.as_onnxruntime``), as the sweep judges whole models:
 
     python targets/prepare_cases.py /tmp/probe_cases.pkl
 """
@@ -33,7 +35,7 @@ from onnx import numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from prepare_sweep import CORPUS, CORPUS_ATOL, CORPUS_RTOL, corpus_feeds  # noqa: E402
+from prepare_sweep import CORPUS, CORPUS_ATOL, CORPUS_RTOL, corpus_feeds, onnxruntime_outputs  # noqa: E402
 from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
@@ -1060,6 +1062,27 @@ def case_form(model: onnx.ModelProto, opset: int) -> NodeForm:
     return node_form(main_node(model), opset, fed, constants, shapes, element_types, from_nodes)
 
 
+def onnxruntime_references(cases: list[tuple]) -> dict[str, list]:
+    """Per case (name, opset, model bytes, data sets, ...) with a float expected output,
+    onnxruntime's outputs on each data set (None for a set it does not run or gives other than
+    arrays for)."""
+    references = {}
+    for name, _, model_bytes, data_sets, *_ in cases:
+        if not any(_float_array(feed(value)) for _, expected in data_sets for value in expected):
+            continue
+        model = onnx.load_from_string(model_bytes)
+        names = [info.name for info in model.graph.input]
+        computed = [onnxruntime_outputs(model, dict(zip(names, map(feed, inputs), strict=False)))
+                    for inputs, _ in data_sets]  # fmt: skip
+        if any(outputs is not None for outputs in computed):
+            references[name] = computed
+    return references
+
+
+def _float_array(value) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype.kind == "f"
+
+
 def write_forms(cases: list[tuple], path: Path) -> None:
     """Each case's form by name (what lowering.node_forms reads; the same for every runtime), and
     the forms already written of cases a shipped profile still holds that the set no longer makes
@@ -1095,6 +1118,8 @@ def all_cases() -> list[tuple]:
 
 if __name__ == "__main__":
     cases = all_cases()
-    Path(sys.argv[1]).write_bytes(pickle.dumps(cases))
+    references = onnxruntime_references(cases)
+    Path(sys.argv[1]).write_bytes(pickle.dumps({"cases": cases, "onnxruntime": references}))
     write_forms(cases, CASE_FORMS)
-    print(f"wrote {len(cases)} cases to {sys.argv[1]}, their forms to {CASE_FORMS}")
+    print(f"wrote {len(cases)} cases to {sys.argv[1]} (onnxruntime's outputs on {len(references)}), "
+          f"their forms to {CASE_FORMS}")  # fmt: skip

@@ -147,12 +147,13 @@ def matches(got, want, rtol: float, atol: float) -> bool:
 def judged(runner, model_bytes: bytes, data_sets, rtol, atol, names, bounds=None, references=None) -> tuple[str, str]:
     """The verdict on one model; with ``bounds`` (per output, the largest error allowed where the
     tolerances are not met: twice what onnxruntime makes computing the model in float16), a
-    model within them is "right in float16"; with ``references`` (per output, onnxruntime's on
-    the model, None where not known), one that matches onnxruntime's outputs where it misses the
-    expected ones (:func:`as_onnxruntime`) is "right as onnxruntime"."""
+    model within them is "right in float16"; with ``references`` (per data set, onnxruntime's
+    outputs on the model, None where not known), one that matches onnxruntime's outputs where it
+    misses the expected ones (:func:`as_onnxruntime`) is "right as onnxruntime"."""
     try:
         verdict, said = "right", ""
-        for inputs, expected in data_sets:
+        for number, (inputs, expected) in enumerate(data_sets):
+            computed = references[number] if references is not None and number < len(references) else None
             feeds = {name: feed(value) for name, value in zip(names, inputs, strict=False)}
             got = runner.run(model_bytes, feeds)
             if len(got) != len(expected):
@@ -161,7 +162,7 @@ def judged(runner, model_bytes: bytes, data_sets, rtol, atol, names, bounds=None
                 if matches(g, w, rtol, atol):
                     continue
                 error = largest_error(g, w)
-                reference = references[index] if references is not None else None
+                reference = computed[index] if computed is not None and index < len(computed) else None
                 if reference is not None and as_onnxruntime(g, w, reference, rtol, atol):
                     verdict = "right in float16" if verdict == "right in float16" else "right as onnxruntime"
                     said = f"output {index}: largest error {error:.3g}, onnxruntime's {largest_error(reference, w):.3g}"
@@ -301,17 +302,31 @@ class Worker:
 
 
 def probed_cases(prepared: Path | None):
-    """(name, opset, model, data sets, rtol, atol) of each case to probe."""
+    """(name, opset, model, data sets, rtol, atol, onnxruntime's outputs per data set or None) of
+    each case to probe (the outputs as targets/prepare_cases.py wrote them beside the cases)."""
     if prepared is not None:
         import pickle
 
-        for name, opset, model_bytes, data_sets, rtol, atol in pickle.loads(prepared.read_bytes()):
-            yield name, opset, onnx.load_from_string(model_bytes), data_sets, rtol, atol
+        written = pickle.loads(prepared.read_bytes())
+        cases, references = (written, {}) if isinstance(written, list) else (written["cases"], written["onnxruntime"])
+        for name, opset, model_bytes, data_sets, rtol, atol in cases:
+            yield name, opset, onnx.load_from_string(model_bytes), data_sets, rtol, atol, references.get(name)
         return
     for case in backend_cases():
         opset = next((o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx")), None)
         if "_expanded" not in case.name and main_node(case.model) is not None and opset is not None:
-            yield case.name, opset, case.model, case.data_sets, case.rtol, case.atol
+            yield case.name, opset, case.model, case.data_sets, case.rtol, case.atol, None
+
+
+def to_probe(prepared: list[tuple], earlier: dict | None, again: tuple[str, ...], again_verdicts=()) -> list[tuple]:
+    """The cases (name, ...) of ``prepared`` to probe: all without an ``earlier`` profile; with
+    one, those it lacks, those whose names start with a prefix of ``again`` and those it gives a
+    verdict of ``again_verdicts``."""
+    if earlier is None:
+        return list(prepared)
+    held = earlier["cases"]
+    return [case for case in prepared if case[0] not in held or case[0].startswith(again)
+            or held[case[0]]["verdict"] in again_verdicts]  # fmt: skip
 
 
 def added_profile(earlier: dict, cases: dict, prepared: set[str] | None, record: dict) -> dict:
@@ -365,9 +380,12 @@ def main() -> None:
     )
     parser.add_argument("--again", nargs="+", metavar="PREFIX", help="with --add, probe again the cases whose "
                         "names start so (their models changed), replacing their verdicts")  # fmt: skip
+    parser.add_argument("--again-verdicts", nargs="+", metavar="VERDICT", default=(), help="with --add, "
+                        "probe again the cases the profile gives one of these verdicts (how they are judged "
+                        "changed)")  # fmt: skip
     args = parser.parse_args()
-    if args.again and not args.add:
-        parser.error("--again probes cases of a profile again: with --add")
+    if (args.again or args.again_verdicts) and not args.add:
+        parser.error("--again and --again-verdicts probe cases of a profile again: with --add")
     out = args.out or HERE.parent / "lowering" / "target_profiles" / f"{args.name}.json"
     worker = Worker(args.runner)
     earlier = json.loads(out.read_text()) if args.add else None
@@ -382,8 +400,7 @@ def main() -> None:
     cases = {}
     prepared = list(probed_cases(args.cases))
     again = tuple(args.again or ())
-    selected = [case for case in prepared if earlier is None or case[0] not in earlier["cases"]
-                or case[0].startswith(again)]  # fmt: skip
+    selected = to_probe(prepared, earlier, again, args.again_verdicts)
     newest = onnx.defs.onnx_opset_version()
     beyond = sorted(opset for _, opset, *_ in selected if opset > newest)
     if beyond:  # (get_schema would give an older version of an op that has a newer one there)
@@ -396,10 +413,14 @@ def main() -> None:
         if left_out:
             print(f"not probed: {left_out} cases whose outputs are all constants (the runtime refuses "
                   f"such a model whatever its nodes)", flush=True)  # fmt: skip
-    for number, (name, opset, model, data_sets, rtol, atol) in enumerate(selected[: args.limit]):
+    # (a runtime other than onnxruntime that matches onnxruntime where both miss a case's expected
+    # outputs, a float32 DFT's sums, is "right as onnxruntime"; onnxruntime is not judged by itself)
+    judged_by_onnxruntime = args.runner != "onnxruntime"
+    for number, (name, opset, model, data_sets, rtol, atol, references) in enumerate(selected[: args.limit]):
         node = main_node(model)
         version = onnx.defs.get_schema(node.op_type, opset).since_version
-        result, detail = worker.verdict(model, data_sets, rtol, atol)
+        references = references if judged_by_onnxruntime else None
+        result, detail = worker.verdict(model, data_sets, rtol, atol, references=references)
         type_number = element_type(model, node)
         cases[name] = {
             "op": node.op_type,
@@ -415,6 +436,8 @@ def main() -> None:
     )
     if earlier is not None:
         said, listed = again_recorded(again)
+        if args.again_verdicts:
+            said += " --again-verdicts " + " ".join(args.again_verdicts)
         record = {"how": how + " --add" + said, **listed, "onnx": onnx.__version__,
                   "date": datetime.date.today().isoformat(), **({"unprobed": unprobed} if beyond else {}),
                   **({"why": args.note} if args.note else {})}  # fmt: skip

@@ -1,5 +1,5 @@
 """targets/probe.py --add: the cases probed are added to the profile (or, probed again with
---again, replace their verdicts); with --cases, the cases the profile holds that the prepared
+--again or --again-verdicts, replace their verdicts); with --cases, the cases the profile holds that the prepared
 cases no longer hold (a pattern now writes another form) are dropped and named in the record;
 the others are kept as they were."""
 
@@ -52,3 +52,12 @@ def test_the_record_names_a_few_prefixes_probed_again_and_lists_many_apart():
     assert probe.again_recorded(("cast_", "test_cast")) == (" --again cast_ test_cast", {})
     many = tuple(f"test_{n}" for n in range(82))
     assert probe.again_recorded(many) == (" --again (the 82 name prefixes of 'again')", {"again": list(many)})
+
+
+def test_the_cases_probed_are_the_new_ones_and_those_named_or_judged_so_again():
+    prepared = [(name,) for name in ("test_add", "lowered_test_x_ReduceMax", "cast_INT8_UINT8@6", "test_new")]
+    assert probe.to_probe(prepared, None, ()) == prepared
+    assert probe.to_probe(prepared, EARLIER, ()) == [("test_new",)]
+    assert probe.to_probe(prepared, EARLIER, ("cast_",)) == [("cast_INT8_UINT8@6",), ("test_new",)]
+    assert probe.to_probe(prepared, EARLIER, (), ("wrong",)) == prepared[1:]
+    assert probe.to_probe(prepared, EARLIER, ("test_add",), ("fails",)) == [("test_add",), ("test_new",)]

@@ -194,17 +194,24 @@ def test_a_case_that_matches_onnxruntime_where_it_misses_its_expected_outputs_is
     onnxruntime = np.array([1000.0625, 2e-5, 0.5], np.float32)  # (within rtol at 1000, 2e-5 off at 0)
     near = np.array([1000.0, 2e-6, 0.5], np.float32)  # (nearer the expected 0 than onnxruntime)
     assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [])[0] == "wrong"
-    verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[onnxruntime])
+    verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[[onnxruntime]])
     assert verdict == "right as onnxruntime" and said.startswith("output 0: largest error 2e-06, onnxruntime's 0.0625")
-    assert probe.judged(_Giving(onnxruntime), b"", data_sets, 1e-3, 1e-7, [], references=[onnxruntime])[0] == (
+    assert probe.judged(_Giving(onnxruntime), b"", data_sets, 1e-3, 1e-7, [], references=[[onnxruntime]])[0] == (
         "right as onnxruntime"
     )
     elsewhere = np.array([1000.0, 0.0, 0.501], np.float32)  # (off at 0.5, where onnxruntime is exact)
-    verdict, said = probe.judged(_Giving(elsewhere), b"", data_sets, 1e-3, 1e-7, [], references=[onnxruntime])
+    verdict, said = probe.judged(_Giving(elsewhere), b"", data_sets, 1e-3, 1e-7, [], references=[[onnxruntime]])
     assert verdict == "wrong" and said == "output 0: largest error 0.001 (onnxruntime's: 0.0625)"
     far = np.array([1000.0, 3e-5, 0.5], np.float32)  # (further from 0 than onnxruntime)
-    assert probe.judged(_Giving(far), b"", data_sets, 1e-3, 1e-7, [], references=[onnxruntime])[0] == "wrong"
-    assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[None])[0] == "wrong"
+    assert probe.judged(_Giving(far), b"", data_sets, 1e-3, 1e-7, [], references=[[onnxruntime]])[0] == "wrong"
+    assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[[None]])[0] == "wrong"
+    # (per data set its own outputs: the second set's near miss is judged by the second's)
+    two_sets = [([], [want]), ([], [want])]
+    assert probe.judged(_Giving(near), b"", two_sets, 1e-3, 1e-7, [], references=[[onnxruntime], [onnxruntime]])[0] == (
+        "right as onnxruntime"
+    )
+    assert probe.judged(_Giving(near), b"", two_sets, 1e-3, 1e-7, [], references=[[onnxruntime], [want]])[0] == "wrong"
+    assert probe.judged(_Giving(near), b"", two_sets, 1e-3, 1e-7, [], references=[[onnxruntime], None])[0] == "wrong"
     nan_moved = np.array([np.nan, 0.0, 0.5], np.float32)
     assert not probe.as_onnxruntime(nan_moved, want, onnxruntime, 1e-3, 1e-7)
     assert not probe.as_onnxruntime(np.array([1, 0, 0]), np.array([1, 0, 1]), np.array([1, 0, 0]), 1e-3, 1e-7)
