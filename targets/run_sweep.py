@@ -75,7 +75,7 @@ def main() -> None:
         results.append({"name": entry["name"], "before": before, "before_why": before_why,
                         "after": after, "after_why": after_why})  # fmt: skip
         if args.trials:
-            results[-1]["trials"] = run_trials(worker, folder, entry, data_sets, bounds)
+            results[-1]["trials"] = run_trials(worker, folder, entry, data_sets, bounds, references)
         line = f"{entry['name']}: as exported {before}; after --target {after}"
         if after != "right" and after_why:
             line += f" ({one_line(after_why)})"
@@ -128,15 +128,18 @@ def onnxruntime_outputs(folder: Path, expected: list) -> list | None:
     return [computed[f"arr_{i}"] for i in range(len(expected))]
 
 
-def run_trials(worker: Worker, folder: Path, entry: dict, data_sets, bounds=None) -> dict[str, dict[str, str]]:
-    """Per form the entry's trials name: the runtime's verdicts on the model without and with it."""
+def run_trials(
+    worker: Worker, folder: Path, entry: dict, data_sets, bounds=None, references=None
+) -> dict[str, dict[str, str]]:
+    """Per form the entry's trials name: the runtime's verdicts on the model without and with it
+    (judged as the model before and after --target are: ``bounds``, ``references``)."""
     found = {}
     for choice_name, place in entry.get("trials", {}).items():
         verdicts = {}
         for side in ("without", "with"):
             model = onnx.load(folder / place / f"{side}.onnx")
             verdicts[side], verdicts[f"{side}_why"] = worker.verdict(
-                model, data_sets, entry["rtol"], entry["atol"], bounds
+                model, data_sets, entry["rtol"], entry["atol"], bounds, references
             )
         found[choice_name] = verdicts
         print(f"  trial {choice_name}: without {verdicts['without']}, with {verdicts['with']}", flush=True)

@@ -623,8 +623,9 @@ def test_a_case_of_a_deprecated_version_is_one_of_the_op_that_takes_its_place():
 
 def test_onnxruntimes_outputs_go_beside_each_case_of_a_float_output_and_the_probe_reads_them(tmp_path):
     """Per case with a float output, onnxruntime's outputs on each data set (what the probe judges
-    "right as onnxruntime" by); none for a case of integer outputs, or one onnxruntime refuses;
-    the probe reads them beside the cases (and a list of cases alone, as written before)."""
+    "right as onnxruntime" by); none for a case of integer outputs, one onnxruntime refuses, or
+    one whose outputs are drawn at random; the probe reads them beside the cases (and a list of
+    cases alone, as written before)."""
     import pickle
 
     import probe
@@ -637,7 +638,8 @@ def test_onnxruntimes_outputs_go_beside_each_case_of_a_float_output_and_the_prob
     floats = [([np.float32([1, -2])], [np.float32([-1, 2])]), ([np.float32([0.5, 3])], [np.float32([-0.5, -3])])]
     integers = [([np.int32([1, -2])], [np.int32([-1, 2])])]
     cases = [case("neg_float", "Neg", TensorProto.FLOAT, floats), case("neg_int", "Neg", TensorProto.INT32, integers),
-             case("refused", "NoSuchOp", TensorProto.FLOAT, floats)]  # fmt: skip
+             case("refused", "NoSuchOp", TensorProto.FLOAT, floats),
+             case("drawn", "RandomUniformLike", TensorProto.FLOAT, floats)]  # fmt: skip
     references = prepare_cases.onnxruntime_references(cases)
     assert list(references) == ["neg_float"]
     assert [[output.tolist() for output in outputs] for outputs in references["neg_float"]] == [[[-1, 2]], [[-0.5, -3]]]
@@ -645,6 +647,6 @@ def test_onnxruntimes_outputs_go_beside_each_case_of_a_float_output_and_the_prob
     path.write_bytes(pickle.dumps({"cases": cases, "onnxruntime": references}))
     read = {name: rest[-1] for name, *rest in probe.probed_cases(path)}
     assert [[output.tolist() for output in outputs] for outputs in read["neg_float"]] == [[[-1, 2]], [[-0.5, -3]]]
-    assert read["neg_int"] is None and read["refused"] is None
+    assert read["neg_int"] is None and read["refused"] is None and read["drawn"] is None
     path.write_bytes(pickle.dumps(cases))
-    assert [rest[-1] for _, *rest in probe.probed_cases(path)] == [None, None, None]
+    assert [rest[-1] for _, *rest in probe.probed_cases(path)] == [None] * 4

@@ -212,6 +212,15 @@ def test_a_case_that_matches_onnxruntime_where_it_misses_its_expected_outputs_is
     )
     assert probe.judged(_Giving(near), b"", two_sets, 1e-3, 1e-7, [], references=[[onnxruntime], [want]])[0] == "wrong"
     assert probe.judged(_Giving(near), b"", two_sets, 1e-3, 1e-7, [], references=[[onnxruntime], None])[0] == "wrong"
+    # (where onnxruntime departs from the expected outputs by more than rounding, only an output
+    # close to onnxruntime's is right as onnxruntime: not one as far off the other way)
+    departed = np.array([1.0, 0.0, 5.0], np.float32)
+    want_small = np.array([0.0, 0.0, 5.0], np.float32)
+    assert not probe.as_onnxruntime(np.array([-1.0, 0.0, 5.0], np.float32), want_small, departed, 1e-3, 1e-7)
+    assert probe.as_onnxruntime(np.array([1.0, 0.0, 5.0], np.float32), want_small, departed, 1e-3, 1e-7)
+    infinite = np.array([np.inf, 2.0], np.float32)
+    for got in ([-1e30, 2.0], [-np.inf, 2.0], [1.0, 2.5]):
+        assert not probe.as_onnxruntime(np.array(got, np.float32), np.float32([1, 2]), infinite, 1e-3, 1e-7), got
     nan_moved = np.array([np.nan, 0.0, 0.5], np.float32)
     assert not probe.as_onnxruntime(nan_moved, want, onnxruntime, 1e-3, 1e-7)
     assert not probe.as_onnxruntime(np.array([1, 0, 0]), np.array([1, 0, 1]), np.array([1, 0, 0]), 1e-3, 1e-7)
