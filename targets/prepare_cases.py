@@ -845,7 +845,7 @@ def uneven_pads_cases() -> list[tuple]:
     case of these ops pads both ends of each axis alike, and runtimes take uneven pads otherwise
     (onnx2torch pools no AveragePool-7 to -11 so; it converts no later version at all).
     Expected values are onnxruntime's, as the corpus cases' are (checked against numpy's for
-    the poolings: tests/test_prepare_cases.py)."""
+    the poolings: tests/targets/test_prepare_cases.py)."""
     from lowering.verification.runtime import run_onnxruntime
 
     x = (np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5) - 12) / 4

@@ -19,7 +19,7 @@ from lowering.verification.runtime import run_onnxruntime
 
 pytest.importorskip("tract", reason="the [runtimes] extra (tract) is not installed")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "golden" / "corpus"
 EXPORTS = ["bert_dynamic_dynamo18", "convnext_atto_dynamo18", "gpt2_torchscript17", "whisper_encoder_dynamic_dynamo18"]
 

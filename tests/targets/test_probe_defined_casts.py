@@ -14,7 +14,7 @@ import pytest
 from onnx import helper, numpy_helper
 from onnx.backend.test.case.test_case import TestCase
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "targets"))
 
 import probe  # noqa: E402
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "targets"))
 
 import prepare_sweep  # noqa: E402
 import run_sweep  # noqa: E402

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "targets"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "targets"))
 
 import probe  # noqa: E402
 
