@@ -215,7 +215,8 @@ def as_onnxruntime(got, want, reference, rtol: float, atol: float) -> bool:
         if (missed > ROUNDING_MISS * (finite.max() if finite.size else 0.0)).any():
             return False
         off = np.where((got == want) | np.isnan(want), 0.0, np.abs(got - want))
-        allowed = np.maximum(missed, atol + rtol * np.abs(want))
+        # (an infinity expected allows nothing else: rtol·|want| would allow anything)
+        allowed = np.maximum(missed, np.where(np.isinf(want), 0.0, atol + rtol * np.abs(want)))
     return bool((off <= allowed).all())
 
 
