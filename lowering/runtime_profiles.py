@@ -46,8 +46,8 @@ UNFED = "unfed"
 RANK_0_INPUT = "0-d input"
 # a case's verdict where the runtime missed the expected outputs where onnxruntime misses them
 # too, and matched onnxruntime's, or (onnxruntime's miss mere rounding) missed them by no more
-# than onnxruntime (targets/probe.py: a float32 DFT's sums): right, for what onnx-lower promises
-# is onnxruntime's meaning
+# than onnxruntime (targets/probe.py's as_onnxruntime: a float32 DFT's sums): right, for what
+# onnx-lower promises is onnxruntime's meaning
 AS_ONNXRUNTIME = "right as onnxruntime"
 # every case nearest the node's form failed, but none shares an attribute value or input type of
 # the node (no case casts to int64), and some case of the op version (of any type) ran right:

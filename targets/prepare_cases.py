@@ -1073,9 +1073,11 @@ def onnxruntime_references(cases: list[tuple]) -> dict[str, list]:
         model = onnx.load_from_string(model_bytes)
         node, names = main_node(model), [info.name for info in model.graph.input]
         computed = []
+        constants = {name: numpy_helper.to_array(tensor) for name, tensor in constants_by_name(model).items()}
         for inputs, _ in data_sets:
             feeds = dict(zip(names, map(feed, inputs), strict=False))
-            drawn = node is not None and drawn_at_random(node, feeds)
+            # (a Dropout's ratio and training mode may be constants: #constant, #node)
+            drawn = node is not None and drawn_at_random(node, {**constants, **feeds})
             computed.append(None if drawn else onnxruntime_outputs(model, feeds))
         if any(outputs is not None for outputs in computed):
             references[name] = computed

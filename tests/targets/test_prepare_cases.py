@@ -640,6 +640,12 @@ def test_onnxruntimes_outputs_go_beside_each_case_of_a_float_output_and_the_prob
     cases = [case("neg_float", "Neg", TensorProto.FLOAT, floats), case("neg_int", "Neg", TensorProto.INT32, integers),
              case("refused", "NoSuchOp", TensorProto.FLOAT, floats),
              case("drawn", "RandomUniformLike", TensorProto.FLOAT, floats)]  # fmt: skip
+    x, y = (helper.make_tensor_value_info(v, TensorProto.FLOAT, [8]) for v in "xy")
+    in_training = [numpy_helper.from_array(np.float32(0.5), "r"), numpy_helper.from_array(np.bool_(True), "t")]
+    dropout = make_model([helper.make_node("Dropout", ["x", "r", "t"], ["y"])], [x], [y], opset=13,
+                         initializer=in_training)  # fmt: skip
+    eight = [([np.arange(8, dtype=np.float32)], [np.arange(8, dtype=np.float32)])]
+    cases.append(("training_dropout#constant", 13, dropout.SerializeToString(), eight, 1e-3, 1e-7))
     references = prepare_cases.onnxruntime_references(cases)
     assert list(references) == ["neg_float"]
     assert [[output.tolist() for output in outputs] for outputs in references["neg_float"]] == [[[-1, 2]], [[-0.5, -3]]]
@@ -649,4 +655,4 @@ def test_onnxruntimes_outputs_go_beside_each_case_of_a_float_output_and_the_prob
     assert [[output.tolist() for output in outputs] for outputs in read["neg_float"]] == [[[-1, 2]], [[-0.5, -3]]]
     assert read["neg_int"] is None and read["refused"] is None and read["drawn"] is None
     path.write_bytes(pickle.dumps(cases))
-    assert [rest[-1] for _, *rest in probe.probed_cases(path)] == [None] * 4
+    assert [rest[-1] for _, *rest in probe.probed_cases(path)] == [None] * 5

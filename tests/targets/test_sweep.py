@@ -191,17 +191,19 @@ def test_a_case_that_matches_onnxruntime_where_it_misses_its_expected_outputs_is
 
     want = np.array([1000.0, 0.0, 0.5], np.float32)
     data_sets = [([], [want])]
-    onnxruntime = np.array([1000.0625, 2e-5, 0.5], np.float32)  # (within rtol at 1000, 2e-5 off at 0)
+    onnxruntime = np.array([1000.0001, 2e-5, 0.5], np.float32)  # (rounding: within rtol at 1000, 2e-5 off at 0)
     near = np.array([1000.0, 2e-6, 0.5], np.float32)  # (nearer the expected 0 than onnxruntime)
     assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [])[0] == "wrong"
     verdict, said = probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[[onnxruntime]])
-    assert verdict == "right as onnxruntime" and said.startswith("output 0: largest error 2e-06, onnxruntime's 0.0625")
+    assert verdict == "right as onnxruntime" and said.startswith(
+        "output 0: largest error 2e-06, onnxruntime's 0.000122"
+    )
     assert probe.judged(_Giving(onnxruntime), b"", data_sets, 1e-3, 1e-7, [], references=[[onnxruntime]])[0] == (
         "right as onnxruntime"
     )
     elsewhere = np.array([1000.0, 0.0, 0.501], np.float32)  # (off at 0.5, where onnxruntime is exact)
     verdict, said = probe.judged(_Giving(elsewhere), b"", data_sets, 1e-3, 1e-7, [], references=[[onnxruntime]])
-    assert verdict == "wrong" and said == "output 0: largest error 0.001 (onnxruntime's: 0.0625)"
+    assert verdict == "wrong" and said == "output 0: largest error 0.001 (onnxruntime's: 0.000122)"
     far = np.array([1000.0, 3e-5, 0.5], np.float32)  # (further from 0 than onnxruntime)
     assert probe.judged(_Giving(far), b"", data_sets, 1e-3, 1e-7, [], references=[[onnxruntime]])[0] == "wrong"
     assert probe.judged(_Giving(near), b"", data_sets, 1e-3, 1e-7, [], references=[[None]])[0] == "wrong"
@@ -212,8 +214,18 @@ def test_a_case_that_matches_onnxruntime_where_it_misses_its_expected_outputs_is
     )
     assert probe.judged(_Giving(near), b"", two_sets, 1e-3, 1e-7, [], references=[[onnxruntime], [want]])[0] == "wrong"
     assert probe.judged(_Giving(near), b"", two_sets, 1e-3, 1e-7, [], references=[[onnxruntime], None])[0] == "wrong"
-    # (where onnxruntime departs from the expected outputs by more than rounding, only an output
-    # close to onnxruntime's is right as onnxruntime: not one as far off the other way)
+    # (where onnxruntime is right, so must the runtime be: the tolerance is not taken twice)
+    assert not probe.as_onnxruntime(np.float32([1.0018]), np.float32([1.0]), np.float32([1.0009]), 1e-3, 1e-7)
+    # (where onnxruntime departs from the expected outputs by more than rounding, 16 epsilons of
+    # the largest expected value, only an output close to onnxruntime's is right as onnxruntime:
+    # not one as far off the other way, however large the other values)
+    assert not probe.as_onnxruntime(
+        np.float32([9.0, 2000]), np.float32([10, 2000]), np.float32([11.05, 2000]), 1e-3, 1e-7
+    )
+    assert not probe.as_onnxruntime(
+        np.float32([-0.9, 1000]), np.float32([0, 1000]), np.float32([0.9, 1000]), 1e-3, 1e-7
+    )
+    assert not probe.as_onnxruntime(np.float64([-5e-4, 1]), np.float64([0, 1]), np.float64([5e-4, 1]), 1e-3, 1e-7)
     departed = np.array([1.0, 0.0, 5.0], np.float32)
     want_small = np.array([0.0, 0.0, 5.0], np.float32)
     assert not probe.as_onnxruntime(np.array([-1.0, 0.0, 5.0], np.float32), want_small, departed, 1e-3, 1e-7)
