@@ -1,5 +1,6 @@
-"""The modules import top-down: command line -> API -> driver -> patterns -> facts, with no
-import cycle, and the speed add-on (``lowering.fast``) reached from the core in one place."""
+"""The modules import top-down: command line -> API -> runtime targets -> driver -> patterns ->
+facts, with no import cycle, and the speed add-on (``lowering.fast``) reached from the core in one
+place."""
 
 from __future__ import annotations
 
@@ -121,3 +122,19 @@ def test_patterns_and_facts_do_not_import_the_driver_or_the_api():
         if module.startswith("lowering.rules") or module in below:
             reached = {m for m in imported if any(m == layer or m.startswith(layer + ".") for layer in upper)}
             assert not reached, (module, reached)
+
+
+RUNTIME_TARGETS = {
+    "lowering.target_lowering", "lowering.runtime_profiles", "lowering.node_forms", "lowering.target_forms"
+}  # fmt: skip
+
+
+def test_the_runtime_target_layer_is_reached_from_the_api_and_the_command_line_alone():
+    """--target sits between the API and the driver: the driver, the passes, the patterns and the
+    facts import none of its modules (the docs generator reads the profiles for their table)."""
+    importers = {
+        module
+        for module, imported in import_graph().items()
+        if module not in RUNTIME_TARGETS and imported & RUNTIME_TARGETS
+    }
+    assert importers == {"lowering.api", "lowering.cli.check", "lowering.docs"}
