@@ -19,7 +19,7 @@ import prepare_sweep  # noqa: E402
 import run_sweep  # noqa: E402
 
 from lowering.api import lower_model  # noqa: E402
-from lowering.runtime_profiles import profile_from_data  # noqa: E402
+from lowering.runtime_profiles import PROFILES, profile_from_data, profile_names  # noqa: E402
 from lowering.target_forms import model_forms_taken  # noqa: E402
 
 
@@ -315,3 +315,22 @@ def test_the_commit_a_sweep_names_is_marked_where_changes_bear_on_its_models():
     ]  # fmt: skip
     others = " M docs/targets.md\0 M lowering/target_profiles/rknn.json\0"
     assert prepare_sweep.changes_bearing_on("tract-0.23", others) == []
+
+
+SWEPT = [name for name in profile_names() if json.loads((PROFILES / f"{name}.json").read_text()).get("swept")]
+
+
+@pytest.mark.parametrize("name", SWEPT)
+def test_in_each_recorded_sweep_target_left_every_model_the_runtime_ran_right_running_right(name):
+    """A model the runtime ran right as exported (or right as onnxruntime, or in float16) runs
+    right after --target too, in every sweep a profile records: --target trades no model that
+    runs for one that fails, gives other outputs or is refused (OpenVINO's ReduceMax of an empty
+    set, judged right as onnxruntime by a rule that let an expected infinity be anything, was
+    refused after --target)."""
+    swept = json.loads((PROFILES / f"{name}.json").read_text())["swept"]
+    worse = {}
+    for transition, count in swept["totals"].items():
+        before, after = transition.split(" -> ")
+        if before.startswith("right") and not after.startswith("right"):
+            worse[transition] = count
+    assert not worse, worse
