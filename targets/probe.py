@@ -215,15 +215,12 @@ def as_onnxruntime(got, want, reference, rtol: float, atol: float) -> bool:
         return True
     epsilon = float(np.finfo(np.asarray(feed(want)).dtype).eps)
     got, want, reference = (np.asarray(feed(v)).astype(np.float64) for v in (got, want, reference))
-    with np.errstate(invalid="ignore"):
-        missed = np.where((reference == want) | np.isnan(want), 0.0, np.abs(reference - want))
-        finite = np.abs(want[np.isfinite(want)])
-        if (missed > ROUNDING_EPSILONS * epsilon * (finite.max() if finite.size else 0.0)).any():
-            return False
-        off = np.where((got == want) | np.isnan(want), 0.0, np.abs(got - want))
-        # (an infinity expected allows nothing else: rtol·|want| would allow anything)
-        allowed = np.maximum(missed, np.where(np.isinf(want), 0.0, atol + rtol * np.abs(want)))
-    return bool((off <= allowed).all())
+    missed, finite = _differences(reference, want), np.abs(want[np.isfinite(want)])
+    if (missed > ROUNDING_EPSILONS * epsilon * (finite.max() if finite.size else 0.0)).any():
+        return False
+    # (an infinity expected allows nothing else: rtol·|want| would allow anything)
+    allowed = np.maximum(missed, np.where(np.isinf(want), 0.0, atol + rtol * np.abs(want)))
+    return bool((_differences(got, want) <= allowed).all())
 
 
 def largest_error(got, want) -> float | None:
@@ -237,9 +234,15 @@ def largest_error(got, want) -> float | None:
     got, want = got.astype(np.float64), want.astype(np.float64)
     if (np.isnan(got) != np.isnan(want)).any():
         return None
-    with np.errstate(invalid="ignore"):
-        differences = np.where((got == want) | np.isnan(want), 0.0, np.abs(got - want))
+    differences = _differences(got, want)
     return float(differences.max()) if differences.size else 0.0
+
+
+def _differences(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """|got - want| per element of two float64 arrays, 0 where they are equal (infinities alike)
+    or ``want`` is NaN."""
+    with np.errstate(invalid="ignore"):
+        return np.where((got == want) | np.isnan(want), 0.0, np.abs(got - want))
 
 
 def _shortened(text: str, limit: int = 400) -> str:

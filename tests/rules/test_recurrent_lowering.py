@@ -299,3 +299,44 @@ def test_lowered_inside_both_branches_of_an_if_and_inside_a_local_function():
     for flag in (True, False):
         feeds["c"] = np.array(flag)
         assert_within_tolerance(runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds))
+
+
+def _unread(nodes, outputs) -> list[str]:
+    """The ops of the nodes (Constants aside: a pooled one may stay) none of whose values is read
+    by the nodes or given out."""
+    read = set(outputs) | {name for node in nodes for name in node.input}
+    return [n.op_type for n in nodes if n.op_type != "Constant" and not read.intersection(n.output)]
+
+
+def test_a_first_step_of_zero_state_writes_no_unread_node_in_a_branch_or_a_local_function():
+    """GRU over one step from a zero state, both outputs given, reads neither its reset gate nor
+    R's rows for it: the lowering leaves them out inside an If branch and a local function as in
+    a main graph (rknn's build failed on them), and the model gives onnxruntime's answer."""
+    shapes = shapes_of("GRU", "forward", 0, (), time=1)
+    gru = helper.make_node("GRU", ["X", "W", "R"], ["Y", "Y_h"], hidden_size=H)
+    given = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 1, B, H]),
+             helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, [1, B, H])]  # fmt: skip
+    branch = helper.make_graph([gru], "branch", [], given)
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in shapes.items()]
+    condition = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 1, B, H] if n.endswith("y") else [1, B, H])
+               for n in ("if_y", "if_h", "f_y", "f_h")]  # fmt: skip
+    opset = [helper.make_opsetid("", 14)]
+    function = helper.make_function("local", "Step", ["X", "W", "R"], ["Y", "Y_h"], [gru], opset)
+    nodes = [
+        helper.make_node("If", ["c"], ["if_y", "if_h"], then_branch=branch, else_branch=branch),
+        helper.make_node("Step", ["X", "W", "R"], ["f_y", "f_h"], domain="local"),
+    ]
+    graph = helper.make_graph(nodes, "steps", [condition, *inputs], outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("local", 1)],
+                              functions=[function])  # fmt: skip
+    result = lowering.lower_model(model, ops=["GRU"])
+    assert result.report.complete, result.report.lines()
+    onnx.checker.check_model(result.model, full_check=True)
+    [if_node] = [node for node in result.model.graph.node if node.op_type == "If"]
+    for attribute in if_node.attribute:
+        assert _unread(attribute.g.node, [o.name for o in attribute.g.output]) == []
+    [step] = result.model.functions
+    assert "GRU" not in {node.op_type for node in step.node} and _unread(step.node, step.output) == []
+    feeds = {"c": np.array(True), **feeds_for(shapes, np.random.default_rng(9), time=1)}
+    assert_within_tolerance(runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds))

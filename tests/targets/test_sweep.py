@@ -226,6 +226,12 @@ def test_a_case_that_matches_onnxruntime_where_it_misses_its_expected_outputs_is
         np.float32([-0.9, 1000]), np.float32([0, 1000]), np.float32([0.9, 1000]), 1e-3, 1e-7
     )
     assert not probe.as_onnxruntime(np.float64([-5e-4, 1]), np.float64([0, 1]), np.float64([5e-4, 1]), 1e-3, 1e-7)
+    # (rounding is counted in the output type's epsilons: on float16 onnxruntime 4 ulps off at 0.5,
+    # the runtime 2 ulps off the other way, both past the tolerance)
+    ulp = 2.0**-11
+    want16, onnxruntime16 = np.float16([1, 0.5]), np.float16([1, 0.5 + 4 * ulp])
+    assert probe.as_onnxruntime(np.float16([1, 0.5 - 2 * ulp]), want16, onnxruntime16, 1e-3, 1e-7)
+    assert not probe.as_onnxruntime(np.float16([1, 0.5 - 8 * ulp]), want16, onnxruntime16, 1e-3, 1e-7)
     departed = np.array([1.0, 0.0, 5.0], np.float32)
     want_small = np.array([0.0, 0.0, 5.0], np.float32)
     assert not probe.as_onnxruntime(np.array([-1.0, 0.0, 5.0], np.float32), want_small, departed, 1e-3, 1e-7)
