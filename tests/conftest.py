@@ -1,7 +1,9 @@
 """Pytest options: ``--update-golden`` rewrites the expected files under golden/. The cases of a
 test decorated with ``support.slow_but_a_sample`` are marked slow but for its sample. tests/fast/
-is collected where the speed add-on is there."""
+is collected where the speed add-on is there. onnxruntime runs on one thread here, and what
+collection made is kept out of the garbage collector's full passes (the suite's time)."""
 
+import gc
 from pathlib import Path
 
 import onnx
@@ -62,3 +64,25 @@ def whole_inferences(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(onnx.shape_inference, "infer_shapes", counting)
     return asked
+
+
+def pytest_configure(config):
+    """onnxruntime's sessions here run on one thread: the tests' models are small, and starting a
+    session's thread pool costs more than the pool saves (56,000 sessions in the suite; the
+    command line's own sessions, in subprocesses, keep onnxruntime's default)."""
+    from lowering.verification import runtime
+
+    shipped = runtime.session_options
+
+    def on_one_thread():
+        options = shipped()
+        options.intra_op_num_threads = 1
+        return options
+
+    runtime.session_options = on_one_thread
+
+
+def pytest_collection_finish(session):
+    """What collection made (the backend cases, their data) lives to the end: kept out of the
+    garbage collector's full passes."""
+    gc.freeze()
