@@ -63,6 +63,7 @@ MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewes
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
 IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
 INPUT_FINDING = "(input)"  # the op type of a graph input's finding (a feed the runtime takes none of)
+PATTERN_FIX = "lowered by its pattern"  # (the fix check_model foresees for a node of an op a pattern lowers)
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,7 @@ def check_model(
             verdict = Verdict(DOUBTFUL, verdict.why)
         if verdict.kind != SUPPORTED:
             # (wrong only on such values: the nodes a pattern writes would be wrong there too)
-            fix = f"lowered by its pattern (--ops {node.op_type})" if node.op_type in lowerable else None
+            fix = f"{PATTERN_FIX} (--ops {node.op_type})" if node.op_type in lowerable else None
             fix = None if verdict.only_on_values else fix
             main = function is None  # (a local function's constants and types are its own)
             in_scope = constants if main else function_constants[function.domain, function.name, function.overload]
@@ -262,7 +263,8 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
             if f.for_fewer and unforeseen:  # (at the opset named, --target met blockers check did not foresee)
                 reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in unforeseen)
             if f.blocks and f.fix and reason is not None:
-                f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {reason}"),
+                said = reason.removeprefix(f"{f.verdict.why}; ")  # (the refusal's reason restates the verdict)
+                f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {said}"),
                                         fix=None)  # fmt: skip
             confirmed.append(f)
         return confirmed
@@ -619,10 +621,29 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
             if not blockers:
                 result.report.partly.update(_partly_kept(findings))
                 return result
-            raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
+            raise TargetRefused(_declines_said(blockers, result.report.remaining, ops), profile.name)
         ops |= fixable
         retypings.update({wide: narrow for wide, narrow in retypes.items() if wide not in retypings})
-    raise TargetRefused([f.as_remaining() for f in blockers], profile.name)
+    raise TargetRefused(_declines_said(blockers, result.report.remaining, ops), profile.name)
+
+
+def _declines_said(blockers: list[Finding], remaining: list[RemainingOp], tried: set[str]) -> list[RemainingOp]:
+    """The refusal's entries of ``blockers``: a node whose pattern ran (its op among ``tried``)
+    and declined it is said so, in the pattern's words (``remaining``: the report's), not as
+    the fix :func:`check_model` foresees (BitCast's pattern takes no float to an integer). A node
+    without a name is matched by its op, where every such node of it was declined alike."""
+    by_name = {(entry.op_type, entry.node): entry.reason for entry in remaining if not entry.node.startswith("#")}
+    unnamed: dict[str, set[str]] = {}
+    for entry in remaining:
+        if entry.node.startswith("#"):
+            unnamed.setdefault(entry.op_type, set()).add(entry.reason)
+    said = []
+    for f in blockers:
+        reasons = {by_name[f.op_type, f.node]} if (f.op_type, f.node) in by_name else unnamed.get(f.op_type, set())
+        if f.op_type in tried and f.fix and f.fix.startswith(PATTERN_FIX) and len(reasons) == 1:
+            f = dataclasses.replace(f, fix=f"its pattern (--ops {f.op_type}) declines it: {reasons.pop()}")
+        said.append(f.as_remaining())
+    return said
 
 
 def swept_notes(model: onnx.ModelProto, profile, opset: int) -> dict[str, str]:

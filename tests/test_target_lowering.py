@@ -162,6 +162,39 @@ def test_a_target_no_pattern_can_satisfy_is_refused_listing_every_node():
     assert "no pattern lowers it" in raised.value.blockers[0].reason
 
 
+def test_a_node_whose_pattern_declines_it_is_refused_in_the_patterns_words():
+    """BitCast has a pattern, which takes no float to an integer: --target tract-0.23 (which runs
+    no BitCast) refuses a float one named and one unnamed saying so, not "lowered by its
+    pattern" (what check foresees before the pattern runs), and lowers the int32 one."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    n = helper.make_tensor_value_info("n", TensorProto.INT32, [3])
+    outputs = [helper.make_tensor_value_info(name, t, [3]) for name, t in
+               [("y", TensorProto.INT32), ("z", TensorProto.INT32), ("u", TensorProto.UINT32)]]  # fmt: skip
+    nodes = [
+        helper.make_node("BitCast", ["x"], ["y"], name="bits", to=TensorProto.INT32),
+        helper.make_node("BitCast", ["x"], ["z"], to=TensorProto.INT32),
+        helper.make_node("BitCast", ["n"], ["u"], name="unsigned", to=TensorProto.UINT32),
+    ]
+    model = make_model(nodes, [x, n], outputs, opset=26)
+    with pytest.raises(TargetRefused) as raised:
+        lowering.lower_model(model, target="tract-0.23")
+    blockers = raised.value.blockers
+    assert [(b.op_type, b.node) for b in blockers] == [("BitCast", "bits"), ("BitCast", "")]
+    for blocker in blockers:
+        assert "; its pattern (--ops BitCast) declines it: BitCast from float to int32" in blocker.reason
+        assert "lowered by its pattern" not in blocker.reason
+    # check foresees the pattern's fix for both named ones; confirmed by --target, the float one
+    # keeps none and says --target's words once (not the verdict again), the other keeps its fix
+    del model.graph.node[1], model.graph.output[1]
+    findings = check_model(model, "tract-0.23", 26, lowerable_ops())
+    assert [f.fix for f in findings] == ["lowered by its pattern (--ops BitCast)"] * 2
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target="tract-0.23"))
+    assert [f.fix for f in confirmed] == [None, "lowered by its pattern (--ops BitCast)"]
+    verdict, _, said = confirmed[0].verdict.why.partition("; --target: ")
+    assert said.startswith("its pattern (--ops BitCast) declines it: BitCast from float to int32"), said
+    assert verdict not in said
+
+
 def test_an_unknown_target_is_a_clear_error():
     with pytest.raises(lowering.LoweringError, match="no target called 'nowhere'"):
         lowering.lower_model(isnan_sqrt_model(), target="nowhere")
