@@ -603,6 +603,7 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     retypings = dict(parse_retypings(options.pop("retype", None)))
     chosen = bool(retypings)  # (the caller's retyping is kept as given)
     for _ in range(MOST_LOWERING_ROUNDS):
+        tried = set(ops)  # (the ops whose patterns this round's result ran)
         result = lower_model(model, ops=sorted(ops), target_opset=target_opset, retype=retypings or None, **options)
         result.model, chosen = choose_forms(
             result.model, form_judge(result.model, profile, opset), opset, model_forms_taken(profile.model_forms)
@@ -621,27 +622,31 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
             if not blockers:
                 result.report.partly.update(_partly_kept(findings))
                 return result
-            raise TargetRefused(_declines_said(blockers, result.report.remaining, ops), profile.name)
+            raise TargetRefused(_patterns_left_said(blockers, result.report.remaining, tried), profile.name)
         ops |= fixable
         retypings.update({wide: narrow for wide, narrow in retypes.items() if wide not in retypings})
-    raise TargetRefused(_declines_said(blockers, result.report.remaining, ops), profile.name)
+    raise TargetRefused(_patterns_left_said(blockers, result.report.remaining, tried), profile.name)
 
 
-def _declines_said(blockers: list[Finding], remaining: list[RemainingOp], tried: set[str]) -> list[RemainingOp]:
-    """The refusal's entries of ``blockers``: a node whose pattern ran (its op among ``tried``)
-    and declined it is said so, in the pattern's words (``remaining``: the report's), not as
-    the fix :func:`check_model` foresees (BitCast's pattern takes no float to an integer). A node
-    without a name is matched by its op, where every such node of it was declined alike."""
-    by_name = {(entry.op_type, entry.node): entry.reason for entry in remaining if not entry.node.startswith("#")}
-    unnamed: dict[str, set[str]] = {}
+def _patterns_left_said(blockers: list[Finding], remaining: list[RemainingOp], tried: set[str]) -> list[RemainingOp]:
+    """The refusal's entries of ``blockers``: a node of an op whose pattern ran (among ``tried``)
+    and left it is said so, not as the fix :func:`check_model` foresees ("lowered by its
+    pattern": BitCast's pattern takes no float to an integer), in the report's words where they
+    are known for that node (``remaining``, by op and node name: one reason however many nodes
+    share the name; a node the report names by position, by op, where all such were left alike)."""
+    named: dict[tuple[str, str], set[str]] = {}
+    by_position: dict[str, set[str]] = {}
     for entry in remaining:
         if entry.node.startswith("#"):
-            unnamed.setdefault(entry.op_type, set()).add(entry.reason)
+            by_position.setdefault(entry.op_type, set()).add(entry.reason)
+        else:
+            named.setdefault((entry.op_type, entry.node), set()).add(entry.reason)
     said = []
     for f in blockers:
-        reasons = {by_name[f.op_type, f.node]} if (f.op_type, f.node) in by_name else unnamed.get(f.op_type, set())
-        if f.op_type in tried and f.fix and f.fix.startswith(PATTERN_FIX) and len(reasons) == 1:
-            f = dataclasses.replace(f, fix=f"its pattern (--ops {f.op_type}) declines it: {reasons.pop()}")
+        if f.op_type in tried and f.fix and f.fix.startswith(PATTERN_FIX):
+            reasons = named.get((f.op_type, f.node)) if f.node else by_position.get(f.op_type)
+            why = f": {next(iter(reasons))}" if reasons and len(reasons) == 1 else ""
+            f = dataclasses.replace(f, fix=f"its pattern (--ops {f.op_type}) left it{why}")
         said.append(f.as_remaining())
     return said
 

@@ -1,7 +1,8 @@
 """Pytest options: ``--update-golden`` rewrites the expected files under golden/. The cases of a
 test decorated with ``support.slow_but_a_sample`` are marked slow but for its sample. tests/fast/
-is collected where the speed add-on is there. onnxruntime runs on one thread here, and what
-collection made is kept out of the garbage collector's full passes (the suite's time)."""
+is collected where the speed add-on is there. The sessions onnx-lower makes in the tests' process
+run on one thread, and what collection made is kept out of the garbage collector's full passes
+(the suite's time)."""
 
 import gc
 from pathlib import Path
@@ -67,9 +68,11 @@ def whole_inferences(monkeypatch) -> list[str]:
 
 
 def pytest_configure(config):
-    """onnxruntime's sessions here run on one thread: the tests' models are small, and starting a
-    session's thread pool costs more than the pool saves (56,000 sessions in the suite; the
-    command line's own sessions, in subprocesses, keep onnxruntime's default)."""
+    """The sessions onnx-lower makes in the tests' process (``runtime.session_options``: its
+    verification, the command line run in-process) run on one thread: the tests' models are
+    small, and starting a session's thread pool costs more than the pool saves (56,000 sessions
+    in the suite). Sessions a test makes itself, and the command line run in a subprocess or in
+    ``-j`` workers, keep onnxruntime's default."""
     from lowering.verification import runtime
 
     shipped = runtime.session_options

@@ -162,7 +162,7 @@ def test_a_target_no_pattern_can_satisfy_is_refused_listing_every_node():
     assert "no pattern lowers it" in raised.value.blockers[0].reason
 
 
-def test_a_node_whose_pattern_declines_it_is_refused_in_the_patterns_words():
+def test_a_node_whose_pattern_left_it_is_refused_in_the_patterns_words():
     """BitCast has a pattern, which takes no float to an integer: --target tract-0.23 (which runs
     no BitCast) refuses a float one named and one unnamed saying so, not "lowered by its
     pattern" (what check foresees before the pattern runs), and lowers the int32 one."""
@@ -181,7 +181,7 @@ def test_a_node_whose_pattern_declines_it_is_refused_in_the_patterns_words():
     blockers = raised.value.blockers
     assert [(b.op_type, b.node) for b in blockers] == [("BitCast", "bits"), ("BitCast", "")]
     for blocker in blockers:
-        assert "; its pattern (--ops BitCast) declines it: BitCast from float to int32" in blocker.reason
+        assert "; its pattern (--ops BitCast) left it: BitCast from float to int32" in blocker.reason
         assert "lowered by its pattern" not in blocker.reason
     # check foresees the pattern's fix for both named ones; confirmed by --target, the float one
     # keeps none and says --target's words once (not the verdict again), the other keeps its fix
@@ -191,8 +191,27 @@ def test_a_node_whose_pattern_declines_it_is_refused_in_the_patterns_words():
     confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target="tract-0.23"))
     assert [f.fix for f in confirmed] == [None, "lowered by its pattern (--ops BitCast)"]
     verdict, _, said = confirmed[0].verdict.why.partition("; --target: ")
-    assert said.startswith("its pattern (--ops BitCast) declines it: BitCast from float to int32"), said
+    assert said.startswith("its pattern (--ops BitCast) left it: BitCast from float to int32"), said
     assert verdict not in said
+
+
+@pytest.mark.parametrize("case", ["one name, two reasons", "unnamed, two reasons"])
+def test_a_node_whose_pattern_left_it_for_a_reason_not_its_own_alone_is_refused_without_one(case):
+    """Two BitCasts the pattern left for different reasons (float to int32, float16 to int16),
+    sharing a name or both unnamed: the report's words cannot be told apart by name or op, so
+    each is refused as left by its pattern, with no reason that may be the other's."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    h = helper.make_tensor_value_info("h", TensorProto.FLOAT16, [3])
+    outputs = [helper.make_tensor_value_info("y", TensorProto.INT32, [3]),
+               helper.make_tensor_value_info("z", TensorProto.INT16, [3])]  # fmt: skip
+    name = "twin" if case == "one name, two reasons" else ""
+    nodes = [helper.make_node("BitCast", ["x"], ["y"], name=name, to=TensorProto.INT32),
+             helper.make_node("BitCast", ["h"], ["z"], name=name, to=TensorProto.INT16)]  # fmt: skip
+    with pytest.raises(TargetRefused) as raised:
+        lowering.lower_model(make_model(nodes, [x, h], outputs, opset=26), target="tract-0.23")
+    assert [(b.op_type, b.node) for b in raised.value.blockers] == [("BitCast", name)] * 2
+    for blocker in raised.value.blockers:
+        assert blocker.reason.endswith("; its pattern (--ops BitCast) left it"), blocker.reason
 
 
 def test_an_unknown_target_is_a_clear_error():
