@@ -70,9 +70,9 @@ def whole_inferences(monkeypatch) -> list[str]:
 def pytest_configure(config):
     """The sessions onnx-lower makes in the tests' process (``runtime.session_options``: its
     verification, the command line run in-process) run on one thread: the tests' models are
-    small, and starting a session's thread pool costs more than the pool saves (56,000 sessions
-    in the suite). Sessions a test makes itself, and the command line run in a subprocess or in
-    ``-j`` workers, keep onnxruntime's default."""
+    small, and starting a session's thread pool costs more than the pool saves. Sessions a test
+    makes itself, and the command line run in a subprocess or in ``-j`` workers, keep
+    onnxruntime's default."""
     from lowering.verification import runtime
 
     shipped = runtime.session_options

@@ -59,6 +59,16 @@ def op_type_set(model: onnx.ModelProto) -> set[str]:
     return {node.op_type for node in model.graph.node}
 
 
+def unread_nodes(nodes, given_out) -> list[onnx.NodeProto]:
+    """The ``nodes`` (of a graph or a function) none of whose values is among ``given_out`` or
+    read, by the nodes or the graphs they hold."""
+    from lowering.graphs import nested_graphs
+
+    read = set(given_out) | {name for node in nodes for name in node.input}
+    read.update(name for inner in nested_graphs(nodes) for node in inner.node for name in node.input)
+    return [node for node in nodes if not read.intersection(node.output)]
+
+
 def parse(text: str) -> onnx.ModelProto:
     """A model from ONNX text (indented freely), checked in full."""
     import textwrap

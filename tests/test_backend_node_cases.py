@@ -9,11 +9,10 @@ import functools
 import numpy as np
 import onnx
 import pytest
-from support import runs_in_onnxruntime, slow_but_a_sample  # noqa: E402
+from support import runs_in_onnxruntime, slow_but_a_sample, unread_nodes  # noqa: E402
 from version_cases import node_cases
 
 import lowering
-from lowering.graphs import nested_graphs
 from lowering.registry import all_rules
 from lowering.verification.runtime import run_reference
 
@@ -102,11 +101,13 @@ def test_backend_case_lowered(name):
     onnx.checker.check_model(result.model, full_check=True)
     lowered_ops = {node.op_type for node in result.model.graph.node}
     assert not lowered_ops & ({rule.op_type for rule in all_rules()} | {"Optional"})
-    graph = result.model.graph
-    read = {info.name for info in graph.output} | {name for node in graph.node for name in node.input}
-    read.update(name for inner in nested_graphs(graph.node) for node in inner.node for name in node.input)
     original_values = {name for node in case.model.graph.node for name in node.output}  # (an _expanded case's own)
-    unread = [n.op_type for n in graph.node if not read.intersection(n.output) and not original_values & set(n.output)]
+    graph = result.model.graph
+    unread = [
+        n.op_type
+        for n in unread_nodes(graph.node, [o.name for o in graph.output])
+        if not original_values & set(n.output)
+    ]
     # (a constant shared across the graph may stay where its reader was left out)
     assert set(unread) <= {"Constant"}, f"nodes the lowering wrote that nothing reads: {unread}"
     assert case.data_sets

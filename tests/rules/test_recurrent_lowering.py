@@ -13,7 +13,7 @@ import pytest
 from lowering.rules.recurrent import RECURRENT_TOLERANCE
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from support import runs_in_onnxruntime, slow_but_a_sample
+from support import runs_in_onnxruntime, slow_but_a_sample, unread_nodes
 
 import lowering
 
@@ -301,11 +301,10 @@ def test_lowered_inside_both_branches_of_an_if_and_inside_a_local_function():
         assert_within_tolerance(runs_in_onnxruntime(result.model, feeds), runs_in_onnxruntime(model, feeds))
 
 
-def _unread(nodes, outputs) -> list[str]:
+def _unread(nodes, given_out) -> list[str]:
     """The ops of the nodes (Constants aside: a pooled one may stay) none of whose values is read
-    by the nodes or given out."""
-    read = set(outputs) | {name for node in nodes for name in node.input}
-    return [n.op_type for n in nodes if n.op_type != "Constant" and not read.intersection(n.output)]
+    or given out."""
+    return [node.op_type for node in unread_nodes(nodes, given_out) if node.op_type != "Constant"]
 
 
 def test_a_first_step_of_zero_state_writes_no_unread_node_in_a_branch_or_a_local_function():

@@ -19,7 +19,7 @@ import prepare_sweep  # noqa: E402
 import run_sweep  # noqa: E402
 
 from lowering.api import lower_model  # noqa: E402
-from lowering.runtime_profiles import PROFILES, profile_from_data, profile_names  # noqa: E402
+from lowering.runtime_profiles import load_profile, profile_from_data, profile_names  # noqa: E402
 from lowering.target_forms import model_forms_taken  # noqa: E402
 
 
@@ -323,7 +323,7 @@ def test_the_commit_a_sweep_names_is_marked_where_changes_bear_on_its_models():
     assert prepare_sweep.changes_bearing_on("tract-0.23", others) == []
 
 
-SWEPT = [name for name in profile_names() if json.loads((PROFILES / f"{name}.json").read_text()).get("swept")]
+SWEPT = [name for name in profile_names() if getattr(load_profile(name), "swept", None)]
 
 
 @pytest.mark.parametrize("name", SWEPT)
@@ -331,10 +331,8 @@ def test_in_each_recorded_sweep_target_left_every_model_the_runtime_ran_right_ru
     """A model the runtime ran right as exported (or right as onnxruntime, or in float16) runs
     right after --target too (right in float16 counts), in every sweep a profile records:
     --target trades no model that runs for one that fails, gives other outputs or is refused
-    (tract 0.21's DFT-17 lowered into a Reshape it fails; onnxruntime's own MaxUnpool with
-    output_shape refused for --target onnxruntime, before onnxruntime was judged by its own
-    outputs)."""
-    swept = json.loads((PROFILES / f"{name}.json").read_text())["swept"]
+    (as a DFT-17 tract 0.21 runs as onnxruntime does, lowered into a Reshape it fails, would)."""
+    swept = load_profile(name).swept
     worse = {}
     for transition, count in swept["totals"].items():
         before, after = transition.split(" -> ")
