@@ -109,6 +109,9 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   less than the kernel, no dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
   leaves each window's value as it is (:data:`_PADDING_VALUES`), where the runtime runs those
   better (onnx2torch pools no such pads: "pad should be at most half of effective kernel size").
+  Bit for bit with onnxruntime's kernels but for the sign of an average of zeros, which its
+  AveragePool-11 kernel on two spatial axes gives by its code path (-0.0 on some windows of
+  -0.0 alone where the pool is padded, +0.0 where it is not), so no padding value reproduces it.
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.

@@ -77,8 +77,8 @@ def pytest_configure(config):
 
     shipped = runtime.session_options
 
-    def on_one_thread():
-        options = shipped()
+    def on_one_thread(optimized: bool = False):
+        options = shipped(optimized)
         options.intra_op_num_threads = 1
         return options
 

@@ -2214,7 +2214,10 @@ def test_every_pooling_padded_wide_gives_the_same_bits_as_a_pool_of_a_pad(opset)
     every payload, ±inf, ±0, subnormals and the extremes (bit patterns of int8 and uint8 in
     order), each x rolled so that each window meets other values, its first channel the least
     value a max takes (-0.0 for sums), so that a window of it alone and padding tells a padding
-    that is not that value (a Pad of -0.0 for sums gives -0.0 where onnxruntime gives +0.0)."""
+    that is not that value; but for the sign of an average of zeros, which onnxruntime's
+    AveragePool-11 kernel on two spatial axes gives by its code path. Both models run each node
+    by its own kernel (onnxruntime's fusions off, as verification runs them: with them on, the
+    Pad is merged into the pool and the kernel compared with itself)."""
     from lowering.node_forms import WIDE, node_form
 
     nodes, outputs, inputs, feeds, rewritten = [], [], [], {}, []
@@ -2253,8 +2256,24 @@ def test_every_pooling_padded_wide_gives_the_same_bits_as_a_pool_of_a_pad(opset)
     assert not any(a.name == "pads" for n in written.graph.node if n.op_type.endswith("Pool") for a in n.attribute)
     want, got = run_onnxruntime(model, feeds), run_onnxruntime(written, feeds)
     assert len(want) == len(outputs) > 300
+    zero_signs = set()
     for info, expected, actual in zip(outputs, want, got, strict=True):
-        assert actual.shape == expected.shape and actual.tobytes() == expected.tobytes(), info.name
+        assert actual.shape == expected.shape, info.name
+        bits = f"u{expected.dtype.itemsize}"
+        differ = expected.view(bits) != actual.view(bits)
+        assert not (expected[differ] != 0).any() and not (actual[differ] != 0).any(), info.name
+        if differ.any():
+            zero_signs.add(info.name)
+    # onnxruntime's AveragePool-11 kernel on two spatial axes gives an average of zeros the sign
+    # of its code path (-0.0 on some windows of -0.0 alone in a padded pool, +0.0 in an unpadded
+    # one): the pool of the Pad matches it but for that sign, which no padding value reproduces
+    two_axes = {
+        o.name for o in outputs if o.name.startswith("y_AveragePool") and len(o.type.tensor_type.shape.dim) == 4
+    }
+    if schemas.version_in_force("AveragePool", opset) == 11:
+        assert zero_signs and zero_signs <= two_axes, zero_signs
+    else:
+        assert not zero_signs, zero_signs
 
 
 @pytest.mark.parametrize(

@@ -108,20 +108,30 @@ def _from_ort_value(value: ort.OrtValue) -> np.ndarray:
 LOG_SEVERITY_SILENT = 4
 
 
-def session_options() -> ort.SessionOptions:
-    """Options of every session here: silent, and threads that sleep while idle (a session left
-    open spins its idle threads otherwise, taking a core from whatever runs next)."""
-    options = _onnxruntime().SessionOptions()
+def session_options(optimized: bool = False) -> ort.SessionOptions:
+    """Options of every session here: silent, threads that sleep while idle (a session left open
+    spins its idle threads otherwise, taking a core from whatever runs next), and unless
+    ``optimized`` no graph optimizations, each node run by its own kernel. A comparison run with
+    them can prove nothing: a fusion may turn a lowered model back into the original (a Pad
+    merged into the pool after it, comparing the pool's kernel with itself), or fuse one side
+    and not the other (a Conv with a Mul by a constant second, not first), so that two models
+    meaning the same round apart."""
+    ort = _onnxruntime()
+    options = ort.SessionOptions()
     options.log_severity_level = LOG_SEVERITY_SILENT
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    if not optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return options
 
 
-def onnxruntime_session(model: onnx.ModelProto) -> ort.InferenceSession:
-    """A CPU session for ``model`` that writes nothing to the terminal."""
+def onnxruntime_session(model: onnx.ModelProto, optimized: bool = False) -> ort.InferenceSession:
+    """A CPU session for ``model`` that writes nothing to the terminal, its graph optimized only
+    where asked (:func:`session_options`)."""
     ort = _onnxruntime()
-    return ort.InferenceSession(model.SerializeToString(), session_options(), providers=["CPUExecutionProvider"])
+    options = session_options(optimized)
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 def _quiet_run_options() -> ort.RunOptions:
@@ -133,8 +143,8 @@ def _quiet_run_options() -> ort.RunOptions:
 class OnnxruntimeRunner:
     """One onnxruntime session for ``model``, run on any number of feeds (see run_onnxruntime)."""
 
-    def __init__(self, model: onnx.ModelProto) -> None:
-        self.session = onnxruntime_session(model)
+    def __init__(self, model: onnx.ModelProto, optimized: bool = False) -> None:
+        self.session = onnxruntime_session(model, optimized)
 
     def __call__(self, feeds: dict[str, object]) -> list:
         session = self.session
@@ -172,10 +182,11 @@ class OnnxruntimeRunner:
         return [_from_ort_value(value) for value in binding.get_outputs()]
 
 
-def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, object]) -> list:
-    """Run ``model`` in onnxruntime's CPU provider. Tensors of any element type; sequences
-    go in as lists and empty optionals as None (for numpy's own element types)."""
-    return OnnxruntimeRunner(model)(feeds)
+def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, object], optimized: bool = False) -> list:
+    """Run ``model`` in onnxruntime's CPU provider, each node by its own kernel unless
+    ``optimized`` (onnxruntime as deployed: its fusions on). Tensors of any element type;
+    sequences go in as lists and empty optionals as None (for numpy's own element types)."""
+    return OnnxruntimeRunner(model, optimized)(feeds)
 
 
 class ReferenceRunner:

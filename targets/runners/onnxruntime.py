@@ -11,4 +11,4 @@ VERSION = onnxruntime.__version__
 
 
 def run(model_bytes: bytes, feeds: dict) -> list:
-    return run_onnxruntime(onnx.load_from_string(model_bytes), feeds)
+    return run_onnxruntime(onnx.load_from_string(model_bytes), feeds, optimized=True)
