@@ -128,6 +128,12 @@ none the other way:
 - ``Add`` (numpy broadcasting: 7+) of a constant and a computed value, the constant second: x + c = c + x bit for bit
   where c holds no NaN (IEEE 754 addition commutes; the only NaN then is x's, or the one
   inf + -inf makes, which is the machine's default NaN in either order).
+- ``Mul`` (numpy broadcasting: 7+) of a computed value and a constant, the constant first: x · c
+  = c · x bit for bit where c holds no NaN (IEEE 754 multiplication commutes; the only NaN then
+  is x's, or the one 0 · inf makes, the default NaN in either order; integers wrap alike). rknn's
+  compiler never ends building a rotary embedding, q from a weight MatMul, Reshape and
+  Transpose, times constant cos and sin tables, into a MatMul (LLaMA's and Qwen2's attention),
+  and builds it with the tables first.
 """
 
 from __future__ import annotations
@@ -1527,18 +1533,22 @@ class ModelFormChoice:
     said: str
 
 
-def _constant_first_addend(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], version: int) -> bool:
-    """Add broadcasting by numpy's rule (not a version with a ``broadcast`` attribute, which
-    broadcasts its second input only) of a constant holding no NaN and a value not constant,
-    the constant first."""
-    schema = schemas.schema_in_force(node.op_type, version)
-    if schema is None or "broadcast" in schema.attributes or len(node.input) != 2:
-        return False
-    first, second = (constants.get(name) for name in node.input)
-    if first is None or second is not None or first.data_location == onnx.TensorProto.EXTERNAL:
-        return False
-    values = numpy_helper.to_array(first)
-    return values.dtype.kind in "iub" or not np.isnan(values.astype(np.float64)).any()
+def _nan_free_constant_at(position: int) -> Callable[[onnx.NodeProto, dict[str, onnx.TensorProto], int], bool]:
+    """Whether a node of two inputs broadcasting by numpy's rule (not a version with a
+    ``broadcast`` attribute, which broadcasts its second input only) holds at ``position`` a
+    constant holding no NaN, at the other a value not constant."""
+
+    def applies(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], version: int) -> bool:
+        schema = schemas.schema_in_force(node.op_type, version)
+        if schema is None or "broadcast" in schema.attributes or len(node.input) != 2:
+            return False
+        constant, other = constants.get(node.input[position]), constants.get(node.input[1 - position])
+        if constant is None or other is not None or constant.data_location == onnx.TensorProto.EXTERNAL:
+            return False
+        values = numpy_helper.to_array(constant)
+        return values.dtype.kind in "iub" or not np.isnan(values.astype(np.float64)).any()
+
+    return applies
 
 
 def _commute(node: onnx.NodeProto) -> None:
@@ -1549,9 +1559,16 @@ MODEL_FORM_CHOICES = (
     ModelFormChoice(
         "constant addend second",
         "Add",
-        _constant_first_addend,
+        _nan_free_constant_at(0),
         _commute,
         "Add(c, x) -> Add(x, c) (c a constant holding no NaN: the runtime ran whole models better so)",
+    ),
+    ModelFormChoice(
+        "constant factor first",
+        "Mul",
+        _nan_free_constant_at(1),
+        _commute,
+        "Mul(x, c) -> Mul(c, x) (c a constant holding no NaN: the runtime ran whole models better so)",
     ),
 )
 

@@ -304,6 +304,88 @@ def test_the_addends_stay_where_the_trials_or_the_values_do_not_allow_it(case):
     assert [list(n.input) for n in adds] == [["c", "x"]] and not result.report.forms
 
 
+def _factor_second_model(element_type: int, constant: np.ndarray, opset: int = 17, fed_default: bool = False):
+    """y = Mul(x, c): x [n, 1] (a graph input), c a constant initializer [k]; with
+    ``fed_default`` c is a graph input too (its initializer only a default)."""
+    model = _addend_first_model(element_type, constant, opset, fed_default)
+    node = model.graph.node[0]
+    node.op_type, node.name, node.input[:] = "Mul", "scaled", ["x", "c"]
+    return model
+
+
+def _factor_trialled(better: list[str], worse: list[str]):
+    """A probed runtime (of Mul only, run right) whose trials found whole models right with the
+    constant factor first and not without (``better``), and the other way (``worse``)."""
+    profile = _made_up("factor-trialled", "Mul", 14, 17, {"test_mul": "right"})
+    forms = {"constant factor first": {"better": better, "worse": worse, "tried": [*better, *worse]}}
+    return dataclasses.replace(profile, model_forms=forms)
+
+
+@pytest.mark.parametrize(
+    "element_type", [TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64]
+)
+def test_the_constant_factor_goes_first_and_every_product_keeps_its_bits(element_type):
+    """Mul(x, c) -> Mul(c, x) where trials found whole models better so (rknn builds LLaMA's
+    rotary embedding so): bit for bit in onnxruntime, x every float16 bit pattern (NaN of every
+    payload and sign, ±inf, ±0, subnormals) or the type's edge values, c the type's edge values
+    but NaN (0 · inf, overflow to ±inf, underflow to ±0, integers wrapping)."""
+    from lowering.samples import edge_values, every_bit_pattern
+
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    if dtype.kind == "i":
+        info = np.iinfo(dtype)
+        x = constant = np.array([info.min, info.min + 1, -1, 0, 1, 3, info.max - 1, info.max], dtype)
+    elif element_type == TensorProto.FLOAT16:  # (±0, the least and largest subnormals, 1, the largest, inf)
+        edges = np.array([0x0000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x7C00], np.uint16)
+        constant = np.concatenate([edges, edges | 0x8000]).view(np.float16)
+        x = every_bit_pattern(element_type)
+    else:
+        x = edge_values(element_type)
+        constant = x[~np.isnan(x)]
+    model = _factor_second_model(element_type, constant)
+    result = lowering.lower_model(model, target=_factor_trialled(["llama"], []))
+    [node] = result.model.graph.node
+    assert list(node.input) == ["c", "x"] and list(model.graph.node[0].input) == ["x", "c"]
+    assert sum(result.report.forms.values()) == 1
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = {"x": x.reshape(-1, 1)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("case", ["no trial better", "a trial worse", "a NaN in the constant", "the constant is fed",
+                                  "Mul-6", "both constant", "the Add form alone"])  # fmt: skip
+def test_the_factors_stay_where_the_trials_or_the_values_do_not_allow_it(case):
+    """Not made where no trial found it better, where one found it worse, where c holds a NaN,
+    where a graph input may override c, before Mul-7 (Mul-6 broadcasts by its own attributes),
+    where both are constant, or where only the trials of the constant addend second were
+    better (a form is made only where its own trials found it so)."""
+    constant = np.array([1.5, -0.0, 3.0], np.float32)
+    better, worse, opset, fed = ["llama"], [], 17, False
+    if case == "no trial better":
+        better = []
+    elif case == "a trial worse":
+        worse = ["bert"]
+    elif case == "a NaN in the constant":
+        constant = np.array([1.5, np.nan, 3.0], np.float32)
+    elif case == "the constant is fed":
+        fed = True
+    elif case == "Mul-6":
+        opset = 6
+    model = _factor_second_model(TensorProto.FLOAT, constant, opset, fed)
+    if case == "both constant":
+        model.graph.initializer.append(numpy_helper.from_array(np.ones((2, 1), np.float32), "x"))
+        del model.graph.input[:]
+    profile = _factor_trialled(better, worse)
+    if case == "Mul-6":
+        profile = dataclasses.replace(profile, opsets=(6,))
+    if case == "the Add form alone":
+        profile = dataclasses.replace(profile, model_forms=_trialled(["deit"], []).model_forms)
+    result = lowering.lower_model(model, target=profile, fold="none")
+    muls = [n for n in result.model.graph.node if n.op_type == "Mul"]
+    assert [list(n.input) for n in muls] == [["x", "c"]] and not result.report.forms
+
+
 def test_a_constant_an_identity_gives_goes_second_too():
     """Add(Identity(b), x), b an initializer (a TorchScript export's shared bias): b is a constant."""
     model = _addend_first_model(TensorProto.FLOAT, np.array([1.0, 2.0], np.float32))
