@@ -386,6 +386,28 @@ def test_the_factors_stay_where_the_trials_or_the_values_do_not_allow_it(case):
     assert [list(n.input) for n in muls] == [["x", "c"]] and not result.report.forms
 
 
+def test_rknn_writes_a_conv_scaled_by_a_constant_factor_first_and_verify_finds_the_same_bits():
+    """A Conv times a constant per channel (a folded batch norm's scale), as made for rknn (whose
+    trials found the constant factor first better): Mul(c, Conv(x, w)), and verify compares it
+    with the original bit for bit (node by node: onnxruntime fuses the Conv with the Mul only
+    where c is second, so run optimized the two would round apart)."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 2, 3, 3)).astype(np.float32), "w")
+    c = numpy_helper.from_array(rng.standard_normal((4, 1, 1)).astype(np.float32), "c")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["conv"], name="conv"),
+             helper.make_node("Mul", ["conv", "c"], ["y"], name="scaled")]  # fmt: skip
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y], [w, c]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    result = lowering.lower_model(model, target="rknn")
+    [scaled] = [n for n in result.model.graph.node if n.op_type == "Mul"]
+    assert list(scaled.input) == ["c", "conv"]
+    report = lowering.verify(model, result.model)
+    assert report.match and report.original_runner == report.lowered_runner == "onnxruntime", report.lines()
+
+
 def test_a_constant_an_identity_gives_goes_second_too():
     """Add(Identity(b), x), b an initializer (a TorchScript export's shared bias): b is a constant."""
     model = _addend_first_model(TensorProto.FLOAT, np.array([1.0, 2.0], np.float32))
