@@ -15,6 +15,12 @@ and no case of it ran right on any type. A node is refused too where every case 
 of what it is fed failed, whatever their attributes, and some case ran right (what is fed
 decides: onnx2torch's Conv fed its weights).
 
+Some cases hold a kind of value rather than a form: those whose input named ``indices`` in
+onnx.defs holds a negative value (:data:`NEGATIVE_INDICES`, listed by ``targets/prepare_cases.py``
+from the cases' own values in ``probe_case_values.json``). A node partly right because those
+alone are not right is partly on negative indices, and judged by the other cases where its
+indices are made non-negative (``free_of``).
+
 A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
 of a whole model, the corpus models the runtime ran right with it and not without (``better``)
 and those the other way (``worse``), as the sweep's trials found them
@@ -71,6 +77,12 @@ IEEE_CASE = "ieee_"
 STATED_TWIN = "#stated"  # (a case with the int and string attributes its twin leaves out stated at their defaults)
 PAST_EDGES = "integers past 2^24"  # (what a runtime wrong only on WIDE_CASEs is wrong on)
 IEEE_VALUES = "float values the backend's cases lack"  # (... only on IEEE_CASEs)
+# (what a runtime wrong only on cases whose input named "indices" in onnx.defs holds a value below
+# 0 is wrong on: OpenVINO 2024.6 reads a GatherElements index of -1 past the data's end)
+NEGATIVE_INDICES = "negative indices"
+# the probe cases of each such kind of value (NEGATIVE_INDICES: the names of the cases whose
+# indices hold a negative value), written by targets/prepare_cases.py from the cases' own values
+CASE_VALUES = Path(__file__).resolve().parent / "probe_case_values.json"
 
 
 @dataclass(frozen=True)
@@ -82,8 +94,8 @@ class Verdict:
     why: str = ""
     # refused because every case fed as the node is failed, of any attributes (see verdict)
     by_what_is_fed: bool = False
-    # partly, and every case not right is of such values alone: PAST_EDGES (WIDE_CASE) or
-    # IEEE_VALUES (IEEE_CASE); "" otherwise
+    # partly, and every case not right is of such values alone: PAST_EDGES (WIDE_CASE),
+    # IEEE_VALUES (IEEE_CASE) or NEGATIVE_INDICES; "" otherwise
     wrong_values: str = ""
     # unverified, its version never probed, and no case of the op's probed versions ran right
     no_version_ran_right: bool = False
@@ -116,7 +128,15 @@ class Verdict:
         wrong only on integers past the edges or on IEEE values, as the ops the patterns write
         instead are (the verdict still names them: ``check -v`` lists the node). Forms are chosen
         by :attr:`kind_for_forms`."""
-        return SUPPORTED if self.only_on_values else self.kind
+        return SUPPORTED if self.patterns_wrong_too else self.kind
+
+    @property
+    def patterns_wrong_too(self) -> bool:
+        """Whether the values alone it is wrong on would make the nodes a pattern writes instead
+        wrong too (integers past the edges, IEEE values), so that no pattern is a fix; not
+        negative indices, which a pattern's nodes may take none of (OneHot lowered to a
+        comparison with a Range)."""
+        return self.wrong_values in (PAST_EDGES, IEEE_VALUES)
 
 
 @dataclass(frozen=True)
@@ -216,15 +236,23 @@ class RuntimeProfile:
         ]  # fmt: skip
         return any(o[1] == "right" for o in outcomes) if outcomes else None
 
-    def verdict(self, op_type: str, version: int, type_name: str, form: NodeForm | None = None) -> Verdict:
+    def verdict(
+        self, op_type: str, version: int, type_name: str, form: NodeForm | None = None, free_of: str = ""
+    ) -> Verdict:
         """What the probe says of ``op_type``-``version`` on ``type_name`` (an element type's
         name as onnx spells it, "FLOAT"; "" where unknown), from the cases nearest the node's
         ``form`` where it is given and some case is near it (:func:`node_forms.nearest_cases`),
         else from every case of that op version and type (unverified where all of those ran
-        right, but none fed what the node is fed)."""
+        right, but none fed what the node is fed). ``free_of``: a kind of value the node is
+        known never to be given (NEGATIVE_INDICES: its indices are made non-negative), whose
+        cases say nothing of it."""
         seen = self._by_op.get(op_type)
         if seen is not None:  # (the IEEE cases judge values, never a form: _wrong_on_values)
-            seen = [(v, t, [o for o in found if not o[0].startswith(IEEE_CASE)]) for v, t, found in seen]
+            absent = cases_of_values().get(free_of, frozenset())
+            seen = [
+                (v, t, [o for o in found if not o[0].startswith(IEEE_CASE) and o[0] not in absent])
+                for v, t, found in seen
+            ]
             seen = [(v, t, found) for v, t, found in seen if found]
         if not seen:
             return Verdict(UNVERIFIED, f"no single-op backend case of {op_type} was probed")
@@ -255,9 +283,12 @@ class RuntimeProfile:
                 wrong = len(exact) - len(right)
                 not_right = [o for o in exact if o[1] != "right"]
                 past_edges = all(o[0].startswith(WIDE_CASE) for o in not_right)
+                negative = not past_edges and all(o[0] in cases_of_values()[NEGATIVE_INDICES] for o in not_right)
                 which = " (each of integers past 2^24, 2^31 or 2^53)" if past_edges else ""
+                which = " (each with negative indices)" if negative else which
+                values = PAST_EDGES if past_edges else NEGATIVE_INDICES if negative else ""
                 return Verdict(PARTLY, f"{wrong} of {len(exact)} cases{formed} not right{which}, e.g. "
-                               f"{_said(not_right)}", wrong_values=PAST_EDGES if past_edges else "")  # fmt: skip
+                               f"{_said(not_right)}", wrong_values=values)  # fmt: skip
             said = (
                 f"{len(exact)} case{'s' if len(exact) > 1 else ''}{formed}: {_said(exact)}" if formed else _said(exact)
             )
@@ -385,9 +416,11 @@ class TableProfile:
         """Whether the table lists ``op_type``-``version`` as supported on some type."""
         return self.verdict(op_type, version, "").kind != REFUSED
 
-    def verdict(self, op_type: str, version: int, type_name: str, form: NodeForm | None = None) -> Verdict:
+    def verdict(
+        self, op_type: str, version: int, type_name: str, form: NodeForm | None = None, free_of: str = ""
+    ) -> Verdict:
         """What the table says of ``op_type``-``version`` on ``type_name`` (onnx's name, "FLOAT";
-        "" where unknown; a table says nothing of a node's ``form``)."""
+        "" where unknown; a table says nothing of a node's ``form``, nor of values: ``free_of``)."""
         entry = self.ops.get(op_type)
         if entry is None:
             return Verdict(REFUSED, f"{op_type} is not in {self.table}")
@@ -499,6 +532,13 @@ def _wrong_on_values(
     return Verdict(PARTLY, f"right in the cases nearest its form; {len(wrong)} of {len(ieee)} cases of every class of "
                    f"float value (zeros, subnormals, extremes, infinities, NaN, far-apart magnitudes) not right, "
                    f"e.g. {_said(wrong)}", wrong_values=IEEE_VALUES)  # fmt: skip
+
+
+@functools.cache
+def cases_of_values() -> dict[str, frozenset[str]]:
+    """The probe cases of each kind of value (:data:`CASE_VALUES`), by kind; every kind present."""
+    written = json.loads(CASE_VALUES.read_text()) if CASE_VALUES.exists() else {}
+    return {NEGATIVE_INDICES: frozenset()} | {kind: frozenset(names) for kind, names in written.items()}
 
 
 def _kind_of(verdicts: list[str]) -> str:

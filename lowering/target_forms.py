@@ -104,6 +104,16 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   ``output_padding`` that give the same output (:func:`_transpose_pads`), where the runtime runs
   that form better (TVM gets the backend's ``output_shape`` case wrong, OpenVINO 2024.6 its
   SAME_UPPER one): the same full output cut the same way, bit for bit with onnxruntime.
+- ``Gather``, ``GatherElements`` and ``ScatterElements`` of int32 or int64 indices that may be
+  negative (fed, computed, or constant holding one; the axis known from the first), their
+  indices written ``Where(i < 0, i + s, i)``, s the data's size along the axis (a constant where
+  the shape says it, else ``Gather(Shape(data), axis)``; constant indices written so as a
+  Constant), where the runtime is wrong only on cases whose indices hold a negative value
+  (:data:`lowering.runtime_profiles.NEGATIVE_INDICES`, a kind of value its cases hold, not a
+  form) and runs the nodes written better (onnx2torch fails GatherElements of -1, torch.gather
+  taking none; OpenVINO 2024.6 reads past the data there, but computes int64 Less, Add and Where
+  wrong past 2^24, so there it is kept): each index of [-s, s - 1] names the same element, bit
+  for bit with onnxruntime.
 - ``AveragePool`` (``count_include_pad=1``), ``MaxPool`` (on int8 and uint8) and ``LpPool``
   (p >= 1) padded by more than half their window (:data:`lowering.node_forms.WIDE`; each pad
   less than the kernel, no dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
@@ -165,6 +175,7 @@ from .node_forms import (
 from .nodecheck import checker_message
 from .runtime_profiles import (
     DOUBTFUL,
+    NEGATIVE_INDICES,
     PARTLY,
     REFUSED,
     SUPPORTED,
@@ -301,12 +312,14 @@ class FormJudge:
     constant: Container[str]
     node_constants: Container[str]
 
-    def __call__(self, node: onnx.NodeProto, form: NodeForm | None) -> tuple[str, NodeForm]:
+    def __call__(self, node: onnx.NodeProto, form: NodeForm | None, free_of: str = "") -> tuple[str, NodeForm]:
+        """(``free_of``: a kind of value the node is known never to be given, as
+        :meth:`RuntimeProfile.verdict` takes it.)"""
         if form is None:
             shapes, element_types = shapes_and_types(node, self.types)
             form = node_form(node, self.opset, self.fed, self.constant, shapes, element_types, self.node_constants)
         version = schemas.version_in_force(node.op_type, self.opset)
-        verdict = self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form)
+        verdict = self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form, free_of)
         return verdict.kind_for_forms, form
 
     def for_function(self, function: onnx.FunctionProto) -> FormJudge:
@@ -406,7 +419,8 @@ class OpChoice:
     ``writes``: per node, the ops of the nodes that would replace it whose versions decide
     whether the runtime runs them, where one opset may run them and another not (a pool's Pad:
     onnx2torch runs Pad-13, not Pad-18), so that the opsets a target may take are told apart by
-    them too; none for a node whose attributes the choice cannot apply to."""
+    them too; none for a node whose attributes the choice cannot apply to; ``free_of``: a kind of
+    value the last node is never given (its indices made non-negative), judged so."""
 
     op_type: str
     applies: Callable[[onnx.NodeProto, NodeForm, int, Mapping[str, onnx.TensorProto], Types], bool]
@@ -418,6 +432,7 @@ class OpChoice:
     said: str
     supported_only: bool = False
     writes: Callable[[onnx.NodeProto], frozenset[str]] = lambda node: frozenset()
+    free_of: str = ""  # a kind of value the last node is never given (RuntimeProfile.verdict's free_of)
 
 
 def _two_inputs_of(node: onnx.NodeProto, form: NodeForm, element_type: int) -> bool:
@@ -995,6 +1010,146 @@ def _squeezed(node: onnx.NodeProto, form: NodeForm, constants, names: NameAlloca
     return [onnx.helper.make_node(op_type, [node.input[0]], list(node.output), name=node.name)]
 
 
+# ops that index their data along one axis by an input named "indices" (onnx.defs), each index i
+# of [-s, s - 1] (s the data's size along the axis) meaning i + s where it is negative
+INDEXING_ALONG_AN_AXIS = ("Gather", "GatherElements", "ScatterElements")
+
+
+def _indexing_axis(node: onnx.NodeProto, rank: int | None) -> int | None:
+    """The node's axis (attribute, default 0) counted from the first, where ``rank`` or its
+    sign lets it be; None otherwise."""
+    axis = attribute_of(node, "axis") or 0
+    if axis >= 0:
+        return axis if rank is None or axis < rank else None
+    return axis + rank if rank is not None and axis + rank >= 0 else None
+
+
+def _indices_may_be_negative(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """A Gather, GatherElements or ScatterElements whose indices (int32 or int64) are fed or
+    computed, or constant holding a negative value, its axis known from the first, on
+    versions where Less, Add and Where take the indices' type."""
+    if len(node.input) < 2 or not node.input[0] or not node.input[1]:
+        return False
+    shapes = shapes_and_types(node, types)[0]
+    rank = len(shapes[node.input[0]]) if node.input[0] in shapes else None
+    if _index_type(node, constants, types) not in (onnx.TensorProto.INT32, onnx.TensorProto.INT64):
+        return False
+    given = constants.get(node.input[1])
+    if given is not None and (
+        given.data_location == onnx.TensorProto.EXTERNAL or not (numpy_helper.to_array(given) < 0).any()
+    ):
+        return False
+    return _indexing_axis(node, rank) is not None
+
+
+def _index_type(node: onnx.NodeProto, constants, types) -> int | None:
+    """The element type of the node's indices (its second input): its type, or its constant's."""
+    known = shapes_and_types(node, types)[1].get(node.input[1])
+    given = constants.get(node.input[1])
+    return known if known is not None else given.data_type if given is not None else None
+
+
+def _indices_made_non_negative(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list[onnx.NodeProto] | None:
+    """op(data, i) = op(data, Where(i < 0, i + s, i)), s the data's size along the axis (a
+    constant where its shape says it, else Gather(Shape(data), axis)): an index i of [-s, -1]
+    stands for i + s, one of [0, s - 1] for itself (an index out of [-s, s - 1] is an error
+    either way but below -s, where the form gives i + s, one ONNX leaves undefined); indices
+    that are constants are written non-negative as a Constant. None where Less, Add or Where
+    at ``opset`` takes no indices of their type."""
+    data, indices = node.input[0], node.input[1]
+    index_type = _index_type(node, constants, types)
+    dims = shapes_and_types(node, types)[0].get(data)
+    axis = _indexing_axis(node, None if dims is None else len(dims))
+    if not all(schemas.accepts(op, opset, index_type, at) for op, at in (("Less", 0), ("Add", 0), ("Where", 1))):
+        return None
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(index_type)
+    label, stem = node.name or node.op_type, names.fresh(f"{indices}_non_negative")
+
+    def constant(name: str, values: np.ndarray) -> onnx.NodeProto:
+        tensor = numpy_helper.from_array(values, name)
+        return onnx.helper.make_node("Constant", [], [name], name=names.fresh(f"{label}_Constant"), value=tensor)
+
+    def step(op_type: str, inputs: list[str], output: str, **attributes) -> onnx.NodeProto:
+        return onnx.helper.make_node(op_type, inputs, [output], name=names.fresh(f"{label}_{op_type}"), **attributes)
+
+    size = dims[axis] if dims is not None else None
+    given = constants.get(indices)
+    if given is not None and size is not None:
+        values = numpy_helper.to_array(given)
+        made = [constant(stem, np.where(values < 0, values + dtype.type(size), values).astype(dtype))]
+    else:
+        zero, size_name, negative, wrapped = (
+            names.fresh(f"{indices}_{part}") for part in ("zero", "size", "negative", "wrapped")
+        )
+        made = [constant(zero, np.array(0, dtype))]
+        if size is not None:
+            made.append(constant(size_name, np.array(size, dtype)))
+        else:
+            shape, at, sizes = (names.fresh(f"{data}_{part}") for part in ("shape", "axis", "size_int64"))
+            made += [step("Shape", [data], shape), constant(at, np.array(axis, np.int64))]
+            if index_type == onnx.TensorProto.INT64:
+                made.append(step("Gather", [shape, at], size_name))
+            else:
+                made += [step("Gather", [shape, at], sizes), step("Cast", [sizes], size_name, to=index_type)]
+        made += [
+            step("Less", [indices, zero], negative),
+            step("Add", [indices, size_name], wrapped),
+            step("Where", [negative, wrapped, indices], stem),
+        ]
+    indexed = onnx.NodeProto()
+    indexed.CopyFrom(node)
+    indexed.input[1] = stem
+    return [*made, indexed]
+
+
+def indices_never_negative(
+    node: onnx.NodeProto, producers: Mapping[str, onnx.NodeProto], constants: Mapping[str, onnx.TensorProto], types
+) -> bool:
+    """Whether a Gather's, GatherElements' or ScatterElements' indices are never negative (of
+    the indices ONNX defines, [-s, s - 1]): a constant holding no negative value, or
+    ``Where(Less(i, 0), Add(i, s), i)`` (:func:`_indices_made_non_negative`), 0 a constant zero
+    and s the data's size along the axis (a constant its shape states, or Gather(Shape(data),
+    axis), cast or not)."""
+    if node.op_type not in INDEXING_ALONG_AN_AXIS or len(node.input) < 2 or not node.input[1]:
+        return False
+    given = constants.get(node.input[1])
+    if given is not None:
+        return given.data_location != onnx.TensorProto.EXTERNAL and not (numpy_helper.to_array(given) < 0).any()
+    where = producers.get(node.input[1])
+    if where is None or where.op_type != "Where" or len(where.input) != 3:
+        return False
+    less, add, indices = producers.get(where.input[0]), producers.get(where.input[1]), where.input[2]
+    if less is None or add is None or less.op_type != "Less" or add.op_type != "Add":
+        return False
+    zero = constants.get(less.input[1])
+    if list(less.input[:1]) != [indices] or zero is None or numpy_helper.to_array(zero).tolist() != 0:
+        return False
+    return list(add.input[:1]) == [indices] and _is_size_along_axis(node, add.input[1], producers, constants, types)
+
+
+def _is_size_along_axis(node: onnx.NodeProto, name: str, producers, constants, types) -> bool:
+    """Whether ``name`` holds the size of the node's data along its axis: a constant scalar equal
+    to the size its shape states, or Gather(Shape(data), axis), cast or not."""
+    dims = shapes_and_types(node, types)[0].get(node.input[0])
+    axis = _indexing_axis(node, None if dims is None else len(dims))
+    given = constants.get(name)
+    if given is not None:
+        return dims is not None and axis is not None and numpy_helper.to_array(given).tolist() == dims[axis]
+    made = producers.get(name)
+    if made is not None and made.op_type == "Cast":
+        made = producers.get(made.input[0])
+    if made is None or made.op_type != "Gather" or attribute_of(made, "axis"):
+        return False
+    shape, at = producers.get(made.input[0]), constants.get(made.input[1])
+    return (
+        shape is not None and shape.op_type == "Shape" and list(shape.input) == [node.input[0]]
+        and not shape.attribute and at is not None and axis is not None
+        and numpy_helper.to_array(at).tolist() == axis
+    )  # fmt: skip
+
+
 UNSIGNED_COMPARISONS = ("Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual")
 
 
@@ -1432,6 +1587,18 @@ OP_CHOICES: tuple[OpChoice, ...] = (
     *(
         OpChoice(
             op_type,
+            _indices_may_be_negative,
+            _indices_made_non_negative,
+            None,
+            f"{op_type} of indices that may be negative -> {op_type} of Where(i < 0, i + s, i), s the data's size "
+            "along the axis (the runtime is wrong only on negative indices)",
+            free_of=NEGATIVE_INDICES,
+        )
+        for op_type in INDEXING_ALONG_AN_AXIS
+    ),
+    *(
+        OpChoice(
+            op_type,
             _pool_padded_wide,
             _pool_of_padded,
             None,
@@ -1473,7 +1640,7 @@ def better_ops(
         *made, last = replacement
         judge = check_form.with_nodes(replacement)  # (the values the nodes write typed, fed or constant)
         verdicts = [judge(new, None)[0] for new in made]
-        verdicts.append(judge(last, None if choice.form_after is None else choice.form_after(form))[0])
+        verdicts.append(judge(last, None if choice.form_after is None else choice.form_after(form), choice.free_of)[0])
         if all(_RANK[verdict] > _RANK[before] for verdict in verdicts) and (
             not choice.supported_only
             or (all(verdict == SUPPORTED for verdict in verdicts) and _onnxruntime_runs(replacement, judge))

@@ -16,7 +16,7 @@ import onnx
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .function_bodies import body_op_types, node_body_op_types, ops_with_bodies
-from .graphs import held_graphs, holds_graphs
+from .graphs import held_graphs, holds_graphs, nested_graphs
 from .ir_versions import declare_ir_version_at_most, ir_version_needed
 from .modelio import checkable
 from .naming import NameAllocator
@@ -27,6 +27,7 @@ from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import (
     DOUBTFUL,
+    NEGATIVE_INDICES,
     PARTLY,
     RANK_0_INPUT,
     REFUSED,
@@ -49,6 +50,7 @@ from .target_forms import (
     constants_by_name,
     element_type_name,
     elidable_identities,
+    indices_never_negative,
     initializers_better,
     model_forms_taken,
     movable_constants,
@@ -183,6 +185,11 @@ def check_model(
     trial_names = NameAllocator(model=model)  # (for the nodes a choice would write, only judged)
     judges = {(f.domain, f.name, f.overload): check_form.for_function(f) for f in model.functions}
     function_constants = {(f.domain, f.name, f.overload): constants_by_name(model, f) for f in model.functions}
+    in_scopes = {(None,): constants, **function_constants}
+    producers = {(None,): {name: node for graph in [model.graph, *nested_graphs(model.graph.node)]
+                           for node in graph.node for name in node.output}}  # fmt: skip
+    for f in model.functions:
+        producers[f.domain, f.name, f.overload] = {name: node for node in f.node for name in node.output}
     for graph_name, node, function in _every_node(model):
         judge = check_form if function is None else judges[function.domain, function.name, function.overload]
         if (node.domain, node.op_type) in local:
@@ -197,8 +204,12 @@ def check_model(
         form = node_form(node, opset, judge.fed, judge.constant, shapes, element_types, judge.node_constants)
         if version is None:
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
-        else:
-            verdict = profile.verdict(node.op_type, version, type_name, form)
+        else:  # (a node whose indices are known never negative is judged by the cases of others)
+            scope = (None,) if function is None else (function.domain, function.name, function.overload)
+            never_negative = indices_never_negative(node, producers[scope], in_scopes[scope], judge.types)
+            verdict = profile.verdict(
+                node.op_type, version, type_name, form, NEGATIVE_INDICES if never_negative else ""
+            )
         if verdict.by_what_is_fed and version != schemas.version_in_force(node.op_type, model_opset):
             # (a node judged at a version it is not written in: converting it may rewrite it, as
             # Pad's wrap mode below 19 is rewritten as Gathers; only the cases of its form refuse it)
@@ -206,7 +217,7 @@ def check_model(
         if verdict.kind != SUPPORTED:
             # (wrong only on such values: the nodes a pattern writes would be wrong there too)
             fix = f"{PATTERN_FIX} (--ops {node.op_type})" if node.op_type in lowerable else None
-            fix = None if verdict.only_on_values else fix
+            fix = None if verdict.patterns_wrong_too else fix
             main = function is None  # (a local function's constants and types are its own)
             in_scope = constants if main else function_constants[function.domain, function.name, function.overload]
             choice = better_form(node, in_scope, opset, judge) if version is not None else None

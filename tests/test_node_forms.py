@@ -25,7 +25,17 @@ from lowering.node_forms import (
     node_form,
     value_sources,
 )
-from lowering.runtime_profiles import DOUBTFUL, PARTLY, PROFILES, REFUSED, SUPPORTED, profile_from_data, profile_names
+from lowering.runtime_profiles import (
+    CASE_VALUES,
+    DOUBTFUL,
+    NEGATIVE_INDICES,
+    PARTLY,
+    PROFILES,
+    REFUSED,
+    SUPPORTED,
+    profile_from_data,
+    profile_names,
+)
 from lowering.target_lowering import check_model
 
 TARGETS = Path(__file__).resolve().parents[1] / "targets"
@@ -189,7 +199,7 @@ def test_every_probed_case_of_a_shipped_profile_has_its_form(name):
 
 
 @pytest.mark.slow
-def test_the_shipped_forms_are_those_of_the_prepared_cases(monkeypatch):
+def test_the_shipped_forms_and_kinds_of_values_are_those_of_the_prepared_cases(monkeypatch):
     sys.path.insert(0, str(TARGETS))
     try:
         import prepare_cases
@@ -204,6 +214,11 @@ def test_the_shipped_forms_are_those_of_the_prepared_cases(monkeypatch):
     held = set().union(*(json.loads((PROFILES / f"{name}.json").read_text()).get("cases", {}) for name in PROBED))
     assert set(retired) <= held  # (kept only while a shipped profile holds its verdicts)
     assert written == {name: form for name, form in shipped.items() if name not in retired}
+    negative = {name for name, *_ in (case for case in cases if prepare_cases.given_negative_indices(case))}
+    shipped_negative = set(json.loads(CASE_VALUES.read_text())[NEGATIVE_INDICES])
+    assert negative == shipped_negative - (shipped_negative & set(retired))
+    assert {"test_gather_elements_negative_indices", "test_gather_elements_negative_indices#constant"} <= negative
+    assert "test_gather_elements_0" not in negative and "test_gather_elements_0#constant" not in negative
 
 
 def test_values_computed_from_fed_values_are_fed_and_from_constants_constant():

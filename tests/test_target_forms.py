@@ -19,8 +19,9 @@ from lowering import floats, schemas
 from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.graphs import nested_graphs
 from lowering.naming import NameAllocator
-from lowering.runtime_profiles import profile_from_data
-from lowering.target_forms import OP_CHOICES
+from lowering.runtime_profiles import NEGATIVE_INDICES, PARTLY, SUPPORTED, profile_from_data
+from lowering.shape_folding import inferred_types
+from lowering.target_forms import OP_CHOICES, constants_by_name, indices_never_negative
 from lowering.target_lowering import TargetRefused, check_model, form_judge
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
@@ -2940,7 +2941,7 @@ def test_a_scatter_of_elements_is_the_scatter_of_their_coordinates_bit_for_bit(o
     unknown or 0, and where the axis is out of range."""
     from lowering.node_forms import node_form
 
-    [choice] = [c for c in OP_CHOICES if c.op_type == "ScatterElements"]
+    [choice] = [c for c in OP_CHOICES if c.op_type == "ScatterElements" and not c.free_of]
     version = schemas.version_in_force("ScatterElements", opset)
     for node, feeds in _scatters(np.random.default_rng(opset), 60):
         inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
@@ -3055,3 +3056,153 @@ def test_the_newer_forms_are_written_in_both_branches_of_an_if(case_name, op_typ
         }
         [got] = run_onnxruntime(result.model, feeds)
         assert got.tobytes() == np.asarray(expected).astype(got.dtype).tobytes()
+
+
+def _indexing_choice(op_type: str):
+    [choice] = [c for c in OP_CHOICES if c.op_type == op_type and c.free_of == NEGATIVE_INDICES]
+    return choice
+
+
+# (op, data shape, indices shape, axis): every index of [-s, s - 1] along the axis, s the data's size there
+INDEXINGS = [
+    ("Gather", (5, 3), (2, 5), 0),
+    ("Gather", (3, 4), (), -1),
+    ("GatherElements", (3, 4), (6, 4), 0),
+    ("GatherElements", (2, 7), (2, 14), -1),
+    ("ScatterElements", (3, 4), (1, 4), 0),
+    ("ScatterElements", (2, 5), (2, 5), 1),
+]
+
+
+@pytest.mark.parametrize("op_type, data_shape, indices_shape, axis", INDEXINGS)
+@pytest.mark.parametrize("index_type", [TensorProto.INT32, TensorProto.INT64])
+@pytest.mark.parametrize("known", ["static shape", "dynamic shape", "constant indices"])
+def test_indices_made_non_negative_give_the_same_bits(op_type, data_shape, indices_shape, axis, index_type, known):
+    """op(data, Where(i < 0, i + s, i)) gives op(data, i) bit for bit in onnxruntime for every
+    index of [-s, s - 1] (each a feed of its own where they would collide in a scatter), the
+    data's size s read from its shape or computed (Shape, Gather), constant indices written
+    non-negative; the data float values of every class (NaN payloads, ±0, ±inf, subnormals)."""
+    from lowering.samples import edge_values
+
+    size = data_shape[axis]
+    count = int(np.prod(indices_shape, dtype=np.int64))
+    every = np.arange(-size, size)
+    index_dtype = helper.tensor_dtype_to_np_dtype(index_type)
+    if op_type == "ScatterElements":  # (one index per column: no two writes to one element)
+        index_sets = [np.full(indices_shape, i, index_dtype) for i in every]
+    else:
+        index_sets = [np.resize(np.roll(every, k), count).reshape(indices_shape).astype(index_dtype) for k in (0, 3)]
+    data = np.resize(edge_values(TensorProto.FLOAT), int(np.prod(data_shape))).reshape(data_shape)
+    dims = list(data_shape) if known != "dynamic shape" else [f"d{i}" for i in range(len(data_shape))]
+    for indices in index_sets:
+        inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, dims)]
+        feeds = {"data": data}
+        initializers = []
+        if known == "constant indices":
+            initializers.append(numpy_helper.from_array(indices, "indices"))
+        else:
+            inputs.append(helper.make_tensor_value_info("indices", index_type, list(indices_shape)))
+            feeds["indices"] = indices
+        names = ["data", "indices"]
+        if op_type == "ScatterElements":
+            inputs.append(helper.make_tensor_value_info("updates", TensorProto.FLOAT, list(indices_shape)))
+            feeds["updates"] = np.arange(1, count + 1, dtype=np.float32).reshape(indices_shape)
+            names.append("updates")
+        node = helper.make_node(op_type, names, ["y"], name="indexed", axis=axis)
+        rank = {"Gather": len(data_shape) - 1 + len(indices_shape), "GatherElements": len(indices_shape)}
+        output = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * rank.get(op_type, len(data_shape)))
+        graph = helper.make_graph([node], "g", inputs, [output], initializers)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        types = {info.name: info.type for info in inputs}
+        constants = {t.name: t for t in initializers}
+        choice = _indexing_choice(op_type)
+        version = schemas.version_in_force(op_type, 18)
+        if known == "constant indices" and not (indices < 0).any():  # (nothing to write)
+            assert not choice.applies(node, None, version, constants, types)
+            continue
+        assert choice.applies(node, None, version, constants, types)
+        made = choice.replacement(node, None, constants, NameAllocator(model=model), 18, types)
+        assert [n.op_type for n in made][-1] == op_type
+        if known == "constant indices":
+            assert [n.op_type for n in made] == ["Constant", op_type]
+        elif known == "dynamic shape":
+            assert "Shape" in [n.op_type for n in made]
+        written = onnx.ModelProto()
+        written.CopyFrom(model)
+        del written.graph.node[:]
+        written.graph.node.extend(made)
+        onnx.checker.check_model(written, full_check=True)
+        producers = {name: n for n in written.graph.node for name in n.output}
+        assert indices_never_negative(made[-1], producers, constants_by_name(written), inferred_types(written))
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(written, feeds)
+        assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(
+    "wrong", ["size of another axis", "Less than 1", "Add of other indices", "Shape of other data"]
+)
+def test_indices_written_otherwise_are_not_known_non_negative(wrong):
+    """Only Where(Less(i, 0), Add(i, s), i) with s the data's size along the axis (here
+    Gather(Shape(data), 1)) makes every index of [-s, s - 1] non-negative: another s, another
+    bound or other values are not judged so."""
+    data = helper.make_tensor_value_info("data", TensorProto.FLOAT, ["a", "b"])
+    other = helper.make_tensor_value_info("other", TensorProto.FLOAT, ["a", "b"])
+    i = helper.make_tensor_value_info("i", TensorProto.INT64, [2, 2])
+    j = helper.make_tensor_value_info("j", TensorProto.INT64, [2, 2])
+    bound = 1 if wrong == "Less than 1" else 0
+    axis = 0 if wrong == "size of another axis" else 1
+    nodes = [
+        helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(bound, np.int64), "zero")),
+        helper.make_node("Constant", [], ["at"], value=numpy_helper.from_array(np.array(axis, np.int64), "at")),
+        helper.make_node("Shape", ["other" if wrong == "Shape of other data" else "data"], ["shape"]),
+        helper.make_node("Gather", ["shape", "at"], ["size"]),
+        helper.make_node("Less", ["i", "zero"], ["negative"]),
+        helper.make_node("Add", ["j" if wrong == "Add of other indices" else "i", "size"], ["wrapped"]),
+        helper.make_node("Where", ["negative", "wrapped", "i"], ["k"]),
+        helper.make_node("GatherElements", ["data", "k"], ["y"], axis=1),
+    ]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
+    model = helper.make_model(helper.make_graph(nodes, "g", [data, other, i, j], [y]),
+                              opset_imports=[helper.make_opsetid("", 18)])  # fmt: skip
+    producers = {name: n for n in model.graph.node for name in n.output}
+    known = indices_never_negative(nodes[-1], producers, constants_by_name(model), inferred_types(model))
+    assert known == (wrong == "none")
+
+
+def test_indices_known_non_negative_are_left_as_they_are():
+    """Constant indices holding no negative value, or of a type no Less takes, need no Where."""
+    choice = _indexing_choice("GatherElements")
+    node = helper.make_node("GatherElements", ["data", "indices"], ["y"], axis=0)
+    types = {"data": helper.make_tensor_type_proto(TensorProto.FLOAT, [3, 3])}
+    constants = {"indices": numpy_helper.from_array(np.array([[0, 2, 1]], np.int64), "indices")}
+    types["indices"] = helper.make_tensor_type_proto(TensorProto.INT64, [1, 3])
+    assert not choice.applies(node, None, 13, constants, types)
+    constants["indices"] = numpy_helper.from_array(np.array([[0, -1, 1]], np.int64), "indices")
+    assert choice.applies(node, None, 13, constants, types)
+    types["indices"] = helper.make_tensor_type_proto(TensorProto.FLOAT, [1, 3])
+    assert not choice.applies(node, None, 13, {}, types)
+
+
+def test_a_runtime_wrong_only_on_negative_indices_is_given_them_non_negative():
+    """onnx2torch fails GatherElements' case of negative indices alone (torch.gather takes none):
+    partly, on negative indices (a kind of value its cases hold, not a form); --target writes the
+    indices through Where(i < 0, i + s, i), which the verdict on cases without negative indices
+    calls supported (check of the result finds nothing), and the result verifies bit for bit.
+    OpenVINO 2024.6 reads -1 past the data too, but computes the int64 Less, Add and Where wrong
+    past 2^24, so there the node is kept."""
+    from lowering.runtime_profiles import load_profile
+
+    [case] = [c for c in node_cases() if c.name == "test_gather_elements_negative_indices"]
+    onnx2torch = load_profile("onnx2torch")
+    [finding] = [f for f in check_model(case.model, onnx2torch) if f.op_type == "GatherElements"]
+    assert finding.verdict.kind == PARTLY and finding.verdict.wrong_values == NEGATIVE_INDICES
+    assert "(each with negative indices)" in finding.verdict.why
+    free = onnx2torch.verdict("GatherElements", 13, "FLOAT", None, NEGATIVE_INDICES)
+    assert free.kind == SUPPORTED
+    result = lowering.lower_model(case.model, target="onnx2torch")
+    assert [n.op_type for n in result.model.graph.node][-2:] == ["Where", "GatherElements"]
+    feeds = dict(zip([i.name for i in case.model.graph.input], case.data_sets[0][0], strict=True))
+    assert lowering.verify(case.model, result.model, inputs=[feeds]).match
+    assert not [f for f in check_model(result.model, onnx2torch) if f.op_type == "GatherElements"]
+    kept = lowering.lower_model(case.model, target="openvino-2024.6")
+    assert [n.op_type for n in kept.model.graph.node] == ["GatherElements"]
