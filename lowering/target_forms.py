@@ -1034,12 +1034,16 @@ def _indices_may_be_negative(node: onnx.NodeProto, form: NodeForm, version: int,
     rank = len(shapes[node.input[0]]) if node.input[0] in shapes else None
     if _index_type(node, constants, types) not in (onnx.TensorProto.INT32, onnx.TensorProto.INT64):
         return False
-    given = constants.get(node.input[1])
-    if given is not None and (
-        given.data_location == onnx.TensorProto.EXTERNAL or not (numpy_helper.to_array(given) < 0).any()
-    ):
+    given = _held_constant(constants, node.input[1])
+    if given is not None and not (numpy_helper.to_array(given) < 0).any():
         return False
     return _indexing_axis(node, rank) is not None
+
+
+def _held_constant(constants: Mapping[str, onnx.TensorProto], name: str) -> onnx.TensorProto | None:
+    """The constant of that name whose values are at hand (not in an external file)."""
+    given = constants.get(name)
+    return None if given is None or given.data_location == onnx.TensorProto.EXTERNAL else given
 
 
 def _index_type(node: onnx.NodeProto, constants, types) -> int | None:
@@ -1075,7 +1079,7 @@ def _indices_made_non_negative(
         return onnx.helper.make_node(op_type, inputs, [output], name=names.fresh(f"{label}_{op_type}"), **attributes)
 
     size = dims[axis] if dims is not None else None
-    given = constants.get(indices)
+    given = _held_constant(constants, indices)
     if given is not None and size is not None:
         values = numpy_helper.to_array(given)
         made = [constant(stem, np.where(values < 0, values + dtype.type(size), values).astype(dtype))]
@@ -1114,16 +1118,20 @@ def indices_never_negative(
     axis), cast or not)."""
     if node.op_type not in INDEXING_ALONG_AN_AXIS or len(node.input) < 2 or not node.input[1]:
         return False
-    given = constants.get(node.input[1])
-    if given is not None:
-        return given.data_location != onnx.TensorProto.EXTERNAL and not (numpy_helper.to_array(given) < 0).any()
-    where = producers.get(node.input[1])
-    if where is None or where.op_type != "Where" or len(where.input) != 3:
+    if node.input[1] in constants:
+        given = _held_constant(constants, node.input[1])
+        return given is not None and not (numpy_helper.to_array(given) < 0).any()
+    where = _made_by(producers, node.input[1], "Where")
+    if where is None or len(where.input) != 3:
         return False
-    less, add, indices = producers.get(where.input[0]), producers.get(where.input[1]), where.input[2]
-    if less is None or add is None or less.op_type != "Less" or add.op_type != "Add":
+    less, add, indices = (
+        _made_by(producers, where.input[0], "Less"),
+        _made_by(producers, where.input[1], "Add"),
+        where.input[2],
+    )
+    if less is None or add is None:
         return False
-    zero = constants.get(less.input[1])
+    zero = _held_constant(constants, less.input[1])
     if list(less.input[:1]) != [indices] or zero is None or numpy_helper.to_array(zero).tolist() != 0:
         return False
     return list(add.input[:1]) == [indices] and _is_size_along_axis(node, add.input[1], producers, constants, types)
@@ -1134,20 +1142,24 @@ def _is_size_along_axis(node: onnx.NodeProto, name: str, producers, constants, t
     to the size its shape states, or Gather(Shape(data), axis), cast or not."""
     dims = shapes_and_types(node, types)[0].get(node.input[0])
     axis = _indexing_axis(node, None if dims is None else len(dims))
-    given = constants.get(name)
+    given = _held_constant(constants, name)
     if given is not None:
         return dims is not None and axis is not None and numpy_helper.to_array(given).tolist() == dims[axis]
-    made = producers.get(name)
-    if made is not None and made.op_type == "Cast":
-        made = producers.get(made.input[0])
-    if made is None or made.op_type != "Gather" or attribute_of(made, "axis"):
+    cast = _made_by(producers, name, "Cast")
+    made = _made_by(producers, cast.input[0] if cast is not None else name, "Gather")
+    if made is None or attribute_of(made, "axis"):
         return False
-    shape, at = producers.get(made.input[0]), constants.get(made.input[1])
+    shape, at = _made_by(producers, made.input[0], "Shape"), _held_constant(constants, made.input[1])
     return (
-        shape is not None and shape.op_type == "Shape" and list(shape.input) == [node.input[0]]
-        and not shape.attribute and at is not None and axis is not None
-        and numpy_helper.to_array(at).tolist() == axis
+        shape is not None and list(shape.input) == [node.input[0]] and not shape.attribute
+        and at is not None and axis is not None and numpy_helper.to_array(at).tolist() == axis
     )  # fmt: skip
+
+
+def _made_by(producers: Mapping[str, onnx.NodeProto], name: str, op_type: str) -> onnx.NodeProto | None:
+    """The node of the default domain and of ``op_type`` that writes ``name``, if one does."""
+    node = producers.get(name)
+    return node if node is not None and node.op_type == op_type and node.domain in schemas.DEFAULT_DOMAINS else None
 
 
 UNSIGNED_COMPARISONS = ("Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual")
@@ -1669,10 +1681,12 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
     if not any(node.op_type in _CHOSEN_OPS for graph in graphs for node in graph.node):
         return made
     names, trial_names = NameAllocator(model=model), NameAllocator(model=model)
-    constants = constants_by_name(model)
+    scoped = list(_nodes_in_scope(model.graph.node, model.graph.initializer, {}, model.graph.input))
+    constants_at = {id(node): constants for node, constants in scoped}  # (the nodes kept alive in scoped)
     for graph in reversed(graphs):  # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
         nodes, replaced = [], False
         for node in graph.node:
+            constants = constants_at[id(node)]  # (a graph input of an outer constant's name hides it)
             choice = better_ops(node, opset, check_form, constants, trial_names)
             if choice is None:
                 nodes.append(node)

@@ -16,7 +16,7 @@ import onnx
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .function_bodies import body_op_types, node_body_op_types, ops_with_bodies
-from .graphs import held_graphs, holds_graphs, nested_graphs
+from .graphs import held_graphs, holds_graphs
 from .ir_versions import declare_ir_version_at_most, ir_version_needed
 from .modelio import checkable
 from .naming import NameAllocator
@@ -47,13 +47,13 @@ from .target_forms import (
     better_form,
     better_ops,
     choose_forms,
-    constants_by_name,
     element_type_name,
     elidable_identities,
     indices_never_negative,
     initializers_better,
     model_forms_taken,
     movable_constants,
+    nodes_with_constants,
     restated_defaults,
     shapes_and_types,
 )
@@ -181,16 +181,9 @@ def check_model(
     elidable = elidable_identities(model)
     local = {(f.domain, f.name) for f in model.functions}
     check_form = form_judge(model, profile, opset, types, (fed, constant))
-    constants = constants_by_name(model)
     trial_names = NameAllocator(model=model)  # (for the nodes a choice would write, only judged)
     judges = {(f.domain, f.name, f.overload): check_form.for_function(f) for f in model.functions}
-    function_constants = {(f.domain, f.name, f.overload): constants_by_name(model, f) for f in model.functions}
-    in_scopes = {(None,): constants, **function_constants}
-    producers = {(None,): {name: node for graph in [model.graph, *nested_graphs(model.graph.node)]
-                           for node in graph.node for name in node.output}}  # fmt: skip
-    for f in model.functions:
-        producers[f.domain, f.name, f.overload] = {name: node for node in f.node for name in node.output}
-    for graph_name, node, function in _every_node(model):
+    for graph_name, node, function, in_scope, producers in _every_node_in_scope(model):
         judge = check_form if function is None else judges[function.domain, function.name, function.overload]
         if (node.domain, node.op_type) in local:
             continue  # (its body's nodes are checked)
@@ -205,8 +198,7 @@ def check_model(
         if version is None:
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
         else:  # (a node whose indices are known never negative is judged by the cases of others)
-            scope = (None,) if function is None else (function.domain, function.name, function.overload)
-            never_negative = indices_never_negative(node, producers[scope], in_scopes[scope], judge.types)
+            never_negative = indices_never_negative(node, producers, in_scope, judge.types)
             verdict = profile.verdict(
                 node.op_type, version, type_name, form, NEGATIVE_INDICES if never_negative else ""
             )
@@ -219,10 +211,9 @@ def check_model(
             fix = f"{PATTERN_FIX} (--ops {node.op_type})" if node.op_type in lowerable else None
             fix = None if verdict.patterns_wrong_too else fix
             main = function is None  # (a local function's constants and types are its own)
-            in_scope = constants if main else function_constants[function.domain, function.name, function.overload]
             choice = better_form(node, in_scope, opset, judge) if version is not None else None
             if choice is None and version is not None and main:
-                choice = better_ops(node, opset, check_form, constants, trial_names)
+                choice = better_ops(node, opset, check_form, in_scope, trial_names)
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix
             restated = restated_defaults(node, opset, judge) if choice is None else None
             if restated is not None:
@@ -704,13 +695,32 @@ def form_judge(model: onnx.ModelProto, profile, opset: int, types=None, sources=
                      frozenset(constants_given_by_nodes(model, constant)))  # fmt: skip
 
 
+def _every_node_in_scope(model: onnx.ModelProto):
+    """As :func:`_every_node`, with the constants in scope at each node (a graph input of the
+    same name as an outer constant hides it) and the nodes of its own graph by output name."""
+    scoped = list(nodes_with_constants(model))  # (kept alive: looked up by the nodes' identity)
+    constants_at = {id(node): constants for node, constants in scoped}
+    producers: dict[int, tuple] = {}  # (each graph's nodes kept beside, alive, so that no id is reused)
+    for graph_name, node, function, nodes in _every_node_of_its_graph(model):
+        if id(nodes) not in producers:
+            producers[id(nodes)] = nodes, {name: each for each in nodes for name in each.output if name}
+        yield graph_name, node, function, constants_at[id(node)], producers[id(nodes)][1]
+
+
 def _every_node(model: onnx.ModelProto):
     """(graph name, node, its local function or None) for the main graph's nodes, the graphs
     they hold, and local functions'."""
+    for graph_name, node, function, _ in _every_node_of_its_graph(model):
+        yield graph_name, node, function
+
+
+def _every_node_of_its_graph(model: onnx.ModelProto):
+    """(graph name, node, its local function or None, the nodes of its graph) for the main
+    graph's nodes, the graphs they hold, and local functions'."""
 
     def walk(graph_name, nodes, function):
         for node in nodes:
-            yield graph_name, node, function
+            yield graph_name, node, function, nodes
             for _, _, inner in held_graphs(node):
                 yield from walk(inner.name, inner.node, function)
 

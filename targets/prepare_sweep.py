@@ -2,7 +2,8 @@
 corpus export (golden/corpus) and each single-op backend case, write the model as exported, the
 model made for the target (``lowering.lower_model(model, target=NAME, input_shapes=...)``,
 the inputs' shapes stated) or why onnx-lower refused it, the inputs, and the outputs the model
-must give (onnxruntime's on the export; the case's expected ones). Part 2,
+must give (onnxruntime's on the export, node by node as verification runs it: its graph
+optimizations off; the case's expected ones). Part 2,
 ``targets/run_sweep.py``, runs both through the runtime.
 
 Each corpus export's outputs as onnxruntime computes the export in float16

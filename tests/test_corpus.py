@@ -10,23 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from support import slow_but_a_sample
 
 import lowering
+from lowering.verification.runtime import run_onnxruntime
 
 CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"
 EXPORTS = sorted(path.stem for path in CORPUS.glob("*.onnx"))
 RTOL, ATOL = 1e-3, 1e-5  # where a function body replaced a fused op (its mean and variance in other steps)
-
-
-def unoptimized_outputs(model: onnx.ModelProto, feeds) -> list[np.ndarray]:
-    """onnxruntime's outputs with graph optimizations off: its fusions follow the graph's structure."""
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
 
 
 def test_the_corpus_is_there():
@@ -41,8 +33,8 @@ def test_an_export_goes_to_opset_11_and_means_the_same(name):
     feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
     result = lowering.lower_model(model, target_opset=11, ops=[])
     onnx.checker.check_model(result.model, full_check=True)
-    want = unoptimized_outputs(model, feeds)
-    got = unoptimized_outputs(result.model, feeds)
+    want = run_onnxruntime(model, feeds)  # (node by node: onnxruntime's fusions follow the graph's structure)
+    got = run_onnxruntime(result.model, feeds)
     replaced = bool(result.report.rewritten)  # (a function body: LayerNormalization-17 and the like)
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape

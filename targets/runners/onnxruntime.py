@@ -1,6 +1,7 @@
-"""onnxruntime's CPU provider, with its graph optimizations on (as deployed), run as the
-package's verification runs it (tensors of every element type in and out: bfloat16, float8 and
-4-bit types through OrtValues, which numpy arrays of ml_dtypes cannot be handed as)."""
+"""onnxruntime's CPU provider, with its graph optimizations on (as deployed; the package's
+verification runs it node by node, optimizations off), through the package's runner (tensors
+of every element type in and out: bfloat16, float8 and 4-bit types through OrtValues, which
+numpy arrays of ml_dtypes cannot be handed as)."""
 
 import onnx
 import onnxruntime
