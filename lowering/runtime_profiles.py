@@ -15,11 +15,10 @@ and no case of it ran right on any type. A node is refused too where every case 
 of what it is fed failed, whatever their attributes, and some case ran right (what is fed
 decides: onnx2torch's Conv fed its weights).
 
-Some cases hold a kind of value rather than a form: those whose input named ``indices`` in
-onnx.defs holds a negative value (:data:`NEGATIVE_INDICES`, listed by ``targets/prepare_cases.py``
-from the cases' own values in ``probe_case_values.json``). A node partly right because those
-alone are not right is partly on negative indices, and judged by the other cases where its
-indices are made non-negative (``free_of``).
+Some cases hold a kind of value beside their form (:mod:`lowering.value_kinds`: negative
+indices, a Resize that shrinks an axis). A node partly right because the cases of one kind alone
+are not right is partly on that kind; one known to hold a kind is judged by the cases of that
+kind (``holding``), one known to hold none by the others (``free_of``).
 
 A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
 of a whole model, the corpus models the runtime ran right with it and not without (``better``)
@@ -42,6 +41,7 @@ from onnx import TensorProto
 
 from . import schemas
 from .node_forms import NodeForm, case_forms, nearest_cases, unmatched
+from .value_kinds import KINDS, cases_of_values
 
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
@@ -77,12 +77,6 @@ IEEE_CASE = "ieee_"
 STATED_TWIN = "#stated"  # (a case with the int and string attributes its twin leaves out stated at their defaults)
 PAST_EDGES = "integers past 2^24"  # (what a runtime wrong only on WIDE_CASEs is wrong on)
 IEEE_VALUES = "float values the backend's cases lack"  # (... only on IEEE_CASEs)
-# (what a runtime wrong only on cases whose input named "indices" in onnx.defs holds a value below
-# 0 is wrong on: OpenVINO 2024.6 reads a GatherElements index of -1 past the data's end)
-NEGATIVE_INDICES = "negative indices"
-# the probe cases of each such kind of value (NEGATIVE_INDICES: the names of the cases whose
-# indices hold a negative value), written by targets/prepare_cases.py from the cases' own values
-CASE_VALUES = Path(__file__).resolve().parent / "probe_case_values.json"
 
 
 @dataclass(frozen=True)
@@ -95,7 +89,7 @@ class Verdict:
     # refused because every case fed as the node is failed, of any attributes (see verdict)
     by_what_is_fed: bool = False
     # partly, and every case not right is of such values alone: PAST_EDGES (WIDE_CASE),
-    # IEEE_VALUES (IEEE_CASE) or NEGATIVE_INDICES; "" otherwise
+    # IEEE_VALUES (IEEE_CASE) or a kind of lowering.value_kinds; "" otherwise
     wrong_values: str = ""
     # unverified, its version never probed, and no case of the op's probed versions ran right
     no_version_ran_right: bool = False
@@ -237,15 +231,22 @@ class RuntimeProfile:
         return any(o[1] == "right" for o in outcomes) if outcomes else None
 
     def verdict(
-        self, op_type: str, version: int, type_name: str, form: NodeForm | None = None, free_of: str = ""
+        self,
+        op_type: str,
+        version: int,
+        type_name: str,
+        form: NodeForm | None = None,
+        free_of: str = "",
+        holding: str = "",
     ) -> Verdict:
         """What the probe says of ``op_type``-``version`` on ``type_name`` (an element type's
         name as onnx spells it, "FLOAT"; "" where unknown), from the cases nearest the node's
         ``form`` where it is given and some case is near it (:func:`node_forms.nearest_cases`),
         else from every case of that op version and type (unverified where all of those ran
-        right, but none fed what the node is fed). ``free_of``: a kind of value the node is
-        known never to be given (NEGATIVE_INDICES: its indices are made non-negative), whose
-        cases say nothing of it."""
+        right, but none fed what the node is fed). ``free_of``: a kind of value
+        (:mod:`lowering.value_kinds`) the node is known never to be given, whose cases say
+        nothing of it; ``holding``: one it is known to be given, whose cases alone say what it
+        does, where the op version and type has some."""
         seen = self._by_op.get(op_type)
         if seen is not None:  # (the IEEE cases judge values, never a form: _wrong_on_values)
             absent = cases_of_values().get(free_of, frozenset())
@@ -257,6 +258,14 @@ class RuntimeProfile:
         if not seen:
             return Verdict(UNVERIFIED, f"no single-op backend case of {op_type} was probed")
         exact = [o for v, t, outcomes in seen if v == version and (t == type_name or not type_name) for o in outcomes]
+        held = [o for o in exact if o[0] in cases_of_values().get(holding, frozenset())]
+        if holding and not held:  # (cases of other values say nothing of the node's: not right, no more)
+            others = self.verdict(op_type, version, type_name, form, free_of)
+            if others.kind not in (SUPPORTED, PARTLY):
+                return others
+            return Verdict(UNVERIFIED, f"no probed case of {op_type}-{version} on {type_name or '?'} holds "
+                           f"{holding}, as the node's constants do; the others: {others.why or 'right'}")  # fmt: skip
+        exact = held or exact
         schema = schemas.schema_in_force(op_type, version)
         near = nearest_cases(exact, form, schema) if exact and form else []
         if exact and form and not near:  # (no case feeds what the node is fed: those fed most of it)
@@ -283,10 +292,11 @@ class RuntimeProfile:
                 wrong = len(exact) - len(right)
                 not_right = [o for o in exact if o[1] != "right"]
                 past_edges = all(o[0].startswith(WIDE_CASE) for o in not_right)
-                negative = not past_edges and all(o[0] in cases_of_values()[NEGATIVE_INDICES] for o in not_right)
+                # (or every one not right of one kind of value: :mod:`lowering.value_kinds`)
+                kind = next((k for k in KINDS if all(o[0] in cases_of_values()[k] for o in not_right)), "")
                 which = " (each of integers past 2^24, 2^31 or 2^53)" if past_edges else ""
-                which = " (each with negative indices)" if negative else which
-                values = PAST_EDGES if past_edges else NEGATIVE_INDICES if negative else ""
+                which = f" (each with {kind})" if kind and not past_edges else which
+                values = PAST_EDGES if past_edges else kind
                 return Verdict(PARTLY, f"{wrong} of {len(exact)} cases{formed} not right{which}, e.g. "
                                f"{_said(not_right)}", wrong_values=values)  # fmt: skip
             said = (
@@ -417,10 +427,17 @@ class TableProfile:
         return self.verdict(op_type, version, "").kind != REFUSED
 
     def verdict(
-        self, op_type: str, version: int, type_name: str, form: NodeForm | None = None, free_of: str = ""
+        self,
+        op_type: str,
+        version: int,
+        type_name: str,
+        form: NodeForm | None = None,
+        free_of: str = "",
+        holding: str = "",
     ) -> Verdict:
         """What the table says of ``op_type``-``version`` on ``type_name`` (onnx's name, "FLOAT";
-        "" where unknown; a table says nothing of a node's ``form``, nor of values: ``free_of``)."""
+        "" where unknown; a table says nothing of a node's ``form``, nor of values: ``free_of``,
+        ``holding``)."""
         entry = self.ops.get(op_type)
         if entry is None:
             return Verdict(REFUSED, f"{op_type} is not in {self.table}")
@@ -532,13 +549,6 @@ def _wrong_on_values(
     return Verdict(PARTLY, f"right in the cases nearest its form; {len(wrong)} of {len(ieee)} cases of every class of "
                    f"float value (zeros, subnormals, extremes, infinities, NaN, far-apart magnitudes) not right, "
                    f"e.g. {_said(wrong)}", wrong_values=IEEE_VALUES)  # fmt: skip
-
-
-@functools.cache
-def cases_of_values() -> dict[str, frozenset[str]]:
-    """The probe cases of each kind of value (:data:`CASE_VALUES`), by kind; every kind present."""
-    written = json.loads(CASE_VALUES.read_text()) if CASE_VALUES.exists() else {}
-    return {NEGATIVE_INDICES: frozenset()} | {kind: frozenset(names) for kind, names in written.items()}
 
 
 def _kind_of(verdicts: list[str]) -> str:

@@ -109,7 +109,7 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   indices written ``Where(i < 0, i + s, i)``, s the data's size along the axis (a constant where
   the shape says it, else ``Gather(Shape(data), axis)``; constant indices written so as a
   Constant), where the runtime is wrong only on cases whose indices hold a negative value
-  (:data:`lowering.runtime_profiles.NEGATIVE_INDICES`, a kind of value its cases hold, not a
+  (:data:`lowering.value_kinds.NEGATIVE_INDICES`, a kind of value its cases hold, not a
   form) and runs the nodes written better (onnx2torch fails GatherElements of -1, torch.gather
   taking none; OpenVINO 2024.6 reads past the data there, but computes int64 Less, Add and Where
   wrong past 2^24, so there it is kept): each index of [-s, s - 1] names the same element, bit
@@ -175,7 +175,6 @@ from .node_forms import (
 from .nodecheck import checker_message
 from .runtime_profiles import (
     DOUBTFUL,
-    NEGATIVE_INDICES,
     PARTLY,
     REFUSED,
     SUPPORTED,
@@ -185,6 +184,7 @@ from .runtime_profiles import (
     load_profile,
 )
 from .scan_captures import scan_captures_passed_in
+from .value_kinds import NEGATIVE_INDICES
 
 Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx
+from onnx import numpy_helper
 
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
@@ -27,7 +28,6 @@ from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import (
     DOUBTFUL,
-    NEGATIVE_INDICES,
     PARTLY,
     RANK_0_INPUT,
     REFUSED,
@@ -57,6 +57,7 @@ from .target_forms import (
     restated_defaults,
     shapes_and_types,
 )
+from .value_kinds import NEGATIVE_INDICES, kinds_held
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
 MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewest blockers found)
@@ -197,11 +198,9 @@ def check_model(
         form = node_form(node, opset, judge.fed, judge.constant, shapes, element_types, judge.node_constants)
         if version is None:
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
-        else:  # (a node whose indices are known never negative is judged by the cases of others)
-            never_negative = indices_never_negative(node, producers, in_scope, judge.types)
-            verdict = profile.verdict(
-                node.op_type, version, type_name, form, NEGATIVE_INDICES if never_negative else ""
-            )
+        else:  # (judged by the cases of the kind of value it is known to be given, or of none)
+            free_of, holding = _kinds_known(node, opset, in_scope, producers, judge.types)
+            verdict = profile.verdict(node.op_type, version, type_name, form, free_of, holding)
         if verdict.by_what_is_fed and version != schemas.version_in_force(node.op_type, model_opset):
             # (a node judged at a version it is not written in: converting it may rewrite it, as
             # Pad's wrap mode below 19 is rewritten as Gathers; only the cases of its form refuse it)
@@ -693,6 +692,25 @@ def form_judge(model: onnx.ModelProto, profile, opset: int, types=None, sources=
     fed, constant = value_sources(model) if sources is None else sources
     return FormJudge(profile, opset, types, frozenset(fed), frozenset(constant),
                      frozenset(constants_given_by_nodes(model, constant)))  # fmt: skip
+
+
+def _kinds_known(node: onnx.NodeProto, opset: int, constants, producers, types) -> tuple[str, str]:
+    """(a kind of value the node is known never to be given, one it is known to be given), ""
+    where none (:mod:`lowering.value_kinds`): read from its constants and static shapes, and
+    indices written non-negative (:func:`indices_never_negative`) are free of negative ones."""
+    held = kinds_held(node, opset, lambda name: _array_of(constants, name), shapes_and_types(node, types)[0])
+    if indices_never_negative(node, producers, constants, types):
+        held[NEGATIVE_INDICES] = False
+    free_of = next((kind for kind, is_held in held.items() if not is_held), "")
+    return free_of, next((kind for kind, is_held in held.items() if is_held), "")
+
+
+def _array_of(constants, name: str):
+    """The values of the constant ``name`` where held here (not in an external file); None else."""
+    tensor = constants.get(name)
+    if tensor is None or tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return None
+    return numpy_helper.to_array(tensor)
 
 
 def _every_node_in_scope(model: onnx.ModelProto):

@@ -12,8 +12,8 @@ elsewhere, the inputs and outputs onnxruntime gives it inside the model), so tha
 write (a GatherND of rank-5 constant indices) beside the ones the backend cases hold. Written
 once, in the package's environment, for probes in other environments; each case's form (which
 inputs are fed, which constant, the attributes set: ``lowering/probe_case_forms.json``) is
-written beside them, and the cases whose indices hold a negative value
-(``lowering/probe_case_values.json``). Beside each case with a float output go onnxruntime's outputs on each of
+written beside them, and the cases of each kind of value (``lowering/probe_case_values.json``:
+``lowering.value_kinds``). Beside each case with a float output go onnxruntime's outputs on each of
 its data sets: a runtime that misses the expected outputs where onnxruntime does too, and
 matches it, is right as onnxruntime (``probe.as_onnxruntime``), as the sweep judges whole models:
 
@@ -45,10 +45,11 @@ from lowering.api import lowerable_ops  # noqa: E402
 from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.naming import NameAllocator  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
-from lowering.runtime_profiles import CASE_VALUES, NEGATIVE_INDICES, PROFILES  # noqa: E402
+from lowering.runtime_profiles import PROFILES  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
 from lowering.shape_folding import inferred_types  # noqa: E402
 from lowering.target_forms import OP_CHOICES, constants_by_name, defaults_left_out, shapes_and_types  # noqa: E402
+from lowering.value_kinds import CASE_VALUES, KINDS, kinds_held  # noqa: E402
 
 CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)
 
@@ -1097,38 +1098,39 @@ def write_forms(cases: list[tuple], path: Path) -> None:
     path.write_text(json.dumps(forms | retired_forms(forms, path), sort_keys=True, separators=(",", ":")) + "\n")
 
 
-def given_negative_indices(case: tuple) -> bool:
-    """Whether the case's node has an input onnx.defs names ``indices`` that holds a value
-    below 0, constant or fed in some data set."""
+def kinds_of_case(case: tuple) -> set[str]:
+    """The kinds of value (lowering.value_kinds) the case's node is given in some data set: its
+    constants, and its graph inputs as each data set feeds them (their shapes too)."""
     _, opset, model_bytes, data_sets, *_ = case
     model = onnx.load_from_string(model_bytes)
     node = main_node(model)
-    version = schemas.version_in_force(node.op_type, opset) if node is not None else None
-    schema = schemas.schema_in_force(node.op_type, version) if version is not None else None
-    formal = [i.name for i in schema.inputs] if schema is not None else []
-    if "indices" not in formal or formal.index("indices") >= len(node.input):
-        return False
-    indices = node.input[formal.index("indices")]
-    constant = constants_by_name(model).get(indices)
-    if constant is not None:
-        return bool((numpy_helper.to_array(constant) < 0).any())
+    if node is None:
+        return set()
+    constants = {name: numpy_helper.to_array(tensor) for name, tensor in constants_by_name(model).items()}
     names = [info.name for info in model.graph.input]
-    if indices not in names:
-        return False
-    given = [feed(inputs[names.index(indices)]) for inputs, _ in data_sets if len(inputs) > names.index(indices)]
-    return any(isinstance(value, np.ndarray) and value.dtype.kind == "i" and (value < 0).any() for value in given)
+    found = set()
+    for inputs, _ in data_sets or [((), ())]:
+        values = {**dict(zip(names, map(feed, inputs), strict=False)), **constants}
+        arrays = {name: value for name, value in values.items() if isinstance(value, np.ndarray)}
+        shapes = {name: value.shape for name, value in arrays.items()}
+        held = kinds_held(node, opset, arrays.get, shapes)
+        found |= {kind for kind, is_held in held.items() if is_held}
+    return found
 
 
 def write_values(cases: list[tuple], path: Path) -> None:
-    """The cases of each kind of value (what lowering.runtime_profiles reads as
-    ``cases_of_values``): those whose indices hold a negative value, and of the names already
-    written, those a shipped profile still holds that the set no longer makes."""
+    """The cases of each kind of value (what lowering.value_kinds reads as ``cases_of_values``),
+    and of the names already written, those a shipped profile still holds that the set no
+    longer makes."""
     made = {case[0] for case in cases}
     written = json.loads(path.read_text()) if path.exists() else {}
     held = set().union(*(profile.get("cases", {}) for profile in shipped_profiles()))
-    kept = {name for name in written.get(NEGATIVE_INDICES, []) if name in held and name not in made}
-    negative = sorted({case[0] for case in cases if given_negative_indices(case)} | kept)
-    path.write_text(json.dumps({NEGATIVE_INDICES: negative}, indent=1) + "\n")
+    kinds = {case[0]: kinds_of_case(case) for case in cases}
+    values = {}
+    for kind in KINDS:
+        kept = {name for name in written.get(kind, []) if name in held and name not in made}
+        values[kind] = sorted({name for name, found in kinds.items() if kind in found} | kept)
+    path.write_text(json.dumps(values, indent=1) + "\n")
 
 
 def retired_forms(forms: dict, path: Path) -> dict:

@@ -125,7 +125,8 @@ def test_patterns_and_facts_do_not_import_the_driver_or_the_api():
 
 
 RUNTIME_TARGETS = {
-    "lowering.target_lowering", "lowering.runtime_profiles", "lowering.node_forms", "lowering.target_forms"
+    "lowering.target_lowering", "lowering.runtime_profiles", "lowering.node_forms", "lowering.target_forms",
+    "lowering.value_kinds",
 }  # fmt: skip
 
 

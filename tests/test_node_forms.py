@@ -26,9 +26,7 @@ from lowering.node_forms import (
     value_sources,
 )
 from lowering.runtime_profiles import (
-    CASE_VALUES,
     DOUBTFUL,
-    NEGATIVE_INDICES,
     PARTLY,
     PROFILES,
     REFUSED,
@@ -37,6 +35,7 @@ from lowering.runtime_profiles import (
     profile_names,
 )
 from lowering.target_lowering import check_model
+from lowering.value_kinds import CASE_VALUES, DOWNSAMPLING, KINDS, NEGATIVE_INDICES
 
 TARGETS = Path(__file__).resolve().parents[1] / "targets"
 
@@ -214,11 +213,16 @@ def test_the_shipped_forms_and_kinds_of_values_are_those_of_the_prepared_cases(m
     held = set().union(*(json.loads((PROFILES / f"{name}.json").read_text()).get("cases", {}) for name in PROBED))
     assert set(retired) <= held  # (kept only while a shipped profile holds its verdicts)
     assert written == {name: form for name, form in shipped.items() if name not in retired}
-    negative = {name for name, *_ in (case for case in cases if prepare_cases.given_negative_indices(case))}
-    shipped_negative = set(json.loads(CASE_VALUES.read_text())[NEGATIVE_INDICES])
-    assert negative == shipped_negative - (shipped_negative & set(retired))
+    kinds = {case[0]: prepare_cases.kinds_of_case(case) for case in cases}
+    shipped_values = json.loads(CASE_VALUES.read_text())
+    for kind in KINDS:
+        found = {name for name, held in kinds.items() if kind in held}
+        assert found == set(shipped_values[kind]) - set(retired), kind
+    negative, shrinking = set(shipped_values[NEGATIVE_INDICES]), set(shipped_values[DOWNSAMPLING])
     assert {"test_gather_elements_negative_indices", "test_gather_elements_negative_indices#constant"} <= negative
     assert "test_gather_elements_0" not in negative and "test_gather_elements_0#constant" not in negative
+    assert {"test_resize_downsample_scales_nearest", "test_resize_downsample_sizes_nearest@13"} <= shrinking
+    assert not {"test_resize_upsample_scales_nearest", "test_resize_upsample_sizes_nearest@13"} & shrinking
 
 
 def test_values_computed_from_fed_values_are_fed_and_from_constants_constant():

@@ -19,10 +19,11 @@ from lowering import floats, schemas
 from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.graphs import nested_graphs
 from lowering.naming import NameAllocator
-from lowering.runtime_profiles import NEGATIVE_INDICES, PARTLY, SUPPORTED, profile_from_data
+from lowering.runtime_profiles import PARTLY, SUPPORTED, profile_from_data
 from lowering.shape_folding import inferred_types
 from lowering.target_forms import OP_CHOICES, constants_by_name, indices_never_negative
 from lowering.target_lowering import TargetRefused, check_model, form_judge
+from lowering.value_kinds import NEGATIVE_INDICES
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
 ALLOWZERO_CASE = "test_reshape_allowzero_reordered#constant"  # (allowzero=1, its shape holds a 0)

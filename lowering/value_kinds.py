@@ -1,0 +1,81 @@
+"""Kinds of value a node is given, beside its form: a runtime may get one form right on some
+values and wrong on others (onnx2torch's GatherElements on an index of -1, TVM's Resize where it
+shrinks an axis). Each kind is read from the inputs onnx.defs names:
+
+- :data:`NEGATIVE_INDICES`: an input named ``indices`` holds a value below 0;
+- :data:`DOWNSAMPLING`: a Resize's or Upsample's ``scales`` (input or attribute) hold a value
+  below 1, or its ``sizes`` a size below the input's along that axis.
+
+``targets/prepare_cases.py`` lists the probe cases of each kind from their own values
+(:data:`CASE_VALUES`); a profile judges a node whose constants hold a kind by the cases of that
+kind, one whose constants hold none by the others (:meth:`RuntimeProfile.verdict`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from . import schemas
+
+NEGATIVE_INDICES = "negative indices"
+DOWNSAMPLING = "resize scales below 1"
+KINDS = (NEGATIVE_INDICES, DOWNSAMPLING)
+CASE_VALUES = Path(__file__).resolve().parent / "probe_case_values.json"
+
+_RESIZING = frozenset({"Resize", "Upsample"})
+
+
+def kinds_held(
+    node: onnx.NodeProto, opset: int, value_of: Callable[[str], np.ndarray | None], shapes: Mapping[str, tuple]
+) -> dict[str, bool]:
+    """Per kind the node's op can be given, whether its values hold it (``value_of``: a value
+    by name, None where not known); a kind whose values are not known is left out. ``shapes``:
+    the static shapes known, by value name (a Resize's sizes are compared with its input's)."""
+    version = schemas.version_in_force(node.op_type, opset) if node.domain in ("", "ai.onnx") else None
+    schema = schemas.schema_in_force(node.op_type, version) if version is not None else None
+    if schema is None:
+        return {}
+    named = {formal.name: name for formal, name in zip(schema.inputs, node.input, strict=False) if name}
+    held = {}
+    indices = value_of(named["indices"]) if "indices" in named else None
+    if indices is not None:
+        held[NEGATIVE_INDICES] = bool((np.asarray(indices) < 0).any())
+    if node.op_type in _RESIZING:
+        shrinks = _shrinks(node, named, value_of, shapes)
+        if shrinks is not None:
+            held[DOWNSAMPLING] = shrinks
+    return held
+
+
+def _shrinks(node: onnx.NodeProto, named: Mapping[str, str], value_of, shapes) -> bool | None:
+    """Whether a Resize or Upsample makes some axis smaller: a scale below 1 (its ``scales``
+    input, or Upsample-7's attribute), else a size below the input's along its axis (its
+    ``sizes``, over ``axes`` where given); None where neither is known."""
+    scales = value_of(named["scales"]) if "scales" in named else None
+    if scales is None:
+        scales = next((np.asarray(a.floats) for a in node.attribute if a.name == "scales"), None)
+    if scales is not None and np.asarray(scales).size:
+        return bool((np.asarray(scales, np.float64) < 1).any())
+    sizes = value_of(named["sizes"]) if "sizes" in named else None
+    dims = shapes.get(named.get("X", ""))
+    if sizes is None or dims is None or None in dims:
+        return None
+    axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), range(len(dims)))
+    axes = [axis % len(dims) for axis in axes]
+    sizes = np.asarray(sizes).reshape(-1)
+    if len(sizes) != len(axes):
+        return None
+    return any(int(size) < dims[axis] for size, axis in zip(sizes, axes, strict=True))
+
+
+@functools.cache
+def cases_of_values() -> dict[str, frozenset[str]]:
+    """The probe cases of each kind of value (:data:`CASE_VALUES`), by kind; every kind present."""
+    written = json.loads(CASE_VALUES.read_text()) if CASE_VALUES.exists() else {}
+    return {kind: frozenset(written.get(kind, ())) for kind in KINDS}

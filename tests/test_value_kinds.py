@@ -1,0 +1,74 @@
+"""lowering.value_kinds: the kinds of value a node is given, read from the inputs onnx.defs
+names, and the verdicts of the cases of each kind."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+from version_cases import node_cases
+
+from lowering.runtime_profiles import REFUSED, SUPPORTED, UNVERIFIED, load_profile
+from lowering.target_lowering import check_model
+from lowering.value_kinds import DOWNSAMPLING, NEGATIVE_INDICES, kinds_held
+
+
+@pytest.mark.parametrize(
+    "op_type, inputs, values, attributes, held",
+    [
+        ("GatherElements", ["d", "i"], {"i": np.array([[0, -1]])}, {}, {NEGATIVE_INDICES: True}),
+        ("Gather", ["d", "i"], {"i": np.array([0, 2])}, {}, {NEGATIVE_INDICES: False}),
+        ("Gather", ["d", "i"], {}, {}, {}),  # (indices not known)
+        ("Resize", ["x", "", "s"], {"s": np.array([1, 1, 0.6, 0.6], np.float32)}, {}, {DOWNSAMPLING: True}),
+        ("Resize", ["x", "", "s"], {"s": np.array([1, 1, 2, 3], np.float32)}, {}, {DOWNSAMPLING: False}),
+        ("Resize", ["x", "", "", "z"], {"z": np.array([1, 1, 3, 5])}, {}, {DOWNSAMPLING: True}),  # (5 below 6)
+        ("Resize", ["x", "", "", "z"], {"z": np.array([8, 6])}, {"axes": [2, -1]}, {DOWNSAMPLING: False}),
+        ("Resize", ["x", "", "", "z"], {"z": np.array([3, 6])}, {"axes": [2, -1]}, {DOWNSAMPLING: False}),
+        ("Resize", ["x", "", "", "z"], {"z": np.array([6, 2])}, {"axes": [3, 2]}, {DOWNSAMPLING: True}),
+        ("Resize", ["x", "", "", "z"], {}, {}, {}),  # (sizes not known)
+        ("Upsample", ["x"], {}, {"scales": [1.0, 1.0, 0.5, 2.0]}, {DOWNSAMPLING: True}),
+    ],
+)
+def test_kinds_are_read_from_the_inputs_onnx_defs_names(op_type, inputs, values, attributes, held):
+    """Indices holding a value below 0; a Resize's scales below 1 or sizes below its input's
+    (x of shape [1, 1, 3, 6]), over its axes where given; nothing where the values are unknown."""
+    opset = 7 if op_type == "Upsample" else 19
+    node = helper.make_node(op_type, inputs, ["y"], **attributes)
+    assert kinds_held(node, opset, values.get, {"x": (1, 1, 3, 6)}) == held
+
+
+def _with_constant_inputs(name: str) -> onnx.ModelProto:
+    """The backend case ``name`` with every input but the first an initializer of its value."""
+    [case] = [c for c in node_cases() if c.name == name]
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    for info, value in list(zip(model.graph.input, case.data_sets[0][0], strict=True))[1:]:
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), info.name))
+    del model.graph.input[1:]
+    return model
+
+
+def test_a_resize_of_constant_scales_is_judged_by_the_cases_of_its_kind():
+    """TVM 0.27 gets the backend's linear downsamplings wrong and its upsamplings right: a
+    Resize whose constant scales enlarge is supported, one whose scales shrink refused (not
+    partly, as all of its cases together say)."""
+    tvm = load_profile("tvm-0.27")
+
+    def verdicts(name):
+        return [f.verdict for f in check_model(_with_constant_inputs(name), tvm) if f.op_type == "Resize"]
+
+    assert verdicts("test_resize_upsample_scales_linear") == []  # (supported: no finding)
+    [shrinking] = verdicts("test_resize_downsample_scales_linear")
+    assert shrinking.kind == REFUSED and "downsample" in shrinking.why
+    assert tvm.verdict("Resize", 19, "FLOAT", None).kind not in (SUPPORTED, REFUSED)  # (all cases: partly)
+
+
+def test_a_kind_no_case_holds_leaves_the_node_unverified():
+    """Where no case of the op version holds the node's kind, the other cases say nothing of it:
+    unverified, not their verdict (onnx2torch's Resize-10 cases upsample only)."""
+    onnx2torch = load_profile("onnx2torch")
+    others = onnx2torch.verdict("Resize", 10, "FLOAT", None)
+    assert others.kind in (SUPPORTED, "partly")
+    shrinking = onnx2torch.verdict("Resize", 10, "FLOAT", None, holding=DOWNSAMPLING)
+    assert shrinking.kind == UNVERIFIED and "holds resize scales below 1" in shrinking.why
