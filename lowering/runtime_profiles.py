@@ -261,7 +261,7 @@ class RuntimeProfile:
         held = [o for o in exact if o[0] in cases_of_values().get(holding, frozenset())]
         if holding and not held:  # (cases of other values say nothing of the node's: not right, no more)
             others = self.verdict(op_type, version, type_name, form, free_of)
-            if others.kind not in (SUPPORTED, PARTLY):
+            if others.kind != SUPPORTED:
                 return others
             return Verdict(UNVERIFIED, f"no probed case of {op_type}-{version} on {type_name or '?'} holds "
                            f"{holding}, as the node's constants do; the others: {others.why or 'right'}")  # fmt: skip
@@ -293,7 +293,9 @@ class RuntimeProfile:
                 not_right = [o for o in exact if o[1] != "right"]
                 past_edges = all(o[0].startswith(WIDE_CASE) for o in not_right)
                 # (or every one not right of one kind of value: :mod:`lowering.value_kinds`)
-                kind = next((k for k in KINDS if all(o[0] in cases_of_values()[k] for o in not_right)), "")
+                kind = next(
+                    (k for k in KINDS if k != holding and all(o[0] in cases_of_values()[k] for o in not_right)), ""
+                )
                 which = " (each of integers past 2^24, 2^31 or 2^53)" if past_edges else ""
                 which = f" (each with {kind})" if kind and not past_edges else which
                 values = PAST_EDGES if past_edges else kind

@@ -184,7 +184,7 @@ from .runtime_profiles import (
     load_profile,
 )
 from .scan_captures import scan_captures_passed_in
-from .value_kinds import NEGATIVE_INDICES
+from .value_kinds import NEGATIVE_INDICES, kinds_held
 
 Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
 
@@ -312,14 +312,18 @@ class FormJudge:
     constant: Container[str]
     node_constants: Container[str]
 
-    def __call__(self, node: onnx.NodeProto, form: NodeForm | None, free_of: str = "") -> tuple[str, NodeForm]:
-        """(``free_of``: a kind of value the node is known never to be given, as
-        :meth:`RuntimeProfile.verdict` takes it.)"""
+    def __call__(
+        self, node: onnx.NodeProto, form: NodeForm | None, free_of: str = "", holding: str = ""
+    ) -> tuple[str, NodeForm]:
+        """(``free_of``, ``holding``: kinds of value the node is known never to be given, and to
+        be given, as :meth:`RuntimeProfile.verdict` takes them: :func:`known_kinds`.)"""
         if form is None:
             shapes, element_types = shapes_and_types(node, self.types)
             form = node_form(node, self.opset, self.fed, self.constant, shapes, element_types, self.node_constants)
         version = schemas.version_in_force(node.op_type, self.opset)
-        verdict = self.profile.verdict(node.op_type, version, element_type_name(node, self.types), form, free_of)
+        verdict = self.profile.verdict(
+            node.op_type, version, element_type_name(node, self.types), form, free_of, holding
+        )
         return verdict.kind_for_forms, form
 
     def for_function(self, function: onnx.FunctionProto) -> FormJudge:
@@ -1137,6 +1141,27 @@ def indices_never_negative(
     return list(add.input[:1]) == [indices] and _is_size_along_axis(node, add.input[1], producers, constants, types)
 
 
+def known_kinds(
+    node: onnx.NodeProto, opset: int, constants: Mapping[str, onnx.TensorProto], producers, types
+) -> tuple[str, str]:
+    """(a kind of value the node is known never to be given, one it is known to be given), ""
+    where none (:mod:`lowering.value_kinds`), read from its constants (those in scope, by name)
+    and static shapes at ``opset``, the opset it is written at; indices written non-negative
+    (:func:`indices_never_negative`, ``producers``: its graph's nodes by output name) are free of
+    negative ones."""
+    held = kinds_held(node, opset, lambda name: _array_held(constants, name), shapes_and_types(node, types)[0])
+    if indices_never_negative(node, producers, constants, types):
+        held[NEGATIVE_INDICES] = False
+    free_of = next((kind for kind, is_held in held.items() if not is_held), "")
+    return free_of, next((kind for kind, is_held in held.items() if is_held), "")
+
+
+def _array_held(constants: Mapping[str, onnx.TensorProto], name: str) -> np.ndarray | None:
+    """The values of the constant ``name`` where held here (not in an external file); None else."""
+    given = _held_constant(constants, name)
+    return None if given is None else numpy_helper.to_array(given)
+
+
 def _is_size_along_axis(node: onnx.NodeProto, name: str, producers, constants, types) -> bool:
     """Whether ``name`` holds the size of the node's data along its axis: a constant scalar equal
     to the size its shape states, or Gather(Shape(data), axis), cast or not."""
@@ -1630,11 +1655,12 @@ def better_ops(
     check_form: FormJudge,
     constants: Mapping[str, onnx.TensorProto],
     trial_names: NameAllocator,
+    kinds: tuple[str, str] = ("", ""),
 ) -> OpChoice | None:
     """The first of :data:`OP_CHOICES` that applies to ``node`` (of the main graph or a graph it
     holds) and whose nodes the runtime judges each better than ``node`` (``check_form``: the
     model's :class:`FormJudge`; the constants in scope by name; names for nodes only judged,
-    fresh in the model). None where none."""
+    fresh in the model; ``kinds``: the node's :func:`known_kinds`, which judge it). None where none."""
     if node.domain not in ("", "ai.onnx"):
         return None
     for choice in OP_CHOICES:
@@ -1643,7 +1669,7 @@ def better_ops(
         version = schemas.version_in_force(node.op_type, opset)
         if version is None:
             continue
-        before, form = check_form(node, None)
+        before, form = check_form(node, None, *kinds)
         if not choice.applies(node, form, version, constants, check_form.types):
             continue
         replacement = choice.replacement(node, form, constants, trial_names, opset, check_form.types)
@@ -1687,7 +1713,8 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
         nodes, replaced = [], False
         for node in graph.node:
             constants = constants_at[id(node)]  # (a graph input of an outer constant's name hides it)
-            choice = better_ops(node, opset, check_form, constants, trial_names)
+            kinds = known_kinds(node, opset, constants, {}, check_form.types)
+            choice = better_ops(node, opset, check_form, constants, trial_names, kinds)
             if choice is None:
                 nodes.append(node)
                 continue
@@ -1797,7 +1824,7 @@ def choose_forms(
     scopes += [(_nodes_in_scope(f.node, (), {}), check_form.for_function(f)) for f in copy.functions]
     for walked, judge in scopes:  # (a local function's nodes by its own judge)
         for node, constants in walked:
-            choice = better_form(node, constants, opset, judge)
+            choice = better_form(node, constants, opset, judge, known_kinds(node, opset, constants, {}, judge.types))
             if choice is not None:
                 choice.rewrite(node)
                 chosen[choice.said] += 1
@@ -1874,17 +1901,17 @@ def one_dimensional_axes(model: onnx.ModelProto) -> int:
     same; onnx2torch sorts the axes and fails on a scalar. (onnxruntime's Squeeze fails on a
     scalar: such a Squeeze is left as it is.)"""
     graphs = [model.graph, *nested_graphs(model.graph.node)]
+    scoped = list(nodes_with_constants(model))  # (kept alive: looked up by the nodes' identity)
+    constants_at = {id(node): constants for node, constants in scoped}  # (a graph input hides an outer constant)
     # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
-    in_graphs = constants_by_name(model)  # (names are unique over the main graph and those it holds)
-    scopes = [(f.node, constants_by_name(model, f)) for f in model.functions]
-    scopes += [(graph.node, in_graphs) for graph in reversed(graphs)]
+    scopes = [f.node for f in model.functions] + [graph.node for graph in reversed(graphs)]
     names, made = NameAllocator(model=model), 0
-    for nodes, constants in scopes:
-        if not any(_scalar_axes(node, constants) is not None for node in nodes):
+    for nodes in scopes:
+        if not any(_scalar_axes(node, constants_at[id(node)]) is not None for node in nodes):
             continue
         written = []
         for node in nodes:
-            scalar = _scalar_axes(node, constants)
+            scalar = _scalar_axes(node, constants_at[id(node)])
             if scalar is not None:
                 name = names.fresh(f"{node.input[1]}_1d")
                 axes = numpy_helper.from_array(numpy_helper.to_array(scalar).reshape(1), name)
@@ -2061,10 +2088,17 @@ def constants_as_initializers(model: onnx.ModelProto, check_form) -> int:
     return count
 
 
-def better_form(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], opset: int, check_form):
+def better_form(
+    node: onnx.NodeProto,
+    constants: dict[str, onnx.TensorProto],
+    opset: int,
+    check_form,
+    kinds: tuple[str, str] = ("", ""),
+):
     """The first of :data:`FORM_CHOICES` that applies to ``node`` and whose form the runtime
     judges better than the node's own: ``check_form(node, form)`` gives the profile's verdict
-    kind on the node in ``form`` (None: its own) at ``opset``, and that form. None where none."""
+    kind on the node in ``form`` (None: its own) at ``opset``, and that form, both judged by
+    the node's ``kinds`` (:func:`known_kinds`: a form keeps its values). None where none."""
     if node.domain not in ("", "ai.onnx"):
         return None
     for choice in FORM_CHOICES:
@@ -2073,8 +2107,8 @@ def better_form(node: onnx.NodeProto, constants: dict[str, onnx.TensorProto], op
         version = schemas.version_in_force(node.op_type, opset)
         if version is None or not choice.applies(node, constants, version):
             continue
-        before, form = check_form(node, None)
-        after, _ = check_form(node, choice.form_after(form))
+        before, form = check_form(node, None, *kinds)
+        after, _ = check_form(node, choice.form_after(form), *kinds)
         if _RANK[after] > _RANK[before]:
             return choice
     return None

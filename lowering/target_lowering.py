@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx
-from onnx import numpy_helper
 
 from . import schemas
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
@@ -49,15 +48,14 @@ from .target_forms import (
     choose_forms,
     element_type_name,
     elidable_identities,
-    indices_never_negative,
     initializers_better,
+    known_kinds,
     model_forms_taken,
     movable_constants,
     nodes_with_constants,
     restated_defaults,
     shapes_and_types,
 )
-from .value_kinds import NEGATIVE_INDICES, kinds_held
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
 MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewest blockers found)
@@ -196,11 +194,13 @@ def check_model(
         type_name = element_type_name(node, judge.types)
         shapes, element_types = shapes_and_types(node, judge.types)
         form = node_form(node, opset, judge.fed, judge.constant, shapes, element_types, judge.node_constants)
+        kinds = ("", "")
         if version is None:
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
         else:  # (judged by the cases of the kind of value it is known to be given, or of none)
-            free_of, holding = _kinds_known(node, opset, in_scope, producers, judge.types)
-            verdict = profile.verdict(node.op_type, version, type_name, form, free_of, holding)
+            written_at = model_opset if function is None else _opset_of(function, model_opset)
+            kinds = known_kinds(node, written_at, in_scope, producers, judge.types)
+            verdict = profile.verdict(node.op_type, version, type_name, form, *kinds)
         if verdict.by_what_is_fed and version != schemas.version_in_force(node.op_type, model_opset):
             # (a node judged at a version it is not written in: converting it may rewrite it, as
             # Pad's wrap mode below 19 is rewritten as Gathers; only the cases of its form refuse it)
@@ -210,9 +210,9 @@ def check_model(
             fix = f"{PATTERN_FIX} (--ops {node.op_type})" if node.op_type in lowerable else None
             fix = None if verdict.patterns_wrong_too else fix
             main = function is None  # (a local function's constants and types are its own)
-            choice = better_form(node, in_scope, opset, judge) if version is not None else None
+            choice = better_form(node, in_scope, opset, judge, kinds) if version is not None else None
             if choice is None and version is not None and main:
-                choice = better_ops(node, opset, check_form, in_scope, trial_names)
+                choice = better_ops(node, opset, check_form, in_scope, trial_names, kinds)
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix
             restated = restated_defaults(node, opset, judge) if choice is None else None
             if restated is not None:
@@ -694,23 +694,10 @@ def form_judge(model: onnx.ModelProto, profile, opset: int, types=None, sources=
                      frozenset(constants_given_by_nodes(model, constant)))  # fmt: skip
 
 
-def _kinds_known(node: onnx.NodeProto, opset: int, constants, producers, types) -> tuple[str, str]:
-    """(a kind of value the node is known never to be given, one it is known to be given), ""
-    where none (:mod:`lowering.value_kinds`): read from its constants and static shapes, and
-    indices written non-negative (:func:`indices_never_negative`) are free of negative ones."""
-    held = kinds_held(node, opset, lambda name: _array_of(constants, name), shapes_and_types(node, types)[0])
-    if indices_never_negative(node, producers, constants, types):
-        held[NEGATIVE_INDICES] = False
-    free_of = next((kind for kind, is_held in held.items() if not is_held), "")
-    return free_of, next((kind for kind, is_held in held.items() if is_held), "")
-
-
-def _array_of(constants, name: str):
-    """The values of the constant ``name`` where held here (not in an external file); None else."""
-    tensor = constants.get(name)
-    if tensor is None or tensor.data_location == onnx.TensorProto.EXTERNAL:
-        return None
-    return numpy_helper.to_array(tensor)
+def _opset_of(function: onnx.FunctionProto, model_opset: int) -> int:
+    """The default-domain opset a local function's nodes are written at (its own import, else
+    the model's)."""
+    return schemas.default_opset(function.opset_import) or model_opset
 
 
 def _every_node_in_scope(model: onnx.ModelProto):

@@ -55,8 +55,10 @@ def kinds_held(
 
 def _shrinks(node: onnx.NodeProto, named: Mapping[str, str], value_of, shapes) -> bool | None:
     """Whether a Resize or Upsample makes some axis smaller: a scale below 1 (its ``scales``
-    input, or Upsample-7's attribute), else a size below the input's along its axis (its
-    ``sizes``, over ``axes`` where given); None where neither is known."""
+    input, or Upsample-7's attribute), else by its ``sizes`` (over ``axes`` where given) a
+    ratio of size to the input's below 1, per axis, or with ``keep_aspect_ratio_policy``
+    not_larger the least ratio, not_smaller the largest (the one scale every axis then takes);
+    None where neither is known."""
     scales = value_of(named["scales"]) if "scales" in named else None
     if scales is None:
         scales = next((np.asarray(a.floats) for a in node.attribute if a.name == "scales"), None)
@@ -69,9 +71,12 @@ def _shrinks(node: onnx.NodeProto, named: Mapping[str, str], value_of, shapes) -
     axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), range(len(dims)))
     axes = [axis % len(dims) for axis in axes]
     sizes = np.asarray(sizes).reshape(-1)
-    if len(sizes) != len(axes):
+    if len(sizes) != len(axes) or any(dims[axis] == 0 for axis in axes):
         return None
-    return any(int(size) < dims[axis] for size, axis in zip(sizes, axes, strict=True))
+    ratios = [int(size) / dims[axis] for size, axis in zip(sizes, axes, strict=True)]
+    policy = next((a.s for a in node.attribute if a.name == "keep_aspect_ratio_policy"), b"stretch")
+    taken = {b"not_larger": [min(ratios)], b"not_smaller": [max(ratios)]}.get(policy, ratios)
+    return any(ratio < 1 for ratio in taken)
 
 
 @functools.cache

@@ -593,6 +593,46 @@ def test_scalar_axes_become_a_one_element_tensor_and_the_model_means_the_same():
     assert one_dimensional_axes(made) == 0
 
 
+def test_axes_a_graph_input_gives_are_not_an_outer_scalar_of_their_name():
+    """A Loop body's Unsqueeze reads its axes from the body's input ``ax``, named as a scalar
+    Constant outside: those axes are the carried ones, not the scalar, so nothing is rewritten."""
+    from lowering.target_forms import one_dimensional_axes
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["ax"], ["ax_out"]),
+         helper.make_node("Unsqueeze", ["x", "ax"], ["y"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("ax", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("ax_out", TensorProto.INT64, [1]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 3)],
+    )  # fmt: skip
+    scalar = numpy_helper.from_array(np.array(0, np.int64), "ax")
+    nodes = [
+        helper.make_node("Constant", [], ["ax"], value=scalar),
+        helper.make_node("Constant", [], ["trips"], value=numpy_helper.from_array(np.array(1, np.int64), "trips")),
+        helper.make_node("Constant", [], ["go"], value=numpy_helper.from_array(np.array(True), "go")),
+        helper.make_node("Loop", ["trips", "go", "start"], ["last", "ys"], body=body),
+        helper.make_node("Add", ["ax", "k"], ["sum"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+              helper.make_tensor_value_info("start", TensorProto.INT64, [1]),
+              helper.make_tensor_value_info("k", TensorProto.INT64, [])]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("ys", TensorProto.FLOAT, [None] * 4),
+               helper.make_tensor_value_info("sum", TensorProto.INT64, [])]  # fmt: skip
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", inputs, outputs), opset_imports=[helper.make_opsetid("", 13)]
+    )
+    onnx.checker.check_model(model, full_check=True)
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    assert one_dimensional_axes(made) == 0
+    assert made.SerializeToString() == model.SerializeToString()
+
+
 # -- Equal on bool as Not(Xor) --------------------------------------------------------------------
 
 EQUAL_ON_BOOL = "lowered_test_isnan_y_Equal_1"  # (Equal-19 of a fed bool and a constant one)
@@ -3207,6 +3247,28 @@ def test_a_runtime_wrong_only_on_negative_indices_is_given_them_non_negative():
     assert not [f for f in check_model(result.model, onnx2torch) if f.op_type == "GatherElements"]
     kept = lowering.lower_model(case.model, target="openvino-2024.6")
     assert [n.op_type for n in kept.model.graph.node] == ["GatherElements"]
+
+
+@pytest.mark.parametrize("target", ["onnx2torch", "openvino-2024.6"])
+def test_constant_negative_indices_are_written_non_negative_where_the_runtime_is_wrong_on_them(target):
+    """GatherElements along axis 1 of constant indices holding -1 and -3: judged by the cases of
+    negative indices (check and the choices alike), it is not right on either runtime, and the
+    indices are written non-negative as a Constant (no Less, Add or Where, so OpenVINO's int64
+    arithmetic is not asked for); check of the result finds nothing, and it verifies."""
+    data = helper.make_tensor_value_info("data", TensorProto.FLOAT, [3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
+    indices = numpy_helper.from_array(np.array([[-1, 0], [2, -3]], np.int64), "idx")
+    node = helper.make_node("GatherElements", ["data", "idx"], ["y"], name="gathered", axis=1)
+    graph = helper.make_graph([node], "g", [data], [y], [indices])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    [finding] = [f for f in check_model(model, target) if f.op_type == "GatherElements"]
+    assert finding.verdict.kind != SUPPORTED and "Where(i < 0, i + s, i)" in finding.fix
+    result = lowering.lower_model(model, target=target)
+    assert [n.op_type for n in result.model.graph.node] == ["Constant", "GatherElements"]
+    written = numpy_helper.to_array(result.model.graph.node[0].attribute[0].t)
+    assert written.tolist() == [[3, 0], [2, 1]]
+    assert not [f for f in check_model(result.model, target) if f.op_type == "GatherElements"]
+    assert lowering.verify(model, result.model).match
 
 
 def test_a_graph_input_hiding_an_outer_constant_of_its_name_is_not_that_constant():

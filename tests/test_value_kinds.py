@@ -13,6 +13,8 @@ from lowering.runtime_profiles import REFUSED, SUPPORTED, UNVERIFIED, load_profi
 from lowering.target_lowering import check_model
 from lowering.value_kinds import DOWNSAMPLING, NEGATIVE_INDICES, kinds_held
 
+NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("not_smaller", "not_larger"))
+
 
 @pytest.mark.parametrize(
     "op_type, inputs, values, attributes, held",
@@ -28,8 +30,11 @@ from lowering.value_kinds import DOWNSAMPLING, NEGATIVE_INDICES, kinds_held
         ("Resize", ["x", "", "", "z"], {"z": np.array([6, 2])}, {"axes": [3, 2]}, {DOWNSAMPLING: True}),
         ("Resize", ["x", "", "", "z"], {}, {}, {}),  # (sizes not known)
         ("Upsample", ["x"], {}, {"scales": [1.0, 1.0, 0.5, 2.0]}, {DOWNSAMPLING: True}),
+        # (one scale for every axis: not_larger the least ratio, not_smaller the largest)
+        ("Resize", ["x", "", "", "z"], {"z": np.array([2, 12])}, {"axes": [2, 3], **NOT_SMALLER}, {DOWNSAMPLING: 0}),
+        ("Resize", ["x", "", "", "z"], {"z": np.array([2, 12])}, {"axes": [2, 3], **NOT_LARGER}, {DOWNSAMPLING: 1}),
     ],
-)
+)  # fmt: skip
 def test_kinds_are_read_from_the_inputs_onnx_defs_names(op_type, inputs, values, attributes, held):
     """Indices holding a value below 0; a Resize's scales below 1 or sizes below its input's
     (x of shape [1, 1, 3, 6]), over its axes where given; nothing where the values are unknown."""
@@ -72,3 +77,10 @@ def test_a_kind_no_case_holds_leaves_the_node_unverified():
     assert others.kind in (SUPPORTED, "partly")
     shrinking = onnx2torch.verdict("Resize", 10, "FLOAT", None, holding=DOWNSAMPLING)
     assert shrinking.kind == UNVERIFIED and "holds resize scales below 1" in shrinking.why
+
+
+def test_the_kind_a_node_holds_is_not_named_as_what_it_is_wrong_on():
+    """Judged by the cases of its own kind alone, a node partly right there is partly on its
+    form, not 'only on' that kind (every case left holds it)."""
+    shrinking = load_profile("tvm-0.27").verdict("Resize", 13, "FLOAT", None, holding=DOWNSAMPLING)
+    assert shrinking.kind == "partly" and shrinking.wrong_values == ""
