@@ -12,7 +12,7 @@ which nothing reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import onnx
 from onnx import helper
@@ -26,14 +26,14 @@ from .naming import NameAllocator
 def scan_captures_passed_in(
     model: onnx.ModelProto,
     opset: int,
-    constants: Mapping[str, onnx.TensorProto],
+    constants_at: Callable[[onnx.NodeProto], Mapping[str, onnx.TensorProto]],
     types: Mapping[str, onnx.TypeProto],
 ) -> int:
     """Each Scan (version 9 on, in the main graph and the graphs its nodes hold) whose body reads
-    values from outside, given them (in place): a small constant (``constants``, by name) as a
-    Constant inside the body, another tensor as a state variable (typed as ``types`` has it; a
-    value of a type not known here, or not a tensor's, a sequence, is left read from outside);
-    how many were."""
+    values from outside, given them (in place): a small constant (``constants_at(scan)``: those
+    in scope at the Scan, by name) as a Constant inside the body, another tensor as a state
+    variable (typed as ``types`` has it; a value of a type not known here, or not a tensor's, a
+    sequence, is left read from outside); how many were."""
     if schemas.version_in_force("Scan", opset) is None or schemas.version_in_force("Scan", opset) < 9:
         return 0
     graphs = [model.graph, *nested_graphs(model.graph.node)]
@@ -46,6 +46,7 @@ def scan_captures_passed_in(
     passed = 0
     for scan in reversed(scans):  # (inner first: a body's node list rebuilt copies the Scans it holds)
         body = next(attribute.g for attribute in scan.attribute if attribute.name == "body")
+        constants = constants_at(scan)
         captured = [
             name for name in _read_from_outside(body) if _small(constants.get(name)) or _tensor(types.get(name))
         ]

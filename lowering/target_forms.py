@@ -1707,12 +1707,11 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
     if not any(node.op_type in _CHOSEN_OPS for graph in graphs for node in graph.node):
         return made
     names, trial_names = NameAllocator(model=model), NameAllocator(model=model)
-    scoped = list(_nodes_in_scope(model.graph.node, model.graph.initializer, {}, model.graph.input))
-    constants_at = {id(node): constants for node, constants in scoped}  # (the nodes kept alive in scoped)
+    constants_at = constants_in_scope(model)
     for graph in reversed(graphs):  # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
         nodes, replaced = [], False
         for node in graph.node:
-            constants = constants_at[id(node)]  # (a graph input of an outer constant's name hides it)
+            constants = constants_at(node)  # (a graph input of an outer constant's name hides it)
             kinds = known_kinds(node, opset, constants, {}, check_form.types)
             choice = better_ops(node, opset, check_form, constants, trial_names, kinds)
             if choice is None:
@@ -1842,7 +1841,7 @@ def choose_forms(
     moved = constants_as_initializers(copy, check_form)
     if moved:
         chosen[CONSTANTS_SAID] += moved
-    captured = scan_captures_passed_in(copy, opset, constants_by_name(copy), check_form.types)
+    captured = scan_captures_passed_in(copy, opset, constants_in_scope(copy), check_form.types)
     if captured:
         chosen[SCAN_CAPTURES_SAID] += captured
     typed = typed_subgraph_inputs(copy)
@@ -1901,17 +1900,16 @@ def one_dimensional_axes(model: onnx.ModelProto) -> int:
     same; onnx2torch sorts the axes and fails on a scalar. (onnxruntime's Squeeze fails on a
     scalar: such a Squeeze is left as it is.)"""
     graphs = [model.graph, *nested_graphs(model.graph.node)]
-    scoped = list(nodes_with_constants(model))  # (kept alive: looked up by the nodes' identity)
-    constants_at = {id(node): constants for node, constants in scoped}  # (a graph input hides an outer constant)
+    constants_at = constants_in_scope(model)
     # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
     scopes = [f.node for f in model.functions] + [graph.node for graph in reversed(graphs)]
     names, made = NameAllocator(model=model), 0
     for nodes in scopes:
-        if not any(_scalar_axes(node, constants_at[id(node)]) is not None for node in nodes):
+        if not any(_scalar_axes(node, constants_at(node)) is not None for node in nodes):
             continue
         written = []
         for node in nodes:
-            scalar = _scalar_axes(node, constants_at[id(node)])
+            scalar = _scalar_axes(node, constants_at(node))
             if scalar is not None:
                 name = names.fresh(f"{node.input[1]}_1d")
                 axes = numpy_helper.from_array(numpy_helper.to_array(scalar).reshape(1), name)
@@ -2128,6 +2126,14 @@ def constants_by_name(
     for _, in_scope in walked:
         scopes[id(in_scope)] = in_scope  # (one dict per graph, filled as its nodes are walked)
     return {name: tensor for in_scope in scopes.values() for name, tensor in in_scope.items()}
+
+
+def constants_in_scope(model: onnx.ModelProto) -> Callable[[onnx.NodeProto], dict[str, onnx.TensorProto]]:
+    """The constants in scope at a node of the model's graphs or local functions, by name
+    (:func:`nodes_with_constants`: a graph input of an outer constant's name hides it), looked
+    up by the node itself, as the model is now (a node list rebuilt later holds other nodes)."""
+    at = {id(node): (node, constants) for node, constants in nodes_with_constants(model)}  # (nodes kept alive)
+    return lambda node: at[id(node)][1]
 
 
 def nodes_with_constants(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProto, dict[str, onnx.TensorProto]]]:

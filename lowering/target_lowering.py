@@ -46,13 +46,13 @@ from .target_forms import (
     better_form,
     better_ops,
     choose_forms,
+    constants_in_scope,
     element_type_name,
     elidable_identities,
     initializers_better,
     known_kinds,
     model_forms_taken,
     movable_constants,
-    nodes_with_constants,
     restated_defaults,
     shapes_and_types,
 )
@@ -703,13 +703,12 @@ def _opset_of(function: onnx.FunctionProto, model_opset: int) -> int:
 def _every_node_in_scope(model: onnx.ModelProto):
     """As :func:`_every_node`, with the constants in scope at each node (a graph input of the
     same name as an outer constant hides it) and the nodes of its own graph by output name."""
-    scoped = list(nodes_with_constants(model))  # (kept alive: looked up by the nodes' identity)
-    constants_at = {id(node): constants for node, constants in scoped}
+    constants_at = constants_in_scope(model)
     producers: dict[int, tuple] = {}  # (each graph's nodes kept beside, alive, so that no id is reused)
     for graph_name, node, function, nodes in _every_node_of_its_graph(model):
         if id(nodes) not in producers:
             producers[id(nodes)] = nodes, {name: each for each in nodes for name in each.output if name}
-        yield graph_name, node, function, constants_at[id(node)], producers[id(nodes)][1]
+        yield graph_name, node, function, constants_at(node), producers[id(nodes)][1]
 
 
 def _every_node(model: onnx.ModelProto):

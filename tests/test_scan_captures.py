@@ -14,7 +14,7 @@ from lowering.graphs import nested_graphs
 from lowering.runtime_profiles import profile_from_data
 from lowering.scan_captures import scan_captures_passed_in
 from lowering.shape_folding import inferred_types
-from lowering.target_forms import SCAN_CAPTURES_SAID, constants_by_name
+from lowering.target_forms import SCAN_CAPTURES_SAID, constants_in_scope
 from lowering.verification.runtime import run_onnxruntime
 
 
@@ -80,7 +80,7 @@ def test_a_bodys_outer_reads_are_passed_in_and_the_scan_computes_the_same_bits()
     assert _outer_reads(model) == {"scale", "bias", "weights", "zero"}
     passed = onnx.ModelProto()
     passed.CopyFrom(model)
-    count = scan_captures_passed_in(passed, 17, constants_by_name(passed), inferred_types(passed))
+    count = scan_captures_passed_in(passed, 17, constants_in_scope(passed), inferred_types(passed))
     assert count == 4 and _outer_reads(passed) == set()
     onnx.checker.check_model(passed, full_check=True)
     [scan] = passed.graph.node
@@ -95,10 +95,10 @@ def test_a_bodys_outer_reads_are_passed_in_and_the_scan_computes_the_same_bits()
 
 def test_a_scan_reading_nothing_from_outside_is_left():
     model = _scan_model()
-    scan_captures_passed_in(model, 17, constants_by_name(model), inferred_types(model))
+    scan_captures_passed_in(model, 17, constants_in_scope(model), inferred_types(model))
     again = onnx.ModelProto()
     again.CopyFrom(model)
-    assert scan_captures_passed_in(again, 17, constants_by_name(again), inferred_types(again)) == 0
+    assert scan_captures_passed_in(again, 17, constants_in_scope(again), inferred_types(again)) == 0
     assert again == model
 
 
@@ -122,7 +122,7 @@ def _float(name: str, shape: list[int]) -> onnx.ValueInfoProto:
 def _passed(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     passed = onnx.ModelProto()
     passed.CopyFrom(model)
-    count = scan_captures_passed_in(passed, 17, constants_by_name(passed), inferred_types(passed))
+    count = scan_captures_passed_in(passed, 17, constants_in_scope(passed), inferred_types(passed))
     onnx.checker.check_model(passed, full_check=True)
     return passed, count
 
@@ -228,3 +228,50 @@ def test_a_scan_inside_an_if_branch_reads_the_main_graph_and_the_branch_passed_i
                  "scale": np.array([3, -1.5], np.float32)}  # fmt: skip
         want, got = run_onnxruntime(model, feeds), run_onnxruntime(passed, feeds)
         assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+
+
+def test_a_value_a_loop_body_gives_is_not_an_outer_constant_of_its_name():
+    """A Scan inside a Loop body reads ``c``, the Loop body's carried input, named as a Constant
+    outside the Loop: it is passed in as the state it is, not written as the outer constant."""
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "c"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
+        "scan_body",
+        [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    loop_body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Scan", ["c", "xs"], ["s_final", "ys"], num_scan_inputs=1, body=scan_body),
+         helper.make_node("Identity", ["s_final"], ["c_out"])],
+        "loop_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("c_out", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    outer = numpy_helper.from_array(np.array([100.0, 200.0], np.float32), "c")
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=outer),
+        helper.make_node("Constant", [], ["trips"], value=numpy_helper.from_array(np.array(2, np.int64), "trips")),
+        helper.make_node("Constant", [], ["go"], value=numpy_helper.from_array(np.array(True), "go")),
+        helper.make_node("Loop", ["trips", "go", "start"], ["last"], body=loop_body),
+        helper.make_node("Add", ["last", "c"], ["y"]),
+    ]
+    inputs = [helper.make_tensor_value_info("start", TensorProto.FLOAT, [2]),
+              helper.make_tensor_value_info("xs", TensorProto.FLOAT, [3, 2])]  # fmt: skip
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    onnx.checker.check_model(model, full_check=True)
+    passed = onnx.ModelProto()
+    passed.CopyFrom(model)
+    assert scan_captures_passed_in(passed, 17, constants_in_scope(passed), inferred_types(passed)) == 1
+    [loop] = [n for n in passed.graph.node if n.op_type == "Loop"]
+    [scan] = [n for n in loop.attribute[0].g.node if n.op_type == "Scan"]
+    assert "c" in list(scan.input)  # (passed in as a state, not written inside as a Constant)
+    feeds = {"start": np.array([1.0, -2.0], np.float32), "xs": np.ones((3, 2), np.float32)}
+    assert run_onnxruntime(passed, feeds)[0].tobytes() == run_onnxruntime(model, feeds)[0].tobytes()
