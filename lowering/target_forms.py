@@ -1707,12 +1707,12 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
     if not any(node.op_type in _CHOSEN_OPS for graph in graphs for node in graph.node):
         return made
     names, trial_names = NameAllocator(model=model), NameAllocator(model=model)
-    constants_at = constants_in_scope(model)
+    constants_at, producers_at = constants_in_scope(model), producers_in_graph(model)
     for graph in reversed(graphs):  # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
         nodes, replaced = [], False
         for node in graph.node:
             constants = constants_at(node)  # (a graph input of an outer constant's name hides it)
-            kinds = known_kinds(node, opset, constants, {}, check_form.types)
+            kinds = known_kinds(node, opset, constants, producers_at(node), check_form.types)
             choice = better_ops(node, opset, check_form, constants, trial_names, kinds)
             if choice is None:
                 nodes.append(node)
@@ -1821,9 +1821,11 @@ def choose_forms(
     copy.CopyFrom(model)
     scopes = [(_nodes_in_scope(copy.graph.node, copy.graph.initializer, {}, copy.graph.input), check_form)]
     scopes += [(_nodes_in_scope(f.node, (), {}), check_form.for_function(f)) for f in copy.functions]
+    producers_at = producers_in_graph(copy)
     for walked, judge in scopes:  # (a local function's nodes by its own judge)
         for node, constants in walked:
-            choice = better_form(node, constants, opset, judge, known_kinds(node, opset, constants, {}, judge.types))
+            kinds = known_kinds(node, opset, constants, producers_at(node), judge.types)
+            choice = better_form(node, constants, opset, judge, kinds)
             if choice is not None:
                 choice.rewrite(node)
                 chosen[choice.said] += 1
@@ -2133,6 +2135,20 @@ def constants_in_scope(model: onnx.ModelProto) -> Callable[[onnx.NodeProto], dic
     (:func:`nodes_with_constants`: a graph input of an outer constant's name hides it), looked
     up by the node itself, as the model is now (a node list rebuilt later holds other nodes)."""
     at = {id(node): (node, constants) for node, constants in nodes_with_constants(model)}  # (nodes kept alive)
+    return lambda node: at[id(node)][1]
+
+
+def producers_in_graph(model: onnx.ModelProto) -> Callable[[onnx.NodeProto], dict[str, onnx.NodeProto]]:
+    """The nodes of a node's own graph (the main graph, one a node holds, a local function's),
+    by the names they write, looked up by the node itself, as the model is now."""
+    at = {}
+    for nodes in [
+        model.graph.node,
+        *(g.node for g in nested_graphs(model.graph.node)),
+        *(f.node for f in model.functions),
+    ]:
+        written = {name: node for node in nodes for name in node.output if name}
+        at.update({id(node): (node, written) for node in nodes})  # (nodes kept alive)
     return lambda node: at[id(node)][1]
 
 

@@ -53,6 +53,7 @@ from .target_forms import (
     known_kinds,
     model_forms_taken,
     movable_constants,
+    producers_in_graph,
     restated_defaults,
     shapes_and_types,
 )
@@ -199,7 +200,8 @@ def check_model(
             verdict = Verdict(REFUSED, f"{node.op_type} does not exist at opset {opset}")
         else:  # (judged by the cases of the kind of value it is known to be given, or of none)
             written_at = model_opset if function is None else _opset_of(function, model_opset)
-            kinds = known_kinds(node, written_at, in_scope, producers, judge.types)
+            if _inputs_named_alike(node.op_type, written_at, opset):  # (else its values are read apart)
+                kinds = known_kinds(node, written_at, in_scope, producers, judge.types)
             verdict = profile.verdict(node.op_type, version, type_name, form, *kinds)
         if verdict.by_what_is_fed and version != schemas.version_in_force(node.op_type, model_opset):
             # (a node judged at a version it is not written in: converting it may rewrite it, as
@@ -694,6 +696,17 @@ def form_judge(model: onnx.ModelProto, profile, opset: int, types=None, sources=
                      frozenset(constants_given_by_nodes(model, constant)))  # fmt: skip
 
 
+def _inputs_named_alike(op_type: str, written_at: int, opset: int) -> bool:
+    """Whether onnx.defs names the op's inputs the same at the two opsets (Resize-10's second
+    input is its scales, Resize-11's its roi: a node's form, read at the one, and its values,
+    read at the other, would be of different inputs)."""
+    schemas_at = [
+        schemas.schema_in_force(op_type, schemas.version_in_force(op_type, at) or 0) for at in (written_at, opset)
+    ]
+    names = [[i.name for i in schema.inputs] if schema is not None else None for schema in schemas_at]
+    return names[0] is not None and names[0] == names[1]
+
+
 def _opset_of(function: onnx.FunctionProto, model_opset: int) -> int:
     """The default-domain opset a local function's nodes are written at (its own import, else
     the model's)."""
@@ -703,28 +716,18 @@ def _opset_of(function: onnx.FunctionProto, model_opset: int) -> int:
 def _every_node_in_scope(model: onnx.ModelProto):
     """As :func:`_every_node`, with the constants in scope at each node (a graph input of the
     same name as an outer constant hides it) and the nodes of its own graph by output name."""
-    constants_at = constants_in_scope(model)
-    producers: dict[int, tuple] = {}  # (each graph's nodes kept beside, alive, so that no id is reused)
-    for graph_name, node, function, nodes in _every_node_of_its_graph(model):
-        if id(nodes) not in producers:
-            producers[id(nodes)] = nodes, {name: each for each in nodes for name in each.output if name}
-        yield graph_name, node, function, constants_at(node), producers[id(nodes)][1]
+    constants_at, producers_at = constants_in_scope(model), producers_in_graph(model)
+    for graph_name, node, function in _every_node(model):
+        yield graph_name, node, function, constants_at(node), producers_at(node)
 
 
 def _every_node(model: onnx.ModelProto):
     """(graph name, node, its local function or None) for the main graph's nodes, the graphs
     they hold, and local functions'."""
-    for graph_name, node, function, _ in _every_node_of_its_graph(model):
-        yield graph_name, node, function
-
-
-def _every_node_of_its_graph(model: onnx.ModelProto):
-    """(graph name, node, its local function or None, the nodes of its graph) for the main
-    graph's nodes, the graphs they hold, and local functions'."""
 
     def walk(graph_name, nodes, function):
         for node in nodes:
-            yield graph_name, node, function, nodes
+            yield graph_name, node, function
             for _, _, inner in held_graphs(node):
                 yield from walk(inner.name, inner.node, function)
 

@@ -272,6 +272,8 @@ def test_a_value_a_loop_body_gives_is_not_an_outer_constant_of_its_name():
     assert scan_captures_passed_in(passed, 17, constants_in_scope(passed), inferred_types(passed)) == 1
     [loop] = [n for n in passed.graph.node if n.op_type == "Loop"]
     [scan] = [n for n in loop.attribute[0].g.node if n.op_type == "Scan"]
-    assert "c" in list(scan.input)  # (passed in as a state, not written inside as a Constant)
+    body = next(a.g for a in scan.attribute if a.name == "body")
+    assert list(scan.input).count("c") == 2  # (its first state, and passed in as one more)
+    assert not [n for n in body.node if n.op_type == "Constant"]  # (not the outer constant written inside)
     feeds = {"start": np.array([1.0, -2.0], np.float32), "xs": np.ones((3, 2), np.float32)}
     assert run_onnxruntime(passed, feeds)[0].tobytes() == run_onnxruntime(model, feeds)[0].tobytes()

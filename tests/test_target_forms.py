@@ -3245,6 +3245,8 @@ def test_a_runtime_wrong_only_on_negative_indices_is_given_them_non_negative():
     feeds = dict(zip([i.name for i in case.model.graph.input], case.data_sets[0][0], strict=True))
     assert lowering.verify(case.model, result.model, inputs=[feeds]).match
     assert not [f for f in check_model(result.model, onnx2torch) if f.op_type == "GatherElements"]
+    again = lowering.lower_model(result.model, target="onnx2torch")  # (indices so written are known)
+    assert [n.op_type for n in again.model.graph.node].count("Where") == 1 and not again.report.forms
     kept = lowering.lower_model(case.model, target="openvino-2024.6")
     assert [n.op_type for n in kept.model.graph.node] == ["GatherElements"]
 

@@ -69,14 +69,23 @@ def test_a_resize_of_constant_scales_is_judged_by_the_cases_of_its_kind():
     assert tvm.verdict("Resize", 19, "FLOAT", None).kind not in (SUPPORTED, REFUSED)  # (all cases: partly)
 
 
-def test_a_kind_no_case_holds_leaves_the_node_unverified():
+def test_a_kind_no_case_holds_leaves_the_node_unverified_where_the_others_are_right():
     """Where no case of the op version holds the node's kind, the other cases say nothing of it:
-    unverified, not their verdict (onnx2torch's Resize-10 cases upsample only)."""
+    where they all ran right, unverified, not supported (onnx2torch's Resize-10 cases upsample
+    only, and run right)."""
     onnx2torch = load_profile("onnx2torch")
-    others = onnx2torch.verdict("Resize", 10, "FLOAT", None)
-    assert others.kind in (SUPPORTED, "partly")
+    assert onnx2torch.verdict("Resize", 10, "FLOAT", None).kind == SUPPORTED
     shrinking = onnx2torch.verdict("Resize", 10, "FLOAT", None, holding=DOWNSAMPLING)
     assert shrinking.kind == UNVERIFIED and "holds resize scales below 1" in shrinking.why
+
+
+def test_a_kind_no_case_holds_keeps_the_others_verdict_where_they_are_not_all_right():
+    """Where no case of the op version holds the node's kind and the others are not all right,
+    their verdict stands (tract 0.21's Resize-10 cases: partly, none downsampling)."""
+    tract = load_profile("tract-0.21")
+    others = tract.verdict("Resize", 10, "FLOAT", None)
+    assert others.kind == "partly"
+    assert tract.verdict("Resize", 10, "FLOAT", None, holding=DOWNSAMPLING) == others
 
 
 def test_the_kind_a_node_holds_is_not_named_as_what_it_is_wrong_on():
