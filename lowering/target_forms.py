@@ -1677,7 +1677,8 @@ def better_ops(
             continue
         *made, last = replacement
         judge = check_form.with_nodes(replacement)  # (the values the nodes write typed, fed or constant)
-        verdicts = [judge(new, None)[0] for new in made]
+        written = {**constants, **{n.output[0]: t for n in made if (t := constant_tensor(n)) is not None and n.output}}
+        verdicts = [judge(new, None, *known_kinds(new, opset, written, {}, judge.types))[0] for new in made]
         verdicts.append(judge(last, None if choice.form_after is None else choice.form_after(form), choice.free_of)[0])
         if all(_RANK[verdict] > _RANK[before] for verdict in verdicts) and (
             not choice.supported_only

@@ -3319,3 +3319,39 @@ def test_a_graph_input_hiding_an_outer_constant_of_its_name_is_not_that_constant
     assert [n.op_type for n in body_out.node][-2:] == ["Where", "GatherElements"]
     feeds = {"data": np.arange(9, dtype=np.float32).reshape(3, 3), "start": np.array([[2, 0, -1], [-3, 1, 0]])}
     assert lowering.verify(model, replaced, inputs=[feeds]).match
+
+
+def test_the_nodes_a_choice_writes_are_judged_by_their_own_kinds_too(monkeypatch):
+    """GatherElements of fed indices on data of a dynamic shape is written with the data's size
+    Gather(Shape(data), axis): on a runtime wrong on int64 Gather of negative indices too
+    (onnx2torch's profile, every other int64 Gather-13 case made one of negative indices that
+    fails), that Gather, of a constant index, is judged by the cases free of them, so the
+    choice is still made; judged by all its cases it would be partly, no better than the node."""
+    import json
+
+    from lowering import runtime_profiles, value_kinds
+    from lowering.runtime_profiles import PROFILES
+
+    data = json.loads((PROFILES / "onnx2torch.json").read_text())
+    made_negative = sorted(
+        name for name, case in data["cases"].items()
+        if case["op"] == "Gather" and case["type"] == "INT64" and case["version"] == 13 and case["verdict"] == "right"
+    )[::2]  # fmt: skip
+    for name in made_negative:
+        data["cases"][name]["verdict"] = "fails"
+    kinds = dict(value_kinds.cases_of_values())
+    kinds[NEGATIVE_INDICES] = kinds[NEGATIVE_INDICES] | set(made_negative)
+    monkeypatch.setattr(runtime_profiles, "cases_of_values", lambda: kinds)
+    profile = profile_from_data(data)
+    assert profile.verdict("Gather", 13, "INT64", None).kind == PARTLY
+    assert profile.verdict("Gather", 13, "INT64", None, NEGATIVE_INDICES).kind == SUPPORTED
+    x = helper.make_tensor_value_info("data", TensorProto.FLOAT, ["n", 3])
+    i = helper.make_tensor_value_info("idx", TensorProto.INT64, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    node = helper.make_node("GatherElements", ["data", "idx"], ["y"], name="gathered", axis=0)
+    model = helper.make_model(helper.make_graph([node], "g", [x, i], [y]), opset_imports=[helper.make_opsetid("", 13)])
+    result = lowering.lower_model(model, target=profile)
+    ops = [n.op_type for n in result.model.graph.node]
+    assert "Shape" in ops and ops[-2:] == ["Where", "GatherElements"], ops
+    feeds = {"data": np.arange(9, dtype=np.float32).reshape(3, 3), "idx": np.array([[-1, 0, 2], [1, -3, -2]])}
+    assert lowering.verify(model, result.model, inputs=[feeds]).match
