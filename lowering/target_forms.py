@@ -112,8 +112,8 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   (:data:`lowering.value_kinds.NEGATIVE_INDICES`, a kind of value its cases hold, not a
   form) and runs the nodes written better (onnx2torch fails GatherElements of -1, torch.gather
   taking none; OpenVINO 2024.6 reads past the data there, but computes int64 Less, Add and Where
-  wrong past 2^24, so there it is kept): each index of [-s, s - 1] names the same element, bit
-  for bit with onnxruntime.
+  wrong past 2^24, so there fed indices are kept and constant ones written as a Constant): each
+  index of [-s, s - 1] names the same element, bit for bit with onnxruntime.
 - ``AveragePool`` (``count_include_pad=1``), ``MaxPool`` (on int8 and uint8) and ``LpPool``
   (p >= 1) padded by more than half their window (:data:`lowering.node_forms.WIDE`; each pad
   less than the kernel, no dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
