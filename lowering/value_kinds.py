@@ -37,7 +37,7 @@ def kinds_held(
     """Per kind the node's op can be given, whether its values hold it (``value_of``: a value
     by name, None where not known); a kind whose values are not known is left out. ``shapes``:
     the static shapes known, by value name (a Resize's sizes are compared with its input's)."""
-    version = schemas.version_in_force(node.op_type, opset) if node.domain in ("", "ai.onnx") else None
+    version = schemas.version_in_force(node.op_type, opset) if node.domain in schemas.DEFAULT_DOMAINS else None
     schema = schemas.schema_in_force(node.op_type, version) if version is not None else None
     if schema is None:
         return {}

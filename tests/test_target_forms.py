@@ -235,102 +235,46 @@ def _addend_first_model(element_type: int, constant: np.ndarray, opset: int = 17
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-def _trialled(better: list[str], worse: list[str]):
-    """A probed runtime (of Add only, run right) whose trials found whole models right with the
-    constant addend second and not without (``better``), and the other way (``worse``)."""
-    profile = _made_up("addend-trialled", "Add", 14, 17, {"test_add": "right"})
-    forms = {"constant addend second": {"better": better, "worse": worse, "tried": [*better, *worse]}}
-    return dataclasses.replace(profile, model_forms=forms)
+# the forms that commute a node's inputs: its op, its inputs as written and as the form makes them
+COMMUTED_FORMS = {
+    "constant addend second": ("Add", ["c", "x"], ["x", "c"]),
+    "constant factor first": ("Mul", ["x", "c"], ["c", "x"]),
+}
 
 
-@pytest.mark.parametrize(
-    "element_type", [TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64]
-)
-def test_the_constant_addend_goes_second_and_every_sum_keeps_its_bits(element_type):
-    """Add(c, x) -> Add(x, c) where trials found whole models better so: bit for bit in
-    onnxruntime, x every float16 bit pattern (NaN of every payload and sign, ±inf, ±0,
-    subnormals) or the type's edge values, c the type's edge values but NaN."""
-    from lowering.samples import edge_values, every_bit_pattern
-
-    dtype = helper.tensor_dtype_to_np_dtype(element_type)
-    if dtype.kind == "i":
-        info = np.iinfo(dtype)
-        x = constant = np.array([info.min, info.min + 1, -1, 0, 1, info.max - 1, info.max], dtype)
-    elif element_type == TensorProto.FLOAT16:  # (±0, the least and largest subnormals, 1, the largest, inf)
-        edges = np.array([0x0000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0x7BFF, 0x7C00], np.uint16)
-        constant = np.concatenate([edges, edges | 0x8000]).view(np.float16)
-        x = every_bit_pattern(element_type)
-    else:
-        x = edge_values(element_type)
-        constant = x[~np.isnan(x)]
-    model = _addend_first_model(element_type, constant)
-    result = lowering.lower_model(model, target=_trialled(["deit"], []))
-    [node] = result.model.graph.node
-    assert list(node.input) == ["x", "c"] and list(model.graph.node[0].input) == ["c", "x"]
-    assert sum(result.report.forms.values()) == 1
-    onnx.checker.check_model(result.model, full_check=True)
-    feeds = {"x": x.reshape(-1, 1)}
-    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
-    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
-
-
-@pytest.mark.parametrize(
-    "case",
-    ["no trial better", "a trial worse", "a NaN in the constant", "the constant is fed", "Add-6", "both constant"],
-)
-def test_the_addends_stay_where_the_trials_or_the_values_do_not_allow_it(case):
-    """Not made where no trial found it better, where one found it worse, where c holds a NaN
-    (NaN + NaN: which payload comes back may follow the order), where a graph input may
-    override c, before Add-7 (Add-6 broadcasts by its own attributes), or where both are constant."""
-    constant = np.array([1.5, -0.0, 3.0], np.float32)
-    better, worse, opset, fed = ["deit"], [], 17, False
-    if case == "no trial better":
-        better = []
-    elif case == "a trial worse":
-        worse = ["bert"]
-    elif case == "a NaN in the constant":
-        constant = np.array([1.5, np.nan, 3.0], np.float32)
-    elif case == "the constant is fed":
-        fed = True
-    elif case == "Add-6":
-        opset = 6
-    model = _addend_first_model(TensorProto.FLOAT, constant, opset, fed)
-    if case == "both constant":
-        model.graph.initializer.append(numpy_helper.from_array(np.ones((2, 1), np.float32), "x"))
-        del model.graph.input[:]
-    profile = _trialled(better, worse)
-    if case == "Add-6":
-        profile = dataclasses.replace(profile, opsets=(6,))
-    result = lowering.lower_model(model, target=profile, fold="none")
-    adds = [n for n in result.model.graph.node if n.op_type == "Add"]
-    assert [list(n.input) for n in adds] == [["c", "x"]] and not result.report.forms
-
-
-def _factor_second_model(element_type: int, constant: np.ndarray, opset: int = 17, fed_default: bool = False):
-    """y = Mul(x, c): x [n, 1] (a graph input), c a constant initializer [k]; with
-    ``fed_default`` c is a graph input too (its initializer only a default)."""
+def _commuted_model(form: str, element_type: int, constant: np.ndarray, opset: int = 17, fed_default: bool = False):
+    """y = Add(c, x) or Mul(x, c), as the ``form`` finds it (:func:`_addend_first_model`)."""
+    op_type, written, _ = COMMUTED_FORMS[form]
     model = _addend_first_model(element_type, constant, opset, fed_default)
     node = model.graph.node[0]
-    node.op_type, node.name, node.input[:] = "Mul", "scaled", ["x", "c"]
+    node.op_type, node.input[:] = op_type, written
     return model
 
 
-def _factor_trialled(better: list[str], worse: list[str]):
-    """A probed runtime (of Mul only, run right) whose trials found whole models right with the
-    constant factor first and not without (``better``), and the other way (``worse``)."""
-    profile = _made_up("factor-trialled", "Mul", 14, 17, {"test_mul": "right"})
-    forms = {"constant factor first": {"better": better, "worse": worse, "tried": [*better, *worse]}}
+def _form_trialled(form: str, better: list[str], worse: list[str]):
+    """A probed runtime (of the form's op only, run right) whose trials found whole models right
+    with the ``form`` and not without (``better``), and the other way (``worse``)."""
+    op_type = COMMUTED_FORMS[form][0]
+    profile = _made_up(f"{op_type}-trialled", op_type, 14, 17, {f"test_{op_type.lower()}": "right"})
+    forms = {form: {"better": better, "worse": worse, "tried": [*better, *worse]}}
     return dataclasses.replace(profile, model_forms=forms)
 
 
+def _trialled(better: list[str], worse: list[str]):
+    """:func:`_form_trialled` of the constant addend second."""
+    return _form_trialled("constant addend second", better, worse)
+
+
+@pytest.mark.parametrize("form", COMMUTED_FORMS)
 @pytest.mark.parametrize(
     "element_type", [TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64]
 )
-def test_the_constant_factor_goes_first_and_every_product_keeps_its_bits(element_type):
-    """Mul(x, c) -> Mul(c, x) where trials found whole models better so (rknn builds LLaMA's
-    rotary embedding so): bit for bit in onnxruntime, x every float16 bit pattern (NaN of every
-    payload and sign, ±inf, ±0, subnormals) or the type's edge values, c the type's edge values
-    but NaN (0 · inf, overflow to ±inf, underflow to ±0, integers wrapping)."""
+def test_the_constant_goes_where_the_form_puts_it_and_every_result_keeps_its_bits(form, element_type):
+    """Add(c, x) -> Add(x, c) and Mul(x, c) -> Mul(c, x) where trials found whole models better
+    so (rknn builds LLaMA's rotary embedding with the factor first): bit for bit in
+    onnxruntime, x every float16 bit pattern (NaN of every payload and sign, ±inf, ±0,
+    subnormals) or the type's edge values, c the type's edge values but NaN (inf - inf, 0 · inf,
+    overflow to ±inf, underflow to ±0, integers wrapping)."""
     from lowering.samples import edge_values, every_bit_pattern
 
     dtype = helper.tensor_dtype_to_np_dtype(element_type)
@@ -344,10 +288,11 @@ def test_the_constant_factor_goes_first_and_every_product_keeps_its_bits(element
     else:
         x = edge_values(element_type)
         constant = x[~np.isnan(x)]
-    model = _factor_second_model(element_type, constant)
-    result = lowering.lower_model(model, target=_factor_trialled(["llama"], []))
+    _, written, made = COMMUTED_FORMS[form]
+    model = _commuted_model(form, element_type, constant)
+    result = lowering.lower_model(model, target=_form_trialled(form, ["deit"], []))
     [node] = result.model.graph.node
-    assert list(node.input) == ["c", "x"] and list(model.graph.node[0].input) == ["x", "c"]
+    assert list(node.input) == made and list(model.graph.node[0].input) == written
     assert sum(result.report.forms.values()) == 1
     onnx.checker.check_model(result.model, full_check=True)
     feeds = {"x": x.reshape(-1, 1)}
@@ -355,15 +300,17 @@ def test_the_constant_factor_goes_first_and_every_product_keeps_its_bits(element
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
+@pytest.mark.parametrize("form", COMMUTED_FORMS)
 @pytest.mark.parametrize("case", ["no trial better", "a trial worse", "a NaN in the constant", "the constant is fed",
-                                  "Mul-6", "both constant", "the Add form alone"])  # fmt: skip
-def test_the_factors_stay_where_the_trials_or_the_values_do_not_allow_it(case):
-    """Not made where no trial found it better, where one found it worse, where c holds a NaN,
-    where a graph input may override c, before Mul-7 (Mul-6 broadcasts by its own attributes),
-    where both are constant, or where only the trials of the constant addend second were
-    better (a form is made only where its own trials found it so)."""
+                                  "version 6", "both constant", "the other form alone"])  # fmt: skip
+def test_the_inputs_stay_where_the_trials_or_the_values_do_not_allow_it(form, case):
+    """Not made where no trial found it better, where one found it worse, where c holds a NaN
+    (NaN + NaN: which payload comes back may follow the order), where a graph input may
+    override c, before version 7 (Add-6 and Mul-6 broadcast by their own attributes), where
+    both are constant, or where only the other form's trials were better (a form is made only
+    where its own trials found it so)."""
     constant = np.array([1.5, -0.0, 3.0], np.float32)
-    better, worse, opset, fed = ["llama"], [], 17, False
+    better, worse, opset, fed = ["deit"], [], 17, False
     if case == "no trial better":
         better = []
     elif case == "a trial worse":
@@ -372,20 +319,22 @@ def test_the_factors_stay_where_the_trials_or_the_values_do_not_allow_it(case):
         constant = np.array([1.5, np.nan, 3.0], np.float32)
     elif case == "the constant is fed":
         fed = True
-    elif case == "Mul-6":
+    elif case == "version 6":
         opset = 6
-    model = _factor_second_model(TensorProto.FLOAT, constant, opset, fed)
+    model = _commuted_model(form, TensorProto.FLOAT, constant, opset, fed)
     if case == "both constant":
         model.graph.initializer.append(numpy_helper.from_array(np.ones((2, 1), np.float32), "x"))
         del model.graph.input[:]
-    profile = _factor_trialled(better, worse)
-    if case == "Mul-6":
+    profile = _form_trialled(form, better, worse)
+    if case == "version 6":
         profile = dataclasses.replace(profile, opsets=(6,))
-    if case == "the Add form alone":
-        profile = dataclasses.replace(profile, model_forms=_trialled(["deit"], []).model_forms)
+    if case == "the other form alone":
+        [other] = [each for each in COMMUTED_FORMS if each != form]
+        profile = dataclasses.replace(profile, model_forms=_form_trialled(other, ["deit"], []).model_forms)
     result = lowering.lower_model(model, target=profile, fold="none")
-    muls = [n for n in result.model.graph.node if n.op_type == "Mul"]
-    assert [list(n.input) for n in muls] == [["x", "c"]] and not result.report.forms
+    op_type, written, _ = COMMUTED_FORMS[form]
+    nodes = [n for n in result.model.graph.node if n.op_type == op_type]
+    assert [list(n.input) for n in nodes] == [written] and not result.report.forms
 
 
 def test_rknn_writes_a_conv_scaled_by_a_constant_factor_first_and_verify_finds_the_same_bits():
@@ -420,35 +369,39 @@ def test_a_constant_an_identity_gives_goes_second_too():
     assert list(add.input) == ["x", "shared"] and [n.op_type for n in result.model.graph.node] == ["Identity", "Add"]
 
 
-@pytest.mark.parametrize("form", ["if", "function"])
-def test_the_constant_addend_goes_second_in_an_if_branch_and_a_local_function(form):
-    """Add(c, x) in both branches of an If (c the branch's initializer) and in a local function
-    (c a Constant there): made Add(x, c) in each, the model the same bit for bit either way."""
+@pytest.mark.parametrize("form", COMMUTED_FORMS)
+@pytest.mark.parametrize("scope", ["if", "function"])
+def test_the_constant_goes_where_the_form_puts_it_in_an_if_branch_and_a_local_function(form, scope):
+    """Add(c, x) and Mul(x, c) in both branches of an If (c the branch's initializer) and in a
+    local function (c a Constant there): made Add(x, c) and Mul(c, x) in each, the model the
+    same bit for bit either way."""
     from support import nested_forms
 
     from lowering.samples import edge_values
 
     x = edge_values(TensorProto.FLOAT)
     constant = x[~np.isnan(x)]
-    model = nested_forms(_addend_first_model(TensorProto.FLOAT, constant))[form]
-    result = lowering.lower_model(model, target=_trialled(["deit"], []), fold="none")
+    op_type, _, made = COMMUTED_FORMS[form]
+    model = nested_forms(_commuted_model(form, TensorProto.FLOAT, constant))[scope]
+    result = lowering.lower_model(model, target=_form_trialled(form, ["deit"], []), fold="none")
     onnx.checker.check_model(result.model, full_check=True)
-    if form == "if":
+    if scope == "if":
         [choose] = result.model.graph.node
-        adds = [n for a in choose.attribute for n in a.g.node if n.op_type == "Add"]
+        nodes = [n for a in choose.attribute for n in a.g.node if n.op_type == op_type]
     else:
         [function] = result.model.functions
-        adds = [n for n in function.node if n.op_type == "Add"]
-    assert len(adds) == (2 if form == "if" else 1) and all(list(n.input) == ["x", "c"] for n in adds)
+        nodes = [n for n in function.node if n.op_type == op_type]
+    assert len(nodes) == (2 if scope == "if" else 1) and all(list(n.input) == made for n in nodes)
     for branch in (True, False):
         feeds = {"x": x.reshape(-1, 1), "branch": np.array(branch)}
         [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
         assert got.tobytes() == want.tobytes()
 
 
-def test_the_constant_addend_goes_second_on_bfloat16_and_every_sum_keeps_its_bits():
-    """bfloat16 (Add-13+; onnxruntime has no CPU kernel for it, so onnx.reference is the oracle):
-    x every bfloat16 bit pattern, c bfloat16's edge values but NaN."""
+@pytest.mark.parametrize("form", COMMUTED_FORMS)
+def test_the_constant_goes_where_the_form_puts_it_on_bfloat16_and_every_result_keeps_its_bits(form):
+    """bfloat16 (Add-13 and Mul-13 on; onnxruntime has no CPU kernel for them, so onnx.reference
+    is the oracle): x every bfloat16 bit pattern, c bfloat16's edge values but NaN."""
     import ml_dtypes
     from onnx.reference import ReferenceEvaluator
 
@@ -457,13 +410,14 @@ def test_the_constant_addend_goes_second_on_bfloat16_and_every_sum_keeps_its_bit
     # (±0, the least and largest subnormals, 1, the largest finite, inf)
     edges = np.array([0x0000, 0x0001, 0x007F, 0x0080, 0x3F80, 0x7F7F, 0x7F80], np.uint16)
     constant = np.concatenate([edges, edges | 0x8000]).view(ml_dtypes.bfloat16)
-    model = _addend_first_model(TensorProto.BFLOAT16, constant)
-    result = lowering.lower_model(model, target=_trialled(["deit"], []), fold="none")
-    assert [list(n.input) for n in result.model.graph.node] == [["x", "c"]]
+    model = _commuted_model(form, TensorProto.BFLOAT16, constant)
+    result = lowering.lower_model(model, target=_form_trialled(form, ["deit"], []), fold="none")
+    assert [list(n.input) for n in result.model.graph.node] == [COMMUTED_FORMS[form][2]]
     onnx.checker.check_model(result.model, full_check=True)
     x = every_bit_pattern(TensorProto.BFLOAT16).astype(ml_dtypes.bfloat16).reshape(-1, 1)
-    [want] = ReferenceEvaluator(model).run(None, {"x": x})
-    [got] = ReferenceEvaluator(result.model).run(None, {"x": x})
+    with np.errstate(all="ignore"):
+        [want] = ReferenceEvaluator(model).run(None, {"x": x})
+        [got] = ReferenceEvaluator(result.model).run(None, {"x": x})
     assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
 
 
