@@ -158,6 +158,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import floats, schemas
+from .computed_ahead import computed_ahead
 from .conversion.adapters import AdapterContext, adapter_for, attribute_of
 from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
@@ -184,6 +185,7 @@ from .runtime_profiles import (
     load_profile,
 )
 from .scan_captures import scan_captures_passed_in
+from .shape_folding import inferred_types
 from .value_kinds import NEGATIVE_INDICES, kinds_held
 
 Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
@@ -1740,6 +1742,35 @@ class ModelFormChoice:
     rewrite: Callable[[onnx.NodeProto], None]
     said: str
 
+    def made_in(self, model: onnx.ModelProto, opset: int) -> int:
+        """The form made (in place) of every node of ``model`` it applies to; how many."""
+        made = 0
+        for node, constants in nodes_with_constants(model):
+            if node.domain not in schemas.DEFAULT_DOMAINS or node.op_type != self.op_type:
+                continue
+            version = schemas.version_in_force(node.op_type, opset)
+            if version is not None and self.applies(node, constants, version):
+                self.rewrite(node)
+                made += 1
+        return made
+
+
+@dataclass(frozen=True)
+class WholeModelForm:
+    """A form made of a whole model at once (``make``, in place, returning how many nodes it
+    changed), taken as a :class:`ModelFormChoice` is."""
+
+    name: str
+    make: Callable[[onnx.ModelProto], int]
+    said: str
+
+    def made_in(self, model: onnx.ModelProto, opset: int) -> int:
+        return self.make(model)
+
+
+def _values_computed_ahead(model: onnx.ModelProto) -> int:
+    return computed_ahead(model, inferred_types(model))
+
 
 def _nan_free_constant_at(position: int) -> Callable[[onnx.NodeProto, dict[str, onnx.TensorProto], int], bool]:
     """Whether a node of two inputs broadcasting by numpy's rule (not a version with a
@@ -1763,7 +1794,13 @@ def _commute(node: onnx.NodeProto) -> None:
     node.input[:] = [node.input[1], node.input[0]]
 
 
-MODEL_FORM_CHOICES = (
+MODEL_FORM_CHOICES = (  # (values computed ahead first: the commuting forms see them constant)
+    WholeModelForm(
+        "values computed ahead",
+        _values_computed_ahead,
+        "value computed from constants alone written as an initializer, onnxruntime's answer (the runtime ran "
+        "whole models better so)",
+    ),
     ModelFormChoice(
         "constant addend second",
         "Add",
@@ -1781,7 +1818,7 @@ MODEL_FORM_CHOICES = (
 )
 
 
-def model_forms_taken(model_forms: Mapping[str, Mapping[str, list]]) -> tuple[ModelFormChoice, ...]:
+def model_forms_taken(model_forms: Mapping[str, Mapping[str, list]]) -> tuple[ModelFormChoice | WholeModelForm, ...]:
     """The choices a profile's ``model_forms`` records whole models as running better with
     (``"better"``: right with it, not without) and none worse (``"worse"``: right only without)."""
     return tuple(
@@ -1792,21 +1829,12 @@ def model_forms_taken(model_forms: Mapping[str, Mapping[str, list]]) -> tuple[Mo
 
 
 def apply_model_forms(model: onnx.ModelProto, choices, opset: int) -> Counter:
-    """Each of ``choices`` made (in place) of every node of ``model`` it applies to; what was
-    made, counted."""
+    """Each of ``choices`` made (in place) of ``model``, in their order; what was made, counted."""
     made: Counter = Counter()
-    if not choices:
-        return made
-    for node, constants in nodes_with_constants(model):
-        if node.domain not in schemas.DEFAULT_DOMAINS:
-            continue
-        for choice in choices:
-            if node.op_type != choice.op_type:
-                continue
-            version = schemas.version_in_force(node.op_type, opset)
-            if version is not None and choice.applies(node, constants, version):
-                choice.rewrite(node)
-                made[choice.said] += 1
+    for choice in choices:
+        count = choice.made_in(model, opset)
+        if count:
+            made[choice.said] += count
     return made
 
 

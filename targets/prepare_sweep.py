@@ -14,8 +14,8 @@ runtime that misses the case's expected outputs where onnxruntime does too, and 
 right as onnxruntime (``probe.as_onnxruntime``).
 
 Trials (each corpus export): for each form of ``lowering.target_forms.MODEL_FORM_CHOICES``
-that applies to the model made for the target, that model made without any of the forms the
-profile takes (``trials/SLUG/without.onnx``) and with that one form made of it
+that changes the model made for the target, that model made with the other forms the profile
+takes (``trials/SLUG/without.onnx``) and with those and that one
 (``trials/SLUG/with.onnx``); ``run_sweep.py --record-forms`` records in the profile which ran
 better.
 
@@ -44,10 +44,9 @@ sys.path.insert(0, str(HERE))
 from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
-from lowering import schemas  # noqa: E402
 from lowering.runtime_profiles import RuntimeProfile, load_profile  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
-from lowering.target_forms import MODEL_FORM_CHOICES, apply_model_forms  # noqa: E402
+from lowering.target_forms import MODEL_FORM_CHOICES, model_forms_taken  # noqa: E402
 from lowering.verification.runtime import run_onnxruntime  # noqa: E402
 
 CORPUS = HERE.parent / "golden" / "corpus"
@@ -103,27 +102,34 @@ def drawn_at_random(node: onnx.NodeProto, feeds: dict) -> bool:
     return bool(np.asarray(feeds[node.input[2]])) and (ratio is None or float(np.asarray(ratio)) > 0)
 
 
-def trial_models(model: onnx.ModelProto, name: str, shapes) -> dict[str, tuple[onnx.ModelProto, onnx.ModelProto]]:
-    """Per form of MODEL_FORM_CHOICES (by its name) that applies to the model made for the target
-    ``name`` without any (of the profile's) model forms: (that model, that model with the form)."""
-    profile = load_profile(name)
+def trial_models(model: onnx.ModelProto, profile, shapes) -> dict[str, tuple[onnx.ModelProto, onnx.ModelProto]]:
+    """Per form of MODEL_FORM_CHOICES (by its name) that changes the model made for the
+    target's ``profile``: (the model made with the profile's other forms, the model made with
+    those and that one). A form is tried beside the forms the profile takes, as ``--target``
+    would make it (rknn runs LLaMA's rotary embedding right only with its tables computed ahead
+    and then put first in their products)."""
     if not isinstance(profile, RuntimeProfile):
         return {}
-    bare = dataclasses.replace(profile, model_forms={})
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            without = lowering.lower_model(model, target=bare, input_shapes=shapes).model
-    except lowering.LoweringError:  # (refused without the forms: nothing to try them on)
-        return {}
-    opset = schemas.default_opset(without.opset_import)
+    taken = {choice.name for choice in model_forms_taken(profile.model_forms)}
     trials = {}
     for choice in MODEL_FORM_CHOICES:
-        made = onnx.ModelProto()
-        made.CopyFrom(without)
-        if apply_model_forms(made, (choice,), opset):
-            trials[choice.name] = (without, made)
+        others = taken - {choice.name}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                without = lowering.lower_model(model, target=_taking(profile, others), input_shapes=shapes)
+                made = lowering.lower_model(model, target=_taking(profile, others | {choice.name}), input_shapes=shapes)
+        except lowering.LoweringError:  # (refused: nothing to try the form on)
+            continue
+        if choice.said in made.report.forms:
+            trials[choice.name] = (without.model, made.model)
     return trials
+
+
+def _taking(profile: RuntimeProfile, names: set[str]) -> RuntimeProfile:
+    """``profile`` taking exactly the model forms ``names``, as if trials had found each better."""
+    found = {"better": ["trial"], "worse": [], "tried": ["trial"]}
+    return dataclasses.replace(profile, model_forms={name: found for name in sorted(names)})
 
 
 def float16_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
@@ -236,7 +242,7 @@ def main() -> None:
             if halved is not None:
                 np.savez(folder / "float16.npz", *[np.asarray(value) for value in halved])
         if name in corpus_names and "refused" not in entry:
-            for choice_name, (without, made) in trial_models(model, args.name, shapes).items():
+            for choice_name, (without, made) in trial_models(model, load_profile(args.name), shapes).items():
                 place = folder / "trials" / "-".join(choice_name.split())
                 place.mkdir(parents=True, exist_ok=True)
                 onnx.save(without, place / "without.onnx")

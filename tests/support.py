@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper, numpy_helper
 
 import lowering
 from lowering import floats, schemas
+from lowering.runtime_profiles import profile_from_data
 from lowering.verification.runtime import bits_per_element, run_onnxruntime
 
 # The repository's root, wherever under tests/ the test that asks lies (tests/cli/, tests/rules/versions/, ...).
@@ -430,3 +431,48 @@ def sub_byte_types() -> tuple[int, ...]:
 def sub_byte_integer_types() -> tuple[int, ...]:
     """The integer ones of :func:`sub_byte_types` (int4, uint4, int2, uint2)."""
     return tuple(t for t in sub_byte_types() if floats.numpy_dtype(t).type.__name__.startswith(("int", "uint")))
+
+
+def rotary_tables_model(element_type: int = TensorProto.FLOAT, opset: int = 17) -> onnx.ModelProto:
+    """y = x · cos(p ⊗ f) + x · sin(p ⊗ f): x [2, 8, 4] fed, the positions p = Range(0, 8) and
+    the frequencies f constants (an initializer, a Constant node), the tables Cos and Sin of their
+    outer product (as a TorchScript export of LLaMA computes them), and an unread Constant."""
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    frequencies = numpy_helper.from_array((1.0 / 10000.0 ** (np.arange(4) / 4)).astype(dtype), "f")
+    nodes = [
+        helper.make_node("Constant", [], ["start"], value=numpy_helper.from_array(np.array(0, np.int64))),
+        helper.make_node("Constant", [], ["limit"], value=numpy_helper.from_array(np.array(8, np.int64))),
+        helper.make_node("Constant", [], ["step"], value=numpy_helper.from_array(np.array(1, np.int64))),
+        helper.make_node("Constant", [], ["unread"], value=numpy_helper.from_array(np.array(5, np.int64))),
+        helper.make_node("Range", ["start", "limit", "step"], ["p"], name="positions"),
+        helper.make_node("Cast", ["p"], ["p_float"], to=element_type),
+        helper.make_node("Constant", [], ["column"], value=numpy_helper.from_array(np.array([1], np.int64))),
+        helper.make_node("Unsqueeze", ["p_float", "column"], ["p_column"]),
+        helper.make_node("Mul", ["p_column", "f"], ["angles"], name="outer"),
+        helper.make_node("Cos", ["angles"], ["cos"], name="cos"),
+        helper.make_node("Sin", ["angles"], ["sin"], name="sin"),
+        helper.make_node("Mul", ["x", "cos"], ["x_cos"], name="x_cos"),
+        helper.make_node("Mul", ["x", "sin"], ["x_sin"], name="x_sin"),
+        helper.make_node("Add", ["x_cos", "x_sin"], ["y"], name="rotated"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "rotary",
+        [helper.make_tensor_value_info("x", element_type, [2, 8, 4])],
+        [helper.make_tensor_value_info("y", element_type, [2, 8, 4])],
+        [frequencies],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def rotary_runtime(*forms: str):
+    """A probed runtime running every op of :func:`rotary_tables_model` right, whose trials found whole
+    models right with each of ``forms`` and not without."""
+    ops = ["Mul", "Add", "Cos", "Sin", "Range", "Cast", "Unsqueeze", "Constant"]
+    return profile_from_data({
+        "name": "tables-trialled", "runtime": "made-up", "runtime_version": "0",
+        "source": {"kind": "probed", "how": "a test"}, "opsets": [17],
+        "cases": {f"test_{op.lower()}": {"op": op, "version": version, "type": "FLOAT", "verdict": "right"}
+                  for op in ops for version in (1, 6, 7, 9, 11, 12, 13, 14, 17) if version <= 17},
+        "model_forms": {form: {"better": ["llama"], "worse": [], "tried": ["llama"]} for form in forms},
+    })  # fmt: skip

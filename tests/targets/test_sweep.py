@@ -339,3 +339,19 @@ def test_in_each_recorded_sweep_target_left_every_model_the_runtime_ran_right_ru
         if before.startswith("right") and not after.startswith("right"):
             worse[transition] = count
     assert not worse, worse
+
+
+def test_a_form_is_tried_beside_the_forms_the_profile_takes():
+    """A runtime taking the constant factor first tries the values computed ahead with it: the
+    tables computed and then put first (``with``), against the factor-first form alone, which
+    finds no constant factor (``without``). The factor-first form, made alone, changes nothing
+    there, so it has no trial."""
+    from support import rotary_runtime, rotary_tables_model
+
+    trials = prepare_sweep.trial_models(rotary_tables_model(), rotary_runtime("constant factor first"), None)
+    assert list(trials) == ["values computed ahead"]
+    without, made = trials["values computed ahead"]
+    products = [list(node.input) for node in without.graph.node if node.op_type == "Mul"]
+    assert ["x", "cos"] in products and {"Cos", "Sin"} <= {node.op_type for node in without.graph.node}
+    products = [list(node.input) for node in made.graph.node if node.op_type == "Mul"]
+    assert products == [["cos", "x"], ["sin", "x"]]

@@ -1,0 +1,150 @@
+"""Values computed ahead: each node of a model's main graph whose inputs are all constants (the
+cos and sin tables of a rotary embedding, from the positions a fixed input shape gives) written
+as an initializer holding what onnxruntime's CPU kernels give for it, run as verification runs a
+model (node by node, graph optimizations off). In onnxruntime the model made so gives, bit for
+bit, what it gave; a runtime no longer computes those values itself (rknn's simulator hangs on
+models that compute such tables at run time, and runs them right given the tables).
+
+Unlike folding (:mod:`lowering.shape_folding`), which folds only what IEEE 754 or integer
+arithmetic decides to the bit, this takes onnxruntime's own answer for every op (Cos, Exp,
+float16 arithmetic), so it is a form a target takes where whole models ran better with it, never
+a default. A value is computed only where its shape is static and it holds at most
+:data:`MOST_ELEMENTS` (a table, not a tensor a few constants blow up); not the outputs of
+random ops, of nodes holding graphs, of other domains, of strings, nor of the graph itself; and
+only values of float32, float64, integers and bool (:func:`_computed_as_typed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from . import floats, schemas
+from .graphs import constant_tensor, holds_graphs, nested_graphs
+from .schemas import RANDOM_OPS
+
+MOST_ELEMENTS = 1 << 22  # 16 MiB of float32
+
+
+def computable_nodes(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> list[onnx.NodeProto]:
+    """The nodes of the main graph whose values follow from constants alone (initializers no
+    graph input overrides, held in the model; Constant nodes; other such nodes' outputs) and
+    that :func:`computed_ahead` may compute (see the module's docstring), in graph order."""
+    graph = model.graph
+    fed = {info.name for info in graph.input}
+    known = {
+        tensor.name
+        for tensor in graph.initializer
+        if tensor.name not in fed and tensor.data_location != onnx.TensorProto.EXTERNAL
+    }
+    graph_outputs = {info.name for info in graph.output}
+    computable = []
+    for node in graph.node:
+        if node.domain not in schemas.DEFAULT_DOMAINS:
+            continue
+        if node.op_type == "Constant":
+            if constant_tensor(node) is not None:
+                known.update(node.output)
+            continue
+        inputs = [name for name in node.input if name]
+        if (
+            node.op_type in RANDOM_OPS
+            or holds_graphs(node)
+            or not inputs
+            or not all(name in known for name in inputs)
+            or graph_outputs.intersection(node.output)
+            or not all(_small_tensor(types.get(name)) for name in node.output if name)
+            or not all(_computed_as_typed(types.get(name)) for name in [*inputs, *node.output] if name)
+        ):
+            continue
+        computable.append(node)
+        known.update(name for name in node.output if name)
+    return computable
+
+
+def _computed_as_typed(type_proto: onnx.TypeProto | None) -> bool:
+    """Whether onnxruntime computes a value of this type in that type: float32, float64, an
+    integer or bool. A chain of 16-bit float nodes its CPU provider has no kernels for runs in
+    float32, rounding once where the chain ends, so such a value computed alone would round where
+    the model did not."""
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return False
+    element_type = type_proto.tensor_type.elem_type
+    exact = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.BOOL)
+    return element_type in exact or floats.is_integer(element_type)
+
+
+def _small_tensor(type_proto: onnx.TypeProto | None) -> bool:
+    """Whether a value's inferred type is a tensor (not of strings) of static shape holding at
+    most :data:`MOST_ELEMENTS`."""
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return False
+    tensor_type = type_proto.tensor_type
+    if tensor_type.elem_type in (onnx.TensorProto.UNDEFINED, onnx.TensorProto.STRING):
+        return False
+    if not tensor_type.HasField("shape") or not all(d.HasField("dim_value") for d in tensor_type.shape.dim):
+        return False
+    return int(np.prod([d.dim_value for d in tensor_type.shape.dim], dtype=np.int64)) <= MOST_ELEMENTS
+
+
+def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> int:
+    """``model`` (in place) with each value of :func:`computable_nodes` that another node reads
+    an initializer, onnxruntime's answer; the nodes computed, and the Constants and initializers
+    only they read, gone. ``types``: every value's type as onnx's inference gives it. Returns
+    how many nodes were computed (0 where onnxruntime cannot run them: the model is left)."""
+    from .verification.runtime import run_onnxruntime
+
+    graph = model.graph
+    computed = computable_nodes(model, types)
+    if not computed:
+        return 0
+    computed_ids = {id(node) for node in computed}
+    kept = [node for node in graph.node if id(node) not in computed_ids]
+    read_by_kept = _names_read(kept) | {info.name for info in graph.output}
+    written = [name for node in computed for name in node.output if name]
+    wanted = [name for name in written if name in read_by_kept]
+    if not wanted:
+        return 0
+    read_by_computed = _names_read(computed)
+    constants = [node for node in kept if node.op_type == "Constant" and read_by_computed.intersection(node.output)]
+    sources = [tensor for tensor in graph.initializer if tensor.name in read_by_computed]
+    evaluated = helper.make_model(
+        helper.make_graph(
+            [*constants, *computed],
+            "computed_ahead",
+            [],
+            [helper.make_value_info(name, types[name]) for name in wanted],
+            initializer=sources,
+        ),
+        opset_imports=list(model.opset_import),
+        ir_version=model.ir_version,
+    )
+    try:
+        values = run_onnxruntime(evaluated, {})
+    except Exception:  # noqa: BLE001 (a kernel onnxruntime lacks, or refuses on these values: nothing computed)
+        return 0
+    still_read = _names_read(kept) | {info.name for info in graph.output}
+    unread = [node for node in constants if not still_read.intersection(node.output)]
+    unread_ids = {id(node) for node in unread}
+    del graph.node[:]
+    graph.node.extend(node for node in kept if id(node) not in unread_ids)
+    fed = {info.name for info in graph.input}
+    left = [t for t in graph.initializer if t.name in still_read or t.name in fed or t.name not in read_by_computed]
+    del graph.initializer[:]
+    graph.initializer.extend(left)
+    graph.initializer.extend(floats.tensor(np.asarray(value), name) for name, value in zip(wanted, values, strict=True))
+    gone = set(written) - set(wanted)
+    infos = [info for info in graph.value_info if info.name not in gone]
+    del graph.value_info[:]
+    graph.value_info.extend(infos)
+    return len(computed)
+
+
+def _names_read(nodes: list[onnx.NodeProto]) -> set[str]:
+    """The names ``nodes`` read, and the nodes of the graphs they hold."""
+    read = {name for node in nodes for name in node.input if name}
+    read.update(name for graph in nested_graphs(nodes) for inner in graph.node for name in inner.input if name)
+    return read

@@ -1,0 +1,169 @@
+"""Values computed ahead (lowering/computed_ahead.py): a rotary embedding's cos and sin tables,
+computed from constants alone, become initializers holding onnxruntime's answer, and the model
+gives bit for bit what it gave; what may not be computed so stays as it was."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from support import rotary_runtime, rotary_tables_model
+
+import lowering
+from lowering import computed_ahead as module
+from lowering.computed_ahead import computable_nodes, computed_ahead
+from lowering.shape_folding import inferred_types
+from lowering.verification.runtime import run_onnxruntime
+
+VALUE_SAID = "value computed from constants alone"
+
+
+def _x(element_type: int) -> np.ndarray:
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    return np.random.default_rng(0).standard_normal((2, 8, 4)).astype(dtype)
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.DOUBLE])
+def test_the_tables_become_initializers_and_the_model_keeps_its_bits(element_type):
+    """Cos and Sin (and the nodes before them) computed: the tables are initializers named as
+    the values were, the Constants and the initializer only they read are gone, the unread
+    Constant and every other node stay, and onnxruntime gives the same bits."""
+    model = rotary_tables_model(element_type)
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    assert computed_ahead(made, inferred_types(made)) == 6
+    assert [node.op_type for node in made.graph.node] == ["Constant", "Mul", "Mul", "Add"]
+    assert made.graph.node[0].output[0] == "unread"
+    assert sorted(t.name for t in made.graph.initializer) == ["cos", "sin"]
+    onnx.checker.check_model(made, full_check=True)
+    feeds = {"x": _x(element_type)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    # (the tables hold what onnxruntime computes for them inside the model, not numpy's cos)
+    cos = numpy_helper.to_array(next(t for t in made.graph.initializer if t.name == "cos"))
+    angles = np.arange(8, dtype=cos.dtype)[:, None] * numpy_helper.to_array(model.graph.initializer[0])
+    assert np.allclose(cos, np.cos(angles.astype(np.float64)), rtol=1e-3, atol=1e-3)
+
+
+def _computed_names(model: onnx.ModelProto) -> list[str]:
+    return [node.name or node.op_type for node in computable_nodes(model, inferred_types(model))]
+
+
+def test_a_value_read_in_a_branch_is_computed_and_still_found_there():
+    """Tables only an If's branches read, from outside, become initializers the branches find."""
+    model = rotary_tables_model()
+    branches = {
+        name: helper.make_graph(
+            [helper.make_node("Mul", ["x", table], [f"{name}_y"])],
+            name,
+            [],
+            [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, None)],
+        )
+        for name, table in (("then", "cos"), ("else", "sin"))
+    }
+    del model.graph.node[-3:]
+    model.graph.node.append(
+        helper.make_node("If", ["c"], ["y"], then_branch=branches["then"], else_branch=branches["else"])
+    )
+    model.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    assert computed_ahead(made, inferred_types(made)) == 6
+    assert sorted(t.name for t in made.graph.initializer) == ["cos", "sin"]
+    onnx.checker.check_model(made, full_check=True)
+    for condition in (True, False):
+        feeds = {"x": _x(TensorProto.FLOAT), "c": np.array(condition)}
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
+        assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["random", "graph output", "too large", "fed default", "external data", "other domain", "holds graphs"],
+)
+def test_what_may_not_be_computed_ahead_stays(case, monkeypatch):
+    """Not computed: a random op's value (RandomUniformLike of a constant), a graph output, a value
+    over MOST_ELEMENTS, a value from an initializer a graph input may override, or one stored as
+    external data, a node of another domain, a node holding graphs; nor anything computed from
+    those."""
+    model = rotary_tables_model()
+    graph = model.graph
+    if case == "random":
+        graph.node.insert(9, helper.make_node("RandomUniformLike", ["angles"], ["noise"], name="noise"))
+        graph.node[10].input[0] = "noise"
+        expected = ["positions", "Cast", "Unsqueeze", "outer", "sin"]
+    elif case == "graph output":
+        graph.output.append(helper.make_tensor_value_info("angles", TensorProto.FLOAT, [8, 4]))
+        expected = ["positions", "Cast", "Unsqueeze"]
+    elif case == "too large":
+        monkeypatch.setattr(module, "MOST_ELEMENTS", 31)  # (the tables hold 32)
+        expected = ["positions", "Cast", "Unsqueeze"]
+    elif case == "fed default":
+        graph.input.append(helper.make_tensor_value_info("f", TensorProto.FLOAT, [4]))
+        expected = ["positions", "Cast", "Unsqueeze"]
+    elif case == "external data":
+        frequencies = graph.initializer[0]
+        frequencies.data_location = TensorProto.EXTERNAL
+        expected = ["positions", "Cast", "Unsqueeze"]
+    elif case == "other domain":
+        graph.node[4].domain = "com.example"
+        expected = []
+    else:
+        branch = helper.make_graph(
+            [helper.make_node("Identity", ["p"], ["q"])], "b", [], [helper.make_tensor_value_info("q", 7, None)]
+        )
+        condition = helper.make_node("Constant", [], ["yes"], value=numpy_helper.from_array(np.array(True)))
+        graph.node.insert(5, condition)
+        graph.node.insert(6, helper.make_node("If", ["yes"], ["p_kept"], then_branch=branch, else_branch=branch))
+        graph.node[7].input[0] = "p_kept"
+        expected = ["positions"]
+    assert _computed_names(model) == expected
+
+
+def test_a_model_onnxruntime_cannot_compute_is_left_as_it_was():
+    """Where onnxruntime has no kernel for a value's node (Max on uint16), nothing changes."""
+    values = numpy_helper.from_array(np.array([1, 2], np.uint16))
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=values),
+        helper.make_node("Max", ["c", "c"], ["largest"], name="largest"),
+        helper.make_node("Cast", ["largest"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["x", "f"], ["y"]),
+    ]
+    x, y = (helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in "xy")
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    assert [node.name or node.op_type for node in computable_nodes(model, inferred_types(model))] == ["largest", "Cast"]
+    before = model.SerializeToString()
+    assert computed_ahead(model, inferred_types(model)) == 0
+    assert model.SerializeToString() == before
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16])
+def test_sixteen_bit_floats_are_not_computed_ahead(element_type):
+    """onnxruntime computes a chain of float16 nodes it has no kernels for in float32, rounding
+    once at its end: the tables computed alone would round where the model did not."""
+    model = rotary_tables_model(element_type, opset=21)
+    assert [node.name or node.op_type for node in computable_nodes(model, inferred_types(model))] == ["positions"]
+
+
+def test_a_target_whose_trials_found_it_better_computes_the_tables_and_then_puts_them_first():
+    """--target of a runtime whose trials found whole models better with the values computed
+    ahead and the constant factor first: Mul(x, cos) becomes Mul(cos, x) of the computed table;
+    the verification compares bit for bit."""
+    model = rotary_tables_model()
+    profile = rotary_runtime("values computed ahead", "constant factor first")
+    result = lowering.lower_model(model, target=profile)
+    said = {form: count for form, count in result.report.forms.items()}
+    assert any(form.startswith(VALUE_SAID) for form in said)
+    products = [node for node in result.model.graph.node if node.op_type == "Mul"]
+    assert [list(node.input) for node in products] == [["cos", "x"], ["sin", "x"]]
+    feeds = {"x": _x(TensorProto.FLOAT)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_a_target_without_such_trials_leaves_the_tables_computed_at_run_time():
+    profile = rotary_runtime("constant factor first")
+    result = lowering.lower_model(rotary_tables_model(), target=profile)
+    assert {"Cos", "Sin"} <= {node.op_type for node in result.model.graph.node}
+    assert not any(form.startswith(VALUE_SAID) for form in result.report.forms)
