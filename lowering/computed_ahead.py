@@ -27,6 +27,7 @@ from .graphs import constant_tensor, holds_graphs, nested_graphs
 from .schemas import RANDOM_OPS
 
 MOST_ELEMENTS = 1 << 22  # 16 MiB of float32
+UNLISTED_INITIALIZERS_IR = 4  # the first IR version whose initializers need not be graph inputs
 
 
 def computable_nodes(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> list[onnx.NodeProto]:
@@ -92,9 +93,10 @@ def _small_tensor(type_proto: onnx.TypeProto | None) -> bool:
 
 def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> int:
     """``model`` (in place) with each value of :func:`computable_nodes` that another node reads
-    an initializer, onnxruntime's answer; the nodes computed, and the Constants and initializers
-    only they read, gone. ``types``: every value's type as onnx's inference gives it. Returns
-    how many nodes were computed (0 where onnxruntime cannot run them: the model is left)."""
+    an initializer (a Constant node before IR version 4), onnxruntime's answer; the nodes
+    computed, and the Constants and initializers only they read, gone. ``types``: every value's
+    type as onnx's inference gives it. Returns how many nodes were computed (0 where
+    onnxruntime cannot run them: the model is left as it was)."""
     from .verification.runtime import run_onnxruntime
 
     graph = model.graph
@@ -135,7 +137,14 @@ def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) 
     left = [t for t in graph.initializer if t.name in still_read or t.name in fed or t.name not in read_by_computed]
     del graph.initializer[:]
     graph.initializer.extend(left)
-    graph.initializer.extend(floats.tensor(np.asarray(value), name) for name, value in zip(wanted, values, strict=True))
+    tables = [floats.tensor(np.asarray(value), name) for name, value in zip(wanted, values, strict=True)]
+    if model.ir_version >= UNLISTED_INITIALIZERS_IR:
+        graph.initializer.extend(tables)
+    else:  # (an initializer is a graph input too there, which a runtime would ask to be fed)
+        made = [helper.make_node("Constant", [], [table.name], value=table) for table in tables]
+        nodes = [*made, *graph.node]
+        del graph.node[:]
+        graph.node.extend(nodes)
     gone = set(written) - set(wanted)
     infos = [info for info in graph.value_info if info.name not in gone]
     del graph.value_info[:]

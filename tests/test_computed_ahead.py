@@ -167,3 +167,26 @@ def test_a_target_without_such_trials_leaves_the_tables_computed_at_run_time():
     result = lowering.lower_model(rotary_tables_model(), target=profile)
     assert {"Cos", "Sin"} <= {node.op_type for node in result.model.graph.node}
     assert not any(form.startswith(VALUE_SAID) for form in result.report.forms)
+
+
+def test_before_ir_version_4_the_values_are_constant_nodes():
+    """Before IR version 4 every initializer is a graph input too: a value computed ahead is a
+    Constant node there, and the graph's inputs stay as they were."""
+    angles = numpy_helper.from_array(np.linspace(-4, 4, 8, dtype=np.float32))
+    nodes = [
+        helper.make_node("Constant", [], ["angles"], value=angles),
+        helper.make_node("Cos", ["angles"], ["cos"]),
+        helper.make_node("Mul", ["x", "cos"], ["y"]),
+    ]
+    x, y = (helper.make_tensor_value_info(name, TensorProto.FLOAT, [8]) for name in "xy")
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 3
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    assert computed_ahead(made, inferred_types(made)) == 1
+    assert [node.op_type for node in made.graph.node] == ["Constant", "Mul"] and not made.graph.initializer
+    assert [info.name for info in made.graph.input] == ["x"]
+    onnx.checker.check_model(made, full_check=True)
+    feeds = {"x": np.arange(8, dtype=np.float32)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
+    assert got.tobytes() == want.tobytes()
