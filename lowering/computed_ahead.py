@@ -10,8 +10,11 @@ arithmetic decides to the bit, this takes onnxruntime's own answer for every op 
 float16 arithmetic), so it is a form a target takes where whole models ran better with it, never
 a default. A value is computed only where its shape is static and it holds at most
 :data:`MOST_ELEMENTS` (a table, not a tensor a few constants blow up); not the outputs of
-random ops, of nodes holding graphs, of other domains, of strings, nor of the graph itself; and
-only values of float32, float64, integers and bool (:func:`_computed_as_typed`).
+random ops or Dropout, of nodes holding graphs, of other domains, of strings, nor of the graph
+itself; only values of float32, float64, integers and bool (:func:`_computed_as_typed`); and
+not a value a matrix product or recurrence reads (:func:`nodes_to_compute`). The values are
+onnxruntime's on the machine that lowers the model: another build or instruction set may
+compute Cos otherwise.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ from .schemas import RANDOM_OPS
 
 MOST_ELEMENTS = 1 << 22  # 16 MiB of float32
 UNLISTED_INITIALIZERS_IR = 4  # the first IR version whose initializers need not be graph inputs
+# onnxruntime's CPU kernels that may pack a constant input ahead of the run (the matrix products'
+# and recurrences' weights), summing it in another order than the same value computed at run time
+PACKED_AHEAD = frozenset(
+    "MatMul Gemm Conv ConvTranspose MatMulInteger ConvInteger QLinearMatMul QLinearConv LSTM GRU RNN".split()
+)
 
 
 def computable_nodes(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> list[onnx.NodeProto]:
@@ -53,6 +61,7 @@ def computable_nodes(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]
         inputs = [name for name in node.input if name]
         if (
             node.op_type in RANDOM_OPS
+            or node.op_type == "Dropout"  # (random where its training_mode is true)
             or holds_graphs(node)
             or not inputs
             or not all(name in known for name in inputs)
@@ -94,13 +103,15 @@ def _small_tensor(type_proto: onnx.TypeProto | None) -> bool:
 def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> int:
     """``model`` (in place) with each value of :func:`computable_nodes` that another node reads
     an initializer (a Constant node before IR version 4), onnxruntime's answer; the nodes
-    computed, and the Constants and initializers only they read, gone. ``types``: every value's
+    computed, and the Constants and initializers only they read, gone (:func:`nodes_to_compute`:
+    not a value a kernel packs ahead, nor one only unread nodes read). ``types``: every value's
     type as onnx's inference gives it. Returns how many nodes were computed (0 where
     onnxruntime cannot run them: the model is left as it was)."""
+    from .errors import LoweringError
     from .verification.runtime import run_onnxruntime
 
     graph = model.graph
-    computed = computable_nodes(model, types)
+    computed = nodes_to_compute(model, computable_nodes(model, types))
     if not computed:
         return 0
     computed_ids = {id(node) for node in computed}
@@ -126,15 +137,14 @@ def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) 
     )
     try:
         values = run_onnxruntime(evaluated, {})
-    except Exception:  # noqa: BLE001 (a kernel onnxruntime lacks, or refuses on these values: nothing computed)
+    except (LoweringError, *_onnxruntime_refusals()):  # (no kernel, or one refusing these values)
         return 0
-    still_read = _names_read(kept) | {info.name for info in graph.output}
-    unread = [node for node in constants if not still_read.intersection(node.output)]
-    unread_ids = {id(node) for node in unread}
+    unread = {id(node) for node in constants if not read_by_kept.intersection(node.output)}
     del graph.node[:]
-    graph.node.extend(node for node in kept if id(node) not in unread_ids)
+    graph.node.extend(node for node in kept if id(node) not in unread)
     fed = {info.name for info in graph.input}
-    left = [t for t in graph.initializer if t.name in still_read or t.name in fed or t.name not in read_by_computed]
+    dropped = {t.name for t in graph.initializer if t.name in read_by_computed and t.name not in read_by_kept | fed}
+    left = [t for t in graph.initializer if t.name not in dropped]
     del graph.initializer[:]
     graph.initializer.extend(left)
     tables = [floats.tensor(np.asarray(value), name) for name, value in zip(wanted, values, strict=True)]
@@ -145,11 +155,47 @@ def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) 
         nodes = [*made, *graph.node]
         del graph.node[:]
         graph.node.extend(nodes)
-    gone = set(written) - set(wanted)
+    gone = (
+        (set(written) - set(wanted))
+        | dropped
+        | {name for node in constants if id(node) in unread for name in node.output}
+    )
     infos = [info for info in graph.value_info if info.name not in gone]
     del graph.value_info[:]
     graph.value_info.extend(infos)
     return len(computed)
+
+
+def _onnxruntime_refusals() -> tuple[type[Exception], ...]:
+    """onnxruntime's exceptions for a model it cannot run (none derives from another)."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as errors
+
+    return (errors.Fail, errors.InvalidArgument, errors.NotImplemented, errors.InvalidGraph, errors.RuntimeException)
+
+
+def nodes_to_compute(model: onnx.ModelProto, computable: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+    """Those of ``computable`` whose values :func:`computed_ahead` writes: not a node whose value
+    a node left (or a node inside a graph it holds) reads into a kernel that may pack a constant
+    input ahead (:data:`PACKED_AHEAD`), nor into a node of another domain (a local function's
+    body, onnxruntime's contrib kernels): onnxruntime's MatMul sums a packed weight in another
+    order than one computed at run time, so the made model would round apart; nor a node whose
+    values nothing reads (left as it was). Repeated until no more goes."""
+    chosen = list(computable)
+    while True:
+        chosen_ids = {id(node) for node in chosen}
+        outside = [node for node in model.graph.node if id(node) not in chosen_ids]
+        readers = [*outside, *(inner for graph in nested_graphs(outside) for inner in graph.node)]
+        packing = {
+            name
+            for node in readers
+            if node.domain not in schemas.DEFAULT_DOMAINS or node.op_type in PACKED_AHEAD
+            for name in node.input
+        }
+        read = _names_read(model.graph.node) | {info.name for info in model.graph.output}
+        keep = [node for node in chosen if not packing.intersection(node.output) and read.intersection(node.output)]
+        if len(keep) == len(chosen):
+            return chosen
+        chosen = keep
 
 
 def _names_read(nodes: list[onnx.NodeProto]) -> set[str]:

@@ -121,21 +121,87 @@ def test_what_may_not_be_computed_ahead_stays(case, monkeypatch):
     assert _computed_names(model) == expected
 
 
-def test_a_model_onnxruntime_cannot_compute_is_left_as_it_was():
-    """Where onnxruntime has no kernel for a value's node (Max on uint16), nothing changes."""
-    values = numpy_helper.from_array(np.array([1, 2], np.uint16))
-    nodes = [
-        helper.make_node("Constant", [], ["c"], value=values),
-        helper.make_node("Max", ["c", "c"], ["largest"], name="largest"),
-        helper.make_node("Cast", ["largest"], ["f"], to=TensorProto.FLOAT),
-        helper.make_node("Add", ["x", "f"], ["y"]),
-    ]
-    x, y = (helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in "xy")
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
-    assert [node.name or node.op_type for node in computable_nodes(model, inferred_types(model))] == ["largest", "Cast"]
+def test_a_model_onnxruntime_cannot_compute_is_left_as_it_was(monkeypatch):
+    """Where onnxruntime refuses the values' nodes (no kernel), nothing changes."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as NoKernel
+
+    from lowering.verification import runtime
+
+    def refusing(model, feeds, optimized=False):
+        raise NoKernel("Could not find an implementation")
+
+    monkeypatch.setattr(runtime, "run_onnxruntime", refusing)
+    model = rotary_tables_model()
     before = model.SerializeToString()
     assert computed_ahead(model, inferred_types(model)) == 0
     assert model.SerializeToString() == before
+
+
+def _weights_model(op_type: str, between: str | None = None) -> onnx.ModelProto:
+    """y = OP(x, w), w = Cos(c) (or ``between``(Cos(c))), c a constant [128, 16] (x [2, 128]):
+    onnxruntime packs a constant MatMul or Gemm weight ahead, summing it in another order."""
+    c = numpy_helper.from_array(np.random.default_rng(1).standard_normal((128, 16)).astype(np.float32), "c")
+    nodes = [helper.make_node("Cos", ["c"], ["w"], name="cos")]
+    if between is not None:
+        nodes.append(helper.make_node(between, ["w"], ["w_moved"], name="moved"))
+    nodes.append(helper.make_node(op_type, ["x", nodes[-1].output[0]], ["y"], name="product"))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 128])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])
+    graph = helper.make_graph(nodes, "g", [x], [y], [c])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("op_type", ["MatMul", "Gemm"])
+@pytest.mark.parametrize("between", [None, "Identity"])
+def test_a_weight_a_kernel_packs_ahead_stays_computed_at_run_time(op_type, between):
+    """The weight a MatMul or Gemm reads is not computed ahead (a value before it may be): the
+    products give the bits they gave."""
+    model = _weights_model(op_type, between)
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    count = computed_ahead(made, inferred_types(made))
+    assert count == (0 if between is None else 1)
+    assert "product" in {node.name for node in made.graph.node}
+    assert ("moved" in {node.name for node in made.graph.node}) == (between is not None)
+    feeds = {"x": np.random.default_rng(2).standard_normal((2, 128)).astype(np.float32)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_what_is_read_elsewhere_too_or_by_nothing_stays():
+    """An initializer and a Constant read by a computed node and by a node left both stay; a node
+    computable from constants whose value nothing reads stays as it was; Dropout (random in
+    training mode) is never computed."""
+    constant = helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(np.full(4, 0.5, np.float32)))
+    training = helper.make_node("Constant", [], ["training"], value=numpy_helper.from_array(np.array(True)))
+    nodes = [
+        constant,
+        training,
+        helper.make_node("Mul", ["f", "k"], ["a"], name="angles"),
+        helper.make_node("Sin", ["a"], ["s"], name="sin"),
+        helper.make_node("Neg", ["a"], ["unread"], name="unread"),
+        helper.make_node("Dropout", ["f", "", "training"], ["d"], name="dropout"),
+        helper.make_node("Identity", ["d"], ["d_copy"], name="copy"),
+        helper.make_node("Mul", ["x", "s"], ["y1"], name="rotated"),
+        helper.make_node("Mul", ["y1", "f"], ["y2"], name="scaled"),
+        helper.make_node("Add", ["y2", "k"], ["y"], name="shifted"),
+    ]
+    f = numpy_helper.from_array(np.linspace(-3, 3, 4, dtype=np.float32), "f")
+    x, y, d = (helper.make_tensor_value_info(name, TensorProto.FLOAT, [4]) for name in ("x", "y", "d_copy"))
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y, d], [f]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    assert _computed_names(model) == ["angles", "sin", "unread"]
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    assert computed_ahead(made, inferred_types(made)) == 2
+    names = [node.name or node.output[0] for node in made.graph.node]
+    assert names == ["k", "training", "unread", "dropout", "copy", "rotated", "scaled", "shifted"]
+    assert [t.name for t in made.graph.initializer] == ["f", "a", "s"]
+    onnx.checker.check_model(made, full_check=True)
+    feeds = {"x": np.linspace(-1, 1, 4, dtype=np.float32)}
+    [want, _], [got, _] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
+    assert got.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16])
