@@ -44,12 +44,14 @@ sys.path.insert(0, str(HERE))
 from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
+from lowering import schemas  # noqa: E402
 from lowering.runtime_profiles import RuntimeProfile, load_profile  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
-from lowering.target_forms import MODEL_FORM_CHOICES, model_forms_taken  # noqa: E402
+from lowering.target_forms import MODEL_FORM_CHOICES, apply_model_forms, model_forms_taken  # noqa: E402
 from lowering.verification.runtime import run_onnxruntime  # noqa: E402
 
 CORPUS = HERE.parent / "golden" / "corpus"
+REFUSED_WITH = "with.refused"  # (a trial's form whose model onnx-lower refused: why, in words)
 CORPUS_RTOL, CORPUS_ATOL = 1e-3, 1e-5  # (an export's outputs against onnxruntime's: other kernels' sums)
 
 
@@ -102,25 +104,32 @@ def drawn_at_random(node: onnx.NodeProto, feeds: dict) -> bool:
     return bool(np.asarray(feeds[node.input[2]])) and (ratio is None or float(np.asarray(ratio)) > 0)
 
 
-def trial_models(model: onnx.ModelProto, profile, shapes) -> dict[str, tuple[onnx.ModelProto, onnx.ModelProto]]:
+def trial_models(model: onnx.ModelProto, profile, shapes) -> dict[str, tuple[onnx.ModelProto, onnx.ModelProto | str]]:
     """Per form of MODEL_FORM_CHOICES (by its name) that changes the model made for the
     target's ``profile``: (the model made with the profile's other forms, the model made with
-    those and that one). A form is tried beside the forms the profile takes, as ``--target``
-    would make it (rknn runs LLaMA's rotary embedding right only with its tables computed ahead
-    and then put first in their products)."""
+    those and that one, or why onnx-lower refused to make it so). A form is tried beside the
+    forms the profile takes, as ``--target`` would make it (rknn runs LLaMA's rotary embedding
+    right only with its tables computed ahead and then put first in their products)."""
     if not isinstance(profile, RuntimeProfile):
         return {}
     taken = {choice.name for choice in model_forms_taken(profile.model_forms)}
-    trials = {}
+    trials: dict[str, tuple[onnx.ModelProto, onnx.ModelProto | str]] = {}
     for choice in MODEL_FORM_CHOICES:
         others = taken - {choice.name}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
                 without = lowering.lower_model(model, target=_taking(profile, others), input_shapes=shapes)
+            except lowering.LoweringError:  # (refused without the form: nothing to try it on)
+                continue
+            try:
                 made = lowering.lower_model(model, target=_taking(profile, others | {choice.name}), input_shapes=shapes)
-        except lowering.LoweringError:  # (refused: nothing to try the form on)
-            continue
+            except lowering.LoweringError as error:  # (the form's model refused: worse, where it applies)
+                changed = onnx.ModelProto()
+                changed.CopyFrom(without.model)
+                if apply_model_forms(changed, (choice,), schemas.default_opset(changed.opset_import)):
+                    trials[choice.name] = (without.model, " ".join(str(error).split())[:300])
+                continue
         if choice.said in made.report.forms:
             trials[choice.name] = (without.model, made.model)
     return trials
@@ -246,7 +255,10 @@ def main() -> None:
                 place = folder / "trials" / "-".join(choice_name.split())
                 place.mkdir(parents=True, exist_ok=True)
                 onnx.save(without, place / "without.onnx")
-                onnx.save(made, place / "with.onnx")
+                if isinstance(made, str):  # (onnx-lower refused the model with the form)
+                    (place / REFUSED_WITH).write_text(made)
+                else:
+                    onnx.save(made, place / "with.onnx")
                 entry.setdefault("trials", {})[choice_name] = str(place.relative_to(folder))
         index.append(entry)
         print(name, "refused" if "refused" in entry else "lowered", flush=True)

@@ -34,6 +34,8 @@ sys.path.insert(0, str(HERE))
 
 from probe import CASE_SECONDS, Worker, largest_error  # noqa: E402
 
+REFUSED_BY_ONNX_LOWER = "refused by onnx-lower"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -67,7 +69,7 @@ def main() -> None:
         references = None if computed is None else [computed]  # (of its one data set)
         before, before_why = worker.verdict(model, data_sets, entry["rtol"], entry["atol"], bounds, references)
         if "refused" in entry:
-            after, after_why = "refused by onnx-lower", entry["refused"]
+            after, after_why = REFUSED_BY_ONNX_LOWER, entry["refused"]
         else:
             lowered = onnx.load(folder / "target.onnx")
             after, after_why = worker.verdict(lowered, data_sets, entry["rtol"], entry["atol"], bounds, references)
@@ -137,6 +139,10 @@ def run_trials(
     for choice_name, place in entry.get("trials", {}).items():
         verdicts = {}
         for side in ("without", "with"):
+            refused = folder / place / f"{side}.refused"  # (prepare_sweep.py: onnx-lower refused it)
+            if refused.exists():
+                verdicts[side], verdicts[f"{side}_why"] = REFUSED_BY_ONNX_LOWER, refused.read_text()
+                continue
             model = onnx.load(folder / place / f"{side}.onnx")
             verdicts[side], verdicts[f"{side}_why"] = worker.verdict(
                 model, data_sets, entry["rtol"], entry["atol"], bounds, references
@@ -188,7 +194,7 @@ def record_sweep(
     not_right = {
         result["name"]: {"before": result["before"], "after": result["after"], "why": one_line(result["after_why"])}
         for result in results
-        if not result["after"].startswith("right") and result["after"] != "refused by onnx-lower"
+        if not result["after"].startswith("right") and result["after"] != REFUSED_BY_ONNX_LOWER
     }
     totals = Counter(f"{result['before']} -> {result['after']}" for result in results)
     profile["swept"] = {

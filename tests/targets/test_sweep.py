@@ -355,3 +355,43 @@ def test_a_form_is_tried_beside_the_forms_the_profile_takes():
     assert ["x", "cos"] in products and {"Cos", "Sin"} <= {node.op_type for node in without.graph.node}
     products = [list(node.input) for node in made.graph.node if node.op_type == "Mul"]
     assert products == [["cos", "x"], ["sin", "x"]]
+
+
+def test_a_form_whose_model_onnx_lower_refuses_is_a_trial_the_form_makes_worse(monkeypatch, tmp_path):
+    """Where the model made with a form is refused (its checker fails, say) and the form applies
+    to the model made without it, the trial's ``with`` side is onnx-lower's refusal, which
+    run_sweep.py reads as such and record_forms counts worse: the form is not taken."""
+    from support import rotary_runtime, rotary_tables_model
+
+    import lowering
+
+    lower_model = lowering.lower_model
+
+    def refusing_the_form(model, target, **options):
+        if "values computed ahead" in target.model_forms:
+            raise lowering.LoweringError("the forms chosen left an invalid model")
+        return lower_model(model, target=target, **options)
+
+    monkeypatch.setattr(prepare_sweep.lowering, "lower_model", refusing_the_form)
+    trials = prepare_sweep.trial_models(rotary_tables_model(), rotary_runtime("constant factor first"), None)
+    without, made = trials["values computed ahead"]
+    assert made == "the forms chosen left an invalid model"
+
+    place = tmp_path / "trials" / "values-computed-ahead"
+    place.mkdir(parents=True)
+    (place / "without.onnx").write_bytes(without.SerializeToString())
+    (place / prepare_sweep.REFUSED_WITH).write_text(made)
+
+    class RightWorker:
+        def verdict(self, model, data_sets, rtol, atol, bounds, references):
+            return "right", ""
+
+    entry = {"trials": {"values computed ahead": "trials/values-computed-ahead"}, "rtol": 0, "atol": 0}
+    found = run_sweep.run_trials(RightWorker(), tmp_path, entry, [])
+    assert found["values computed ahead"]["with"] == run_sweep.REFUSED_BY_ONNX_LOWER
+    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [17], "cases": {},
+               "source": {"kind": "probed", "how": "a test"}}  # fmt: skip
+    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    run_sweep.record_forms("made-up", [{"name": "llama", "trials": found}], "1.0", "made-up", profiles=tmp_path)
+    written = json.loads((tmp_path / "made-up.json").read_text())
+    assert written["model_forms"]["values computed ahead"]["worse"] == ["llama"]
