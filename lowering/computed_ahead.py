@@ -181,6 +181,7 @@ def nodes_to_compute(model: onnx.ModelProto, computable: list[onnx.NodeProto]) -
     order than one computed at run time, so the made model would round apart; nor a node whose
     values nothing reads (left as it was). Repeated until no more goes."""
     chosen = list(computable)
+    read = _names_read(model.graph.node) | {info.name for info in model.graph.output}
     while True:
         chosen_ids = {id(node) for node in chosen}
         outside = [node for node in model.graph.node if id(node) not in chosen_ids]
@@ -191,7 +192,6 @@ def nodes_to_compute(model: onnx.ModelProto, computable: list[onnx.NodeProto]) -
             if node.domain not in schemas.DEFAULT_DOMAINS or node.op_type in PACKED_AHEAD
             for name in node.input
         }
-        read = _names_read(model.graph.node) | {info.name for info in model.graph.output}
         keep = [node for node in chosen if not packing.intersection(node.output) and read.intersection(node.output)]
         if len(keep) == len(chosen):
             return chosen
