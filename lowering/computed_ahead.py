@@ -6,15 +6,16 @@ bit, what it gave; a runtime no longer computes those values itself (rknn's simu
 models that compute such tables at run time, and runs them right given the tables).
 
 Unlike folding (:mod:`lowering.shape_folding`), which folds only what IEEE 754 or integer
-arithmetic decides to the bit, this takes onnxruntime's own answer for every op (Cos, Exp,
-float16 arithmetic), so it is a form a target takes where whole models ran better with it, never
-a default. A value is computed only where its shape is static and it holds at most
-:data:`MOST_ELEMENTS` (a table, not a tensor a few constants blow up); not the outputs of
-random ops or Dropout, of nodes holding graphs, of other domains, of strings, nor of the graph
-itself; only values of float32, float64, integers and bool (:func:`_computed_as_typed`); and
-not a value a matrix product or recurrence reads (:func:`nodes_to_compute`). The values are
-onnxruntime's on the machine that lowers the model: another build or instruction set may
-compute Cos otherwise.
+arithmetic decides to the bit, this takes onnxruntime's own answer for every op (Cos, Exp), so
+it is a form a target takes where whole models ran better with it, never a default. A value is
+computed only where its shape is static and it holds at most :data:`MOST_ELEMENTS` (a table,
+not a tensor a few constants blow up); not the outputs of random ops or Dropout, of nodes
+holding graphs, of other domains, of strings, nor of the graph itself; only values of float32,
+float64, integers and bool (:func:`_computed_as_typed`); not a value a matrix product or
+recurrence reads (:func:`nodes_to_compute`); before IR version 4, only types the Constant in
+force takes. Where the model made would fail onnx's checker or onnxruntime's loading, nothing
+is computed. The values are onnxruntime's on the machine that lowers the model: another build
+or instruction set may compute Cos otherwise.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from collections.abc import Mapping
 
 import numpy as np
 import onnx
-from onnx import helper
+from google.protobuf.message import EncodeError
+from onnx import external_data_helper, helper
 
 from . import floats, schemas
 from .graphs import constant_tensor, holds_graphs, nested_graphs
+from .modelio import checkable
 from .schemas import RANDOM_OPS
 
 MOST_ELEMENTS = 1 << 22  # 16 MiB of float32
@@ -50,12 +53,14 @@ def computable_nodes(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]
         if tensor.name not in fed and tensor.data_location != onnx.TensorProto.EXTERNAL
     }
     graph_outputs = {info.name for info in graph.output}
+    writable = _writable_types(model)
     computable = []
     for node in graph.node:
         if node.domain not in schemas.DEFAULT_DOMAINS:
             continue
         if node.op_type == "Constant":
-            if constant_tensor(node) is not None:
+            tensor = constant_tensor(node)
+            if tensor is not None and tensor.data_location != onnx.TensorProto.EXTERNAL:
                 known.update(node.output)
             continue
         inputs = [name for name in node.input if name]
@@ -68,11 +73,20 @@ def computable_nodes(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]
             or graph_outputs.intersection(node.output)
             or not all(_small_tensor(types.get(name)) for name in node.output if name)
             or not all(_computed_as_typed(types.get(name)) for name in [*inputs, *node.output] if name)
+            or (writable is not None and any(types[n].tensor_type.elem_type not in writable for n in node.output if n))
         ):
             continue
         computable.append(node)
         known.update(name for name in node.output if name)
     return computable
+
+
+def _writable_types(model: onnx.ModelProto) -> frozenset[int] | None:
+    """The element types a computed value may be written as: any (None), as an initializer;
+    before IR version 4, those the Constant in force takes (Constant-1: the float types only)."""
+    if model.ir_version >= UNLISTED_INITIALIZERS_IR:
+        return None
+    return schemas.output_element_types("Constant", schemas.default_opset(model.opset_import) or 1)
 
 
 def _computed_as_typed(type_proto: onnx.TypeProto | None) -> bool:
@@ -106,7 +120,8 @@ def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) 
     computed, and the Constants and initializers only they read, gone (:func:`nodes_to_compute`:
     not a value a kernel packs ahead, nor one only unread nodes read). ``types``: every value's
     type as onnx's inference gives it. Returns how many nodes were computed (0 where
-    onnxruntime cannot run them: the model is left as it was)."""
+    onnxruntime cannot run them, or the model made would fail onnx's checker or onnxruntime's
+    loading, :func:`_still_runs`: the model is left as it was)."""
     from .errors import LoweringError
     from .verification.runtime import run_onnxruntime
 
@@ -137,8 +152,10 @@ def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) 
     )
     try:
         values = run_onnxruntime(evaluated, {})
-    except (LoweringError, *_onnxruntime_refusals()):  # (no kernel, or one refusing these values)
+    except (LoweringError, ValueError, EncodeError, *_onnxruntime_refusals()):  # (no kernel; over 2 GiB)
         return 0
+    before = onnx.ModelProto()
+    before.CopyFrom(model)
     unread = {id(node) for node in constants if not read_by_kept.intersection(node.output)}
     del graph.node[:]
     graph.node.extend(node for node in kept if id(node) not in unread)
@@ -163,7 +180,31 @@ def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) 
     infos = [info for info in graph.value_info if info.name not in gone]
     del graph.value_info[:]
     graph.value_info.extend(infos)
+    if not _still_runs(model):
+        model.CopyFrom(before)
+        return 0
     return len(computed)
+
+
+def _still_runs(model: onnx.ModelProto) -> bool:
+    """Whether the model made passes onnx's full checker and onnxruntime makes a session of it
+    (where its data is all in it): shape inference reads a constant where it read none before,
+    and may find lengths onnxruntime's kernels do not give (a Resize's constant scales, a
+    Range's bounds), and onnxruntime checks a constant Resize's scales as it loads the model,
+    in a branch never taken too."""
+    from .verification.runtime import onnxruntime_session
+
+    try:
+        onnx.checker.check_model(checkable(model), full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError, ValueError):
+        return False
+    if any(external_data_helper.uses_external_data(t) for t in model.graph.initializer):
+        return True
+    try:
+        onnxruntime_session(model)
+    except (ValueError, EncodeError, *_onnxruntime_refusals()):
+        return False
+    return True
 
 
 def _onnxruntime_refusals() -> tuple[type[Exception], ...]:
@@ -179,12 +220,14 @@ def nodes_to_compute(model: onnx.ModelProto, computable: list[onnx.NodeProto]) -
     input ahead (:data:`PACKED_AHEAD`), nor into a node of another domain (a local function's
     body, onnxruntime's contrib kernels): onnxruntime's MatMul sums a packed weight in another
     order than one computed at run time, so the made model would round apart; nor a node whose
-    values nothing reads (left as it was). Repeated until no more goes."""
+    values nothing reads (left as it was), nor one reading a value so left. Repeated until no
+    more goes."""
     chosen = list(computable)
     read = _names_read(model.graph.node) | {info.name for info in model.graph.output}
     while True:
         chosen_ids = {id(node) for node in chosen}
         outside = [node for node in model.graph.node if id(node) not in chosen_ids]
+        computed_outside = {name for node in outside if node.op_type != "Constant" for name in node.output}
         readers = [*outside, *(inner for graph in nested_graphs(outside) for inner in graph.node)]
         packing = {
             name
@@ -192,7 +235,13 @@ def nodes_to_compute(model: onnx.ModelProto, computable: list[onnx.NodeProto]) -
             if node.domain not in schemas.DEFAULT_DOMAINS or node.op_type in PACKED_AHEAD
             for name in node.input
         }
-        keep = [node for node in chosen if not packing.intersection(node.output) and read.intersection(node.output)]
+        keep = [
+            node
+            for node in chosen
+            if not packing.intersection(node.output)
+            and read.intersection(node.output)
+            and not computed_outside.intersection(node.input)
+        ]
         if len(keep) == len(chosen):
             return chosen
         chosen = keep

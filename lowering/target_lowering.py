@@ -604,14 +604,14 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
     kinds = (REFUSED, PARTLY, DOUBTFUL) if partly_too else (REFUSED,)
     options = dict(options)  # (a second call, without partly, takes the caller's retyping too)
     retypings = dict(parse_retypings(options.pop("retype", None)))
-    chosen = bool(retypings)  # (the caller's retyping is kept as given)
+    retyping_given = bool(retypings)  # (the caller's retyping is kept as given)
     for _ in range(MOST_LOWERING_ROUNDS):
         tried = set(ops)  # (the ops whose patterns this round's result ran)
         result = lower_model(model, ops=sorted(ops), target_opset=target_opset, retype=retypings or None, **options)
-        result.model, chosen = choose_forms(
+        result.model, forms_chosen = choose_forms(
             result.model, form_judge(result.model, profile, opset), opset, model_forms_taken(profile.model_forms)
         )
-        result.report.forms.update(chosen)
+        result.report.forms.update(forms_chosen)
         if profile.ir_version is not None and result.model.ir_version > profile.ir_version:
             if declare_ir_version_at_most(result.model, profile.ir_version):
                 _check_declared(result.model)
@@ -619,7 +619,9 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
         blockers = [f for f in findings if f.blocks]
         fixable = {f.op_type for f in findings if f.verdict.kind_for_choices in kinds and f.op_type in lowerable}
         retypes = (
-            {} if chosen else {f.retype[0]: f.retype[1] for f in blockers if f.retype and f.op_type not in fixable}
+            {}
+            if retyping_given
+            else {f.retype[0]: f.retype[1] for f in blockers if f.retype and f.op_type not in fixable}
         )
         if not fixable - ops and not set(retypes.items()) - set(retypings.items()):
             if not blockers:

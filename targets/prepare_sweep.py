@@ -51,7 +51,7 @@ from lowering.target_forms import MODEL_FORM_CHOICES, apply_model_forms, model_f
 from lowering.verification.runtime import run_onnxruntime  # noqa: E402
 
 CORPUS = HERE.parent / "golden" / "corpus"
-REFUSED_WITH = "with.refused"  # (a trial's form whose model onnx-lower refused: why, in words)
+REFUSED = ".refused"  # (a trial's side onnx-lower refused to make: SIDE.refused holds why, in words)
 CORPUS_RTOL, CORPUS_ATOL = 1e-3, 1e-5  # (an export's outputs against onnxruntime's: other kernels' sums)
 
 
@@ -104,35 +104,43 @@ def drawn_at_random(node: onnx.NodeProto, feeds: dict) -> bool:
     return bool(np.asarray(feeds[node.input[2]])) and (ratio is None or float(np.asarray(ratio)) > 0)
 
 
-def trial_models(model: onnx.ModelProto, profile, shapes) -> dict[str, tuple[onnx.ModelProto, onnx.ModelProto | str]]:
+def trial_models(
+    model: onnx.ModelProto, profile, shapes
+) -> dict[str, tuple[onnx.ModelProto | str, onnx.ModelProto | str]]:
     """Per form of MODEL_FORM_CHOICES (by its name) that changes the model made for the
     target's ``profile``: (the model made with the profile's other forms, the model made with
-    those and that one, or why onnx-lower refused to make it so). A form is tried beside the
-    forms the profile takes, as ``--target`` would make it (rknn runs LLaMA's rotary embedding
-    right only with its tables computed ahead and then put first in their products)."""
+    those and that one), each side why onnx-lower refused to make it where it did. A form is
+    tried beside the forms the profile takes, as ``--target`` would make it (rknn runs LLaMA's
+    rotary embedding right only with its tables computed ahead and then put first in their
+    products)."""
     if not isinstance(profile, RuntimeProfile):
         return {}
     taken = {choice.name for choice in model_forms_taken(profile.model_forms)}
-    trials: dict[str, tuple[onnx.ModelProto, onnx.ModelProto | str]] = {}
+    trials: dict[str, tuple[onnx.ModelProto | str, onnx.ModelProto | str]] = {}
     for choice in MODEL_FORM_CHOICES:
         others = taken - {choice.name}
+        without = _made_for(model, _taking(profile, others), shapes)
+        made = _made_for(model, _taking(profile, others | {choice.name}), shapes)
+        if isinstance(made, str):  # (refused with the form: a trial where the form applies without it)
+            if isinstance(without, str):
+                continue
+            changed = onnx.ModelProto()
+            changed.CopyFrom(without.model)
+            if apply_model_forms(changed, (choice,), schemas.default_opset(changed.opset_import)):
+                trials[choice.name] = (without.model, made)
+        elif choice.said in made.report.forms:
+            trials[choice.name] = (without if isinstance(without, str) else without.model, made.model)
+    return trials
+
+
+def _made_for(model: onnx.ModelProto, profile, shapes):
+    """The lowering result of ``model`` made for ``profile``, or why onnx-lower refused it."""
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            try:
-                without = lowering.lower_model(model, target=_taking(profile, others), input_shapes=shapes)
-            except lowering.LoweringError:  # (refused without the form: nothing to try it on)
-                continue
-            try:
-                made = lowering.lower_model(model, target=_taking(profile, others | {choice.name}), input_shapes=shapes)
-            except lowering.LoweringError as error:  # (the form's model refused: worse, where it applies)
-                changed = onnx.ModelProto()
-                changed.CopyFrom(without.model)
-                if apply_model_forms(changed, (choice,), schemas.default_opset(changed.opset_import)):
-                    trials[choice.name] = (without.model, " ".join(str(error).split())[:300])
-                continue
-        if choice.said in made.report.forms:
-            trials[choice.name] = (without.model, made.model)
-    return trials
+            return lowering.lower_model(model, target=profile, input_shapes=shapes)
+    except lowering.LoweringError as error:
+        return " ".join(str(error).split())[:300]
 
 
 def _taking(profile: RuntimeProfile, names: set[str]) -> RuntimeProfile:
@@ -250,15 +258,15 @@ def main() -> None:
             halved = float16_outputs(model, feeds)
             if halved is not None:
                 np.savez(folder / "float16.npz", *[np.asarray(value) for value in halved])
-        if name in corpus_names and "refused" not in entry:
-            for choice_name, (without, made) in trial_models(model, load_profile(args.name), shapes).items():
+        if name in corpus_names:  # (refused as made for the target too: a form the profile takes may be why)
+            for choice_name, sides in trial_models(model, load_profile(args.name), shapes).items():
                 place = folder / "trials" / "-".join(choice_name.split())
                 place.mkdir(parents=True, exist_ok=True)
-                onnx.save(without, place / "without.onnx")
-                if isinstance(made, str):  # (onnx-lower refused the model with the form)
-                    (place / REFUSED_WITH).write_text(made)
-                else:
-                    onnx.save(made, place / "with.onnx")
+                for side, made in zip(("without", "with"), sides, strict=True):
+                    if isinstance(made, str):  # (onnx-lower refused to make that side)
+                        (place / f"{side}{REFUSED}").write_text(made)
+                    else:
+                        onnx.save(made, place / f"{side}.onnx")
                 entry.setdefault("trials", {})[choice_name] = str(place.relative_to(folder))
         index.append(entry)
         print(name, "refused" if "refused" in entry else "lowered", flush=True)

@@ -558,6 +558,33 @@ def test_a_target_refusing_int64_gets_int32_where_the_op_runs_on_it():
         assert_same_bits(got, want)
 
 
+def test_a_target_retypes_where_it_chose_a_form_too():
+    """The same, with a Mul(x, c) the target writes Mul(c, x) (its trials found whole models
+    better so): the form chosen does not stop the retyping."""
+    import dataclasses
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Sub", ["s", "one"], ["y"]),
+        helper.make_node("Mul", ["x", "c"], ["z"]),
+    ]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", T.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", T.INT64, [2]), helper.make_tensor_value_info("z", T.FLOAT, ["n", 4])],
+        opset=18,
+        initializer=[constant("one", [1]), numpy_helper.from_array(np.arange(4, dtype=np.float32), "c")],
+    )
+    found = {"better": ["deit"], "worse": [], "tried": ["deit"]}
+    runtime = dataclasses.replace(int_runtime(), model_forms={"constant factor first": found})
+    result = lowering.lower_model(model, target=runtime)
+    assert result.report.retyping.retyped == {"int64->int32": 2}
+    assert [list(node.input) for node in result.model.graph.node if node.op_type == "Mul"] == [["c", "x"]]
+    feeds = {"x": np.ones((3, 4), np.float32)}
+    for got, want in zip(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds), strict=True):
+        assert_same_bits(got, want)
+
+
 def test_tensorrt_takes_no_float64_so_its_target_retypes_with_the_inputs_when_asked(tmp_path):
     source = tmp_path / "f64.onnx"
     onnx.save(float64_model(), source)

@@ -380,7 +380,7 @@ def test_a_form_whose_model_onnx_lower_refuses_is_a_trial_the_form_makes_worse(m
     place = tmp_path / "trials" / "values-computed-ahead"
     place.mkdir(parents=True)
     (place / "without.onnx").write_bytes(without.SerializeToString())
-    (place / prepare_sweep.REFUSED_WITH).write_text(made)
+    (place / f"with{prepare_sweep.REFUSED}").write_text(made)
 
     class RightWorker:
         def verdict(self, model, data_sets, rtol, atol, bounds, references):
@@ -395,3 +395,23 @@ def test_a_form_whose_model_onnx_lower_refuses_is_a_trial_the_form_makes_worse(m
     run_sweep.record_forms("made-up", [{"name": "llama", "trials": found}], "1.0", "made-up", profiles=tmp_path)
     written = json.loads((tmp_path / "made-up.json").read_text())
     assert written["model_forms"]["values computed ahead"]["worse"] == ["llama"]
+
+
+def test_a_form_without_which_onnx_lower_refuses_the_model_is_a_trial_it_makes_better(monkeypatch):
+    """The other way: where only the model made with the form is not refused (and the form
+    changed it), the trial's ``without`` side is the refusal."""
+    from support import rotary_runtime, rotary_tables_model
+
+    import lowering
+
+    lower_model = lowering.lower_model
+
+    def refusing_without_the_form(model, target, **options):
+        if "values computed ahead" not in target.model_forms:
+            raise lowering.LoweringError("Cos-7 is refused")
+        return lower_model(model, target=target, **options)
+
+    monkeypatch.setattr(prepare_sweep.lowering, "lower_model", refusing_without_the_form)
+    trials = prepare_sweep.trial_models(rotary_tables_model(), rotary_runtime("constant factor first"), None)
+    without, made = trials["values computed ahead"]
+    assert without == "Cos-7 is refused" and "Cos" not in {node.op_type for node in made.graph.node}
