@@ -29,11 +29,11 @@ from onnx import external_data_helper, helper
 
 from . import floats, schemas
 from .graphs import constant_tensor, holds_graphs, nested_graphs
+from .ir_versions import unlisted_initializers_ir
 from .modelio import checkable
 from .schemas import RANDOM_OPS
 
 MOST_ELEMENTS = 1 << 22  # 16 MiB of float32
-UNLISTED_INITIALIZERS_IR = 4  # the first IR version whose initializers need not be graph inputs
 # onnxruntime's CPU kernels that may pack a constant input ahead of the run (the matrix products'
 # and recurrences' weights), summing it in another order than the same value computed at run time
 PACKED_AHEAD = frozenset(
@@ -84,7 +84,7 @@ def computable_nodes(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]
 def _writable_types(model: onnx.ModelProto) -> frozenset[int] | None:
     """The element types a computed value may be written as: any (None), as an initializer;
     before IR version 4, those the Constant in force takes (Constant-1: the float types only)."""
-    if model.ir_version >= UNLISTED_INITIALIZERS_IR:
+    if model.ir_version >= unlisted_initializers_ir():
         return None
     return schemas.output_element_types("Constant", schemas.default_opset(model.opset_import) or 1)
 
@@ -165,7 +165,7 @@ def computed_ahead(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) 
     del graph.initializer[:]
     graph.initializer.extend(left)
     tables = [floats.tensor(np.asarray(value), name) for name, value in zip(wanted, values, strict=True)]
-    if model.ir_version >= UNLISTED_INITIALIZERS_IR:
+    if model.ir_version >= unlisted_initializers_ir():
         graph.initializer.extend(tables)
     else:  # (an initializer is a graph input too there, which a runtime would ask to be fed)
         made = [helper.make_node("Constant", [], [table.name], value=table) for table in tables]

@@ -157,9 +157,17 @@ def _holds_metadata(model: onnx.ModelProto) -> bool:
     return any(len(owner.metadata_props) for owner in owners)
 
 
+UNLISTED_INITIALIZERS = r"initializers should be a subset of graph inputs"  # (onnx.proto's words, IR 4)
+
+
+def unlisted_initializers_ir() -> int:
+    """The first IR version whose initializers need not be graph inputs too (onnx.proto: 4)."""
+    return ir_version_of_words(UNLISTED_INITIALIZERS)
+
+
 # (words of onnx.proto's comment naming a feature, what it is, whether a model uses it)
 FEATURES: tuple[tuple[str, str, Callable[[onnx.ModelProto], bool]], ...] = (
-    (r"initializers should be a subset of graph inputs", "an initializer that is not a graph input",
+    (UNLISTED_INITIALIZERS, "an initializer that is not a graph input",
      lambda model: bool({t.name for t in model.graph.initializer} - {i.name for i in model.graph.input})),
     (r"quantization annotation", "a quantization annotation",
      lambda model: any(len(graph.quantization_annotation) for graph in _graphs(model))),

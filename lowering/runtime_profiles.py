@@ -30,9 +30,11 @@ onnx-lower commit that made those models).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,6 +152,12 @@ class RuntimeProfile:
     ir_version: int | None = None  # the newest IR version it loads, where known (None: any)
     # per kind of feed it takes none of (RANK_0_INPUT), the probed cases that showed it ("unfed")
     unfed: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    def taking_forms(self, names: Iterable[str]) -> RuntimeProfile:
+        """This profile with ``model_forms`` recording exactly the forms ``names`` better in a
+        trial and none worse, as if its trials had found so: it takes those forms, no others."""
+        found = {"better": ["trial"], "worse": [], "tried": ["trial"]}
+        return dataclasses.replace(self, model_forms={name: found for name in sorted(names)})
 
     def took_rank_0_at(self, op_type: str, version: int, position: int) -> bool:
         """Whether some probed case of ``op_type``-``version`` (any type) fed a 0-d value at input

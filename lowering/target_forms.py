@@ -162,6 +162,7 @@ from .computed_ahead import computed_ahead
 from .conversion.adapters import AdapterContext, adapter_for, attribute_of
 from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
+from .ir_versions import unlisted_initializers_ir
 from .modelio import checkable
 from .naming import NameAllocator
 from .node_forms import (
@@ -2055,7 +2056,7 @@ def identities_elided(model: onnx.ModelProto, check_form) -> int:
 def movable_constants(model: onnx.ModelProto) -> set[str]:
     """The constants of the main graph :func:`constants_as_initializers` can read from an
     initializer: a Constant node's value (not a sparse one), an Identity of an initializer."""
-    if model.ir_version < 4:  # (an initializer must be a graph input before IR 4)
+    if model.ir_version < unlisted_initializers_ir():  # (an initializer must be a graph input before IR 4)
         return set()
     initialized = {t.name for t in model.graph.initializer}
     found = set()

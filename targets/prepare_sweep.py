@@ -25,7 +25,6 @@ better.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import json
 import multiprocessing
@@ -119,8 +118,8 @@ def trial_models(
     trials: dict[str, tuple[onnx.ModelProto | str, onnx.ModelProto | str]] = {}
     for choice in MODEL_FORM_CHOICES:
         others = taken - {choice.name}
-        without = _made_for(model, _taking(profile, others), shapes)
-        made = _made_for(model, _taking(profile, others | {choice.name}), shapes)
+        without = _made_for(model, profile.taking_forms(others), shapes)
+        made = _made_for(model, profile.taking_forms(others | {choice.name}), shapes)
         if isinstance(made, str):  # (refused with the form: a trial where the form applies without it)
             if isinstance(without, str):
                 continue
@@ -141,12 +140,6 @@ def _made_for(model: onnx.ModelProto, profile, shapes):
             return lowering.lower_model(model, target=profile, input_shapes=shapes)
     except lowering.LoweringError as error:
         return " ".join(str(error).split())[:300]
-
-
-def _taking(profile: RuntimeProfile, names: set[str]) -> RuntimeProfile:
-    """``profile`` taking exactly the model forms ``names``, as if trials had found each better."""
-    found = {"better": ["trial"], "worse": [], "tried": ["trial"]}
-    return dataclasses.replace(profile, model_forms={name: found for name in sorted(names)})
 
 
 def float16_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:

@@ -4,7 +4,6 @@ gives bit for bit what it gave; what may not be computed so stays as it was."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -172,6 +171,31 @@ def test_a_weight_a_kernel_packs_ahead_stays_computed_at_run_time(op_type, betwe
     assert got.tobytes() == want.tobytes()
 
 
+def test_a_value_a_local_function_reads_stays_computed_at_run_time():
+    """A table a local function's call reads (its body a MatMul, or anything else: a body's
+    kernels are not known here) is not computed; the rest of the model is, bit for bit."""
+    body = [helper.make_node("MatMul", ["a", "w"], ["b"])]
+    function = helper.make_function("local", "Project", ["a", "w"], ["b"], body, [helper.make_opsetid("", 17)])
+    model = rotary_tables_model()
+    model.functions.append(function)
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    square = numpy_helper.from_array(np.eye(4, dtype=np.float32) * 0.5, "square")
+    model.graph.initializer.append(square)
+    model.graph.node.insert(10, helper.make_node("Cos", ["square"], ["w"], name="weight"))
+    y = model.graph.node[-1]
+    y.output[0] = "rotated"
+    model.graph.node.append(helper.make_node("Project", ["rotated", "w"], ["y"], domain="local", name="project"))
+    onnx.checker.check_model(model, full_check=True)
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    assert computed_ahead(made, inferred_types(made)) == 6
+    assert {"weight", "project"} <= {node.name for node in made.graph.node}
+    assert {"cos", "sin"} <= {t.name for t in made.graph.initializer}
+    feeds = {"x": _x(TensorProto.FLOAT)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(made, feeds)
+    assert got.tobytes() == want.tobytes()
+
+
 def test_what_is_read_elsewhere_too_or_by_nothing_stays():
     """An initializer and a Constant read by a computed node and by a node left both stay; a node
     computable from constants whose value nothing reads stays as it was; Dropout (random in
@@ -266,24 +290,21 @@ CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"
 COMMUTING = {"constant addend second", "constant factor first"}
 
 
-def _taking(names: set[str]):
-    """rknn's profile taking exactly the model forms ``names``."""
-    found = {"better": ["trial"], "worse": [], "tried": ["trial"]}
-    return dataclasses.replace(load_profile("rknn"), model_forms={name: found for name in names})
-
-
 @slow_but_a_sample(keep=2)
 @pytest.mark.parametrize("name", sorted(path.stem for path in CORPUS.glob("*.onnx")))
 def test_a_real_export_made_for_rknn_keeps_its_bits_with_its_values_computed_ahead(name):
     """Each corpus export made for rknn (its fixed input shapes stated) with the values computed
-    ahead gives in onnxruntime the bits it gives made without them (up to 16 nodes computed: the
-    rotary tables, attention masks, position ids)."""
+    ahead gives in onnxruntime the bits it gives made without them (the rotary tables, attention
+    masks and position ids computed)."""
     model = onnx.load(CORPUS / f"{name}.onnx")
     data = np.load(CORPUS / f"{name}.npz")
     feeds = {key.split(":", 1)[1]: data[key] for key in data.files if key.startswith("input:")}
     shapes = {key: list(value.shape) for key, value in feeds.items()}
-    without = lowering.lower_model(model, target=_taking(COMMUTING), input_shapes=shapes)
-    made = lowering.lower_model(model, target=_taking(COMMUTING | {"values computed ahead"}), input_shapes=shapes)
+    rknn = load_profile("rknn")
+    without = lowering.lower_model(model, target=rknn.taking_forms(COMMUTING), input_shapes=shapes)
+    made = lowering.lower_model(
+        model, target=rknn.taking_forms(COMMUTING | {"values computed ahead"}), input_shapes=shapes
+    )
     computed = sum(count for said, count in made.report.forms.items() if said.startswith(VALUE_SAID))
     if computed == 0:
         assert made.model.SerializeToString() == without.model.SerializeToString()

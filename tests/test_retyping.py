@@ -561,8 +561,6 @@ def test_a_target_refusing_int64_gets_int32_where_the_op_runs_on_it():
 def test_a_target_retypes_where_it_chose_a_form_too():
     """The same, with a Mul(x, c) the target writes Mul(c, x) (its trials found whole models
     better so): the form chosen does not stop the retyping."""
-    import dataclasses
-
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
         helper.make_node("Sub", ["s", "one"], ["y"]),
@@ -575,8 +573,7 @@ def test_a_target_retypes_where_it_chose_a_form_too():
         opset=18,
         initializer=[constant("one", [1]), numpy_helper.from_array(np.arange(4, dtype=np.float32), "c")],
     )
-    found = {"better": ["deit"], "worse": [], "tried": ["deit"]}
-    runtime = dataclasses.replace(int_runtime(), model_forms={"constant factor first": found})
+    runtime = int_runtime().taking_forms(["constant factor first"])
     result = lowering.lower_model(model, target=runtime)
     assert result.report.retyping.retyped == {"int64->int32": 2}
     assert [list(node.input) for node in result.model.graph.node if node.op_type == "Mul"] == [["c", "x"]]
