@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,8 +59,9 @@ def targets_table() -> str:
                 held += f" / {len(names)} unfed ({what}: takes none, whatever the op)"
             if profile.swept:
                 swept = profile.swept
+                refused = f", {len(swept['refused'])} refused by onnx-lower" if "refused" in swept else ""
                 held += (f"; swept after --target (onnx-lower {swept['onnx_lower']}, {swept['date']}): "
-                         f"{len(swept['not_right'])} of {swept['models']} models not right")  # fmt: skip
+                         f"{len(swept['not_right'])} of {swept['models']} models not right{refused}")  # fmt: skip
             for form, found in sorted(profile.model_forms.items()):
                 held += (f"; whole models with the form {form}: {len(found['better'])} right only so, "
                          f"{len(found['worse'])} right only without, of {len(found['tried'])}")  # fmt: skip
@@ -77,11 +79,32 @@ def targets_table() -> str:
     return "\n".join(rows)
 
 
+def target_refusals_table(shown: int = 12) -> str:
+    """One row per swept profile: how many of the swept models onnx-lower refused to make for
+    it, and the ops that blocked them with how many models each blocked (most first; ``shown``
+    of them, then how many more), from the profile's ``swept.refused``."""
+    from .runtime_profiles import TableProfile, load_profile, profile_names
+
+    rows = ["| target | refused of swept | blocking ops (models) |", "|---|---|---|"]
+    for name in profile_names():
+        profile = load_profile(name)
+        if isinstance(profile, TableProfile) or "refused" not in profile.swept:
+            continue
+        refused = profile.swept["refused"]
+        blocking = Counter(op for found in refused.values() for op in found["blockers"] or ["(none named)"])
+        ranked = sorted(blocking.items(), key=lambda item: (-item[1], item[0]))
+        listed = ", ".join(f"{op} ({count})" for op, count in ranked[:shown])
+        more = f", and {len(ranked) - shown} more" if len(ranked) > shown else ""
+        rows.append(f"| `{name}` | {len(refused)} of {profile.swept['models']} | {listed}{more} |")
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "decompositions": lambda: markdown_table(DECOMPOSITION),
     "version-adapters": lambda: markdown_table(ADAPTER),
     "function-bodies": function_body_table,
     "targets": targets_table,
+    "target-refusals": target_refusals_table,
 }
 
 BLOCK = re.compile(r"<!-- generated: (?P<key>[\w-]+) \(.*?\) -->\n(?P<body>.*?)<!-- end: (?P=key) -->", re.S)

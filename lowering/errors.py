@@ -42,11 +42,16 @@ class ConversionRefused(LoweringError):
         count = len(self.blockers)
         if count == 1:
             (only,) = self.blockers
-            super().__init__(f"{only.location}: {only.reason}")
+            super().__init__(self.one_said(only))
             return
         shown = "; ".join(map(str, self.blockers[:3]))
         more = f"; and {count - 3} more" if count > 3 else ""
         super().__init__(f"{count} nodes cannot go to {self.where}: {shown}{more}")
+
+    def one_said(self, blocker) -> str:
+        """The message of one blocker: where it is, then why (a conversion blocker's location
+        names the node's op)."""
+        return f"{blocker.location}: {blocker.reason}"
 
     @property
     def where(self) -> str:

@@ -133,6 +133,11 @@ class TargetRefused(ConversionRefused):
         self.target = target
         super().__init__(blockers, None)
 
+    def one_said(self, blocker: RemainingOp) -> str:
+        """The one blocker as each of several is listed: its op and version first (a node the
+        runtime refuses may have no name to give it)."""
+        return str(blocker)
+
     @property
     def where(self) -> str:
         return f"target {self.target}"

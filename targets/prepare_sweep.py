@@ -142,6 +142,17 @@ def _made_for(model: onnx.ModelProto, profile, shapes):
         return " ".join(str(error).split())[:300]
 
 
+def blockers_named(error: lowering.LoweringError) -> list[str]:
+    """The ops and versions a refusal names as blockers, once each in its order ("ReduceMax-18";
+    the op alone where no version is known); none where it names no node (the opset itself)."""
+    named = []
+    for blocker in getattr(error, "blockers", []):
+        said = blocker.op_type if blocker.version is None else f"{blocker.op_type}-{blocker.version}"
+        if said not in named:
+            named.append(said)
+    return named
+
+
 def float16_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray] | None:
     """The model's outputs as onnxruntime computes it in float16 (its float32 tensors and ops
     made float16, its inputs and outputs kept float32), computed in a child process; None where
@@ -243,6 +254,7 @@ def main() -> None:
             onnx.save(result.model, folder / "target.onnx")
         except lowering.LoweringError as error:
             entry["refused"] = " ".join(str(error).split())[:300]
+            entry["blockers"] = blockers_named(error)
         if name not in corpus_names:  # (a corpus export's expected outputs are onnxruntime's)
             computed = onnxruntime_outputs(model, feeds)
             if computed is not None:

@@ -12,9 +12,10 @@ With ``--trials``, each corpus model's trials (prepare_sweep.py: the model made 
 without the profile's model forms, and with one of them) run too; ``--record-forms`` writes
 what they found into the target's profile (``model_forms``: per form, the models that ran
 right with it and not without, ``better``, and the other way, ``worse``). ``--record-sweep``
-writes into the profile (``swept``) every model the runtime still fails or gets wrong after
-``--target``, in its words, with the onnx-lower commit that made them: ``onnx-lower check``
-names those of a node's op, version and type beside the fix it offers.
+writes into the profile (``swept``), with the onnx-lower commit that made the models, every
+model the runtime still fails or gets wrong after ``--target``, in its words (``onnx-lower
+check`` names those of a node's op, version and type beside the fix it offers), and every model
+onnx-lower refused to make for it, with the blockers it named.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def main() -> None:
         computed = onnxruntime_outputs(folder, expected)
         references = None if computed is None else [computed]  # (of its one data set)
         before, before_why = worker.verdict(model, data_sets, entry["rtol"], entry["atol"], bounds, references)
+        blockers = entry.get("blockers", [])  # (those onnx-lower named refusing it)
         if "refused" in entry:
             after, after_why = REFUSED_BY_ONNX_LOWER, entry["refused"]
         else:
@@ -75,7 +77,8 @@ def main() -> None:
             after, after_why = worker.verdict(lowered, data_sets, entry["rtol"], entry["atol"], bounds, references)
         totals[(before, after)] += 1
         results.append({"name": entry["name"], "before": before, "before_why": before_why,
-                        "after": after, "after_why": after_why})  # fmt: skip
+                        "after": after, "after_why": after_why,
+                        **({"blockers": blockers} if "refused" in entry else {})})  # fmt: skip
         if args.trials:
             results[-1]["trials"] = run_trials(worker, folder, entry, data_sets, bounds, references)
         line = f"{entry['name']}: as exported {before}; after --target {after}"
@@ -185,10 +188,11 @@ def record_forms(target: str, results: list[dict], version: str, runner: str, pr
 def record_sweep(
     target: str, results: list[dict], version: str, runner: str, made_by: str, profiles: Path = PROFILES
 ) -> None:
-    """Writes into the target's profile (``swept``) each model of ``results`` the runtime does not
-    run right after --target (not those onnx-lower refused: check names their blockers), with
-    what it did as exported and after, in its words, the totals, and the onnx-lower commit that
-    made the models (``made_by``)."""
+    """Writes into the target's profile (``swept``) each model of ``results`` that does not run
+    right after --target, with the onnx-lower commit that made the models (``made_by``) and the
+    totals: those the runtime fails or gets wrong (``not_right``: what it did as exported and
+    after, in its words), and those onnx-lower refused to make (``refused``: what the runtime
+    did as exported, the blockers' ops and versions, and onnx-lower's words)."""
     path = profiles / f"{target}.json"
     profile = _profile_of(path, version)
     not_right = {
@@ -196,14 +200,21 @@ def record_sweep(
         for result in results
         if not result["after"].startswith("right") and result["after"] != REFUSED_BY_ONNX_LOWER
     }
+    refused = {
+        result["name"]: {"before": result["before"], "blockers": result.get("blockers", []),
+                         "why": one_line(result["after_why"])}
+        for result in results
+        if result["after"] == REFUSED_BY_ONNX_LOWER
+    }  # fmt: skip
     totals = Counter(f"{result['before']} -> {result['after']}" for result in results)
     profile["swept"] = {
         "how": f"python targets/run_sweep.py {runner} FOLDER --record-sweep (FOLDER: prepare_sweep.py)",
         "date": datetime.date.today().isoformat(), "onnx_lower": made_by, "models": len(results),
-        "totals": dict(sorted(totals.items())), "not_right": not_right,
+        "totals": dict(sorted(totals.items())), "not_right": not_right, "refused": refused,
     }  # fmt: skip
     path.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")
-    print(f"recorded in {path}: {len(not_right)} of {len(results)} models not right after --target")
+    print(f"recorded in {path}: of {len(results)} models, {len(not_right)} not right after --target "
+          f"and {len(refused)} refused by onnx-lower")  # fmt: skip
 
 
 def _profile_of(path: Path, version: str) -> dict:

@@ -3309,3 +3309,12 @@ def test_the_nodes_a_choice_writes_are_judged_by_their_own_kinds_too(monkeypatch
     assert "Shape" in ops and ops[-2:] == ["Where", "GatherElements"], ops
     feeds = {"data": np.arange(9, dtype=np.float32).reshape(3, 3), "idx": np.array([[-1, 0, 2], [1, -3, -2]])}
     assert lowering.verify(model, result.model, inputs=[feeds]).match
+
+
+def test_one_blocker_of_a_node_without_a_name_names_its_op():
+    """A model refused for one node says that node's op and version first, as each of several
+    blockers is listed: a node may have no name to find it by."""
+    model = _two_input_model("Max", TensorProto.FLOAT, TensorProto.FLOAT, opset=13)
+    model.graph.node[0].name = ""
+    with pytest.raises(TargetRefused, match=r"^Max-13 at graph '[^']*': Max is not in js/web/docs/webgpu-operators.md"):
+        lowering.lower_model(model, target="webgpu")

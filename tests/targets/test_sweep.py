@@ -136,9 +136,9 @@ def test_the_largest_error_compares_floats_of_one_shape_with_nans_in_the_same_pl
 
 
 def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path):
-    """record_sweep keeps the models not right after --target (not those onnx-lower refused),
-    their words and the commit that made them; check names the swept cases of a node's op,
-    version and type beside its fix."""
+    """record_sweep keeps the models not right after --target with their words, apart from
+    those onnx-lower refused with the blockers it named, and the commit that made them; check
+    names the swept cases of a node's op, version and type beside its fix."""
     import onnx
 
     from lowering.target_lowering import check_model
@@ -153,7 +153,13 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
         {"name": "test_hardswish", "before": "fails", "after": "wrong", "after_why": "output 0: largest error 3"},
         {"name": "test_hardswish_big", "before": "fails", "after": "right", "after_why": ""},
         {"name": "test_relu", "before": "right", "after": "right", "after_why": ""},
-        {"name": "test_gru", "before": "fails", "after": "refused by onnx-lower", "after_why": "no pattern"},
+        {
+            "name": "test_gru",
+            "before": "fails",
+            "after": "refused by onnx-lower",
+            "after_why": "no pattern",
+            "blockers": ["GRU-14"],
+        },
         {"name": "bert", "before": "wrong", "after": "right in float16", "after_why": "within"},
     ]
     run_sweep.record_sweep("made-up", results, "1.0", "made-up", "0123abcd", profiles=tmp_path)
@@ -163,6 +169,7 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
     assert swept["not_right"] == {
         "test_hardswish": {"before": "fails", "after": "wrong", "why": "output 0: largest error 3"}
     }
+    assert swept["refused"] == {"test_gru": {"before": "fails", "blockers": ["GRU-14"], "why": "no pattern"}}
     assert swept["totals"]["fails -> wrong"] == 1 and swept["totals"]["wrong -> right in float16"] == 1
 
     node = helper.make_node("HardSwish", ["x"], ["y"], name="act")
@@ -415,3 +422,21 @@ def test_a_form_without_which_onnx_lower_refuses_the_model_is_a_trial_it_makes_b
     trials = prepare_sweep.trial_models(rotary_tables_model(), rotary_runtime("constant factor first"), None)
     without, made = trials["values computed ahead"]
     assert without == "Cos-7 is refused" and "Cos" not in {node.op_type for node in made.graph.node}
+
+
+def test_a_refusal_names_each_blocking_op_once_in_its_order():
+    """The blockers prepare_sweep.py records for a refused model: each op and version once, in
+    the refusal's order (two Max nodes WebGPU lacks on floats, then an Mod it lacks too)."""
+    import onnx
+
+    from lowering.errors import LoweringError
+
+    info = [helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, [2]) for name in ("a", "b", "z")]
+    nodes = [helper.make_node("Max", ["a", "b"], ["m"]), helper.make_node("Max", ["m", "b"], ["n"], name="second"),
+             helper.make_node("Mod", ["n", "b"], ["z"], fmod=1)]  # fmt: skip
+    model = helper.make_model(helper.make_graph(nodes, "g", info[:2], info[2:]),
+                              opset_imports=[helper.make_opsetid("", 13)])  # fmt: skip
+    with pytest.raises(LoweringError) as refused:
+        lower_model(model, target="webgpu")
+    assert prepare_sweep.blockers_named(refused.value) == ["Max-13", "Mod-13"]
+    assert prepare_sweep.blockers_named(LoweringError("no node named")) == []
