@@ -81,22 +81,35 @@ def targets_table() -> str:
 
 def target_refusals_table(shown: int = 12) -> str:
     """One row per swept profile: how many of the swept models onnx-lower refused to make for
-    it, and the ops that blocked them with how many models each blocked (most first; ``shown``
-    of them, then how many more), from the profile's ``swept.refused``."""
+    it; of those and of the ones it made that the runtime did not run right, how many ran right
+    once the inputs setting their parameters were given as constants; and the ops that blocked
+    the refused with how many models each blocked (most first; ``shown`` of them, then how many
+    more): from the profile's ``swept``."""
     from .runtime_profiles import TableProfile, load_profile, profile_names
 
-    rows = ["| target | refused of swept | blocking ops (models) |", "|---|---|---|"]
+    rows = [
+        "| target | refused of swept | right with parameters constant: refused, not right | blocking ops (models) |",
+        "|---|---|---|---|",
+    ]
     for name in profile_names():
         profile = load_profile(name)
         if isinstance(profile, TableProfile) or "refused" not in profile.swept:
             continue
-        refused = profile.swept["refused"]
+        refused, not_right = profile.swept["refused"], profile.swept["not_right"]
         blocking = Counter(op for found in refused.values() for op in found["blockers"] or ["(none named)"])
         ranked = sorted(blocking.items(), key=lambda item: (-item[1], item[0]))
         listed = ", ".join(f"{op} ({count})" for op, count in ranked[:shown])
         more = f", and {len(ranked) - shown} more" if len(ranked) > shown else ""
-        rows.append(f"| `{name}` | {len(refused)} of {profile.swept['models']} | {listed}{more} |")
+        constant = f"{_right_with_parameters_constant(refused)}, {_right_with_parameters_constant(not_right)}"
+        rows.append(f"| `{name}` | {len(refused)} of {profile.swept['models']} | {constant} | {listed}{more} |")
     return "\n".join(rows)
+
+
+def _right_with_parameters_constant(swept: dict[str, dict]) -> str:
+    """ "R of N": of the swept models whose cases ran with their parameters constant (N), those
+    the runtime then ran right (R)."""
+    ran = [found["constant_parameters"]["after"] for found in swept.values() if "constant_parameters" in found]
+    return f"{sum(after.startswith('right') for after in ran)} of {len(ran)}"
 
 
 TABLES: dict[str, Callable[[], str]] = {

@@ -13,6 +13,12 @@ Each backend case's outputs as onnxruntime computes the export go to ``onnxrunti
 runtime that misses the case's expected outputs where onnxruntime does too, and matches it, is
 right as onnxruntime (``probe.as_onnxruntime``).
 
+Each backend case fed an input that only sets how a node computes (its axes, shape, pads,
+scales: ``parameters_fed``) is made for the target once more with those inputs given as
+constants (``constant_parameters.onnx``, or ``.refused``): ``run_sweep.py`` runs it where the
+case does not run right as fed, to tell a runtime that needs them constant from one that fails
+the op whatever its parameters.
+
 Trials (each corpus export): for each form of ``lowering.target_forms.MODEL_FORM_CHOICES``
 that changes the model made for the target, that model made with the other forms the profile
 takes (``trials/SLUG/without.onnx``) and with those and that one
@@ -36,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -44,6 +51,7 @@ from probe import backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
 from lowering import schemas  # noqa: E402
+from lowering.ir_versions import unlisted_initializers_ir  # noqa: E402
 from lowering.runtime_profiles import RuntimeProfile, load_profile  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
 from lowering.target_forms import MODEL_FORM_CHOICES, apply_model_forms, model_forms_taken  # noqa: E402
@@ -51,6 +59,7 @@ from lowering.verification.runtime import run_onnxruntime  # noqa: E402
 
 CORPUS = HERE.parent / "golden" / "corpus"
 REFUSED = ".refused"  # (a trial's side onnx-lower refused to make: SIDE.refused holds why, in words)
+CONSTANT_PARAMETERS = "constant_parameters"  # (a case made for the target with its parameters constant)
 CORPUS_RTOL, CORPUS_ATOL = 1e-3, 1e-5  # (an export's outputs against onnxruntime's: other kernels' sums)
 
 
@@ -140,6 +149,40 @@ def _made_for(model: onnx.ModelProto, profile, shapes):
             return lowering.lower_model(model, target=profile, input_shapes=shapes)
     except lowering.LoweringError as error:
         return " ".join(str(error).split())[:300]
+
+
+def parameters_fed(model: onnx.ModelProto) -> list[str]:
+    """The graph inputs a main-graph node reads only to set how it computes: at an input position
+    past its first whose formal type (onnx.defs) is neither the first input's nor an output's
+    (axes, shape, pads, repeats, scales, sizes, K, depth, indices; not a Where's X, whose type is
+    its output's), in the graph's order. A runtime that needs such a value constant ("expected
+    axes as a constant") cannot run the model fed it, whatever onnx-lower writes."""
+    opset = schemas.default_opset(model.opset_import)
+    fed = {info.name for info in model.graph.input} - {tensor.name for tensor in model.graph.initializer}
+    found = set()
+    for node in model.graph.node:
+        schema = schemas.schema_in_force(node.op_type, opset, node.domain)
+        if schema is None or not schema.inputs:
+            continue
+        data_types = {schema.inputs[0].type_str} | {formal.type_str for formal in schema.outputs}
+        for position, name in enumerate(node.input[1:], start=1):
+            formal = schema.inputs[min(position, len(schema.inputs) - 1)]
+            if name in fed and formal.type_str not in data_types:
+                found.add(name)
+    return [info.name for info in model.graph.input if info.name in found]
+
+
+def with_constants(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """``model`` with each graph input of ``values`` an initializer holding its value instead,
+    no longer a graph input (IR 4 on: ``ir_versions.unlisted_initializers_ir``)."""
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    kept = [info for info in made.graph.input if info.name not in values]
+    del made.graph.input[:]
+    made.graph.input.extend(kept)
+    made.graph.initializer.extend(numpy_helper.from_array(np.asarray(value), name) for name, value in values.items())
+    made.ir_version = max(made.ir_version, unlisted_initializers_ir())
+    return made
 
 
 def blockers_named(error: lowering.LoweringError) -> list[str]:
@@ -255,6 +298,16 @@ def main() -> None:
         except lowering.LoweringError as error:
             entry["refused"] = " ".join(str(error).split())[:300]
             entry["blockers"] = blockers_named(error)
+        parameters = parameters_fed(model) if name not in corpus_names else []
+        if parameters:  # (the case made for the target with those inputs given as constants)
+            constant = with_constants(model, {key: feeds[key] for key in parameters})
+            stated = {key: shape for key, shape in (shapes or {}).items() if key not in parameters}
+            made = _made_for(constant, load_profile(args.name), stated if dynamic(constant) else None)
+            if isinstance(made, str):
+                (folder / f"{CONSTANT_PARAMETERS}{REFUSED}").write_text(made)
+            else:
+                onnx.save(made.model, folder / f"{CONSTANT_PARAMETERS}.onnx")
+            entry["constant_parameters"] = parameters
         if name not in corpus_names:  # (a corpus export's expected outputs are onnxruntime's)
             computed = onnxruntime_outputs(model, feeds)
             if computed is not None:

@@ -15,7 +15,8 @@ right with it and not without, ``better``, and the other way, ``worse``). ``--re
 writes into the profile (``swept``), with the onnx-lower commit that made the models, every
 model the runtime still fails or gets wrong after ``--target``, in its words (``onnx-lower
 check`` names those of a node's op, version and type beside the fix it offers), and every model
-onnx-lower refused to make for it, with the blockers it named.
+onnx-lower refused to make for it, with the blockers it named; of each, where its case is fed
+inputs that only set its parameters, what the runtime did with them given as constants.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ sys.path.insert(0, str(HERE))
 from probe import CASE_SECONDS, Worker, largest_error  # noqa: E402
 
 REFUSED_BY_ONNX_LOWER = "refused by onnx-lower"
+CONSTANT_PARAMETERS = "constant_parameters"  # (prepare_sweep.py's: the case with its parameters constant)
 
 
 def main() -> None:
@@ -81,6 +83,10 @@ def main() -> None:
                         **({"blockers": blockers} if "refused" in entry else {})})  # fmt: skip
         if args.trials:
             results[-1]["trials"] = run_trials(worker, folder, entry, data_sets, bounds, references)
+        if "constant_parameters" in entry and not after.startswith("right"):
+            results[-1]["constant_parameters"] = run_constant_parameters(
+                worker, folder, entry, inputs, expected, bounds, references
+            )
         line = f"{entry['name']}: as exported {before}; after --target {after}"
         if after != "right" and after_why:
             line += f" ({one_line(after_why)})"
@@ -155,6 +161,24 @@ def run_trials(
     return found
 
 
+def run_constant_parameters(
+    worker: Worker, folder: Path, entry: dict, inputs: dict, expected: list, bounds=None, references=None
+) -> dict[str, object]:
+    """The runtime's verdict on the case made for the target with the inputs that set its
+    parameters given as constants (prepare_sweep.py), judged as the case is: those inputs, the
+    verdict and its words (refused by onnx-lower, where it refused that model too)."""
+    found: dict[str, object] = {"inputs": entry["constant_parameters"]}
+    refused = folder / f"{CONSTANT_PARAMETERS}.refused"
+    if refused.exists():
+        found["after"], found["why"] = REFUSED_BY_ONNX_LOWER, refused.read_text()
+        return found
+    model = onnx.load(folder / f"{CONSTANT_PARAMETERS}.onnx")
+    data_sets = [([inputs[info.name] for info in model.graph.input if info.name in inputs], expected)]
+    found["after"], found["why"] = worker.verdict(model, data_sets, entry["rtol"], entry["atol"], bounds, references)
+    print(f"  with {', '.join(found['inputs'])} constant: {found['after']}", flush=True)
+    return found
+
+
 PROFILES = HERE.parent / "lowering" / "target_profiles"
 
 
@@ -192,17 +216,19 @@ def record_sweep(
     right after --target, with the onnx-lower commit that made the models (``made_by``) and the
     totals: those the runtime fails or gets wrong (``not_right``: what it did as exported and
     after, in its words), and those onnx-lower refused to make (``refused``: what the runtime
-    did as exported, the blockers' ops and versions, and onnx-lower's words)."""
+    did as exported, the blockers' ops and versions, and onnx-lower's words); each with what the
+    runtime did with its case's parameters constant, where it ran that (``constant_parameters``)."""
     path = profiles / f"{target}.json"
     profile = _profile_of(path, version)
     not_right = {
-        result["name"]: {"before": result["before"], "after": result["after"], "why": one_line(result["after_why"])}
+        result["name"]: {"before": result["before"], "after": result["after"], "why": one_line(result["after_why"]),
+                         **_constant_parameters_said(result)}
         for result in results
         if not result["after"].startswith("right") and result["after"] != REFUSED_BY_ONNX_LOWER
-    }
+    }  # fmt: skip
     refused = {
         result["name"]: {"before": result["before"], "blockers": result.get("blockers", []),
-                         "why": one_line(result["after_why"])}
+                         "why": one_line(result["after_why"]), **_constant_parameters_said(result)}
         for result in results
         if result["after"] == REFUSED_BY_ONNX_LOWER
     }  # fmt: skip
@@ -215,6 +241,15 @@ def record_sweep(
     path.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")
     print(f"recorded in {path}: of {len(results)} models, {len(not_right)} not right after --target "
           f"and {len(refused)} refused by onnx-lower")  # fmt: skip
+
+
+def _constant_parameters_said(result: dict) -> dict:
+    """What a result holds of its case run with its parameters constant, as the profile keeps it:
+    ``{"constant_parameters": {"inputs": ..., "after": ..., "why": ...}}``, or nothing."""
+    found = result.get("constant_parameters")
+    if found is None:
+        return {}
+    return {"constant_parameters": {**found, "why": one_line(found["why"])}}
 
 
 def _profile_of(path: Path, version: str) -> dict:

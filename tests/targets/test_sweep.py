@@ -440,3 +440,76 @@ def test_a_refusal_names_each_blocking_op_once_in_its_order():
         lower_model(model, target="webgpu")
     assert prepare_sweep.blockers_named(refused.value) == ["Max-13", "Mod-13"]
     assert prepare_sweep.blockers_named(LoweringError("no node named")) == []
+
+
+@pytest.mark.parametrize(
+    ("node", "inputs", "parameters"),
+    [
+        (helper.make_node("ReduceMax", ["x", "axes"], ["y"]), {"x": 1, "axes": 7}, ["axes"]),
+        (helper.make_node("Reshape", ["x", "shape"], ["y"]), {"x": 1, "shape": 7}, ["shape"]),
+        (helper.make_node("Gather", ["x", "indices"], ["y"]), {"x": 1, "indices": 7}, ["indices"]),
+        (helper.make_node("Resize", ["x", "", "scales"], ["y"]), {"x": 1, "scales": 1}, ["scales"]),
+        (helper.make_node("Where", ["c", "x", "z"], ["y"]), {"c": 9, "x": 1, "z": 1}, []),
+        (helper.make_node("Add", ["x", "z"], ["y"]), {"x": 7, "z": 7}, []),
+        (helper.make_node("Conv", ["x", "w"], ["y"]), {"x": 1, "w": 1}, []),
+        (helper.make_node("Concat", ["x", "z"], ["y"], axis=0), {"x": 7, "z": 7}, []),
+    ],
+)
+def test_the_inputs_that_only_set_a_nodes_parameters_are_told_from_its_data(node, inputs, parameters):
+    """An input past the first whose formal type (onnx.defs) is neither the first input's nor
+    an output's sets how the node computes (axes, shape, indices, scales); a Where's X and Y
+    are its output's type, an Add's and a Conv's weights the first input's: data."""
+    import onnx
+
+    info = [helper.make_tensor_value_info(name, element_type, None) for name, element_type in inputs.items()]
+    graph = helper.make_graph([node], "g", info, [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    assert prepare_sweep.parameters_fed(model) == parameters
+
+
+def test_a_case_with_its_parameters_constant_computes_what_it_computes_fed_them():
+    """with_constants gives the fed values as initializers, no longer graph inputs: onnxruntime
+    computes the same with the other inputs fed."""
+    import onnx
+
+    from lowering.verification.runtime import run_onnxruntime
+
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x, axes = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1], np.int64)
+    constant = prepare_sweep.with_constants(model, {"axes": axes})
+    onnx.checker.check_model(constant, full_check=True)
+    assert [info.name for info in constant.graph.input] == ["x"] and [i.name for i in model.graph.input] == [
+        "x",
+        "axes",
+    ]
+    [want], [got] = run_onnxruntime(model, {"x": x, "axes": axes}), run_onnxruntime(constant, {"x": x})
+    assert np.array_equal(got, want) and np.array_equal(got, [3, 12])
+
+
+def test_a_case_run_with_its_parameters_constant_is_recorded_beside_its_refusal(tmp_path):
+    """record_sweep keeps, for a refused or not-right case, what the runtime did with it made
+    with its parameters constant (its words on one line); a case without that run has none."""
+    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [18],
+               "source": {"kind": "probed", "how": "a test"}, "cases": {}}  # fmt: skip
+    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    ran = {"inputs": ["axes"], "after": "right", "why": ""}
+    results = [
+        {"name": "test_reduce_max", "before": "fails", "after": "refused by onnx-lower", "after_why": "fed axes",
+         "blockers": ["ReduceMax-18"], "constant_parameters": ran},
+        {"name": "test_expand", "before": "fails", "after": "wrong", "after_why": "output 0",
+         "constant_parameters": {"inputs": ["shape"], "after": "fails", "why": "a\n  b"}},
+        {"name": "test_gru", "before": "fails", "after": "refused by onnx-lower", "after_why": "no pattern"},
+    ]  # fmt: skip
+    run_sweep.record_sweep("made-up", results, "1.0", "made-up", "0123abcd", profiles=tmp_path)
+    swept = json.loads((tmp_path / "made-up.json").read_text())["swept"]
+    assert swept["refused"]["test_reduce_max"]["constant_parameters"] == ran
+    assert "constant_parameters" not in swept["refused"]["test_gru"] and swept["refused"]["test_gru"]["blockers"] == []
+    assert swept["not_right"]["test_expand"]["constant_parameters"] == {"inputs": ["shape"], "after": "fails",
+                                                                        "why": "a b"}  # fmt: skip
