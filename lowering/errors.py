@@ -34,7 +34,8 @@ class IncompleteLowering(LoweringError):
 class ConversionRefused(LoweringError):
     """The model cannot go to the target opset as asked: ``blockers`` lists every node that
     cannot, each with its op, version, graph, node and reason (found in one pass). The message
-    is the one blocker's (where it is: why), or how many there are and the first three."""
+    is the one blocker's (:meth:`one_said`: where it is, then why), or how many there are and
+    the first three."""
 
     def __init__(self, blockers: list, opset: int | None) -> None:
         self.blockers = list(blockers)

@@ -522,6 +522,19 @@ def ops_written_for(op_type: str, version: int) -> frozenset[str]:
     return frozenset()
 
 
+def _changing_blockers_first(opsets: list[int], blockers: list[RemainingOp]) -> list[int]:
+    """``opsets`` (in their order), those where some blocking node's op has another version in
+    force than the one refused first: at the others the same versions are refused again (an
+    AffineGrid's body writes Split-18 at opsets 18 to 21, which OpenVINO 2024.6 refuses with
+    num_outputs, and Split-13 with its sizes at 17). A blocker of no op version counts as one
+    another opset may change."""
+
+    def changes_one(opset: int) -> bool:
+        return any(b.version is None or schemas.version_in_force(b.op_type, opset) != b.version for b in blockers)
+
+    return sorted(opsets, key=lambda opset: not changes_one(opset))
+
+
 def _control_flow_op_types(model: onnx.ModelProto) -> set[str]:
     """The ops of nodes holding graphs (If, Loop, Scan) anywhere in a model. Another opset is not
     taken where reaching it writes one the model does not hold (an If per axis where
@@ -577,6 +590,7 @@ def lower_for_target(
         inputs_only = isinstance(refusal, TargetRefused) and all(b.op_type == INPUT_FINDING for b in refusal.blockers)
         elsewhere = given is None and not inputs_only  # (no opset changes the model's inputs)
         others = [o for o in opsets_for_target(model, profile, lowerable) if o != first] if elsewhere else []
+        others = _changing_blockers_first(others, refusal.blockers)
         refusals = [refusal]
         for opset in others[: MOST_OPSETS_TRIED - 1]:
             try:

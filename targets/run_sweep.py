@@ -81,16 +81,16 @@ def main() -> None:
         results.append({"name": entry["name"], "before": before, "before_why": before_why,
                         "after": after, "after_why": after_why,
                         **({"blockers": blockers} if "refused" in entry else {})})  # fmt: skip
+        line = f"{entry['name']}: as exported {before}; after --target {after}"
+        if after != "right" and after_why:
+            line += f" ({one_line(after_why)})"
+        print(line, flush=True)  # (then the lines of its trials and of its parameters made constant)
         if args.trials:
             results[-1]["trials"] = run_trials(worker, folder, entry, data_sets, bounds, references)
         if "constant_parameters" in entry and not after.startswith("right"):
             results[-1]["constant_parameters"] = run_constant_parameters(
                 worker, folder, entry, inputs, expected, bounds, references
             )
-        line = f"{entry['name']}: as exported {before}; after --target {after}"
-        if after != "right" and after_why:
-            line += f" ({one_line(after_why)})"
-        print(line, flush=True)
     worker.close()
     written = args.folder / "results.json"
     if args.only and written.exists():  # (the others' results kept)
@@ -171,10 +171,11 @@ def run_constant_parameters(
     refused = folder / f"{CONSTANT_PARAMETERS}.refused"
     if refused.exists():
         found["after"], found["why"] = REFUSED_BY_ONNX_LOWER, refused.read_text()
-        return found
-    model = onnx.load(folder / f"{CONSTANT_PARAMETERS}.onnx")
-    data_sets = [([inputs[info.name] for info in model.graph.input if info.name in inputs], expected)]
-    found["after"], found["why"] = worker.verdict(model, data_sets, entry["rtol"], entry["atol"], bounds, references)
+    else:
+        model = onnx.load(folder / f"{CONSTANT_PARAMETERS}.onnx")
+        data_sets = [([inputs[info.name] for info in model.graph.input if info.name in inputs], expected)]
+        verdict = worker.verdict(model, data_sets, entry["rtol"], entry["atol"], bounds, references)
+        found["after"], found["why"] = verdict
     print(f"  with {', '.join(found['inputs'])} constant: {found['after']}", flush=True)
     return found
 

@@ -966,3 +966,28 @@ def test_an_older_opset_named_as_the_fix_stays_where_another_node_blocks_there_t
     assert [(f.op_type, f.fix) for f in findings if f.blocks] == [("(opset)", "converted to opset 20"), ("Mul", None)]
     confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime))
     assert [(f.op_type, f.fix) for f in confirmed if f.blocks] == [("(opset)", "converted to opset 20"), ("Mul", None)]
+
+
+def test_after_a_refusal_the_opsets_tried_next_are_those_where_a_blocking_op_has_another_version():
+    """AffineGrid-20's body writes Split-18 with num_outputs at opsets 18 to 20, which this
+    runtime fails (OpenVINO 2024.6 on an uneven cut), and Split-13 with its sizes at 17, which
+    it runs: after the refusal at 20, --target tries 17 before 19 and 18, the nearer opsets where
+    Split-18 would be refused again, and makes the model there."""
+    made = {"affine_grid": ("AffineGrid", 20, "FLOAT", "fails"), "split_18": ("Split", 18, "FLOAT", "fails"),
+            "split_13": ("Split", 13, "FLOAT", "right")}  # fmt: skip
+    split_18_fails = profile(made, opsets=range(13, 21))
+    nodes = [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="grid", align_corners=0)]
+    theta = helper.make_tensor_value_info("theta", TensorProto.FLOAT, [2, 2, 3])
+    grid = helper.make_tensor_value_info("grid", TensorProto.FLOAT, [2, 4, 5, 2])
+    size = onnx.numpy_helper.from_array(np.array([2, 3, 4, 5], np.int64), "size")
+    model = make_model(nodes, [theta], [grid], opset=20, initializer=[size])
+    with pytest.raises(TargetRefused, match="Split-18"):
+        lowering.lower_model(model, target=split_18_fails, target_opset=20)
+    result = lowering.lower_model(model, target=split_18_fails)
+    opset = schemas.default_opset(result.model.opset_import)
+    assert opset <= 17 and "Split" in {node.op_type for node in result.model.graph.node}
+    assert not [f for f in check_model(result.model, split_18_fails, opset) if f.blocks]
+    theta_value = np.random.default_rng(0).standard_normal((2, 2, 3)).astype(np.float32)
+    got = runs_in_onnxruntime(result.model, {"theta": theta_value})[0]
+    want = ReferenceEvaluator(model).run(None, {"theta": theta_value})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -453,18 +453,39 @@ def test_a_refusal_names_each_blocking_op_once_in_its_order():
         (helper.make_node("Add", ["x", "z"], ["y"]), {"x": 7, "z": 7}, []),
         (helper.make_node("Conv", ["x", "w"], ["y"]), {"x": 1, "w": 1}, []),
         (helper.make_node("Concat", ["x", "z"], ["y"], axis=0), {"x": 7, "z": 7}, []),
+        (helper.make_node("ConstantOfShape", ["shape"], ["y"]), {"shape": 7}, ["shape"]),
+        (helper.make_node("Pow", ["x", "z"], ["y"]), {"x": 1, "z": 1}, []),
+        (helper.make_node("GridSample", ["x", "grid"], ["y"]), {"x": 1, "grid": 1}, []),
+        (helper.make_node("MatMulInteger", ["x", "w"], ["y"]), {"x": 3, "w": 3}, []),
+        (helper.make_node("Clip", ["x", "low"], ["y"]), {"x": 1, "low": 1}, []),  # (its data's type: not told)
     ],
 )
-def test_the_inputs_that_only_set_a_nodes_parameters_are_told_from_its_data(node, inputs, parameters):
-    """An input past the first whose formal type (onnx.defs) is neither the first input's nor
-    an output's sets how the node computes (axes, shape, indices, scales); a Where's X and Y
-    are its output's type, an Add's and a Conv's weights the first input's: data."""
+def test_the_inputs_that_set_a_nodes_parameters_are_told_from_its_data(node, inputs, parameters):
+    """A formal input (onnx.defs) of an index type alone (int32, int64), or past the first
+    input a fixed tensor(float), that no output shares sets how the node computes (axes, a
+    shape, indices, scales); a Where's X and Y, a Pow's exponent, a GridSample's grid, an Add's,
+    a Conv's and a MatMulInteger's second input are data."""
     import onnx
 
     info = [helper.make_tensor_value_info(name, element_type, None) for name, element_type in inputs.items()]
     graph = helper.make_graph([node], "g", info, [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     assert prepare_sweep.parameters_fed(model) == parameters
+
+
+def test_a_node_of_another_domain_is_read_at_its_own_domains_opset():
+    """An ai.onnx.ml node is looked up at the model's ai.onnx.ml opset (its Y of int64 indices
+    is a parameter), and a model importing no default domain is read, not refused."""
+    import onnx
+
+    node = helper.make_node("ArrayFeatureExtractor", ["x", "indices"], ["y"], domain="ai.onnx.ml")
+    info = [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("indices", onnx.TensorProto.INT64, [1])]  # fmt: skip
+    graph = helper.make_graph([node], "g", info, [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)])
+    assert prepare_sweep.parameters_fed(model) == ["indices"]
+    del model.opset_import[:]
+    assert prepare_sweep.parameters_fed(model) == []
 
 
 def test_a_case_with_its_parameters_constant_computes_what_it_computes_fed_them():
@@ -513,3 +534,81 @@ def test_a_case_run_with_its_parameters_constant_is_recorded_beside_its_refusal(
     assert "constant_parameters" not in swept["refused"]["test_gru"] and swept["refused"]["test_gru"]["blockers"] == []
     assert swept["not_right"]["test_expand"]["constant_parameters"] == {"inputs": ["shape"], "after": "fails",
                                                                         "why": "a b"}  # fmt: skip
+
+
+def test_an_old_ir_model_with_its_parameters_constant_no_longer_lists_them_as_inputs():
+    """Before IR 4 an initializer must be a graph input too: the model made with constants is
+    declared at IR 4 (from onnx.proto), passes the full checker and computes the same."""
+    import onnx
+
+    from lowering.ir_versions import unlisted_initializers_ir
+    from lowering.verification.runtime import run_onnxruntime
+
+    node = helper.make_node("Tile", ["x", "repeats"], ["y"])
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("repeats", onnx.TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [6])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 7)], ir_version=3)
+    x, repeats = np.array([1.5, -2.0], np.float32), np.array([3], np.int64)
+    constant = prepare_sweep.with_constants(model, {"repeats": repeats})
+    assert constant.ir_version == unlisted_initializers_ir() and model.ir_version == 3
+    onnx.checker.check_model(constant, full_check=True)
+    [want], [got] = run_onnxruntime(model, {"x": x, "repeats": repeats}), run_onnxruntime(constant, {"x": x})
+    assert np.array_equal(got, want)
+
+
+class _Judge:
+    """A runtime that runs every model right, keeping what it was given."""
+
+    def __init__(self):
+        self.given = []
+
+    def verdict(self, model, data_sets, rtol, atol, bounds=None, references=None):
+        self.given.append(([info.name for info in model.graph.input], [len(inputs) for inputs, _ in data_sets]))
+        return "right", ""
+
+
+def test_a_case_with_its_parameters_constant_runs_fed_only_its_other_inputs(tmp_path):
+    """run_constant_parameters feeds the model prepare_sweep.py made with constants only the
+    inputs it still has; a model onnx-lower refused so is said refused, with its words."""
+    import onnx
+
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"])
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    axes = np.array([1], np.int64)
+    made = prepare_sweep.with_constants(helper.make_model(graph), {"axes": axes})
+    onnx.save(made, tmp_path / f"{prepare_sweep.CONSTANT_PARAMETERS}.onnx")
+    entry = {"name": "case", "rtol": 0.0, "atol": 0.0, "constant_parameters": ["axes"]}
+    inputs = {"x": np.ones((2, 3), np.float32), "axes": axes}
+    judge = _Judge()
+    found = run_sweep.run_constant_parameters(judge, tmp_path, entry, inputs, [np.full((2, 1), 3.0, np.float32)])
+    assert found == {"inputs": ["axes"], "after": "right", "why": ""} and judge.given == [(["x"], [1])]
+    (tmp_path / f"{prepare_sweep.CONSTANT_PARAMETERS}.onnx").unlink()
+    (tmp_path / f"{prepare_sweep.CONSTANT_PARAMETERS}{prepare_sweep.REFUSED}").write_text("ReduceSum-13 at ...")
+    refused = run_sweep.run_constant_parameters(judge, tmp_path, entry, inputs, [])
+    assert refused == {"inputs": ["axes"], "after": run_sweep.REFUSED_BY_ONNX_LOWER, "why": "ReduceSum-13 at ..."}
+    assert len(judge.given) == 1
+
+
+def test_the_docs_count_those_run_with_constants_apart_from_those_onnx_lower_refused_so():
+    """Of the swept models with their parameters constant, the docs count those the runtime ran
+    right of those it ran, and say apart how many onnx-lower refused to make so."""
+    from lowering.docs import _right_with_parameters_constant
+
+    swept = {
+        "a": {"constant_parameters": {"after": "right"}},
+        "b": {"constant_parameters": {"after": "right as onnxruntime"}},
+        "c": {"constant_parameters": {"after": "fails"}},
+        "d": {"constant_parameters": {"after": run_sweep.REFUSED_BY_ONNX_LOWER}},
+        "e": {},
+    }
+    assert _right_with_parameters_constant(swept) == "2 of 3 (1 refused)"
+    assert _right_with_parameters_constant({"e": {}}) == "0 of 0"
