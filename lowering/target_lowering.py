@@ -59,7 +59,7 @@ from .target_forms import (
 )
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
-MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (with the fewest blockers found)
+MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (and one where a blocker's op has another version)
 
 
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
@@ -522,17 +522,28 @@ def ops_written_for(op_type: str, version: int) -> frozenset[str]:
     return frozenset()
 
 
-def _changing_blockers_first(opsets: list[int], blockers: list[RemainingOp]) -> list[int]:
-    """``opsets`` (in their order), those where some blocking node's op has another version in
-    force than the one refused first: at the others the same versions are refused again (an
-    AffineGrid's body writes Split-18 at opsets 18 to 21, which OpenVINO 2024.6 refuses with
-    num_outputs, and Split-13 with its sizes at 17). A blocker of no op version counts as one
-    another opset may change."""
+def _opsets_to_try(others: list[int], blockers: list[RemainingOp], first: int) -> list[int]:
+    """The opsets tried after a refusal at ``first``: the best ``MOST_OPSETS_TRIED - 1`` of
+    ``others`` (ranked by :func:`opsets_for_target`), then the best of the rest where some
+    blocking node's op has another version in force than at ``first``, if any. The ranking
+    counts the ops of a pattern's body, not those of the graphs its nodes hold: AffineGrid's
+    body writes Split-18 (with num_outputs, which OpenVINO 2024.6 refuses) in its If branches at
+    opsets 18 to 21, and the Split-13 a version adapter gives its sizes below 18, which it runs.
+    A blocker that names no op version (a graph input) changes at every opset."""
 
-    def changes_one(opset: int) -> bool:
-        return any(b.version is None or schemas.version_in_force(b.op_type, opset) != b.version for b in blockers)
+    def changes_a_blocker(opset: int) -> bool:
+        def version_at(op_type: str, at: int) -> int | None:
+            return schemas.version_in_force(op_type, at)
 
-    return sorted(opsets, key=lambda opset: not changes_one(opset))
+        return any(
+            b.version is None or version_at(b.op_type, first) is None or version_at(b.op_type, opset) is None
+            or version_at(b.op_type, opset) != version_at(b.op_type, first)
+            for b in blockers
+        )  # fmt: skip
+
+    tried = others[: MOST_OPSETS_TRIED - 1]
+    changing = next((opset for opset in others[len(tried) :] if changes_a_blocker(opset)), None)
+    return tried + ([changing] if changing is not None else [])
 
 
 def _control_flow_op_types(model: onnx.ModelProto) -> set[str]:
@@ -590,9 +601,8 @@ def lower_for_target(
         inputs_only = isinstance(refusal, TargetRefused) and all(b.op_type == INPUT_FINDING for b in refusal.blockers)
         elsewhere = given is None and not inputs_only  # (no opset changes the model's inputs)
         others = [o for o in opsets_for_target(model, profile, lowerable) if o != first] if elsewhere else []
-        others = _changing_blockers_first(others, refusal.blockers)
         refusals = [refusal]
-        for opset in others[: MOST_OPSETS_TRIED - 1]:
+        for opset in _opsets_to_try(others, refusal.blockers, first):
             try:
                 result = lowered_at(opset)
             except TargetRefused as other:

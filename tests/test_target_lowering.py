@@ -969,10 +969,11 @@ def test_an_older_opset_named_as_the_fix_stays_where_another_node_blocks_there_t
 
 
 def test_after_a_refusal_the_opsets_tried_next_are_those_where_a_blocking_op_has_another_version():
-    """AffineGrid-20's body writes Split-18 with num_outputs at opsets 18 to 20, which this
-    runtime fails (OpenVINO 2024.6 on an uneven cut), and Split-13 with its sizes at 17, which
-    it runs: after the refusal at 20, --target tries 17 before 19 and 18, the nearer opsets where
-    Split-18 would be refused again, and makes the model there."""
+    """AffineGrid-20's body writes Split-18 with num_outputs in its If branches at opsets 18 to
+    20, which this runtime fails (OpenVINO 2024.6 on an uneven cut), and Split-13 with its sizes
+    below 18, which it runs. The opsets are ranked by the ops of the body, not of its branches:
+    20, 19, 18, 15 (16 to 18 count as one). After the refusal at 20 and again at 19 and 18,
+    --target tries 15, the best opset where Split has another version, and makes the model there."""
     made = {"affine_grid": ("AffineGrid", 20, "FLOAT", "fails"), "split_18": ("Split", 18, "FLOAT", "fails"),
             "split_13": ("Split", 13, "FLOAT", "right")}  # fmt: skip
     split_18_fails = profile(made, opsets=range(13, 21))
@@ -985,9 +986,59 @@ def test_after_a_refusal_the_opsets_tried_next_are_those_where_a_blocking_op_has
         lowering.lower_model(model, target=split_18_fails, target_opset=20)
     result = lowering.lower_model(model, target=split_18_fails)
     opset = schemas.default_opset(result.model.opset_import)
-    assert opset <= 17 and "Split" in {node.op_type for node in result.model.graph.node}
+    assert opset == 15 and "Split" in {node.op_type for node in result.model.graph.node}
     assert not [f for f in check_model(result.model, split_18_fails, opset) if f.blocks]
     theta_value = np.random.default_rng(0).standard_normal((2, 2, 3)).astype(np.float32)
     got = runs_in_onnxruntime(result.model, {"theta": theta_value})[0]
     want = ReferenceEvaluator(model).run(None, {"theta": theta_value})[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_opsets_tried_first_after_a_refusal_are_the_best_ranked_whatever_the_blockers():
+    """ThresholdedRelu-22, which the runtime fails, has a body that writes Where-16, which it
+    fails too; at 16 to 21 ThresholdedRelu-10 runs and no Where is written, though Where is
+    Where-16 there too; at 13 to 15 RoiAlign-10 is refused. The best-ranked opsets are tried
+    first whether or not a blocker's op has another version there, so the model is made at 21,
+    not refused at 15 and 14."""
+    made = {"tr22": ("ThresholdedRelu", 22, "FLOAT", "fails"), "tr10": ("ThresholdedRelu", 10, "FLOAT", "right"),
+            "where16": ("Where", 16, "FLOAT", "fails"), "where9": ("Where", 9, "FLOAT", "fails"),
+            "roi22": ("RoiAlign", 22, "FLOAT", "right"), "roi16": ("RoiAlign", 16, "FLOAT", "right"),
+            "roi10": ("RoiAlign", 10, "FLOAT", "fails")}  # fmt: skip
+    where_fails = profile(made, opsets=range(13, 23))
+    nodes = [
+        helper.make_node("ThresholdedRelu", ["x"], ["z"], name="thr", alpha=0.5),
+        helper.make_node("RoiAlign", ["x", "rois", "idx"], ["y"], name="roi", output_height=2, output_width=2),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4]),
+        helper.make_tensor_value_info("rois", TensorProto.FLOAT, [2, 4]),
+        helper.make_tensor_value_info("idx", TensorProto.INT64, [2]),
+    ]
+    outputs = [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 1, 4, 4]),
+               helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 2, 2])]  # fmt: skip
+    model = make_model(nodes, inputs, outputs, opset=22)
+    result = lowering.lower_model(model, target=where_fails)
+    assert schemas.default_opset(result.model.opset_import) == 21
+    assert {node.op_type for node in result.model.graph.node} == {"ThresholdedRelu", "RoiAlign"}
+
+
+def test_a_conversion_refused_at_the_first_opset_is_tried_at_the_best_ranked_next():
+    """A ScatterElements-18 with reduction max cannot go to 17, the first opset the profile
+    loads below the model's 18 (its blockers name the node's version, 18, not one in force at
+    17): the best-ranked next opset, 19, where it needs no conversion, is tried first."""
+    made = {"se18": ("ScatterElements", 18, "FLOAT", "right"), "se16": ("ScatterElements", 16, "FLOAT", "right"),
+            "se13": ("ScatterElements", 13, "FLOAT", "right"), "add13": ("Add", 13, "FLOAT", "right"),
+            "add14": ("Add", 14, "FLOAT", "right")}  # fmt: skip
+    gap_at_18 = profile(made, opsets=[13, 14, 15, 16, 17, 19, 20])
+    indices = onnx.numpy_helper.from_array(np.array([[0, 1]], np.int64), "idx")
+    nodes = [helper.make_node("ScatterElements", ["x", "idx", "u"], ["s"], name="scatter", axis=1, reduction="max"),
+             helper.make_node("Add", ["s", "s"], ["y"], name="add")]  # fmt: skip
+    inputs = [
+        helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in (("x", [1, 4]), ("u", [1, 2]))
+    ]
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], opset=18,
+                       initializer=[indices])  # fmt: skip
+    with pytest.raises(lowering.ConversionRefused):
+        lowering.lower_model(model, target_opset=17)
+    result = lowering.lower_model(model, target=gap_at_18)
+    assert schemas.default_opset(result.model.opset_import) == 19
