@@ -82,14 +82,14 @@ def targets_table() -> str:
 
 def target_refusals_table(shown: int = 12) -> str:
     """One row per swept profile: how many of the swept models onnx-lower refused to make for
-    it; of those and of the ones it made that the runtime did not run right, how many ran right
+    it, and how many it made that the runtime did not run right; of each, how many ran right
     once the inputs setting their parameters were given as constants; and the ops that blocked
     the refused with how many models each blocked (most first; ``shown`` of them, then how many
     more): from the profile's ``swept``."""
     from .runtime_profiles import TableProfile, load_profile, profile_names
 
     rows = [
-        "| target | refused of swept | right with parameters constant: refused, not right | blocking ops (models) |",
+        "| target | refused, not right of swept | right with their parameters constant | blocking ops (models) |",
         "|---|---|---|---|",
     ]
     for name in profile_names():
@@ -101,18 +101,21 @@ def target_refusals_table(shown: int = 12) -> str:
         ranked = sorted(blocking.items(), key=lambda item: (-item[1], item[0]))
         listed = ", ".join(f"{op} ({count})" for op, count in ranked[:shown])
         more = f", and {len(ranked) - shown} more" if len(ranked) > shown else ""
-        constant = f"{_right_with_parameters_constant(refused)}, {_right_with_parameters_constant(not_right)}"
-        rows.append(f"| `{name}` | {len(refused)} of {profile.swept['models']} | {constant} | {listed}{more} |")
+        constant = (f"refused: {_right_with_parameters_constant(refused)}; "
+                    f"not right: {_right_with_parameters_constant(not_right)}")  # fmt: skip
+        counts = f"{len(refused)}, {len(not_right)} of {profile.swept['models']}"
+        rows.append(f"| `{name}` | {counts} | {constant} | {listed}{more} |")
     return "\n".join(rows)
 
 
 def _right_with_parameters_constant(swept: dict[str, dict]) -> str:
-    """How the swept models fared with their parameters constant: "R of N", of those the
-    runtime ran so (N), those it ran right (R); then how many onnx-lower refused to make so."""
+    """How the swept models fared with their parameters constant: "R right of N run", of those
+    the runtime ran so (N), those it ran right (R); then how many onnx-lower refused to make so
+    ("K not made")."""
     tried = [found["constant_parameters"]["after"] for found in swept.values() if "constant_parameters" in found]
     ran = [after for after in tried if after != REFUSED_BY_ONNX_LOWER]
-    refused = f" ({len(tried) - len(ran)} refused)" if len(ran) < len(tried) else ""
-    return f"{sum(after.startswith('right') for after in ran)} of {len(ran)}{refused}"
+    refused = f", {len(tried) - len(ran)} not made" if len(ran) < len(tried) else ""
+    return f"{sum(after.startswith('right') for after in ran)} right of {len(ran)} run{refused}"
 
 
 TABLES: dict[str, Callable[[], str]] = {

@@ -610,5 +610,5 @@ def test_the_docs_count_those_run_with_constants_apart_from_those_onnx_lower_ref
         "d": {"constant_parameters": {"after": run_sweep.REFUSED_BY_ONNX_LOWER}},
         "e": {},
     }
-    assert _right_with_parameters_constant(swept) == "2 of 3 (1 refused)"
-    assert _right_with_parameters_constant({"e": {}}) == "0 of 0"
+    assert _right_with_parameters_constant(swept) == "2 right of 3 run, 1 not made"
+    assert _right_with_parameters_constant({"e": {}}) == "0 right of 0 run"
