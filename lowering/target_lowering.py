@@ -532,14 +532,11 @@ def _opsets_to_try(others: list[int], blockers: list[RemainingOp], first: int) -
     A blocker that names no op version (a graph input) changes at every opset."""
 
     def changes_a_blocker(opset: int) -> bool:
-        def version_at(op_type: str, at: int) -> int | None:
-            return schemas.version_in_force(op_type, at)
-
-        return any(
-            b.version is None or version_at(b.op_type, first) is None or version_at(b.op_type, opset) is None
-            or version_at(b.op_type, opset) != version_at(b.op_type, first)
-            for b in blockers
-        )  # fmt: skip
+        for blocker in blockers:
+            at_first, there = (schemas.version_in_force(blocker.op_type, at) for at in (first, opset))
+            if blocker.version is None or at_first is None or there is None or there != at_first:
+                return True
+        return False
 
     tried = others[: MOST_OPSETS_TRIED - 1]
     changing = next((opset for opset in others[len(tried) :] if changes_a_blocker(opset)), None)
