@@ -356,6 +356,23 @@ def test_a_target_goes_to_an_older_opset_where_what_it_refuses_has_a_version_it_
         lowering.lower_model(model, target=OLDER_RUNS, target_opset=18)
 
 
+def affine_grid_model() -> onnx.ModelProto:
+    """AffineGrid-20 of a fed theta [2, 2, 3] and a constant size [2, 3, 4, 5]."""
+    nodes = [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="grid", align_corners=0)]
+    theta = helper.make_tensor_value_info("theta", TensorProto.FLOAT, [2, 2, 3])
+    grid = helper.make_tensor_value_info("grid", TensorProto.FLOAT, [2, 4, 5, 2])
+    size = onnx.numpy_helper.from_array(np.array([2, 3, 4, 5], np.int64), "size")
+    return make_model(nodes, [theta], [grid], opset=20, initializer=[size])
+
+
+def assert_computes_its_grid(made: onnx.ModelProto, model: onnx.ModelProto) -> None:
+    """``made`` meets ``model``'s grid (onnx's reference) within the body's stated arithmetic."""
+    theta_value = np.random.default_rng(0).standard_normal((2, 2, 3)).astype(np.float32)
+    got = runs_in_onnxruntime(made, {"theta": theta_value})[0]
+    want = ReferenceEvaluator(model).run(None, {"theta": theta_value})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_an_op_lowered_where_it_has_no_version_goes_to_the_opset_where_what_its_pattern_writes_runs():
     """AffineGrid-20, which the runtime fails, exists at no older opset; below 20 its function
     body is written, and its ops (Constant, Reshape, ...) run at 13 and fail at 19: the opsets
@@ -368,19 +385,12 @@ def test_an_op_lowered_where_it_has_no_version_goes_to_the_opset_where_what_its_
         made[f"{op_type}_13"] = (op_type, 13, "INT64", "right")
         made[f"{op_type}_19"] = (op_type, 19, "INT64", "fails")
     fails_at_19 = profile(made, opsets=range(13, 21))
-    nodes = [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="grid", align_corners=0)]
-    theta = helper.make_tensor_value_info("theta", TensorProto.FLOAT, [2, 2, 3])
-    grid = helper.make_tensor_value_info("grid", TensorProto.FLOAT, [2, 4, 5, 2])
-    size = onnx.numpy_helper.from_array(np.array([2, 3, 4, 5], np.int64), "size")
-    model = make_model(nodes, [theta], [grid], opset=20, initializer=[size])
+    model = affine_grid_model()
     assert opsets_for_target(model, fails_at_19, lowerable_ops())[0] == 18  # (Reshape-14 and Constant-13 there)
     result = lowering.lower_model(model, target=fails_at_19)
     assert schemas.default_opset(result.model.opset_import) == 18
     assert not [f for f in check_model(result.model, fails_at_19, 18) if f.blocks]
-    theta_value = np.random.default_rng(0).standard_normal((2, 2, 3)).astype(np.float32)
-    got = runs_in_onnxruntime(result.model, {"theta": theta_value})[0]
-    want = ReferenceEvaluator(model).run(None, {"theta": theta_value})[0]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert_computes_its_grid(result.model, model)
 
 
 def test_a_float16_celu_goes_where_the_casts_its_body_writes_in_turn_run():
@@ -977,21 +987,14 @@ def test_after_a_refusal_the_opsets_tried_next_are_those_where_a_blocking_op_has
     made = {"affine_grid": ("AffineGrid", 20, "FLOAT", "fails"), "split_18": ("Split", 18, "FLOAT", "fails"),
             "split_13": ("Split", 13, "FLOAT", "right")}  # fmt: skip
     split_18_fails = profile(made, opsets=range(13, 21))
-    nodes = [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="grid", align_corners=0)]
-    theta = helper.make_tensor_value_info("theta", TensorProto.FLOAT, [2, 2, 3])
-    grid = helper.make_tensor_value_info("grid", TensorProto.FLOAT, [2, 4, 5, 2])
-    size = onnx.numpy_helper.from_array(np.array([2, 3, 4, 5], np.int64), "size")
-    model = make_model(nodes, [theta], [grid], opset=20, initializer=[size])
+    model = affine_grid_model()
     with pytest.raises(TargetRefused, match="Split-18"):
         lowering.lower_model(model, target=split_18_fails, target_opset=20)
     result = lowering.lower_model(model, target=split_18_fails)
     opset = schemas.default_opset(result.model.opset_import)
     assert opset == 15 and "Split" in {node.op_type for node in result.model.graph.node}
     assert not [f for f in check_model(result.model, split_18_fails, opset) if f.blocks]
-    theta_value = np.random.default_rng(0).standard_normal((2, 2, 3)).astype(np.float32)
-    got = runs_in_onnxruntime(result.model, {"theta": theta_value})[0]
-    want = ReferenceEvaluator(model).run(None, {"theta": theta_value})[0]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert_computes_its_grid(result.model, model)
 
 
 def test_the_opsets_tried_first_after_a_refusal_are_the_best_ranked_whatever_the_blockers():
