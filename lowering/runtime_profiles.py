@@ -181,6 +181,14 @@ class RuntimeProfile:
         found = self.swept.get("not_right", {})
         return [(case, found[case]["after"], found[case]["why"]) for case in sorted(own & found.keys())]
 
+    def swept_refused(self, op_type: str, version: int, type_name: str) -> list[tuple[str, dict]]:
+        """The probed cases of (op, version, type) the sweep found onnx-lower refusing to make
+        for the runtime: (case, what the profile keeps of it: blockers, words, and how the case
+        fared with its parameters constant, where it was run so)."""
+        own = {case for case, _, _ in self.cases.get((op_type, version, type_name), [])}
+        found = self.swept.get("refused", {})
+        return [(case, found[case]) for case in sorted(own & found.keys())]
+
     @functools.cached_property
     def _by_op(self) -> dict[str, list[tuple[int, str, list]]]:
         found = defaultdict(list)

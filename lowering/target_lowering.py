@@ -100,6 +100,7 @@ class Finding:
 
     def as_remaining(self) -> RemainingOp:
         reason = self.verdict.why + (f"; {self.fix}" if self.fix else "; no pattern lowers it")
+        reason += f"; {self.swept}" if self.swept else ""
         return RemainingOp(self.op_type, self.version, self.location, reason, self.graph, self.node)
 
     def as_dict(self) -> dict:
@@ -349,18 +350,28 @@ def _took_rank_0(profile: RuntimeProfile, node: onnx.NodeProto, position: int, o
 
 
 def _swept_said(profile, op_type: str, version: int, type_name: str, shown: int = 3) -> str:
-    """What the profile's sweep found the runtime still doing wrong after --target on cases of
-    (op, version, type), in a few words; empty where nothing (or no sweep)."""
+    """What the profile's sweep found of cases of (op, version, type), in a few words: those the
+    runtime still did wrong after --target, and of those onnx-lower refused to make, how many ran
+    right once their parameters were constants (the runtime needs them so: tract's "expected axes
+    as a constant"); empty where nothing (or no sweep)."""
     if isinstance(profile, TableProfile):
         return ""
-    found = profile.swept_not_right(op_type, version, type_name)
-    if not found:
-        return ""
-    listed = ", ".join(f"{case} ({after}{': ' + why[:120] if why else ''})" for case, after, why in found[:shown])
-    more = f" and {len(found) - shown} more" if len(found) > shown else ""
     commit = profile.swept.get("onnx_lower", "?")
-    return (f"after --target the runtime still failed or got wrong {len(found)} swept case(s) of it "
-            f"(onnx-lower {commit}): {listed}{more}")  # fmt: skip
+    said = []
+    found = profile.swept_not_right(op_type, version, type_name)
+    if found:
+        listed = ", ".join(f"{case} ({after}{': ' + why[:120] if why else ''})" for case, after, why in found[:shown])
+        more = f" and {len(found) - shown} more" if len(found) > shown else ""
+        said.append(f"after --target the runtime still failed or got wrong {len(found)} swept case(s) of it "
+                    f"(onnx-lower {commit}): {listed}{more}")  # fmt: skip
+    refused = profile.swept_refused(op_type, version, type_name)
+    ran = [entry["constant_parameters"] for _, entry in refused if "constant_parameters" in entry]
+    right = [constant for constant in ran if constant["after"].startswith("right")]
+    if right:
+        inputs = ", ".join(sorted({name for constant in right for name in constant["inputs"]}))
+        said.append(f"{len(right)} of the {len(refused)} swept case(s) of it onnx-lower refused ran right on the "
+                    f"runtime with their {inputs} given as constants (onnx-lower {commit})")  # fmt: skip
+    return "; ".join(said)
 
 
 def _narrower_type_taken(
@@ -685,9 +696,10 @@ def _patterns_left_said(blockers: list[Finding], remaining: list[RemainingOp], t
 def swept_notes(model: onnx.ModelProto, profile, opset: int) -> dict[str, str]:
     """Per op version and element type of ``model``'s nodes (the versions in force at ``opset``,
     the model's own: the sweep files each model under its export's versions), as
-    ``"OneHot-28 on INT64"``: what the profile's recorded sweep found the runtime still failing or
-    getting wrong after --target on probed cases of it (:func:`_swept_said`); only those it found."""
-    if isinstance(profile, TableProfile) or not profile.swept.get("not_right"):
+    ``"OneHot-28 on INT64"``: what the profile's recorded sweep found of probed cases of it (the
+    runtime still failing or getting wrong them after --target, those refused that ran right with
+    their parameters constant: :func:`_swept_said`); only those it found something of."""
+    if isinstance(profile, TableProfile) or not (profile.swept.get("not_right") or profile.swept.get("refused")):
         return {}
     types = inferred_types(model)
     notes = {}

@@ -6,6 +6,7 @@ without), read back by lowering as the profile's model_forms."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -612,3 +613,38 @@ def test_the_docs_count_those_run_with_constants_apart_from_those_onnx_lower_ref
     }
     assert _right_with_parameters_constant(swept) == "2 right of 3 run, 1 not made"
     assert _right_with_parameters_constant({"e": {}}) == "0 right of 0 run"
+
+
+def test_a_refusal_says_how_many_swept_cases_of_its_op_ran_right_with_their_parameters_constant(tmp_path):
+    """A node refused for the target is said with what the sweep found of its op version and
+    type: of the cases onnx-lower refused, how many the runtime ran right once their parameters
+    (axes) were given as constants, which tells the user what to make constant."""
+    import onnx
+
+    from lowering.target_lowering import TargetRefused
+
+    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [18],
+               "source": {"kind": "probed", "how": "a test"},
+               "cases": {"test_reduce_max": {"op": "ReduceMax", "version": 18, "type": "FLOAT", "verdict": "fails"},
+                         "test_reduce_max_random": {"op": "ReduceMax", "version": 18, "type": "FLOAT",
+                                                    "verdict": "fails"}}}  # fmt: skip
+    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    refused = {"after": "refused by onnx-lower", "after_why": "fed axes", "blockers": ["ReduceMax-18"]}
+    results = [
+        {"name": "test_reduce_max", "before": "fails", **refused,
+         "constant_parameters": {"inputs": ["axes"], "after": "right", "why": ""}},
+        {"name": "test_reduce_max_random", "before": "fails", **refused,
+         "constant_parameters": {"inputs": ["axes"], "after": "fails", "why": "no"}},
+    ]  # fmt: skip
+    run_sweep.record_sweep("made-up", results, "1.0", "made-up", "0123abcd", profiles=tmp_path)
+    written = profile_from_data(json.loads((tmp_path / "made-up.json").read_text()))
+    node = helper.make_node("ReduceMax", ["x", "axes"], ["y"], name="reduce")
+    inputs = [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3]),
+              helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, [1])]  # fmt: skip
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    said = (
+        "1 of the 2 swept case(s) of it onnx-lower refused ran right on the runtime with their axes given as constants"
+    )
+    with pytest.raises(TargetRefused, match=re.escape(said)):
+        lower_model(model, target=written)
