@@ -269,3 +269,23 @@ def default_opset(opset_imports: Iterable[onnx.OperatorSetIdProto]) -> int | Non
         if canonical_domain(entry.domain) == "":
             return entry.version
     return None
+
+
+INDEX_TYPES = frozenset({"tensor(int32)", "tensor(int64)"})  # (an input onnx.defs types so counts or points)
+
+
+def sets_parameters(schema: defs.OpSchema, position: int) -> bool:
+    """Whether the input at ``position`` of ``schema`` sets how the node computes, as onnx.defs
+    tells: of a type no output has, an index type alone (int32 or int64: axes, a shape, pads,
+    sizes, repeats, K, a count, indices) or, past the first input and unlike it, the fixed type
+    tensor(float) (Resize's scales, a quantized op's scales). Told by type alone: Clip's min and
+    max, of its data's type, are not."""
+    if not schema.inputs:
+        return False
+    formal = schema.inputs[min(position, len(schema.inputs) - 1)]
+    if formal.type_str in {output.type_str for output in schema.outputs}:
+        return False
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    if allowed.get(formal.type_str, {formal.type_str}) <= INDEX_TYPES:
+        return True
+    return position > 0 and formal.type_str == "tensor(float)" != schema.inputs[0].type_str

@@ -235,7 +235,8 @@ def check_model(
                 boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)
                 io = " --retype-io: the model's inputs and outputs change type" if boundary else ""
                 fix = f"retyped to {type_label(retype[1])} (--retype {retype_pair(retype)}{io})"
-            swept = _swept_said(profile, node.op_type, version, type_name) if version is not None else ""
+            fed = _parameters_fed(node.op_type, version, form) if version is not None else []
+            swept = _swept_said(profile, node.op_type, version, type_name, fed) if version is not None else ""
             findings.append(
                 Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix, retype, swept)
             )
@@ -273,6 +274,7 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
                 reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in unforeseen)
             if f.blocks and f.fix and reason is not None:
                 said = reason.removeprefix(f"{f.verdict.why}; ")  # (the refusal's reason restates the verdict)
+                said = said.removesuffix(f"; {f.swept}") if f.swept else said  # (and the sweep's words, said apart)
                 f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {said}"),
                                         fix=None)  # fmt: skip
             confirmed.append(f)
@@ -349,11 +351,12 @@ def _took_rank_0(profile: RuntimeProfile, node: onnx.NodeProto, position: int, o
     return version is not None and profile.took_rank_0_at(node.op_type, version, position)
 
 
-def _swept_said(profile, op_type: str, version: int, type_name: str, shown: int = 3) -> str:
+def _swept_said(profile, op_type: str, version: int, type_name: str, fed_parameters=(), shown: int = 3) -> str:
     """What the profile's sweep found of cases of (op, version, type), in a few words: those the
-    runtime still did wrong after --target, and of those onnx-lower refused to make, how many ran
-    right once their parameters were constants (the runtime needs them so: tract's "expected axes
-    as a constant"); empty where nothing (or no sweep)."""
+    runtime still did wrong after --target, and, for a node fed ``fed_parameters`` (the names of
+    its inputs :func:`schemas.sets_parameters` tells) at run time, how many of those onnx-lower
+    refused to make ran right once their parameters were constants (the runtime needs them so:
+    tract's "expected axes as a constant"); empty where nothing (or no sweep)."""
     if isinstance(profile, TableProfile):
         return ""
     commit = profile.swept.get("onnx_lower", "?")
@@ -364,14 +367,24 @@ def _swept_said(profile, op_type: str, version: int, type_name: str, shown: int 
         more = f" and {len(found) - shown} more" if len(found) > shown else ""
         said.append(f"after --target the runtime still failed or got wrong {len(found)} swept case(s) of it "
                     f"(onnx-lower {commit}): {listed}{more}")  # fmt: skip
-    refused = profile.swept_refused(op_type, version, type_name)
+    refused = profile.swept_refused(op_type, version, type_name) if fed_parameters else []
     ran = [entry["constant_parameters"] for _, entry in refused if "constant_parameters" in entry]
     right = [constant for constant in ran if constant["after"].startswith("right")]
     if right:
-        inputs = ", ".join(sorted({name for constant in right for name in constant["inputs"]}))
         said.append(f"{len(right)} of the {len(refused)} swept case(s) of it onnx-lower refused ran right on the "
-                    f"runtime with their {inputs} given as constants (onnx-lower {commit})")  # fmt: skip
+                    f"runtime with their parameters given as constants (onnx-lower {commit}), and this node is "
+                    f"fed its {', '.join(fed_parameters)} at run time")  # fmt: skip
     return "; ".join(said)
+
+
+def _parameters_fed(op_type: str, version: int, form: NodeForm | None) -> list[str]:
+    """The names (onnx.defs's) of the node's inputs fed at run time that set its parameters
+    (:func:`schemas.sets_parameters`: axes, a shape, scales), in their order."""
+    schema = schemas.schema_in_force(op_type, version)
+    if schema is None or form is None:
+        return []
+    positions = sorted(position for position in form.fed if schemas.sets_parameters(schema, position))
+    return [schema.inputs[min(position, len(schema.inputs) - 1)].name for position in positions]
 
 
 def _narrower_type_taken(
@@ -696,10 +709,10 @@ def _patterns_left_said(blockers: list[Finding], remaining: list[RemainingOp], t
 def swept_notes(model: onnx.ModelProto, profile, opset: int) -> dict[str, str]:
     """Per op version and element type of ``model``'s nodes (the versions in force at ``opset``,
     the model's own: the sweep files each model under its export's versions), as
-    ``"OneHot-28 on INT64"``: what the profile's recorded sweep found of probed cases of it (the
-    runtime still failing or getting wrong them after --target, those refused that ran right with
-    their parameters constant: :func:`_swept_said`); only those it found something of."""
-    if isinstance(profile, TableProfile) or not (profile.swept.get("not_right") or profile.swept.get("refused")):
+    ``"OneHot-28 on INT64"``: what the profile's recorded sweep found the runtime still failing or
+    getting wrong after --target on probed cases of it (:func:`_swept_said`); only those it found.
+    (What it found of cases onnx-lower refused is said of a refused node only.)"""
+    if isinstance(profile, TableProfile) or not profile.swept.get("not_right"):
         return {}
     types = inferred_types(model)
     notes = {}

@@ -151,17 +151,11 @@ def _made_for(model: onnx.ModelProto, profile, shapes):
         return " ".join(str(error).split())[:300]
 
 
-INDEX_TYPES = frozenset({"tensor(int32)", "tensor(int64)"})  # (an input onnx.defs types so counts or points)
-
-
 def parameters_fed(model: onnx.ModelProto) -> list[str]:
-    """The graph inputs a main-graph node reads as a parameter, in the graph's order: a formal
-    input (onnx.defs, at the node's domain's opset) of a type no output has that is an index
-    type alone (int32 or int64: axes, shape, pads, sizes, repeats, K, a count, indices) or,
-    past the first input and unlike it, the fixed type tensor(float) (Resize's scales, a
-    quantized op's scales). Told by type alone: Clip's min and max, of its data's type, are
-    not found. A runtime that needs such a value constant ("expected axes as a constant") cannot
-    run the model fed it, whatever onnx-lower writes."""
+    """The graph inputs a main-graph node reads as a parameter (:func:`schemas.sets_parameters`,
+    at the node's domain's opset), in the graph's order. A runtime that needs such a value
+    constant ("expected axes as a constant") cannot run the model fed it, whatever onnx-lower
+    writes."""
     opsets = {schemas.canonical_domain(entry.domain): entry.version for entry in model.opset_import}
     fed = {info.name for info in model.graph.input} - {tensor.name for tensor in model.graph.initializer}
     found = set()
@@ -171,21 +165,9 @@ def parameters_fed(model: onnx.ModelProto) -> list[str]:
         if schema is None or not schema.inputs:
             continue
         for position, name in enumerate(node.input):
-            formal = schema.inputs[min(position, len(schema.inputs) - 1)]
-            if name in fed and _sets_parameters(schema, formal, position):
+            if name in fed and schemas.sets_parameters(schema, position):
                 found.add(name)
     return [info.name for info in model.graph.input if info.name in found]
-
-
-def _sets_parameters(schema: onnx.defs.OpSchema, formal, position: int) -> bool:
-    """Whether ``formal`` (an input of ``schema`` at ``position``) is a parameter as
-    :func:`parameters_fed` tells one."""
-    if formal.type_str in {output.type_str for output in schema.outputs}:
-        return False
-    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
-    if allowed.get(formal.type_str, {formal.type_str}) <= INDEX_TYPES:
-        return True
-    return position > 0 and formal.type_str == "tensor(float)" != schema.inputs[0].type_str
 
 
 def with_constants(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:

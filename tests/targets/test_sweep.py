@@ -616,9 +616,10 @@ def test_the_docs_count_those_run_with_constants_apart_from_those_onnx_lower_ref
 
 
 def test_a_refusal_says_how_many_swept_cases_of_its_op_ran_right_with_their_parameters_constant(tmp_path):
-    """A node refused for the target is said with what the sweep found of its op version and
-    type: of the cases onnx-lower refused, how many the runtime ran right once their parameters
-    (axes) were given as constants, which tells the user what to make constant."""
+    """A node refused for the target and fed a parameter (its axes) is said with what the sweep
+    found of its op version and type: of the cases onnx-lower refused, how many the runtime ran
+    right once their parameters were given as constants, which tells the user what to make
+    constant; a node given its axes as a constant is not."""
     import onnx
 
     from lowering.target_lowering import TargetRefused
@@ -643,8 +644,30 @@ def test_a_refusal_says_how_many_swept_cases_of_its_op_ran_right_with_their_para
               helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, [1])]  # fmt: skip
     graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    said = (
-        "1 of the 2 swept case(s) of it onnx-lower refused ran right on the runtime with their axes given as constants"
-    )
+    said = ("1 of the 2 swept case(s) of it onnx-lower refused ran right on the runtime with their parameters given "
+            "as constants (onnx-lower 0123abcd), and this node is fed its axes at run time")  # fmt: skip
     with pytest.raises(TargetRefused, match=re.escape(said)):
         lower_model(model, target=written)
+    constant = prepare_sweep.with_constants(model, {"axes": np.array([1], np.int64)})
+    with pytest.raises(TargetRefused) as refused_so:  # (its axes constant already: nothing to say of them)
+        lower_model(constant, target=written)
+    assert "given as constants" not in str(refused_so.value)
+
+
+def test_check_says_the_sweeps_words_of_a_node_once_where_target_refuses_it():
+    """check's finding whose fix --target does not make takes the refusal's words as its why,
+    less what the finding says apart (its verdict, and the sweep's words, said once)."""
+    from lowering.report import RemainingOp
+    from lowering.runtime_profiles import REFUSED, Verdict
+    from lowering.target_lowering import Finding, TargetRefused, fixes_confirmed
+
+    swept = "3 of the 4 swept case(s) of it onnx-lower refused ran right ..."
+    finding = Finding("Resize", 19, "FLOAT", "g", "up", Verdict(REFUSED, "fails"), "lowered by its pattern", None,
+                      swept)  # fmt: skip
+    left = RemainingOp("Resize", 19, finding.location, f"fails; its pattern left it: mode cubic; {swept}", "g", "up")
+
+    def lower():
+        raise TargetRefused([left], "made-up")
+
+    [confirmed] = fixes_confirmed([finding], lower)
+    assert str(confirmed).count(swept) == 1 and "its pattern left it: mode cubic" in str(confirmed)
