@@ -101,14 +101,14 @@ def target_refusals_table(shown: int = 12) -> str:
         ranked = sorted(blocking.items(), key=lambda item: (-item[1], item[0]))
         listed = ", ".join(f"{op} ({count})" for op, count in ranked[:shown])
         more = f", and {len(ranked) - shown} more" if len(ranked) > shown else ""
-        constant = (f"refused: {_right_with_parameters_constant(refused)}; "
-                    f"not right: {_right_with_parameters_constant(not_right)}")  # fmt: skip
+        constant = (f"refused: {parameters_constant_said(refused)}; "
+                    f"not right: {parameters_constant_said(not_right)}")  # fmt: skip
         counts = f"{len(refused)}, {len(not_right)} of {profile.swept['models']}"
         rows.append(f"| `{name}` | {counts} | {constant} | {listed}{more} |")
     return "\n".join(rows)
 
 
-def _right_with_parameters_constant(swept: dict[str, dict]) -> str:
+def parameters_constant_said(swept: dict[str, dict]) -> str:
     """How the swept models fared with their parameters constant: "R right of N run", of those
     the runtime ran so (N), those it ran right (R); then how many onnx-lower refused to make so
     ("K not made")."""

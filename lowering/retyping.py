@@ -474,7 +474,7 @@ class _GraphRetyping:
         schema = schemas.schema_in_force(node.op_type, self.shared.opset, node.domain)
         if schema is None or not schema.inputs:
             return True
-        formal = schema.inputs[min(position, len(schema.inputs) - 1)]
+        formal = schemas.formal_input(schema, position)
         constrained = any(c.type_param_str == formal.type_str for c in schema.type_constraints)
         key = formal.type_str if constrained else f"input:{position}"
         return self.narrow_type(node.input[position]) not in self._allowed(node, key)

@@ -282,10 +282,15 @@ def sets_parameters(schema: defs.OpSchema, position: int) -> bool:
     max, of its data's type, are not."""
     if not schema.inputs:
         return False
-    formal = schema.inputs[min(position, len(schema.inputs) - 1)]
+    formal = formal_input(schema, position)
     if formal.type_str in {output.type_str for output in schema.outputs}:
         return False
-    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
-    if allowed.get(formal.type_str, {formal.type_str}) <= INDEX_TYPES:
+    if _formal_type_strings(schema, [formal], 0) <= INDEX_TYPES:
         return True
     return position > 0 and formal.type_str == "tensor(float)" != schema.inputs[0].type_str
+
+
+def formal_input(schema: defs.OpSchema, position: int) -> defs.OpSchema.FormalParameter:
+    """The formal input of ``schema`` a node's input at ``position`` is (past the last, the last:
+    a variadic one)."""
+    return schema.inputs[min(position, len(schema.inputs) - 1)]

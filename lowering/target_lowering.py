@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import onnx
@@ -351,7 +351,9 @@ def _took_rank_0(profile: RuntimeProfile, node: onnx.NodeProto, position: int, o
     return version is not None and profile.took_rank_0_at(node.op_type, version, position)
 
 
-def _swept_said(profile, op_type: str, version: int, type_name: str, fed_parameters=(), shown: int = 3) -> str:
+def _swept_said(
+    profile, op_type: str, version: int, type_name: str, fed_parameters: Sequence[str] = (), shown: int = 3
+) -> str:
     """What the profile's sweep found of cases of (op, version, type), in a few words: those the
     runtime still did wrong after --target, and, for a node fed ``fed_parameters`` (the names of
     its inputs :func:`schemas.sets_parameters` tells) at run time, how many of those onnx-lower
@@ -384,7 +386,7 @@ def _parameters_fed(op_type: str, version: int, form: NodeForm | None) -> list[s
     if schema is None or form is None:
         return []
     positions = sorted(position for position in form.fed if schemas.sets_parameters(schema, position))
-    return [schema.inputs[min(position, len(schema.inputs) - 1)].name for position in positions]
+    return [schemas.formal_input(schema, position).name for position in positions]
 
 
 def _narrower_type_taken(

@@ -47,7 +47,7 @@ from onnx import numpy_helper
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from probe import backend_cases, feed, main_node  # noqa: E402
+from probe import CONSTANT_PARAMETERS, REFUSED, backend_cases, feed, main_node  # noqa: E402
 
 import lowering  # noqa: E402
 from lowering import schemas  # noqa: E402
@@ -58,8 +58,6 @@ from lowering.target_forms import MODEL_FORM_CHOICES, apply_model_forms, model_f
 from lowering.verification.runtime import run_onnxruntime  # noqa: E402
 
 CORPUS = HERE.parent / "golden" / "corpus"
-REFUSED = ".refused"  # (a trial's side onnx-lower refused to make: SIDE.refused holds why, in words)
-CONSTANT_PARAMETERS = "constant_parameters"  # (a case made for the target with its parameters constant)
 CORPUS_RTOL, CORPUS_ATOL = 1e-3, 1e-5  # (an export's outputs against onnxruntime's: other kernels' sums)
 
 
@@ -148,7 +146,12 @@ def _made_for(model: onnx.ModelProto, profile, shapes):
             warnings.simplefilter("ignore")
             return lowering.lower_model(model, target=profile, input_shapes=shapes)
     except lowering.LoweringError as error:
-        return " ".join(str(error).split())[:300]
+        return refusal_words(error)
+
+
+def refusal_words(error: lowering.LoweringError, limit: int = 300) -> str:
+    """onnx-lower's refusal on one line, at most ``limit`` characters, as the sweep keeps it."""
+    return " ".join(str(error).split())[:limit]
 
 
 def parameters_fed(model: onnx.ModelProto) -> list[str]:
@@ -295,7 +298,7 @@ def main() -> None:
                 result = lowering.lower_model(model, target=args.name, input_shapes=shapes)
             onnx.save(result.model, folder / "target.onnx")
         except lowering.LoweringError as error:
-            entry["refused"] = " ".join(str(error).split())[:300]
+            entry["refused"] = refusal_words(error)
             entry["blockers"] = blockers_named(error)
         parameters = parameters_fed(model) if name not in corpus_names else []
         if parameters:  # (the case made for the target with those inputs given as constants)

@@ -40,6 +40,9 @@ from onnx import helper, numpy_helper
 
 HERE = Path(__file__).resolve().parent
 CASE_SECONDS = 60
+# (the files prepare_sweep.py writes beside a model and run_sweep.py reads)
+REFUSED = ".refused"  # (SIDE.refused: why onnx-lower refused to make that model, in words)
+CONSTANT_PARAMETERS = "constant_parameters"  # (a case made for the target with its parameters constant)
 PROBED_OPSETS = range(7, onnx.defs.onnx_opset_version() + 1)
 
 

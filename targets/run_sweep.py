@@ -34,10 +34,9 @@ import onnx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from probe import CASE_SECONDS, Worker, largest_error  # noqa: E402
+from probe import CASE_SECONDS, CONSTANT_PARAMETERS, REFUSED, Worker, largest_error  # noqa: E402
 
 REFUSED_BY_ONNX_LOWER = "refused by onnx-lower"
-CONSTANT_PARAMETERS = "constant_parameters"  # (prepare_sweep.py's: the case with its parameters constant)
 
 
 def main() -> None:
@@ -148,7 +147,7 @@ def run_trials(
     for choice_name, place in entry.get("trials", {}).items():
         verdicts = {}
         for side in ("without", "with"):
-            refused = folder / place / f"{side}.refused"  # (prepare_sweep.py: onnx-lower refused it)
+            refused = folder / place / f"{side}{REFUSED}"  # (prepare_sweep.py: onnx-lower refused it)
             if refused.exists():
                 verdicts[side], verdicts[f"{side}_why"] = REFUSED_BY_ONNX_LOWER, refused.read_text()
                 continue
@@ -168,7 +167,7 @@ def run_constant_parameters(
     parameters given as constants (prepare_sweep.py), judged as the case is: those inputs, the
     verdict and its words (refused by onnx-lower, where it refused that model too)."""
     found: dict[str, object] = {"inputs": entry["constant_parameters"]}
-    refused = folder / f"{CONSTANT_PARAMETERS}.refused"
+    refused = folder / f"{CONSTANT_PARAMETERS}{REFUSED}"
     if refused.exists():
         found["after"], found["why"] = REFUSED_BY_ONNX_LOWER, refused.read_text()
     else:

@@ -24,6 +24,14 @@ from lowering.runtime_profiles import load_profile, profile_from_data, profile_n
 from lowering.target_forms import model_forms_taken  # noqa: E402
 
 
+def made_up_profile(folder: Path, opset: int, cases: dict | None = None) -> None:
+    """A probed profile named made-up (runtime made-up 1.0, loading ``opset`` alone, holding
+    ``cases``), written to ``folder``/made-up.json as the sweep's scripts read profiles."""
+    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [opset],
+               "source": {"kind": "probed", "how": "a test"}, "cases": cases or {}}  # fmt: skip
+    (folder / "made-up.json").write_text(json.dumps(profile))
+
+
 @pytest.mark.parametrize(
     ("node", "feeds", "random"),
     [
@@ -45,9 +53,7 @@ def _trial(without: str, with_form: str) -> dict:
 
 
 def test_trials_are_recorded_better_or_worse_and_lowering_reads_them(tmp_path):
-    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [17], "cases": {},
-               "source": {"kind": "probed", "how": "a test"}}  # fmt: skip
-    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    made_up_profile(tmp_path, 17)
     results = [
         {"name": "deit", "trials": _trial("fails", "right")},
         {"name": "bert", "trials": _trial("wrong", "wrong")},
@@ -71,9 +77,7 @@ def test_trials_are_recorded_better_or_worse_and_lowering_reads_them(tmp_path):
 
 
 def test_trials_of_another_runtime_version_are_not_recorded(tmp_path):
-    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [17], "cases": {},
-               "source": {"kind": "probed", "how": "a test"}}  # fmt: skip
-    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    made_up_profile(tmp_path, 17)
     with pytest.raises(SystemExit, match="probed on 1.0, this runtime is 2.0"):
         run_sweep.record_forms("made-up", [], "2.0", "made-up", profiles=tmp_path)
 
@@ -144,12 +148,10 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
 
     from lowering.target_lowering import check_model
 
-    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [17],
-               "source": {"kind": "probed", "how": "a test"},
-               "cases": {"test_hardswish": {"op": "HardSwish", "version": 14, "type": "FLOAT", "verdict": "fails"},
-                         "test_hardswish_big": {"op": "HardSwish", "version": 14, "type": "FLOAT", "verdict": "fails"},
-                         "test_relu": {"op": "Relu", "version": 14, "type": "FLOAT", "verdict": "right"}}}  # fmt: skip
-    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    cases = {"test_hardswish": {"op": "HardSwish", "version": 14, "type": "FLOAT", "verdict": "fails"},
+             "test_hardswish_big": {"op": "HardSwish", "version": 14, "type": "FLOAT", "verdict": "fails"},
+             "test_relu": {"op": "Relu", "version": 14, "type": "FLOAT", "verdict": "right"}}  # fmt: skip
+    made_up_profile(tmp_path, 17, cases)
     results = [
         {"name": "test_hardswish", "before": "fails", "after": "wrong", "after_why": "output 0: largest error 3"},
         {"name": "test_hardswish_big", "before": "fails", "after": "right", "after_why": ""},
@@ -273,12 +275,10 @@ def test_a_case_that_matches_onnxruntime_where_it_misses_its_expected_outputs_is
 def test_target_notes_the_swept_cases_of_the_versions_the_model_was_exported_at(tmp_path):
     """The sweep files a model under its export's op versions: a HardSwish-22 export taken to
     opset 21 (HardSwish-14) is noted by the swept cases of HardSwish-22."""
-    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [21],
-               "source": {"kind": "probed", "how": "a test"},
-               "cases": {"test_hardswish": {"op": "HardSwish", "version": 22, "type": "FLOAT", "verdict": "fails"},
-                         "test_hardswish@14": {"op": "HardSwish", "version": 14, "type": "FLOAT",
-                                               "verdict": "right"}}}  # fmt: skip
-    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    cases = {"test_hardswish": {"op": "HardSwish", "version": 22, "type": "FLOAT", "verdict": "fails"},
+             "test_hardswish@14": {"op": "HardSwish", "version": 14, "type": "FLOAT",
+                                   "verdict": "right"}}  # fmt: skip
+    made_up_profile(tmp_path, 21, cases)
     results = [{"name": "test_hardswish", "before": "fails", "after": "wrong", "after_why": "output 0"}]
     run_sweep.record_sweep("made-up", results, "1.0", "made-up", "0123abcd", profiles=tmp_path)
     written = profile_from_data(json.loads((tmp_path / "made-up.json").read_text()))
@@ -397,9 +397,7 @@ def test_a_form_whose_model_onnx_lower_refuses_is_a_trial_the_form_makes_worse(m
     entry = {"trials": {"values computed ahead": "trials/values-computed-ahead"}, "rtol": 0, "atol": 0}
     found = run_sweep.run_trials(RightWorker(), tmp_path, entry, [])
     assert found["values computed ahead"]["with"] == run_sweep.REFUSED_BY_ONNX_LOWER
-    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [17], "cases": {},
-               "source": {"kind": "probed", "how": "a test"}}  # fmt: skip
-    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    made_up_profile(tmp_path, 17)
     run_sweep.record_forms("made-up", [{"name": "llama", "trials": found}], "1.0", "made-up", profiles=tmp_path)
     written = json.loads((tmp_path / "made-up.json").read_text())
     assert written["model_forms"]["values computed ahead"]["worse"] == ["llama"]
@@ -518,9 +516,7 @@ def test_a_case_with_its_parameters_constant_computes_what_it_computes_fed_them(
 def test_a_case_run_with_its_parameters_constant_is_recorded_beside_its_refusal(tmp_path):
     """record_sweep keeps, for a refused or not-right case, what the runtime did with it made
     with its parameters constant (its words on one line); a case without that run has none."""
-    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [18],
-               "source": {"kind": "probed", "how": "a test"}, "cases": {}}  # fmt: skip
-    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    made_up_profile(tmp_path, 18)
     ran = {"inputs": ["axes"], "after": "right", "why": ""}
     results = [
         {"name": "test_reduce_max", "before": "fails", "after": "refused by onnx-lower", "after_why": "fed axes",
@@ -602,7 +598,7 @@ def test_a_case_with_its_parameters_constant_runs_fed_only_its_other_inputs(tmp_
 def test_the_docs_count_those_run_with_constants_apart_from_those_onnx_lower_refused_so():
     """Of the swept models with their parameters constant, the docs count those the runtime ran
     right of those it ran, and say apart how many onnx-lower refused to make so."""
-    from lowering.docs import _right_with_parameters_constant
+    from lowering.docs import parameters_constant_said
 
     swept = {
         "a": {"constant_parameters": {"after": "right"}},
@@ -611,8 +607,8 @@ def test_the_docs_count_those_run_with_constants_apart_from_those_onnx_lower_ref
         "d": {"constant_parameters": {"after": run_sweep.REFUSED_BY_ONNX_LOWER}},
         "e": {},
     }
-    assert _right_with_parameters_constant(swept) == "2 right of 3 run, 1 not made"
-    assert _right_with_parameters_constant({"e": {}}) == "0 right of 0 run"
+    assert parameters_constant_said(swept) == "2 right of 3 run, 1 not made"
+    assert parameters_constant_said({"e": {}}) == "0 right of 0 run"
 
 
 def test_a_refusal_says_how_many_swept_cases_of_its_op_ran_right_with_their_parameters_constant(tmp_path):
@@ -624,12 +620,10 @@ def test_a_refusal_says_how_many_swept_cases_of_its_op_ran_right_with_their_para
 
     from lowering.target_lowering import TargetRefused
 
-    profile = {"name": "made-up", "runtime": "made-up", "runtime_version": "1.0", "opsets": [18],
-               "source": {"kind": "probed", "how": "a test"},
-               "cases": {"test_reduce_max": {"op": "ReduceMax", "version": 18, "type": "FLOAT", "verdict": "fails"},
-                         "test_reduce_max_random": {"op": "ReduceMax", "version": 18, "type": "FLOAT",
-                                                    "verdict": "fails"}}}  # fmt: skip
-    (tmp_path / "made-up.json").write_text(json.dumps(profile))
+    cases = {"test_reduce_max": {"op": "ReduceMax", "version": 18, "type": "FLOAT", "verdict": "fails"},
+             "test_reduce_max_random": {"op": "ReduceMax", "version": 18, "type": "FLOAT",
+                                        "verdict": "fails"}}  # fmt: skip
+    made_up_profile(tmp_path, 18, cases)
     refused = {"after": "refused by onnx-lower", "after_why": "fed axes", "blockers": ["ReduceMax-18"]}
     results = [
         {"name": "test_reduce_max", "before": "fails", **refused,
