@@ -1,6 +1,6 @@
 """Resize (11, 13, 18, 19) lowered per resized axis: in modes linear and cubic to a Gather of taps and
-their weighted sum (antialias and half_pixel_symmetric, which no older Resize says); in mode nearest to a
-Gather of the nearest pixel, bit for bit."""
+their weighted sum (antialias and half_pixel_symmetric, which no older Resize says; tf_crop_and_resize,
+which few runtimes run); in mode nearest to a Gather of the nearest pixel, bit for bit."""
 
 from __future__ import annotations
 
@@ -19,16 +19,18 @@ from .gathering import gather_along
 EMITS = (
     "Shape", "Gather", "Cast", "Range", "Add", "Sub", "Mul", "Div", "Ceil", "Floor", "Abs", "Max", "Min", "Where",
     "Less", "Greater", "Equal", "Not", "And", "ReduceSum", "Unsqueeze", "Squeeze", "Round", "Constant",
-    "GatherElements", "Expand", "Slice", "Concat", "Reshape",
+    "GatherElements", "Expand", "Slice", "Concat", "Reshape", "Or",
 )  # fmt: skip
 # The rule writes ops as they are from this opset on (Range from 11), int64 Constants among them.
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 FILTERED = ("linear", "cubic")
-COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "asymmetric")
+COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "asymmetric", "pytorch_half_pixel", "tf_crop_and_resize")
 # Mode nearest: where each output point lies in the input (onnxruntime's formulas, in float32),
 # and how it is taken to a pixel.
-NEAREST_COORDINATE_MODES = (*COORDINATE_MODES, "pytorch_half_pixel", "align_corners", "tf_half_pixel_for_nn")
+NEAREST_COORDINATE_MODES = (
+    "half_pixel", "half_pixel_symmetric", "asymmetric", "pytorch_half_pixel", "align_corners", "tf_half_pixel_for_nn",
+)  # fmt: skip
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 SUPPORT = {"linear": 1.0, "cubic": 2.0}  # the filter's half width at scale 1
 RESIZED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
@@ -106,8 +108,14 @@ def resize_by_weighted_taps(
 
     Per axis a of length d, in float32 (double for double X): the output length o = floor(s · d)
     (scales) or z (sizes, s = z / d); each output point i placed at x = (i + 0.5) / s - 0.5
-    (half_pixel), i / s (asymmetric), or half_pixel's shifted by d / 2 · (1 - o / (s · d))
-    (half_pixel_symmetric); b = Ceil(x) - 1 and r = x - b in (0, 1]; the taps t = 1 - m … m,
+    (half_pixel; pytorch_half_pixel the same where o > 1, else 0), i / s (asymmetric),
+    half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric), or in the crop
+    [c0, c1] of the axis that roi gives (tf_crop_and_resize) at
+    c0 · (d - 1) + i · (c1 - c0) · (d - 1) / (o - 1), or (c0 + c1) / 2 · (d - 1) where o = 1, an
+    output point whose x on some axis lies outside [0, d - 1] being extrapolation_value; as
+    onnxruntime's kernels do (measured), x = i on an axis of s = 1 (its crop unread) and on every
+    axis where no o differs from its d (X comes back whole, where the reference resizes it);
+    b = Ceil(x) - 1 and r = x - b in (0, 1]; the taps t = 1 - m … m,
     m = Ceil(support / s'), support 1 (linear) or 2 (cubic), s' = min(s, 1) under antialias,
     else 1; the weights the filter at (t - r) · s' (linear 1 - |u| clipped at 0; cubic Keys'
     convolution with A = cubic_coeff_a), those of taps outside the axis set to 0 where
@@ -115,7 +123,8 @@ def resize_by_weighted_taps(
     axis reads its nearest end (the reference's edge padding); a tap of weight 0 adds -0,
     whatever it reads. 16-bit X is computed in float32 and rounded once. Within the stated
     tolerance of the op (the ONNX reference), which computes in float64.
-    Not lowered: coordinate modes other than half_pixel, half_pixel_symmetric and asymmetric, a
+    Not lowered: coordinate mode align_corners (onnxruntime places its points apart from the
+    reference when downsampling), tf_crop_and_resize without a roi or with antialias, a
     keep_aspect_ratio_policy with sizes, exclude_outside in mode linear without antialias, X of
     unknown rank or not a float type, opsets below 11 (Range). Mode nearest: :func:`_nearest`.
     """
@@ -135,6 +144,8 @@ def resize_by_weighted_taps(
         )
     if mode == "linear" and exclude_outside and not antialias:
         raise NotLowered("exclude_outside=1 in mode linear without antialias (onnxruntime refuses it)")
+    if coordinates == "tf_crop_and_resize" and (roi is None or antialias):
+        raise NotLowered("tf_crop_and_resize is lowered with a roi and without antialias only")
     if x.element_type not in RESIZED_TYPES:
         raise NotLowered(f"X is {schemas.type_name(x.element_type)}; the rule resizes float types only")
     rank, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
@@ -142,8 +153,10 @@ def resize_by_weighted_taps(
         raise NotLowered(f"keep_aspect_ratio_policy {as_text(keep_aspect_ratio_policy)} is not lowered by the rule")
     compute = TensorProto.DOUBLE if x.element_type == TensorProto.DOUBLE else TensorProto.FLOAT
     value = x if x.element_type == compute else b.Cast(x, to=compute)
+    crops = _crops(b, roi, len(resized), compute) if coordinates == "tf_crop_and_resize" else None
     lengths = _static_lengths(b, x, scales, resized)
     x_shape = b.Shape(x) if None in lengths else None
+    steps = []
     # innermost axis first, as the reference combines them
     for i, axis in sorted(enumerate(resized), key=lambda pair: -pair[1]):
         length, out_length = _axis_lengths(b, x_shape, axis, lengths[i], f"{i}")
@@ -156,30 +169,66 @@ def resize_by_weighted_taps(
         else:
             out_length = b.Gather(sizes, b.ints([i], f"size_{i}"))
             scale = b.Div(b.Cast(out_length, to=compute), length_float)
-        value = _resized_axis(
-            b, value, axis, rank, length, length_float, out_length, scale, compute, mode, coordinates,
+        crop = None if crops is None else crops[i]
+        steps.append(_Axis(axis, length, length_float, out_length, scale, crop))
+    # onnxruntime's kernels leave an axis of scale 1 as it is, and X whole where no length changes
+    # (measured: its crop unread, its scale, where not 1, unused); the formulas agree but for the crop
+    whole = None
+    for step in steps:
+        stays = b.Equal(step.out_length, step.length)
+        whole = stays if whole is None else b.And(whole, stays)
+    one = b.constant(1.0, Value("", compute), "1")
+    outside = None  # where some axis places the output point outside X (tf_crop_and_resize)
+    for step in steps:
+        stays = b.Or(whole, b.Equal(step.scale, one))
+        value, beyond = _resized_axis(
+            b, value, step, stays, rank, compute, mode, coordinates,
             bool(antialias), bool(exclude_outside), float(cubic_coeff_a),
         )  # fmt: skip
+        if beyond is not None:
+            beyond = b.over_axes("Unsqueeze", beyond, [a for a in range(rank) if a != step.axis])
+            outside = beyond if outside is None else b.Or(outside, beyond)
+    if outside is not None:
+        extrapolated = b.constant(float(extrapolation_value), Value("", compute), "extrapolation_value")
+        value = b.Where(outside, extrapolated, value)
     return value if value.element_type == x.element_type else b.Cast(value, to=x.element_type)
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """One resized axis: its index, its input length d ([1] int64, and in the compute type), its
+    output length o ([1] int64), its scale s ([1], compute type) and its crop (c0, c1), if any."""
+
+    axis: int
+    length: Value
+    length_float: Value
+    out_length: Value
+    scale: Value
+    crop: tuple[Value, Value] | None
 
 
 def _resized_axis(
     b: Builder,
     value: Value,
-    axis: int,
+    step: _Axis,
+    stays: Value,
     rank: int,
-    length: Value,
-    length_float: Value,
-    out_length: Value,
-    scale: Value,
     compute: int,
     mode: str,
     coordinates: str,
     antialias: bool,
     exclude_outside: bool,
     a: float,
-) -> Value:
-    """``value`` resized along ``axis`` (all shapes [1] but ``value``'s)."""
+) -> tuple[Value, Value | None]:
+    """``value`` resized along ``step.axis``, each output point i placed at i where ``stays``
+    ([1] bool), and where a crop is given, which output points it places outside the axis ([o] bool)."""
+    axis, length, length_float, out_length, scale = (
+        step.axis,
+        step.length,
+        step.length_float,
+        step.out_length,
+        step.scale,
+    )
 
     def number(v: float) -> Value:
         return b.constant(v, Value("", compute), f"{v:g}".replace("-", "minus_").replace(".", "_"))
@@ -202,19 +251,28 @@ def _resized_axis(
         filter_scale, reach = one, int(SUPPORT[mode])
         taps = b.ints(list(range(1 - reach, reach + 1)), "taps")
     points = b.Cast(b.Range(zero_int, b.over_axes("Squeeze", out_length, [0]), one_int), to=compute)  # [o]
-    half = number(0.5)
+    half, zero = number(0.5), number(0.0)
+    last_place, beyond = b.Sub(length_float, one), None
     if coordinates == "asymmetric":
         place = b.Div(points, scale)
+    elif coordinates == "tf_crop_and_resize":
+        start, end = step.crop
+        spread = b.Div(b.Mul(b.Mul(points, b.Sub(end, start)), last_place), b.Sub(b.Cast(out_length, to=compute), one))
+        middle = b.Mul(b.Mul(half, b.Add(start, end)), last_place)
+        place = b.Where(b.Greater(out_length, one_int), b.Add(b.Mul(start, last_place), spread), middle)
+        beyond = b.And(b.Not(stays), b.Or(b.Less(place, zero), b.Greater(place, last_place)))
     else:
         place = b.Sub(b.Div(b.Add(points, half), scale), half)
         if coordinates == "half_pixel_symmetric":
             adjustment = b.Div(b.Cast(out_length, to=compute), b.Mul(scale, length_float))
             offset = b.Mul(b.Div(length_float, number(2.0)), b.Sub(one, adjustment))
             place = b.Add(offset, place)
+        if coordinates == "pytorch_half_pixel":
+            place = b.Where(b.Greater(out_length, one_int), place, zero)
+    place = b.Where(stays, points, place)
     below = b.Sub(b.Ceil(place), one)
     ratio = b.over_axes("Unsqueeze", b.Sub(place, below), [1])  # [o, 1]
     u = b.Mul(b.Sub(b.Cast(taps, to=compute), ratio), filter_scale)  # [o, 2m]
-    zero = number(0.0)
     distance = b.Abs(u)
     if mode == "linear":
         weights = b.Max(b.Sub(one, distance), zero)
@@ -241,7 +299,21 @@ def _resized_axis(
     if inner:
         weights = b.over_axes("Unsqueeze", weights, list(range(2, 2 + inner)))
     terms = b.Where(b.Equal(weights, zero), number(-0.0), b.Mul(gathered, weights))
-    return b.over_axes("ReduceSum", terms, [axis + 1], keepdims=0)
+    return b.over_axes("ReduceSum", terms, [axis + 1], keepdims=0), beyond
+
+
+def _crops(b: Builder, roi: Value, count: int, compute: int) -> list[tuple[Value, Value]]:
+    """Per resized axis i, the crop (c0, c1) = (roi[i], roi[count + i]) in ``compute`` ([1] each);
+    NotLowered where a constant roi is not of 2 · count values."""
+    given = b.constant_value(roi)
+    if given is not None and given.shape != (2 * count,):
+        raise NotLowered(f"roi has shape {list(given.shape)}, not [{2 * count}] (a start and an end per resized axis)")
+
+    def bound(position: int) -> Value:
+        value = b.Gather(roi, b.ints([position], f"roi_{position}"))
+        return value if value.element_type == compute else b.Cast(value, to=compute)
+
+    return [(bound(i), bound(count + i)) for i in range(count)]
 
 
 def _static_lengths(b: Builder, x: Value, scales, resized: list[int]) -> list[tuple[int, int | None] | None]:

@@ -28,13 +28,11 @@ REFUSED = {
     "test_maxunpool_export_with_output_shape": "output_shape is given and not known to be the shape without it",
 }
 # Resize-19 cases the rule leaves, by a word of their name: it lowers modes linear and cubic in
-# coordinate modes half_pixel, half_pixel_symmetric and asymmetric, and mode nearest with constant
-# whole-number scales (tests/rules/test_resize_policies.py).
+# every coordinate mode but align_corners, and mode nearest with constant whole-number scales
+# (tests/rules/test_resize_policies.py).
 RESIZE_LEFT = {
     "nearest": "whole-number scales only",  # (their scales are the cases' inputs)
     "align_corners": "align_corners is none of",
-    "tf_crop_and_resize": "tf_crop_and_resize is none of",
-    "pytorch_half_pixel": "pytorch_half_pixel is none of",
 }
 
 

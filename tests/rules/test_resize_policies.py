@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from lowering.rules.resize import RESIZE_TOLERANCE, resize_reference
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from support import (
     assert_same_bits,
     assert_same_values,
@@ -299,6 +299,120 @@ def test_rule_within_its_tolerance_of_the_reference(mode, coordinates, antialias
         assert got.shape == want.shape and got.dtype == want.dtype
         stray = RESIZE_TOLERANCE[element_type].mismatches(got, want)
         assert not stray.any(), f"{kind} {given} {shape}: {np.abs(got.astype(float) - want).max()}"
+
+
+def crop_model(element_type: int, kind: str, **attributes) -> onnx.ModelProto:
+    """Resize-19 of x [n, c, h, w] on axes [3, 2], its roi (float, [4]) and scales or sizes fed."""
+    inputs = ["x", "roi", "scales"] if kind == "scales" else ["x", "roi", "", "sizes"]
+    return make_model(
+        [helper.make_node("Resize", inputs, ["y"], name="resize", axes=[3, 2], **attributes)],
+        [
+            helper.make_tensor_value_info("x", element_type, ["n", "c", "h", "w"]),
+            helper.make_tensor_value_info("roi", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info(kind, TensorProto.FLOAT if kind == "scales" else TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", element_type, ["n", "c", "p", "q"])],
+        opset=19,
+    )
+
+
+CROPS = [
+    (mode, coordinates, exclude)
+    for mode, coordinates, exclude in itertools.product(
+        ("linear", "cubic"), ("tf_crop_and_resize", "pytorch_half_pixel"), (0, 1)
+    )
+    if not (mode == "linear" and exclude)  # onnxruntime refuses it; so does the rule
+]
+
+
+@slow_but_a_sample()
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE])
+@pytest.mark.parametrize(("mode", "coordinates", "exclude"), CROPS)
+def test_crop_and_pytorch_half_pixel_within_tolerance_of_onnxruntime(mode, coordinates, exclude, element_type):
+    """Against onnxruntime's kernel (double: its float kernel on X rounded to float), which places
+    the points by the output length o where the reference places them by s · d, and leaves an
+    axis of scale 1 uncropped; crops reversed and reaching past X (extrapolated), scales of 1
+    and lengths kept among the draws."""
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    rng = np.random.default_rng(11)
+    attributes = {
+        "mode": mode, "coordinate_transformation_mode": coordinates, "exclude_outside": exclude,
+        "extrapolation_value": -3.5,
+    }  # fmt: skip
+    for kind in ("scales", "sizes"):
+        feeds = []
+        for trial in range(8):
+            shape = (1, 2, *(int(v) for v in rng.integers(1, 10, 2)))
+            if kind == "scales":
+                given = rng.uniform(0.3, 3, 2).astype(np.float32)
+                given[trial % 2] = (1.0, 1.0 + 0.5 / shape[3 - trial % 2])[trial % 4 // 2]  # s = 1; o = d, s > 1
+            else:
+                given = rng.integers(1, 12, 2).astype(np.int64)
+                given[trial % 2] = shape[3 - trial % 2]  # o = d
+            roi = rng.uniform(-0.3, 1.3, 4).astype(np.float32)
+            feeds.append({"x": rng.standard_normal(shape).astype(dtype), "roi": roi, kind: given})
+        model = crop_model(element_type, kind, **attributes)
+        lowered_outputs = run_each(lowered_by_the_rule(model), feeds)
+        if element_type == TensorProto.DOUBLE:  # onnxruntime has no double Resize-19
+            single = [{**fed, "x": fed["x"].astype(np.float32)} for fed in feeds]
+            wanted = run_each(crop_model(TensorProto.FLOAT, kind, **attributes), single)
+        else:
+            wanted = run_each(model, feeds)
+        for fed, (got,), (want,) in zip(feeds, lowered_outputs, wanted, strict=True):
+            assert got.shape == want.shape and got.dtype == dtype
+            stray = RESIZE_TOLERANCE[element_type].mismatches(got, want)
+            assert not stray.any(), f"{kind} {fed[kind]} {fed['x'].shape}: {np.abs(got.astype(float) - want).max()}"
+
+
+@pytest.mark.parametrize("coordinates", ["half_pixel", "asymmetric", "tf_crop_and_resize"])
+def test_x_comes_back_whole_where_no_length_changes_as_onnxruntime_gives_it(coordinates):
+    """Scales 1.1 on lengths 4 and 5 keep both (floor(4.4) = 4, floor(5.5) = 5): onnxruntime
+    returns X bit for bit, every value (NaN, infinities, -0 as +0) where it stands; the reference
+    would resize it by 1.1 and crop it."""
+    model = crop_model(TensorProto.FLOAT, "scales", mode="linear", coordinate_transformation_mode=coordinates)
+    x = edge_array((1, 2, 4, 5), np.float32, seed=5)
+    fed = {"x": x, "roi": np.array([0.1, 0.2, 0.7, 0.9], np.float32), "scales": np.array([1.1, 1.1], np.float32)}
+    (got,) = run_onnxruntime(lowered_by_the_rule(model), fed)
+    (want,) = run_onnxruntime(model, fed)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, x)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "attributes", "reason"),
+    [
+        (["x", "", "scales"], {}, "with a roi and without antialias only"),
+        (["x", "roi", "scales"], {"antialias": 1}, "with a roi and without antialias only"),
+        (["x", "roi3", "scales"], {}, "roi has shape [3], not [4]"),
+    ],
+)
+def test_a_crop_the_rule_cannot_place_is_left_with_why(inputs, attributes, reason):
+    model = make_model(
+        [
+            helper.make_node(
+                "Resize",
+                inputs,
+                ["y"],
+                axes=[2, 3],
+                mode="linear",
+                coordinate_transformation_mode="tf_crop_and_resize",
+                **attributes,
+            )
+        ],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4]),
+            helper.make_tensor_value_info("roi", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("scales", TensorProto.FLOAT, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, "p", "q"])],
+        opset=19,
+        initializer=[numpy_helper.from_array(np.array([0.1, 0.2, 0.9], np.float32), "roi3")],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, ops=["Resize"])
+    assert not result.report.complete
+    assert reason in "\n".join(result.report.lines()), result.report.lines()
 
 
 def test_a_tap_of_weight_zero_reads_nothing():
