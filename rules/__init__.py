@@ -33,6 +33,7 @@ from . import (  # noqa: F401
     resize,
     reverse_sequence,
     scan,
+    scatter_reduction,
     size,
     tensorscatter,
     tfidf_vectorizer,

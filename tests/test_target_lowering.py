@@ -1026,22 +1026,26 @@ def test_the_opsets_tried_first_after_a_refusal_are_the_best_ranked_whatever_the
 
 
 def test_a_conversion_refused_at_the_first_opset_is_tried_at_the_best_ranked_next():
-    """A ScatterElements-18 with reduction max cannot go to 17, the first opset the profile
-    loads below the model's 18 (its blockers name the node's version, 18, not one in force at
-    17): the best-ranked next opset, 19, where it needs no conversion, is tried first."""
-    made = {"se18": ("ScatterElements", 18, "FLOAT", "right"), "se16": ("ScatterElements", 16, "FLOAT", "right"),
-            "se13": ("ScatterElements", 13, "FLOAT", "right"), "add13": ("Add", 13, "FLOAT", "right"),
+    """A ScatterND-18 with reduction max whose index depth is unknown cannot go to 17, the first
+    opset the profile loads below the model's 18 (its blockers name the node's version, 18, not
+    one in force at 17): the best-ranked next opset, 19, where it needs no conversion, is tried
+    first."""
+    made = {"sn18": ("ScatterND", 18, "FLOAT", "right"), "sn16": ("ScatterND", 16, "FLOAT", "right"),
+            "sn13": ("ScatterND", 13, "FLOAT", "right"), "add13": ("Add", 13, "FLOAT", "right"),
             "add14": ("Add", 14, "FLOAT", "right")}  # fmt: skip
     gap_at_18 = profile(made, opsets=[13, 14, 15, 16, 17, 19, 20])
-    indices = onnx.numpy_helper.from_array(np.array([[0, 1]], np.int64), "idx")
-    nodes = [helper.make_node("ScatterElements", ["x", "idx", "u"], ["s"], name="scatter", axis=1, reduction="max"),
+    nodes = [helper.make_node("ScatterND", ["x", "idx", "u"], ["s"], name="scatter", reduction="max"),
              helper.make_node("Add", ["s", "s"], ["y"], name="add")]  # fmt: skip
     inputs = [
-        helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in (("x", [1, 4]), ("u", [1, 2]))
+        helper.make_tensor_value_info(name, element_type, shape)
+        for name, element_type, shape in (
+            ("x", TensorProto.FLOAT, [1, 4]),
+            ("idx", TensorProto.INT64, [1, "k"]),
+            ("u", TensorProto.FLOAT, [1]),
+        )
     ]
-    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], opset=18,
-                       initializer=[indices])  # fmt: skip
-    with pytest.raises(lowering.ConversionRefused):
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], opset=18)
+    with pytest.raises(lowering.ConversionRefused, match="last dimension of its indices"):
         lowering.lower_model(model, target_opset=17)
     result = lowering.lower_model(model, target=gap_at_18)
     assert schemas.default_opset(result.model.opset_import) == 19

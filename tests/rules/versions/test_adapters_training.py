@@ -357,18 +357,21 @@ SCATTER_UPDATES = np.array([[1e8, -0.0, np.inf], [1.0, np.nan, -3.0], [-1e8, 2.5
 @slow_but_a_sample()
 @pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
 @pytest.mark.parametrize("target", [17, 13, 11])
-@pytest.mark.parametrize("reduction", [None, "none", "add", "mul"])
+@pytest.mark.parametrize("reduction", [None, "none", "add", "mul", "max", "min"])
 def test_scatter_goes_down_with_the_bits_of_its_reduction(op_type, target, reduction):
-    """No reduction: the node re-versioned; add and mul below 16: a Loop over the updates in
-    index order, giving the bits of onnxruntime's own sequential reduction, NaN and ±inf too."""
+    """No reduction: the node re-versioned; add and mul below 16, max and min below 18: one
+    update at a time in index order (rules/scatter_reduction.py), giving the bits of
+    onnxruntime's own sequential reduction, NaN and ±inf too (max and min as onnxruntime takes
+    NaN and ±0)."""
     model = scatter_model(op_type, 18, **({} if reduction is None else {"reduction": reduction}))
     result = lowered(model, target)
-    looped = reduction in ("add", "mul") and target < 16
-    assert ("Loop" in op_types(result.model)) == looped
-    if target < 16 and not looped:
+    stepped = (reduction in ("add", "mul") and target < 16) or reduction in ("max", "min")
+    reductions = [a for n in result.model.graph.node for a in n.attribute if a.name == "reduction"]
+    assert (not reductions and len(result.model.graph.node) > 1) if stepped else len(result.model.graph.node) == 1
+    if target < 16 and not stepped:
         (node,) = result.model.graph.node
         assert all(a.name != "reduction" for a in node.attribute)
-    duplicates = reduction in ("add", "mul")
+    duplicates = reduction not in (None, "none")
     feeds = {
         "data": edge_values(np.float32, (4, 3)),
         "indices": np.array(SCATTER_INDICES[(op_type, duplicates)], np.int64),
@@ -395,15 +398,6 @@ def test_scatter_reductions_on_other_types_and_no_updates(op_type, element_type,
 def test_scatter_add_on_a_type_add_lacks_at_the_target_is_refused():
     model = scatter_model("ScatterND", 18, element_type=TensorProto.INT8, reduction="add")
     assert "of type int8, which Add at opset 13 does not take" in refusal(model, 13)
-
-
-@slow_but_a_sample()
-@pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
-@pytest.mark.parametrize("reduction", ["max", "min"])
-@pytest.mark.parametrize("target", [17, 13])
-def test_scatter_max_and_min_are_refused_in_our_words(op_type, reduction, target):
-    message = refusal(scatter_model(op_type, 18, reduction=reduction), target)
-    assert f"has no {reduction} reduction (from version 18)" in message
 
 
 # -- RoiAlign ---------------------------------------------------------------------------------------
@@ -470,13 +464,12 @@ CONVERTING = {
     13: [
         "test_gru_batchwise", "test_lstm_batchwise", "test_simple_rnn_batchwise", "test_roialign_aligned_false",
         "test_roialign_mode_max", "test_scatternd_add", "test_scatter_elements_with_reduction_mul",
-        "test_batchnorm_epsilon_training_mode",
+        "test_batchnorm_epsilon_training_mode", "test_scatternd_max", "test_scatter_elements_with_reduction_min",
     ],
+    17: ["test_scatternd_max", "test_scatter_elements_with_reduction_min"],
 }  # fmt: skip
 REFUSED = {
     11: ["test_training_dropout", "test_roialign_aligned_true"],
-    13: ["test_scatternd_max", "test_scatter_elements_with_reduction_min"],
-    17: ["test_scatternd_max", "test_scatter_elements_with_reduction_min"],
 }
 PAIRS = [(t, name, True) for t, names in CONVERTING.items() for name in names]
 PAIRS += [(t, name, False) for t, names in REFUSED.items() for name in names]

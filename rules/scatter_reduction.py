@@ -1,0 +1,289 @@
+"""ScatterND and ScatterElements with a reduction (add and mul from version 16, max and min from
+18) lowered to one update at a time on the data's rows: each update combined with the row at its
+index, read by Gather, and written back by ScatterND without reduction (or chosen, where ScatterND
+is lowered too), in index order, as the spec's loop and onnxruntime's kernels combine them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from onnx import TensorProto, helper
+
+from lowering import floats, schemas
+from lowering.registry import Builder, NotLowered, Value, rule
+
+REDUCTIONS = ("add", "mul", "max", "min")
+SIXTEEN_BIT_FLOATS = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+EMITS = (
+    "Shape", "Slice", "Reshape", "Concat", "Less", "Add", "Mul", "Gather", "ScatterND", "Cast", "Range", "Expand",
+    "Loop", "Identity", "Constant", "Equal", "GatherElements", "Unsqueeze", "Flatten",
+)  # fmt: skip
+# ScatterND, GatherElements and Range exist from opset 11 (Slice takes its bounds as inputs from 10).
+FIRST_OPSET = 11
+# Updates whose count is known are written by a chain of that many steps up to this count (for
+# runtimes without Loop, and for folding); past it, by a Loop of one step an iteration.
+UNROLLED_AT_MOST = 64
+
+
+def combined(b: Builder, reduction: str, current: Value, update: Value) -> Value:
+    """current ∘ update: Add, Mul (float16 and bfloat16 in float32, where the target runs them
+    only so); max = update unless update < current, min = update unless current < update.
+
+    max and min as onnxruntime's kernels compute them (measured on every pair of float edge
+    values, NaN payloads and ±0 among them, and on integers): the update is taken unless it is
+    strictly below (max) or above (min) what is there, so a NaN update is written, a NaN there is
+    replaced, and of +0 and -0 the update stays. The spec leaves NaN and signed zeros open; this
+    is onnxruntime's answer, which a Max or Min node does not give. The choice is
+    :func:`chosen`'s, bit for bit."""
+    if reduction in ("add", "mul"):
+        op_type = {"add": "Add", "mul": "Mul"}[reduction]
+        if b.runs(op_type, current):
+            return b.op(op_type, current, update)
+        # a 16-bit float's sum or product is exact in float32, or too far apart for the smaller
+        # to move the larger: rounded once to the type, as the kernel's
+        wide = [b.Cast(v, to=TensorProto.FLOAT) for v in (current, update)]
+        return b.Cast(b.op(op_type, *wide), to=current.element_type)
+    compared_current, compared_update = current, update
+    wider = _compared_as(b, current.element_type)
+    if wider != current.element_type:
+        compared_current, compared_update = (b.Cast(v, to=wider) for v in (current, update))
+    if reduction == "max":
+        kept = b.Less(compared_update, compared_current)
+    else:
+        kept = b.Less(compared_current, compared_update)
+    return chosen(b, kept, current, update, b.Shape(current))
+
+
+def _compared_as(b: Builder, element_type: int) -> int | None:
+    """The type Less compares ``element_type`` in: its own where the target runs Less on it,
+    else float32 for a float (a 16-bit float is exactly a float32), int64 for a signed or a
+    narrower unsigned integer (exactly), None where none holds it."""
+    if b.runs("Less", Value("", element_type)):
+        return element_type
+    if floats.is_float(element_type) and floats.numpy_dtype(element_type).itemsize <= 4:
+        return TensorProto.FLOAT
+    if floats.is_integer(element_type) and element_type != TensorProto.UINT64:
+        return TensorProto.INT64
+    return None
+
+
+def chosen(b: Builder, condition: Value, when_true: Value, when_false: Value, shape: Value) -> Value:
+    """Where(condition, when_true, when_false) bit for bit, each of shape ``shape`` once expanded:
+    GatherElements([when_false, when_true] stacked, Cast(condition, int64)) along the stacking
+    axis, which moves values without reading them. onnxruntime's Where does not: it returns +0
+    for a -0 it takes from its second input, and float16 goes through float32 (NaN payloads
+    quieted)."""
+    int64 = TensorProto.INT64
+    sides = [b.over_axes("Unsqueeze", b.Expand(side, shape), [0]) for side in (when_false, when_true)]
+    index = b.over_axes("Unsqueeze", b.Expand(b.Cast(condition, to=int64), shape), [0])
+    return b.Reshape(b.GatherElements(b.Concat(*sides, axis=0), index, axis=0), shape)
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """A scatter's updates as rows of data's flat view ``Flatten(data, k)`` ([S, T]: S slots
+    of the k indexed axes, T values each): ``offsets`` [n], each update's slot (int64), and
+    ``row_updates`` [n, T], in index order."""
+
+    offsets: Value
+    row_updates: Value
+
+
+def _checked(b: Builder, coordinate: Value, length: Value) -> Value:
+    """Gather(Range(0, d, 1), i): i itself, i + d where negative, an error outside [-d, d), as the op fails."""
+    int64 = TensorProto.INT64
+    return b.Gather(b.Range(b.scalar(0, int64, "zero"), length, b.scalar(1, int64, "one")), coordinate, axis=0)
+
+
+def _dimension(b: Builder, shape: Value, axis: int) -> Value:
+    return b.Gather(shape, b.scalar(axis, TensorProto.INT64, f"axis_{axis}"), axis=0)
+
+
+def scatter_rows(
+    b: Builder, op_type: str, data: Value, indices: Value, updates: Value, depth: int, axis: int
+) -> Scatter:
+    """The :class:`Scatter` of ScatterND (``depth`` k = the indices' last dimension) or
+    ScatterElements (k = the rank; an update's index its own position but along ``axis``,
+    where ``indices`` gives it). A slot is (···(n₀·d₁ + n₁)·d₂ + ···)·d_{k-1} + n_{k-1}, each
+    coordinate n_j :func:`_checked` against its axis' length d_j."""
+    int64 = TensorProto.INT64
+    data_shape = b.Shape(data)
+    if op_type == "ScatterND":
+        tuples = b.Reshape(indices, b.ints([-1, depth], "tuples_shape"))  # [n, k]
+        coordinates = [b.Gather(tuples, b.scalar(j, int64, f"axis_{j}"), axis=1) for j in range(depth)]
+        width = b.Slice(b.Shape(b.Flatten(data, axis=depth)), b.ints([1], "second"), b.ints([2], "third"))
+        row_updates = b.Reshape(updates, b.Concat(b.ints([-1], "rows"), width, axis=0))
+    else:
+        update_shape = b.Shape(updates)
+        coordinates = []
+        for d in range(depth):
+            if d == axis:
+                coordinates.append(b.Reshape(b.Cast(indices, to=int64), b.ints([-1], "flat")))
+                continue
+            line_shape = [-1 if k == d else 1 for k in range(depth)]
+            start, step = b.scalar(0, int64, "zero"), b.scalar(1, int64, "one")
+            line = b.Reshape(b.Range(start, _dimension(b, update_shape, d), step), b.ints(line_shape, f"line_{d}"))
+            coordinates.append(b.Reshape(b.Expand(line, update_shape), b.ints([-1], "flat")))
+        row_updates = b.Reshape(updates, b.ints([-1, 1], "column"))
+    offsets = None
+    for j, coordinate in enumerate(coordinates):
+        length = _dimension(b, data_shape, j)
+        checked = _checked(b, coordinate, length)
+        offsets = checked if offsets is None else b.Add(b.Mul(offsets, length), checked)
+    return Scatter(offsets, row_updates)
+
+
+def _written(b: Builder, view: Value, offset: Value, value: Value, slots: Value | None) -> Value:
+    """``view`` [S, T] with ``value`` [1, T] in row ``offset`` [1]: ScatterND(view, [[offset]],
+    value), or where ``slots`` (Range(0, S) as [S, 1]) is given (ScatterND is itself lowered),
+    :func:`chosen` (slots == offset, value, view)."""
+    if slots is None:
+        return b.ScatterND(view, b.Reshape(offset, b.ints([1, 1], "one_tuple")), value)
+    return chosen(b, b.Equal(slots, offset), value, view, b.Shape(view))
+
+
+def one_update_at_a_time(
+    b: Builder,
+    view: Value,
+    scatter: Scatter,
+    reduction: str,
+    count: int | None = None,
+    slots: Value | None = None,
+) -> Value:
+    """v = view; for j in 0 … n - 1: v[o_j] = combined(v[o_j], u_j), o_j = offsets[j], u_j = row_updates[j].
+
+    Each step reads row o_j by Gather and writes it by :func:`_written`: a chain of n steps
+    where ``count`` (n) is known and at most UNROLLED_AT_MOST, else a Loop of one step an
+    iteration. The same operations on the same values in the same order as the op's loop: bit
+    for bit (and n steps: slow for many updates)."""
+
+    def step(builder: Builder, so_far: Value, position: Value) -> Value:
+        offset = builder.Gather(scatter.offsets, position, axis=0)  # [1]
+        update = builder.Gather(scatter.row_updates, position, axis=0)  # [1, T]
+        new = combined(builder, reduction, builder.Gather(so_far, offset, axis=0), update)
+        return _written(builder, so_far, offset, new, slots)
+
+    if count is not None and count <= UNROLLED_AT_MOST:
+        for j in range(count):
+            view = step(b, view, b.ints([j], f"update_{j}"))
+        return view
+    int64 = TensorProto.INT64
+    trips = _dimension(b, b.Shape(scatter.offsets), 0)
+    body = b.nested("step")
+    i = body.fresh_value("i", int64)
+    keep = body.fresh_value("cond", TensorProto.BOOL)
+    before = body.fresh_value("so_far", view.element_type)
+    after = step(body, before, body.Reshape(i, body.ints([1], "one")))
+    kept = body.Identity(keep)
+    graph = helper.make_graph(
+        body.nodes,
+        b.fresh("one_update"),
+        [
+            helper.make_tensor_value_info(i.name, int64, []),
+            helper.make_tensor_value_info(keep.name, TensorProto.BOOL, []),
+            helper.make_tensor_value_info(before.name, view.element_type, None),
+        ],
+        [
+            helper.make_tensor_value_info(kept.name, TensorProto.BOOL, []),
+            helper.make_tensor_value_info(after.name, view.element_type, None),
+        ],
+    )
+    named = [b.fresh("scattered")]
+    b.op("Loop", trips, "", view, outputs=named, body=graph)
+    return Value(named[0], view.element_type)
+
+
+def scattered(
+    b: Builder,
+    op_type: str,
+    data: Value,
+    indices: Value,
+    updates: Value,
+    reduction: str,
+    axis: int,
+    data_shape: list | None,
+    indices_shape: list | None,
+    rank: int | None = None,
+) -> Value:
+    """The op with a reduction, one update at a time on data's flat view (:func:`one_update_at_a_time`),
+    taken back to data's shape; ``rank`` data's (ScatterElements), where its shape is not
+    known. NotLowered where the index depth, the rank or (below opset 14, whose Reshape takes a
+    0 for a copy) data's shape is not known."""
+    if op_type == "ScatterND":
+        depth = indices_shape[-1] if indices_shape else None
+        if not isinstance(depth, int) or depth == 0:
+            raise NotLowered("the last dimension of its indices (how many axes an index names) is unknown or 0")
+        known = indices_shape[:-1]
+    else:
+        depth = len(data_shape) if data_shape is not None else rank
+        if depth is None:
+            raise NotLowered("the rank of its data is unknown")
+        known = indices_shape
+        axis = axis + depth if axis < 0 else axis
+    static_shape = data_shape is not None and all(isinstance(d, int) and d > 0 for d in data_shape)
+    if b.opset < 14 and not static_shape:
+        raise NotLowered(
+            f"its data's shape is not known to hold no 0, which a Reshape at opset {b.opset} (no allowzero) "
+            "would misread"
+        )
+    count = math.prod(known) if known is not None and all(isinstance(d, int) for d in known) else None
+    scatter = scatter_rows(b, op_type, data, indices, updates, depth, axis)
+    view = b.Flatten(data, axis=depth)
+    slots = None
+    if "ScatterND" in b.target.lowered_ops:  # (its steps then write by choosing rows, not by ScatterND)
+        start, step = b.scalar(0, TensorProto.INT64, "zero"), b.scalar(1, TensorProto.INT64, "one")
+        slots = b.Reshape(b.Range(start, _dimension(b, b.Shape(view), 0), step), b.ints([-1, 1], "slots_shape"))
+    result = one_update_at_a_time(b, view, scatter, reduction, count, slots)
+    if static_shape:
+        return b.Reshape(result, b.ints(data_shape, "data_shape"))
+    return b.Reshape(result, b.Shape(data), allowzero=1)
+
+
+def _lowered(b: Builder, op_type: str, data: Value, indices: Value, updates: Value, reduction: str, axis: int) -> Value:
+    reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+    if reduction == "none":
+        raise NotLowered("no reduction: every update is written as it is, which the op itself does at every version")
+    if reduction not in REDUCTIONS:
+        raise NotLowered(f"reduction {reduction} is none of {', '.join(REDUCTIONS)}")
+    if b.opset < FIRST_OPSET:
+        raise NotLowered(f"ScatterND and Range, which the rule writes, do not exist at opset {b.opset}")
+    if reduction in ("add", "mul"):
+        combine = {"add": "Add", "mul": "Mul"}[reduction]
+        if not b.runs(combine, data) and data.element_type not in SIXTEEN_BIT_FLOATS:
+            raise NotLowered(f"{combine} does not run on {schemas.type_name(data.element_type)} at opset {b.opset}")
+    elif _compared_as(b, data.element_type) is None:
+        raise NotLowered(f"Less does not run on {schemas.type_name(data.element_type)} at opset {b.opset}")
+    indices_shape, rank = b.shape_of(indices), None
+    if op_type == "ScatterElements":  # (indices and updates are of data's rank)
+        known = [shape for shape in (b.shape_of(updates), indices_shape) if shape is not None]
+        rank = len(known[0]) if known else None
+    return scattered(b, op_type, data, indices, updates, reduction, axis, b.shape_of(data), indices_shape, rank)
+
+
+@rule("ScatterND", versions=(16, 18), emits=EMITS)
+def scatter_nd_one_update_at_a_time(
+    b: Builder, data: Value, indices: Value, updates: Value, *, reduction: str = "none"
+) -> Value:
+    """ScatterND(d, i, u, reduction=r) = v after v[o_j] = v[o_j] ∘ u_j for each update j in order, v = Flatten(d, k).
+
+    k = the last dimension of i; o_j the row of v that the j-th index tuple names (negative
+    entries counted from the end, an error outside the axis, as the op fails); u_j its slice of
+    the updates; ∘ is Add, Mul, or onnxruntime's max and min (:func:`combined`); the result
+    reshaped to d's shape. Bit for bit: the same operations in the same order as the op's
+    kernel. Not lowered: no reduction, k unknown, opsets below 11, a type the combining op
+    does not take."""
+    return _lowered(b, "ScatterND", data, indices, updates, reduction, 0)
+
+
+@rule("ScatterElements", versions=(16, 18), emits=EMITS)
+def scatter_elements_one_update_at_a_time(
+    b: Builder, data: Value, indices: Value, updates: Value, *, axis: int = 0, reduction: str = "none"
+) -> Value:
+    """ScatterElements(d, i, u, axis=a, reduction=r) = ScatterND's rule over each update's full index, one at a time.
+
+    The full index of update u[p] is p with its a-th entry i[p] (negative counted from the end);
+    v = Flatten(d, rank), one value a row; each is combined with what is at its index in index
+    order, as in ScatterND's rule. Bit for bit. Not lowered: no reduction, the rank unknown,
+    opsets below 11, a type the combining op does not take."""
+    return _lowered(b, "ScatterElements", data, indices, updates, reduction, axis)

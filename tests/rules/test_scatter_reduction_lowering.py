@@ -1,0 +1,217 @@
+"""ScatterND and ScatterElements with a reduction, lowered one update at a time
+(rules/scatter_reduction.py): bit for bit against onnxruntime's kernels (every pair of float edge
+values for max and min, NaN payloads and ±0 among them; duplicate and negative indices), or
+against the spec's loop where onnxruntime has no kernel (float16: ScatterND's reductions,
+ScatterElements' add and mul);
+unrolled where the updates are few and counted, a Loop otherwise; written by a mask where
+ScatterND itself is lowered."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from lowering.rules.scatter_reduction import UNROLLED_AT_MOST
+from onnx import TensorProto, helper
+from support import assert_same_bits, make_model, slow_but_a_sample  # noqa: E402
+
+import lowering
+from lowering.samples import edge_values
+from lowering.verification.runtime import run_onnxruntime
+
+REDUCTIONS = ("add", "mul", "max", "min")
+
+
+def spec_loop(op_type: str, data, indices, updates, reduction: str, axis: int = 0) -> np.ndarray:
+    """The spec's loop, each update combined in index order: max and min as onnxruntime takes
+    them where it has a kernel (the update unless it is strictly below, for max, or above, for
+    min, what is there)."""
+    combine = {
+        "add": lambda old, new: old + new,
+        "mul": lambda old, new: old * new,
+        "max": lambda old, new: np.where(new < old, old, new),
+        "min": lambda old, new: np.where(old < new, old, new),
+    }[reduction]
+    out = data.copy()
+    if op_type == "ScatterND":
+        for position in np.ndindex(indices.shape[:-1]):
+            at = tuple(int(i) for i in indices[position])
+            out[at] = combine(out[at], updates[position])
+        return out
+    for position in np.ndindex(indices.shape):
+        at = list(position)
+        at[axis] = int(indices[position])
+        out[tuple(at)] = combine(out[tuple(at)], updates[position])
+    return out
+
+
+def scatter_model(op_type: str, element_type: int, shapes: dict, reduction: str, axis: int = 0) -> onnx.ModelProto:
+    attributes = {"reduction": reduction, **({"axis": axis} if op_type == "ScatterElements" else {})}
+    node = helper.make_node(op_type, ["data", "indices", "updates"], ["y"], name="scatter", **attributes)
+    types = {"data": element_type, "indices": TensorProto.INT64, "updates": element_type}
+    inputs = [helper.make_tensor_value_info(name, types[name], shape) for name, shape in shapes.items()]
+    return make_model([node], inputs, [helper.make_tensor_value_info("y", element_type, shapes["data"])], opset=18)
+
+
+def lowered(model: onnx.ModelProto, ops: list[str]) -> onnx.ModelProto:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, ops=ops)
+    assert result.report.complete, result.report.lines()
+    onnx.checker.check_model(result.model, full_check=True)
+    assert not {node.op_type for node in result.model.graph.node} & set(ops)
+    return result.model
+
+
+def _want(model, op_type, feeds, reduction, axis=0):
+    try:
+        return run_onnxruntime(model, feeds)[0]
+    except Exception:  # (onnxruntime runs no ScatterND reduction on float16, no ScatterElements add or mul)
+        assert feeds["data"].dtype == np.float16
+        return spec_loop(op_type, feeds["data"], feeds["indices"], feeds["updates"], reduction, axis)
+
+
+# float16's edge values (of its 65536 patterns, whose pairs are too many): NaN of both signs,
+# quiet and signalling, with payloads; ±inf, ±0, the smallest and largest subnormals and
+# normals, ordinary numbers
+FLOAT16_EDGES = np.array(
+    [0x7E00, 0x7C01, 0x7E5A, 0x7FFF, 0xFE00, 0xFC01, 0xFFFF, 0x7C00, 0xFC00, 0x0000, 0x8000, 0x0001, 0x8001,
+     0x03FF, 0x83FF, 0x0400, 0x8400, 0x7BFF, 0xFBFF, 0x3C00, 0xBC00, 0x3800, 0x4200],
+    np.uint16,
+).view(np.float16)  # fmt: skip
+
+
+@pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16])
+def test_max_and_min_take_every_pair_of_edge_values_as_onnxruntime_does(op_type, reduction, element_type):
+    """data[p] ∘ updates[p] for every pair (what is there, the update) of the type's edge values:
+    NaN of both signs and payloads, ±inf, ±0, subnormals, extremes; bit for bit."""
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    values = edge_values(element_type).astype(dtype) if element_type != TensorProto.FLOAT16 else FLOAT16_EDGES
+    there, update = (np.array(v, dtype) for v in zip(*[(a, b) for a in values for b in values], strict=True))
+    count = there.size
+    indices = np.arange(count, dtype=np.int64).reshape((count, 1) if op_type == "ScatterND" else (count,))
+    shapes = {"data": [count], "indices": list(indices.shape), "updates": [count]}
+    model = scatter_model(op_type, element_type, shapes, reduction)
+    feeds = {"data": there, "indices": indices, "updates": update}
+    [got] = run_onnxruntime(lowered(model, [op_type]), feeds)
+    assert_same_bits(got, _want(model, op_type, feeds, reduction))
+
+
+# (data shape, indices, updates shape): duplicate and negative indices; ScatterND indexing
+# elements, rows, and a whole matrix
+ND_CASES = [
+    ((4, 3), [[1], [-3], [3], [1]], (4, 3)),
+    ((2, 3, 2), [[0, 1], [1, 2], [0, -2], [-1, 2]], (4, 2)),
+    ((2, 3), [[[0, 1], [1, 2]], [[0, 1], [-2, -3]]], (2, 2)),
+    ((2, 2, 2), [[1], [1]], (2, 2, 2)),
+]
+ELEMENTS_CASES = [  # (data shape, axis, indices)
+    ((4, 3), 0, [[1, 2, -1], [-3, 2, 3]]),
+    ((3, 4), 1, [[1, 1, -4], [0, 3, 3], [2, 2, 2]]),
+    ((2, 3, 2), -2, [[[0, 1], [2, -1]], [[1, 1], [-3, 0]]]),
+]
+
+
+def _feeds(rng, data_shape, indices, updates_shape, dtype) -> dict:
+    if np.dtype(dtype).kind == "f":
+        data = (rng.standard_normal(data_shape) * 3).astype(dtype)
+        updates = (rng.standard_normal(updates_shape) * 3).astype(dtype)
+        data.reshape(-1)[:3] = np.array([np.nan, -0.0, np.inf], dtype)
+        updates.reshape(-1)[-2:] = np.array([np.nan, 0.0], dtype)
+    else:
+        data = rng.integers(-9, 10, data_shape).astype(dtype)
+        updates = rng.integers(-9, 10, updates_shape).astype(dtype)
+    return {"data": data, "indices": np.array(indices, np.int64), "updates": updates}
+
+
+@slow_but_a_sample(keep=2)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float16, np.float64, np.int32, np.int64], ids=lambda d: np.dtype(d).name
+)
+@pytest.mark.parametrize("also_scatter_nd", [False, True], ids=["scatternd-kept", "scatternd-lowered"])
+def test_reductions_go_one_update_at_a_time_bit_for_bit(reduction, dtype, also_scatter_nd):
+    """Each case lowered with its op asked (and, for ScatterElements, with ScatterND asked too:
+    its steps then write by a mask): the same bits as onnxruntime's kernel, duplicates combined
+    in index order (a float sum's order shows in its rounding)."""
+    rng = np.random.default_rng(3)
+    element_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    for data_shape, indices, updates_shape in ND_CASES:
+        feeds = _feeds(rng, data_shape, indices, updates_shape, dtype)
+        shapes = {name: list(value.shape) for name, value in feeds.items()}
+        model = scatter_model("ScatterND", element_type, shapes, reduction)
+        [got] = run_onnxruntime(lowered(model, ["ScatterND"]), feeds)
+        assert_same_bits(got, _want(model, "ScatterND", feeds, reduction), f"{data_shape} {indices}")
+    ops = ["ScatterElements", "ScatterND"] if also_scatter_nd else ["ScatterElements"]
+    for data_shape, axis, indices in ELEMENTS_CASES:
+        feeds = _feeds(rng, data_shape, indices, np.array(indices).shape, dtype)
+        shapes = {name: list(value.shape) for name, value in feeds.items()}
+        model = scatter_model("ScatterElements", element_type, shapes, reduction, axis)
+        [got] = run_onnxruntime(lowered(model, ops), feeds)
+        assert_same_bits(got, _want(model, "ScatterElements", feeds, reduction, axis), f"{data_shape} {indices}")
+
+
+@pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
+@pytest.mark.parametrize("ops", [["ScatterElements"], ["ScatterElements", "ScatterND"]])
+def test_updates_uncounted_or_many_go_by_a_loop_a_few_counted_by_a_chain(op_type, ops):
+    """A Loop where the number of updates is unknown before run time (its axis named) or past
+    UNROLLED_AT_MOST, a chain of steps where it is known and few: the same bits each way."""
+    if op_type == "ScatterND" and ops == ["ScatterElements"]:
+        ops = ["ScatterND"]
+    rng = np.random.default_rng(5)
+    many = UNROLLED_AT_MOST + 6
+    for count, named in ((5, False), (5, True), (many, False)):
+        if op_type == "ScatterND":
+            indices = rng.integers(-6, 6, (count, 1))
+            feeds = _feeds(rng, (6, 2), indices, (count, 2), np.float32)
+            shapes = {"data": [6, 2], "indices": ["n" if named else count, 1], "updates": ["n" if named else count, 2]}
+        else:
+            indices = rng.integers(-6, 6, (count,))
+            feeds = _feeds(rng, (6,), indices, (count,), np.float32)
+            shapes = {"data": [6], "indices": ["n" if named else count], "updates": ["n" if named else count]}
+        model = scatter_model(op_type, TensorProto.FLOAT, shapes, "add")
+        made = lowered(model, ops)
+        looped = named or count > UNROLLED_AT_MOST
+        assert ("Loop" in {node.op_type for node in made.graph.node}) == looped
+        [got] = run_onnxruntime(made, feeds)
+        assert_same_bits(got, run_onnxruntime(model, feeds)[0], f"{count} {named}")
+
+
+def test_no_reduction_is_left_with_why():
+    model = scatter_model("ScatterND", TensorProto.FLOAT, {"data": [4], "indices": [2, 1], "updates": [2]}, "none")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, ops=["ScatterND"])
+    assert not result.report.complete
+    assert "no reduction: every update is written as it is" in "\n".join(result.report.lines())
+
+
+def test_indices_of_unknown_depth_are_left_with_why():
+    """The rows an index tuple names are read on Flatten(data, k): k, the indices' last
+    dimension, must be known."""
+    shapes = {"data": [4, 3], "indices": [2, "k"], "updates": [2, 3]}
+    model = scatter_model("ScatterND", TensorProto.FLOAT, shapes, "add")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, ops=["ScatterND"])
+    assert "the last dimension of its indices (how many axes an index names) is unknown" in "\n".join(
+        result.report.lines()
+    )
+
+
+@pytest.mark.parametrize("ops", [["ScatterND"], ["ScatterND", "GatherND"]])
+def test_an_index_outside_its_axis_fails_as_the_op_does(ops):
+    """[0, 3] on data [2, 3] names no element, though its row number (3) is one of the six: the
+    lowered model fails on it, as onnxruntime's kernel does, and writes nothing elsewhere."""
+    model = scatter_model("ScatterND", TensorProto.FLOAT, {"data": [2, 3], "indices": [1, 2], "updates": [1]}, "add")
+    made = lowered(model, ops)
+    feeds = {"data": np.zeros((2, 3), np.float32), "updates": np.ones(1, np.float32)}
+    [got] = run_onnxruntime(made, {**feeds, "indices": np.array([[1, -3]], np.int64)})
+    assert_same_bits(got, run_onnxruntime(model, {**feeds, "indices": np.array([[1, -3]], np.int64)})[0])
+    for runs in (made, model):
+        with pytest.raises(Exception, match="(?i)indice|out of|range"):
+            run_onnxruntime(runs, {**feeds, "indices": np.array([[0, 3]], np.int64)})
