@@ -48,7 +48,9 @@ RESIZED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, Ten
 # ONNX backend cases within onnx's own backend tolerance; bfloat16 goes the same float32 path, rounded once
 # (not measured: onnxruntime runs no bfloat16 Resize). Antialias with exclude_outside and
 # upsampling, where onnx.reference 1.23 strays from onnxruntime (by up to 1.2 on unit values),
-# was measured against onnxruntime's kernel instead (float: 3.5e-6).
+# was measured against onnxruntime's kernel instead (float: 3.5e-6), as were tf_crop_and_resize
+# and pytorch_half_pixel (crops reversed and past X, scales 0.3 to 3 with scales of 1, sizes 1
+# to 11 with lengths kept; float, float16, double against its float kernel).
 RESIZE_TOLERANCE = {
     TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=2e-5),
     TensorProto.DOUBLE: Tolerance(rtol=1e-5, atol=2e-5),
@@ -122,7 +124,9 @@ def resize_by_weighted_taps(
     exclude_outside, normalized to sum 1 under antialias or exclude_outside; a tap outside the
     axis reads its nearest end (the reference's edge padding); a tap of weight 0 adds -0,
     whatever it reads. 16-bit X is computed in float32 and rounded once. Within the stated
-    tolerance of the op (the ONNX reference), which computes in float64.
+    tolerance of the op: the ONNX reference, which computes in float64, where it and
+    onnxruntime agree; onnxruntime's kernel where they part (tf_crop_and_resize with scales,
+    whose points the reference places by s · d, not o; an axis of scale 1; no length changed).
     Not lowered: coordinate mode align_corners (onnxruntime places its points apart from the
     reference when downsampling), tf_crop_and_resize without a roi or with antialias, a
     keep_aspect_ratio_policy with sizes, exclude_outside in mode linear without antialias, X of

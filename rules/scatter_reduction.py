@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import onnx
 from onnx import TensorProto, helper
 
 from lowering import floats, schemas
@@ -17,7 +18,8 @@ REDUCTIONS = ("add", "mul", "max", "min")
 SIXTEEN_BIT_FLOATS = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 EMITS = (
     "Shape", "Slice", "Reshape", "Concat", "Less", "Add", "Mul", "Gather", "ScatterND", "Cast", "Range", "Expand",
-    "Loop", "Identity", "Constant", "Equal", "GatherElements", "Unsqueeze", "Flatten",
+    "Loop", "Identity", "Constant", "Equal", "GatherElements", "Unsqueeze", "Flatten", "ReduceMin", "Where", "If",
+    "Size", "Squeeze",
 )  # fmt: skip
 # ScatterND, GatherElements and Range exist from opset 11 (Slice takes its bounds as inputs from 10).
 FIRST_OPSET = 11
@@ -71,13 +73,13 @@ def _compared_as(b: Builder, element_type: int) -> int | None:
 def chosen(b: Builder, condition: Value, when_true: Value, when_false: Value, shape: Value) -> Value:
     """Where(condition, when_true, when_false) bit for bit, each of shape ``shape`` once expanded:
     GatherElements([when_false, when_true] stacked, Cast(condition, int64)) along the stacking
-    axis, which moves values without reading them. onnxruntime's Where does not: it returns +0
+    axis (squeezed off), which moves values without reading them. onnxruntime's Where does not: it returns +0
     for a -0 it takes from its second input, and float16 goes through float32 (NaN payloads
     quieted)."""
     int64 = TensorProto.INT64
     sides = [b.over_axes("Unsqueeze", b.Expand(side, shape), [0]) for side in (when_false, when_true)]
     index = b.over_axes("Unsqueeze", b.Expand(b.Cast(condition, to=int64), shape), [0])
-    return b.Reshape(b.GatherElements(b.Concat(*sides, axis=0), index, axis=0), shape)
+    return b.over_axes("Squeeze", b.GatherElements(b.Concat(*sides, axis=0), index, axis=0), [0])
 
 
 @dataclass(frozen=True)
@@ -101,19 +103,20 @@ def _dimension(b: Builder, shape: Value, axis: int) -> Value:
 
 
 def scatter_rows(
-    b: Builder, op_type: str, data: Value, indices: Value, updates: Value, depth: int, axis: int
+    b: Builder, op_type: str, data: Value, indices: Value, updates: Value, depth: int, axis: int, indices_rank: int
 ) -> Scatter:
     """The :class:`Scatter` of ScatterND (``depth`` k = the indices' last dimension) or
     ScatterElements (k = the rank; an update's index its own position but along ``axis``,
     where ``indices`` gives it). A slot is (···(n₀·d₁ + n₁)·d₂ + ···)·d_{k-1} + n_{k-1}, each
-    coordinate n_j :func:`_checked` against its axis' length d_j."""
+    coordinate n_j :func:`_checked` against its axis' length d_j; the updates are
+    Flatten(u, r - 1) (ScatterND, r the indices' rank) or Flatten(u, rank), which takes no
+    dimension of 0 for a copy."""
     int64 = TensorProto.INT64
     data_shape = b.Shape(data)
     if op_type == "ScatterND":
         tuples = b.Reshape(indices, b.ints([-1, depth], "tuples_shape"))  # [n, k]
         coordinates = [b.Gather(tuples, b.scalar(j, int64, f"axis_{j}"), axis=1) for j in range(depth)]
-        width = b.Slice(b.Shape(b.Flatten(data, axis=depth)), b.ints([1], "second"), b.ints([2], "third"))
-        row_updates = b.Reshape(updates, b.Concat(b.ints([-1], "rows"), width, axis=0))
+        row_updates = b.Flatten(updates, axis=indices_rank - 1)
     else:
         update_shape = b.Shape(updates)
         coordinates = []
@@ -125,13 +128,52 @@ def scatter_rows(
             start, step = b.scalar(0, int64, "zero"), b.scalar(1, int64, "one")
             line = b.Reshape(b.Range(start, _dimension(b, update_shape, d), step), b.ints(line_shape, f"line_{d}"))
             coordinates.append(b.Reshape(b.Expand(line, update_shape), b.ints([-1], "flat")))
-        row_updates = b.Reshape(updates, b.ints([-1, 1], "column"))
+        row_updates = b.Flatten(updates, axis=depth)
     offsets = None
     for j, coordinate in enumerate(coordinates):
         length = _dimension(b, data_shape, j)
         checked = _checked(b, coordinate, length)
         offsets = checked if offsets is None else b.Add(b.Mul(offsets, length), checked)
     return Scatter(offsets, row_updates)
+
+
+def _updates_shape_said(
+    op_type: str, depth: int, data_shape: list | None, indices_shape: list | None, updates_shape: list | None
+) -> tuple[list | None, bool]:
+    """The shape the op takes the updates in (ScatterND: indices' but the last, then data's past
+    k; ScatterElements: indices'), as far as known, and whether the updates' is known to be it.
+    NotLowered where it is known not to be (the op fails)."""
+    if op_type == "ScatterND":
+        wanted = None if indices_shape is None or data_shape is None else [*indices_shape[:-1], *data_shape[depth:]]
+    else:
+        wanted = indices_shape
+    if wanted is None or updates_shape is None:
+        return wanted, False
+    if len(wanted) != len(updates_shape) or any(
+        isinstance(w, int) and isinstance(u, int) and w != u for w, u in zip(wanted, updates_shape, strict=True)
+    ):
+        raise NotLowered(f"its updates are of shape {updates_shape} where the op takes {wanted}, which it fails")
+    return wanted, all(isinstance(w, int) and w == u for w, u in zip(wanted, updates_shape, strict=True))
+
+
+def _failing_unless_updates_fit(
+    b: Builder, op_type: str, depth: int, data: Value, indices: Value, updates: Value
+) -> Value:
+    """[0] (int64), computed only where the updates' shape is the one the op takes (see
+    :func:`_updates_shape_said`): elsewhere an Expand to a dimension of -1, which fails, as the op does."""
+    int64 = TensorProto.INT64
+    end = b.ints([2**63 - 1], "end")
+    if op_type == "ScatterND":
+        wanted = b.Concat(
+            b.Slice(b.Shape(indices), b.ints([0], "first"), b.ints([-1], "last")),
+            b.Slice(b.Shape(data), b.ints([depth], "past_indexed"), end),
+            axis=0,
+        )
+    else:
+        wanted = b.Shape(indices)
+    fits = b.over_axes("ReduceMin", b.Cast(b.Equal(b.Shape(updates), wanted), to=int64), [0], keepdims=1)
+    length = b.Where(b.Equal(fits, b.ints([1], "fit")), b.ints([1], "fitting"), b.ints([-1], "failing"))
+    return b.Expand(b.ints([0], "nothing"), length)
 
 
 def _written(b: Builder, view: Value, offset: Value, value: Value, slots: Value | None) -> Value:
@@ -202,14 +244,20 @@ def scattered(
     updates: Value,
     reduction: str,
     axis: int,
-    data_shape: list | None,
-    indices_shape: list | None,
+    shapes: tuple[list | None, list | None, list | None],
     rank: int | None = None,
 ) -> Value:
     """The op with a reduction, one update at a time on data's flat view (:func:`one_update_at_a_time`),
-    taken back to data's shape; ``rank`` data's (ScatterElements), where its shape is not
-    known. NotLowered where the index depth, the rank or (below opset 14, whose Reshape takes a
-    0 for a copy) data's shape is not known."""
+    taken back to data's shape. ``shapes``: data's, the indices' and the updates' as far as
+    known; ``rank`` data's (ScatterElements), where its shape is not known. Updates of another
+    shape than the op takes fail, as the op does (:func:`_failing_unless_updates_fit`, where
+    not known before run time). Below opset 14, whose Reshape takes a 0 for a copy, data of
+    no elements comes back as it is (an If, where its shape is not known: every update is then
+    empty, or names an index the op fails on). NotLowered where the index depth or the rank is
+    not known, or the target runs an op the rule writes on data's type."""
+    data_shape, indices_shape, updates_shape = shapes
+    if indices_shape is None:
+        raise NotLowered("the rank of its indices is unknown")
     if op_type == "ScatterND":
         depth = indices_shape[-1] if indices_shape else None
         if not isinstance(depth, int) or depth == 0:
@@ -221,23 +269,50 @@ def scattered(
             raise NotLowered("the rank of its data is unknown")
         known = indices_shape
         axis = axis + depth if axis < 0 else axis
-    static_shape = data_shape is not None and all(isinstance(d, int) and d > 0 for d in data_shape)
-    if b.opset < 14 and not static_shape:
-        raise NotLowered(
-            f"its data's shape is not known to hold no 0, which a Reshape at opset {b.opset} (no allowzero) "
-            "would misread"
-        )
-    count = math.prod(known) if known is not None and all(isinstance(d, int) for d in known) else None
-    scatter = scatter_rows(b, op_type, data, indices, updates, depth, axis)
-    view = b.Flatten(data, axis=depth)
+    chooses = "ScatterND" in b.target.lowered_ops  # (its steps then write by choosing rows, not by ScatterND)
+    written = ["Flatten", "Gather", "Reshape", *([] if chooses else ["ScatterND"])]
+    if chooses or reduction in ("max", "min"):
+        written += ["Expand", "Concat", "Unsqueeze", "GatherElements"]
+    lacking = [op for op in written if not b.runs(op, data)]
+    if lacking:
+        type_name = schemas.type_name(data.element_type)
+        raise NotLowered(f"{', '.join(lacking)} does not run on {type_name} at opset {b.opset}")
+    wanted, fits = _updates_shape_said(op_type, depth, data_shape, indices_shape, updates_shape)
+    count = math.prod(known) if all(isinstance(d, int) for d in known) else None
+    static = data_shape is not None and all(isinstance(d, int) for d in data_shape)
+    if b.opset < 14 and static and 0 in data_shape:
+        return b.Identity(data)
+    inner = b.nested("nonempty") if b.opset < 14 and not static else b
+    scatter = scatter_rows(inner, op_type, data, indices, updates, depth, axis, len(indices_shape))
+    if not fits and wanted != []:
+        guard = _failing_unless_updates_fit(inner, op_type, depth, data, indices, updates)
+        scatter = Scatter(inner.Add(scatter.offsets, guard), scatter.row_updates)
+    view = inner.Flatten(data, axis=depth)
     slots = None
-    if "ScatterND" in b.target.lowered_ops:  # (its steps then write by choosing rows, not by ScatterND)
-        start, step = b.scalar(0, TensorProto.INT64, "zero"), b.scalar(1, TensorProto.INT64, "one")
-        slots = b.Reshape(b.Range(start, _dimension(b, b.Shape(view), 0), step), b.ints([-1, 1], "slots_shape"))
-    result = one_update_at_a_time(b, view, scatter, reduction, count, slots)
-    if static_shape:
+    if chooses:
+        start, step = inner.scalar(0, TensorProto.INT64, "zero"), inner.scalar(1, TensorProto.INT64, "one")
+        slots = inner.Reshape(
+            inner.Range(start, _dimension(inner, inner.Shape(view), 0), step), inner.ints([-1, 1], "slots_shape")
+        )
+    result = one_update_at_a_time(inner, view, scatter, reduction, count, slots)
+    if static and 0 not in data_shape:
         return b.Reshape(result, b.ints(data_shape, "data_shape"))
-    return b.Reshape(result, b.Shape(data), allowzero=1)
+    if b.opset >= 14:
+        return b.Reshape(result, b.Shape(data), allowzero=1)
+    result = inner.Reshape(result, inner.Shape(data))
+    empty = b.Equal(b.Size(data), b.scalar(0, TensorProto.INT64, "zero"))
+    as_it_is = b.nested("empty")
+    kept = as_it_is.Identity(data)
+
+    def branch(builder: Builder, output: Value) -> onnx.GraphProto:
+        return helper.make_graph(
+            builder.nodes, b.fresh(f"{output.name}_branch"), [],
+            [helper.make_tensor_value_info(output.name, data.element_type, None)],
+        )  # fmt: skip
+
+    named = [b.fresh("scattered")]
+    b.op("If", empty, outputs=named, then_branch=branch(as_it_is, kept), else_branch=branch(inner, result))
+    return Value(named[0], data.element_type)
 
 
 def _lowered(b: Builder, op_type: str, data: Value, indices: Value, updates: Value, reduction: str, axis: int) -> Value:
@@ -254,11 +329,12 @@ def _lowered(b: Builder, op_type: str, data: Value, indices: Value, updates: Val
             raise NotLowered(f"{combine} does not run on {schemas.type_name(data.element_type)} at opset {b.opset}")
     elif _compared_as(b, data.element_type) is None:
         raise NotLowered(f"Less does not run on {schemas.type_name(data.element_type)} at opset {b.opset}")
-    indices_shape, rank = b.shape_of(indices), None
+    shapes = (b.shape_of(data), b.shape_of(indices), b.shape_of(updates))
+    rank = None
     if op_type == "ScatterElements":  # (indices and updates are of data's rank)
-        known = [shape for shape in (b.shape_of(updates), indices_shape) if shape is not None]
+        known = [shape for shape in shapes[1:] if shape is not None]
         rank = len(known[0]) if known else None
-    return scattered(b, op_type, data, indices, updates, reduction, axis, b.shape_of(data), indices_shape, rank)
+    return scattered(b, op_type, data, indices, updates, reduction, axis, shapes, rank)
 
 
 @rule("ScatterND", versions=(16, 18), emits=EMITS)

@@ -128,25 +128,31 @@ def _feeds(rng, data_shape, indices, updates_shape, dtype) -> dict:
     return {"data": data, "indices": np.array(indices, np.int64), "updates": updates}
 
 
+# (op, ops lowered): ScatterND's own steps write by choosing rows (ScatterND is lowered),
+# ScatterElements' by ScatterND, or by choosing rows where ScatterND is lowered too
+PATHS = [("ScatterND", ["ScatterND"]), ("ScatterElements", ["ScatterElements"]),
+         ("ScatterElements", ["ScatterElements", "ScatterND"])]  # fmt: skip
+
+
 @slow_but_a_sample(keep=2)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize(
     "dtype", [np.float32, np.float16, np.float64, np.int32, np.int64], ids=lambda d: np.dtype(d).name
 )
-@pytest.mark.parametrize("also_scatter_nd", [False, True], ids=["scatternd-kept", "scatternd-lowered"])
-def test_reductions_go_one_update_at_a_time_bit_for_bit(reduction, dtype, also_scatter_nd):
-    """Each case lowered with its op asked (and, for ScatterElements, with ScatterND asked too:
-    its steps then write by a mask): the same bits as onnxruntime's kernel, duplicates combined
-    in index order (a float sum's order shows in its rounding)."""
+@pytest.mark.parametrize(("op_type", "ops"), PATHS, ids=["nd", "elements", "elements-nd-lowered"])
+def test_reductions_go_one_update_at_a_time_bit_for_bit(reduction, dtype, op_type, ops):
+    """Each case lowered with the path's ops asked: the same bits as onnxruntime's kernel,
+    duplicates combined in index order (a float sum's order shows in its rounding)."""
     rng = np.random.default_rng(3)
     element_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    for data_shape, indices, updates_shape in ND_CASES:
-        feeds = _feeds(rng, data_shape, indices, updates_shape, dtype)
-        shapes = {name: list(value.shape) for name, value in feeds.items()}
-        model = scatter_model("ScatterND", element_type, shapes, reduction)
-        [got] = run_onnxruntime(lowered(model, ["ScatterND"]), feeds)
-        assert_same_bits(got, _want(model, "ScatterND", feeds, reduction), f"{data_shape} {indices}")
-    ops = ["ScatterElements", "ScatterND"] if also_scatter_nd else ["ScatterElements"]
+    if op_type == "ScatterND":
+        for data_shape, indices, updates_shape in ND_CASES:
+            feeds = _feeds(rng, data_shape, indices, updates_shape, dtype)
+            shapes = {name: list(value.shape) for name, value in feeds.items()}
+            model = scatter_model("ScatterND", element_type, shapes, reduction)
+            [got] = run_onnxruntime(lowered(model, ops), feeds)
+            assert_same_bits(got, _want(model, "ScatterND", feeds, reduction), f"{data_shape} {indices}")
+        return
     for data_shape, axis, indices in ELEMENTS_CASES:
         feeds = _feeds(rng, data_shape, indices, np.array(indices).shape, dtype)
         shapes = {name: list(value.shape) for name, value in feeds.items()}
@@ -203,15 +209,85 @@ def test_indices_of_unknown_depth_are_left_with_why():
     )
 
 
-@pytest.mark.parametrize("ops", [["ScatterND"], ["ScatterND", "GatherND"]])
-def test_an_index_outside_its_axis_fails_as_the_op_does(ops):
-    """[0, 3] on data [2, 3] names no element, though its row number (3) is one of the six: the
-    lowered model fails on it, as onnxruntime's kernel does, and writes nothing elsewhere."""
-    model = scatter_model("ScatterND", TensorProto.FLOAT, {"data": [2, 3], "indices": [1, 2], "updates": [1]}, "add")
-    made = lowered(model, ops)
-    feeds = {"data": np.zeros((2, 3), np.float32), "updates": np.ones(1, np.float32)}
-    [got] = run_onnxruntime(made, {**feeds, "indices": np.array([[1, -3]], np.int64)})
-    assert_same_bits(got, run_onnxruntime(model, {**feeds, "indices": np.array([[1, -3]], np.int64)})[0])
+@pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
+def test_an_index_outside_its_axis_fails_as_the_op_does(op_type):
+    """[0, 3] on data [2, 3] names no element, though its row number (3) is one of the six (3
+    along axis 1 of ScatterElements likewise): the lowered model fails on it, as onnxruntime's
+    kernel does, and writes nothing elsewhere; [1, -3] names [1, 0]."""
+    nd = op_type == "ScatterND"
+    shapes = {"data": [2, 3], "indices": [1, 2] if nd else [1, 1], "updates": [1] if nd else [1, 1]}
+    model = scatter_model(op_type, TensorProto.FLOAT, shapes, "add", axis=1)
+    made = lowered(model, [op_type])
+    feeds = {"data": np.zeros((2, 3), np.float32), "updates": np.ones(shapes["updates"], np.float32)}
+    inside, outside = ([[1, -3]], [[0, 3]]) if nd else ([[-3]], [[3]])
+    [got] = run_onnxruntime(made, {**feeds, "indices": np.array(inside, np.int64)})
+    assert_same_bits(got, run_onnxruntime(model, {**feeds, "indices": np.array(inside, np.int64)})[0])
     for runs in (made, model):
         with pytest.raises(Exception, match="(?i)indice|out of|range"):
-            run_onnxruntime(runs, {**feeds, "indices": np.array([[0, 3]], np.int64)})
+            run_onnxruntime(runs, {**feeds, "indices": np.array(outside, np.int64)})
+
+
+def test_updates_of_another_shape_fail_as_the_op_does():
+    """Updates [4, 2] where ScatterND takes [2, 4] (as many elements), and ScatterElements
+    updates unlike its indices: refused where the shapes say so before run time, failing at run
+    time where they do not, as onnxruntime's kernels do."""
+    static = scatter_model(
+        "ScatterND", TensorProto.FLOAT, {"data": [3, 4], "indices": [2, 1], "updates": [4, 2]}, "add"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(static, ops=["ScatterND"])
+    assert "its updates are of shape [4, 2] where the op takes [2, 4]" in "\n".join(result.report.lines())
+    feeds = {"data": np.zeros((3, 4), np.float32), "indices": np.array([[0], [2]], np.int64)}
+    for op_type, shapes, updates in (
+        ("ScatterND", {"data": [3, 4], "indices": [2, 1], "updates": ["a", "b"]}, np.ones((4, 2), np.float32)),
+        ("ScatterElements", {"data": [3, 4], "indices": [2, 1], "updates": ["a", "b"]}, np.ones((2, 2), np.float32)),
+    ):
+        model = scatter_model(op_type, TensorProto.FLOAT, shapes, "add")
+        made = lowered(model, [op_type])
+        for runs in (made, model):
+            with pytest.raises(Exception):  # noqa: B017 (each runtime's own words)
+                run_onnxruntime(runs, {**feeds, "updates": updates})
+        fitting = np.ones((2, 4) if op_type == "ScatterND" else (2, 1), np.float32)
+        assert_same_bits(
+            run_onnxruntime(made, {**feeds, "updates": fitting})[0],
+            run_onnxruntime(model, {**feeds, "updates": fitting})[0],
+        )
+
+
+@pytest.mark.parametrize("target", [13, 17])
+def test_data_of_no_elements_and_shapes_known_at_run_time_go_down_bit_for_bit(target):
+    """ScatterND add on data [3, 0] (every update empty) and ScatterElements on dynamic shapes,
+    taken to 13 (Reshape without allowzero: data of no elements comes back as it is, through an
+    If where its shape is not known) and 17; Flatten takes the empty updates, which a Reshape to
+    [-1, 0] would refuse."""
+    empty = scatter_model("ScatterND", TensorProto.FLOAT, {"data": [3, 0], "indices": [2, 1], "updates": [2, 0]}, "max")
+    feeds = {"data": np.zeros((3, 0), np.float32), "indices": np.array([[1], [2]], np.int64),
+             "updates": np.zeros((2, 0), np.float32)}  # fmt: skip
+    converted = lowering.lower_model(empty, target_opset=target, ops=[]).model
+    onnx.checker.check_model(converted, full_check=True)
+    assert_same_bits(run_onnxruntime(converted, feeds)[0], run_onnxruntime(empty, feeds)[0])
+    shapes = {"data": ["a", "b"], "indices": ["n", "m"], "updates": ["n", "m"]}
+    dynamic = scatter_model("ScatterElements", TensorProto.FLOAT, shapes, "add", axis=1)
+    converted = lowering.lower_model(dynamic, target_opset=target, ops=[]).model
+    onnx.checker.check_model(converted, full_check=True)
+    rng = np.random.default_rng(2)
+    for data_shape, indices_shape in (((3, 4), (2, 3)), ((0, 4), (0, 2)), ((3, 0), (3, 0))):
+        fed = {
+            "data": rng.standard_normal(data_shape).astype(np.float32),
+            "indices": rng.integers(-data_shape[1], max(data_shape[1], 1), indices_shape),
+            "updates": rng.standard_normal(indices_shape).astype(np.float32),
+        }
+        assert_same_bits(run_onnxruntime(converted, fed)[0], run_onnxruntime(dynamic, fed)[0], f"{data_shape}")
+
+
+def test_a_type_onnxruntime_moves_no_element_of_is_refused():
+    """bfloat16: onnxruntime's CPU provider has no Expand for it, which the steps that choose
+    rows write (max and min, or ScatterND lowered): refused, not written into a model it cannot load."""
+    model = scatter_model(
+        "ScatterElements", TensorProto.BFLOAT16, {"data": [4, 3], "indices": [3, 3], "updates": [3, 3]}, "max"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, ops=["ScatterElements"])
+    assert "does not run on bfloat16" in "\n".join(result.report.lines())
