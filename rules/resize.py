@@ -127,6 +127,8 @@ def resize_by_weighted_taps(
     tolerance of the op: the ONNX reference, which computes in float64, where it and
     onnxruntime agree; onnxruntime's kernel where they part (tf_crop_and_resize with scales,
     whose points the reference places by s · d, not o; an axis of scale 1; no length changed).
+    An axis whose scale is a constant 1 (or size a constant equal to its static length) is not
+    resized at all: X comes through it as it is.
     Not lowered: coordinate mode align_corners (onnxruntime places its points apart from the
     reference when downsampling), tf_crop_and_resize without a roi or with antialias, a
     keep_aspect_ratio_policy with sizes, exclude_outside in mode linear without antialias, X of
@@ -157,12 +159,17 @@ def resize_by_weighted_taps(
         raise NotLowered(f"keep_aspect_ratio_policy {as_text(keep_aspect_ratio_policy)} is not lowered by the rule")
     compute = TensorProto.DOUBLE if x.element_type == TensorProto.DOUBLE else TensorProto.FLOAT
     value = x if x.element_type == compute else b.Cast(x, to=compute)
-    crops = _crops(b, roi, len(resized), compute) if coordinates == "tf_crop_and_resize" else None
     lengths = _static_lengths(b, x, scales, resized)
+    unit = _unit_scales(b, scales, sizes, lengths)
+    crops = None
+    if coordinates == "tf_crop_and_resize":
+        crops = _crops(b, roi, len(resized), [i for i in range(len(resized)) if not unit[i]], compute)
     x_shape = b.Shape(x) if None in lengths else None
     steps = []
     # innermost axis first, as the reference combines them
     for i, axis in sorted(enumerate(resized), key=lambda pair: -pair[1]):
+        if unit[i]:  # (an axis of scale 1 comes out as it is: see below)
+            continue
         length, out_length = _axis_lengths(b, x_shape, axis, lengths[i], f"{i}")
         length_float = b.Cast(length, to=compute)
         if scales is not None:
@@ -175,6 +182,8 @@ def resize_by_weighted_taps(
             scale = b.Div(b.Cast(out_length, to=compute), length_float)
         crop = None if crops is None else crops[i]
         steps.append(_Axis(axis, length, length_float, out_length, scale, crop))
+    if not steps:  # (every axis of scale 1)
+        return b.Identity(x)
     # onnxruntime's kernels leave an axis of scale 1 as it is, and X whole where no length changes
     # (measured: its crop unread, its scale, where not 1, unused); the formulas agree but for the crop
     whole = None
@@ -306,9 +315,9 @@ def _resized_axis(
     return b.over_axes("ReduceSum", terms, [axis + 1], keepdims=0), beyond
 
 
-def _crops(b: Builder, roi: Value, count: int, compute: int) -> list[tuple[Value, Value]]:
-    """Per resized axis i, the crop (c0, c1) = (roi[i], roi[count + i]) in ``compute`` ([1] each);
-    NotLowered where a constant roi is not of 2 · count values."""
+def _crops(b: Builder, roi: Value, count: int, wanted: list[int], compute: int) -> dict[int, tuple[Value, Value]]:
+    """Per resized axis i among ``wanted``, the crop (c0, c1) = (roi[i], roi[count + i]) in
+    ``compute`` ([1] each); NotLowered where a constant roi is not of 2 · count values."""
     given = b.constant_value(roi)
     if given is not None and given.shape != (2 * count,):
         raise NotLowered(f"roi has shape {list(given.shape)}, not [{2 * count}] (a start and an end per resized axis)")
@@ -317,7 +326,7 @@ def _crops(b: Builder, roi: Value, count: int, compute: int) -> list[tuple[Value
         value = b.Gather(roi, b.ints([position], f"roi_{position}"))
         return value if value.element_type == compute else b.Cast(value, to=compute)
 
-    return [(bound(i), bound(count + i)) for i in range(count)]
+    return {i: (bound(i), bound(count + i)) for i in wanted}
 
 
 def _static_lengths(b: Builder, x: Value, scales, resized: list[int]) -> list[tuple[int, int | None] | None]:
@@ -337,6 +346,20 @@ def _static_lengths(b: Builder, x: Value, scales, resized: list[int]) -> list[tu
         product = None if given is None else np.float32(given[i]) * np.float32(d)
         lengths.append((d, int(np.floor(product)) if product is not None and np.isfinite(product) else None))
     return lengths
+
+
+def _unit_scales(b: Builder, scales, sizes, lengths: list) -> list[bool]:
+    """Per resized axis, whether its scale is known to be 1 before run time: a constant scale
+    of 1, or a constant size equal to the axis's static length."""
+    if scales is not None:
+        given = b.constant_value(scales)
+        if given is None or given.shape != (len(lengths),):
+            return [False] * len(lengths)
+        return [float(v) == 1.0 for v in given.tolist()]
+    given = b.constant_value(sizes)
+    if given is None or given.shape != (len(lengths),):
+        return [False] * len(lengths)
+    return [known is not None and int(v) == known[0] for v, known in zip(given.tolist(), lengths, strict=True)]
 
 
 def _axis_lengths(b: Builder, x_shape, axis: int, static, hint: str) -> tuple[Value, Value | None]:

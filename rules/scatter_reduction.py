@@ -102,21 +102,37 @@ def _dimension(b: Builder, shape: Value, axis: int) -> Value:
     return b.Gather(shape, b.scalar(axis, TensorProto.INT64, f"axis_{axis}"), axis=0)
 
 
+def rows_of(b: Builder, x: Value, axis: int, rank: int | None) -> Value:
+    """Flatten(x, axis): [∏ dims before axis, ∏ dims from it]; Reshape(x, [-1, 1]) where axis is
+    x's rank (onnx2torch's Flatten takes no axis past the last: measured), which no dimension of
+    0 can mislead (the 1 is not 0)."""
+    return b.Reshape(x, b.ints([-1, 1], "one_column")) if axis == rank else b.Flatten(x, axis=axis)
+
+
 def scatter_rows(
-    b: Builder, op_type: str, data: Value, indices: Value, updates: Value, depth: int, axis: int, indices_rank: int
+    b: Builder,
+    op_type: str,
+    data: Value,
+    indices: Value,
+    updates: Value,
+    depth: int,
+    axis: int,
+    indices_rank: int,
+    data_rank: int | None,
 ) -> Scatter:
     """The :class:`Scatter` of ScatterND (``depth`` k = the indices' last dimension) or
     ScatterElements (k = the rank; an update's index its own position but along ``axis``,
     where ``indices`` gives it). A slot is (···(n₀·d₁ + n₁)·d₂ + ···)·d_{k-1} + n_{k-1}, each
     coordinate n_j :func:`_checked` against its axis' length d_j; the updates are
-    Flatten(u, r - 1) (ScatterND, r the indices' rank) or Flatten(u, rank), which takes no
+    :func:`rows_of` (u, r - 1) (ScatterND, r the indices' rank) or (u, rank), which take no
     dimension of 0 for a copy."""
     int64 = TensorProto.INT64
     data_shape = b.Shape(data)
     if op_type == "ScatterND":
         tuples = b.Reshape(indices, b.ints([-1, depth], "tuples_shape"))  # [n, k]
         coordinates = [b.Gather(tuples, b.scalar(j, int64, f"axis_{j}"), axis=1) for j in range(depth)]
-        row_updates = b.Flatten(updates, axis=indices_rank - 1)
+        updates_rank = None if data_rank is None else indices_rank - 1 + data_rank - depth
+        row_updates = rows_of(b, updates, indices_rank - 1, updates_rank)
     else:
         update_shape = b.Shape(updates)
         coordinates = []
@@ -128,7 +144,7 @@ def scatter_rows(
             start, step = b.scalar(0, int64, "zero"), b.scalar(1, int64, "one")
             line = b.Reshape(b.Range(start, _dimension(b, update_shape, d), step), b.ints(line_shape, f"line_{d}"))
             coordinates.append(b.Reshape(b.Expand(line, update_shape), b.ints([-1], "flat")))
-        row_updates = b.Flatten(updates, axis=depth)
+        row_updates = rows_of(b, updates, depth, depth)
     offsets = None
     for j, coordinate in enumerate(coordinates):
         length = _dimension(b, data_shape, j)
@@ -283,11 +299,12 @@ def scattered(
     if b.opset < 14 and static and 0 in data_shape:
         return b.Identity(data)
     inner = b.nested("nonempty") if b.opset < 14 and not static else b
-    scatter = scatter_rows(inner, op_type, data, indices, updates, depth, axis, len(indices_shape))
+    data_rank = len(data_shape) if data_shape is not None else rank
+    scatter = scatter_rows(inner, op_type, data, indices, updates, depth, axis, len(indices_shape), data_rank)
     if not fits and wanted != []:
         guard = _failing_unless_updates_fit(inner, op_type, depth, data, indices, updates)
         scatter = Scatter(inner.Add(scatter.offsets, guard), scatter.row_updates)
-    view = inner.Flatten(data, axis=depth)
+    view = rows_of(inner, data, depth, data_rank)
     slots = None
     if chooses:
         start, step = inner.scalar(0, TensorProto.INT64, "zero"), inner.scalar(1, TensorProto.INT64, "one")

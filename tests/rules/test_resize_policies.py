@@ -415,6 +415,27 @@ def test_a_crop_the_rule_cannot_place_is_left_with_why(inputs, attributes, reaso
     assert reason in "\n".join(result.report.lines()), result.report.lines()
 
 
+@pytest.mark.parametrize("kind", ["scales", "sizes"])
+def test_axes_of_a_constant_unit_scale_are_not_resized(kind):
+    """Scales [1, 1, 2, 1] (sizes [2, 3, 8, 5] on X [2, 3, 4, 5]), constant: one axis resized,
+    one ReduceSum of taps; the others come through as they are, within the tolerance of
+    onnxruntime's kernel on the whole."""
+    given = np.array([1, 1, 2, 1], np.float32) if kind == "scales" else np.array([2, 3, 8, 5], np.int64)
+    inputs = ["x", "", "scales"] if kind == "scales" else ["x", "", "", "sizes"]
+    model = make_model(
+        [helper.make_node("Resize", inputs, ["y"], mode="linear")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 8, 5])],
+        opset=19,
+        initializer=[numpy_helper.from_array(given, kind)],
+    )
+    made = lowered_by_the_rule(model)
+    assert [node.op_type for node in made.graph.node].count("ReduceSum") == 1
+    x = np.random.default_rng(4).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    [got], [want] = run_onnxruntime(made, {"x": x}), run_onnxruntime(model, {"x": x})
+    assert not RESIZE_TOLERANCE[TensorProto.FLOAT].mismatches(got, want).any()
+
+
 def test_a_tap_of_weight_zero_reads_nothing():
     """Axes of scale 1 come through as they are, infinities and NaN included (the taps beside a
     point weigh 0); -0 comes back +0 (onnxruntime's ReduceSum adds from +0), equal in value."""
