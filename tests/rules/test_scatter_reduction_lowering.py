@@ -65,6 +65,15 @@ def lowered(model: onnx.ModelProto, ops: list[str]) -> onnx.ModelProto:
     return result.model
 
 
+def left_why(model: onnx.ModelProto, ops: list[str]) -> str:
+    """The report's lines, lowering ``model`` with ``ops`` asked, where the rule leaves a node."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = lowering.lower_model(model, ops=ops)
+    assert not result.report.complete
+    return "\n".join(result.report.lines())
+
+
 def _want(model, op_type, feeds, reduction, axis=0):
     try:
         return run_onnxruntime(model, feeds)[0]
@@ -189,11 +198,7 @@ def test_updates_uncounted_or_many_go_by_a_loop_a_few_counted_by_a_chain(op_type
 
 def test_no_reduction_is_left_with_why():
     model = scatter_model("ScatterND", TensorProto.FLOAT, {"data": [4], "indices": [2, 1], "updates": [2]}, "none")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = lowering.lower_model(model, ops=["ScatterND"])
-    assert not result.report.complete
-    assert "no reduction: every update is written as it is" in "\n".join(result.report.lines())
+    assert "no reduction: every update is written as it is" in left_why(model, ["ScatterND"])
 
 
 def test_indices_of_unknown_depth_are_left_with_why():
@@ -201,12 +206,8 @@ def test_indices_of_unknown_depth_are_left_with_why():
     dimension, must be known."""
     shapes = {"data": [4, 3], "indices": [2, "k"], "updates": [2, 3]}
     model = scatter_model("ScatterND", TensorProto.FLOAT, shapes, "add")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = lowering.lower_model(model, ops=["ScatterND"])
-    assert "the last dimension of its indices (how many axes an index names) is unknown" in "\n".join(
-        result.report.lines()
-    )
+    said = left_why(model, ["ScatterND"])
+    assert "the last dimension of its indices (how many axes an index names) is unknown" in said
 
 
 @pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
@@ -234,10 +235,7 @@ def test_updates_of_another_shape_fail_as_the_op_does():
     static = scatter_model(
         "ScatterND", TensorProto.FLOAT, {"data": [3, 4], "indices": [2, 1], "updates": [4, 2]}, "add"
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = lowering.lower_model(static, ops=["ScatterND"])
-    assert "its updates are of shape [4, 2] where the op takes [2, 4]" in "\n".join(result.report.lines())
+    assert "its updates are of shape [4, 2] where the op takes [2, 4]" in left_why(static, ["ScatterND"])
     feeds = {"data": np.zeros((3, 4), np.float32), "indices": np.array([[0], [2]], np.int64)}
     for op_type, shapes, updates in (
         ("ScatterND", {"data": [3, 4], "indices": [2, 1], "updates": ["a", "b"]}, np.ones((4, 2), np.float32)),
@@ -287,7 +285,4 @@ def test_a_type_onnxruntime_moves_no_element_of_is_refused():
     model = scatter_model(
         "ScatterElements", TensorProto.BFLOAT16, {"data": [4, 3], "indices": [3, 3], "updates": [3, 3]}, "max"
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = lowering.lower_model(model, ops=["ScatterElements"])
-    assert "does not run on bfloat16" in "\n".join(result.report.lines())
+    assert "does not run on bfloat16" in left_why(model, ["ScatterElements"])
