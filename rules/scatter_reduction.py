@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import onnx
 from onnx import TensorProto, helper
 
 from lowering import floats, schemas
@@ -18,8 +17,8 @@ REDUCTIONS = ("add", "mul", "max", "min")
 SIXTEEN_BIT_FLOATS = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 EMITS = (
     "Shape", "Slice", "Reshape", "Concat", "Less", "Add", "Mul", "Gather", "ScatterND", "Cast", "Range", "Expand",
-    "Loop", "Identity", "Constant", "Equal", "GatherElements", "Unsqueeze", "Flatten", "ReduceMin", "Where", "If",
-    "Size", "Squeeze",
+    "Loop", "Identity", "Constant", "Equal", "GatherElements", "Unsqueeze", "Flatten", "ReduceMin", "Where",
+    "Squeeze",
 )  # fmt: skip
 # ScatterND, GatherElements and Range exist from opset 11 (Slice takes its bounds as inputs from 10).
 FIRST_OPSET = 11
@@ -176,7 +175,8 @@ def _failing_unless_updates_fit(
     b: Builder, op_type: str, depth: int, data: Value, indices: Value, updates: Value
 ) -> Value:
     """[0] (int64), computed only where the updates' shape is the one the op takes (see
-    :func:`_updates_shape_said`): elsewhere an Expand to a dimension of -1, which fails, as the op does."""
+    :func:`_updates_shape_said`; the ranks known equal, and not 0): elsewhere an Expand to a
+    dimension of -1, which fails, as the op does."""
     int64 = TensorProto.INT64
     end = b.ints([2**63 - 1], "end")
     if op_type == "ScatterND":
@@ -261,30 +261,32 @@ def scattered(
     reduction: str,
     axis: int,
     shapes: tuple[list | None, list | None, list | None],
-    rank: int | None = None,
 ) -> Value:
     """The op with a reduction, one update at a time on data's flat view (:func:`one_update_at_a_time`),
     taken back to data's shape. ``shapes``: data's, the indices' and the updates' as far as
-    known; ``rank`` data's (ScatterElements), where its shape is not known. Updates of another
-    shape than the op takes fail, as the op does (:func:`_failing_unless_updates_fit`, where
-    not known before run time). Below opset 14, whose Reshape takes a 0 for a copy, data of
-    no elements comes back as it is (an If, where its shape is not known: every update is then
-    empty, or names an index the op fails on). NotLowered where the index depth or the rank is
-    not known, or the target runs an op the rule writes on data's type."""
+    known. Updates of another shape than the op takes fail, as the op does
+    (:func:`_failing_unless_updates_fit` on the shape taken back, where not known before run
+    time). NotLowered where a rank or the index depth is not known, below opset 14 (whose
+    Reshape takes a 0 for a copy) where data's shape is not known to hold no 0, or where the
+    target runs an op the rule writes on data's type."""
     data_shape, indices_shape, updates_shape = shapes
-    if indices_shape is None:
-        raise NotLowered("the rank of its indices is unknown")
+    if data_shape is None or indices_shape is None or updates_shape is None:
+        raise NotLowered("the rank of its data, indices or updates is unknown")
+    data_rank = len(data_shape)
     if op_type == "ScatterND":
         depth = indices_shape[-1] if indices_shape else None
         if not isinstance(depth, int) or depth == 0:
             raise NotLowered("the last dimension of its indices (how many axes an index names) is unknown or 0")
         known = indices_shape[:-1]
     else:
-        depth = len(data_shape) if data_shape is not None else rank
-        if depth is None:
-            raise NotLowered("the rank of its data is unknown")
-        known = indices_shape
+        depth, known = data_rank, indices_shape
         axis = axis + depth if axis < 0 else axis
+    static = all(isinstance(d, int) and d > 0 for d in data_shape)
+    if b.opset < 14 and not static:
+        raise NotLowered(
+            f"its data's shape is not known to hold no 0, which a Reshape at opset {b.opset} (no allowzero) "
+            "would misread"
+        )
     chooses = "ScatterND" in b.target.lowered_ops  # (its steps then write by choosing rows, not by ScatterND)
     written = ["Flatten", "Gather", "Reshape", *([] if chooses else ["ScatterND"])]
     if chooses or reduction in ("max", "min"):
@@ -295,41 +297,17 @@ def scattered(
         raise NotLowered(f"{', '.join(lacking)} does not run on {type_name} at opset {b.opset}")
     wanted, fits = _updates_shape_said(op_type, depth, data_shape, indices_shape, updates_shape)
     count = math.prod(known) if all(isinstance(d, int) for d in known) else None
-    static = data_shape is not None and all(isinstance(d, int) for d in data_shape)
-    if b.opset < 14 and static and 0 in data_shape:
-        return b.Identity(data)
-    inner = b.nested("nonempty") if b.opset < 14 and not static else b
-    data_rank = len(data_shape) if data_shape is not None else rank
-    scatter = scatter_rows(inner, op_type, data, indices, updates, depth, axis, len(indices_shape), data_rank)
-    if not fits and wanted != []:
-        guard = _failing_unless_updates_fit(inner, op_type, depth, data, indices, updates)
-        scatter = Scatter(inner.Add(scatter.offsets, guard), scatter.row_updates)
-    view = rows_of(inner, data, depth, data_rank)
+    scatter = scatter_rows(b, op_type, data, indices, updates, depth, axis, len(indices_shape), data_rank)
+    view = rows_of(b, data, depth, data_rank)
     slots = None
     if chooses:
-        start, step = inner.scalar(0, TensorProto.INT64, "zero"), inner.scalar(1, TensorProto.INT64, "one")
-        slots = inner.Reshape(
-            inner.Range(start, _dimension(inner, inner.Shape(view), 0), step), inner.ints([-1, 1], "slots_shape")
-        )
-    result = one_update_at_a_time(inner, view, scatter, reduction, count, slots)
-    if static and 0 not in data_shape:
-        return b.Reshape(result, b.ints(data_shape, "data_shape"))
-    if b.opset >= 14:
-        return b.Reshape(result, b.Shape(data), allowzero=1)
-    result = inner.Reshape(result, inner.Shape(data))
-    empty = b.Equal(b.Size(data), b.scalar(0, TensorProto.INT64, "zero"))
-    as_it_is = b.nested("empty")
-    kept = as_it_is.Identity(data)
-
-    def branch(builder: Builder, output: Value) -> onnx.GraphProto:
-        return helper.make_graph(
-            builder.nodes, b.fresh(f"{output.name}_branch"), [],
-            [helper.make_tensor_value_info(output.name, data.element_type, None)],
-        )  # fmt: skip
-
-    named = [b.fresh("scattered")]
-    b.op("If", empty, outputs=named, then_branch=branch(as_it_is, kept), else_branch=branch(inner, result))
-    return Value(named[0], data.element_type)
+        start, step = b.scalar(0, TensorProto.INT64, "zero"), b.scalar(1, TensorProto.INT64, "one")
+        slots = b.Reshape(b.Range(start, _dimension(b, b.Shape(view), 0), step), b.ints([-1, 1], "slots_shape"))
+    result = one_update_at_a_time(b, view, scatter, reduction, count, slots)
+    shape = b.ints(data_shape, "data_shape") if static else b.Shape(data)
+    if not fits and wanted:  # (a shape of rank 0 is known to fit one of rank 0)
+        shape = b.Add(shape, _failing_unless_updates_fit(b, op_type, depth, data, indices, updates))
+    return b.Reshape(result, shape) if static else b.Reshape(result, shape, allowzero=1)
 
 
 def _lowered(b: Builder, op_type: str, data: Value, indices: Value, updates: Value, reduction: str, axis: int) -> Value:
@@ -347,11 +325,7 @@ def _lowered(b: Builder, op_type: str, data: Value, indices: Value, updates: Val
     elif _compared_as(b, data.element_type) is None:
         raise NotLowered(f"Less does not run on {schemas.type_name(data.element_type)} at opset {b.opset}")
     shapes = (b.shape_of(data), b.shape_of(indices), b.shape_of(updates))
-    rank = None
-    if op_type == "ScatterElements":  # (indices and updates are of data's rank)
-        known = [shape for shape in shapes[1:] if shape is not None]
-        rank = len(known[0]) if known else None
-    return scattered(b, op_type, data, indices, updates, reduction, axis, shapes, rank)
+    return scattered(b, op_type, data, indices, updates, reduction, axis, shapes)
 
 
 @rule("ScatterND", versions=(16, 18), emits=EMITS)

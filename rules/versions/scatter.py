@@ -57,12 +57,11 @@ def _one_update_at_a_time(node: onnx.NodeProto, context: AdapterContext) -> list
         )
     b = context.builder(node)
     axis = attribute_of(node, "axis") or 0
-    rank = (context.rank_of(updates) or context.rank_of(indices)) if node.op_type == "ScatterElements" else None
     shapes = (_shape_of(context, data), _shape_of(context, indices), _shape_of(context, updates))
     try:
         result = scattered(
             b, node.op_type, Value(data, element_type), Value(indices, None), Value(updates, None), reduction, axis,
-            shapes, rank,
+            shapes,
         )  # fmt: skip
     except NotLowered as refused:
         raise _refused(node, context, refused.reason) from None
