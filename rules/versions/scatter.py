@@ -77,8 +77,12 @@ def _shape_of(context: AdapterContext, name: str) -> list[int | None] | None:
     return [d.dim_value if d.HasField("dim_value") else None for d in inferred.tensor_type.shape.dim]
 
 
-# Cases: today ScatterND 6, ScatterElements 10 (the reductions one update at a time)
-@adapter(SCATTER, 16, "down", "no reduction, or one update at a time", versions=(11, 18), cases=6)
+# Cases: today ScatterND 2 (its reduction cases, their indices constant, go by the rule where
+# the conversion lowers them: rules/scatter_reduction.py), ScatterElements 10
+@adapter(
+    SCATTER, 16, "down", "no reduction, or one update at a time", versions=(11, 18),
+    cases={"ScatterND": 2, "ScatterElements": 6},
+)  # fmt: skip
 def scatter_without_reduction(node: onnx.NodeProto, context: AdapterContext):
     """op-16/18(d, i, u) = op-11/13(d, i, u), no reduction; else for each j in order, o[i_j] = o[i_j] ∘ u_j.
 
