@@ -9,6 +9,7 @@ import onnx
 from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .gathering import row_numbers
 from .versions.gathernd import batch_coordinates
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -77,14 +78,8 @@ def gathernd_by_row_numbers(b: Builder, data: Value, indices: Value, *, batch_di
             f"{b.opset} (no allowzero) would misread"
         )
     dims = b.Shape(data)
-    zero, one = b.scalar(0, onnx.TensorProto.INT64, "zero"), b.scalar(1, onnx.TensorProto.INT64, "one")
-    row = None
-    for j in range(depth):
-        size = b.Gather(dims, b.scalar(j, onnx.TensorProto.INT64, f"axis_{j}"), axis=0)
-        index = b.Gather(indices, b.scalar(j, onnx.TensorProto.INT64, f"axis_{j}"), axis=-1)
-        checked = b.Gather(b.Range(zero, size, one), index, axis=0)
-        row = checked if row is None else b.Add(b.Mul(row, size), checked)
-    rows = b.Gather(b.Flatten(data, axis=depth), row, axis=0)
+    coordinates = [b.Gather(indices, b.scalar(j, onnx.TensorProto.INT64, f"axis_{j}"), axis=-1) for j in range(depth)]
+    rows = b.Gather(b.Flatten(data, axis=depth), row_numbers(b, dims, coordinates), axis=0)
     known = None if data_shape is None else [*indices_shape[:-1], *data_shape[depth:]]
     if known is not None and None not in known and 0 not in known:  # (no 0: allowzero says nothing)
         return b.Reshape(rows, b.ints(known, "shape"))

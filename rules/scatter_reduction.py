@@ -13,8 +13,9 @@ from onnx import TensorProto, helper
 from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .gathering import row_numbers
+
 REDUCTIONS = ("add", "mul", "max", "min")
-SIXTEEN_BIT_FLOATS = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 EMITS = (
     "Shape", "Slice", "Reshape", "Concat", "Less", "Add", "Mul", "Gather", "ScatterND", "Cast", "Range", "Expand",
     "Loop", "Identity", "Constant", "Equal", "GatherElements", "Unsqueeze", "Flatten", "ReduceMin", "Where",
@@ -28,8 +29,8 @@ UNROLLED_AT_MOST = 64
 
 
 def combined(b: Builder, reduction: str, current: Value, update: Value) -> Value:
-    """current ∘ update: Add, Mul (float16 and bfloat16 in float32, where the target runs them
-    only so); max = update unless update < current, min = update unless current < update.
+    """current ∘ update: Add, Mul (a float narrower than float32 in float32, where the target
+    runs them only so); max = update unless update < current, min = update unless current < update.
 
     max and min as onnxruntime's kernels compute them (measured on every pair of float edge
     values, NaN payloads and ±0 among them, and on integers): the update is taken unless it is
@@ -41,7 +42,7 @@ def combined(b: Builder, reduction: str, current: Value, update: Value) -> Value
         op_type = {"add": "Add", "mul": "Mul"}[reduction]
         if b.runs(op_type, current):
             return b.op(op_type, current, update)
-        # a 16-bit float's sum or product is exact in float32, or too far apart for the smaller
+        # a narrower float's sum or product is exact in float32, or too far apart for the smaller
         # to move the larger: rounded once to the type, as the kernel's
         wide = [b.Cast(v, to=TensorProto.FLOAT) for v in (current, update)]
         return b.Cast(b.op(op_type, *wide), to=current.element_type)
@@ -56,13 +57,18 @@ def combined(b: Builder, reduction: str, current: Value, update: Value) -> Value
     return chosen(b, kept, current, update, b.Shape(current))
 
 
+def _narrower_float(element_type: int) -> bool:
+    """A float type narrower than float32, each of whose values float32 holds exactly."""
+    return floats.is_float(element_type) and floats.numpy_dtype(element_type).itemsize < 4
+
+
 def _compared_as(b: Builder, element_type: int) -> int | None:
     """The type Less compares ``element_type`` in: its own where the target runs Less on it,
     else float32 for a float (a 16-bit float is exactly a float32), int64 for a signed or a
     narrower unsigned integer (exactly), None where none holds it."""
     if b.runs("Less", Value("", element_type)):
         return element_type
-    if floats.is_float(element_type) and floats.numpy_dtype(element_type).itemsize <= 4:
+    if element_type == TensorProto.FLOAT or _narrower_float(element_type):
         return TensorProto.FLOAT
     if floats.is_integer(element_type) and element_type != TensorProto.UINT64:
         return TensorProto.INT64
@@ -91,12 +97,6 @@ class Scatter:
     row_updates: Value
 
 
-def _checked(b: Builder, coordinate: Value, length: Value) -> Value:
-    """Gather(Range(0, d, 1), i): i itself, i + d where negative, an error outside [-d, d), as the op fails."""
-    int64 = TensorProto.INT64
-    return b.Gather(b.Range(b.scalar(0, int64, "zero"), length, b.scalar(1, int64, "one")), coordinate, axis=0)
-
-
 def _dimension(b: Builder, shape: Value, axis: int) -> Value:
     return b.Gather(shape, b.scalar(axis, TensorProto.INT64, f"axis_{axis}"), axis=0)
 
@@ -121,8 +121,8 @@ def scatter_rows(
 ) -> Scatter:
     """The :class:`Scatter` of ScatterND (``depth`` k = the indices' last dimension) or
     ScatterElements (k = the rank; an update's index its own position but along ``axis``,
-    where ``indices`` gives it). A slot is (···(n₀·d₁ + n₁)·d₂ + ···)·d_{k-1} + n_{k-1}, each
-    coordinate n_j :func:`_checked` against its axis' length d_j; the updates are
+    where ``indices`` gives it). A slot is the tuple's :func:`row_numbers` (each coordinate
+    checked against its axis' length, failing outside it); the updates are
     :func:`rows_of` (u, r - 1) (ScatterND, r the indices' rank) or (u, rank), which take no
     dimension of 0 for a copy."""
     int64 = TensorProto.INT64
@@ -144,12 +144,7 @@ def scatter_rows(
             line = b.Reshape(b.Range(start, _dimension(b, update_shape, d), step), b.ints(line_shape, f"line_{d}"))
             coordinates.append(b.Reshape(b.Expand(line, update_shape), b.ints([-1], "flat")))
         row_updates = rows_of(b, updates, depth, depth)
-    offsets = None
-    for j, coordinate in enumerate(coordinates):
-        length = _dimension(b, data_shape, j)
-        checked = _checked(b, coordinate, length)
-        offsets = checked if offsets is None else b.Add(b.Mul(offsets, length), checked)
-    return Scatter(offsets, row_updates)
+    return Scatter(row_numbers(b, data_shape, coordinates), row_updates)
 
 
 def _updates_shape_said(
@@ -320,7 +315,7 @@ def _lowered(b: Builder, op_type: str, data: Value, indices: Value, updates: Val
         raise NotLowered(f"ScatterND and Range, which the rule writes, do not exist at opset {b.opset}")
     if reduction in ("add", "mul"):
         combine = {"add": "Add", "mul": "Mul"}[reduction]
-        if not b.runs(combine, data) and data.element_type not in SIXTEEN_BIT_FLOATS:
+        if not b.runs(combine, data) and not _narrower_float(data.element_type):
             raise NotLowered(f"{combine} does not run on {schemas.type_name(data.element_type)} at opset {b.opset}")
     elif _compared_as(b, data.element_type) is None:
         raise NotLowered(f"Less does not run on {schemas.type_name(data.element_type)} at opset {b.opset}")
@@ -338,8 +333,9 @@ def scatter_nd_one_update_at_a_time(
     entries counted from the end, an error outside the axis, as the op fails); u_j its slice of
     the updates; ∘ is Add, Mul, or onnxruntime's max and min (:func:`combined`); the result
     reshaped to d's shape. Bit for bit: the same operations in the same order as the op's
-    kernel. Not lowered: no reduction, k unknown, opsets below 11, a type the combining op
-    does not take."""
+    kernel. Not lowered: no reduction, and what :func:`scattered` refuses (a rank or k unknown,
+    data not known to hold no 0 below opset 14, an op of the rule the target does not run on
+    the type), opsets below 11, a type the combining op does not take."""
     return _lowered(b, "ScatterND", data, indices, updates, reduction, 0)
 
 
@@ -351,6 +347,5 @@ def scatter_elements_one_update_at_a_time(
 
     The full index of update u[p] is p with its a-th entry i[p] (negative counted from the end);
     v = Flatten(d, rank), one value a row; each is combined with what is at its index in index
-    order, as in ScatterND's rule. Bit for bit. Not lowered: no reduction, the rank unknown,
-    opsets below 11, a type the combining op does not take."""
+    order, as in ScatterND's rule. Bit for bit. Not lowered: as ScatterND's rule."""
     return _lowered(b, "ScatterElements", data, indices, updates, reduction, axis)

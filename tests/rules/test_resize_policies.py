@@ -16,7 +16,9 @@ from onnx import TensorProto, helper, numpy_helper
 from support import (
     assert_same_bits,
     assert_same_values,
+    lowered_wholly,
     make_model,
+    nested_forms,
     refusal,
     slow_but_a_sample,  # noqa: E402
 )
@@ -245,6 +247,7 @@ def lowered_by_the_rule(model: onnx.ModelProto) -> onnx.ModelProto:
         result = lowering.lower_model(model, ops=["Resize"])
     assert result.report.complete, result.report.lines()
     assert not any(node.op_type == "Resize" for node in result.model.graph.node)
+    onnx.checker.check_model(result.model, full_check=True)
     return result.model
 
 
@@ -362,6 +365,24 @@ def test_crop_and_pytorch_half_pixel_within_tolerance_of_onnxruntime(mode, coord
             assert got.shape == want.shape and got.dtype == dtype
             stray = RESIZE_TOLERANCE[element_type].mismatches(got, want)
             assert not stray.any(), f"{kind} {fed[kind]} {fed['x'].shape}: {np.abs(got.astype(float) - want).max()}"
+
+
+def test_a_crop_inside_if_branches_and_local_functions():
+    """tf_crop_and_resize where an If branch or a local function holds the Resize: lowered
+    there too, within the rule's tolerance of onnxruntime's kernel, either branch taken."""
+    model = crop_model(TensorProto.FLOAT, "sizes", mode="linear", coordinate_transformation_mode="tf_crop_and_resize")
+    rng = np.random.default_rng(9)
+    feeds = {
+        "x": rng.standard_normal((1, 2, 5, 4)).astype(np.float32),
+        "roi": np.array([0.1, -0.2, 0.8, 1.1], np.float32),
+        "sizes": np.array([3, 7], np.int64),
+    }
+    for label, nested in nested_forms(model).items():
+        made = lowered_wholly(nested, "Resize")
+        for branch in (True, False):
+            fed = {**feeds, "branch": np.array(branch)}
+            [got], [want] = run_onnxruntime(made, fed), run_onnxruntime(nested, fed)
+            assert not RESIZE_TOLERANCE[TensorProto.FLOAT].mismatches(got, want).any(), f"{label} {branch}"
 
 
 @pytest.mark.parametrize("coordinates", ["half_pixel", "asymmetric", "tf_crop_and_resize"])

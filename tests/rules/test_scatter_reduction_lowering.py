@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import warnings
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
 from lowering.rules.scatter_reduction import UNROLLED_AT_MOST
 from onnx import TensorProto, helper
-from support import assert_same_bits, make_model, slow_but_a_sample  # noqa: E402
+from support import assert_same_bits, lowered_wholly, make_model, nested_forms, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering.samples import edge_values
@@ -170,13 +171,10 @@ def test_reductions_go_one_update_at_a_time_bit_for_bit(reduction, dtype, op_typ
         assert_same_bits(got, _want(model, "ScatterElements", feeds, reduction, axis), f"{data_shape} {indices}")
 
 
-@pytest.mark.parametrize("op_type", ["ScatterND", "ScatterElements"])
-@pytest.mark.parametrize("ops", [["ScatterElements"], ["ScatterElements", "ScatterND"]])
+@pytest.mark.parametrize(("op_type", "ops"), PATHS, ids=["nd", "elements", "elements-nd-lowered"])
 def test_updates_uncounted_or_many_go_by_a_loop_a_few_counted_by_a_chain(op_type, ops):
     """A Loop where the number of updates is unknown before run time (its axis named) or past
     UNROLLED_AT_MOST, a chain of steps where it is known and few: the same bits each way."""
-    if op_type == "ScatterND" and ops == ["ScatterElements"]:
-        ops = ["ScatterND"]
     rng = np.random.default_rng(5)
     many = UNROLLED_AT_MOST + 6
     for count, named in ((5, False), (5, True), (many, False)):
@@ -319,3 +317,37 @@ def test_a_type_onnxruntime_moves_no_element_of_is_refused():
         "ScatterElements", TensorProto.BFLOAT16, {"data": [4, 3], "indices": [3, 3], "updates": [3, 3]}, "max"
     )
     assert "does not run on bfloat16" in left_why(model, ["ScatterElements"])
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_bfloat16_sums_and_products_go_through_float32_rounded_once(reduction):
+    """ScatterElements add and mul on bfloat16 (onnxruntime has no Add or Mul for it, nor the
+    original's kernel): each step computed in float32 and rounded to bfloat16 once, the spec's
+    loop in ml_dtypes' bfloat16 arithmetic bit for bit."""
+    shapes = {"data": [4, 3], "indices": [3, 3], "updates": [3, 3]}
+    model = scatter_model("ScatterElements", TensorProto.BFLOAT16, shapes, reduction)
+    rng = np.random.default_rng(6)
+    feeds = {
+        "data": (rng.standard_normal((4, 3)) * 3).astype(ml_dtypes.bfloat16),
+        "indices": np.array([[1, 2, 0], [3, 0, 1], [1, 1, -3]], np.int64),
+        "updates": (rng.standard_normal((3, 3)) * 3).astype(ml_dtypes.bfloat16),
+    }
+    [got] = run_onnxruntime(lowered(model, ["ScatterElements"]), feeds)
+    want = spec_loop("ScatterElements", feeds["data"], feeds["indices"], feeds["updates"], reduction)
+    assert_same_bits(got, want)
+
+
+@pytest.mark.parametrize(("op_type", "reduction"), [("ScatterND", "add"), ("ScatterElements", "max")])
+def test_inside_if_branches_and_local_functions(op_type, reduction):
+    """The rule lowers the node where an If branch or a local function holds it: the same bits
+    as onnxruntime's kernel on the original, either branch taken."""
+    nd = op_type == "ScatterND"
+    shapes = {"data": [4, 3], "indices": [3, 1] if nd else [3, 3], "updates": [3, 3]}
+    model = scatter_model(op_type, TensorProto.FLOAT, shapes, reduction)
+    rng = np.random.default_rng(8)
+    feeds = _feeds(rng, (4, 3), [[1], [-3], [3]] if nd else [[1, 2, 0], [3, 0, 1], [1, 1, -3]], (3, 3), np.float32)
+    for label, nested in nested_forms(model).items():
+        made = lowered_wholly(nested, op_type)
+        for branch in (True, False):
+            fed = {**feeds, "branch": np.array(branch)}
+            assert_same_bits(run_onnxruntime(made, fed)[0], run_onnxruntime(nested, fed)[0], f"{label} {branch}")
