@@ -5,6 +5,8 @@ around a Gather back there; its GatherElements of strings is right along every a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from onnx import TensorProto
 
 from lowering import schemas
@@ -59,16 +61,17 @@ def gather_along(
     return squeezed
 
 
-def row_numbers(b: Builder, dims: Value, coordinates: list[Value]) -> Value:
-    """The row of Flatten(x, k) that each index tuple (i₀, ..., i_{k-1}) names, x's shape ``dims``:
-    r = (···(n₀·d₁ + n₁)·d₂ + ···)·d_{k-1} + n_{k-1}, n_j = Gather(Range(0, d_j, 1), i_j): i_j
-    itself, i_j + d_j where negative, and an error where outside [-d_j, d_j), as the ops that
-    take such tuples (GatherND, ScatterND) fail. Integers only: exact."""
+def row_numbers(b: Builder, dims: Value, depth: int, coordinate: Callable[[int], Value]) -> Value:
+    """The row of Flatten(x, k) that each index tuple (i₀, ..., i_{k-1}) names, x's shape ``dims``,
+    k = ``depth``, i_j = ``coordinate(j)``: r = (···(n₀·d₁ + n₁)·d₂ + ···)·d_{k-1} + n_{k-1},
+    n_j = Gather(Range(0, d_j, 1), i_j): i_j itself, i_j + d_j where negative, and an error
+    where outside [-d_j, d_j), as the ops that take such tuples (GatherND, ScatterND) fail.
+    Integers only: exact."""
     int64 = TensorProto.INT64
     zero, one = b.scalar(0, int64, "zero"), b.scalar(1, int64, "one")
     row = None
-    for j, index in enumerate(coordinates):
+    for j in range(depth):
         size = b.Gather(dims, b.scalar(j, int64, f"axis_{j}"), axis=0)
-        checked = b.Gather(b.Range(zero, size, one), index, axis=0)
+        checked = b.Gather(b.Range(zero, size, one), coordinate(j), axis=0)
         row = checked if row is None else b.Add(b.Mul(row, size), checked)
     return row

@@ -78,8 +78,11 @@ def gathernd_by_row_numbers(b: Builder, data: Value, indices: Value, *, batch_di
             f"{b.opset} (no allowzero) would misread"
         )
     dims = b.Shape(data)
-    coordinates = [b.Gather(indices, b.scalar(j, onnx.TensorProto.INT64, f"axis_{j}"), axis=-1) for j in range(depth)]
-    rows = b.Gather(b.Flatten(data, axis=depth), row_numbers(b, dims, coordinates), axis=0)
+
+    def coordinate(j: int) -> Value:
+        return b.Gather(indices, b.scalar(j, onnx.TensorProto.INT64, f"axis_{j}"), axis=-1)
+
+    rows = b.Gather(b.Flatten(data, axis=depth), row_numbers(b, dims, depth, coordinate), axis=0)
     known = None if data_shape is None else [*indices_shape[:-1], *data_shape[depth:]]
     if known is not None and None not in known and 0 not in known:  # (no 0: allowzero says nothing)
         return b.Reshape(rows, b.ints(known, "shape"))

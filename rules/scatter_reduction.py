@@ -144,7 +144,7 @@ def scatter_rows(
             line = b.Reshape(b.Range(start, _dimension(b, update_shape, d), step), b.ints(line_shape, f"line_{d}"))
             coordinates.append(b.Reshape(b.Expand(line, update_shape), b.ints([-1], "flat")))
         row_updates = rows_of(b, updates, depth, depth)
-    return Scatter(row_numbers(b, data_shape, coordinates), row_updates)
+    return Scatter(row_numbers(b, data_shape, depth, coordinates.__getitem__), row_updates)
 
 
 def _updates_shape_said(
