@@ -32,6 +32,7 @@ from . import (  # noqa: F401
     recurrent,
     resize,
     reverse_sequence,
+    roialign,
     scan,
     scatter_reduction,
     size,

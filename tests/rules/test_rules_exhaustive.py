@@ -40,7 +40,7 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_tfidf_vectorizer_lowering.py (TfIdfVectorizer: rows counted against a pool of n-grams), in
 # tests/rules/test_hardmax_lowering.py (Hardmax: a one-hot of x's type along an axis), in
 # tests/rules/test_hyperbolic_lowering.py (Sinh, Cosh, Asinh, Acosh, Atanh: within a stated tolerance), in
-# tests/rules/test_det_lowering.py (Det: matrices).
+# tests/rules/test_det_lowering.py (Det: matrices), in tests/rules/test_roialign_lowering.py (RoiAlign).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -56,6 +56,7 @@ SHAPED = {
     "STFT",
     "GridSample",
     "DeformConv",
+    "RoiAlign",
     "GatherND",
     "Flatten",
     "OneHot",

@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from lowering.rules.recurrent import RECURRENT_TOLERANCE
+from lowering.rules.roialign import ROI_ALIGN_TOLERANCE, roi_align_reference
 from onnx import TensorProto, helper, numpy_helper
 from support import (
     make_model,
@@ -440,15 +441,42 @@ def test_roi_align_output_half_pixel_is_roi_align_10(mode, element_type, target)
     assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
 
 
+ROI_FEEDS_RNG = 16
+
+
+def roi_feeds(dtype) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(ROI_FEEDS_RNG)
+    return {
+        "X": (rng.standard_normal((2, 3, 8, 9)) * 3).astype(dtype),
+        "rois": np.array([[0.0, 0.0, 13.0, 11.0], [3.3, 2.1, 9.7, 15.2], [4.0, 4.0, 4.5, 5.0]], dtype),
+        "batch_indices": np.array([0, 1, 1], np.int64),
+    }
+
+
 @pytest.mark.parametrize("attributes", [{}, {"coordinate_transformation_mode": "half_pixel"}])
-def test_roi_align_half_pixel_is_refused(attributes):
-    message = refusal(roi_align_model(16, **attributes), 13)
-    assert "coordinate_transformation_mode half_pixel" in message
+def test_roi_align_half_pixel_goes_below_16_by_the_rule_from_12(attributes):
+    """RoiAlign-10 knows no half_pixel: from opset 12 the rule (rules/roialign.py) lowers the node,
+    within its tolerance; below 12 it is refused."""
+    model = roi_align_model(16, **attributes)
+    result = lowered(model, 13)
+    assert "RoiAlign" not in op_types(result.model)
+    feeds = roi_feeds(np.float32)
+    (got,) = run_onnxruntime(result.model, feeds)
+    assert not ROI_ALIGN_TOLERANCE[FLOAT].mismatches(got, run_onnxruntime(model, feeds)[0]).any()
+    assert "coordinate_transformation_mode half_pixel" in refusal(model, 11)
 
 
-def test_roi_align_on_bfloat16_is_refused_at_13():
+def test_roi_align_on_bfloat16_goes_to_13_by_the_rule():
+    """RoiAlign-10 takes no bfloat16: the rule lowers the node (onnxruntime has no bfloat16 RoiAlign,
+    so the rule's reference is the oracle)."""
     model = roi_align_model(22, TensorProto.BFLOAT16, coordinate_transformation_mode="output_half_pixel")
-    assert "which RoiAlign-10 does not take" in refusal(model, 13)
+    result = lowered(model, 13)
+    assert "RoiAlign" not in op_types(result.model)
+    feeds = roi_feeds(ml_dtypes.bfloat16)
+    (got,) = run_onnxruntime(result.model, feeds)
+    attributes = {a.name: helper.get_attribute_value(a) for a in model.graph.node[0].attribute}
+    want = roi_align_reference(*feeds.values(), **attributes)
+    assert not ROI_ALIGN_TOLERANCE[TensorProto.BFLOAT16].mismatches(got, want).any()
 
 
 # -- the backend corpus pairs issue 13 names --------------------------------------------------------
