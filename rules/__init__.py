@@ -39,5 +39,6 @@ from . import (  # noqa: F401
     tensorscatter,
     tfidf_vectorizer,
     trilu,
+    unique,
     versions,
 )

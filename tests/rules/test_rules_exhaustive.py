@@ -40,7 +40,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_tfidf_vectorizer_lowering.py (TfIdfVectorizer: rows counted against a pool of n-grams), in
 # tests/rules/test_hardmax_lowering.py (Hardmax: a one-hot of x's type along an axis), in
 # tests/rules/test_hyperbolic_lowering.py (Sinh, Cosh, Asinh, Acosh, Atanh: within a stated tolerance), in
-# tests/rules/test_det_lowering.py (Det: matrices), in tests/rules/test_roialign_lowering.py (RoiAlign).
+# tests/rules/test_det_lowering.py (Det: matrices), in tests/rules/test_roialign_lowering.py (RoiAlign),
+# in tests/rules/test_unique_lowering.py (Unique: four outputs).
 SHAPED = {
     "Trilu",
     "Resize",
@@ -57,6 +58,7 @@ SHAPED = {
     "GridSample",
     "DeformConv",
     "RoiAlign",
+    "Unique",
     "GatherND",
     "Flatten",
     "OneHot",

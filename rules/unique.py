@@ -1,0 +1,136 @@
+"""Unique (versions 11, 28, no function body) lowered to comparisons of every pair of rows."""
+
+from __future__ import annotations
+
+import math
+
+from onnx import TensorProto
+
+from lowering import floats, schemas
+from lowering.registry import Builder, NotLowered, Value, rule
+
+EMITS = (
+    "Reshape", "Unsqueeze", "Transpose", "Flatten", "Cast", "Equal", "Less", "IsNaN", "And", "Or", "Not", "CumSum",
+    "ReduceSum", "Shape", "Gather", "Squeeze", "Range", "Constant",
+)  # fmt: skip
+# The rule writes ops as they are from this opset on (Range and CumSum from 11), int64 Constants
+# among them.
+FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
+
+# The most pairs of row elements the rule compares at once (n²·m, where the lengths are known):
+# its comparisons and running sums hold that many values.
+MOST_PAIRED_ELEMENTS = 2**24
+WIDENED_INTEGERS = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.UINT8, TensorProto.UINT16,
+                    TensorProto.UINT32, TensorProto.BOOL)  # fmt: skip
+
+
+@rule("Unique", versions=(11, 28), emits=EMITS)
+def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, sorted: int = 1):  # noqa: A002
+    """Unique(X) = (Y, indices, inverse_indices, counts) from X's rows (its slices along ``axis``,
+    or its elements: [n, m]) compared pairwise.
+
+    Rows i and j are equal where no element differs (NaN equal to NaN, -0 to 0); row j is below
+    row i where, at the first element k where they differ, r_jk < r_ik (NaN above every number):
+    ``below[i, j] = Σ_k [Σ_{k'<k} differ[i, j, k'] = 0] · [r_jk < r_ik]`` (CumSum). Row i comes
+    first where no earlier row equals it (``first``). Its rank, ``inverse_indices[i]``, is the
+    number of first rows below it (sorted) or before its first equal (sorted=0); ``counts[r]``
+    the rows of rank r; ``indices[r]`` the first row of rank r, the number of rows before it
+    (CumSum); ``Y = Gather(X, indices)`` along the axis (or of X's elements), X's bits as they
+    are: the first of equal rows (-0 where it comes first).
+    As onnxruntime's kernel answers inputs free of NaN; one holding NaN it answers by its map's
+    balance (NaN neither below nor above anything: [2, NaN, NaN, NaN, 1] gives [1, 2] and counts
+    [1, 4], measured), which no rewrite follows: the rule takes every NaN as one value above
+    every number, as onnx.reference does without an axis.
+    Quadratic in the rows: not lowered where n²·m is known to pass 2^24. Not lowered: an axis
+    outside X's rank, X's rank unknown with an axis, strings and complex values, types the
+    target compares in no exact way, opsets below 11.
+    """
+    if b.opset < FIRST_OPSET:
+        raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
+    shape = b.shape_of(x)
+    if axis is None:  # X's elements as rows of one
+        source, gathered_axis = b.Reshape(x, b.ints([-1], "every_element")), 0
+        rows = b.over_axes("Unsqueeze", source, [1])
+        known = [math.prod(shape) if shape is not None and None not in shape else None, 1]
+    else:
+        if shape is None:
+            raise NotLowered("X's rank is unknown, so the axis its slices lie along is unknown")
+        rank = len(shape)
+        if not -rank <= axis < rank:
+            raise NotLowered(f"axis {axis} is outside X's rank {rank}")
+        gathered_axis = axis % rank
+        others = [d for k, d in enumerate(shape) if k != gathered_axis]
+        moved = (
+            x
+            if gathered_axis == 0
+            else b.Transpose(x, perm=[gathered_axis, *range(gathered_axis), *range(gathered_axis + 1, rank)])
+        )
+        source, rows = x, b.Flatten(moved, axis=1)  # [n, m]
+        known = [shape[gathered_axis], math.prod(others) if None not in others else None]
+    if None not in known and known[0] ** 2 * known[1] > MOST_PAIRED_ELEMENTS:
+        raise NotLowered(
+            f"{known[0]} rows of {known[1]} make {known[0] ** 2 * known[1]} pairs of elements to compare, more "
+            f"than the 2^24 this rule compares at once"
+        )
+    rows = _comparable(b, rows)
+    int64 = TensorProto.INT64
+    mine, theirs = b.over_axes("Unsqueeze", rows, [1]), b.over_axes("Unsqueeze", rows, [0])  # r_i·, r_j·
+    same = b.Equal(mine, theirs)  # [n, n, m]
+    below = b.Less(theirs, mine)
+    if floats.is_float(rows.element_type):  # NaN equal to NaN, above every number
+        mine_nan, theirs_nan = b.IsNaN(mine), b.IsNaN(theirs)
+        same = b.Or(same, b.And(mine_nan, theirs_nan))
+        below = b.Or(below, b.And(mine_nan, b.Not(theirs_nan)))
+    differ = b.Cast(b.Not(same), to=int64)
+    equal = b.Equal(_summed(b, differ, 2), b.constant(0, like=differ, hint="zero"))  # [n, n]
+    none_differs_before = b.Equal(_running_sum(b, differ, 2, exclusive=1), b.constant(0, like=differ, hint="zero"))
+    is_below = b.Less(
+        b.constant(0, like=differ, hint="zero"), _summed(b, b.Cast(b.And(none_differs_before, below), to=int64), 2)
+    )
+
+    count = b.over_axes("Squeeze", b.Gather(b.Shape(rows), b.ints([0], "rows")), [0])
+    zero, one = b.constant(0, like=differ, hint="zero"), b.constant(1, like=differ, hint="one")
+    row_numbers = b.Range(zero, count, one)
+    earlier = b.Less(b.over_axes("Unsqueeze", row_numbers, [0]), b.over_axes("Unsqueeze", row_numbers, [1]))  # j < i
+    first = b.Equal(_summed(b, b.Cast(b.And(equal, earlier), to=int64), 1), zero)  # [n]
+    firsts = b.over_axes("Unsqueeze", first, [0])  # [1, n]
+    if sorted:
+        ranked_before = b.And(firsts, is_below)
+    else:  # the first rows before row i's first equal: where no row equal to it has come yet
+        ranked_before = b.And(firsts, b.Equal(_running_sum(b, b.Cast(equal, to=int64), 1, exclusive=0), zero))
+    inverse_indices = _summed(b, b.Cast(ranked_before, to=int64), 1)  # [n]
+    ranks = b.Range(zero, _summed(b, b.Cast(first, to=int64), 0), one)  # [u]
+    of_rank = b.Equal(b.over_axes("Unsqueeze", inverse_indices, [0]), b.over_axes("Unsqueeze", ranks, [1]))  # [u, n]
+    counts = _summed(b, b.Cast(of_rank, to=int64), 1)
+    indices = _summed(b, b.Cast(b.Equal(_running_sum(b, b.Cast(of_rank, to=int64), 1, exclusive=0), zero), to=int64), 1)
+    y = b.Gather(source, indices, axis=gathered_axis)
+    return y, indices, inverse_indices, counts
+
+
+def _comparable(b: Builder, rows: Value) -> Value:
+    """The rows in a type the target compares exactly (Equal, Less): their own, or widened
+    without change of order (16-bit floats to float32, narrower integers and bool to int64)."""
+    element_type = rows.element_type
+    if element_type in (TensorProto.STRING, TensorProto.COMPLEX64, TensorProto.COMPLEX128) or element_type is None:
+        raise NotLowered(f"X is {schemas.type_name(element_type)}, which no comparison orders")
+    if element_type != TensorProto.BOOL and all(b.runs(op, rows) for op in ("Equal", "Less")):
+        return rows
+    widened = b.computable(rows, emit=False)
+    if widened.element_type != element_type:
+        candidate = widened.element_type
+    elif element_type in WIDENED_INTEGERS:
+        candidate = TensorProto.INT64
+    else:
+        candidate = None
+    probe = Value(rows.name, candidate)
+    if candidate is None or not all(b.runs(op, probe) for op in ("Equal", "Less")):
+        raise NotLowered(f"the target compares {schemas.type_name(element_type)} values in no exact way (Equal, Less)")
+    return b.Cast(rows, to=candidate)
+
+
+def _summed(b: Builder, value: Value, axis: int) -> Value:
+    return b.over_axes("ReduceSum", value, [axis], keepdims=0)
+
+
+def _running_sum(b: Builder, value: Value, axis: int, *, exclusive: int) -> Value:
+    return b.CumSum(value, b.scalar(axis, TensorProto.INT64, f"axis{axis}"), exclusive=exclusive)
