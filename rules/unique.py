@@ -11,7 +11,7 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 EMITS = (
     "Reshape", "Unsqueeze", "Transpose", "Flatten", "Cast", "Equal", "Less", "IsNaN", "And", "Or", "Not", "CumSum",
-    "ReduceSum", "Shape", "Gather", "Squeeze", "Range", "Constant",
+    "ReduceSum", "ReduceMin", "Where", "Shape", "Gather", "Squeeze", "Range", "Constant",
 )  # fmt: skip
 # The rule writes ops as they are from this opset on (Range and CumSum from 11), int64 Constants
 # among them.
@@ -34,14 +34,16 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
     ``below[i, j] = Σ_k [Σ_{k'<k} differ[i, j, k'] = 0] · [r_jk < r_ik]`` (CumSum). Row i comes
     first where no earlier row equals it (``first``). Its rank, ``inverse_indices[i]``, is the
     number of first rows below it (sorted) or before its first equal (sorted=0); ``counts[r]``
-    the rows of rank r; ``indices[r]`` the first row of rank r, the number of rows before it
-    (CumSum); ``Y = Gather(X, indices)`` along the axis (or of X's elements), X's bits as they
+    the rows of rank r; ``indices[r]`` the first row of rank r (ReduceMin of the row numbers of
+    rank r: no running sum over the u unique rows, which tract 0.21 cannot size);
+    ``Y = Gather(X, indices)`` along the axis (or of X's elements), X's bits as they
     are: the first of equal rows (-0 where it comes first).
     As onnxruntime's kernel answers inputs free of NaN; one holding NaN it answers by its map's
     balance (NaN neither below nor above anything: [2, NaN, NaN, NaN, 1] gives [1, 2] and counts
     [1, 4], measured), which no rewrite follows: the rule takes every NaN as one value above
-    every number, as onnx.reference does without an axis.
-    Quadratic in the rows: not lowered where n²·m is known to pass 2^24. Not lowered: an axis
+    every number, as onnx.reference does without an axis. Rows of no elements (m = 0) are all
+    equal, one unique row, as onnx.reference answers (onnxruntime's kernel aborts the process).
+    Quadratic in the rows: not lowered where n²·max(m, 1) is known to pass 2^24. Not lowered: an axis
     outside X's rank, X's rank unknown with an axis, strings and complex values, types the
     target compares in no exact way, opsets below 11.
     """
@@ -67,10 +69,11 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
         )
         source, rows = x, b.Flatten(moved, axis=1)  # [n, m]
         known = [shape[gathered_axis], math.prod(others) if None not in others else None]
-    if None not in known and known[0] ** 2 * known[1] > MOST_PAIRED_ELEMENTS:
+    rows_known, per_row = known[0], max(known[1] or 1, 1)  # (an unknown or empty row: at least 1)
+    if rows_known is not None and rows_known**2 * per_row > MOST_PAIRED_ELEMENTS:
         raise NotLowered(
-            f"{known[0]} rows of {known[1]} make {known[0] ** 2 * known[1]} pairs of elements to compare, more "
-            f"than the 2^24 this rule compares at once"
+            f"{rows_known} rows make at least {rows_known**2 * per_row} pairs of elements to compare, more than "
+            f"the 2^24 this rule compares at once"
         )
     rows = _comparable(b, rows)
     int64 = TensorProto.INT64
@@ -102,7 +105,8 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
     ranks = b.Range(zero, _summed(b, b.Cast(first, to=int64), 0), one)  # [u]
     of_rank = b.Equal(b.over_axes("Unsqueeze", inverse_indices, [0]), b.over_axes("Unsqueeze", ranks, [1]))  # [u, n]
     counts = _summed(b, b.Cast(of_rank, to=int64), 1)
-    indices = _summed(b, b.Cast(b.Equal(_running_sum(b, b.Cast(of_rank, to=int64), 1, exclusive=0), zero), to=int64), 1)
+    numbered = b.Where(of_rank, b.over_axes("Unsqueeze", row_numbers, [0]), count)  # j where of rank r, else n
+    indices = b.over_axes("ReduceMin", numbered, [1], keepdims=0)
     y = b.Gather(source, indices, axis=gathered_axis)
     return y, indices, inverse_indices, counts
 

@@ -133,6 +133,28 @@ def test_types_onnxruntime_has_no_kernel_for_against_its_int64_kernel(form, elem
         assert_outputs_alike(run_onnxruntime(model, {"x": x}), [y, indices, inverse, counts], f"draw {draw}")
 
 
+EXTREMES = {
+    TensorProto.INT64: [-(2**63), -(2**63) + 1, -(2**53) - 1, -(2**53), 2**53, 2**53 + 1, 2**63 - 2, 2**63 - 1, 0, -1],
+    TensorProto.UINT64: [0, 1, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 2, 2**64 - 1],
+    TensorProto.INT32: [-(2**31), -(2**31) + 1, 2**24, 2**24 + 1, 2**31 - 1, 0, -1],
+    TensorProto.UINT32: [0, 2**24 + 1, 2**31, 2**31 + 1, 2**32 - 1, 1],
+}
+
+
+@pytest.mark.parametrize("element_type", list(EXTREMES), ids=lambda t: TensorProto.DataType.Name(t))
+def test_integers_at_their_extremes_keep_their_order(element_type):
+    """Integers no float holds apart (past 2^53, or 2^24) and past the signed range (uint64 from
+    2^63) are compared exactly, against numpy's unique (sorted) on rows and on elements."""
+    dtype = floats.numpy_dtype(element_type)
+    rng = np.random.default_rng(64)
+    values = np.array(EXTREMES[element_type], dtype)
+    x = rng.choice(values, (12, 2))
+    for attributes in ({}, {"axis": 0}):
+        got = run_onnxruntime(lowered(unique_model(element_type, 2, **attributes)), {"x": x})
+        want = np.unique(x.reshape(-1) if not attributes else x, True, True, True, axis=attributes.get("axis"))
+        assert_outputs_alike(got, [want[0], *(w.astype(np.int64).reshape(-1) for w in want[1:])], f"{attributes}")
+
+
 def test_rows_of_no_elements_are_one_row():
     """Rows of no elements are all equal (one unique row), as onnx.reference answers; onnxruntime's
     kernel aborts the process on them, so it is not run here."""
@@ -220,7 +242,17 @@ def test_too_many_pairs_are_refused():
     node = helper.make_node("Unique", ["x"], ["y"], name="unique")
     model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5000])],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["u"])], opset=11)  # fmt: skip
-    assert "5000 rows of 1 make 25000000 pairs of elements to compare, more than the 2^24" in refused(model)
+    assert "5000 rows make at least 25000000 pairs of elements to compare, more than the 2^24" in refused(model)
+
+
+@pytest.mark.parametrize("columns", [0, "m"])
+def test_too_many_rows_of_no_or_unknown_elements_are_refused(columns):
+    """The n×n comparisons are made whatever the rows hold: a row of no elements, or of an unknown
+    number, counts as at least one."""
+    node = helper.make_node("Unique", ["x"], ["y"], name="unique", axis=0)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [6000, columns])
+    model = make_model([node], [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["u", columns])], opset=11)
+    assert "6000 rows make at least 36000000 pairs of elements" in refused(model)
 
 
 def test_an_axis_of_an_unknown_rank_is_refused():
