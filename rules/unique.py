@@ -102,7 +102,10 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
     else:  # the first rows before row i's first equal: where no row equal to it has come yet
         ranked_before = b.And(firsts, b.Equal(_running_sum(b, b.Cast(equal, to=int64), 1, exclusive=0), zero))
     inverse_indices = _summed(b, b.Cast(ranked_before, to=int64), 1)  # [n]
-    ranks = b.Range(zero, _summed(b, b.Cast(first, to=int64), 0), one)  # [u]
+    # [u]: 0 to u - 1, through int32 (exact: far fewer rows than 2^31 fit n² comparisons) and
+    # back, as tract 0.21 reads an int64 Range of a computed length as a shape and fails Equal on it
+    ranks = b.Range(zero, _summed(b, b.Cast(first, to=int64), 0), one)
+    ranks = b.Cast(b.Cast(ranks, to=TensorProto.INT32), to=int64)
     of_rank = b.Equal(b.over_axes("Unsqueeze", inverse_indices, [0]), b.over_axes("Unsqueeze", ranks, [1]))  # [u, n]
     counts = _summed(b, b.Cast(of_rank, to=int64), 1)
     numbered = b.Where(of_rank, b.over_axes("Unsqueeze", row_numbers, [0]), count)  # j where of rank r, else n
