@@ -12,30 +12,10 @@ from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
 EMITS = (
-    "Shape",
-    "Gather",
-    "Range",
-    "Cast",
-    "Add",
-    "Sub",
-    "Mul",
-    "Div",
-    "Ceil",
-    "Floor",
-    "Less",
-    "Greater",
-    "LessOrEqual",
-    "GreaterOrEqual",
-    "And",
-    "Where",
-    "Concat",
-    "ReduceMax",
-    "ReduceSum",
-    "Unsqueeze",
-    "Transpose",
-    "Flatten",
-    "Constant",
-)
+    "Shape", "Gather", "Range", "Cast", "Add", "Sub", "Mul", "Div", "Ceil", "Floor", "Less", "Greater",
+    "LessOrEqual", "GreaterOrEqual", "Equal", "Not", "And", "Or", "Where", "Concat", "ReduceMax", "ReduceSum",
+    "Unsqueeze", "Squeeze", "Transpose", "Flatten", "Constant",
+)  # fmt: skip
 # The rule writes ops as they are from this opset on: each of them exists (GreaterOrEqual and
 # LessOrEqual from 12) and Constant holds its int64 indices and axes, onnx.defs says.
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
@@ -88,6 +68,8 @@ def roi_align_reference(
     half_pixel, mode = as_text(coordinate_transformation_mode) == "half_pixel", as_text(mode)
     height, width = x.shape[2], x.shape[3]
     y = np.zeros((len(rois), x.shape[1], output_height, output_width), compute)
+    if not np.isfinite(boxes).all():
+        raise ValueError("a roi is not finite: the kernel fails")
     with np.errstate(all="ignore"):
         for r, (box, n) in enumerate(zip(boxes, batch_indices, strict=True)):
             offset = compute(0.5 if half_pixel else 0)
@@ -186,15 +168,18 @@ def roi_align_by_gathering(
     pixel from it on) weighted ``1 - l`` and ``l``, l its distance past ⌊u⌋. The four
     neighbours of every sample are read at once as rows of C channels, X laid out as rows
     [N·H·W, C] (Transpose, Flatten), at ``n_r·H·W + v_index·W + u_index``; the batch index
-    checked against N (Gather of Range(0, N): outside it fails, as the kernel does, and so does a
-    roi whose adaptive grid is negative along one axis only, as the kernel's count overflows).
+    checked against N (Gather of Range(0, N): outside it fails, as the kernel does, and so do a
+    roi not finite, a roi whose adaptive grid is negative along one axis only, as the kernel's
+    count overflows, and rois not [R, 4] or batch indices not [R]).
     avg: ((w1·v1 + w2·v2) + w3·v3) + w4·v4 per sample, summed over the bin (ReduceSum) and
     divided by max(g_h·g_w, 1). max: the kernel's running maximum, a value taken unless not
     above what is held (Where(Less)), over each sample's four weighted neighbours, then over the
     bin's samples in order; not divided.
+    An adaptive grid pads every roi's samples to the most any roi takes: R·h·w·g²·C values.
     Not lowered: a mode or coordinate_transformation_mode the op does not name, X not of a float
-    type, max with an adaptive grid (sampling_ratio 0: the samples per bin are known at run time
-    only) or more than 64 samples per bin, opsets below 12 (GreaterOrEqual, LessOrEqual).
+    type, a negative sampling_ratio, max with an adaptive grid (sampling_ratio 0: the samples per
+    bin are known at run time only) or more than 64 samples per bin, opsets below 12
+    (GreaterOrEqual, LessOrEqual).
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
@@ -213,7 +198,9 @@ def roi_align_by_gathering(
         )
     if output_height < 1 or output_width < 1:
         raise NotLowered(f"an output of {output_height}×{output_width} bins has none")
-    adaptive = sampling_ratio <= 0
+    if sampling_ratio < 0:
+        raise NotLowered(f"sampling_ratio {sampling_ratio} is negative (onnxruntime's kernel refuses it)")
+    adaptive = sampling_ratio == 0
     if mode == "max" and adaptive:
         raise NotLowered(
             "max mode with sampling_ratio 0: each roi's samples per bin are known at run time only, and the "
@@ -339,13 +326,19 @@ def _aligned(
     zero = b.constant(0, like=data, hint="zero")
     zero_index = b.constant(0, like=shape, hint="zero")
     count = b.Mul(along_y.grid, along_x.grid)
-    outside = b.Less(batch_indices, zero_index)
-    if along_y.sampled is not None:  # the kernel's sample count overflows where one grid is negative
+    # a roi fails where its batch index is outside [0, N), a corner is not finite (x - x is 0 but
+    # for ±inf and NaN) or (adaptive grids) the kernel's count of samples overflows, one grid
+    # being negative; the inputs fail where rois are not [R, 4] or batch_indices not [R]
+    finite = b.Equal(b.over_axes("ReduceSum", b.Sub(boxes, boxes), [1], keepdims=0), zero)
+    outside = b.Or(b.Less(batch_indices, zero_index), b.Not(finite))
+    if along_y.sampled is not None:
         outside = b.Or(outside, b.over_axes("Squeeze", b.Less(count, zero), [1, 2]))
     batches = b.over_axes("Squeeze", b.Gather(shape, b.ints([0], "axis0")), [0])
     batch = b.Gather(
         b.Range(zero_index, batches, b.constant(1, like=shape, hint="one")), b.Where(outside, batches, batch_indices)
-    )  # n_r, failing outside [0, N) as the kernel does
+    )  # n_r
+    if not _shapes_known_right(b, rois, batch_indices):
+        batch = b.Add(batch, _shapes_checked(b, rois, batch_indices))
     plane = b.Mul(along_y.size, along_x.size)
     first_row = b.over_axes("Unsqueeze", b.Mul(batch, plane), [1, 2, 3, 4])
     rows = b.Flatten(b.Transpose(data, perm=[0, 2, 3, 1]), axis=3)  # [N·H·W, C]
@@ -385,6 +378,31 @@ def _aligned(
                 pooled = taken if pooled is None else _running_max(b, pooled, taken)
     y = b.Transpose(pooled, perm=[0, 3, 1, 2])
     return y if y.element_type == x.element_type else b.Cast(y, to=x.element_type)
+
+
+def _shapes_known_right(b: Builder, rois: Value, batch_indices: Value) -> bool:
+    """Whether rois are known to be [R, 4] and batch_indices [R], R the same length."""
+    rois_shape, indices_shape = b.shape_of(rois), b.shape_of(batch_indices)
+    return (
+        rois_shape is not None
+        and indices_shape is not None
+        and len(rois_shape) == 2
+        and len(indices_shape) == 1
+        and rois_shape[1] == 4
+        and rois_shape[0] is not None
+        and rois_shape[0] == indices_shape[0]
+    )
+
+
+def _shapes_checked(b: Builder, rois: Value, batch_indices: Value) -> Value:
+    """[0], or a failure where rois are not [R, 4] or batch_indices not [R] (as the kernel fails):
+    Gather([0], [1]) reads past its one element."""
+    rois_shape = b.Shape(rois)
+    right = b.And(
+        b.Equal(b.Gather(rois_shape, b.ints([1], "columns")), b.ints([4], "four")),
+        b.Equal(b.Gather(rois_shape, b.ints([0], "axis0")), b.Shape(batch_indices)),
+    )
+    return b.Gather(b.ints([0], "zero"), b.Cast(b.Not(right), to=TensorProto.INT64))
 
 
 def _running_max(b: Builder, held: Value, value: Value) -> Value:

@@ -257,6 +257,46 @@ def test_a_grid_negative_along_one_axis_fails_as_the_kernel_does():
             assert_same_values(got, run_onnxruntime(original, feeds)[0], f"{box}")
 
 
+@pytest.mark.parametrize("sampling_ratio", [0, 2])
+@pytest.mark.parametrize("corner", [np.nan, np.inf, -np.inf])
+def test_a_roi_not_finite_fails_as_the_kernel_does(corner, sampling_ratio):
+    original = roi_align_model(output_height=2, output_width=2, sampling_ratio=sampling_ratio)
+    model = lowered(original)
+    feeds = random_feeds((2, 2, 6, 6), 3, 1.0, np.float32, 6)[0]
+    feeds["rois"][1, 2] = corner
+    with pytest.raises(Exception, match="finite"):
+        run_onnxruntime(original, feeds)
+    with pytest.raises(Exception, match="out of range|indices|Range"):  # (adaptive: its Range fails first)
+        run_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize(
+    ("rois_shape", "indices_length"),
+    [((1, 5), 1), ((3, 4), 1), ((1, 4), 3), ((1, 4), 0), ((0, 5), 0)],
+    ids=["five-columns", "three-rois-one-index", "one-roi-three-indices", "one-roi-no-index", "no-rois-five-columns"],
+)
+def test_inputs_of_the_wrong_shapes_fail_as_the_kernel_does(rois_shape, indices_length):
+    """The rule checks the shapes it does not know (here all given at run time)."""
+    node = helper.make_node("RoiAlign", ["x", "rois", "batch_indices"], ["y"], name="align", sampling_ratio=2)
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "c", "h", "w"]),
+        helper.make_tensor_value_info("rois", TensorProto.FLOAT, ["r", "k"]),
+        helper.make_tensor_value_info("batch_indices", TensorProto.INT64, ["b"]),
+    ]
+    output = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["r", "c", 1, 1])
+    original = make_model([node], inputs, [output], opset=16)
+    model = lowered(original)
+    feeds = {
+        "x": np.ones((1, 2, 5, 5), np.float32),
+        "rois": np.ones(rois_shape, np.float32),
+        "batch_indices": np.zeros(indices_length, np.int64),
+    }
+    with pytest.raises(Exception, match="rois|num_rois"):
+        run_onnxruntime(original, feeds)
+    with pytest.raises(Exception, match="out of|indices|broadcast|Incompatible"):
+        run_onnxruntime(model, feeds)
+
+
 @pytest.mark.parametrize("form", [FORMS[1], FORMS[5]], ids=_ids([FORMS[1], FORMS[5]]))
 def test_inside_if_branches_and_local_functions(form):
     attributes, x_shape = form
@@ -288,6 +328,10 @@ def test_max_mode_with_an_adaptive_grid_is_refused():
 def test_more_than_64_samples_per_bin_in_max_mode_are_refused():
     message = refused(roi_align_model(mode="max", sampling_ratio=9))
     assert "81 samples per bin, more than the 64" in message
+
+
+def test_a_negative_sampling_ratio_is_refused():
+    assert "sampling_ratio -1 is negative" in refused(roi_align_model(sampling_ratio=-1))
 
 
 def test_below_opset_12_is_refused():
