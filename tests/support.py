@@ -303,6 +303,18 @@ def assert_same_bits(got: np.ndarray, want: np.ndarray, where: str = "") -> None
     assert mismatches.size == 0, f"{where}: {mismatches.size} of {got.size} differ, first at {mismatches[:5]}"
 
 
+def assert_within_stated(tolerances, got: np.ndarray, want: np.ndarray, where: str = "") -> None:
+    """Within the tolerance a rule states for ``want``'s type (``tolerances``: per element type, as
+    a rule's ``tolerance``): NaN meets NaN and an infinity the same one; dtypes and shapes alike."""
+    assert got.dtype == want.dtype and got.shape == want.shape, f"{where}: {got.dtype}{got.shape} {want.shape}"
+    tolerance = tolerances[helper.np_dtype_to_tensor_dtype(want.dtype)]
+    wrong = tolerance.mismatches(got, want)
+    assert not wrong.any(), (
+        f"{where}: {wrong.sum()} of {got.size} beyond rtol {tolerance.rtol}, atol {tolerance.atol}; "
+        f"first at {np.argwhere(wrong)[:3].tolist()}, e.g. {got[wrong][:3]} for {want[wrong][:3]}"
+    )
+
+
 def assert_same_values(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
     """Bit for bit, but any NaN for a NaN: where two NaNs meet in a sum or a product, which
     payload survives is the arithmetic's choice, and onnxruntime's own kernels choose by vector

@@ -14,6 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from support import (
+    assert_within_stated,
     make_model,
     op_type_set,
     refusal,
@@ -38,13 +39,7 @@ TARGETS = (11, 13, 17)
 
 def assert_within(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
     """Within the tolerance the rule states for the type."""
-    assert got.dtype == want.dtype and got.shape == want.shape, f"{where}: {got.dtype}{got.shape} {want.shape}"
-    tolerance = DEFORM_CONV.tolerance[helper.np_dtype_to_tensor_dtype(want.dtype)]
-    wrong = tolerance.mismatches(got, want)
-    assert not wrong.any(), (
-        f"{where}: {wrong.sum()} of {got.size} beyond rtol {tolerance.rtol}, atol {tolerance.atol}; "
-        f"first at {np.argwhere(wrong)[:3].tolist()}"
-    )
+    assert_within_stated(DEFORM_CONV.tolerance, got, want, where)
 
 
 def reference(feeds: dict[str, np.ndarray], **attributes) -> np.ndarray:

@@ -12,6 +12,7 @@ import pytest
 from lowering.rules.gridsample import onnxruntime_follows_the_spec
 from onnx import TensorProto, helper
 from support import (
+    assert_within_stated,
     make_model,
     op_type_set,
     refusal,
@@ -38,13 +39,7 @@ PADDINGS = ("zeros", "border", "reflection")
 
 def assert_within(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
     """Within the tolerance the rule states for the type."""
-    assert got.dtype == want.dtype and got.shape == want.shape, f"{where}: {got.dtype}{got.shape} {want.shape}"
-    tolerance = GRID_SAMPLE_TOLERANCE[helper.np_dtype_to_tensor_dtype(want.dtype)]
-    wrong = tolerance.mismatches(got, want)
-    assert not wrong.any(), (
-        f"{where}: {wrong.sum()} of {got.size} beyond rtol {tolerance.rtol}, atol {tolerance.atol}; "
-        f"first at {np.argwhere(wrong)[:3].tolist()}"
-    )
+    assert_within_stated(GRID_SAMPLE_TOLERANCE, got, want, where)
 
 
 def run_each(model: onnx.ModelProto, feeds: list[dict], *, reference: bool = False) -> list[list]:

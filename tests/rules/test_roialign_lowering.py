@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_values, make_model, nested_forms, op_type_set, slow_but_a_sample
+from support import assert_same_values, assert_within_stated, make_model, nested_forms, op_type_set, slow_but_a_sample
 from version_cases import node_cases
 
 import lowering
@@ -29,13 +29,7 @@ BACKEND_CASES = {
 
 def assert_within(got: np.ndarray, want: np.ndarray, where: str = "") -> None:
     """Within the tolerance the rule states for the type."""
-    assert got.dtype == want.dtype and got.shape == want.shape, f"{where}: {got.dtype}{got.shape} {want.shape}"
-    tolerance = ROI_ALIGN.tolerance[helper.np_dtype_to_tensor_dtype(want.dtype)]
-    wrong = tolerance.mismatches(got, want)
-    assert not wrong.any(), (
-        f"{where}: {wrong.sum()} of {got.size} beyond rtol {tolerance.rtol}, atol {tolerance.atol}; "
-        f"first at {np.argwhere(wrong)[:3].tolist()}"
-    )
+    assert_within_stated(ROI_ALIGN.tolerance, got, want, where)
 
 
 def roi_align_model(element_type=TensorProto.FLOAT, opset=16, **attributes) -> onnx.ModelProto:
