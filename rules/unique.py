@@ -31,13 +31,14 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
 
     Rows i and j are equal where no element differs (NaN equal to NaN, -0 to 0); row j is below
     row i where, at the first element k where they differ, r_jk < r_ik (NaN above every number):
-    ``below[i, j] = Σ_k [Σ_{k'<k} differ[i, j, k'] = 0] · [r_jk < r_ik]`` (CumSum). Row i comes
-    first where no earlier row equals it (``first``). Its rank, ``inverse_indices[i]``, is the
-    number of first rows below it (sorted) or before its first equal (sorted=0); ``counts[r]``
-    the rows of rank r; ``indices[r]`` the first row of rank r (ReduceMin of the row numbers of
-    rank r: no running sum over the u unique rows, which tract 0.21 cannot size);
-    ``Y = Gather(X, indices)`` along the axis (or of X's elements), X's bits as they
-    are: the first of equal rows (-0 where it comes first).
+    ``below[i, j] = Σ_k [Σ_{k'<k} differ[i, j, k'] = 0] · [r_jk < r_ik]`` (CumSum; rows of one
+    element: r_j < r_i). Row i comes first where no earlier row equals it (``first``). Its rank,
+    ``inverse_indices[i]``, is the number of first rows below it (sorted) or before its first
+    equal (sorted=0); ``counts[r]`` the rows of rank r; ``indices[r]`` the first row of rank r.
+    A first column where a condition holds is ReduceMin(Where(condition, j, n)), no running sum
+    (onnx2torch's CumSum is wrong unless ``reverse`` is stated, tract 0.21 cannot size one over
+    the u unique rows). ``Y = Gather(X, indices)`` along the axis (or of X's elements), X's bits
+    as they are: the first of equal rows (-0 where it comes first).
     As onnxruntime's kernel answers inputs free of NaN; one holding NaN it answers by its map's
     balance (NaN neither below nor above anything: [2, NaN, NaN, NaN, 1] gives [1, 2] and counts
     [1, 4], measured), which no rewrite follows: the rule takes every NaN as one value above
@@ -86,21 +87,22 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
         below = b.Or(below, b.And(mine_nan, b.Not(theirs_nan)))
     differ = b.Cast(b.Not(same), to=int64)
     equal = b.Equal(_summed(b, differ, 2), b.constant(0, like=differ, hint="zero"))  # [n, n]
-    none_differs_before = b.Equal(_running_sum(b, differ, 2, exclusive=1), b.constant(0, like=differ, hint="zero"))
-    is_below = b.Less(
-        b.constant(0, like=differ, hint="zero"), _summed(b, b.Cast(b.And(none_differs_before, below), to=int64), 2)
-    )
-
     count = b.over_axes("Squeeze", b.Gather(b.Shape(rows), b.ints([0], "rows")), [0])
     zero, one = b.constant(0, like=differ, hint="zero"), b.constant(1, like=differ, hint="one")
     row_numbers = b.Range(zero, count, one)
     earlier = b.Less(b.over_axes("Unsqueeze", row_numbers, [0]), b.over_axes("Unsqueeze", row_numbers, [1]))  # j < i
     first = b.Equal(_summed(b, b.Cast(b.And(equal, earlier), to=int64), 1), zero)  # [n]
     firsts = b.over_axes("Unsqueeze", first, [0])  # [1, n]
-    if sorted:
+    if not sorted:  # the first rows before row i's first equal
+        first_equal = _first_where(b, equal, row_numbers, count)
+        ranked_before = b.And(firsts, b.Less(b.over_axes("Unsqueeze", row_numbers, [0]),
+                                             b.over_axes("Unsqueeze", first_equal, [1])))  # fmt: skip
+    elif known[1] == 1:  # rows of one element: below where less
+        ranked_before = b.And(firsts, b.over_axes("Squeeze", below, [2]))
+    else:  # below at the first element that differs
+        none_differs_before = b.Equal(_running_sum(b, differ, 2, exclusive=1), zero)
+        is_below = b.Less(zero, _summed(b, b.Cast(b.And(none_differs_before, below), to=int64), 2))
         ranked_before = b.And(firsts, is_below)
-    else:  # the first rows before row i's first equal: where no row equal to it has come yet
-        ranked_before = b.And(firsts, b.Equal(_running_sum(b, b.Cast(equal, to=int64), 1, exclusive=0), zero))
     inverse_indices = _summed(b, b.Cast(ranked_before, to=int64), 1)  # [n]
     # [u]: 0 to u - 1, through int32 (exact: far fewer rows than 2^31 fit n² comparisons) and
     # back, as tract 0.21 reads an int64 Range of a computed length as a shape and fails Equal on it
@@ -108,8 +110,7 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
     ranks = b.Cast(b.Cast(ranks, to=TensorProto.INT32), to=int64)
     of_rank = b.Equal(b.over_axes("Unsqueeze", inverse_indices, [0]), b.over_axes("Unsqueeze", ranks, [1]))  # [u, n]
     counts = _summed(b, b.Cast(of_rank, to=int64), 1)
-    numbered = b.Where(of_rank, b.over_axes("Unsqueeze", row_numbers, [0]), count)  # j where of rank r, else n
-    indices = b.over_axes("ReduceMin", numbered, [1], keepdims=0)
+    indices = _first_where(b, of_rank, row_numbers, count)
     y = b.Gather(source, indices, axis=gathered_axis)
     return y, indices, inverse_indices, counts
 
@@ -133,6 +134,13 @@ def _comparable(b: Builder, rows: Value) -> Value:
     if candidate is None or not all(b.runs(op, probe) for op in ("Equal", "Less")):
         raise NotLowered(f"the target compares {schemas.type_name(element_type)} values in no exact way (Equal, Less)")
     return b.Cast(rows, to=candidate)
+
+
+def _first_where(b: Builder, condition: Value, row_numbers: Value, count: Value) -> Value:
+    """Per row of ``condition`` [r, n], the first column j where it holds (n where none does):
+    ReduceMin(Where(condition, j, n)), no running sum."""
+    numbered = b.Where(condition, b.over_axes("Unsqueeze", row_numbers, [0]), count)
+    return b.over_axes("ReduceMin", numbered, [1], keepdims=0)
 
 
 def _summed(b: Builder, value: Value, axis: int) -> Value:
