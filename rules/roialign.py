@@ -172,9 +172,9 @@ def roi_align_by_gathering(
     roi not finite, a roi whose adaptive grid is negative along one axis only, as the kernel's
     count overflows, and rois not [R, 4] or batch indices not [R]).
     avg: ((w1·v1 + w2·v2) + w3·v3) + w4·v4 per sample, summed over the bin (ReduceSum) and
-    divided by max(g_h·g_w, 1). max: the kernel's running maximum, a value taken unless not
-    above what is held (Where(Less)), over each sample's four weighted neighbours, then over the
-    bin's samples in order; not divided.
+    divided by max(g_h·g_w, 1). max: the kernel's running maximum (a value replaces what is held
+    only where it is greater: Where(Less(held, value))), over each sample's four weighted
+    neighbours, then over the bin's samples in order; not divided.
     An adaptive grid pads every roi's samples to the most any roi takes: R·h·w·g²·C values.
     Not lowered: a mode or coordinate_transformation_mode the op does not name, X not of a float
     type, a negative sampling_ratio, max with an adaptive grid (sampling_ratio 0: the samples per
