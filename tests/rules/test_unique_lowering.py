@@ -175,6 +175,17 @@ def test_bfloat16_against_onnxruntime():
         assert_outputs_alike(run_onnxruntime(model, feeds), run_onnxruntime(original, feeds), "bfloat16")
 
 
+def test_bfloat16_goes_below_28_by_the_rule():
+    """Unique-11 takes no bfloat16: converting Unique-28 to 17 lowers it (tests/rules/versions/
+    test_adapters_types.py named the refusal before the rule)."""
+    original = unique_model(TensorProto.BFLOAT16, 1, opset=28, sorted=0)
+    result = lowering.lower_model(original, target_opset=17, ops=[])
+    assert result.report.complete and "Unique" not in op_type_set(result.model), result.report.lines()
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = {"x": repeating(TensorProto.BFLOAT16, (9,), np.random.default_rng(17))}
+    assert_outputs_alike(run_onnxruntime(result.model, feeds), run_onnxruntime(original, feeds), "to 17")
+
+
 def test_only_the_outputs_asked_for_are_written():
     original = unique_model(TensorProto.FLOAT, 1, outputs=("y", "counts"), sorted=0)
     model = lowered(original)
