@@ -10,10 +10,10 @@ from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
 EMITS = (
-    "Reshape", "Unsqueeze", "Transpose", "Flatten", "Cast", "Equal", "Less", "IsNaN", "And", "Or", "Not", "CumSum",
+    "Reshape", "Unsqueeze", "Transpose", "Flatten", "Cast", "Equal", "Less", "IsNaN", "And", "Or", "Not",
     "ReduceSum", "ReduceMin", "Where", "Shape", "Gather", "Squeeze", "Range", "Constant",
 )  # fmt: skip
-# The rule writes ops as they are from this opset on (Range and CumSum from 11), int64 Constants
+# The rule writes ops as they are from this opset on (Range from 11), int64 Constants
 # among them.
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
@@ -31,14 +31,15 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
 
     Rows i and j are equal where no element differs (NaN equal to NaN, -0 to 0); row j is below
     row i where, at the first element k where they differ, r_jk < r_ik (NaN above every number):
-    ``below[i, j] = Σ_k [Σ_{k'<k} differ[i, j, k'] = 0] · [r_jk < r_ik]`` (CumSum; rows of one
+    ``below[i, j] = Σ_k [k = k*] · [r_jk < r_ik]``, k* = min{k : differ[i, j, k]} (rows of one
     element: r_j < r_i). Row i comes first where no earlier row equals it (``first``). Its rank,
     ``inverse_indices[i]``, is the number of first rows below it (sorted) or before its first
     equal (sorted=0); ``counts[r]`` the rows of rank r; ``indices[r]`` the first row of rank r.
     A first column where a condition holds is ReduceMin(Where(condition, j, n)), no running sum
-    (onnx2torch's CumSum is wrong unless ``reverse`` is stated, tract 0.21 cannot size one over
-    the u unique rows). ``Y = Gather(X, indices)`` along the axis (or of X's elements), X's bits
-    as they are: the first of equal rows (-0 where it comes first).
+    (onnx2torch's CumSum is wrong unless ``reverse`` is stated; tract 0.21 cannot size one over
+    the u unique rows, tract 0.23 fails one over the comparisons: "TDim is not a number").
+    ``Y = Gather(X, indices)`` along the axis (or of X's elements), X's bits as they are: the
+    first of equal rows (-0 where it comes first).
     As onnxruntime's kernel answers inputs free of NaN; one holding NaN it answers by its map's
     balance (NaN neither below nor above anything: [2, NaN, NaN, NaN, 1] gives [1, 2] and counts
     [1, 4], measured), which no rewrite follows: the rule takes every NaN as one value above
@@ -89,7 +90,7 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
     equal = b.Equal(_summed(b, differ, 2), b.constant(0, like=differ, hint="zero"))  # [n, n]
     count = b.over_axes("Squeeze", b.Gather(b.Shape(rows), b.ints([0], "rows")), [0])
     zero, one = b.constant(0, like=differ, hint="zero"), b.constant(1, like=differ, hint="one")
-    row_numbers = b.Range(zero, count, one)
+    row_numbers = _numbers(b, rows, 0, known[0])
     earlier = b.Less(b.over_axes("Unsqueeze", row_numbers, [0]), b.over_axes("Unsqueeze", row_numbers, [1]))  # j < i
     first = b.Equal(_summed(b, b.Cast(b.And(equal, earlier), to=int64), 1), zero)  # [n]
     firsts = b.over_axes("Unsqueeze", first, [0])  # [1, n]
@@ -99,9 +100,13 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
                                              b.over_axes("Unsqueeze", first_equal, [1])))  # fmt: skip
     elif known[1] == 1:  # rows of one element: below where less
         ranked_before = b.And(firsts, b.over_axes("Squeeze", below, [2]))
-    else:  # below at the first element that differs
-        none_differs_before = b.Equal(_running_sum(b, differ, 2, exclusive=1), zero)
-        is_below = b.Less(zero, _summed(b, b.Cast(b.And(none_differs_before, below), to=int64), 2))
+    else:  # below at the first element that differs, k*: ReduceMin(Where(differs, k, m))
+        columns = _numbers(b, rows, 1, known[1])
+        width = b.over_axes("Squeeze", b.Gather(b.Shape(rows), b.ints([1], "columns")), [0])
+        numbered = b.Where(b.Not(same), b.over_axes("Unsqueeze", columns, [0, 1]), width)
+        first_difference = b.over_axes("ReduceMin", numbered, [2], keepdims=1)  # [n, n, 1]
+        at_first_difference = b.Equal(b.over_axes("Unsqueeze", columns, [0, 1]), first_difference)
+        is_below = b.Less(zero, _summed(b, b.Cast(b.And(at_first_difference, below), to=int64), 2))
         ranked_before = b.And(firsts, is_below)
     inverse_indices = _summed(b, b.Cast(ranked_before, to=int64), 1)  # [n]
     # [u]: 0 to u - 1, through int32 (exact: far fewer rows than 2^31 fit n² comparisons) and
@@ -136,6 +141,16 @@ def _comparable(b: Builder, rows: Value) -> Value:
     return b.Cast(rows, to=candidate)
 
 
+def _numbers(b: Builder, rows: Value, axis: int, length: int | None) -> Value:
+    """0, 1, ..., up to the rows' length along ``axis``: a constant where the length is known
+    (tract 0.21 reads a Range of a computed length as a shape, and fails Equal on it), else Range."""
+    if length is not None:
+        return b.ints(list(range(length)), f"numbers{axis}")
+    int64 = TensorProto.INT64
+    length_value = b.over_axes("Squeeze", b.Gather(b.Shape(rows), b.ints([axis], f"length{axis}")), [0])
+    return b.Range(b.scalar(0, int64, "zero"), length_value, b.scalar(1, int64, "one"))
+
+
 def _first_where(b: Builder, condition: Value, row_numbers: Value, count: Value) -> Value:
     """Per row of ``condition`` [r, n], the first column j where it holds (n where none does):
     ReduceMin(Where(condition, j, n)), no running sum."""
@@ -145,7 +160,3 @@ def _first_where(b: Builder, condition: Value, row_numbers: Value, count: Value)
 
 def _summed(b: Builder, value: Value, axis: int) -> Value:
     return b.over_axes("ReduceSum", value, [axis], keepdims=0)
-
-
-def _running_sum(b: Builder, value: Value, axis: int, *, exclusive: int) -> Value:
-    return b.CumSum(value, b.scalar(axis, TensorProto.INT64, f"axis{axis}"), exclusive=exclusive)
