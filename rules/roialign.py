@@ -4,10 +4,10 @@ gathered as rows, and their weighted sum (avg) or running maximum (max) per bin.
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 from lowering import floats, schemas
-from lowering.conversion.adapters import as_text
+from lowering.conversion.adapters import as_text, text_attribute
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
@@ -22,8 +22,9 @@ FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 MODES = ("avg", "max")
 COORDINATE_MODES = ("half_pixel", "output_half_pixel")
-HALF_PIXEL_FROM = 16  # version 16 added coordinate_transformation_mode, half_pixel by default
-SAMPLED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+# How RoiAlign-10, which has no coordinate_transformation_mode, places its points (version 16's
+# name for it; the default from 16 on is onnx.defs')
+VERSION_10_COORDINATES = "output_half_pixel"
 # The most samples per bin whose running maximum the rule writes as a chain (max mode).
 MOST_MAX_SAMPLES = 64
 
@@ -185,17 +186,15 @@ def roi_align_by_gathering(
         raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
     version = b.source_version("RoiAlign") or schemas.version_in_force("RoiAlign", b.opset)
     if coordinate_transformation_mode is None:
-        coordinate_transformation_mode = "half_pixel" if version >= HALF_PIXEL_FROM else "output_half_pixel"
+        stated = text_attribute(helper.make_node("RoiAlign", [], []), "coordinate_transformation_mode", version)
+        coordinate_transformation_mode = stated or VERSION_10_COORDINATES
     coordinates, mode = as_text(coordinate_transformation_mode), as_text(mode)
     if coordinates not in COORDINATE_MODES:
         raise NotLowered(f"coordinate_transformation_mode {coordinates!r} is none of {', '.join(COORDINATE_MODES)}")
     if mode not in MODES:
         raise NotLowered(f"mode {mode!r} is none of {', '.join(MODES)}")
-    if x.element_type not in SAMPLED_TYPES:
-        raise NotLowered(
-            f"X is {schemas.type_name(x.element_type)}; the rule samples float, double, float16 and bfloat16 "
-            "values only"
-        )
+    if not floats.is_float(x.element_type):
+        raise NotLowered(f"X is {schemas.type_name(x.element_type)}, not of a float type")
     if output_height < 1 or output_width < 1:
         raise NotLowered(f"an output of {output_height}×{output_width} bins has none")
     if sampling_ratio < 0:

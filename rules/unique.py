@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from onnx import TensorProto
 
 from lowering import floats, schemas
@@ -20,8 +21,6 @@ FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 # The most pairs of row elements the rule compares at once (n²·m, where the lengths are known):
 # its comparisons and running sums hold that many values.
 MOST_PAIRED_ELEMENTS = 2**24
-WIDENED_INTEGERS = (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.UINT8, TensorProto.UINT16,
-                    TensorProto.UINT32, TensorProto.BOOL)  # fmt: skip
 
 
 @rule("Unique", versions=(11, 28), emits=EMITS)
@@ -122,23 +121,32 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
 
 def _comparable(b: Builder, rows: Value) -> Value:
     """The rows in a type the target compares exactly (Equal, Less): their own, or widened
-    without change of order (16-bit floats to float32, narrower integers and bool to int64)."""
+    without change of order (16-bit floats to float32, integers of up to 32 bits and bool to
+    int64)."""
     element_type = rows.element_type
-    if element_type in (TensorProto.STRING, TensorProto.COMPLEX64, TensorProto.COMPLEX128) or element_type is None:
+    if element_type is None or not (
+        schemas.accepts("Less", b.opset, element_type) or floats.is_float(element_type) or _fits_int64(element_type)
+    ):
         raise NotLowered(f"X is {schemas.type_name(element_type)}, which no comparison orders")
-    if element_type != TensorProto.BOOL and all(b.runs(op, rows) for op in ("Equal", "Less")):
+    if all(b.runs(op, rows) for op in ("Equal", "Less")):
         return rows
-    widened = b.computable(rows, emit=False)
-    if widened.element_type != element_type:
-        candidate = widened.element_type
-    elif element_type in WIDENED_INTEGERS:
-        candidate = TensorProto.INT64
-    else:
-        candidate = None
-    probe = Value(rows.name, candidate)
-    if candidate is None or not all(b.runs(op, probe) for op in ("Equal", "Less")):
+    widened = b.computable(rows, emit=False).element_type
+    candidate = widened if widened != element_type else TensorProto.INT64 if _fits_int64(element_type) else None
+    if candidate is None or not all(b.runs(op, Value(rows.name, candidate)) for op in ("Equal", "Less")):
         raise NotLowered(f"the target compares {schemas.type_name(element_type)} values in no exact way (Equal, Less)")
     return b.Cast(rows, to=candidate)
+
+
+def _fits_int64(element_type: int) -> bool:
+    """Whether int64 holds every value of ``element_type`` in its order: bool and the integers of
+    up to 32 bits (their numpy dtypes)."""
+    if element_type == TensorProto.BOOL:
+        return True
+    try:
+        dtype = np.dtype(floats.numpy_dtype(element_type))
+    except (KeyError, TypeError, ValueError):
+        return False
+    return dtype.kind in "iu" and dtype.itemsize <= 4
 
 
 def _numbers(b: Builder, rows: Value, axis: int, length: int | None) -> Value:

@@ -34,6 +34,16 @@ def node_cases() -> tuple:
         return tuple(collect_testcases(None))
 
 
+def node_cases_of(op_type: str) -> dict:
+    """The backend node cases holding an ``op_type`` node, by name, without the cases of its
+    function body expanded (``_expanded``)."""
+    return {
+        case.name: case
+        for case in node_cases()
+        if any(node.op_type == op_type for node in case.model.graph.node) and "_expanded" not in case.name
+    }
+
+
 @dataclass
 class CaseOutcome:
     converter: str  # "runs", "fails", "invalid" (checker refuses its model), "does not run"

@@ -21,7 +21,7 @@ from support import (
     runs_in_onnxruntime,
     slow_but_a_sample,  # noqa: E402
 )
-from version_cases import node_cases, sweep_case
+from version_cases import node_cases_of, sweep_case
 
 import lowering
 from lowering import floats
@@ -29,11 +29,7 @@ from lowering.registry import rule_for
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
 DEFORM_CONV = rule_for("", "DeformConv")
-BACKEND_CASES = {
-    case.name: case
-    for case in node_cases()
-    if any(node.op_type == "DeformConv" for node in case.model.graph.node) and "_expanded" not in case.name
-}
+BACKEND_CASES = node_cases_of("DeformConv")
 TARGETS = (11, 13, 17)
 
 

@@ -18,7 +18,7 @@ from support import (
     refusal,
     slow_but_a_sample,  # noqa: E402
 )
-from version_cases import node_cases, sweep_case
+from version_cases import node_cases_of, sweep_case
 
 import lowering
 from lowering import floats, schemas
@@ -28,11 +28,7 @@ from lowering.verification.runtime import OnnxruntimeRunner, ReferenceRunner, ru
 GRID_SAMPLE = rule_for("", "GridSample")
 GRID_SAMPLE_TOLERANCE = GRID_SAMPLE.tolerance
 gridsample_reference = GRID_SAMPLE.reference
-BACKEND_CASES = {
-    case.name: case
-    for case in node_cases()
-    if any(node.op_type == "GridSample" for node in case.model.graph.node) and "_expanded" not in case.name
-}
+BACKEND_CASES = node_cases_of("GridSample")
 MODES = ("nearest", "linear", "cubic")
 PADDINGS = ("zeros", "border", "reflection")
 

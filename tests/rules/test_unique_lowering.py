@@ -12,17 +12,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from support import assert_same_bits, make_model, nested_forms, op_type_set, slow_but_a_sample
-from version_cases import node_cases
+from version_cases import node_cases_of
 
 import lowering
 from lowering import floats
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
-BACKEND_CASES = {
-    case.name: case
-    for case in node_cases()
-    if any(node.op_type == "Unique" for node in case.model.graph.node) and "_expanded" not in case.name
-}
+BACKEND_CASES = node_cases_of("Unique")
 OUTPUTS = ("y", "indices", "inverse_indices", "counts")
 ONNXRUNTIME_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT8, TensorProto.INT64)
 OTHER_TYPES = (TensorProto.INT32, TensorProto.INT16, TensorProto.UINT8, TensorProto.UINT32, TensorProto.UINT64,
