@@ -38,6 +38,7 @@ from . import (  # noqa: F401
     size,
     tensorscatter,
     tfidf_vectorizer,
+    topk,
     trilu,
     unique,
     versions,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from onnx import TensorProto
 
 from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
+
+from .ordering import MOST_PAIRED_ELEMENTS, comparable, first_where, numbers
 
 EMITS = (
     "Reshape", "Unsqueeze", "Transpose", "Flatten", "Cast", "Equal", "Less", "IsNaN", "And", "Or", "Not",
@@ -17,10 +18,6 @@ EMITS = (
 # The rule writes ops as they are from this opset on (Range from 11), int64 Constants
 # among them.
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
-
-# The most pairs of row elements the rule compares at once (n²·m, where the lengths are known):
-# its comparisons and running sums hold that many values.
-MOST_PAIRED_ELEMENTS = 2**24
 
 
 @rule("Unique", versions=(11, 28), emits=EMITS)
@@ -76,7 +73,7 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
             f"{rows_known} rows make at least {rows_known**2 * per_row} pairs of elements to compare, more than "
             f"the 2^24 this rule compares at once"
         )
-    rows = _comparable(b, rows)
+    rows = comparable(b, rows)
     int64 = TensorProto.INT64
     mine, theirs = b.over_axes("Unsqueeze", rows, [1]), b.over_axes("Unsqueeze", rows, [0])  # r_i·, r_j·
     same = b.Equal(mine, theirs)  # [n, n, m]
@@ -89,18 +86,18 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
     equal = b.Equal(_summed(b, differ, 2), b.constant(0, like=differ, hint="zero"))  # [n, n]
     count = b.over_axes("Squeeze", b.Gather(b.Shape(rows), b.ints([0], "rows")), [0])
     zero, one = b.constant(0, like=differ, hint="zero"), b.constant(1, like=differ, hint="one")
-    row_numbers = _numbers(b, rows, 0, known[0])
+    row_numbers = numbers(b, rows, 0, known[0])
     earlier = b.Less(b.over_axes("Unsqueeze", row_numbers, [0]), b.over_axes("Unsqueeze", row_numbers, [1]))  # j < i
     first = b.Equal(_summed(b, b.Cast(b.And(equal, earlier), to=int64), 1), zero)  # [n]
     firsts = b.over_axes("Unsqueeze", first, [0])  # [1, n]
     if not sorted:  # the first rows before row i's first equal
-        first_equal = _first_where(b, equal, row_numbers, count)
+        first_equal = first_where(b, equal, b.over_axes("Unsqueeze", row_numbers, [0]), count, 1)
         ranked_before = b.And(firsts, b.Less(b.over_axes("Unsqueeze", row_numbers, [0]),
                                              b.over_axes("Unsqueeze", first_equal, [1])))  # fmt: skip
     elif known[1] == 1:  # rows of one element: below where less
         ranked_before = b.And(firsts, b.over_axes("Squeeze", below, [2]))
     else:  # below at the first element that differs, k*: ReduceMin(Where(differs, k, m))
-        columns = _numbers(b, rows, 1, known[1])
+        columns = numbers(b, rows, 1, known[1])
         width = b.over_axes("Squeeze", b.Gather(b.Shape(rows), b.ints([1], "columns")), [0])
         numbered = b.Where(b.Not(same), b.over_axes("Unsqueeze", columns, [0, 1]), width)
         first_difference = b.over_axes("ReduceMin", numbered, [2], keepdims=1)  # [n, n, 1]
@@ -114,56 +111,9 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
     ranks = b.Cast(b.Cast(ranks, to=TensorProto.INT32), to=int64)
     of_rank = b.Equal(b.over_axes("Unsqueeze", inverse_indices, [0]), b.over_axes("Unsqueeze", ranks, [1]))  # [u, n]
     counts = _summed(b, b.Cast(of_rank, to=int64), 1)
-    indices = _first_where(b, of_rank, row_numbers, count)
+    indices = first_where(b, of_rank, b.over_axes("Unsqueeze", row_numbers, [0]), count, 1)
     y = b.Gather(source, indices, axis=gathered_axis)
     return y, indices, inverse_indices, counts
-
-
-def _comparable(b: Builder, rows: Value) -> Value:
-    """The rows in a type the target compares exactly (Equal, Less): their own, or widened
-    without change of order (16-bit floats to float32, integers of up to 32 bits and bool to
-    int64)."""
-    element_type = rows.element_type
-    if element_type is None or not (
-        schemas.accepts("Less", b.opset, element_type) or floats.is_float(element_type) or _fits_int64(element_type)
-    ):
-        raise NotLowered(f"X is {schemas.type_name(element_type)}, which no comparison orders")
-    if all(b.runs(op, rows) for op in ("Equal", "Less")):
-        return rows
-    widened = b.computable(rows, emit=False).element_type
-    candidate = widened if widened != element_type else TensorProto.INT64 if _fits_int64(element_type) else None
-    if candidate is None or not all(b.runs(op, Value(rows.name, candidate)) for op in ("Equal", "Less")):
-        raise NotLowered(f"the target compares {schemas.type_name(element_type)} values in no exact way (Equal, Less)")
-    return b.Cast(rows, to=candidate)
-
-
-def _fits_int64(element_type: int) -> bool:
-    """Whether int64 holds every value of ``element_type`` in its order: bool and the integers of
-    up to 32 bits (their numpy dtypes)."""
-    if element_type == TensorProto.BOOL:
-        return True
-    try:
-        dtype = np.dtype(floats.numpy_dtype(element_type))
-    except (KeyError, TypeError, ValueError):
-        return False
-    return dtype.kind in "iu" and dtype.itemsize <= 4
-
-
-def _numbers(b: Builder, rows: Value, axis: int, length: int | None) -> Value:
-    """0, 1, ..., up to the rows' length along ``axis``: a constant where the length is known
-    (tract 0.21 reads a Range of a computed length as a shape, and fails Equal on it), else Range."""
-    if length is not None:
-        return b.ints(list(range(length)), f"numbers{axis}")
-    int64 = TensorProto.INT64
-    length_value = b.over_axes("Squeeze", b.Gather(b.Shape(rows), b.ints([axis], f"length{axis}")), [0])
-    return b.Range(b.scalar(0, int64, "zero"), length_value, b.scalar(1, int64, "one"))
-
-
-def _first_where(b: Builder, condition: Value, row_numbers: Value, count: Value) -> Value:
-    """Per row of ``condition`` [r, n], the first column j where it holds (n where none does):
-    ReduceMin(Where(condition, j, n)), no running sum."""
-    numbered = b.Where(condition, b.over_axes("Unsqueeze", row_numbers, [0]), count)
-    return b.over_axes("ReduceMin", numbered, [1], keepdims=0)
 
 
 def _summed(b: Builder, value: Value, axis: int) -> Value:
