@@ -229,13 +229,16 @@ class Scope:
         return self._producers().get(name)
 
     def constant_value(self, name: str) -> onnx.TensorProto | None:
-        """The tensor behind ``name`` when it is an initializer or a Constant's value (any of its
-        value attributes but sparse and strings: :func:`lowering.graphs.constant_tensor`), or a
+        """The tensor behind ``name`` when it is an initializer no graph input overrides or a
+        Constant's value (any of its value attributes but sparse and strings:
+        :func:`lowering.graphs.constant_tensor`), or a
         small integer tensor computed from those and static shapes alone (the sizes, axes and
         shapes a graph derives from its inputs' declared shapes: ``Shape(x)`` of an x of static
         shape, and integer arithmetic on it; :func:`lowering.folding.integer_value_of`)."""
         scope: Scope | None = self
         while scope is not None:
+            if name in scope._declared_inputs:  # (an initializer of that name is a default: another may be fed)
+                return None
             tensor = scope._initializers().get(name)
             if tensor is not None:
                 return tensor
@@ -248,8 +251,6 @@ class Scope:
                 tensor.CopyFrom(held)
                 tensor.name = name
                 return tensor
-            if name in scope._declared_inputs:
-                return None
             # Only an integer value made by another node may fold; the producers are indexed
             # for it alone. A value of another type made here is in no enclosing graph either
             # (names are unique across a model and its subgraphs), so none is found there.

@@ -9,6 +9,8 @@ import onnx
 from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .counting import counted
+
 # Range counts the classes where depth is given at run time.
 RANGE_OPSET = schemas.first_opset("Range")
 # Unsqueeze takes a negative axis from opset 11.
@@ -102,7 +104,7 @@ def onehot_by_equal_classes(b: Builder, indices: Value, depth: Value, values: Va
         )
         count_value = b.Reshape(count_value, b.ints([], "scalar"))
         zero = b.constant(0, like=count_value, hint="zero")
-        classes = b.Range(zero, count_value, b.constant(1, like=count_value, hint="one"))
+        classes = counted(b, zero, count_value, b.constant(1, like=count_value, hint="one"))
         if after:
             classes = b.Reshape(classes, b.ints([-1] + [1] * after, "class_shape"))
     if floats.numpy_dtype(indices.element_type).kind != "u":

@@ -9,6 +9,8 @@ from onnx import TensorProto
 from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value
 
+from .counting import counted
+
 # The most pairs of elements such a rule compares at once, where the lengths are known: its
 # comparisons and sums hold that many values.
 MOST_PAIRED_ELEMENTS = 2**24
@@ -45,13 +47,13 @@ def fits_int64(element_type: int) -> bool:
 
 
 def numbers(b: Builder, values: Value, axis: int, length: int | None) -> Value:
-    """0, 1, ..., up to the values' length along ``axis``: a constant where the length is known
-    (tract 0.21 reads a Range of a computed length as a shape, and fails Equal on it), else Range."""
+    """0, 1, ..., up to the values' length along ``axis``: a constant where the length is known,
+    else counted from its Shape."""
     if length is not None:
         return b.ints(list(range(length)), f"numbers{axis}")
     int64 = TensorProto.INT64
     length_value = b.over_axes("Squeeze", b.Gather(b.Shape(values), b.ints([axis], f"length{axis}")), [0])
-    return b.Range(b.scalar(0, int64, "zero"), length_value, b.scalar(1, int64, "one"))
+    return counted(b, b.scalar(0, int64, "zero"), length_value, b.scalar(1, int64, "one"))
 
 
 def first_where(b: Builder, condition: Value, numbered: Value, count: Value, axis: int) -> Value:

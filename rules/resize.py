@@ -14,6 +14,7 @@ from lowering.conversion.adapters import as_text
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .counting import counted
 from .gathering import gather_along
 
 EMITS = (
@@ -259,7 +260,7 @@ def _resized_axis(
         reach = b.Min(b.Ceil(b.Div(number(SUPPORT[mode]), filter_scale)), widest)
         reach = b.Cast(reach, to=TensorProto.INT64)
         reach = b.over_axes("Squeeze", reach, [0])
-        taps = b.Range(b.Sub(one_int, reach), b.Add(reach, one_int), one_int)  # [2m]
+        taps = counted(b, b.Sub(one_int, reach), b.Add(reach, one_int), one_int)  # [2m]
     else:
         filter_scale, reach = one, int(SUPPORT[mode])
         taps = b.ints(list(range(1 - reach, reach + 1)), "taps")

@@ -10,6 +10,7 @@ from onnx import TensorProto
 from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .counting import counted
 from .ordering import MOST_PAIRED_ELEMENTS, comparable, first_where, numbers
 
 EMITS = (
@@ -42,8 +43,9 @@ def topk_by_ranking(
     every element type, lengths 5 to 3000 and K from 1 to n (heap and sort alike), NaN and ±0
     among the values: ties in order of index, NaN first when largest, last when smallest (its
     float16 kernel answers a NaN of another payload, 0x7E01 as 0x7E00: the rule X's own bits).
-    Fails where the kernel fails: K < 0 or K > n (at run time where they are not known).
-    Quadratic in n: not lowered where (elements of X)·n is known to pass 2^24. Not lowered:
+    Fails where the kernel fails: K < 0 or K > n, K not shaped [1] (at run time where they are
+    not known; a constant K so is not lowered).
+    Quadratic in n: not lowered where (elements of X)·n passes 2^24, unknown lengths taken as 1. Not lowered:
     sorted=0 (the order is the kernel's selection order, which no rewrite follows; onnxruntime's
     is neither sorted nor by index), an axis outside X's rank or X's rank unknown, types the
     target compares in no exact way (uint64 where it lacks Less on it), opsets below 11.
@@ -64,10 +66,11 @@ def topk_by_ranking(
     last = rank - 1
     along = axis % rank
     length = shape[along]
-    if None not in shape and math.prod(shape) * length > MOST_PAIRED_ELEMENTS:
+    elements = math.prod(d for d in shape if d is not None)  # (at least: an unknown length is at least 1)
+    if length is not None and elements * length > MOST_PAIRED_ELEMENTS:
         raise NotLowered(
-            f"{math.prod(shape)} elements each compared with the {length} along the axis make "
-            f"{math.prod(shape) * length} pairs, more than the 2^24 this rule compares at once"
+            f"at least {elements} elements each compared with the {length} along the axis make at least "
+            f"{elements * length} pairs, more than the 2^24 this rule compares at once"
         )
     perm = [*range(along), *range(along + 1, rank), along]  # the axis moved last
     moved = x if along == last else b.Transpose(x, perm=perm)
@@ -105,32 +108,50 @@ class _Wanted:
 def _wanted(b: Builder, moved: Value, k_input: Value | None, k: int | None, length: int | None) -> _Wanted:
     """0 to K - 1, K from the attribute (TopK-1) or the input: a constant where K is known, else
     Range(0, K); checked against [0, n] at run time where K or n is not known (Gather([0], [1])
-    reads past its one element: the lowered model fails where the kernel fails)."""
+    reads past its one element: the lowered model fails where the kernel fails), K fed as [1]
+    (Squeeze of its axis 0, then Range of a scalar, fail otherwise)."""
     int64 = TensorProto.INT64
     if k_input is None and k is None:
         raise NotLowered("TopK-1 without its k attribute")
     known = k if k_input is None else _constant_k(b, k_input)
+    if known is not None and (known < 0 or length is not None and known > length):
+        bound = "n" if length is None else length
+        raise NotLowered(f"K = {known} is outside [0, {bound}], the length along the axis: the op fails")
     if known is not None and length is not None:
-        if not 0 <= known <= length:
-            raise NotLowered(f"K = {known} is outside [0, {length}], the length along the axis: the op fails")
         return _Wanted(b.ints(list(range(known)), "ranks"), b.scalar(length, int64, "length"))
-    scalar = b.ints([], "scalar")
     n = (
         b.scalar(length, int64, "length")
         if length is not None
-        else b.Reshape(b.Gather(b.Shape(moved), b.ints([-1], "last")), scalar)
+        else b.over_axes("Squeeze", b.Gather(b.Shape(moved), b.ints([-1], "last")), [0])
     )
-    wanted = b.scalar(known, int64, "k") if known is not None else b.Reshape(k_input, scalar)
+    wanted = b.scalar(known, int64, "k") if known is not None else _fed_k(b, k_input)
     outside = b.Less(n, wanted)
     if known is None:
         outside = b.Or(b.Less(wanted, b.scalar(0, int64, "zero")), outside)
     checked = b.Gather(b.ints([0], "zero"), b.Cast(outside, to=int64))  # 0, or a failure
-    ranks = b.Range(checked, b.Add(wanted, checked), b.scalar(1, int64, "one"))
+    ranks = counted(b, checked, b.Add(wanted, checked), b.scalar(1, int64, "one"))
     return _Wanted(ranks, n)
 
 
+def _fed_k(b: Builder, k_input: Value) -> Value:
+    """K fed at run time as a scalar: Squeeze of its axis 0, which fails unless that axis is 1,
+    and, where K's rank is not known to be 1, a failure unless it is (Gather([0], [1]))."""
+    shape = b.shape_of(k_input)
+    if shape is not None and (len(shape) != 1 or shape[0] not in (1, None)):
+        raise NotLowered(f"K is declared {shape}, not [1]: the op fails")
+    k_value = b.over_axes("Squeeze", k_input, [0])
+    if shape is not None:
+        return k_value
+    int64 = TensorProto.INT64
+    not_rank_one = b.Not(b.Equal(b.Shape(b.Shape(k_input)), b.ints([1], "rank_one")))
+    return b.Add(k_value, b.Gather(b.ints([0], "zero"), b.Cast(not_rank_one, to=int64)))
+
+
 def _constant_k(b: Builder, k_input: Value) -> int | None:
+    """K where it is a constant; a constant not shaped [1] is refused, as the op refuses it."""
     value = b.constant_value(k_input)
-    if value is None or value.size != 1:
+    if value is None:
         return None
-    return int(value.reshape(-1)[0])
+    if value.shape != (1,):
+        raise NotLowered(f"K is shaped {list(value.shape)}, not [1]: the op fails")
+    return int(value[0])

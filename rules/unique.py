@@ -9,6 +9,7 @@ from onnx import TensorProto
 from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .counting import counted
 from .ordering import MOST_PAIRED_ELEMENTS, comparable, first_where, numbers
 
 EMITS = (
@@ -105,10 +106,7 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
         is_below = b.Less(zero, _summed(b, b.Cast(b.And(at_first_difference, below), to=int64), 2))
         ranked_before = b.And(firsts, is_below)
     inverse_indices = _summed(b, b.Cast(ranked_before, to=int64), 1)  # [n]
-    # [u]: 0 to u - 1, through int32 (exact: far fewer rows than 2^31 fit n² comparisons) and
-    # back, as tract 0.21 reads an int64 Range of a computed length as a shape and fails Equal on it
-    ranks = b.Range(zero, _summed(b, b.Cast(first, to=int64), 0), one)
-    ranks = b.Cast(b.Cast(ranks, to=TensorProto.INT32), to=int64)
+    ranks = counted(b, zero, _summed(b, b.Cast(first, to=int64), 0), one)  # [u]: 0 to u - 1
     of_rank = b.Equal(b.over_axes("Unsqueeze", inverse_indices, [0]), b.over_axes("Unsqueeze", ranks, [1]))  # [u, n]
     counts = _summed(b, b.Cast(of_rank, to=int64), 1)
     indices = first_where(b, of_rank, b.over_axes("Unsqueeze", row_numbers, [0]), count, 1)

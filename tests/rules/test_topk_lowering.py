@@ -24,6 +24,7 @@ from version_cases import node_cases_of
 
 import lowering
 from lowering import floats
+from lowering.registry import rule_for
 from lowering.verification.runtime import run_onnxruntime
 
 BACKEND_CASES = node_cases_of("TopK")
@@ -82,8 +83,8 @@ def topk_reference(x: np.ndarray, k: int, axis: int = -1, largest: int = 1) -> t
     nan = np.isnan(wide) if wide.dtype.kind == "f" else np.zeros(wide.shape, bool)
     key = np.where(nan, 0, wide)
     positions = np.broadcast_to(np.arange(moved.shape[-1]), moved.shape)
-    if largest:  # descending: NaN first, then larger first (-key for signed, ~key for unsigned)
-        order_key = ~key if key.dtype.kind == "u" else -key
+    if largest:  # descending: NaN first, then larger first (-key for floats, ~key = -key - 1 for integers)
+        order_key = -key if key.dtype.kind == "f" else ~key
         order = np.lexsort((positions, order_key, ~nan), axis=-1)
     else:
         order = np.lexsort((positions, key, nan), axis=-1)
@@ -236,6 +237,64 @@ def test_k_outside_the_axis_fails_as_the_kernel_fails():
                          [x[::-1].copy(), np.arange(5)[::-1].astype(np.int64)], "K = n")  # fmt: skip
 
 
+def test_k_of_unknown_rank_is_checked_at_run_time():
+    """K made by a Reshape to a fed shape: its rank is unknown, so the lowered model checks it,
+    failing where K is not [1] as the kernel fails."""
+    nodes = [helper.make_node("Reshape", ["k_data", "k_shape"], ["k"]),
+             helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk")]  # fmt: skip
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5]),
+              helper.make_tensor_value_info("k_data", TensorProto.INT64, [1]),
+              helper.make_tensor_value_info("k_shape", TensorProto.INT64, ["r"])]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("values", TensorProto.FLOAT, ["o"]),
+               helper.make_tensor_value_info("indices", TensorProto.INT64, ["o"])]  # fmt: skip
+    original = make_model(nodes, inputs, outputs, opset=11)
+    model = lowered(original)
+    x = np.array([3, 1, 4, 1, 5], np.float32)
+    feeds = {"x": x, "k_data": np.array([2])}
+    assert_outputs_alike(run_onnxruntime(model, feeds | {"k_shape": np.array([1])}),
+                         run_onnxruntime(original, feeds | {"k_shape": np.array([1])}), "K [1]")  # fmt: skip
+    for shape in ([], [1, 1]):
+        for side in (original, model):
+            with pytest.raises(Exception):  # noqa: B017 (onnxruntime's own error types)
+                run_onnxruntime(side, feeds | {"k_shape": np.array(shape, np.int64)})
+
+
+def test_an_initializer_a_graph_input_overrides_is_read_at_run_time():
+    """K an initializer that is also a graph input (a default): its value is fed, not a constant."""
+    node = helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk")
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5]),
+              helper.make_tensor_value_info("k", TensorProto.INT64, [1])]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("values", TensorProto.FLOAT, ["o"]),
+               helper.make_tensor_value_info("indices", TensorProto.INT64, ["o"])]  # fmt: skip
+    original = make_model([node], inputs, outputs, opset=11)
+    original.graph.initializer.append(helper.make_tensor("k", TensorProto.INT64, [1], [2]))
+    model = lowered(original)
+    x = np.array([3, 1, 4, 1, 5], np.float32)
+    for feeds in ({"x": x}, {"x": x, "k": np.array([4])}):
+        assert_outputs_alike(run_onnxruntime(model, feeds), run_onnxruntime(original, feeds), f"{feeds.keys()}")
+    assert len(run_onnxruntime(model, {"x": x, "k": np.array([4])})[0]) == 4
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)], ids=str)
+def test_no_elements(shape):
+    """An empty axis (K = 0 the only K) or an empty other axis: empty outputs, as the kernel's."""
+    for given in (True, False):
+        original = topk_model(TensorProto.FLOAT, shape, 0 if given else None, dims_known=given)
+        feeds = {"x": np.zeros(shape, np.float32)} | ({} if given else {"k": np.array([0])})
+        got, want = run_onnxruntime(lowered(original), feeds), run_onnxruntime(original, feeds)
+        assert_outputs_alike(got, want, f"{shape}")
+
+
+def test_writes_only_the_ops_it_names():
+    """EMITS (which a target's opset ranking reads) holds every op the rule writes, over the
+    backend cases and K fed with lengths at run time."""
+    models = [case.model for case in BACKEND_CASES.values()]
+    models += [topk_model(TensorProto.FLOAT16, (3, 4), None, dims_known=False, axis=0)]
+    for original in models:
+        written = {node.op_type for node in lowered(original).graph.node}
+        assert written <= set(rule_for("", "TopK").emits), sorted(written - set(rule_for("", "TopK").emits))
+
+
 @pytest.mark.parametrize("form", [FORMS[1], FORMS[2]], ids=_ids([FORMS[1], FORMS[2]]))
 def test_inside_if_branches_and_local_functions(form):
     shape, attributes = form
@@ -294,3 +353,32 @@ def test_opsets_below_11_are_refused():
     outputs = [helper.make_tensor_value_info("values", TensorProto.FLOAT, [2]),
                helper.make_tensor_value_info("indices", TensorProto.INT64, [2])]  # fmt: skip
     assert "the rule writes ops as they are from opset 11, not 9" in refused(make_model([node], [x], outputs, opset=9))
+
+
+def test_k_constant_and_negative_is_refused_whatever_the_length():
+    assert "K = -1 is outside [0, n]" in refused(topk_model(TensorProto.FLOAT, (5,), -1, dims_known=False))
+
+
+def test_k_not_shaped_1_is_refused():
+    """The op fails on a K not shaped [1], constant or declared so."""
+    for k_shape, constant in (([], False), ([1, 1], False), ([1, 1], True)):
+        node = helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk")
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])
+        k = helper.make_tensor_value_info("k", TensorProto.INT64, k_shape)
+        outputs = [helper.make_tensor_value_info("values", TensorProto.FLOAT, ["o"]),
+                   helper.make_tensor_value_info("indices", TensorProto.INT64, ["o"])]  # fmt: skip
+        model = make_model([node], [x] if constant else [x, k], outputs, opset=11)
+        if constant:
+            model.graph.initializer.append(helper.make_tensor("k", TensorProto.INT64, k_shape, [2]))
+        assert f"K is {'shaped' if constant else 'declared'} {k_shape}, not [1]: the op fails" in refused(model)
+
+
+def test_too_many_pairs_with_lengths_at_run_time_are_refused():
+    """An unknown batch is at least 1: one row of 8000 makes 6.4e7 pairs."""
+    node = helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8000])
+    k = helper.make_tensor_value_info("k", TensorProto.INT64, [1])
+    outputs = [helper.make_tensor_value_info("values", TensorProto.FLOAT, ["b", "o"]),
+               helper.make_tensor_value_info("indices", TensorProto.INT64, ["b", "o"])]  # fmt: skip
+    model = make_model([node], [x, k], outputs, opset=11)
+    assert "at least 8000 elements each compared with the 8000" in refused(model)
