@@ -79,7 +79,7 @@ def _block_counts(image, block, dilations, pads, strides) -> list[int]:
 @rule(
     "Col2Im",
     versions=(18,),
-    emits=EMITS,
+    emits=EMITS + LOOP_EMITS,
     rounding_invariant=False,
     reference=col2im_reference,
 )

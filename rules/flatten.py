@@ -10,7 +10,7 @@ import onnx
 from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
-EMITS = ("Add", "Concat", "Gather", "Range", "ReduceProd", "Reshape", "Shape", "Slice")
+EMITS = ("Add", "Concat", "Gather", "Range", "ReduceProd", "Reshape", "Shape", "Slice", "Constant")
 FIRST_OPSET = schemas.first_opset("Constant", onnx.TensorProto.INT64)  # (the new shape: an int64 Constant)
 
 

@@ -13,7 +13,10 @@ from .gathering import row_numbers
 from .versions.gathernd import batch_coordinates
 
 INT64_MAX = np.iinfo(np.int64).max
-EMITS = ("Add", "Concat", "Expand", "Flatten", "Gather", "Mul", "Range", "Reshape", "Shape", "Slice", "Unsqueeze")
+EMITS = (
+    "Add", "Concat", "Expand", "Flatten", "Gather", "Mul", "Range", "Reshape", "Shape", "Slice", "Unsqueeze",
+    "Constant",
+)  # fmt: skip
 
 
 def gathernd_reference(data: np.ndarray, indices: np.ndarray, *, batch_dims: int = 0) -> np.ndarray:

@@ -11,6 +11,7 @@ from lowering.registry import Builder, NotLowered, Value, rule
 EMITS = (
     "Cast", "Sub", "Div", "Ceil", "Greater", "Where", "Abs", "Less", "And", "Or", "Equal", "Neg", "Mul", "Add",
     "Reshape", "Expand", "Concat", "Slice", "CumSum", "Constant",
+    "Shape", "Gather", "Loop", "Identity",  # (16-bit floats: a Loop of n steps)
 )  # fmt: skip
 # The largest count taken (2^62): past it onnxruntime's kernel cannot allocate the range anyway.
 LARGEST_COUNT = 2.0**62

@@ -41,6 +41,7 @@ def reverse_sequence_reference(
         "Unsqueeze",
         "Expand",
         "GatherElements",
+        "Constant",
     ),
 )
 def reverse_sequence_by_gather_elements(
