@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     isnan,
     lp_normalization,
     lppool,
+    maxpool,
     maxunpool,
     melweightmatrix,
     onehot,

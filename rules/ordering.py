@@ -16,8 +16,8 @@ from .counting import counted
 MOST_PAIRED_ELEMENTS = 2**24
 
 
-def comparable(b: Builder, values: Value) -> Value:
-    """``values`` in a type the target compares exactly (Equal, Less): their own, or widened
+def comparable(b: Builder, values: Value, comparisons: tuple[str, ...] = ("Equal", "Less")) -> Value:
+    """``values`` in a type the target runs ``comparisons`` on exactly: their own, or widened
     without change of order (16-bit floats to float32, integers of up to 32 bits and bool to
     int64)."""
     element_type = values.element_type
@@ -25,12 +25,14 @@ def comparable(b: Builder, values: Value) -> Value:
         schemas.accepts("Less", b.opset, element_type) or floats.is_float(element_type) or fits_int64(element_type)
     ):
         raise NotLowered(f"X is {schemas.type_name(element_type)}, which no comparison orders")
-    if all(b.runs(op, values) for op in ("Equal", "Less")):
+    if all(b.runs(op, values) for op in comparisons):
         return values
     widened = b.computable(values, emit=False).element_type
     candidate = widened if widened != element_type else TensorProto.INT64 if fits_int64(element_type) else None
-    if candidate is None or not all(b.runs(op, Value(values.name, candidate)) for op in ("Equal", "Less")):
-        raise NotLowered(f"the target compares {schemas.type_name(element_type)} values in no exact way (Equal, Less)")
+    if candidate is None or not all(b.runs(op, Value(values.name, candidate)) for op in comparisons):
+        raise NotLowered(
+            f"the target compares {schemas.type_name(element_type)} values in no exact way ({', '.join(comparisons)})"
+        )
     return b.Cast(values, to=candidate)
 
 
