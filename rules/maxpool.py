@@ -19,7 +19,7 @@ from .versions.pool import pooled_windows
 
 EMITS = (
     "Gather", "Less", "And", "Or", "Where", "Reshape", "Cast", "Shape", "Mul", "Add", "Squeeze", "Unsqueeze",
-    "Concat", "Range", "Constant",
+    "Range", "Constant",
 )  # fmt: skip
 # Where takes any type from 9 (Less every number), and Constant int64 from 9.
 FIRST_OPSET = schemas.first_opset_writing(("Where", "Less", "Gather", "Reshape"), int64_constants=True)
@@ -52,9 +52,11 @@ def maxpool_by_running_maximum(
     vectorized kernel for a plain MaxPool answers NaN by where it stands ([NaN, 1, 2, 0] → 2,
     [1, 2, 0, NaN] → NaN) and a window of -inf as -3.4e38 (float's lowest), which no rewrite
     follows: the rule answers there as its element-by-element kernel, as above; on every other
-    value alike. Not lowered: X's rank or spatial sizes unknown, a window wholly in the padding,
-    auto_pad SAME padding less than nothing, more than 256 kernel offsets, types the target
-    compares in no exact way, opsets below 9.
+    value alike. Not lowered: X's rank or spatial sizes unknown, no window or one wholly in the
+    padding, auto_pad SAME padding less than nothing or with dilations (onnxruntime pads as if
+    the kernel were not dilated), VALID with ceil_mode where a stride does not divide the span
+    (the schema and onnxruntime count apart), a pad as long as the kernel (onnxruntime refuses
+    it), more than 256 kernel offsets, types the target compares in no exact way, opsets below 9.
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
@@ -116,8 +118,19 @@ def _windows(version, sizes, kernel, strides, dilations, pads, auto_pad, ceil_mo
     """(windows, padding before) along each spatial axis; refused where a window holds no element
     of X or the padding is less than nothing."""
     axes = len(sizes)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER") and any(d != 1 for d in dilations):
+        raise NotLowered(f"auto_pad {auto_pad} with dilations {dilations}: onnxruntime pads as if the kernel were "
+                         "not dilated, against the spec's output size")  # fmt: skip
+    if auto_pad == "NOTSET" and any(pad >= kernel[a % axes] for a, pad in enumerate(pads)):
+        raise NotLowered(f"pads {pads} hold one of its kernel's length {kernel} or more, which onnxruntime refuses")
     found = []
     for a, size in enumerate(sizes):
+        extent = (kernel[a] - 1) * dilations[a] + 1
+        if auto_pad == "VALID" and ceil_mode and (size - extent) % strides[a]:
+            raise NotLowered(
+                f"auto_pad VALID with ceil_mode=1 along spatial axis {a} (size {size}, stride {strides[a]}): the "
+                "schema and onnxruntime count its windows otherwise where the stride does not divide the span"
+            )
         given = (pads[a], pads[axes + a])
         count, before, after = pooled_windows(
             "MaxPool", version, size, kernel[a], strides[a], dilations[a], given, auto_pad, ceil_mode
@@ -148,19 +161,19 @@ def _taken(b: Builder, first: np.ndarray, compared: np.ndarray, held: Value, ele
 
 def _plane_starts(b: Builder, x: Value, shape: list, spatial: int, axes: int) -> Value:
     """(n·C + c)·spatial, shaped [N, C, 1, ...]: where each (n, c) plane of X starts in its
-    elements, a constant where N and C are known."""
+    elements; a constant where N and C are known, else ``n·(C·spatial)`` for n in Range(N) plus
+    ``c·spatial`` for c in Range(C), broadcast (no Reshape, which reads a 0 as "keep")."""
     if shape[0] is not None and shape[1] is not None:
         starts = np.arange(shape[0] * shape[1], dtype=np.int64).reshape([shape[0], shape[1]] + [1] * axes) * spatial
         return b.tensor(starts, "plane_starts")
     if b.opset < 11:
         raise NotLowered(f"X's batch or channels are unknown, and Range, which counts its planes, is not at {b.opset}")
     int64 = TensorProto.INT64
+    zero, one, plane = b.scalar(0, int64, "zero"), b.scalar(1, int64, "one"), b.scalar(spatial, int64, "plane")
     x_shape = b.Shape(x)
-    n_c = b.Gather(x_shape, b.ints([0, 1], "batch_and_channels"))
-    planes = b.Mul(
-        b.over_axes("Squeeze", b.Gather(x_shape, b.ints([0], "batch")), [0]),
-        b.over_axes("Squeeze", b.Gather(x_shape, b.ints([1], "channels")), [0]),
-    )
-    starts = b.Mul(counted(b, b.scalar(0, int64, "zero"), planes, b.scalar(1, int64, "one")),
-                   b.scalar(spatial, int64, "plane"))  # fmt: skip
-    return b.Reshape(starts, b.Concat(n_c, b.ints([1] * axes, "spatial_ones"), axis=0))
+    batch = b.over_axes("Squeeze", b.Gather(x_shape, b.ints([0], "batch")), [0])
+    channels = b.over_axes("Squeeze", b.Gather(x_shape, b.ints([1], "channels")), [0])
+    samples = b.Mul(counted(b, zero, batch, one), b.Mul(channels, plane))  # [N]
+    planes = b.Mul(counted(b, zero, channels, one), plane)  # [C]
+    return b.Add(b.over_axes("Unsqueeze", samples, list(range(1, axes + 2))),
+                 b.over_axes("Unsqueeze", planes, [0, *range(2, axes + 2)]))  # fmt: skip

@@ -67,6 +67,8 @@ FORMS = [
     ((6, 5), {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"}),
     ((6, 5), {"kernel_shape": [2, 3], "strides": [2, 1], "auto_pad": "SAME_LOWER"}),
     ((5,), {"kernel_shape": [2], "pads": [1, 1]}),
+    ((7, 6), {"kernel_shape": [3, 2], "strides": [2, 2], "auto_pad": "VALID", "ceil_mode": 1}),
+    ((6, 7), {"kernel_shape": [2, 2], "strides": [3, 2], "pads": [1, 0, 1, 1], "ceil_mode": 1}),
     ((4, 5, 4), {"kernel_shape": [2, 2, 2], "strides": [1, 2, 1], "dilations": [1, 1, 2], "pads": [1, 0, 0, 0, 1, 1]}),
 ]
 
@@ -195,8 +197,35 @@ def test_unknown_spatial_sizes_are_refused():
     assert "spatial sizes are unknown" in refused(make_model([node], [x], [y], opset=12))
 
 
+def test_no_elements_in_batch_and_channels_at_run_time():
+    """N and C of 0 given at run time: empty outputs, as the kernel's."""
+    original = maxpool_model(TensorProto.FLOAT, (2, 3, 5, 5), True, batch_known=False, kernel_shape=[2, 2])
+    model = lowered(original)
+    for shape in ((0, 0, 5, 5), (0, 3, 5, 5)):
+        feeds = {"x": np.zeros(shape, np.float32)}
+        for got, want in zip(run_onnxruntime(model, feeds), run_onnxruntime(original, feeds), strict=True):
+            assert_same_bits(got, want, f"{shape}")
+
+
+@pytest.mark.parametrize("opset", [12, 22])
+def test_windows_counted_apart_by_onnxruntime_are_refused(opset):
+    """SAME with dilations (onnxruntime pads as if the kernel were not dilated) and VALID with
+    ceil_mode where the stride does not divide the span (the schema counts one window fewer)."""
+    same = maxpool_model(TensorProto.FLOAT, (1, 1, 4), True, opset=opset, kernel_shape=[3], dilations=[2],
+                         auto_pad="SAME_UPPER")  # fmt: skip
+    assert "onnxruntime pads as if the kernel were not dilated" in refused(same)
+    valid = maxpool_model(TensorProto.FLOAT, (1, 1, 5), True, opset=opset, kernel_shape=[2], strides=[2],
+                          auto_pad="VALID", ceil_mode=1)  # fmt: skip
+    assert "count its windows otherwise where the stride does not divide the span" in refused(valid)
+
+
+def test_a_pad_as_long_as_the_kernel_is_refused():
+    model = maxpool_model(TensorProto.FLOAT, (1, 1, 6), kernel_shape=[2], dilations=[3], pads=[2, 0])
+    assert "which onnxruntime refuses" in refused(model)
+
+
 def test_a_window_wholly_in_the_padding_is_refused():
-    model = maxpool_model(TensorProto.FLOAT, (1, 1, 4, 4), kernel_shape=[2, 2], pads=[2, 0, 0, 0])
+    model = maxpool_model(TensorProto.FLOAT, (1, 1, 3), kernel_shape=[2], strides=[4], ceil_mode=1, opset=12)
     assert "lies wholly in the padding" in refused(model)
 
 
