@@ -12,7 +12,7 @@ import pytest
 from lowering.rules.function_bodies import last_axis_unflattened, variance_in_two_passes
 from onnx import TensorProto, helper
 from support import nested_forms, slow_but_a_sample  # noqa: E402
-from version_cases import node_cases
+from version_cases import fed_data_sets, node_cases
 
 import lowering
 from lowering import schemas
@@ -120,8 +120,7 @@ def test_every_backend_case_expands_and_meets_its_tolerance():
             refused.append((case.name, inlined.reason))
             continue
         assert [o.version for o in inlined.opset_import] == [17]
-        for inputs, expected in case.data_sets:
-            feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+        for feeds, expected in fed_data_sets(case):
             outputs = run_onnxruntime(inlined, feeds)
             assert len(outputs) == len(expected) == 3
             for got, want in zip(outputs, expected, strict=True):

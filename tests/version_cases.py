@@ -44,6 +44,12 @@ def node_cases_of(op_type: str) -> dict:
     }
 
 
+def fed_data_sets(case):
+    """A backend case's data sets as (feeds by input name, expected outputs)."""
+    for inputs, expected in case.data_sets:
+        yield {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}, expected
+
+
 @dataclass
 class CaseOutcome:
     converter: str  # "runs", "fails", "invalid" (checker refuses its model), "does not run"

@@ -17,7 +17,7 @@ from support import (
     runs_in_onnxruntime,
     slow_but_a_sample,  # noqa: E402
 )
-from version_cases import node_cases, sweep_case
+from version_cases import fed_data_sets, node_cases, sweep_case
 
 import lowering
 from lowering import schemas
@@ -66,8 +66,7 @@ def test_backend_case_lowered_on_request(name):
     assert result.report.complete, result.report.lines()
     onnx.checker.check_model(result.model, full_check=True)
     assert op_type not in op_type_set(result.model)
-    for inputs, expected in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+    for feeds, expected in fed_data_sets(case):
         (got,) = run_onnxruntime(result.model, feeds)
         assert_within(op_type, got, expected[0], name)
         native = runs_in_onnxruntime(case.model, feeds)

@@ -21,7 +21,7 @@ from support import (
     runs_in_onnxruntime,
     slow_but_a_sample,  # noqa: E402
 )
-from version_cases import node_cases_of, sweep_case
+from version_cases import fed_data_sets, node_cases_of, sweep_case
 
 import lowering
 from lowering import floats
@@ -64,8 +64,7 @@ def test_backend_case_converted(target, name):
     assert [entry.version for entry in result.model.opset_import if entry.domain == ""] == [target]
     onnx.checker.check_model(result.model, full_check=True)
     assert "DeformConv" not in op_type_set(result.model)
-    for inputs, expected in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+    for feeds, expected in fed_data_sets(case):
         (got,) = run_onnxruntime(result.model, feeds)
         assert_within(got, expected[0], f"{name} at {target}")
 

@@ -16,7 +16,7 @@ from support import (
     make_model,
     slow_but_a_sample,  # noqa: E402
 )
-from version_cases import node_cases, sweep_case
+from version_cases import fed_data_sets, node_cases, sweep_case
 
 import lowering
 from lowering.registry import rule_for
@@ -76,8 +76,7 @@ def test_backend_case_converts_within_the_tolerance(target, name):
     lowered = lowering.lower(case.model, target_opset=target, ops=[])
     onnx.checker.check_model(lowered, full_check=True)
     assert not lowered_ops(lowered) & set(OPS)
-    for inputs, expected in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+    for feeds, expected in fed_data_sets(case):
         (got,) = run_onnxruntime(lowered, feeds)
         assert_within(got, expected[0], TensorProto.FLOAT, name)
 
@@ -98,8 +97,7 @@ def test_backend_case_lowered_on_request(name):
     result = lowering.lower_model(case.model, ops=[op_type])
     assert result.report.complete, result.report.lines()
     assert op_type not in lowered_ops(result.model)
-    for inputs, expected in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+    for feeds, expected in fed_data_sets(case):
         (got,) = run_onnxruntime(result.model, feeds)
         assert_within(got, expected[0], TensorProto.FLOAT, name)
 

@@ -20,7 +20,7 @@ from support import (
     runs_in_onnxruntime,
     slow_but_a_sample,
 )
-from version_cases import node_cases
+from version_cases import fed_data_sets, node_cases
 
 import lowering
 from lowering import schemas
@@ -47,8 +47,7 @@ def lowered(model):
 def test_backend_cases_give_their_expected_outputs(case):
     assert len(BACKEND_CASES) >= 8
     result = lowered(case.model)
-    for inputs, expected in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+    for feeds, expected in fed_data_sets(case):
         for got, want in zip(runs_in_onnxruntime(result, feeds), expected, strict=True):
             assert_same_bits(got, want, case.name)
 

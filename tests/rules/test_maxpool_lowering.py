@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from support import assert_same_bits, make_model, nested_forms, op_type_set, slow_but_a_sample
-from version_cases import node_cases_of
+from version_cases import fed_data_sets, node_cases_of
 
 import lowering
 from lowering import floats
@@ -85,8 +85,7 @@ def test_backend_cases_are_found():
 def test_backend_case_lowered(name):
     case = BACKEND_CASES[name]
     model = lowered(case.model)
-    for inputs, expected in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+    for feeds, expected in fed_data_sets(case):
         for got, want in zip(run_onnxruntime(model, feeds), expected, strict=True):
             assert_same_bits(got, want, name)
 

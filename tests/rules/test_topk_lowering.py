@@ -20,7 +20,7 @@ from support import (
     random_elements,
     slow_but_a_sample,
 )
-from version_cases import node_cases_of
+from version_cases import fed_data_sets, node_cases_of
 
 import lowering
 from lowering import floats
@@ -122,8 +122,7 @@ def test_backend_cases_are_found():
 def test_backend_case_lowered(name):
     case = BACKEND_CASES[name]
     model = lowered(case.model)
-    for inputs, expected in case.data_sets:
-        feeds = {info.name: value for info, value in zip(case.model.graph.input, inputs, strict=True)}
+    for feeds, expected in fed_data_sets(case):
         assert_outputs_alike(run_onnxruntime(model, feeds), list(expected), name)
 
 
