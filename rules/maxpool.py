@@ -97,7 +97,9 @@ def maxpool_by_running_maximum(
             elements = b.Gather(elements, b.ints(place.tolist(), f"places{a}"), axis=2 + a)
         grid = np.meshgrid(*clipped, indexing="ij")
         here = b.tensor(np.ravel_multi_index(grid, sizes).astype(np.int64), "positions")
-        column_here = b.tensor(np.ravel_multi_index(grid[::-1], sizes[::-1]).astype(np.int64), "columns")
+        column_here = None
+        if storage_order:  # column-major over the spatial axes
+            column_here = b.tensor(np.ravel_multi_index(grid[::-1], sizes[::-1]).astype(np.int64), "columns")
         first, compared = valid & ~taken, valid & taken
         if held is None:
             held, index, column_index = elements, here, column_here

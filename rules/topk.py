@@ -4,6 +4,7 @@ comparisons of every pair along the axis."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from onnx import TensorProto
 
@@ -45,10 +46,10 @@ def topk_by_ranking(
     float16 kernel answers a NaN of another payload, 0x7E01 as 0x7E00: the rule X's own bits).
     Fails where the kernel fails: K < 0 or K > n, K not shaped [1] (at run time where they are
     not known; a constant K so is not lowered).
-    Quadratic in n: not lowered where (elements of X)·n passes 2^24, unknown lengths taken as 1. Not lowered:
-    sorted=0 (the order is the kernel's selection order, which no rewrite follows; onnxruntime's
-    is neither sorted nor by index), an axis outside X's rank or X's rank unknown, types the
-    target compares in no exact way (uint64 where it lacks Less on it), opsets below 11.
+    Quadratic in n: not lowered where (elements of X)·n passes 2^24, unknown lengths taken as 1.
+    Not lowered: sorted=0 (the order is the kernel's selection order, which no rewrite follows;
+    onnxruntime's is neither sorted nor by index), an axis outside X's rank or X's rank unknown,
+    types the target compares in no exact way (uint64 where it lacks Less on it), opsets below 11.
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
@@ -97,12 +98,12 @@ def topk_by_ranking(
     return b.Transpose(values, perm=back), b.Transpose(indices, perm=back)
 
 
+@dataclass(frozen=True)
 class _Wanted:
     """The ranks wanted, 0 to K - 1 ([K]), and n as a scalar (the index no rank matches)."""
 
-    def __init__(self, ranks: Value, length: Value) -> None:
-        self.ranks = ranks
-        self.length = length
+    ranks: Value
+    length: Value
 
 
 def _wanted(b: Builder, moved: Value, k_input: Value | None, k: int | None, length: int | None) -> _Wanted:
