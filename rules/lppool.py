@@ -12,7 +12,7 @@ from lowering.conversion.adapters import as_text
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
-from .versions.pool import pooled_windows
+from .versions.pool import pooled_windows, valid_ceil_counted_apart
 
 EMITS = ("Abs", "Pow", "Conv", "Cast", "Constant")
 # Pow broadcasts its scalar exponent by numpy's rule from opset 7 (before, only with broadcast=1).
@@ -141,7 +141,7 @@ def _conv_pads(b: Builder, sizes, kernel, strides, dilations, pads, padding: str
     for axis, n in enumerate(sizes):
         k, s, d = kernel[axis], strides[axis], dilations[axis]
         given = (pads[axis], pads[len(sizes) + axis])
-        if padding == "VALID" and ceil_mode and (n - (k - 1) * d - 1) % s:
+        if padding == "VALID" and ceil_mode and valid_ceil_counted_apart(n, k, s, d):
             raise NotLowered(
                 f"it takes auto_pad VALID with ceil_mode=1 and strides {strides}, whose windows its schema and "
                 f"onnxruntime count otherwise along spatial axis {axis} (size {n}: the stride does not divide the span)"

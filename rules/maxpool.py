@@ -15,7 +15,7 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 from .counting import counted
 from .ordering import comparable
-from .versions.pool import pooled_windows
+from .versions.pool import pooled_windows, valid_ceil_counted_apart
 
 EMITS = (
     "Gather", "Less", "And", "Or", "Where", "Reshape", "Cast", "Shape", "Mul", "Add", "Squeeze", "Unsqueeze",
@@ -23,6 +23,8 @@ EMITS = (
 )  # fmt: skip
 # Where takes any type from 9 (Less every number), and Constant int64 from 9.
 FIRST_OPSET = schemas.first_opset_writing(("Where", "Less", "Gather", "Reshape"), int64_constants=True)
+# Range (counting the planes where batch or channels come at run time) exists from this opset on.
+RANGE_OPSET = schemas.first_opset("Range")
 # The most kernel offsets the rule unrolls (a few nodes each).
 MOST_OFFSETS = 256
 
@@ -127,8 +129,7 @@ def _windows(version, sizes, kernel, strides, dilations, pads, auto_pad, ceil_mo
         raise NotLowered(f"pads {pads} hold one of its kernel's length {kernel} or more, which onnxruntime refuses")
     found = []
     for a, size in enumerate(sizes):
-        extent = (kernel[a] - 1) * dilations[a] + 1
-        if auto_pad == "VALID" and ceil_mode and (size - extent) % strides[a]:
+        if auto_pad == "VALID" and ceil_mode and valid_ceil_counted_apart(size, kernel[a], strides[a], dilations[a]):
             raise NotLowered(
                 f"auto_pad VALID with ceil_mode=1 along spatial axis {a} (size {size}, stride {strides[a]}): the "
                 "schema and onnxruntime count its windows otherwise where the stride does not divide the span"
@@ -168,7 +169,7 @@ def _plane_starts(b: Builder, x: Value, shape: list, spatial: int, axes: int) ->
     if shape[0] is not None and shape[1] is not None:
         starts = np.arange(shape[0] * shape[1], dtype=np.int64).reshape([shape[0], shape[1]] + [1] * axes) * spatial
         return b.tensor(starts, "plane_starts")
-    if b.opset < 11:
+    if b.opset < RANGE_OPSET:
         raise NotLowered(f"X's batch or channels are unknown, and Range, which counts its planes, is not at {b.opset}")
     int64 = TensorProto.INT64
     zero, one, plane = b.scalar(0, int64, "zero"), b.scalar(1, int64, "one"), b.scalar(spatial, int64, "plane")

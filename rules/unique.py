@@ -33,8 +33,7 @@ def unique_by_comparing_rows(b: Builder, x: Value, *, axis: int | None = None, s
     ``inverse_indices[i]``, is the number of first rows below it (sorted) or before its first
     equal (sorted=0); ``counts[r]`` the rows of rank r; ``indices[r]`` the first row of rank r.
     A first column where a condition holds is ReduceMin(Where(condition, j, n)), no running sum
-    (onnx2torch's CumSum is wrong unless ``reverse`` is stated; tract 0.21 cannot size one over
-    the u unique rows, tract 0.23 fails one over the comparisons: "TDim is not a number").
+    (:func:`rules.ordering.first_where`).
     ``Y = Gather(X, indices)`` along the axis (or of X's elements), X's bits as they are: the
     first of equal rows (-0 where it comes first).
     As onnxruntime's kernel answers inputs free of NaN; one holding NaN it answers by its map's

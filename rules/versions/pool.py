@@ -40,6 +40,14 @@ def _ceil_div(a: int, b: int) -> int:
     return -((-a) // b)
 
 
+def valid_ceil_counted_apart(size: int, kernel: int, stride: int, dilation: int) -> bool:
+    """Whether auto_pad VALID with ceil_mode=1 has its windows along an axis counted otherwise by
+    the schema, ``ceil((size - extent + 1) / stride)`` whatever ceil_mode is, and by onnxruntime,
+    ``ceil((size - extent) / stride) + 1`` (LpPool-18, kernel 2, stride 2 over 3: 1 against 2):
+    where the stride does not divide ``size - extent``."""
+    return (size - (kernel - 1) * dilation - 1) % stride != 0
+
+
 def pooled_windows(
     op_type: str, version: int, size: int, kernel: int, stride: int, dilation: int, pads: tuple[int, int],
     auto_pad: str, ceil_mode: bool,
@@ -346,10 +354,7 @@ def _refuse_valid_counted_by_ceil_mode(
     node: onnx.NodeProto, context: AdapterContext, kernel: list[int], dilations: list[int], cannot: str
 ) -> None:
     """Refuse auto_pad VALID with ceil_mode=1 going where ceil_mode cannot be stated, or where its
-    windows are gathered, unless on every axis the stride divides ``size - extent``: the schema
-    counts VALID windows ``ceil((size - extent + 1) / stride)`` whatever ceil_mode is,
-    onnxruntime ``ceil((size - extent) / stride) + 1`` under ceil_mode (LpPool-18, kernel 2,
-    stride 2 over 3: 1 against 2), and the two agree exactly there."""
+    windows are gathered, unless on no axis they are counted apart (:func:`valid_ceil_counted_apart`)."""
     if text_attribute(node, "auto_pad", context.source_opset) != "VALID":
         return
     strides = list(attribute_of(node, "strides") or [1] * len(kernel))
@@ -358,8 +363,7 @@ def _refuse_valid_counted_by_ceil_mode(
     shape = context.shape_of(node.input[0])
     spatial = None if shape is None else shape[2:]
     if spatial is not None and len(spatial) == len(kernel) and all(isinstance(d, int) for d in spatial):
-        extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
-        if all((size - extent) % stride == 0 for size, extent, stride in zip(spatial, extents, strides, strict=True)):
+        if not any(map(valid_ceil_counted_apart, spatial, kernel, strides, dilations)):
             return
     raise NotLowered(
         f"{cannot}: it takes auto_pad VALID with ceil_mode=1 and strides {strides}, whose windows its schema and "

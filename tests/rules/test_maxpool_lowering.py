@@ -141,6 +141,22 @@ def test_onnxruntime_s_vectorized_kernel_answers_nan_by_place():
     assert np.isnan(ours[0]) and ours[1] == 2 and ours[2] == -np.inf
 
 
+def test_bfloat16_against_the_float_kernel():
+    """MaxPool-22 takes bfloat16, which onnxruntime's kernel does not: every bfloat16 is a float
+    exactly, so the float kernel's Indices (element by element) are the answer, and Y X's own bits there."""
+    spatial, attributes = FORMS[1]
+    shape = (2, 3, *spatial)
+    model = lowered(maxpool_model(TensorProto.BFLOAT16, shape, True, opset=22, **attributes))
+    as_float = maxpool_model(TensorProto.FLOAT, shape, True, opset=22, **attributes)
+    rng = np.random.default_rng(22)
+    for draw in range(3):
+        x = edgy(TensorProto.BFLOAT16, shape, rng)
+        y, indices = run_onnxruntime(model, {"x": x})
+        _, want = run_onnxruntime(as_float, {"x": x.astype(np.float32)})
+        assert_same_bits(indices, want, f"draw {draw}")
+        assert_same_bits(y, x.reshape(-1)[want], f"draw {draw}")
+
+
 def test_versions_1_to_22():
     """MaxPool-1 (no Indices), 8, 10, 11, 12 and 22 of one window form, each at its own opset."""
     x = edgy(TensorProto.FLOAT, (1, 2, 5, 5), np.random.default_rng(1))
