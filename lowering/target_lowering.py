@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import onnx
 
 from . import schemas
+from .conversion import adapters
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .function_bodies import body_op_types, node_body_op_types, ops_with_bodies
 from .graphs import held_graphs, holds_graphs
@@ -475,9 +476,11 @@ def op_types_held_or_written(
     """The default-domain ops of ``model``'s nodes and those the patterns lowering them are known
     to write (``written_by``), at any depth (AffineGrid-20's body writes Constant and CastLike,
     CastLike's Cast: their versions differ between opsets where AffineGrid has none), and those
-    a form chosen for them writes (:attr:`OpChoice.writes`)."""
+    a form chosen for them writes (:attr:`OpChoice.writes`), and those a version adapter writes in
+    place of a deprecated op (Upsample's Resize: its versions say at which opsets it runs)."""
     nodes = [node for _, node, _ in _every_node(model) if node.domain in ("", "ai.onnx")]
     held = {node.op_type for node in nodes}
+    held |= {op for op_type in set(held) for op in adapters.replacing_ops(op_type)}
     held |= {
         op for node in nodes for choice in OP_CHOICES if choice.op_type == node.op_type for op in choice.writes(node)
     }

@@ -1049,3 +1049,24 @@ def test_a_conversion_refused_at_the_first_opset_is_tried_at_the_best_ranked_nex
         lowering.lower_model(model, target_opset=17)
     result = lowering.lower_model(model, target=gap_at_18)
     assert schemas.default_opset(result.model.opset_import) == 19
+
+
+def test_a_deprecated_op_goes_to_the_opset_where_the_op_replacing_it_runs():
+    """Upsample-9 (its scales constant), which the runtime fails, is Resize from opset 10 on
+    (the version adapter writes it in Upsample's place): opsets are ranked by Resize's versions
+    too, so --target reaches 11, where Resize-11 runs, past 10, where Resize-10 fails (TVM 0.27
+    and tract 0.23 answer so, probed)."""
+    made = {"upsample": ("Upsample", 9, "FLOAT", "fails"), "resize_10": ("Resize", 10, "FLOAT", "fails"),
+            "resize_11": ("Resize", 11, "FLOAT", "right"), "constant": ("Constant", 9, "FLOAT", "right")}  # fmt: skip
+    resize_11_runs = profile(made, opsets=range(8, 14))
+    scales = onnx.numpy_helper.from_array(np.array([1, 1, 2, 3], np.float32), "scales")
+    node = helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")
+    model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 6])], opset=9,
+                       initializer=[scales])  # fmt: skip
+    result = lowering.lower_model(model, target=resize_11_runs)
+    opset = schemas.default_opset(result.model.opset_import)
+    assert opset == 11 and {node.op_type for node in result.model.graph.node} <= {"Resize", "Constant"}
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+    (want,), (got,) = (ReferenceEvaluator(m).run(None, {"x": x}) for m in (model, result.model))
+    np.testing.assert_array_equal(got, want)

@@ -292,6 +292,7 @@ class RegisteredAdapter:
     types_only: bool = False  # the step only adds types to the op's type lists (no known change)
     changed_only: bool = False  # it leaves (None) every node no known change across its steps affects
     cases: tuple[tuple[str, int], ...] = ()  # (op type, the fewest cases it must be exact on), each op
+    replaced_by: tuple[str, ...] = ()  # the ops it writes in place of a deprecated op (Upsample: Resize)
 
     @property
     def name(self) -> str:
@@ -357,6 +358,7 @@ def adapter(
     reason: str | None = None,
     types_only: bool = False,
     changed_only: bool = False,
+    replaced_by: tuple[str, ...] = (),
 ):
     """Register the decorated function as the adapter across step ``version`` of ``op_types``
     going ``direction`` ("down" or "up"), for nodes moving between op versions in ``versions``
@@ -365,6 +367,8 @@ def adapter(
     lists (checked against onnx.defs). The function returns None for a node it leaves to be
     judged as any (re-versioned where it means the same, else onnx's converter); ``changed_only``
     says it leaves so every node no known change across its steps affects (:func:`change_for`).
+    ``replaced_by`` names the ops it writes where the op is deprecated at the target opset
+    (Upsample from 10: Resize), whose versions choose the opset as the op's own would.
     ``cases`` (required) is the fewest (case, opset pair) combinations it must fire on and be
     exact on, per op type it serves, in ``tests/rules/versions/test_adapter_registry.py``: one int, or a
     mapping op type -> int (:data:`OTHER_OPS` for the rest) where the op types differ
@@ -385,7 +389,8 @@ def adapter(
         if reason is not None:
             known_change(op_types, version, reason)
         registered = RegisteredAdapter(
-            function, label, versions, op_types, version, direction, types_only, changed_only, minimums
+            function, label, versions, op_types, version, direction, types_only, changed_only, minimums,
+            tuple(replaced_by),
         )
         for op_type in op_types:
             if types_only:
@@ -413,6 +418,13 @@ def adapter_for(op_type: str, source_version: int, target_version: int) -> Regis
         ):
             return found
     return None
+
+
+def replacing_ops(op_type: str) -> frozenset[str]:
+    """The ops the adapters of ``op_type`` write in its place where it is deprecated (its
+    adapters' ``replaced_by``): Resize for Upsample."""
+    load_rules_package()
+    return frozenset(op for key, found in ADAPTERS.items() if key[0] == op_type for op in found.replaced_by)
 
 
 def all_adapters() -> list[RegisteredAdapter]:

@@ -107,7 +107,7 @@ def version_10_modes_spelled_out(node: onnx.NodeProto, context: AdapterContext):
     return _as_resize(node, context, "Resize-10", upsampling=False)
 
 
-@adapter(("Upsample",), 10, "up", "Resize", versions=(7, 10), cases=10)
+@adapter(("Upsample",), 10, "up", "Resize", versions=(7, 10), cases=10, replaced_by=("Resize",))
 def upsample_as_resize(node: onnx.NodeProto, context: AdapterContext):
     """Upsample-7/9(x, s, mode=m) = Resize-10(x, s, mode=m); from 11 Resize(x, [], s, m, asymmetric, floor).
 
