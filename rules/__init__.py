@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     maxpool,
     maxunpool,
     melweightmatrix,
+    non_max_suppression,
     onehot,
     optional,
     quantize_linear,
