@@ -389,7 +389,15 @@ def adapter(
         if reason is not None:
             known_change(op_types, version, reason)
         registered = RegisteredAdapter(
-            function, label, versions, op_types, version, direction, types_only, changed_only, minimums,
+            function,
+            label,
+            versions,
+            op_types,
+            version,
+            direction,
+            types_only,
+            changed_only,
+            minimums,
             tuple(replaced_by),
         )
         for op_type in op_types:
