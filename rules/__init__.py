@@ -7,6 +7,8 @@ from . import (  # noqa: F401
     bitwise,
     col2im,
     compress,
+    conv,
+    conv_transpose,
     cumprod,
     deformconv,
     det,
