@@ -31,7 +31,7 @@ FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 # takes another path: the absolute tolerance covers such cancelling sums; double as the reference,
 # float16 within 2^-12 absolute, bfloat16 (in float32, rounded once) as the reference rounds it.
 CONV_TRANSPOSE_TOLERANCE = {
-    TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=1e-5),
+    TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=2e-4),
     TensorProto.DOUBLE: Tolerance(rtol=1e-12, atol=1e-12),
     TensorProto.FLOAT16: Tolerance(rtol=2**-8, atol=2**-8),
     TensorProto.BFLOAT16: Tolerance(rtol=2**-7, atol=2**-7),
