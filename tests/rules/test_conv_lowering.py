@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from support import make_model, nested_forms, op_type_set, slow_but_a_sample
+from support import assert_within_stated, make_model, nested_forms, op_type_set, slow_but_a_sample
 from version_cases import fed_data_sets, node_cases_of
 
 import lowering
@@ -49,12 +49,6 @@ def lowered(model: onnx.ModelProto) -> onnx.ModelProto:
     return result.model
 
 
-def assert_within_tolerance(got: np.ndarray, want: np.ndarray, element_type: int, where: str) -> None:
-    assert got.shape == want.shape, where
-    bad = CONV_TOLERANCE[element_type].mismatches(got, want)
-    assert not bad.any(), f"{where}: {int(bad.sum())} outside, e.g. {got[bad][:3]} against {want[bad][:3]}"
-
-
 def test_the_rule_states_its_tolerance_for_every_float_type():
     assert set(CONV_TOLERANCE) == {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 
@@ -68,7 +62,7 @@ def test_backend_case_lowered(name):
     case = BACKEND_CASES[name]
     model = lowered(case.model)
     for feeds, expected in fed_data_sets(case):
-        assert_within_tolerance(run_onnxruntime(model, feeds)[0], expected[0], TensorProto.FLOAT, name)
+        assert_within_stated(CONV_TOLERANCE, run_onnxruntime(model, feeds)[0], expected[0], name)
 
 
 # (X's shape, W's shape, attributes)
@@ -115,7 +109,7 @@ def test_random_inputs_against_onnxruntime(form, weights):
         if weights == "fed":
             feeds["w"] = w
         want = run_onnxruntime(original, feeds)[0]
-        assert_within_tolerance(run_onnxruntime(model, feeds)[0], want, TensorProto.FLOAT, f"draw {draw}")
+        assert_within_stated(CONV_TOLERANCE, run_onnxruntime(model, feeds)[0], want, f"draw {draw}")
 
 
 OTHER_TYPES = [TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16]
@@ -136,8 +130,8 @@ def test_other_types_against_the_reference(form, element_type):
     feeds = {name: rng.standard_normal(shape).astype(dtype) for name, shape in
              (("x", x_shape), ("w", w_shape), ("b", (w_shape[0],)))}  # fmt: skip
     want = wide.run(None, {name: value.astype(np.float64) for name, value in feeds.items()})[0].astype(dtype)
-    assert_within_tolerance(
-        run_onnxruntime(model, feeds)[0], want, element_type, TensorProto.DataType.Name(element_type)
+    assert_within_stated(
+        CONV_TOLERANCE, run_onnxruntime(model, feeds)[0], want, TensorProto.DataType.Name(element_type)
     )
 
 
@@ -147,7 +141,7 @@ def test_no_bias_and_the_kernel_from_w():
     model = lowered(original)
     feeds = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32),
              "w": rng.standard_normal((2, 3, 2, 2)).astype(np.float32)}  # fmt: skip
-    assert_within_tolerance(run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], 1, "")
+    assert_within_stated(CONV_TOLERANCE, run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], "")
 
 
 def test_bias_not_shaped_m_refused():
@@ -172,7 +166,9 @@ def test_same_padding_less_than_nothing_as_onnxruntime(size, kernel, stride, aut
     feeds = {"x": rng.standard_normal((1, 2, size, size)).astype(np.float32),
              "w": rng.standard_normal((3, 2, kernel, kernel)).astype(np.float32),
              "b": rng.standard_normal(3).astype(np.float32)}  # fmt: skip
-    assert_within_tolerance(run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], 1, auto_pad)
+    assert_within_stated(
+        CONV_TOLERANCE, run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], auto_pad
+    )
 
 
 def test_batch_left_to_run_time():
@@ -184,7 +180,7 @@ def test_batch_left_to_run_time():
                  "w": rng.standard_normal((3, 2, 3, 3)).astype(np.float32),
                  "b": rng.standard_normal(3).astype(np.float32)}  # fmt: skip
         want = run_onnxruntime(original, feeds)[0]
-        assert_within_tolerance(run_onnxruntime(model, feeds)[0], want, 1, f"batch {batch}")
+        assert_within_stated(CONV_TOLERANCE, run_onnxruntime(model, feeds)[0], want, f"batch {batch}")
 
 
 def test_nested():
@@ -198,7 +194,7 @@ def test_nested():
         model = lowered(nested)
         for branch in (True, False):
             got = run_onnxruntime(model, {**feeds, "branch": np.array(branch)})[0]
-            assert_within_tolerance(got, want, 1, f"{label}, branch {branch}")
+            assert_within_stated(CONV_TOLERANCE, got, want, f"{label}, branch {branch}")
 
 
 @pytest.mark.parametrize(

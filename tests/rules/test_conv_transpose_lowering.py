@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from support import make_model, nested_forms, op_type_set, slow_but_a_sample
+from support import assert_within_stated, make_model, nested_forms, op_type_set, slow_but_a_sample
 from test_conv_lowering import special_x
 from version_cases import fed_data_sets, node_cases_of
 
@@ -50,12 +50,6 @@ def lowered(model: onnx.ModelProto) -> onnx.ModelProto:
     return result.model
 
 
-def assert_within_tolerance(got: np.ndarray, want: np.ndarray, element_type: int, where: str) -> None:
-    assert got.shape == want.shape, where
-    bad = TOLERANCE[element_type].mismatches(got, want)
-    assert not bad.any(), f"{where}: {int(bad.sum())} outside, e.g. {got[bad][:3]} against {want[bad][:3]}"
-
-
 def feeds_for(x_shape, w_shape, group: int, rng: np.random.Generator, dtype, special: bool = False) -> dict:
     x = special_x(x_shape, rng, dtype) if special else rng.standard_normal(x_shape).astype(dtype)
     return {"x": x, "w": rng.standard_normal(w_shape).astype(dtype),
@@ -75,7 +69,7 @@ def test_backend_case_lowered(name):
     case = BACKEND_CASES[name]
     model = lowered(case.model)
     for feeds, expected in fed_data_sets(case):
-        assert_within_tolerance(run_onnxruntime(model, feeds)[0], expected[0], TensorProto.FLOAT, name)
+        assert_within_stated(TOLERANCE, run_onnxruntime(model, feeds)[0], expected[0], name)
 
 
 # (X's shape, W's shape, attributes)
@@ -110,7 +104,7 @@ def test_random_inputs_against_onnxruntime(form, weights):
         feeds = feeds_for(x_shape, w_shape, attributes.get("group", 1), rng, np.float32, special=draw > 0)
         feeds = feeds | {"w": w} if weights == "fed" else {name: feeds[name] for name in ("x", "b")}
         want = run_onnxruntime(original, feeds)[0]
-        assert_within_tolerance(run_onnxruntime(model, feeds)[0], want, TensorProto.FLOAT, f"draw {draw}")
+        assert_within_stated(TOLERANCE, run_onnxruntime(model, feeds)[0], want, f"draw {draw}")
 
 
 OTHER_TYPES = [TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16]
@@ -133,9 +127,7 @@ def test_other_types_against_the_reference(form, element_type):
     wide = ReferenceEvaluator(conv_transpose_model(x_shape, w_shape, TensorProto.DOUBLE, **attributes))
     feeds = feeds_for(x_shape, w_shape, attributes.get("group", 1), np.random.default_rng(12), dtype)
     want = wide.run(None, {name: value.astype(np.float64) for name, value in feeds.items()})[0].astype(dtype)
-    assert_within_tolerance(
-        run_onnxruntime(model, feeds)[0], want, element_type, TensorProto.DataType.Name(element_type)
-    )
+    assert_within_stated(TOLERANCE, run_onnxruntime(model, feeds)[0], want, TensorProto.DataType.Name(element_type))
 
 
 @pytest.mark.parametrize(
@@ -155,7 +147,7 @@ def test_weights_not_finite_as_onnxruntime(attributes):
         feeds["w"][0, 1, 1, 2] = special
         want = run_onnxruntime(original, feeds)[0]
         assert np.isfinite(want).any()
-        assert_within_tolerance(run_onnxruntime(model, feeds)[0], want, 1, f"{special}")
+        assert_within_stated(TOLERANCE, run_onnxruntime(model, feeds)[0], want, f"{special}")
 
 
 @pytest.mark.parametrize("auto_pad", ["NOTSET", "SAME_UPPER", "SAME_LOWER"])
@@ -169,7 +161,7 @@ def test_output_shape_longer_than_the_full_output(longer, auto_pad):
     original = conv_transpose_model((1, 2, 4), (2, 2, 2), strides=[3], output_shape=[full + longer], auto_pad=auto_pad)
     model = lowered(original)
     feeds = feeds_for((1, 2, 4), (2, 2, 2), 1, rng, np.float32)
-    assert_within_tolerance(run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], 1, auto_pad)
+    assert_within_stated(TOLERANCE, run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], auto_pad)
 
 
 def test_batch_left_to_run_time_and_in_nested_graphs():
@@ -179,13 +171,13 @@ def test_batch_left_to_run_time_and_in_nested_graphs():
     for batch in (1, 3, 0):
         feeds = feeds_for((batch, 2, 3, 3), (2, 3, 3, 3), 1, rng, np.float32)
         want = run_onnxruntime(original, feeds)[0]
-        assert_within_tolerance(run_onnxruntime(model, feeds)[0], want, 1, f"batch {batch}")
+        assert_within_stated(TOLERANCE, run_onnxruntime(model, feeds)[0], want, f"batch {batch}")
     feeds = feeds_for((2, 2, 3, 3), (2, 3, 3, 3), 1, rng, np.float32)
     want = run_onnxruntime(original, feeds)[0]
     for label, nested in nested_forms(original).items():
         for branch in (True, False):
             got = run_onnxruntime(lowered(nested), {**feeds, "branch": np.array(branch)})[0]
-            assert_within_tolerance(got, want, 1, f"{label}, branch {branch}")
+            assert_within_stated(TOLERANCE, got, want, f"{label}, branch {branch}")
 
 
 @pytest.mark.parametrize(
@@ -232,4 +224,4 @@ def test_long_channel_sums_within_tolerance():
     original = conv_transpose_model((2, 1024, 4, 4), (1024, 16, 3, 3))
     model = lowered(original)
     feeds = feeds_for((2, 1024, 4, 4), (1024, 16, 3, 3), 1, rng, np.float32)
-    assert_within_tolerance(run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], 1, "")
+    assert_within_stated(TOLERANCE, run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], "")
