@@ -67,12 +67,14 @@ def conv_by_gathered_windows(
     Output sizes and padding as onnxruntime counts them: explicit pads ``⌊(d + pads -
     dilated kernel) / s⌋ + 1``; VALID without padding; SAME_UPPER/LOWER ``⌈d / s⌉`` with the
     padding ``t = max((o - 1)·s + dilated kernel - d, 0)``, ``⌊t/2⌋`` before (SAME_UPPER) or
-    ``⌊(t + 1)/2⌋`` (SAME_LOWER) (measured: where t would be negative, the windows stop short).
+    ``⌊(t + 1)/2⌋`` (SAME_LOWER); a t of -1 or -2 pads nothing, the last window stops short of
+    X's end (measured; below -2 onnxruntime starts its windows elsewhere: refused).
     The sums come in the MatMul's order: within :data:`CONV_TOLERANCE` of the op.
     Not lowered: what onnxruntime refuses (:func:`checked_geometry`; auto_pad SAME with
-    dilations; W's channels not C / group, M not divisible by group), X's rank, channels or
-    spatial sizes or W's shape unknown, a size of 0, no output position, more than 2^20 kernel-by-
-    output positions or 2^24 values gathered per image, opsets below 9.
+    dilations, W's channels not C / group, M not divisible by group), SAME padding below -2
+    (onnxruntime's windows start elsewhere), X's rank, channels or spatial sizes or W's shape
+    unknown, a size of 0, no output position, more than 2^20 kernel-by-output positions or 2^24
+    values gathered per image, opsets below 9.
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")
@@ -163,8 +165,11 @@ def checked_geometry(
         raise NotLowered(f"C = {channels} is not divisible by group {group}: the op fails")
     if bias is not None:
         out_channels = w_shape[0] if op_type == "Conv" else w_shape[1] * group
-        if b.shape_of(bias) != [out_channels]:
-            raise NotLowered(f"B is shaped {b.shape_of(bias)}, not [{out_channels}] (M): the op fails")
+        bias_shape = b.shape_of(bias)
+        if bias_shape is None or None in bias_shape:
+            raise NotLowered(f"B's shape {bias_shape} is not known to be [{out_channels}] (M)")
+        if bias_shape != [out_channels]:
+            raise NotLowered(f"B is shaped {bias_shape}, not [{out_channels}] (M): the op fails")
     return Geometry(sizes, channels, [int(d) for d in w_shape], kernel, strides, dilations, pads, auto_pad)
 
 
@@ -190,7 +195,13 @@ def _windows(size: int, kernel: int, stride: int, dilation: int, pads: list[int]
         if dilation != 1:
             raise NotLowered(f"auto_pad {auto_pad} with dilation {dilation}: onnxruntime's kernel refuses it")
         count = -(-size // stride)
-        total = max((count - 1) * stride + extent - size, 0)  # (below 0: no padding, the windows stop short)
+        total = (count - 1) * stride + extent - size
+        if total < -2:
+            raise NotLowered(
+                f"auto_pad {auto_pad} pads {total} along an axis of {size}: where the padding is below -2, "
+                "onnxruntime's windows start elsewhere than the description's (measured)"
+            )
+        total = max(total, 0)  # (-1 or -2: no padding, the last window stops short of X's end; measured)
         before = total // 2 if auto_pad == "SAME_UPPER" else (total + 1) // 2
     elif auto_pad == "VALID":
         count, before = (size - extent) // stride + 1, 0

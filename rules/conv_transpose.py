@@ -77,7 +77,8 @@ def conv_transpose_by_gathered_inputs(
     stride, output_shape longer than ``s·d + dilated kernel - 1``), SAME padding less than nothing
     (onnxruntime answers the full output, the description d·s), X's rank, channels or spatial
     sizes or W's shape unknown, a size of 0, no output position, more than 2^20 kernel-by-output
-    positions or 2^24 values gathered per image, more than 256 kernel positions, opsets below 9.
+    positions or 2^24 values gathered per image, more than 256 kernel positions, no output
+    position any input reaches, opsets below 9.
     """
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes ops as they are from opset {FIRST_OPSET}, not {b.opset}")

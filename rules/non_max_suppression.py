@@ -42,10 +42,10 @@ def nms_by_greedy_ranks(
     Per batch b and class c, box i is a candidate where ``score_i > s`` (every box where s is not
     given); candidates are taken in order of score, highest first, and box i is selected where no
     box selected before it suppresses it, at most K per class (none where K is not given):
-    ``sel_i = cand_i ∧ ¬∃ j: ahead[i, j] ∧ sel_j ∧ suppress[j, i]``, one step per rank (the box of
+    ``sel_i = cand_i ∧ ¬∃ j: ahead[i, j] ∧ sel_j ∧ suppress[i, j]``, one step per rank (the box of
     rank r is settled after r steps, n - 1 steps in all). ``ahead[i, j]`` where score_j > score_i,
     or they tie and j < i (NaN, a candidate only where s is not given, below every number).
-    ``suppress[j, i]`` is onnxruntime's IoU test of selected box j against box i, in float32 as
+    ``suppress[i, j]`` (box j suppresses box i) is onnxruntime's IoU test of selected box j against box i, in float32 as
     it computes: each box's extent per axis ordered by ``lhs >= rhs`` (corners) or centre ∓ half
     the size (``center_point_box=1``); the intersection from std::max/std::min (a < b ? b : a);
     suppressed where the extents overlap (not ``max <= min``), the intersection, both areas and
@@ -126,7 +126,7 @@ def _sizes(
 def _shapes_checked(b: Builder, boxes: Value, scores: Value) -> list[Value]:
     """Where the shapes do not say so, a check that boxes is [B, n, 4] for scores [B, C, n]:
     0, or a failure where it is not (the kernel fails)."""
-    boxes_shape, scores_shape = b.shape_of(boxes), b.shape_of(scores)
+    boxes_shape, scores_shape = b.shape_of(boxes) or [None] * 3, b.shape_of(scores) or [None] * 3
     pairs = ((boxes_shape[0], scores_shape[0]), (boxes_shape[1], scores_shape[2]), (boxes_shape[2], 4))
     if all(None not in pair for pair in pairs):  # (known alike: _sizes refuses them apart)
         return []

@@ -488,3 +488,13 @@ def rotary_runtime(*forms: str):
                   for op in ops for version in (1, 6, 7, 9, 11, 12, 13, 14, 17) if version <= 17},
         "model_forms": {form: {"better": ["llama"], "worse": [], "tried": ["llama"]} for form in forms},
     })  # fmt: skip
+
+
+def special_normal(shape, rng: np.random.Generator, dtype) -> np.ndarray:
+    """Standard normal values with a few infinities and NaN among them."""
+    x = rng.standard_normal(shape)
+    draw = rng.random(shape)
+    x[draw < 0.01] = np.inf
+    x[(draw >= 0.01) & (draw < 0.02)] = -np.inf
+    x[(draw >= 0.02) & (draw < 0.025)] = np.nan
+    return x.astype(dtype)

@@ -388,6 +388,12 @@ def adapter(
             return function
         if reason is not None:
             known_change(op_types, version, reason)
+        for op_type in op_types if replaced_by else ():
+            schema = schemas.schema_in_force(op_type, version)
+            if schema is None or not schema.deprecated or not all(map(schemas.first_opset, replaced_by)):
+                raise ValueError(
+                    f"{op_type} is not deprecated at {version} for {', '.join(replaced_by)}, onnx.defs says"
+                )
         registered = RegisteredAdapter(
             function,
             label,
@@ -430,9 +436,11 @@ def adapter_for(op_type: str, source_version: int, target_version: int) -> Regis
 
 def replacing_ops(op_type: str) -> frozenset[str]:
     """The ops the adapters of ``op_type`` write in its place where it is deprecated (its
-    adapters' ``replaced_by``): Resize for Upsample."""
+    adapters going up' ``replaced_by``): Resize for Upsample."""
     load_rules_package()
-    return frozenset(op for key, found in ADAPTERS.items() if key[0] == op_type for op in found.replaced_by)
+    return frozenset(
+        op for key, found in ADAPTERS.items() if key[0] == op_type and key[2] == "up" for op in found.replaced_by
+    )
 
 
 def all_adapters() -> list[RegisteredAdapter]:

@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from support import assert_within_stated, make_model, nested_forms, op_type_set, slow_but_a_sample
+from support import assert_within_stated, make_model, nested_forms, op_type_set, slow_but_a_sample, special_normal
 from version_cases import fed_data_sets, node_cases_of
 
 import lowering
@@ -84,16 +84,6 @@ def _ids(forms):
     return [f"{x}-{w}-{attributes}" for x, w, attributes in forms]
 
 
-def special_x(shape, rng: np.random.Generator, dtype) -> np.ndarray:
-    """Standard normal values with a few infinities and NaN among them."""
-    x = rng.standard_normal(shape)
-    draw = rng.random(shape)
-    x[draw < 0.01] = np.inf
-    x[(draw >= 0.01) & (draw < 0.02)] = -np.inf
-    x[(draw >= 0.02) & (draw < 0.025)] = np.nan
-    return x.astype(dtype)
-
-
 @slow_but_a_sample(keep=4)
 @pytest.mark.parametrize("weights", ["fed", "constant"])
 @pytest.mark.parametrize("form", FORMS, ids=_ids(FORMS))
@@ -104,8 +94,8 @@ def test_random_inputs_against_onnxruntime(form, weights):
     original = conv_model(x_shape, w_shape, weights=w if weights == "constant" else None, **attributes)
     model = lowered(original)
     for draw in range(3):
-        feeds = {"x": special_x(x_shape, rng, np.float32) if draw else rng.standard_normal(x_shape).astype(np.float32),
-                 "b": rng.standard_normal(w_shape[0]).astype(np.float32)}  # fmt: skip
+        x = special_normal(x_shape, rng, np.float32) if draw else rng.standard_normal(x_shape).astype(np.float32)
+        feeds = {"x": x, "b": rng.standard_normal(w_shape[0]).astype(np.float32)}
         if weights == "fed":
             feeds["w"] = w
         want = run_onnxruntime(original, feeds)[0]
@@ -158,8 +148,9 @@ def test_bias_not_shaped_m_refused():
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
 @pytest.mark.parametrize(("size", "kernel", "stride"), [(7, 1, 4), (56, 1, 2), (9, 2, 4), (5, 1, 3)], ids=str)
 def test_same_padding_less_than_nothing_as_onnxruntime(size, kernel, stride, auto_pad):
-    """SAME where ``(⌈d/s⌉ - 1)·s + kernel < d``: onnxruntime's windows stop short of X's end,
-    the padding before divided toward 0."""
+    """SAME where ``t = (⌈d/s⌉ - 1)·s + kernel - d`` is -1 or -2: onnxruntime pads nothing, its
+    last window stops short of X's end; below -2 (size 8, stride 4; size 5, stride 5) it starts
+    its windows elsewhere (measured): refused."""
     rng = np.random.default_rng(size)
     original = conv_model((1, 2, size, size), (3, 2, kernel, kernel), auto_pad=auto_pad, strides=[stride, stride])
     model = lowered(original)
@@ -169,6 +160,10 @@ def test_same_padding_less_than_nothing_as_onnxruntime(size, kernel, stride, aut
     assert_within_stated(
         CONV_TOLERANCE, run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0], auto_pad
     )
+    for below_size, below_stride in ((8, 4), (5, 5)):
+        below = conv_model((1, 2, below_size), (3, 2, 1), auto_pad=auto_pad, strides=[below_stride])
+        result = lowering.lower_model(below, ops=["Conv"])
+        assert "Conv" in op_type_set(result.model) and "below -2" in " ".join(result.report.lines())
 
 
 def test_batch_left_to_run_time():

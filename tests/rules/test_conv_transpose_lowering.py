@@ -11,8 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
-from support import assert_within_stated, make_model, nested_forms, op_type_set, slow_but_a_sample
-from test_conv_lowering import special_x
+from support import assert_within_stated, make_model, nested_forms, op_type_set, slow_but_a_sample, special_normal
 from version_cases import fed_data_sets, node_cases_of
 
 import lowering
@@ -51,7 +50,7 @@ def lowered(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def feeds_for(x_shape, w_shape, group: int, rng: np.random.Generator, dtype, special: bool = False) -> dict:
-    x = special_x(x_shape, rng, dtype) if special else rng.standard_normal(x_shape).astype(dtype)
+    x = special_normal(x_shape, rng, dtype) if special else rng.standard_normal(x_shape).astype(dtype)
     return {"x": x, "w": rng.standard_normal(w_shape).astype(dtype),
             "b": rng.standard_normal(w_shape[1] * group).astype(dtype)}  # fmt: skip
 

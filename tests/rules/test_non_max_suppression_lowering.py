@@ -296,6 +296,29 @@ def test_shapes_apart_fail_as_the_kernel_fails(boxes_shape, scores_shape):
     np.testing.assert_array_equal(run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0])
 
 
+def test_boxes_of_unknown_shape():
+    """boxes of a rank known only at run time (a Squeeze of fed axes): n from scores, boxes
+    checked at run time, failing where the kernel fails."""
+    inputs = [helper.make_tensor_value_info("unsqueezed", TensorProto.FLOAT, [2, 1, 5, 4]),
+              helper.make_tensor_value_info("axes", TensorProto.INT64, [1]),
+              helper.make_tensor_value_info("scores", TensorProto.FLOAT, [2, 2, 5]),
+              helper.make_tensor_value_info(INPUTS[2], TensorProto.INT64, [1])]  # fmt: skip
+    nodes = [helper.make_node("Squeeze", ["unsqueezed", "axes"], ["boxes"]),
+             helper.make_node("NonMaxSuppression", ["boxes", "scores", INPUTS[2]], ["selected"])]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("selected", TensorProto.INT64, ["m", 3])]
+    original = make_model(nodes, inputs, outputs, opset=13)
+    model = lowered(original)
+    rng = np.random.default_rng(13)
+    feeds = {"unsqueezed": random_boxes(rng, 2, 5, 0)[:, None], "axes": np.array([1]),
+             "scores": distinct_scores(rng, 2, 2, 5), INPUTS[2]: np.array([3])}  # fmt: skip
+    np.testing.assert_array_equal(run_onnxruntime(model, feeds)[0], run_onnxruntime(original, feeds)[0])
+    feeds["unsqueezed"] = random_boxes(rng, 1, 5, 0)[None]  # [1, 1, 5, 4]: boxes [1, 5, 4], 1 batch of 2
+    feeds["axes"] = np.array([0])
+    for each in (original, model):
+        with pytest.raises(Exception):  # noqa: B017 (onnxruntime's own error types)
+            run_onnxruntime(each, feeds)
+
+
 def test_nested():
     original = nms_model(2, 2, 5)
     rng = np.random.default_rng(2)

@@ -491,8 +491,9 @@ def test_auto_pad_before_11_goes_across_11_where_both_versions_state_it_alike(op
         strided.graph.node[0].input.append("w")
         strided.graph.initializer.append(onnx.numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "w"))
     for moved_to, target in ((strided, 11), (at_opset(strided, 11), 10)):  # up, and down from 11
-        if op_type in ("MaxPool", "Conv"):  # lowered by its rule (rules/maxpool.py, rules/conv.py), as onnxruntime
-            result = lowering.lower_model(moved_to, target_opset=target, ops=[])  # counts the source's windows
+        if op_type in ("MaxPool", "Conv"):  # lowered by its rule (rules/maxpool.py, rules/conv.py) instead,
+            # which counts the source version's windows as onnxruntime does
+            result = lowering.lower_model(moved_to, target_opset=target, ops=[])
             assert op_type not in {node.op_type for node in result.model.graph.node}, result.report.lines()
             feeds = {"x": rng.standard_normal((1, 2, 5, 6)).astype(np.float32)}
             assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(moved_to, feeds), f"to {target}")
