@@ -15,6 +15,8 @@ from lowering.conversion.adapters import as_text
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .versions.pool import padding_before
+
 EMITS = ("Reshape", "Gather", "Where", "MatMul", "Add", "Cast", "Constant")
 # The rule writes ops as they are from this opset on (Where from 9), int64 Constants among them.
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
@@ -202,7 +204,7 @@ def _windows(size: int, kernel: int, stride: int, dilation: int, pads: list[int]
                 "onnxruntime's windows start elsewhere than the description's (measured)"
             )
         total = max(total, 0)  # (-1 or -2: no padding, the last window stops short of X's end; measured)
-        before = total // 2 if auto_pad == "SAME_UPPER" else (total + 1) // 2
+        before = padding_before(total, auto_pad)
     elif auto_pad == "VALID":
         count, before = (size - extent) // stride + 1, 0
     else:

@@ -14,6 +14,7 @@ from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
 from .conv import checked_geometry, guard_columns
+from .versions.pool import padding_before
 
 EMITS = ("Reshape", "Transpose", "Gather", "Where", "MatMul", "Add", "Cast", "Constant")
 # The most kernel offsets the rule unrolls (a few nodes each).
@@ -155,7 +156,7 @@ def _output(
                 f"{full} positions, the operator's description {count}"
             )
         total = max(total, 0)  # (output_shape longer than the full output: positions at the end no input reaches)
-        before = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        before = padding_before(total, auto_pad)
     elif auto_pad == "VALID":
         count, before = full, 0
     else:

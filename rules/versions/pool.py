@@ -48,6 +48,12 @@ def valid_ceil_counted_apart(size: int, kernel: int, stride: int, dilation: int)
     return (size - (kernel - 1) * dilation - 1) % stride != 0
 
 
+def padding_before(total: int, auto_pad: str) -> int:
+    """The part of a total padding (at least 0) that comes before: ``⌊t/2⌋`` for SAME_UPPER, the odd
+    one after; ``t - ⌊t/2⌋`` otherwise (SAME_LOWER, and ConvTranspose's output_shape)."""
+    return total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+
+
 def pooled_windows(
     op_type: str, version: int, size: int, kernel: int, stride: int, dilation: int, pads: tuple[int, int],
     auto_pad: str, ceil_mode: bool,
@@ -74,7 +80,7 @@ def pooled_windows(
         else:
             count = size // stride
         total = (count - 1) * stride + extent - size
-        before = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        before = padding_before(total, auto_pad)
         return count, before, total - before
     if auto_pad == "VALID":
         if ceil_mode or not (restated or floor_stated):
