@@ -243,6 +243,9 @@ class Builder:
         self._constants = constants
         self._hint = name_hint
         self.nodes: list[onnx.NodeProto] = []
+        # The types onnx infers for values an outer rule's expansion made, where a rule lowers an
+        # op of that expansion in turn (its inputs are not the original model's values).
+        self._made_types: dict[str, onnx.TypeProto] = {}
 
     # -- facts a rule may ask -------------------------------------------------------
     def accepts(self, op_type: str, value: Value) -> bool:
@@ -281,7 +284,7 @@ class Builder:
         constant = self._scope.constant_value(value.name)
         if constant is not None:
             return list(constant.dims)
-        type_proto = self._scope.inferred_type_of(value.name)
+        type_proto = self._made_types.get(value.name) or self._scope.inferred_type_of(value.name)
         if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
             return None
         tensor = type_proto.tensor_type
@@ -425,6 +428,7 @@ class Builder:
             raise NotLowered(f"{why}, {MOST_RULES_IN_TURN} rules deep")
         inner = self.nested(op_type.lower())
         inner._depth = self._depth + 1
+        inner._made_types = {**self._made_types, **self._types_made(inputs)}
         try:
             result = rule.body(inner, *inputs, **attributes)
         except NotLowered as declined:
@@ -433,6 +437,37 @@ class Builder:
             self.read_context |= inner.read_context
         self.nodes += inner.nodes
         return result
+
+    def _types_made(self, wanted: tuple[Value, ...]) -> dict[str, onnx.TypeProto]:
+        """The types onnx's shape inference gives the values of ``wanted`` that this builder's
+        nodes make, from the types of what they read (the scope's, constants'); {} where it
+        cannot say."""
+        made = {name for node in self.nodes for name in node.output}
+        names = [value.name for value in wanted if value.name in made]
+        if not names or self._scope is None:
+            return {}
+        read = dict.fromkeys(name for node in self.nodes for name in node.input if name and name not in made)
+        inputs, constants = [], []
+        for name in read:
+            pooled = self._constants.node_making(name) if self._constants is not None else None
+            if pooled is not None:
+                constants.append(pooled)
+                continue
+            tensor = self._scope.constant_value(name)
+            type_proto = self._made_types.get(name) or self._scope.inferred_type_of(name)
+            if tensor is not None:
+                type_proto = helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
+            if type_proto is not None:
+                inputs.append(helper.make_value_info(name, type_proto))
+        outputs = [helper.make_value_info(name, onnx.TypeProto()) for name in names]
+        graph = helper.make_graph([*constants, *self.nodes], "made", inputs, outputs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        except Exception:  # (onnx cannot infer them: their shapes stay unknown)
+            return {}
+        found = {info.name: info.type for info in [*inferred.graph.value_info, *inferred.graph.output]}
+        return {name: found[name] for name in names if name in found and found[name].HasField("tensor_type")}
 
     def _output_element_type(self, op_type: str, inputs: tuple[Value, ...], attributes) -> int | None:
         try:

@@ -36,12 +36,10 @@ RESIZE_LEFT = {
 }
 
 
-# Ops whose rule lowers some of their forms only, requested in their own cases only: elsewhere
-# an expansion that writes them could not be lowered at all. ScatterND and ScatterElements: those
-# with a reduction (TensorScatter writes ScatterElements); Conv and ConvTranspose: those whose
-# shapes are known, which the values an expansion writes are not to the rule lowering them in
-# turn (ConvInteger, QLinearConv and LpPool write Conv).
-SOME_FORMS_LOWERED = {"ScatterND", "ScatterElements", "Conv", "ConvTranspose"}
+# Ops whose rule lowers some of their forms only (ScatterND and ScatterElements: those with a
+# reduction), requested in their own cases only: elsewhere an expansion that writes them
+# (TensorScatter's ScatterElements) could not be lowered at all.
+SOME_FORMS_LOWERED = {"ScatterND", "ScatterElements"}
 
 # Cases whose original onnxruntime runs otherwise than the spec says, or refuses: the case's
 # expected output is the oracle. Its ConvInteger takes no zero point per output channel

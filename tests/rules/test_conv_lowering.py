@@ -233,3 +233,23 @@ def test_refused(model, said):
     result = lowering.lower_model(model, ops=["Conv"])
     assert "Conv" in op_type_set(result.model)
     assert said in " ".join(result.report.lines())
+
+
+@pytest.mark.parametrize(
+    ("op_type", "name"),
+    [("ConvInteger", "test_convinteger_without_padding"), ("QLinearConv", "test_qlinearconv"),
+     ("LpPool", "test_lppool_2d_pads")],
+)  # fmt: skip
+def test_lowered_in_turn_inside_another_rule_s_expansion(op_type, name):
+    """Where Conv is lowered too, the Conv an expansion writes is lowered by this rule: the shapes
+    of the values the expansion made come from onnx's inference over its nodes (Builder)."""
+    case = node_cases_of(op_type)[name]
+    result = lowering.lower_model(case.model, ops=[op_type, "Conv"])
+    assert result.report.complete, result.report.lines()
+    assert not {op_type, "Conv"} & op_type_set(result.model)
+    for feeds, expected in fed_data_sets(case):
+        got = run_onnxruntime(result.model, {key: np.asarray(value) for key, value in feeds.items()})[0]
+        if np.issubdtype(expected[0].dtype, np.floating):
+            assert_within_stated(CONV_TOLERANCE, got, expected[0], name)
+        else:
+            np.testing.assert_array_equal(got, expected[0], name)
