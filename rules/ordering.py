@@ -64,3 +64,9 @@ def first_where(b: Builder, condition: Value, numbered: Value, count: Value, axi
     running sum: onnx2torch's CumSum is wrong unless ``reverse`` is stated, tract 0.21 cannot size
     one over a computed length and tract 0.23 fails one over comparisons ("TDim is not a number")."""
     return b.over_axes("ReduceMin", b.Where(condition, numbered, count), [axis], keepdims=0)
+
+
+def larger_of(b: Builder, held: Value, value: Value) -> Value:
+    """std::max(held, value) as C++ answers it: ``value`` where held < value, else ``held`` (a NaN
+    held stays; a NaN value is never taken)."""
+    return b.Where(b.Less(held, value), value, held)

@@ -11,6 +11,9 @@ from lowering.conversion.adapters import as_text, text_attribute
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .failing import zero_unless
+from .ordering import larger_of
+
 EMITS = (
     "Shape", "Gather", "Range", "Cast", "Add", "Sub", "Mul", "Div", "Ceil", "Floor", "Less", "Greater",
     "LessOrEqual", "GreaterOrEqual", "Equal", "Not", "And", "Or", "Where", "Concat", "ReduceMax", "ReduceSum",
@@ -368,13 +371,13 @@ def _aligned(
     else:
         sample = terms[0]
         for term in terms[1:]:
-            sample = _running_max(b, sample, term)
+            sample = larger_of(b, sample, term)
         pooled = None
         for iy in range(sampling_ratio):
             row = b.Gather(sample, b.constant(iy, like=shape, hint=f"sample{iy}"), axis=2)  # [R, h, w, g, C]
             for ix in range(sampling_ratio):
                 taken = b.Gather(row, b.constant(ix, like=shape, hint=f"sample{ix}"), axis=3)
-                pooled = taken if pooled is None else _running_max(b, pooled, taken)
+                pooled = taken if pooled is None else larger_of(b, pooled, taken)
     y = b.Transpose(pooled, perm=[0, 3, 1, 2])
     return y if y.element_type == x.element_type else b.Cast(y, to=x.element_type)
 
@@ -401,10 +404,4 @@ def _shapes_checked(b: Builder, rois: Value, batch_indices: Value) -> Value:
         b.Equal(b.Gather(rois_shape, b.ints([1], "columns")), b.ints([4], "four")),
         b.Equal(b.Gather(rois_shape, b.ints([0], "axis0")), b.Shape(batch_indices)),
     )
-    return b.Gather(b.ints([0], "zero"), b.Cast(b.Not(right), to=TensorProto.INT64))
-
-
-def _running_max(b: Builder, held: Value, value: Value) -> Value:
-    """std::max(held, value): ``value`` where held < value, else ``held`` (NaN held stays; a NaN
-    value is never taken)."""
-    return b.Where(b.Less(held, value), value, held)
+    return zero_unless(b, b.Not(right))

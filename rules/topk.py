@@ -12,6 +12,7 @@ from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
 from .counting import counted
+from .failing import zero_unless
 from .ordering import MOST_PAIRED_ELEMENTS, comparable, first_where, numbers
 
 EMITS = (
@@ -129,7 +130,7 @@ def _wanted(b: Builder, moved: Value, k_input: Value | None, k: int | None, leng
     outside = b.Less(n, wanted)
     if known is None:
         outside = b.Or(b.Less(wanted, b.scalar(0, int64, "zero")), outside)
-    checked = b.Gather(b.ints([0], "zero"), b.Cast(outside, to=int64))  # 0, or a failure
+    checked = zero_unless(b, outside)
     ranks = counted(b, checked, b.Add(wanted, checked), b.scalar(1, int64, "one"))
     return _Wanted(ranks, n)
 
@@ -143,9 +144,8 @@ def _fed_k(b: Builder, k_input: Value) -> Value:
     k_value = b.over_axes("Squeeze", k_input, [0])
     if shape is not None:
         return k_value
-    int64 = TensorProto.INT64
     not_rank_one = b.Not(b.Equal(b.Shape(b.Shape(k_input)), b.ints([1], "rank_one")))
-    return b.Add(k_value, b.Gather(b.ints([0], "zero"), b.Cast(not_rank_one, to=int64)))
+    return b.Add(k_value, zero_unless(b, not_rank_one))
 
 
 def _constant_k(b: Builder, k_input: Value) -> int | None:
