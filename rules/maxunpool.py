@@ -22,6 +22,24 @@ def unpooled_shape(x_shape, kernel_shape, pads, strides) -> list:
     ]
 
 
+def given_output_shape(given: np.ndarray | None, known, kernel_shape, pads, strides) -> list[int]:
+    """A constant output_shape where onnxruntime's kernel takes it: X's rank, N and C, and no
+    spatial length below the unpooled one (the shape without it)."""
+    if given is None:
+        raise NotLowered("output_shape is given at run time: onnxruntime checks it against X's shape as it runs")
+    given = given.reshape(-1).tolist()
+    if known is None or None in known:
+        raise NotLowered("output_shape is given and X's shape is not known: onnxruntime checks one against the other")
+    if len(given) != len(known):
+        raise NotLowered(f"output_shape {given} is not of X's rank {len(known)}: onnxruntime fails")
+    smallest = unpooled_shape(known, kernel_shape, pads, strides)
+    if given[:2] != smallest[:2] or any(g < s for g, s in zip(given[2:], smallest[2:], strict=True)):
+        raise NotLowered(
+            f"output_shape {given} is not X's N and C with lengths at least the unpooled {smallest}: onnxruntime fails"
+        )
+    return given
+
+
 def maxunpool_reference(
     x: np.ndarray, indices: np.ndarray, output_shape: np.ndarray | None = None, *, kernel_shape, pads=None, strides=None
 ) -> np.ndarray:
@@ -51,11 +69,13 @@ def maxunpool_by_scatter(
     """MaxUnpool(X, I) = Reshape(ScatterElements(zeros[∏ shape], Reshape(I, [-1]), Reshape(X, [-1]), 0), shape).
 
     ``shape`` is N, C and ``(d - 1)·s + k - p_begin - p_end`` per spatial axis of X (a constant
-    where X's dimensions are known, else from Shape(X)). An output_shape is taken only where
-    it is a constant equal to that: onnxruntime's kernel places the indices in a larger
-    output_shape taken as flat, while onnx's own backend case (test_maxunpool_export_with_output_shape)
-    and onnx.reference place them in the shape without it and pad the result out; the spec does
-    not say which. Each value of X is written at its linear index into the
+    where X's dimensions are known, else from Shape(X)), or a constant output_shape read as
+    onnxruntime's kernel reads it: the indices placed in it taken as flat. onnx's own backend case
+    (test_maxunpool_export_with_output_shape) and onnx.reference read it otherwise (the indices
+    placed in the shape without it, padded out; the spec does not say which), so the lowered model
+    means what onnxruntime computes for the original. output_shape is taken where its rank, N and C
+    are X's and no spatial length is below the one without it (onnxruntime fails otherwise,
+    measured), X's shape known; one given at run time is left. Each value of X is written at its linear index into the
     output taken as flat, as MaxPool gives them; the others are +0 of X's type. Values are only
     moved (NaN payloads, -0); where two indices meet (overlapping windows) the later write stays,
     as in onnxruntime's kernel and its ScatterElements. An index past the output fails as the op
@@ -71,14 +91,9 @@ def maxunpool_by_scatter(
         raise NotLowered(f"pads {pads} or strides {strides} do not fit a kernel of {spatial} axes")
     known = b.shape_of(x)
     if output_shape is not None:
-        given = b.constant_value(output_shape)
-        default = unpooled_shape(known, kernel_shape, pads, strides) if known and None not in known else None
-        if given is None or default is None or given.reshape(-1).tolist() != default:
-            raise NotLowered(
-                "output_shape is given and not known to be the shape without it: onnxruntime places the indices "
-                "in output_shape, onnx's own backend case in the shape without it, padded out"
-            )
-    if known is not None and len(known) == spatial + 2 and None not in known:
+        shape = b.ints(given_output_shape(b.constant_value(output_shape), known, kernel_shape, pads, strides),
+                       "output_shape")  # fmt: skip
+    elif known is not None and len(known) == spatial + 2 and None not in known:
         shape = b.ints(unpooled_shape(known, kernel_shape, pads, strides), "output_shape")
     else:
         x_shape = b.Shape(x)

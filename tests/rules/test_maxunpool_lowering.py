@@ -1,9 +1,10 @@
 """MaxUnpool lowered to a scatter into zeros (rules/maxunpool.py): the values and indices of a
 MaxPool (overlapping windows among them, whose indices meet), 1-D to 3-D, pads and strides,
-output_shape absent or the default constant, shapes known or not, NaN payloads and -0, at opsets 9, 11, 13 and the
-newest, bit for bit against onnxruntime's kernel where it has one and the rule's numpy
-reference; an output too small for the indices fails as the op fails; an output_shape not known
-to be the default (read otherwise by onnxruntime and by onnx's backend case) is declined. The
+output_shape absent, the default or a larger constant (the indices placed in it as onnxruntime
+places them), shapes known or not, NaN payloads and -0, at opsets 9, 11, 13 and the newest, bit
+for bit against onnxruntime's kernel where it has one and the rule's numpy reference; an output
+too small for the indices fails as the op fails; an output_shape onnxruntime fails, or one given
+at run time, is declined. The
 backend cases are checked against their expected outputs by tests/test_backend_node_cases.py."""
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def test_maxunpool_is_bit_for_bit(spatial, attributes, opset):
     rng = np.random.default_rng(opset + len(spatial))
     if opset < 11 and "pads" in attributes:
         return  # (MaxPool below 11 takes its pads too, but its indices then count no padding either)
-    for output_shape in (None, default_shape(spatial, attributes)):
+    default = default_shape(spatial, attributes)
+    larger = default[:2] + [length + 1 + axis for axis, length in enumerate(default[2:])]
+    for output_shape in (None, default, larger):
         for shape_known in (True, False):
             model = pool_unpool_model(
                 TensorProto.FLOAT, spatial, attributes, opset, output_shape=output_shape, shape_known=shape_known
@@ -94,19 +97,27 @@ def test_maxunpool_is_bit_for_bit(spatial, attributes, opset):
 
 
 @pytest.mark.parametrize(
-    ("output_shape", "shape_known"),
-    [("Shape(x)", False), ([2, 3, 6, 7], True), (None, False)],
-    ids=["run time", "larger", "default of unknown shape"],
+    ("output_shape", "shape_known", "reason"),
+    [
+        ("Shape(x)", False, "given at run time"),
+        ([2, 3, 6, 7], False, "X's shape is not known"),
+        ([2, 3, 6, 2], True, "at least the unpooled [2, 3, 6, 6]: onnxruntime fails"),
+        ([2, 4, 6, 6], True, "not X's N and C"),
+        ([2, 3, 36], True, "not of X's rank 4"),
+    ],
+    ids=["run time", "shape unknown", "smaller", "another C", "another rank"],
 )
-def test_an_output_shape_not_known_to_be_the_default_is_declined(output_shape, shape_known):
-    """onnxruntime places the indices in a larger output_shape, onnx's backend case pads the
-    default one out: the rule takes output_shape only where both read it alike."""
+def test_an_output_shape_onnxruntime_fails_or_checks_as_it_runs_is_declined(output_shape, shape_known, reason):
+    """onnxruntime checks output_shape against X's shape: the rule takes only one it knows passes."""
     spatial, attributes = POOLS[2]
     model = pool_unpool_model(
-        TensorProto.FLOAT, spatial, attributes, 13, output_shape=output_shape or [2, 3, 6, 6], shape_known=shape_known
+        TensorProto.FLOAT, spatial, attributes, 13, output_shape=output_shape, shape_known=shape_known
     )
     result = lowering.lower_model(model, ops=["MaxUnpool"])
-    assert "output_shape is given and not known to be the shape without it" in " ".join(result.report.lines())
+    assert reason in " ".join(result.report.lines())
+    if output_shape != "Shape(x)" and shape_known:
+        x = np.zeros([2, 3, *spatial], np.float32)
+        assert isinstance(outputs_or_error(model, {"x": x}), str), "onnxruntime runs what the rule declines"
 
 
 @pytest.mark.parametrize("element_type", [TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16])
