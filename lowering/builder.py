@@ -246,6 +246,9 @@ class Builder:
         # The types onnx infers for values an outer rule's expansion made, where a rule lowers an
         # op of that expansion in turn (its inputs are not the original model's values).
         self._made_types: dict[str, onnx.TypeProto] = {}
+        # The values of the Constant nodes an outer rule's expansion made that it hands to the
+        # rule lowering an op of that expansion in turn (Col2Im's pads for Pad's rule).
+        self._made_constants: dict[str, onnx.TensorProto] = {}
 
     # -- facts a rule may ask -------------------------------------------------------
     def accepts(self, op_type: str, value: Value) -> bool:
@@ -266,7 +269,9 @@ class Builder:
         """``value``'s tensor where it is an initializer or a Constant's value, else None. A rule
         that asks depends on the graph around the node, so its expansion is made per node."""
         self.read_context = True
-        tensor = self._scope.constant_value(value.name) if self._scope is not None else None
+        tensor = self._made_constants.get(value.name)
+        if tensor is None and self._scope is not None:
+            tensor = self._scope.constant_value(value.name)
         if tensor is None:
             return None
         try:
@@ -429,6 +434,7 @@ class Builder:
         inner = self.nested(op_type.lower())
         inner._depth = self._depth + 1
         inner._made_types = {**self._made_types, **self._types_made(inputs)}
+        inner._made_constants = {**self._made_constants, **self._constants_made(inputs)}
         try:
             result = rule.body(inner, *inputs, **attributes)
         except NotLowered as declined:
@@ -437,6 +443,23 @@ class Builder:
             self.read_context |= inner.read_context
         self.nodes += inner.nodes
         return result
+
+    def _pooled_node(self, name: str) -> onnx.NodeProto | None:
+        """The Constant node the pool of scalars made for ``name`` (a recording pool makes none)."""
+        making = getattr(self._constants, "node_making", None)
+        return making(name) if making is not None else None
+
+    def _constants_made(self, wanted: tuple[Value, ...]) -> dict[str, onnx.TensorProto]:
+        """The tensors of the values of ``wanted`` that a Constant node of this builder (or its
+        pool of scalars) makes."""
+        made = {node.output[0]: node for node in self.nodes if node.op_type == "Constant" and node.output}
+        found = {}
+        for value in wanted:
+            node = made.get(value.name) or self._pooled_node(value.name)
+            held = [a.t for a in node.attribute if a.name == "value"] if node is not None else []
+            if held:
+                found[value.name] = held[0]
+        return found
 
     def _types_made(self, wanted: tuple[Value, ...]) -> dict[str, onnx.TypeProto]:
         """The types onnx's shape inference gives the values of ``wanted`` that this builder's
@@ -449,7 +472,7 @@ class Builder:
         read = dict.fromkeys(name for node in self.nodes for name in node.input if name and name not in made)
         inputs, constants = [], []
         for name in read:
-            pooled = self._constants.node_making(name) if self._constants is not None else None
+            pooled = self._pooled_node(name)
             if pooled is not None:
                 constants.append(pooled)
                 continue

@@ -45,6 +45,10 @@ class Rule:
     ``tolerance``: per input type, how far the lowered graph may stray from the op (and from
     ``reference``) where it is not bit for bit: a sum whose terms the rule adds in another
     order than the op's kernel (Einsum). None: bit for bit.
+
+    ``constant_inputs``: the positions of the inputs the rule reads as constants, declining a
+    node fed one at run time (Pad's pads and axes): ``check`` and ``--target`` name the rule as
+    the fix of no such node, so that another opset is weighed for it.
     """
 
     op_type: str
@@ -55,6 +59,7 @@ class Rule:
     rounding_invariant: bool = True
     reference: Callable[..., np.ndarray] | None = None
     tolerance: Mapping[int, Tolerance] | None = None
+    constant_inputs: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -106,12 +111,13 @@ def rule(
     rounding_invariant: bool = True,
     reference: Callable[..., np.ndarray] | None = None,
     tolerance: Mapping[int, Tolerance] | None = None,
+    constant_inputs: tuple[int, ...] = (),
 ) -> Callable[[RuleBody], RuleBody]:
     """Register the decorated function as the rule lowering ``op_type`` at ``versions``.
 
     ``emits`` names what a rule whose output depends on the surrounding graph produces;
     for the others it is found by expanding the rule (see ``rules_table``).
-    ``rounding_invariant``, ``reference``, ``tolerance``: see :class:`Rule`."""
+    ``rounding_invariant``, ``reference``, ``tolerance``, ``constant_inputs``: see :class:`Rule`."""
 
     def register(body: RuleBody) -> RuleBody:
         key = (schemas.canonical_domain(domain), op_type)
@@ -121,7 +127,9 @@ def rule(
         if not defined:  # an op newer than the installed onnx: nothing to lower
             return body
         stated = MappingProxyType(dict(tolerance)) if tolerance is not None else None
-        _RULES[key] = Rule(op_type, key[0], tuple(sorted(defined)), body, emits, rounding_invariant, reference, stated)
+        _RULES[key] = Rule(
+            op_type, key[0], tuple(sorted(defined)), body, emits, rounding_invariant, reference, stated, constant_inputs
+        )
         return body
 
     return register

@@ -216,7 +216,7 @@ def check_model(
             verdict = Verdict(DOUBTFUL, verdict.why)
         if verdict.kind != SUPPORTED:
             # (wrong only on such values: the nodes a pattern writes would be wrong there too)
-            fix = f"{PATTERN_FIX} (--ops {node.op_type})" if node.op_type in lowerable else None
+            fix = f"{PATTERN_FIX} (--ops {node.op_type})" if _pattern_takes(node, form, lowerable) else None
             fix = None if verdict.patterns_wrong_too else fix
             main = function is None  # (a local function's constants and types are its own)
             choice = better_form(node, in_scope, opset, judge, kinds) if version is not None else None
@@ -378,6 +378,15 @@ def _swept_said(
                     f"runtime with their parameters given as constants (onnx-lower {commit}), and this node is "
                     f"fed its {', '.join(fed_parameters)} at run time")  # fmt: skip
     return "; ".join(said)
+
+
+def _pattern_takes(node: onnx.NodeProto, form: NodeForm | None, lowerable: frozenset[str]) -> bool:
+    """Whether a pattern lowers ``node``'s op and its rule reads as constants none of the inputs
+    the node is fed at run time (``Rule.constant_inputs``: Pad's rule declines pads fed so)."""
+    if node.op_type not in lowerable:
+        return False
+    rule = rule_for("", node.op_type)
+    return rule is None or form is None or not set(rule.constant_inputs) & form.fed
 
 
 def _parameters_fed(op_type: str, version: int, form: NodeForm | None) -> list[str]:

@@ -31,6 +31,7 @@ from . import (  # noqa: F401
     non_max_suppression,
     onehot,
     optional,
+    pad,
     quantize_linear,
     range,
     recurrent,

@@ -848,7 +848,7 @@ def test_pad_18_axes_without_the_rank_are_refused_naming_the_node():
         lowering.lower(model, target_opset=17, ops=[])
 
 
-def test_pad_11_value_float32_cannot_hold_is_refused_below_11():
+def test_pad_11_value_float32_cannot_hold_goes_below_11_by_pads_rule():
     value = numpy_helper.from_array(np.array(0.1, np.float64), "value")
     pads = numpy_helper.from_array(np.array([1, 0], np.int64), "pads")
     model = make_model(
@@ -858,8 +858,12 @@ def test_pad_11_value_float32_cannot_hold_is_refused_below_11():
         opset=11,
         initializer=[value, pads],
     )
-    with pytest.raises(lowering.LoweringError, match=r"'pad_node' \(Pad\).*not a float32"):
-        lowering.lower(model, target_opset=10, ops=[])
+    # (Pad-2's value is a float32 attribute: the node goes down by Pad's rule, copies of x and of v)
+    converted = lowering.lower(model, target_opset=10, ops=[])
+    assert "Pad" not in {node.op_type for node in converted.graph.node}
+    x = np.array([1.5, -0.0, np.nan])
+    [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(converted, {"x": x})
+    assert got.tobytes() == want.tobytes() and got[0] == 0.1
 
 
 # -- Resize going down: what its adapters refuse, and why ------------------------------------------

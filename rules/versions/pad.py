@@ -1,4 +1,5 @@
-"""Pad going down across version 19 (mode wrap), 18 (pads for chosen axes) and 11 (pads and value as inputs)."""
+"""Pad going down across version 19 (mode wrap), 18 (pads for chosen axes) and 11 (pads and value as
+inputs), and up across 11."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from lowering.conversion.adapters import (
     AdapterContext,
     adapter,
     attribute_in,
+    attribute_of,
     constant_array,
     constant_ints,
     known_change,
@@ -225,6 +227,28 @@ def _spread(pads: list[int], axes: list[int], rank: int) -> list[int]:
     for k, axis in enumerate(axes):
         full[axis], full[rank + axis] = pads[k], pads[len(axes) + k]
     return full
+
+
+# Cases: the explicit Pad-2 cases (float, double and float16 data; values 1.5, -0.0, 0.1 and none;
+# modes constant, reflect, edge) going to 11 and up
+@adapter(("Pad",), 11, "up", "pads and value inputs", versions=(2, 25), cases=12)
+def pads_attributes_to_inputs(node: onnx.NodeProto, context: AdapterContext):
+    """Pad-2(x, pads=p, value=v) = Pad-11(x, Constant(p), Constant(v)), v in x's type.
+
+    ``v`` (a float attribute) is written in x's type as Pad-2's kernel takes it (float16 rounded
+    to nearest, even; float32 and double exactly), in mode constant only, and not where it is
+    the default 0 (+0.0, which an absent value input means too)."""
+    b = context.builder(node)
+    pads = b.ints(attribute_of(node, "pads") or [], "pads")
+    inputs = [node.input[0], pads.name]
+    value = attribute_of(node, "value")
+    if value is not None and _mode(node, context) == "constant" and (value != 0.0 or np.signbit(value)):
+        element_type = element_type_of(context.type_of(node.input[0]))
+        if element_type is None:
+            raise NotLowered(f"the element type of '{node.input[0]}', which Pad-11's value input takes, is unknown")
+        inputs.append(b.scalar(np.float32(value), element_type, "value").name)
+    b.moved(node, inputs=inputs, dropped=("pads", "value"))
+    return b.nodes
 
 
 # Cases: backend and explicit cases, wrap as Gathers among them

@@ -418,7 +418,7 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
     """Cases built here for adapters the backend corpus does not reach (or reaches too little)."""
     return {
         "PRelu": prelu_cases,
-        "Pad": lambda: pad_cases() + wrap_pad_cases(),
+        "Pad": lambda: pad_cases() + wrap_pad_cases() + pad_2_cases(),
         "Constant": constant_cases,
         "Resize": lambda: resize_cases() + resize_10_cases(),
         "Upsample": upsample_cases,
@@ -989,6 +989,34 @@ def pad_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
         )
         model.graph.initializer.extend(initializers)
         name = f"explicit_pad_{mode}_{'_'.join(map(str, pads))}_axes_{axes}_value_{value}_{dtype.name}"
+        cases.append((name, model, [{"x": (rng.standard_normal((3, 4, 5)) * 4).astype(dtype)}]))
+    return cases
+
+
+def pad_2_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Pad-2 going to 11 and up (no backend case is of opset 10 or below): float, double and
+    float16 data, a value of 1.5, -0.0, 0.1 (float16 rounds it) or none, the modes constant,
+    reflect and edge, negative pads. Built at opset 10."""
+    rng = np.random.default_rng(2)
+    variants = [
+        ("constant", [0, 1, 2, 1, 0, 3], 1.5, TensorProto.FLOAT),
+        ("constant", [1, 0, 0, 2, 0, -1], -0.0, TensorProto.DOUBLE),
+        ("constant", [0, 2, 1, 0, 1, 0], 0.1, TensorProto.FLOAT16),
+        ("constant", [1, -1, 0, 0, 1, -2], None, TensorProto.FLOAT),
+        ("reflect", [0, 1, 2, 0, 2, 1], None, TensorProto.FLOAT),
+        ("edge", [1, 2, 0, 0, 0, 3], 2.0, TensorProto.DOUBLE),
+    ]
+    cases = []
+    for mode, pads, value, element_type in variants:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(element_type)
+        attributes = {"mode": mode, "pads": pads} | ({"value": value} if value is not None else {})
+        model = make_model(
+            [helper.make_node("Pad", ["x"], ["y"], name="pad", **attributes)],
+            [helper.make_tensor_value_info("x", element_type, (3, 4, 5))],
+            [helper.make_tensor_value_info("y", element_type, ("a", "b", "c"))],
+            opset=10,
+        )
+        name = f"explicit_pad_2_{mode}_{'_'.join(map(str, pads))}_value_{value}_{dtype.name}"
         cases.append((name, model, [{"x": (rng.standard_normal((3, 4, 5)) * 4).astype(dtype)}]))
     return cases
 
