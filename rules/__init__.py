@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     det,
     dft,
     einsum,
+    empty_reduction,
     flatten,
     function_bodies,
     gathernd,

@@ -41,9 +41,12 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_hardmax_lowering.py (Hardmax: a one-hot of x's type along an axis), in
 # tests/rules/test_hyperbolic_lowering.py (Sinh, Cosh, Asinh, Acosh, Atanh: within a stated tolerance), in
 # tests/rules/test_det_lowering.py (Det: matrices), in tests/rules/test_roialign_lowering.py (RoiAlign),
-# in tests/rules/test_unique_lowering.py (Unique: four outputs), in tests/rules/test_pad_lowering.py (Pad).
+# in tests/rules/test_unique_lowering.py (Unique: four outputs), in tests/rules/test_pad_lowering.py (Pad),
+# in tests/rules/test_empty_reduction_lowering.py (ReduceMax, ReduceMin: x of no element only).
 SHAPED = {
     "Pad",
+    "ReduceMax",
+    "ReduceMin",
     "Trilu",
     "Resize",
     "CumProd",
