@@ -11,6 +11,8 @@ from lowering.conversion.adapters import as_text
 from lowering.registry import Builder, NotLowered, Value, rule
 
 MODES = ("constant", "edge", "reflect", "wrap")
+# The ops the copies are written with: in edge, reflect and wrap modes (False), in constant mode (True).
+COPYING_OPS = {False: ("Gather", "Slice"), True: ("Expand", "Concat", "Slice")}
 FIRST_OPSET = schemas.first_opset_writing(("Expand", "Concat", "Gather", "Slice"), int64_constants=True)
 
 
@@ -75,44 +77,29 @@ def pad_by_copies(
     ones known, and where onnxruntime fails the node the rule refuses it (measured: reflect by more
     than n - 1; edge, reflect or wrap padding an axis of length 0 or cropping one to nothing; wrap
     on x of no elements; strings in the modes copying by Gather, whose onnxruntime kernel copies one
-    string of each block, measured). A shape s_k(m) is a constant where
-    x's shape is known, else ``Shape(x)·(1 - e_k) + m·e_k``.
+    string of each block, measured; x of rank 0 or unknown; v not of one element; a type the target
+    runs the copying ops on not: bfloat16, which onnxruntime expands not). A shape s_k(m) is a
+    constant where x's shape is known, else ``Shape(x)·(1 - e_k) + m·e_k``. onnxruntime pads
+    float16 in float32 between Casts that rewrite NaN payloads, by position (measured): the copies
+    keep them, NaN for NaN.
     """
     mode = as_text(mode)
     if mode not in MODES:
         raise NotLowered(f"mode {mode!r} is none of {', '.join(MODES)}")
-    given = b.constant_value(pads_input) if pads_input is not None else np.array(pads or [])  # (Pad-2: attributes)
-    if given is None:
-        raise NotLowered("the pads are given at run time")
-    given = [int(p) for p in given.reshape(-1)]
-    value = value_input if value is None else b.scalar(value, x.element_type, "value")
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes Expand and int64 constants, which exist from opset {FIRST_OPSET}")
-    known = b.shape_of(x)
-    rank = len(known) if known is not None else None
-    if axes is None:
-        chosen = list(range(len(given) // 2))
-        if rank is not None and len(given) != 2 * rank:
-            raise NotLowered(f"{len(given)} pads do not fit rank {rank}")
-        rank = len(chosen)
-    else:
-        axis_values = b.constant_value(axes)
-        if axis_values is None or rank is None:
-            raise NotLowered("the axes are given at run time or x's rank is unknown")
-        named = [int(a) for a in axis_values.reshape(-1)]
-        if any(not -rank <= a < rank for a in named):
-            raise NotLowered(f"the axes {named} are not all axes of x's rank {rank}")
-        chosen = [a % rank for a in named]
-        if len(given) != 2 * len(chosen) or len(set(chosen)) != len(chosen):
-            raise NotLowered(f"{len(given)} pads do not fit the axes {chosen}")
-    if mode == "constant" and value is None and x.element_type == onnx.TensorProto.STRING:
-        raise NotLowered("no constant_value given for strings (Pad states no zero string)")
-    dims = list(known) if known is not None else [None] * rank
-    if mode != "constant" and x.element_type == onnx.TensorProto.STRING:
+    given, chosen, dims = _pads_per_axis(b, x, pads_input, pads, axes)
+    if x.element_type == onnx.TensorProto.STRING and mode != "constant":
         raise NotLowered(f"mode {mode} on strings: onnxruntime's Gather copies one string of each block (measured)")
     if mode == "wrap" and (None in dims or 0 in dims):
         raise NotLowered(f"wrap on x of shape {dims}: onnxruntime fails where x holds no element")
-    fill = value if value is not None or mode != "constant" else b.constant(0, like=x, hint="zero")
+    missing = [op for op in (COPYING_OPS[mode == "constant"]) if not b.runs(op, x)]
+    if missing:
+        raise NotLowered(f"the target runs no {', '.join(missing)} on {schemas.type_name(x.element_type)}")
+    if value is not None:  # (Pad-2's float attribute)
+        fill = b.scalar(value, x.element_type, "value") if mode == "constant" else None
+    else:
+        fill = _fill(b, x, value_input, mode)
     y = x
     for position, axis in enumerate(chosen):
         before, after = given[position], given[position + len(chosen)]
@@ -122,7 +109,9 @@ def pad_by_copies(
         if before < 0 or after < 0:
             y = _cropped(b, y, dims, axis, max(-before, 0), max(-after, 0))
             if dims[axis] == 0:
-                raise NotLowered(f"mode {mode} with axis {axis} cropped to nothing: onnxruntime fails")
+                raise NotLowered(
+                    f"mode {mode} with axis {axis} cropped to nothing (onnxruntime fails where x holds any)"
+                )
         before, after = max(before, 0), max(after, 0)
         if not before and not after:
             continue
@@ -136,6 +125,52 @@ def pad_by_copies(
         y = b.Gather(y, b.ints(source_positions(mode, length, before, after), "positions"), axis=axis)
         dims[axis] = length + before + after
     return y
+
+
+def _pads_per_axis(
+    b: Builder, x: Value, pads_input: Value | None, pads: list[int] | None, axes: Value | None
+) -> tuple[list[int], list[int], list[int | None]]:
+    """The pads (constant, 1-D), the axes they pad (all, or the constant 1-D ``axes`` of x's
+    rank, each once) and x's dimensions as far as known: x's rank must be known, as onnxruntime
+    checks the pads against it (and fails on rank 0)."""
+    given = b.constant_value(pads_input) if pads_input is not None else np.array(pads or [])  # (Pad-2: attributes)
+    if given is None:
+        raise NotLowered("the pads are given at run time")
+    known = b.shape_of(x)
+    if known is None:
+        raise NotLowered("x's rank is unknown: onnxruntime checks the pads against it as it runs")
+    rank = len(known)
+    if rank == 0 or given.ndim != 1:
+        raise NotLowered(f"x of rank {rank} or pads of rank {given.ndim}: onnxruntime fails (measured)")
+    if axes is None:
+        chosen = list(range(rank))
+    else:
+        axis_values = b.constant_value(axes)
+        if axis_values is None or axis_values.ndim != 1:
+            raise NotLowered("the axes are given at run time or not 1-D")
+        named = [int(a) for a in axis_values]
+        if any(not -rank <= a < rank for a in named) or len({a % rank for a in named}) != len(named):
+            raise NotLowered(f"the axes {named} are not each an axis of x's rank {rank} once")
+        chosen = [a % rank for a in named]
+    if len(given) != 2 * len(chosen):
+        raise NotLowered(f"{len(given)} pads do not fit the axes {chosen}")
+    return [int(p) for p in given], chosen, list(known)
+
+
+def _fill(b: Builder, x: Value, value: Value | None, mode: str) -> Value | None:
+    """The value padding copies in constant mode: v as a scalar (Reshape(v, []), which fails
+    where v holds other than one element, as onnxruntime fails), 0 of x's type where absent. In
+    the other modes onnxruntime checks a v given all the same: its one element must be known."""
+    if mode != "constant":
+        shape = b.shape_of(value) if value is not None else []
+        if shape is None or None in shape or int(np.prod(shape)) != 1:
+            raise NotLowered(f"a constant_value of shape {shape} in mode {mode}: onnxruntime fails unless it holds one")
+        return None
+    if value is None:
+        if x.element_type == onnx.TensorProto.STRING:
+            raise NotLowered("no constant_value given for strings (Pad states no zero string)")
+        return b.constant(0, like=x, hint="zero")
+    return value if b.shape_of(value) == [] else b.Reshape(value, b.ints([], "scalar"))
 
 
 def _constant_padded(b: Builder, y: Value, dims: list, axis: int, before: int, after: int, fill: Value) -> Value:

@@ -117,6 +117,8 @@ def test_other_types(element_type, mode):
     """Against onnxruntime's kernel where it pads the type, else against the rule's reference."""
     if element_type == TensorProto.STRING and mode != "constant":
         return  # (declined: test_strings_are_padded_by_concat_only)
+    if element_type == TensorProto.BFLOAT16 and mode == "constant":
+        return  # (declined, no bfloat16 Expand: test_what_onnxruntime_fails_or_runs_otherwise_is_declined)
     rng = np.random.default_rng(element_type)
     x = random_elements(element_type, [3, 4], rng)
     value = random_elements(element_type, [], rng) if mode == "constant" else None
@@ -138,7 +140,7 @@ def test_other_types(element_type, mode):
     [
         ([2, 3], [0, 3, 0, 0], "reflect", "by more than 2: onnxruntime fails"),
         ([2, 3], [0, -2, 0, 1], "reflect", "by more than 0: onnxruntime fails"),
-        ([2, 3], [0, -3, 0, 0], "edge", "cropped to nothing: onnxruntime fails"),
+        ([2, 3], [0, -3, 0, 0], "edge", "cropped to nothing"),
         ([2, 0], [0, 1, 0, 0], "edge", "of length 0"),
         ([0, 3], [0, 1, 0, 0], "wrap", "holds no element"),
     ],
@@ -230,3 +232,69 @@ def test_lowered_in_turn_inside_another_rule_s_expansion(name):
     assert result.report.complete, result.report.lines()
     assert not {"Col2Im", "Pad"} & {node.op_type for node in result.model.graph.node}
     assert_same_elements(runs_in_onnxruntime(result.model, feeds)[0], runs_in_onnxruntime(model, feeds)[0])
+
+
+def _with_value_of_shape(shape, mode, value_shape, *, opset=18):
+    """Pad(x, pads [1, 1], v) with v a float initializer of ``value_shape``."""
+    node = helper.make_node("Pad", ["x", "pads", "v"], ["y"], name="pad", mode=mode)
+    initializer = [numpy_helper.from_array(np.array([1, 1], np.int64), "pads"),
+                   numpy_helper.from_array(np.full(value_shape, 7.0, np.float32), "v")]  # fmt: skip
+    return make_model(
+        [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])], opset=opset, initializer=initializer,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("value_shape", [[], [1], [1, 1], [2]])
+def test_a_value_of_one_element_is_taken_as_a_scalar_and_another_fails_as_the_op_fails(value_shape):
+    model = _with_value_of_shape([3], "constant", value_shape)
+    lowered = lowered_wholly(model, "Pad")
+    x = np.arange(3, dtype=np.float32)
+    want, got = outcome(model, {"x": x}), outcome(lowered, {"x": x})
+    assert isinstance(want, str) == isinstance(got, str) == (value_shape == [2])
+    if not isinstance(want, str):
+        assert_same_elements(got, want)
+
+
+@pytest.mark.parametrize(
+    ("model", "reason"),
+    [
+        (pad_model([], [], "constant"), "x of rank 0"),
+        (_with_value_of_shape([3], "edge", [2]), "a constant_value of shape [2] in mode edge"),
+        (pad_model([2, 3], [0, 1, 0, 1], "constant", axes=[[1, 0]], opset=18), "not 1-D"),
+        (pad_model([2], [1, 0], "constant", opset=21, element_type=TensorProto.BFLOAT16), "runs no Expand"),
+    ],
+    ids=["rank 0", "value of two in edge mode", "axes 2-D", "bfloat16 Expand"],
+)
+def test_what_onnxruntime_fails_or_runs_otherwise_is_declined(model, reason):
+    assert reason in " ".join(lowering.lower_model(model, ops=["Pad"]).report.lines())
+
+
+def test_x_of_unknown_rank_is_declined():
+    """onnxruntime checks the pads against x's rank as it runs (x = Reshape(x, s), s fed)."""
+    nodes = [helper.make_node("Reshape", ["a", "s"], ["x"]), helper.make_node("Pad", ["x", "pads"], ["y"])]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [None])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])], opset=13,
+        initializer=[numpy_helper.from_array(np.array([1, 0, 1], np.int64), "pads")],
+    )  # fmt: skip
+    assert "rank is unknown" in " ".join(lowering.lower_model(model, ops=["Pad"]).report.lines())
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge"])
+def test_float16_nan_payloads_are_kept_where_onnxruntime_rewrites_them(mode):
+    """onnxruntime pads float16 in float32 between Casts, which rewrite NaN payloads (measured):
+    the copies keep x's and v's bits; every other value bit for bit, NaN for NaN."""
+    x = np.array([0x7E05, 0xFEB7, 0x7C01, 0x3C00, 0x8000, 0x0001], np.uint16).view(np.float16)
+    model = pad_model([6], [1, 2], mode, value=np.uint16(0xFC01).view(np.float16) if mode == "constant" else None,
+                      fed_value=True, opset=13, element_type=TensorProto.FLOAT16)  # fmt: skip
+    feeds = {"x": x} | ({"v": np.array(np.uint16(0xFC01).view(np.float16))} if mode == "constant" else {})
+    want, got = runs_in_onnxruntime(model, feeds)[0], runs_in_onnxruntime(lowering.lower(model, ops=["Pad"]), feeds)[0]
+    reference = rule_for("", "Pad").reference(x, [1, 2], feeds.get("v"), mode=mode)
+    assert_same_elements(got, reference)
+    assert not np.array_equal(want.view(np.uint16), got.view(np.uint16))  # (the kernel's rewriting, measured)
+    nan = np.isnan(want)
+    assert np.array_equal(nan, np.isnan(got))
+    assert np.array_equal(want.view(np.uint16)[~nan], got.view(np.uint16)[~nan])
