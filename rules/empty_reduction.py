@@ -48,11 +48,11 @@ def _of_nothing(
     axis, or none with noop_with_empty_axes=1)."""
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes Expand and int64 constants, which exist from opset {FIRST_OPSET}")
-    if x.element_type == onnx.TensorProto.BOOL:
-        raise NotLowered(f"{op_type} of bools over an empty set fails in onnxruntime (measured)")
     known = b.shape_of(x)
     if known is None or 0 not in known:
         raise NotLowered(f"x (of shape {known}) is not known to hold no element: {op_type} stays, a primitive")
+    if x.element_type == onnx.TensorProto.BOOL:
+        raise NotLowered(f"{op_type} of bools over an empty set fails in onnxruntime (measured)")
     rank = len(known)
     fill = b.scalar(identity_of(op_type, x.element_type), x.element_type, "identity")
     given = b.constant_value(axes_input) if axes_input is not None else None

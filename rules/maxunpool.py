@@ -6,12 +6,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from onnx import TensorProto
 
 from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .failing import zero_unless
+
 # Scatter, ScatterElements' former name, stands in below this.
 SCATTER_ELEMENTS_OPSET = schemas.first_opset("ScatterElements")
+# Reshape reads a 0 as 0 (allowzero=1) from this opset on.
+ALLOWZERO_OPSET = next(
+    v for v in schemas.op_versions("Reshape") if "allowzero" in schemas.schema_in_force("Reshape", v).attributes
+)
+MOST_SPATIAL_AXES = 3  # onnxruntime's kernel unpools 1 to 3 spatial axes ("Unsupported pooling size", measured)
 
 
 def unpooled_shape(x_shape, kernel_shape, pads, strides) -> list:
@@ -78,8 +86,13 @@ def maxunpool_by_scatter(
     measured), X's shape known; one given at run time is left. Each value of X is written at its linear index into the
     output taken as flat, as MaxPool gives them; the others are +0 of X's type. Values are only
     moved (NaN payloads, -0); where two indices meet (overlapping windows) the later write stays,
-    as in onnxruntime's kernel and its ScatterElements. An index past the output fails as the op
-    fails. Scatter, ScatterElements' name before opset 11, at opsets 9 and 10.
+    as in onnxruntime's kernel and its ScatterElements. An index past the output, below 0 or I not
+    of X's shape fails as the op fails (checked as it runs, :func:`_indices_refused`); what
+    onnxruntime refuses to load or run is refused (more than 3 spatial axes, pads not below the
+    kernel, no positive unpooled length; measured). Reshape takes a 0 as a length from opset 14
+    (allowzero); below, X known to hold a 0 is refused. Scatter, ScatterElements' name before
+    opset 11, at opsets 9 and 10. onnxruntime's float16 kernel quiets signalling NaNs (0x7C49 →
+    0x7E00, measured): the copies keep them, NaN for NaN.
     """
     if not kernel_shape:
         raise NotLowered("kernel_shape, which the op requires, is not given")
@@ -89,7 +102,14 @@ def maxunpool_by_scatter(
     pads, strides = list(pads or [0] * 2 * spatial), list(strides or [1] * spatial)
     if len(pads) != 2 * spatial or len(strides) != spatial:
         raise NotLowered(f"pads {pads} or strides {strides} do not fit a kernel of {spatial} axes")
+    if spatial > MOST_SPATIAL_AXES or any(pad >= kernel_shape[a % spatial] for a, pad in enumerate(pads)):
+        raise NotLowered(
+            f"{spatial} spatial axes or pads {pads} not below the kernel {kernel_shape}: onnxruntime fails"
+        )
     known = b.shape_of(x)
+    if known is not None and None not in known and len(known) == spatial + 2:
+        if min(unpooled_shape(known, kernel_shape, pads, strides)[2:], default=1) <= 0:
+            raise NotLowered(f"X of shape {known} unpools to no positive length: onnxruntime fails")
     if output_shape is not None:
         shape = b.ints(given_output_shape(b.constant_value(output_shape), known, kernel_shape, pads, strides),
                        "output_shape")  # fmt: skip
@@ -101,10 +121,32 @@ def maxunpool_by_scatter(
         extents = [kernel_shape[i] - strides[i] - pads[i] - pads[i + spatial] for i in range(spatial)]
         unpooled = b.Add(b.Mul(sizes, b.ints(strides, "strides")), b.ints(extents, "extents"))
         shape = b.Concat(b.Gather(x_shape, b.ints([0, 1], "batch_and_channel_axes")), unpooled, axis=0)
+    if b.opset < ALLOWZERO_OPSET and known is not None and 0 in known:  # (a length 0 at run time: stated)
+        raise NotLowered(f"below opset {ALLOWZERO_OPSET} Reshape reads a 0 in the shape as a length kept: X is {known}")
     count = b.over_axes("ReduceProd", shape, [0], keepdims=1)
     zero = floats.tensor(np.zeros([1], floats.numpy_dtype(x.element_type)), "zero")
     zeros = b.ConstantOfShape(count, value=zero)
     flat = b.ints([-1], "flat")
+    places = b.Add(b.Reshape(indices, flat), zero_unless(b, _indices_refused(b, x, indices, known, flat)))
     scatter = "ScatterElements" if b.opset >= SCATTER_ELEMENTS_OPSET else "Scatter"
-    written = b.op(scatter, zeros, b.Reshape(indices, flat), b.Reshape(x, flat), axis=0)
+    written = b.op(scatter, zeros, places, b.Reshape(x, flat), axis=0)
+    if b.opset >= ALLOWZERO_OPSET:  # (a 0 in the shape is a 0, not X's length)
+        return b.Reshape(written, shape, allowzero=1)
     return b.Reshape(written, shape)
+
+
+def _indices_refused(b: Builder, x: Value, indices: Value, known, flat: Value) -> Value:
+    """Whether onnxruntime's kernel refuses I (a bool): an index below 0 (ScatterElements would
+    count it from the end), or I not of X's shape (compared as they run, unless both are known)."""
+    least = b.over_axes("ReduceMin", b.Reshape(indices, flat), [0], keepdims=0)
+    negative = b.Less(least, b.scalar(0, TensorProto.INT64, "zero"))
+    known_indices = b.shape_of(indices)
+    if known is not None and known_indices is not None and None not in known and None not in known_indices:
+        if known != known_indices:
+            raise NotLowered(f"I of shape {known_indices} is not X's {known}: onnxruntime fails")
+        return negative
+    x_shape, indices_shape = b.Shape(x), b.Shape(indices)
+    lengths_apart = b.ReduceSum(b.Abs(b.Sub(x_shape, indices_shape)), keepdims=0)
+    ranks_apart = b.Abs(b.Sub(b.Size(x_shape), b.Size(indices_shape)))
+    zero = b.scalar(0, TensorProto.INT64, "zero")
+    return b.Or(negative, b.Greater(b.Add(lengths_apart, ranks_apart), zero))

@@ -164,3 +164,81 @@ def test_each_value_is_written_at_its_given_index():
     x = np.array([[[1.0, -0.0, 3.0]]], np.float32)
     (got,) = runs_in_onnxruntime(lowered, {"a": x, "i": np.array([[[1, 2, 5]]], np.int64)})
     assert_same_bits(got, np.array([[[0, 1, -0.0, 0, 0, 3]]], np.float32))
+
+
+def _unpool_model(x_shape, i_shape, attributes, *, opset=13, output_shape=None):
+    """y = MaxUnpool(x, i[, output_shape constant]): x and i fed, of the declared shapes."""
+    inputs, initializer = ["x", "i"], []
+    if output_shape is not None:
+        initializer.append(helper.make_tensor("s", TensorProto.INT64, [len(output_shape)], output_shape))
+        inputs.append("s")
+    node = helper.make_node("MaxUnpool", inputs, ["y"], name="unpool", **attributes)
+    return make_model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape),
+         helper.make_tensor_value_info("i", TensorProto.INT64, i_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(x_shape or [0, 0, 0]))],
+        opset=opset, initializer=initializer,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("model", "feeds"),
+    [
+        (_unpool_model([1, 1, 3], [1, 1, 3], {"kernel_shape": [2], "pads": [2, 0]}, output_shape=[1, 1, 4]),
+         {"x": np.ones([1, 1, 3], np.float32), "i": np.zeros([1, 1, 3], np.int64)}),
+        (_unpool_model([1, 1, 1], [1, 1, 1], {"kernel_shape": [2], "pads": [1, 1]}, output_shape=[1, 1, 3]),
+         {"x": np.ones([1, 1, 1], np.float32), "i": np.zeros([1, 1, 1], np.int64)}),
+        (_unpool_model([1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1], {"kernel_shape": [1, 1, 1, 1]}),
+         {"x": np.ones([1] * 6, np.float32), "i": np.zeros([1] * 6, np.int64)}),
+        (_unpool_model([1, 1, 2, 2], [1, 1, 4, 1], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+         {"x": np.ones([1, 1, 2, 2], np.float32), "i": np.zeros([1, 1, 4, 1], np.int64)}),
+    ],
+    ids=["pads not below the kernel", "no positive unpooled length", "4 spatial axes", "I not of X's shape"],
+)  # fmt: skip
+def test_what_onnxruntime_refuses_is_declined(model, feeds):
+    result = lowering.lower_model(model, ops=["MaxUnpool"])
+    assert "MaxUnpool" in {node.op_type for node in result.model.graph.node}, result.report.lines()
+    assert isinstance(outputs_or_error(model, feeds), str)
+
+
+@pytest.mark.parametrize(
+    ("i_shape", "indices"),
+    [([1, 1, 2], [[[1, -1]]]), ([None, None, None], [[[1], [2]]])],
+    ids=["an index below 0", "I not of X's shape, known as it runs"],
+)
+def test_indices_onnxruntime_refuses_fail_the_lowered_model_too(i_shape, indices):
+    model = _unpool_model([1, 1, 2], i_shape, {"kernel_shape": [2], "strides": [2]}, output_shape=[1, 1, 5])
+    lowered = lowered_wholly(model, "MaxUnpool")
+    feeds = {"x": np.ones([1, 1, 2], np.float32), "i": np.array(indices, np.int64)}
+    assert isinstance(outputs_or_error(model, feeds), str)
+    assert isinstance(outputs_or_error(lowered, feeds), str)
+
+
+def test_no_channel_gives_an_output_of_no_element_from_opset_14():
+    model = _unpool_model([1, 0, 2], [1, 0, 2], {"kernel_shape": [2], "strides": [2]}, opset=14,
+                          output_shape=[1, 0, 4])  # fmt: skip
+    lowered = lowered_wholly(model, "MaxUnpool")
+    feeds = {"x": np.ones([1, 0, 2], np.float32), "i": np.zeros([1, 0, 2], np.int64)}
+    [want], [got] = runs_in_onnxruntime(model, feeds), runs_in_onnxruntime(lowered, feeds)
+    assert got.shape == want.shape == (1, 0, 4)
+    declined = lowering.lower_model(
+        _unpool_model([1, 0, 2], [1, 0, 2], {"kernel_shape": [2]}, opset=13), ops=["MaxUnpool"]
+    )
+    assert "Reshape reads a 0" in " ".join(declined.report.lines())
+
+
+def test_float16_signalling_nans_are_kept_where_onnxruntime_quiets_them():
+    x = np.array([[[0x7C49, 0x3C00]]], np.uint16).view(np.float16)
+    node = helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2], strides=[2])
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 1, 2]),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [None] * 3)], opset=11,
+    )  # fmt: skip
+    feeds = {"x": x, "i": np.array([[[0, 3]]], np.int64)}
+    [want], [got] = runs_in_onnxruntime(model, feeds), runs_in_onnxruntime(lowered_wholly(model, "MaxUnpool"), feeds)
+    assert want.view(np.uint16)[0, 0, 0] != 0x7C49 and got.view(np.uint16)[0, 0, 0] == 0x7C49
+    assert np.array_equal(np.isnan(want), np.isnan(got))
+    assert np.array_equal(want[~np.isnan(want)], got[~np.isnan(got)])
