@@ -68,7 +68,9 @@ def maxunpool_reference(
     versions=(9, 11, 22),
     reference=maxunpool_reference,
     emits=("Shape", "Gather", "Sub", "Mul", "Add", "Concat", "ReduceProd", "ConstantOfShape", "Reshape",
-           "ScatterElements", "Scatter", "Constant"),
+           "ScatterElements", "Scatter", "Constant", "ReduceMin", "ReduceSum", "Less", "Abs", "Size", "Or",
+           "Greater", "Cast"),
+    constant_inputs=(2,),  # (output_shape)
 )  # fmt: skip
 def maxunpool_by_scatter(
     b: Builder, x: Value, indices: Value, output_shape: Value | None = None, *, kernel_shape=None, pads=None,

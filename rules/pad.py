@@ -57,7 +57,7 @@ def pad_reference(x: np.ndarray, pads, value=None, axes=None, *, mode: str = "co
     "Pad",
     versions=(2, 11, 13, 18, 19, 21, 23, 24, 25),
     reference=pad_reference,
-    emits=("Slice", "Concat", "Expand", "Gather", "Shape", "Mul", "Add", "Constant"),
+    emits=("Slice", "Concat", "Expand", "Gather", "Shape", "Mul", "Add", "Reshape", "Constant"),
     constant_inputs=(1, 3),  # (pads, axes)
 )
 def pad_by_copies(

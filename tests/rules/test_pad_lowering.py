@@ -86,6 +86,8 @@ def test_random_forms_are_bit_for_bit(seed):
             assert not form["known"] or isinstance(kernel, str), f"declined what onnxruntime runs: {where}"
             continue
         lowered_count += 1
+        written = {node.op_type for node in result.model.graph.node} - {"Identity"}  # (x itself, unpadded)
+        assert written <= set(rule_for("", "Pad").emits), f"{where}: writes {written}, which the rule's emits leave out"
         got = outcome(result.model, feeds)
         if isinstance(kernel, str):
             assert isinstance(got, str), f"onnxruntime fails, the lowered model runs: {where}"
