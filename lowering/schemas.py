@@ -101,6 +101,14 @@ def first_opset(op_type: str, output_element_type: int | None = None, domain: st
     return None
 
 
+def first_opset_with_attribute(op_type: str, attribute: str, domain: str = "") -> int | None:
+    """The first version of ``op_type`` that takes ``attribute`` (Reshape's allowzero: 14), None
+    where none does."""
+    return next(
+        (v for v in op_versions(op_type, domain) if attribute in defs.get_schema(op_type, v, domain).attributes), None
+    )
+
+
 def first_opset_writing(op_types, *, int64_constants: bool = False) -> int:
     """The lowest opset at which every op of ``op_types`` exists, and Constant holds int64
     where ``int64_constants`` (the indices, axes and shapes a rule writes)."""

@@ -47,5 +47,6 @@ from . import (  # noqa: F401
     topk,
     trilu,
     unique,
+    unsqueeze,
     versions,
 )

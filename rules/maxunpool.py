@@ -16,9 +16,8 @@ from .failing import zero_unless
 # Scatter, ScatterElements' former name, stands in below this.
 SCATTER_ELEMENTS_OPSET = schemas.first_opset("ScatterElements")
 # Reshape reads a 0 as 0 (allowzero=1) from this opset on.
-ALLOWZERO_OPSET = next(
-    v for v in schemas.op_versions("Reshape") if "allowzero" in schemas.schema_in_force("Reshape", v).attributes
-)
+ALLOWZERO_OPSET = schemas.first_opset_with_attribute("Reshape", "allowzero")
+
 MOST_SPATIAL_AXES = 3  # onnxruntime's kernel unpools 1 to 3 spatial axes ("Unsupported pooling size", measured)
 
 

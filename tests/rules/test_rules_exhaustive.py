@@ -42,9 +42,12 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_hyperbolic_lowering.py (Sinh, Cosh, Asinh, Acosh, Atanh: within a stated tolerance), in
 # tests/rules/test_det_lowering.py (Det: matrices), in tests/rules/test_roialign_lowering.py (RoiAlign),
 # in tests/rules/test_unique_lowering.py (Unique: four outputs), in tests/rules/test_pad_lowering.py (Pad),
-# in tests/rules/test_empty_reduction_lowering.py (ReduceMax, ReduceMin: x of no element only).
+# in tests/rules/test_empty_reduction_lowering.py (ReduceMax, ReduceMin: x of no element only), in
+# tests/rules/test_unsqueeze_tile_lowering.py (Unsqueeze, Tile).
 SHAPED = {
     "Pad",
+    "Unsqueeze",
+    "Tile",
     "ReduceMax",
     "ReduceMin",
     "Trilu",
