@@ -47,8 +47,10 @@ class Rule:
     order than the op's kernel (Einsum). None: bit for bit.
 
     ``constant_inputs``: the positions of the inputs the rule reads as constants, declining a
-    node fed one at run time (Pad's pads and axes): ``check`` and ``--target`` name the rule as
-    the fix of no such node, so that another opset is weighed for it.
+    node fed one at run time (Pad's pads and axes); ``empty_input_only``: the rule lowers only a
+    node whose first input is known to hold no element (ReduceMax over an empty set). ``check``
+    and ``--target`` name the rule as the fix of no other node, so that another opset is weighed
+    for it (:meth:`takes_form`).
     """
 
     op_type: str
@@ -60,6 +62,12 @@ class Rule:
     reference: Callable[..., np.ndarray] | None = None
     tolerance: Mapping[int, Tolerance] | None = None
     constant_inputs: tuple[int, ...] = ()
+    empty_input_only: bool = False
+
+    def takes_form(self, fed: frozenset[int], empty: frozenset[int]) -> bool:
+        """Whether the rule may lower a node fed at run time the inputs at ``fed`` and whose
+        inputs at ``empty`` are known to hold no element (a node form's ``fed`` and ``empty``)."""
+        return not set(self.constant_inputs) & fed and (not self.empty_input_only or 0 in empty)
 
     @property
     def name(self) -> str:
@@ -112,12 +120,14 @@ def rule(
     reference: Callable[..., np.ndarray] | None = None,
     tolerance: Mapping[int, Tolerance] | None = None,
     constant_inputs: tuple[int, ...] = (),
+    empty_input_only: bool = False,
 ) -> Callable[[RuleBody], RuleBody]:
     """Register the decorated function as the rule lowering ``op_type`` at ``versions``.
 
     ``emits`` names what a rule whose output depends on the surrounding graph produces;
     for the others it is found by expanding the rule (see ``rules_table``).
-    ``rounding_invariant``, ``reference``, ``tolerance``, ``constant_inputs``: see :class:`Rule`."""
+    ``rounding_invariant``, ``reference``, ``tolerance``, ``constant_inputs``, ``empty_input_only``:
+    see :class:`Rule`."""
 
     def register(body: RuleBody) -> RuleBody:
         key = (schemas.canonical_domain(domain), op_type)
@@ -128,8 +138,9 @@ def rule(
             return body
         stated = MappingProxyType(dict(tolerance)) if tolerance is not None else None
         _RULES[key] = Rule(
-            op_type, key[0], tuple(sorted(defined)), body, emits, rounding_invariant, reference, stated, constant_inputs
-        )
+            op_type, key[0], tuple(sorted(defined)), body, emits, rounding_invariant, reference, stated,
+            constant_inputs, empty_input_only,
+        )  # fmt: skip
         return body
 
     return register

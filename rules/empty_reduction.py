@@ -91,7 +91,8 @@ def _shape_chosen_at_run_time(b: Builder, x: Value, axes: Value, rank: int, keep
     return b.Compress(dims, b.Not(chosen), axis=0)
 
 
-@rule("ReduceMax", versions=(1, 11, 12, 13, 18, 20), reference=_reference("ReduceMax"), emits=EMITS)
+@rule("ReduceMax", versions=(1, 11, 12, 13, 18, 20), reference=_reference("ReduceMax"), emits=EMITS,
+      empty_input_only=True)  # fmt: skip
 def max_of_nothing(
     b: Builder, x: Value, axes_input: Value | None = None, *, axes: list[int] | None = None, keepdims: int = 1,
     noop_with_empty_axes: int = 0,
@@ -106,7 +107,8 @@ def max_of_nothing(
     return _of_nothing("ReduceMax", b, x, axes_input, axes, keepdims, noop_with_empty_axes)
 
 
-@rule("ReduceMin", versions=(1, 11, 12, 13, 18, 20), reference=_reference("ReduceMin"), emits=EMITS)
+@rule("ReduceMin", versions=(1, 11, 12, 13, 18, 20), reference=_reference("ReduceMin"), emits=EMITS,
+      empty_input_only=True)  # fmt: skip
 def min_of_nothing(
     b: Builder, x: Value, axes_input: Value | None = None, *, axes: list[int] | None = None, keepdims: int = 1,
     noop_with_empty_axes: int = 0,

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from support import assert_same_elements, lowered_wholly, make_model, nested_forms, runs_in_onnxruntime
 
 import lowering
-from lowering import floats
+from lowering import floats, schemas
 from lowering.registry import rule_for
 
 TYPES = [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT8, TensorProto.UINT8,
@@ -118,3 +118,16 @@ def test_inside_if_branches_and_local_functions():
     model = reduction_model("ReduceMin", [3, 0], [-1], keepdims=0)
     for label, nested in nested_forms(model).items():
         assert 'op_type: "ReduceMin"' not in str(lowering.lower(nested, ops=["ReduceMin"])), label
+
+
+def test_a_target_weighs_another_opset_for_a_reduction_the_rule_does_not_take():
+    """tract 0.21 refuses ReduceMax-20 on bools, and runs it carried in uint8 at 17: the rule,
+    which takes x of no element only, is not named as the fix of a non-empty one (Rule.takes_form),
+    so --target converts it instead of refusing; an empty one the rule lowers."""
+    bools = reduction_model("ReduceMax", [2, 3], [1], opset=20, element_type=TensorProto.BOOL)
+    result = lowering.lower_model(bools, target="tract-0.21")
+    assert schemas.default_opset(result.model.opset_import) < 18
+    x = np.array([[True, False, False], [False, False, False]])
+    assert runs_in_onnxruntime(result.model, {"x": x})[0].tolist() == [[True], [False]]
+    empty = lowering.lower_model(reduction_model("ReduceMax", [2, 0], [1], opset=20), target="tract-0.21")
+    assert "lowered 1 x ReduceMax-20" in empty.report.lines()
