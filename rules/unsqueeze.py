@@ -62,6 +62,8 @@ def unsqueeze_by_reshape(b: Builder, x: Value, axes_input: Value | None = None, 
     rank = len(dims)
     given = axes if axes_input is None else b.constant_value(axes_input)
     if given is not None:
+        if np.asarray(given).ndim > 1:
+            raise NotLowered(f"the axes are of rank {np.asarray(given).ndim}: the op takes a scalar or a 1-D tensor")
         named = [int(a) for a in np.asarray(given).reshape(-1)]
         out_rank = rank + len(named)
         chosen = {a + out_rank if a < 0 else a for a in named}
@@ -80,7 +82,7 @@ def unsqueeze_by_reshape(b: Builder, x: Value, axes_input: Value | None = None, 
         return reshaped(b, x, shape, True)
     count = b.shape_of(axes_input)
     if count is None or len(count) != 1 or count[0] is None:
-        raise NotLowered("the axes are fed at run time and their number is unknown: the output's rank is")
+        raise NotLowered(f"the axes are fed at run time, of shape {count}: the output's rank is not known")
     return reshaped(b, x, _shape_of_fed_axes(b, x, axes_input, rank, rank + count[0]), None in dims or 0 in dims)
 
 
@@ -111,7 +113,8 @@ def tile_by_expand(b: Builder, x: Value, repeats: Value) -> Value:
     """Tile(x, r) = Reshape(Expand(Reshape(x, [1, d_0, 1, d_1, …]), [r_0, d_0, r_1, d_1, …]), r·d).
 
     Each copy of x along axis k is the new axis 2k before it, spread by Expand, then merged:
-    output element (i_0, …) is x's element (i_0 mod d_0, …). Copies only: bit for bit. r fed at
+    output element (i_0, …) is x's element (i_0 mod d_0, …). Copies only: bit for bit, but for
+    float16 signalling NaNs, which onnxruntime's Tile quiets (measured): kept, NaN for NaN. r fed at
     run time too; one not of x's rank, or negative, fails as the op fails (Concat, Expand). Where a
     repeat or length may be 0, a Slice to [r_0, d_0, …] follows Expand: onnxruntime's graph
     optimizer drops an Expand of a length 1 to 0 between Reshapes (measured)."""
@@ -124,8 +127,10 @@ def tile_by_expand(b: Builder, x: Value, repeats: Value) -> Value:
         raise NotLowered(f"the target runs no {', '.join(missing)} on {schemas.type_name(x.element_type)}")
     given = b.constant_value(repeats)
     count = b.shape_of(repeats) if given is None else list(given.shape)
-    if count is not None and count != [rank]:
+    if count is not None and (len(count) != 1 or count[0] not in (rank, None)):
         raise NotLowered(f"repeats of shape {count} for x of rank {rank}: the op fails")
+    if given is not None and (given < 0).any():
+        raise NotLowered(f"repeats {given.tolist()} below 0: the op fails")
     may_hold_zero = None in dims or 0 in dims or given is None or 0 in given.reshape(-1).tolist()
     lengths = b.Shape(x)
     flat = b.ints([-1], "flat")

@@ -79,6 +79,8 @@ def test_random_forms_are_bit_for_bit(seed):
             assert opset < 14 or "the op fails" in " ".join(result.report.lines()), where
             continue
         lowered_count += 1
+        written = {node.op_type for node in result.model.graph.node} - {"Identity"}
+        assert written <= set(rule_for("", op_type).emits), f"{where}: writes {written}, which its emits leave out"
         kernel, got = outcome(model, feeds), outcome(result.model, feeds)
         assert isinstance(kernel, str) == isinstance(got, str), f"{where}: {kernel if isinstance(kernel, str) else got}"
         if not isinstance(kernel, str):
@@ -156,8 +158,10 @@ def test_a_repeat_of_zero_runs_where_onnxruntime_s_optimizer_drops_an_expand():
         (op_model("Unsqueeze", [2, None], [0], opset=13, out_rank=3), "below opset 14 Reshape reads a 0"),
         (op_model("Tile", [2, 3], [2], out_rank=2), "repeats of shape [1] for x of rank 2"),
         (op_model("Unsqueeze", [2, 3], [0, 0], out_rank=4), "not each an axis of the output's rank 4 once"),
+        (op_model("Unsqueeze", [2, 3], [[0], [1]], out_rank=4), "the axes are of rank 2"),
+        (op_model("Tile", [2, 3], [-1, 2], out_rank=2), "below 0: the op fails"),
     ],
-    ids=["a length 0 below 14", "repeats of another rank", "an axis twice"],
+    ids=["a length 0 below 14", "repeats of another rank", "an axis twice", "axes 2-D", "a repeat below 0"],
 )
 def test_declined(model, reason):
     op_type = model.graph.node[0].op_type
@@ -169,3 +173,20 @@ def test_inside_if_branches_and_local_functions(op_type):
     model = op_model(op_type, [2, 3], [1, 2], fed=True, out_rank=4 if op_type == "Unsqueeze" else 2)
     for label, nested in nested_forms(model).items():
         assert f'op_type: "{op_type}"' not in str(lowering.lower(nested, ops=[op_type])), label
+
+
+def test_fed_repeats_of_a_length_known_by_name_only_are_lowered():
+    model = op_model("Tile", [2, 3], [2, 2], fed=True)
+    model.graph.input[1].CopyFrom(helper.make_tensor_value_info("g", TensorProto.INT64, ["k"]))
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "g": np.array([2, 2], np.int64)}
+    assert_same_elements(
+        runs_in_onnxruntime(lowered_wholly(model, "Tile"), feeds)[0], runs_in_onnxruntime(model, feeds)[0]
+    )
+
+
+def test_float16_signalling_nans_are_kept_where_onnxruntime_s_tile_quiets_them():
+    x = np.array([[0x7C01, 0x3C00]], np.uint16).view(np.float16)
+    model = op_model("Tile", [1, 2], [1, 2], element_type=TensorProto.FLOAT16)
+    want, got = runs_in_onnxruntime(model, {"x": x})[0], runs_in_onnxruntime(lowered_wholly(model, "Tile"), {"x": x})[0]
+    assert got.view(np.uint16)[0, 0] == 0x7C01 and want.view(np.uint16)[0, 0] != 0x7C01
+    assert np.array_equal(np.isnan(want), np.isnan(got)) and np.array_equal(want[~np.isnan(want)], got[~np.isnan(got)])
