@@ -115,6 +115,15 @@ def runs_in_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) ->
     return _unless_no_kernel(lambda: run_onnxruntime(model, feeds))
 
 
+def output_or_error(model: onnx.ModelProto, feeds: dict[str, np.ndarray]):
+    """The model's first output in onnxruntime, or the name of the error it fails with (where a
+    lowered model must fail as the original fails)."""
+    try:
+        return runs_in_onnxruntime(model, feeds)[0]
+    except Exception as error:
+        return type(error).__name__
+
+
 def onnxruntime_runner(model: onnx.ModelProto):
     """:func:`runs_in_onnxruntime` for ``model`` on any number of feeds, through one session
     (made once, not once a feed): each call gives the outputs, or None where

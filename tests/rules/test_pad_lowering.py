@@ -10,7 +10,15 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from support import assert_same_elements, lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime
+from support import (
+    assert_same_elements,
+    lowered_wholly,
+    make_model,
+    nested_forms,
+    output_or_error,
+    random_elements,
+    runs_in_onnxruntime,
+)
 from version_cases import fed_data_sets, node_cases_of
 
 import lowering
@@ -43,14 +51,6 @@ def pad_model(shape, pads, mode, *, value=None, fed_value=False, axes=None, opse
     return make_model([node], inputs, [output], opset=opset, initializer=initializer)
 
 
-def outcome(model, feeds):
-    """The model's output in onnxruntime, or the name of the error it fails with."""
-    try:
-        return runs_in_onnxruntime(model, feeds)[0]
-    except Exception as error:
-        return type(error).__name__
-
-
 def random_form(rng):
     rank = int(rng.integers(1, 4))
     shape = [int(s) for s in rng.integers(1, 5, rank)]
@@ -80,7 +80,7 @@ def test_random_forms_are_bit_for_bit(seed):
             {"v": np.array(form["value"], np.float32)} if form["fed_value"] and form["value"] is not None else {}
         )
         result = lowering.lower_model(model, ops=["Pad"])
-        kernel = outcome(model, feeds)
+        kernel = output_or_error(model, feeds)
         where = f"{shape} pads {pads} {mode} {form}"
         if not result.report.complete:
             assert not form["known"] or isinstance(kernel, str), f"declined what onnxruntime runs: {where}"
@@ -88,7 +88,7 @@ def test_random_forms_are_bit_for_bit(seed):
         lowered_count += 1
         written = {node.op_type for node in result.model.graph.node} - {"Identity"}  # (x itself, unpadded)
         assert written <= set(rule_for("", "Pad").emits), f"{where}: writes {written}, which the rule's emits leave out"
-        got = outcome(result.model, feeds)
+        got = output_or_error(result.model, feeds)
         if isinstance(kernel, str):
             assert isinstance(got, str), f"onnxruntime fails, the lowered model runs: {where}"
             continue
@@ -151,7 +151,7 @@ def test_what_onnxruntime_fails_is_declined(shape, pads, mode, reason):
     model = pad_model(shape, pads, mode)
     result = lowering.lower_model(model, ops=["Pad"])
     assert reason in " ".join(result.report.lines())
-    assert isinstance(outcome(model, {"x": np.ones(shape, np.float32)}), str), "onnxruntime runs it"
+    assert isinstance(output_or_error(model, {"x": np.ones(shape, np.float32)}), str), "onnxruntime runs it"
 
 
 @pytest.mark.parametrize(
@@ -252,7 +252,7 @@ def test_a_value_of_one_element_is_taken_as_a_scalar_and_another_fails_as_the_op
     model = _with_value_of_shape([3], "constant", value_shape)
     lowered = lowered_wholly(model, "Pad")
     x = np.arange(3, dtype=np.float32)
-    want, got = outcome(model, {"x": x}), outcome(lowered, {"x": x})
+    want, got = output_or_error(model, {"x": x}), output_or_error(lowered, {"x": x})
     assert isinstance(want, str) == isinstance(got, str) == (value_shape == [2])
     if not isinstance(want, str):
         assert_same_elements(got, want)

@@ -10,7 +10,15 @@ import numpy as np
 import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from support import assert_same_elements, lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime
+from support import (
+    assert_same_elements,
+    lowered_wholly,
+    make_model,
+    nested_forms,
+    output_or_error,
+    random_elements,
+    runs_in_onnxruntime,
+)
 
 import lowering
 from lowering import schemas
@@ -36,13 +44,6 @@ def op_model(op_type, declared, given, *, fed=False, opset=NEWEST, element_type=
     rank = out_rank if out_rank is not None else len(declared)
     output = helper.make_tensor_value_info("y", element_type, [None] * rank)
     return make_model([node], inputs, [output], opset=opset, initializer=initializer)
-
-
-def outcome(model, feeds):
-    try:
-        return runs_in_onnxruntime(model, feeds)[0]
-    except Exception as error:
-        return type(error).__name__
 
 
 def random_case(rng):
@@ -81,7 +82,7 @@ def test_random_forms_are_bit_for_bit(seed):
         lowered_count += 1
         written = {node.op_type for node in result.model.graph.node} - {"Identity"}
         assert written <= set(rule_for("", op_type).emits), f"{where}: writes {written}, which its emits leave out"
-        kernel, got = outcome(model, feeds), outcome(result.model, feeds)
+        kernel, got = output_or_error(model, feeds), output_or_error(result.model, feeds)
         assert isinstance(kernel, str) == isinstance(got, str), f"{where}: {kernel if isinstance(kernel, str) else got}"
         if not isinstance(kernel, str):
             assert_same_elements(got, kernel)
