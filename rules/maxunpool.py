@@ -12,11 +12,10 @@ from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
 from .failing import zero_unless
+from .unsqueeze import reshaped
 
 # Scatter, ScatterElements' former name, stands in below this.
 SCATTER_ELEMENTS_OPSET = schemas.first_opset("ScatterElements")
-# Reshape reads a 0 as 0 (allowzero=1) from this opset on.
-ALLOWZERO_OPSET = schemas.first_opset_with_attribute("Reshape", "allowzero")
 
 MOST_SPATIAL_AXES = 3  # onnxruntime's kernel unpools 1 to 3 spatial axes ("Unsupported pooling size", measured)
 
@@ -122,8 +121,6 @@ def maxunpool_by_scatter(
         extents = [kernel_shape[i] - strides[i] - pads[i] - pads[i + spatial] for i in range(spatial)]
         unpooled = b.Add(b.Mul(sizes, b.ints(strides, "strides")), b.ints(extents, "extents"))
         shape = b.Concat(b.Gather(x_shape, b.ints([0, 1], "batch_and_channel_axes")), unpooled, axis=0)
-    if b.opset < ALLOWZERO_OPSET and known is not None and 0 in known:  # (a length 0 at run time: stated)
-        raise NotLowered(f"below opset {ALLOWZERO_OPSET} Reshape reads a 0 in the shape as a length kept: X is {known}")
     count = b.over_axes("ReduceProd", shape, [0], keepdims=1)
     zero = floats.tensor(np.zeros([1], floats.numpy_dtype(x.element_type)), "zero")
     zeros = b.ConstantOfShape(count, value=zero)
@@ -131,9 +128,7 @@ def maxunpool_by_scatter(
     places = b.Add(b.Reshape(indices, flat), zero_unless(b, _indices_refused(b, x, indices, known, flat)))
     scatter = "ScatterElements" if b.opset >= SCATTER_ELEMENTS_OPSET else "Scatter"
     written = b.op(scatter, zeros, places, b.Reshape(x, flat), axis=0)
-    if b.opset >= ALLOWZERO_OPSET:  # (a 0 in the shape is a 0, not X's length)
-        return b.Reshape(written, shape, allowzero=1)
-    return b.Reshape(written, shape)
+    return reshaped(b, written, shape, known is not None and 0 in known)  # (a length 0 at run time: stated)
 
 
 def _indices_refused(b: Builder, x: Value, indices: Value, known, flat: Value) -> Value:
