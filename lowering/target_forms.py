@@ -114,6 +114,13 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   taking none; OpenVINO 2024.6 reads past the data there, but computes int64 Less, Add and Where
   wrong past 2^24, so there fed indices are kept and constant ones written as a Constant): each
   index of [-s, s - 1] names the same element, bit for bit with onnxruntime.
+- ``Expand`` of a shape s not constant (x's rank and s's length known), written
+  ``Expand(x, Where(s = 1, d, s))``, s and x's lengths d aligned at their last axes (the shorter
+  led by 1s; d a constant where x's shape is static, else ``Shape(x)``), where the runtime is
+  wrong only on cases whose shape holds a 1 where x's length is not 1
+  (:data:`lowering.value_kinds.ONE_KEEPS_A_LENGTH`; TVM takes a fed shape as the output's):
+  broadcasting both ways gives s where x's length is 1 and x's length where s is 1, so the
+  same output, bit for bit.
 - ``AveragePool`` (``count_include_pad=1``), ``MaxPool`` (on int8 and uint8) and ``LpPool``
   (p >= 1) padded by more than half their window (:data:`lowering.node_forms.WIDE`; each pad
   less than the kernel, no dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
@@ -187,7 +194,7 @@ from .runtime_profiles import (
 )
 from .scan_captures import scan_captures_passed_in
 from .shape_folding import inferred_types
-from .value_kinds import NEGATIVE_INDICES, kinds_held
+from .value_kinds import NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
 
 Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
 
@@ -1155,6 +1162,8 @@ def known_kinds(
     held = kinds_held(node, opset, lambda name: _array_held(constants, name), shapes_and_types(node, types)[0])
     if indices_never_negative(node, producers, constants, types):
         held[NEGATIVE_INDICES] = False
+    if shape_names_the_lengths(node, producers, constants, types):
+        held[ONE_KEEPS_A_LENGTH] = False
     free_of = next((kind for kind, is_held in held.items() if not is_held), "")
     return free_of, next((kind for kind, is_held in held.items() if is_held), "")
 
@@ -1188,6 +1197,99 @@ def _made_by(producers: Mapping[str, onnx.NodeProto], name: str, op_type: str) -
     """The node of the default domain and of ``op_type`` that writes ``name``, if one does."""
     node = producers.get(name)
     return node if node is not None and node.op_type == op_type and node.domain in schemas.DEFAULT_DOMAINS else None
+
+
+def _shape_not_constant(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """An Expand whose shape is fed or computed, the input's rank and the shape's length known."""
+    if len(node.input) < 2 or not node.input[1] or node.input[1] in constants:
+        return False
+    shapes = shapes_and_types(node, types)[0]
+    return node.input[0] in shapes and shapes.get(node.input[1], (None,))[0] is not None
+
+
+def _lengths_where_one(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list[onnx.NodeProto] | None:
+    """Expand(x, s) = Expand(x, Where(s' = 1, d', s')), s' the shape and d' x's lengths, the two
+    aligned at their last axes (the shorter led by 1s): broadcasting both ways gives s where x's
+    length is 1 and x's length where s is 1, so the shape that names x's length there means the
+    same (d' a constant where x's shape is static, else Shape(x)). None below opset 9 (no Where)."""
+    data, shape = node.input[0], node.input[1]
+    dims = shapes_and_types(node, types)[0][data]
+    length = shapes_and_types(node, types)[0][shape][0]
+    if not schemas.accepts("Where", opset, onnx.TensorProto.INT64, 1):
+        return None
+    label = node.name or node.op_type
+
+    def constant(part: str, values: list[int] | int) -> tuple[str, onnx.NodeProto]:
+        name = names.fresh(f"{shape}_{part}")
+        tensor = numpy_helper.from_array(np.array(values, np.int64), name)
+        return name, onnx.helper.make_node("Constant", [], [name], name=names.fresh(f"{label}_Constant"), value=tensor)
+
+    def step(op_type: str, inputs: list[str], part: str, **attributes) -> tuple[str, onnx.NodeProto]:
+        name = names.fresh(f"{shape}_{part}")
+        return name, onnx.helper.make_node(
+            op_type, inputs, [name], name=names.fresh(f"{label}_{op_type}"), **attributes
+        )
+
+    made = []
+
+    def led_by_ones(name: str, rank: int) -> str:
+        if rank >= max(length, len(dims)):
+            return name
+        ones, ones_node = constant("ones", [1] * (max(length, len(dims)) - rank))
+        aligned, concat = step("Concat", [ones, name], "aligned", axis=0)
+        made.extend([ones_node, concat])
+        return aligned
+
+    if None in dims:
+        lengths, shape_node = step("Shape", [data], "input_lengths")
+        made.append(shape_node)
+        lengths = led_by_ones(lengths, len(dims))
+    else:
+        lengths, lengths_node = constant("input_lengths", [1] * max(length - len(dims), 0) + list(dims))
+        made.append(lengths_node)
+    wanted = led_by_ones(shape, length)
+    one, one_node = constant("one", 1)
+    keeps, equal = step("Equal", [wanted, one], "keeps")
+    stated, where = step("Where", [keeps, lengths, wanted], "stated")
+    made += [one_node, equal, where]
+    expanded = onnx.NodeProto()
+    expanded.CopyFrom(node)
+    expanded.input[1] = stated
+    return [*made, expanded]
+
+
+def shape_names_the_lengths(
+    node: onnx.NodeProto, producers: Mapping[str, onnx.NodeProto], constants: Mapping[str, onnx.TensorProto], types
+) -> bool:
+    """Whether an Expand's shape is ``Where(Equal(s, 1), d, s)`` (:func:`_lengths_where_one`),
+    d the input's lengths (Shape of it, or a constant its static shape states), led by a
+    constant of 1s or not: it holds no 1 where the input's length is not 1. (A constant shape's
+    values say it: :func:`lowering.value_kinds.kinds_held`.)"""
+    if node.op_type != "Expand" or len(node.input) < 2 or not node.input[1]:
+        return False
+    dims = shapes_and_types(node, types)[0].get(node.input[0])
+    where = _made_by(producers, node.input[1], "Where")
+    equal = _made_by(producers, where.input[0], "Equal") if where is not None and len(where.input) == 3 else None
+    if equal is None or list(equal.input[:1]) != [where.input[2]]:
+        return False
+    one = _held_constant(constants, equal.input[1])
+    if one is None or numpy_helper.to_array(one).tolist() != 1:
+        return False
+    lengths = where.input[1]
+    concat = _made_by(producers, lengths, "Concat")
+    if concat is not None and len(concat.input) == 2:
+        ones = _held_constant(constants, concat.input[0])
+        if ones is None or not (numpy_helper.to_array(ones) == 1).all():
+            return False
+        lengths = concat.input[1]
+    given = _held_constant(constants, lengths)
+    if given is not None:
+        stated = numpy_helper.to_array(given).tolist()
+        return dims is not None and None not in dims and stated[len(stated) - len(dims) :] == list(dims)
+    shape = _made_by(producers, lengths, "Shape")
+    return shape is not None and list(shape.input) == [node.input[0]] and not shape.attribute
 
 
 UNSIGNED_COMPARISONS = ("Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual")
@@ -1635,6 +1737,15 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             free_of=NEGATIVE_INDICES,
         )
         for op_type in INDEXING_ALONG_AN_AXIS
+    ),
+    OpChoice(
+        "Expand",
+        _shape_not_constant,
+        _lengths_where_one,
+        None,
+        "Expand(x, s) of a shape not constant -> Expand(x, Where(s = 1, x's lengths, s)), the two aligned at their "
+        "last axes (the runtime is wrong only where a 1 keeps a length of x)",
+        free_of=ONE_KEEPS_A_LENGTH,
     ),
     *(
         OpChoice(

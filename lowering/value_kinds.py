@@ -4,7 +4,9 @@ shrinks an axis). Each kind is read from the inputs onnx.defs names:
 
 - :data:`NEGATIVE_INDICES`: an input named ``indices`` holds a value below 0;
 - :data:`DOWNSAMPLING`: a Resize's or Upsample's ``scales`` (input or attribute) hold a value
-  below 1, or its ``sizes`` a size below the input's along that axis.
+  below 1, or its ``sizes`` a size below the input's along that axis;
+- :data:`ONE_KEEPS_A_LENGTH`: an Expand's ``shape`` holds a 1 where the input's length (the
+  shapes aligned at their last axes) is not 1, which broadcasting both ways keeps.
 
 ``targets/prepare_cases.py`` lists the probe cases of each kind from their own values
 (:data:`CASE_VALUES`); a profile judges a node whose constants hold a kind by the cases of that
@@ -25,7 +27,8 @@ from . import schemas
 
 NEGATIVE_INDICES = "negative indices"
 DOWNSAMPLING = "resize scales below 1"
-KINDS = (NEGATIVE_INDICES, DOWNSAMPLING)
+ONE_KEEPS_A_LENGTH = "an Expand shape of 1 where the input's length is not 1"
+KINDS = (NEGATIVE_INDICES, DOWNSAMPLING, ONE_KEEPS_A_LENGTH)
 CASE_VALUES = Path(__file__).resolve().parent / "probe_case_values.json"
 
 _RESIZING = frozenset({"Resize", "Upsample"})
@@ -50,7 +53,25 @@ def kinds_held(
         shrinks = _shrinks(node, named, value_of, shapes)
         if shrinks is not None:
             held[DOWNSAMPLING] = shrinks
+    if node.op_type == "Expand":
+        keeps = _one_keeps_a_length(named, value_of, shapes)
+        if keeps is not None:
+            held[ONE_KEEPS_A_LENGTH] = keeps
     return held
+
+
+def _one_keeps_a_length(named: Mapping[str, str], value_of, shapes) -> bool | None:
+    """Whether an Expand's shape s holds a 1 where its input's length is not 1, the two aligned
+    at their last axes (out = s where the input's length is 1, else the input's length); None
+    where the shape's values or the input's lengths are not known."""
+    shape = value_of(named["shape"]) if "shape" in named else None
+    dims = shapes.get(named.get("input", ""))
+    if shape is None or dims is None or None in dims:
+        return None
+    wanted = np.asarray(shape).reshape(-1)
+    aligned = min(len(dims), wanted.size)  # (the axes both have, counted from the last)
+    pairs = zip(wanted[wanted.size - aligned :], dims[len(dims) - aligned :], strict=True)
+    return any(int(want) == 1 and length != 1 for want, length in pairs)
 
 
 def _shrinks(node: onnx.NodeProto, named: Mapping[str, str], value_of, shapes) -> bool | None:

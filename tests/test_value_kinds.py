@@ -11,7 +11,7 @@ from version_cases import node_cases
 
 from lowering.runtime_profiles import REFUSED, SUPPORTED, UNVERIFIED, load_profile
 from lowering.target_lowering import check_model
-from lowering.value_kinds import DOWNSAMPLING, NEGATIVE_INDICES, kinds_held
+from lowering.value_kinds import DOWNSAMPLING, NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
 
 NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("not_smaller", "not_larger"))
 
@@ -33,11 +33,17 @@ NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("
         # (one scale for every axis: not_larger the least ratio, not_smaller the largest)
         ("Resize", ["x", "", "", "z"], {"z": np.array([2, 12])}, {"axes": [2, 3], **NOT_SMALLER}, {DOWNSAMPLING: 0}),
         ("Resize", ["x", "", "", "z"], {"z": np.array([2, 12])}, {"axes": [2, 3], **NOT_LARGER}, {DOWNSAMPLING: 1}),
+        # (an Expand's shape of 1 where x's length is not 1, aligned at the last axes)
+        ("Expand", ["x", "s"], {"s": np.array([1, 3, 1])}, {}, {ONE_KEEPS_A_LENGTH: True}),
+        ("Expand", ["x", "s"], {"s": np.array([2, 1, 1, 3, 6])}, {}, {ONE_KEEPS_A_LENGTH: False}),
+        ("Expand", ["x", "s"], {"s": np.array([5, 3, 1])}, {}, {ONE_KEEPS_A_LENGTH: True}),
+        ("Expand", ["x", "s"], {}, {}, {}),  # (shape not known)
     ],
 )  # fmt: skip
 def test_kinds_are_read_from_the_inputs_onnx_defs_names(op_type, inputs, values, attributes, held):
     """Indices holding a value below 0; a Resize's scales below 1 or sizes below its input's
-    (x of shape [1, 1, 3, 6]), over its axes where given; nothing where the values are unknown."""
+    (x of shape [1, 1, 3, 6]), over its axes where given; an Expand's shape of 1 where x's length
+    is not 1; nothing where the values are unknown."""
     opset = 7 if op_type == "Upsample" else 19
     node = helper.make_node(op_type, inputs, ["y"], **attributes)
     assert kinds_held(node, opset, values.get, {"x": (1, 1, 3, 6)}) == held
