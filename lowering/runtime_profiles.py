@@ -260,14 +260,19 @@ class RuntimeProfile:
         ``form`` where it is given and some case is near it (:func:`node_forms.nearest_cases`),
         else from every case of that op version and type (unverified where all of those ran
         right, but none fed what the node is fed). ``free_of``: a kind of value
-        (:mod:`lowering.value_kinds`) the node is known never to be given, whose cases say
-        nothing of it; ``holding``: one it is known to be given, whose cases alone say what it
-        does, where the op version and type has some."""
+        (:mod:`lowering.value_kinds`, or :data:`PAST_EDGES` where every integer it is given lies
+        within ±2^24) the node is known never to be given, whose cases say nothing of it;
+        ``holding``: one it is known to be given, whose cases alone say what it does, where the
+        op version and type has some."""
         seen = self._by_op.get(op_type)
+        absent = cases_of_values().get(free_of, frozenset())
+
+        def of_values_not_given(case: str) -> bool:
+            return case in absent or (free_of == PAST_EDGES and case.startswith(WIDE_CASE))
+
         if seen is not None:  # (the IEEE cases judge values, never a form: _wrong_on_values)
-            absent = cases_of_values().get(free_of, frozenset())
             seen = [
-                (v, t, [o for o in found if not o[0].startswith(IEEE_CASE) and o[0] not in absent])
+                (v, t, [o for o in found if not o[0].startswith(IEEE_CASE) and not of_values_not_given(o[0])])
                 for v, t, found in seen
             ]
             seen = [(v, t, found) for v, t, found in seen if found]
@@ -302,7 +307,8 @@ class RuntimeProfile:
             right = [o for o in exact if o[1] == "right"]
             if len(right) == len(exact):
                 every_case = [o for v, t, found in self._by_op[op_type]
-                              if v == version and (t == type_name or not type_name) for o in found]  # fmt: skip
+                              if v == version and (t == type_name or not type_name) for o in found
+                              if not of_values_not_given(o[0])]  # fmt: skip
                 return _wrong_on_values(every_case, form, schema, bool(type_name)) or Verdict(SUPPORTED)
             if right:
                 wrong = len(exact) - len(right)

@@ -112,7 +112,8 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   (:data:`lowering.value_kinds.NEGATIVE_INDICES`, a kind of value its cases hold, not a
   form) and runs the nodes written better (onnx2torch fails GatherElements of -1, torch.gather
   taking none; OpenVINO 2024.6 reads past the data there, but computes int64 Less, Add and Where
-  wrong past 2^24, so there fed indices are kept and constant ones written as a Constant): each
+  wrong past 2^24, so there fed indices are written so only where s is static and at most 2^23,
+  every index of [-s, s - 1] and i + s then within 2^24, and constant ones as a Constant): each
   index of [-s, s - 1] names the same element, bit for bit with onnxruntime.
 - ``Expand`` of a shape s not constant (x's rank and s's length known), written
   ``Expand(x, Where(s = 1, d, s))``, s and x's lengths d aligned at their last axes (the shorter
@@ -185,6 +186,7 @@ from .nodecheck import checker_message
 from .runtime_profiles import (
     DOUBTFUL,
     PARTLY,
+    PAST_EDGES,
     REFUSED,
     SUPPORTED,
     UNVERIFIED,
@@ -447,6 +449,8 @@ class OpChoice:
     supported_only: bool = False
     writes: Callable[[onnx.NodeProto], frozenset[str]] = lambda node: frozenset()
     free_of: str = ""  # a kind of value the last node is never given (RuntimeProfile.verdict's free_of)
+    # whether every integer the nodes before the last are given lies within ±2^24 (judged free of PAST_EDGES)
+    within_edges: Callable[[onnx.NodeProto, Types], bool] = lambda node, types: False
 
 
 def _two_inputs_of(node: onnx.NodeProto, form: NodeForm, element_type: int) -> bool:
@@ -1065,6 +1069,14 @@ def _index_type(node: onnx.NodeProto, constants, types) -> int | None:
     known = shapes_and_types(node, types)[1].get(node.input[1])
     given = constants.get(node.input[1])
     return known if known is not None else given.data_type if given is not None else None
+
+
+def _indexed_length_within_edges(node: onnx.NodeProto, types) -> bool:
+    """Whether the data's length s along the axis is static and at most 2^23, so that every
+    index of [-s, s - 1], and i + s, lies within ±2^24."""
+    dims = shapes_and_types(node, types)[0].get(node.input[0])
+    axis = _indexing_axis(node, None if dims is None else len(dims))
+    return dims is not None and axis is not None and dims[axis] is not None and dims[axis] <= 2**23
 
 
 def _indices_made_non_negative(
@@ -1735,6 +1747,7 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             f"{op_type} of indices that may be negative -> {op_type} of Where(i < 0, i + s, i), s the data's size "
             "along the axis (the runtime is wrong only on negative indices)",
             free_of=NEGATIVE_INDICES,
+            within_edges=_indexed_length_within_edges,
         )
         for op_type in INDEXING_ALONG_AN_AXIS
     ),
@@ -1792,7 +1805,8 @@ def better_ops(
         *made, last = replacement
         judge = check_form.with_nodes(replacement)  # (the values the nodes write typed, fed or constant)
         written = {**constants, **{n.output[0]: t for n in made if (t := constant_tensor(n)) is not None and n.output}}
-        verdicts = [judge(new, None, *known_kinds(new, opset, written, {}, judge.types))[0] for new in made]
+        within = choice.within_edges(node, check_form.types)
+        verdicts = [judge(new, None, *_known_within(new, opset, written, judge.types, within))[0] for new in made]
         verdicts.append(judge(last, None if choice.form_after is None else choice.form_after(form), choice.free_of)[0])
         if all(_RANK[verdict] > _RANK[before] for verdict in verdicts) and (
             not choice.supported_only
@@ -1800,6 +1814,13 @@ def better_ops(
         ):
             return choice
     return None
+
+
+def _known_within(node: onnx.NodeProto, opset: int, constants, types, within_edges: bool) -> tuple[str, str]:
+    """The node's :func:`known_kinds`, free of :data:`PAST_EDGES` where ``within_edges`` says
+    every integer it is given lies within ±2^24 and no kind of value is known free."""
+    free_of, holding = known_kinds(node, opset, constants, {}, types)
+    return (free_of or (PAST_EDGES if within_edges else ""), holding)
 
 
 def _onnxruntime_runs(nodes: list[onnx.NodeProto], judge: FormJudge) -> bool:

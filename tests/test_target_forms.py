@@ -3184,7 +3184,8 @@ def test_a_runtime_wrong_only_on_negative_indices_is_given_them_non_negative():
     indices through Where(i < 0, i + s, i), which the verdict on cases without negative indices
     calls supported (check of the result finds nothing), and the result verifies bit for bit.
     OpenVINO 2024.6 reads -1 past the data too, but computes the int64 Less, Add and Where wrong
-    past 2^24, so there the node is kept."""
+    past 2^24: the form is written there where the data's length s along the axis is static (every
+    index of [-s, s - 1], and i + s, within 2^24), the node kept where it is not known."""
     from lowering.runtime_profiles import load_profile
 
     [case] = [c for c in node_cases() if c.name == "test_gather_elements_negative_indices"]
@@ -3201,7 +3202,14 @@ def test_a_runtime_wrong_only_on_negative_indices_is_given_them_non_negative():
     assert not [f for f in check_model(result.model, onnx2torch) if f.op_type == "GatherElements"]
     again = lowering.lower_model(result.model, target="onnx2torch")  # (indices so written are known)
     assert [n.op_type for n in again.model.graph.node].count("Where") == 1 and not again.report.forms
-    kept = lowering.lower_model(case.model, target="openvino-2024.6")
+    written = lowering.lower_model(case.model, target="openvino-2024.6")
+    assert [n.op_type for n in written.model.graph.node][-2:] == ["Where", "GatherElements"]
+    assert lowering.verify(case.model, written.model, inputs=[feeds]).match
+    dynamic = onnx.ModelProto()
+    dynamic.CopyFrom(case.model)
+    for dim in dynamic.graph.input[0].type.tensor_type.shape.dim:
+        dim.dim_param = "n"
+    kept = lowering.lower_model(dynamic, target="openvino-2024.6")
     assert [n.op_type for n in kept.model.graph.node] == ["GatherElements"]
 
 
