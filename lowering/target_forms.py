@@ -122,6 +122,11 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   (:data:`lowering.value_kinds.ONE_KEEPS_A_LENGTH`; TVM takes a fed shape as the output's):
   broadcasting both ways gives s where x's length is 1 and x's length where s is 1, so the
   same output, bit for bit.
+- ``Reshape`` (5+) of a constant shape whose 0s copy x's lengths (``allowzero`` 0), x's shape
+  static, written with the output's shape as a Constant, where the runtime is wrong only on
+  cases whose shape copies a length so (:data:`lowering.value_kinds.COPIED_LENGTH`; tract 0.21
+  copies them wrong, or aborts, behind a leading 1, as the Attention body's ``[0, 0, -1]`` of a
+  batch of one): the same shape, so the same output, bit for bit.
 - ``AveragePool`` (``count_include_pad=1``), ``MaxPool`` (on int8 and uint8) and ``LpPool``
   (p >= 1) padded by more than half their window (:data:`lowering.node_forms.WIDE`; each pad
   less than the kernel, no dilation, ``ceil_mode=0``) written as the pool of x padded by a ``Pad`` of a value that
@@ -196,7 +201,7 @@ from .runtime_profiles import (
 )
 from .scan_captures import scan_captures_passed_in
 from .shape_folding import inferred_types
-from .value_kinds import NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
+from .value_kinds import COPIED_LENGTH, NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
 
 Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
 
@@ -1028,6 +1033,39 @@ def _squeezed(node: onnx.NodeProto, form: NodeForm, constants, names: NameAlloca
     return [onnx.helper.make_node(op_type, [node.input[0]], list(node.output), name=node.name)]
 
 
+def _copies_a_length(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """A Reshape (5+) whose constant shape holds a 0 that copies the input's length there
+    (``allowzero`` 0), the input's shape static, none of its lengths 0."""
+    shape = _array_held(constants, node.input[1]) if len(node.input) > 1 and node.input[1] else None
+    if shape is None or attribute_of(node, "allowzero") or not (shape == 0).any():
+        return False
+    dims = shapes_and_types(node, types)[0].get(node.input[0])
+    return dims is not None and None not in dims and 0 not in dims
+
+
+def _lengths_stated(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
+    """Reshape(x, s) = Reshape(x, t), t the output's shape: t_i = x's length d_i where s_i is 0,
+    the rest of x's elements where s_i is -1, s_i otherwise (a Constant). None where s does not
+    fit x (the node fails either way)."""
+    dims = shapes_and_types(node, types)[0][node.input[0]]
+    wanted = _array_held(constants, node.input[1]).reshape(-1).tolist()
+    if len(wanted) > len(dims) and 0 in wanted[len(dims) :]:
+        return None
+    stated = [dims[i] if want == 0 else want for i, want in enumerate(wanted)]
+    known = int(np.prod([length for length in stated if length != -1], dtype=np.int64))
+    elements = int(np.prod(dims, dtype=np.int64))
+    if stated.count(-1) > 1 or known == 0 or elements % known:
+        return None
+    stated = [elements // known if length == -1 else length for length in stated]
+    label, shape = node.name or node.op_type, names.fresh(f"{node.input[1]}_stated")
+    tensor = numpy_helper.from_array(np.array(stated, np.int64), shape)
+    constant = onnx.helper.make_node("Constant", [], [shape], name=names.fresh(f"{label}_Constant"), value=tensor)
+    reshaped = onnx.NodeProto()
+    reshaped.CopyFrom(node)
+    reshaped.input[1] = shape
+    return [constant, reshaped]
+
+
 # ops that index their data along one axis by an input named "indices" (onnx.defs), each index i
 # of [-s, s - 1] (s the data's size along the axis) meaning i + s where it is negative
 INDEXING_ALONG_AN_AXIS = ("Gather", "GatherElements", "ScatterElements")
@@ -1664,6 +1702,15 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         _squeezed,
         None,
         "Reshape(x, []) of one element -> Squeeze(x), Identity(x) of a scalar (the runtime runs those better)",
+    ),
+    OpChoice(
+        "Reshape",
+        _copies_a_length,
+        _lengths_stated,
+        None,
+        "Reshape(x, s) of a constant s copying x's lengths by 0 -> Reshape(x, the output's shape) (the runtime is "
+        "wrong only where a 0 copies a length)",
+        free_of=COPIED_LENGTH,
     ),
     *(
         OpChoice(

@@ -6,7 +6,9 @@ shrinks an axis). Each kind is read from the inputs onnx.defs names:
 - :data:`DOWNSAMPLING`: a Resize's or Upsample's ``scales`` (input or attribute) hold a value
   below 1, or its ``sizes`` a size below the input's along that axis;
 - :data:`ONE_KEEPS_A_LENGTH`: an Expand's ``shape`` holds a 1 where the input's length (the
-  shapes aligned at their last axes) is not 1, which broadcasting both ways keeps.
+  shapes aligned at their last axes) is not 1, which broadcasting both ways keeps;
+- :data:`COPIED_LENGTH`: a Reshape's ``shape`` holds a 0 that copies the input's length there
+  (``allowzero`` 0).
 
 ``targets/prepare_cases.py`` lists the probe cases of each kind from their own values
 (:data:`CASE_VALUES`); a profile judges a node whose constants hold a kind by the cases of that
@@ -28,7 +30,8 @@ from . import schemas
 NEGATIVE_INDICES = "negative indices"
 DOWNSAMPLING = "resize scales below 1"
 ONE_KEEPS_A_LENGTH = "an Expand shape of 1 where the input's length is not 1"
-KINDS = (NEGATIVE_INDICES, DOWNSAMPLING, ONE_KEEPS_A_LENGTH)
+COPIED_LENGTH = "a Reshape shape of 0 copying a length"
+KINDS = (NEGATIVE_INDICES, DOWNSAMPLING, ONE_KEEPS_A_LENGTH, COPIED_LENGTH)
 CASE_VALUES = Path(__file__).resolve().parent / "probe_case_values.json"
 
 _RESIZING = frozenset({"Resize", "Upsample"})
@@ -57,6 +60,10 @@ def kinds_held(
         keeps = _one_keeps_a_length(named, value_of, shapes)
         if keeps is not None:
             held[ONE_KEEPS_A_LENGTH] = keeps
+    shape = value_of(named["shape"]) if node.op_type == "Reshape" and "shape" in named else None
+    if shape is not None:
+        allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
+        held[COPIED_LENGTH] = not allowzero and bool((np.asarray(shape) == 0).any())
     return held
 
 

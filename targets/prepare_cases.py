@@ -877,6 +877,35 @@ def uneven_pads_cases() -> list[tuple]:
     return found
 
 
+# (input shape, constant shape) of the copied-lengths cases: 0s copying lengths behind a leading 1 or not
+COPIED_LENGTHS = (((1, 3, 2, 4), [0, 0, -1]), ((1, 3, 2, 4), [1, 0, 8]), ((1, 3, 2, 4), [0, 0, 2, 4]),
+                  ((3, 1, 2, 4), [0, 0, -1]))  # fmt: skip
+
+
+def copied_lengths_cases() -> list[tuple]:
+    """Reshape of a fed float input by a shape whose 0s copy the input's lengths, each of
+    :data:`COPIED_LENGTHS` at the first opset of each version of Reshape taking a shape input
+    (``copied_Reshape_0@14``), with its ``#constant`` and ``#node`` variants
+    (:func:`with_variants`): the backend's cases copy lengths only behind a leading length
+    above 1, and tract 0.21 copies them wrong (or aborts) behind a leading 1, which every batch
+    of one has. Expected values are numpy's reshape."""
+    found = []
+    for version, opset, _ in _versions_taking("Reshape", (onnx.TensorProto.FLOAT,)):
+        if version < 5:  # (Reshape-1 takes its shape as an attribute)
+            continue
+        for k, (dims, shape) in enumerate(COPIED_LENGTHS):
+            x = np.arange(np.prod(dims), dtype=np.float32).reshape(dims)
+            expected = x.reshape([dims[i] if want == 0 else want for i, want in enumerate(shape)])
+            node = onnx.helper.make_node("Reshape", ["x", "shape"], ["y"], name="node")
+            fed = [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(dims)),
+                   onnx.helper.make_tensor_value_info("shape", onnx.TensorProto.INT64, [len(shape)])]  # fmt: skip
+            given = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, list(expected.shape))
+            model = _case_model(onnx.helper.make_graph([node], "copied", fed, [given]), opset)
+            case = SimpleNamespace(data_sets=[([x, np.array(shape, np.int64)], [expected])], rtol=0.0, atol=0.0)
+            found += with_variants(f"copied_Reshape_{k}@{version}", opset, model, case)
+    return found
+
+
 def _type_name(element_type: int) -> str:
     return onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
 
@@ -1148,13 +1177,14 @@ def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, Expands of a
     scalar, the Casts between integer types and to and from floats, unsigned arithmetic in the
     upper half of the range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on
-    every class of IEEE value, integer CumSum, pooling and convolution padded unevenly (each of
-    these made here with its ``#stated`` twin too, :func:`with_defaults_stated`: stating a
-    default is judged by twins of the same values, and onnx2torch's int64 CumSum has only these
-    cases), the corpus's nodes, then the nodes the patterns write and those the forms write."""
+    every class of IEEE value, integer CumSum, pooling and convolution padded unevenly, Reshapes
+    copying lengths behind a leading 1 (each of these made here with its ``#stated`` twin too,
+    :func:`with_defaults_stated`: stating a default is judged by twins of the same values, and
+    onnx2torch's int64 CumSum has only these cases), the corpus's nodes, then the nodes the
+    patterns write and those the forms write."""
     made = (constant_cases() + expand_scalar_cases() + integer_cast_cases() + float_integer_cast_cases()
             + unsigned_upper_half_cases() + signed_wide_cases() + ieee_cases() + integer_cumsum_cases()
-            + uneven_pads_cases())  # fmt: skip
+            + uneven_pads_cases() + copied_lengths_cases())  # fmt: skip
     return prepared_cases() + made + with_defaults_stated(made) + corpus_cases() + lowered_cases() + chosen_cases()
 
 

@@ -23,7 +23,7 @@ from lowering.runtime_profiles import PARTLY, SUPPORTED, profile_from_data
 from lowering.shape_folding import inferred_types
 from lowering.target_forms import OP_CHOICES, constants_by_name, indices_never_negative, shape_names_the_lengths
 from lowering.target_lowering import TargetRefused, check_model, form_judge
-from lowering.value_kinds import NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH
+from lowering.value_kinds import COPIED_LENGTH, NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH
 from lowering.verification.runtime import run_onnxruntime, run_reference
 
 ALLOWZERO_CASE = "test_reshape_allowzero_reordered#constant"  # (allowzero=1, its shape holds a 0)
@@ -3425,3 +3425,78 @@ def test_a_runtime_wrong_where_a_one_keeps_a_length_is_given_the_length():
     constant.graph.initializer.append(numpy_helper.from_array(feeds["new_shape"], "new_shape"))
     del constant.graph.input[1:]
     assert not lowering.lower_model(constant, target="tvm-0.27").report.forms
+
+
+def _stating_choice():
+    [choice] = [c for c in OP_CHOICES if c.op_type == "Reshape" and c.free_of == COPIED_LENGTH]
+    return choice
+
+
+@pytest.mark.parametrize(
+    "dims, shape, allowzero, stated",
+    [
+        ((1, 3, 2, 4), [0, 0, -1], 0, [1, 3, 8]),
+        ((1, 3, 2, 4), [1, 0, 8], 0, [1, 3, 8]),
+        ((2, 3, 4), [0, -1, 0], 0, [2, 3, 4]),
+        ((5, 1, 2), [-1, 0], 0, [10, 1]),
+        ((1, 3, 2, 4), [1, 3, -1], 0, None),  # (no 0: nothing to state)
+        ((1, 3, 0, 4), [0, 0, -1], 0, None),  # (a length of 0: -1 names no one length)
+        ((1, 3, 2, 4), [0, 0, 0, 8], 1, None),  # (allowzero: a 0 is a length of 0)
+        ((1, None, 2, 4), [0, 0, -1], 0, None),  # (a length not known)
+        ((1, 3, 2, 4), [0, 0, 5], 0, "does not fit"),
+    ],
+)  # fmt: skip
+def test_a_reshape_shape_copying_lengths_is_stated(dims, shape, allowzero, stated):
+    """Reshape(x, s) = Reshape(x, t), t the output's shape (0 copying x's length there, -1 the
+    rest of its elements), bit for bit in onnxruntime; not where s holds no 0, allowzero makes a
+    0 a length, a length of x is unknown or 0, or s does not fit x (the node fails either way)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [d if d is not None else "n" for d in dims])
+    attributes = {"allowzero": allowzero} if allowzero else {}
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="reshaped", **attributes)
+    constants = {"s": numpy_helper.from_array(np.array(shape, np.int64), "s")}
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(shape))
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y], [constants["s"]]),
+                              opset_imports=[helper.make_opsetid("", 19)])  # fmt: skip
+    types = {"x": x.type, "s": helper.make_tensor_type_proto(TensorProto.INT64, [len(shape)])}
+    choice = _stating_choice()
+    applies = choice.applies(node, None, 19, constants, types)
+    assert applies == (stated is not None)
+    if not applies:
+        return
+    made = choice.replacement(node, None, constants, NameAllocator(model=model), 19, types)
+    if stated == "does not fit":
+        assert made is None
+        return
+    assert [n.op_type for n in made] == ["Constant", "Reshape"]
+    assert numpy_helper.to_array(made[0].attribute[0].t).tolist() == stated
+    written = helper.make_model(helper.make_graph(made, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 19)])
+    onnx.checker.check_model(written, full_check=True)
+    from lowering.samples import edge_values
+
+    data = {"x": np.resize(edge_values(TensorProto.FLOAT), int(np.prod(dims))).reshape(dims)}
+    [want], [got] = run_onnxruntime(model, data), run_onnxruntime(written, data)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+def test_tract_021_is_given_the_lengths_a_reshape_copies():
+    """tract 0.21 copies a length by 0 wrong (or aborts) behind a leading 1, as the Attention
+    body's last Reshape [0, 0, -1] of a batch of one does: partly there, on the cases of that
+    value; --target writes the shape out, which verifies bit for bit; tract 0.23, right on
+    those cases, keeps the 0s of a Reshape alone."""
+    [case] = [c for c in node_cases() if c.name == "test_attention_3d_transpose_verification"]
+    old = lowering.lower_model(case.model, target="tract-0.21")
+    reshapes = [n for n in old.model.graph.node if n.op_type == "Reshape"]
+    constants = constants_by_name(old.model)
+    shapes = [numpy_helper.to_array(constants[n.input[1]]).tolist() for n in reshapes]
+    assert [1, 2, 12] in shapes and not any(0 in shape for shape in shapes)
+    assert any("a 0 copies a length" in said for said in old.report.forms)
+    feeds = dict(zip([i.name for i in case.model.graph.input], case.data_sets[0][0], strict=True))
+    assert lowering.verify(case.model, old.model, inputs=[feeds]).match
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8])
+    copied = numpy_helper.from_array(np.array([0, 0, -1], np.int64), "s")
+    alone = make_model([helper.make_node("Reshape", ["x", "s"], ["y"])], [x], [y], opset=19, initializer=[copied])
+    for target, shape in (("tract-0.21", [1, 3, 8]), ("tract-0.23", [0, 0, -1])):
+        result = lowering.lower_model(alone, target=target)
+        [reshape] = [n for n in result.model.graph.node if n.op_type == "Reshape"]
+        assert numpy_helper.to_array(constants_by_name(result.model)[reshape.input[1]]).tolist() == shape

@@ -11,7 +11,7 @@ from version_cases import node_cases
 
 from lowering.runtime_profiles import REFUSED, SUPPORTED, UNVERIFIED, load_profile
 from lowering.target_lowering import check_model
-from lowering.value_kinds import DOWNSAMPLING, NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
+from lowering.value_kinds import COPIED_LENGTH, DOWNSAMPLING, NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
 
 NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("not_smaller", "not_larger"))
 
@@ -38,12 +38,17 @@ NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("
         ("Expand", ["x", "s"], {"s": np.array([2, 1, 1, 3, 6])}, {}, {ONE_KEEPS_A_LENGTH: False}),
         ("Expand", ["x", "s"], {"s": np.array([5, 3, 1])}, {}, {ONE_KEEPS_A_LENGTH: True}),
         ("Expand", ["x", "s"], {}, {}, {}),  # (shape not known)
+        # (a Reshape's shape of 0 copying the input's length; with allowzero=1 a 0 is a length of 0)
+        ("Reshape", ["x", "s"], {"s": np.array([0, 0, -1])}, {}, {COPIED_LENGTH: True}),
+        ("Reshape", ["x", "s"], {"s": np.array([1, 3, -1])}, {}, {COPIED_LENGTH: False}),
+        ("Reshape", ["x", "s"], {"s": np.array([0, 3, 6])}, {"allowzero": 1}, {COPIED_LENGTH: False}),
+        ("Reshape", ["x", "s"], {}, {}, {}),
     ],
 )  # fmt: skip
 def test_kinds_are_read_from_the_inputs_onnx_defs_names(op_type, inputs, values, attributes, held):
     """Indices holding a value below 0; a Resize's scales below 1 or sizes below its input's
     (x of shape [1, 1, 3, 6]), over its axes where given; an Expand's shape of 1 where x's length
-    is not 1; nothing where the values are unknown."""
+    is not 1; a Reshape's shape of 0 copying a length; nothing where the values are unknown."""
     opset = 7 if op_type == "Upsample" else 19
     node = helper.make_node(op_type, inputs, ["y"], **attributes)
     assert kinds_held(node, opset, values.get, {"x": (1, 1, 3, 6)}) == held
