@@ -61,6 +61,9 @@ from .target_forms import (
 
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
 MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (and one where a blocker's op has another version)
+# a model of at most so many nodes is tried at every opset the runtime loads before it is refused: what a
+# version adapter writes at each (a bool ReduceMax-20 carried in uint8 from 13, in int32 below) is seen only so
+FEW_NODES = 32
 
 
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
@@ -561,10 +564,11 @@ def ops_written_for(op_type: str, version: int) -> frozenset[str]:
     return frozenset()
 
 
-def _opsets_to_try(others: list[int], blockers: list[RemainingOp], first: int) -> list[int]:
-    """The opsets tried after a refusal at ``first``: the best ``MOST_OPSETS_TRIED - 1`` of
-    ``others`` (ranked by :func:`opsets_for_target`), then the best of the rest where some
-    blocking node's op has another version in force than at ``first``, if any. The ranking
+def _opsets_to_try(others: list[int], blockers: list[RemainingOp], first: int, every: bool = False) -> list[int]:
+    """The opsets tried after a refusal at ``first``: every one of ``others`` (ranked by
+    :func:`opsets_for_target`) where ``every`` (a model of :data:`FEW_NODES` at most), else the
+    best ``MOST_OPSETS_TRIED - 1``, then the best of the rest where some blocking node's op has
+    another version in force than at ``first``, if any. The ranking
     counts the ops of a pattern's body, not those of the graphs its nodes hold: AffineGrid's
     body writes Split-18 (with num_outputs, which OpenVINO 2024.6 refuses) in its If branches at
     opsets 18 to 21, and the Split-13 a version adapter gives its sizes below 18, which it runs.
@@ -577,6 +581,8 @@ def _opsets_to_try(others: list[int], blockers: list[RemainingOp], first: int) -
                 return True
         return False
 
+    if every:
+        return list(others)
     tried = others[: MOST_OPSETS_TRIED - 1]
     changing = next((opset for opset in others[len(tried) :] if changes_a_blocker(opset)), None)
     return tried + ([changing] if changing is not None else [])
@@ -638,7 +644,8 @@ def lower_for_target(
         elsewhere = given is None and not inputs_only  # (no opset changes the model's inputs)
         others = [o for o in opsets_for_target(model, profile, lowerable) if o != first] if elsewhere else []
         refusals = [refusal]
-        for opset in _opsets_to_try(others, refusal.blockers, first):
+        few = sum(1 for _ in _every_node(model)) <= FEW_NODES
+        for opset in _opsets_to_try(others, refusal.blockers, first, every=few):
             try:
                 result = lowered_at(opset)
             except TargetRefused as other:

@@ -268,6 +268,27 @@ def axes_attribute_to_input(node: onnx.NodeProto, context: AdapterContext):
     return _axes_to_input(node, context)
 
 
+# Cases: test_reduce_max_bool_inputs and test_reduce_min_bool_inputs to 18 and 19
+@adapter(("ReduceMax", "ReduceMin"), 20, "down", "bool carried", versions=(18, 20), types_only=True, cases=2)
+def bool_carried_in_uint8(node: onnx.NodeProto, context: AdapterContext):
+    """ReduceMax/Min-20(x: bool, a) = Greater(ReduceMax/Min-18(Cast(x, uint8), a), 0).
+
+    On 0 and 1 the maximum is any and the minimum all, and ``> 0`` gives them back as bool; over
+    no elements uint8's 0 (max) and 255 (min) give false and true, the boolean reduction's own
+    identities (:func:`_bool_carried`). Its axes input and attributes stay as they are; a node of
+    another type is the same node at 18."""
+    carrier = _bool_carrier(node, context)
+    if carrier is None:
+        return None
+    b = context.builder(node)
+    carried = moved(node)
+    carried.input[0] = b.Cast(node.input[0], to=carrier).name
+    carried.output[0] = b.fresh("reduced")
+    b.nodes.append(carried)
+    b.Greater(carried.output[0], b.scalar(0, carrier, "zero"), outputs=[node.output[0]])
+    return b.nodes
+
+
 # Cases: 12 cases to 12 and to 7
 @adapter(("ReduceSum",), 13, "down", "axes attribute", versions=(1, 13), cases=24)
 def reduce_sum_axes_input_to_attribute(node: onnx.NodeProto, context: AdapterContext):
