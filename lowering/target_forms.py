@@ -1044,9 +1044,9 @@ def _copies_a_length(node: onnx.NodeProto, form: NodeForm, version: int, constan
 
 
 def _lengths_stated(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
-    """Reshape(x, s) = Reshape(x, t), t the output's shape: t_i = x's length d_i where s_i is 0,
-    the rest of x's elements where s_i is -1, s_i otherwise (a Constant). None where s does not
-    fit x (the node fails either way)."""
+    """Reshape(x, s) = Reshape(x, t), t the output's shape: t_i = d_i (x's length) where s_i is
+    0, n / ∏_{j≠i} t_j (n x's element count) where s_i is -1, s_i otherwise (a Constant). None
+    where s does not fit x (the node fails either way)."""
     dims = shapes_and_types(node, types)[0][node.input[0]]
     wanted = _array_held(constants, node.input[1]).reshape(-1).tolist()
     if len(wanted) > len(dims) and 0 in wanted[len(dims) :]:
@@ -1054,7 +1054,7 @@ def _lengths_stated(node: onnx.NodeProto, form: NodeForm, constants, names: Name
     stated = [dims[i] if want == 0 else want for i, want in enumerate(wanted)]
     known = int(np.prod([length for length in stated if length != -1], dtype=np.int64))
     elements = int(np.prod(dims, dtype=np.int64))
-    if stated.count(-1) > 1 or known == 0 or elements % known:
+    if stated.count(-1) > 1 or known == 0 or elements % known or (-1 not in stated and known != elements):
         return None
     stated = [elements // known if length == -1 else length for length in stated]
     label, shape = node.name or node.op_type, names.fresh(f"{node.input[1]}_stated")
@@ -1254,7 +1254,7 @@ def _shape_not_constant(node: onnx.NodeProto, form: NodeForm, version: int, cons
     if len(node.input) < 2 or not node.input[1] or node.input[1] in constants:
         return False
     shapes = shapes_and_types(node, types)[0]
-    return node.input[0] in shapes and shapes.get(node.input[1], (None,))[0] is not None
+    return node.input[0] in shapes and len(shapes.get(node.input[1], ())) == 1 and shapes[node.input[1]][0] is not None
 
 
 def _lengths_where_one(
@@ -1883,14 +1883,16 @@ def _onnxruntime_runs(nodes: list[onnx.NodeProto], judge: FormJudge) -> bool:
 
 def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Counter:
     """Each node of the model's main graph and the graphs its nodes hold that a choice of
-    :data:`OP_CHOICES` betters (:func:`better_ops`), replaced in place; what was, counted. Not in
-    local functions, whose values' types are each call's: the judge knows the main graph's."""
+    :data:`OP_CHOICES` betters (:func:`better_ops`), replaced in place, the initializers only they
+    read dropped; what was, counted. Not in local functions, whose values' types are each
+    call's: the judge knows the main graph's."""
     made: Counter = Counter()
     graphs = [model.graph, *nested_graphs(model.graph.node)]
     if not any(node.op_type in _CHOSEN_OPS for graph in graphs for node in graph.node):
         return made
     names, trial_names = NameAllocator(model=model), NameAllocator(model=model)
     constants_at, producers_at = constants_in_scope(model), producers_in_graph(model)
+    read_before: set[str] = set()
     for graph in reversed(graphs):  # (inner graphs first: a node list rebuilt copies the graphs its nodes hold)
         nodes, replaced = [], False
         for node in graph.node:
@@ -1904,10 +1906,23 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
             nodes.extend(choice.replacement(node, form, constants, names, opset, check_form.types))
             made[choice.said] += 1
             replaced = True
+            read_before.update(node.input)
         if replaced:
             del graph.node[:]
             graph.node.extend(nodes)
+    _drop_unread_initializers(model, read_before)
     return made
+
+
+def _drop_unread_initializers(model: onnx.ModelProto, names: set[str]) -> None:
+    """The main graph's initializers of ``names`` (those the replaced nodes read) that no node of
+    any graph reads any longer, nor an output gives, dropped (a Reshape's shape written anew)."""
+    graphs = [model.graph, *nested_graphs(model.graph.node)]
+    read = {name for graph in graphs for node in graph.node for name in node.input}
+    given = {info.name for info in model.graph.output} | {info.name for info in model.graph.input}
+    unread = [t for t in model.graph.initializer if t.name in names and t.name not in read | given]
+    for tensor in unread:
+        model.graph.initializer.remove(tensor)
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from .target_forms import (
 MOST_LOWERING_ROUNDS = 4  # a pattern may write ops the runtime refuses too: lowered in the next round
 MOST_OPSETS_TRIED = 3  # opsets --target tries before it refuses (and one where a blocker's op has another version)
 # a model of at most so many nodes is tried at every opset the runtime loads before it is refused: what a
-# version adapter writes at each (a bool ReduceMax-20 carried in uint8 from 13, in int32 below) is seen only so
+# version adapter writes at each (a bool ReduceMax-20 carried in uint8 from 12, in int32 below) is seen only so
 FEW_NODES = 32
 
 

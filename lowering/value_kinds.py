@@ -6,7 +6,8 @@ shrinks an axis). Each kind is read from the inputs onnx.defs names:
 - :data:`DOWNSAMPLING`: a Resize's or Upsample's ``scales`` (input or attribute) hold a value
   below 1, or its ``sizes`` a size below the input's along that axis;
 - :data:`ONE_KEEPS_A_LENGTH`: an Expand's ``shape`` holds a 1 where the input's length (the
-  shapes aligned at their last axes) is not 1, which broadcasting both ways keeps;
+  shapes aligned at their last axes, the shorter led by 1s) is not 1, which broadcasting both
+  ways keeps;
 - :data:`COPIED_LENGTH`: a Reshape's ``shape`` holds a 0 that copies the input's length there
   (``allowzero`` 0).
 
@@ -69,16 +70,16 @@ def kinds_held(
 
 def _one_keeps_a_length(named: Mapping[str, str], value_of, shapes) -> bool | None:
     """Whether an Expand's shape s holds a 1 where its input's length is not 1, the two aligned
-    at their last axes (out = s where the input's length is 1, else the input's length); None
-    where the shape's values or the input's lengths are not known."""
+    at their last axes and the shorter led by 1s (out = s where the input's length is 1, else
+    the input's length); None where the shape's values or the input's lengths are not known."""
     shape = value_of(named["shape"]) if "shape" in named else None
     dims = shapes.get(named.get("input", ""))
     if shape is None or dims is None or None in dims:
         return None
-    wanted = np.asarray(shape).reshape(-1)
-    aligned = min(len(dims), wanted.size)  # (the axes both have, counted from the last)
-    pairs = zip(wanted[wanted.size - aligned :], dims[len(dims) - aligned :], strict=True)
-    return any(int(want) == 1 and length != 1 for want, length in pairs)
+    wanted = [int(want) for want in np.asarray(shape).reshape(-1)]
+    rank = max(len(wanted), len(dims))
+    wanted, lengths = [1] * (rank - len(wanted)) + wanted, [1] * (rank - len(dims)) + list(dims)
+    return any(want == 1 and length != 1 for want, length in zip(wanted, lengths, strict=True))
 
 
 def _shrinks(node: onnx.NodeProto, named: Mapping[str, str], value_of, shapes) -> bool | None:

@@ -877,32 +877,66 @@ def uneven_pads_cases() -> list[tuple]:
     return found
 
 
-# (input shape, constant shape) of the copied-lengths cases: 0s copying lengths behind a leading 1 or not
+# (input shape, shape) of the copied-lengths cases: 0s copying lengths behind a leading 1 or not
 COPIED_LENGTHS = (((1, 3, 2, 4), [0, 0, -1]), ((1, 3, 2, 4), [1, 0, 8]), ((1, 3, 2, 4), [0, 0, 2, 4]),
                   ((3, 1, 2, 4), [0, 0, -1]))  # fmt: skip
+# the types beside float the cases of a kind of value that concerns shapes alone are made of (a
+# verdict on a node holding the kind is read from the cases of its own type that hold it)
+KIND_TYPES = (onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.INT64, onnx.TensorProto.INT32,
+              onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.BOOL)  # fmt: skip
+RESHAPED_TYPES = (*KIND_TYPES, onnx.TensorProto.BFLOAT16)  # (onnxruntime has no Expand of bfloat16)
+
+
+def _values_of(element_type: int, dims: tuple[int, ...]) -> np.ndarray:
+    """0, 1, 2, ... in ``dims`` (bool: alternating), of ``element_type``."""
+    counted = np.arange(int(np.prod(dims, dtype=np.int64))).reshape(dims)
+    return (counted % 2 if element_type == onnx.TensorProto.BOOL else counted).astype(floats.numpy_dtype(element_type))
+
+
+def _shape_fed_cases(op_type: str, name: str, element_type: int, dims, shape, expected_dims, opset: int) -> list:
+    """``op_type``(x, shape), x of ``dims`` and the shape fed, with its ``#constant`` and ``#node``
+    variants (:func:`with_variants`), giving x's values in ``expected_dims``."""
+    x = _values_of(element_type, dims)
+    expected = x.reshape(expected_dims) if op_type == "Reshape" else np.broadcast_to(x, expected_dims).copy()
+    node = onnx.helper.make_node(op_type, ["x", "shape"], ["y"], name="node")
+    fed = [onnx.helper.make_tensor_value_info("x", element_type, list(dims)),
+           onnx.helper.make_tensor_value_info("shape", onnx.TensorProto.INT64, [len(shape)])]  # fmt: skip
+    given = onnx.helper.make_tensor_value_info("y", element_type, list(expected.shape))
+    model = _case_model(onnx.helper.make_graph([node], name.split("@")[0], fed, [given]), opset)
+    case = SimpleNamespace(data_sets=[([x, np.array(shape, np.int64)], [expected])], rtol=0.0, atol=0.0)
+    return with_variants(name, opset, model, case)
 
 
 def copied_lengths_cases() -> list[tuple]:
-    """Reshape of a fed float input by a shape whose 0s copy the input's lengths, each of
-    :data:`COPIED_LENGTHS` at the first opset of each version of Reshape taking a shape input
-    (``copied_Reshape_0@14``), with its ``#constant`` and ``#node`` variants
-    (:func:`with_variants`): the backend's cases copy lengths only behind a leading length
-    above 1, and tract 0.21 copies them wrong (or aborts) behind a leading 1, which every batch
-    of one has. Expected values are numpy's reshape."""
+    """Reshape of a fed input by a shape whose 0s copy the input's lengths, fed, constant and
+    given by a node (:func:`with_variants`), at the first opset of each version of Reshape taking
+    a shape input: float of each of :data:`COPIED_LENGTHS` (``copied_Reshape_0@14``), and each of
+    :data:`RESHAPED_TYPES` of the first and last (``copied_Reshape_0_INT64@14``): the backend's cases
+    copy lengths only behind a leading length above 1, and tract 0.21 copies them wrong (or
+    aborts) behind a leading 1, which every batch of one has."""
     found = []
-    for version, opset, _ in _versions_taking("Reshape", (onnx.TensorProto.FLOAT,)):
+    for version, opset, element_type in _versions_taking("Reshape", (onnx.TensorProto.FLOAT, *RESHAPED_TYPES)):
         if version < 5:  # (Reshape-1 takes its shape as an attribute)
             continue
+        typed = "" if element_type == onnx.TensorProto.FLOAT else f"_{_type_name(element_type)}"
         for k, (dims, shape) in enumerate(COPIED_LENGTHS):
-            x = np.arange(np.prod(dims), dtype=np.float32).reshape(dims)
-            expected = x.reshape([dims[i] if want == 0 else want for i, want in enumerate(shape)])
-            node = onnx.helper.make_node("Reshape", ["x", "shape"], ["y"], name="node")
-            fed = [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(dims)),
-                   onnx.helper.make_tensor_value_info("shape", onnx.TensorProto.INT64, [len(shape)])]  # fmt: skip
-            given = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, list(expected.shape))
-            model = _case_model(onnx.helper.make_graph([node], "copied", fed, [given]), opset)
-            case = SimpleNamespace(data_sets=[([x, np.array(shape, np.int64)], [expected])], rtol=0.0, atol=0.0)
-            found += with_variants(f"copied_Reshape_{k}@{version}", opset, model, case)
+            if typed and k not in (0, len(COPIED_LENGTHS) - 1):
+                continue
+            copied = [dims[i] if want == 0 else want for i, want in enumerate(shape)]
+            name = f"copied_Reshape_{k}{typed}@{version}"
+            found += _shape_fed_cases("Reshape", name, element_type, dims, shape, copied, opset)
+    return found
+
+
+def kept_lengths_cases() -> list[tuple]:
+    """Expand of a fed x of shape [3, 1] by a shape [2, 1, 6], whose 1 keeps x's length 3 (the
+    backend's test_expand_dim_changed, of float only), fed, constant and given by a node, of each
+    of :data:`KIND_TYPES` at the first opset of each version of Expand (``kept_Expand_INT64@13``):
+    TVM 0.27 takes a fed shape as the output's."""
+    found = []
+    for version, opset, element_type in _versions_taking("Expand", KIND_TYPES):
+        name = f"kept_Expand_{_type_name(element_type)}@{version}"
+        found += _shape_fed_cases("Expand", name, element_type, (3, 1), [2, 1, 6], [2, 3, 6], opset)
     return found
 
 
@@ -1178,13 +1212,13 @@ def all_cases() -> list[tuple]:
     scalar, the Casts between integer types and to and from floats, unsigned arithmetic in the
     upper half of the range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on
     every class of IEEE value, integer CumSum, pooling and convolution padded unevenly, Reshapes
-    copying lengths behind a leading 1 (each of these made here with its ``#stated`` twin too,
-    :func:`with_defaults_stated`: stating a default is judged by twins of the same values, and
-    onnx2torch's int64 CumSum has only these cases), the corpus's nodes, then the nodes the
-    patterns write and those the forms write."""
+    copying lengths behind a leading 1, Expands keeping a length by a 1 (each of these made here
+    with its ``#stated`` twin too, :func:`with_defaults_stated`: stating a default is judged by
+    twins of the same values, and onnx2torch's int64 CumSum has only these cases), the corpus's
+    nodes, then the nodes the patterns write and those the forms write."""
     made = (constant_cases() + expand_scalar_cases() + integer_cast_cases() + float_integer_cast_cases()
             + unsigned_upper_half_cases() + signed_wide_cases() + ieee_cases() + integer_cumsum_cases()
-            + uneven_pads_cases() + copied_lengths_cases())  # fmt: skip
+            + uneven_pads_cases() + copied_lengths_cases() + kept_lengths_cases())  # fmt: skip
     return prepared_cases() + made + with_defaults_stated(made) + corpus_cases() + lowered_cases() + chosen_cases()
 
 

@@ -3379,26 +3379,54 @@ def test_an_expand_shape_naming_the_lengths_gives_the_same_bits(data_shape, shap
     assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
 
 
+def _names_the_lengths(nodes: list, inputs: list) -> bool:
+    """Whether the last of ``nodes`` (an Expand) is known to be given a shape naming x's lengths."""
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 3)
+    model = make_model(nodes, inputs, [y], opset=18)
+    producers = {name: n for n in model.graph.node for name in n.output}
+    return shape_names_the_lengths(nodes[-1], producers, constants_by_name(model), inferred_types(model))
+
+
+def _int64_constant(name: str, values) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(values, np.int64), name))
+
+
 @pytest.mark.parametrize("wrong", ["none", "Equal to 2", "Where of another shape", "Shape of another input"])
 def test_a_shape_written_otherwise_is_not_known_to_name_the_lengths(wrong):
     """Only Where(Equal(s, 1), Shape(x), s) names x's lengths where s says 1."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", "b"])
     other = helper.make_tensor_value_info("other", TensorProto.FLOAT, ["a", "b"])
     s, t = (helper.make_tensor_value_info(name, TensorProto.INT64, [2]) for name in ("s", "t"))
-    one = 2 if wrong == "Equal to 2" else 1
     nodes = [
-        helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(one, np.int64), "one")),
+        _int64_constant("one", 2 if wrong == "Equal to 2" else 1),
         helper.make_node("Shape", ["other" if wrong == "Shape of another input" else "x"], ["lengths"]),
         helper.make_node("Equal", ["s", "one"], ["keeps"]),
         helper.make_node("Where", ["keeps", "lengths", "t" if wrong == "Where of another shape" else "s"], ["stated"]),
         helper.make_node("Expand", ["x", "stated"], ["y"]),
     ]
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])
-    model = helper.make_model(helper.make_graph(nodes, "g", [x, other, s, t], [y]),
-                              opset_imports=[helper.make_opsetid("", 18)])  # fmt: skip
-    producers = {name: n for n in model.graph.node for name in n.output}
-    known = shape_names_the_lengths(nodes[-1], producers, constants_by_name(model), inferred_types(model))
-    assert known == (wrong == "none")
+    assert _names_the_lengths(nodes, [x, other, s, t]) == (wrong == "none")
+
+
+@pytest.mark.parametrize("lengths, named", [([1, 2, 3], True), ([1, 3, 3], False), ("2s", False), ("1s", True)])
+def test_lengths_led_by_ones_or_constant_name_the_lengths(lengths, named):
+    """x's lengths as a constant its static shape [2, 3] states (led by 1s), or Shape(x) led by a
+    constant of 1s, name them; other constants, or Shape(x) led by 2s, do not."""
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [3])
+    if isinstance(lengths, list):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+        made = [_int64_constant("d", lengths)]
+    else:
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", "b"])
+        made = [_int64_constant("lead", [int(lengths[0])]), helper.make_node("Shape", ["x"], ["shape"]),
+                helper.make_node("Concat", ["lead", "shape"], ["d"], axis=0)]  # fmt: skip
+    nodes = [
+        _int64_constant("one", 1),
+        *made,
+        helper.make_node("Equal", ["s", "one"], ["keeps"]),
+        helper.make_node("Where", ["keeps", "d", "s"], ["stated"]),
+        helper.make_node("Expand", ["x", "stated"], ["y"]),
+    ]
+    assert _names_the_lengths(nodes, [x, s]) is named
 
 
 def test_a_runtime_wrong_where_a_one_keeps_a_length_is_given_the_length():
@@ -3500,3 +3528,31 @@ def test_tract_021_is_given_the_lengths_a_reshape_copies():
         result = lowering.lower_model(alone, target=target)
         [reshape] = [n for n in result.model.graph.node if n.op_type == "Reshape"]
         assert numpy_helper.to_array(constants_by_name(result.model)[reshape.input[1]]).tolist() == shape
+        assert ("s" in {t.name for t in result.model.graph.initializer}) is (0 in shape)  # (dropped once unread)
+
+
+@pytest.mark.parametrize("length, within", [(2**23, True), (2**23 + 1, False), (None, False)])
+def test_indices_are_within_the_edges_where_the_indexed_length_is_static_and_at_most_2_23(length, within):
+    """Every index of [-s, s - 1], and i + s (at most 2s - 1), lies within 2^24 where s <= 2^23."""
+    [choice] = [c for c in OP_CHOICES if c.op_type == "GatherElements" and c.free_of == NEGATIVE_INDICES]
+    node = helper.make_node("GatherElements", ["data", "i"], ["y"], axis=1)
+    types = {"data": helper.make_tensor_type_proto(TensorProto.FLOAT, [2, length if length else "n"])}
+    assert choice.within_edges(node, types) is within
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.INT64, TensorProto.BOOL])
+def test_the_kinds_of_shape_values_are_judged_on_each_type(element_type):
+    """The cases of a Reshape copying lengths and of an Expand keeping them are of every common
+    type: onnxruntime and tract 0.23 run the Reshape of [0, 0, -1] as it is, tract 0.21 is given
+    the shape written out, TVM the Expand's fed shape naming the lengths."""
+    x = helper.make_tensor_value_info("x", element_type, [1, 3, 2, 4])
+    y = helper.make_tensor_value_info("y", element_type, [1, 3, 8])
+    copied = numpy_helper.from_array(np.array([0, 0, -1], np.int64), "s")
+    reshape = make_model([helper.make_node("Reshape", ["x", "s"], ["y"])], [x], [y], opset=19, initializer=[copied])
+    for target, chosen in (("onnxruntime", False), ("tract-0.23", False), ("tract-0.21", True)):
+        assert bool(lowering.lower_model(reshape, target=target).report.forms) is chosen, target
+    x = helper.make_tensor_value_info("x", element_type, [3, 1])
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [3])
+    y = helper.make_tensor_value_info("y", element_type, [None] * 3)
+    expand = make_model([helper.make_node("Expand", ["x", "s"], ["y"])], [x, s], [y], opset=18)
+    assert lowering.lower_model(expand, target="tvm-0.27").report.forms

@@ -1076,3 +1076,20 @@ def test_a_deprecated_op_goes_to_the_opset_where_the_op_replacing_it_runs():
     x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
     (want,), (got,) = (ReferenceEvaluator(m).run(None, {"x": x}) for m in (model, result.model))
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_small_model_refused_at_the_first_opsets_is_tried_at_every_other():
+    """rknn crashes on the Cast of bools to uint8 and the Greater of uint8 that carry a bool
+    ReduceMax-20 at opsets 12 to 19; a model of few nodes (FEW_NODES) is tried at each opset it
+    loads before it is refused, and goes to 11, where ReduceMax-11 takes no uint8 and int32
+    carries them."""
+    axes = onnx.numpy_helper.from_array(np.array([1], np.int64), "a")
+    nodes = [helper.make_node("ReduceMax", ["x", "a"], ["y"], keepdims=1)]
+    x = helper.make_tensor_value_info("x", TensorProto.BOOL, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.BOOL, [2, 1])
+    result = lowering.lower_model(make_model(nodes, [x], [y], opset=20, initializer=[axes]), target="rknn")
+    assert schemas.default_opset(result.model.opset_import) <= 11
+    [cast] = [node for node in result.model.graph.node if node.op_type == "Cast"]
+    assert cast.attribute[0].i == TensorProto.INT32
+    got = runs_in_onnxruntime(result.model, {"x": np.array([[True, False, False], [False, False, False]])})
+    assert got[0].tolist() == [[True], [False]]

@@ -37,6 +37,7 @@ NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("
         ("Expand", ["x", "s"], {"s": np.array([1, 3, 1])}, {}, {ONE_KEEPS_A_LENGTH: True}),
         ("Expand", ["x", "s"], {"s": np.array([2, 1, 1, 3, 6])}, {}, {ONE_KEEPS_A_LENGTH: False}),
         ("Expand", ["x", "s"], {"s": np.array([5, 3, 1])}, {}, {ONE_KEEPS_A_LENGTH: True}),
+        ("Expand", ["x", "s"], {"s": np.array([6])}, {}, {ONE_KEEPS_A_LENGTH: True}),  # (led by 1s: x's 3 kept)
         ("Expand", ["x", "s"], {}, {}, {}),  # (shape not known)
         # (a Reshape's shape of 0 copying the input's length; with allowzero=1 a 0 is a length of 0)
         ("Reshape", ["x", "s"], {"s": np.array([0, 0, -1])}, {}, {COPIED_LENGTH: True}),

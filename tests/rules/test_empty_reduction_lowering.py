@@ -121,13 +121,13 @@ def test_inside_if_branches_and_local_functions():
 
 
 def test_a_target_weighs_another_opset_for_a_reduction_the_rule_does_not_take():
-    """tract 0.21 refuses ReduceMax-20 on bools, and runs it carried in uint8 below 20: the rule,
+    """tract 0.21 refuses ReduceMax-20 on bools, and runs it carried in uint8 at 18: the rule,
     which takes x of no element only and no bools, is not named as the fix of such a node
     (Rule.takes_form), so --target converts it instead of refusing; an empty float one the rule
     lowers."""
     bools = reduction_model("ReduceMax", [2, 3], [1], opset=20, element_type=TensorProto.BOOL)
     result = lowering.lower_model(bools, target="tract-0.21")
-    assert schemas.default_opset(result.model.opset_import) < 20
+    assert schemas.default_opset(result.model.opset_import) in (18, 19)  # (ReduceMax-18 of uint8)
     assert {"Cast", "ReduceMax", "Greater"} <= {node.op_type for node in result.model.graph.node}
     x = np.array([[True, False, False], [False, False, False]])
     assert runs_in_onnxruntime(result.model, {"x": x})[0].tolist() == [[True], [False]]
