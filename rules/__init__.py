@@ -30,6 +30,7 @@ from . import (  # noqa: F401
     maxunpool,
     melweightmatrix,
     non_max_suppression,
+    nonzero,
     onehot,
     optional,
     pad,

@@ -43,7 +43,8 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # tests/rules/test_det_lowering.py (Det: matrices), in tests/rules/test_roialign_lowering.py (RoiAlign),
 # in tests/rules/test_unique_lowering.py (Unique: four outputs), in tests/rules/test_pad_lowering.py (Pad),
 # in tests/rules/test_empty_reduction_lowering.py (ReduceMax, ReduceMin: x of no element only), in
-# tests/rules/test_unsqueeze_tile_lowering.py (Unsqueeze, Tile).
+# tests/rules/test_unsqueeze_tile_lowering.py (Unsqueeze, Tile), in tests/rules/test_nonzero_lowering.py
+# (NonZero: int64 coordinates, not of the input's type).
 SHAPED = {
     "Pad",
     "Unsqueeze",
@@ -88,6 +89,7 @@ SHAPED = {
     "Acosh",
     "Atanh",
     "Det",
+    "NonZero",
 }
 
 # Every element-wise rule (one input, a bool answer per element) that states its reference, from
