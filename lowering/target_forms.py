@@ -1916,7 +1916,10 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
 
 def _drop_unread_initializers(model: onnx.ModelProto, names: set[str]) -> None:
     """The main graph's initializers of ``names`` (those the replaced nodes read) that no node of
-    any graph reads any longer, nor an output gives, dropped (a Reshape's shape written anew)."""
+    any graph reads any longer, nor an output gives, dropped (a Reshape's shape written anew);
+    none of a model with training information, whose graphs may read them."""
+    if model.training_info:  # (its graphs may read the main graph's initializers)
+        return
     graphs = [model.graph, *nested_graphs(model.graph.node)]
     read = {name for graph in graphs for node in graph.node for name in node.input}
     given = {info.name for info in model.graph.output} | {info.name for info in model.graph.input}

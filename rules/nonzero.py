@@ -11,6 +11,8 @@ import onnx
 from lowering import schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .ordering import MOST_PAIRED_ELEMENTS
+
 EMITS = (
     "Cast", "Reshape", "Size", "Range", "Sub", "Where", "ReduceSum", "TopK", "Div", "Mod", "Mul", "Shape", "Gather",
     "Equal", "Unsqueeze", "Concat", "Constant",
@@ -36,14 +38,15 @@ def nonzero_by_topk(b: Builder, x: Value) -> Value:
     f = Cast(Reshape(x, [-1]), bool), x's n elements flattened (a NaN is nonzero, ±0 is not, as
     onnxruntime's kernel reads them); i their positions (Range); the key n - i of a nonzero
     element is at least 1 and of no other element, the key of a zero one 0, so the k = Σ f
-    largest keys, sorted, are those of the nonzero elements in ascending position p = n - key. Each position
-    p gives its coordinate along axis j of length dⱼ by ⌊p / sⱼ⌋ mod dⱼ, sⱼ = ∏_{m>j} dₘ (int64
-    Div of non-negative values is the floor); a constant of shape [rank, 0] where a stated length
-    is 0. x's rank must be known and not 0; strings and
-    complex values, which no Cast makes bool, are declined; not below opset 11 (Range, TopK's
-    k input)."""
+    largest keys, sorted, are those of the nonzero elements in ascending position p = n - key.
+    Each p gives its coordinate along axis j of length dⱼ by ⌊p / sⱼ⌋ mod dⱼ, sⱼ = ∏_{m>j} dₘ
+    (int64 Div of non-negative values is the floor); a constant of shape [rank, 0] where a
+    stated length is 0. x's rank must be known and not 0; strings and complex values, which no
+    Cast makes bool, are declined; so is a TopK the target lowers too (by comparing every pair
+    of keys) where n is not known, or n² is past MOST_PAIRED_ELEMENTS; not below opset 11
+    (Range)."""
     if b.opset < FIRST_OPSET:
-        raise NotLowered(f"Range and TopK's k input exist from opset {FIRST_OPSET}, not {b.opset}")
+        raise NotLowered(f"Range exists from opset {FIRST_OPSET}, not {b.opset}")
     if x.element_type in NOT_CAST_TO_BOOL:
         raise NotLowered(f"no Cast makes bool of {schemas.type_name(x.element_type)}")
     shape = b.shape_of(x)
@@ -51,6 +54,12 @@ def nonzero_by_topk(b: Builder, x: Value) -> Value:
         raise NotLowered("x's rank is unknown" if shape is None else "x is a scalar")
     if 0 in shape:  # (no element: no coordinate, and a constant length of 0 no Mod takes)
         return b.tensor(np.zeros([len(shape), 0], np.int64), "none")
+    paired = None if None in shape else math.prod(shape) ** 2
+    if "TopK" in b.target.lowered_ops and (paired is None or paired > MOST_PAIRED_ELEMENTS):
+        raise NotLowered(
+            "TopK is lowered too, comparing every pair of x's elements, of which there are "
+            + ("not known how many" if paired is None else f"{paired}, past {MOST_PAIRED_ELEMENTS}")
+        )
     flat = b.Reshape(x, b.ints([-1], "flat"))
     nonzero = flat if x.element_type == onnx.TensorProto.BOOL else b.Cast(flat, to=onnx.TensorProto.BOOL)
     int64 = onnx.TensorProto.INT64
@@ -59,13 +68,14 @@ def nonzero_by_topk(b: Builder, x: Value) -> Value:
     keys = b.Where(nonzero, b.Sub(count, positions), b.scalar(0, int64, "zero"))
     k = b.over_axes("ReduceSum", b.Cast(nonzero, to=int64), [0], keepdims=1)
     picked = b.Sub(count, _largest(b, keys, k))
-    lengths = [_length(b, x, shape, axis) for axis in range(len(shape))]
+    lengths = [None] + [_length(b, x, shape, axis) for axis in range(1, len(shape))]  # (d₀ divides nothing)
     coordinates, stride = [], None
     for axis in reversed(range(len(shape))):
         quotient = picked if stride is None else b.Div(picked, stride)
         coordinate = quotient if axis == 0 else b.Mod(quotient, lengths[axis])
         coordinates.insert(0, b.over_axes("Unsqueeze", coordinate, [0]))
-        stride = lengths[axis] if stride is None else b.Mul(stride, lengths[axis])
+        if axis > 0:
+            stride = lengths[axis] if stride is None else b.Mul(stride, lengths[axis])
     return coordinates[0] if len(coordinates) == 1 else b.Concat(*coordinates, axis=0)
 
 

@@ -3556,3 +3556,34 @@ def test_the_kinds_of_shape_values_are_judged_on_each_type(element_type):
     y = helper.make_tensor_value_info("y", element_type, [None] * 3)
     expand = make_model([helper.make_node("Expand", ["x", "s"], ["y"])], [x, s], [y], opset=18)
     assert lowering.lower_model(expand, target="tvm-0.27").report.forms
+
+
+@pytest.mark.parametrize("also", ["nothing", "a node reads it", "an If branch reads it", "training reads it"])
+def test_an_initializer_replaced_nodes_read_is_dropped_only_once_nothing_reads_it(also):
+    """The Reshape form writes its shape anew (tract 0.21): the old shape initializer goes where
+    nothing else reads it, and stays where a node of the graph or of a branch does (an Add of a
+    fed value, which no folding takes), or a model's training graphs may."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 2, 4])
+    k = helper.make_tensor_value_info("k", TensorProto.INT64, [3])
+    c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    added = helper.make_tensor_value_info("n", TensorProto.INT64, [3])
+    inputs, outputs = [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8])]
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"])]
+    if also == "a node reads it":
+        nodes.append(helper.make_node("Add", ["s", "k"], ["n"]))
+        inputs, outputs = [x, k], [*outputs, added]
+    if also == "an If branch reads it":
+        m = helper.make_tensor_value_info("m", TensorProto.INT64, [3])
+        branch = helper.make_graph([helper.make_node("Add", ["s", "k"], ["m"])], "b", [], [m])
+        nodes.append(helper.make_node("If", ["c"], ["n"], then_branch=branch, else_branch=branch))
+        inputs, outputs = [x, k, c], [*outputs, added]
+    shape = numpy_helper.from_array(np.array([0, 0, -1], np.int64), "s")
+    model = make_model(nodes, inputs, outputs, opset=19, initializer=[shape])
+    if also == "training reads it":
+        training = onnx.TrainingInfoProto()
+        t = helper.make_tensor_value_info("t", TensorProto.INT64, [3])
+        training.algorithm.CopyFrom(helper.make_graph([helper.make_node("Identity", ["s"], ["t"])], "train", [], [t]))
+        model.training_info.append(training)
+    result = lowering.lower_model(model, target="tract-0.21")
+    assert any("a 0 copies a length" in said for said in result.report.forms)
+    assert ("s" in {t.name for t in result.model.graph.initializer}) is (also != "nothing")

@@ -1,8 +1,8 @@
 """NonZero lowered to the positions TopK picks and their coordinates (rules/nonzero.py): float
-values of every class (NaN payloads and ±0 among them), float16, bfloat16, integers, bools;
-ranks 1 to 4; lengths of 0 and 1; shapes known, partly known and unknown; at opset 11, 13 and
-the newest, against onnxruntime's kernel and the rule's numpy reference; inside an If and a
-local function; what it declines. The backend cases are checked by
+values of every class (NaN payloads and ±0 among them; every 16-bit pattern), integers of every
+width to their extremes, bools; ranks 1 to 5; lengths of 0 and 1; shapes known, partly known and
+unknown; at opset 11, 13 and the newest, against onnxruntime's kernel and the rule's numpy
+reference; with TopK lowered too; inside an If and a local function; what it declines. The backend cases are checked by
 tests/test_backend_node_cases.py."""
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import lowering
 from lowering import schemas
 
 TYPES = [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE, TensorProto.INT64,
-         TensorProto.INT32, TensorProto.INT8, TensorProto.UINT8, TensorProto.BOOL]  # fmt: skip
+         TensorProto.INT32, TensorProto.INT16, TensorProto.INT8, TensorProto.UINT64, TensorProto.UINT32,
+         TensorProto.UINT16, TensorProto.UINT8, TensorProto.BOOL]  # fmt: skip
 OPSETS = (FIRST_OPSET, 13, schemas.newest_opset())
-SHAPES = [(7,), (2, 3), (3, 1, 4), (2, 0, 3), (1, 1, 1), (2, 3, 2, 2)]
+SHAPES = [(7,), (1,), (0,), (2, 3), (3, 1, 4), (2, 0, 3), (1, 1, 1), (2, 3, 2, 2), (2, 1, 3, 1, 2)]
 
 
 def nonzero_model(element_type: int, opset: int, stated) -> object:
@@ -39,6 +40,8 @@ def sparse(element_type: int, shape, rng: np.random.Generator) -> np.ndarray:
     x[zeros] = np.zeros((), x.dtype)
     if x.dtype.kind == "f" and x.size:  # (a -0, which is zero, and a NaN, which is not)
         x.reshape(-1)[0], x.reshape(-1)[-1] = -x.dtype.type(0), np.nan
+    if x.dtype.kind in "iu" and x.size:  # (the type's extremes, nonzero both)
+        x.reshape(-1)[0], x.reshape(-1)[-1] = np.iinfo(x.dtype).min or np.iinfo(x.dtype).max, np.iinfo(x.dtype).max
     return x
 
 
@@ -65,6 +68,34 @@ def test_nonzero_gives_the_coordinates_of_the_nonzero_elements_in_order(element_
                 assert kernel[0].shape == got.shape and (kernel[0] == got).all()
 
 
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16])
+def test_every_16_bit_pattern(element_type):
+    """Each of the 65536 bit patterns of a 16-bit float, the zeros (±0) zero and every other one
+    (NaNs, infinities, subnormals) nonzero."""
+    from lowering import floats
+
+    x = np.arange(2**16, dtype=np.uint16).view(floats.numpy_dtype(element_type)).reshape(256, 256)
+    model = lowered_wholly(nonzero_model(element_type, 13, ["a", 256]), "NonZero")
+    (got,) = runs_in_onnxruntime(model, {"x": x})
+    want = nonzero_reference(x)
+    assert got.shape == want.shape == (2, 2**16 - 2) and (got == want).all()
+
+
+@pytest.mark.parametrize("shape", [(7,), (2, 3), (3, 1, 4), (2, 3, 2, 2)])
+def test_with_topk_lowered_too(shape):
+    """Where the target lowers TopK too, its rule's expansion picks the keys (x's shape stated:
+    it compares every pair of them); with x's shape not known it is declined."""
+    rng = np.random.default_rng(len(shape))
+    x = sparse(TensorProto.FLOAT, shape, rng)
+    result = lowering.lower_model(nonzero_model(TensorProto.FLOAT, 13, list(shape)), ops=["NonZero", "TopK"])
+    assert not {"NonZero", "TopK"} & {n.op_type for n in result.model.graph.node}
+    (got,) = runs_in_onnxruntime(result.model, {"x": x})
+    assert got.shape == nonzero_reference(x).shape and (got == nonzero_reference(x)).all()
+    dynamic = nonzero_model(TensorProto.FLOAT, 13, [f"d{i}" for i in range(len(shape))])
+    declined = lowering.lower_model(dynamic, ops=["NonZero", "TopK"])
+    assert "TopK is lowered too" in " ".join(declined.report.lines())
+
+
 def test_every_zero_and_every_nonzero():
     model = lowered_wholly(nonzero_model(TensorProto.FLOAT, 13, ["a", "b"]), "NonZero")
     for x in (np.zeros([2, 3], np.float32), np.full([2, 3], -0.0, np.float32), np.ones([2, 3], np.float32)):
@@ -75,6 +106,8 @@ def test_every_zero_and_every_nonzero():
 def test_a_stated_length_of_0_gives_a_constant():
     model = lowered_wholly(nonzero_model(TensorProto.FLOAT, 13, [2, 0, 3]), "NonZero")
     assert {n.op_type for n in model.graph.node} <= {"Constant", "Identity"}
+    (got,) = runs_in_onnxruntime(model, {"x": np.zeros([2, 0, 3], np.float32)})
+    assert got.dtype == np.int64 and got.shape == (3, 0)
 
 
 def test_inside_if_branches_and_local_functions():
@@ -85,13 +118,13 @@ def test_inside_if_branches_and_local_functions():
         assert 'op_type: "NonZero"' not in str(lowered), label
         for branch in (True, False):
             (got,) = runs_in_onnxruntime(lowered, {"x": x, "branch": np.array(branch)})
-            assert (got == nonzero_reference(x)).all(), label
+            assert got.shape == nonzero_reference(x).shape and (got == nonzero_reference(x)).all(), label
 
 
 @pytest.mark.parametrize(
     "element_type, stated, opset, reason",
     [
-        (TensorProto.FLOAT, ["n"], 10, "exist from opset 11"),
+        (TensorProto.FLOAT, ["n"], 10, "Range exists from opset 11"),
         (TensorProto.STRING, ["n"], 13, "no Cast makes bool of string"),
         (TensorProto.FLOAT, [], 13, "x is a scalar"),
         (TensorProto.FLOAT, None, 13, "x's rank is unknown"),  # (x reshaped by a fed shape of unknown length)
