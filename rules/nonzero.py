@@ -42,9 +42,9 @@ def nonzero_by_topk(b: Builder, x: Value) -> Value:
     Each p gives its coordinate along axis j of length dⱼ by ⌊p / sⱼ⌋ mod dⱼ, sⱼ = ∏_{m>j} dₘ
     (int64 Div of non-negative values is the floor); a constant of shape [rank, 0] where a
     stated length is 0. x's rank must be known and not 0; strings and complex values, which no
-    Cast makes bool, are declined; so is a TopK the target lowers too (by comparing every pair
-    of keys) where n is not known, or n² is past MOST_PAIRED_ELEMENTS; not below opset 11
-    (Range)."""
+    Cast makes bool, are declined; so is x where the target lowers TopK too and the lengths
+    known make more than MOST_PAIRED_ELEMENTS pairs (the TopK rule compares every pair of keys,
+    and bounds them so only where the lengths are known, as here); not below opset 11 (Range)."""
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"Range exists from opset {FIRST_OPSET}, not {b.opset}")
     if x.element_type in NOT_CAST_TO_BOOL:
@@ -54,11 +54,11 @@ def nonzero_by_topk(b: Builder, x: Value) -> Value:
         raise NotLowered("x's rank is unknown" if shape is None else "x is a scalar")
     if 0 in shape:  # (no element: no coordinate, and a constant length of 0 no Mod takes)
         return b.tensor(np.zeros([len(shape), 0], np.int64), "none")
-    paired = None if None in shape else math.prod(shape) ** 2
-    if "TopK" in b.target.lowered_ops and (paired is None or paired > MOST_PAIRED_ELEMENTS):
+    paired = math.prod(d for d in shape if d is not None) ** 2  # (at least: an unknown length is at least 1)
+    if "TopK" in b.target.lowered_ops and paired > MOST_PAIRED_ELEMENTS:
         raise NotLowered(
-            "TopK is lowered too, comparing every pair of x's elements, of which there are "
-            + ("not known how many" if paired is None else f"{paired}, past {MOST_PAIRED_ELEMENTS}")
+            f"TopK is lowered too, comparing every pair of x's elements: at least {paired} pairs, "
+            f"more than {MOST_PAIRED_ELEMENTS}"
         )
     flat = b.Reshape(x, b.ints([-1], "flat"))
     nonzero = flat if x.element_type == onnx.TensorProto.BOOL else b.Cast(flat, to=onnx.TensorProto.BOOL)

@@ -83,16 +83,17 @@ def test_every_16_bit_pattern(element_type):
 
 @pytest.mark.parametrize("shape", [(7,), (2, 3), (3, 1, 4), (2, 3, 2, 2)])
 def test_with_topk_lowered_too(shape):
-    """Where the target lowers TopK too, its rule's expansion picks the keys (x's shape stated:
-    it compares every pair of them); with x's shape not known it is declined."""
+    """Where the target lowers TopK too, its rule's expansion picks the keys, x's shape stated
+    or not; declined where the lengths known make more than 2^24 pairs of keys (the TopK rule
+    compares every pair)."""
     rng = np.random.default_rng(len(shape))
     x = sparse(TensorProto.FLOAT, shape, rng)
-    result = lowering.lower_model(nonzero_model(TensorProto.FLOAT, 13, list(shape)), ops=["NonZero", "TopK"])
-    assert not {"NonZero", "TopK"} & {n.op_type for n in result.model.graph.node}
-    (got,) = runs_in_onnxruntime(result.model, {"x": x})
-    assert got.shape == nonzero_reference(x).shape and (got == nonzero_reference(x)).all()
-    dynamic = nonzero_model(TensorProto.FLOAT, 13, [f"d{i}" for i in range(len(shape))])
-    declined = lowering.lower_model(dynamic, ops=["NonZero", "TopK"])
+    for stated in (list(shape), [f"d{i}" for i in range(len(shape))]):
+        result = lowering.lower_model(nonzero_model(TensorProto.FLOAT, 13, stated), ops=["NonZero", "TopK"])
+        assert not {"NonZero", "TopK"} & {n.op_type for n in result.model.graph.node}
+        (got,) = runs_in_onnxruntime(result.model, {"x": x})
+        assert got.shape == nonzero_reference(x).shape and (got == nonzero_reference(x)).all()
+    declined = lowering.lower_model(nonzero_model(TensorProto.FLOAT, 13, [4097, "n"]), ops=["NonZero", "TopK"])
     assert "TopK is lowered too" in " ".join(declined.report.lines())
 
 
