@@ -7,6 +7,14 @@ import onnx
 from lowering import floats, schemas
 from lowering.registry import Builder, NotLowered, Value, rule
 
+# Cast discards an integer's higher bits out of range from the first version whose documentation
+# says so (13); before, a value out of the target type's range is undefined.
+WRAPPING_CAST_OPSET = min(
+    version
+    for version in schemas.op_versions("Cast")
+    if "discard higher bits" in schemas.schema_in_force("Cast", version).doc
+)
+
 
 def _width(element_type: int) -> int:
     return floats.numpy_dtype(element_type).itemsize
@@ -20,7 +28,8 @@ def bitcast_as_cast(b: Builder, x: Value, *, to: int) -> Value:
     a multiple of 2^n, and Cast between integers wraps modulo 2^n (onnxruntime's static_cast,
     numpy's astype), so it gives those bits. A bool (one byte, 0 or 1) to an 8-bit integer is 0 or
     1 both ways. Not lowered: floats (a Cast changes their bits and no op before 26 reads them:
-    NaN payloads, -0), integers to bool (a byte other than 0 or 1 is no bool), 4- and 2-bit types.
+    NaN payloads, -0), integers to bool (a byte other than 0 or 1 is no bool), 4- and 2-bit types,
+    integers below opset 13 (:data:`WRAPPING_CAST_OPSET`: Cast leaves out of range undefined).
     """
     source = x.element_type
     if source == to:
@@ -29,6 +38,10 @@ def bitcast_as_cast(b: Builder, x: Value, *, to: int) -> Value:
     if source == onnx.TensorProto.BOOL and to in eight_bit:
         return b.Cast(x, to=to)
     if floats.is_integer(source) and floats.is_integer(to) and _width(source) == _width(to):
+        if b.opset < WRAPPING_CAST_OPSET:
+            raise NotLowered(
+                f"Cast wraps an integer out of range from opset {WRAPPING_CAST_OPSET}; at {b.opset} it is undefined"
+            )
         return b.Cast(x, to=to)
     raise NotLowered(
         f"BitCast from {schemas.type_name(source)} to {schemas.type_name(to)} reinterprets bits no Cast keeps "
