@@ -1033,6 +1033,14 @@ def _squeezed(node: onnx.NodeProto, form: NodeForm, constants, names: NameAlloca
     return [onnx.helper.make_node(op_type, [node.input[0]], list(node.output), name=node.name)]
 
 
+def _reading(node: onnx.NodeProto, position: int, name: str) -> onnx.NodeProto:
+    """A copy of ``node`` reading ``name`` as its input at ``position``."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    copy.input[position] = name
+    return copy
+
+
 def _copies_a_length(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """A Reshape (5+) whose constant shape holds a 0 that copies the input's length there
     (``allowzero`` 0), the input's shape static, none of its lengths 0."""
@@ -1060,10 +1068,7 @@ def _lengths_stated(node: onnx.NodeProto, form: NodeForm, constants, names: Name
     label, shape = node.name or node.op_type, names.fresh(f"{node.input[1]}_stated")
     tensor = numpy_helper.from_array(np.array(stated, np.int64), shape)
     constant = onnx.helper.make_node("Constant", [], [shape], name=names.fresh(f"{label}_Constant"), value=tensor)
-    reshaped = onnx.NodeProto()
-    reshaped.CopyFrom(node)
-    reshaped.input[1] = shape
-    return [constant, reshaped]
+    return [constant, _reading(node, 1, shape)]
 
 
 # ops that index their data along one axis by an input named "indices" (onnx.defs), each index i
@@ -1166,10 +1171,7 @@ def _indices_made_non_negative(
             step("Add", [indices, size_name], wrapped),
             step("Where", [negative, wrapped, indices], stem),
         ]
-    indexed = onnx.NodeProto()
-    indexed.CopyFrom(node)
-    indexed.input[1] = stem
-    return [*made, indexed]
+    return [*made, _reading(node, 1, stem)]
 
 
 def indices_never_negative(
@@ -1304,10 +1306,7 @@ def _lengths_where_one(
     keeps, equal = step("Equal", [wanted, one], "keeps")
     stated, where = step("Where", [keeps, lengths, wanted], "stated")
     made += [one_node, equal, where]
-    expanded = onnx.NodeProto()
-    expanded.CopyFrom(node)
-    expanded.input[1] = stated
-    return [*made, expanded]
+    return [*made, _reading(node, 1, stated)]
 
 
 def shape_names_the_lengths(

@@ -916,8 +916,8 @@ def copied_lengths_cases() -> list[tuple]:
     aborts) behind a leading 1, which every batch of one has."""
     found = []
     for version, opset, element_type in _versions_taking("Reshape", (onnx.TensorProto.FLOAT, *RESHAPED_TYPES)):
-        if version < 5:  # (Reshape-1 takes its shape as an attribute)
-            continue
+        if "shape" not in [formal.name for formal in schemas.schema_in_force("Reshape", version).inputs]:
+            continue  # (Reshape-1 takes its shape as an attribute)
         typed = "" if element_type == onnx.TensorProto.FLOAT else f"_{_type_name(element_type)}"
         for k, (dims, shape) in enumerate(COPIED_LENGTHS):
             if typed and k not in (0, len(COPIED_LENGTHS) - 1):

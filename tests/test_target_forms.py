@@ -3347,7 +3347,8 @@ EXPANSIONS = [
 
 @pytest.mark.parametrize("data_shape, shape", EXPANSIONS)
 @pytest.mark.parametrize("static", [True, False])
-def test_an_expand_shape_naming_the_lengths_gives_the_same_bits(data_shape, shape, static):
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT8])
+def test_an_expand_shape_naming_the_lengths_gives_the_same_bits(data_shape, shape, static, element_type):
     """Expand(x, Where(s = 1, x's lengths, s)), the two aligned at their last axes, gives
     Expand(x, s) bit for bit in onnxruntime (float values of every class), x's lengths a
     constant where its shape is static, else Shape(x); the shape written is known to hold no 1
@@ -3355,9 +3356,9 @@ def test_an_expand_shape_naming_the_lengths_gives_the_same_bits(data_shape, shap
     from lowering.samples import edge_values
 
     dims = list(data_shape) if static else [f"d{i}" for i in range(len(data_shape))]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)
+    x = helper.make_tensor_value_info("x", element_type, dims)
     s = helper.make_tensor_value_info("s", TensorProto.INT64, [len(shape)])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * max(len(data_shape), len(shape)))
+    y = helper.make_tensor_value_info("y", element_type, [None] * max(len(data_shape), len(shape)))
     node = helper.make_node("Expand", ["x", "s"], ["y"], name="expanded")
     model = helper.make_model(helper.make_graph([node], "g", [x, s], [y]), opset_imports=[helper.make_opsetid("", 18)])
     types = {info.name: info.type for info in (x, s)}
@@ -3373,7 +3374,7 @@ def test_an_expand_shape_naming_the_lengths_gives_the_same_bits(data_shape, shap
     onnx.checker.check_model(written, full_check=True)
     producers = {name: n for n in written.graph.node for name in n.output}
     assert shape_names_the_lengths(made[-1], producers, constants_by_name(written), inferred_types(written))
-    data = np.resize(edge_values(TensorProto.FLOAT), int(np.prod(data_shape))).reshape(data_shape)
+    data = np.resize(edge_values(element_type), int(np.prod(data_shape))).reshape(data_shape)
     feeds = {"x": data, "s": np.array(shape, np.int64)}
     [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(written, feeds)
     assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
