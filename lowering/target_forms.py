@@ -40,7 +40,8 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   Pad's definition pads them (tract 0.21 and OpenVINO 2024.6 fail Pad given its axes, which
   ONNX's Attention body writes for its mask).
 - ``BitShift``-28 written as its version adapter down to 11 writes it, at the node's opset: x and
-  y cast to an unsigned carrier, shifted by Mod(y, bits), 0 (or the sign's fill) out of range
+  y read as unsigned numbers (a signed x's bits through int64 and uint64, every Cast in
+  range), shifted by amounts in range, 0 (or the sign's fill) out of range
   (``rules/versions/bitshift.py``), which versions 11 and 28 define alike; where the runtime
   runs each of those nodes better (tract and TVM shift by negative amounts and amounts of the
   bit width or more otherwise than version 28 says). Each new node is judged in its own form,

@@ -36,6 +36,7 @@ from onnx import numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from lowering.rules import empty_reduction  # noqa: E402
 from prepare_sweep import CORPUS, CORPUS_ATOL, CORPUS_RTOL, corpus_feeds, drawn_at_random, onnxruntime_outputs  # noqa: E402
 from probe import backend_cases, feed, main_node  # noqa: E402
 
@@ -940,6 +941,37 @@ def kept_lengths_cases() -> list[tuple]:
     return found
 
 
+def empty_reduction_cases() -> list[tuple]:
+    """ReduceMax and ReduceMin of a fed x of shape [2, 0, 4] over axis 1 (keepdims), whose
+    answer is the reduction's identity (-inf or the type's lowest for Max, +inf or its highest
+    for Min; False and True of bools), of each of :data:`KIND_TYPES` and float at the first
+    opset of each version taking it (``empty_ReduceMax_UINT8@18``), the axes an attribute or,
+    from version 18, an input (with its ``#constant`` and ``#node`` variants): the backend's
+    empty-set cases are of float and bool only, and TVM 0.27 reduces no uint8 element wrong."""
+    found = []
+    for op_type in ("ReduceMax", "ReduceMin"):
+        for version, opset, element_type in _versions_taking(op_type, (onnx.TensorProto.FLOAT, *KIND_TYPES)):
+            dtype = floats.numpy_dtype(element_type)
+            if element_type == onnx.TensorProto.BOOL:
+                identity = op_type == "ReduceMin"
+            else:
+                identity = empty_reduction.identity_of(op_type, element_type)
+            x, expected = np.zeros((2, 0, 4), dtype), np.full((2, 1, 4), identity, dtype)
+            axes_input = "axes" in [formal.name for formal in schemas.schema_in_force(op_type, version).inputs]
+            inputs, data = [onnx.helper.make_tensor_value_info("x", element_type, [2, 0, 4])], [x]
+            if axes_input:
+                inputs.append(onnx.helper.make_tensor_value_info("axes", onnx.TensorProto.INT64, [1]))
+                data.append(np.array([1], np.int64))
+            node = onnx.helper.make_node(op_type, [info.name for info in inputs], ["y"], name="node", keepdims=1,
+                                         **({} if axes_input else {"axes": [1]}))  # fmt: skip
+            name = f"empty_{op_type}_{_type_name(element_type)}@{version}"
+            output = onnx.helper.make_tensor_value_info("y", element_type, [2, 1, 4])
+            model = _case_model(onnx.helper.make_graph([node], name.split("@")[0], inputs, [output]), opset)
+            case = SimpleNamespace(data_sets=[(data, [expected])], rtol=0.0, atol=0.0)
+            found += with_variants(name, opset, model, case)
+    return found
+
+
 def _type_name(element_type: int) -> str:
     return onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
 
@@ -1212,13 +1244,15 @@ def all_cases() -> list[tuple]:
     scalar, the Casts between integer types and to and from floats, unsigned arithmetic in the
     upper half of the range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on
     every class of IEEE value, integer CumSum, pooling and convolution padded unevenly, Reshapes
-    copying lengths behind a leading 1, Expands keeping a length by a 1 (each of these made here
+    copying lengths behind a leading 1, Expands keeping a length by a 1, ReduceMax and ReduceMin of
+    no element (each of these made here
     with its ``#stated`` twin too, :func:`with_defaults_stated`: stating a default is judged by
     twins of the same values, and onnx2torch's int64 CumSum has only these cases), the corpus's
     nodes, then the nodes the patterns write and those the forms write."""
     made = (constant_cases() + expand_scalar_cases() + integer_cast_cases() + float_integer_cast_cases()
             + unsigned_upper_half_cases() + signed_wide_cases() + ieee_cases() + integer_cumsum_cases()
-            + uneven_pads_cases() + copied_lengths_cases() + kept_lengths_cases())  # fmt: skip
+            + uneven_pads_cases() + copied_lengths_cases() + kept_lengths_cases()
+            + empty_reduction_cases())  # fmt: skip
     return prepared_cases() + made + with_defaults_stated(made) + corpus_cases() + lowered_cases() + chosen_cases()
 
 

@@ -782,18 +782,23 @@ def test_pad_with_axes_stays_where_they_are_fed_or_not_one_axis_each(axes, pads,
 
 def _bitshift_profile(out_of_range: str = "wrong"):
     """A runtime that shifts int32 right in range and ``out_of_range`` by amounts out of range
-    (tract, OpenVINO, TVM get them wrong), and runs the carrier's ops on uint32."""
+    (tract, OpenVINO, TVM get them wrong), and runs the carrier's ops (int64 and uint64)."""
     cases = {
         "test_bitshift_left_int32": ("BitShift", 28, "INT32", "right"),
         "test_bitshift_left_int32_shift_ge_width": ("BitShift", 28, "INT32", out_of_range),
-        "test_bitshift_left_uint32": ("BitShift", 28, "UINT32", "right"),
-        "cast_INT32_UINT32@28": ("Cast", 28, "INT32", "right"),
-        "cast_UINT32_INT32@28": ("Cast", 28, "UINT32", "right"),
-        "cast_BOOL_UINT32@28": ("Cast", 28, "BOOL", "right"),
-        "test_less_uint32": ("Less", 13, "UINT32", "right"),
-        "test_mod_uint32": ("Mod", 28, "UINT32", "right"),
-        "test_mul_uint32": ("Mul", 14, "UINT32", "right"),
-        "constant_UINT32@25": ("Constant", 25, "UINT32", "right"),
+        "test_bitshift_left_uint64": ("BitShift", 28, "UINT64", "right"),
+        "cast_INT32_INT64@28": ("Cast", 28, "INT32", "right"),
+        "cast_INT64_UINT64@28": ("Cast", 28, "INT64", "right"),
+        "cast_UINT64_INT64@28": ("Cast", 28, "UINT64", "right"),
+        "test_less_int64": ("Less", 13, "INT64", "right"),
+        "test_not": ("Not", 1, "BOOL", "right"),
+        "test_and": ("And", 7, "BOOL", "right"),
+        "test_where_int64": ("Where", 16, "BOOL", "right"),  # (judged by its first input)
+        "test_add_int64": ("Add", 14, "INT64", "right"),
+        "test_sub_int64": ("Sub", 14, "INT64", "right"),
+        "test_mod_uint64": ("Mod", 28, "UINT64", "right"),
+        "constant_INT64@25": ("Constant", 25, "INT64", "right"),
+        "constant_UINT64@25": ("Constant", 25, "UINT64", "right"),
     }
     return _profile_of("bitshift-out-of-range", 28, cases)
 
