@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     gridsample,
     hardmax,
     hyperbolic,
+    instance_normalization,
     integer_products,
     isinf,
     isnan,

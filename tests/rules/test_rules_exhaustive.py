@@ -35,6 +35,7 @@ from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, ru
 # (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv), in
 # tests/rules/test_lp_normalization_lowering.py (LpNormalization), in
 # tests/rules/test_batch_normalization_lowering.py (BatchNormalization), in
+# tests/rules/test_instance_normalization_lowering.py (InstanceNormalization), in
 # tests/rules/test_bitshift_lowering.py (BitShift), in tests/rules/test_compress_lowering.py (Compress), in
 # tests/rules/test_size_lowering.py (Size: its output is an int64 count, not of the input's type), in
 # tests/rules/test_tfidf_vectorizer_lowering.py (TfIdfVectorizer: rows counted against a pool of n-grams), in
@@ -78,6 +79,7 @@ SHAPED = {
     "QLinearConv",
     "LpNormalization",
     "BatchNormalization",
+    "InstanceNormalization",
     "BitShift",
     "Compress",
     "Size",
