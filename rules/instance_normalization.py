@@ -12,9 +12,11 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 # Int64 Constants hold the shapes and axes the rule writes.
 INT64_CONSTANT_OPSET = schemas.first_opset("Constant", onnx.TensorProto.INT64)
-# The mean and variance summed in another order than the op's kernels (onnxruntime's takes the
-# variance as E[x²] - E[x]², the rule E[(x - μ)²]) and the formula in another order: a few units
-# in the last place of values of order one; 16-bit floats computed in float32 and rounded once.
+# The formula in another order than onnxruntime's kernel (two passes, as the rule, then
+# y = x·c + (B - μ·c), c = s / Sqrt(σ² + epsilon)): a few units in the last place of values of
+# order one where the data's mean is of the order of its spread; both round the mean of data
+# offset far from 0 (|μ| / σ ≫ 10) at float32's precision of |μ|, which the tolerance does not
+# cover. 16-bit floats computed in float32 and rounded once.
 INSTANCE_NORMALIZATION_TOLERANCE = {
     onnx.TensorProto.FLOAT: Tolerance(rtol=1e-4, atol=1e-4),
     onnx.TensorProto.DOUBLE: Tolerance(rtol=1e-12, atol=1e-12),
@@ -63,7 +65,8 @@ def instance_normalization_by_formula(
 
     ``μ = ReduceSum(X) / n`` and ``σ² = ReduceSum((X - μ)²) / n`` over the spatial axes (every
     axis from the third), per instance and channel, n the elements each holds (the population
-    variance; no spatial element gives NaN, 0/0); s and B reshaped to ``[C, 1, ..., 1]``. 16-bit
+    variance; no spatial element gives NaN, 0/0); s and B reshaped to ``[C, 1, ..., 1]`` (C
+    X's channels, so that s or B of another length fails as the op fails). 16-bit
     floats are computed in float32 and the result cast back. Needs X's rank known, at least 3
     (a spatial axis); from opset 9 (int64 constants)."""
     if b.opset < INT64_CONSTANT_OPSET:
@@ -74,7 +77,7 @@ def instance_normalization_by_formula(
         raise NotLowered(why)
     wide = b.computable(x)
     compute_type = wide.element_type
-    per_channel = b.ints([-1] + [1] * (len(shape) - 2), "per_channel")
+    per_channel = _per_channel_shape(b, x, shape)
 
     def channel_values(value: Value) -> Value:
         if value.element_type != compute_type:
@@ -100,3 +103,13 @@ def _per_instance_count(b: Builder, x: Value, shape: list[int | None]) -> Value:
         return b.scalar(float(np.prod(spatial, dtype=np.int64)), x.element_type, "count")
     lengths = b.Gather(b.Shape(x), b.ints(range(2, len(shape)), "spatial_axes"))
     return b.Cast(b.over_axes("ReduceProd", lengths, [0], keepdims=0), to=x.element_type)
+
+
+def _per_channel_shape(b: Builder, x: Value, shape: list[int | None]) -> Value:
+    """``[C, 1, ..., 1]``, C X's channels: a constant where the shape states C, else
+    ``Concat(Gather(Shape(X), [1]), [1, ..., 1])``."""
+    ones = [1] * (len(shape) - 2)
+    if shape[1] is not None:
+        return b.ints([shape[1], *ones], "per_channel")
+    channels = b.Gather(b.Shape(x), b.ints([1], "channel_axis"))
+    return b.Concat(channels, b.ints(ones, "spatial_ones"), axis=0)

@@ -96,6 +96,37 @@ def test_a_constant_channel_gives_bias():
     np.testing.assert_array_equal(got, np.array([[[0.25] * 4, [-1.5] * 4]], np.float32))
 
 
+@pytest.mark.parametrize("x_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16])
+def test_data_offset_ten_times_its_spread_within_the_stated_tolerance(x_type):
+    """x = 10 + N(0, 1) over 4096 spatial elements: the stated tolerance holds where the mean is
+    of the order of the spread (the rule's comment: far offsets round the mean, in the kernel too)."""
+    rng = np.random.default_rng(10)
+    dtype = floats.numpy_dtype(x_type)
+    values = parameters(3, dtype, rng)
+    model = instance_norm_model(x_type, [2, 3, 64, 64], 18)
+    x = (10 + rng.standard_normal([2, 3, 64, 64])).astype(dtype)
+    (got,) = runs_in_onnxruntime(lowered_wholly(model, "InstanceNormalization"), {"x": x} | values)
+    assert_within(got, RULE.reference(x, *values.values()), "offset 10, reference", x_type)
+    kernel = runs_in_onnxruntime(model, {"x": x} | values)  # (None: no kernel of double)
+    if kernel is not None:
+        assert_within(got, kernel[0], "offset 10, onnxruntime's kernel", x_type)
+
+
+@pytest.mark.parametrize("stated", [[1, 3, 4], [1, None, 4]], ids=["channels-stated", "channels-unknown"])
+def test_scale_of_another_length_than_the_channels_fails_as_the_op_fails(stated):
+    model = instance_norm_model(TensorProto.FLOAT, stated, 18)
+    for info in model.graph.input[1:]:
+        info.type.tensor_type.shape.dim[0].Clear()
+    lowered = lowered_wholly(model, "InstanceNormalization")
+    x = np.ones([1, 3, 4], np.float32)
+    feeds = {"x": x, "scale": np.ones(1, np.float32), "bias": np.zeros(1, np.float32)}
+    for candidate in (model, lowered):  # (the op checks the lengths; the lowered Reshape to [C, 1] fails)
+        with pytest.raises(Exception, match="."):
+            runs_in_onnxruntime(candidate, feeds)
+    (right,) = runs_in_onnxruntime(lowered, feeds | {"scale": np.ones(3, np.float32), "bias": np.zeros(3, np.float32)})
+    assert right.shape == (1, 3, 4)
+
+
 def test_inside_if_branches_and_local_functions():
     model = instance_norm_model(TensorProto.FLOAT, [2, 3, 4], 18)
     for label, nested in nested_forms(model).items():
