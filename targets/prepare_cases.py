@@ -22,6 +22,7 @@ matches it, is right as onnxruntime (``probe.as_onnxruntime``), as the sweep jud
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import sys
@@ -50,11 +51,15 @@ from lowering.runtime_profiles import PROFILES  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
 from lowering.shape_folding import inferred_types  # noqa: E402
 from lowering.target_forms import OP_CHOICES, constants_by_name, defaults_left_out, shapes_and_types  # noqa: E402
+from lowering.targets import DEFAULT_TARGET  # noqa: E402
 from lowering.value_kinds import CASE_VALUES, KINDS, kinds_held  # noqa: E402
 
 CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)
 
 OLDEST_OPSET = 7
+# The conversions of the cases to other versions keep a node onnx's schema takes there, not
+# only one onnxruntime has a kernel for (its kernels unknown, as a probed runtime's are).
+ANY_KERNELS = dataclasses.replace(DEFAULT_TARGET, kernels=lambda: None, kernel_constraints=lambda: None)
 
 
 def with_variants(name: str, opset: int, model: onnx.ModelProto, case) -> list[tuple]:
@@ -1122,11 +1127,13 @@ def _node_case(
 def _converted(model: onnx.ModelProto, opset: int, op_type: str) -> onnx.ModelProto | None:
     """The case taken by onnx-lower to ``opset``, where its op stays one node there, or becomes
     one node of the op that takes its place where its version there is deprecated (Upsample-10
-    is written as Resize-10, Scatter-11 as ScatterElements-11: cases of those)."""
+    is written as Resize-10, Scatter-11 as ScatterElements-11: cases of those). Kept where onnx's
+    schema takes it, whatever kernels onnxruntime has (:data:`ANY_KERNELS`: a TopK-11 of uint64,
+    which onnxruntime's kernels do not run, is probed too)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            converted = lowering.lower(model, target_opset=opset, ops=[], fold="none")
+            converted = lowering.lower(model, target_opset=opset, ops=[], fold="none", target=ANY_KERNELS)
     except Exception:  # (the case cannot be written at that opset: not probed there)
         return None
     moved = main_node(converted)
