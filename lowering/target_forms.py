@@ -1218,7 +1218,48 @@ def known_kinds(
     if shape_names_the_lengths(node, producers, constants, types):
         held[ONE_KEEPS_A_LENGTH] = False
     free_of = next((kind for kind, is_held in held.items() if not is_held), "")
+    if not free_of and _wraps_indices_within_edges(node, producers, constants, types):
+        free_of = PAST_EDGES
     return free_of, next((kind for kind, is_held in held.items() if is_held), "")
+
+
+def _wraps_indices_within_edges(node: onnx.NodeProto, producers, constants, types) -> bool:
+    """Whether the node is the Less, Add or Where of ``Where(i < 0, i + s, i)`` read as the
+    indices of a Gather, GatherElements or ScatterElements (:func:`indices_never_negative`) whose
+    data's length s along its axis is static and at most 2^23: every integer it is given lies
+    within ±2^24, as the form that writes it declares (:func:`_indexed_length_within_edges`)."""
+    if node.op_type not in ("Less", "Add", "Where") or node.domain not in schemas.DEFAULT_DOMAINS:
+        return False
+    readers = _readers_in(producers)
+    wheres = [node] if node.op_type == "Where" else [r for r in readers.get(node.output[0], ()) if r.op_type == "Where"]
+    for where in wheres:
+        if node is not where and node.output[0] not in where.input[:2]:
+            continue
+        for reader in readers.get(where.output[0], ()):
+            if (
+                reader.op_type in INDEXING_ALONG_AN_AXIS
+                and list(reader.input[1:2]) == [where.output[0]]
+                and indices_never_negative(reader, producers, constants, types)
+                and _indexed_length_within_edges(reader, types)
+            ):
+                return True
+    return False
+
+
+_READERS: list = [None, {}]  # (the last graph's nodes by name, and its readers: one graph is judged at a time)
+
+
+def _readers_in(producers: Mapping[str, onnx.NodeProto]) -> dict[str, list[onnx.NodeProto]]:
+    """The nodes of a graph (``producers``: its nodes by the names they write) that read each
+    name, kept for the last graph asked about."""
+    if _READERS[0] is not producers:
+        readers: dict[str, list[onnx.NodeProto]] = {}
+        for node in {id(n): n for n in producers.values()}.values():
+            for name in dict.fromkeys(node.input):
+                if name:
+                    readers.setdefault(name, []).append(node)
+        _READERS[:] = [producers, readers]
+    return _READERS[1]
 
 
 def _array_held(constants: Mapping[str, onnx.TensorProto], name: str) -> np.ndarray | None:
