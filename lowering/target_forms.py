@@ -136,6 +136,12 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   Bit for bit with onnxruntime's kernels but for the sign of an average of zeros, which its
   AveragePool-11 kernel on two spatial axes gives by its code path (-0.0 on some windows of
   -0.0 alone where the pool is padded, +0.0 where it is not), so no padding value reproduces it.
+- ``If`` whose branches compute without failing whichever is taken (only ops that read no index,
+  divisor or shape from a value, every value's shape known, no graph held) and give outputs of
+  one shape, written as both branches' nodes and ``Where(cond, then, else)`` per output
+  (:mod:`lowering.branches_selected`), where the runtime runs those better (onnx2torch converts
+  no If): the taken branch's values, bit for bit (a float output selected from a constant free of
+  -0 in one branch: onnxruntime's Where gives +0 for a -0 from its second input).
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -172,6 +178,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import floats, schemas
+from .branches_selected import both_branches_selected
 from .computed_ahead import computed_ahead
 from .conversion.adapters import AdapterContext, adapter_for, attribute_of
 from .errors import LoweringError, NotLowered
@@ -1650,6 +1657,18 @@ def _eye_cast(node: onnx.NodeProto, form: NodeForm, constants, names: NameAlloca
     return [made, onnx.helper.make_node("Cast", [eye], list(node.output), name=node.name, to=dtype)]
 
 
+def _an_if(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """An If of the default domain (whose branches :func:`_branches_selected` may inline)."""
+    return node.op_type == "If"
+
+
+def _branches_selected(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """If(cond) then T else E = Where(cond, t, e) per output, T's and E's nodes inlined
+    (:func:`lowering.branches_selected.both_branches_selected`: where both branches compute without
+    failing and give outputs of one static shape)."""
+    return both_branches_selected(node, names, opset, types, _types_written)
+
+
 OP_CHOICES: tuple[OpChoice, ...] = (
     OpChoice(
         "Equal",
@@ -1847,6 +1866,15 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         "Expand(x, s) of a shape not constant -> Expand(x, Where(s = 1, x's lengths, s)), the two aligned at their "
         "last axes (the runtime is wrong only where a 1 keeps a length of x)",
         free_of=ONE_KEEPS_A_LENGTH,
+    ),
+    OpChoice(
+        "If",
+        _an_if,
+        _branches_selected,
+        None,
+        "If of branches computing without failing -> both computed, each output Where(cond, then, else) (the "
+        "runtime runs those better)",
+        supported_only=True,
     ),
     *(
         OpChoice(

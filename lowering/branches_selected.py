@@ -1,0 +1,176 @@
+"""An If computed without control flow: both branches' nodes inlined, each output selected by
+``Where(cond, then, else)`` (for runtimes that run no If: onnx2torch, rknn).
+
+Exact where both branches compute without failing whichever is taken: only nodes of
+:data:`TOTAL_OPS` (no index, divisor or shape a value decides), every value of a fully known
+shape, the two branches' outputs of one shape (so that Where broadcasts neither), no graph
+held in them; a float output selected from a constant free of -0 in one branch (onnxruntime's
+Where gives +0 for a -0 it takes from its second input)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from . import floats, schemas
+from .graphs import constant_tensor, held_graphs
+from .naming import NameAllocator
+
+Types = Mapping[str, onnx.TypeProto]
+
+# Ops that give an answer for every value of inputs of the shapes inference states (no index,
+# divisor, count or shape read from a value), and have no effect but their outputs: computing
+# the branch not taken costs time, never a failure. Div and Mod only of floats (an integer
+# divided by 0 fails).
+TOTAL_OPS = frozenset(
+    "Abs Acos Acosh Add And Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Concat Constant Cos Cosh Div Elu "
+    "Equal Erf Exp Flatten Floor Gelu Gemm Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN "
+    "LeakyRelu Less LessOrEqual Log LogSoftmax MatMul Max Mean Min Mish Mod Mul Neg Not Or Pow PRelu Reciprocal "
+    "Relu Round Selu Shape Sigmoid Sign Sin Sinh Size Softmax Softplus Softsign Sqrt Sub Sum Tan Tanh "
+    "ThresholdedRelu Transpose Where Xor".split()
+)
+FLOAT_ONLY = frozenset({"Div", "Mod"})
+FIRST_OPSET = schemas.first_opset_writing(("Where", "Reshape"), int64_constants=True)
+
+
+def both_branches_selected(
+    node: onnx.NodeProto,
+    names: NameAllocator,
+    opset: int,
+    types: Types,
+    types_written: Callable[[list[onnx.NodeProto], Types, int], dict[str, onnx.TypeProto]],
+) -> list[onnx.NodeProto] | None:
+    """If(cond) then T else E = Where(c, t_k, e_k) for each output k, t_k and e_k computed by
+    T's and E's nodes inlined (their values renamed fresh), c the condition reshaped to a scalar;
+    of floats, Where(Equal(c, false), e_k, t_k) where only e_k is a constant free of -0, and
+    declined where neither is (onnxruntime's Where loses the sign of a -0 it takes from its
+    second input); None where that is not exact (:data:`TOTAL_OPS`, shapes) or not writable at
+    ``opset``.
+    ``types_written``: the types inference gives the values of nodes from those they read."""
+    if node.op_type != "If" or node.domain not in schemas.DEFAULT_DOMAINS or opset < FIRST_OPSET:
+        return None
+    branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+    if set(branches) != {"then_branch", "else_branch"}:
+        return None
+    label = node.name or "If"
+    inlined = [_inlined(branches[key], names, f"{label}_{key.split('_')[0]}") for key in ("then_branch", "else_branch")]
+    if any(branch is None for branch in inlined):
+        return None
+    (then_nodes, then_outputs), (else_nodes, else_outputs) = inlined
+    if not (len(then_outputs) == len(else_outputs) == len(node.output)):
+        return None
+    written = types_written(then_nodes + else_nodes, types, opset) if then_nodes or else_nodes else {}
+    known = {**types, **written}
+    for made in then_nodes + else_nodes:
+        if made.op_type in FLOAT_ONLY and not _of_floats(made.input[0], known):
+            return None
+        if not all(_static(known.get(name)) for name in made.output):
+            return None
+    shape_name = names.fresh(f"{label}_scalar_shape")
+    condition = names.fresh(f"{node.input[0]}_scalar")
+    selected = [
+        onnx.helper.make_node(
+            "Constant", [], [shape_name], name=names.fresh(f"{label}_Constant"),
+            value=numpy_helper.from_array(np.zeros(0, np.int64), shape_name),
+        ),
+        onnx.helper.make_node(
+            "Reshape", [node.input[0], shape_name], [condition], name=names.fresh(f"{label}_Reshape")
+        ),
+    ]  # fmt: skip
+    otherwise = None  # (Equal(c, false), made where a float output's else branch goes second)
+    for then_value, else_value, output in zip(then_outputs, else_outputs, node.output, strict=True):
+        then_type, else_type = known.get(then_value), known.get(else_value)
+        if not (_static(then_type) and _static(else_type) and _shape(then_type) == _shape(else_type)):
+            return None
+        element_type = then_type.tensor_type.elem_type
+        if element_type != else_type.tensor_type.elem_type or not schemas.accepts("Where", opset, element_type, 1):
+            return None
+        if not output:
+            continue
+        where = names.fresh(f"{label}_Where")
+        inlined_nodes = then_nodes + else_nodes
+        if not floats.is_float(element_type) or _no_negative_zero(then_value, inlined_nodes):
+            selected.append(onnx.helper.make_node("Where", [condition, then_value, else_value], [output], name=where))
+        elif _no_negative_zero(else_value, inlined_nodes):
+            if otherwise is None:
+                otherwise, false = names.fresh(f"{condition}_false"), names.fresh(f"{label}_false")
+                selected += [
+                    onnx.helper.make_node("Constant", [], [false], name=names.fresh(f"{label}_Constant"),
+                                          value=numpy_helper.from_array(np.array(False), false)),
+                    onnx.helper.make_node("Equal", [condition, false], [otherwise], name=names.fresh(f"{label}_Equal")),
+                ]  # fmt: skip
+            selected.append(onnx.helper.make_node("Where", [otherwise, else_value, then_value], [output], name=where))
+        else:
+            return None
+    return then_nodes + else_nodes + selected
+
+
+def _no_negative_zero(name: str, nodes: list[onnx.NodeProto]) -> bool:
+    """Whether ``name`` is written by a Constant of ``nodes`` holding no -0 (onnxruntime's Where
+    gives +0 for a -0 it takes from its second input, its third's as it is: the value that may be
+    -0 goes third)."""
+    for node in nodes:
+        if node.op_type == "Constant" and list(node.output) == [name]:
+            tensor = constant_tensor(node)
+            if tensor is None or tensor.data_location == onnx.TensorProto.EXTERNAL:
+                return False
+            values = numpy_helper.to_array(tensor)
+            return not bool((np.signbit(values) & (values == 0)).any())
+    return False
+
+
+def _inlined(graph: onnx.GraphProto, names: NameAllocator, label: str) -> tuple[list, list[str]] | None:
+    """The branch's nodes with every value it writes (and its initializers, as Constants)
+    renamed fresh, and the names its outputs have then; None where a node is not of
+    :data:`TOTAL_OPS`, of another domain, or holds a graph."""
+    if graph.sparse_initializer or graph.input:
+        return None
+    renamed: dict[str, str] = {}
+    nodes = []
+    for tensor in graph.initializer:
+        renamed[tensor.name] = names.fresh(f"{label}_{tensor.name}")
+        copy = onnx.TensorProto()
+        copy.CopyFrom(tensor)
+        copy.name = renamed[tensor.name]
+        nodes.append(
+            onnx.helper.make_node("Constant", [], [copy.name], name=names.fresh(f"{label}_Constant"), value=copy)
+        )
+    for original in graph.node:
+        if (
+            original.domain not in schemas.DEFAULT_DOMAINS
+            or original.op_type not in TOTAL_OPS
+            or any(held_graphs(original))
+        ):
+            return None
+        made = onnx.NodeProto()
+        made.CopyFrom(original)
+        made.name = names.fresh(f"{label}_{original.name or original.op_type}")
+        made.input[:] = [renamed.get(name, name) for name in original.input]
+        for k, name in enumerate(original.output):
+            if name:
+                renamed[name] = names.fresh(f"{label}_{name}")
+                made.output[k] = renamed[name]
+        nodes.append(made)
+    return nodes, [renamed.get(info.name, info.name) for info in graph.output]
+
+
+def _static(type_proto: onnx.TypeProto | None) -> bool:
+    """A tensor type whose every dimension is a number."""
+    return (
+        type_proto is not None
+        and type_proto.WhichOneof("value") == "tensor_type"
+        and type_proto.tensor_type.HasField("shape")
+        and all(d.HasField("dim_value") for d in type_proto.tensor_type.shape.dim)
+    )
+
+
+def _shape(type_proto: onnx.TypeProto) -> list[int]:
+    return [d.dim_value for d in type_proto.tensor_type.shape.dim]
+
+
+def _of_floats(name: str, types: Types) -> bool:
+    type_proto = types.get(name)
+    return type_proto is not None and floats.is_float(type_proto.tensor_type.elem_type)
