@@ -11,6 +11,7 @@ the plain specification; :mod:`lowering.fast`, the same bytes faster).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import onnx
@@ -365,15 +366,18 @@ class Legalizer:
         """Report a requested ``node`` left: as it is (``kept`` None), or as moving it wrote it,
         itself where ``kept`` holds a node of its op, and each node of another requested op the
         move wrote (Upsample-7 at opset 10 is Resize-10; Softmax-11 at 13 writes a Flatten)."""
-        if kept is None or any(made.op_type == node.op_type for made in kept):
+        if kept is None:
             self.report.remaining.append(self._remaining(scope, node, index, version, reason))
+        for made in _with_held_nodes(kept or ()):  # (each, in a graph it wrote too: ReduceMax-20's fed axes in an If)
+            if made.op_type == node.op_type:
+                self.report.remaining.append(self._remaining(scope, node, index, version, reason))
         self._requested_written(scope, node, index, kept)
 
     def _requested_written(self, scope: Scope, node: onnx.NodeProto, index: int, written: list | None) -> None:
-        """Report each node of a requested op other than ``node``'s that moving ``node`` wrote
-        (Upsample-9 at opset 10 is Resize-10; GatherND-12's adapter to 11 writes a Range): left
-        as written, the moved nodes not lowered again."""
-        for made in written or ():
+        """Report each node of a requested op other than ``node``'s that moving ``node`` wrote,
+        in the graphs those hold too (Upsample-9 at opset 10 is Resize-10; GatherND-12's adapter
+        to 11 writes a Range): left as written, the moved nodes not lowered again."""
+        for made in _with_held_nodes(written or ()):
             if made.op_type in self.requested_ops and made.op_type != node.op_type:
                 version = schemas.version_in_force(made.op_type, scope.opset, made.domain)
                 reason = f"written by moving {node.op_type} to opset {scope.opset}, and not lowered again"
@@ -548,6 +552,14 @@ def _shared_call_types(calls: list[tuple[list[onnx.TypeProto | None], str]]) -> 
     shapeless = [[without_shapes(t) for t in types] for types, _ in calls]
     signatures = {b"|".join(t.SerializeToString() if t is not None else b"?" for t in types) for types in shapeless}
     return shapeless[0] if len(signatures) == 1 else None
+
+
+def _with_held_nodes(nodes) -> Iterator[onnx.NodeProto]:
+    """Each of ``nodes``, and each node of the graphs they hold, at any depth."""
+    for node in nodes:
+        yield node
+        for _, _, graph in held_graphs(node):
+            yield from _with_held_nodes(graph.node)
 
 
 def _owning_rule(node: onnx.NodeProto) -> Rule | None:
