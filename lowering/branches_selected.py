@@ -27,12 +27,14 @@ Types = Mapping[str, onnx.TypeProto]
 # divided by 0 fails).
 TOTAL_OPS = frozenset(
     "Abs Acos Acosh Add And Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Concat Constant Cos Cosh Div Elu "
-    "Equal Erf Exp Flatten Floor Gelu Gemm Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN "
-    "LeakyRelu Less LessOrEqual Log LogSoftmax MatMul Max Mean Min Mish Mod Mul Neg Not Or Pow PRelu Reciprocal "
-    "Relu Round Selu Shape Sigmoid Sign Sin Sinh Size Softmax Softplus Softsign Sqrt Sub Sum Tan Tanh "
-    "ThresholdedRelu Transpose Where Xor".split()
+    "Equal Erf Exp Flatten Floor Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu Less "
+    "LessOrEqual Log LogSoftmax MatMul Max Mean Min Mish Mod Mul Neg Not Or Pow Reciprocal Relu Round Selu Shape "
+    "Sigmoid Sign Sin Sinh Size Softmax Softplus Softsign Sqrt Sub Sum Tan Tanh ThresholdedRelu Transpose Where "
+    "Xor".split()
 )
-FLOAT_ONLY = frozenset({"Div", "Mod"})
+# Of those, the ones total only so: Div of floats (an integer divided by 0 fails), Mod of floats
+# with fmod=1 (0 is refused on floats before version 28), Cast and CastLike of no string (parsed),
+# Clip of bounds holding one value (onnxruntime fails others).
 FIRST_OPSET = schemas.first_opset_writing(("Where", "Reshape"), int64_constants=True)
 
 
@@ -65,9 +67,11 @@ def both_branches_selected(
     written = types_written(then_nodes + else_nodes, types, opset) if then_nodes or else_nodes else {}
     known = {**types, **written}
     for made in then_nodes + else_nodes:
-        if made.op_type in FLOAT_ONLY and not _of_floats(made.input[0], known):
+        # (every value read and written of a known shape: inference takes a symbolic length as any,
+        # so Add(x[k], c[3]) would be [3] and fail where k is 2, in the branch not taken)
+        if not all(_static(known.get(name)) for name in [*made.input, *made.output] if name):
             return None
-        if not all(_static(known.get(name)) for name in made.output):
+        if not _total_here(made, known):
             return None
     shape_name = names.fresh(f"{label}_scalar_shape")
     condition = names.fresh(f"{node.input[0]}_scalar")
@@ -157,6 +161,20 @@ def _inlined(graph: onnx.GraphProto, names: NameAllocator, label: str) -> tuple[
     return nodes, [renamed.get(info.name, info.name) for info in graph.output]
 
 
+def _total_here(node: onnx.NodeProto, types: Types) -> bool:
+    """Whether the node of :data:`TOTAL_OPS` gives an answer for every value it may be given."""
+    first = types[node.input[0]].tensor_type.elem_type if node.input and node.input[0] else None
+    if node.op_type == "Div":
+        return floats.is_float(first)
+    if node.op_type == "Mod":
+        return floats.is_float(first) and any(a.name == "fmod" and a.i == 1 for a in node.attribute)
+    if node.op_type in ("Cast", "CastLike"):
+        return first != onnx.TensorProto.STRING
+    if node.op_type == "Clip":
+        return all(int(np.prod(_shape(types[name]))) == 1 for name in node.input[1:] if name)
+    return True
+
+
 def _static(type_proto: onnx.TypeProto | None) -> bool:
     """A tensor type whose every dimension is a number."""
     return (
@@ -169,8 +187,3 @@ def _static(type_proto: onnx.TypeProto | None) -> bool:
 
 def _shape(type_proto: onnx.TypeProto) -> list[int]:
     return [d.dim_value for d in type_proto.tensor_type.shape.dim]
-
-
-def _of_floats(name: str, types: Types) -> bool:
-    type_proto = types.get(name)
-    return type_proto is not None and floats.is_float(type_proto.tensor_type.elem_type)

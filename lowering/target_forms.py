@@ -136,12 +136,13 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   Bit for bit with onnxruntime's kernels but for the sign of an average of zeros, which its
   AveragePool-11 kernel on two spatial axes gives by its code path (-0.0 on some windows of
   -0.0 alone where the pool is padded, +0.0 where it is not), so no padding value reproduces it.
-- ``If`` whose branches compute without failing whichever is taken (only ops that read no index,
-  divisor or shape from a value, every value's shape known, no graph held) and give outputs of
-  one shape, written as both branches' nodes and ``Where(cond, then, else)`` per output
-  (:mod:`lowering.branches_selected`), where the runtime runs those better (onnx2torch converts
-  no If): the taken branch's values, bit for bit (a float output selected from a constant free of
-  -0 in one branch: onnxruntime's Where gives +0 for a -0 from its second input).
+- ``If`` of the main graph whose branches compute without failing whichever is taken (only ops
+  that read no index, divisor or shape from a value, every value they read and write of a known
+  shape, no graph held) and give outputs of one shape, written as both branches' nodes and
+  ``Where(cond, then, else)`` per output (:mod:`lowering.branches_selected`), where the runtime
+  runs those better (onnx2torch converts no If): the taken branch's values, bit for bit (a float
+  output selected from a constant free of -0 in one branch: onnxruntime's Where gives +0 for a
+  -0 from its second input).
 - An input of a graph a node holds that states no type, given the element type and rank onnx's
   inference gives it from what the node feeds it (tract refuses an untyped Scan body input,
   which ONNX's own LinearAttention body writes): on every target.
@@ -462,6 +463,9 @@ class OpChoice:
     supported_only: bool = False
     writes: Callable[[onnx.NodeProto], frozenset[str]] = lambda node: frozenset()
     free_of: str = ""  # a kind of value the last node is never given (RuntimeProfile.verdict's free_of)
+    # only for nodes of the main graph (the types of a nested graph's values are merged by name
+    # across sibling graphs, which may reuse one: a choice that relies on their shapes cannot there)
+    main_graph_only: bool = False
     # whether every integer the nodes before the last are given lies within ±2^24 (judged free of PAST_EDGES)
     within_edges: Callable[[onnx.NodeProto, Types], bool] = lambda node, types: False
 
@@ -1253,20 +1257,27 @@ def _wraps_indices_within_edges(node: onnx.NodeProto, producers, constants, type
     return False
 
 
-_READERS: list = [None, {}]  # (the last graph's nodes by name, and its readers: one graph is judged at a time)
+class _Producers(dict):
+    """A graph's nodes by the names they write (:func:`producers_in_graph`), keeping the nodes that
+    read each name once asked for (:func:`_readers_in`)."""
+
+    readers: dict[str, list[onnx.NodeProto]] | None = None
 
 
 def _readers_in(producers: Mapping[str, onnx.NodeProto]) -> dict[str, list[onnx.NodeProto]]:
     """The nodes of a graph (``producers``: its nodes by the names they write) that read each
-    name, kept for the last graph asked about."""
-    if _READERS[0] is not producers:
-        readers: dict[str, list[onnx.NodeProto]] = {}
-        for node in {id(n): n for n in producers.values()}.values():
-            for name in dict.fromkeys(node.input):
-                if name:
-                    readers.setdefault(name, []).append(node)
-        _READERS[:] = [producers, readers]
-    return _READERS[1]
+    name: kept with ``producers`` where it is a graph's own (:class:`_Producers`)."""
+    found = getattr(producers, "readers", None)
+    if found is not None:
+        return found
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for node in {id(n): n for n in producers.values()}.values():
+        for name in dict.fromkeys(node.input):
+            if name:
+                readers.setdefault(name, []).append(node)
+    if isinstance(producers, _Producers):
+        producers.readers = readers
+    return readers
 
 
 def _array_held(constants: Mapping[str, onnx.TensorProto], name: str) -> np.ndarray | None:
@@ -1875,6 +1886,7 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         "If of branches computing without failing -> both computed, each output Where(cond, then, else) (the "
         "runtime runs those better)",
         supported_only=True,
+        main_graph_only=True,
     ),
     *(
         OpChoice(
@@ -1899,15 +1911,17 @@ def better_ops(
     constants: Mapping[str, onnx.TensorProto],
     trial_names: NameAllocator,
     kinds: tuple[str, str] = ("", ""),
+    nested: bool = False,
 ) -> OpChoice | None:
     """The first of :data:`OP_CHOICES` that applies to ``node`` (of the main graph or a graph it
     holds) and whose nodes the runtime judges each better than ``node`` (``check_form``: the
     model's :class:`FormJudge`; the constants in scope by name; names for nodes only judged,
-    fresh in the model; ``kinds``: the node's :func:`known_kinds`, which judge it). None where none."""
+    fresh in the model; ``kinds``: the node's :func:`known_kinds`, which judge it; ``nested``: the
+    node is of a graph a node holds). None where none."""
     if node.domain not in ("", "ai.onnx"):
         return None
     for choice in OP_CHOICES:
-        if node.op_type != choice.op_type:
+        if node.op_type != choice.op_type or (nested and choice.main_graph_only):
             continue
         version = schemas.version_in_force(node.op_type, opset)
         if version is None:
@@ -1967,7 +1981,7 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
         for node in graph.node:
             constants = constants_at(node)  # (a graph input of an outer constant's name hides it)
             kinds = known_kinds(node, opset, constants, producers_at(node), check_form.types)
-            choice = better_ops(node, opset, check_form, constants, trial_names, kinds)
+            choice = better_ops(node, opset, check_form, constants, trial_names, kinds, graph is not model.graph)
             if choice is None:
                 nodes.append(node)
                 continue
@@ -2443,7 +2457,7 @@ def producers_in_graph(model: onnx.ModelProto) -> Callable[[onnx.NodeProto], dic
         *(g.node for g in nested_graphs(model.graph.node)),
         *(f.node for f in model.functions),
     ]:
-        written = {name: node for node in nodes for name in node.output if name}
+        written = _Producers((name, node) for node in nodes for name in node.output if name)
         at.update({id(node): (node, written) for node in nodes})  # (nodes kept alive)
     return lambda node: at[id(node)][1]
 

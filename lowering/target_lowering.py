@@ -222,14 +222,14 @@ def check_model(
             fix = f"{PATTERN_FIX} (--ops {node.op_type})" if _pattern_takes(node, form, lowerable) else None
             fix = None if verdict.patterns_wrong_too else fix
             main = function is None  # (a local function's constants and types are its own)
+            top = graph_name == model.graph.name  # (Constants of the main graph are moved)
             choice = better_form(node, in_scope, opset, judge, kinds) if version is not None else None
             if choice is None and version is not None and main:
-                choice = better_ops(node, opset, check_form, in_scope, trial_names, kinds)
+                choice = better_ops(node, opset, check_form, in_scope, trial_names, kinds, not top)
             fix = f"--target chooses the form {choice.said}" if choice is not None else fix
             restated = restated_defaults(node, opset, judge) if choice is None else None
             if restated is not None:
                 fix = f"--target chooses the form {restated[1]}"
-            top = graph_name == model.graph.name  # (Constants of the main graph are moved)
             if choice is None and version is not None and top and initializers_better(node, check_form, movable):
                 fix = f"--target chooses the form {CONSTANTS_SAID}"
             if main and verdict.kind == REFUSED and node.op_type == "Identity" and set(node.output) & elidable:

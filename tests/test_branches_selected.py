@@ -137,11 +137,20 @@ def _declined_branches():
     )  # fmt: skip
     integer_shape = branch("else", [helper.make_node("Shape", ["x"], ["t"])], integer_out)
     wider = branch("then", [helper.make_node("Concat", ["x", "x"], ["t"], axis=0)], out)
+    three = numpy_helper.from_array(np.ones([2, 3], np.float32), "c")
+    added = branch("then", [helper.make_node("Add", ["x", "c"], ["t"])], out, [three])
+    remainder = branch("then", [helper.make_node("Mod", ["x", "x"], ["t"], fmod=0)], out)
+    bounds = numpy_helper.from_array(np.array([0.0, 1.0], np.float32), "b")
+    clipped = branch("then", [helper.make_node("Clip", ["x", "b"], ["t"])], out, [bounds])
     return {
         "an index a value decides": (gather, relu, (2, 3)),
         "an integer divided": (integer_division, integer_shape, (2, 3)),
         "outputs of two shapes": (wider, relu, (2, 3)),
         "a shape not known": (branch("then", [helper.make_node("Relu", ["x"], ["t"])], out), relu, ("n", 3)),
+        # (inference makes Add(x[k, 3], c[2, 3]) [2, 3]: it fails where k is not 2, though not taken)
+        "an outer value of a length not known": (added, relu, ("k", 3)),
+        "a float Mod with fmod=0": (remainder, relu, (2, 3)),
+        "Clip bounds of two values": (clipped, relu, (2, 3)),
     }
 
 
@@ -172,3 +181,35 @@ def test_onnx2torch_is_given_the_backend_if_selected_and_onnxruntime_keeps_it():
         assert lowering.verify(case.model, result.model, inputs=[{"cond": np.array(taken)}]).match
     kept = lowering.lower_model(case.model, target="onnxruntime")
     assert [n.op_type for n in kept.model.graph.node] == ["If"]
+
+
+def test_an_if_in_a_graph_a_node_holds_is_not_selected():
+    """The types of a nested graph's values are merged by name across sibling graphs, which may
+    reuse one: an If inside another If's branch is left as it is (its outer value v is [1, 3]
+    there and [2, 3] in the sibling branch, as its other output: taken for [2, 3], a Where would
+    broadcast v to [2, 3]), and the model refused for onnx2torch, not made wrong."""
+    from lowering.runtime_profiles import load_profile
+    from lowering.target_forms import replace_ops
+    from lowering.target_lowering import form_judge
+
+    ones = numpy_helper.from_array(np.ones([2, 3], np.float32), "w")
+    wide = branch("then", [helper.make_node("Constant", [], ["v"], value=ones)],
+                  [helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, 3])])  # fmt: skip
+    y = [helper.make_tensor_value_info("t", TensorProto.FLOAT, [None, 3])]
+    fives = numpy_helper.from_array(np.full([1, 3], 5.0, np.float32), "f")
+    sevens = numpy_helper.from_array(np.full([2, 3], 7.0, np.float32), "s")  # (as wide as the other v)
+    inner = helper.make_node(
+        "If", ["cond"], ["u"], name="inner",
+        then_branch=branch("inner_then", [helper.make_node("Identity", ["v"], ["t"])], y),
+        else_branch=branch("inner_else", [helper.make_node("Constant", [], ["t"], value=sevens)], y),
+    )  # fmt: skip
+    narrow = branch("else", [helper.make_node("Constant", [], ["v"], value=fives), inner,
+                             helper.make_node("Identity", ["u"], ["out"])],
+                    [helper.make_tensor_value_info("out", TensorProto.FLOAT, [None, 3])])  # fmt: skip
+    model = if_model(wide, narrow, outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 3])])
+    made = onnx.ModelProto()
+    made.CopyFrom(model)
+    assert not replace_ops(made, 18, form_judge(model, load_profile("onnx2torch"), 18))
+    assert made == model
+    with pytest.raises(lowering.LoweringError, match="If"):
+        lowering.lower_model(model, target="onnx2torch")
