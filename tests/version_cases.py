@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import pickle
 import signal
 import threading
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -26,12 +29,24 @@ RTOL, ATOL = 1e-3, 1e-7  # the tolerances onnx's own backend tests use
 @functools.cache
 def node_cases() -> tuple:
     """Every backend node test case (``collect_testcases`` called once per session, for every op:
-    None, which every onnx the package declares takes)."""
+    None, which every onnx the package declares takes), kept between sessions in the user's cache
+    folder, in a file named by onnx's and numpy's versions (collecting builds every case's
+    expected outputs, seconds; reading them back takes a fraction of one)."""
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "onnx-lower"
+    kept = folder / f"backend-cases-onnx{onnx.__version__}-numpy{np.__version__}.pkl"
+    with contextlib.suppress(Exception):  # (absent, or unreadable: collected again)
+        return pickle.loads(kept.read_bytes())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from onnx.backend.test.case.node import collect_testcases
 
-        return tuple(collect_testcases(None))
+        cases = tuple(collect_testcases(None))
+    with contextlib.suppress(OSError):  # (written whole, then renamed: a reader never sees half)
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(pickle.dumps(cases))
+        partial.replace(kept)
+    return cases
 
 
 def node_cases_of(op_type: str) -> dict:
