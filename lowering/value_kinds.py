@@ -9,7 +9,9 @@ shrinks an axis). Each kind is read from the inputs onnx.defs names:
   shapes aligned at their last axes, the shorter led by 1s) is not 1, which broadcasting both
   ways keeps;
 - :data:`COPIED_LENGTH`: a Reshape's ``shape`` holds a 0 that copies the input's length there
-  (``allowzero`` 0).
+  (``allowzero`` 0);
+- :data:`REDUCED_NOTHING`: a reduction's ``data`` holds no element (the answer is the
+  reduction's identity: TVM leaves it unwritten, OpenVINO gives -FLT_MAX for ReduceMax of float).
 
 ``targets/prepare_cases.py`` lists the probe cases of each kind from their own values
 (:data:`CASE_VALUES`); a profile judges a node whose constants hold a kind by the cases of that
@@ -32,7 +34,8 @@ NEGATIVE_INDICES = "negative indices"
 DOWNSAMPLING = "resize scales below 1"
 ONE_KEEPS_A_LENGTH = "an Expand shape of 1 where the input's length is not 1"
 COPIED_LENGTH = "a Reshape shape of 0 copying a length"
-KINDS = (NEGATIVE_INDICES, DOWNSAMPLING, ONE_KEEPS_A_LENGTH, COPIED_LENGTH)
+REDUCED_NOTHING = "a reduction of no element"
+KINDS = (NEGATIVE_INDICES, DOWNSAMPLING, ONE_KEEPS_A_LENGTH, COPIED_LENGTH, REDUCED_NOTHING)
 CASE_VALUES = Path(__file__).resolve().parent / "probe_case_values.json"
 
 _RESIZING = frozenset({"Resize", "Upsample"})
@@ -65,6 +68,9 @@ def kinds_held(
     if shape is not None:
         allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
         held[COPIED_LENGTH] = not allowzero and bool((np.asarray(shape) == 0).any())
+    dims = shapes.get(named.get("data", "")) if node.op_type.startswith("Reduce") else None
+    if dims is not None and (0 in dims or None not in dims):
+        held[REDUCED_NOTHING] = 0 in dims
     return held
 
 

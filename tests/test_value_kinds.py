@@ -9,9 +9,17 @@ import pytest
 from onnx import helper, numpy_helper
 from version_cases import node_cases
 
+import lowering
 from lowering.runtime_profiles import REFUSED, SUPPORTED, UNVERIFIED, load_profile
 from lowering.target_lowering import check_model
-from lowering.value_kinds import COPIED_LENGTH, DOWNSAMPLING, NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
+from lowering.value_kinds import (
+    COPIED_LENGTH,
+    DOWNSAMPLING,
+    NEGATIVE_INDICES,
+    ONE_KEEPS_A_LENGTH,
+    REDUCED_NOTHING,
+    kinds_held,
+)
 
 NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("not_smaller", "not_larger"))
 
@@ -105,3 +113,28 @@ def test_the_kind_a_node_holds_is_not_named_as_what_it_is_wrong_on():
     form, not 'only on' that kind (every case left holds it)."""
     shrinking = load_profile("tvm-0.27").verdict("Resize", 13, "FLOAT", None, holding=DOWNSAMPLING)
     assert shrinking.kind == "partly" and shrinking.wrong_values == ""
+
+
+@pytest.mark.parametrize(("dims", "held"), [((2, 0, 4), True), ((0, None), True), ((2, 3), False), ((None, 3), None)])
+def test_a_reduction_of_no_element_is_read_from_its_datas_shape(dims, held):
+    node = helper.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=1)
+    found = kinds_held(node, 18, lambda name: None, {"x": dims})
+    assert found.get(REDUCED_NOTHING) is held
+
+
+def test_a_reduction_of_elements_is_not_judged_by_the_cases_of_none():
+    """TVM leaves the answer of a reduction of no element unwritten (the empty_* cases of uint8
+    ReduceMin are wrong); a uint8 ReduceMin of static data holding elements (bools carried in
+    uint8, its axes constant) is judged by the other cases, not refused by those; one of no
+    element is judged by them."""
+    tvm = load_profile("tvm-0.27")
+    assert tvm.verdict("ReduceMin", 18, "UINT8", None, holding=REDUCED_NOTHING).kind != SUPPORTED
+    assert tvm.verdict("ReduceMin", 18, "UINT8", None, free_of=REDUCED_NOTHING).kind != REFUSED
+    [case] = [c for c in node_cases() if c.name == "test_reduce_min_bool_inputs"]
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    axes = next(i for i in model.graph.input if i.name == "axes")
+    model.graph.initializer.append(numpy_helper.from_array(case.data_sets[0][0][1], "axes"))
+    model.graph.input.remove(axes)
+    made = lowering.lower_model(model, target="tvm-0.27", input_shapes={"data": [4, 2]})
+    assert "ReduceMin" in [n.op_type for n in made.model.graph.node]
