@@ -1,5 +1,5 @@
 """An If computed without control flow: both branches' nodes inlined, each output selected by
-``Where(cond, then, else)`` (for runtimes that run no If: onnx2torch, rknn).
+``Where(cond, then, else)`` (for runtimes that run no If: onnx2torch).
 
 Exact where both branches compute without failing whichever is taken: only nodes of
 :data:`TOTAL_OPS` (no index, divisor or shape a value decides), every value of a fully known
@@ -23,8 +23,7 @@ Types = Mapping[str, onnx.TypeProto]
 
 # Ops that give an answer for every value of inputs of the shapes inference states (no index,
 # divisor, count or shape read from a value), and have no effect but their outputs: computing
-# the branch not taken costs time, never a failure. Div and Mod only of floats (an integer
-# divided by 0 fails).
+# the branch not taken costs time, never a failure.
 TOTAL_OPS = frozenset(
     "Abs Acos Acosh Add And Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Concat Constant Cos Cosh Div Elu "
     "Equal Erf Exp Flatten Floor Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu Less "
@@ -32,9 +31,9 @@ TOTAL_OPS = frozenset(
     "Sigmoid Sign Sin Sinh Size Softmax Softplus Softsign Sqrt Sub Sum Tan Tanh ThresholdedRelu Transpose Where "
     "Xor".split()
 )
-# Of those, the ones total only so: Div of floats (an integer divided by 0 fails), Mod of floats
-# with fmod=1 (0 is refused on floats before version 28), Cast and CastLike of no string (parsed),
-# Clip of bounds holding one value (onnxruntime fails others).
+# Of those, some only so (:func:`_total_here`): Div of floats (an integer divided by 0 fails), Mod
+# of floats with fmod=1 (0 is refused on floats before version 28), Cast and CastLike of no string
+# (parsed), Clip of bounds holding one value (onnxruntime fails others).
 FIRST_OPSET = schemas.first_opset_writing(("Where", "Reshape"), int64_constants=True)
 
 
