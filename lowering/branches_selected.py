@@ -9,15 +9,17 @@ Where gives +0 for a -0 it takes from its second input)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from . import floats, schemas
+from .folding import static_shape
 from .graphs import constant_tensor, held_graphs
 from .naming import NameAllocator
+from .shape_folding import types_written
 
 Types = Mapping[str, onnx.TypeProto]
 
@@ -38,19 +40,14 @@ FIRST_OPSET = schemas.first_opset_writing(("Where", "Reshape"), int64_constants=
 
 
 def both_branches_selected(
-    node: onnx.NodeProto,
-    names: NameAllocator,
-    opset: int,
-    types: Types,
-    types_written: Callable[[list[onnx.NodeProto], Types, int], dict[str, onnx.TypeProto]],
+    node: onnx.NodeProto, names: NameAllocator, opset: int, types: Types
 ) -> list[onnx.NodeProto] | None:
     """If(cond) then T else E = Where(c, t_k, e_k) for each output k, t_k and e_k computed by
     T's and E's nodes inlined (their values renamed fresh), c the condition reshaped to a scalar;
     of floats, Where(Equal(c, false), e_k, t_k) where only e_k is a constant free of -0, and
     declined where neither is (onnxruntime's Where loses the sign of a -0 it takes from its
     second input); None where that is not exact (:data:`TOTAL_OPS`, shapes) or not writable at
-    ``opset``.
-    ``types_written``: the types inference gives the values of nodes from those they read."""
+    ``opset`` (``types``: the model's values' types, by name)."""
     if node.op_type != "If" or node.domain not in schemas.DEFAULT_DOMAINS or opset < FIRST_OPSET:
         return None
     branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
@@ -63,12 +60,12 @@ def both_branches_selected(
     (then_nodes, then_outputs), (else_nodes, else_outputs) = inlined
     if not (len(then_outputs) == len(else_outputs) == len(node.output)):
         return None
-    written = types_written(then_nodes + else_nodes, types, opset) if then_nodes or else_nodes else {}
-    known = {**types, **written}
-    for made in then_nodes + else_nodes:
+    inlined_nodes = then_nodes + else_nodes
+    known = {**types, **(types_written(inlined_nodes, types, opset) if inlined_nodes else {})}
+    for made in inlined_nodes:
         # (every value read and written of a known shape: inference takes a symbolic length as any,
         # so Add(x[k], c[3]) would be [3] and fail where k is 2, in the branch not taken)
-        if not all(_static(known.get(name)) for name in [*made.input, *made.output] if name):
+        if not all(static_shape(known.get(name)) is not None for name in [*made.input, *made.output] if name):
             return None
         if not _total_here(made, known):
             return None
@@ -86,7 +83,8 @@ def both_branches_selected(
     otherwise = None  # (Equal(c, false), made where a float output's else branch goes second)
     for then_value, else_value, output in zip(then_outputs, else_outputs, node.output, strict=True):
         then_type, else_type = known.get(then_value), known.get(else_value)
-        if not (_static(then_type) and _static(else_type) and _shape(then_type) == _shape(else_type)):
+        then_shape = static_shape(then_type)
+        if then_shape is None or then_shape != static_shape(else_type):
             return None
         element_type = then_type.tensor_type.elem_type
         if element_type != else_type.tensor_type.elem_type or not schemas.accepts("Where", opset, element_type, 1):
@@ -94,7 +92,6 @@ def both_branches_selected(
         if not output:
             continue
         where = names.fresh(f"{label}_Where")
-        inlined_nodes = then_nodes + else_nodes
         if not floats.is_float(element_type) or _no_negative_zero(then_value, inlined_nodes):
             selected.append(onnx.helper.make_node("Where", [condition, then_value, else_value], [output], name=where))
         elif _no_negative_zero(else_value, inlined_nodes):
@@ -108,7 +105,7 @@ def both_branches_selected(
             selected.append(onnx.helper.make_node("Where", [otherwise, else_value, then_value], [output], name=where))
         else:
             return None
-    return then_nodes + else_nodes + selected
+    return inlined_nodes + selected
 
 
 def _no_negative_zero(name: str, nodes: list[onnx.NodeProto]) -> bool:
@@ -170,19 +167,5 @@ def _total_here(node: onnx.NodeProto, types: Types) -> bool:
     if node.op_type in ("Cast", "CastLike"):
         return first != onnx.TensorProto.STRING
     if node.op_type == "Clip":
-        return all(int(np.prod(_shape(types[name]))) == 1 for name in node.input[1:] if name)
+        return all(int(np.prod(static_shape(types[name]))) == 1 for name in node.input[1:] if name)
     return True
-
-
-def _static(type_proto: onnx.TypeProto | None) -> bool:
-    """A tensor type whose every dimension is a number."""
-    return (
-        type_proto is not None
-        and type_proto.WhichOneof("value") == "tensor_type"
-        and type_proto.tensor_type.HasField("shape")
-        and all(d.HasField("dim_value") for d in type_proto.tensor_type.shape.dim)
-    )
-
-
-def _shape(type_proto: onnx.TypeProto) -> list[int]:
-    return [d.dim_value for d in type_proto.tensor_type.shape.dim]

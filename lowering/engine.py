@@ -11,7 +11,6 @@ the plain specification; :mod:`lowering.fast`, the same bytes faster).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import onnx
@@ -22,7 +21,7 @@ from .cleanup import remove_unused
 from .conversion import node_moves
 from .decomposition import without_shapes
 from .errors import LoweringError, NotLowered
-from .graphs import held_graphs, holds_graphs
+from .graphs import held_graphs, holds_graphs, nested_graphs
 from .local_functions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
 from .modelio import ModelBytes
 from .optionals import OptionalResolver
@@ -368,7 +367,7 @@ class Legalizer:
         move wrote (Upsample-7 at opset 10 is Resize-10; Softmax-11 at 13 writes a Flatten)."""
         if kept is None:
             self.report.remaining.append(self._remaining(scope, node, index, version, reason))
-        for made in _with_held_nodes(kept or ()):  # (each, in a graph it wrote too: ReduceMax-20's fed axes in an If)
+        for made in _and_held(kept or ()):  # (each, in a graph it wrote too: ReduceMax-20's fed axes in an If)
             if made.op_type == node.op_type:
                 self.report.remaining.append(self._remaining(scope, node, index, version, reason))
         self._requested_written(scope, node, index, kept)
@@ -377,7 +376,7 @@ class Legalizer:
         """Report each node of a requested op other than ``node``'s that moving ``node`` wrote,
         in the graphs those hold too (Upsample-9 at opset 10 is Resize-10; GatherND-12's adapter
         to 11 writes a Range): left as written, the moved nodes not lowered again."""
-        for made in _with_held_nodes(written or ()):
+        for made in _and_held(written or ()):
             if made.op_type in self.requested_ops and made.op_type != node.op_type:
                 version = schemas.version_in_force(made.op_type, scope.opset, made.domain)
                 reason = f"written by moving {node.op_type} to opset {scope.opset}, and not lowered again"
@@ -554,12 +553,9 @@ def _shared_call_types(calls: list[tuple[list[onnx.TypeProto | None], str]]) -> 
     return shapeless[0] if len(signatures) == 1 else None
 
 
-def _with_held_nodes(nodes) -> Iterator[onnx.NodeProto]:
-    """Each of ``nodes``, and each node of the graphs they hold, at any depth."""
-    for node in nodes:
-        yield node
-        for _, _, graph in held_graphs(node):
-            yield from _with_held_nodes(graph.node)
+def _and_held(nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+    """``nodes``, and the nodes of the graphs they hold, at any depth."""
+    return [*nodes, *(held for graph in nested_graphs(nodes) for held in graph.node)]
 
 
 def _owning_rule(node: onnx.NodeProto) -> Rule | None:

@@ -24,7 +24,7 @@ compute it otherwise than numpy does (Sqrt, Exp, 16-bit floats, which NaN comes 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -628,6 +628,25 @@ def _constant_tensor(node: onnx.NodeProto) -> np.ndarray | None:
 def _removable(foldable: Callable[[onnx.NodeProto], bool]) -> Callable[[onnx.NodeProto], bool]:
     """A node folding may remove once unread: one ``foldable`` accepts, holding no graph."""
     return lambda node: foldable(node) and not holds_graphs(node)
+
+
+def types_written(nodes: list[onnx.NodeProto], types: Mapping[str, onnx.TypeProto], opset: int) -> dict:
+    """The types of the values ``nodes`` write, as onnx's inference gives them from the types
+    of the values they read (``types``); none where it cannot follow them."""
+    written = {name for node in nodes for name in node.output if name}
+    read = list(dict.fromkeys(name for node in nodes for name in node.input if name and name not in written))
+    if any(name not in types for name in read):
+        return {}
+    graph = onnx.helper.make_graph(
+        nodes, "replacement", [onnx.helper.make_value_info(name, types[name]) for name in read], []
+    )
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+        )
+    except Exception:  # (inference cannot follow them: their types stay unknown)
+        return {}
+    return {info.name: info.type for info in inferred.graph.value_info if info.name in written}
 
 
 def inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:

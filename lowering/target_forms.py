@@ -209,7 +209,7 @@ from .runtime_profiles import (
     load_profile,
 )
 from .scan_captures import scan_captures_passed_in
-from .shape_folding import inferred_types
+from .shape_folding import inferred_types, types_written
 from .value_kinds import COPIED_LENGTH, NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
 
 Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
@@ -374,7 +374,7 @@ class FormJudge:
                 constant.update(written)
                 if node.op_type == "Constant":
                     node_constants.update(written)
-        types = ChainMap(_types_written(nodes, self.types, self.opset), self.types)
+        types = ChainMap(types_written(nodes, self.types, self.opset), self.types)
         return FormJudge(self.profile, self.opset, types, _Either(self.fed, fed), _Either(self.constant, constant),
                          _Either(self.node_constants, node_constants))  # fmt: skip
 
@@ -388,25 +388,6 @@ class _Either:
 
     def __contains__(self, name: object) -> bool:
         return name in self.first or name in self.second
-
-
-def _types_written(nodes: list[onnx.NodeProto], types: Mapping[str, onnx.TypeProto], opset: int) -> dict:
-    """The types of the values ``nodes`` write, as onnx's inference gives them from the types
-    of the values they read (``types``); none where it cannot follow them."""
-    written = {name for node in nodes for name in node.output if name}
-    read = list(dict.fromkeys(name for node in nodes for name in node.input if name and name not in written))
-    if any(name not in types for name in read):
-        return {}
-    graph = onnx.helper.make_graph(
-        nodes, "replacement", [onnx.helper.make_value_info(name, types[name]) for name in read], []
-    )
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
-        )
-    except Exception:  # (inference cannot follow them: their types stay unknown)
-        return {}
-    return {info.name: info.type for info in inferred.graph.value_info if info.name in written}
 
 
 def shapes_and_types(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> tuple[dict, dict]:
@@ -1677,7 +1658,7 @@ def _branches_selected(node: onnx.NodeProto, form: NodeForm, constants, names: N
     """If(cond) then T else E = Where(cond, t, e) per output, T's and E's nodes inlined
     (:func:`lowering.branches_selected.both_branches_selected`: where both branches compute without
     failing and give outputs of one static shape)."""
-    return both_branches_selected(node, names, opset, types, _types_written)
+    return both_branches_selected(node, names, opset, types)
 
 
 OP_CHOICES: tuple[OpChoice, ...] = (

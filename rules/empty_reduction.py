@@ -17,8 +17,10 @@ EMITS = ("Expand", "Shape", "Gather", "Mul", "Add", "Where", "Equal", "Cast", "R
 
 def identity_of(op_type: str, element_type: int):
     """The value of ``op_type`` over an empty set: -inf / +inf for floats, the type's lowest /
-    highest for integers."""
+    highest for integers, False / True for bools."""
     dtype = np.dtype(floats.numpy_dtype(element_type))
+    if element_type == onnx.TensorProto.BOOL:
+        return np.bool_(op_type == "ReduceMin")
     if floats.is_float(element_type):
         return dtype.type(-np.inf if op_type == "ReduceMax" else np.inf)
     info = np.iinfo(dtype)

@@ -957,10 +957,7 @@ def empty_reduction_cases() -> list[tuple]:
     for op_type in ("ReduceMax", "ReduceMin"):
         for version, opset, element_type in _versions_taking(op_type, (onnx.TensorProto.FLOAT, *KIND_TYPES)):
             dtype = floats.numpy_dtype(element_type)
-            if element_type == onnx.TensorProto.BOOL:
-                identity = op_type == "ReduceMin"
-            else:
-                identity = empty_reduction.identity_of(op_type, element_type)
+            identity = empty_reduction.identity_of(op_type, element_type)
             x, expected = np.zeros((2, 0, 4), dtype), np.full((2, 1, 4), identity, dtype)
             axes_input = "axes" in [formal.name for formal in schemas.schema_in_force(op_type, version).inputs]
             inputs, data = [onnx.helper.make_tensor_value_info("x", element_type, [2, 0, 4])], [x]

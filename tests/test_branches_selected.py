@@ -15,7 +15,6 @@ from version_cases import node_cases
 import lowering
 from lowering.branches_selected import both_branches_selected
 from lowering.naming import NameAllocator
-from lowering.target_forms import _types_written
 from lowering.verification.runtime import run_onnxruntime
 
 SPECIALS = np.array([[np.nan, -np.inf, np.inf], [-0.0, 1e-45, 3.4e38]], np.float32)
@@ -25,14 +24,16 @@ def branch(name: str, nodes: list, outputs: list, initializer=()) -> onnx.GraphP
     return helper.make_graph(nodes, name, [], outputs, initializer=list(initializer))
 
 
-def if_model(then_graph, else_graph, *, x_shape=(2, 3), cond_shape=(), outputs=None, opset=18):
-    """y = If(cond) then then_graph else else_graph, x [2, 3] float read by the branches."""
-    outputs = outputs or [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]
+def if_model(
+    then_graph, else_graph, *, x_shape=(2, 3), cond_shape=(), outputs=None, opset=18, x_type=TensorProto.FLOAT
+):
+    """y = If(cond) then then_graph else else_graph, x [2, 3] (float) read by the branches."""
+    outputs = outputs or [helper.make_tensor_value_info("y", x_type, [2, 3])]
     node = helper.make_node(
         "If", ["cond"], [o.name for o in outputs], name="choice", then_branch=then_graph, else_branch=else_graph
     )
     inputs = [helper.make_tensor_value_info("cond", TensorProto.BOOL, list(cond_shape)),
-              helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))]  # fmt: skip
+              helper.make_tensor_value_info("x", x_type, list(x_shape))]  # fmt: skip
     return make_model([node], inputs, outputs, opset=opset)
 
 
@@ -40,7 +41,7 @@ def selected(model: onnx.ModelProto) -> list[onnx.NodeProto] | None:
     inferred = onnx.shape_inference.infer_shapes(model)
     types = {v.name: v.type for v in [*inferred.graph.input, *inferred.graph.value_info]}
     opset = model.opset_import[0].version
-    return both_branches_selected(model.graph.node[0], NameAllocator(model=model), opset, types, _types_written)
+    return both_branches_selected(model.graph.node[0], NameAllocator(model=model), opset, types)
 
 
 def flattened(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -63,28 +64,32 @@ def assert_same_bits_both_ways(model, flat, x=SPECIALS, cond_shape=()):
             assert w.tobytes() == g.tobytes(), taken
 
 
-def arithmetic_branches(else_constant: bool = True):
+def arithmetic_branches(else_constant: bool = True, x_type: int = TensorProto.FLOAT):
     """then: Add(x, 1.5) (its 1.5 an initializer) and Neg of it, which gives -0 of x = -1.5; else:
-    a constant (free of -0), or x·x computed (both write a value t)."""
-    y = [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3])]
-    one = numpy_helper.from_array(np.array(1.5, np.float32), "one")
+    a constant (free of -0), or x·x computed (both write a value t); of ``x_type``."""
+    dtype = helper.tensor_dtype_to_np_dtype(x_type)
+    y = [helper.make_tensor_value_info("t", x_type, [2, 3])]
+    one = numpy_helper.from_array(np.array(1.5, dtype), "one")
     added = [helper.make_node("Add", ["x", "one"], ["a"]), helper.make_node("Neg", ["a"], ["t"])]
     then_graph = branch("then", added, y, [one])
     if else_constant:
-        values = numpy_helper.from_array(np.array([[0.0, 2.0, np.nan], [np.inf, -1.0, 5.0]], np.float32), "v")
+        values = numpy_helper.from_array(np.array([[0.0, 2.0, np.nan], [np.inf, -1.0, 5.0]], dtype), "v")
         return then_graph, branch("else", [helper.make_node("Constant", [], ["t"], value=values)], y)
     return then_graph, branch("else", [helper.make_node("Mul", ["x", "x"], ["t"])], y)
 
 
-def test_a_computed_branch_and_a_constant_one_give_the_ifs_bits_whichever_is_taken():
+@pytest.mark.parametrize("x_type", [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE])
+def test_a_computed_branch_and_a_constant_one_give_the_ifs_bits_whichever_is_taken(x_type):
     """Each branch's values renamed fresh (both write t), an initializer made a Constant; the
     computed float output goes third to Where (Where(Equal(c, false), constant, computed)), so its
     -0 keeps its sign in onnxruntime too: NaN, ±inf, -0, subnormal, largest selected bit for bit."""
-    model = if_model(*arithmetic_branches())
+    model = if_model(*arithmetic_branches(x_type=x_type), x_type=x_type)
     flat = flattened(model)
     assert [n.op_type for n in flat.graph.node].count("Where") == 1 and "If" not in str(flat.graph.node)
     assert "Equal" in [n.op_type for n in flat.graph.node]
-    x = SPECIALS.copy()
+    dtype = helper.tensor_dtype_to_np_dtype(x_type)
+    info = np.finfo(dtype)
+    x = np.array([[np.nan, -np.inf, np.inf], [-0.0, info.smallest_subnormal, info.max]], dtype)
     x[0, 0] = -1.5  # (then gives -(-1.5 + 1.5) = -0)
     assert_same_bits_both_ways(model, flat, x=x)
 
