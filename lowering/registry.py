@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
-import onnx
 
 from . import schemas
 from .builder import Builder, Value
@@ -65,14 +64,13 @@ class Rule:
     constant_inputs: tuple[int, ...] = ()
     empty_input_only: bool = False
 
-    def takes_form(self, fed: frozenset[int], empty: frozenset[int], first_type: int | None) -> bool:
-        """Whether the rule may lower a node fed at run time the inputs at ``fed``, whose inputs at
-        ``empty`` are known to hold no element and whose first input is of ``first_type`` where
-        known (a node form's ``fed``, ``empty`` and ``types``): an empty-input rule takes no bools
-        (onnxruntime fails a reduction of no bool; converting carries them instead)."""
+    def takes_form(self, fed: frozenset[int], empty: frozenset[int]) -> bool:
+        """Whether the rule may lower a node fed at run time the inputs at ``fed`` and whose inputs
+        at ``empty`` are known to hold no element (a node form's ``fed`` and ``empty``): an
+        empty-input rule takes only nodes whose first input is known to hold none."""
         if set(self.constant_inputs) & fed:
             return False
-        return not self.empty_input_only or (0 in empty and first_type != onnx.TensorProto.BOOL)
+        return not self.empty_input_only or 0 in empty
 
     @property
     def name(self) -> str:

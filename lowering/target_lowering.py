@@ -390,7 +390,7 @@ def _pattern_takes(node: onnx.NodeProto, form: NodeForm | None, lowerable: froze
     if node.op_type not in lowerable:
         return False
     rule = rule_for("", node.op_type)
-    return rule is None or form is None or rule.takes_form(form.fed, form.empty, dict(form.types).get(0))
+    return rule is None or form is None or rule.takes_form(form.fed, form.empty)
 
 
 def _parameters_fed(op_type: str, version: int, form: NodeForm | None) -> list[str]:

@@ -1,6 +1,7 @@
 """ReduceMax and ReduceMin (versions 1 to 20) over x known to hold no element lowered to the
-reduction's identity expanded to the output's shape: ``-inf`` or the type's lowest (Max), ``+inf``
-or its highest (Min), as the spec and onnxruntime answer an empty set."""
+reduction's identity expanded to the output's shape: ``-inf``, the type's lowest or False (Max),
+``+inf``, its highest or True (Min), as the spec answers an empty set (onnxruntime too, but for
+bools, which it fails)."""
 
 from __future__ import annotations
 
@@ -53,8 +54,6 @@ def _of_nothing(
     known = b.shape_of(x)
     if known is None or 0 not in known:
         raise NotLowered(f"x (of shape {known}) is not known to hold no element: {op_type} stays, a primitive")
-    if x.element_type == onnx.TensorProto.BOOL:
-        raise NotLowered(f"{op_type} of bools over an empty set fails in onnxruntime (measured)")
     rank = len(known)
     fill = b.scalar(identity_of(op_type, x.element_type), x.element_type, "identity")
     given = b.constant_value(axes_input) if axes_input is not None else None
@@ -104,8 +103,8 @@ def max_of_nothing(
     The reduced set of each output element is empty where a reduced axis is 0 long, and the
     output holds no element where a kept one is: either way every element is the identity
     (``_of_nothing``). Only x known to hold no element is lowered (ReduceMax is otherwise a
-    primitive): the form OpenVINO, tract, TVM and onnx2torch get wrong. onnxruntime fails on
-    bools (refused)."""
+    primitive): the form OpenVINO, tract, TVM and onnx2torch get wrong, and onnxruntime fails on
+    bools (its original is judged by onnx.reference there)."""
     return _of_nothing("ReduceMax", b, x, axes_input, axes, keepdims, noop_with_empty_axes)
 
 

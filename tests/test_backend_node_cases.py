@@ -74,8 +74,6 @@ def _refused_because(name: str) -> str | None:
         return "the target runs no Expand on bfloat16"  # (its Pad: onnxruntime expands no bfloat16)
     if name in ("test_tile", "test_tile_precomputed"):  # (opset 13, repeats fed: a repeat may be 0)
         return "below opset 14 Reshape reads a 0"
-    if name in ("test_reduce_max_empty_set_bool", "test_reduce_min_empty_set_bool"):
-        return "of bools over an empty set fails in onnxruntime"
     if name.startswith("test_resize_"):
         return next((reason for word, reason in RESIZE_LEFT.items() if word in name), None)
     if name in ("test_scatternd", "test_scatter_elements_with_axis", "test_scatter_elements_without_axis",
