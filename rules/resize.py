@@ -26,7 +26,9 @@ EMITS = (
 FIRST_OPSET = schemas.first_opset_writing(EMITS, int64_constants=True)
 
 FILTERED = ("linear", "cubic")
-COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "asymmetric", "pytorch_half_pixel", "tf_crop_and_resize")
+COORDINATE_MODES = (
+    "half_pixel", "half_pixel_symmetric", "asymmetric", "pytorch_half_pixel", "tf_crop_and_resize", "align_corners",
+)  # fmt: skip
 # Mode nearest: where each output point lies in the input (onnxruntime's formulas, in float32),
 # and how it is taken to a pixel.
 NEAREST_COORDINATE_MODES = (
@@ -112,6 +114,7 @@ def resize_by_weighted_taps(
     Per axis a of length d, in float32 (double for double X): the output length o = floor(s · d)
     (scales) or z (sizes, s = z / d); each output point i placed at x = (i + 0.5) / s - 0.5
     (half_pixel; pytorch_half_pixel the same where o > 1, else 0), i / s (asymmetric),
+    i · (d - 1) / max(o - 1, 1) (align_corners: 0 where o = 1),
     half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric), or in the crop
     [c0, c1] of the axis that roi gives (tf_crop_and_resize) at
     c0 · (d - 1) + i · (c1 - c0) · (d - 1) / (o - 1), or (c0 + c1) / 2 · (d - 1) where o = 1, an
@@ -127,11 +130,12 @@ def resize_by_weighted_taps(
     whatever it reads. 16-bit X is computed in float32 and rounded once. Within the stated
     tolerance of the op: the ONNX reference, which computes in float64, where it and
     onnxruntime agree; onnxruntime's kernel where they part (tf_crop_and_resize with scales,
-    whose points the reference places by s · d, not o; an axis of scale 1; no length changed).
+    whose points the reference places by s · d, not o; align_corners with scales, whose length
+    the reference takes as s · d, where the spec's formula names the resized length and
+    onnxruntime reads o; an axis of scale 1; no length changed).
     An axis whose scale is a constant 1 (or size a constant equal to its static length) is not
     resized at all: X comes through it as it is.
-    Not lowered: coordinate mode align_corners (onnxruntime places its points apart from the
-    reference when downsampling), tf_crop_and_resize without a roi or with antialias, a
+    Not lowered: tf_crop_and_resize without a roi or with antialias, a
     keep_aspect_ratio_policy with sizes, exclude_outside in mode linear without antialias, X of
     unknown rank or not a float type, opsets below 11 (Range). Mode nearest: :func:`_nearest`.
     """
@@ -269,6 +273,8 @@ def _resized_axis(
     last_place, beyond = b.Sub(length_float, one), None
     if coordinates == "asymmetric":
         place = b.Div(points, scale)
+    elif coordinates == "align_corners":  # (o = 1: the point 0 at 0 / 1, no NaN of 0 / 0 in an untaken lane)
+        place = b.Div(b.Mul(points, last_place), b.Max(b.Sub(b.Cast(out_length, to=compute), one), one))
     elif coordinates == "tf_crop_and_resize":
         start, end = step.crop
         spread = b.Div(b.Mul(b.Mul(points, b.Sub(end, start)), last_place), b.Sub(b.Cast(out_length, to=compute), one))
@@ -396,6 +402,7 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     As onnxruntime's kernel computes it, in float32 whatever X's type: the output length
     o = floor(s · d); where o = d each output point i is input point i; else at x = (i + 0.5) / s - 0.5
     (half_pixel; pytorch_half_pixel the same where o > 1, else 0), i / s (asymmetric),
+    i · (d - 1) / max(o - 1, 1) (align_corners: 0 where o = 1),
     (i + 0.5) / s (tf_half_pixel_for_nn), i · (d - 1) / (o - 1) (align_corners, 0 where o = 1) or
     half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric); n(x) = Floor(x),
     Ceil(x), or Round(x) but Floor(x) (round_prefer_floor) or Ceil(x) (round_prefer_ceil) where

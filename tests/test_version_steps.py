@@ -871,8 +871,9 @@ def test_pad_11_value_float32_cannot_hold_goes_below_11_by_pads_rule():
 RESIZE_REFUSALS = [
     # (source opset, target opset, attributes, inputs, words of the refusal)
     # antialias and half_pixel_symmetric go down by the Resize rule, where it lowers the node
-    (19, 13, {"antialias": 1, "mode": "linear", "coordinate_transformation_mode": "align_corners"}, ("x", "", "scales"),
-     "Resize-19 filters with antialias=1"),
+    # (not tf_crop_and_resize with antialias: the rule lowers it with a roi and without antialias only)
+    (19, 13, {"antialias": 1, "mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+     ("x", "", "scales"), "Resize-19 filters with antialias=1"),
     # axes go down spread over every axis, a policy as one common scale where floor(s·d) is its round(s·d)
     # (else computed at run time, in coordinate modes half_pixel and asymmetric):
     (18, 13, {"keep_aspect_ratio_policy": "not_smaller", "coordinate_transformation_mode": "align_corners"},

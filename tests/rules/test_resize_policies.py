@@ -367,6 +367,63 @@ def test_crop_and_pytorch_half_pixel_within_tolerance_of_onnxruntime(mode, coord
             assert not stray.any(), f"{kind} {fed[kind]} {fed['x'].shape}: {np.abs(got.astype(float) - want).max()}"
 
 
+ALIGNED = [
+    (mode, antialias, exclude)
+    for mode, antialias, exclude in itertools.product(("linear", "cubic"), (0, 1), (0, 1))
+    if not (mode == "linear" and exclude and not antialias)  # onnxruntime refuses it; so does the rule
+]
+
+
+@slow_but_a_sample()
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE])
+@pytest.mark.parametrize(("mode", "antialias", "exclude"), ALIGNED)
+def test_align_corners_within_tolerance_of_onnxruntime(mode, antialias, exclude, element_type):
+    """Against onnxruntime's kernel (double: its float kernel on X rounded to float), which
+    places point i at i · (d - 1) / (o - 1), o the output's length, where the backend's reference
+    takes o as s · d: scales whose s · d is not whole among the draws (0.2 to 3.5), lengths of 1
+    (o = 1: every point at 0), downsampling under antialias."""
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    rng = np.random.default_rng(13)
+    attributes = {"mode": mode, "coordinate_transformation_mode": "align_corners", "antialias": antialias,
+                  "exclude_outside": exclude, "axes": [2, 3]}  # fmt: skip
+    for kind in ("scales", "sizes"):
+        feeds = []
+        for _ in range(10):
+            shape = (1, 2, *(int(v) for v in rng.integers(1, 12, 2)))
+            given = (
+                rng.uniform(0.2, 3.5, 2).astype(np.float32)
+                if kind == "scales"
+                else rng.integers(1, 25, 2).astype(np.int64)
+            )
+            feeds.append({"x": rng.standard_normal(shape).astype(dtype), kind: given})
+        model = filter_model(element_type, kind, 2, **attributes)
+        lowered_outputs = run_each(lowered_by_the_rule(model), feeds)
+        if element_type == TensorProto.DOUBLE:  # onnxruntime has no double Resize-19
+            single = [{**fed, "x": fed["x"].astype(np.float32)} for fed in feeds]
+            wanted = run_each(filter_model(TensorProto.FLOAT, kind, 2, **attributes), single)
+        else:
+            wanted = run_each(model, feeds)
+        for fed, (got,), (want,) in zip(feeds, lowered_outputs, wanted, strict=True):
+            assert got.shape == want.shape and got.dtype == dtype
+            stray = RESIZE_TOLERANCE[element_type].mismatches(got, want)
+            assert not stray.any(), f"{kind} {fed[kind]} {fed['x'].shape}: {np.abs(got.astype(float) - want).max()}"
+
+
+def test_align_corners_places_points_by_the_output_length_as_onnxruntime():
+    """Length 4 to 2 by a scale of 0.6 (s · d = 2.4): onnxruntime and the rule place the second
+    point at 1 · 3 / (2 - 1) = 3 and read 4; the backend's reference places it at 3 / 1.4."""
+    model = filter_model(TensorProto.FLOAT, "scales", 2, mode="linear", coordinate_transformation_mode="align_corners",
+                         axes=[2, 3])  # fmt: skip
+    fed = {"x": np.arange(1, 9, dtype=np.float32).reshape(1, 1, 2, 4), "scales": np.float32([1, 0.6])}
+    (got,) = run_onnxruntime(lowered_by_the_rule(model), fed)
+    (want,) = run_onnxruntime(model, fed)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got.tolist() == [[[[1.0, 4.0], [5.0, 8.0]]]]
+    np.testing.assert_allclose(resize_reference(fed["x"], scales=fed["scales"], axes=[2, 3], mode="linear",
+                                                coordinate_transformation_mode="align_corners")[0, 0, 0],
+                               [1, 1 + 3 / 1.4], rtol=1e-6)  # fmt: skip
+
+
 def test_a_crop_inside_if_branches_and_local_functions():
     """tf_crop_and_resize where an If branch or a local function holds the Resize: lowered
     there too, within the rule's tolerance of onnxruntime's kernel, either branch taken."""
@@ -469,8 +526,8 @@ def test_a_tap_of_weight_zero_reads_nothing():
 @pytest.mark.parametrize(
     ("attributes", "reason"),
     [
-        ({"mode": "linear", "antialias": 1, "coordinate_transformation_mode": "align_corners"},
-         "align_corners is none of"),
+        ({"mode": "linear", "antialias": 1, "coordinate_transformation_mode": "tf_crop_and_resize"},
+         "tf_crop_and_resize is lowered with a roi and without antialias only"),
         ({"mode": "cubic", "coordinate_transformation_mode": "half_pixel_symmetric",
           "keep_aspect_ratio_policy": "not_larger"}, "keep_aspect_ratio_policy not_larger"),
     ],
