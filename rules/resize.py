@@ -53,7 +53,10 @@ RESIZED_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, Ten
 # upsampling, where onnx.reference 1.23 strays from onnxruntime (by up to 1.2 on unit values),
 # was measured against onnxruntime's kernel instead (float: 3.5e-6), as were tf_crop_and_resize
 # and pytorch_half_pixel (crops reversed and past X, scales 0.3 to 3 with scales of 1, sizes 1
-# to 11 with lengths kept; float, float16, double against its float kernel).
+# to 11 with lengths kept; float, float16, double against its float kernel) and align_corners
+# (scales 0.2 to 3.5, sizes 1 to 24, antialias, exclude_outside; float at most 7.4e-6), whose
+# points onnx.reference places by s · d where onnxruntime and the rule take o (by up to 0.86 on
+# unit values: verify's onnx.reference side, for a double X, parts from the rule there).
 RESIZE_TOLERANCE = {
     TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=2e-5),
     TensorProto.DOUBLE: Tolerance(rtol=1e-5, atol=2e-5),
@@ -402,27 +405,29 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     As onnxruntime's kernel computes it, in float32 whatever X's type: the output length
     o = floor(s · d); where o = d each output point i is input point i; else at x = (i + 0.5) / s - 0.5
     (half_pixel; pytorch_half_pixel the same where o > 1, else 0), i / s (asymmetric),
-    i · (d - 1) / max(o - 1, 1) (align_corners: 0 where o = 1),
     (i + 0.5) / s (tf_half_pixel_for_nn), i · (d - 1) / (o - 1) (align_corners, 0 where o = 1) or
     half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric); n(x) = Floor(x),
     Ceil(x), or Round(x) but Floor(x) (round_prefer_floor) or Ceil(x) (round_prefer_ceil) where
     x = Floor(x) + 0.5. X's values are only gathered: bit for bit, of every type. Lowered where
-    the scales are constants of whole numbers (an upsampling by 2, as exports write it): there
-    s = o / d exactly, and onnxruntime's kernels, which place the points by the scale at some
-    ranks and by o / d at others (measured), agree. Not lowered: other scales, sizes,
-    tf_crop_and_resize, X of unknown rank."""
+    the scales are constants of whole numbers (an upsampling by 2, as exports write it), or the
+    sizes constants whole multiples of X's static lengths (keep_aspect_ratio_policy stretch),
+    taken as the scales z / d: there s = o / d exactly, and onnxruntime's kernels, which place
+    the points by the scale at some ranks and by o / d at others (measured), agree. Not lowered:
+    other scales or sizes, tf_crop_and_resize, X of unknown rank."""
     if coordinates not in NEAREST_COORDINATE_MODES:
         raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
     if nearest_mode not in NEAREST_MODES:
         raise NotLowered(f"nearest_mode {nearest_mode} is none of {', '.join(NEAREST_MODES)}")
     rank, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
-    del policy  # (it reads sizes only, which are refused below)
-    given = b.constant_value(scales) if sizes is None else None
+    given = b.constant_value(scales) if sizes is None else _whole_ratios(b, x, sizes, resized, policy)
     if given is None or given.shape != (len(resized),) or not all(v >= 1 and v == int(v) for v in given.tolist()):
         raise NotLowered(
-            "mode nearest is lowered for constant whole-number scales only: elsewhere onnxruntime's kernels place "
-            "the points by the scale or by the lengths' ratio, by rank (measured), which no one formula matches"
+            "mode nearest is lowered for constant whole-number scales (or constant sizes whole multiples of static "
+            "lengths) only: elsewhere onnxruntime's kernels place the points by the scale or by the lengths' ratio, "
+            "by rank (measured), which no one formula matches"
         )
+    if sizes is not None:
+        scales = b.tensor(given.astype(np.float32), "scales")
     lengths = _static_lengths(b, x, scales, resized)
     x_shape, value = (b.Shape(x) if None in lengths else None), x
     for i, axis in sorted(enumerate(resized), key=lambda pair: -pair[1]):
@@ -440,6 +445,18 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
         index = b.Cast(b.Min(b.Max(pixel, zero), last), to=TensorProto.INT64)
         value = gather_along(b, value, index, axis, rank)
     return value
+
+
+def _whole_ratios(b: Builder, x: Value, sizes: Value, resized: list[int], policy: str) -> np.ndarray | None:
+    """The ratios z / d of constant sizes to X's static lengths where each is a whole number
+    (keep_aspect_ratio_policy stretch: the others change the sizes), else None."""
+    given, shape = b.constant_value(sizes), b.shape_of(x)
+    if given is None or given.shape != (len(resized),) or shape is None or policy != "stretch":
+        return None
+    lengths = [shape[axis] for axis in resized]
+    if any(not d for d in lengths) or any(int(z) % d for z, d in zip(given.tolist(), lengths, strict=True)):
+        return None
+    return np.array([int(z) // d for z, d in zip(given.tolist(), lengths, strict=True)], np.float64)
 
 
 @dataclass(frozen=True)

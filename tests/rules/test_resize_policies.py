@@ -669,9 +669,55 @@ def test_nearest_with_whole_number_scales_gathers_what_onnxruntime_gathers(coord
     assert compared == 36
 
 
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "ceil"])
+@pytest.mark.parametrize("coordinates", NEAREST_COORDINATES)
+def test_nearest_with_sizes_whole_multiples_of_static_lengths_gathers_what_onnxruntime_gathers(
+    coordinates, nearest_mode
+):
+    """Constant sizes z of X's static lengths d, each z a whole multiple of d, taken as the
+    scales z / d: bit for bit with onnxruntime's kernel (which takes sizes), ranks 3 to 5,
+    axes named or not; a size that is no multiple, a policy other than stretch and a length
+    not static are declined."""
+    rng = np.random.default_rng(3)
+    for shape, sizes, axes in (
+        ((1, 2, 3, 5), (1, 2, 6, 5), None),
+        ((2, 3, 4), (2, 9, 8), None),
+        ((1, 1, 2, 3, 2), (4, 3, 6), [2, 3, 4]),
+        ((1, 2, 4, 4), (8, 8), [2, 3]),
+    ):
+        model = make_model(
+            [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize", mode="nearest",
+                              coordinate_transformation_mode=coordinates, nearest_mode=nearest_mode,
+                              **({"axes": axes} if axes else {}))],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(shape))],
+            opset=19,
+            initializer=[onnx.numpy_helper.from_array(np.array(sizes, np.int64), "sizes")],
+        )  # fmt: skip
+        lowered = lowered_by_the_rule(model)
+        fed = {"x": rng.standard_normal(shape).astype(np.float32)}
+        ((want,),), ((got,),) = run_each(model, [fed]), run_each(lowered, [fed])
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), (shape, sizes)
+    for shape, sizes, attributes in (
+        ((1, 2, 3, 5), (1, 2, 6, 7), {}),
+        ((1, 2, 3, 5), (1, 2, 6, 10), {"keep_aspect_ratio_policy": "not_larger"}),
+        ((1, 2, None, 5), (1, 2, 6, 10), {}),
+    ):
+        model = make_model(
+            [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize", mode="nearest",
+                              coordinate_transformation_mode=coordinates, nearest_mode=nearest_mode, **attributes)],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
+            opset=19,
+            initializer=[onnx.numpy_helper.from_array(np.array(sizes, np.int64), "sizes")],
+        )  # fmt: skip
+        (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
+        assert "whole multiples of static lengths" in left.reason, (shape, sizes, attributes)
+
+
 @pytest.mark.parametrize(
     ("inputs", "given"),
-    [(["x", "", "scales"], np.array([1, 1, 1.5, 2], np.float32)), (["x", "", "", "sizes"], np.array([1, 1, 8, 8]))],
+    [(["x", "", "scales"], np.array([1, 1, 1.5, 2], np.float32)), (["x", "", "", "sizes"], np.array([1, 1, 6, 8]))],
 )
 def test_nearest_with_other_scales_or_sizes_is_left_with_why(inputs, given):
     name = inputs[-1]
@@ -683,4 +729,4 @@ def test_nearest_with_other_scales_or_sizes_is_left_with_why(inputs, given):
         initializer=[onnx.numpy_helper.from_array(given, name)],
     )
     (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
-    assert "constant whole-number scales only" in left.reason
+    assert "constant whole-number scales (or constant sizes whole multiples" in left.reason
