@@ -7,9 +7,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # (builds a wheel and installs it: seconds)
 def test_wheel_holds_rules_and_works_outside_the_source_tree(tmp_path):
     built = subprocess.run(
         [

@@ -18,9 +18,18 @@ from support import make_model
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "targets"))
 
 import prepare_cases  # noqa: E402
+import probe  # noqa: E402
+from version_cases import node_cases  # noqa: E402
 
 import lowering  # noqa: E402
 from lowering import schemas  # noqa: E402
+
+
+def backend_cases_named(*names: str) -> list:
+    """The backend cases of these names as ``prepare_cases.backend_cases()`` gives them (their
+    undefined casts made defined), read from the cases kept between sessions
+    (tests/version_cases.node_cases) rather than collected again."""
+    return [probe.defined_casts(case) for case in node_cases() if case.name in names]
 
 
 def _export(folder: Path) -> None:
@@ -87,7 +96,7 @@ def test_cases_are_taken_to_the_ops_other_versions(cases):
 def test_a_case_that_cannot_be_written_at_a_versions_first_opset_is_taken_to_the_next():
     """Loop-11's body holds a Slice-10 and an int64 Constant: Loop-1 is in force from opset 1,
     probed from 7, and its case can be written at 10 only."""
-    [case] = [case for case in prepare_cases.backend_cases() if case.name == "test_loop11"]
+    [case] = backend_cases_named("test_loop11")
     entry = ("test_loop11", 11, case.model.SerializeToString())
     [(name, opset, written)] = prepare_cases.at_other_versions([entry], "Loop", 11)[:1]
     assert (name, opset) == ("test_loop11@1", 10)
@@ -155,7 +164,7 @@ def test_the_nodes_a_pattern_writes_are_taken_to_their_ops_other_versions(monkey
     is a case at 28, at 16 (Where-16's first opset) and at 9 (Where-9's): ``--target`` may take
     the model to an opset of either version, and a runtime may run Where on int8 at one only."""
     wanted = "test_bitshift_right_int8"
-    shift_cases = [case for case in prepare_cases.backend_cases() if case.name == wanted]
+    shift_cases = backend_cases_named(wanted)
     monkeypatch.setattr(prepare_cases, "backend_cases", lambda: shift_cases)
     found = {name: (opset, onnx.load_from_string(data)) for name, opset, data, *_ in prepare_cases.lowered_cases()}
     wheres = {name: opset for name, (opset, model) in found.items() if model.graph.node[-1].op_type == "Where"}
@@ -177,7 +186,7 @@ def test_the_nodes_a_pattern_writes_have_their_defaults_stated_beside_them(monke
     (onnx2torch reads ``reverse`` left out as 1, and no backend case of CumSum is of float): its
     case has a ``#stated`` twin, both stated 0, of the same data."""
     wanted = "test_range_float_type_positive_delta"
-    range_cases = [case for case in prepare_cases.backend_cases() if case.name == wanted]
+    range_cases = backend_cases_named(wanted)
     monkeypatch.setattr(prepare_cases, "backend_cases", lambda: range_cases)
     found = {name: (onnx.load_from_string(data), sets) for name, _, data, sets, *_ in prepare_cases.lowered_cases()}
     plain = "lowered_test_range_float_type_positive_delta_output_CumSum"
@@ -195,7 +204,7 @@ def test_the_nodes_a_chosen_form_writes_are_cases_named_by_their_nodes(monkeypat
     those that apply, and the node; a node leaving defaults out has its ``#stated`` twin (an
     AveragePool's explicit pads)."""
     wanted = ("test_mod_float16_mixed_sign_fmod_0", "test_averagepool_2d_same_upper")
-    picked = [case for case in prepare_cases.backend_cases() if case.name in wanted]
+    picked = backend_cases_named(*wanted)
     monkeypatch.setattr(prepare_cases, "backend_cases", lambda: picked)
     found = {name: (onnx.load_from_string(data), sets) for name, _, data, sets, *_ in prepare_cases.chosen_cases()}
     mod = wanted[0]
@@ -613,7 +622,7 @@ def test_uneven_pads_cases_hold_the_windows_numpy_makes():
 def test_a_case_of_a_deprecated_version_is_one_of_the_op_that_takes_its_place():
     """Upsample-10 is deprecated: test_upsample_nearest taken to opset 10 is one Resize-10, a
     case of Resize-10 named for the Upsample case."""
-    [case] = [case for case in prepare_cases.backend_cases() if case.name == "test_upsample_nearest"]
+    [case] = backend_cases_named("test_upsample_nearest")
     entry = ("test_upsample_nearest", 9, case.model.SerializeToString())
     taken = {name: (opset, written) for name, opset, written in prepare_cases.at_other_versions([entry], "Upsample", 9)}
     assert taken.keys() == {"test_upsample_nearest@10"}  # (Upsample-7 takes scales as an attribute: not written)
