@@ -382,8 +382,8 @@ def _axis_lengths(b: Builder, x_shape, axis: int, static, hint: str) -> tuple[Va
 
 def _resized_axes(b: Builder, x: Value, scales, sizes, axes) -> tuple[int, list[int], Value | None, Value | None]:
     """X's rank, the axes resized (``axes``, else all), and the scales or sizes that say how
-    (an empty constant scales beside sizes dropped); NotLowered where the rank is unknown or
-    neither or both are given."""
+    (an empty constant scales beside sizes dropped); NotLowered where the rank is unknown,
+    neither or both are given, or an axis is outside [-r, r - 1] or named twice (the op fails)."""
     shape = b.shape_of(x)
     if shape is None:
         raise NotLowered("the rank of X is unknown, so the axes to resize are unknown")
@@ -395,7 +395,11 @@ def _resized_axes(b: Builder, x: Value, scales, sizes, axes) -> tuple[int, list[
         scales = None
     if scales is None and sizes is None:
         raise NotLowered("neither scales nor sizes is given")
+    if axes is not None and any(not -rank <= a < rank for a in axes):
+        raise NotLowered(f"the axes {list(axes)} are not all axes of X's rank {rank}: the op fails")
     resized = [a + rank if a < 0 else a for a in axes] if axes is not None else list(range(rank))
+    if len(set(resized)) != len(resized):
+        raise NotLowered(f"the axes {list(axes)} name an axis twice: the op fails")
     return rank, resized, scales, sizes
 
 
@@ -413,13 +417,16 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     sizes constants whole multiples of X's static lengths (keep_aspect_ratio_policy stretch),
     taken as the scales z / d: there s = o / d exactly, and onnxruntime's kernels, which place
     the points by the scale at some ranks and by o / d at others (measured), agree. Not lowered:
-    other scales or sizes, tf_crop_and_resize, X of unknown rank."""
+    other scales or sizes, sizes under another keep_aspect_ratio_policy, tf_crop_and_resize, X
+    of unknown rank."""
     if coordinates not in NEAREST_COORDINATE_MODES:
         raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
     if nearest_mode not in NEAREST_MODES:
         raise NotLowered(f"nearest_mode {nearest_mode} is none of {', '.join(NEAREST_MODES)}")
     rank, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
-    given = b.constant_value(scales) if sizes is None else _whole_ratios(b, x, sizes, resized, policy)
+    if sizes is not None and policy != "stretch":
+        raise NotLowered(f"keep_aspect_ratio_policy {policy} is not lowered by the rule")
+    given = b.constant_value(scales) if sizes is None else _whole_ratios(b, x, sizes, resized)
     if given is None or given.shape != (len(resized),) or not all(v >= 1 and v == int(v) for v in given.tolist()):
         raise NotLowered(
             "mode nearest is lowered for constant whole-number scales (or constant sizes whole multiples of static "
@@ -447,11 +454,10 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     return value
 
 
-def _whole_ratios(b: Builder, x: Value, sizes: Value, resized: list[int], policy: str) -> np.ndarray | None:
-    """The ratios z / d of constant sizes to X's static lengths where each is a whole number
-    (keep_aspect_ratio_policy stretch: the others change the sizes), else None."""
+def _whole_ratios(b: Builder, x: Value, sizes: Value, resized: list[int]) -> np.ndarray | None:
+    """The ratios z / d of constant sizes to X's static lengths where each is a whole number, else None."""
     given, shape = b.constant_value(sizes), b.shape_of(x)
-    if given is None or given.shape != (len(resized),) or shape is None or policy != "stretch":
+    if given is None or given.shape != (len(resized),) or shape is None:
         return None
     lengths = [shape[axis] for axis in resized]
     if any(not d for d in lengths) or any(int(z) % d for z, d in zip(given.tolist(), lengths, strict=True)):

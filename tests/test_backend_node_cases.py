@@ -30,7 +30,9 @@ REFUSED = {
 # Resize-19 cases the rule leaves, by a word of their name: it lowers modes linear and cubic in
 # every coordinate mode but align_corners, and mode nearest with constant whole-number scales
 # (tests/rules/test_resize_policies.py).
-RESIZE_LEFT = {
+RESIZE_LEFT = {  # (the first word a case's name holds gives its reason)
+    "nearest_not_larger": "keep_aspect_ratio_policy not_larger is not lowered",
+    "nearest_not_smaller": "keep_aspect_ratio_policy not_smaller is not lowered",
     "nearest": "whole-number scales (or constant sizes",  # (their scales or sizes are the cases' inputs)
 }
 

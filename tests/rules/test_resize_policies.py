@@ -456,6 +456,28 @@ def test_x_comes_back_whole_where_no_length_changes_as_onnxruntime_gives_it(coor
     np.testing.assert_array_equal(got, x)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize(
+    ("axes", "reason"),
+    [([4], "not all axes of X's rank 4"), ([-5], "not all axes of X's rank 4"), ([3, -1], "name an axis twice")],
+)
+def test_axes_the_op_fails_on_are_left_with_why(mode, axes, reason):
+    """Axes outside [-r, r - 1] or named twice fail the op (onnx's checker and onnxruntime):
+    the rule leaves the node, with scales or sizes (a whole multiple: the nearest path reads
+    each axis's length), rather than wrapping an axis round."""
+    for name, given in (("scales", np.array([2.0] * len(axes), np.float32)), ("sizes", np.array([10] * len(axes)))):
+        inputs = ["x", "", name] if name == "scales" else ["x", "", "", name]
+        model = make_model(
+            [helper.make_node("Resize", inputs, ["y"], name="resize", mode=mode, axes=axes)],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 5])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
+            opset=19,
+            initializer=[onnx.numpy_helper.from_array(given, name)],
+        )
+        (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
+        assert reason in left.reason, (name, left.reason)
+
+
 @pytest.mark.parametrize(
     ("inputs", "attributes", "reason"),
     [
@@ -712,7 +734,8 @@ def test_nearest_with_sizes_whole_multiples_of_static_lengths_gathers_what_onnxr
             initializer=[onnx.numpy_helper.from_array(np.array(sizes, np.int64), "sizes")],
         )  # fmt: skip
         (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
-        assert "whole multiples of static lengths" in left.reason, (shape, sizes, attributes)
+        words = "policy not_larger is not lowered" if attributes else "whole multiples of static lengths"
+        assert words in left.reason, (shape, sizes, attributes)
 
 
 @pytest.mark.parametrize(
