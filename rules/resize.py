@@ -413,12 +413,14 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric); n(x) = Floor(x),
     Ceil(x), or Round(x) but Floor(x) (round_prefer_floor) or Ceil(x) (round_prefer_ceil) where
     x = Floor(x) + 0.5. X's values are only gathered: bit for bit, of every type. Lowered where
-    the scales are constants of whole numbers (an upsampling by 2, as exports write it), or the
-    sizes constants whole multiples of X's static lengths (keep_aspect_ratio_policy stretch),
-    taken as the scales z / d: there s = o / d exactly, and onnxruntime's kernels, which place
-    the points by the scale at some ranks and by o / d at others (measured), agree. Not lowered:
-    other scales or sizes, sizes under another keep_aspect_ratio_policy, tf_crop_and_resize, X
-    of unknown rank."""
+    the scales are constants of whole numbers (an upsampling by 2, as exports write it) or of
+    halvings 1 / 2^k of static lengths divisible by 2^k (a downsampling by 2), or the sizes
+    constants giving such scales of X's static lengths (keep_aspect_ratio_policy stretch):
+    there s = o / d exactly, one float32 number either way, and onnxruntime's kernels, which
+    place the points by the scale at some ranks and by o / d at others, agree (measured: every
+    coordinate and nearest mode, ranks 2 to 5).
+    Not lowered: other scales or sizes (a downsampling by 3: measured apart), sizes under
+    another keep_aspect_ratio_policy, tf_crop_and_resize, X of unknown rank."""
     if coordinates not in NEAREST_COORDINATE_MODES:
         raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
     if nearest_mode not in NEAREST_MODES:
@@ -426,15 +428,15 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     rank, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
     if sizes is not None and policy != "stretch":
         raise NotLowered(f"keep_aspect_ratio_policy {policy} is not lowered by the rule")
-    given = b.constant_value(scales) if sizes is None else _whole_ratios(b, x, sizes, resized)
-    if given is None or given.shape != (len(resized),) or not all(v >= 1 and v == int(v) for v in given.tolist()):
+    given = _exact_scales(b, x, scales, sizes, resized)
+    if given is None:
         raise NotLowered(
-            "mode nearest is lowered for constant whole-number scales (or constant sizes whole multiples of static "
-            "lengths) only: elsewhere onnxruntime's kernels place the points by the scale or by the lengths' ratio, "
-            "by rank (measured), which no one formula matches"
+            "mode nearest is lowered for constant whole-number scales, halvings 1 / 2^k of static lengths divisible "
+            "by 2^k, and constant sizes giving such scales only: elsewhere onnxruntime's kernels place the points by "
+            "the scale or by the lengths' ratio, by rank (measured), which no one formula matches"
         )
     if sizes is not None:
-        scales = b.tensor(given.astype(np.float32), "scales")
+        scales = b.tensor(given, "scales")
     lengths = _static_lengths(b, x, scales, resized)
     x_shape, value = (b.Shape(x) if None in lengths else None), x
     for i, axis in sorted(enumerate(resized), key=lambda pair: -pair[1]):
@@ -454,15 +456,44 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     return value
 
 
-def _whole_ratios(b: Builder, x: Value, sizes: Value, resized: list[int]) -> np.ndarray | None:
-    """The ratios z / d of constant sizes to X's static lengths where each is a whole number, else None."""
-    given, shape = b.constant_value(sizes), b.shape_of(x)
-    if given is None or given.shape != (len(resized),) or shape is None:
+def _exact_scales(b: Builder, x: Value, scales, sizes, resized: list[int]) -> np.ndarray | None:
+    """Per resized axis a scale s for which o = s · d and s = o / d exactly in float32 (onnxruntime's
+    kernels, placing points by either, then agree): from constant scales,
+    a whole number s >= 1, or a halving s = 1 / 2^k of a static length d divisible by 2^k; from
+    constant sizes z of a static length d, z / d a whole number or d / z a power of two. Else None."""
+    given = b.constant_value(scales if sizes is None else sizes)
+    if given is None or given.shape != (len(resized),):
         return None
-    lengths = [shape[axis] for axis in resized]
-    if any(not d for d in lengths) or any(int(z) % d for z, d in zip(given.tolist(), lengths, strict=True)):
-        return None
-    return np.array([int(z) // d for z, d in zip(given.tolist(), lengths, strict=True)], np.float64)
+    shape = b.shape_of(x) or []
+    found = []
+    for value, axis in zip(given.tolist(), resized, strict=True):
+        d = shape[axis] if axis < len(shape) else None
+        if sizes is None:
+            scale = float(np.float32(value))
+            if scale >= 1 and scale == int(scale):
+                found.append(scale)
+                continue
+            halvings = _halvings(scale)
+        else:
+            z = int(value)
+            if not d or z <= 0:
+                return None
+            if z % d == 0:
+                found.append(float(z // d))
+                continue
+            halvings = _halvings(z / d) if d % z == 0 else None
+        if halvings is None or not d or d % 2**halvings:
+            return None
+        found.append(2.0**-halvings)
+    return np.array(found, np.float32)
+
+
+def _halvings(scale: float) -> int | None:
+    """k where ``scale`` is 1 / 2^k (k >= 1, 2^k at most 2^24), else None."""
+    for k in range(1, 25):
+        if scale == 2.0**-k:
+            return k
+    return None
 
 
 @dataclass(frozen=True)

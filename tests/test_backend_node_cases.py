@@ -33,7 +33,7 @@ REFUSED = {
 RESIZE_LEFT = {  # (the first word a case's name holds gives its reason)
     "nearest_not_larger": "keep_aspect_ratio_policy not_larger is not lowered",
     "nearest_not_smaller": "keep_aspect_ratio_policy not_smaller is not lowered",
-    "nearest": "whole-number scales (or constant sizes",  # (their scales or sizes are the cases' inputs)
+    "nearest": "constant whole-number scales, halvings",  # (their scales or sizes are the cases' inputs)
 }
 
 

@@ -691,51 +691,56 @@ def test_nearest_with_whole_number_scales_gathers_what_onnxruntime_gathers(coord
     assert compared == 36
 
 
+def nearest_model(shape, name: str, given, axes=None, **attributes) -> onnx.ModelProto:
+    """Resize(x, scales or sizes: a constant ``name``) in mode nearest, X of ``shape``, opset 19."""
+    inputs = ["x", "", "scales"] if name == "scales" else ["x", "", "", "sizes"]
+    dtype = np.float32 if name == "scales" else np.int64
+    return make_model(
+        [helper.make_node("Resize", inputs, ["y"], name="resize", mode="nearest", **attributes,
+                          **({"axes": axes} if axes else {}))],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(shape))],
+        opset=19,
+        initializer=[onnx.numpy_helper.from_array(np.array(given, dtype), name)],
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "ceil"])
 @pytest.mark.parametrize("coordinates", NEAREST_COORDINATES)
-def test_nearest_with_sizes_whole_multiples_of_static_lengths_gathers_what_onnxruntime_gathers(
-    coordinates, nearest_mode
-):
-    """Constant sizes z of X's static lengths d, each z a whole multiple of d, taken as the
-    scales z / d: bit for bit with onnxruntime's kernel (which takes sizes), ranks 3 to 5,
-    axes named or not; a size that is no multiple, a policy other than stretch and a length
-    not static are declined."""
+def test_nearest_with_exact_scales_or_sizes_gathers_what_onnxruntime_gathers(coordinates, nearest_mode):
+    """Constant scales or sizes giving each resized axis of a static length d a scale s = o / d
+    that is a whole number or a halving 1 / 2^k (d divisible by 2^k): bit for bit with
+    onnxruntime's kernel, ranks 3 to 5, axes named or not; a downsampling by 3, a halving of an
+    odd length, a policy other than stretch and a length not static are declined."""
     rng = np.random.default_rng(3)
-    for shape, sizes, axes in (
-        ((1, 2, 3, 5), (1, 2, 6, 5), None),
-        ((2, 3, 4), (2, 9, 8), None),
-        ((1, 1, 2, 3, 2), (4, 3, 6), [2, 3, 4]),
-        ((1, 2, 4, 4), (8, 8), [2, 3]),
+    attributes = {"coordinate_transformation_mode": coordinates, "nearest_mode": nearest_mode}
+    for shape, name, given, axes in (
+        ((1, 2, 3, 5), "sizes", (1, 2, 6, 5), None),
+        ((2, 3, 4), "sizes", (2, 9, 8), None),
+        ((1, 1, 2, 3, 2), "sizes", (4, 3, 6), [2, 3, 4]),
+        ((1, 2, 4, 4), "sizes", (8, 8), [2, 3]),
+        ((1, 2, 8, 12), "sizes", (4, 3), [2, 3]),  # halvings: by 2 and by 4
+        ((1, 2, 8, 6), "scales", (1, 1, 0.5, 2), None),
+        ((1, 2, 6, 5), "scales", (1, 1, 0.5, 1), None),  # (6 halved; 5, of scale 1, kept)
+        ((2, 16, 6), "scales", (0.125, 0.5), [1, 2]),
     ):
-        model = make_model(
-            [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize", mode="nearest",
-                              coordinate_transformation_mode=coordinates, nearest_mode=nearest_mode,
-                              **({"axes": axes} if axes else {}))],
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(shape))],
-            opset=19,
-            initializer=[onnx.numpy_helper.from_array(np.array(sizes, np.int64), "sizes")],
-        )  # fmt: skip
+        model = nearest_model(shape, name, given, axes, **attributes)
         lowered = lowered_by_the_rule(model)
         fed = {"x": rng.standard_normal(shape).astype(np.float32)}
         ((want,),), ((got,),) = run_each(model, [fed]), run_each(lowered, [fed])
-        assert got.shape == want.shape and got.tobytes() == want.tobytes(), (shape, sizes)
-    for shape, sizes, attributes in (
-        ((1, 2, 3, 5), (1, 2, 6, 7), {}),
-        ((1, 2, 3, 5), (1, 2, 6, 10), {"keep_aspect_ratio_policy": "not_larger"}),
-        ((1, 2, None, 5), (1, 2, 6, 10), {}),
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), (shape, given)
+    for shape, name, given, extra in (
+        ((1, 2, 3, 5), "sizes", (1, 2, 6, 7), {}),
+        ((1, 2, 6, 5), "sizes", (1, 2, 2, 5), {}),  # (by 3)
+        ((1, 2, 6, 5), "scales", (1, 1, 1, 0.5), {}),  # (5 is odd)
+        ((1, 2, 3, 5), "sizes", (1, 2, 6, 10), {"keep_aspect_ratio_policy": "not_larger"}),
+        ((1, 2, None, 5), "sizes", (1, 2, 6, 10), {}),
+        ((1, 2, None, 4), "scales", (1, 1, 0.5, 0.5), {}),
     ):
-        model = make_model(
-            [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize", mode="nearest",
-                              coordinate_transformation_mode=coordinates, nearest_mode=nearest_mode, **attributes)],
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4)],
-            opset=19,
-            initializer=[onnx.numpy_helper.from_array(np.array(sizes, np.int64), "sizes")],
-        )  # fmt: skip
-        (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
-        words = "policy not_larger is not lowered" if attributes else "whole multiples of static lengths"
-        assert words in left.reason, (shape, sizes, attributes)
+        model = nearest_model(shape, name, given, **attributes, **extra)
+        left = lowering.lower_model(model, ops=["Resize"]).report.remaining
+        words = "policy not_larger is not lowered" if extra else "halvings 1 / 2^k of static lengths"
+        assert len(left) == 1 and words in left[0].reason, (shape, given, extra)
 
 
 @pytest.mark.parametrize(
@@ -752,4 +757,4 @@ def test_nearest_with_other_scales_or_sizes_is_left_with_why(inputs, given):
         initializer=[onnx.numpy_helper.from_array(given, name)],
     )
     (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
-    assert "constant whole-number scales (or constant sizes whole multiples" in left.reason
+    assert "constant whole-number scales, halvings 1 / 2^k" in left.reason
