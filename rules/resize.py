@@ -457,9 +457,9 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
 
 
 def _exact_scales(b: Builder, x: Value, scales, sizes, resized: list[int]) -> np.ndarray | None:
-    """Per resized axis a scale s for which o = s · d and s = o / d exactly in float32 (onnxruntime's
-    kernels, placing points by either, then agree): from constant scales,
-    a whole number s >= 1, or a halving s = 1 / 2^k of a static length d divisible by 2^k; from
+    """Per resized axis a scale s for which o = s · d and s = o / d exactly in float32
+    (onnxruntime's kernels, placing points by either, then agree): from constant scales, a
+    whole number s >= 1, or a halving s = 1 / 2^k of a static length d divisible by 2^k; from
     constant sizes z of a static length d, z / d a whole number or d / z a power of two. Else None."""
     given = b.constant_value(scales if sizes is None else sizes)
     if given is None or given.shape != (len(resized),):

@@ -5,6 +5,7 @@ half_pixel_symmetric (the Resize rule): within the rule's stated tolerance of th
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 
@@ -319,6 +320,23 @@ def crop_model(element_type: int, kind: str, **attributes) -> onnx.ModelProto:
     )
 
 
+def assert_within_tolerance_of_onnxruntime(model_of, element_type: int, kind: str, feeds: list[dict]) -> None:
+    """The rule's lowering of ``model_of(element_type)`` within its tolerance of onnxruntime's
+    kernel on each feed (double: its float kernel on X rounded to float; onnxruntime has no
+    double Resize-19)."""
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    lowered_outputs = run_each(lowered_by_the_rule(model_of(element_type)), feeds)
+    if element_type == TensorProto.DOUBLE:
+        single = [{**fed, "x": fed["x"].astype(np.float32)} for fed in feeds]
+        wanted = run_each(model_of(TensorProto.FLOAT), single)
+    else:
+        wanted = run_each(model_of(element_type), feeds)
+    for fed, (got,), (want,) in zip(feeds, lowered_outputs, wanted, strict=True):
+        assert got.shape == want.shape and got.dtype == dtype
+        stray = RESIZE_TOLERANCE[element_type].mismatches(got, want)
+        assert not stray.any(), f"{kind} {fed[kind]} {fed['x'].shape}: {np.abs(got.astype(float) - want).max()}"
+
+
 CROPS = [
     (mode, coordinates, exclude)
     for mode, coordinates, exclude in itertools.product(
@@ -354,17 +372,8 @@ def test_crop_and_pytorch_half_pixel_within_tolerance_of_onnxruntime(mode, coord
                 given[trial % 2] = shape[3 - trial % 2]  # o = d
             roi = rng.uniform(-0.3, 1.3, 4).astype(np.float32)
             feeds.append({"x": rng.standard_normal(shape).astype(dtype), "roi": roi, kind: given})
-        model = crop_model(element_type, kind, **attributes)
-        lowered_outputs = run_each(lowered_by_the_rule(model), feeds)
-        if element_type == TensorProto.DOUBLE:  # onnxruntime has no double Resize-19
-            single = [{**fed, "x": fed["x"].astype(np.float32)} for fed in feeds]
-            wanted = run_each(crop_model(TensorProto.FLOAT, kind, **attributes), single)
-        else:
-            wanted = run_each(model, feeds)
-        for fed, (got,), (want,) in zip(feeds, lowered_outputs, wanted, strict=True):
-            assert got.shape == want.shape and got.dtype == dtype
-            stray = RESIZE_TOLERANCE[element_type].mismatches(got, want)
-            assert not stray.any(), f"{kind} {fed[kind]} {fed['x'].shape}: {np.abs(got.astype(float) - want).max()}"
+        model_of = functools.partial(crop_model, kind=kind, **attributes)
+        assert_within_tolerance_of_onnxruntime(model_of, element_type, kind, feeds)
 
 
 ALIGNED = [
@@ -396,17 +405,8 @@ def test_align_corners_within_tolerance_of_onnxruntime(mode, antialias, exclude,
                 else rng.integers(1, 25, 2).astype(np.int64)
             )
             feeds.append({"x": rng.standard_normal(shape).astype(dtype), kind: given})
-        model = filter_model(element_type, kind, 2, **attributes)
-        lowered_outputs = run_each(lowered_by_the_rule(model), feeds)
-        if element_type == TensorProto.DOUBLE:  # onnxruntime has no double Resize-19
-            single = [{**fed, "x": fed["x"].astype(np.float32)} for fed in feeds]
-            wanted = run_each(filter_model(TensorProto.FLOAT, kind, 2, **attributes), single)
-        else:
-            wanted = run_each(model, feeds)
-        for fed, (got,), (want,) in zip(feeds, lowered_outputs, wanted, strict=True):
-            assert got.shape == want.shape and got.dtype == dtype
-            stray = RESIZE_TOLERANCE[element_type].mismatches(got, want)
-            assert not stray.any(), f"{kind} {fed[kind]} {fed['x'].shape}: {np.abs(got.astype(float) - want).max()}"
+        model_of = functools.partial(filter_model, kind=kind, count=2, **attributes)
+        assert_within_tolerance_of_onnxruntime(model_of, element_type, kind, feeds)
 
 
 def test_align_corners_places_points_by_the_output_length_as_onnxruntime():
