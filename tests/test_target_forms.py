@@ -2311,6 +2311,7 @@ def _least(op_type: str, dtype: np.dtype):
     return np.iinfo(dtype).min if op_type == "MaxPool" else -0.0
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("opset", [11, 18, 22])
 def test_every_pooling_padded_wide_gives_the_same_bits_as_a_pool_of_a_pad(opset):
     """Every pooling of WIDE_POOLINGS and WIDE_PADS on each of its types, written as the pool of
@@ -2749,6 +2750,7 @@ def _transpose_model(node: onnx.NodeProto, x, w, b, opset: int) -> onnx.ModelPro
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("element_type", [np.float32, np.float16])
 @pytest.mark.parametrize("opset", [11, 22])
 def test_a_transpose_given_its_output_shape_or_auto_pad_gets_pads_giving_the_same_output(opset, element_type):
@@ -2932,6 +2934,7 @@ def _scatters(rng, count: int):
     return made
 
 
+@slow_but_a_sample()
 @pytest.mark.parametrize("opset", [11, 13, 18])
 def test_a_scatter_of_elements_is_the_scatter_of_their_coordinates_bit_for_bit(opset):
     """ScatterElements of random ranks, sizes, axes and types, negative indices (none repeating

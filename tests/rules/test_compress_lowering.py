@@ -18,6 +18,7 @@ from support import (
     nested_forms,
     random_elements,
     runs_in_onnxruntime,
+    slow_but_a_sample,
 )
 
 import lowering
@@ -63,6 +64,7 @@ def compress_model(element_type: int, opset: int, axis: int | None, stated: list
     return make_model([node], inputs, [helper.make_tensor_value_info("y", element_type, [None] * rank)], opset=opset)
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize(("element_type", "opset"), CASES, ids=[f"{schemas.type_name(t)}-opset{o}" for t, o in CASES])
 def test_compress_is_bit_for_bit(element_type, opset):
     rng = np.random.default_rng(element_type + opset)

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import lowered_wholly, make_model, nested_forms, runs_in_onnxruntime, type_name
+from support import lowered_wholly, make_model, nested_forms, runs_in_onnxruntime, slow_but_a_sample, type_name
 
 import lowering
 from lowering.registry import rule_for
@@ -55,6 +55,7 @@ def assert_same(got: np.ndarray, want: np.ndarray, where: str) -> None:
     assert got[~nan].tobytes() == want[~nan].tobytes(), where
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize("opset, element_type, n", CASES, ids=[f"{o}-{type_name(t)}-{n}" for o, t, n in CASES])
 def test_det_gives_the_kernels_bits(opset, element_type, n):
     rng = np.random.default_rng(opset * n + element_type)

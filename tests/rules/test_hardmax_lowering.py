@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from support import lowered_wholly, make_model, nested_forms, runs_in_onnxruntime, type_name
+from support import lowered_wholly, make_model, nested_forms, runs_in_onnxruntime, slow_but_a_sample, type_name
 
 import lowering
 from lowering.registry import rule_for
@@ -55,6 +55,7 @@ def has_nan_line(x: np.ndarray, axis: int, coerced: bool) -> np.ndarray:
     return np.broadcast_to(wide.any(axis=axis, keepdims=True), x.shape)
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize("opset, element_types", OPSETS, ids=[str(o) for o, _ in OPSETS])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_hardmax_gives_the_references_bits_and_the_kernels_on_lines_without_nan(opset, element_types, shape):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
-from support import lowered_wholly, make_model, nested_forms, runs_in_onnxruntime
+from support import lowered_wholly, make_model, nested_forms, runs_in_onnxruntime, slow_but_a_sample
 
 import lowering
 from lowering import floats, schemas
@@ -54,6 +54,7 @@ def data(element_type, shape, axis, rng):
     return np.moveaxis(moved.reshape(np.moveaxis(x, axis, -1).shape), -1, axis)
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16])
 @pytest.mark.parametrize("p", [1, 2])
 @pytest.mark.parametrize("shape", [[7], [6, 5], [3, 4, 9], [2, 3, 4, 5]], ids=str)

@@ -12,7 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime
+from support import (
+    assert_same_bits,
+    lowered_wholly,
+    make_model,
+    nested_forms,
+    random_elements,
+    runs_in_onnxruntime,
+    slow_but_a_sample,
+)
 
 import lowering
 from lowering import floats, schemas
@@ -71,6 +79,7 @@ def pooled(spatial, attributes):
     return [(spatial[i] + pads[i] + pads[i + n] - kernel[i]) // strides[i] + 1 for i in range(n)]
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize(("spatial", "attributes"), POOLS, ids=[str(a) for _, a in POOLS])
 @pytest.mark.parametrize("opset", [9, 11, 13, None])
 def test_maxunpool_is_bit_for_bit(spatial, attributes, opset):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from lowering.rules.nonzero import FIRST_OPSET, nonzero_reference
 from onnx import TensorProto, helper
-from support import lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime
+from support import lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime, slow_but_a_sample
 
 import lowering
 from lowering import schemas
@@ -53,6 +53,7 @@ CASES = [
 ]
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize(("element_type", "opset"), CASES, ids=[f"{schemas.type_name(t)}-opset{o}" for t, o in CASES])
 def test_nonzero_gives_the_coordinates_of_the_nonzero_elements_in_order(element_type, opset):
     rng = np.random.default_rng(element_type + opset)

@@ -19,6 +19,7 @@ from support import (
     nested_forms,
     random_elements,
     runs_in_onnxruntime,
+    slow_but_a_sample,
 )
 
 import lowering
@@ -98,6 +99,7 @@ def check_lowered(model, feeds, axis, where):
     return lowered
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize("index_type", INDEX_TYPES, ids=lambda t: schemas.type_name(t))
 @pytest.mark.parametrize("axis", [-1, 0, 1, 2, -2, -3])
 def test_onehot_is_bit_for_bit_on_every_index_type_and_axis(index_type, axis):

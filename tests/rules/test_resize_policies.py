@@ -705,6 +705,7 @@ def nearest_model(shape, name: str, given, axes=None, **attributes) -> onnx.Mode
     )  # fmt: skip
 
 
+@slow_but_a_sample(keep=2)
 @pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "ceil"])
 @pytest.mark.parametrize("coordinates", NEAREST_COORDINATES)
 def test_nearest_with_exact_scales_or_sizes_gathers_what_onnxruntime_gathers(coordinates, nearest_mode):

@@ -10,7 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_elements, lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime
+from support import (
+    assert_same_elements,
+    lowered_wholly,
+    make_model,
+    nested_forms,
+    random_elements,
+    runs_in_onnxruntime,
+    slow_but_a_sample,
+)
 
 import lowering
 from lowering import schemas
@@ -39,6 +47,7 @@ def reverse_sequence_model(element_type, shape, opset, *, batch_axis=1, time_axi
     return make_model([node], inputs, [output], opset=opset)
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize("element_type", TYPES, ids=lambda t: schemas.type_name(t))
 @pytest.mark.parametrize("time_axis", [0, 1])
 def test_reverse_sequence_is_bit_for_bit(element_type, time_axis):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from lowering.rules.size import FIRST_OPSET, size_reference
 from onnx import TensorProto, helper
-from support import lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime
+from support import lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime, slow_but_a_sample
 
 import lowering
 from lowering import schemas
@@ -33,6 +33,7 @@ def size_model(element_type: int, opset: int, stated) -> object:
     return make_model([node], [x], [helper.make_tensor_value_info("n", TensorProto.INT64, [])], opset=opset)
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize(("element_type", "opset"), CASES, ids=[f"{schemas.type_name(t)}-opset{o}" for t, o in CASES])
 def test_size_is_the_count_of_elements_whatever_is_known_of_the_shape(element_type, opset):
     rng = np.random.default_rng(element_type + opset)

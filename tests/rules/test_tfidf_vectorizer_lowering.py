@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
-from support import assert_same_bits, assert_same_values, lowered_wholly, make_model, nested_forms, runs_in_onnxruntime
+from support import (
+    assert_same_bits,
+    assert_same_values,
+    lowered_wholly,
+    make_model,
+    nested_forms,
+    runs_in_onnxruntime,
+    slow_but_a_sample,
+)
 
 import lowering
 from lowering import schemas
@@ -94,6 +102,7 @@ def check_lowered(model, x: np.ndarray, attributes: dict, where: str) -> None:
         assert_same_bits(want, kernel, f"{where} (reference)")
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("element_type", [TensorProto.INT32, TensorProto.INT64], ids=["int32", "int64"])

@@ -134,6 +134,7 @@ def test_bitshift_is_exact(element_type, dtype, direction, target, fed):
     np.testing.assert_array_equal(got, want)
 
 
+@slow_but_a_sample(keep=3)
 @pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
 @pytest.mark.parametrize(("element_type", "dtype"), INTEGERS)
 def test_every_cast_carries_a_value_its_type_holds(element_type, dtype, direction):
