@@ -276,8 +276,8 @@ def _resized_axis(
     last_place, beyond = b.Sub(length_float, one), None
     if coordinates == "asymmetric":
         place = b.Div(points, scale)
-    elif coordinates == "align_corners":  # (o = 1: the point 0 at 0 / 1, no NaN of 0 / 0 in an untaken lane)
-        place = b.Div(b.Mul(points, last_place), b.Max(b.Sub(b.Cast(out_length, to=compute), one), one))
+    elif coordinates == "align_corners":
+        place = _corners_aligned(b, points, last_place, b.Cast(out_length, to=compute), one)
     elif coordinates == "tf_crop_and_resize":
         start, end = step.crop
         spread = b.Div(b.Mul(b.Mul(points, b.Sub(end, start)), last_place), b.Sub(b.Cast(out_length, to=compute), one))
@@ -323,6 +323,12 @@ def _resized_axis(
         weights = b.over_axes("Unsqueeze", weights, list(range(2, 2 + inner)))
     terms = b.Where(b.Equal(weights, zero), number(-0.0), b.Mul(gathered, weights))
     return b.over_axes("ReduceSum", terms, [axis + 1], keepdims=0), beyond
+
+
+def _corners_aligned(b: Builder, points: Value, last_place: Value, out_length: Value, one: Value) -> Value:
+    """align_corners' x = i · (d - 1) / max(o - 1, 1) (0 where o = 1, without the 0 / 0 a Where
+    would leave in its untaken lane: tract 0.21 folds that NaN constant and fails)."""
+    return b.Div(b.Mul(points, last_place), b.Max(b.Sub(out_length, one), one))
 
 
 def _crops(b: Builder, roi: Value, count: int, wanted: list[int], compute: int) -> dict[int, tuple[Value, Value]]:
@@ -409,7 +415,7 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     As onnxruntime's kernel computes it, in float32 whatever X's type: the output length
     o = floor(s · d); where o = d each output point i is input point i; else at x = (i + 0.5) / s - 0.5
     (half_pixel; pytorch_half_pixel the same where o > 1, else 0), i / s (asymmetric),
-    (i + 0.5) / s (tf_half_pixel_for_nn), i · (d - 1) / (o - 1) (align_corners, 0 where o = 1) or
+    (i + 0.5) / s (tf_half_pixel_for_nn), i · (d - 1) / max(o - 1, 1) (align_corners) or
     half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric); n(x) = Floor(x),
     Ceil(x), or Round(x) but Floor(x) (round_prefer_floor) or Ceil(x) (round_prefer_ceil) where
     x = Floor(x) + 0.5. X's values are only gathered: bit for bit, of every type. Lowered where
@@ -464,10 +470,10 @@ def _exact_scales(b: Builder, x: Value, scales, sizes, resized: list[int]) -> np
     given = b.constant_value(scales if sizes is None else sizes)
     if given is None or given.shape != (len(resized),):
         return None
-    shape = b.shape_of(x) or []
+    shape = b.shape_of(x)  # (of a known rank: _resized_axes)
     found = []
     for value, axis in zip(given.tolist(), resized, strict=True):
-        d = shape[axis] if axis < len(shape) else None
+        d = shape[axis]
         if sizes is None:
             scale = float(np.float32(value))
             if scale >= 1 and scale == int(scale):
@@ -520,8 +526,7 @@ def _nearest_place(b: Builder, length: Value, out_length: Value, scale: Value, c
     if coordinates == "tf_half_pixel_for_nn":
         return _Place(points, b.Div(b.Add(points, half), scale))
     if coordinates == "align_corners":
-        place = b.Div(b.Mul(points, b.Sub(length, one)), b.Sub(out_float, one))
-        return _Place(points, b.Where(b.Equal(out_float, one), number(0.0), place))
+        return _Place(points, _corners_aligned(b, points, b.Sub(length, one), out_float, one))
     place = b.Div(b.Add(points, half), scale)
     if coordinates == "half_pixel_symmetric":
         adjustment = b.Div(out_float, b.Mul(scale, length))

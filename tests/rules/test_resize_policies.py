@@ -442,6 +442,27 @@ def test_a_crop_inside_if_branches_and_local_functions():
             assert not RESIZE_TOLERANCE[TensorProto.FLOAT].mismatches(got, want).any(), f"{label} {branch}"
 
 
+def test_align_corners_and_a_nearest_halving_inside_if_branches_and_local_functions():
+    """align_corners (cubic, sizes fed) and mode nearest halving a static length by a constant
+    scale where an If branch or a local function holds the Resize: lowered there too, within the
+    rule's tolerance of onnxruntime's kernel (nearest: bit for bit), either branch taken."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((1, 2, 6, 4)).astype(np.float32)
+    aligned = filter_model(TensorProto.FLOAT, "sizes", 2, mode="cubic", coordinate_transformation_mode="align_corners",
+                           axes=[2, 3])  # fmt: skip
+    halved = nearest_model((1, 2, 6, 4), "scales", (1, 1, 0.5, 0.5), coordinate_transformation_mode="half_pixel")
+    for model, feeds in ((aligned, {"x": x, "sizes": np.array([3, 7], np.int64)}), (halved, {"x": x})):
+        for label, nested in nested_forms(model).items():
+            made = lowered_wholly(nested, "Resize")
+            for branch in (True, False):
+                fed = {**feeds, "branch": np.array(branch)}
+                [got], [want] = run_onnxruntime(made, fed), run_onnxruntime(nested, fed)
+                if model is halved:
+                    assert got.tobytes() == want.tobytes(), f"{label} {branch}"
+                else:
+                    assert not RESIZE_TOLERANCE[TensorProto.FLOAT].mismatches(got, want).any(), f"{label} {branch}"
+
+
 @pytest.mark.parametrize("coordinates", ["half_pixel", "asymmetric", "tf_crop_and_resize"])
 def test_x_comes_back_whole_where_no_length_changes_as_onnxruntime_gives_it(coordinates):
     """Scales 1.1 on lengths 4 and 5 keep both (floor(4.4) = 4, floor(5.5) = 5): onnxruntime
