@@ -9,6 +9,7 @@ import functools
 import itertools
 import warnings
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -27,7 +28,7 @@ from version_cases import node_cases, ours_where_it_converts, sweep_case
 
 import lowering
 from lowering.samples import edge_values
-from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime
+from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime, run_reference
 
 TARGETS = (11, 13, 17)
 # float16 is compared any NaN for a NaN: onnxruntime's float16 Resize goes through float32, and
@@ -407,6 +408,36 @@ def test_align_corners_within_tolerance_of_onnxruntime(mode, antialias, exclude,
             feeds.append({"x": rng.standard_normal(shape).astype(dtype), kind: given})
         model_of = functools.partial(filter_model, kind=kind, count=2, **attributes)
         assert_within_tolerance_of_onnxruntime(model_of, element_type, kind, feeds)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic", "nearest"])
+def test_align_corners_and_nearest_halvings_on_bfloat16_against_onnx_reference(mode):
+    """bfloat16 X (onnxruntime runs no bfloat16 Resize): the lowered model, run in onnxruntime,
+    within the rule's bfloat16 tolerance of onnx.reference (align_corners by sizes, where the
+    reference places points as onnxruntime does); mode nearest halving (or doubling) by constant
+    scales bit for bit."""
+    rng = np.random.default_rng(12)
+    for shape, sizes in (((1, 2, 5, 4), (3, 7)), ((2, 1, 8, 6), (8, 2)), ((1, 1, 4, 4), (1, 4))):
+        x = rng.standard_normal(shape).astype(ml_dtypes.bfloat16)
+        if mode == "nearest":
+            scales = (1, 1, *(0.5 if length % 2 == 0 else 2.0 for length in shape[2:]))  # (halved where even)
+            model, fed = (
+                nearest_model(shape, "scales", scales, coordinate_transformation_mode="align_corners"),
+                {"x": x},
+            )
+            model.graph.input[0].type.tensor_type.elem_type = TensorProto.BFLOAT16
+            model.graph.output[0].type.tensor_type.elem_type = TensorProto.BFLOAT16
+        else:
+            model = filter_model(TensorProto.BFLOAT16, "sizes", 2, mode=mode,
+                                 coordinate_transformation_mode="align_corners", axes=[2, 3])  # fmt: skip
+            fed = {"x": x, "sizes": np.array(sizes, np.int64)}
+        [got] = run_onnxruntime(lowered_by_the_rule(model), fed)
+        [want] = run_reference(model, fed)
+        assert got.dtype == want.dtype == ml_dtypes.bfloat16 and got.shape == want.shape, shape
+        if mode == "nearest":
+            assert got.tobytes() == want.tobytes(), shape
+        else:
+            assert not RESIZE_TOLERANCE[TensorProto.BFLOAT16].mismatches(got, want).any(), shape
 
 
 def test_align_corners_places_points_by_the_output_length_as_onnxruntime():
