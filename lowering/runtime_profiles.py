@@ -43,7 +43,7 @@ from onnx import TensorProto
 
 from . import schemas
 from .node_forms import NodeForm, case_forms, nearest_cases, unmatched
-from .value_kinds import KINDS, cases_of_values
+from .value_kinds import KINDS, cases_of_values, judges_only_free_of
 
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
@@ -228,7 +228,10 @@ class RuntimeProfile:
         one ran right, partly where some did, refused where none did; None where some nearest
         case has no twin or none is near. Cases of other values (integers past 2^24, IEEE
         values) are no measure of what stating a default does, so they are not counted here."""
-        outcomes = [o for v, t, found in self._by_op.get(op_type, []) if v == version and t == type_name for o in found]
+        outcomes = [
+            o for v, t, found in self._by_op.get(op_type, []) if v == version and t == type_name for o in found
+            if not judges_only_free_of(o[0])  # (in-range twins judge a Cast known in range only)
+        ]  # fmt: skip
         unstated = [o for o in outcomes if not o[0].endswith(STATED_TWIN)]  # (the node leaves them out)
         near = nearest_cases(unstated, form, schemas.schema_in_force(op_type, version)) if unstated else []
         verdicts = {case: verdict for case, verdict, _ in outcomes}
@@ -261,14 +264,19 @@ class RuntimeProfile:
         else from every case of that op version and type (unverified where all of those ran
         right, but none fed what the node is fed). ``free_of``: a kind of value
         (:mod:`lowering.value_kinds`, or :data:`PAST_EDGES` where every integer it is given lies
-        within ±2^24) the node is known never to be given, whose cases say nothing of it;
+        within ±2^24) the node is known never to be given, whose cases say nothing of it (and
+        the twins made free of it, :data:`value_kinds.IN_RANGE_TWIN`, which judge no other node);
         ``holding``: one it is known to be given, whose cases alone say what it does, where the
         op version and type has some."""
         seen = self._by_op.get(op_type)
         absent = cases_of_values().get(free_of, frozenset())
 
         def of_values_not_given(case: str) -> bool:
-            return case in absent or (free_of == PAST_EDGES and case.startswith(WIDE_CASE))
+            return (
+                case in absent
+                or (free_of == PAST_EDGES and case.startswith(WIDE_CASE))
+                or judges_only_free_of(case) not in ("", free_of)  # (an in-range twin, for a Cast known in range)
+            )
 
         if seen is not None:  # (the IEEE cases judge values, never a form: _wrong_on_values)
             seen = [

@@ -178,12 +178,14 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from . import floats, schemas
+from . import floats, schemas, value_ranges
 from .branches_selected import both_branches_selected
+from .builder import Builder, Value
 from .computed_ahead import computed_ahead
 from .conversion.adapters import AdapterContext, adapter_for, attribute_of
 from .errors import LoweringError, NotLowered
 from .graphs import constant_tensor, held_graphs, nested_graphs, without_unread
+from .integer_casts import WRAPPING_CAST_OPSET, may_wrap, wrapped_cast
 from .ir_versions import unlisted_initializers_ir
 from .modelio import checkable
 from .naming import NameAllocator
@@ -210,7 +212,14 @@ from .runtime_profiles import (
 )
 from .scan_captures import scan_captures_passed_in
 from .shape_folding import inferred_types, types_written
-from .value_kinds import COPIED_LENGTH, NEGATIVE_INDICES, ONE_KEEPS_A_LENGTH, kinds_held
+from .targets import DEFAULT_TARGET
+from .value_kinds import (
+    COPIED_LENGTH,
+    NEGATIVE_INDICES,
+    ONE_KEEPS_A_LENGTH,
+    OUT_OF_RANGE_CAST,
+    kinds_held,
+)
 
 Types = Mapping[str, onnx.TypeProto]  # the values' types, by name
 
@@ -1203,12 +1212,15 @@ def known_kinds(
     where none (:mod:`lowering.value_kinds`), read from its constants (those in scope, by name)
     and static shapes at ``opset``, the opset it is written at; indices written non-negative
     (:func:`indices_never_negative`, ``producers``: its graph's nodes by output name) are free of
-    negative ones."""
+    negative ones, a Cast of values its target type holds (:func:`cast_within_range`) of
+    integers out of range."""
     held = kinds_held(node, opset, lambda name: _array_held(constants, name), shapes_and_types(node, types)[0])
     if indices_never_negative(node, producers, constants, types):
         held[NEGATIVE_INDICES] = False
     if shape_names_the_lengths(node, producers, constants, types):
         held[ONE_KEEPS_A_LENGTH] = False
+    if OUT_OF_RANGE_CAST not in held and cast_within_range(node, producers, constants, types):
+        held[OUT_OF_RANGE_CAST] = False
     free_of = next((kind for kind, is_held in held.items() if not is_held), "")
     if not free_of and _wraps_indices_within_edges(node, producers, constants, types):
         free_of = PAST_EDGES
@@ -1290,6 +1302,40 @@ def _made_by(producers: Mapping[str, onnx.NodeProto], name: str, op_type: str) -
     """The node of the default domain and of ``op_type`` that writes ``name``, if one does."""
     node = producers.get(name)
     return node if node is not None and node.op_type == op_type and node.domain in schemas.DEFAULT_DOMAINS else None
+
+
+def cast_within_range(node: onnx.NodeProto, producers, constants, types, depth: int = 6) -> bool:
+    """Whether a Cast from an integer type to another (not bool) is given only values its
+    target type holds, by the ranges (:mod:`lowering.value_ranges`) of the values its input is
+    computed from, through at most ``depth`` producers (``producers``: the graph's nodes by
+    output name): the in-range form :func:`_cast_in_range` writes, ``Mod(c + 2^(n-1), 2^n) -
+    2^(n-1)``, lies in [-2^(n-1), 2^(n-1) - 1] whatever c."""
+    if node.op_type != "Cast" or not node.input:
+        return False
+    to = next((a.i for a in node.attribute if a.name == "to"), None)
+    source = shapes_and_types(node, types)[1].get(node.input[0])
+    if not (floats.is_integer(source) and floats.is_integer(to)):
+        return False
+    return value_ranges.fits(_range_of(node.input[0], producers, constants, types, depth), to)
+
+
+def _range_of(name: str, producers, constants, types, depth: int) -> value_ranges.Range:
+    """The least and greatest value ``name`` (of an integer type) may hold: a constant's own, else
+    its producer's output range from its inputs' (:func:`value_ranges.output_range`, sizes taken
+    up to 2^63), where that lies within its type (arithmetic past it wraps), else its type's."""
+    given = _held_constant(constants, name)
+    if given is not None:
+        return value_ranges.tensor_range(given) if floats.is_integer(given.data_type) else None
+    type_proto = types.get(name)
+    typed = type_proto is not None and type_proto.HasField("tensor_type")
+    element_type = type_proto.tensor_type.elem_type if typed else None
+    own = value_ranges.type_range(element_type) if floats.is_integer(element_type) else None
+    producer = producers.get(name)
+    if own is None or producer is None or depth == 0 or producer.domain not in schemas.DEFAULT_DOMAINS:
+        return own
+    inputs = [_range_of(each, producers, constants, types, depth - 1) if each else None for each in producer.input]
+    found = value_ranges.output_range(producer, list(producer.output).index(name), inputs, 1 << 63)
+    return found if value_ranges.fits(found, element_type) else own
 
 
 def _shape_not_constant(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
@@ -1415,6 +1461,27 @@ def _compared_wider(node: onnx.NodeProto, form: NodeForm, constants, names: Name
     casts, widened = _inputs_cast(node, names, wider_signed(dict(form.types)[0]), "widened")
     compare = onnx.helper.make_node(node.op_type, widened, list(node.output), name=node.name)
     return [*casts, compare]
+
+
+def _casts_out_of_range(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """A Cast (13+, which wraps an integer out of range) from an integer type of at most 16 bits
+    to another that does not hold every value of the first."""
+    source = shapes_and_types(node, types)[1].get(node.input[0]) if node.input else None
+    to = next((a.i for a in node.attribute if a.name == "to"), None)
+    narrow = may_wrap(source, to) and all(floats.numpy_dtype(each).itemsize <= 2 for each in (source, to))
+    return version >= WRAPPING_CAST_OPSET and narrow
+
+
+def _cast_in_range(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types) -> list:
+    """Cast(x, to) between integer types = Cast(w, to), w the value of ``to``'s range that Cast-13
+    and later wrap x to (:func:`lowering.integer_casts.wrapped_cast`: in int32, Mod(c + 2^(n-1), 2^n)
+    - 2^(n-1) for ``to`` signed of n bits); x has at most 16 bits, so every int32 there lies
+    within ±2^17."""
+    source = shapes_and_types(node, types)[1][node.input[0]]
+    to = next(a.i for a in node.attribute if a.name == "to")
+    b = Builder(opset=opset, target=DEFAULT_TARGET, names=names, constants=None, name_hint=node.name or node.output[0])
+    wrapped_cast(b, Value(node.input[0], source), source, to, outputs=list(node.output))
+    return b.nodes
 
 
 def _product_of_two_halves(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
@@ -1782,6 +1849,16 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         None,
         "CumSum of a fed axis -> the CumSum along each constant axis, the one asked for gathered "
         "(the runtime runs those better)",
+    ),
+    OpChoice(
+        "Cast",
+        _casts_out_of_range,
+        _cast_in_range,
+        None,
+        "Cast(x, to) between integer types of at most 16 bits -> Cast(w, to) of the w in to's range that Cast "
+        "wraps x to, computed in int32 (the runtime is wrong only on integers out of the target's range)",
+        free_of=OUT_OF_RANGE_CAST,
+        within_edges=lambda node, types: True,  # (at most 16 bits: every int32 within ±2^17)
     ),
     OpChoice(
         "CumSum",

@@ -11,7 +11,12 @@ shrinks an axis). Each kind is read from the inputs onnx.defs names:
 - :data:`COPIED_LENGTH`: a Reshape's ``shape`` holds a 0 that copies the input's length there
   (``allowzero`` 0);
 - :data:`REDUCED_NOTHING`: a reduction's ``data`` holds no element (the answer is the
-  reduction's identity: TVM leaves it unwritten, OpenVINO gives -FLT_MAX for ReduceMax of float).
+  reduction's identity: TVM leaves it unwritten, OpenVINO gives -FLT_MAX for ReduceMax of float);
+- :data:`OUT_OF_RANGE_CAST`: a Cast from one integer type to another (not bool) is given a value
+  the target type does not hold, which Cast-13 and later wrap modulo 2^n (OpenVINO 2024.6
+  saturates instead). Its probe cases all hold such values, so a Cast known free of them is
+  judged by in-range twins (:data:`IN_RANGE_TWIN`), which judge no other Cast: a Cast whose
+  values are not known stays judged by the wrapping cases alone.
 
 ``targets/prepare_cases.py`` lists the probe cases of each kind from their own values
 (:data:`CASE_VALUES`); a profile judges a node whose constants hold a kind by the cases of that
@@ -28,14 +33,18 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from . import schemas
+from . import floats, schemas
 
 NEGATIVE_INDICES = "negative indices"
 DOWNSAMPLING = "resize scales below 1"
 ONE_KEEPS_A_LENGTH = "an Expand shape of 1 where the input's length is not 1"
 COPIED_LENGTH = "a Reshape shape of 0 copying a length"
 REDUCED_NOTHING = "a reduction of no element"
-KINDS = (NEGATIVE_INDICES, DOWNSAMPLING, ONE_KEEPS_A_LENGTH, COPIED_LENGTH, REDUCED_NOTHING)
+OUT_OF_RANGE_CAST = "an integer cast out of its target type's range"
+KINDS = (NEGATIVE_INDICES, DOWNSAMPLING, ONE_KEEPS_A_LENGTH, COPIED_LENGTH, REDUCED_NOTHING, OUT_OF_RANGE_CAST)
+# (a probe case named with this holds only values free of OUT_OF_RANGE_CAST, made to judge nodes
+# known free of it and no others: the in-range twin of an integer cast case)
+IN_RANGE_TWIN = "#in_range"
 CASE_VALUES = Path(__file__).resolve().parent / "probe_case_values.json"
 
 _RESIZING = frozenset({"Resize", "Upsample"})
@@ -71,7 +80,27 @@ def kinds_held(
     dims = shapes.get(named.get("data", "")) if node.op_type.startswith("Reduce") else None
     if dims is not None and (0 in dims or None not in dims):
         held[REDUCED_NOTHING] = 0 in dims
+    cast = value_of(named["input"]) if node.op_type == "Cast" and "input" in named else None
+    out_of_range = _out_of_range(np.asarray(cast), node) if cast is not None else None
+    if out_of_range is not None:
+        held[OUT_OF_RANGE_CAST] = out_of_range
     return held
+
+
+def judges_only_free_of(case: str) -> str:
+    """The kind of value a probe case judges only nodes known free of (an in-range twin,
+    :data:`IN_RANGE_TWIN`: :data:`OUT_OF_RANGE_CAST`); "" for any other case."""
+    return OUT_OF_RANGE_CAST if IN_RANGE_TWIN in case else ""
+
+
+def _out_of_range(value: np.ndarray, node: onnx.NodeProto) -> bool | None:
+    """Whether a Cast from an integer type to another (not bool) is given a value outside the
+    target type's range; None for any other Cast."""
+    to = next((a.i for a in node.attribute if a.name == "to"), None)
+    if value.dtype.kind not in "iu" or to is None or not floats.is_integer(to):
+        return None
+    limits = np.iinfo(floats.numpy_dtype(to))
+    return bool(value.size) and (int(value.min()) < limits.min or int(value.max()) > limits.max)
 
 
 def _one_keeps_a_length(named: Mapping[str, str], value_of, shapes) -> bool | None:

@@ -146,8 +146,12 @@ def output_range(node: onnx.NodeProto, position: int, input_ranges: Sequence[Ran
         return _range_op(input_ranges)
     if op_type == "EyeLike":
         return 0, 1
-    if op_type == "Cast":
-        return input_ranges[0] if input_ranges else None
+    if op_type == "Cast":  # (a value out of the target type's range wraps: any of the type's then)
+        found = input_ranges[0] if input_ranges else None
+        to = _attribute(node, "to", onnx.TensorProto.UNDEFINED)
+        if found is None or not (floats.is_integer(to) or to == onnx.TensorProto.BOOL) or fits(found, to):
+            return found
+        return type_range(to)
     return None
 
 

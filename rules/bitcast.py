@@ -5,15 +5,8 @@ from __future__ import annotations
 import onnx
 
 from lowering import floats, schemas
+from lowering.integer_casts import WRAPPING_CAST_OPSET
 from lowering.registry import Builder, NotLowered, Value, rule
-
-# Cast discards an integer's higher bits out of range from the first version whose documentation
-# says so (13); before, a value out of the target type's range is undefined.
-WRAPPING_CAST_OPSET = min(
-    version
-    for version in schemas.op_versions("Cast")
-    if "discard higher bits" in schemas.schema_in_force("Cast", version).doc
-)
 
 
 def _width(element_type: int) -> int:

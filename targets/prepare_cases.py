@@ -45,6 +45,7 @@ import lowering  # noqa: E402
 from lowering import floats, schemas  # noqa: E402
 from lowering.api import lowerable_ops  # noqa: E402
 from lowering.graphs import constant_tensor  # noqa: E402
+from lowering.integer_casts import WRAPPING_CAST_OPSET  # noqa: E402
 from lowering.naming import NameAllocator  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
 from lowering.runtime_profiles import PROFILES  # noqa: E402
@@ -52,7 +53,7 @@ from lowering.schemas import RANDOM_OPS  # noqa: E402
 from lowering.shape_folding import inferred_types  # noqa: E402
 from lowering.target_forms import OP_CHOICES, constants_by_name, defaults_left_out, shapes_and_types  # noqa: E402
 from lowering.targets import DEFAULT_TARGET  # noqa: E402
-from lowering.value_kinds import CASE_VALUES, KINDS, kinds_held  # noqa: E402
+from lowering.value_kinds import CASE_VALUES, IN_RANGE_TWIN, KINDS, kinds_held  # noqa: E402
 
 CHOSEN_OPS = frozenset(choice.op_type for choice in OP_CHOICES)
 
@@ -134,6 +135,8 @@ def with_defaults_stated(entries: list[tuple]) -> list[tuple]:
     reads a CumSum's ``reverse`` left out as 1, stated 0 as 0)."""
     found = []
     for name, opset, model_bytes, *rest in entries:
+        if IN_RANGE_TWIN in name:  # (a twin judges a Cast known in range by its verdict alone)
+            continue
         model = onnx.load_from_string(model_bytes)
         node = main_node(model)
         version = schemas.version_in_force(node.op_type, opset)
@@ -416,7 +419,22 @@ def integer_cast_cases() -> list[tuple]:
                     given = values
                 name = f"cast_{_type_name(source)}_{_type_name(to)}@{version}"
                 found.append(_cast_case(name, opset, source, to, given))
+                in_range = _in_range_values(source, to)
+                if version >= WRAPPING_CAST_OPSET and in_range.size and not np.isin(given, in_range).all():
+                    found.append(_cast_case(f"{name}{IN_RANGE_TWIN}", opset, source, to, in_range))
     return found
+
+
+def _in_range_values(source: int, to: int) -> np.ndarray:
+    """The values of ``source`` (an integer type) that ``to`` (another) holds too, of its least
+    and greatest, -1, 0, 1, 100 and ``to``'s least and greatest: what a Cast known never to be
+    given a value out of range (lowering.value_kinds.OUT_OF_RANGE_CAST) is judged by. Empty for bool."""
+    if onnx.TensorProto.BOOL in (source, to):
+        return np.array([], floats.numpy_dtype(source))
+    held, target = np.iinfo(floats.numpy_dtype(source)), np.iinfo(floats.numpy_dtype(to))
+    low, high = max(held.min, target.min), min(held.max, target.max)
+    values = {v for v in (held.min, -1, 0, 1, 100, held.max, target.min, target.max) if low <= v <= high}
+    return np.array(sorted(values), floats.numpy_dtype(source))
 
 
 # The float types whose Casts to and from the integer types are probed (the patterns write them:

@@ -10,16 +10,21 @@ from onnx import helper, numpy_helper
 from version_cases import node_cases
 
 import lowering
-from lowering.runtime_profiles import REFUSED, SUPPORTED, UNVERIFIED, load_profile
+from lowering.runtime_profiles import PARTLY, REFUSED, SUPPORTED, UNVERIFIED, load_profile
+from lowering.shape_folding import inferred_types
+from lowering.target_forms import constants_by_name, known_kinds
 from lowering.target_lowering import check_model
 from lowering.value_kinds import (
     COPIED_LENGTH,
     DOWNSAMPLING,
     NEGATIVE_INDICES,
     ONE_KEEPS_A_LENGTH,
+    OUT_OF_RANGE_CAST,
     REDUCED_NOTHING,
+    judges_only_free_of,
     kinds_held,
 )
+from lowering.verification.runtime import run_onnxruntime
 
 NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("not_smaller", "not_larger"))
 
@@ -52,6 +57,13 @@ NOT_SMALLER, NOT_LARGER = ({"keep_aspect_ratio_policy": policy} for policy in ("
         ("Reshape", ["x", "s"], {"s": np.array([1, 3, -1])}, {}, {COPIED_LENGTH: False}),
         ("Reshape", ["x", "s"], {"s": np.array([0, 3, 6])}, {"allowzero": 1}, {COPIED_LENGTH: False}),
         ("Reshape", ["x", "s"], {}, {}, {}),
+        # (a Cast between integer types of a value its target does not hold)
+        ("Cast", ["c"], {"c": np.array([0, 40000], np.uint16)}, {"to": 5}, {OUT_OF_RANGE_CAST: True}),
+        ("Cast", ["c"], {"c": np.array([0, 32767], np.uint16)}, {"to": 5}, {OUT_OF_RANGE_CAST: False}),
+        ("Cast", ["c"], {"c": np.array([-1], np.int64)}, {"to": 13}, {OUT_OF_RANGE_CAST: True}),
+        ("Cast", ["c"], {"c": np.array([1.5e9], np.float32)}, {"to": 3}, {}),  # (a float: undefined, not wrapped)
+        ("Cast", ["c"], {"c": np.array([7], np.int32)}, {"to": 9}, {}),  # (to bool: nonzero)
+        ("Cast", ["c"], {}, {"to": 5}, {}),
     ],
 )  # fmt: skip
 def test_kinds_are_read_from_the_inputs_onnx_defs_names(op_type, inputs, values, attributes, held):
@@ -138,3 +150,51 @@ def test_a_reduction_of_elements_is_not_judged_by_the_cases_of_none():
     model.graph.input.remove(axes)
     made = lowering.lower_model(model, target="tvm-0.27", input_shapes={"data": [4, 2]})
     assert "ReduceMin" in [n.op_type for n in made.model.graph.node]
+
+
+def _cast(source: int, to: int, opset: int = 25) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], name="cast", to=to)], "cast",
+        [helper.make_tensor_value_info("x", source, [None])], [helper.make_tensor_value_info("y", to, [None])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_an_in_range_twin_judges_only_a_cast_known_in_range():
+    """OpenVINO 2024.6 saturates a uint16 out of int16's range (cast_UINT16_INT16@25 wrong) and
+    casts those it holds right (its #in_range twin): a Cast fed values not known is judged by the
+    wrapping case alone and refused; --target writes the wraparound in int32 (Mod), and its last
+    Cast, known in range by the ranges of what it is computed from, is judged by the twin: the
+    lowered model fits and gives every uint16 value's bits."""
+    assert judges_only_free_of("cast_UINT16_INT16@25#in_range") == OUT_OF_RANGE_CAST
+    assert judges_only_free_of("cast_UINT16_INT16@25") == ""
+    model = _cast(onnx.TensorProto.UINT16, onnx.TensorProto.INT16)
+    [finding] = check_model(model, "openvino-2024.6")
+    assert finding.verdict.kind == REFUSED and "cast_UINT16_INT16@25: wrong" in finding.verdict.why
+    assert "Cast(w, to)" in finding.fix
+    lowered = lowering.lower(model, target="openvino-2024.6")
+    assert "Mod" in [node.op_type for node in lowered.graph.node]
+    assert not [f for f in check_model(lowered, "openvino-2024.6") if f.verdict.kind == REFUSED]
+    x = np.arange(65536).astype(np.uint16)
+    [got] = run_onnxruntime(lowered, {"x": x})
+    assert got.dtype == np.int16 and np.array_equal(got, x.view(np.int16))
+    last = lowered.graph.node[-1]
+    producers = {output: node for node in lowered.graph.node for output in node.output}
+    kinds = known_kinds(last, 25, constants_by_name(lowered), producers, inferred_types(lowered))
+    assert kinds == (OUT_OF_RANGE_CAST, "")
+    assert not [f for f in check_model(lowered, "openvino-2024.6") if f.node == last.name]
+
+
+def test_a_cast_from_32_bits_goes_below_13_with_its_wraparound_written_and_its_carrier_named():
+    """uint32 to int32 on OpenVINO 2024.6: no in-range form at 25 (its carrier, int64, is past the
+    edges), so --target goes to opset 12, where Cast-9 leaves out of range undefined: the adapter
+    writes the wraparound (Mod in int64), bit for bit in onnxruntime, and check names the carrier's
+    Cast, which the runtime gets wrong on uint32 values from 2^31, as partly right."""
+    model = _cast(onnx.TensorProto.UINT32, onnx.TensorProto.INT32)
+    lowered = lowering.lower(model, target="openvino-2024.6")
+    assert lowered.opset_import[0].version < 13 and "Mod" in [node.op_type for node in lowered.graph.node]
+    x = np.array([0, 1, 2**31 - 1, 2**31, 2**32 - 1, 123456789], np.uint32)
+    [got] = run_onnxruntime(lowered, {"x": x})
+    assert np.array_equal(got, x.view(np.int32))
+    partly = [f for f in check_model(lowered, "openvino-2024.6") if f.op_type == "Cast"]
+    assert partly and all(f.verdict.kind == PARTLY for f in partly)

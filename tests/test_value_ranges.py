@@ -129,3 +129,13 @@ def test_unsigned_division_and_remainders_keep_their_sign():
     assert value_ranges.output_range(node("Div", 2), 0, [(0, 100), (3, 3)], SIZE_LIMIT) == (0, 100)
     assert value_ranges.output_range(node("Mod", 2), 0, [(-50, 100), (3, 7)], SIZE_LIMIT) == (0, 6)
     assert value_ranges.output_range(node("Mod", 2, fmod=1), 0, [(0, 100), (-7, 7)], SIZE_LIMIT) == (0, 6)
+
+
+def test_a_cast_keeps_a_range_its_target_holds_and_gives_the_target_s_where_a_value_may_wrap():
+    """Cast-13 wraps an integer out of the target's range (uint16 65535 is int16 -1): the range
+    then is the target type's; a range the target holds passes as it is; to bool, 0 or 1."""
+    to_int16, to_bool = (node("Cast", 1, to=to) for to in (onnx.TensorProto.INT16, onnx.TensorProto.BOOL))
+    assert value_ranges.output_range(to_int16, 0, [(0, 65535)], SIZE_LIMIT) == (-32768, 32767)
+    assert value_ranges.output_range(to_int16, 0, [(-5, 300)], SIZE_LIMIT) == (-5, 300)
+    assert value_ranges.output_range(to_bool, 0, [(0, 9)], SIZE_LIMIT) == (0, 1)
+    assert value_ranges.output_range(to_int16, 0, [None], SIZE_LIMIT) is None

@@ -17,6 +17,7 @@ from lowering.builder import Builder, Value
 from lowering.conversion import version_steps
 from lowering.conversion.adapters import AdapterContext, adapter, attribute_of, constant_array, known_change, moved
 from lowering.errors import NotLowered
+from lowering.integer_casts import WRAPPING_CAST_OPSET, wrapped_cast
 from lowering.scopes import element_type_of
 
 
@@ -119,7 +120,9 @@ def small_integers_in_32_bits(node: onnx.NodeProto, context: AdapterContext):
     Versions 7–13 take no 8- or 16-bit integers. In w the exact sum, difference, product and
     truncated quotient of two such integers fit (|−32768 · −32768| = 2³⁰; 65535² < 2³²; an
     unsigned difference wraps modulo 2³², which keeps its low bits), and the Cast back keeps
-    the low bits, which is the wraparound of the 8/16-bit op (−128 / −1 = −128 both ways).
+    the low bits, which is the wraparound of the 8/16-bit op (−128 / −1 = −128 both ways); below
+    opset 13, whose Cast leaves a value out of range undefined, the low bits are taken first
+    (:func:`lowering.integer_casts.wrapped_cast`).
     Division by zero fails in both (onnxruntime: "Integer division by zero")."""
     untaken = _untaken(node, context)
     if untaken is None:
@@ -129,7 +132,12 @@ def small_integers_in_32_bits(node: onnx.NodeProto, context: AdapterContext):
     if wide is None:
         raise _refuse(node, context, untaken)
     b = context.builder(node)
-    _carried(b, node, [0, 1], wide, element_type, node.output[0])
+    if context.target_opset >= WRAPPING_CAST_OPSET:
+        _carried(b, node, [0, 1], wide, element_type, node.output[0])
+    else:  # (Cast-6/9 leave an integer out of range undefined: the wraparound written)
+        carried = [b.Cast(name, to=wide).name for name in node.input]
+        result = b.moved(node, inputs=carried, outputs=[b.fresh(schemas.type_name(wide))])
+        wrapped_cast(b, Value(result.output[0], wide), wide, element_type, outputs=[node.output[0]])
     return b.nodes
 
 

@@ -429,6 +429,7 @@ def explicit_cases(op_type: str) -> list[tuple[str, onnx.ModelProto, list[dict]]
         "ArgMin": lambda: arg_cases("ArgMin"),
         "GatherND": gather_nd_cases,
         "BitShift": bit_shift_cases,
+        "Cast": integer_cast_cases,
         "DFT": dft_cases,
         "Split": split_cases,
         "Squeeze": lambda: run_time_axes_cases("Squeeze"),
@@ -713,6 +714,30 @@ def bit_shift_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
             )
             name = f"explicit_bit_shift_{direction.lower()}_{schemas.type_name(element_type)}"
             cases.append((name, model, [{"x": x}]))
+    return cases
+
+
+def integer_cast_cases() -> list[tuple[str, onnx.ModelProto, list[dict]]]:
+    """Cast-13 from each integer type to each other one (the backend's Casts are of floats,
+    strings and bools), fed the source type's extremes, the target's and their neighbours, 0, ±1
+    and random values: from 13 a value out of the target's range wraps, below it is undefined."""
+    rng = np.random.default_rng(13)
+    integers = [t for t in (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
+                            TensorProto.INT32, TensorProto.UINT32, TensorProto.INT64, TensorProto.UINT64)]  # fmt: skip
+    cases = []
+    for source, to in ((s, t) for s in integers for t in integers if s != t):
+        held, target = np.iinfo(helper.tensor_dtype_to_np_dtype(source)), np.iinfo(helper.tensor_dtype_to_np_dtype(to))
+        edges = {held.min, held.max, target.min, target.max, target.min - 1, target.max + 1, 0, 1, -1}
+        edges = sorted(int(v) for v in edges if held.min <= v <= held.max)
+        dtype = helper.tensor_dtype_to_np_dtype(source)
+        x = np.concatenate([np.array(edges, dtype=object).astype(dtype), rng.integers(held.min, held.max, 16, dtype)])
+        model = make_model(
+            [helper.make_node("Cast", ["x"], ["y"], name="cast", to=to)],
+            [helper.make_tensor_value_info("x", source, [x.size])],
+            [helper.make_tensor_value_info("y", to, [x.size])],
+            opset=13,
+        )
+        cases.append((f"explicit_cast_{schemas.type_name(source)}_{schemas.type_name(to)}", model, [{"x": x}]))
     return cases
 
 
