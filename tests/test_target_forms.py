@@ -3542,6 +3542,10 @@ def test_tract_021_is_given_the_lengths_a_reshape_copies():
         [reshape] = [n for n in result.model.graph.node if n.op_type == "Reshape"]
         assert numpy_helper.to_array(constants_by_name(result.model)[reshape.input[1]]).tolist() == shape
         assert ("s" in {t.name for t in result.model.graph.initializer}) is (0 in shape)  # (dropped once unread)
+    constant = helper.make_node("Constant", [], ["s"], name="shape", value=copied)
+    given_by_a_node = make_model([constant, helper.make_node("Reshape", ["x", "s"], ["y"])], [x], [y], opset=19)
+    result = lowering.lower_model(given_by_a_node, target="tract-0.21")
+    assert "shape" not in {n.name for n in result.model.graph.node}  # (the Constant only it read, dropped likewise)
 
 
 @pytest.mark.parametrize("length, within", [(2**23, True), (2**23 + 1, False), (None, False)])
