@@ -1322,13 +1322,12 @@ def cast_within_range(node: onnx.NodeProto, producers, constants, types, depth: 
 def _range_of(name: str, producers, constants, types, depth: int) -> value_ranges.Range:
     """The least and greatest value ``name`` (of an integer type) may hold: a constant's own, else
     its producer's output range from its inputs' (:func:`value_ranges.output_range`, sizes taken
-    up to 2^63), where that lies within its type (arithmetic past it wraps), else its type's."""
+    up to 2^63), where that lies within its type (arithmetic past it wraps), else its type's. Its
+    type is read from what writes it where that says (:func:`_written_type`)."""
     given = _held_constant(constants, name)
     if given is not None:
         return value_ranges.tensor_range(given) if floats.is_integer(given.data_type) else None
-    type_proto = types.get(name)
-    typed = type_proto is not None and type_proto.HasField("tensor_type")
-    element_type = type_proto.tensor_type.elem_type if typed else None
+    element_type = _written_type(name, producers, constants, types, depth)
     own = value_ranges.type_range(element_type) if floats.is_integer(element_type) else None
     producer = producers.get(name)
     if own is None or producer is None or depth == 0 or producer.domain not in schemas.DEFAULT_DOMAINS:
@@ -1336,6 +1335,28 @@ def _range_of(name: str, producers, constants, types, depth: int) -> value_range
     inputs = [_range_of(each, producers, constants, types, depth - 1) if each else None for each in producer.input]
     found = value_ranges.output_range(producer, list(producer.output).index(name), inputs, 1 << 63)
     return found if value_ranges.fits(found, element_type) else own
+
+
+# ops whose output is of their first input's element type (onnx.defs: one type parameter for both)
+_OF_THEIR_INPUT_S_TYPE = frozenset({"Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Min", "Max", "Clip", "Identity"})
+
+
+def _written_type(name: str, producers, constants, types, depth: int) -> int | None:
+    """The element type of ``name``: a constant's, a Cast's ``to``, that of the first input of an
+    op whose output is of its input's type, traced through at most ``depth`` producers; else as
+    ``types`` has it (whose values of a nested graph are merged by name across sibling graphs, so
+    that a value written in each is read so only where nothing writing it says)."""
+    given = constants.get(name)
+    if given is not None:
+        return given.data_type
+    producer = producers.get(name)
+    if producer is not None and producer.domain in schemas.DEFAULT_DOMAINS and depth > 0:
+        if producer.op_type == "Cast":
+            return next((a.i for a in producer.attribute if a.name == "to"), None)
+        if producer.op_type in _OF_THEIR_INPUT_S_TYPE and producer.input:
+            return _written_type(producer.input[0], producers, constants, types, depth - 1)
+    type_proto = types.get(name)
+    return type_proto.tensor_type.elem_type if type_proto is not None and type_proto.HasField("tensor_type") else None
 
 
 def _shape_not_constant(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
@@ -1552,7 +1573,8 @@ def _sums_in_int64(node: onnx.NodeProto, form: NodeForm, constants, names: NameA
     """CumSum(x, axis) on int32 = Cast(CumSum(Cast(x, int64), axis), int32), ``exclusive`` and
     ``reverse`` stated: sums agree modulo 2^32 whatever their width, and the Cast back keeps the
     low 32 bits, the int32 sum as onnxruntime's kernel wraps it (bit for bit, measured at the
-    type's extremes)."""
+    type's extremes); below opset 13, whose Cast leaves that undefined, the low bits are taken
+    first (:func:`lowering.integer_casts.wrapped_cast`)."""
     wide_input = names.fresh(f"{node.input[0]}_int64")
     label = names.fresh(f"{node.name or node.op_type}_Cast")
     nodes = [onnx.helper.make_node("Cast", [node.input[0]], [wide_input], name=label, to=onnx.TensorProto.INT64)]
@@ -1561,6 +1583,11 @@ def _sums_in_int64(node: onnx.NodeProto, form: NodeForm, constants, names: NameA
     exclusive, reverse = stated.get("exclusive", 0), stated.get("reverse", 0)
     inputs = [wide_input, *node.input[1:]]
     nodes.append(onnx.helper.make_node("CumSum", inputs, [sums], name=node.name, exclusive=exclusive, reverse=reverse))
+    if opset < WRAPPING_CAST_OPSET:  # (Cast-9 leaves a sum past int32 undefined: the wraparound written)
+        b = Builder(opset=opset, target=DEFAULT_TARGET, names=names, constants=None, name_hint=node.name or sums)
+        wrapped_cast(b, Value(sums, onnx.TensorProto.INT64), onnx.TensorProto.INT64, onnx.TensorProto.INT32,
+                     outputs=list(node.output))  # fmt: skip
+        return nodes + b.nodes
     label = names.fresh(f"{node.name or node.op_type}_Cast")
     nodes.append(onnx.helper.make_node("Cast", [sums], list(node.output), name=label, to=onnx.TensorProto.INT32))
     return nodes

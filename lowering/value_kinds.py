@@ -14,9 +14,9 @@ shrinks an axis). Each kind is read from the inputs onnx.defs names:
   reduction's identity: TVM leaves it unwritten, OpenVINO gives -FLT_MAX for ReduceMax of float);
 - :data:`OUT_OF_RANGE_CAST`: a Cast from one integer type to another (not bool) is given a value
   the target type does not hold, which Cast-13 and later wrap modulo 2^n (OpenVINO 2024.6
-  saturates instead). Its probe cases all hold such values, so a Cast known free of them is
-  judged by in-range twins (:data:`IN_RANGE_TWIN`), which judge no other Cast: a Cast whose
-  values are not known stays judged by the wrapping cases alone.
+  saturates instead). Each integer cast case from Cast-13 on that holds such values has an
+  in-range twin (:data:`IN_RANGE_TWIN`), which judges a Cast known free of them and no other: a
+  Cast whose values are not known stays judged by the wrapping cases.
 
 ``targets/prepare_cases.py`` lists the probe cases of each kind from their own values
 (:data:`CASE_VALUES`); a profile judges a node whose constants hold a kind by the cases of that

@@ -10,9 +10,16 @@ from onnx import helper, numpy_helper
 from version_cases import node_cases
 
 import lowering
+from lowering.graphs import nested_graphs
 from lowering.runtime_profiles import PARTLY, REFUSED, SUPPORTED, UNVERIFIED, load_profile
 from lowering.shape_folding import inferred_types
-from lowering.target_forms import constants_by_name, known_kinds
+from lowering.target_forms import (
+    cast_within_range,
+    constants_by_name,
+    constants_in_scope,
+    known_kinds,
+    producers_in_graph,
+)
 from lowering.target_lowering import check_model
 from lowering.value_kinds import (
     COPIED_LENGTH,
@@ -198,3 +205,40 @@ def test_a_cast_from_32_bits_goes_below_13_with_its_wraparound_written_and_its_c
     assert np.array_equal(got, x.view(np.int32))
     partly = [f for f in check_model(lowered, "openvino-2024.6") if f.op_type == "Cast"]
     assert partly and all(f.verdict.kind == PARTLY for f in partly)
+
+
+@pytest.mark.parametrize("sub_first", [True, False])
+def test_a_cast_in_a_branch_is_not_known_in_range_by_a_type_its_sibling_gives_the_same_name(sub_first):
+    """The types of nested graphs' values are merged by name: where one branch writes ``d`` as
+    int16 and the other as Sub(p, q) of uint16 constants (65531 and 2), d's range is read from
+    what writes it (the uint16 constants), not from the merged type, so neither Cast to int8 is
+    known in range; both are written in range, and the model keeps its bits."""
+
+    def branch(name, nodes, initializer=()):
+        out = helper.make_tensor_value_info("o", onnx.TensorProto.INT8, [2])
+        return helper.make_graph([*nodes, helper.make_node("Cast", ["d"], ["o"], to=onnx.TensorProto.INT8)], name, [],
+                                 [out], initializer=list(initializer))  # fmt: skip
+
+    p = numpy_helper.from_array(np.array([0, 5], np.uint16), "p")
+    q = numpy_helper.from_array(np.array([5, 3], np.uint16), "q")
+    subtracted = branch("subtracted", [helper.make_node("Sub", ["p", "q"], ["d"])], [p, q])
+    given = branch("given", [helper.make_node("Identity", ["xs"], ["d"])])
+    then_branch, else_branch = (subtracted, given) if sub_first else (given, subtracted)
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch)], "g",
+        [helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, []),
+         helper.make_tensor_value_info("xs", onnx.TensorProto.INT16, [2])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT8, [2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    constants_at, producers_at = constants_in_scope(model), producers_in_graph(model)
+    types = inferred_types(model)
+    [cast] = [
+        n for g in nested_graphs(model.graph.node) if g.name == "subtracted" for n in g.node if n.op_type == "Cast"
+    ]
+    assert not cast_within_range(cast, producers_at(cast), constants_at(cast), types)
+    lowered = lowering.lower(model, target="openvino-2024.6")
+    for c in (True, False):
+        feeds = {"c": np.array(c), "xs": np.array([-300, 200], np.int16)}
+        assert np.array_equal(run_onnxruntime(lowered, feeds)[0], run_onnxruntime(model, feeds)[0]), c
+    assert [len(g.node) > 2 for g in nested_graphs(lowered.graph.node)] == [True, True]  # (both written in range)

@@ -18,11 +18,15 @@ CAST_19 = "version 19 adds saturate, which applies only to conversions to float8
 CAST_24 = "version 24 adds round_mode, which applies only to conversions to float8e8m0"
 known_change(("Cast",), 19, CAST_19, down_only=True, affects=HeldAttributes.added_at(19, "Cast"))
 known_change(("Cast",), 24, CAST_24, down_only=True, affects=HeldAttributes.added_at(24, "Cast"))
-known_change(("Cast",), WRAPPING_CAST_OPSET, CAST_13, down_only=True, affects=lambda node: _to_an_integer(node))
 
 
 def _to_an_integer(node: onnx.NodeProto) -> bool:
+    """A Cast to an integer type (from an integer type, whose values may lie out of its range;
+    the adapter reads which)."""
     return floats.is_integer(attribute_of(node, "to"))
+
+
+known_change(("Cast",), WRAPPING_CAST_OPSET, CAST_13, down_only=True, affects=_to_an_integer)
 
 
 @adapter(("Cast",), 19, "down", "saturate dropped", versions=(6, 25), cases=14)

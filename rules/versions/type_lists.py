@@ -43,16 +43,26 @@ def _refuse(node: onnx.NodeProto, context: AdapterContext, untaken, why: str = "
 
 
 def _carried(
-    b: Builder, node: onnx.NodeProto, inputs: list[int], carrier: int, element_type: int, output: str | None
+    b: Builder,
+    node: onnx.NodeProto,
+    inputs: list[int],
+    carrier: int,
+    element_type: int,
+    output: str | None,
+    wrapped: bool = False,
 ) -> Value:
     """``node`` with its inputs at ``inputs`` cast to ``carrier`` and its one output cast back to
-    ``element_type``, into ``output`` (a fresh value where None)."""
+    ``element_type``, into ``output`` (a fresh value where None); ``wrapped``: cast back as Cast-13
+    wraps an integer out of range, whatever the opset (:func:`lowering.integer_casts.wrapped_cast`)."""
     carried = list(node.input)
     for index in inputs:
         if index < len(node.input) and node.input[index]:
             carried[index] = b.Cast(node.input[index], to=carrier).name
     wide = b.moved(node, inputs=carried, outputs=[b.fresh(schemas.type_name(carrier)), *node.output[1:]])
-    return b.Cast(wide.output[0], to=element_type, outputs=None if output is None else [output])
+    outputs = None if output is None else [output]
+    if wrapped and b.opset < WRAPPING_CAST_OPSET:
+        return wrapped_cast(b, Value(wide.output[0], carrier), carrier, element_type, outputs=outputs)
+    return b.Cast(wide.output[0], to=element_type, outputs=outputs)
 
 
 # -- Min and Max: integers from version 12 ---------------------------------------------------------
@@ -132,12 +142,7 @@ def small_integers_in_32_bits(node: onnx.NodeProto, context: AdapterContext):
     if wide is None:
         raise _refuse(node, context, untaken)
     b = context.builder(node)
-    if context.target_opset >= WRAPPING_CAST_OPSET:
-        _carried(b, node, [0, 1], wide, element_type, node.output[0])
-    else:  # (Cast-6/9 leave an integer out of range undefined: the wraparound written)
-        carried = [b.Cast(name, to=wide).name for name in node.input]
-        result = b.moved(node, inputs=carried, outputs=[b.fresh(schemas.type_name(wide))])
-        wrapped_cast(b, Value(result.output[0], wide), wide, element_type, outputs=[node.output[0]])
+    _carried(b, node, [0, 1], wide, element_type, node.output[0], wrapped=True)
     return b.nodes
 
 
