@@ -1,6 +1,7 @@
 """The rewrite rules, one module per op family; importing this package registers them all."""
 
 from . import (  # noqa: F401
+    averagepool,
     batch_normalization,
     bitcast,
     bitshift,

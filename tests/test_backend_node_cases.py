@@ -57,9 +57,11 @@ ONNXRUNTIME_ORIGINAL_WRONG = {"test_convinteger_with_padding", "test_reduce_max_
 # Cases whose expected output reads the spec otherwise than onnxruntime, whose meaning a rule
 # keeps: onnxruntime's original is the oracle, within the rule's stated tolerance. Resize with
 # align_corners and scales places its points by (d - 1) / (o - 1), o the output's length, where
-# the backend's reference takes o as s · d (rules/resize.py).
+# the backend's reference takes o as s · d (rules/resize.py). The AveragePool case's expected
+# outputs are written to four decimals (0.1511 for 0.15105554), coarser than the rule's tolerance.
 READ_AS_ONNXRUNTIME = {"test_resize_downsample_scales_linear_align_corners",
-                       "test_resize_downsample_scales_cubic_align_corners"}  # fmt: skip
+                       "test_resize_downsample_scales_cubic_align_corners",
+                       "test_averagepool_2d_ceil_last_window_starts_on_pad"}  # fmt: skip
 
 # BitCast cases the rule leaves: a float's bits, which no Cast keeps (rules/bitcast.py).
 BITCAST_LEFT = ("float32", "float64")

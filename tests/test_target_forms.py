@@ -2054,8 +2054,9 @@ def test_an_auto_padded_pool_in_ceil_mode_dilated_or_given_pads_too_is_kept(attr
 def _auto_pad_profile(same_case: str = "fails", uneven_case: str = "fails"):
     """A runtime that fails the backend's SAME_UPPER and SAME_LOWER poolings, pools with
     explicit pads padding both ends alike right, and ``uneven_case`` those padding one end more
-    (onnx2torch fails them)."""
+    (onnx2torch fails them); and fails Conv, so that AveragePool's rule is no way out."""
     cases = {
+        "test_basic_conv_with_padding": ("Conv", 22, "FLOAT", "fails"),
         "test_averagepool_2d_same_upper": ("AveragePool", 22, "FLOAT", same_case),
         "test_averagepool_2d_same_lower": ("AveragePool", 22, "FLOAT", same_case),
         "test_averagepool_2d_precomputed_pads": ("AveragePool", 22, "FLOAT", "right"),
@@ -2072,7 +2073,8 @@ def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad
     """A SAME_LOWER AveragePool of a 5 by 5 image, kernel 3 by 3, stride 2: pads [1, 1, 1, 1], the
     same averages; kept where the runtime pools SAME right, where the image's sizes are unknown,
     and with kernel 2 by 3, which SAME_LOWER pads by one more at the begin of the first axis,
-    where the runtime pools such pads wrong (onnx2torch), and written so where it pools them right."""
+    where the runtime pools such pads wrong (onnx2torch: lowered by AveragePool's rule instead),
+    and written so where it pools them right."""
     pool = helper.make_node("AveragePool", ["x"], ["y"], name="pool", auto_pad="SAME_LOWER", kernel_shape=[3, 3],
                             strides=[2, 2])  # fmt: skip
     graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 5, 5])],
@@ -2089,7 +2091,7 @@ def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad
     feeds = _pool_feeds(model)
     [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
     assert want.shape == (1, 1, 3, 3) and got.tobytes() == want.tobytes()
-    kept = lowering.lower_model(model, target=_auto_pad_profile("right"), fold="none")
+    kept = lowering.lower_model(model, target=_auto_pad_profile("right", "right"), fold="none")
     assert not kept.report.forms and list(kept.model.graph.node) == [pool]
     unknown = onnx.ModelProto()
     unknown.CopyFrom(model)
@@ -2099,8 +2101,10 @@ def test_an_auto_padded_pool_gets_explicit_pads_where_the_runtime_fails_auto_pad
     uneven.CopyFrom(model)
     uneven.graph.node[0].attribute[1].CopyFrom(helper.make_attribute("kernel_shape", [2, 3]))
     assert all(AUTO_PAD_SAID not in str(f) for f in check_model(uneven, _auto_pad_profile()))
-    left = lowering.lower_model(uneven, target=_auto_pad_profile(), fold="none")
-    assert not left.report.forms and list(left.model.graph.node) == list(uneven.graph.node)
+    left = lowering.lower_model(uneven, target=_auto_pad_profile(), fold="none")  # (no form: AveragePool's rule)
+    assert not left.report.forms and left.report.rewritten["AveragePool-22"] == 1
+    [want], [got] = run_onnxruntime(uneven, _pool_feeds(uneven)), run_onnxruntime(left.model, _pool_feeds(uneven))
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
     taken = lowering.lower_model(uneven, target=_auto_pad_profile(uneven_case="right"), fold="none")
     assert taken.report.forms == {AUTO_PAD_SAID: 1}
     assert helper.get_attribute_value(next(a for a in taken.model.graph.node[0].attribute if a.name == "pads")) == [
