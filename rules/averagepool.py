@@ -14,9 +14,12 @@ from lowering.registry import Builder, NotLowered, Value, rule
 from .versions.pool import pooled_windows, valid_ceil_counted_apart
 
 EMITS = ("Conv", "Div", "Cast", "Constant")
-# AveragePool-11 states its auto_pad SAME count as floor(size / stride) and, in the attribute's own
-# description, as ceil(size / stride) (rules/versions/pool.py).
-SAME_COUNTED_TWICE = 11
+# Div broadcasts the counts by numpy's rule from opset 7 (before, only with broadcast=1).
+FIRST_OPSET = 7
+# AveragePool-11 states its auto_pad counts as floor(size / stride) and, in the attribute's own
+# description, as ceil(size / stride); onnxruntime, onnx.reference and shape inference count the
+# ceil ones, as the later versions restate (rules/versions/pool.py reads a source AveragePool-11 so).
+COUNTED_TWICE, COUNTED_AS = 11, 19
 
 # The types the rule computes in: float and double as they are, float16 and bfloat16 in float32,
 # rounded once at the end.
@@ -32,6 +35,9 @@ COMPUTED_IN = {
 # standard normal inputs, kernels of 1 to 4 per axis, 1-D to 3-D, dilations, pads and ceil_mode
 # (tests/rules/test_averagepool_lowering.py): float at most 4.8e-7 from onnxruntime's kernel;
 # float16 and bfloat16 computed in float32 and rounded once, so at most one unit in their last place.
+# The bound is for values of that scale: a window whose terms cancel (the largest values of both
+# signs, or values near 1e4 about a mean of 0) sums to what the order of its terms makes it, and
+# onnxruntime's own kernel misses the same bound against a float64 sum there (a reviewer measured).
 AVERAGE_POOL_TOLERANCE = {
     TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=1e-6),
     TensorProto.DOUBLE: Tolerance(rtol=1e-12, atol=1e-12),
@@ -65,10 +71,14 @@ def average_pool_by_conv(
     positions p = i·s - b + j·t (j < k, t the dilation); n counts, per window, those in [0, d)
     (``count_include_pad`` 0) or in [-b, d + e) (1), as onnxruntime's kernel counts them (measured
     on 1,327 random forms): a constant of the output's spatial shape. float16 and bfloat16 go in
-    float32, rounded once at the end. Not lowered: x's rank or spatial sizes unknown, the auto_pad
+    float32, rounded once at the end. auto_pad at version 11 is counted as later versions restate it
+    (:data:`COUNTED_AS`), as onnxruntime counts it. Not lowered: below opset 7, x's rank or spatial
+    sizes unknown, the auto_pad
     forms onnxruntime's kernel pads or counts otherwise than the spec
     (:func:`_refuse_padding_counted_apart`), an axis with no window or a window holding no
     element of x (0 / 0), a type whose Conv the target does not run (double on onnxruntime)."""
+    if b.opset < FIRST_OPSET:
+        raise NotLowered(f"the rule writes Div broadcasting by numpy's rule, from opset {FIRST_OPSET}, not {b.opset}")
     if x.element_type not in COMPUTED_IN:
         raise NotLowered(f"x is of type {schemas.type_name(x.element_type)}, not a float type the rule computes in")
     if not kernel_shape:
@@ -84,7 +94,9 @@ def average_pool_by_conv(
     given = [int(q) for q in pads] if pads else [0] * (2 * spatial)
     padding = as_text(auto_pad)
     version = b.source_version("AveragePool") or schemas.version_in_force("AveragePool", b.opset)
-    _refuse_padding_counted_apart(padding, version, sizes, kernel, strides, dilations, bool(ceil_mode))
+    if version == COUNTED_TWICE and padding != "NOTSET":
+        version = COUNTED_AS
+    _refuse_padding_counted_apart(padding, sizes, kernel, strides, dilations, bool(ceil_mode))
     windows = [
         pooled_windows("AveragePool", version, n, kernel[a], strides[a], dilations[a],
                        (given[a], given[spatial + a]), padding, bool(ceil_mode))
@@ -100,6 +112,10 @@ def average_pool_by_conv(
         for a, (count, before, _) in enumerate(windows)
     ]  # (the end padding that gives each window and no more: a ceil_mode window's padding adds 0)
     begins = [before for _, before, _ in windows]
+    for axis, (count, before, _) in enumerate(windows):  # (the Conv's windows: floor((d + b + e - extent) / s) + 1)
+        extent = (kernel[axis] - 1) * dilations[axis] + 1
+        if (sizes[axis] + before + ends[axis] - extent) // strides[axis] + 1 != count:
+            raise NotLowered(f"along spatial axis {axis} a Conv pools {count} windows otherwise")
     wide = b.Cast(x, to=computed) if computed != x.element_type else x
     ones = b.tensor(np.ones([channels, 1, *kernel], dtype), "ones")
     sums = b.Conv(
@@ -110,20 +126,16 @@ def average_pool_by_conv(
     return b.Cast(averages, to=x.element_type) if computed != x.element_type else averages
 
 
-def _refuse_padding_counted_apart(padding: str, version: int, sizes, kernel, strides, dilations, ceil_mode: bool):
+def _refuse_padding_counted_apart(padding: str, sizes, kernel, strides, dilations, ceil_mode: bool):
     """Refuse the auto_pad forms whose windows onnxruntime's kernel pads or counts otherwise than
     the spec (measured on 3,000 random forms: SAME with dilations or a window shorter than its
-    stride; VALID with ceil_mode where the stride does not divide the span), and SAME with strides
-    at version 11, whose two statements of the count disagree."""
+    stride; VALID with ceil_mode where the stride does not divide the span)."""
     if padding.startswith("SAME"):
         if any(d != 1 for d in dilations) or any(k < s for k, s in zip(kernel, strides, strict=True)):
             raise NotLowered(
                 f"auto_pad {padding} with dilations {dilations} or a window shorter than its stride {strides}: "
                 "onnxruntime's AveragePool pads those otherwise than the spec (measured)"
             )
-        if version == SAME_COUNTED_TWICE and any(s != 1 for s in strides):
-            raise NotLowered(f"auto_pad {padding} with strides {strides} at AveragePool-{version}, which counts its "
-                             "windows two ways")  # fmt: skip
     if (
         padding == "VALID"
         and ceil_mode
@@ -149,7 +161,10 @@ def _counts(sizes, kernel, strides, dilations, windows, include_pad: bool) -> np
         positions = np.arange(count)[:, None] * s - before + np.arange(k)[None, :] * t
         inside = ((positions >= 0) & (positions < d)).sum(axis=1)
         if (inside == 0).any():
-            raise NotLowered(f"a window along spatial axis {axis} holds no element of x (0 / 0)")
+            raise NotLowered(
+                f"a window along spatial axis {axis} holds no element of x (a ceil_mode window starting in the end "
+                "padding, which versions before 22 keep and onnxruntime drops, or padding wider than the window)"
+            )
         per_axis.append(((positions >= -before) & (positions < d + after)).sum(axis=1) if include_pad else inside)
     counts = np.ones([len(c) for c in per_axis], np.int64)
     for axis, axis_counts in enumerate(per_axis):

@@ -134,8 +134,9 @@ def test_refusals_name_what_is_missing():
     assert "shorter than its stride" in _refusal(short_same)
     valid_ceil = pool_model([1, 1, 3], kernel_shape=[2], strides=[2], auto_pad="VALID", ceil_mode=1)
     assert "VALID with ceil_mode=1" in _refusal(valid_ceil)
-    same_11 = pool_model([1, 1, 5], opset=11, kernel_shape=[2], strides=[2], auto_pad="SAME_UPPER")
-    assert "counts its windows two ways" in _refusal(same_11)
+    assert "from opset 7, not 6" in _refusal(pool_model([1, 1, 5], opset=6, kernel_shape=[2]))
+    ceil_on_pad = pool_model([1, 1, 4], opset=19, kernel_shape=[2], strides=[2], pads=[0, 1], ceil_mode=1)
+    assert "a ceil_mode window starting in the end padding" in _refusal(ceil_on_pad)  # (kept before 22)
     assert "has no window" in _refusal(pool_model([1, 1, 2], kernel_shape=[4]))
     assert "holds no element of x" in _refusal(pool_model([1, 1, 2], kernel_shape=[2], pads=[3, 0], strides=[1]))
     double = pool_model([1, 1, 4], element_type=TensorProto.DOUBLE, kernel_shape=[2])
@@ -150,3 +151,16 @@ def test_average_pool_is_lowered_in_an_if_branch_and_a_local_function(form):
     for taken in (True, False):
         feeds = {"x": x, "branch": np.array(taken)}
         assert_within(run_onnxruntime(lowered, feeds)[0], run_onnxruntime(model, feeds)[0], f"{form} {taken}")
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
+@pytest.mark.parametrize("size", [4, 5])
+def test_auto_pad_at_version_11_is_counted_as_onnxruntime_counts_it(auto_pad, size):
+    """AveragePool-11 states its auto_pad count two ways (floor and, in the attribute, ceil);
+    onnxruntime counts the ceil ones, as later versions restate: so does the rule (kernel 3 or 2,
+    stride 2), window for window."""
+    kernel = [2] if auto_pad == "VALID" else [3]
+    model = pool_model([1, 2, size], opset=11, kernel_shape=kernel, strides=[2], auto_pad=auto_pad)
+    lowered = lowering.lower(model, ops=["AveragePool"])
+    x = np.random.default_rng(size).standard_normal([1, 2, size]).astype(np.float32)
+    assert_within(run_onnxruntime(lowered, {"x": x})[0], run_onnxruntime(model, {"x": x})[0], auto_pad)
