@@ -11,6 +11,7 @@ from lowering.conversion.adapters import as_text
 from lowering.function_bodies import Tolerance
 from lowering.registry import Builder, NotLowered, Value, rule
 
+from .lppool import COMPUTED_IN  # (float and double as they are, float16 and bfloat16 in float32)
 from .versions.pool import pooled_windows, valid_ceil_counted_apart
 
 EMITS = ("Conv", "Div", "Cast", "Constant")
@@ -20,15 +21,6 @@ FIRST_OPSET = 7
 # description, as ceil(size / stride); onnxruntime, onnx.reference and shape inference count the
 # ceil ones, as the later versions restate (rules/versions/pool.py reads a source AveragePool-11 so).
 COUNTED_TWICE, COUNTED_AS = 11, 19
-
-# The types the rule computes in: float and double as they are, float16 and bfloat16 in float32,
-# rounded once at the end.
-COMPUTED_IN = {
-    TensorProto.FLOAT: TensorProto.FLOAT,
-    TensorProto.DOUBLE: TensorProto.DOUBLE,
-    TensorProto.FLOAT16: TensorProto.FLOAT,
-    TensorProto.BFLOAT16: TensorProto.FLOAT,
-}
 
 # How far the lowered AveragePool may stray from the op, per float type: the sum of a window comes
 # in another order (Conv's), then one division by the same count, as the kernel divides. Measured on
