@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from . import floats, schemas
+from . import floats, schemas, value_ranges
 
 NEGATIVE_INDICES = "negative indices"
 DOWNSAMPLING = "resize scales below 1"
@@ -99,8 +99,7 @@ def _out_of_range(value: np.ndarray, node: onnx.NodeProto) -> bool | None:
     to = next((a.i for a in node.attribute if a.name == "to"), None)
     if value.dtype.kind not in "iu" or to is None or not floats.is_integer(to):
         return None
-    limits = np.iinfo(floats.numpy_dtype(to))
-    return bool(value.size) and (int(value.min()) < limits.min or int(value.max()) > limits.max)
+    return bool(value.size) and not value_ranges.fits((int(value.min()), int(value.max())), to)
 
 
 def _one_keeps_a_length(named: Mapping[str, str], value_of, shapes) -> bool | None:

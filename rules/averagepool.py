@@ -29,7 +29,7 @@ COUNTED_TWICE, COUNTED_AS = 11, 19
 # float16 and bfloat16 computed in float32 and rounded once, so at most one unit in their last place.
 # The bound is for values of that scale: a window whose terms cancel (the largest values of both
 # signs, or values near 1e4 about a mean of 0) sums to what the order of its terms makes it, and
-# onnxruntime's own kernel misses the same bound against a float64 sum there (a reviewer measured).
+# onnxruntime's own kernel misses the same bound against a float64 sum there.
 AVERAGE_POOL_TOLERANCE = {
     TensorProto.FLOAT: Tolerance(rtol=1e-5, atol=1e-6),
     TensorProto.DOUBLE: Tolerance(rtol=1e-12, atol=1e-12),
