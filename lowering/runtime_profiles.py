@@ -18,7 +18,10 @@ decides: onnx2torch's Conv fed its weights).
 Some cases hold a kind of value beside their form (:mod:`lowering.value_kinds`: negative
 indices, a Resize that shrinks an axis). A node partly right because the cases of one kind alone
 are not right is partly on that kind; one known to hold a kind is judged by the cases of that
-kind (``holding``), one known to hold none by the others (``free_of``).
+kind (``holding``), one known to hold none by the others (``free_of``). A kind an op's parameters
+hold (:data:`value_kinds.PARAMETER_KINDS`: a Resize's scales below 1) is what the node computes,
+not the data it computes on: a node not known free of it is refused where its cases are not
+right, not partly (TVM's Resize fed its scales).
 
 A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
 of a whole model, the corpus models the runtime ran right with it and not without (``better``)
@@ -43,7 +46,7 @@ from onnx import TensorProto
 
 from . import schemas
 from .node_forms import NodeForm, case_forms, nearest_cases, unmatched
-from .value_kinds import KINDS, cases_of_values, judges_only_free_of
+from .value_kinds import KINDS, PARAMETER_KINDS, cases_of_values, judges_only_free_of
 
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
@@ -329,6 +332,10 @@ class RuntimeProfile:
                 which = " (each of integers past 2^24, 2^31 or 2^53)" if past_edges else ""
                 which = f" (each with {kind})" if kind and not past_edges else which
                 values = PAST_EDGES if past_edges else kind
+                if values in PARAMETER_KINDS:  # (not known free of it: judged by the cases of it, as a Cast)
+                    return Verdict(REFUSED, f"{wrong} of {len(exact)} cases{formed} not right{which}, which its "
+                                   f"parameters, not known here, may hold, e.g. {_said(not_right)}",
+                                   wrong_values=values)  # fmt: skip
                 return Verdict(PARTLY, f"{wrong} of {len(exact)} cases{formed} not right{which}, e.g. "
                                f"{_said(not_right)}", wrong_values=values)  # fmt: skip
             said = (

@@ -19,7 +19,7 @@ from lowering import floats, schemas
 from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.graphs import nested_graphs
 from lowering.naming import NameAllocator
-from lowering.runtime_profiles import PARTLY, SUPPORTED, profile_from_data
+from lowering.runtime_profiles import PARTLY, REFUSED, SUPPORTED, profile_from_data
 from lowering.shape_folding import inferred_types
 from lowering.target_forms import OP_CHOICES, constants_by_name, indices_never_negative, shape_names_the_lengths
 from lowering.target_lowering import TargetRefused, check_model, form_judge
@@ -3455,16 +3455,17 @@ def test_lengths_led_by_ones_or_constant_name_the_lengths(lengths, named):
 
 def test_a_runtime_wrong_where_a_one_keeps_a_length_is_given_the_length():
     """TVM 0.27 takes a fed Expand shape as the output's shape: the backend's case whose shape
-    holds a 1 where the input's length is 3 is wrong there, the other right (partly, on that kind
-    of value); --target names the length in the shape, which the verdict on the other cases calls
-    supported, and the result verifies bit for bit; lowered again, nothing changes. A constant
-    shape is left as it is."""
+    holds a 1 where the input's length is 3 is wrong there, the other right (refused, on that kind
+    of value, which a shape not known may hold); --target names the length in the shape, which the
+    verdict on the other cases calls supported, and the result verifies bit for bit; lowered
+    again, nothing changes. A constant shape is left as it is."""
     from lowering.runtime_profiles import load_profile
 
     [case] = [c for c in node_cases() if c.name == "test_expand_dim_changed"]
     tvm = load_profile("tvm-0.27")
     [finding] = [f for f in check_model(case.model, tvm) if f.op_type == "Expand"]
-    assert finding.verdict.kind == PARTLY and finding.verdict.wrong_values == ONE_KEEPS_A_LENGTH
+    assert finding.verdict.kind == REFUSED and finding.verdict.wrong_values == ONE_KEEPS_A_LENGTH
+    assert finding.fix and "chooses the form" in finding.fix
     result = lowering.lower_model(case.model, target="tvm-0.27")
     assert [n.op_type for n in result.model.graph.node][-3:] == ["Equal", "Where", "Expand"]
     feeds = dict(zip([i.name for i in case.model.graph.input], case.data_sets[0][0], strict=True))

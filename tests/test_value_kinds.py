@@ -20,7 +20,7 @@ from lowering.target_forms import (
     known_kinds,
     producers_in_graph,
 )
-from lowering.target_lowering import check_model
+from lowering.target_lowering import TargetRefused, check_model
 from lowering.value_kinds import (
     COPIED_LENGTH,
     DOWNSAMPLING,
@@ -106,6 +106,26 @@ def test_a_resize_of_constant_scales_is_judged_by_the_cases_of_its_kind():
     [shrinking] = verdicts("test_resize_downsample_scales_linear")
     assert shrinking.kind == REFUSED and "downsample" in shrinking.why
     assert tvm.verdict("Resize", 19, "FLOAT", None).kind not in (SUPPORTED, REFUSED)  # (all cases: partly)
+
+
+def test_a_node_whose_fed_parameters_may_hold_a_kind_wrong_there_is_refused():
+    """onnx2torch gets the backend's nearest downsamplings wrong and its upsamplings right: a
+    Resize fed its scales at run time may be given either, so it is refused on that kind (not
+    partly, as its cases together say), and --target refuses the model, having no pattern for
+    scales fed so; given as constants that enlarge, they are judged by the other cases, and the
+    model goes there and means the same in onnxruntime."""
+    onnx2torch = load_profile("onnx2torch")
+    name = "test_resize_upsample_scales_nearest"
+    [case] = [c for c in node_cases() if c.name == name]
+    [fed] = [f.verdict for f in check_model(case.model, onnx2torch, 13) if f.op_type == "Resize"]
+    assert fed.kind == REFUSED and fed.wrong_values == DOWNSAMPLING and "may hold" in fed.why
+    with pytest.raises(TargetRefused, match="Resize"):
+        lowering.lower_model(case.model, target="onnx2torch")
+    constant = _with_constant_inputs(name)
+    assert not [f for f in check_model(constant, onnx2torch, 13) if f.op_type == "Resize"]
+    made = lowering.lower_model(constant, target="onnx2torch")
+    feeds = {case.model.graph.input[0].name: case.data_sets[0][0][0]}
+    assert lowering.verify(constant, made.model, inputs=[feeds]).match
 
 
 def test_a_kind_no_case_holds_leaves_the_node_unverified_where_the_others_are_right():
