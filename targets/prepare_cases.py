@@ -402,13 +402,7 @@ def integer_cast_cases() -> list[tuple]:
         if schemas.version_in_force("Cast", opset) != version:
             continue
         for source in INTEGER_TYPES:
-            dtype = floats.numpy_dtype(source)
-            if source == onnx.TensorProto.BOOL:
-                values = np.array([False, True, True, False])
-            else:
-                limits = np.iinfo(dtype)
-                held = [v for v in (limits.min, -1, 0, 1, 100, limits.max) if limits.min <= v <= limits.max]
-                values = np.array(sorted(set(held)), dtype)
+            values = _integer_cast_values(source)
             for to in INTEGER_TYPES:
                 if to == source:
                     continue
@@ -423,6 +417,60 @@ def integer_cast_cases() -> list[tuple]:
                 if version >= WRAPPING_CAST_OPSET and in_range.size and not np.isin(given, in_range).all():
                     found.append(_cast_case(f"{name}{IN_RANGE_TWIN}", opset, source, to, in_range))
     return found
+
+
+def integer_castlike_cases() -> list[tuple]:
+    """A CastLike alone from each integer type (and bool) to each other one, of the values
+    :func:`integer_cast_cases` gives Cast-13 and later (CastLike wraps as they do), at each
+    CastLike version's first opset: ``castlike_FROM_TO@VERSION`` its target type given by a
+    Constant node (as the patterns write it), ``...#fed`` fed at run time (as the backend's
+    CastLike cases). The backend's are of floats alone, and a CastLike is judged by the cases of
+    its input's type: OpenVINO 2024.6 saturates a CastLike between integer types as it does a
+    Cast, where the spec wraps."""
+    found = []
+    for version in schemas.op_versions("CastLike"):
+        opset = max(version, OLDEST_OPSET)
+        if schemas.version_in_force("CastLike", opset) != version:
+            continue
+        for source in INTEGER_TYPES:
+            values = _integer_cast_values(source)
+            for to in INTEGER_TYPES:
+                if to != source:
+                    name = f"castlike_{_type_name(source)}_{_type_name(to)}@{version}"
+                    found.append(_castlike_case(name, opset, source, to, values, fed=False))
+                    found.append(_castlike_case(f"{name}#fed", opset, source, to, values, fed=True))
+    return found
+
+
+def _integer_cast_values(source: int) -> np.ndarray:
+    """The values a cast from ``source`` (an integer type or bool) is probed on: the type's least
+    and greatest, -1, 0, 1 and 100 (those it holds); false, true, true, false for bool."""
+    if source == onnx.TensorProto.BOOL:
+        return np.array([False, True, True, False])
+    dtype = floats.numpy_dtype(source)
+    limits = np.iinfo(dtype)
+    held = [v for v in (limits.min, -1, 0, 1, 100, limits.max) if limits.min <= v <= limits.max]
+    return np.array(sorted(set(held)), dtype)
+
+
+def _castlike_case(name: str, opset: int, source: int, to: int, given: np.ndarray, fed: bool) -> tuple:
+    """(name, opset, model bytes, data sets, rtol, atol) of a CastLike alone of ``given`` to the
+    type of a one-element target of ``to``, fed at run time or given by a Constant node."""
+    like = np.zeros(1, floats.numpy_dtype(to))
+    node = onnx.helper.make_node("CastLike", ["x", "like"], ["y"], name="castlike")
+    inputs = [onnx.helper.make_tensor_value_info("x", source, list(given.shape))]
+    nodes = [node]
+    if fed:
+        inputs.append(onnx.helper.make_tensor_value_info("like", to, [1]))
+    else:
+        nodes.insert(0, onnx.helper.make_node("Constant", [], ["like"], value=numpy_helper.from_array(like, "like")))
+    outputs = [onnx.helper.make_tensor_value_info("y", to, list(given.shape))]
+    opset_imports = [onnx.helper.make_opsetid("", opset)]
+    graph = onnx.helper.make_graph(nodes, "castlike", inputs, outputs)
+    ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
+    model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+    feeds = [given, like] if fed else [given]
+    return (name, opset, model.SerializeToString(), [(feeds, [given.astype(floats.numpy_dtype(to))])], 0.0, 0.0)
 
 
 def _in_range_values(source: int, to: int) -> np.ndarray:
@@ -1263,7 +1311,7 @@ def shipped_profiles() -> list[dict]:
 
 def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, Expands of a
-    scalar, the Casts between integer types and to and from floats, unsigned arithmetic in the
+    scalar, the Casts and CastLikes between integer types, the Casts to and from floats, unsigned arithmetic in the
     upper half of the range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on
     every class of IEEE value, integer CumSum, pooling and convolution padded unevenly, Reshapes
     copying lengths behind a leading 1, Expands keeping a length by a 1, ReduceMax and ReduceMin of
@@ -1271,7 +1319,8 @@ def all_cases() -> list[tuple]:
     with its ``#stated`` twin too, :func:`with_defaults_stated`: stating a default is judged by
     twins of the same values, and onnx2torch's int64 CumSum has only these cases), the corpus's
     nodes, then the nodes the patterns write and those the forms write."""
-    made = (constant_cases() + expand_scalar_cases() + integer_cast_cases() + float_integer_cast_cases()
+    made = (constant_cases() + expand_scalar_cases() + integer_cast_cases() + integer_castlike_cases()
+            + float_integer_cast_cases()
             + unsigned_upper_half_cases() + signed_wide_cases() + ieee_cases() + integer_cumsum_cases()
             + uneven_pads_cases() + copied_lengths_cases() + kept_lengths_cases()
             + empty_reduction_cases())  # fmt: skip

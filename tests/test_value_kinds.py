@@ -212,6 +212,33 @@ def test_an_in_range_twin_judges_only_a_cast_known_in_range():
     assert not [f for f in check_model(lowered, "openvino-2024.6") if f.node == last.name]
 
 
+@pytest.mark.parametrize("fed", [False, True])
+def test_a_castlike_between_integer_types_is_judged_by_its_own_cases_and_lowered_to_a_wraparound(fed):
+    """OpenVINO 2024.6 saturates an int16 CastLike to int8 as it does a Cast (castlike_INT16_INT8@21
+    wrong): a CastLike whose target type is given by a Constant node, or fed, is refused, not
+    unverified; --target lowers it to the Cast it means and writes that Cast's wraparound, which
+    gives every int16 value's low byte in onnxruntime."""
+    target = helper.make_tensor_value_info("like", onnx.TensorProto.INT8, [1])
+    nodes = [helper.make_node("CastLike", ["x", "like"], ["y"], name="castlike")]
+    if not fed:
+        like = numpy_helper.from_array(np.zeros(1, np.int8), "like")
+        nodes.insert(0, helper.make_node("Constant", [], ["like"], value=like))
+    inputs = [helper.make_tensor_value_info("x", onnx.TensorProto.INT16, [None]), *([target] if fed else [])]
+    graph = helper.make_graph(
+        nodes, "castlike", inputs, [helper.make_tensor_value_info("y", onnx.TensorProto.INT8, [None])]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    [finding] = [f for f in check_model(model, "openvino-2024.6") if f.op_type == "CastLike"]
+    assert finding.verdict.kind == REFUSED and "castlike_INT16_INT8@21" in finding.verdict.why
+    lowered = lowering.lower(model, target="openvino-2024.6")
+    assert "CastLike" not in [node.op_type for node in lowered.graph.node]
+    assert not [f for f in check_model(lowered, "openvino-2024.6") if f.verdict.kind == REFUSED]
+    x = np.arange(-32768, 32768).astype(np.int16)
+    feeds = {"x": x, **({"like": np.zeros(1, np.int8)} if fed else {})}
+    [got] = run_onnxruntime(lowered, feeds)
+    assert got.dtype == np.int8 and np.array_equal(got, x.astype(np.int8))
+
+
 def test_a_cast_from_32_bits_is_refused_where_its_carrier_is_wrong_at_every_version():
     """uint32 to int32 on OpenVINO 2024.6: no in-range form at 25 (its carrier would be int64),
     and below 13, where the adapter writes the wraparound in int64 (bit for bit in onnxruntime),

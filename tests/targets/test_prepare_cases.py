@@ -377,6 +377,36 @@ def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
     assert not any(IN_RANGE_TWIN in name for name in names if "@6" in name or "@9" in name or "BOOL" in name)
 
 
+def test_each_castlike_version_is_a_case_from_each_integer_type_to_each_other_given_and_fed():
+    """castlike_FROM_TO@VERSION (its target given by a Constant node) and its #fed twin (fed at
+    run time): a CastLike alone between every pair of integer types and bool at each CastLike
+    version, of the values the Casts are probed on; each passes onnx's full checker, is its own
+    case's node, and its expected output is onnxruntime's (two's complement out of range)."""
+    import onnxruntime
+
+    cases = prepare_cases.integer_castlike_cases()
+    names = {name for name, *_ in cases}
+    pairs = [(a, b) for a in prepare_cases.INTEGER_TYPES for b in prepare_cases.INTEGER_TYPES if a != b]
+    for version in schemas.op_versions("CastLike"):
+        for a, b in pairs:
+            name = f"castlike_{TensorProto.DataType.Name(a)}_{TensorProto.DataType.Name(b)}@{version}"
+            assert {name, name + "#fed"} <= names, name
+    assert len(cases) == len(names) == 2 * len(pairs) * len(schemas.op_versions("CastLike"))
+    for name, _, data, data_sets, *_ in cases:
+        model = onnx.load_from_string(data)
+        onnx.checker.check_model(model, full_check=True)
+        node = probe.main_node(model)
+        assert node.op_type == "CastLike"
+        fed = [i.name for i in model.graph.input]
+        assert fed == (["x", "like"] if name.endswith("#fed") else ["x"]), name
+        (values, *like), (want,) = data_sets[0]
+        session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+        [got] = session.run(None, dict(zip(fed, [values, *like], strict=True)))
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    [((values,), (wrapped,))] = {name: sets for name, _, _, sets, *_ in cases}["castlike_INT16_INT8@25"]
+    assert values.tolist() == [-32768, -1, 0, 1, 100, 32767] and wrapped.tolist() == [0, -1, 0, 1, 100, -1]
+
+
 def test_each_cast_version_is_a_case_between_each_float_and_integer_type_with_the_extremes_apart():
     """cast_FROM_TO@VERSION between float, float16 or double and every integer type and bool, each
     way, of -1, 0, 1 and 100 (those the integer type holds); ``#extremes`` of the integer type's
