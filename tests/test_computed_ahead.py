@@ -290,7 +290,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"
 COMMUTING = {"constant addend second", "constant factor first"}
 
 
-@slow_but_a_sample(keep=2)
+@slow_but_a_sample(keep=1)
 @pytest.mark.parametrize("name", sorted(path.stem for path in CORPUS.glob("*.onnx")))
 def test_a_real_export_made_for_rknn_keeps_its_bits_with_its_values_computed_ahead(name):
     """Each corpus export made for rknn (its fixed input shapes stated) with the values computed

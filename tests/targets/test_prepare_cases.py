@@ -340,6 +340,7 @@ def test_each_expand_version_is_a_case_of_each_type_a_constant_of_shape_may_fill
     assert ran == len(cases) - 1
 
 
+@pytest.mark.slow  # (each case of the set run in onnxruntime)
 def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
     """cast_FROM_TO@VERSION: a Cast alone between every pair of integer types and bool, at each
     Cast version's first opset (7 at least), of the source type's extreme values, -1, 0, 1 and
@@ -377,6 +378,7 @@ def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
     assert not any(IN_RANGE_TWIN in name for name in names if "@6" in name or "@9" in name or "BOOL" in name)
 
 
+@pytest.mark.slow  # (each case of the set run in onnxruntime)
 def test_each_castlike_version_is_a_case_from_each_integer_type_to_each_other_given_and_fed():
     """castlike_FROM_TO@VERSION (its target given by a Constant node) and its #fed twin (fed at
     run time): a CastLike alone between every pair of integer types and bool at each CastLike
@@ -407,6 +409,7 @@ def test_each_castlike_version_is_a_case_from_each_integer_type_to_each_other_gi
     assert values.tolist() == [-32768, -1, 0, 1, 100, 32767] and wrapped.tolist() == [0, -1, 0, 1, 100, -1]
 
 
+@pytest.mark.slow  # (each case of the set run in onnxruntime)
 def test_each_cast_version_is_a_case_between_each_float_and_integer_type_with_the_extremes_apart():
     """cast_FROM_TO@VERSION between float, float16 or double and every integer type and bool, each
     way, of -1, 0, 1 and 100 (those the integer type holds); ``#extremes`` of the integer type's
@@ -441,6 +444,7 @@ def test_each_cast_version_is_a_case_between_each_float_and_integer_type_with_th
     assert "cast_FLOAT_BOOL@13#extremes" not in by_name
 
 
+@pytest.mark.slow  # (each case of the set run in onnxruntime)
 def test_unsigned_ops_are_cases_of_operands_in_the_upper_half_of_their_range():
     """upper_OP_TYPE@VERSION: each compared, arithmetic and shift op alone on each unsigned type its
     version takes, most operands at or above 2^(bits-1), every exact result in range (Python's
@@ -480,6 +484,7 @@ def test_unsigned_ops_are_cases_of_operands_in_the_upper_half_of_their_range():
     assert a[0] == 2**32 - 1 and not less[0] and "upper_Less_UINT32@13#constant" in names
 
 
+@pytest.mark.slow  # (each case of the set run in onnxruntime)
 def test_signed_ops_are_cases_past_float32s_int32s_and_float64s_integers_beside_small_ones():
     """wide_OP_TYPE@VERSION: each compared, arithmetic and selecting op alone on int32 and int64
     where its version takes them, fed the type's extremes and values one step past 2^24 (and in
@@ -521,6 +526,7 @@ def test_signed_ops_are_cases_past_float32s_int32s_and_float64s_integers_beside_
     assert "wide_Where_INT64@16#constant" in by_name and "wide_Abs_INT32@13#constant" not in by_name
 
 
+@pytest.mark.slow  # (each case of the set run in onnxruntime)
 def test_ieee_cases_feed_every_class_of_float_value_and_hold_ieee_754s_answers():
     """ieee_OP_TYPE_TYPE@VERSION: each exact or correctly rounded float op alone on float16, float
     and double where its version takes them, fed zeros, subnormals, the extremes, infinities and
