@@ -20,8 +20,8 @@ indices, a Resize that shrinks an axis). A node partly right because the cases o
 are not right is partly on that kind; one known to hold a kind is judged by the cases of that
 kind (``holding``), one known to hold none by the others (``free_of``). A kind an op's parameters
 hold (:data:`value_kinds.PARAMETER_KINDS`: a Resize's scales below 1) is what the node computes,
-not the data it computes on: a node not known free of it is refused where its cases are not
-right, not partly (TVM's Resize fed its scales).
+not the data it computes on: a node not known free of it is refused where its cases of it are
+wrong, not partly (onnx2torch's nearest Resize fed its scales).
 
 A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
 of a whole model, the corpus models the runtime ran right with it and not without (``better``)
@@ -332,7 +332,9 @@ class RuntimeProfile:
                 which = " (each of integers past 2^24, 2^31 or 2^53)" if past_edges else ""
                 which = f" (each with {kind})" if kind and not past_edges else which
                 values = PAST_EDGES if past_edges else kind
-                if values in PARAMETER_KINDS:  # (not known free of it: judged by the cases of it, as a Cast)
+                if values in PARAMETER_KINDS and all(o[1] == "wrong" for o in not_right):
+                    # (not known free of it, and wrong on it: its cases judge it; a case failing to
+                    # load, tract's "shape input is variable", says nothing of values)
                     return Verdict(REFUSED, f"{wrong} of {len(exact)} cases{formed} not right{which}, which its "
                                    f"parameters, not known here, may hold, e.g. {_said(not_right)}",
                                    wrong_values=values)  # fmt: skip

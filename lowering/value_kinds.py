@@ -43,8 +43,8 @@ REDUCED_NOTHING = "a reduction of no element"
 OUT_OF_RANGE_CAST = "an integer cast out of its target type's range"
 KINDS = (NEGATIVE_INDICES, DOWNSAMPLING, ONE_KEEPS_A_LENGTH, COPIED_LENGTH, REDUCED_NOTHING, OUT_OF_RANGE_CAST)
 # (the kinds held by an input that sets the op's parameters, schemas.sets_parameters: the geometry
-# the node computes, not the data it computes on; a node not known free of one is judged by its
-# cases, refused where those are not right, as a Cast not known in range is)
+# the node computes, not the data it computes on; a node not known free of one is refused where
+# its cases of it are wrong, not kept as partly)
 PARAMETER_KINDS = (DOWNSAMPLING, ONE_KEEPS_A_LENGTH, COPIED_LENGTH)
 # (a probe case named with this holds only values free of OUT_OF_RANGE_CAST, made to judge nodes
 # known free of it and no others: the in-range twin of an integer cast case)

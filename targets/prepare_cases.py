@@ -23,6 +23,7 @@ matches it, is right as onnxruntime (``probe.as_onnxruntime``), as the sweep jud
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import pickle
 import sys
@@ -424,9 +425,11 @@ def integer_castlike_cases() -> list[tuple]:
     :func:`integer_cast_cases` gives Cast-13 and later (CastLike wraps as they do), at each
     CastLike version's first opset: ``castlike_FROM_TO@VERSION`` its target type given by a
     Constant node (as the patterns write it), ``...#fed`` fed at run time (as the backend's
-    CastLike cases). The backend's are of floats alone, and a CastLike is judged by the cases of
-    its input's type: OpenVINO 2024.6 saturates a CastLike between integer types as it does a
-    Cast, where the spec wraps."""
+    CastLike cases), each of one element and, ``#scalar``, of none (the nearest cases are taken
+    by the target's rank before its type: a scalar target is not judged by a float case of the
+    patterns). The backend's are of floats alone, and a CastLike is judged by the cases of its
+    input's type: OpenVINO 2024.6 saturates a CastLike between integer types as it does a Cast,
+    where the spec wraps."""
     found = []
     for version in schemas.op_versions("CastLike"):
         opset = max(version, OLDEST_OPSET)
@@ -437,8 +440,9 @@ def integer_castlike_cases() -> list[tuple]:
             for to in INTEGER_TYPES:
                 if to != source:
                     name = f"castlike_{_type_name(source)}_{_type_name(to)}@{version}"
-                    found.append(_castlike_case(name, opset, source, to, values, fed=False))
-                    found.append(_castlike_case(f"{name}#fed", opset, source, to, values, fed=True))
+                    for fed, scalar in itertools.product((False, True), repeat=2):
+                        named = name + "#fed" * fed + "#scalar" * scalar
+                        found.append(_castlike_case(named, opset, source, to, values, fed, scalar))
     return found
 
 
@@ -453,15 +457,16 @@ def _integer_cast_values(source: int) -> np.ndarray:
     return np.array(sorted(set(held)), dtype)
 
 
-def _castlike_case(name: str, opset: int, source: int, to: int, given: np.ndarray, fed: bool) -> tuple:
+def _castlike_case(name: str, opset: int, source: int, to: int, given: np.ndarray, fed: bool, scalar: bool) -> tuple:
     """(name, opset, model bytes, data sets, rtol, atol) of a CastLike alone of ``given`` to the
-    type of a one-element target of ``to``, fed at run time or given by a Constant node."""
-    like = np.zeros(1, floats.numpy_dtype(to))
+    type of a target of ``to`` (one element, or a scalar), fed at run time or given by a
+    Constant node."""
+    like = np.zeros(() if scalar else 1, floats.numpy_dtype(to))
     node = onnx.helper.make_node("CastLike", ["x", "like"], ["y"], name="castlike")
     inputs = [onnx.helper.make_tensor_value_info("x", source, list(given.shape))]
     nodes = [node]
     if fed:
-        inputs.append(onnx.helper.make_tensor_value_info("like", to, [1]))
+        inputs.append(onnx.helper.make_tensor_value_info("like", to, list(like.shape)))
     else:
         nodes.insert(0, onnx.helper.make_node("Constant", [], ["like"], value=numpy_helper.from_array(like, "like")))
     outputs = [onnx.helper.make_tensor_value_info("y", to, list(given.shape))]

@@ -381,7 +381,8 @@ def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
 @pytest.mark.slow  # (each case of the set run in onnxruntime)
 def test_each_castlike_version_is_a_case_from_each_integer_type_to_each_other_given_and_fed():
     """castlike_FROM_TO@VERSION (its target given by a Constant node) and its #fed twin (fed at
-    run time): a CastLike alone between every pair of integer types and bool at each CastLike
+    run time), each of a one-element and (#scalar) a scalar target: a CastLike alone between
+    every pair of integer types and bool at each CastLike
     version, of the values the Casts are probed on; each passes onnx's full checker, is its own
     case's node, and its expected output is onnxruntime's (two's complement out of range)."""
     import onnxruntime
@@ -392,16 +393,18 @@ def test_each_castlike_version_is_a_case_from_each_integer_type_to_each_other_gi
     for version in schemas.op_versions("CastLike"):
         for a, b in pairs:
             name = f"castlike_{TensorProto.DataType.Name(a)}_{TensorProto.DataType.Name(b)}@{version}"
-            assert {name, name + "#fed"} <= names, name
-    assert len(cases) == len(names) == 2 * len(pairs) * len(schemas.op_versions("CastLike"))
+            assert {name, name + "#fed", name + "#scalar", name + "#fed#scalar"} <= names, name
+    assert len(cases) == len(names) == 4 * len(pairs) * len(schemas.op_versions("CastLike"))
     for name, _, data, data_sets, *_ in cases:
         model = onnx.load_from_string(data)
         onnx.checker.check_model(model, full_check=True)
         node = probe.main_node(model)
         assert node.op_type == "CastLike"
         fed = [i.name for i in model.graph.input]
-        assert fed == (["x", "like"] if name.endswith("#fed") else ["x"]), name
+        assert fed == (["x", "like"] if "#fed" in name else ["x"]), name
         (values, *like), (want,) = data_sets[0]
+        given = like[0] if like else numpy_helper.to_array(model.graph.node[0].attribute[0].t)
+        assert given.ndim == (0 if "#scalar" in name else 1), name
         session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
         [got] = session.run(None, dict(zip(fed, [values, *like], strict=True)))
         assert got.dtype == want.dtype and np.array_equal(got, want), name
