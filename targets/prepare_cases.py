@@ -398,10 +398,7 @@ def integer_cast_cases() -> list[tuple]:
     (two's complement), as numpy does; earlier versions leave it undefined, so their cases hold
     only the values the target type holds too. To bool, nonzero is true."""
     found = []
-    for version in schemas.op_versions("Cast"):
-        opset = max(version, OLDEST_OPSET)
-        if schemas.version_in_force("Cast", opset) != version:
-            continue
+    for version, opset in _first_opsets("Cast"):
         for source in INTEGER_TYPES:
             values = _integer_cast_values(source)
             for to in INTEGER_TYPES:
@@ -431,10 +428,7 @@ def integer_castlike_cases() -> list[tuple]:
     input's type: OpenVINO 2024.6 saturates a CastLike between integer types as it does a Cast,
     where the spec wraps."""
     found = []
-    for version in schemas.op_versions("CastLike"):
-        opset = max(version, OLDEST_OPSET)
-        if schemas.version_in_force("CastLike", opset) != version:
-            continue
+    for version, opset in _first_opsets("CastLike"):
         for source in INTEGER_TYPES:
             values = _integer_cast_values(source)
             for to in INTEGER_TYPES:
@@ -470,10 +464,7 @@ def _castlike_case(name: str, opset: int, source: int, to: int, given: np.ndarra
     else:
         nodes.insert(0, onnx.helper.make_node("Constant", [], ["like"], value=numpy_helper.from_array(like, "like")))
     outputs = [onnx.helper.make_tensor_value_info("y", to, list(given.shape))]
-    opset_imports = [onnx.helper.make_opsetid("", opset)]
-    graph = onnx.helper.make_graph(nodes, "castlike", inputs, outputs)
-    ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
-    model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+    model = _case_model(onnx.helper.make_graph(nodes, "castlike", inputs, outputs), opset)
     feeds = [given, like] if fed else [given]
     return (name, opset, model.SerializeToString(), [(feeds, [given.astype(floats.numpy_dtype(to))])], 0.0, 0.0)
 
@@ -506,10 +497,7 @@ def float_integer_cast_cases() -> list[tuple]:
     otherwise) has its Cast judged partly, not refused. To bool, nonzero is true."""
     found = []
     pairs = [(f, i) for f in CAST_FLOATS for i in INTEGER_TYPES] + [(i, f) for f in CAST_FLOATS for i in INTEGER_TYPES]
-    for version in schemas.op_versions("Cast"):
-        opset = max(version, OLDEST_OPSET)
-        if schemas.version_in_force("Cast", opset) != version:
-            continue
+    for version, opset in _first_opsets("Cast"):
         for source, to in pairs:
             name = f"cast_{_type_name(source)}_{_type_name(to)}@{version}"
             ordinary, extremes = _float_integer_cast_values(source, to)
@@ -614,15 +602,23 @@ def unsigned_upper_half_cases() -> list[tuple]:
     return found
 
 
+def _first_opsets(op_type: str) -> list[tuple[int, int]]:
+    """(version, its first opset, 7 at least) of each version of ``op_type`` still in force at
+    that opset (a version first defined before 7 and replaced by 7 is left out)."""
+    found = []
+    for version in schemas.op_versions(op_type):
+        opset = max(version, OLDEST_OPSET)
+        if schemas.version_in_force(op_type, opset) == version:
+            found.append((version, opset))
+    return found
+
+
 def _versions_taking(op_type: str, element_types: tuple[int, ...]):
     """(version, its first opset (7 at least), element type) of each version of ``op_type`` in
     force at that opset and each of ``element_types`` it takes (as Where's values, not its
     condition)."""
     operand = 1 if op_type == "Where" else 0
-    for version in schemas.op_versions(op_type):
-        opset = max(version, OLDEST_OPSET)
-        if schemas.version_in_force(op_type, opset) != version:
-            continue
+    for version, opset in _first_opsets(op_type):
         for element_type in element_types:
             if schemas.accepts(op_type, opset, element_type, operand):
                 yield version, opset, element_type
@@ -1316,8 +1312,8 @@ def shipped_profiles() -> list[dict]:
 
 def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, Expands of a
-    scalar, the Casts and CastLikes between integer types, the Casts to and from floats, unsigned arithmetic in the
-    upper half of the range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on
+    scalar, the Casts and CastLikes between integer types, the Casts to and from floats, unsigned
+    arithmetic in the upper half of the range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on
     every class of IEEE value, integer CumSum, pooling and convolution padded unevenly, Reshapes
     copying lengths behind a leading 1, Expands keeping a length by a 1, ReduceMax and ReduceMin of
     no element (each of these made here

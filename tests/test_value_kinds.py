@@ -11,7 +11,7 @@ from version_cases import node_cases
 
 import lowering
 from lowering.graphs import nested_graphs
-from lowering.runtime_profiles import PARTLY, REFUSED, SUPPORTED, UNVERIFIED, load_profile
+from lowering.runtime_profiles import PARTLY, REFUSED, SUPPORTED, UNVERIFIED, load_profile, profile_from_data
 from lowering.shape_folding import inferred_types
 from lowering.target_forms import (
     cast_within_range,
@@ -126,6 +126,22 @@ def test_a_node_whose_fed_parameters_may_hold_a_kind_wrong_there_is_refused():
     made = lowering.lower_model(constant, target="onnx2torch")
     feeds = {case.model.graph.input[0].name: case.data_sets[0][0][0]}
     assert lowering.verify(constant, made.model, inputs=[feeds]).match
+
+
+@pytest.mark.parametrize(("shrinking", "kind"), [("wrong", REFUSED), ("fails", PARTLY)])
+def test_only_wrong_cases_of_a_parameter_kind_refuse_a_node_not_known_free_of_it(shrinking, kind):
+    """A runtime wrong on the downsampling case and right on the upsampling one refuses a Resize
+    whose scales are not known; one failing to load the downsampling case (tract's "shape input is
+    variable") says nothing of values: partly, as before."""
+    made_up = profile_from_data({
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0",
+        "source": {"kind": "probed", "how": "a test"}, "opsets": [13],
+        "cases": {f"test_resize_{way}_scales_nearest@13": {"op": "Resize", "version": 13, "type": "FLOAT",
+                                                          "verdict": verdict}
+                  for way, verdict in (("downsample", shrinking), ("upsample", "right"))},
+    })  # fmt: skip
+    verdict = made_up.verdict("Resize", 13, "FLOAT")
+    assert verdict.kind == kind and verdict.wrong_values == DOWNSAMPLING
 
 
 def test_a_kind_no_case_holds_leaves_the_node_unverified_where_the_others_are_right():
