@@ -25,7 +25,10 @@ takes (``trials/SLUG/without.onnx``) and with those and that one
 (``trials/SLUG/with.onnx``); ``run_sweep.py --record-forms`` records in the profile which ran
 better.
 
-    python targets/prepare_sweep.py NAME FOLDER [--cases-only | --corpus-only]
+    python targets/prepare_sweep.py NAME FOLDER [--cases-only | --corpus-only] [--only NAME ...]
+
+With ``--only`` it makes only the models whose names start so (a change's own cases, checked on
+the runtime before a whole sweep); ``run_sweep.py`` records no such partial folder.
 """
 
 from __future__ import annotations
@@ -270,6 +273,7 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--cases-only", action="store_true")
     parser.add_argument("--corpus-only", action="store_true")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="make only the models whose names start so")
     args = parser.parse_args()
     made_by = commit(args.name)  # (as the code is when it is imported: before anything is made)
     items = []
@@ -278,6 +282,8 @@ def main() -> None:
     corpus_names = {item[0] for item in items}
     if not args.corpus_only:
         items += list(case_items())
+    if args.only:
+        items = [item for item in items if item[0].startswith(tuple(args.only))]
     index = []
     for name, model, feeds, expected, rtol, atol in items:
         folder = args.folder / name
@@ -330,7 +336,7 @@ def main() -> None:
                 entry.setdefault("trials", {})[choice_name] = str(place.relative_to(folder))
         index.append(entry)
         print(name, "refused" if "refused" in entry else "lowered", flush=True)
-    made = {"target": args.name, "onnx_lower": made_by, "items": index}
+    made = {"target": args.name, "onnx_lower": made_by, "items": index, **({"only": args.only} if args.only else {})}
     (args.folder / "index.json").write_text(json.dumps(made, indent=1))
 
 

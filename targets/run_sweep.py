@@ -54,6 +54,8 @@ def main() -> None:
     if args.only and (args.record_forms or args.record_sweep):
         parser.error("--record-forms and --record-sweep record a whole sweep of this runtime: not with --only")
     index = json.loads((args.folder / "index.json").read_text())
+    if index.get("only") and (args.record_forms or args.record_sweep):
+        parser.error(f"{args.folder} holds only the models named {' '.join(index['only'])}: a sweep records all")
     worker = Worker(args.runner, args.seconds)
     totals: Counter = Counter()
     results = []

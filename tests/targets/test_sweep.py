@@ -9,6 +9,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -315,6 +316,37 @@ def test_only_a_whole_sweep_is_recorded(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         run_sweep.main()
     assert "not with --only" in capsys.readouterr().err
+
+
+def test_a_sweep_made_of_some_models_makes_only_those_and_is_never_recorded(tmp_path, monkeypatch, capsys):
+    """prepare_sweep.py --only makes the models whose names start so and says so in the index;
+    run_sweep.py records no sweep of such a folder."""
+    x = np.array([1.5, -2.0], np.float32)
+    cases = [
+        SimpleNamespace(name=name, model=_abs_model(), data_sets=[([x], [np.abs(x)])], rtol=1e-3, atol=1e-7)
+        for name in ("test_abs_one", "test_abs_two", "test_neg")
+    ]
+    monkeypatch.setattr(prepare_sweep, "backend_cases", lambda: cases)
+    made = ["prepare_sweep.py", "onnxruntime", str(tmp_path), "--cases-only", "--only", "test_abs"]
+    monkeypatch.setattr(sys, "argv", made)
+    prepare_sweep.main()
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert [item["name"] for item in index["items"]] == ["test_abs_one", "test_abs_two"]
+    assert index["only"] == ["test_abs"] and (tmp_path / "test_abs_two" / "target.onnx").exists()
+    assert not (tmp_path / "test_neg").exists()
+    monkeypatch.setattr(sys, "argv", ["run_sweep.py", "onnxruntime", str(tmp_path), "--record-sweep"])
+    with pytest.raises(SystemExit):
+        run_sweep.main()
+    assert "holds only the models named test_abs: a sweep records all" in capsys.readouterr().err
+
+
+def _abs_model():
+    """y = Abs(x), x float [2]."""
+    graph = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", 1, [2])], [helper.make_tensor_value_info("y", 1, [2])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
 def test_the_commit_a_sweep_names_is_marked_where_changes_bear_on_its_models():

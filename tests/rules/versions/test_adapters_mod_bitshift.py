@@ -1,6 +1,7 @@
 """Mod-28 with fmod=0 on floats going below version 28: bit for bit against onnxruntime's Mod-28
 (every float16 bit pattern against a set of divisors; edge values and random pairs of float and
-double), at every target from 10; bfloat16 refused where the ops it needs lack it."""
+double), at every target from 10, and where the runtime takes fmod through the quotient; bfloat16
+refused where the ops it needs lack it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpRun
 from support import slow_but_a_sample  # noqa: E402
 
 import lowering
@@ -76,6 +79,40 @@ def test_bfloat16_refused_where_an_op_lacks_it(target):
 def test_fmod_one_is_re_versioned_as_it_is():
     lowered = lowering.lower(mod_model(TensorProto.FLOAT, fmod=1), target_opset=13, ops=[])
     assert [node.op_type for node in lowered.graph.node] == ["Mod"]
+
+
+class Mod(OpRun):
+    """Mod taken through the quotient, a - trunc(a / b)·b, as OpenVINO computes fmod: NaN for a
+    finite a by an infinite b, where C's fmod gives a (onnx.reference runs a class in ``new_ops``
+    for the op its name names)."""
+
+    op_domain = ""
+
+    def _run(self, a, b, fmod=None):
+        with np.errstate(all="ignore"):
+            return ((a - np.trunc(a / b) * b).astype(a.dtype),)
+
+
+@pytest.mark.parametrize("target", [10, 27])
+@pytest.mark.parametrize(("element_type", "dtype", "unsigned"), TYPES)
+def test_finite_by_infinite_needs_no_fmod_by_infinity(element_type, dtype, unsigned, target):
+    """A finite a by ±inf floors to a or to b from a itself, not from the truncated remainder's
+    node: bit for bit with onnxruntime's Mod-28 where that node is taken through the quotient
+    (b infinite found by Greater than the largest finite value at 10, by Equal from 11)."""
+    values = specials(dtype, unsigned)
+    a = np.tile(values[np.isfinite(values)], 2)
+    b = np.repeat(np.array([np.inf, -np.inf], dtype), a.size // 2)
+    lowered = lowering.lower(mod_model(element_type), target_opset=target, ops=[])
+    magnitudes = {node.output[0] for node in lowered.graph.node if node.op_type == "Abs"}
+    compared = {node.op_type for node in lowered.graph.node if set(node.input) & magnitudes} - {"Less", "Mul"}
+    assert compared == {"Equal" if target > 10 else "Greater"}
+    [want] = run_onnxruntime(mod_model(element_type), {"a": a, "b": b})
+    [quotient] = ReferenceEvaluator(mod_model(element_type, opset=target, fmod=1), new_ops=[Mod]).run(
+        None, {"a": a, "b": b}
+    )
+    assert np.isnan(quotient).all()
+    [got] = ReferenceEvaluator(lowered, new_ops=[Mod]).run(None, {"a": a, "b": b})
+    assert got.view(unsigned).tobytes() == want.view(unsigned).tobytes()
 
 
 # -- BitShift-28 going down -------------------------------------------------------------------------
