@@ -11,6 +11,7 @@ from typing import Any
 import onnx
 
 from . import postcheck, schemas
+from .cleanup import drop_left_unread, names_read
 from .conversion import version_steps
 from .engine import Legalizer
 from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError, NotLowered
@@ -202,6 +203,8 @@ def lower_model(
         full_check = _passes_full_check(lowered)
         report.retyping = retype_model(lowered, retypings, retype_io=retype_io, external_folder=folder, target=target)
         _check_retyped(lowered, full_check)
+    if report.rewritten or report.converted or report.folded:  # (a CastLike's target, once it is a Cast)
+        drop_left_unread(lowered, lambda: names_read(model))
     if target_opset is not None:
         if outcome.whole_check_needed or outcome.edited_structure:
             _check_output(lowered, target_opset)  # where a node's own check did not pass

@@ -7,12 +7,16 @@ added to the branches, and every Optional or Identity node an optional was decid
 that node whatever happens to its graph, and two values that share a name (in sibling branches,
 or in the main graph and a function) are never confused. :func:`remove_unused` drops marked
 outputs and nodes nobody reads, then takes every mark away.
+
+:func:`drop_left_unread` drops the main graph's initializers (and Constant nodes) that some node
+read before lowering and none reads after (a CastLike's target, once it is a Cast): what the
+model held unread from the start stays.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import onnx
 
@@ -132,3 +136,36 @@ def _drop_value_info(container: Container, removed: set[str]) -> None:
     if len(kept) != len(infos):
         del infos[:]
         infos.extend(kept)
+
+
+def names_read(model: onnx.ModelProto) -> set[str]:
+    """Every name a node of the main graph, or of a graph it holds at any depth, reads."""
+    graphs = [model.graph, *nested_graphs(model.graph.node)]
+    return {name for graph in graphs for node in graph.node for name in node.input}
+
+
+def drop_left_unread(model: onnx.ModelProto, read_before: Callable[[], set[str]] | set[str]) -> None:
+    """The main graph's initializers, and the Constant nodes of any of its graphs, that no node
+    reads, nor an output or graph input gives, dropped where ``read_before`` (the names read
+    before lowering, or what computes them, asked only where something is unread) holds their
+    name; none of a model with training information, whose graphs may read them."""
+    if model.training_info:  # (its graphs may read the main graph's initializers)
+        return
+    graphs = [model.graph, *nested_graphs(model.graph.node)]
+    read = names_read(model)
+    given = {info.name for graph in graphs for info in graph.output} | {info.name for info in model.graph.input}
+    unread_initializers = [t for t in model.graph.initializer if t.name not in read and t.name not in given]
+    unread_constants = [
+        (graph, node) for graph in graphs for node in graph.node
+        if node.op_type == "Constant" and canonical_domain(node.domain) == "" and len(node.output) == 1
+        and node.output[0] not in read and node.output[0] not in given
+    ]  # fmt: skip
+    if not unread_initializers and not unread_constants:
+        return
+    names = read_before() if callable(read_before) else read_before
+    for tensor in unread_initializers:
+        if tensor.name in names:
+            model.graph.initializer.remove(tensor)
+    for graph, node in unread_constants:
+        if node.output[0] in names:
+            graph.node.remove(node)

@@ -181,6 +181,7 @@ from onnx import numpy_helper
 from . import floats, schemas, value_ranges
 from .branches_selected import both_branches_selected
 from .builder import Builder, Value
+from .cleanup import drop_left_unread
 from .computed_ahead import computed_ahead
 from .conversion.adapters import AdapterContext, adapter_for, attribute_of
 from .errors import LoweringError, NotLowered
@@ -2078,31 +2079,8 @@ def replace_ops(model: onnx.ModelProto, opset: int, check_form: FormJudge) -> Co
         if replaced:
             del graph.node[:]
             graph.node.extend(nodes)
-    _drop_unread_initializers(model, read_before)
+    drop_left_unread(model, read_before)  # (a Reshape's shape written anew)
     return made
-
-
-def _drop_unread_initializers(model: onnx.ModelProto, names: set[str]) -> None:
-    """The main graph's initializers of ``names`` (those the replaced nodes read) that no node of
-    any graph reads any longer, nor an output gives, dropped (a Reshape's shape written anew),
-    and the Constant nodes of any graph that gave them likewise; none of a model with training
-    information, whose graphs may read them."""
-    if model.training_info:  # (its graphs may read the main graph's initializers)
-        return
-    graphs = [model.graph, *nested_graphs(model.graph.node)]
-    read = {name for graph in graphs for node in graph.node for name in node.input}
-    given = {info.name for graph in graphs for info in graph.output} | {info.name for info in model.graph.input}
-    unread = [t for t in model.graph.initializer if t.name in names and t.name not in read | given]
-    for tensor in unread:
-        model.graph.initializer.remove(tensor)
-    for graph in graphs:
-        constants = [
-            node for node in graph.node
-            if node.op_type == "Constant" and node.domain in schemas.DEFAULT_DOMAINS and len(node.output) == 1
-            and node.output[0] in names and node.output[0] not in read | given
-        ]  # fmt: skip
-        for node in constants:
-            graph.node.remove(node)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """What the pass removes after resolving optionals: only what it made unread, matched by name
-space (the main graph and each local function keep their own names)."""
+space (the main graph and each local function keep their own names); and the initializers and
+Constant nodes only a lowered node read."""
 
 from __future__ import annotations
 
@@ -245,3 +246,41 @@ def test_a_users_unread_optional_in_a_sibling_branch_stays():
         onnx.helper.make_model(else_branch)
     )
     assert "onnx_lower" not in str(lowered), "no cleanup mark is left behind"
+
+
+def _cast_like_model(target_by: str) -> onnx.ModelProto:
+    """y = CastLike(x, like) inside an If's branch, ``like`` a float initializer or Constant node of
+    the main graph; ``spare`` an initializer no node reads."""
+    like = onnx.numpy_helper.from_array(np.array([0], np.float32), "like")
+    cast = helper.make_node("CastLike", ["x", "like"], ["z"])
+    branch = helper.make_graph([cast], "branch", [], [helper.make_tensor_value_info("z", FLOAT, [4])])
+    nodes = [helper.make_node("If", ["flag"], ["y"], then_branch=branch, else_branch=branch)]
+    initializers = [onnx.numpy_helper.from_array(np.array([1], np.float32), "spare")]
+    if target_by == "initializer":
+        initializers.append(like)
+    else:
+        nodes.insert(0, helper.make_node("Constant", [], ["like"], value=like))
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.INT32, [4]),
+         helper.make_tensor_value_info("flag", onnx.TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", FLOAT, [4])], initializers,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+@pytest.mark.parametrize("target_by", ["initializer", "Constant"])
+@pytest.mark.parametrize("options", [{"ops": ["CastLike"]}, {"target_opset": 13}, {"target": "openvino-2024.6"}])
+def test_a_value_only_a_lowered_node_read_goes_and_one_never_read_stays(target_by, options):
+    """A CastLike lowered to a Cast reads its target no longer: the initializer or Constant node
+    giving it goes; ``spare``, which the model never read, stays, as all does where nothing is
+    lowered."""
+    model = _cast_like_model(target_by)
+    lowered = lowering.lower_model(model, **options).model
+    onnx.checker.check_model(lowered, full_check=True)
+    assert [t.name for t in lowered.graph.initializer] == ["spare"]
+    assert [n.op_type for n in lowered.graph.node] == ["If"]
+    feeds = {"x": np.array([1, -2, 3, 70000], np.int32), "flag": np.array(True)}
+    assert run_onnxruntime(lowered, feeds)[0].tolist() == [1, -2, 3, 70000]
+    kept = lowering.lower_model(model, ops=[]).model
+    assert kept.SerializeToString() == model.SerializeToString()
