@@ -235,7 +235,7 @@ def check_model(
             if main and verdict.kind == REFUSED and node.op_type == "Identity" and set(node.output) & elidable:
                 fix = f"--target chooses the form {IDENTITY_SAID}"
             retype = _narrower_type_taken(profile, node.op_type, version, type_name, form) if verdict.blocks else None
-            if retype is not None:  # (a pattern's nodes would compute on the same type: retyped first)
+            if retype is not None and fix is None:  # (--target lowers an op a pattern takes before it retypes)
                 boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)
                 io = " --retype-io: the model's inputs and outputs change type" if boundary else ""
                 fix = f"retyped to {type_label(retype[1])} (--retype {retype_pair(retype)}{io})"

@@ -534,6 +534,38 @@ def int_runtime():
     )  # fmt: skip
 
 
+def test_check_names_the_pattern_where_target_lowers_the_node_before_it_would_retype():
+    """CastLike int64 -> int32 refused on int64 and run on int32, its pattern's Cast run on
+    int64: --target lowers it to that Cast (a pattern before a retyping), and check says so,
+    not --retype."""
+    from lowering.api import lowerable_ops
+    from lowering.runtime_profiles import profile_from_data
+    from lowering.target_lowering import check_model
+
+    cases = {
+        f"{op}_{type_name}": {"op": op, "version": 21, "type": type_name, "verdict": verdict}
+        for op, type_name, verdict in (("CastLike", "INT64", "wrong"), ("CastLike", "INT32", "right"),
+                                       ("Cast", "INT64", "right"))
+    }  # fmt: skip
+    runtime = profile_from_data(
+        {"name": "castlike-int32", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed"},
+         "opsets": [21], "cases": cases}
+    )  # fmt: skip
+    model = make_model(
+        [helper.make_node("CastLike", ["x", "like"], ["y"])],
+        [helper.make_tensor_value_info("x", T.INT64, [3])],
+        [helper.make_tensor_value_info("y", T.INT32, [3])],
+        opset=21,
+        initializer=[constant("like", [0], np.int32)],
+    )
+    (blocker,) = [f for f in check_model(model, runtime, lowerable=lowerable_ops()) if f.blocks]
+    assert blocker.op_type == "CastLike" and blocker.fix == "lowered by its pattern (--ops CastLike)"
+    result = lowering.lower_model(model, target=runtime)
+    assert [n.op_type for n in result.model.graph.node] == ["Cast"] and result.report.retyping is None
+    feeds = {"x": np.array([1, -5, 2**40 + 7], np.int64)}
+    assert_same_bits(run_onnxruntime(result.model, feeds)[0], run_onnxruntime(model, feeds)[0])
+
+
 def test_a_target_refusing_int64_gets_int32_where_the_op_runs_on_it():
     """Sub of a Shape's size and a constant: refused on int64, run on int32: --target retypes
     (the values provably fit) and check then finds nothing to block."""
