@@ -203,7 +203,7 @@ def lower_model(
         full_check = _passes_full_check(lowered)
         report.retyping = retype_model(lowered, retypings, retype_io=retype_io, external_folder=folder, target=target)
         _check_retyped(lowered, full_check)
-    if report.rewritten or report.converted or report.folded:  # (a CastLike's target, once it is a Cast)
+    if report.rewritten or report.converted() or report.folded:  # (a CastLike's target, once it is a Cast)
         drop_left_unread(lowered, lambda: names_read(model))
     if target_opset is not None:
         if outcome.whole_check_needed or outcome.edited_structure:

@@ -146,26 +146,42 @@ def names_read(model: onnx.ModelProto) -> set[str]:
 
 def drop_left_unread(model: onnx.ModelProto, read_before: Callable[[], set[str]] | set[str]) -> None:
     """The main graph's initializers, and the Constant nodes of any of its graphs, that no node
-    reads, nor an output or graph input gives, dropped where ``read_before`` (the names read
-    before lowering, or what computes them, asked only where something is unread) holds their
-    name; none of a model with training information, whose graphs may read them."""
+    reads, nor an output, graph input or quantization annotation names, dropped (with their
+    value_info) where ``read_before`` (the names read before lowering, or what computes them,
+    asked only where something is unread) holds their name; not a Constant whose name another
+    graph defines too (sibling branches may each define one: the one read may be the other's),
+    nor anything of a model with training information, whose graphs may read them."""
     if model.training_info:  # (its graphs may read the main graph's initializers)
         return
     graphs = [model.graph, *nested_graphs(model.graph.node)]
     read = names_read(model)
     given = {info.name for graph in graphs for info in graph.output} | {info.name for info in model.graph.input}
+    given |= {
+        entry.value
+        for graph in graphs
+        for annotation in graph.quantization_annotation
+        for entry in annotation.quant_parameter_tensor_names
+    }
     unread_initializers = [t for t in model.graph.initializer if t.name not in read and t.name not in given]
+    defined = Counter(name for graph in graphs for node in graph.node for name in node.output)
+    defined.update(tensor.name for graph in graphs for tensor in graph.initializer)
+    defined.update(info.name for graph in graphs for info in graph.input)
     unread_constants = [
         (graph, node) for graph in graphs for node in graph.node
         if node.op_type == "Constant" and canonical_domain(node.domain) == "" and len(node.output) == 1
-        and node.output[0] not in read and node.output[0] not in given
+        and node.output[0] not in read and node.output[0] not in given and defined[node.output[0]] == 1
     ]  # fmt: skip
     if not unread_initializers and not unread_constants:
         return
     names = read_before() if callable(read_before) else read_before
+    dropped = set()
     for tensor in unread_initializers:
         if tensor.name in names:
             model.graph.initializer.remove(tensor)
+            dropped.add(tensor.name)
     for graph, node in unread_constants:
         if node.output[0] in names:
             graph.node.remove(node)
+            dropped.add(node.output[0])
+    for graph in graphs:
+        _drop_value_info(graph, dropped)

@@ -47,13 +47,14 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   bit width or more otherwise than version 28 says). Each new node is judged in its own form,
   its values typed as onnx's inference gives them (:meth:`FormJudge.with_nodes`).
 - ``Mod``-28 with ``fmod=0`` on floats written as its version adapter down to 27 writes it, at
-  the node's opset: the truncated remainder r = Mod(a, b, fmod=1) (exact; a itself for a finite a
-  by an infinite b, which OpenVINO's fmod gets as NaN), moved by b where it is nonzero and of the
-  other sign than b, given b's sign, a NaN r passed on (``rules/versions/type_lists.py``):
-  A - floor(A / B) * B as version 28 defines it, bit for bit with onnxruntime's kernel; NaN
-  found by ``Equal(Equal(r, r), false)``, or by ``IsNaN`` where the runtime runs that better
-  (TVM fails an Equal of bools); where the runtime runs each of those nodes better (TVM gets the
-  floored remainder of infinities and zeros wrong, and the truncated one right).
+  the node's opset: the truncated remainder r = Mod(a, b, fmod=1) (exact; a itself where
+  |a| < |b|, as for a finite a by an infinite b, which OpenVINO's fmod gets as NaN), moved by b
+  where it is nonzero and of the other sign than b, given b's sign, a NaN r passed on
+  (``rules/versions/type_lists.py``): A - floor(A / B) * B as version 28 defines it, bit for
+  bit with onnxruntime's kernel; NaN found by ``Equal(Equal(r, r), false)``, or by ``IsNaN``
+  where the runtime runs that better (TVM fails an Equal of bools); where the runtime runs each
+  of those nodes better (TVM gets the floored remainder of infinities and zeros wrong, and the
+  truncated one right).
 - ``MatMul`` (9+) of two float16 tensors written in float32 (``Cast`` in, ``MatMul``, ``Cast``
   back), where the runtime runs each of those nodes supported (TVM gets a float16 MatMul one
   float16 step off, its sums kept in float16): every float16 is a float32 exactly, and the

@@ -284,3 +284,59 @@ def test_a_value_only_a_lowered_node_read_goes_and_one_never_read_stays(target_b
     assert run_onnxruntime(lowered, feeds)[0].tolist() == [1, -2, 3, 70000]
     kept = lowering.lower_model(model, ops=[]).model
     assert kept.SerializeToString() == model.SerializeToString()
+
+
+def test_a_dropped_value_takes_its_value_info_and_what_else_names_it_stays():
+    """The value_info of a dropped initializer goes with it; an initializer a quantization
+    annotation names (a scale) stays, read or not."""
+    model = _cast_like_model("initializer")
+    model.graph.value_info.append(helper.make_tensor_value_info("like", FLOAT, [1]))
+    lowered = lowering.lower_model(model, ops=["CastLike"]).model
+    assert [t.name for t in lowered.graph.initializer] == ["spare"] and not lowered.graph.value_info
+    annotation = onnx.TensorAnnotation(tensor_name="y")
+    annotation.quant_parameter_tensor_names.add(key="SCALE_TENSOR", value="like")
+    model.graph.quantization_annotation.append(annotation)
+    lowered = lowering.lower_model(model, ops=["CastLike"]).model
+    assert [t.name for t in lowered.graph.initializer] == ["spare", "like"]
+
+
+def test_a_constant_a_sibling_branch_defines_too_stays():
+    """Two branches each define a Constant ``c``; only the then branch's CastLike reads its own.
+    Lowered, neither is read, and the else branch's, unread from the start, stays (the names
+    read before are told by name, not by branch: neither goes)."""
+    like = onnx.numpy_helper.from_array(np.array([0], np.float32), "like")
+
+    def branch(name: str, reads: bool) -> onnx.GraphProto:
+        read = helper.make_node("CastLike", ["x", "c"], [f"z{name}"])
+        nodes = [helper.make_node("Constant", [], ["c"], value=like),
+                 read if reads else helper.make_node("Cast", ["x"], [f"z{name}"], to=FLOAT)]  # fmt: skip
+        return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(f"z{name}", FLOAT, [4])])
+
+    split = helper.make_node("If", ["flag"], ["y"], then_branch=branch("t", True), else_branch=branch("e", False))
+    graph = helper.make_graph(
+        [split], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.INT32, [4]),
+         helper.make_tensor_value_info("flag", onnx.TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", FLOAT, [4])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    lowered = lowering.lower_model(model, ops=["CastLike"]).model
+    onnx.checker.check_model(lowered, full_check=True)
+    then_branch, else_branch = (a.g for a in lowered.graph.node[0].attribute)
+    assert [n.op_type for n in then_branch.node] == ["Constant", "Cast"]
+    assert [n.op_type for n in else_branch.node] == ["Constant", "Cast"]
+
+
+def test_nothing_is_looked_for_where_nothing_was_lowered(monkeypatch):
+    """Where the pass rewrote, converted and folded nothing, no name is read to find what went
+    unread (a walk over every node of a model left as it was)."""
+    import lowering.api
+
+    def walked(*args):
+        raise AssertionError("drop_left_unread called where nothing changed")
+
+    monkeypatch.setattr(lowering.api, "drop_left_unread", walked)
+    model = _cast_like_model("initializer")
+    assert lowering.lower_model(model, ops=[]).model.SerializeToString() == model.SerializeToString()
+    with pytest.raises(AssertionError, match="nothing changed"):
+        lowering.lower_model(model, ops=["CastLike"])

@@ -859,8 +859,8 @@ FLOORED_BY_ISNAN_SAID = (
 def _floored_remainder_profile(edge_cases: str = "wrong", bool_equal: str = "fails"):
     """A runtime that gets Mod-28 fmod=0 on floats ``edge_cases`` on infinities and zeros (TVM
     gets them wrong), runs the truncated remainder's nodes right (the probe's ``chosen_``
-    cases of them, and Xor, And and Or of bools), IsNaN right and an Equal of bools
-    ``bool_equal`` (TVM fails it)."""
+    cases of them, a Less of two fed values, and Xor, And and Or of bools), IsNaN right and an
+    Equal of bools ``bool_equal`` (TVM fails it)."""
     cases = {f"test_{op.lower()}2d": (op, 7, "BOOL", "right") for op in ("Xor", "And", "Or")}
     cases["constant_BOOL@25"] = ("Constant", 25, "BOOL", "right")
     cases["chosen_test_mod_float64_mixed_sign_fmod_0_z_Equal_1"] = ("Equal", 19, "BOOL", bool_equal)
@@ -876,6 +876,7 @@ def _floored_remainder_profile(edge_cases: str = "wrong", bool_equal: str = "fai
             cases[f"{chosen}_z_{op}"] = (op, version, type_name, "right")
         cases[f"{chosen}_z_Where"] = ("Where", 16, "BOOL", "right")
         cases[f"{chosen}_1_z_IsNaN"] = ("IsNaN", 20, type_name, "right")
+        cases[f"fed_Less_{type_name}"] = ("Less", 13, type_name, "right")  # (|a| < |b|: of no known form)
     return _profile_of("floored-remainder", 28, cases)
 
 

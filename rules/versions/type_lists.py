@@ -167,7 +167,7 @@ FLOAT_REMAINDER_OPS = ("Less", "Greater", "Xor", "Or", "And", "Add", "Where", "A
 def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     """Mod-28(a, b, fmod=0) on floats = Where(r != r, r, Abs(Where(fix, r+b, r))·Sign(b)), r = fmod(a, b).
 
-    r = Where(|a| < inf ∧ |b| = inf, a, Mod(a, b, fmod=1)),
+    r = Where(|a| < |b|, a, Mod(a, b, fmod=1)),
     fix = And(Xor(r < 0, b < 0), Or(r < 0, r > 0)); on integers the node is kept as it is.
 
     Version 28 only adds a meaning for fmod=0 on floats (A - floor(A / B) * B, the sign of B),
@@ -176,9 +176,9 @@ def floored_remainder(node: onnx.NodeProto, context: AdapterContext):
     is moved by b where it is nonzero and of the other sign than b (r + b rounds as the
     floored remainder does); Abs and Sign(b) then give the result b's sign, a zero included
     (+0 or -0 as b); a NaN r (b ±0 or NaN, a ±inf or NaN) is passed on with its bits. The
-    truncated remainder of a finite a by an infinite b is a itself (C's fmod), written out so for
-    runtimes that take fmod through the quotient a - trunc(a / b)·b, NaN there (OpenVINO: -3 by
-    +inf would floor to NaN, not +inf). Checked bit for bit
+    truncated remainder of an a smaller than b in magnitude is a itself (C's fmod), written out so
+    for runtimes that take fmod through the quotient a - trunc(a / b)·b, NaN for a finite a by an
+    infinite b (OpenVINO: -3 by +inf would floor to NaN, not +inf). Checked bit for bit
     against onnxruntime's Mod-28 on every float16 against a set of b, and on edge values and
     random pairs of float, double and float16. Needs Where and Sign (opset 9) and a type they
     all take at the target: bfloat16 from opset 16 (Where), where onnxruntime has no bfloat16
@@ -233,7 +233,7 @@ def _floored_from_truncated(b: Builder, node: onnx.NodeProto, element_type: int,
     dividend, divisor = node.input[0], node.input[1]
     zero = b.scalar(0, element_type, "zero")
     fmod = b.moved(node, outputs=[b.fresh("truncated")], fmod=1).output[0]
-    r = _finite_by_infinite_kept(b, dividend, divisor, fmod, element_type, nan_op)
+    r = _smaller_kept(b, dividend, divisor, fmod)
     r_negative, r_positive = b.Less(r, zero), b.Greater(r, zero)
     divisor_negative = b.Less(divisor, zero)
     fix = b.And(b.Xor(r_negative, divisor_negative), b.Or(r_negative, r_positive))
@@ -242,19 +242,11 @@ def _floored_from_truncated(b: Builder, node: onnx.NodeProto, element_type: int,
     b.Where(_nan_mask(b, nan_op, r), r, signed, outputs=[node.output[0]])
 
 
-def _finite_by_infinite_kept(
-    b: Builder, dividend: str, divisor: str, fmod: str, element_type: int, nan_op: str
-) -> Value:
-    """fmod(a, ±inf) = a for finite a: Where(|a| < inf ∧ |b| = inf, a, fmod), the same bits as a
-    right fmod gives (a zero's sign included); NaN a or b, infinite a, fall to fmod. |b| = inf by
-    Equal where NaN is found by it, else as |b| > the largest finite value (a constant a model
-    narrowed from double to float could not hold)."""
-    infinity = b.scalar(np.inf, element_type, "infinity")
-    if nan_op == "Equal":
-        infinite = b.Equal(b.Abs(divisor), infinity)
-    else:
-        infinite = b.Greater(b.Abs(divisor), b.scalar(floats.largest_finite(element_type), element_type, "largest"))
-    return b.Where(b.And(b.Less(b.Abs(dividend), infinity), infinite), dividend, fmod)
+def _smaller_kept(b: Builder, dividend: str, divisor: str, fmod: str) -> Value:
+    """fmod(a, b) = a where |a| < |b| (C's fmod, exact: a zero's sign included), written out as
+    Where(|a| < |b|, a, fmod): a finite a by ±inf is a itself, not NaN from the quotient a runtime
+    may take; NaN a or b, and |a| ≥ |b|, fall to fmod."""
+    return b.Where(b.Less(b.Abs(dividend), b.Abs(divisor)), dividend, fmod)
 
 
 def _nan_mask(b: Builder, nan_op: str, r: str) -> Value:
