@@ -97,6 +97,13 @@ is worse than on the other form (:mod:`lowering.node_forms`). Each choice here i
   make the same windows (:func:`_explicit_pads`), where the runtime runs that form better
   (onnx2torch converts no auto_pad pooling; pads one end more than the other are judged as a
   form of their own).
+- ``AveragePool`` (19+) and ``LpPool`` (18+) with dilations (its input's pooled sizes known)
+  written as the pool's version adapter to the opset before dilations writes it, at the node's
+  opset: each window's elements gathered side by side in order (``Pad``, ``Gather``), pooled
+  undilated with kernel and strides K (``rules/versions/pool.py``): the same elements, the
+  same averages bit for bit, where the runtime runs those better (OpenVINO 2024.6 and tract
+  0.21 get dilated averages wrong, rknn fails them; AveragePool's own rule, a dilated Conv, is
+  a tolerance rule, wrong on rknn in 3-D).
 - ``GlobalMaxPool`` (its input's spatial sizes known) written as the ``MaxPool`` whose one
   window is the whole of each channel, where the runtime runs that better (onnx2torch converts
   no GlobalMaxPool): the same maximum, bit for bit with onnxruntime, which pools both in one
@@ -834,6 +841,34 @@ def _pool_with_explicit_pads(
     if any(pads):
         pooled.attribute.append(onnx.helper.make_attribute("pads", pads))
     return [pooled]
+
+
+def _dilated_pool(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """An AveragePool (19+) or LpPool (18+) with a dilation other than 1, its input's pooled
+    sizes known."""
+    dilations = attribute_of(node, "dilations")
+    return dilations is not None and set(dilations) != {1} and _spatial_sizes(node, types) is not None
+
+
+def _dilated_windows_gathered(
+    node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types
+) -> list[onnx.NodeProto] | None:
+    """Pool(x, dilations=d) = Pool(Gather(Pad(x, 0), i), kernel=K, strides=K), i = o·s + k·d - b
+    per axis: the nodes the pool's version adapter writes going to the opset before the version
+    that added dilations (``rules/versions/pool.py``, ``dilated_windows_gathered``), at the
+    node's own opset: each window's elements gathered side by side, in order, pooled as they
+    were (Pad and Gather only move values); None where the adapter declines (a window it cannot
+    count so, auto_pad SAME)."""
+    before = schemas.first_opset_with_attribute(node.op_type, "dilations") - 1  # (AveragePool: 18; LpPool: 17)
+    version, undilated = schemas.version_in_force(node.op_type, opset), schemas.version_in_force(node.op_type, before)
+    registered = adapter_for(node.op_type, version, undilated) if undilated is not None else None
+    if registered is None:
+        return None
+    context = AdapterContext(opset, before, names, types.get, constants.get)
+    try:
+        return registered.function(node, context)
+    except (LoweringError, NotLowered):
+        return None
 
 
 def _globally_pooled(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
@@ -1927,6 +1962,17 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             f"{op_type} with auto_pad SAME or VALID -> the pads that make the same windows",
         )
         for op_type in ("AveragePool", "MaxPool")
+    ),
+    *(
+        OpChoice(
+            op_type,
+            _dilated_pool,
+            _dilated_windows_gathered,
+            None,
+            f"{op_type} with dilations -> {op_type} of its windows gathered side by side (the runtime runs those "
+            "better)",
+        )
+        for op_type in ("AveragePool", "LpPool")
     ),
     OpChoice(
         "GlobalMaxPool",

@@ -3617,3 +3617,58 @@ def test_an_initializer_replaced_nodes_read_is_dropped_only_once_nothing_reads_i
     result = lowering.lower_model(model, target="tract-0.21")
     assert any("a 0 copies a length" in said for said in result.report.forms)
     assert ("s" in {t.name for t in result.model.graph.initializer}) is (also != "nothing")
+
+
+# -- AveragePool and LpPool with dilations, their windows gathered ---------------------------------
+
+DILATED_CASES = [
+    "test_averagepool_2d_dilations",
+    "test_averagepool_3d_dilations_small",
+    *(f"test_averagepool_3d_dilations_large_count_include_pad_is_{pad}_ceil_mode_is_{ceil}"
+      for pad in (0, 1) for ceil in ("False", "True")),
+    "test_lppool_2d_dilations",
+]  # fmt: skip
+
+
+def _dilated_pool_profile(dilated: str):
+    """A runtime that pools with dilations ``dilated`` (rknn fails AveragePool-19's, and its
+    dilated 3-D Conv, AveragePool's rule, is wrong) and runs undilated pools, Pad and Gather."""
+    cases = {name: (name.split("_")[1].replace("averagepool", "AveragePool").replace("lppool", "LpPool"), 22,
+                    "FLOAT", dilated) for name in DILATED_CASES}  # fmt: skip
+    undilated = (
+        "test_averagepool_2d_default",
+        "test_averagepool_3d_default",
+        "test_averagepool_2d_pads",
+        "test_averagepool_2d_pads_count_include_pad",
+        "test_lppool_2d_default",
+        "test_lppool_2d_pads",
+    )
+    for name in undilated:
+        cases[name] = ("LpPool" if "lppool" in name else "AveragePool", 22, "FLOAT", "right")
+    cases.update({f"test_gather_{k}": ("Gather", 13, "FLOAT", "right") for k in (0, 1)})
+    cases["test_constant_pad"] = ("Pad", 21, "FLOAT", "right")
+    cases["constant_INT64@25"] = ("Constant", 25, "INT64", "right")
+    return _profile_of("dilated-pool", 22, cases)
+
+
+@pytest.mark.parametrize("name", DILATED_CASES)
+def test_a_dilated_pool_gets_its_windows_gathered_where_the_runtime_fails_dilations(name):
+    """Each backend case of a dilated AveragePool or LpPool: its windows gathered side by side and
+    pooled undilated, the same elements in the same order: the case's expected outputs, and
+    onnxruntime's on the original bit for bit; kept where the runtime pools dilations right."""
+    [case] = [case for case in node_cases() if case.name == name]
+    op_type = case.model.graph.node[0].op_type
+    said = f"{op_type} with dilations -> {op_type} of its windows gathered side by side (the runtime runs those better)"
+    result = lowering.lower_model(case.model, target=_dilated_pool_profile("fails"), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert result.report.forms == {said: 1}
+    ops = [n.op_type for n in result.model.graph.node]
+    assert ops[-1] == op_type and "Gather" in ops
+    assert all(a.name != "dilations" for a in result.model.graph.node[-1].attribute)
+    inputs, [expected] = case.data_sets[0]
+    feeds = {case.model.graph.input[0].name: inputs[0]}
+    [got], [want] = run_onnxruntime(result.model, feeds), run_onnxruntime(case.model, feeds)
+    assert got.tobytes() == want.tobytes()
+    assert np.allclose(got, expected, rtol=case.rtol, atol=case.atol)
+    kept = lowering.lower_model(case.model, target=_dilated_pool_profile("right"), fold="none")
+    assert not kept.report.forms and [n.op_type for n in kept.model.graph.node] == [op_type]
