@@ -156,12 +156,9 @@ def drop_left_unread(model: onnx.ModelProto, read_before: Callable[[], set[str]]
     graphs = [model.graph, *nested_graphs(model.graph.node)]
     read = names_read(model)
     given = {info.name for graph in graphs for info in graph.output} | {info.name for info in model.graph.input}
-    given |= {
-        entry.value
-        for graph in graphs
-        for annotation in graph.quantization_annotation
-        for entry in annotation.quant_parameter_tensor_names
-    }
+    for graph in graphs:
+        for annotation in graph.quantization_annotation:
+            given |= {annotation.tensor_name, *(entry.value for entry in annotation.quant_parameter_tensor_names)}
     unread_initializers = [t for t in model.graph.initializer if t.name not in read and t.name not in given]
     defined = Counter(name for graph in graphs for node in graph.node for name in node.output)
     defined.update(tensor.name for graph in graphs for tensor in graph.initializer)

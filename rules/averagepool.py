@@ -68,7 +68,8 @@ def average_pool_by_conv(
     sizes unknown, the auto_pad
     forms onnxruntime's kernel pads or counts otherwise than the spec
     (:func:`_refuse_padding_counted_apart`), an axis with no window or a window holding no
-    element of x (0 / 0), a type whose Conv the target does not run (double on onnxruntime)."""
+    element of x (0 / 0), a type whose Conv the target does not run (double on onnxruntime),
+    attributes stating no positive step per axis."""
     if b.opset < FIRST_OPSET:
         raise NotLowered(f"the rule writes Div broadcasting by numpy's rule, from opset {FIRST_OPSET}, not {b.opset}")
     if x.element_type not in COMPUTED_IN:
@@ -84,6 +85,10 @@ def average_pool_by_conv(
     strides = [int(s) for s in strides] if strides else [1] * spatial
     dilations = [int(d) for d in dilations] if dilations else [1] * spatial
     given = [int(q) for q in pads] if pads else [0] * (2 * spatial)
+    if len(strides) != spatial or len(dilations) != spatial or len(given) != 2 * spatial:
+        raise NotLowered(f"strides, dilations or pads do not state one step per each of the {spatial} spatial axes")
+    if min(strides + dilations + kernel) < 1:
+        raise NotLowered("a stride, dilation or kernel size below 1 makes no window")
     padding = as_text(auto_pad)
     version = b.source_version("AveragePool") or schemas.version_in_force("AveragePool", b.opset)
     if version == COUNTED_TWICE and padding != "NOTSET":

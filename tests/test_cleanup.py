@@ -288,16 +288,18 @@ def test_a_value_only_a_lowered_node_read_goes_and_one_never_read_stays(target_b
 
 def test_a_dropped_value_takes_its_value_info_and_what_else_names_it_stays():
     """The value_info of a dropped initializer goes with it; an initializer a quantization
-    annotation names (a scale) stays, read or not."""
+    annotation names (as a scale, or as the tensor annotated) stays, read or not."""
     model = _cast_like_model("initializer")
     model.graph.value_info.append(helper.make_tensor_value_info("like", FLOAT, [1]))
     lowered = lowering.lower_model(model, ops=["CastLike"]).model
     assert [t.name for t in lowered.graph.initializer] == ["spare"] and not lowered.graph.value_info
-    annotation = onnx.TensorAnnotation(tensor_name="y")
-    annotation.quant_parameter_tensor_names.add(key="SCALE_TENSOR", value="like")
-    model.graph.quantization_annotation.append(annotation)
-    lowered = lowering.lower_model(model, ops=["CastLike"]).model
-    assert [t.name for t in lowered.graph.initializer] == ["spare", "like"]
+    for annotated, scale in (("y", "like"), ("like", "spare")):  # (a scale, or the tensor annotated)
+        annotation = onnx.TensorAnnotation(tensor_name=annotated)
+        annotation.quant_parameter_tensor_names.add(key="SCALE_TENSOR", value=scale)
+        del model.graph.quantization_annotation[:]
+        model.graph.quantization_annotation.append(annotation)
+        lowered = lowering.lower_model(model, ops=["CastLike"]).model
+        assert [t.name for t in lowered.graph.initializer] == ["spare", "like"]
 
 
 def test_a_constant_a_sibling_branch_defines_too_stays():

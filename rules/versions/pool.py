@@ -270,7 +270,9 @@ def dilated_windows_gathered(
     which the pool's own padding (``count_include_pad=0``) leaves out alike: those are not
     gathered. Refused: a window other than the first or last leaving positions out, a window
     counting none, ``auto_pad`` SAME_UPPER/SAME_LOWER (onnxruntime pads as if the kernel were not
-    dilated, against the spec's output size), and spatial sizes not known statically. (A pad not
+    dilated, against the spec's output size), a ceil_mode window starting in the right padding
+    that the source version's formula counts (AveragePool before 22, LpPool: onnxruntime and
+    onnx.reference leave it out), and spatial sizes not known statically. (A pad not
     smaller than the kernel, which onnxruntime refuses to load, is gathered as zeros alike.)"""
     op = node.op_type
     if context.target_opset < GATHERED_WINDOWS_FIRST_OPSET:
@@ -290,6 +292,8 @@ def dilated_windows_gathered(
     strides = list(attribute_of(node, "strides") or [1] * rank)
     dilations = list(attribute_of(node, "dilations") or [1] * rank)
     pads = list(attribute_of(node, "pads") or [0] * (2 * rank))
+    if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank or min(strides + dilations) < 1:
+        raise NotLowered(f"{cannot}: its strides, dilations or pads do not state one positive step per axis")
     auto_pad = text_attribute(node, "auto_pad", context.source_opset)
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         raise NotLowered(
@@ -306,6 +310,12 @@ def dilated_windows_gathered(
             auto_pad, ceil_mode,
         )  # fmt: skip
         step, reach = strides[axis], dilations[axis]
+        if ceil_mode and (count - 1) * step >= size + before:
+            raise NotLowered(
+                f"{cannot}: its dilations cannot be stated there, and along spatial axis {axis} (size {size}) its "
+                f"last ceil_mode window would start in the right padding, which {op}-{source}'s formula counts and "
+                "onnxruntime and onnx.reference leave out (as version 22 says for AveragePool and MaxPool)"
+            )
         windows = [[o * step + k * reach - before for k in range(kernel[axis])] for o in range(count)]
         kept = [_counted(op, window, size, after, include_pad) for window in windows]
         for o, (window, counted) in enumerate(zip(windows, kept, strict=True)):
@@ -335,7 +345,7 @@ def dilated_windows_gathered(
     if any(zeros_before) or any(zeros_after):
         current = b.Pad(current, b.ints([0, 0, *zeros_before, 0, 0, *zeros_after], "pads"))  # constant 0: the defaults
     for axis, indices in enumerate(gathered):
-        if indices != list(range(spatial[axis])):
+        if indices != list(range(spatial[axis] + zeros_before[axis] + zeros_after[axis])):  # (the padded length)
             current = b.Gather(current, b.ints(indices, f"windows{axis}"), axis=axis + 2)
     attributes = {"kernel_shape": kernel, "strides": kernel}
     if any(left_out[0]) or any(left_out[1]):

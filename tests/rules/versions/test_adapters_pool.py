@@ -345,6 +345,31 @@ def test_dilations_the_older_version_lacks_are_gathered_and_refused_where_not_ex
         lowering.lower_model(model, target_opset=17, ops=[])
 
 
+@pytest.mark.parametrize("shape", [[1, 1, 1], [1, 1, 1, 1], [1, 1, 2]])
+def test_dilated_windows_over_a_padded_axis_are_gathered_from_the_padded_length(shape):
+    """Windows of a padded axis that happen to read positions 0, 1, ... of the padded tensor are
+    still gathered where the padded length is longer (kernel 2, dilation 3, stride 4, pads 1,
+    ceil_mode, count_include_pad: one window reading the two pads, onnxruntime's 0)."""
+    spatial = len(shape) - 2
+    model = pool_model("AveragePool", 22, shape, kernel_shape=[2] * spatial, dilations=[3] * spatial,
+                       strides=[4] * spatial, pads=[1] * (2 * spatial), ceil_mode=1, count_include_pad=1)  # fmt: skip
+    assert_converts_bit_for_bit(model, 18, random_feeds(shape), f"averagepool over padding, x {shape}, to 18")
+
+
+CEIL_IN_THE_PADDING = [("AveragePool", 19, {"count_include_pad": 1}), ("AveragePool", 21, {}), ("LpPool", 22, {"p": 2})]
+
+
+@pytest.mark.parametrize(("op_type", "opset", "extra"), CEIL_IN_THE_PADDING)
+def test_dilated_windows_with_a_ceil_window_starting_in_the_right_padding_are_refused(op_type, opset, extra):
+    """Before version 22 (and for LpPool) the formula counts a ceil_mode window starting in the
+    right padding, which onnxruntime and onnx.reference leave out: which one the model means is
+    not agreed, so its windows are not gathered."""
+    model = pool_model(op_type, opset, [1, 1, 7], kernel_shape=[2], dilations=[3], strides=[4], pads=[1, 1],
+                       ceil_mode=1, **extra)  # fmt: skip
+    with pytest.raises(lowering.LoweringError, match="window would start in the right padding"):
+        lowering.lower_model(model, target_opset=17, ops=[])
+
+
 def test_a_plain_pool_with_unknown_dimensions_still_goes():
     model = pool_model("MaxPool", 22, [1, 1, "h", "w"], kernel_shape=[2, 2], strides=[2, 2])
     result = lowering.lower_model(model, target_opset=11, ops=[])
