@@ -694,10 +694,12 @@ def _as_its_adapter_writes(
     opset: int,
     registered,
     as_if_for: int | None = None,
+    types: Types | None = None,
 ) -> list | None:
     """The nodes the version adapter ``registered`` writes for ``node``, asked to go from the
     node's own opset to that very opset (or to ``as_if_for``; each input typed by the node's
-    form); None where there is no such adapter or it declines."""
+    form, or as ``types`` gives it, shapes and all); None where there is no such adapter or it
+    declines."""
     if registered is None:
         return None
     element_types, ranks = dict(form.types), dict(form.ranks)
@@ -709,7 +711,8 @@ def _as_its_adapter_writes(
         rank = ranks.get(positions[0])
         return onnx.helper.make_tensor_type_proto(element_types[positions[0]], None if rank is None else [None] * rank)
 
-    context = AdapterContext(opset, opset if as_if_for is None else as_if_for, names, type_of, constants.get)
+    typed = type_of if types is None else types.get
+    context = AdapterContext(opset, opset if as_if_for is None else as_if_for, names, typed, constants.get)
     try:
         return registered.function(node, context)
     except (LoweringError, NotLowered):
@@ -862,13 +865,7 @@ def _dilated_windows_gathered(
     before = schemas.first_opset_with_attribute(node.op_type, "dilations") - 1  # (AveragePool: 18; LpPool: 17)
     version, undilated = schemas.version_in_force(node.op_type, opset), schemas.version_in_force(node.op_type, before)
     registered = adapter_for(node.op_type, version, undilated) if undilated is not None else None
-    if registered is None:
-        return None
-    context = AdapterContext(opset, before, names, types.get, constants.get)
-    try:
-        return registered.function(node, context)
-    except (LoweringError, NotLowered):
-        return None
+    return _as_its_adapter_writes(node, form, constants, names, opset, registered, as_if_for=before, types=types)
 
 
 def _globally_pooled(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
