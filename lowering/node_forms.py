@@ -300,6 +300,14 @@ def case_forms() -> dict[str, NodeForm]:
     return {name: NodeForm.from_data(data) for name, data in json.loads(CASE_FORMS.read_text()).items()}
 
 
+def parameters_fed(form: NodeForm, schema: onnx.defs.OpSchema | None) -> list[int]:
+    """The positions of the inputs a node of ``form`` is fed at run time that set its parameters
+    (:func:`schemas.sets_parameters`: axes, a shape, scales, indices), in their order."""
+    if schema is None:
+        return []
+    return sorted(position for position in form.fed if schemas.sets_parameters(schema, position))
+
+
 # ops whose outputs depend on their inputs' shapes only, not on their values
 SHAPE_ONLY_OPS = frozenset({"Shape", "Size"})
 

@@ -21,7 +21,9 @@ are not right is partly on that kind; one known to hold a kind is judged by the 
 kind (``holding``), one known to hold none by the others (``free_of``). A kind an op's parameters
 hold (:data:`value_kinds.PARAMETER_KINDS`: a Resize's scales below 1) is what the node computes,
 not the data it computes on: a node not known free of it is refused where its cases of it are
-wrong, not partly (onnx2torch's nearest Resize fed its scales).
+wrong, not partly (onnx2torch's nearest Resize fed its scales). Where no kind tells its
+cases apart, a node fed at run time an input that sets its parameters is refused where some of
+its nearest cases, fed it too, are wrong: its values are not known (rknn's Unsqueeze fed axes).
 
 A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
 of a whole model, the corpus models the runtime ran right with it and not without (``better``)
@@ -45,7 +47,7 @@ import onnx
 from onnx import TensorProto
 
 from . import schemas
-from .node_forms import NodeForm, case_forms, nearest_cases, unmatched
+from .node_forms import NodeForm, case_forms, nearest_cases, parameters_fed, unmatched
 from .value_kinds import KINDS, PARAMETER_KINDS, cases_of_values, judges_only_free_of
 
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
@@ -338,6 +340,14 @@ class RuntimeProfile:
                     return Verdict(REFUSED, f"{wrong} of {len(exact)} cases{formed} not right{which}, which its "
                                    f"parameters, not known here, may hold, e.g. {_said(not_right)}",
                                    wrong_values=values)  # fmt: skip
+                fed = parameters_fed(form, schema) if form and near else []
+                if not values and fed and any(o[1] == "wrong" for o in not_right):
+                    # (cases alike in form, fed its parameters as the node is, right on some of their
+                    # values and wrong on others: rknn's Unsqueeze fed axes [0] and [1])
+                    named = ", ".join(schemas.formal_input(schema, position).name for position in fed)
+                    return Verdict(REFUSED, f"{wrong} of {len(exact)} cases{formed} not right, each fed its "
+                                   f"{named} at run time as the node is: which values the runtime gets wrong is "
+                                   f"not known, nor the node's, e.g. {_said(not_right)}")  # fmt: skip
                 return Verdict(PARTLY, f"{wrong} of {len(exact)} cases{formed} not right{which}, e.g. "
                                f"{_said(not_right)}", wrong_values=values)  # fmt: skip
             said = (

@@ -21,7 +21,7 @@ from .graphs import held_graphs, holds_graphs
 from .ir_versions import declare_ir_version_at_most, ir_version_needed
 from .modelio import checkable
 from .naming import NameAllocator
-from .node_forms import NodeForm, constants_given_by_nodes, node_form, value_sources
+from .node_forms import NodeForm, constants_given_by_nodes, node_form, parameters_fed, value_sources
 from .nodecheck import checker_message
 from .registry import rule_for
 from .report import RemainingOp
@@ -274,7 +274,9 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
         confirmed = []
         for f in findings:
             reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
-            if f.for_fewer and unforeseen:  # (at the opset named, --target met blockers check did not foresee)
+            if (f.for_fewer or f.op_type == OPSET_FINDING) and unforeseen:
+                # (at the opset named, --target met blockers check did not foresee: a Squeeze fed its
+                # axes, judged at opset 12 as Squeeze-11, is not converted there)
                 reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in unforeseen)
             if f.blocks and f.fix and reason is not None:
                 said = reason.removeprefix(f"{f.verdict.why}; ")  # (the refusal's reason restates the verdict)
@@ -399,8 +401,7 @@ def _parameters_fed(op_type: str, version: int, form: NodeForm | None) -> list[s
     schema = schemas.schema_in_force(op_type, version)
     if schema is None or form is None:
         return []
-    positions = sorted(position for position in form.fed if schemas.sets_parameters(schema, position))
-    return [schemas.formal_input(schema, position).name for position in positions]
+    return [schemas.formal_input(schema, position).name for position in parameters_fed(form, schema)]
 
 
 def _narrower_type_taken(

@@ -407,3 +407,31 @@ def test_pads_padding_one_end_more_are_a_form_of_their_own(op_type, pads, kind):
     node = helper.make_node(op_type, ["x", "w"][: 1 if op_type != "Conv" else 2], ["y"], pads=pads)
     form = node_form(node, opset, {"x"}, {"w"}, {}, {}, set())
     assert dict(form.attributes)["pads"] == kind
+
+
+def _unsqueeze_profile(verdicts: dict[str, str]):
+    return profile_from_data({
+        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
+        "opsets": [13],
+        "cases": {name: {"op": "Unsqueeze", "version": 13, "type": "FLOAT", "verdict": verdict}
+                  for name, verdict in verdicts.items()},
+    })  # fmt: skip
+
+
+def test_a_node_fed_its_parameters_is_refused_where_cases_fed_them_alike_are_wrong_on_some_values():
+    """rknn unsqueezes right where its axes, fed at run time, are [0], and wrong where they are
+    [1]: a node fed its axes, whose values are not known, is refused, not partly; one given them
+    as constants is judged by the cases given constants; where the other cases fail rather than
+    compute wrong, the runtime says so itself: partly."""
+    cases = {"test_unsqueeze_axis_0@13": "right", "test_unsqueeze_axis_1@13": "wrong",
+             "test_unsqueeze_axis_0@13#constant": "right", "test_unsqueeze_axis_1@13#constant": "right"}  # fmt: skip
+    assert {1} <= case_forms()["test_unsqueeze_axis_1@13"].fed
+    node = helper.make_node("Unsqueeze", ["x", "axes"], ["y"])
+    shapes, types = {"x": (3, 4, 5), "axes": (1,)}, {"x": TensorProto.FLOAT, "axes": TensorProto.INT64}
+    fed = node_form(node, 13, {"x", "axes"}, (), shapes, types)
+    given = node_form(node, 13, {"x"}, {"axes"}, shapes, types)
+    verdict = _unsqueeze_profile(cases).verdict("Unsqueeze", 13, "FLOAT", fed)
+    assert verdict.kind == REFUSED and "each fed its axes at run time" in verdict.why
+    assert _unsqueeze_profile(cases).verdict("Unsqueeze", 13, "FLOAT", given).kind == SUPPORTED
+    failing = {**cases, "test_unsqueeze_axis_1@13": "fails"}
+    assert _unsqueeze_profile(failing).verdict("Unsqueeze", 13, "FLOAT", fed).kind == PARTLY

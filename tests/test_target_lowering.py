@@ -962,6 +962,27 @@ def test_an_older_opset_named_as_the_fix_is_taken_back_where_the_model_cannot_go
     assert "--target: refused: Cast-21 at graph 'cast', node 'to_int4'" in confirmed[0].verdict.why
 
 
+def test_the_opset_a_model_must_leave_keeps_no_fix_where_the_model_cannot_go_there():
+    """A runtime that loads opsets 11 to 20, fails Squeeze-13 and runs Squeeze-11: the model's
+    opset 21 blocks in any case, and check, judging the Squeeze at 12 as Squeeze-11, names
+    converting to 12 as its fix; but a Squeeze fed its axes at run time cannot go below 13
+    (Squeeze-11 takes them as an attribute), and --target refuses the Squeeze-13, which check did
+    not foresee: the opset keeps no fix."""
+    nodes = [helper.make_node("Squeeze", ["x", "axes"], ["y"], name="squeeze")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3]),
+              helper.make_tensor_value_info("axes", TensorProto.INT64, [1])]  # fmt: skip
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], opset=21)
+    runtime = profile(
+        {"squeeze_13": ("Squeeze", 13, "FLOAT", "fails"), "squeeze_11": ("Squeeze", 11, "FLOAT", "right")},
+        range(11, 21),
+    )
+    findings = check_model(model, runtime, lowerable=lowerable_ops())
+    assert [(f.op_type, f.fix) for f in findings if f.blocks] == [("(opset)", "converted to opset 12")]
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime))
+    assert [f.fix for f in confirmed if f.blocks] == [None]
+    assert "--target: refused: Squeeze-13 at graph" in confirmed[0].verdict.why
+
+
 def test_an_older_opset_named_as_the_fix_stays_where_another_node_blocks_there_too():
     """Cast-21 (float to int8) runs wrong and Cast-19 right, and the Mul after it fails on int8 at
     every version: --target goes to opset 20 and refuses the Mul only, which check foresaw, so
