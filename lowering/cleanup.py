@@ -138,10 +138,18 @@ def _drop_value_info(container: Container, removed: set[str]) -> None:
         infos.extend(kept)
 
 
+def _main_graphs(model: onnx.ModelProto) -> list[onnx.GraphProto]:
+    """The main graph and every graph its nodes hold, at any depth."""
+    return [model.graph, *nested_graphs(model.graph.node)]
+
+
+def _read_in(graphs: list[onnx.GraphProto]) -> set[str]:
+    return {name for graph in graphs for node in graph.node for name in node.input}
+
+
 def names_read(model: onnx.ModelProto) -> set[str]:
     """Every name a node of the main graph, or of a graph it holds at any depth, reads."""
-    graphs = [model.graph, *nested_graphs(model.graph.node)]
-    return {name for graph in graphs for node in graph.node for name in node.input}
+    return _read_in(_main_graphs(model))
 
 
 def drop_left_unread(model: onnx.ModelProto, read_before: Callable[[], set[str]] | set[str]) -> None:
@@ -153,8 +161,8 @@ def drop_left_unread(model: onnx.ModelProto, read_before: Callable[[], set[str]]
     nor anything of a model with training information, whose graphs may read them."""
     if model.training_info:  # (its graphs may read the main graph's initializers)
         return
-    graphs = [model.graph, *nested_graphs(model.graph.node)]
-    read = names_read(model)
+    graphs = _main_graphs(model)
+    read = _read_in(graphs)
     given = {info.name for graph in graphs for info in graph.output} | {info.name for info in model.graph.input}
     for graph in graphs:
         for annotation in graph.quantization_annotation:

@@ -19,6 +19,7 @@ from lowering import floats, schemas
 from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.graphs import nested_graphs
 from lowering.naming import NameAllocator
+from lowering.node_forms import case_forms
 from lowering.runtime_profiles import PARTLY, REFUSED, SUPPORTED, profile_from_data
 from lowering.shape_folding import inferred_types
 from lowering.target_forms import OP_CHOICES, constants_by_name, indices_never_negative, shape_names_the_lengths
@@ -3672,3 +3673,64 @@ def test_a_dilated_pool_gets_its_windows_gathered_where_the_runtime_fails_dilati
     assert np.allclose(got, expected, rtol=case.rtol, atol=case.atol)
     kept = lowering.lower_model(case.model, target=_dilated_pool_profile("right"), fold="none")
     assert not kept.report.forms and [n.op_type for n in kept.model.graph.node] == [op_type]
+
+
+def _float16_dilated_pool_profile():
+    """_dilated_pool_profile's runtime, its float cases on float16."""
+    profile = _dilated_pool_profile("fails")
+    cases = {
+        case: (op_type, version, "FLOAT16" if type_name == "FLOAT" else type_name, verdict)
+        for op_type, entries in profile._by_op.items() for version, type_name, outcomes in entries
+        for case, verdict, _ in outcomes
+    }  # fmt: skip
+    return _profile_of("dilated-pool-float16", 22, cases)
+
+
+@pytest.mark.parametrize("name", ["test_averagepool_2d_dilations", "test_lppool_2d_dilations"])
+@pytest.mark.parametrize("in_branch", [False, True])
+def test_a_float16_dilated_pool_gathered_keeps_every_bit_of_special_values(name, in_branch, monkeypatch):
+    """A backend case's dilated pool on float16 NaN, ±inf, ±0, subnormals and the largest finite
+    values (the runtime's cases probed on float16: their forms say so): its windows gathered and
+    pooled undilated give onnxruntime's bits on the original (NaN where it is NaN), in the main
+    graph and in an If's branch alike."""
+    shipped = case_forms()
+    as_float16 = {case: dataclasses.replace(form, types=tuple((i, TensorProto.FLOAT16 if t == TensorProto.FLOAT else t)
+                                                              for i, t in form.types))
+                  for case, form in shipped.items()}  # fmt: skip
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: as_float16)
+    monkeypatch.setattr("lowering.runtime_profiles.case_forms", lambda: as_float16)
+    [case] = [case for case in node_cases() if case.name == name]
+    pool = onnx.NodeProto()
+    pool.CopyFrom(case.model.graph.node[0])
+    pool.input[:], pool.output[:] = ["x"], ["pooled"]
+    op_type = pool.op_type
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 2, 6, 7])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 2, "h", "w"])
+    if in_branch:
+        pooled = helper.make_tensor_value_info("pooled", TensorProto.FLOAT16, [1, 2, "h", "w"])
+        then = helper.make_graph([pool], "then", [], [pooled])
+        other = helper.make_graph([helper.make_node("Identity", ["x"], ["pooled"])], "else", [], [pooled])
+        nodes = [helper.make_node("If", ["flag"], ["y"], then_branch=then, else_branch=other)]
+        inputs = [x, helper.make_tensor_value_info("flag", TensorProto.BOOL, [])]
+    else:
+        nodes, inputs = [pool, helper.make_node("Identity", ["pooled"], ["y"])], [x]
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, [y]), opset_imports=[helper.make_opsetid("", 22)])
+    result = lowering.lower_model(model, target=_float16_dilated_pool_profile(), fold="none")
+    onnx.checker.check_model(result.model, full_check=True)
+    assert sum(result.report.forms.values()) == 1
+    assert all(a.name != "dilations" for g in [result.model.graph, *nested_graphs(result.model.graph.node)]
+               for n in g.node if n.op_type == op_type for a in n.attribute)  # fmt: skip
+    special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0, -0.0, 6e-8, -6e-8, 65504, -65504, 1.5, -2.25], np.float16)
+    rng = np.random.default_rng(7)
+    values = rng.standard_normal((1, 2, 6, 7)).astype(np.float16)
+    for trial in range(40):
+        feed = values.copy().reshape(-1)
+        where = rng.choice(feed.size, size=trial % 9, replace=False)
+        feed[where] = rng.choice(special, size=where.size)
+        feeds = {"x": feed.reshape(values.shape)}
+        if in_branch:
+            feeds["flag"] = np.array(True)
+        [got], [want] = run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan)
+        assert got[~nan].tobytes() == want[~nan].tobytes()
