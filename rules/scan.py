@@ -1,4 +1,4 @@
-"""Scan (versions 9 to 25) unrolled, where its number of iterations is known."""
+"""Scan (versions 8 to 25) unrolled, where its number of iterations is known."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from lowering import schemas
 from lowering.graphs import holds_graphs
 from lowering.registry import Builder, NotLowered, Value, rule
 
@@ -25,13 +26,83 @@ EMITS = (
     "Reshape",
     "Squeeze",
 )
+# The first opset whose Constant holds the int64 indices the rule gathers by.
+INDEX_OPSET = schemas.first_opset_writing(("Gather", "Concat", "Unsqueeze"), int64_constants=True)
 # The most nodes an unrolled Scan may hold (iterations times the body's nodes): a longer
 # sequence stays a Scan.
 MOST_UNROLLED_NODES = 4096
 
 
-@rule("Scan", versions=(9, 11, 16, 19, 21, 23, 24, 25), emits=EMITS)
+@rule("Scan", versions=(8, 9, 11, 16, 19, 21, 23, 24, 25), emits=EMITS)
 def scan_unrolled(
+    b: Builder,
+    *states_and_scanned: Value | None,
+    body: onnx.GraphProto = None,
+    num_scan_inputs: int = 0,
+    directions=None,
+    scan_input_axes=None,
+    scan_input_directions=None,
+    scan_output_axes=None,
+    scan_output_directions=None,
+) -> Value | tuple[Value, ...]:
+    """Scan(s_1..s_N, x_1..x_M) unrolled over its T iterations; Scan-8's batch of sequences one by one.
+
+    (:func:`_unrolled`, :func:`_batches_unrolled`.)"""
+    if (b.source_version("Scan") or schemas.version_in_force("Scan", b.opset)) == 8:
+        return _batches_unrolled(b, *states_and_scanned, body=body, num_scan_inputs=num_scan_inputs,
+                                 directions=directions)  # fmt: skip
+    return _unrolled(
+        b, *states_and_scanned, body=body, num_scan_inputs=num_scan_inputs, scan_input_axes=scan_input_axes,
+        scan_input_directions=scan_input_directions, scan_output_axes=scan_output_axes,
+        scan_output_directions=scan_output_directions,
+    )  # fmt: skip
+
+
+def _batches_unrolled(
+    b: Builder,
+    sequence_lens: Value | None,
+    *states_and_scanned: Value | None,
+    body: onnx.GraphProto | None,
+    num_scan_inputs: int,
+    directions,
+) -> Value | tuple[Value, ...]:
+    """Scan-8(s_1..s_N, x_1..x_M) over a batch of B sequences (axis 0 of every input and output;
+    the sequences along axis 1 of each x_j): for each batch i, Scan(Gather(s_1, i)..Gather(x_M, i))
+    unrolled (:func:`_unrolled`, x_j reversed where ``directions`` says so), and each output
+    Concat(Unsqueeze(its batch i, 0) for i = 0 .. B-1, axis 0). Not lowered where
+    ``sequence_lens`` is given (each sequence's own length), B is unknown or 0, or below opset 9
+    (no int64 Constant: Scan-8 itself is lowered on the way to a later opset)."""
+    if b.opset < INDEX_OPSET:
+        raise NotLowered(f"the rule gathers by int64 constants, which Constant holds from opset {INDEX_OPSET}")
+    if sequence_lens is not None:
+        raise NotLowered("Scan-8 is given sequence_lens (each sequence's own length)")
+    if body is None:
+        raise NotLowered("Scan has no body")
+    shapes = [b.shape_of(value) for value in states_and_scanned if value is not None]
+    batch = next((shape[0] for shape in shapes if shape and isinstance(shape[0], int)), None)
+    if not batch:
+        raise NotLowered("the batch size of Scan-8's inputs is unknown" if batch is None else "its batch is empty")
+    scanned = states_and_scanned[len(states_and_scanned) - num_scan_inputs :]
+    iterations = _iterations(b, list(scanned), [1] * num_scan_inputs)  # (each sequence along axis 1)
+    if batch * max(len(body.node), 1) > MOST_UNROLLED_NODES:
+        raise NotLowered(f"{batch} batches of {len(body.node)} nodes: over {MOST_UNROLLED_NODES} unrolled")
+    outputs: list[list[Value]] = []
+    for i in range(batch):
+        index = b.tensor(np.array(i, np.int64), "batch")
+        sliced = [b.Gather(value, index, axis=0) for value in states_and_scanned]
+        unrolled = _unrolled(b, *sliced, body=body, num_scan_inputs=num_scan_inputs,
+                             scan_input_directions=directions, iterations=iterations,
+                             most_nodes=MOST_UNROLLED_NODES // batch)  # fmt: skip
+        outputs.append(list(unrolled) if isinstance(unrolled, tuple) else [unrolled])
+    stacked = tuple(
+        b.Concat(*[b.over_axes("Unsqueeze", each[k], [0]) for each in outputs], axis=0)
+        if batch > 1 else b.over_axes("Unsqueeze", outputs[0][k], [0])
+        for k in range(len(outputs[0]))
+    )  # fmt: skip
+    return stacked if len(stacked) > 1 else stacked[0]
+
+
+def _unrolled(
     b: Builder,
     *states_and_scanned: Value | None,
     body: onnx.GraphProto = None,
@@ -40,6 +111,8 @@ def scan_unrolled(
     scan_input_directions=None,
     scan_output_axes=None,
     scan_output_directions=None,
+    iterations: int | None = None,
+    most_nodes: int = MOST_UNROLLED_NODES,
 ) -> Value | tuple[Value, ...]:
     """Scan(s_1..s_N, x_1..x_M) unrolled over its T iterations: for t = 0 .. T-1,
 
@@ -49,8 +122,9 @@ def scan_unrolled(
     outputs, and output N+k is Concat(Unsqueeze(y_k at each t, axis_k), axis_k), in the order of
     t, or reversed where that output is prepended. The body's nodes are copied once per
     iteration, each value given a fresh name, so every value is computed by the same op on the
-    same inputs as in the Scan: bit for bit. Not lowered: T unknown (no scanned input's length
-    along its axis known) or 0, iterations times the body's nodes over MOST_UNROLLED_NODES, a
+    same inputs as in the Scan: bit for bit. T is ``iterations`` where given. Not lowered: T
+    unknown (no scanned input's length
+    along its axis known) or 0, iterations times the body's nodes over ``most_nodes``, a
     body node holding a graph (its names would need renaming inside it), strings scanned along
     another axis than the last below opset 11 or of unknown rank (they are gathered by
     GatherElements: :func:`gathering.gather_along`).
@@ -68,11 +142,11 @@ def scan_unrolled(
     outputs_scanned = len(body.output) - count
     output_axes = list(scan_output_axes or [0] * outputs_scanned)
     output_prepended = [bool(d) for d in scan_output_directions or [0] * outputs_scanned]
-    iterations = _iterations(b, scanned, input_axes)
+    iterations = _iterations(b, scanned, input_axes) if iterations is None else iterations
     if iterations == 0:
         raise NotLowered("it scans 0 iterations (its outputs' shapes would be guessed)")
-    if iterations * max(len(body.node), 1) > MOST_UNROLLED_NODES:
-        raise NotLowered(f"{iterations} iterations of {len(body.node)} nodes: over {MOST_UNROLLED_NODES} unrolled")
+    if iterations * max(len(body.node), 1) > most_nodes:
+        raise NotLowered(f"{iterations} iterations of {len(body.node)} nodes: over {most_nodes} unrolled")
     constants = {t.name: b.tensor(numpy_helper.to_array(t), "body_constant").name for t in body.initializer}
     current = [value.name for value in states]
     stacked: list[list[str]] = [[] for _ in range(outputs_scanned)]

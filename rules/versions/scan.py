@@ -24,7 +24,8 @@ def scan_batch_of_one_dropped(node: onnx.NodeProto, context: AdapterContext):
     batch of one that is Scan-9 on the inputs without their batch axis, each output given it back
     (final states [1, ...], scan outputs [1, sequence, ...]). The body is the same; ``directions``
     becomes ``scan_input_directions``. Sequence lengths, and a batch that is not statically 1,
-    cannot be written without a Loop over the batch: refused."""
+    cannot be written without a Loop over the batch: refused here (Scan's rule unrolls a known
+    batch, sequence by sequence: rules/scan.py)."""
     lengths, inputs = (node.input[0] if node.input else ""), list(node.input[1:])
     if lengths:
         raise _refused(node, context, f"it is given sequence lengths ('{lengths}')")

@@ -1,4 +1,4 @@
-"""Scan unrolled (rules/scan.py): every backend case of Scan-9 on, scanned forwards and in
+"""Scan unrolled (rules/scan.py): every backend case of Scan-9 on, Scan-8 batch by batch, scanned forwards and in
 reverse along every axis, on float and float16, in an If's branches and a local function, and
 the Scan ONNX's LinearAttention body writes, bit for bit as onnxruntime runs the Scan; refused
 where the iterations are unknown, none, too many, or the body holds a graph."""
@@ -153,3 +153,56 @@ def test_scan_stays_where_its_iterations_are_unknown_none_too_many_or_its_body_h
     body.node.append(helper.make_node("If", ["cond"], ["unused"], then_branch=branch, else_branch=branch))
     holds_if = lowering.lower_model(model, ops=["Scan"])
     assert "holds a node holding a graph" in holds_if.report.remaining[0].reason
+
+
+def scan_8_model(batch: int, directions: list[int] | None, lengths: bool = False) -> onnx.ModelProto:
+    """(total, rows) = Scan-8(s0, x) over a batch: per sequence s = s + x_t and row_t = s * x_t,
+    x of shape (batch, 3, 2) scanned along axis 1 (``directions``), given sequence ``lengths``."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "xi"], ["s_out"]), helper.make_node("Mul", ["s_out", "xi"], ["row"])],
+        "body",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in ("s", "xi")],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in ("s_out", "row")],
+    )
+    given = {} if directions is None else {"directions": directions}
+    node = helper.make_node("Scan", ["lengths" if lengths else "", "s0", "x"], ["total", "rows"], name="scan",
+                            body=body, num_scan_inputs=1, **given)  # fmt: skip
+    inputs = [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [batch, 2]),
+              helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 2])]  # fmt: skip
+    if lengths:
+        inputs.append(helper.make_tensor_value_info("lengths", TensorProto.INT64, [batch]))
+    outputs = [helper.make_tensor_value_info("total", TensorProto.FLOAT, [batch, 2]),
+               helper.make_tensor_value_info("rows", TensorProto.FLOAT, [batch, 3, 2])]  # fmt: skip
+    graph = helper.make_graph([node], "g", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("directions", [None, [0], [1]])
+@pytest.mark.parametrize("target", [9, 13])
+def test_scan_8_unrolled_batch_by_batch_is_the_scan_bit_for_bit(batch, directions, target):
+    """Scan-8 scans a batch of sequences (axis 0), each along axis 1: unrolled per batch on the
+    way to opset 9 or later, the same bits as onnxruntime's Scan-8, NaN, -0, inf and subnormals
+    included (the backend's test_scan_sum too). At opset 8, whose Constant holds no int64
+    index, it stays."""
+    model = scan_8_model(batch, directions)
+    kept = lowering.lower_model(model, ops=["Scan"])
+    assert "Constant holds from opset 9" in kept.report.remaining[0].reason
+    result = lowering.lower_model(model, ops=["Scan"], target_opset=target)
+    assert result.report.rewritten == {"Scan-8": 1}
+    assert "Scan" not in {node.op_type for node in result.model.graph.node}
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = feeds_for((batch, 3, 2))
+    feeds["s0"] = np.linspace(-1.5, 1.5, batch * 2, dtype=np.float32).reshape(batch, 2)
+    assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
+
+
+def test_scan_8_is_refused_where_it_is_given_sequence_lengths_or_its_batch_is_unknown():
+    """Scan-9 on has no batch, so a Scan-8 the rule cannot unroll cannot go there."""
+    with pytest.raises(lowering.LoweringError, match="cannot be lowered .Scan-8 is given sequence_lens"):
+        lowering.lower_model(scan_8_model(2, None, lengths=True), ops=["Scan"], target_opset=9)
+    unknown = scan_8_model(2, None)
+    for info in [*unknown.graph.input, *unknown.graph.output]:
+        info.type.tensor_type.shape.dim[0].dim_param = "batch"
+    with pytest.raises(lowering.LoweringError, match="batch size of Scan-8's inputs is unknown"):
+        lowering.lower_model(unknown, ops=["Scan"], target_opset=9)
