@@ -23,7 +23,8 @@ hold (:data:`value_kinds.PARAMETER_KINDS`: a Resize's scales below 1) is what th
 not the data it computes on: a node not known free of it is refused where its cases of it are
 wrong, not partly (onnx2torch's nearest Resize fed its scales). Where no kind tells its
 cases apart, a node fed at run time an input that sets its parameters is refused where some of
-its nearest cases, fed it too, are wrong: its values are not known (rknn's Unsqueeze fed axes).
+its nearest cases, fed it too, are wrong and right with it constant: its values are not known
+(rknn's Unsqueeze fed axes).
 
 A probed profile may also record ``model_forms``: per form of :mod:`lowering.target_forms` made
 of a whole model, the corpus models the runtime ran right with it and not without (``better``)
@@ -81,6 +82,8 @@ SMALL_CASE = "small_"  # (the same op, version, type and form as a WIDE_CASE, of
 # (OpenVINO flushes a constant's subnormals, not a fed value's) by its values, and never chooses a
 # form, an opset or a lowering)
 IEEE_CASE = "ieee_"
+# (a case with every input but the first an initializer holding its value, targets/prepare_cases.py)
+CONSTANT_TWIN = "#constant"
 STATED_TWIN = "#stated"  # (a case with the int and string attributes its twin leaves out stated at their defaults)
 PAST_EDGES = "integers past 2^24"  # (what a runtime wrong only on WIDE_CASEs is wrong on)
 IEEE_VALUES = "float values the backend's cases lack"  # (... only on IEEE_CASEs)
@@ -245,6 +248,22 @@ class RuntimeProfile:
             return None
         return _kind_of([verdict for _, verdict, _ in near]), _kind_of(twins)
 
+    def _wrong_only_fed(
+        self, op_type: str, not_right: list[tuple[str, str, str]], fed: list[int]
+    ) -> list[tuple[str, str, str]]:
+        """Those of ``not_right`` (cases of ``op_type``) computed wrong that feed the inputs at
+        ``fed`` and whose twin given every input but the first as a constant
+        (:data:`CONSTANT_TWIN`) ran right: the fed values are why."""
+        if not fed:
+            return []
+        forms = case_forms()
+        verdicts = {case: verdict for _, _, found in self._by_op.get(op_type, []) for case, verdict, _ in found}
+        return [
+            o for o in not_right
+            if o[1] == "wrong" and o[0] in forms and set(fed) <= forms[o[0]].fed
+            and verdicts.get(o[0] + CONSTANT_TWIN) == "right"
+        ]  # fmt: skip
+
     def runs_at_all(self, op_type: str, version: int) -> bool | None:
         """Whether some probed case of ``op_type``-``version`` ran right, on any type and form;
         None where none was probed."""
@@ -341,13 +360,16 @@ class RuntimeProfile:
                                    f"parameters, not known here, may hold, e.g. {_said(not_right)}",
                                    wrong_values=values)  # fmt: skip
                 fed = parameters_fed(form, schema) if form and near else []
-                if not values and fed and any(o[1] == "wrong" for o in not_right):
+                implicated = self._wrong_only_fed(op_type, not_right, fed) if not values else []
+                if implicated:
                     # (cases alike in form, fed its parameters as the node is, right on some of their
-                    # values and wrong on others: rknn's Unsqueeze fed axes [0] and [1])
+                    # values and wrong on others, right with them constant: rknn's Unsqueeze fed axes
+                    # [0] and [1])
                     named = ", ".join(schemas.formal_input(schema, position).name for position in fed)
-                    return Verdict(REFUSED, f"{wrong} of {len(exact)} cases{formed} not right, each fed its "
-                                   f"{named} at run time as the node is: which values the runtime gets wrong is "
-                                   f"not known, nor the node's, e.g. {_said(not_right)}")  # fmt: skip
+                    return Verdict(REFUSED, f"{wrong} of {len(exact)} cases{formed} not right, fed its {named} at "
+                                   f"run time as the node is, and right given them as constants: which values the "
+                                   f"runtime gets wrong fed is not known, nor the node's, e.g. "
+                                   f"{_said(implicated)}")  # fmt: skip
                 return Verdict(PARTLY, f"{wrong} of {len(exact)} cases{formed} not right{which}, e.g. "
                                f"{_said(not_right)}", wrong_values=values)  # fmt: skip
             said = (
@@ -472,6 +494,22 @@ class TableProfile:
     def reads_stated_defaults_otherwise(self, op_type: str, version: int) -> bool:
         """False: a table says nothing of how an attribute is given."""
         return False
+
+    def _wrong_only_fed(
+        self, op_type: str, not_right: list[tuple[str, str, str]], fed: list[int]
+    ) -> list[tuple[str, str, str]]:
+        """Those of ``not_right`` (cases of ``op_type``) computed wrong that feed the inputs at
+        ``fed`` and whose twin given every input but the first as a constant
+        (:data:`CONSTANT_TWIN`) ran right: the fed values are why."""
+        if not fed:
+            return []
+        forms = case_forms()
+        verdicts = {case: verdict for _, _, found in self._by_op.get(op_type, []) for case, verdict, _ in found}
+        return [
+            o for o in not_right
+            if o[1] == "wrong" and o[0] in forms and set(fed) <= forms[o[0]].fed
+            and verdicts.get(o[0] + CONSTANT_TWIN) == "right"
+        ]  # fmt: skip
 
     def runs_at_all(self, op_type: str, version: int) -> bool | None:
         """Whether the table lists ``op_type``-``version`` as supported on some type."""

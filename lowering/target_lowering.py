@@ -247,7 +247,9 @@ def check_model(
     return findings
 
 
-def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> list[Finding]:
+def fixes_confirmed(
+    findings: list[Finding], lower: Callable[[], object], original: onnx.ModelProto | None = None
+) -> list[Finding]:
     """``findings`` (:func:`check_model`'s) with each fix that ``--target`` would not make taken
     back: ``lower()`` runs it (its result dropped). Where it refuses, each node it lists keeps no
     fix, its why the refusal's words (BitCast has a pattern, which takes no float to an integer:
@@ -256,7 +258,9 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
     position only (it has no name) takes back the fixes of every node of its op. An opset named
     as the fix because fewer nodes are refused there is taken back where the refusal names a
     node the findings (made at that opset) do not block on: --target could not convert the
-    model there, or met other blockers there."""
+    model there, or met other blockers there. The opset the model must leave keeps no fix where
+    --target refused a node check judged there and let pass: a node of the ``original`` model
+    (where given; else one of the findings), not one a pattern wrote."""
     if not any(f.blocks and f.fix for f in findings):
         return findings
     try:
@@ -271,13 +275,23 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object]) -> lis
             b for b in refusal.blockers
             if (b.op_type, b.node) not in foreseen and not (b.node in named_by_position and b.op_type in foreseen_ops)
         ]  # fmt: skip
+        judged = {(f.op_type, f.node) for f in findings if not f.blocks}
+        if original is not None:  # (its nodes check let pass, supported ones too)
+            judged |= {(node.op_type, node.name) for _, node, _ in _every_node(original)} - foreseen
+        judged_ops = {op_type for op_type, _ in judged}
+        misjudged = [
+            b for b in unforeseen
+            if (b.op_type, b.node) in judged or (b.node in named_by_position and b.op_type in judged_ops)
+        ]  # fmt: skip
         confirmed = []
         for f in findings:
             reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
-            if (f.for_fewer or f.op_type == OPSET_FINDING) and unforeseen:
-                # (at the opset named, --target met blockers check did not foresee: a Squeeze fed its
-                # axes, judged at opset 12 as Squeeze-11, is not converted there)
+            if f.for_fewer and unforeseen:  # (at the opset named, --target met blockers check did not foresee)
                 reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in unforeseen)
+            elif f.op_type == OPSET_FINDING and misjudged:
+                # (--target refused a node check judged and let pass at the opset named: a Squeeze fed
+                # its axes, judged at opset 12 as Squeeze-11, which cannot go there)
+                reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in misjudged)
             if f.blocks and f.fix and reason is not None:
                 said = reason.removeprefix(f"{f.verdict.why}; ")  # (the refusal's reason restates the verdict)
                 said = said.removesuffix(f"; {f.swept}") if f.swept else said  # (and the sweep's words, said apart)

@@ -978,9 +978,29 @@ def test_the_opset_a_model_must_leave_keeps_no_fix_where_the_model_cannot_go_the
     )
     findings = check_model(model, runtime, lowerable=lowerable_ops())
     assert [(f.op_type, f.fix) for f in findings if f.blocks] == [("(opset)", "converted to opset 12")]
-    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime))
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime), model)
     assert [f.fix for f in confirmed if f.blocks] == [None]
     assert "--target: refused: Squeeze-13 at graph" in confirmed[0].verdict.why
+
+
+def test_the_opset_a_model_must_leave_keeps_its_fix_where_target_refuses_only_what_a_pattern_wrote():
+    """Cosh fails on the made-up runtime and so does Exp, which Cosh's pattern writes: --target
+    converts to opset 20 as check says and refuses the pattern's Exps, nodes check never judged;
+    the opset keeps its fix."""
+    nodes = [helper.make_node("Cosh", ["x"], ["c"], name="cosh"), helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])], opset=21)
+    right = {op: ("right", version) for op, version in [("Relu", 14), ("Add", 14), ("Mul", 14), ("Div", 14),
+                                                        ("Neg", 13), ("Sub", 14)]}  # fmt: skip
+    runtime = profile({
+        "cosh": ("Cosh", 9, "FLOAT", "fails"), "exp": ("Exp", 13, "FLOAT", "fails"),
+        **{op.lower(): (op, version, "FLOAT", verdict) for op, (verdict, version) in right.items()},
+    }, range(11, 21))  # fmt: skip
+    findings = check_model(model, runtime, lowerable=lowerable_ops())
+    with pytest.raises(TargetRefused, match="cosh_Exp"):
+        lowering.lower_model(model, target=runtime)
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime), model)
+    assert [(f.op_type, f.fix) for f in confirmed if f.op_type == "(opset)"] == [("(opset)", "converted to opset 20")]
 
 
 def test_an_older_opset_named_as_the_fix_stays_where_another_node_blocks_there_too():

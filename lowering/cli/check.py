@@ -31,7 +31,7 @@ def run_check(args: argparse.Namespace) -> int:
     model = model_file.model
     check_input(model)  # (what onnx's checker refuses, and an opset this onnx lacks: exit 2)
     findings = check_model(model, profile, lowerable=lowerable_ops())
-    findings = fixes_confirmed(findings, lambda: lower_model(model, target=profile))  # (a fix --target makes)
+    findings = fixes_confirmed(findings, lambda: lower_model(model, target=profile), model)  # (fixes --target makes)
     blockers = [f for f in findings if f.blocks]
     if args.json:
         print(json.dumps({
