@@ -223,8 +223,14 @@ def nearest_cases(
     attribute, those that state it where the node states it, or leave it out where it does,
     where any case does so (onnx2torch reads a CumSum's ``reverse`` left out as 1, stated 0 as
     0; a rank no case leaving it out has outweighs it: OpenVINO 2024.6 fails a 5-D GridSample
-    whether its mode is stated or not, and runs 4-D ones with it left out).
-    Cases of unknown form count as near; an empty list where no case feeds what the node is fed."""
+    whether its mode is stated or not, and runs 4-D ones with it left out). Where no case is
+    alike in both whether a node gives a constant and the attributes, ranks and types, the
+    evidence is split: whether a node gives it is weighed after those too, and where that finds
+    a case not right and the first order none, the worse stands (rknn computes the dilated 3-D
+    Conv with uneven pads AveragePool's rule writes wrong, its weight an initializer, and runs
+    2-D Convs of a Constant's weight right: the rule's Conv, its weight a Constant, is judged by
+    the first). Cases of unknown form count as near; an empty list where no case feeds what
+    the node is fed."""
     forms = case_forms()
     known = [(o, forms[o[0]]) for o in outcomes if o[0] in forms]
     unknown = [o for o in outcomes if o[0] not in forms]
@@ -236,14 +242,25 @@ def nearest_cases(
     }
     least = min(distance.values())
     near = [(o, f) for o, f in near if distance[o[0]] == least]
+    given_first = _narrowed(near, form, schema, given_first=True)
+    given_last = _narrowed(near, form, schema, given_first=False)
+    if all(o[1] == "right" for o, _ in given_first) and any(o[1] != "right" for o, _ in given_last):
+        given_first = given_last  # (the evidence split: the worse of the two orders stands)
+    return [o for o, _ in given_first] + unknown
+
+
+def _narrowed(
+    near: list[tuple[tuple[str, str, str], NodeForm]], form: NodeForm, schema: onnx.defs.OpSchema | None,
+    given_first: bool,
+) -> list[tuple[tuple[str, str, str], NodeForm]]:  # fmt: skip
+    """:func:`nearest_cases`' narrowing, whether a node gives a constant weighed before the
+    attributes (``given_first``) or after the input types and emptiness."""
     for position in sorted(form.constant):
         same = [(o, f) for o, f in near if (position in f.empty) == (position in form.empty)]
         if same:
             near = same
-    for position in sorted(form.constant):
-        same = [(o, f) for o, f in near if (position in f.from_nodes) == (position in form.from_nodes)]
-        if same:
-            near = same
+    if given_first:
+        near = _alike_in_giving(near, form)
     names = sorted({name for _, f in near for name, _ in f.attributes} | {name for name, _ in form.attributes})
     for name in names:
         wanted = form.attribute_class(schema, name)
@@ -262,11 +279,24 @@ def nearest_cases(
         same = [(o, f) for o, f in near if (position in f.empty) == (position in form.empty)]
         if same:
             near = same
+    if not given_first:
+        near = _alike_in_giving(near, form)
     for name in names:
         stated = [(o, f) for o, f in near if f.states(name) == form.states(name)]
         if stated:
             near = stated
-    return [o for o, _ in near] + unknown
+    return near
+
+
+def _alike_in_giving(
+    near: list[tuple[tuple[str, str, str], NodeForm]], form: NodeForm
+) -> list[tuple[tuple[str, str, str], NodeForm]]:
+    """Constant input by constant input, the cases alike in whether a node gives it, where any is."""
+    for position in sorted(form.constant):
+        same = [(o, f) for o, f in near if (position in f.from_nodes) == (position in form.from_nodes)]
+        if same:
+            near = same
+    return near
 
 
 def unmatched(outcomes: list[tuple[str, str, str]], form: NodeForm, schema: onnx.defs.OpSchema | None) -> list[str]:

@@ -350,6 +350,28 @@ def test_whether_a_node_gives_a_constant_weighs_before_the_attributes(monkeypatc
     assert nearest_cases(outcomes, grouped, schema) == [outcomes[1]]
 
 
+def test_where_the_evidence_splits_the_worse_of_the_two_orders_stands(monkeypatch):
+    """The dilated 3-D Conv with uneven pads AveragePool's rule writes, its weight a Constant:
+    rknn computes such a Conv wrong (its probe case holds the weight as an initializer) and
+    runs 2-D Convs of a Constant's weight and even pads right. No case is alike in both; judged
+    by whether a node gives the weight first, the node would run; by its attributes and rank
+    first, not: the worse stands. Where the node-given cases are the worse (onnx2torch), they
+    stand, as above."""
+    import dataclasses
+
+    even = _form({0, 1}, {0}, {1}, [("pads", "set")], ranks=[(0, 4), (1, 4)])
+    uneven = _form({0, 1}, {0}, {1}, [("pads", "uneven")], ranks=[(0, 5), (1, 5)])
+    forms = {"by_node": dataclasses.replace(even, from_nodes=frozenset({1})), "uneven": uneven}
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    schema = onnx.defs.get_schema("Conv", 11)
+    written = dataclasses.replace(uneven, from_nodes=frozenset({1}))
+    outcomes = [("by_node", "right", ""), ("uneven", "wrong", "output 0")]
+    assert nearest_cases(outcomes, written, schema) == [outcomes[1]]
+    assert nearest_cases(outcomes, forms["by_node"], schema) == [outcomes[0]]
+    fragile = [("by_node", "fails", "KeyError"), ("uneven", "right", "")]
+    assert nearest_cases(fragile, written, schema) == [fragile[0]]
+
+
 def test_an_empty_input_weighs_before_whether_a_node_gives_it(monkeypatch):
     """A Reshape to the empty shape (a scalar) that a Constant gives is judged by the case of an
     empty shape (an initializer: OpenVINO 2024.6 refuses it), not by the cases of other shapes
