@@ -495,22 +495,6 @@ class TableProfile:
         """False: a table says nothing of how an attribute is given."""
         return False
 
-    def _wrong_only_fed(
-        self, op_type: str, not_right: list[tuple[str, str, str]], fed: list[int]
-    ) -> list[tuple[str, str, str]]:
-        """Those of ``not_right`` (cases of ``op_type``) computed wrong that feed the inputs at
-        ``fed`` and whose twin given every input but the first as a constant
-        (:data:`CONSTANT_TWIN`) ran right: the fed values are why."""
-        if not fed:
-            return []
-        forms = case_forms()
-        verdicts = {case: verdict for _, _, found in self._by_op.get(op_type, []) for case, verdict, _ in found}
-        return [
-            o for o in not_right
-            if o[1] == "wrong" and o[0] in forms and set(fed) <= forms[o[0]].fed
-            and verdicts.get(o[0] + CONSTANT_TWIN) == "right"
-        ]  # fmt: skip
-
     def runs_at_all(self, op_type: str, version: int) -> bool | None:
         """Whether the table lists ``op_type``-``version`` as supported on some type."""
         return self.verdict(op_type, version, "").kind != REFUSED

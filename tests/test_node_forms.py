@@ -141,11 +141,12 @@ def test_a_rank_no_case_leaving_an_attribute_out_has_outweighs_its_being_stated(
     assert nearest_cases(outcomes, planar, schema) == [outcomes[0]]
 
 
-def _profile(cases: dict[str, str]):
+def _profile(cases: dict[str, str], op_type: str = "Reshape", version: int = 21):
+    """A probed profile loading opset ``version``, of float cases of ``op_type``-``version``."""
     return profile_from_data({
         "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
-        "opsets": [21],
-        "cases": {name: {"op": "Reshape", "version": 21, "type": "FLOAT", "verdict": verdict}
+        "opsets": [version],
+        "cases": {name: {"op": op_type, "version": version, "type": "FLOAT", "verdict": verdict}
                   for name, verdict in cases.items()},
     })  # fmt: skip
 
@@ -431,13 +432,8 @@ def test_pads_padding_one_end_more_are_a_form_of_their_own(op_type, pads, kind):
     assert dict(form.attributes)["pads"] == kind
 
 
-def _unsqueeze_profile(verdicts: dict[str, str]):
-    return profile_from_data({
-        "name": "made-up", "runtime": "made-up", "runtime_version": "0", "source": {"kind": "probed", "how": "a test"},
-        "opsets": [13],
-        "cases": {name: {"op": "Unsqueeze", "version": 13, "type": "FLOAT", "verdict": verdict}
-                  for name, verdict in verdicts.items()},
-    })  # fmt: skip
+def _unsqueeze(verdicts: dict[str, str]):
+    return _profile(verdicts, "Unsqueeze", 13)
 
 
 def test_a_node_fed_its_parameters_is_refused_where_cases_fed_them_alike_are_wrong_on_some_values():
@@ -454,10 +450,10 @@ def test_a_node_fed_its_parameters_is_refused_where_cases_fed_them_alike_are_wro
     shapes, types = {"x": (3, 4, 5), "axes": (1,)}, {"x": TensorProto.FLOAT, "axes": TensorProto.INT64}
     fed = node_form(node, 13, {"x", "axes"}, (), shapes, types)
     given = node_form(node, 13, {"x"}, {"axes"}, shapes, types)
-    verdict = _unsqueeze_profile(cases).verdict("Unsqueeze", 13, "FLOAT", fed)
+    verdict = _unsqueeze(cases).verdict("Unsqueeze", 13, "FLOAT", fed)
     assert verdict.kind == REFUSED and "fed its axes at run time as the node is, and right given them" in verdict.why
-    assert _unsqueeze_profile(cases).verdict("Unsqueeze", 13, "FLOAT", given).kind == SUPPORTED
+    assert _unsqueeze(cases).verdict("Unsqueeze", 13, "FLOAT", given).kind == SUPPORTED
     for changed in ({"test_unsqueeze_axis_1@13": "fails"}, {"test_unsqueeze_axis_1@13#constant": "wrong"}):
-        assert _unsqueeze_profile({**cases, **changed}).verdict("Unsqueeze", 13, "FLOAT", fed).kind == PARTLY
+        assert _unsqueeze({**cases, **changed}).verdict("Unsqueeze", 13, "FLOAT", fed).kind == PARTLY
     formless = {"made_up_right": "right", "made_up_wrong": "wrong", "made_up_wrong#constant": "right"}
-    assert _unsqueeze_profile(formless).verdict("Unsqueeze", 13, "FLOAT", fed).kind == PARTLY
+    assert _unsqueeze(formless).verdict("Unsqueeze", 13, "FLOAT", fed).kind == PARTLY
