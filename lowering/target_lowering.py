@@ -260,7 +260,8 @@ def fixes_confirmed(
     node the findings (made at that opset) do not block on: --target could not convert the
     model there, or met other blockers there. The opset the model must leave keeps no fix where
     --target refused a node check judged there and let pass: a node of the ``original`` model
-    (where given; else one of the findings), not one a pattern wrote."""
+    (where given; else one of the findings), not one a pattern wrote; a node's pattern keeps no
+    fix where --target refused a node of an op that pattern writes, not of the original model."""
     if not any(f.blocks and f.fix for f in findings):
         return findings
     try:
@@ -283,9 +284,15 @@ def fixes_confirmed(
             b for b in unforeseen
             if (b.op_type, b.node) in judged or (b.node in named_by_position and b.op_type in judged_ops)
         ]  # fmt: skip
+        written = [b for b in unforeseen if b not in misjudged]  # (nodes a pattern wrote)
         confirmed = []
         for f in findings:
             reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
+            if reason is None and f.fix and f.fix.startswith(PATTERN_FIX) and f.version is not None:
+                ops = ops_written_for(f.op_type, f.version)
+                wrote = [b for b in written if b.op_type in ops]
+                if wrote:  # (Range's pattern writes a Loop for onnx2torch's int32, which it refuses)
+                    reason = "its pattern wrote what it refuses: " + "; ".join(str(b).partition(":")[0] for b in wrote)
             if f.for_fewer and unforeseen:  # (at the opset named, --target met blockers check did not foresee)
                 reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in unforeseen)
             elif f.op_type == OPSET_FINDING and misjudged:

@@ -986,7 +986,7 @@ def test_the_opset_a_model_must_leave_keeps_no_fix_where_the_model_cannot_go_the
 def test_the_opset_a_model_must_leave_keeps_its_fix_where_target_refuses_only_what_a_pattern_wrote():
     """Cosh fails on the made-up runtime and so does Exp, which Cosh's pattern writes: --target
     converts to opset 20 as check says and refuses the pattern's Exps, nodes check never judged;
-    the opset keeps its fix."""
+    the opset keeps its fix, Cosh's pattern does not (it wrote what the runtime refuses)."""
     nodes = [helper.make_node("Cosh", ["x"], ["c"], name="cosh"), helper.make_node("Relu", ["c"], ["y"], name="relu")]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])
     model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])], opset=21)
@@ -1000,7 +1000,8 @@ def test_the_opset_a_model_must_leave_keeps_its_fix_where_target_refuses_only_wh
     with pytest.raises(TargetRefused, match="cosh_Exp"):
         lowering.lower_model(model, target=runtime)
     confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime), model)
-    assert [(f.op_type, f.fix) for f in confirmed if f.op_type == "(opset)"] == [("(opset)", "converted to opset 20")]
+    assert [(f.op_type, f.fix) for f in confirmed] == [("(opset)", "converted to opset 20"), ("Cosh", None)]
+    assert "its pattern wrote what it refuses: Exp-13 at graph 'main', node 'cosh_Exp'" in confirmed[1].verdict.why
 
 
 def test_an_older_opset_named_as_the_fix_stays_where_another_node_blocks_there_too():
