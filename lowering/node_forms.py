@@ -243,8 +243,13 @@ def nearest_cases(
     least = min(distance.values())
     near = [(o, f) for o, f in near if distance[o[0]] == least]
     given_first = _narrowed(near, form, schema, given_first=True)
+    alike = all(  # (every case gives each constant as the node does: the two orders are one)
+        (position in f.from_nodes) == (position in form.from_nodes) for _, f in near for position in form.constant
+    )
+    if alike or any(o[1] != "right" for o, _ in given_first):
+        return [o for o, _ in given_first] + unknown
     given_last = _narrowed(near, form, schema, given_first=False)
-    if all(o[1] == "right" for o, _ in given_first) and any(o[1] != "right" for o, _ in given_last):
+    if any(o[1] != "right" for o, _ in given_last):
         given_first = given_last  # (the evidence split: the worse of the two orders stands)
     return [o for o, _ in given_first] + unknown
 

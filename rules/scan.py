@@ -87,11 +87,15 @@ def _batches_unrolled(
     if batch * max(len(body.node), 1) > MOST_UNROLLED_NODES:
         raise NotLowered(f"{batch} batches of {len(body.node)} nodes: over {MOST_UNROLLED_NODES} unrolled")
     outputs: list[list[Value]] = []
+    ranks = [len(shape) if shape is not None else None for shape in map(_shape_or_none(b), states_and_scanned)]
     for i in range(batch):
         index = b.tensor(np.array(i, np.int64), "batch")
-        sliced = [b.Gather(value, index, axis=0) for value in states_and_scanned]
+        # (strings by GatherElements: onnxruntime's Gather of strings along a leading axis keeps each slice's first)
+        sliced = [gather_along(b, value, index, 0, rank, 0)
+                  for value, rank in zip(states_and_scanned, ranks, strict=True)]  # fmt: skip
+        known = {each.name: rank - 1 for each, rank in zip(sliced, ranks, strict=True) if rank is not None}
         unrolled = _unrolled(b, *sliced, body=body, num_scan_inputs=num_scan_inputs,
-                             scan_input_directions=directions, iterations=iterations,
+                             scan_input_directions=directions, iterations=iterations, ranks=known,
                              most_nodes=MOST_UNROLLED_NODES // batch)  # fmt: skip
         outputs.append(list(unrolled) if isinstance(unrolled, tuple) else [unrolled])
     stacked = tuple(
@@ -100,6 +104,10 @@ def _batches_unrolled(
         for k in range(len(outputs[0]))
     )  # fmt: skip
     return stacked if len(stacked) > 1 else stacked[0]
+
+
+def _shape_or_none(b: Builder):
+    return lambda value: b.shape_of(value) if value is not None else None
 
 
 def _unrolled(
@@ -112,6 +120,7 @@ def _unrolled(
     scan_output_axes=None,
     scan_output_directions=None,
     iterations: int | None = None,
+    ranks: dict[str, int] | None = None,
     most_nodes: int = MOST_UNROLLED_NODES,
 ) -> Value | tuple[Value, ...]:
     """Scan(s_1..s_N, x_1..x_M) unrolled over its T iterations: for t = 0 .. T-1,
@@ -122,7 +131,8 @@ def _unrolled(
     outputs, and output N+k is Concat(Unsqueeze(y_k at each t, axis_k), axis_k), in the order of
     t, or reversed where that output is prepended. The body's nodes are copied once per
     iteration, each value given a fresh name, so every value is computed by the same op on the
-    same inputs as in the Scan: bit for bit. T is ``iterations`` where given. Not lowered: T
+    same inputs as in the Scan: bit for bit. T is ``iterations`` where given, and ``ranks`` the
+    ranks of scanned values whose shapes are not known here. Not lowered: T
     unknown (no scanned input's length
     along its axis known) or 0, iterations times the body's nodes over ``most_nodes``, a
     body node holding a graph (its names would need renaming inside it), strings scanned along
@@ -143,6 +153,11 @@ def _unrolled(
     output_axes = list(scan_output_axes or [0] * outputs_scanned)
     output_prepended = [bool(d) for d in scan_output_directions or [0] * outputs_scanned]
     iterations = _iterations(b, scanned, input_axes) if iterations is None else iterations
+    scanned_ranks = dict(ranks or {})
+    for x in scanned:
+        shape = b.shape_of(x) if x.name not in scanned_ranks else None
+        if shape is not None:
+            scanned_ranks[x.name] = len(shape)
     if iterations == 0:
         raise NotLowered("it scans 0 iterations (its outputs' shapes would be guessed)")
     if iterations * max(len(body.node), 1) > most_nodes:
@@ -155,8 +170,8 @@ def _unrolled(
         named.update(zip((info.name for info in body.input[:count]), current, strict=True))
         for info, x, axis, reverse in zip(body.input[count:], scanned, input_axes, input_reversed, strict=True):
             index = b.tensor(np.array(iterations - 1 - t if reverse else t, np.int64), "index")
-            shape = b.shape_of(x) if x.element_type == TensorProto.STRING else None  # (gathered another way)
-            named[info.name] = gather_along(b, x, index, int(axis), None if shape is None else len(shape), 0).name
+            rank = scanned_ranks.get(x.name) if x.element_type == TensorProto.STRING else None  # (gathered otherwise)
+            named[info.name] = gather_along(b, x, index, int(axis), rank, 0).name
         for node in body.node:
             for name in node.output:
                 if name:

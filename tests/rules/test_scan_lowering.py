@@ -206,3 +206,37 @@ def test_scan_8_is_refused_where_it_is_given_sequence_lengths_or_its_batch_is_un
         info.type.tensor_type.shape.dim[0].dim_param = "batch"
     with pytest.raises(lowering.LoweringError, match="batch size of Scan-8's inputs is unknown"):
         lowering.lower_model(unknown, ops=["Scan"], target_opset=9)
+
+
+def test_scan_8_of_strings_is_the_scan_where_gathered_by_gather_elements():
+    """A string state and a string sequence, batch 2: each batch taken by GatherElements (a
+    Gather of strings along a leading axis keeps each slice's first in onnxruntime), so the
+    strings come out as onnxruntime's Scan-8 gives them, from opset 11; at 9, refused in words."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["s_out"]), helper.make_node("Identity", ["word"], ["seen"])],
+        "body",
+        [helper.make_tensor_value_info("s", TensorProto.STRING, [3]),
+         helper.make_tensor_value_info("word", TensorProto.STRING, [2])],
+        [helper.make_tensor_value_info("s_out", TensorProto.STRING, [3]),
+         helper.make_tensor_value_info("seen", TensorProto.STRING, [2])],
+    )  # fmt: skip
+    node = helper.make_node("Scan", ["", "s0", "words"], ["final", "seen"], body=body, num_scan_inputs=1,
+                            directions=[1])  # fmt: skip
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("s0", TensorProto.STRING, [2, 3]),
+         helper.make_tensor_value_info("words", TensorProto.STRING, [2, 4, 2])],
+        [helper.make_tensor_value_info("final", TensorProto.STRING, [2, 3]),
+         helper.make_tensor_value_info("seen", TensorProto.STRING, [2, 4, 2])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    feeds = {"s0": np.array([["a", "b", "c"], ["d", "e", "f"]], dtype=object),
+             "words": np.array([f"w{k}" for k in range(16)], dtype=object).reshape(2, 4, 2)}  # fmt: skip
+    want = run_onnxruntime(model, feeds)
+    for target in (11, 13):
+        lowered = lowering.lower_model(model, ops=["Scan"], target_opset=target).model
+        assert "Scan" not in {n.op_type for n in lowered.graph.node}
+        got = run_onnxruntime(lowered, feeds)
+        assert [a.tolist() for a in got] == [b.tolist() for b in want]
+    with pytest.raises(lowering.LoweringError, match="GatherElements, which does not exist at opset 9"):
+        lowering.lower_model(model, ops=["Scan"], target_opset=9)
