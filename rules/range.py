@@ -99,8 +99,15 @@ def _float_count(b: Builder, start: Value, limit: Value, delta: Value) -> Value:
 def _integer_count(b: Builder, start: Value, limit: Value, delta: Value) -> Value:
     """n = ceil((l - s) / d) exactly: from lo to hi (s to l where d > 0, l to s where d < 0),
     q = span / |d| and r = span - q·|d| in uint64 (onnxruntime runs no uint64 Where: choices are
-    made in int64), n = q + (r > 0) where hi > lo, else 0; -1 where d is 0 or n past 2^62."""
-    int64, uint64 = onnx.TensorProto.INT64, onnx.TensorProto.UINT64
+    made in int64), n = q + (r > 0) where hi > lo, else 0; -1 where d is 0 or n past 2^62. For
+    int16 and int32 the span and |d| fit int64, where they are divided (runtimes without uint64
+    arithmetic run it: onnx2torch)."""
+    int64 = onnx.TensorProto.INT64
+    wide = start.element_type == int64  # (else the span and |d| fit int64)
+
+    def carried(value: Value) -> Value:  # (in uint64 where the span may pass int64)
+        return b.Cast(value, to=onnx.TensorProto.UINT64) if wide else value
+
     start, limit, delta = (
         b.Cast(value, to=int64) if value.element_type != int64 else value for value in (start, limit, delta)
     )
@@ -109,16 +116,17 @@ def _integer_count(b: Builder, start: Value, limit: Value, delta: Value) -> Valu
     upward = b.Greater(delta, zero)
     low, high = b.Where(upward, start, limit), b.Where(upward, limit, start)
     still = b.Equal(delta, zero)
-    magnitude = b.Cast(b.Where(still, one, b.Where(upward, delta, b.Neg(delta))), to=uint64)  # |INT64_MIN| = 2^63
-    span = b.Sub(b.Cast(high, to=uint64), b.Cast(low, to=uint64))
+    magnitude = carried(b.Where(still, one, b.Where(upward, delta, b.Neg(delta))))  # |INT64_MIN| = 2^63
+    span = b.Sub(carried(high), carried(low))
     quotient = b.Div(span, magnitude)
     remainder = b.Sub(span, b.Mul(quotient, magnitude))
     zero_u = b.constant(0, like=span, hint="zero")
-    count_u = b.Add(quotient, b.Cast(b.Greater(remainder, zero_u), to=uint64))
+    count_u = b.Add(quotient, b.Cast(b.Greater(remainder, zero_u), to=span.element_type))
     ahead = b.Greater(high, low)
     too_many = b.And(ahead, b.Greater(count_u, b.constant(int(LARGEST_COUNT), like=span, hint="largest_count")))
     refused = b.Or(still, too_many)
-    count = b.Where(refused, b.constant(-1, like=delta, hint="minus_one"), b.Cast(count_u, to=int64))
+    counted = b.Cast(count_u, to=int64) if wide else count_u
+    count = b.Where(refused, b.constant(-1, like=delta, hint="minus_one"), counted)
     return b.Where(b.Or(refused, ahead), count, zero)
 
 
