@@ -247,9 +247,7 @@ def check_model(
     return findings
 
 
-def fixes_confirmed(
-    findings: list[Finding], lower: Callable[[], object], original: onnx.ModelProto | None = None
-) -> list[Finding]:
+def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], original: onnx.ModelProto) -> list[Finding]:
     """``findings`` (:func:`check_model`'s) with each fix that ``--target`` would not make taken
     back: ``lower()`` runs it (its result dropped). Where it refuses, each node it lists keeps no
     fix, its why the refusal's words (BitCast has a pattern, which takes no float to an integer:
@@ -260,7 +258,7 @@ def fixes_confirmed(
     node the findings (made at that opset) do not block on: --target could not convert the
     model there, or met other blockers there. The opset the model must leave keeps no fix where
     --target refused a node check judged there and let pass: a node of the ``original`` model
-    (where given; else one of the findings), not one a pattern wrote; a node's pattern keeps no
+    (the one the findings were made of), not one a pattern wrote; a node's pattern keeps no
     fix where --target refused a node of an op that pattern writes, not of the original model."""
     if not any(f.blocks and f.fix for f in findings):
         return findings
@@ -276,9 +274,7 @@ def fixes_confirmed(
             b for b in refusal.blockers
             if (b.op_type, b.node) not in foreseen and not (b.node in named_by_position and b.op_type in foreseen_ops)
         ]  # fmt: skip
-        judged = {(f.op_type, f.node) for f in findings if not f.blocks}
-        if original is not None:  # (its nodes check let pass, supported ones too)
-            judged |= {(node.op_type, node.name) for _, node, _ in _every_node(original)} - foreseen
+        judged = {(node.op_type, node.name) for _, node, _ in _every_node(original)} - foreseen  # (supported ones too)
         judged_ops = {op_type for op_type, _ in judged}
         misjudged = [
             b for b in unforeseen

@@ -87,7 +87,7 @@ def _batches_unrolled(
     if batch * max(len(body.node), 1) > MOST_UNROLLED_NODES:
         raise NotLowered(f"{batch} batches of {len(body.node)} nodes: over {MOST_UNROLLED_NODES} unrolled")
     outputs: list[list[Value]] = []
-    ranks = [len(shape) if shape is not None else None for shape in map(_shape_or_none(b), states_and_scanned)]
+    ranks = [_rank(b, value) for value in states_and_scanned]
     for i in range(batch):
         index = b.tensor(np.array(i, np.int64), "batch")
         # (strings by GatherElements: onnxruntime's Gather of strings along a leading axis keeps each slice's first)
@@ -106,8 +106,10 @@ def _batches_unrolled(
     return stacked if len(stacked) > 1 else stacked[0]
 
 
-def _shape_or_none(b: Builder):
-    return lambda value: b.shape_of(value) if value is not None else None
+def _rank(b: Builder, value: Value | None) -> int | None:
+    """The rank of ``value`` where its shape is known (None for an input left out)."""
+    shape = b.shape_of(value) if value is not None else None
+    return len(shape) if shape is not None else None
 
 
 def _unrolled(

@@ -3631,11 +3631,12 @@ DILATED_CASES = [
 ]  # fmt: skip
 
 
-def _dilated_pool_profile(dilated: str):
+def _dilated_pool_cases(dilated: str, element_type: str = "FLOAT") -> dict[str, tuple[str, int, str, str]]:
     """A runtime that pools with dilations ``dilated`` (rknn fails AveragePool-19's, and its
-    dilated 3-D Conv, AveragePool's rule, is wrong) and runs undilated pools, Pad and Gather."""
+    dilated 3-D Conv, AveragePool's rule, is wrong) and runs undilated pools, Pad and Gather,
+    each on ``element_type``: name -> (op, version, type, verdict)."""
     cases = {name: (name.split("_")[1].replace("averagepool", "AveragePool").replace("lppool", "LpPool"), 22,
-                    "FLOAT", dilated) for name in DILATED_CASES}  # fmt: skip
+                    element_type, dilated) for name in DILATED_CASES}  # fmt: skip
     undilated = (
         "test_averagepool_2d_default",
         "test_averagepool_3d_default",
@@ -3645,11 +3646,16 @@ def _dilated_pool_profile(dilated: str):
         "test_lppool_2d_pads",
     )
     for name in undilated:
-        cases[name] = ("LpPool" if "lppool" in name else "AveragePool", 22, "FLOAT", "right")
-    cases.update({f"test_gather_{k}": ("Gather", 13, "FLOAT", "right") for k in (0, 1)})
-    cases["test_constant_pad"] = ("Pad", 21, "FLOAT", "right")
+        cases[name] = ("LpPool" if "lppool" in name else "AveragePool", 22, element_type, "right")
+    cases.update({f"test_gather_{k}": ("Gather", 13, element_type, "right") for k in (0, 1)})
+    cases["test_constant_pad"] = ("Pad", 21, element_type, "right")
     cases["constant_INT64@25"] = ("Constant", 25, "INT64", "right")
-    return _profile_of("dilated-pool", 22, cases)
+    return cases
+
+
+def _dilated_pool_profile(dilated: str):
+    """The runtime of :func:`_dilated_pool_cases` on float."""
+    return _profile_of("dilated-pool", 22, _dilated_pool_cases(dilated))
 
 
 @pytest.mark.parametrize("name", DILATED_CASES)
@@ -3676,14 +3682,8 @@ def test_a_dilated_pool_gets_its_windows_gathered_where_the_runtime_fails_dilati
 
 
 def _float16_dilated_pool_profile():
-    """_dilated_pool_profile's runtime, its float cases on float16."""
-    profile = _dilated_pool_profile("fails")
-    cases = {
-        case: (op_type, version, "FLOAT16" if type_name == "FLOAT" else type_name, verdict)
-        for op_type, entries in profile._by_op.items() for version, type_name, outcomes in entries
-        for case, verdict, _ in outcomes
-    }  # fmt: skip
-    return _profile_of("dilated-pool-float16", 22, cases)
+    """The runtime of :func:`_dilated_pool_cases`, its cases probed on float16."""
+    return _profile_of("dilated-pool-float16", 22, _dilated_pool_cases("fails", "FLOAT16"))
 
 
 @pytest.mark.parametrize("name", ["test_averagepool_2d_dilations", "test_lppool_2d_dilations"])

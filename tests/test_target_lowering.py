@@ -189,7 +189,7 @@ def test_a_node_whose_pattern_left_it_is_refused_in_the_patterns_words():
     del model.graph.node[1], model.graph.output[1]
     findings = check_model(model, "tract-0.23", 26, lowerable_ops())
     assert [f.fix for f in findings] == ["lowered by its pattern (--ops BitCast)"] * 2
-    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target="tract-0.23"))
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target="tract-0.23"), model)
     assert [f.fix for f in confirmed] == [None, "lowered by its pattern (--ops BitCast)"]
     verdict, _, said = confirmed[0].verdict.why.partition("; --target: ")
     assert said.startswith("its pattern (--ops BitCast) left it: BitCast from float to int32"), said
@@ -957,7 +957,7 @@ def test_an_older_opset_named_as_the_fix_is_taken_back_where_the_model_cannot_go
     assert [(f.op_type, f.fix) for f in findings if f.blocks] == [("(opset)", "converted to opset 20")]
     with pytest.raises(TargetRefused):
         lowering.lower_model(model, target=runtime)
-    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime))
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime), model)
     assert [f.fix for f in confirmed if f.blocks] == [None]
     assert "--target: refused: Cast-21 at graph 'cast', node 'to_int4'" in confirmed[0].verdict.why
 
@@ -1020,7 +1020,7 @@ def test_an_older_opset_named_as_the_fix_stays_where_another_node_blocks_there_t
     }, range(19, 22))  # fmt: skip
     findings = check_model(model, runtime, lowerable=lowerable_ops())
     assert [(f.op_type, f.fix) for f in findings if f.blocks] == [("(opset)", "converted to opset 20"), ("Mul", None)]
-    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime))
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target=runtime), model)
     assert [(f.op_type, f.fix) for f in confirmed if f.blocks] == [("(opset)", "converted to opset 20"), ("Mul", None)]
 
 

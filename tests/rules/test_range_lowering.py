@@ -11,7 +11,7 @@ import onnx
 import pytest
 from lowering.rules.range import range_count, range_reference
 from onnx import TensorProto, helper
-from support import make_model, op_type_set, slow_but_a_sample  # noqa: E402
+from support import make_model, nested_forms, op_type_set, slow_but_a_sample  # noqa: E402
 
 import lowering
 from lowering import floats, schemas
@@ -99,6 +99,43 @@ def test_range_goes_loop_free_and_matches_the_kernel_bit_for_bit(element_type, o
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes() == reference.tobytes(), where
         compared += 1
     assert compared > 300 and failed > 0
+
+
+@pytest.mark.parametrize("form", ["if", "function"])
+@pytest.mark.parametrize("element_type", [TensorProto.INT16, TensorProto.INT32], ids=schemas.type_name)
+def test_a_narrow_integer_range_in_an_if_branch_and_a_local_function_counts_in_int64(element_type, form):
+    """A Range of int16 or int32 in both branches of an If and in a local function, its bounds
+    the type's extremes (limit - start past the type's range, counted in int64): the kernel's
+    values bit for bit, and its failures where it fails."""
+    dtype = TYPES[element_type]
+    original = nested_forms(range_model(element_type, 13))[form]
+    lowered = lowering.lower(original, ops=["Range"], strict=True)
+    onnx.checker.check_model(lowered, full_check=True)
+    want_run, got_run = OnnxruntimeRunner(original), OnnxruntimeRunner(lowered)
+    info = np.iinfo(dtype)
+    compared = 0
+    for start, limit, delta in [
+        (info.min, info.max, info.max),
+        (info.max, info.min, info.min),
+        (info.min + 5, info.max, 2 ** (info.bits - 2)),
+        (info.max, info.min, -(2 ** (info.bits - 3))),
+        (-7, 100, 0),
+        (info.min, info.max, 1),
+    ]:
+        feeds = {
+            name: np.array(value, dtype)
+            for name, value in zip(("start", "limit", "delta"), (start, limit, delta), strict=True)
+        }
+        if not short_enough(*feeds.values()):
+            continue
+        for taken in (True, False):
+            given = feeds | {"branch": np.array(taken)}
+            want, got = outcome(want_run, given), outcome(got_run, given)
+            assert (want is None) == (got is None), (start, limit, delta)
+            if want is not None:
+                assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (start, limit, delta)
+                compared += 1
+    assert compared >= 8
 
 
 def test_the_count_is_onnxruntimes_not_the_function_bodys():

@@ -155,24 +155,27 @@ def test_scan_stays_where_its_iterations_are_unknown_none_too_many_or_its_body_h
     assert "holds a node holding a graph" in holds_if.report.remaining[0].reason
 
 
-def scan_8_model(batch: int, directions: list[int] | None, lengths: bool = False) -> onnx.ModelProto:
+def scan_8_model(
+    batch: int, directions: list[int] | None, lengths: bool = False, element_type: int = TensorProto.FLOAT
+) -> onnx.ModelProto:
     """(total, rows) = Scan-8(s0, x) over a batch: per sequence s = s + x_t and row_t = s * x_t,
-    x of shape (batch, 3, 2) scanned along axis 1 (``directions``), given sequence ``lengths``."""
+    x of shape (batch, 3, 2) scanned along axis 1 (``directions``), given sequence ``lengths``;
+    of ``element_type``."""
     body = helper.make_graph(
         [helper.make_node("Add", ["s", "xi"], ["s_out"]), helper.make_node("Mul", ["s_out", "xi"], ["row"])],
         "body",
-        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in ("s", "xi")],
-        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in ("s_out", "row")],
+        [helper.make_tensor_value_info(name, element_type, [2]) for name in ("s", "xi")],
+        [helper.make_tensor_value_info(name, element_type, [2]) for name in ("s_out", "row")],
     )
     given = {} if directions is None else {"directions": directions}
     node = helper.make_node("Scan", ["lengths" if lengths else "", "s0", "x"], ["total", "rows"], name="scan",
                             body=body, num_scan_inputs=1, **given)  # fmt: skip
-    inputs = [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [batch, 2]),
-              helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 2])]  # fmt: skip
+    inputs = [helper.make_tensor_value_info("s0", element_type, [batch, 2]),
+              helper.make_tensor_value_info("x", element_type, [batch, 3, 2])]  # fmt: skip
     if lengths:
         inputs.append(helper.make_tensor_value_info("lengths", TensorProto.INT64, [batch]))
-    outputs = [helper.make_tensor_value_info("total", TensorProto.FLOAT, [batch, 2]),
-               helper.make_tensor_value_info("rows", TensorProto.FLOAT, [batch, 3, 2])]  # fmt: skip
+    outputs = [helper.make_tensor_value_info("total", element_type, [batch, 2]),
+               helper.make_tensor_value_info("rows", element_type, [batch, 3, 2])]  # fmt: skip
     graph = helper.make_graph([node], "g", inputs, outputs)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
 
@@ -195,6 +198,31 @@ def test_scan_8_unrolled_batch_by_batch_is_the_scan_bit_for_bit(batch, direction
     feeds = feeds_for((batch, 3, 2))
     feeds["s0"] = np.linspace(-1.5, 1.5, batch * 2, dtype=np.float32).reshape(batch, 2)
     assert_same_bits(run_onnxruntime(result.model, feeds), run_onnxruntime(model, feeds))
+
+
+@pytest.mark.parametrize("form", ["plain", "if", "function"])
+def test_scan_8_on_float16_unrolled_in_an_if_branch_and_a_local_function_is_the_scan_bit_for_bit(form):
+    """Scan-8 on float16 (NaN, -0, inf and a subnormal among its values), as the main graph's
+    node, in both branches of an If and in a local function: unrolled on the way to opset 13,
+    no Scan left anywhere, the same bits as onnxruntime's Scan-8 on the original. The other
+    values are quarters, whose sums and products float16 holds exactly: onnxruntime computes a
+    chain of float16 Adds in float32, rounding once at its end (the unrolled sum), where its
+    Scan rounds each iteration's."""
+    from lowering.opcount import count_ops
+
+    plain = scan_8_model(2, [1], element_type=TensorProto.FLOAT16)
+    model = plain if form == "plain" else nested_forms(plain)[form]
+    result = lowering.lower_model(model, ops=["Scan"], target_opset=13, strict=True)
+    assert result.report.rewritten == {"Scan-8": 1 if form != "if" else 2}
+    assert "Scan" not in count_ops(result.model)
+    onnx.checker.check_model(result.model, full_check=True)
+    feeds = feeds_for((2, 3, 2), np.float16)
+    quarters = np.random.default_rng(8).integers(-8, 8, (2, 3, 2)) / 4
+    feeds["x"].flat[4:] = quarters.flat[4:]
+    feeds["s0"] = np.array([[-1.5, 0.0], [2.25, -0.0]], np.float16)
+    for taken in (True, False) if form != "plain" else (None,):
+        given = feeds if taken is None else feeds | {"branch": np.array(taken)}
+        assert_same_bits(run_onnxruntime(result.model, given), run_onnxruntime(model, given))
 
 
 def test_scan_8_is_refused_where_it_is_given_sequence_lengths_or_its_batch_is_unknown():

@@ -695,5 +695,7 @@ def test_check_says_the_sweeps_words_of_a_node_once_where_target_refuses_it():
     def lower():
         raise TargetRefused([left], "made-up")
 
-    [confirmed] = fixes_confirmed([finding], lower)
+    resize = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="cubic")
+    model = helper.make_model(helper.make_graph([resize], "g", [], []))
+    [confirmed] = fixes_confirmed([finding], lower, model)
     assert str(confirmed).count(swept) == 1 and "its pattern left it: mode cubic" in str(confirmed)
