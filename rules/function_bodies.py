@@ -349,17 +349,20 @@ def _inputs_as_scalars(body: onnx.FunctionProto, op_type: str, indices: tuple[in
 
 def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list) -> onnx.FunctionProto:
     """Equal(ReduceMax(x, axes), c), c one element -inf, written
-    Greater(ReduceMin(Cast(Equal(x, c), float), axes), 0.5): every element along the axes is -inf.
+    Greater(ReduceMin(m, axes), 0.5), m = [x = -inf] as float: every element along the axes is -inf.
 
     ONNX's Attention body finds a fully masked row so, from its additive mask; tract 0.21/0.23,
     OpenVINO 2024.6 and TVM 0.27 reduce a row of -inf to float's lowest finite value, miss the
     row and give its softmax's NaN where the op gives 0. The minimum of 0s and 1s is 1 exactly
     where every element is -inf; a NaN is not -inf either way (as numpy's max, the spec's
     reference, has it), and an empty row is fully masked either way (+inf, or the largest finite
-    value, > 0.5). Only where c is of rank 0, or of rank 1 with keepdims (the Attention body's):
-    then Equal(x, c) has x's shape (or [1] for a scalar x, reduced whole to [1]) and the result
-    the shape the original's broadcast gave. Only where the ReduceMax feeds that Equal alone (no
-    graph in the body reads it)."""
+    value, > 0.5). m is Cast(Equal(x, c), float); where x is built from constants of 0s and -infs
+    alone (the bias a bool mask, a causal or a padding mask makes), m is built alike from those
+    constants' own m (:func:`_minus_infinity_indicator`), no -inf compared at run time (rknn
+    computes the mask's -inf as -10000 and compares it with a -inf unequal). Only where c is of
+    rank 0, or of rank 1 with keepdims (the Attention body's): then Equal(x, c) has x's shape (or
+    [1] for a scalar x, reduced whole to [1]) and the result the shape the original's broadcast
+    gave. Only where the ReduceMax feeds that Equal alone (no graph in the body reads it)."""
     producers = {output: node for node in body.node for output in node.output}
     everywhere = [*body.node, *(node for graph in nested_graphs(body.node) for node in graph.node)]
     readers = collections.Counter(name for node in everywhere for name in node.input)
@@ -387,6 +390,7 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
     repaired.CopyFrom(body)
     del repaired.node[:]
     half = None
+    indicators: dict[str, str | None] = {}
     for k, node in enumerate(body.node):
         if node.op_type == "ReduceMax" and node.output and node.output[0] in reductions:
             continue
@@ -394,9 +398,12 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
             repaired.node.append(node)
             continue
         reduce, negative_infinity = tests[k]
-        each, count, fewest = (_unique(f"{node.output[0]}_{part}", taken) for part in ("each", "count", "fewest"))
-        repaired.node.append(helper.make_node("Equal", [reduce.input[0], negative_infinity], [each]))
-        repaired.node.append(helper.make_node("Cast", [each], [count], to=TensorProto.FLOAT))
+        count = _minus_infinity_indicator(reduce.input[0], producers, taken, indicators, repaired.node)
+        fewest = _unique(f"{node.output[0]}_fewest", taken)
+        if count is None:
+            each, count = (_unique(f"{node.output[0]}_{part}", taken) for part in ("each", "count"))
+            repaired.node.append(helper.make_node("Equal", [reduce.input[0], negative_infinity], [each]))
+            repaired.node.append(helper.make_node("Cast", [each], [count], to=TensorProto.FLOAT))
         minimum = onnx.NodeProto()
         minimum.CopyFrom(reduce)
         minimum.op_type = "ReduceMin"
@@ -410,6 +417,104 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
             )
         repaired.node.append(helper.make_node("Greater", [fewest, half], [node.output[0]], name=node.name))
     return repaired
+
+
+# Ops that copy, move or pick elements: the -inf indicator of their output is the op itself on
+# the indicators of these inputs (by position; None: every input), its other inputs as they are.
+ELEMENTS_MOVED_FROM = {
+    "Reshape": (0,), "Unsqueeze": (0,), "Squeeze": (0,), "Expand": (0,), "Flatten": (0,),
+    "Transpose": (0,), "Slice": (0,), "Tile": (0,), "Pad": (0, 2), "Where": (1, 2), "Concat": None,
+}  # fmt: skip
+
+
+def _minus_infinity_indicator(
+    name: str, producers: dict[str, onnx.NodeProto], taken: set[str], made: dict[str, str | None], nodes
+) -> str | None:
+    """m(v) = [v = -inf] as float32, of v's shape, for a value v built from constants holding 0s
+    and -infs alone; its nodes appended to ``nodes`` (once per value: ``made``). None where v is
+    built otherwise, nothing appended.
+
+    m(C) = the constant [C = -inf] (a ConstantOfShape's of its value likewise); m(Add(p, q)) =
+    Max(m(p), m(q)) (p, q each 0 or -inf: their sum is -inf where either is); m(Identity(p)) =
+    m(p), and m(Cast(p)) = m(p) for a cast to a float type with an infinity; m(CastLike(p, q)) =
+    m(p) for q so built (of a float type); and an op that copies, moves or picks elements
+    (:data:`ELEMENTS_MOVED_FROM`: Where(c, p, q), Pad(p, pads, value), Reshape, ...) applied to
+    the indicators of its element inputs gives its output's (Pad's value left out is 0, of m 0).
+    No value so built is NaN or +inf, so the indicator is exact for every input."""
+    if name in made:
+        return made[name]
+    mark, known = len(nodes), dict(made)
+    made[name] = None  # (while it is being built)
+    found = _indicator_written(name, producers, taken, made, nodes)
+    if found is None:  # (what its inputs' indicators wrote is taken back)
+        del nodes[mark:]
+        made.clear()
+        made.update(known)
+    made[name] = found
+    return found
+
+
+def _indicator_written(
+    name: str, producers: dict[str, onnx.NodeProto], taken: set[str], made: dict[str, str | None], nodes
+) -> str | None:
+    """:func:`_minus_infinity_indicator`'s step: ``name``'s indicator from its producer's inputs'."""
+    node = producers.get(name)
+    if node is None or node.domain not in ("", "ai.onnx"):
+        return None
+    inputs = list(node.input)
+
+    def indicator(k: int) -> str | None:
+        return _minus_infinity_indicator(inputs[k], producers, taken, made, nodes) if inputs[k] else ""
+
+    found: str | None = None
+    if node.op_type == "Constant":
+        values = [a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
+        array = onnx.numpy_helper.to_array(values[0]) if values else None
+        if array is not None and _zeros_and_minus_infinities(array):
+            found = _unique(f"{name}_is_minus_inf", taken)
+            flags = np.isneginf(array.astype(np.float64)).astype(np.float32)
+            nodes.append(helper.make_node("Constant", [], [found], value=onnx.numpy_helper.from_array(flags, found)))
+    elif node.op_type == "ConstantOfShape":
+        values = [a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
+        value = onnx.numpy_helper.to_array(values[0]) if values else np.zeros(1, np.float32)
+        if _zeros_and_minus_infinities(value):
+            found = _unique(f"{name}_is_minus_inf", taken)
+            flag = np.isneginf(value.astype(np.float64)).astype(np.float32)
+            nodes.append(helper.make_node("ConstantOfShape", inputs, [found], value=onnx.numpy_helper.from_array(flag)))
+    elif node.op_type == "Add" and len(inputs) == 2:
+        left, right = indicator(0), indicator(1)
+        if left and right:
+            found = _unique(f"{name}_is_minus_inf", taken)
+            nodes.append(helper.make_node("Max", [left, right], [found]))
+    elif node.op_type == "Identity":
+        found = indicator(0)
+    elif node.op_type == "Cast":
+        to = next((a.i for a in node.attribute if a.name == "to"), None)
+        if to is not None and floats.is_float(to) and floats.has_infinity(to):
+            found = indicator(0)
+    elif node.op_type == "CastLike" and len(inputs) == 2:
+        # (q so built is of a float type with an infinity; whether it is, asked without writing its nodes)
+        if inputs[1] and _minus_infinity_indicator(inputs[1], producers, set(taken), dict(made), []):
+            found = indicator(0)
+    elif node.op_type in ELEMENTS_MOVED_FROM and not any(a.name == "value" for a in node.attribute):
+        moved = ELEMENTS_MOVED_FROM[node.op_type]  # (Pad-2's value is an attribute: not so moved)
+        positions = list(range(len(inputs))) if moved is None else [k for k in moved if k < len(inputs)]
+        given = {k: indicator(k) for k in positions}  # ("" for an input left out: Pad's value, 0)
+        if positions and given[positions[0]] and all(value is not None for value in given.values()):
+            found = _unique(f"{name}_is_minus_inf", taken)
+            copied = onnx.NodeProto()
+            copied.CopyFrom(node)
+            copied.name = ""
+            for k, value in given.items():
+                copied.input[k] = value
+            copied.output[:] = [found]
+            nodes.append(copied)
+    return found or None
+
+
+def _zeros_and_minus_infinities(array: np.ndarray) -> bool:
+    """Whether ``array`` is of a float type and holds 0s and -infs alone."""
+    return array.dtype.kind == "f" and bool(np.isin(array.astype(np.float64), [0.0, -np.inf]).all())
 
 
 def _negative_infinity_rank(name: str, like: str, producers: dict[str, onnx.NodeProto]) -> int | None:

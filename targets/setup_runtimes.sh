@@ -28,14 +28,14 @@ rknn() {
     # the toolkit without its dependencies, then its other requirements as its metadata lists
     # them, onnx 1.18.0 and numpy 1.26.4 it takes, setuptools below 81 (pkg_resources), torch.
     environment rknn --no-deps 'rknn-toolkit2==2.5.0'
-    local requirements
-    requirements=$("$folder/rknn/bin/python" -c "
+    # (one requirement a line: a requirement may hold spaces, "protobuf <=4.25.4,>=4.21.6")
+    local requirements="$folder/rknn/requirements.txt"
+    "$folder/rknn/bin/python" -c "
 import importlib.metadata as m
 print('\n'.join(r for r in m.requires('rknn-toolkit2') or []
-                if not r.lower().startswith(('torch', 'onnx', 'numpy', 'setuptools'))))")
-    # shellcheck disable=SC2086
+                if not r.lower().startswith(('torch', 'onnx', 'numpy', 'setuptools'))))" > "$requirements"
     "$folder/rknn/bin/pip" install -q 'onnx==1.18.0' 'numpy==1.26.4' 'onnxruntime==1.26.0' 'setuptools<81' \
-        ml_dtypes $requirements
+        ml_dtypes -r "$requirements"
     "$folder/rknn/bin/pip" install -q --no-deps 'torch==2.13.0'
     "$folder/rknn/bin/python" -c "from rknn.api import RKNN"
 }

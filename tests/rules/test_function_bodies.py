@@ -481,6 +481,87 @@ def test_the_count_is_made_only_where_it_keeps_the_shape_the_maximum_gave(limit_
     assert got.shape == want.shape and np.array_equal(got, want), (got, want)
 
 
+def _bias_body(float_mask: bool = False) -> onnx.FunctionProto:
+    """A fully-masked-row test as ONNX's Attention body writes it, of a bias built from a bool
+    mask [N, 3, 4] (Where(mask, 0, -inf)), padded by a column of -inf, plus a causal constant of
+    0s and -infs and a ConstantOfShape of zeros, cast to float; with ``float_mask`` plus a float
+    mask given as an input too (a value not built from constants)."""
+
+    def constant(name: str, array: np.ndarray) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(array, name))
+
+    causal = np.where(np.triu(np.ones((3, 5), bool), 2), -np.inf, 0).astype(np.float32)
+    nodes = [
+        constant("zero", np.zeros(1, np.float32)),
+        constant("minus_inf", np.full(1, -np.inf, np.float32)),
+        constant("minus_inf_scalar", np.array(-np.inf, np.float32)),
+        constant("pads", np.array([0, 0, 0, 0, 0, 1], np.int64)),
+        constant("causal", causal),
+        constant("shape", np.array([1, 3, 5], np.int64)),
+        constant("axes", np.array([-1], np.int64)),
+        helper.make_node("Where", ["mask", "zero", "minus_inf"], ["short"]),
+        helper.make_node("Identity", ["short"], ["bias"]),
+        helper.make_node("Pad", ["bias", "pads", "minus_inf_scalar"], ["padded"]),
+        helper.make_node("Add", ["padded", "causal"], ["causal_bias"]),
+        helper.make_node("ConstantOfShape", ["shape"], ["zeros"]),
+        helper.make_node("Add", ["causal_bias", "zeros"], ["summed"]),
+    ]
+    if float_mask:
+        nodes.append(helper.make_node("Add", ["summed", "given"], ["total"]))
+    else:
+        nodes.append(helper.make_node("Cast", ["summed"], ["total"], to=TensorProto.FLOAT))
+    nodes += [
+        helper.make_node("ReduceMax", ["total", "axes"], ["row_max"], keepdims=1),
+        helper.make_node("CastLike", ["minus_inf", "total"], ["minus_inf_t"]),
+        helper.make_node("Equal", ["row_max", "minus_inf_t"], ["all_masked"]),
+    ]
+    inputs = ["mask", "given"] if float_mask else ["mask"]
+    return helper.make_function("test", "masked", inputs, ["all_masked"], nodes, [helper.make_opsetid("", 23)])
+
+
+def _run_bias_body(body: onnx.FunctionProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    types = {"mask": TensorProto.BOOL, "given": TensorProto.FLOAT}
+    graph = helper.make_graph(
+        list(body.node), "body",
+        [helper.make_tensor_value_info(name, types[name], list(feeds[name].shape)) for name in body.input],
+        [helper.make_tensor_value_info("all_masked", TensorProto.BOOL, None)],
+    )  # fmt: skip
+    model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)]))
+    onnx.checker.check_model(model, full_check=True)
+    [got] = run_onnxruntime(model, feeds)
+    return got
+
+
+def test_a_bias_built_from_zeros_and_minus_infinities_is_tested_through_its_indicator():
+    """A bias built from a bool mask, a -inf pad, a causal constant and zeros: its fully masked
+    rows found from 0/1 indicators put through the same Where, Pad and sums (Max), no -inf
+    compared at run time (rknn computes the mask's -inf as -10000 and compares it with a -inf
+    unequal); the original's answer on every one of the 4096 masks of [3, 4]."""
+    body = _bias_body()
+    repaired = all_negative_infinity_as_a_count(body, [])
+    ops = collections.Counter(node.op_type for node in repaired.node)
+    assert "Equal" not in ops and "ReduceMax" not in ops and ops["Max"] == 2 and ops["Pad"] == 2, ops
+    masks = ((np.arange(4096)[:, None] >> np.arange(12)) & 1).astype(bool).reshape(4096, 3, 4)
+    want, got = _run_bias_body(body, {"mask": masks}), _run_bias_body(repaired, {"mask": masks})
+    assert got.shape == want.shape == (4096, 3, 1) and np.array_equal(got, want)
+    assert 0 < want.sum() < want.size
+
+
+def test_a_bias_with_a_value_not_built_from_constants_is_tested_by_equal_and_writes_nothing_else():
+    """A float mask given as an input added to the bias: its indicator is not known, the test is
+    Cast(Equal(x, -inf)) as before, and no node of the indicators tried is left in the body."""
+    body = _bias_body(float_mask=True)
+    repaired = all_negative_infinity_as_a_count(body, [])
+    kept = collections.Counter(node.op_type for node in body.node) - collections.Counter({"ReduceMax": 1})
+    added = collections.Counter(node.op_type for node in repaired.node) - kept
+    assert added == collections.Counter(["Cast", "ReduceMin", "Constant", "Greater"]), added
+    rng = np.random.default_rng(5)
+    given = np.where(rng.random((8, 3, 5)) < 0.5, -np.inf, rng.standard_normal((8, 3, 5))).astype(np.float32)
+    given[0, 0, 0] = np.nan
+    feeds = {"mask": rng.random((8, 3, 4)) < 0.3, "given": given}
+    assert np.array_equal(_run_bias_body(repaired, feeds), _run_bias_body(body, feeds))
+
+
 def test_a_row_maximum_read_elsewhere_or_compared_with_another_value_is_left():
     """The repair applies only where the ReduceMax feeds the Equal alone (not an output, not a
     graph the body holds) and the other side is -inf."""
