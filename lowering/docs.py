@@ -89,8 +89,9 @@ def target_refusals_table(shown: int = 12) -> str:
     from .runtime_profiles import TableProfile, load_profile, profile_names
 
     rows = [
-        "| target | refused, not right of swept | right with their parameters constant | blocking ops (models) |",
-        "|---|---|---|---|",
+        "| target | refused, not right of swept | right with their parameters constant | blocking ops (models) "
+        "| not right keeping nodes it computes wrong on some values (models) |",
+        "|---|---|---|---|---|",
     ]
     for name in profile_names():
         profile = load_profile(name)
@@ -104,8 +105,22 @@ def target_refusals_table(shown: int = 12) -> str:
         constant = (f"refused: {parameters_constant_said(refused)}; "
                     f"not right: {parameters_constant_said(not_right)}")  # fmt: skip
         counts = f"{len(refused)}, {len(not_right)} of {profile.swept['models']}"
-        rows.append(f"| `{name}` | {counts} | {constant} | {listed}{more} |")
+        rows.append(f"| `{name}` | {counts} | {constant} | {listed}{more} | {kept_said(not_right, shown)} |")
     return "\n".join(rows)
+
+
+def kept_said(not_right: dict[str, dict], shown: int = 12) -> str:
+    """Of the models not right after --target, how many kept a node the runtime computes wrong on
+    some probed values (``kept``: no pattern avoids it there), and those nodes' op versions and
+    types with how many models kept each (most first): "2 of 10: Cast-28 on DOUBLE (2)"."""
+    kept = Counter(
+        op for found in not_right.values() for op in {key.partition(" (")[0] for key in found.get("kept", [])}
+    )
+    ranked = sorted(kept.items(), key=lambda item: (-item[1], item[0]))
+    listed = ", ".join(f"{key} ({count})" for key, count in ranked[:shown])
+    more = f", and {len(ranked) - shown} more" if len(ranked) > shown else ""
+    keeping = sum(1 for found in not_right.values() if found.get("kept"))
+    return f"{keeping} of {len(not_right)}" + (f": {listed}{more}" if listed else "")
 
 
 def parameters_constant_said(swept: dict[str, dict]) -> str:

@@ -155,7 +155,20 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
     made_up_profile(tmp_path, 17, cases)
     results = [
         {"name": "test_hardswish", "before": "fails", "after": "wrong", "after_why": "output 0: largest error 3"},
-        {"name": "test_hardswish_big", "before": "fails", "after": "right", "after_why": ""},
+        {
+            "name": "test_hardswish_big",
+            "before": "fails",
+            "after": "right",
+            "after_why": "",
+            "kept": ["Div-14 on FLOAT (wrong only on float values the backend's cases lack)"],
+        },
+        {
+            "name": "test_div_wide",
+            "before": "wrong",
+            "after": "wrong",
+            "after_why": "output 0",
+            "kept": ["Div-14 on INT32 (wrong only on integers past 2^24)"],
+        },
         {"name": "test_relu", "before": "right", "after": "right", "after_why": ""},
         {
             "name": "test_gru",
@@ -169,10 +182,12 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
     run_sweep.record_sweep("made-up", results, "1.0", "made-up", "0123abcd", profiles=tmp_path)
     written = json.loads((tmp_path / "made-up.json").read_text())
     swept = written["swept"]
-    assert swept["onnx_lower"] == "0123abcd" and swept["models"] == 5
+    assert swept["onnx_lower"] == "0123abcd" and swept["models"] == 6
     assert swept["not_right"] == {
-        "test_hardswish": {"before": "fails", "after": "wrong", "why": "output 0: largest error 3"}
-    }
+        "test_hardswish": {"before": "fails", "after": "wrong", "why": "output 0: largest error 3"},
+        "test_div_wide": {"before": "wrong", "after": "wrong", "why": "output 0",
+                          "kept": ["Div-14 on INT32 (wrong only on integers past 2^24)"]},
+    }  # fmt: skip
     assert swept["refused"] == {"test_gru": {"before": "fails", "blockers": ["GRU-14"], "why": "no pattern"}}
     assert swept["totals"]["fails -> wrong"] == 1 and swept["totals"]["wrong -> right in float16"] == 1
 
@@ -641,6 +656,22 @@ def test_the_docs_count_those_run_with_constants_apart_from_those_onnx_lower_ref
     }
     assert parameters_constant_said(swept) == "2 right of 3 run, 1 not made"
     assert parameters_constant_said({"e": {}}) == "0 right of 0 run"
+
+
+def test_the_docs_name_the_nodes_kept_in_the_models_not_right_once_per_model():
+    """Of the swept models not right, the docs count those that kept a node the runtime computes
+    wrong on some probed values, and name each such op version and type with how many models
+    kept it (a model keeping it twice, or on two kinds of values, counted once), most first."""
+    from lowering.docs import kept_said
+
+    not_right = {
+        "a": {"kept": ["Div-14 on INT32 (wrong only on integers past 2^24)", "Less-13 on INT32"]},
+        "b": {"kept": ["Div-14 on INT32 (wrong only on integers past 2^24)", "Div-14 on INT32"]},
+        "c": {},
+    }
+    assert kept_said(not_right) == "2 of 3: Div-14 on INT32 (2), Less-13 on INT32 (1)"
+    assert kept_said(not_right, shown=1) == "2 of 3: Div-14 on INT32 (2), and 1 more"
+    assert kept_said({"c": {}}) == "0 of 1"
 
 
 def test_a_refusal_says_how_many_swept_cases_of_its_op_ran_right_with_their_parameters_constant(tmp_path):
