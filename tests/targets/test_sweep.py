@@ -198,6 +198,14 @@ def test_what_the_sweep_leaves_not_right_is_recorded_and_check_names_it(tmp_path
     [finding] = check_model(model, profile_from_data(written), lowerable=frozenset({"HardSwish"}))
     assert "still failed or got wrong 1 swept case(s) of it (onnx-lower 0123abcd)" in str(finding)
     assert "test_hardswish (wrong: output 0: largest error 3)" in finding.as_dict()["swept"]
+    divide = helper.make_node("Div", ["n", "n"], ["q"], name="divide")
+    graph = helper.make_graph([divide], "g", [helper.make_tensor_value_info("n", onnx.TensorProto.INT32, [2])],
+                              [helper.make_tensor_value_info("q", onnx.TensorProto.INT32, [2])])  # fmt: skip
+    divided = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    written["cases"]["test_div_wide"] = {"op": "Div", "version": 14, "type": "INT32", "verdict": "wrong"}
+    [finding] = check_model(divided, profile_from_data(written), lowerable=frozenset())
+    assert ("test_div_wide (wrong: output 0; --target kept Div-14 on INT32 (wrong only on integers past 2^24))"
+            in finding.as_dict()["swept"])  # fmt: skip
 
     # --target says it too, of the node it lowered: a line of the report, and a key of its dict
     report = lower_model(model, target=profile_from_data(written)).report
