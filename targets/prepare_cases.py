@@ -950,9 +950,11 @@ def uneven_pads_cases() -> list[tuple]:
     return found
 
 
-# (input shape, shape) of the copied-lengths cases: 0s copying lengths behind a leading 1 or not
+# (input shape, shape) of the copied-lengths cases: 0s copying lengths behind a leading 1 or not,
+# of a rank-4 input, and of a rank-3 one made rank 4 (the DFT rule's bins)
 COPIED_LENGTHS = (((1, 3, 2, 4), [0, 0, -1]), ((1, 3, 2, 4), [1, 0, 8]), ((1, 3, 2, 4), [0, 0, 2, 4]),
-                  ((3, 1, 2, 4), [0, 0, -1]))  # fmt: skip
+                  ((3, 1, 2, 4), [0, 0, -1]), ((1, 3, 8), [0, 0, 4, 2]))  # fmt: skip
+COPIED_TYPED = (0, 3)  # (those made of each of RESHAPED_TYPES too; float alone for the others)
 # the types beside float the cases of a kind of value that concerns shapes alone are made of (a
 # verdict on a node holding the kind is read from the cases of its own type that hold it)
 KIND_TYPES = (onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.INT64, onnx.TensorProto.INT32,
@@ -984,16 +986,16 @@ def copied_lengths_cases() -> list[tuple]:
     """Reshape of a fed input by a shape whose 0s copy the input's lengths, fed, constant and
     given by a node (:func:`with_variants`), at the first opset of each version of Reshape taking
     a shape input: float of each of :data:`COPIED_LENGTHS` (``copied_Reshape_0@14``), and each of
-    :data:`RESHAPED_TYPES` of the first and last (``copied_Reshape_0_INT64@14``): the backend's cases
-    copy lengths only behind a leading length above 1, and tract 0.21 copies them wrong (or
-    aborts) behind a leading 1, which every batch of one has."""
+    :data:`RESHAPED_TYPES` of those :data:`COPIED_TYPED` names (``copied_Reshape_0_INT64@14``): the
+    backend's cases copy lengths only behind a leading length above 1, and tract 0.21 copies them
+    wrong (or aborts) behind a leading 1, which every batch of one has."""
     found = []
     for version, opset, element_type in _versions_taking("Reshape", (onnx.TensorProto.FLOAT, *RESHAPED_TYPES)):
         if "shape" not in [formal.name for formal in schemas.schema_in_force("Reshape", version).inputs]:
             continue  # (Reshape-1 takes its shape as an attribute)
         typed = "" if element_type == onnx.TensorProto.FLOAT else f"_{_type_name(element_type)}"
         for k, (dims, shape) in enumerate(COPIED_LENGTHS):
-            if typed and k not in (0, len(COPIED_LENGTHS) - 1):
+            if typed and k not in COPIED_TYPED:
                 continue
             copied = [dims[i] if want == 0 else want for i, want in enumerate(shape)]
             name = f"copied_Reshape_{k}{typed}@{version}"

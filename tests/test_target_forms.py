@@ -3562,6 +3562,30 @@ def test_tract_021_is_given_the_lengths_a_reshape_copies():
     assert "shape" not in {n.name for n in result.model.graph.node}  # (the Constant only it read, dropped likewise)
 
 
+def test_tract_021_is_given_the_lengths_the_dft_rules_reshapes_copy_of_a_rank_3_input():
+    """The DFT rule's bins, Reshape(rows [1, 10, 20], [0, 0, 10, 2]): a rank-3 input made rank 4
+    by 0s copying behind a leading 1, which tract 0.21 aborts on (its case of that form,
+    copied_Reshape_4); --target writes out the shape of both Reshapes of the backend's test_dft,
+    its axis a constant, and the result is the case's expected output (numpy's float64 FFT)
+    within the rule's stated tolerance."""
+    from lowering.rules.dft import DFT_TOLERANCE
+
+    [case] = [c for c in node_cases() if c.name == "test_dft"]
+    (x, axis), [expected] = case.data_sets[0]
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    model.graph.initializer.append(numpy_helper.from_array(np.asarray(axis), model.graph.input[1].name))
+    del model.graph.input[1:]
+    result = lowering.lower_model(model, target="tract-0.21")
+    assert result.report.rewritten == {"DFT-20": 1}
+    constants = constants_by_name(result.model)
+    shapes = [numpy_helper.to_array(constants[n.input[1]]).tolist()
+              for n in result.model.graph.node if n.op_type == "Reshape"]  # fmt: skip
+    assert shapes == [[1, 10, 10], [1, 10, 10, 2]]
+    [got] = run_onnxruntime(result.model, {model.graph.input[0].name: x})
+    assert got.shape == expected.shape and not DFT_TOLERANCE[TensorProto.FLOAT].mismatches(got, expected).any()
+
+
 @pytest.mark.parametrize("length, within", [(2**23, True), (2**23 + 1, False), (None, False)])
 def test_indices_are_within_the_edges_where_the_indexed_length_is_static_and_at_most_2_23(length, within):
     """Every index of [-s, s - 1], and i + s (at most 2s - 1), lies within 2^24 where s <= 2^23."""
