@@ -361,14 +361,14 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
     constants' own m (:func:`_minus_infinity_indicator`), no -inf compared at run time (rknn
     computes the mask's -inf as -10000 and compares it with a -inf unequal). Only where c is of
     rank 0, or of rank 1 with keepdims (the Attention body's): then Equal(x, c) has x's shape (or
-    [1] for a scalar x, reduced whole to [1]) and the result the shape the original's broadcast
+    [1] for a scalar x), and 0.5 of c's rank gives the result the shape the original's broadcast
     gave. Only where the ReduceMax feeds that Equal alone (no graph in the body reads it)."""
     producers = {output: node for node in body.node for output in node.output}
     everywhere = [*body.node, *(node for graph in nested_graphs(body.node) for node in graph.node)]
     readers = collections.Counter(name for node in everywhere for name in node.input)
     readers.update(body.output)
 
-    def masked_test(node: onnx.NodeProto) -> tuple[onnx.NodeProto, str] | None:
+    def masked_test(node: onnx.NodeProto) -> tuple[onnx.NodeProto, str, int] | None:
         if node.op_type != "Equal" or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
             return None
         for reduced, limit in (node.input, node.input[::-1]):
@@ -378,26 +378,26 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
             rank = _negative_infinity_rank(limit, reduce.input[0], producers)
             keepdims = next((a.i for a in reduce.attribute if a.name == "keepdims"), 1)
             if readers[reduced] == 1 and (rank == 0 or (rank == 1 and keepdims == 1)):
-                return reduce, limit
+                return reduce, limit, rank
         return None
 
     tests = {k: found for k, node in enumerate(body.node) if (found := masked_test(node)) is not None}
     if not tests:
         return body
-    reductions = {reduce.output[0] for reduce, _ in tests.values()}
+    reductions = {reduce.output[0] for reduce, _, _ in tests.values()}
     taken = {name for node in everywhere for name in [*node.input, *node.output]} | set(body.input)
     repaired = onnx.FunctionProto()
     repaired.CopyFrom(body)
     del repaired.node[:]
-    half = None
-    indicators: dict[str, str | None] = {}
+    halves: dict[int, str] = {}  # (0.5 of c's rank, by rank: the result broadcast as Equal(x, c) was)
+    indicators: Indicators = {}
     for k, node in enumerate(body.node):
         if node.op_type == "ReduceMax" and node.output and node.output[0] in reductions:
             continue
         if k not in tests:
             repaired.node.append(node)
             continue
-        reduce, negative_infinity = tests[k]
+        reduce, negative_infinity, rank = tests[k]
         count = _minus_infinity_indicator(reduce.input[0], producers, taken, indicators, repaired.node)
         fewest = _unique(f"{node.output[0]}_fewest", taken)
         if count is None:
@@ -410,12 +410,11 @@ def all_negative_infinity_as_a_count(body: onnx.FunctionProto, input_types: list
         minimum.input[0] = count
         minimum.output[0] = fewest
         repaired.node.append(minimum)
-        if half is None:
-            half = _unique("half", taken)
-            repaired.node.append(
-                helper.make_node("Constant", [], [half], value=helper.make_tensor(half, TensorProto.FLOAT, [], [0.5]))
-            )
-        repaired.node.append(helper.make_node("Greater", [fewest, half], [node.output[0]], name=node.name))
+        if rank not in halves:
+            halves[rank] = half = _unique("half", taken)
+            value = helper.make_tensor(half, TensorProto.FLOAT, [1] * rank, [0.5])
+            repaired.node.append(helper.make_node("Constant", [], [half], value=value))
+        repaired.node.append(helper.make_node("Greater", [fewest, halves[rank]], [node.output[0]], name=node.name))
     return repaired
 
 
@@ -426,9 +425,12 @@ ELEMENTS_MOVED_FROM = {
     "Transpose": (0,), "Slice": (0,), "Tile": (0,), "Pad": (0, 2), "Where": (1, 2), "Concat": None,
 }  # fmt: skip
 
+Nodes = list[onnx.NodeProto]  # (or a FunctionProto's repeated node field)
+Indicators = dict[str, str | None]  # (a value's name -> its indicator's, None where it has none)
+
 
 def _minus_infinity_indicator(
-    name: str, producers: dict[str, onnx.NodeProto], taken: set[str], made: dict[str, str | None], nodes
+    name: str, producers: dict[str, onnx.NodeProto], taken: set[str], made: Indicators, nodes: Nodes
 ) -> str | None:
     """m(v) = [v = -inf] as float32, of v's shape, for a value v built from constants holding 0s
     and -infs alone; its nodes appended to ``nodes`` (once per value: ``made``). None where v is
@@ -436,80 +438,108 @@ def _minus_infinity_indicator(
 
     m(C) = the constant [C = -inf] (a ConstantOfShape's of its value likewise); m(Add(p, q)) =
     Max(m(p), m(q)) (p, q each 0 or -inf: their sum is -inf where either is); m(Identity(p)) =
-    m(p), and m(Cast(p)) = m(p) for a cast to a float type with an infinity; m(CastLike(p, q)) =
-    m(p) for q so built (of a float type); and an op that copies, moves or picks elements
-    (:data:`ELEMENTS_MOVED_FROM`: Where(c, p, q), Pad(p, pads, value), Reshape, ...) applied to
-    the indicators of its element inputs gives its output's (Pad's value left out is 0, of m 0).
-    No value so built is NaN or +inf, so the indicator is exact for every input."""
+    m(p), and m(Cast(p)) = m(p) for a cast to float16, float, double or bfloat16 (which keep
+    -inf; float8 saturates it); m(CastLike(p, q)) = m(p) for q so built (of those types); and an
+    op that copies, moves or picks elements (:data:`ELEMENTS_MOVED_FROM`: Where(c, p, q), Pad(p,
+    pads, value), Reshape, ...) applied to the indicators of its element inputs gives its
+    output's (Pad's value left out is 0, of m 0). No value so built is NaN or +inf, so the
+    indicator is exact for every input."""
     if name in made:
         return made[name]
-    mark, known = len(nodes), dict(made)
+    mark, first_new = len(nodes), len(made)
     made[name] = None  # (while it is being built)
     found = _indicator_written(name, producers, taken, made, nodes)
-    if found is None:  # (what its inputs' indicators wrote is taken back)
+    if found is None:  # (what its inputs' indicators wrote is taken back; values without one stay known)
         del nodes[mark:]
-        made.clear()
-        made.update(known)
+        for written in [key for key in list(made)[first_new:] if made[key] is not None]:
+            del made[written]
     made[name] = found
     return found
 
 
 def _indicator_written(
-    name: str, producers: dict[str, onnx.NodeProto], taken: set[str], made: dict[str, str | None], nodes
+    name: str, producers: dict[str, onnx.NodeProto], taken: set[str], made: Indicators, nodes: Nodes
 ) -> str | None:
     """:func:`_minus_infinity_indicator`'s step: ``name``'s indicator from its producer's inputs'."""
     node = producers.get(name)
     if node is None or node.domain not in ("", "ai.onnx"):
         return None
-    inputs = list(node.input)
 
-    def indicator(k: int) -> str | None:
-        return _minus_infinity_indicator(inputs[k], producers, taken, made, nodes) if inputs[k] else ""
+    def of(value: str) -> str | None:
+        return _minus_infinity_indicator(value, producers, taken, made, nodes) if value else ""
 
-    found: str | None = None
-    if node.op_type == "Constant":
-        values = [a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
-        array = onnx.numpy_helper.to_array(values[0]) if values else None
-        if array is not None and _zeros_and_minus_infinities(array):
-            found = _unique(f"{name}_is_minus_inf", taken)
-            flags = np.isneginf(array.astype(np.float64)).astype(np.float32)
-            nodes.append(helper.make_node("Constant", [], [found], value=onnx.numpy_helper.from_array(flags, found)))
-    elif node.op_type == "ConstantOfShape":
-        values = [a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
-        value = onnx.numpy_helper.to_array(values[0]) if values else np.zeros(1, np.float32)
-        if _zeros_and_minus_infinities(value):
-            found = _unique(f"{name}_is_minus_inf", taken)
-            flag = np.isneginf(value.astype(np.float64)).astype(np.float32)
-            nodes.append(helper.make_node("ConstantOfShape", inputs, [found], value=onnx.numpy_helper.from_array(flag)))
-    elif node.op_type == "Add" and len(inputs) == 2:
-        left, right = indicator(0), indicator(1)
-        if left and right:
-            found = _unique(f"{name}_is_minus_inf", taken)
-            nodes.append(helper.make_node("Max", [left, right], [found]))
-    elif node.op_type == "Identity":
-        found = indicator(0)
-    elif node.op_type == "Cast":
-        to = next((a.i for a in node.attribute if a.name == "to"), None)
-        if to is not None and floats.is_float(to) and floats.has_infinity(to):
-            found = indicator(0)
-    elif node.op_type == "CastLike" and len(inputs) == 2:
-        # (q so built is of a float type with an infinity; whether it is, asked without writing its nodes)
-        if inputs[1] and _minus_infinity_indicator(inputs[1], producers, set(taken), dict(made), []):
-            found = indicator(0)
-    elif node.op_type in ELEMENTS_MOVED_FROM and not any(a.name == "value" for a in node.attribute):
-        moved = ELEMENTS_MOVED_FROM[node.op_type]  # (Pad-2's value is an attribute: not so moved)
-        positions = list(range(len(inputs))) if moved is None else [k for k in moved if k < len(inputs)]
-        given = {k: indicator(k) for k in positions}  # ("" for an input left out: Pad's value, 0)
-        if positions and given[positions[0]] and all(value is not None for value in given.values()):
-            found = _unique(f"{name}_is_minus_inf", taken)
-            copied = onnx.NodeProto()
-            copied.CopyFrom(node)
-            copied.name = ""
-            for k, value in given.items():
-                copied.input[k] = value
-            copied.output[:] = [found]
-            nodes.append(copied)
-    return found or None
+    if node.op_type in ("Constant", "ConstantOfShape"):
+        return _constant_indicator(node, name, taken, nodes)
+    if node.op_type == "Add" and len(node.input) == 2:
+        left, right = of(node.input[0]), of(node.input[1])
+        if not (left and right):
+            return None
+        found = _unique(f"{name}_is_minus_inf", taken)
+        nodes.append(helper.make_node("Max", [left, right], [found]))
+        return found
+    if node.op_type == "Identity":
+        return of(node.input[0])
+    if node.op_type == "Cast":
+        return of(node.input[0]) if _keeps_minus_infinity(_cast_to(node)) else None
+    if node.op_type == "CastLike" and len(node.input) == 2 and node.input[1]:
+        # (q so built is of a type keeping -inf; whether it is, asked without writing its nodes)
+        like = _minus_infinity_indicator(node.input[1], producers, set(taken), dict(made), [])
+        return of(node.input[0]) if like else None
+    if node.op_type in ELEMENTS_MOVED_FROM and not any(a.name == "value" for a in node.attribute):
+        return _moved_indicator(node, name, of, taken, nodes)  # (Pad-2's value is an attribute: not so moved)
+    return None
+
+
+def _constant_indicator(node: onnx.NodeProto, name: str, taken: set[str], nodes: Nodes) -> str | None:
+    """[C = -inf] as float32 for a Constant C (its ``value``) of 0s and -infs alone, or the
+    ConstantOfShape of its value's (default 0); None for any other."""
+    values = [a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
+    if node.op_type == "Constant" and not values:
+        return None  # (value_float, value_floats, ...: not looked at)
+    array = onnx.numpy_helper.to_array(values[0]) if values else np.zeros(1, np.float32)
+    if not _zeros_and_minus_infinities(array):
+        return None
+    found = _unique(f"{name}_is_minus_inf", taken)
+    flags = onnx.numpy_helper.from_array(np.isneginf(array.astype(np.float64)).astype(np.float32), found)
+    nodes.append(helper.make_node(node.op_type, list(node.input), [found], value=flags))
+    return found
+
+
+def _moved_indicator(node: onnx.NodeProto, name: str, of, taken: set[str], nodes: Nodes) -> str | None:
+    """The node (of :data:`ELEMENTS_MOVED_FROM`) on its element inputs' indicators (``of``: ""
+    for an input left out), its other inputs as they are; None where one has no indicator."""
+    moved = ELEMENTS_MOVED_FROM[node.op_type]
+    positions = list(range(len(node.input))) if moved is None else [k for k in moved if k < len(node.input)]
+    given = {}
+    for k in positions:
+        given[k] = of(node.input[k])
+        if given[k] is None:
+            return None
+    if not positions or not given[positions[0]]:
+        return None
+    found = _unique(f"{name}_is_minus_inf", taken)
+    copied = onnx.NodeProto()
+    copied.CopyFrom(node)
+    copied.name = ""
+    for k, indicator in given.items():
+        copied.input[k] = indicator
+    copied.output[:] = [found]
+    nodes.append(copied)
+    return found
+
+
+def _cast_to(node: onnx.NodeProto) -> int | None:
+    """A Cast's ``to``."""
+    return next((a.i for a in node.attribute if a.name == "to"), None)
+
+
+def _keeps_minus_infinity(to: int | None) -> bool:
+    """Whether a Cast to ``to`` gives -inf for -inf whatever its attributes: float16, float,
+    double, bfloat16 (a float8 type saturates it by default, or holds no infinity)."""
+    return (
+        to is not None and floats.is_float(to) and floats.has_infinity(to)
+        and floats.numpy_dtype(to).itemsize >= 2
+    )  # fmt: skip
 
 
 def _zeros_and_minus_infinities(array: np.ndarray) -> bool:
@@ -519,8 +549,9 @@ def _zeros_and_minus_infinities(array: np.ndarray) -> bool:
 
 def _negative_infinity_rank(name: str, like: str, producers: dict[str, onnx.NodeProto]) -> int | None:
     """The rank of ``name`` where it is -inf: a Constant of one element -inf, or a Cast of it to a
-    float type, or a CastLike of it like ``like`` (the compared value: Equal takes no float type
-    without an infinity, and -inf cast to an integer type is undefined); None where it is not."""
+    float type keeping -inf (:func:`_keeps_minus_infinity`), or a CastLike of it like ``like``
+    (the compared value: Equal takes no float8 type, and -inf cast to an integer type is
+    undefined); None where it is not."""
     node = producers.get(name)
     if node is None or node.domain not in ("", "ai.onnx"):
         return None
@@ -529,8 +560,7 @@ def _negative_infinity_rank(name: str, like: str, producers: dict[str, onnx.Node
             return None
         return _negative_infinity_rank(node.input[0], like, producers)
     if node.op_type == "Cast":
-        to = next((a.i for a in node.attribute if a.name == "to"), None)
-        holds_it = to is not None and floats.is_float(to) and floats.has_infinity(to)
+        holds_it = _keeps_minus_infinity(_cast_to(node))
         return _negative_infinity_rank(node.input[0], like, producers) if holds_it else None
     if node.op_type != "Constant":
         return None

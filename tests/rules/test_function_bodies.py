@@ -520,6 +520,7 @@ def _bias_body(float_mask: bool = False) -> onnx.FunctionProto:
 
 
 def _run_bias_body(body: onnx.FunctionProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    """The body's ``all_masked`` on ``feeds`` (a bool ``mask``, a float ``given``), in onnxruntime."""
     types = {"mask": TensorProto.BOOL, "given": TensorProto.FLOAT}
     graph = helper.make_graph(
         list(body.node), "body",
@@ -545,6 +546,98 @@ def test_a_bias_built_from_zeros_and_minus_infinities_is_tested_through_its_indi
     want, got = _run_bias_body(body, {"mask": masks}), _run_bias_body(repaired, {"mask": masks})
     assert got.shape == want.shape == (4096, 3, 1) and np.array_equal(got, want)
     assert 0 < want.sum() < want.size
+
+
+def _moved_bias_body(moving: list[onnx.NodeProto], constants: dict[str, np.ndarray], rows: bool = True):
+    """Where(mask, 0, -inf) of a bool mask [N, 3, 4] as ``bias``, then ``moving`` (which gives
+    ``total``), tested by Equal(ReduceMax(total, [-1]), CastLike(-inf of shape [1], total)) with
+    keepdims (without ``rows``, ReduceMax over every axis); ``constants`` as Constant nodes."""
+    made = {"zero": np.zeros(1, np.float32), "minus_inf": np.full(1, -np.inf, np.float32),
+            "limit": np.full([1], -np.inf, np.float32), "axes": np.array([-1], np.int64), **constants}  # fmt: skip
+    nodes = [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(array, name))
+             for name, array in made.items()]  # fmt: skip
+    nodes += [
+        helper.make_node("Where", ["mask", "zero", "minus_inf"], ["bias"]),
+        *moving,
+        helper.make_node("ReduceMax", ["total", "axes"] if rows else ["total"], ["row_max"], keepdims=1),
+        helper.make_node("CastLike", ["limit", "total"], ["limit_t"]),
+        helper.make_node("Equal", ["row_max", "limit_t"], ["all_masked"]),
+    ]
+    return helper.make_function("test", "masked", ["mask"], ["all_masked"], nodes, [helper.make_opsetid("", 23)])
+
+
+MOVED_BIASES = {
+    "concat": ([helper.make_node("Concat", ["bias", "bias"], ["total"], axis=-1)], {}),
+    "slice backwards": ([helper.make_node("Slice", ["bias", "starts", "ends", "axes", "steps"], ["total"])],
+                        {"starts": np.array([-1]), "ends": np.array([-5]), "steps": np.array([-1])}),
+    "transpose, expand, reshape": ([
+        helper.make_node("Transpose", ["bias"], ["turned"], perm=[0, 2, 1]),
+        helper.make_node("Expand", ["turned", "wide"], ["spread"]),
+        helper.make_node("Reshape", ["spread", "flat"], ["total"])],
+        {"wide": np.array([2, 1, 4, 3]), "flat": np.array([0, -1, 3])}),
+    "pad without a value, tile": ([
+        helper.make_node("Pad", ["bias", "pads"], ["padded"], mode="constant"),
+        helper.make_node("Tile", ["padded", "twice"], ["total"])],
+        {"pads": np.array([0, 0, 0, 0, 1, 0]), "twice": np.array([1, 1, 2])}),
+    "castlike and cast to float16, pad by edge": ([
+        helper.make_node("Cast", ["bias"], ["halved"], to=TensorProto.FLOAT16),
+        helper.make_node("CastLike", ["causal", "halved"], ["causal_half"]),
+        helper.make_node("Add", ["halved", "causal_half"], ["summed"]),
+        helper.make_node("Pad", ["summed", "pads"], ["total"], mode="edge")],
+        {"causal": np.where(np.triu(np.ones((3, 4), bool), 1), -np.inf, 0).astype(np.float32),
+         "pads": np.array([0, 0, 0, 0, 0, 2])}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", MOVED_BIASES)
+def test_a_bias_moved_by_ops_that_copy_its_elements_is_tested_through_its_indicator(name):
+    """Concat, Slice (backwards), Transpose, Expand, Reshape, Pad (its value left out; by edge),
+    Tile, Cast and CastLike to float16 and a causal sum: each bias built from the mask's
+    Where(mask, 0, -inf) so gives the original's fully masked rows on every mask of [3, 4], no
+    Equal left."""
+    moving, constants = MOVED_BIASES[name]
+    constants = {key: value if value.dtype.kind == "f" else value.astype(np.int64) for key, value in constants.items()}
+    if "slice" in name:
+        constants["axes"] = np.array([-1], np.int64)
+    body = _moved_bias_body(moving, constants)
+    repaired = all_negative_infinity_as_a_count(body, [])
+    assert "Equal" not in {node.op_type for node in repaired.node}
+    masks = ((np.arange(4096)[:, None] >> np.arange(12)) & 1).astype(bool).reshape(4096, 3, 4)
+    want, got = _run_bias_body(body, {"mask": masks}), _run_bias_body(repaired, {"mask": masks})
+    assert got.shape == want.shape and np.array_equal(got, want)
+    assert 0 < want.sum() < want.size
+
+
+def test_a_cast_to_a_float8_type_keeps_no_indicator_and_no_minus_infinity():
+    """A Cast to float8e5m2 saturates -inf to -57344 (saturate 1, its default): a bias cast there
+    and back has no indicator (the test stays Equal), and a -inf so cast is no -inf to compare
+    with (the body is left): the original's answers, on every mask."""
+    through_float8 = [helper.make_node("Cast", ["bias"], ["narrow"], to=TensorProto.FLOAT8E5M2),
+                      helper.make_node("Cast", ["narrow"], ["total"], to=TensorProto.FLOAT)]  # fmt: skip
+    body = _moved_bias_body(through_float8, {})
+    repaired = all_negative_infinity_as_a_count(body, [])
+    assert "Equal" in {node.op_type for node in repaired.node}
+    assert not any(output.endswith("_is_minus_inf") for node in repaired.node for output in node.output)
+    masks = ((np.arange(4096)[:, None] >> np.arange(12)) & 1).astype(bool).reshape(4096, 3, 4)
+    assert np.array_equal(_run_bias_body(repaired, {"mask": masks}), _run_bias_body(body, {"mask": masks}))
+    limit_through_float8 = _masked_row_body(_minus_inf([]))
+    limit_through_float8.node.insert(3, helper.make_node("Cast", ["limit"], ["limit8"], to=TensorProto.FLOAT8E5M2))
+    limit_through_float8.node[4].input[0] = "limit8"
+    assert all_negative_infinity_as_a_count(limit_through_float8, []) is limit_through_float8
+
+
+def test_a_scalar_bias_compared_with_a_minus_infinity_of_rank_1_keeps_the_shape_1():
+    """Equal(ReduceMax(x), c) of a scalar x (the bias' first element) and c of shape [1] is of
+    shape [1]: the indicator's test gives that shape too (0.5 of c's rank)."""
+    scalar = [helper.make_node("Slice", ["bias", "starts", "ends"], ["first"]),
+              helper.make_node("Reshape", ["first", "no_lengths"], ["total"])]  # fmt: skip
+    firsts = {"starts": np.zeros(3, np.int64), "ends": np.ones(3, np.int64), "no_lengths": np.zeros(0, np.int64)}
+    body = _moved_bias_body(scalar, firsts, rows=False)
+    repaired = all_negative_infinity_as_a_count(body, [])
+    assert "Equal" not in {node.op_type for node in repaired.node}
+    for mask in (np.zeros((1, 3, 4), bool), np.ones((1, 3, 4), bool)):
+        want, got = _run_bias_body(body, {"mask": mask}), _run_bias_body(repaired, {"mask": mask})
+        assert got.shape == want.shape == (1,) and np.array_equal(got, want)
 
 
 def test_a_bias_with_a_value_not_built_from_constants_is_tested_by_equal_and_writes_nothing_else():
