@@ -90,7 +90,7 @@ def target_refusals_table(shown: int = 12) -> str:
 
     rows = [
         "| target | refused, not right of swept | right with their parameters constant | blocking ops (models) "
-        "| not right keeping nodes it computes wrong on some values (models) |",
+        "| not right, keeping nodes the runtime computes wrong on some values (models) |",
         "|---|---|---|---|---|",
     ]
     for name in profile_names():
@@ -105,21 +105,25 @@ def target_refusals_table(shown: int = 12) -> str:
         constant = (f"refused: {parameters_constant_said(refused)}; "
                     f"not right: {parameters_constant_said(not_right)}")  # fmt: skip
         counts = f"{len(refused)}, {len(not_right)} of {profile.swept['models']}"
-        rows.append(f"| `{name}` | {counts} | {constant} | {listed}{more} | {kept_said(not_right, shown)} |")
+        rows.append(f"| `{name}` | {counts} | {constant} | {listed}{more} | {partly_kept_said(profile.swept, shown)} |")
     return "\n".join(rows)
 
 
-def kept_said(not_right: dict[str, dict], shown: int = 12) -> str:
-    """Of the models not right after --target, how many kept a node the runtime computes wrong on
-    some probed values (``kept``: no pattern avoids it there), and those nodes' op versions and
-    types with how many models kept each (most first): "2 of 10: Cast-28 on DOUBLE (2)"."""
+def partly_kept_said(swept: dict, shown: int = 12) -> str:
+    """Of the models a sweep found not right after --target, how many kept a node the runtime
+    computes wrong on some probed values (``partly``: no pattern avoids it there), and those
+    nodes' op versions and types with how many models kept each (most first): "2 of 10: Cast-28
+    on DOUBLE (2)"; "not recorded" of a sweep made before it looked for them."""
+    not_right = swept["not_right"]
+    if not swept.get("partly_recorded"):
+        return "not recorded"
     kept = Counter(
-        op for found in not_right.values() for op in {key.partition(" (")[0] for key in found.get("kept", [])}
+        op for found in not_right.values() for op in {key.partition(" (")[0] for key in found.get("partly", [])}
     )
     ranked = sorted(kept.items(), key=lambda item: (-item[1], item[0]))
     listed = ", ".join(f"{key} ({count})" for key, count in ranked[:shown])
     more = f", and {len(ranked) - shown} more" if len(ranked) > shown else ""
-    keeping = sum(1 for found in not_right.values() if found.get("kept"))
+    keeping = sum(1 for found in not_right.values() if found.get("partly"))
     return f"{keeping} of {len(not_right)}" + (f": {listed}{more}" if listed else "")
 
 

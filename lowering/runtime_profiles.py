@@ -184,11 +184,11 @@ class RuntimeProfile:
 
     def swept_not_right(self, op_type: str, version: int, type_name: str) -> list[tuple[str, str, str, list[str]]]:
         """The probed cases of (op, version, type) the sweep found the runtime still failing or
-        getting wrong after --target: (case, what it did, its words, the nodes --target kept
-        there that the runtime computes wrong on some probed values)."""
+        getting wrong after --target: (case, what it did, its words, the op versions and types
+        of the nodes --target kept there that the runtime computes wrong on some probed values)."""
         own = {case for case, _, _ in self.cases.get((op_type, version, type_name), [])}
         found = self.swept.get("not_right", {})
-        return [(case, found[case]["after"], found[case]["why"], found[case].get("kept", []))
+        return [(case, found[case]["after"], found[case]["why"], found[case].get("partly", []))
                 for case in sorted(own & found.keys())]  # fmt: skip
 
     def swept_refused(self, op_type: str, version: int, type_name: str) -> list[tuple[str, dict]]:

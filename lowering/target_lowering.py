@@ -388,8 +388,8 @@ def _swept_said(
     said = []
     found = profile.swept_not_right(op_type, version, type_name)
     if found:
-        listed = ", ".join(f"{case} ({after}{': ' + why[:120] if why else ''}{_kept_words(kept)})"
-                           for case, after, why, kept in found[:shown])  # fmt: skip
+        listed = ", ".join(f"{case} ({after}{': ' + why[:120] if why else ''}{_partly_words(partly)})"
+                           for case, after, why, partly in found[:shown])  # fmt: skip
         more = f" and {len(found) - shown} more" if len(found) > shown else ""
         said.append(f"after --target the runtime still failed or got wrong {len(found)} swept case(s) of it "
                     f"(onnx-lower {commit}): {listed}{more}")  # fmt: skip
@@ -403,9 +403,9 @@ def _swept_said(
     return "; ".join(said)
 
 
-def _kept_words(kept: list[str]) -> str:
+def _partly_words(partly: list[str]) -> str:
     """ "; --target kept Div-14 on INT32 (wrong only on ...), ...", or nothing."""
-    return f"; --target kept {', '.join(kept)}" if kept else ""
+    return f"; --target kept {', '.join(partly)}" if partly else ""
 
 
 def _pattern_takes(node: onnx.NodeProto, form: NodeForm | None, lowerable: frozenset[str]) -> bool:

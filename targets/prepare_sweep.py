@@ -304,7 +304,7 @@ def main() -> None:
                 result = lowering.lower_model(model, target=args.name, input_shapes=shapes)
             onnx.save(result.model, folder / "target.onnx")
             if result.report.partly:  # (nodes left that the runtime computes wrong on some probed values)
-                entry["kept"] = sorted(result.report.partly)
+                entry["partly"] = sorted(result.report.partly)
         except lowering.LoweringError as error:
             entry["refused"] = refusal_words(error)
             entry["blockers"] = blockers_named(error)

@@ -82,7 +82,7 @@ def main() -> None:
         results.append({"name": entry["name"], "before": before, "before_why": before_why,
                         "after": after, "after_why": after_why,
                         **({"blockers": blockers} if "refused" in entry else {}),
-                        **({"kept": entry["kept"]} if entry.get("kept") else {})})  # fmt: skip
+                        **_partly_of(entry)})  # fmt: skip
         line = f"{entry['name']}: as exported {before}; after --target {after}"
         if after != "right" and after_why:
             line += f" ({one_line(after_why)})"
@@ -218,8 +218,9 @@ def record_sweep(
     """Writes into the target's profile (``swept``) each model of ``results`` that does not run
     right after --target, with the onnx-lower commit that made the models (``made_by``) and the
     totals: those the runtime fails or gets wrong (``not_right``: what it did as exported and
-    after, in its words, and the nodes --target kept that the runtime computes wrong on some
-    probed values, ``kept``: "Div-14 on INT32 (wrong only on integers past 2^24)"), and those
+    after, in its words, and the op versions and types of the nodes --target kept that the
+    runtime computes wrong on some probed values, ``partly``: "Div-14 on INT32 (wrong only on
+    integers past 2^24)"; ``partly_recorded`` says the sweep looked for them), and those
     onnx-lower refused to make (``refused``: what the runtime did as exported, the blockers' ops
     and versions, and onnx-lower's words); each with what the runtime did with its case's
     parameters constant, where it ran that (``constant_parameters``)."""
@@ -227,7 +228,7 @@ def record_sweep(
     profile = _profile_of(path, version)
     not_right = {
         result["name"]: {"before": result["before"], "after": result["after"], "why": one_line(result["after_why"]),
-                         **_constant_parameters_said(result), **_kept_said(result)}
+                         **_constant_parameters_said(result), **_partly_of(result)}
         for result in results
         if not result["after"].startswith("right") and result["after"] != REFUSED_BY_ONNX_LOWER
     }  # fmt: skip
@@ -241,17 +242,18 @@ def record_sweep(
     profile["swept"] = {
         "how": f"python targets/run_sweep.py {runner} FOLDER --record-sweep (FOLDER: prepare_sweep.py)",
         "date": datetime.date.today().isoformat(), "onnx_lower": made_by, "models": len(results),
-        "totals": dict(sorted(totals.items())), "not_right": not_right, "refused": refused,
+        "totals": dict(sorted(totals.items())), "not_right": not_right, "refused": refused, "partly_recorded": True,
     }  # fmt: skip
     path.write_text(json.dumps(profile, indent=1, sort_keys=True) + "\n")
     print(f"recorded in {path}: of {len(results)} models, {len(not_right)} not right after --target "
           f"and {len(refused)} refused by onnx-lower")  # fmt: skip
 
 
-def _kept_said(result: dict) -> dict:
-    """The nodes --target kept in a result's model that the runtime computes wrong on some probed
-    values, as the profile keeps them: ``{"kept": [...]}``, or nothing."""
-    return {"kept": result["kept"]} if result.get("kept") else {}
+def _partly_of(found: dict) -> dict:
+    """The op versions and types of the nodes --target kept in a model (an index entry's, a
+    result's) that the runtime computes wrong on some probed values, as results and the profile
+    keep them: ``{"partly": [...]}``, or nothing."""
+    return {"partly": found["partly"]} if found.get("partly") else {}
 
 
 def _constant_parameters_said(result: dict) -> dict:
