@@ -116,8 +116,10 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     window more, padding split otherwise, MaxPool's dilations or a ceil_mode the older
     version cannot state) refused. Where the newer version keeps fewer windows along an axis with
     the same padding (version 22 ignores a ceil_mode window starting in the right padding), the
-    older pool's extra windows, last along that axis, are cut by a Slice of every output (the
-    windows kept are the same windows). Where the two versions count auto_pad SAME otherwise
+    older pool goes with ceil_mode 0 where that counts the same windows on every axis (each then
+    wholly inside the padded input, as the newer version's are), else the older pool's extra
+    windows, last along that axis, are cut by a Slice of every output (the windows kept are the
+    same windows). Where the two versions count auto_pad SAME otherwise
     (AveragePool-11 states floor(size / stride) windows), the older pool is given the padding the
     newer version works out as explicit pads (where none is negative). A MaxPool on int8 or
     uint8, which MaxPool takes from version 12, goes below as ``Cast(MaxPool(Cast(x, float)),
@@ -212,6 +214,16 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     b = context.builder(node)
     if not kept:
         _in_float(b, node, widened, list(node.output), dropped=tuple(dropped), **explicit)
+        return b.nodes
+    used_auto_pad, used_pads = ("NOTSET", explicit["pads"]) if explicit else (auto_pad, pads)
+    floored = [
+        pooled_windows(node.op_type, target, size, kernel[a], strides[a], dilations[a],
+                       (used_pads[a], used_pads[a + len(kernel)]), used_auto_pad, False)
+        for a, size in enumerate(spatial)
+    ]  # fmt: skip
+    if floored == source_windows:  # (ceil_mode 0 counts the windows kept: each wholly in the padded input)
+        without_ceil_mode = tuple(dict.fromkeys([*dropped, "ceil_mode"]))
+        _in_float(b, node, widened, list(node.output), dropped=without_ceil_mode, **explicit)
         return b.nodes
     # the older pool's windows, then a Slice of each output keeping the first kept[axis] along each axis
     axes = sorted(kept)

@@ -154,13 +154,31 @@ def test_backend_cases_convert_bit_for_bit_or_are_refused_in_our_words(target):
 @pytest.mark.parametrize(
     "name", ["test_maxpool_2d_ceil_output_size_reduce_by_one", "test_averagepool_2d_ceil_last_window_starts_on_pad"]
 )
-def test_a_window_starting_in_the_right_padding_is_cut_from_the_older_pool(name, target):
+def test_a_window_starting_in_the_right_padding_goes_as_the_older_pool_without_ceil_mode(name, target):
     """Version 22 ignores a ceil_mode window that starts in the right padding; the older pool
-    makes it, last along its axis, and a Slice cuts it: the windows kept are the same."""
+    with ceil_mode 0 counts the same windows there (each wholly inside the padded input): the
+    pool alone, bit for bit."""
     case = next(c for c in node_cases() if c.name == name)
     assert_converts_bit_for_bit(case.model, target, feeds_of(case.model, case.data_sets[0][0]), f"{name} to {target}")
     converted = lowering.lower(case.model, target_opset=target, ops=[])
-    assert [n.op_type for n in converted.graph.node if n.op_type != "Constant"][-1] == "Slice"
+    [pool] = converted.graph.node
+    assert pool.op_type == case.model.graph.node[0].op_type
+    assert not any(a.name == "ceil_mode" and a.i for a in pool.attribute)
+
+
+def test_a_window_wholly_in_the_right_padding_is_cut_from_the_older_pool():
+    """Padding after of a window's extent or more (the spec allows it; onnxruntime refuses such
+    a pool): version 22 ignores the ceil_mode window starting there, which the older pool makes
+    with ceil_mode 0 or 1 alike, last along its axis; a Slice cuts it, and the windows kept are
+    the same (onnx.reference, on the original and the converted MaxPool; its AveragePool fails
+    on such padding)."""
+    op_type, shape = "MaxPool", [1, 2, 4, 5]
+    model = pool_model(op_type, 22, shape, kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 2, 1], ceil_mode=1)
+    converted = lowering.lower(model, target_opset=13, ops=[])
+    assert [n.op_type for n in converted.graph.node if n.op_type != "Constant"] == [op_type, "Slice"]
+    feeds = random_feeds(shape)
+    [want], [got] = run_reference(model, feeds), run_reference(converted, feeds)
+    assert got.shape == want.shape == (1, 2, 2, 3) and got.tobytes() == want.tobytes()
 
 
 @slow_but_a_sample()
