@@ -10,9 +10,10 @@ place). That needs the input's spatial dimensions, known statically.
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 
-from lowering import schemas
+from lowering import floats, schemas
 from lowering.builder import Builder, Value
 from lowering.conversion.adapters import (
     AdapterContext,
@@ -116,12 +117,15 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
     window more, padding split otherwise, MaxPool's dilations or a ceil_mode the older
     version cannot state) refused. Where the newer version keeps fewer windows along an axis with
     the same padding (version 22 ignores a ceil_mode window starting in the right padding), the
-    older pool goes with ceil_mode 0 where that counts the same windows on every axis (each then
-    wholly inside the padded input, as the newer version's are), else the older pool's extra
-    windows, last along that axis, are cut by a Slice of every output (the windows kept are the
-    same windows). Where the two versions count auto_pad SAME otherwise
+    older pool goes with ceil_mode 0 where that counts the same windows with the same padding on
+    every axis (a MaxPool, or an AveragePool of version 19 or later: onnxruntime's older
+    AveragePool sums ceil_mode 0's windows in another order), else the older pool's extra windows,
+    last along that axis, are cut by a Slice of every output (the windows kept are the same
+    windows). Where the two versions count auto_pad SAME otherwise
     (AveragePool-11 states floor(size / stride) windows), the older pool is given the padding the
-    newer version works out as explicit pads (where none is negative). A MaxPool on int8 or
+    newer version works out as explicit pads (where none is negative); an AveragePool whose SAME
+    padding works out negative goes no lower than version 19 (onnxruntime's older kernels refuse
+    it). A MaxPool on int8 or
     uint8, which MaxPool takes from version 12, goes below as ``Cast(MaxPool(Cast(x, float)),
     T)``: exact both ways, the same maximum and the same index (its second output) of the same
     values."""
@@ -211,12 +215,19 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
             dropped.append("auto_pad")
     if differ is not None:
         raise NotLowered(differ)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER") and min(same_pads) < 0 and op == "AveragePool" and target < 19:
+        raise NotLowered(
+            f"{cannot}: its auto_pad {auto_pad} works out a negative padding (strides {strides} past the kernel "
+            f"{kernel}), which onnxruntime's AveragePool below version 19 refuses at run time"
+        )
     b = context.builder(node)
     if not kept:
         _in_float(b, node, widened, list(node.output), dropped=tuple(dropped), **explicit)
         return b.nodes
     used_auto_pad, used_pads = ("NOTSET", explicit["pads"]) if explicit else (auto_pad, pads)
-    floored = [
+    # (onnxruntime's AveragePool below version 19 sums the windows of ceil_mode 0 in another order)
+    averaged_otherwise = node.op_type == "AveragePool" and target < 19
+    floored = None if averaged_otherwise else [
         pooled_windows(node.op_type, target, size, kernel[a], strides[a], dilations[a],
                        (used_pads[a], used_pads[a + len(kernel)]), used_auto_pad, False)
         for a, size in enumerate(spatial)
@@ -419,9 +430,10 @@ def _in_float(
     b: Builder, node: onnx.NodeProto, widened: int | None, outputs: list[str], dropped: tuple[str, ...], **attributes
 ) -> None:
     """Emit ``node`` (moved: without ``dropped``, with ``attributes``) writing ``outputs``, or where
-    its input is an 8-bit integer type the target's MaxPool lacks, ``Cast(MaxPool(Cast(x, float)), T)``:
-    the cast is exact both ways, and the maximum and its index (the second output, kept) are
-    those of the same values in the same order."""
+    its input is an 8-bit integer type the target's MaxPool lacks,
+    ``Cast(Max(MaxPool(Cast(x, float)), lowest(T)), T)``: the cast is exact both ways, the maximum
+    and its index (the second output, kept) are those of the same values in the same order, and
+    a window reading padding alone, float's lowest there, gives T's lowest, as MaxPool on T does."""
     if widened is None:
         b.moved(node, outputs=outputs, dropped=dropped, **attributes)
         return
@@ -433,7 +445,8 @@ def _in_float(
         dropped=dropped,
         **attributes,
     )
-    b.Cast(pooled.output[0], to=widened, outputs=[outputs[0]])
+    lowest = b.tensor(np.array(np.iinfo(floats.numpy_dtype(widened)).min, np.float32), "lowest")
+    b.Cast(b.Max(pooled.output[0], lowest), to=widened, outputs=[outputs[0]])
 
 
 def _described(windows: tuple[int, int, int]) -> str:

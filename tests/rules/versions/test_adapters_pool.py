@@ -156,14 +156,67 @@ def test_backend_cases_convert_bit_for_bit_or_are_refused_in_our_words(target):
 )
 def test_a_window_starting_in_the_right_padding_goes_as_the_older_pool_without_ceil_mode(name, target):
     """Version 22 ignores a ceil_mode window that starts in the right padding; the older pool
-    with ceil_mode 0 counts the same windows there (each wholly inside the padded input): the
-    pool alone, bit for bit."""
+    with ceil_mode 0 counts the same windows with the same padding: the pool alone, bit for bit;
+    an AveragePool below version 19 (whose ceil_mode 0 onnxruntime sums otherwise) with ceil_mode
+    1 and a Slice cutting the window."""
     case = next(c for c in node_cases() if c.name == name)
     assert_converts_bit_for_bit(case.model, target, feeds_of(case.model, case.data_sets[0][0]), f"{name} to {target}")
     converted = lowering.lower(case.model, target_opset=target, ops=[])
+    op_type = case.model.graph.node[0].op_type
+    ops = [n.op_type for n in converted.graph.node if n.op_type != "Constant"]
+    if op_type == "AveragePool" and schemas.version_in_force(op_type, target) < 19:
+        assert ops == [op_type, "Slice"]
+        return
     [pool] = converted.graph.node
-    assert pool.op_type == case.model.graph.node[0].op_type
-    assert not any(a.name == "ceil_mode" and a.i for a in pool.attribute)
+    assert pool.op_type == op_type and not any(a.name == "ceil_mode" and a.i for a in pool.attribute)
+
+
+@pytest.mark.parametrize("element_type", [TensorProto.INT8, TensorProto.UINT8])
+def test_an_8_bit_window_reading_padding_alone_gives_the_types_lowest_in_float_too(element_type):
+    """A window dilated past one element with a pad each side reads padding alone: MaxPool on
+    int8 gives -128 there (uint8 0); pooled in float below 12, float's lowest is raised to the
+    type's before the Cast back, the same bits."""
+    dtype = helper.tensor_dtype_to_np_dtype(element_type)
+    x = helper.make_tensor_value_info("x", element_type, [1, 1, 1])
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2], pads=[1, 1], dilations=[2])
+    model = make_model([node], [x], [helper.make_tensor_value_info("y", element_type, [None] * 3)], opset=22)
+    converted = lowering.lower(model, target_opset=11, ops=[])
+    assert "Max" in {n.op_type for n in converted.graph.node}
+    feeds = {"x": np.array([[[5]]], dtype)}
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(converted, feeds)
+    assert want.ravel()[0] == np.iinfo(dtype).min and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("target", [11, 18, 19])
+def test_an_average_pool_of_negative_same_padding_goes_no_lower_than_19(target):
+    """A stride past the kernel under auto_pad SAME works out a negative padding, which
+    onnxruntime's AveragePool below version 19 refuses at run time: refused there, converted to
+    19 and later, the same bits."""
+    model = pool_model("AveragePool", 22, [1, 1, 2], kernel_shape=[1], strides=[2], auto_pad="SAME_UPPER")
+    feeds = {"x": np.array([[[1.5, -2.0]]], np.float32)}
+    if target < 19:
+        assert "works out a negative padding" in refusal(model, target)
+        return
+    assert_converts_bit_for_bit(model, target, feeds, f"negative SAME padding to {target}")
+
+
+@pytest.mark.parametrize("spatial", [[2, 3], [3, 2, 3]])
+def test_an_average_pool_below_19_keeps_the_slice_where_ceil_mode_0_sums_otherwise(spatial):
+    """onnxruntime's AveragePool below version 19 sums ceil_mode 0's windows in another order than
+    ceil_mode 1's (count_include_pad 1, 2-D and 3-D): a window version 22 ignores is cut by a
+    Slice there, the same bits; at 19 the pool goes with ceil_mode 0 alone."""
+    rank = len(spatial)
+    attributes = {"kernel_shape": [2] * rank, "strides": [1] + [2] * (rank - 1), "pads": [0, 1] * rank,
+                  "ceil_mode": 1, "count_include_pad": 1}  # fmt: skip
+    attributes["pads"] = [0] + [1] * (rank - 1) + [0] + [1] * (rank - 1)
+    shape = [1, 1, *spatial]
+    model = pool_model("AveragePool", 22, shape, **attributes)
+    feeds = random_feeds(shape)
+    for target, ops in ((13, ["AveragePool", "Slice"]), (19, ["AveragePool"])):
+        converted = lowering.lower(model, target_opset=target, ops=[])
+        assert [n.op_type for n in converted.graph.node if n.op_type != "Constant"] == ops
+        [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(converted, feeds)
+        assert got.tobytes() == want.tobytes(), target
 
 
 def test_a_window_wholly_in_the_right_padding_is_cut_from_the_older_pool():
@@ -403,8 +456,8 @@ def test_a_plain_pool_with_unknown_dimensions_still_goes():
      {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"}, {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}],
 )  # fmt: skip
 def test_maxpool_on_8_bit_integers_goes_to_11_in_float(element_type, attributes):
-    """MaxPool takes int8 and uint8 from 12: below, Cast(MaxPool(Cast(x, float)), T), exact both
-    ways; the indices (second output) are the same, every 8-bit pattern pooled."""
+    """MaxPool takes int8 and uint8 from 12: below, Cast(Max(MaxPool(Cast(x, float)), lowest(T)),
+    T), exact both ways; the indices (second output) are the same, every 8-bit pattern pooled."""
     dtype = helper.tensor_dtype_to_np_dtype(element_type)
     x = helper.make_tensor_value_info("x", element_type, [2, 2, 64, 32])
     outputs = [
@@ -423,7 +476,12 @@ def test_maxpool_on_8_bit_integers_goes_to_11_in_float(element_type, attributes)
     for target in (11,):
         result = lowering.lower_model(model, target_opset=target, ops=[])
         onnx.checker.check_model(result.model, full_check=True)
-        assert [n.op_type for n in result.model.graph.node] == ["Cast", "MaxPool", "Cast"]
+        assert [n.op_type for n in result.model.graph.node if n.op_type != "Constant"] == [
+            "Cast",
+            "MaxPool",
+            "Max",
+            "Cast",
+        ]
         for fed in feeds:
             assert_same_bits(run_onnxruntime(result.model, fed), run_onnxruntime(model, fed), f"to {target}")
 
