@@ -285,6 +285,23 @@ def test_maxpool_22_indices_are_cut_alike():
         assert sorted(n.output[0] for n in slices) == ["i", "y"]  # axis 2 (size 4) cut from 3 windows to 2
 
 
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_maxpool_22_indices_go_alike_without_ceil_mode(storage_order):
+    """Both outputs of a MaxPool-22 (storage_order 0 and 1) whose last ceil_mode window starts in
+    the right padding on both axes, where the older version's ceil_mode 0 counts the same windows
+    (x [1, 2, 4, 6], kernel 2, strides 2, pads after 1): the pool alone, without ceil_mode, the
+    same bits."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1,
+                            pads=[0, 0, 1, 1], storage_order=storage_order)  # fmt: skip
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * 4),
+               helper.make_tensor_value_info("i", TensorProto.INT64, [None] * 4)]  # fmt: skip
+    model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 6])], outputs, opset=22)
+    for target in (11, 13, 21):
+        assert_converts_bit_for_bit(model, target, random_feeds([1, 2, 4, 6]), f"MaxPool-22 to {target}")
+        [pool] = lowering.lower(model, target_opset=target, ops=[]).graph.node
+        assert pool.op_type == "MaxPool" and not any(a.name == "ceil_mode" and a.i for a in pool.attribute)
+
+
 # -- cases built here ----------------------------------------------------------------------------
 
 
