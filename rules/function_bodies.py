@@ -12,6 +12,7 @@ import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 from lowering import floats, schemas
+from lowering.conversion.adapters import attribute_of
 from lowering.errors import NotLowered
 from lowering.function_bodies import Tolerance, body_op_types, function_expansion, ops_with_bodies
 from lowering.graphs import nested_graphs
@@ -480,7 +481,7 @@ def _indicator_written(
     if node.op_type == "Identity":
         return of(node.input[0])
     if node.op_type == "Cast":
-        return of(node.input[0]) if _keeps_minus_infinity(_cast_to(node)) else None
+        return of(node.input[0]) if _keeps_minus_infinity(attribute_of(node, "to")) else None
     if node.op_type == "CastLike" and len(node.input) == 2 and node.input[1]:
         # (q so built is of a type keeping -inf; whether it is, asked without writing its nodes)
         like = _minus_infinity_indicator(node.input[1], producers, set(taken), dict(made), [])
@@ -528,11 +529,6 @@ def _moved_indicator(node: onnx.NodeProto, name: str, of, taken: set[str], nodes
     return found
 
 
-def _cast_to(node: onnx.NodeProto) -> int | None:
-    """A Cast's ``to``."""
-    return next((a.i for a in node.attribute if a.name == "to"), None)
-
-
 def _keeps_minus_infinity(to: int | None) -> bool:
     """Whether a Cast to ``to`` gives -inf for -inf whatever its attributes: float16, float,
     double, bfloat16 (a float8 type saturates it by default, or holds no infinity)."""
@@ -560,7 +556,7 @@ def _negative_infinity_rank(name: str, like: str, producers: dict[str, onnx.Node
             return None
         return _negative_infinity_rank(node.input[0], like, producers)
     if node.op_type == "Cast":
-        holds_it = _keeps_minus_infinity(_cast_to(node))
+        holds_it = _keeps_minus_infinity(attribute_of(node, "to"))
         return _negative_infinity_rank(node.input[0], like, producers) if holds_it else None
     if node.op_type != "Constant":
         return None

@@ -34,6 +34,9 @@ SHAPE_RESTATED_AT = {"MaxPool": 12, "LpPool": 18, "AveragePool": 19}
 for _op_type, _version in SHAPE_RESTATED_AT.items():
     known_change((_op_type,), _version, SHAPE_RESTATED.format(_version), affects=auto_pad_or_ceil_mode)
 known_change(("AveragePool", "MaxPool"), 22, RIGHT_PADDING_22, affects=auto_pad_or_ceil_mode)
+# (onnxruntime's AveragePool kernel before this version sums ceil_mode 0's windows in another order
+# and refuses a negative SAME padding)
+AVERAGE_RESTATED = SHAPE_RESTATED_AT["AveragePool"]
 LABEL = "windows proved the same"
 
 
@@ -215,10 +218,15 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
             dropped.append("auto_pad")
     if differ is not None:
         raise NotLowered(differ)
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER") and min(same_pads) < 0 and op == "AveragePool" and target < 19:
+    if (
+        auto_pad in ("SAME_UPPER", "SAME_LOWER")
+        and min(same_pads) < 0
+        and op == "AveragePool"
+        and target < AVERAGE_RESTATED
+    ):
         raise NotLowered(
             f"{cannot}: its auto_pad {auto_pad} works out a negative padding (strides {strides} past the kernel "
-            f"{kernel}), which onnxruntime's AveragePool below version 19 refuses at run time"
+            f"{kernel}), which onnxruntime's AveragePool below version {AVERAGE_RESTATED} refuses at run time"
         )
     b = context.builder(node)
     if not kept:
@@ -226,7 +234,7 @@ def pool_windows_proved_same(node: onnx.NodeProto, context: AdapterContext) -> l
         return b.nodes
     used_auto_pad, used_pads = ("NOTSET", explicit["pads"]) if explicit else (auto_pad, pads)
     # (onnxruntime's AveragePool below version 19 sums the windows of ceil_mode 0 in another order)
-    averaged_otherwise = node.op_type == "AveragePool" and target < 19
+    averaged_otherwise = node.op_type == "AveragePool" and target < AVERAGE_RESTATED
     floored = None if averaged_otherwise else [
         pooled_windows(node.op_type, target, size, kernel[a], strides[a], dilations[a],
                        (used_pads[a], used_pads[a + len(kernel)]), used_auto_pad, False)

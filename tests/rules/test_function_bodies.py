@@ -15,7 +15,7 @@ import onnx
 import pytest
 from lowering.rules.function_bodies import BACKEND_TOLERANCE, BFLOAT16_TOLERANCE, all_negative_infinity_as_a_count
 from onnx import TensorProto, helper, numpy_helper
-from support import REPO, fast_add_on, slow_but_a_sample, sub_byte_integer_types  # noqa: E402
+from support import REPO, fast_add_on, nested_forms, slow_but_a_sample, sub_byte_integer_types  # noqa: E402
 from version_cases import node_cases
 
 import lowering
@@ -519,6 +519,11 @@ def _bias_body(float_mask: bool = False) -> onnx.FunctionProto:
     return helper.make_function("test", "masked", inputs, ["all_masked"], nodes, [helper.make_opsetid("", 23)])
 
 
+def every_mask() -> np.ndarray:
+    """Each of the 4096 bool masks of shape [3, 4], stacked: [4096, 3, 4]."""
+    return ((np.arange(4096)[:, None] >> np.arange(12)) & 1).astype(bool).reshape(4096, 3, 4)
+
+
 def _run_bias_body(body: onnx.FunctionProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
     """The body's ``all_masked`` on ``feeds`` (a bool ``mask``, a float ``given``), in onnxruntime."""
     types = {"mask": TensorProto.BOOL, "given": TensorProto.FLOAT}
@@ -542,7 +547,7 @@ def test_a_bias_built_from_zeros_and_minus_infinities_is_tested_through_its_indi
     repaired = all_negative_infinity_as_a_count(body, [])
     ops = collections.Counter(node.op_type for node in repaired.node)
     assert "Equal" not in ops and "ReduceMax" not in ops and ops["Max"] == 2 and ops["Pad"] == 2, ops
-    masks = ((np.arange(4096)[:, None] >> np.arange(12)) & 1).astype(bool).reshape(4096, 3, 4)
+    masks = every_mask()
     want, got = _run_bias_body(body, {"mask": masks}), _run_bias_body(repaired, {"mask": masks})
     assert got.shape == want.shape == (4096, 3, 1) and np.array_equal(got, want)
     assert 0 < want.sum() < want.size
@@ -602,7 +607,7 @@ def test_a_bias_moved_by_ops_that_copy_its_elements_is_tested_through_its_indica
     body = _moved_bias_body(moving, constants)
     repaired = all_negative_infinity_as_a_count(body, [])
     assert "Equal" not in {node.op_type for node in repaired.node}
-    masks = ((np.arange(4096)[:, None] >> np.arange(12)) & 1).astype(bool).reshape(4096, 3, 4)
+    masks = every_mask()
     want, got = _run_bias_body(body, {"mask": masks}), _run_bias_body(repaired, {"mask": masks})
     assert got.shape == want.shape and np.array_equal(got, want)
     assert 0 < want.sum() < want.size
@@ -618,7 +623,7 @@ def test_a_cast_to_a_float8_type_keeps_no_indicator_and_no_minus_infinity():
     repaired = all_negative_infinity_as_a_count(body, [])
     assert "Equal" in {node.op_type for node in repaired.node}
     assert not any(output.endswith("_is_minus_inf") for node in repaired.node for output in node.output)
-    masks = ((np.arange(4096)[:, None] >> np.arange(12)) & 1).astype(bool).reshape(4096, 3, 4)
+    masks = every_mask()
     assert np.array_equal(_run_bias_body(repaired, {"mask": masks}), _run_bias_body(body, {"mask": masks}))
     limit_through_float8 = _masked_row_body(_minus_inf([]))
     limit_through_float8.node.insert(3, helper.make_node("Cast", ["limit"], ["limit8"], to=TensorProto.FLOAT8E5M2))
@@ -683,6 +688,37 @@ def test_every_attention_body_tests_masked_rows_without_a_maximum():
                 assert "ReduceMax" not in [producers.get(name) for name in node.input], case.name
             counted += node.op_type == "ReduceMin"
     assert counted >= 10, counted
+
+
+@pytest.mark.parametrize("form", ["if", "function"])
+def test_a_bool_masked_attention_in_an_if_branch_and_a_local_function_is_tested_through_its_indicator(form):
+    """Attention-23 of a bool mask whose second row masks everything, in both branches of an If
+    and in a local function: lowered there by its body, its fully masked rows found from the
+    mask's indicator (in each body), the masked row 0 and the rest onnxruntime's kernel's within
+    the body's tolerance, whichever branch runs."""
+    four_d = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 3, 4]) for n in ("q", "k", "v")]
+    mask = helper.make_tensor_value_info("mask", TensorProto.BOOL, [3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 4])
+    plain = helper.make_model(
+        helper.make_graph([helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"])], "g", [*four_d, mask], [y]),
+        opset_imports=[helper.make_opsetid("", 23)],
+    )
+    model = nested_forms(plain)[form]
+    lowered = lowering.lower(model, ops=["Attention"], fold="none")
+    onnx.checker.check_model(lowered, full_check=True)
+    nodes = [n for g in [lowered.graph, *nested_graphs(lowered.graph.node)] for n in g.node]
+    nodes += [n for f in lowered.functions for n in f.node]
+    assert "Attention" not in {n.op_type for n in nodes}
+    tests = [n for n in nodes if n.op_type == "ReduceMin" and n.input[0].endswith("_is_minus_inf")]
+    assert len(tests) == (2 if form == "if" else 1)  # (each body's row test reads the mask's indicator)
+    rng = np.random.default_rng(23)
+    feeds = {name: rng.standard_normal([1, 2, 3, 4]).astype(np.float32) for name in ("q", "k", "v")}
+    feeds["mask"] = np.array([[True, False, True], [False] * 3, [True, True, False]])
+    for taken in (True, False):
+        given = feeds | {"branch": np.array(taken)}
+        [want], [got] = run_onnxruntime(model, given), run_onnxruntime(lowered, given)
+        assert (got[:, :, 1] == 0).all()
+        np.testing.assert_allclose(got, want, rtol=BACKEND_TOLERANCE.rtol, atol=BACKEND_TOLERANCE.atol)
 
 
 def test_a_fully_masked_row_inside_a_local_function_is_counted_too():
