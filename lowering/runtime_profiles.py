@@ -54,10 +54,11 @@ from .value_kinds import KINDS, PARAMETER_KINDS, cases_of_values, judges_only_fr
 PROFILES = Path(__file__).resolve().parent / "target_profiles"
 
 SUPPORTED, PARTLY, UNVERIFIED, REFUSED = "supported", "partly", "unverified", "refused"
-# a case's verdict where the runtime takes none of some feed of it at its interface, whatever the
-# op (its detail begins with what: RANK_0_INPUT, rknn's simulator)
+# a case's verdict where the runtime takes none of some feed or output of it at its interface,
+# whatever the op (its detail begins with what: RANK_0_INPUT, CONSTANT_OUTPUT, rknn's simulator)
 UNFED = "unfed"
 RANK_0_INPUT = "0-d input"
+CONSTANT_OUTPUT = "constant output"  # (lowering.constant_outputs: one computed ahead of any feed)
 # a case's verdict where the runtime missed the expected outputs where onnxruntime misses them
 # too, and matched onnxruntime's, or (onnxruntime's miss mere rounding) missed them by no more
 # than onnxruntime (targets/probe.py's as_onnxruntime: a float32 DFT's sums): right, for what
@@ -158,8 +159,11 @@ class RuntimeProfile:
     model_forms: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
     swept: dict = field(default_factory=dict, repr=False)
     ir_version: int | None = None  # the newest IR version it loads, where known (None: any)
-    # per kind of feed it takes none of (RANK_0_INPUT), the probed cases that showed it ("unfed")
+    # per kind of feed or output it takes none of (RANK_0_INPUT, CONSTANT_OUTPUT), the probed cases
+    # that showed it ("unfed")
     unfed: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    # the op versions of some "unfed" case: what the runtime does with them is partly unobserved
+    unobserved: frozenset[tuple[str, int]] = field(default_factory=frozenset, repr=False)
 
     def taking_forms(self, names: Iterable[str]) -> RuntimeProfile:
         """This profile with ``model_forms`` recording exactly the forms ``names`` better in a
@@ -391,8 +395,9 @@ class RuntimeProfile:
                                f"{said}")  # fmt: skip
             return Verdict(REFUSED, said)
         at_version = [(t, o) for v, t, outcomes in seen if v == version for o in outcomes]
-        if at_version and not any(o[1] == "right" for _, o in at_version):
-            # (a runtime implements an op version or not: onnx2torch has no Split-18, on any type)
+        if at_version and not any(o[1] == "right" for _, o in at_version) and (op_type, version) not in self.unobserved:
+            # (a runtime implements an op version or not: onnx2torch has no Split-18, on any type;
+            # not known so where cases of it were unfed: rknn's Constant-13 of one output alone)
             probed = ", ".join(sorted({t or "?" for t, _ in at_version}))
             return Verdict(REFUSED, f"{op_type}-{version} on {type_name or '?'} not probed; no case of it ran right "
                            f"on {probed}, e.g. {_said([o for _, o in at_version])}")  # fmt: skip
@@ -407,7 +412,12 @@ class RuntimeProfile:
         if version not in {v for v, _, _ in seen}:  # (a version older than any probed: 1 of GlobalAveragePool-1)
             probed = ", ".join(str(v) for v in sorted({v for v, _, _ in seen}))
             why = f"{op_type}-{version} not probed; no case of versions {probed} ran right, e.g. {_said(any_case)}"
-            return Verdict(UNVERIFIED, why, no_version_ran_right=True)
+            unseen = any((op_type, v) in self.unobserved for v, _, _ in seen)  # (some unfed: not seen to fail)
+            return Verdict(UNVERIFIED, why + ("; others were unfed" if unseen else ""), no_version_ran_right=not unseen)
+        if (op_type, version) in self.unobserved:  # (its other cases unfed: what it does there is not seen)
+            why = f"{op_type}-{version} on {type_name or '?'} not seen to run: its cases were unfed (the runtime takes "
+            why += "no model of their interface) or failed"
+            return Verdict(UNVERIFIED, f"{why}, e.g. {_said(any_case)}")
         return Verdict(REFUSED, f"no case of {op_type} ran right, e.g. {_said(any_case)}")
 
     def opset_for(self, model_opset: int) -> int:
@@ -670,12 +680,14 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         )
     cases: dict[tuple[str, int, str], list] = defaultdict(list)
     unfed: dict[str, list[str]] = defaultdict(list)
+    unobserved: set[tuple[str, int]] = set()
     loaded = set(data["opsets"])
     for case_name, entry in sorted(data["cases"].items()):
         if loaded and entry.get("opset") is not None and entry["opset"] not in loaded:
             continue  # (a case at an opset the runtime does not load says nothing of its op: rknn's at 20-23)
         if entry["verdict"] == UNFED:  # (nor one it takes some feed of none of: rknn's 0-d inputs)
             unfed[entry.get("detail", "").partition(":")[0]].append(case_name)
+            unobserved.add((entry["op"], int(entry["version"])))
             continue
         key = (entry["op"], int(entry["version"]), entry.get("type", ""))
         verdict = "right" if entry["verdict"] == AS_ONNXRUNTIME else entry["verdict"]
@@ -691,4 +703,5 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         swept=data.get("swept", {}),
         ir_version=data.get("ir_version"),
         unfed=dict(unfed),
+        unobserved=frozenset(unobserved),
     )

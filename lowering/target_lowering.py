@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import onnx
 
 from . import schemas
+from .constant_outputs import constant_outputs
 from .conversion import adapters
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .function_bodies import body_op_types, node_body_op_types, ops_with_bodies
@@ -27,6 +28,7 @@ from .registry import rule_for
 from .report import RemainingOp
 from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import (
+    CONSTANT_OUTPUT,
     DOUBTFUL,
     PARTLY,
     RANK_0_INPUT,
@@ -69,6 +71,8 @@ FEW_NODES = 32
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
 IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
 INPUT_FINDING = "(input)"  # the op type of a graph input's finding (a feed the runtime takes none of)
+OUTPUT_FINDING = "(output)"  # the op type of a graph output's finding (one the runtime gives none of)
+INTERFACE_FINDINGS = (INPUT_FINDING, OUTPUT_FINDING)  # (no opset, no pattern changes the model's interface)
 PATTERN_FIX = "lowered by its pattern"  # (the fix check_model foresees for a node of an op a pattern lowers)
 
 
@@ -94,9 +98,9 @@ class Finding:
 
     @property
     def of_a_node(self) -> bool:
-        """A node's finding, not the model opset's, IR version's or a graph input's (a node may
-        have no name)."""
-        return self.op_type not in (OPSET_FINDING, IR_FINDING, INPUT_FINDING)
+        """A node's finding, not the model opset's, IR version's or a graph input's or output's (a
+        node may have no name)."""
+        return self.op_type not in (OPSET_FINDING, IR_FINDING, *INTERFACE_FINDINGS)
 
     @property
     def location(self) -> str:
@@ -185,6 +189,7 @@ def check_model(
         findings.append(_ir_version_finding(model, profile, opset))
     findings.extend(_input_findings(model, profile, opset))
     types = inferred_types(model)
+    findings.extend(_output_findings(model, profile, types))
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
     fed, constant = value_sources(model)
     movable = movable_constants(model)
@@ -367,6 +372,30 @@ def _input_findings(model: onnx.ModelProto, profile, opset: int) -> list[Finding
         type_name = onnx.helper.tensor_dtype_to_string(tensor.elem_type).removeprefix("TensorProto.")
         found.append(Finding(INPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))
     return found
+
+
+def _output_findings(model: onnx.ModelProto, profile, types) -> list[Finding]:
+    """The model's graph outputs a runtime that takes no constant output (its probe found so:
+    rknn's builder, :data:`CONSTANT_OUTPUT`) would fold away: those computed ahead of any feed
+    (:func:`lowering.constant_outputs.constant_outputs`). No pattern changes what an output
+    holds, so each blocks."""
+    showed = profile.unfed.get(CONSTANT_OUTPUT) if isinstance(profile, RuntimeProfile) else None
+    if not showed:
+        return []
+    found = []
+    declared = {info.name: info for info in model.graph.output}
+    for name, why in constant_outputs(model, types).items():
+        why = (f"output {name!r} {why}: {profile.runtime} {profile.runtime_version} gives no output computed ahead of "
+               f"its feeds ({len(showed)} probed cases gave one, as {_backend_case_first(showed)})")  # fmt: skip
+        elem_type = (types.get(name) or declared[name].type).tensor_type.elem_type
+        type_name = onnx.helper.tensor_dtype_to_string(elem_type).removeprefix("TensorProto.") if elem_type else ""
+        found.append(Finding(OUTPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))
+    return found
+
+
+def _backend_case_first(names: list[str]) -> str:
+    """The first of ``names`` that is an ONNX backend case (``test_...``), else the first."""
+    return next((name for name in names if name.startswith("test_")), names[0])
 
 
 def _took_rank_0(profile: RuntimeProfile, node: onnx.NodeProto, position: int, opset: int) -> bool:
@@ -664,8 +693,10 @@ def lower_for_target(
     except ConversionRefused as refusal:
         # (a pattern may write ops the runtime refuses at one opset and not at another:
         # LayerNormalization's body writes ReduceMean-18 at 18, ReduceMean-13 at 17)
-        inputs_only = isinstance(refusal, TargetRefused) and all(b.op_type == INPUT_FINDING for b in refusal.blockers)
-        elsewhere = given is None and not inputs_only  # (no opset changes the model's inputs)
+        interface_only = isinstance(refusal, TargetRefused) and all(
+            b.op_type in INTERFACE_FINDINGS for b in refusal.blockers
+        )
+        elsewhere = given is None and not interface_only  # (no opset changes the model's inputs and outputs)
         others = [o for o in opsets_for_target(model, profile, lowerable) if o != first] if elsewhere else []
         refusals = [refusal]
         few = sum(1 for _ in _every_node(model)) <= FEW_NODES

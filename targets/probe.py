@@ -16,9 +16,9 @@ A runner whose runtime computes in a narrower arithmetic than the cases' (an NPU
 states its own tolerance, ``TOLERANCE = (rtol, atol)`` and why, ``TOLERANCE_WHY``: outputs are
 then compared within the looser of it and each case's own, and the profile records it
 (``"tolerance"``). Cases at opsets newer than the onnx here knows (an op's version there is not
-known here) are not probed; the profile says how many (``source.unprobed``). Nor, on a runtime
-that refuses any model whose outputs are all constants (the runner's ``TAKES_CONSTANT_MODELS =
-False``: rknn), cases of no graph input, such as a Constant alone.
+known here) are not probed; the profile says how many (``source.unprobed``). A runner raises
+``runners.Unfed`` where the runtime fails a model for its interface whatever its ops (rknn: a 0-d
+input, a constant output): such a case's verdict is ``unfed``.
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def _serve(runner_name: str, connection) -> None:
     """The worker: imports the runtime once, then answers one case per message."""
     sys.path.insert(0, str(HERE))
     runner = importlib.import_module(f"runners.{runner_name}")
-    connection.send((runner.VERSION, runner_tolerance(runner), getattr(runner, "TAKES_CONSTANT_MODELS", True)))
+    connection.send((runner.VERSION, runner_tolerance(runner)))
     while True:
         job = connection.recv()
         if job is None:
@@ -294,11 +294,9 @@ class Worker:
     def __init__(self, runner_name: str, seconds: float = CASE_SECONDS):
         self.runner_name, self.process, self.connection = runner_name, None, None
         self.seconds = seconds  # (a model with no answer in this long hangs)
-        # (takes_constant_models: False where the runtime refuses any model whose outputs are all
-        # constants, whatever its nodes: such a case says nothing of its op there)
-        self.version, self.tolerance, self.takes_constant_models = self._start()
+        self.version, self.tolerance = self._start()
 
-    def _start(self) -> tuple[str, dict | None, bool]:
+    def _start(self) -> tuple[str, dict | None]:
         context = multiprocessing.get_context("spawn")
         self.connection, theirs = context.Pipe()
         self.process = context.Process(target=_serve, args=(self.runner_name, theirs), daemon=True)
@@ -372,13 +370,6 @@ def added_profile(earlier: dict, cases: dict, prepared: set[str] | None, record:
     return {**earlier, "source": source, "cases": {**kept, **cases}}
 
 
-def with_graph_inputs(cases: list[tuple]) -> tuple[list[tuple], int]:
-    """The cases (name, opset, model, ...) whose model has a graph input, and how many have none
-    (whose outputs are all constants)."""
-    kept = [case for case in cases if case[2].graph.input]
-    return kept, len(cases) - len(kept)
-
-
 def opset_probe_model(opset: int) -> tuple[onnx.ModelProto, list]:
     node = helper.make_node("Add", ["a", "b"], ["c"])
     graph = helper.make_graph(
@@ -438,11 +429,6 @@ def main() -> None:
                     f"{onnx.__version__} here knows")  # fmt: skip
         print(f"not probed: {unprobed}", flush=True)
         selected = [case for case in selected if case[1] <= newest]
-    if not worker.takes_constant_models:
-        selected, left_out = with_graph_inputs(selected)
-        if left_out:
-            print(f"not probed: {left_out} cases whose outputs are all constants (the runtime refuses "
-                  f"such a model whatever its nodes)", flush=True)  # fmt: skip
     # (a runtime that matches onnxruntime where both miss a case's expected outputs, a float32 DFT's
     # sums, is "right as onnxruntime"; onnxruntime itself too, what onnx-lower promises being its
     # meaning: --target onnxruntime keeps the DFT it computes 3.4e-4 off the float64 answer)

@@ -21,6 +21,7 @@ from lowering.api import lowerable_ops
 from lowering.node_forms import NodeForm
 from lowering.runtime_profiles import (
     AS_ONNXRUNTIME,
+    CONSTANT_OUTPUT,
     DOUBTFUL,
     PARTLY,
     PAST_EDGES,
@@ -54,7 +55,7 @@ def test_a_shipped_profile_is_probed_data_of_real_ops(name):
     for case, entry in data["cases"].items():
         assert entry["version"] in schemas.op_versions(entry["op"]), case
         assert entry["verdict"] in ("right", AS_ONNXRUNTIME, "wrong", "fails", "unfed", "crashes", "hangs"), case
-        assert entry["verdict"] != "unfed" or entry["detail"].partition(":")[0] == RANK_0_INPUT, case
+        assert entry["verdict"] != "unfed" or entry["detail"].partition(":")[0] in (RANK_0_INPUT, CONSTANT_OUTPUT), case
         if entry["type"]:
             assert getattr(TensorProto, entry["type"]) > 0, case
     assert load_profile(name).name == name
@@ -583,6 +584,27 @@ def test_a_case_whose_feeds_the_runtime_takes_none_of_says_nothing_of_its_op():
     assert profile_from_data(data).verdict("Sqrt", 13, "FLOAT").kind == UNVERIFIED
 
 
+def test_an_op_version_whose_other_cases_were_unfed_is_not_refused_for_running_right_nowhere():
+    """rknn gives no constant output, so a Constant alone is unfed on every type but bfloat16,
+    which fails at build: Constant-13 on bfloat16 is refused, on int64 unverified (not seen to
+    run), and Constant-11 (never probed) is not taken for a version that ran right nowhere.
+    Without the unfed cases, no case of the version ran right on any type: refused."""
+    unfed = f"{CONSTANT_OUTPUT}: the builder refuses a model of no other outputs"
+    data = profile_data({
+        "constant_INT64@13": ("Constant", 13, "INT64", "unfed", 13, unfed),
+        "constant_BFLOAT16@13": ("Constant", 13, "BFLOAT16", "fails", 13, "No corresponding Numpy type"),
+    }, RKNN_OPSETS)  # fmt: skip
+    found = profile_from_data(data)
+    assert found.verdict("Constant", 13, "BFLOAT16").kind == REFUSED
+    assert found.verdict("Constant", 13, "INT64").kind == UNVERIFIED
+    assert "unfed" in found.verdict("Constant", 13, "INT64").why
+    older = found.verdict("Constant", 11, "INT64")
+    assert older.kind == UNVERIFIED and not older.no_version_ran_right
+    del data["cases"]["constant_INT64@13"]
+    assert profile_from_data(data).verdict("Constant", 13, "INT64").kind == REFUSED
+    assert profile_from_data(data).verdict("Constant", 11, "INT64").no_version_ran_right
+
+
 def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     """A profile whose probe found 0-d feeds "unfed" (rknn's simulator) refuses a model with a
     0-d graph input a node reads (in an If branch too), naming it, whatever its nodes: no pattern
@@ -625,6 +647,44 @@ def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     assert [f.op_type for f in in_a_branch if f.blocks] == ["(input)"]
     assert "read by Add 'in_branch'" in str(in_a_branch[0])
     del data["cases"]["add_0d"]
+    assert not check_model(model, profile_from_data(data))
+
+
+def test_an_output_computed_ahead_blocks_where_the_probe_found_the_runtime_gives_none():
+    """A profile whose probe found constant outputs "unfed" (rknn's builder refuses a model of
+    such outputs alone and drops one beside others) refuses a model with an output that follows
+    from no input's values (a Shape; Dropout's mask outside training) or holds no elements, naming
+    each, at the model's opset alone (no opset, no pattern changes what an output holds); a model
+    of fed outputs alone passes, and no profile that found no such thing refuses any."""
+    data = profile_data({
+        "neg": ("Neg", 13, "FLOAT", "right", 14),
+        "shape": ("Shape", 13, "FLOAT", "right", 14),
+        "dropout": ("Dropout", 13, "FLOAT", "right", 14),
+        "shape_alone": ("Shape", 13, "FLOAT", "unfed", 14,
+                        f"{CONSTANT_OUTPUT}: the builder refuses a model of no other outputs"),
+    }, RKNN_OPSETS)  # fmt: skip
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    nodes = [helper.make_node("Neg", ["x"], ["y"]), helper.make_node("Shape", ["x"], ["s"])]
+    model = make_model(nodes, [x], [y, s], opset=14)
+    findings = check_model(model, profile_from_data(data))
+    assert [(f.op_type, f.element_type, f.blocks, f.fix) for f in findings] == [("(output)", "INT64", True, None)]
+    assert "output 's' follows from no input's values" in str(findings[0]) and "shape_alone" in str(findings[0])
+    tried = []
+
+    def lowered_counting(*args, **options):
+        tried.append(options.get("target_opset"))
+        return lowering.lower_model(*args, **options)
+
+    with pytest.raises(TargetRefused) as raised:
+        lower_for_target(model, profile_from_data(data), lowered_counting, lowerable_ops())
+    assert [b.op_type for b in raised.value.blockers] == ["(output)"] and tried and set(tried) == {None}
+    mask = helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 3])
+    dropout = make_model([helper.make_node("Dropout", ["x"], ["y", "mask"])], [x], [y, mask], opset=14)
+    assert [f.op_type for f in check_model(dropout, profile_from_data(data)) if f.blocks] == ["(output)"]
+    assert not check_model(make_model(nodes[:1], [x], [y], opset=14), profile_from_data(data))
+    del data["cases"]["shape_alone"]
     assert not check_model(model, profile_from_data(data))
 
 

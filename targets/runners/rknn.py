@@ -18,6 +18,10 @@ It refuses inputs with no elements (a 0 in the shape) and fails on 0-d ones at i
 (IndexError in its reading of the inputs, fed as they are or as one-element vectors; it drops a
 0-d input nothing it keeps reads, Dropout's ratio outside training): that failure, where the
 built model keeps a 0-d input, is raised here as :class:`Unfed`, which says nothing of its ops.
+Likewise an output computed from no input's values (given the inputs' shapes: Shape, Size,
+Dropout's mask outside training) or of no elements: the builder refuses a model of such outputs
+alone ("All outputs [...] of model are constants") and drops one beside others (the built
+model's ``ir.outputs`` lacks it), raised here as :class:`Unfed` of a constant output.
 
 Layouts: the NPU holds 4-D tensors as NHWC, but ``data_format="nchw"`` has the simulator take
 each 4-D feed in the model's own layout (NCHW: it transposes; its default, NHWC, refuses an
@@ -65,9 +69,6 @@ VERSION = importlib.metadata.version("rknn-toolkit2")
 # roundings, 4 * 2**-11 = 2**-9 (about 1.95e-3), relative, and the same absolute (results near
 # zero, from operands of order one, as the backend cases' are, keep their operands' error).
 TOLERANCE = (2.0**-9, 2.0**-9)
-# "All outputs [...] of model are constants, The model is invalid!": a model of a lone Constant says
-# nothing of the Constant here (targets/probe.py leaves such cases out)
-TAKES_CONSTANT_MODELS = False
 ARITHMETIC = "float16"  # (a whole model's error gathers over its ops: targets/run_sweep.py compares it so)
 TOLERANCE_WHY = (
     "the NPU computes floats in float16 (unit roundoff 2**-11): four roundings, 4 * 2**-11 = 2**-9, "
@@ -76,6 +77,8 @@ TOLERANCE_WHY = (
 
 PLATFORM = "rk3588"
 RANK_0_INPUT = "0-d input"  # (what it takes none of: lowering.runtime_profiles.RANK_0_INPUT)
+CONSTANT_OUTPUT = "constant output"  # (lowering.runtime_profiles.CONSTANT_OUTPUT)
+ALL_CONSTANT = "of model are constants"  # (the builder's words for a model of constant outputs alone)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STAMP = re.compile(r"^RKNN: \[[0-9:.]+\] ")
 _NOISE = ("Unkown op target", "rknn-toolkit2 version", "Traceback", "=====")
@@ -166,6 +169,16 @@ def _kept_inputs(rknn: RKNN, names: list[str]) -> list[str]:
     return list(kept)
 
 
+def _dropped_outputs(rknn: RKNN, names: list[str]) -> list[str]:
+    """The graph outputs the built model does not give (its ``ir.outputs``): the toolkit folds
+    away an output computed from no input's values (Dropout's mask outside training) or of no
+    elements, and gives the others alone; none where it says nothing of its outputs."""
+    kept = getattr(getattr(getattr(rknn, "rknn_base", None), "ir", None), "outputs", None)
+    if not isinstance(kept, list) or not kept:
+        return []
+    return [name for name in names if name not in kept]
+
+
 def run(model_bytes: bytes, feeds: dict) -> list:
     model = onnx.load_from_string(model_bytes)
     names = fed_names(model.graph.input, model.graph.initializer, feeds)
@@ -182,7 +195,16 @@ def run(model_bytes: bytes, feeds: dict) -> list:
         try:
             _step("config", lambda: rknn.config(target_platform=PLATFORM))
             _step("load_onnx", lambda: rknn.load_onnx(str(path), **stated))
-            _step("build", lambda: rknn.build(do_quantization=False))
+            try:
+                _step("build", lambda: rknn.build(do_quantization=False))
+            except RuntimeError as refused:
+                if ALL_CONSTANT in str(refused):
+                    why = f"the builder refuses a model of no other outputs ({refused})"
+                    raise Unfed(CONSTANT_OUTPUT, why) from None
+                raise
+            dropped = _dropped_outputs(rknn, [info.name for info in model.graph.output])
+            if dropped:
+                raise Unfed(CONSTANT_OUTPUT, f"outputs {dropped}: the built model gives none of them (they fold away)")
             _step("init_runtime", lambda: rknn.init_runtime())
             kept = {name: inputs[names.index(name)] for name in _kept_inputs(rknn, names)}
             try:

@@ -277,7 +277,7 @@ def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes()
     """constant_TYPE@VERSION: a Constant alone at its version's first opset (7 at least), of every
     element type the schema takes there but strings, complex and sub-byte types; each passes onnx's
     full checker, is its own case's node, and gives its value (in onnxruntime, where it holds the
-    type). A runner whose runtime refuses all-constant models is not asked them."""
+    type). It has no graph input: a runtime that takes no constant output (rknn) fails it unfed."""
     import probe
 
     cases = {name: (opset, onnx.load_from_string(data), sets) for name, opset, data, sets, *_ in
@@ -302,7 +302,7 @@ def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes()
     ran = 0
     for name, (opset, model, [(inputs, [value])]) in cases.items():
         onnx.checker.check_model(model, full_check=True)
-        assert probe.main_node(model).op_type == "Constant" and not inputs
+        assert probe.main_node(model).op_type == "Constant" and not inputs and not model.graph.input
         assert lowering.schemas.default_opset(model.opset_import) == opset
         if value.dtype.kind in "biuf" and value.dtype.type.__module__ == "numpy":
             session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -310,8 +310,6 @@ def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes()
             assert got.dtype == value.dtype and got.tobytes() == value.tobytes(), name
             ran += 1
     assert ran >= 80, ran
-    kept, left_out = probe.with_graph_inputs([(name, opset, model) for name, (opset, model, _) in cases.items()])
-    assert not kept and left_out == len(cases)
 
 
 def test_each_expand_version_is_a_case_of_each_type_a_constant_of_shape_may_fill():

@@ -1,0 +1,133 @@
+"""Graph outputs computed ahead of any feed (lowering/constant_outputs.py): those that follow from
+no input's values given the inputs' shapes, and those of no elements; a fed value, a random
+draw, a Dropout in training, a graph reading a fed value or a local function drawing vary."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from support import make_model
+
+from lowering.constant_outputs import constant_outputs
+from lowering.shape_folding import inferred_types
+
+X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+FOLLOWS = "follows from no input's values (given the inputs' shapes)"
+
+
+def found(nodes, outputs, opset=17, inputs=(X,), **kwargs) -> dict[str, str]:
+    model = make_model(nodes, list(inputs), outputs, opset=opset, **kwargs)
+    return constant_outputs(model, inferred_types(model))
+
+
+def out(name: str, elem_type=TensorProto.FLOAT, shape=None) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def test_shapes_sizes_and_what_follows_from_them_are_computed_ahead_values_are_not():
+    """Shape, Size, EyeLike and CastLike's target read no value: what follows from them alone is
+    computed ahead; Neg of the input, an Add of a shape and a value, and the input itself are not."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("Mul", ["s", "s"], ["s2"]),
+        helper.make_node("Neg", ["x"], ["y"]),
+        helper.make_node("EyeLike", ["y"], ["eye"]),
+        helper.make_node("CastLike", ["s2", "y"], ["like"]),
+        helper.make_node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT),
+        helper.make_node("ReduceSum", ["y"], ["total"], keepdims=0),
+        helper.make_node("Add", ["sf", "total"], ["mixed"]),
+    ]
+    outputs = [out("s", TensorProto.INT64), out("n", TensorProto.INT64), out("s2", TensorProto.INT64), out("y"),
+               out("eye"), out("like"), out("mixed"), out("x")]  # fmt: skip
+    assert found(nodes, outputs) == {name: FOLLOWS for name in ("s", "n", "s2", "eye", "like")}
+
+
+def test_constants_and_initializers_are_computed_ahead_an_input_an_initializer_overrides_is_not():
+    weight = numpy_helper.from_array(np.ones(3, np.float32), "w")
+    nodes = [helper.make_node("Constant", [], ["c"], value_float=2.0), helper.make_node("Neg", ["w"], ["nw"])]
+    outputs = [out("c", shape=[]), out("nw", shape=[3]), out("w", shape=[3])]
+    assert found(nodes, outputs, initializer=[weight]) == {name: FOLLOWS for name in ("c", "nw", "w")}
+    overridable = helper.make_tensor_value_info("w", TensorProto.FLOAT, [3])
+    assert found(nodes, outputs, inputs=(X, overridable), initializer=[weight]) == {"c": FOLLOWS}
+
+
+def test_dropouts_mask_outside_training_is_computed_ahead_in_training_or_drawn_it_varies():
+    """Dropout-13's mask is all true where its training_mode is not given or a constant false
+    (its output still the data); given a fed or true one it draws; Dropout-10 never draws, -6
+    draws unless is_test."""
+    mask = out("mask", TensorProto.BOOL)
+    plain = [helper.make_node("Dropout", ["x"], ["y", "mask"])]
+    assert found(plain, [out("y"), mask]) == {"mask": FOLLOWS}
+    training = helper.make_tensor_value_info("training", TensorProto.BOOL, [])
+    fed = [helper.make_node("Dropout", ["x", "", "training"], ["y", "mask"])]
+    assert found(fed, [out("y"), mask], inputs=(X, training)) == {}
+    for value, expected in ((False, {"mask": FOLLOWS}), (True, {})):
+        flag = helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.array(value)))
+        given = [flag, helper.make_node("Dropout", ["x", "", "t"], ["y", "mask"])]
+        assert found(given, [out("y"), mask]) == expected
+    assert found(plain, [out("y"), mask], opset=10) == {"mask": FOLLOWS}
+    assert found(plain, [out("y"), out("mask")], opset=6) == {}
+    tested = [helper.make_node("Dropout", ["x"], ["y", "mask"], is_test=1)]
+    assert found(tested, [out("y"), out("mask")], opset=6) == {"mask": FOLLOWS}
+
+
+def test_a_random_draw_varies_whatever_its_inputs():
+    nodes = [
+        helper.make_node("RandomNormal", [], ["r"], shape=[2]),
+        helper.make_node("RandomUniformLike", ["x"], ["u"]),
+        helper.make_node("Constant", [], ["c"], value_floats=[1.0, 2.0]),
+        helper.make_node("Add", ["r", "c"], ["rc"]),
+    ]
+    assert found(nodes, [out("r"), out("u"), out("rc"), out("c")]) == {"c": FOLLOWS}
+
+
+def test_a_graph_holding_node_varies_where_its_graphs_read_a_fed_value_or_draw():
+    """An If whose condition is a constant but whose branch reads the fed input varies; one
+    whose branches read constants alone is computed ahead; one whose branch draws varies."""
+    one = helper.make_node("Constant", [], ["one"], value_floats=[1.0])
+    flag = helper.make_node("Constant", [], ["flag"], value=numpy_helper.from_array(np.array([True])))
+
+    def branch(name: str, node: onnx.NodeProto) -> onnx.GraphProto:
+        return helper.make_graph([node], name, [], [out(node.output[0])])
+
+    reads_x = branch("then", helper.make_node("ReduceSum", ["x"], ["t"], keepdims=0))
+    reads_one = branch("else", helper.make_node("Identity", ["one"], ["e"]))
+    draws = branch("draw", helper.make_node("RandomUniform", [], ["d"], shape=[1]))
+    fed_branch = helper.make_node("If", ["flag"], ["a"], then_branch=reads_x, else_branch=reads_one)
+    constant_branches = helper.make_node("If", ["flag"], ["b"], then_branch=reads_one, else_branch=reads_one)
+    drawn_branch = helper.make_node("If", ["flag"], ["c"], then_branch=draws, else_branch=reads_one)
+    nodes = [one, flag, fed_branch, constant_branches, drawn_branch]
+    assert found(nodes, [out("a"), out("b"), out("c")]) == {"b": FOLLOWS}
+
+
+def test_a_local_function_varies_where_given_a_fed_value_or_where_its_body_draws():
+    identity = helper.make_function("local", "Same", ["v"], ["w"], [helper.make_node("Identity", ["v"], ["w"])],
+                                    [helper.make_opsetid("", 17)])  # fmt: skip
+    drop = helper.make_node("Dropout", ["v", "", "t"], ["w"])
+    dropping = helper.make_function("local", "Drop", ["v", "t"], ["w"], [drop], [helper.make_opsetid("", 17)])
+    calls = helper.make_function("local", "Calls", ["v", "t"], ["w"],
+                                 [helper.make_node("Drop", ["v", "t"], ["w"], domain="local")],
+                                 [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])  # fmt: skip
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value_floats=[1.0]),
+        helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.array(True))),
+        helper.make_node("Same", ["c"], ["same_c"], domain="local"),
+        helper.make_node("Same", ["x"], ["same_x"], domain="local"),
+        helper.make_node("Calls", ["c", "t"], ["drawn"], domain="local"),
+    ]
+    model = make_model(nodes, [X], [out("same_c"), out("same_x"), out("drawn")], opset=17,
+                       functions=[identity, dropping, calls])  # fmt: skip
+    assert constant_outputs(model, inferred_types(model)) == {"same_c": FOLLOWS}
+
+
+def test_an_output_of_no_elements_is_computed_ahead_whatever_it_reads():
+    """A Slice of the fed input that keeps nothing (its static shape, as inference gives it,
+    holds a 0) has no values to compute."""
+    starts, ends, axes = (
+        numpy_helper.from_array(np.array([v], np.int64), n) for v, n in ((1, "s"), (1, "e"), (1, "a"))
+    )
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a"], ["empty"]), helper.make_node("Neg", ["x"], ["y"])]
+    result = found(nodes, [out("empty"), out("y")], initializer=[starts, ends, axes])
+    assert result == {"empty": "holds no elements"}
