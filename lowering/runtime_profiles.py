@@ -68,6 +68,7 @@ AS_ONNXRUNTIME = "right as onnxruntime"
 # the node (no case casts to int64), and some case of the op version (of any type) ran right:
 # not refused, lowered where a pattern can, as partly
 DOUBTFUL = "doubtful"
+INPUT_CASE = "input_"  # (input_TYPE_RANKd, targets/prepare_cases.py: an Identity of one graph input of that kind)
 CORPUS_CASE = "corpus_"  # (the name of a case targets/prepare_cases.py made of a real export's node)
 # (the name of a case of integers past 2^24, 2^31 or 2^53 that targets/prepare_cases.py made beside
 # one of small values: a runtime computing int32 through float32 or narrowing int64 to int32 fails
@@ -164,6 +165,22 @@ class RuntimeProfile:
     unfed: dict[str, list[str]] = field(default_factory=dict, repr=False)
     # the op versions of some "unfed" case: what the runtime does with them is partly unobserved
     unobserved: frozenset[tuple[str, int]] = field(default_factory=frozenset, repr=False)
+    # per (element type name, rank) of a graph input, the probed Identity of one such input (case
+    # name, verdict, detail): whether the runtime takes that kind of input whatever the graph
+    inputs: dict[tuple[str, int], tuple[str, str, str]] = field(default_factory=dict, repr=False)
+
+    def input_not_taken(self, type_name: str, rank: int) -> str | None:
+        """Why the runtime takes no graph input of ``type_name`` and ``rank`` where its probe
+        found an Identity of one fail there and run right at another rank of that type (a type
+        it takes at no rank is the type's matter, judged by the nodes reading it); else None."""
+        probed = self.inputs.get((type_name, rank))
+        right = sorted(r for (t, r), (_, verdict, _) in self.inputs.items() if t == type_name and verdict == "right")
+        if probed is None or probed[1] == "right" or not right:
+            return None
+        name, verdict, detail = probed
+        said = f"{name}: {verdict}" + (f" ({detail})" if detail else "")
+        ranks = ", ".join(map(str, right))
+        return f"an Identity of one: {said}; {type_name} right at rank{'s' if len(right) > 1 else ''} {ranks}"
 
     def taking_forms(self, names: Iterable[str]) -> RuntimeProfile:
         """This profile with ``model_forms`` recording exactly the forms ``names`` better in a
@@ -681,10 +698,16 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
     cases: dict[tuple[str, int, str], list] = defaultdict(list)
     unfed: dict[str, list[str]] = defaultdict(list)
     unobserved: set[tuple[str, int]] = set()
+    inputs: dict[tuple[str, int], tuple[str, str, str]] = {}
     loaded = set(data["opsets"])
     for case_name, entry in sorted(data["cases"].items()):
         if loaded and entry.get("opset") is not None and entry["opset"] not in loaded:
             continue  # (a case at an opset the runtime does not load says nothing of its op: rknn's at 20-23)
+        if case_name.startswith(INPUT_CASE):  # (of a kind of input, not of Identity)
+            verdict = "right" if entry["verdict"] == AS_ONNXRUNTIME else entry["verdict"]
+            rank = int(case_name.rpartition("_")[2].removesuffix("d"))
+            inputs[entry.get("type", ""), rank] = (case_name, verdict, entry.get("detail", ""))
+            continue
         if entry["verdict"] == UNFED:  # (nor one it takes some feed of none of: rknn's 0-d inputs)
             unfed[entry.get("detail", "").partition(":")[0]].append(case_name)
             unobserved.add((entry["op"], int(entry["version"])))
@@ -704,4 +727,5 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         ir_version=data.get("ir_version"),
         unfed=dict(unfed),
         unobserved=frozenset(unobserved),
+        inputs=inputs,
     )

@@ -188,6 +188,7 @@ def check_model(
     if profile.ir_version is not None and model.ir_version > profile.ir_version:
         findings.append(_ir_version_finding(model, profile, opset))
     findings.extend(_input_findings(model, profile, opset))
+    findings.extend(_input_kind_findings(model, profile))
     types = inferred_types(model)
     findings.extend(_output_findings(model, profile, types))
     model_inputs = {info.name for info in model.graph.input} - {t.name for t in model.graph.initializer}
@@ -333,6 +334,29 @@ def _ir_version_finding(model: onnx.ModelProto, profile, opset: int) -> Finding:
     if fix is None:
         why += f"; the model needs IR version {needed} for {by_what}"
     return Finding(IR_FINDING, model.ir_version, "", model.graph.name, "", Verdict(REFUSED, why), fix)
+
+
+def _input_kind_findings(model: onnx.ModelProto, profile) -> list[Finding]:
+    """The model's graph inputs (of rank 1 or more, its main graph's, no initializer's) of an
+    element type and rank the runtime takes none of where it takes that type at another rank
+    (:meth:`RuntimeProfile.input_not_taken`: rknn crashes on an int8 input of rank 4, even an
+    Identity's). No pattern changes the model's inputs, so each blocks."""
+    if not isinstance(profile, RuntimeProfile) or not profile.inputs:
+        return []
+    initialized = {t.name for t in model.graph.initializer}
+    found = []
+    for info in model.graph.input:
+        tensor = info.type.tensor_type
+        if info.name in initialized or not info.type.HasField("tensor_type") or not tensor.HasField("shape"):
+            continue
+        type_name = onnx.helper.tensor_dtype_to_string(tensor.elem_type).removeprefix("TensorProto.")
+        rank = len(tensor.shape.dim)
+        why = profile.input_not_taken(type_name, rank) if rank else None
+        if why is not None:
+            runtime = f"{profile.runtime} {profile.runtime_version}"
+            why = f"input {info.name!r} is {type_name} of rank {rank}, which {runtime} takes none of ({why})"
+            found.append(Finding(INPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))
+    return found
 
 
 def _input_findings(model: onnx.ModelProto, profile, opset: int) -> list[Finding]:

@@ -688,6 +688,41 @@ def test_an_output_computed_ahead_blocks_where_the_probe_found_the_runtime_gives
     assert not check_model(model, profile_from_data(data))
 
 
+def test_an_input_of_a_rank_the_runtime_takes_none_of_its_type_at_blocks():
+    """rknn's simulator crashes on an int8 graph input of rank 4, even an Identity's, and takes
+    int8 at ranks 1 to 3: a model with such an input is refused, naming it, at the model's opset
+    alone; one of rank 3 is not; an int16 input, failing at every rank, is the type's matter (the
+    nodes reading it judge it), and an initializer's is not an input. The input cases say nothing
+    of Identity."""
+    data = profile_data({
+        "neg": ("Neg", 13, "INT8", "right", 14),
+        "input_INT8_3d": ("Identity", 13, "INT8", "right", 13),
+        "input_INT8_4d": ("Identity", 13, "INT8", "crashes", 13, "exit code -11"),
+        "input_INT16_3d": ("Identity", 13, "INT16", "fails", 13),
+        "input_INT16_4d": ("Identity", 13, "INT16", "fails", 13),
+    }, RKNN_OPSETS)  # fmt: skip
+    found = profile_from_data(data)
+    assert found.verdict("Identity", 13, "INT8").kind == UNVERIFIED
+
+    def model_of(element_type: int, shape: list[int], **fields) -> onnx.ModelProto:
+        x = helper.make_tensor_value_info("x", element_type, shape)
+        y = helper.make_tensor_value_info("y", element_type, shape)
+        return make_model([helper.make_node("Neg", ["x"], ["y"])], [x], [y], opset=14, **fields)
+
+    findings = check_model(model_of(TensorProto.INT8, [1, 2, 3, 4]), found)
+    assert [(f.op_type, f.element_type, f.blocks, f.fix) for f in findings] == [("(input)", "INT8", True, None)]
+    assert "input 'x' is INT8 of rank 4" in str(findings[0]) and "input_INT8_4d: crashes (exit code -11)" in str(
+        findings[0]
+    )
+    with pytest.raises(TargetRefused) as raised:
+        lower_for_target(model_of(TensorProto.INT8, [1, 2, 3, 4]), found, lowering.lower_model, lowerable_ops())
+    assert [b.op_type for b in raised.value.blockers] == ["(input)"]
+    assert not [f for f in check_model(model_of(TensorProto.INT8, [2, 3, 4]), found) if f.op_type == "(input)"]
+    assert not [f for f in check_model(model_of(TensorProto.INT16, [1, 2, 3, 4]), found) if f.op_type == "(input)"]
+    weight = onnx.numpy_helper.from_array(np.zeros([1, 2, 3, 4], np.int8), "x")
+    assert not check_model(model_of(TensorProto.INT8, [1, 2, 3, 4], initializer=[weight]), found)
+
+
 def test_a_0d_graph_input_whose_readers_ran_right_fed_one_there_blocks_nothing(monkeypatch):
     """rknn's simulator takes no 0-d input it keeps, but drops one nothing it keeps reads
     (Dropout's ratio outside training): a 0-d input read only where a probed case of the reader's
