@@ -169,18 +169,24 @@ class RuntimeProfile:
     # name, verdict, detail): whether the runtime takes that kind of input whatever the graph
     inputs: dict[tuple[str, int], tuple[str, str, str]] = field(default_factory=dict, repr=False)
 
-    def input_not_taken(self, type_name: str, rank: int) -> str | None:
-        """Why the runtime takes no graph input of ``type_name`` and ``rank`` where its probe
-        found an Identity of one fail there and run right at another rank of that type (a type
-        it takes at no rank is the type's matter, judged by the nodes reading it); else None."""
-        probed = self.inputs.get((type_name, rank))
-        right = sorted(r for (t, r), (_, verdict, _) in self.inputs.items() if t == type_name and verdict == "right")
-        if probed is None or probed[1] == "right" or not right:
+    def input_not_taken(self, kind: str, rank: int) -> str | None:
+        """Why the runtime takes no graph input of ``kind`` (an element type's name, "INT8", or an
+        optional's, "optional(FLOAT)") and ``rank`` where its probe found an Identity of one fail
+        there and one run right of that kind at another rank, or of the tensor an optional holds
+        at that rank (a kind it takes at no rank is the type's matter, judged by the nodes reading
+        it); else None."""
+        probed = self.inputs.get((kind, rank))
+        if probed is None or probed[1] == "right":
             return None
+        right = sorted(r for (k, r), (_, verdict, _) in self.inputs.items() if k == kind and verdict == "right")
+        held = kind.removeprefix("optional(").removesuffix(")") if kind.startswith("optional(") else None
         name, verdict, detail = probed
-        said = f"{name}: {verdict}" + (f" ({detail})" if detail else "")
-        ranks = ", ".join(map(str, right))
-        return f"an Identity of one: {said}; {type_name} right at rank{'s' if len(right) > 1 else ''} {ranks}"
+        said = f"an Identity of one: {name}: {verdict}" + (f" ({detail})" if detail else "")
+        if right:
+            return f"{said}; {kind} right at rank{'s' if len(right) > 1 else ''} " + ", ".join(map(str, right))
+        if held is not None and self.inputs.get((held, rank), ("", "", ""))[1] == "right":
+            return f"{said}; {held} right at rank {rank} as a tensor"
+        return None
 
     def taking_forms(self, names: Iterable[str]) -> RuntimeProfile:
         """This profile with ``model_forms`` recording exactly the forms ``names`` better in a
@@ -681,6 +687,27 @@ def load_profile(name: str) -> RuntimeProfile | TableProfile:
     return profile_from_data(json.loads(path.read_text()))
 
 
+def input_kind_of_case(case_name: str) -> tuple[str, int]:
+    """(kind, rank) of an input case: ``input_INT8_4d`` is ("INT8", 4), ``input_OPTIONAL_FLOAT_1d``
+    ("optional(FLOAT)", 1)."""
+    kind, _, rank = case_name.removeprefix(INPUT_CASE).rpartition("_")
+    if kind.startswith("OPTIONAL_"):
+        kind = f"optional({kind.removeprefix('OPTIONAL_')})"
+    return kind, int(rank.removesuffix("d"))
+
+
+def input_kind(type_proto: onnx.TypeProto) -> tuple[str, int] | None:
+    """(kind, rank) of a graph input's type as :func:`input_kind_of_case` names them, where its
+    rank is known: a tensor's or an optional tensor's; None for others."""
+    optional = type_proto.HasField("optional_type")
+    tensor_holder = type_proto.optional_type.elem_type if optional else type_proto
+    if not tensor_holder.HasField("tensor_type") or not tensor_holder.tensor_type.HasField("shape"):
+        return None
+    tensor = tensor_holder.tensor_type
+    name = onnx.helper.tensor_dtype_to_string(tensor.elem_type).removeprefix("TensorProto.")
+    return (f"optional({name})" if optional else name), len(tensor.shape.dim)
+
+
 def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
     """A profile from its JSON form (as targets/probe.py or, ``"kind": "table"``,
     targets/read_table.py writes it)."""
@@ -705,8 +732,7 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
             continue  # (a case at an opset the runtime does not load says nothing of its op: rknn's at 20-23)
         if case_name.startswith(INPUT_CASE):  # (of a kind of input, not of Identity)
             verdict = "right" if entry["verdict"] == AS_ONNXRUNTIME else entry["verdict"]
-            rank = int(case_name.rpartition("_")[2].removesuffix("d"))
-            inputs[entry.get("type", ""), rank] = (case_name, verdict, entry.get("detail", ""))
+            inputs[input_kind_of_case(case_name)] = (case_name, verdict, entry.get("detail", ""))
             continue
         if entry["verdict"] == UNFED:  # (nor one it takes some feed of none of: rknn's 0-d inputs)
             unfed[entry.get("detail", "").partition(":")[0]].append(case_name)

@@ -38,6 +38,7 @@ from .runtime_profiles import (
     RuntimeProfile,
     TableProfile,
     Verdict,
+    input_kind,
     load_profile,
 )
 from .shape_folding import inferred_types
@@ -337,25 +338,23 @@ def _ir_version_finding(model: onnx.ModelProto, profile, opset: int) -> Finding:
 
 
 def _input_kind_findings(model: onnx.ModelProto, profile) -> list[Finding]:
-    """The model's graph inputs (of rank 1 or more, its main graph's, no initializer's) of an
-    element type and rank the runtime takes none of where it takes that type at another rank
-    (:meth:`RuntimeProfile.input_not_taken`: rknn crashes on an int8 input of rank 4, even an
-    Identity's). No pattern changes the model's inputs, so each blocks."""
+    """The model's graph inputs (of rank 1 or more, its main graph's, no initializer's) of a kind
+    (element type, or optional of one) and rank the runtime takes none of where it takes that
+    kind at another rank or, an optional, the tensor it holds (:meth:`RuntimeProfile.input_not_taken`:
+    rknn crashes on an int8 input of rank 4, even an Identity's, and fails to load an optional
+    one). No pattern changes the model's inputs, so each blocks."""
     if not isinstance(profile, RuntimeProfile) or not profile.inputs:
         return []
     initialized = {t.name for t in model.graph.initializer}
     found = []
     for info in model.graph.input:
-        tensor = info.type.tensor_type
-        if info.name in initialized or not info.type.HasField("tensor_type") or not tensor.HasField("shape"):
-            continue
-        type_name = onnx.helper.tensor_dtype_to_string(tensor.elem_type).removeprefix("TensorProto.")
-        rank = len(tensor.shape.dim)
-        why = profile.input_not_taken(type_name, rank) if rank else None
+        kind = input_kind(info.type) if info.name not in initialized else None
+        why = profile.input_not_taken(*kind) if kind is not None and kind[1] else None
         if why is not None:
             runtime = f"{profile.runtime} {profile.runtime_version}"
-            why = f"input {info.name!r} is {type_name} of rank {rank}, which {runtime} takes none of ({why})"
-            found.append(Finding(INPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))
+            why = f"input {info.name!r} is {kind[0]} of rank {kind[1]}, which {runtime} takes none of ({why})"
+            element_type = kind[0].removeprefix("optional(").removesuffix(")")
+            found.append(Finding(INPUT_FINDING, None, element_type, model.graph.name, "", Verdict(REFUSED, why), None))
     return found
 
 

@@ -353,37 +353,50 @@ def constant_cases() -> list[tuple]:
 
 INPUT_RANKS = range(1, 6)  # (rank 0 is judged apart: a runner raises Unfed where a 0-d input fails whatever the op)
 INPUT_LENGTHS = (2, 3, 4, 5, 6)  # (an input of rank r has the first r)
+# the element types of the optional inputs probed (the backend's optional graph inputs hold float32)
+OPTIONAL_INPUT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+OPTIONAL_IDENTITY = 16  # (the first Identity that takes an optional)
 
 
 def input_cases() -> list[tuple]:
     """An Identity of one graph input, of each element type (but :data:`UNPROBED_CONSTANT_TYPES`
     and those of fewer than 8 bits) at each rank of :data:`INPUT_RANKS`, at the first opset from
-    13 whose Identity takes the type (``input_TYPE_RANKd``): whether the runtime takes such an
-    input whatever the graph (rknn's simulator crashes on an int8 input of rank 4, even an
-    Identity's), which ``lowering.runtime_profiles`` keeps out of Identity's verdicts."""
+    13 whose Identity takes the type (``input_TYPE_RANKd``), and of an optional holding such a
+    tensor of :data:`OPTIONAL_INPUT_TYPES` at opset 16 (``input_OPTIONAL_TYPE_RANKd``): whether
+    the runtime takes such an input whatever the graph (rknn's simulator crashes on an int8 input
+    of rank 4, even an Identity's, and fails to load an optional one), which
+    ``lowering.runtime_profiles`` keeps out of Identity's verdicts."""
     found = []
     for element_type in sorted(schemas.input_element_types("Identity", schemas.newest_opset())):
         if element_type in UNPROBED_CONSTANT_TYPES or element_bits(element_type) < 8:
             continue
         opset = next(o for o in range(13, schemas.newest_opset() + 1)
                      if element_type in schemas.input_element_types("Identity", o))  # fmt: skip
-        dtype = floats.numpy_dtype(element_type)
-        type_name = onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
-        for rank in INPUT_RANKS:
-            shape = list(INPUT_LENGTHS[:rank])
-            value = (np.arange(int(np.prod(shape))) % (2 if dtype == np.bool_ else 100)).astype(dtype).reshape(shape)
-            node = onnx.helper.make_node("Identity", ["x"], ["y"], name="identity")
-            graph = onnx.helper.make_graph(
-                [node], "input",
-                [onnx.helper.make_tensor_value_info("x", element_type, shape)],
-                [onnx.helper.make_tensor_value_info("y", element_type, shape)],
-            )  # fmt: skip
-            opset_imports = [onnx.helper.make_opsetid("", opset)]
-            ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
-            model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
-            name = f"{INPUT_CASE}{type_name}_{rank}d"
-            found.append((name, opset, model.SerializeToString(), [([value], [value])], 0.0, 0.0))
+        found += [_input_case(element_type, rank, opset, optional=False) for rank in INPUT_RANKS]
+    for element_type in OPTIONAL_INPUT_TYPES:
+        found += [_input_case(element_type, rank, OPTIONAL_IDENTITY, optional=True) for rank in INPUT_RANKS]
     return found
+
+
+def _input_case(element_type: int, rank: int, opset: int, optional: bool) -> tuple:
+    """The case of an Identity of one graph input of ``element_type`` and ``rank`` (an optional
+    holding such a tensor where ``optional``), fed and giving back counted values."""
+    dtype = floats.numpy_dtype(element_type)
+    type_name = onnx.helper.tensor_dtype_to_string(element_type).removeprefix("TensorProto.")
+    shape = list(INPUT_LENGTHS[:rank])
+    value = (np.arange(int(np.prod(shape))) % (2 if dtype == np.bool_ else 100)).astype(dtype).reshape(shape)
+    value_type = onnx.helper.make_tensor_type_proto(element_type, shape)
+    if optional:
+        value_type = onnx.helper.make_optional_type_proto(value_type)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["x"], ["y"], name="identity")], "input",
+        [onnx.helper.make_value_info("x", value_type)], [onnx.helper.make_value_info("y", value_type)],
+    )  # fmt: skip
+    opset_imports = [onnx.helper.make_opsetid("", opset)]
+    ir_version = onnx.helper.find_min_ir_version_for(opset_imports)
+    model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
+    name = f"{INPUT_CASE}{'OPTIONAL_' if optional else ''}{type_name}_{rank}d"
+    return (name, opset, model.SerializeToString(), [([value], [value])], 0.0, 0.0)
 
 
 def expand_scalar_cases() -> list[tuple]:

@@ -721,6 +721,15 @@ def test_an_input_of_a_rank_the_runtime_takes_none_of_its_type_at_blocks():
     assert not [f for f in check_model(model_of(TensorProto.INT16, [1, 2, 3, 4]), found) if f.op_type == "(input)"]
     weight = onnx.numpy_helper.from_array(np.zeros([1, 2, 3, 4], np.int8), "x")
     assert not check_model(model_of(TensorProto.INT8, [1, 2, 3, 4], initializer=[weight]), found)
+    data["cases"]["input_OPTIONAL_INT8_3d"] = data["cases"]["input_INT16_3d"] | {"type": "INT8"}
+    optional = helper.make_value_info("x", helper.make_optional_type_proto(
+        helper.make_tensor_type_proto(TensorProto.INT8, [2, 3, 4])))  # fmt: skip
+    y = helper.make_tensor_value_info("y", TensorProto.INT8, [2, 3, 4])
+    held = make_model([helper.make_node("OptionalGetElement", ["x"], ["y"])], [optional], [y], opset=18)
+    [finding] = [f for f in check_model(held, profile_from_data(data)) if f.op_type == "(input)"]
+    assert "input 'x' is optional(INT8) of rank 3" in str(finding) and "INT8 right at rank 3 as a tensor" in str(
+        finding
+    )
 
 
 def test_a_0d_graph_input_whose_readers_ran_right_fed_one_there_blocks_nothing(monkeypatch):

@@ -312,44 +312,47 @@ def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes()
     assert ran >= 80, ran
 
 
-def test_each_input_case_is_an_identity_of_one_input_of_its_type_and_rank():
+def test_each_input_case_is_an_identity_of_one_input_of_its_kind_and_rank():
     """input_TYPE_RANKd: an Identity of one graph input of that element type and rank (1 to 5),
-    at the first opset from 13 whose Identity takes the type; each passes onnx's full checker,
-    gives its input back in onnxruntime where it has the kernel, and is read by the profile as
-    that kind of input, not as a case of Identity."""
+    at the first opset from 13 whose Identity takes the type; input_OPTIONAL_TYPE_RANKd: of an
+    optional holding such a tensor, at 16. Each passes onnx's full checker, gives its input back
+    in onnxruntime where it has the kernel, and is read by the profile as that kind of input, not
+    as a case of Identity."""
     import onnxruntime
 
-    from lowering.runtime_profiles import profile_from_data
+    from lowering.runtime_profiles import input_kind, input_kind_of_case, profile_from_data
 
     cases = prepare_cases.input_cases()
     names = {name for name, *_ in cases}
-    assert {"input_INT8_4d", "input_FLOAT_1d", "input_BOOL_5d", "input_BFLOAT16_2d"} <= names
+    assert {"input_INT8_4d", "input_FLOAT_1d", "input_BOOL_5d", "input_BFLOAT16_2d", "input_OPTIONAL_FLOAT_1d"} <= names
     assert not {name for name in names if "STRING" in name or "INT4" in name or name.endswith("_0d")}
     ran = 0
     for name, opset, data, [([value], [expected])], *_ in cases:
         model = onnx.load_from_string(data)
         onnx.checker.check_model(model, full_check=True)
         [info] = model.graph.input
-        type_name = onnx.helper.tensor_dtype_to_string(info.type.tensor_type.elem_type).removeprefix("TensorProto.")
-        assert name == f"input_{type_name}_{value.ndim}d" and value.ndim == len(info.type.tensor_type.shape.dim)
-        assert (
-            lowering.schemas.version_in_force("Identity", opset - 1) is None
-            or opset == 13
-            or (info.type.tensor_type.elem_type not in lowering.schemas.input_element_types("Identity", opset - 1))
-        )
+        assert input_kind(info.type) == input_kind_of_case(name) and input_kind_of_case(name)[1] == value.ndim
+        optional = info.type.HasField("optional_type")
+        element_type = (info.type.optional_type.elem_type if optional else info.type).tensor_type.elem_type
+        taken = lowering.schemas.input_element_types
+        assert element_type in taken("Identity", opset)
+        assert opset == (16 if optional else 13) or element_type not in taken("Identity", opset - 1)
         if value.dtype.type.__module__ == "numpy":
             session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
             assert session.run(None, {"x": value})[0].tobytes() == expected.tobytes() == value.tobytes(), name
             ran += 1
     assert ran >= 40, ran
-    entries = {name: {"op": "Identity", "version": 13, "type": name.split("_")[1], "verdict": "right", "opset": 13}
+    entries = {name: {"op": "Identity", "version": 13, "type": "INT8", "verdict": "right", "opset": 13}
                for name, *_ in cases if name.startswith("input_INT8_")}  # fmt: skip
     entries["input_INT8_4d"] = {**entries["input_INT8_4d"], "verdict": "crashes", "detail": "exit code -11"}
+    entries["input_OPTIONAL_INT8_2d"] = {**entries["input_INT8_2d"], "verdict": "fails", "detail": "KeyError: 0"}
     profile = profile_from_data({"name": "p", "runtime": "r", "runtime_version": "0", "source": {}, "opsets": [13],
                                  "cases": entries})  # fmt: skip
     assert not profile.cases and profile.inputs[("INT8", 4)] == ("input_INT8_4d", "crashes", "exit code -11")
     assert profile.input_not_taken("INT8", 4).startswith("an Identity of one: input_INT8_4d: crashes")
     assert profile.input_not_taken("INT8", 3) is None
+    assert profile.input_not_taken("optional(INT8)", 2).endswith("INT8 right at rank 2 as a tensor")
+    assert profile.input_not_taken("optional(INT8)", 3) is None  # (not probed)
 
 
 def test_each_expand_version_is_a_case_of_each_type_a_constant_of_shape_may_fill():
