@@ -1,15 +1,17 @@
-"""The graph outputs a runtime of static shapes computes ahead of any feed: those whose values
-follow from no graph input's values, given the inputs' shapes (which such a runtime knows when
-it builds the model), and those of no elements. rknn's builder folds them away: it refuses a model
+"""The graph outputs a runtime of static shapes finds constant when it builds the model: those
+whose values follow from no graph input's values, given the inputs' shapes (which such a runtime
+is told at its build), and those of no elements. rknn's builder folds them away: it refuses a model
 of such outputs alone and drops one beside others (``lowering.runtime_profiles.CONSTANT_OUTPUT``).
 
 A value *varies* where it follows from a fed value: the main graph's inputs (one an
 initializer gives too: a feed overrides it), a random draw, a Dropout in training; and what a
 node computes from a varying value read for its values. Read for its shape or type alone: the
 input of Shape, Size and EyeLike, CastLike's target, and Dropout's data for its mask outside
-training (all true). A node holding graphs varies where it reads a varying value, its graphs
-included, or holds a random draw; a call of a local function, where it is given a varying value
-or its body holds a random draw or a Dropout.
+training (all true), where that shape follows from the inputs' shapes (every length of it, as
+inference gives it, a number or one of the inputs' named lengths: a NonZero's or a Slice's to a
+fed end does not). A node holding graphs varies where it reads a varying value, its graphs
+included, or where a node in them may draw (a random op, any Dropout, a local function that may);
+a call of a local function, where it is given a varying value or its body may draw.
 """
 
 from __future__ import annotations
@@ -28,19 +30,32 @@ from .schemas import RANDOM_OPS
 READ_FOR_SHAPE = {"Shape": (0,), "Size": (0,), "EyeLike": (0,), "CastLike": (1,)}
 DROPOUT_TRAINING_INPUT = 2  # (Dropout-12 on: training_mode, false where not given)
 DROPOUT_MASK = 1  # (Dropout's second output)
-DROPOUT_INFERENCE_ONLY = 7  # (Dropout-7 and -10 have no training; -1 and -6 draw unless is_test)
+DROPOUT_INFERENCE_ONLY = 7  # (Dropout-7 and -10 run as inference; -1 and -6 are taken as drawing)
 
 
 def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> dict[str, str]:
-    """Per output of ``model``'s main graph that a runtime of static shapes computes ahead (see the
-    module's docstring), why, in a few words; ``types``: every value's (``inferred_types``)."""
+    """Per output of ``model``'s main graph that a runtime of static shapes finds constant (see
+    the module's docstring), why, in a few words; ``types``: every value's (``inferred_types``)."""
     graph = model.graph
     varying = {info.name for info in graph.input}
+    named_lengths = {d.dim_param for info in graph.input for d in info.type.tensor_type.shape.dim if d.dim_param}
+
+    def shape_known(name: str) -> bool:
+        """Whether the shape of ``name`` follows from the inputs' shapes alone."""
+        if name in {info.name for info in graph.input}:
+            return True
+        tensor = types[name].tensor_type if name in types else None
+        return (
+            tensor is not None
+            and tensor.HasField("shape")
+            and all(d.HasField("dim_value") or d.dim_param in named_lengths for d in tensor.shape.dim)
+        )
+
     values = _constant_values(graph)
     drawing = _functions_drawing(model)
     dropout = schemas.version_in_force("Dropout", schemas.default_opset(model.opset_import) or 1)
     for node in graph.node:
-        outputs = _varying_outputs(node, varying, values, drawing, dropout)
+        outputs = _varying_outputs(node, varying, shape_known, values, drawing, dropout)
         varying.update(name for name in outputs if name)
     found = {}
     for info in graph.output:
@@ -51,34 +66,42 @@ def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]
     return found
 
 
-def _varying_outputs(
-    node: onnx.NodeProto, varying: set[str], values, drawing: set[tuple[str, str]], dropout: int | None
-) -> list[str]:
-    """The outputs of ``node`` that vary, given the ``varying`` values it may read (``dropout``:
-    the version of Dropout in force)."""
-    if (node.domain, node.op_type) in drawing:
+def _varying_outputs(node: onnx.NodeProto, varying: set[str], shape_known, values, drawing, dropout) -> list[str]:
+    """The outputs of ``node`` that vary, given the ``varying`` values it may read, whether a
+    value's shape follows from the inputs' (``shape_known``), the local functions that may draw
+    and the version of Dropout in force."""
+    if _may_draw(node, drawing) and (node.op_type != "Dropout" or _in_training(node, dropout, values)):
         return list(node.output)
-    if node.domain not in schemas.DEFAULT_DOMAINS:  # (a local function's call, or an op not known here)
-        return list(node.output) if any(name in varying for name in node.input) else []
-    if node.op_type in RANDOM_OPS or (node.op_type == "Dropout" and _in_training(node, dropout, values)):
+    if any(_may_draw(inner, drawing) for graph in nested_graphs([node]) for inner in graph.node):
         return list(node.output)
-    if any(inner.op_type in RANDOM_OPS for graph in nested_graphs([node]) for inner in graph.node):
-        return list(node.output)
-    read = [name for position, name in enumerate(node.input) if position not in READ_FOR_SHAPE.get(node.op_type, ())]
+    shape_read = READ_FOR_SHAPE.get(node.op_type, ()) if node.domain in schemas.DEFAULT_DOMAINS else ()
+    read = [
+        name
+        for position, name in enumerate(node.input)
+        if position not in shape_read or not shape_known(name)  # (a varying shape is read as a value)
+    ]
     read += [name for graph in nested_graphs([node]) for inner in graph.node for name in inner.input]
     if not any(name in varying for name in read):
         return []
-    if node.op_type == "Dropout":  # (outside training its mask is all true: the data's shape alone)
-        return [name for position, name in enumerate(node.output) if position != DROPOUT_MASK]
+    if node.op_type == "Dropout" and node.domain in schemas.DEFAULT_DOMAINS and shape_known(node.input[0]):
+        return [name for position, name in enumerate(node.output) if position != DROPOUT_MASK]  # (all true)
     return list(node.output)
 
 
+def _may_draw(node: onnx.NodeProto, drawing: set[tuple[str, str]]) -> bool:
+    """Whether ``node`` may give a random draw: a random op, a Dropout (whatever its mode), a call
+    of a local function that may."""
+    if node.domain in schemas.DEFAULT_DOMAINS:
+        return node.op_type in RANDOM_OPS or node.op_type == "Dropout"
+    return (node.domain, node.op_type) in drawing
+
+
 def _in_training(node: onnx.NodeProto, version: int | None, values: Mapping[str, np.ndarray]) -> bool:
-    """Whether a Dropout of ``version`` may draw: before version 7 where ``is_test`` is 0 (its
-    default); from 12 where its training_mode is given and not a constant false (7 and 10 never
-    draw)."""
+    """Whether a Dropout of ``version`` may draw: before version 7 unless ``is_test`` (where its
+    mask is not filled: varying, as said); 7 and 10, never (they run as inference, as onnxruntime
+    runs them); from 12 where its training_mode is given and not a constant false."""
     if version is None or version < DROPOUT_INFERENCE_ONLY:
-        return not any(a.name == "is_test" and a.i for a in node.attribute)
+        return True
     if len(node.input) <= DROPOUT_TRAINING_INPUT or not node.input[DROPOUT_TRAINING_INPUT]:
         return False
     value = values.get(node.input[DROPOUT_TRAINING_INPUT])
@@ -97,8 +120,8 @@ def _constant_values(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
 
 
 def _functions_drawing(model: onnx.ModelProto) -> set[tuple[str, str]]:
-    """The local functions whose body (or a function it calls, or a graph it holds) holds a
-    random op or a Dropout, as (domain, name)."""
+    """The local functions whose body (or a graph it holds, or a function it calls) may draw
+    (:func:`_may_draw`), as (domain, name)."""
     drawing: set[tuple[str, str]] = set()
     changed = True
     while changed:  # (a function calling one found drawing draws too)
@@ -106,9 +129,7 @@ def _functions_drawing(model: onnx.ModelProto) -> set[tuple[str, str]]:
         for function in model.functions:
             key = (function.domain, function.name)
             nodes = [*function.node, *(n for g in nested_graphs(function.node) for n in g.node)]
-            if key not in drawing and any(
-                n.op_type in RANDOM_OPS or n.op_type == "Dropout" or (n.domain, n.op_type) in drawing for n in nodes
-            ):
+            if key not in drawing and any(_may_draw(n, drawing) for n in nodes):
                 drawing.add(key)
                 changed = True
     return drawing

@@ -58,7 +58,7 @@ SUPPORTED, PARTLY, UNVERIFIED, REFUSED = "supported", "partly", "unverified", "r
 # whatever the op (its detail begins with what: RANK_0_INPUT, CONSTANT_OUTPUT, rknn's simulator)
 UNFED = "unfed"
 RANK_0_INPUT = "0-d input"
-CONSTANT_OUTPUT = "constant output"  # (lowering.constant_outputs: one computed ahead of any feed)
+CONSTANT_OUTPUT = "constant output"  # (lowering.constant_outputs: one the runtime finds constant at its build)
 # a case's verdict where the runtime missed the expected outputs where onnxruntime misses them
 # too, and matched onnxruntime's, or (onnxruntime's miss mere rounding) missed them by no more
 # than onnxruntime (targets/probe.py's as_onnxruntime: a float32 DFT's sums): right, for what
@@ -163,7 +163,8 @@ class RuntimeProfile:
     # per kind of feed or output it takes none of (RANK_0_INPUT, CONSTANT_OUTPUT), the probed cases
     # that showed it ("unfed")
     unfed: dict[str, list[str]] = field(default_factory=dict, repr=False)
-    # the op versions of some "unfed" case: what the runtime does with them is partly unobserved
+    # the op versions of some case unfed for a constant output: what the runtime does with them is
+    # partly unobserved (a 0-d input's unfed case has twins that feed another rank)
     unobserved: frozenset[tuple[str, int]] = field(default_factory=frozenset, repr=False)
     # per (element type name, rank) of a graph input, the probed Identity of one such input (case
     # name, verdict, detail): whether the runtime takes that kind of input whatever the graph
@@ -171,10 +172,10 @@ class RuntimeProfile:
 
     def input_not_taken(self, kind: str, rank: int) -> str | None:
         """Why the runtime takes no graph input of ``kind`` (an element type's name, "INT8", or an
-        optional's, "optional(FLOAT)") and ``rank`` where its probe found an Identity of one fail
-        there and one run right of that kind at another rank, or of the tensor an optional holds
-        at that rank (a kind it takes at no rank is the type's matter, judged by the nodes reading
-        it); else None."""
+        optional's, "optional(FLOAT)") and ``rank`` where its probe found an Identity of one fail,
+        crash, hang or give it back wrong there and one run right of that kind at another rank,
+        or of the tensor an optional holds at that rank (a kind it takes at no rank is the type's
+        matter, judged by the nodes reading it); else None."""
         probed = self.inputs.get((kind, rank))
         if probed is None or probed[1] == "right":
             return None
@@ -736,7 +737,8 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
             continue
         if entry["verdict"] == UNFED:  # (nor one it takes some feed of none of: rknn's 0-d inputs)
             unfed[entry.get("detail", "").partition(":")[0]].append(case_name)
-            unobserved.add((entry["op"], int(entry["version"])))
+            if entry.get("detail", "").startswith(CONSTANT_OUTPUT):  # (a Constant alone: never seen to run)
+                unobserved.add((entry["op"], int(entry["version"])))
             continue
         key = (entry["op"], int(entry["version"]), entry.get("type", ""))
         verdict = "right" if entry["verdict"] == AS_ONNXRUNTIME else entry["verdict"]

@@ -338,7 +338,8 @@ def _ir_version_finding(model: onnx.ModelProto, profile, opset: int) -> Finding:
 
 
 def _input_kind_findings(model: onnx.ModelProto, profile) -> list[Finding]:
-    """The model's graph inputs (of rank 1 or more, its main graph's, no initializer's) of a kind
+    """The model's graph inputs (of rank 1 or more, its main graph's, no initializer's, read by
+    some node or an output: a runtime may drop one nothing reads) of a kind
     (element type, or optional of one) and rank the runtime takes none of where it takes that
     kind at another rank or, an optional, the tensor it holds (:meth:`RuntimeProfile.input_not_taken`:
     rknn crashes on an int8 input of rank 4, even an Identity's, and fails to load an optional
@@ -346,9 +347,10 @@ def _input_kind_findings(model: onnx.ModelProto, profile) -> list[Finding]:
     if not isinstance(profile, RuntimeProfile) or not profile.inputs:
         return []
     initialized = {t.name for t in model.graph.initializer}
+    read = {name for _, node, _ in _every_node(model) for name in node.input} | {o.name for o in model.graph.output}
     found = []
     for info in model.graph.input:
-        kind = input_kind(info.type) if info.name not in initialized else None
+        kind = input_kind(info.type) if info.name not in initialized and info.name in read else None
         why = profile.input_not_taken(*kind) if kind is not None and kind[1] else None
         if why is not None:
             runtime = f"{profile.runtime} {profile.runtime_version}"
@@ -398,18 +400,19 @@ def _input_findings(model: onnx.ModelProto, profile, opset: int) -> list[Finding
 
 
 def _output_findings(model: onnx.ModelProto, profile, types) -> list[Finding]:
-    """The model's graph outputs a runtime that takes no constant output (its probe found so:
-    rknn's builder, :data:`CONSTANT_OUTPUT`) would fold away: those computed ahead of any feed
-    (:func:`lowering.constant_outputs.constant_outputs`). No pattern changes what an output
+    """The model's graph outputs a runtime that gives no constant output (its probe found so:
+    rknn's builder, :data:`CONSTANT_OUTPUT`) would fold away: those it finds constant at its
+    build (:func:`lowering.constant_outputs.constant_outputs`). No pattern changes what an output
     holds, so each blocks."""
     showed = profile.unfed.get(CONSTANT_OUTPUT) if isinstance(profile, RuntimeProfile) else None
     if not showed:
         return []
     found = []
     declared = {info.name: info for info in model.graph.output}
+    runtime = f"{profile.runtime} {profile.runtime_version}"
     for name, why in constant_outputs(model, types).items():
-        why = (f"output {name!r} {why}: {profile.runtime} {profile.runtime_version} gives no output computed ahead of "
-               f"its feeds ({len(showed)} probed cases gave one, as {_backend_case_first(showed)})")  # fmt: skip
+        why = (f"output {name!r} {why}, so is constant: {runtime} gives no constant output ({len(showed)} probed "
+               f"cases with one were refused or lost it, e.g. {_backend_case_first(showed)})")  # fmt: skip
         elem_type = (types.get(name) or declared[name].type).tensor_type.elem_type
         type_name = onnx.helper.tensor_dtype_to_string(elem_type).removeprefix("TensorProto.") if elem_type else ""
         found.append(Finding(OUTPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))

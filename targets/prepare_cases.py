@@ -45,6 +45,7 @@ from probe import backend_cases, feed, main_node  # noqa: E402
 import lowering  # noqa: E402
 from lowering import floats, schemas  # noqa: E402
 from lowering.api import lowerable_ops  # noqa: E402
+from lowering.constant_outputs import constant_outputs  # noqa: E402
 from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.integer_casts import WRAPPING_CAST_OPSET  # noqa: E402
 from lowering.naming import NameAllocator  # noqa: E402
@@ -1379,10 +1380,26 @@ def all_cases() -> list[tuple]:
     return prepared_cases() + made + with_defaults_stated(made) + corpus_cases() + lowered_cases() + chosen_cases()
 
 
+def constant_outputs_of(cases: list[tuple]) -> dict[str, list[str]]:
+    """Per case (name, opset, model bytes, ...) with an output a runtime of static shapes finds
+    constant (``lowering.constant_outputs``), those outputs: targets/probe.py takes a runner's
+    refusal of a constant output as the case's interface only there (rknn says "All outputs [...]
+    are constants" of a window whose fed size it needs constant, too)."""
+    found = {}
+    for name, _, model_bytes, *_ in cases:
+        model = onnx.load_from_string(model_bytes)
+        constant = constant_outputs(model, inferred_types(model))
+        if constant:
+            found[name] = sorted(constant)
+    return found
+
+
 if __name__ == "__main__":
     cases = all_cases()
     references = onnxruntime_references(cases)
-    Path(sys.argv[1]).write_bytes(pickle.dumps({"cases": cases, "onnxruntime": references}))
+    constants = constant_outputs_of(cases)
+    Path(sys.argv[1]).write_bytes(pickle.dumps({"cases": cases, "onnxruntime": references,
+                                                "constant_outputs": constants}))  # fmt: skip
     write_forms(cases, CASE_FORMS)
     write_values(cases, CASE_VALUES)
     print(f"wrote {len(cases)} cases to {sys.argv[1]} (onnxruntime's outputs on {len(references)}), "

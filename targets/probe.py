@@ -18,7 +18,9 @@ then compared within the looser of it and each case's own, and the profile recor
 (``"tolerance"``). Cases at opsets newer than the onnx here knows (an op's version there is not
 known here) are not probed; the profile says how many (``source.unprobed``). A runner raises
 ``runners.Unfed`` where the runtime fails a model for its interface whatever its ops (rknn: a 0-d
-input, a constant output): such a case's verdict is ``unfed``.
+input, a constant output): such a case's verdict is ``unfed``; of a constant output, only where
+the case has one (targets/prepare_cases.py records them, ``constant_outputs``), else it fails
+(rknn calls a window's output of a fed size constant: it needs that size constant).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 CASE_SECONDS = 60
 # (the files prepare_sweep.py writes beside a model and run_sweep.py reads)
 REFUSED = ".refused"  # (SIDE.refused: why onnx-lower refused to make that model, in words)
+CONSTANT_OUTPUT = "constant output"  # (what a runner's Unfed says: lowering.runtime_profiles.CONSTANT_OUTPUT)
 CONSTANT_PARAMETERS = "constant_parameters"  # (a case made for the target with its parameters constant)
 PROBED_OPSETS = range(7, onnx.defs.onnx_opset_version() + 1)
 
@@ -346,6 +349,26 @@ def probed_cases(prepared: Path | None):
             yield case.name, opset, case.model, case.data_sets, case.rtol, case.atol, None
 
 
+def of_its_interface(verdict: str, detail: str, name: str, constants: dict[str, list[str]] | None) -> str:
+    """A case's verdict with a runner's refusal of a constant output ("unfed") kept only where
+    the case has one (``constants``: targets/prepare_cases.py's, None where not known): else it
+    fails (its words are of its op)."""
+    if verdict == "unfed" and detail.startswith(CONSTANT_OUTPUT) and constants is not None and name not in constants:
+        return "fails"
+    return verdict
+
+
+def prepared_constant_outputs(prepared: Path | None) -> dict[str, list[str]] | None:
+    """Per case targets/prepare_cases.py wrote with an output a runtime of static shapes finds
+    constant, those outputs; None where it recorded none (no --cases, or cases written before)."""
+    if prepared is None:
+        return None
+    import pickle
+
+    written = pickle.loads(prepared.read_bytes())
+    return written.get("constant_outputs") if isinstance(written, dict) else None
+
+
 def to_probe(prepared: list[tuple], earlier: dict | None, again: tuple[str, ...], again_verdicts=()) -> list[tuple]:
     """The cases (name, ...) of ``prepared`` to probe: all without an ``earlier`` profile; with
     one, those it lacks, those whose names start with a prefix of ``again`` and those it gives a
@@ -420,6 +443,7 @@ def main() -> None:
         opsets = earlier["opsets"]
     cases = {}
     prepared = list(probed_cases(args.cases))
+    constants = prepared_constant_outputs(args.cases)
     again = tuple(args.again or ())
     selected = to_probe(prepared, earlier, again, args.again_verdicts)
     newest = onnx.defs.onnx_opset_version()
@@ -436,6 +460,7 @@ def main() -> None:
         node = main_node(model)
         version = onnx.defs.get_schema(node.op_type, opset).since_version
         result, detail = worker.verdict(model, data_sets, rtol, atol, references=references)
+        result = of_its_interface(result, detail, name, constants)
         type_number = element_type(model, node)
         cases[name] = {
             "op": node.op_type,

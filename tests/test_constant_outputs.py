@@ -1,4 +1,4 @@
-"""Graph outputs computed ahead of any feed (lowering/constant_outputs.py): those that follow from
+"""Graph outputs a runtime of static shapes finds constant (lowering/constant_outputs.py): those that follow from
 no input's values given the inputs' shapes, and those of no elements; a fed value, a random
 draw, a Dropout in training, a graph reading a fed value or a local function drawing vary."""
 
@@ -25,9 +25,9 @@ def out(name: str, elem_type=TensorProto.FLOAT, shape=None) -> onnx.ValueInfoPro
     return helper.make_tensor_value_info(name, elem_type, shape)
 
 
-def test_shapes_sizes_and_what_follows_from_them_are_computed_ahead_values_are_not():
+def test_shapes_sizes_and_what_follows_from_them_are_found_constant_values_are_not():
     """Shape, Size, EyeLike and CastLike's target read no value: what follows from them alone is
-    computed ahead; Neg of the input, an Add of a shape and a value, and the input itself are not."""
+    constant; Neg of the input, an Add of a shape and a value, and the input itself are not."""
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
         helper.make_node("Size", ["x"], ["n"]),
@@ -39,12 +39,12 @@ def test_shapes_sizes_and_what_follows_from_them_are_computed_ahead_values_are_n
         helper.make_node("ReduceSum", ["y"], ["total"], keepdims=0),
         helper.make_node("Add", ["sf", "total"], ["mixed"]),
     ]
-    outputs = [out("s", TensorProto.INT64), out("n", TensorProto.INT64), out("s2", TensorProto.INT64), out("y"),
-               out("eye"), out("like"), out("mixed"), out("x")]  # fmt: skip
+    outputs = [out("s", TensorProto.INT64), out("n", TensorProto.INT64), out("s2", TensorProto.INT64),
+               out("y", shape=[2, 3]), out("eye"), out("like"), out("mixed"), out("x")]  # fmt: skip
     assert found(nodes, outputs) == {name: FOLLOWS for name in ("s", "n", "s2", "eye", "like")}
 
 
-def test_constants_and_initializers_are_computed_ahead_an_input_an_initializer_overrides_is_not():
+def test_constants_and_initializers_are_found_constant_an_input_an_initializer_overrides_is_not():
     weight = numpy_helper.from_array(np.ones(3, np.float32), "w")
     nodes = [helper.make_node("Constant", [], ["c"], value_float=2.0), helper.make_node("Neg", ["w"], ["nw"])]
     outputs = [out("c", shape=[]), out("nw", shape=[3]), out("w", shape=[3])]
@@ -53,7 +53,7 @@ def test_constants_and_initializers_are_computed_ahead_an_input_an_initializer_o
     assert found(nodes, outputs, inputs=(X, overridable), initializer=[weight]) == {"c": FOLLOWS}
 
 
-def test_dropouts_mask_outside_training_is_computed_ahead_in_training_or_drawn_it_varies():
+def test_dropouts_mask_outside_training_is_found_constant_in_training_or_drawn_it_varies():
     """Dropout-13's mask is all true where its training_mode is not given or a constant false
     (its output still the data); given a fed or true one it draws; Dropout-10 never draws, -6
     draws unless is_test."""
@@ -68,9 +68,43 @@ def test_dropouts_mask_outside_training_is_computed_ahead_in_training_or_drawn_i
         given = [flag, helper.make_node("Dropout", ["x", "", "t"], ["y", "mask"])]
         assert found(given, [out("y"), mask]) == expected
     assert found(plain, [out("y"), mask], opset=10) == {"mask": FOLLOWS}
+    assert found(plain, [out("y"), mask], opset=12) == {"mask": FOLLOWS}
+    weight = numpy_helper.from_array(np.array(False), "t")
+    given = [helper.make_node("Dropout", ["x", "", "t"], ["y", "mask"])]
+    assert found(given, [out("y"), mask], initializer=[weight]) == {"mask": FOLLOWS}
+    overridable = helper.make_tensor_value_info("t", TensorProto.BOOL, [])
+    assert found(given, [out("y"), mask], inputs=(X, overridable), initializer=[weight]) == {}
+    # (Dropout-6 draws unless is_test, where its mask is not filled: either way not said constant)
     assert found(plain, [out("y"), out("mask")], opset=6) == {}
     tested = [helper.make_node("Dropout", ["x"], ["y", "mask"], is_test=1)]
-    assert found(tested, [out("y"), out("mask")], opset=6) == {"mask": FOLLOWS}
+    assert found(tested, [out("y"), out("mask")], opset=6) == {}
+
+
+def test_a_shape_that_follows_from_fed_values_varies():
+    """Shape of a NonZero's output, Size of a Slice to a fed end and the mask of a Dropout of such
+    a value vary with the values fed; Shape of a Slice to a constant end, or of an input of named
+    lengths, does not."""
+    end = helper.make_tensor_value_info("end", TensorProto.INT64, [1])
+    batch = helper.make_tensor_value_info("b", TensorProto.FLOAT, ["batch", 3])
+    starts, ends, axes = (
+        numpy_helper.from_array(np.array([v], np.int64), n) for v, n in ((0, "s"), (2, "e"), (1, "a"))
+    )
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"]),
+        helper.make_node("Shape", ["nz"], ["nz_shape"]),
+        helper.make_node("Slice", ["x", "s", "end", "a"], ["fed_slice"]),
+        helper.make_node("Size", ["fed_slice"], ["fed_size"]),
+        helper.make_node("Dropout", ["fed_slice"], ["dropped", "fed_mask"]),
+        helper.make_node("Slice", ["x", "s", "e", "a"], ["kept_slice"]),
+        helper.make_node("Shape", ["kept_slice"], ["kept_shape"]),
+        helper.make_node("Relu", ["b"], ["relu_b"]),
+        helper.make_node("Shape", ["relu_b"], ["batch_shape"]),
+    ]
+    int64 = TensorProto.INT64
+    outputs = [out("nz_shape", int64), out("fed_size", int64), out("fed_mask", TensorProto.BOOL),
+               out("kept_shape", int64), out("batch_shape", int64)]  # fmt: skip
+    result = found(nodes, outputs, inputs=(X, end, batch), initializer=[starts, ends, axes])
+    assert result == {"kept_shape": FOLLOWS, "batch_shape": FOLLOWS}
 
 
 def test_a_random_draw_varies_whatever_its_inputs():
@@ -85,7 +119,7 @@ def test_a_random_draw_varies_whatever_its_inputs():
 
 def test_a_graph_holding_node_varies_where_its_graphs_read_a_fed_value_or_draw():
     """An If whose condition is a constant but whose branch reads the fed input varies; one
-    whose branches read constants alone is computed ahead; one whose branch draws varies."""
+    whose branches read constants alone is constant; one whose branch draws varies."""
     one = helper.make_node("Constant", [], ["one"], value_floats=[1.0])
     flag = helper.make_node("Constant", [], ["flag"], value=numpy_helper.from_array(np.array([True])))
 
@@ -95,34 +129,53 @@ def test_a_graph_holding_node_varies_where_its_graphs_read_a_fed_value_or_draw()
     reads_x = branch("then", helper.make_node("ReduceSum", ["x"], ["t"], keepdims=0))
     reads_one = branch("else", helper.make_node("Identity", ["one"], ["e"]))
     draws = branch("draw", helper.make_node("RandomUniform", [], ["d"], shape=[1]))
+    drops = branch("drop", helper.make_node("Dropout", ["one", "", "flag"], ["dropped"]))
     fed_branch = helper.make_node("If", ["flag"], ["a"], then_branch=reads_x, else_branch=reads_one)
     constant_branches = helper.make_node("If", ["flag"], ["b"], then_branch=reads_one, else_branch=reads_one)
     drawn_branch = helper.make_node("If", ["flag"], ["c"], then_branch=draws, else_branch=reads_one)
-    nodes = [one, flag, fed_branch, constant_branches, drawn_branch]
-    assert found(nodes, [out("a"), out("b"), out("c")]) == {"b": FOLLOWS}
+    dropping_branch = helper.make_node("If", ["flag"], ["d"], then_branch=drops, else_branch=reads_one)
+    inner = helper.make_node("If", ["flag"], ["inner"], then_branch=draws, else_branch=reads_one)
+    nested = helper.make_graph([inner], "outer", [], [out("inner")])
+    nested_draw = helper.make_node("If", ["flag"], ["f"], then_branch=nested, else_branch=reads_one)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Add", ["carried", "one"], ["next"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []), out("cond", TensorProto.BOOL, []),
+                 out("carried", shape=[1])], [out("cond_out", TensorProto.BOOL, []), out("next", shape=[1])],
+    )  # fmt: skip
+    trips = numpy_helper.from_array(np.array(3, np.int64), "trips")
+    loop = helper.make_node("Loop", ["trips", "", "one"], ["g"], body=body)
+    nodes = [one, flag, fed_branch, constant_branches, drawn_branch, dropping_branch, nested_draw, loop]
+    outputs = [out("a"), out("b"), out("c"), out("d"), out("f"), out("g")]
+    assert found(nodes, outputs, initializer=[trips]) == {"b": FOLLOWS, "g": FOLLOWS}
 
 
-def test_a_local_function_varies_where_given_a_fed_value_or_where_its_body_draws():
+def test_a_local_function_varies_where_given_a_fed_value_or_where_its_body_may_draw():
+    """A call of a function whose body draws (or calls one that does, or holds a Dropout of any
+    mode, whose training_mode each call may give otherwise) varies; a call given constants alone,
+    of a function that draws nothing, does not."""
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
     identity = helper.make_function("local", "Same", ["v"], ["w"], [helper.make_node("Identity", ["v"], ["w"])],
-                                    [helper.make_opsetid("", 17)])  # fmt: skip
-    drop = helper.make_node("Dropout", ["v", "", "t"], ["w"])
-    dropping = helper.make_function("local", "Drop", ["v", "t"], ["w"], [drop], [helper.make_opsetid("", 17)])
-    calls = helper.make_function("local", "Calls", ["v", "t"], ["w"],
-                                 [helper.make_node("Drop", ["v", "t"], ["w"], domain="local")],
-                                 [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])  # fmt: skip
+                                    opsets)  # fmt: skip
+    draw = helper.make_function("local", "Draw", ["v"], ["w"], [helper.make_node("RandomUniformLike", ["v"], ["w"])],
+                                opsets)  # fmt: skip
+    calls = helper.make_function("local", "Calls", ["v"], ["w"],
+                                 [helper.make_node("Draw", ["v"], ["w"], domain="local")], opsets)  # fmt: skip
+    drop = helper.make_function("local", "Drop", ["v", "t"], ["w"],
+                                [helper.make_node("Dropout", ["v", "", "t"], ["w"])], opsets)  # fmt: skip
     nodes = [
         helper.make_node("Constant", [], ["c"], value_floats=[1.0]),
-        helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.array(True))),
+        helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.array(False))),
         helper.make_node("Same", ["c"], ["same_c"], domain="local"),
         helper.make_node("Same", ["x"], ["same_x"], domain="local"),
-        helper.make_node("Calls", ["c", "t"], ["drawn"], domain="local"),
+        helper.make_node("Calls", ["c"], ["drawn"], domain="local"),
+        helper.make_node("Drop", ["c", "t"], ["dropped"], domain="local"),
     ]
-    model = make_model(nodes, [X], [out("same_c"), out("same_x"), out("drawn")], opset=17,
-                       functions=[identity, dropping, calls])  # fmt: skip
+    outputs = [out("same_c"), out("same_x"), out("drawn"), out("dropped")]
+    model = make_model(nodes, [X], outputs, opset=17, functions=[identity, draw, calls, drop])
     assert constant_outputs(model, inferred_types(model)) == {"same_c": FOLLOWS}
 
 
-def test_an_output_of_no_elements_is_computed_ahead_whatever_it_reads():
+def test_an_output_of_no_elements_is_found_constant_whatever_it_reads():
     """A Slice of the fed input that keeps nothing (its static shape, as inference gives it,
     holds a 0) has no values to compute."""
     starts, ends, axes = (

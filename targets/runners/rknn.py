@@ -174,7 +174,7 @@ def _dropped_outputs(rknn: RKNN, names: list[str]) -> list[str]:
     away an output computed from no input's values (Dropout's mask outside training) or of no
     elements, and gives the others alone; none where it says nothing of its outputs."""
     kept = getattr(getattr(getattr(rknn, "rknn_base", None), "ir", None), "outputs", None)
-    if not isinstance(kept, list) or not kept:
+    if not isinstance(kept, list) or not kept or not set(kept) <= set(names):
         return []
     return [name for name in names if name not in kept]
 

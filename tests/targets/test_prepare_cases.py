@@ -355,6 +355,19 @@ def test_each_input_case_is_an_identity_of_one_input_of_its_kind_and_rank():
     assert profile.input_not_taken("optional(INT8)", 3) is None  # (not probed)
 
 
+def test_the_cases_constant_outputs_are_recorded_for_the_probe():
+    """prepare_cases.py records each case's outputs a runtime of static shapes finds constant (a
+    Shape's), and none of a window's of a fed size, so the probe tells the two apart."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    size = helper.make_tensor_value_info("size", TensorProto.INT32, [])
+    shape = make_model([helper.make_node("Shape", ["x"], ["y"])], [x],
+                       [helper.make_tensor_value_info("y", TensorProto.INT64, [2])], opset=17)  # fmt: skip
+    window = make_model([helper.make_node("HannWindow", ["size"], ["w"])], [size],
+                        [helper.make_tensor_value_info("w", TensorProto.FLOAT, None)], opset=17)  # fmt: skip
+    cases = [("test_shape", 17, shape.SerializeToString(), []), ("test_hannwindow", 17, window.SerializeToString(), [])]
+    assert prepare_cases.constant_outputs_of(cases) == {"test_shape": ["y"]}
+
+
 def test_each_expand_version_is_a_case_of_each_type_a_constant_of_shape_may_fill():
     """expand_TYPE@VERSION: Expand of a fed scalar to a fed shape, of each type Expand takes
     that ConstantOfShape's value may hold (a form writes that Expand), bfloat16 at 13 among

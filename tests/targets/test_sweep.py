@@ -132,6 +132,30 @@ def test_a_feed_the_runtime_takes_none_of_is_unfed_and_other_refusals_fail():
     assert probe.judged(Refusing(TypeError("no")), b"", data_sets, 1e-3, 1e-5, [])[0] == "fails"
 
 
+def test_a_constant_output_refused_is_the_cases_interface_only_where_it_has_one(tmp_path):
+    """rknn's builder says "All outputs [...] are constants" of a Shape's output and of a
+    window's output of a fed size alike: a runner's Unfed of a constant output stays "unfed" only
+    for a case prepare_cases.py records a constant output of; else the case fails (its words are
+    of its op). Without that record (no --cases, or cases written before it), the runner's word
+    stands; any other verdict is kept."""
+    import pickle
+
+    import probe
+
+    constants = {"test_shape": ["y"]}
+    said = "constant output: the builder refuses a model of no other outputs"
+    assert probe.of_its_interface("unfed", said, "test_shape", constants) == "unfed"
+    assert probe.of_its_interface("unfed", said, "test_hannwindow", constants) == "fails"
+    assert probe.of_its_interface("unfed", said, "test_hannwindow", None) == "unfed"
+    assert probe.of_its_interface("unfed", "0-d input: inputs ['k']", "test_clip", constants) == "unfed"
+    assert probe.of_its_interface("fails", said, "test_hannwindow", constants) == "fails"
+    path = tmp_path / "cases.pkl"
+    path.write_bytes(pickle.dumps({"cases": [], "onnxruntime": {}, "constant_outputs": constants}))
+    assert probe.prepared_constant_outputs(path) == constants and probe.prepared_constant_outputs(None) is None
+    path.write_bytes(pickle.dumps({"cases": [], "onnxruntime": {}}))
+    assert probe.prepared_constant_outputs(path) is None
+
+
 def test_the_largest_error_compares_floats_of_one_shape_with_nans_in_the_same_places():
     import probe
 
