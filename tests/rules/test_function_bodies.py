@@ -721,6 +721,40 @@ def test_a_bool_masked_attention_in_an_if_branch_and_a_local_function_is_tested_
         np.testing.assert_allclose(got, want, rtol=BACKEND_TOLERANCE.rtol, atol=BACKEND_TOLERANCE.atol)
 
 
+@pytest.mark.parametrize("element_type", [TensorProto.FLOAT16, TensorProto.BFLOAT16])
+def test_a_bool_masked_attention_of_16_bit_floats_is_tested_through_its_indicator(element_type):
+    """Attention-23 of float16 and bfloat16 with a bool mask whose second row masks everything:
+    lowered by its body, the fully masked row found from the mask's indicator (float32 0s and
+    1s, whatever the element type), the row 0 and the rest the oracle's within the body's
+    tolerance for the type: onnxruntime's kernel for float16, onnx.reference for bfloat16 (which
+    onnxruntime's kernel does not take); the lowered model runs in onnxruntime either way."""
+    four_d = [helper.make_tensor_value_info(n, element_type, [1, 2, 3, 4]) for n in ("q", "k", "v")]
+    mask = helper.make_tensor_value_info("mask", TensorProto.BOOL, [3, 3])
+    y = helper.make_tensor_value_info("y", element_type, [1, 2, 3, 4])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"])], "g", [*four_d, mask], [y]),
+        opset_imports=[helper.make_opsetid("", 23)],
+    )
+    lowered = lowering.lower(model, ops=["Attention"], fold="none")
+    onnx.checker.check_model(lowered, full_check=True)
+    assert [n.input[0] for n in lowered.graph.node if n.op_type == "ReduceMin"] == ["y_AttnBiasShort_is_minus_inf"]
+    dtype = ml_dtypes.bfloat16 if element_type == TensorProto.BFLOAT16 else np.float16
+    rng = np.random.default_rng(16)
+    feeds = {name: rng.standard_normal([1, 2, 3, 4]).astype(dtype) for name in ("q", "k", "v")}
+    feeds["mask"] = np.array([[True, False, True], [False] * 3, [True, True, False]])
+    if element_type == TensorProto.BFLOAT16:
+        [want] = run_reference(model, feeds)
+        tolerance = BFLOAT16_TOLERANCE
+    else:
+        [want] = run_onnxruntime(model, feeds)
+        tolerance = BACKEND_TOLERANCE
+    [got] = run_onnxruntime(lowered, feeds)
+    assert got.dtype == dtype and (got[:, :, 1].astype(np.float32) == 0).all()
+    assert (np.asarray(want)[:, :, 1].astype(np.float32) == 0).all()
+    np.testing.assert_allclose(got.astype(np.float32), np.asarray(want).astype(np.float32), rtol=tolerance.rtol,
+                               atol=tolerance.atol)  # fmt: skip
+
+
 def test_a_fully_masked_row_inside_a_local_function_is_counted_too():
     """Attention-23 in a local function, its mask's second row all -inf: lowered there by its body,
     repaired as in the main graph (no Equal reads a ReduceMax), and the row's output 0 as
