@@ -5,13 +5,14 @@ of such outputs alone and drops one beside others (``lowering.runtime_profiles.C
 
 A value *varies* where it follows from a fed value: the main graph's inputs (one an
 initializer gives too: a feed overrides it), a random draw, a Dropout in training; and what a
-node computes from a varying value read for its values. Read for its shape or type alone: the
-input of Shape, Size and EyeLike, CastLike's target, and Dropout's data for its mask outside
-training (all true), where that shape follows from the inputs' shapes (every length of it, as
-inference gives it, a number or one of the inputs' named lengths: a NonZero's or a Slice's to a
-fed end does not). A node holding graphs varies where it reads a varying value, its graphs
-included, or where a node in them may draw (a random op, any Dropout, a local function that may);
-a call of a local function, where it is given a varying value or its body may draw.
+node computes from a varying value read for its values. Read for its shape alone: the input of
+Shape, Size and EyeLike, and Dropout's data for its mask outside training (all true), where that
+shape follows from the inputs' shapes: a graph input's, or one whose every length, as inference
+gives it, is a number or one of the inputs' named lengths (not a NonZero's, nor a Slice's to a
+fed end; nor, missing a cheaper proof, one of a length inference leaves unnamed). Read for its
+type alone: CastLike's target. A node holding graphs varies where it reads a varying value, its
+graphs included, or where a node in them may draw (a random op, any Dropout, a local function
+that may); a call of a local function, where it is given a varying value or its body may draw.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from . import schemas
 from .graphs import constant_tensor, nested_graphs
 from .schemas import RANDOM_OPS
 
-# (op, the input positions it reads for their shape or type alone, not their values)
-READ_FOR_SHAPE = {"Shape": (0,), "Size": (0,), "EyeLike": (0,), "CastLike": (1,)}
+# (op, the input positions it reads for their shape alone, and for their type alone, not their values)
+READ_FOR_SHAPE = {"Shape": (0,), "Size": (0,), "EyeLike": (0,)}
+READ_FOR_TYPE = {"CastLike": (1,)}
 DROPOUT_TRAINING_INPUT = 2  # (Dropout-12 on: training_mode, false where not given)
 DROPOUT_MASK = 1  # (Dropout's second output)
 DROPOUT_INFERENCE_ONLY = 7  # (Dropout-7 and -10 run as inference; -1 and -6 are taken as drawing)
@@ -70,20 +72,23 @@ def _varying_outputs(node: onnx.NodeProto, varying: set[str], shape_known, value
     """The outputs of ``node`` that vary, given the ``varying`` values it may read, whether a
     value's shape follows from the inputs' (``shape_known``), the local functions that may draw
     and the version of Dropout in force."""
-    if _may_draw(node, drawing) and (node.op_type != "Dropout" or _in_training(node, dropout, values)):
+    dropout_node = node.op_type == "Dropout" and node.domain in schemas.DEFAULT_DOMAINS
+    if _may_draw(node, drawing) and (not dropout_node or _in_training(node, dropout, values)):
         return list(node.output)
     if any(_may_draw(inner, drawing) for graph in nested_graphs([node]) for inner in graph.node):
         return list(node.output)
-    shape_read = READ_FOR_SHAPE.get(node.op_type, ()) if node.domain in schemas.DEFAULT_DOMAINS else ()
+    default_domain = node.domain in schemas.DEFAULT_DOMAINS
+    shape_read = READ_FOR_SHAPE.get(node.op_type, ()) if default_domain else ()
+    type_read = READ_FOR_TYPE.get(node.op_type, ()) if default_domain else ()
     read = [
         name
         for position, name in enumerate(node.input)
-        if position not in shape_read or not shape_known(name)  # (a varying shape is read as a value)
-    ]
+        if position not in type_read and (position not in shape_read or not shape_known(name))
+    ]  # (a shape that varies is read as a value)
     read += [name for graph in nested_graphs([node]) for inner in graph.node for name in inner.input]
     if not any(name in varying for name in read):
         return []
-    if node.op_type == "Dropout" and node.domain in schemas.DEFAULT_DOMAINS and shape_known(node.input[0]):
+    if dropout_node and shape_known(node.input[0]):
         return [name for position, name in enumerate(node.output) if position != DROPOUT_MASK]  # (all true)
     return list(node.output)
 
@@ -97,9 +102,9 @@ def _may_draw(node: onnx.NodeProto, drawing: set[tuple[str, str]]) -> bool:
 
 
 def _in_training(node: onnx.NodeProto, version: int | None, values: Mapping[str, np.ndarray]) -> bool:
-    """Whether a Dropout of ``version`` may draw: before version 7 unless ``is_test`` (where its
-    mask is not filled: varying, as said); 7 and 10, never (they run as inference, as onnxruntime
-    runs them); from 12 where its training_mode is given and not a constant false."""
+    """Whether a Dropout of ``version`` is taken to draw: always before version 7 (in test mode
+    its mask is not filled: not a value to call constant); 7 and 10, never (they run as inference,
+    as onnxruntime runs them); from 12 where its training_mode is given and not a constant false."""
     if version is None or version < DROPOUT_INFERENCE_ONLY:
         return True
     if len(node.input) <= DROPOUT_TRAINING_INPUT or not node.input[DROPOUT_TRAINING_INPUT]:

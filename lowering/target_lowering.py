@@ -347,7 +347,8 @@ def _input_kind_findings(model: onnx.ModelProto, profile) -> list[Finding]:
     if not isinstance(profile, RuntimeProfile) or not profile.inputs:
         return []
     initialized = {t.name for t in model.graph.initializer}
-    read = {name for _, node, _ in _every_node(model) for name in node.input} | {o.name for o in model.graph.output}
+    read = {name for _, node, function in _every_node(model) if function is None for name in node.input}
+    read |= {o.name for o in model.graph.output}  # (a local function's names are its own)
     found = []
     for info in model.graph.input:
         kind = input_kind(info.type) if info.name not in initialized and info.name in read else None
@@ -412,7 +413,7 @@ def _output_findings(model: onnx.ModelProto, profile, types) -> list[Finding]:
     runtime = f"{profile.runtime} {profile.runtime_version}"
     for name, why in constant_outputs(model, types).items():
         why = (f"output {name!r} {why}, so is constant: {runtime} gives no constant output ({len(showed)} probed "
-               f"cases with one were refused or lost it, e.g. {_backend_case_first(showed)})")  # fmt: skip
+               f"cases with one were refused or had it dropped, e.g. {_backend_case_first(showed)})")  # fmt: skip
         elem_type = (types.get(name) or declared[name].type).tensor_type.elem_type
         type_name = onnx.helper.tensor_dtype_to_string(elem_type).removeprefix("TensorProto.") if elem_type else ""
         found.append(Finding(OUTPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))

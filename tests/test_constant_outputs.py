@@ -100,11 +100,15 @@ def test_a_shape_that_follows_from_fed_values_varies():
         helper.make_node("Relu", ["b"], ["relu_b"]),
         helper.make_node("Shape", ["relu_b"], ["batch_shape"]),
     ]
+    nodes += [
+        helper.make_node("Constant", [], ["two"], value_float=2.0),
+        helper.make_node("CastLike", ["two", "nz"], ["two_like"]),  # (its target read for its type alone)
+    ]
     int64 = TensorProto.INT64
     outputs = [out("nz_shape", int64), out("fed_size", int64), out("fed_mask", TensorProto.BOOL),
-               out("kept_shape", int64), out("batch_shape", int64)]  # fmt: skip
+               out("kept_shape", int64), out("batch_shape", int64), out("two_like", int64)]  # fmt: skip
     result = found(nodes, outputs, inputs=(X, end, batch), initializer=[starts, ends, axes])
-    assert result == {"kept_shape": FOLLOWS, "batch_shape": FOLLOWS}
+    assert result == {"kept_shape": FOLLOWS, "batch_shape": FOLLOWS, "two_like": FOLLOWS}
 
 
 def test_a_random_draw_varies_whatever_its_inputs():
@@ -170,8 +174,12 @@ def test_a_local_function_varies_where_given_a_fed_value_or_where_its_body_may_d
         helper.make_node("Calls", ["c"], ["drawn"], domain="local"),
         helper.make_node("Drop", ["c", "t"], ["dropped"], domain="local"),
     ]
-    outputs = [out("same_c"), out("same_x"), out("drawn"), out("dropped")]
-    model = make_model(nodes, [X], outputs, opset=17, functions=[identity, draw, calls, drop])
+    # (a local function called Dropout is no Dropout: its body draws)
+    named_dropout = helper.make_function("local", "Dropout", ["v"], ["w"],
+                                         [helper.make_node("RandomUniformLike", ["v"], ["w"])], opsets)  # fmt: skip
+    nodes.append(helper.make_node("Dropout", ["c"], ["named"], domain="local"))
+    outputs = [out("same_c"), out("same_x"), out("drawn"), out("dropped"), out("named")]
+    model = make_model(nodes, [X], outputs, opset=17, functions=[identity, draw, calls, drop, named_dropout])
     assert constant_outputs(model, inferred_types(model)) == {"same_c": FOLLOWS}
 
 

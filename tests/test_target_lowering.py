@@ -721,6 +721,10 @@ def test_an_input_of_a_rank_the_runtime_takes_none_of_its_type_at_blocks():
     assert not [f for f in check_model(model_of(TensorProto.INT16, [1, 2, 3, 4]), found) if f.op_type == "(input)"]
     weight = onnx.numpy_helper.from_array(np.zeros([1, 2, 3, 4], np.int8), "x")
     assert not check_model(model_of(TensorProto.INT8, [1, 2, 3, 4], initializer=[weight]), found)
+    unread = helper.make_tensor_value_info("unread", TensorProto.INT8, [1, 2, 3, 4])  # (a runtime may drop it)
+    with_unread = model_of(TensorProto.INT8, [2, 3, 4])
+    with_unread.graph.input.append(unread)
+    assert not [f for f in check_model(with_unread, found) if f.op_type == "(input)"]
     data["cases"]["input_OPTIONAL_INT8_3d"] = data["cases"]["input_INT16_3d"] | {"type": "INT8"}
     optional = helper.make_value_info("x", helper.make_optional_type_proto(
         helper.make_tensor_type_proto(TensorProto.INT8, [2, 3, 4])))  # fmt: skip

@@ -21,13 +21,18 @@ built model keeps a 0-d input, is raised here as :class:`Unfed`, which says noth
 Likewise an output computed from no input's values (given the inputs' shapes: Shape, Size,
 Dropout's mask outside training) or of no elements: the builder refuses a model of such outputs
 alone ("All outputs [...] of model are constants") and drops one beside others (the built
-model's ``ir.outputs`` lacks it), raised here as :class:`Unfed` of a constant output.
+model's ``ir.outputs`` lacks it), raised here as :class:`Unfed` of a constant output (it says
+the same of a window of a fed size and drops LayerNormalization's Mean: targets/probe.py keeps
+the verdict only where the outputs named are constant).
 
 Layouts: the NPU holds 4-D tensors as NHWC, but ``data_format="nchw"`` has the simulator take
 each 4-D feed in the model's own layout (NCHW: it transposes; its default, NHWC, refuses an
 NCHW feed of the model's shape), and it gives 4-D outputs back in the model's own layout too,
 so feeds and outputs are as the ONNX model states them (checked on Relu and on a 4-D
-Transpose). Feeds of other ranks are taken as they are. The built model takes the inputs the toolkit kept
+Transpose). Feeds of other ranks are taken as they are. An output may come back with its
+lengths of 1 dropped or moved (a Squeeze's [1, 3, 5] as [3, 1, 5], a scalar as [1]): where the
+model states the output's shape and the two differ by lengths of 1 alone, the output is read in
+the stated shape (the same elements in the same order). The built model takes the inputs the toolkit kept
 (:func:`_kept_inputs`), in its order, as one deploying it queries them.
 
 Element types, as the toolkit treats them: float16 and float64 in the model are made float32
@@ -172,7 +177,8 @@ def _kept_inputs(rknn: RKNN, names: list[str]) -> list[str]:
 def _dropped_outputs(rknn: RKNN, names: list[str]) -> list[str]:
     """The graph outputs the built model does not give (its ``ir.outputs``): the toolkit folds
     away an output computed from no input's values (Dropout's mask outside training) or of no
-    elements, and gives the others alone; none where it says nothing of its outputs."""
+    elements, and drops some others too (LayerNormalization's Mean and InvStdDev: targets/probe.py
+    tells them apart); none where it says nothing of its outputs or names others."""
     kept = getattr(getattr(getattr(rknn, "rknn_base", None), "ir", None), "outputs", None)
     if not isinstance(kept, list) or not kept or not set(kept) <= set(names):
         return []
@@ -220,4 +226,20 @@ def run(model_bytes: bytes, feeds: dict) -> list:
     outputs = list(outputs)
     if len(outputs) != len(model.graph.output):
         raise RuntimeError(f"RKNN gave {len(outputs)} outputs, not the graph's {len(model.graph.output)}")
-    return [np.asarray(output) for output in outputs]
+    return [_as_declared(np.asarray(output), info) for output, info in zip(outputs, model.graph.output, strict=True)]
+
+
+def _as_declared(output: np.ndarray, info: onnx.ValueInfoProto) -> np.ndarray:
+    """``output`` in the shape the graph declares for it where that shape is static and differs
+    from the output's by lengths of 1 alone (the same elements in the same order): the simulator
+    drops and moves lengths of 1 (a Squeeze's [1, 3, 5] comes back [3, 1, 5], a scalar as [1]),
+    as one deploying the model reads its outputs in the shapes the model states."""
+    tensor = info.type.tensor_type
+    if not info.type.HasField("tensor_type") or not tensor.HasField("shape"):
+        return output
+    if not all(d.HasField("dim_value") for d in tensor.shape.dim):
+        return output
+    declared = tuple(d.dim_value for d in tensor.shape.dim)
+    if output.shape != declared and [n for n in output.shape if n != 1] == [n for n in declared if n != 1]:
+        return output.reshape(declared)
+    return output

@@ -134,21 +134,29 @@ def test_a_feed_the_runtime_takes_none_of_is_unfed_and_other_refusals_fail():
 
 def test_a_constant_output_refused_is_the_cases_interface_only_where_it_has_one(tmp_path):
     """rknn's builder says "All outputs [...] are constants" of a Shape's output and of a
-    window's output of a fed size alike: a runner's Unfed of a constant output stays "unfed" only
-    for a case prepare_cases.py records a constant output of; else the case fails (its words are
-    of its op). Without that record (no --cases, or cases written before it), the runner's word
-    stands; any other verdict is kept."""
+    window's output of a fed size alike, and drops Dropout's mask and LayerNormalization's Mean
+    alike: a runner's Unfed of a constant output stays "unfed" only where the outputs it names
+    (all of them, where the builder refused the model) are those prepare_cases.py records as
+    constant for the case; else the case fails, saying so (its words are of its op). Without
+    that record (no --cases, or cases written before it), the runner's word stands; any other
+    verdict is kept."""
     import pickle
 
     import probe
 
-    constants = {"test_shape": ["y"]}
-    said = "constant output: the builder refuses a model of no other outputs"
-    assert probe.of_its_interface("unfed", said, "test_shape", constants) == "unfed"
-    assert probe.of_its_interface("unfed", said, "test_hannwindow", constants) == "fails"
-    assert probe.of_its_interface("unfed", said, "test_hannwindow", None) == "unfed"
-    assert probe.of_its_interface("unfed", "0-d input: inputs ['k']", "test_clip", constants) == "unfed"
-    assert probe.of_its_interface("fails", said, "test_hannwindow", constants) == "fails"
+    constants = {"test_shape": ["y"], "test_dropout_default_mask": ["z"]}
+    refused = "constant output: the builder refuses a model of no other outputs (build: All outputs ['y'] ...)"
+    assert probe.of_its_interface("unfed", refused, "test_shape", constants, ["y"]) == ("unfed", refused)
+    verdict, said = probe.of_its_interface("unfed", refused, "test_hannwindow", constants, ["y"])
+    assert verdict == "fails" and said.startswith("outputs ['y'] taken for constants, which vary: the builder")
+    dropped = "constant output: outputs ['z']: the built model gives none of them (they fold away)"
+    assert probe.of_its_interface("unfed", dropped, "test_dropout_default_mask", constants, ["y", "z"])[0] == "unfed"
+    mean = "constant output: outputs ['Mean']: the built model gives none of them (they fold away)"
+    assert probe.of_its_interface("unfed", mean, "test_dropout_default_mask", constants, ["y", "Mean"])[0] == "fails"
+    assert probe.of_its_interface("unfed", refused, "test_hannwindow", None, ["y"]) == ("unfed", refused)
+    rank_0 = "0-d input: inputs ['k']"
+    assert probe.of_its_interface("unfed", rank_0, "test_clip", constants, ["y"]) == ("unfed", rank_0)
+    assert probe.of_its_interface("fails", refused, "test_hannwindow", constants, ["y"]) == ("fails", refused)
     path = tmp_path / "cases.pkl"
     path.write_bytes(pickle.dumps({"cases": [], "onnxruntime": {}, "constant_outputs": constants}))
     assert probe.prepared_constant_outputs(path) == constants and probe.prepared_constant_outputs(None) is None
