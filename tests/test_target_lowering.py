@@ -569,6 +569,20 @@ def test_a_case_right_as_onnxruntime_counts_as_right():
     assert profile_from_data(data).verdict("DFT", 17, "FLOAT").kind == PARTLY
 
 
+def refused_and_opsets_tried(model: onnx.ModelProto, target) -> tuple[list[str], set]:
+    """The op types of the blockers ``lower_for_target`` refuses ``model`` for on ``target``, and
+    the target opsets it lowered it at (None: the model's own)."""
+    tried = []
+
+    def lowered_counting(*args, **options):
+        tried.append(options.get("target_opset"))
+        return lowering.lower_model(*args, **options)
+
+    with pytest.raises(TargetRefused) as raised:
+        lower_for_target(model, target, lowered_counting, lowerable_ops())
+    return [b.op_type for b in raised.value.blockers], set(tried)
+
+
 def test_a_case_whose_feeds_the_runtime_takes_none_of_says_nothing_of_its_op():
     """rknn's simulator takes no 0-d input: a Sqrt fed a 0-d value fails there whatever the op
     (``"unfed"``), so a Sqrt of a 0-d constant inside a model is judged by the other cases."""
@@ -623,16 +637,9 @@ def test_a_0d_graph_input_blocks_where_the_probe_found_the_runtime_takes_none():
     findings = check_model(model, profile_from_data(data))
     assert [(f.op_type, f.blocks, f.fix) for f in findings] == [("(input)", True, None)]
     assert "input 'b' is 0-d, read by Add 'add' (input 1)" in str(findings[0]) and "add_0d" in str(findings[0])
-    tried = []
-
-    def lowered_counting(*args, **options):
-        tried.append(options.get("target_opset"))
-        return lowering.lower_model(*args, **options)
-
-    with pytest.raises(TargetRefused) as raised:
-        lower_for_target(model, profile_from_data(data), lowered_counting, lowerable_ops())
-    assert [b.op_type for b in raised.value.blockers] == ["(input)"]
-    assert tried and set(tried) == {None}  # (lowered at the model's opset 14 only: no other opset changes an input)
+    blockers, tried = refused_and_opsets_tried(model, profile_from_data(data))
+    assert blockers == ["(input)"]
+    assert tried == {None}  # (lowered at the model's opset 14 only: no other opset changes an input)
     given = make_model([node], [a, b], [y], opset=14, initializer=[onnx.numpy_helper.from_array(np.float32(1.0), "b")])
     assert [i.name for i in given.graph.input] == ["a", "b"] and not check_model(given, profile_from_data(data))
     unread = make_model([helper.make_node("Add", ["a", "a"], ["y"])], [a, b], [y], opset=14)
@@ -671,15 +678,7 @@ def test_an_output_computed_ahead_blocks_where_the_probe_found_the_runtime_gives
     findings = check_model(model, profile_from_data(data))
     assert [(f.op_type, f.element_type, f.blocks, f.fix) for f in findings] == [("(output)", "INT64", True, None)]
     assert "output 's' follows from no input's values" in str(findings[0]) and "shape_alone" in str(findings[0])
-    tried = []
-
-    def lowered_counting(*args, **options):
-        tried.append(options.get("target_opset"))
-        return lowering.lower_model(*args, **options)
-
-    with pytest.raises(TargetRefused) as raised:
-        lower_for_target(model, profile_from_data(data), lowered_counting, lowerable_ops())
-    assert [b.op_type for b in raised.value.blockers] == ["(output)"] and tried and set(tried) == {None}
+    assert refused_and_opsets_tried(model, profile_from_data(data)) == (["(output)"], {None})
     mask = helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 3])
     dropout = make_model([helper.make_node("Dropout", ["x"], ["y", "mask"])], [x], [y, mask], opset=14)
     assert [f.op_type for f in check_model(dropout, profile_from_data(data)) if f.blocks] == ["(output)"]
@@ -714,9 +713,7 @@ def test_an_input_of_a_rank_the_runtime_takes_none_of_its_type_at_blocks():
     assert "input 'x' is INT8 of rank 4" in str(findings[0]) and "input_INT8_4d: crashes (exit code -11)" in str(
         findings[0]
     )
-    with pytest.raises(TargetRefused) as raised:
-        lower_for_target(model_of(TensorProto.INT8, [1, 2, 3, 4]), found, lowering.lower_model, lowerable_ops())
-    assert [b.op_type for b in raised.value.blockers] == ["(input)"]
+    assert refused_and_opsets_tried(model_of(TensorProto.INT8, [1, 2, 3, 4]), found) == (["(input)"], {None})
     assert not [f for f in check_model(model_of(TensorProto.INT8, [2, 3, 4]), found) if f.op_type == "(input)"]
     assert not [f for f in check_model(model_of(TensorProto.INT16, [1, 2, 3, 4]), found) if f.op_type == "(input)"]
     weight = onnx.numpy_helper.from_array(np.zeros([1, 2, 3, 4], np.int8), "x")
