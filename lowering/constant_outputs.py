@@ -18,6 +18,7 @@ that may); a call of a local function, where it is given a varying value or its 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -35,9 +36,20 @@ DROPOUT_MASK = 1  # (Dropout's second output)
 DROPOUT_INFERENCE_ONLY = 7  # (Dropout-7 and -10 run as inference; -1 and -6 are taken as drawing)
 
 
-def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> dict[str, str]:
+@dataclass(frozen=True)
+class ConstantOutput:
+    """Why an output is constant, and the ops it follows from that read no fed value, or read one
+    for its shape alone (``sources``: Shape, Dropout for its mask; Constant for an initializer;
+    none for an output of no elements): a runtime may compute some of them (rknn computes
+    EyeLike's at run time, and folds Shape's)."""
+
+    why: str
+    sources: frozenset[str]
+
+
+def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> dict[str, ConstantOutput]:
     """Per output of ``model``'s main graph that a runtime of static shapes finds constant (see
-    the module's docstring), why, in a few words; ``types``: every value's (``inferred_types``)."""
+    the module's docstring), why and what from; ``types``: every value's (``inferred_types``)."""
     graph = model.graph
     varying = {info.name for info in graph.input}
     named_lengths = {d.dim_param for info in graph.input for d in info.type.tensor_type.shape.dim if d.dim_param}
@@ -56,15 +68,21 @@ def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]
     values = _constant_values(graph)
     drawing = _functions_drawing(model)
     dropout = schemas.version_in_force("Dropout", schemas.default_opset(model.opset_import) or 1)
+    sources: dict[str, frozenset[str]] = {t.name: frozenset({"Constant"}) for t in graph.initializer}
     for node in graph.node:
         outputs = _varying_outputs(node, varying, shape_known, values, drawing, dropout)
         varying.update(name for name in outputs if name)
+        read = frozenset().union(*(sources.get(name, frozenset()) for name in node.input if name not in varying))
+        if any(name in varying for name in node.input) or not read:  # (a fed value's shape; no input at all)
+            read |= {node.op_type}
+        sources.update((name, read) for name in node.output if name and name not in varying)
     found = {}
     for info in graph.output:
         if _holds_no_elements(types.get(info.name) or info.type):
-            found[info.name] = "holds no elements"
+            found[info.name] = ConstantOutput("holds no elements", frozenset())
         elif info.name not in varying:
-            found[info.name] = "follows from no input's values (given the inputs' shapes)"
+            why = "follows from no input's values (given the inputs' shapes)"
+            found[info.name] = ConstantOutput(why, sources.get(info.name, frozenset()))
     return found
 
 

@@ -166,6 +166,8 @@ class RuntimeProfile:
     # the op versions of some case unfed for a constant output: what the runtime does with them is
     # partly unobserved (a 0-d input's unfed case has twins that feed another rank)
     unobserved: frozenset[tuple[str, int]] = field(default_factory=frozenset, repr=False)
+    # per op, the probed cases that lost a constant output of it (refused or dropped: CONSTANT_OUTPUT)
+    folded: dict[str, list[str]] = field(default_factory=dict, repr=False)
     # per (element type name, rank) of a graph input, the probed Identity of one such input (case
     # name, verdict, detail): whether the runtime takes that kind of input whatever the graph
     inputs: dict[tuple[str, int], tuple[str, str, str]] = field(default_factory=dict, repr=False)
@@ -726,6 +728,7 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
     cases: dict[tuple[str, int, str], list] = defaultdict(list)
     unfed: dict[str, list[str]] = defaultdict(list)
     unobserved: set[tuple[str, int]] = set()
+    folded: dict[str, list[str]] = {}
     inputs: dict[tuple[str, int], tuple[str, str, str]] = {}
     loaded = set(data["opsets"])
     for case_name, entry in sorted(data["cases"].items()):
@@ -739,6 +742,7 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
             unfed[entry.get("detail", "").partition(":")[0]].append(case_name)
             if entry.get("detail", "").startswith(CONSTANT_OUTPUT):  # (a Constant alone: never seen to run)
                 unobserved.add((entry["op"], int(entry["version"])))
+                folded.setdefault(entry["op"], []).append(case_name)
             continue
         key = (entry["op"], int(entry["version"]), entry.get("type", ""))
         verdict = "right" if entry["verdict"] == AS_ONNXRUNTIME else entry["verdict"]
@@ -755,5 +759,6 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         ir_version=data.get("ir_version"),
         unfed=dict(unfed),
         unobserved=frozenset(unobserved),
+        folded=folded,
         inputs=inputs,
     )

@@ -403,17 +403,23 @@ def _input_findings(model: onnx.ModelProto, profile, opset: int) -> list[Finding
 def _output_findings(model: onnx.ModelProto, profile, types) -> list[Finding]:
     """The model's graph outputs a runtime that gives no constant output (its probe found so:
     rknn's builder, :data:`CONSTANT_OUTPUT`) would fold away: those it finds constant at its
-    build (:func:`lowering.constant_outputs.constant_outputs`). No pattern changes what an output
-    holds, so each blocks."""
+    build (:func:`lowering.constant_outputs.constant_outputs`) from ops of which its probe found
+    so too (rknn folds a Shape's output and drops Dropout's mask, and computes EyeLike's), and
+    those of no elements. No pattern changes what an output holds, so each blocks."""
     showed = profile.unfed.get(CONSTANT_OUTPUT) if isinstance(profile, RuntimeProfile) else None
     if not showed:
         return []
     found = []
     declared = {info.name: info for info in model.graph.output}
     runtime = f"{profile.runtime} {profile.runtime_version}"
-    for name, why in constant_outputs(model, types).items():
-        why = (f"output {name!r} {why}, so is constant: {runtime} gives no constant output ({len(showed)} probed "
-               f"cases with one were refused or had it dropped, e.g. {_backend_case_first(showed)})")  # fmt: skip
+    for name, constant in constant_outputs(model, types).items():
+        if not constant.sources <= profile.folded.keys():
+            continue  # (the runtime may compute it: its probe found no constant output of those ops lost)
+        of = f" (from {', '.join(sorted(constant.sources))})" if constant.sources else ""
+        lost = [case for op_type in sorted(constant.sources) for case in profile.folded[op_type]] or showed
+        why = (f"output {name!r} {constant.why}{of}, so is constant: {runtime} gives no constant output "
+               f"({len(lost)} probed cases with one were refused or had it dropped, e.g. "
+               f"{_backend_case_first(lost)})")  # fmt: skip
         elem_type = (types.get(name) or declared[name].type).tensor_type.elem_type
         type_name = onnx.helper.tensor_dtype_to_string(elem_type).removeprefix("TensorProto.") if elem_type else ""
         found.append(Finding(OUTPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))

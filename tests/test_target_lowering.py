@@ -662,13 +662,18 @@ def test_an_output_computed_ahead_blocks_where_the_probe_found_the_runtime_gives
     such outputs alone and drops one beside others) refuses a model with an output that follows
     from no input's values (a Shape; Dropout's mask outside training) or holds no elements, naming
     each, at the model's opset alone (no opset, no pattern changes what an output holds); a model
-    of fed outputs alone passes, and no profile that found no such thing refuses any."""
+    of fed outputs alone passes, and no profile that found no such thing refuses any; nor one
+    that found it of other ops than those the output follows from (rknn computes EyeLike's).
+    (--target folds the Shape to an initializer: a Constant, found lost too.)"""
     data = profile_data({
         "neg": ("Neg", 13, "FLOAT", "right", 14),
         "shape": ("Shape", 13, "FLOAT", "right", 14),
         "dropout": ("Dropout", 13, "FLOAT", "right", 14),
         "shape_alone": ("Shape", 13, "FLOAT", "unfed", 14,
                         f"{CONSTANT_OUTPUT}: the builder refuses a model of no other outputs"),
+        "dropout_mask": ("Dropout", 13, "FLOAT", "unfed", 14, f"{CONSTANT_OUTPUT}: outputs ['mask']: ..."),
+        "constant_alone": ("Constant", 13, "FLOAT", "unfed", 14,
+                           f"{CONSTANT_OUTPUT}: the builder refuses a model of no other outputs"),
     }, RKNN_OPSETS)  # fmt: skip
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
@@ -683,7 +688,15 @@ def test_an_output_computed_ahead_blocks_where_the_probe_found_the_runtime_gives
     dropout = make_model([helper.make_node("Dropout", ["x"], ["y", "mask"])], [x], [y, mask], opset=14)
     assert [f.op_type for f in check_model(dropout, profile_from_data(data)) if f.blocks] == ["(output)"]
     assert not check_model(make_model(nodes[:1], [x], [y], opset=14), profile_from_data(data))
-    del data["cases"]["shape_alone"]
+    # (an output of an op no constant output of which the probe found lost: rknn computes EyeLike's)
+    eye = make_model([helper.make_node("EyeLike", ["x"], ["y"])], [x], [y], opset=14)
+    assert not [f for f in check_model(eye, profile_from_data(data)) if f.op_type == "(output)"]
+    data["cases"]["eyelike_alone"] = ("EyeLike", 9, "FLOAT", "unfed", 14, f"{CONSTANT_OUTPUT}: outputs ['y']: ...")
+    data["cases"]["eyelike_alone"] = dict(zip(("op", "version", "type", "verdict", "opset", "detail"),
+                                              data["cases"]["eyelike_alone"], strict=True))  # fmt: skip
+    assert [f.op_type for f in check_model(eye, profile_from_data(data)) if f.blocks] == ["(output)"]
+    for name in ("shape_alone", "dropout_mask", "constant_alone", "eyelike_alone"):
+        del data["cases"][name]
     assert not check_model(model, profile_from_data(data))
 
 
