@@ -100,7 +100,8 @@ def lower_model(
 
     ``fold``: which values the shapes decide are folded to constants (:mod:`lowering.shape_folding`):
     "emitted" those the pass wrote (the default), "all" the model's own shape arithmetic too (the
-    default with ``input_shapes``), "none" nothing.
+    default with ``input_shapes``), "inner" all but the model's outputs (a runtime that gives no
+    constant output, rknn, computes a Size it is given), "none" nothing.
 
     ``input_shapes``: inputs declared static first (:func:`lowering.input_shapes.with_input_shapes`):
     ``{"x": [1, 3, 224, 224]}`` gives an input's sizes, ``{"batch": 1}`` a dimension name's.
@@ -219,7 +220,7 @@ def lower_model(
     return LoweringResult(lowered, report, outcome.path)
 
 
-FOLD_CHOICES = ("emitted", "all", "none")
+FOLD_CHOICES = ("emitted", "all", "inner", "none")
 # Ops whose presence among the foldable nodes makes another folding round worth its shape
 # inference (fold="all" runs one round whatever the ops).
 FOLD_SEEDS = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})
@@ -240,6 +241,12 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str, may_
         return FoldedGraph()  # (the pass wrote nothing to fold)
     if fold == "all":
         foldable = every_node
+    elif fold == "inner":
+        outputs = frozenset(info.name for info in lowered.graph.output)
+
+        def foldable(node: onnx.NodeProto) -> bool:
+            return not outputs.intersection(node.output)
+
     else:
         graph = original.graph
         held = {name for node in _foldable_places(original) for name in node.output}

@@ -266,7 +266,9 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
     model there, or met other blockers there. The opset the model must leave keeps no fix where
     --target refused a node check judged there and let pass: a node of the ``original`` model
     (the one the findings were made of), not one a pattern wrote; a node's pattern keeps no
-    fix where --target refused a node of an op that pattern writes, not of the original model."""
+    fix where --target refused a node of an op that pattern writes, not of the original model. An
+    input or output --target refused that check did not foresee (a Size folded to a constant
+    output) is added, in the refusal's words."""
     if not any(f.blocks and f.fix for f in findings):
         return findings
     try:
@@ -308,6 +310,10 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
                 f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {said}"),
                                         fix=None)  # fmt: skip
             confirmed.append(f)
+        for b in unforeseen:  # (the interface of the model --target made: a Size folded to a constant output)
+            if b.op_type in INTERFACE_FINDINGS:
+                verdict = Verdict(REFUSED, f"--target: {b.reason}")
+                confirmed.append(Finding(b.op_type, None, "", b.graph or original.graph.name, "", verdict, None))
         return confirmed
     except LoweringError as error:
         said = " ".join(str(error).split())
@@ -696,14 +702,16 @@ def lower_for_target(
     patterns (``lowerable``; repeated while a pattern writes ops it refuses too), and those it
     runs right only in some probed cases too where that leaves nothing it refuses (not those a
     support table lists with a restriction); the values
-    shapes decide folded (``fold="all"`` unless asked otherwise). Returns the
+    shapes decide folded (``fold="all"`` unless asked otherwise; ``"inner"``, all but the
+    model's outputs, where the runtime gives no constant output). Returns the
     :class:`lowering.LoweringResult`; raises :class:`TargetRefused` listing every node left
     that the runtime refuses."""
     profile = load_profile(name) if isinstance(name, str) else name
     asked = set(options.pop("ops", None) or ())
     strict = options.pop("strict", False)  # (for the ops asked for, not those the target chose)
-    if options.get("fold") is None:
-        options["fold"] = "all"
+    if options.get("fold") is None:  # (an output folded to a constant is one rknn gives none of)
+        loses_constants = isinstance(profile, RuntimeProfile) and CONSTANT_OUTPUT in profile.unfed
+        options["fold"] = "inner" if loses_constants else "all"
     model_opset = schemas.default_opset(model.opset_import) or 1
     given = options.pop("target_opset", None)
     first = given if given is not None else profile.opset_for(model_opset)

@@ -182,9 +182,23 @@ def test_random_values_and_float_arithmetic_are_never_folded():
     assert not result.report.folded
 
 
-def test_fold_names_one_of_three_choices():
-    with pytest.raises(ValueError, match="fold must be one of emitted, all, none"):
+def test_fold_names_one_of_four_choices():
+    with pytest.raises(ValueError, match="fold must be one of emitted, all, inner, none"):
         lowering.lower_model(shape_arithmetic_model(), ops=[], fold="some")
+
+
+def test_inner_folding_folds_all_but_the_nodes_that_write_the_models_outputs():
+    """fold="inner" folds the model's own shape arithmetic as "all" does, but keeps each node that
+    writes an output (a runtime that gives no constant output computes it): the static width cast
+    to float, an output here, stays a Cast of the folded width; "all" folds it to a constant."""
+    model = shape_arithmetic_model()
+    model.graph.output.append(helper.make_tensor_value_info("width_float", TensorProto.FLOAT, [1]))
+    everything = lowering.lower_model(model, ops=[], fold="all").model
+    inner = lowering.lower_model(model, ops=[], fold="inner").model
+    writers = {o: n.op_type for n in everything.graph.node for o in n.output}
+    assert writers["width_float"] == "Constant" and "Shape" in writers.values()  # (the batch is dynamic)
+    writers = {o: n.op_type for n in inner.graph.node for o in n.output}
+    assert writers["width_float"] == "Cast" and writers["width"] == "Constant"
 
 
 CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"

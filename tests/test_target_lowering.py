@@ -19,6 +19,7 @@ import lowering
 from lowering import schemas
 from lowering.api import lowerable_ops
 from lowering.node_forms import NodeForm
+from lowering.report import RemainingOp
 from lowering.runtime_profiles import (
     AS_ONNXRUNTIME,
     CONSTANT_OUTPUT,
@@ -30,11 +31,12 @@ from lowering.runtime_profiles import (
     REFUSED,
     SUPPORTED,
     UNVERIFIED,
+    Verdict,
     load_profile,
     profile_from_data,
     profile_names,
 )
-from lowering.target_lowering import TargetRefused, check_model, fixes_confirmed, lower_for_target
+from lowering.target_lowering import Finding, TargetRefused, check_model, fixes_confirmed, lower_for_target
 
 PROBED = [
     name for name in profile_names() if json.loads((PROFILES / f"{name}.json").read_text()).get("kind") != "table"
@@ -569,6 +571,24 @@ def test_a_case_right_as_onnxruntime_counts_as_right():
     assert profile_from_data(data).verdict("DFT", 17, "FLOAT").kind == PARTLY
 
 
+def test_an_interface_blocker_target_met_that_check_did_not_foresee_is_added():
+    """Where --target, run by check, refuses the model for an input or output check did not
+    find (the model it made has a constant output: a pattern's, a folding's), check lists it, in
+    --target's words, beside its own findings (the opset's fix kept: it is what --target does)."""
+    opset_finding = Finding("(opset)", 25, "", "main", "", Verdict(REFUSED, "loads 7-19, not 25"), "converted to 19")
+    said = "output 'n' follows from no input's values (from Constant), so is constant; no pattern lowers it"
+
+    def refusing():
+        raise TargetRefused([RemainingOp("(output)", None, "graph 'main'", said, "main", "")], "rknn")
+
+    model = make_model([], [], [], opset=14)
+    confirmed = fixes_confirmed([opset_finding], refusing, model)
+    assert confirmed[0] == opset_finding
+    assert [(f.op_type, f.blocks, f.fix, f.verdict.why) for f in confirmed[1:]] == [
+        ("(output)", True, None, f"--target: {said}")
+    ]
+
+
 def refused_and_opsets_tried(model: onnx.ModelProto, target) -> tuple[list[str], set]:
     """The op types of the blockers ``lower_for_target`` refuses ``model`` for on ``target``, and
     the target opsets it lowered it at (None: the model's own)."""
@@ -695,6 +715,15 @@ def test_an_output_computed_ahead_blocks_where_the_probe_found_the_runtime_gives
     data["cases"]["eyelike_alone"] = dict(zip(("op", "version", "type", "verdict", "opset", "detail"),
                                               data["cases"]["eyelike_alone"], strict=True))  # fmt: skip
     assert [f.op_type for f in check_model(eye, profile_from_data(data)) if f.blocks] == ["(output)"]
+    # (a Size, of which no constant output was found lost, is not folded by --target: rknn computes it)
+    size = make_model([helper.make_node("Size", ["x"], ["n"])], [x],
+                      [helper.make_tensor_value_info("n", TensorProto.INT64, [])], opset=14)  # fmt: skip
+    data["cases"]["size"] = dict(zip(("op", "version", "type", "verdict", "opset"), ("Size", 13, "FLOAT", "right", 14),
+                                     strict=True))  # fmt: skip
+    sized = profile_from_data(data)
+    assert not check_model(size, sized)
+    made = lower_for_target(size, sized, lowering.lower_model, lowerable_ops()).model
+    assert [n.op_type for n in made.graph.node] == ["Size"]
     for name in ("shape_alone", "dropout_mask", "constant_alone", "eyelike_alone"):
         del data["cases"][name]
     assert not check_model(model, profile_from_data(data))
