@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--target", metavar="NAME", help="run on runtime NAME (--list-targets): its opset, what it refuses lowered")
     add("--input-shape", action="append", default=[], metavar="X:D,..",
         help="input X static (x:1,3,8,8), or a dimension's size (batch=1); repeatable")  # fmt: skip
-    add("--fold", choices=FOLD_CHOICES, metavar="WHAT", help="shape arithmetic folded: emitted (default), all, "
-        "inner (all but outputs), none")  # fmt: skip
+    add("--fold", choices=FOLD_CHOICES, metavar="WHAT", help="shape arithmetic folded: emitted (default), "
+        "all, inner, none")  # fmt: skip
     add("--retype", metavar="FROM=TO,..", help="int64=int32, uint64=uint32 exact or refused; float64=float32 rounded")
     add("--retype-io", action="store_true", help="with --retype or --target: the model's inputs and outputs too")
     add("--strict", action="store_true", help="a requested op left is an error: exit 1, nothing written")
