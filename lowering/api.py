@@ -12,6 +12,7 @@ import onnx
 
 from . import postcheck, schemas
 from .cleanup import drop_left_unread, names_read
+from .constant_outputs import constant_cones
 from .conversion import version_steps
 from .engine import Legalizer
 from .errors import ConversionRefused, IncompleteLowering, InternalError, LoweringError, NotLowered
@@ -100,8 +101,9 @@ def lower_model(
 
     ``fold``: which values the shapes decide are folded to constants (:mod:`lowering.shape_folding`):
     "emitted" those the pass wrote (the default), "all" the model's own shape arithmetic too (the
-    default with ``input_shapes``), "inner" all but the model's outputs (a runtime that gives no
-    constant output, rknn, computes a Size it is given), "none" nothing.
+    default with ``input_shapes``), "inner" all but the model's constant outputs and what they
+    follow from (a runtime that gives no constant output, rknn, computes a Size it is given),
+    "none" nothing.
 
     ``input_shapes``: inputs declared static first (:func:`lowering.input_shapes.with_input_shapes`):
     ``{"x": [1, 3, 224, 224]}`` gives an input's sizes, ``{"batch": 1}`` a dimension name's.
@@ -241,11 +243,11 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str, may_
         return FoldedGraph()  # (the pass wrote nothing to fold)
     if fold == "all":
         foldable = every_node
-    elif fold == "inner":
-        outputs = frozenset(info.name for info in lowered.graph.output)
+    elif fold == "inner":  # (the constant outputs and all they follow from, left to the runtime)
+        kept = constant_cones(lowered, inferred_types(lowered))
 
         def foldable(node: onnx.NodeProto) -> bool:
-            return not outputs.intersection(node.output)
+            return not kept.intersection(node.output)  # (computed all the same, for the nodes after it)
 
     else:
         graph = original.graph
@@ -269,7 +271,7 @@ def _folded(lowered: onnx.ModelProto, original: onnx.ModelProto, fold: str, may_
         known_before, types = types, inferred_types(lowered)
         if known_before is not None and _knows_no_more(known_before, types):
             break  # (a round folds all its types and constants decide: the same types fold nothing more)
-        folded = fold_shapes(lowered, foldable, types)
+        folded = fold_shapes(lowered, foldable, types, every_node if fold == "inner" else None)
         if not folded.folded:
             break
         total.folded.update(folded.folded)

@@ -50,6 +50,39 @@ class ConstantOutput:
 def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> dict[str, ConstantOutput]:
     """Per output of ``model``'s main graph that a runtime of static shapes finds constant (see
     the module's docstring), why and what from; ``types``: every value's (``inferred_types``)."""
+    varying, sources = _walk(model, types)
+    found = {}
+    for info in model.graph.output:
+        if _holds_no_elements(types.get(info.name) or info.type):
+            found[info.name] = ConstantOutput("holds no elements", frozenset())
+        elif info.name not in varying:
+            why = "follows from no input's values (given the inputs' shapes)"
+            found[info.name] = ConstantOutput(why, sources.get(info.name, frozenset()))
+    return found
+
+
+def constant_cones(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> set[str]:
+    """The values of ``model``'s main graph that its constant outputs follow from (the outputs
+    too): what ``fold="inner"`` leaves for a runtime to compute, which computes some (rknn, a Size)
+    and would lose a folded one."""
+    varying, _ = _walk(model, types)
+    producers = {name: node for node in model.graph.node for name in node.output if name}
+    cone: set[str] = set()
+    pending = [info.name for info in model.graph.output if info.name not in varying]
+    while pending:
+        name = pending.pop()
+        if name in cone:
+            continue
+        cone.add(name)
+        node = producers.get(name)
+        if node is not None:
+            pending.extend(n for n in node.input if n and n not in varying)
+    return cone
+
+
+def _walk(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> tuple[set[str], dict[str, frozenset[str]]]:
+    """The main graph's values that vary, and per other value the ops it follows from (see
+    :class:`ConstantOutput`)."""
     graph = model.graph
     varying = {info.name for info in graph.input}
     named_lengths = {d.dim_param for info in graph.input for d in info.type.tensor_type.shape.dim if d.dim_param}
@@ -72,18 +105,12 @@ def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]
     for node in graph.node:
         outputs = _varying_outputs(node, varying, shape_known, values, drawing, dropout)
         varying.update(name for name in outputs if name)
-        read = frozenset().union(*(sources.get(name, frozenset()) for name in node.input if name not in varying))
+        given = [*node.input, *(name for g in nested_graphs([node]) for inner in g.node for name in inner.input)]
+        read = frozenset().union(*(sources.get(name, frozenset()) for name in given if name not in varying))
         if any(name in varying for name in node.input) or not read:  # (a fed value's shape; no input at all)
             read |= {node.op_type}
         sources.update((name, read) for name in node.output if name and name not in varying)
-    found = {}
-    for info in graph.output:
-        if _holds_no_elements(types.get(info.name) or info.type):
-            found[info.name] = ConstantOutput("holds no elements", frozenset())
-        elif info.name not in varying:
-            why = "follows from no input's values (given the inputs' shapes)"
-            found[info.name] = ConstantOutput(why, sources.get(info.name, frozenset()))
-    return found
+    return varying, sources
 
 
 def _varying_outputs(node: onnx.NodeProto, varying: set[str], shape_known, values, drawing, dropout) -> list[str]:

@@ -51,12 +51,17 @@ class FoldedGraph:
 
 
 def fold_shapes(
-    model: onnx.ModelProto, foldable: Callable[[onnx.NodeProto], bool], types: dict[str, onnx.TypeProto]
+    model: onnx.ModelProto,
+    foldable: Callable[[onnx.NodeProto], bool],
+    types: dict[str, onnx.TypeProto],
+    evaluable: Callable[[onnx.NodeProto], bool] | None = None,
 ) -> FoldedGraph:
     """Fold, in the main graph of ``model`` (in place), every node ``foldable`` accepts whose
     outputs are all known (see the module's docstring), and drop parts of no elements; then
     remove the nodes ``foldable`` accepts that nothing reads any more. Local functions are folded
-    on their constants alone. ``types``: every value's type as inference gives it."""
+    on their constants alone. ``types``: every value's type as inference gives it; ``evaluable``:
+    nodes of the main graph whose values are computed for the nodes after them though they stay
+    (default: those ``foldable`` accepts)."""
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     fresh = _fresh_names({node.name for node in graph.node})
@@ -67,8 +72,9 @@ def fold_shapes(
     outputs = frozenset(info.name for info in graph.output)
     known = _constants(graph)
     nodes, folded = fold_nodes(
-        list(graph.node), known, types, opset, foldable, fresh, duplicated=duplicated, outputs=outputs
-    )
+        list(graph.node), known, types, opset, foldable, fresh, duplicated=duplicated, outputs=outputs,
+        evaluable=evaluable,
+    )  # fmt: skip
     folded.update(splits_without_empty_parts(nodes, outputs, known, types, foldable))
     result = FoldedGraph(folded)
     if folded:
@@ -133,6 +139,7 @@ def fold_nodes(
     partial: dict[str, Partial] | None = None,
     duplicated: frozenset[str] = frozenset(),
     outputs: frozenset[str] = frozenset(),
+    evaluable: Callable[[onnx.NodeProto], bool] | None = None,
 ) -> tuple[list[onnx.NodeProto], Counter]:
     """``nodes`` with each node ``foldable`` accepts whose outputs are all known replaced by
     Constant nodes writing the same names (named by ``fresh``), a Concat's inputs of no
@@ -141,7 +148,8 @@ def fold_nodes(
     OpenVINO gives such an output back as a scalar); an If whose condition is known replaced by
     the branch it takes (its nodes, then an Identity from each branch output to the If's); the
     graphs an If, a Loop or a Scan holds folded alike (:func:`_fold_body`). ``known``: the values
-    known at the start (constants), updated."""
+    known at the start (constants), updated; ``evaluable``: nodes whose values are computed
+    though they stay (default: those ``foldable`` accepts)."""
     partial = {} if partial is None else partial
     parts: dict[str, tuple[int, int, int]] = {}  # (each named part of a Split, as _split_part_sizes gives it)
     folded: Counter = Counter()
@@ -168,7 +176,8 @@ def fold_nodes(
             if shorter is not None:
                 folded["Concat"] += 1  # (once, whether the shorter node then folds or not)
                 node, shortened = shorter, True
-        values = _evaluated(node, known, partial, types, opset, evaluate=chosen)
+        evaluate = chosen or (evaluable is not None and evaluable(node))
+        values = _evaluated(node, known, partial, types, opset, evaluate=evaluate)
         if values is None or not chosen or node.op_type == "Constant":
             result.append(node)
             continue

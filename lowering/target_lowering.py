@@ -310,9 +310,10 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
                 f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {said}"),
                                         fix=None)  # fmt: skip
             confirmed.append(f)
-        for b in unforeseen:  # (the interface of the model --target made: a Size folded to a constant output)
-            if b.op_type in INTERFACE_FINDINGS:
-                verdict = Verdict(REFUSED, f"--target: {b.reason}")
+        said = {(f.op_type, f.verdict.why) for f in findings if f.op_type in INTERFACE_FINDINGS}
+        for b in refusal.blockers:  # (the interface of the model --target made: a pattern's constant output)
+            if b.op_type in INTERFACE_FINDINGS and not any(b.reason.startswith(w) for o, w in said if o == b.op_type):
+                verdict = Verdict(REFUSED, f"--target: {b.reason}")  # (an input or output has no node's name)
                 confirmed.append(Finding(b.op_type, None, "", b.graph or original.graph.name, "", verdict, None))
         return confirmed
     except LoweringError as error:

@@ -111,6 +111,28 @@ def test_a_shape_that_follows_from_fed_values_varies():
     assert result == {"kept_shape": FOLLOWS, "batch_shape": FOLLOWS, "two_like": FOLLOWS}
 
 
+def test_an_outputs_sources_are_the_ops_it_follows_from_its_graphs_reads_too():
+    """A Shape's output follows from Shape; Dropout's mask from Dropout; an initializer from
+    Constant; an If of a constant condition whose branches read an outer Size, from If's
+    condition's Constant and the Size."""
+    flag = numpy_helper.from_array(np.array(True), "flag")
+    then = helper.make_graph([helper.make_node("Identity", ["n"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", TensorProto.INT64, [])])  # fmt: skip
+    other = helper.make_graph([helper.make_node("Identity", ["n"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.INT64, [])])  # fmt: skip
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Dropout", ["x"], ["y", "mask"]),
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("If", ["flag"], ["chosen"], then_branch=then, else_branch=other),
+    ]
+    outputs = [out("s", TensorProto.INT64), out("y", shape=[2, 3]), out("mask", TensorProto.BOOL),
+               out("chosen", TensorProto.INT64, []), out("flag", TensorProto.BOOL, [])]  # fmt: skip
+    model = make_model(nodes, [X], outputs, opset=17, initializer=[flag])
+    sources = {name: c.sources for name, c in constant_outputs(model, inferred_types(model)).items()}
+    assert sources == {"s": {"Shape"}, "mask": {"Dropout"}, "chosen": {"Constant", "Size"}, "flag": {"Constant"}}
+
+
 def test_a_random_draw_varies_whatever_its_inputs():
     nodes = [
         helper.make_node("RandomNormal", [], ["r"], shape=[2]),

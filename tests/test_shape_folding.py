@@ -188,9 +188,10 @@ def test_fold_names_one_of_four_choices():
 
 
 def test_inner_folding_folds_all_but_the_nodes_that_write_the_models_outputs():
-    """fold="inner" folds the model's own shape arithmetic as "all" does, but keeps each node that
-    writes an output (a runtime that gives no constant output computes it): the static width cast
-    to float, an output here, stays a Cast of the folded width; "all" folds it to a constant."""
+    """fold="inner" folds the model's own shape arithmetic as "all" does, but keeps the constant
+    outputs and what they follow from (a runtime that gives no constant output computes them):
+    the static width cast to float, an output here, stays a Cast of the Gather of the Shape; the
+    Reshape's target, no output's, is folded; "all" folds the output to a constant too."""
     model = shape_arithmetic_model()
     model.graph.output.append(helper.make_tensor_value_info("width_float", TensorProto.FLOAT, [1]))
     everything = lowering.lower_model(model, ops=[], fold="all").model
@@ -198,7 +199,8 @@ def test_inner_folding_folds_all_but_the_nodes_that_write_the_models_outputs():
     writers = {o: n.op_type for n in everything.graph.node for o in n.output}
     assert writers["width_float"] == "Constant" and "Shape" in writers.values()  # (the batch is dynamic)
     writers = {o: n.op_type for n in inner.graph.node for o in n.output}
-    assert writers["width_float"] == "Cast" and writers["width"] == "Constant"
+    assert (writers["width_float"], writers["width"], writers["shape"]) == ("Cast", "Gather", "Shape")
+    assert writers["target"] == "Constant"
 
 
 CORPUS = Path(__file__).resolve().parents[1] / "golden" / "corpus"

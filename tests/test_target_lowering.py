@@ -587,6 +587,17 @@ def test_an_interface_blocker_target_met_that_check_did_not_foresee_is_added():
     assert [(f.op_type, f.blocks, f.fix, f.verdict.why) for f in confirmed[1:]] == [
         ("(output)", True, None, f"--target: {said}")
     ]
+    # (one check found is not said twice; another output --target met is added all the same)
+    foreseen_why = "output 'e' follows from no input's values (from Shape), so is constant"
+    foreseen = Finding("(output)", None, "INT64", "main", "", Verdict(REFUSED, foreseen_why), None)
+
+    def refusing_both():
+        both = [RemainingOp("(output)", None, "graph 'main'", f"{foreseen_why}; no pattern lowers it", "main", ""),
+                RemainingOp("(output)", None, "graph 'main'", said, "main", "")]  # fmt: skip
+        raise TargetRefused(both, "rknn")
+
+    confirmed = fixes_confirmed([opset_finding, foreseen], refusing_both, model)
+    assert [f.verdict.why for f in confirmed] == [opset_finding.verdict.why, foreseen_why, f"--target: {said}"]
 
 
 def refused_and_opsets_tried(model: onnx.ModelProto, target) -> tuple[list[str], set]:

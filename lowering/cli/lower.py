@@ -40,7 +40,7 @@ class LowerOptions:
     target_opset: int | None = None
     target: str | None = None  # --target: a runtime's profile name
     input_shapes: tuple[tuple[str, list[int] | int], ...] = ()  # --input-shape, in the order given
-    fold: str | None = None  # --fold (emitted, all, none), else the API's default
+    fold: str | None = None  # --fold (emitted, all, inner, none), else the API's default
     retype: str | None = None  # --retype FROM=TO,...
     retype_io: bool = False  # --retype-io: the model's inputs and outputs retyped too
     strict: bool = False
