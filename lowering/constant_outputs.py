@@ -84,12 +84,13 @@ def _walk(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> tuple[
     """The main graph's values that vary, and per other value the ops it follows from (see
     :class:`ConstantOutput`)."""
     graph = model.graph
-    varying = {info.name for info in graph.input}
+    inputs = frozenset(info.name for info in graph.input)
+    varying = set(inputs)
     named_lengths = {d.dim_param for info in graph.input for d in info.type.tensor_type.shape.dim if d.dim_param}
 
     def shape_known(name: str) -> bool:
         """Whether the shape of ``name`` follows from the inputs' shapes alone."""
-        if name in {info.name for info in graph.input}:
+        if name in inputs:
             return True
         tensor = types[name].tensor_type if name in types else None
         return (

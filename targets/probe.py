@@ -41,12 +41,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+from runners import CONSTANT_OUTPUT  # (targets/ is the script's folder, first on its path)
 
 HERE = Path(__file__).resolve().parent
 CASE_SECONDS = 60
 # (the files prepare_sweep.py writes beside a model and run_sweep.py reads)
 REFUSED = ".refused"  # (SIDE.refused: why onnx-lower refused to make that model, in words)
-CONSTANT_OUTPUT = "constant output"  # (what a runner's Unfed says: lowering.runtime_profiles.CONSTANT_OUTPUT)
 CONSTANT_PARAMETERS = "constant_parameters"  # (a case made for the target with its parameters constant)
 PROBED_OPSETS = range(7, onnx.defs.onnx_opset_version() + 1)
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# what a runner's Unfed says the runtime takes none of (lowering.runtime_profiles names them alike)
+RANK_0_INPUT = "0-d input"
+CONSTANT_OUTPUT = "constant output"
+
 
 class Unfed(TypeError):
     """A feed the runtime takes no value of that kind for, at its interface (rknn's simulator: a

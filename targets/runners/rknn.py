@@ -65,7 +65,7 @@ import numpy as np
 import onnx
 from rknn.api import RKNN
 
-from . import Unfed, fed_names
+from . import CONSTANT_OUTPUT, RANK_0_INPUT, Unfed, fed_names
 
 VERSION = importlib.metadata.version("rknn-toolkit2")
 
@@ -81,8 +81,6 @@ TOLERANCE_WHY = (
 )
 
 PLATFORM = "rk3588"
-RANK_0_INPUT = "0-d input"  # (what it takes none of: lowering.runtime_profiles.RANK_0_INPUT)
-CONSTANT_OUTPUT = "constant output"  # (lowering.runtime_profiles.CONSTANT_OUTPUT)
 ALL_CONSTANT = "of model are constants"  # (the builder's words for a model of constant outputs alone)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STAMP = re.compile(r"^RKNN: \[[0-9:.]+\] ")
