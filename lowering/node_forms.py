@@ -43,8 +43,10 @@ class NodeForm:
     the rank of each input where known ((position, rank) pairs), the positions of inputs known
     to hold no element (a dimension 0: a fed axes input that is empty), the element type of
     each input where known ((position, onnx's type number) pairs: a bool mask or a float one),
-    and the positions of constant inputs a node gives (a Constant, an Identity of a weight), not
-    an initializer (onnx2torch takes a Conv's bias from initializers only)."""
+    the positions of constant inputs a node gives (a Constant, an Identity of a weight), not
+    an initializer (onnx2torch takes a Conv's bias from initializers only), and the length of
+    each 1-D input fed at run time that sets the node's parameters, where known ((position,
+    length) pairs: rknn runs an Unsqueeze fed one axis and fails one fed two)."""
 
     inputs: frozenset[int]
     fed: frozenset[int]
@@ -55,18 +57,21 @@ class NodeForm:
     empty: frozenset[int] = frozenset()
     types: tuple[tuple[int, int], ...] = ()
     from_nodes: frozenset[int] = frozenset()
+    lengths: tuple[tuple[int, int], ...] = ()
 
     def as_data(self) -> list:
         sets = [sorted(self.inputs), sorted(self.fed), sorted(self.constant), sorted(self.outputs)]
         pairs = [[list(pair) for pair in self.ranks], sorted(self.empty), [list(pair) for pair in self.types]]
-        return [*sets, dict(self.attributes), *pairs, sorted(self.from_nodes)]
+        return [*sets, dict(self.attributes), *pairs, sorted(self.from_nodes), [list(pair) for pair in self.lengths]]
 
     @classmethod
     def from_data(cls, data: list) -> NodeForm:
-        inputs, fed, constant, outputs, attributes, ranks, empty, types, from_nodes = data
+        inputs, fed, constant, outputs, attributes, ranks, empty, types, from_nodes, *lengths = data
+        lengths = lengths[0] if lengths else []  # (a retired case's form, written before lengths were)
         sets = map(frozenset, (inputs, fed, constant, outputs))
         pairs = tuple(tuple(pair) for pair in ranks), frozenset(empty), tuple(tuple(pair) for pair in types)
-        return cls(*sets, tuple(sorted(attributes.items())), *pairs, frozenset(from_nodes))
+        given = frozenset(from_nodes), tuple(tuple(pair) for pair in lengths)
+        return cls(*sets, tuple(sorted(attributes.items())), *pairs, *given)
 
     def attribute_class(self, schema: onnx.defs.OpSchema | None, name: str) -> str:
         """The class of attribute ``name``: the node's own, else the schema's default."""
@@ -101,6 +106,8 @@ class NodeForm:
                                    for p, t in others))  # fmt: skip
         if self.ranks:
             parts.append("ranks " + ", ".join(f"{rank} (input {position})" for position, rank in self.ranks))
+        if self.lengths:
+            parts.append("lengths " + ", ".join(f"{length} (input {position})" for position, length in self.lengths))
         if self.from_nodes:
             parts.append(f"input{'s' if len(self.from_nodes) > 1 else ''} "
                          f"{', '.join(map(str, sorted(self.from_nodes)))} given by a node")  # fmt: skip
@@ -135,6 +142,15 @@ def node_form(
         empty=frozenset(i for i, name in enumerate(node.input) if name and 0 in shapes.get(name, ())),
         types=tuple((i, element_types[name]) for i, name in enumerate(node.input) if element_types.get(name)),
         from_nodes=frozenset(i for i, name in enumerate(node.input) if name and name in node_constants),
+        lengths=tuple(
+            (i, shapes[name][0])
+            for i, name in enumerate(node.input)
+            if name in fed_names
+            and len(shapes.get(name, ())) == 1
+            and isinstance(shapes[name][0], int)
+            and schema is not None
+            and schemas.sets_parameters(schema, i)
+        ),
     )
 
 
@@ -217,7 +233,8 @@ def nearest_cases(
     initializers only, whatever its attributes); then, attribute by attribute
     (by name), those of the node's class where any case has it (a value no case has says
     nothing: that attribute is passed over), and input by input those of the node's rank where
-    any case has it (tract's MatMul of two vectors), of its element type where any case has it
+    any case has it (tract's MatMul of two vectors), of its length where it is a fed parameter
+    and any case has it (rknn's Unsqueeze fed two axes), of its element type where any case has it
     (tract's Attention takes a float mask, not a bool one), and of the emptiness of each input
     it is fed (a fed empty axes input is as good as a constant one); last, attribute by
     attribute, those that state it where the node states it, or leave it out where it does,
@@ -274,6 +291,10 @@ def _narrowed(
             near = same
     for position, rank in form.ranks:
         same = [(o, f) for o, f in near if dict(f.ranks).get(position) == rank]
+        if same:
+            near = same
+    for position, length in form.lengths:
+        same = [(o, f) for o, f in near if dict(f.lengths).get(position) == length]
         if same:
             near = same
     for position, element_type in form.types:

@@ -48,9 +48,10 @@ class Rule:
 
     ``constant_inputs``: the positions of the inputs the rule reads as constants, declining a
     node fed one at run time (Pad's pads and axes); ``empty_input_only``: the rule lowers only a
-    node whose first input is known to hold no element (ReduceMax over an empty set). ``check``
-    and ``--target`` name the rule as the fix of no other node, so that another opset is weighed
-    for it (:meth:`takes_form`).
+    node whose first input is known to hold no element (ReduceMax over an empty set);
+    ``most_inputs``: the rule lowers only a node given at most that many inputs (Max of one
+    operand). ``check`` and ``--target`` name the rule as the fix of no other node, so that
+    another opset is weighed for it (:meth:`takes_form`).
     """
 
     op_type: str
@@ -63,12 +64,16 @@ class Rule:
     tolerance: Mapping[int, Tolerance] | None = None
     constant_inputs: tuple[int, ...] = ()
     empty_input_only: bool = False
+    most_inputs: int | None = None
 
-    def takes_form(self, fed: frozenset[int], empty: frozenset[int]) -> bool:
-        """Whether the rule may lower a node fed at run time the inputs at ``fed`` and whose inputs
-        at ``empty`` are known to hold no element (a node form's ``fed`` and ``empty``): an
-        empty-input rule takes only nodes whose first input is known to hold none."""
+    def takes_form(self, fed: frozenset[int], empty: frozenset[int], given: frozenset[int] = frozenset()) -> bool:
+        """Whether the rule may lower a node fed at run time the inputs at ``fed``, whose inputs
+        at ``empty`` are known to hold no element and that is given the inputs at ``given`` (a
+        node form's ``fed``, ``empty`` and ``inputs``): an empty-input rule takes only nodes whose
+        first input is known to hold none."""
         if set(self.constant_inputs) & fed:
+            return False
+        if self.most_inputs is not None and len(given) > self.most_inputs:
             return False
         return not self.empty_input_only or 0 in empty
 
@@ -124,13 +129,14 @@ def rule(
     tolerance: Mapping[int, Tolerance] | None = None,
     constant_inputs: tuple[int, ...] = (),
     empty_input_only: bool = False,
+    most_inputs: int | None = None,
 ) -> Callable[[RuleBody], RuleBody]:
     """Register the decorated function as the rule lowering ``op_type`` at ``versions``.
 
     ``emits`` names what a rule whose output depends on the surrounding graph produces;
     for the others it is found by expanding the rule (see ``rules_table``).
-    ``rounding_invariant``, ``reference``, ``tolerance``, ``constant_inputs``, ``empty_input_only``:
-    see :class:`Rule`."""
+    ``rounding_invariant``, ``reference``, ``tolerance``, ``constant_inputs``, ``empty_input_only``,
+    ``most_inputs``: see :class:`Rule`."""
 
     def register(body: RuleBody) -> RuleBody:
         key = (schemas.canonical_domain(domain), op_type)
@@ -142,7 +148,7 @@ def rule(
         stated = MappingProxyType(dict(tolerance)) if tolerance is not None else None
         _RULES[key] = Rule(
             op_type, key[0], tuple(sorted(defined)), body, emits, rounding_invariant, reference, stated,
-            constant_inputs, empty_input_only,
+            constant_inputs, empty_input_only, most_inputs,
         )  # fmt: skip
         return body
 

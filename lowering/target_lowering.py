@@ -480,11 +480,11 @@ def _partly_words(partly: list[str]) -> str:
 def _pattern_takes(node: onnx.NodeProto, form: NodeForm | None, lowerable: frozenset[str]) -> bool:
     """Whether a pattern lowers ``node``'s op and its rule reads as constants none of the inputs
     the node is fed at run time and takes the node's form (:meth:`Rule.takes_form`: Pad's rule
-    declines pads fed so, ReduceMax's any x not known to be empty)."""
+    declines pads fed so, ReduceMax's any x not known to be empty, Max's a Max of two operands)."""
     if node.op_type not in lowerable:
         return False
     rule = rule_for("", node.op_type)
-    return rule is None or form is None or rule.takes_form(form.fed, form.empty)
+    return rule is None or form is None or rule.takes_form(form.fed, form.empty, form.inputs)
 
 
 def _parameters_fed(op_type: str, version: int, form: NodeForm | None) -> list[str]:

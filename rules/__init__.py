@@ -44,6 +44,7 @@ from . import (  # noqa: F401
     roialign,
     scan,
     scatter_reduction,
+    single_operand,
     size,
     tensorscatter,
     tfidf_vectorizer,

@@ -67,9 +67,9 @@ def test_a_float_or_list_attribute_is_set_only_where_it_differs_from_the_default
     assert node_form(transpose, 21, (), ()).attributes == (("perm", SET),)
 
 
-def _form(inputs, fed, constant, attributes=(), outputs=(0,), ranks=(), empty=(), types=()) -> NodeForm:
+def _form(inputs, fed, constant, attributes=(), outputs=(0,), ranks=(), empty=(), types=(), lengths=()) -> NodeForm:
     return NodeForm(frozenset(inputs), frozenset(fed), frozenset(constant), frozenset(outputs), tuple(attributes),
-                    tuple(ranks), frozenset(empty), tuple(types))  # fmt: skip
+                    tuple(ranks), frozenset(empty), tuple(types), lengths=tuple(lengths))  # fmt: skip
 
 
 def test_the_nearest_cases_feed_what_the_node_feeds_and_prefer_its_constants(monkeypatch):
@@ -264,6 +264,25 @@ def test_an_empty_fed_input_is_nearest_the_cases_of_an_empty_one(monkeypatch):
     schema = onnx.defs.get_schema("ReduceSum", 13)
     assert nearest_cases(outcomes, _form({0, 1}, {0, 1}, ()), schema) == [outcomes[1]]
     assert nearest_cases(outcomes, _form({0, 1}, {0, 1}, (), empty={1}), schema) == [outcomes[0]]
+
+
+def test_a_fed_parameters_length_picks_the_cases_of_that_length(monkeypatch):
+    """rknn runs an Unsqueeze fed one axis and fails one fed two ("'axes' has a duplicate axis")."""
+    forms = {"one_axis": _form({0, 1}, {0, 1}, (), ranks=[(0, 3), (1, 1)], lengths=[(1, 1)]),
+             "two_axes": _form({0, 1}, {0, 1}, (), ranks=[(0, 3), (1, 1)], lengths=[(1, 2)])}  # fmt: skip
+    monkeypatch.setattr("lowering.node_forms.case_forms", lambda: forms)
+    outcomes = [("one_axis", "right", ""), ("two_axes", "fails", "'axes' has a duplicate axis")]
+    schema = onnx.defs.get_schema("Unsqueeze", 13)
+    node = helper.make_node("Unsqueeze", ["x", "axes"], ["y"])
+    for length, nearest in ((1, outcomes[0]), (2, outcomes[1])):
+        form = node_form(node, 13, {"x", "axes"}, (), {"x": (3, 4, 5), "axes": (length,)})
+        assert form.lengths == ((1, length),) and f"lengths {length} (input 1)" in form.describe()
+        assert nearest_cases(outcomes, form, schema) == [nearest]
+    three = node_form(node, 13, {"x", "axes"}, (), {"x": (3, 4, 5), "axes": (3,)})
+    assert nearest_cases(outcomes, three, schema) == outcomes  # (a length no case has says nothing)
+    data_length = node_form(node, 13, {"x"}, {"axes"}, {"x": (3,), "axes": (2,)})
+    assert data_length.lengths == ()  # (a constant parameter's, and a data input's, length is no part of a form)
+    assert NodeForm.from_data(form.as_data()) == form
 
 
 def test_an_inputs_element_type_picks_the_cases_of_that_type(monkeypatch):

@@ -1,0 +1,26 @@
+"""Max, Min, Sum and Mean of one operand lowered to an Identity of it."""
+
+from __future__ import annotations
+
+from lowering import schemas
+from lowering.registry import Builder, NotLowered, Value, rule
+
+OPS = ("Max", "Min", "Sum", "Mean")
+EMITS = ("Identity",)
+FIRST_VERSION = 6  # (version 1 carries the legacy consumed_inputs attribute)
+
+
+def operand_itself(b: Builder, *operands: Value) -> Value:
+    """Max(x) = Min(x) = Sum(x) = Mean(x) = Identity(x).
+
+    The one operand is the answer, every bit of it (NaN payloads, -0, strings of no arithmetic):
+    rknn's simulator crashes on a Max of one input and runs an Identity. Two operands or more are
+    the op's own work: declined."""
+    if len(operands) != 1:
+        raise NotLowered(f"{len(operands)} operands are the op's own work: one alone is its answer")
+    return b.Identity(operands[0])
+
+
+for op_type in OPS:
+    versions = tuple(v for v in schemas.op_versions(op_type) if v >= FIRST_VERSION)
+    rule(op_type, versions=versions, emits=EMITS, most_inputs=1)(operand_itself)
