@@ -33,6 +33,7 @@ SET, DEFAULT, ABSENT = "set", "default", "absent"
 UNEVEN = "uneven"  # pads that pad some axis more at one end than at the other
 WIDE = "wide"  # a pooling's pads that pad some axis by more than half its window
 POOLS = frozenset({"AveragePool", "MaxPool", "LpPool"})
+OTHER_SHAPES = "other shapes"  # an If's branches, where they give some output in shapes that differ
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,8 @@ def node_form(
     attributes = {a.name: class_of_attribute(schema, a) for a in node.attribute}
     if "pads" in attributes and node.op_type in POOLS and pads_over_half_the_window(node):
         attributes["pads"] = WIDE
+    if node.op_type == "If" and branches_differ_in_shape(node, shapes):
+        attributes["then_branch"] = attributes["else_branch"] = OTHER_SHAPES
     return NodeForm(
         inputs=frozenset(i for i, name in enumerate(node.input) if name),
         fed=frozenset(i for i, name in enumerate(node.input) if name and name in fed_names),
@@ -168,6 +171,37 @@ def pads_over_half_the_window(node: onnx.NodeProto) -> bool:
         return False
     halves = [((k - 1) * d + 1) // 2 for k, d in zip(kernel, dilations, strict=True)] * 2
     return any(pad > half for pad, half in zip(pads, halves, strict=True))
+
+
+def branches_differ_in_shape(node: onnx.NodeProto, shapes: Mapping[str, tuple[int | None, ...]]) -> bool:
+    """Whether an If's branches give some output in shapes known to differ: of other ranks, or
+    with a length both know as a number and that differs (a DFT's rule branches so on an axis
+    fed at run time: the transform along axis 1 or along axis 2). Each branch output's shape is
+    read from ``shapes`` (shape inference's), else from the branch's own declaration. tract
+    analyses no such If: it unifies the facts of its branches (probed)."""
+    branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+    if "then_branch" not in branches or "else_branch" not in branches:
+        return False
+    for then, otherwise in zip(branches["then_branch"].output, branches["else_branch"].output, strict=False):
+        first, second = _shape_of(then, shapes), _shape_of(otherwise, shapes)
+        if first is None or second is None:
+            continue
+        if len(first) != len(second) or any(
+            a is not None and b is not None and a != b for a, b in zip(first, second, strict=True)
+        ):
+            return True
+    return False
+
+
+def _shape_of(info: onnx.ValueInfoProto, shapes: Mapping[str, tuple[int | None, ...]]) -> tuple[int | None, ...] | None:
+    """A graph output's shape (None: a length not a number), as ``shapes`` gives it or as declared;
+    None where neither knows its rank."""
+    if info.name in shapes:
+        return shapes[info.name]
+    tensor_type = info.type.tensor_type if info.type.HasField("tensor_type") else None
+    if tensor_type is None or not tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
 
 
 VALUED_KINDS = (onnx.AttributeProto.INT, onnx.AttributeProto.STRING)  # (the kinds a form classes by value)

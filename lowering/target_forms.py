@@ -409,13 +409,16 @@ class _Either:
 
 
 def shapes_and_types(node: onnx.NodeProto, types: dict[str, onnx.TypeProto]) -> tuple[dict, dict]:
-    """The shape (None: a dimension not a number) of each of the node's inputs whose rank is
-    known, and the element type of each whose type is known."""
+    """The shape (None: a dimension not a number) of each of the node's inputs, and of the
+    outputs of the graphs it holds (an If's branches'), whose rank is known, and the element type
+    of each input whose type is known."""
     shapes, element_types = {}, {}
-    for name in node.input:
+    held = [info.name for a in node.attribute if a.type == onnx.AttributeProto.GRAPH for info in a.g.output]
+    for name in [*node.input, *held]:
         type_proto = types.get(name) if name else None
         if type_proto is not None and type_proto.WhichOneof("value") == "tensor_type":
-            element_types[name] = type_proto.tensor_type.elem_type
+            if name in node.input:
+                element_types[name] = type_proto.tensor_type.elem_type
             if type_proto.tensor_type.HasField("shape"):
                 dims = type_proto.tensor_type.shape.dim
                 shapes[name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)

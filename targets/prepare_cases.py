@@ -431,6 +431,49 @@ def expand_scalar_cases() -> list[tuple]:
     return found
 
 
+IF_CASE = "if_"  # (if_same_shapes@VERSION, if_other_shapes@VERSION)
+
+
+def if_cases() -> list[tuple]:
+    """An If on a fed condition at each version's first opset (7 at least) whose branches read a
+    fed float32 x of shape [2, 3]: Neg(x) or Abs(x), outputs of one shape (``if_same_shapes``),
+    and Neg(x) or Transpose(x), of the shapes [2, 3] and [3, 2] (``if_other_shapes``: the form
+    lowering.node_forms calls OTHER_SHAPES, which a DFT's rule writes for an axis fed at run
+    time; tract analyses no such If). Each is run on both branches (two data sets); none that
+    onnx's full check refuses (If-1 with branches of other shapes)."""
+    x = (np.arange(6, dtype=np.float32) - 2).reshape(2, 3)
+    float32 = onnx.TensorProto.FLOAT
+    then = onnx.helper.make_graph([onnx.helper.make_node("Neg", ["x"], ["negated"])], "then", [],
+                                  [onnx.helper.make_tensor_value_info("negated", float32, [2, 3])])  # fmt: skip
+    otherwise = {
+        "same_shapes": (onnx.helper.make_node("Abs", ["x"], ["other"]), [2, 3], np.abs(x), [2, 3]),
+        "other_shapes": (onnx.helper.make_node("Transpose", ["x"], ["other"], perm=[1, 0]), [3, 2], x.T, ["a", "b"]),
+    }
+    found = []
+    for version in schemas.op_versions("If"):
+        opset = max(version, OLDEST_OPSET)
+        if schemas.version_in_force("If", opset) != version:
+            continue
+        for kind, (node, shape, expected, stated) in otherwise.items():
+            branch = onnx.helper.make_graph(
+                [node], "else", [], [onnx.helper.make_tensor_value_info("other", float32, shape)]
+            )
+            graph = onnx.helper.make_graph(
+                [onnx.helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=branch)], "if",
+                [onnx.helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, []),
+                 onnx.helper.make_tensor_value_info("x", float32, [2, 3])],
+                [onnx.helper.make_tensor_value_info("y", float32, stated)],
+            )  # fmt: skip
+            model = _case_model(graph, opset)
+            try:  # (If-1's inference takes branches of other shapes for an error: no such case)
+                onnx.checker.check_model(model, full_check=True)
+            except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+                continue
+            data_sets = [([np.array(True), x], [-x]), ([np.array(False), x], [expected])]
+            found.append((f"{IF_CASE}{kind}@{version}", opset, model.SerializeToString(), data_sets, 0.0, 0.0))
+    return found
+
+
 # Bool and the integer types of 8 bits or more Cast takes (onnx.defs), and of those the unsigned ones.
 INTEGER_TYPES = tuple(
     t for t in sorted(schemas.input_element_types("Cast", onnx.defs.onnx_opset_version()))
@@ -1372,7 +1415,8 @@ def all_cases() -> list[tuple]:
     with its ``#stated`` twin too, :func:`with_defaults_stated`: stating a default is judged by
     twins of the same values, and onnx2torch's int64 CumSum has only these cases), the corpus's
     nodes, then the nodes the patterns write and those the forms write."""
-    made = (constant_cases() + input_cases() + expand_scalar_cases() + integer_cast_cases() + integer_castlike_cases()
+    made = (constant_cases() + input_cases() + expand_scalar_cases() + if_cases() + integer_cast_cases()
+            + integer_castlike_cases()
             + float_integer_cast_cases()
             + unsigned_upper_half_cases() + signed_wide_cases() + ieee_cases() + integer_cumsum_cases()
             + uneven_pads_cases() + copied_lengths_cases() + kept_lengths_cases()

@@ -17,6 +17,7 @@ from version_cases import node_cases
 from lowering.node_forms import (
     CASE_FORMS,
     DEFAULT,
+    OTHER_SHAPES,
     SET,
     NodeForm,
     case_forms,
@@ -283,6 +284,33 @@ def test_a_fed_parameters_length_picks_the_cases_of_that_length(monkeypatch):
     data_length = node_form(node, 13, {"x"}, {"axes"}, {"x": (3,), "axes": (2,)})
     assert data_length.lengths == ()  # (a constant parameter's, and a data input's, length is no part of a form)
     assert NodeForm.from_data(form.as_data()) == form
+
+
+def test_an_ifs_branches_giving_outputs_of_shapes_known_to_differ_are_a_form_of_their_own():
+    """tract analyses no If whose branches give other shapes (a DFT's rule writes one for an axis
+    fed at run time): such branches are OTHER_SHAPES, read from the shapes given or as declared;
+    other ranks differ; lengths neither branch knows alike do not."""
+
+    def if_node(then_shape, else_shape, then_name="t", else_name="e"):
+        then = helper.make_graph(
+            [], "then", [], [helper.make_tensor_value_info(then_name, TensorProto.FLOAT, then_shape)]
+        )
+        otherwise = helper.make_graph(
+            [], "else", [], [helper.make_tensor_value_info(else_name, TensorProto.FLOAT, else_shape)]
+        )
+        return helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=otherwise)
+
+    def branches(node, shapes=None):
+        return dict(node_form(node, 19, {"c"}, (), shapes or {}).attributes)
+
+    assert branches(if_node([2, 3], [3, 2])) == {"then_branch": OTHER_SHAPES, "else_branch": OTHER_SHAPES}
+    assert branches(if_node([2, 3], [6])) == {"then_branch": OTHER_SHAPES, "else_branch": OTHER_SHAPES}
+    assert branches(if_node([2, 3], [2, 3])) == {"then_branch": SET, "else_branch": SET}
+    assert branches(if_node([2, "n"], ["m", 3])) == {"then_branch": SET, "else_branch": SET}
+    assert branches(if_node(None, [3, 2])) == {"then_branch": SET, "else_branch": SET}
+    inferred = {"t": (1, 10, 6, 2), "e": (1, 6, 10, 2)}  # (shape inference's, where nothing is declared)
+    assert branches(if_node(None, None), inferred)["then_branch"] == OTHER_SHAPES
+    assert "then_branch=other shapes" in node_form(if_node([2, 3], [3, 2]), 19, {"c"}, ()).describe()
 
 
 def test_an_inputs_element_type_picks_the_cases_of_that_type(monkeypatch):

@@ -159,6 +159,27 @@ def test_a_target_lowers_what_it_refuses_at_the_opset_it_loads_bit_for_bit():
     assert runs_in_onnxruntime(result.model, {"x": x})[0].tobytes() == runs_in_onnxruntime(model, {"x": x})[0].tobytes()
 
 
+def test_an_if_of_branches_giving_other_shapes_is_refused_where_the_runtime_analyses_none():
+    """A DFT fed its axis at run time: its rule chooses the transform by Ifs on the axis, whose
+    branches give other shapes (along axis 1 or 2). tract 0.23 analyses no such If (probed:
+    if_other_shapes), so the DFT is refused there naming the If; OpenVINO 2026.4 runs such an
+    If and takes the lowered DFT."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10, 10, 1])
+    axis = helper.make_tensor_value_info("axis", TensorProto.INT64, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "a", "b", 2])
+    node = helper.make_node("DFT", ["x", "", "axis"], ["y"], name="transform", onesided=1)
+    model = make_model([node], [x, axis], [y], opset=20)
+    with pytest.raises(TargetRefused) as raised:
+        lowering.lower_model(model, target="tract-0.23")
+    [blocker] = raised.value.blockers
+    assert blocker.op_type == "If" and "then_branch=other shapes" in blocker.reason
+    assert "if_other_shapes@19: fails" in blocker.reason
+    lowered = lowering.lower_model(model, target="openvino-2026.4").model
+    assert "If" in {n.op_type for g in [lowered.graph] for n in g.node} and "DFT" not in {
+        n.op_type for n in lowered.graph.node
+    }
+
+
 def test_a_target_no_pattern_can_satisfy_is_refused_listing_every_node():
     with pytest.raises(TargetRefused) as raised:
         lowering.lower_model(isnan_sqrt_model(), target=MADE_UP)

@@ -394,6 +394,39 @@ def test_each_expand_version_is_a_case_of_each_type_a_constant_of_shape_may_fill
     assert ran == len(cases) - 1
 
 
+def test_each_if_version_is_a_case_of_branches_of_one_shape_and_of_other_shapes():
+    """if_same_shapes@VERSION and if_other_shapes@VERSION: an If on a fed condition, run down
+    each branch; the branches of other shapes form OTHER_SHAPES, those of one shape not; If-1 of
+    other shapes, which onnx's inference refuses, is no case. onnxruntime gives each data set's
+    outputs."""
+    import onnxruntime
+    import probe
+
+    from lowering.node_forms import OTHER_SHAPES, SET
+
+    cases = {
+        name: (opset, onnx.load_from_string(data), sets) for name, opset, data, sets, *_ in prepare_cases.if_cases()
+    }
+    versions = [v for v in schemas.op_versions("If") if schemas.version_in_force("If", max(v, 7)) == v]
+    assert {f"if_same_shapes@{v}" for v in versions} <= cases.keys()
+    assert {name for name in cases if name.startswith("if_other")} == {
+        f"if_other_shapes@{v}" for v in versions if v >= 11
+    }
+    for name, (opset, model, data_sets) in cases.items():
+        onnx.checker.check_model(model, full_check=True)
+        assert probe.main_node(model).op_type == "If" and opset == max(int(name.split("@")[1]), 7)
+        form = prepare_cases.case_form(model, opset)
+        wanted = OTHER_SHAPES if name.startswith("if_other") else SET
+        assert dict(form.attributes) == {"then_branch": wanted, "else_branch": wanted} and form.fed == {0}
+        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        shapes = set()
+        for (condition, x), [expected] in data_sets:
+            (got,) = session.run(None, {"c": condition, "x": x})
+            assert got.tobytes() == expected.tobytes() and got.shape == expected.shape, name
+            shapes.add(got.shape)
+        assert len(shapes) == (2 if name.startswith("if_other") else 1)
+
+
 @pytest.mark.slow  # (each case of the set run in onnxruntime)
 def test_each_cast_version_is_a_case_from_each_integer_type_to_each_other():
     """cast_FROM_TO@VERSION: a Cast alone between every pair of integer types and bool, at each
