@@ -11,7 +11,20 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 from .versions.dft import DEFAULT_AXIS_17, DEFAULT_AXIS_20
 
-DFT_EMITS = ("Transpose", "Reshape", "MatMul", "Div", "Cast", "Gather", "Equal", "If", "Sub", "Range", "Constant")
+DFT_EMITS = (
+    "Transpose",
+    "Reshape",
+    "MatMul",
+    "Div",
+    "Cast",
+    "Gather",
+    "Equal",
+    "If",
+    "Sub",
+    "Range",
+    "Constant",
+    "Slice",
+)
 STFT_EMITS = (
     "Gather",
     "Mul",
@@ -209,8 +222,9 @@ def dft_by_matmul(
     time: one transform per axis it may name, chosen by a chain of If on the axis, which Gather
     takes through [0, r) and [0, r - 1) first so that an axis out of range or the last one fails
     as the op does (an IRFFT along an axis of length 0, of length -2, fails in its branch: Range
-    of delta 0). A length of 0 gives an empty transform, as onnxruntime's kernel does. Not
-    lowered where dft_length or an axis' length is not known when converting, x's last
+    of delta 0). An IRFFT along an axis of length 1 (n = 0) gives an empty transform, as
+    onnxruntime's kernel does (Slices of x). Not lowered where dft_length is not 1 or more
+    (onnxruntime's kernel refuses it), dft_length or an axis' length is not known when converting, x's last
     dimension is not 1 or 2, the input is complex for RFFT or real for IRFFT (the op takes
     neither), a coefficient matrix would hold more than LARGEST_CONSTANT (2^22) values (the
     MatMul's work grows as n², an FFT's as n log n), or below opset 11.
@@ -234,8 +248,8 @@ def dft_by_matmul(
         if given is None or given.size != 1:
             raise NotLowered("dft_length is computed at run time, and the rule needs it known")
         given_length = int(given.reshape(-1)[0])
-        if given_length < 0:
-            raise NotLowered(f"dft_length is {given_length}, and a length cannot be negative")
+        if given_length <= 0:  # (onnxruntime's kernel: "dft_length must be greater than zero")
+            raise NotLowered(f"dft_length is {given_length}, and the transform takes a length of 1 or more")
     run_time_axis = None
     if axis is None:
         if axis_input is None:
@@ -298,10 +312,22 @@ def _dft_along(b: Builder, x: Value, axis: int, shape: list, n: int, *, inverse:
     """The transform of x (in the type the MatMul computes in) along ``axis`` of static length."""
     rank, length, channels = len(shape), shape[axis], shape[-1]
     irfft = bool(inverse and onesided)
+    if n == 0:  # (an IRFFT along an axis of length 1 by default: no bins)
+        return _empty_transform(b, x, axis, rank)
     matrix = dft_matrix(length, channels, n, inverse=inverse, onesided=onesided)
     y = _transposed(b, x, axis, rank)
     y = _through_matrix(b, y, rank, length * channels, matrix, 1 if irfft else 2, n if inverse else None)
     return _transposed(b, y, axis, rank, back=True)
+
+
+def _empty_transform(b: Builder, x: Value, axis: int, rank: int) -> Value:
+    """The IRFFT of n = 0 bins (along an axis of length 1, its default length 2 (1 - 1)): x cut
+    to no element along ``axis`` and to its real part, Slices of x alone. No MatMul by a matrix
+    of no columns (OpenVINO 2026.4 reads such a Constant as a scalar and refuses the MatMul) and
+    no division by n = 0 (TVM 0.27 refuses to fold one): an If on an axis fed at run time holds
+    such a branch."""
+    none = b.Slice(x, b.ints([0], "start"), b.ints([0], "end"), b.ints([axis], "axis"))
+    return b.Slice(none, b.ints([0], "start"), b.ints([1], "end"), b.ints([rank - 1], "axis"))
 
 
 def _failing(b: Builder, x: Value, known_at_run_time: Value) -> Value:
