@@ -268,7 +268,8 @@ def nearest_cases(
     (by name), those of the node's class where any case has it (a value no case has says
     nothing: that attribute is passed over), and input by input those of the node's rank where
     any case has it (tract's MatMul of two vectors), of its length where it is a fed parameter
-    and any case has it (rknn's Unsqueeze fed two axes), of its element type where any case has it
+    (rknn's Unsqueeze fed two axes; where no case has it, of the nearest length a case has, the
+    longer of two), of its element type where any case has it
     (tract's Attention takes a float mask, not a bool one), and of the emptiness of each input
     it is fed (a fed empty axes input is as good as a constant one); last, attribute by
     attribute, those that state it where the node states it, or leave it out where it does,
@@ -328,9 +329,11 @@ def _narrowed(
         if same:
             near = same
     for position, length in form.lengths:
-        same = [(o, f) for o, f in near if dict(f.lengths).get(position) == length]
-        if same:
-            near = same
+        had = {dict(f.lengths).get(position) for _, f in near} - {None}
+        if had:  # (the cases of its length, else of the nearest, the longer where two are: rknn
+            # fails an Unsqueeze fed two axes and three, so four too)
+            nearest = min(had, key=lambda other: (abs(other - length), -other))
+            near = [(o, f) for o, f in near if dict(f.lengths).get(position) == nearest]
     for position, element_type in form.types:
         same = [(o, f) for o, f in near if dict(f.types).get(position) == element_type]
         if same:

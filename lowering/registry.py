@@ -66,11 +66,11 @@ class Rule:
     empty_input_only: bool = False
     most_inputs: int | None = None
 
-    def takes_form(self, fed: frozenset[int], empty: frozenset[int], given: frozenset[int] = frozenset()) -> bool:
+    def takes_form(self, fed: frozenset[int], empty: frozenset[int], given: frozenset[int]) -> bool:
         """Whether the rule may lower a node fed at run time the inputs at ``fed``, whose inputs
         at ``empty`` are known to hold no element and that is given the inputs at ``given`` (a
         node form's ``fed``, ``empty`` and ``inputs``): an empty-input rule takes only nodes whose
-        first input is known to hold none."""
+        first input is known to hold none, a rule of ``most_inputs`` none given more."""
         if set(self.constant_inputs) & fed:
             return False
         if self.most_inputs is not None and len(given) > self.most_inputs:

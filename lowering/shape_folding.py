@@ -661,15 +661,23 @@ def types_written(nodes: list[onnx.NodeProto], types: Mapping[str, onnx.TypeProt
 def inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
     """Every value's type in the main graph and the graphs its nodes hold, as onnx's shape
     inference gives it (with data propagation), run on a copy whose large initializers are
-    declared, not held."""
+    declared, not held. A name that held graphs give as outputs of other types (sibling
+    branches may reuse a name: onnx's checker takes it) is typed by none of them."""
     try:
         inferred = onnx.shape_inference.infer_shapes(light_copy(model), data_prop=True)
     except Exception:  # a model onnx's inference cannot follow: only what it declares is known
         inferred = model
     graph = inferred.graph
     found = {info.name: info.type for info in [*graph.input, *graph.value_info, *graph.output]}
-    for inner in nested_graphs(graph.node):  # (names are unique over a model's graphs)
+    given: dict[str, onnx.TypeProto] = {}  # (the held graphs' outputs)
+    ambiguous = set()
+    for inner in nested_graphs(graph.node):
         found.update((info.name, info.type) for info in [*inner.input, *inner.value_info, *inner.output])
+        for info in inner.output:
+            if given.setdefault(info.name, info.type) != info.type:
+                ambiguous.add(info.name)
+    for name in ambiguous:
+        del found[name]
     for tensor in model.graph.initializer:
         found.setdefault(tensor.name, helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims)))
     return found

@@ -13,9 +13,10 @@ FIRST_VERSION = 6  # (version 1 carries the legacy consumed_inputs attribute)
 def operand_itself(b: Builder, *operands: Value) -> Value:
     """Max(x) = Min(x) = Sum(x) = Mean(x) = Identity(x).
 
-    The one operand is the answer, every bit of it (NaN payloads, -0, strings of no arithmetic):
-    rknn's simulator crashes on a Max of one input and runs an Identity. Two operands or more are
-    the op's own work: declined."""
+    The one operand is the answer, every bit of it (NaN payloads, -0; onnxruntime's float16 Sum
+    and float Mean of one operand quiet a signalling NaN, which the Identity keeps, NaN for NaN):
+    rknn's simulator crashes on a Max of one input and runs an Identity. Two operands or more
+    are the op's own work: declined."""
     if len(operands) != 1:
         raise NotLowered(f"{len(operands)} operands are the op's own work: one alone is its answer")
     return b.Identity(operands[0])

@@ -279,8 +279,14 @@ def test_a_fed_parameters_length_picks_the_cases_of_that_length(monkeypatch):
         form = node_form(node, 13, {"x", "axes"}, (), {"x": (3, 4, 5), "axes": (length,)})
         assert form.lengths == ((1, length),) and f"lengths {length} (input 1)" in form.describe()
         assert nearest_cases(outcomes, form, schema) == [nearest]
-    three = node_form(node, 13, {"x", "axes"}, (), {"x": (3, 4, 5), "axes": (3,)})
-    assert nearest_cases(outcomes, three, schema) == outcomes  # (a length no case has says nothing)
+    for length, nearest in ((3, outcomes[1]), (5, outcomes[1])):  # (a length no case has: the nearest one)
+        longer = node_form(node, 13, {"x", "axes"}, (), {"x": (3, 4, 5), "axes": (length,)})
+        assert nearest_cases(outcomes, longer, schema) == [nearest]
+    forms["three_axes"] = _form({0, 1}, {0, 1}, (), ranks=[(0, 3), (1, 1)], lengths=[(1, 3)])
+    three_axes = ("three_axes", "right", "")
+    fed_two = node_form(node, 13, {"x", "axes"}, (), {"x": (3, 4, 5), "axes": (2,)})
+    assert nearest_cases([*outcomes, three_axes], fed_two, schema) == [outcomes[1]]  # (its own length)
+    assert nearest_cases([outcomes[0], three_axes], fed_two, schema) == [three_axes]  # (a tie: the longer)
     data_length = node_form(node, 13, {"x"}, {"axes"}, {"x": (3,), "axes": (2,)})
     assert data_length.lengths == ()  # (a constant parameter's, and a data input's, length is no part of a form)
     assert NodeForm.from_data(form.as_data()) == form

@@ -180,6 +180,41 @@ def test_an_if_of_branches_giving_other_shapes_is_refused_where_the_runtime_anal
     }
 
 
+def _if_of(name: str, then_output: str, else_output: str, then_shape, else_shape):
+    """An If on ``c`` whose branches give ``then_output`` and ``else_output`` of x [2, 3]: Neg(x)
+    and Abs(x) of its shape, Transpose(x) of the shape [3, 2]; each declared of its shape."""
+
+    def branch(label: str, output: str, shape, op: str):
+        node, attributes = ("Transpose", {"perm": [1, 0]}) if shape == [3, 2] else (op, {})
+        made = helper.make_node(node, ["x"], [output], **attributes)
+        return helper.make_graph([made], label, [], [helper.make_tensor_value_info(output, TensorProto.FLOAT, shape)])
+
+    then, otherwise = branch("then", then_output, then_shape, "Neg"), branch("else", else_output, else_shape, "Abs")
+    return helper.make_node("If", ["c"], [name], name=name, then_branch=then, else_branch=otherwise)
+
+
+def test_branches_reusing_a_name_are_judged_by_their_own_shapes():
+    """Sibling branches may give outputs of one name (onnx's checker takes it), and so may the
+    branches of two Ifs: each branch is judged by its own output's shape, not by the type the
+    last graph gives that name. Branches named alike of other shapes are refused on tract 0.23;
+    an If of one shape beside one of other shapes, sharing an output name, is not."""
+    inputs = [
+        helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+    ]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])
+    alike = make_model([_if_of("y", "out", "out", [2, 3], [3, 2])], inputs, [y], opset=19)
+    onnx.checker.check_model(alike, full_check=True)
+    assert [b.op_type for b in check_model(alike, "tract-0.23", opset=19) if b.blocks and b.of_a_node] == ["If"]
+    one_shape = _if_of("y", "o", "p", [2, 3], [2, 3])
+    other_shapes = _if_of("z", "o", "q", [3, 2], [2, 3])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, ["d", "e"])
+    two = make_model([one_shape, other_shapes], inputs, [y, z], opset=19)
+    onnx.checker.check_model(two, full_check=True)
+    blocking = [(b.op_type, b.node) for b in check_model(two, "tract-0.23", opset=19) if b.blocks and b.of_a_node]
+    assert blocking == [("If", "z")]
+
+
 def test_a_target_no_pattern_can_satisfy_is_refused_listing_every_node():
     with pytest.raises(TargetRefused) as raised:
         lowering.lower_model(isnan_sqrt_model(), target=MADE_UP)
