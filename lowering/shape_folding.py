@@ -661,26 +661,35 @@ def types_written(nodes: list[onnx.NodeProto], types: Mapping[str, onnx.TypeProt
 def inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
     """Every value's type in the main graph and the graphs its nodes hold, as onnx's shape
     inference gives it (with data propagation), run on a copy whose large initializers are
-    declared, not held. A name that held graphs give as outputs of other types (sibling
-    branches may reuse a name: onnx's checker takes it) is typed by none of them."""
+    declared, not held. A name that held graphs give tensors of one element type in other
+    shapes, each its own value of it (sibling branches may reuse a name: onnx's checker takes
+    it), is given that element type and no shape (of other element types, the last graph's
+    type stands: what reads it must read what writes it)."""
     try:
         inferred = onnx.shape_inference.infer_shapes(light_copy(model), data_prop=True)
     except Exception:  # a model onnx's inference cannot follow: only what it declares is known
         inferred = model
     graph = inferred.graph
     found = {info.name: info.type for info in [*graph.input, *graph.value_info, *graph.output]}
-    given: dict[str, onnx.TypeProto] = {}  # (the held graphs' outputs)
-    ambiguous = set()
-    for inner in nested_graphs(graph.node):
-        found.update((info.name, info.type) for info in [*inner.input, *inner.value_info, *inner.output])
-        for info in inner.output:
-            if given.setdefault(info.name, info.type) != info.type:
-                ambiguous.add(info.name)
-    for name in ambiguous:
-        del found[name]
+    held: dict[str, tuple[int, onnx.TypeProto]] = {}  # (per name, the first held graph typing it)
+    reshaped = set()
+    for number, inner in enumerate(nested_graphs(graph.node)):
+        for info in [*inner.input, *inner.value_info, *inner.output]:
+            found[info.name] = info.type
+            first, typed = held.setdefault(info.name, (number, info.type))
+            element_type = _element_type(info.type)
+            if first != number and typed != info.type and element_type and _element_type(typed) == element_type:
+                reshaped.add(info.name)
+    for name in reshaped:
+        found[name] = helper.make_tensor_type_proto(_element_type(found[name]), None)
     for tensor in model.graph.initializer:
         found.setdefault(tensor.name, helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims)))
     return found
+
+
+def _element_type(type_proto: onnx.TypeProto) -> int | None:
+    """A tensor type's element type; None for any other type."""
+    return type_proto.tensor_type.elem_type if type_proto.WhichOneof("value") == "tensor_type" else None
 
 
 def light_copy(model: onnx.ModelProto) -> onnx.ModelProto:

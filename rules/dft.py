@@ -221,10 +221,12 @@ def dft_by_matmul(
     transform (the MatMul sums in another order than an FFT). DFT-20's axis computed at run
     time: one transform per axis it may name, chosen by a chain of If on the axis, which Gather
     takes through [0, r) and [0, r - 1) first so that an axis out of range or the last one fails
-    as the op does (an IRFFT along an axis of length 0, of length -2, fails in its branch: Range
-    of delta 0). An IRFFT along an axis of length 1 (n = 0) gives an empty transform, as
-    onnxruntime's kernel does (Slices of x). Not lowered where dft_length is not 1 or more
-    (onnxruntime's kernel refuses it), dft_length or an axis' length is not known when converting, x's last
+    as the op does (an IRFFT along an axis of length 0, of length -2, and an RFFT along one of
+    length 0 fail in their branch: Range of delta 0). An IRFFT along an axis of length 1 (n = 0)
+    gives an empty transform, as onnxruntime's kernel does (Slices of x); other DFTs along an
+    axis of length 0 an empty one by a matrix of no columns. Not lowered where dft_length is not 1 or more
+    (onnxruntime's kernel refuses it, as an RFFT of no samples), dft_length or an axis' length
+    is not known when converting, x's last
     dimension is not 1 or 2, the input is complex for RFFT or real for IRFFT (the op takes
     neither), a coefficient matrix would hold more than LARGEST_CONSTANT (2^22) values (the
     MatMul's work grows as n², an FFT's as n log n), or below opset 11.
@@ -274,6 +276,9 @@ def dft_by_matmul(
         lengths[candidate] = given_length if given_length is not None else default
     if run_time_axis is None and lengths[candidates[0]] < 0:
         raise NotLowered(f"the DFT's length would be {lengths[candidates[0]]}, and a length cannot be negative")
+    rfft = bool(onesided and not inverse)
+    if run_time_axis is None and rfft and lengths[candidates[0]] == 0:  # (onnxruntime's kernel refuses it)
+        raise NotLowered("a one-sided forward DFT (RFFT) of no samples has a bin, which no sample gives")
     for candidate in candidates:
         bins = lengths[candidate] // 2 + 1 if onesided and not inverse else max(lengths[candidate], 0)
         values = shape[candidate] * channels * bins * 2
@@ -288,7 +293,7 @@ def dft_by_matmul(
     wide = b.computable(x)
 
     def along(builder: Builder, k: int) -> Value:
-        if lengths[k] < 0:
+        if lengths[k] < 0 or (rfft and lengths[k] == 0):
             return _failing(builder, wide, normalized)
         return _dft_along(builder, wide, k, shape, lengths[k], inverse=inverse, onesided=onesided)
 
@@ -312,7 +317,7 @@ def _dft_along(b: Builder, x: Value, axis: int, shape: list, n: int, *, inverse:
     """The transform of x (in the type the MatMul computes in) along ``axis`` of static length."""
     rank, length, channels = len(shape), shape[axis], shape[-1]
     irfft = bool(inverse and onesided)
-    if n == 0:  # (an IRFFT along an axis of length 1 by default: no bins)
+    if n == 0 and irfft:  # (along an axis of length 1 by default: no bins)
         return _empty_transform(b, x, axis, rank)
     matrix = dft_matrix(length, channels, n, inverse=inverse, onesided=onesided)
     y = _transposed(b, x, axis, rank)

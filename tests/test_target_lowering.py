@@ -213,6 +213,14 @@ def test_branches_reusing_a_name_are_judged_by_their_own_shapes():
     onnx.checker.check_model(two, full_check=True)
     blocking = [(b.op_type, b.node) for b in check_model(two, "tract-0.23", opset=19) if b.blocks and b.of_a_node]
     assert blocking == [("If", "z")]
+    # (a branch's output named as a value a sibling branch computes inside it, of another shape)
+    within = helper.make_graph([helper.make_node("Transpose", ["x"], ["o"], perm=[1, 0]),
+                                helper.make_node("Transpose", ["o"], ["w"], perm=[1, 0])], "then", [],
+                               [helper.make_tensor_value_info("w", TensorProto.FLOAT, [2, 3])])  # fmt: skip
+    beside = helper.make_node("If", ["c"], ["z"], name="z", then_branch=within, else_branch=one_shape.attribute[1].g)
+    three = make_model([_if_of("y", "o", "p", [2, 3], [2, 3]), beside], inputs, [y, z], opset=19)
+    onnx.checker.check_model(three, full_check=True)
+    assert not [b for b in check_model(three, "tract-0.23", opset=19) if b.blocks and b.of_a_node]
 
 
 def test_a_target_no_pattern_can_satisfy_is_refused_listing_every_node():

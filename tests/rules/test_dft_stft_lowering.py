@@ -266,6 +266,29 @@ def test_an_irfft_of_no_bins_is_an_empty_transform_as_onnxruntimes():
         run_onnxruntime(zero, {"x": signal(TensorProto.FLOAT, [3, 4, 1])})
 
 
+def test_a_dft_along_an_axis_of_no_samples_is_empty_as_onnxruntimes_and_an_rfft_of_none_fails():
+    """Along an axis of length 0 a DFT (forward or inverse, real or complex input) gives no bins
+    of re and im, as onnxruntime's kernel does; an RFFT of no samples, which onnxruntime's kernel
+    refuses, is declined, and fails in its If branch where the axis is fed at run time."""
+    for inverse, channels in [(0, 1), (0, 2), (1, 1), (1, 2)]:
+        model = dft_model(TensorProto.FLOAT, [3, 0, channels], axis=1, inverse=inverse)
+        feeds = {"x": signal(TensorProto.FLOAT, [3, 0, channels])}
+        lowered = lowering.lower(model, ops=["DFT"])
+        assert "DFT" not in lowered_ops(lowered)
+        (got,) = run_onnxruntime(lowered, feeds)
+        assert got.shape == run_onnxruntime(model, feeds)[0].shape == (3, 0, 2), (inverse, channels)
+    rfft = dft_model(TensorProto.FLOAT, [3, 0, 1], axis=1, onesided=1)
+    result = lowering.lower_model(rfft, ops=["DFT"])
+    assert "DFT" in lowered_ops(result.model)
+    assert "a one-sided forward DFT (RFFT) of no samples" in "\n".join(result.report.lines())
+    fed = dft_model(TensorProto.FLOAT, [3, 0, 1], run_time=("axis",), onesided=1)
+    feeds = {"x": signal(TensorProto.FLOAT, [3, 0, 1]), "axis": np.array(1, np.int64)}
+    with pytest.raises(Exception, match="DFT"):
+        run_onnxruntime(fed, feeds)
+    with pytest.raises(Exception, match="If"):
+        run_onnxruntime(lowering.lower(fed, ops=["DFT"]), feeds)
+
+
 # -- random signals: STFT ------------------------------------------------------------------------------
 
 
