@@ -92,6 +92,7 @@ class Finding:
     retype: tuple[int, int] | None = None  # (wide, narrow): a retyping the runtime takes instead
     swept: str = ""  # the cases of it the runtime still got wrong or failed after --target (the profile's sweep)
     for_fewer: bool = False  # the model opset's finding naming an opset where fewer nodes are refused
+    declined: bool = False  # its op's rule takes no node of its form (a Max of two operands): none is asked for
 
     @property
     def blocks(self) -> bool:
@@ -226,7 +227,8 @@ def check_model(
             verdict = Verdict(DOUBTFUL, verdict.why)
         if verdict.kind != SUPPORTED:
             # (wrong only on such values: the nodes a pattern writes would be wrong there too)
-            fix = f"{PATTERN_FIX} (--ops {node.op_type})" if _pattern_takes(node, form, lowerable) else None
+            taken = _pattern_takes(node, form, lowerable)
+            fix = f"{PATTERN_FIX} (--ops {node.op_type})" if taken else None
             fix = None if verdict.patterns_wrong_too else fix
             main = function is None  # (a local function's constants and types are its own)
             top = graph_name == model.graph.name  # (Constants of the main graph are moved)
@@ -248,9 +250,11 @@ def check_model(
                 fix = f"retyped to {type_label(retype[1])} (--retype {retype_pair(retype)}{io})"
             fed = _parameters_fed(node.op_type, version, form) if version is not None else []
             swept = _swept_said(profile, node.op_type, version, type_name, fed) if version is not None else ""
+            declined = node.op_type in lowerable and not taken
             findings.append(
-                Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix, retype, swept)
-            )
+                Finding(node.op_type, version, type_name, graph_name, node.name, verdict, fix, retype, swept,
+                        declined=declined)
+            )  # fmt: skip
     return findings
 
 
@@ -786,7 +790,13 @@ def _lowered_for(model, profile, opset, asked, partly_too: bool, lower_model, lo
                 _check_declared(result.model)
         findings = check_model(result.model, profile, opset, lowerable)
         blockers = [f for f in findings if f.blocks]
-        fixable = {f.op_type for f in findings if f.verdict.kind_for_choices in kinds and f.op_type in lowerable}
+        # (not an op whose rule takes no node of the form found: asked for, it would stop the
+        # patterns that write it in another form, as GridSample's writes a Max of two)
+        fixable = {
+            f.op_type
+            for f in findings
+            if f.verdict.kind_for_choices in kinds and f.op_type in lowerable and not f.declined
+        }
         retypes = (
             {}
             if retyping_given

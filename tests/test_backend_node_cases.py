@@ -50,6 +50,9 @@ OWN_CASES_ONLY = {"Unsqueeze", "Tile"}
 # Ops whose rule lowers a reduction of no element only (rules/empty_reduction.py), requested in the
 # cases of an empty set only: elsewhere they are primitives (Softmax's body writes ReduceMax).
 EMPTY_SET_ONLY = {"ReduceMax", "ReduceMin"}
+# Ops whose rule lowers a node of one operand only (rules/single_operand.py), requested in the
+# cases of one input only: elsewhere they compute (a Max of two), as in the nodes rules write.
+ONE_OPERAND_ONLY = {"Max", "Min", "Sum", "Mean"}
 
 # Cases whose original onnxruntime runs otherwise than the spec says, or refuses: the case's
 # expected output is the oracle. Its ConvInteger takes no zero point per output channel
@@ -96,13 +99,14 @@ def _refused_because(name: str) -> str | None:
 
 def _requested(model: onnx.ModelProto, name: str) -> set[str]:
     """Every op a rule owns, but those of SOME_FORMS_LOWERED that the case's graph does not hold,
-    those of EMPTY_SET_ONLY outside the cases of an empty set and those of OWN_CASES_ONLY outside
-    their own cases."""
+    those of EMPTY_SET_ONLY outside the cases of an empty set, those of OWN_CASES_ONLY outside
+    their own cases and those of ONE_OPERAND_ONLY outside the cases of one input."""
     held = {node.op_type for node in model.graph.node}
     empty_set = EMPTY_SET_ONLY if "empty_set" in name else set()
     own = {op_type for op_type in OWN_CASES_ONLY if name.startswith(f"test_{op_type.lower()}")}
+    one_operand = ONE_OPERAND_ONLY if name.endswith("_one_input") else set()
     requested = {rule.op_type for rule in all_rules()} - (SOME_FORMS_LOWERED - held) - (EMPTY_SET_ONLY - empty_set)
-    return requested - (OWN_CASES_ONLY - own)
+    return requested - (OWN_CASES_ONLY - own) - (ONE_OPERAND_ONLY - one_operand)
 
 
 @functools.lru_cache(maxsize=1)

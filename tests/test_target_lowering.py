@@ -223,6 +223,31 @@ def test_branches_reusing_a_name_are_judged_by_their_own_shapes():
     assert not [b for b in check_model(three, "tract-0.23", opset=19) if b.blocks and b.of_a_node]
 
 
+def test_an_op_whose_rule_takes_no_node_of_its_form_is_not_asked_for():
+    """tract 0.21 runs a Max of two right only in some cases (it drops NaN) and refuses
+    GridSample: Max's rule takes a Max of one operand alone, so --target never asks for it (it
+    would stop GridSample's pattern, which clamps by a Max of two), and lowers GridSample."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])
+    grid = helper.make_tensor_value_info("grid", TensorProto.FLOAT, [1, 2, 2, 2])
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [3])
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2]),
+               helper.make_tensor_value_info("z", TensorProto.FLOAT, [3])]  # fmt: skip
+    nodes = [helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", padding_mode="border"),
+             helper.make_node("Max", ["a", "a"], ["z"], name="larger")]  # fmt: skip
+    model = make_model(nodes, [x, grid, a], outputs, opset=20)
+    [larger] = [f for f in check_model(model, "tract-0.21", lowerable=lowerable_ops()) if f.op_type == "Max"]
+    assert larger.verdict.kind == PARTLY and larger.declined and larger.fix is None
+    asked = []
+
+    def lowered_counting(*args, **options):
+        asked.append(set(options.get("ops") or ()))
+        return lowering.lower_model(*args, **options)
+
+    result = lower_for_target(model, "tract-0.21", lowered_counting, lowerable_ops())
+    assert not any("Max" in ops for ops in asked) and len(asked) == 2  # (one round, then the same ops)
+    assert "GridSample" not in {n.op_type for n in result.model.graph.node}
+
+
 def test_a_target_no_pattern_can_satisfy_is_refused_listing_every_node():
     with pytest.raises(TargetRefused) as raised:
         lowering.lower_model(isnan_sqrt_model(), target=MADE_UP)
