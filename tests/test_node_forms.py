@@ -287,6 +287,11 @@ def test_a_fed_parameters_length_picks_the_cases_of_that_length(monkeypatch):
     fed_two = node_form(node, 13, {"x", "axes"}, (), {"x": (3, 4, 5), "axes": (2,)})
     assert nearest_cases([*outcomes, three_axes], fed_two, schema) == [outcomes[1]]  # (its own length)
     assert nearest_cases([outcomes[0], three_axes], fed_two, schema) == [three_axes]  # (a tie: the longer)
+    fed_one = node_form(node, 13, {"x", "axes"}, (), {"x": (3, 4, 5), "axes": (1,)})
+    assert nearest_cases([outcomes[1], three_axes], fed_one, schema) == [outcomes[1]]  # (shorter than every case)
+    forms["no_axes"] = _form({0, 1}, {0, 1}, (), ranks=[(0, 3), (1, 1)], empty={1}, lengths=[(1, 0)])
+    no_axes = ("no_axes", "right", "")
+    assert nearest_cases([no_axes, outcomes[1]], fed_one, schema) == [outcomes[1]]  # (0 or 2 from 1: the longer)
     data_length = node_form(node, 13, {"x"}, {"axes"}, {"x": (3,), "axes": (2,)})
     assert data_length.lengths == ()  # (a constant parameter's, and a data input's, length is no part of a form)
     assert NodeForm.from_data(form.as_data()) == form
