@@ -163,14 +163,21 @@ class RuntimeProfile:
     # per kind of feed or output it takes none of (RANK_0_INPUT, CONSTANT_OUTPUT), the probed cases
     # that showed it ("unfed")
     unfed: dict[str, list[str]] = field(default_factory=dict, repr=False)
-    # the op versions of some case unfed for a constant output: what the runtime does with them is
-    # partly unobserved (a 0-d input's unfed case has twins that feed another rank)
-    unobserved: frozenset[tuple[str, int]] = field(default_factory=frozenset, repr=False)
-    # per op, the probed cases that lost a constant output of it (refused or dropped: CONSTANT_OUTPUT)
-    folded: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    # per op version, the probed cases that lost a constant output of it (refused or dropped:
+    # CONSTANT_OUTPUT): what the runtime does with that version is partly unobserved (a 0-d
+    # input's unfed case has twins that feed another rank)
+    constants_lost: dict[tuple[str, int], list[str]] = field(default_factory=dict, repr=False)
     # per (element type name, rank) of a graph input, the probed Identity of one such input (case
     # name, verdict, detail): whether the runtime takes that kind of input whatever the graph
     inputs: dict[tuple[str, int], tuple[str, str, str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def folded(self) -> dict[str, list[str]]:
+        """Per op, the probed cases that lost a constant output of it, whatever the version."""
+        found: dict[str, list[str]] = {}
+        for (op_type, _), lost in self.constants_lost.items():
+            found.setdefault(op_type, []).extend(lost)
+        return {op_type: sorted(lost) for op_type, lost in found.items()}
 
     def input_not_taken(self, kind: str, rank: int) -> str | None:
         """Why the runtime takes no graph input of ``kind`` (an element type's name, "INT8", or an
@@ -421,7 +428,11 @@ class RuntimeProfile:
                                f"{said}")  # fmt: skip
             return Verdict(REFUSED, said)
         at_version = [(t, o) for v, t, outcomes in seen if v == version for o in outcomes]
-        if at_version and not any(o[1] == "right" for _, o in at_version) and (op_type, version) not in self.unobserved:
+        if (
+            at_version
+            and not any(o[1] == "right" for _, o in at_version)
+            and (op_type, version) not in self.constants_lost
+        ):
             # (a runtime implements an op version or not: onnx2torch has no Split-18, on any type;
             # not known so where cases of it were unfed: rknn's Constant-13 of one output alone)
             probed = ", ".join(sorted({t or "?" for t, _ in at_version}))
@@ -438,9 +449,9 @@ class RuntimeProfile:
         if version not in {v for v, _, _ in seen}:  # (a version older than any probed: 1 of GlobalAveragePool-1)
             probed = ", ".join(str(v) for v in sorted({v for v, _, _ in seen}))
             why = f"{op_type}-{version} not probed; no case of versions {probed} ran right, e.g. {_said(any_case)}"
-            unseen = any((op_type, v) in self.unobserved for v, _, _ in seen)  # (some unfed: not seen to fail)
+            unseen = any((op_type, v) in self.constants_lost for v, _, _ in seen)  # (some unfed: not seen to fail)
             return Verdict(UNVERIFIED, why + ("; others were unfed" if unseen else ""), no_version_ran_right=not unseen)
-        if (op_type, version) in self.unobserved:  # (its other cases unfed: what it does there is not seen)
+        if (op_type, version) in self.constants_lost:  # (its other cases unfed: what it does there is not seen)
             why = f"{op_type}-{version} on {type_name or '?'} not seen to run: its cases were unfed (the runtime takes "
             why += "no model of their interface) or failed"
             return Verdict(UNVERIFIED, f"{why}, e.g. {_said(any_case)}")
@@ -727,8 +738,7 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         )
     cases: dict[tuple[str, int, str], list] = defaultdict(list)
     unfed: dict[str, list[str]] = defaultdict(list)
-    unobserved: set[tuple[str, int]] = set()
-    folded: dict[str, list[str]] = {}
+    constants_lost: dict[tuple[str, int], list[str]] = defaultdict(list)
     inputs: dict[tuple[str, int], tuple[str, str, str]] = {}
     loaded = set(data["opsets"])
     for case_name, entry in sorted(data["cases"].items()):
@@ -741,8 +751,7 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         if entry["verdict"] == UNFED:  # (nor one it takes some feed of none of: rknn's 0-d inputs)
             unfed[entry.get("detail", "").partition(":")[0]].append(case_name)
             if entry.get("detail", "").startswith(CONSTANT_OUTPUT):  # (a Constant alone: never seen to run)
-                unobserved.add((entry["op"], int(entry["version"])))
-                folded.setdefault(entry["op"], []).append(case_name)
+                constants_lost[entry["op"], int(entry["version"])].append(case_name)
             continue
         key = (entry["op"], int(entry["version"]), entry.get("type", ""))
         verdict = "right" if entry["verdict"] == AS_ONNXRUNTIME else entry["verdict"]
@@ -758,7 +767,6 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         swept=data.get("swept", {}),
         ir_version=data.get("ir_version"),
         unfed=dict(unfed),
-        unobserved=frozenset(unobserved),
-        folded=folded,
+        constants_lost=dict(constants_lost),
         inputs=inputs,
     )

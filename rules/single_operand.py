@@ -7,7 +7,7 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 OPS = ("Max", "Min", "Sum", "Mean")
 EMITS = ("Identity",)
-FIRST_VERSION = 6  # (version 1 carries the legacy consumed_inputs attribute)
+LEGACY_ATTRIBUTE = "consumed_inputs"  # (version 1's, an optimisation hint of no meaning: not taken)
 
 
 def operand_itself(b: Builder, *operands: Value) -> Value:
@@ -23,5 +23,9 @@ def operand_itself(b: Builder, *operands: Value) -> Value:
 
 
 for op_type in OPS:
-    versions = tuple(v for v in schemas.op_versions(op_type) if v >= FIRST_VERSION)
+    versions = tuple(
+        version
+        for version in schemas.op_versions(op_type)
+        if LEGACY_ATTRIBUTE not in schemas.schema_in_force(op_type, version).attributes
+    )
     rule(op_type, versions=versions, emits=EMITS, most_inputs=1)(operand_itself)

@@ -52,7 +52,7 @@ OWN_CASES_ONLY = {"Unsqueeze", "Tile"}
 EMPTY_SET_ONLY = {"ReduceMax", "ReduceMin"}
 # Ops whose rule lowers a node of one operand only (rules/single_operand.py), requested in the
 # cases of one input only: elsewhere they compute (a Max of two), as in the nodes rules write.
-ONE_OPERAND_ONLY = {"Max", "Min", "Sum", "Mean"}
+ONE_OPERAND_ONLY = {rule.op_type for rule in all_rules() if rule.most_inputs == 1}
 
 # Cases whose original onnxruntime runs otherwise than the spec says, or refuses: the case's
 # expected output is the oracle. Its ConvInteger takes no zero point per output channel

@@ -11,19 +11,19 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from lowering.rules.single_operand import FIRST_VERSION, OPS
+from lowering.rules.single_operand import OPS
 from onnx import TensorProto, helper
 from support import lowered_wholly, make_model, nested_forms, random_elements, runs_in_onnxruntime, slow_but_a_sample
 
 import lowering
 from lowering import floats, schemas
+from lowering.registry import rule_for
 from lowering.samples import sample_values
 
 CASES = [
     (op_type, opset, element_type)
     for op_type in OPS
-    for opset in schemas.op_versions(op_type)  # (version v is in force at opset v)
-    if opset >= FIRST_VERSION
+    for opset in rule_for("", op_type).since_versions  # (version v is in force at opset v)
     for element_type in sorted(schemas.input_element_types(op_type, opset))
 ]
 
@@ -87,6 +87,8 @@ def test_two_operands_are_declined_in_the_rules_words(op_type):
 
 
 def test_version_1_is_left_with_its_legacy_attribute():
+    for op_type in OPS:
+        assert rule_for("", op_type).since_versions == schemas.op_versions(op_type)[1:]
     model = one_operand_model("Max", 5, TensorProto.FLOAT)
     result = lowering.lower_model(model, ops=["Max"])
     assert [node.op_type for node in result.model.graph.node] == ["Max"]
