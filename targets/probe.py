@@ -283,7 +283,7 @@ def _serve(runner_name: str, connection) -> None:
     """The worker: imports the runtime once, then answers one case per message."""
     sys.path.insert(0, str(HERE))
     runner = importlib.import_module(f"runners.{runner_name}")
-    connection.send((runner.VERSION, runner_tolerance(runner)))
+    connection.send((runner.VERSION, runner_tolerance(runner), getattr(runner, "SECONDS", None)))
     while True:
         job = connection.recv()
         if job is None:
@@ -298,10 +298,12 @@ class Worker:
 
     def __init__(self, runner_name: str, seconds: float = CASE_SECONDS):
         self.runner_name, self.process, self.connection = runner_name, None, None
-        self.seconds = seconds  # (a model with no answer in this long hangs)
-        self.version, self.tolerance = self._start()
+        self.version, self.tolerance, stated = self._start()
+        # (a model with no answer in this long hangs: the longer of ``seconds`` and the runner's
+        # own ``SECONDS``, where its runtime takes longer to build a model: rknn's compiler)
+        self.seconds = max(seconds, stated or 0)
 
-    def _start(self) -> tuple[str, dict | None]:
+    def _start(self) -> tuple[str, dict | None, float | None]:
         context = multiprocessing.get_context("spawn")
         self.connection, theirs = context.Pipe()
         self.process = context.Process(target=_serve, args=(self.runner_name, theirs), daemon=True)

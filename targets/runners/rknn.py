@@ -80,6 +80,10 @@ TOLERANCE_WHY = (
     "relative and absolute (operands of order one)"
 )
 
+# The toolkit's compiler takes about a minute to build a model of a thousand nodes on two cores
+# (an LSTM tagger of 8 steps unrolled: 54 s idle, past a minute beside another job): a model
+# with no answer in this long hangs (targets/probe.py's Worker; its own default is a minute).
+SECONDS = 180
 PLATFORM = "rk3588"
 ALL_CONSTANT = "of model are constants"  # (the builder's words for a model of constant outputs alone)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
