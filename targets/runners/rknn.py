@@ -36,8 +36,9 @@ the stated shape (the same elements in the same order). The built model takes th
 (:func:`_kept_inputs`), in its order, as one deploying it queries them.
 
 Element types, as the toolkit treats them: float16 and float64 in the model are made float32
-when it loads it (it says so), so a float16 model gives float32 outputs (here as the toolkit
-gives them, so a case expecting float16 outputs is wrong) and a float64 feed is refused
+when it loads it (it says so), so a float16 model gives float32 outputs (their values are
+float16's: read here as the float16 the model declares, as one deploying it would) and a float64
+feed is refused
 ("Unsupport inputs[0].dtype: float64"); int64, int32, int8 and bool feeds and outputs keep
 their types (int64 values beyond int32 kept: Neg of 5000015 gives -5000015); int16, uint16,
 uint32 and uint64 inputs are refused at build; a uint8 input can abort the process in its
@@ -85,6 +86,8 @@ TOLERANCE_WHY = (
 # with no answer in this long hangs (targets/probe.py's Worker; its own default is a minute).
 SECONDS = 180
 PLATFORM = "rk3588"
+# (the element types the toolkit makes float32 when it loads a model, read back as declared)
+_WIDENED_AT_LOAD = {onnx.TensorProto.FLOAT16: np.float16, onnx.TensorProto.DOUBLE: np.float64}
 ALL_CONSTANT = "of model are constants"  # (the builder's words for a model of constant outputs alone)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STAMP = re.compile(r"^RKNN: \[[0-9:.]+\] ")
@@ -232,12 +235,20 @@ def run(model_bytes: bytes, feeds: dict) -> list:
 
 
 def _as_declared(output: np.ndarray, info: onnx.ValueInfoProto) -> np.ndarray:
-    """``output`` in the shape the graph declares for it where that shape is static and differs
-    from the output's by lengths of 1 alone (the same elements in the same order): the simulator
-    drops and moves lengths of 1 (a Squeeze's [1, 3, 5] comes back [3, 1, 5], a scalar as [1]),
-    as one deploying the model reads its outputs in the shapes the model states."""
+    """``output`` in the element type the graph declares for it where that is float16 or float64
+    and the output came back float32 (the toolkit makes both float32 at load: a float16 output's
+    values come back exactly, float64's are float32's), and in the shape the graph declares where
+    that shape is static and differs from the output's by lengths of 1 alone (the same elements
+    in the same order): the simulator drops and moves lengths of 1 (a Squeeze's [1, 3, 5] comes
+    back [3, 1, 5], a scalar as [1]), as one deploying the model reads its outputs in the types
+    and shapes the model states."""
     tensor = info.type.tensor_type
-    if not info.type.HasField("tensor_type") or not tensor.HasField("shape"):
+    if not info.type.HasField("tensor_type"):
+        return output
+    declared_type = _WIDENED_AT_LOAD.get(tensor.elem_type)
+    if declared_type is not None and output.dtype == np.float32:
+        output = output.astype(declared_type)
+    if not tensor.HasField("shape"):
         return output
     if not all(d.HasField("dim_value") for d in tensor.shape.dim):
         return output
