@@ -33,6 +33,7 @@ READ_FOR_SHAPE = {"Shape": (0,), "Size": (0,), "EyeLike": (0,)}
 READ_FOR_TYPE = {"CastLike": (1,)}
 DROPOUT_TRAINING_INPUT = 2  # (Dropout-12 on: training_mode, false where not given)
 DROPOUT_MASK = 1  # (Dropout's second output)
+NO_ELEMENTS = "holds no elements"  # (why an output of no elements is constant)
 DROPOUT_INFERENCE_ONLY = 7  # (Dropout-7 and -10 run as inference; -1 and -6 are taken as drawing)
 
 
@@ -41,10 +42,13 @@ class ConstantOutput:
     """Why an output is constant, and the ops it follows from that read no fed value, or read one
     for its shape alone (``sources``: Shape, Dropout for its mask; Constant for an initializer;
     none for an output of no elements): a runtime may compute some of them (rknn computes
-    EyeLike's at run time, and folds Shape's)."""
+    EyeLike's at run time, and folds Shape's). An output of no elements may yet read a fed
+    value's values (``reads_feeds``: a Slice of x to nothing), which OpenVINO 2024.6 computes,
+    where it crashes on one from constants alone."""
 
     why: str
     sources: frozenset[str]
+    reads_feeds: bool = False  # (an output of no elements: whether a fed value's values reach it)
 
 
 def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> dict[str, ConstantOutput]:
@@ -54,7 +58,7 @@ def constant_outputs(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]
     found = {}
     for info in model.graph.output:
         if _holds_no_elements(types.get(info.name) or info.type):
-            found[info.name] = ConstantOutput("holds no elements", frozenset())
+            found[info.name] = ConstantOutput(NO_ELEMENTS, frozenset(), info.name in varying)
         elif info.name not in varying:
             why = "follows from no input's values (given the inputs' shapes)"
             found[info.name] = ConstantOutput(why, sources.get(info.name, frozenset()))

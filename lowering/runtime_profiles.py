@@ -69,6 +69,10 @@ AS_ONNXRUNTIME = "right as onnxruntime"
 # not refused, lowered where a pattern can, as partly
 DOUBTFUL = "doubtful"
 INPUT_CASE = "input_"  # (input_TYPE_RANKd, targets/prepare_cases.py: an Identity of one graph input of that kind)
+# (output_KIND, targets/prepare_cases.py: a graph output of that kind; output_constant_empty: of no
+# elements, from constants alone)
+OUTPUT_CASE = "output_"
+EMPTY_CONSTANT_OUTPUT = "constant_empty"
 CORPUS_CASE = "corpus_"  # (the name of a case targets/prepare_cases.py made of a real export's node)
 # (the name of a case of integers past 2^24, 2^31 or 2^53 that targets/prepare_cases.py made beside
 # one of small values: a runtime computing int32 through float32 or narrowing int64 to int32 fails
@@ -170,6 +174,9 @@ class RuntimeProfile:
     # per (element type name, rank) of a graph input, the probed Identity of one such input (case
     # name, verdict, detail): whether the runtime takes that kind of input whatever the graph
     inputs: dict[tuple[str, int], tuple[str, str, str]] = field(default_factory=dict, repr=False)
+    # per kind of graph output (EMPTY_CONSTANT_OUTPUT), the probed case of one such output (case
+    # name, verdict, detail): whether the runtime gives that kind of output whatever the graph
+    outputs: dict[str, tuple[str, str, str]] = field(default_factory=dict, repr=False)
 
     @property
     def folded(self) -> dict[str, list[str]]:
@@ -197,6 +204,18 @@ class RuntimeProfile:
         if held is not None and self.inputs.get((held, rank), ("", "", ""))[1] == "right":
             return f"{said}; {held} right at rank {rank} as a tensor"
         return None
+
+    def output_not_given(self, kind: str) -> str | None:
+        """Why the runtime gives no graph output of ``kind`` (:data:`EMPTY_CONSTANT_OUTPUT`) where
+        its probed case of one failed, crashed, hung or gave it wrong (OpenVINO 2024.6 crashes on
+        an output of no elements computed from constants alone); None where it ran right, was
+        unfed (the runtime takes no constant output at all: :data:`CONSTANT_OUTPUT` says so) or
+        was not probed."""
+        probed = self.outputs.get(kind)
+        if probed is None or probed[1] in ("right", UNFED):
+            return None
+        name, verdict, detail = probed
+        return f"{name}: {verdict}" + (f" ({detail})" if detail else "")
 
     def taking_forms(self, names: Iterable[str]) -> RuntimeProfile:
         """This profile with ``model_forms`` recording exactly the forms ``names`` better in a
@@ -740,6 +759,7 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
     unfed: dict[str, list[str]] = defaultdict(list)
     constants_lost: dict[tuple[str, int], list[str]] = defaultdict(list)
     inputs: dict[tuple[str, int], tuple[str, str, str]] = {}
+    outputs: dict[str, tuple[str, str, str]] = {}
     loaded = set(data["opsets"])
     for case_name, entry in sorted(data["cases"].items()):
         if loaded and entry.get("opset") is not None and entry["opset"] not in loaded:
@@ -747,6 +767,10 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         if case_name.startswith(INPUT_CASE):  # (of a kind of input, not of Identity)
             verdict = "right" if entry["verdict"] == AS_ONNXRUNTIME else entry["verdict"]
             inputs[input_kind_of_case(case_name)] = (case_name, verdict, entry.get("detail", ""))
+            continue
+        if case_name.startswith(OUTPUT_CASE):  # (of a kind of output, not of its op)
+            verdict = "right" if entry["verdict"] == AS_ONNXRUNTIME else entry["verdict"]
+            outputs[case_name.removeprefix(OUTPUT_CASE)] = (case_name, verdict, entry.get("detail", ""))
             continue
         if entry["verdict"] == UNFED:  # (nor one it takes some feed of none of: rknn's 0-d inputs)
             unfed[entry.get("detail", "").partition(":")[0]].append(case_name)
@@ -769,4 +793,5 @@ def profile_from_data(data: dict) -> RuntimeProfile | TableProfile:
         unfed=dict(unfed),
         constants_lost=dict(constants_lost),
         inputs=inputs,
+        outputs=outputs,
     )

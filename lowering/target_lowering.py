@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import onnx
 
 from . import schemas
-from .constant_outputs import constant_outputs
+from .constant_outputs import NO_ELEMENTS, constant_outputs
 from .conversion import adapters
 from .errors import ConversionRefused, IncompleteLowering, LoweringError
 from .function_bodies import body_op_types, node_body_op_types, ops_with_bodies
@@ -30,6 +30,7 @@ from .retyping import RETYPINGS, parse_retypings, type_label
 from .runtime_profiles import (
     CONSTANT_OUTPUT,
     DOUBTFUL,
+    EMPTY_CONSTANT_OUTPUT,
     PARTLY,
     RANK_0_INPUT,
     REFUSED,
@@ -412,25 +413,34 @@ def _input_findings(model: onnx.ModelProto, profile, opset: int) -> list[Finding
 
 
 def _output_findings(model: onnx.ModelProto, profile, types) -> list[Finding]:
-    """The model's graph outputs a runtime that gives no constant output (its probe found so:
-    rknn's builder, :data:`CONSTANT_OUTPUT`) would fold away: those it finds constant at its
+    """The model's graph outputs the runtime gives none of, as its probe found: where it gives
+    no constant output (rknn's builder, :data:`CONSTANT_OUTPUT`), those it finds constant at its
     build (:func:`lowering.constant_outputs.constant_outputs`) from ops of which its probe found
     so too (rknn folds a Shape's output and drops Dropout's mask, and computes EyeLike's), and
-    those of no elements. No pattern changes what an output holds, so each blocks."""
-    showed = profile.unfed.get(CONSTANT_OUTPUT) if isinstance(profile, RuntimeProfile) else None
-    if not showed:
+    those of no elements; else, where its probed output of no elements from constants alone
+    failed (:data:`EMPTY_CONSTANT_OUTPUT`: OpenVINO 2024.6 crashes on one, and computes one that
+    reads a fed value), such outputs. No pattern changes what an output holds, so each blocks."""
+    if not isinstance(profile, RuntimeProfile):
+        return []
+    showed = profile.unfed.get(CONSTANT_OUTPUT)
+    empty_failed = profile.output_not_given(EMPTY_CONSTANT_OUTPUT)
+    if not showed and not empty_failed:
         return []
     found = []
     declared = {info.name: info for info in model.graph.output}
     runtime = f"{profile.runtime} {profile.runtime_version}"
     for name, constant in constant_outputs(model, types).items():
-        if not constant.sources <= profile.folded.keys():
-            continue  # (the runtime may compute it: its probe found no constant output of those ops lost)
-        of = f" (from {', '.join(sorted(constant.sources))})" if constant.sources else ""
-        lost = [case for op_type in sorted(constant.sources) for case in profile.folded[op_type]] or showed
-        why = (f"output {name!r} {constant.why}{of}, so is constant: {runtime} gives no constant output "
-               f"({len(lost)} probed cases with one were refused or had it dropped, e.g. "
-               f"{_backend_case_first(lost)})")  # fmt: skip
+        if showed and constant.sources <= profile.folded.keys():
+            of = f" (from {', '.join(sorted(constant.sources))})" if constant.sources else ""
+            lost = [case for op_type in sorted(constant.sources) for case in profile.folded[op_type]] or showed
+            why = (f"output {name!r} {constant.why}{of}, so is constant: {runtime} gives no constant output "
+                   f"({len(lost)} probed cases with one were refused or had it dropped, e.g. "
+                   f"{_backend_case_first(lost)})")  # fmt: skip
+        elif empty_failed and constant.why == NO_ELEMENTS and not constant.reads_feeds:
+            why = (f"output {name!r} holds no elements and follows from no input's values: {runtime} gives no "
+                   f"such output ({empty_failed})")  # fmt: skip
+        else:
+            continue  # (the runtime may compute it: its probe found no such output lost)
         elem_type = (types.get(name) or declared[name].type).tensor_type.elem_type
         type_name = onnx.helper.tensor_dtype_to_string(elem_type).removeprefix("TensorProto.") if elem_type else ""
         found.append(Finding(OUTPUT_FINDING, None, type_name, model.graph.name, "", Verdict(REFUSED, why), None))

@@ -50,7 +50,7 @@ from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.integer_casts import WRAPPING_CAST_OPSET  # noqa: E402
 from lowering.naming import NameAllocator  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
-from lowering.runtime_profiles import INPUT_CASE, PROFILES  # noqa: E402
+from lowering.runtime_profiles import EMPTY_CONSTANT_OUTPUT, INPUT_CASE, OUTPUT_CASE, PROFILES  # noqa: E402
 from lowering.schemas import RANDOM_OPS  # noqa: E402
 from lowering.shape_folding import inferred_types  # noqa: E402
 from lowering.target_forms import OP_CHOICES, constants_by_name, defaults_left_out, shapes_and_types  # noqa: E402
@@ -398,6 +398,30 @@ def _input_case(element_type: int, rank: int, opset: int, optional: bool) -> tup
     model = onnx.helper.make_model(graph, opset_imports=opset_imports, ir_version=ir_version)
     name = f"{INPUT_CASE}{'OPTIONAL_' if optional else ''}{type_name}_{rank}d"
     return (name, opset, model.SerializeToString(), [([value], [value])], 0.0, 0.0)
+
+
+EMPTY_OUTPUT_OPSET = 13  # (Slice-13: its starts and ends are inputs, as --target's folding leaves them)
+
+
+def output_cases() -> list[tuple]:
+    """A graph output of no elements computed from constants alone, as --target leaves one
+    (lowering/shape_folding.py folds no output to a Constant of no elements, which OpenVINO gives
+    back as a scalar): a Slice of the Constants [3, 4], [1] and [1] at opset 13, of no graph input,
+    giving int64 [0] (``output_constant_empty``; its start is its end: tract and TVM fail a Slice
+    whose start is past its end, whatever its output). OpenVINO 2024.6 crashes on it whatever
+    computes it; ``lowering.runtime_profiles`` keeps it out of Slice's verdicts."""
+    constants = [
+        onnx.helper.make_node("Constant", [], [name], name=name, value=onnx.numpy_helper.from_array(value, name))
+        for name, value in (("data", np.array([3, 4], np.int64)), ("starts", np.array([1], np.int64)),
+                            ("ends", np.array([1], np.int64)))
+    ]  # fmt: skip
+    node = onnx.helper.make_node("Slice", ["data", "starts", "ends"], ["empty"], name="slice")
+    output = onnx.helper.make_tensor_value_info("empty", onnx.TensorProto.INT64, [0])
+    graph = onnx.helper.make_graph([*constants, node], "output", [], [output])
+    model = _case_model(graph, EMPTY_OUTPUT_OPSET)
+    expected = np.zeros([0], np.int64)
+    name = f"{OUTPUT_CASE}{EMPTY_CONSTANT_OUTPUT}"
+    return [(name, EMPTY_OUTPUT_OPSET, model.SerializeToString(), [([], [expected])], 0.0, 0.0)]
 
 
 def expand_scalar_cases() -> list[tuple]:
@@ -1406,7 +1430,7 @@ def shipped_profiles() -> list[dict]:
 
 def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, the inputs of
-    each type and rank, Expands of a
+    each type and rank, an output of no elements from constants, Expands of a
     scalar, the Casts and CastLikes between integer types, the Casts to and from floats, unsigned
     arithmetic in the upper half of the range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on
     every class of IEEE value, integer CumSum, pooling and convolution padded unevenly, Reshapes
@@ -1415,8 +1439,8 @@ def all_cases() -> list[tuple]:
     with its ``#stated`` twin too, :func:`with_defaults_stated`: stating a default is judged by
     twins of the same values, and onnx2torch's int64 CumSum has only these cases), the corpus's
     nodes, then the nodes the patterns write and those the forms write."""
-    made = (constant_cases() + input_cases() + expand_scalar_cases() + if_cases() + integer_cast_cases()
-            + integer_castlike_cases()
+    made = (constant_cases() + input_cases() + output_cases() + expand_scalar_cases() + if_cases()
+            + integer_cast_cases() + integer_castlike_cases()
             + float_integer_cast_cases()
             + unsigned_upper_half_cases() + signed_wide_cases() + ieee_cases() + integer_cumsum_cases()
             + uneven_pads_cases() + copied_lengths_cases() + kept_lengths_cases()

@@ -25,6 +25,8 @@ from lowering.runtime_profiles import (
     AS_ONNXRUNTIME,
     CONSTANT_OUTPUT,
     DOUBTFUL,
+    EMPTY_CONSTANT_OUTPUT,
+    OUTPUT_CASE,
     PARTLY,
     PAST_EDGES,
     PROFILES,
@@ -828,6 +830,39 @@ def test_an_output_computed_ahead_blocks_where_the_probe_found_the_runtime_gives
     for name in ("shape_alone", "dropout_mask", "constant_alone", "eyelike_alone"):
         del data["cases"][name]
     assert not check_model(model, profile_from_data(data))
+
+
+def test_an_output_of_no_elements_from_constants_blocks_where_the_probed_one_failed():
+    """OpenVINO 2024.6 crashes on a graph output of no elements computed from constants alone
+    (its probed ``output_constant_empty``): a model of such an output (a Shape from 2 to 1 of x,
+    and the Slice of constants --target folds it to) is refused, naming it, at the model's opset
+    alone; one of no elements that reads x's values (a Slice of x to nothing, which it computes)
+    passes, as does every model where that case ran right or was unfed (rknn's constant outputs
+    are its own finding), and the case says nothing of Slice."""
+    crash = ("Slice", 13, "INT64", "crashes", 13, "exit code -11")
+    data = profile_data({"neg": ("Neg", 13, "FLOAT", "right", 13), "shape": ("Shape", 15, "FLOAT", "right", 15),
+                         "slice": ("Slice", 13, "FLOAT", "right", 13),
+                         f"{OUTPUT_CASE}{EMPTY_CONSTANT_OUTPUT}": crash}, range(7, 19))  # fmt: skip
+    profile = profile_from_data(data)
+    assert profile.verdict("Slice", 13, "INT64").kind != REFUSED and "output_" not in str(profile.cases)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])
+    none = helper.make_tensor_value_info("none", TensorProto.INT64, [0])
+    nodes = [helper.make_node("Shape", ["x"], ["none"], start=2, end=1), helper.make_node("Neg", ["x"], ["y"])]
+    shape = make_model(nodes, [x], [y, none], opset=15)
+    findings = check_model(shape, profile)
+    assert [(f.op_type, f.element_type, f.blocks, f.fix) for f in findings] == [("(output)", "INT64", True, None)]
+    assert "output 'none' holds no elements and follows from no input's values" in str(findings[0])
+    assert "output_constant_empty: crashes (exit code -11)" in str(findings[0])
+    assert refused_and_opsets_tried(shape, profile) == (["(output)"], {None})
+    starts, ends = (onnx.numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("s", 1), ("e", 0)))
+    of_x = make_model([helper.make_node("Slice", ["x", "s", "e"], ["nothing"])], [x],
+                      [helper.make_tensor_value_info("nothing", TensorProto.FLOAT, [0, 4])], opset=15,
+                      initializer=[starts, ends])  # fmt: skip
+    assert not check_model(of_x, profile)
+    for verdict, detail in (("right", ""), ("unfed", f"{CONSTANT_OUTPUT}: the builder refuses ...")):
+        data["cases"][f"{OUTPUT_CASE}{EMPTY_CONSTANT_OUTPUT}"].update(verdict=verdict, detail=detail)
+        assert not check_model(shape, profile_from_data(data))
 
 
 def test_an_input_of_a_rank_the_runtime_takes_none_of_its_type_at_blocks():

@@ -312,6 +312,43 @@ def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes()
     assert ran >= 80, ran
 
 
+def test_the_output_case_is_of_no_elements_from_constants_alone():
+    """output_constant_empty: a Slice of Constants from 1 to 1 (not past its end: tract and TVM
+    fail such a Slice whatever its output), of no graph input, giving int64 [0]; it passes onnx's
+    full checker, runs so in onnxruntime, is an output of no elements from no input's values, and
+    is read by the profile as that kind of output, not as a case of Slice."""
+    import onnxruntime
+
+    from lowering.constant_outputs import NO_ELEMENTS, constant_outputs
+    from lowering.runtime_profiles import EMPTY_CONSTANT_OUTPUT, profile_from_data
+    from lowering.shape_folding import inferred_types
+
+    [(name, opset, data, [([], [expected])], *_)] = prepare_cases.output_cases()
+    model = onnx.load_from_string(data)
+    onnx.checker.check_model(model, full_check=True)
+    assert name == f"output_{EMPTY_CONSTANT_OUTPUT}" and opset == 13 and not model.graph.input
+    slice_node = probe.main_node(model)
+    constants = {
+        n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in model.graph.node if n.op_type == "Constant"
+    }
+    assert slice_node.op_type == "Slice" and constants["starts"].tolist() == constants["ends"].tolist() == [1]
+    [got] = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {})
+    assert got.dtype == expected.dtype == np.int64 and got.shape == expected.shape == (0,)
+    [found] = constant_outputs(model, inferred_types(model)).values()
+    assert found.why == NO_ELEMENTS and not found.reads_feeds
+    entry = {
+        "op": "Slice",
+        "version": 13,
+        "type": "INT64",
+        "verdict": "crashes",
+        "opset": 13,
+        "detail": "exit code -11",
+    }
+    profile = profile_from_data({"name": "p", "runtime": "r", "runtime_version": "0", "source": {}, "opsets": [13],
+                                 "cases": {name: entry}})  # fmt: skip
+    assert not profile.cases and profile.output_not_given(EMPTY_CONSTANT_OUTPUT) == f"{name}: crashes (exit code -11)"
+
+
 def test_each_input_case_is_an_identity_of_one_input_of_its_kind_and_rank():
     """input_TYPE_RANKd: an Identity of one graph input of that element type and rank (1 to 5),
     at the first opset from 13 whose Identity takes the type; input_OPTIONAL_TYPE_RANKd: of an
