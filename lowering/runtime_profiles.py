@@ -70,9 +70,10 @@ AS_ONNXRUNTIME = "right as onnxruntime"
 DOUBTFUL = "doubtful"
 INPUT_CASE = "input_"  # (input_TYPE_RANKd, targets/prepare_cases.py: an Identity of one graph input of that kind)
 # (output_KIND, targets/prepare_cases.py: a graph output of that kind; output_constant_empty: of no
-# elements, from constants alone)
+# elements, from constants alone; output_fed_empty: of no elements, from a fed value)
 OUTPUT_CASE = "output_"
 EMPTY_CONSTANT_OUTPUT = "constant_empty"
+EMPTY_FED_OUTPUT = "fed_empty"
 CORPUS_CASE = "corpus_"  # (the name of a case targets/prepare_cases.py made of a real export's node)
 # (the name of a case of integers past 2^24, 2^31 or 2^53 that targets/prepare_cases.py made beside
 # one of small values: a runtime computing int32 through float32 or narrowing int64 to int32 fails
@@ -206,9 +207,10 @@ class RuntimeProfile:
         return None
 
     def output_not_given(self, kind: str) -> str | None:
-        """Why the runtime gives no graph output of ``kind`` (:data:`EMPTY_CONSTANT_OUTPUT`) where
-        its probed case of one failed, crashed, hung or gave it wrong (OpenVINO 2024.6 crashes on
-        an output of no elements computed from constants alone); None where it ran right, was
+        """Why the runtime gives no graph output of ``kind`` (:data:`EMPTY_CONSTANT_OUTPUT`,
+        :data:`EMPTY_FED_OUTPUT`) where its probed case of one failed, crashed, hung or gave it
+        wrong (OpenVINO 2024.6 crashes on an output of no elements computed from constants alone,
+        and runs one from a fed value); None where it ran right, was
         unfed (the runtime takes no constant output at all: :data:`CONSTANT_OUTPUT` says so) or
         was not probed."""
         probed = self.outputs.get(kind)

@@ -31,6 +31,7 @@ from .runtime_profiles import (
     CONSTANT_OUTPUT,
     DOUBTFUL,
     EMPTY_CONSTANT_OUTPUT,
+    EMPTY_FED_OUTPUT,
     PARTLY,
     RANK_0_INPUT,
     REFUSED,
@@ -73,6 +74,8 @@ FEW_NODES = 32
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
 IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
 INPUT_FINDING = "(input)"  # the op type of a graph input's finding (a feed the runtime takes none of)
+# the probed kind of an output of no elements, by whether a fed value's values reach it
+EMPTY_OUTPUT_KINDS = {False: EMPTY_CONSTANT_OUTPUT, True: EMPTY_FED_OUTPUT}
 OUTPUT_FINDING = "(output)"  # the op type of a graph output's finding (one the runtime gives none of)
 INTERFACE_FINDINGS = (INPUT_FINDING, OUTPUT_FINDING)  # (no opset, no pattern changes the model's interface)
 PATTERN_FIX = "lowered by its pattern"  # (the fix check_model foresees for a node of an op a pattern lowers)
@@ -417,14 +420,16 @@ def _output_findings(model: onnx.ModelProto, profile, types) -> list[Finding]:
     no constant output (rknn's builder, :data:`CONSTANT_OUTPUT`), those it finds constant at its
     build (:func:`lowering.constant_outputs.constant_outputs`) from ops of which its probe found
     so too (rknn folds a Shape's output and drops Dropout's mask, and computes EyeLike's), and
-    those of no elements; else, where its probed output of no elements from constants alone
-    failed (:data:`EMPTY_CONSTANT_OUTPUT`: OpenVINO 2024.6 crashes on one, and computes one that
-    reads a fed value), such outputs. No pattern changes what an output holds, so each blocks."""
+    those of no elements; else, those of no elements where its probed output of no elements
+    failed, from constants alone or from a fed value as the output is (``EMPTY_OUTPUT_KINDS``:
+    OpenVINO 2024.6 crashes on one from constants alone, and computes one that reads a fed
+    value). No pattern changes what an output holds, so each blocks."""
     if not isinstance(profile, RuntimeProfile):
         return []
     showed = profile.unfed.get(CONSTANT_OUTPUT)
-    empty_failed = profile.output_not_given(EMPTY_CONSTANT_OUTPUT)
-    if not showed and not empty_failed:
+    # (an output of no elements, per whether a fed value's values reach it: why the runtime gives none)
+    empty_failed = {fed: profile.output_not_given(kind) for fed, kind in EMPTY_OUTPUT_KINDS.items()}
+    if not showed and not any(empty_failed.values()):
         return []
     found = []
     declared = {info.name: info for info in model.graph.output}
@@ -436,9 +441,10 @@ def _output_findings(model: onnx.ModelProto, profile, types) -> list[Finding]:
             why = (f"output {name!r} {constant.why}{of}, so is constant: {runtime} gives no constant output "
                    f"({len(lost)} probed cases with one were refused or had it dropped, e.g. "
                    f"{_backend_case_first(lost)})")  # fmt: skip
-        elif empty_failed and constant.why == NO_ELEMENTS and not constant.reads_feeds:
-            why = (f"output {name!r} holds no elements and follows from no input's values: {runtime} gives no "
-                   f"such output ({empty_failed})")  # fmt: skip
+        elif constant.why == NO_ELEMENTS and empty_failed[constant.reads_feeds]:
+            whence = "a fed value's values" if constant.reads_feeds else "no input's values (given their shapes)"
+            why = (f"output {name!r} holds no elements and follows from {whence}: {runtime} gives no such "
+                   f"output ({empty_failed[constant.reads_feeds]})")  # fmt: skip
         else:
             continue  # (the runtime may compute it: its probe found no such output lost)
         elem_type = (types.get(name) or declared[name].type).tensor_type.elem_type

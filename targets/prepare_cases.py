@@ -50,7 +50,13 @@ from lowering.graphs import constant_tensor  # noqa: E402
 from lowering.integer_casts import WRAPPING_CAST_OPSET  # noqa: E402
 from lowering.naming import NameAllocator  # noqa: E402
 from lowering.node_forms import CASE_FORMS, NodeForm, constants_given_by_nodes, node_form, value_sources  # noqa: E402
-from lowering.runtime_profiles import EMPTY_CONSTANT_OUTPUT, INPUT_CASE, OUTPUT_CASE, PROFILES  # noqa: E402
+from lowering.runtime_profiles import (  # noqa: E402
+    EMPTY_CONSTANT_OUTPUT,
+    EMPTY_FED_OUTPUT,
+    INPUT_CASE,
+    OUTPUT_CASE,
+    PROFILES,
+)
 from lowering.schemas import RANDOM_OPS  # noqa: E402
 from lowering.shape_folding import inferred_types  # noqa: E402
 from lowering.target_forms import OP_CHOICES, constants_by_name, defaults_left_out, shapes_and_types  # noqa: E402
@@ -404,24 +410,34 @@ EMPTY_OUTPUT_OPSET = 13  # (Slice-13: its starts and ends are inputs, as --targe
 
 
 def output_cases() -> list[tuple]:
-    """A graph output of no elements computed from constants alone, as --target leaves one
-    (lowering/shape_folding.py folds no output to a Constant of no elements, which OpenVINO gives
-    back as a scalar): a Slice of the Constants [3, 4], [1] and [1] at opset 13, of no graph input,
-    giving int64 [0] (``output_constant_empty``; its start is its end: tract and TVM fail a Slice
-    whose start is past its end, whatever its output). OpenVINO 2024.6 crashes on it whatever
-    computes it; ``lowering.runtime_profiles`` keeps it out of Slice's verdicts."""
-    constants = [
+    """A graph output of no elements as --target leaves one (lowering/shape_folding.py folds no
+    output to a Constant of no elements, which OpenVINO gives back as a scalar): a Slice from 1
+    to 1 (not past its end: tract and TVM fail such a Slice whatever its output) at opset 13, its
+    starts and ends Constants, of the Constant [3, 4], of no graph input, giving int64 [0]
+    (``output_constant_empty``), and of a fed float32 x of shape [3, 4], giving [0, 4]
+    (``output_fed_empty``). OpenVINO 2024.6 crashes on the first, whatever computes it, and runs
+    the second; ``lowering.runtime_profiles`` keeps them out of Slice's verdicts."""
+    bounds = [
         onnx.helper.make_node("Constant", [], [name], name=name, value=onnx.numpy_helper.from_array(value, name))
-        for name, value in (("data", np.array([3, 4], np.int64)), ("starts", np.array([1], np.int64)),
-                            ("ends", np.array([1], np.int64)))
-    ]  # fmt: skip
-    node = onnx.helper.make_node("Slice", ["data", "starts", "ends"], ["empty"], name="slice")
-    output = onnx.helper.make_tensor_value_info("empty", onnx.TensorProto.INT64, [0])
-    graph = onnx.helper.make_graph([*constants, node], "output", [], [output])
-    model = _case_model(graph, EMPTY_OUTPUT_OPSET)
-    expected = np.zeros([0], np.int64)
-    name = f"{OUTPUT_CASE}{EMPTY_CONSTANT_OUTPUT}"
-    return [(name, EMPTY_OUTPUT_OPSET, model.SerializeToString(), [([], [expected])], 0.0, 0.0)]
+        for name, value in (("starts", np.array([1], np.int64)), ("ends", np.array([1], np.int64)))
+    ]
+    data = onnx.helper.make_node("Constant", [], ["data"], name="data",
+                                 value=onnx.numpy_helper.from_array(np.array([3, 4], np.int64), "data"))  # fmt: skip
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    found = []
+    for kind, constants, inputs, feeds, expected in (
+        (EMPTY_CONSTANT_OUTPUT, [data, *bounds], [], [], np.zeros([0], np.int64)),
+        (EMPTY_FED_OUTPUT, bounds, [onnx.helper.make_tensor_value_info("data", onnx.TensorProto.FLOAT, [3, 4])], [x],
+         np.zeros([0, 4], np.float32)),
+    ):  # fmt: skip
+        node = onnx.helper.make_node("Slice", ["data", "starts", "ends"], ["empty"], name="slice")
+        element_type = onnx.helper.np_dtype_to_tensor_dtype(expected.dtype)
+        output = onnx.helper.make_tensor_value_info("empty", element_type, list(expected.shape))
+        graph = onnx.helper.make_graph([*constants, node], "output", inputs, [output])
+        model = _case_model(graph, EMPTY_OUTPUT_OPSET)
+        found.append((f"{OUTPUT_CASE}{kind}", EMPTY_OUTPUT_OPSET, model.SerializeToString(), [(feeds, [expected])],
+                      0.0, 0.0))  # fmt: skip
+    return found
 
 
 def expand_scalar_cases() -> list[tuple]:
@@ -1430,7 +1446,7 @@ def shipped_profiles() -> list[dict]:
 
 def all_cases() -> list[tuple]:
     """The backend cases with their variants and other op versions, the Constants, the inputs of
-    each type and rank, an output of no elements from constants, Expands of a
+    each type and rank, outputs of no elements, Expands of a
     scalar, the Casts and CastLikes between integer types, the Casts to and from floats, unsigned
     arithmetic in the upper half of the range, signed arithmetic past 2^24, 2^31 and 2^53, float arithmetic on
     every class of IEEE value, integer CumSum, pooling and convolution padded unevenly, Reshapes

@@ -495,6 +495,8 @@ def main() -> None:
                   "date": datetime.date.today().isoformat(), **({"unprobed": unprobed} if beyond else {}),
                   **({"why": args.note} if args.note else {})}  # fmt: skip
         profile = added_profile(earlier, cases, {case[0] for case in prepared} if args.cases else None, record)
+        if worker.tolerance:  # (as the runner states it now: its arithmetic, "float16", tells prepare_sweep.py)
+            profile["tolerance"] = worker.tolerance
     else:
         profile = _new_profile(args, worker, how, unprobed if beyond else None, opsets, cases)
     worker.close()

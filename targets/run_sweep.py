@@ -44,7 +44,12 @@ def main() -> None:
     parser.add_argument("runner")
     parser.add_argument("folder", type=Path)
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only the models whose names start so")
-    parser.add_argument("--seconds", type=float, default=CASE_SECONDS, help="a model with no answer in this long hangs")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=CASE_SECONDS,
+        help="a model with no answer in this long (the runner's SECONDS where longer) hangs",
+    )
     parser.add_argument("--trials", action="store_true", help="run each corpus model's form trials too")
     parser.add_argument("--record-forms", action="store_true", help="record the trials in the target's profile")
     parser.add_argument("--record-sweep", action="store_true", help="record what is not right in the target's profile")

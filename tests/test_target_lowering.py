@@ -26,6 +26,7 @@ from lowering.runtime_profiles import (
     CONSTANT_OUTPUT,
     DOUBTFUL,
     EMPTY_CONSTANT_OUTPUT,
+    EMPTY_FED_OUTPUT,
     OUTPUT_CASE,
     PARTLY,
     PAST_EDGES,
@@ -838,7 +839,8 @@ def test_an_output_of_no_elements_from_constants_blocks_where_the_probed_one_fai
     and the Slice of constants --target folds it to) is refused, naming it, at the model's opset
     alone; one of no elements that reads x's values (a Slice of x to nothing, which it computes)
     passes, as does every model where that case ran right or was unfed (rknn's constant outputs
-    are its own finding), and the case says nothing of Slice."""
+    are its own finding), and the case says nothing of Slice. Where the probed output of no
+    elements from a fed value failed (``output_fed_empty``), the Slice of x blocks."""
     crash = ("Slice", 13, "INT64", "crashes", 13, "exit code -11")
     data = profile_data({"neg": ("Neg", 13, "FLOAT", "right", 13), "shape": ("Shape", 15, "FLOAT", "right", 15),
                          "slice": ("Slice", 13, "FLOAT", "right", 13),
@@ -863,6 +865,12 @@ def test_an_output_of_no_elements_from_constants_blocks_where_the_probed_one_fai
     for verdict, detail in (("right", ""), ("unfed", f"{CONSTANT_OUTPUT}: the builder refuses ...")):
         data["cases"][f"{OUTPUT_CASE}{EMPTY_CONSTANT_OUTPUT}"].update(verdict=verdict, detail=detail)
         assert not check_model(shape, profile_from_data(data))
+    # (a runtime whose probed output of no elements from a fed value failed: that one blocks)
+    data["cases"][f"{OUTPUT_CASE}{EMPTY_FED_OUTPUT}"] = {**data["cases"]["slice"], "verdict": "fails",
+                                                          "detail": "empty output"}  # fmt: skip
+    [finding] = check_model(of_x, profile_from_data(data))
+    assert finding.op_type == "(output)" and finding.blocks and "follows from a fed value's values" in str(finding)
+    assert "output_fed_empty: fails (empty output)" in str(finding) and not check_model(shape, profile_from_data(data))
 
 
 def test_an_input_of_a_rank_the_runtime_takes_none_of_its_type_at_blocks():

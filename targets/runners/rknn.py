@@ -37,7 +37,8 @@ the stated shape (the same elements in the same order). The built model takes th
 
 Element types, as the toolkit treats them: float16 and float64 in the model are made float32
 when it loads it (it says so), so a float16 model gives float32 outputs (their values are
-float16's: read here as the float16 the model declares, as one deploying it would) and a float64
+float16's: read here as the float16 the model declares, as one deploying it would; a float64
+output, read as float64, holds float32's values, within the tolerance below) and a float64
 feed is refused
 ("Unsupport inputs[0].dtype: float64"); int64, int32, int8 and bool feeds and outputs keep
 their types (int64 values beyond int32 kept: Neg of 5000015 gives -5000015); int16, uint16,

@@ -312,41 +312,41 @@ def test_each_constant_version_is_a_case_of_each_element_type_its_schema_takes()
     assert ran >= 80, ran
 
 
-def test_the_output_case_is_of_no_elements_from_constants_alone():
+def test_the_output_cases_are_of_no_elements_from_constants_alone_or_a_fed_value():
     """output_constant_empty: a Slice of Constants from 1 to 1 (not past its end: tract and TVM
-    fail such a Slice whatever its output), of no graph input, giving int64 [0]; it passes onnx's
-    full checker, runs so in onnxruntime, is an output of no elements from no input's values, and
-    is read by the profile as that kind of output, not as a case of Slice."""
+    fail such a Slice whatever its output), of no graph input, giving int64 [0]; output_fed_empty:
+    the same Slice of a fed float32 [3, 4], giving [0, 4]. Each passes onnx's full checker, runs so
+    in onnxruntime, is an output of no elements (from no input's values, or a fed one's), and is
+    read by the profile as that kind of output, not as a case of Slice."""
     import onnxruntime
 
     from lowering.constant_outputs import NO_ELEMENTS, constant_outputs
-    from lowering.runtime_profiles import EMPTY_CONSTANT_OUTPUT, profile_from_data
+    from lowering.runtime_profiles import EMPTY_CONSTANT_OUTPUT, EMPTY_FED_OUTPUT, profile_from_data
     from lowering.shape_folding import inferred_types
 
-    [(name, opset, data, [([], [expected])], *_)] = prepare_cases.output_cases()
-    model = onnx.load_from_string(data)
-    onnx.checker.check_model(model, full_check=True)
-    assert name == f"output_{EMPTY_CONSTANT_OUTPUT}" and opset == 13 and not model.graph.input
-    slice_node = probe.main_node(model)
-    constants = {
-        n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in model.graph.node if n.op_type == "Constant"
-    }
-    assert slice_node.op_type == "Slice" and constants["starts"].tolist() == constants["ends"].tolist() == [1]
-    [got] = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {})
-    assert got.dtype == expected.dtype == np.int64 and got.shape == expected.shape == (0,)
-    [found] = constant_outputs(model, inferred_types(model)).values()
-    assert found.why == NO_ELEMENTS and not found.reads_feeds
-    entry = {
-        "op": "Slice",
-        "version": 13,
-        "type": "INT64",
-        "verdict": "crashes",
-        "opset": 13,
-        "detail": "exit code -11",
-    }
+    cases = {name: rest for name, *rest in prepare_cases.output_cases()}
+    assert cases.keys() == {f"output_{EMPTY_CONSTANT_OUTPUT}", f"output_{EMPTY_FED_OUTPUT}"}
+    entries = {}
+    for name, (opset, data, [(feeds, [expected])], *_) in cases.items():
+        model = onnx.load_from_string(data)
+        onnx.checker.check_model(model, full_check=True)
+        fed = name.endswith(EMPTY_FED_OUTPUT)
+        assert opset == 13 and [i.name for i in model.graph.input] == (["data"] if fed else [])
+        slice_node = probe.main_node(model)
+        constants = [n for n in model.graph.node if n.op_type == "Constant" and n.output[0] != "data"]
+        bounds = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in constants}
+        assert slice_node.op_type == "Slice" and bounds["starts"].tolist() == bounds["ends"].tolist() == [1]
+        session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+        [got] = session.run(None, {"data": feeds[0]} if fed else {})
+        assert got.dtype == expected.dtype and got.shape == expected.shape == ((0, 4) if fed else (0,))
+        [found] = constant_outputs(model, inferred_types(model)).values()
+        assert found.why == NO_ELEMENTS and found.reads_feeds == fed
+        entries[name] = {"op": "Slice", "version": 13, "type": "INT64", "verdict": "right", "opset": 13}
+    entries[f"output_{EMPTY_CONSTANT_OUTPUT}"].update(verdict="crashes", detail="exit code -11")
     profile = profile_from_data({"name": "p", "runtime": "r", "runtime_version": "0", "source": {}, "opsets": [13],
-                                 "cases": {name: entry}})  # fmt: skip
-    assert not profile.cases and profile.output_not_given(EMPTY_CONSTANT_OUTPUT) == f"{name}: crashes (exit code -11)"
+                                 "cases": entries})  # fmt: skip
+    assert not profile.cases and profile.output_not_given(EMPTY_FED_OUTPUT) is None
+    assert profile.output_not_given(EMPTY_CONSTANT_OUTPUT) == "output_constant_empty: crashes (exit code -11)"
 
 
 def test_each_input_case_is_an_identity_of_one_input_of_its_kind_and_rank():
