@@ -402,9 +402,14 @@ class Builder:
         """Emit ``op_type(*inputs, **attributes)`` and return its (first) output: a fresh value,
         or ``outputs[0]`` where ``outputs`` names them (the outputs of the node being replaced).
         An input given by name is of unknown type; "" is a missing optional input. The output's
-        element type follows from the op's schema (None where that leaves it open)."""
+        element type follows from the op's schema (None where that leaves it open). An op the
+        target lowers is lowered in turn; one written to outputs it names cannot be: NotLowered
+        (an LSTM of dynamic length is a Scan, which a target lowering Scan too cannot take)."""
         inputs = tuple(Value(value, None) if isinstance(value, str) else value for value in inputs)
-        if outputs is None and op_type in self.target.lowered_ops and self._rule_for is not None:
+        if op_type in self.target.lowered_ops and self._rule_for is not None:
+            if outputs is not None:  # (a rule's expansion cannot write them: Scan's, Loop's, TopK's outputs)
+                written = "written to outputs it names (not lowered in turn)"
+                raise NotLowered(f"its expansion holds {op_type}, which is to be lowered too, {written}")
             return self._lowered_in_turn(op_type, inputs, attributes)
         element_type = self._output_element_type(op_type, inputs, attributes)
         if outputs is None:

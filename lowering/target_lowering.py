@@ -76,6 +76,7 @@ IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
 INPUT_FINDING = "(input)"  # the op type of a graph input's finding (a feed the runtime takes none of)
 # the probed kind of an output of no elements, by whether a fed value's values reach it
 EMPTY_OUTPUT_KINDS = {False: EMPTY_CONSTANT_OUTPUT, True: EMPTY_FED_OUTPUT}
+RETYPE_FIX = "retyped to "  # (how a retyping's fix begins)
 OUTPUT_FINDING = "(output)"  # the op type of a graph output's finding (one the runtime gives none of)
 INTERFACE_FINDINGS = (INPUT_FINDING, OUTPUT_FINDING)  # (no opset, no pattern changes the model's interface)
 PATTERN_FIX = "lowered by its pattern"  # (the fix check_model foresees for a node of an op a pattern lowers)
@@ -251,7 +252,7 @@ def check_model(
             if retype is not None and fix is None:  # (--target lowers an op a pattern takes before it retypes)
                 boundary = any(name in model_inputs for name in node.input)  # (a Cast would read it wide)
                 io = " --retype-io: the model's inputs and outputs change type" if boundary else ""
-                fix = f"retyped to {type_label(retype[1])} (--retype {retype_pair(retype)}{io})"
+                fix = f"{RETYPE_FIX}{type_label(retype[1])} (--retype {retype_pair(retype)}{io})"
             fed = _parameters_fed(node.op_type, version, form) if version is not None else []
             swept = _swept_said(profile, node.op_type, version, type_name, fed) if version is not None else ""
             declined = node.op_type in lowerable and not taken
@@ -297,10 +298,20 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
             b for b in unforeseen
             if (b.op_type, b.node) in judged or (b.node in named_by_position and b.op_type in judged_ops)
         ]  # fmt: skip
-        written = [b for b in unforeseen if b not in misjudged]  # (nodes a pattern wrote)
+        written = [b for b in unforeseen if b not in misjudged]  # (nodes a pattern or the retyping wrote)
+        patterns_wrote = {op for f in findings if f.fix and f.fix.startswith(PATTERN_FIX) and f.version is not None
+                          for op in ops_written_for(f.op_type, f.version)}  # fmt: skip
+        # (the Casts the retyping writes at the model's inputs and after a Shape: TensorRT 8.6 takes no int64 Cast)
+        retyping_wrote = [b for b in written if b.op_type == "Cast" and "Cast" not in patterns_wrote]
         confirmed = []
         for f in findings:
             reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
+            if reason is None and f.fix and f.fix.startswith(RETYPE_FIX) and retyping_wrote:
+                reason = "the retyping wrote what it refuses: " + "; ".join(
+                    str(b).partition(":")[0] for b in retyping_wrote
+                )
+                if any("--retype-io" in b.reason for b in retyping_wrote):
+                    reason += " (with --retype-io the model's inputs change type instead)"
             if reason is None and f.fix and f.fix.startswith(PATTERN_FIX) and f.version is not None:
                 ops = ops_written_for(f.op_type, f.version)
                 wrote = [b for b in written if b.op_type in ops]

@@ -1259,6 +1259,29 @@ def test_an_older_opset_named_as_the_fix_is_taken_back_where_the_model_cannot_go
     assert "--target: refused: Cast-21 at graph 'cast', node 'to_int4'" in confirmed[0].verdict.why
 
 
+def test_a_retyping_keeps_no_fix_where_the_casts_it_writes_are_refused():
+    """TensorRT 8.6's table lists Concat on int32, not int64, and no Cast of int64: check names
+    retyping int64 to int32 as the fix of an int64 Concat of the model's input (with --retype-io)
+    and of a Concat of that, but --target, keeping the model's int64 input, casts it down, which
+    the table refuses: each fix is taken back, saying so and that --retype-io (the input made
+    int32) avoids that Cast; with it the model fits."""
+    nodes = [helper.make_node("Concat", ["x", "x"], ["t"], name="first", axis=0),
+             helper.make_node("Concat", ["t", "t"], ["y"], name="second", axis=0)]  # fmt: skip
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [2])
+    model = make_model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.INT64, [8])], opset=17)
+    findings = check_model(model, load_profile("tensorrt-8.6"), lowerable=lowerable_ops())
+    first, second = [f for f in findings if f.blocks]
+    assert first.fix.startswith("retyped to int32 (--retype int64=int32 --retype-io")
+    assert second.fix == "retyped to int32 (--retype int64=int32)"
+    confirmed = fixes_confirmed(findings, lambda: lowering.lower_model(model, target="tensorrt-8.6"), model)
+    for finding in [f for f in confirmed if f.blocks]:
+        assert finding.fix is None and "--target: the retyping wrote what it refuses: Cast-13" in finding.verdict.why
+        assert "(with --retype-io the model's inputs change type instead)" in finding.verdict.why
+    made = lowering.lower_model(model, target="tensorrt-8.6", retype_io=True).model
+    assert [i.type.tensor_type.elem_type for i in made.graph.input] == [TensorProto.INT32]
+    assert not [f for f in check_model(made, load_profile("tensorrt-8.6"), lowerable=lowerable_ops()) if f.blocks]
+
+
 def test_the_opset_a_model_must_leave_keeps_no_fix_where_the_model_cannot_go_there():
     """A runtime that loads opsets 11 to 20, fails Squeeze-13 and runs Squeeze-11: the model's
     opset 21 blocks in any case, and check, judging the Squeeze at 12 as Squeeze-11, names

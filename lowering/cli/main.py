@@ -91,7 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("-q", "--quiet", action="store_true", help="print nothing but errors")
     add("--plain", action="store_true", help="the plain algorithm: the same bytes, slower (checks the fast path)")
     add("--list-rules", action="store_true", help="list the rewrite patterns, one line each, and exit")
-    add("--list-targets", action="store_true", help="list the runtimes --target names (probed profiles), and exit")
+    add(
+        "--list-targets",
+        action="store_true",
+        help="list the runtimes --target names (probed, or read from their tables), and exit",
+    )
     add("-v", "--verbose", action="store_true", help="with --list-rules: each pattern in full")
     add("--version", action="version", version=f"onnx-lower {__version__}")
     return parser
@@ -119,8 +123,8 @@ def build_check_parser() -> argparse.ArgumentParser:
         prog="onnx-lower check",
         usage="onnx-lower check MODEL --target NAME [--json] [-v]",
         formatter_class=_formatter,
-        description="List every node of MODEL that runtime NAME refuses (its probed profile: onnx-lower\n"
-        "--list-targets), each with the pattern that lowers it or none, in one pass.",
+        description="List every node of MODEL that runtime NAME refuses (its profile, probed or read from its\n"
+        "table: onnx-lower --list-targets), each with the pattern that lowers it or none, in one pass.",
         epilog="exit status: 0 the model fits; 1 it does not; 2 bad input or options; 3 internal error",
     )
     add_check_arguments(parser)
