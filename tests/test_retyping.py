@@ -18,6 +18,7 @@ from support import assert_same_bits, make_model, one_error_line, run_cli_in_pro
 import lowering
 import lowering.retyping
 from lowering.retyping import parse_retypings
+from lowering.verification import compare
 from lowering.verification.runtime import OnnxruntimeRunner, run_onnxruntime
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,6 +203,27 @@ def test_retype_io_retypes_inputs_and_outputs_where_every_value_fits():
     got = run_onnxruntime(retyped, {"x": x, "ids": ids.astype(np.int32)})
     for g, w in zip(got, want, strict=True):
         assert_same_bits(g, w.astype(np.int32))
+
+
+def test_verify_feeds_a_model_retyped_at_its_interface_the_types_it_declares(tmp_path):
+    """``onnx-lower verify ORIGINAL LOWERED --inputs run.npz``, LOWERED retyped with --retype-io:
+    the int64 ids given are fed to it as the int32 it declares, and its int32 outputs compared as
+    the original's int64 (it said "Unexpected input data type"); a model whose interface is not
+    so retyped is fed as given."""
+    ids = np.array([0, 9, 3, 3, 5], np.int64)
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["y"])]
+    model = make_model(nodes, [helper.make_tensor_value_info("ids", T.INT64, [5])],
+                       [helper.make_tensor_value_info("y", T.INT64, [5, 4])], opset=18,
+                       initializer=[constant("table", np.arange(40).reshape(10, 4) - 20)])  # fmt: skip
+    retyped = lowering.lower(model, ops=[], retype="int64=int32", retype_io=True)
+    assert [i.type.tensor_type.elem_type for i in retyped.graph.input] == [T.INT32]
+    original_path, retyped_path, inputs = tmp_path / "m.onnx", tmp_path / "r.onnx", tmp_path / "run.npz"
+    onnx.save(model, original_path)
+    onnx.save(retyped, retyped_path)
+    np.savez(inputs, ids=ids)
+    ran = run_cli_in_process("verify", str(original_path), str(retyped_path), "--inputs", str(inputs))
+    assert ran.returncode == 0 and "MATCH" in ran.stdout and not ran.stderr, ran.stderr
+    assert compare.verify(model, model, inputs=[{"ids": ids}]).match
 
 
 def test_retype_io_refuses_an_output_that_may_not_fit():

@@ -167,6 +167,7 @@ def verify(
     if not libraries:
         for side, model in (("original", original), ("lowered", lowered)):
             _check_domains_known(model, side)
+    retyped_io = retyped_io or _retyped_interface(original, lowered)
     generated = inputs is None
     if inputs is None:
         plan = FeedPlan(
@@ -224,6 +225,19 @@ def verify(
         except LoweringError as error:
             report.inputs_error = str(error)
     return report
+
+
+def _retyped_interface(original: onnx.ModelProto, lowered: onnx.ModelProto) -> bool:
+    """Whether ``lowered`` declares some graph input or output of ``original`` in the narrower
+    type a retyping gives it (``--retype int64=int32 --retype-io``: int64 ids as int32)."""
+    from ..retyping import RETYPINGS  # (the retyping imports the verification's neighbours)
+
+    def declared(graph: onnx.GraphProto) -> dict[str, int]:
+        infos = [*graph.input, *graph.output]
+        return {i.name: i.type.tensor_type.elem_type for i in infos if i.type.WhichOneof("value") == "tensor_type"}
+
+    narrow = declared(lowered.graph)
+    return any(narrow.get(name) in RETYPINGS.get(wide, ()) for name, wide in declared(original.graph).items())
 
 
 def _as_declared(feed: Feed, model: onnx.ModelProto) -> Feed:
