@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--list-targets",
         action="store_true",
-        help="list the runtimes --target names (probed, or read from their tables), and exit",
+        help="list the runtimes --target names, and exit",
     )
     add("-v", "--verbose", action="store_true", help="with --list-rules: each pattern in full")
     add("--version", action="version", version=f"onnx-lower {__version__}")

@@ -228,13 +228,14 @@ def verify(
 
 
 def _retyped_interface(original: onnx.ModelProto, lowered: onnx.ModelProto) -> bool:
-    """Whether ``lowered`` declares some graph input or output of ``original`` in the narrower
-    type a retyping gives it (``--retype int64=int32 --retype-io``: int64 ids as int32)."""
+    """Whether ``lowered`` declares some graph input of ``original`` in the narrower type a
+    retyping gives it (``--retype int64=int32 --retype-io``: int64 ids as int32). An output's
+    type alone says nothing: a lowering that changed it is a mismatch."""
     from ..retyping import RETYPINGS  # (the retyping imports the verification's neighbours)
 
     def declared(graph: onnx.GraphProto) -> dict[str, int]:
-        infos = [*graph.input, *graph.output]
-        return {i.name: i.type.tensor_type.elem_type for i in infos if i.type.WhichOneof("value") == "tensor_type"}
+        tensors = [info for info in graph.input if info.type.WhichOneof("value") == "tensor_type"]
+        return {info.name: info.type.tensor_type.elem_type for info in tensors}
 
     narrow = declared(lowered.graph)
     return any(narrow.get(name) in RETYPINGS.get(wide, ()) for name, wide in declared(original.graph).items())
