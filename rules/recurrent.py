@@ -140,6 +140,9 @@ def _recurrent(b: Builder, cell: Recurrence, x, w, r, bias, sequence_lens, initi
     steps = x_shape[1] if layout else x_shape[0]
     if steps is None and b.opset < schemas.first_opset("Scan"):
         raise NotLowered(f"the sequence length (X's time dimension) is not static, and Scan is not at opset {b.opset}")
+    if steps is None and "Scan" in b.target.lowered_ops:  # (Scan's rule unrolls a known number of steps)
+        raise NotLowered("the sequence length (X's time dimension) is not static, and the Scan it would be is to be "
+                         "lowered too: state the inputs' shapes (--input-shape) to unroll it")  # fmt: skip
     if steps == 0:
         raise NotLowered("the sequence is empty")
     activations = activations_of(

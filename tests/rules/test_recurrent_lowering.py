@@ -127,13 +127,15 @@ def test_every_direction_layout_and_optional_input_matches_the_kernel(op, direct
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 def test_a_dynamic_length_is_left_where_its_scan_is_to_be_lowered_too(op):
     """A dynamic time dimension is a Scan, which Scan's rule (a known number of steps unrolled)
-    cannot lower in turn: where Scan is asked for too, the recurrence is left, reported with why,
-    the model as it was (an LSTM tagger of dynamic length for webgpu, which runs neither)."""
+    cannot lower in turn: where Scan is asked for too, the recurrence is left, reported with why
+    and what unrolls it, the model as it was (an LSTM tagger of dynamic length for webgpu, which
+    runs neither)."""
     shapes = shapes_of(op, "forward", 0, (), "T")
     model = recurrent_model(op, {"hidden_size": H, "direction": "forward", "layout": 0}, shapes)
     result = lowering.lower_model(model, ops=[op, "Scan"])
     [left] = result.report.remaining
-    assert left.op_type == op and "its expansion holds Scan, which is to be lowered too" in left.reason
+    assert left.op_type == op and "the Scan it would be is to be lowered too" in left.reason
+    assert "(--input-shape)" in left.reason
     assert [n.op_type for n in result.model.graph.node] == [op]
 
 
