@@ -318,7 +318,7 @@ def _check_domains_known(model: onnx.ModelProto, side: str) -> None:
 
 def shape_hint(model: onnx.ModelProto, value_ranges: dict[str, tuple[int, int]] | None = None) -> str:
     """``; input 'shape' looks like a shape (...)``: integer inputs that a node reads as a shape,
-    sizes, axes or the like, for which the generated integers (in [0, 4), or the range
+    sizes, axes, indices or the like, for which the generated integers (in [0, 4), or the range
     ``value_ranges`` gives the input) may not do."""
     found = shape_like_inputs(model)
     if not found:
@@ -334,17 +334,20 @@ def shape_hint(model: onnx.ModelProto, value_ranges: dict[str, tuple[int, int]] 
     named = ", ".join(f"'{name}' (read by {where}; {generated(name)})" for name, where in found.items())
     first = next(iter(found))
     return (
-        f"; input {named} looks like a shape, sizes or axes, for which verify generated those values: give "
+        f"; input {named} looks like a shape, sizes, axes or indices, for which verify generated those values: give "
         f"its values with --inputs FILE.npz (arrays named after the inputs) or a range with --value-range {first}:LO,HI"
     )
 
 
-# Formal input names (onnx.defs) under which an integer input holds a shape or axis numbers.
-_SHAPE_LIKE_FORMALS = frozenset({"shape", "repeats", "sizes", "axes", "pads", "split", "starts", "ends", "steps", "K"})
+# Formal input names (onnx.defs) under which an integer input holds a shape, axis numbers or
+# indices into a table (Gather's: token ids past a vocabulary of 2 rows fail the original)
+_SHAPE_LIKE_FORMALS = frozenset(
+    {"shape", "repeats", "sizes", "axes", "pads", "split", "starts", "ends", "steps", "K", "indices"}
+)
 
 
 def shape_like_inputs(model: onnx.ModelProto) -> dict[str, str]:
-    """Integer graph inputs a main-graph node reads as a shape, sizes, axes, pads or the like:
+    """Integer graph inputs a main-graph node reads as a shape, sizes, axes, pads, indices or the like:
     name → ``Expand input 'shape'``."""
     integer_inputs = {
         info.name

@@ -371,3 +371,23 @@ def test_a_save_option_naming_no_file_blames_the_option_before_any_run(pair, tmp
     assert completed.returncode == 2 and completed.stdout == ""
     assert one_error_line(completed).startswith(f"onnx-lower: error: {option} {value!r}: give a file name")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "nudged.onnx", "plain.onnx"]
+
+
+def test_an_integer_input_read_as_indices_is_named_with_the_way_out():
+    """Token ids read as a Gather's indices into a table of 2 rows: the generated integers, in
+    [0, 4), run past it, so the hint names the input (bert's token_type_ids); a float input and
+    an integer one read as data are not named."""
+    from lowering.verification.compare import shape_hint, shape_like_inputs
+
+    table = onnx.numpy_helper.from_array(np.zeros((2, 3), np.float32), "table")
+    nodes = [onnx.helper.make_node("Gather", ["table", "ids"], ["y"]), onnx.helper.make_node("Neg", ["n"], ["m"])]
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        nodes, "g",
+        [onnx.helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [4]),
+         onnx.helper.make_tensor_value_info("n", onnx.TensorProto.INT64, [4])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4, 3]),
+         onnx.helper.make_tensor_value_info("m", onnx.TensorProto.INT64, [4])], [table],
+    ), opset_imports=[onnx.helper.make_opsetid("", 13)])  # fmt: skip
+    assert shape_like_inputs(model) == {"ids": "Gather input 'indices'"}
+    assert "input 'ids' (read by Gather input 'indices'; integers in [0, 4)) looks like" in shape_hint(model)
+    assert "--value-range ids:LO,HI" in shape_hint(model)
