@@ -50,6 +50,14 @@ _BITS_READ = frozenset({"BitCast"})
 _CLAMPED_INPUTS = {("Slice", 1), ("Slice", 2)}
 
 
+CAST_NODE_SUFFIX = "_cast"  # (a Cast the retyping writes is named VALUE_TYPE_cast: 'input_ids_int32_cast')
+
+
+def retyping_cast(op_type: str, node_name: str, to: int) -> bool:
+    """Whether a node named so is a Cast the retyping wrote to ``to`` (by its name, as written)."""
+    return op_type == "Cast" and f"_{type_label(to)}{CAST_NODE_SUFFIX}" in node_name
+
+
 class RetypeRefused(LoweringError):
     """The model cannot be retyped exactly: ``reasons`` says where and why, each."""
 
@@ -327,7 +335,8 @@ class _GraphRetyping:
         source = self._found(name, not narrow)
         to = self.narrow_type(name) if narrow else self.types[name]
         cast = self.names.fresh(f"{name}_{type_label(to)}")
-        self.nodes.append(onnx.helper.make_node("Cast", [source], [cast], to=to, name=self.names.fresh(f"{cast}_cast")))
+        node_name = self.names.fresh(f"{cast}{CAST_NODE_SUFFIX}")
+        self.nodes.append(onnx.helper.make_node("Cast", [source], [cast], to=to, name=node_name))
         self.report.casts += 1
         if narrow and not floats.is_integer(to) and not _holds_every_value(self.types[name], to):
             self.report.inexact.append(f"'{name}' rounded to {type_label(to)}")

@@ -26,7 +26,7 @@ from .node_forms import NodeForm, constants_given_by_nodes, node_form, parameter
 from .nodecheck import checker_message
 from .registry import rule_for
 from .report import RemainingOp
-from .retyping import RETYPINGS, parse_retypings, type_label
+from .retyping import RETYPINGS, parse_retypings, retyping_cast, type_label
 from .runtime_profiles import (
     CONSTANT_OUTPUT,
     DOUBTFUL,
@@ -299,18 +299,17 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
             if (b.op_type, b.node) in judged or (b.node in named_by_position and b.op_type in judged_ops)
         ]  # fmt: skip
         written = [b for b in unforeseen if b not in misjudged]  # (nodes a pattern or the retyping wrote)
-        patterns_wrote = {op for f in findings if f.fix and f.fix.startswith(PATTERN_FIX) and f.version is not None
-                          for op in ops_written_for(f.op_type, f.version)}  # fmt: skip
-        # (the Casts the retyping writes at the model's inputs and after a Shape: TensorRT 8.6 takes no int64 Cast)
-        retyping_wrote = [b for b in written if b.op_type == "Cast" and "Cast" not in patterns_wrote]
         confirmed = []
         for f in findings:
             reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
+            # (the Casts the retyping writes, named VALUE_NARROW_cast, at the model's inputs and after
+            # a Shape: TensorRT 8.6 takes no int64 Cast)
+            retyping_wrote = [b for b in written if f.retype and retyping_cast(b.op_type, b.node, f.retype[1])]
             if reason is None and f.fix and f.fix.startswith(RETYPE_FIX) and retyping_wrote:
                 reason = "the retyping wrote what it refuses: " + "; ".join(
                     str(b).partition(":")[0] for b in retyping_wrote
                 )
-                if any("--retype-io" in b.reason for b in retyping_wrote):
+                if all("--retype-io" in b.reason for b in retyping_wrote):
                     reason += " (with --retype-io the model's inputs change type instead)"
             if reason is None and f.fix and f.fix.startswith(PATTERN_FIX) and f.version is not None:
                 ops = ops_written_for(f.op_type, f.version)

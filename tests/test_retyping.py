@@ -225,6 +225,15 @@ def test_verify_feeds_a_model_retyped_at_its_interface_the_types_it_declares(tmp
     assert ran.returncode == 0 and "MATCH" in ran.stdout and not ran.stderr, ran.stderr
     assert compare.verify(model, model, inputs=[{"ids": ids}]).match
 
+    # (an output turned into another type than a retyping's is a mismatch, narrowed input or not)
+    def cast_model(input_type, output_type):
+        nodes = [helper.make_node("Cast", ["x"], ["y"], to=output_type)]
+        return make_model(nodes, [helper.make_tensor_value_info("x", input_type, [3])],
+                          [helper.make_tensor_value_info("y", output_type, [3])], opset=17)  # fmt: skip
+
+    assert not compare.verify(cast_model(T.INT64, T.DOUBLE), cast_model(T.INT32, T.INT8)).match
+    assert compare.verify(cast_model(T.INT64, T.DOUBLE), cast_model(T.INT32, T.FLOAT)).match
+
 
 def test_retype_io_refuses_an_output_that_may_not_fit():
     with pytest.raises(lowering.RetypeRefused, match="output 'cs' may not fit int32"):

@@ -1277,6 +1277,14 @@ def test_a_retyping_keeps_no_fix_where_the_casts_it_writes_are_refused():
     for finding in [f for f in confirmed if f.blocks]:
         assert finding.fix is None and "--target: the retyping wrote what it refuses: Cast-13" in finding.verdict.why
         assert "(with --retype-io the model's inputs change type instead)" in finding.verdict.why
+
+    # (a refused Cast the retyping did not write, by its name, is not blamed on it: a version adapter's)
+    def adapter_cast_refused():
+        raise TargetRefused([RemainingOp("Cast", 13, "graph 'main', node 'pad_adapter_Cast'", "refused", "main",
+                                         "pad_adapter_Cast")], "tensorrt-8.6")  # fmt: skip
+
+    kept = [f.fix for f in fixes_confirmed(findings, adapter_cast_refused, model) if f.blocks]
+    assert kept == [first.fix, second.fix]
     made = lowering.lower_model(model, target="tensorrt-8.6", retype_io=True).model
     assert [i.type.tensor_type.elem_type for i in made.graph.input] == [TensorProto.INT32]
     assert not [f for f in check_model(made, load_profile("tensorrt-8.6"), lowerable=lowerable_ops()) if f.blocks]

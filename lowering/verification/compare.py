@@ -258,11 +258,18 @@ def _as_declared(feed: Feed, model: onnx.ModelProto) -> Feed:
 
 
 def _as_dtype_of(want, got):
-    """``got`` in ``want``'s element type where both are arrays of two types (an output
-    retyped with ``retype_io`` compared as the original's)."""
-    if isinstance(want, np.ndarray) and isinstance(got, np.ndarray) and want.dtype != got.dtype:
-        return got.astype(want.dtype)
-    return got
+    """``got`` in ``want``'s element type where both are arrays of two types a retyping relates
+    (an output retyped with ``retype_io``, int64 as int32, compared as the original's); any other
+    type is left, a mismatch."""
+    from ..retyping import RETYPINGS
+
+    if not (isinstance(want, np.ndarray) and isinstance(got, np.ndarray)) or want.dtype == got.dtype:
+        return got
+    try:
+        wide, narrow = (onnx.helper.np_dtype_to_tensor_dtype(a.dtype) for a in (want, got))
+    except (KeyError, TypeError, ValueError):
+        return got
+    return got.astype(want.dtype) if narrow in RETYPINGS.get(wide, ()) else got
 
 
 def _mismatch_hints(report: VerifyReport, comparisons: list[OutputComparison]) -> list[str]:
@@ -339,11 +346,11 @@ def shape_hint(model: onnx.ModelProto, value_ranges: dict[str, tuple[int, int]] 
     )
 
 
-# Formal input names (onnx.defs) under which an integer input holds a shape, axis numbers or
-# indices into a table (Gather's: token ids past a vocabulary of 2 rows fail the original)
-_SHAPE_LIKE_FORMALS = frozenset(
-    {"shape", "repeats", "sizes", "axes", "pads", "split", "starts", "ends", "steps", "K", "indices"}
-)
+# Formal input names (onnx.defs) under which an integer input holds a shape or axis numbers.
+_SHAPE_LIKE_FORMALS = frozenset({"shape", "repeats", "sizes", "axes", "pads", "split", "starts", "ends", "steps", "K"})
+# The ops whose "indices" past the data fail (token ids past a vocabulary of 2 rows, Gather's);
+# OneHot's give zeros
+_INDEXING_OPS = frozenset({"Gather", "GatherElements", "GatherND"})
 
 
 def shape_like_inputs(model: onnx.ModelProto) -> dict[str, str]:
@@ -370,7 +377,8 @@ def shape_like_inputs(model: onnx.ModelProto) -> dict[str, str]:
             if name not in integer_inputs or name in found or not formals:
                 continue
             formal = formals[min(index, len(formals) - 1)].name
-            if formal in _SHAPE_LIKE_FORMALS or node.op_type == "ConstantOfShape":
+            indexing = formal == "indices" and node.op_type in _INDEXING_OPS
+            if formal in _SHAPE_LIKE_FORMALS or indexing or node.op_type == "ConstantOfShape":
                 found[name] = f"{node.op_type} input '{formal}'"
     return found
 

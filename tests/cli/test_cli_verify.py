@@ -391,3 +391,11 @@ def test_an_integer_input_read_as_indices_is_named_with_the_way_out():
     assert shape_like_inputs(model) == {"ids": "Gather input 'indices'"}
     assert "input 'ids' (read by Gather input 'indices'; integers in [0, 4)) looks like" in shape_hint(model)
     assert "--value-range ids:LO,HI" in shape_hint(model)
+    one_hot = onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("OneHot", ["ids", "depth", "values"], ["y"])], "g",
+        [onnx.helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [4])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4, 2])],
+        [onnx.numpy_helper.from_array(np.array(2, np.int64), "depth"),
+         onnx.numpy_helper.from_array(np.array([0, 1], np.float32), "values")],
+    ), opset_imports=[onnx.helper.make_opsetid("", 13)])  # fmt: skip
+    assert shape_like_inputs(one_hot) == {}, "OneHot's indices past its depth give zeros, not a failure"
