@@ -180,10 +180,11 @@ def check_model(
         best = opsets_for_target(model, profile, lowerable)[0]
         if best == default:
             return findings
-        refused_there = _unlowerable_among(findings)
+        refused_there, findings_there = _unlowerable_among(findings), findings
         findings = check_model(model, profile, best, lowerable)
         if not any(f.op_type == OPSET_FINDING for f in findings):  # (the model's opset loads, but must change)
-            why = f"at opset {default} the runtime refuses {refused_there} node(s) no pattern lowers, at {best} fewer"
+            why = (f"at opset {default} the runtime refuses {refused_there} node(s) no pattern lowers "
+                   f"({_op_versions_said(findings_there)}), at opset {best} fewer")  # fmt: skip
             opset_finding = Finding(OPSET_FINDING, model_opset, "", model.graph.name, "", Verdict(REFUSED, why), None)
             findings.insert(0, dataclasses.replace(opset_finding, fix=f"converted to opset {best}", for_fewer=True))
         return findings
@@ -552,10 +553,23 @@ def _never_tried(finding: Finding) -> bool:
     return finding.of_a_node and finding.verdict.no_version_ran_right and not finding.fix
 
 
+def _op_versions_said(findings: list[Finding], shown: int = 4) -> str:
+    """The op versions of the nodes :func:`_unlowerable_among` counts, most first, with how many
+    of each: ``Reshape-23 (5), Squeeze-23 (2)``, and how many more kinds."""
+    counted = Counter(f"{f.op_type}-{f.version}" for f in findings if _unlowerable(f))
+    said = ", ".join(f"{label} ({count})" for label, count in counted.most_common(shown))
+    return said + (f" and {len(counted) - shown} more" if len(counted) > shown else "")
+
+
+def _unlowerable(finding: Finding) -> bool:
+    """A node the runtime refuses that no fix takes away, or one never tried (:func:`_never_tried`)."""
+    return (finding.blocks and finding.of_a_node and not finding.fix) or _never_tried(finding)
+
+
 def _unlowerable_among(findings: list[Finding]) -> int:
     """How many nodes the runtime refuses that no fix takes away, counting those never tried
     (:func:`_never_tried`: an opset is not better for trading a refused node for one)."""
-    return sum(1 for f in findings if (f.blocks and f.of_a_node and not f.fix) or _never_tried(f))
+    return sum(1 for f in findings if _unlowerable(f))
 
 
 def opsets_for_target(

@@ -393,7 +393,9 @@ def test_check_judges_at_the_opset_where_fewest_nodes_are_refused_that_no_patter
     assert opsets_for_target(model, OLDER_RUNS, lowerable_ops())[0] == 17  # (ReduceMean-13 there, the nearest)
     [opset] = [f for f in check_model(model, OLDER_RUNS, lowerable=lowerable_ops()) if f.blocks]
     assert opset.op_type == "(opset)" and opset.fix == "converted to opset 17"  # (it does not fit as it is)
-    assert "at opset 18 the runtime refuses 1 node(s) no pattern lowers" in str(opset)
+    assert "at opset 18 the runtime refuses 1 node(s) no pattern lowers (ReduceMean-18 (1)), at opset 17 fewer" in str(
+        opset
+    )
     assert [f.op_type for f in check_model(model, OLDER_RUNS, 18, lowerable_ops()) if f.blocks] == ["ReduceMean"]
     assert opsets_for_target(reduce_mean_model(17), MADE_UP, lowerable_ops())[0] == 17  # (nothing refused: its own)
 
