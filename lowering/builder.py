@@ -408,6 +408,11 @@ class Builder:
         inputs = tuple(Value(value, None) if isinstance(value, str) else value for value in inputs)
         if op_type in self.target.lowered_ops and self._rule_for is not None:
             if outputs is not None:  # (a rule's expansion cannot write them: Scan's, Loop's, TopK's outputs)
+                rule = self._rule_for(op_type)
+                version = schemas.version_in_force(op_type, self.opset)
+                if rule is None or version is None or not rule.serves(version):
+                    raise NotLowered(f"its expansion holds {op_type}, which is to be lowered too, and no rule lowers "
+                                     f"{op_type}-{version}")  # fmt: skip
                 written = "written to outputs it names (not lowered in turn)"
                 raise NotLowered(f"its expansion holds {op_type}, which is to be lowered too, {written}")
             return self._lowered_in_turn(op_type, inputs, attributes)
