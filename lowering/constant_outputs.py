@@ -33,8 +33,8 @@ READ_FOR_SHAPE = {"Shape": (0,), "Size": (0,), "EyeLike": (0,)}
 READ_FOR_TYPE = {"CastLike": (1,)}
 DROPOUT_TRAINING_INPUT = 2  # (Dropout-12 on: training_mode, false where not given)
 DROPOUT_MASK = 1  # (Dropout's second output)
-NO_ELEMENTS = "holds no elements"  # (why an output of no elements is constant)
 DROPOUT_INFERENCE_ONLY = 7  # (Dropout-7 and -10 run as inference; -1 and -6 are taken as drawing)
+NO_ELEMENTS = "holds no elements"  # (why an output of no elements is constant)
 
 
 @dataclass(frozen=True)

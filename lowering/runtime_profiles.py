@@ -175,8 +175,9 @@ class RuntimeProfile:
     # per (element type name, rank) of a graph input, the probed Identity of one such input (case
     # name, verdict, detail): whether the runtime takes that kind of input whatever the graph
     inputs: dict[tuple[str, int], tuple[str, str, str]] = field(default_factory=dict, repr=False)
-    # per kind of graph output (EMPTY_CONSTANT_OUTPUT), the probed case of one such output (case
-    # name, verdict, detail): whether the runtime gives that kind of output whatever the graph
+    # per kind of graph output (EMPTY_CONSTANT_OUTPUT, EMPTY_FED_OUTPUT), the probed case of one
+    # such output (case name, verdict, detail): whether the runtime gives that kind of output
+    # whatever the graph
     outputs: dict[str, tuple[str, str, str]] = field(default_factory=dict, repr=False)
 
     @property

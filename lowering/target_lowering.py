@@ -74,12 +74,12 @@ FEW_NODES = 32
 OPSET_FINDING = "(opset)"  # the op type of the model opset's finding
 IR_FINDING = "(IR version)"  # the op type of the model IR version's finding
 INPUT_FINDING = "(input)"  # the op type of a graph input's finding (a feed the runtime takes none of)
-# the probed kind of an output of no elements, by whether a fed value's values reach it
-EMPTY_OUTPUT_KINDS = {False: EMPTY_CONSTANT_OUTPUT, True: EMPTY_FED_OUTPUT}
-RETYPE_FIX = "retyped to "  # (how a retyping's fix begins)
 OUTPUT_FINDING = "(output)"  # the op type of a graph output's finding (one the runtime gives none of)
 INTERFACE_FINDINGS = (INPUT_FINDING, OUTPUT_FINDING)  # (no opset, no pattern changes the model's interface)
 PATTERN_FIX = "lowered by its pattern"  # (the fix check_model foresees for a node of an op a pattern lowers)
+RETYPE_FIX = "retyped to "  # (how a retyping's fix begins)
+# the probed kind of an output of no elements, by whether a fed value's values reach it
+EMPTY_OUTPUT_KINDS = {False: EMPTY_CONSTANT_OUTPUT, True: EMPTY_FED_OUTPUT}
 
 
 @dataclass(frozen=True)

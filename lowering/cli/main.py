@@ -91,11 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("-q", "--quiet", action="store_true", help="print nothing but errors")
     add("--plain", action="store_true", help="the plain algorithm: the same bytes, slower (checks the fast path)")
     add("--list-rules", action="store_true", help="list the rewrite patterns, one line each, and exit")
-    add(
-        "--list-targets",
-        action="store_true",
-        help="list the runtimes --target names, and exit",
-    )
+    add("--list-targets", action="store_true", help="list the runtimes --target names, and exit")
     add("-v", "--verbose", action="store_true", help="with --list-rules: each pattern in full")
     add("--version", action="version", version=f"onnx-lower {__version__}")
     return parser

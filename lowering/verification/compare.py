@@ -233,22 +233,23 @@ def _retyped_interface(original: onnx.ModelProto, lowered: onnx.ModelProto) -> b
     type alone says nothing: a lowering that changed it is a mismatch."""
     from ..retyping import RETYPINGS  # (the retyping imports the verification's neighbours)
 
-    def declared(graph: onnx.GraphProto) -> dict[str, int]:
-        tensors = [info for info in graph.input if info.type.WhichOneof("value") == "tensor_type"]
-        return {info.name: info.type.tensor_type.elem_type for info in tensors}
+    narrow = _declared_input_types(lowered)
+    return any(narrow.get(name) in RETYPINGS.get(wide, ()) for name, wide in _declared_input_types(original).items())
 
-    narrow = declared(lowered.graph)
-    return any(narrow.get(name) in RETYPINGS.get(wide, ()) for name, wide in declared(original.graph).items())
+
+def _declared_input_types(model: onnx.ModelProto) -> dict[str, int]:
+    """Per graph input of a tensor type, the element type it declares (where it declares one)."""
+    return {
+        info.name: info.type.tensor_type.elem_type
+        for info in model.graph.input
+        if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.elem_type
+    }
 
 
 def _as_declared(feed: Feed, model: onnx.ModelProto) -> Feed:
     """``feed`` with each array cast to the element type ``model`` declares for that input,
     where it declares another (a model retyped with ``retype_io``: int64 ids fed as int32)."""
-    declared = {
-        info.name: info.type.tensor_type.elem_type
-        for info in model.graph.input
-        if info.type.WhichOneof("value") == "tensor_type" and info.type.tensor_type.elem_type
-    }
+    declared = _declared_input_types(model)
     cast = {}
     for name, value in feed.items():
         element_type = declared.get(name)
