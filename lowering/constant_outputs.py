@@ -10,14 +10,17 @@ Shape, Size and EyeLike, and Dropout's data for its mask outside training (all t
 shape follows from the inputs' shapes: a graph input's, or one whose every length, as inference
 gives it, is a number or one of the inputs' named lengths (not a NonZero's, nor a Slice's to a
 fed end; nor, missing a cheaper proof, one of a length inference leaves unnamed). Read for its
-type alone: CastLike's target. A node holding graphs varies where it reads a varying value, its
-graphs included, or where a node in them may draw (a random op, any Dropout, a local function
-that may); a call of a local function, where it is given a varying value or its body may draw.
+type alone: CastLike's target. A node holding graphs varies where it reads a varying value, where
+an output of its graphs varies (their nodes read as the main graph's are: a branch's Shape of x
+reads no value), or where a node in them may draw (a random op, any Dropout, a local function
+that may); an output of a call of a local function, where the body's output varies given which
+of the call's inputs vary (a Shape of a parameter reads no value where the input's shape follows
+from the inputs'; the body's own values have no shapes known), or where the body may draw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +28,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import schemas
-from .graphs import constant_tensor, nested_graphs
+from .graphs import constant_tensor, held_graphs, nested_graphs
 from .schemas import RANDOM_OPS
 
 # (op, the input positions it reads for their shape alone, and for their type alone, not their values)
@@ -103,12 +106,16 @@ def _walk(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> tuple[
             and all(d.HasField("dim_value") or d.dim_param in named_lengths for d in tensor.shape.dim)
         )
 
-    values = _constant_values(graph)
-    drawing = _functions_drawing(model)
-    dropout = schemas.version_in_force("Dropout", schemas.default_opset(model.opset_import) or 1)
+    reading = _Reading(
+        shape_known,
+        _constant_values(graph),
+        _functions_drawing(model),
+        schemas.version_in_force("Dropout", schemas.default_opset(model.opset_import) or 1),
+        {(function.domain, function.name): function for function in model.functions},
+    )
     sources: dict[str, frozenset[str]] = {t.name: frozenset({"Constant"}) for t in graph.initializer}
     for node in graph.node:
-        outputs = _varying_outputs(node, varying, shape_known, values, drawing, dropout)
+        outputs = _varying_outputs(node, varying, reading)
         varying.update(name for name in outputs if name)
         given = [*node.input, *(name for g in nested_graphs([node]) for inner in g.node for name in inner.input)]
         read = frozenset().union(*(sources.get(name, frozenset()) for name in given if name not in varying))
@@ -118,29 +125,71 @@ def _walk(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> tuple[
     return varying, sources
 
 
-def _varying_outputs(node: onnx.NodeProto, varying: set[str], shape_known, values, drawing, dropout) -> list[str]:
-    """The outputs of ``node`` that vary, given the ``varying`` values it may read, whether a
-    value's shape follows from the inputs' (``shape_known``), the local functions that may draw
-    and the version of Dropout in force."""
+@dataclass(frozen=True)
+class _Reading:
+    """What a walk of one scope knows: whether a value's shape follows from the inputs' shapes,
+    the constant values, the local functions that may draw, the version of Dropout in force, and
+    the local functions by (domain, name)."""
+
+    shape_known: Callable[[str], bool]
+    values: Mapping[str, np.ndarray]
+    drawing: set[tuple[str, str]]
+    dropout: int | None
+    functions: Mapping[tuple[str, str], onnx.FunctionProto]
+
+
+def _varying_outputs(node: onnx.NodeProto, varying: set[str], reading: _Reading) -> list[str]:
+    """The outputs of ``node`` that vary, given the ``varying`` values it may read (see the
+    module's docstring)."""
     dropout_node = node.op_type == "Dropout" and node.domain in schemas.DEFAULT_DOMAINS
-    if _may_draw(node, drawing) and (not dropout_node or _in_training(node, dropout, values)):
+    if _may_draw(node, reading.drawing) and (not dropout_node or _in_training(node, reading.dropout, reading.values)):
         return list(node.output)
-    if any(_may_draw(inner, drawing) for graph in nested_graphs([node]) for inner in graph.node):
+    if any(_may_draw(inner, reading.drawing) for graph in nested_graphs([node]) for inner in graph.node):
         return list(node.output)
+    function = None if node.domain in schemas.DEFAULT_DOMAINS else reading.functions.get((node.domain, node.op_type))
+    if function is not None:
+        return _call_varying_outputs(node, function, varying, reading)
     default_domain = node.domain in schemas.DEFAULT_DOMAINS
     shape_read = READ_FOR_SHAPE.get(node.op_type, ()) if default_domain else ()
     type_read = READ_FOR_TYPE.get(node.op_type, ()) if default_domain else ()
     read = [
         name
         for position, name in enumerate(node.input)
-        if position not in type_read and (position not in shape_read or not shape_known(name))
+        if position not in type_read and (position not in shape_read or not reading.shape_known(name))
     ]  # (a shape that varies is read as a value)
-    read += [name for graph in nested_graphs([node]) for inner in graph.node for name in inner.input]
-    if not any(name in varying for name in read):
-        return []
-    if dropout_node and shape_known(node.input[0]):
-        return [name for position, name in enumerate(node.output) if position != DROPOUT_MASK]  # (all true)
-    return list(node.output)
+    if any(name in varying for name in read):
+        if dropout_node and reading.shape_known(node.input[0]):
+            return [name for position, name in enumerate(node.output) if position != DROPOUT_MASK]  # (all true)
+        return list(node.output)
+    if any(_graph_output_varies(graph, varying, reading) for _, _, graph in held_graphs(node)):
+        return list(node.output)
+    return []
+
+
+def _graph_output_varies(graph: onnx.GraphProto, varying: set[str], reading: _Reading) -> bool:
+    """Whether an output of ``graph``, held by a node that reads no varying value, varies: its
+    nodes read the outer ``varying`` values (its own inputs, given by such a node, do not vary)."""
+    inner = set(varying)
+    for node in graph.node:
+        inner.update(name for name in _varying_outputs(node, inner, reading) if name)
+    return any(info.name in inner for info in graph.output)
+
+
+def _call_varying_outputs(
+    node: onnx.NodeProto, function: onnx.FunctionProto, varying: set[str], reading: _Reading
+) -> list[str]:
+    """The outputs of a call of a local ``function`` that vary: those its body gives from a
+    parameter given a varying value, read for its value (its own values' shapes are unknown)."""
+    given = dict(zip(function.input, node.input, strict=False))
+    inner = {parameter for parameter, name in given.items() if name in varying}
+
+    def shape_known(name: str) -> bool:
+        return bool(given.get(name)) and reading.shape_known(given[name])
+
+    body = _Reading(shape_known, {}, reading.drawing, reading.dropout, reading.functions)
+    for inner_node in function.node:
+        inner.update(name for name in _varying_outputs(inner_node, inner, body) if name)
+    return [name for name, result in zip(node.output, function.output, strict=False) if result in inner]
 
 
 def _may_draw(node: onnx.NodeProto, drawing: set[tuple[str, str]]) -> bool:

@@ -175,6 +175,67 @@ def test_a_graph_holding_node_varies_where_its_graphs_read_a_fed_value_or_draw()
     assert found(nodes, outputs, initializer=[trips]) == {"b": FOLLOWS, "g": FOLLOWS}
 
 
+def test_a_held_graph_reads_a_shape_as_the_main_graph_does():
+    """A branch's or a Loop body's Shape of the fed x reads no value: an If of a constant
+    condition whose branches give x's shape is constant, as is a Loop adding it; a branch giving
+    a Slice of that shape to nothing makes an output of no elements that reads no fed value."""
+    flag = helper.make_node("Constant", [], ["flag"], value=numpy_helper.from_array(np.array(True)))
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+
+    def branch(name: str, *nodes: onnx.NodeProto, shape=None) -> onnx.GraphProto:
+        return helper.make_graph(list(nodes), name, [], [out(nodes[-1].output[0], TensorProto.INT64, shape)])
+
+    shape_of_x = branch("then", helper.make_node("Shape", ["x"], ["t"]))
+    neg_shape = branch("else", helper.make_node("Shape", ["x"], ["e0"]), helper.make_node("Neg", ["e0"], ["e"]))
+    slice_nothing = helper.make_node("Slice", ["s0", "one", "one"], ["s"])
+    empty = branch("empty", helper.make_node("Shape", ["x"], ["s0"]), slice_nothing, shape=[0])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Shape", ["x"], ["sx"]),
+         helper.make_node("Add", ["carried", "sx"], ["next"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []), out("cond", TensorProto.BOOL, []),
+                 out("carried", TensorProto.INT64, [2])],
+        [out("cond_out", TensorProto.BOOL, []), out("next", TensorProto.INT64, [2])],
+    )  # fmt: skip
+    trips = numpy_helper.from_array(np.array(3, np.int64), "trips")
+    start = numpy_helper.from_array(np.zeros(2, np.int64), "start")
+    nodes = [
+        flag,
+        helper.make_node("If", ["flag"], ["shape"], then_branch=shape_of_x, else_branch=neg_shape),
+        helper.make_node("If", ["flag"], ["nothing"], then_branch=empty, else_branch=empty),
+        helper.make_node("Loop", ["trips", "", "start"], ["summed"], body=body),
+    ]
+    outputs = [
+        out("shape", TensorProto.INT64),
+        out("nothing", TensorProto.INT64, [0]),
+        out("summed", TensorProto.INT64),
+    ]
+    model = make_model(nodes, [X], outputs, opset=17, initializer=[one, trips, start])
+    constants = constant_outputs(model, inferred_types(model))
+    assert {name: c.why for name, c in constants.items()} == {"shape": FOLLOWS, "summed": FOLLOWS,
+                                                              "nothing": "holds no elements"}  # fmt: skip
+    assert not constants["nothing"].reads_feeds
+
+
+def test_a_local_functions_outputs_vary_where_its_body_reads_a_fed_parameters_value():
+    """A call given x whose body gives the Shape of its parameter is constant in that output and
+    varies in the one giving its Neg; a Shape of a value the body computes is read as a value
+    (the body's own shapes are not known)."""
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    both = helper.make_function(
+        "local", "Both", ["v"], ["shape", "negated"],
+        [helper.make_node("Shape", ["v"], ["shape"]), helper.make_node("Neg", ["v"], ["negated"])], opsets,
+    )  # fmt: skip
+    shape_of_neg = [helper.make_node("Neg", ["v"], ["n"]), helper.make_node("Shape", ["n"], ["w"])]
+    inner = helper.make_function("local", "Inner", ["v"], ["w"], shape_of_neg, opsets)
+    nodes = [
+        helper.make_node("Both", ["x"], ["s", "y"], domain="local"),
+        helper.make_node("Inner", ["x"], ["w"], domain="local"),
+    ]
+    outputs = [out("s", TensorProto.INT64), out("y"), out("w", TensorProto.INT64)]
+    model = make_model(nodes, [X], outputs, opset=17, functions=[both, inner])
+    assert {name: c.why for name, c in constant_outputs(model, inferred_types(model)).items()} == {"s": FOLLOWS}
+
+
 def test_a_local_function_varies_where_given_a_fed_value_or_where_its_body_may_draw():
     """A call of a function whose body draws (or calls one that does, or holds a Dropout of any
     mode, whose training_mode each call may give otherwise) varies; a call given constants alone,
