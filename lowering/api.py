@@ -19,6 +19,7 @@ from .errors import ConversionRefused, IncompleteLowering, InternalError, Loweri
 from .function_bodies import all_expansions
 from .graphs import every_node, holds_graphs, nested_graphs
 from .input_shapes import InputShapes, with_input_shapes
+from .ir_versions import ir_version_for_opset
 from .modelio import ModelBytes, checkable, weights_fit_in_a_copy
 from .nodecheck import checker_message
 from .opcount import count_ops
@@ -422,8 +423,7 @@ def _declare_opset(model: onnx.ModelProto, target_opset: int) -> None:
     version_steps.redeclare_default_opset(model, target_opset)
     if schemas.default_opset(model.opset_import) is None:
         model.opset_import.append(onnx.helper.make_opsetid("", target_opset))
-    default_only = [onnx.helper.make_opsetid("", target_opset)]
-    model.ir_version = max(model.ir_version, onnx.helper.find_min_ir_version_for(default_only))
+    model.ir_version = max(model.ir_version, ir_version_for_opset(target_opset))
 
 
 def _check_output(model: onnx.ModelProto, target_opset: int) -> None:

@@ -22,6 +22,7 @@ from .conversion import node_moves
 from .decomposition import without_shapes
 from .errors import LoweringError, NotLowered
 from .graphs import held_graphs, holds_graphs, nested_graphs
+from .ir_versions import ir_version_for_opset
 from .local_functions import FunctionKey, call_key, callers_first, function_key, infer, infer_function, signature_text
 from .modelio import ModelBytes
 from .optionals import OptionalResolver
@@ -299,7 +300,7 @@ class Legalizer:
             for entry in [*self.model.opset_import, *(e for f in self.model.functions for e in f.opset_import)]:
                 versions.setdefault(schemas.canonical_domain(entry.domain), entry.version)
             imports = [onnx.helper.make_opsetid(domain, version) for domain, version in versions.items()]
-            ir_version = max(self.model.ir_version, onnx.helper.find_min_ir_version_for(imports[:1]))
+            ir_version = max(self.model.ir_version, ir_version_for_opset(opset))
             found = self._check_imports[opset] = (ir_version, imports)
         return found
 

@@ -188,6 +188,15 @@ FEATURES: tuple[tuple[str, str, Callable[[onnx.ModelProto], bool]], ...] = (
 )  # fmt: skip
 
 
+def ir_version_for_opset(opset: int) -> int:
+    """The oldest IR version that can declare default-domain ``opset``: its release's in onnx's
+    version table, or, for an opset no release declared (onnx.defs holds Pad-2 and Concat-4,
+    while releases went from opset 1 to 5), the next release's."""
+    released = {entry[2]: entry[1] for entry in onnx.helper.VERSION_TABLE}
+    following = [version for version in released if version >= opset]
+    return min(released[version] for version in following) if following else onnx.IR_VERSION
+
+
 def ir_version_needed(model: onnx.ModelProto, opset: int | None = None) -> tuple[int, str]:
     """The oldest IR version that can state ``model`` (taken to default-domain ``opset`` where
     given), and what needs it ("opset 23 of ai.onnx", "the element type FLOAT8E4M3FN", "local

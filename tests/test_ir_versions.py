@@ -11,7 +11,12 @@ from onnx import TensorProto, helper
 from support import assert_same_bits, make_model, runs_in_onnxruntime
 
 import lowering
-from lowering.ir_versions import declare_ir_version_at_most, ir_version_needed, ir_version_of_type
+from lowering.ir_versions import (
+    declare_ir_version_at_most,
+    ir_version_for_opset,
+    ir_version_needed,
+    ir_version_of_type,
+)
 from lowering.target_lowering import check_model
 
 
@@ -92,3 +97,17 @@ def test_a_model_declared_older_for_its_runtime_means_the_same():
     want, got = runs_in_onnxruntime(model, feeds), runs_in_onnxruntime(lowered, feeds)
     assert want is not None and got is not None
     assert_same_bits(got[0], want[0], "Relu")
+
+
+def test_an_opset_no_release_declared_takes_the_next_releases_ir_version():
+    """onnx.defs holds opsets 2 to 4 (Pad-2, Concat-4), which no release declared: a model taken
+    there (TensorRT 8.6's table names opsets 1 to 17) declares IR version 3, as opset 5's
+    release did; a released opset, its release's."""
+    assert [ir_version_for_opset(opset) for opset in (1, 2, 4, 5, 9, 13)] == [3, 3, 3, 3, 4, 7]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Concat", ["r", "x"], ["y"], axis=0)]
+    model = make_model(nodes, [x], [y], opset=13)
+    lowered = lowering.lower(model, target_opset=4)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert [(o.domain, o.version) for o in lowered.opset_import] == [("", 4)]
