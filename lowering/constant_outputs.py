@@ -10,17 +10,20 @@ Shape, Size and EyeLike, and Dropout's data for its mask outside training (all t
 shape follows from the inputs' shapes: a graph input's, or one whose every length, as inference
 gives it, is a number or one of the inputs' named lengths (not a NonZero's, nor a Slice's to a
 fed end; nor, missing a cheaper proof, one of a length inference leaves unnamed). Read for its
-type alone: CastLike's target. A node holding graphs varies where it reads a varying value, where
-an output of its graphs varies (their nodes read as the main graph's are: a branch's Shape of x
-reads no value), or where a node in them may draw (a random op, any Dropout, a local function
-that may); an output of a call of a local function, where the body's output varies given which
-of the call's inputs vary (a Shape of a parameter reads no value where the input's shape follows
-from the inputs'; the body's own values have no shapes known), or where the body may draw.
+type alone: CastLike's target. A node holding graphs varies where it reads a varying value or
+where an output of its graphs varies: their nodes are read as the main graph's are (a branch's
+Shape of x reads no value, its random draw varies), their own inputs never the outer values of
+their names, and a name two graphs give values of has no shape known (one flat map types
+them). An output of a call of a local function varies where the body may draw (a random op, any
+Dropout, a function that may), or where the body's output varies given which of the call's
+inputs vary (a Shape of a parameter reads no value where the input's shape follows from the
+inputs'; the body's own values have no shapes known).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,14 +95,14 @@ def _walk(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> tuple[
     :class:`ConstantOutput`)."""
     graph = model.graph
     inputs = frozenset(info.name for info in graph.input)
-    varying = set(inputs)
     named_lengths = {d.dim_param for info in graph.input for d in info.type.tensor_type.shape.dim if d.dim_param}
+    reused = _names_reused(graph)  # (one flat map types them: the last graph's type stands)
 
     def shape_known(name: str) -> bool:
         """Whether the shape of ``name`` follows from the inputs' shapes alone."""
         if name in inputs:
             return True
-        tensor = types[name].tensor_type if name in types else None
+        tensor = types[name].tensor_type if name in types and name not in reused else None
         return (
             tensor is not None
             and tensor.HasField("shape")
@@ -112,84 +115,148 @@ def _walk(model: onnx.ModelProto, types: Mapping[str, onnx.TypeProto]) -> tuple[
         _functions_drawing(model),
         schemas.version_in_force("Dropout", schemas.default_opset(model.opset_import) or 1),
         {(function.domain, function.name): function for function in model.functions},
+        {},
     )
-    sources: dict[str, frozenset[str]] = {t.name: frozenset({"Constant"}) for t in graph.initializer}
-    for node in graph.node:
-        outputs = _varying_outputs(node, varying, reading)
-        varying.update(name for name in outputs if name)
-        given = [*node.input, *(name for g in nested_graphs([node]) for inner in g.node for name in inner.input)]
-        read = frozenset().union(*(sources.get(name, frozenset()) for name in given if name not in varying))
-        if any(name in varying for name in node.input) or not read:  # (a fed value's shape; no input at all)
-            read |= {node.op_type}
-        sources.update((name, read) for name in node.output if name and name not in varying)
-    return varying, sources
+    values = _Values()
+    values.varying.update(inputs)
+    values.sources.update((t.name, frozenset({"Constant"})) for t in graph.initializer if t.name not in inputs)
+    _walk_nodes(graph.node, values, reading)
+    return values.varying, values.sources
+
+
+class _Values:
+    """The values of one scope that vary, and per other value the ops it follows from; a graph a
+    node holds sees its holder's through ``outer``, less the names its own inputs take."""
+
+    def __init__(self, outer: _Values | None = None, own: frozenset[str] = frozenset()) -> None:
+        self.varying: set[str] = set()
+        self.sources: dict[str, frozenset[str]] = dict.fromkeys(own, frozenset())
+        self.outer = outer
+
+    def varies(self, name: str) -> bool:
+        if name in self.varying:
+            return True
+        if name in self.sources or self.outer is None:
+            return False
+        return self.outer.varies(name)
+
+    def sources_of(self, name: str) -> frozenset[str]:
+        if name in self.sources:
+            return self.sources[name]
+        if name in self.varying or self.outer is None:
+            return frozenset()
+        return self.outer.sources_of(name)
 
 
 @dataclass(frozen=True)
 class _Reading:
     """What a walk of one scope knows: whether a value's shape follows from the inputs' shapes,
-    the constant values, the local functions that may draw, the version of Dropout in force, and
-    the local functions by (domain, name)."""
+    the constant values, the local functions that may draw, the version of Dropout in force, the
+    local functions by (domain, name) and their walks found so far (:func:`_call_outputs`)."""
 
     shape_known: Callable[[str], bool]
     values: Mapping[str, np.ndarray]
     drawing: set[tuple[str, str]]
     dropout: int | None
     functions: Mapping[tuple[str, str], onnx.FunctionProto]
+    walked: dict[tuple, list[frozenset[str] | None] | None]
 
 
-def _varying_outputs(node: onnx.NodeProto, varying: set[str], reading: _Reading) -> list[str]:
-    """The outputs of ``node`` that vary, given the ``varying`` values it may read (see the
-    module's docstring)."""
+def _walk_nodes(nodes: Iterable[onnx.NodeProto], values: _Values, reading: _Reading) -> None:
+    """Walk ``nodes`` in order, adding to ``values`` what each output holds: varying, or the ops
+    it follows from."""
+    for node in nodes:
+        for name, sources in zip(node.output, _node_outputs(node, values, reading), strict=True):
+            if not name:
+                continue
+            if sources is None:
+                values.varying.add(name)
+            else:
+                values.sources[name] = sources
+
+
+def _node_outputs(node: onnx.NodeProto, values: _Values, reading: _Reading) -> list[frozenset[str] | None]:
+    """Per output of ``node``, None where it varies (see the module's docstring), else the ops
+    it follows from: those its inputs do, and its own where it reads a fed value (for its shape)
+    or nothing at all."""
+    every = [None] * len(node.output)
     dropout_node = node.op_type == "Dropout" and node.domain in schemas.DEFAULT_DOMAINS
     if _may_draw(node, reading.drawing) and (not dropout_node or _in_training(node, reading.dropout, reading.values)):
-        return list(node.output)
-    if any(_may_draw(inner, reading.drawing) for graph in nested_graphs([node]) for inner in graph.node):
-        return list(node.output)
+        return every
     function = None if node.domain in schemas.DEFAULT_DOMAINS else reading.functions.get((node.domain, node.op_type))
     if function is not None:
-        return _call_varying_outputs(node, function, varying, reading)
+        return _call_outputs(node, function, values, reading)
     default_domain = node.domain in schemas.DEFAULT_DOMAINS
     shape_read = READ_FOR_SHAPE.get(node.op_type, ()) if default_domain else ()
     type_read = READ_FOR_TYPE.get(node.op_type, ()) if default_domain else ()
-    read = [
+    read_for_value = [
         name
         for position, name in enumerate(node.input)
         if position not in type_read and (position not in shape_read or not reading.shape_known(name))
     ]  # (a shape that varies is read as a value)
-    if any(name in varying for name in read):
-        if dropout_node and reading.shape_known(node.input[0]):
-            return [name for position, name in enumerate(node.output) if position != DROPOUT_MASK]  # (all true)
-        return list(node.output)
-    if any(_graph_output_varies(graph, varying, reading) for _, _, graph in held_graphs(node)):
-        return list(node.output)
-    return []
+    mask_only = dropout_node and reading.shape_known(node.input[0])  # (outside training its mask is all true)
+    if any(values.varies(name) for name in read_for_value) and not mask_only:
+        return every
+    found = frozenset().union(*(values.sources_of(name) for name in node.input if name))
+    for _, _, graph in held_graphs(node):
+        inner = _Values(values, frozenset(info.name for info in graph.input))
+        _walk_nodes(graph.node, inner, reading)
+        if any(inner.varies(info.name) for info in graph.output):
+            return every
+        found = found.union(*(inner.sources_of(info.name) for info in graph.output))
+    if any(values.varies(name) for name in node.input) or not found:  # (a fed value's shape; no input at all)
+        found |= {node.op_type}
+    if mask_only and any(values.varies(name) for name in read_for_value):
+        return [found if position == DROPOUT_MASK else None for position in range(len(node.output))]
+    return [found] * len(node.output)
 
 
-def _graph_output_varies(graph: onnx.GraphProto, varying: set[str], reading: _Reading) -> bool:
-    """Whether an output of ``graph``, held by a node that reads no varying value, varies: its
-    nodes read the outer ``varying`` values (its own inputs, given by such a node, do not vary)."""
-    inner = set(varying)
-    for node in graph.node:
-        inner.update(name for name in _varying_outputs(node, inner, reading) if name)
-    return any(info.name in inner for info in graph.output)
+def _call_outputs(
+    node: onnx.NodeProto, function: onnx.FunctionProto, values: _Values, reading: _Reading
+) -> list[frozenset[str] | None]:
+    """Per output of a call of a local ``function``, as :func:`_node_outputs` gives a node's:
+    its body walked with each parameter varying where given a varying value, its shape known
+    where the value's is (the body's own values' shapes are not known), each other parameter
+    following from ``@POSITION`` (the body is walked once per such signature, those replaced by
+    what the given value follows from). A call within its own body varies."""
+    given = list(node.input) + [""] * max(0, len(function.input) - len(node.input))
+    varies = tuple(bool(name) and values.varies(name) for name in given[: len(function.input)])
+    known = tuple(bool(name) and reading.shape_known(name) for name in given[: len(function.input)])
+    key = (function.domain, function.name, varies, known)
+    if key not in reading.walked:
+        reading.walked[key] = None  # (walking it: a call within it varies)
+        body = _Values()
+        for position, (parameter, varying) in enumerate(zip(function.input, varies, strict=True)):
+            if varying:
+                body.varying.add(parameter)
+            else:
+                body.sources[parameter] = frozenset({f"@{position}"})
+        shapes = {parameter for parameter, shape_known in zip(function.input, known, strict=True) if shape_known}
+        inner = dataclasses.replace(reading, shape_known=shapes.__contains__, values={})
+        _walk_nodes(function.node, body, inner)
+        reading.walked[key] = [None if body.varies(name) else body.sources_of(name) for name in function.output]
+    walked = reading.walked[key]
+    if walked is None:
+        return [None] * len(node.output)
+    found = []
+    for sources in walked[: len(node.output)]:
+        if sources is not None:
+            parameters = {name for name in sources if name.startswith("@")}
+            sources = (sources - parameters).union(*(values.sources_of(given[int(p[1:])]) for p in parameters))
+        found.append(sources)
+    return found + [None] * (len(node.output) - len(found))
 
 
-def _call_varying_outputs(
-    node: onnx.NodeProto, function: onnx.FunctionProto, varying: set[str], reading: _Reading
-) -> list[str]:
-    """The outputs of a call of a local ``function`` that vary: those its body gives from a
-    parameter given a varying value, read for its value (its own values' shapes are unknown)."""
-    given = dict(zip(function.input, node.input, strict=False))
-    inner = {parameter for parameter, name in given.items() if name in varying}
-
-    def shape_known(name: str) -> bool:
-        return bool(given.get(name)) and reading.shape_known(given[name])
-
-    body = _Reading(shape_known, {}, reading.drawing, reading.dropout, reading.functions)
-    for inner_node in function.node:
-        inner.update(name for name in _varying_outputs(inner_node, inner, body) if name)
-    return [name for name, result in zip(node.output, function.output, strict=False) if result in inner]
+def _names_reused(graph: onnx.GraphProto) -> set[str]:
+    """The names more than one graph gives a value of (a graph's inputs and its nodes' outputs,
+    the main graph's and those its nodes hold): sibling branches may reuse one."""
+    seen: set[str] = set()
+    reused: set[str] = set()
+    for each in [graph, *nested_graphs(graph.node)]:
+        names = {info.name for info in each.input} | {name for node in each.node for name in node.output if name}
+        reused |= seen & names
+        seen |= names
+    return reused
 
 
 def _may_draw(node: onnx.NodeProto, drawing: set[tuple[str, str]]) -> bool:

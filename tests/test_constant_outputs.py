@@ -214,12 +214,46 @@ def test_a_held_graph_reads_a_shape_as_the_main_graph_does():
     assert {name: c.why for name, c in constants.items()} == {"shape": FOLLOWS, "summed": FOLLOWS,
                                                               "nothing": "holds no elements"}  # fmt: skip
     assert not constants["nothing"].reads_feeds
+    # (what they follow from: the condition's Constant and the branches' Shape, as a runtime folds them)
+    assert constants["shape"].sources == {"Constant", "Shape"}
+
+
+def test_a_name_two_graphs_give_values_of_has_no_shape_known():
+    """Sibling branches may each name a value u: one a NonZero's of x, whose Shape varies, one a
+    float [2, 3]; onnx's inference keeps one type for the name, so neither's shape is taken as
+    known, and the If's output varies."""
+    flag = helper.make_node("Constant", [], ["flag"], value=numpy_helper.from_array(np.array(True)))
+    nonzero = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["u"]), helper.make_node("Shape", ["u"], ["t"])], "then", [],
+        [out("t", TensorProto.INT64, [2])],
+    )  # fmt: skip
+    full = helper.make_graph(
+        [helper.make_node("Constant", [], ["u"], value=numpy_helper.from_array(np.ones((2, 3), np.float32))),
+         helper.make_node("Shape", ["u"], ["e"])], "else", [], [out("e", TensorProto.INT64, [2])],
+    )  # fmt: skip
+    nodes = [flag, helper.make_node("If", ["flag"], ["a"], then_branch=nonzero, else_branch=full)]
+    assert found(nodes, [out("a", TensorProto.INT64, [2])]) == {}
+
+
+def test_a_graphs_own_input_is_not_the_outer_value_of_its_name():
+    """A Loop body's input named x (the fed input's name) is the body's carried value, given a
+    constant: the Loop's output is constant."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Identity", ["x"], ["next"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []), out("cond", TensorProto.BOOL, []),
+                 out("x", shape=[1])], [out("cond_out", TensorProto.BOOL, []), out("next", shape=[1])],
+    )  # fmt: skip
+    trips = numpy_helper.from_array(np.array(2, np.int64), "trips")
+    start = numpy_helper.from_array(np.ones(1, np.float32), "start")
+    nodes = [helper.make_node("Loop", ["trips", "", "start"], ["r"], body=body)]
+    assert found(nodes, [out("r", shape=[1])], initializer=[trips, start]) == {"r": FOLLOWS}
 
 
 def test_a_local_functions_outputs_vary_where_its_body_reads_a_fed_parameters_value():
     """A call given x whose body gives the Shape of its parameter is constant in that output and
-    varies in the one giving its Neg; a Shape of a value the body computes is read as a value
-    (the body's own shapes are not known)."""
+    varies in the one giving its Neg, and follows from the body's Shape, as does a call of it
+    within another body; a Shape of a value the body computes is read as a value (the body's own
+    shapes are not known), and a body calling itself varies."""
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
     both = helper.make_function(
         "local", "Both", ["v"], ["shape", "negated"],
@@ -227,13 +261,24 @@ def test_a_local_functions_outputs_vary_where_its_body_reads_a_fed_parameters_va
     )  # fmt: skip
     shape_of_neg = [helper.make_node("Neg", ["v"], ["n"]), helper.make_node("Shape", ["n"], ["w"])]
     inner = helper.make_function("local", "Inner", ["v"], ["w"], shape_of_neg, opsets)
+    outer = helper.make_function(  # (a call within a body: the parameter's shape known through it)
+        "local", "Outer", ["v"], ["w"], [helper.make_node("Both", ["v"], ["w", ""], domain="local")], opsets
+    )
+    itself = helper.make_function(  # (not valid ONNX; taken as varying)
+        "local", "Itself", ["v"], ["w"], [helper.make_node("Itself", ["v"], ["w"], domain="local")], opsets
+    )
     nodes = [
         helper.make_node("Both", ["x"], ["s", "y"], domain="local"),
         helper.make_node("Inner", ["x"], ["w"], domain="local"),
+        helper.make_node("Outer", ["x"], ["o"], domain="local"),
+        helper.make_node("Itself", ["x"], ["i"], domain="local"),
     ]
-    outputs = [out("s", TensorProto.INT64), out("y"), out("w", TensorProto.INT64)]
-    model = make_model(nodes, [X], outputs, opset=17, functions=[both, inner])
-    assert {name: c.why for name, c in constant_outputs(model, inferred_types(model)).items()} == {"s": FOLLOWS}
+    outputs = [out("s", TensorProto.INT64), out("y"), out("w", TensorProto.INT64), out("o", TensorProto.INT64),
+               out("i", TensorProto.INT64)]  # fmt: skip
+    model = make_model(nodes, [X], outputs, opset=17, functions=[both, inner, outer, itself])
+    constants = constant_outputs(model, inferred_types(model))
+    assert {name: c.why for name, c in constants.items()} == {"s": FOLLOWS, "o": FOLLOWS}
+    assert constants["s"].sources == constants["o"].sources == {"Shape"}  # (the body's ops, not the call's)
 
 
 def test_a_local_function_varies_where_given_a_fed_value_or_where_its_body_may_draw():
