@@ -435,8 +435,8 @@ class _GraphRetyping:
             clamped = not value_ranges.fits(found, narrow)
             if clamped:
                 readers = self.readers.get(name, [])
-                if readers and all(self._takes_only_wide(r, k) for r, k in readers):
-                    self.wide[name] = name  # (kept: every reader takes the wide type anyway)
+                if all(self._takes_only_wide(r, k) for r, k in readers):
+                    self.wide[name] = name  # (kept: every reader takes the wide type anyway, or none reads it)
                     self.ranges[name] = found
                     return False
                 clampable = readers and all((r.op_type, k) in _CLAMPED_INPUTS for r, k in readers)

@@ -78,6 +78,7 @@ OUTPUT_FINDING = "(output)"  # the op type of a graph output's finding (one the 
 INTERFACE_FINDINGS = (INPUT_FINDING, OUTPUT_FINDING)  # (no opset, no pattern changes the model's interface)
 PATTERN_FIX = "lowered by its pattern"  # (the fix check_model foresees for a node of an op a pattern lowers)
 RETYPE_FIX = "retyped to "  # (how a retyping's fix begins)
+FOLD_FIX = "folded to a constant by --target: values the shapes decide"
 # the probed kind of an output of no elements, by whether a fed value's values reach it
 EMPTY_OUTPUT_KINDS = {False: EMPTY_CONSTANT_OUTPUT, True: EMPTY_FED_OUTPUT}
 
@@ -278,11 +279,13 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
     (the one the findings were made of), not one a pattern wrote; a node's pattern keeps no
     fix where --target refused a node of an op that pattern writes, not of the original model. An
     input or output --target refused that check did not foresee (a Size folded to a constant
-    output) is added, in the refusal's words."""
-    if not any(f.blocks and f.fix for f in findings):
+    output) is added, in the refusal's words. Where it succeeds, a node it folded away (of an op
+    whose nodes it folded, its name gone) is fixed so: gpt2's Shape and ConstantOfShape, which
+    rknn fails fed, are values its static shapes decide."""
+    if not any(f.blocks for f in findings):
         return findings
     try:
-        lower()
+        result = lower()
     except ConversionRefused as refusal:  # (its graphs are named as the engine places them: matched by node)
         named_by_position = {b.node for b in refusal.blockers if not b.node or b.node.startswith("#")}
         named = {(b.op_type, b.node): b.reason for b in refusal.blockers if b.node not in named_by_position}
@@ -301,12 +304,15 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
         ]  # fmt: skip
         written = [b for b in unforeseen if b not in misjudged]  # (nodes a pattern or the retyping wrote)
         confirmed = []
+        listed: list[RemainingOp] = []  # (the unforeseen blockers a fix taken back names)
         for f in findings:
             reason = named.get((f.op_type, f.node)) or unnamed.get(f.op_type)
+            naming: list[RemainingOp] = []
             # (the Casts the retyping writes, named VALUE_NARROW_cast, at the model's inputs and after
             # a Shape: TensorRT 8.6 takes no int64 Cast)
             retyping_wrote = [b for b in written if f.retype and retyping_cast(b.op_type, b.node, f.retype[1])]
             if reason is None and f.fix and f.fix.startswith(RETYPE_FIX) and retyping_wrote:
+                naming = retyping_wrote
                 reason = "the retyping wrote what it refuses: " + "; ".join(
                     str(b).partition(":")[0] for b in retyping_wrote
                 )
@@ -316,19 +322,29 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
                 ops = ops_written_for(f.op_type, f.version)
                 wrote = [b for b in written if b.op_type in ops]
                 if wrote:  # (Range's pattern writes a Loop for onnx2torch's int32, which it refuses)
+                    naming = wrote
                     reason = "its pattern wrote what it refuses: " + "; ".join(str(b).partition(":")[0] for b in wrote)
             if f.for_fewer and unforeseen:  # (at the opset named, --target met blockers check did not foresee)
+                naming = unforeseen
                 reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in unforeseen)
             elif f.op_type == OPSET_FINDING and misjudged:
                 # (--target refused a node check judged and let pass at the opset named: a Squeeze fed
                 # its axes, judged at opset 12 as Squeeze-11, which cannot go there)
+                naming = misjudged
                 reason = "refused: " + "; ".join(str(b).partition(":")[0] for b in misjudged)
             if f.blocks and f.fix and reason is not None:
                 said = reason.removeprefix(f"{f.verdict.why}; ")  # (the refusal's reason restates the verdict)
                 said = said.removesuffix(f"; {f.swept}") if f.swept else said  # (and the sweep's words, said apart)
                 f = dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {said}"),
                                         fix=None)  # fmt: skip
+                listed.extend(naming)
             confirmed.append(f)
+        for b in unforeseen:  # (a node no fix taken back names: BitShift's Mod and Div, which rknn fails)
+            if b.op_type not in INTERFACE_FINDINGS and not any(b is other for other in listed):
+                graph = b.graph or original.graph.name
+                confirmed.append(
+                    Finding(b.op_type, b.version, "", graph, b.node, Verdict(REFUSED, f"--target: {b.reason}"), None)
+                )
         said = {(f.op_type, f.verdict.why) for f in findings if f.op_type in INTERFACE_FINDINGS}
         for b in refusal.blockers:  # (the interface of the model --target made: a pattern's constant output)
             if b.op_type in INTERFACE_FINDINGS and not any(b.reason.startswith(w) for o, w in said if o == b.op_type):
@@ -339,7 +355,22 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
         said = " ".join(str(error).split())
         return [dataclasses.replace(f, verdict=Verdict(f.verdict.kind, f"{f.verdict.why}; --target: {said}"), fix=None)
                 if f.blocks and f.fix else f for f in findings]  # fmt: skip
-    return findings
+    return _folds_found(findings, result)
+
+
+def _folds_found(findings: list[Finding], result) -> list[Finding]:
+    """``findings`` with each blocking node of none that ``result`` (``--target``'s) folded away
+    fixed so (:data:`FOLD_FIX`)."""
+    folded = result.report.folded
+    if not folded:
+        return findings
+    left = {(node.op_type, node.name) for _, node, _ in _every_node(result.model)}
+    return [
+        dataclasses.replace(f, fix=FOLD_FIX)
+        if f.blocks and f.fix is None and f.node and f.op_type in folded and (f.op_type, f.node) not in left
+        else f
+        for f in findings
+    ]
 
 
 def _check_declared(model: onnx.ModelProto) -> None:

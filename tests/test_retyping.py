@@ -102,6 +102,23 @@ def test_token_ids_shapes_and_indices_go_to_int32_and_give_identical_outputs():
             assert_same_bits(got, want)
 
 
+def test_a_constant_nothing_reads_is_kept_as_it_is_whatever_it_holds():
+    """An initializer no node reads (left by a fold, as --target leaves bert's Slice ends) is no
+    value of a node's type: one past int32 is kept, wide, not refused."""
+    nodes = [helper.make_node("Add", ["x", "one"], ["y"])]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", T.INT64, [2])],
+        [helper.make_tensor_value_info("y", T.INT64, [2])],
+        opset=13,
+        initializer=[constant("one", [1]), constant("unread", [INT64_MAX])],
+    )
+    retyped = lowering.lower(model, ops=[], retype="int64=int32")
+    onnx.checker.check_model(retyped, full_check=True)
+    kept = {t.name: t for t in retyped.graph.initializer}
+    assert kept["unread"].data_type == T.INT64 and numpy_helper.to_array(kept["unread"]).tolist() == [INT64_MAX]
+
+
 def test_slice_to_the_end_keeps_its_meaning_with_int32_bounds():
     """Slice clamps starts and ends to the dimension: INT64_MAX and INT64_MIN become int32's
     extremes and slice alike, forwards and backwards."""

@@ -8,6 +8,7 @@ import json
 from collections import Counter
 
 from ..api import check_input, lower_model, lowerable_ops
+from ..input_shapes import parse_input_shape, with_input_shapes
 from ..runtime_profiles import PARTLY, load_profile, profile_names
 from ..target_lowering import check_model, fixes_confirmed
 from .files import read_model
@@ -21,17 +22,31 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     add("--target", required=True, metavar="NAME", help="the runtime (see onnx-lower --list-targets)")
     add("--json", action="store_true", help="print the findings as JSON")
     add("-v", "--verbose", action="store_true", help="list unverified nodes too (the profile does not decide them)")
+    add("--input-shape", action="append", default=[], metavar="X:D,..",
+        help="as --target would be given: input X static (x:1,3,8,8), or a dimension's size (batch=1)")  # fmt: skip
+    add("--retype", metavar="FROM=TO,..", help="the retyping --target would be given (int64=int32, ...)")
+    add(
+        "--retype-io",
+        action="store_true",
+        help="as --target would be given: the model's inputs and outputs retyped too",
+    )
 
 
 def run_check(args: argparse.Namespace) -> int:
     """Print every blocker (and, verbose, every unverified node); 0 if none blocks. Each fix
-    named is one ``--target`` makes: it is run to confirm them (:func:`fixes_confirmed`)."""
+    named is one ``--target`` makes (given the same --input-shape, --retype and --retype-io): it
+    is run to confirm them (:func:`fixes_confirmed`)."""
     profile = load_profile(args.target)
+    input_shapes = dict(parse_input_shape(text) for text in args.input_shape)
     model_file = read_model(args.model)
     model = model_file.model
     check_input(model)  # (what onnx's checker refuses, and an opset this onnx lacks: exit 2)
+    if input_shapes:  # (judged as --target would see it: its inputs static first)
+        model = with_input_shapes(model, input_shapes)
     findings = check_model(model, profile, lowerable=lowerable_ops())
-    findings = fixes_confirmed(findings, lambda: lower_model(model, target=profile), model)  # (fixes --target makes)
+    findings = fixes_confirmed(  # (the fixes --target makes)
+        findings, lambda: lower_model(model, target=profile, retype=args.retype, retype_io=args.retype_io), model
+    )
     blockers = [f for f in findings if f.blocks]
     if args.json:
         print(json.dumps({
@@ -49,9 +64,12 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"  {'blocks' if finding.blocks else 'note'}: {finding}")
     fixable = sum(1 for f in blockers if f.fix)
     notes = [f for f in findings if not f.blocks]
+    given = "".join(f" --input-shape {text}" for text in args.input_shape)
+    given += (f" --retype {args.retype}" if args.retype else "") + (" --retype-io" if args.retype_io else "")
     print(
         f"{len(blockers)} blocker{'s' * (len(blockers) != 1)} ({fixable} with a fix: onnx-lower MODEL -o OUT "
-        f"--target {profile.name}); {_notes_said(notes)}" + ("" if args.verbose or not notes else " (-v lists them)")
+        f"--target {profile.name}{given}); {_notes_said(notes)}"
+        + ("" if args.verbose or not notes else " (-v lists them)")
     )
     return EXIT_DOES_NOT_FIT if blockers else EXIT_FITS
 

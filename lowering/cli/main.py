@@ -117,7 +117,8 @@ def build_check_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(
         prog="onnx-lower check",
-        usage="onnx-lower check MODEL --target NAME [--json] [-v]",
+        usage="onnx-lower check MODEL --target NAME [--input-shape X:D,..] [--retype FROM=TO,..] [--retype-io]\n"
+        "       [--json] [-v]",
         formatter_class=_formatter,
         description="List every node of MODEL that runtime NAME refuses (its profile, probed or read from its\n"
         "table: onnx-lower --list-targets), each with the pattern that lowers it or none, in one pass.",

@@ -140,6 +140,30 @@ def test_check_names_only_the_fixes_target_makes(tmp_path):
     ]
 
 
+def test_check_takes_the_input_shapes_and_retyping_target_would_be_given(tmp_path):
+    """check judges the model as --target would see it given --input-shape (its inputs static
+    first: rknn fails a Shape of a fed value, which --target then folds), runs --target with
+    --retype and --retype-io to confirm the fixes, and names them in the command it offers; a bad
+    one is refused in one line."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4])
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), helper.make_node("Reshape", ["x", "s"], ["y"])]
+    path = write(make_model(nodes, [x], [y], opset=17), tmp_path / "dynamic.onnx")
+    dynamic = run_cli_in_process("check", path, "--target", "rknn")
+    assert (
+        dynamic.returncode == 1 and "1 blocker (0 with a fix: onnx-lower MODEL -o OUT --target rknn)" in dynamic.stdout
+    )
+    static = run_cli_in_process("check", path, "--target", "rknn", "--input-shape", "n=2", "--retype-io")
+    assert static.returncode == 1, static.stderr
+    assert (
+        "1 blocker (1 with a fix: onnx-lower MODEL -o OUT --target rknn --input-shape n=2 --retype-io)" in static.stdout
+    )
+    assert "folded to a constant by --target" in static.stdout
+    bad = run_cli_in_process("check", path, "--target", "rknn", "--input-shape", "n=four")
+    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
+    assert "--input-shape n=four" in bad.stderr
+
+
 def test_check_counts_the_notes_by_kind_and_names_integers_wrong_only_past_the_edges(tmp_path):
     """OpenVINO 2026.4 divides int32 through float32 (probed: wide_Div_INT32): the Div blocks
     nothing, and is counted and listed as partly, only on integers past 2^24, with no fix."""
