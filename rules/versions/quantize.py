@@ -1,6 +1,6 @@
 """QuantizeLinear and DequantizeLinear going down: across 19/21/23 with their new attributes at
-values version 13 means too, and across 13 with a per-tensor scale; a node the older version
-cannot take (blocks, 16-bit integers, float16 values, per slice below 13) as its formula:
+values the older version means too, and across 13 with a per-tensor scale; a node the older
+version cannot take (blocks, 16-bit integers, float16 values, per slice below 13) as its formula:
 (x - z) * s, and saturate(Round(x / s) + z)."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import onnx
 from onnx import helper
 
 from lowering import schemas
-from lowering.builder import Builder
+from lowering.builder import Builder, moved
 from lowering.conversion.adapters import (
     AdapterContext,
+    HeldAttributes,
     adapter,
     attribute_of,
     known_change,
@@ -28,6 +29,13 @@ QUANTIZE_19 = (
     "(float16 and bfloat16 values, float8, 16-, 4- and 2-bit integers)"
 )
 known_change(("QuantizeLinear", "DequantizeLinear"), 19, QUANTIZE_19, down_only=True)
+QUANTIZE_21 = "version 21 adds block_size, and QuantizeLinear's output_dtype"
+QUANTIZE_23 = "version 23 adds QuantizeLinear's precision and DequantizeLinear's output_dtype"
+
+
+for _op_type in ("QuantizeLinear", "DequantizeLinear"):  # (a node stating none of the step's attributes moves as it is)
+    known_change((_op_type,), 21, QUANTIZE_21, down_only=True, affects=HeldAttributes.added_at(21, _op_type))
+    known_change((_op_type,), 23, QUANTIZE_23, down_only=True, affects=HeldAttributes.added_at(23, _op_type))
 LATER_ATTRIBUTES = ("saturate", "block_size", "output_dtype", "precision")  # versions 19 to 28
 
 
@@ -43,24 +51,32 @@ def _refused(node: onnx.NodeProto, context: AdapterContext, why: str) -> NotLowe
     return NotLowered(f"{node.op_type}-{version} {why}, so it cannot go to opset {context.target_opset}")
 
 
-def _version_13_inputs(b: Builder, node: onnx.NodeProto, context: AdapterContext) -> list[str]:
-    """The node's inputs at version 13, which it takes without the attributes of versions 19 to 28
-    (:data:`LATER_ATTRIBUTES`) where their values say what version 13 says, and with the types
-    version 13 takes; a refusal naming what cannot be said otherwise."""
+def _dropped_at_target(node: onnx.NodeProto, context: AdapterContext) -> tuple[str, ...]:
+    """The attributes of versions 19 to 28 (:data:`LATER_ATTRIBUTES`) the target's version lacks."""
+    schema = schemas.schema_in_force(node.op_type, context.target_opset)
+    taken = schema.attributes if schema is not None else {}
+    return tuple(name for name in LATER_ATTRIBUTES if name not in taken)
+
+
+def _target_inputs(b: Builder, node: onnx.NodeProto, context: AdapterContext) -> list[str]:
+    """The node's inputs at the target's version, which it takes without the attributes it lacks
+    (:func:`_dropped_at_target`) where their values say what it says, and with the types it
+    takes; a refusal naming what cannot be said otherwise."""
     require_types_taken(node, context, unknown_refused=True)
+    dropped = _dropped_at_target(node, context)
     block_size = attribute_of(node, "block_size")
-    if block_size:
+    if block_size and "block_size" in dropped:
         raise _refused(node, context, f"quantizes in blocks of {block_size} (block_size, from version 21)")
     scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
     # saturate chooses how float8 outputs overflow: version 13 has no float8 output (refused above)
-    precision = attribute_of(node, "precision")
+    precision = attribute_of(node, "precision") if "precision" in dropped else None
     if precision and precision != scale_type:
         raise _refused(
             node,
             context,
             f"divides in {schemas.type_name(precision)} (precision, from version 23), not in its scale's type",
         )
-    output_dtype = attribute_of(node, "output_dtype")
+    output_dtype = attribute_of(node, "output_dtype") if "output_dtype" in dropped else None
     if output_dtype and node.op_type == "DequantizeLinear" and output_dtype != scale_type:
         raise _refused(
             node,
@@ -95,7 +111,7 @@ def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
     """A node the target's version cannot take as it is, but its formula can: blocks, below 13 a
     scale per slice; a DequantizeLinear on an x type it lacks (int16, uint16); a QuantizeLinear
     of a float16 x or to an int16 or uint16 y, which it lacks."""
-    if attribute_of(node, "block_size"):
+    if attribute_of(node, "block_size") and "block_size" in _dropped_at_target(node, context):
         return True
     if node.op_type == "QuantizeLinear":
         scale = context.shape_of(node.input[1])
@@ -254,8 +270,59 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
     if _needs_arithmetic(node, context):
         return _by_arithmetic(node, context)
     b = context.builder(node)
-    b.moved(node, inputs=_version_13_inputs(b, node, context), dropped=LATER_ATTRIBUTES)
+    b.moved(node, inputs=_target_inputs(b, node, context), dropped=_dropped_at_target(node, context))
     return b.nodes
+
+
+# Cases: backend cases (today QuantizeLinear 25, DequantizeLinear 25, of blocks and output types)
+@adapter(
+    ("QuantizeLinear", "DequantizeLinear"),
+    21,
+    "down",
+    "attributes at defaults or arithmetic",
+    versions=(19, 28),
+    cases=1,
+    changed_only=True,
+)
+def quantize_attributes_from_21_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """QuantizeLinear-21..28(x, s, z), attributes saying what 19 does = QuantizeLinear-19(x, s, z); likewise Dequantize.
+
+    The attributes 19 lacks (``block_size``, ``output_dtype``, ``precision``) dropped where they
+    say what 19 does, as ``quantize_attributes_at_defaults_dropped`` says, with version 19's
+    types and ``saturate`` kept: a node in blocks is its formula, another precision or output type
+    refused. A node stating none of them is left as it is (it means the same at 19)."""
+    return _stated_dropped(node, context)
+
+
+# Cases: backend cases (today QuantizeLinear 25, DequantizeLinear 25, of output types and precision)
+@adapter(
+    ("QuantizeLinear", "DequantizeLinear"),
+    23,
+    "down",
+    "attributes at defaults",
+    versions=(21, 28),
+    cases=1,
+    changed_only=True,
+)
+def quantize_attributes_from_23_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """QuantizeLinear-23..28(x, s, z), precision the scale's type = QuantizeLinear-21(x, s, z); likewise Dequantize.
+
+    DequantizeLinear's ``output_dtype``, the scale's type, is dropped likewise: what 21 does
+    (``block_size`` kept). A node stating neither is left as it is (it means the same at 21)."""
+    return _stated_dropped(node, context)
+
+
+def _stated_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """The node as ``quantize_attributes_at_defaults_dropped`` takes it to the target's version,
+    where it states an attribute that version lacks; else None (left as it is)."""
+    dropped = _dropped_at_target(node, context)
+    stated = [attribute for attribute in node.attribute if attribute.name in dropped]
+    if not stated:
+        return None
+    schema = schemas.schema_in_force(node.op_type, context.source_opset)
+    if schema is not None and all(a == schema.attributes[a.name].default_value for a in stated):
+        return [moved(node, dropped=dropped)]  # (stated at their defaults: they say what the target does)
+    return quantize_attributes_at_defaults_dropped(node, context)
 
 
 # Going up, a version-10 node (scalar scale and zero point) means the same at 13: down only.
@@ -289,7 +356,7 @@ def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
     b = context.builder(node)
     inputs, dropped = list(node.input), ("axis",)
     if schemas.version_in_force(node.op_type, context.source_opset) >= 19:
-        inputs, dropped = _version_13_inputs(b, node, context), (*LATER_ATTRIBUTES, "axis")
+        inputs, dropped = _target_inputs(b, node, context), (*LATER_ATTRIBUTES, "axis")
     scale = context.shape_of(node.input[1]) if len(node.input) > 1 else None
     if scale != []:
         raise NotLowered(
