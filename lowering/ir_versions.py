@@ -209,7 +209,9 @@ def ir_version_needed(model: onnx.ModelProto, opset: int | None = None) -> tuple
     newest = {}
     for entry in imports:
         try:
-            needed = onnx.helper.find_min_ir_version_for([entry], ignore_unknown=True)
+            default_domain = entry.domain in ("", "ai.onnx")
+            needed = (ir_version_for_opset(entry.version) if default_domain
+                      else onnx.helper.find_min_ir_version_for([entry], ignore_unknown=True))  # fmt: skip
         except ValueError:
             needed = onnx.IR_VERSION
         newest.setdefault(needed, f"opset {entry.version} of {entry.domain or 'ai.onnx'}")

@@ -79,6 +79,7 @@ INTERFACE_FINDINGS = (INPUT_FINDING, OUTPUT_FINDING)  # (no opset, no pattern ch
 PATTERN_FIX = "lowered by its pattern"  # (the fix check_model foresees for a node of an op a pattern lowers)
 RETYPE_FIX = "retyped to "  # (how a retyping's fix begins)
 FOLD_FIX = "folded to a constant by --target: values the shapes decide"
+GONE_FIX = "not in the model --target makes (what it computed is folded or read by nothing)"
 # the probed kind of an output of no elements, by whether a fed value's values reach it
 EMPTY_OUTPUT_KINDS = {False: EMPTY_CONSTANT_OUTPUT, True: EMPTY_FED_OUTPUT}
 
@@ -359,15 +360,14 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
 
 
 def _folds_found(findings: list[Finding], result) -> list[Finding]:
-    """``findings`` with each blocking node of none that ``result`` (``--target``'s) folded away
-    fixed so (:data:`FOLD_FIX`)."""
+    """``findings`` with each blocking node that ``result`` (``--target``'s, made) no longer holds
+    (by graph, op and name) fixed so: folded (:data:`FOLD_FIX`) where nodes of its op were, else
+    gone (:data:`GONE_FIX`: a Range folded, its Cast read by nothing left)."""
+    left = {(graph, node.op_type, node.name) for graph, node, _ in _every_node(result.model)}
     folded = result.report.folded
-    if not folded:
-        return findings
-    left = {(node.op_type, node.name) for _, node, _ in _every_node(result.model)}
     return [
-        dataclasses.replace(f, fix=FOLD_FIX)
-        if f.blocks and f.fix is None and f.node and f.op_type in folded and (f.op_type, f.node) not in left
+        dataclasses.replace(f, fix=FOLD_FIX if f.op_type in folded else GONE_FIX)
+        if f.blocks and f.node and (f.graph, f.op_type, f.node) not in left
         else f
         for f in findings
     ]

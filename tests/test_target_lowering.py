@@ -723,22 +723,35 @@ def test_a_node_a_pattern_wrote_that_target_refused_is_added_where_no_fix_taken_
 
 def test_a_blocking_node_target_folded_away_is_fixed_so():
     """gpt2's Shape, which rknn fails fed, is a value its static shapes decide: where --target
-    succeeds having folded Shapes, a blocking Shape whose name is gone is fixed by that folding;
-    one still there, or of an op none of whose nodes was folded, keeps no fix."""
+    succeeds having folded Shapes, a blocking Shape whose name is gone from its graph is fixed by
+    that folding, whatever fix check foresaw (a Range's pattern, a retyping: --target folded it
+    first); one still there keeps its own; one of an op none of whose nodes was folded is gone."""
     from types import SimpleNamespace
 
     from lowering.report import LoweringReport
-    from lowering.target_lowering import FOLD_FIX
+    from lowering.target_lowering import FOLD_FIX, GONE_FIX
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     left = make_model([helper.make_node("Shape", ["x"], ["s"], name="kept")], [x], [x], opset=14)
+    graph = left.graph.name
     report = LoweringReport()
     report.folded["Shape"] = 1
     refused = Verdict(REFUSED, "fails fed")
-    findings = [Finding("Shape", 15, "FLOAT", "main", name, refused, None) for name in ("gone", "kept")]
-    findings.append(Finding("Softmax", 13, "FLOAT", "main", "soft", refused, None))
+    findings = [
+        Finding("Shape", 15, "FLOAT", graph, "gone", refused, None),
+        Finding("Shape", 15, "INT64", graph, "retyped", refused, "retyped to int32 (--retype int64=int32)"),
+        Finding("Shape", 15, "FLOAT", graph, "kept", refused, None),
+        Finding("Shape", 15, "FLOAT", "elsewhere", "kept", refused, None),
+        Finding("Softmax", 13, "FLOAT", graph, "soft", refused, None),
+    ]
     confirmed = fixes_confirmed(findings, lambda: SimpleNamespace(report=report, model=left), left)
-    assert [(f.node, f.fix) for f in confirmed] == [("gone", FOLD_FIX), ("kept", None), ("soft", None)]
+    assert [(f.graph, f.node, f.fix) for f in confirmed] == [
+        (graph, "gone", FOLD_FIX),
+        (graph, "retyped", FOLD_FIX),
+        (graph, "kept", None),
+        ("elsewhere", "kept", FOLD_FIX),
+        (graph, "soft", GONE_FIX),
+    ]
 
 
 def refused_and_opsets_tried(model: onnx.ModelProto, target) -> tuple[list[str], set]:

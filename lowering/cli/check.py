@@ -9,6 +9,7 @@ from collections import Counter
 
 from ..api import check_input, lower_model, lowerable_ops
 from ..input_shapes import parse_input_shape, with_input_shapes
+from ..retyping import parse_retypings
 from ..runtime_profiles import PARTLY, load_profile, profile_names
 from ..target_lowering import check_model, fixes_confirmed
 from .files import read_model
@@ -38,6 +39,7 @@ def run_check(args: argparse.Namespace) -> int:
     is run to confirm them (:func:`fixes_confirmed`)."""
     profile = load_profile(args.target)
     input_shapes = dict(parse_input_shape(text) for text in args.input_shape)
+    parse_retypings(args.retype)  # (a bad one: one line, exit 2, before anything runs)
     model_file = read_model(args.model)
     model = model_file.model
     check_input(model)  # (what onnx's checker refuses, and an opset this onnx lacks: exit 2)

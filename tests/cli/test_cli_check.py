@@ -159,9 +159,19 @@ def test_check_takes_the_input_shapes_and_retyping_target_would_be_given(tmp_pat
         "1 blocker (1 with a fix: onnx-lower MODEL -o OUT --target rknn --input-shape n=2 --retype-io)" in static.stdout
     )
     assert "folded to a constant by --target" in static.stdout
-    bad = run_cli_in_process("check", path, "--target", "rknn", "--input-shape", "n=four")
-    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
-    assert "--input-shape n=four" in bad.stderr
+    for option, value, said in (("--input-shape", "n=four", "n=four"), ("--retype", "float=int8", "cannot retype")):
+        bad = run_cli_in_process("check", path, "--target", "rknn", option, value)
+        assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
+        assert said in bad.stderr
+    # (TensorRT 8.6 takes no int64 Concat nor Cast: the retyping's fix stands only with --retype-io)
+    nodes = [helper.make_node("Concat", ["x", "x"], ["y"], name="twice", axis=0)]
+    wide = helper.make_tensor_value_info("x", TensorProto.INT64, [2])
+    path = write(make_model(nodes, [wide], [helper.make_tensor_value_info("y", TensorProto.INT64, [4])], opset=17),
+                 tmp_path / "int64.onnx")  # fmt: skip
+    kept_wide = run_cli_in_process("check", path, "--target", "tensorrt-8.6")
+    assert "1 blocker (0 with a fix" in kept_wide.stdout and "the retyping wrote what it refuses" in kept_wide.stdout
+    narrowed = run_cli_in_process("check", path, "--target", "tensorrt-8.6", "--retype-io")
+    assert "1 blocker (1 with a fix: onnx-lower MODEL -o OUT --target tensorrt-8.6 --retype-io)" in narrowed.stdout
 
 
 def test_check_counts_the_notes_by_kind_and_names_integers_wrong_only_past_the_edges(tmp_path):
