@@ -583,6 +583,42 @@ def _where_less(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllo
     ]
 
 
+def _of_two_uint64s(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """Less or Greater broadcasting by numpy's rule (9+, which takes integers) of two uint64
+    tensors."""
+    return version >= 9 and _two_inputs_of(node, form, onnx.TensorProto.UINT64)
+
+
+def _signed_comparison(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """Less(a, b) on uint64 = Xor(Less(a', b'), Xor(Less(a', 0), Less(b', 0))), a' and b' =
+    Cast(·, int64): the same bits, signed (Cast-13 on wraps modulo 2^64). Where the top bits
+    agree the signed order is the unsigned one; where they differ (a' and b' of other signs, so
+    unequal) it is the reverse. Greater(a, b) = Less(b, a). No Where: onnxruntime selects no
+    bool. None below opset 13 (Cast's wrap is defined from 13)."""
+    if opset < 13:
+        return None
+    prefix = node.name or node.op_type
+    signed, made = [], []
+    for name in node.input:
+        signed.append(names.fresh(f"{name}_int64"))
+        made.append(onnx.helper.make_node("Cast", [name], [signed[-1]], name=names.fresh(f"{prefix}_Cast"),
+                                          to=onnx.TensorProto.INT64))  # fmt: skip
+    zero = names.fresh(f"{node.output[0]}_zero")
+    made.append(onnx.helper.make_node("Constant", [], [zero], name=names.fresh(f"{prefix}_zero"),
+                                      value=numpy_helper.from_array(np.array(0, np.int64), zero)))  # fmt: skip
+    low, high = signed if node.op_type == "Less" else signed[::-1]  # (Greater(a, b) = Less(b, a))
+    low_top, high_top, differ, ordered = (names.fresh(f"{node.output[0]}_{hint}") for hint in
+                                          ("low_top", "high_top", "tops_differ", "signed_less"))  # fmt: skip
+    return [
+        *made,
+        onnx.helper.make_node("Less", [low, zero], [low_top], name=names.fresh(f"{prefix}_Less")),
+        onnx.helper.make_node("Less", [high, zero], [high_top], name=names.fresh(f"{prefix}_Less")),
+        onnx.helper.make_node("Xor", [low_top, high_top], [differ], name=names.fresh(f"{prefix}_Xor")),
+        onnx.helper.make_node("Less", [low, high], [ordered], name=names.fresh(f"{prefix}_Less")),
+        onnx.helper.make_node("Xor", [ordered, differ], list(node.output), name=node.name),
+    ]
+
+
 def _pads_of_named_axes(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Pad (18+) given its axes, its pads and axes constants (none of them external), the
     data's rank known, the axes in range and each named once."""
@@ -1823,6 +1859,19 @@ OP_CHOICES: tuple[OpChoice, ...] = (
             supported_only=True,
         )
         for op_type in ("Max", "Min")
+    ),
+    *(
+        OpChoice(
+            op_type,
+            _of_two_uint64s,
+            _signed_comparison,
+            None,
+            f"{op_type}(a, b) on uint64 -> Xor({'a' if op_type == 'Less' else 'b'}' < "
+            f"{'b' if op_type == 'Less' else 'a'}', Xor(a' < 0, b' < 0)), x' = Cast(x, int64) "
+            "(the runtime runs those better)",
+            supported_only=True,
+        )
+        for op_type in ("Less", "Greater")
     ),
     OpChoice(
         "ConstantOfShape",

@@ -1249,10 +1249,9 @@ def test_an_unsigned_comparison_stays_where_the_runtime_runs_the_casts_no_better
         lowering.lower_model(_comparison_model("Less", TensorProto.UINT16), target=profile)
 
 
-def test_no_wider_signed_type_holds_uint64_so_its_comparison_is_left_to_the_runtime():
-    model = _comparison_model("Less", TensorProto.UINT64)
-    with pytest.raises(TargetRefused, match="UInt64"):
-        lowering.lower_model(model, target="onnx2torch")
+def test_an_unsigned_comparison_the_runtime_runs_is_left_as_it_is():
+    """(No wider signed type holds uint64: its comparison goes by the signed order instead, see
+    test_less_and_greater_of_two_uint64s_go_to_onnx2torch_as_signed_comparisons_on_every_edge.)"""
     result = lowering.lower_model(_comparison_model("Less", TensorProto.UINT16), target="onnxruntime")
     assert [n.op_type for n in result.model.graph.node] == ["Less"] and not result.report.forms
 
@@ -1648,6 +1647,35 @@ def test_max_and_min_of_two_int64s_go_to_webgpu_as_where_less_bit_for_bit(op_typ
     for b in (np.array([high, 0, low], dtype), np.array([low, high, 1], dtype)):
         [want], [got] = run_onnxruntime(model, {"a": a, "b": b}), run_onnxruntime(result.model, {"a": a, "b": b})
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("op_type", ["Less", "Greater"])
+def test_less_and_greater_of_two_uint64s_go_to_onnx2torch_as_signed_comparisons_on_every_edge(op_type):
+    """onnx2torch (PyTorch) compares no uint64: Cast to int64 (the same bits), the signed order
+    where the top bits agree, its reverse where they differ; on every pair of
+    uint64's edges (0, 1, 2^31, 2^32, 2^63 - 1, 2^63, 2^63 + 1, 2^64 - 2, 2^64 - 1), broadcast,
+    the original's answer (numpy's, onnxruntime's)."""
+    model = _two_input_model(op_type, TensorProto.UINT64, TensorProto.BOOL, opset=17)
+    result = lowering.lower_model(model, target="onnx2torch")
+    assert [n.op_type for n in result.model.graph.node] == [
+        "Cast",
+        "Cast",
+        "Constant",
+        *["Less"] * 2,
+        "Xor",
+        "Less",
+        "Xor",
+    ]
+    onnx.checker.check_model(result.model, full_check=True)
+    edges = np.array([0, 1, 2**31, 2**32, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 2, 2**64 - 1], np.uint64)
+    compare = np.less if op_type == "Less" else np.greater
+    for a_row in edges.reshape(3, 3):
+        a = np.stack([a_row, a_row[::-1]])
+        for b in edges.reshape(3, 3):
+            [want], [got] = run_onnxruntime(model, {"a": a, "b": b}), run_onnxruntime(result.model, {"a": a, "b": b})
+            assert got.dtype == np.bool_ and np.array_equal(got, want) and np.array_equal(got, compare(a, b))
+    [finding] = [f for f in check_model(model, "onnx2torch") if f.blocks]
+    assert f"--target chooses the form {op_type}(a, b) on uint64 -> Xor(" in str(finding)
 
 
 @pytest.mark.parametrize("element_type", [TensorProto.FLOAT, TensorProto.INT16])
