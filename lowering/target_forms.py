@@ -584,9 +584,9 @@ def _where_less(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllo
 
 
 def _of_two_uint64s(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
-    """Less or Greater broadcasting by numpy's rule (9+, which takes integers) of two uint64
-    tensors."""
-    return version >= 9 and _two_inputs_of(node, form, onnx.TensorProto.UINT64)
+    """Less or Greater broadcasting by numpy's rule of two uint64 tensors, at a version in force
+    where Cast wraps (13 on: :data:`lowering.integer_casts.WRAPPING_CAST_OPSET`)."""
+    return version >= WRAPPING_CAST_OPSET and _two_inputs_of(node, form, onnx.TensorProto.UINT64)
 
 
 def _signed_comparison(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
@@ -594,15 +594,11 @@ def _signed_comparison(node: onnx.NodeProto, form: NodeForm, constants, names: N
     Cast(·, int64): the same bits, signed (Cast-13 on wraps modulo 2^64). Where the top bits
     agree the signed order is the unsigned one; where they differ (a' and b' of other signs, so
     unequal) it is the reverse. Greater(a, b) = Less(b, a). No Where: onnxruntime selects no
-    bool. None below opset 13 (Cast's wrap is defined from 13)."""
-    if opset < 13:
+    bool. None below opset 13 (Cast-13 on keeps the low 64 bits, the only ones there are)."""
+    if opset < WRAPPING_CAST_OPSET:
         return None
     prefix = node.name or node.op_type
-    signed, made = [], []
-    for name in node.input:
-        signed.append(names.fresh(f"{name}_int64"))
-        made.append(onnx.helper.make_node("Cast", [name], [signed[-1]], name=names.fresh(f"{prefix}_Cast"),
-                                          to=onnx.TensorProto.INT64))  # fmt: skip
+    made, signed = _inputs_cast(node, names, onnx.TensorProto.INT64, "int64")
     zero = names.fresh(f"{node.output[0]}_zero")
     made.append(onnx.helper.make_node("Constant", [], [zero], name=names.fresh(f"{prefix}_zero"),
                                       value=numpy_helper.from_array(np.array(0, np.int64), zero)))  # fmt: skip

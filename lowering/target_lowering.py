@@ -361,16 +361,22 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
 
 def _folds_found(findings: list[Finding], result) -> list[Finding]:
     """``findings`` with each blocking node that ``result`` (``--target``'s, made) no longer holds
-    (by graph, op and name) fixed so: folded (:data:`FOLD_FIX`) where nodes of its op were, else
-    gone (:data:`GONE_FIX`: a Range folded, its Cast read by nothing left)."""
+    (by graph, op and name) fixed so where check named no fix: folded (:data:`FOLD_FIX`) where
+    nodes of its op were, else gone (:data:`GONE_FIX`: a Range folded, its Cast read by nothing
+    left); and where check named one, folded where nodes of its op were folded and none lowered by
+    a pattern (gpt2_dynamic's Ranges, said lowered by their pattern, were folded first)."""
     left = {(graph, node.op_type, node.name) for graph, node, _ in _every_node(result.model)}
     folded = result.report.folded
-    return [
-        dataclasses.replace(f, fix=FOLD_FIX if f.op_type in folded else GONE_FIX)
-        if f.blocks and f.node and (f.graph, f.op_type, f.node) not in left
-        else f
-        for f in findings
-    ]
+    lowered = {key.rpartition("-")[0] for key in result.report.rewritten}
+    confirmed = []
+    for f in findings:
+        if f.blocks and f.node and (f.graph, f.op_type, f.node) not in left:
+            if f.fix is None:
+                f = dataclasses.replace(f, fix=FOLD_FIX if f.op_type in folded else GONE_FIX)
+            elif f.op_type in folded and f.op_type not in lowered:
+                f = dataclasses.replace(f, fix=FOLD_FIX)
+        confirmed.append(f)
+    return confirmed
 
 
 def _check_declared(model: onnx.ModelProto) -> None:

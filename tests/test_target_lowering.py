@@ -724,8 +724,9 @@ def test_a_node_a_pattern_wrote_that_target_refused_is_added_where_no_fix_taken_
 def test_a_blocking_node_target_folded_away_is_fixed_so():
     """gpt2's Shape, which rknn fails fed, is a value its static shapes decide: where --target
     succeeds having folded Shapes, a blocking Shape whose name is gone from its graph is fixed by
-    that folding, whatever fix check foresaw (a Range's pattern, a retyping: --target folded it
-    first); one still there keeps its own; one of an op none of whose nodes was folded is gone."""
+    that folding, whatever fix check foresaw (a retyping: --target folded it first) unless a
+    pattern lowered nodes of its op too; one still there keeps its own; one of an op none of whose
+    nodes was folded is gone where check named no fix, and keeps the fix it named."""
     from types import SimpleNamespace
 
     from lowering.report import LoweringReport
@@ -737,12 +738,17 @@ def test_a_blocking_node_target_folded_away_is_fixed_so():
     report = LoweringReport()
     report.folded["Shape"] = 1
     refused = Verdict(REFUSED, "fails fed")
+    report.folded["Range"] = 1
+    report.rewritten["Range-11"] = 1  # (one Range folded, one lowered by its pattern: which is which, unknown)
+    by_pattern = "lowered by its pattern (--ops Range)"
     findings = [
         Finding("Shape", 15, "FLOAT", graph, "gone", refused, None),
         Finding("Shape", 15, "INT64", graph, "retyped", refused, "retyped to int32 (--retype int64=int32)"),
         Finding("Shape", 15, "FLOAT", graph, "kept", refused, None),
         Finding("Shape", 15, "FLOAT", "elsewhere", "kept", refused, None),
         Finding("Softmax", 13, "FLOAT", graph, "soft", refused, None),
+        Finding("Softmax", 13, "FLOAT", graph, "soft_lowered", refused, "lowered by its pattern (--ops Softmax)"),
+        Finding("Range", 11, "INT64", graph, "range", refused, by_pattern),
     ]
     confirmed = fixes_confirmed(findings, lambda: SimpleNamespace(report=report, model=left), left)
     assert [(f.graph, f.node, f.fix) for f in confirmed] == [
@@ -751,6 +757,8 @@ def test_a_blocking_node_target_folded_away_is_fixed_so():
         (graph, "kept", None),
         ("elsewhere", "kept", FOLD_FIX),
         (graph, "soft", GONE_FIX),
+        (graph, "soft_lowered", "lowered by its pattern (--ops Softmax)"),
+        (graph, "range", by_pattern),
     ]
 
 

@@ -320,9 +320,12 @@ def _stated_dropped(node: onnx.NodeProto, context: AdapterContext):
     if not stated:
         return None
     schema = schemas.schema_in_force(node.op_type, context.source_opset)
-    if schema is not None and all(a == schema.attributes[a.name].default_value for a in stated):
-        return [moved(node, dropped=dropped)]  # (stated at their defaults: they say what the target does)
-    return quantize_attributes_at_defaults_dropped(node, context)
+    if schema is None or not all(a == schema.attributes[a.name].default_value for a in stated):
+        return quantize_attributes_at_defaults_dropped(node, context)
+    if _needs_arithmetic(node, context):  # (int16 x: its formula, the attributes' values aside)
+        return _by_arithmetic(node, context)
+    require_types_taken(node, context)
+    return [moved(node, dropped=dropped)]  # (stated at their defaults: they say what the target does)
 
 
 # Going up, a version-10 node (scalar scale and zero point) means the same at 13: down only.

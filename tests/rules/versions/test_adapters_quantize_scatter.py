@@ -122,6 +122,24 @@ def test_quantize_in_blocks_goes_to_17_and_11_as_its_formula(y_type, axis, block
         assert_converts_bit_for_bit(model, target, quantize_inputs(shape, np.float32, 5), "QuantizeLinear-21→")
 
 
+@pytest.mark.parametrize("target", [20, 19])
+def test_quantize_stating_later_attributes_goes_to_19_and_20_bit_for_bit(target):
+    """Going down across 21 and 23 (not 19): QuantizeLinear-25 in blocks to int8, and stating
+    block_size=0 and output_dtype=0 (their defaults) to uint16, which version 19 takes only as its
+    formula; and to 22, across 23, stating precision float (its scale's type): bit for bit."""
+    shape = (3, 4)
+    scale = per_axis_scales(6, np.float32, 2).reshape(3, 2)
+    zero = np.random.default_rng(3).integers(-128, 127, (3, 2), endpoint=True).astype(np.int8)
+    feeds = quantize_inputs(shape, np.float32, 5)
+    blocked = quantize(25, FLOAT, scale, zero, shape, axis=1, block_size=2)
+    assert_converts_bit_for_bit(blocked, target, feeds, "QuantizeLinear-25→")
+    wide = quantize(25, FLOAT, np.array(0.5, np.float32), np.array(7, np.uint16), shape, block_size=0)
+    wide.graph.node[0].attribute.append(helper.make_attribute("output_dtype", 0))
+    assert_converts_bit_for_bit(wide, target, feeds, "QuantizeLinear-25→")
+    in_float = quantize(25, FLOAT, scale, zero, shape, axis=1, block_size=2, precision=FLOAT)
+    assert_converts_bit_for_bit(in_float, 22, feeds, "QuantizeLinear-25→")
+
+
 def test_quantize_without_zero_point_to_uint16_by_output_dtype_goes_to_11():
     model = quantize(21, FLOAT, np.array([0.5, 2.0, -1.0], np.float32), None, (2, 3), axis=1,
                      output_dtype=TensorProto.UINT16)  # fmt: skip
