@@ -321,7 +321,8 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
                     reason += " (with --retype-io the model's inputs change type instead)"
             if reason is None and f.fix and f.fix.startswith(PATTERN_FIX) and f.version is not None:
                 ops = ops_written_for(f.op_type, f.version)
-                wrote = [b for b in written if b.op_type in ops]
+                # (the nodes a pattern writes for a named node are named after it: plain_path.node_hint)
+                wrote = [b for b in written if b.op_type in ops and (not f.node or b.node.startswith(f"{f.node}_"))]
                 if wrote:  # (Range's pattern writes a Loop for onnx2torch's int32, which it refuses)
                     naming = wrote
                     reason = "its pattern wrote what it refuses: " + "; ".join(str(b).partition(":")[0] for b in wrote)

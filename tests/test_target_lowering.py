@@ -721,6 +721,25 @@ def test_a_node_a_pattern_wrote_that_target_refused_is_added_where_no_fix_taken_
     assert "refused: Div-14 at graph 'main', node 'z_Div'" in confirmed[0].verdict.why
 
 
+def test_a_node_a_pattern_wrote_is_blamed_on_the_node_it_was_written_for():
+    """Softmax's and Range's patterns both write Sub: a refused Sub named after the Range (the
+    names a pattern makes for a node start with the node's name) takes back the Range's fix,
+    not the Softmax's, and is not said again."""
+    refused = Verdict(REFUSED, "fails")
+    softmax = Finding("Softmax", 13, "FLOAT", "main", "soft", refused, "lowered by its pattern (--ops Softmax)")
+    arange = Finding("Range", 11, "INT64", "main", "node_arange", refused, "lowered by its pattern (--ops Range)")
+    sub = RemainingOp("Sub", 14, "graph 'main', node 'node_arange_Sub'", "fails (Sub)", "main", "node_arange_Sub")
+
+    def refusing():
+        raise TargetRefused([sub], "rknn")
+
+    confirmed = fixes_confirmed([softmax, arange], refusing, make_model([], [], [], opset=14))
+    assert [(f.node, f.fix) for f in confirmed] == [("soft", softmax.fix), ("node_arange", None)]
+    assert (
+        "its pattern wrote what it refuses: Sub-14 at graph 'main', node 'node_arange_Sub'" in confirmed[1].verdict.why
+    )
+
+
 def test_a_blocking_node_target_folded_away_is_fixed_so():
     """gpt2's Shape, which rknn fails fed, is a value its static shapes decide: where --target
     succeeds having folded Shapes, a blocking Shape whose name is gone from its graph is fixed by
