@@ -128,9 +128,11 @@ class _Values:
     """The values of one scope that vary, and per other value the ops it follows from; a graph a
     node holds sees its holder's through ``outer``, less the names its own inputs take."""
 
-    def __init__(self, outer: _Values | None = None, own: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, outer: _Values | None = None, own: frozenset[str] = frozenset(), given: frozenset[str] = frozenset()
+    ) -> None:
         self.varying: set[str] = set()
-        self.sources: dict[str, frozenset[str]] = dict.fromkeys(own, frozenset())
+        self.sources: dict[str, frozenset[str]] = dict.fromkeys(own, given)  # (what the holder gives them from)
         self.outer = outer
 
     def varies(self, name: str) -> bool:
@@ -198,8 +200,8 @@ def _node_outputs(node: onnx.NodeProto, values: _Values, reading: _Reading) -> l
     if any(values.varies(name) for name in read_for_value) and not mask_only:
         return every
     found = frozenset().union(*(values.sources_of(name) for name in node.input if name))
-    for _, _, graph in held_graphs(node):
-        inner = _Values(values, frozenset(info.name for info in graph.input))
+    for _, _, graph in held_graphs(node):  # (a body's inputs follow from what the node is given: a Loop's)
+        inner = _Values(values, frozenset(info.name for info in graph.input), found or frozenset({node.op_type}))
         _walk_nodes(graph.node, inner, reading)
         if any(inner.varies(info.name) for info in graph.output):
             return every

@@ -247,6 +247,10 @@ def test_a_graphs_own_input_is_not_the_outer_value_of_its_name():
     start = numpy_helper.from_array(np.ones(1, np.float32), "start")
     nodes = [helper.make_node("Loop", ["trips", "", "start"], ["r"], body=body)]
     assert found(nodes, [out("r", shape=[1])], initializer=[trips, start]) == {"r": FOLLOWS}
+    # (what the body computes from its own inputs follows from what the Loop is given: its constants)
+    body.node[1].CopyFrom(helper.make_node("Add", ["x", "x"], ["next"]))
+    model = make_model(nodes, [X], [out("r", shape=[1])], opset=17, initializer=[trips, start])
+    assert constant_outputs(model, inferred_types(model))["r"].sources == {"Constant"}
 
 
 def test_a_local_functions_outputs_vary_where_its_body_reads_a_fed_parameters_value():
