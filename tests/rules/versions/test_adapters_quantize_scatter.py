@@ -140,6 +140,18 @@ def test_quantize_stating_later_attributes_goes_to_19_and_20_bit_for_bit(target)
     assert_converts_bit_for_bit(in_float, 22, feeds, "QuantizeLinear-25→")
 
 
+@pytest.mark.parametrize("y_type", [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2])
+@pytest.mark.parametrize("saturate", [0, 1])
+def test_quantize_to_float8_by_output_dtype_goes_to_20_bit_for_bit(y_type, saturate):
+    """QuantizeLinear-25 of float16 values to float8 by output_dtype, no zero point: at 20 (19's
+    version, which lacks output_dtype) a zero point of float8 zeros says the type; saturate kept;
+    every float16 pattern, bit for bit."""
+    shape = (256, 256)
+    model = quantize(25, FLOAT16, np.array(0.75, np.float16), None, shape, output_dtype=y_type, saturate=saturate)
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(shape)
+    assert_converts_bit_for_bit(model, 20, [{"x": every}], "QuantizeLinear-25→")
+
+
 def test_quantize_without_zero_point_to_uint16_by_output_dtype_goes_to_11():
     model = quantize(21, FLOAT, np.array([0.5, 2.0, -1.0], np.float32), None, (2, 3), axis=1,
                      output_dtype=TensorProto.UINT16)  # fmt: skip

@@ -51,8 +51,10 @@ def of_unknown_rank(model: onnx.ModelProto, *names: str) -> onnx.ModelProto:
 
 
 def bits(array: np.ndarray) -> np.ndarray:
+    """A float array's bits (numpy's floats and ml_dtypes' bfloat16 and float8 alike), else the array."""
     array = np.asarray(array)
-    return array.view(f"u{array.itemsize}") if array.dtype.kind == "f" else array
+    floating = array.dtype.kind == "f" or array.dtype.type.__module__ == "ml_dtypes"
+    return array.view(f"u{array.itemsize}") if floating else array
 
 
 _ORIGINAL_OUTPUTS: dict[tuple, list] = {}
