@@ -16,6 +16,8 @@ from lowering.registry import Builder, NotLowered, Value, rule
 
 from .counting import counted
 from .gathering import gather_along
+from .nearest_points import MOST_ELEMENTS as MOST_POINTS
+from .nearest_points import nearest_points
 
 EMITS = (
     "Shape", "Gather", "Cast", "Range", "Add", "Sub", "Mul", "Div", "Ceil", "Floor", "Abs", "Max", "Min", "Where",
@@ -147,7 +149,7 @@ def resize_by_weighted_taps(
     mode, coordinates = as_text(mode), as_text(coordinate_transformation_mode)
     if mode == "nearest":
         return _nearest(
-            b, x, scales, sizes, axes, coordinates, as_text(nearest_mode), as_text(keep_aspect_ratio_policy)
+            b, x, scales, sizes, axes, coordinates, as_text(nearest_mode), as_text(keep_aspect_ratio_policy), antialias
         )
     if mode not in FILTERED:
         raise NotLowered(f"mode {mode} is neither nearest nor a filter ({' nor '.join(FILTERED)})")
@@ -409,7 +411,9 @@ def _resized_axes(b: Builder, x: Value, scales, sizes, axes) -> tuple[int, list[
     return rank, resized, scales, sizes
 
 
-def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, nearest_mode: str, policy: str) -> Value:
+def _nearest(
+    b: Builder, x: Value, scales, sizes, axes, coordinates: str, nearest_mode: str, policy: str, antialias: int = 0
+) -> Value:
     """Resize(X, s or z, mode=nearest) = per resized axis a: Gather(X, clamp(n(x), 0, d - 1), axis=a).
 
     As onnxruntime's kernel computes it, in float32 whatever X's type: the output length
@@ -418,29 +422,34 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
     (i + 0.5) / s (tf_half_pixel_for_nn), i · (d - 1) / max(o - 1, 1) (align_corners) or
     half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric); n(x) = Floor(x),
     Ceil(x), or Round(x) but Floor(x) (round_prefer_floor) or Ceil(x) (round_prefer_ceil) where
-    x = Floor(x) + 0.5. X's values are only gathered: bit for bit, of every type. Lowered where
+    x = Floor(x) + 0.5. X's values are only gathered: bit for bit, of every type. So where
     the scales are constants of whole numbers (an upsampling by 2, as exports write it) or of
     halvings 1 / 2^k of static lengths divisible by 2^k (a downsampling by 2), or the sizes
     constants giving such scales of X's static lengths (keep_aspect_ratio_policy stretch):
     there s = o / d exactly, one float32 number either way, and onnxruntime's kernels, which
     place the points by the scale at some ranks and by o / d at others, agree (measured: every
     coordinate and nearest mode, ranks 2 to 5).
-    Not lowered: other scales or sizes (a downsampling by 3: measured apart), sizes under
-    another keep_aspect_ratio_policy, tf_crop_and_resize, X of unknown rank."""
+    Other constant scales or sizes (a downsampling by 0.6, a keep_aspect_ratio_policy) of X of
+    a static shape: Gather(X, i_a, axis=a) per axis a whose points move, i_a the constant indices
+    onnxruntime's kernel reads for that shape (:func:`rules.nearest_points.nearest_points`).
+    Not lowered: scales or sizes fed at run time but whole numbers of X's lengths, tf_crop_and_resize,
+    X of unknown rank, the rest where onnxruntime's points are not per axis or X holds over
+    2^24 elements."""
     if coordinates not in NEAREST_COORDINATE_MODES:
         raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
     if nearest_mode not in NEAREST_MODES:
         raise NotLowered(f"nearest_mode {nearest_mode} is none of {', '.join(NEAREST_MODES)}")
     rank, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
-    if sizes is not None and policy != "stretch":
-        raise NotLowered(f"keep_aspect_ratio_policy {policy} is not lowered by the rule")
-    given = _exact_scales(b, x, scales, sizes, resized)
+    given = _exact_scales(b, x, scales, sizes, resized) if sizes is None or policy == "stretch" else None
     if given is None:
-        raise NotLowered(
-            "mode nearest is lowered for constant whole-number scales, halvings 1 / 2^k of static lengths divisible "
-            "by 2^k, and constant sizes giving such scales only: elsewhere onnxruntime's kernels place the points by "
-            "the scale or by the lengths' ratio, by rank (measured), which no one formula matches"
-        )
+        attributes = {"coordinate_transformation_mode": coordinates, "nearest_mode": nearest_mode}
+        if axes is not None:
+            attributes["axes"] = list(axes)
+        if policy != "stretch":
+            attributes["keep_aspect_ratio_policy"] = policy
+        if antialias:
+            attributes["antialias"] = antialias
+        return _gathered_at_points(b, x, rank, scales, sizes, attributes)
     if sizes is not None:
         scales = b.tensor(given, "scales")
     lengths = _static_lengths(b, x, scales, resized)
@@ -460,6 +469,38 @@ def _nearest(b: Builder, x: Value, scales, sizes, axes, coordinates: str, neares
         index = b.Cast(b.Min(b.Max(pixel, zero), last), to=TensorProto.INT64)
         value = gather_along(b, value, index, axis, rank)
     return value
+
+
+def _gathered_at_points(b: Builder, x: Value, rank: int, scales, sizes, attributes: dict) -> Value:
+    """Gather(X, i_a, axis=a) for each axis a whose points onnxruntime's nearest Resize moves, i_a
+    the indices it reads for X's static shape, its constant scales or sizes and ``attributes``
+    (:func:`rules.nearest_points.nearest_points`); NotLowered where they cannot be known ahead."""
+    shape = b.shape_of(x)
+    given = b.constant_value(scales if sizes is None else sizes)
+    version = b.source_version("Resize")
+    if given is None or shape is None or None in shape or version is None:
+        raise NotLowered(
+            "mode nearest is lowered for whole-number or halving scales, or for constant scales or sizes of X of a "
+            "static shape: onnxruntime's kernels place the points by the scale or by the lengths' ratio, by rank "
+            "(measured), which no one formula matches"
+        )
+    points = nearest_points(
+        shape,
+        version,
+        given.astype(np.float32) if sizes is None else None,
+        None if sizes is None else given.astype(np.int64),
+        attributes,
+    )
+    if points is None:
+        raise NotLowered(
+            f"onnxruntime's nearest Resize of X of shape {shape} reads no points per axis that can be known ahead "
+            f"(X empty, X or the output above {MOST_POINTS} elements, the node failing, or points not per axis)"
+        )
+    value = x
+    for axis, indices in enumerate(points):
+        if not np.array_equal(indices, np.arange(shape[axis])):
+            value = gather_along(b, value, b.ints(indices.tolist(), f"points_{axis}"), axis, rank)
+    return value if value is not x else b.Identity(x)
 
 
 def _exact_scales(b: Builder, x: Value, scales, sizes, resized: list[int]) -> np.ndarray | None:

@@ -30,12 +30,10 @@ REFUSED = {
     "test_qlinearconv": "Round, which exists from opset 11",
 }
 # Resize-19 cases the rule leaves, by a word of their name: it lowers modes linear and cubic in
-# every coordinate mode but align_corners, and mode nearest with constant whole-number scales
-# (tests/rules/test_resize_policies.py).
+# every coordinate mode but align_corners, and mode nearest with constant scales or sizes
+# (tests/rules/test_resize_policies.py, tests/rules/test_nearest_points.py).
 RESIZE_LEFT = {  # (the first word a case's name holds gives its reason)
-    "nearest_not_larger": "keep_aspect_ratio_policy not_larger is not lowered",
-    "nearest_not_smaller": "keep_aspect_ratio_policy not_smaller is not lowered",
-    "nearest": "constant whole-number scales, halvings",  # (their scales or sizes are the cases' inputs)
+    "nearest": "constant scales or sizes of X of a static shape",  # (their scales or sizes are the cases' inputs)
 }
 
 

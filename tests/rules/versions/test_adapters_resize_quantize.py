@@ -320,14 +320,32 @@ def test_resize_19_keep_aspect_ratio_with_constant_sizes_goes_down_as_one_common
     assert_converts_bit_for_bit(model, target, [{"x": edge_array(x_shape)}], "Resize-19→")
 
 
-def test_resize_19_keep_aspect_ratio_refusals_say_why():
-    rounded = resize_19(
+def rounded_by_the_common_scale(x_shape, sizes) -> onnx.ModelProto:
+    """sizes kept in aspect (not_smaller, align_corners): a common scale 0.75 that sizes axis 2 of
+    length 2 to round(1.5) = 2, where a Resize-13 by that scale gives floor(1.5) = 1."""
+    return resize_19(
         ["x", "", "", "sizes"],
         {"mode": "nearest", "axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller",
          "coordinate_transformation_mode": "align_corners"},
-        [numpy_helper.from_array(np.array([1, 3], np.int64), "sizes")],
-        x_shape=(1, 1, 2, 4),
+        [numpy_helper.from_array(np.array(sizes, np.int64), "sizes")],
+        x_shape=x_shape,
     )  # fmt: skip
+
+
+def test_resize_19_keep_aspect_ratio_the_adapter_refuses_goes_down_by_the_rule():
+    """The common scale the adapter cannot state at 13, X of a static shape: the rule's Gathers of
+    the points onnxruntime reads (rules/nearest_points.py), bit for bit."""
+    result = lowering.lower_model(rounded_by_the_common_scale((1, 1, 2, 4), [1, 3]), target_opset=13, ops=[])
+    assert not any(node.op_type == "Resize" for node in result.model.graph.node)
+    x = edge_array((1, 1, 2, 4))
+    want = run_onnxruntime(rounded_by_the_common_scale((1, 1, 2, 4), [1, 3]), {"x": x})[0]
+    got = run_onnxruntime(result.model, {"x": x})[0]
+    assert got.shape == want.shape == (1, 1, 2, 3) and np.array_equal(bits(got), bits(want))
+
+
+def test_resize_19_keep_aspect_ratio_refusals_say_why():
+    # (X above the 2^24 elements whose points the rule computes ahead: the adapter's reason is given)
+    rounded = rounded_by_the_common_scale((1, 1, 2, 4 << 22), [1, 3 << 22])
     message = refusal(rounded, 13)
     assert (
         "common scale 0.75, which sizes axis 2 to round(0.75 * 2) = 2 where Resize-13 gives floor(...) = 1" in message
