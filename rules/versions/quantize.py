@@ -5,6 +5,9 @@ version cannot take (blocks, 16-bit integers, float16 values, per slice below 13
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numpy as np
 import onnx
 from onnx import helper
@@ -105,6 +108,60 @@ def _target_inputs(b: Builder, node: onnx.NodeProto, context: AdapterContext) ->
         zeros = np.zeros(scale_shape, dtype=helper.tensor_dtype_to_np_dtype(output_dtype))
         return [*node.input[:2], b.tensor(zeros, "zero_point").name]
     return list(node.input)
+
+
+def _x_in_scale_type(adapt):
+    """The adapter ``adapt`` of a QuantizeLinear-23..28 whose x and scale differ in type, going to
+    a version that gives them one type, given the node with x cast first:
+    QuantizeLinear-23(x, s, z) = QuantizeLinear-23(Cast(x, type of s), s, z), as from 23 x is
+    divided in ``precision``'s type, the scale's where unset (float16 values by a float scale: in
+    float32). Any other node goes to ``adapt`` as it is."""
+
+    @functools.wraps(adapt)
+    def adapted(node: onnx.NodeProto, context: AdapterContext):
+        x_type = _element_type(context, node.input[0]) if node.input else None
+        scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
+        if (
+            node.op_type != "QuantizeLinear"
+            or None in (x_type, scale_type)
+            or x_type == scale_type
+            or not _typed_apart(node.op_type, context.source_opset)
+            or _typed_apart(node.op_type, context.target_opset)
+        ):
+            return adapt(node, context)
+        cast_x = context.names.fresh(f"{node.input[0]}_as_scale")
+        cast = helper.make_node(
+            "Cast", [node.input[0]], [cast_x], name=context.names.fresh(f"{node.name or node.output[0]}_Cast"),
+            to=scale_type,
+        )  # fmt: skip
+        recast = onnx.NodeProto()
+        recast.CopyFrom(node)
+        recast.input[0] = cast_x
+        typed = {cast_x: onnx.TypeProto()}
+        typed[cast_x].CopyFrom(context.inferred_type_of(node.input[0]))
+        typed[cast_x].tensor_type.elem_type = scale_type
+
+        def type_with_cast(read):
+            return lambda name: typed.get(name) or read(name)
+
+        cast_context = dataclasses.replace(
+            context,
+            inferred_type_of=type_with_cast(context.inferred_type_of),
+            judged_types=type_with_cast(context.judged_type_of),
+            stated_types=type_with_cast(context.type_of),
+        )
+        result = adapt(recast, cast_context)
+        return [cast, *(result if result is not None else [recast])]
+
+    return adapted
+
+
+def _typed_apart(op_type: str, opset: int) -> bool:
+    """The op's version at ``opset`` types x and the scale by two type parameters (onnx.defs:
+    QuantizeLinear from 23), not by one, nor the scale as float alone."""
+    schema = schemas.schema_in_force(op_type, opset)
+    x, scale = (schema.inputs[0].type_str, schema.inputs[1].type_str) if schema is not None else ("", "")
+    return x != scale and not x.startswith("tensor(") and not scale.startswith("tensor(")
 
 
 def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
@@ -253,6 +310,7 @@ def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> l
     versions=(13, 28),
     cases=14,
 )
+@_x_in_scale_type
 def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-19..28(x, s, z), attributes saying what 13 does = QuantizeLinear-13(x, s, z); likewise Dequantize.
 
@@ -284,6 +342,7 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
     cases=1,
     changed_only=True,
 )
+@_x_in_scale_type
 def quantize_attributes_from_21_dropped(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-21..28(x, s, z), attributes saying what 19 does = QuantizeLinear-19(x, s, z); likewise Dequantize.
 
@@ -304,6 +363,7 @@ def quantize_attributes_from_21_dropped(node: onnx.NodeProto, context: AdapterCo
     cases=1,
     changed_only=True,
 )
+@_x_in_scale_type
 def quantize_attributes_from_23_dropped(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-23..28(x, s, z), precision the scale's type = QuantizeLinear-21(x, s, z); likewise Dequantize.
 
@@ -343,6 +403,7 @@ known_change(("QuantizeLinear", "DequantizeLinear"), 13, QUANTIZE_13, down_only=
     versions=(10, 28),
     cases=12,
 )
+@_x_in_scale_type
 def per_tensor_scale_kept(node: onnx.NodeProto, context: AdapterContext):
     """QuantizeLinear-13+(x, s, z), s scalar = QuantizeLinear-10(x, s, z); likewise DequantizeLinear.
 

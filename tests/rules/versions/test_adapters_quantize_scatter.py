@@ -152,6 +152,21 @@ def test_quantize_to_float8_by_output_dtype_goes_to_20_bit_for_bit(y_type, satur
     assert_converts_bit_for_bit(model, 20, [{"x": every}], "QuantizeLinear-25→")
 
 
+@pytest.mark.parametrize("target", [22, 21, 19, 13, 10])
+@pytest.mark.parametrize("zero", [np.array(3, np.uint8), np.array(-5, np.int8)])
+def test_quantize_23_of_float16_values_by_a_float_scale_goes_down_with_x_cast_first(zero, target):
+    """QuantizeLinear-23 types x and the scale apart and divides in the scale's type: float16
+    values by a float scale are divided in float32. Versions before 23 give x and the scale one
+    type (or the scale float alone), so x goes as Cast(x, float) first (it was left as it was, an
+    invalid model at 21 and 22, refused at 13): every float16 pattern, bit for bit with
+    onnxruntime's QuantizeLinear-23 (onnx.reference's takes +inf to 0)."""
+    shape = (256, 256)
+    model = quantize(23, FLOAT16, np.array(0.37, np.float32), zero, shape)
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(shape)
+    result = assert_converts_bit_for_bit(model, target, [{"x": every}], "QuantizeLinear-23→")
+    assert [node.op_type for node in result.model.graph.node] == ["Cast", "QuantizeLinear"]
+
+
 def test_quantize_without_zero_point_to_uint16_by_output_dtype_goes_to_11():
     model = quantize(21, FLOAT, np.array([0.5, 2.0, -1.0], np.float32), None, (2, 3), axis=1,
                      output_dtype=TensorProto.UINT16)  # fmt: skip
