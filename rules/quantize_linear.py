@@ -53,19 +53,41 @@ def lined_up(
     return lambda value: b.Reshape(value, shape)
 
 
+def division_type(precision: int, scale_type: int | None, version: int | None) -> int | None:
+    """The type QuantizeLinear-``version`` divides x by its scale in: ``precision`` where stated;
+    else, from the version whose schema has precision (23, onnx.defs), the scale's type, as its
+    description says; before it float32, as onnxruntime's kernels divide float16 values by a
+    float16 scale (measured: every float16 pattern, scales 0.1 and 0.37, differ from 23's)."""
+    if precision:
+        return precision
+    schema = schemas.schema_in_force("QuantizeLinear", version) if version is not None else None
+    return scale_type if schema is not None and "precision" in schema.attributes else TensorProto.FLOAT
+
+
 def quantized(
     b: Builder, x: Value | str, scale: Value | str, zero: Value | str, x_type: int, y_type: int,
-    outputs: list[str] | None = None,
+    outputs: list[str] | None = None, *, scale_type: int | None = None, divided_in: int = TensorProto.FLOAT,
 ) -> Value:  # fmt: skip
     """``y = Cast(Where(q == q, Clip(Round(q) + Cast(z, float), lo, hi), lo), T)``,
-    ``q = Cast(x, float) / Cast(s, float)``, ``[lo, hi]`` the range of y's type T: what
-    onnxruntime's QuantizeLinear computes (the quotient in float32, rounded half to even, the
-    zero point added, saturated; NaN to the least value). The scale and zero point are lined up
-    with x already; ``zero`` "" where there is none."""
+    ``q = Cast(x, P) / Cast(s, P)`` rounded to P, P the type it divides in (float32 or
+    float16: ``divided_in``), ``[lo, hi]`` the range of y's type T: what onnxruntime's
+    QuantizeLinear computes (the quotient in P, rounded half to even, the zero point added,
+    saturated; NaN to the least value). The scale (of ``scale_type``, x's where None) and zero
+    point are lined up with x already; ``zero`` "" where there is none."""
     float32 = TensorProto.FLOAT
-    if x_type != float32:
-        x, scale = b.Cast(x, to=float32), b.Cast(scale, to=float32)
+    scale_type = x_type if scale_type is None else scale_type
+    if divided_in != float32:  # x and the scale taken to P first: as P, then in float32 (exactly)
+        x = b.Cast(x if x_type == divided_in else b.Cast(x, to=divided_in), to=float32)
+        scale = b.Cast(scale if scale_type == divided_in else b.Cast(scale, to=divided_in), to=float32)
+    else:
+        x = x if x_type == float32 else b.Cast(x, to=float32)
+        scale = scale if scale_type == float32 else b.Cast(scale, to=float32)
     q = b.Div(x, scale)
+    if divided_in != float32:
+        # the float32 quotient rounded to float16 is the float16 quotient (24 >= 2 · 11 + 2 bits: no
+        # double rounding), as onnxruntime's float16 Div, which runs in float32, would not give where
+        # a Cast to float32 follows it (its own casts removed: measured)
+        q = b.Cast(b.Cast(q, to=divided_in), to=float32)
     value = b.Round(q)
     if zero:
         value = b.Add(value, b.Cast(zero, to=float32))
@@ -111,27 +133,30 @@ def quantize_by_its_formula(
     b: Builder, x: Value, y_scale: Value, y_zero_point: Value | None = None, *, axis: int = 1, saturate: int = 1,
     block_size: int = 0, output_dtype: int = 0, precision: int = 0,
 ) -> Value:  # fmt: skip
-    """QuantizeLinear(x, s, z) = Cast(Where(q = q, Clip(Round(q) + z, lo, hi), lo), T), q = x / s in float32.
+    """QuantizeLinear(x, s, z) = Cast(Where(q = q, Clip(Round(q) + z, lo, hi), lo), T), q = x / s in P.
 
     Bit for bit what onnxruntime's kernel gives, NaN (sent to T's least value), ±inf, ties (half
     to even) and saturation included (:func:`quantized`): for T an 8- or 16-bit integer (the zero
-    point's type, else ``output_dtype``, else uint8), x and the scale float32 or float16 of one
-    type, divided in float32 (``precision`` unset or float); per tensor, per axis (the scale
+    point's type, else ``output_dtype``, else uint8), x and the scale float32 or float16 (of one
+    type before version 23), divided in P, float32 or float16 (:func:`division_type`: ``precision``,
+    from 23 the scale's type where unset); per tensor, per axis (the scale
     reshaped to ``[D, 1, ..., 1]``) or in blocks (gathered block by block). ``saturate`` only says
     how float8 overflows. Not lowered otherwise (float8, 4- and 2-bit outputs, bfloat16 or int32
-    x), nor where the ranks it needs are unknown, nor below opset 11 (Round)."""
+    x, a bfloat16 P), nor where the ranks it needs are unknown, nor below opset 11 (Round)."""
     if b.opset < QUANTIZE_FIRST_OPSET:
         raise NotLowered(f"the formula writes Round, which exists from opset {QUANTIZE_FIRST_OPSET}, not {b.opset}")
     y_type = y_zero_point.element_type if y_zero_point is not None else (output_dtype or TensorProto.UINT8)
     if y_type not in WHOLE_NUMBERS:
         kind = "an unknown type" if y_type is None else schemas.type_name(y_type)
         raise NotLowered(f"it quantizes to {kind}, which is not an 8- or 16-bit integer")
-    if x.element_type not in QUANTIZED_FROM or y_scale.element_type != x.element_type:
-        raise NotLowered("its x and scale are not float32 or float16 of one type")
-    if precision not in (0, TensorProto.FLOAT):
-        raise NotLowered(f"it divides in {schemas.type_name(precision)} (precision), not in float32")
+    if x.element_type not in QUANTIZED_FROM or y_scale.element_type not in QUANTIZED_FROM:
+        raise NotLowered("its x and scale are not float32 or float16")
+    divided_in = division_type(precision, y_scale.element_type, b.source_version("QuantizeLinear") or b.opset)
+    if divided_in not in QUANTIZED_FROM:
+        kind = "an unknown type" if divided_in is None else schemas.type_name(divided_in)
+        raise NotLowered(f"it divides in {kind}, not in float32 or float16")
     scale, zero = _aligned(b, x, y_scale, y_zero_point, axis, block_size)
-    return quantized(b, x, scale, zero, x.element_type, y_type)
+    return quantized(b, x, scale, zero, x.element_type, y_type, scale_type=y_scale.element_type, divided_in=divided_in)
 
 
 @rule("DequantizeLinear", versions=schemas.op_versions("DequantizeLinear"), emits=DEQUANTIZE_EMITS)

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from lowering import schemas
+from lowering import floats, schemas
 from lowering.builder import Builder, moved
 from lowering.conversion.adapters import (
     AdapterContext,
@@ -24,7 +24,7 @@ from lowering.conversion.adapters import (
 )
 from lowering.errors import NotLowered
 
-from ..quantize_linear import WHOLE_NUMBERS, dequantized, lined_up, quantized
+from ..quantize_linear import WHOLE_NUMBERS, dequantized, division_type, lined_up, quantized
 
 QUANTIZE_13 = "version 13 takes a scale and zero point per slice along axis; version 10 only scalars"
 QUANTIZE_19 = (
@@ -33,12 +33,19 @@ QUANTIZE_19 = (
 )
 known_change(("QuantizeLinear", "DequantizeLinear"), 19, QUANTIZE_19, down_only=True)
 QUANTIZE_21 = "version 21 adds block_size, and QuantizeLinear's output_dtype"
-QUANTIZE_23 = "version 23 adds QuantizeLinear's precision and DequantizeLinear's output_dtype"
+QUANTIZE_23 = (
+    "version 23 adds QuantizeLinear's precision, which, unset, names the scale's type (float16 divides in float16 "
+    "from 23, in float32 before), and DequantizeLinear's output_dtype"
+)
 
 
 for _op_type in ("QuantizeLinear", "DequantizeLinear"):  # (a node stating none of the step's attributes moves as it is)
     known_change((_op_type,), 21, QUANTIZE_21, down_only=True, affects=HeldAttributes.added_at(21, _op_type))
-    known_change((_op_type,), 23, QUANTIZE_23, down_only=True, affects=HeldAttributes.added_at(23, _op_type))
+# (every QuantizeLinear: its division's type, even unset, means otherwise across 23)
+known_change(("QuantizeLinear",), 23, QUANTIZE_23, down_only=True)
+known_change(
+    ("DequantizeLinear",), 23, QUANTIZE_23, down_only=True, affects=HeldAttributes.added_at(23, "DequantizeLinear")
+)
 LATER_ATTRIBUTES = ("saturate", "block_size", "output_dtype", "precision")  # versions 19 to 28
 
 
@@ -112,10 +119,12 @@ def _target_inputs(b: Builder, node: onnx.NodeProto, context: AdapterContext) ->
 
 def _x_in_scale_type(adapt):
     """The adapter ``adapt`` of a QuantizeLinear-23..28 whose x and scale differ in type, going to
-    a version that gives them one type, given the node with x cast first:
-    QuantizeLinear-23(x, s, z) = QuantizeLinear-23(Cast(x, type of s), s, z), as from 23 x is
-    divided in ``precision``'s type, the scale's where unset (float16 values by a float scale: in
-    float32). Any other node goes to ``adapt`` as it is."""
+    a version that gives them one type: x float16 or bfloat16 divided by a float scale in float32
+    (:func:`rules.quantize_linear.division_type`) is given with x cast first,
+    QuantizeLinear-23(x, s, z) = QuantizeLinear-23(Cast(x, float), s, z) (exact: the cast, as 23
+    converts x to the type it divides in); divided in float16, the node goes to ``adapt`` as it
+    is (its formula, which converts both); any other pair of types is refused. A node of one
+    type for both goes to ``adapt`` as it is."""
 
     @functools.wraps(adapt)
     def adapted(node: onnx.NodeProto, context: AdapterContext):
@@ -129,6 +138,16 @@ def _x_in_scale_type(adapt):
             or _typed_apart(node.op_type, context.target_opset)
         ):
             return adapt(node, context)
+        divided_in = _divided_in(node, context, context.source_opset)
+        if divided_in == onnx.TensorProto.FLOAT16:
+            return adapt(node, context)
+        if divided_in != onnx.TensorProto.FLOAT or x_type not in (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16):
+            raise _refused(
+                node,
+                context,
+                f"divides {schemas.type_name(x_type)} values by a {schemas.type_name(scale_type)} scale in "
+                f"{schemas.type_name(divided_in) if divided_in else 'an unknown type'}, which no one type of both says",
+            )
         cast_x = context.names.fresh(f"{node.input[0]}_as_scale")
         cast = helper.make_node(
             "Cast", [node.input[0]], [cast_x], name=context.names.fresh(f"{node.name or node.output[0]}_Cast"),
@@ -156,6 +175,23 @@ def _x_in_scale_type(adapt):
     return adapted
 
 
+def _divides_otherwise(node: onnx.NodeProto, context: AdapterContext) -> bool:
+    """The target's version divides in another type than the node's (float32 where it divides in
+    float16 from 23). A quotient a float8 output takes does not tell them apart: rounded to it from
+    the float16 or the float32 quotient, each itself the exact one rounded, it is the exact one
+    rounded (11 and 24 bits hold the 2 · 4 + 2 that make rounding twice round once)."""
+    return _divided_in(node, context, context.source_opset) != _divided_in(node, context, context.target_opset)
+
+
+def _divided_in(node: onnx.NodeProto, context: AdapterContext, opset: int) -> int | None:
+    """The type the node's QuantizeLinear at ``opset`` divides in (:func:`division_type`), its
+    precision read where that version has one."""
+    schema = schemas.schema_in_force(node.op_type, opset)
+    precision = attribute_of(node, "precision") if schema is not None and "precision" in schema.attributes else 0
+    scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
+    return division_type(precision or 0, scale_type, schemas.version_in_force(node.op_type, opset))
+
+
 def _typed_apart(op_type: str, opset: int) -> bool:
     """The op's version at ``opset`` types x and the scale by two type parameters (onnx.defs:
     QuantizeLinear from 23), not by one, nor the scale as float alone."""
@@ -178,6 +214,7 @@ def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
             (not _takes_axis(node, context) and scale is not None and scale != [])
             or (x_type == onnx.TensorProto.FLOAT16 and x_type not in _x_types(node, context))
             or (y_type in WHOLE_NUMBERS and y_type not in _y_types(node, context))
+            or (_divides_otherwise(node, context) and not (y_type and floats.is_float(y_type)))
         )
     x_type = _element_type(context, node.input[0])
     if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
@@ -277,18 +314,15 @@ def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> l
         what = f"quantizes {schemas.type_name(x_type) if x_type else 'unknown'} values"
     target_version = schemas.version_in_force(node.op_type, context.target_opset)
     floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
-    precision = attribute_of(node, "precision")
-    if (
-        y_type not in WHOLE_NUMBERS
-        or x_type not in floats
-        or scale_type != x_type
-        or precision not in (None, 0, onnx.TensorProto.FLOAT)
-    ):
+    divided_in = _divided_in(node, context, context.source_opset)
+    if _divides_otherwise(node, context) and what.startswith("quantizes per axis"):
+        what = f"divides in {schemas.type_name(divided_in) if divided_in else 'an unknown type'}"
+    if y_type not in WHOLE_NUMBERS or x_type not in floats or scale_type not in floats or divided_in not in floats:
         raise _refused(
             node,
             context,
             f"{what}, which QuantizeLinear-{target_version} cannot, and not to an 8- or 16-bit integer from a float "
-            "or float16 x and scale of one type divided in float32, so not by float32 arithmetic either",
+            "or float16 x and scale divided in float32 or float16, so not by that arithmetic either",
         )
     if schemas.version_in_force("Round", context.target_opset) is None:
         first = schemas.op_versions("Round")[0]
@@ -297,7 +331,10 @@ def _quantized_by_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> l
         )
     b = context.builder(node)
     scale, zero = _lined_up(b, node, context, what)
-    quantized(b, node.input[0], scale, zero, x_type, y_type, outputs=[node.output[0]])
+    quantized(
+        b, node.input[0], scale, zero, x_type, y_type, outputs=[node.output[0]], scale_type=scale_type,
+        divided_in=divided_in,
+    )  # fmt: skip
     return b.nodes
 
 
@@ -334,7 +371,28 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
 
 # Cases: backend cases (today QuantizeLinear 25, DequantizeLinear 25, of blocks and output types)
 @adapter(
-    ("QuantizeLinear", "DequantizeLinear"),
+    ("QuantizeLinear",),
+    21,
+    "down",
+    "attributes at defaults or arithmetic",
+    versions=(19, 28),
+    cases=1,
+)
+@_x_in_scale_type
+def quantize_attributes_from_21_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """QuantizeLinear-21..28(x, s, z), attributes saying what 19 does = QuantizeLinear-19(x, s, z).
+
+    The attributes 19 lacks (``block_size``, ``output_dtype``, ``precision``) dropped where they
+    say what 19 does, as ``quantize_attributes_at_defaults_dropped`` says, with version 19's
+    types and ``saturate`` kept: a node in blocks is its formula, another precision or output type
+    refused. A node stating none of them is left as it is (it means the same at 19); from 23, one
+    dividing in float16 (precision, or unset a float16 scale) is its formula, the quotient rounded
+    to float16, where 19 divides in float32 (not changed_only: every node crossing 23 is met)."""
+    return _stated_dropped(node, context)
+
+
+@adapter(
+    ("DequantizeLinear",),
     21,
     "down",
     "attributes at defaults or arithmetic",
@@ -342,20 +400,37 @@ def quantize_attributes_at_defaults_dropped(node: onnx.NodeProto, context: Adapt
     cases=1,
     changed_only=True,
 )
-@_x_in_scale_type
-def quantize_attributes_from_21_dropped(node: onnx.NodeProto, context: AdapterContext):
-    """QuantizeLinear-21..28(x, s, z), attributes saying what 19 does = QuantizeLinear-19(x, s, z); likewise Dequantize.
+def dequantize_attributes_from_21_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """DequantizeLinear-21..28(x, s, z), attributes saying what 19 does = DequantizeLinear-19(x, s, z).
 
-    The attributes 19 lacks (``block_size``, ``output_dtype``, ``precision``) dropped where they
-    say what 19 does, as ``quantize_attributes_at_defaults_dropped`` says, with version 19's
-    types and ``saturate`` kept: a node in blocks is its formula, another precision or output type
-    refused. A node stating none of them is left as it is (it means the same at 19)."""
+    As ``quantize_attributes_from_21_dropped``: ``block_size`` and ``output_dtype`` dropped where
+    they say what 19 does, a node in blocks its formula. A node stating none of them is left as
+    it is (it means the same at 19)."""
     return _stated_dropped(node, context)
 
 
 # Cases: backend cases (today QuantizeLinear 25, DequantizeLinear 25, of output types and precision)
 @adapter(
-    ("QuantizeLinear", "DequantizeLinear"),
+    ("QuantizeLinear",),
+    23,
+    "down",
+    "attributes at defaults",
+    versions=(21, 28),
+    cases=1,
+)
+@_x_in_scale_type
+def quantize_attributes_from_23_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """QuantizeLinear-23..28(x, s, z), divided in float32 = QuantizeLinear-21(x, s, z).
+
+    ``precision`` float, or unset with a float scale, is what 21 does: dropped. Divided in
+    float16 (precision, or unset a float16 scale), where 21 divides in float32, it is its
+    formula, the quotient rounded to float16; in another type, refused (not changed_only: the
+    step changes what an unset precision means, so every node crossing it is met)."""
+    return _stated_dropped(node, context)
+
+
+@adapter(
+    ("DequantizeLinear",),
     23,
     "down",
     "attributes at defaults",
@@ -363,12 +438,11 @@ def quantize_attributes_from_21_dropped(node: onnx.NodeProto, context: AdapterCo
     cases=1,
     changed_only=True,
 )
-@_x_in_scale_type
-def quantize_attributes_from_23_dropped(node: onnx.NodeProto, context: AdapterContext):
-    """QuantizeLinear-23..28(x, s, z), precision the scale's type = QuantizeLinear-21(x, s, z); likewise Dequantize.
+def dequantize_attributes_from_23_dropped(node: onnx.NodeProto, context: AdapterContext):
+    """DequantizeLinear-23..28(x, s, z), output_dtype the scale's type = DequantizeLinear-21(x, s, z).
 
-    DequantizeLinear's ``output_dtype``, the scale's type, is dropped likewise: what 21 does
-    (``block_size`` kept). A node stating neither is left as it is (it means the same at 21)."""
+    ``output_dtype`` at the scale's type is what 21 does: dropped (``block_size`` kept). A node
+    stating neither is left as it is (it means the same at 21)."""
     return _stated_dropped(node, context)
 
 
@@ -377,13 +451,19 @@ def _stated_dropped(node: onnx.NodeProto, context: AdapterContext):
     where it states an attribute that version lacks; else None (left as it is)."""
     dropped = _dropped_at_target(node, context)
     stated = [attribute for attribute in node.attribute if attribute.name in dropped]
+    if _needs_arithmetic(node, context):  # (a float16 division from 23, whatever it states)
+        return _by_arithmetic(node, context)
     if not stated:
-        return None
+        # (a QuantizeLinear crossing 23 dividing in float32 either way: moved, not left, as the
+        # step's change, which affects every one, is met)
+        crosses_23 = node.op_type == "QuantizeLinear" and _typed_apart(node.op_type, context.source_opset)
+        if not crosses_23 or _typed_apart(node.op_type, context.target_opset):
+            return None
+        require_types_taken(node, context)
+        return [moved(node)]
     schema = schemas.schema_in_force(node.op_type, context.source_opset)
     if schema is None or not all(a == schema.attributes[a.name].default_value for a in stated):
         return quantize_attributes_at_defaults_dropped(node, context)
-    if _needs_arithmetic(node, context):  # (int16 x: its formula, the attributes' values aside)
-        return _by_arithmetic(node, context)
     require_types_taken(node, context)
     return [moved(node, dropped=dropped)]  # (stated at their defaults: they say what the target does)
 

@@ -217,10 +217,10 @@ def test_dequantize_on_16_bit_integers_or_in_blocks_goes_down_as_its_formula(x_t
 @pytest.mark.parametrize(
     "op_type, attributes, x_type, y_type, zero, words",
     [
-        ("QuantizeLinear", {"precision": TensorProto.FLOAT16}, FLOAT, TensorProto.UINT8, None, "divides in float16"),
-        ("QuantizeLinear", {"block_size": 2, "axis": 1, "precision": TensorProto.FLOAT16}, FLOAT, TensorProto.INT8,
+        ("QuantizeLinear", {"precision": TensorProto.BFLOAT16}, FLOAT, TensorProto.UINT8, None, "divides in bfloat16"),
+        ("QuantizeLinear", {"block_size": 2, "axis": 1, "precision": TensorProto.BFLOAT16}, FLOAT, TensorProto.INT8,
          np.zeros((2, 2), np.int8), "quantizes in blocks, which QuantizeLinear-1"),
-        ("QuantizeLinear", {"precision": TensorProto.FLOAT16}, TensorProto.FLOAT16, TensorProto.INT8,
+        ("QuantizeLinear", {"precision": TensorProto.BFLOAT16}, TensorProto.FLOAT16, TensorProto.INT8,
          np.array(0, np.int8), "quantizes float16 values, which QuantizeLinear-1"),
         ("DequantizeLinear", {"output_dtype": TensorProto.FLOAT16}, TensorProto.UINT8, TensorProto.FLOAT16,
          None, "gives float16"),
