@@ -615,6 +615,44 @@ def _signed_comparison(node: onnx.NodeProto, form: NodeForm, constants, names: N
     ]
 
 
+def _bias_of_one_row_at_most(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
+    """Gemm (7+) given a bias C of rank 0 or 1, B's shape known (so the output's columns N): C
+    broadcast unidirectionally to the output's [M, N]."""
+    if len(node.input) < 3 or not node.input[2] or version < 7:
+        return False
+    return dict(form.ranks).get(2) in (0, 1) and _gemm_columns(node, constants, types) is not None
+
+
+def _gemm_columns(node: onnx.NodeProto, constants, types) -> int | None:
+    """N, the columns of Gemm's output: B's second dimension (its first where transB), where known."""
+    b = constants.get(node.input[1])
+    dims = tuple(b.dims) if b is not None else shapes_and_types(node, types)[0].get(node.input[1])
+    if dims is None or len(dims) != 2:
+        return None
+    columns = dims[0] if attribute_of(node, "transB") else dims[1]
+    return columns if isinstance(columns, int) and columns > 0 else None
+
+
+def _bias_as_a_row(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
+    """Gemm(A, B, C) of C of rank 0 or 1 = Gemm(A, B, Expand(C, [1, N])): C reaches the output's
+    [M, N] by broadcasting either way, so the row holds C's values where the broadcast reads them
+    (no arithmetic moves). None below opset 8 (Expand)."""
+    if schemas.version_in_force("Expand", opset) is None:
+        return None
+    columns = _gemm_columns(node, constants, types)
+    prefix = node.name or node.op_type
+    shape, row = names.fresh(f"{node.input[2]}_row_shape"), names.fresh(f"{node.input[2]}_row")
+    tensor = numpy_helper.from_array(np.array([1, columns], np.int64), shape)
+    gemm = onnx.NodeProto()
+    gemm.CopyFrom(node)
+    gemm.input[2] = row
+    return [
+        onnx.helper.make_node("Constant", [], [shape], name=names.fresh(f"{prefix}_Constant"), value=tensor),
+        onnx.helper.make_node("Expand", [node.input[2], shape], [row], name=names.fresh(f"{prefix}_Expand")),
+        gemm,
+    ]
+
+
 def _pads_of_named_axes(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Pad (18+) given its axes, its pads and axes constants (none of them external), the
     data's rank known, the axes in range and each named once."""
@@ -1876,6 +1914,13 @@ OP_CHOICES: tuple[OpChoice, ...] = (
         None,
         "ConstantOfShape(shape) -> Expand(its value as a scalar, shape) (the runtime runs those better)",
         supported_only=True,
+    ),
+    OpChoice(
+        "Gemm",
+        _bias_of_one_row_at_most,
+        _bias_as_a_row,
+        None,
+        "Gemm(A, B, C) of C of rank 0 or 1 -> Gemm(A, B, Expand(C, [1, N])) (the runtime runs those better)",
     ),
     OpChoice(
         "Pad",

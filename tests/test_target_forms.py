@@ -20,7 +20,7 @@ from lowering.folding import MAX_FOLDED_ELEMENTS
 from lowering.graphs import nested_graphs
 from lowering.naming import NameAllocator
 from lowering.node_forms import case_forms
-from lowering.runtime_profiles import PARTLY, REFUSED, SUPPORTED, profile_from_data
+from lowering.runtime_profiles import PARTLY, REFUSED, SUPPORTED, load_profile, profile_from_data
 from lowering.shape_folding import inferred_types
 from lowering.target_forms import OP_CHOICES, constants_by_name, indices_never_negative, shape_names_the_lengths
 from lowering.target_lowering import TargetRefused, check_model, form_judge
@@ -3796,3 +3796,55 @@ def test_a_float16_dilated_pool_gathered_keeps_every_bit_of_special_values(name,
         nan = np.isnan(want)
         assert np.array_equal(np.isnan(got), nan)
         assert got[~nan].tobytes() == want[~nan].tobytes()
+
+
+def _gemm_of_a_bias(bias_shape, trans_b: int | None = None, bias_constant: np.ndarray | None = None):
+    b_shape = [5, 4] if trans_b else [4, 5]
+    attributes = {} if trans_b is None else {"transB": trans_b}
+    fed = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [3, 4]),
+           helper.make_tensor_value_info("b", TensorProto.FLOAT, b_shape)]  # fmt: skip
+    if bias_constant is None:
+        fed.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, bias_shape))
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="gemm", **attributes)], "g", fed,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])],
+        initializer=[] if bias_constant is None else [numpy_helper.from_array(bias_constant, "c")],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7)
+
+
+@pytest.mark.parametrize("bias_shape", [[1], [5]])
+@pytest.mark.parametrize("constant", [False, True])
+def test_a_gemm_bias_of_one_row_at_most_goes_to_rknn_expanded_to_the_row(bias_shape, constant):
+    """rknn fails a Gemm given a bias C of rank 1 (its toolkit: "'NoneType' object has no
+    attribute 'reshape'", B fed): C expanded to [1, N] first, which both broadcast to the output's
+    [M, N] alike; the output bit for bit onnxruntime's."""
+    rng = np.random.default_rng(5)
+    feeds = {"a": rng.standard_normal((3, 4)).astype(np.float32), "b": rng.standard_normal((4, 5)).astype(np.float32),
+             "c": rng.standard_normal(bias_shape).astype(np.float32)}  # fmt: skip
+    model = _gemm_of_a_bias(bias_shape, bias_constant=feeds["c"] if constant else None)
+    if constant:
+        del feeds["c"]
+    result = lowering.lower_model(model, target="rknn")
+    assert [n.op_type for n in result.model.graph.node if n.op_type != "Constant"] == ["Expand", "Gemm"]
+    onnx.checker.check_model(result.model, full_check=True)
+    [want], [got] = run_onnxruntime(model, feeds), run_onnxruntime(result.model, feeds)
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_a_gemm_bias_row_holds_the_output_columns(trans_b):
+    """The row's length N is B's second dimension, its first where transB; the choice reads B's
+    shape, so a B of unknown shape is not chosen for."""
+    [choice] = [c for c in OP_CHOICES if c.op_type == "Gemm"]
+    model = _gemm_of_a_bias([1], trans_b)
+    judge = form_judge(model, load_profile("rknn"), 13)
+    node = model.graph.node[0]
+    _, form = judge(node, None)
+    assert choice.applies(node, form, 13, {}, judge.types)
+    made = choice.replacement(node, form, {}, NameAllocator(model=model), 13, judge.types)
+    [shape] = [n for n in made if n.op_type == "Constant"]
+    assert numpy_helper.to_array(shape.attribute[0].t).tolist() == [1, 5]
+    model.graph.input[1].type.tensor_type.ClearField("shape")
+    judge = form_judge(model, load_profile("rknn"), 13)
+    assert not choice.applies(node, judge(node, None)[1], 13, {}, judge.types)
