@@ -24,24 +24,28 @@ MOST_ELEMENTS = 1 << 24
 
 def nearest_points(
     shape: list[int],
+    element_type: int,
     version: int,
     scales: np.ndarray | None,
     sizes: np.ndarray | None,
     attributes: dict[str, object],
 ) -> list[np.ndarray] | None:
-    """Per axis of X (static ``shape``), the int64 indices i_a onnxruntime's Resize-``version``
-    reads (see the module's docstring), given constant ``scales`` (float32) or ``sizes`` (int64)
-    and the node's attributes other than ``mode``; zeros of the output's lengths where it holds
-    no element. None where X holds no element, where X or the output holds more than
-    :data:`MOST_ELEMENTS`, where onnxruntime fails the node, or where the positions it reads are
-    not separable per axis."""
+    """Per axis of X (static ``shape``, of ``element_type``), the int64 indices i_a onnxruntime's
+    Resize-``version`` reads (see the module's docstring), given constant ``scales`` (float32) or
+    ``sizes`` (int64) and the node's attributes other than ``mode``; zeros of the output's
+    lengths where it holds no element. None where X holds no element, where X or the output
+    holds more than :data:`MOST_ELEMENTS`, where onnxruntime fails the node or has no Resize for
+    X's type (the original's meaning is then the spec's, whose points may lie elsewhere), or
+    where the positions it reads are not separable per axis."""
     elements = int(np.prod(shape, dtype=np.int64))
     if not 0 < elements <= MOST_ELEMENTS:
         return None
-    positions = np.arange(elements, dtype=np.int32).reshape(shape)
+    errors = _onnxruntime_errors()
     try:
-        read = _resized(positions, version, scales, sizes, attributes)
-    except Exception:  # onnxruntime refuses or fails the node: the op itself would fail
+        _session(shape, element_type, version, scales, sizes, attributes)  # (its kernel for X's own type)
+        positions = np.arange(elements, dtype=np.int32).reshape(shape)
+        read = _session(shape, TensorProto.INT32, version, scales, sizes, attributes).run(None, {"x": positions})[0]
+    except errors:  # onnxruntime refuses or fails the node: the op itself would fail
         return None
     if read.ndim != len(shape) or read.size > MOST_ELEMENTS:
         return None
@@ -56,29 +60,38 @@ def nearest_points(
     return indices if np.array_equal(separable, read) else None
 
 
-def _resized(
-    positions: np.ndarray, version: int, scales: np.ndarray | None, sizes: np.ndarray | None, attributes: dict
-) -> np.ndarray:
-    """Resize(positions) in onnxruntime's CPU kernel, no graph optimization, nothing logged (a
-    pattern runs no verification: its own session)."""
+def _onnxruntime_errors() -> tuple[type[Exception], ...]:
+    """The exceptions onnxruntime raises for a model or run it refuses (its own classes)."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    return tuple(v for v in vars(state).values() if isinstance(v, type) and issubclass(v, Exception))
+
+
+def _session(
+    shape: list[int], element_type: int, version: int, scales: np.ndarray | None, sizes: np.ndarray | None,
+    attributes: dict,
+):  # fmt: skip
+    """A session of Resize(x) of x of ``shape`` and ``element_type`` in onnxruntime's CPU
+    provider: no graph optimization, nothing logged, idle threads asleep (a pattern runs no
+    verification: its own options, as lowering.verification.runtime's)."""
     import onnxruntime
 
     if scales is None and version < 13:  # (Resize-11 takes no scales left out: empty ones beside sizes)
         scales = np.zeros(0, np.float32)
     # an empty roi: Resize-11 takes no roi left out, and no mode but tf_crop_and_resize reads one
-    initializers, inputs = [helper.make_tensor("roi", TensorProto.FLOAT, [0], [])], ["positions", "roi"]
+    initializers, inputs = [helper.make_tensor("roi", TensorProto.FLOAT, [0], [])], ["x", "roi"]
     if scales is not None:
         initializers.append(helper.make_tensor("scales", TensorProto.FLOAT, [scales.size], scales.astype(np.float32)))
     inputs.append("scales" if scales is not None else "")
     if sizes is not None:
         initializers.append(helper.make_tensor("sizes", TensorProto.INT64, [sizes.size], sizes.astype(np.int64)))
         inputs.append("sizes")
-    node = helper.make_node("Resize", inputs, ["read"], mode="nearest", **attributes)
+    node = helper.make_node("Resize", inputs, ["y"], mode="nearest", **attributes)
     graph = helper.make_graph(
         [node],
         "nearest_points",
-        [helper.make_tensor_value_info("positions", TensorProto.INT32, list(positions.shape))],
-        [helper.make_tensor_value_info("read", TensorProto.INT32, None)],
+        [helper.make_tensor_value_info("x", element_type, list(shape))],
+        [helper.make_tensor_value_info("y", element_type, None)],
         initializers,
     )
     model = helper.make_model(
@@ -87,5 +100,6 @@ def _resized(
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 4
-    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, {"positions": positions})[0]
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])

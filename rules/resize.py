@@ -140,7 +140,7 @@ def resize_by_weighted_taps(
     onnxruntime reads o; an axis of scale 1; no length changed).
     An axis whose scale is a constant 1 (or size a constant equal to its static length) is not
     resized at all: X comes through it as it is.
-    Not lowered: tf_crop_and_resize without a roi or with antialias, a
+    Not lowered: tf_crop_and_resize without a roi or with antialias, in modes linear and cubic a
     keep_aspect_ratio_policy with sizes, exclude_outside in mode linear without antialias, X of
     unknown rank or not a float type, opsets below 11 (Range). Mode nearest: :func:`_nearest`.
     """
@@ -149,8 +149,9 @@ def resize_by_weighted_taps(
     mode, coordinates = as_text(mode), as_text(coordinate_transformation_mode)
     if mode == "nearest":
         return _nearest(
-            b, x, scales, sizes, axes, coordinates, as_text(nearest_mode), as_text(keep_aspect_ratio_policy), antialias
-        )
+            b, x, scales, sizes, axes, coordinates, as_text(nearest_mode), as_text(keep_aspect_ratio_policy), antialias,
+            exclude_outside,
+        )  # fmt: skip
     if mode not in FILTERED:
         raise NotLowered(f"mode {mode} is neither nearest nor a filter ({' nor '.join(FILTERED)})")
     if coordinates not in COORDINATE_MODES:
@@ -361,7 +362,10 @@ def _static_lengths(b: Builder, x: Value, scales, resized: list[int]) -> list[tu
         if d is None:
             lengths.append(None)
             continue
-        product = None if given is None else np.float32(given[i]) * np.float32(d)
+        with np.errstate(over="ignore", invalid="ignore"):
+            product = None if given is None else np.float32(given[i]) * np.float32(d)
+        if product is not None and np.isfinite(product) and product >= 2.0**62:
+            raise NotLowered(f"scale {given[i]} makes axis {axis} {product:g} long: the op fails")
         lengths.append((d, int(np.floor(product)) if product is not None and np.isfinite(product) else None))
     return lengths
 
@@ -412,8 +416,9 @@ def _resized_axes(b: Builder, x: Value, scales, sizes, axes) -> tuple[int, list[
 
 
 def _nearest(
-    b: Builder, x: Value, scales, sizes, axes, coordinates: str, nearest_mode: str, policy: str, antialias: int = 0
-) -> Value:
+    b: Builder, x: Value, scales, sizes, axes, coordinates: str, nearest_mode: str, policy: str, antialias: int = 0,
+    exclude_outside: int = 0,
+) -> Value:  # fmt: skip
     """Resize(X, s or z, mode=nearest) = per resized axis a: Gather(X, clamp(n(x), 0, d - 1), axis=a).
 
     As onnxruntime's kernel computes it, in float32 whatever X's type: the output length
@@ -432,9 +437,9 @@ def _nearest(
     Other constant scales or sizes (a downsampling by 0.6, a keep_aspect_ratio_policy) of X of
     a static shape: Gather(X, i_a, axis=a) per axis a whose points move, i_a the constant indices
     onnxruntime's kernel reads for that shape (:func:`rules.nearest_points.nearest_points`).
-    Not lowered: scales or sizes fed at run time but whole numbers of X's lengths, tf_crop_and_resize,
-    X of unknown rank, the rest where onnxruntime's points are not per axis or X holds over
-    2^24 elements."""
+    Not lowered: scales or sizes fed at run time (but whole-number scales), tf_crop_and_resize, X of
+    unknown rank; of the rest, X of a type onnxruntime resizes not, a node it fails (antialias,
+    exclude_outside), points not per axis, X or the output of over 2^24 elements."""
     if coordinates not in NEAREST_COORDINATE_MODES:
         raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
     if nearest_mode not in NEAREST_MODES:
@@ -449,6 +454,8 @@ def _nearest(
             attributes["keep_aspect_ratio_policy"] = policy
         if antialias:
             attributes["antialias"] = antialias
+        if exclude_outside:
+            attributes["exclude_outside"] = exclude_outside
         return _gathered_at_points(b, x, rank, scales, sizes, attributes)
     if sizes is not None:
         scales = b.tensor(given, "scales")
@@ -478,14 +485,15 @@ def _gathered_at_points(b: Builder, x: Value, rank: int, scales, sizes, attribut
     shape = b.shape_of(x)
     given = b.constant_value(scales if sizes is None else sizes)
     version = b.source_version("Resize")
-    if given is None or shape is None or None in shape or version is None:
+    if given is None or shape is None or None in shape or version is None or x.element_type is None:
         raise NotLowered(
-            "mode nearest is lowered for whole-number or halving scales, or for constant scales or sizes of X of a "
-            "static shape: onnxruntime's kernels place the points by the scale or by the lengths' ratio, by rank "
-            "(measured), which no one formula matches"
+            "mode nearest is lowered for constant whole-number or halving scales, or for constant scales or sizes of "
+            "X of a static shape (and known type): onnxruntime's kernels place the points by the scale or by the "
+            "lengths' ratio, by rank (measured), which no one formula matches"
         )
     points = nearest_points(
         shape,
+        x.element_type,
         version,
         given.astype(np.float32) if sizes is None else None,
         None if sizes is None else given.astype(np.int64),
@@ -494,7 +502,8 @@ def _gathered_at_points(b: Builder, x: Value, rank: int, scales, sizes, attribut
     if points is None:
         raise NotLowered(
             f"onnxruntime's nearest Resize of X of shape {shape} reads no points per axis that can be known ahead "
-            f"(X empty, X or the output above {MOST_POINTS} elements, the node failing, or points not per axis)"
+            f"(X empty, X or the output above {MOST_POINTS} elements, the node failing or of a type onnxruntime "
+            "resizes not, or points not per axis)"
         )
     value = x
     for axis, indices in enumerate(points):
@@ -517,6 +526,8 @@ def _exact_scales(b: Builder, x: Value, scales, sizes, resized: list[int]) -> np
         d = shape[axis]
         if sizes is None:
             scale = float(np.float32(value))
+            if not np.isfinite(scale):
+                return None
             if scale >= 1 and scale == int(scale):
                 found.append(scale)
                 continue

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def _onnxruntime():
-    """onnxruntime, imported where a model is first run (a conversion alone never loads it)."""
+    """onnxruntime, imported where a model is first run (a conversion alone loads it only where a
+    nearest Resize's points are computed ahead: rules/nearest_points.py)."""
     import onnxruntime
 
     return onnxruntime

@@ -123,14 +123,19 @@ def test_a_downsampling_inside_if_branches_and_local_functions():
 
 def test_points_per_axis_and_none_where_they_cannot_be_known(monkeypatch):
     """nearest_points: per axis the indices read (an axis of scale 1 read whole); None for an
-    empty X, a node onnxruntime fails (scales of the wrong length) and X above the bound."""
+    empty X, a node onnxruntime fails (scales of the wrong length, exclude_outside in mode
+    nearest), X of a type it resizes not (double: the spec's points, onnx.reference's, may lie
+    elsewhere) and X above the bound."""
     attributes = {"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
-    found = nearest_points([2, 5], 19, np.array([1, 0.6], np.float32), None, attributes)
+    scales, float32 = np.array([1, 0.6], np.float32), TensorProto.FLOAT
+    found = nearest_points([2, 5], float32, 19, scales, None, attributes)
     assert [a.tolist() for a in found] == [[0, 1], [0, 1, 3]]
-    assert nearest_points([0, 5], 19, np.array([1, 0.6], np.float32), None, attributes) is None
-    assert nearest_points([2, 5], 19, np.array([0.6], np.float32), None, attributes) is None
+    assert nearest_points([0, 5], float32, 19, scales, None, attributes) is None
+    assert nearest_points([2, 5], float32, 19, np.array([0.6], np.float32), None, attributes) is None
+    assert nearest_points([2, 5], TensorProto.DOUBLE, 19, scales, None, attributes) is None
+    assert nearest_points([2, 5], float32, 19, scales, None, {**attributes, "exclude_outside": 1}) is None
     monkeypatch.setattr(points_module, "MOST_ELEMENTS", 9)
-    assert nearest_points([2, 5], 19, np.array([1, 0.6], np.float32), None, attributes) is None
+    assert nearest_points([2, 5], float32, 19, scales, None, attributes) is None
 
 
 def test_a_resize_that_moves_no_point_is_an_identity():
@@ -146,3 +151,17 @@ def test_scales_of_a_length_not_static_are_left_with_why():
     model = resize_model([1, "h"], 19, scales=[1, 0.6])
     (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
     assert "constant scales or sizes of X of a static shape" in left.reason
+
+
+@pytest.mark.parametrize(
+    ("mode", "scale", "reason"),
+    [("nearest", np.inf, "reads no points"), ("nearest", 1e30, "2e+30 long: the op fails"),
+     ("linear", 1e30, "2e+30 long: the op fails")],
+)  # fmt: skip
+def test_scales_of_no_finite_length_are_left_with_why(mode, scale, reason):
+    """An infinite scale or one making an axis longer than 2^62 (the op fails): left, with why
+    (each crashed the lowering with an OverflowError)."""
+    model = resize_model([1, 1, 2, 2], 19, scales=[1, 1, scale, 1])
+    model.graph.node[0].attribute[0].s = mode.encode()
+    left = lowering.lower_model(model, ops=["Resize"]).report.remaining
+    assert len(left) == 1 and reason in left[0].reason, left
