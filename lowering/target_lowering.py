@@ -7,6 +7,7 @@ no pattern can fix."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -266,6 +267,19 @@ def check_model(
     return findings
 
 
+def _found_as(op_type: str, node: str, foreseen: set[tuple[str, str]]) -> tuple[str, str]:
+    """The (op, node) of check's finding a node ``--target`` refused is: itself, or the node of an
+    If's branch the If's form copied into the graph (lowering.branches_selected names the copy
+    ``{if}_{then|else}_{node}``, a fresh one with a suffix ``_k``), where check found that one."""
+    if (op_type, node) in foreseen or not node:
+        return op_type, node
+    for foreseen_op, foreseen_node in foreseen:
+        copied = rf".+_(?:then|else)_{re.escape(foreseen_node)}(?:_\d+)?"
+        if foreseen_op == op_type and foreseen_node and re.fullmatch(copied, node):
+            return foreseen_op, foreseen_node
+    return op_type, node
+
+
 def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], original: onnx.ModelProto) -> list[Finding]:
     """``findings`` (:func:`check_model`'s) with each fix that ``--target`` would not make taken
     back: ``lower()`` runs it (its result dropped). Where it refuses, each node it lists keeps no
@@ -289,13 +303,14 @@ def fixes_confirmed(findings: list[Finding], lower: Callable[[], object], origin
         result = lower()
     except ConversionRefused as refusal:  # (its graphs are named as the engine places them: matched by node)
         named_by_position = {b.node for b in refusal.blockers if not b.node or b.node.startswith("#")}
-        named = {(b.op_type, b.node): b.reason for b in refusal.blockers if b.node not in named_by_position}
-        unnamed = {b.op_type: b.reason for b in refusal.blockers if b.node in named_by_position}
         foreseen = {(f.op_type, f.node) for f in findings if f.blocks}
+        found_as = {id(b): _found_as(b.op_type, b.node, foreseen) for b in refusal.blockers}
+        named = {found_as[id(b)]: b.reason for b in refusal.blockers if b.node not in named_by_position}
+        unnamed = {b.op_type: b.reason for b in refusal.blockers if b.node in named_by_position}
         foreseen_ops = {op_type for op_type, _ in foreseen}
         unforeseen = [
             b for b in refusal.blockers
-            if (b.op_type, b.node) not in foreseen and not (b.node in named_by_position and b.op_type in foreseen_ops)
+            if found_as[id(b)] not in foreseen and not (b.node in named_by_position and b.op_type in foreseen_ops)
         ]  # fmt: skip
         judged = {(node.op_type, node.name) for _, node, _ in _every_node(original)} - foreseen  # (supported ones too)
         judged_ops = {op_type for op_type, _ in judged}

@@ -695,6 +695,32 @@ def test_an_interface_blocker_target_met_that_check_did_not_foresee_is_added():
     assert [f.verdict.why for f in confirmed] == [opset_finding.verdict.why, foreseen_why, f"--target: {said}"]
 
 
+def test_a_branch_node_the_if_form_copied_and_target_refused_is_the_one_check_found():
+    """The If form (onnx2torch runs no If) copies each branch's nodes into the graph, named
+    ``{if}_{then|else}_{node}`` (a fresh suffix where taken): where --target refuses such a copy,
+    it is check's finding of the branch node, its fix taken back in --target's words, not a
+    second blocker."""
+    cast = Finding("Cast", 13, "INT32", "then_g", "narrow", Verdict(REFUSED, "fails (to uint16)"), "lowered by X")
+    copy = RemainingOp("Cast", 13, "graph 'main', node 'choose_then_narrow_1'", "fails (to uint16)", "main",
+                       "choose_then_narrow_1")  # fmt: skip
+    elsewhere = RemainingOp("Cast", 13, "graph 'main', node 'choose_then_narrowing'", "fails", "main",
+                            "choose_then_narrowing")  # fmt: skip
+
+    def refusing(*blockers):
+        def lower():
+            raise TargetRefused(list(blockers), "onnx2torch")
+
+        return lower
+
+    model = make_model([], [], [], opset=16)
+    confirmed = fixes_confirmed([cast], refusing(copy), model)
+    assert [(f.node, f.fix, f.verdict.why) for f in confirmed] == [
+        ("narrow", None, "fails (to uint16); --target: fails (to uint16)")
+    ]
+    confirmed = fixes_confirmed([cast], refusing(copy, elsewhere), model)  # (another name: its own blocker)
+    assert [(f.node, f.fix) for f in confirmed] == [("narrow", None), ("choose_then_narrowing", None)]
+
+
 def test_a_node_a_pattern_wrote_that_target_refused_is_added_where_no_fix_taken_back_names_it():
     """BitShift's pattern writes a Mod and a Div, which rknn fails; check, judging the BitShift
     a note (lowered by its pattern), foresaw neither: they are added, in --target's words, and
