@@ -76,26 +76,38 @@ def with_variants(name: str, opset: int, model: onnx.ModelProto, case) -> list[t
     it, where the case has several inputs, the same with every input but the first an
     initializer holding the first data set's value (``#constant``: axes, shapes, sizes, scales,
     as a deployed model holds them and as some runtimes take them only), and the same given by
-    Constant nodes (``#node``, :func:`_constants_given_by_nodes`)."""
+    Constant nodes (``#node``, :func:`_constants_given_by_nodes`); where its one input sets how
+    the node computes (ConstantOfShape's shape, a window's size: ``schemas.sets_parameters``),
+    the same with that input a constant too, the model fed nothing."""
     found = [(name, opset, model.SerializeToString(), case.data_sets, case.rtol, case.atol)]
-    if len(model.graph.input) < 2 or not case.data_sets:
+    if not case.data_sets or not (len(model.graph.input) > 1 or _one_input_of_parameters(model, opset)):
         return found
+    kept = 1 if len(model.graph.input) > 1 else 0  # (the inputs left fed)
     inputs, expected = case.data_sets[0]
     values = [feed(value) for value in inputs]
     if len(values) != len(model.graph.input) or not all(isinstance(v, np.ndarray) for v in values):
         return found
     constant = onnx.ModelProto()
     constant.CopyFrom(model)
-    for info, value in zip(model.graph.input[1:], values[1:], strict=True):
+    for info, value in zip(model.graph.input[kept:], values[kept:], strict=True):
         constant.graph.initializer.append(numpy_helper.from_array(value, info.name))
-    del constant.graph.input[1:]
-    found.append((f"{name}#constant", opset, constant.SerializeToString(), [(values[:1], expected)], case.rtol,
+    del constant.graph.input[kept:]
+    found.append((f"{name}#constant", opset, constant.SerializeToString(), [(values[:kept], expected)], case.rtol,
                   case.atol))  # fmt: skip
     given = _constants_given_by_nodes(constant)
     if given is not None:
-        found.append((f"{name}#node", opset, given.SerializeToString(), [(values[:1], expected)], case.rtol,
+        found.append((f"{name}#node", opset, given.SerializeToString(), [(values[:kept], expected)], case.rtol,
                       case.atol))  # fmt: skip
     return found
+
+
+def _one_input_of_parameters(model: onnx.ModelProto, opset: int) -> bool:
+    """The model is fed one input, and its node reads it as what sets how it computes."""
+    node = main_node(model)
+    if len(model.graph.input) != 1 or node is None or not node.input or node.input[0] != model.graph.input[0].name:
+        return False
+    schema = schemas.schema_in_force(node.op_type, opset, node.domain)
+    return schema is not None and schemas.sets_parameters(schema, 0)
 
 
 def _constants_given_by_nodes(constant: onnx.ModelProto) -> onnx.ModelProto | None:

@@ -111,15 +111,21 @@ def main_node(model: onnx.ModelProto) -> onnx.NodeProto | None:
 
 
 def element_type(model: onnx.ModelProto, node: onnx.NodeProto) -> int:
-    """The element type of the node's first input (its first output where it has none)."""
+    """The element type of the node's first input, fed, an initializer or a Constant's value
+    (its first output's where it has none), as check reads a node's
+    (``lowering.target_forms.element_type_name``)."""
     infos = {i.name: i for i in [*model.graph.input, *model.graph.output, *model.graph.value_info]}
+    held = {tensor.name: tensor.data_type for tensor in model.graph.initializer}
+    for other in model.graph.node:
+        value = next((a.t for a in other.attribute if a.name == "value"), None) if other.op_type == "Constant" else None
+        if value is not None:
+            held[other.output[0]] = value.data_type
     for name in [*node.input, *node.output]:
         info = infos.get(name)
         if info is not None and info.type.HasField("tensor_type"):
             return info.type.tensor_type.elem_type
-    for init in model.graph.initializer:
-        if init.name in node.input:
-            return init.data_type
+        if name in held and name in node.input:
+            return held[name]
     return 0
 
 

@@ -256,6 +256,41 @@ def test_a_case_of_several_inputs_gives_the_others_as_initializers_and_as_consta
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def test_a_case_of_one_input_that_sets_parameters_has_it_constant_beside_it():
+    """ConstantOfShape fed its shape (a shape sets how it computes): #constant holds the shape as
+    an initializer, the model fed nothing, and is typed as check types the node, by the shape
+    (int64), not by the output (probe.element_type); a node whose one input is its data (Relu)
+    has no such variant."""
+    from types import SimpleNamespace
+
+    import onnxruntime
+
+    shape = np.array([2, 3], np.int64)
+    node = helper.make_node(
+        "ConstantOfShape", ["shape"], ["y"], value=helper.make_tensor("v", TensorProto.INT32, [1], [7])
+    )
+    model = make_model([node], [helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+                       [helper.make_tensor_value_info("y", TensorProto.INT32, [2, 3])], opset=20)  # fmt: skip
+    want = np.full((2, 3), 7, np.int32)
+    case = SimpleNamespace(name="fill", data_sets=[([shape], [want])], rtol=0.0, atol=0.0)
+    variants = {name: rest for name, *rest in prepare_cases.with_variants(case.name, 20, model, case)}
+    assert set(variants) == {"fill", "fill#constant", "fill#node"}
+    constant = onnx.load_from_string(variants["fill#constant"][1])
+    assert not constant.graph.input and [t.name for t in constant.graph.initializer] == ["shape"]
+    assert variants["fill#constant"][2] == [([], [want])]
+    [got] = onnxruntime.InferenceSession(constant.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {})
+    assert np.array_equal(got, want)
+    assert probe.element_type(constant, constant.graph.node[0]) == TensorProto.INT64
+    given = onnx.load_from_string(variants["fill#node"][1])
+    assert probe.element_type(given, given.graph.node[-1]) == TensorProto.INT64
+    relu = make_model([helper.make_node("Relu", ["x"], ["y"])],
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], opset=14)  # fmt: skip
+    x = np.array([-1, 1], np.float32)
+    relu_case = SimpleNamespace(name="relu", data_sets=[([x], [np.maximum(x, 0)])], rtol=0.0, atol=0.0)
+    assert [name for name, *_ in prepare_cases.with_variants("relu", 14, relu, relu_case)] == ["relu"]
+
+
 def test_a_case_leaving_defaulted_attributes_out_has_them_stated_beside_it():
     """#stated: each int and string attribute the node leaves out that its schema defaults,
     stated at that default (Conv-11: auto_pad 'NOTSET', group 1), the rest as it was; a node
