@@ -615,6 +615,10 @@ def _signed_comparison(node: onnx.NodeProto, form: NodeForm, constants, names: N
     ]
 
 
+# Expand (8) and the int64 Constant of its shape (Constant-9 holds int64) exist from this opset
+ROW_FIRST_OPSET = schemas.first_opset_writing(("Constant", "Expand"), int64_constants=True)
+
+
 def _bias_of_one_row_at_most(node: onnx.NodeProto, form: NodeForm, version: int, constants, types) -> bool:
     """Gemm (7+) given a bias C of rank 0 or 1, B's shape known (so the output's columns N): C
     broadcast unidirectionally to the output's [M, N]."""
@@ -636,8 +640,8 @@ def _gemm_columns(node: onnx.NodeProto, constants, types) -> int | None:
 def _bias_as_a_row(node: onnx.NodeProto, form: NodeForm, constants, names: NameAllocator, opset: int, types):
     """Gemm(A, B, C) of C of rank 0 or 1 = Gemm(A, B, Expand(C, [1, N])): C reaches the output's
     [M, N] by broadcasting either way, so the row holds C's values where the broadcast reads them
-    (no arithmetic moves). None below opset 8 (Expand)."""
-    if schemas.version_in_force("Expand", opset) is None:
+    (no arithmetic moves). None below opset 9 (Expand, and a Constant of int64)."""
+    if opset < ROW_FIRST_OPSET:
         return None
     columns = _gemm_columns(node, constants, types)
     prefix = node.name or node.op_type

@@ -444,6 +444,8 @@ def _nearest(
         raise NotLowered(f"coordinate_transformation_mode {coordinates} in mode nearest is not lowered by the rule")
     if nearest_mode not in NEAREST_MODES:
         raise NotLowered(f"nearest_mode {nearest_mode} is none of {', '.join(NEAREST_MODES)}")
+    if antialias or exclude_outside:
+        raise NotLowered("antialias or exclude_outside in mode nearest: onnxruntime fails the node")
     rank, resized, scales, sizes = _resized_axes(b, x, scales, sizes, axes)
     given = _exact_scales(b, x, scales, sizes, resized) if sizes is None or policy == "stretch" else None
     if given is None:
@@ -452,10 +454,6 @@ def _nearest(
             attributes["axes"] = list(axes)
         if policy != "stretch":
             attributes["keep_aspect_ratio_policy"] = policy
-        if antialias:
-            attributes["antialias"] = antialias
-        if exclude_outside:
-            attributes["exclude_outside"] = exclude_outside
         return _gathered_at_points(b, x, rank, scales, sizes, attributes)
     if sizes is not None:
         scales = b.tensor(given, "scales")

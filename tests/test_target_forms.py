@@ -3845,6 +3845,7 @@ def test_a_gemm_bias_row_holds_the_output_columns(trans_b):
     made = choice.replacement(node, form, {}, NameAllocator(model=model), 13, judge.types)
     [shape] = [n for n in made if n.op_type == "Constant"]
     assert numpy_helper.to_array(shape.attribute[0].t).tolist() == [1, 5]
+    assert choice.replacement(node, form, {}, NameAllocator(model=model), 8, judge.types) is None  # (no int64 Constant)
     model.graph.input[1].type.tensor_type.ClearField("shape")
     judge = form_judge(model, load_profile("rknn"), 13)
     assert not choice.applies(node, judge(node, None)[1], 13, {}, judge.types)

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from lowering import floats, schemas
+from lowering import schemas
 from lowering.builder import Builder, moved
 from lowering.conversion.adapters import (
     AdapterContext,
@@ -42,7 +42,7 @@ QUANTIZE_23 = (
 for _op_type in ("QuantizeLinear", "DequantizeLinear"):  # (a node stating none of the step's attributes moves as it is)
     known_change((_op_type,), 21, QUANTIZE_21, down_only=True, affects=HeldAttributes.added_at(21, _op_type))
 # (every QuantizeLinear: its division's type, even unset, means otherwise across 23)
-known_change(("QuantizeLinear",), 23, QUANTIZE_23, down_only=True)
+known_change(("QuantizeLinear",), 23, QUANTIZE_23)
 known_change(
     ("DequantizeLinear",), 23, QUANTIZE_23, down_only=True, affects=HeldAttributes.added_at(23, "DequantizeLinear")
 )
@@ -80,7 +80,7 @@ def _target_inputs(b: Builder, node: onnx.NodeProto, context: AdapterContext) ->
     scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
     # saturate chooses how float8 outputs overflow: version 13 has no float8 output (refused above)
     precision = attribute_of(node, "precision") if "precision" in dropped else None
-    if precision and precision != scale_type:
+    if precision and _divides_otherwise(node, context):  # (float says what versions before 23 do)
         raise _refused(
             node,
             context,
@@ -177,9 +177,7 @@ def _x_in_scale_type(adapt):
 
 def _divides_otherwise(node: onnx.NodeProto, context: AdapterContext) -> bool:
     """The target's version divides in another type than the node's (float32 where it divides in
-    float16 from 23). A quotient a float8 output takes does not tell them apart: rounded to it from
-    the float16 or the float32 quotient, each itself the exact one rounded, it is the exact one
-    rounded (11 and 24 bits hold the 2 · 4 + 2 that make rounding twice round once)."""
+    float16 from 23): a float8 output too may differ (float16 operands of 11 bits, not 4)."""
     return _divided_in(node, context, context.source_opset) != _divided_in(node, context, context.target_opset)
 
 
@@ -214,7 +212,7 @@ def _needs_arithmetic(node: onnx.NodeProto, context: AdapterContext) -> bool:
             (not _takes_axis(node, context) and scale is not None and scale != [])
             or (x_type == onnx.TensorProto.FLOAT16 and x_type not in _x_types(node, context))
             or (y_type in WHOLE_NUMBERS and y_type not in _y_types(node, context))
-            or (_divides_otherwise(node, context) and not (y_type and floats.is_float(y_type)))
+            or _divides_otherwise(node, context)
         )
     x_type = _element_type(context, node.input[0])
     if x_type is not None and x_type not in schemas.input_element_types(node.op_type, context.target_opset, 0):
@@ -444,6 +442,23 @@ def dequantize_attributes_from_23_dropped(node: onnx.NodeProto, context: Adapter
     ``output_dtype`` at the scale's type is what 21 does: dropped (``block_size`` kept). A node
     stating neither is left as it is (it means the same at 21)."""
     return _stated_dropped(node, context)
+
+
+# Cases: backend cases at 19 and 21 (float16 scales) going to 23 and up
+@adapter(("QuantizeLinear",), 23, "up", "precision stated", versions=(10, 28), cases=1)
+def quantize_precision_stated_going_up(node: onnx.NodeProto, context: AdapterContext):
+    """QuantizeLinear-10..22(x, s, z) = QuantizeLinear-23+(x, s, z, precision=float) of a float16
+    or bfloat16 scale (versions before 23 divide in float32, :func:`rules.quantize_linear.division_type`;
+    23 divides in the scale's type where precision is unset); of a float scale as it is."""
+    scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
+    if scale_type is None:
+        raise _refused(node, context, "has a scale of unknown type, whose division 23 makes in that type")
+    b = context.builder(node)
+    if _divided_in(node, context, context.target_opset) == _divided_in(node, context, context.source_opset):
+        b.moved(node)
+    else:
+        b.moved(node, precision=_divided_in(node, context, context.source_opset))
+    return b.nodes
 
 
 def _stated_dropped(node: onnx.NodeProto, context: AdapterContext):

@@ -165,3 +165,13 @@ def test_scales_of_no_finite_length_are_left_with_why(mode, scale, reason):
     model.graph.node[0].attribute[0].s = mode.encode()
     left = lowering.lower_model(model, ops=["Resize"]).report.remaining
     assert len(left) == 1 and reason in left[0].reason, left
+
+
+@pytest.mark.parametrize("attribute", ["antialias", "exclude_outside"])
+@pytest.mark.parametrize("scales", [[1, 1, 2, 2], [1, 1, 0.5, 0.5], [1, 1, 0.6, 0.6]])
+def test_a_nearest_resize_onnxruntime_fails_is_left_with_why(attribute, scales):
+    """antialias or exclude_outside in mode nearest: onnxruntime fails the node (at whole-number
+    and halving scales too, which the rule lowered before), so nothing is written for it."""
+    model = resize_model([1, 1, 4, 4], 19, scales=scales, **{attribute: 1})
+    (left,) = lowering.lower_model(model, ops=["Resize"]).report.remaining
+    assert "onnxruntime fails the node" in left.reason
