@@ -869,25 +869,25 @@ def test_pad_11_value_float32_cannot_hold_goes_below_11_by_pads_rule():
 # -- Resize going down: what its adapters refuse, and why ------------------------------------------
 
 RESIZE_REFUSALS = [
-    # (source opset, target opset, attributes, inputs, words of the refusal)
+    # (source opset, target opset, attributes, inputs, words of the refusal, X's type)
     # antialias and half_pixel_symmetric go down by the Resize rule, where it lowers the node
     # (not tf_crop_and_resize with antialias: the rule lowers it with a roi and without antialias only)
     (19, 13, {"antialias": 1, "mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
-     ("x", "", "scales"), "Resize-19 filters with antialias=1"),
+     ("x", "", "scales"), "Resize-19 filters with antialias=1", TensorProto.FLOAT),
     # axes go down spread over every axis, a policy as one common scale where floor(s·d) is its round(s·d)
-    # (else computed at run time, in coordinate modes half_pixel and asymmetric):
+    # (else computed at run time, in coordinate modes half_pixel and asymmetric); in mode nearest the
+    # Resize rule gathers the points onnxruntime reads (tests/rules/test_nearest_points.py), but not of
+    # a double X, which onnxruntime resizes not (the last field: X's type):
     (18, 13, {"keep_aspect_ratio_policy": "not_smaller", "coordinate_transformation_mode": "align_corners"},
-     ("x", "", "", "sizes2"), "round(1.5 * 1) = 2"),
-    # (with whole-number scales the Resize rule gathers the very pixels: tests/rules/test_resize_policies.py)
+     ("x", "", "", "sizes2"), "round(1.5 * 1) = 2", TensorProto.DOUBLE),
     (19, 13, {"coordinate_transformation_mode": "half_pixel_symmetric", "mode": "nearest"}, ("x", "", "scales15"),
-     "half_pixel_symmetric (from version 19)"),
-    (13, 11, {"coordinate_transformation_mode": "tf_crop_and_resize"}, ("x", "", "", "sizes"), "and no roi"),
+     "half_pixel_symmetric (from version 19)", TensorProto.DOUBLE),
+    (13, 11, {"coordinate_transformation_mode": "tf_crop_and_resize"}, ("x", "", "", "sizes"), "and no roi",
+     TensorProto.FLOAT),
 ]  # fmt: skip
 
 
-@slow_but_a_sample()
-@pytest.mark.parametrize("source, target, attributes, inputs, words", RESIZE_REFUSALS)
-def test_resize_refusals_name_the_node_the_versions_and_what_cannot_be_said(source, target, attributes, inputs, words):
+def _resize_model(source: int, attributes: dict, inputs, element_type: int) -> onnx.ModelProto:
     initializers = [
         onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
         onnx.numpy_helper.from_array(np.array([2, 2], np.float32), "scales2"),
@@ -895,18 +895,39 @@ def test_resize_refusals_name_the_node_the_versions_and_what_cannot_be_said(sour
         onnx.numpy_helper.from_array(np.array([1, 2, 6, 8], np.int64), "sizes"),
         onnx.numpy_helper.from_array(np.array([1, 3, 3, 4], np.int64), "sizes2"),
     ]
-    model = make_model(
+    return make_model(
         [helper.make_node("Resize", list(inputs), ["y"], name="up", **attributes)],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ("n", "c", "h", "w"))],
+        [helper.make_tensor_value_info("x", element_type, [1, 2, 3, 4])],
+        [helper.make_tensor_value_info("y", element_type, ("n", "c", "h", "w"))],
         opset=source,
         initializer=initializers,
     )
+
+
+@slow_but_a_sample()
+@pytest.mark.parametrize("source, target, attributes, inputs, words, element_type", RESIZE_REFUSALS)
+def test_resize_refusals_name_the_node_the_versions_and_what_cannot_be_said(
+    source, target, attributes, inputs, words, element_type
+):
+    model = _resize_model(source, attributes, inputs, element_type)
     with pytest.raises(lowering.LoweringError) as refused:
         lowering.lower(model, target_opset=target, ops=[])
     message = str(refused.value)
     assert "node 'up' (Resize)" in message and words in message, message
     assert f"cannot go to opset {target}" in message, message
+
+
+@pytest.mark.parametrize("refused", [r for r in RESIZE_REFUSALS if r[-1] == TensorProto.DOUBLE])
+def test_resize_in_mode_nearest_the_adapter_refuses_goes_down_by_the_rule_for_a_float_x(refused):
+    """The two nearest refusals above, X float: the Resize rule's Gathers of the points
+    onnxruntime reads, bit for bit."""
+    source, target, attributes, inputs, _, _ = refused
+    model = _resize_model(source, attributes, inputs, TensorProto.FLOAT)
+    converted = lowering.lower(model, target_opset=target, ops=[])
+    assert "Resize" not in {node.op_type for node in converted.graph.node}
+    x = np.random.default_rng(3).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(converted, {"x": x})
+    assert got.tobytes() == want.tobytes()
 
 
 def test_resize_with_sizes_goes_to_11_with_empty_roi_and_scales():
