@@ -111,21 +111,29 @@ def main_node(model: onnx.ModelProto) -> onnx.NodeProto | None:
 
 
 def element_type(model: onnx.ModelProto, node: onnx.NodeProto) -> int:
-    """The element type of the node's first input, fed, an initializer or a Constant's value
-    (its first output's where it has none), as check reads a node's
-    (``lowering.target_forms.element_type_name``)."""
+    """The element type of the node's first input that is declared (else its first output's,
+    else its first initializer input's); in a model fed nothing (a ``#constant`` case of one
+    input), its first input's, an initializer or a Constant's value, as check reads a node's
+    (``lowering.target_forms.element_type_name``), not its output's."""
     infos = {i.name: i for i in [*model.graph.input, *model.graph.output, *model.graph.value_info]}
     held = {tensor.name: tensor.data_type for tensor in model.graph.initializer}
-    for other in model.graph.node:
-        value = next((a.t for a in other.attribute if a.name == "value"), None) if other.op_type == "Constant" else None
-        if value is not None:
-            held[other.output[0]] = value.data_type
+    if not model.graph.input:
+        for other in model.graph.node:
+            value = (
+                next((a.t for a in other.attribute if a.name == "value"), None) if other.op_type == "Constant" else None
+            )
+            if value is not None:
+                held[other.output[0]] = value.data_type
+        for name in node.input:
+            if name in held:
+                return held[name]
     for name in [*node.input, *node.output]:
         info = infos.get(name)
         if info is not None and info.type.HasField("tensor_type"):
             return info.type.tensor_type.elem_type
-        if name in held and name in node.input:
-            return held[name]
+    for init in model.graph.initializer:
+        if init.name in node.input:
+            return init.data_type
     return 0
 
 

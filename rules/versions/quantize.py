@@ -451,13 +451,20 @@ def quantize_precision_stated_going_up(node: onnx.NodeProto, context: AdapterCon
     or bfloat16 scale (versions before 23 divide in float32, :func:`rules.quantize_linear.division_type`;
     23 divides in the scale's type where precision is unset); of a float scale as it is."""
     scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
+    schema = schemas.schema_in_force(node.op_type, context.source_opset)
+    if scale_type is None and schema is not None and schema.inputs[1].type_str == "tensor(float)":
+        scale_type = onnx.TensorProto.FLOAT  # (versions 10 and 13 take a float scale only)
+    elif scale_type is None and schema is not None and schema.inputs[1].type_str == schema.inputs[0].type_str:
+        scale_type = _element_type(context, node.input[0])  # (19 to 22: x's type)
     if scale_type is None:
         raise _refused(node, context, "has a scale of unknown type, whose division 23 makes in that type")
+    before, after = (division_type(0, scale_type, schemas.version_in_force(node.op_type, opset))
+                     for opset in (context.source_opset, context.target_opset))  # fmt: skip
     b = context.builder(node)
-    if _divided_in(node, context, context.target_opset) == _divided_in(node, context, context.source_opset):
+    if before == after:
         b.moved(node)
     else:
-        b.moved(node, precision=_divided_in(node, context, context.source_opset))
+        b.moved(node, precision=before)
     return b.nodes
 
 

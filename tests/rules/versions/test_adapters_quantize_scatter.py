@@ -200,6 +200,13 @@ def test_quantize_by_a_float16_scale_going_up_across_23_states_precision_float(s
     as_float = quantize(source, FLOAT, np.array(0.37, np.float32), np.array(3, np.uint8), shape)
     [node] = lowering.lower(as_float, target_opset=target, ops=[]).graph.node
     assert not node.attribute
+    # (a scale of no inferred type, given by another domain's node: x's type, which 19 to 22 tie it to)
+    unknown = quantize(source, FLOAT16, np.array(0.37, np.float16), np.array(3, np.uint8), shape)
+    unknown.graph.initializer.remove(next(t for t in unknown.graph.initializer if t.name == "scale"))
+    unknown.graph.node.insert(0, helper.make_node("Scale", ["x"], ["scale"], domain="custom"))
+    unknown.opset_import.append(helper.make_opsetid("custom", 1))
+    [_, node] = lowering.lower(unknown, target_opset=target, ops=[]).graph.node
+    assert [(a.name, a.i) for a in node.attribute] == [("precision", FLOAT)]
 
 
 def test_quantize_without_zero_point_to_uint16_by_output_dtype_goes_to_11():
