@@ -8,7 +8,7 @@ Gather of X along each axis a by the constant indices i_a.
 This takes onnxruntime's answer where no one formula gives it: its kernels place an output point
 at x · (1 / s) or x / s and take the output lengths from the scale or from the sizes by rank and
 policy (measured), the ONNX reference in float64. Its float, int32 and uint8 kernels place the
-points alike (measured: 400 random shapes, scales, sizes, policies and modes, ranks 1 to 5).
+points alike (measured: random shapes, scales, sizes, policies and modes, ranks 1 to 5).
 """
 
 from __future__ import annotations

@@ -427,7 +427,8 @@ def _nearest(
     (i + 0.5) / s (tf_half_pixel_for_nn), i · (d - 1) / max(o - 1, 1) (align_corners) or
     half_pixel's shifted by d / 2 · (1 - o / (s · d)) (half_pixel_symmetric); n(x) = Floor(x),
     Ceil(x), or Round(x) but Floor(x) (round_prefer_floor) or Ceil(x) (round_prefer_ceil) where
-    x = Floor(x) + 0.5. X's values are only gathered: bit for bit, of every type. So where
+    x = Floor(x) + 0.5. X's values are only gathered: bit for bit, of every type (but a float16
+    signalling NaN, which onnxruntime's float16 kernel quiets, going through float32). So where
     the scales are constants of whole numbers (an upsampling by 2, as exports write it) or of
     halvings 1 / 2^k of static lengths divisible by 2^k (a downsampling by 2), or the sizes
     constants giving such scales of X's static lengths (keep_aspect_ratio_policy stretch):

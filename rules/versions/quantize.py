@@ -79,13 +79,7 @@ def _target_inputs(b: Builder, node: onnx.NodeProto, context: AdapterContext) ->
         raise _refused(node, context, f"quantizes in blocks of {block_size} (block_size, from version 21)")
     scale_type = _element_type(context, node.input[1]) if len(node.input) > 1 else None
     # saturate chooses how float8 outputs overflow: version 13 has no float8 output (refused above)
-    precision = attribute_of(node, "precision") if "precision" in dropped else None
-    if precision and _divides_otherwise(node, context):  # (float says what versions before 23 do)
-        raise _refused(
-            node,
-            context,
-            f"divides in {schemas.type_name(precision)} (precision, from version 23), not in its scale's type",
-        )
+    # (a precision the target divides otherwise in goes by arithmetic: _needs_arithmetic, asked first)
     output_dtype = attribute_of(node, "output_dtype") if "output_dtype" in dropped else None
     if output_dtype and node.op_type == "DequantizeLinear" and output_dtype != scale_type:
         raise _refused(

@@ -158,8 +158,8 @@ def test_quantize_to_float8_by_output_dtype_goes_to_20_bit_for_bit(y_type, satur
 def test_quantize_23_of_float16_values_by_a_float_scale_goes_down_with_x_cast_first(zero, target):
     """QuantizeLinear-23 types x and the scale apart and divides in the scale's type: float16
     values by a float scale are divided in float32. Versions before 23 give x and the scale one
-    type (or the scale float alone), so x goes as Cast(x, float) first (it was left as it was, an
-    invalid model at 21 and 22, refused at 13): every float16 pattern, bit for bit with
+    type (or the scale float alone), so x goes as Cast(x, float) first: every float16 pattern,
+    bit for bit with
     onnxruntime's QuantizeLinear-23 (onnx.reference's takes +inf to 0)."""
     shape = (256, 256)
     model = quantize(23, FLOAT16, np.array(0.37, np.float32), zero, shape)
@@ -175,7 +175,7 @@ def test_quantize_23_by_a_float16_scale_divides_in_float16_where_older_versions_
     where QuantizeLinear-21 and older divide float16 in float32 (1.666 / 0.37: 4.5 in float16,
     4.5013 in float32, quantized to 7 and 8 by a zero point of 3): going down it is its formula,
     the quotient rounded to float16; every float16 pattern (float x: those as float), bit for
-    bit with onnxruntime's QuantizeLinear-23 (it was left as it was, off by one on 132 values)."""
+    bit with onnxruntime's QuantizeLinear-23."""
     shape = (256, 256)
     every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(shape)
     x = every if x_type == FLOAT16 else every.astype(np.float32)
@@ -184,13 +184,26 @@ def test_quantize_23_by_a_float16_scale_divides_in_float16_where_older_versions_
     assert "Round" in {node.op_type for node in result.model.graph.node}
 
 
+@pytest.mark.parametrize("x_type", [FLOAT16, FLOAT])
+def test_quantize_23_by_a_float16_scale_lowered_by_its_rule_divides_in_float16(x_type):
+    """The QuantizeLinear rule (--ops QuantizeLinear) at version 23 divides a float16 scale's
+    quotient in float16 as the op does there: every float16 pattern, bit for bit."""
+    shape = (256, 256)
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(shape)
+    x = every if x_type == FLOAT16 else every.astype(np.float32)
+    model = quantize(23, x_type, np.array(0.37, np.float16), np.array(3, np.uint8), shape)
+    lowered = lowering.lower(model, ops=["QuantizeLinear"], strict=True)
+    onnx.checker.check_model(lowered, full_check=True)
+    [want], [got] = run_onnxruntime(model, {"x": x}), run_onnxruntime(lowered, {"x": x})
+    assert got.tobytes() == want.tobytes()
+
+
 @pytest.mark.parametrize("target", [23, 25])
 @pytest.mark.parametrize("source", [19, 21])
 def test_quantize_by_a_float16_scale_going_up_across_23_states_precision_float(source, target):
     """QuantizeLinear-19/21 of float16 values and scale divide in float32 (onnxruntime); 23 and
     later divide in the scale's type where precision is unset: going up, precision float is
-    stated (moved as it was, 132 of the float16 patterns came out one off). Every float16
-    pattern, bit for bit; a float scale goes as it is."""
+    stated. Every float16 pattern, bit for bit; a float scale goes as it is."""
     shape = (256, 256)
     every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(shape)
     model = quantize(source, FLOAT16, np.array(0.37, np.float16), np.array(3, np.uint8), shape)
